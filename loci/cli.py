@@ -1,0 +1,298 @@
+"""`loci` — the user-facing command line over the three layers.
+
+Every command reads the same settings (`loci.toml`, `LOCI_*` environment variables; see
+README). Heavy imports happen inside commands so `loci --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print a table, write JSON).")
+flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (seed 004).")
+app.add_typer(bench_app, name="bench")
+app.add_typer(flags_app, name="flags")
+console = Console()
+err = Console(stderr=True)
+
+DATA_OPT = typer.Option(None, "--data-dir", help="Data directory (default: settings.data_dir).")
+SAMPLE_CHATS = Path(__file__).resolve().parents[1] / "data" / "samples" / "chats.jsonl"
+
+
+def _settings(data_dir: Optional[str] = None, **overrides):
+    from pipelines.settings import load_settings
+
+    if data_dir:
+        overrides["data_dir"] = data_dir
+    return load_settings(**overrides)
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[red]error:[/red] {message}")
+    raise typer.Exit(code)
+
+
+def _print_report(report: dict) -> None:
+    table = Table(title="ingested")
+    for key in ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions"):
+        table.add_column(key, justify="right")
+    table.add_row(*(str(report.get(k, 0)) for k in
+                    ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions")))
+    console.print(table)
+    for bad in report.get("bad_rows", []):
+        err.print(f"[yellow]skipped[/yellow] {bad}")
+
+
+@app.command()
+def ingest(
+    path: Path = typer.Argument(..., help="A chat JSONL file (see README), or a LoCoMo JSON file."),
+    format: str = typer.Option("chat", "--format", help="chat | locomo | items"),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
+    from pipelines.inbox import Inbox
+    from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo
+    from pipelines.policy import Policy
+
+    if not path.is_file():
+        _fail(f"no such file: {path}")
+    settings = _settings(data_dir)
+    readers = {"chat": ingest_chat_jsonl, "locomo": ingest_locomo, "items": import_items_jsonl}
+    if format not in readers:
+        _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
+    with Inbox(settings.inbox_path) as inbox:
+        try:
+            report = readers[format](path, inbox, Policy(settings))
+        except ValueError as exc:
+            _fail(str(exc))
+    _print_report(report.as_dict())
+
+
+@app.command("import")
+def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
+    """Import items exported with `loci export` (governed again on the way in)."""
+    ingest(path=path, format="items", data_dir=data_dir)
+
+
+@app.command()
+def consolidate(data_dir: Optional[str] = DATA_OPT) -> None:
+    """Run the consolidation job in-process and print a summary."""
+    from assets.run import run_consolidation
+
+    settings = _settings(data_dir)
+    summary = run_consolidation(settings, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
+    _print_summary(summary)
+    if summary.get("status") not in (None, "success"):
+        raise typer.Exit(1)
+
+
+def _print_summary(summary: dict) -> None:
+    table = Table(title="consolidation")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for key, value in summary.items():
+        if isinstance(value, (dict, list)):
+            value = json.dumps(value, sort_keys=True)
+        table.add_row(str(key), str(value))
+    console.print(table)
+
+
+@app.command()
+def reembed(data_dir: Optional[str] = DATA_OPT) -> None:
+    """Re-embed every item with the configured embedder (after changing embedder)."""
+    from assets.run import reembed_all
+
+    console.print(reembed_all(_settings(data_dir)))
+
+
+@app.command()
+def search(
+    query: str,
+    user: str = typer.Option("default", "--user"),
+    project: str = typer.Option("default", "--project"),
+    session: str = typer.Option("default", "--session"),
+    org: str = typer.Option("default", "--org"),
+    k: int = typer.Option(10, "--k"),
+    mode: str = typer.Option("catalog", "--mode", help="inject | catalog | hybrid"),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Recall from the published snapshot plus fresh inbox events (the service's engine)."""
+    from online.state import MemoryService
+    from pipelines.records import Identity
+
+    if not query.strip():
+        _fail("empty query", 2)
+    settings = _settings(data_dir)
+    service = MemoryService(settings)
+    result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
+    _print_recall(result, mode)
+
+
+def _print_recall(result, mode: str) -> None:
+    if not result.found:
+        console.print(result.message)
+        return
+    if mode in ("inject", "hybrid") and result.injection:
+        console.print(result.injection, markup=False, highlight=False)
+    if mode in ("catalog", "hybrid"):
+        table = Table(title="recall")
+        for col in ("score", "tier", "type", "title", "id"):
+            table.add_column(col)
+        for hit in result.hits:
+            table.add_row(f"{hit.score:.3f}", hit.item.tier, hit.item.type, hit.item.title[:60], hit.item.id)
+        console.print(table)
+
+
+@app.command()
+def show(item_id: str, data_dir: Optional[str] = DATA_OPT) -> None:
+    """Show one item with its revision history."""
+    from pipelines.inspect import describe_item
+
+    settings = _settings(data_dir)
+    found = describe_item(settings, item_id)
+    if found is None:
+        _fail(f"no item {item_id}")
+    console.print_json(json.dumps(found, default=str))
+
+
+@app.command()
+def stats(data_dir: Optional[str] = DATA_OPT) -> None:
+    """Counts per tier/type, the inbox, the published snapshot."""
+    from pipelines.inspect import collect_stats
+
+    console.print_json(json.dumps(collect_stats(_settings(data_dir)), default=str))
+
+
+@app.command()
+def export(
+    format: str = typer.Option("jsonl", "--format"),
+    out: Optional[Path] = typer.Option(None, "--out", help="File to write (default stdout)."),
+    include_inactive: bool = typer.Option(False, "--all", help="Include superseded/archived items."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Export items from the warehouse as JSON lines (one MemoryItem per line)."""
+    from pipelines.inspect import export_items
+
+    if format != "jsonl":
+        _fail("only --format jsonl is supported", 2)
+    settings = _settings(data_dir)
+    handle = out.open("w", encoding="utf-8") if out else sys.stdout
+    try:
+        n = export_items(settings, handle, include_inactive=include_inactive)
+    finally:
+        if out:
+            handle.close()
+    err.print(f"exported {n} items")
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON schema of every record type."""
+    from pipelines.records import json_schemas
+
+    console.print_json(json.dumps(json_schemas()))
+
+
+@app.command()
+def serve(
+    host: Optional[str] = typer.Option(None, "--host"),
+    port: Optional[int] = typer.Option(None, "--port"),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Start the recall service (Litestar on uvicorn)."""
+    from online.server import serve as run_server
+
+    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    run_server(_settings(data_dir, **overrides))
+
+
+@app.command()
+def ui(port: int = typer.Option(3000, "--port"), data_dir: Optional[str] = DATA_OPT) -> None:
+    """Start the Dagster UI (`dagster dev`) with a project-local DAGSTER_HOME."""
+    import os
+    import subprocess
+
+    from assets.run import dagster_home
+
+    settings = _settings(data_dir)
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings))}
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-p", str(port)]
+    raise typer.Exit(subprocess.call(cmd, env=env, cwd=root))
+
+
+@flags_app.command("enable")
+def flags_enable(name: str) -> None:
+    """Turn a feature flag on (written to loci.toml)."""
+    _set_flag(name, True)
+
+
+@flags_app.command("disable")
+def flags_disable(name: str) -> None:
+    """Turn a feature flag off (written to loci.toml)."""
+    _set_flag(name, False)
+
+
+@flags_app.command("list")
+def flags_list() -> None:
+    """Show every flag and its value."""
+    for name, value in sorted(_settings().flags.items()):
+        console.print(f"{name} = {'on' if value else 'off'}")
+
+
+def _set_flag(name: str, value: bool) -> None:
+    from pipelines.settings import Settings, set_flag
+
+    known = set(Settings().flags)
+    if name not in known:
+        _fail(f"unknown flag {name!r}; known: {', '.join(sorted(known))}", 2)
+    path = set_flag(name, value)
+    console.print(f"{name} = {'on' if value else 'off'} ({path})")
+
+
+@bench_app.command("policy")
+def bench_policy(
+    data: Path = typer.Option(..., "--data", help="JSONL file or folder of {text,label,source}."),
+    json_out: Optional[Path] = typer.Option(None, "--json"),
+) -> None:
+    """Precision, recall and false-positive rate of the write policy per source."""
+    from tests.benchmarks.bench_policy import main
+
+    argv = ["--data", str(data)] + (["--json", str(json_out)] if json_out else [])
+    raise typer.Exit(main(argv))
+
+
+@app.command()
+def demo(data_dir: Optional[str] = DATA_OPT) -> None:
+    """The main job on the embedded default: ingest the sample chats, consolidate, print
+    each tier, and answer a recall."""
+    settings = _settings(data_dir)
+    console.rule("1. ingest the sample chats")
+    ingest(path=SAMPLE_CHATS, format="chat", data_dir=settings.data_dir)
+    console.rule("2. consolidate (Dagster job, in-process)")
+    consolidate(data_dir=settings.data_dir)
+    console.rule("3. what is in each tier")
+    from pipelines.inspect import tier_listing
+
+    for tier, rows in tier_listing(settings).items():
+        table = Table(title=f"{tier.upper()} ({len(rows)})")
+        for col in ("type", "title", "owner", "id"):
+            table.add_column(col)
+        for row in rows:
+            table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
+        console.print(table)
+    console.rule("4. recall: what do we know about the tile latency budget? (user dana, project atlas)")
+    search(query="what do we know about the tile latency budget?", user="dana", project="atlas",
+           session="s4", org="default", k=5, mode="hybrid", data_dir=settings.data_dir)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,205 @@
+"""Capture one chat turn: parse proposals, govern them, land everything in the inbox.
+
+The service (`POST /v1/turns`, the proxy) and the command line (`loci ingest`) both call
+`capture_turn`, so a turn is governed the same way whichever door it came through. The
+inbox append commits before this returns: a returned result is an acknowledged write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Callable, Sequence
+
+import msgspec
+
+from pipelines.inbox import Inbox
+from pipelines.materialize import SCOPE_KINDS, proposal_item_id
+from pipelines.proposals import parse_assistant_output
+from pipelines.records import (
+    Event,
+    Identity,
+    MemoryItem,
+    ParseError,
+    ProposedItem,
+    Provenance,
+    Verdict,
+    sha256_text,
+    stable_id,
+    utcnow,
+)
+
+REDACTED = "[REDACTED]"
+
+
+class ProposalOutcome(msgspec.Struct):
+    form: str
+    title: str
+    action: str
+    reasons: list[str]
+    rule_ids: list[str]
+    item_id: str | None
+    event_id: str
+
+
+class CaptureResult(msgspec.Struct):
+    turn_id: str
+    turn_event_id: str
+    seq: int
+    role: str
+    visible_text: str
+    proposals: list[ProposalOutcome]
+    parse_errors: list[ParseError]
+    redactions: int
+
+
+def redact_secrets(policy: Any, text: str) -> tuple[str, int]:
+    """Mask secrets the policy finds in a raw turn: the turn is kept as an episodic record,
+    a credential in it never is. Findings with spans are masked in place; a finding without
+    a span masks the whole text (better lose a turn's words than keep a key)."""
+    findings = [f for f in policy.scan_text(text) if getattr(f, "kind", "") == "secret"]
+    if not findings:
+        return text, 0
+    spans = []
+    for f in findings:
+        start, end = getattr(f, "start", None), getattr(f, "end", None)
+        if start is None or end is None:
+            return f"{REDACTED} (a secret was removed from this turn)", len(findings)
+        spans.append((int(start), int(end)))
+    out, cursor = [], 0
+    for start, end in sorted(spans):
+        if start < cursor:
+            start = cursor
+        if end <= start:
+            continue
+        out.append(text[cursor:start])
+        out.append(REDACTED)
+        cursor = end
+    out.append(text[cursor:])
+    return "".join(out), len(spans)
+
+
+def capture_turn(
+    inbox: Inbox,
+    policy: Any,
+    identity: Identity,
+    role: str,
+    text: str,
+    *,
+    tool_calls: list[dict[str, Any]] | None = None,
+    extra_proposals: Sequence[ProposedItem] = (),
+    turn_id: str | None = None,
+    turn_ref: str | None = None,
+    speaker: str | None = None,
+    at: str | None = None,
+    default_scope: str = "project",
+    parse: bool | None = None,
+    existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None = None,
+) -> CaptureResult:
+    """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
+    JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
+    Rejected proposals land only as events with their verdict, never as items."""
+    if role not in ("user", "assistant", "system"):
+        raise ValueError(f"role must be user, assistant or system, not {role!r}")
+    if default_scope not in SCOPE_KINDS:
+        raise ValueError(f"default_scope must be one of {SCOPE_KINDS}")
+    turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
+    at = at or utcnow()
+    do_parse = (role == "assistant") if parse is None else parse
+    parsed = (
+        parse_assistant_output(text, tool_calls)
+        if do_parse
+        else None
+    )
+    visible = parsed.visible_text if parsed else text
+    stored_text, redactions = redact_secrets(policy, visible)
+
+    turn_event = Event(
+        event_id=stable_id("evt", "turn", turn_id),
+        kind="turn",
+        identity=identity,
+        at=at,
+        payload={
+            "turn_id": turn_id,
+            "role": role,
+            "text": stored_text,
+            "raw_sha256": sha256_text(text),
+            "turn_ref": turn_ref,
+            "speaker": speaker,
+            "at": at,
+            "redactions": redactions,
+        },
+    )
+    forms_items: list[tuple[str, ProposedItem]] = []
+    if parsed:
+        forms_items += [(pp.form, pp.item) for pp in parsed.proposals]
+    forms_items += [("api", item) for item in extra_proposals]
+
+    events = [turn_event]
+    pending: list[tuple[str, ProposedItem, Verdict, str]] = []
+    for index, (form, proposal) in enumerate(forms_items):
+        hint = proposal.provenance_hint or {}
+        source_kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "chat"
+        prov = Provenance(
+            source_kind=source_kind,
+            source_id=str(hint.get("source_id") or turn_id),
+            chunk_ids=[str(c) for c in hint.get("chunk_ids", []) if isinstance(c, (str, int))]
+            if isinstance(hint.get("chunk_ids"), list) else [],
+            content_hashes=[sha256_text(text)],
+            turn_refs=[turn_ref] if turn_ref else [],
+            event_ids=[turn_event.event_id],
+            created_at=at,
+        )
+        verdict = policy.evaluate(
+            proposal,
+            target_tier=proposal.tier or "stm",
+            provenance=prov,
+            source_trusted=source_kind != "doc",
+            existing=existing(proposal) if existing else (),
+        )
+        event_id = stable_id("evt", "proposal", turn_id, index)
+        payload: dict[str, Any] = {
+            "proposal_id": stable_id("prop", turn_id, index),
+            "turn_id": turn_id,
+            "form": form,
+            "proposal": msgspec.to_builtins(proposal),
+            "verdict": msgspec.to_builtins(verdict),
+            "provenance": msgspec.to_builtins(prov),
+            "default_scope": default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
+            "at": at,
+        }
+        if verdict.action == "reject":
+            # Never keep the rejected text itself (it may be a secret): its hash suffices.
+            payload["proposal"] = {
+                "type": proposal.type,
+                "title": REDACTED if verdict.hard_block else proposal.title[:200],
+                "content": REDACTED,
+                "content_sha256": sha256_text(proposal.content),
+            }
+        events.append(
+            Event(event_id=event_id, kind="proposal", identity=identity, at=at, payload=payload)
+        )
+        pending.append((form, proposal, verdict, event_id))
+
+    landed = inbox.append(events)
+    outcomes = [
+        ProposalOutcome(
+            form=form,
+            title=REDACTED if verdict.hard_block else proposal.title,
+            action=verdict.action,
+            reasons=list(verdict.reasons),
+            rule_ids=list(verdict.rule_ids),
+            item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
+            event_id=event_id,
+        )
+        for form, proposal, verdict, event_id in pending
+    ]
+    return CaptureResult(
+        turn_id=turn_id,
+        turn_event_id=turn_event.event_id,
+        seq=landed[0].seq,
+        role=role,
+        visible_text=visible,
+        proposals=outcomes,
+        parse_errors=list(parsed.errors) if parsed else [],
+        redactions=redactions,
+    )

@@ -1,0 +1,214 @@
+"""Bulk ingestion into the inbox: chat-turn JSONL, LoCoMo conversations, item exports.
+
+Every row goes through `capture_turn` (parse, govern, land), the same path as the
+service. Bad rows are reported with their line number and the rest is still processed.
+Ingestion is idempotent: turn ids are derived from the row, so a file landed twice adds
+nothing the second time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+import msgspec
+
+from pipelines.capture import capture_turn
+from pipelines.inbox import Inbox
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, stable_id
+
+
+class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
+    """One line of the chat JSONL format (documented in the README)."""
+
+    role: Literal["user", "assistant", "system"]
+    text: str
+    user_id: str = "default"
+    project_id: str = "default"
+    session_id: str = "default"
+    org_id: str = "default"
+    at: str | None = None
+    turn_id: str | None = None
+    turn_ref: str | None = None
+    speaker: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    scope: Literal["session", "project", "user", "org"] = "project"
+
+
+@dataclass
+class IngestReport:
+    turns: int = 0
+    proposals: Counter = field(default_factory=Counter)  # action -> count
+    parse_errors: int = 0
+    redactions: int = 0
+    bad_rows: list[str] = field(default_factory=list)  # "line N: message"
+    max_seq: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "accepted": self.proposals.get("accept", 0),
+            "quarantined": self.proposals.get("quarantine", 0),
+            "rejected": self.proposals.get("reject", 0),
+            "parse_errors": self.parse_errors,
+            "redactions": self.redactions,
+            "bad_rows": list(self.bad_rows),
+            "max_seq": self.max_seq,
+        }
+
+
+_row_decoder = msgspec.json.Decoder(ChatRow)
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if line.strip():
+                yield number, line
+
+
+def _error_text(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def ingest_chat_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestReport:
+    path = Path(path)
+    report = IngestReport()
+    ordinal: Counter = Counter()
+    for number, line in _iter_lines(path):
+        try:
+            row = _row_decoder.decode(line.encode("utf-8"))
+        except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
+            report.bad_rows.append(f"line {number}: {_error_text(exc)}")
+            continue
+        who = Identity(row.user_id, row.project_id, row.session_id, row.org_id)
+        ordinal[who] += 1
+        turn_id = row.turn_id or stable_id(
+            "turn", who.org_id, who.user_id, who.project_id, who.session_id, ordinal[who], row.role, row.text
+        )
+        try:
+            result = capture_turn(
+                inbox, policy, who, row.role, row.text,
+                tool_calls=row.tool_calls, turn_id=turn_id, turn_ref=row.turn_ref,
+                speaker=row.speaker, at=row.at, default_scope=row.scope,
+            )
+        except ValueError as exc:
+            report.bad_rows.append(f"line {number}: {_error_text(exc)}")
+            continue
+        report.turns += 1
+        report.proposals.update(p.action for p in result.proposals)
+        report.parse_errors += len(result.parse_errors)
+        report.redactions += result.redactions
+        report.max_seq = max(report.max_seq, result.seq)
+    return report
+
+
+# -- LoCoMo ----------------------------------------------------------------------------------
+
+_LOCOMO_DATE_FORMATS = ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%H:%M on %d %B, %Y")
+
+
+def parse_locomo_date(text: str | None) -> str | None:
+    if not text:
+        return None
+    cleaned = re.sub(r"\s+", " ", text.strip())
+    for fmt in _LOCOMO_DATE_FORMATS:
+        try:
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=timezone.utc).isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+def locomo_sessions(conversation: dict[str, Any]) -> list[tuple[int, str | None, list[dict[str, Any]]]]:
+    """(session number, ISO date, turns) in session order."""
+    out = []
+    for key, turns in conversation.items():
+        m = re.fullmatch(r"session_(\d+)", key)
+        if m and isinstance(turns, list):
+            n = int(m.group(1))
+            out.append((n, parse_locomo_date(conversation.get(f"session_{n}_date_time")), turns))
+    return sorted(out, key=lambda s: s[0])
+
+
+def locomo_user_id(sample: dict[str, Any], index: int) -> str:
+    return str(sample.get("sample_id") or f"locomo-{index}")
+
+
+def ingest_locomo(path: str | Path, inbox: Inbox, policy: Any, *, project_id: str = "locomo") -> IngestReport:
+    """Every conversation is one user's scope, every session a session, every turn a chat
+    turn with its dia_id kept in provenance and the session date as the turn time."""
+    report = IngestReport()
+    try:
+        samples = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not a LoCoMo JSON file ({_error_text(exc)})") from exc
+    if not isinstance(samples, list):
+        raise ValueError(f"{path}: expected a list of LoCoMo samples")
+    for index, sample in enumerate(samples):
+        conv = sample.get("conversation") if isinstance(sample, dict) else None
+        if not isinstance(conv, dict):
+            report.bad_rows.append(f"sample {index}: no conversation")
+            continue
+        user_id = locomo_user_id(sample, index)
+        for number, date, turns in locomo_sessions(conv):
+            who = Identity(user_id=user_id, project_id=project_id, session_id=f"session_{number}")
+            for position, turn in enumerate(turns):
+                if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
+                    report.bad_rows.append(f"sample {index} session {number} turn {position}: malformed")
+                    continue
+                text = turn["text"]
+                if turn.get("blip_caption"):
+                    text = f"{text} [shares a photo: {turn['blip_caption']}]"
+                dia_id = str(turn.get("dia_id") or f"D{number}:{position + 1}")
+                result = capture_turn(
+                    inbox, policy, who, "user", text,
+                    turn_id=stable_id("turn", user_id, dia_id),
+                    turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
+                    default_scope="user",
+                )
+                report.turns += 1
+                report.redactions += result.redactions
+                report.max_seq = max(report.max_seq, result.seq)
+    return report
+
+
+# -- item export / import --------------------------------------------------------------------
+
+def import_items_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestReport:
+    """Land exported items (one MemoryItem JSON per line) as `memory.write` events. Each is
+    governed again: an export edited to carry a secret is rejected like any proposal."""
+    report = IngestReport()
+    decoder = msgspec.json.Decoder(MemoryItem)
+    for number, line in _iter_lines(Path(path)):
+        try:
+            item = decoder.decode(line.encode("utf-8"))
+        except msgspec.DecodeError as exc:
+            report.bad_rows.append(f"line {number}: {_error_text(exc)}")
+            continue
+        proposal = ProposedItem(
+            type=item.type, title=item.title, content=item.content, tags=list(item.tags),
+            entities=list(item.entities), why_store="import", importance=item.importance,
+            confidence=item.confidence,
+        )
+        verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
+        who = Identity(item.scope.user_id, item.scope.project_id, item.scope.session_id, item.scope.org_id)
+        event = Event(
+            event_id=stable_id("evt", "import", item.id, item.content_hash),
+            kind="memory.write",
+            identity=who,
+            payload={"item": msgspec.to_builtins(item), "verdict": msgspec.to_builtins(verdict),
+                     "reason": "import"},
+        )
+        if verdict.action == "reject":
+            event.payload["item"] = {"id": item.id, "content_sha256": item.content_hash}
+        landed = inbox.append([event])
+        report.turns += 0
+        report.proposals[verdict.action] += 1
+        report.max_seq = max(report.max_seq, landed[0].seq)
+    return report

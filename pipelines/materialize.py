@@ -1,0 +1,256 @@
+"""Inbox events -> memory items: one fold shared by the pipeline and the online delta.
+
+Both sides derive the same item ids from the same events (`stable_id`), so an item the
+service serves from its delta is the very item the next snapshot contains, and the overlay
+can drop it once the snapshot's watermark passes its event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Iterable, Protocol
+
+import msgspec
+
+from pipelines.records import (
+    ITEM_TYPES,
+    Event,
+    Link,
+    MemoryItem,
+    ProposedItem,
+    Provenance,
+    Scope,
+    Verdict,
+    item_content_hash,
+    stable_id,
+)
+
+DEFAULT_ACCEPTED_CONFIDENCE = 0.8
+QUARANTINE_MAX_CONFIDENCE = 0.5
+PATCHABLE_FIELDS = frozenset(
+    {
+        "title", "content", "tags", "entities", "importance", "confidence", "validation",
+        "valid_from", "valid_to", "type", "expires_at",
+    }
+)
+SCOPE_KINDS = ("session", "project", "user", "org")
+
+
+class Governs(Protocol):
+    """The part of the policy the fold needs (pipelines.policy.Policy satisfies it)."""
+
+    def evaluate(self, item: ProposedItem, *, target_tier: str = "stm",
+                 provenance: Provenance | None = None, **kw: Any) -> Verdict: ...
+
+
+def message_item_id(turn_id: str) -> str:
+    return stable_id("msg", turn_id)
+
+
+def proposal_item_id(event_id: str) -> str:
+    return stable_id("mem", event_id)
+
+
+def item_from_turn(event: Event) -> MemoryItem:
+    """A captured chat turn as an episodic `message` record (seed 003), user-scoped so the
+    owner can recall raw conversation across sessions before anything is consolidated."""
+    p = event.payload
+    turn_id = p["turn_id"]
+    speaker = p.get("speaker") or p.get("role", "user")
+    text = p.get("text", "")
+    at = p.get("at") or event.at
+    refs = [p["turn_ref"]] if p.get("turn_ref") else []
+    return MemoryItem(
+        id=message_item_id(turn_id),
+        tier="stm",
+        type="message",
+        title=str(speaker),
+        content=text,
+        scope=Scope.for_identity("user", event.identity),
+        entities=[str(speaker)] if p.get("speaker") else [],
+        provenance=Provenance(
+            source_kind="chat",
+            source_id=turn_id,
+            content_hashes=[event.sha256],
+            turn_refs=refs,
+            event_ids=[event.event_id],
+            created_at=at,
+        ),
+        confidence=1.0,  # a verbatim record of what was said, not a claim
+        importance=3,
+        validation="verified",
+        valid_from=at,
+        created_at=at,
+        updated_at=at,
+        metadata={"role": p.get("role", "user"), "session_id": event.identity.session_id,
+                  "inbox_seq": event.seq},
+    )
+
+
+def _clamp_importance(value: Any) -> int:
+    try:
+        return max(1, min(10, int(value)))
+    except (TypeError, ValueError):
+        return 5
+
+
+def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
+    """The item a governed proposal stores, or None when the verdict rejects it."""
+    if verdict.action == "reject":
+        return None
+    p = event.payload
+    proposal = msgspec.convert(p["proposal"], ProposedItem)
+    item_type = verdict.rewritten_type or (proposal.type if proposal.type in ITEM_TYPES else "note")
+    if item_type == "message":
+        item_type = "note"  # the model cannot forge a verbatim chat record
+    content = proposal.content
+    if verdict.rewritten_type == "pointer":
+        # The dump itself is never stored: a short pointer to where it came from.
+        content = p.get("pointer_text") or f"Pointer to oversized content ({len(content)} chars)"
+    scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else p.get("default_scope", "project")
+    prov = msgspec.convert(p.get("provenance") or {}, Provenance)
+    quarantined = verdict.action == "quarantine"
+    confidence = proposal.confidence if proposal.confidence is not None else DEFAULT_ACCEPTED_CONFIDENCE
+    if quarantined:
+        confidence = min(confidence, QUARANTINE_MAX_CONFIDENCE)
+    tier = "stm"  # everything enters short-term memory; promotion decides the rest
+    at = p.get("at") or event.at
+    return MemoryItem(
+        id=proposal_item_id(event.event_id),
+        tier=tier,
+        type=item_type,  # type: ignore[arg-type]
+        title=proposal.title or content[:80],
+        content=content,
+        scope=Scope.for_identity(scope_kind, event.identity),  # type: ignore[arg-type]
+        tags=[str(t) for t in proposal.tags],
+        entities=[str(e) for e in proposal.entities],
+        provenance=prov,
+        confidence=max(0.0, min(1.0, float(confidence))),
+        importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
+        validation="unverified",
+        valid_from=proposal.valid_from,
+        valid_to=proposal.valid_to,
+        created_at=at,
+        updated_at=at,
+        expires_at=verdict.expires_at if quarantined else None,
+        metadata={
+            "policy_version": verdict.policy_version,
+            "verdict": verdict.action,
+            "rule_ids": list(verdict.rule_ids),
+            "form": p.get("form", "api"),
+            "why_store": proposal.why_store,
+            "requested_tier": proposal.tier,
+            "inbox_seq": event.seq,
+        },
+    )
+
+
+def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
+    """A new version of `item` with `patch` applied (validated through msgspec)."""
+    unknown = set(patch) - PATCHABLE_FIELDS
+    if unknown:
+        raise ValueError(f"fields not patchable: {sorted(unknown)}")
+    data = msgspec.to_builtins(item)
+    data.update(patch)
+    data["updated_at"] = at
+    data["content_hash"] = item_content_hash(data["title"], data["content"])
+    return msgspec.convert(data, MemoryItem)
+
+
+@dataclass
+class Overlay:
+    """Items created or changed by a run of events, keyed by id, plus side effects."""
+
+    items: dict[str, MemoryItem] = field(default_factory=dict)
+    links: list[tuple[str, str, str]] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    rejected: list[tuple[str, Verdict]] = field(default_factory=list)  # (event_id, verdict)
+    consolidate_requests: list[Event] = field(default_factory=list)
+    max_seq: int = 0
+
+
+def verdict_of(event: Event, policy: Governs | None) -> Verdict:
+    """The stored verdict, or a fresh one when a policy is given (the pipeline re-governs
+    every landed proposal with the current policy version)."""
+    p = event.payload
+    stored = msgspec.convert(p["verdict"], Verdict)
+    if policy is None or stored.action == "reject":
+        return stored  # a rejected proposal's text was never kept: nothing to re-govern
+    proposal = msgspec.convert(p["proposal"], ProposedItem)
+    prov = msgspec.convert(p.get("provenance") or {}, Provenance)
+    fresh = policy.evaluate(
+        proposal,
+        target_tier=proposal.tier or "stm",
+        provenance=prov,
+        source_trusted=prov.source_kind != "doc",
+    )
+    # Re-governing may only tighten: the online verdict stands when it was stricter.
+    order = {"accept": 0, "quarantine": 1, "reject": 2}
+    return stored if order[stored.action] > order[fresh.action] else fresh
+
+
+def fold_events(
+    events: Iterable[Event],
+    base: Callable[[str], MemoryItem | None] = lambda _id: None,
+    policy: Governs | None = None,
+) -> Overlay:
+    """Fold events in seq order into an overlay. `base` finds items that live outside the
+    overlay (snapshot or warehouse) so updates and links can apply to them."""
+    out = Overlay()
+
+    def lookup(item_id: str) -> MemoryItem | None:
+        return out.items.get(item_id) or base(item_id)
+
+    for ev in events:
+        out.max_seq = max(out.max_seq, ev.seq)
+        p = ev.payload
+        if ev.kind == "turn":
+            item = item_from_turn(ev)
+            out.items[item.id] = item
+        elif ev.kind == "proposal":
+            verdict = verdict_of(ev, policy)
+            item = item_from_proposal(ev, verdict)
+            if item is None:
+                out.rejected.append((ev.event_id, verdict))
+            else:
+                out.items[item.id] = item
+        elif ev.kind == "memory.write":
+            # A whole item (import, or a tool write the service already governed).
+            verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
+            if verdict.action == "reject":
+                out.rejected.append((ev.event_id, verdict))
+                continue
+            try:
+                item = msgspec.convert(p["item"], MemoryItem)
+            except (KeyError, msgspec.ValidationError):
+                continue
+            if verdict.action == "quarantine":
+                item = msgspec.structs.replace(item, tier="stm", validation="unverified",
+                                               expires_at=verdict.expires_at)
+            out.items[item.id] = item
+        elif ev.kind == "memory.update":
+            current = lookup(p["item_id"])
+            verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
+            if current is None or verdict.action == "reject":
+                continue
+            try:
+                out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
+            except (ValueError, msgspec.ValidationError):
+                continue  # the service validated it; a bad row is skipped, not fatal
+        elif ev.kind == "memory.link":
+            src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
+            out.links.append((src, dst, rel))
+            current = lookup(src)
+            if current is not None and all(l.to != dst or l.rel != rel for l in current.links):
+                out.items[src] = msgspec.structs.replace(current, links=[*current.links, Link(rel=rel, to=dst)])
+        elif ev.kind == "usage":
+            for item_id in p.get("item_ids", []):
+                out.usage[item_id] = out.usage.get(item_id, 0) + 1
+        elif ev.kind == "memory.consolidate":
+            out.consolidate_requests.append(ev)
+    return out
+
+
+def quarantine_expiry(now: datetime, days: float) -> str:
+    return (now + timedelta(days=days)).astimezone(timezone.utc).isoformat(timespec="microseconds")

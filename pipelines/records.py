@@ -1,0 +1,299 @@
+"""Typed records shared by every layer: memory items, proposals, verdicts, events.
+
+msgspec Structs: fast JSON encode/decode, strict validation at the edges, and a JSON schema
+export (`loci schema`). Times are ISO-8601 UTC strings so records round-trip through JSON,
+SQLite, DuckDB and Parquet unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import msgspec
+
+Tier = Literal["stm", "mtm", "ltm"]
+ItemType = Literal[
+    "fact",
+    "decision",
+    "definition",
+    "constraint",
+    "pattern",
+    "todo",
+    "pointer",
+    "note",
+    "preference",
+    "summary",
+    "message",  # an episodic chat turn, kept so raw conversation is recallable (seed 003)
+]
+ITEM_TYPES: tuple[str, ...] = ItemType.__args__  # type: ignore[attr-defined]
+Validation = Literal["unverified", "verified", "contested", "retracted"]
+ScopeKind = Literal["session", "project", "user", "org"]
+SourceKind = Literal["chat", "doc", "tool", "mixed"]
+LinkRel = Literal[
+    "supports", "contradicts", "refines", "supersedes", "depends_on", "references", "derived_from"
+]
+VerdictAction = Literal["accept", "quarantine", "reject"]
+ProposalForm = Literal["tool_call", "json_block", "narrated", "api"]
+
+
+def utcnow() -> str:
+    """Now as an ISO-8601 UTC string with microseconds (sortable as text)."""
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stable_id(prefix: str, *parts: object) -> str:
+    """Deterministic id from parts: the pipeline and the service derive the same item id
+    from the same inbox event, so the snapshot and the online delta agree."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).hexdigest()
+    return f"{prefix}_{digest[:20]}"
+
+
+class Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Who is asking or writing. Every read is filtered by this before anything else."""
+
+    user_id: str = "default"
+    project_id: str = "default"
+    session_id: str = "default"
+    org_id: str = "default"
+
+
+class Scope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Visibility of an item. `kind` says which owner id must match the caller's:
+    session -> user_id and session_id; project -> project_id (and org); user -> user_id;
+    org -> org_id. All owner ids are recorded whatever the kind, for audit."""
+
+    kind: ScopeKind = "project"
+    user_id: str = "default"
+    project_id: str = "default"
+    session_id: str = "default"
+    org_id: str = "default"
+
+    def visible_to(self, who: Identity) -> bool:
+        if self.kind == "session":
+            return self.user_id == who.user_id and self.session_id == who.session_id
+        if self.kind == "project":
+            return self.project_id == who.project_id and self.org_id == who.org_id
+        if self.kind == "user":
+            return self.user_id == who.user_id
+        return self.org_id == who.org_id
+
+    def partition_key(self) -> str:
+        """Owner partition used for clustering: items never merge across owners."""
+        if self.kind == "session":
+            return f"session:{self.org_id}/{self.user_id}/{self.session_id}"
+        if self.kind == "project":
+            return f"project:{self.org_id}/{self.project_id}"
+        if self.kind == "user":
+            return f"user:{self.org_id}/{self.user_id}"
+        return f"org:{self.org_id}"
+
+    @classmethod
+    def for_identity(cls, kind: ScopeKind, who: Identity) -> "Scope":
+        return cls(
+            kind=kind,
+            user_id=who.user_id,
+            project_id=who.project_id,
+            session_id=who.session_id,
+            org_id=who.org_id,
+        )
+
+
+class Provenance(msgspec.Struct, forbid_unknown_fields=True):
+    source_kind: SourceKind = "chat"
+    source_id: str = ""  # chat turn id, doc URI, tool run id
+    chunk_ids: list[str] = []
+    content_hashes: list[str] = []
+    # External turn references (e.g. LoCoMo dia_ids) of every turn this item stands for;
+    # a merged item carries the union of its sources'.
+    turn_refs: list[str] = []
+    event_ids: list[str] = []  # inbox events this item came from
+    created_at: str = msgspec.field(default_factory=utcnow)
+
+    def is_present(self) -> bool:
+        return bool(self.source_id or self.turn_refs or self.chunk_ids)
+
+
+class Link(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    rel: LinkRel
+    to: str
+
+
+class PalaceLocation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    item_id: str
+    domain: str
+    room: str
+    shelf: str
+    card: str
+
+    @property
+    def path(self) -> str:
+        return f"{self.domain}/{self.room}/{self.shelf}/{self.card}"
+
+
+class MemoryItem(msgspec.Struct, forbid_unknown_fields=True):
+    id: str
+    tier: Tier
+    type: ItemType
+    title: str
+    content: str
+    scope: Scope
+    tags: list[str] = []
+    entities: list[str] = []
+    links: list[Link] = []
+    provenance: Provenance = msgspec.field(default_factory=Provenance)
+    confidence: float = 0.5
+    importance: int = 5  # 1-10 (seed 004)
+    validation: Validation = "unverified"
+    valid_from: str | None = None  # when the fact starts to hold
+    valid_to: str | None = None  # when it stops holding
+    created_at: str = msgspec.field(default_factory=utcnow)  # when we learned it
+    updated_at: str = msgspec.field(default_factory=utcnow)
+    expires_at: str | None = None
+    usage_count: int = 0
+    last_used_at: str | None = None
+    superseded_by: str | None = None
+    archived: bool = False
+    content_hash: str = ""
+    # Free-form labels that must survive: policy version, merger used ("granite3.2:2b" or
+    # "extractive-fallback"), quarantine reasons, retention topic...
+    metadata: dict[str, Any] = {}
+
+    def __post_init__(self) -> None:
+        if not self.content_hash:
+            self.content_hash = item_content_hash(self.title, self.content)
+
+    @property
+    def active(self) -> bool:
+        return not self.archived and self.superseded_by is None
+
+
+def item_content_hash(title: str, content: str) -> str:
+    return sha256_text(f"{title}\n{content}")
+
+
+class ProposedItem(msgspec.Struct, forbid_unknown_fields=False):
+    """What the model proposes. Lenient on unknown keys (models add fields); the policy,
+    not the parser, decides what is stored."""
+
+    type: str = "note"
+    title: str = ""
+    content: str = ""
+    tags: list[str] = []
+    entities: list[str] = []
+    why_store: str = ""
+    importance: int | None = None
+    confidence: float | None = None
+    tier: str | None = None
+    scope: str | None = None  # session / project / user / org
+    provenance_hint: dict[str, Any] = {}
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+
+class ParseError(msgspec.Struct, forbid_unknown_fields=True):
+    form: ProposalForm
+    message: str
+    excerpt: str = ""
+
+
+class ParsedProposal(msgspec.Struct, forbid_unknown_fields=True):
+    form: ProposalForm
+    item: ProposedItem
+
+
+class ParsedOutput(msgspec.Struct, forbid_unknown_fields=True):
+    """The assistant text split into what the user sees and what the model proposed."""
+
+    visible_text: str
+    proposals: list[ParsedProposal] = []
+    errors: list[ParseError] = []
+
+
+class Verdict(msgspec.Struct, forbid_unknown_fields=True):
+    action: VerdictAction
+    reasons: list[str] = []
+    rule_ids: list[str] = []
+    policy_version: str = ""
+    hard_block: bool = False
+    # Set when the policy rewrote the proposal (an oversized dump becomes a pointer).
+    rewritten_type: str | None = None
+    expires_at: str | None = None  # for quarantine
+
+
+EventKind = Literal[
+    "turn",  # a captured chat turn
+    "proposal",  # a governed proposal (payload has the proposal and its verdict)
+    "memory.write",
+    "memory.update",
+    "memory.link",
+    "memory.consolidate",
+    "usage",  # items returned by recall (usage counts)
+    "audit",  # read-only actions (search, read, palace browse) for the audit trail
+]
+
+
+class Event(msgspec.Struct, forbid_unknown_fields=True):
+    """An inbox event. `seq` is assigned by the inbox on append (monotonic)."""
+
+    event_id: str
+    kind: EventKind
+    identity: Identity
+    payload: dict[str, Any]
+    at: str = msgspec.field(default_factory=utcnow)
+    seq: int = 0
+    sha256: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.sha256:
+            self.sha256 = sha256_text(
+                json.dumps(self.payload, sort_keys=True, ensure_ascii=False, default=str)
+            )
+
+
+class ChatTurn(msgspec.Struct, forbid_unknown_fields=True):
+    turn_id: str
+    identity: Identity
+    role: Literal["user", "assistant", "system"]
+    text: str
+    at: str = msgspec.field(default_factory=utcnow)
+    turn_ref: str | None = None  # external id, e.g. LoCoMo dia_id
+    speaker: str | None = None
+
+
+RECORD_TYPES: dict[str, type] = {
+    "MemoryItem": MemoryItem,
+    "Provenance": Provenance,
+    "Link": Link,
+    "PalaceLocation": PalaceLocation,
+    "ProposedItem": ProposedItem,
+    "ParsedOutput": ParsedOutput,
+    "Verdict": Verdict,
+    "Event": Event,
+    "ChatTurn": ChatTurn,
+    "Identity": Identity,
+    "Scope": Scope,
+}
+
+
+def json_schemas() -> dict[str, Any]:
+    """JSON schema for every record type (components share one $defs)."""
+    schemas, components = msgspec.json.schema_components(list(RECORD_TYPES.values()))
+    return {
+        "$defs": components,
+        "records": {name: s for name, s in zip(RECORD_TYPES, schemas)},
+    }
+
+
+def to_dict(record: msgspec.Struct) -> dict[str, Any]:
+    return msgspec.to_builtins(record)
+
+
+def from_dict(kind: type, data: Any):
+    return msgspec.convert(data, kind)

@@ -1,0 +1,167 @@
+"""One settings object for every layer.
+
+Resolution order (later wins): defaults < `loci.toml` (or the file named by LOCI_CONFIG)
+< environment variables `LOCI_<FIELD>` (upper case; lists are comma separated).
+Paths are relative to the data directory unless absolute.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+
+class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    # Storage
+    data_dir: str = "data"
+    inbox_file: str = "inbox.sqlite3"
+    warehouse_file: str = "warehouse.duckdb"
+    snapshots_dir: str = "snapshots"
+    snapshots_keep: int = 3
+
+    # Embedding: "minilm" (default, offline), "ollama", or "hash" (deterministic, tests)
+    embedder: str = "minilm"
+    embedder_dim: int = 384  # used by the hash embedder
+    ollama_host: str = "http://127.0.0.1:11434"
+    ollama_embed_model: str = "nomic-embed-text"
+    ollama_timeout_s: float = 30.0
+
+    # Consolidation
+    merger: str = "ollama"  # "ollama" (Granite) or "extractive"
+    merge_model: str = "granite3.2:2b"
+    merge_timeout_s: float = 60.0
+    cluster_min_size: int = 2
+    cluster_reduce_dim: int = 32  # PCA target when vectors are larger and there are many
+    stm_threshold: int = 200  # sensor: STM items per scope that trigger a run
+    schedule_cron: str = "0 * * * *"
+    usage_count_for_ltm: int = 5
+    usage_count_for_mtm: int = 2
+    auto_promote_types: list[str] = msgspec.field(default_factory=lambda: ["decision", "constraint"])
+    stm_aging_days: float = 30.0
+    stm_aging_max_importance: int = 3
+    quarantine_days: float = 7.0
+    importance_decay: bool = False
+    retention_days_by_tag: dict[str, float] = {}
+    merge_w_max: float = 0.4
+    merge_w_overlap: float = 0.3
+    merge_w_recency: float = 0.2
+    merge_w_validation: float = 0.1
+    recency_lambda: float = 0.05
+    hnsw_threshold: int = 50_000  # exact inner product below, HNSW above
+
+    # Policy
+    max_content_chars: int = 2000  # longer content becomes a pointer
+    min_confidence: float = 0.4  # below: quarantine
+
+    # Recall
+    recall_mode: str = "hybrid"  # inject | catalog | hybrid
+    recall_k: int = 10
+    catalog_k: int = 20
+    inject_budget_tokens: int = 800
+    confidence_threshold: float = 0.7
+    always_inject_importance: int = 9
+    qstar_max_expansions: int = 8
+    qstar_max_ms: float = 40.0
+    qstar_max_tokens: int = 2000
+
+    # Service / proxy
+    host: str = "127.0.0.1"
+    port: int = 8765
+    proxy_port: int = 11435
+    max_body_bytes: int = 1_000_000
+    flags: dict[str, bool] = msgspec.field(
+        default_factory=lambda: {
+            "enabled": True,
+            "context_injection": True,
+            "post_response_scan": True,
+            "recall_interception": True,
+            "reset_summarize": True,
+        }
+    )
+
+    def path(self, name: str) -> Path:
+        p = Path(name)
+        return p if p.is_absolute() else Path(self.data_dir) / p
+
+    @property
+    def inbox_path(self) -> Path:
+        return self.path(self.inbox_file)
+
+    @property
+    def warehouse_path(self) -> Path:
+        return self.path(self.warehouse_file)
+
+    @property
+    def snapshots_path(self) -> Path:
+        return self.path(self.snapshots_dir)
+
+
+_FIELDS = {f.name: f for f in msgspec.structs.fields(Settings)}
+
+
+def _from_env(environ: dict[str, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in _FIELDS.items():
+        raw = environ.get(f"LOCI_{name.upper()}")
+        if raw is None:
+            continue
+        default = field.default if field.default is not msgspec.NODEFAULT else field.default_factory()
+        if isinstance(default, bool):
+            out[name] = raw.strip().lower() in {"1", "true", "yes", "on"}
+        elif isinstance(default, int):
+            out[name] = int(raw)
+        elif isinstance(default, float):
+            out[name] = float(raw)
+        elif isinstance(default, list):
+            out[name] = [p.strip() for p in raw.split(",") if p.strip()]
+        elif isinstance(default, dict):
+            out[name] = msgspec.json.decode(raw)
+        else:
+            out[name] = raw
+    return out
+
+
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    environ: dict[str, str] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Defaults < config file < environment < explicit overrides."""
+    env = dict(os.environ if environ is None else environ)
+    merged: dict[str, Any] = {}
+    path = Path(config_file or env.get("LOCI_CONFIG", "loci.toml"))
+    if path.is_file():
+        merged.update(tomllib.loads(path.read_text(encoding="utf-8")))
+    merged.update(_from_env(env))
+    if "OLLAMA_HOST" in env and "ollama_host" not in merged:
+        merged["ollama_host"] = _normalise_ollama_host(env["OLLAMA_HOST"])
+    merged.update(overrides)
+    if "flags" in merged:
+        merged["flags"] = {**Settings().flags, **merged["flags"]}
+    return msgspec.convert(merged, Settings)
+
+
+def _normalise_ollama_host(value: str) -> str:
+    return value if "://" in value else f"http://{value}"
+
+
+def config_path(environ: dict[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("LOCI_CONFIG", "loci.toml"))
+
+
+def set_flag(name: str, value: bool, path: str | os.PathLike[str] | None = None) -> Path:
+    """Persist one feature flag in the config file, keeping the rest of it as written."""
+    import tomlkit
+
+    target = Path(path) if path else config_path()
+    doc = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()
+    if "flags" not in doc:
+        doc["flags"] = tomlkit.table()
+    doc["flags"][name] = value  # type: ignore[index]
+    target.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return target
