@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Set up Loci's own virtual environment, then run one job in it.
+
+    python3 bootstrap.py demo     # sample chats in, consolidated memory + snapshot out, a recall
+    python3 bootstrap.py test     # the test suite (what CI runs)
+    python3 bootstrap.py bench …  # benchmarks (see README)
+    python3 bootstrap.py loci …   # any loci command
+
+Needs nothing but Python 3.11. Idempotent: the environment is (re)installed only when
+pyproject.toml changed since the last install.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+STAMP = VENV / ".installed"
+
+
+def _run(cmd: list[str], **kw) -> int:
+    print("+", " ".join(cmd), flush=True)
+    return subprocess.call(cmd, cwd=ROOT, **kw)
+
+
+def setup() -> None:
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.is_file() and STAMP.read_text().strip() == wanted and PY.exists():
+        return
+    if not PY.exists():
+        if _run([sys.executable, "-m", "venv", str(VENV)]) != 0:
+            sys.exit("could not create the virtual environment (is the venv module installed?)")
+    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    steps = [
+        pip + ["--upgrade", "pip"],
+        # torch first and pinned: the CPU build; a looser request pulls a multi-GB CUDA build.
+        pip + ["torch==2.13.0"],
+        pip + ["-e", ".[test]"],
+    ]
+    for step in steps:
+        if _run(step) != 0:
+            sys.exit(f"setup failed at: {' '.join(step)}")
+    STAMP.write_text(wanted)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    job, rest = argv[0], argv[1:]
+    setup()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if job == "setup":
+        return 0
+    if job == "test":
+        return _run([str(PY), "-m", "pytest", *rest], env=env)
+    if job == "demo":
+        return _run([str(BIN / "loci"), "demo", *rest], env=env)
+    if job == "bench":
+        return _run([str(BIN / "loci"), "bench", *(rest or ["all"])], env=env)
+    if job == "loci":
+        return _run([str(BIN / "loci"), *rest], env=env)
+    print(f"unknown job {job!r}\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
