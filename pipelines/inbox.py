@@ -1,0 +1,332 @@
+"""The inbox: the service's write-ahead log of events, in SQLite (WAL mode).
+
+Every captured turn, policy decision and memory.* write is appended here as an `Event` with
+a monotonically increasing `seq`, and committed (fsync'd: `synchronous=FULL`) before
+`append` returns, so an acknowledged append survives a process kill. Appends are idempotent
+by `event_id`: appending an event id that is already stored returns the stored event with
+its original seq and stores nothing.
+
+Concurrency:
+- Several processes (service workers, the pipeline, the CLI) may open the same file and
+  append at once: each append takes SQLite's write lock (`BEGIN IMMEDIATE`) and waits up to
+  `busy_timeout_s` for it, so one append's events get consecutive seqs in commit order.
+- Readers never wait for writers (WAL): `read_after` sees every committed append.
+- Threads: an `Inbox` keeps one SQLite connection per thread (created on first use), so it
+  may be shared by the threads of a process; `close()` closes them all. Do not share an
+  open `Inbox` across `fork()`: the child opens its own connections on first use.
+
+Errors: `TypeError` for arguments of the wrong type, `ValueError` for invalid events or
+arguments (unknown kind, payload that is not JSON-serialisable, negative limit),
+`InboxError` for a closed inbox or a database that cannot be opened or written.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from pipelines.records import Event, EventKind, Identity, utcnow
+
+EVENT_KINDS: frozenset[str] = frozenset(EventKind.__args__)  # type: ignore[attr-defined]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id    TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL,
+    user_id     TEXT NOT NULL,
+    project_id  TEXT NOT NULL,
+    session_id  TEXT NOT NULL,
+    org_id      TEXT NOT NULL,
+    at          TEXT NOT NULL,
+    payload     TEXT NOT NULL CHECK (json_valid(payload)),
+    sha256      TEXT NOT NULL,
+    appended_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_kind_seq ON events (kind, seq);
+"""
+_COLUMNS = "seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256"
+_INSERT = (
+    "INSERT INTO events (event_id, kind, user_id, project_id, session_id, org_id, at, "
+    "payload, sha256, appended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class InboxError(RuntimeError):
+    """The inbox is closed, or its database cannot be opened or written."""
+
+
+class Inbox:
+    """Append-only event log in one SQLite file (see the module docstring)."""
+
+    def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
+        if not isinstance(path, (str, Path)):
+            raise TypeError(f"inbox path must be str or Path, not {type(path).__name__}")
+        if busy_timeout_s <= 0:
+            raise ValueError("busy_timeout_s must be positive")
+        self.path = Path(path)
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._closed = False
+        self._guard = threading.Lock()
+        self._reset_connections()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InboxError(
+                f"cannot create the inbox directory {self.path.parent}: {exc}"
+            ) from exc
+        try:
+            self._with_retry(self._create_schema)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- connections -------------------------------------------------------------------
+
+    def _reset_connections(self) -> None:
+        self._pid = os.getpid()
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            con = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,  # explicit BEGIN/COMMIT only
+                check_same_thread=False,  # only so close() may close it from another thread
+            )
+            con.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            self._with_retry(lambda: self._enable_wal(con))
+            con.execute("PRAGMA synchronous = FULL")  # fsync the WAL on every commit
+        except sqlite3.Error as exc:
+            raise InboxError(f"cannot open the inbox {self.path}: {exc}") from exc
+        return con
+
+    @staticmethod
+    def _enable_wal(con: sqlite3.Connection) -> None:
+        mode = con.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() != "wal":
+            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise InboxError(f"the inbox could not switch to WAL (journal mode {mode})")
+
+    def _con(self) -> sqlite3.Connection:
+        if self._closed:
+            raise InboxError(f"the inbox {self.path} is closed")
+        if os.getpid() != self._pid:  # forked child: never reuse the parent's connections
+            with self._guard:
+                self._reset_connections()
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._connect()
+            self._local.con = con
+            with self._guard:
+                self._connections.append(con)
+        return con
+
+    def _with_retry(self, action):
+        """Run `action`, retrying while another process holds a lock that SQLite's busy
+        handler does not wait for (switching to WAL, first schema creation)."""
+        deadline = time.monotonic() + self.busy_timeout_s
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    raise InboxError(f"inbox {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise InboxError(f"inbox {self.path} stayed locked: {exc}") from exc
+                time.sleep(0.01)
+
+    def _create_schema(self) -> None:
+        con = self._con()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _split(_SCHEMA):  # executescript would commit on its own
+                con.execute(statement)
+            con.execute("COMMIT")
+        except BaseException:
+            _rollback(con)
+            raise
+
+    # -- writing -----------------------------------------------------------------------
+
+    def append(self, events: Sequence[Event]) -> list[Event]:
+        """Store `events` in one transaction, committed before returning. Returns them in
+        input order with their seq (and the payload's sha256) set; an event whose id is
+        already stored (earlier, or earlier in this batch) comes back as stored."""
+        normalised = [_normalise(e) for e in _as_list(events, "events")]
+        if not normalised:
+            return []
+        now = utcnow()
+        rows = [
+            (
+                e.event_id,
+                e.kind,
+                e.identity.user_id,
+                e.identity.project_id,
+                e.identity.session_id,
+                e.identity.org_id,
+                e.at,
+                msgspec.json.encode(e.payload).decode("utf-8"),
+                e.sha256,
+                now,
+            )
+            for e in normalised
+        ]
+        con = self._con()
+        try:
+            con.execute("BEGIN IMMEDIATE")  # take the write lock now: seqs follow commit order
+        except sqlite3.Error as exc:
+            raise InboxError(f"inbox {self.path}: cannot start an append: {exc}") from exc
+        try:
+            out: list[Event] = []
+            for event, row in zip(normalised, rows):
+                # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
+                # value and leave a gap in the seqs. Race-free under the write lock.
+                stored = self._get(con, event.event_id)
+                if stored is not None:
+                    out.append(stored)
+                    continue
+                cursor = con.execute(_INSERT, row)
+                out.append(msgspec.structs.replace(event, seq=int(cursor.lastrowid)))
+            con.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(con)
+            if isinstance(exc, sqlite3.Error):
+                raise InboxError(f"inbox {self.path}: append failed: {exc}") from exc
+            raise
+        return out
+
+    # -- reading -----------------------------------------------------------------------
+
+    def read_after(
+        self, seq: int, *, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Event]:
+        """Committed events with seq > `seq`, in seq order; at most `limit`, only `kinds`."""
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise TypeError(f"seq must be an int, not {type(seq).__name__}")
+        sql = f"SELECT {_COLUMNS} FROM events WHERE seq > ?"
+        params: list[Any] = [seq]
+        if kinds is not None:
+            kind_list = _as_list(kinds, "kinds")
+            unknown = sorted(set(kind_list) - EVENT_KINDS)
+            if unknown:
+                raise ValueError(f"unknown event kinds {unknown}; known: {sorted(EVENT_KINDS)}")
+            if not kind_list:
+                return []
+            sql += f" AND kind IN ({','.join('?' * len(kind_list))})"
+            params.extend(kind_list)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
+            if limit < 0:
+                raise ValueError("limit must be >= 0")
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [_row_to_event(r) for r in self._query(sql, params)]
+
+    def max_seq(self) -> int:
+        """The highest committed seq (0 when empty)."""
+        return int(self._query("SELECT coalesce(max(seq), 0) FROM events", [])[0][0])
+
+    def get(self, event_id: str) -> Event | None:
+        if not isinstance(event_id, str):
+            raise TypeError(f"event_id must be a str, not {type(event_id).__name__}")
+        rows = self._query(f"SELECT {_COLUMNS} FROM events WHERE event_id = ?", [event_id])
+        return _row_to_event(rows[0]) if rows else None
+
+    def count(self) -> int:
+        return int(self._query("SELECT count(*) FROM events", [])[0][0])
+
+    def _query(self, sql: str, params: Iterable[Any]) -> list[tuple]:
+        try:
+            return self._con().execute(sql, list(params)).fetchall()
+        except sqlite3.Error as exc:
+            raise InboxError(f"inbox {self.path}: read failed: {exc}") from exc
+
+    @staticmethod
+    def _get(con: sqlite3.Connection, event_id: str) -> Event | None:
+        row = con.execute(
+            f"SELECT {_COLUMNS} FROM events WHERE event_id = ?", [event_id]
+        ).fetchone()
+        return _row_to_event(row) if row else None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection this inbox opened (in any thread). Idempotent."""
+        with self._guard:
+            self._closed = True
+            connections, self._connections = self._connections, []
+        for con in connections:
+            try:
+                con.close()
+            except sqlite3.Error:
+                pass  # already unusable; nothing more to release
+
+    def __enter__(self) -> Inbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Inbox({str(self.path)!r}{', closed' if self._closed else ''})"
+
+
+def _rollback(con: sqlite3.Connection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # no transaction left to roll back (SQLite already ended it)
+
+
+def _split(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def _as_list(values: Any, name: str) -> list[Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a sequence, not {type(values).__name__}")
+    return list(values)
+
+
+def _normalise(event: Any) -> Event:
+    """Validate an event and recompute its payload sha256 (the payload may have been
+    mutated since the Event was built); the payload is stored as it round-trips JSON."""
+    if not isinstance(event, Event):
+        raise TypeError(f"inbox events must be Event records, not {type(event).__name__}")
+    if not isinstance(event.event_id, str) or not event.event_id:
+        raise ValueError("event_id must be a non-empty string")
+    try:
+        raw = msgspec.to_builtins(event)
+        raw["sha256"] = ""  # recomputed by Event.__post_init__
+        raw["seq"] = 0  # assigned by the inbox
+        return msgspec.convert(raw, Event)
+    except (TypeError, msgspec.ValidationError, msgspec.EncodeError) as exc:
+        raise ValueError(f"invalid event {event.event_id!r}: {exc}") from exc
+
+
+def _row_to_event(row: tuple) -> Event:
+    seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256 = row
+    return Event(
+        event_id=event_id,
+        kind=kind,
+        identity=Identity(
+            user_id=user_id, project_id=project_id, session_id=session_id, org_id=org_id
+        ),
+        payload=msgspec.json.decode(payload),
+        at=at,
+        seq=int(seq),
+        sha256=sha256,
+    )

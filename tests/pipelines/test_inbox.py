@@ -1,0 +1,228 @@
+"""The SQLite inbox: ordering, idempotence, concurrency across threads and processes, and
+durability of acknowledged appends across a SIGKILL."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pipelines.inbox import Inbox, InboxError
+from pipelines.records import Event, Identity
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_event(event_id: str, kind: str = "turn", **payload) -> Event:
+    return Event(
+        event_id=event_id,
+        kind=kind,
+        identity=Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1"),
+        payload=payload or {"text": f"payload of {event_id}"},
+    )
+
+
+@pytest.fixture
+def inbox(tmp_path):
+    with Inbox(tmp_path / "nested" / "inbox.sqlite3") as ib:
+        yield ib
+
+
+def test_append_assigns_increasing_seqs_and_reads_back(inbox):
+    assert inbox.max_seq() == 0 and inbox.count() == 0
+    first = inbox.append([make_event("a"), make_event("b")])
+    second = inbox.append([make_event("c", kind="usage", ids=["x"])])
+    assert [e.seq for e in first + second] == [1, 2, 3]
+    assert inbox.max_seq() == 3 and inbox.count() == 3
+
+    stored = inbox.read_after(0)
+    assert [e.event_id for e in stored] == ["a", "b", "c"]
+    assert stored[2].payload == {"ids": ["x"]}
+    assert stored[0].identity == Identity(
+        user_id="u1", project_id="p1", session_id="s1", org_id="o1"
+    )
+    assert stored == first + second  # what append returned is what is stored
+    assert [e.event_id for e in inbox.read_after(1)] == ["b", "c"]
+    assert inbox.read_after(3) == []
+
+
+def test_append_is_idempotent_by_event_id_without_gaps(inbox):
+    original = inbox.append([make_event("a"), make_event("b")])
+    again = inbox.append(
+        [make_event("b", text="changed"), make_event("c"), make_event("c", text="dup in batch")]
+    )
+    assert [e.seq for e in again] == [2, 3, 3]
+    assert again[0] == original[1]  # the stored event, not the new payload
+    assert again[2].payload == again[1].payload
+    assert inbox.count() == 3
+    nxt = inbox.append([make_event("d")])
+    assert nxt[0].seq == 4  # a skipped duplicate burns no seq
+
+
+def test_sha256_is_recomputed_over_the_stored_payload(inbox):
+    event = make_event("a", text="one")
+    event.payload["text"] = "two"  # mutated after construction: the built hash is stale
+    stored = inbox.append([event])[0]
+    assert (
+        stored.sha256
+        == make_event("fresh", text="two").sha256
+        != make_event("x", text="one").sha256
+    )
+    assert inbox.get("a").sha256 == stored.sha256
+
+
+def test_read_after_filters_by_kind_and_limit(inbox):
+    inbox.append([make_event(f"e{i}", kind="turn" if i % 2 else "proposal") for i in range(10)])
+    turns = inbox.read_after(0, kinds=["turn"])
+    assert [e.event_id for e in turns] == ["e1", "e3", "e5", "e7", "e9"]
+    assert [e.seq for e in inbox.read_after(4, limit=3)] == [5, 6, 7]
+    assert [e.event_id for e in inbox.read_after(0, kinds=["proposal"], limit=2)] == ["e0", "e2"]
+    assert inbox.read_after(0, kinds=[]) == []
+    assert inbox.get("e4").seq == 5
+    assert inbox.get("missing") is None
+
+
+def test_bad_input_raises_documented_errors(inbox):
+    with pytest.raises(TypeError):
+        inbox.append([{"event_id": "x"}])
+    with pytest.raises(TypeError):
+        inbox.append(make_event("x"))  # not a sequence
+    bogus = make_event("x")
+    bogus.kind = "bogus"
+    with pytest.raises(ValueError, match="bogus"):
+        inbox.append([bogus])
+    with pytest.raises(ValueError):
+        inbox.append([make_event("y", when=object())])
+    with pytest.raises(ValueError):
+        inbox.append([make_event("")])
+    with pytest.raises(ValueError, match="unknown event kinds"):
+        inbox.read_after(0, kinds=["nope"])
+    with pytest.raises(TypeError):
+        inbox.read_after("0")
+    with pytest.raises(ValueError):
+        inbox.read_after(0, limit=-1)
+    assert inbox.count() == 0  # nothing half-written
+    inbox.close()
+    with pytest.raises(InboxError):
+        inbox.append([make_event("z")])
+
+
+def test_a_failing_batch_stores_nothing(inbox):
+    inbox.append([make_event("a")])
+    with pytest.raises(ValueError):
+        inbox.append([make_event("b"), make_event("c", bad=object())])
+    assert inbox.count() == 1
+    assert inbox.append([make_event("b")])[0].seq == 2
+
+
+def test_uses_wal_and_full_sync(inbox):
+    con = inbox._con()
+    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert con.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_threads_share_one_inbox(inbox):
+    def worker(t: int) -> None:
+        for i in range(20):
+            inbox.append([make_event(f"t{t}-{i}")])
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    events = inbox.read_after(0)
+    assert [e.seq for e in events] == list(range(1, 81))
+    assert {e.event_id for e in events} == {f"t{t}-{i}" for t in range(4) for i in range(20)}
+
+
+def _append_batches(path: str, worker: int, batches: int, size: int) -> list[list[int]]:
+    """Runs in a spawned process: append `batches` batches, return each batch's seqs."""
+    out = []
+    with Inbox(path) as ib:
+        for b in range(batches):
+            events = [make_event(f"w{worker}-b{b}-{k}") for k in range(size)]
+            events.append(make_event(f"w{worker}-b0-0"))  # a duplicate of its first event
+            out.append([e.seq for e in ib.append(events)[:size]])
+    return out
+
+
+def test_processes_append_at_once(tmp_path):
+    path = str(tmp_path / "inbox.sqlite3")
+    Inbox(path).close()
+    workers, batches, size = 4, 15, 3
+    ctx = multiprocessing.get_context("spawn")
+    with Inbox(path) as reader, ctx.Pool(workers) as pool:
+        pending = pool.starmap_async(
+            _append_batches, [(path, w, batches, size) for w in range(workers)]
+        )
+        while True:  # read while the other processes write
+            done = pending.ready()
+            seen = [e.seq for e in reader.read_after(0)]
+            assert seen == list(range(1, len(seen) + 1))  # always a gapless prefix
+            if done:
+                break
+            time.sleep(0.005)
+        results = pending.get(timeout=60)
+        all_events = reader.read_after(0)
+
+    total = workers * batches * size
+    assert [e.seq for e in all_events] == list(range(1, total + 1))
+    assert len({e.event_id for e in all_events}) == total
+    for worker_batches in results:
+        for seqs in worker_batches:
+            # one append = one transaction = consecutive seqs
+            assert seqs == list(range(seqs[0], seqs[0] + size))
+
+
+_KILLED_WRITER = """
+import sys
+from pipelines.inbox import Inbox
+from pipelines.records import Event, Identity
+ib = Inbox(sys.argv[1])
+for i in range(1_000_000):
+    ib.append([Event(event_id=f"k{i}", kind="turn", identity=Identity(), payload={"i": i})])
+    print(i + 1, flush=True)  # acknowledged: append returned
+"""
+
+
+def test_acknowledged_appends_survive_sigkill(tmp_path):
+    path = tmp_path / "inbox.sqlite3"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+    )
+    acked = 0
+    try:
+        deadline = time.monotonic() + 30
+        while acked < 40:
+            line = proc.stdout.readline()
+            assert line, f"writer died early: {proc.stderr.read()}"
+            acked = int(line)
+            assert time.monotonic() < deadline
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    with Inbox(path) as ib:
+        events = ib.read_after(0)
+        assert len(events) >= acked
+        assert [e.event_id for e in events[:acked]] == [f"k{i}" for i in range(acked)]
+        assert [e.payload["i"] for e in events] == list(range(len(events)))
+        assert ib.max_seq() == len(events)
