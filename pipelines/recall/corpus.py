@@ -1,0 +1,489 @@
+"""MemoryCorpus: an immutable, searchable set of memory items.
+
+The service holds two kinds: the published snapshot (row i = FAISS id i, vectors from the
+snapshot, an IndexIDMap2 over IndexFlatIP or HNSW) and the small delta of fresh writes
+(no index: searched exactly). Both expose the same operations to the recall engine:
+
+- `allowed_mask(identity, ...)`: the rows the caller may see (scope first), active only,
+  optionally narrowed by tier/type/tags/scope kind. Every other search takes this mask, so
+  nothing invisible is ever scored, let alone returned.
+- `dense_search`: exact matmul over the allowed rows when they are few (or there is no
+  index), else FAISS with an ID selector restricted to the allowed rows.
+- `lexical`: a BM25 index (bm25s) over title + content + tags + entities, built lazily
+  (call `warm()` at load time to pay the cost up front).
+- tag / entity / normalised-title / turn-ref inverted indexes, the links graph (both
+  directions) and the palace room map, for candidate generation and Q* expansion.
+
+If an id occurs more than once the last occurrence wins (the earlier rows are treated as
+inactive): a delta appends updates, the newest version must be the one searched.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any
+
+import faiss
+import numpy as np
+
+from pipelines.records import Identity, MemoryItem, PalaceLocation
+
+from .lexical import LexicalIndex, normalise_label, tokenize
+
+# Below this many allowed rows the exact matmul is cheaper and exact; above, FAISS.
+EXACT_MAX_ROWS = 8192
+HNSW_EF_SEARCH = 64
+
+
+class CorpusError(ValueError):
+    """Inconsistent corpus input (vector shape, index size, bad item)."""
+
+
+def _room_key(loc: PalaceLocation | Mapping[str, Any] | str | None) -> str | None:
+    """`domain/room` for a palace location given as a record, a dict or a path string."""
+    if loc is None:
+        return None
+    if isinstance(loc, PalaceLocation):
+        return f"{loc.domain}/{loc.room}"
+    if isinstance(loc, Mapping):
+        domain, room = loc.get("domain"), loc.get("room")
+        if domain and room:
+            return f"{domain}/{room}"
+        path = loc.get("path")
+        return _room_key(path) if isinstance(path, str) else None
+    if isinstance(loc, str):
+        parts = [p for p in loc.split("/") if p]
+        return "/".join(parts[:2]) if len(parts) >= 2 else None
+    return None
+
+
+def _timestamp(iso: str | None) -> float:
+    """POSIX seconds of an ISO-8601 string (naive = UTC); NaN when missing or unparsable."""
+    if not iso:
+        return float("nan")
+    try:
+        dt = datetime.fromisoformat(iso)
+    except (TypeError, ValueError):
+        return float("nan")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.timestamp()
+
+
+class MemoryCorpus:
+    def __init__(
+        self,
+        items: Sequence[MemoryItem],
+        vectors: np.ndarray | None = None,
+        index: faiss.Index | None = None,
+        *,
+        source: str = "snapshot",
+        locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None = None,
+        exact_max_rows: int = EXACT_MAX_ROWS,
+        hnsw_ef_search: int = HNSW_EF_SEARCH,
+        search_threads: int = 1,
+    ):
+        self.items: tuple[MemoryItem, ...] = tuple(items)
+        for i, it in enumerate(self.items):
+            if not isinstance(it, MemoryItem):
+                raise CorpusError(f"items[{i}] is {type(it).__name__}, expected MemoryItem")
+        n = len(self.items)
+        self.n = n
+        self.source = source
+        self.exact_max_rows = int(exact_max_rows)
+        self.hnsw_ef_search = int(hnsw_ef_search)
+        self.search_threads = max(1, int(search_threads))
+        self.index = index
+        self.vectors = self._check_vectors(vectors, index, n)
+        self.dim = None if self.vectors is None else int(self.vectors.shape[1])
+
+        # id -> row; a later duplicate wins and the earlier row is deactivated.
+        self.row_of: dict[str, int] = {}
+        active = np.zeros(n, dtype=bool)
+        for row, it in enumerate(self.items):
+            prev = self.row_of.get(it.id)
+            if prev is not None:
+                active[prev] = False
+            self.row_of[it.id] = row
+            active[row] = it.active
+        self.active = active
+        self.ids: tuple[str, ...] = tuple(it.id for it in self.items)
+        self.importance = np.fromiter((it.importance for it in self.items), np.int16, n)
+        # Small integer codes so tier/type/scope-kind filters are one vector comparison.
+        self._codes: dict[str, dict[str, int]] = {"tier": {}, "type": {}, "kind": {}}
+        self._tier_of = self._encode("tier", (it.tier for it in self.items), n)
+        self._type_of = self._encode("type", (it.type for it in self.items), n)
+        self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
+
+        # Scope owner -> rows, mirroring Scope.visible_to exactly (active rows only).
+        self._by_session: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self._by_project: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self._by_user: dict[str, list[int]] = defaultdict(list)
+        self._by_org: dict[str, list[int]] = defaultdict(list)
+        tags: dict[str, list[int]] = defaultdict(list)
+        entities: dict[str, list[int]] = defaultdict(list)
+        titles: dict[str, list[int]] = defaultdict(list)
+        summaries_by_turn: dict[str, list[int]] = defaultdict(list)
+        self.links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for row, it in enumerate(self.items):
+            if not active[row]:
+                continue
+            s = it.scope
+            if s.kind == "session":
+                self._by_session[(s.user_id, s.session_id)].append(row)
+            elif s.kind == "project":
+                self._by_project[(s.project_id, s.org_id)].append(row)
+            elif s.kind == "user":
+                self._by_user[s.user_id].append(row)
+            else:
+                self._by_org[s.org_id].append(row)
+            for t in {normalise_label(t) for t in it.tags} - {""}:
+                tags[t].append(row)
+            for e in {normalise_label(e) for e in it.entities} - {""}:
+                entities[e].append(row)
+            title = normalise_label(it.title)
+            if title:
+                titles[title].append(row)
+            if it.type == "summary":
+                for ref in set(it.provenance.turn_refs):
+                    summaries_by_turn[ref].append(row)
+            for link in it.links:
+                self.links_in[link.to].append((link.rel, row))
+        self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
+        self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
+        self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
+        self.summary_rows_by_turn = dict(summaries_by_turn)
+        self.links_in = dict(self.links_in)
+
+        # Palace rooms: explicit locations win over item.metadata["palace"].
+        loc_map: dict[str, Any] = {}
+        if locations is not None:
+            seq = locations.values() if isinstance(locations, Mapping) else locations
+            for loc in seq:
+                if not isinstance(loc, PalaceLocation):
+                    raise CorpusError(f"locations must hold PalaceLocation, got {type(loc).__name__}")
+                loc_map[loc.item_id] = loc
+        self.room_of: dict[int, str] = {}
+        rooms: dict[str, list[int]] = defaultdict(list)
+        for row, it in enumerate(self.items):
+            if not active[row]:
+                continue
+            key = _room_key(loc_map.get(it.id, it.metadata.get("palace")))
+            if key:
+                self.room_of[row] = key
+                rooms[key].append(row)
+        self.room_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rooms.items()}
+
+        self._lexical: LexicalIndex | None = None
+        self._lexical_lock = threading.Lock()
+        self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
+        self._terms_cache: dict[int, frozenset[str]] = {}
+        self._labels_cache: dict[int, frozenset[str]] = {}
+        self._title_cache: dict[int, str] = {}
+        self.updated_ts = np.fromiter((_timestamp(it.updated_at) for it in self.items),
+                                      np.float64, n)
+
+    # -- construction helpers -------------------------------------------------------------
+
+    @staticmethod
+    def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int):
+        if index is not None and index.ntotal != n:
+            raise CorpusError(f"index holds {index.ntotal} vectors for {n} items")
+        if vectors is None:
+            if index is None or n == 0:
+                return None
+            # Only an index was given: rebuild the matrix once for exact scoring.
+            try:
+                vectors = index.reconstruct_batch(np.arange(n, dtype=np.int64))
+            except RuntimeError as exc:
+                raise CorpusError(f"cannot reconstruct vectors from the index: {exc}") from exc
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != n:
+            raise CorpusError(f"vectors shape {vectors.shape} does not match {n} items")
+        if index is not None and index.d != vectors.shape[1]:
+            raise CorpusError(f"index dim {index.d} != vectors dim {vectors.shape[1]}")
+        if n and not np.isfinite(vectors).all():
+            raise CorpusError("vectors contain NaN or inf")
+        return vectors
+
+    def _encode(self, field: str, values: Iterable[str], n: int) -> np.ndarray:
+        table = self._codes[field]
+        return np.fromiter((table.setdefault(v, len(table)) for v in values), np.int16, n)
+
+    @classmethod
+    def empty(cls, source: str = "delta") -> "MemoryCorpus":
+        return cls([], None, None, source=source)
+
+    def warm(self) -> "MemoryCorpus":
+        """Build the lazy BM25 index now (seconds for 100k items) instead of on first query."""
+        _ = self.lexical
+        return self
+
+    # -- basic access ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.n
+
+    def item(self, row: int) -> MemoryItem:
+        return self.items[row]
+
+    @property
+    def lexical(self) -> LexicalIndex:
+        if self._lexical is None:
+            with self._lexical_lock:
+                if self._lexical is None:
+                    self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items])
+        return self._lexical
+
+    @staticmethod
+    def _doc_tokens(it: MemoryItem) -> list[str]:
+        return tokenize(" ".join([it.title, it.content, " ".join(it.tags), " ".join(it.entities)]))
+
+    def item_terms(self, row: int) -> frozenset[str]:
+        """Distinct index tokens of a row (Q* coverage)."""
+        terms = self._terms_cache.get(row)
+        if terms is None:
+            terms = frozenset(self._doc_tokens(self.items[row]))
+            self._terms_cache[row] = terms
+        return terms
+
+    def title_key(self, row: int) -> str:
+        """Normalised title (conflict detection: same key, different content)."""
+        key = self._title_cache.get(row)
+        if key is None:
+            key = self._title_cache[row] = normalise_label(self.items[row].title)
+        return key
+
+    def item_labels(self, row: int) -> frozenset[str]:
+        """Normalised tags and entities of a row (label matching)."""
+        labels = self._labels_cache.get(row)
+        if labels is None:
+            it = self.items[row]
+            labels = frozenset(normalise_label(x) for x in (*it.tags, *it.entities)) - {""}
+            self._labels_cache[row] = labels
+        return labels
+
+    # -- scope and filters ----------------------------------------------------------------
+
+    def _visible_uncached(self, who: Identity) -> np.ndarray:
+        mask = np.zeros(self.n, dtype=bool)
+        for rows in (
+            self._by_session.get((who.user_id, who.session_id), ()),
+            self._by_project.get((who.project_id, who.org_id), ()),
+            self._by_user.get(who.user_id, ()),
+            self._by_org.get(who.org_id, ()),
+        ):
+            mask[list(rows)] = True
+        mask.flags.writeable = False
+        return mask
+
+    def visible_mask(self, who: Identity) -> np.ndarray:
+        """Active rows whose scope is visible to `who` (read-only array, cached per identity)."""
+        if not isinstance(who, Identity):
+            raise CorpusError(f"identity must be an Identity, got {type(who).__name__}")
+        return self._visible_cached(who)
+
+    def allowed_mask(
+        self,
+        who: Identity,
+        *,
+        tags: Sequence[str] = (),
+        tier: str | None = None,
+        item_type: str | None = None,
+        scope_kind: str | None = None,
+        tag_match: str = "all",
+        exclude_ids: Iterable[str] = (),
+    ) -> np.ndarray:
+        """Visible rows narrowed by the optional filters and with `exclude_ids` removed
+        (ids shadowed by a newer corpus)."""
+        mask = self.visible_mask(who).copy()
+        for field, value, codes in (("tier", tier, self._tier_of),
+                                    ("type", item_type, self._type_of),
+                                    ("kind", scope_kind, self._kind_of)):
+            if value is not None:
+                mask &= codes == self._codes[field].get(value, -1)
+        norm_tags = [t for t in (normalise_label(t) for t in tags) if t]
+        if norm_tags:
+            if tag_match == "any":
+                tag_mask = np.zeros(self.n, dtype=bool)
+                for t in norm_tags:
+                    tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
+                mask &= tag_mask
+            else:
+                for t in norm_tags:
+                    tag_mask = np.zeros(self.n, dtype=bool)
+                    tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
+                    mask &= tag_mask
+        for item_id in exclude_ids:
+            row = self.row_of.get(item_id)
+            if row is not None:
+                mask[row] = False
+        return mask
+
+    # -- dense search ---------------------------------------------------------------------
+
+    def dense_scores(self, query: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Inner products of the query with the given rows (exact)."""
+        if self.vectors is None or len(rows) == 0:
+            return np.zeros(len(rows), dtype=np.float32)
+        return self.vectors[rows] @ query
+
+    def dense_search(
+        self, query: np.ndarray, allowed: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k allowed rows by inner product: (rows, scores), best first, ties by id."""
+        if self.vectors is None or k <= 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        query = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise CorpusError(f"query dim {query.shape[0]} != corpus dim {self.dim}")
+        n_allowed = int(allowed.sum())
+        if n_allowed == 0:
+            return np.empty(0, np.int64), np.empty(0, np.float32)
+        if self.index is not None and n_allowed > self.exact_max_rows:
+            found = self._faiss_search(query, allowed, n_allowed, k)
+            if found is not None:
+                return found
+        rows = np.flatnonzero(allowed)
+        if n_allowed == self.n:
+            sims = self.vectors @ query
+        else:
+            sims = self.vectors[rows] @ query
+        return self._top(rows, sims, k)
+
+    def _top(self, rows: np.ndarray, sims: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(rows) > k:
+            # Keep every row tied with the k-th score so the id tie-break below is exact.
+            kth = np.partition(sims, len(sims) - k)[len(sims) - k]
+            keep = sims >= kth
+            rows, sims = rows[keep], sims[keep]
+        order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), self.ids[rows[i]]))[:k]
+        return rows[order].astype(np.int64), sims[order].astype(np.float32)
+
+    def _faiss_search(
+        self, query: np.ndarray, allowed: np.ndarray, n_allowed: int, k: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        bits = np.packbits(allowed, bitorder="little")
+        selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(bits))
+        inner = self.index
+        if isinstance(inner, (faiss.IndexIDMap, faiss.IndexIDMap2)):
+            inner = faiss.downcast_index(inner.index)
+        if isinstance(inner, faiss.IndexHNSW):
+            # A filter hides part of the graph: search wider the more it hides.
+            selectivity = n_allowed / max(1, self.n)
+            ef = int(min(1024, max(self.hnsw_ef_search, k) / max(selectivity, 1e-3)))
+            params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(ef, k))
+        else:
+            params = faiss.SearchParameters(sel=selector)
+        fetch = min(n_allowed, k + 8)  # a little extra so ties at the boundary are seen
+        # One query: a single OpenMP thread is fastest (more threads spin and, on a busy
+        # machine, cost 10+ ms). The setting is per calling thread; restore it after.
+        previous = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(self.search_threads)
+        try:
+            dist, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
+        finally:
+            faiss.omp_set_num_threads(previous)
+        del bits  # the selector points into `bits`: keep it alive until here
+        ids, dist = ids[0], dist[0]
+        ok = ids >= 0
+        ids, dist = ids[ok], dist[ok]
+        if len(ids) < min(k, n_allowed):
+            return None  # the filtered graph search came up short: the exact path answers
+        if not allowed[ids].all():
+            raise CorpusError("index returned a row outside the selector")  # never leak
+        # Re-score exactly so both paths return identical numbers for the same rows.
+        sims = self.vectors[ids] @ query
+        return self._top(ids.astype(np.int64), sims, k)
+
+    # -- lexical / labels -----------------------------------------------------------------
+
+    def lexical_scores(self, terms: Sequence[str]) -> np.ndarray | None:
+        """Normalised BM25 ([0,1]) for every row, or None when no term matches anything."""
+        if not self.n or not terms:
+            return None
+        return self.lexical.normalised(terms)
+
+    def label_matches(
+        self, grams: Iterable[str], allowed: np.ndarray, max_rows: int = 1000
+    ) -> dict[int, int]:
+        """row -> number of distinct query n-grams equal to one of its tags or entities.
+        A label carried by more than `max_rows` items is not discriminative (like a
+        stopword) and is ignored here."""
+        counts: dict[int, int] = defaultdict(int)
+        for g in sorted(set(grams)):
+            hit_rows: set[int] = set()
+            for table in (self.tag_rows, self.entity_rows):
+                rows = table.get(g)
+                if rows is not None and len(rows) <= max_rows:
+                    hit_rows.update(int(r) for r in rows[allowed[rows]])
+            for r in hit_rows:
+                counts[r] += 1
+        return dict(counts)
+
+    def summaries_covering(self, turn_refs: Sequence[str], allowed: np.ndarray) -> list[int]:
+        """Allowed summary rows whose provenance.turn_refs include every given turn ref."""
+        if not turn_refs:
+            return []
+        common: set[int] | None = None
+        for ref in set(turn_refs):
+            rows = set(self.summary_rows_by_turn.get(ref, ()))
+            common = rows if common is None else common & rows
+            if not common:
+                return []
+        return sorted(r for r in (common or ()) if allowed[r])
+
+    def neighbours(
+        self, item: MemoryItem, allowed: np.ndarray, per_label: int = 64
+    ) -> dict[int, str]:
+        """Rows of this corpus related to `item` (which may live in another corpus), each
+        with how: links (both directions), shared entity, shared tag, same palace room.
+        Large label groups are capped (first rows by position) so one very common tag
+        cannot flood the expansion."""
+        out: dict[int, str] = {}
+        own = self.row_of.get(item.id)
+
+        def add(rows: Iterable[int], how: str) -> None:
+            for r in rows:
+                r = int(r)
+                if r != own and allowed[r] and r not in out:
+                    out[r] = how
+
+        add((self.row_of[l.to] for l in item.links if l.to in self.row_of), "link")
+        add((r for _, r in self.links_in.get(item.id, ())), "link")
+        for e in sorted({normalise_label(e) for e in item.entities} - {""}):
+            add(self.entity_rows.get(e, np.empty(0, np.int64))[:per_label], "entity")
+        for t in sorted({normalise_label(t) for t in item.tags} - {""}):
+            add(self.tag_rows.get(t, np.empty(0, np.int64))[:per_label], "tag")
+        room = self.room_of.get(own) if own is not None else None
+        if room is None:
+            room = _room_key(item.metadata.get("palace"))
+        if room and room in self.room_rows:
+            add(self.room_rows[room][:per_label], "room")
+        return out
+
+    def rows_for_term(self, term: str, allowed: np.ndarray, limit: int) -> list[int]:
+        """Allowed rows whose tags/entities equal the term, then the best BM25 rows for it."""
+        label = normalise_label(term)
+        found: list[int] = []
+        for table in (self.entity_rows, self.tag_rows):
+            rows = table.get(label)
+            if rows is not None:
+                found.extend(int(r) for r in rows[allowed[rows]][:limit])
+        scores = self.lexical_scores(tokenize(term))
+        if scores is not None:
+            masked = np.where(allowed, scores, 0.0)
+            nz = np.flatnonzero(masked > 0)
+            if len(nz) > limit:
+                kth = np.partition(masked[nz], len(nz) - limit)[len(nz) - limit]
+                nz = nz[masked[nz] >= kth]  # the top `limit` plus boundary ties
+            order = sorted(nz.tolist(), key=lambda r: (-float(masked[r]), self.ids[r]))
+            found.extend(order[:limit])
+        return list(dict.fromkeys(found))
+
+
+__all__ = ["MemoryCorpus", "CorpusError", "EXACT_MAX_ROWS"]

@@ -1,0 +1,116 @@
+"""Lexical side of recall: one tokeniser shared by BM25, tag/entity matching and Q* coverage,
+and a thin wrapper over the `bm25s` index that scores every row for a query.
+
+Tokens are lower-case runs of letters/digits (no stemming), minus the NLTK English stopword
+list shipped with bm25s. Queries additionally drop a few recall fillers ("remember",
+"recall", "know"...) that say *that* the user wants memory, not *what* memory.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+import bm25s
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+_WORD = re.compile(r"[^\W_]+")
+STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
+# Words that only signal a recall request; kept in documents, dropped from queries.
+QUERY_FILLERS: frozenset[str] = frozenset(
+    {
+        "know", "knew", "remember", "remembered", "recall", "recalled", "memory", "memories",
+        "tell", "say", "said", "mention", "mentioned", "please", "anything", "something",
+        "earlier", "previously", "decided", "discussed", "us", "let", "could", "would",
+    }
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case word tokens, stopwords kept (used for label n-grams)."""
+    return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def tokenize(text: str) -> list[str]:
+    """Index tokens: words minus stopwords and one-letter non-digit tokens."""
+    return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct query tokens in first-seen order, recall fillers removed."""
+    seen: dict[str, None] = {}
+    for tok in tokenize(text):
+        if tok not in QUERY_FILLERS:
+            seen.setdefault(tok, None)
+    return list(seen)
+
+
+def normalise_label(label: str) -> str:
+    """Tags, entities and titles compare in this form: 'Project_Phoenix' == 'project phoenix'."""
+    return " ".join(words(label))
+
+
+def label_ngrams(text: str, max_n: int = 4) -> set[str]:
+    """All 1..max_n word n-grams of the text, for exact tag/entity matching. Single stopwords
+    are left out so a tag like "it" never matches by accident."""
+    toks = words(text)
+    grams: set[str] = set()
+    for n in range(1, max_n + 1):
+        for i in range(len(toks) - n + 1):
+            if n == 1 and toks[i] in STOPWORDS:
+                continue
+            grams.add(" ".join(toks[i : i + n]))
+    return grams
+
+
+class LexicalIndex:
+    """BM25 (Lucene variant, k1=1.5, b=0.75) over pre-tokenised documents, row-aligned with
+    the corpus. `scores` returns the raw BM25 score of every row; `normalised` divides by the
+    query's ideal score (sum of its terms' IDF: what a document of average length with each
+    query term once would get) so scores from corpora of different sizes are comparable."""
+
+    def __init__(self, docs: Sequence[list[str]]):
+        self.num_docs = len(docs)
+        self._bm25 = bm25s.BM25()
+        # bm25s needs at least one document; an empty corpus simply scores nothing.
+        if self.num_docs:
+            self._bm25.index(list(docs), show_progress=False)
+            indptr = np.asarray(self._bm25.scores["indptr"])
+            self._df = np.diff(indptr)
+        else:
+            self._df = np.zeros(0, dtype=np.int64)
+
+    def _idf(self, df: int) -> float:
+        n = self.num_docs
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def scores(self, terms: Iterable[str]) -> np.ndarray | None:
+        """Raw BM25 per row, or None when no query term is in the vocabulary."""
+        if not self.num_docs:
+            return None
+        ids = self._bm25.get_tokens_ids(list(dict.fromkeys(terms)))
+        if not ids:
+            return None
+        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+
+    def ideal(self, terms: Iterable[str]) -> float:
+        total = 0.0
+        vocab = self._bm25.vocab_dict if self.num_docs else {}
+        for t in dict.fromkeys(terms):
+            tid = vocab.get(t)
+            df = int(self._df[tid]) if tid is not None and tid < len(self._df) else 0
+            total += self._idf(df)
+        return total
+
+    def normalised(self, terms: Sequence[str]) -> np.ndarray | None:
+        """BM25 / ideal, clipped to [0, 1]; None when nothing matches."""
+        raw = self.scores(terms)
+        if raw is None:
+            return None
+        ideal = self.ideal(terms)
+        if ideal <= 0:
+            return None
+        return np.clip(raw / np.float32(ideal), 0.0, 1.0).astype(np.float32)

@@ -1,0 +1,498 @@
+"""RecallEngine: determinism, filters, scope isolation and priority, conflicts, always-inject,
+summaries, snapshot + delta, thresholds, modes, degradation and input errors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+
+import faiss
+import msgspec
+import numpy as np
+import pytest
+
+from pipelines.records import Identity, Link, MemoryItem, Provenance, Scope
+from pipelines.recall import (
+    MemoryCorpus,
+    RecallEngine,
+    RecallError,
+    RecallOptions,
+    estimate_tokens,
+    tokenize,
+)
+from pipelines.settings import Settings
+
+NOW = "2025-06-01T00:00:00+00:00"
+T0 = "2025-01-01T00:00:00+00:00"
+ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
+DIM = 64
+
+
+class BagOfWordsEmbedder:
+    """Deterministic fake: each token hashed into a signed bucket, rows L2-normalised."""
+
+    name = "bow-64"
+    dim = DIM
+
+    def embed(self, texts):
+        out = np.zeros((len(texts), DIM), np.float32)
+        for i, text in enumerate(texts):
+            for tok in tokenize(text):
+                h = int(hashlib.sha256(tok.encode()).hexdigest(), 16)
+                out[i, h % DIM] += 1.0 if (h >> 100) & 1 else -1.0
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms == 0, 1, norms)
+
+
+class BrokenEmbedder(BagOfWordsEmbedder):
+    def embed(self, texts):
+        raise ConnectionError("embedding server down")
+
+
+EMB = BagOfWordsEmbedder()
+
+
+def mem(id_: str, title: str, content: str, *, kind: str = "project", who: Identity = ME,
+        **kw) -> MemoryItem:
+    kw.setdefault("provenance", Provenance(source_id=f"turn-{id_}"))
+    kw.setdefault("confidence", 0.9)
+    return MemoryItem(id=id_, tier=kw.pop("tier", "stm"), type=kw.pop("type", "fact"),
+                      title=title, content=content, scope=Scope.for_identity(kind, who),
+                      created_at=kw.pop("created_at", T0), updated_at=kw.pop("updated_at", T0),
+                      **kw)
+
+
+def corpus(items: list[MemoryItem], source: str = "snapshot", **kw) -> MemoryCorpus:
+    vecs = EMB.embed([f"{i.title}\n{i.content}" for i in items]) if items else None
+    return MemoryCorpus(items, vecs, source=source, **kw)
+
+
+def engine(options: RecallOptions | None = None, embedder=EMB, **settings) -> RecallEngine:
+    return RecallEngine(Settings(**settings), embedder, options)
+
+
+def store() -> list[MemoryItem]:
+    return [
+        mem("inbox", "Inbox storage", "The inbox is SQLite in WAL mode.", tags=["inbox", "storage"],
+            tier="ltm", type="decision"),
+        mem("wh", "Warehouse engine", "The warehouse is a DuckDB file.", tags=["warehouse",
+            "storage"], entities=["DuckDB"]),
+        mem("snap", "Snapshot publish", "Snapshots publish by replacing CURRENT atomically.",
+            tags=["snapshot"]),
+        mem("proxy", "Proxy port", "The Ollama proxy listens on port 11435.", tags=["proxy"],
+            type="constraint"),
+        mem("hnsw", "Vector index", "HNSW above fifty thousand vectors, flat inner product below.",
+            tags=["faiss"], entities=["FAISS"]),
+        mem("cron", "Schedule", "Consolidation runs hourly from a cron schedule.", tags=["dagster"]),
+        mem("inbox2", "Inbox workers", "Many workers append to the inbox at once.", tags=["inbox"]),
+    ]
+
+
+def ids(result) -> list[str]:
+    return [h.item.id for h in result.hits]
+
+
+# -- determinism and ranking -------------------------------------------------------------------
+
+
+def test_same_results_twice_and_from_two_freshly_built_corpora():
+    queries = ["what storage does the inbox use?", "duckdb warehouse", "proxy port"]
+    a, b = corpus(store()), corpus(store())
+    eng = engine()
+    for q in queries:
+        r1 = eng.recall(q, ME, [a], now=NOW)
+        r2 = eng.recall(q, ME, [a], now=NOW)
+        r3 = engine().recall(q, ME, [b], now=NOW)
+        assert r1.hits, q
+        for other in (r2, r3):
+            assert ids(other) == ids(r1)
+            assert [h.score for h in other.hits] == [h.score for h in r1.hits]
+            assert other.injection == r1.injection
+            assert other.catalog == r1.catalog
+
+
+def test_ranking_is_stable_under_corpus_order_and_prefers_fuller_matches():
+    items = store()
+    shuffled = items[:]
+    random.Random(3).shuffle(shuffled)
+    r1 = engine().recall("inbox storage sqlite", ME, [corpus(items)], now=NOW)
+    r2 = engine().recall("inbox storage sqlite", ME, [corpus(shuffled)], now=NOW)
+    assert ids(r1) == ids(r2)
+    assert ids(r1)[0] == "inbox"  # matches all three terms (and two tags)
+    assert ids(r1).index("inbox") < ids(r1).index("inbox2")
+    scores = [h.score for h in r1.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_tag_tier_type_and_scope_filters():
+    c = corpus(store())
+    eng = engine()
+    r = eng.recall("storage inbox warehouse", ME, [c], tags=["storage"], now=NOW)
+    assert set(ids(r)) == {"inbox", "wh"}
+    r = eng.recall("storage inbox warehouse", ME, [c], tags=["storage", "inbox"], now=NOW)
+    assert ids(r) == ["inbox"]
+    r = eng.recall("storage inbox warehouse", ME, [c], tags=["warehouse", "inbox"], now=NOW,
+                   options=RecallOptions(tag_match="any"))
+    assert set(ids(r)) == {"inbox", "wh", "inbox2"}
+    r = eng.recall("inbox", ME, [c], tier="ltm", now=NOW)
+    assert ids(r) == ["inbox"]
+    r = eng.recall("proxy port inbox", ME, [c], type="constraint", now=NOW)
+    assert ids(r) == ["proxy"]
+    r = eng.recall("inbox", ME, [c], scope="session", now=NOW)
+    assert ids(r) == [] and not r.found
+
+
+# -- scope ---------------------------------------------------------------------------------------
+
+
+def test_scope_isolation_randomised():
+    rng = random.Random(11)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda"]
+    people = [Identity(user_id=f"u{u}", project_id=f"p{p}", session_id=f"s{s}", org_id=f"o{o}")
+              for u in range(4) for p in range(3) for s in range(2) for o in range(2)]
+    items = []
+    for n in range(400):
+        owner = rng.choice(people)
+        kind = rng.choice(["session", "project", "user", "org"])
+        text = " ".join(rng.choices(words, k=4))
+        items.append(mem(f"id{n:04d}", text.split()[0], text, kind=kind, who=owner,
+                         tags=[rng.choice(words)], importance=rng.choice([5, 9, 10]),
+                         links=[Link(rel="contradicts", to=f"id{rng.randrange(400):04d}")]))
+    snap = corpus(items[:350])
+    delta = corpus(items[350:], source="delta")
+    eng = engine()
+    returned = 0
+    for trial in range(40):
+        who = rng.choice(people)
+        q = " ".join(rng.choices(words, k=2))
+        mode = rng.choice(["inject", "catalog", "hybrid"])
+        r = eng.recall(q, who, [snap, delta], mode=mode, trace=True, now=NOW)
+        visible = {it.id for it in items if it.scope.visible_to(who)}
+        invisible = {it.id for it in items} - visible
+        shown = set(r.used_ids) | {e["id"] for e in r.catalog["memory_catalog"]}
+        shown |= {s["id"] for s in r.suppressed}
+        assert shown <= visible
+        text = r.injection + json.dumps(r.trace) + json.dumps(msgspec.to_builtins(r.suppressed))
+        assert not any(i in text for i in invisible)
+        returned += len(r.used_ids)
+    assert returned > 40  # the test is not vacuous: visible memories were found
+
+
+def test_scope_priority_session_project_user_org():
+    items = [mem(f"{kind}-item", "Deploy target", "We deploy to the staging cluster.",
+                 kind=kind, type="message") for kind in ("org", "user", "project", "session")]
+    c = corpus(items)
+    r = engine().recall("deploy staging cluster", ME, [c], mode="catalog", now=NOW)
+    assert ids(r) == ["session-item", "project-item", "user-item", "org-item"]
+    assert r.hits[0].score > r.hits[1].score > r.hits[2].score > r.hits[3].score
+    # Without the boost the scores tie and the scope rank still breaks the tie.
+    r = engine(RecallOptions(scope_priority=False)).recall(
+        "deploy staging cluster", ME, [c], mode="catalog", now=NOW)
+    assert ids(r) == ["session-item", "project-item", "user-item", "org-item"]
+    assert len({h.score for h in r.hits}) == 1
+
+
+# -- conflicts -----------------------------------------------------------------------------------
+
+
+def test_conflict_resolved_by_confidence():
+    items = [mem("a", "Inbox engine", "The inbox uses SQLite.", confidence=0.95),
+             mem("b", "Inbox engine", "The inbox uses Postgres.", confidence=0.8)]
+    r = engine().recall("inbox engine", ME, [corpus(items)], now=NOW)
+    assert ids(r) == ["a"]
+    assert r.hits[0].conflict and r.hits[0].conflict_with == ["b"]
+    assert r.hits[0].resolution == "confidence"
+    assert r.suppressed == [{"id": "b", "reason": "conflict: lost on confidence", "winner": "a"}]
+    assert "Postgres" not in r.injection and "CONFLICT" not in r.injection
+
+
+def test_conflict_resolved_by_recency_at_equal_confidence():
+    items = [mem("old", "Inbox engine", "The inbox uses Postgres.",
+                 updated_at="2025-01-01T00:00:00+00:00"),
+             mem("new", "Inbox engine", "The inbox uses SQLite.",
+                 updated_at="2025-03-01T00:00:00+00:00")]
+    r = engine().recall("inbox engine", ME, [corpus(items)], now=NOW)
+    assert ids(r) == ["new"] and r.hits[0].resolution == "recency"
+    assert r.suppressed[0]["id"] == "old"
+
+
+def test_ambiguous_conflict_injects_both_with_a_flag():
+    items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
+             mem("b", "Inbox engine", "The inbox uses Postgres.")]
+    r = engine().recall("inbox engine", ME, [corpus(items)], mode="inject", now=NOW)
+    assert set(ids(r)) == {"a", "b"}
+    assert all(h.resolution == "ambiguous" and h.conflict for h in r.hits)
+    assert "| CONFLICT=b]" in r.injection and "| CONFLICT=a]" in r.injection
+    assert "disagree" in r.injection
+
+
+def test_flag_mode_keeps_every_member_flagged():
+    items = [mem("a", "Inbox engine", "The inbox uses SQLite.", confidence=0.95),
+             mem("b", "Inbox engine", "The inbox uses Postgres.", confidence=0.8)]
+    r = engine(RecallOptions(conflict_mode="flag")).recall(
+        "inbox engine", ME, [corpus(items)], mode="hybrid", now=NOW)
+    assert set(ids(r)) == {"a", "b"} and not r.suppressed
+    assert all(h.resolution == "flagged" for h in r.hits)
+
+
+def test_contradicts_link_pulls_in_and_resolves_the_partner():
+    items = [mem("claim", "Retry policy", "Retries use exponential backoff.", confidence=0.75),
+             mem("fix", "Correction", "Backoff was replaced: retries are now fixed at 1 s.",
+                 confidence=0.95, links=[Link(rel="contradicts", to="claim")]),
+             mem("noise", "Unrelated", "Something else entirely.")]
+    r = engine().recall("retry policy", ME, [corpus(items)], now=NOW, trace=True)
+    assert ids(r) == ["fix"]  # pulled in by the link, wins on confidence
+    assert r.suppressed[0]["id"] == "claim"
+    stages = [t["stage"] for t in r.trace]
+    assert "conflicts" in stages
+
+
+def test_same_title_same_content_is_not_a_conflict():
+    items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
+             mem("b", "inbox  ENGINE", "the inbox uses sqlite")]
+    r = engine().recall("inbox engine", ME, [corpus(items)], now=NOW)
+    assert set(ids(r)) == {"a", "b"} and not any(h.conflict for h in r.hits)
+
+
+# -- always-inject, summaries, snapshot + delta ------------------------------------------------
+
+
+def test_always_inject_visible_high_importance_items_only():
+    stranger = Identity(user_id="u9", project_id="p9", org_id="o9")
+    items = store() + [
+        mem("rule", "Never store secrets", "Secrets are never written to memory.", importance=10),
+        mem("theirs", "Their critical rule", "Not for you.", importance=10, who=stranger),
+        mem("meh", "Minor", "Minor thing.", importance=8)]
+    c = corpus(items)
+    r = engine().recall("proxy port", ME, [c], mode="hybrid", now=NOW)
+    assert ids(r)[0] == "rule" and r.hits[0].always
+    assert r.injection.index("[MEMORY: rule") < r.injection.index("[MEMORY: proxy")
+    assert "theirs" not in r.used_ids and "meh" not in r.used_ids
+    # Nothing relevant: the rule is still injected, but the answer says nothing was found.
+    r = engine().recall("zebra xylophone", ME, [c], mode="inject", now=NOW)
+    assert r.used_ids == ["rule"] and not r.found
+    assert r.message == "No memory found for 'zebra xylophone'."
+    # A search (catalog mode) lists what matches, not the always-inject set.
+    r = engine().recall("proxy port", ME, [c], mode="catalog", now=NOW)
+    assert "rule" not in r.used_ids
+    r = engine(RecallOptions(always_inject=False)).recall("proxy port", ME, [c], now=NOW)
+    assert "rule" not in r.used_ids
+
+
+def test_summary_outranks_the_messages_it_covers():
+    items = [
+        mem("t1", "Caroline", "Caroline went to the LGBTQ support group on Monday.",
+            type="message", provenance=Provenance(turn_refs=["D1:3"])),
+        mem("t2", "Melanie", "That sounds great, Caroline!", type="message",
+            provenance=Provenance(turn_refs=["D1:4"])),
+        mem("sum", "Session 1", "Caroline shared news; Melanie was supportive.", type="summary",
+            provenance=Provenance(turn_refs=["D1:1", "D1:2", "D1:3", "D1:4"])),
+    ]
+    c = corpus(items)
+    r = engine().recall("When did Caroline go to the LGBTQ support group?", ME, [c],
+                        mode="catalog", now=NOW)
+    assert ids(r).index("sum") < ids(r).index("t1")  # preferred...
+    assert "summary_demotion" in r.hits[ids(r).index("t1")].components  # ...t1 demoted, kept
+    off = engine(RecallOptions(summaries=False)).recall(
+        "When did Caroline go to the LGBTQ support group?", ME, [c], mode="catalog", now=NOW)
+    assert ids(off)[0] == "t1"
+
+
+def test_delta_overrides_the_snapshot_for_the_same_id():
+    snap = corpus(store())
+    newer = mem("proxy", "Proxy port", "The Ollama proxy now listens on port 11500.",
+                tags=["proxy"], type="constraint")
+    delta = corpus([newer, mem("fresh", "Proxy auth", "The proxy requires a token.")],
+                   source="delta")
+    r = engine().recall("proxy port", ME, [snap, delta], now=NOW)
+    hits = {h.item.id: h for h in r.hits}
+    assert ids(r).count("proxy") == 1
+    assert hits["proxy"].source == "delta" and "11500" in hits["proxy"].item.content
+    assert "11435" not in r.injection
+    assert hits["fresh"].source == "delta"
+    # An archived delta version hides the snapshot copy as well.
+    gone = msgspec.structs.replace(newer, archived=True)
+    r = engine().recall("proxy port", ME, [snap, corpus([gone], source="delta")], now=NOW)
+    assert "proxy" not in r.used_ids
+
+
+# -- thresholds and modes -------------------------------------------------------------------------
+
+
+def test_low_confidence_claims_are_catalogued_not_injected_but_messages_are_exempt():
+    items = [mem("weak", "Cache size", "The cache holds 512 entries.", confidence=0.5),
+             mem("turn", "Bob", "I think the cache holds 256 entries.", type="message",
+                 confidence=0.3)]
+    c = corpus(items)
+    r = engine().recall("cache entries", ME, [c], mode="hybrid", now=NOW)
+    by = {h.item.id: h for h in r.hits}
+    assert by["weak"].delivery == "catalog" and by["weak"].low_confidence
+    assert by["turn"].delivery == "inject" and not by["turn"].low_confidence
+    assert "[MEMORY: weak" not in r.injection
+    entry = next(e for e in r.catalog["memory_catalog"] if e["id"] == "weak")
+    assert entry["low_confidence"] is True
+    r = engine().recall("cache entries", ME, [c], mode="inject", now=NOW)
+    assert r.used_ids == ["turn"]
+
+
+def test_modes_and_the_injection_budget():
+    c = corpus(store())
+    q = "storage inbox warehouse snapshot proxy schedule index"
+    inj = engine().recall(q, ME, [c], mode="inject", now=NOW)
+    assert inj.injection.startswith("PERSISTENT MEMORY (READ-ONLY)")
+    assert inj.catalog == {"memory_catalog": []}
+    assert all(h.delivery == "inject" for h in inj.hits)
+    cat = engine(catalog_k=3).recall(q, ME, [c], mode="catalog", now=NOW)
+    assert cat.injection == "" and len(cat.catalog["memory_catalog"]) == 3
+    assert set(cat.catalog["memory_catalog"][0]) >= {"id", "title", "tags", "tier", "type",
+                                                      "score"}
+    assert [e["id"] for e in cat.catalog["memory_catalog"]] == cat.used_ids
+    small = engine(inject_budget_tokens=160).recall(q, ME, [c], mode="hybrid", now=NOW)
+    injected = [h.item.id for h in small.hits if h.delivery == "inject"]
+    catalogued = [h.item.id for h in small.hits if h.delivery == "catalog"]
+    assert injected and catalogued
+    assert estimate_tokens(small.injection) <= 160
+    assert small.used_ids == [h.item.id for h in small.hits]
+    assert set(small.used_ids) == set(injected + catalogued)
+    assert [e["id"] for e in small.catalog["memory_catalog"]] == catalogued
+
+
+def test_empty_result_says_so_explicitly():
+    r = engine().recall("zebra xylophone", ME, [corpus(store())], now=NOW)
+    assert not r.found and r.hits == [] and r.used_ids == []
+    assert r.injection == "" and r.catalog == {"memory_catalog": []}
+    assert r.message == "No memory found for 'zebra xylophone'."
+    r = engine().recall("anything", ME, [MemoryCorpus.empty()], now=NOW)
+    assert not r.found and r.message.startswith("No memory found for")
+
+
+# -- the FAISS path through the engine ---------------------------------------------------------
+
+
+def test_engine_gives_the_same_hits_through_faiss_and_exact_search():
+    items = store()
+    vecs = EMB.embed([f"{i.title}\n{i.content}" for i in items])
+    index = faiss.IndexIDMap2(faiss.IndexFlatIP(DIM))
+    index.add_with_ids(vecs, np.arange(len(items), dtype=np.int64))
+    exact = MemoryCorpus(items, vecs)
+    via_faiss = MemoryCorpus(items, vecs, index, exact_max_rows=0)
+    for q in ("inbox storage", "duckdb", "port"):
+        a = engine().recall(q, ME, [exact], now=NOW)
+        b = engine().recall(q, ME, [via_faiss], now=NOW)
+        assert ids(a) == ids(b) and [h.score for h in a.hits] == [h.score for h in b.hits]
+
+
+# -- ablation, degradation, errors ----------------------------------------------------------------
+
+
+def test_components_can_be_switched_off():
+    c = corpus(store())
+    q = "inbox storage"
+    full = engine().recall(q, ME, [c], now=NOW, trace=True)
+    assert any(h.components.get("rank_dense") for h in full.hits)
+    assert any(t["stage"] == "qstar" for t in full.trace)
+    no_dense = engine(RecallOptions(dense=False)).recall(q, ME, [c], now=NOW, trace=True)
+    assert no_dense.hits and all(h.components["dense"] == 0 for h in no_dense.hits)
+    assert not any("rank_dense" in h.components for h in no_dense.hits)
+    no_lex = engine(RecallOptions(lexical=False, labels=False)).recall(q, ME, [c], now=NOW)
+    assert no_lex.hits and all(h.components["lexical"] == 0 for h in no_lex.hits)
+    no_q = engine(RecallOptions(qstar=False)).recall(q, ME, [c], now=NOW, trace=True)
+    assert not any(t["stage"] == "qstar" for t in no_q.trace)
+    no_rec = engine(RecallOptions(recency=False)).recall(q, ME, [c], now=NOW)
+    assert all("recency" not in h.components for h in no_rec.hits)
+    rrf = engine(RecallOptions(fusion="rrf")).recall(q, ME, [c], now=NOW)
+    assert ids(rrf)[0] == "inbox"
+
+
+def test_embedder_outage_degrades_to_lexical():
+    r = engine(embedder=BrokenEmbedder()).recall("inbox storage", ME, [corpus(store())], now=NOW)
+    assert r.found and ids(r)[0] == "inbox"
+    assert r.degraded and "embedding server down" in r.degraded[0]
+
+
+def test_embedder_of_another_dimension_is_a_clear_error():
+    class Wide(BagOfWordsEmbedder):
+        def embed(self, texts):
+            return np.ones((len(texts), DIM * 2), np.float32)
+
+    with pytest.raises(RecallError, match="dim"):
+        engine(embedder=Wide()).recall("inbox", ME, [corpus(store())], now=NOW)
+
+
+@pytest.mark.parametrize("kwargs,needle", [
+    ({"query": 42}, "query"),
+    ({"identity": "u1"}, "identity"),
+    ({"corpora": ["not a corpus"]}, "MemoryCorpus"),
+    ({"mode": "shout"}, "mode"),
+    ({"k": 0}, "k"),
+    ({"k": True}, "k"),
+    ({"tier": "forever"}, "tier"),
+    ({"type": "gossip"}, "type"),
+    ({"scope": "galaxy"}, "scope"),
+    ({"tags": [3]}, "tags"),
+    ({"now": "yesterday"}, "now"),
+])
+def test_bad_inputs_raise_recall_error(kwargs, needle):
+    args = {"query": "inbox", "identity": ME, "corpora": [corpus(store())]}
+    args.update(kwargs)
+    query, who, corpora = args.pop("query"), args.pop("identity"), args.pop("corpora")
+    with pytest.raises(RecallError, match=needle):
+        engine().recall(query, who, corpora, **args)
+
+
+def test_bad_options_raise_recall_error():
+    with pytest.raises(RecallError):
+        RecallOptions(fusion="max")
+    with pytest.raises(RecallError):
+        RecallOptions(conflict_mode="ignore")
+    with pytest.raises(RecallError):
+        RecallEngine(object(), EMB)  # type: ignore[arg-type]
+
+
+def test_result_serialises_and_timings_are_reported():
+    r = engine().recall("inbox storage", ME, [corpus(store())], trace=True, now=NOW)
+    data = msgspec.json.decode(msgspec.json.encode(r))
+    assert data["used_ids"] == r.used_ids
+    assert {"scope", "embed", "candidates", "score", "qstar", "render", "total"} <= set(
+        r.timings_ms)
+
+
+# -- Q* inside the engine ------------------------------------------------------------------------
+
+
+def test_qstar_adds_an_item_for_an_uncovered_question_entity():
+    items = [mem(f"w{i}", f"Inbox workers {i}", f"Inbox workers append events, batch {i}.")
+             for i in range(6)]
+    items.append(mem("duck", "Analytics", "Analytics queries run on duckdb."))
+    c = corpus(items)
+    q = "inbox workers append events duckdb"
+    off = engine(RecallOptions(qstar=False)).recall(q, ME, [c], k=4, now=NOW)
+    assert "duck" not in off.used_ids and len(off.used_ids) == 4
+    on = engine().recall(q, ME, [c], k=4, now=NOW, trace=True)
+    assert "duck" in on.used_ids and len(on.used_ids) == 4  # k is still respected
+    hit = next(h for h in on.hits if h.item.id == "duck")
+    assert hit.components["qstar_added"] == 1.0
+    stage = next(t for t in on.trace if t["stage"] == "qstar")
+    assert stage["added"] == ["duck"] and stage["best_score"] > 0
+
+
+def test_qstar_verify_drops_contested_items_without_a_pointer():
+    items = [mem("ok", "Cache size", "The cache holds 512 entries.", validation="verified"),
+             mem("bad", "Cache eviction", "The cache evicts entries randomly.",
+                 validation="contested")]
+    c = corpus(items)
+    off = engine(RecallOptions(qstar=False)).recall("cache entries", ME, [c], now=NOW)
+    assert set(off.used_ids) == {"ok", "bad"}
+    on = engine().recall("cache entries", ME, [c], now=NOW)
+    assert on.used_ids == ["ok"]
+    assert {"id": "bad", "reason": "qstar verify: weak provenance"} in on.suppressed
+
+
+def test_a_delta_without_vectors_is_still_searched_lexically():
+    snap = corpus(store())
+    delta = MemoryCorpus([mem("fresh", "Proxy auth", "The proxy requires a bearer token.")],
+                         None, source="delta")
+    r = engine().recall("proxy bearer token", ME, [snap, delta], now=NOW)
+    assert r.used_ids[0] == "fresh" and r.hits[0].source == "delta"
+    assert r.hits[0].components["dense"] == 0.0
