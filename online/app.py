@@ -1,0 +1,121 @@
+"""The Litestar app factory.
+
+    app = create_app(settings)              # uvicorn online.server:... or TestClient(app)
+
+State (the `MemoryService`: snapshot, delta, engine) is built in the lifespan, off the
+event loop, and kept on `app.state.service`. Handlers that embed, search FAISS or touch
+SQLite are sync handlers run in the thread pool (`sync_to_thread=True`).
+
+Errors are always JSON `{"ok": false, "status_code", "error", "detail"}`: 4xx for bad input
+(unknown fields, wrong types, oversize bodies -> 413, empty queries, unknown ids, unknown
+tool actions), and a logged, generic 500 for anything unexpected (counted in
+`app.state.internal_errors`, so tests can prove bad input never gets there).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from litestar import Litestar, Request, Response
+from litestar.datastructures import State
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+
+from online.controllers import CONTROLLERS
+from online.schemas import ErrorResponse
+from online.state import DEFAULT_CHECK_INTERVAL_MS, MemoryService
+from online.tools import ToolError
+from pipelines.settings import Settings
+
+log = logging.getLogger("loci.online")
+
+API_VERSION = "1"
+
+
+def _error(status: int, message: str, detail: Any = None) -> Response[ErrorResponse]:
+    return Response(ErrorResponse(status_code=status, error=message, detail=detail), status_code=status)
+
+
+def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]:
+    message = str(exc.detail)
+    extra = exc.extra
+    if isinstance(exc, ValidationException) and isinstance(extra, list) and extra:
+        # Say what is wrong, not only that something is: the first problem goes in `error`.
+        first = extra[0] if isinstance(extra[0], dict) else {"message": str(extra[0])}
+        where = f" ({first.get('source', '')} {first.get('key', '')})".replace("( ", "(").rstrip()
+        message = f"{message}: {first.get('message', '')}{where if first.get('key') else ''}"
+    response = _error(exc.status_code, message, extra or None)
+    if exc.headers:
+        response.headers.update(exc.headers)
+    return response
+
+
+def _tool_error(request: Request, exc: ToolError) -> Response[ErrorResponse]:
+    return _error(exc.status, exc.message, exc.detail)
+
+
+def _internal_error(request: Request, exc: Exception) -> Response[ErrorResponse]:
+    state = request.app.state
+    state.internal_errors = int(state.get("internal_errors", 0)) + 1
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(HTTP_500_INTERNAL_SERVER_ERROR, "internal server error (logged)")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    embedder: Any = None,
+    policy: Any = None,
+    service: MemoryService | None = None,
+    check_interval_ms: float = DEFAULT_CHECK_INTERVAL_MS,
+) -> Litestar:
+    """The recall service. Pass `service` to share an already-built MemoryService (it is then
+    not closed on shutdown); otherwise one is built from `settings`/`embedder` at start-up."""
+    settings = settings or (service.settings if service else Settings())
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        owned = service is None
+        svc = service or await anyio.to_thread.run_sync(
+            lambda: MemoryService(settings, embedder=embedder, policy=policy,
+                                  check_interval_ms=check_interval_ms)
+        )
+        await anyio.to_thread.run_sync(svc.warm)  # load the embedding model before serving
+        app.state.service = svc
+        try:
+            yield
+        finally:
+            app.state.service = None
+            if owned:
+                svc.close()
+
+    return Litestar(
+        route_handlers=CONTROLLERS,
+        lifespan=[lifespan],
+        state=State({"service": None, "internal_errors": 0, "settings": settings}),
+        request_max_body_size=settings.max_body_bytes,
+        exception_handlers={
+            HTTPException: _http_error,
+            ToolError: _tool_error,
+            Exception: _internal_error,
+        },
+        openapi_config=OpenAPIConfig(
+            title="Loci recall service",
+            version=API_VERSION,
+            description=(
+                "Governed, tiered long-term memory for LLM chat loops: capture turns, recall, "
+                "memory.* tools. GET endpoints take the caller identity from the query "
+                "parameters user_id/project_id/session_id/org_id or the headers X-Loci-User, "
+                "X-Loci-Project, X-Loci-Session, X-Loci-Org; POST bodies carry `identity`."
+            ),
+            path="/schema",
+            render_plugins=[SwaggerRenderPlugin()],
+        ),
+        debug=False,
+    )

@@ -1,0 +1,53 @@
+"""Liveness, readiness, stats and the reload hook."""
+
+from __future__ import annotations
+
+from litestar import Controller, get, post
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.response import Response
+
+from online.controllers.deps import provide_service
+from online.schemas import HealthResponse, StateReport
+from online.state import MemoryService
+
+
+def _report(service: MemoryService, *, counts: bool = False) -> StateReport:
+    return StateReport(**service.report(service.current, counts=counts))
+
+
+class HealthController(Controller):
+    tags = ["health"]
+
+    @get("/healthz", sync_to_thread=False, summary="Liveness: the process answers.")
+    def healthz(self) -> HealthResponse:
+        return HealthResponse(status="ok")
+
+    @get("/readyz", sync_to_thread=True, summary="Readiness: a snapshot or an empty store is loaded.",
+         description="503 until the service has loaded its state. Once ready it stays ready: a "
+                     "missing, corrupt or wrong-embedder snapshot is reported in `problems` while "
+                     "the service answers from the inbox delta.")
+    def readyz(self, state: State) -> Response[StateReport]:
+        service = state.get("service")
+        if service is None:
+            return Response(StateReport(ready=False, embedder="", snapshot_version=None, watermark=0,
+                                        last_seq=0, delta_items=0, snapshot_items=0,
+                                        problems=["starting"]), status_code=503)
+        service.view()
+        return Response(_report(service), status_code=200)
+
+
+class AdminController(Controller):
+    tags = ["admin"]
+    dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
+
+    @get("/v1/stats", sync_to_thread=True, summary="Counts per tier/type in snapshot and delta.")
+    def stats(self, service: MemoryService) -> StateReport:
+        service.view()
+        return _report(service, counts=True)
+
+    @post("/v1/admin/reload", status_code=200, sync_to_thread=True,
+          summary="Check CURRENT now and swap in a new snapshot (also retries a failed one).")
+    def reload(self, service: MemoryService) -> StateReport:
+        service.reload()
+        return _report(service)

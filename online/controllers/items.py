@@ -1,0 +1,56 @@
+"""GET /v1/items/{id} (with revisions/history) and GET /v1/conflicts.
+
+Identity: query parameters `user_id`, `project_id`, `session_id`, `org_id`, or the headers
+`X-Loci-User`, `X-Loci-Project`, `X-Loci-Session`, `X-Loci-Org`. An item the caller may
+not see is answered exactly like an unknown id (404).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from litestar import Controller, get
+from litestar.di import Provide
+from litestar.exceptions import NotFoundException
+from litestar.params import Parameter
+
+from online.controllers.deps import provide_identity, provide_service
+from online.schemas import ConflictOut, ConflictsResponse, ItemResponse
+from online.state import MemoryService
+from online.tools import item_summary
+from pipelines.records import Identity
+
+
+class ItemsController(Controller):
+    tags = ["items"]
+    dependencies = {
+        "service": Provide(provide_service, sync_to_thread=False),
+        "identity": Provide(provide_identity, sync_to_thread=False),
+    }
+
+    @get("/v1/items/{item_id:str}", sync_to_thread=True, summary="One item with its revisions.",
+         description="The item, where it is served from (snapshot or delta), its revisions when "
+                     "the snapshot carries them, and the inbox events that created or changed it.")
+    def item(
+        self,
+        item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
+        service: MemoryService,
+        identity: Identity,
+    ) -> ItemResponse:
+        view = service.view()
+        item = service.get_item(item_id, identity, view)
+        if item is None:
+            raise NotFoundException(f"no item {item_id!r}")
+        revisions, history = service.item_history(item_id, view)
+        service.audit(identity, "items.get", {"id": item_id}, [item_id])
+        return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
+                            revisions=revisions, history=history)
+
+    @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.")
+    def conflicts(self, service: MemoryService, identity: Identity) -> ConflictsResponse:
+        pairs = service.conflicts(identity)
+        return ConflictsResponse(
+            count=len(pairs),
+            conflicts=[ConflictOut(a=item_summary(a), b=item_summary(b), reason=why) for a, b, why in pairs],
+        )

@@ -1,0 +1,44 @@
+"""POST /v1/recall: recall over the snapshot and the delta for one caller."""
+
+from __future__ import annotations
+
+import msgspec
+from litestar import Controller, post
+from litestar.di import Provide
+from litestar.exceptions import ClientException
+
+from online.controllers.deps import provide_service
+from online.schemas import HitOut, RecallRequest, RecallResponse
+from online.state import MemoryService
+from online.tools import hit_out
+
+
+class RecallController(Controller):
+    path = "/v1/recall"
+    tags = ["recall"]
+    dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
+
+    @post(status_code=200, sync_to_thread=True, summary="Recall memory for a query.",
+          description="Hits (only items the caller's scope may see), the `PERSISTENT MEMORY "
+                      "(READ-ONLY)` injection block, the catalog, and `found` with an explicit "
+                      "`message` when nothing is found. `trace: true` adds the Q* trace.")
+    def recall(self, data: RecallRequest, service: MemoryService) -> RecallResponse:
+        if not data.query.strip():
+            raise ClientException("query is empty")
+        view = service.view()
+        result = service.recall(
+            data.query, data.identity, mode=data.mode, k=data.k, tags=data.tags, tier=data.tier,
+            type=data.type, trace=data.trace, view=view,
+        )
+        return RecallResponse(
+            found=bool(result.found),
+            message=result.message or "",
+            hits=[msgspec.convert(hit_out(h), HitOut) for h in result.hits],
+            injection=result.injection or "",
+            catalog=dict(result.catalog or {}),
+            used_ids=list(result.used_ids),
+            snapshot_version=view.snap.version,
+            timings_ms={k: float(v) for k, v in dict(result.timings_ms or {}).items()},
+            degraded=list(result.degraded),
+            trace=msgspec.to_builtins(result.trace) if data.trace and result.trace is not None else None,
+        )

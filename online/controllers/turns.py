@@ -1,0 +1,37 @@
+"""POST /v1/turns: capture a user or assistant turn (governed proposals included)."""
+
+from __future__ import annotations
+
+import msgspec
+from litestar import Controller, post
+from litestar.di import Provide
+
+from online.controllers.deps import provide_service
+from online.schemas import ProposalVerdictOut, TurnRequest, TurnResponse
+from online.state import MemoryService
+
+
+class TurnsController(Controller):
+    path = "/v1/turns"
+    tags = ["turns"]
+    dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
+
+    @post(sync_to_thread=True, summary="Capture one chat turn.",
+          description="Lands the turn in the inbox (committed before the answer). Assistant turns "
+                      "are parsed for memory proposals, each governed by the policy; the answer "
+                      "gives the text to show (proposals stripped) and each proposal's verdict. "
+                      "Secrets in the turn text are redacted before storage.")
+    def capture(self, data: TurnRequest, service: MemoryService) -> TurnResponse:
+        result = service.capture(
+            data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
+            turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
+        )
+        return TurnResponse(
+            turn_id=result.turn_id,
+            seq=result.seq,
+            role=result.role,
+            visible_text=result.visible_text,
+            proposals=[msgspec.convert(msgspec.to_builtins(p), ProposalVerdictOut) for p in result.proposals],
+            parse_errors=[msgspec.to_builtins(e) for e in result.parse_errors],
+            redactions=result.redactions,
+        )

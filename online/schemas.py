@@ -1,0 +1,173 @@
+"""Request and response bodies of the recall service (msgspec Structs).
+
+Requests forbid unknown fields and carry their limits (`Meta`), so Litestar rejects a
+misspelt or oversized field with a 400 before any handler runs; the generated OpenAPI
+schema (`/schema`) shows the same constraints. Responses are plain Structs too: what the
+schema documents is exactly what is serialised.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from pipelines.records import Identity, ItemType, Tier
+
+# Bounds shared by several bodies. Body size as a whole is capped by settings.max_body_bytes.
+Text = Annotated[str, Meta(min_length=1, max_length=200_000, description="Turn text (non-empty).")]
+Query = Annotated[str, Meta(min_length=1, max_length=10_000, description="What to recall (non-empty).")]
+ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/\-]+$")]
+TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
+K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
+RecallMode = Literal["inject", "catalog", "hybrid"]
+ScopeKind = Literal["session", "project", "user", "org"]
+
+
+class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base of every request body: unknown fields are an error, not silently dropped."""
+
+
+# -- turns ----------------------------------------------------------------------------------
+
+
+class TurnRequest(Request):
+    """Capture one chat turn. Assistant turns are parsed for memory proposals (tool call,
+    `<MEMORY_PROPOSALS_JSON>` block, narrated `memory_save(...)`), each governed by the policy."""
+
+    identity: Identity
+    role: Literal["user", "assistant"]
+    text: Text
+    tool_calls: Annotated[list[dict[str, Any]], Meta(max_length=50)] | None = None
+    turn_id: ShortId | None = None
+    turn_ref: ShortId | None = None
+    speaker: Annotated[str, Meta(max_length=200)] | None = None
+    default_scope: ScopeKind = "project"
+
+
+class ProposalVerdictOut(msgspec.Struct, kw_only=True):
+    form: str
+    title: str
+    action: str
+    reasons: list[str]
+    rule_ids: list[str]
+    item_id: str | None
+    event_id: str
+
+
+class TurnResponse(msgspec.Struct, kw_only=True):
+    turn_id: str
+    seq: int
+    role: str
+    visible_text: str
+    proposals: list[ProposalVerdictOut]
+    parse_errors: list[dict[str, Any]]
+    redactions: int
+
+
+# -- recall ---------------------------------------------------------------------------------
+
+
+class RecallRequest(Request):
+    identity: Identity
+    query: Query
+    mode: RecallMode | None = None
+    k: K | None = None
+    tags: TagList = []
+    tier: Tier | None = None
+    type: ItemType | None = None
+    trace: bool = False
+
+
+class HitOut(msgspec.Struct, kw_only=True):
+    id: str
+    score: float
+    tier: str
+    type: str
+    title: str
+    content: str
+    tags: list[str]
+    scope: dict[str, Any]
+    source: str
+    conflict: bool
+    components: dict[str, float]
+    conflict_with: list[str] = []
+    delivery: str = "catalog"  # inject | catalog
+
+
+class RecallResponse(msgspec.Struct, kw_only=True):
+    found: bool
+    message: str
+    hits: list[HitOut]
+    injection: str
+    catalog: dict[str, Any]
+    used_ids: list[str]
+    snapshot_version: str | None
+    timings_ms: dict[str, float]
+    degraded: list[str] = []  # components skipped (e.g. embedder down: lexical only)
+    trace: Any | None = None
+
+
+# -- tools ----------------------------------------------------------------------------------
+
+
+class ToolRequest(Request):
+    """`{"action": "memory.search", "args": {...}, "identity": {...}}`. The args of each
+    action are validated by the dispatcher (unknown keys are an error there too)."""
+
+    action: Annotated[str, Meta(min_length=1, max_length=64)]
+    identity: Identity
+    args: dict[str, Any] = {}
+
+
+class ToolResponse(msgspec.Struct, kw_only=True):
+    ok: bool
+    action: str
+    result: Any
+
+
+# -- items, conflicts, stats, health --------------------------------------------------------
+
+
+class ItemResponse(msgspec.Struct, kw_only=True):
+    item: dict[str, Any]
+    source: Literal["snapshot", "delta"]
+    revisions: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+
+
+class ConflictOut(msgspec.Struct, kw_only=True):
+    a: dict[str, Any]
+    b: dict[str, Any]
+    reason: str
+
+
+class ConflictsResponse(msgspec.Struct, kw_only=True):
+    count: int
+    conflicts: list[ConflictOut]
+
+
+class ErrorResponse(msgspec.Struct, kw_only=True):
+    ok: bool = False
+    status_code: int
+    error: str
+    detail: Any | None = None
+
+
+class HealthResponse(msgspec.Struct, kw_only=True):
+    status: str
+
+
+class StateReport(msgspec.Struct, kw_only=True):
+    """What the service is serving: used by /readyz, /v1/stats and /v1/admin/reload."""
+
+    ready: bool
+    embedder: str
+    snapshot_version: str | None
+    watermark: int
+    last_seq: int
+    delta_items: int
+    snapshot_items: int
+    problems: list[str]
+    counts: dict[str, Any] = {}

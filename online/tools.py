@@ -1,0 +1,436 @@
+"""The memory.* tool dispatcher (seed 000 §9): stable JSON in, stable JSON out.
+
+    dispatch(service, "memory.search", {"query": "..."}, identity)
+        -> {"ok": True, "action": "memory.search", "result": {...}}
+
+Bad input raises `ToolError` (status 400 malformed args / unknown action, 404 unknown or
+invisible id, 422 refused by the policy), which the HTTP layer turns into
+`{"ok": false, "error": ...}`; the middleware catches it too.
+
+Every action is audited in the inbox: writes land as the events the pipeline consumes
+(`proposal` through `capture_turn`, `memory.write`, `memory.update`, `memory.link`,
+`memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
+refused by the policy stores nothing but an audit event carrying the verdict.
+
+Tenancy: every read is filtered by the caller's identity first; an item the caller cannot
+see is reported exactly like an id that does not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from online.state import MemoryService, View
+from pipelines.policy import pointer_for
+from pipelines.materialize import (
+    DEFAULT_ACCEPTED_CONFIDENCE,
+    PATCHABLE_FIELDS,
+    QUARANTINE_MAX_CONFIDENCE,
+    apply_patch,
+    proposal_item_id,
+)
+from pipelines.records import (
+    Event,
+    Identity,
+    ItemType,
+    LinkRel,
+    MemoryItem,
+    PalaceLocation,
+    ProposedItem,
+    Provenance,
+    Scope,
+    Tier,
+    stable_id,
+    utcnow,
+)
+
+ScopeKind = Literal["session", "project", "user", "org"]
+# What a caller may write: every item type except `message` (a verbatim chat record is only
+# ever made from a captured turn, never forged through the API).
+WritableType = Literal[
+    "fact", "decision", "definition", "constraint", "pattern", "todo", "pointer", "note",
+    "preference", "summary",
+]
+ItemId = Annotated[str, Meta(min_length=1, max_length=200)]
+Label = Annotated[str, Meta(min_length=1, max_length=100)]
+
+
+class ToolError(Exception):
+    """A tool call that cannot be served: `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.detail = detail
+
+
+# -- argument schemas (strict: an unknown key is an error, not ignored) -----------------------
+
+
+class Args(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ItemIn(Args, kw_only=True):
+    """A memory as proposed or written through the API (the fields of ProposedItem)."""
+
+    type: WritableType = "note"
+    title: Annotated[str, Meta(max_length=500)] = ""
+    content: Annotated[str, Meta(min_length=1, max_length=100_000)]
+    tags: Annotated[list[Label], Meta(max_length=50)] = []
+    entities: Annotated[list[Label], Meta(max_length=50)] = []
+    why_store: Annotated[str, Meta(max_length=2000)] = ""
+    importance: Annotated[int, Meta(ge=1, le=10)] | None = None
+    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    tier: Tier | None = None
+    scope: ScopeKind | None = None
+    provenance_hint: dict[str, Any] = {}
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+    def proposed(self) -> ProposedItem:
+        return msgspec.convert(msgspec.to_builtins(self), ProposedItem)
+
+
+class ProposeArgs(Args):
+    items: Annotated[list[ItemIn], Meta(min_length=1, max_length=20)]
+    default_scope: ScopeKind = "project"
+    turn_ref: ItemId | None = None
+
+
+class WriteArgs(Args):
+    item: ItemIn
+    default_scope: ScopeKind = "project"
+
+
+class SearchArgs(Args):
+    query: Annotated[str, Meta(min_length=1, max_length=10_000)]
+    tags: Annotated[list[Label], Meta(max_length=50)] = []
+    tier: Tier | None = None
+    type: ItemType | None = None
+    scope: ScopeKind | None = None
+    k: Annotated[int, Meta(ge=1, le=100)] | None = None
+
+
+class ReadArgs(Args):
+    ids: Annotated[list[ItemId], Meta(min_length=1, max_length=100)]
+
+
+class UpdateArgs(Args):
+    id: ItemId
+    patch: Annotated[dict[str, Any], Meta(min_length=1)]
+
+
+class LinkArgs(Args):
+    src_id: ItemId
+    dst_id: ItemId
+    rel: LinkRel
+
+
+class ConsolidateArgs(Args):
+    scope: ScopeKind = "project"
+    tiers: Annotated[list[Tier], Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["stm"])
+    promote: bool = True
+
+
+class PalaceListArgs(Args):
+    path: Annotated[str, Meta(max_length=1000)] = ""
+
+
+class PalaceGetArgs(Args):
+    location: Annotated[str, Meta(min_length=1, max_length=1000)]
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _decode(kind: type, args: Any, action: str):
+    if not isinstance(args, dict):
+        raise ToolError(400, f"{action}: args must be a JSON object")
+    try:
+        return msgspec.convert(args, kind)
+    except msgspec.ValidationError as exc:
+        raise ToolError(400, f"{action}: invalid args: {exc}") from None
+
+
+def item_summary(item: MemoryItem) -> dict[str, Any]:
+    return {"id": item.id, "title": item.title, "type": item.type, "tier": item.tier,
+            "tags": list(item.tags), "scope": item.scope.kind}
+
+
+def item_out(item: MemoryItem) -> dict[str, Any]:
+    return msgspec.to_builtins(item)
+
+
+def hit_out(hit: Any) -> dict[str, Any]:
+    item = hit.item
+    return {
+        "id": item.id, "score": round(float(hit.score), 6), "tier": item.tier, "type": item.type,
+        "title": item.title, "content": item.content, "tags": list(item.tags),
+        "scope": msgspec.to_builtins(item.scope), "source": str(getattr(hit, "source", "")),
+        "conflict": bool(getattr(hit, "conflict", False)),
+        "components": {k: float(v) for k, v in dict(getattr(hit, "components", {}) or {}).items()},
+        "conflict_with": list(getattr(hit, "conflict_with", []) or []),
+        "delivery": str(getattr(hit, "delivery", "catalog")),
+    }
+
+
+def _verdict(v: Any) -> dict[str, Any]:
+    return msgspec.to_builtins(v)
+
+
+def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
+    """Palace locations of items from `metadata["palace"]` (set by the pipeline), given as a
+    `domain/room/shelf/card` path or a dict with those keys."""
+    out = []
+    for it in items:
+        raw = it.metadata.get("palace")
+        if isinstance(raw, str):
+            parts = [p for p in raw.split("/") if p]
+            if len(parts) == 4:
+                out.append(PalaceLocation(it.id, *parts))
+            elif len(parts) == 3:
+                out.append(PalaceLocation(it.id, *parts, card=it.id))
+        elif isinstance(raw, dict) and all(isinstance(raw.get(k), str) for k in ("domain", "room", "shelf")):
+            out.append(PalaceLocation(it.id, raw["domain"], raw["room"], raw["shelf"],
+                                      str(raw.get("card") or it.id)))
+    return out
+
+
+def _palace_fns() -> tuple[Callable, Callable]:
+    try:
+        from pipelines.palace import palace_get, palace_list
+
+        return palace_list, palace_get
+    except ImportError:  # pragma: no cover - the pipeline module is the normal path
+        return _palace_list, _palace_get
+
+
+def _split(path: str) -> list[str]:
+    return [p for p in path.strip().split("/") if p]
+
+
+def _palace_list(locations: list[PalaceLocation], path: str) -> list[str]:
+    """Children one level below `path` ("" lists domains)."""
+    prefix = _split(path)
+    children = set()
+    for loc in locations:
+        parts = _split(loc.path)
+        if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
+            children.add(parts[len(prefix)])
+    return sorted(children)
+
+
+def _palace_get(locations: list[PalaceLocation], location: str) -> list[str]:
+    """Item ids at `location` or below it."""
+    prefix = _split(location)
+    return sorted(loc.item_id for loc in locations if _split(loc.path)[: len(prefix)] == prefix)
+
+
+# -- actions -------------------------------------------------------------------------------------
+
+
+class ToolDispatcher:
+    """Runs memory.* actions against a MemoryService for one caller identity at a time."""
+
+    def __init__(self, service: MemoryService) -> None:
+        self.service = service
+        self.actions: dict[str, Callable[[Any, Identity, View], dict[str, Any]]] = {
+            "memory.propose": self.propose,
+            "memory.write": self.write,
+            "memory.search": self.search,
+            "memory.read": self.read,
+            "memory.update": self.update,
+            "memory.link": self.link,
+            "memory.consolidate": self.consolidate,
+            "memory.palace.list": self.palace_list,
+            "memory.palace.get": self.palace_get,
+        }
+
+    def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
+        handler = self.actions.get(action)
+        if handler is None:
+            raise ToolError(400, f"unknown action {action!r}; known actions: {', '.join(self.actions)}")
+        if not isinstance(identity, Identity):
+            raise ToolError(400, "identity must be an Identity")
+        result = handler(args if args is not None else {}, identity, self.service.view())
+        return {"ok": True, "action": action, "result": result}
+
+    # writes -------------------------------------------------------------------------------
+
+    def propose(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(ProposeArgs, raw, "memory.propose")
+        # The carrier turn names no titles: a rejected proposal's text must not reach memory
+        # through it (capture masks secrets in turn text, not injection attempts).
+        outcome = self.service.capture(
+            who, "system", f"[memory.propose] {len(args.items)} item(s) proposed through the tool API",
+            parse=False, extra_proposals=[i.proposed() for i in args.items],
+            default_scope=args.default_scope, turn_ref=args.turn_ref,
+        )
+        return {
+            "turn_id": outcome.turn_id,
+            "seq": outcome.seq,
+            "proposals": [msgspec.to_builtins(p) for p in outcome.proposals],
+        }
+
+    def write(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(WriteArgs, raw, "memory.write")
+        proposal = args.item.proposed()
+        event_id = stable_id("evt", "memory.write", uuid.uuid4().hex)
+        hint = proposal.provenance_hint or {}
+        kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "tool"
+        at = utcnow()
+        prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
+                          event_ids=[event_id], created_at=at)
+        verdict = self.service.policy.evaluate(
+            proposal, target_tier=proposal.tier or "stm", provenance=prov,
+            source_trusted=kind != "doc", existing=self.service.existing_like(who, view)(proposal),
+        )
+        if verdict.action == "reject":
+            self.service.audit(who, "memory.write", msgspec.to_builtins(args), verdict=_verdict(verdict),
+                               outcome="rejected")
+            raise ToolError(422, "memory.write rejected by the policy; nothing was stored",
+                            {"verdict": _verdict(verdict)})
+        quarantined = verdict.action == "quarantine"
+        if verdict.rewritten_type == "pointer":
+            # An oversized dump is never stored: only a pointer with its size and hash.
+            proposal = pointer_for(proposal, source=prov.source_id)
+        confidence = proposal.confidence if proposal.confidence is not None else DEFAULT_ACCEPTED_CONFIDENCE
+        item = MemoryItem(
+            id=proposal_item_id(event_id),
+            # An explicit write may target a tier the policy accepted it for; anything
+            # quarantined stays in short-term memory, capped in confidence.
+            tier="stm" if quarantined else (proposal.tier or "stm"),  # type: ignore[arg-type]
+            type=proposal.type if proposal.type != "message" else "note",  # type: ignore[arg-type]
+            title=proposal.title or proposal.content[:80],
+            content=proposal.content,
+            scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
+            tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
+            confidence=min(confidence, QUARANTINE_MAX_CONFIDENCE) if quarantined else confidence,
+            importance=proposal.importance or 5, valid_from=proposal.valid_from,
+            valid_to=proposal.valid_to, created_at=at, updated_at=at,
+            expires_at=verdict.expires_at if quarantined else None,
+            metadata={"policy_version": verdict.policy_version, "verdict": verdict.action,
+                      "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
+                      "requested_tier": args.item.tier},
+        )
+        landed = self.service.append([Event(
+            event_id=event_id, kind="memory.write", identity=who, at=at,
+            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
+        )])[0]
+        return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+
+    def update(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(UpdateArgs, raw, "memory.update")
+        unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
+        if unknown:
+            raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
+                                 f"patchable: {sorted(PATCHABLE_FIELDS)}")
+        current = self.service.get_item(args.id, who, view)
+        if current is None:
+            raise ToolError(404, f"no item {args.id!r}")
+        at = utcnow()
+        try:
+            updated = apply_patch(current, args.patch, at)
+        except (ValueError, msgspec.ValidationError) as exc:
+            raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
+        proposal = ProposedItem(
+            type=updated.type, title=updated.title, content=updated.content, tags=list(updated.tags),
+            entities=list(updated.entities), importance=updated.importance,
+            confidence=updated.confidence, tier=updated.tier, scope=updated.scope.kind,
+        )
+        verdict = self.service.policy.evaluate(
+            proposal, target_tier=updated.tier, provenance=updated.provenance,
+            source_trusted=updated.provenance.source_kind != "doc",
+        )
+        if verdict.action == "reject":
+            self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
+                               [args.id], verdict=_verdict(verdict), outcome="rejected")
+            raise ToolError(422, "memory.update rejected by the policy; nothing was stored",
+                            {"verdict": _verdict(verdict)})
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
+            identity=who, at=at,
+            payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at},
+        )])[0]
+        return {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+
+    def link(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(LinkArgs, raw, "memory.link")
+        if args.src_id == args.dst_id:
+            raise ToolError(400, "memory.link: an item cannot link to itself")
+        for item_id in (args.src_id, args.dst_id):
+            if self.service.get_item(item_id, who, view) is None:
+                raise ToolError(404, f"no item {item_id!r}")
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.link", uuid.uuid4().hex), kind="memory.link", identity=who,
+            payload={"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel},
+        )])[0]
+        return {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel, "seq": landed.seq}
+
+    def consolidate(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(ConsolidateArgs, raw, "memory.consolidate")
+        partition = Scope.for_identity(args.scope, who).partition_key()
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.consolidate", uuid.uuid4().hex),
+            kind="memory.consolidate", identity=who,
+            payload={"scope": args.scope, "partition": partition, "tiers": list(args.tiers),
+                     "promote": args.promote},
+        )])[0]
+        return {"requested": True, "scope": args.scope, "partition": partition, "seq": landed.seq}
+
+    # reads --------------------------------------------------------------------------------
+
+    def search(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(SearchArgs, raw, "memory.search")
+        if not args.query.strip():
+            raise ToolError(400, "memory.search: query is empty")
+        k = args.k or self.service.settings.recall_k
+        result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
+                                     tier=args.tier, type=args.type, scope=args.scope, view=view,
+                                     record_usage=False)
+        hits = list(result.hits)
+        ids = [h.item.id for h in hits]
+        self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)
+        if ids:
+            self.service.record_usage(who, ids, args.query)
+        found = bool(hits)
+        message = result.message if found else (result.message or f"No memory found for {args.query!r}.")
+        return {"found": found, "message": message, "hits": [hit_out(h) for h in hits]}
+
+    def read(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(ReadArgs, raw, "memory.read")
+        items, missing = [], []
+        for item_id in dict.fromkeys(args.ids):
+            item = self.service.get_item(item_id, who, view)
+            (items.append(item_out(item)) if item is not None else missing.append(item_id))
+        self.service.audit(who, "memory.read", msgspec.to_builtins(args), [i["id"] for i in items])
+        return {"items": items, "missing": missing}
+
+    def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(PalaceListArgs, raw, "memory.palace.list")
+        list_fn, _ = _palace_fns()
+        try:
+            children = list(list_fn(palace_locations(view.visible_items(who)), args.path))
+        except ValueError as exc:
+            raise ToolError(400, f"memory.palace.list: {exc}") from None
+        self.service.audit(who, "memory.palace.list", msgspec.to_builtins(args))
+        return {"path": args.path, "children": children}
+
+    def palace_get(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        args = _decode(PalaceGetArgs, raw, "memory.palace.get")
+        _, get_fn = _palace_fns()
+        visible = {it.id: it for it in view.visible_items(who)}
+        try:
+            found = get_fn(palace_locations(list(visible.values())), args.location)
+        except ValueError as exc:
+            raise ToolError(400, f"memory.palace.get: {exc}") from None
+        ids = [i for i in found if i in visible]
+        self.service.audit(who, "memory.palace.get", msgspec.to_builtins(args), ids)
+        return {"location": args.location, "items": [item_summary(visible[i]) for i in ids]}

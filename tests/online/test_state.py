@@ -1,0 +1,272 @@
+"""MemoryService without HTTP: snapshot loading and hot swap, the inbox delta, restarts,
+several workers on one inbox, refused (wrong-embedder) and corrupt snapshots, embedder
+outage fallback."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from online.state import MemoryService, embedding_text
+from online.tools import ToolDispatcher
+from pipelines.embedders import EmbedderUnavailable, HashEmbedder
+from pipelines.records import Identity, MemoryItem, Provenance, Scope
+from pipelines.settings import Settings
+from pipelines.snapshot import CURRENT_FILE, INDEX_FILE, build_snapshot
+
+WHO = Identity(user_id="dana", project_id="atlas", session_id="s1")
+
+
+def make_item(item_id: str, title: str, content: str, who: Identity = WHO, kind: str = "project",
+              **kw) -> MemoryItem:
+    return MemoryItem(id=item_id, tier=kw.pop("tier", "ltm"), type=kw.pop("type", "decision"),
+                      title=title, content=content, scope=Scope.for_identity(kind, who),
+                      provenance=Provenance(source_kind="chat", source_id=f"src-{item_id}"),
+                      confidence=kw.pop("confidence", 0.9), **kw)
+
+
+def publish(settings: Settings, items: list[MemoryItem], watermark: int, embedder_name: str | None = None):
+    emb = HashEmbedder(settings.embedder_dim)
+    vecs = emb.embed([embedding_text(i) for i in items]) if items else np.zeros((0, emb.dim), np.float32)
+    return build_snapshot(settings.snapshots_path, items, vecs, embedder_name=embedder_name or emb.name,
+                          dim=emb.dim, watermark=watermark, keep=5)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(embedder="hash", data_dir=str(tmp_path))
+
+
+@pytest.fixture
+def service(settings: Settings):
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    yield svc
+    svc.close()
+
+
+def write(svc: MemoryService, content: str, title: str, who: Identity = WHO, **item) -> str:
+    out = ToolDispatcher(svc).dispatch("memory.write", {"item": {"title": title, "content": content,
+                                                                  "type": "decision", **item}}, who)
+    return out["result"]["item_id"]
+
+
+def ids(result) -> list[str]:
+    return [h.item.id for h in result.hits]
+
+
+def settle(svc: MemoryService):
+    """Let the service notice CURRENT and finish its background load."""
+    svc.view()
+    return svc.wait_for_swap()
+
+
+def test_empty_store_is_ready_and_says_nothing_found(service: MemoryService) -> None:
+    report = service.report()
+    assert report["ready"] is True and report["snapshot_version"] is None and report["problems"] == []
+    result = service.recall("what is the tile latency budget?", WHO)
+    assert not result.found and result.hits == []
+    assert "No memory found" in result.message
+
+
+def test_snapshot_loaded_at_start_and_recalled(settings: Settings) -> None:
+    manifest = publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    try:
+        assert svc.report()["snapshot_version"] == manifest.version
+        result = svc.recall("tile latency budget", WHO)
+        assert ids(result) == ["m1"] and result.hits[0].source == "snapshot"
+    finally:
+        svc.close()
+
+
+def test_write_is_recalled_on_the_next_request_from_the_delta(service: MemoryService) -> None:
+    item_id = write(service, "Deploys happen on Tuesdays only.", "Deploy day")
+    result = service.recall("when do deploys happen?", WHO)
+    assert item_id in ids(result)
+    assert next(h for h in result.hits if h.item.id == item_id).source == "delta"
+    # The recall itself was recorded as one usage event with the returned ids.
+    usage = service.inbox.read_after(0, kinds=["usage"])
+    assert usage and item_id in usage[-1].payload["item_ids"]
+
+
+def test_new_snapshot_is_swapped_in_and_the_overlay_drops_what_it_contains(service: MemoryService,
+                                                                         settings: Settings) -> None:
+    item_id = write(service, "Deploys happen on Tuesdays only.", "Deploy day")
+    view = service.view()
+    assert item_id in view.delta.items and view.snap.version is None
+    # The pipeline publishes a snapshot holding that item, watermark = everything so far.
+    published = publish(settings, [view.delta.items[item_id]], service.inbox.max_seq())
+    fresh = settle(service)  # check_interval_ms=0: CURRENT is checked before every request
+    assert fresh.snap.version == published.version
+    assert item_id not in fresh.delta.items and fresh.source_of(item_id) == "snapshot"
+    result = service.recall("deploy day", WHO)
+    assert ids(result).count(item_id) == 1 and result.hits[0].source == "snapshot"
+    # Events after the watermark are still served from the delta.
+    later = write(service, "Freeze deploys during the holidays.", "Holiday freeze")
+    assert later in service.view().delta.items
+
+
+def test_in_flight_view_keeps_its_corpus_across_a_swap(service: MemoryService, settings: Settings) -> None:
+    publish(settings, [make_item("old", "Cache policy", "Cache tiles for one hour.")], 0)
+    before = service.view()
+    publish(settings, [make_item("old", "Cache policy", "Cache tiles for one hour."),
+                       make_item("new", "Tile format", "Tiles are served as WebP.")], 0)
+    after = service.reload()
+    assert before.snap.version != after.snap.version
+    assert ids(service.recall("tile format webp", WHO, view=before, record_usage=False)) != ["new"]
+    assert "new" in ids(service.recall("tile format webp", WHO, view=after, record_usage=False))
+
+
+def test_a_slow_load_does_not_hold_up_requests(service: MemoryService, settings: Settings,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    import online.state as state_module
+
+    real = state_module.load_latest_good
+
+    def slow(*args, **kw):
+        time.sleep(0.5)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(state_module, "load_latest_good", slow)
+    published = publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0)
+    started = time.perf_counter()
+    view = service.view()  # notices CURRENT changed, starts the load, answers at once
+    assert time.perf_counter() - started < 0.3 and view.snap.version is None
+    assert not service.recall("tile format", WHO).found
+    assert service.wait_for_swap().snap.version == published.version
+    assert ids(service.recall("tile format", WHO)) == ["m1"]
+
+
+def test_check_is_throttled_but_reload_forces_it(settings: Settings) -> None:
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=60_000)
+    try:
+        published = publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0)
+        assert svc.view().snap.version is None  # within the interval: not looked at yet
+        assert svc.reload().snap.version == published.version
+    finally:
+        svc.close()
+
+
+def test_update_in_the_delta_shadows_the_snapshot_version(service: MemoryService, settings: Settings) -> None:
+    publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
+    service.reload()
+    ToolDispatcher(service).dispatch("memory.update", {"id": "m1", "patch": {"content": "The tile latency budget is 25 ms."}}, WHO)
+    result = service.recall("tile latency budget", WHO)
+    assert ids(result) == ["m1"]
+    assert result.hits[0].item.content == "The tile latency budget is 25 ms." and result.hits[0].source == "delta"
+
+
+def test_restart_replays_the_inbox_after_the_watermark(settings: Settings) -> None:
+    first = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    item_id = write(first, "The on-call rotation is weekly.", "On-call rotation")
+    first.close()
+    second = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    try:
+        assert item_id in ids(second.recall("on-call rotation", WHO))
+    finally:
+        second.close()
+
+
+def test_two_workers_on_one_inbox_see_each_others_writes(settings: Settings) -> None:
+    a = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    b = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    try:
+        assert not b.recall("postgres version", WHO).found
+        item_id = write(a, "We run Postgres 16 in production.", "Postgres version")
+        assert item_id in ids(b.recall("postgres version", WHO))
+        other = write(b, "Backups run nightly at 02:00 UTC.", "Backup schedule")
+        assert other in ids(a.recall("backup schedule", WHO))
+    finally:
+        a.close()
+        b.close()
+
+
+def test_snapshot_from_another_embedder_is_refused_and_reported(settings: Settings) -> None:
+    publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0, embedder_name="minilm-other")
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    try:
+        report = svc.report()
+        assert report["ready"] is True and report["snapshot_version"] is None
+        problem = " ".join(report["problems"])
+        assert "minilm-other" in problem and "hash-384" in problem and "embedder" in problem
+        assert not svc.recall("tile format", WHO).found  # nothing served from the refused snapshot
+        item_id = write(svc, "Tiles are served as AVIF now.", "Tile format v2")
+        assert item_id in ids(svc.recall("tile format avif", WHO))  # the delta still works
+    finally:
+        svc.close()
+
+
+def _corrupt_current(settings: Settings) -> str:
+    root = settings.snapshots_path
+    version = (root / CURRENT_FILE).read_text().strip()
+    index = root / version / INDEX_FILE
+    data = bytearray(index.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    index.write_bytes(bytes(data))
+    return version
+
+
+def test_corrupt_newest_snapshot_falls_back_and_is_reported(settings: Settings) -> None:
+    good = publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0)
+    publish(settings, [make_item("m2", "Cache policy", "Cache tiles for one hour.")], 0)
+    bad = _corrupt_current(settings)
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    try:
+        report = svc.report()
+        assert report["snapshot_version"] == good.version
+        assert any(bad in p and "corrupt" in p for p in report["problems"])
+    finally:
+        svc.close()
+
+
+def test_corrupt_only_snapshot_leaves_the_service_up_on_the_delta(settings: Settings) -> None:
+    publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0)
+    _corrupt_current(settings)
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
+    try:
+        report = svc.report()
+        assert report["ready"] and report["snapshot_version"] is None and report["problems"]
+        item_id = write(svc, "Deploys happen on Tuesdays.", "Deploy day")
+        assert item_id in ids(svc.recall("deploy day", WHO))
+    finally:
+        svc.close()
+
+
+def test_corrupt_snapshot_published_later_keeps_the_old_one_serving(service: MemoryService,
+                                                                     settings: Settings) -> None:
+    first = publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0)
+    assert settle(service).snap.version == first.version
+    publish(settings, [make_item("m2", "Cache policy", "Cache tiles for one hour.")], 0)
+    bad = _corrupt_current(settings)
+    view = service.reload()
+    assert view.snap.version == first.version
+    assert any(bad in p for p in service.problems(view))
+    assert ids(service.recall("tile format", WHO)) == ["m1"]
+
+
+class DownEmbedder(HashEmbedder):
+    """Answers the first `ok_calls` embed calls, then behaves like an unreachable server."""
+
+    def __init__(self, ok_calls: int) -> None:
+        super().__init__(384)
+        self.ok_calls = ok_calls
+
+    def embed(self, texts):
+        if self.ok_calls <= 0:
+            raise EmbedderUnavailable("hash", "connection refused", "start the server")
+        self.ok_calls -= 1
+        return super().embed(texts)
+
+
+def test_embedder_outage_degrades_to_lexical_and_is_reported(settings: Settings) -> None:
+    svc = MemoryService(settings, embedder=DownEmbedder(ok_calls=0))
+    try:
+        item_id = write(svc, "Deploys happen on Tuesdays only.", "Deploy day")
+        result = svc.recall("deploy day tuesdays", WHO)
+        assert item_id in ids(result)  # found lexically, nothing embedded
+        assert any("not embedded" in p for p in svc.problems())
+    finally:
+        svc.close()
