@@ -1,0 +1,182 @@
+"""The governed write path: capture_turn, chat JSONL ingestion, LoCoMo import, the fold."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipelines.capture import capture_turn
+from pipelines.inbox import Inbox
+from pipelines.ingest import ingest_chat_jsonl, ingest_locomo, import_items_jsonl, parse_locomo_date
+from pipelines.materialize import apply_patch, fold_events, message_item_id
+from pipelines.policy import Policy
+from pipelines.records import Event, Identity, MemoryItem, Scope
+
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "chats.jsonl"
+DANA = Identity(user_id="dana", project_id="atlas", session_id="s1")
+
+
+@pytest.fixture()
+def inbox(tmp_path):
+    with Inbox(tmp_path / "inbox.sqlite3") as ib:
+        yield ib
+
+
+def test_capture_lands_turn_and_governed_proposals(inbox):
+    text = (
+        "Sure.\n<MEMORY_PROPOSALS_JSON>[{\"type\": \"decision\", \"title\": \"DB choice\", "
+        "\"content\": \"We use PostgreSQL 16.\", \"tags\": [\"db\"], \"why_store\": \"decision\"},"
+        "{\"type\": \"fact\", \"title\": \"key\", \"content\": \"token ghp_R8xK2mQ9vL4tZ7wB1nC6yH3jF5dS0aPqEu2T\"}]"
+        "</MEMORY_PROPOSALS_JSON>"
+    )
+    result = capture_turn(inbox, Policy(), DANA, "assistant", text, turn_id="t1")
+    assert result.visible_text.strip() == "Sure."
+    actions = [p.action for p in result.proposals]
+    assert actions == ["accept", "reject"]
+    assert result.proposals[1].item_id is None and result.proposals[0].item_id
+    events = inbox.read_after(0)
+    assert [e.kind for e in events] == ["turn", "proposal", "proposal"]
+    # The rejected secret is not kept anywhere in the inbox.
+    assert "ghp_R8xK2mQ9vL4tZ7wB1nC6yH3jF5dS0aPqEu2T" not in json.dumps([e.payload for e in events])
+    overlay = fold_events(events)
+    kinds = sorted(i.type for i in overlay.items.values())
+    assert kinds == ["decision", "message"]
+    decision = next(i for i in overlay.items.values() if i.type == "decision")
+    assert decision.id == result.proposals[0].item_id
+    assert decision.provenance.source_id == "t1" and decision.provenance.event_ids
+    assert decision.confidence >= 0.7  # injectable under the default threshold
+    assert decision.metadata["policy_version"]
+
+
+def test_capture_is_idempotent_by_turn_id(inbox):
+    first = capture_turn(inbox, Policy(), DANA, "user", "We deploy on Fridays.", turn_id="t9")
+    second = capture_turn(inbox, Policy(), DANA, "user", "We deploy on Fridays.", turn_id="t9")
+    assert first.seq == second.seq
+    assert inbox.count() == 1
+
+
+def test_secret_in_user_turn_is_redacted_before_landing(inbox):
+    capture_turn(inbox, Policy(), DANA, "user", "my key is AKIAIOSFODNN7EXAMPLE ok", turn_id="t2")
+    (event,) = inbox.read_after(0)
+    assert "AKIAIOSFODNN7EXAMPLE" not in event.payload["text"]
+    assert event.payload["redactions"] >= 1
+
+
+def test_capture_rejects_bad_role(inbox):
+    with pytest.raises(ValueError, match="role"):
+        capture_turn(inbox, Policy(), DANA, "robot", "hi")
+
+
+def test_ingest_sample_chats(inbox):
+    report = ingest_chat_jsonl(SAMPLES, inbox, Policy()).as_dict()
+    assert report["turns"] == sum(1 for line in SAMPLES.read_text().splitlines() if line.strip())
+    assert report["rejected"] >= 2  # the fake AWS key and the injection attempt
+    assert report["accepted"] >= 6
+    assert report["bad_rows"] == []
+    # Each of the three proposal forms is present and landed.
+    forms = {e.payload["form"] for e in inbox.read_after(0) if e.kind == "proposal"}
+    assert {"json_block", "tool_call", "narrated"} <= forms
+    again = ingest_chat_jsonl(SAMPLES, inbox, Policy()).as_dict()
+    assert again["max_seq"] == report["max_seq"]  # idempotent: nothing new landed
+
+
+def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
+    path = tmp_path / "chats.jsonl"
+    path.write_text(
+        '{"role": "user", "text": "first fine row"}\n'
+        "{not json\n"
+        '{"role": "user", "txt": "typo key"}\n'
+        '{"role": "wizard", "text": "bad role"}\n'
+        '{"role": "user", "text": "last fine row"}\n'
+    )
+    report = ingest_chat_jsonl(path, inbox, Policy()).as_dict()
+    assert report["turns"] == 2
+    assert [b.split(":")[0] for b in report["bad_rows"]] == ["line 2", "line 3", "line 4"]
+
+
+def _locomo_file(tmp_path):
+    data = [{
+        "sample_id": "conv-x",
+        "conversation": {
+            "speaker_a": "Ann", "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a dog named Rex."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a dog on grass"},
+            ],
+            "session_2_date_time": "10:00 am on 9 June, 2023",
+            "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "Rex learned to sit."}],
+        },
+        "qa": [],
+    }]
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_locomo_import_keeps_dia_ids_dates_and_scope(inbox, tmp_path):
+    report = ingest_locomo(_locomo_file(tmp_path), inbox, Policy())
+    assert report.turns == 3
+    items = list(fold_events(inbox.read_after(0)).items.values())
+    assert sorted(r for i in items for r in i.provenance.turn_refs) == ["D1:1", "D1:2", "D2:1"]
+    first = next(i for i in items if "D1:1" in i.provenance.turn_refs)
+    assert first.valid_from.startswith("2023-05-08T13:56")
+    assert first.scope.kind == "user" and first.scope.user_id == "conv-x"
+    assert first.title == "Ann"
+    caption = next(i for i in items if "D1:2" in i.provenance.turn_refs)
+    assert "a dog on grass" in caption.content
+
+
+def test_locomo_bad_file_is_a_clear_error(inbox, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(ValueError, match="not a LoCoMo JSON"):
+        ingest_locomo(bad, inbox, Policy())
+    assert parse_locomo_date("nonsense") is None
+
+
+def test_import_items_governs_again(inbox, tmp_path):
+    ok = MemoryItem(id="m1", tier="mtm", type="fact", title="Deploys", content="Deploys on Fridays.",
+                    scope=Scope(kind="user", user_id="dana"))
+    ok.provenance.source_id = "turn-1"
+    bad = MemoryItem(id="m2", tier="stm", type="fact", title="key",
+                     content="-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----",
+                     scope=Scope(kind="user", user_id="dana"))
+    import msgspec
+    path = tmp_path / "items.jsonl"
+    path.write_text(msgspec.json.encode(ok).decode() + "\n" + msgspec.json.encode(bad).decode() + "\nnot json\n")
+    report = import_items_jsonl(path, inbox, Policy()).as_dict()
+    assert report["accepted"] == 1 and report["rejected"] == 1
+    assert report["bad_rows"][0].startswith("line 3")
+    overlay = fold_events(inbox.read_after(0))
+    assert set(overlay.items) == {"m1"}
+    assert "PRIVATE KEY" not in json.dumps([e.payload for e in inbox.read_after(0)])
+
+
+def test_fold_applies_updates_links_usage_and_base_items():
+    who = Identity(user_id="u")
+    base = MemoryItem(id="old", tier="mtm", type="fact", title="A", content="a", scope=Scope(kind="user", user_id="u"))
+    events = [
+        Event(event_id="e1", seq=1, kind="memory.update", identity=who,
+              payload={"item_id": "old", "patch": {"content": "a2"}, "verdict": {"action": "accept"}}),
+        Event(event_id="e2", seq=2, kind="memory.link", identity=who,
+              payload={"src_id": "old", "dst_id": "other", "rel": "references"}),
+        Event(event_id="e3", seq=3, kind="usage", identity=who, payload={"item_ids": ["old", "old"]}),
+        Event(event_id="e4", seq=4, kind="memory.update", identity=who,
+              payload={"item_id": "old", "patch": {"content": "secret"}, "verdict": {"action": "reject"}}),
+    ]
+    overlay = fold_events(events, base={"old": base}.get)
+    item = overlay.items["old"]
+    assert item.content == "a2" and item.content_hash != base.content_hash
+    assert [(l.rel, l.to) for l in item.links] == [("references", "other")]
+    assert overlay.usage == {"old": 2} and overlay.max_seq == 4
+
+
+def test_apply_patch_refuses_unknown_fields():
+    item = MemoryItem(id="x", tier="stm", type="fact", title="t", content="c", scope=Scope())
+    with pytest.raises(ValueError, match="not patchable"):
+        apply_patch(item, {"tier": "ltm"}, "2026-01-01T00:00:00+00:00")
+
+
+def test_message_ids_are_stable():
+    assert message_item_id("t1") == message_item_id("t1") != message_item_id("t2")
