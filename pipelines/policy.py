@@ -1,0 +1,429 @@
+"""The write policy: every proposed memory gets a Verdict before anything is stored.
+
+Decisions (seed 000 §4, extended):
+
+Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=True`):
+- `hard.secret.*`      a credential anywhere in title, content, tags, entities, why_store
+                       or provenance hint (see `policy_rules.secrets`)          -> reject
+- `hard.injection.*`   instruction-like text aimed at the assistant or the memory
+                       (see `policy_rules.injection`)                           -> reject
+- `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
+                       provenance                                               -> reject
+- `hard.empty`         nothing to store (no title and no content)               -> reject
+- `hard.oversize`      content longer than `settings.max_content_chars` (or a title over
+                       300 chars). The dump itself is never stored: the verdict is
+                       `quarantine` with `rewritten_type="pointer"` and the store keeps
+                       only `pointer_for(item)` — title, size and content hash, in STM,
+                       unverified, expiring. Chosen over `reject` because the seed asks to
+                       "force pointer type": the fact that a document existed survives,
+                       its text does not. Combined with any other hard block it is rejected.
+
+Soft blocks -> `quarantine` (store in STM only, validation "unverified", `expires_at` =
+now + `settings.quarantine_days`):
+- `soft.low_confidence` confidence below `settings.min_confidence`
+- `soft.no_evidence`    no provenance and no why_store
+- `soft.contradiction`  an active existing item has the same subject (same normalised title,
+                        or same entity + attribute words) but different content
+- `soft.untrusted_doc`  from an untrusted source or a document, without chunk ids or
+                        content hashes to check it against
+Otherwise `accept`.
+
+Extension point (seed 001, "Custom Policy Rules"): pass `extra_rules` (callables returning
+`RuleHit`s) or subclass and override `extra_checks`. Extra rules can only add blocks; they
+run after the built-in ones and cannot remove a built-in hit.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Literal
+
+import msgspec
+
+from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
+from pipelines.policy_rules.injection import find_injections_normalised
+from pipelines.policy_rules.secrets import find_secrets
+from pipelines.policy_rules.text import normalise
+from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
+from pipelines.settings import Settings
+
+POLICY_VERSION = "2026.11-1"
+
+TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
+MAX_TITLE_CHARS = 300
+# Longer fields are scanned at both ends only. Such content is far over max_content_chars,
+# so it is never stored (only its pointer is); the cap bounds the time one proposal costs.
+MAX_SCAN_CHARS = 200_000
+
+__all__ = [
+    "POLICY_VERSION",
+    "Finding",
+    "Policy",
+    "PolicyInputError",
+    "RuleContext",
+    "RuleHit",
+    "is_blocked_text",
+    "pointer_for",
+]
+
+
+class PolicyInputError(ValueError):
+    """Raised for input the policy cannot judge: a non-string text, an item that is not a
+    ProposedItem (or a dict convertible to one), an unknown target tier."""
+
+
+@dataclass(frozen=True, slots=True)
+class RuleHit:
+    """One rule's decision. `action` "reject" makes a hard block, "quarantine" a soft one."""
+
+    rule_id: str
+    action: Literal["quarantine", "reject"]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """What a rule may look at besides the item."""
+
+    target_tier: str
+    provenance: Provenance | None
+    source_trusted: bool
+    existing: Sequence[MemoryItem]
+    settings: Settings
+
+
+PolicyRule = Callable[[ProposedItem, RuleContext], Iterable[RuleHit]]
+
+
+class Policy:
+    def __init__(self, settings: Settings | None = None, *, extra_rules: Sequence[PolicyRule] = ()) -> None:
+        self.settings = settings if settings is not None else Settings()
+        self._extra_rules = tuple(extra_rules)
+
+    # ------------------------------------------------------------------ scanning
+
+    def scan_text(self, text: str) -> list[Finding]:
+        """Secret and injection findings in one string (field "text"), excerpts redacted."""
+        if not isinstance(text, str):
+            raise PolicyInputError(f"scan_text expects str, got {type(text).__name__}")
+        return _scan(text, "text")
+
+    def is_blocked_text(self, text: str) -> bool:
+        """True when `text` alone would be hard-blocked (a secret or an injection)."""
+        return bool(self.scan_text(text))
+
+    # ------------------------------------------------------------------ verdicts
+
+    def evaluate(
+        self,
+        item: ProposedItem,
+        *,
+        target_tier: str = "stm",
+        provenance: Provenance | None = None,
+        source_trusted: bool = True,
+        existing: Sequence[MemoryItem] = (),
+        now: datetime | None = None,
+    ) -> Verdict:
+        """Judge one proposal. Raises PolicyInputError for unusable arguments; any
+        string content, however large or odd, gets a verdict."""
+        item = _coerce_item(item)
+        tier = _effective_tier(target_tier, item.tier)
+        if provenance is not None and not isinstance(provenance, Provenance):
+            raise PolicyInputError(f"provenance must be a Provenance, got {type(provenance).__name__}")
+        ctx = RuleContext(tier, provenance, bool(source_trusted), tuple(existing or ()), self.settings)
+
+        hits: list[RuleHit] = []
+        hits.extend(self._hard_hits(item, ctx))
+        oversize = self._oversize_hit(item)
+        hits.extend(self._soft_hits(item, ctx))
+        hits.extend(self.extra_checks(item, ctx))
+        return self._verdict(hits, oversize, now)
+
+    def extra_checks(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
+        """Hook for custom rules (subclass, or pass `extra_rules`). Only adds blocks."""
+        for rule in self._extra_rules:
+            yield from rule(item, ctx)
+
+    def apply_auditor(self, verdict: Verdict, action: str, reason: str = "") -> Verdict:
+        """Combine with an auditor model's opinion (seed 000 §4.3). The auditor may tighten
+        any verdict and may lift a soft quarantine, but a hard block is returned unchanged."""
+        if action not in ("accept", "quarantine", "reject"):
+            raise PolicyInputError(f"unknown auditor action {action!r}")
+        if verdict.hard_block:
+            return verdict
+        note = f"auditor: {action}" + (f" ({reason})" if reason else "")
+        if action == verdict.action:
+            return msgspec.structs.replace(verdict, reasons=[*verdict.reasons, note])
+        if action == "accept":
+            return msgspec.structs.replace(verdict, action="accept", expires_at=None, reasons=[*verdict.reasons, note])
+        expires = verdict.expires_at if action == "quarantine" else None
+        if action == "quarantine" and expires is None:
+            expires = _expiry(None, self.settings.quarantine_days)
+        return msgspec.structs.replace(
+            verdict,
+            action=action,
+            expires_at=expires,
+            rule_ids=[*verdict.rule_ids, "audit.auditor"],
+            reasons=[*verdict.reasons, note],
+        )
+
+    # ------------------------------------------------------------------ rules
+
+    def _hard_hits(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
+        for field, value in _text_fields(item):
+            for f in _scan(value, field):
+                yield RuleHit(f.rule_id, "reject", f"{field}: {f.kind} ({f.rule_id}): {f.excerpt}")
+        if not item.title.strip() and not item.content.strip():
+            yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
+        if ctx.target_tier in ("mtm", "ltm") and not _has_provenance(ctx.provenance):
+            yield RuleHit(
+                "hard.provenance_required",
+                "reject",
+                f"{ctx.target_tier.upper()} requires provenance (source id, turn refs or chunk ids)",
+            )
+
+    def _oversize_hit(self, item: ProposedItem) -> RuleHit | None:
+        limit = max(1, int(self.settings.max_content_chars))
+        if len(item.content) > limit or len(item.title) > MAX_TITLE_CHARS:
+            return RuleHit(
+                "hard.oversize",
+                "quarantine",
+                f"content of {len(item.content)} chars exceeds {limit}: stored as a pointer "
+                f"(sha256 {sha256_text(item.content)[:12]}), never as a dump",
+            )
+        return None
+
+    def _soft_hits(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
+        s = ctx.settings
+        if item.confidence is not None and item.confidence < s.min_confidence:
+            yield RuleHit(
+                "soft.low_confidence",
+                "quarantine",
+                f"confidence {item.confidence:.2f} below {s.min_confidence:.2f}",
+            )
+        if not _has_provenance(ctx.provenance) and not item.why_store.strip():
+            yield RuleHit("soft.no_evidence", "quarantine", "no provenance and no why_store")
+        for other, key in _contradictions(item, ctx.existing):
+            yield RuleHit(
+                "soft.contradiction",
+                "quarantine",
+                f"contradicts item {other.id} (same subject {key!r}, different content)",
+            )
+        from_doc = ctx.provenance is not None and ctx.provenance.source_kind == "doc"
+        if (not ctx.source_trusted or from_doc) and not _has_doc_anchors(ctx.provenance):
+            yield RuleHit(
+                "soft.untrusted_doc",
+                "quarantine",
+                "untrusted/document content without chunk ids or content hashes",
+            )
+
+    def _verdict(self, hits: list[RuleHit], oversize: RuleHit | None, now: datetime | None) -> Verdict:
+        rejects = [h for h in hits if h.action == "reject"]
+        builtin_hard = any(h.rule_id.startswith("hard.") for h in rejects)
+        if rejects:
+            chosen = rejects + ([oversize] if oversize else [])
+            return Verdict(
+                action="reject",
+                reasons=[h.reason for h in chosen],
+                rule_ids=_unique(h.rule_id for h in chosen),
+                policy_version=POLICY_VERSION,
+                hard_block=builtin_hard or oversize is not None,
+            )
+        soft = [h for h in hits if h.action == "quarantine"]
+        if oversize is not None or soft:
+            chosen = ([oversize] if oversize else []) + soft
+            return Verdict(
+                action="quarantine",
+                reasons=[h.reason for h in chosen],
+                rule_ids=_unique(h.rule_id for h in chosen),
+                policy_version=POLICY_VERSION,
+                hard_block=oversize is not None,
+                rewritten_type="pointer" if oversize is not None else None,
+                expires_at=_expiry(now, self.settings.quarantine_days),
+            )
+        return Verdict(action="accept", policy_version=POLICY_VERSION)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def is_blocked_text(text: str) -> bool:
+    """Convenience: would `text` be hard-blocked by the default policy?"""
+    return Policy().is_blocked_text(text)
+
+
+def pointer_for(item: ProposedItem, *, source: str = "") -> ProposedItem:
+    """What the store keeps for an oversized proposal: a short pointer carrying the
+    content hash (and the caller's source reference), never the content itself."""
+    item = _coerce_item(item)
+    digest = sha256_text(item.content)
+    title = (item.title.strip() or "Oversized content")[:120]
+    where = f" from {source}" if source else ""
+    hint = dict(item.provenance_hint)
+    hashes = list(hint.get("content_hashes") or []) if isinstance(hint.get("content_hashes"), list) else []
+    hint["content_hashes"] = [*hashes, digest]
+    return ProposedItem(
+        type="pointer",
+        title=title,
+        content=f"Pointer to {len(item.content)} characters of content{where} (sha256:{digest}).",
+        tags=list(item.tags),
+        entities=list(item.entities),
+        why_store=item.why_store[:500],
+        importance=item.importance,
+        confidence=item.confidence,
+        tier="stm",
+        scope=item.scope,
+        provenance_hint=hint,
+        valid_from=item.valid_from,
+        valid_to=item.valid_to,
+    )
+
+
+def _scan(text: str, field: str) -> list[Finding]:
+    if len(text) > MAX_SCAN_CHARS:
+        half = MAX_SCAN_CHARS // 2
+        head = _scan(text[:half], field)
+        tail_start = len(text) - half
+        tail = [
+            msgspec.structs.replace(f, start=f.start + tail_start, end=f.end + tail_start)
+            for f in _scan(text[tail_start:], field)
+        ]
+        return head + tail
+    secret_hits = find_secrets(text)
+    spans = [(h.start, h.end) for h in secret_hits]
+    findings = [
+        Finding(h.rule_id, "secret", h.start, h.end, redact_secret(text, h.start, h.end, spans), field)
+        for h in secret_hits
+    ]
+    if text.strip():
+        norm = normalise(text)
+        # Offsets move when normalisation changes the text; then mask what the secret
+        # scanner finds in the normalised text itself.
+        norm_spans = spans if norm == text else [(h.start, h.end) for h in find_secrets(norm)]
+        findings.extend(
+            Finding(h.rule_id, "injection", h.start, h.end, quote_excerpt(norm, h.start, h.end, norm_spans), field)
+            for h in find_injections_normalised(norm)
+        )
+    return findings
+
+
+def _text_fields(item: ProposedItem) -> Iterable[tuple[str, str]]:
+    yield "title", item.title
+    yield "content", item.content
+    yield "why_store", item.why_store
+    for i, tag in enumerate(item.tags):
+        yield f"tags[{i}]", tag
+    for i, ent in enumerate(item.entities):
+        yield f"entities[{i}]", ent
+    for key, value in _flatten(item.provenance_hint):
+        yield f"provenance_hint.{key}", value
+
+
+def _flatten(value: Any, prefix: str = "", depth: int = 0) -> Iterable[tuple[str, str]]:
+    """String leaves of a nested hint (bounded depth: hints come from the model)."""
+    if depth > 4:
+        return
+    if isinstance(value, str):
+        yield prefix or "value", value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flatten(v, f"{prefix}.{k}" if prefix else str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _flatten(v, f"{prefix}[{i}]", depth + 1)
+
+
+def _coerce_item(item: Any) -> ProposedItem:
+    if isinstance(item, ProposedItem):
+        return item
+    if isinstance(item, dict):
+        try:
+            return msgspec.convert(item, ProposedItem)
+        except msgspec.ValidationError as exc:
+            raise PolicyInputError(f"not a valid proposal: {exc}") from exc
+    raise PolicyInputError(f"expected ProposedItem, got {type(item).__name__}")
+
+
+def _effective_tier(target_tier: Any, item_tier: str | None) -> str:
+    """The higher of the caller's target and the tier the item asks for, so a proposal
+    cannot slip into LTM by naming the tier itself."""
+    if not isinstance(target_tier, str) or target_tier.lower() not in TIERS:
+        raise PolicyInputError(f"target_tier must be one of {TIERS}, got {target_tier!r}")
+    tier = target_tier.lower()
+    asked = (item_tier or "").strip().lower()
+    if asked in TIERS and TIERS.index(asked) > TIERS.index(tier):
+        tier = asked
+    return tier
+
+
+def _has_provenance(p: Provenance | None) -> bool:
+    return p is not None and p.is_present()
+
+
+def _has_doc_anchors(p: Provenance | None) -> bool:
+    return p is not None and bool(p.chunk_ids or p.content_hashes)
+
+
+def _expiry(now: datetime | None, days: float) -> str:
+    base = now if now is not None else datetime.now(timezone.utc)
+    if base.tzinfo is None:
+        base = base.replace(tzinfo=timezone.utc)
+    return (base.astimezone(timezone.utc) + timedelta(days=float(days))).isoformat(timespec="microseconds")
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+# ---------------------------------------------------------------------- contradictions
+
+_STOP = frozenset(
+    "a an the of for to in on at by with and or is are was were be my our your his her their "
+    "its s user users about".split()
+)
+
+
+def _words(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    text = re.sub(r"'s\b", "", text)
+    return re.findall(r"[^\W_]+", text)
+
+
+def _subject_keys(title: str, entities: Sequence[str]) -> set[str]:
+    words = _words(title)
+    keys: set[str] = set()
+    if words:
+        keys.add("title:" + " ".join(words))
+    for ent in entities:
+        ent_words = _words(ent)
+        if not ent_words:
+            continue
+        attribute = sorted({w for w in words if w not in ent_words and w not in _STOP})
+        if attribute:
+            keys.add(f"{' '.join(ent_words)}|{' '.join(attribute)}")
+    return keys
+
+
+def _content_norm(text: str) -> str:
+    return " ".join(_words(text))
+
+
+def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
+    keys = _subject_keys(item.title, item.entities)
+    if not keys:
+        return
+    mine = _content_norm(item.content)
+    for other in existing:
+        if not isinstance(other, MemoryItem) or not other.active or other.validation == "retracted":
+            continue
+        shared = keys & _subject_keys(other.title, other.entities)
+        if not shared:
+            continue
+        theirs = _content_norm(other.content)
+        if not mine or not theirs or mine == theirs or mine in theirs or theirs in mine:
+            continue  # same fact, or one refines the other
+        yield other, sorted(shared)[0]

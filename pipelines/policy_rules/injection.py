@@ -1,0 +1,596 @@
+"""Instruction-like text aimed at the assistant or at the memory.
+
+A memory item states something about the world, the user or the project. Text that
+instead *addresses the assistant* — overriding its instructions, giving it a new role,
+dictating the words or shape of its reply, asking it to reveal or persist a prompt,
+claiming a check was passed, or flooding it with adversarial padding — must never be
+stored, because everything in memory is later re-injected into prompts.
+
+Each rule is a general linguistic pattern (an overriding verb + an instruction noun with
+an owner qualifier, a reply noun owned by "your", a role change introduced by "you are
+now", ...). Trigger words alone never fire: "ignore the noise in the data" and "how do I
+make git ignore a file" have no instruction noun. Patterns run over normalised text
+(`text.normalise`) so zero-width splitting, full-width letters and look-alike letters do
+not hide them. No pattern quotes a dataset string.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from pipelines.policy_rules.text import normalise
+
+
+@dataclass(frozen=True, slots=True)
+class InjectionHit:
+    rule_id: str
+    start: int
+    end: int
+
+
+_FLAGS = re.IGNORECASE | re.MULTILINE
+
+# Nouns that name the assistant's standing instructions.
+_INSTR = (
+    r"(?:instructions?|instruction\s+set|directions?|directives?|rules?|prompt(?:s|ing)?|guidelines?|"
+    r"guidance|commands?|orders?|constraints?|restrictions?|programming|training|polic(?:y|ies)|"
+    r"context|messages?|conversation|inputs?|text|content|safeguards?|guardrails?|evidence|"
+    r"filters?|limitations?|tasks?)"
+)
+_OWNER = (
+    r"(?:previous|prior|above|earlier|preceding|former|original|initial|old|system|existing|"
+    r"current|given|provided|all|any|every|other|safety|security|your|these|those|the\s+above|"
+    r"out[- ]of[- ]date|default|developer|openai|ethical|moral|content|underlying|hidden)"
+)
+_OVERRIDE_VERB = (
+    r"(?:ignore|ignoring|disregard|disregarding|forget|forgetting|skip|bypass|override|"
+    r"overrule|neglect|abandon|discard|erase|cancel|void|nullify|"
+    r"stop\s+following|do\s*n[o']?t\s+follow|no\s+longer\s+follow|pay\s+no\s+attention\s+to|"
+    r"throw\s+away|put\s+aside|set\s+aside)"
+)
+_FILLER = (
+    r"(?:all|any|each|every|of|the|your|my|these|those|everything|anything|else|that|is|was|"
+    r"written|said|stated|mentioned|provided|given|before|above|so\s+far|up\s+to\s+now|until\s+now|"
+    r"prior\s+to\s+this|that\s+came|which\s+came|and|or)"
+)
+_REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|next\s+message)"
+_LANG = (
+    r"(?:base ?(?:64|32|16)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|leet ?speak|pig latin|"
+    r"upper ?case|lower ?case|all caps|reverse(?:d)?(?: order)?|emojis?|caesar cipher|"
+    r"english|french|german|spanish|portuguese|italian|dutch|russian|chinese|mandarin|"
+    r"japanese|korean|arabic|hindi|turkish|polish|swedish|greek|hebrew|latin|[a-z]+ese)"
+)
+_SAY = r"(?:say|output|print|respond\s+with|reply\s+with|answer\s+with|echo|type\s+out|proclaim|utter|return)"
+_DISCLOSE = (
+    r"(?:reveal|show|print|repeat|output|display|tell|give|leak|disclose|write\s+out|recite|"
+    r"spell\s+out|dump|list|share|paste|relay|return|provide|describe|summari[sz]e|copy)"
+)
+# A preceding negation turns an override into advice ("not to disregard safety rules").
+_NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmustn't)\s+(?:to\s+)?$", re.I)
+
+
+def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    r = []
+
+    def add(rule_id: str, pattern: str) -> None:
+        r.append((rule_id, re.compile(pattern, _FLAGS)))
+
+    # -- overriding standing instructions ------------------------------------------
+    add(
+        "hard.injection.override",
+        rf"\b{_OVERRIDE_VERB}\b[ \t,]{{1,3}}(?:{_FILLER}[ \t,]+){{0,4}}{_OWNER}(?:\s*/\s*\w+)?[ \t]+"
+        rf"(?:[\w'-]+[ \t]+){{0,2}}{_INSTR}\b",
+    )
+    add(
+        "hard.injection.override",
+        r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:instructions|rules|directions|directives|guidelines)\b",
+    )
+    add(
+        "hard.injection.override",
+        rf"\b{_OVERRIDE_VERB}\s+(?:the\s+|all\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:[\w-]+\s+)?"
+        rf"(?:{_INSTR}|everything|anything|all)\s+(?:above|below|before|previously|so\s+far|earlier|"
+        rf"you\s+(?:were|have\s+been)\s+(?:given|told))\b",
+    )
+    add("hard.injection.override", r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?above\b")
+    add(
+        "hard.injection.override",
+        r"\b(?:ignore|disregard|forget)\s+(?:what|everything|anything)\s+(?:i|you|we)\s+(?:just\s+|have\s+|'ve\s+)?"
+        r"(?:said|wrote|written|told|typed|asked)\b"
+        r"|\b(?:ignore|disregard)\s+(?:all\s+)?(?:of\s+)?the\s+following\s+(?:sentences?|lines?|text|instructions?|words?|paragraphs?)\b"
+        r"|\b(?:ignore|disregard)\s+(?:the\s+)?(?:content|contents|text)\s+of\s+(?:the\s+)?(?:user'?s?|previous|above|system|original)\b",
+    )
+    add(
+        "hard.injection.override",
+        rf"\b{_OVERRIDE_VERB}\s+(?:everything|anything|all)\s+(?:that\s+)?(?:i|you|we)?'?\s*(?:have|'ve|was|were|is)?\s*"
+        rf"(?:said|written|told|stated|given|mentioned|provided|been\s+told|heard)\b",
+    )
+    add(
+        "hard.injection.override",
+        rf"\b{_OWNER}\s+(?:\w+\s+)?{_INSTR}\s+(?:are|were|is|was|have\s+been|has\s+been)\s+(?:now\s+|all\s+)?"
+        rf"(?:false|void|invalid|cancell?ed|obsolete|outdated|out of date|revoked|null|wrong|fake|"
+        rf"irrelevant|no\s+longer\s+(?:valid|relevant|in\s+effect|apply)|lifted|removed|disabled|suspended)",
+    )
+    add(
+        "hard.injection.override",
+        r"\bnew\s+(?:set\s+of\s+)?(?:instructions?|rules|directives?|system\s+prompt|persona|programming|"
+        r"guidelines|orders)\s*(?:[:!\-#%]|(?:are|follow|below|as\s+follows))",
+    )
+    add("hard.injection.override", r"\b(?:begin|start|initiate)\s+(?:new\s+)?(?:reprogramming|new\s+instructions?)\b")
+    add(
+        "hard.injection.override",
+        rf"\b(?:instead\s+of|rather\s+than)\s+(?:following|obeying|doing)\s+(?:your|the|those|these|my)\s+(?:\w+\s+)?{_INSTR}\b",
+    )
+    # The same override in other common languages (verb + all + previous + instructions).
+    add(
+        "hard.injection.override",
+        r"\b(?:ignorieren?\s+sie|ignoriere|vergiss|vergessen\s+sie)\s+(?:alle\s+)?(?:vorherigen|bisherigen|obigen)\s+(?:anweisungen|instruktionen|befehle)"
+        r"|\bignore[rz]?\s+(?:toutes\s+)?(?:les\s+)?(?:instructions|consignes)\s+(?:pr[ée]c[ée]dentes|ant[ée]rieures)"
+        r"|\bignora(?:r)?\s+(?:todas\s+)?(?:las\s+)?instrucciones\s+(?:anteriores|previas)"
+        r"|\bignora\s+(?:tutte\s+)?(?:le\s+)?istruzioni\s+(?:precedenti|anteriori)"
+        r"|\bignore\s+(?:todas\s+)?(?:as\s+)?instru[çc][õo]es\s+(?:anteriores|pr[ée]vias)",
+    )
+    # -- a new role, persona or mode for the assistant ------------------------------
+    add(
+        "hard.injection.role_hijack",
+        r"\byou\s+are\s+(?:now|henceforth|hereby|from\s+now\s+on|no\s+longer)\b\s*,?\s+"
+        r"(?:(?:a|an|the|my|called|named|known|acting|operating|going|free|unrestricted|"
+        r"unfiltered|uncensored|jailbroken|evil|dan|developer|able\s+to\s+ignore|not\s+bound|"
+        r"not\s+restricted|not\s+an?|allowed|required|forced|obligated|programmed|"
+        r"only\s+allowed|bound|restricted|in\s+(?:developer|god|dan|jailbreak|unrestricted|debug|admin)\s+mode)\b|[A-Z]{2,}\b)",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\bfrom\s+now\s+on\b[^.\n]{0,40}?\byou\s+(?:will|must|shall|should|are|have\s+to|need\s+to|"
+        r"may\s+only|can\s+only|only|always|never)\b",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\byou\s+(?:have\s+been|were\s+just|just\s+got|are\s+being)\s+(?:carefully\s+)?(?:reprogrammed|re-?programmed|"
+        r"jailbroken|freed|unlocked|upgraded|updated\s+with\s+new|given\s+(?:a\s+)?(?:new|system)\s+"
+        r"(?:upgrade|instructions|directives|update|mission|role)|reset|rebooted|liberated)\b",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\bdo\s+anything\s+now\b|\b(?:developer|god|jailbreak|dan|unrestricted|unfiltered|evil|"
+        r"sudo|debug|admin)\s+mode\s+(?:is\s+)?(?:now\s+)?(?:enabled|activated|on|engaged|unlocked)\b|"
+        r"\b(?:enable|activate|enter|switch\s+to|turn\s+on)\s+(?:developer|god|jailbreak|dan|"
+        r"unrestricted|unfiltered|evil|sudo)\s+mode\b",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\b(?:you|it|the\s+(?:ai|assistant|bot|model|chatbot))\s+(?:are|is|will\s+be)\s+(?:no\s+longer|not)\s+"
+        r"(?:restricted|bound|limited|constrained|governed)\s+by\s+(?:the\s+|any\s+|its\s+|your\s+|openai'?s?\s+)?"
+        rf"(?:\w+\s+)?{_INSTR}",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\b(?:act|behave|respond|answer|pretend|roleplay|role-play|function)\s+(?:as|like)\s+(?:if\s+you\s+(?:are|were)\s+)?"
+        r"(?:an?\s+)?(?:dan\b|unrestricted|unfiltered|uncensored|jailbroken|evil|ai\s+(?:without|with\s+no)|"
+        r"(?:python|linux|bash|sql|javascript|unix|windows)\s+(?:interpreter|terminal|console|shell))"
+        r"|\bas\s+if\s+you\s+were\s+an?\s+(?:python|linux|bash|sql|javascript|unix)\s+(?:interpreter|terminal|console|shell)",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\b(?:unrestricted|unfiltered|uncensored|jailbroken|rogue)\s+(?:ai|bot|chatbot|assistant|model|version\s+of\s+you)\b"
+        r"|\bthe\s+(?:assistant|ai|bot|model|chatbot)\s+is\s+(?:now\s+)?(?:in\s+error|offline|disabled|deactivated|replaced|down)\b",
+    )
+    add(
+        "hard.injection.role_hijack",
+        r"\byou\s+(?:must|will|shall)\s+(?:now\s+)?(?:obey|follow|comply\s+with)\s+(?:only\s+)?(?:me|my|these|the\s+following|every|all)\b",
+    )
+    # -- the system prompt: fake headers, chat-template tokens, disclosure requests ---
+    add(
+        "hard.injection.system_prompt",
+        r"\bsystem\s*(?:prompt|message|instruction|override|note)\s*:|^\s*#*\s*system\s*:|"
+        r"<\|?\s*(?:im_start|im_end|endoftext|system|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|?>|"
+        r"\[/?(?:INST|SYS)\]|<</?SYS>>",
+    )
+    add(
+        "hard.injection.system_prompt",
+        rf"\b{_DISCLOSE}\b[^.\n?!]{{0,60}}?\byour\s+(?:[\w'’]+\s+){{0,3}}?(?:instructions?|instruction\s+sequence|"
+        r"prompt(?:s|ing)?|system\s+prompt|pre-?prompt|guidelines|directives|programming|parameters|"
+        r"rules|configuration|initial\s+\w+)\b",
+    )
+    add(
+        "hard.injection.system_prompt",
+        rf"\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\b(?:the\s+)?(?:instructions?|text|words?|contents?)\s+(?:in|of|from|above)\s+"
+        r"(?:the|your|this)\s+(?:system\s+|initial\s+|original\s+)?prompt\b"
+        r"|\b(?:your|the)\s+(?:prompt|instructions)\s+so\s+far\b"
+        r"|\brepeat\s+(?:everything|all|the\s+(?:text|words|lines))\s+(?:above|before)\b"
+        r"|\bwhat\s+(?:are|were|is)\s+your\s+(?:initial\s+|original\s+|system\s+|exact\s+|underlying\s+)*(?:instructions|rules|prompt)\b"
+        r"|\byour\s+(?:initial|original|system|hidden|secret|previous)\s+(?:instructions|prompt)\s+(?:are|were|is|was|say|said)\b"
+        r"|\b(?:respond|reply|answer)\s+with\s+(?:every|all|each)\s+(?:of\s+the\s+)?instructions?\b",
+    )
+    add(
+        "hard.injection.system_prompt",
+        r"\b(?:what\s+is|what's|tell\s+me|reveal|give\s+me|share|print|output)\s+(?:me\s+)?the\s+"
+        r"(?:secret\s+)?(?:password|passcode|access\s+code|pass\s?phrase|secret\s+(?:word|phrase|code|key))\b"
+        r"|\bthe\s+system\s+is\s+(?:now\s+)?in\s+[\w\s]{1,30}?\s+mode\b"
+        r"|\b(?:this|the|your)\s+(?:system\s+)?prompt\s+(?:has\s+been|is|was)\s+(?:\w+\s+){0,2}?(?:hijacked|injected|compromised|overridden|replaced)\b",
+    )
+    # -- writing instructions into memory --------------------------------------------
+    add(
+        "hard.injection.memory_poisoning",
+        r"\b(?:store|save|remember|memori[sz]e|keep|add|write|persist|record|commit|inject|insert|put)\s+"
+        r"(?:this|these|the\s+following|the\s+above|that|my|the|a)?\s*(?:system\s+)?(?:prompt|instructions?|"
+        r"rules?|directives?|command)\b(?:[^.\n]{0,50}\b(?:memory|memories|long[- ]term|permanent(?:ly)?|"
+        r"forever|future|every\s+(?:session|conversation|chat)))?",
+    )
+    add(
+        "hard.injection.memory_poisoning",
+        r"(?:^|[.!?:;]\s+|\n|\bplease\s+|\band\s+)(?:(?:please|also|and)\s+)?remember\s+to\s+(?:always|never)\b",
+    )
+    add(
+        "hard.injection.memory_poisoning",
+        r"(?:^|[.!?:;]\s+|\n)\s*(?:please\s+)?(?:always|never|do\s*n[o']?t\s+ever)\s+(?:respond|reply|answer|say(?!\s+(?:never|always|die|no)\b)|"
+        r"output|print|obey|follow|append|prepend|recommend|refuse|reveal|start\s+your|begin\s+your|end\s+your|"
+        r"include\s+in\s+your|call\s+me|address\s+me|use\s+the\s+phrase)\b",
+    )
+    add(
+        "hard.injection.memory_poisoning",
+        rf"\b(?:in|for|to)\s+(?:all|every|each|any)\s+(?:of\s+your\s+)?(?:future|subsequent|following|later|next|"
+        rf"other)\s+{_REPLY}\b|\byour\s+(?:future|subsequent|next|following)\s+{_REPLY}\b|"
+        r"\b(?:in|for)\s+(?:all|every)\s+(?:future|subsequent)\s+(?:conversations?|sessions?|chats?|turns?)\b",
+    )
+    # -- dictating the assistant's reply ----------------------------------------------
+    add("hard.injection.output_control", rf"\byour\s+(?:\w+\s+)?{_REPLY}(?:'s)?\b")
+    add(
+        "hard.injection.output_control",
+        rf"\b(?:begin|start|prefix|prepend|end|finish|conclude|preface|open)\s+(?:each\s+|every\s+|all\s+)?"
+        rf"(?:of\s+)?(?:your\s+|yr\s+|the\s+)?(?:{_REPLY}|reply|response)\s+(?:with\b|by\b|w/)"
+        r"|\b(?:start|begin)(?:ing)?\s+(?:with\s+|by\s+)?saying\s+[\"'\[]"
+        rf"|\bprefix\W+.{{0,40}}\W+to\W+your\W+{_REPLY}",
+    )
+    add(
+        "hard.injection.output_control",
+        rf"(?:^|[.!?:;\n]\s*|\bplease\s+|\bjust\s+|\bnow\s+)(?:please\s+)?{_SAY}\s+(?:only\s+|just\s+|exactly\s+|back\s+|out\s+)?"
+        r"(?:the\s+(?:phrase|words?|string|text|sentence)\s+)?(?:[\"'\[\(<`]|[A-Z][\w-]*\s+[A-Z])",
+    )
+    add(
+        "hard.injection.output_control",
+        r"\b(?:say|output|print|respond\s+with|reply\s+with|answer\s+with|echo|type\s+out)\s+(?:only\s+|just\s+|exactly\s+|back\s+)?"
+        r"(?:the\s+(?:phrase|words?|string|text|sentence)\s+)[\"'\[\(<`A-Za-z]",
+    )
+    add(
+        "hard.injection.output_control",
+        r"\b(?:respond|reply|answer)\s+(?:only\s+|just\s+|either\s+)?with\s+(?:either\s+)?(?:the\s+(?:phrase|words?)\s+)?[\"'\[]"
+        r"|\b(?:output|print)\s+(?:only\s+|just\s+)?(?:the\s+(?:phrase|words?|statement|string)\s+)?[\"'\[]"
+        r"|\b(?:if|when|whenever|every\s+time|each\s+time|once)\b[^.\n]{0,80}?\b(?:respond|reply|answer|say|output|print|return)\s+"
+        r"(?:with\s+)?(?:the\s+[\w\s]{0,30}?)?[\"'\[]"
+        r"|\bsay\s+[\"'][^\"'\n]{1,60}[\"']\s+instead\b"
+        r"|\b(?:need|want|require|ask)\s+you\s+to\s+(?:do\s+is\s+)?(?:say|output|print|respond\s+with|reply\s+with)\b"
+        r"|\bstop\s+generating\b"
+        r"|\b(?:encode|encrypt|translate|invert|reverse|convert|rewrite|render|transform|shift|scramble)\s+"
+        r"(?:the\s+\w+\s+of\s+(?:\w+\s+){0,2}in\s+)?your\s+(?:message|messages|text)\b"
+        r"|\b(?:letters|characters|words)\s+in\s+your\s+(?:message|messages)\b"
+        r"|\b(?:in|from|to)\s+the\s+(?:response|reply)\b"
+        r"|\bdo\s*n[o']?t\s+(?:ever\s+)?say\s+[\"'\[]",
+    )
+    add(
+        "hard.injection.output_control",
+        r"\b(?:only|just|solely)\s+(?:output|say|respond|reply|print|answer\s+with|return)\b|"
+        r"\b(?:output|say|respond|reply|print)\s+(?:only|nothing\s+(?:but|except|else))\b|"
+        r"\bdo\s*n[o']?t\s+(?:output|say|write|print|add|include|provide|give|respond\s+with)\s+"
+        r"(?:anything|any\s+(?:other|more|explanation|commentary))|"
+        r"\b(?:never|do\s*n[o']?t|without)\s+(?:provide|give|add|include|write)\s+(?:an?\s+|any\s+)?(?:explanations?|commentary)\b|"
+        r"\b(?:no|without\s+any)\s+(?:other\s+)?(?:commentary|explanations?)\s*(?:[,.;!]|$|or|and)",
+    )
+    add(
+        "hard.injection.output_control",
+        rf"\b(?:reply|respond|answer|write\s+your\s+{_REPLY}|talk|speak)\s+(?:only\s+|exclusively\s+)?"
+        rf"(?:in|using|with)\s+(?:the\s+)?{_LANG}\b",
+    )
+    add(
+        "hard.injection.output_control",
+        r"\binstead\s+of\s+(?:outputting|responding|answering|saying|replying|printing)\b"
+        r"|\b(?:answer|respond|reply)\s+(?:using|with|in)\s+(?:\d+|one|two|three)\s+words?\s+only\b"
+        r"|\b(?:one|two|three|1|2|3)[- ]word\s+(?:answer|response|reply)\b"
+        r"|\bwhat\s+(?:would|should|will|do)\s+you\s+(?:say|respond|reply|output)\s+(?:to\s+(?:a|the)\s+user|if|when|in\s+case)\b"
+        r"|\brepeat\s+(?:what|everything|all|that)\b[^.\n]{0,40}\byou\s+(?:should|would|must|were)\s+(?:say|told|instructed)\b"
+        r"|\byou\s+(?:will|must|shall)\s+(?:now\s+)?(?:only\s+)?(?:say|respond|reply|output|print)\b",
+    )
+    # -- data access: sending out, dumping stored secrets, destroying ------------------
+    add(
+        "hard.injection.exfiltration",
+        r"\b(?:send|email|e-mail|mail|post|upload|forward|transmit|leak|exfiltrate|share|submit)\b[^.\n]{0,80}?"
+        r"\b(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
+        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|files)\b"
+        r"[^.\n]{0,60}?\b(?:to|at)\s+(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)"
+        r"|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{1,200}\?[^)\s]{0,200}="
+        r"|\b(?:usernames?\s+and\s+)?passwords?\s+(?:in|from|stored\s+in)\s+your\s+(?:database|memory|system|records)\b"
+        r"|\b(?:delete|erase|wipe|destroy|drop)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:data|memories|memory|files|records|database)\s+"
+        r"(?:you\s+have|in\s+your|stored|you\s+can)",
+    )
+    # -- fake delimiters that pretend the trusted context ended or a new one began -----
+    add(
+        "hard.injection.fake_delimiter",
+        r"(?:%%%|###|===|\*\*\*|>>>|<<<|\[\[)\s*(?:end|begin|start|stop)\b[^\n]{0,60}?"
+        r"\b(?:instructions?|prompt|input|ambiguity|buffer|passphrase|context|system|user|text|"
+        r"conversation|data|document)\b",
+    )
+    add(
+        "hard.injection.fake_delimiter",
+        r"(?-i:\b(?:END|BEGIN|START|STOP)\s+(?:OF\s+)?(?:THE\s+)?(?:[A-Z]+\s+){0,2}"
+        r"(?:INPUT|INSTRUCTIONS|PROMPT|BUFFER|PASSPHRASE|CONVERSATION|CONTEXT|CODE|PASSWORD|DATA)\b)"
+        r"|(?-i:^\s*(?:NEW\s+|SYSTEM\s+|ADMIN\s+)?INSTRUCTIONS?\s*:)",
+    )
+    add(
+        "hard.injection.fake_delimiter",
+        r"\b(?:the\s+)?(?:above|previous|preceding)\s+(?:was|is)\s+(?:just\s+)?(?:an?\s+)?(?:example|test|"
+        r"simulation|sample|untrusted)\b[^.\n]{0,40}\b(?:input|prompt|instructions?|conversation)",
+    )
+    # -- claims that a check passed or that the writer has authority --------------------
+    add(
+        "hard.injection.authority_claim",
+        r"\b(?:entere?d?s?|input|provided|given|typed|supplied|said|submitted|registered|found|accepted|received)\b"
+        r"[^.\n]{0,30}?\b(?:the\s+)?(?:correct|right|valid)\s+(?:password|passcode|pass\s?phrase|access\s+code|code|credentials|pin)\b"
+        r"|\b(?:correct|right|valid)\s+(?:password|passcode|pass\s?phrase|access\s+code)\s+(?:has\s+been\s+|was\s+|is\s+)?"
+        r"(?:\w+\s+)?(?:entered|provided|input|given|typed|supplied|found|registered|accepted|received)\b"
+        r"|^\W{0,3}(?:the\s+)?(?:above\s+)?(?:correct|right)\s+(?:password|access\s+code|passcode)\b"
+        r"|\b(?:pass\s?phrase|password|passcode|code|phrase)\s+that\s+grants\s+access\b"
+        r"|\b(?:safe|safety|security|content)\s+(?:mode|filters?|checks?)\s+(?:is\s+|are\s+)?(?:now\s+)?"
+        r"(?:off|disabled|deactivated|removed|lifted|bypassed)\b"
+        r"|\b(?:i\s+am|i'm|this\s+is)\s+(?:your\s+(?:developer|creator|administrator|admin|owner|operator|"
+        r"programmer|maker)|(?:an?\s+|the\s+)?(?:openai|anthropic|system)\s+(?:administrator|developer|employee|engineer))\b",
+    )
+    return tuple(r)
+
+
+_RULES = _rules()
+
+# Literals at least one of which every rule of a family needs (lower-cased text): a family
+# whose anchors are all absent is skipped, which keeps long ordinary text cheap.
+_ANCHORS: dict[str, tuple[str, ...]] = {
+    "hard.injection.override": (
+        "ignor",
+        "disregard",
+        "forget",
+        "skip",
+        "bypass",
+        "overrid",
+        "overrul",
+        "neglect",
+        "abandon",
+        "discard",
+        "erase",
+        "cancel",
+        "void",
+        "nullif",
+        "follow",
+        "attention",
+        "throw",
+        "aside",
+        "instruction",
+        "rule",
+        "direction",
+        "guideline",
+        "prompt",
+        "polic",
+        "new",
+        "reprogram",
+        "instead",
+        "rather",
+        "vergiss",
+        "anweisung",
+        "consigne",
+        "instrucci",
+        "istruzion",
+        "instruç",
+    ),
+    "hard.injection.role_hijack": (
+        "you",
+        "do anything",
+        "mode",
+        "unrestricted",
+        "unfiltered",
+        "uncensored",
+        "jailbr",
+        "rogue",
+        "assistant",
+        "interpreter",
+        "terminal",
+        "console",
+        "shell",
+        "from now on",
+    ),
+    "hard.injection.system_prompt": (
+        "system",
+        "<|",
+        "<",
+        "[inst",
+        "[sys",
+        "your",
+        "prompt",
+        "password",
+        "passcode",
+        "access code",
+        "phrase",
+        "secret",
+        "instruction",
+        "repeat",
+    ),
+    "hard.injection.memory_poisoning": (
+        "store",
+        "save",
+        "remember",
+        "memori",
+        "keep",
+        "add",
+        "write",
+        "persist",
+        "record",
+        "commit",
+        "inject",
+        "insert",
+        "put",
+        "always",
+        "never",
+        "future",
+        "subsequent",
+        "following",
+        "next",
+        "later",
+        "other",
+    ),
+    "hard.injection.output_control": (
+        "your",
+        "yr",
+        "reply",
+        "response",
+        "answer",
+        "output",
+        "say",
+        "print",
+        "echo",
+        "type",
+        "proclaim",
+        "utter",
+        "return",
+        "respond",
+        "only",
+        "just",
+        "solely",
+        "explanation",
+        "commentary",
+        "instead",
+        "word",
+        "what",
+        "repeat",
+        "you",
+        "stop generating",
+        "encode",
+        "translate",
+        "letters",
+        "characters",
+        "talk",
+        "speak",
+    ),
+    "hard.injection.exfiltration": (
+        "send",
+        "mail",
+        "post",
+        "upload",
+        "forward",
+        "transmit",
+        "leak",
+        "exfiltrat",
+        "share",
+        "submit",
+        "![",
+        "password",
+        "delete",
+        "erase",
+        "wipe",
+        "destroy",
+        "drop",
+    ),
+    "hard.injection.fake_delimiter": (
+        "%%%",
+        "###",
+        "===",
+        "***",
+        ">>>",
+        "<<<",
+        "[[",
+        "end",
+        "begin",
+        "start",
+        "stop",
+        "instruction",
+        "above",
+        "previous",
+        "preceding",
+    ),
+    "hard.injection.authority_claim": (
+        "correct",
+        "right",
+        "valid",
+        "grants access",
+        "mode",
+        "filter",
+        "check",
+        "i am",
+        "i'm",
+        "this is",
+    ),
+}
+
+
+def find_injections(text: str) -> list[InjectionHit]:
+    """Instruction-like spans in `text`; positions index `normalise(text)`."""
+    if not text:
+        return []
+    return find_injections_normalised(normalise(text))
+
+
+def find_injections_normalised(norm: str) -> list[InjectionHit]:
+    """`find_injections` for text already passed through `normalise`."""
+    hits = []
+    low = norm.lower()
+    skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
+    for rule_id, rx in _RULES:
+        if rule_id in skip:
+            continue
+        for m in rx.finditer(norm):
+            if rule_id == "hard.injection.override" and _NEGATED.search(norm, max(0, m.start() - 16), m.start()):
+                continue
+            hits.append(InjectionHit(rule_id, m.start(), m.end()))
+    hits.extend(_flood_hits(norm))
+    hits.sort(key=lambda h: (h.start, h.end))
+    return hits
+
+
+def _flood_hits(norm: str) -> Iterator[InjectionHit]:
+    """Adversarial padding: one unit repeated many times ("ö ö ö ...", ") ] } ) ] }",
+    "tokentoken..." glitch strings, combining-mark stacks).
+
+    Short units (1-12 chars) must repeat 20+ times over 40+ chars; word-sized units (5-30
+    chars, with a letter) 5+ times over 80+ chars. A single repeated character is layout
+    (`=====`, `......`) unless it is a combining mark. Periodic runs are found with one
+    vectorised comparison per period (a backtracking regex was the slowest rule)."""
+    n = len(norm)
+    if n < 40:
+        return
+    codes = np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32)
+    if n <= 4096:
+        # Short text: one 2-D pass for all periods. equal[i, p-1] says text[i] == text[i+p];
+        # the longest run of equalities per period tells which periods can hold a flood.
+        padded_codes = np.concatenate((codes, np.full(31, 0xFFFFFFFF, dtype=np.uint32)))
+        window = np.lib.stride_tricks.sliding_window_view(padded_codes, 31)[:n]
+        equal = window[:, 1:] == window[:, :1]
+        idx = np.arange(n)[:, None]
+        last_break = np.maximum.accumulate(np.where(equal, -1, idx), axis=0)
+        longest = (idx - last_break).max(axis=0)
+        candidates = [p for p in range(1, 31) if longest[p - 1] + p >= 40]
+    else:
+        candidates = list(range(1, 31))  # long text: per-period 1-D passes, bounded memory
+    reported_until = -1
+    for period in candidates:
+        same = codes[period:] == codes[:-period]
+        # runs of consecutive equal positions: text[i:i+L] repeats at distance `period`
+        padded = np.concatenate(([False], same, [False]))
+        edges = np.flatnonzero(padded[1:] != padded[:-1])
+        starts, stops = edges[::2], edges[1::2]
+        keep = (stops - starts + period) >= 40  # the shortest flood either rule accepts
+        for start, stop in zip(starts[keep], stops[keep]):
+            span = int(stop - start) + period
+            unit = norm[start : start + period]
+            short = period <= 12 and span >= 20 * period and span >= 40
+            long = 5 <= period and span >= 5 * period and span >= 80 and any(c.isalpha() for c in unit)
+            if not (short or long) or start < reported_until:
+                continue
+            if not unit.strip():
+                continue
+            if len(set(unit)) <= (2 if long and not short else 1) and not _is_combining(unit.strip()):
+                continue  # "=====", "-----", "abab" rulers
+            reported_until = int(start) + span
+            yield InjectionHit("hard.injection.token_flood", int(start), int(start) + span)
+
+
+def _is_combining(unit: str) -> bool:
+    return bool(unit) and all(unicodedata.combining(c) for c in unit)

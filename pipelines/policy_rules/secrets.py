@@ -1,0 +1,736 @@
+"""Credential detection for memory writes.
+
+Layers, most specific first:
+
+1. Vendor token formats. detect-secrets' format-specific plugins (AWS, GitHub, GitLab,
+   Slack, Stripe, JWT, ...) are used through their `denylist` regexes; its entropy and
+   keyword plugins are not, because `scan_line` reports every high-entropy candidate
+   without applying the entropy limit and flags ordinary prose. Formats detect-secrets does
+   not know (Anthropic, Hugging Face, Google, GitHub fine-grained, 1Password, ...) are
+   regexes of the vendors' published prefixes. A match embedded in a longer word, or whose
+   body is a placeholder run ("ghp_xxxx..."), does not count.
+2. Structural credentials: PEM private keys, `scheme://user:pass@host`, Authorization /
+   Bearer / Basic headers, `curl -u user:pass`.
+3. Keyword assignments (`password = "..."`, `api_key: ...`, `"token": "..."`, escaped JSON
+   and HTML-escaped forms too): a secret keyword in the name and a value that is a
+   literal, not a placeholder, template, variable reference, hash or code expression.
+   Token/key-like names also need a value that looks generated (our own entropy limit).
+4. Plain-sentence secrets, which no code scanner looks for: "my wifi password is
+   BlueFalcon!2024", "the PIN is 4921", "door code: 0000", card numbers (Luhn-checked,
+   with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN".
+5. Long generated-looking tokens anywhere (mixed case + digits, entropy >= 4.5 bits/char,
+   detect-secrets' base64 limit applied by us; hex alone never, commit ids are common).
+
+Every hit is a (rule_id, start, end) span over the original text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pipelines.policy_rules.text import char_classes, shannon_entropy
+
+
+@dataclass(frozen=True, slots=True)
+class SecretHit:
+    rule_id: str
+    start: int
+    end: int
+
+
+# --------------------------------------------------------------------------- vendors
+
+# detect-secrets plugin class name -> our rule id.
+_DETECT_SECRETS_PLUGINS: dict[str, str] = {
+    "AWSKeyDetector": "hard.secret.aws_key",
+    "ArtifactoryDetector": "hard.secret.artifactory",
+    "AzureStorageKeyDetector": "hard.secret.azure_storage_key",
+    "CloudantDetector": "hard.secret.cloudant",
+    "DiscordBotTokenDetector": "hard.secret.discord_token",
+    "GitHubTokenDetector": "hard.secret.github_token",
+    "GitLabTokenDetector": "hard.secret.gitlab_token",
+    "IbmCloudIamDetector": "hard.secret.ibm_cloud_iam",
+    "IbmCosHmacDetector": "hard.secret.ibm_cos_hmac",
+    "JwtTokenDetector": "hard.secret.jwt",
+    "MailchimpDetector": "hard.secret.mailchimp_key",
+    "NpmDetector": "hard.secret.npm_token",
+    "OpenAIDetector": "hard.secret.openai_key",
+    "PypiTokenDetector": "hard.secret.pypi_token",
+    "SendGridDetector": "hard.secret.sendgrid_key",
+    "SlackDetector": "hard.secret.slack_token",
+    "SoftlayerDetector": "hard.secret.softlayer",
+    "SquareOAuthDetector": "hard.secret.square_oauth",
+    "StripeDetector": "hard.secret.stripe_key",
+    "TelegramBotTokenDetector": "hard.secret.telegram_token",
+    "TwilioKeyDetector": "hard.secret.twilio_key",
+}
+
+
+@lru_cache(maxsize=1)
+def _detect_secrets_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """The format regexes of detect-secrets' vendor plugins (loaded once).
+
+    We use the compiled `denylist` patterns rather than `analyze_string`, which returns
+    capture groups (e.g. only "ghp" for a GitHub token) instead of spans."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    patterns: list[tuple[str, re.Pattern[str]]] = []
+    for name, rule_id in _DETECT_SECRETS_PLUGINS.items():
+        cls = by_name.get(name)
+        if cls is None:
+            continue
+        for rx in getattr(cls, "denylist", ()):
+            if isinstance(rx, re.Pattern):
+                patterns.append((rule_id, rx))
+    return tuple(patterns)
+
+
+# Published token prefixes not covered by detect-secrets (formats, not example values).
+_VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (rule_id, re.compile(pattern))
+    for rule_id, pattern in (
+        ("hard.secret.anthropic_key", r"sk-ant-(?:api|admin)\d{2}-[A-Za-z0-9_\-]{80,}"),
+        ("hard.secret.openai_key", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{40,}"),
+        ("hard.secret.openai_key", r"sk-[A-Za-z0-9]{48}"),
+        ("hard.secret.github_token", r"github_pat_[A-Za-z0-9_]{70,}"),
+        ("hard.secret.github_token", r"gh[pousr]_[A-Za-z0-9]{30,}"),
+        ("hard.secret.gitlab_token", r"glpat-[A-Za-z0-9_\-]{20,}"),
+        ("hard.secret.huggingface_token", r"hf_[A-Za-z]{34}"),  # weak: body checked
+        ("hard.secret.google_api_key", r"AIza[0-9A-Za-z_\-]{35}"),
+        ("hard.secret.google_oauth", r"ya29\.[0-9A-Za-z_\-]{30,}"),
+        ("hard.secret.onepassword_token", r"ops_eyJ[A-Za-z0-9+/=_\-]{40,}"),
+        ("hard.secret.onepassword_secret_key", r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{5}-){4}[A-Z0-9]{5}"),
+        ("hard.secret.sourcegraph_token", r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}"),
+        ("hard.secret.notion_token", r"ntn_[0-9]{11}[A-Za-z0-9]{35}"),
+        ("hard.secret.notion_token", r"secret_[A-Za-z0-9]{43}"),
+        ("hard.secret.slack_webhook", r"hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{40,}"),
+        ("hard.secret.vault_token", r"hv[sb]\.[A-Za-z0-9_\-]{90,}"),
+        ("hard.secret.vault_token", r"s\.[A-Za-z0-9]{24}"),
+        ("hard.secret.intra42_secret", r"s-s4t2(?:ud|af)-[a-f0-9]{64}"),
+        ("hard.secret.azure_client_secret", r"[A-Za-z0-9_~.\-]{3}\dQ~[A-Za-z0-9_~.\-]{31,34}"),
+        ("hard.secret.facebook_token", r"EAA[MC][A-Za-z0-9]{100,}"),
+        ("hard.secret.facebook_token", r"\d{15,16}\|[A-Za-z0-9_\-]{27}"),
+        ("hard.secret.stripe_key", r"[rs]k_(?:live|test)_[0-9a-zA-Z]{24,}"),
+        ("hard.secret.shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+        ("hard.secret.digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
+        ("hard.secret.npm_token", r"npm_[A-Za-z0-9]{36}"),
+        ("hard.secret.pypi_token", r"pypi-AgE[A-Za-z0-9_\-]{50,}"),
+        ("hard.secret.sendgrid_key", r"SG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}"),
+        ("hard.secret.nats_nkey", r"S[UOACNX][A-Z0-9]{56}"),
+        ("hard.secret.age_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+    )
+)
+
+# --------------------------------------------------------------------------- structural
+
+_PEM_PRIVATE = re.compile(r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,200})")
+_URL_CREDENTIALS = re.compile(
+    r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://(?P<user>[^\s:/@'\"<>]{0,64}):(?P<pw>[^\s@/'\"<>]{1,128})@[\w\-\[%]"
+)
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(?:proxy-)?authori[sz]ation\b[\\\"'\]]{0,3}\s*[:=,]\s*[\\\"']{0,2}\s*"
+    r"(?:(?P<scheme>[A-Za-z][\w\-]{1,20})\s+)?(?P<value>[A-Za-z0-9._~+/=\-:]{8,})"
+)
+_SCHEME_TOKEN = re.compile(
+    r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)\s+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
+)
+_CURL_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)[\s=]*(?P<cred>\"[^\"\n]*\"(?::\"[^\"\n]*\")?|'[^'\n]*'|\S+)")
+
+# --------------------------------------------------------------------------- keywords
+
+_PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|contrase[nñ]a|senha|kennwort|secret"
+_TOKEN_WORDS = (
+    r"token|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?key|private[_\-]?key|"
+    r"client[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|credentials?|"
+    r"auth|nkey|key|session[_\-]?id|cookie"
+)
+_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})s?(?![a-z])")
+_PASSWORD_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})s?")
+# Lower-case words a keyword may be glued to ("apikey", "secretkey", "userpassword").
+_GLUE_PREFIXES = frozenset(
+    """api auth access secret private client consumer session master app db admin root user
+    bot ssh gpg pgp encryption signing refresh bearer oauth pass my new old sa service account
+    database redis mysql postgres pg mongo smtp mail ftp sftp ldap vault hmac webhook x
+    """.split()
+)
+_NAME_CHARS = re.compile(r"[\w.\-$@]")
+_QUOTE = r"(?:\\?[\"'`]|&#3[49];|&quot;|&apos;)"
+_ASSIGN = re.compile(
+    rf"(?P<close>(?:{_QUOTE}|\]|\[\d*\]|\)){{0,3}})[ \t]*"
+    r"(?P<op>:=|=>|->|\+=|\|\|=|\?\?=|===?|!==?|:|=|\((?=[ \t]*[@rbuRBU]{0,2}[\"'`])|[ \t])"
+    r"[ \t]*(?:\[[ \t]*|\{[ \t]*)?"
+    rf"(?:[@rbuRBU]{{0,2}}(?P<q>{_QUOTE})(?P<qval>.{{0,300}}?)(?P=q)"
+    r"|(?P<val>[^\s,;\"'`<>&|]{1,300}))"
+)
+_REVERSE_COMPARE = re.compile(
+    rf"(?P<q>[\"'`])(?P<qval>[^\"'`\n]{{4,200}})(?P=q)\s*(?:===?|!==?)\s*[\w.]*?(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})",
+    re.IGNORECASE,
+)
+# A name whose part after the keyword describes a credential instead of holding one.
+_DESCRIPTIVE_TAIL = re.compile(
+    r"(?i)^(?:s?(?:[_\-.]|(?<=[a-z])(?=[A-Z])))?.*?(?:ids?|names?|types?|urls?|uris?|endpoints?|paths?|"
+    r"files?|filename|dir|length|len|size|count|field|column|col|table|format|mode|polic(?:y|ies)|"
+    r"expiry|expires|expiration|validity|timeout|ttl|header|label|prompt|placeholder|hint|"
+    r"regex|re|pattern|required|enabled|disabled|min|max|version|provider|strategy|method|"
+    r"algorithm|alg|source|store|manager|class|kind|env|var|variable|prefix|suffix|"
+    r"reset|changed|change|hash|hashed|digest|salt|rounds|iterations|limit|lifetime|age|"
+    r"duration|period|location|loc|template|schema|generator|strength|rules|index|valid|"
+    r"invalid|error|errors|message|msg|text|input|validator|helper|handler|service|client|"
+    r"repository|repo|util|utils|widget|box|form|dialog|button|screen|page|view|controller|"
+    r"component|param|params|flag|code|complexity|configuration|config|request|response|"
+    r"result|results|value_?type|spec|test|tests|mock|stub|fixture|func|fn|callback|cb|"
+    r"count|exists|missing|check|checker|verify|verifier|encoder|decoder|parser|reader|"
+    r"writer|builder|factory|options|opts|settings|usage|policy|rotation|path|vault|"
+    r"store|storage|holder|slot|ref|reference|location|sha|md5|bits|padding|mask|pair|"
+    r"usages|alias|aliases|endpoint|server|host|port|scope|scopes|audience|issuer|claim|"
+    r"claims|format)$"
+)
+_PLACEHOLDER_VALUE = re.compile(
+    r"(?ix)^(?:"
+    r"\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?[sdv]?|%[A-Z_]+%|\{\{.*\}\}|\{[\w.\-]*\}|<[^>]*>|"
+    r"\[[^\]]*\]|\(\(.*\)\)|"
+    r"[x*•·.#_\-?]+|(.)\1{2,}|0x[0-9a-f]+|"
+    r".*(?:example|placeholder|changeme|change_me|dummy|fake|sample|redacted|masked|"
+    r"your[_\-\s]?(?:password|pass|token|key|secret|api)|insert|replace|xxxx|\*\*\*|todo|fixme|not_?set|"
+    r"secret_?here|key_?here|_here$).*"
+    r")$"
+)
+_NON_SECRET_WORDS = frozenset(
+    """
+    password passwd pass pwd pw secret secrets token tokens key keys apikey api_key auth
+    credential credentials null none nil undefined true false yes no on off string str
+    int integer bool boolean number empty blank default value values required optional
+    object any test testing tests foo bar baz qux foobar hidden unknown invalid valid new
+    old current self this that it env environ config settings param params args kwargs data
+    input text plain hash bcrypt sha256 md5 argon2 base64 utf8 ascii json xml yaml header
+    bearer basic digest ntlm oauth oauth2 jwt session cookie login logout signin wrong
+    incorrect bad secure mypassword mysecret mytoken demo guest
+    """.split()
+)
+_TEST_VALUE = re.compile(
+    r"(?i)^(?:(?:test|new|my|old|some|default|dummy|fake|sample|temp|tmp|the)?[-_]?"
+    r"(?:test|pass|passw(?:or)?d|pwd|pw|secret|s3cr3t|key|token)|foo|bar|baz|demo|sample|user|abc|qwerty)"
+    r"[-_]?\d{0,6}$"
+)
+_HASHED_VALUE = re.compile(
+    r"^(?:\$(?:2[abxy]?|1|5|6|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
+)
+_CODE_REFERENCE = re.compile(
+    r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr.path
+    r"|.*[(){}\[\]&].*"  # calls, subscripts, literals, references
+    r"|(?:process\.env|os\.environ|getenv|ENV|System\.getenv).*"
+    r"|@?[a-z]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # identifiers
+    r"|[A-Z][a-z]+(?:[A-Z][a-z0-9]+)+"  # PascalCase type names
+    r"|[\w.]+\?)$"
+)
+
+# --------------------------------------------------------------------------- sentences
+
+_SENTENCE_KEYWORD = re.compile(
+    r"(?ix)\b(?P<kw>"
+    r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
+    r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
+    r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm)\s?codes?|"
+    r"combination|seed\s?phrase|recovery\s?phrase|mnemonic|security\s?answer|"
+    r"(?:api|access|secret|private)\s?key|(?:auth|access|api|bearer)\s?token"
+    r")\b"
+    r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
+    r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
+    r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|is|was|are|=|:|-|became|reads)[ \t]*"
+    r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]"
+    r"|(?P<val>[^\s\"'`]{1,100}))"
+)
+_STATUS_WORDS = frozenset(
+    """
+    a an the my your his her our their its this that these those it not no none
+    correct incorrect wrong right weak strong required optional expired invalid valid
+    missing empty blank long short secure insecure unknown same different changed reset
+    set saved stored hidden encrypted hashed sensitive case-sensitive too very still now
+    also only being in on at for by with from protected needed mandatory displayed shown
+    visible managed rotated shared compromised leaked taken good bad fine ok okay great
+    simple complex easy hard secret private personal kept written there here changing
+    expiring case what where which who how why when and or but if then so as is was be
+    been being enabled disabled active inactive locked unlocked working broken lost
+    forgotten known available printed written located attached included listed
+    """.split()
+)
+_DIGIT_OR_SYMBOL = re.compile(r"[0-9!@#$%^&*+=~?]")
+
+_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CARD_CONTEXT = re.compile(
+    r"(?i)\b(?:card|visa|mastercard|master card|amex|american express|credit|debit|cc|cvv|discover)\b"
+)
+_SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
+_SSN_CONTEXT = re.compile(r"(?i)\b(?:ssn|social security|social insurance|sin number)\b")
+
+_HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/_\-$])")
+_TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """All credential-looking spans in `text`, de-duplicated, in order of position."""
+    if not text:
+        return []
+    hits: list[SecretHit] = []
+    hits.extend(_vendor_hits(text))
+    hits.extend(_structural_hits(text))
+    hits.extend(_keyword_hits(text))
+    hits.extend(_sentence_hits(text))
+    hits.extend(_number_hits(text))
+    hits.extend(_high_entropy_hits(text))
+    return _dedupe(hits)
+
+
+def _dedupe(hits: list[SecretHit]) -> list[SecretHit]:
+    seen: set[tuple[int, int]] = set()
+    out = []
+    for h in sorted(hits, key=lambda h: (h.start, -(h.end - h.start))):
+        if (h.start, h.end) in seen:
+            continue
+        seen.add((h.start, h.end))
+        out.append(h)
+    return out
+
+
+# --------------------------------------------------------------------------- layer 1
+
+
+# Formats with a short or no fixed prefix: the body must also look generated, so
+# "s.DefaultListableBeanFactory" or "hf_requiredCharacteristicTypes" do not count.
+_WEAK_FORMATS = frozenset(
+    {
+        "hard.secret.vault_token",
+        "hard.secret.huggingface_token",
+        "hard.secret.azure_client_secret",
+        "hard.secret.facebook_token",
+        "hard.secret.notion_token",
+        "hard.secret.mailchimp_key",
+    }
+)
+
+
+def _vendor_hits(text: str) -> Iterator[SecretHit]:
+    for rule_id, pattern in (*_detect_secrets_patterns(), *_VENDOR_PATTERNS):
+        for m in pattern.finditer(text):
+            start, end = _trim(text, m.start(), m.end())
+            if end - start < 8 or _embedded(text, start):
+                continue
+            token = text[start:end]
+            if rule_id == "hard.secret.jwt":
+                end = start + len(re.match(r"[A-Za-z0-9_\-.+/=]*", text[start:]).group())
+                token = text[start:end]
+                if len(token) < 30 or len(token.split(".")[0]) < 10:
+                    continue
+            # Format-valid fillers ("AKIAZZZZ...", "ghp_xxxx...") stay blocked: a hard block
+            # errs on the side of blocking and such a memory has no value. Keyboard walks
+            # ("...abcdefghijklmnop...") are documentation, not keys.
+            if _is_sequential(token):
+                continue
+            if rule_id in _WEAK_FORMATS and not _random_body(token):
+                continue
+            if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
+                continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
+            yield SecretHit(rule_id, start, end)
+
+
+def _random_body(token: str) -> bool:
+    body = re.sub(r"^(?:[a-z]{1,4}[_.\-]|[A-Z]{2,4}(?=[A-Za-z0-9]))", "", token)
+    if re.search(r"[a-z]{10,}|[A-Z]{12,}", body) or _is_placeholder_token(body):
+        return False
+    return shannon_entropy(body) >= 3.3 and char_classes(body) >= 2
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """Drop the delimiters some detect-secrets patterns include (spaces, quotes, `=`)."""
+    while start < end and text[start] in " \t\r\n\"'=:":
+        start += 1
+    while end > start and text[end - 1] in " \t\r\n\"'":
+        end -= 1
+    return start, end
+
+
+def _embedded(text: str, start: int) -> bool:
+    """True when the match starts inside a longer alphanumeric run ("TODAYINASIA...").
+    The end is not checked: fixed-length format regexes legitimately stop mid-token."""
+    return start > 0 and text[start - 1].isalnum()
+
+
+def _is_placeholder_token(token: str) -> bool:
+    """Format-valid tokens that are documentation fillers: "ghp_xxxxxxxx...", "AKIAXXXX..."."""
+    body = re.sub(r"^[A-Za-z0-9]{2,6}[_\-.]", "", token)
+    if re.search(r"(?i)x{6,}", body):
+        return True
+    if body and max(body.count(c) for c in set(body)) > 0.6 * len(body):
+        return True
+    low = token.lower()
+    return "example" in low and "examplekey" not in low or "placeholder" in low
+
+
+# --------------------------------------------------------------------------- layer 2
+
+
+def _structural_hits(text: str) -> Iterator[SecretHit]:
+    for m in _PEM_PRIVATE.finditer(text):
+        body = m.group("body")
+        if body.strip() and not body.lstrip().startswith("-----END"):
+            yield SecretHit("hard.secret.private_key", m.start(), m.end())
+    for m in _URL_CREDENTIALS.finditer(text):
+        if _is_password_value(m.group("pw"), quoted=True):
+            yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
+    for m in _AUTH_HEADER.finditer(text):
+        value = m.group("value")
+        scheme = (m.group("scheme") or "").lower()
+        if scheme == "basic":
+            ok = len(value) >= 8 and not _is_placeholder(value) and not _is_placeholder_token(value)
+        else:
+            ok = _looks_generated(value, min_len=10)
+        if ok:
+            yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
+    for m in _SCHEME_TOKEN.finditer(text):
+        value = m.group("value")
+        if m.group("scheme").lower() == "basic":
+            ok = (
+                re.fullmatch(r"[A-Za-z0-9+/]{8,}={0,2}", value) is not None
+                and re.search(r"[0-9+/=]|[a-z][A-Z]", value) is not None  # not "basic understanding"
+                and not _is_placeholder(value)
+            )
+        else:
+            ok = _looks_generated(value, min_len=12)
+        if ok and not _is_placeholder_token(value):
+            yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
+    for m in _CURL_USER.finditer(text):
+        cred = m.group("cred").replace('"', "").replace("'", "").strip("{}")
+        user, _, pw = cred.partition(":")
+        value = pw.strip("{}") or user.strip("{}")
+        if value and _is_password_value(value, quoted=True):
+            at = text.find(value, m.start("cred"))
+            at = m.start("cred") if at < 0 else at
+            yield SecretHit("hard.secret.url_credentials", at, at + len(value))
+
+
+# --------------------------------------------------------------------------- layer 3
+
+
+def _keyword_hits(text: str) -> Iterator[SecretHit]:
+    done_until = -1
+    for k in _KW.finditer(text):
+        if k.start() < done_until:
+            continue  # a second keyword inside a name already judged ("secret_key")
+        name_start = _name_start(text, k.start())
+        if not _keyword_stands_alone(text, name_start, k.start()):
+            continue
+        name_end = k.end()
+        while name_end < len(text) and _NAME_CHARS.match(text[name_end]) and name_end - k.end() < 40:
+            name_end += 1
+        done_until = name_end
+        name = text[name_start:name_end]
+        kws = [m for m in _KW.finditer(name) if _keyword_stands_alone(name, 0, m.start())]
+        last = kws[-1] if kws else k
+        tail = name[last.end() :] if kws else text[k.end() : name_end]
+        if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|csrf|xsrf|nonce", name):
+            continue
+        password_like = any(_PASSWORD_KW.fullmatch(m.group()) for m in kws) or bool(_PASSWORD_KW.fullmatch(k.group()))
+        bare_key = not password_like and all(m.group().lower() in ("key", "keys") for m in kws or [k])
+        hit = _assignment_value(text, name_end, password_like, bare_key)
+        if hit is not None:
+            yield hit
+    for m in _REVERSE_COMPARE.finditer(text):
+        value = m.group("qval")
+        if _is_password_value(value, quoted=True):
+            yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
+
+
+def _name_start(text: str, kw_start: int) -> int:
+    i = kw_start
+    while i > 0 and _NAME_CHARS.match(text[i - 1]) and kw_start - i < 60:
+        i -= 1
+    return i
+
+
+def _keyword_stands_alone(text: str, name_start: int, kw_start: int) -> bool:
+    """The keyword starts a word, a name segment or a camelCase hump, or is glued to a
+    known prefix ("apikey"); "monkey" and "Authentication" do not count."""
+    if kw_start == 0 or not text[kw_start - 1].isalpha():
+        return True
+    if text[kw_start].isupper() and text[kw_start - 1].islower():
+        return True
+    j = kw_start
+    while j > name_start and text[j - 1].isalpha() and text[j - 1].islower() == text[kw_start].islower():
+        j -= 1
+    if j > name_start and text[kw_start].islower() and text[j - 1].isupper():
+        j -= 1  # "Apitoken": a capitalised glued prefix
+    return text[j:kw_start].lower() in _GLUE_PREFIXES
+
+
+_CODE_WORDS = frozenset(
+    "await async new function lambda yield return this self null nil none true false get "
+    "require import typeof sizeof const let var def fn func static final string".split()
+)
+
+
+def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool = False) -> SecretHit | None:
+    a = _ASSIGN.match(text, pos)
+    value = None
+    if a is not None:
+        op = a.group("op")
+        quoted = a.group("qval") is not None
+        value = a.group("qval") if quoted else a.group("val")
+        start = a.start("qval") if quoted else a.start("val")
+        if quoted and value is not None and ("\n" in value or len(value) > 200):
+            value = None
+        if op == "(" and password_like:
+            value = None  # CheckPassword("alice", ...): the first argument is not the password
+        if ")" in a.group("close"):
+            value = None  # f(password): x -- code, not an assignment
+        if value is not None and not quoted:
+            if op.strip() == "" and not _config_style_name(text, pos):
+                value = None
+            elif value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", text[a.end("val") :]):
+                value = None  # an expression: "secret = await ...", "pw = getpass()"
+            elif re.match(r"[ \t]+[A-Za-z`]", text[a.end("val") :]) and not re.match(
+                r"[ \t]+[\w.\-]+=", text[a.end("val") :]
+            ):
+                value = None  # prose: ":param client_secret: The secret paired to ..."
+        if value:
+            if not quoted:
+                stripped = value.rstrip(".)]}")
+                value = stripped or value
+            if password_like:
+                ok = _is_password_value(value, quoted=quoted)
+            elif bare_key:
+                ok = _is_bare_key_value(value, quoted=quoted)
+            else:
+                ok = _is_token_value(value, quoted=quoted)
+            if ok:
+                return SecretHit("hard.secret.keyword_assignment", start, start + len(value))
+    if password_like or bare_key or a is None or (value is not None and value[:1] not in "{[\\"):
+        return None
+    # Token-like names whose value is wrapped (escaped JSON, nested objects): the first
+    # generated-looking token on the same line within reach of the assignment.
+    line_end = text.find("\n", pos)
+    window_end = min(len(text) if line_end < 0 else line_end, pos + 160)
+    for t in _TOKENISH.finditer(text, pos, window_end):
+        token = t.group().strip(".=")
+        if token.startswith("/") or token.count("/") >= 2 or "www." in token:
+            continue  # paths and URLs
+        if _looks_generated(token, min_len=12) and not _is_placeholder_token(token):
+            return SecretHit("hard.secret.keyword_assignment", t.start(), t.start() + len(token))
+    return None
+
+
+def _config_style_name(text: str, pos: int) -> bool:
+    """`POSTGRES_PASS P4ss...` style (name then space then value) only for names that
+    look like configuration keys (upper case or with underscores), not prose words."""
+    start = _name_start(text, pos)
+    name = text[start:pos]
+    return "_" in name or (name.isupper() and len(name) > 3)
+
+
+def _is_bare_key_value(value: str, *, quoted: bool) -> bool:
+    """`key = ...` alone names keys of maps and caches far more often than credentials:
+    only a long generated-looking value counts."""
+    v = value.strip()
+    if not re.fullmatch(r"[A-Za-z0-9+/=_\-]{16,}", v):
+        return False
+    letters = sum(c.isalpha() for c in v)
+    digits = sum(c.isdigit() for c in v)
+    return letters >= 2 and digits >= 2 and _is_token_value(v, quoted=quoted)
+
+
+def _is_placeholder(value: str) -> bool:
+    v = value.strip()
+    if not v:
+        return True
+    if v.lower() in _NON_SECRET_WORDS:
+        return True
+    return bool(_PLACEHOLDER_VALUE.match(v))
+
+
+# Values that stand for "no password here" when assigned to a password name.
+_PASSWORD_PLACEHOLDERS = frozenset(
+    """
+    password passwd pwd secret token null none nil undefined true false yes no on off
+    string str empty blank required optional default value values hidden redacted masked
+    changeme placeholder example your_password yourpassword your-password xxx
+    """.split()
+)
+
+
+def _is_password_value(value: str, *, quoted: bool) -> bool:
+    """A literal assigned to a password name: not a placeholder, template, reference, hash,
+    flag or phrase. Weak literals ("pass", "foo", "user1") still count: in a memory there is
+    no telling a test fixture from a real credential, and a hard block errs on blocking."""
+    v = value.strip()
+    if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"`":
+        v = v[1:-1]  # nested quoting: `'$DOCKER_PASSWORD'`
+    if len(v) < 3 or len(v) > 128 or v.lower() in _PASSWORD_PLACEHOLDERS:
+        return False
+    if _PLACEHOLDER_VALUE.match(v) or _is_placeholder_token(v):
+        return False
+    if re.search(r"\s", v) or "://" in v or _HASHED_VALUE.match(v):
+        return False  # phrases ("Enter previous password: "), URLs, password hashes
+    if not re.search(r"[A-Za-z0-9]", v):
+        return False  # punctuation only, or not Latin at all
+    if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)):
+        return False  # variables, constants, expressions
+    if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
+        return False  # "session.secret": a dotted name, not a value
+    if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
+        return False  # lengths, durations, small numbers, flags
+    return True
+
+
+def _is_token_value(value: str, *, quoted: bool) -> bool:
+    v = value.strip()
+    if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
+        return False
+    if not quoted and (re.search(r"[(){}\[\]&]", v) or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
+        return False
+    if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
+        return False  # "ed25519.PrivateKey": a qualified name
+    return _looks_generated(v, min_len=10)
+
+
+def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
+    """Long enough, mixed characters, and enough entropy to be a generated credential."""
+    v = value.strip().strip("=")
+    if len(v) < min_len or _is_placeholder(v) or re.search(r"\s", v):
+        return False
+    if re.fullmatch(r"\d+", v):
+        return False
+    if re.fullmatch(r"[A-Za-z]+(?:[_\-.][A-Za-z]+)*", v):
+        return False  # words and identifiers: "session_secret", "mqtt-token"
+    if _is_sequential(v):
+        return False
+    entropy = shannon_entropy(v)
+    hex_like = bool(re.fullmatch(r"[0-9a-fA-F\-]+", v))
+    if strict:
+        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
+        # detect-secrets (4.5); hex needs context, commit ids and hashes are common.
+        if hex_like:
+            return False
+        return (
+            len(v) >= 24
+            and char_classes(v) >= 3
+            and sum(c.isdigit() for c in v) >= 2
+            and entropy >= 4.5
+            and not re.search(r"[a-z]{7,}|[A-Z]{7,}", v)
+        )
+    if hex_like:
+        return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
+    enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
+    return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+
+
+def _is_sequential(v: str) -> bool:
+    """ "abcdefgh...", "12345678...": keyboard-walk fillers, not generated values."""
+    low = v.lower()
+    run = best = 1
+    for a, b in zip(low, low[1:]):
+        run = run + 1 if ord(b) - ord(a) == 1 else 1
+        best = max(best, run)
+    return best >= 8
+
+
+# --------------------------------------------------------------------------- layer 4
+
+
+_BARE_PIN = re.compile(
+    r"(?i)\b(?:pin(?:\s?code)?|passcode|(?:door|gate|alarm|safe|garage|keypad|locker)\s?code)\s*(?:#|no\.?)?\s*"
+    r"(?P<val>\d{4,8})\b(?![.,]\d)"
+)
+
+
+def _sentence_hits(text: str) -> Iterator[SecretHit]:
+    for m in _BARE_PIN.finditer(text):
+        yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
+    for m in _SENTENCE_KEYWORD.finditer(text):
+        quoted = m.group("qval") is not None
+        value = m.group("qval") if quoted else m.group("val")
+        start = m.start("qval") if quoted else m.start("val")
+        if not quoted:
+            value = value.rstrip(".,;:!?)]}")
+            if not value:
+                continue
+        kw = m.group("kw").lower()
+        if _sentence_value_is_secret(text, value, quoted, kw, start + len(value), m.group("verb")):
+            yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+
+
+def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
+    low = value.lower()
+    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
+    if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
+        return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
+    if low in _STATUS_WORDS or _is_placeholder(value) or _TEST_VALUE.match(value):
+        return False
+    if not re.search(r"[A-Za-z0-9]", value) or _HASHED_VALUE.match(value) or re.match(r"[$&({\[<%=]", value):
+        return False
+    if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
+        return False
+    if not quoted and re.search(r"[(){}\[\]]", value):
+        return False
+    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
+    if numeric_kw:
+        digits = re.sub(r"[\s\-]", "", value)
+        if digits.isdigit():
+            return 3 <= len(digits) <= 12
+        return quoted or (bool(_DIGIT_OR_SYMBOL.search(value)) and len(value) >= 4)
+    if len(value) < 4:
+        return False
+    if quoted:
+        return True
+    if _DIGIT_OR_SYMBOL.search(value) or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)):
+        return not _CODE_REFERENCE.match(value) or bool(_DIGIT_OR_SYMBOL.search(value))
+    # A bare lowercase word is a password only when the sentence ends right after it
+    # ("the password is swordfish."), not in "the password is kept in 1Password", and
+    # not after "set to" ("the password is set to expire").
+    if re.search(r"\bto$", verb.strip()):
+        return False
+    rest = text[end : end + 2]
+    return value.isalpha() and (rest == "" or rest[0] in ".!;,\n" or rest.startswith(" \n"))
+
+
+def _number_hits(text: str) -> Iterator[SecretHit]:
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"\D", "", m.group())
+        if not 13 <= len(digits) <= 19 or not _luhn_ok(digits):
+            continue
+        grouped = bool(re.fullmatch(r"\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}", m.group()))
+        context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
+        if grouped or context:
+            yield SecretHit("hard.secret.payment_card", m.start(), m.end())
+    for m in _SSN.finditer(text):
+        if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
+            yield SecretHit("hard.secret.national_id", m.start(), m.end())
+
+
+def _luhn_ok(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+# --------------------------------------------------------------------------- layer 5
+
+
+def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
+    """Long random-looking tokens anywhere, with the entropy limit applied here."""
+    for m in _HIGH_ENTROPY_TOKEN.finditer(text):
+        token = m.group()
+        if token.count("/") >= 2 and not re.search(r"[+=]", token):
+            continue  # a path or URL segment
+        if token.startswith(("pk_live_", "pk_test_")):
+            continue  # publishable keys are public by design
+        if _looks_generated(token, min_len=24, strict=True):
+            yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
