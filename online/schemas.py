@@ -24,6 +24,13 @@ K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
 RecallMode = Literal["inject", "catalog", "hybrid"]
 ScopeKind = Literal["session", "project", "user", "org"]
 
+# Request bodies reject unknown fields, but Litestar does not derive `additionalProperties:
+# false` from `forbid_unknown_fields`; this says it in the OpenAPI schema (Litestar applies
+# the `extra` of msgspec's extra_json_schema to the generated schema). Controllers put
+# CLOSED_OBJECT on their `data` bodies (`Body(schema_extra=CLOSED_OBJECT)`).
+CLOSED_OBJECT = {"additional_properties": False}
+CallerIdentity = Annotated[Identity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
+
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Base of every request body: unknown fields are an error, not silently dropped."""
@@ -36,7 +43,7 @@ class TurnRequest(Request):
     """Capture one chat turn. Assistant turns are parsed for memory proposals (tool call,
     `<MEMORY_PROPOSALS_JSON>` block, narrated `memory_save(...)`), each governed by the policy."""
 
-    identity: Identity
+    identity: CallerIdentity
     role: Literal["user", "assistant"]
     text: Text
     tool_calls: Annotated[list[dict[str, Any]], Meta(max_length=50)] | None = None
@@ -70,7 +77,7 @@ class TurnResponse(msgspec.Struct, kw_only=True):
 
 
 class RecallRequest(Request):
-    identity: Identity
+    identity: CallerIdentity
     query: Query
     mode: RecallMode | None = None
     k: K | None = None
@@ -106,18 +113,28 @@ class RecallResponse(msgspec.Struct, kw_only=True):
     snapshot_version: str | None
     timings_ms: dict[str, float]
     degraded: list[str] = []  # components skipped (e.g. embedder down: lexical only)
-    trace: Any | None = None
+    # `Any` (not `Any | None`): the latter documents oneOf [{}, null], which null matches twice.
+    trace: Any = None
 
 
 # -- tools ----------------------------------------------------------------------------------
+
+
+# The actions `online.tools.ToolDispatcher` runs (documented as an enum; an unknown action
+# is still answered by the dispatcher's own 400 that lists these).
+TOOL_ACTIONS = (
+    "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
+    "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
+)
 
 
 class ToolRequest(Request):
     """`{"action": "memory.search", "args": {...}, "identity": {...}}`. The args of each
     action are validated by the dispatcher (unknown keys are an error there too)."""
 
-    action: Annotated[str, Meta(min_length=1, max_length=64)]
-    identity: Identity
+    action: Annotated[str, Meta(min_length=1, max_length=64,
+                                extra_json_schema={"extra": {"enum": list(TOOL_ACTIONS)}})]
+    identity: CallerIdentity
     args: dict[str, Any] = {}
 
 
@@ -152,7 +169,7 @@ class ErrorResponse(msgspec.Struct, kw_only=True):
     ok: bool = False
     status_code: int
     error: str
-    detail: Any | None = None
+    detail: Any = None  # see RecallResponse.trace: `Any` already admits null
 
 
 class HealthResponse(msgspec.Struct, kw_only=True):

@@ -5,9 +5,10 @@ from __future__ import annotations
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
+from litestar.openapi import ResponseSpec
 from litestar.response import Response
 
-from online.controllers.deps import provide_service
+from online.controllers.deps import error_responses, provide_service
 from online.schemas import HealthResponse, StateReport
 from online.state import MemoryService
 
@@ -24,6 +25,8 @@ class HealthController(Controller):
         return HealthResponse(status="ok")
 
     @get("/readyz", sync_to_thread=True, summary="Readiness: a snapshot or an empty store is loaded.",
+         responses={503: ResponseSpec(data_container=StateReport, generate_examples=False,
+                                      description="Not ready yet (`problems: [\"starting\"]`).")},
          description="503 until the service has loaded its state. Once ready it stays ready: a "
                      "missing, corrupt or wrong-embedder snapshot is reported in `problems` while "
                      "the service answers from the inbox delta.")
@@ -41,12 +44,13 @@ class AdminController(Controller):
     tags = ["admin"]
     dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
 
-    @get("/v1/stats", sync_to_thread=True, summary="Counts per tier/type in snapshot and delta.")
+    @get("/v1/stats", sync_to_thread=True, summary="Counts per tier/type in snapshot and delta.",
+         responses=error_responses(503))
     def stats(self, service: MemoryService) -> StateReport:
         service.view()
         return _report(service, counts=True)
 
-    @post("/v1/admin/reload", status_code=200, sync_to_thread=True,
+    @post("/v1/admin/reload", status_code=200, sync_to_thread=True, responses=error_responses(503),
           summary="Check CURRENT now and swap in a new snapshot (also retries a failed one).")
     def reload(self, service: MemoryService) -> StateReport:
         service.reload()

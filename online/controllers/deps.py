@@ -7,12 +7,31 @@ from typing import Annotated
 
 from litestar.datastructures import State
 from litestar.exceptions import ClientException, ServiceUnavailableException
+from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
+from online.schemas import ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
 
 IdPart = Annotated[str, Parameter(min_length=1, max_length=200)]
+
+_ERROR_DESCRIPTIONS = {
+    400: "Bad input: malformed JSON, unknown fields, wrong types or values out of range.",
+    404: "Unknown id, or an item the caller may not see (answered alike).",
+    413: "Request body larger than max_body_bytes.",
+    422: "Refused by the policy; nothing was stored (`detail.verdict`).",
+    500: "Unexpected error (logged); never caused by bad input.",
+    503: "The memory service is still starting.",
+}
+
+
+def error_responses(*codes: int) -> dict[int, ResponseSpec]:
+    """OpenAPI entries for the error answers a route can give: every error is the JSON
+    `ErrorResponse` (the app's exception handlers), not Litestar's default error shape."""
+    return {code: ResponseSpec(data_container=ErrorResponse, description=_ERROR_DESCRIPTIONS[code],
+                               generate_examples=False)
+            for code in (*codes, 500)}
 
 
 def provide_service(state: State) -> MemoryService:

@@ -15,7 +15,7 @@ from litestar.di import Provide
 from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
 
-from online.controllers.deps import provide_identity, provide_service
+from online.controllers.deps import error_responses, provide_identity, provide_service
 from online.schemas import ConflictOut, ConflictsResponse, ItemResponse
 from online.state import MemoryService
 from online.tools import item_summary
@@ -30,6 +30,7 @@ class ItemsController(Controller):
     }
 
     @get("/v1/items/{item_id:str}", sync_to_thread=True, summary="One item with its revisions.",
+         responses=error_responses(400, 404, 503),
          description="The item, where it is served from (snapshot or delta), its revisions when "
                      "the snapshot carries them, and the inbox events that created or changed it.")
     def item(
@@ -47,7 +48,8 @@ class ItemsController(Controller):
         return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
                             revisions=revisions, history=history)
 
-    @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.")
+    @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.",
+         responses=error_responses(400, 503))
     def conflicts(self, service: MemoryService, identity: Identity) -> ConflictsResponse:
         pairs = service.conflicts(identity)
         return ConflictsResponse(

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 from litestar import Controller, post
 from litestar.di import Provide
+from litestar.params import Body
 from litestar.exceptions import ClientException
 
-from online.controllers.deps import provide_service
-from online.schemas import HitOut, RecallRequest, RecallResponse
+from online.controllers.deps import error_responses, provide_service
+from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
 from online.state import MemoryService
 from online.tools import hit_out
 
@@ -19,10 +22,11 @@ class RecallController(Controller):
     dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
 
     @post(status_code=200, sync_to_thread=True, summary="Recall memory for a query.",
+          responses=error_responses(400, 413, 503),
           description="Hits (only items the caller's scope may see), the `PERSISTENT MEMORY "
                       "(READ-ONLY)` injection block, the catalog, and `found` with an explicit "
                       "`message` when nothing is found. `trace: true` adds the Q* trace.")
-    def recall(self, data: RecallRequest, service: MemoryService) -> RecallResponse:
+    def recall(self, data: Annotated[RecallRequest, Body(schema_extra=CLOSED_OBJECT)], service: MemoryService) -> RecallResponse:
         if not data.query.strip():
             raise ClientException("query is empty")
         view = service.view()

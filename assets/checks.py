@@ -1,0 +1,104 @@
+"""Asset checks: the invariants of a consolidated warehouse and its published snapshot.
+
+- `active_items_pass_policy` (governed_items): no active item is hard-blocked by the
+  current policy (secrets, injection...), whatever policy version stored it.
+- `one_dimension_per_model` (item_embeddings): every embedding model has one dimension.
+- `no_active_superseded_items` (merged_items): nothing superseded is still active, and
+  every `superseded_by` names a stored item.
+- `mtm_ltm_have_provenance` (lifecycle): every active MTM/LTM item has provenance.
+- `snapshot_matches_warehouse` (memory_snapshot): the published snapshot holds exactly the
+  warehouse's active items (count and tier counts).
+
+Checks read the warehouse through the run's resource (the run holds the only connection).
+They are not blocking: a failure is reported with the offending ids in the UI and in the
+`loci consolidate` summary (severity ERROR), and the run still publishes.
+"""
+
+
+import dagster as dg
+
+from assets.graph import governed_items, item_embeddings, lifecycle, memory_snapshot, merged_items
+from assets.resources import LociSettingsResource, WarehouseResource
+from pipelines import consolidate as stages
+
+ERROR = dg.AssetCheckSeverity.ERROR
+SAMPLE = 20  # offending ids listed in the metadata
+
+
+@dg.asset_check(asset=governed_items, description="No active item is hard-blocked by the current policy.")
+def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    from pipelines.policy import Policy
+
+    items = warehouse.get().active_items()
+    bad = stages.hard_block_violations(items, Policy(loci.get()))
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"checked": len(items), "violations": len(bad), "sample": dg.MetadataValue.json(bad[:SAMPLE])},
+    )
+
+
+@dg.asset_check(asset=item_embeddings, description="Each embedding model is stored with one dimension.")
+def one_dimension_per_model(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    wh = warehouse.get()
+    bad = stages.dimension_violations(wh)
+    models = {m: d for m, d in wh.stored_embedding_models()}
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"models": dg.MetadataValue.json(models), "violations": dg.MetadataValue.json(bad)},
+    )
+
+
+@dg.asset_check(asset=merged_items, description="No item is both superseded and active.")
+def no_active_superseded_items(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    bad = stages.supersede_violations(warehouse.get())
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"violations": len(bad), "sample": dg.MetadataValue.json(bad[:SAMPLE])},
+    )
+
+
+@dg.asset_check(asset=lifecycle, description="Every active MTM/LTM item has provenance.")
+def mtm_ltm_have_provenance(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    wh = warehouse.get()
+    items = wh.active_items(tier="mtm") + wh.active_items(tier="ltm")
+    bad = stages.provenance_violations(items)
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"checked": len(items), "violations": len(bad), "sample": dg.MetadataValue.json(bad[:SAMPLE])},
+    )
+
+
+@dg.asset_check(asset=memory_snapshot, description="The published snapshot holds exactly the active items.")
+def snapshot_matches_warehouse(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    wh = warehouse.get()
+    manifest = stages.read_published_manifest(loci.get().snapshots_path)
+    active = wh.count_items()
+    tiers = {t: wh.count_items(tier=t) for t in ("stm", "mtm", "ltm")}
+    tiers = {t: n for t, n in tiers.items() if n}
+    if manifest is None:
+        return dg.AssetCheckResult(passed=False, severity=ERROR,
+                                   metadata={"active_items": active, "snapshot": "none published"})
+    return dg.AssetCheckResult(
+        passed=manifest.count == active and dict(manifest.tier_counts) == tiers,
+        severity=ERROR,
+        metadata={
+            "active_items": active,
+            "snapshot_items": manifest.count,
+            "warehouse_tiers": dg.MetadataValue.json(tiers),
+            "snapshot_tiers": dg.MetadataValue.json(dict(manifest.tier_counts)),
+            "version": manifest.version,
+        },
+    )
+
+
+CONSOLIDATION_CHECKS = [
+    active_items_pass_policy,
+    one_dimension_per_model,
+    no_active_superseded_items,
+    mtm_ltm_have_provenance,
+    snapshot_matches_warehouse,
+]

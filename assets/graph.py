@@ -1,0 +1,349 @@
+"""The consolidation graph as Dagster assets: inbox -> governed items -> embeddings ->
+STM clusters -> merged items -> lifecycle -> palace -> published snapshot.
+
+Every asset is glue: it calls one stage of `pipelines.consolidate` (framework-free, one
+warehouse transaction per stage, idempotent given the warehouse state) and reports what it
+did as materialization metadata. Assets depend on each other through the warehouse
+(`deps`), except `stm_clusters`, whose value (the clusters) is passed to `merged_items`
+and `palace_locations` through the IO manager; both re-check it against the warehouse.
+"""
+
+
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from assets.resources import (
+    EmbedderResource,
+    InboxResource,
+    LociSettingsResource,
+    MergerResource,
+    WarehouseResource,
+)
+from pipelines import consolidate as stages
+
+GROUP = "consolidation"
+WAREHOUSE_TAG = "loci/warehouse"  # run tag limited to 1 in dagster.yaml (one writer)
+
+# Test hook (documented in tests/assets): LOCI_TEST_HOOK="<point>=<action>" where point is
+# a stage point such as "govern:before_commit" or "<asset>:start", and action is
+# "sleep:<seconds>" or "fail". LOCI_TEST_HOOK_MARKER names a file written when the point
+# is reached (so a test knows when to kill the run).
+TEST_HOOK_ENV = "LOCI_TEST_HOOK"
+TEST_HOOK_MARKER_ENV = "LOCI_TEST_HOOK_MARKER"
+
+
+class InjectedFailure(RuntimeError):
+    """Raised by the test hook (`LOCI_TEST_HOOK=<point>=fail`)."""
+
+
+def hook_point(point: str) -> None:
+    spec = os.environ.get(TEST_HOOK_ENV, "")
+    if not spec or "=" not in spec:
+        return
+    target, action = spec.split("=", 1)
+    if target != point:
+        return
+    marker = os.environ.get(TEST_HOOK_MARKER_ENV)
+    if marker:
+        Path(marker).write_text(point, encoding="utf-8")
+    if action == "fail":
+        raise InjectedFailure(f"injected failure at {point}")
+    if action.startswith("sleep:"):
+        time.sleep(float(action.split(":", 1)[1]))
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _md(values: dict[str, Any]) -> dict[str, Any]:
+    """Metadata values Dagster can render (dicts and lists as JSON)."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out[key] = dg.MetadataValue.json(value) if isinstance(value, (dict, list)) else value
+    return out
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"sqlite", "duckdb"},
+    description="Inbox events after the warehouse's last ingested seq, landed into "
+    "chat_turns / proposals / landed_events (idempotent by event id).",
+)
+def landed_events(
+    context: dg.AssetExecutionContext, inbox: InboxResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    hook_point("landed_events:start")
+    report = stages.land_events(inbox.get(), warehouse.get(), run_id=context.run_id, hook=hook_point)
+    context.log.info(f"landed {report.landed} events (seq {report.from_seq}..{report.to_seq})")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "events_landed": report.landed,
+            "from_seq": report.from_seq,
+            "to_seq": report.to_seq,
+            "by_kind": report.by_kind,
+            "malformed": len(report.malformed),
+            "abandoned_runs_closed": len(report.abandoned_runs),
+            "lock_wait_s": round(warehouse.lock_wait_s, 3),
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"duckdb"},
+    deps=[landed_events],
+    description="Landed events folded into memory items with the current policy re-run on "
+    "every proposal; the ingestion watermark moves in the same transaction.",
+)
+def governed_items(
+    context: dg.AssetExecutionContext,
+    loci: LociSettingsResource,
+    inbox: InboxResource,
+    warehouse: WarehouseResource,
+) -> dg.MaterializeResult:
+    from pipelines.policy import Policy
+
+    hook_point("governed_items:start")
+    settings = loci.get()
+    report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings, hook=hook_point)
+    context.log.info(
+        f"governed {report.events} events: {report.accepted} accepted, {report.quarantined} "
+        f"quarantined, {report.rejected} rejected, {report.messages} messages"
+    )
+    return dg.MaterializeResult(
+        metadata=_md({
+            "events": report.events,
+            "from_seq": report.from_seq,
+            "to_seq": report.to_seq,
+            "items_created": report.created,
+            "messages": report.messages,
+            "accepted": report.accepted,
+            "quarantined": report.quarantined,
+            "rejected": report.rejected,
+            "tightened_by_policy": report.tightened,
+            "rejected_now_event_ids": report.rejected_now[:50],
+            "items_updated": report.updated,
+            "links_added": report.links,
+            "usage_applied": report.usage,
+            "skipped": report.skipped[:50],
+            "policy_version": report.policy_version,
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"duckdb", "numpy"},
+    deps=[governed_items],
+    description="Vectors for active items whose content changed (content hash), with the "
+    "configured embedder; a different embedder than the stored one is an error.",
+)
+def item_embeddings(
+    context: dg.AssetExecutionContext, warehouse: WarehouseResource, embedder: EmbedderResource
+) -> dg.MaterializeResult:
+    from pipelines.embedders import EmbedderUnavailable
+
+    hook_point("item_embeddings:start")
+    model = embedder.get()
+    try:
+        report = stages.embed_items(warehouse.get(), model, hook=hook_point)
+    except stages.EmbedderChanged as exc:
+        raise dg.Failure(
+            description=str(exc),
+            metadata={"configured": model.name, "stored": dg.MetadataValue.json([list(s) for s in exc.stored]),
+                      "fix": stages.REEMBED_COMMAND},
+            allow_retries=False,
+        ) from exc
+    except EmbedderUnavailable as exc:
+        raise dg.Failure(description=str(exc), allow_retries=True) from exc
+    context.log.info(f"embedded {report.embedded} items with {report.model}")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "embedded": report.embedded,
+            "active_items": report.current,
+            "model": report.model,
+            "dimension": report.dim,
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"hdbscan"},
+    deps=[item_embeddings],
+    description="HDBSCAN clusters of active short-term items per owner partition.",
+)
+def stm_clusters(
+    context: dg.AssetExecutionContext,
+    loci: LociSettingsResource,
+    warehouse: WarehouseResource,
+    embedder: EmbedderResource,
+) -> dg.Output[list]:
+    hook_point("stm_clusters:start")
+    report = stages.cluster_stm(warehouse.get(), embedder.get().name, loci.get())
+    context.log.info(f"{len(report.clusters)} clusters over {report.candidates} STM items")
+    return dg.Output(
+        [c.as_dict() for c in report.clusters],
+        metadata=_md({
+            "clusters_found": len(report.clusters),
+            "cluster_sizes": report.sizes,
+            "clustered_items": sum(report.sizes),
+            "noise": report.noise,
+            "candidates": report.candidates,
+            "per_partition": report.per_partition,
+        }),
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"ollama", "duckdb"},
+    description="Each cluster of >= 2 STM items merged into one canonical MTM item (Granite "
+    "via Ollama, extractive fallback); originals superseded and linked, never deleted.",
+)
+def merged_items(
+    context: dg.AssetExecutionContext,
+    stm_clusters: list,
+    loci: LociSettingsResource,
+    warehouse: WarehouseResource,
+    embedder: EmbedderResource,
+    merger: MergerResource,
+) -> dg.MaterializeResult:
+    from pipelines.policy import Policy
+
+    hook_point("merged_items:start")
+    settings = loci.get()
+    report = stages.merge_clusters(
+        warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], merger.get(),
+        Policy(settings), embedder.get(), settings=settings, now=_now(), hook=hook_point,
+    )  # fmt: skip
+    context.log.info(f"merged {report.merged} clusters ({report.by_llm} by LLM, {report.by_fallback} by fallback)")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "merged": report.merged,
+            "by_llm": report.by_llm,
+            "by_fallback": report.by_fallback,
+            "fallback_reasons": report.fallback_reasons,
+            "superseded": report.superseded,
+            "skipped": report.skipped,
+            "merged_item_ids": report.new_ids[:50],
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"duckdb"},
+    deps=[merged_items],
+    description="Promotions (STM -> MTM -> LTM), expiry archive, aging and decay.",
+)
+def lifecycle(
+    context: dg.AssetExecutionContext, loci: LociSettingsResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    hook_point("lifecycle:start")
+    report = stages.apply_lifecycle(warehouse.get(), loci.get(), now=_now(), hook=hook_point)
+    context.log.info(f"lifecycle: {report.counts}")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "promoted": report.counts.get("promote", 0),
+            "archived": report.counts.get("archive", 0),
+            "decayed": report.counts.get("decay", 0),
+            "by_reason": report.by_reason,
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"duckdb"},
+    deps=[lifecycle],
+    description="Memory-palace locations (domain/room/shelf/card) of active items, stored "
+    "in the warehouse and in each item's metadata['palace'].",
+)
+def palace_locations(
+    context: dg.AssetExecutionContext, stm_clusters: list, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    hook_point("palace_locations:start")
+    report = stages.build_palace(
+        warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], hook=hook_point
+    )
+    context.log.info(f"palace: {report.assigned} active items, {report.moved} new or moved")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "assigned": report.assigned,
+            "new_or_moved": report.moved,
+            "rooms": report.rooms,
+        })
+    )
+
+
+@dg.asset(
+    group_name=GROUP,
+    kinds={"faiss", "parquet"},
+    deps=[palace_locations],
+    description="The published FAISS snapshot of active items (CURRENT replaced atomically); "
+    "the run is recorded in consolidation_runs.",
+)
+def memory_snapshot(
+    context: dg.AssetExecutionContext,
+    loci: LociSettingsResource,
+    warehouse: WarehouseResource,
+    embedder: EmbedderResource,
+) -> dg.MaterializeResult:
+    hook_point("memory_snapshot:start")
+    settings = loci.get()
+    wh = warehouse.get()
+    report = stages.publish_snapshot(wh, embedder.get(), settings, extra={"run_id": context.run_id})
+    stages.finish_run(wh, context.run_id, report, counts=_run_counts(context))
+    state = "published" if report.published else "unchanged, not republished"
+    context.log.info(f"snapshot {report.version} {state}: {report.count} items ({report.index_kind})")
+    return dg.MaterializeResult(
+        metadata=_md({
+            "version": report.version or "",
+            "published": report.published,
+            "count": report.count,
+            "tier_counts": report.tier_counts,
+            "index_kind": report.index_kind,
+            "watermark": report.watermark,
+            "embedder": report.embedder,
+            "dimension": report.dim,
+            "stm_by_partition": report.stm_by_partition,
+        })
+    )
+
+
+def _run_counts(context: dg.AssetExecutionContext) -> dict[str, Any]:
+    """Numbers reported by this run's earlier materializations (for consolidation_runs)."""
+    counts: dict[str, Any] = {}
+    try:
+        records = context.instance.all_logs(context.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION)
+    except Exception:  # noqa: BLE001 - the run record is informative; never fail the run on it
+        return counts
+    for record in records:
+        mat = record.asset_materialization
+        if mat is None:
+            continue
+        name = mat.asset_key.to_user_string()
+        for key, value in mat.metadata.items():
+            raw = getattr(value, "value", value)
+            if isinstance(raw, (int, float, str, bool)):
+                counts[f"{name}.{key}"] = raw
+    return counts
+
+
+CONSOLIDATION_ASSETS = [
+    landed_events,
+    governed_items,
+    item_embeddings,
+    stm_clusters,
+    merged_items,
+    lifecycle,
+    palace_locations,
+    memory_snapshot,
+]

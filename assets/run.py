@@ -1,0 +1,191 @@
+"""Run the consolidation job in-process (for `loci consolidate`) and summarise it.
+
+`run_consolidation` executes `consolidate_job` in this process with the project-local
+Dagster instance (`.dagster_home/`, so the run shows up in `loci ui`) or an ephemeral one,
+and turns the materialization metadata and asset-check results into one flat summary.
+The job is not queued here: concurrent runs are serialised by the warehouse file lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import dagster as dg
+
+from pipelines.consolidate import reembed_all as _reembed_all
+from pipelines.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED_DAGSTER_YAML = ROOT / "dagster.yaml"
+Progress = Callable[[str], None]
+
+
+def dagster_home(settings: Settings) -> Path:
+    """The project-local DAGSTER_HOME: `.dagster_home/` in the working directory when the
+    data directory is relative (the default `data`), else inside the data directory. The
+    shipped `dagster.yaml` is copied in when the folder has none."""
+    data_dir = Path(settings.data_dir)
+    home = (data_dir if data_dir.is_absolute() else Path.cwd()) / ".dagster_home"
+    home.mkdir(parents=True, exist_ok=True)
+    target = home / "dagster.yaml"
+    if not target.exists() and SHIPPED_DAGSTER_YAML.exists():
+        shutil.copyfile(SHIPPED_DAGSTER_YAML, target)
+    return home.resolve()
+
+
+def reembed_all(settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:
+    """`loci reembed`: every active item embedded with the configured embedder."""
+    return _reembed_all(settings, progress=progress)
+
+
+class _ProgressHandler(logging.Handler):
+    """Forwards step starts, failures and the assets' own log lines to a callback."""
+
+    def __init__(self, callback: Progress) -> None:
+        super().__init__(level=logging.INFO)
+        self.callback = callback
+
+    def emit(self, record: logging.LogRecord) -> None:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event")
+        step = meta.get("step_key") or ""
+        try:
+            if event is None:  # the assets' and resources' own log lines
+                message = meta.get("orig_message", record.getMessage())
+                self.callback(f"{step}: {message}" if step else str(message))
+                return
+            kind = event.event_type_value
+            if kind == "STEP_FAILURE":
+                self.callback(f"{step} FAILED: {event.message or ''}".strip())
+            elif kind == "ASSET_CHECK_EVALUATION":
+                data = event.event_specific_data
+                if data is not None and not data.passed:
+                    self.callback(f"check {data.check_name} FAILED")
+        except Exception:  # noqa: BLE001 - progress output must never break a run
+            pass
+
+
+def _progress_logger(callback: Progress) -> dg.LoggerDefinition:
+    @dg.logger(description="Forwards run progress to a callback (loci consolidate).")
+    def progress(_init_context) -> logging.Logger:
+        log = logging.Logger("loci.consolidate.progress", level=logging.INFO)
+        log.addHandler(_ProgressHandler(callback))
+        return log
+
+    return progress
+
+
+def _value(meta_value: Any) -> Any:
+    return getattr(meta_value, "value", meta_value)
+
+
+def _metadata(result: dg.ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for event in result.get_asset_materialization_events():
+        mat = getattr(event.event_specific_data, "materialization", None)
+        if mat is not None:
+            out[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+    return out
+
+
+def _failure(result: dg.ExecuteInProcessResult) -> str | None:
+    for event in result.all_events:
+        if event.is_step_failure:
+            data = event.step_failure_data
+            if data.user_failure_data is not None and data.user_failure_data.description:
+                return f"{event.step_key}: {data.user_failure_data.description}"
+            error = data.error
+            while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in (error.cls_name or ""):
+                error = error.cause
+            message = (error.message if error is not None else "").strip()
+            return f"{event.step_key}: {message}"
+    return None
+
+
+def summarise(result: dg.ExecuteInProcessResult, *, duration_s: float) -> dict[str, Any]:
+    """The flat summary `loci consolidate` prints."""
+    md = _metadata(result)
+    land = md.get("landed_events", {})
+    gov = md.get("governed_items", {})
+    emb = md.get("item_embeddings", {})
+    clu = md.get("stm_clusters", {})
+    mer = md.get("merged_items", {})
+    life = md.get("lifecycle", {})
+    pal = md.get("palace_locations", {})
+    snap = md.get("memory_snapshot", {})
+    checks = {ev.check_name: ("passed" if ev.passed else "FAILED") for ev in result.get_asset_check_evaluations()}
+    summary: dict[str, Any] = {
+        "status": "success" if result.success else "failure",
+        "run_id": result.run_id,
+        "landed": land.get("events_landed", 0),
+        "inbox_seq": f"{land.get('from_seq', 0)}..{gov.get('to_seq', land.get('from_seq', 0))}",
+        "accepted": gov.get("accepted", 0),
+        "quarantined": gov.get("quarantined", 0),
+        "rejected": gov.get("rejected", 0),
+        "messages": gov.get("messages", 0),
+        "embedded": emb.get("embedded", 0),
+        "clusters": clu.get("clusters_found", 0),
+        "clustered": clu.get("clustered_items", 0),
+        "merged": mer.get("merged", 0),
+        "merged_llm": mer.get("by_llm", 0),
+        "merged_fallback": mer.get("by_fallback", 0),
+        "fallback_reasons": mer.get("fallback_reasons", {}),
+        "promoted": life.get("promoted", 0),
+        "archived": life.get("archived", 0),
+        "decayed": life.get("decayed", 0),
+        "palace_new_or_moved": pal.get("new_or_moved", 0),
+        "snapshot_version": snap.get("version"),
+        "snapshot_published": snap.get("published", False),
+        "snapshot_items": snap.get("count"),
+        "index_kind": snap.get("index_kind"),
+        "tiers": snap.get("tier_counts", {}),
+        "checks": checks,
+        "lock_wait_s": land.get("lock_wait_s", 0.0),
+        "duration_s": round(duration_s, 3),
+    }
+    if not result.success:
+        summary["error"] = _failure(result) or "the run failed (see the Dagster event log)"
+    return summary
+
+
+def run_consolidation(
+    settings: Settings,
+    *,
+    progress: Progress | None = None,
+    instance: Literal["local", "ephemeral"] | dg.DagsterInstance = "local",
+) -> dict[str, Any]:
+    """Run the whole consolidation graph once, in this process, and return its summary
+    (status "success" or "failure" with "error"). Waits if another run holds the warehouse.
+
+    `instance`: "local" (the project-local `.dagster_home/`, runs visible in `loci ui`),
+    "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is."""
+    from assets.definitions import build_definitions
+
+    if not isinstance(instance, dg.DagsterInstance) and instance not in ("local", "ephemeral"):
+        raise ValueError(f"instance must be 'local', 'ephemeral' or a DagsterInstance, not {instance!r}")
+    # The progress logger replaces Dagster's console logger (the CLI prints a summary).
+    loggers = {"progress": _progress_logger(progress or (lambda _msg: None))}
+    job = build_definitions(settings, loggers=loggers).resolve_job_def("consolidate_job")
+    started = time.monotonic()
+
+    def execute(dagster_instance: dg.DagsterInstance) -> dict[str, Any]:
+        result = job.execute_in_process(
+            run_config={"loggers": {"progress": {}}},
+            instance=dagster_instance,
+            raise_on_error=False,
+            tags={"loci/trigger": "cli"},
+        )
+        return summarise(result, duration_s=time.monotonic() - started)
+
+    if isinstance(instance, dg.DagsterInstance):
+        return execute(instance)
+    if instance == "ephemeral":
+        with dg.DagsterInstance.ephemeral() as dagster_instance:
+            return execute(dagster_instance)
+    with dg.DagsterInstance.from_config(str(dagster_home(settings))) as dagster_instance:
+        return execute(dagster_instance)

@@ -1,0 +1,113 @@
+"""The Litestar app of the Ollama proxy.
+
+    app = create_proxy_app(settings)        # then uvicorn, or `serve_proxy(settings)`
+
+Routes: `/api/chat` and `/api/generate` (POST gets memory, `online.proxy.handlers`; other
+methods are forwarded), and everything else (`/api/tags`, `/api/show`, `/api/embed`,
+`/api/pull`, `/api/version`, `/`, HEAD, `/v1/...`) forwarded unchanged
+(`online.proxy.forward`). With the `enabled` flag off, every request is a pure
+pass-through. Handlers return raw ASGI responses, so Litestar adds nothing to what the
+upstream said.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from litestar import Litestar, Request, Response, route
+from litestar.datastructures import State
+from litestar.enums import HttpMethod
+from litestar.exceptions import HTTPException
+from litestar.types import ASGIApp
+
+from online.proxy.config import ProxyConfig
+from online.proxy.dialects import CHAT, GENERATE
+from online.proxy.forward import forward
+from online.proxy.handlers import MemoryHandlers
+from online.proxy.upstream import Upstream, error_body
+from online.state import MemoryService
+from pipelines.settings import Settings
+
+log = logging.getLogger("loci.proxy")
+
+FORWARD_METHODS = [HttpMethod.GET, HttpMethod.HEAD, HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH,
+                   HttpMethod.DELETE, HttpMethod.OPTIONS]
+
+
+
+
+
+def _error(status: int, message: str) -> Response[bytes]:
+    return Response(error_body(message), status_code=status, media_type="application/json")
+
+
+def _http_error(request: Request, exc: HTTPException) -> Response[bytes]:
+    return _error(exc.status_code, str(exc.detail))
+
+
+def _internal_error(request: Request, exc: Exception) -> Response[bytes]:
+    state = request.app.state
+    state.internal_errors = int(state.get("internal_errors", 0)) + 1
+    log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return _error(500, "loci proxy: internal error (logged)")
+
+
+def create_proxy_app(
+    settings: Settings | None = None,
+    *,
+    service: MemoryService | None = None,
+    upstream: str | None = None,
+    config: ProxyConfig | None = None,
+    embedder: Any = None,
+) -> Litestar:
+    """The proxy app. `upstream` defaults to `settings.ollama_host` (OLLAMA_HOST honoured by
+    `load_settings`). Pass `service` to share a MemoryService (then not closed on shutdown);
+    otherwise one is built from `settings` (and `embedder`) at start-up."""
+    settings = settings or (service.settings if service else Settings())
+    config = config or ProxyConfig()
+    base_url = upstream or settings.ollama_host
+    handlers = MemoryHandlers(settings, config)
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        owned = service is None
+        svc = service or await anyio.to_thread.run_sync(lambda: MemoryService(settings, embedder=embedder))
+        await anyio.to_thread.run_sync(svc.warm)
+        client = Upstream(base_url, timeout_s=config.timeout_s, connect_timeout_s=config.connect_timeout_s)
+        app.state.service, app.state.upstream = svc, client
+        log.info("loci proxy forwarding to %s", base_url)
+        try:
+            yield
+        finally:
+            await client.aclose()
+            app.state.service = app.state.upstream = None
+            if owned:
+                svc.close()
+
+    @route("/api/chat", http_method=FORWARD_METHODS, request_max_body_size=config.max_request_bytes)
+    async def chat(request: Request) -> ASGIApp:
+        return await handlers.memory(request, CHAT)  # type: ignore[return-value]
+
+    @route("/api/generate", http_method=FORWARD_METHODS, request_max_body_size=config.max_request_bytes)
+    async def generate(request: Request) -> ASGIApp:
+        return await handlers.memory(request, GENERATE)  # type: ignore[return-value]
+
+    # Everything else, bodies streamed without a size limit (model uploads go through here).
+    @route(["/", "/{path:path}"], http_method=FORWARD_METHODS, request_max_body_size=None)
+    async def passthrough(request: Request) -> ASGIApp:
+        return await forward(request, request.app.state.upstream)  # type: ignore[return-value]
+
+    return Litestar(
+        route_handlers=[chat, generate, passthrough],
+        lifespan=[lifespan],
+        state=State({"service": None, "upstream": None, "internal_errors": 0, "settings": settings,
+                     "proxy_config": config, "upstream_url": base_url}),
+        exception_handlers={HTTPException: _http_error, Exception: _internal_error},
+        openapi_config=None,
+        debug=False,
+    )
+

@@ -1,0 +1,119 @@
+"""Proxy configuration: what is not in `Settings` (timeouts, instructions, where the
+catalog goes), and the feature flags read from `settings.flags` on every request.
+
+Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once:
+`enabled` (master switch: off = pure pass-through), `context_injection`,
+`post_response_scan`, `recall_interception`, `reset_summarize`, and the proxy's own
+`memory_tools` (add Loci's memory.* tools to /api/chat requests; default off, see
+`DEFAULT_MEMORY_TOOLS`). A flag missing from `settings.flags` takes its default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipelines.records import Identity
+from pipelines.settings import Settings
+
+DEFAULT_UPSTREAM_TIMEOUT_S = 600.0  # between bytes; a non-streamed answer arrives all at once
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_MAX_TOOL_ROUNDS = 2
+DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # chat bodies carry base64 images
+DEFAULT_MEMORY_TOOLS = False  # flag `memory_tools`: offer memory.* tools to the model
+DEFAULT_RESET_COMMAND = "!reset"
+DEFAULT_RESET_MIN_MESSAGES = 4  # seed 004: summarise on !reset when history has >= 4 messages
+# Recall phrasings (pipelines.recall.intents triggers) that, in the *model's* answer, are a
+# request to memory or a claim about the past worth checking. Left out: questions a model
+# asks the user ("do you remember...?", "what did you say about...?") and "from memory",
+# which models also use for their own general knowledge.
+DEFAULT_MODEL_TEXT_TRIGGERS = ("recall", "search_memory", "know_about", "as_decided", "last_time")
+
+FLAG_DEFAULTS: dict[str, bool] = {
+    "enabled": True,
+    "context_injection": True,
+    "post_response_scan": True,
+    "recall_interception": True,
+    "reset_summarize": True,
+    "memory_tools": DEFAULT_MEMORY_TOOLS,
+}
+
+PROPOSAL_INSTRUCTION = (
+    "MEMORY PROPOSALS: if you see information that should persist (decisions, constraints, "
+    "definitions, preferences, durable facts), append after your answer a block "
+    '<MEMORY_PROPOSALS_JSON>[{"type": "decision", "title": "...", "content": "...", '
+    '"tags": ["..."], "why_store": "..."}]</MEMORY_PROPOSALS_JSON>; it is removed before the '
+    "user sees your answer. Only propose; never claim something was saved. Do not include secrets."
+)
+TOOLS_HINT = (
+    "You can also propose with the memory_propose tool, and look things up with memory_search "
+    "(then memory_read for full entries) instead of guessing."
+)
+TEXT_RECALL_HINT = (
+    "If you need something from memory that is not shown, write `recall <topic>` and stop; "
+    "the memory search results will be given to you."
+)
+RESULTS_INSTRUCTION = (
+    "The memory search results above are everything memory holds on this question. Answer "
+    "only from them; if they do not answer the question, say that memory does not contain it."
+)
+NOTHING_FOUND_NOTE = (
+    "MEMORY SEARCH RESULT: memory holds nothing about {topic}. Tell the user plainly that "
+    "memory does not contain it. Do not guess, and do not present anything as remembered."
+)
+SUMMARY_INSTRUCTION = (
+    "Extract the durable facts, decisions, preferences and constraints from the conversation "
+    "below. Answer ONLY with a block <MEMORY_PROPOSALS_JSON>[{\"type\": \"fact\", \"title\": "
+    "\"...\", \"content\": \"one concise sentence\", \"importance\": 1-10, \"tags\": [\"...\"]}]"
+    "</MEMORY_PROPOSALS_JSON>. Use an empty list if nothing is worth keeping. No secrets."
+)
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    """Knobs of the proxy that are not `Settings` fields.
+
+    - `timeout_s`: how long to wait for the upstream between bytes (504 after that);
+      `connect_timeout_s` for opening a connection (502 when refused).
+    - `proposal_instruction`: appended as a system message (seed 000 §5.1); None disables.
+    - `intercept_model_text`: recall phrasing in the model's own answer ("recall X", "as we
+      decided earlier") triggers a memory search and one re-ask (first round only);
+      `model_text_triggers` names which phrasings count.
+    - `max_tool_rounds`: re-asks after memory tool calls / recall phrasing, at most.
+    - `catalog_field`: top-level key of the final JSON object that carries the pre-return
+      Q* catalog and what the proxy did (`{"catalog", "injected_ids", "proposals", ...}`);
+      clients ignore unknown keys. None: no catalog pass, nothing attached.
+    - `default_identity`: whose memory a request without `X-Loci-*` headers uses.
+    - `openwebui_headers`: fall back to Open WebUI's forwarded `X-OpenWebUI-User-Id` /
+      `X-OpenWebUI-Chat-Id` headers for user and session.
+    """
+
+    timeout_s: float = DEFAULT_UPSTREAM_TIMEOUT_S
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    proposal_instruction: str | None = PROPOSAL_INSTRUCTION
+    intercept_model_text: bool = True
+    model_text_triggers: tuple[str, ...] = DEFAULT_MODEL_TEXT_TRIGGERS
+    max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
+    catalog_field: str | None = "loci"
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    reset_command: str = DEFAULT_RESET_COMMAND
+    reset_min_messages: int = DEFAULT_RESET_MIN_MESSAGES
+    default_identity: Identity = field(default_factory=Identity)
+    openwebui_headers: bool = True
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
+            raise ValueError("proxy timeouts must be > 0 seconds")
+        if self.max_tool_rounds < 0:
+            raise ValueError("max_tool_rounds must be >= 0")
+        if self.max_request_bytes <= 0:
+            raise ValueError("max_request_bytes must be > 0")
+        if self.catalog_field is not None and not self.catalog_field.strip():
+            raise ValueError("catalog_field must be a non-empty key or None")
+
+
+def flag(settings: Settings, name: str) -> bool:
+    """A feature flag, with the master switch applied (`enabled` off turns everything off)."""
+    flags = settings.flags
+    if not bool(flags.get("enabled", FLAG_DEFAULTS["enabled"])):
+        return False
+    return bool(flags.get(name, FLAG_DEFAULTS.get(name, True)))

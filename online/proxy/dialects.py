@@ -1,0 +1,251 @@
+"""The two Ollama endpoints the proxy adds memory to, as "dialects": where the user's text
+is, how to inject system context, where the answer text sits in a (streamed) object, and
+how to re-ask. Everything else about a request (model, options, keep_alive, images, think,
+client tools...) is carried through untouched.
+
+- `/api/chat`: messages; memory goes in as system messages right after the client's leading
+  system messages; tool calls and re-asks use the `tool` role.
+- `/api/generate`: one prompt; memory goes into the client's `system` when it sent one, or
+  before the prompt otherwise (setting `system` would replace the model's own system prompt).
+  `raw` prompts (already templated), fill-in-the-middle (`suffix`) and empty prompts (a
+  model load) are passed through without memory.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+
+def _is_text(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+class ChatDialect:
+    name = "chat"
+    path = "/api/chat"
+    supports_tools = True
+
+    def unsupported(self, body: Any) -> str | None:
+        """Why this body cannot get memory (it is then forwarded untouched), or None."""
+        if not isinstance(body, dict):
+            return "body is not a JSON object"
+        msgs = body.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            return "no messages"
+        for m in msgs:
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not _is_text(m.get("content")):
+                return "a message is not {role, content}"
+        if not isinstance(body.get("model"), str):
+            return "no model"
+        return None
+
+    @staticmethod
+    def structured(body: dict[str, Any]) -> bool:
+        return bool(body.get("format"))
+
+    @staticmethod
+    def user_text(body: dict[str, Any]) -> str:
+        for m in reversed(body["messages"]):
+            if m["role"] == "user":
+                return m.get("content") or ""
+        return ""
+
+    @staticmethod
+    def history_until_user(body: dict[str, Any]) -> list[list[str]]:
+        """Role and text of the messages up to the last user message (turn identity)."""
+        msgs = body["messages"]
+        last = max((i for i, m in enumerate(msgs) if m["role"] == "user"), default=-1)
+        return [[m["role"], m.get("content") or ""] for m in msgs[: last + 1]]
+
+    @staticmethod
+    def history(body: dict[str, Any]) -> list[list[str]]:
+        return [[m["role"], m.get("content") or ""] for m in body["messages"]]
+
+    @staticmethod
+    def client_tool_names(body: dict[str, Any]) -> set[str]:
+        names = set()
+        for tool in body.get("tools") or []:
+            fn = tool.get("function") if isinstance(tool, dict) else None
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+                names.add(fn["name"])
+        return names
+
+    @staticmethod
+    def inject(body: dict[str, Any], blocks: Sequence[str]) -> dict[str, Any]:
+        """A copy of `body` with `blocks` as system messages after the leading ones."""
+        out = dict(body)
+        msgs = list(body["messages"])
+        lead = 0
+        while lead < len(msgs) and msgs[lead]["role"] == "system":
+            lead += 1
+        extra = [{"role": "system", "content": b} for b in blocks if b]
+        out["messages"] = msgs[:lead] + extra + msgs[lead:]
+        return out
+
+    @staticmethod
+    def add_tools(body: dict[str, Any], specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        out = dict(body)
+        taken = ChatDialect.client_tool_names(body)
+        out["tools"] = list(body.get("tools") or []) + [s for s in specs if s["function"]["name"] not in taken]
+        return out
+
+    @staticmethod
+    def text(obj: dict[str, Any]) -> str:
+        msg = obj.get("message")
+        content = msg.get("content") if isinstance(msg, dict) else None
+        return content if isinstance(content, str) else ""
+
+    @staticmethod
+    def calls(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        msg = obj.get("message")
+        calls = msg.get("tool_calls") if isinstance(msg, dict) else None
+        return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+    @staticmethod
+    def rewrite(obj: dict[str, Any], text: str, calls: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """A copy of a chat object with the message text (and tool calls) replaced."""
+        out = dict(obj)
+        msg = dict(obj.get("message") or {"role": "assistant"})
+        msg["content"] = text
+        if calls is not None:
+            if calls:
+                msg["tool_calls"] = calls
+            else:
+                msg.pop("tool_calls", None)
+        out["message"] = msg
+        return out
+
+    @staticmethod
+    def is_empty(obj: dict[str, Any]) -> bool:
+        """A non-final chunk with nothing left for the client (held-back text only)."""
+        msg = obj.get("message") or {}
+        return not msg.get("content") and not msg.get("thinking") and not msg.get("tool_calls") \
+            and not msg.get("images") and not obj.get("logprobs")
+
+    @staticmethod
+    def reask_with_tools(body: dict[str, Any], said: str, calls: list[dict[str, Any]],
+                         tool_messages: list[dict[str, Any]], notes: Sequence[str]) -> dict[str, Any]:
+        out = dict(body)
+        out["messages"] = [
+            *body["messages"],
+            {"role": "assistant", "content": said, "tool_calls": copy.deepcopy(calls)},
+            *tool_messages,
+            *({"role": "system", "content": n} for n in notes if n),
+        ]
+        return out
+
+    @staticmethod
+    def reask_with_context(body: dict[str, Any], said: str, blocks: Sequence[str]) -> dict[str, Any]:
+        out = dict(body)
+        out["messages"] = [
+            *body["messages"],
+            {"role": "assistant", "content": said},
+            *({"role": "system", "content": b} for b in blocks if b),
+            {"role": "user", "content": "Continue your answer using the memory results above."},
+        ]
+        return out
+
+    @staticmethod
+    def tool_message(name: str, content: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_name": name, "content": content}
+
+
+class GenerateDialect:
+    name = "generate"
+    path = "/api/generate"
+    supports_tools = False
+
+    def unsupported(self, body: Any) -> str | None:
+        if not isinstance(body, dict):
+            return "body is not a JSON object"
+        if not isinstance(body.get("model"), str):
+            return "no model"
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            return "no prompt (a model load or unload)"
+        if body.get("raw"):
+            return "raw prompt (already templated)"
+        if body.get("suffix"):
+            return "fill-in-the-middle completion"
+        if not _is_text(body.get("system")):
+            return "system is not a string"
+        return None
+
+    @staticmethod
+    def structured(body: dict[str, Any]) -> bool:
+        return bool(body.get("format"))
+
+    @staticmethod
+    def user_text(body: dict[str, Any]) -> str:
+        return body.get("prompt") or ""
+
+    @staticmethod
+    def history_until_user(body: dict[str, Any]) -> list[Any]:
+        return [body.get("system") or "", body.get("prompt") or "", list(body.get("context") or [])[-64:]]
+
+    history = history_until_user
+
+    @staticmethod
+    def client_tool_names(body: dict[str, Any]) -> set[str]:
+        return set()
+
+    @staticmethod
+    def inject(body: dict[str, Any], blocks: Sequence[str]) -> dict[str, Any]:
+        blocks = [b for b in blocks if b]
+        if not blocks:
+            return dict(body)
+        out = dict(body)
+        memory = "\n\n".join(blocks)
+        if body.get("system"):
+            out["system"] = f"{body['system']}\n\n{memory}"
+        else:
+            out["prompt"] = f"{memory}\n\n{body['prompt']}"
+        return out
+
+    @staticmethod
+    def add_tools(body: dict[str, Any], specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return dict(body)
+
+    @staticmethod
+    def text(obj: dict[str, Any]) -> str:
+        value = obj.get("response")
+        return value if isinstance(value, str) else ""
+
+    @staticmethod
+    def calls(obj: dict[str, Any]) -> list[dict[str, Any]]:
+        return []
+
+    @staticmethod
+    def rewrite(obj: dict[str, Any], text: str, calls: list[dict[str, Any]] | None) -> dict[str, Any]:
+        out = dict(obj)
+        out["response"] = text
+        return out
+
+    @staticmethod
+    def is_empty(obj: dict[str, Any]) -> bool:
+        return not obj.get("response") and not obj.get("thinking") and not obj.get("logprobs")
+
+    @staticmethod
+    def reask_with_tools(body: dict[str, Any], said: str, calls: list[dict[str, Any]],
+                         tool_messages: list[dict[str, Any]], notes: Sequence[str]) -> dict[str, Any]:
+        results = [m["content"] for m in tool_messages]
+        return GenerateDialect.reask_with_context(body, said, [*results, *notes])
+
+    @staticmethod
+    def reask_with_context(body: dict[str, Any], said: str, blocks: Sequence[str]) -> dict[str, Any]:
+        out = dict(body)
+        context = "\n\n".join(b for b in blocks if b)
+        out["prompt"] = (f"{body['prompt']}\n\n[Your answer so far]\n{said}\n\n{context}\n\n"
+                         "Continue your answer using the memory results above.")
+        out.pop("context", None)  # the tokens of the first answer would repeat it
+        return out
+
+    @staticmethod
+    def tool_message(name: str, content: str) -> dict[str, Any]:
+        return {"role": "tool", "tool_name": name, "content": content}
+
+
+CHAT = ChatDialect()
+GENERATE = GenerateDialect()

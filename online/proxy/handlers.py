@@ -1,0 +1,331 @@
+"""The memory path of the proxy: /api/chat and /api/generate with the four hooks around
+the upstream call, streamed or not, plus `!reset`.
+
+A stream keeps streaming: each piece of text goes to the client as soon as it is known not
+to be part of a memory proposal (`ProposalStreamFilter`); the final object is the
+upstream's own (counters, `done_reason`, `context`) with its text adjusted and the `loci`
+field added. A re-ask (memory tool call or recall phrasing) streams its answer on a new
+paragraph; only the last round's final object is sent.
+
+A failure inside memory (recall, landing a turn) never costs the user the answer: the
+request goes on without memory and the `loci` field lists the problem. Upstream failures
+become Ollama-style `{"error": ...}` answers (502/504), or a last NDJSON line once a stream
+has started; nothing is landed unless the upstream answered completely.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timezone
+from typing import Any, TypeVar
+
+import anyio
+import httpx
+from litestar import Request
+
+from online.proxy import reset
+from online.proxy.config import ProxyConfig, flag
+from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect
+from online.proxy.exchange import Exchange, max_rounds_text
+from online.proxy.forward import forward
+from online.proxy.identity import IdentityError, identity_from_headers
+from online.proxy.responses import RawResponse, error_response, json_response, ndjson_line, ndjson_response
+from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
+from online.state import MemoryService
+from pipelines.proposals import ProposalStreamFilter
+from pipelines.records import Identity
+from pipelines.settings import Settings
+
+log = logging.getLogger("loci.proxy")
+T = TypeVar("T")
+
+
+def ollama_time() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class VisibleText:
+    """What the client has been shown across rounds; a re-asked round's text starts on a
+    new paragraph."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._new_round = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def start_round(self) -> None:
+        self._new_round = bool(self.parts)
+
+    def emit(self, piece: str) -> str:
+        if not piece:
+            return ""
+        if self._new_round:
+            self._new_round = False
+            shown = self.text
+            if shown and not shown[-1].isspace() and not piece[0].isspace():
+                piece = "\n\n" + piece
+        self.parts.append(piece)
+        return piece
+
+
+def interim_chunk(dialect: ChatDialect | GenerateDialect, template: dict[str, Any], text: str) -> dict[str, Any]:
+    """A non-final chunk carrying `text` (used to flush a round's tail before a re-ask)."""
+    base = {k: template[k] for k in ("model", "created_at") if k in template}
+    if isinstance(dialect, ChatDialect):
+        return {**base, "message": {"role": "assistant", "content": text}, "done": False}
+    return {**base, "response": text, "done": False}
+
+
+class MemoryHandlers:
+    """The memory path of /api/chat and /api/generate, bound to one app's settings and config."""
+
+    def __init__(self, settings: Settings, config: ProxyConfig) -> None:
+        self.settings = settings
+        self.config = config
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    @staticmethod
+    def state(request: Request) -> tuple[MemoryService, Upstream]:
+        return request.app.state.service, request.app.state.upstream
+
+    async def guarded(self, what: str, fn: Callable[..., T], *args: Any, fallback: T) -> tuple[T, str | None]:
+        """Run a blocking memory step in a worker thread; a failure is logged and reported,
+        never passed on to the user as a failed chat."""
+        try:
+            return await anyio.to_thread.run_sync(lambda: fn(*args)), None
+        except Exception as exc:  # memory must never break the chat itself
+            log.exception("memory step %s failed; continuing without it", what)
+            return fallback, f"{what} failed: {type(exc).__name__}: {exc}"
+
+    # -- memory path ---------------------------------------------------------------------------
+
+    async def memory(self, request: Request, dialect: ChatDialect | GenerateDialect) -> RawResponse:
+        if request.method != "POST" or not flag(self.settings, "enabled"):
+            return await forward(request, self.state(request)[1])
+        service, upstream = self.state(request)
+        loop = loop_error(request.headers, upstream.hop_id, upstream.base_url)
+        if loop is not None:
+            return error_response(loop.status, loop.message)
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if raw else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = None
+        if dialect.unsupported(body) is not None:
+            return await forward(request, self.state(request)[1], raw)  # Ollama answers (or rejects) it itself
+        try:
+            identity = identity_from_headers(request.headers, self.config.default_identity,
+                                             openwebui=self.config.openwebui_headers)
+        except IdentityError as exc:
+            return error_response(400, f"loci proxy: {exc}")
+        headers = request_headers(request.headers.multi_items(), keep_encoding=False, hop_id=upstream.hop_id)
+        streaming = body.get("stream") is not False  # Ollama streams unless told not to
+        if isinstance(dialect, ChatDialect) and flag(self.settings, "reset_summarize") \
+                and reset.is_reset(body, self.config):
+            return await self.reset(request, body, identity, headers, streaming)
+        ex = Exchange(service, self.settings, self.config, identity, dialect, body)
+        first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
+        problems = [problem] if problem else []
+        if streaming:
+            return await self.stream(ex, first, upstream, headers, problems)
+        return await self.blocking(ex, first, upstream, headers, problems)
+
+    async def blocking(self, ex: Exchange, first: dict[str, Any], upstream: Upstream,
+                       headers: dict[str, str], problems: list[str]) -> RawResponse:
+        dialect, sent = ex.dialect, first
+        shown = VisibleText()
+        while True:
+            try:
+                answer, data = await upstream.post_json(dialect.path, {**sent, "stream": False}, headers=headers)
+            except UpstreamError as exc:
+                return error_response(exc.status, exc.message)
+            if answer.status_code != 200:  # Ollama's own error (unknown model...): as it is
+                return relay_error(answer, data)
+            try:
+                obj = json.loads(data)
+                assert isinstance(obj, dict)
+            except (json.JSONDecodeError, UnicodeDecodeError, AssertionError):
+                return error_response(502, "loci proxy: upstream answer is not a JSON object")
+            raw = dialect.text(obj)
+            visible = visible_of(raw) if ex.scans else raw
+            (nxt, client_calls), problem = await self.guarded(
+                "recall interception", ex.after_round, sent, raw, visible, dialect.calls(obj),
+                fallback=(None, dialect.calls(obj)))
+            problems += [problem] if problem else []
+            shown.emit(visible)
+            if nxt is None:
+                break
+            shown.start_round()
+            sent = nxt
+        if ex.unfinished:
+            shown.start_round()
+            shown.emit(max_rounds_text(self.config.max_tool_rounds))
+        out = dialect.rewrite(obj, shown.text, client_calls)
+        await self.attach(ex, out, shown.text, problems)
+        return json_response(out, headers=relayed_headers(answer))
+
+    async def stream(self, ex: Exchange, first: dict[str, Any], upstream: Upstream,
+                     headers: dict[str, str], problems: list[str]) -> RawResponse:
+        dialect = ex.dialect
+        try:
+            answer = await upstream.open("POST", dialect.path, headers=headers,
+                                         json_body={**first, "stream": True})
+        except UpstreamError as exc:
+            return error_response(exc.status, exc.message)
+        if answer.status_code != 200:
+            try:
+                data = await answer.aread()
+            except httpx.HTTPError as exc:
+                err = upstream.error_for(exc)
+                return error_response(err.status, err.message)
+            finally:
+                await answer.aclose()
+            return relay_error(answer, data)
+        return ndjson_response(self._stream_rounds(ex, first, answer, upstream, headers, problems),
+                               relayed_headers(answer))
+
+    async def _stream_rounds(self, ex: Exchange, sent: dict[str, Any], answer: httpx.Response,
+                             upstream: Upstream, headers: dict[str, str],
+                             problems: list[str]) -> AsyncIterator[bytes]:
+        dialect = ex.dialect
+        shown = VisibleText()
+        try:
+            while True:
+                filt = ProposalStreamFilter() if ex.scans else None
+                raw_parts: list[str] = []
+                round_visible: list[str] = []
+                calls: list[dict[str, Any]] = []
+                final: dict[str, Any] | None = None
+                async for obj in upstream.ndjson(answer):
+                    if "error" in obj:  # Ollama reports mid-stream failures this way
+                        yield ndjson_line(obj)
+                        return
+                    if obj.get("done"):
+                        final = obj
+                        break
+                    piece = dialect.text(obj)
+                    raw_parts.append(piece)
+                    chunk_calls = dialect.calls(obj)
+                    calls += chunk_calls
+                    visible = filt.feed(piece) if filt else piece
+                    round_visible.append(visible)
+                    _, client_calls = ex.split_calls(chunk_calls)
+                    out = dialect.rewrite(obj, shown.emit(visible), client_calls if chunk_calls else None)
+                    if not dialect.is_empty(out):
+                        yield ndjson_line(out)
+                await answer.aclose()
+                if final is None:
+                    raise UpstreamError(502, "loci proxy: upstream stream ended without its final object")
+                piece = dialect.text(final)
+                raw_parts.append(piece)
+                calls += dialect.calls(final)
+                tail = filt.feed(piece) if filt else piece
+                if filt:
+                    tail += filt.finish()[0]
+                round_visible.append(tail)
+                (nxt, client_calls), problem = await self.guarded(
+                    "recall interception", ex.after_round, sent, "".join(raw_parts),
+                    "".join(round_visible), calls, fallback=(None, ex.split_calls(calls)[1]))
+                problems += [problem] if problem else []
+                if nxt is None:
+                    break
+                flushed = shown.emit(tail)
+                if flushed:
+                    yield ndjson_line(interim_chunk(dialect, final, flushed))
+                shown.start_round()
+                sent = nxt
+                answer = await upstream.open("POST", dialect.path, headers=headers,
+                                             json_body={**sent, "stream": True})
+                if answer.status_code != 200:
+                    data = await answer.aread()
+                    await answer.aclose()
+                    yield ndjson_line({"error": upstream_error_text(answer.status_code, data)})
+                    return
+            text = shown.emit(tail)
+            if ex.unfinished:
+                shown.start_round()
+                text += shown.emit(max_rounds_text(self.config.max_tool_rounds))
+            out = dialect.rewrite(final, text, client_calls)
+            await self.attach(ex, out, shown.text, problems)
+            yield ndjson_line(out)
+        except UpstreamError as exc:
+            yield ndjson_line({"error": exc.message})
+        finally:
+            await answer.aclose()
+
+    async def attach(self, ex: Exchange, out: dict[str, Any], visible: str, problems: list[str]) -> None:
+        """Land the turns, run the catalog pass, attach the `loci` field to `out`."""
+        loci, problem = await self.guarded("landing the turns", ex.finish, visible, fallback={})
+        problems = problems + ([problem] if problem else [])
+        if problems:
+            loci = {**loci, "problems": problems}
+        if self.config.catalog_field:
+            out[self.config.catalog_field] = loci
+
+    # -- !reset ---------------------------------------------------------------------------------
+
+    async def reset(self, request: Request, body: dict[str, Any], identity: Identity,
+                    headers: dict[str, str], streaming: bool) -> RawResponse:
+        service, upstream = self.state(request)
+        history = reset.history_of(body)
+        summary: dict[str, Any] | None = None
+        if len(history) < self.config.reset_min_messages:
+            text = reset.too_short(len(history), self.config.reset_min_messages)
+        else:
+            try:
+                answer, data = await upstream.post_json("/api/chat", reset.summary_request(body, history),
+                                                        headers=headers)
+            except UpstreamError as exc:
+                return error_response(exc.status, exc.message)
+            if answer.status_code != 200:
+                return error_response(answer.status_code, upstream_error_text(answer.status_code, data))
+            try:
+                reply = CHAT.text(json.loads(data))
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+                return error_response(502, "loci proxy: upstream answer is not a JSON object")
+            summary, problem = await self.guarded("summarising on reset", reset.land_summary,
+                                                  service, identity, reply, history, fallback=None)
+            if summary is None:
+                return error_response(500, f"loci proxy: {problem}")
+            text = reset.confirmation(summary)
+        final = {"model": body["model"], "created_at": ollama_time(),
+                 "message": {"role": "assistant", "content": "" if streaming else text},
+                 "done": True, "done_reason": "stop"}
+        if self.config.catalog_field:
+            final[self.config.catalog_field] = {"reset": summary or {"messages": len(history), "proposed": 0}}
+        if not streaming:
+            return json_response(final)
+        return ndjson_response(_lines([interim_chunk(CHAT, final, text), final]))
+
+
+async def _lines(objs: list[dict[str, Any]]) -> AsyncIterator[bytes]:
+    for obj in objs:
+        yield ndjson_line(obj)
+
+
+def relay_error(answer: httpx.Response, data: bytes) -> RawResponse:
+    """An error status from the upstream, relayed as it came (its body re-sized)."""
+    headers = relayed_headers(answer)  # httpx has decoded the body
+    headers["content-length"] = str(len(data))
+    return RawResponse(answer.status_code, headers.items(), data)
+
+
+def visible_of(raw: str) -> str:
+    """The answer without proposals: the same filter as for streams, in one go."""
+    filt = ProposalStreamFilter()
+    head_text = filt.feed(raw)
+    return head_text + filt.finish()[0]
+
+
+def upstream_error_text(status: int, data: bytes) -> str:
+    try:
+        message = json.loads(data).get("error")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        message = None
+    return message or f"loci proxy: upstream answered HTTP {status}"

@@ -1,0 +1,58 @@
+"""Whose memory a proxied request uses, from its headers.
+
+The same headers as the recall service (`X-Loci-User`, `X-Loci-Project`, `X-Loci-Session`,
+`X-Loci-Org`). Ollama clients cannot add query parameters, so headers are the only way in;
+an id given in no header takes the configured default ("default" everywhere, the single-user
+setup). Open WebUI, started with `ENABLE_FORWARD_USER_INFO_HEADERS=true`, sends
+`X-OpenWebUI-User-Id` and `X-OpenWebUI-Chat-Id`; they are used for user and session when
+the Loci headers are absent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from pipelines.records import Identity
+
+HEADERS = {
+    "user_id": "x-loci-user",
+    "project_id": "x-loci-project",
+    "session_id": "x-loci-session",
+    "org_id": "x-loci-org",
+}
+OPENWEBUI_HEADERS = {"user_id": "x-openwebui-user-id", "session_id": "x-openwebui-chat-id"}
+MAX_ID_CHARS = 200
+_VALID = re.compile(r"^[^\x00-\x1f\x7f]+$")  # printable, no control characters
+
+
+class IdentityError(ValueError):
+    """A Loci identity header is empty, too long or holds control characters."""
+
+
+def _valid(header: str, value: str) -> str:
+    value = value.strip()
+    if not value or len(value) > MAX_ID_CHARS or not _VALID.match(value):
+        raise IdentityError(
+            f"header {header} must be 1-{MAX_ID_CHARS} printable characters, got {value[:40]!r}"
+        )
+    return value
+
+
+def identity_from_headers(
+    headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True
+) -> Identity:
+    """The caller's identity. Raises `IdentityError` for a malformed Loci header."""
+    base = default or Identity()
+    lower = {k.lower(): v for k, v in headers.items()}
+    ids: dict[str, str] = {}
+    for field_name, header in HEADERS.items():
+        if header in lower:
+            ids[field_name] = _valid(header, lower[header])
+        elif openwebui and OPENWEBUI_HEADERS.get(field_name) in lower:
+            raw = lower[OPENWEBUI_HEADERS[field_name]].strip()
+            if raw and _VALID.match(raw):  # a foreign header is a hint, never a reason to refuse the request
+                ids[field_name] = raw[:MAX_ID_CHARS]
+        if field_name not in ids:
+            ids[field_name] = getattr(base, field_name)
+    return Identity(**ids)

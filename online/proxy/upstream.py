@@ -1,0 +1,170 @@
+"""The upstream Ollama: one `httpx.AsyncClient`, header hygiene, and Ollama-style errors.
+
+Every failure to reach the upstream becomes an `UpstreamError` whose body is what Ollama
+itself answers on errors, `{"error": "..."}`: 502 when the connection fails or breaks, 504
+when the upstream does not answer in time. The message names the upstream URL, so a user
+sees at once that the proxy is up and Ollama is not.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any
+
+import httpx
+
+# Hop-by-hop headers (RFC 9110 §7.6.1) and what httpx recomputes for a new request.
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+})
+_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length"}
+# Every upstream request carries the ids of the Loci proxies it went through: a request that
+# arrives carrying our own id has gone round in a loop (the upstream is this proxy, e.g.
+# OLLAMA_HOST pointed at the proxy). Chaining distinct proxies stays possible.
+LOOP_HEADER = "x-loci-proxied"
+# The proxy's own server adds Date and Server; duplicates would confuse clients.
+_RESPONSE_DROP = HOP_BY_HOP | {"date", "server"}
+
+
+class UpstreamError(Exception):
+    """The upstream could not be reached or did not answer in time."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+    def body(self) -> bytes:
+        return error_body(self.message)
+
+
+def error_body(message: str) -> bytes:
+    return json.dumps({"error": message}).encode("utf-8")
+
+
+def request_headers(incoming: Iterable[tuple[str, str]], *, keep_encoding: bool, hop_id: str) -> dict[str, str]:
+    """Headers to send upstream: the client's, minus hop-by-hop ones and Loci's identity
+    headers. `keep_encoding`: pass-through keeps the client's Accept-Encoding (and asks for
+    `identity` when it sent none, so bytes reach it exactly as it asked); the memory path
+    lets httpx negotiate, since it decodes the JSON itself."""
+    out: dict[str, str] = {}
+    hops: list[str] = []
+    for name, value in incoming:
+        key = name.lower()
+        if key == LOOP_HEADER:
+            hops += [h.strip() for h in value.split(",") if h.strip()]
+        if key in _REQUEST_DROP or key.startswith("x-loci-"):
+            continue
+        if key == "accept-encoding" and not keep_encoding:
+            continue
+        out[key] = value
+    if keep_encoding:
+        out.setdefault("accept-encoding", "identity")
+    out[LOOP_HEADER] = ",".join([*hops, hop_id])
+    return out
+
+
+def loop_error(headers: Mapping[str, str], hop_id: str, upstream: str) -> UpstreamError | None:
+    """A 508 when this request was sent on by this very proxy before (a loop)."""
+    hops = {h.strip() for k, v in headers.items() if k.lower() == LOOP_HEADER for h in v.split(",")}
+    if hop_id not in hops:
+        return None
+    return UpstreamError(508, f"loci proxy: request loop: the upstream {upstream} leads back to a Loci "
+                              "proxy; point the proxy at the real Ollama (LOCI_OLLAMA_HOST or --upstream)")
+
+
+def response_headers(upstream: httpx.Response, *, keep_length: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in upstream.headers.multi_items():
+        key = name.lower()
+        if key in _RESPONSE_DROP or (key == "content-length" and not keep_length):
+            continue
+        out[key] = value
+    return out
+
+
+def relayed_headers(answer: httpx.Response) -> dict[str, str]:
+    """The upstream's response headers (CORS and the like) for a body the proxy rewrote or
+    decoded: without length and encoding, which no longer hold."""
+    headers = response_headers(answer, keep_length=False)
+    headers.pop("content-encoding", None)
+    return headers
+
+
+class Upstream:
+    """The Ollama the proxy forwards to (created in the app lifespan, closed at shutdown)."""
+
+    def __init__(self, base_url: str, *, timeout_s: float, connect_timeout_s: float) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.hop_id = uuid.uuid4().hex[:12]  # this proxy, in the loop-detection header
+        self.timeout_s = timeout_s
+        self.client = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            follow_redirects=False,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    def error_for(self, exc: Exception) -> UpstreamError:
+        where = f"upstream Ollama at {self.base_url}"
+        if isinstance(exc, httpx.TimeoutException):
+            kind = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "answering"
+            return UpstreamError(504, f"loci proxy: {where} timed out {kind} "
+                                      f"(limit {self.timeout_s:g} s)")
+        if isinstance(exc, httpx.ConnectError):
+            return UpstreamError(502, f"loci proxy: cannot connect to {where}: {exc or 'refused'}")
+        return UpstreamError(502, f"loci proxy: {where} failed: {type(exc).__name__}: {exc}")
+
+    async def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        content: Any = None,
+        json_body: Any = None,
+    ) -> httpx.Response:
+        """Send a request and return the response with its body not read yet (stream).
+        The caller must `aclose()` it. Raises `UpstreamError`."""
+        if json_body is not None:
+            content = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
+            headers = {**headers, "content-type": "application/json"}
+        request = self.client.build_request(method, url, headers=dict(headers), content=content)
+        try:
+            return await self.client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise self.error_for(exc) from exc
+
+    async def post_json(self, path: str, body: Any, *, headers: Mapping[str, str]) -> tuple[httpx.Response, bytes]:
+        """POST a JSON body and read the whole answer: (the closed response, its body)."""
+        response = await self.open("POST", path, headers=headers, json_body=body)
+        try:
+            data = await response.aread()
+        except httpx.HTTPError as exc:
+            raise self.error_for(exc) from exc
+        finally:
+            await response.aclose()
+        return response, data
+
+    async def ndjson(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        """The objects of a streamed NDJSON answer. Raises `UpstreamError` when the stream
+        breaks or times out, and for a line that is not a JSON object."""
+        try:
+            async for line in response.aiter_lines():
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise UpstreamError(502, f"loci proxy: upstream sent a line that is not JSON: "
+                                             f"{line[:80]!r} ({exc.msg})") from None
+                if not isinstance(obj, dict):
+                    raise UpstreamError(502, "loci proxy: upstream sent a JSON line that is not an object")
+                yield obj
+        except httpx.HTTPError as exc:
+            raise self.error_for(exc) from exc

@@ -1,0 +1,125 @@
+"""Shared pieces of the consolidation stages: errors, the test hook, what gets embedded,
+which items consolidation acts on, and reading the inbox window."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from pipelines.materialize import Overlay, fold_events
+from pipelines.records import Event, MemoryItem
+
+Hook = Callable[[str], None]
+REEMBED_COMMAND = "loci reembed"
+EMBED_BATCH = 256  # texts per embed() call: bounded memory, still batched for speed
+
+
+class ConsolidationError(RuntimeError):
+    """A consolidation stage cannot proceed (the message says why and what to do)."""
+
+
+class EmbedderChanged(ConsolidationError):
+    """The configured embedder differs from the one the warehouse's vectors were made with."""
+
+    def __init__(self, configured: str, stored: Sequence[tuple[str, int]]) -> None:
+        self.configured = configured
+        self.stored = list(stored)
+        names = ", ".join(f"{m} ({d} dims)" for m, d in self.stored)
+        super().__init__(
+            f"the configured embedder {configured!r} differs from the one the warehouse was "
+            f"embedded with ({names}); vectors of different models cannot be mixed. Run "
+            f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
+            f"LOCI_EMBEDDER back to the stored model."
+        )
+
+
+def call_hook(hook: Hook | None, point: str) -> None:
+    if hook is not None:
+        hook(point)
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+
+def embed_text(item: MemoryItem) -> str:
+    """The text an item's vector is made from: title, content and tags. The stored hash is
+    the item's content hash (title + content), so a tag-only change is not re-embedded."""
+    text = f"{item.title}\n{item.content}"
+    if item.tags:
+        text += "\ntags: " + ", ".join(item.tags)
+    return text
+
+
+def parse_time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def read_window(inbox: Any, after: int) -> tuple[list[Event], int]:
+    """Events with seq in (after, top], top read first: events appended meanwhile wait for
+    the next run instead of being half-seen."""
+    top = inbox.max_seq()
+    if top <= after:
+        return [], after
+    return [e for e in inbox.read_after(after) if e.seq <= top], top
+
+
+def stm_by_partition(items: Iterable[MemoryItem]) -> dict[str, int]:
+    """Short-term items consolidation can act on (see `mergeable`: not verbatim chat
+    messages, which age out instead, nor quarantined items, which expire), per owner
+    partition. This is what the threshold sensor compares with `settings.stm_threshold`."""
+    counts = Counter(i.scope.partition_key() for i in items if mergeable(i))
+    return dict(sorted(counts.items()))
+
+
+def pending_stm_by_partition(events: Sequence[Event]) -> dict[str, int]:
+    """`stm_by_partition` of the items `events` will create, derived with the same fold the
+    pipeline uses (policy not re-run: the online verdicts)."""
+    relevant = [e for e in events if e.kind in ("turn", "proposal", "memory.write")]
+    overlay, _ = fold_skipping_bad(relevant, lambda _id: None, None)
+    return stm_by_partition(overlay.items.values())
+
+
+# -- 4. clusters -------------------------------------------------------------------------
+
+# Verbatim chat turns stay episodic records (recall over raw conversation needs them); they
+# age out instead of being merged. Quarantined items are not merged either: a merge would
+# launder an unverified item into a canonical one.
+NOT_MERGED_TYPES = frozenset({"message"})
+
+
+def mergeable(item: MemoryItem) -> bool:
+    return (
+        item.active
+        and item.tier == "stm"
+        and item.type not in NOT_MERGED_TYPES
+        and item.metadata.get("verdict") != "quarantine"
+        and item.validation != "retracted"
+    )
+
+
+def fold_skipping_bad(
+    events: list[Event], base: Callable[[str], MemoryItem | None], policy: Any
+) -> tuple[Overlay, list[str]]:
+    """fold_events, but an event the fold cannot read (malformed payload) is skipped and
+    reported instead of blocking every later run on the same event."""
+    try:
+        return fold_events(events, base=base, policy=policy), []
+    except Exception:  # noqa: BLE001 - isolate the bad events below, then report them
+        pass
+    bad: list[str] = []
+    good: list[Event] = []
+    for e in events:
+        try:
+            fold_events([e], base=base, policy=policy)
+            good.append(e)
+        except Exception as exc:  # noqa: BLE001
+            bad.append(f"{e.event_id}: {type(exc).__name__}: {exc}")
+    return fold_events(good, base=base, policy=policy), bad

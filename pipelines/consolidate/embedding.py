@@ -1,0 +1,104 @@
+"""Stage 3: vectors for new or changed items; `reembed_all` after an embedder change."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pipelines.consolidate.common import (
+    EMBED_BATCH,
+    ConsolidationError,
+    EmbedderChanged,
+    Hook,
+    call_hook,
+    embed_text,
+)
+from pipelines.consolidate.lock import WarehouseLock
+from pipelines.records import MemoryItem
+from pipelines.settings import Settings
+from pipelines.warehouse import Warehouse
+
+
+@dataclass
+class EmbedReport:
+    model: str
+    dim: int
+    embedded: int = 0
+    current: int = 0
+
+
+def ensure_same_embedder(warehouse: Warehouse, embedder: Any) -> None:
+    """Raise EmbedderChanged when the warehouse holds vectors but none of the configured
+    embedder's (switching models needs an explicit `loci reembed`)."""
+    stored = warehouse.stored_embedding_models()
+    if stored and embedder.name not in {m for m, _ in stored}:
+        raise EmbedderChanged(embedder.name, stored)
+
+
+def embed_batched(embedder: Any, texts: Sequence[str]) -> np.ndarray:
+    parts = [embedder.embed(list(texts[i : i + EMBED_BATCH])) for i in range(0, len(texts), EMBED_BATCH)]
+    if not parts:
+        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    out = np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+    if out.shape[0] != len(texts):
+        raise ConsolidationError(f"embedder {embedder.name} returned {out.shape[0]} rows for {len(texts)} texts")
+    return out
+
+
+def vectors_for(items: Sequence[MemoryItem], embedder: Any) -> np.ndarray:
+    return embed_batched(embedder, [embed_text(i) for i in items])
+
+
+def embed_items(
+    warehouse: Warehouse, embedder: Any, *, hook: Hook | None = None, check_model: bool = True
+) -> EmbedReport:
+    """Embed the active items whose content changed since their stored vector (or that
+    have none) with `embedder`; one transaction for the batch."""
+    if check_model:
+        ensure_same_embedder(warehouse, embedder)
+    todo = warehouse.get_items(warehouse.stale_embedding_ids(embedder.name))
+    active = warehouse.count_items()
+    if not todo:
+        dims = [d for m, d in warehouse.stored_embedding_models() if m == embedder.name]
+        return EmbedReport(model=embedder.name, dim=dims[0] if dims else 0, current=active)
+    vectors = vectors_for(todo, embedder)
+    dim = int(vectors.shape[1])
+    with warehouse.transaction():
+        warehouse.put_embeddings(
+            [(i.id, i.content_hash, v) for i, v in zip(todo, vectors)], model_name=embedder.name, dim=dim
+        )
+        call_hook(hook, "embed:before_commit")
+    return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active)
+
+
+def reembed_all(settings: Settings, *, embedder: Any = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """`loci reembed`: embed every active item with the configured embedder (after the
+    embedder was changed). Takes the warehouse lock like a run. The next consolidation run
+    publishes a snapshot built with the new vectors."""
+    from pipelines.embedders import make_embedder
+
+    embedder = embedder or make_embedder(settings)
+    say = progress or (lambda _msg: None)
+    with WarehouseLock(settings.warehouse_path) as lock:
+        with Warehouse(settings.warehouse_path) as warehouse:
+            previous = warehouse.stored_embedding_models()
+            items = warehouse.active_items()
+            say(f"re-embedding {len(items)} active items with {embedder.name}")
+            vectors = vectors_for(items, embedder)
+            dim = int(vectors.shape[1]) if len(items) else int(embedder.dim)
+            with warehouse.transaction():
+                written = warehouse.put_embeddings(
+                    [(i.id, i.content_hash, v) for i, v in zip(items, vectors)],
+                    model_name=embedder.name, dim=dim,
+                )
+    return {
+        "model": embedder.name,
+        "dim": dim,
+        "embedded": written,
+        "previous_models": [f"{m} ({d})" for m, d in previous],
+        "lock_wait_s": round(lock.waited_s, 3),
+        "next": "run `loci consolidate` to publish a snapshot built with these vectors",
+    }

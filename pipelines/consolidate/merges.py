@@ -1,0 +1,116 @@
+"""Stage 5: one canonical MTM item per cluster; originals superseded and linked."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from pipelines.consolidate.clusters import ClusterRef
+from pipelines.consolidate.common import Hook, call_hook, mergeable
+from pipelines.consolidate.embedding import vectors_for
+from pipelines.records import MemoryItem
+from pipelines.settings import Settings
+from pipelines.warehouse import LINK_RELS, Warehouse
+
+
+@dataclass
+class MergeReport:
+    merged: int = 0
+    by_llm: int = 0
+    by_fallback: int = 0
+    fallback_reasons: dict[str, int] = field(default_factory=dict)
+    superseded: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    new_ids: list[str] = field(default_factory=list)
+
+
+def merge_clusters(
+    warehouse: Warehouse,
+    clusters: Sequence[ClusterRef],
+    merger: Any,
+    policy: Any,
+    embedder: Any,
+    *,
+    settings: Settings,
+    now: datetime,
+    hook: Hook | None = None,
+) -> MergeReport:
+    """Merge each cluster of >= 2 still-mergeable items into one canonical MTM item. The
+    (slow) merger calls happen first; then one transaction stores the new items (revision
+    reason `consolidation_merge`), supersedes and links the originals and stores the new
+    items' vectors."""
+    from pipelines.merging import MergeError, merge_cluster
+
+    report = MergeReport()
+    skipped: Counter = Counter()
+    reasons: Counter = Counter()
+    planned: list[tuple[ClusterRef, Any]] = []
+    claimed: set[str] = set()
+    for ref in clusters:
+        members = [i for i in warehouse.get_items(ref.item_ids) if mergeable(i) and i.id not in claimed]
+        if len(members) < 2:
+            skipped["stale cluster (members merged, archived or changed)"] += 1
+            continue
+        try:
+            outcome = merge_cluster(members, merger, policy, settings=settings, now=now)
+        except MergeError as exc:
+            skipped[f"unusable cluster: {exc}"] += 1
+            continue
+        if outcome.skipped or outcome.new_item is None:
+            skipped[str(outcome.skipped or "no item")] += 1
+            continue
+        if warehouse.get_item(outcome.new_item.id) is not None:
+            skipped["canonical item already stored"] += 1
+            continue
+        claimed.update(outcome.superseded_ids)
+        planned.append((ref, outcome))
+    if not planned:
+        report.skipped = dict(sorted(skipped.items()))
+        return report
+
+    new_items = []
+    for ref, outcome in planned:
+        item = outcome.new_item
+        meta = dict(item.metadata)
+        meta["cluster"] = {"partition": ref.partition, "label": ref.label, "size": len(outcome.superseded_ids),
+                           "room": ref.room}
+        new_items.append(msgspec.structs.replace(item, metadata=meta))
+        used, reason = merger_used(item)
+        if used == "llm":
+            report.by_llm += 1
+        else:
+            report.by_fallback += 1
+            reasons[reason or "unspecified"] += 1
+    vectors = vectors_for(new_items, embedder)
+    with warehouse.transaction():
+        warehouse.put_items(new_items, reason="consolidation_merge")
+        for item, (_, outcome) in zip(new_items, planned):
+            warehouse.supersede(list(outcome.superseded_ids), item.id, reason="consolidation_merge")
+            old = set(outcome.superseded_ids)
+            for src, dst, rel in outcome.links or ():
+                done_by_supersede = src == item.id and dst in old and rel in ("derived_from", "supersedes")
+                if rel in LINK_RELS and not done_by_supersede and {src, dst} <= old | {item.id}:
+                    warehouse.link(src, dst, rel)
+        warehouse.put_embeddings([(i.id, i.content_hash, v) for i, v in zip(new_items, vectors)],
+                                 model_name=embedder.name, dim=int(vectors.shape[1]))
+        call_hook(hook, "merge:before_commit")
+    report.merged = len(new_items)
+    report.superseded = sum(len(o.superseded_ids) for _, o in planned)
+    report.new_ids = [i.id for i in new_items]
+    report.fallback_reasons = dict(sorted(reasons.items()))
+    report.skipped = dict(sorted(skipped.items()))
+    return report
+
+
+def merger_used(item: MemoryItem) -> tuple[str, str]:
+    """("llm" | "fallback", why) from the merged item's metadata."""
+    meta = item.metadata
+    name = str(meta.get("merger", ""))
+    if "fallback" in name or "extractive" in name or meta.get("fallback_reason"):
+        return "fallback", str(meta.get("fallback_reason") or ("extractive merger configured" if "fallback" not in name else ""))
+    return "llm", ""

@@ -1,0 +1,116 @@
+"""Stage 8: the published snapshot, and the run record closed."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from pipelines.consolidate.common import ConsolidationError, stm_by_partition
+from pipelines.records import MemoryItem
+from pipelines.settings import Settings
+from pipelines.snapshot import MANIFEST_FILE, SnapshotError, SnapshotManifest, build_snapshot, current_version
+from pipelines.warehouse import Warehouse
+
+
+@dataclass
+class SnapshotReport:
+    version: str | None
+    published: bool
+    count: int
+    tier_counts: dict[str, int]
+    index_kind: str
+    watermark: int
+    embedder: str
+    dim: int
+    stm_by_partition: dict[str, int] = field(default_factory=dict)
+
+
+def read_published_manifest(root: str | Path) -> SnapshotManifest | None:
+    """The manifest of the CURRENT snapshot (small JSON; no index is loaded), or None when
+    nothing is published or it cannot be read."""
+    root = Path(root)
+    try:
+        version = current_version(root)
+    except SnapshotError:
+        return None
+    if version is None:
+        return None
+    try:
+        return msgspec.json.decode((root / version / MANIFEST_FILE).read_bytes(), type=SnapshotManifest)
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
+def _fingerprint(items: Sequence[MemoryItem], vectors: np.ndarray, watermark: int, model: str, kind: str) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"{model}\x1f{watermark}\x1f{kind}\x1f".encode())
+    digest.update(msgspec.json.encode(list(items)))
+    digest.update(np.ascontiguousarray(vectors, dtype=np.float32).tobytes())
+    return digest.hexdigest()
+
+
+def publish_snapshot(
+    warehouse: Warehouse,
+    embedder: Any,
+    settings: Settings,
+    *,
+    extra: dict[str, Any] | None = None,
+    force: bool = False,
+) -> SnapshotReport:
+    """Publish the active items with their vectors as a new snapshot (flat IP below
+    `settings.hnsw_threshold` items, HNSW above; the newest `settings.snapshots_keep` kept).
+    The watermark is the warehouse's ingestion watermark. When nothing changed since the
+    published snapshot (same items, vectors, watermark, model) nothing is published."""
+    model_name = embedder.name
+    items = warehouse.active_items()
+    ids = [i.id for i in items]
+    stale = warehouse.stale_embedding_ids(model_name)
+    if stale:
+        raise ConsolidationError(
+            f"{len(stale)} active items have no current {model_name!r} vector (e.g. {stale[:3]}); "
+            "materialize item_embeddings first"
+        )
+    dims = [d for m, d in warehouse.stored_embedding_models() if m == model_name]
+    dim = dims[0] if dims else int(embedder.dim)  # nothing stored yet: ask the model
+    vectors = warehouse.embedding_matrix(model_name, ids) if ids else np.zeros((0, dim), np.float32)
+    watermark = warehouse.last_ingested_seq()
+    kind = "hnsw" if len(items) >= settings.hnsw_threshold and items else "flat-ip"
+    fingerprint = _fingerprint(items, vectors, watermark, model_name, kind)
+    stm = stm_by_partition(items)
+    root = settings.snapshots_path
+    current = read_published_manifest(root)
+    if current is not None and not force and current.extra.get("fingerprint") == fingerprint:
+        return SnapshotReport(
+            version=current.version, published=False, count=current.count,
+            tier_counts=dict(current.tier_counts), index_kind=current.index_kind,
+            watermark=current.watermark, embedder=current.embedder, dim=current.dim,
+            stm_by_partition=stm,
+        )  # fmt: skip
+    manifest = build_snapshot(
+        root, items, vectors, embedder_name=model_name, dim=dim, watermark=watermark,
+        hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
+        extra={**(extra or {}), "fingerprint": fingerprint, "stm_by_partition": stm},
+    )  # fmt: skip
+    return SnapshotReport(
+        version=manifest.version, published=True, count=manifest.count,
+        tier_counts=dict(manifest.tier_counts), index_kind=manifest.index_kind,
+        watermark=manifest.watermark, embedder=manifest.embedder, dim=manifest.dim,
+        stm_by_partition=stm,
+    )  # fmt: skip
+
+
+def finish_run(warehouse: Warehouse, run_id: str, report: SnapshotReport, *, counts: dict[str, Any]) -> None:
+    """Record the run as finished with its counts and snapshot version (started here when
+    the run's selection did not include the landing stage)."""
+    summary = {**counts, "snapshot.count": report.count, "snapshot.published": report.published}
+    with warehouse.transaction():
+        if warehouse.get_run(run_id) is None:
+            warehouse.start_run(run_id, report.watermark)
+        warehouse.finish_run(run_id, "success", summary, to_seq=report.watermark,
+                             snapshot_version=report.version)

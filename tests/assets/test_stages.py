@@ -1,0 +1,149 @@
+"""The framework-free stages behind the assets (`pipelines.consolidate`): governance details
+that are awkward to reach through whole runs (re-governed verdicts, usage, updates, links,
+malformed events), the warehouse lock and the snapshot skip."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import msgspec
+import pytest
+
+from pipelines import consolidate as stages
+from pipelines.embedders import HashEmbedder
+from pipelines.inbox import Inbox
+from pipelines.materialize import message_item_id, proposal_item_id
+from pipelines.policy import POLICY_VERSION, Policy
+from pipelines.records import Event, Identity, ProposedItem, Provenance, Verdict, stable_id
+from pipelines.warehouse import Warehouse
+from tests.assets.support import BATCH_1, ingest, make_settings
+
+WHO = Identity(user_id="dana", project_id="atlas", session_id="s9")
+
+
+def proposal_event(key: str, content: str, *, online: str = "accept", title: str = "T") -> Event:
+    """A proposal as the service lands it, with the verdict it got online."""
+    return Event(
+        event_id=stable_id("evt", "test-proposal", key), kind="proposal", identity=WHO,
+        payload={
+            "proposal_id": stable_id("prop", key), "turn_id": f"turn-{key}", "form": "api",
+            "proposal": msgspec.to_builtins(ProposedItem(type="fact", title=title, content=content)),
+            "verdict": msgspec.to_builtins(Verdict(action=online, policy_version="2020.01-old")),
+            "provenance": msgspec.to_builtins(Provenance(source_id=f"turn-{key}")),
+            "default_scope": "project",
+        },
+    )  # fmt: skip
+
+
+def land_and_govern(settings, events):
+    with Inbox(settings.inbox_path) as inbox:
+        inbox.append(events)
+        with Warehouse(settings.warehouse_path) as wh:
+            stages.land_events(inbox, wh)
+            return stages.govern_items(inbox, wh, Policy(settings), settings=settings)
+
+
+def test_governance_reruns_the_current_policy(tmp_path):
+    settings = make_settings(tmp_path)
+    leaked = proposal_event("leak", "The key is AKIAIOSFODNN7EXAMPLE.")  # accepted by an old policy
+    fine = proposal_event("fine", "The renderer is written in Rust.")
+    report = land_and_govern(settings, [leaked, fine])
+    assert (report.accepted, report.rejected, report.tightened) == (1, 1, 1)
+    assert report.rejected_now == [leaked.event_id]
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert wh.get_item(proposal_item_id(leaked.event_id)) is None  # only the event remains
+        kept = wh.get_item(proposal_item_id(fine.event_id))
+        assert kept.metadata["policy_version"] == POLICY_VERSION  # governed again, now
+        (row,) = wh.query("SELECT action, policy_version FROM proposals WHERE event_id = ?", [leaked.event_id])
+        assert row == ("accept", "2020.01-old")  # the online verdict stays on record
+
+
+def test_usage_updates_links_and_bad_events(tmp_path):
+    settings = make_settings(tmp_path)
+    a, b = proposal_event("a", "Alpha runs on port 8001."), proposal_event("b", "Alpha runs on port 8002.")
+    land_and_govern(settings, [a, b])
+    a_id, b_id = proposal_item_id(a.event_id), proposal_item_id(b.event_id)
+    events = [
+        Event(event_id="u1", kind="usage", identity=WHO, payload={"item_ids": [a_id, b_id]}, at="2026-01-01T00:00:00+00:00"),
+        Event(event_id="u2", kind="usage", identity=WHO, payload={"item_ids": [a_id]}, at="2026-01-02T00:00:00+00:00"),
+        Event(event_id="up", kind="memory.update", identity=WHO,
+              payload={"item_id": a_id, "patch": {"content": "Alpha runs on port 9001."}}),
+        Event(event_id="ln", kind="memory.link", identity=WHO, payload={"src_id": a_id, "dst_id": b_id, "rel": "supersedes"}),
+        Event(event_id="bad", kind="turn", identity=WHO, payload={"no": "turn id"}),  # malformed
+        Event(event_id="gone", kind="usage", identity=WHO, payload={"item_ids": ["mem_unknown"]}),
+    ]
+    report = land_and_govern(settings, events)
+    assert report.usage == 3 and report.updated == 2 and report.links == 1
+    assert any(s.startswith("bad:") for s in report.skipped)  # reported, not fatal
+    assert any("mem_unknown" in s for s in report.skipped)
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        item_a, item_b = wh.get_item(a_id), wh.get_item(b_id)
+        assert (item_a.usage_count, item_a.last_used_at) == (2, "2026-01-02T00:00:00+00:00")
+        assert item_a.content == "Alpha runs on port 9001."
+        assert [r["reason"] for r in wh.revisions(a_id)] == ["create", "inbox_update"]
+        assert item_b.usage_count == 1 and item_b.superseded_by == a_id  # "a supersedes b"
+        assert ("supersedes", b_id) in {(link.rel, link.to) for link in item_a.links}
+        assert stages.supersede_violations(wh) == []
+        assert wh.last_ingested_seq() == 8
+    # Everything up to the watermark is done: a second pass changes nothing.
+    with Inbox(settings.inbox_path) as inbox, Warehouse(settings.warehouse_path) as wh:
+        again = stages.govern_items(inbox, wh, Policy(settings), settings=settings)
+        assert again.events == 0 and wh.revisions(a_id)[-1]["reason"] == "inbox_update"
+
+
+def test_governance_stops_at_the_landed_prefix(tmp_path):
+    """Events appended after landing wait for the next run: the watermark never passes an
+    event that was not landed."""
+    settings = make_settings(tmp_path)
+    with Inbox(settings.inbox_path) as inbox, Warehouse(settings.warehouse_path) as wh:
+        inbox.append([proposal_event("one", "First fact here.")])
+        stages.land_events(inbox, wh)
+        inbox.append([proposal_event("two", "Second fact here.")])  # arrives mid-run
+        report = stages.govern_items(inbox, wh, Policy(settings), settings=settings)
+        assert (report.events, report.to_seq, wh.last_ingested_seq()) == (1, 1, 1)
+        assert stages.land_events(inbox, wh).landed == 1
+        assert stages.govern_items(inbox, wh, Policy(settings), settings=settings).to_seq == 2
+
+
+def test_messages_are_kept_verbatim_and_never_merged(tmp_path):
+    settings = make_settings(tmp_path)
+    ingest(settings, BATCH_1)
+    out = stages.consolidate_once(settings, embedder=HashEmbedder(384))
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        messages = wh.active_items(types=["message"])
+    assert len(messages) == out["govern"].messages == 6
+    assert all(m.tier == "stm" and m.superseded_by is None for m in messages)
+    assert all(m.id == message_item_id(m.provenance.source_id) for m in messages)
+
+
+def test_warehouse_lock_waits_for_the_holder(tmp_path):
+    path = tmp_path / "w.duckdb"
+    first = stages.WarehouseLock(path)
+    first.acquire()
+    released = threading.Timer(0.3, first.release)
+    released.start()
+    second = stages.WarehouseLock(path, timeout_s=5)
+    messages: list[str] = []
+    waited = second.acquire(on_wait=messages.append)
+    second.release()
+    assert waited >= 0.2 and messages and "waiting" in messages[0]
+    # A holder that never lets go: a clear error after the timeout, not a hang.
+    first.acquire()
+    try:
+        with pytest.raises(stages.ConsolidationError, match="stayed locked"):
+            stages.WarehouseLock(path, timeout_s=0.2).acquire()
+    finally:
+        first.release()
+
+
+def test_snapshot_not_republished_when_nothing_changed(tmp_path):
+    settings = make_settings(tmp_path)
+    ingest(settings, BATCH_1)
+    first = stages.consolidate_once(settings)["snapshot"]
+    time.sleep(0.01)
+    second = stages.consolidate_once(settings)["snapshot"]
+    assert first.published and not second.published and second.version == first.version
+    with Warehouse(settings.warehouse_path) as wh:  # forced: a new version with the same items
+        forced = stages.publish_snapshot(wh, HashEmbedder(384), settings, force=True)
+    assert forced.published and forced.version != first.version and forced.count == first.count

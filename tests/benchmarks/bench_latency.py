@@ -1,0 +1,473 @@
+"""Online recall latency and throughput at 1k / 10k / 100k active items.
+
+    python -m tests.benchmarks.bench_latency --sizes 1000,10000,100000 --duration 20 --json out.json
+
+For every size and index type (exact `flat-ip` and `hnsw`):
+
+1. synthetic items (`synthetic.py`: several users/projects, realistic lengths and tags) and
+   their MiniLM vectors (cached on disk per chunk, keyed by the generator seed), published
+   with `pipelines.snapshot.build_snapshot` (snapshot size on disk recorded);
+2. **in-process** latency: `online.state.MemoryService.recall` (the service path, usage
+   event included) for distinct queries, each embedded by MiniLM for real (its query cache
+   is off here);
+3. **HTTP** latency: the real service (`online.server.serve`: uvicorn, one worker) in a
+   subprocess on 127.0.0.1, `POST /v1/recall` one request at a time;
+4. **throughput**: `--concurrency` clients (httpx, one thread each) on loopback for
+   `--duration` seconds, counting completed recalls per second; plus the server's RSS.
+
+Every query is distinct (no embedder cache hits) unless the query pool runs out (reported).
+Targets on the 2-core reference machine: HTTP p50 <= 15 ms and p99 <= 50 ms at 100k items;
+>= 100 recalls/s. The machine's load average is recorded: on a shared box it matters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.benchmarks.metrics import machine_info, percentiles, write_json
+from tests.benchmarks.synthetic import (
+    GENERATOR_VERSION,
+    cached_item_vectors,
+    default_cache_dir,
+    synthetic_items,
+    synthetic_queries,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+TARGET_P50_MS = 15.0
+TARGET_P99_MS = 50.0
+TARGET_RPS = 100.0
+INDEX_KINDS = ("flat", "hnsw")
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+def item_vectors(n: int, args: argparse.Namespace, say) -> tuple[np.ndarray, dict[str, Any]]:
+    """MiniLM vectors for the first n synthetic items; beyond `--minilm-max-items` the
+    vectors of earlier items are reused with a small perturbation (documented in the
+    output), so huge sizes stay feasible on 2 cores."""
+    from pipelines.embedders import HashEmbedder, MiniLMEmbedder
+
+    if args.item_embedder == "hash":
+        emb = HashEmbedder(384)
+        vecs = emb.embed([f"{i.title}\n{i.content}" for i in synthetic_items(n, seed=args.seed)])
+        return vecs, {"item_vectors": "hash-384 (not MiniLM)", "minilm_items": 0}
+    emb = MiniLMEmbedder(cache_size=0)
+    real = min(n, args.minilm_max_items)
+    vecs = cached_item_vectors(real, emb, seed=args.seed, cache_dir=args.cache_dir, progress=say)
+    note = {"item_vectors": emb.name, "minilm_items": real}
+    if real < n:
+        rng = np.random.default_rng(args.seed)
+        idx = np.arange(real, n) % real
+        extra = vecs[idx] + rng.normal(0, 0.03, size=(n - real, vecs.shape[1])).astype(np.float32)
+        extra /= np.linalg.norm(extra, axis=1, keepdims=True)
+        vecs = np.vstack([vecs, extra.astype(np.float32)])
+        note["item_vectors"] = (f"{emb.name} for the first {real} items; the rest reuse those "
+                                f"vectors (+ gaussian noise sigma 0.03, renormalised)")
+    return np.ascontiguousarray(vecs, dtype=np.float32), note
+
+
+class QueryPool:
+    """Distinct (query, identity) pairs handed out once each; cycles (and counts it) when
+    exhausted."""
+
+    def __init__(self, n: int, seed: int):
+        self.queries = synthetic_queries(n, seed=seed)
+        self._i = 0
+        self.repeats = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> tuple[str, Any]:
+        with self._lock:
+            if self._i >= len(self.queries):
+                self.repeats += 1
+            q = self.queries[self._i % len(self.queries)]
+            self._i += 1
+            return q
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def build(n: int, kind: str, items, vectors: np.ndarray, base: Path) -> tuple[Any, dict[str, Any]]:
+    from pipelines.embedders import MiniLMEmbedder
+    from pipelines.settings import Settings
+    from pipelines.snapshot import build_snapshot
+
+    data_dir = base / f"n{n}-{kind}"
+    settings = Settings(data_dir=str(data_dir), embedder="minilm", snapshots_keep=1)
+    started = time.perf_counter()
+    manifest = build_snapshot(
+        settings.snapshots_path, items, vectors, embedder_name=MiniLMEmbedder.name,
+        dim=int(vectors.shape[1]), watermark=0, hnsw_threshold=(0 if kind == "hnsw" else n + 1), keep=1,
+    )
+    elapsed = time.perf_counter() - started
+    folder = settings.snapshots_path / manifest.version
+    return settings, {
+        "build_s": round(elapsed, 3), "index_kind": manifest.index_kind, "count": manifest.count,
+        "bytes": dir_bytes(folder), "files": {k: v.bytes for k, v in manifest.files.items()},
+    }
+
+
+# -- in-process ---------------------------------------------------------------------------------
+
+
+def measure_inprocess(settings, pool: QueryPool, n_queries: int) -> dict[str, Any]:
+    from online.state import MemoryService
+    from pipelines.embedders import MiniLMEmbedder
+
+    started = time.perf_counter()
+    service = MemoryService(settings, embedder=MiniLMEmbedder(cache_size=0))
+    load_s = time.perf_counter() - started
+    try:
+        q, who = pool.take()
+        t = time.perf_counter()
+        service.recall(q, who)  # first query: loads MiniLM, builds the BM25 index
+        cold_ms = (time.perf_counter() - t) * 1e3
+        for _ in range(3):
+            q, who = pool.take()
+            service.recall(q, who)
+        lat, stages, hits = [], {}, []
+        for _ in range(n_queries):
+            q, who = pool.take()
+            t = time.perf_counter()
+            result = service.recall(q, who)
+            lat.append((time.perf_counter() - t) * 1e3)
+            hits.append(len(result.hits))
+            for k, v in result.timings_ms.items():
+                stages.setdefault(k, []).append(v)
+        return {"latency_ms": percentiles(lat), "service_load_s": round(load_s, 3),
+                "first_query_ms": round(cold_ms, 1),
+                "stage_ms_mean": {k: round(float(np.mean(v)), 3) for k, v in stages.items()},
+                "hits_mean": round(float(np.mean(hits)), 2) if hits else 0}
+    finally:
+        service.close()
+
+
+# -- HTTP ---------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SERVER_CODE = (
+    "from online.server import serve; from pipelines.settings import load_settings; "
+    "serve(load_settings(), log_level='warning')"
+)
+
+
+class Server:
+    """The real service in a subprocess (uvicorn, one worker), stopped on exit."""
+
+    def __init__(self, settings, startup_timeout_s: float = 600.0):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ,
+               "LOCI_DATA_DIR": str(settings.data_dir), "LOCI_HOST": "127.0.0.1",
+               "LOCI_PORT": str(self.port), "LOCI_EMBEDDER": "minilm",
+               "LOCI_CONFIG": str(Path(settings.data_dir) / "no-such-loci.toml"),
+               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        self.log = Path(settings.data_dir) / "server.log"
+        self._log_fh = self.log.open("wb")
+        started = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVER_CODE], cwd=settings.data_dir,
+                                     env=env, stdout=self._log_fh, stderr=subprocess.STDOUT)
+        self.startup_s = self._wait_ready(startup_timeout_s, started)
+
+    def _wait_ready(self, timeout_s: float, started: float) -> float:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; log: {self.tail()}")
+            try:
+                r = httpx.get(f"{self.url}/readyz", timeout=5.0)
+                if r.status_code == 200:
+                    return time.perf_counter() - started
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.25)
+        self.stop()
+        raise RuntimeError(f"server not ready within {timeout_s:.0f}s; log: {self.tail()}")
+
+    def tail(self, n: int = 2000) -> str:
+        try:
+            return self.log.read_bytes()[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def rss_mb(self) -> float | None:
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        self._log_fh.close()
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _body(q: str, who) -> dict[str, Any]:
+    import msgspec
+
+    return {"identity": msgspec.to_builtins(who), "query": q}
+
+
+def measure_http(server: Server, pool: QueryPool, n_queries: int) -> dict[str, Any]:
+    import httpx
+
+    with httpx.Client(base_url=server.url, timeout=60.0) as client:
+        t = time.perf_counter()
+        first = client.post("/v1/recall", json=_body(*pool.take()))
+        cold_ms = (time.perf_counter() - t) * 1e3
+        first.raise_for_status()
+        for _ in range(5):
+            client.post("/v1/recall", json=_body(*pool.take())).raise_for_status()
+        lat, server_ms, errors = [], [], 0
+        for _ in range(n_queries):
+            body = _body(*pool.take())
+            t = time.perf_counter()
+            r = client.post("/v1/recall", json=body)
+            lat.append((time.perf_counter() - t) * 1e3)
+            if r.status_code != 200:
+                errors += 1
+                continue
+            server_ms.append(float(r.json().get("timings_ms", {}).get("total", 0.0)))
+    return {"latency_ms": percentiles(lat), "engine_total_ms": percentiles(server_ms),
+            "first_request_ms": round(cold_ms, 1), "errors": errors}
+
+
+def measure_throughput(server: Server, pool: QueryPool, duration_s: float, concurrency: int) -> dict[str, Any]:
+    import httpx
+
+    deadline = time.monotonic() + duration_s
+    lat: list[float] = []
+    counts = {"ok": 0, "errors": 0}
+    lock = threading.Lock()
+
+    def client_loop() -> None:
+        mine, ok, bad = [], 0, 0
+        with httpx.Client(base_url=server.url, timeout=60.0) as client:
+            while time.monotonic() < deadline:
+                body = _body(*pool.take())
+                t = time.perf_counter()
+                try:
+                    r = client.post("/v1/recall", json=body)
+                    good = r.status_code == 200
+                except httpx.HTTPError:
+                    good = False
+                mine.append((time.perf_counter() - t) * 1e3)
+                ok += good
+                bad += not good
+        with lock:
+            lat.extend(mine)
+            counts["ok"] += ok
+            counts["errors"] += bad
+
+    threads = [threading.Thread(target=client_loop, daemon=True) for _ in range(concurrency)]
+    started = time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=duration_s + 120)
+    elapsed = time.perf_counter() - started
+    return {"recalls_per_s": round(counts["ok"] / elapsed, 1), "completed": counts["ok"],
+            "errors": counts["errors"], "concurrency": concurrency, "duration_s": round(elapsed, 2),
+            "latency_ms": percentiles(lat)}
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="loci bench latency", description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="1000,10000,100000", help="active item counts (comma-separated)")
+    p.add_argument("--duration", type=float, default=20.0, help="seconds of the throughput run per size/index")
+    p.add_argument("--concurrency", type=int, default=4, help="concurrent HTTP clients in the throughput run")
+    p.add_argument("--queries", type=int, default=300, help="sequential recalls per latency measurement")
+    p.add_argument("--index", default="both", choices=("both", "flat", "hnsw"), help="index type(s) to measure")
+    p.add_argument("--json", dest="json_out", type=Path, default=None)
+    p.add_argument("--workdir", type=Path, default=None, help="where snapshots are built (default: temp dir)")
+    p.add_argument("--cache-dir", type=Path, default=None,
+                   help=f"embedding cache (default {default_cache_dir()} or $LOCI_BENCH_CACHE)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--item-embedder", default="minilm", choices=("minilm", "hash"),
+                   help="how items are embedded (queries always use MiniLM)")
+    p.add_argument("--minilm-max-items", type=int, default=200_000,
+                   help="embed at most this many distinct items with MiniLM; larger sizes reuse them")
+    p.add_argument("--no-http", action="store_true", help="in-process only")
+    p.add_argument("--quick", action="store_true", help="smoke run: 1000,5000 items, 30 queries, 3 s")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.sizes, args.queries, args.duration = "1000,5000", min(args.queries, 30), min(args.duration, 3.0)
+    try:
+        args.sizes = [int(s) for s in str(args.sizes).split(",") if s.strip()]
+    except ValueError:
+        p.error(f"--sizes must be comma-separated integers, got {args.sizes!r}")
+    if not args.sizes or min(args.sizes) < 1:
+        p.error("--sizes must be positive")
+    if args.duration <= 0 or args.concurrency < 1 or args.queries < 1 or args.minilm_max_items < 1:
+        p.error("--duration, --concurrency, --queries and --minilm-max-items must be positive")
+    return args
+
+
+def _winner(by_kind: dict[str, Any]) -> str | None:
+    def key(kind: str) -> float:
+        block = by_kind[kind]
+        lat = (block.get("http") or block.get("inprocess") or {}).get("latency_ms", {})
+        return float(lat.get("p50") or 1e9) + float(lat.get("p99") or 1e9) / 10
+    kinds = [k for k in by_kind if isinstance(by_kind[k], dict) and "snapshot" in by_kind[k]]
+    return min(kinds, key=key) if kinds else None
+
+
+def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
+    kinds = INDEX_KINDS if args.index == "both" else (args.index,)
+    per_size_queries = len(kinds) * (2 * args.queries + 20) + int(args.duration * 400 * len(kinds))
+    pool = QueryPool(max(1000, per_size_queries * len(args.sizes)), args.seed + 1)
+    out: dict[str, Any] = {"benchmark": "latency", "sizes": {}, "machine": machine_info()}
+    notes: dict[str, Any] = {}
+    for n in args.sizes:
+        say(f"== {n} items")
+        items = synthetic_items(n, seed=args.seed)
+        vectors, note = item_vectors(n, args, say)
+        notes[str(n)] = note
+        size_block: dict[str, Any] = {}
+        for kind in kinds:
+            say(f"  {kind}: building snapshot")
+            settings, snap = build(n, kind, items, vectors, workdir)
+            block: dict[str, Any] = {"snapshot": snap, "loadavg_at_start": machine_info()["loadavg_1_5_15"]}
+            say(f"  {kind}: in-process latency")
+            block["inprocess"] = measure_inprocess(settings, pool, args.queries)
+            if not args.no_http:
+                say(f"  {kind}: starting the HTTP service")
+                with Server(settings) as server:
+                    block["server_startup_s"] = round(server.startup_s, 2)
+                    say(f"  {kind}: HTTP latency")
+                    block["http"] = measure_http(server, pool, args.queries)
+                    say(f"  {kind}: throughput {args.duration:g}s x {args.concurrency} clients")
+                    block["throughput"] = measure_throughput(server, pool, args.duration, args.concurrency)
+                    block["server_rss_mb"] = server.rss_mb()
+            size_block[kind] = block
+        size_block["winner"] = _winner(size_block)
+        out["sizes"][str(n)] = size_block
+        del items, vectors
+    out["query_repeats"] = pool.repeats
+    out["config"] = {
+        "sizes": args.sizes, "index": list(kinds), "queries": args.queries, "duration_s": args.duration,
+        "concurrency": args.concurrency, "seed": args.seed, "generator_version": GENERATOR_VERSION,
+        "item_vectors": notes, "recall": "mode hybrid (default), k=10 (default), usage event recorded",
+        "query_embedding": "MiniLM for every query (in-process: query cache off; HTTP: distinct queries)",
+        "http_workers": 1,
+    }
+    out["targets"] = targets(out, max(args.sizes))
+    out["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
+    return out
+
+
+def targets(out: dict[str, Any], largest: int) -> dict[str, Any]:
+    block = out["sizes"].get(str(largest), {})
+    winner = block.get("winner")
+    best = block.get(winner, {}) if winner else {}
+    http = best.get("http", {}).get("latency_ms", {})
+    rps = max((b.get("throughput", {}).get("recalls_per_s", 0.0)
+               for b in block.values() if isinstance(b, dict)), default=0.0)
+    return {
+        "at_items": largest, "index": winner,
+        "http_p50_ms": http.get("p50"), "p50_target_ms": TARGET_P50_MS,
+        "http_p99_ms": http.get("p99"), "p99_target_ms": TARGET_P99_MS,
+        "recalls_per_s": rps, "rps_target": TARGET_RPS,
+        "p50_met": http.get("p50") is not None and http["p50"] <= TARGET_P50_MS,
+        "p99_met": http.get("p99") is not None and http["p99"] <= TARGET_P99_MS,
+        "rps_met": rps >= TARGET_RPS,
+    }
+
+
+def _print(out: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tests.benchmarks.metrics import console as _console
+
+    console = _console()
+    table = Table(title="Recall latency (ms) and throughput, MiniLM query embedding included")
+    for col in ("items", "index", "snapshot MB", "in-proc p50", "p95", "p99", "HTTP p50", "p95", "p99",
+                "recalls/s", "load p99", "RSS MB"):
+        table.add_column(col, justify="right")
+    for n, block in out["sizes"].items():
+        for kind, b in block.items():
+            if not isinstance(b, dict):
+                continue
+            ip = b["inprocess"]["latency_ms"]
+            hp = b.get("http", {}).get("latency_ms", {})
+            tp = b.get("throughput", {})
+            mark = " *" if block.get("winner") == kind else ""
+            table.add_row(n, kind + mark, f"{b['snapshot']['bytes'] / 1e6:.1f}",
+                          *(_f(ip.get(p)) for p in ("p50", "p95", "p99")),
+                          *(_f(hp.get(p)) for p in ("p50", "p95", "p99")),
+                          _f(tp.get("recalls_per_s")), _f(tp.get("latency_ms", {}).get("p99")),
+                          _f(b.get("server_rss_mb")))
+    console.print(table)
+    t = out["targets"]
+    console.print(f"* = faster index at that size. At {t['at_items']} items ({t['index']}): HTTP p50 "
+                  f"{t['http_p50_ms']} ms (target <= {TARGET_P50_MS:g}: {'met' if t['p50_met'] else 'NOT met'}), "
+                  f"p99 {t['http_p99_ms']} ms (<= {TARGET_P99_MS:g}: {'met' if t['p99_met'] else 'NOT met'}), "
+                  f"{t['recalls_per_s']} recalls/s (>= {TARGET_RPS:g}: {'met' if t['rps_met'] else 'NOT met'}); "
+                  f"load average {out['machine']['loadavg_1_5_15']} -> {out['machine']['loadavg_after']}")
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        out = run(args, args.workdir.resolve(), say)
+    else:
+        with tempfile.TemporaryDirectory(prefix="loci-latency-") as tmp:
+            out = run(args, Path(tmp), say)
+    write_json(args.json_out, out)
+    _print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,615 @@
+"""LoCoMo recall benchmark: evidence recall@k of Loci's recall, against BM25 and dense-only
+baselines, with ablations.
+
+    python -m tests.benchmarks.bench_locomo --data locomo.json --json out.json [--workdir DIR]
+
+What it does, on any LoCoMo-format file:
+
+1. **Ingest** with the product importer `pipelines.ingest.ingest_locomo` into a fresh inbox
+   (each conversation = one user, user_id = sample_id; each turn a chat turn whose turn_ref
+   is its dia_id and whose time is the session date).
+2. **Consolidate** with the real pipeline (`assets.run.run_consolidation`: the Dagster job,
+   in process), which embeds with MiniLM and publishes the FAISS snapshot.
+3. **Recall** through `online.state.MemoryService.recall` (the code path of
+   `POST /v1/recall`), mode catalog, for every question within its conversation's scope:
+   Identity(user_id=sample_id, project_id="locomo", session_id="qa") — a session that is
+   not in the conversation. No LLM at query time.
+4. **Score** turn-level and session-level evidence recall@k (see `metrics.py`).
+5. **Baselines** on the same data and harness: plain BM25 over turns (bm25s) and
+   dense-only exact cosine over the turns' MiniLM vectors (the snapshot's vectors).
+6. **Ablations**: the same recall with one `RecallOptions` switch off at a time.
+7. Optional **prototypes** (`--prototypes`): candidate improvements built inside this
+   harness (not product code) to measure what they would add.
+
+Question embeddings are computed once, in one MiniLM batch, before the timed recall loop
+(MiniLM's query cache then serves them); that time is reported as `query_embed_s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.benchmarks.metrics import (
+    CATEGORY_NAMES,
+    Conversation,
+    MetricError,
+    RecallAccumulator,
+    load_locomo,
+    machine_info,
+    normalise_dia_id,
+    percentiles,
+    write_json,
+)
+
+PROJECT_ID = "locomo"
+QA_SESSION = "qa"  # a session id no conversation uses: recall sees user-scoped memory only
+TARGET_RECALL_AT_10 = 0.75
+STM_AGING_DAYS = 36_500.0  # effectively no aging (see _settings)
+RankedFn = Callable[[Conversation, int, str], list[list[str]]]
+
+
+# -- setup ------------------------------------------------------------------------------------
+
+
+def _settings(workdir: Path, merger: str):
+    from pipelines.settings import Settings
+
+    # LoCoMo's turns are dated 2022-2023: with the default 30-day STM aging the lifecycle
+    # stage would archive every raw turn before the questions are asked. The questions are
+    # asked "right after" the conversation, so aging is switched off for this benchmark.
+    return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
+                    snapshots_keep=2, stm_aging_days=STM_AGING_DAYS)
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def ingest(data: Path, settings) -> tuple[dict[str, Any], float]:
+    from pipelines.inbox import Inbox
+    from pipelines.ingest import ingest_locomo
+    from pipelines.policy import Policy
+
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with Inbox(settings.inbox_path) as inbox:
+        report = ingest_locomo(data, inbox, Policy(settings), project_id=PROJECT_ID)
+    return report.as_dict(), time.perf_counter() - started
+
+
+def consolidate(settings) -> tuple[dict[str, Any], float]:
+    from assets.run import run_consolidation
+
+    started = time.perf_counter()
+    summary = run_consolidation(settings, instance="ephemeral")
+    elapsed = time.perf_counter() - started
+    if summary.get("status") != "success":
+        raise RuntimeError(f"consolidation failed: {summary.get('error')}")
+    return summary, elapsed
+
+
+def identity_for(conv: Conversation):
+    from pipelines.records import Identity
+
+    return Identity(user_id=conv.sample_id, project_id=PROJECT_ID, session_id=QA_SESSION)
+
+
+# -- rankers ------------------------------------------------------------------------------------
+
+
+class SystemRanker:
+    """Loci recall over the served view; `options=None` is the service path itself."""
+
+    def __init__(self, service, view, k: int, options=None):
+        self.service, self.view, self.k, self.options = service, view, k, options
+        self.latencies_ms: list[float] = []
+        self.foreign_hits = 0  # hits whose turns are not in the asking conversation (scope leak)
+        self.hits_without_turns = 0
+
+    def __call__(self, conv: Conversation, qi: int, question: str) -> list[list[str]]:
+        ident = identity_for(conv)
+        started = time.perf_counter()
+        if self.options is None:
+            result = self.service.recall(question, ident, mode="catalog", k=self.k,
+                                         record_usage=False, view=self.view)
+        else:
+            result = self.service.engine.recall(question, ident, self.view.corpora, mode="catalog",
+                                                k=self.k, options=self.options)
+        self.latencies_ms.append((time.perf_counter() - started) * 1e3)
+        ranked = []
+        own = conv.turn_ids
+        for hit in result.hits:
+            refs = list(hit.item.provenance.turn_refs)
+            norm = [normalise_dia_id(r) for r in refs]
+            if not refs:
+                self.hits_without_turns += 1
+            if any(n is not None and n not in own for n in norm) or hit.item.scope.user_id != conv.sample_id:
+                self.foreign_hits += 1
+            ranked.append(refs)
+        return ranked
+
+
+def turn_text(turn) -> str:
+    """A turn as the importer stores it (caption appended)."""
+    return f"{turn.text} [shares a photo: {turn.caption}]" if turn.caption else turn.text
+
+
+class BM25Ranker:
+    """Plain BM25 (bm25s defaults: Lucene, k1=1.5, b=0.75, English stopwords) over one
+    conversation's turns, document = "speaker: text [caption]"."""
+
+    def __init__(self, conversations: Sequence[Conversation]):
+        import bm25s
+
+        self._bm25s = bm25s
+        self.index: dict[str, tuple[Any, list[str]]] = {}
+        for conv in conversations:
+            docs = [f"{t.speaker}: {turn_text(t)}" for t in conv.turns]
+            retriever = bm25s.BM25()
+            retriever.index(bm25s.tokenize(docs, stopwords="en", show_progress=False), show_progress=False)
+            self.index[conv.sample_id] = (retriever, [t.dia_id for t in conv.turns])
+
+    def __call__(self, conv: Conversation, qi: int, question: str, k: int = 50) -> list[list[str]]:
+        retriever, ids = self.index[conv.sample_id]
+        tokens = self._bm25s.tokenize([question], stopwords="en", show_progress=False)
+        if not tokens.vocab:
+            return []
+        k = min(k, len(ids))
+        docs, scores = retriever.retrieve(tokens, k=k, show_progress=False)
+        return [[ids[int(d)]] for d, s in zip(docs[0], scores[0]) if s > 0]
+
+
+class DenseRanker:
+    """Exact cosine between the question's MiniLM vector and each turn's MiniLM vector."""
+
+    def __init__(self, conversations: Sequence[Conversation], turn_vectors: dict[tuple[str, str], np.ndarray],
+                 embedder):
+        self.embedder = embedder
+        self.mats: dict[str, tuple[np.ndarray, list[str]]] = {}
+        for conv in conversations:
+            ids = [t.dia_id for t in conv.turns if (conv.sample_id, t.dia_id) in turn_vectors]
+            mat = np.stack([turn_vectors[(conv.sample_id, i)] for i in ids]) if ids else np.zeros((0, 1))
+            self.mats[conv.sample_id] = (mat.astype(np.float32), ids)
+
+    def __call__(self, conv: Conversation, qi: int, question: str, k: int = 50) -> list[list[str]]:
+        mat, ids = self.mats[conv.sample_id]
+        if not ids:
+            return []
+        q = self.embedder.embed([question])[0]
+        sims = mat @ q
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [[ids[int(i)]] for i in order]
+
+
+def evaluate(conversations: Sequence[Conversation], ranker: RankedFn, ks: Sequence[int],
+             *, keep_per_question: bool = False) -> RecallAccumulator:
+    acc = RecallAccumulator(ks=tuple(ks))
+    for conv in conversations:
+        for q in conv.questions:
+            if not q.evidence:
+                acc.add(q.category, q.evidence, [])
+                continue
+            ranked = ranker(conv, q.index, q.question)
+            acc.add(q.category, q.evidence, ranked,
+                    key=f"{conv.sample_id}#{q.index}" if keep_per_question else None)
+    return acc
+
+
+# -- ablations ----------------------------------------------------------------------------------
+
+# What each switch removes (RecallOptions field -> meaning). Only fields the engine has are used.
+ABLATION_SWITCHES = {
+    "dense": "dense (MiniLM) candidate channel",
+    "lexical": "lexical (BM25) candidate channel",
+    "labels": "tag/entity exact-match channel",
+    "qstar": "Q* agenda search over the support set",
+    "scope_priority": "scope priority boost (session > project > user > org)",
+    "summaries": "summary pull-in and covered-message demotion",
+    "recency": "recency boost",
+    "conflicts": "conflict partner pull-in and resolution",
+}
+
+
+def ablation_options() -> dict[str, Any]:
+    import msgspec
+
+    from pipelines.recall import RecallOptions
+
+    fields = {f.name for f in msgspec.structs.fields(RecallOptions)}
+    out = {f"no_{name}": RecallOptions(**{name: False}) for name in ABLATION_SWITCHES if name in fields}
+    if {"lexical", "labels", "qstar"} <= fields:
+        out["dense_channel_only"] = RecallOptions(lexical=False, labels=False, qstar=False)
+    if {"dense", "labels", "qstar"} <= fields:
+        out["lexical_channel_only"] = RecallOptions(dense=False, labels=False, qstar=False)
+    return out
+
+
+# -- prototypes (harness-only experiments) ----------------------------------------------------------
+#
+# Candidate product changes, built here so their effect can be measured before anyone changes
+# product code. Each variant rewrites the *retrieval text* of message items (what BM25 indexes
+# and MiniLM embeds), never their provenance: an item still stands for exactly its own turn.
+# Neighbours are found the general way (same user and session, ordered by inbox sequence), the
+# date is the turn's own time. Nothing here looks at questions or answers.
+
+# name -> (previous turns, next turns, add the date, description)
+VARIANTS: dict[str, tuple[int, int, bool, str]] = {
+    "ctx_prev": (1, 0, False, "message text + the previous turn of its session ('in reply to <speaker>: ...')"),
+    "ctx_prev_next": (1, 1, False, "message text + previous and next turn of its session"),
+    "date": (0, 0, True, "message text + the turn's date ('said on 8 May 2023')"),
+    "ctx_prev_next_date": (1, 1, True, "previous and next turn + date"),
+    "ctx_prev2_next_date": (2, 1, True, "two previous turns, the next turn + date"),
+}
+
+
+def _said_on(iso: str | None) -> str | None:
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).strftime("%-d %B %Y") if iso else None
+    except ValueError:
+        return None
+
+
+def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
+    """The message items with the variant's retrieval text as content (other items unchanged)."""
+    import msgspec
+
+    if name not in VARIANTS:
+        raise ValueError(f"unknown prototype {name!r}; known: {', '.join(VARIANTS)}")
+    prev_n, next_n, dated, _ = VARIANTS[name]
+    sessions: dict[tuple[str, str], list[Any]] = {}
+    for it in items:
+        if it.type == "message":
+            key = (it.scope.user_id, str(it.metadata.get("session_id", "")))
+            sessions.setdefault(key, []).append(it)
+    out = {it.id: it for it in items}
+    for turns in sessions.values():
+        turns.sort(key=lambda it: (int(it.metadata.get("inbox_seq") or 0), it.created_at, it.id))
+        for i, it in enumerate(turns):
+            parts = [it.content]
+            before = [f"{t.title}: {t.content}" for t in turns[max(0, i - prev_n):i]]
+            after = [f"{t.title}: {t.content}" for t in turns[i + 1:i + 1 + next_n]]
+            if before:
+                parts.append("(in reply to " + " / ".join(before) + ")")
+            if after:
+                parts.append("(answered by " + " / ".join(after) + ")")
+            if dated and _said_on(it.created_at):
+                parts.append(f"(said on {_said_on(it.created_at)})")
+            out[it.id] = msgspec.structs.replace(it, content="\n".join(parts))
+    return [out[it.id] for it in items]
+
+
+class DiskEmbeddingCache:
+    """MiniLM vectors keyed by sha256 of the text, kept in one .npz in the workdir."""
+
+    def __init__(self, path: Path, embedder):
+        self.path, self.embedder = path, embedder
+        self.store: dict[str, np.ndarray] = {}
+        if path.is_file():
+            with np.load(path) as data:
+                self.store = {k: data[k] for k in data.files}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        keys = [hashlib.sha256(t.encode("utf-8")).hexdigest() for t in texts]
+        todo = [i for i, k in enumerate(keys) if k not in self.store]
+        if todo:
+            vecs = self.embedder.embed([texts[i] for i in todo])
+            for i, v in zip(todo, vecs):
+                self.store[keys[i]] = np.asarray(v, dtype=np.float32)
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(self.path.stem + ".tmp.npz")
+            np.savez(tmp, **self.store)
+            tmp.replace(self.path)
+        if not keys:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self.store[k] for k in keys])
+
+
+def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
+                k_max: int, cache: DiskEmbeddingCache) -> dict[str, Any]:
+    """Recall (unchanged engine, default options) over the variant corpus."""
+    from pipelines.consolidate import embed_text
+    from pipelines.recall import MemoryCorpus
+
+    base = view.snap.loaded
+    items = variant_items(name, base.items)
+    started = time.perf_counter()
+    vectors = cache.embed([embed_text(it) for it in items])
+    t_embed = time.perf_counter() - started
+    corpus = MemoryCorpus(items, vectors, source="snapshot").warm()
+
+    class _View:
+        corpora = [corpus]
+
+    block = _block(evaluate(conversations, SystemRanker(service, _View(), k_max, options=_default_options()), ks))
+    block["describes"] = VARIANTS[name][3]
+    block["embed_s"] = round(t_embed, 2)
+    return block
+
+
+def _default_options():
+    from pipelines.recall import RecallOptions
+
+    return RecallOptions()
+
+
+# -- output -------------------------------------------------------------------------------------
+
+
+def _headline(acc_summary: dict[str, Any], k: str = "10") -> float | None:
+    return acc_summary["turn_recall"][k]["overall_1_4"]
+
+
+def _print(result: dict[str, Any], ks: Sequence[int]) -> None:
+    from rich.table import Table
+
+    from tests.benchmarks.metrics import console as _console
+
+    console = _console()
+    rows = [("Loci recall", result)] + [(f"baseline: {n}", b) for n, b in result["baselines"].items()]
+    for metric in ("turn_recall", "session_recall"):
+        table = Table(title=f"LoCoMo {metric.replace('_', '-')}@k (categories 1-4 headline)")
+        table.add_column("system")
+        for k in ks:
+            table.add_column(f"@{k} 1-4", justify="right")
+        for cat in ("1", "2", "3", "4", "5"):
+            table.add_column(f"@10 c{cat}", justify="right")
+        for name, block in rows:
+            data = block[metric]
+            table.add_row(name, *[_fmt(data[str(k)]["overall_1_4"]) for k in ks],
+                          *[_fmt(data.get("10", {}).get(c)) for c in ("1", "2", "3", "4", "5")])
+        console.print(table)
+    if result.get("ablations"):
+        base = _headline(result)
+        table = Table(title="Ablations: turn recall@10, categories 1-4")
+        for col in ("switched off", "recall@10", "change", "what it removes"):
+            table.add_column(col, justify="right" if col in ("recall@10", "change") else "left")
+        for name, block in result["ablations"].items():
+            v = _headline(block)
+            table.add_row(name, _fmt(v), _fmt_delta(v, base), block.get("removes", ""))
+        console.print(table)
+    if result.get("prototypes"):
+        base = _headline(result)
+        table = Table(title="Prototypes (harness-only): turn recall@10, categories 1-4")
+        for col in ("variant", "recall@5", "recall@10", "recall@20", "change@10", "what changes"):
+            table.add_column(col)
+        for name, block in result["prototypes"].items():
+            tr = block["turn_recall"]
+            table.add_row(name, _fmt(tr["5"]["overall_1_4"]), _fmt(tr["10"]["overall_1_4"]),
+                          _fmt(tr["20"]["overall_1_4"]), _fmt_delta(tr["10"]["overall_1_4"], base),
+                          block.get("describes", ""))
+        console.print(table)
+    t = result["timings_s"]
+    lat = result["recall_latency_ms"]
+    console.print(f"questions scored: {result['counts']['scored']['overall_1_4']} (cat 1-4) + "
+                  f"{result['counts']['scored'].get('5', 0)} (cat 5); skipped without evidence: "
+                  f"{result['counts']['scored']['skipped_no_evidence']}; snapshot items: "
+                  f"{result['counts']['snapshot_items']}; foreign hits (scope leaks): "
+                  f"{result['checks']['foreign_hits']}")
+    console.print(f"ingest {t['ingest']:.1f}s, consolidate {t['consolidate']:.1f}s, query embed "
+                  f"{t['query_embed']:.1f}s, recall p50 {lat['p50']} ms p95 {lat['p95']} ms; "
+                  f"target recall@10 >= {TARGET_RECALL_AT_10}: "
+                  f"{'MET' if result['target']['met'] else 'NOT MET'} ({_fmt(_headline(result))})")
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _fmt_delta(v: float | None, base: float | None) -> str:
+    return "-" if v is None or base is None else f"{v - base:+.3f}"
+
+
+def _block(acc: RecallAccumulator) -> dict[str, Any]:
+    return acc.summary()
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="loci bench locomo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, type=Path, help="LoCoMo-format JSON file")
+    p.add_argument("--json", dest="json_out", type=Path, default=None, help="write results here")
+    p.add_argument("--workdir", type=Path, default=None,
+                   help="keep the data dir here (re-runs reuse its inbox/warehouse/snapshot: "
+                        "ingestion and embedding are idempotent); default: a temporary dir")
+    p.add_argument("--ks", default="5,10,20", help="comma-separated k values (default 5,10,20)")
+    p.add_argument("--conversations", type=int, default=None,
+                   help="only the first N conversations (quick runs)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: first conversation, no ablations, no prototypes")
+    p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--no-ablations", action="store_true")
+    p.add_argument("--prototypes", default="",
+                   help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(VARIANTS))
+    p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
+                   help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
+    p.add_argument("--per-question", type=Path, default=None,
+                   help="also write per-question recall of the full system (JSON lines) here")
+    args = p.parse_args(argv)
+    try:
+        args.ks = sorted({int(k) for k in args.ks.split(",") if k.strip()})
+    except ValueError:
+        p.error(f"--ks must be comma-separated integers, got {args.ks!r}")
+    if not args.ks or min(args.ks) < 1:
+        p.error("--ks values must be >= 1")
+    if 10 not in args.ks:
+        args.ks = sorted({*args.ks, 10})  # the headline
+    wanted = [v.strip() for v in args.prototypes.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in VARIANTS and v != "all"]
+    if unknown:
+        p.error(f"unknown prototypes {unknown}; known: {', '.join(VARIANTS)}")
+    if args.quick:
+        args.conversations = args.conversations or 1
+        args.no_ablations = True
+        args.prototypes = ""
+    return args
+
+
+def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    from online.state import MemoryService
+    from pipelines.embedders import MiniLMEmbedder
+
+    machine_before = machine_info()
+    conversations = load_locomo(args.data)
+    if args.conversations:
+        conversations = conversations[: args.conversations]
+        data_path = workdir / "subset.json"
+        import json
+
+        subset = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+        data_path.write_text(json.dumps(subset), encoding="utf-8")
+    else:
+        data_path = args.data
+    ks = args.ks
+    k_max = max(ks)
+    settings = _settings(workdir, args.merger)
+
+    ingest_report, t_ingest = ingest(data_path, settings)
+    summary, t_consolidate = consolidate(settings)
+
+    started = time.perf_counter()
+    embedder = MiniLMEmbedder(cache_size=100_000)
+    service = MemoryService(settings, embedder=embedder)
+    view = service.reload()
+    t_load = time.perf_counter() - started
+    snap = view.snap.loaded
+    if snap is None:
+        raise RuntimeError(f"no snapshot was published: {service.problems(view)}")
+
+    questions = [q.question for c in conversations for q in c.questions]
+    started = time.perf_counter()
+    embedder.embed(questions)  # one batch; recall then finds them in MiniLM's query cache
+    t_qembed = time.perf_counter() - started
+
+    started = time.perf_counter()
+    system = SystemRanker(service, view, k_max)
+    acc = evaluate(conversations, system, ks, keep_per_question=args.per_question is not None)
+    t_recall = time.perf_counter() - started
+    result: dict[str, Any] = {
+        "benchmark": "locomo",
+        "data": str(args.data),
+        "data_sha256": _sha256_file(args.data),
+        **_block(acc),
+        "baselines": {},
+        "ablations": {},
+        "prototypes": {},
+    }
+
+    timings = {"ingest": t_ingest, "consolidate": t_consolidate, "service_load": t_load,
+               "query_embed": t_qembed, "recall_all_questions": t_recall}
+    if not args.no_baselines:
+        turn_vectors = {}
+        for item, vec in zip(snap.items, snap.vectors):
+            if item.type == "message" and item.provenance.turn_refs:
+                norm = normalise_dia_id(item.provenance.turn_refs[0])
+                if norm:
+                    turn_vectors[(item.scope.user_id, norm)] = vec
+        started = time.perf_counter()
+        result["baselines"]["bm25"] = _block(evaluate(conversations, BM25Ranker(conversations), ks))
+        timings["baseline_bm25"] = time.perf_counter() - started
+        started = time.perf_counter()
+        result["baselines"]["dense"] = _block(
+            evaluate(conversations, DenseRanker(conversations, turn_vectors, embedder), ks))
+        timings["baseline_dense"] = time.perf_counter() - started
+        result["baselines"]["bm25"]["describes"] = "bm25s over 'speaker: text [caption]' per conversation"
+        result["baselines"]["dense"]["describes"] = "exact cosine, MiniLM, the snapshot's turn vectors"
+
+    if not args.no_ablations:
+        started = time.perf_counter()
+        for name, opts in ablation_options().items():
+            block = _block(evaluate(conversations, SystemRanker(service, view, k_max, opts), ks))
+            switch = name[3:] if name.startswith("no_") else None
+            block["removes"] = ABLATION_SWITCHES.get(switch, name.replace("_", " ")) if switch else (
+                "only the dense channel (no lexical, labels, Q*)" if name.startswith("dense")
+                else "only the lexical channel (no dense, labels, Q*)")
+            result["ablations"][name] = block
+        timings["ablations"] = time.perf_counter() - started
+
+    variants = [v for v in args.prototypes.split(",") if v.strip()]
+    if variants:
+        if variants == ["all"]:
+            variants = list(VARIANTS)
+        cache = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder)
+        started = time.perf_counter()
+        for name in variants:
+            result["prototypes"][name] = run_variant(name, service, view, conversations, ks, k_max, cache)
+        timings["prototypes"] = time.perf_counter() - started
+
+    counts = acc.counts()
+    result.update({
+        "counts": {
+            "conversations": len(conversations),
+            "turns": sum(len(c.turns) for c in conversations),
+            "questions": sum(len(c.questions) for c in conversations),
+            "scored": counts,
+            "snapshot_items": len(snap.items),
+            "snapshot_types": dict(sorted({t: sum(1 for i in snap.items if i.type == t)
+                                           for t in {i.type for i in snap.items}}.items())),
+            "delta_items": len(view.delta.items),
+        },
+        "checks": {"foreign_hits": system.foreign_hits, "hits_without_turns": system.hits_without_turns},
+        "recall_latency_ms": percentiles(system.latencies_ms),
+        "timings_s": {k_: round(v, 3) for k_, v in timings.items()},
+        "ingest": ingest_report,
+        "consolidation": summary,
+        "snapshot": {"version": snap.version, "index_kind": snap.manifest.index_kind,
+                     "embedder": snap.manifest.embedder},
+        "config": {"ks": ks, "mode": "catalog", "recall_k": k_max, "identity":
+                   {"project_id": PROJECT_ID, "session_id": QA_SESSION, "user_id": "<sample_id>"},
+                   "merger": args.merger, "llm_at_query_time": False,
+                   "stm_aging_days": STM_AGING_DAYS,
+                   "categories": CATEGORY_NAMES},
+        "target": {"metric": "turn_recall@10 overall_1_4", "threshold": TARGET_RECALL_AT_10,
+                   "value": _headline(result), "met": (_headline(result) or 0) >= TARGET_RECALL_AT_10},
+        "machine": {**machine_before, "loadavg_after": machine_info()["loadavg_1_5_15"]},
+    })
+    if args.per_question is not None:
+        import json
+
+        args.per_question.parent.mkdir(parents=True, exist_ok=True)
+        args.per_question.write_text("\n".join(json.dumps(r) for r in acc.per_question) + "\n")
+    service.close()
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    if not args.data.is_file():
+        print(f"error: --data {args.data} is not a file", file=sys.stderr)
+        return 2
+    try:
+        load_locomo(args.data)
+    except MetricError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        result = run(args, args.workdir.resolve())
+    else:
+        with tempfile.TemporaryDirectory(prefix="loci-locomo-") as tmp:
+            result = run(args, Path(tmp))
+    write_json(args.json_out, result)
+    _print(result, args.ks)
+    if args.json_out:
+        print(f"wrote {args.json_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,317 @@
+"""Consolidation throughput, incremental cost, HDBSCAN timing and storage footprint.
+
+    python -m tests.benchmarks.bench_pipeline --turns 1000,10000,100000 --json out.json
+
+1. **End-to-end consolidation** for 1k / 10k / 100k synthetic chat turns spread over 100
+   users (`synthetic.synthetic_turns`; ~15% of assistant turns carry a memory proposal):
+   the turns are ingested with `pipelines.ingest.ingest_chat_jsonl` (the `loci ingest`
+   path, timed apart), then `assets.run.run_consolidation` runs the Dagster job in process.
+   Per-asset time comes from the run's step starts (progress callback timestamps; the
+   in-process executor runs steps one after another), plus turns/second.
+2. **Incremental run**: 1k new turns on top of the largest store, consolidated again; its
+   cost should follow the new turns, not the store (compared with 1k turns on an empty store).
+3. **HDBSCAN** (`pipelines.clustering.cluster_vectors`) on 1k / 10k / 50k STM vectors of one
+   partition (MiniLM vectors of synthetic items from the shared cache; target 10k <= 10 s).
+4. **Footprint**: warehouse and inbox size on disk, per 100k turns.
+
+The embedder for the throughput runs is `--embedder` (default `hash`: MiniLM on 2 cores
+would spend the whole run embedding 100k turns; the output says which was used). The merger
+is the extractive one (no LLM is assumed to be reachable; `--merger ollama` to use Granite).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.benchmarks.metrics import machine_info, write_json
+from tests.benchmarks.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
+
+TARGET_HDBSCAN_10K_S = 10.0
+USERS = 100
+
+
+class StepClock:
+    """Per-step wall time from `run_consolidation(progress=...)` messages. Each asset logs
+    one line "<asset>: <what it did>" when it finishes (and Dagster step starts arrive as
+    "<step> ..." when forwarded); the in-process executor runs one step at a time, so a
+    step took from the previous step's end (or its own start) to its own line. The first
+    step also carries Dagster's run start-up."""
+
+    _END = re.compile(r"^([A-Za-z_][\w.]*): ")
+    _START = re.compile(r"^([A-Za-z_][\w.]*) \.\.\.$")
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.starts: dict[str, float] = {}
+        self.ends: list[tuple[str, float]] = []
+        self.messages: list[str] = []
+
+    def __call__(self, msg: str) -> None:
+        now = time.perf_counter()
+        self.messages.append(msg)
+        if m := self._START.match(msg):
+            self.starts.setdefault(m.group(1), now)
+        elif (m := self._END.match(msg)) and m.group(1) not in {s for s, _ in self.ends}:
+            self.ends.append((m.group(1), now))
+
+    def durations(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        previous = self.t0
+        for step, t in self.ends:
+            began = self.starts.get(step, previous)
+            out[step] = round(t - began, 3)
+            previous = t
+        return out
+
+
+def _settings(data_dir: Path, args: argparse.Namespace):
+    from pipelines.settings import Settings
+
+    return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
+                    snapshots_keep=1)
+
+
+def write_turns(path: Path, n: int, seed: int) -> Path:
+    """Turns of the last day or two (recent: the lifecycle's 30-day STM aging would archive
+    old raw turns and shrink the store being measured)."""
+    start = datetime.now(timezone.utc) - timedelta(days=2)
+    with path.open("w", encoding="utf-8") as fh:
+        for row in synthetic_turns(n, seed=seed, users=USERS, start=start, session_gap=timedelta(seconds=20)):
+            fh.write(json.dumps(row) + "\n")
+    return path
+
+
+def ingest(settings, path: Path) -> tuple[dict[str, Any], float]:
+    from pipelines.inbox import Inbox
+    from pipelines.ingest import ingest_chat_jsonl
+    from pipelines.policy import Policy
+
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with Inbox(settings.inbox_path) as inbox:
+        report = ingest_chat_jsonl(path, inbox, Policy(settings))
+    return report.as_dict(), time.perf_counter() - started
+
+
+def consolidate(settings) -> dict[str, Any]:
+    from assets.run import run_consolidation
+
+    clock = StepClock()
+    summary = run_consolidation(settings, progress=clock, instance="ephemeral")
+    end = time.perf_counter()
+    if summary.get("status") != "success":
+        raise RuntimeError(f"consolidation failed: {summary.get('error')}")
+    steps = clock.durations()
+    return {"wall_s": round(end - clock.t0, 3), "steps_s": steps,
+            "after_last_step_s": round(end - (clock.ends[-1][1] if clock.ends else clock.t0), 3),
+            "summary": summary}
+
+
+def file_bytes(path: Path) -> int:
+    """A file's size plus its SQLite/DuckDB side files (-wal, .wal, -shm)."""
+    total = 0
+    for p in [path, *path.parent.glob(path.name + "*")]:
+        if p.is_file() and (p == path or p.name[len(path.name):] in ("-wal", "-shm", ".wal")):
+            total += p.stat().st_size
+    return total
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def throughput_run(n: int, workdir: Path, args: argparse.Namespace, say) -> dict[str, Any]:
+    data_dir = workdir / f"turns-{n}"
+    settings = _settings(data_dir, args)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    say(f"== {n} turns: generating")
+    path = write_turns(workdir / f"turns-{n}.jsonl", n, args.seed)
+    say(f"== {n} turns: ingesting")
+    ing, t_ing = ingest(settings, path)
+    say(f"== {n} turns: consolidating")
+    run = consolidate(settings)
+    out = {
+        "turns": n,
+        "ingest_s": round(t_ing, 3),
+        "ingest_turns_per_s": round(n / t_ing, 1) if t_ing else None,
+        "ingest": {k: v for k, v in ing.items() if k != "bad_rows"},
+        "consolidate_s": run["wall_s"],
+        "consolidate_turns_per_s": round(n / run["wall_s"], 1) if run["wall_s"] else None,
+        "steps_s": run["steps_s"],
+        "summary": run["summary"],
+        "warehouse_bytes": file_bytes(settings.warehouse_path),
+        "inbox_bytes": file_bytes(settings.inbox_path),
+        "snapshot_bytes": dir_bytes(settings.snapshots_path),
+    }
+    out["warehouse_bytes_per_100k_turns"] = round(out["warehouse_bytes"] * 100_000 / n)
+    out["inbox_bytes_per_100k_turns"] = round(out["inbox_bytes"] * 100_000 / n)
+    out["_settings"] = settings
+    return out
+
+
+def incremental_run(base: dict[str, Any], new_turns: int, workdir: Path, args: argparse.Namespace, say) -> dict[str, Any]:
+    settings = base.pop("_settings")
+    say(f"== incremental: {new_turns} new turns on top of {base['turns']}")
+    path = write_turns(workdir / f"turns-inc-{new_turns}.jsonl", new_turns, args.seed + 1000)
+    ing, t_ing = ingest(settings, path)
+    run = consolidate(settings)
+    return {
+        "store_turns": base["turns"], "new_turns": new_turns, "ingest_s": round(t_ing, 3),
+        "consolidate_s": run["wall_s"], "steps_s": run["steps_s"], "summary": run["summary"],
+        "warehouse_bytes": file_bytes(settings.warehouse_path),
+    }
+
+
+def hdbscan_timing(sizes: Sequence[int], args: argparse.Namespace, say) -> dict[str, Any]:
+    from pipelines.clustering import cluster_vectors
+    from pipelines.embedders import HashEmbedder, MiniLMEmbedder
+
+    emb = MiniLMEmbedder(cache_size=0) if args.cluster_vectors == "minilm" else HashEmbedder(384)
+    out: dict[str, Any] = {"vectors": f"{emb.name} embeddings of synthetic items (one partition)"}
+    vecs_all = cached_item_vectors(max(sizes), emb, seed=args.seed, cache_dir=args.cache_dir, progress=say)
+    for n in sizes:
+        say(f"== HDBSCAN on {n} vectors")
+        started = time.perf_counter()
+        labels = cluster_vectors(vecs_all[:n], min_cluster_size=2)
+        elapsed = time.perf_counter() - started
+        clusters = int(labels.max() + 1) if len(labels) else 0
+        out[str(n)] = {"seconds": round(elapsed, 3), "clusters": clusters,
+                       "noise_fraction": round(float(np.mean(labels < 0)), 4)}
+    if "10000" in out:
+        out["target_10k_s"] = TARGET_HDBSCAN_10K_S
+        out["target_met"] = out["10000"]["seconds"] <= TARGET_HDBSCAN_10K_S
+    return out
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="loci bench pipeline", description=__doc__.split("\n\n")[0])
+    p.add_argument("--turns", default="1000,10000,100000", help="turn counts for the end-to-end runs")
+    p.add_argument("--incremental", type=int, default=1000, help="new turns for the incremental run (0: skip)")
+    p.add_argument("--hdbscan", default="1000,10000,50000", help="STM item counts to cluster ('' to skip)")
+    p.add_argument("--embedder", default="hash", choices=("hash", "minilm"),
+                   help="embedder for the consolidation runs (default hash: MiniLM is too slow for 100k on 2 cores)")
+    p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
+                   help="vectors for the HDBSCAN timing (default MiniLM, cached)")
+    p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_out", type=Path, default=None)
+    p.add_argument("--workdir", type=Path, default=None, help="keep the data dirs here (default temp)")
+    p.add_argument("--cache-dir", type=Path, default=None, help=f"embedding cache (default {default_cache_dir()})")
+    p.add_argument("--quick", action="store_true", help="smoke run: 500,2000 turns, 200 incremental, HDBSCAN 1000,5000")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.turns, args.incremental, args.hdbscan = "500,2000", min(args.incremental, 200), "1000,5000"
+    try:
+        args.turns = [int(x) for x in str(args.turns).split(",") if x.strip()]
+        args.hdbscan = [int(x) for x in str(args.hdbscan).split(",") if x.strip()]
+    except ValueError:
+        p.error("--turns and --hdbscan take comma-separated integers")
+    if any(x < 1 for x in [*args.turns, *args.hdbscan]) or args.incremental < 0:
+        p.error("sizes must be positive")
+    return args
+
+
+def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
+    out: dict[str, Any] = {"benchmark": "pipeline", "machine": machine_info(), "runs": {}}
+    largest = None
+    for n in sorted(args.turns):
+        res = throughput_run(n, workdir, args, say)
+        if largest is not None:
+            largest.pop("_settings", None)
+        largest = res
+        out["runs"][str(n)] = res
+    if largest is not None and args.incremental:
+        inc = incremental_run(largest, args.incremental, workdir, args, say)
+        small = out["runs"].get(str(args.incremental))
+        if small is None:
+            # The same number of turns on an empty store, for comparison.
+            ref = throughput_run(args.incremental, workdir / "ref", args, say)
+            ref.pop("_settings", None)
+            small = ref
+            out["incremental_reference"] = ref
+        inc["empty_store_same_turns_s"] = small["consolidate_s"]
+        inc["ratio_vs_empty_store"] = round(inc["consolidate_s"] / small["consolidate_s"], 2) if small["consolidate_s"] else None
+        inc["full_store_run_s"] = largest["consolidate_s"]
+        out["incremental"] = inc
+    for res in out["runs"].values():
+        res.pop("_settings", None)
+    if args.hdbscan:
+        out["hdbscan"] = hdbscan_timing(args.hdbscan, args, say)
+    big = out["runs"].get(str(max(args.turns))) if args.turns else None
+    if big:
+        out["footprint"] = {
+            "turns": big["turns"],
+            "warehouse_mb_per_100k_turns": round(big["warehouse_bytes_per_100k_turns"] / 1e6, 1),
+            "inbox_mb_per_100k_turns": round(big["inbox_bytes_per_100k_turns"] / 1e6, 1),
+            "snapshot_mb": round(big["snapshot_bytes"] / 1e6, 1),
+        }
+    out["config"] = {"users": USERS, "embedder": args.embedder, "merger": args.merger, "seed": args.seed,
+                     "note": ("hash embedder for throughput runs (MiniLM infeasible for 100k turns on 2 cores)"
+                              if args.embedder == "hash" else "MiniLM embedder")}
+    out["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
+    return out
+
+
+def _print(out: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from tests.benchmarks.metrics import console as _console
+
+    console = _console()
+    steps = list(dict.fromkeys(s for r in out["runs"].values() for s in r["steps_s"]))  # run order
+    table = Table(title=f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})")
+    for col in ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"):
+        table.add_column(col, justify="right")
+    rows = list(out["runs"].values())
+    if "incremental" in out:
+        rows.append({**out["incremental"], "turns": f"+{out['incremental']['new_turns']} on {out['incremental']['store_turns']}"})
+    for r in rows:
+        n = r["turns"]
+        cs = r["consolidate_s"]
+        tps = r.get("consolidate_turns_per_s") or (round(r["new_turns"] / cs, 1) if "new_turns" in r else None)
+        table.add_row(str(n), f"{r['ingest_s']:.1f}", f"{cs:.1f}", str(tps),
+                      *(f"{r['steps_s'].get(s, 0):.1f}" for s in steps), f"{r['warehouse_bytes'] / 1e6:.1f}")
+    console.print(table)
+    if "incremental" in out:
+        inc = out["incremental"]
+        console.print(f"incremental: {inc['new_turns']} new turns on a {inc['store_turns']}-turn store took "
+                      f"{inc['consolidate_s']:.1f}s vs {inc['empty_store_same_turns_s']:.1f}s on an empty store "
+                      f"(x{inc['ratio_vs_empty_store']}); the full store's first run took {inc['full_store_run_s']:.1f}s")
+    if "hdbscan" in out:
+        h = out["hdbscan"]
+        console.print("HDBSCAN (" + h["vectors"] + "): " + ", ".join(
+            f"{k}: {v['seconds']:.2f}s ({v['clusters']} clusters)" for k, v in h.items() if isinstance(v, dict)))
+    if "footprint" in out:
+        console.print(f"footprint: {out['footprint']}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        out = run(args, args.workdir.resolve(), say)
+    else:
+        with tempfile.TemporaryDirectory(prefix="loci-pipeline-") as tmp:
+            out = run(args, Path(tmp), say)
+    write_json(args.json_out, out)
+    _print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,123 @@
+"""Memory palace: deterministic domain/room/shelf/card locations and browsing."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from pipelines.palace import (
+    PalaceError,
+    assign_locations,
+    palace_get,
+    palace_list,
+    slugify,
+)
+from pipelines.records import MemoryItem, PalaceLocation, Scope
+
+
+def mem(item_id: str, *, type: str = "fact", project: str = "Loci", tags: tuple[str, ...] = (),
+        entities: tuple[str, ...] = (), **kw: Any) -> MemoryItem:
+    return MemoryItem(id=item_id, tier="stm", type=type, title=item_id, content="c",  # type: ignore[arg-type]
+                      scope=Scope(project_id=project), tags=list(tags), entities=list(entities), **kw)
+
+
+@pytest.fixture()
+def items() -> list[MemoryItem]:
+    return [
+        mem("m1", tags=("Postgres Replicas", "ops")),
+        mem("m2", type="decision", tags=("deploy",)),
+        mem("m3", entities=("Atlas DB",)),
+        mem("m4", type="note"),
+        mem("m5", project="Side Project", tags=("travel",)),
+        mem("m6", tags=("!!!", "pets")),  # first tag slugifies to nothing
+        mem("m7", metadata={"corpus": "Handbook v2"}, tags=("hr",)),
+    ]
+
+
+def test_locations_follow_domain_room_shelf_card(items):
+    locs = {l.item_id: l for l in assign_locations(items)}
+    assert locs["m1"].path == "loci/postgres-replicas/fact/m1"
+    assert locs["m2"].path == "loci/deploy/decision/m2"
+    assert locs["m3"].path == "loci/atlas-db/fact/m3"  # entity when there is no tag
+    assert locs["m4"].path == "loci/general/note/m4"  # nothing to go on
+    assert locs["m5"].path == "side-project/travel/fact/m5"
+    assert locs["m6"].room == "pets"
+    assert locs["m7"].domain == "handbook-v2"  # document corpus
+    for loc in locs.values():
+        assert isinstance(loc, PalaceLocation) and loc.card == loc.item_id
+        assert len(loc.path.split("/")) == 4
+
+
+def test_room_from_clustering_wins_as_dict_or_function(items):
+    by_dict = {l.item_id: l.room for l in assign_locations(items, room_of={"m1": "Database HA", "m4": "Ops Notes"})}
+    assert by_dict["m1"] == "database-ha" and by_dict["m4"] == "ops-notes" and by_dict["m2"] == "deploy"
+    by_fn = {l.item_id: l.room for l in assign_locations(items, room_of=lambda i: "shared" if i.type == "fact" else None)}
+    assert by_fn["m1"] == by_fn["m3"] == "shared" and by_fn["m2"] == "deploy"
+    # a room that slugifies to nothing falls back to the item's own topic
+    assert assign_locations([items[0]], room_of={"m1": "???"})[0].room == "postgres-replicas"
+    with pytest.raises(PalaceError, match="room_of"):
+        assign_locations(items, room_of=42)  # type: ignore[arg-type]
+
+
+def test_assignment_is_deterministic_for_repeated_and_shuffled_input(items):
+    rooms = {"m2": "Release Train"}
+    first = assign_locations(items, room_of=rooms)
+    assert assign_locations(items, room_of=rooms) == first
+    shuffled = items[:]
+    random.Random(7).shuffle(shuffled)
+    assert assign_locations(shuffled, room_of=rooms) == first
+    assert [l.item_id for l in first] == sorted(l.item_id for l in first)
+
+
+def test_odd_ids_and_bad_input():
+    loc = assign_locations([mem("a/b c")])[0]
+    assert loc.item_id == "a/b c" and loc.card == "a_b_c" and len(loc.path.split("/")) == 4
+    with pytest.raises(PalaceError, match="duplicate"):
+        assign_locations([mem("x"), mem("x")])
+    with pytest.raises(PalaceError, match="MemoryItem"):
+        assign_locations([{"id": "x"}])  # type: ignore[list-item]
+
+
+def test_slugify():
+    assert slugify("Postgres 16 / Replicas") == "postgres-16-replicas"
+    assert slugify("Café") == "café" and slugify("日本 旅行") == "日本-旅行"
+    assert slugify("  --  ") == "" and len(slugify("x" * 100)) == 40
+
+
+def test_palace_list_walks_one_level_at_a_time(items):
+    locs = assign_locations(items)
+    assert palace_list(locs, "") == ["handbook-v2", "loci", "side-project"]
+    assert palace_list(locs, "loci") == ["atlas-db", "deploy", "general", "pets", "postgres-replicas"]
+    assert palace_list(locs, "/loci/deploy/") == ["decision"]
+    assert palace_list(locs, "loci/deploy/decision") == ["m2"]
+    assert palace_list(locs, "nowhere") == [] and palace_list(locs, "loci/deploy/fact") == []
+
+
+def test_palace_get_returns_items_at_or_below(items):
+    locs = assign_locations(items)
+    assert palace_get(locs, "loci") == ["m3", "m2", "m4", "m6", "m1"]  # ordered by path
+    assert palace_get(locs, "loci/deploy") == ["m2"]
+    assert palace_get(locs, "side-project/travel/fact/m5") == ["m5"]
+    assert sorted(palace_get(locs, "")) == sorted(i.id for i in items)
+    assert palace_get(locs, "loci/deploy/decision/m9") == []
+
+
+@pytest.mark.parametrize("path", ["loci//deploy", "loci/../x", "loci/de ploy", "loci/a\x00b", 7, None])
+def test_malformed_paths_raise_value_error(items, path):
+    locs = assign_locations(items)
+    with pytest.raises(ValueError, match="palace path"):
+        palace_list(locs, path)  # type: ignore[arg-type]
+    with pytest.raises(PalaceError):
+        palace_get(locs, path)  # type: ignore[arg-type]
+
+
+def test_depth_limits(items):
+    locs = assign_locations(items)
+    with pytest.raises(PalaceError, match="at most 3 segments"):
+        palace_list(locs, "loci/deploy/decision/m2")  # a card has no children
+    with pytest.raises(PalaceError, match="at most 4 segments"):
+        palace_get(locs, "loci/deploy/decision/m2/extra")
+    with pytest.raises(PalaceError, match="PalaceLocation"):
+        palace_list(["loci/x/y/z"], "")  # type: ignore[list-item]

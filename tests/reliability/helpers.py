@@ -1,0 +1,588 @@
+"""Shared tools for the reliability tests and benchmarks: a real service process on a free
+127.0.0.1 port, a load of acknowledged writes recorded per writer, the inbox/recall checks
+that prove nothing acknowledged was lost or duplicated, snapshot corruption, and synthetic
+multi-tenant items.
+
+Everything here runs against real parts (uvicorn subprocess, SQLite inbox, FAISS snapshot
+folders) and is bounded in time: every wait has a deadline and every process started here
+is killed by the code that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import numpy as np
+
+from pipelines.inbox import Inbox
+from pipelines.materialize import message_item_id
+from pipelines.records import Identity, MemoryItem, Provenance, Scope
+from pipelines.settings import Settings
+from pipelines.snapshot import INDEX_FILE, ITEMS_FILE, MANIFEST_FILE, build_snapshot
+
+REPO = Path(__file__).resolve().parents[2]
+SCOPE_KINDS = ("session", "project", "user", "org")
+WORDS = ("river", "stone", "maple", "signal", "harbor", "copper", "lantern", "meadow", "orbit",
+         "cobalt", "tundra", "saffron", "quartz", "willow", "ember", "glacier", "falcon", "prism")
+
+
+# -- identities ------------------------------------------------------------------------------
+
+
+def ident(who: Identity) -> dict[str, str]:
+    """An Identity as the JSON body field / query parameters the API takes."""
+    return msgspec.to_builtins(who)
+
+
+def random_identity(rng: random.Random, *, users: int = 4, projects: int = 3, sessions: int = 2,
+                    orgs: int = 2) -> Identity:
+    return Identity(user_id=f"u{rng.randrange(users)}", project_id=f"p{rng.randrange(projects)}",
+                    session_id=f"s{rng.randrange(sessions)}", org_id=f"o{rng.randrange(orgs)}")
+
+
+def unique_phrase(rng: random.Random, n: int = 4) -> str:
+    """Distinct words plus a random token: recall of this exact phrase must find its item."""
+    return " ".join(rng.sample(WORDS, n)) + f" zq{uuid.UUID(int=rng.getrandbits(128)).hex[:10]}"
+
+
+# -- a real service process ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+SERVE_CODE = (
+    "import sys, msgspec\n"
+    "from online.server import serve\n"
+    "from pipelines.settings import Settings\n"
+    "serve(msgspec.json.decode(sys.argv[1], type=Settings), log_level='warning')\n"
+)
+
+
+class ServiceProcess:
+    """`online.server.serve(settings)` (what `loci serve` runs) in a child process on a free
+    127.0.0.1 port. `start()` waits for /readyz; `kill()` is SIGKILL (no shutdown code runs)."""
+
+    def __init__(self, settings: Settings, *, ready_timeout_s: float = 60.0, log_path: Path | None = None):
+        self.port = free_port()
+        self.settings = msgspec.structs.replace(settings, host="127.0.0.1", port=self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.ready_timeout_s = ready_timeout_s
+        self.log_path = log_path or Path(self.settings.data_dir) / f"service-{self.port}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "ServiceProcess":
+        Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        env["LOCI_CONFIG"] = str(Path(self.settings.data_dir) / "absent.toml")
+        env["PYTHONFAULTHANDLER"] = "1"  # a native crash leaves its Python stacks in the log
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode()],
+            cwd=str(REPO), env=env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + self.ready_timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"service exited with {self.proc.returncode}: {self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"service not ready after {self.ready_timeout_s}s: {self.log_tail()}")
+            time.sleep(0.05)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def rss_kb(self) -> int | None:
+        """Resident set size of the service process (Linux /proc), None once it is gone."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def kill(self) -> int | None:
+        """SIGKILL: the process dies wherever it is, as on a power cut of the process."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        return self._reap()
+
+    def stop(self) -> int | None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self._reap()
+
+    def _reap(self) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            self.proc.wait(timeout=15)
+        finally:
+            if not self._log.closed:
+                self._log.close()
+        return self.proc.returncode
+
+    def log_tail(self, n: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def __enter__(self) -> "ServiceProcess":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill()
+
+
+# -- a load of writes with acknowledgements --------------------------------------------------
+
+
+@dataclass
+class Ack:
+    """One acknowledged write: what the service answered 2xx with."""
+
+    kind: str  # "turn" or "write"
+    who: Identity
+    phrase: str
+    turn_id: str | None = None
+    item_id: str | None = None  # memory.write item id, or the turn's message item id
+
+
+@dataclass
+class WriteLoad:
+    """Concurrent writers against one service: each thread alternates POST /v1/turns and
+    /v1/tools memory.write with unique phrases, recording every 2xx answer (an
+    acknowledged write) and every request that got no answer (in flight at a kill)."""
+
+    url: str
+    writers: int = 4
+    seed: int = 0
+    acks: list[Ack] = field(default_factory=list)
+    unanswered: list[Ack] = field(default_factory=list)  # in flight at the kill: outcome unknown
+    refused: list[tuple[int, str]] = field(default_factory=list)  # non-2xx answers
+    dropped_before_kill: list[str] = field(default_factory=list)  # transport errors while the service ran
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _killed: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def mark_kill(self) -> None:
+        """Call right before killing the service: transport errors from now on are writes
+        in flight at the kill; each writer then stops after its one in-flight write."""
+        self._killed.set()
+
+    def start(self) -> "WriteLoad":
+        for n in range(self.writers):
+            t = threading.Thread(target=self._writer, args=(n,), name=f"writer-{n}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def wait_for_acks(self, count: int, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while len(self.acks) < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only {len(self.acks)} acks after {timeout_s}s; refused: {self.refused[:3]}")
+            time.sleep(0.005)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout_s)
+
+    def _writer(self, n: int) -> None:
+        rng = random.Random(self.seed * 1000 + n)
+        who = random_identity(rng)
+        with httpx.Client(base_url=self.url, timeout=30.0) as client:
+            i = 0
+            while not self._stop.is_set():
+                i += 1
+                phrase = unique_phrase(rng)
+                if i % 2:
+                    turn_id = f"turn-{self.seed}-{n}-{i}-{uuid.uuid4().hex[:8]}"
+                    ack = Ack("turn", who, phrase, turn_id=turn_id, item_id=message_item_id(turn_id))
+                    body = {"identity": ident(who), "role": "user", "turn_id": turn_id,
+                            "text": f"Please remember: {phrase}."}
+                    path = "/v1/turns"
+                else:
+                    ack = Ack("write", who, phrase)
+                    body = {"action": "memory.write", "identity": ident(who),
+                            "args": {"item": {"type": "fact", "title": f"fact {phrase}",
+                                              "content": f"The {phrase} is recorded.", "scope": "user",
+                                              "confidence": 0.9}}}
+                    path = "/v1/tools"
+                try:
+                    resp = client.post(path, json=body)
+                except httpx.TransportError as exc:
+                    with self._lock:
+                        if self._killed.is_set():
+                            self.unanswered.append(ack)
+                            return  # its write was cut by the kill; nothing more to send
+                        self.dropped_before_kill.append(f"{type(exc).__name__}: {exc}")
+                    if self._stop.wait(0.05):
+                        return
+                    continue
+                if resp.status_code // 100 == 2:
+                    if ack.kind == "write":
+                        ack.item_id = resp.json()["result"]["item_id"]
+                    with self._lock:
+                        self.acks.append(ack)
+                else:
+                    with self._lock:
+                        self.refused.append((resp.status_code, resp.text[:300]))
+
+
+# -- durability checks ------------------------------------------------------------------------
+
+
+@dataclass
+class InboxAudit:
+    """What the inbox holds for a set of writes (after a crash and restart)."""
+
+    events: int
+    seqs_contiguous: bool
+    duplicate_event_ids: list[str]
+    turn_count: Counter  # turn_id -> number of turn events
+    write_count: Counter  # item id -> number of memory.write events
+
+    def missing(self, acks: Iterable[Ack]) -> list[Ack]:
+        return [a for a in acks if self.count_of(a) == 0]
+
+    def duplicated(self, acks: Iterable[Ack]) -> list[Ack]:
+        return [a for a in acks if self.count_of(a) > 1]
+
+    def count_of(self, ack: Ack) -> int:
+        if ack.kind == "turn":
+            return self.turn_count[ack.turn_id]
+        return self.write_count[ack.item_id] if ack.item_id else 0
+
+
+def audit_inbox(inbox_path: Path) -> tuple[InboxAudit, list[Any]]:
+    with Inbox(inbox_path) as inbox:
+        events = inbox.read_after(0)
+    ids = Counter(e.event_id for e in events)
+    turns: Counter = Counter()
+    writes: Counter = Counter()
+    for e in events:
+        if e.kind == "turn":
+            turns[e.payload.get("turn_id")] += 1
+        elif e.kind == "memory.write":
+            writes[(e.payload.get("item") or {}).get("id")] += 1
+    seqs = [e.seq for e in events]
+    audit = InboxAudit(
+        events=len(events),
+        seqs_contiguous=seqs == list(range(1, len(seqs) + 1)),
+        duplicate_event_ids=[i for i, c in ids.items() if c > 1],
+        turn_count=turns,
+        write_count=writes,
+    )
+    return audit, events
+
+
+def unanswered_landed(events: Sequence[Any], unanswered: Iterable[Ack]) -> tuple[int, int]:
+    """(landed, not landed) among writes whose answer never came (in flight at the kill).
+    Either outcome is allowed; a landed one must be there once (checked by the audit)."""
+    texts = set()
+    for e in events:
+        if e.kind == "turn":
+            texts.add(e.payload.get("text", ""))
+        elif e.kind == "memory.write":
+            texts.add((e.payload.get("item") or {}).get("content", ""))
+    landed = sum(1 for a in unanswered if any(a.phrase in t for t in texts))
+    return landed, sum(1 for _ in unanswered) - landed
+
+
+def read_back(url: str, acks: Sequence[Ack], *, recall_sample: int | None = None,
+              rng: random.Random | None = None) -> dict[str, list[str]]:
+    """Read every acknowledged item back through the API with its writer's identity
+    (memory.read), and recall a sample of them by their unique phrase (POST /v1/recall).
+    Returns the ids that were not found by each route."""
+    not_read: list[str] = []
+    not_recalled: list[str] = []
+    by_who: dict[Identity, list[Ack]] = {}
+    for a in acks:
+        by_who.setdefault(a.who, []).append(a)
+    with httpx.Client(base_url=url, timeout=30.0) as client:
+        for who, group in by_who.items():
+            for start in range(0, len(group), 100):
+                ids = [a.item_id for a in group[start:start + 100]]
+                resp = client.post("/v1/tools", json={"action": "memory.read", "identity": ident(who),
+                                                      "args": {"ids": ids}})
+                resp.raise_for_status()
+                got = {i["id"] for i in resp.json()["result"]["items"]}
+                not_read += [i for i in ids if i not in got]
+        sample = list(acks)
+        if recall_sample is not None and len(sample) > recall_sample:
+            sample = (rng or random.Random(0)).sample(sample, recall_sample)
+        for a in sample:
+            resp = client.post("/v1/recall", json={"identity": ident(a.who), "query": a.phrase,
+                                                   "mode": "catalog", "k": 10})
+            resp.raise_for_status()
+            if a.item_id not in {h["id"] for h in resp.json()["hits"]}:
+                not_recalled.append(a.item_id)
+    return {"not_read": not_read, "not_recalled": not_recalled}
+
+
+# -- snapshots ----------------------------------------------------------------------------------
+
+CORRUPTIONS = ("flip_index", "truncate_items", "delete_manifest")
+
+
+def corrupt_snapshot(folder: Path, how: str, rng: random.Random | None = None) -> str:
+    """Damage one published snapshot folder in place; returns what was done."""
+    rng = rng or random.Random(0)
+    if how == "flip_index":
+        path = folder / INDEX_FILE
+        data = bytearray(path.read_bytes())
+        for _ in range(8):
+            data[rng.randrange(len(data))] ^= 0xFF
+        path.write_bytes(bytes(data))
+        return f"flipped 8 bytes of {path.name}"
+    if how == "truncate_items":
+        path = folder / ITEMS_FILE
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+        return f"truncated {path.name} to {len(data) // 2} bytes"
+    if how == "delete_manifest":
+        (folder / MANIFEST_FILE).unlink()
+        return f"deleted {MANIFEST_FILE}"
+    raise ValueError(f"unknown corruption {how!r}; known: {CORRUPTIONS}")
+
+
+def synthetic_items(n: int, rng: random.Random, owners: Sequence[Identity], *,
+                    prefix: str = "syn") -> list[MemoryItem]:
+    """`n` distinct items owned by random owners with random scope kinds, tiers and types."""
+    types = ("fact", "decision", "definition", "constraint", "preference", "note")
+    out = []
+    for i in range(n):
+        owner = rng.choice(owners)
+        phrase = " ".join(rng.sample(WORDS, 3))
+        out.append(MemoryItem(
+            id=f"{prefix}-{i}", tier=rng.choice(("stm", "mtm", "ltm")), type=rng.choice(types),
+            title=f"{phrase} {i}", content=f"Item {i}: the {phrase} setting for {owner.project_id} is {rng.randrange(10_000)}.",
+            scope=Scope.for_identity(rng.choice(SCOPE_KINDS), owner),
+            tags=rng.sample(WORDS, 2), provenance=Provenance(source_id=f"{prefix}-src-{i}"),
+            confidence=round(rng.uniform(0.5, 1.0), 3), importance=rng.randint(1, 8),
+        ))
+    return out
+
+
+def publish(settings: Settings, items: Sequence[MemoryItem], embedder: Any, *, watermark: int = 0,
+            batch: int = 512) -> str:
+    """Embed (what the service embeds for an item) and publish a snapshot; returns its version."""
+    from online.state import embedding_text
+
+    texts = [embedding_text(i) for i in items]
+    chunks = [embedder.embed(texts[s:s + batch]) for s in range(0, len(texts), batch)]
+    vectors = np.concatenate(chunks) if chunks else np.zeros((0, embedder.dim), np.float32)
+    return build_snapshot(settings.snapshots_path, list(items), vectors, embedder_name=embedder.name,
+                          dim=embedder.dim, watermark=watermark, keep=settings.snapshots_keep).version
+
+
+# -- schema fuzzing (schemathesis) --------------------------------------------------------------
+
+
+@dataclass
+class FuzzReport:
+    """What fuzzing every operation of an app's OpenAPI schema found."""
+
+    operations: list[str] = field(default_factory=list)
+    cases: Counter = field(default_factory=Counter)  # "METHOD /path mode" -> cases sent
+    statuses: Counter = field(default_factory=Counter)  # "METHOD /path" status -> count
+    failures: list[dict[str, Any]] = field(default_factory=list)  # first of each distinct kind
+    failure_counts: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)  # generation problems (not service bugs)
+
+    @property
+    def total_cases(self) -> int:
+        return sum(self.cases.values())
+
+
+def fuzz_checks() -> list[Any]:
+    """Response checks: no 5xx, documented status codes, content types, headers and
+    bodies, and negative (schema-invalid) input rejected. Not `positive_data_acceptance`:
+    schema-valid input may still break a rule the schema cannot express (each memory.*
+    action's own args, an identity given as query and header with different values, item
+    constraints of tag lists) and is then correctly refused with a documented 400."""
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        negative_data_rejection,
+        response_headers_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    return [not_a_server_error, status_code_conformance, content_type_conformance,
+            response_headers_conformance, response_schema_conformance, negative_data_rejection]
+
+
+def fuzz_config() -> Any:
+    """Schemathesis configuration: a schema-invalid request refused with 413 (body over
+    `max_body_bytes`, e.g. a text beyond its maxLength) is a correct rejection too."""
+    import schemathesis
+
+    refused = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5XX"]
+    return schemathesis.Config.from_dict({"checks": {"negative_data_rejection": {"expected-statuses": refused}}})
+
+
+def tool_args_types() -> dict[str, type]:
+    """The argument struct of each memory.* action (what `online.tools` validates args with)."""
+    from online import tools
+
+    return {
+        "memory.propose": tools.ProposeArgs, "memory.write": tools.WriteArgs,
+        "memory.search": tools.SearchArgs, "memory.read": tools.ReadArgs,
+        "memory.update": tools.UpdateArgs, "memory.link": tools.LinkArgs,
+        "memory.consolidate": tools.ConsolidateArgs, "memory.palace.list": tools.PalaceListArgs,
+        "memory.palace.get": tools.PalaceGetArgs,
+    }
+
+
+def refine_tool_bodies(raw: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the OpenAPI document where POST /v1/tools takes one body per action with
+    that action's real argument schema (msgspec's, as the dispatcher validates) instead of
+    `args: object`: the fuzzer then reaches every action's logic, not only its 400."""
+    import copy
+
+    doc = copy.deepcopy(raw)
+    types = tool_args_types()
+    refs, components = msgspec.json.schema_components(list(types.values()),
+                                                      ref_template="#/components/schemas/ToolArgs.{name}")
+    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update({f"ToolArgs.{name}": comp for name, comp in components.items()})
+    identity = {"$ref": "#/components/schemas/Identity"}
+    bodies = [{"type": "object", "additionalProperties": False, "required": ["action", "identity", "args"],
+               "properties": {"action": {"const": action}, "identity": identity, "args": ref}}
+              for action, ref in zip(types, refs)]
+    content = doc["paths"]["/v1/tools"]["post"]["requestBody"]["content"]
+    content["application/json"]["schema"] = {"oneOf": bodies}
+    return doc
+
+
+def fuzz_app(app: Any, *, max_examples: int, derandomize: bool = True, seed: int | None = None,
+             modes: Sequence[str] = ("positive", "negative"), refine_tools: bool = False,
+             only: Iterable[str] | None = None) -> FuzzReport:
+    """Fuzz every operation of `app`'s `/schema/openapi.json` in-process (schemathesis's
+    ASGI transport: the app's lifespan runs, requests go through the full ASGI stack).
+    `max_examples` per operation and mode; `refine_tools` fuzzes /v1/tools with each
+    action's argument schema (`refine_tool_bodies`); `only` limits to these operation
+    labels ("POST /v1/tools"). The app's lifespan is shut down at the end."""
+    import schemathesis
+    from schemathesis.python import asgi
+
+    try:
+        schema = schemathesis.openapi.from_asgi("/schema/openapi.json", app, config=fuzz_config())
+        if refine_tools:
+            refined = schemathesis.openapi.from_dict(refine_tool_bodies(schema.raw_schema), config=fuzz_config())
+            refined.app, refined.location, schema = app, schema.location, refined
+        return fuzz_schema(schema, max_examples=max_examples, derandomize=derandomize, seed=seed, modes=modes,
+                           only=only)
+    finally:
+        asgi.shutdown_lifespans()
+
+
+def fuzz_url(base_url: str, *, max_examples: int, derandomize: bool = False, seed: int | None = None,
+             modes: Sequence[str] = ("positive", "negative"), refine_tools: bool = False,
+             only: Iterable[str] | None = None) -> FuzzReport:
+    """The same over real HTTP against a running service (`base_url` like http://127.0.0.1:8765)."""
+    import schemathesis
+
+    schema = schemathesis.openapi.from_url(f"{base_url}/schema/openapi.json", config=fuzz_config())
+    if refine_tools:
+        schema = schemathesis.openapi.from_dict(refine_tool_bodies(schema.raw_schema), config=fuzz_config())
+        schema.base_url = base_url
+    return fuzz_schema(schema, max_examples=max_examples, derandomize=derandomize, seed=seed, modes=modes,
+                       only=only)
+
+
+def fuzz_schema(schema: Any, *, max_examples: int, derandomize: bool = True, seed: int | None = None,
+                modes: Sequence[str] = ("positive", "negative"), only: Iterable[str] | None = None) -> FuzzReport:
+    """Generate `max_examples` cases per operation and mode from a loaded schemathesis
+    schema, send each, and run `fuzz_checks()` on every answer (all failures recorded,
+    none raised)."""
+    from hypothesis import HealthCheck, given
+    from hypothesis import seed as hseed
+    from hypothesis import settings as hsettings
+    from schemathesis import GenerationMode
+
+    report = FuzzReport()
+    checks = fuzz_checks()
+    wanted = set(only) if only is not None else None
+    for result in schema.get_all_operations():
+        op = result.ok()
+        if wanted is not None and op.label not in wanted:
+            continue
+        report.operations.append(op.label)
+        for mode in modes:
+            key = f"{op.label} {mode}"
+            run = _fuzz_one(report, checks, op, mode)
+            run = hsettings(max_examples=max_examples, deadline=None, database=None, derandomize=derandomize,
+                            suppress_health_check=list(HealthCheck))(
+                given(case=op.as_strategy(generation_mode=GenerationMode(mode)))(run))
+            if seed is not None and not derandomize:
+                run = hseed(seed)(run)
+            try:
+                run()
+            except Exception as exc:  # noqa: BLE001 - an unsatisfiable mode is not a service bug
+                name = type(exc).__name__
+                if name != "Unsatisfiable":  # operations without inputs have no negative cases
+                    report.errors.append(f"{key}: {name}: {str(exc)[:300]}")
+    return report
+
+
+def _fuzz_one(report: FuzzReport, checks: list[Any], op: Any, mode: str) -> Any:
+    """The body run for each generated case of one operation and mode."""
+    key, label = f"{op.label} {mode}", op.label
+
+    def run(case: Any) -> None:
+        report.cases[key] += 1
+        response = case.call()
+        report.statuses[f"{label} {response.status_code}"] += 1
+        for check in checks:
+            try:
+                case.validate_response(response, checks=[check])
+            except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: B014
+                kind = (label, mode, check.__name__, response.status_code)
+                report.failure_counts[kind] += 1
+                if report.failure_counts[kind] == 1:
+                    report.failures.append({
+                        "operation": label, "mode": mode, "check": check.__name__,
+                        "status": response.status_code, "response": response.text[:400],
+                        "message": str(exc)[:1500],
+                    })
+
+    return run

@@ -1,0 +1,62 @@
+"""SIGKILL in the middle of concurrent writes loses nothing acknowledged.
+
+A real service process (`online.server.serve`, uvicorn on 127.0.0.1) takes POST /v1/turns
+and memory.write from several writer threads; it is killed with SIGKILL while writes are in
+flight, then restarted on the same data directory. Every write it acknowledged (2xx) is in
+the inbox exactly once and is read back and recalled with its writer's identity; writes
+that never got an answer may or may not have landed, but never twice. A client that
+retries its unanswered turns with the same turn id gets them stored exactly once.
+
+The randomised version (many kill points, counts) is `tests/benchmarks/bench_durability.py`.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+from pathlib import Path
+
+import httpx
+
+from pipelines.settings import Settings
+from tests.reliability.helpers import ServiceProcess, WriteLoad, audit_inbox, ident, read_back, unanswered_landed
+
+
+def test_sigkill_mid_writes_loses_and_duplicates_nothing_acknowledged(tmp_path: Path) -> None:
+    settings = Settings(embedder="hash", data_dir=str(tmp_path / "data"))
+    service = ServiceProcess(settings).start()
+    load = WriteLoad(service.url, writers=4, seed=1).start()
+    try:
+        load.wait_for_acks(60)
+        load.mark_kill()
+        assert service.kill() == -signal.SIGKILL  # while the writers are still sending
+    finally:
+        load.stop()
+        service.kill()
+    acks, unanswered = list(load.acks), list(load.unanswered)
+    assert not load.refused and not load.dropped_before_kill, (load.refused[:3], load.dropped_before_kill[:3])
+    assert len(acks) >= 60 and {a.kind for a in acks} == {"turn", "write"}
+    assert unanswered, "the kill should have cut at least one write in flight"
+
+    audit, events = audit_inbox(settings.inbox_path)
+    assert audit.missing(acks) == []
+    assert audit.duplicated(acks) == []
+    assert audit.duplicate_event_ids == [] and audit.seqs_contiguous
+    landed, lost = unanswered_landed(events, unanswered)
+    assert landed + lost == len(unanswered)
+
+    with ServiceProcess(settings) as restarted:
+        found = read_back(restarted.url, acks)
+        assert found == {"not_read": [], "not_recalled": []}
+
+        # At-least-once from the client + idempotent turn ids = exactly once.
+        retried = [a for a in unanswered if a.kind == "turn"]
+        with httpx.Client(base_url=restarted.url, timeout=30) as client:
+            for a in retried:
+                resp = client.post("/v1/turns", json={"identity": ident(a.who), "role": "user",
+                                                      "turn_id": a.turn_id, "text": f"Please remember: {a.phrase}."})
+                assert resp.status_code == 201, resp.text
+        audit_after, _ = audit_inbox(settings.inbox_path)
+        assert all(audit_after.turn_count[a.turn_id] == 1 for a in retried)
+        assert audit_after.duplicated(acks) == [] and audit_after.seqs_contiguous
+        assert read_back(restarted.url, retried) == {"not_read": [], "not_recalled": []}
