@@ -258,16 +258,80 @@ def _set_flag(name: str, value: bool) -> None:
     console.print(f"{name} = {'on' if value else 'off'} ({path})")
 
 
-@bench_app.command("policy")
-def bench_policy(
-    data: Path = typer.Option(..., "--data", help="JSONL file or folder of {text,label,source}."),
-    json_out: Optional[Path] = typer.Option(None, "--json"),
-) -> None:
-    """Precision, recall and false-positive rate of the write policy per source."""
-    from tests.benchmarks.bench_policy import main
+BENCHMARKS = ("policy", "locomo", "latency", "pipeline", "load", "durability", "fuzz")
+BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-    argv = ["--data", str(data)] + (["--json", str(json_out)] if json_out else [])
-    raise typer.Exit(main(argv))
+
+def _run_benchmark(name: str, argv: list[str]) -> int:
+    """Benchmarks live in tests/benchmarks (they are measurements, not product code); the
+    repository root is put on the path so the console script finds them."""
+    import importlib
+
+    root = str(Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    module = importlib.import_module(f"tests.benchmarks.bench_{name}")
+    return int(module.main(argv) or 0)
+
+
+def _bench_command(name: str) -> None:
+    def command(ctx: typer.Context) -> None:
+        raise typer.Exit(_run_benchmark(name, list(ctx.args)))
+
+    module_doc = {
+        "policy": "Precision, recall and false-positive rate of the write policy per source.",
+        "locomo": "Recall quality on a LoCoMo-format file (turn/session recall@k, baselines, ablations).",
+        "latency": "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP.",
+        "pipeline": "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes.",
+        "load": "A bounded mixed load (turns, recalls, tools) against one service process.",
+        "durability": "SIGKILL the service and consolidation runs at random points; count losses.",
+        "fuzz": "Schema fuzzing of every HTTP endpoint (schemathesis), long mode.",
+    }[name]
+    command.__doc__ = f"{module_doc} Options: `loci bench {name} --help`."
+    bench_app.command(name, context_settings=BENCH_CONTEXT)(command)
+
+
+for _name in BENCHMARKS:
+    _bench_command(_name)
+
+
+@bench_app.command("all")
+def bench_all(
+    out_dir: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results."),
+    data: Path = typer.Option(SHARED_DATA, "--data", help="Folder with locomo_dev.json and policy/."),
+    quick: bool = typer.Option(False, "--quick", help="Smoke runs of every benchmark."),
+) -> None:
+    """Every benchmark in turn, JSON results in --out (default bench-results/)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    plan: list[tuple[str, list[str]]] = []
+    if (data / "policy").is_dir():
+        plan.append(("policy", ["--data", str(data / "policy")]))
+    if (data / "locomo_dev.json").is_file():
+        plan.append(("locomo", ["--data", str(data / "locomo_dev.json")]))
+    plan += [(name, []) for name in ("latency", "pipeline", "load", "durability", "fuzz")]
+    failed = []
+    for name, argv in plan:
+        console.rule(f"bench {name}")
+        argv = argv + ["--json", str(out_dir / f"{name}.json")] + (["--quick"] if quick and name != "policy" else [])
+        if _run_benchmark(name, argv) != 0:
+            failed.append(name)
+    if failed:
+        _fail(f"benchmarks failed: {', '.join(failed)}")
+
+
+@app.command()
+def proxy(
+    host: Optional[str] = typer.Option(None, "--host"),
+    port: Optional[int] = typer.Option(None, "--port", help="Listen port (default 11435)."),
+    upstream: Optional[str] = typer.Option(None, "--upstream", help="Ollama URL (default OLLAMA_HOST)."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """The Ollama drop-in proxy with memory: point any Ollama client at it."""
+    from online.proxy.server import serve_proxy
+
+    overrides = {k: v for k, v in {"host": host, "proxy_port": port}.items() if v is not None}
+    serve_proxy(_settings(data_dir, **overrides), upstream=upstream)
 
 
 @app.command()

@@ -479,6 +479,18 @@ def _read_manifest(folder: Path, version: str) -> SnapshotManifest:
     return manifest
 
 
+def verify_files(root: Path, version: str) -> SnapshotManifest:
+    """Check one published version's manifest and the size and sha256 of every file it
+    lists, without deserialising the index. Raises SnapshotError when anything is off."""
+    if not is_version_name(version):
+        raise SnapshotError(f"not a snapshot version name: {version!r}")
+    folder = Path(root) / version
+    manifest = _read_manifest(folder, version)
+    for name, entry in manifest.files.items():
+        _read_checked(folder, name, entry)
+    return manifest
+
+
 def _load_version(root: Path, version: str, expected_embedder: str | None) -> LoadedSnapshot:
     if not is_version_name(version):
         raise SnapshotError(f"not a snapshot version name: {version!r}")

@@ -14,7 +14,14 @@ import numpy as np
 from pipelines.consolidate.common import ConsolidationError, stm_by_partition
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
-from pipelines.snapshot import MANIFEST_FILE, SnapshotError, SnapshotManifest, build_snapshot, current_version
+from pipelines.snapshot import (
+    MANIFEST_FILE,
+    SnapshotError,
+    SnapshotManifest,
+    build_snapshot,
+    current_version,
+    verify_files,
+)
 from pipelines.warehouse import Warehouse
 
 
@@ -55,6 +62,16 @@ def _fingerprint(items: Sequence[MemoryItem], vectors: np.ndarray, watermark: in
     return digest.hexdigest()
 
 
+def _intact(root: Path, version: str) -> bool:
+    """A published version whose files still match their checksums: only then may the
+    "nothing changed" shortcut keep it (a corrupt CURRENT is republished)."""
+    try:
+        verify_files(root, version)
+    except SnapshotError:
+        return False
+    return True
+
+
 def publish_snapshot(
     warehouse: Warehouse,
     embedder: Any,
@@ -85,7 +102,8 @@ def publish_snapshot(
     stm = stm_by_partition(items)
     root = settings.snapshots_path
     current = read_published_manifest(root)
-    if current is not None and not force and current.extra.get("fingerprint") == fingerprint:
+    if (current is not None and not force and current.extra.get("fingerprint") == fingerprint
+            and _intact(root, current.version)):
         return SnapshotReport(
             version=current.version, published=False, count=current.count,
             tier_counts=dict(current.tier_counts), index_kind=current.index_kind,

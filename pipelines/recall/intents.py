@@ -74,11 +74,11 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?:{_SENT}from\s+(?:your\s+|our\s+)?memory\s*[,:\-–]\s*{_END}"
         rf"|\b(?:from|in)\s+(?:your|our)\s+memor(?:y|ies)\b)", re.I)),
     ("as_decided", re.compile(
-        rf"\bas\s+(?:we|you|i)\s+(?:(?:had|have)\s+)?(?:decided|discussed|agreed|said|"
-        rf"mentioned|noted|established|settled)\s*(?:on\s+)?"
-        rf"(?:earlier|before|previously|last\s+time|yesterday|the\s+other\s+day)\b", re.I)),
+        r"\bas\s+(?:we|you|i)\s+(?:(?:had|have)\s+)?(?:decided|discussed|agreed|said|"
+        r"mentioned|noted|established|settled)\s*(?:on\s+)?"
+        r"(?:earlier|before|previously|last\s+time|yesterday|the\s+other\s+day)\b", re.I)),
     ("last_time", re.compile(
-        rf"\blast\s+time\s+(?:we|i|you)\s+(?:talked|spoke|discussed|met|chatted)\b", re.I)),
+        r"\blast\s+time\s+(?:we|i|you)\s+(?:talked|spoke|discussed|met|chatted)\b", re.I)),
 ]
 
 _LEADING = re.compile(r"^(?:about|of|on|regarding|the\s+fact\s+that|that)\s+", re.I)

@@ -12,7 +12,6 @@ The randomised version (many kill points, counts) is `tests/benchmarks/bench_dur
 
 from __future__ import annotations
 
-import random
 import signal
 from pathlib import Path
 

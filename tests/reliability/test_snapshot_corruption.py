@@ -26,7 +26,7 @@ from pipelines.embedders import HashEmbedder
 from pipelines.materialize import message_item_id
 from pipelines.records import Identity
 from pipelines.settings import Settings
-from pipelines.snapshot import SnapshotError, current_version, load_snapshot
+from pipelines.snapshot import current_version, load_snapshot
 from tests.reliability.helpers import CORRUPTIONS, Ack, corrupt_snapshot, ident, unique_phrase
 
 ANN = Identity(user_id="ann", project_id="atlas", session_id="s1", org_id="acme")
@@ -129,12 +129,7 @@ def test_corrupt_newest_snapshot_keeps_previous_serving_and_next_run_repairs(tmp
 # so a damaged index or items file under an intact manifest is never republished (the
 # service stays on the previous snapshot until new events arrive). Strict: once fixed,
 # these two cases pass and the marks must go.
-UNREPAIRED = pytest.mark.xfail(strict=True, raises=SnapshotError,
-                               reason="publish_snapshot skips republishing over a corrupt CURRENT")
-
-
-@pytest.mark.parametrize("how", [pytest.param("flip_index", marks=UNREPAIRED),
-                                 pytest.param("truncate_items", marks=UNREPAIRED), "delete_manifest"])
+@pytest.mark.parametrize("how", ["flip_index", "truncate_items", "delete_manifest"])
 def test_next_consolidation_without_new_events_repairs_a_corrupt_current(tmp_path: Path, how: str) -> None:
     """Nothing new in the inbox: the run must still notice CURRENT is unloadable and
     publish a good snapshot (its "nothing changed" shortcut must not keep a broken one)."""
