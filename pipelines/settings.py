@@ -52,6 +52,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     merge_w_validation: float = 0.1
     recency_lambda: float = 0.05
     hnsw_threshold: int = 50_000  # exact inner product below, HNSW above
+    # Retrieval context of message items (pipelines.message_context): neighbouring turns
+    # of the same session and the day, used to find a turn, never shown as its content.
+    message_context_previous: int = 2
+    message_context_following: int = 1
+    message_context_date: bool = True
 
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer

@@ -127,6 +127,13 @@ _ITEM_SCHEMA = pa.schema(
     ]
 )  # fmt: skip
 ITEM_COLUMNS: tuple[str, ...] = tuple(_ITEM_SCHEMA.names)
+# pipelines.message_context.embedding_hash in SQL: which text a current vector is made from
+# (a message with a retrieval context hashes it in, so a new context means a new vector).
+EMBEDDING_HASH_SQL = (
+    "CASE WHEN i.type = 'message' AND coalesce(json_extract_string(i.metadata, '$.context'), '') <> '' "
+    "THEN sha256(i.content_hash || chr(10) || json_extract_string(i.metadata, '$.context')) "
+    "ELSE i.content_hash END"
+)
 _ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
 
 _FIELD_NAMES = frozenset(f.name for f in msgspec.structs.fields(MemoryItem))
@@ -550,6 +557,30 @@ class Warehouse:
         with self.transaction():
             return list(self._load_where(where, params).values())
 
+    def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
+        """The last `n` stored `message` items (by inbox sequence) of each (org, user,
+        session) in `keys`: the neighbours new turns of those sessions are read with."""
+        keys = list(dict.fromkeys(keys))
+        if not keys or n <= 0:
+            return []
+        table = pa.table({"org_id": [k[0] for k in keys], "user_id": [k[1] for k in keys],
+                          "session": [k[2] for k in keys]})
+        with self.transaction():
+            with self._staged(table) as staged:
+                rows = self._sql(
+                    "SELECT id FROM (SELECT i.id, row_number() OVER (PARTITION BY i.org_id, i.user_id, "
+                    "json_extract_string(i.metadata, '$.session_id') ORDER BY "
+                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) DESC NULLS LAST, "
+                    "i.created_at DESC, i.id DESC) AS rn "
+                    f"FROM items i JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
+                    "AND k.session = coalesce(json_extract_string(i.metadata, '$.session_id'), '') "
+                    "WHERE i.type = 'message' AND NOT i.archived AND i.superseded_by IS NULL) "
+                    "WHERE rn <= ? ORDER BY id",
+                    [n],
+                )
+            found = self._load_items([r[0] for r in rows])
+        return list(found.values())
+
     def items_frame(self, active_only: bool = True) -> pl.DataFrame:
         """The `items` table as a polars frame (JSON columns as text), ordered by id."""
         where = "WHERE NOT archived AND superseded_by IS NULL" if active_only else ""
@@ -706,7 +737,7 @@ class Warehouse:
             "SELECT i.id FROM items i LEFT JOIN embeddings e "
             "ON e.item_id = i.id AND e.model_name = ? "
             f"{active} {'AND' if active else 'WHERE'} "
-            "(e.item_id IS NULL OR e.content_hash <> i.content_hash) ORDER BY i.id",
+            f"(e.item_id IS NULL OR e.content_hash <> {EMBEDDING_HASH_SQL}) ORDER BY i.id",
             [model_name],
         )
         return [r[0] for r in rows]
@@ -738,7 +769,7 @@ class Warehouse:
             if active_only:
                 conditions.append("NOT i.archived AND i.superseded_by IS NULL")
             if current_only:
-                conditions.append("e.content_hash = i.content_hash")
+                conditions.append(f"e.content_hash = {EMBEDDING_HASH_SQL}")
         else:
             join_items = ""
         with self.transaction():

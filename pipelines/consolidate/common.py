@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
+from pipelines.message_context import retrieval_text
 from pipelines.records import Event, MemoryItem
 
 Hook = Callable[[str], None]
@@ -44,12 +45,10 @@ def call_hook(hook: Hook | None, point: str) -> None:
 
 
 def embed_text(item: MemoryItem) -> str:
-    """The text an item's vector is made from: title, content and tags. The stored hash is
-    the item's content hash (title + content), so a tag-only change is not re-embedded."""
-    text = f"{item.title}\n{item.content}"
-    if item.tags:
-        text += "\ntags: " + ", ".join(item.tags)
-    return text
+    """The text an item's vector is made from: title, content, tags, and a message's
+    retrieval context (`pipelines.message_context`). The stored hash is
+    `embedding_hash(item)`, so a tag-only change is not re-embedded."""
+    return retrieval_text(item)
 
 
 def parse_time(value: str | None) -> datetime | None:

@@ -17,6 +17,7 @@ from pipelines.consolidate.common import (
     embed_text,
 )
 from pipelines.consolidate.lock import WarehouseLock
+from pipelines.message_context import embedding_hash
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -68,7 +69,7 @@ def embed_items(
     dim = int(vectors.shape[1])
     with warehouse.transaction():
         warehouse.put_embeddings(
-            [(i.id, i.content_hash, v) for i, v in zip(todo, vectors)], model_name=embedder.name, dim=dim
+            [(i.id, embedding_hash(i), v) for i, v in zip(todo, vectors)], model_name=embedder.name, dim=dim
         )
         call_hook(hook, "embed:before_commit")
     return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active)
@@ -91,7 +92,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None, progress: Callable[
             dim = int(vectors.shape[1]) if len(items) else int(embedder.dim)
             with warehouse.transaction():
                 written = warehouse.put_embeddings(
-                    [(i.id, i.content_hash, v) for i, v in zip(items, vectors)],
+                    [(i.id, embedding_hash(i), v) for i, v in zip(items, vectors)],
                     model_name=embedder.name, dim=dim,
                 )
     return {

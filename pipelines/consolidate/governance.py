@@ -11,6 +11,7 @@ import msgspec
 
 from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, parse_time, read_window
 from pipelines.materialize import proposal_item_id, quarantine_expiry
+from pipelines.message_context import CONTEXT_KEY, ContextWindow, contextualise, session_key, tail_size
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Warehouse
@@ -152,6 +153,22 @@ def govern_items(
         report.tightened += order.get(action, 0) > order.get(online, 0)
         if action == "reject" and online != "reject":
             report.rejected_now.append(e.event_id)
+    # Messages get their conversational retrieval context; the last stored turn of a
+    # session gains the turn that answers it (a metadata update, then a new vector).
+    context_patches: dict[str, dict[str, Any]] = {}
+    window = ContextWindow(settings.message_context_previous, settings.message_context_following,
+                           settings.message_context_date)
+    if window.enabled:
+        touched = {session_key(i) for i in new_items.values() if i.type == "message"}
+        tails = warehouse.session_tails(sorted(touched), tail_size(window))
+        new_items, recontext = contextualise(new_items, tails, window)
+        by_id = {t.id: t for t in tails}
+        for item_id, context in recontext.items():
+            if item_id in patches:  # e.g. a usage update in the same batch: one revision
+                base = patches[item_id].get("metadata", by_id[item_id].metadata)
+                patches[item_id]["metadata"] = {**base, CONTEXT_KEY: context}
+            else:
+                context_patches[item_id] = {"metadata": {**by_id[item_id].metadata, CONTEXT_KEY: context}}
     report.messages = sum(1 for i in new_items.values() if i.type == "message")
     report.created = len(new_items)
     report.updated = len(patches)
@@ -161,6 +178,8 @@ def govern_items(
         warehouse.put_items(list(new_items.values()), reason="create")
         if patches:
             warehouse.update_items(patches, reason="inbox_update")
+        if context_patches:
+            warehouse.update_items(context_patches, reason="message_context")
         for src, dst, rel in links:
             warehouse.link(src, dst, rel)
         warehouse.set_last_ingested_seq(report.to_seq)

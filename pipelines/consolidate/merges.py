@@ -13,6 +13,7 @@ import msgspec
 from pipelines.consolidate.clusters import ClusterRef
 from pipelines.consolidate.common import Hook, call_hook, mergeable
 from pipelines.consolidate.embedding import vectors_for
+from pipelines.message_context import embedding_hash
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, Warehouse
@@ -96,7 +97,7 @@ def merge_clusters(
                 done_by_supersede = src == item.id and dst in old and rel in ("derived_from", "supersedes")
                 if rel in LINK_RELS and not done_by_supersede and {src, dst} <= old | {item.id}:
                     warehouse.link(src, dst, rel)
-        warehouse.put_embeddings([(i.id, i.content_hash, v) for i, v in zip(new_items, vectors)],
+        warehouse.put_embeddings([(i.id, embedding_hash(i), v) for i, v in zip(new_items, vectors)],
                                  model_name=embedder.name, dim=int(vectors.shape[1]))
         call_hook(hook, "merge:before_commit")
     report.merged = len(new_items)

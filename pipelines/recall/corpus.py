@@ -30,6 +30,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation
 
 from .lexical import LexicalIndex, normalise_label, tokenize
@@ -241,7 +242,7 @@ class MemoryCorpus:
 
     @staticmethod
     def _doc_tokens(it: MemoryItem) -> list[str]:
-        return tokenize(" ".join([it.title, it.content, " ".join(it.tags), " ".join(it.entities)]))
+        return tokenize(lexical_text(it))
 
     def item_terms(self, row: int) -> frozenset[str]:
         """Distinct index tokens of a row (Q* coverage)."""

@@ -47,6 +47,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 import numpy as np
 
+from pipelines.message_context import lexical_text
 from pipelines.records import MemoryItem
 
 from .lexical import QUERY_FILLERS, STOPWORDS, normalise_label, tokenize
@@ -130,7 +131,7 @@ class Evidence:
         if not self.terms:
             it = self.item
             self.terms = frozenset(
-                tokenize(" ".join([it.title, it.content, " ".join(it.tags), " ".join(it.entities)]))
+                tokenize(lexical_text(it))
             )
 
     @property
