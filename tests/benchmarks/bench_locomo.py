@@ -264,6 +264,18 @@ def _said_on(iso: str | None) -> str | None:
         return None
 
 
+def without_context(item: Any) -> Any:
+    """The item as it was before message items carried a retrieval context."""
+    import msgspec
+
+    from pipelines.message_context import CONTEXT_KEY
+
+    if CONTEXT_KEY not in item.metadata:
+        return item
+    meta = {k: v for k, v in item.metadata.items() if k != CONTEXT_KEY}
+    return msgspec.structs.replace(item, metadata=meta)
+
+
 def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
     """The message items with the variant's retrieval text as content (other items unchanged)."""
     import msgspec
@@ -276,7 +288,7 @@ def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
         if it.type == "message":
             key = (it.scope.user_id, str(it.metadata.get("session_id", "")))
             sessions.setdefault(key, []).append(it)
-    out = {it.id: it for it in items}
+    out = {it.id: without_context(it) for it in items}
     for turns in sessions.values():
         turns.sort(key=lambda it: (int(it.metadata.get("inbox_seq") or 0), it.created_at, it.id))
         for i, it in enumerate(turns):
@@ -289,7 +301,7 @@ def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
                 parts.append("(answered by " + " / ".join(after) + ")")
             if dated and _said_on(it.created_at):
                 parts.append(f"(said on {_said_on(it.created_at)})")
-            out[it.id] = msgspec.structs.replace(it, content="\n".join(parts))
+            out[it.id] = msgspec.structs.replace(out[it.id], content="\n".join(parts))
     return [out[it.id] for it in items]
 
 
@@ -514,12 +526,18 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     timings = {"ingest": t_ingest, "consolidate": t_consolidate, "service_load": t_load,
                "query_embed": t_qembed, "recall_all_questions": t_recall}
     if not args.no_baselines:
+        # The dense baseline embeds each turn alone (the product's vectors carry the
+        # message's retrieval context, which is part of what is being compared).
+        from pipelines.consolidate import embed_text
+
+        turns = [it for it in snap.items if it.type == "message" and it.provenance.turn_refs]
+        plain = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder).embed(
+            [embed_text(without_context(it)) for it in turns])
         turn_vectors = {}
-        for item, vec in zip(snap.items, snap.vectors):
-            if item.type == "message" and item.provenance.turn_refs:
-                norm = normalise_dia_id(item.provenance.turn_refs[0])
-                if norm:
-                    turn_vectors[(item.scope.user_id, norm)] = vec
+        for item, vec in zip(turns, plain):
+            norm = normalise_dia_id(item.provenance.turn_refs[0])
+            if norm:
+                turn_vectors[(item.scope.user_id, norm)] = vec
         started = time.perf_counter()
         result["baselines"]["bm25"] = _block(evaluate(conversations, BM25Ranker(conversations), ks))
         timings["baseline_bm25"] = time.perf_counter() - started
@@ -528,7 +546,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             evaluate(conversations, DenseRanker(conversations, turn_vectors, embedder), ks))
         timings["baseline_dense"] = time.perf_counter() - started
         result["baselines"]["bm25"]["describes"] = "bm25s over 'speaker: text [caption]' per conversation"
-        result["baselines"]["dense"]["describes"] = "exact cosine, MiniLM, the snapshot's turn vectors"
+        result["baselines"]["dense"]["describes"] = "exact cosine, MiniLM, each turn embedded alone"
 
     if not args.no_ablations:
         started = time.perf_counter()
