@@ -557,6 +557,16 @@ class Warehouse:
         with self.transaction():
             return list(self._load_where(where, params).values())
 
+    def items_changed_since(self, since: str) -> list[MemoryItem]:
+        """Active items written (created or revised) at or after `since` (ISO UTC, compared
+        with the revisions' write times, not the items' own dates)."""
+        _check_id(since, "since")
+        with self.transaction():
+            ids = [r[0] for r in self._sql(
+                "SELECT DISTINCT item_id FROM revisions WHERE changed_at >= ? ORDER BY 1", [since])]
+            found = self._load_items(ids)
+        return [it for it in found.values() if it.active]
+
     def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
         """The last `n` stored `message` items (by inbox sequence) of each (org, user,
         session) in `keys`: the neighbours new turns of those sessions are read with."""

@@ -51,6 +51,7 @@ from pipelines.consolidate.embedding import (
 from pipelines.consolidate.governance import GovernReport, govern_items
 from pipelines.consolidate.invariants import (
     dimension_violations,
+    policy_check_since,
     hard_block_violations,
     provenance_violations,
     supersede_violations,
@@ -74,7 +75,7 @@ __all__ = [
     "GovernReport", "Hook", "LandReport", "LifecycleReport", "MergeReport", "PalaceReport",
     "SnapshotReport", "WarehouseLock",
     "apply_lifecycle", "begin_run", "build_palace", "cluster_room", "cluster_stm",
-    "consolidate_once", "dimension_violations", "embed_batched", "embed_items", "embed_text",
+    "consolidate_once", "dimension_violations", "policy_check_since", "embed_batched", "embed_items", "embed_text",
     "ensure_same_embedder", "finish_run", "govern_items", "hard_block_violations",
     "land_events", "lock_path", "merge_clusters", "merger_used", "mergeable",
     "pending_stm_by_partition", "provenance_violations", "publish_snapshot",

@@ -64,3 +64,17 @@ def hard_block_violations(items: Iterable[MemoryItem], policy: Any) -> list[dict
         if verdict.hard_block:
             out.append({"id": item.id, "rule_ids": list(verdict.rule_ids)})
     return out
+
+
+def policy_check_since(warehouse: Warehouse, policy_version: str) -> str | None:
+    """Where the policy check may start: the start of the last successful run when that run
+    governed with the same policy version (everything older was checked then), else None
+    (a new policy version, or no such run: check every active item)."""
+    for run in warehouse.runs(limit=20):
+        if run["status"] != "success":
+            continue
+        counts = run.get("counts") or {}
+        if counts.get("governed_items.policy_version") == policy_version and run.get("started_at"):
+            return str(run["started_at"])
+        return None
+    return None

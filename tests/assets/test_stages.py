@@ -147,3 +147,37 @@ def test_snapshot_not_republished_when_nothing_changed(tmp_path):
     with Warehouse(settings.warehouse_path) as wh:  # forced: a new version with the same items
         forced = stages.publish_snapshot(wh, HashEmbedder(384), settings, force=True)
     assert forced.published and forced.version != first.version and forced.count == first.count
+
+
+def test_policy_check_covers_everything_once_then_only_what_was_written_since(tmp_path):
+    """The active-items policy check scans the whole store under a new policy version and
+    afterwards only items written since the last successful run with that version."""
+    from assets.run import run_consolidation
+    from pipelines.consolidate import policy_check_since
+    from pipelines.policy import POLICY_VERSION
+    from pipelines.warehouse import Warehouse
+    from tests.assets.support import BATCH_1, BATCH_2, ingest, make_settings
+
+    settings = make_settings(tmp_path)
+    with Warehouse(settings.warehouse_path) as wh:
+        assert policy_check_since(wh, POLICY_VERSION) is None  # no run yet: full scan
+    ingest(settings, BATCH_1)
+    first = run_consolidation(settings, instance="ephemeral")
+    assert first["status"] == "success"
+    with Warehouse(settings.warehouse_path) as wh:
+        since = policy_check_since(wh, POLICY_VERSION)
+        assert since is not None
+        assert policy_check_since(wh, "some-other-version") is None  # new policy: full scan
+        assert wh.items_changed_since(since) != []  # the first run's own writes
+        later = "9999-01-01T00:00:00"
+        assert wh.items_changed_since(later) == []
+    ingest(settings, BATCH_2, name="more.jsonl")
+    third = run_consolidation(settings, instance="ephemeral")
+    with Warehouse(settings.warehouse_path) as wh:
+        runs = wh.runs()
+        new_since = policy_check_since(wh, POLICY_VERSION)
+        changed = {i.id for i in wh.items_changed_since(runs[1]["started_at"])}
+        everything = {i.id for i in wh.active_items()}
+    assert third["status"] == "success" and set(third["checks"].values()) == {"passed"}
+    assert new_since == runs[0]["started_at"] > since
+    assert changed and changed <= everything
