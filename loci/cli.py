@@ -258,7 +258,7 @@ def _set_flag(name: str, value: bool) -> None:
     console.print(f"{name} = {'on' if value else 'off'} ({path})")
 
 
-BENCHMARKS = ("policy", "locomo", "latency", "pipeline", "load", "durability", "fuzz")
+BENCHMARKS = ("policy", "locomo", "latency", "pipeline", "load", "durability", "fuzz", "compare")
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -287,6 +287,7 @@ def _bench_command(name: str) -> None:
         "load": "A bounded mixed load (turns, recalls, tools) against one service process.",
         "durability": "SIGKILL the service and consolidation runs at random points; count losses.",
         "fuzz": "Schema fuzzing of every HTTP endpoint (schemathesis), long mode.",
+        "compare": "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency.",
     }[name]
     command.__doc__ = f"{module_doc} Options: `loci bench {name} --help`."
     bench_app.command(name, context_settings=BENCH_CONTEXT)(command)
@@ -301,6 +302,8 @@ def bench_all(
     out_dir: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results."),
     data: Path = typer.Option(SHARED_DATA, "--data", help="Folder with locomo_dev.json and policy/."),
     quick: bool = typer.Option(False, "--quick", help="Smoke runs of every benchmark."),
+    compare: bool = typer.Option(True, "--compare/--no-compare",
+                                 help="Include the mem0 comparison (creates .venv-compare on first use)."),
 ) -> None:
     """Every benchmark in turn, JSON results in --out (default bench-results/)."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -310,6 +313,8 @@ def bench_all(
     if (data / "locomo_dev.json").is_file():
         plan.append(("locomo", ["--data", str(data / "locomo_dev.json")]))
     plan += [(name, []) for name in ("latency", "pipeline", "load", "durability", "fuzz")]
+    if (data / "locomo_dev.json").is_file() and compare:
+        plan.append(("compare", ["--data", str(data / "locomo_dev.json")]))
     failed = []
     for name, argv in plan:
         console.rule(f"bench {name}")
