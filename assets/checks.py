@@ -35,7 +35,7 @@ def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseRes
     # Every active item under a new policy version; otherwise what was written since the
     # last successful run checked the rest (a full scan costs the whole store every run).
     since = stages.policy_check_since(wh, POLICY_VERSION)
-    items = wh.active_items() if since is None else wh.items_changed_since(since)
+    items = wh.active_items() if since is None else wh.items_text_changed_since(since)
     bad = stages.hard_block_violations(items, Policy(loci.get()))
     return dg.AssetCheckResult(
         passed=not bad,

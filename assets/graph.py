@@ -25,6 +25,7 @@ from assets.resources import (
     WarehouseResource,
 )
 from pipelines import consolidate as stages
+from pipelines.records import utcnow
 
 GROUP = "consolidation"
 WAREHOUSE_TAG = "loci/warehouse"  # run tag limited to 1 in dagster.yaml (one writer)
@@ -112,6 +113,9 @@ def governed_items(
     hook_point("governed_items:start")
     settings = loci.get()
     report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings, hook=hook_point)
+    # The next run's policy check starts here: what this run writes later is either a
+    # merge governed on creation or a revision that leaves the text alone.
+    governed_until = utcnow()
     context.log.info(
         f"governed {report.events} events: {report.accepted} accepted, {report.quarantined} "
         f"quarantined, {report.rejected} rejected, {report.messages} messages"
@@ -133,6 +137,7 @@ def governed_items(
             "usage_applied": report.usage,
             "skipped": report.skipped[:50],
             "policy_version": report.policy_version,
+            "governed_until": governed_until,
         })
     )
 

@@ -567,6 +567,31 @@ class Warehouse:
             found = self._load_items(ids)
         return [it for it in found.values() if it.active]
 
+    def items_text_changed_since(self, since: str) -> list[MemoryItem]:
+        """Active items whose text (title, content, tags, entities) was written at or after
+        `since`: created since, or revised since and now different from their last revision
+        before it. Revisions that keep the text (promotion, palace, usage, aging) do not
+        count, so this costs what changed, not what was merely touched."""
+        _check_id(since, "since")
+        differs = " OR ".join(
+            f"json_extract_string(rb.snapshot, '$.{f}') IS DISTINCT FROM json_extract_string(rl.snapshot, '$.{f}')"
+            for f in ("content_hash", "tags", "entities")
+        )
+        with self.transaction():
+            ids = [r[0] for r in self._sql(
+                "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
+                "WHERE changed_at >= ? GROUP BY item_id), "
+                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+                "JOIN touched t ON t.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
+                "SELECT t.item_id FROM touched t "
+                "JOIN revisions rl ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
+                "LEFT JOIN before b ON b.item_id = t.item_id "
+                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num "
+                f"WHERE rb.item_id IS NULL OR {differs} ORDER BY 1",
+                [since, since])]
+            found = self._load_items(ids)
+        return [it for it in found.values() if it.active]
+
     def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
         """The last `n` stored `message` items (by inbox sequence) of each (org, user,
         session) in `keys`: the neighbours new turns of those sessions are read with."""

@@ -67,14 +67,18 @@ def hard_block_violations(items: Iterable[MemoryItem], policy: Any) -> list[dict
 
 
 def policy_check_since(warehouse: Warehouse, policy_version: str) -> str | None:
-    """Where the policy check may start: the start of the last successful run when that run
-    governed with the same policy version (everything older was checked then), else None
-    (a new policy version, or no such run: check every active item)."""
+    """Where the policy check may start: the moment the last successful run finished
+    governing, when that run governed with the same policy version (everything written
+    before was checked then; what that run wrote afterwards is a merge, which is governed
+    on creation, or a revision that keeps the text: promotion, aging, palace). None for a
+    new policy version or no such run: check every active item."""
     for run in warehouse.runs(limit=20):
         if run["status"] != "success":
             continue
         counts = run.get("counts") or {}
-        if counts.get("governed_items.policy_version") == policy_version and run.get("started_at"):
-            return str(run["started_at"])
-        return None
+        if counts.get("governed_items.policy_version") != policy_version:
+            return None
+        # Runs recorded before `governed_until` existed: their start (a superset).
+        mark = counts.get("governed_items.governed_until") or run.get("started_at")
+        return str(mark) if mark else None
     return None

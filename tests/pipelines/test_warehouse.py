@@ -646,3 +646,20 @@ def test_closed_warehouse_refuses_work(tmp_path):
         wh.get_item("a")
     with pytest.raises(TypeError):
         Warehouse(42)
+
+
+def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
+    """What the policy check re-reads: new items and items whose title, content, tags or
+    entities changed after the mark; a promotion or a palace move is not a text change."""
+    from pipelines.records import utcnow
+
+    wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"])])
+    mark = utcnow()
+    wh.update_item("a", {"tier": "mtm"}, reason="promote_type")  # text kept
+    wh.update_item("b", {"content": "new content of b"})  # text changed
+    wh.update_item("d", {"tags": ["x", "y"]})  # tags changed
+    wh.put_item(make_item("e"))  # new
+    wh.archive_items(["c"], reason="aged")  # touched, and no longer active
+    assert {i.id for i in wh.items_changed_since(mark)} == {"a", "b", "d", "e"}
+    assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e"}
+    assert wh.items_text_changed_since(utcnow()) == []
