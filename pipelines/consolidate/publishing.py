@@ -114,6 +114,7 @@ def publish_snapshot(
         root, items, vectors, embedder_name=model_name, dim=dim, watermark=watermark,
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
         extra={**(extra or {}), "fingerprint": fingerprint, "stm_by_partition": stm},
+        reuse=root / current.version if current is not None and not force else None,
     )  # fmt: skip
     return SnapshotReport(
         version=manifest.version, published=True, count=manifest.count,

@@ -192,7 +192,8 @@ class MemoryCorpus:
 
     @staticmethod
     def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int):
-        if index is not None and index.ntotal != n:
+        # An HNSW snapshot may hold dead slots too (labels >= n, never selected).
+        if index is not None and index.ntotal < n:
             raise CorpusError(f"index holds {index.ntotal} vectors for {n} items")
         if vectors is None:
             if index is None or n == 0:
@@ -369,7 +370,8 @@ class MemoryCorpus:
         self, query: np.ndarray, allowed: np.ndarray, n_allowed: int, k: int
     ) -> tuple[np.ndarray, np.ndarray] | None:
         bits = np.packbits(allowed, bitorder="little")
-        selector = faiss.IDSelectorBitmap(self.n, faiss.swig_ptr(bits))
+        # The size is in bytes: labels past the bitmap (dead HNSW slots) are never members.
+        selector = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
         inner = self.index
         if isinstance(inner, (faiss.IndexIDMap, faiss.IndexIDMap2)):
             inner = faiss.downcast_index(inner.index)
