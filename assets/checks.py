@@ -17,7 +17,13 @@ They are not blocking: a failure is reported with the offending ids in the UI an
 
 import dagster as dg
 
-from assets.graph import governed_items, item_embeddings, lifecycle, memory_snapshot, merged_items
+from assets.graph import (
+    governed_items,
+    item_embeddings,
+    lifecycle,
+    memory_snapshot,
+    merged_items,
+)
 from assets.resources import LociSettingsResource, WarehouseResource
 from pipelines import consolidate as stages
 
@@ -27,9 +33,7 @@ SAMPLE = 20  # offending ids listed in the metadata
 
 @dg.asset_check(asset=governed_items, description="No active item is hard-blocked by the current policy.")
 def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    from pipelines.policy import Policy
-
-    from pipelines.policy import POLICY_VERSION
+    from pipelines.policy import POLICY_VERSION, Policy
 
     wh = warehouse.get()
     # Every active item under a new policy version; otherwise what was written since the
