@@ -107,10 +107,16 @@ class SnapshotState:
 
 @dataclass(frozen=True)
 class DeltaState:
-    """Items created or changed by inbox events after the snapshot watermark."""
+    """Items created or changed by inbox events after the snapshot watermark.
+
+    Searched as a few segments, oldest first, sizes roughly halving (an LSM-style log): a
+    new batch of items is a small segment of its own, merged with the one before it once it
+    is at least half that one's size. A write then costs a small rebuild (amortised
+    O(log n) per item) instead of rebuilding the whole delta, which grows until the next
+    snapshot. A later segment's copy of an item shadows earlier ones (RecallEngine)."""
 
     items: Mapping[str, MemoryItem]
-    corpus: MemoryCorpus
+    segments: tuple[MemoryCorpus, ...]
     max_seq: int  # highest inbox seq folded in (>= the snapshot watermark)
     touches: Mapping[str, tuple[Event, ...]]  # item id -> history events after the watermark
     events: int = 0  # events folded since the watermark
@@ -118,7 +124,7 @@ class DeltaState:
 
     @classmethod
     def empty(cls, from_seq: int) -> "DeltaState":
-        return cls(MappingProxyType({}), MemoryCorpus.empty("delta"), from_seq, MappingProxyType({}))
+        return cls(MappingProxyType({}), (), from_seq, MappingProxyType({}))
 
 
 @dataclass(frozen=True)
@@ -132,7 +138,7 @@ class View:
     @property
     def corpora(self) -> list[MemoryCorpus]:
         # Later corpora shadow earlier ones: a delta update hides the snapshot version.
-        return [self.snap.corpus, self.delta.corpus]
+        return [self.snap.corpus, *self.delta.segments]
 
     def get(self, item_id: str) -> MemoryItem | None:
         return self.delta.items.get(item_id) or self.snap.get(item_id)
@@ -332,9 +338,10 @@ class MemoryService:
             elif view.delta.embed_problem and time.monotonic() - self._embed_retry_at > EMBED_RETRY_S:
                 # The embedder was down when the delta was built: try again now and then.
                 self._embed_retry_at = time.monotonic()
-                corpus, problem = self._delta_corpus(list(view.delta.items.values()))
+                items = list(view.delta.items.values())
+                corpus, problem = self._delta_corpus(items, items)
                 if problem is None:
-                    self._view = View(view.snap, replace(view.delta, corpus=corpus, embed_problem=None),
+                    self._view = View(view.snap, replace(view.delta, segments=(corpus,), embed_problem=None),
                                       view.loaded_at)
 
     def _fold(self, snap: SnapshotState, prev: DeltaState, events: Sequence[Event]) -> DeltaState:
@@ -352,16 +359,26 @@ class MemoryService:
             touches = MappingProxyType({k: tuple(v) for k, v in grown.items()})
         max_seq = max(prev.max_seq, overlay.max_seq, events[-1].seq)
         if not overlay.items:  # usage / audit / rejections only: the corpus is unchanged
-            return DeltaState(prev.items, prev.corpus, max_seq, touches, prev.events + len(events),
+            return DeltaState(prev.items, prev.segments, max_seq, touches, prev.events + len(events),
                               prev.embed_problem)
         items = {**prev.items, **overlay.items}
-        corpus, problem = self._delta_corpus(list(items.values()))
-        return DeltaState(MappingProxyType(items), corpus, max_seq, touches,
+        every = list(items.values())
+        segment, problem = self._delta_corpus([items[i] for i in overlay.items], every)
+        segments = [*prev.segments, segment]
+        while len(segments) > 1 and 2 * segments[-1].n >= segments[-2].n:
+            merged_ids = dict.fromkeys(it.id for seg in segments[-2:] for it in seg.items)
+            merged, merge_problem = self._delta_corpus([items[i] for i in merged_ids], every)
+            segments[-2:] = [merged]
+            problem = problem or merge_problem
+        if problem is None and prev.embed_problem and any(seg.vectors is None and seg.n for seg in segments):
+            problem = prev.embed_problem  # an older segment is still searched lexically only
+        return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,
                           prev.events + len(events), problem)
 
-    def _delta_corpus(self, items: list[MemoryItem]) -> tuple[MemoryCorpus, str | None]:
-        """Embed what is new (once per item version) and build the small exact corpus.
-        When the embedder is down the delta is still searchable lexically (seed 004)."""
+    def _delta_corpus(self, items: list[MemoryItem], every: list[MemoryItem]) -> tuple[MemoryCorpus, str | None]:
+        """Embed what is new (once per item version) and build an exact corpus of `items`
+        (one delta segment; `every` is the whole delta, whose vectors stay cached). When the
+        embedder is down the delta is still searchable lexically (seed 004)."""
         keys = [(it.id, it.content_hash) for it in items]
         missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
         problem = None
@@ -374,7 +391,7 @@ class MemoryService:
                 problem = f"delta not embedded ({exc}); searched lexically"
                 log.warning(problem)
         if problem is None:
-            live = set(keys)
+            live = {(it.id, it.content_hash) for it in every}
             for stale in [k for k in self._vector_cache if k not in live]:
                 del self._vector_cache[stale]  # older versions of updated items
             matrix = (np.stack([self._vector_cache[k] for k in keys])

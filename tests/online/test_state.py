@@ -270,3 +270,24 @@ def test_embedder_outage_degrades_to_lexical_and_is_reported(settings: Settings)
         assert any("not embedded" in p for p in svc.problems())
     finally:
         svc.close()
+
+
+def test_delta_is_a_log_of_segments_with_later_versions_shadowing_earlier(service: MemoryService) -> None:
+    """Each write adds a small segment; segments merge when the newer is at least half the
+    older, so a growing delta stays a handful of segments (sizes at least doubling towards
+    the oldest) and nothing is lost or shown twice."""
+    written = [write(service, f"Service number {i} listens on port {9000 + i}.", f"Port of service {i}")
+               for i in range(40)]
+    view = service.view()
+    sizes = [seg.n for seg in view.delta.segments]
+    assert sum(sizes) == 40 and len(sizes) <= 6
+    assert all(a > 2 * b for a, b in zip(sizes, sizes[1:]))  # older segments are bigger
+    for i in (0, 17, 39):
+        assert written[i] in ids(service.recall(f"which port does service number {i} listen on?", WHO))
+    # An update lands in a new segment and hides the old version wherever it sits.
+    ToolDispatcher(service).dispatch(
+        "memory.update", {"id": written[0], "patch": {"content": "Service number 0 moved to port 7000."}}, WHO)
+    result = service.recall("which port does service number 0 listen on?", WHO)
+    assert ids(result).count(written[0]) == 1
+    assert "7000" in next(h for h in result.hits if h.item.id == written[0]).item.content
+    assert len(service.view().visible_items(WHO)) == 40
