@@ -170,6 +170,11 @@ class MiniLMEmbedder:
     51 ms vs 297 ms for one query, 219 vs 30 texts/s in batches). Short texts are kept in
     an LRU cache: recall embeds the query on every request and users repeat themselves.
     Inputs beyond 256 word pieces are truncated by the model.
+
+    `quantized_queries`: `embed_query` (what recall embeds a question with) runs an int8
+    copy of the model (dynamic per-channel quantization of every Linear layer): ~3 ms
+    instead of ~10 ms per query on the 2-core target, cosine ~0.98 to the float vector.
+    Stored items are always embedded in float32 by `embed`.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -182,8 +187,12 @@ class MiniLMEmbedder:
         batch_size: int = 64,
         cache_size: int = 2048,
         cache_max_chars: int = 512,
+        quantized_queries: bool = False,
     ) -> None:
         self.threads = threads
+        self.quantized_queries = quantized_queries
+        self._query_model: Any = None
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.cache_max_chars = cache_max_chars
@@ -248,8 +257,36 @@ class MiniLMEmbedder:
         model.eval()
         return model
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def load_query_model(self) -> Any:
+        """The model `embed_query` runs: the int8 copy when `quantized_queries`, else the
+        float model. Built once, on first use."""
         model = self.load()
+        if not self.quantized_queries:
+            return model
+        if self._query_model is None:
+            with self._load_lock:
+                if self._query_model is None:
+                    import copy
+                    import warnings
+
+                    import torch
+                    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+                    with warnings.catch_warnings():  # torch.ao's migration notice
+                        warnings.simplefilter("ignore")
+                        self._query_model = quantize_dynamic(
+                            copy.deepcopy(model), {torch.nn.Linear: per_channel_dynamic_qconfig},
+                            dtype=torch.qint8)
+        return self._query_model
+
+    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for search queries (see `quantized_queries`); same space as `embed`."""
+        if not self.quantized_queries:
+            return self.embed(texts)
+        return self._embed_with(texts, self.load_query_model, self._query_cache)
+
+    def _encode(self, texts: list[str], model: Any = None) -> np.ndarray:
+        model = model if model is not None else self.load()
         with self._encode_lock:
             vecs = model.encode(
                 texts,
@@ -261,6 +298,9 @@ class MiniLMEmbedder:
         return l2_normalise(np.asarray(vecs, dtype=np.float32).reshape(len(texts), self.dim))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed_with(texts, self.load, self._cache)
+
+    def _embed_with(self, texts: Sequence[str], model: Any, cache: OrderedDict[str, np.ndarray]) -> np.ndarray:
         batch = _check_texts(texts)
         if not batch:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -268,35 +308,36 @@ class MiniLMEmbedder:
         missing: list[int] = []
         with self._cache_lock:
             for row, text in enumerate(batch):
-                hit = self._cache.get(text)
+                hit = cache.get(text)
                 if hit is None:
                     missing.append(row)
                 else:
-                    self._cache.move_to_end(text)
+                    cache.move_to_end(text)
                     out[row] = hit
         if missing:
             # Embed each distinct text once.
             distinct = list(dict.fromkeys(batch[r] for r in missing))
-            fresh = dict(zip(distinct, self._encode(distinct)))
+            fresh = dict(zip(distinct, self._encode(distinct, model())))
             for row in missing:
                 out[row] = fresh[batch[row]]
-            self._remember(fresh)
+            self._remember(fresh, cache)
         return out
 
-    def _remember(self, fresh: dict[str, np.ndarray]) -> None:
+    def _remember(self, fresh: dict[str, np.ndarray], cache: OrderedDict[str, np.ndarray]) -> None:
         if self.cache_size <= 0:
             return
         with self._cache_lock:
             for text, vec in fresh.items():
                 if len(text) <= self.cache_max_chars:
-                    self._cache[text] = vec.copy()
-                    self._cache.move_to_end(text)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+                    cache[text] = vec.copy()
+                    cache.move_to_end(text)
+            while len(cache) > self.cache_size:
+                cache.popitem(last=False)
 
     def clear_cache(self) -> None:
         with self._cache_lock:
             self._cache.clear()
+            self._query_cache.clear()
 
 
 # -- Ollama ------------------------------------------------------------------------------------
@@ -418,7 +459,7 @@ def make_embedder(settings: "Settings") -> Embedder:
     or contacted here; that happens on first use."""
     kind = str(settings.embedder).strip().lower()
     if kind == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(quantized_queries=bool(settings.minilm_quantized_queries))
     if kind == "hash":
         return HashEmbedder(settings.embedder_dim)
     if kind == "ollama":

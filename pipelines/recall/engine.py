@@ -368,7 +368,9 @@ class RecallEngine:
 
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:
-            out = np.asarray(self.embedder.embed([query]), dtype=np.float32)
+            # Embedders may embed queries differently from documents (MiniLM: int8 copy).
+            embed = getattr(self.embedder, "embed_query", None) or self.embedder.embed
+            out = np.asarray(embed([query]), dtype=np.float32)
         except Exception as exc:  # an embedder outage degrades recall to lexical + labels
             degraded.append(f"dense: {type(exc).__name__}: {exc}")
             return None

@@ -330,12 +330,13 @@ def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, k
     summary, t_consolidate = consolidate(settings)
 
     started = time.perf_counter()
-    embedder = MiniLMEmbedder(cache_size=0)  # every recall embeds its question (as mem0 does)
+    # Every recall embeds its question (as mem0 does); queries as the service embeds them.
+    embedder = MiniLMEmbedder(cache_size=0, quantized_queries=settings.minilm_quantized_queries)
     service = MemoryService(settings, embedder=embedder)
     view = service.reload()
     if view.snap.loaded is None:
         raise RuntimeError(f"no snapshot was published: {service.problems(view)}")
-    embedder.embed(["warm up"])  # load the model outside the timed loop
+    embedder.embed_query(["warm up"])  # load the model outside the timed loop
     t_load = time.perf_counter() - started
     k_max = max(ks)
     if conversations:  # one untimed recall, like the runner's warm-up search

@@ -104,13 +104,15 @@ def dir_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def build(n: int, kind: str, items, vectors: np.ndarray, base: Path) -> tuple[Any, dict[str, Any]]:
+def build(n: int, kind: str, items, vectors: np.ndarray, base: Path,
+          quantized_queries: bool = True) -> tuple[Any, dict[str, Any]]:
     from pipelines.embedders import MiniLMEmbedder
     from pipelines.settings import Settings
     from pipelines.snapshot import build_snapshot
 
     data_dir = base / f"n{n}-{kind}"
-    settings = Settings(data_dir=str(data_dir), embedder="minilm", snapshots_keep=1)
+    settings = Settings(data_dir=str(data_dir), embedder="minilm", snapshots_keep=1,
+                        minilm_quantized_queries=quantized_queries)
     started = time.perf_counter()
     manifest = build_snapshot(
         settings.snapshots_path, items, vectors, embedder_name=MiniLMEmbedder.name,
@@ -132,7 +134,8 @@ def measure_inprocess(settings, pool: QueryPool, n_queries: int) -> dict[str, An
     from pipelines.embedders import MiniLMEmbedder
 
     started = time.perf_counter()
-    service = MemoryService(settings, embedder=MiniLMEmbedder(cache_size=0))
+    service = MemoryService(settings, embedder=MiniLMEmbedder(
+        cache_size=0, quantized_queries=settings.minilm_quantized_queries))
     load_s = time.perf_counter() - started
     try:
         q, who = pool.take()
@@ -183,6 +186,7 @@ class Server:
         env = {**os.environ,
                "LOCI_DATA_DIR": str(settings.data_dir), "LOCI_HOST": "127.0.0.1",
                "LOCI_PORT": str(self.port), "LOCI_EMBEDDER": "minilm",
+               "LOCI_MINILM_QUANTIZED_QUERIES": "1" if settings.minilm_quantized_queries else "0",
                "LOCI_CONFIG": str(Path(settings.data_dir) / "no-such-loci.toml"),
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.log = Path(settings.data_dir) / "server.log"
@@ -325,6 +329,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cache-dir", type=Path, default=None,
                    help=f"embedding cache (default {default_cache_dir()} or $LOCI_BENCH_CACHE)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--float-queries", action="store_true",
+                   help="embed queries with the float32 model (default: the service's int8 query model)")
     p.add_argument("--item-embedder", default="minilm", choices=("minilm", "hash"),
                    help="how items are embedded (queries always use MiniLM)")
     p.add_argument("--minilm-max-items", type=int, default=200_000,
@@ -368,7 +374,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         size_block: dict[str, Any] = {}
         for kind in kinds:
             say(f"  {kind}: building snapshot")
-            settings, snap = build(n, kind, items, vectors, workdir)
+            settings, snap = build(n, kind, items, vectors, workdir, not args.float_queries)
             block: dict[str, Any] = {"snapshot": snap, "loadavg_at_start": machine_info()["loadavg_1_5_15"]}
             say(f"  {kind}: in-process latency")
             block["inprocess"] = measure_inprocess(settings, pool, args.queries)
@@ -390,7 +396,8 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         "sizes": args.sizes, "index": list(kinds), "queries": args.queries, "duration_s": args.duration,
         "concurrency": args.concurrency, "seed": args.seed, "generator_version": GENERATOR_VERSION,
         "item_vectors": notes, "recall": "mode hybrid (default), k=10 (default), usage event recorded",
-        "query_embedding": "MiniLM for every query (in-process: query cache off; HTTP: distinct queries)",
+        "query_embedding": "MiniLM for every query (in-process: query cache off; HTTP: distinct queries), "
+                           + ("float32 model" if args.float_queries else "int8 query model (the default)"),
         "http_workers": 1,
     }
     out["targets"] = targets(out, max(args.sizes))
