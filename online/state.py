@@ -384,7 +384,9 @@ class MemoryService:
         problem = None
         if missing:
             try:
-                vecs = self.embedder.embed([embedding_text(it) for _, it in missing])
+                # Transient vectors (the snapshot replaces them): the online model.
+                embed = getattr(self.embedder, "embed_online", None) or self.embedder.embed
+                vecs = embed([embedding_text(it) for _, it in missing])
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:

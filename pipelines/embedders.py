@@ -171,10 +171,12 @@ class MiniLMEmbedder:
     an LRU cache: recall embeds the query on every request and users repeat themselves.
     Inputs beyond 256 word pieces are truncated by the model.
 
-    `quantized_queries`: `embed_query` (what recall embeds a question with) runs an int8
-    copy of the model (dynamic per-channel quantization of every Linear layer): ~3 ms
-    instead of ~10 ms per query on the 2-core target, cosine ~0.98 to the float vector.
-    Stored items are always embedded in float32 by `embed`.
+    `int8_online`: `embed_online` — what the service embeds recall questions and the
+    not-yet-consolidated delta items with — runs an int8 copy of the model (dynamic
+    per-channel quantization of every Linear layer): ~3 ms instead of ~10 ms per short text
+    on the 2-core target, cosine ~0.98 to the float vector. Everything stored (warehouse
+    embeddings, snapshots) is embedded in float32 by `embed`; a delta item's transient
+    vector is replaced by its stored one when consolidation publishes the next snapshot.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -187,12 +189,12 @@ class MiniLMEmbedder:
         batch_size: int = 64,
         cache_size: int = 2048,
         cache_max_chars: int = 512,
-        quantized_queries: bool = False,
+        int8_online: bool = False,
     ) -> None:
         self.threads = threads
-        self.quantized_queries = quantized_queries
-        self._query_model: Any = None
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.int8_online = int8_online
+        self._online_model: Any = None
+        self._online_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self.batch_size = batch_size
         self.cache_size = cache_size
         self.cache_max_chars = cache_max_chars
@@ -257,15 +259,15 @@ class MiniLMEmbedder:
         model.eval()
         return model
 
-    def load_query_model(self) -> Any:
-        """The model `embed_query` runs: the int8 copy when `quantized_queries`, else the
+    def load_online_model(self) -> Any:
+        """The model `embed_online` runs: the int8 copy when `int8_online`, else the
         float model. Built once, on first use."""
         model = self.load()
-        if not self.quantized_queries:
+        if not self.int8_online:
             return model
-        if self._query_model is None:
+        if self._online_model is None:
             with self._load_lock:
-                if self._query_model is None:
+                if self._online_model is None:
                     import warnings
 
                     import torch
@@ -276,16 +278,17 @@ class MiniLMEmbedder:
                     fresh = self._load_model()
                     with warnings.catch_warnings():  # torch.ao's migration notice
                         warnings.simplefilter("ignore")
-                        self._query_model = quantize_dynamic(
+                        self._online_model = quantize_dynamic(
                             fresh, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8,
                             inplace=True)
-        return self._query_model
+        return self._online_model
 
-    def embed_query(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for search queries (see `quantized_queries`); same space as `embed`."""
-        if not self.quantized_queries:
+    def embed_online(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for the online path: queries and delta items (see `int8_online`);
+        the same space as `embed`."""
+        if not self.int8_online:
             return self.embed(texts)
-        return self._embed_with(texts, self.load_query_model, self._query_cache)
+        return self._embed_with(texts, self.load_online_model, self._online_cache)
 
     def _encode(self, texts: list[str], model: Any = None) -> np.ndarray:
         model = model if model is not None else self.load()
@@ -339,7 +342,7 @@ class MiniLMEmbedder:
     def clear_cache(self) -> None:
         with self._cache_lock:
             self._cache.clear()
-            self._query_cache.clear()
+            self._online_cache.clear()
 
 
 # -- Ollama ------------------------------------------------------------------------------------
@@ -461,7 +464,7 @@ def make_embedder(settings: "Settings") -> Embedder:
     or contacted here; that happens on first use."""
     kind = str(settings.embedder).strip().lower()
     if kind == "minilm":
-        return MiniLMEmbedder(quantized_queries=bool(settings.minilm_quantized_queries))
+        return MiniLMEmbedder(int8_online=bool(settings.minilm_int8_online))
     if kind == "hash":
         return HashEmbedder(settings.embedder_dim)
     if kind == "ollama":

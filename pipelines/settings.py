@@ -26,8 +26,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Embedding: "minilm" (default, offline), "ollama", or "hash" (deterministic, tests)
     embedder: str = "minilm"
     embedder_dim: int = 384  # used by the hash embedder
-    # MiniLM: embed recall queries with an int8 copy of the model (3x faster; items stay float)
-    minilm_quantized_queries: bool = True
+    # MiniLM: the service embeds queries and delta items with an int8 copy (3x faster);
+    # stored vectors are always float32
+    minilm_int8_online: bool = True
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embed_model: str = "nomic-embed-text"
     ollama_timeout_s: float = 30.0

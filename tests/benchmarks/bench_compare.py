@@ -331,12 +331,12 @@ def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, k
 
     started = time.perf_counter()
     # Every recall embeds its question (as mem0 does); queries as the service embeds them.
-    embedder = MiniLMEmbedder(cache_size=0, quantized_queries=settings.minilm_quantized_queries)
+    embedder = MiniLMEmbedder(cache_size=0, int8_online=settings.minilm_int8_online)
     service = MemoryService(settings, embedder=embedder)
     view = service.reload()
     if view.snap.loaded is None:
         raise RuntimeError(f"no snapshot was published: {service.problems(view)}")
-    embedder.embed_query(["warm up"])  # load the model outside the timed loop
+    embedder.embed_online(["warm up"])  # load the model outside the timed loop
     t_load = time.perf_counter() - started
     k_max = max(ks)
     if conversations:  # one untimed recall, like the runner's warm-up search

@@ -105,14 +105,14 @@ def dir_bytes(path: Path) -> int:
 
 
 def build(n: int, kind: str, items, vectors: np.ndarray, base: Path,
-          quantized_queries: bool = True) -> tuple[Any, dict[str, Any]]:
+          int8_online: bool = True) -> tuple[Any, dict[str, Any]]:
     from pipelines.embedders import MiniLMEmbedder
     from pipelines.settings import Settings
     from pipelines.snapshot import build_snapshot
 
     data_dir = base / f"n{n}-{kind}"
     settings = Settings(data_dir=str(data_dir), embedder="minilm", snapshots_keep=1,
-                        minilm_quantized_queries=quantized_queries)
+                        minilm_int8_online=int8_online)
     started = time.perf_counter()
     manifest = build_snapshot(
         settings.snapshots_path, items, vectors, embedder_name=MiniLMEmbedder.name,
@@ -135,7 +135,7 @@ def measure_inprocess(settings, pool: QueryPool, n_queries: int) -> dict[str, An
 
     started = time.perf_counter()
     service = MemoryService(settings, embedder=MiniLMEmbedder(
-        cache_size=0, quantized_queries=settings.minilm_quantized_queries))
+        cache_size=0, int8_online=settings.minilm_int8_online))
     load_s = time.perf_counter() - started
     try:
         q, who = pool.take()
@@ -186,7 +186,7 @@ class Server:
         env = {**os.environ,
                "LOCI_DATA_DIR": str(settings.data_dir), "LOCI_HOST": "127.0.0.1",
                "LOCI_PORT": str(self.port), "LOCI_EMBEDDER": "minilm",
-               "LOCI_MINILM_QUANTIZED_QUERIES": "1" if settings.minilm_quantized_queries else "0",
+               "LOCI_MINILM_INT8_ONLINE": "1" if settings.minilm_int8_online else "0",
                "LOCI_CONFIG": str(Path(settings.data_dir) / "no-such-loci.toml"),
                "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         self.log = Path(settings.data_dir) / "server.log"

@@ -496,7 +496,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     summary, t_consolidate = consolidate(settings)
 
     started = time.perf_counter()
-    embedder = MiniLMEmbedder(cache_size=100_000, quantized_queries=settings.minilm_quantized_queries)
+    embedder = MiniLMEmbedder(cache_size=100_000, int8_online=settings.minilm_int8_online)
     service = MemoryService(settings, embedder=embedder)
     view = service.reload()
     t_load = time.perf_counter() - started
@@ -506,7 +506,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
     questions = [q.question for c in conversations for q in c.questions]
     started = time.perf_counter()
-    embedder.embed_query(questions)  # one batch; recall then finds them in the query cache
+    embedder.embed_online(questions)  # one batch; recall then finds them in the query cache
     t_qembed = time.perf_counter() - started
 
     started = time.perf_counter()

@@ -149,10 +149,10 @@ def test_minilm_cache_returns_copies(minilm_embedder):
     np.testing.assert_allclose(np.linalg.norm(again[0]), 1.0, atol=1e-5)
 
 
-def test_minilm_quantized_queries_stay_in_the_document_space(minilm_embedder):
-    """`embed_query` with the int8 copy: close to the float vector of the same text, and it
+def test_minilm_int8_online_stay_in_the_document_space(minilm_embedder):
+    """`embed_online` with the int8 copy: close to the float vector of the same text, and it
     ranks documents (embedded in float) like the float query does."""
-    fast = MiniLMEmbedder(quantized_queries=True)
+    fast = MiniLMEmbedder(int8_online=True)
     fast._model = minilm_embedder.load()  # share the loaded float model
     docs = ["The deploy window is Tuesday at 10:00 UTC.", "Dana prefers tea over coffee.",
             "The tile cache expires after one hour.", "Kepler's budget moved to the CDN line.",
@@ -160,16 +160,16 @@ def test_minilm_quantized_queries_stay_in_the_document_space(minilm_embedder):
     queries = ["when can we deploy?", "what does Dana like to drink?", "how long are tiles cached?",
                "where did the Kepler budget go?", "which database does billing use?"]
     doc_vecs = minilm_embedder.embed(docs)
-    exact, quick = minilm_embedder.embed(queries), fast.embed_query(queries)
-    assert fast.load_query_model() is not fast.load()  # a separate, quantized model
+    exact, quick = minilm_embedder.embed(queries), fast.embed_online(queries)
+    assert fast.load_online_model() is not fast.load()  # a separate, quantized model
     cosines = (exact * quick).sum(axis=1)
     assert cosines.min() > 0.95 and np.allclose(np.linalg.norm(quick, axis=1), 1, atol=1e-5)
     assert ((quick @ doc_vecs.T).argmax(axis=1) == np.arange(len(docs))).all()
     # Documents are never embedded with the int8 model; queries get their own cache.
     np.testing.assert_array_equal(fast.embed(docs), doc_vecs)
-    assert not np.array_equal(fast.embed_query(queries[:1]), fast.embed(queries[:1]))
-    # Switched off, embed_query is embed.
-    np.testing.assert_array_equal(minilm_embedder.embed_query(queries), exact)
+    assert not np.array_equal(fast.embed_online(queries[:1]), fast.embed(queries[:1]))
+    # Switched off, embed_online is embed.
+    np.testing.assert_array_equal(minilm_embedder.embed_online(queries), exact)
 
 
 def test_minilm_loads_once_under_concurrency(minilm_embedder, monkeypatch):
