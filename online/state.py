@@ -22,6 +22,7 @@ delta and reports the problem (`report()`, `/readyz`, `/v1/stats`).
 from __future__ import annotations
 
 import logging
+import gc
 import threading
 import time
 import uuid
@@ -104,6 +105,21 @@ class SnapshotState:
         row = self.loaded.row_of.get(item_id)
         return None if row is None else self.loaded.items[row]
 
+
+
+FREEZE_SEGMENT_ITEMS = 256
+
+
+def freeze_long_lived() -> None:
+    """Move what is alive now (the snapshot just loaded: its items, corpus, BM25 index) out
+    of the cyclic GC's reach until the next swap. Full collections otherwise walk every one
+    of those objects under the GIL: measured 150-250 ms pauses every ~100 writes at 10k
+    items, the whole p99 tail of a mixed load. Refcounting still frees them after a swap;
+    objects in reference cycles are collected at the next swap (which unfreezes first), so a
+    snapshot an in-flight request still held at a swap lingers one snapshot at most."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 @dataclass(frozen=True)
 class DeltaState:
@@ -203,6 +219,7 @@ class MemoryService:
         self.started_at = time.time()
         snap = self._load_snapshot(previous=None, marker=self._read_marker())
         self._view = View(snap, self._rebuild_delta(snap))
+        freeze_long_lived()
         self._last_check = time.monotonic()
 
     # -- views -----------------------------------------------------------------------------
@@ -226,12 +243,16 @@ class MemoryService:
 
     def close(self) -> None:
         self.inbox.close()
+        gc.unfreeze()  # let the interpreter's final collection see everything again
 
     def warm(self) -> list[str]:
         """Load the embedding model now (one tiny embed) instead of on the first request.
         Returns problems (an unreachable embedder is reported, not raised)."""
         try:
             self.embedder.embed(["warm-up"])
+            online = getattr(self.embedder, "embed_online", None)
+            if online is not None:
+                online(["warm-up"])  # builds the int8 copy, if configured
         except EmbedderUnavailable as exc:
             log.warning("embedder not available at start-up: %s", exc)
             return [str(exc)]
@@ -308,11 +329,15 @@ class MemoryService:
         if not force and marker == current.marker:
             return
         fresh = self._load_snapshot(current, marker)
+        changed = fresh.loaded is not current.loaded
         with self._delta_lock:
             delta = self._view.delta
-            if fresh.loaded is not current.loaded:
+            if changed:
                 delta = self._rebuild_delta(fresh)
             self._view = View(fresh, delta)  # the atomic swap: one reference
+        if changed:
+            del current, fresh, delta  # not kept alive (and frozen) by this frame
+            freeze_long_lived()
 
     def wait_for_swap(self, timeout_s: float = 10.0) -> View:
         """Wait until a background snapshot load (if any) has finished; return the view."""
@@ -370,6 +395,10 @@ class MemoryService:
             merged, merge_problem = self._delta_corpus([items[i] for i in merged_ids], every)
             segments[-2:] = [merged]
             problem = problem or merge_problem
+            if merged.n >= FREEZE_SEGMENT_ITEMS:
+                # A big segment lives until the next snapshot: out of the cyclic GC's full
+                # passes too (the swap unfreezes and collects everything).
+                gc.freeze()
         if problem is None and prev.embed_problem and any(seg.vectors is None and seg.n for seg in segments):
             problem = prev.embed_problem  # an older segment is still searched lexically only
         return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,

@@ -291,3 +291,23 @@ def test_delta_is_a_log_of_segments_with_later_versions_shadowing_earlier(servic
     assert ids(result).count(written[0]) == 1
     assert "7000" in next(h for h in result.hits if h.item.id == written[0]).item.content
     assert len(service.view().visible_items(WHO)) == 40
+
+
+def test_snapshot_objects_are_frozen_out_of_the_gc_and_still_freed_after_a_swap(service: MemoryService,
+                                                                                settings: Settings) -> None:
+    """The loaded snapshot is moved out of the cyclic GC's full passes (their pauses were the
+    p99 tail under load); a swap unfreezes, so the previous snapshot is still freed."""
+    import gc
+    import weakref
+
+    publish(settings, [make_item("old", "Cache policy", "Cache tiles for one hour.")], 0)
+    first = settle(service)
+    assert first.snap.version is not None and gc.get_freeze_count() > 0
+    old_corpus = weakref.ref(first.snap.corpus)
+    del first
+    publish(settings, [make_item("new", "Cache policy", "Cache tiles for a day.")], 0)
+    assert settle(service).snap.get("new") is not None
+    gc.collect()
+    assert old_corpus() is None and gc.get_freeze_count() > 0
+    service.close()
+    assert gc.get_freeze_count() == 0
