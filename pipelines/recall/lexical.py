@@ -75,8 +75,10 @@ class LexicalIndex:
     def __init__(self, docs: Sequence[list[str]]):
         self.num_docs = len(docs)
         self._bm25 = bm25s.BM25()
-        # bm25s needs at least one document; an empty corpus simply scores nothing.
-        if self.num_docs:
+        # bm25s needs at least one token (a delta segment may hold a single item whose text
+        # has none); a corpus without any simply scores nothing.
+        self._indexed = any(len(d) for d in docs)
+        if self._indexed:
             self._bm25.index(list(docs), show_progress=False)
             indptr = np.asarray(self._bm25.scores["indptr"])
             self._df = np.diff(indptr)
@@ -89,7 +91,7 @@ class LexicalIndex:
 
     def scores(self, terms: Iterable[str]) -> np.ndarray | None:
         """Raw BM25 per row, or None when no query term is in the vocabulary."""
-        if not self.num_docs:
+        if not self._indexed:
             return None
         ids = self._bm25.get_tokens_ids(list(dict.fromkeys(terms)))
         if not ids:
@@ -98,7 +100,7 @@ class LexicalIndex:
 
     def ideal(self, terms: Iterable[str]) -> float:
         total = 0.0
-        vocab = self._bm25.vocab_dict if self.num_docs else {}
+        vocab = self._bm25.vocab_dict if self._indexed else {}
         for t in dict.fromkeys(terms):
             tid = vocab.get(t)
             df = int(self._df[tid]) if tid is not None and tid < len(self._df) else 0

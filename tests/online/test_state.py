@@ -311,3 +311,17 @@ def test_snapshot_objects_are_frozen_out_of_the_gc_and_still_freed_after_a_swap(
     assert old_corpus() is None and gc.get_freeze_count() > 0
     service.close()
     assert gc.get_freeze_count() == 0
+
+
+def test_a_delta_segment_without_any_word_is_searched_without_error(service: MemoryService) -> None:
+    """A segment of one item whose text has no token for BM25 (schema fuzzing found this
+    as a 500): recall answers, and the item is still found by other channels or not at all."""
+    write(service, "Deploys happen on Tuesdays only.", "Deploy day")
+    write(service, "Releases are tagged on Mondays.", "Release day")
+    write(service, "Dana owns the billing service.", "Billing owner")
+    out = ToolDispatcher(service).dispatch("memory.write", {"item": {"title": "...", "content": "?!",
+                                                                     "type": "fact"}}, WHO)
+    assert out["ok"] is True, out
+    assert len(service.view().delta.segments) == 2  # the blank item sits alone in the newest
+    result = service.recall("when do deploys happen?", WHO)
+    assert result.hits and result.hits[0].item.title == "Deploy day"

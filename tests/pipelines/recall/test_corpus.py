@@ -62,6 +62,10 @@ def test_bm25_normalised_scores_are_in_unit_range_and_rank_matches_first():
     assert (norm >= 0).all() and (norm <= 1).all()
     assert lex.scores(["nothing", "here"]) is None
     assert LexicalIndex([]).scores(["x"]) is None
+    # Documents without a single token (a delta segment of one punctuation-only item): found
+    # by schema fuzzing, once a 500.
+    blank = LexicalIndex([[], []])
+    assert blank.num_docs == 2 and blank.scores(["x"]) is None and blank.normalised(["x"]) is None
 
 
 # -- scope, activity, duplicates -----------------------------------------------------------
