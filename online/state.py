@@ -21,8 +21,9 @@ delta and reports the problem (`report()`, `/readyz`, `/v1/stats`).
 
 from __future__ import annotations
 
-import logging
+import atexit
 import gc
+import logging
 import threading
 import time
 import uuid
@@ -108,6 +109,7 @@ class SnapshotState:
 
 
 FREEZE_SEGMENT_ITEMS = 256
+_UNFREEZE_AT_EXIT = False
 
 
 def freeze_long_lived() -> None:
@@ -117,6 +119,12 @@ def freeze_long_lived() -> None:
     items, the whole p99 tail of a mixed load. Refcounting still frees them after a swap;
     objects in reference cycles are collected at the next swap (which unfreezes first), so a
     snapshot an in-flight request still held at a swap lingers one snapshot at most."""
+    global _UNFREEZE_AT_EXIT
+    if not _UNFREEZE_AT_EXIT:
+        # A process that never closes its service (a CLI recall) must still let the final
+        # collection see everything, or extension modules report "leaked" objects at exit.
+        atexit.register(gc.unfreeze)
+        _UNFREEZE_AT_EXIT = True
     gc.unfreeze()
     gc.collect()
     gc.freeze()

@@ -325,3 +325,31 @@ def test_a_delta_segment_without_any_word_is_searched_without_error(service: Mem
     assert len(service.view().delta.segments) == 2  # the blank item sits alone in the newest
     result = service.recall("when do deploys happen?", WHO)
     assert result.hits and result.hits[0].item.title == "Deploy day"
+
+
+def test_a_process_that_never_closes_its_service_exits_cleanly(settings: Settings) -> None:
+    """The GC freeze is undone at exit even without close(): a CLI recall once ended with
+    DuckDB's bindings listing hundreds of "leaked" objects on stderr."""
+    import subprocess
+    import sys
+
+    import msgspec
+
+    publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
+    code = (
+        "import duckdb, msgspec, sys\n"
+        "from online.state import MemoryService\n"
+        "from pipelines.embedders import HashEmbedder\n"
+        "from pipelines.records import Identity\n"
+        "from pipelines.settings import Settings\n"
+        "s = msgspec.json.decode(sys.argv[1], type=Settings)\n"
+        "con = duckdb.connect()\n"
+        "svc = MemoryService(s, embedder=HashEmbedder(s.embedder_dim))\n"
+        "print(len(svc.recall('tile latency budget', Identity(user_id='dana', project_id='atlas')).hits))\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code, msgspec.json.encode(settings).decode()],
+                         capture_output=True, text=True, cwd=root, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
+    assert "leaked" not in out.stderr
