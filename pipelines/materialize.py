@@ -15,6 +15,7 @@ import msgspec
 
 from pipelines.records import (
     ITEM_TYPES,
+    SCOPE_KINDS,
     Event,
     Link,
     MemoryItem,
@@ -34,7 +35,6 @@ PATCHABLE_FIELDS = frozenset(
         "valid_from", "valid_to", "type", "expires_at",
     }
 )
-SCOPE_KINDS = ("session", "project", "user", "org")
 
 
 class Governs(Protocol):

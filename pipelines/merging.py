@@ -42,6 +42,7 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Verdict,
+    parse_time,
     stable_id,
 )
 from pipelines.settings import Settings
@@ -85,15 +86,6 @@ class Merger(Protocol):
 # -- shared helpers ------------------------------------------------------------------------
 
 
-def parse_time(value: str | None) -> datetime | None:
-    """ISO-8601 -> aware datetime (naive = UTC); None when missing or unparsable."""
-    if not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 def _aware(now: datetime) -> datetime:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from pipelines.records import MemoryItem
+from pipelines.records import MemoryItem, parse_time
 from pipelines.settings import Settings
 
 Action = Literal["promote", "archive", "decay"]
@@ -88,7 +88,7 @@ def plan_lifecycle(
     for item in sorted(items, key=lambda i: i.id):
         if not item.active:
             continue
-        expires = _parse(item.expires_at)
+        expires = parse_time(item.expires_at)
         if expires is not None and expires < now:
             changes.append(Change(item.id, "archive", {}, "expired"))
             continue
@@ -108,14 +108,6 @@ def plan_lifecycle(
     return changes
 
 
-def _parse(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
 def promotion_reason(item: MemoryItem, settings: Settings) -> str | None:
@@ -145,7 +137,7 @@ def _promotion(item: MemoryItem, settings: Settings) -> Change | None:
 
 
 def _last_activity(item: MemoryItem) -> datetime | None:
-    times = [t for t in (_parse(item.created_at), _parse(item.last_used_at)) if t is not None]
+    times = [t for t in (parse_time(item.created_at), parse_time(item.last_used_at)) if t is not None]
     return max(times) if times else None
 
 
@@ -167,8 +159,8 @@ def _aged(item: MemoryItem, settings: Settings, retention: dict[str, float], now
 
 
 def _decay(item: MemoryItem, now: datetime, every_days: float) -> Change | None:
-    since_text = item.last_used_at if _parse(item.last_used_at) else item.created_at
-    since = _parse(since_text)
+    since_text = item.last_used_at if parse_time(item.last_used_at) else item.created_at
+    since = parse_time(since_text)
     if since is None or item.importance <= 1:
         return None
     steps = math.floor(max((now - since).total_seconds(), 0.0) / 86400.0 / every_days)

@@ -29,14 +29,35 @@ ItemType = Literal[
     "message",  # an episodic chat turn, kept so raw conversation is recallable (seed 003)
 ]
 ITEM_TYPES: tuple[str, ...] = ItemType.__args__  # type: ignore[attr-defined]
+TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
 Validation = Literal["unverified", "verified", "contested", "retracted"]
 ScopeKind = Literal["session", "project", "user", "org"]
+# Most specific first: the order of scope priority (session > project > user > org).
+SCOPE_KINDS: tuple[str, ...] = ScopeKind.__args__  # type: ignore[attr-defined]
+SCOPE_RANK: dict[str, int] = {kind: rank for rank, kind in enumerate(SCOPE_KINDS)}
 SourceKind = Literal["chat", "doc", "tool", "mixed"]
 LinkRel = Literal[
     "supports", "contradicts", "refines", "supersedes", "depends_on", "references", "derived_from"
 ]
 VerdictAction = Literal["accept", "quarantine", "reject"]
 ProposalForm = Literal["tool_call", "json_block", "narrated", "api"]
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """ISO-8601 -> aware datetime (naive = UTC); None when missing or unparsable."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def timestamp(value: str | None, default: float = float("nan")) -> float:
+    """POSIX seconds of an ISO-8601 string (naive = UTC); `default` when missing or bad."""
+    dt = parse_time(value)
+    return dt.timestamp() if dt is not None else default
 
 
 def utcnow() -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
 from pipelines.message_context import retrieval_text
-from pipelines.records import Event, MemoryItem
+from pipelines.records import Event, MemoryItem, parse_time
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
@@ -51,14 +51,6 @@ def embed_text(item: MemoryItem) -> str:
     return retrieval_text(item)
 
 
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
 
 
 def read_window(inbox: Any, after: int) -> tuple[list[Event], int]:
