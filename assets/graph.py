@@ -28,7 +28,13 @@ from pipelines import consolidate as stages
 from pipelines.records import utcnow
 
 GROUP = "consolidation"
-WAREHOUSE_TAG = "loci/warehouse"  # run tag limited to 1 in dagster.yaml (one writer)
+# One writer on the warehouse. Every asset (and check) is in this concurrency pool, which
+# the shipped dagster.yaml limits to one run in progress (run granularity), so any run that
+# touches the warehouse, the job's or one the UI builds ad hoc, waits in the run queue.
+# The job also carries the run tag of the same name, limited to 1 by tag, for instances
+# configured before the pool existed.
+WAREHOUSE_POOL = "loci/warehouse"
+WAREHOUSE_TAG = WAREHOUSE_POOL
 
 # Test hook (documented in tests/assets): LOCI_TEST_HOOK="<point>=<action>" where point is
 # a stage point such as "govern:before_commit" or "<asset>:start", and action is
@@ -72,6 +78,7 @@ def _md(values: dict[str, Any]) -> dict[str, Any]:
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"sqlite", "duckdb"},
     description="Inbox events after the warehouse's last ingested seq, landed into "
     "chat_turns / proposals / landed_events (idempotent by event id).",
@@ -97,6 +104,7 @@ def landed_events(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[landed_events],
     description="Landed events folded into memory items with the current policy re-run on "
@@ -144,6 +152,7 @@ def governed_items(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb", "numpy"},
     deps=[governed_items],
     description="Vectors for active items whose content changed (content hash), with the "
@@ -180,6 +189,7 @@ def item_embeddings(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"hdbscan"},
     deps=[item_embeddings],
     description="HDBSCAN clusters of active short-term items per owner partition.",
@@ -208,6 +218,7 @@ def stm_clusters(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"ollama", "duckdb"},
     description="Each cluster of >= 2 STM items merged into one canonical MTM item (Granite "
     "via Ollama, extractive fallback); originals superseded and linked, never deleted.",
@@ -244,6 +255,7 @@ def merged_items(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[merged_items],
     description="Promotions (STM -> MTM -> LTM), expiry archive, aging and decay.",
@@ -266,6 +278,7 @@ def lifecycle(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[lifecycle],
     description="Memory-palace locations (domain/room/shelf/card) of active items, stored "
@@ -290,6 +303,7 @@ def palace_locations(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"faiss", "parquet"},
     deps=[palace_locations],
     description="The published FAISS snapshot of active items (CURRENT replaced atomically); "

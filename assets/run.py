@@ -38,6 +38,25 @@ def dagster_home(settings: Settings) -> Path:
     return home.resolve()
 
 
+def limit_warehouse_pool(instance: dg.DagsterInstance) -> None:
+    """Give the warehouse pool its limit (the instance's `pools.default_limit`) now. The run
+    queue only sets it the first time it sees a queued run that needs the pool, and lets
+    that run start even if another run holds the pool."""
+    from assets.graph import WAREHOUSE_POOL
+
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        storage.initialize_concurrency_limit_to_default(WAREHOUSE_POOL)
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """`dagster_home(settings)` with the warehouse pool limited, for `loci ui`."""
+    home = dagster_home(settings)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        limit_warehouse_pool(instance)
+    return home
+
+
 def reembed_all(settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:
     """`loci reembed`: every active item embedded with the configured embedder."""
     return _reembed_all(settings, progress=progress)
@@ -174,6 +193,7 @@ def run_consolidation(
     started = time.monotonic()
 
     def execute(dagster_instance: dg.DagsterInstance) -> dict[str, Any]:
+        limit_warehouse_pool(dagster_instance)
         result = job.execute_in_process(
             run_config={"loggers": {"progress": {}}},
             instance=dagster_instance,

@@ -220,10 +220,10 @@ def ui(port: int = typer.Option(3000, "--port"), data_dir: Optional[str] = DATA_
     import os
     import subprocess
 
-    from assets.run import dagster_home
+    from assets.run import prepare_dagster_home
 
     settings = _settings(data_dir)
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings))}
+    env = {**os.environ, "DAGSTER_HOME": str(prepare_dagster_home(settings))}
     root = Path(__file__).resolve().parents[1]
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-p", str(port)]
     raise typer.Exit(subprocess.call(cmd, env=env, cwd=root))
