@@ -177,19 +177,21 @@ def run_consolidation(
     *,
     progress: Progress | None = None,
     instance: Literal["local", "ephemeral"] | dg.DagsterInstance = "local",
+    resources: dict[str, dg.ConfigurableResource] | None = None,
 ) -> dict[str, Any]:
     """Run the whole consolidation graph once, in this process, and return its summary
     (status "success" or "failure" with "error"). Waits if another run holds the warehouse.
 
     `instance`: "local" (the project-local `.dagster_home/`, runs visible in `loci ui`),
-    "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is."""
+    "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is. `resources`
+    replaces some of the resources built from `settings` (tests)."""
     from assets.definitions import build_definitions
 
     if not isinstance(instance, dg.DagsterInstance) and instance not in ("local", "ephemeral"):
         raise ValueError(f"instance must be 'local', 'ephemeral' or a DagsterInstance, not {instance!r}")
     # The progress logger replaces Dagster's console logger (the CLI prints a summary).
     loggers = {"progress": _progress_logger(progress or (lambda _msg: None))}
-    job = build_definitions(settings, loggers=loggers).resolve_job_def("consolidate_job")
+    job = build_definitions(settings, loggers=loggers, resources=resources).resolve_job_def("consolidate_job")
     started = time.monotonic()
 
     def execute(dagster_instance: dg.DagsterInstance) -> dict[str, Any]:

@@ -459,18 +459,31 @@ class OllamaEmbedder:
 # -- factory -------------------------------------------------------------------------------------
 
 
+def build_embedder(
+    kind: str,
+    *,
+    dim: int = 384,
+    minilm_int8_online: bool = True,
+    ollama_host: str = "http://127.0.0.1:11434",
+    ollama_model: str = "nomic-embed-text",
+    ollama_timeout_s: float = 30.0,
+) -> Embedder:
+    """The embedder named `kind` (one of EMBEDDER_NAMES); `dim` is the hash embedder's
+    width. Nothing is loaded or contacted here; that happens on first use."""
+    name = str(kind).strip().lower()
+    if name == "minilm":
+        return MiniLMEmbedder(int8_online=bool(minilm_int8_online))
+    if name == "hash":
+        return HashEmbedder(dim)
+    if name == "ollama":
+        return OllamaEmbedder(host=ollama_host, model=ollama_model, timeout_s=ollama_timeout_s)
+    raise ValueError(f"unknown embedder {kind!r}; expected one of {', '.join(EMBEDDER_NAMES)}")
+
+
 def make_embedder(settings: "Settings") -> Embedder:
-    """The embedder named by `settings.embedder` (one of EMBEDDER_NAMES). Nothing is loaded
-    or contacted here; that happens on first use."""
-    kind = str(settings.embedder).strip().lower()
-    if kind == "minilm":
-        return MiniLMEmbedder(int8_online=bool(settings.minilm_int8_online))
-    if kind == "hash":
-        return HashEmbedder(settings.embedder_dim)
-    if kind == "ollama":
-        return OllamaEmbedder(
-            host=settings.ollama_host,
-            model=settings.ollama_embed_model,
-            timeout_s=settings.ollama_timeout_s,
-        )
-    raise ValueError(f"unknown embedder {settings.embedder!r}; expected one of {', '.join(EMBEDDER_NAMES)}")
+    """The embedder `settings` names (`settings.embedder`)."""
+    return build_embedder(
+        settings.embedder, dim=settings.embedder_dim, minilm_int8_online=settings.minilm_int8_online,
+        ollama_host=settings.ollama_host, ollama_model=settings.ollama_embed_model,
+        ollama_timeout_s=settings.ollama_timeout_s,
+    )  # fmt: skip

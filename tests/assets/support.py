@@ -12,6 +12,7 @@ from typing import Any
 
 import msgspec
 
+from assets.resources import FaultInjectionResource
 from pipelines.inbox import Inbox
 from pipelines.ingest import ingest_chat_jsonl
 from pipelines.settings import Settings, load_settings
@@ -159,16 +160,28 @@ def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
+def faults(point: str, action: str, marker_file: str | Path = "") -> FaultInjectionResource:
+    """The `faults` resource that makes a run `action` ("fail", "sleep:<s>") at `point`."""
+    return FaultInjectionResource(point=point, action=action, marker_file=str(marker_file))
+
+
+# The child reads its fault from the environment: LOCI_TEST_HOOK="<point>=<action>" and
+# LOCI_TEST_HOOK_MARKER (the file written when the point is reached).
 RUN_IN_CHILD = (
-    "import json, sys\n"
+    "import json, os\n"
     "from assets.run import run_consolidation\n"
     "from pipelines.settings import load_settings\n"
-    "print('SUMMARY ' + json.dumps(run_consolidation(load_settings(), instance='ephemeral'), default=str), flush=True)\n"
+    "from tests.assets.support import faults\n"
+    "point, _, action = os.environ.get('LOCI_TEST_HOOK', '').partition('=')\n"
+    "resources = {'faults': faults(point, action, os.environ.get('LOCI_TEST_HOOK_MARKER', ''))}\n"
+    "summary = run_consolidation(load_settings(), instance='ephemeral', resources=resources)\n"
+    "print('SUMMARY ' + json.dumps(summary, default=str), flush=True)\n"
 )
 
 
 def start_child_run(settings: Settings, **env: str) -> subprocess.Popen:
-    """`run_consolidation` in a separate process (as a second `loci consolidate` would)."""
+    """`run_consolidation` in a separate process (as a second `loci consolidate` would);
+    `LOCI_TEST_HOOK` / `LOCI_TEST_HOOK_MARKER` in `env` inject a fault (see RUN_IN_CHILD)."""
     return subprocess.Popen(
         [sys.executable, "-c", RUN_IN_CHILD],
         cwd=str(Path(settings.data_dir).parent),
