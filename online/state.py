@@ -258,9 +258,7 @@ class MemoryService:
         Returns problems (an unreachable embedder is reported, not raised)."""
         try:
             self.embedder.embed(["warm-up"])
-            online = getattr(self.embedder, "embed_online", None)
-            if online is not None:
-                online(["warm-up"])  # builds the int8 copy, if configured
+            self.embedder.embed_online(["warm-up"])  # builds the int8 copy, if configured
         except EmbedderUnavailable as exc:
             log.warning("embedder not available at start-up: %s", exc)
             return [str(exc)]
@@ -422,8 +420,7 @@ class MemoryService:
         if missing:
             try:
                 # Transient vectors (the snapshot replaces them): the online model.
-                embed = getattr(self.embedder, "embed_online", None) or self.embedder.embed
-                vecs = embed([embedding_text(it) for _, it in missing])
+                vecs = self.embedder.embed_online([embedding_text(it) for _, it in missing])
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:
