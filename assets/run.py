@@ -62,27 +62,58 @@ def reembed_all(settings: Settings, *, progress: Progress | None = None) -> dict
     return _reembed_all(settings, progress=progress)
 
 
+def _lifecycle_changes(md: dict[str, Any]) -> int:
+    return sum(int(md.get(key, 0) or 0) for key in ("promoted", "archived", "decayed"))
+
+
+# What each stage's progress line counts: (count from its materialization metadata, unit).
+STAGE_COUNTS: dict[str, tuple[Callable[[dict[str, Any]], int], str]] = {
+    "landed_events": (lambda md: md.get("events_landed", 0), "events landed"),
+    "governed_items": (lambda md: md.get("events", 0), "events governed"),
+    "item_embeddings": (lambda md: md.get("embedded", 0), "items embedded"),
+    "stm_clusters": (lambda md: md.get("clusters_found", 0), "clusters found"),
+    "merged_items": (lambda md: md.get("merged", 0), "clusters merged"),
+    "lifecycle": (_lifecycle_changes, "items promoted, archived or decayed"),
+    "palace_locations": (lambda md: md.get("new_or_moved", 0), "locations new or moved"),
+    "memory_snapshot": (lambda md: md.get("count", 0), "items in the snapshot"),
+}
+
+
+def stage_line(stage: str, metadata: dict[str, Any], seconds: float) -> str:
+    """One stage's progress line: its name, what it counted and how long it took."""
+    count, unit = STAGE_COUNTS[stage]
+    return f"{stage:<17} {count(metadata):>7} {unit:<36} {seconds:7.2f} s"
+
+
 class _ProgressHandler(logging.Handler):
-    """Forwards step starts, failures and the assets' own log lines to a callback."""
+    """Forwards to a callback one line per stage as it completes (`stage_line`), step and
+    check failures, and the resources' own log lines (waiting for the warehouse lock). The
+    assets' log lines stay in the Dagster event log: the stage line says the same."""
 
     def __init__(self, callback: Progress) -> None:
-        super().__init__(level=logging.INFO)
+        super().__init__(level=logging.DEBUG)  # Dagster logs its structured events at DEBUG
         self.callback = callback
+        self.metadata: dict[str, dict[str, Any]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
         step = meta.get("step_key") or ""
         try:
-            if event is None:  # the assets' and resources' own log lines
-                message = meta.get("orig_message", record.getMessage())
-                self.callback(f"{step}: {message}" if step else str(message))
+            if event is None:
+                if record.levelno >= logging.INFO and (meta.get("resource_name") or not step):
+                    self.callback(str(meta.get("orig_message", record.getMessage())))
                 return
             kind = event.event_type_value
-            if kind == "STEP_FAILURE":
+            data = event.event_specific_data
+            if kind == "ASSET_MATERIALIZATION":
+                mat = data.materialization
+                self.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+            elif kind == "STEP_SUCCESS" and step in STAGE_COUNTS:  # checks report failures only
+                self.callback(stage_line(step, self.metadata.get(step, {}), data.duration_ms / 1000.0))
+            elif kind == "STEP_FAILURE":
                 self.callback(f"{step} FAILED: {event.message or ''}".strip())
             elif kind == "ASSET_CHECK_EVALUATION":
-                data = event.event_specific_data
                 if data is not None and not data.passed:
                     self.callback(f"check {data.check_name} FAILED")
         except Exception:  # noqa: BLE001 - progress output must never break a run
@@ -92,7 +123,7 @@ class _ProgressHandler(logging.Handler):
 def _progress_logger(callback: Progress) -> dg.LoggerDefinition:
     @dg.logger(description="Forwards run progress to a callback (loci consolidate).")
     def progress(_init_context) -> logging.Logger:
-        log = logging.Logger("loci.consolidate.progress", level=logging.INFO)
+        log = logging.Logger("loci.consolidate.progress", level=logging.DEBUG)
         log.addHandler(_ProgressHandler(callback))
         return log
 

@@ -84,11 +84,12 @@ def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
 
 @app.command()
 def consolidate(data_dir: Optional[str] = DATA_OPT) -> None:
-    """Run the consolidation job in-process and print a summary."""
+    """Run the consolidation job in-process: one line per stage as it completes (count,
+    seconds), then a summary."""
     from assets.run import run_consolidation
 
     settings = _settings(data_dir)
-    summary = run_consolidation(settings, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
+    summary = run_consolidation(settings, progress=lambda line: err.print(line, markup=False, highlight=False))
     _print_summary(summary)
     if summary.get("status") not in (None, "success"):
         raise typer.Exit(1)
