@@ -80,7 +80,7 @@ def landed_events(
     pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[landed_events],
-    description="Landed events folded into memory items with the current policy re-run on "
+    description="Landed events applied to memory items with the current policy re-run on "
     "every proposal; the ingestion watermark moves in the same transaction.",
 )
 def governed_items(

@@ -38,10 +38,10 @@ import msgspec
 import numpy as np
 
 from pipelines.capture import CaptureResult, capture_turn
-from pipelines.consolidate import embed_text
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import Inbox
 from pipelines.materialize import fold_events, message_item_id, proposal_item_id
+from pipelines.message_context import embedding_text
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, sha256_text, stable_id
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import CLAIM_TYPES, RecallEngine, RecallResult
@@ -54,12 +54,6 @@ log = logging.getLogger("loci.online")
 DEFAULT_CHECK_INTERVAL_MS = 250
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link"})
-
-
-def embedding_text(item: MemoryItem) -> str:
-    """What gets embedded for a delta item: exactly what the pipeline embeds for the
-    snapshot (`pipelines.consolidate.embed_text`), so both corpora score alike."""
-    return embed_text(item)
 
 
 def item_ids_touched(event: Event) -> list[str]:

@@ -44,9 +44,10 @@ def context_of(item: MemoryItem) -> str:
     return value if isinstance(value, str) else ""
 
 
-def retrieval_text(item: MemoryItem) -> str:
-    """The text an item's vector is made from: title, content, tags, and for a message its
-    conversational context."""
+def embedding_text(item: MemoryItem) -> str:
+    """The text an item's vector is made from, in the pipeline and in the service alike:
+    title, content, tags, and for a message its conversational context. The stored hash is
+    `embedding_hash(item)`, so a tag-only change is not re-embedded."""
     text = f"{item.title}\n{item.content}"
     if item.tags:
         text += "\ntags: " + ", ".join(item.tags)

@@ -334,13 +334,13 @@ class DiskEmbeddingCache:
 def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
                 k_max: int, cache: DiskEmbeddingCache) -> dict[str, Any]:
     """Recall (unchanged engine, default options) over the variant corpus."""
-    from pipelines.consolidate import embed_text
+    from pipelines.message_context import embedding_text
     from pipelines.recall import MemoryCorpus
 
     base = view.snap.loaded
     items = variant_items(name, base.items)
     started = time.perf_counter()
-    vectors = cache.embed([embed_text(it) for it in items])
+    vectors = cache.embed([embedding_text(it) for it in items])
     t_embed = time.perf_counter() - started
     corpus = MemoryCorpus(items, vectors, source="snapshot").warm()
 
@@ -528,11 +528,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     if not args.no_baselines:
         # The dense baseline embeds each turn alone (the product's vectors carry the
         # message's retrieval context, which is part of what is being compared).
-        from pipelines.consolidate import embed_text
+        from pipelines.message_context import embedding_text
 
         turns = [it for it in snap.items if it.type == "message" and it.provenance.turn_refs]
         plain = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder).embed(
-            [embed_text(without_context(it)) for it in turns])
+            [embedding_text(without_context(it)) for it in turns])
         turn_vectors = {}
         for item, vec in zip(turns, plain):
             norm = normalise_dia_id(item.provenance.turn_refs[0])
