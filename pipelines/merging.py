@@ -1,9 +1,9 @@
 """Cluster merging: one canonical MTM memory per STM cluster.
 
-Seed 000 §8.2 asks a small local LLM (Granite 3.2 2B) to propose the merged canonical item,
-with the provenance union attached and the originals superseded. Seed 001 gives the merge
-confidence formula and the extension point (a custom merge strategy): here any object with
-`name` and `draft(cluster) -> MergeDraft` is a `Merger`.
+A small local LLM (Granite 3.2 2B) proposes the merged canonical item; the provenance
+union is attached and the originals are superseded, never deleted. The merge confidence
+is a weighted formula (`merge_confidence`), and the strategy is an extension point: any
+object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 
 - `ExtractiveMerger`: deterministic, no model. The canonical item (highest confidence, then
   newest, then smallest id) gives title and first sentences; other items add only the
@@ -18,8 +18,8 @@ confidence formula and the extension point (a custom merge strategy): here any o
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
   confidence, links) and sends the draft through the write policy like any proposal.
 
-Merged items are MTM, where seed 000 §4.2 allows no quarantine ("store only in STM"): so a
-`quarantine` verdict refuses a merge just like `reject`; the originals then stay as they are.
+Merged items are MTM, and quarantined memory may only live in STM: so a `quarantine`
+verdict refuses a merge just like `reject`; the originals then stay as they are.
 """
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ def _tokens(text: str) -> frozenset[str]:
 
 
 class ExtractiveMerger:
-    """Deterministic merge without a model (seed 001's custom-strategy example, made
-    lossless up to `max_chars`)."""
+    """Deterministic merge without a model: the canonical item's text plus every other
+    item's sentences not already covered, lossless up to `max_chars`."""
 
     name = EXTRACTIVE_NAME
 
@@ -431,7 +431,7 @@ def make_merger(settings: Settings) -> Merger:
     raise ValueError(f"unknown merger {settings.merger!r}; use 'ollama' or 'extractive'")
 
 
-# -- confidence (seed 001, "Merge Confidence Formula") -------------------------------------
+# -- merge confidence ----------------------------------------------------------------------
 
 
 def merge_confidence(cluster: Sequence[MemoryItem], settings: Settings, now: datetime) -> float:
