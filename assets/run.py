@@ -96,28 +96,30 @@ class _ProgressHandler(logging.Handler):
         self.metadata: dict[str, dict[str, Any]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._forward(record)
+        except Exception:  # noqa: BLE001 - progress output must never break a run
+            pass
+
+    def _forward(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
         step = meta.get("step_key") or ""
-        try:
-            if event is None:
-                if record.levelno >= logging.INFO and (meta.get("resource_name") or not step):
-                    self.callback(str(meta.get("orig_message", record.getMessage())))
-                return
-            kind = event.event_type_value
-            data = event.event_specific_data
-            if kind == "ASSET_MATERIALIZATION":
-                mat = data.materialization
-                self.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
-            elif kind == "STEP_SUCCESS" and step in STAGE_COUNTS:  # checks report failures only
-                self.callback(stage_line(step, self.metadata.get(step, {}), data.duration_ms / 1000.0))
-            elif kind == "STEP_FAILURE":
-                self.callback(f"{step} FAILED: {event.message or ''}".strip())
-            elif kind == "ASSET_CHECK_EVALUATION":
-                if data is not None and not data.passed:
-                    self.callback(f"check {data.check_name} FAILED")
-        except Exception:  # noqa: BLE001 - progress output must never break a run
-            pass
+        if event is None:
+            if record.levelno >= logging.INFO and (meta.get("resource_name") or not step):
+                self.callback(str(meta.get("orig_message", record.getMessage())))
+            return
+        kind = event.event_type_value
+        data = event.event_specific_data
+        if kind == "ASSET_MATERIALIZATION":
+            mat = data.materialization
+            self.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+        elif kind == "STEP_SUCCESS" and step in STAGE_COUNTS:  # checks report failures only
+            self.callback(stage_line(step, self.metadata.get(step, {}), data.duration_ms / 1000.0))
+        elif kind == "STEP_FAILURE":
+            self.callback(f"{step} FAILED: {event.message or ''}".strip())
+        elif kind == "ASSET_CHECK_EVALUATION" and data is not None and not data.passed:
+            self.callback(f"check {data.check_name} FAILED")
 
 
 def _progress_logger(callback: Progress) -> dg.LoggerDefinition:
