@@ -29,11 +29,12 @@ def defs(tmp_path_factory) -> dg.Definitions:
     return build_definitions(make_settings(tmp_path_factory.mktemp("defs")))
 
 
-@pytest.fixture
-def instance(tmp_path):
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory):
     """An instance configured by the shipped dagster.yaml (as `loci ui` copies it)."""
-    shutil.copyfile(SHIPPED_DAGSTER_YAML, tmp_path / "dagster.yaml")
-    with dg.DagsterInstance.from_config(str(tmp_path)) as inst:
+    home = tmp_path_factory.mktemp("dagster_home")
+    shutil.copyfile(SHIPPED_DAGSTER_YAML, home / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(home)) as inst:
         limit_warehouse_pool(inst)  # as `loci ui` and `loci consolidate` do
         yield inst
 
