@@ -1,5 +1,5 @@
-"""Shared pieces of the consolidation stages: errors, the test hook, what gets embedded,
-which items consolidation acts on, and reading the inbox window."""
+"""Shared pieces of the consolidation stages: errors, the test hook, which items
+consolidation acts on, and reading the inbox window."""
 
 from __future__ import annotations
 
