@@ -131,8 +131,8 @@ def search(
     if not query.strip():
         _fail("empty query", 2)
     settings = _settings(data_dir)
-    service = MemoryService(settings)
-    result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
+    with MemoryService(settings) as service:
+        result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
     _print_recall(result, mode)
 
 
