@@ -7,7 +7,7 @@ previous turns it replies to, the turn that answers it, and the day it was said.
 context is stored in `metadata["context"]` and is used only to find the item (its vector and
 its BM25 terms); what recall shows, and the item's provenance, stay exactly its own turn.
 
-Measured on LoCoMo (tests/benchmarks/bench_locomo.py, prototypes): two previous turns, the
+Measured on LoCoMo (bench/locomo.py, prototypes): two previous turns, the
 next turn and the date lift turn-level recall@10 from 0.61 to 0.77. Neighbours are the same
 user's same session, ordered by inbox sequence; nothing looks at questions.
 """

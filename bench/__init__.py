@@ -1,0 +1,1 @@
+"""Loci's benchmarks: each module measures one target and runs as `loci bench NAME`."""
