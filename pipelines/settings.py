@@ -14,6 +14,18 @@ from typing import Any
 
 import msgspec
 
+# Feature flags and their defaults: the one list the CLI, the proxy and the in-process
+# middleware read. `enabled` is the master switch (off: memory does nothing at all);
+# `memory_tools` offers Loci's memory.* tools to the model and is off by default.
+FLAG_DEFAULTS: dict[str, bool] = {
+    "enabled": True,
+    "context_injection": True,
+    "post_response_scan": True,
+    "recall_interception": True,
+    "reset_summarize": True,
+    "memory_tools": False,
+}
+
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Storage
@@ -81,15 +93,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     port: int = 8765
     proxy_port: int = 11435
     max_body_bytes: int = 1_000_000
-    flags: dict[str, bool] = msgspec.field(
-        default_factory=lambda: {
-            "enabled": True,
-            "context_injection": True,
-            "post_response_scan": True,
-            "recall_interception": True,
-            "reset_summarize": True,
-        }
-    )
+    flags: dict[str, bool] = msgspec.field(default_factory=lambda: dict(FLAG_DEFAULTS))
 
     def path(self, name: str) -> Path:
         p = Path(name)
@@ -149,12 +153,20 @@ def load_settings(
         merged["ollama_host"] = _normalise_ollama_host(env["OLLAMA_HOST"])
     merged.update(overrides)
     if "flags" in merged:
-        merged["flags"] = {**Settings().flags, **merged["flags"]}
+        merged["flags"] = {**FLAG_DEFAULTS, **merged["flags"]}
     return msgspec.convert(merged, Settings)
 
 
 def _normalise_ollama_host(value: str) -> str:
     return value if "://" in value else f"http://{value}"
+
+
+def flag_on(flags: dict[str, bool], name: str) -> bool:
+    """A feature flag with the master switch applied (`enabled` off turns every flag off);
+    a flag missing from `flags` takes its default."""
+    if not bool(flags.get("enabled", FLAG_DEFAULTS["enabled"])):
+        return False
+    return bool(flags.get(name, FLAG_DEFAULTS.get(name, True)))
 
 
 def config_path(environ: dict[str, str] | None = None) -> Path:
@@ -165,6 +177,9 @@ def config_path(environ: dict[str, str] | None = None) -> Path:
 def set_flag(name: str, value: bool, path: str | os.PathLike[str] | None = None) -> Path:
     """Persist one feature flag in the config file, keeping the rest of it as written."""
     import tomlkit
+
+    if name not in FLAG_DEFAULTS:
+        raise ValueError(f"unknown flag {name!r}; known: {', '.join(sorted(FLAG_DEFAULTS))}")
 
     target = Path(path) if path else config_path()
     doc = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()

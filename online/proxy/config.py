@@ -4,8 +4,9 @@ catalog goes), and the feature flags read from `settings.flags` on every request
 Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once:
 `enabled` (master switch: off = pure pass-through), `context_injection`,
 `post_response_scan`, `recall_interception`, `reset_summarize`, and the proxy's own
-`memory_tools` (add Loci's memory.* tools to /api/chat requests; default off, see
-`DEFAULT_MEMORY_TOOLS`). A flag missing from `settings.flags` takes its default.
+`memory_tools` (add Loci's memory.* tools to /api/chat requests; default off). Their
+defaults are `pipelines.settings.FLAG_DEFAULTS`; a flag missing from `settings.flags`
+takes its default.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipelines.records import Identity
-from pipelines.settings import Settings
+from pipelines.settings import Settings, flag_on
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 600.0  # between bytes; a non-streamed answer arrives all at once
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MAX_TOOL_ROUNDS = 2
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # chat bodies carry base64 images
-DEFAULT_MEMORY_TOOLS = False  # flag `memory_tools`: offer memory.* tools to the model
 DEFAULT_RESET_COMMAND = "!reset"
 DEFAULT_RESET_MIN_MESSAGES = 4  # seed 004: summarise on !reset when history has >= 4 messages
 # Recall phrasings (pipelines.recall.intents triggers) that, in the *model's* answer, are a
@@ -27,15 +27,6 @@ DEFAULT_RESET_MIN_MESSAGES = 4  # seed 004: summarise on !reset when history has
 # asks the user ("do you remember...?", "what did you say about...?") and "from memory",
 # which models also use for their own general knowledge.
 DEFAULT_MODEL_TEXT_TRIGGERS = ("recall", "search_memory", "know_about", "as_decided", "last_time")
-
-FLAG_DEFAULTS: dict[str, bool] = {
-    "enabled": True,
-    "context_injection": True,
-    "post_response_scan": True,
-    "recall_interception": True,
-    "reset_summarize": True,
-    "memory_tools": DEFAULT_MEMORY_TOOLS,
-}
 
 PROPOSAL_INSTRUCTION = (
     "MEMORY PROPOSALS: if you see information that should persist (decisions, constraints, "
@@ -112,8 +103,5 @@ class ProxyConfig:
 
 
 def flag(settings: Settings, name: str) -> bool:
-    """A feature flag, with the master switch applied (`enabled` off turns everything off)."""
-    flags = settings.flags
-    if not bool(flags.get("enabled", FLAG_DEFAULTS["enabled"])):
-        return False
-    return bool(flags.get(name, FLAG_DEFAULTS.get(name, True)))
+    """A feature flag of `settings`, with the master switch applied."""
+    return flag_on(settings.flags, name)

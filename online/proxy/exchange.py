@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 
 from online.proxy.config import (
-    FLAG_DEFAULTS,
     NOTHING_FOUND_NOTE,
     RESULTS_INSTRUCTION,
     TEXT_RECALL_HINT,
@@ -41,7 +40,7 @@ from pipelines.materialize import message_item_id
 from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.recall.intents import ToolCallError, canonical_tool_name, detect_recall_intent, parse_memory_tool_call
 from pipelines.recall.render import format_entry, frame
-from pipelines.settings import Settings
+from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
 
