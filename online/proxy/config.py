@@ -51,6 +51,11 @@ NOTHING_FOUND_NOTE = (
     "MEMORY SEARCH RESULT: memory holds nothing about {topic}. Tell the user plainly that "
     "memory does not contain it. Do not guess, and do not present anything as remembered."
 )
+NOTHING_NEW_NOTE = (
+    "MEMORY SEARCH RESULT: memory holds nothing about {topic} beyond the memory already shown "
+    "above. Answer the user from it, or tell them plainly that memory does not contain it. "
+    "Do not write `recall` again."
+)
 SUMMARY_INSTRUCTION = (
     "Extract the durable facts, decisions, preferences and constraints from the conversation "
     "below. Answer ONLY with a block <MEMORY_PROPOSALS_JSON>[{\"type\": \"fact\", \"title\": "
