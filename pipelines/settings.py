@@ -7,8 +7,11 @@ Paths are relative to the data directory unless absolute.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +177,59 @@ def config_path(environ: dict[str, str] | None = None) -> Path:
     return Path(env.get("LOCI_CONFIG", "loci.toml"))
 
 
+class LiveFlags:
+    """Feature flags that follow the config file while a process runs (`loci flags disable
+    X` reaches a running proxy without a restart).
+
+    `refresh()` stats the file at most once per `interval_s` (cheap enough for every
+    request) and, when its modification time or size changed, re-reads its `[flags]` table
+    into `settings.flags` in place, so everything holding these settings sees the flip.
+    Resolution as in `load_settings`: defaults < the file < `LOCI_FLAGS`. A file that
+    cannot be parsed (caught mid-write) keeps the current flags until the next change."""
+
+    def __init__(self, settings: Settings, path: str | os.PathLike[str], *, interval_s: float = 1.0,
+                 environ: dict[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if interval_s < 0:
+            raise ValueError("interval_s must be >= 0")
+        self.settings = settings
+        self.path = Path(path)
+        self.interval_s = interval_s
+        self.clock = clock
+        self._env_flags = _from_env(dict(os.environ if environ is None else environ)).get("flags", {})
+        self._stamp = self._stat()
+        self._checked = clock()
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def refresh(self) -> dict[str, bool]:
+        """The current flags (re-read when the file changed)."""
+        now = self.clock()
+        if now - self._checked < self.interval_s:
+            return self.settings.flags
+        self._checked = now
+        stamp = self._stat()
+        if stamp == self._stamp:
+            return self.settings.flags
+        try:
+            text = self.path.read_text(encoding="utf-8") if stamp is not None else ""
+            from_file = tomllib.loads(text).get("flags", {})
+            if not isinstance(from_file, dict):
+                raise ValueError("[flags] is not a table")
+            flags = msgspec.convert({**FLAG_DEFAULTS, **from_file, **self._env_flags}, dict[str, bool])
+        except (OSError, ValueError, msgspec.ValidationError) as exc:  # tomllib errors are ValueErrors
+            logging.getLogger("loci.settings").warning("flags in %s not re-read: %s", self.path, exc)
+            return self.settings.flags
+        self._stamp = stamp
+        self.settings.flags.update(flags)
+        return self.settings.flags
+
+
 def set_flag(name: str, value: bool, path: str | os.PathLike[str] | None = None) -> Path:
     """Persist one feature flag in the config file, keeping the rest of it as written."""
     import tomlkit
@@ -186,5 +242,8 @@ def set_flag(name: str, value: bool, path: str | os.PathLike[str] | None = None)
     if "flags" not in doc:
         doc["flags"] = tomlkit.table()
     doc["flags"][name] = value  # type: ignore[index]
-    target.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    # Written aside then renamed: a running proxy re-reading the file never sees half of it.
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    partial.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    os.replace(partial, target)
     return target

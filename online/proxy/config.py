@@ -1,7 +1,8 @@
 """Proxy configuration: what is not in `Settings` (timeouts, instructions, where the
 catalog goes), and the feature flags read from `settings.flags` on every request.
 
-Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once:
+Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once
+(the proxy re-reads them from the config file when it changes, `pipelines.settings.LiveFlags`):
 `enabled` (master switch: off = pure pass-through), `context_injection`,
 `post_response_scan`, `recall_interception`, `reset_summarize`, and the proxy's own
 `memory_tools` (add Loci's memory.* tools to /api/chat requests; default off). Their
@@ -81,6 +82,8 @@ class ProxyConfig:
     - `default_identity`: whose memory a request without `X-Loci-*` headers uses.
     - `openwebui_headers`: fall back to Open WebUI's forwarded `X-OpenWebUI-User-Id` /
       `X-OpenWebUI-Chat-Id` headers for user and session.
+    - `flags_check_interval_s`: how often, at most, the config file is checked for flipped
+      flags (when the app watches one).
     """
 
     timeout_s: float = DEFAULT_UPSTREAM_TIMEOUT_S
@@ -95,12 +98,15 @@ class ProxyConfig:
     reset_min_messages: int = DEFAULT_RESET_MIN_MESSAGES
     default_identity: Identity = field(default_factory=Identity)
     openwebui_headers: bool = True
+    flags_check_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ValueError("proxy timeouts must be > 0 seconds")
         if self.max_tool_rounds < 0:
             raise ValueError("max_tool_rounds must be >= 0")
+        if self.flags_check_interval_s < 0:
+            raise ValueError("flags_check_interval_s must be >= 0")
         if self.max_request_bytes <= 0:
             raise ValueError("max_request_bytes must be > 0")
         if self.catalog_field is not None and not self.catalog_field.strip():

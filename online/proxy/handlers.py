@@ -36,7 +36,7 @@ from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_h
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
 from pipelines.records import Identity
-from pipelines.settings import Settings
+from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
 T = TypeVar("T")
@@ -57,9 +57,10 @@ def interim_chunk(dialect: ChatDialect | GenerateDialect, template: dict[str, An
 class MemoryHandlers:
     """The memory path of /api/chat and /api/generate, bound to one app's settings and config."""
 
-    def __init__(self, settings: Settings, config: ProxyConfig) -> None:
+    def __init__(self, settings: Settings, config: ProxyConfig, live_flags: LiveFlags | None = None) -> None:
         self.settings = settings
         self.config = config
+        self.live_flags = live_flags  # re-reads flags flipped in the config file
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -79,6 +80,8 @@ class MemoryHandlers:
     # -- memory path ---------------------------------------------------------------------------
 
     async def memory(self, request: Request, dialect: ChatDialect | GenerateDialect) -> RawResponse:
+        if self.live_flags is not None:
+            self.live_flags.refresh()
         if request.method != "POST" or not flag(self.settings, "enabled"):
             return await forward(request, self.state(request)[1])
         service, upstream = self.state(request)
