@@ -122,8 +122,7 @@ class MemoryMiddleware:
             raw, calls = split_reply(out.raw_reply)
             visible = visible_of(raw)
             step = ex.after_round(sent, raw, visible, calls)
-            if not step.withhold:
-                shown.emit(visible)
+            shown.emit(step.shown(visible))
             if step.reask is None:
                 break
             shown.start_round()

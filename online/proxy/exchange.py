@@ -76,6 +76,13 @@ def nothing_found_answer(topic: str) -> str:
             "If you tell me, I can remember it from now on.")
 
 
+def cut_at(raw: str, visible: str, at: int) -> str:
+    """`raw` without the request line that starts at `visible[at:]` (and what follows it)."""
+    line = visible[at:].split("\n", 1)[0]
+    where = raw.find(line) if line else -1
+    return raw[:where] if where >= 0 else visible[:at]
+
+
 def visible_of(raw: str) -> str:
     """The answer without proposals: the same filter as for streams, in one go."""
     filt = ProposalStreamFilter()
@@ -111,26 +118,49 @@ class VisibleText:
 
 
 class RequestHold:
-    """Holds back the start of a streamed round while it may still be a `recall <topic>`
-    request (`Exchange.recall_request`): such a request is for Loci, so it is never
-    streamed to the user. Anything else passes as soon as it cannot be one."""
+    """Holds back a streamed line while it may still be a `recall <topic>` request
+    (`Exchange.find_request`): such a request is for Loci, so it never reaches the user.
+    The first line that starts like one is held to the end of the round (the driver then
+    drops it, or releases it when it was not a request); any other line passes as soon as
+    it cannot be one."""
 
     def __init__(self, active: bool) -> None:
         self.held = ""
-        self.passing = not active
+        self.active = active
+        self.holding = False  # a line started like a request: everything after is held
+        self.mid_line = False  # inside a line already judged not to be a request
 
     def feed(self, piece: str) -> str:
-        if self.passing:
+        if not self.active:
             return piece
+        if self.holding:
+            self.held += piece
+            return ""
+        out = ""
+        if self.mid_line:
+            before, nl, piece = piece.partition("\n")
+            out += before + nl
+            if not nl:
+                return out
+            self.mid_line = False
         self.held += piece
-        head = self.held.lstrip(REQUEST_LEAD)
-        if REQUEST_START.match(head) or "recall".startswith(head.lower()):
-            return ""  # a request, or too short to tell
-        return self.release()
+        while self.held:
+            line, nl, rest = self.held.partition("\n")
+            head = line.lstrip(REQUEST_LEAD)
+            if REQUEST_START.match(head):
+                self.holding = True
+                return out
+            if not nl:
+                if "recall".startswith(head.lower()):
+                    return out  # too short to tell
+                out, self.held, self.mid_line = out + self.held, "", True
+                return out
+            out, self.held = out + line + nl, rest
+        return out
 
     def release(self) -> str:
         """What is held, now (the round ended and it was not a request)."""
-        out, self.held, self.passing = self.held, "", True
+        out, self.held, self.holding = self.held, "", False
         return out
 
 
@@ -152,7 +182,15 @@ class RoundResult:
 
     reask: dict[str, Any] | None  # the body to ask again with; None: that was the last round
     client_calls: list[dict[str, Any]]  # the tool calls the client gets to see
-    withhold: bool = False  # the round's text was a request to memory, not for the user
+    request_at: int | None = None  # the round's text from here on was a request to memory
+
+    @property
+    def withhold(self) -> bool:
+        return self.request_at is not None
+
+    def shown(self, visible: str) -> str:
+        """The part of the round's text the user sees."""
+        return visible if self.request_at is None else visible[: self.request_at]
 
 
 @dataclass
@@ -269,36 +307,40 @@ class Exchange:
         own = [c for c in calls if is_loci_call(c, self.client_tools)]
         return own, [c for c in calls if not is_loci_call(c, self.client_tools)]
 
-    def recall_request(self, said: str) -> RecallIntent | None:
-        """The answer is the `recall <topic>` request the instruction offers the model
-        (`TEXT_RECALL_HINT`): it starts with one. It is for Loci, never for the user."""
-        if not self.reads_model_text:
+    def find_request(self, said: str) -> tuple[int, RecallIntent] | None:
+        """Where the answer holds the `recall <topic>` request the instruction offers the
+        model (`TEXT_RECALL_HINT`) and what it asks: the first line that starts like one.
+        Such a request is for Loci, never for the user."""
+        if not self.reads_model_text or "recall" not in self.config.model_text_triggers:
             return None
-        head = said.lstrip(REQUEST_LEAD)
-        if not REQUEST_START.match(head):
-            return None
-        intent = detect_recall_intent(head.replace("`", " ").strip())
-        return intent if intent is not None and intent.trigger == "recall" else None
+        at = 0
+        for line in said.split("\n"):
+            head = line.lstrip(REQUEST_LEAD)
+            if REQUEST_START.match(head):
+                intent = detect_recall_intent(head.replace("`", " ").strip())
+                return (at, intent) if intent is not None and intent.trigger == "recall" else None
+            at += len(line) + 1
+        return None
 
     def after_round(self, sent: dict[str, Any], raw: str, visible: str,
                     calls: list[dict[str, Any]]) -> RoundResult:
-        """Record one model answer; say whether to re-ask, and whether its text is shown."""
+        """Record one model answer; say whether to re-ask, and what of its text is shown."""
         own, client_calls = self.split_calls(calls)
         reads = self._sort_calls(own)
-        request = None if client_calls else self.recall_request(visible)
-        withhold = request is not None
-        self.raw_texts.append("" if withhold else raw)
-        self.visible_texts.append("" if withhold else visible)
+        found = None if client_calls else self.find_request(visible)
+        at, request = found if found is not None else (None, None)
+        self.raw_texts.append(raw if at is None else cut_at(raw, visible, at))
+        self.visible_texts.append(visible if at is None else visible[:at])
         if client_calls or not self.flags["recall_interception"]:
             return RoundResult(None, client_calls)  # the client's own tool loop comes first
         if self.rounds_done >= self.config.max_tool_rounds:
-            pending = withhold or (bool(reads) and not "".join(self.visible_texts).strip())
+            pending = request is not None or (bool(reads) and not "".join(self.visible_texts).strip())
             self.unfinished = pending and self.answer is None
-            return RoundResult(None, client_calls, withhold)
+            return RoundResult(None, client_calls, at)
         if reads:
             return RoundResult(self._answer_reads(sent, visible, reads), client_calls)
         if request is not None:
-            return RoundResult(self._answer_request(sent, visible, request), client_calls, True)
+            return RoundResult(self._answer_request(sent, visible, request), client_calls, at)
         if self.reads_model_text and not self.text_intent_used:
             return RoundResult(self._answer_text_intent(sent, visible), client_calls)
         return RoundResult(None, client_calls)

@@ -134,8 +134,7 @@ class MemoryHandlers:
                 "recall interception", ex.after_round, sent, raw, visible, dialect.calls(obj),
                 fallback=RoundResult(None, dialect.calls(obj)))
             problems += [problem] if problem else []
-            if not step.withhold:
-                shown.emit(visible)
+            shown.emit(step.shown(visible))
             if step.reask is None:
                 break
             shown.start_round()
@@ -213,7 +212,7 @@ class MemoryHandlers:
                     "recall interception", ex.after_round, sent, "".join(raw_parts),
                     "".join(round_visible), calls, fallback=RoundResult(None, ex.split_calls(calls)[1]))
                 problems += [problem] if problem else []
-                tail = "" if step.withhold else hold.feed(tail) + hold.release()
+                tail = hold.feed(tail) + ("" if step.withhold else hold.release())
                 if step.reask is None:
                     break
                 flushed = shown.emit(tail)

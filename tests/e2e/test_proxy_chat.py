@@ -162,28 +162,32 @@ def test_enabled_off_makes_the_running_proxy_a_plain_pass_through(proxy, fake, s
 # -- the model's own recall request ----------------------------------------------------------------
 
 
-def recalling_model(req: dict[str, Any]) -> str:
-    """Asks memory with `recall <topic>` first (as the proxy's instruction offers), then
-    answers from what memory handed it."""
-    if not any(m["content"].startswith("MEMORY SEARCH RESULT") or m["content"] == RESULTS_INSTRUCTION
-               for m in req["messages"] if m["role"] == "system"):
-        return "recall staging cluster region"
-    return answer_from_memory(req)
+def recalling_model(lead: str) -> Callable[[dict[str, Any]], str]:
+    """Asks memory with `recall <topic>` first (as the proxy's instruction offers), after
+    `lead`, then answers from what memory handed it."""
+    def reply(req: dict[str, Any]) -> str:
+        if not any(m["content"].startswith("MEMORY SEARCH RESULT") or m["content"] == RESULTS_INSTRUCTION
+                   for m in req["messages"] if m["role"] == "system"):
+            return f"{lead}recall staging cluster region"
+        return answer_from_memory(req)
+
+    return reply
 
 
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("lead", ["", "Let me check memory.\n"])
 def test_a_recall_request_whose_hits_were_all_injected_never_reaches_the_user(proxy, fake, service,
-                                                                             stream) -> None:
+                                                                             stream, lead) -> None:
     remember_staging(service)
     url = proxy()
-    fake.chat_reply = recalling_model
+    fake.chat_reply = recalling_model(lead)
     text = ask(url, QUESTION, stream=stream)
-    assert text == "From memory: The staging cluster runs in eu-central-1."
+    assert text == f"{lead}From memory: The staging cluster runs in eu-central-1."
     first, second = chats(fake)[-2:]
     assert "PERSISTENT MEMORY" in system_text(first)  # everything it could find was injected
     assert NOTHING_NEW_NOTE.format(topic=repr("staging cluster region")) in system_text(second)
     said = [e.payload["text"] for e in events(service, "turn") if e.payload["role"] == "assistant"]
-    assert said[-1] == text and not any("recall staging" in s for s in said)
+    assert said[-1].split() == text.split() and not any("recall staging" in s for s in said)
 
 
 @pytest.mark.parametrize("stream", [False, True])

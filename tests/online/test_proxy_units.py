@@ -11,7 +11,7 @@ import pytest
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, GENERATE
 from online.proxy.exchange import Exchange
-from online.proxy.exchange import VisibleText, visible_of
+from online.proxy.exchange import RequestHold, VisibleText, visible_of
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.memory_tools import is_loci_call
 from online.proxy.reset import confirmation, is_reset
@@ -185,3 +185,16 @@ def test_the_environment_still_wins_over_a_flipped_file(tmp_path: Path) -> None:
     set_flag("enabled", False, cfg)
     flags = live.refresh()
     assert flags["memory_tools"] is True and flags["enabled"] is False
+
+
+def feed_by_char(hold: RequestHold, text: str) -> str:
+    return "".join(hold.feed(c) for c in text)
+
+
+def test_a_streamed_recall_request_line_is_held_back_and_other_lines_pass_at_once() -> None:
+    hold = RequestHold(active=True)
+    assert feed_by_char(hold, "Let me check.\n") == "Let me check.\n"
+    assert feed_by_char(hold, "Re") == "" and hold.feed("gions vary.") == "Regions vary."
+    assert feed_by_char(hold, "\n`recall staging` and more") == "\n"  # held to the end of the round
+    assert hold.release() == "`recall staging` and more"
+    assert RequestHold(active=False).feed("recall x") == "recall x"
