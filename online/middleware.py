@@ -127,10 +127,7 @@ class MemoryMiddleware:
                 break
             shown.start_round()
             sent = step.reask
-        closing = ex.closing_text()
-        if closing:
-            shown.start_round()
-            shown.emit(closing)
+        ex.add_closing(shown)
         out.text = shown.text
         self._report(ex, ex.finish(shown.text), out)
         return out

@@ -5,7 +5,7 @@ model call, without any HTTP.
     sent = ex.prepare()                         # 1. recall + READ-ONLY block + instruction
     step = ex.after_round(sent, raw, visible, calls)   # 4. intercept: re-ask with step.reask?
     ...                                         # (show the round's text unless step.withhold)
-    closing = ex.closing_text()                 # a last line the engine adds itself, or ""
+    ex.add_closing(shown)                             # the engine's own last paragraph, if any
     loci = ex.finish(visible_text)              # 2. land turns + proposals, 3. Q* catalog
 
 Two drivers: the proxy (`online.proxy.handlers`, streamed and not, the blocking methods in
@@ -436,6 +436,14 @@ class Exchange:
         if self.unfinished:
             return max_rounds_text(self.config.max_tool_rounds)
         return ""
+
+    def add_closing(self, shown: VisibleText) -> str:
+        """Add the closing paragraph (if any) to what the user sees; the text added."""
+        closing = self.closing_text()
+        if not closing:
+            return ""
+        shown.start_round()
+        return shown.emit(closing)
 
     # -- memory reads ------------------------------------------------------------------------------
 

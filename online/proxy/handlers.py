@@ -139,10 +139,7 @@ class MemoryHandlers:
                 break
             shown.start_round()
             sent = step.reask
-        closing = ex.closing_text()
-        if closing:
-            shown.start_round()
-            shown.emit(closing)
+        ex.add_closing(shown)
         out = dialect.rewrite(obj, shown.text, step.client_calls)
         await self.attach(ex, out, shown.text, problems)
         return json_response(out, headers=relayed_headers(answer))
@@ -228,10 +225,7 @@ class MemoryHandlers:
                     yield ndjson_line({"error": upstream_error_text(answer.status_code, data)})
                     return
             text = shown.emit(tail)
-            closing = ex.closing_text()
-            if closing:
-                shown.start_round()
-                text += shown.emit(closing)
+            text += ex.add_closing(shown)
             out = dialect.rewrite(final, text, step.client_calls)
             await self.attach(ex, out, shown.text, problems)
             yield ndjson_line(out)

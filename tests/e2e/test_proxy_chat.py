@@ -28,7 +28,16 @@ from online.state import MemoryService
 from pipelines.records import Identity
 from pipelines.settings import FLAG_DEFAULTS, Settings
 from tests.fakes.ollama_server import FakeOllama
-from tests.online.test_proxy import answer_from_memory, block, chats, events, serve, system_text
+from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
+    answer_from_memory,
+    block,
+    chats,
+    events,
+    fake,
+    serve,
+    shared_fake,
+    system_text,
+)
 
 WHO = Identity(user_id="dana", project_id="atlas")
 HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas"}
@@ -36,22 +45,6 @@ MODEL = "llama3.2"
 STAGING = {"type": "fact", "title": "Staging cluster region",
            "content": "The staging cluster runs in eu-central-1.", "tags": ["staging"]}
 QUESTION = "Which region is the staging cluster in?"
-
-
-@pytest.fixture(scope="module")
-def shared_fake() -> Iterator[FakeOllama]:
-    with FakeOllama() as f:
-        yield f
-
-
-@pytest.fixture
-def fake(shared_fake: FakeOllama) -> FakeOllama:
-    fresh = FakeOllama()
-    for name in ("chat_reply", "generate_reply", "delay_s", "fail_status", "stream_chunk_chars"):
-        setattr(shared_fake, name, getattr(fresh, name))
-    with shared_fake._lock:
-        shared_fake.requests.clear()
-    return shared_fake
 
 
 @pytest.fixture
