@@ -17,7 +17,7 @@ from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print a table, write JSON).")
-flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (seed 004).")
+flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (a running proxy picks up a flip within a second).")
 app.add_typer(bench_app, name="bench")
 app.add_typer(flags_app, name="flags")
 console = Console()

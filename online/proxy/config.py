@@ -1,7 +1,7 @@
 """Proxy configuration: what is not in `Settings` (timeouts, instructions, where the
 catalog goes), and the feature flags read from `settings.flags` on every request.
 
-Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once
+Flags, all in `settings.flags`, read per request so a flip takes effect at once
 (the proxy re-reads them from the config file when it changes, `pipelines.settings.LiveFlags`):
 `enabled` (master switch: off = pure pass-through), `context_injection`,
 `post_response_scan`, `recall_interception`, `reset_summarize`, and the proxy's own
@@ -22,7 +22,7 @@ DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MAX_TOOL_ROUNDS = 2
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # chat bodies carry base64 images
 DEFAULT_RESET_COMMAND = "!reset"
-DEFAULT_RESET_MIN_MESSAGES = 4  # seed 004: summarise on !reset when history has >= 4 messages
+DEFAULT_RESET_MIN_MESSAGES = 4  # shorter histories hold too little to summarise on !reset
 # Recall phrasings (pipelines.recall.intents triggers) that, in the *model's* answer, are a
 # request to memory or a claim about the past worth checking. Left out: questions a model
 # asks the user ("do you remember...?", "what did you say about...?") and "from memory",
@@ -71,7 +71,7 @@ class ProxyConfig:
 
     - `timeout_s`: how long to wait for the upstream between bytes (504 after that);
       `connect_timeout_s` for opening a connection (502 when refused).
-    - `proposal_instruction`: appended as a system message (seed 000 §5.1); None disables.
+    - `proposal_instruction`: appended as a system message; None disables.
     - `intercept_model_text`: recall phrasing in the model's own answer ("recall X", "as we
       decided earlier") triggers a memory search and one re-ask (first round only);
       `model_text_triggers` names which phrasings count.

@@ -4,8 +4,8 @@ model call, without any HTTP.
     ex = Exchange(service, settings, config, identity, CHAT, body)
     sent = ex.prepare()                         # 1. recall + READ-ONLY block + instruction
     step = ex.after_round(sent, raw, visible, calls)   # 4. intercept: re-ask with step.reask?
-    ...                                         # (show the round's text unless step.withhold)
-    ex.add_closing(shown)                             # the engine's own last paragraph, if any
+    shown.emit(step.shown(visible))             # a request to memory is never shown
+    ex.add_closing(shown)                       # the engine's own last paragraph, if any
     loci = ex.finish(visible_text)              # 2. land turns + proposals, 3. Q* catalog
 
 Two drivers: the proxy (`online.proxy.handlers`, streamed and not, the blocking methods in

@@ -1,5 +1,5 @@
 """`!reset` in a chat: summarise the conversation into memory before the user starts over
-(seed 004, flag `reset_summarize`).
+(flag `reset_summarize`).
 
 Ollama clients keep the history themselves, so the proxy cannot clear it; it does the part
 that matters for memory: when the last user message is the reset command and the history
