@@ -22,7 +22,7 @@ from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
 from pipelines.records import Identity, stable_id
 
-MAX_TURNS = 60  # the last 60 turns, like the seed's summariser
+MAX_TURNS = 60  # the most recent turns: enough to summarise, bounded for the model
 MAX_TURN_CHARS = 2000
 
 
