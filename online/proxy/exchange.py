@@ -307,11 +307,16 @@ class Exchange:
         own = [c for c in calls if is_loci_call(c, self.client_tools)]
         return own, [c for c in calls if not is_loci_call(c, self.client_tools)]
 
+    @property
+    def takes_requests(self) -> bool:
+        """Whether a `recall <topic>` line in the model's answer is a request to Loci."""
+        return self.reads_model_text and "recall" in self.config.model_text_triggers
+
     def find_request(self, said: str) -> tuple[int, RecallIntent] | None:
         """Where the answer holds the `recall <topic>` request the instruction offers the
         model (`TEXT_RECALL_HINT`) and what it asks: the first line that starts like one.
         Such a request is for Loci, never for the user."""
-        if not self.reads_model_text or "recall" not in self.config.model_text_triggers:
+        if not self.takes_requests:
             return None
         at = 0
         for line in said.split("\n"):

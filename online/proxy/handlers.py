@@ -172,7 +172,7 @@ class MemoryHandlers:
         try:
             while True:
                 filt = ProposalStreamFilter() if ex.scans else None
-                hold = RequestHold(active=ex.reads_model_text)
+                hold = RequestHold(active=ex.takes_requests)
                 raw_parts: list[str] = []
                 round_visible: list[str] = []
                 calls: list[dict[str, Any]] = []
