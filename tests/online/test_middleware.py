@@ -236,3 +236,12 @@ def test_bad_input_raises_middleware_error(service: MemoryService) -> None:
         mw.chat(user("hi"), WHO)
     with pytest.raises(MiddlewareError, match="callable"):
         MemoryMiddleware(service, "not a function")  # type: ignore[arg-type]
+
+
+def test_a_recall_request_from_the_model_is_answered_and_never_shown(service: MemoryService) -> None:
+    remember(service, "Tile latency budget", "The tile latency budget is 40 ms at p95.")
+    llm = ScriptedLLM("recall tile latency budget", "It is 40 ms at p95.")
+    out = MemoryMiddleware(service, llm).chat(user("Which latency budget applies to tiles?"), WHO)
+    assert out.text == "It is 40 ms at p95." and len(llm.calls) == 2
+    assert "memory holds nothing about 'tile latency budget' beyond" in system_text(llm.calls[1])
+    assert "recall" not in out.assistant_turn.visible_text
