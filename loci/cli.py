@@ -17,7 +17,7 @@ from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print a table, write JSON).")
-flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (seed 004).")
+flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (a running proxy picks up a flip within a second).")
 app.add_typer(bench_app, name="bench")
 app.add_typer(flags_app, name="flags")
 console = Console()
@@ -245,16 +245,18 @@ def flags_disable(name: str) -> None:
 @flags_app.command("list")
 def flags_list() -> None:
     """Show every flag and its value."""
-    for name, value in sorted(_settings().flags.items()):
+    from pipelines.settings import FLAG_DEFAULTS
+
+    flags = {**FLAG_DEFAULTS, **_settings().flags}
+    for name, value in sorted(flags.items()):
         console.print(f"{name} = {'on' if value else 'off'}")
 
 
 def _set_flag(name: str, value: bool) -> None:
-    from pipelines.settings import Settings, set_flag
+    from pipelines.settings import FLAG_DEFAULTS, set_flag
 
-    known = set(Settings().flags)
-    if name not in known:
-        _fail(f"unknown flag {name!r}; known: {', '.join(sorted(known))}", 2)
+    if name not in FLAG_DEFAULTS:
+        _fail(f"unknown flag {name!r}; known: {', '.join(sorted(FLAG_DEFAULTS))}", 2)
     path = set_flag(name, value)
     console.print(f"{name} = {'on' if value else 'off'} ({path})")
 
