@@ -53,7 +53,7 @@ def proposal_item_id(event_id: str) -> str:
 
 
 def item_from_turn(event: Event) -> MemoryItem:
-    """A captured chat turn as an episodic `message` record (seed 003), user-scoped so the
+    """A captured chat turn as an episodic `message` record, user-scoped so the
     owner can recall raw conversation across sessions before anything is consolidated."""
     p = event.payload
     turn_id = p["turn_id"]

@@ -26,7 +26,7 @@ ItemType = Literal[
     "note",
     "preference",
     "summary",
-    "message",  # an episodic chat turn, kept so raw conversation is recallable (seed 003)
+    "message",  # an episodic chat turn: evidence of what was said, recallable as such
 ]
 ITEM_TYPES: tuple[str, ...] = ItemType.__args__  # type: ignore[attr-defined]
 TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
@@ -170,7 +170,7 @@ class MemoryItem(msgspec.Struct, forbid_unknown_fields=True):
     links: list[Link] = []
     provenance: Provenance = msgspec.field(default_factory=Provenance)
     confidence: float = 0.5
-    importance: int = 5  # 1-10 (seed 004)
+    importance: int = 5  # 1-10; 8 and above is always injected
     validation: Validation = "unverified"
     valid_from: str | None = None  # when the fact starts to hold
     valid_to: str | None = None  # when it stops holding

@@ -1,4 +1,4 @@
-"""The integration loop of seed 000 §12, end to end on real parts (SQLite inbox, FAISS
+"""The integration loop (capture, govern, consolidate, recall), end to end on real parts (SQLite inbox, FAISS
 snapshot, Litestar over HTTP semantics), with a scripted fake LLM:
 
 1. the LLM proposes memory -> the governor accepts or rejects -> accepted items are
