@@ -29,11 +29,37 @@ ScopeKind = Literal["session", "project", "user", "org"]
 # the `extra` of msgspec's extra_json_schema to the generated schema). Controllers put
 # CLOSED_OBJECT on their `data` bodies (`Body(schema_extra=CLOSED_OBJECT)`).
 CLOSED_OBJECT = {"additional_properties": False}
-CallerIdentity = Annotated[Identity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
+
+# One part of a caller identity: an empty or blank id would be a tenant of its own.
+IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S",
+                             description="A non-empty id; leave the field out to mean \"default\".")]
+
+
+class CheckedIdentity(Identity, frozen=True, forbid_unknown_fields=True):
+    """The `identity` of a request body: `Identity` with every part a non-empty id."""
+
+    user_id: IdPart = "default"
+    project_id: IdPart = "default"
+    session_id: IdPart = "default"
+    org_id: IdPart = "default"
+
+
+CallerIdentity = Annotated[CheckedIdentity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Base of every request body: unknown fields are an error, not silently dropped."""
+    """Base of every request body: unknown fields are an error, not silently dropped, and
+    values are never coerced (`"trace": "0"` is not a boolean, `"k": "5"` not a number:
+    `online.controllers.deps.strict_body` decodes every body strictly before Litestar's
+    own, lenient, conversion runs)."""
+
+    def __post_init__(self) -> None:
+        # Handlers and everything below them deal in plain `Identity` values (equality and
+        # caches compare types), the checked subclass only guards the door.
+        who = getattr(self, "identity", None)
+        if isinstance(who, CheckedIdentity):
+            self.identity = Identity(user_id=who.user_id, project_id=who.project_id,
+                                     session_id=who.session_id, org_id=who.org_id)
 
 
 # -- turns ----------------------------------------------------------------------------------
@@ -177,7 +203,8 @@ class HealthResponse(msgspec.Struct, kw_only=True):
 
 
 class StateReport(msgspec.Struct, kw_only=True):
-    """What the service is serving: used by /readyz, /v1/stats and /v1/admin/reload."""
+    """What the service is serving: used by /readyz, /v1/stats and /v1/admin/reload. In
+    /v1/stats the item numbers and `counts` cover only what the caller may see."""
 
     ready: bool
     embedder: str

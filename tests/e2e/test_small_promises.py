@@ -1,0 +1,130 @@
+"""The smaller promises of governed memory, each as a chat-loop scenario over HTTP
+(Litestar's TestClient against the real app, a real inbox and snapshot on disk).
+
+- Request bodies are strict: no value is coerced from another JSON type, and an empty
+  identity part is an error, never a tenant of its own.
+- `/v1/stats` counts only what the caller may see; GET endpoints all take the caller from
+  the same query parameters or `X-Loci-*` headers.
+- `memory.palace.assign` is a tool action, governed like every other edit.
+- A captured turn keeps no credential text (documentation example keys included), and no
+  policy reason repeats any part of a secret.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from pipelines.settings import Settings
+
+DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+EVE = {"user_id": "eve", "project_id": "borealis", "session_id": "s9", "org_id": "other"}
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Litestar:
+    settings = Settings(embedder="hash", data_dir=str(tmp_path))
+    return create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+
+
+@pytest.fixture
+def client(app: Litestar) -> Iterator[TestClient]:
+    with TestClient(app) as c:
+        yield c
+    assert app.state.internal_errors == 0  # bad input never reaches the 500 handler
+
+
+def tool(client: TestClient, action: str, args: dict, who: dict = DANA):
+    return client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+
+
+def write(client: TestClient, title: str, content: str, who: dict = DANA, scope: str = "project") -> str:
+    resp = tool(client, "memory.write", {"item": {"type": "decision", "title": title, "content": content,
+                                                  "scope": scope, "why_store": "team decision"}}, who)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["result"]["item_id"]
+
+
+# -- strict request bodies -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/v1/recall", {"identity": DANA, "query": "tile cache", "trace": "0"}, "$.trace"),
+    ("/v1/recall", {"identity": DANA, "query": "tile cache", "k": "5"}, "$.k"),
+    ("/v1/recall", {"identity": DANA, "query": "tile cache", "tags": "cache"}, "$.tags"),
+    ("/v1/turns", {"identity": DANA, "role": "user", "text": 42}, "$.text"),
+    ("/v1/tools", {"action": "memory.search", "identity": DANA, "args": "query=x"}, "$.args"),
+])
+def test_request_values_are_never_coerced(client: TestClient, path: str, body: dict, field: str) -> None:
+    resp = client.post(path, json=body)
+    assert resp.status_code == 400, resp.text
+    assert field in resp.json()["error"]
+
+
+@pytest.mark.parametrize("path", ["/v1/recall", "/v1/turns", "/v1/tools"])
+@pytest.mark.parametrize("part", ["user_id", "project_id", "session_id", "org_id"])
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_identity_part_is_an_error_not_a_tenant(client: TestClient, path: str, part: str,
+                                                         value: str) -> None:
+    identity = {**DANA, part: value}
+    body = {
+        "/v1/recall": {"identity": identity, "query": "tile cache"},
+        "/v1/turns": {"identity": identity, "role": "user", "text": "hello"},
+        "/v1/tools": {"action": "memory.search", "identity": identity, "args": {"query": "tile"}},
+    }[path]
+    resp = client.post(path, json=body)
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"] == f"identity.{part} must be a non-empty id (leave it out to mean 'default')"
+
+
+def test_an_empty_identity_part_is_refused_on_get_endpoints_too(client: TestClient) -> None:
+    for path in ("/v1/stats", "/v1/conflicts", "/v1/items/whatever"):
+        assert client.get(path, params={**DANA, "org_id": ""}).status_code == 400
+        assert client.get(path, headers={"X-Loci-Org": " "}).status_code == 400
+
+
+def test_strict_bodies_still_accept_what_the_schema_allows(client: TestClient) -> None:
+    write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
+    resp = client.post("/v1/recall", json={"identity": {"user_id": "dana", "project_id": "atlas",
+                                                        "org_id": "acme"},
+                                           "query": "tile cache", "k": 5, "trace": False, "tags": []})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["hits"][0]["title"] == "Tile cache"
+    # An identity left out entirely is the documented "default" caller.
+    assert client.post("/v1/recall", json={"query": "tile cache", "identity": {}}).status_code == 200
+
+
+# -- who is counted and who is asking on GET ---------------------------------------------------
+
+
+def test_stats_count_only_what_the_caller_may_see(client: TestClient) -> None:
+    write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
+    write(client, "Deploy day", "Deploys happen on Tuesdays.")
+    write(client, "Launch date", "Borealis launches on 3 March.", who=EVE)
+    dana = client.get("/v1/stats", params=DANA).json()
+    eve = client.get("/v1/stats", headers={"X-Loci-User": "eve", "X-Loci-Project": "borealis",
+                                           "X-Loci-Session": "s9", "X-Loci-Org": "other"}).json()
+    stranger = client.get("/v1/stats", params={"user_id": "mallory"}).json()
+    assert dana["delta_items"] == 2 and dana["counts"]["delta"]["type"] == {"decision": 2}
+    assert eve["delta_items"] == 1 and eve["counts"]["delta"]["type"] == {"decision": 1}
+    assert stranger["delta_items"] == 0 and stranger["counts"]["delta"]["type"] == {}
+    assert client.get("/readyz").json()["delta_items"] == 3  # the service as a whole
+
+
+def test_every_get_endpoint_takes_the_caller_the_same_way(client: TestClient) -> None:
+    item_id = write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
+    as_headers = {"X-Loci-User": "dana", "X-Loci-Project": "atlas", "X-Loci-Session": "s1",
+                  "X-Loci-Org": "acme"}
+    for how in ({"params": DANA}, {"headers": as_headers}):
+        assert client.get(f"/v1/items/{item_id}", **how).json()["item"]["id"] == item_id
+        assert client.get("/v1/stats", **how).json()["delta_items"] == 1
+        assert client.get("/v1/conflicts", **how).status_code == 200
+    # The item is project-scoped: anyone in project atlas of org acme reads it, nobody else.
+    assert client.get(f"/v1/items/{item_id}", params={"project_id": "atlas", "org_id": "acme"}).status_code == 200
+    assert client.get(f"/v1/items/{item_id}", params=EVE).status_code == 404
