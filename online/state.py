@@ -53,7 +53,8 @@ log = logging.getLogger("loci.online")
 
 DEFAULT_CHECK_INTERVAL_MS = 250
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
-HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link"})
+HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
+                           "memory.palace.assign"})
 
 
 def embedding_text(item: MemoryItem) -> str:
@@ -73,7 +74,7 @@ def item_ids_touched(event: Event) -> list[str]:
     if event.kind == "memory.write":
         item = p.get("item") or {}
         return [item["id"]] if isinstance(item, dict) and item.get("id") else []
-    if event.kind == "memory.update" and p.get("item_id"):
+    if event.kind in ("memory.update", "memory.palace.assign") and p.get("item_id"):
         return [p["item_id"]]
     if event.kind == "memory.link":
         return [x for x in (p.get("src_id"), p.get("dst_id")) if isinstance(x, str)]

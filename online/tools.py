@@ -9,7 +9,7 @@ invisible id, 422 refused by the policy), which the HTTP layer turns into
 
 Every action is audited in the inbox: writes land as the events the pipeline consumes
 (`proposal` through `capture_turn`, `memory.write`, `memory.update`, `memory.link`,
-`memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
+`memory.palace.assign`, `memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
 refused by the policy stores nothing but an audit event carrying the verdict.
 
 Tenancy: every read is filtered by the caller's identity first; an item the caller cannot
@@ -26,6 +26,7 @@ import msgspec
 from msgspec import Meta
 
 from online.state import MemoryService, View
+from pipelines.palace import location_of, parse_path, slugify
 from pipelines.policy import pointer_for
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
@@ -45,6 +46,7 @@ from pipelines.records import (
     Provenance,
     Scope,
     Tier,
+    sha256_text,
     stable_id,
     utcnow,
 )
@@ -147,6 +149,13 @@ class PalaceGetArgs(Args):
     location: Annotated[str, Meta(min_length=1, max_length=1000)]
 
 
+class PalaceAssignArgs(Args):
+    """Put item `id` at `location`, "domain/room/shelf" (the card is always the item id)."""
+
+    id: ItemId
+    location: Annotated[str, Meta(min_length=1, max_length=400)]
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -157,6 +166,23 @@ def _decode(kind: type, args: Any, action: str):
         return msgspec.convert(args, kind)
     except msgspec.ValidationError as exc:
         raise ToolError(400, f"{action}: invalid args: {exc}") from None
+
+
+def _assignable_location(location: str) -> tuple[str, str, str]:
+    """(domain, room, shelf) of "domain/room/shelf", each part slugified like every palace
+    segment; 400 when the path is malformed or a part has nothing left to name."""
+    try:
+        parts = parse_path(location, max_depth=3)
+    except ValueError as exc:
+        raise ToolError(400, f"memory.palace.assign: {exc}") from None
+    if len(parts) != 3:
+        raise ToolError(400, "memory.palace.assign: location must be \"domain/room/shelf\" "
+                             "(the card is the item id)")
+    slugs = [slugify(part) for part in parts]
+    if not all(slugs):
+        raise ToolError(400, f"memory.palace.assign: location {location!r} has a part without "
+                             "letters or digits")
+    return slugs[0], slugs[1], slugs[2]
 
 
 def item_summary(item: MemoryItem) -> dict[str, Any]:
@@ -251,6 +277,7 @@ class ToolDispatcher:
             "memory.consolidate": self.consolidate,
             "memory.palace.list": self.palace_list,
             "memory.palace.get": self.palace_get,
+            "memory.palace.assign": self.palace_assign,
         }
 
     def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
@@ -360,6 +387,36 @@ class ToolDispatcher:
             payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at},
         )])[0]
         return {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+
+    def palace_assign(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """An edit like memory.update: the caller must see the item, the location's words are
+        governed by the policy (a refusal is audited, nothing stored), and the inbox event
+        carries who assigned what; consolidation then keeps the item there."""
+        args = _decode(PalaceAssignArgs, raw, "memory.palace.assign")
+        domain, room, shelf = _assignable_location(args.location)
+        current = self.service.get_item(args.id, who, view)
+        if current is None:
+            raise ToolError(404, f"no item {args.id!r}")
+        # Slugs join words with "-": the policy reads them as the words they are.
+        findings = self.service.policy.scan_text(" / ".join((domain, room, shelf)).replace("-", " "))
+        if findings:
+            verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
+                       "reasons": [f"location: {f.kind} ({f.rule_id})" for f in findings]}
+            self.service.audit(who, "memory.palace.assign", {"id": args.id, "location_sha256":
+                               sha256_text(args.location)}, [args.id], verdict=verdict, outcome="rejected")
+            raise ToolError(422, "memory.palace.assign rejected by the policy; nothing was stored",
+                            {"verdict": verdict})
+        at = utcnow()
+        previous = current.metadata.get("palace")
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.palace.assign", uuid.uuid4().hex),
+            kind="memory.palace.assign", identity=who, at=at,
+            payload={"item_id": args.id, "domain": domain, "room": room, "shelf": shelf,
+                     "previous": previous if isinstance(previous, str) else None, "at": at},
+        )])[0]
+        path = location_of(msgspec.structs.replace(current, metadata={
+            **current.metadata, "palace_pin": {"domain": domain, "room": room, "shelf": shelf}})).path
+        return {"item_id": args.id, "location": path, "seq": landed.seq}
 
     def link(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(LinkArgs, raw, "memory.link")

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 import msgspec
 
+from pipelines.palace import location_of
 from pipelines.records import (
     ITEM_TYPES,
     SCOPE_KINDS,
@@ -158,6 +159,17 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
+def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem:
+    """`item` pinned at the palace location a memory.palace.assign event names (who asked
+    and when are kept with the pin); the palace stage keeps it there."""
+    at = payload.get("at") or event.at
+    pin = {"domain": payload["domain"], "room": payload["room"], "shelf": payload["shelf"],
+           "by": event.identity.user_id, "at": at, "inbox_seq": event.seq}
+    pinned = msgspec.structs.replace(item, metadata={**item.metadata, "palace_pin": pin}, updated_at=at)
+    path = location_of(pinned).path
+    return msgspec.structs.replace(pinned, metadata={**pinned.metadata, "palace": path})
+
+
 @dataclass
 class Overlay:
     """Items created or changed by a run of events, keyed by id, plus side effects."""
@@ -238,6 +250,11 @@ def fold_events(
                 out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
             except (ValueError, msgspec.ValidationError):
                 continue  # the service validated it; a bad row is skipped, not fatal
+        elif ev.kind == "memory.palace.assign":
+            current = lookup(p["item_id"])
+            if current is None:
+                continue
+            out.items[current.id] = assign_palace(current, p, ev)
         elif ev.kind == "memory.link":
             src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
             out.links.append((src, dst, rel))
