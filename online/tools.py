@@ -26,7 +26,7 @@ import msgspec
 from msgspec import Meta
 
 from online.state import MemoryService, View
-from pipelines.palace import location_of, parse_path, slugify
+from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
@@ -227,36 +227,6 @@ def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
             out.append(PalaceLocation(it.id, raw["domain"], raw["room"], raw["shelf"],
                                       str(raw.get("card") or it.id)))
     return out
-
-
-def _palace_fns() -> tuple[Callable, Callable]:
-    try:
-        from pipelines.palace import palace_get, palace_list
-
-        return palace_list, palace_get
-    except ImportError:  # pragma: no cover - the pipeline module is the normal path
-        return _palace_list, _palace_get
-
-
-def _split(path: str) -> list[str]:
-    return [p for p in path.strip().split("/") if p]
-
-
-def _palace_list(locations: list[PalaceLocation], path: str) -> list[str]:
-    """Children one level below `path` ("" lists domains)."""
-    prefix = _split(path)
-    children = set()
-    for loc in locations:
-        parts = _split(loc.path)
-        if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
-            children.add(parts[len(prefix)])
-    return sorted(children)
-
-
-def _palace_get(locations: list[PalaceLocation], location: str) -> list[str]:
-    """Item ids at `location` or below it."""
-    prefix = _split(location)
-    return sorted(loc.item_id for loc in locations if _split(loc.path)[: len(prefix)] == prefix)
 
 
 # -- actions -------------------------------------------------------------------------------------
@@ -472,9 +442,8 @@ class ToolDispatcher:
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceListArgs, raw, "memory.palace.list")
-        list_fn, _ = _palace_fns()
         try:
-            children = list(list_fn(palace_locations(view.visible_items(who)), args.path))
+            children = list(palace_list(palace_locations(view.visible_items(who)), args.path))
         except ValueError as exc:
             raise ToolError(400, f"memory.palace.list: {exc}") from None
         self.service.audit(who, "memory.palace.list", msgspec.to_builtins(args))
@@ -482,10 +451,9 @@ class ToolDispatcher:
 
     def palace_get(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceGetArgs, raw, "memory.palace.get")
-        _, get_fn = _palace_fns()
         visible = {it.id: it for it in view.visible_items(who)}
         try:
-            found = get_fn(palace_locations(list(visible.values())), args.location)
+            found = palace_get(palace_locations(list(visible.values())), args.location)
         except ValueError as exc:
             raise ToolError(400, f"memory.palace.get: {exc}") from None
         ids = [i for i in found if i in visible]
