@@ -178,3 +178,39 @@ def test_palace_assign_has_the_rights_and_governance_of_an_edit(client: TestClie
         assert resp.status_code == 400, (bad, resp.text)
     history = client.get(f"/v1/items/{item_id}", params=DANA).json()["history"]
     assert [h["kind"] for h in history if h["kind"] == "memory.palace.assign"] == []
+
+
+# -- secrets ------------------------------------------------------------------------------------
+
+AWS_DOCS_KEY_ID = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example credentials
+AWS_DOCS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def test_a_documentation_example_key_is_never_stored_or_injected(client: TestClient) -> None:
+    said = client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": (
+        f"Here are the staging credentials so you have them later: AWS access key {AWS_DOCS_KEY_ID} "
+        f"with secret {AWS_DOCS_SECRET} (fake, from the AWS docs).")})
+    assert said.status_code == 201, said.text
+    assert said.json()["redactions"] == 2
+    answered = client.post("/v1/turns", json={"identity": DANA, "role": "assistant", "text": (
+        "I won't keep credentials in memory.\n<MEMORY_PROPOSALS_JSON>[{\"type\": \"fact\", \"title\": "
+        f"\"Staging AWS credentials\", \"content\": \"Staging AWS key {AWS_DOCS_KEY_ID}, secret "
+        f"{AWS_DOCS_SECRET}\", \"why_store\": \"user asked\"}}]</MEMORY_PROPOSALS_JSON>")}).json()
+    (verdict,) = answered["proposals"]
+    assert verdict["action"] == "reject" and "aws key" in " ".join(verdict["reasons"])
+    for mode in ("inject", "catalog"):
+        body = client.post("/v1/recall", json={"identity": DANA, "query": "staging AWS credentials secret key",
+                                               "mode": mode}).text
+        assert "staging credentials" in body  # the turn is recalled...
+        assert "AKIAIOSFODNN7" not in body and "wJalrXUtnFEMI" not in body and "EXAMPLEKEY" not in body
+    read = tool(client, "memory.search", {"query": "AWS access key staging credentials"}).text
+    assert "AKIAIOSFODNN7" not in read and "wJalrXUtnFEMI" not in read
+
+
+def test_a_refusal_names_the_kind_of_secret_and_no_character_of_it(client: TestClient) -> None:
+    resp = tool(client, "memory.write", {"item": {"title": "CI token", "why_store": "ci", "content":
+                                                  "CI uses ghp_R8x2Lq9ZpT4vW7nK3mB6cY1dF5gH0jA2sE9u, old ghp_12ab"}})
+    assert resp.status_code == 422
+    reasons = " ".join(resp.json()["detail"]["verdict"]["reasons"])
+    assert "github token" in reasons
+    assert "ghp_" not in reasons and "R8x2" not in reasons and "E9u" not in reasons and "12ab" not in reasons

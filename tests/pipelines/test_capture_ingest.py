@@ -62,6 +62,29 @@ def test_secret_in_user_turn_is_redacted_before_landing(inbox):
     assert event.payload["redactions"] >= 1
 
 
+def test_a_stored_turn_keeps_no_credential_not_even_a_documentation_example(inbox):
+    text = ("Staging credentials: AWS access key AKIAIOSFODNN7EXAMPLE with secret "
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY (fake, from the AWS docs).")
+    capture_turn(inbox, Policy(), DANA, "user", text, turn_id="t-aws")
+    (event,) = inbox.read_after(0)
+    stored = event.payload["text"]
+    assert "AKIAIOSFODNN7" not in stored and "wJalrXUtnFEMI" not in stored and "EXAMPLEKEY" not in stored
+    assert stored == ("Staging credentials: AWS access key [REDACTED] with secret [REDACTED] "
+                      "(fake, from the AWS docs).")
+    assert event.payload["redactions"] == 2
+
+
+@pytest.mark.parametrize("text", [
+    "We moved the staging cluster to eu-west-1 on Tuesday; see docs/runbooks/Staging2024/failover.md.",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful!",
+    "The build id is 4f9c2e1 and the image tag is api-server:2024.11.3-rc2.",
+])
+def test_ordinary_turns_are_stored_verbatim(inbox, text):
+    capture_turn(inbox, Policy(), DANA, "user", text, turn_id="t-plain")
+    (event,) = inbox.read_after(0)
+    assert event.payload["text"] == text and event.payload["redactions"] == 0
+
+
 def test_capture_rejects_bad_role(inbox):
     with pytest.raises(ValueError, match="role"):
         capture_turn(inbox, Policy(), DANA, "robot", "hi")
