@@ -97,7 +97,11 @@ def capture_turn(
     if default_scope not in SCOPE_KINDS:
         raise ValueError(f"default_scope must be one of {SCOPE_KINDS}")
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
-    at = at or utcnow()
+    # Two times: when the turn was said (`at`, kept in the payload and on its items, for
+    # temporal questions) and when Loci learned it (the events' own time, which aging
+    # counts from): an imported history is months old when it is said, new when learned.
+    learned_at = utcnow()
+    at = at or learned_at
     do_parse = (role == "assistant") if parse is None else parse
     parsed = (
         parse_assistant_output(text, tool_calls)
@@ -111,7 +115,7 @@ def capture_turn(
         event_id=stable_id("evt", "turn", turn_id),
         kind="turn",
         identity=identity,
-        at=at,
+        at=learned_at,
         payload={
             "turn_id": turn_id,
             "role": role,
@@ -170,7 +174,7 @@ def capture_turn(
                 "content_sha256": sha256_text(proposal.content),
             }
         events.append(
-            Event(event_id=event_id, kind="proposal", identity=identity, at=at, payload=payload)
+            Event(event_id=event_id, kind="proposal", identity=identity, at=learned_at, payload=payload)
         )
         pending.append((form, proposal, verdict, event_id))
 

@@ -29,6 +29,10 @@ from pipelines.records import (
 )
 
 DEFAULT_ACCEPTED_CONFIDENCE = 0.8
+# metadata key: when Loci learned an item (the inbox event's time), which can be long after
+# `created_at`, the time the turn it came from was said (an imported history). Aging counts
+# from here.
+LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
 PATCHABLE_FIELDS = frozenset(
     {
@@ -85,7 +89,7 @@ def item_from_turn(event: Event) -> MemoryItem:
         created_at=at,
         updated_at=at,
         metadata={"role": p.get("role", "user"), "session_id": event.identity.session_id,
-                  "inbox_seq": event.seq},
+                  "inbox_seq": event.seq, LEARNED_AT: event.at},
     )
 
 
@@ -143,6 +147,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             "why_store": proposal.why_store,
             "requested_tier": proposal.tier,
             "inbox_seq": event.seq,
+            LEARNED_AT: event.at,
         },
     )
 
@@ -240,7 +245,8 @@ def fold_events(
             if verdict.action == "quarantine":
                 item = msgspec.structs.replace(item, tier="stm", validation="unverified",
                                                expires_at=verdict.expires_at)
-            out.items[item.id] = item
+            # An imported item keeps its dates; this store learned it now.
+            out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
         elif ev.kind == "memory.update":
             current = lookup(p["item_id"])
             verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)

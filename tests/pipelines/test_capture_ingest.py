@@ -85,6 +85,21 @@ def test_ordinary_turns_are_stored_verbatim(inbox, text):
     assert event.payload["text"] == text and event.payload["redactions"] == 0
 
 
+def test_an_old_turn_keeps_its_date_and_records_when_loci_learned_it(inbox):
+    said = "2025-01-15T09:00:00+00:00"
+    text = ('Noted.<MEMORY_PROPOSALS_JSON>[{"type": "decision", "title": "Fence", "content": '
+            '"Hydrangeas go along the north fence.", "why_store": "plan"}]</MEMORY_PROPOSALS_JSON>')
+    capture_turn(inbox, Policy(), DANA, "assistant", text, turn_id="t-old", at=said)
+    events = inbox.read_after(0)
+    items = fold_events(events).items
+    assert len(items) == 2  # the turn and its proposal
+    for event in events:
+        assert event.payload["at"] == said and event.at > said  # said then, learned now
+    for item in items.values():
+        assert item.created_at == said  # kept for temporal questions ("when did we decide?")
+        assert item.metadata["learned_at"] == events[0].at
+
+
 def test_capture_rejects_bad_role(inbox):
     with pytest.raises(ValueError, match="role"):
         capture_turn(inbox, Policy(), DANA, "robot", "hi")
