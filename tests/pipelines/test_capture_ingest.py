@@ -132,6 +132,25 @@ def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
     assert [b.split(":")[0] for b in report["bad_rows"]] == ["line 2", "line 3", "line 4"]
 
 
+def test_ingest_refuses_blank_text_bad_times_and_empty_ids_naming_the_line(inbox, tmp_path):
+    path = tmp_path / "chats.jsonl"
+    path.write_text(
+        '{"role": "user", "text": "fine", "at": "2026-03-02T10:00:00+00:00"}\n'
+        '{"role": "user", "text": "   "}\n'
+        '{"role": "user", "text": "when?", "at": "last Tuesday"}\n'
+        '{"role": "user", "text": "who?", "org_id": ""}\n'
+        '{"role": "user", "text": "also fine", "at": "2026-03-02"}\n'
+    )
+    report = ingest_chat_jsonl(path, inbox, Policy()).as_dict()
+    assert report["turns"] == 2
+    assert report["bad_rows"] == [
+        "line 2: text is blank",
+        "line 3: at 'last Tuesday' is not an ISO-8601 time (e.g. 2026-03-02T10:00:00+00:00)",
+        "line 4: org_id is empty (leave it out to mean 'default')",
+    ]
+    assert [e.payload["text"] for e in inbox.read_after(0)] == ["fine", "also fine"]
+
+
 def _locomo_file(tmp_path):
     data = [{
         "sample_id": "conv-x",
