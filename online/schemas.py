@@ -35,7 +35,7 @@ IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S",
                              description="A non-empty id; leave the field out to mean \"default\".")]
 
 
-class CheckedIdentity(Identity, frozen=True, forbid_unknown_fields=True):
+class CallerIdentity(Identity, frozen=True, forbid_unknown_fields=True):
     """The `identity` of a request body: `Identity` with every part a non-empty id."""
 
     user_id: IdPart = "default"
@@ -44,7 +44,7 @@ class CheckedIdentity(Identity, frozen=True, forbid_unknown_fields=True):
     org_id: IdPart = "default"
 
 
-CallerIdentity = Annotated[CheckedIdentity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
+IdentityField = Annotated[CallerIdentity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -57,7 +57,7 @@ class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         # Handlers and everything below them deal in plain `Identity` values (equality and
         # caches compare types), the checked subclass only guards the door.
         who = getattr(self, "identity", None)
-        if isinstance(who, CheckedIdentity):
+        if isinstance(who, CallerIdentity):
             self.identity = Identity(user_id=who.user_id, project_id=who.project_id,
                                      session_id=who.session_id, org_id=who.org_id)
 
@@ -69,7 +69,7 @@ class TurnRequest(Request):
     """Capture one chat turn. Assistant turns are parsed for memory proposals (tool call,
     `<MEMORY_PROPOSALS_JSON>` block, narrated `memory_save(...)`), each governed by the policy."""
 
-    identity: CallerIdentity
+    identity: IdentityField
     role: Literal["user", "assistant"]
     text: Text
     tool_calls: Annotated[list[dict[str, Any]], Meta(max_length=50)] | None = None
@@ -103,7 +103,7 @@ class TurnResponse(msgspec.Struct, kw_only=True):
 
 
 class RecallRequest(Request):
-    identity: CallerIdentity
+    identity: IdentityField
     query: Query
     mode: RecallMode | None = None
     k: K | None = None
@@ -161,7 +161,7 @@ class ToolRequest(Request):
 
     action: Annotated[str, Meta(min_length=1, max_length=64,
                                 extra_json_schema={"extra": {"enum": list(TOOL_ACTIONS)}})]
-    identity: CallerIdentity
+    identity: IdentityField
     args: dict[str, Any] = {}
 
 
