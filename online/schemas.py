@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from pipelines.records import Identity, ItemType, Tier
+from pipelines.records import Identity, ItemType, ScopeKind, Tier
 
 # Bounds shared by several bodies. Body size as a whole is capped by settings.max_body_bytes.
 Text = Annotated[str, Meta(min_length=1, max_length=200_000, description="Turn text (non-empty).")]
@@ -22,7 +22,6 @@ ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-
 TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
 RecallMode = Literal["inject", "catalog", "hybrid"]
-ScopeKind = Literal["session", "project", "user", "org"]
 
 # Request bodies reject unknown fields, but Litestar does not derive `additionalProperties:
 # false` from `forbid_unknown_fields`; this says it in the OpenAPI schema (Litestar applies

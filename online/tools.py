@@ -45,13 +45,13 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Scope,
+    ScopeKind,
     Tier,
     sha256_text,
     stable_id,
     utcnow,
 )
 
-ScopeKind = Literal["session", "project", "user", "org"]
 # What a caller may write: every item type except `message` (a verbatim chat record is only
 # ever made from a captured turn, never forged through the API).
 WritableType = Literal[

@@ -20,7 +20,7 @@ import msgspec
 
 from pipelines.capture import capture_turn
 from pipelines.inbox import Inbox
-from pipelines.records import Event, Identity, MemoryItem, ProposedItem, parse_time, stable_id
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
 class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,7 +37,7 @@ class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
     turn_ref: str | None = None
     speaker: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
-    scope: Literal["session", "project", "user", "org"] = "project"
+    scope: ScopeKind = "project"
 
 
 @dataclass
