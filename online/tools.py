@@ -329,9 +329,15 @@ class ToolDispatcher:
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
                                  f"patchable: {sorted(PATCHABLE_FIELDS)}")
+        if args.patch.get("type") == "message":
+            raise ToolError(400, "memory.update: an item cannot become a message (a verbatim chat "
+                                 "record comes only from a captured turn)")
         current = self.service.get_item(args.id, who, view)
         if current is None:
             raise ToolError(404, f"no item {args.id!r}")
+        if current.type == "message":
+            raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
+                                 "and is not edited; write a new memory instead")
         at = utcnow()
         try:
             updated = apply_patch(current, args.patch, at)

@@ -214,3 +214,18 @@ def test_a_refusal_names_the_kind_of_secret_and_no_character_of_it(client: TestC
     reasons = " ".join(resp.json()["detail"]["verdict"]["reasons"])
     assert "github token" in reasons
     assert "ghp_" not in reasons and "R8x2" not in reasons and "E9u" not in reasons and "12ab" not in reasons
+
+
+# -- what was said stays what was said ------------------------------------------------------------
+
+
+def test_a_captured_turn_cannot_be_edited_and_no_item_can_become_one(client: TestClient) -> None:
+    client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": "The tile budget is 40 ms."})
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "tile budget", "mode": "catalog"}).json()
+    message_id = next(h["id"] for h in hits["hits"] if h["type"] == "message")
+    edited = tool(client, "memory.update", {"id": message_id, "patch": {"content": "The tile budget is 90 ms."}})
+    assert edited.status_code == 400 and "verbatim record" in edited.json()["error"]
+    item_id = write(client, "Tile budget", "The tile budget is 40 ms.")
+    forged = tool(client, "memory.update", {"id": item_id, "patch": {"type": "message"}})
+    assert forged.status_code == 400 and "cannot become a message" in forged.json()["error"]
+    assert client.get(f"/v1/items/{item_id}", params=DANA).json()["item"]["type"] == "decision"
