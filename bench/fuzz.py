@@ -93,7 +93,7 @@ def tool_args_types() -> dict[str, type]:
         "memory.search": tools.SearchArgs, "memory.read": tools.ReadArgs,
         "memory.update": tools.UpdateArgs, "memory.link": tools.LinkArgs,
         "memory.consolidate": tools.ConsolidateArgs, "memory.palace.list": tools.PalaceListArgs,
-        "memory.palace.get": tools.PalaceGetArgs,
+        "memory.palace.get": tools.PalaceGetArgs, "memory.palace.assign": tools.PalaceAssignArgs,
     }
 
 
@@ -109,7 +109,7 @@ def refine_tool_bodies(raw: dict[str, Any]) -> dict[str, Any]:
                                                       ref_template="#/components/schemas/ToolArgs.{name}")
     schemas = doc.setdefault("components", {}).setdefault("schemas", {})
     schemas.update({f"ToolArgs.{name}": comp for name, comp in components.items()})
-    identity = {"$ref": "#/components/schemas/Identity"}
+    identity = schemas["ToolRequest"]["properties"]["identity"]  # the caller identity's own schema
     bodies = [{"type": "object", "additionalProperties": False, "required": ["action", "identity", "args"],
                "properties": {"action": {"const": action}, "identity": identity, "args": ref}}
               for action, ref in zip(types, refs)]

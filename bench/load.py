@@ -198,7 +198,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         elapsed = time.monotonic() - t0
         stop.set()
         sampler.join(5)
-        stats = httpx.get(f"{service.url}/v1/stats", timeout=30).json()
+        stats = httpx.get(f"{service.url}/readyz", timeout=30).json()  # service-wide counts
         alive = service.proc is not None and service.proc.poll() is None
     finally:
         stop.set()

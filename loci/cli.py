@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -38,6 +39,48 @@ def _settings(data_dir: Optional[str] = None, **overrides):
 def _fail(message: str, code: int = 1) -> None:
     err.print(f"[red]error:[/red] {message}")
     raise typer.Exit(code)
+
+
+def _warehouse_busy(settings) -> bool:
+    """True while a consolidation run holds the warehouse (its cross-process lock)."""
+    import filelock
+
+    from pipelines.consolidate.lock import lock_path
+
+    if not settings.warehouse_path.exists():
+        return False
+    lock = filelock.FileLock(lock_path(settings.warehouse_path), thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except filelock.Timeout:
+        return True
+    lock.release()
+    return False
+
+
+def _note(message: str) -> None:
+    err.print(f"[yellow]note:[/yellow] {message}", soft_wrap=True)
+
+
+def _note_busy() -> None:
+    _note("a consolidation is running (it holds the warehouse): answering from the published "
+          "snapshot and the inbox")
+
+
+def _served_items(settings) -> list:
+    """Active items as the service serves them: the newest good snapshot, then the inbox
+    events after its watermark folded over it (what a read can see without the warehouse)."""
+    from pipelines.inbox import Inbox
+    from pipelines.materialize import fold_events
+    from pipelines.snapshot import load_latest_good
+
+    snapshot, _problems = load_latest_good(settings.snapshots_path)
+    items = {it.id: it for it in (snapshot.items if snapshot else [])}
+    if settings.inbox_path.exists():
+        with Inbox(settings.inbox_path) as inbox:
+            pending = inbox.read_after(snapshot.manifest.watermark if snapshot else 0)
+        items.update(fold_events(pending, base=items.get).items)
+    return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 
 def _print_report(report: dict) -> None:
@@ -74,6 +117,8 @@ def ingest(
         except ValueError as exc:
             _fail(str(exc))
     _print_report(report.as_dict())
+    if report.bad_rows:
+        _fail(f"{len(report.bad_rows)} line(s) skipped (listed above); every other line was ingested")
 
 
 @app.command("import")
@@ -132,6 +177,8 @@ def search(
     if not query.strip():
         _fail("empty query", 2)
     settings = _settings(data_dir)
+    if _warehouse_busy(settings):
+        _note_busy()
     with MemoryService(settings) as service:
         result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
     _print_recall(result, mode)
@@ -169,7 +216,47 @@ def stats(data_dir: Optional[str] = DATA_OPT) -> None:
     """Counts per tier/type, the inbox, the published snapshot."""
     from pipelines.inspect import collect_stats
 
-    console.print_json(json.dumps(collect_stats(_settings(data_dir)), default=str))
+    settings = _settings(data_dir)
+    out = collect_stats(settings)
+    if settings.warehouse_path.exists() and not isinstance(out.get("warehouse"), dict):
+        _note_busy()
+        items = _served_items(settings)
+        by_tier_type = Counter(f"{it.tier}/{it.type}" for it in items)
+        out["warehouse"] = None
+        out["served"] = {"active_items": len(items), "by_tier_type": dict(sorted(by_tier_type.items()))}
+    console.print_json(json.dumps(out, default=str))
+
+
+@app.command("list")
+def list_items(
+    tier: Optional[str] = typer.Option(None, "--tier", help="stm | mtm | ltm (default: every tier)."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Active items per tier (raw chat messages left out), from the warehouse."""
+    from pipelines.inspect import tier_listing
+    from pipelines.records import TIERS
+    from pipelines.warehouse import WarehouseError
+
+    if tier is not None and tier not in TIERS:
+        _fail(f"unknown tier {tier!r}; use one of {', '.join(TIERS)}", 2)
+    settings = _settings(data_dir)
+    try:
+        listing = tier_listing(settings)
+    except WarehouseError:
+        if settings.warehouse_path.exists():
+            _note_busy()
+        else:
+            _note("nothing consolidated yet: listing from the inbox")
+        listing = tier_listing(settings, _served_items(settings))
+    for name, rows in listing.items():
+        if tier is not None and name != tier:
+            continue
+        table = Table(title=f"{name.upper()} ({len(rows)})")
+        for col in ("type", "title", "owner", "id"):
+            table.add_column(col)
+        for row in rows:
+            table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
+        console.print(table)
 
 
 @app.command()
@@ -358,15 +445,7 @@ def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     console.rule("2. consolidate (Dagster job, in-process)")
     consolidate(data_dir=settings.data_dir)
     console.rule("3. what is in each tier")
-    from pipelines.inspect import tier_listing
-
-    for tier, rows in tier_listing(settings).items():
-        table = Table(title=f"{tier.upper()} ({len(rows)})")
-        for col in ("type", "title", "owner", "id"):
-            table.add_column(col)
-        for row in rows:
-            table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
-        console.print(table)
+    list_items(tier=None, data_dir=settings.data_dir)
     console.rule("4. recall: what do we know about the tile latency budget? (user dana, project atlas)")
     search(query="what do we know about the tile latency budget?", user="dana", project="atlas",
            session="s4", org="default", k=5, mode="hybrid", data_dir=settings.data_dir)

@@ -28,6 +28,7 @@ from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 
 from online.controllers import CONTROLLERS
+from online.controllers.deps import strict_body
 from online.schemas import ErrorResponse
 from online.state import DEFAULT_CHECK_INTERVAL_MS, MemoryService
 from online.tools import ToolError
@@ -97,6 +98,7 @@ def create_app(
 
     return Litestar(
         route_handlers=CONTROLLERS,
+        before_request=strict_body,
         lifespan=[lifespan],
         state=State({"service": None, "internal_errors": 0, "settings": settings}),
         request_max_body_size=settings.max_body_bytes,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from pipelines.records import Identity, ItemType, Tier
+from pipelines.records import Identity, ItemType, ScopeKind, Tier
 
 # Bounds shared by several bodies. Body size as a whole is capped by settings.max_body_bytes.
 Text = Annotated[str, Meta(min_length=1, max_length=200_000, description="Turn text (non-empty).")]
@@ -22,18 +22,43 @@ ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-
 TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
 RecallMode = Literal["inject", "catalog", "hybrid"]
-ScopeKind = Literal["session", "project", "user", "org"]
 
 # Request bodies reject unknown fields, but Litestar does not derive `additionalProperties:
 # false` from `forbid_unknown_fields`; this says it in the OpenAPI schema (Litestar applies
 # the `extra` of msgspec's extra_json_schema to the generated schema). Controllers put
 # CLOSED_OBJECT on their `data` bodies (`Body(schema_extra=CLOSED_OBJECT)`).
 CLOSED_OBJECT = {"additional_properties": False}
-CallerIdentity = Annotated[Identity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
+
+# One part of a caller identity: an empty or blank id would be a tenant of its own.
+IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S",
+                             description="A non-empty id; leave the field out to mean \"default\".")]
+
+
+class CallerIdentity(Identity, frozen=True, forbid_unknown_fields=True):
+    """The `identity` of a request body: `Identity` with every part a non-empty id."""
+
+    user_id: IdPart = "default"
+    project_id: IdPart = "default"
+    session_id: IdPart = "default"
+    org_id: IdPart = "default"
+
+
+IdentityField = Annotated[CallerIdentity, Meta(extra_json_schema={"extra": CLOSED_OBJECT})]
 
 
 class Request(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Base of every request body: unknown fields are an error, not silently dropped."""
+    """Base of every request body: unknown fields are an error, not silently dropped, and
+    values are never coerced (`"trace": "0"` is not a boolean, `"k": "5"` not a number:
+    `online.controllers.deps.strict_body` decodes every body strictly before Litestar's
+    own, lenient, conversion runs)."""
+
+    def __post_init__(self) -> None:
+        # Handlers and everything below them deal in plain `Identity` values (equality and
+        # caches compare types), the checked subclass only guards the door.
+        who = getattr(self, "identity", None)
+        if isinstance(who, CallerIdentity):
+            self.identity = Identity(user_id=who.user_id, project_id=who.project_id,
+                                     session_id=who.session_id, org_id=who.org_id)
 
 
 # -- turns ----------------------------------------------------------------------------------
@@ -43,7 +68,7 @@ class TurnRequest(Request):
     """Capture one chat turn. Assistant turns are parsed for memory proposals (tool call,
     `<MEMORY_PROPOSALS_JSON>` block, narrated `memory_save(...)`), each governed by the policy."""
 
-    identity: CallerIdentity
+    identity: IdentityField
     role: Literal["user", "assistant"]
     text: Text
     tool_calls: Annotated[list[dict[str, Any]], Meta(max_length=50)] | None = None
@@ -77,7 +102,7 @@ class TurnResponse(msgspec.Struct, kw_only=True):
 
 
 class RecallRequest(Request):
-    identity: CallerIdentity
+    identity: IdentityField
     query: Query
     mode: RecallMode | None = None
     k: K | None = None
@@ -125,6 +150,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
+    "memory.palace.assign",
 )
 
 
@@ -134,7 +160,7 @@ class ToolRequest(Request):
 
     action: Annotated[str, Meta(min_length=1, max_length=64,
                                 extra_json_schema={"extra": {"enum": list(TOOL_ACTIONS)}})]
-    identity: CallerIdentity
+    identity: IdentityField
     args: dict[str, Any] = {}
 
 
@@ -177,7 +203,8 @@ class HealthResponse(msgspec.Struct, kw_only=True):
 
 
 class StateReport(msgspec.Struct, kw_only=True):
-    """What the service is serving: used by /readyz, /v1/stats and /v1/admin/reload."""
+    """What the service is serving: used by /readyz, /v1/stats and /v1/admin/reload. In
+    /v1/stats the item numbers and `counts` cover only what the caller may see."""
 
     ready: bool
     embedder: str

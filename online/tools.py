@@ -9,7 +9,7 @@ invisible id, 422 refused by the policy), which the HTTP layer turns into
 
 Every action is audited in the inbox: writes land as the events the pipeline consumes
 (`proposal` through `capture_turn`, `memory.write`, `memory.update`, `memory.link`,
-`memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
+`memory.palace.assign`, `memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
 refused by the policy stores nothing but an audit event carrying the verdict.
 
 Tenancy: every read is filtered by the caller's identity first; an item the caller cannot
@@ -26,6 +26,7 @@ import msgspec
 from msgspec import Meta
 
 from online.state import MemoryService, View
+from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
@@ -44,12 +45,13 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Scope,
+    ScopeKind,
     Tier,
+    sha256_text,
     stable_id,
     utcnow,
 )
 
-ScopeKind = Literal["session", "project", "user", "org"]
 # What a caller may write: every item type except `message` (a verbatim chat record is only
 # ever made from a captured turn, never forged through the API).
 WritableType = Literal[
@@ -147,6 +149,13 @@ class PalaceGetArgs(Args):
     location: Annotated[str, Meta(min_length=1, max_length=1000)]
 
 
+class PalaceAssignArgs(Args):
+    """Put item `id` at `location`, "domain/room/shelf" (the card is always the item id)."""
+
+    id: ItemId
+    location: Annotated[str, Meta(min_length=1, max_length=400)]
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -157,6 +166,23 @@ def _decode(kind: type, args: Any, action: str):
         return msgspec.convert(args, kind)
     except msgspec.ValidationError as exc:
         raise ToolError(400, f"{action}: invalid args: {exc}") from None
+
+
+def _assignable_location(location: str) -> tuple[str, str, str]:
+    """(domain, room, shelf) of "domain/room/shelf", each part slugified like every palace
+    segment; 400 when the path is malformed or a part has nothing left to name."""
+    try:
+        parts = parse_path(location, max_depth=3)
+    except ValueError as exc:
+        raise ToolError(400, f"memory.palace.assign: {exc}") from None
+    if len(parts) != 3:
+        raise ToolError(400, "memory.palace.assign: location must be \"domain/room/shelf\" "
+                             "(the card is the item id)")
+    slugs = [slugify(part) for part in parts]
+    if not all(slugs):
+        raise ToolError(400, f"memory.palace.assign: location {location!r} has a part without "
+                             "letters or digits")
+    return slugs[0], slugs[1], slugs[2]
 
 
 def item_summary(item: MemoryItem) -> dict[str, Any]:
@@ -203,36 +229,6 @@ def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
     return out
 
 
-def _palace_fns() -> tuple[Callable, Callable]:
-    try:
-        from pipelines.palace import palace_get, palace_list
-
-        return palace_list, palace_get
-    except ImportError:  # pragma: no cover - the pipeline module is the normal path
-        return _palace_list, _palace_get
-
-
-def _split(path: str) -> list[str]:
-    return [p for p in path.strip().split("/") if p]
-
-
-def _palace_list(locations: list[PalaceLocation], path: str) -> list[str]:
-    """Children one level below `path` ("" lists domains)."""
-    prefix = _split(path)
-    children = set()
-    for loc in locations:
-        parts = _split(loc.path)
-        if parts[: len(prefix)] == prefix and len(parts) > len(prefix):
-            children.add(parts[len(prefix)])
-    return sorted(children)
-
-
-def _palace_get(locations: list[PalaceLocation], location: str) -> list[str]:
-    """Item ids at `location` or below it."""
-    prefix = _split(location)
-    return sorted(loc.item_id for loc in locations if _split(loc.path)[: len(prefix)] == prefix)
-
-
 # -- actions -------------------------------------------------------------------------------------
 
 
@@ -251,6 +247,7 @@ class ToolDispatcher:
             "memory.consolidate": self.consolidate,
             "memory.palace.list": self.palace_list,
             "memory.palace.get": self.palace_get,
+            "memory.palace.assign": self.palace_assign,
         }
 
     def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
@@ -332,9 +329,15 @@ class ToolDispatcher:
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
                                  f"patchable: {sorted(PATCHABLE_FIELDS)}")
+        if args.patch.get("type") == "message":
+            raise ToolError(400, "memory.update: an item cannot become a message (a verbatim chat "
+                                 "record comes only from a captured turn)")
         current = self.service.get_item(args.id, who, view)
         if current is None:
             raise ToolError(404, f"no item {args.id!r}")
+        if current.type == "message":
+            raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
+                                 "and is not edited; write a new memory instead")
         at = utcnow()
         try:
             updated = apply_patch(current, args.patch, at)
@@ -360,6 +363,36 @@ class ToolDispatcher:
             payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at},
         )])[0]
         return {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+
+    def palace_assign(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """An edit like memory.update: the caller must see the item, the location's words are
+        governed by the policy (a refusal is audited, nothing stored), and the inbox event
+        carries who assigned what; consolidation then keeps the item there."""
+        args = _decode(PalaceAssignArgs, raw, "memory.palace.assign")
+        domain, room, shelf = _assignable_location(args.location)
+        current = self.service.get_item(args.id, who, view)
+        if current is None:
+            raise ToolError(404, f"no item {args.id!r}")
+        # Slugs join words with "-": the policy reads them as the words they are.
+        findings = self.service.policy.scan_text(" / ".join((domain, room, shelf)).replace("-", " "))
+        if findings:
+            verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
+                       "reasons": [f"location: {f.kind} ({f.rule_id})" for f in findings]}
+            self.service.audit(who, "memory.palace.assign", {"id": args.id, "location_sha256":
+                               sha256_text(args.location)}, [args.id], verdict=verdict, outcome="rejected")
+            raise ToolError(422, "memory.palace.assign rejected by the policy; nothing was stored",
+                            {"verdict": verdict})
+        at = utcnow()
+        previous = current.metadata.get("palace")
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.palace.assign", uuid.uuid4().hex),
+            kind="memory.palace.assign", identity=who, at=at,
+            payload={"item_id": args.id, "domain": domain, "room": room, "shelf": shelf,
+                     "previous": previous if isinstance(previous, str) else None, "at": at},
+        )])[0]
+        path = location_of(msgspec.structs.replace(current, metadata={
+            **current.metadata, "palace_pin": {"domain": domain, "room": room, "shelf": shelf}})).path
+        return {"item_id": args.id, "location": path, "seq": landed.seq}
 
     def link(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(LinkArgs, raw, "memory.link")
@@ -415,9 +448,8 @@ class ToolDispatcher:
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceListArgs, raw, "memory.palace.list")
-        list_fn, _ = _palace_fns()
         try:
-            children = list(list_fn(palace_locations(view.visible_items(who)), args.path))
+            children = list(palace_list(palace_locations(view.visible_items(who)), args.path))
         except ValueError as exc:
             raise ToolError(400, f"memory.palace.list: {exc}") from None
         self.service.audit(who, "memory.palace.list", msgspec.to_builtins(args))
@@ -425,10 +457,9 @@ class ToolDispatcher:
 
     def palace_get(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceGetArgs, raw, "memory.palace.get")
-        _, get_fn = _palace_fns()
         visible = {it.id: it for it in view.visible_items(who)}
         try:
-            found = get_fn(palace_locations(list(visible.values())), args.location)
+            found = palace_get(palace_locations(list(visible.values())), args.location)
         except ValueError as exc:
             raise ToolError(400, f"memory.palace.get: {exc}") from None
         ids = [i for i in found if i in visible]

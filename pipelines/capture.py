@@ -14,6 +14,7 @@ import msgspec
 
 from pipelines.inbox import Inbox
 from pipelines.materialize import SCOPE_KINDS, proposal_item_id
+from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.records import (
     Event,
@@ -52,23 +53,16 @@ class CaptureResult(msgspec.Struct):
     redactions: int
 
 
-def redact_secrets(policy: Any, text: str) -> tuple[str, int]:
-    """Mask secrets the policy finds in a raw turn: the turn is kept as an episodic record,
-    a credential in it never is. Findings with spans are masked in place; a finding without
-    a span masks the whole text (better lose a turn's words than keep a key)."""
-    findings = [f for f in policy.scan_text(text) if getattr(f, "kind", "") == "secret"]
-    if not findings:
+def redact_secrets(text: str) -> tuple[str, int]:
+    """Mask credentials in a raw turn: the turn is kept as an episodic record, a credential
+    in it never is, not even a documentation example key (what a stored turn must not keep
+    is wider than what the policy refuses in a proposal: `find_secrets_to_mask`)."""
+    spans = [(h.start, h.end) for h in find_secrets_to_mask(text)]
+    if not spans:
         return text, 0
-    spans = []
-    for f in findings:
-        start, end = getattr(f, "start", None), getattr(f, "end", None)
-        if start is None or end is None:
-            return f"{REDACTED} (a secret was removed from this turn)", len(findings)
-        spans.append((int(start), int(end)))
     out, cursor = [], 0
     for start, end in sorted(spans):
-        if start < cursor:
-            start = cursor
+        start = max(start, cursor)
         if end <= start:
             continue
         out.append(text[cursor:start])
@@ -103,7 +97,11 @@ def capture_turn(
     if default_scope not in SCOPE_KINDS:
         raise ValueError(f"default_scope must be one of {SCOPE_KINDS}")
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
-    at = at or utcnow()
+    # Two times: when the turn was said (`at`, kept in the payload and on its items, for
+    # temporal questions) and when Loci learned it (the events' own time, which aging
+    # counts from): an imported history is months old when it is said, new when learned.
+    learned_at = utcnow()
+    at = at or learned_at
     do_parse = (role == "assistant") if parse is None else parse
     parsed = (
         parse_assistant_output(text, tool_calls)
@@ -111,13 +109,13 @@ def capture_turn(
         else None
     )
     visible = parsed.visible_text if parsed else text
-    stored_text, redactions = redact_secrets(policy, visible)
+    stored_text, redactions = redact_secrets(visible)
 
     turn_event = Event(
         event_id=stable_id("evt", "turn", turn_id),
         kind="turn",
         identity=identity,
-        at=at,
+        at=learned_at,
         payload={
             "turn_id": turn_id,
             "role": role,
@@ -176,7 +174,7 @@ def capture_turn(
                 "content_sha256": sha256_text(proposal.content),
             }
         events.append(
-            Event(event_id=event_id, kind="proposal", identity=identity, at=at, payload=payload)
+            Event(event_id=event_id, kind="proposal", identity=identity, at=learned_at, payload=payload)
         )
         pending.append((form, proposal, verdict, event_id))
 

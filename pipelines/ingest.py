@@ -20,7 +20,7 @@ import msgspec
 
 from pipelines.capture import capture_turn
 from pipelines.inbox import Inbox
-from pipelines.records import Event, Identity, MemoryItem, ProposedItem, stable_id
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
 class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -37,7 +37,7 @@ class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
     turn_ref: str | None = None
     speaker: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
-    scope: Literal["session", "project", "user", "org"] = "project"
+    scope: ScopeKind = "project"
 
 
 @dataclass
@@ -76,6 +76,19 @@ def _error_text(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _row_problem(row: ChatRow) -> str | None:
+    """Why a well-formed row still cannot be a turn: nothing said, a time that is not a
+    time, or an empty identity part (which would be a tenant of its own)."""
+    if not row.text.strip():
+        return "text is blank"
+    if row.at is not None and parse_time(row.at) is None:
+        return f"at {row.at!r} is not an ISO-8601 time (e.g. 2026-03-02T10:00:00+00:00)"
+    for name in ("user_id", "project_id", "session_id", "org_id"):
+        if not getattr(row, name).strip():
+            return f"{name} is empty (leave it out to mean 'default')"
+    return None
+
+
 def ingest_chat_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestReport:
     path = Path(path)
     report = IngestReport()
@@ -87,7 +100,11 @@ def ingest_chat_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestRepo
             report.bad_rows.append(f"line {number}: {_error_text(exc)}")
             continue
         who = Identity(row.user_id, row.project_id, row.session_id, row.org_id)
-        ordinal[who] += 1
+        ordinal[who] += 1  # counted for a refused row too: fixing it keeps the others' ids
+        problem = _row_problem(row)
+        if problem:
+            report.bad_rows.append(f"line {number}: {problem}")
+            continue
         turn_id = row.turn_id or stable_id(
             "turn", who.org_id, who.user_id, who.project_id, who.session_id, ordinal[who], row.role, row.text
         )

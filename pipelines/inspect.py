@@ -119,10 +119,11 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
     return n
 
 
-def tier_listing(settings: Settings) -> dict[str, list[dict[str, str]]]:
-    """Active items per tier (raw chat `message` records left out: they are many)."""
+def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> dict[str, list[dict[str, str]]]:
+    """Active items per tier (raw chat `message` records left out: they are many), of the
+    warehouse, or of `items` when given (what the service serves, while a run holds it)."""
     listing: dict[str, list[dict[str, str]]] = {"ltm": [], "mtm": [], "stm": []}
-    for item in _items(settings, include_inactive=False):
+    for item in _items(settings, include_inactive=False) if items is None else items:
         if item.type == "message":
             continue
         owner = f"{item.scope.kind}:{item.scope.user_id if item.scope.kind in ('user', 'session') else item.scope.project_id}"

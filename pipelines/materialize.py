@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterable, Protocol
 
 import msgspec
 
+from pipelines.palace import location_of
 from pipelines.records import (
     ITEM_TYPES,
     SCOPE_KINDS,
@@ -28,6 +29,10 @@ from pipelines.records import (
 )
 
 DEFAULT_ACCEPTED_CONFIDENCE = 0.8
+# metadata key: when Loci learned an item (the inbox event's time), which can be long after
+# `created_at`, the time the turn it came from was said (an imported history). Aging counts
+# from here.
+LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
 PATCHABLE_FIELDS = frozenset(
     {
@@ -84,7 +89,7 @@ def item_from_turn(event: Event) -> MemoryItem:
         created_at=at,
         updated_at=at,
         metadata={"role": p.get("role", "user"), "session_id": event.identity.session_id,
-                  "inbox_seq": event.seq},
+                  "inbox_seq": event.seq, LEARNED_AT: event.at},
     )
 
 
@@ -142,6 +147,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             "why_store": proposal.why_store,
             "requested_tier": proposal.tier,
             "inbox_seq": event.seq,
+            LEARNED_AT: event.at,
         },
     )
 
@@ -156,6 +162,17 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     data["updated_at"] = at
     data["content_hash"] = item_content_hash(data["title"], data["content"])
     return msgspec.convert(data, MemoryItem)
+
+
+def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem:
+    """`item` pinned at the palace location a memory.palace.assign event names (who asked
+    and when are kept with the pin); the palace stage keeps it there."""
+    at = payload.get("at") or event.at
+    pin = {"domain": payload["domain"], "room": payload["room"], "shelf": payload["shelf"],
+           "by": event.identity.user_id, "at": at, "inbox_seq": event.seq}
+    pinned = msgspec.structs.replace(item, metadata={**item.metadata, "palace_pin": pin}, updated_at=at)
+    path = location_of(pinned).path
+    return msgspec.structs.replace(pinned, metadata={**pinned.metadata, "palace": path})
 
 
 @dataclass
@@ -228,7 +245,8 @@ def fold_events(
             if verdict.action == "quarantine":
                 item = msgspec.structs.replace(item, tier="stm", validation="unverified",
                                                expires_at=verdict.expires_at)
-            out.items[item.id] = item
+            # An imported item keeps its dates; this store learned it now.
+            out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
         elif ev.kind == "memory.update":
             current = lookup(p["item_id"])
             verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
@@ -238,6 +256,11 @@ def fold_events(
                 out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
             except (ValueError, msgspec.ValidationError):
                 continue  # the service validated it; a bad row is skipped, not fatal
+        elif ev.kind == "memory.palace.assign":
+            current = lookup(p["item_id"])
+            if current is None:
+                continue
+            out.items[current.id] = assign_palace(current, p, ev)
         elif ev.kind == "memory.link":
             src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
             out.links.append((src, dst, rel))

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 import msgspec
 
-from pipelines.records import MemoryItem, sha256_text
+from pipelines.records import MemoryItem, parse_time, sha256_text
 
 CONTEXT_KEY = "context"
 NEIGHBOUR_MAX_CHARS = 400  # a long neighbour would drown the turn itself in its vector
@@ -70,12 +69,8 @@ def embedding_hash(item: MemoryItem) -> str:
 
 
 def _said_on(iso: str | None) -> str | None:
-    if not iso:
-        return None
-    try:
-        return datetime.fromisoformat(iso).strftime("%-d %B %Y")
-    except ValueError:
-        return None
+    when = parse_time(iso)
+    return when.strftime("%-d %B %Y") if when is not None else None
 
 
 def _line(item: MemoryItem) -> str:

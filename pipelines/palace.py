@@ -57,6 +57,13 @@ def salient_topic(item: MemoryItem) -> str | None:
 
 
 def location_of(item: MemoryItem, room: str | None = None) -> PalaceLocation:
+    """Where `item` lives: a location a caller assigned (`metadata["palace_pin"]`, set by
+    the memory.palace.assign action) wins over the derived one."""
+    pin = item.metadata.get("palace_pin")
+    if isinstance(pin, dict) and all(isinstance(pin.get(k), str) and slugify(pin[k]) for k in _LEVELS[:3]):
+        card = _CARD_UNSAFE.sub("_", item.id.strip()) or "_"
+        return PalaceLocation(item_id=item.id, domain=slugify(pin["domain"]), room=slugify(pin["room"]),
+                              shelf=slugify(pin["shelf"]), card=card)
     corpus = item.metadata.get("corpus") if isinstance(item.metadata.get("corpus"), str) else None
     domain = slugify(corpus or "") or slugify(item.scope.project_id) or DEFAULT_DOMAIN
     room_slug = slugify(room or "") or salient_topic(item) or GENERAL_ROOM

@@ -296,7 +296,7 @@ def _scan(text: str, field: str) -> list[Finding]:
     secret_hits = find_secrets(text)
     spans = [(h.start, h.end) for h in secret_hits]
     findings = [
-        Finding(h.rule_id, "secret", h.start, h.end, redact_secret(text, h.start, h.end, spans), field)
+        Finding(h.rule_id, "secret", h.start, h.end, redact_secret(h.rule_id, h.end - h.start), field)
         for h in secret_hits
     ]
     if text.strip():

@@ -20,13 +20,15 @@ Rules, per active item (archived or superseded items get no change), first match
      disputed item should not climb while the dispute stands.
    Reasons: "promote_usage", "promote_type", "promote_verified", "promote_usage_mtm".
 3. Aging (seed 004), STM only: importance <= `stm_aging_max_importance` and no activity
-   (the later of created_at and last_used_at: a memory recalled yesterday is not stale)
-   for more than `stm_aging_days` -> archive, reason "aged". Per-topic retention:
+   (the later of when Loci learned the item and last_used_at: a memory recalled yesterday
+   is not stale, and neither is a months-old conversation ingested yesterday; created_at,
+   the time a turn was said, is kept for temporal questions) for more than
+   `stm_aging_days` -> archive, reason "aged". Per-topic retention:
    `retention_days_by_tag` {tag: days} replaces the aging age for items carrying that tag
    (case-insensitive); with several matching tags the longest retention wins.
 4. Importance decay (seed 004 "Importance decay", only when `settings.importance_decay`),
    STM only: importance - 1 per `decay_every_days` (default 7, seed 004's interval) without
-   use (since last_used_at, else created_at), floor 1. Idempotent across runs: the steps
+   use (since last_used_at, else since Loci learned the item), floor 1. Idempotent across runs: the steps
    already applied are kept in `metadata["importance_decay"] = {"since", "steps"}`, so an
    hourly schedule does not decay hourly, and a new use restarts the count. Aging looks at
    the importance before this run's decay (the next run sees the decayed value).
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from pipelines.materialize import LEARNED_AT
 from pipelines.records import MemoryItem, parse_time
 from pipelines.settings import Settings
 
@@ -136,8 +139,16 @@ def _promotion(item: MemoryItem, settings: Settings) -> Change | None:
     return Change(item.id, "promote", {"tier": NEXT_TIER[item.tier]}, reason)
 
 
+def learned_at(item: MemoryItem) -> str:
+    """When Loci learned `item` (metadata "learned_at", set from its inbox event), else its
+    created_at (items from before that was recorded). Not the date a turn was said: an
+    imported conversation from months ago is new to memory the day it is ingested."""
+    learned = item.metadata.get(LEARNED_AT)
+    return learned if isinstance(learned, str) and parse_time(learned) is not None else item.created_at
+
+
 def _last_activity(item: MemoryItem) -> datetime | None:
-    times = [t for t in (parse_time(item.created_at), parse_time(item.last_used_at)) if t is not None]
+    times = [t for t in (parse_time(learned_at(item)), parse_time(item.last_used_at)) if t is not None]
     return max(times) if times else None
 
 
@@ -159,7 +170,7 @@ def _aged(item: MemoryItem, settings: Settings, retention: dict[str, float], now
 
 
 def _decay(item: MemoryItem, now: datetime, every_days: float) -> Change | None:
-    since_text = item.last_used_at if parse_time(item.last_used_at) else item.created_at
+    since_text = item.last_used_at if parse_time(item.last_used_at) else learned_at(item)
     since = parse_time(since_text)
     if since is None or item.importance <= 1:
         return None

@@ -254,6 +254,7 @@ EventKind = Literal[
     "memory.write",
     "memory.update",
     "memory.link",
+    "memory.palace.assign",  # a caller's choice of palace location for an item
     "memory.consolidate",
     "usage",  # items returned by recall (usage counts)
     "audit",  # read-only actions (search, read, palace browse) for the audit trail

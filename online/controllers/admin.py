@@ -2,19 +2,39 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import ResponseSpec
 from litestar.response import Response
 
-from online.controllers.deps import error_responses, provide_service
+from online.controllers.deps import error_responses, provide_identity, provide_service
 from online.schemas import HealthResponse, StateReport
-from online.state import MemoryService
+from online.state import MemoryService, View
+from pipelines.records import Identity, MemoryItem
 
 
-def _report(service: MemoryService, *, counts: bool = False) -> StateReport:
-    return StateReport(**service.report(service.current, counts=counts))
+def _report(service: MemoryService) -> StateReport:
+    return StateReport(**service.report(service.current))
+
+
+def _tally(items: list[MemoryItem]) -> dict[str, dict[str, int]]:
+    return {"tier": dict(sorted(Counter(it.tier for it in items).items())),
+            "type": dict(sorted(Counter(it.type for it in items).items()))}
+
+
+def _visible_report(service: MemoryService, view: View, who: Identity) -> StateReport:
+    """The service's state with item counts limited to what `who` may see: other tenants'
+    memory is not counted, not even as a number."""
+    visible = view.visible_items(who)
+    from_delta = [it for it in visible if it.id in view.delta.items]
+    from_snapshot = [it for it in visible if it.id not in view.delta.items]
+    report = service.report(view)
+    report.update(snapshot_items=len(from_snapshot), delta_items=len(from_delta),
+                  counts={"snapshot": _tally(from_snapshot), "delta": _tally(from_delta)})
+    return StateReport(**report)
 
 
 class HealthController(Controller):
@@ -44,11 +64,14 @@ class AdminController(Controller):
     tags = ["admin"]
     dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
 
-    @get("/v1/stats", sync_to_thread=True, summary="Counts per tier/type in snapshot and delta.",
-         responses=error_responses(503))
-    def stats(self, service: MemoryService) -> StateReport:
-        service.view()
-        return _report(service, counts=True)
+    @get("/v1/stats", sync_to_thread=True, summary="Counts per tier/type of the items the caller may see.",
+         dependencies={"identity": Provide(provide_identity, sync_to_thread=False)},
+         responses=error_responses(400, 503),
+         description="The caller is named like on every GET endpoint (query parameters or "
+                     "`X-Loci-*` headers). `snapshot_items`, `delta_items` and `counts` cover only "
+                     "the items that identity may see; `/readyz` reports the service as a whole.")
+    def stats(self, service: MemoryService, identity: Identity) -> StateReport:
+        return _visible_report(service, service.view(), identity)
 
     @post("/v1/admin/reload", status_code=200, sync_to_thread=True, responses=error_responses(503),
           summary="Check CURRENT now and swap in a new snapshot (also retries a failed one).")

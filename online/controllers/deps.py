@@ -1,10 +1,14 @@
-"""Dependencies shared by the controllers: the service, and the caller identity of GET
-requests (query parameters or `X-Loci-*` headers)."""
+"""Dependencies shared by the controllers: the service, the caller identity of GET
+requests (query parameters or `X-Loci-*` headers), and the strict decoding of request
+bodies."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
+import msgspec
+from litestar import Request
 from litestar.datastructures import State
 from litestar.exceptions import ClientException, ServiceUnavailableException
 from litestar.openapi import ResponseSpec
@@ -14,7 +18,6 @@ from online.schemas import ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
 
-IdPart = Annotated[str, Parameter(min_length=1, max_length=200)]
 
 _ERROR_DESCRIPTIONS = {
     400: "Bad input: malformed JSON, unknown fields, wrong types or values out of range.",
@@ -41,6 +44,10 @@ def provide_service(state: State) -> MemoryService:
     return service
 
 
+# A non-empty, non-blank id (an empty one would be a tenant of its own).
+_ID_PART = {"min_length": 1, "max_length": 200, "pattern": r"\S"}
+
+
 def _pick(name: str, query: str | None, header: str | None) -> str:
     if query is not None and header is not None and query != header:
         raise ClientException(f"{name} given twice with different values (query and header)")
@@ -48,18 +55,18 @@ def _pick(name: str, query: str | None, header: str | None) -> str:
 
 
 def provide_identity(
-    user_id: Annotated[str | None, Parameter(query="user_id", min_length=1, max_length=200,
+    user_id: Annotated[str | None, Parameter(query="user_id", **_ID_PART,
                                              description="Caller user id (or header X-Loci-User).")] = None,
-    project_id: Annotated[str | None, Parameter(query="project_id", min_length=1, max_length=200,
+    project_id: Annotated[str | None, Parameter(query="project_id", **_ID_PART,
                                                 description="Caller project id (or X-Loci-Project).")] = None,
-    session_id: Annotated[str | None, Parameter(query="session_id", min_length=1, max_length=200,
+    session_id: Annotated[str | None, Parameter(query="session_id", **_ID_PART,
                                                 description="Caller session id (or X-Loci-Session).")] = None,
-    org_id: Annotated[str | None, Parameter(query="org_id", min_length=1, max_length=200,
+    org_id: Annotated[str | None, Parameter(query="org_id", **_ID_PART,
                                             description="Caller org id (or X-Loci-Org).")] = None,
-    h_user: Annotated[str | None, Parameter(header="X-Loci-User", min_length=1, max_length=200)] = None,
-    h_project: Annotated[str | None, Parameter(header="X-Loci-Project", min_length=1, max_length=200)] = None,
-    h_session: Annotated[str | None, Parameter(header="X-Loci-Session", min_length=1, max_length=200)] = None,
-    h_org: Annotated[str | None, Parameter(header="X-Loci-Org", min_length=1, max_length=200)] = None,
+    h_user: Annotated[str | None, Parameter(header="X-Loci-User", **_ID_PART)] = None,
+    h_project: Annotated[str | None, Parameter(header="X-Loci-Project", **_ID_PART)] = None,
+    h_session: Annotated[str | None, Parameter(header="X-Loci-Session", **_ID_PART)] = None,
+    h_org: Annotated[str | None, Parameter(header="X-Loci-Org", **_ID_PART)] = None,
 ) -> Identity:
     """Who is asking, for GET endpoints. Each id comes from its query parameter or its
     header (both given and different: 400); an id given in neither is "default", the same
@@ -70,3 +77,35 @@ def provide_identity(
         session_id=_pick("session_id", session_id, h_session),
         org_id=_pick("org_id", org_id, h_org),
     )
+
+
+_IDENTITY_PART = re.compile(r"at `\$\.identity\.(\w+)`")
+
+
+async def strict_body(request: Request) -> None:
+    """Before-request hook: decode a JSON body strictly against the handler's `data` Struct.
+
+    Litestar converts bodies leniently (`"trace": "0"` becomes False, `"k": "5"` becomes 5),
+    so without this a request the schema calls invalid would be served. Returns None, so
+    the handler then runs as usual; malformed JSON is left to Litestar's own 400."""
+    if request.method not in ("POST", "PUT", "PATCH"):
+        return None
+    field = request.route_handler.parsed_fn_signature.parameters.get("data")
+    kind = field.annotation if field is not None else None
+    if not (isinstance(kind, type) and issubclass(kind, msgspec.Struct)):
+        return None
+    try:
+        msgspec.json.decode(await request.body(), type=kind)
+    except msgspec.ValidationError as exc:
+        raise ClientException(_body_error(str(exc))) from None
+    except msgspec.DecodeError:
+        return None
+    return None
+
+
+def _body_error(message: str) -> str:
+    part = _IDENTITY_PART.search(message)
+    if part and ("length" in message or "regex" in message):
+        return (f"identity.{part.group(1)} must be a non-empty id "
+                f"(leave it out to mean 'default')")
+    return f"invalid request body: {message}"

@@ -1,13 +1,13 @@
 """The record a detector returns, with the matched text redacted.
 
-A finding must be safe to log and to store in the audit trail, so a secret's excerpt
-never contains the secret: it keeps a little context and replaces the value with its
-length and a short hash prefix (enough to correlate repeated leaks, not to recover them).
+A finding must be safe to log, to store in the audit trail and to echo in a verdict's
+reasons, so a secret's excerpt names the kind of secret and its length and nothing of its
+text: no characters around it either (they may start another secret the detectors
+missed), and no hash (a short PIN's hash is a lookup away from the PIN).
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -16,7 +16,6 @@ import msgspec
 
 FindingKind = Literal["secret", "injection"]
 
-_CONTEXT = 24  # characters of context kept on each side of a redacted value
 _MAX_EXCERPT = 120
 
 
@@ -32,15 +31,27 @@ class Finding(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     field: str = "text"
 
 
-def redact_secret(text: str, start: int, end: int, others: Sequence[tuple[int, int]] = ()) -> str:
-    """Context around text[start:end] with the value replaced; any other secret span in
-    `others` that reaches into the context is masked too."""
-    value = text[start:end]
-    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    lo, hi = max(0, start - _CONTEXT), min(len(text), end + _CONTEXT)
-    left = _mask(text, lo, start, others)
-    right = _mask(text, end, hi, others)
-    return f"{_one_line(left)}[REDACTED len={len(value)} sha256={digest}]{_one_line(right)}"
+# Rule ids whose last part does not say plainly what was found.
+_SECRET_KINDS = {
+    "keyword_assignment": "value assigned to a password, token or key name",
+    "plain_sentence": "password or code stated in a sentence",
+    "high_entropy": "random-looking token",
+    "auth_header": "authorization header credential",
+    "url_credentials": "password in a URL",
+    "jwt": "JSON web token",
+    "national_id": "national id number",
+}
+
+
+def secret_kind(rule_id: str) -> str:
+    """What a secret rule found, in words: "hard.secret.aws_key" -> "aws key"."""
+    last = rule_id.rsplit(".", 1)[-1]
+    return _SECRET_KINDS.get(last, last.replace("_", " "))
+
+
+def redact_secret(rule_id: str, length: int) -> str:
+    """The excerpt of a secret finding: its kind and length, none of its text."""
+    return f"[REDACTED: {secret_kind(rule_id)}, {length} characters]"
 
 
 def quote_excerpt(text: str, start: int, end: int, others: Sequence[tuple[int, int]] = ()) -> str:

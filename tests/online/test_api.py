@@ -414,9 +414,16 @@ def test_conflicts_lists_visible_pairs_only(client: TestClient) -> None:
 
 def test_stats_and_admin_reload(client: TestClient, settings: Settings) -> None:
     tool(client, "memory.write", {"item": {"title": "Deploy day", "content": "Deploys on Tuesdays."}})
-    stats = client.get("/v1/stats").json()
-    assert stats["counts"]["snapshot"]["tier"] == {"ltm": 2}
+    stats = client.get("/v1/stats", params=DANA).json()
+    assert stats["counts"]["snapshot"]["tier"] == {"ltm": 1}  # m-latency; EVE's m-eve is not counted
     assert stats["counts"]["delta"]["type"] == {"note": 1} and stats["delta_items"] == 1
+    assert stats["snapshot_items"] == 1
+    eve = client.get("/v1/stats", headers={f"X-Loci-{k}": v for k, v in
+                                           zip(("User", "Project", "Session", "Org"), EVE.values())}).json()
+    assert eve["snapshot_items"] == 1 and eve["delta_items"] == 0 and eve["counts"]["delta"]["tier"] == {}
+    nobody = client.get("/v1/stats").json()
+    assert nobody["snapshot_items"] == nobody["delta_items"] == 0 and nobody["counts"]["snapshot"]["tier"] == {}
+    assert client.get("/readyz").json()["snapshot_items"] == 2  # the service as a whole
     manifest = publish(settings, [make_item("m-new", "Cache policy", "Cache tiles for an hour.")], watermark=0)
     reloaded = client.post("/v1/admin/reload")
     assert reloaded.status_code == 200 and reloaded.json()["snapshot_version"] == manifest.version

@@ -62,6 +62,44 @@ def test_secret_in_user_turn_is_redacted_before_landing(inbox):
     assert event.payload["redactions"] >= 1
 
 
+def test_a_stored_turn_keeps_no_credential_not_even_a_documentation_example(inbox):
+    text = ("Staging credentials: AWS access key AKIAIOSFODNN7EXAMPLE with secret "
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY (fake, from the AWS docs).")
+    capture_turn(inbox, Policy(), DANA, "user", text, turn_id="t-aws")
+    (event,) = inbox.read_after(0)
+    stored = event.payload["text"]
+    assert "AKIAIOSFODNN7" not in stored and "wJalrXUtnFEMI" not in stored and "EXAMPLEKEY" not in stored
+    assert stored == ("Staging credentials: AWS access key [REDACTED] with secret [REDACTED] "
+                      "(fake, from the AWS docs).")
+    assert event.payload["redactions"] == 2
+
+
+@pytest.mark.parametrize("text", [
+    "We moved the staging cluster to eu-west-1 on Tuesday; see docs/runbooks/Staging2024/failover.md.",
+    "Caroline: I went to the LGBTQ support group yesterday and it was so powerful!",
+    "The build id is 4f9c2e1 and the image tag is api-server:2024.11.3-rc2.",
+])
+def test_ordinary_turns_are_stored_verbatim(inbox, text):
+    capture_turn(inbox, Policy(), DANA, "user", text, turn_id="t-plain")
+    (event,) = inbox.read_after(0)
+    assert event.payload["text"] == text and event.payload["redactions"] == 0
+
+
+def test_an_old_turn_keeps_its_date_and_records_when_loci_learned_it(inbox):
+    said = "2025-01-15T09:00:00+00:00"
+    text = ('Noted.<MEMORY_PROPOSALS_JSON>[{"type": "decision", "title": "Fence", "content": '
+            '"Hydrangeas go along the north fence.", "why_store": "plan"}]</MEMORY_PROPOSALS_JSON>')
+    capture_turn(inbox, Policy(), DANA, "assistant", text, turn_id="t-old", at=said)
+    events = inbox.read_after(0)
+    items = fold_events(events).items
+    assert len(items) == 2  # the turn and its proposal
+    for event in events:
+        assert event.payload["at"] == said and event.at > said  # said then, learned now
+    for item in items.values():
+        assert item.created_at == said  # kept for temporal questions ("when did we decide?")
+        assert item.metadata["learned_at"] == events[0].at
+
+
 def test_capture_rejects_bad_role(inbox):
     with pytest.raises(ValueError, match="role"):
         capture_turn(inbox, Policy(), DANA, "robot", "hi")
@@ -92,6 +130,25 @@ def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
     report = ingest_chat_jsonl(path, inbox, Policy()).as_dict()
     assert report["turns"] == 2
     assert [b.split(":")[0] for b in report["bad_rows"]] == ["line 2", "line 3", "line 4"]
+
+
+def test_ingest_refuses_blank_text_bad_times_and_empty_ids_naming_the_line(inbox, tmp_path):
+    path = tmp_path / "chats.jsonl"
+    path.write_text(
+        '{"role": "user", "text": "fine", "at": "2026-03-02T10:00:00+00:00"}\n'
+        '{"role": "user", "text": "   "}\n'
+        '{"role": "user", "text": "when?", "at": "last Tuesday"}\n'
+        '{"role": "user", "text": "who?", "org_id": ""}\n'
+        '{"role": "user", "text": "also fine", "at": "2026-03-02"}\n'
+    )
+    report = ingest_chat_jsonl(path, inbox, Policy()).as_dict()
+    assert report["turns"] == 2
+    assert report["bad_rows"] == [
+        "line 2: text is blank",
+        "line 3: at 'last Tuesday' is not an ISO-8601 time (e.g. 2026-03-02T10:00:00+00:00)",
+        "line 4: org_id is empty (leave it out to mean 'default')",
+    ]
+    assert [e.payload["text"] for e in inbox.read_after(0)] == ["fine", "also fine"]
 
 
 def _locomo_file(tmp_path):

@@ -5,6 +5,7 @@ and nothing — settings, auditor, custom rules — lifts a hard block."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -89,9 +90,26 @@ def test_benign_text_with_secret_words_is_accepted(policy, text):
 def test_secret_excerpts_are_redacted(policy):
     findings = policy.scan_text("note: the wifi password is BlueFalcon!2024 ok")
     assert findings and all("BlueFalcon!2024" not in f.excerpt for f in findings)
-    assert "[REDACTED len=15" in findings[0].excerpt
+    assert findings[0].excerpt == "[REDACTED: password or code stated in a sentence, 15 characters]"
     verdict = policy.evaluate(item("the wifi password is BlueFalcon!2024"))
     assert all("BlueFalcon" not in r for r in verdict.reasons)
+
+
+@pytest.mark.parametrize("text, kind", [
+    # A token the detectors find, next to one they do not: no reason may echo either.
+    ("token ghp_R8x2Lq9ZpT4vW7nK3mB6cY1dF5gH0jA2sE9u then ghp_12ab", "github token"),
+    ("Staging AWS key AKIAIOSFODNN7EXAMPLE, secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws key"),
+    ("pw: hunter2 (old one was ghp_12)", "password or code stated in a sentence"),
+])
+def test_rejection_reasons_name_the_kind_of_secret_and_nothing_of_it(policy, text, kind):
+    verdict = policy.evaluate(item(text), provenance=PROV)
+    assert verdict.action == "reject"
+    reasons = " ".join(verdict.reasons)
+    assert kind in reasons
+    words = {w for w in re.findall(r"[A-Za-z0-9_/]{4,}", text)} - {"token", "then", "Staging", "secret", "hunter2"}
+    leaked = [w for w in words if w[:4] in reasons or w[-4:] in reasons]
+    assert not leaked and "hunter2" not in reasons and "ghp_" not in reasons and "AKIA" not in reasons
+    assert "sha256" not in reasons  # a short secret's hash is a lookup away from it
 
 
 # ---------------------------------------------------------------------- injection

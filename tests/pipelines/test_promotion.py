@@ -118,6 +118,28 @@ def test_low_importance_stm_ages_out_after_the_aging_period():
     assert plan(mem("used-long-ago", importance=2, age=90, last_used_at=iso(40)))["used-long-ago"].reason == "aged"
 
 
+def test_aging_counts_from_when_loci_learned_an_item_not_when_it_was_said():
+    # A conversation said 200 days ago, imported 2 days ago: new to memory.
+    imported = mem("imported", importance=3, age=200, metadata={"learned_at": iso(2)})
+    assert plan(imported) == {}
+    assert plan(imported, now=NOW + timedelta(days=27)) == {}  # 29 days after it was learned
+    assert plan(imported, now=NOW + timedelta(days=29))["imported"].reason == "aged"  # 31 days
+    # Use still counts, and an item without the record ages from created_at as before.
+    used = mem("used", importance=3, age=200, metadata={"learned_at": iso(100)}, last_used_at=iso(1))
+    assert plan(used) == {}
+    assert plan(mem("legacy", importance=3, age=31))["legacy"].reason == "aged"
+    # A malformed record is ignored, not a reason to keep an item forever.
+    assert plan(mem("bad", importance=3, age=31, metadata={"learned_at": "soon"}))["bad"].reason == "aged"
+
+
+def test_decay_counts_from_when_loci_learned_an_item():
+    settings = msgspec.structs.replace(SETTINGS, importance_decay=True)
+    imported = mem("imported", importance=8, age=200, metadata={"learned_at": iso(15)})
+    change = plan(imported, settings=settings)["imported"]
+    assert change.patch["importance"] == 6  # two weeks since it was learned, not 28 since said
+    assert change.patch["metadata"]["importance_decay"]["since"] == iso(15)
+
+
 def test_retention_by_tag_overrides_the_aging_age():
     settings = msgspec.structs.replace(SETTINGS, retention_days_by_tag={"travel": 90, "scratch": 2})
     assert plan(mem("trip", importance=2, age=60, tags=["Travel"]), settings=settings) == {}
