@@ -84,11 +84,20 @@ class Identity(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session_id: str = "default"
     org_id: str = "default"
 
+    def audience_keys(self) -> tuple[tuple[str, ...], ...]:
+        """The audience keys (`Scope.audience_key`) of everything this caller may read, most
+        specific first."""
+        return (("session", self.org_id, self.user_id, self.session_id),
+                ("project", self.org_id, self.project_id),
+                ("user", self.org_id, self.user_id),
+                ("org", self.org_id))
+
 
 class Scope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Visibility of an item. `kind` says which owner id must match the caller's:
-    session -> user_id and session_id; project -> project_id (and org); user -> user_id;
-    org -> org_id. All owner ids are recorded whatever the kind, for audit."""
+    """Visibility of an item. `kind` says which owner ids must match the caller's:
+    session -> org, user and session; project -> org and project; user -> org and user;
+    org -> org. An org is a tenant of its own: two orgs reusing a user id see nothing of
+    each other. All owner ids are recorded whatever the kind, for audit."""
 
     kind: ScopeKind = "project"
     user_id: str = "default"
@@ -96,24 +105,26 @@ class Scope(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     session_id: str = "default"
     org_id: str = "default"
 
-    def visible_to(self, who: Identity) -> bool:
+    def audience_key(self) -> tuple[str, ...]:
+        """Who may read an item of this scope, as one key: the caller may when the key is one
+        of `Identity.audience_keys()`. The one home of the visibility rule (the recall corpus
+        indexes rows by it)."""
         if self.kind == "session":
-            return self.user_id == who.user_id and self.session_id == who.session_id
+            return ("session", self.org_id, self.user_id, self.session_id)
         if self.kind == "project":
-            return self.project_id == who.project_id and self.org_id == who.org_id
+            return ("project", self.org_id, self.project_id)
         if self.kind == "user":
-            return self.user_id == who.user_id
-        return self.org_id == who.org_id
+            return ("user", self.org_id, self.user_id)
+        return ("org", self.org_id)
+
+    def visible_to(self, who: Identity) -> bool:
+        return self.audience_key() in who.audience_keys()
 
     def partition_key(self) -> str:
-        """Owner partition used for clustering: items never merge across owners."""
-        if self.kind == "session":
-            return f"session:{self.org_id}/{self.user_id}/{self.session_id}"
-        if self.kind == "project":
-            return f"project:{self.org_id}/{self.project_id}"
-        if self.kind == "user":
-            return f"user:{self.org_id}/{self.user_id}"
-        return f"org:{self.org_id}"
+        """Owner partition used for clustering: items never merge across owners (nor across
+        audiences: the partition is the audience key)."""
+        kind, *owners = self.audience_key()
+        return f"{kind}:{'/'.join(owners)}"
 
     @classmethod
     def for_identity(cls, kind: ScopeKind, who: Identity) -> "Scope":

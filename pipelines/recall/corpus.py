@@ -120,11 +120,8 @@ class MemoryCorpus:
         self._type_of = self._encode("type", (it.type for it in self.items), n)
         self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
 
-        # Scope owner -> rows, mirroring Scope.visible_to exactly (active rows only).
-        self._by_session: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self._by_project: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self._by_user: dict[str, list[int]] = defaultdict(list)
-        self._by_org: dict[str, list[int]] = defaultdict(list)
+        # Audience key (Scope.audience_key, the visibility rule) -> active rows.
+        self._by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
         tags: dict[str, list[int]] = defaultdict(list)
         entities: dict[str, list[int]] = defaultdict(list)
         titles: dict[str, list[int]] = defaultdict(list)
@@ -133,15 +130,7 @@ class MemoryCorpus:
         for row, it in enumerate(self.items):
             if not active[row]:
                 continue
-            s = it.scope
-            if s.kind == "session":
-                self._by_session[(s.user_id, s.session_id)].append(row)
-            elif s.kind == "project":
-                self._by_project[(s.project_id, s.org_id)].append(row)
-            elif s.kind == "user":
-                self._by_user[s.user_id].append(row)
-            else:
-                self._by_org[s.org_id].append(row)
+            self._by_audience[it.scope.audience_key()].append(row)
             for t in {normalise_label(t) for t in it.tags} - {""}:
                 tags[t].append(row)
             for e in {normalise_label(e) for e in it.entities} - {""}:
@@ -273,13 +262,8 @@ class MemoryCorpus:
 
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)
-        for rows in (
-            self._by_session.get((who.user_id, who.session_id), ()),
-            self._by_project.get((who.project_id, who.org_id), ()),
-            self._by_user.get(who.user_id, ()),
-            self._by_org.get(who.org_id, ()),
-        ):
-            mask[list(rows)] = True
+        for key in who.audience_keys():
+            mask[self._by_audience.get(key, [])] = True
         mask.flags.writeable = False
         return mask
 

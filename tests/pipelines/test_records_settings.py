@@ -106,3 +106,17 @@ def test_set_flag_persists_and_keeps_other_settings(tmp_path):
     assert "# mine" in cfg.read_text()
     set_flag("context_injection", True, cfg)
     assert load_settings(cfg, environ={}).flags["context_injection"] is True
+
+
+def test_orgs_are_separate_tenants_even_when_they_reuse_user_ids() -> None:
+    from pipelines.records import Identity, Scope
+
+    ann_acme = Identity(user_id="ann", project_id="atlas", session_id="s1", org_id="acme")
+    ann_globex = Identity(user_id="ann", project_id="atlas", session_id="s1", org_id="globex")
+    for kind in ("session", "project", "user", "org"):
+        scope = Scope.for_identity(kind, ann_acme)
+        assert scope.visible_to(ann_acme), kind
+        assert not scope.visible_to(ann_globex), kind
+    # The audience key is also the clustering partition: nothing merges across audiences.
+    assert Scope.for_identity("user", ann_acme).partition_key() == "user:acme/ann"
+    assert Scope.for_identity("session", ann_acme).partition_key() == "session:acme/ann/s1"
