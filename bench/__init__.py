@@ -1,0 +1,1 @@
+"""Benchmarks: each module has `main(argv=None) -> int`, prints a table and writes JSON."""
