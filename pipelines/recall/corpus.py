@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -31,13 +30,15 @@ import faiss
 import numpy as np
 
 from pipelines.message_context import lexical_text
-from pipelines.records import Identity, MemoryItem, PalaceLocation
+from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
+from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .lexical import LexicalIndex, normalise_label, tokenize
+from .query import RecallFilters
 
 # Below this many allowed rows the exact matmul is cheaper and exact; above, FAISS.
 EXACT_MAX_ROWS = 8192
-HNSW_EF_SEARCH = 64
+NO_FILTERS = RecallFilters()
 
 
 class CorpusError(ValueError):
@@ -60,19 +61,6 @@ def _room_key(loc: PalaceLocation | Mapping[str, Any] | str | None) -> str | Non
         parts = [p for p in loc.split("/") if p]
         return "/".join(parts[:2]) if len(parts) >= 2 else None
     return None
-
-
-def _timestamp(iso: str | None) -> float:
-    """POSIX seconds of an ISO-8601 string (naive = UTC); NaN when missing or unparsable."""
-    if not iso:
-        return float("nan")
-    try:
-        dt = datetime.fromisoformat(iso)
-    except (TypeError, ValueError):
-        return float("nan")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
 
 
 class MemoryCorpus:
@@ -185,7 +173,7 @@ class MemoryCorpus:
         self._terms_cache: dict[int, frozenset[str]] = {}
         self._labels_cache: dict[int, frozenset[str]] = {}
         self._title_cache: dict[int, str] = {}
-        self.updated_ts = np.fromiter((_timestamp(it.updated_at) for it in self.items),
+        self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
     # -- construction helpers -------------------------------------------------------------
@@ -292,25 +280,28 @@ class MemoryCorpus:
     def allowed_mask(
         self,
         who: Identity,
-        *,
-        tags: Sequence[str] = (),
-        tier: str | None = None,
-        item_type: str | None = None,
-        scope_kind: str | None = None,
-        tag_match: str = "all",
+        filters: RecallFilters = NO_FILTERS,
         exclude_ids: Iterable[str] = (),
     ) -> np.ndarray:
-        """Visible rows narrowed by the optional filters and with `exclude_ids` removed
-        (ids shadowed by a newer corpus)."""
+        """Visible rows narrowed by the filters and with `exclude_ids` removed (ids
+        shadowed by a newer corpus)."""
         mask = self.visible_mask(who).copy()
-        for field, value, codes in (("tier", tier, self._tier_of),
-                                    ("type", item_type, self._type_of),
-                                    ("kind", scope_kind, self._kind_of)):
+        for field, value, codes in (("tier", filters.tier, self._tier_of),
+                                    ("type", filters.type, self._type_of),
+                                    ("kind", filters.scope, self._kind_of)):
             if value is not None:
                 mask &= codes == self._codes[field].get(value, -1)
-        norm_tags = [t for t in (normalise_label(t) for t in tags) if t]
+        self._narrow_to_tags(mask, filters)
+        for item_id in exclude_ids:
+            row = self.row_of.get(item_id)
+            if row is not None:
+                mask[row] = False
+        return mask
+
+    def _narrow_to_tags(self, mask: np.ndarray, filters: RecallFilters) -> None:
+        norm_tags = [t for t in (normalise_label(t) for t in filters.tags) if t]
         if norm_tags:
-            if tag_match == "any":
+            if filters.tag_match == "any":
                 tag_mask = np.zeros(self.n, dtype=bool)
                 for t in norm_tags:
                     tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
@@ -320,11 +311,6 @@ class MemoryCorpus:
                     tag_mask = np.zeros(self.n, dtype=bool)
                     tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
                     mask &= tag_mask
-        for item_id in exclude_ids:
-            row = self.row_of.get(item_id)
-            if row is not None:
-                mask[row] = False
-        return mask
 
     # -- dense search ---------------------------------------------------------------------
 

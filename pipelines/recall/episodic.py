@@ -1,0 +1,82 @@
+"""Raw chat turns (`message` items) in recall: evidence of what was said, not governed facts.
+
+- Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
+  "hello!"), turns without a single content word, and earlier copies of the question being
+  asked now. They are never recall candidates.
+- Of several turns with the same text, only the best-ranked one is kept.
+- A turn is shown with a real title: who said it, when, and the gist of what was said.
+"""
+
+from __future__ import annotations
+
+from pipelines.records import MemoryItem, parse_time
+
+from .lexical import STOPWORDS, normalise_label, words
+
+# Words that make up acknowledgements, greetings and small talk.
+SMALL_TALK = frozenset(
+    "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
+    "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
+    "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
+    "wow oh ah hmm much very so well lots many".split()
+)
+GIST_CHARS = 60
+
+
+def is_message(item: MemoryItem) -> bool:
+    return item.type == "message"
+
+
+def is_small_talk(text: str) -> bool:
+    """Only acknowledgement, greeting and filler words (or no word at all)."""
+    toks = words(text)
+    return all(t in SMALL_TALK or t in STOPWORDS for t in toks)
+
+
+def same_text(a: str, b: str) -> bool:
+    """Equal up to case, punctuation and spacing."""
+    na = normalise_label(a)
+    return bool(na) and na == normalise_label(b)
+
+
+def not_a_candidate(item: MemoryItem, question: str) -> str | None:
+    """Why a raw turn is not worth recalling for this question, or None."""
+    if not is_message(item):
+        return None
+    if is_small_talk(item.content):
+        return "small talk"
+    if same_text(item.content, question):
+        return "an earlier copy of the question"
+    return None
+
+
+def speaker_of(item: MemoryItem) -> str:
+    role = str(item.metadata.get("role") or "")
+    speaker = item.title.strip() or role or "someone"
+    if role and speaker.lower() != role.lower() and role != "user":
+        return f"{speaker} ({role})"
+    return speaker
+
+
+def said_on(item: MemoryItem) -> str:
+    when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+    return when.date().isoformat() if when else "undated"
+
+
+def gist(text: str, limit: int = GIST_CHARS) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] or flat[:limit]
+    return cut + "…"
+
+
+def turn_title(item: MemoryItem) -> str:
+    """`<speaker> on <date>: <gist>` for a raw turn; a curated item keeps its own title."""
+    if not is_message(item):
+        return item.title
+    return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
+
+
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "not_a_candidate", "said_on",
+           "same_text", "speaker_of", "turn_title"]
