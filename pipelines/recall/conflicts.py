@@ -14,8 +14,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   overlap coefficient of the smaller set, at least two words), or their embeddings are very
   close and half their words shared. Values: numbers and times (with their unit word),
   ISO dates, and capitalised names inside a sentence. Different values: both state some,
-  and the sets differ. Values stated in the titles name the subject: claims whose titles
-  state different values are about different things.
+  and neither set contains the other (a claim that adds a value refines, not contradicts).
+  Values stated in the titles name the subject: claims whose titles state different
+  values are about different things.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible.
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pipelines.records import SCOPE_RANK, MemoryItem, timestamp
+from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
 from .lexical import STOPWORDS, normalise_label, words
 
@@ -111,8 +112,8 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
-    if not a.values or not b.values or a.values == b.values:
-        return None
+    if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
+        return None  # nothing stated, or one adds detail to the other
     if a.title_values != b.title_values:
         return None  # "Port of service 0" / "Port of service 1": the values name the subject
     shared, overlap = _overlap(a.words, b.words)
@@ -283,5 +284,27 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
     return out
 
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "find_conflicts", "groups",
-           "is_claim", "read_claim", "resolve", "stated_values", "supersedes"]
+
+
+# -- corrections at write time ----------------------------------------------------------------
+
+
+def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
+                 existing: Iterable[MemoryItem]) -> list[str]:
+    """Ids of the author's own claims (same user, same scope kind) that a new claim with
+    this title and content conflicts with: the new claim corrects them and supersedes them,
+    where a contradiction of someone else's claim is left to the write policy."""
+    if item_type not in CLAIM_TYPES:
+        return []
+    new = read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
+                                title=title, content=content, scope=Scope()))
+    out = []
+    for old in existing:
+        own = old.scope.user_id == author_user_id and old.scope.kind == scope_kind
+        if own and old.active and is_claim(old) and conflict_reason(new, read_claim(old)):
+            out.append(old.id)
+    return sorted(out)
+
+
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "corrected_by", "find_conflicts",
+           "groups", "is_claim", "read_claim", "resolve", "stated_values", "supersedes"]
