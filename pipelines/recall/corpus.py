@@ -108,64 +108,8 @@ class MemoryCorpus:
         self._type_of = self._encode("type", (it.type for it in self.items), n)
         self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
 
-        # Scope owner -> rows, mirroring Scope.visible_to exactly (active rows only).
-        self._by_session: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self._by_project: dict[tuple[str, str], list[int]] = defaultdict(list)
-        self._by_user: dict[str, list[int]] = defaultdict(list)
-        self._by_org: dict[str, list[int]] = defaultdict(list)
-        tags: dict[str, list[int]] = defaultdict(list)
-        entities: dict[str, list[int]] = defaultdict(list)
-        titles: dict[str, list[int]] = defaultdict(list)
-        summaries_by_turn: dict[str, list[int]] = defaultdict(list)
-        self.links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        for row, it in enumerate(self.items):
-            if not active[row]:
-                continue
-            s = it.scope
-            if s.kind == "session":
-                self._by_session[(s.user_id, s.session_id)].append(row)
-            elif s.kind == "project":
-                self._by_project[(s.project_id, s.org_id)].append(row)
-            elif s.kind == "user":
-                self._by_user[s.user_id].append(row)
-            else:
-                self._by_org[s.org_id].append(row)
-            for t in {normalise_label(t) for t in it.tags} - {""}:
-                tags[t].append(row)
-            for e in {normalise_label(e) for e in it.entities} - {""}:
-                entities[e].append(row)
-            title = normalise_label(it.title)
-            if title:
-                titles[title].append(row)
-            if it.type == "summary":
-                for ref in set(it.provenance.turn_refs):
-                    summaries_by_turn[ref].append(row)
-            for link in it.links:
-                self.links_in[link.to].append((link.rel, row))
-        self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
-        self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
-        self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
-        self.summary_rows_by_turn = dict(summaries_by_turn)
-        self.links_in = dict(self.links_in)
-
-        # Palace rooms: explicit locations win over item.metadata["palace"].
-        loc_map: dict[str, Any] = {}
-        if locations is not None:
-            seq = locations.values() if isinstance(locations, Mapping) else locations
-            for loc in seq:
-                if not isinstance(loc, PalaceLocation):
-                    raise CorpusError(f"locations must hold PalaceLocation, got {type(loc).__name__}")
-                loc_map[loc.item_id] = loc
-        self.room_of: dict[int, str] = {}
-        rooms: dict[str, list[int]] = defaultdict(list)
-        for row, it in enumerate(self.items):
-            if not active[row]:
-                continue
-            key = _room_key(loc_map.get(it.id, it.metadata.get("palace")))
-            if key:
-                self.room_of[row] = key
-                rooms[key].append(row)
-        self.room_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rooms.items()}
+        self._index_labels_and_owners()
+        self._index_rooms(locations)
 
         self._lexical: LexicalIndex | None = None
         self._lexical_lock = threading.Lock()
@@ -177,6 +121,68 @@ class MemoryCorpus:
                                       np.float64, n)
 
     # -- construction helpers -------------------------------------------------------------
+
+    def _index_labels_and_owners(self) -> None:
+        """Scope owner -> rows (mirroring Scope.visible_to exactly), tag / entity / title /
+        summarised-turn -> rows, and incoming links; active rows only."""
+        self._by_session: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self._by_project: dict[tuple[str, str], list[int]] = defaultdict(list)
+        self._by_user: dict[str, list[int]] = defaultdict(list)
+        self._by_org: dict[str, list[int]] = defaultdict(list)
+        tags: dict[str, list[int]] = defaultdict(list)
+        entities: dict[str, list[int]] = defaultdict(list)
+        titles: dict[str, list[int]] = defaultdict(list)
+        summaries_by_turn: dict[str, list[int]] = defaultdict(list)
+        links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for row in np.flatnonzero(self.active).tolist():
+            it = self.items[row]
+            self._owner_rows(it).append(row)
+            for t in {normalise_label(t) for t in it.tags} - {""}:
+                tags[t].append(row)
+            for e in {normalise_label(e) for e in it.entities} - {""}:
+                entities[e].append(row)
+            title = normalise_label(it.title)
+            if title:
+                titles[title].append(row)
+            if it.type == "summary":
+                for ref in set(it.provenance.turn_refs):
+                    summaries_by_turn[ref].append(row)
+            for link in it.links:
+                links_in[link.to].append((link.rel, row))
+        self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
+        self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
+        self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
+        self.summary_rows_by_turn = dict(summaries_by_turn)
+        self.links_in = dict(links_in)
+
+    def _owner_rows(self, it: MemoryItem) -> list[int]:
+        s = it.scope
+        if s.kind == "session":
+            return self._by_session[(s.user_id, s.session_id)]
+        if s.kind == "project":
+            return self._by_project[(s.project_id, s.org_id)]
+        if s.kind == "user":
+            return self._by_user[s.user_id]
+        return self._by_org[s.org_id]
+
+    def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
+        """Palace rooms: explicit locations win over item.metadata["palace"]."""
+        loc_map: dict[str, Any] = {}
+        if locations is not None:
+            seq = locations.values() if isinstance(locations, Mapping) else locations
+            for loc in seq:
+                if not isinstance(loc, PalaceLocation):
+                    raise CorpusError(f"locations must hold PalaceLocation, got {type(loc).__name__}")
+                loc_map[loc.item_id] = loc
+        self.room_of: dict[int, str] = {}
+        rooms: dict[str, list[int]] = defaultdict(list)
+        for row in np.flatnonzero(self.active).tolist():
+            it = self.items[row]
+            key = _room_key(loc_map.get(it.id, it.metadata.get("palace")))
+            if key:
+                self.room_of[row] = key
+                rooms[key].append(row)
+        self.room_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rooms.items()}
 
     @staticmethod
     def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int):
