@@ -4,7 +4,8 @@ and the hits in the order the caller is shown them.
 Claims below `confidence_threshold` are never injected (they may be catalogued, flagged
 `low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
 `message_confidence_threshold` and go in the block's own excerpts part, after the curated
-memories; injected hits are listed in block order (curated, then turns).
+memories; a turn that only asks is not injected. Injected hits are listed in block order
+(curated, then turns).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import msgspec
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
-from .episodic import is_message
+from .episodic import is_message, only_asks
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection
 from .select import FLAGGED
 
@@ -61,8 +62,9 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any
     injected: list[str] = []
     injection = ""
     if mode in ("inject", "hybrid"):
-        injection, injected = pack_injection([_entry(c) for c in ordered if injectable(c)],
-                                             settings.inject_budget_tokens)
+        injection, injected = pack_injection(
+            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and only_asks(c.item))],
+            settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]

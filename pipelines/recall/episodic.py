@@ -4,10 +4,13 @@
   "hello!"), turns without a single content word, and earlier copies of the question being
   asked now. They are never recall candidates.
 - Of several turns with the same text, only the best-ranked one is kept.
+- A turn that only asks states nothing: it may be catalogued, never injected.
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
 """
 
 from __future__ import annotations
+
+import re
 
 from pipelines.records import MemoryItem, parse_time
 
@@ -21,6 +24,7 @@ SMALL_TALK = frozenset(
     "wow oh ah hmm much very so well lots many".split()
 )
 GIST_CHARS = 60
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def is_message(item: MemoryItem) -> bool:
@@ -48,6 +52,15 @@ def not_a_candidate(item: MemoryItem, question: str) -> str | None:
     if same_text(item.content, question):
         return "an earlier copy of the question"
     return None
+
+
+def only_asks(item: MemoryItem) -> bool:
+    """A raw turn that only asks (every sentence a question): it shows what someone wanted
+    to know, not anything that was said to be so, so it is not injected as evidence."""
+    if not is_message(item):
+        return False
+    sentences = [p.strip() for p in _SENTENCE_END.split(item.content.strip()) if p.strip()]
+    return bool(sentences) and all(p.endswith("?") for p in sentences)
 
 
 def speaker_of(item: MemoryItem) -> str:
@@ -78,5 +91,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "not_a_candidate", "said_on",
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "not_a_candidate", "only_asks", "said_on",
            "same_text", "speaker_of", "turn_title"]
