@@ -29,6 +29,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
 from .conflicts import is_claim
 from .corpus import MemoryCorpus
+from .lexical import normalise_label
 from .query import RecallFilters
 
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
@@ -122,10 +123,29 @@ class CandidateSearch:
             {g for g in grams if g in c.tag_rows or g in c.entity_rows} for c in view.corpora
         ]
         self.cands: dict[str, Candidate] = {}
-        self.exclusions: list[Any] = []
+        self.question_key: str | None = None  # set: raw turns worth nothing are excluded
 
-    def admissible(self, item: MemoryItem) -> bool:
-        return not any(reason_of(item) for reason_of in self.exclusions)
+    def exclude_empty_turns(self, question: str) -> None:
+        """From now on, raw turns that are small talk or a copy of `question` are not
+        candidates (nor Q* expansions)."""
+        self.question_key = normalise_label(question)
+
+    def not_admitted(self, ci: int, row: int) -> str | None:
+        """Why a row may not be a candidate, or None (cached per row by the corpus)."""
+        c = self.view.corpora[ci]
+        item = c.items[row]
+        if item.validation == "retracted":
+            return "retracted"  # known false: never recalled
+        if self.question_key is None or item.type != "message":
+            return None
+        if c.small_talk(row):
+            return "small talk"
+        if self.question_key and c.content_key(row) == self.question_key:
+            return "an earlier copy of the question"
+        return None
+
+    def admissible(self, ci: int, row: int) -> bool:
+        return self.not_admitted(ci, row) is None
 
     # candidate generation ----------------------------------------------------------------
 
@@ -188,13 +208,11 @@ class CandidateSearch:
             for rank, (_, _, ci, row) in enumerate(entries, start=1):
                 self.add(ci, row, name).ranks[name] = rank
 
-    def drop(self, reason_of: Any) -> list[dict[str, str]]:
-        """Remove candidates for which `reason_of(item)` gives a reason, and keep them out
-        of later stages too (Q* expansion asks `admissible`); returns the removed ones."""
-        self.exclusions.append(reason_of)
+    def drop_not_admitted(self) -> list[dict[str, str]]:
+        """Remove candidates that may not be candidates; returns them with the reason."""
         dropped = []
         for cand in list(self.cands.values()):
-            why = reason_of(cand.item)
+            why = self.not_admitted(cand.ci, cand.row)
             if why:
                 del self.cands[cand.id]
                 dropped.append({"id": cand.id, "reason": why})

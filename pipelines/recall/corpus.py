@@ -33,6 +33,7 @@ from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
+from .episodic import is_small_talk
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
 
@@ -117,6 +118,8 @@ class MemoryCorpus:
         self._terms_cache: dict[int, frozenset[str]] = {}
         self._labels_cache: dict[int, frozenset[str]] = {}
         self._title_cache: dict[int, str] = {}
+        self._content_cache: dict[int, str] = {}
+        self._small_talk_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -246,6 +249,20 @@ class MemoryCorpus:
             terms = frozenset(self._doc_tokens(self.items[row]))
             self._terms_cache[row] = terms
         return terms
+
+    def content_key(self, row: int) -> str:
+        """Normalised content (a raw turn that repeats the question)."""
+        key = self._content_cache.get(row)
+        if key is None:
+            key = self._content_cache[row] = normalise_label(self.items[row].content)
+        return key
+
+    def small_talk(self, row: int) -> bool:
+        """The row's content is only acknowledgement, greeting or filler words."""
+        found = self._small_talk_cache.get(row)
+        if found is None:
+            found = self._small_talk_cache[row] = is_small_talk(self.items[row].content)
+        return found
 
     def title_key(self, row: int) -> str:
         """Normalised title (conflict detection: same key, different content)."""

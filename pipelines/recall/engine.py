@@ -42,7 +42,6 @@ from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
 from .deliver import Hit, deliver
-from .episodic import not_a_candidate
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
@@ -254,9 +253,9 @@ class RecallEngine:
     def _candidates(self, q: RecallQuery) -> dict[str, Any]:
         lists = q.search.channels()
         q.search.gather(lists)
-        # Known false: never recalled.
-        q.search.drop(lambda it: "retracted" if it.validation == "retracted" else None)
-        dropped = q.search.drop(lambda it: not_a_candidate(it, q.text)) if q.opts.episodic else []
+        if q.opts.episodic:
+            q.search.exclude_empty_turns(q.text)
+        dropped = [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
         return {"stage": "candidates", "count": len(q.search.cands), "not_candidates": dropped,
                 "channels": {name: [[e[1], round(e[0], 4)] for e in entries[:10]]
                              for name, entries in lists.items()}}

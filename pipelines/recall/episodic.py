@@ -2,7 +2,7 @@
 
 - Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
   "hello!"), turns without a single content word, and earlier copies of the question being
-  asked now. They are never recall candidates.
+  asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected.
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
@@ -14,7 +14,7 @@ import re
 
 from pipelines.records import MemoryItem, parse_time
 
-from .lexical import STOPWORDS, normalise_label, words
+from .lexical import STOPWORDS, words
 
 # Words that make up acknowledgements, greetings and small talk.
 SMALL_TALK = frozenset(
@@ -35,23 +35,6 @@ def is_small_talk(text: str) -> bool:
     """Only acknowledgement, greeting and filler words (or no word at all)."""
     toks = words(text)
     return all(t in SMALL_TALK or t in STOPWORDS for t in toks)
-
-
-def same_text(a: str, b: str) -> bool:
-    """Equal up to case, punctuation and spacing."""
-    na = normalise_label(a)
-    return bool(na) and na == normalise_label(b)
-
-
-def not_a_candidate(item: MemoryItem, question: str) -> str | None:
-    """Why a raw turn is not worth recalling for this question, or None."""
-    if not is_message(item):
-        return None
-    if is_small_talk(item.content):
-        return "small talk"
-    if same_text(item.content, question):
-        return "an earlier copy of the question"
-    return None
 
 
 def only_asks(item: MemoryItem) -> bool:
@@ -91,5 +74,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "not_a_candidate", "only_asks", "said_on",
-           "same_text", "speaker_of", "turn_title"]
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on",
+           "speaker_of", "turn_title"]

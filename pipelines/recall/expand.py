@@ -34,7 +34,7 @@ class Expander:
 
     def _usable(self, ci: int, row: int, exclude: set[str]) -> bool:
         item = self.view.corpora[ci].items[row]
-        if item.id in exclude or not self.search.admissible(item):
+        if item.id in exclude or not self.search.admissible(ci, row):
             return False
         cand = self.search.cands.get(item.id)
         if cand is not None and cand.suppressed is not None:

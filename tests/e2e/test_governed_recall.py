@@ -232,3 +232,20 @@ def test_a_small_budget_still_answers_with_what_fits(tmp_path: Path) -> None:
     assert not body["message"].startswith("No memory found")
     assert body["injection"] and "TimescaleDB" in body["injection"]
     assert len(body["injection"]) <= 4 * 100
+
+
+# -- the governed benchmark as a regression guard ---------------------------------------------
+
+
+def test_governed_benchmark_curated_answers_lead(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from bench import governed
+
+    out = tmp_path / "governed.json"
+    assert governed.main(["--out", str(out), "--workdir", str(tmp_path / "store")]) == 0
+    result = json.loads(out.read_text())
+    assert result["store"]["verdicts"] == {"accept": result["store"]["curated"]}
+    inject, catalog = result["modes"]["inject"], result["modes"]["catalog"]
+    assert inject["missing"] == 0 and inject["hit@1"] >= 0.9 and catalog["mrr"] >= 0.85
+    assert inject["chatter_share"] < 0.5
+    assert result["by_kind"]["scope"]["inject"]["hit@1"] == 1.0
+    assert "MRR" in capsys.readouterr().out

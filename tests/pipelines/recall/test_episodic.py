@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pipelines.records import MemoryItem, Provenance, Scope
-from pipelines.recall.episodic import is_small_talk, not_a_candidate, only_asks, turn_title
+from pipelines.recall import MemoryCorpus, RecallEngine
+from pipelines.recall.episodic import is_small_talk, only_asks, turn_title
+from pipelines.records import Identity
+from pipelines.settings import Settings
 from pipelines.recall.render import (
     EPISODIC_HEADER,
     FOOTER,
@@ -15,8 +18,9 @@ from pipelines.recall.render import (
 )
 
 
-def turn(text: str, speaker: str = "dana", at: str = "2026-03-04T10:00:00+00:00") -> MemoryItem:
-    return MemoryItem(id="msg_1", tier="stm", type="message", title=speaker, content=text,
+def turn(text: str, speaker: str = "dana", at: str = "2026-03-04T10:00:00+00:00",
+         id_: str = "msg_1") -> MemoryItem:
+    return MemoryItem(id=id_, tier="stm", type="message", title=speaker, content=text,
                       scope=Scope(kind="user"), provenance=Provenance(source_id="t1", created_at=at),
                       valid_from=at, metadata={"role": "user"})
 
@@ -27,11 +31,17 @@ def test_small_talk_and_question_copies_are_not_candidates():
     for text in ("ok, deploy on Friday", "thanks, Caroline!", "I like emacs."):
         assert not is_small_talk(text), text
     q = "Which database does orion telemetry use?"
-    assert not_a_candidate(turn("which database does Orion telemetry use"), q) == "an earlier copy of the question"
-    assert not_a_candidate(turn("ok"), q) == "small talk"
-    assert not_a_candidate(turn("Orion telemetry uses TimescaleDB."), q) is None
-    curated = MemoryItem(id="m", tier="stm", type="fact", title="ok", content="ok", scope=Scope())
-    assert not_a_candidate(curated, q) is None
+    items = [turn("which database does Orion telemetry use", id_="msg_copy"), turn("ok", id_="msg_ok"),
+             turn("Orion telemetry uses TimescaleDB.", id_="msg_answer")]
+    engine = RecallEngine(Settings(), embedder=None)
+    result = engine.recall(q + " ok", Identity(), [MemoryCorpus(items)], mode="catalog",
+                           trace=True, options=None)
+    dropped = next(t for t in result.trace if t["stage"] == "candidates")["not_candidates"]
+    assert {d["id"]: d["reason"] for d in dropped} == {"msg_ok": "small talk"}
+    result = engine.recall(q, Identity(), [MemoryCorpus(items)], mode="catalog", trace=True)
+    dropped = next(t for t in result.trace if t["stage"] == "candidates")["not_candidates"]
+    assert dropped == [{"id": "msg_copy", "reason": "an earlier copy of the question"}]
+    assert [h.item.id for h in result.hits] == ["msg_answer"]
 
 
 def test_a_turn_that_only_asks_states_nothing():
