@@ -266,15 +266,17 @@ class CandidateSearch:
     def relevance(self, dense: float, lexical: float, labels: int) -> float:
         """Absolute relevance in [0, 1]: the weighted mean of the enabled channels."""
         opts = self.opts
-        parts = []
+        weights, total = 0.0, 0.0
         if self.qvec is not None:
-            parts.append((opts.w_dense, max(0.0, dense)))
+            weights += opts.w_dense
+            total += opts.w_dense * max(0.0, dense)
         if opts.lexical:
-            parts.append((opts.w_lexical, lexical))
+            weights += opts.w_lexical
+            total += opts.w_lexical * lexical
         if opts.labels:
-            parts.append((opts.w_labels, labels / (labels + 1)))
-        weights = sum(w for w, _ in parts)
-        return sum(w * x for w, x in parts) / weights if weights else 0.0
+            weights += opts.w_labels
+            total += opts.w_labels * (labels / (labels + 1))
+        return total / weights if weights else 0.0
 
     def signals(self, ci: int, rows: Sequence[int]) -> list[tuple[float, float, int]]:
         """(dense cosine, normalised lexical, label matches) for rows of one corpus."""

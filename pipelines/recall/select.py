@@ -84,12 +84,16 @@ def demote_covered_messages(search: CandidateSearch, demotion: float) -> list[di
 
 
 def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]]) -> list[str]:
-    """Of raw turns with the same text, only the best-ranked stays a candidate."""
+    """Of raw turns with the same text (up to case, punctuation and spacing), only the
+    best-ranked stays a candidate."""
+    turns = [c for c in search.cands.values() if c.item.type == "message" and c.suppressed is None]
+    keys = {c.id: search.view.corpora[c.ci].content_key(c.row) for c in turns}
+    if len(set(keys.values())) == len(turns):
+        return []
     best: dict[str, Candidate] = {}
     dropped = []
-    for cand in sorted((c for c in search.cands.values() if c.item.type == "message"
-                        and c.suppressed is None), key=Candidate.key):
-        key = " ".join(cand.item.content.split()).casefold()
+    for cand in sorted(turns, key=Candidate.key):
+        key = keys[cand.id]
         if key in best:
             cand.suppressed = "duplicate"
             suppressed.append({"id": cand.id, "reason": "same text as a better-ranked turn",
