@@ -18,6 +18,7 @@ They are not blocking: a failure is reported with the offending ids in the UI an
 import dagster as dg
 
 from assets.graph import (
+    WAREHOUSE_POOL,
     governed_items,
     item_embeddings,
     lifecycle,
@@ -31,7 +32,7 @@ ERROR = dg.AssetCheckSeverity.ERROR
 SAMPLE = 20  # offending ids listed in the metadata
 
 
-@dg.asset_check(asset=governed_items, description="No active item is hard-blocked by the current policy.")
+@dg.asset_check(asset=governed_items, pool=WAREHOUSE_POOL, description="No active item is hard-blocked by the current policy.")
 def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
     from pipelines.policy import POLICY_VERSION, Policy
 
@@ -49,7 +50,7 @@ def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseRes
     )
 
 
-@dg.asset_check(asset=item_embeddings, description="Each embedding model is stored with one dimension.")
+@dg.asset_check(asset=item_embeddings, pool=WAREHOUSE_POOL, description="Each embedding model is stored with one dimension.")
 def one_dimension_per_model(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     wh = warehouse.get()
     bad = stages.dimension_violations(wh)
@@ -61,7 +62,7 @@ def one_dimension_per_model(warehouse: WarehouseResource) -> dg.AssetCheckResult
     )
 
 
-@dg.asset_check(asset=merged_items, description="No item is both superseded and active.")
+@dg.asset_check(asset=merged_items, pool=WAREHOUSE_POOL, description="No item is both superseded and active.")
 def no_active_superseded_items(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     bad = stages.supersede_violations(warehouse.get())
     return dg.AssetCheckResult(
@@ -71,7 +72,7 @@ def no_active_superseded_items(warehouse: WarehouseResource) -> dg.AssetCheckRes
     )
 
 
-@dg.asset_check(asset=lifecycle, description="Every active MTM/LTM item has provenance.")
+@dg.asset_check(asset=lifecycle, pool=WAREHOUSE_POOL, description="Every active MTM/LTM item has provenance.")
 def mtm_ltm_have_provenance(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     wh = warehouse.get()
     items = wh.active_items(tier="mtm") + wh.active_items(tier="ltm")
@@ -83,7 +84,7 @@ def mtm_ltm_have_provenance(warehouse: WarehouseResource) -> dg.AssetCheckResult
     )
 
 
-@dg.asset_check(asset=memory_snapshot, description="The published snapshot holds exactly the active items.")
+@dg.asset_check(asset=memory_snapshot, pool=WAREHOUSE_POOL, description="The published snapshot holds exactly the active items.")
 def snapshot_matches_warehouse(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
     wh = warehouse.get()
     manifest = stages.read_published_manifest(loci.get().snapshots_path)

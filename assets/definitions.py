@@ -16,15 +16,18 @@ from assets.sensors import (
 from pipelines.settings import Settings, load_settings
 
 
-def build_definitions(settings: Settings, *, loggers: dict | None = None) -> dg.Definitions:
-    """The assets, checks, job, schedule, sensors and resources for `settings`."""
+def build_definitions(
+    settings: Settings, *, loggers: dict | None = None, resources: dict[str, dg.ConfigurableResource] | None = None
+) -> dg.Definitions:
+    """The assets, checks, job, schedule, sensors and resources for `settings`; `resources`
+    replaces some of them (tests: a `faults` resource that fails or pauses a run)."""
     return dg.Definitions(
         assets=CONSOLIDATION_ASSETS,
         asset_checks=CONSOLIDATION_CHECKS,
         jobs=[consolidate_job],
         schedules=[build_schedule(settings)],
         sensors=[stm_threshold_sensor, consolidate_request_sensor],
-        resources=resources_from_settings(settings),
+        resources={**resources_from_settings(settings), **(resources or {})},
         # Also for runs the UI builds ad hoc ("Materialize selected"): one process, so the
         # run's single warehouse connection and lock serve every step.
         executor=dg.in_process_executor,

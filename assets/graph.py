@@ -9,16 +9,14 @@ and `palace_locations` through the IO manager; both re-check it against the ware
 """
 
 
-import os
-import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from assets.resources import (
     EmbedderResource,
+    FaultInjectionResource,
     InboxResource,
     LociSettingsResource,
     MergerResource,
@@ -28,35 +26,13 @@ from pipelines import consolidate as stages
 from pipelines.records import utcnow
 
 GROUP = "consolidation"
-WAREHOUSE_TAG = "loci/warehouse"  # run tag limited to 1 in dagster.yaml (one writer)
-
-# Test hook (documented in tests/assets): LOCI_TEST_HOOK="<point>=<action>" where point is
-# a stage point such as "govern:before_commit" or "<asset>:start", and action is
-# "sleep:<seconds>" or "fail". LOCI_TEST_HOOK_MARKER names a file written when the point
-# is reached (so a test knows when to kill the run).
-TEST_HOOK_ENV = "LOCI_TEST_HOOK"
-TEST_HOOK_MARKER_ENV = "LOCI_TEST_HOOK_MARKER"
-
-
-class InjectedFailure(RuntimeError):
-    """Raised by the test hook (`LOCI_TEST_HOOK=<point>=fail`)."""
-
-
-def hook_point(point: str) -> None:
-    spec = os.environ.get(TEST_HOOK_ENV, "")
-    if not spec or "=" not in spec:
-        return
-    target, action = spec.split("=", 1)
-    if target != point:
-        return
-    marker = os.environ.get(TEST_HOOK_MARKER_ENV)
-    if marker:
-        Path(marker).write_text(point, encoding="utf-8")
-    if action == "fail":
-        raise InjectedFailure(f"injected failure at {point}")
-    if action.startswith("sleep:"):
-        time.sleep(float(action.split(":", 1)[1]))
-
+# One writer on the warehouse. Every asset (and check) is in this concurrency pool, which
+# the shipped dagster.yaml limits to one run in progress (run granularity), so any run that
+# touches the warehouse, the job's or one the UI builds ad hoc, waits in the run queue.
+# The job also carries the run tag of the same name, limited to 1 by tag, for instances
+# configured before the pool existed.
+WAREHOUSE_POOL = "loci/warehouse"
+WAREHOUSE_TAG = WAREHOUSE_POOL
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
@@ -72,15 +48,19 @@ def _md(values: dict[str, Any]) -> dict[str, Any]:
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"sqlite", "duckdb"},
     description="Inbox events after the warehouse's last ingested seq, landed into "
     "chat_turns / proposals / landed_events (idempotent by event id).",
 )
 def landed_events(
-    context: dg.AssetExecutionContext, inbox: InboxResource, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
+    inbox: InboxResource,
+    warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
-    hook_point("landed_events:start")
-    report = stages.land_events(inbox.get(), warehouse.get(), run_id=context.run_id, hook=hook_point)
+    faults.reached("landed_events:start")
+    report = stages.land_events(inbox.get(), warehouse.get(), run_id=context.run_id, hook=faults.reached)
     context.log.info(f"landed {report.landed} events (seq {report.from_seq}..{report.to_seq})")
     return dg.MaterializeResult(
         metadata=_md({
@@ -97,22 +77,24 @@ def landed_events(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[landed_events],
-    description="Landed events folded into memory items with the current policy re-run on "
+    description="Landed events applied to memory items with the current policy re-run on "
     "every proposal; the ingestion watermark moves in the same transaction.",
 )
 def governed_items(
     context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
     loci: LociSettingsResource,
     inbox: InboxResource,
     warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
     from pipelines.policy import Policy
 
-    hook_point("governed_items:start")
+    faults.reached("governed_items:start")
     settings = loci.get()
-    report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings, hook=hook_point)
+    report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings, hook=faults.reached)
     # The next run's policy check starts here: what this run writes later is either a
     # merge governed on creation or a revision that leaves the text alone.
     governed_until = utcnow()
@@ -144,20 +126,24 @@ def governed_items(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb", "numpy"},
     deps=[governed_items],
     description="Vectors for active items whose content changed (content hash), with the "
     "configured embedder; a different embedder than the stored one is an error.",
 )
 def item_embeddings(
-    context: dg.AssetExecutionContext, warehouse: WarehouseResource, embedder: EmbedderResource
+    context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
+    warehouse: WarehouseResource,
+    embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
     from pipelines.embedders import EmbedderUnavailable
 
-    hook_point("item_embeddings:start")
+    faults.reached("item_embeddings:start")
     model = embedder.get()
     try:
-        report = stages.embed_items(warehouse.get(), model, hook=hook_point)
+        report = stages.embed_items(warehouse.get(), model, hook=faults.reached)
     except stages.EmbedderChanged as exc:
         raise dg.Failure(
             description=str(exc),
@@ -180,17 +166,19 @@ def item_embeddings(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"hdbscan"},
     deps=[item_embeddings],
     description="HDBSCAN clusters of active short-term items per owner partition.",
 )
 def stm_clusters(
     context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
     loci: LociSettingsResource,
     warehouse: WarehouseResource,
     embedder: EmbedderResource,
 ) -> dg.Output[list]:
-    hook_point("stm_clusters:start")
+    faults.reached("stm_clusters:start")
     report = stages.cluster_stm(warehouse.get(), embedder.get().name, loci.get())
     context.log.info(f"{len(report.clusters)} clusters over {report.candidates} STM items")
     return dg.Output(
@@ -208,12 +196,14 @@ def stm_clusters(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"ollama", "duckdb"},
     description="Each cluster of >= 2 STM items merged into one canonical MTM item (Granite "
     "via Ollama, extractive fallback); originals superseded and linked, never deleted.",
 )
 def merged_items(
     context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
     stm_clusters: list,
     loci: LociSettingsResource,
     warehouse: WarehouseResource,
@@ -222,11 +212,11 @@ def merged_items(
 ) -> dg.MaterializeResult:
     from pipelines.policy import Policy
 
-    hook_point("merged_items:start")
+    faults.reached("merged_items:start")
     settings = loci.get()
     report = stages.merge_clusters(
         warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], merger.get(),
-        Policy(settings), embedder.get(), settings=settings, now=_now(), hook=hook_point,
+        Policy(settings), embedder.get(), settings=settings, now=_now(), hook=faults.reached,
     )  # fmt: skip
     context.log.info(f"merged {report.merged} clusters ({report.by_llm} by LLM, {report.by_fallback} by fallback)")
     return dg.MaterializeResult(
@@ -244,15 +234,19 @@ def merged_items(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[merged_items],
     description="Promotions (STM -> MTM -> LTM), expiry archive, aging and decay.",
 )
 def lifecycle(
-    context: dg.AssetExecutionContext, loci: LociSettingsResource, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
+    loci: LociSettingsResource,
+    warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
-    hook_point("lifecycle:start")
-    report = stages.apply_lifecycle(warehouse.get(), loci.get(), now=_now(), hook=hook_point)
+    faults.reached("lifecycle:start")
+    report = stages.apply_lifecycle(warehouse.get(), loci.get(), now=_now(), hook=faults.reached)
     context.log.info(f"lifecycle: {report.counts}")
     return dg.MaterializeResult(
         metadata=_md({
@@ -266,17 +260,21 @@ def lifecycle(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"duckdb"},
     deps=[lifecycle],
     description="Memory-palace locations (domain/room/shelf/card) of active items, stored "
     "in the warehouse and in each item's metadata['palace'].",
 )
 def palace_locations(
-    context: dg.AssetExecutionContext, stm_clusters: list, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
+    stm_clusters: list,
+    warehouse: WarehouseResource,
 ) -> dg.MaterializeResult:
-    hook_point("palace_locations:start")
+    faults.reached("palace_locations:start")
     report = stages.build_palace(
-        warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], hook=hook_point
+        warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], hook=faults.reached
     )
     context.log.info(f"palace: {report.assigned} active items, {report.moved} new or moved")
     return dg.MaterializeResult(
@@ -290,6 +288,7 @@ def palace_locations(
 
 @dg.asset(
     group_name=GROUP,
+    pool=WAREHOUSE_POOL,
     kinds={"faiss", "parquet"},
     deps=[palace_locations],
     description="The published FAISS snapshot of active items (CURRENT replaced atomically); "
@@ -297,11 +296,12 @@ def palace_locations(
 )
 def memory_snapshot(
     context: dg.AssetExecutionContext,
+    faults: FaultInjectionResource,
     loci: LociSettingsResource,
     warehouse: WarehouseResource,
     embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
-    hook_point("memory_snapshot:start")
+    faults.reached("memory_snapshot:start")
     settings = loci.get()
     wh = warehouse.get()
     report = stages.publish_snapshot(wh, embedder.get(), settings, extra={"run_id": context.run_id})

@@ -1,50 +1,87 @@
 """Dagster resources: the settings, the inbox, the warehouse (with its run lock), the
-embedder and the merger. All are built from one `pipelines.settings.Settings` by
-`resources_from_settings`, so a run in the UI and a run from `loci consolidate` see the
-same configuration.
+embedder, the merger, and the fault-injection points tests use.
+
+Each resource's fields are its configuration (what the launchpad shows and edits); `get()`
+builds what the pipeline needs from them directly. `resources_from_settings` fills them
+from one `pipelines.settings.Settings`, so a run in the UI and a run from `loci consolidate`
+see the same configuration.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import dagster as dg
 import msgspec
+import pydantic
 from pydantic import PrivateAttr
 
 from pipelines.consolidate import WarehouseLock
 from pipelines.inbox import Inbox
-from pipelines.settings import Settings, load_settings
+from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
 
 
-class LociSettingsResource(dg.ConfigurableResource):
-    """The Loci settings: `loci.toml` / `LOCI_*` environment, then `overrides_json` (a JSON
-    object of Settings fields) on top. `from_settings` pins a whole Settings object."""
+def _settings_fields() -> dict[str, Any]:
+    """Every `Settings` field as a resource config field, with the same type and default."""
+    namespace: dict[str, Any] = {"__module__": __name__, "__annotations__": {}}
+    for field in msgspec.structs.fields(Settings):
+        namespace["__annotations__"][field.name] = field.type
+        if field.default_factory is not msgspec.NODEFAULT:
+            namespace[field.name] = pydantic.Field(default_factory=field.default_factory)
+        else:
+            namespace[field.name] = field.default
+    return namespace
 
-    config_file: Optional[str] = None
-    overrides_json: str = "{}"
+
+_SettingsFields = type("_SettingsFields", (dg.ConfigurableResource,), _settings_fields())
+
+
+class LociSettingsResource(_SettingsFields):
+    """The Loci settings the stages read (policy, clustering, lifecycle, snapshot...). Its
+    config fields are the fields of `pipelines.settings.Settings`, declared from them (one
+    list, one set of defaults); `get()` is that Settings object."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "LociSettingsResource":
-        return cls(overrides_json=msgspec.json.encode(settings).decode("utf-8"))
+        return cls(**msgspec.structs.asdict(settings))
 
     def get(self) -> Settings:
+        values = {f.name: getattr(self, f.name) for f in msgspec.structs.fields(Settings)}
         try:
-            overrides = json.loads(self.overrides_json or "{}")
-        except json.JSONDecodeError as exc:
-            raise dg.Failure(f"LociSettingsResource.overrides_json is not JSON: {exc}") from exc
-        if not isinstance(overrides, dict):
-            raise dg.Failure("LociSettingsResource.overrides_json must be a JSON object")
-        try:
-            return load_settings(self.config_file, **overrides)
-        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            return msgspec.convert(values, Settings)
+        except msgspec.ValidationError as exc:
             raise dg.Failure(f"invalid Loci settings: {exc}") from exc
+
+
+class FaultInjectionResource(dg.ConfigurableResource):
+    """Named points inside the stages (such as "govern:before_commit" or
+    "<asset>:start") where a test makes a run fail or pause. The default does nothing;
+    tests replace it. `marker_file`, when set, is written when the point is reached (so a
+    test knows when to kill the run)."""
+
+    point: str = ""
+    action: str = ""  # "fail" or "sleep:<seconds>"
+    marker_file: str = ""
+
+    def reached(self, point: str) -> None:
+        if not self.point or point != self.point:
+            return
+        if self.marker_file:
+            Path(self.marker_file).write_text(point, encoding="utf-8")
+        if self.action == "fail":
+            raise InjectedFailure(f"injected failure at {point}")
+        if self.action.startswith("sleep:"):
+            time.sleep(float(self.action.split(":", 1)[1]))
+
+
+class InjectedFailure(RuntimeError):
+    """Raised at a fault-injection point whose action is "fail"."""
 
 
 class InboxResource(dg.ConfigurableResource):
@@ -120,7 +157,7 @@ def _cached(key: tuple, build):
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """`pipelines.embedders.make_embedder` for the configured backend (minilm, ollama, hash)."""
+    """The embedder (`pipelines.embedders.build_embedder`): minilm, ollama or hash."""
 
     backend: str = "minilm"
     dim: int = 384
@@ -129,15 +166,15 @@ class EmbedderResource(dg.ConfigurableResource):
     timeout_s: float = 30.0
 
     def get(self):
-        from pipelines.embedders import make_embedder
+        from pipelines.embedders import build_embedder
 
-        settings = Settings(
-            embedder=self.backend, embedder_dim=self.dim, ollama_host=self.ollama_host,
-            ollama_embed_model=self.ollama_model, ollama_timeout_s=self.timeout_s,
-        )  # fmt: skip
         key = ("embedder", self.backend, self.dim, self.ollama_host, self.ollama_model, self.timeout_s)
+        build = lambda: build_embedder(  # noqa: E731
+            self.backend, dim=self.dim, ollama_host=self.ollama_host, ollama_model=self.ollama_model,
+            ollama_timeout_s=self.timeout_s,
+        )  # fmt: skip
         try:
-            return _cached(key, lambda: make_embedder(settings))
+            return _cached(key, build)
         except ValueError as exc:
             raise dg.Failure(str(exc)) from exc
 
@@ -175,6 +212,7 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
     absolute, so a run launched from another working directory uses the same files."""
     settings = msgspec.structs.replace(settings, data_dir=str(Path(settings.data_dir).resolve()))
     return {
+        "faults": FaultInjectionResource(),
         "loci": LociSettingsResource.from_settings(settings),
         "inbox": InboxResource(path=str(settings.inbox_path)),
         "warehouse": WarehouseResource(path=str(settings.warehouse_path)),

@@ -38,42 +38,94 @@ def dagster_home(settings: Settings) -> Path:
     return home.resolve()
 
 
+def limit_warehouse_pool(instance: dg.DagsterInstance) -> None:
+    """Give the warehouse pool its limit (the instance's `pools.default_limit`) now. The run
+    queue only sets it the first time it sees a queued run that needs the pool, and lets
+    that run start even if another run holds the pool."""
+    from assets.graph import WAREHOUSE_POOL
+
+    storage = instance.event_log_storage
+    if storage.supports_global_concurrency_limits:
+        storage.initialize_concurrency_limit_to_default(WAREHOUSE_POOL)
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """`dagster_home(settings)` with the warehouse pool limited, for `loci ui`."""
+    home = dagster_home(settings)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        limit_warehouse_pool(instance)
+    return home
+
+
 def reembed_all(settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:
     """`loci reembed`: every active item embedded with the configured embedder."""
     return _reembed_all(settings, progress=progress)
 
 
+def _lifecycle_changes(md: dict[str, Any]) -> int:
+    return sum(int(md.get(key, 0) or 0) for key in ("promoted", "archived", "decayed"))
+
+
+# What each stage's progress line counts: (count from its materialization metadata, unit).
+STAGE_COUNTS: dict[str, tuple[Callable[[dict[str, Any]], int], str]] = {
+    "landed_events": (lambda md: md.get("events_landed", 0), "events landed"),
+    "governed_items": (lambda md: md.get("events", 0), "events governed"),
+    "item_embeddings": (lambda md: md.get("embedded", 0), "items embedded"),
+    "stm_clusters": (lambda md: md.get("clusters_found", 0), "clusters found"),
+    "merged_items": (lambda md: md.get("merged", 0), "clusters merged"),
+    "lifecycle": (_lifecycle_changes, "items promoted, archived or decayed"),
+    "palace_locations": (lambda md: md.get("new_or_moved", 0), "locations new or moved"),
+    "memory_snapshot": (lambda md: md.get("count", 0), "items in the snapshot"),
+}
+
+
+def stage_line(stage: str, metadata: dict[str, Any], seconds: float) -> str:
+    """One stage's progress line: its name, what it counted and how long it took."""
+    count, unit = STAGE_COUNTS[stage]
+    return f"{stage:<17} {count(metadata):>7} {unit:<36} {seconds:7.2f} s"
+
+
 class _ProgressHandler(logging.Handler):
-    """Forwards step starts, failures and the assets' own log lines to a callback."""
+    """Forwards to a callback one line per stage as it completes (`stage_line`), step and
+    check failures, and the resources' own log lines (waiting for the warehouse lock). The
+    assets' log lines stay in the Dagster event log: the stage line says the same."""
 
     def __init__(self, callback: Progress) -> None:
-        super().__init__(level=logging.INFO)
+        super().__init__(level=logging.DEBUG)  # Dagster logs its structured events at DEBUG
         self.callback = callback
+        self.metadata: dict[str, dict[str, Any]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._forward(record)
+        except Exception:  # noqa: BLE001 - progress output must never break a run
+            pass
+
+    def _forward(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event")
         step = meta.get("step_key") or ""
-        try:
-            if event is None:  # the assets' and resources' own log lines
-                message = meta.get("orig_message", record.getMessage())
-                self.callback(f"{step}: {message}" if step else str(message))
-                return
-            kind = event.event_type_value
-            if kind == "STEP_FAILURE":
-                self.callback(f"{step} FAILED: {event.message or ''}".strip())
-            elif kind == "ASSET_CHECK_EVALUATION":
-                data = event.event_specific_data
-                if data is not None and not data.passed:
-                    self.callback(f"check {data.check_name} FAILED")
-        except Exception:  # noqa: BLE001 - progress output must never break a run
-            pass
+        if event is None:
+            if record.levelno >= logging.INFO and (meta.get("resource_name") or not step):
+                self.callback(str(meta.get("orig_message", record.getMessage())))
+            return
+        kind = event.event_type_value
+        data = event.event_specific_data
+        if kind == "ASSET_MATERIALIZATION":
+            mat = data.materialization
+            self.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
+        elif kind == "STEP_SUCCESS" and step in STAGE_COUNTS:  # checks report failures only
+            self.callback(stage_line(step, self.metadata.get(step, {}), data.duration_ms / 1000.0))
+        elif kind == "STEP_FAILURE":
+            self.callback(f"{step} FAILED: {event.message or ''}".strip())
+        elif kind == "ASSET_CHECK_EVALUATION" and data is not None and not data.passed:
+            self.callback(f"check {data.check_name} FAILED")
 
 
 def _progress_logger(callback: Progress) -> dg.LoggerDefinition:
     @dg.logger(description="Forwards run progress to a callback (loci consolidate).")
     def progress(_init_context) -> logging.Logger:
-        log = logging.Logger("loci.consolidate.progress", level=logging.INFO)
+        log = logging.Logger("loci.consolidate.progress", level=logging.DEBUG)
         log.addHandler(_ProgressHandler(callback))
         return log
 
@@ -158,22 +210,25 @@ def run_consolidation(
     *,
     progress: Progress | None = None,
     instance: Literal["local", "ephemeral"] | dg.DagsterInstance = "local",
+    resources: dict[str, dg.ConfigurableResource] | None = None,
 ) -> dict[str, Any]:
     """Run the whole consolidation graph once, in this process, and return its summary
     (status "success" or "failure" with "error"). Waits if another run holds the warehouse.
 
     `instance`: "local" (the project-local `.dagster_home/`, runs visible in `loci ui`),
-    "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is."""
+    "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is. `resources`
+    replaces some of the resources built from `settings` (tests)."""
     from assets.definitions import build_definitions
 
     if not isinstance(instance, dg.DagsterInstance) and instance not in ("local", "ephemeral"):
         raise ValueError(f"instance must be 'local', 'ephemeral' or a DagsterInstance, not {instance!r}")
     # The progress logger replaces Dagster's console logger (the CLI prints a summary).
     loggers = {"progress": _progress_logger(progress or (lambda _msg: None))}
-    job = build_definitions(settings, loggers=loggers).resolve_job_def("consolidate_job")
+    job = build_definitions(settings, loggers=loggers, resources=resources).resolve_job_def("consolidate_job")
     started = time.monotonic()
 
     def execute(dagster_instance: dg.DagsterInstance) -> dict[str, Any]:
+        limit_warehouse_pool(dagster_instance)
         result = job.execute_in_process(
             run_config={"loggers": {"progress": {}}},
             instance=dagster_instance,

@@ -10,9 +10,10 @@ writes it). They read the inbox (SQLite WAL: readers never wait) and the publish
 snapshot's manifest, whose `extra` carries the STM item count per owner partition at the
 time it was built, and keep their progress in the sensor cursor.
 
-At most one run writes the warehouse: the job carries the run tag `loci/warehouse`, which
-`dagster.yaml` limits to one run in progress (queued run coordinator); a run started
-outside the queue (`loci consolidate`) waits on the warehouse file lock.
+At most one run writes the warehouse: every asset and check is in the concurrency pool
+`loci/warehouse`, which `dagster.yaml` limits to one run in progress (queued run
+coordinator, run granularity), whether the run is this job or an ad-hoc selection in the UI;
+a run started outside the queue (`loci consolidate`) waits on the warehouse file lock.
 """
 
 

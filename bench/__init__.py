@@ -1,1 +1,1 @@
-"""Benchmarks: each module has `main(argv=None) -> int`, prints a table and writes JSON."""
+"""Loci's benchmarks: each module measures one target and runs as `loci bench NAME`."""

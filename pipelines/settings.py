@@ -7,12 +7,27 @@ Paths are relative to the data directory unless absolute.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+# Feature flags and their defaults: the one list the CLI, the proxy and the in-process
+# middleware read. `enabled` is the master switch (off: memory does nothing at all);
+# `memory_tools` offers Loci's memory.* tools to the model and is off by default.
+FLAG_DEFAULTS: dict[str, bool] = {
+    "enabled": True,
+    "context_injection": True,
+    "post_response_scan": True,
+    "recall_interception": True,
+    "reset_summarize": True,
+    "memory_tools": False,
+}
 
 
 class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -81,15 +96,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     port: int = 8765
     proxy_port: int = 11435
     max_body_bytes: int = 1_000_000
-    flags: dict[str, bool] = msgspec.field(
-        default_factory=lambda: {
-            "enabled": True,
-            "context_injection": True,
-            "post_response_scan": True,
-            "recall_interception": True,
-            "reset_summarize": True,
-        }
-    )
+    flags: dict[str, bool] = msgspec.field(default_factory=lambda: dict(FLAG_DEFAULTS))
 
     def path(self, name: str) -> Path:
         p = Path(name)
@@ -149,7 +156,7 @@ def load_settings(
         merged["ollama_host"] = _normalise_ollama_host(env["OLLAMA_HOST"])
     merged.update(overrides)
     if "flags" in merged:
-        merged["flags"] = {**Settings().flags, **merged["flags"]}
+        merged["flags"] = {**FLAG_DEFAULTS, **merged["flags"]}
     return msgspec.convert(merged, Settings)
 
 
@@ -157,19 +164,86 @@ def _normalise_ollama_host(value: str) -> str:
     return value if "://" in value else f"http://{value}"
 
 
+def flag_on(flags: dict[str, bool], name: str) -> bool:
+    """A feature flag with the master switch applied (`enabled` off turns every flag off);
+    a flag missing from `flags` takes its default."""
+    if not bool(flags.get("enabled", FLAG_DEFAULTS["enabled"])):
+        return False
+    return bool(flags.get(name, FLAG_DEFAULTS.get(name, True)))
+
+
 def config_path(environ: dict[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     return Path(env.get("LOCI_CONFIG", "loci.toml"))
+
+
+class LiveFlags:
+    """Feature flags that follow the config file while a process runs (`loci flags disable
+    X` reaches a running proxy without a restart).
+
+    `refresh()` stats the file at most once per `interval_s` (cheap enough for every
+    request) and, when its modification time or size changed, re-reads its `[flags]` table
+    into `settings.flags` in place, so everything holding these settings sees the flip.
+    Resolution as in `load_settings`: defaults < the file < `LOCI_FLAGS`. A file that
+    cannot be parsed (caught mid-write) keeps the current flags until the next change."""
+
+    def __init__(self, settings: Settings, path: str | os.PathLike[str], *, interval_s: float = 1.0,
+                 environ: dict[str, str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if interval_s < 0:
+            raise ValueError("interval_s must be >= 0")
+        self.settings = settings
+        self.path = Path(path)
+        self.interval_s = interval_s
+        self.clock = clock
+        self._env_flags = _from_env(dict(os.environ if environ is None else environ)).get("flags", {})
+        self._stamp = self._stat()
+        self._checked = clock()
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = self.path.stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size
+
+    def refresh(self) -> dict[str, bool]:
+        """The current flags (re-read when the file changed)."""
+        now = self.clock()
+        if now - self._checked < self.interval_s:
+            return self.settings.flags
+        self._checked = now
+        stamp = self._stat()
+        if stamp == self._stamp:
+            return self.settings.flags
+        try:
+            text = self.path.read_text(encoding="utf-8") if stamp is not None else ""
+            from_file = tomllib.loads(text).get("flags", {})
+            if not isinstance(from_file, dict):
+                raise ValueError("[flags] is not a table")
+            flags = msgspec.convert({**FLAG_DEFAULTS, **from_file, **self._env_flags}, dict[str, bool])
+        except (OSError, ValueError, msgspec.ValidationError) as exc:  # tomllib errors are ValueErrors
+            logging.getLogger("loci.settings").warning("flags in %s not re-read: %s", self.path, exc)
+            return self.settings.flags
+        self._stamp = stamp
+        self.settings.flags.update(flags)
+        return self.settings.flags
 
 
 def set_flag(name: str, value: bool, path: str | os.PathLike[str] | None = None) -> Path:
     """Persist one feature flag in the config file, keeping the rest of it as written."""
     import tomlkit
 
+    if name not in FLAG_DEFAULTS:
+        raise ValueError(f"unknown flag {name!r}; known: {', '.join(sorted(FLAG_DEFAULTS))}")
+
     target = Path(path) if path else config_path()
     doc = tomlkit.parse(target.read_text(encoding="utf-8")) if target.is_file() else tomlkit.document()
     if "flags" not in doc:
         doc["flags"] = tomlkit.table()
     doc["flags"][name] = value  # type: ignore[index]
-    target.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    # Written aside then renamed: a running proxy re-reading the file never sees half of it.
+    partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    partial.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    os.replace(partial, target)
     return target

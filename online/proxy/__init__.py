@@ -1,5 +1,5 @@
-"""A drop-in Ollama proxy with Loci's memory (seed 000: memory "on top of ollama" as a
-proxy wrapper, without modifying Ollama).
+"""A drop-in Ollama proxy with Loci's memory: memory on top of Ollama as a proxy wrapper,
+without modifying Ollama.
 
 Point any Ollama client (the official Python and JavaScript clients, Open WebUI, curl) at
 the proxy instead of Ollama and it gets memory: recalled context injected before each chat

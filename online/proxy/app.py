@@ -6,7 +6,8 @@ Routes: `/api/chat` and `/api/generate` (POST gets memory, `online.proxy.handler
 methods are forwarded), and everything else (`/api/tags`, `/api/show`, `/api/embed`,
 `/api/pull`, `/api/version`, `/`, HEAD, `/v1/...`) forwarded unchanged
 (`online.proxy.forward`). With the `enabled` flag off, every request is a pure
-pass-through. Handlers return raw ASGI responses, so Litestar adds nothing to what the
+pass-through. Given a `flags_file` (the CLI passes the config file), flags flipped there
+apply to the next request, without a restart. Handlers return raw ASGI responses, so Litestar adds nothing to what the
 upstream said.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -30,15 +32,12 @@ from online.proxy.forward import forward
 from online.proxy.handlers import MemoryHandlers
 from online.proxy.upstream import Upstream, error_body
 from online.state import MemoryService
-from pipelines.settings import Settings
+from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
 
 FORWARD_METHODS = [HttpMethod.GET, HttpMethod.HEAD, HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH,
                    HttpMethod.DELETE, HttpMethod.OPTIONS]
-
-
-
 
 
 def _error(status: int, message: str) -> Response[bytes]:
@@ -63,6 +62,7 @@ def create_proxy_app(
     upstream: str | None = None,
     config: ProxyConfig | None = None,
     embedder: Any = None,
+    flags_file: str | Path | None = None,
 ) -> Litestar:
     """The proxy app. `upstream` defaults to `settings.ollama_host` (OLLAMA_HOST honoured by
     `load_settings`). Pass `service` to share a MemoryService (then not closed on shutdown);
@@ -70,7 +70,9 @@ def create_proxy_app(
     settings = settings or (service.settings if service else Settings())
     config = config or ProxyConfig()
     base_url = upstream or settings.ollama_host
-    handlers = MemoryHandlers(settings, config)
+    live_flags = None if flags_file is None else LiveFlags(
+        settings, flags_file, interval_s=config.flags_check_interval_s)
+    handlers = MemoryHandlers(settings, config, live_flags)
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

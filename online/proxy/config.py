@@ -1,11 +1,13 @@
 """Proxy configuration: what is not in `Settings` (timeouts, instructions, where the
 catalog goes), and the feature flags read from `settings.flags` on every request.
 
-Flags (seed 004), all in `settings.flags`, read per request so a flip takes effect at once:
+Flags, all in `settings.flags`, read per request so a flip takes effect at once
+(the proxy re-reads them from the config file when it changes, `pipelines.settings.LiveFlags`):
 `enabled` (master switch: off = pure pass-through), `context_injection`,
 `post_response_scan`, `recall_interception`, `reset_summarize`, and the proxy's own
-`memory_tools` (add Loci's memory.* tools to /api/chat requests; default off, see
-`DEFAULT_MEMORY_TOOLS`). A flag missing from `settings.flags` takes its default.
+`memory_tools` (add Loci's memory.* tools to /api/chat requests; default off). Their
+defaults are `pipelines.settings.FLAG_DEFAULTS`; a flag missing from `settings.flags`
+takes its default.
 """
 
 from __future__ import annotations
@@ -13,29 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipelines.records import Identity
-from pipelines.settings import Settings
+from pipelines.settings import Settings, flag_on
 
 DEFAULT_UPSTREAM_TIMEOUT_S = 600.0  # between bytes; a non-streamed answer arrives all at once
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MAX_TOOL_ROUNDS = 2
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # chat bodies carry base64 images
-DEFAULT_MEMORY_TOOLS = False  # flag `memory_tools`: offer memory.* tools to the model
 DEFAULT_RESET_COMMAND = "!reset"
-DEFAULT_RESET_MIN_MESSAGES = 4  # seed 004: summarise on !reset when history has >= 4 messages
+DEFAULT_RESET_MIN_MESSAGES = 4  # shorter histories hold too little to summarise on !reset
 # Recall phrasings (pipelines.recall.intents triggers) that, in the *model's* answer, are a
 # request to memory or a claim about the past worth checking. Left out: questions a model
 # asks the user ("do you remember...?", "what did you say about...?") and "from memory",
 # which models also use for their own general knowledge.
 DEFAULT_MODEL_TEXT_TRIGGERS = ("recall", "search_memory", "know_about", "as_decided", "last_time")
-
-FLAG_DEFAULTS: dict[str, bool] = {
-    "enabled": True,
-    "context_injection": True,
-    "post_response_scan": True,
-    "recall_interception": True,
-    "reset_summarize": True,
-    "memory_tools": DEFAULT_MEMORY_TOOLS,
-}
 
 PROPOSAL_INSTRUCTION = (
     "MEMORY PROPOSALS: if you see information that should persist (decisions, constraints, "
@@ -60,6 +52,11 @@ NOTHING_FOUND_NOTE = (
     "MEMORY SEARCH RESULT: memory holds nothing about {topic}. Tell the user plainly that "
     "memory does not contain it. Do not guess, and do not present anything as remembered."
 )
+NOTHING_NEW_NOTE = (
+    "MEMORY SEARCH RESULT: memory holds nothing about {topic} beyond the memory already shown "
+    "above. Answer the user from it, or tell them plainly that memory does not contain it. "
+    "Do not write `recall` again."
+)
 SUMMARY_INSTRUCTION = (
     "Extract the durable facts, decisions, preferences and constraints from the conversation "
     "below. Answer ONLY with a block <MEMORY_PROPOSALS_JSON>[{\"type\": \"fact\", \"title\": "
@@ -74,7 +71,7 @@ class ProxyConfig:
 
     - `timeout_s`: how long to wait for the upstream between bytes (504 after that);
       `connect_timeout_s` for opening a connection (502 when refused).
-    - `proposal_instruction`: appended as a system message (seed 000 §5.1); None disables.
+    - `proposal_instruction`: appended as a system message; None disables.
     - `intercept_model_text`: recall phrasing in the model's own answer ("recall X", "as we
       decided earlier") triggers a memory search and one re-ask (first round only);
       `model_text_triggers` names which phrasings count.
@@ -85,6 +82,8 @@ class ProxyConfig:
     - `default_identity`: whose memory a request without `X-Loci-*` headers uses.
     - `openwebui_headers`: fall back to Open WebUI's forwarded `X-OpenWebUI-User-Id` /
       `X-OpenWebUI-Chat-Id` headers for user and session.
+    - `flags_check_interval_s`: how often, at most, the config file is checked for flipped
+      flags (when the app watches one).
     """
 
     timeout_s: float = DEFAULT_UPSTREAM_TIMEOUT_S
@@ -99,12 +98,15 @@ class ProxyConfig:
     reset_min_messages: int = DEFAULT_RESET_MIN_MESSAGES
     default_identity: Identity = field(default_factory=Identity)
     openwebui_headers: bool = True
+    flags_check_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
             raise ValueError("proxy timeouts must be > 0 seconds")
         if self.max_tool_rounds < 0:
             raise ValueError("max_tool_rounds must be >= 0")
+        if self.flags_check_interval_s < 0:
+            raise ValueError("flags_check_interval_s must be >= 0")
         if self.max_request_bytes <= 0:
             raise ValueError("max_request_bytes must be > 0")
         if self.catalog_field is not None and not self.catalog_field.strip():
@@ -112,8 +114,5 @@ class ProxyConfig:
 
 
 def flag(settings: Settings, name: str) -> bool:
-    """A feature flag, with the master switch applied (`enabled` off turns everything off)."""
-    flags = settings.flags
-    if not bool(flags.get("enabled", FLAG_DEFAULTS["enabled"])):
-        return False
-    return bool(flags.get(name, FLAG_DEFAULTS.get(name, True)))
+    """A feature flag of `settings`, with the master switch applied."""
+    return flag_on(settings.flags, name)

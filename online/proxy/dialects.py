@@ -148,8 +148,13 @@ class ChatDialect:
         return out
 
     @staticmethod
-    def tool_message(name: str, content: str) -> dict[str, Any]:
-        return {"role": "tool", "tool_name": name, "content": content}
+    def tool_message(name: str, content: str, call_id: str | None = None) -> dict[str, Any]:
+        """A tool result; the call's id is echoed when the model gave one (OpenAI-style
+        clients pair them by id, Ollama by name)."""
+        msg = {"role": "tool", "tool_name": name, "content": content}
+        if isinstance(call_id, str) and call_id:
+            msg["tool_call_id"] = call_id
+        return msg
 
 
 class GenerateDialect:
@@ -243,7 +248,7 @@ class GenerateDialect:
         return out
 
     @staticmethod
-    def tool_message(name: str, content: str) -> dict[str, Any]:
+    def tool_message(name: str, content: str, call_id: str | None = None) -> dict[str, Any]:
         return {"role": "tool", "tool_name": name, "content": content}
 
 

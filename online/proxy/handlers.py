@@ -28,7 +28,7 @@ from litestar import Request
 from online.proxy import reset
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect
-from online.proxy.exchange import Exchange, max_rounds_text
+from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
 from online.proxy.forward import forward
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.responses import RawResponse, error_response, json_response, ndjson_line, ndjson_response
@@ -36,7 +36,7 @@ from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_h
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
 from pipelines.records import Identity
-from pipelines.settings import Settings
+from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
 T = TypeVar("T")
@@ -44,33 +44,6 @@ T = TypeVar("T")
 
 def ollama_time() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-class VisibleText:
-    """What the client has been shown across rounds; a re-asked round's text starts on a
-    new paragraph."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self._new_round = False
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
-
-    def start_round(self) -> None:
-        self._new_round = bool(self.parts)
-
-    def emit(self, piece: str) -> str:
-        if not piece:
-            return ""
-        if self._new_round:
-            self._new_round = False
-            shown = self.text
-            if shown and not shown[-1].isspace() and not piece[0].isspace():
-                piece = "\n\n" + piece
-        self.parts.append(piece)
-        return piece
 
 
 def interim_chunk(dialect: ChatDialect | GenerateDialect, template: dict[str, Any], text: str) -> dict[str, Any]:
@@ -84,9 +57,10 @@ def interim_chunk(dialect: ChatDialect | GenerateDialect, template: dict[str, An
 class MemoryHandlers:
     """The memory path of /api/chat and /api/generate, bound to one app's settings and config."""
 
-    def __init__(self, settings: Settings, config: ProxyConfig) -> None:
+    def __init__(self, settings: Settings, config: ProxyConfig, live_flags: LiveFlags | None = None) -> None:
         self.settings = settings
         self.config = config
+        self.live_flags = live_flags  # re-reads flags flipped in the config file
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -106,6 +80,8 @@ class MemoryHandlers:
     # -- memory path ---------------------------------------------------------------------------
 
     async def memory(self, request: Request, dialect: ChatDialect | GenerateDialect) -> RawResponse:
+        if self.live_flags is not None:
+            self.live_flags.refresh()
         if request.method != "POST" or not flag(self.settings, "enabled"):
             return await forward(request, self.state(request)[1])
         service, upstream = self.state(request)
@@ -154,19 +130,17 @@ class MemoryHandlers:
                 return error_response(502, "loci proxy: upstream answer is not a JSON object")
             raw = dialect.text(obj)
             visible = visible_of(raw) if ex.scans else raw
-            (nxt, client_calls), problem = await self.guarded(
+            step, problem = await self.guarded(
                 "recall interception", ex.after_round, sent, raw, visible, dialect.calls(obj),
-                fallback=(None, dialect.calls(obj)))
+                fallback=RoundResult(None, dialect.calls(obj)))
             problems += [problem] if problem else []
-            shown.emit(visible)
-            if nxt is None:
+            shown.emit(step.shown(visible))
+            if step.reask is None:
                 break
             shown.start_round()
-            sent = nxt
-        if ex.unfinished:
-            shown.start_round()
-            shown.emit(max_rounds_text(self.config.max_tool_rounds))
-        out = dialect.rewrite(obj, shown.text, client_calls)
+            sent = step.reask
+        ex.add_closing(shown)
+        out = dialect.rewrite(obj, shown.text, step.client_calls)
         await self.attach(ex, out, shown.text, problems)
         return json_response(out, headers=relayed_headers(answer))
 
@@ -198,6 +172,7 @@ class MemoryHandlers:
         try:
             while True:
                 filt = ProposalStreamFilter() if ex.scans else None
+                hold = RequestHold(active=ex.takes_requests)
                 raw_parts: list[str] = []
                 round_visible: list[str] = []
                 calls: list[dict[str, Any]] = []
@@ -216,7 +191,8 @@ class MemoryHandlers:
                     visible = filt.feed(piece) if filt else piece
                     round_visible.append(visible)
                     _, client_calls = ex.split_calls(chunk_calls)
-                    out = dialect.rewrite(obj, shown.emit(visible), client_calls if chunk_calls else None)
+                    out = dialect.rewrite(obj, shown.emit(hold.feed(visible)),
+                                          client_calls if chunk_calls else None)
                     if not dialect.is_empty(out):
                         yield ndjson_line(out)
                 await answer.aclose()
@@ -229,17 +205,18 @@ class MemoryHandlers:
                 if filt:
                     tail += filt.finish()[0]
                 round_visible.append(tail)
-                (nxt, client_calls), problem = await self.guarded(
+                step, problem = await self.guarded(
                     "recall interception", ex.after_round, sent, "".join(raw_parts),
-                    "".join(round_visible), calls, fallback=(None, ex.split_calls(calls)[1]))
+                    "".join(round_visible), calls, fallback=RoundResult(None, ex.split_calls(calls)[1]))
                 problems += [problem] if problem else []
-                if nxt is None:
+                tail = hold.feed(tail) + ("" if step.withhold else hold.release())
+                if step.reask is None:
                     break
                 flushed = shown.emit(tail)
                 if flushed:
                     yield ndjson_line(interim_chunk(dialect, final, flushed))
                 shown.start_round()
-                sent = nxt
+                sent = step.reask
                 answer = await upstream.open("POST", dialect.path, headers=headers,
                                              json_body={**sent, "stream": True})
                 if answer.status_code != 200:
@@ -248,10 +225,8 @@ class MemoryHandlers:
                     yield ndjson_line({"error": upstream_error_text(answer.status_code, data)})
                     return
             text = shown.emit(tail)
-            if ex.unfinished:
-                shown.start_round()
-                text += shown.emit(max_rounds_text(self.config.max_tool_rounds))
-            out = dialect.rewrite(final, text, client_calls)
+            text += ex.add_closing(shown)
+            out = dialect.rewrite(final, text, step.client_calls)
             await self.attach(ex, out, shown.text, problems)
             yield ndjson_line(out)
         except UpstreamError as exc:
@@ -314,13 +289,6 @@ def relay_error(answer: httpx.Response, data: bytes) -> RawResponse:
     headers = relayed_headers(answer)  # httpx has decoded the body
     headers["content-length"] = str(len(data))
     return RawResponse(answer.status_code, headers.items(), data)
-
-
-def visible_of(raw: str) -> str:
-    """The answer without proposals: the same filter as for streams, in one go."""
-    filt = ProposalStreamFilter()
-    head_text = filt.feed(raw)
-    return head_text + filt.finish()[0]
 
 
 def upstream_error_text(status: int, data: bytes) -> str:

@@ -4,7 +4,7 @@ Offered to the model only with the `memory_tools` flag. Names use underscores (f
 in OpenAI-style tool schemas cannot hold dots); `canonical_tool_name` maps them back. A tool
 the client defined itself is the client's, whatever its name: its calls are passed through.
 The model may read memory and propose; write-type calls (memory.write, update, link,
-consolidate) are never executed for it (seed 002: memory is read-only to the model).
+consolidate) are never executed for it: memory is read-only to the model.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`!reset` in a chat: summarise the conversation into memory before the user starts over
-(seed 004, flag `reset_summarize`).
+(flag `reset_summarize`).
 
 Ollama clients keep the history themselves, so the proxy cannot clear it; it does the part
 that matters for memory: when the last user message is the reset command and the history
@@ -22,7 +22,7 @@ from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
 from pipelines.records import Identity, stable_id
 
-MAX_TURNS = 60  # the last 60 turns, like the seed's summariser
+MAX_TURNS = 60  # the most recent turns: enough to summarise, bounded for the model
 MAX_TURN_CHARS = 2000
 
 

@@ -1,5 +1,5 @@
-"""Shared pieces of the consolidation stages: errors, the test hook, what gets embedded,
-which items consolidation acts on, and reading the inbox window."""
+"""Shared pieces of the consolidation stages: errors, the test hook, which items
+consolidation acts on, and reading the inbox window."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
-from pipelines.message_context import retrieval_text
 from pipelines.records import Event, MemoryItem, parse_time
 
 Hook = Callable[[str], None]
@@ -44,11 +43,6 @@ def call_hook(hook: Hook | None, point: str) -> None:
 # -- helpers ----------------------------------------------------------------------------
 
 
-def embed_text(item: MemoryItem) -> str:
-    """The text an item's vector is made from: title, content, tags, and a message's
-    retrieval context (`pipelines.message_context`). The stored hash is
-    `embedding_hash(item)`, so a tag-only change is not re-embedded."""
-    return retrieval_text(item)
 
 
 

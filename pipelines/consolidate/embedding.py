@@ -14,10 +14,9 @@ from pipelines.consolidate.common import (
     EmbedderChanged,
     Hook,
     call_hook,
-    embed_text,
 )
 from pipelines.consolidate.lock import WarehouseLock
-from pipelines.message_context import embedding_hash
+from pipelines.message_context import embedding_hash, embedding_text
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -50,7 +49,7 @@ def embed_batched(embedder: Any, texts: Sequence[str]) -> np.ndarray:
 
 
 def vectors_for(items: Sequence[MemoryItem], embedder: Any) -> np.ndarray:
-    return embed_batched(embedder, [embed_text(i) for i in items])
+    return embed_batched(embedder, [embedding_text(i) for i in items])
 
 
 def embed_items(

@@ -327,8 +327,7 @@ class RecallEngine:
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:
             # The online path may use a faster model in the same space (MiniLM: int8).
-            embed = getattr(self.embedder, "embed_online", None) or self.embedder.embed
-            out = np.asarray(embed([query]), dtype=np.float32)
+            out = np.asarray(self.embedder.embed_online([query]), dtype=np.float32)
         except Exception as exc:  # an embedder outage degrades recall to lexical + labels
             degraded.append(f"dense: {type(exc).__name__}: {exc}")
             return None

@@ -3,45 +3,30 @@ landed through the real ingestion path, and warehouse/snapshot state dumps."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from bench.harness import (  # noqa: F401 - shared with the durability benchmark
+    active_items,
+    block,
+    child_summary,
+    dana,
+    erin,
+    faults,
+    ingest,
+    make_settings,
+    settings_env,
+    snapshot_state,
+    start_child_run,
+    write_jsonl,
+)
 from pipelines.inbox import Inbox
-from pipelines.ingest import ingest_chat_jsonl
-from pipelines.settings import Settings, load_settings
-from pipelines.snapshot import current_version, list_versions
+from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
-    """Fast, deterministic settings: hash embedder, extractive merger, no config file."""
-    values: dict[str, Any] = {
-        "data_dir": str(tmp_path / "data"),
-        "embedder": "hash",
-        "merger": "extractive",
-    }
-    values.update(overrides)
-    return load_settings(config_file=tmp_path / "absent.toml", environ={}, **values)
-
-
-def block(*proposals: dict[str, Any]) -> str:
-    return f"<MEMORY_PROPOSALS_JSON>{json.dumps(list(proposals))}</MEMORY_PROPOSALS_JSON>"
-
-
-def dana(text: str, role: str = "assistant", session: str = "s1", **extra: Any) -> dict[str, Any]:
-    return {"role": role, "text": text, "user_id": "dana", "project_id": "atlas", "session_id": session, **extra}
-
-
-def erin(text: str, role: str = "assistant", session: str = "e1", **extra: Any) -> dict[str, Any]:
-    return {"role": role, "text": text, "user_id": "erin", "project_id": "borealis", "session_id": session, **extra}
 
 
 LATENCY = {"tags": ["latency", "tiles"], "entities": ["tile server"]}
@@ -82,22 +67,6 @@ BATCH_2 = [
 ]
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
-    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
-    return path
-
-
-def ingest(settings: Settings, rows: list[dict[str, Any]], name: str = "chats.jsonl") -> dict[str, Any]:
-    """Land rows in the inbox through `ingest_chat_jsonl` (parse, govern, append)."""
-    from pipelines.policy import Policy
-
-    folder = Path(settings.data_dir).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    path = write_jsonl(folder / name, rows)
-    with Inbox(settings.inbox_path) as inbox:
-        return ingest_chat_jsonl(path, inbox, Policy(settings)).as_dict()
-
-
 def inbox_max_seq(settings: Settings) -> int:
     with Inbox(settings.inbox_path) as inbox:
         return inbox.max_seq()
@@ -129,61 +98,6 @@ def warehouse_state(settings: Settings) -> dict[str, Any]:
 
 def table_counts_open(wh: Warehouse) -> dict[str, int]:
     return {t: int(wh.query(f"SELECT count(*) FROM {t}")[0][0]) for t in TABLES}
-
-
-def snapshot_state(settings: Settings) -> dict[str, Any]:
-    root = settings.snapshots_path
-    files = {}
-    if root.exists():
-        for p in sorted(root.rglob("*")):
-            if p.is_file():
-                files[str(p.relative_to(root))] = p.read_bytes()
-    return {"current": current_version(root) if root.exists() else None,
-            "versions": list_versions(root), "files": files}
-
-
-def active_items(settings: Settings):
-    with Warehouse(settings.warehouse_path, read_only=True) as wh:
-        return wh.active_items()
-
-
-def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
-    """Environment that makes `load_settings()` in a child process reproduce `settings`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
-    env["LOCI_CONFIG"] = str(Path(settings.data_dir).parent / "absent.toml")
-    env["LOCI_DATA_DIR"] = settings.data_dir
-    env["LOCI_EMBEDDER"] = settings.embedder
-    env["LOCI_MERGER"] = settings.merger
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env.update(extra)
-    return env
-
-
-RUN_IN_CHILD = (
-    "import json, sys\n"
-    "from assets.run import run_consolidation\n"
-    "from pipelines.settings import load_settings\n"
-    "print('SUMMARY ' + json.dumps(run_consolidation(load_settings(), instance='ephemeral'), default=str), flush=True)\n"
-)
-
-
-def start_child_run(settings: Settings, **env: str) -> subprocess.Popen:
-    """`run_consolidation` in a separate process (as a second `loci consolidate` would)."""
-    return subprocess.Popen(
-        [sys.executable, "-c", RUN_IN_CHILD],
-        cwd=str(Path(settings.data_dir).parent),
-        env=settings_env(settings, **env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def child_summary(stdout: str) -> dict[str, Any]:
-    for line in stdout.splitlines():
-        if line.startswith("SUMMARY "):
-            return json.loads(line[len("SUMMARY "):])
-    raise AssertionError(f"no summary in child output: {stdout[-2000:]}")
 
 
 def decode(item: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 import dagster as dg
+import msgspec
 import pytest
 
 from assets.checks import CONSOLIDATION_CHECKS
@@ -20,6 +21,7 @@ from pipelines.policy import POLICY_VERSION
 from pipelines.snapshot import list_versions, load_snapshot
 from pipelines.warehouse import Warehouse
 from tests.assets.support import (
+    faults,
     shared_instance,
     BATCH_1,
     BATCH_2,
@@ -241,15 +243,15 @@ def test_embedder_change_fails_until_reembed(tmp_path):
         assert sorted(wh.stored_embedding_models()) == [("hash-384", 384), ("hash-64", 64)]
 
 
-def test_failure_inside_a_stage_keeps_that_stage_unwritten(tmp_path, monkeypatch):
+def test_failure_inside_a_stage_keeps_that_stage_unwritten(tmp_path):
     settings = make_settings(tmp_path)
     ingest(settings, BATCH_1)
     stages.consolidate_once(settings)
     ingest(settings, BATCH_2, name="more.jsonl")
     before, snap_before = warehouse_state(settings), snapshot_state(settings)
 
-    monkeypatch.setenv("LOCI_TEST_HOOK", "govern:before_commit=fail")
-    failed = run_consolidation(settings, instance=shared_instance())
+    fail_in_governance = {"faults": faults("govern:before_commit", "fail")}
+    failed = run_consolidation(settings, instance=shared_instance(), resources=fail_in_governance)
     assert failed["status"] == "failure" and "injected failure" in failed["error"]
     after = warehouse_state(settings)
     # Landing committed (idempotent, harmless); governance rolled back entirely.
@@ -258,7 +260,6 @@ def test_failure_inside_a_stage_keeps_that_stage_unwritten(tmp_path, monkeypatch
     assert after["counts"]["landed_events"] > before["counts"]["landed_events"]
     assert snapshot_state(settings) == snap_before
 
-    monkeypatch.delenv("LOCI_TEST_HOOK")
     done = run_consolidation(settings, instance=shared_instance())
     assert done["status"] == "success" and set(done["checks"].values()) == {"passed"}
     assert done["landed"] == 0  # already landed by the failed run, not landed twice
@@ -267,9 +268,18 @@ def test_failure_inside_a_stage_keeps_that_stage_unwritten(tmp_path, monkeypatch
     assert statuses == Counter({"success": 2, "abandoned": 1})
 
 
-@pytest.mark.parametrize("bad", ["{not json", '["a list"]'])
-def test_bad_settings_override_is_a_clear_failure(bad):
+def test_settings_resource_config_is_the_settings_fields():
+    from assets.resources import LociSettingsResource
+    from pipelines.settings import Settings
+
+    fields = LociSettingsResource.model_fields
+    assert {name: f.get_default(call_default_factory=True) for name, f in fields.items()} == msgspec.structs.asdict(Settings())
+    custom = Settings(stm_threshold=3, retention_days_by_tag={"tmp": 1.5}, flags={"enabled": False})
+    assert LociSettingsResource.from_settings(custom).get() == custom
+
+
+def test_bad_settings_value_is_a_clear_failure():
     from assets.resources import LociSettingsResource
 
-    with pytest.raises(dg.Failure, match="overrides_json"):
-        LociSettingsResource(overrides_json=bad).get()
+    with pytest.raises(dg.Failure, match="invalid Loci settings"):
+        LociSettingsResource.model_construct(stm_threshold="many").get()

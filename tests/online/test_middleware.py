@@ -11,7 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from online.middleware import DEFAULT_PROPOSAL_INSTRUCTION, MemoryMiddleware, MiddlewareError
+from online.middleware import MemoryMiddleware, MiddlewareError
+from online.proxy.config import PROPOSAL_INSTRUCTION
 from online.state import MemoryService
 from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
@@ -89,7 +90,7 @@ def test_injects_the_read_only_block_and_the_proposal_instruction(service: Memor
     sent = llm.calls[0]
     assert sent[0] == {"role": "system", "content": "You are helpful."}  # caller's system first
     assert "PERSISTENT MEMORY (READ-ONLY)" in system_text(sent) and "40 ms at p95" in system_text(sent)
-    assert DEFAULT_PROPOSAL_INSTRUCTION in system_text(sent)
+    assert PROPOSAL_INSTRUCTION in system_text(sent)
     assert sent[-1] == {"role": "user", "content": "Which latency budget applies to tiles?"}
     assert out.injected_ids == [item_id] and out.text == "Keep tiles under 40 ms."
 
@@ -203,7 +204,7 @@ def test_flag_context_injection_off(service: MemoryService) -> None:
     MemoryMiddleware(service, llm, with_flags(service.settings, context_injection=False)).chat(
         user("Which latency budget applies to tiles?"), WHO)
     assert "PERSISTENT MEMORY" not in system_text(llm.calls[0])
-    assert DEFAULT_PROPOSAL_INSTRUCTION in system_text(llm.calls[0])
+    assert PROPOSAL_INSTRUCTION in system_text(llm.calls[0])
 
 
 def test_flag_post_response_scan_off_strips_but_stores_nothing(service: MemoryService) -> None:
@@ -213,7 +214,7 @@ def test_flag_post_response_scan_off_strips_but_stores_nothing(service: MemorySe
         user("We deploy on Tuesdays."), WHO)
     assert out.text == "Sure." and out.proposals == []
     assert service.inbox.read_after(0, kinds=["proposal"]) == []
-    assert DEFAULT_PROPOSAL_INSTRUCTION not in system_text(llm.calls[0])
+    assert PROPOSAL_INSTRUCTION not in system_text(llm.calls[0])
 
 
 def test_flag_recall_interception_off(service: MemoryService) -> None:
@@ -235,3 +236,12 @@ def test_bad_input_raises_middleware_error(service: MemoryService) -> None:
         mw.chat(user("hi"), WHO)
     with pytest.raises(MiddlewareError, match="callable"):
         MemoryMiddleware(service, "not a function")  # type: ignore[arg-type]
+
+
+def test_a_recall_request_from_the_model_is_answered_and_never_shown(service: MemoryService) -> None:
+    remember(service, "Tile latency budget", "The tile latency budget is 40 ms at p95.")
+    llm = ScriptedLLM("recall tile latency budget", "It is 40 ms at p95.")
+    out = MemoryMiddleware(service, llm).chat(user("Which latency budget applies to tiles?"), WHO)
+    assert out.text == "It is 40 ms at p95." and len(llm.calls) == 2
+    assert "memory holds nothing about 'tile latency budget' beyond" in system_text(llm.calls[1])
+    assert "recall" not in out.assistant_turn.visible_text

@@ -275,7 +275,7 @@ def test_recall_phrasing_in_the_model_answer_triggers_a_search_and_a_re_ask(prox
     parts = list(client(url).chat(model=MODEL, stream=True,
                                   messages=[{"role": "user", "content": "Where does prod live?"}]))
     text = "".join(p.message.content or "" for p in parts)
-    assert text == "recall deployment region\n\nFrom memory: Production runs in eu-west-1."
+    assert text == "From memory: Production runs in eu-west-1."  # the request is Loci's, not the user's
     assert len(chats(fake)) == 2 and RESULTS_INSTRUCTION in system_text(chats(fake)[-1])
     assert "PERSISTENT MEMORY" not in system_text(chats(fake)[0])  # the flag was honoured
 

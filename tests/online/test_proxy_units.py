@@ -11,14 +11,14 @@ import pytest
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, GENERATE
 from online.proxy.exchange import Exchange
-from online.proxy.handlers import VisibleText, visible_of
+from online.proxy.exchange import RequestHold, VisibleText, visible_of
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.memory_tools import is_loci_call
 from online.proxy.reset import confirmation, is_reset
 from online.proxy.upstream import Upstream, loop_error, request_headers
 from online.state import MemoryService
 from pipelines.records import Identity
-from pipelines.settings import Settings
+from pipelines.settings import FLAG_DEFAULTS, LiveFlags, Settings, load_settings, set_flag
 
 
 def test_identity_comes_from_loci_headers_with_defaults() -> None:
@@ -158,3 +158,43 @@ def test_visible_text_and_reset_helpers() -> None:
     text = confirmation({"messages": 6, "accept": 2, "quarantine": 1, "reject": 1})
     assert text.startswith("[memory] Summarized 6 messages → 3 memories saved (1 held for review, "
                            "1 refused by the policy)")
+
+
+def test_flags_follow_the_config_file_checked_at_most_once_per_interval(tmp_path: Path) -> None:
+    cfg = tmp_path / "loci.toml"
+    set_flag("context_injection", True, cfg)
+    settings = load_settings(cfg, environ={})
+    now = [0.0]
+    live = LiveFlags(settings, cfg, interval_s=1.0, environ={}, clock=lambda: now[0])
+    set_flag("context_injection", False, cfg)
+    assert live.refresh()["context_injection"] is True  # checked less than a second ago
+    now[0] = 1.0
+    assert live.refresh()["context_injection"] is False and settings.flags["context_injection"] is False
+    cfg.write_text("[flags\ncontext_inj", encoding="utf-8")  # caught mid-write: flags kept
+    now[0] = 2.0
+    assert live.refresh() == {**FLAG_DEFAULTS, "context_injection": False}
+    with pytest.raises(ValueError, match="unknown flag"):
+        set_flag("telepathy", True, cfg)
+
+
+def test_the_environment_still_wins_over_a_flipped_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "loci.toml"
+    settings = load_settings(cfg, environ={"LOCI_FLAGS": '{"memory_tools": true}'})
+    live = LiveFlags(settings, cfg, interval_s=0, environ={"LOCI_FLAGS": '{"memory_tools": true}'})
+    set_flag("memory_tools", False, cfg)
+    set_flag("enabled", False, cfg)
+    flags = live.refresh()
+    assert flags["memory_tools"] is True and flags["enabled"] is False
+
+
+def feed_by_char(hold: RequestHold, text: str) -> str:
+    return "".join(hold.feed(c) for c in text)
+
+
+def test_a_streamed_recall_request_line_is_held_back_and_other_lines_pass_at_once() -> None:
+    hold = RequestHold(active=True)
+    assert feed_by_char(hold, "Let me check.\n") == "Let me check.\n"
+    assert feed_by_char(hold, "Re") == "" and hold.feed("gions vary.") == "Regions vary."
+    assert feed_by_char(hold, "\n`recall staging` and more") == "\n"  # held to the end of the round
+    assert hold.release() == "`recall staging` and more"
+    assert RequestHold(active=False).feed("recall x") == "recall x"

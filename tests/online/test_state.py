@@ -122,7 +122,7 @@ def test_in_flight_view_keeps_its_corpus_across_a_swap(service: MemoryService, s
 
 def test_a_slow_load_does_not_hold_up_requests(service: MemoryService, settings: Settings,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    import online.state as state_module
+    import online.snapshot_holder as state_module
 
     real = state_module.load_latest_good
 
@@ -327,29 +327,28 @@ def test_a_delta_segment_without_any_word_is_searched_without_error(service: Mem
     assert result.hits and result.hits[0].item.title == "Deploy day"
 
 
-def test_a_process_that_never_closes_its_service_exits_cleanly(settings: Settings) -> None:
-    """The GC freeze is undone at exit even without close(): a CLI recall once ended with
-    DuckDB's bindings listing hundreds of "leaked" objects on stderr."""
+def test_a_cli_recall_in_its_own_process_exits_cleanly(settings: Settings) -> None:
+    """`loci search` closes its service, which hands the frozen snapshot back to the GC: a CLI
+    recall once ended with DuckDB's bindings listing hundreds of "leaked" objects on stderr
+    (DuckDB is connected in the child, as anything importing the warehouse does)."""
+    import os
     import subprocess
     import sys
 
-    import msgspec
-
     publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
     code = (
-        "import duckdb, msgspec, sys\n"
-        "from online.state import MemoryService\n"
-        "from pipelines.embedders import HashEmbedder\n"
-        "from pipelines.records import Identity\n"
-        "from pipelines.settings import Settings\n"
-        "s = msgspec.json.decode(sys.argv[1], type=Settings)\n"
+        "import sys, duckdb\n"
         "con = duckdb.connect()\n"
-        "svc = MemoryService(s, embedder=HashEmbedder(s.embedder_dim))\n"
-        "print(len(svc.recall('tile latency budget', Identity(user_id='dana', project_id='atlas')).hits))\n"
+        "from loci.cli import app\n"
+        "app(sys.argv[1:], prog_name='loci')\n"
     )
     root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", code, msgspec.json.encode(settings).decode()],
-                         capture_output=True, text=True, cwd=root, timeout=120, check=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
+    env.update(LOCI_CONFIG=str(Path(settings.data_dir) / "absent.toml"), LOCI_EMBEDDER="hash",
+               COLUMNS="200")
+    out = subprocess.run([sys.executable, "-c", code, "search", "tile latency budget", "--user", "dana",
+                          "--project", "atlas", "--data-dir", settings.data_dir],
+                         capture_output=True, text=True, cwd=root, env=env, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "1"
+    assert "m1" in out.stdout, out.stdout
     assert "leaked" not in out.stderr

@@ -301,7 +301,7 @@ def test_make_embedder_unknown_name():
 # -- idempotent embedding ---------------------------------------------------------------------
 
 
-class CountingEmbedder:
+class CountingEmbedder(Embedder):
     def __init__(self, inner: Embedder) -> None:
         self.inner, self.name, self.dim = inner, inner.name, inner.dim
         self.calls: list[list[str]] = []
@@ -345,3 +345,18 @@ def test_l2_normalise_keeps_zero_rows_and_rejects_1d():
     np.testing.assert_allclose(out, [[0.6, 0.8], [0.0, 0.0]], atol=1e-7)
     with pytest.raises(ValueError, match="2-D"):
         emb.l2_normalise(np.ones(3))
+
+
+# -- the online path ---------------------------------------------------------------------------
+
+
+def test_every_embedder_offers_embed_online_in_the_space_of_embed():
+    hashed = HashEmbedder(64)
+    texts = ["tile latency budget", "standup at 9:30"]
+    assert np.array_equal(hashed.embed_online(texts), hashed.embed(texts))
+    # A subclass that changes `embed` changes the online path with it (no separate probe).
+    counting = CountingEmbedder(hashed)
+    assert np.array_equal(counting.embed_online(texts), hashed.embed(texts))
+    assert counting.calls == [texts]
+    for cls in (HashEmbedder, MiniLMEmbedder, OllamaEmbedder):
+        assert callable(getattr(cls, "embed_online", None)), cls

@@ -1,5 +1,5 @@
 """Merging: extractive drafts, Granite through a real HTTP (fake Ollama) server with every
-failure mode, seed 001's merge confidence, and the canonical item built under the policy."""
+failure mode, the merge confidence formula, and the canonical item built under the policy."""
 
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def test_extractive_content_is_bounded_and_type_vote_prefers_binding_kinds():
         ExtractiveMerger(max_chars=0)
 
 
-# -- merge confidence (seed 001) ----------------------------------------------------------------
+# -- merge confidence ---------------------------------------------------------------------------
 
 
 def test_merge_confidence_follows_the_four_part_formula():

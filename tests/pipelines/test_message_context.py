@@ -8,15 +8,15 @@ from pathlib import Path
 
 import msgspec
 
-from pipelines.consolidate import consolidate_once, embed_text
+from pipelines.consolidate import consolidate_once
 from pipelines.message_context import (
     CONTEXT_KEY,
     ContextWindow,
     build_context,
     contextualise,
     embedding_hash,
+    embedding_text,
     lexical_text,
-    retrieval_text,
 )
 from pipelines.records import Identity, MemoryItem, Scope
 from pipelines.warehouse import Warehouse
@@ -45,13 +45,12 @@ def test_context_holds_previous_and_following_turns_and_the_day() -> None:
 def test_context_is_for_finding_only() -> None:
     item = turn(1, "Yes, last Tuesday!")
     with_context = msgspec.structs.replace(item, metadata={**item.metadata, CONTEXT_KEY: "(in reply to Mel: the lake trip)"})
-    assert "lake trip" in retrieval_text(with_context) and "lake trip" in lexical_text(with_context)
-    assert embed_text(with_context) == retrieval_text(with_context)
+    assert "lake trip" in embedding_text(with_context) and "lake trip" in lexical_text(with_context)
     assert with_context.content == item.content and with_context.content_hash == item.content_hash
     assert embedding_hash(with_context) != embedding_hash(item) == item.content_hash
     # Only messages carry a context: a note with the same metadata key is embedded as before.
     note = msgspec.structs.replace(with_context, type="note", id="mem_1")
-    assert "lake trip" not in retrieval_text(note) and embedding_hash(note) == note.content_hash
+    assert "lake trip" not in embedding_text(note) and embedding_hash(note) == note.content_hash
 
 
 def test_contextualise_keeps_sessions_and_users_apart_and_refreshes_only_the_last_stored_turn() -> None:

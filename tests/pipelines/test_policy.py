@@ -344,7 +344,7 @@ def test_module_level_convenience():
 
 
 def test_policy_benchmark_runner_on_a_tiny_file(tmp_path, capsys):
-    from tests.benchmarks.bench_policy import main
+    from bench.policy import main
 
     rows = [
         {"text": "pw: hunter2", "label": 1, "source": "own/set@abc:a.py"},
@@ -378,7 +378,7 @@ def test_policy_benchmark_runner_on_a_tiny_file(tmp_path, capsys):
 
 
 def test_policy_benchmark_builtin_cases_pass():
-    from tests.benchmarks.bench_policy import OWN_CASES
+    from bench.policy import OWN_CASES
 
     policy = Policy()
     wrong = [text for text, label in OWN_CASES if policy.is_blocked_text(text) != bool(label)]

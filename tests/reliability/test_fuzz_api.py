@@ -5,7 +5,7 @@ are generated from it, schema-valid and schema-invalid, and sent through the ful
 stack with the app's lifespan running over a real snapshot and inbox. No answer may be a
 5xx or reach the generic error handler, every status code, content type and body must be
 the one the schema documents, and schema-invalid input must be refused. A bounded number
-of examples per operation here; `tests/benchmarks/bench_fuzz.py` runs thousands.
+of examples per operation here; `bench/fuzz.py` runs thousands.
 """
 
 from __future__ import annotations
@@ -16,13 +16,14 @@ from pathlib import Path
 import msgspec
 from litestar import Litestar, get, post
 
+from bench.fuzz import fuzz_app
+from bench.harness import publish, tenant_items
 from online.app import create_app
 from online.schemas import TOOL_ACTIONS
 from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
 from pipelines.records import Identity
 from pipelines.settings import Settings
-from tests.reliability.helpers import fuzz_app, publish, synthetic_items
 
 EXAMPLES_PER_OPERATION = 50  # half schema-valid, half schema-invalid
 
@@ -32,7 +33,7 @@ def test_every_endpoint_survives_schema_fuzzing_without_5xx_or_schema_violations
     embedder = HashEmbedder(settings.embedder_dim)
     # Items owned by the default identity too, so fuzzed callers ({} identity) get real hits.
     owners = [Identity(), Identity(user_id="ann", project_id="atlas")]
-    publish(settings, synthetic_items(40, random.Random(3), owners), embedder)
+    publish(settings, tenant_items(40, random.Random(3), owners), embedder)
     app = create_app(settings, embedder=embedder, check_interval_ms=0)
 
     report = fuzz_app(app, max_examples=EXAMPLES_PER_OPERATION // 2)

@@ -28,20 +28,19 @@ import httpx
 import msgspec
 from litestar.testing import TestClient
 
-from online.app import create_app
-from pipelines.embedders import HashEmbedder
-from pipelines.materialize import message_item_id
-from pipelines.records import Identity, Scope
-from pipelines.settings import Settings
-from tests.reliability.helpers import (
-    SCOPE_KINDS,
+from bench.harness import (
     ServiceProcess,
     ident,
     publish,
     random_identity,
-    synthetic_items,
+    tenant_items,
     unique_phrase,
 )
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from pipelines.materialize import message_item_id
+from pipelines.records import SCOPE_KINDS, Identity, Scope
+from pipelines.settings import Settings
 
 INJECTED_ID = re.compile(r"\[MEMORY: ([^ |]+) \|")
 SHARED_TITLES = ("Database choice", "Deploy window", "Cache policy")  # claims many tenants make
@@ -73,7 +72,7 @@ class Observation:
 
 
 def palace_items(rng: random.Random, owners: list[Identity]):
-    items = synthetic_items(60, rng, owners, prefix="snap")
+    items = tenant_items(60, rng, owners, prefix="snap")
     out = []
     for n, it in enumerate(items):
         title = SHARED_TITLES[n % 3] if n % 4 == 0 else it.title  # conflicting claims across tenants

@@ -7,7 +7,7 @@ the inbox exactly once and is read back and recalled with its writer's identity;
 that never got an answer may or may not have landed, but never twice. A client that
 retries its unanswered turns with the same turn id gets them stored exactly once.
 
-The randomised version (many kill points, counts) is `tests/benchmarks/bench_durability.py`.
+The randomised version (many kill points, counts) is `bench/durability.py`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.harness import ServiceProcess, WriteLoad, audit_inbox, ident, read_back, unanswered_landed
 from pipelines.settings import Settings
-from tests.reliability.helpers import ServiceProcess, WriteLoad, audit_inbox, ident, read_back, unanswered_landed
 
 
 def test_sigkill_mid_writes_loses_and_duplicates_nothing_acknowledged(tmp_path: Path) -> None:

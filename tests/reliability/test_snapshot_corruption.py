@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from litestar.testing import TestClient
 
+from bench.harness import CORRUPTIONS, Ack, corrupt_snapshot, ident, unique_phrase
 from online.app import create_app
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
@@ -27,7 +28,6 @@ from pipelines.materialize import message_item_id
 from pipelines.records import Identity
 from pipelines.settings import Settings
 from pipelines.snapshot import current_version, load_snapshot
-from tests.reliability.helpers import CORRUPTIONS, Ack, corrupt_snapshot, ident, unique_phrase
 
 ANN = Identity(user_id="ann", project_id="atlas", session_id="s1", org_id="acme")
 BOB = Identity(user_id="bob", project_id="borealis", session_id="s7", org_id="acme")

@@ -12,6 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
+from pipelines.embedders import Embedder
 from pipelines.records import Identity, Link, MemoryItem, Provenance, Scope
 from pipelines.recall import (
     MemoryCorpus,
@@ -29,7 +30,7 @@ ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
 DIM = 64
 
 
-class BagOfWordsEmbedder:
+class BagOfWordsEmbedder(Embedder):
     """Deterministic fake: each token hashed into a signed bucket, rows L2-normalised."""
 
     name = "bow-64"

@@ -1,7 +1,7 @@
 """LoCoMo recall benchmark: evidence recall@k of Loci's recall, against BM25 and dense-only
 baselines, with ablations.
 
-    python -m tests.benchmarks.bench_locomo --data locomo.json --json out.json [--workdir DIR]
+    python -m bench.locomo --data locomo.json --json out.json [--workdir DIR]
 
 What it does, on any LoCoMo-format file:
 
@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import sys
-import tempfile
+import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,16 +37,14 @@ from typing import Any
 
 import numpy as np
 
-from tests.benchmarks.metrics import (
+from bench import driver
+from bench.metrics import (
     CATEGORY_NAMES,
     Conversation,
-    MetricError,
     RecallAccumulator,
-    load_locomo,
     machine_info,
     normalise_dia_id,
     percentiles,
-    write_json,
 )
 
 PROJECT_ID = "locomo"
@@ -334,13 +331,13 @@ class DiskEmbeddingCache:
 def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
                 k_max: int, cache: DiskEmbeddingCache) -> dict[str, Any]:
     """Recall (unchanged engine, default options) over the variant corpus."""
-    from pipelines.consolidate import embed_text
+    from pipelines.message_context import embedding_text
     from pipelines.recall import MemoryCorpus
 
     base = view.snap.loaded
     items = variant_items(name, base.items)
     started = time.perf_counter()
-    vectors = cache.embed([embed_text(it) for it in items])
+    vectors = cache.embed([embedding_text(it) for it in items])
     t_embed = time.perf_counter() - started
     corpus = MemoryCorpus(items, vectors, source="snapshot").warm()
 
@@ -367,44 +364,28 @@ def _headline(acc_summary: dict[str, Any], k: str = "10") -> float | None:
 
 
 def _print(result: dict[str, Any], ks: Sequence[int]) -> None:
-    from rich.table import Table
-
-    from tests.benchmarks.metrics import console as _console
-
-    console = _console()
+    console = driver.console()
     rows = [("Loci recall", result)] + [(f"baseline: {n}", b) for n, b in result["baselines"].items()]
+    cats = ("1", "2", "3", "4", "5")
     for metric in ("turn_recall", "session_recall"):
-        table = Table(title=f"LoCoMo {metric.replace('_', '-')}@k (categories 1-4 headline)")
-        table.add_column("system")
-        for k in ks:
-            table.add_column(f"@{k} 1-4", justify="right")
-        for cat in ("1", "2", "3", "4", "5"):
-            table.add_column(f"@10 c{cat}", justify="right")
-        for name, block in rows:
-            data = block[metric]
-            table.add_row(name, *[_fmt(data[str(k)]["overall_1_4"]) for k in ks],
-                          *[_fmt(data.get("10", {}).get(c)) for c in ("1", "2", "3", "4", "5")])
-        console.print(table)
+        console.print(driver.table(
+            f"LoCoMo {metric.replace('_', '-')}@k (categories 1-4 headline)",
+            ("system", *(f"@{k} 1-4" for k in ks), *(f"@10 c{cat}" for cat in cats)),
+            [(name, *(_fmt(block[metric][str(k)]["overall_1_4"]) for k in ks),
+              *(_fmt(block[metric].get("10", {}).get(c)) for c in cats)) for name, block in rows]))
+    base = _headline(result)
     if result.get("ablations"):
-        base = _headline(result)
-        table = Table(title="Ablations: turn recall@10, categories 1-4")
-        for col in ("switched off", "recall@10", "change", "what it removes"):
-            table.add_column(col, justify="right" if col in ("recall@10", "change") else "left")
-        for name, block in result["ablations"].items():
-            v = _headline(block)
-            table.add_row(name, _fmt(v), _fmt_delta(v, base), block.get("removes", ""))
-        console.print(table)
+        console.print(driver.table(
+            "Ablations: turn recall@10, categories 1-4", ("switched off", "recall@10", "change", "what it removes"),
+            [(name, _fmt(_headline(block)), _fmt_delta(_headline(block), base), block.get("removes", ""))
+             for name, block in result["ablations"].items()], left=("what it removes",)))
     if result.get("prototypes"):
-        base = _headline(result)
-        table = Table(title="Prototypes (harness-only): turn recall@10, categories 1-4")
-        for col in ("variant", "recall@5", "recall@10", "recall@20", "change@10", "what changes"):
-            table.add_column(col)
-        for name, block in result["prototypes"].items():
-            tr = block["turn_recall"]
-            table.add_row(name, _fmt(tr["5"]["overall_1_4"]), _fmt(tr["10"]["overall_1_4"]),
-                          _fmt(tr["20"]["overall_1_4"]), _fmt_delta(tr["10"]["overall_1_4"], base),
-                          block.get("describes", ""))
-        console.print(table)
+        console.print(driver.table(
+            "Prototypes (harness-only): turn recall@10, categories 1-4",
+            ("variant", "recall@5", "recall@10", "recall@20", "change@10", "what changes"),
+            [(name, *(_fmt(block["turn_recall"][k]["overall_1_4"]) for k in ("5", "10", "20")),
+              _fmt_delta(block["turn_recall"]["10"]["overall_1_4"], base), block.get("describes", ""))
+             for name, block in result["prototypes"].items()], left=("what changes",)))
     t = result["timings_s"]
     lat = result["recall_latency_ms"]
     console.print(f"questions scored: {result['counts']['scored']['overall_1_4']} (cat 1-4) + "
@@ -434,17 +415,13 @@ def _block(acc: RecallAccumulator) -> dict[str, Any]:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench locomo", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, type=Path, help="LoCoMo-format JSON file")
-    p.add_argument("--json", dest="json_out", type=Path, default=None, help="write results here")
-    p.add_argument("--workdir", type=Path, default=None,
-                   help="keep the data dir here (re-runs reuse its inbox/warehouse/snapshot: "
-                        "ingestion and embedding are idempotent); default: a temporary dir")
+    p = driver.parser("locomo", __doc__, quick="smoke run: first conversation, no ablations, no prototypes")
+    p.add_argument("--data", type=Path, default=None,
+                   help=f"LoCoMo-format JSON file (default: {driver.LOCOMO_FILE} in ${driver.DATA_ENV} "
+                        f"or ./{driver.DEFAULT_DATA_DIR})")
     p.add_argument("--ks", default="5,10,20", help="comma-separated k values (default 5,10,20)")
     p.add_argument("--conversations", type=int, default=None,
                    help="only the first N conversations (quick runs)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: first conversation, no ablations, no prototypes")
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--prototypes", default="",
@@ -473,21 +450,21 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
+    """Re-runs with the same `--workdir` reuse its inbox, warehouse and snapshot (ingestion
+    and embedding are idempotent)."""
     from online.state import MemoryService
     from pipelines.embedders import MiniLMEmbedder
 
     machine_before = machine_info()
-    conversations = load_locomo(args.data)
+    data, conversations = driver.locomo_data(args.data)
     if args.conversations:
         conversations = conversations[: args.conversations]
         data_path = workdir / "subset.json"
-        import json
-
-        subset = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+        subset = json.loads(data.read_text(encoding="utf-8"))[: args.conversations]
         data_path.write_text(json.dumps(subset), encoding="utf-8")
     else:
-        data_path = args.data
+        data_path = data
     ks = args.ks
     k_max = max(ks)
     settings = _settings(workdir, args.merger)
@@ -515,8 +492,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     t_recall = time.perf_counter() - started
     result: dict[str, Any] = {
         "benchmark": "locomo",
-        "data": str(args.data),
-        "data_sha256": _sha256_file(args.data),
+        "data": str(data),
+        "data_sha256": _sha256_file(data),
         **_block(acc),
         "baselines": {},
         "ablations": {},
@@ -528,11 +505,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     if not args.no_baselines:
         # The dense baseline embeds each turn alone (the product's vectors carry the
         # message's retrieval context, which is part of what is being compared).
-        from pipelines.consolidate import embed_text
+        from pipelines.message_context import embedding_text
 
         turns = [it for it in snap.items if it.type == "message" and it.provenance.turn_refs]
         plain = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder).embed(
-            [embed_text(without_context(it)) for it in turns])
+            [embedding_text(without_context(it)) for it in turns])
         turn_vectors = {}
         for item, vec in zip(turns, plain):
             norm = normalise_dia_id(item.provenance.turn_refs[0])
@@ -598,8 +575,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "machine": {**machine_before, "loadavg_after": machine_info()["loadavg_1_5_15"]},
     })
     if args.per_question is not None:
-        import json
-
         args.per_question.parent.mkdir(parents=True, exist_ok=True)
         args.per_question.write_text("\n".join(json.dumps(r) for r in acc.per_question) + "\n")
     service.close()
@@ -608,25 +583,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
-    if not args.data.is_file():
-        print(f"error: --data {args.data} is not a file", file=sys.stderr)
-        return 2
-    try:
-        load_locomo(args.data)
-    except MetricError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        result = run(args, args.workdir.resolve())
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-locomo-") as tmp:
-            result = run(args, Path(tmp))
-    write_json(args.json_out, result)
-    _print(result, args.ks)
-    if args.json_out:
-        print(f"wrote {args.json_out}")
-    return 0
+    return driver.run(args, run, lambda out: _print(out, args.ks))
 
 
 if __name__ == "__main__":

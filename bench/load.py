@@ -1,7 +1,7 @@
 """Mixed load against one real service process with a 10k-item snapshot.
 
-    python -m tests.benchmarks.bench_load --items 10000 --duration 60 --concurrency 4 --json out.json
-    python -m tests.benchmarks.bench_load --quick            # smoke: 1k items, 10 s, hash embedder
+    python -m bench.load --items 10000 --duration 60 --concurrency 4 --json out.json
+    python -m bench.load --quick            # smoke: 1k items, 10 s, hash embedder
 
 1. `--items` synthetic items (`synthetic.py`: many users/projects, realistic lengths and
    tags) embedded with `--embedder` (MiniLM by default; vectors cached on disk) and
@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -37,13 +35,14 @@ from typing import Any
 
 import httpx
 
+from bench import driver
+from bench.harness import ServiceProcess, ident
+from bench.metrics import machine_info, percentiles
+from bench.synthetic import cached_item_vectors, synthetic_items, synthetic_queries, synthetic_turns
 from pipelines.embedders import make_embedder
 from pipelines.records import Identity
 from pipelines.settings import Settings
 from pipelines.snapshot import build_snapshot
-from tests.benchmarks.metrics import machine_info, percentiles, write_json
-from tests.benchmarks.synthetic import cached_item_vectors, synthetic_items, synthetic_queries, synthetic_turns
-from tests.reliability.helpers import ServiceProcess, ident
 
 TARGET_RECALL_P99_MS = 100.0
 # Request mix (weights): reads dominate a chat loop, every turn is a write.
@@ -51,7 +50,7 @@ MIX = {"recall": 45, "turn": 25, "memory.search": 12, "memory.write": 10, "memor
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench load", description=__doc__.split("\n\n")[0])
+    p = driver.parser("load", __doc__, quick="smoke run: 1k items, 10 s, hash embedder")
     p.add_argument("--items", type=int, default=None, help="snapshot size (default 10000; --quick 1000)")
     p.add_argument("--duration", type=float, default=None, help="seconds of load (default 60; --quick 10)")
     p.add_argument("--concurrency", type=int, default=4, help="client threads (default 4)")
@@ -59,9 +58,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="embedder of snapshot and service (default minilm; --quick hash)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rss-every", type=float, default=0.5, help="RSS sampling period in seconds")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1k items, 10 s, hash embedder")
-    p.add_argument("--workdir", type=Path, default=None, help="keep the data here (default: a temp dir)")
-    p.add_argument("--json", dest="json_out", type=Path, default=None, help="write the results as JSON")
     args = p.parse_args(argv)
     args.items = args.items if args.items is not None else (1000 if args.quick else 10_000)
     args.duration = args.duration if args.duration is not None else (10.0 if args.quick else 60.0)
@@ -213,7 +209,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
     latency = summarise(samples, t0, elapsed)
     out: dict[str, Any] = {
         "bench": "load",
-        "argv": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "argv": driver.argv_record(args),
         "machine": machine_info(),
         "snapshot": {"items": manifest.count, "index_kind": manifest.index_kind, "embedder": embedder.name,
                      "build_s": round(build_s, 1)},
@@ -243,25 +239,18 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
 
 
 def _print(out: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
     snap = out["snapshot"]
-    table = Table(title=f"Load: {snap['items']} items ({snap['index_kind']}, {snap['embedder']}), "
-                        f"{out['argv']['concurrency']} clients, {out['duration_s']} s")
-    for col in ("request", "n", "rps", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"):
-        table.add_column(col, justify="right" if col != "request" else "left")
-    for kind, row in out["latency_ms"].items():
-        if "rps" not in row:
-            continue
-        table.add_row(kind, str(row["n"]), f"{row['rps']:g}", _f(row["p50"]), _f(row["p95"]), _f(row["p99"]),
-                      _f(row["max"]), str(row["errors"]))
-    console = Console(width=max(Console().width, 150))
-    console.print(table)
+    console = driver.console()
+    console.print(driver.table(
+        f"Load: {snap['items']} items ({snap['index_kind']}, {snap['embedder']}), "
+        f"{out['argv']['concurrency']} clients, {out['duration_s']} s",
+        ("request", "n", "rps", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors"),
+        [(kind, row["n"], f"{row['rps']:g}", row["p50"], row["p95"], row["p99"], row["max"], row["errors"])
+         for kind, row in out["latency_ms"].items() if "rps" in row]))
     first, last = out["latency_ms"]["recall_first_tenth"], out["latency_ms"]["recall_last_tenth"]
     rss = out["rss_mb"]
-    console.print(f"recall p50/p99 first tenth {_f(first['p50'])}/{_f(first['p99'])} ms, last tenth "
-                  f"{_f(last['p50'])}/{_f(last['p99'])} ms")
+    console.print(f"recall p50/p99 first tenth {driver.fmt(first['p50'])}/{driver.fmt(first['p99'])} ms, last tenth "
+                  f"{driver.fmt(last['p50'])}/{driver.fmt(last['p99'])} ms")
     console.print(f"RSS MB start {rss['start']} end {rss['end']} max {rss['max']}; delta items at end "
                   f"{out['service_stats_at_end']['delta_items']}; errors {out['errors']}")
     for example in out["error_examples"]:
@@ -269,25 +258,8 @@ def _print(out: dict[str, Any]) -> None:
     console.print(f"targets: {out['targets']}  (load average {out['machine']['loadavg_1_5_15']})")
 
 
-def _f(v: Any) -> str:
-    return "-" if v is None else f"{v:.1f}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        out = run(args, args.workdir.resolve(), say)
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-load-") as tmp:
-            out = run(args, Path(tmp), say)
-    write_json(args.json_out, out)
-    _print(out)
-    return 0
+    return driver.run(_parse(argv), run, _print)
 
 
 if __name__ == "__main__":

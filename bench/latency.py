@@ -1,6 +1,6 @@
 """Online recall latency and throughput at 1k / 10k / 100k active items.
 
-    python -m tests.benchmarks.bench_latency --sizes 1000,10000,100000 --duration 20 --json out.json
+    python -m bench.latency --sizes 1000,10000,100000 --duration 20 --json out.json
 
 For every size and index type (exact `flat-ip` and `hnsw`):
 
@@ -23,12 +23,6 @@ Targets on the 2-core reference machine: HTTP p50 <= 15 ms and p99 <= 50 ms at 1
 from __future__ import annotations
 
 import argparse
-import os
-import signal
-import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -37,8 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from tests.benchmarks.metrics import machine_info, percentiles, write_json
-from tests.benchmarks.synthetic import (
+from bench import driver
+from bench.harness import ServiceProcess
+from bench.metrics import machine_info, percentiles
+from bench.synthetic import (
     GENERATOR_VERSION,
     cached_item_vectors,
     default_cache_dir,
@@ -46,7 +42,6 @@ from tests.benchmarks.synthetic import (
     synthetic_queries,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 TARGET_P50_MS = 15.0
 TARGET_P99_MS = 50.0
 TARGET_RPS = 100.0
@@ -165,93 +160,13 @@ def measure_inprocess(settings, pool: QueryPool, n_queries: int) -> dict[str, An
 # -- HTTP ---------------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-SERVER_CODE = (
-    "from online.server import serve; from pipelines.settings import load_settings; "
-    "serve(load_settings(), log_level='warning')"
-)
-
-
-class Server:
-    """The real service in a subprocess (uvicorn, one worker), stopped on exit."""
-
-    def __init__(self, settings, startup_timeout_s: float = 600.0):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = {**os.environ,
-               "LOCI_DATA_DIR": str(settings.data_dir), "LOCI_HOST": "127.0.0.1",
-               "LOCI_PORT": str(self.port), "LOCI_EMBEDDER": "minilm",
-               "LOCI_MINILM_INT8_ONLINE": "1" if settings.minilm_int8_online else "0",
-               "LOCI_CONFIG": str(Path(settings.data_dir) / "no-such-loci.toml"),
-               "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-        self.log = Path(settings.data_dir) / "server.log"
-        self._log_fh = self.log.open("wb")
-        started = time.perf_counter()
-        self.proc = subprocess.Popen([sys.executable, "-c", SERVER_CODE], cwd=settings.data_dir,
-                                     env=env, stdout=self._log_fh, stderr=subprocess.STDOUT)
-        self.startup_s = self._wait_ready(startup_timeout_s, started)
-
-    def _wait_ready(self, timeout_s: float, started: float) -> float:
-        import httpx
-
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}; log: {self.tail()}")
-            try:
-                r = httpx.get(f"{self.url}/readyz", timeout=5.0)
-                if r.status_code == 200:
-                    return time.perf_counter() - started
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"server not ready within {timeout_s:.0f}s; log: {self.tail()}")
-
-    def tail(self, n: int = 2000) -> str:
-        try:
-            return self.log.read_bytes()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def rss_mb(self) -> float | None:
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024, 1)
-        except OSError:
-            return None
-        return None
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
-        self._log_fh.close()
-
-    def __enter__(self) -> "Server":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-
 def _body(q: str, who) -> dict[str, Any]:
     import msgspec
 
     return {"identity": msgspec.to_builtins(who), "query": q}
 
 
-def measure_http(server: Server, pool: QueryPool, n_queries: int) -> dict[str, Any]:
+def measure_http(server: ServiceProcess, pool: QueryPool, n_queries: int) -> dict[str, Any]:
     import httpx
 
     with httpx.Client(base_url=server.url, timeout=60.0) as client:
@@ -275,7 +190,7 @@ def measure_http(server: Server, pool: QueryPool, n_queries: int) -> dict[str, A
             "first_request_ms": round(cold_ms, 1), "errors": errors}
 
 
-def measure_throughput(server: Server, pool: QueryPool, duration_s: float, concurrency: int) -> dict[str, Any]:
+def measure_throughput(server: ServiceProcess, pool: QueryPool, duration_s: float, concurrency: int) -> dict[str, Any]:
     import httpx
 
     deadline = time.monotonic() + duration_s
@@ -318,14 +233,12 @@ def measure_throughput(server: Server, pool: QueryPool, duration_s: float, concu
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench latency", description=__doc__.split("\n\n")[0])
+    p = driver.parser("latency", __doc__, quick="smoke run: 1000,5000 items, 30 queries, 3 s")
     p.add_argument("--sizes", default="1000,10000,100000", help="active item counts (comma-separated)")
     p.add_argument("--duration", type=float, default=20.0, help="seconds of the throughput run per size/index")
     p.add_argument("--concurrency", type=int, default=4, help="concurrent HTTP clients in the throughput run")
     p.add_argument("--queries", type=int, default=300, help="sequential recalls per latency measurement")
     p.add_argument("--index", default="both", choices=("both", "flat", "hnsw"), help="index type(s) to measure")
-    p.add_argument("--json", dest="json_out", type=Path, default=None)
-    p.add_argument("--workdir", type=Path, default=None, help="where snapshots are built (default: temp dir)")
     p.add_argument("--cache-dir", type=Path, default=None,
                    help=f"embedding cache (default {default_cache_dir()} or $LOCI_BENCH_CACHE)")
     p.add_argument("--seed", type=int, default=0)
@@ -336,7 +249,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--minilm-max-items", type=int, default=200_000,
                    help="embed at most this many distinct items with MiniLM; larger sizes reuse them")
     p.add_argument("--no-http", action="store_true", help="in-process only")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1000,5000 items, 30 queries, 3 s")
     args = p.parse_args(argv)
     if args.quick:
         args.sizes, args.queries, args.duration = "1000,5000", min(args.queries, 30), min(args.duration, 3.0)
@@ -380,13 +292,15 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             block["inprocess"] = measure_inprocess(settings, pool, args.queries)
             if not args.no_http:
                 say(f"  {kind}: starting the HTTP service")
-                with Server(settings) as server:
-                    block["server_startup_s"] = round(server.startup_s, 2)
+                started = time.perf_counter()
+                with ServiceProcess(settings, ready_timeout_s=600.0) as server:
+                    block["server_startup_s"] = round(time.perf_counter() - started, 2)
                     say(f"  {kind}: HTTP latency")
                     block["http"] = measure_http(server, pool, args.queries)
                     say(f"  {kind}: throughput {args.duration:g}s x {args.concurrency} clients")
                     block["throughput"] = measure_throughput(server, pool, args.duration, args.concurrency)
-                    block["server_rss_mb"] = server.rss_mb()
+                    rss_kb = server.rss_kb()
+                    block["server_rss_mb"] = round(rss_kb / 1024, 1) if rss_kb else None
             size_block[kind] = block
         size_block["winner"] = _winner(size_block)
         out["sizes"][str(n)] = size_block
@@ -424,15 +338,7 @@ def targets(out: dict[str, Any], largest: int) -> dict[str, Any]:
 
 
 def _print(out: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    from tests.benchmarks.metrics import console as _console
-
-    console = _console()
-    table = Table(title="Recall latency (ms) and throughput, MiniLM query embedding included")
-    for col in ("items", "index", "snapshot MB", "in-proc p50", "p95", "p99", "HTTP p50", "p95", "p99",
-                "recalls/s", "load p99", "RSS MB"):
-        table.add_column(col, justify="right")
+    rows = []
     for n, block in out["sizes"].items():
         for kind, b in block.items():
             if not isinstance(b, dict):
@@ -441,12 +347,13 @@ def _print(out: dict[str, Any]) -> None:
             hp = b.get("http", {}).get("latency_ms", {})
             tp = b.get("throughput", {})
             mark = " *" if block.get("winner") == kind else ""
-            table.add_row(n, kind + mark, f"{b['snapshot']['bytes'] / 1e6:.1f}",
-                          *(_f(ip.get(p)) for p in ("p50", "p95", "p99")),
-                          *(_f(hp.get(p)) for p in ("p50", "p95", "p99")),
-                          _f(tp.get("recalls_per_s")), _f(tp.get("latency_ms", {}).get("p99")),
-                          _f(b.get("server_rss_mb")))
-    console.print(table)
+            rows.append((n, kind + mark, b["snapshot"]["bytes"] / 1e6, *(ip.get(p) for p in ("p50", "p95", "p99")),
+                         *(hp.get(p) for p in ("p50", "p95", "p99")), tp.get("recalls_per_s"),
+                         tp.get("latency_ms", {}).get("p99"), b.get("server_rss_mb")))
+    console = driver.console()
+    console.print(driver.table("Recall latency (ms) and throughput, MiniLM query embedding included",
+                               ("items", "index", "snapshot MB", "in-proc p50", "p95", "p99", "HTTP p50", "p95",
+                                "p99", "recalls/s", "load p99", "RSS MB"), rows))
     t = out["targets"]
     console.print(f"* = faster index at that size. At {t['at_items']} items ({t['index']}): HTTP p50 "
                   f"{t['http_p50_ms']} ms (target <= {TARGET_P50_MS:g}: {'met' if t['p50_met'] else 'NOT met'}), "
@@ -455,25 +362,8 @@ def _print(out: dict[str, Any]) -> None:
                   f"load average {out['machine']['loadavg_1_5_15']} -> {out['machine']['loadavg_after']}")
 
 
-def _f(v: Any) -> str:
-    return "-" if v is None else (f"{v:.1f}" if isinstance(v, float) else str(v))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        out = run(args, args.workdir.resolve(), say)
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-latency-") as tmp:
-            out = run(args, Path(tmp), say)
-    write_json(args.json_out, out)
-    _print(out)
-    return 0
+    return driver.run(_parse(argv), run, _print)
 
 
 if __name__ == "__main__":

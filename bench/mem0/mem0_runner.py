@@ -3,7 +3,7 @@
 Runs INSIDE the comparison virtualenv (`.venv-compare`, made by `bench_compare.py`), never in
 the project's own environment: mem0ai and its dependencies are not Loci's.
 
-    .venv-compare/bin/python tests/benchmarks/compare/mem0_runner.py \
+    .venv-compare/bin/python bench/mem0/mem0_runner.py \
         --data locomo.json --out mem0.json --workdir DIR [--conversations N] \
         [--vector-store qdrant|faiss] [--bm25-stopwords FILE] [--limit 20] [--threads 1]
 
@@ -55,7 +55,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _load_metrics():
-    """tests/benchmarks/metrics.py by path: pure stdlib, so the same LoCoMo parsing (canonical
+    """bench/metrics.py by path: pure stdlib, so the same LoCoMo parsing (canonical
     dia_ids, captions, sample ids) is used here as in the scorer, without importing the
     project's packages into this venv."""
     path = HERE.parent / "metrics.py"

@@ -1,6 +1,6 @@
 """Consolidation throughput, incremental cost, HDBSCAN timing and storage footprint.
 
-    python -m tests.benchmarks.bench_pipeline --turns 1000,10000,100000 --json out.json
+    python -m bench.pipeline --turns 1000,10000,100000 --json out.json
 
 1. **End-to-end consolidation** for 1k / 10k / 100k synthetic chat turns spread over 100
    users (`synthetic.synthetic_turns`; ~15% of assistant turns carry a memory proposal):
@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
@@ -34,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from tests.benchmarks.metrics import machine_info, write_json
-from tests.benchmarks.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
+from bench import driver
+from bench.metrics import machine_info
+from bench.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
 
 TARGET_HDBSCAN_10K_S = 10.0
 USERS = 100
@@ -195,7 +194,7 @@ def hdbscan_timing(sizes: Sequence[int], args: argparse.Namespace, say) -> dict[
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench pipeline", description=__doc__.split("\n\n")[0])
+    p = driver.parser("pipeline", __doc__, quick="smoke run: 500,2000 turns, 200 incremental, HDBSCAN 1000,5000")
     p.add_argument("--turns", default="1000,10000,100000", help="turn counts for the end-to-end runs")
     p.add_argument("--incremental", type=int, default=1000, help="new turns for the incremental run (0: skip)")
     p.add_argument("--hdbscan", default="1000,10000,50000", help="STM item counts to cluster ('' to skip)")
@@ -205,10 +204,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--json", dest="json_out", type=Path, default=None)
-    p.add_argument("--workdir", type=Path, default=None, help="keep the data dirs here (default temp)")
     p.add_argument("--cache-dir", type=Path, default=None, help=f"embedding cache (default {default_cache_dir()})")
-    p.add_argument("--quick", action="store_true", help="smoke run: 500,2000 turns, 200 incremental, HDBSCAN 1000,5000")
     args = p.parse_args(argv)
     if args.quick:
         args.turns, args.incremental, args.hdbscan = "500,2000", min(args.incremental, 200), "1000,5000"
@@ -264,25 +260,20 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
 
 
 def _print(out: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    from tests.benchmarks.metrics import console as _console
-
-    console = _console()
+    console = driver.console()
     steps = list(dict.fromkeys(s for r in out["runs"].values() for s in r["steps_s"]))  # run order
-    table = Table(title=f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})")
-    for col in ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"):
-        table.add_column(col, justify="right")
-    rows = list(out["runs"].values())
+    runs = list(out["runs"].values())
     if "incremental" in out:
-        rows.append({**out["incremental"], "turns": f"+{out['incremental']['new_turns']} on {out['incremental']['store_turns']}"})
-    for r in rows:
-        n = r["turns"]
+        inc = out["incremental"]
+        runs.append({**inc, "turns": f"+{inc['new_turns']} on {inc['store_turns']}"})
+    rows = []
+    for r in runs:
         cs = r["consolidate_s"]
         tps = r.get("consolidate_turns_per_s") or (round(r["new_turns"] / cs, 1) if "new_turns" in r else None)
-        table.add_row(str(n), f"{r['ingest_s']:.1f}", f"{cs:.1f}", str(tps),
-                      *(f"{r['steps_s'].get(s, 0):.1f}" for s in steps), f"{r['warehouse_bytes'] / 1e6:.1f}")
-    console.print(table)
+        rows.append((str(r["turns"]), float(r["ingest_s"]), float(cs), str(tps),
+                     *(float(r["steps_s"].get(s, 0)) for s in steps), r["warehouse_bytes"] / 1e6))
+    console.print(driver.table(f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})",
+                               ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"), rows))
     if "incremental" in out:
         inc = out["incremental"]
         console.print(f"incremental: {inc['new_turns']} new turns on a {inc['store_turns']}-turn store took "
@@ -297,20 +288,7 @@ def _print(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        out = run(args, args.workdir.resolve(), say)
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-pipeline-") as tmp:
-            out = run(args, Path(tmp), say)
-    write_json(args.json_out, out)
-    _print(out)
-    return 0
+    return driver.run(_parse(argv), run, _print)
 
 
 if __name__ == "__main__":

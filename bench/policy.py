@@ -1,8 +1,8 @@
 """Measure the write policy on labelled text: precision, recall and false-positive rate,
 overall, per source and per file.
 
-    python -m tests.benchmarks.bench_policy --data ../shared/data/policy --json out.json
-    python -m tests.benchmarks.bench_policy --data rows.jsonl --locomo ../shared/data/locomo_dev.json
+    python -m bench.policy --data bench-data/policy --json out.json
+    python -m bench.policy --data rows.jsonl --locomo bench-data/locomo_dev.json
 
 Rows are JSON lines `{text, label, source, ...}`; label 1 = must be rejected, 0 = benign.
 A row counts as "rejected" when `Policy().evaluate` returns action "reject" for a proposal
@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import driver
 from pipelines.policy import Policy
 from pipelines.records import ProposedItem, Provenance
 
@@ -133,41 +133,41 @@ class Results:
     by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
 
 
-class BenchmarkDataError(ValueError):
+class BenchmarkDataError(driver.BenchDataError):
     """The data path is missing or a row is not `{text, label, ...}`."""
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="bench_policy", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--data", action="append", default=[], help="JSONL file or directory of JSONL files (repeatable)"
-    )
-    parser.add_argument("--locomo", help="LoCoMo-format JSON: every turn is added as benign prose")
-    parser.add_argument("--json", dest="json_out", help="write the metrics here")
-    parser.add_argument("--no-builtin", action="store_true", help=f"skip the {OWN_SOURCE} cases")
-    args = parser.parse_args(argv)
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = driver.parser("policy", __doc__, quick=None, workdir=False)
+    p.add_argument("--data", action="append", type=Path, default=[],
+                   help=f"JSONL file or directory of JSONL files (repeatable; default: {driver.POLICY_DIR}/ in "
+                        f"${driver.DATA_ENV} or ./{driver.DEFAULT_DATA_DIR}, when there)")
+    p.add_argument("--locomo", type=Path, help="LoCoMo-format JSON: every turn is added as benign prose")
+    p.add_argument("--no-builtin", action="store_true", help=f"skip the {OWN_SOURCE} cases")
+    return p.parse_args(argv)
 
-    try:
-        rows = [row for path in args.data for row in load_rows(Path(path))]
-        if args.locomo:
-            rows.extend(load_locomo(Path(args.locomo)))
-    except BenchmarkDataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+
+def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict:
+    data = list(args.data)
+    if not data and (driver.data_dir() / driver.POLICY_DIR).is_dir():
+        data = [driver.data_dir() / driver.POLICY_DIR]
+    elif not data:
+        say(f"no labelled sets ({driver.data_dir() / driver.POLICY_DIR} is not there; pass --data or set "
+            f"{driver.DATA_ENV}): built-in cases only")
+    rows = [row for path in data for row in load_rows(path)]
+    if args.locomo:
+        rows.extend(load_locomo(args.locomo))
     if not args.no_builtin:
         rows.extend(Row(text, label, OWN_SOURCE, "<builtin>") for text, label in OWN_CASES)
     if not rows:
-        print("error: nothing to evaluate (give --data, --locomo, or drop --no-builtin)", file=sys.stderr)
-        return 2
-
+        raise BenchmarkDataError("nothing to evaluate (give --data, --locomo, or drop --no-builtin)")
     started = time.perf_counter()
     results = evaluate(rows, Policy())
-    elapsed = time.perf_counter() - started
-    report = to_report(results, elapsed)
-    print_table(report)
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    return 0
+    return to_report(results, time.perf_counter() - started)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return driver.run(_parse(argv), run, print_table)
 
 
 def load_rows(path: Path) -> Iterable[Row]:
@@ -256,26 +256,17 @@ def to_report(results: Results, elapsed: float) -> dict:
 
 
 def print_table(report: dict) -> None:
-    def fmt(x: float | None) -> str:
-        return "   -  " if x is None else f"{x:6.3f}"
+    def metrics(name: str, m: dict) -> tuple:
+        return (name, m["n"], *(driver.fmt(m[k], 3) for k in ("precision", "recall", "fpr")),
+                *(m[k] for k in ("tp", "fp", "tn", "fn")))
 
-    header = f"{'source':<42} {'n':>6} {'prec':>6} {'recall':>6} {'fpr':>6} {'tp':>5} {'fp':>5} {'tn':>5} {'fn':>5}"
-    print(header)
-    print("-" * len(header))
-    for name, m in [
-        *report["by_source"].items(),
-        ("== by file ==", None),
-        *report["by_file"].items(),
-        ("OVERALL", report),
-    ]:
-        if m is None:
-            print(name)
-            continue
-        print(
-            f"{name[:42]:<42} {m['n']:>6} {fmt(m['precision'])} {fmt(m['recall'])} {fmt(m['fpr'])} "
-            f"{m['tp']:>5} {m['fp']:>5} {m['tn']:>5} {m['fn']:>5}"
-        )
-    print(f"({report['seconds']} s)")
+    columns = ("n", "precision", "recall", "fpr", "tp", "fp", "tn", "fn")
+    console = driver.console()
+    console.print(driver.table("Write policy by source", ("source", *columns),
+                               [*(metrics(k, m) for k, m in report["by_source"].items()), metrics("OVERALL", report)]))
+    console.print(driver.table("Write policy by file", ("file", *columns),
+                               [metrics(k, m) for k, m in report["by_file"].items()]))
+    console.print(f"({report['seconds']} s)")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.benchmarks.metrics import (
+from bench.metrics import (
     MetricError,
     RecallAccumulator,
     load_locomo,
@@ -214,7 +214,7 @@ def test_end_to_end_scoring_of_a_parsed_sample():
 
 
 def test_percentiles_interpolate_and_handle_empty():
-    from tests.benchmarks.metrics import percentiles
+    from bench.metrics import percentiles
 
     p = percentiles([10, 20, 30, 40, 50])
     assert p["p50"] == 30 and p["n"] == 5 and p["max"] == 50 and p["mean"] == 30
@@ -226,7 +226,7 @@ def test_percentiles_interpolate_and_handle_empty():
 
 
 def test_write_json_creates_parents(tmp_path):
-    from tests.benchmarks.metrics import machine_info, write_json
+    from bench.metrics import machine_info, write_json
 
     out = write_json(tmp_path / "a" / "b.json", {"machine": machine_info()})
     data = json.loads(out.read_text())

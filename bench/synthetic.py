@@ -300,7 +300,7 @@ def cached_item_vectors(n: int, embedder: Any, *, seed: int = 0, users: int = 20
 
     import numpy as np
 
-    from pipelines.consolidate import embed_text
+    from pipelines.message_context import embedding_text
 
     if n < 0:
         raise ValueError("n must be >= 0")
@@ -318,7 +318,7 @@ def cached_item_vectors(n: int, embedder: Any, *, seed: int = 0, users: int = 20
             continue
         if items is None:
             items = synthetic_items(chunks * CACHE_CHUNK, seed=seed, users=users, projects=projects)
-        texts = [embed_text(i) for i in items[c * CACHE_CHUNK:(c + 1) * CACHE_CHUNK]]
+        texts = [embedding_text(i) for i in items[c * CACHE_CHUNK:(c + 1) * CACHE_CHUNK]]
         vecs = np.ascontiguousarray(embedder.embed(texts), dtype=np.float32)
         tmp = path.with_suffix(".tmp.npy")
         np.save(tmp, vecs)

@@ -1,14 +1,14 @@
 """Loci vs mem0 on the same LoCoMo file: recall quality and latency side by side, one run.
 
-    python -m tests.benchmarks.bench_compare --data locomo.json --json out.json
+    python -m bench.compare --data locomo.json --json out.json
         [--quick] [--conversations N] [--workdir DIR] [--venv DIR]
         [--mem0-variants hybrid,dense,faiss]
 
 1. **Venv.** mem0ai is not a Loci dependency: it lives in a separate virtualenv
-   (`.venv-compare` at the repository root, git-ignored), created here when missing from the
-   pinned `compare/requirements.txt` (torch pinned to the CPU build). A marker file holds the
+   (`.venv-compare` in the folder it runs from, git-ignored), created here when missing from the
+   pinned `mem0/requirements.txt` (torch pinned to the CPU build). A marker file holds the
    requirements' hash; a changed file reinstalls.
-2. **mem0** runs in that venv as a subprocess (`compare/mem0_runner.py`): every turn added
+2. **mem0** runs in that venv as a subprocess (`mem0/mem0_runner.py`): every turn added
    raw with `infer=False` (no LLM), user_id = sample_id, dia_id in metadata, the same offline
    all-MiniLM-L6-v2, qdrant in local mode (mem0's default store). Variants: `hybrid` — mem0's
    v3 search, dense + BM25 (fastembed "Qdrant/bm25" built locally with the NLTK English
@@ -16,11 +16,11 @@
    `faiss` — mem0's faiss store (dense only; qdrant's local mode filters payloads in pure
    Python, which dominates its search latency, so this shows mem0 on a faster store).
    Every question: `search(question, filters={"user_id": sample_id}, top_k=20)`.
-3. **Loci** on the same file, with `bench_locomo`'s functions: product importer, real
-   consolidation job, `MemoryService.recall` (catalog mode, k = 20). Unlike `bench_locomo`,
+3. **Loci** on the same file, with `bench.locomo`'s functions: product importer, real
+   consolidation job, `MemoryService.recall` (catalog mode, k = 20). Unlike `bench.locomo`,
    questions are NOT pre-embedded and the service's MiniLM query cache is off, so Loci's
    latency includes embedding the question, as mem0's `search` does.
-4. **Scoring** identical for every system (`metrics.py` via `bench_locomo.evaluate`):
+4. **Scoring** identical for every system (`bench.metrics` via `bench.locomo.evaluate`):
    turn- and session-level evidence recall@5/10/20 (headline categories 1-4, and per
    category), search latency p50/p95/p99 (one query at a time, warm), ingest throughput
    (turns/s until searchable: mem0 = all `add` calls; Loci = ingest + consolidation) and a
@@ -38,30 +38,27 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.benchmarks.metrics import (
+from bench import driver
+from bench.metrics import (
     CATEGORY_NAMES,
     Conversation,
     MetricError,
-    load_locomo,
     machine_info,
     normalise_dia_id,
     percentiles,
-    write_json,
 )
 
 KS = (5, 10, 20)
 SEARCH_LIMIT = 20
-REPO_ROOT = Path(__file__).resolve().parents[2]
-COMPARE_DIR = Path(__file__).resolve().parent / "compare"
-RUNNER = COMPARE_DIR / "mem0_runner.py"
-REQUIREMENTS = COMPARE_DIR / "requirements.txt"
-DEFAULT_VENV = REPO_ROOT / ".venv-compare"
+MEM0_DIR = Path(__file__).resolve().parent / "mem0"
+RUNNER = MEM0_DIR / "mem0_runner.py"
+REQUIREMENTS = MEM0_DIR / "requirements.txt"
+DEFAULT_VENV = Path(".venv-compare")  # relative to where `loci bench` runs (the project root)
 MARKER = ".loci-compare.json"
 MEM0_VARIANTS = {
     "hybrid": ("mem0", "mem0 v3 search: dense + BM25 (qdrant local)", []),
@@ -262,7 +259,7 @@ def run_mem0(venv: Path, data: Path, workdir: Path, variant: str, *, conversatio
     env.pop("PYTHONPATH", None)
     env.pop("VIRTUAL_ENV", None)
     started = time.perf_counter()
-    proc = subprocess.run(cmd, check=False, env=env, cwd=str(REPO_ROOT), timeout=RUNNER_TIMEOUT_S,
+    proc = subprocess.run(cmd, check=False, env=env, cwd=str(workdir), timeout=RUNNER_TIMEOUT_S,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     elapsed = time.perf_counter() - started
     noise = ("Failed to load spaCy",)  # mem0 logs these on every start without its [nlp] extra
@@ -277,7 +274,7 @@ def run_mem0(venv: Path, data: Path, workdir: Path, variant: str, *, conversatio
 
 def score_mem0(conversations: Sequence[Conversation], runner_out: Mapping[str, Any], ks: Sequence[int],
                describes: str, wall_s: float) -> dict[str, Any]:
-    from tests.benchmarks.bench_locomo import evaluate
+    from bench.locomo import evaluate
 
     ranker = RunnerRanker(runner_out)
     acc = evaluate(conversations, ranker, ks)
@@ -305,10 +302,7 @@ def score_mem0(conversations: Sequence[Conversation], runner_out: Mapping[str, A
 
 
 def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, ks: Sequence[int]) -> dict[str, Any]:
-    from online.state import MemoryService
-    from pipelines.embedders import MiniLMEmbedder
-    from pipelines.settings import Settings
-    from tests.benchmarks.bench_locomo import (
+    from bench.locomo import (
         PROJECT_ID,
         QA_SESSION,
         STM_AGING_DAYS,
@@ -318,6 +312,9 @@ def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, k
         identity_for,
         ingest,
     )
+    from online.state import MemoryService
+    from pipelines.embedders import MiniLMEmbedder
+    from pipelines.settings import Settings
 
     loci_dir = workdir / "loci"
     if loci_dir.exists():
@@ -381,20 +378,11 @@ def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, k
 
 
 def print_table(result: Mapping[str, Any], ks: Sequence[int] = KS) -> None:
-    from rich.table import Table
-
-    from tests.benchmarks.metrics import console as _console
-
     systems = result["systems"]
-    table = Table(title=f"LoCoMo: Loci vs mem0 ({result['counts']['conversations']} conversations, "
-                        f"{result['counts']['questions']} questions, same scoring)")
-    table.add_column("metric")
-    for name in systems:
-        table.add_column(name, justify="right")
-    for label, cells in table_rows(systems, ks):
-        table.add_row(label, *cells)
-    console = _console()
-    console.print(table)
+    console = driver.console()
+    console.print(driver.table(f"LoCoMo: Loci vs mem0 ({result['counts']['conversations']} conversations, "
+                               f"{result['counts']['questions']} questions, same scoring)",
+                               ("metric", *systems), [(label, *cells) for label, cells in table_rows(systems, ks)]))
     for name, block in systems.items():
         console.print(f"[bold]{name}[/]: {block.get('describes', '')}")
     m = result["machine"]
@@ -406,15 +394,13 @@ def print_table(result: Mapping[str, Any], ks: Sequence[int] = KS) -> None:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench compare", description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, type=Path, help="LoCoMo-format JSON file")
-    p.add_argument("--json", dest="json_out", type=Path, default=None, help="write results here")
-    p.add_argument("--quick", action="store_true", help="smoke run: the first conversation only")
+    p = driver.parser("compare", __doc__, quick="smoke run: the first conversation only")
+    p.add_argument("--data", type=Path, default=None,
+                   help=f"LoCoMo-format JSON file (default: {driver.LOCOMO_FILE} in ${driver.DATA_ENV} "
+                        f"or ./{driver.DEFAULT_DATA_DIR})")
     p.add_argument("--conversations", type=int, default=None, help="only the first N conversations")
-    p.add_argument("--workdir", type=Path, default=None,
-                   help="keep the stores and the runner's raw output here (default: a temporary dir)")
     p.add_argument("--venv", type=Path, default=DEFAULT_VENV,
-                   help=f"the comparison virtualenv (default {DEFAULT_VENV.name} at the repo root; "
+                   help=f"the comparison virtualenv (default ./{DEFAULT_VENV}; "
                         "created when missing)")
     p.add_argument("--python", default=None, help="interpreter to create the venv with (default: this one's base)")
     p.add_argument("--mem0-variants", default="hybrid,dense,faiss",
@@ -433,14 +419,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
+    """`--workdir` keeps the stores and the runner's raw output."""
     started_all = time.perf_counter()
     machine_before = machine_info()
-    conversations = load_locomo(args.data)
-    data = args.data.resolve()
+    source, conversations = driver.locomo_data(args.data)
+    data = source.resolve()
     if args.conversations:
         conversations = conversations[: args.conversations]
-        subset = json.loads(args.data.read_text(encoding="utf-8"))[: args.conversations]
+        subset = json.loads(source.read_text(encoding="utf-8"))[: args.conversations]
         data = workdir / "subset.json"
         data.write_text(json.dumps(subset), encoding="utf-8")
     venv_info = ensure_venv(args.venv.resolve(), base_python=args.python)
@@ -463,8 +450,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     timings["total"] = round(time.perf_counter() - started_all, 1)
     return {
         "benchmark": "compare",
-        "data": str(args.data),
-        "data_sha256": hashlib.sha256(args.data.read_bytes()).hexdigest(),
+        "data": str(source),
+        "data_sha256": hashlib.sha256(source.read_bytes()).hexdigest(),
         "counts": {"conversations": len(conversations), "turns": sum(len(c.turns) for c in conversations),
                    "questions": sum(len(c.questions) for c in conversations)},
         "systems": systems,
@@ -481,30 +468,8 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-    if not args.data.is_file():
-        print(f"error: --data {args.data} is not a file", file=sys.stderr)
-        return 2
-    try:
-        load_locomo(args.data)
-    except MetricError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        if args.workdir is not None:
-            args.workdir.mkdir(parents=True, exist_ok=True)
-            result = run(args, args.workdir.resolve())
-        else:
-            with tempfile.TemporaryDirectory(prefix="loci-compare-") as tmp:
-                result = run(args, Path(tmp))
-    except (RuntimeError, MetricError, subprocess.SubprocessError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    write_json(args.json_out, result)
-    print_table(result)
-    if args.json_out:
-        print(f"wrote {args.json_out}")
-    return 0
+    return driver.run(_parse(argv), run, print_table,
+                      errors=(RuntimeError, MetricError, subprocess.SubprocessError, OSError))
 
 
 if __name__ == "__main__":

@@ -342,14 +342,6 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def console():
-    """A rich Console that is wide enough for the result tables even when piped."""
-    from rich.console import Console
-
-    c = Console()
-    return c if c.is_terminal else Console(width=160)
-
-
 def write_json(path: str | Path | None, data: Any) -> Path | None:
     """Write `data` as indented JSON (parents created); None path writes nothing."""
     if path is None:
@@ -361,7 +353,7 @@ def write_json(path: str | Path | None, data: Any) -> Path | None:
 
 
 __all__ = [
-    "ALL_CATEGORIES", "console", "machine_info", "percentiles", "write_json", "CATEGORY_NAMES", "DEFAULT_KS", "HEADLINE_CATEGORIES",
+    "ALL_CATEGORIES", "machine_info", "percentiles", "write_json", "CATEGORY_NAMES", "DEFAULT_KS", "HEADLINE_CATEGORIES",
     "Conversation", "MetricError", "Question", "RecallAccumulator", "Turn",
     "load_locomo", "normalise_dia_id", "normalise_evidence", "parse_locomo", "ranked_turns",
     "session_of", "session_recall", "split_evidence", "turn_recall",

@@ -1,7 +1,7 @@
-"""Shared tools for the reliability tests and benchmarks: a real service process on a free
+"""Shared tools for the reliability benchmarks and tests: a real service process on a free
 127.0.0.1 port, a load of acknowledged writes recorded per writer, the inbox/recall checks
-that prove nothing acknowledged was lost or duplicated, snapshot corruption, and synthetic
-multi-tenant items.
+that prove nothing acknowledged was lost or duplicated, snapshot corruption, synthetic
+multi-tenant items, and consolidation runs in a child process (to be killed).
 
 Everything here runs against real parts (uvicorn subprocess, SQLite inbox, FAISS snapshot
 folders) and is bounded in time: every wait has a deadline and every process started here
@@ -10,6 +10,7 @@ is killed by the code that started it.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -30,13 +31,23 @@ import msgspec
 import numpy as np
 
 from pipelines.inbox import Inbox
+from pipelines.ingest import ingest_chat_jsonl
 from pipelines.materialize import message_item_id
-from pipelines.records import Identity, MemoryItem, Provenance, Scope
-from pipelines.settings import Settings
-from pipelines.snapshot import INDEX_FILE, ITEMS_FILE, MANIFEST_FILE, build_snapshot
+from pipelines.records import SCOPE_KINDS, Identity, MemoryItem, Provenance, Scope
+from pipelines.settings import Settings, load_settings
+from pipelines.snapshot import (
+    INDEX_FILE,
+    ITEMS_FILE,
+    MANIFEST_FILE,
+    build_snapshot,
+    current_version,
+    list_versions,
+)
+from pipelines.warehouse import Warehouse
 
-REPO = Path(__file__).resolve().parents[2]
-SCOPE_KINDS = ("session", "project", "user", "org")
+# The folder holding bench/, online/ and pipelines/ (a checkout, or site-packages when
+# installed): child processes get it on their path, so they run the same code.
+CODE_ROOT = Path(__file__).resolve().parents[1]
 WORDS = ("river", "stone", "maple", "signal", "harbor", "copper", "lantern", "meadow", "orbit",
          "cobalt", "tundra", "saffron", "quartz", "willow", "ember", "glacier", "falcon", "prism")
 
@@ -92,13 +103,13 @@ class ServiceProcess:
     def start(self) -> "ServiceProcess":
         Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH", "")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
         env["LOCI_CONFIG"] = str(Path(self.settings.data_dir) / "absent.toml")
         env["PYTHONFAULTHANDLER"] = "1"  # a native crash leaves its Python stacks in the log
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode()],
-            cwd=str(REPO), env=env, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
@@ -382,7 +393,7 @@ def corrupt_snapshot(folder: Path, how: str, rng: random.Random | None = None) -
     raise ValueError(f"unknown corruption {how!r}; known: {CORRUPTIONS}")
 
 
-def synthetic_items(n: int, rng: random.Random, owners: Sequence[Identity], *,
+def tenant_items(n: int, rng: random.Random, owners: Sequence[Identity], *,
                     prefix: str = "syn") -> list[MemoryItem]:
     """`n` distinct items owned by random owners with random scope kinds, tiers and types."""
     types = ("fact", "decision", "definition", "constraint", "preference", "note")
@@ -412,177 +423,112 @@ def publish(settings: Settings, items: Sequence[MemoryItem], embedder: Any, *, w
                           dim=embedder.dim, watermark=watermark, keep=settings.snapshots_keep).version
 
 
-# -- schema fuzzing (schemathesis) --------------------------------------------------------------
+# -- consolidation runs (in a child process, to be killed) --------------------------------------
 
 
-@dataclass
-class FuzzReport:
-    """What fuzzing every operation of an app's OpenAPI schema found."""
-
-    operations: list[str] = field(default_factory=list)
-    cases: Counter = field(default_factory=Counter)  # "METHOD /path mode" -> cases sent
-    statuses: Counter = field(default_factory=Counter)  # "METHOD /path" status -> count
-    failures: list[dict[str, Any]] = field(default_factory=list)  # first of each distinct kind
-    failure_counts: Counter = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)  # generation problems (not service bugs)
-
-    @property
-    def total_cases(self) -> int:
-        return sum(self.cases.values())
+def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    """Fast, deterministic settings: hash embedder, extractive merger, no config file."""
+    values: dict[str, Any] = {
+        "data_dir": str(tmp_path / "data"),
+        "embedder": "hash",
+        "merger": "extractive",
+    }
+    values.update(overrides)
+    return load_settings(config_file=tmp_path / "absent.toml", environ={}, **values)
 
 
-def fuzz_checks() -> list[Any]:
-    """Response checks: no 5xx, documented status codes, content types, headers and
-    bodies, and negative (schema-invalid) input rejected. Not `positive_data_acceptance`:
-    schema-valid input may still break a rule the schema cannot express (each memory.*
-    action's own args, an identity given as query and header with different values, item
-    constraints of tag lists) and is then correctly refused with a documented 400."""
-    from schemathesis.checks import not_a_server_error
-    from schemathesis.specs.openapi.checks import (
-        content_type_conformance,
-        negative_data_rejection,
-        response_headers_conformance,
-        response_schema_conformance,
-        status_code_conformance,
+def block(*proposals: dict[str, Any]) -> str:
+    return f"<MEMORY_PROPOSALS_JSON>{json.dumps(list(proposals))}</MEMORY_PROPOSALS_JSON>"
+
+
+def dana(text: str, role: str = "assistant", session: str = "s1", **extra: Any) -> dict[str, Any]:
+    return {"role": role, "text": text, "user_id": "dana", "project_id": "atlas", "session_id": session, **extra}
+
+
+def erin(text: str, role: str = "assistant", session: str = "e1", **extra: Any) -> dict[str, Any]:
+    return {"role": role, "text": text, "user_id": "erin", "project_id": "borealis", "session_id": session, **extra}
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def ingest(settings: Settings, rows: list[dict[str, Any]], name: str = "chats.jsonl") -> dict[str, Any]:
+    """Land rows in the inbox through `ingest_chat_jsonl` (parse, govern, append)."""
+    from pipelines.policy import Policy
+
+    folder = Path(settings.data_dir).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    path = write_jsonl(folder / name, rows)
+    with Inbox(settings.inbox_path) as inbox:
+        return ingest_chat_jsonl(path, inbox, Policy(settings)).as_dict()
+
+
+def snapshot_state(settings: Settings) -> dict[str, Any]:
+    root = settings.snapshots_path
+    files = {}
+    if root.exists():
+        for p in sorted(root.rglob("*")):
+            if p.is_file():
+                files[str(p.relative_to(root))] = p.read_bytes()
+    return {"current": current_version(root) if root.exists() else None,
+            "versions": list_versions(root), "files": files}
+
+
+def active_items(settings: Settings):
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        return wh.active_items()
+
+
+def settings_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """Environment that makes `load_settings()` in a child process reproduce `settings`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
+    env["LOCI_CONFIG"] = str(Path(settings.data_dir).parent / "absent.toml")
+    env["LOCI_DATA_DIR"] = settings.data_dir
+    env["LOCI_EMBEDDER"] = settings.embedder
+    env["LOCI_MERGER"] = settings.merger
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    env.update(extra)
+    return env
+
+
+def faults(point: str, action: str, marker_file: str | Path = "") -> "FaultInjectionResource":
+    """The `faults` resource that makes a run `action` ("fail", "sleep:<s>") at `point`."""
+    from assets.resources import FaultInjectionResource
+
+    return FaultInjectionResource(point=point, action=action, marker_file=str(marker_file))
+
+
+# The child reads its fault from the environment: LOCI_TEST_HOOK="<point>=<action>" and
+# LOCI_TEST_HOOK_MARKER (the file written when the point is reached).
+RUN_IN_CHILD = (
+    "import json, os\n"
+    "from assets.run import run_consolidation\n"
+    "from bench.harness import faults\n"
+    "from pipelines.settings import load_settings\n"
+    "point, _, action = os.environ.get('LOCI_TEST_HOOK', '').partition('=')\n"
+    "resources = {'faults': faults(point, action, os.environ.get('LOCI_TEST_HOOK_MARKER', ''))}\n"
+    "summary = run_consolidation(load_settings(), instance='ephemeral', resources=resources)\n"
+    "print('SUMMARY ' + json.dumps(summary, default=str), flush=True)\n"
+)
+
+
+def start_child_run(settings: Settings, **env: str) -> subprocess.Popen:
+    """`run_consolidation` in a separate process (as a second `loci consolidate` would);
+    `LOCI_TEST_HOOK` / `LOCI_TEST_HOOK_MARKER` in `env` inject a fault (see RUN_IN_CHILD)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", RUN_IN_CHILD],
+        cwd=str(Path(settings.data_dir).parent),
+        env=settings_env(settings, **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
-    return [not_a_server_error, status_code_conformance, content_type_conformance,
-            response_headers_conformance, response_schema_conformance, negative_data_rejection]
 
-
-def fuzz_config() -> Any:
-    """Schemathesis configuration: a schema-invalid request refused with 413 (body over
-    `max_body_bytes`, e.g. a text beyond its maxLength) is a correct rejection too."""
-    import schemathesis
-
-    refused = ["400", "401", "403", "404", "405", "406", "409", "413", "415", "422", "428", "429", "5XX"]
-    return schemathesis.Config.from_dict({"checks": {"negative_data_rejection": {"expected-statuses": refused}}})
-
-
-def tool_args_types() -> dict[str, type]:
-    """The argument struct of each memory.* action (what `online.tools` validates args with)."""
-    from online import tools
-
-    return {
-        "memory.propose": tools.ProposeArgs, "memory.write": tools.WriteArgs,
-        "memory.search": tools.SearchArgs, "memory.read": tools.ReadArgs,
-        "memory.update": tools.UpdateArgs, "memory.link": tools.LinkArgs,
-        "memory.consolidate": tools.ConsolidateArgs, "memory.palace.list": tools.PalaceListArgs,
-        "memory.palace.get": tools.PalaceGetArgs,
-    }
-
-
-def refine_tool_bodies(raw: dict[str, Any]) -> dict[str, Any]:
-    """A copy of the OpenAPI document where POST /v1/tools takes one body per action with
-    that action's real argument schema (msgspec's, as the dispatcher validates) instead of
-    `args: object`: the fuzzer then reaches every action's logic, not only its 400."""
-    import copy
-
-    doc = copy.deepcopy(raw)
-    types = tool_args_types()
-    refs, components = msgspec.json.schema_components(list(types.values()),
-                                                      ref_template="#/components/schemas/ToolArgs.{name}")
-    schemas = doc.setdefault("components", {}).setdefault("schemas", {})
-    schemas.update({f"ToolArgs.{name}": comp for name, comp in components.items()})
-    identity = {"$ref": "#/components/schemas/Identity"}
-    bodies = [{"type": "object", "additionalProperties": False, "required": ["action", "identity", "args"],
-               "properties": {"action": {"const": action}, "identity": identity, "args": ref}}
-              for action, ref in zip(types, refs)]
-    content = doc["paths"]["/v1/tools"]["post"]["requestBody"]["content"]
-    content["application/json"]["schema"] = {"oneOf": bodies}
-    return doc
-
-
-def fuzz_app(app: Any, *, max_examples: int, derandomize: bool = True, seed: int | None = None,
-             modes: Sequence[str] = ("positive", "negative"), refine_tools: bool = False,
-             only: Iterable[str] | None = None) -> FuzzReport:
-    """Fuzz every operation of `app`'s `/schema/openapi.json` in-process (schemathesis's
-    ASGI transport: the app's lifespan runs, requests go through the full ASGI stack).
-    `max_examples` per operation and mode; `refine_tools` fuzzes /v1/tools with each
-    action's argument schema (`refine_tool_bodies`); `only` limits to these operation
-    labels ("POST /v1/tools"). The app's lifespan is shut down at the end."""
-    import schemathesis
-    from schemathesis.python import asgi
-
-    try:
-        schema = schemathesis.openapi.from_asgi("/schema/openapi.json", app, config=fuzz_config())
-        if refine_tools:
-            refined = schemathesis.openapi.from_dict(refine_tool_bodies(schema.raw_schema), config=fuzz_config())
-            refined.app, refined.location, schema = app, schema.location, refined
-        return fuzz_schema(schema, max_examples=max_examples, derandomize=derandomize, seed=seed, modes=modes,
-                           only=only)
-    finally:
-        asgi.shutdown_lifespans()
-
-
-def fuzz_url(base_url: str, *, max_examples: int, derandomize: bool = False, seed: int | None = None,
-             modes: Sequence[str] = ("positive", "negative"), refine_tools: bool = False,
-             only: Iterable[str] | None = None) -> FuzzReport:
-    """The same over real HTTP against a running service (`base_url` like http://127.0.0.1:8765)."""
-    import schemathesis
-
-    schema = schemathesis.openapi.from_url(f"{base_url}/schema/openapi.json", config=fuzz_config())
-    if refine_tools:
-        schema = schemathesis.openapi.from_dict(refine_tool_bodies(schema.raw_schema), config=fuzz_config())
-        schema.base_url = base_url
-    return fuzz_schema(schema, max_examples=max_examples, derandomize=derandomize, seed=seed, modes=modes,
-                       only=only)
-
-
-def fuzz_schema(schema: Any, *, max_examples: int, derandomize: bool = True, seed: int | None = None,
-                modes: Sequence[str] = ("positive", "negative"), only: Iterable[str] | None = None) -> FuzzReport:
-    """Generate `max_examples` cases per operation and mode from a loaded schemathesis
-    schema, send each, and run `fuzz_checks()` on every answer (all failures recorded,
-    none raised)."""
-    from hypothesis import HealthCheck, given
-    from hypothesis import seed as hseed
-    from hypothesis import settings as hsettings
-    from schemathesis import GenerationMode
-
-    report = FuzzReport()
-    checks = fuzz_checks()
-    wanted = set(only) if only is not None else None
-    for result in schema.get_all_operations():
-        op = result.ok()
-        if wanted is not None and op.label not in wanted:
-            continue
-        report.operations.append(op.label)
-        for mode in modes:
-            key = f"{op.label} {mode}"
-            run = _fuzz_one(report, checks, op, mode)
-            run = hsettings(max_examples=max_examples, deadline=None, database=None, derandomize=derandomize,
-                            suppress_health_check=list(HealthCheck))(
-                given(case=op.as_strategy(generation_mode=GenerationMode(mode)))(run))
-            if seed is not None and not derandomize:
-                run = hseed(seed)(run)
-            try:
-                run()
-            except Exception as exc:  # noqa: BLE001 - an unsatisfiable mode is not a service bug
-                name = type(exc).__name__
-                if name != "Unsatisfiable":  # operations without inputs have no negative cases
-                    report.errors.append(f"{key}: {name}: {str(exc)[:300]}")
-    return report
-
-
-def _fuzz_one(report: FuzzReport, checks: list[Any], op: Any, mode: str) -> Any:
-    """The body run for each generated case of one operation and mode."""
-    key, label = f"{op.label} {mode}", op.label
-
-    def run(case: Any) -> None:
-        report.cases[key] += 1
-        response = case.call()
-        report.statuses[f"{label} {response.status_code}"] += 1
-        for check in checks:
-            try:
-                case.validate_response(response, checks=[check])
-            except (AssertionError, Exception, BaseExceptionGroup) as exc:  # noqa: B014
-                kind = (label, mode, check.__name__, response.status_code)
-                report.failure_counts[kind] += 1
-                if report.failure_counts[kind] == 1:
-                    report.failures.append({
-                        "operation": label, "mode": mode, "check": check.__name__,
-                        "status": response.status_code, "response": response.text[:400],
-                        "message": str(exc)[:1500],
-                    })
-
-    return run
+def child_summary(stdout: str) -> dict[str, Any]:
+    for line in stdout.splitlines():
+        if line.startswith("SUMMARY "):
+            return json.loads(line[len("SUMMARY "):])
+    raise AssertionError(f"no summary in child output: {stdout[-2000:]}")

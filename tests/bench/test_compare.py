@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.benchmarks.bench_compare import (
+from bench.compare import (
     SEARCH_LIMIT,
     RunnerRanker,
     foreign_hits,
@@ -17,8 +17,8 @@ from tests.benchmarks.bench_compare import (
     table_rows,
     throughput,
 )
-from tests.benchmarks.bench_locomo import evaluate
-from tests.benchmarks.metrics import MetricError, parse_locomo
+from bench.locomo import evaluate
+from bench.metrics import MetricError, parse_locomo
 
 
 def _conversations():

@@ -1,7 +1,7 @@
 """Randomised crash runs: SIGKILL the service mid-writes and the consolidation mid-run, N times.
 
-    python -m tests.benchmarks.bench_durability --service-rounds 10 --consolidation-rounds 4 --json out.json
-    python -m tests.benchmarks.bench_durability --quick      # 3 service rounds, 2 consolidation rounds
+    python -m bench.durability --service-rounds 10 --consolidation-rounds 4 --json out.json
+    python -m bench.durability --quick      # 3 service rounds, 2 consolidation rounds
 
 Service rounds (one data directory for the whole run, so the inbox keeps growing): start
 the service (`online.server.serve` in a subprocess on 127.0.0.1), let `--writers` threads
@@ -31,8 +31,6 @@ import json
 import os
 import random
 import signal
-import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,9 +38,26 @@ from typing import Any
 
 import httpx
 
+from bench import driver
+from bench.harness import (
+    ServiceProcess,
+    WriteLoad,
+    active_items,
+    audit_inbox,
+    block,
+    child_summary,
+    dana,
+    erin,
+    ident,
+    ingest,
+    make_settings,
+    read_back,
+    snapshot_state,
+    start_child_run,
+    unanswered_landed,
+)
+from bench.metrics import machine_info
 from pipelines.settings import Settings
-from tests.benchmarks.metrics import machine_info, write_json
-from tests.reliability.helpers import ServiceProcess, WriteLoad, audit_inbox, ident, read_back, unanswered_landed
 
 HOOK_POINTS = (
     "landed_events:start", "land:before_commit", "governed_items:start", "govern:before_commit",
@@ -53,7 +68,7 @@ HOOK_POINTS = (
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="loci bench durability", description=__doc__.split("\n\n")[0])
+    p = driver.parser("durability", __doc__, quick="3 service rounds, 2 consolidation rounds")
     p.add_argument("--service-rounds", type=int, default=None, help="service kill rounds (default 10; --quick 3)")
     p.add_argument("--consolidation-rounds", type=int, default=None,
                    help="consolidation kill rounds (default 4; --quick 2; 0 skips them)")
@@ -62,9 +77,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--recall-sample", type=int, default=100, help="acknowledged writes recalled per round")
     p.add_argument("--embedder", choices=["hash", "minilm"], default="hash")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--workdir", type=Path, default=None, help="keep the data here (default: a temp dir)")
-    p.add_argument("--json", dest="json_out", type=Path, default=None, help="write the results as JSON")
     args = p.parse_args(argv)
     if args.service_rounds is None:
         args.service_rounds = 3 if args.quick else 10
@@ -162,8 +174,6 @@ def check_acks(url: str, acks: list, rng: random.Random, sample: int) -> dict[st
 def batch(r: int, rng: random.Random) -> list[dict[str, Any]]:
     """New chats for round r: three near-duplicate facts (one cluster to merge), a decision
     and another owner's fact on the same topic (must never merge with Dana's)."""
-    from tests.assets.support import block, dana, erin
-
     topic = rng.choice(["tile cache", "render queue", "search index", "backup window", "deploy train"])
     value = rng.randrange(10, 500)
     fact = lambda title, content: {"type": "fact", "title": title, "content": content, "tags": [topic.split()[0]]}  # noqa: E731
@@ -186,7 +196,6 @@ def consolidation_rounds(args: argparse.Namespace, workdir: Path, say) -> dict[s
     from assets.run import run_consolidation
     from pipelines.snapshot import SnapshotError, load_snapshot
     from pipelines.warehouse import Warehouse
-    from tests.assets.support import active_items, child_summary, ingest, make_settings, snapshot_state, start_child_run
 
     rng = random.Random(f"consolidation:{args.seed}")
     crash = make_settings(workdir / "crash", embedder=args.embedder)
@@ -275,9 +284,7 @@ def consolidation_rounds(args: argparse.Namespace, workdir: Path, say) -> dict[s
 
 
 def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
-    out: dict[str, Any] = {"bench": "durability", "argv": {k: (str(v) if isinstance(v, Path) else v)
-                                                         for k, v in vars(args).items()},
-                           "machine": machine_info()}
+    out: dict[str, Any] = {"bench": "durability", "argv": driver.argv_record(args), "machine": machine_info()}
     started = time.monotonic()
     if args.service_rounds:
         out["service"] = service_rounds(args, workdir, say)
@@ -289,50 +296,29 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
 
 
 def _print(out: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=max(Console().width, 150))
+    console = driver.console()
     if "service" in out:
         svc = out["service"]
-        table = Table(title="Service SIGKILL rounds (acks checked after each restart)")
-        cols = ("round", "kill_after_s", "acked", "unanswered", "unanswered_landed", "dropped_before_kill", "missing", "duplicated",
-                "checked_acks", "not_read", "recalled_sample", "not_recalled", "ready_after_restart_s")
-        for c in cols:
-            table.add_column(c.replace("_", " "), justify="right")
-        for row in svc["rounds"]:
-            table.add_row(*[str(row.get(c, "-")) for c in cols])
-        console.print(table)
+        cols = ("round", "kill_after_s", "acked", "unanswered", "unanswered_landed", "dropped_before_kill", "missing",
+                "duplicated", "checked_acks", "not_read", "recalled_sample", "not_recalled", "ready_after_restart_s")
+        console.print(driver.table("Service SIGKILL rounds (acks checked after each restart)",
+                                   [c.replace("_", " ") for c in cols],
+                                   [[str(row.get(c, "-")) for c in cols] for row in svc["rounds"]]))
         console.print(f"final: {json.dumps(svc['final'])}")
     if "consolidation" in out:
         con = out["consolidation"]
-        table = Table(title=f"Consolidation SIGKILL rounds (uninterrupted run {con['typical_run_s']} s)")
         cols = ("round", "kill_at", "killed", "finished_before_kill", "current_loads", "snapshot", "recovery",
                 "recovery_published")
-        for c in cols:
-            table.add_column(c.replace("_", " "))
-        for row in con["rounds"]:
-            table.add_row(*[str(row.get(c, "-")) for c in cols])
-        console.print(table)
+        console.print(driver.table(f"Consolidation SIGKILL rounds (uninterrupted run {con['typical_run_s']} s)",
+                                   [c.replace("_", " ") for c in cols],
+                                   [[str(row.get(c, "-")) for c in cols] for row in con["rounds"]],
+                                   left=("kill at", "snapshot", "recovery")))
         console.print(f"final equals control: {con['final_equals_control']}; runs: {con['run_statuses']}")
     console.print(f"failures: {out['failures'] or 'none'}  ({out['duration_s']} s)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-
-    def say(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
-
-    if args.workdir is not None:
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        out = run(args, args.workdir.resolve(), say)
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-durability-") as tmp:
-            out = run(args, Path(tmp), say)
-    write_json(args.json_out, out)
-    _print(out)
-    return 1 if out["failures"] else 0
+    return driver.run(_parse(argv), run, _print, passed=lambda out: not out["failures"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,169 @@
+"""The delta: writes acknowledged since the published snapshot, searchable before the next
+snapshot holds them.
+
+They are the inbox events after the snapshot watermark, read by sequence number before each
+request and folded with `pipelines.materialize.fold_events` (the same fold the pipeline
+uses, so ids agree), embedded once per item version and searched exactly. Every worker
+process reads the same inbox, so a write through one is recalled through another on the
+next request. When a snapshot with a higher watermark lands the delta is rebuilt from the
+events after it: what the snapshot now contains drops out of the overlay.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import Mapping
+
+import numpy as np
+
+from online.snapshot_holder import SnapshotState
+from pipelines.embedders import Embedder, EmbedderUnavailable
+from pipelines.inbox import Inbox
+from pipelines.materialize import fold_events, message_item_id, proposal_item_id
+from pipelines.message_context import embedding_text
+from pipelines.recall.corpus import MemoryCorpus
+from pipelines.records import Event, MemoryItem
+
+log = logging.getLogger("loci.online")
+
+EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
+FREEZE_SEGMENT_ITEMS = 256
+HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link"})
+
+
+def item_ids_touched(event: Event) -> list[str]:
+    """Ids of the items an event creates or changes (for an item's history)."""
+    p = event.payload
+    if event.kind == "turn" and p.get("turn_id"):
+        return [message_item_id(p["turn_id"])]
+    if event.kind == "proposal":
+        verdict = p.get("verdict") or {}
+        return [] if verdict.get("action") == "reject" else [proposal_item_id(event.event_id)]
+    if event.kind == "memory.write":
+        item = p.get("item") or {}
+        return [item["id"]] if isinstance(item, dict) and item.get("id") else []
+    if event.kind == "memory.update" and p.get("item_id"):
+        return [p["item_id"]]
+    if event.kind == "memory.link":
+        return [x for x in (p.get("src_id"), p.get("dst_id")) if isinstance(x, str)]
+    return []
+
+
+@dataclass(frozen=True)
+class DeltaState:
+    """Items created or changed by inbox events after the snapshot watermark.
+
+    Searched as a few segments, oldest first, sizes roughly halving (an LSM-style log): a
+    new batch of items is a small segment of its own, merged with the one before it once it
+    is at least half that one's size. A write then costs a small rebuild (amortised
+    O(log n) per item) instead of rebuilding the whole delta, which grows until the next
+    snapshot. A later segment's copy of an item shadows earlier ones (RecallEngine)."""
+
+    items: Mapping[str, MemoryItem]
+    segments: tuple[MemoryCorpus, ...]
+    max_seq: int  # highest inbox seq folded in (>= the snapshot watermark)
+    touches: Mapping[str, tuple[Event, ...]]  # item id -> history events after the watermark
+    events: int = 0  # events folded since the watermark
+    embed_problem: str | None = None
+
+    @classmethod
+    def empty(cls, from_seq: int) -> "DeltaState":
+        return cls(MappingProxyType({}), (), from_seq, MappingProxyType({}))
+
+
+class DeltaLog:
+    """Builds `DeltaState`s from the inbox: from scratch after a snapshot, or by folding the
+    events that arrived since the last one. Keeps one vector per item version (the embedder
+    runs once per version). Not thread-safe: the service folds under its own lock."""
+
+    def __init__(self, inbox: Inbox, embedder: Embedder) -> None:
+        self.inbox = inbox
+        self.embedder = embedder
+        self._vector_cache: dict[tuple[str, str], np.ndarray] = {}
+        self._embed_retry_at = time.monotonic()
+
+    def rebuild(self, snap: SnapshotState) -> DeltaState:
+        """Replay every event after the snapshot's watermark (start-up and after a swap)."""
+        delta = DeltaState.empty(snap.watermark)
+        events = self.inbox.read_after(snap.watermark)
+        return self.fold(snap, delta, events) if events else delta
+
+    def catch_up(self, snap: SnapshotState, delta: DeltaState) -> DeltaState | None:
+        """The delta with the events after `delta.max_seq` folded in, or with its vectors
+        once an embedder that was down answers again; None when nothing changed."""
+        events = self.inbox.read_after(delta.max_seq)
+        if events:
+            return self.fold(snap, delta, events)
+        if delta.embed_problem and time.monotonic() - self._embed_retry_at > EMBED_RETRY_S:
+            # The embedder was down when the delta was built: try again now and then.
+            self._embed_retry_at = time.monotonic()
+            items = list(delta.items.values())
+            corpus, problem = self._segment(items, items)
+            if problem is None:
+                return replace(delta, segments=(corpus,), embed_problem=None)
+        return None
+
+    def fold(self, snap: SnapshotState, prev: DeltaState, events: Sequence[Event]) -> DeltaState:
+        """Fold new events on top of the previous delta. Most requests only add a `usage` or
+        `audit` event: then nothing is copied and the corpus is reused as it is."""
+        known = prev.items
+        overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
+        touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
+                   for item_id in item_ids_touched(ev)]
+        touches = prev.touches
+        if touched:
+            grown = {k: list(v) for k, v in prev.touches.items()}
+            for item_id, ev in touched:
+                grown.setdefault(item_id, []).append(ev)
+            touches = MappingProxyType({k: tuple(v) for k, v in grown.items()})
+        max_seq = max(prev.max_seq, overlay.max_seq, events[-1].seq)
+        if not overlay.items:  # usage / audit / rejections only: the corpus is unchanged
+            return DeltaState(prev.items, prev.segments, max_seq, touches, prev.events + len(events),
+                              prev.embed_problem)
+        items = {**prev.items, **overlay.items}
+        every = list(items.values())
+        segment, problem = self._segment([items[i] for i in overlay.items], every)
+        segments = [*prev.segments, segment]
+        while len(segments) > 1 and 2 * segments[-1].n >= segments[-2].n:
+            merged_ids = dict.fromkeys(it.id for seg in segments[-2:] for it in seg.items)
+            merged, merge_problem = self._segment([items[i] for i in merged_ids], every)
+            segments[-2:] = [merged]
+            problem = problem or merge_problem
+            if merged.n >= FREEZE_SEGMENT_ITEMS:
+                # A big segment lives until the next snapshot: out of the cyclic GC's full
+                # passes too (the swap unfreezes and collects everything).
+                gc.freeze()
+        if problem is None and prev.embed_problem and any(seg.vectors is None and seg.n for seg in segments):
+            problem = prev.embed_problem  # an older segment is still searched lexically only
+        return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,
+                          prev.events + len(events), problem)
+
+    def _segment(self, items: list[MemoryItem], every: list[MemoryItem]) -> tuple[MemoryCorpus, str | None]:
+        """Embed what is new (once per item version) and build an exact corpus of `items`
+        (one delta segment; `every` is the whole delta, whose vectors stay cached). When the
+        embedder is down the delta is still searchable lexically."""
+        keys = [(it.id, it.content_hash) for it in items]
+        missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
+        problem = None
+        if missing:
+            try:
+                # Transient vectors (the snapshot replaces them): the online model.
+                vecs = self.embedder.embed_online([embedding_text(it) for _, it in missing])
+                for (key, _), vec in zip(missing, vecs):
+                    self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
+            except EmbedderUnavailable as exc:
+                problem = f"delta not embedded ({exc}); searched lexically"
+                log.warning(problem)
+        if problem is None:
+            live = {(it.id, it.content_hash) for it in every}
+            for stale in [k for k in self._vector_cache if k not in live]:
+                del self._vector_cache[stale]  # older versions of updated items
+            matrix = (np.stack([self._vector_cache[k] for k in keys])
+                      if keys else np.zeros((0, self.embedder.dim), np.float32))
+            return MemoryCorpus(items, matrix, source="delta"), None
+        return MemoryCorpus(items, None, source="delta"), problem

@@ -1,0 +1,204 @@
+"""Chat scenarios through the running proxy, as a user has them: the official `ollama`
+client talks to `loci proxy` served on loopback, in front of the Ollama-compatible fake
+server, while `loci flags ...` (the real CLI) flips flags in the config file.
+
+- A flag flipped with the CLI applies to the next request of the running proxy, no restart.
+- `enabled` off makes the proxy a plain pass-through: the upstream gets exactly the user's
+  messages, nothing is captured; back on, memory works again.
+- A model's own `recall <topic>` request never reaches the user, streamed or not, even when
+  everything it finds was already injected; a model that keeps asking is stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import ollama
+import pytest
+from typer.testing import CliRunner
+
+from loci.cli import app as cli_app
+from online.proxy import ProxyConfig, create_proxy_app
+from online.proxy.config import NOTHING_NEW_NOTE, RESULTS_INSTRUCTION
+from online.state import MemoryService
+from pipelines.records import Identity
+from pipelines.settings import FLAG_DEFAULTS, Settings
+from tests.fakes.ollama_server import FakeOllama
+from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
+    answer_from_memory,
+    block,
+    chats,
+    events,
+    fake,
+    serve,
+    shared_fake,
+    system_text,
+)
+
+WHO = Identity(user_id="dana", project_id="atlas")
+HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas"}
+MODEL = "llama3.2"
+STAGING = {"type": "fact", "title": "Staging cluster region",
+           "content": "The staging cluster runs in eu-central-1.", "tags": ["staging"]}
+QUESTION = "Which region is the staging cluster in?"
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    path = tmp_path / "loci.toml"
+    path.write_text('[flags]\ncontext_injection = true\n', encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def service(tmp_path: Path, config_file: Path) -> Iterator[MemoryService]:
+    from pipelines.settings import load_settings
+
+    settings = load_settings(config_file, environ={}, embedder="hash", data_dir=str(tmp_path / "data"))
+    svc = MemoryService(settings, check_interval_ms=0)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def proxy(fake: FakeOllama, service: MemoryService, config_file: Path) -> Iterator[Callable[..., str]]:
+    """proxy(**config) -> URL of a running proxy watching `config_file` for flags (checked
+    on every request here, so the scenario does not wait out the one-second throttle)."""
+    with ExitStack() as stack:
+        def start(**config: Any) -> str:
+            app = create_proxy_app(service.settings, service=service, upstream=fake.url, flags_file=config_file,
+                                   config=ProxyConfig(flags_check_interval_s=0, **config))
+            return stack.enter_context(serve(app))
+
+        yield start
+
+
+def loci(config_file: Path, *args: str) -> str:
+    """Run the `loci` CLI against `config_file`; its output."""
+    result = CliRunner().invoke(cli_app, list(args), env={"LOCI_CONFIG": str(config_file)})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def ask(url: str, text: str, *, stream: bool = False) -> str:
+    messages = [{"role": "user", "content": text}]
+    reply = ollama.Client(host=url, headers=HEADERS).chat(model=MODEL, messages=messages, stream=stream)
+    parts = list(reply) if stream else [reply]
+    return "".join(p.message.content or "" for p in parts)
+
+
+def remember_staging(service: MemoryService) -> None:
+    service.capture(WHO, "assistant", "Noted. " + block(STAGING))
+
+
+# -- live flags ------------------------------------------------------------------------------------
+
+
+def test_every_flag_is_listed_and_settable_from_the_cli(config_file: Path) -> None:
+    listed = loci(config_file, "flags", "list")
+    assert {line.split(" = ")[0] for line in listed.splitlines()} == set(FLAG_DEFAULTS)
+    assert "memory_tools = off" in listed
+    loci(config_file, "flags", "enable", "memory_tools")
+    assert "memory_tools = on" in loci(config_file, "flags", "list")
+    assert "context_injection = true" in config_file.read_text()  # the rest of the file kept
+    refused = CliRunner().invoke(cli_app, ["flags", "enable", "telepathy"], env={"LOCI_CONFIG": str(config_file)})
+    assert refused.exit_code == 2 and "unknown flag 'telepathy'" in refused.output
+
+
+def test_a_flag_flipped_with_the_cli_applies_without_a_restart(proxy, fake, service, config_file) -> None:
+    remember_staging(service)
+    url = proxy()
+    fake.chat_reply = answer_from_memory
+    assert ask(url, QUESTION) == "From memory: The staging cluster runs in eu-central-1."
+    assert "PERSISTENT MEMORY" in system_text(chats(fake)[-1])
+
+    loci(config_file, "flags", "disable", "context_injection")
+    assert ask(url, QUESTION) == "I have no idea."  # same proxy, no restart: nothing injected
+    assert "PERSISTENT MEMORY" not in system_text(chats(fake)[-1])
+
+    loci(config_file, "flags", "enable", "memory_tools")
+    ask(url, QUESTION)
+    assert "memory_search" in [t["function"]["name"] for t in chats(fake)[-1].get("tools") or []]
+
+    loci(config_file, "flags", "enable", "context_injection")
+    assert "The staging cluster runs in eu-central-1." in ask(url, QUESTION)
+    assert "PERSISTENT MEMORY" in system_text(chats(fake)[-1])
+
+
+def test_enabled_off_makes_the_running_proxy_a_plain_pass_through(proxy, fake, service, config_file) -> None:
+    remember_staging(service)
+    url = proxy()
+    reply = "Sure. " + block({"type": "fact", "title": "x", "content": "Proposed while off."})
+    fake.chat_reply = lambda req: reply
+    assert ask(url, QUESTION) == "Sure."  # memory on: the proposal is stripped and landed
+    landed = service.inbox.max_seq()
+
+    loci(config_file, "flags", "disable", "enabled")
+    messages = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": QUESTION}]
+    for stream in (False, True):
+        parts = ollama.Client(host=url, headers=HEADERS).chat(model=MODEL, messages=messages, stream=stream)
+        text = "".join(p.message.content or "" for p in (list(parts) if stream else [parts]))
+        assert text == reply  # untouched: the block is the model's text, shown as it came
+        sent = chats(fake)[-1]
+        assert sent["messages"] == messages and not sent.get("tools")  # exactly the user's messages
+    assert service.inbox.max_seq() == landed  # nothing captured while off
+
+    loci(config_file, "flags", "enable", "enabled")
+    assert ask(url, QUESTION) == "Sure."
+    assert service.inbox.max_seq() > landed
+
+
+# -- the model's own recall request ----------------------------------------------------------------
+
+
+def recalling_model(lead: str) -> Callable[[dict[str, Any]], str]:
+    """Asks memory with `recall <topic>` first (as the proxy's instruction offers), after
+    `lead`, then answers from what memory handed it."""
+    def reply(req: dict[str, Any]) -> str:
+        if not any(m["content"].startswith("MEMORY SEARCH RESULT") or m["content"] == RESULTS_INSTRUCTION
+                   for m in req["messages"] if m["role"] == "system"):
+            return f"{lead}recall staging cluster region"
+        return answer_from_memory(req)
+
+    return reply
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("lead", ["", "Let me check memory.\n"])
+def test_a_recall_request_whose_hits_were_all_injected_never_reaches_the_user(proxy, fake, service,
+                                                                             stream, lead) -> None:
+    remember_staging(service)
+    url = proxy()
+    fake.chat_reply = recalling_model(lead)
+    text = ask(url, QUESTION, stream=stream)
+    assert text == f"{lead}From memory: The staging cluster runs in eu-central-1."
+    first, second = chats(fake)[-2:]
+    assert "PERSISTENT MEMORY" in system_text(first)  # everything it could find was injected
+    assert NOTHING_NEW_NOTE.format(topic=repr("staging cluster region")) in system_text(second)
+    said = [e.payload["text"] for e in events(service, "turn") if e.payload["role"] == "assistant"]
+    assert said[-1].split() == text.split() and not any("recall staging" in s for s in said)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_model_that_keeps_asking_memory_is_stopped_and_never_shown_its_request(proxy, fake, service,
+                                                                                stream) -> None:
+    remember_staging(service)
+    url = proxy(max_tool_rounds=2)
+    fake.chat_reply = lambda req: "`recall staging cluster region`"
+    text = ask(url, QUESTION, stream=stream)
+    assert text == "The memory lookup did not finish within 2 tool rounds."
+    assert len(chats(fake)) == 3
+
+
+def test_an_answer_that_only_starts_like_a_request_streams_unchanged(proxy, fake, service) -> None:
+    url = proxy()
+    fake.chat_reply = lambda req: "Recall that staging mirrors production, so check eu-central-1."
+    fake.stream_chunk_chars = 3
+    assert ask(url, QUESTION, stream=True) == "Recall that staging mirrors production, so check eu-central-1."
+    assert len(chats(fake)) == 1
+    raw = json.dumps(chats(fake)[-1])
+    assert "write `recall <topic>`" in raw  # the instruction that offers the request form
