@@ -163,6 +163,8 @@ def test_recall_honours_the_scope_filter(client: TestClient) -> None:
     ids = store_retention(client)
     body = recall(client, ORION_S1, "How many days is telemetry retention?", mode="catalog", scope="user")
     assert [h["id"] for h in body["hits"]] == [ids["user"]]
+    resp = client.post("/v1/recall", json={"identity": ORION_S1, "query": "retention", "scope": "galaxy"})
+    assert resp.status_code == 400 and "scope" in resp.text
 
 
 # -- 3. conflicts -----------------------------------------------------------------------------
