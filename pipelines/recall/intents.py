@@ -1,4 +1,4 @@
-"""Recognising recall requests (seed 000 §7.1, step 4).
+"""Recognising recall requests: a user asking to remember, or a model calling a memory tool.
 
 Two paths:
 - `parse_memory_tool_call`: a model's tool call to `memory.search`, `memory.read`,

@@ -1,4 +1,4 @@
-"""Q* agenda search over memory (seed 000 §6.1-6.3).
+"""Q* agenda search over memory: a best-first search for a well-supported explanation.
 
 A node is a partial explanation of the question: a support set of memory items (and doc
 references) plus the subgoals still open. The agenda is a priority queue on the node score
@@ -26,7 +26,7 @@ Operators: `bridge` (open a subgoal per question entity the support set does not
 shared entities/tags, same palace room — through a `MemoryExpander`), `expand_docs` (a
 pluggable `DocSource`, none by default), `verify` (contested or provenance-less items are
 replaced by a linked pointer that has provenance, or dropped). Each weak item in a support
-set is an open `verify:<id>` subgoal, so a node holding one is never a goal: the seed's stop
+set is an open `verify:<id>` subgoal, so a node holding one is never a goal: the stop
 rule ("no open subgoals and S > threshold") then implies verification.
 
 Pop order: highest score, then shallower, then older (a creation counter): deterministic.

@@ -1,4 +1,4 @@
-"""What the model sees: the read-only injection block (seeds 000 §6.4 and 002) and the JSON
+"""What the model sees: the read-only injection block and the JSON
 memory catalog, each built within its budget.
 
 Token counts use a deterministic estimate, `ceil(chars / 4)` (the usual rule of thumb for
@@ -190,7 +190,7 @@ def catalog_entry(
     conflict_with: Sequence[str] = (),
     low_confidence: bool = False,
 ) -> dict[str, Any]:
-    """Seed 000 §6.4 catalog entry; `conflict` / `low_confidence` only appear when set."""
+    """One catalog entry; `conflict` / `low_confidence` only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
