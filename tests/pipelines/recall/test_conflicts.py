@@ -106,3 +106,35 @@ def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
     assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "user", "u1", found) == ["mine"]
     assert corrected_by("Standup time", "Standup is at 09:30.", "fact", "user", "u1", found) == []
     assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
+
+
+def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
+    """Capture records which own claims a proposal corrects; the fold (shared by the delta
+    and the pipeline) links it and reports the supersede, so consolidation deactivates the
+    old claim."""
+    import json
+
+    from pipelines.capture import capture_turn
+    from pipelines.inbox import Inbox
+    from pipelines.materialize import fold_events
+    from pipelines.policy import Policy
+    from pipelines.settings import Settings
+
+    policy = Policy(Settings())
+
+    def propose(inbox, content, existing=()):
+        block = json.dumps([{"type": "fact", "title": "Standup time", "content": content,
+                             "scope": "user", "why_store": "said by the user"}])
+        return capture_turn(inbox, policy, ME, "assistant",
+                            f"<MEMORY_PROPOSALS_JSON>{block}</MEMORY_PROPOSALS_JSON>",
+                            existing=lambda _p: list(existing))
+
+    with Inbox(tmp_path / "inbox.sqlite3") as inbox:
+        first = propose(inbox, "Standup is at 09:30.")
+        old = fold_events(inbox.read_after(0)).items[first.proposals[0].item_id]
+        second = propose(inbox, "Standup is at 10:15.", existing=[old])
+        assert second.proposals[0].action == "accept"
+        overlay = fold_events(inbox.read_after(0))
+    new_id = second.proposals[0].item_id
+    assert (new_id, old.id, "supersedes") in overlay.links
+    assert [(l.rel, l.to) for l in overlay.items[new_id].links] == [("supersedes", old.id)]
