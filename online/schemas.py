@@ -109,6 +109,7 @@ class RecallRequest(Request):
     tags: TagList = []
     tier: Tier | None = None
     type: ItemType | None = None
+    scope: ScopeKind | None = None
     trace: bool = False
 
 

@@ -36,7 +36,8 @@ from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import Inbox
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, sha256_text, stable_id
 from pipelines.recall.corpus import MemoryCorpus
-from pipelines.recall.engine import CLAIM_TYPES, RecallEngine, RecallResult
+from pipelines.recall.conflicts import find_conflicts
+from pipelines.recall.engine import RecallEngine, RecallResult
 from pipelines.recall.lexical import normalise_label
 from pipelines.settings import Settings
 
@@ -193,6 +194,7 @@ class MemoryService:
         tier: str | None = None,
         type: str | None = None,  # noqa: A002 - the tool API's name
         scope: str | None = None,
+        filters: Any = None,
         trace: bool = False,
         record_usage: bool = True,
         view: View | None = None,
@@ -202,7 +204,7 @@ class MemoryService:
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
-            type=type, scope=scope, trace=trace,
+            type=type, scope=scope, filters=filters, trace=trace,
         )
         if record_usage and result.used_ids:
             self.record_usage(identity, list(result.used_ids), query)
@@ -268,31 +270,18 @@ class MemoryService:
         return find
 
     def conflicts(self, identity: Identity, view: View | None = None) -> list[tuple[MemoryItem, MemoryItem, str]]:
-        """Pairs of claims `identity` can see that conflict: linked `contradicts`, or the same
-        key (type + normalised title) with different content (seed 002; the same rule the
-        recall engine resolves or flags at query time)."""
+        """Pairs of claims `identity` can see that conflict, by the rule recall applies
+        (`pipelines.recall.conflicts`)."""
         view = view or self.view()
-        items = [it for it in view.visible_items(identity) if it.type in CLAIM_TYPES]
-        by_id = {it.id: it for it in items}
-        pairs: dict[tuple[str, str], tuple[MemoryItem, MemoryItem, str]] = {}
-        for it in items:
-            for link in it.links:
-                other = by_id.get(link.to)
-                if link.rel == "contradicts" and other is not None:
-                    a, b = sorted((it, other), key=lambda x: x.id)
-                    pairs.setdefault((a.id, b.id), (a, b, "linked: contradicts"))
-        by_key: dict[tuple[str, str], list[MemoryItem]] = {}
-        for it in items:
-            key = normalise_label(it.title)
-            if key:
-                by_key.setdefault((it.type, key), []).append(it)
-        for group in by_key.values():
-            for i, a in enumerate(group):
-                for b in group[i + 1:]:
-                    if normalise_label(a.content) != normalise_label(b.content):
-                        a2, b2 = sorted((a, b), key=lambda x: x.id)
-                        pairs.setdefault((a2.id, b2.id), (a2, b2, "same key, different content"))
-        return [pairs[k] for k in sorted(pairs)]
+
+        def vector_of(item: MemoryItem):
+            for corpus in reversed(view.corpora):
+                row = corpus.row_of.get(item.id)
+                if row is not None:
+                    return corpus.vectors[row] if corpus.vectors is not None else None
+            return None
+
+        return find_conflicts(view.visible_items(identity), vector_of)
 
     # -- writes --------------------------------------------------------------------------------
 

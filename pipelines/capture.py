@@ -16,6 +16,7 @@ from pipelines.inbox import Inbox
 from pipelines.materialize import SCOPE_KINDS, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
+from pipelines.recall.conflicts import corrected_by
 from pipelines.records import (
     Event,
     Identity,
@@ -147,12 +148,17 @@ def capture_turn(
             event_ids=[turn_event.event_id],
             created_at=at,
         )
+        found = list(existing(proposal)) if existing else []
+        # A correction of the author's own claim supersedes it instead of contradicting it.
+        scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else default_scope
+        replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind,
+                                identity.user_id, found)
         verdict = policy.evaluate(
             proposal,
             target_tier=proposal.tier or "stm",
             provenance=prov,
             source_trusted=source_kind != "doc",
-            existing=existing(proposal) if existing else (),
+            existing=[it for it in found if it.id not in replaced],
         )
         event_id = stable_id("evt", "proposal", turn_id, index)
         payload: dict[str, Any] = {
@@ -165,6 +171,8 @@ def capture_turn(
             "default_scope": default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
             "at": at,
         }
+        if replaced and verdict.action != "reject":
+            payload["supersedes"] = replaced
         if verdict.action == "reject":
             # Never keep the rejected text itself (it may be a secret): its hash suffices.
             payload["proposal"] = {

@@ -130,6 +130,8 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
         scope=Scope.for_identity(scope_kind, event.identity),  # type: ignore[arg-type]
         tags=[str(t) for t in proposal.tags],
         entities=[str(e) for e in proposal.entities],
+        # The author's own earlier claims this one corrects (decided when it was captured).
+        links=[Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()],
         provenance=prov,
         confidence=max(0.0, min(1.0, float(confidence))),
         importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
@@ -232,6 +234,7 @@ def fold_events(
                 out.rejected.append((ev.event_id, verdict))
             else:
                 out.items[item.id] = item
+                out.links.extend((item.id, link.to, link.rel) for link in item.links)
         elif ev.kind == "memory.write":
             # A whole item (import, or a tool write the service already governed).
             verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)

@@ -36,7 +36,15 @@ from typing import Any
 
 import msgspec
 
-from pipelines.records import ITEM_TYPES, ParsedOutput, ParsedProposal, ParseError, ProposedItem
+from pipelines.records import (
+    ITEM_TYPES,
+    SCOPE_KINDS,
+    TIERS,
+    ParsedOutput,
+    ParsedProposal,
+    ParseError,
+    ProposedItem,
+)
 
 __all__ = ["ProposalStreamFilter", "coerce_item", "parse_assistant_output"]
 
@@ -56,8 +64,6 @@ _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*("|\\?\Z)|[{}]', re.DOTALL)
 _MAX_CONSTRUCT = 200_000  # a "call" longer than this is prose, not a proposal
 _EXCERPT = 80
 
-_TIERS = ("stm", "mtm", "ltm")
-_SCOPES = ("session", "project", "user", "org")
 _NARRATED_POSITIONAL = ("topic", "content", "importance", "source")
 _NARRATED_KEYS = (
     "topic|title|content|text|importance|tags|tag|type|kind|source|confidence|why_store|why|"
@@ -817,7 +823,7 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
     out["entities"] = _as_list(data.get("entities"))
     out["importance"] = _as_importance(data.get("importance"), errors, form)
     out["confidence"] = _as_confidence(data.get("confidence"), errors, form)
-    for key, allowed in (("tier", _TIERS), ("scope", _SCOPES)):
+    for key, allowed in (("tier", TIERS), ("scope", SCOPE_KINDS)):
         out[key] = _as_choice(data.get(key), allowed, key, errors, form)
     for key in ("valid_from", "valid_to"):
         v = data.get(key)

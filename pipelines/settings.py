@@ -86,7 +86,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     catalog_k: int = 20
     inject_budget_tokens: int = 800
     confidence_threshold: float = 0.7
-    always_inject_importance: int = 9
+    always_inject_importance: int = 8
     qstar_max_expansions: int = 8
     qstar_max_ms: float = 40.0
     qstar_max_tokens: int = 2000

@@ -14,6 +14,7 @@ from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
 from online.state import MemoryService
 from online.tools import hit_out
+from pipelines.recall import RecallFilters
 
 
 class RecallController(Controller):
@@ -30,10 +31,9 @@ class RecallController(Controller):
         if not data.query.strip():
             raise ClientException("query is empty")
         view = service.view()
-        result = service.recall(
-            data.query, data.identity, mode=data.mode, k=data.k, tags=data.tags, tier=data.tier,
-            type=data.type, trace=data.trace, view=view,
-        )
+        filters = RecallFilters.of(data.tags, tier=data.tier, type=data.type, scope=data.scope)
+        result = service.recall(data.query, data.identity, mode=data.mode, k=data.k,
+                                filters=filters, trace=data.trace, view=view)
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",

@@ -8,8 +8,9 @@ read-only injection block and catalog, and recall-intent detection.
     result.injection  # PERSISTENT MEMORY (READ-ONLY) block, within inject_budget_tokens
 """
 
+from .conflicts import find_conflicts
 from .corpus import CorpusError, MemoryCorpus
-from .engine import Hit, RecallEngine, RecallError, RecallOptions, RecallResult
+from .engine import Hit, RecallEngine, RecallError, RecallOptions, RecallQuery, RecallResult
 from .intents import (
     PalaceGetArgs,
     PalaceListArgs,
@@ -34,11 +35,13 @@ from .qstar import (
     QStarSearch,
     question_entities,
 )
+from .query import RecallFilters
 from .render import estimate_tokens
 
 __all__ = [
-    "CorpusError", "MemoryCorpus",
-    "Hit", "RecallEngine", "RecallError", "RecallOptions", "RecallResult",
+    "CorpusError", "MemoryCorpus", "find_conflicts",
+    "Hit", "RecallEngine", "RecallError", "RecallFilters", "RecallOptions", "RecallQuery",
+    "RecallResult",
     "PalaceGetArgs", "PalaceListArgs", "ReadArgs", "RecallIntent", "SearchArgs",
     "ToolCallError", "ToolRequest", "detect_recall_intent", "parse_memory_tool_call",
     "LexicalIndex", "query_terms", "tokenize",

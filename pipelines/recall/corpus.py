@@ -23,7 +23,6 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Any
 
@@ -31,13 +30,16 @@ import faiss
 import numpy as np
 
 from pipelines.message_context import lexical_text
-from pipelines.records import Identity, MemoryItem, PalaceLocation
+from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
+from pipelines.snapshot import HNSW_EF_SEARCH
 
+from .episodic import is_small_talk
 from .lexical import LexicalIndex, normalise_label, tokenize
+from .query import RecallFilters
 
 # Below this many allowed rows the exact matmul is cheaper and exact; above, FAISS.
 EXACT_MAX_ROWS = 8192
-HNSW_EF_SEARCH = 64
+NO_FILTERS = RecallFilters()
 
 
 class CorpusError(ValueError):
@@ -60,19 +62,6 @@ def _room_key(loc: PalaceLocation | Mapping[str, Any] | str | None) -> str | Non
         parts = [p for p in loc.split("/") if p]
         return "/".join(parts[:2]) if len(parts) >= 2 else None
     return None
-
-
-def _timestamp(iso: str | None) -> float:
-    """POSIX seconds of an ISO-8601 string (naive = UTC); NaN when missing or unparsable."""
-    if not iso:
-        return float("nan")
-    try:
-        dt = datetime.fromisoformat(iso)
-    except (TypeError, ValueError):
-        return float("nan")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.timestamp()
 
 
 class MemoryCorpus:
@@ -120,16 +109,33 @@ class MemoryCorpus:
         self._type_of = self._encode("type", (it.type for it in self.items), n)
         self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
 
-        # Audience key (Scope.audience_key, the visibility rule) -> active rows.
+        self._index_labels_and_owners()
+        self._index_rooms(locations)
+
+        self._lexical: LexicalIndex | None = None
+        self._lexical_lock = threading.Lock()
+        self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
+        self._terms_cache: dict[int, frozenset[str]] = {}
+        self._labels_cache: dict[int, frozenset[str]] = {}
+        self._title_cache: dict[int, str] = {}
+        self._content_cache: dict[int, str] = {}
+        self._small_talk_cache: dict[int, bool] = {}
+        self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
+                                      np.float64, n)
+
+    # -- construction helpers -------------------------------------------------------------
+
+    def _index_labels_and_owners(self) -> None:
+        """Audience key (Scope.audience_key, the one visibility rule) -> rows, tag / entity / title /
+        summarised-turn -> rows, and incoming links; active rows only."""
         self._by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
         tags: dict[str, list[int]] = defaultdict(list)
         entities: dict[str, list[int]] = defaultdict(list)
         titles: dict[str, list[int]] = defaultdict(list)
         summaries_by_turn: dict[str, list[int]] = defaultdict(list)
-        self.links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
-        for row, it in enumerate(self.items):
-            if not active[row]:
-                continue
+        links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for row in np.flatnonzero(self.active).tolist():
+            it = self.items[row]
             self._by_audience[it.scope.audience_key()].append(row)
             for t in {normalise_label(t) for t in it.tags} - {""}:
                 tags[t].append(row)
@@ -142,14 +148,15 @@ class MemoryCorpus:
                 for ref in set(it.provenance.turn_refs):
                     summaries_by_turn[ref].append(row)
             for link in it.links:
-                self.links_in[link.to].append((link.rel, row))
+                links_in[link.to].append((link.rel, row))
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
         self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
         self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
         self.summary_rows_by_turn = dict(summaries_by_turn)
-        self.links_in = dict(self.links_in)
+        self.links_in = dict(links_in)
 
-        # Palace rooms: explicit locations win over item.metadata["palace"].
+    def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
+        """Palace rooms: explicit locations win over item.metadata["palace"]."""
         loc_map: dict[str, Any] = {}
         if locations is not None:
             seq = locations.values() if isinstance(locations, Mapping) else locations
@@ -159,25 +166,13 @@ class MemoryCorpus:
                 loc_map[loc.item_id] = loc
         self.room_of: dict[int, str] = {}
         rooms: dict[str, list[int]] = defaultdict(list)
-        for row, it in enumerate(self.items):
-            if not active[row]:
-                continue
+        for row in np.flatnonzero(self.active).tolist():
+            it = self.items[row]
             key = _room_key(loc_map.get(it.id, it.metadata.get("palace")))
             if key:
                 self.room_of[row] = key
                 rooms[key].append(row)
         self.room_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rooms.items()}
-
-        self._lexical: LexicalIndex | None = None
-        self._lexical_lock = threading.Lock()
-        self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
-        self._terms_cache: dict[int, frozenset[str]] = {}
-        self._labels_cache: dict[int, frozenset[str]] = {}
-        self._title_cache: dict[int, str] = {}
-        self.updated_ts = np.fromiter((_timestamp(it.updated_at) for it in self.items),
-                                      np.float64, n)
-
-    # -- construction helpers -------------------------------------------------------------
 
     @staticmethod
     def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int):
@@ -242,6 +237,20 @@ class MemoryCorpus:
             self._terms_cache[row] = terms
         return terms
 
+    def content_key(self, row: int) -> str:
+        """Normalised content (a raw turn that repeats the question)."""
+        key = self._content_cache.get(row)
+        if key is None:
+            key = self._content_cache[row] = normalise_label(self.items[row].content)
+        return key
+
+    def small_talk(self, row: int) -> bool:
+        """The row's content is only acknowledgement, greeting or filler words."""
+        found = self._small_talk_cache.get(row)
+        if found is None:
+            found = self._small_talk_cache[row] = is_small_talk(self.items[row].content)
+        return found
+
     def title_key(self, row: int) -> str:
         """Normalised title (conflict detection: same key, different content)."""
         key = self._title_cache.get(row)
@@ -276,25 +285,28 @@ class MemoryCorpus:
     def allowed_mask(
         self,
         who: Identity,
-        *,
-        tags: Sequence[str] = (),
-        tier: str | None = None,
-        item_type: str | None = None,
-        scope_kind: str | None = None,
-        tag_match: str = "all",
+        filters: RecallFilters = NO_FILTERS,
         exclude_ids: Iterable[str] = (),
     ) -> np.ndarray:
-        """Visible rows narrowed by the optional filters and with `exclude_ids` removed
-        (ids shadowed by a newer corpus)."""
+        """Visible rows narrowed by the filters and with `exclude_ids` removed (ids
+        shadowed by a newer corpus)."""
         mask = self.visible_mask(who).copy()
-        for field, value, codes in (("tier", tier, self._tier_of),
-                                    ("type", item_type, self._type_of),
-                                    ("kind", scope_kind, self._kind_of)):
+        for field, value, codes in (("tier", filters.tier, self._tier_of),
+                                    ("type", filters.type, self._type_of),
+                                    ("kind", filters.scope, self._kind_of)):
             if value is not None:
                 mask &= codes == self._codes[field].get(value, -1)
-        norm_tags = [t for t in (normalise_label(t) for t in tags) if t]
+        self._narrow_to_tags(mask, filters)
+        for item_id in exclude_ids:
+            row = self.row_of.get(item_id)
+            if row is not None:
+                mask[row] = False
+        return mask
+
+    def _narrow_to_tags(self, mask: np.ndarray, filters: RecallFilters) -> None:
+        norm_tags = [t for t in (normalise_label(t) for t in filters.tags) if t]
         if norm_tags:
-            if tag_match == "any":
+            if filters.tag_match == "any":
                 tag_mask = np.zeros(self.n, dtype=bool)
                 for t in norm_tags:
                     tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
@@ -304,11 +316,6 @@ class MemoryCorpus:
                     tag_mask = np.zeros(self.n, dtype=bool)
                     tag_mask[self.tag_rows.get(t, np.empty(0, np.int64))] = True
                     mask &= tag_mask
-        for item_id in exclude_ids:
-            row = self.row_of.get(item_id)
-            if row is not None:
-                mask[row] = False
-        return mask
 
     # -- dense search ---------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""Recognising recall requests (seed 000 §7.1, step 4).
+"""Recognising recall requests: a user asking to remember, or a model calling a memory tool.
 
 Two paths:
 - `parse_memory_tool_call`: a model's tool call to `memory.search`, `memory.read`,
@@ -193,44 +193,58 @@ def _str_list(value: Any, what: str) -> list[str]:
     return [v.strip() for v in value]
 
 
-def _build(name: str, args: dict[str, Any]):
-    if name == "memory.search":
-        query = args.get("query", args.get("q"))
-        if not isinstance(query, str) or not query.strip():
-            raise ToolCallError("memory.search needs a non-empty 'query' string")
-        k = args.get("k", args.get("limit"))
-        if k is not None:
-            if isinstance(k, str) and k.strip().isdigit():
-                k = int(k)
-            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-                raise ToolCallError(f"memory.search 'k' must be an integer in 1..{MAX_K}")
-        for key in ("tier", "type", "scope", "mode"):
-            if args.get(key) is not None and not isinstance(args[key], str):
-                raise ToolCallError(f"memory.search '{key}' must be a string")
-        return SearchArgs(query=query.strip(), k=k, tags=_str_list(args.get("tags"), "tags"),
-                          tier=args.get("tier") or None, type=args.get("type") or None,
-                          scope=args.get("scope") or None, mode=args.get("mode") or None)
-    if name == "memory.read":
-        ids = _str_list(args.get("ids", args.get("id")), "ids")
-        if not ids:
-            raise ToolCallError("memory.read needs 'ids' (a list of memory ids)")
-        if len(ids) > MAX_IDS:
-            raise ToolCallError(f"memory.read takes at most {MAX_IDS} ids")
-        return ReadArgs(ids=list(dict.fromkeys(ids)))
-    if name == "memory.palace.list":
-        path = args.get("path")
-        if path is None:
-            parts = [args.get(key) for key in ("domain", "room", "shelf")]
-            if any(p is not None and not isinstance(p, str) for p in parts):
-                raise ToolCallError("memory.palace.list domain/room/shelf must be strings")
-            path = "/".join(p.strip("/") for p in parts if p)
-        if not isinstance(path, str):
-            raise ToolCallError("memory.palace.list 'path' must be a string")
-        return PalaceListArgs(path=path.strip().strip("/"))
+def _search_args(args: dict[str, Any]) -> SearchArgs:
+    query = args.get("query", args.get("q"))
+    if not isinstance(query, str) or not query.strip():
+        raise ToolCallError("memory.search needs a non-empty 'query' string")
+    k = args.get("k", args.get("limit"))
+    if k is not None:
+        if isinstance(k, str) and k.strip().isdigit():
+            k = int(k)
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise ToolCallError(f"memory.search 'k' must be an integer in 1..{MAX_K}")
+    for key in ("tier", "type", "scope", "mode"):
+        if args.get(key) is not None and not isinstance(args[key], str):
+            raise ToolCallError(f"memory.search '{key}' must be a string")
+    return SearchArgs(query=query.strip(), k=k, tags=_str_list(args.get("tags"), "tags"),
+                      tier=args.get("tier") or None, type=args.get("type") or None,
+                      scope=args.get("scope") or None, mode=args.get("mode") or None)
+
+
+def _read_args(args: dict[str, Any]) -> ReadArgs:
+    ids = _str_list(args.get("ids", args.get("id")), "ids")
+    if not ids:
+        raise ToolCallError("memory.read needs 'ids' (a list of memory ids)")
+    if len(ids) > MAX_IDS:
+        raise ToolCallError(f"memory.read takes at most {MAX_IDS} ids")
+    return ReadArgs(ids=list(dict.fromkeys(ids)))
+
+
+def _palace_list_args(args: dict[str, Any]) -> PalaceListArgs:
+    path = args.get("path")
+    if path is None:
+        parts = [args.get(key) for key in ("domain", "room", "shelf")]
+        if any(p is not None and not isinstance(p, str) for p in parts):
+            raise ToolCallError("memory.palace.list domain/room/shelf must be strings")
+        path = "/".join(p.strip("/") for p in parts if p)
+    if not isinstance(path, str):
+        raise ToolCallError("memory.palace.list 'path' must be a string")
+    return PalaceListArgs(path=path.strip().strip("/"))
+
+
+def _palace_get_args(args: dict[str, Any]) -> PalaceGetArgs:
     location = args.get("location", args.get("path"))
     if not isinstance(location, str) or not location.strip("/ "):
         raise ToolCallError("memory.palace.get needs a 'location' string")
     return PalaceGetArgs(location=location.strip().strip("/"))
+
+
+_BUILDERS = {"memory.search": _search_args, "memory.read": _read_args,
+             "memory.palace.list": _palace_list_args}
+
+
+def _build(name: str, args: dict[str, Any]):
+    return _BUILDERS.get(name, _palace_get_args)(args)
 
 
 def parse_memory_tool_call(call: dict[str, Any]) -> ToolRequest | None:

@@ -1,4 +1,4 @@
-"""Q* agenda search over memory (seed 000 §6.1-6.3).
+"""Q* agenda search over memory: a best-first search for a well-supported explanation.
 
 A node is a partial explanation of the question: a support set of memory items (and doc
 references) plus the subgoals still open. The agenda is a priority queue on the node score
@@ -26,7 +26,7 @@ Operators: `bridge` (open a subgoal per question entity the support set does not
 shared entities/tags, same palace room — through a `MemoryExpander`), `expand_docs` (a
 pluggable `DocSource`, none by default), `verify` (contested or provenance-less items are
 replaced by a linked pointer that has provenance, or dropped). Each weak item in a support
-set is an open `verify:<id>` subgoal, so a node holding one is never a goal: the seed's stop
+set is an open `verify:<id>` subgoal, so a node holding one is never a goal: the stop
 rule ("no open subgoals and S > threshold") then implies verification.
 
 Pop order: highest score, then shallower, then older (a creation counter): deterministic.
@@ -314,230 +314,282 @@ class QStarSearch:
     ) -> QStarResult:
         if not isinstance(question, str):
             raise QStarError("question must be a string")
-        cfg = self.config
-        start = self.clock()
         entities = list(question_entities(question) if entities is None else entities)
-        pool: dict[str, Evidence] = {}
+        return _Run(self, question, initial, entities).search()
+
+
+def _key(d: dict[str, str]) -> str:
+    return d["doc_id"] + "#" + d["chunk_id"]
+
+
+class _Run:
+    """The state of one search: the evidence pool, the token budget, the agenda."""
+
+    def __init__(self, search: QStarSearch, question: str, initial: Sequence[Evidence],
+                 entities: list[str]):
+        self.q = search
+        self.cfg = search.config
+        self.question = question
+        self.entities = entities
+        self.start = search.clock()
+        self.pool: dict[str, Evidence] = {}
         for e in initial:
-            pool.setdefault(e.id, e)
-        docs_pool: dict[str, DocRef] = {}
-        retrieved = {e.id for e in pool.values()}
-        tokens_used = sum(e.tokens for e in pool.values())
-        trace: list[dict[str, Any]] = []
-        seq = 0
-        agenda: list[tuple[float, int, int, QNode]] = []
-        visited: set[tuple] = set()
+            self.pool.setdefault(e.id, e)
+        self.docs_pool: dict[str, DocRef] = {}
+        self.retrieved = {e.id for e in self.pool.values()}
+        self.tokens_used = sum(e.tokens for e in self.pool.values())
+        self.tokens_hit = self.tokens_used > self.cfg.max_tokens
+        self.trace: list[dict[str, Any]] = []
+        self.seq = 0
+        self.agenda: list[tuple[float, int, int, QNode]] = []
+        self.visited: set[tuple] = set()
+        self.expansions = 0
 
-        def make(parent: QNode | None, support_ids: list[str], doc_keys: list[str],
-                 subgoals: list[str], attempted: tuple[str, ...], op: str) -> QNode:
-            nonlocal seq
-            support = [pool[i] for i in support_ids]
-            docs = [docs_pool[k] for k in doc_keys]
-            s, comps = self.score(support, docs, entities)
-            node = QNode(
-                id=f"n{seq}",
-                question=question,
-                support_memory_ids=list(support_ids),
-                support_doc_refs=[
-                    {"doc_id": docs_pool[k].doc_id, "chunk_id": docs_pool[k].chunk_id}
-                    for k in doc_keys
-                ],
-                open_subgoals=list(subgoals),
-                score=round(s, 12),
-                depth=0 if parent is None else parent.depth + 1,
-                operator=op,
-                parent=None if parent is None else parent.id,
-                attempted=attempted,
-                components=comps,
-            )
-            seq += 1
-            return node
+    # nodes --------------------------------------------------------------------------------
 
-        def state_key(n: QNode) -> tuple:
-            return (frozenset(n.support_memory_ids),
-                    frozenset(d["doc_id"] + "#" + d["chunk_id"] for d in n.support_doc_refs),
-                    frozenset(n.open_subgoals), frozenset(n.attempted))
+    def make(self, parent: QNode | None, support_ids: list[str], doc_keys: list[str],
+             subgoals: list[str], attempted: tuple[str, ...], op: str) -> QNode:
+        support = [self.pool[i] for i in support_ids]
+        docs = [self.docs_pool[k] for k in doc_keys]
+        s, comps = self.q.score(support, docs, self.entities)
+        node = QNode(
+            id=f"n{self.seq}",
+            question=self.question,
+            support_memory_ids=list(support_ids),
+            support_doc_refs=[{"doc_id": self.docs_pool[k].doc_id, "chunk_id": self.docs_pool[k].chunk_id}
+                              for k in doc_keys],
+            open_subgoals=list(subgoals),
+            score=round(s, 12),
+            depth=0 if parent is None else parent.depth + 1,
+            operator=op,
+            parent=None if parent is None else parent.id,
+            attempted=attempted,
+            components=comps,
+        )
+        self.seq += 1
+        return node
 
-        def push(n: QNode) -> bool:
-            key = state_key(n)
-            if key in visited:
-                return False
-            visited.add(key)
-            heapq.heappush(agenda, (-n.score, n.depth, int(n.id[1:]), n))
-            return True
+    def push(self, n: QNode) -> bool:
+        key = (frozenset(n.support_memory_ids), frozenset(_key(d) for d in n.support_doc_refs),
+               frozenset(n.open_subgoals), frozenset(n.attempted))
+        if key in self.visited:
+            return False
+        self.visited.add(key)
+        heapq.heappush(self.agenda, (-n.score, n.depth, int(n.id[1:]), n))
+        return True
 
-        def verify_goals(ids: Sequence[str]) -> list[str]:
-            return [f"{VERIFY_PREFIX}{i}" for i in ids if is_weak(pool[i].item)]
+    def verify_goals(self, ids: Sequence[str]) -> list[str]:
+        return [f"{VERIFY_PREFIX}{i}" for i in ids if is_weak(self.pool[i].item)]
 
-        def entity_goals(goals: Sequence[str]) -> list[str]:
-            return [g for g in goals if not g.startswith(VERIFY_PREFIX)]
+    def terms_of(self, ids: Sequence[str]) -> set[str]:
+        return set().union(*(self.pool[i].terms for i in ids)) if ids else set()
 
-        # Root: the initial hits. `bridge` opens a subgoal per question entity they do not
-        # cover, and a `verify:<id>` subgoal per weak item (closed only by `verify`).
-        root_ids = list(pool)
-        root_terms = set().union(*(e.terms for e in pool.values())) if pool else set()
-        root_goals = [x for x in entities if not _covered(x, root_terms)] + verify_goals(root_ids)
-        root = make(None, root_ids, [], root_goals, (), "bridge")
-        push(root)
-        best = root
-        trace.append({"step": 0, "node": root.id, "operator": "bridge", "score": root.score,
-                      "added": root_ids, "subgoals": root_goals, "components": root.components})
+    # budget -------------------------------------------------------------------------------
 
-        expansions = 0
-        stop_reason = "exhausted"
-        goal: QNode | None = None
-        tokens_hit = tokens_used > cfg.max_tokens
-        if tokens_hit:
-            stop_reason = "max_tokens"
-        while agenda and not tokens_hit:
-            if (self.clock() - start) * 1000.0 >= cfg.max_ms:
-                stop_reason = "max_ms"
-                break
-            _, _, _, node = agenda[0]
-            if not node.open_subgoals and node.score > cfg.score_threshold:
-                heapq.heappop(agenda)
-                goal, stop_reason = node, "goal"
-                trace.append({"step": expansions + 1, "node": node.id, "operator": "goal",
-                              "score": node.score})
-                break
-            if expansions >= cfg.max_expansions:
-                stop_reason = "max_expansions"
-                break
-            heapq.heappop(agenda)
-            expansions += 1
-            best_remaining = (-agenda[0][0]) if agenda else None
-            children: list[QNode] = []
-            support = [pool[i] for i in node.support_memory_ids]
-            in_support = set(node.support_memory_ids)
-            goals = entity_goals(node.open_subgoals)
-            checks = [g for g in node.open_subgoals if g.startswith(VERIFY_PREFIX)]
+    def take(self, tokens: int) -> bool:
+        """Count a newly retrieved item or doc against the token budget; False when it
+        does not fit (the budget is then exhausted)."""
+        if self.tokens_used + tokens > self.cfg.max_tokens:
+            self.tokens_hit = True
+            return False
+        self.tokens_used += tokens
+        return True
 
-            def fetch(found: list[Evidence]) -> list[str]:
-                """Admit newly found items within the token budget; returns their ids."""
-                nonlocal tokens_used, tokens_hit
-                added: list[str] = []
-                for e in found:
-                    if e.id in in_support or e.id in added:
-                        continue
-                    if e.id not in retrieved:
-                        if tokens_used + e.tokens > cfg.max_tokens:
-                            tokens_hit = True
-                            break
-                        retrieved.add(e.id)
-                        tokens_used += e.tokens
-                        pool.setdefault(e.id, e)
-                    added.append(e.id)
-                    if len(added) >= cfg.per_expand:
-                        break
-                return added
-
-            doc_keys = [d["doc_id"] + "#" + d["chunk_id"] for d in node.support_doc_refs]
-            for sg in goals[: cfg.branching]:
-                rest = [g for g in goals if g != sg]
-                attempted = node.attempted + (sg,)
-                found = (self.expander.expand(support, sg, cfg.per_expand * 2, in_support)
-                         if self.expander else [])
-                added = fetch(found)
-                ids = node.support_memory_ids + added
-                terms = set().union(*(pool[i].terms for i in ids)) if ids else set()
-                still = [g for g in rest if not _covered(g, terms)]
-                children.append(make(node, ids, doc_keys, still + checks + verify_goals(added),
-                                     attempted, "expand_memory"))
-                if not isinstance(self.docs, NoDocs) and not tokens_hit:
-                    new_docs: list[str] = []
-                    for d in self.docs.fetch(sg, cfg.per_expand):
-                        if d.key in doc_keys or d.key in new_docs:
-                            continue
-                        if d.key not in docs_pool:
-                            t = estimate_tokens(d.text)
-                            if tokens_used + t > cfg.max_tokens:
-                                tokens_hit = True
-                                break
-                            tokens_used += t
-                            docs_pool[d.key] = d
-                        new_docs.append(d.key)
-                    if new_docs:
-                        children.append(make(node, node.support_memory_ids, doc_keys + new_docs,
-                                             rest + checks, attempted, "expand_docs"))
-                if tokens_hit:
+    def fetch(self, found: list[Evidence], in_support: set[str]) -> list[str]:
+        """Admit newly found items within the token budget; returns their ids."""
+        added: list[str] = []
+        for e in found:
+            if e.id in in_support or e.id in added:
+                continue
+            if e.id not in self.retrieved:
+                if not self.take(e.tokens):
                     break
-            if not goals and not tokens_hit:
-                # No entity left open but the node is not a goal: widen the neighbourhood,
-                # and let a pluggable generator propose further subgoals (bridge).
-                found = (self.expander.expand(support, None, cfg.per_expand * 2, in_support)
-                         if self.expander else [])
-                added = fetch(found)
-                if added:
-                    children.append(make(node, node.support_memory_ids + added, doc_keys,
-                                         checks + verify_goals(added), node.attempted,
-                                         "expand_memory"))
-                if self.subgoal_generator is not None:
-                    terms_now = set().union(*(e.terms for e in support)) if support else set()
-                    uncovered = [x for x in entities if not _covered(x, terms_now)]
-                    new_goals = [g for g in dict.fromkeys(
-                        str(g).strip() for g in self.subgoal_generator(question, uncovered, support))
-                        if g and g not in node.attempted and not g.startswith(VERIFY_PREFIX)]
-                    if new_goals:
-                        children.append(make(node, node.support_memory_ids, doc_keys,
-                                             new_goals + checks, node.attempted, "bridge"))
-            if checks:
-                # verify: a weak item is replaced by a linked pointer with provenance, or dropped.
-                ids = list(node.support_memory_ids)
-                for g in checks:
-                    weak_id = g[len(VERIFY_PREFIX):]
-                    if weak_id not in ids:
-                        continue
-                    pos = ids.index(weak_id)
-                    pointer = (self.expander.provenance_pointer(pool[weak_id].item)
-                               if self.expander else None)
-                    if pointer is not None and pointer.id not in ids and not is_weak(pointer.item):
-                        if pointer.id not in retrieved:
-                            if tokens_used + pointer.tokens > cfg.max_tokens:
-                                ids.pop(pos)
-                                continue
-                            retrieved.add(pointer.id)
-                            tokens_used += pointer.tokens
-                            pool.setdefault(pointer.id, pointer)
-                        ids[pos] = pointer.id
-                    else:
-                        ids.pop(pos)
-                children.append(make(node, ids, doc_keys, goals, node.attempted, "verify"))
-            pushed = []
-            for child in children:
-                if push(child):
-                    pushed.append(child)
-                    if (child.score, -child.depth) > (best.score, -best.depth):
-                        best = child
-            trace.append({
-                "step": expansions,
-                "node": node.id,
-                "operator": node.operator,
-                "score": node.score,
-                "agenda_best_remaining": best_remaining,
-                "children": [
-                    {"node": c.id, "operator": c.operator, "score": c.score,
-                     "added": [i for i in c.support_memory_ids if i not in in_support],
-                     "dropped": [i for i in node.support_memory_ids
-                                 if i not in set(c.support_memory_ids)],
-                     "open_subgoals": list(c.open_subgoals),
-                     "docs": [d["doc_id"] + "#" + d["chunk_id"] for d in c.support_doc_refs]}
-                    for c in pushed
-                ],
-                "retrieved_tokens": tokens_used,
-            })
-            if tokens_hit:
+                self.retrieved.add(e.id)
+                self.pool.setdefault(e.id, e)
+            added.append(e.id)
+            if len(added) >= self.cfg.per_expand:
+                break
+        return added
+
+    def fetch_docs(self, subgoal: str, doc_keys: list[str]) -> list[str]:
+        new_docs: list[str] = []
+        for d in self.q.docs.fetch(subgoal, self.cfg.per_expand):
+            if d.key in doc_keys or d.key in new_docs:
+                continue
+            if d.key not in self.docs_pool:
+                if not self.take(estimate_tokens(d.text)):
+                    break
+                self.docs_pool[d.key] = d
+            new_docs.append(d.key)
+        return new_docs
+
+    # operators ----------------------------------------------------------------------------
+
+    def expand_memory(self, support: list[Evidence], focus: str | None, in_support: set[str]) -> list[str]:
+        found = (self.q.expander.expand(support, focus, self.cfg.per_expand * 2, in_support)
+                 if self.q.expander else [])
+        return self.fetch(found, in_support)
+
+    def subgoal_children(self, node: QNode, support: list[Evidence], goals: list[str],
+                         checks: list[str], doc_keys: list[str]) -> list[QNode]:
+        """expand_memory (and expand_docs) on up to `branching` open entity subgoals."""
+        children = []
+        in_support = set(node.support_memory_ids)
+        for sg in goals[: self.cfg.branching]:
+            rest = [g for g in goals if g != sg]
+            attempted = node.attempted + (sg,)
+            added = self.expand_memory(support, sg, in_support)
+            ids = node.support_memory_ids + added
+            terms = self.terms_of(ids)
+            still = [g for g in rest if not _covered(g, terms)]
+            children.append(self.make(node, ids, doc_keys, still + checks + self.verify_goals(added),
+                                      attempted, "expand_memory"))
+            if not isinstance(self.q.docs, NoDocs) and not self.tokens_hit:
+                new_docs = self.fetch_docs(sg, doc_keys)
+                if new_docs:
+                    children.append(self.make(node, node.support_memory_ids, doc_keys + new_docs,
+                                              rest + checks, attempted, "expand_docs"))
+            if self.tokens_hit:
+                break
+        return children
+
+    def widen_children(self, node: QNode, support: list[Evidence], checks: list[str],
+                       doc_keys: list[str]) -> list[QNode]:
+        """No entity left open but the node is not a goal: widen the neighbourhood, and let
+        a pluggable generator propose further subgoals (bridge)."""
+        children = []
+        added = self.expand_memory(support, None, set(node.support_memory_ids))
+        if added:
+            children.append(self.make(node, node.support_memory_ids + added, doc_keys,
+                                      checks + self.verify_goals(added), node.attempted, "expand_memory"))
+        if self.q.subgoal_generator is not None:
+            terms_now = set().union(*(e.terms for e in support)) if support else set()
+            uncovered = [x for x in self.entities if not _covered(x, terms_now)]
+            proposed = self.q.subgoal_generator(self.question, uncovered, support)
+            new_goals = [g for g in dict.fromkeys(str(g).strip() for g in proposed)
+                         if g and g not in node.attempted and not g.startswith(VERIFY_PREFIX)]
+            if new_goals:
+                children.append(self.make(node, node.support_memory_ids, doc_keys,
+                                          new_goals + checks, node.attempted, "bridge"))
+        return children
+
+    def verify_child(self, node: QNode, goals: list[str], checks: list[str], doc_keys: list[str]) -> QNode:
+        """A weak item is replaced by a linked pointer with provenance, or dropped."""
+        ids = list(node.support_memory_ids)
+        for g in checks:
+            weak_id = g[len(VERIFY_PREFIX):]
+            if weak_id not in ids:
+                continue
+            pos = ids.index(weak_id)
+            pointer = (self.q.expander.provenance_pointer(self.pool[weak_id].item)
+                       if self.q.expander else None)
+            if pointer is None or pointer.id in ids or is_weak(pointer.item):
+                ids.pop(pos)
+                continue
+            if pointer.id not in self.retrieved:
+                if self.tokens_used + pointer.tokens > self.cfg.max_tokens:
+                    ids.pop(pos)
+                    continue
+                self.retrieved.add(pointer.id)
+                self.tokens_used += pointer.tokens
+                self.pool.setdefault(pointer.id, pointer)
+            ids[pos] = pointer.id
+        return self.make(node, ids, doc_keys, goals, node.attempted, "verify")
+
+    def children_of(self, node: QNode) -> list[QNode]:
+        support = [self.pool[i] for i in node.support_memory_ids]
+        goals = [g for g in node.open_subgoals if not g.startswith(VERIFY_PREFIX)]
+        checks = [g for g in node.open_subgoals if g.startswith(VERIFY_PREFIX)]
+        doc_keys = [_key(d) for d in node.support_doc_refs]
+        children = self.subgoal_children(node, support, goals, checks, doc_keys)
+        if not goals and not self.tokens_hit:
+            children += self.widen_children(node, support, checks, doc_keys)
+        if checks:
+            children.append(self.verify_child(node, goals, checks, doc_keys))
+        return children
+
+    # the search ---------------------------------------------------------------------------
+
+    def root(self) -> QNode:
+        """The initial hits. `bridge` opens a subgoal per question entity they do not cover,
+        and a `verify:<id>` subgoal per weak item (closed only by `verify`)."""
+        root_ids = list(self.pool)
+        root_terms = self.terms_of(root_ids)
+        goals = [x for x in self.entities if not _covered(x, root_terms)] + self.verify_goals(root_ids)
+        root = self.make(None, root_ids, [], goals, (), "bridge")
+        self.push(root)
+        self.trace.append({"step": 0, "node": root.id, "operator": "bridge", "score": root.score,
+                           "added": root_ids, "subgoals": goals, "components": root.components})
+        return root
+
+    def stop_before(self, node: QNode) -> str | None:
+        """Why the search stops before expanding `node` (the agenda's best), or None."""
+        if (self.q.clock() - self.start) * 1000.0 >= self.cfg.max_ms:
+            return "max_ms"
+        if not node.open_subgoals and node.score > self.cfg.score_threshold:
+            return "goal"
+        if self.expansions >= self.cfg.max_expansions:
+            return "max_expansions"
+        return None
+
+    def step(self, node: QNode, best: QNode) -> QNode:
+        """Expand one node; returns the best node seen so far."""
+        self.expansions += 1
+        best_remaining = (-self.agenda[0][0]) if self.agenda else None
+        in_support = set(node.support_memory_ids)
+        pushed = []
+        for child in self.children_of(node):
+            if self.push(child):
+                pushed.append(child)
+                if (child.score, -child.depth) > (best.score, -best.depth):
+                    best = child
+        self.trace.append({
+            "step": self.expansions, "node": node.id, "operator": node.operator, "score": node.score,
+            "agenda_best_remaining": best_remaining,
+            "children": [
+                {"node": c.id, "operator": c.operator, "score": c.score,
+                 "added": [i for i in c.support_memory_ids if i not in in_support],
+                 "dropped": [i for i in node.support_memory_ids if i not in set(c.support_memory_ids)],
+                 "open_subgoals": list(c.open_subgoals),
+                 "docs": [_key(d) for d in c.support_doc_refs]}
+                for c in pushed
+            ],
+            "retrieved_tokens": self.tokens_used,
+        })
+        return best
+
+    def search(self) -> QStarResult:
+        root = best = self.root()
+        goal: QNode | None = None
+        stop_reason = "max_tokens" if self.tokens_hit else "exhausted"
+        while self.agenda and not self.tokens_hit:
+            node = self.agenda[0][3]
+            why = self.stop_before(node)
+            if why is not None:
+                stop_reason = why
+                if why == "goal":
+                    heapq.heappop(self.agenda)
+                    goal = node
+                    self.trace.append({"step": self.expansions + 1, "node": node.id,
+                                       "operator": "goal", "score": node.score})
+                break
+            heapq.heappop(self.agenda)
+            best = self.step(node, best)
+            if self.tokens_hit:
                 stop_reason = "max_tokens"
-        chosen = goal or best
-        initial_ids = set(root_ids)
+        return self.result(goal or best, goal is not None, stop_reason, root)
+
+    def result(self, chosen: QNode, goal_reached: bool, stop_reason: str, root: QNode) -> QStarResult:
+        initial_ids = set(root.support_memory_ids)
         chosen_ids = set(chosen.support_memory_ids)
         return QStarResult(
             best=chosen,
-            goal_reached=goal is not None,
+            goal_reached=goal_reached,
             stop_reason=stop_reason,
-            expansions=expansions,
-            retrieved_tokens=tokens_used,
+            expansions=self.expansions,
+            retrieved_tokens=self.tokens_used,
             added_ids=[i for i in chosen.support_memory_ids if i not in initial_ids],
-            dropped_ids=[i for i in root_ids if i not in chosen_ids],
-            evidence=pool,
-            trace=trace,
+            dropped_ids=[i for i in root.support_memory_ids if i not in chosen_ids],
+            evidence=self.pool,
+            trace=self.trace,
         )

@@ -10,6 +10,7 @@ import pytest
 
 from pipelines.records import Identity, Link, MemoryItem, PalaceLocation, Provenance, Scope
 from pipelines.recall.corpus import CorpusError, MemoryCorpus
+from pipelines.recall.query import RecallFilters
 from pipelines.recall.lexical import LexicalIndex, label_ngrams, normalise_label, query_terms, tokenize
 
 T0 = "2025-01-01T00:00:00+00:00"
@@ -108,12 +109,12 @@ def test_allowed_mask_filters_tags_tier_type_and_excluded_ids():
         item("c", "t", "x", tags=["warehouse"], tier="ltm"),
     ]
     c = corpus_of(items)
-    assert c.allowed_mask(WHO, tags=["inbox"]).tolist() == [True, True, False]
-    assert c.allowed_mask(WHO, tags=["inbox", "storage"]).tolist() == [True, False, False]
-    assert c.allowed_mask(WHO, tags=["storage", "warehouse"], tag_match="any").tolist() == [
+    assert c.allowed_mask(WHO, RecallFilters(tags=("inbox",))).tolist() == [True, True, False]
+    assert c.allowed_mask(WHO, RecallFilters(tags=("inbox", "storage"))).tolist() == [True, False, False]
+    assert c.allowed_mask(WHO, RecallFilters(tags=("storage", "warehouse"), tag_match="any")).tolist() == [
         True, False, True]
-    assert c.allowed_mask(WHO, tier="ltm").tolist() == [True, False, True]
-    assert c.allowed_mask(WHO, item_type="decision").tolist() == [True, False, False]
+    assert c.allowed_mask(WHO, RecallFilters(tier="ltm")).tolist() == [True, False, True]
+    assert c.allowed_mask(WHO, RecallFilters(type="decision")).tolist() == [True, False, False]
     assert c.allowed_mask(WHO, exclude_ids=["b"]).tolist() == [True, False, True]
     with pytest.raises(CorpusError):
         c.visible_mask("u1")  # type: ignore[arg-type]

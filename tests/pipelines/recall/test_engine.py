@@ -182,7 +182,7 @@ def test_scope_isolation_randomised():
 
 def test_scope_priority_session_project_user_org():
     items = [mem(f"{kind}-item", "Deploy target", "We deploy to the staging cluster.",
-                 kind=kind, type="message") for kind in ("org", "user", "project", "session")]
+                 kind=kind) for kind in ("org", "user", "project", "session")]
     c = corpus(items)
     r = engine().recall("deploy staging cluster", ME, [c], mode="catalog", now=NOW)
     assert ids(r) == ["session-item", "project-item", "user-item", "org-item"]
@@ -264,7 +264,7 @@ def test_always_inject_visible_high_importance_items_only():
     items = store() + [
         mem("rule", "Never store secrets", "Secrets are never written to memory.", importance=10),
         mem("theirs", "Their critical rule", "Not for you.", importance=10, who=stranger),
-        mem("meh", "Minor", "Minor thing.", importance=8)]
+        mem("meh", "Minor", "Minor thing.", importance=7)]
     c = corpus(items)
     r = engine().recall("proxy port", ME, [c], mode="hybrid", now=NOW)
     assert ids(r)[0] == "rule" and r.hits[0].always
@@ -273,7 +273,7 @@ def test_always_inject_visible_high_importance_items_only():
     # Nothing relevant: the rule is still injected, but the answer says nothing was found.
     r = engine().recall("zebra xylophone", ME, [c], mode="inject", now=NOW)
     assert r.used_ids == ["rule"] and not r.found
-    assert r.message == "No memory found for 'zebra xylophone'."
+    assert r.message == "No memory found for 'zebra xylophone'. (1 always-on memory shown)"
     # A search (catalog mode) lists what matches, not the always-inject set.
     r = engine().recall("proxy port", ME, [c], mode="catalog", now=NOW)
     assert "rule" not in r.used_ids

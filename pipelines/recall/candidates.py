@@ -1,0 +1,358 @@
+"""The candidate set of one recall: what the caller may see, the retrieval channels, the
+items pulled in around the candidates, and each candidate's score.
+
+- `VisibleCorpora`: per corpus the rows the caller may see (scope first), with shadowing:
+  corpora are given oldest first (snapshot, then delta) and an id present in a later corpus
+  hides every earlier copy, whatever the later copy's state.
+- `CandidateSearch`: dense (FAISS or exact), lexical (BM25 normalised to [0,1] by the
+  query's ideal score) and label (query n-grams equal to a tag or entity) channels, each
+  over-fetching `candidate_k`, fused by the normalised weighted sum or reciprocal rank
+  fusion. A candidate is admitted only with real evidence: cosine >= `min_similarity`, a
+  lexical match or a label match. Pull-ins: conflict partners (contradicting, superseding
+  or same-title claims), summaries covering a candidate turn, always-inject items.
+- Scoring: `score = fused * (1 + boosts) * weight`. Boosts (scope, recency, confidence,
+  importance, validation) are small multiplicative nudges so relevance dominates; a raw
+  chat turn weighs `message_weight` (evidence of what was said ranks below a governed
+  memory that says as much).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem
+
+from .conflicts import is_claim
+from .corpus import MemoryCorpus
+from .lexical import normalise_label
+from .query import RecallFilters
+
+SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
+VALIDATION_BOOST = {"verified": 1.0, "unverified": 0.0, "contested": -1.0, "retracted": -2.0}
+CHANNELS = ("dense", "lexical", "labels")
+PARTNER_LINKS = ("contradicts", "supersedes")
+MAX_TITLE_PARTNERS = 50
+
+
+@dataclass
+class Candidate:
+    ci: int
+    row: int
+    item: MemoryItem
+    source: str
+    via: list[str] = field(default_factory=list)
+    ranks: dict[str, int] = field(default_factory=dict)
+    dense: float = 0.0
+    lexical: float = 0.0
+    labels: int = 0
+    relevance: float = 0.0
+    fused: float = 0.0
+    score: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    always: bool = False
+    conflict_with: list[str] = field(default_factory=list)
+    resolution: str | None = None
+    suppressed: str | None = None
+    tier: int = 1  # 0: ranked before every tier-1 candidate whatever the scores
+
+    @property
+    def id(self) -> str:
+        return self.item.id
+
+    def key(self) -> tuple:
+        return (self.tier, -self.score, SCOPE_RANK[self.item.scope.kind], self.item.id)
+
+
+class VisibleCorpora:
+    """The corpora as one caller sees them: allowed masks (scope first), shadowing."""
+
+    def __init__(self, corpora: Sequence[MemoryCorpus], who: Identity, filters: RecallFilters):
+        self.corpora = list(corpora)
+        self.allowed: list[np.ndarray] = [None] * len(self.corpora)  # type: ignore[list-item]
+        newer: set[str] = set()
+        for ci in range(len(self.corpora) - 1, -1, -1):
+            c = self.corpora[ci]
+            self.allowed[ci] = c.allowed_mask(who, filters, exclude_ids=newer)
+            if ci:
+                newer |= set(c.ids)
+
+    def locate(self, item_id: str) -> tuple[int, int] | None:
+        """Where the caller may read this id (newest corpus holding it), else None."""
+        for ci in range(len(self.corpora) - 1, -1, -1):
+            row = self.corpora[ci].row_of.get(item_id)
+            if row is not None:
+                return (ci, row) if self.allowed[ci][row] else None
+        return None
+
+    def vector(self, ci: int, row: int) -> np.ndarray | None:
+        c = self.corpora[ci]
+        return c.vectors[row] if c.vectors is not None else None
+
+    def trace(self) -> dict[str, Any]:
+        return {"stage": "scope", "corpora": [
+            {"source": c.source, "items": len(c), "allowed": int(a.sum())}
+            for c, a in zip(self.corpora, self.allowed)]}
+
+
+Ranked = list[tuple[float, str, int, int]]  # (score, id, corpus index, row), best first
+
+
+class CandidateSearch:
+    """Per-call state: the query's vector, terms and n-grams, lexical arrays per corpus."""
+
+    def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
+                 terms: list[str], grams: set[str], now_ts: float):
+        self.opts = opts
+        self.settings = settings
+        self.view = view
+        self.qvec = qvec
+        self.terms = terms
+        self.grams = grams
+        self.now_ts = now_ts
+        self.lex: list[np.ndarray | None] = [
+            c.lexical_scores(terms) if opts.lexical and terms else None for c in view.corpora
+        ]
+        self.channel_len: dict[str, int] = {}
+        # Query n-grams that are a tag or entity somewhere in each corpus (usually none).
+        self.label_grams: list[set[str]] = [
+            {g for g in grams if g in c.tag_rows or g in c.entity_rows} for c in view.corpora
+        ]
+        self.cands: dict[str, Candidate] = {}
+        self.question_key: str | None = None  # set: raw turns worth nothing are excluded
+
+    def exclude_empty_turns(self, question: str) -> None:
+        """From now on, raw turns that are small talk or a copy of `question` are not
+        candidates (nor Q* expansions)."""
+        self.question_key = normalise_label(question)
+
+    def not_admitted(self, ci: int, row: int) -> str | None:
+        """Why a row may not be a candidate, or None (cached per row by the corpus)."""
+        c = self.view.corpora[ci]
+        item = c.items[row]
+        if item.validation == "retracted":
+            return "retracted"  # known false: never recalled
+        if self.question_key is None or item.type != "message":
+            return None
+        if c.small_talk(row):
+            return "small talk"
+        if self.question_key and c.content_key(row) == self.question_key:
+            return "an earlier copy of the question"
+        return None
+
+    def admissible(self, ci: int, row: int) -> bool:
+        return self.not_admitted(ci, row) is None
+
+    # candidate generation ----------------------------------------------------------------
+
+    def add(self, ci: int, row: int, via: str) -> Candidate:
+        c = self.view.corpora[ci]
+        item = c.items[row]
+        cand = self.cands.get(item.id)
+        if cand is None:
+            cand = Candidate(ci=ci, row=row, item=item, source=c.source)
+            self.cands[item.id] = cand
+        if via not in cand.via:
+            cand.via.append(via)
+        return cand
+
+    def _dense_channel(self) -> Ranked:
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            rows, sims = c.dense_search(self.qvec, self.view.allowed[ci], self.opts.candidate_k)
+            entries += [(float(s), c.ids[r], ci, int(r)) for r, s in zip(rows, sims)
+                        if s >= self.opts.min_similarity]
+        return entries
+
+    def _lexical_channel(self) -> Ranked:
+        ck = self.opts.candidate_k
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            lex = self.lex[ci]
+            if lex is None:
+                continue
+            masked = np.where(self.view.allowed[ci], lex, 0.0)
+            nz = np.flatnonzero(masked > 0)
+            if len(nz) > ck:
+                nz = nz[np.argpartition(-masked[nz], ck - 1)[:ck]]
+                kth = masked[nz].min()
+                nz = np.flatnonzero(masked >= kth)  # keep boundary ties for the id order
+            entries += [(float(masked[r]), c.ids[r], ci, int(r)) for r in nz]
+        return entries
+
+    def _label_channel(self) -> Ranked:
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            counts = c.label_matches(self.grams, self.view.allowed[ci], self.opts.label_max_rows)
+            entries += [(float(n), c.ids[r], ci, r) for r, n in counts.items()]
+        return entries
+
+    def channels(self) -> dict[str, Ranked]:
+        opts, lists = self.opts, {}
+        if self.qvec is not None:
+            lists["dense"] = self._dense_channel()
+        if opts.lexical and self.terms:
+            lists["lexical"] = self._lexical_channel()
+        if opts.labels and self.grams:
+            lists["labels"] = self._label_channel()
+        return {name: sorted(e, key=lambda x: (-x[0], x[1]))[: opts.candidate_k]
+                for name, e in lists.items()}
+
+    def gather(self, lists: dict[str, Ranked]) -> None:
+        for name, entries in lists.items():
+            self.channel_len[name] = len(entries)
+            for rank, (_, _, ci, row) in enumerate(entries, start=1):
+                self.add(ci, row, name).ranks[name] = rank
+
+    def drop_not_admitted(self) -> list[dict[str, str]]:
+        """Remove candidates that may not be candidates; returns them with the reason."""
+        dropped = []
+        for cand in list(self.cands.values()):
+            why = self.not_admitted(cand.ci, cand.row)
+            if why:
+                del self.cands[cand.id]
+                dropped.append({"id": cand.id, "reason": why})
+        return dropped
+
+    # pull-ins ----------------------------------------------------------------------------
+
+    def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
+        view = self.view
+        partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
+                    for loc in [view.locate(link.to)] if loc]
+        title = view.corpora[cand.ci].title_key(cand.row)
+        for ci, c in enumerate(view.corpora):
+            partners.extend((ci, row) for rel, row in c.links_in.get(cand.id, ())
+                            if rel in PARTNER_LINKS and view.allowed[ci][row])
+            rows = c.title_rows.get(title) if title else None
+            if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
+                partners.extend((ci, int(r)) for r in rows if view.allowed[ci][r])
+        return partners
+
+    def pull_conflict_partners(self) -> None:
+        """Bring in claims that contradict, supersede or share the title of a candidate, so
+        a conflict is seen (and resolved or flagged) rather than silently half-shown."""
+        for cand in [c for c in self.cands.values() if is_claim(c.item)]:
+            for ci, row in self._partners_of(cand):
+                item = self.view.corpora[ci].items[row]
+                if item.id != cand.id and is_claim(item):
+                    self.add(ci, row, "conflict-partner")
+
+    def pull_summaries(self) -> None:
+        view = self.view
+        for cand in list(self.cands.values()):
+            if cand.item.type != "message" or not cand.item.provenance.turn_refs:
+                continue
+            for ci, c in enumerate(view.corpora):
+                for row in c.summaries_covering(cand.item.provenance.turn_refs, view.allowed[ci]):
+                    self.add(ci, row, "summary-of")
+
+    def pull_always(self, threshold: int, cap: int) -> None:
+        view = self.view
+        for ci, c in enumerate(view.corpora):
+            rows = np.flatnonzero(view.allowed[ci] & (c.importance >= threshold))
+            # Only the most important few can be injected: do not score thousands.
+            rows = sorted(rows.tolist(), key=lambda r: (-int(c.importance[r]), c.ids[r]))
+            for row in rows[: cap * 4]:
+                if c.items[row].validation != "retracted":
+                    self.add(ci, int(row), "always").always = True
+
+    # scoring -----------------------------------------------------------------------------
+
+    def relevance(self, dense: float, lexical: float, labels: int) -> float:
+        """Absolute relevance in [0, 1]: the weighted mean of the enabled channels."""
+        opts = self.opts
+        weights, total = 0.0, 0.0
+        if self.qvec is not None:
+            weights += opts.w_dense
+            total += opts.w_dense * max(0.0, dense)
+        if opts.lexical:
+            weights += opts.w_lexical
+            total += opts.w_lexical * lexical
+        if opts.labels:
+            weights += opts.w_labels
+            total += opts.w_labels * (labels / (labels + 1))
+        return total / weights if weights else 0.0
+
+    def signals(self, ci: int, rows: Sequence[int]) -> list[tuple[float, float, int]]:
+        """(dense cosine, normalised lexical, label matches) for rows of one corpus."""
+        c = self.view.corpora[ci]
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.qvec is not None and c.vectors is not None:
+            dense = (c.vectors[idx] @ self.qvec).tolist()
+        else:
+            dense = [0.0] * len(idx)
+        lex = self.lex[ci]
+        lexical = lex[idx].tolist() if lex is not None else [0.0] * len(idx)
+        grams = self.label_grams[ci]
+        if self.opts.labels and grams:
+            labels = [len(c.item_labels(int(r)) & grams) for r in idx]
+        else:
+            labels = [0] * len(idx)
+        return list(zip(dense, lexical, labels))
+
+    def score_all(self, cands: Sequence[Candidate] | None = None) -> None:
+        by_corpus: dict[int, list[Candidate]] = {}
+        for c in self.cands.values() if cands is None else cands:
+            by_corpus.setdefault(c.ci, []).append(c)
+        for ci, group in by_corpus.items():
+            for cand, sig in zip(group, self.signals(ci, [c.row for c in group])):
+                self._finish(cand, *sig)
+
+    def _fused(self, cand: Candidate) -> float:
+        opts = self.opts
+        if opts.fusion != "rrf":
+            return cand.relevance
+        active = [ch for ch in CHANNELS if ch in self.channel_len]
+        best = len(active) / (opts.rrf_k + 1) or 1.0
+        fused = sum(1.0 / (opts.rrf_k + cand.ranks[ch]) for ch in active if ch in cand.ranks)
+        if not cand.ranks:
+            # Pulled in (partner, summary, Q*): rank it just after each list's end.
+            fused = sum(1.0 / (opts.rrf_k + self.channel_len[ch] + 1) for ch in active)
+            fused *= cand.relevance
+        return fused / best
+
+    def _boosts(self, cand: Candidate) -> dict[str, float]:
+        opts, item = self.opts, cand.item
+        boosts: dict[str, float] = {}
+        if opts.scope_priority:
+            boosts["scope"] = opts.w_scope * SCOPE_BOOST[item.scope.kind]
+        if opts.recency:
+            then = float(self.view.corpora[cand.ci].updated_ts[cand.row])
+            age = max(0.0, (self.now_ts - then) / 86400.0)
+            boosts["recency"] = (0.0 if math.isnan(then)
+                                 else opts.w_recency * math.exp(-self.settings.recency_lambda * age))
+        boosts["confidence"] = opts.w_confidence * max(0.0, min(1.0, item.confidence))
+        boosts["importance"] = opts.w_importance * (max(1, min(10, item.importance)) - 1) / 9
+        boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
+        return boosts
+
+    def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int) -> None:
+        cand.dense, cand.lexical, cand.labels = dense, lexical, labels
+        cand.relevance = self.relevance(dense, lexical, labels)
+        cand.fused = self._fused(cand)
+        comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
+                                   "relevance": cand.relevance, "fused": cand.fused}
+        comps.update({f"rank_{ch}": float(rank) for ch, rank in cand.ranks.items()})
+        boosts = self._boosts(cand)
+        comps.update(boosts)
+        if cand.always:
+            comps["always"] = 1.0
+        comps["multiplier"] = 1.0 + sum(boosts.values())
+        weight = self.opts.message_weight if cand.item.type == "message" else 1.0
+        if weight != 1.0:
+            comps["message_weight"] = weight
+        cand.score = cand.fused * comps["multiplier"] * weight
+        comps["final"] = cand.score
+        cand.components = comps
+
+    def evidence_terms(self, cand: Candidate) -> frozenset[str]:
+        return self.view.corpora[cand.ci].item_terms(cand.row)
+
+
+__all__ = ["CHANNELS", "Candidate", "CandidateSearch", "SCOPE_BOOST", "VALIDATION_BOOST",
+           "VisibleCorpora"]

@@ -1,0 +1,84 @@
+"""The last stage of recall: what is injected within the token budget, what is catalogued,
+and the hits in the order the caller is shown them.
+
+Claims below `confidence_threshold` are never injected (they may be catalogued, flagged
+`low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
+`message_confidence_threshold` and go in the block's own excerpts part, after the curated
+memories; a turn that only asks is not injected. Injected hits are listed in block order
+(curated, then turns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from pipelines.records import MemoryItem
+
+from .candidates import Candidate
+from .episodic import is_message, only_asks
+from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection
+from .select import FLAGGED
+
+
+class Hit(msgspec.Struct, kw_only=True):
+    item: MemoryItem
+    score: float
+    components: dict[str, float]
+    source: str  # "snapshot" / "delta" (the corpus' source label)
+    conflict: bool = False
+    conflict_with: list[str] = []
+    resolution: str | None = None  # confidence | recency | scope | ambiguous | flagged | superseded
+    delivery: str = "catalog"  # inject | catalog
+    always: bool = False  # always-inject (importance)
+    low_confidence: bool = False
+
+
+def _flagged_with(c: Candidate) -> list[str]:
+    return c.conflict_with if c.resolution in FLAGGED else []
+
+
+def _entry(c: Candidate) -> Entry:
+    if is_message(c.item):
+        return Entry(c.id, format_turn(c.item), False, True)
+    flagged = _flagged_with(c)
+    return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope"), bool(flagged))
+
+
+def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
+    return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
+               conflict=bool(c.conflict_with), conflict_with=list(c.conflict_with),
+               resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
+
+
+def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any
+            ) -> tuple[list[Hit], str, dict[str, Any]]:
+    def injectable(c: Candidate) -> bool:
+        floor = (opts.message_confidence_threshold if is_message(c.item)
+                 else settings.confidence_threshold)
+        return c.item.confidence >= floor and c.item.validation != "retracted"
+
+    injected: list[str] = []
+    injection = ""
+    if mode in ("inject", "hybrid"):
+        injection, injected = pack_injection(
+            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and only_asks(c.item))],
+            settings.inject_budget_tokens)
+    chosen = set(injected)
+    by_id = {c.id: c for c in ordered}
+    in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
+                + [by_id[i] for i in injected if is_message(by_id[i].item)])
+    hits = [_hit(c, "inject", False) for c in in_block]
+    entries: list[dict[str, Any]] = []
+    if mode != "inject":
+        for c in ordered:
+            if c.id in chosen or len(entries) >= settings.catalog_k:
+                continue
+            low = not injectable(c)
+            hits.append(_hit(c, "catalog", low))
+            entries.append(catalog_entry(c.item, c.score, _flagged_with(c), low))
+    return hits, injection, catalog(entries)
+
+
+__all__ = ["Hit", "deliver"]

@@ -1,0 +1,78 @@
+"""Raw chat turns (`message` items) in recall: evidence of what was said, not governed facts.
+
+- Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
+  "hello!"), turns without a single content word, and earlier copies of the question being
+  asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
+- Of several turns with the same text, only the best-ranked one is kept.
+- A turn that only asks states nothing: it may be catalogued, never injected.
+- A turn is shown with a real title: who said it, when, and the gist of what was said.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pipelines.records import MemoryItem, parse_time
+
+from .lexical import STOPWORDS, words
+
+# Words that make up acknowledgements, greetings and small talk.
+SMALL_TALK = frozenset(
+    "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
+    "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
+    "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
+    "wow oh ah hmm much very so well lots many".split()
+)
+GIST_CHARS = 60
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def is_message(item: MemoryItem) -> bool:
+    return item.type == "message"
+
+
+def is_small_talk(text: str) -> bool:
+    """Only acknowledgement, greeting and filler words (or no word at all)."""
+    toks = words(text)
+    return all(t in SMALL_TALK or t in STOPWORDS for t in toks)
+
+
+def only_asks(item: MemoryItem) -> bool:
+    """A raw turn that only asks (every sentence a question): it shows what someone wanted
+    to know, not anything that was said to be so, so it is not injected as evidence."""
+    if not is_message(item):
+        return False
+    sentences = [p.strip() for p in _SENTENCE_END.split(item.content.strip()) if p.strip()]
+    return bool(sentences) and all(p.endswith("?") for p in sentences)
+
+
+def speaker_of(item: MemoryItem) -> str:
+    role = str(item.metadata.get("role") or "")
+    speaker = item.title.strip() or role or "someone"
+    if role and speaker.lower() != role.lower() and role != "user":
+        return f"{speaker} ({role})"
+    return speaker
+
+
+def said_on(item: MemoryItem) -> str:
+    when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+    return when.date().isoformat() if when else "undated"
+
+
+def gist(text: str, limit: int = GIST_CHARS) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit].rsplit(" ", 1)[0] or flat[:limit]
+    return cut + "…"
+
+
+def turn_title(item: MemoryItem) -> str:
+    """`<speaker> on <date>: <gist>` for a raw turn; a curated item keeps its own title."""
+    if not is_message(item):
+        return item.title
+    return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
+
+
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on",
+           "speaker_of", "turn_title"]

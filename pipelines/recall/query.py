@@ -1,0 +1,70 @@
+"""What one recall asks: the filters (one struct from the API down to the corpus masks) and
+the validated request the engine's stages share."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from pipelines.records import ITEM_TYPES, SCOPE_KINDS, TIERS, Identity, parse_time
+
+MODES = ("inject", "catalog", "hybrid")
+TAG_MATCHES = ("all", "any")
+
+
+class RecallError(ValueError):
+    """Bad recall input (query, identity, mode, k, filters) or misconfiguration
+    (embedder/corpus dimension mismatch)."""
+
+
+class RecallFilters(msgspec.Struct, frozen=True, kw_only=True):
+    """Narrowing of what a caller may see: tags (all or any of them), tier, item type and
+    scope kind. Applied to the visibility masks before anything is scored."""
+
+    tags: tuple[str, ...] = ()
+    tier: str | None = None
+    type: str | None = None
+    scope: str | None = None
+    tag_match: str = "all"
+
+    def check(self) -> "RecallFilters":
+        if any(not isinstance(t, str) for t in self.tags):
+            raise RecallError("tags must be strings")
+        for name, value, allowed in (("tier", self.tier, TIERS), ("type", self.type, ITEM_TYPES),
+                                     ("scope", self.scope, SCOPE_KINDS)):
+            if value is not None and value not in allowed:
+                raise RecallError(f"{name} must be one of {allowed}, not {value!r}")
+        if self.tag_match not in TAG_MATCHES:
+            raise RecallError(f"tag_match must be 'all' or 'any', not {self.tag_match!r}")
+        return self
+
+    @classmethod
+    def of(cls, tags: Any = (), **kw: Any) -> "RecallFilters":
+        tags = (tags,) if isinstance(tags, str) else tuple(tags or ())
+        return cls(tags=tags, **kw).check()
+
+
+def parse_now(now: str | None) -> float:
+    """POSIX seconds of `now` (ISO-8601, naive = UTC), or the current time when None."""
+    if now is None:
+        return time.time()
+    dt = parse_time(now)
+    if dt is None:
+        raise RecallError(f"now must be an ISO-8601 timestamp, got {now!r}")
+    return dt.timestamp()
+
+
+def check_request(query: Any, identity: Any, mode: Any, k: Any) -> None:
+    if not isinstance(query, str):
+        raise RecallError(f"query must be a string, got {type(query).__name__}")
+    if not isinstance(identity, Identity):
+        raise RecallError("identity must be a pipelines.records.Identity")
+    if mode not in MODES:
+        raise RecallError(f"mode must be one of {MODES}, not {mode!r}")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise RecallError(f"k must be a positive integer, not {k!r}")
+
+
+__all__ = ["MODES", "RecallError", "RecallFilters", "check_request", "parse_now"]

@@ -1,0 +1,126 @@
+"""From scored candidates to a ranking: conflicts, summaries before the turns they cover,
+one copy of repeated turns, the more specific scope first within one subject.
+
+Each function reads and changes the candidates of one `CandidateSearch` and returns what it
+did, for the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipelines.records import SCOPE_RANK
+
+from . import conflicts
+from .candidates import Candidate, CandidateSearch
+from .episodic import is_message
+
+FLAGGED = ("ambiguous", "flagged", "scope")
+
+
+def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """Apply the conflict rule (pipelines.recall.conflicts) to the candidate claims."""
+    cands = search.cands
+    live = sorted((c for c in cands.values() if c.suppressed is None), key=lambda c: c.id)
+    vectors = {c.id: search.view.vector(c.ci, c.row) for c in live}
+    report = []
+    for group in conflicts.groups([c.item for c in live], lambda it: vectors.get(it.id)):
+        outcomes = conflicts.resolve(group, mode)
+        for item_id, outcome in outcomes.items():
+            cand = cands[item_id]
+            cand.conflict_with = list(outcome.conflict_with)
+            cand.resolution = None if outcome.resolution == "winner" else outcome.resolution
+            if outcome.suppressed:
+                cand.suppressed = outcome.resolution
+                suppressed.append({"id": item_id, "reason": f"conflict: lost on {outcome.resolution}",
+                                   "winner": outcome.winner})
+        _order_by_scope([cands[i] for i in outcomes if not outcomes[i].suppressed])
+        report.append({"members": [m.id for m in group],
+                       "kept": [i for i, o in outcomes.items() if not o.suppressed],
+                       "resolutions": {i: o.resolution for i, o in outcomes.items()}})
+    return report
+
+
+def _order_by_scope(members: list[Candidate]) -> None:
+    """Members of one subject keep the group's scores but take them in scope order (session,
+    project, user, org), so the most specific value comes first wherever the group ranks."""
+    if len({m.item.scope.kind for m in members}) < 2:
+        return
+    scores = sorted((m.score for m in members), reverse=True)
+    ordered = sorted(members, key=lambda m: (SCOPE_RANK[m.item.scope.kind], -m.score, m.id))
+    for rank, (member, score) in enumerate(zip(ordered, scores)):
+        # Equal scores would fall back to the id order: step each one just below the last.
+        member.score = min(score, ordered[rank - 1].score * (1 - 1e-9)) if rank else score
+        member.components["scope_order"] = float(rank)
+        member.components["final"] = member.score
+
+
+def demote_covered_messages(search: CandidateSearch, demotion: float) -> list[dict[str, str]]:
+    """A message covered by a summary is demoted below it (kept)."""
+    cands = search.cands
+    summaries = [c for c in cands.values() if c.item.type == "summary" and c.suppressed is None]
+    if not summaries:
+        return []
+    demoted = []
+    for c in cands.values():
+        if c.item.type != "message" or not c.item.provenance.turn_refs:
+            continue
+        refs = set(c.item.provenance.turn_refs)
+        covering = [s for s in summaries if refs <= set(s.item.provenance.turn_refs)]
+        if not covering:
+            continue
+        top = max(covering, key=lambda s: (s.score, s.id))
+        if top.score < c.score:
+            # The summary stands for the message: it ranks at least as high.
+            top.score = c.score
+            top.components["final"] = round(top.score, 6)
+            top.components["via_message"] = 1.0
+        c.score = min(c.score * demotion, top.score * 0.999)
+        c.components["summary_demotion"] = demotion
+        c.components["final"] = round(c.score, 6)
+        demoted.append({"message": c.id, "summary": top.id})
+    return demoted
+
+
+def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]]) -> list[str]:
+    """Of raw turns with the same text (up to case, punctuation and spacing), only the
+    best-ranked stays a candidate."""
+    turns = [c for c in search.cands.values() if c.item.type == "message" and c.suppressed is None]
+    keys = {c.id: search.view.corpora[c.ci].content_key(c.row) for c in turns}
+    if len(set(keys.values())) == len(turns):
+        return []
+    best: dict[str, Candidate] = {}
+    dropped = []
+    for cand in sorted(turns, key=Candidate.key):
+        key = keys[cand.id]
+        if key in best:
+            cand.suppressed = "duplicate"
+            suppressed.append({"id": cand.id, "reason": "same text as a better-ranked turn",
+                               "winner": best[key].id})
+            dropped.append(cand.id)
+        else:
+            best[key] = cand
+    return dropped
+
+
+def rank(search: CandidateSearch, max_always: int, curated_floor: float
+         ) -> tuple[list[Candidate], list[Candidate]]:
+    """(always-inject items, the rest ranked best first), suppressed candidates left out.
+    Governed memories whose relevance reaches `curated_floor` times the best candidate's
+    come before every raw turn: what was decided or stated as memory answers before what
+    was merely said around it."""
+    live = [c for c in search.cands.values() if c.suppressed is None]
+    always = sorted((c for c in live if c.always),
+                    key=lambda c: (-c.item.importance, *c.key()))[:max_always]
+    always_ids = {c.id for c in always}
+    rest = [c for c in live if c.id not in always_ids]
+    best = max((c.relevance for c in rest), default=0.0)
+    for c in rest:
+        if not is_message(c.item) and c.relevance >= curated_floor * best > 0:
+            c.tier = 0
+            c.components["curated_first"] = 1.0
+    return always, sorted(rest, key=Candidate.key)
+
+
+__all__ = ["FLAGGED", "demote_covered_messages", "drop_repeated_turns", "rank", "resolve_conflicts"]

@@ -1,0 +1,140 @@
+"""The conflict rule shared by recall and /v1/conflicts: detection under any title,
+resolution by scope, confidence and recency, corrections of one's own claims."""
+
+from __future__ import annotations
+
+from pipelines.records import Identity, Link, MemoryItem, Scope
+from pipelines.recall.conflicts import (
+    corrected_by,
+    find_conflicts,
+    groups,
+    resolve,
+    stated_values,
+)
+
+ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
+
+
+def claim(id_: str, title: str, content: str, *, kind: str = "project", type_: str = "fact",
+          confidence: float = 0.9, updated: str = "2026-01-01T00:00:00+00:00", **kw) -> MemoryItem:
+    return MemoryItem(id=id_, tier="stm", type=type_, title=title, content=content,  # type: ignore[arg-type]
+                      scope=Scope.for_identity(kind, ME), confidence=confidence,  # type: ignore[arg-type]
+                      updated_at=updated, **kw)
+
+
+def pairs(items) -> set[frozenset[str]]:
+    return {frozenset((a.id, b.id)) for a, b, _ in find_conflicts(items)}
+
+
+def test_values_are_numbers_with_units_times_dates_and_names():
+    assert stated_values("Telemetry retention is 30 days.") == {"30 days"}
+    assert stated_values("Standup is at 09:30.") == {"09:30"}
+    assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
+    assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
+    assert stated_values("The cluster runs in eu-central-1.") == frozenset()
+
+
+def test_same_subject_with_different_values_conflicts_under_any_title():
+    items = [claim("a", "Retention for this experiment", "Telemetry retention is 30 days for this experiment."),
+             claim("b", "Company retention standard", "Telemetry retention is 7 days across the company."),
+             claim("c", "Orion telemetry store", "Orion telemetry is stored in TimescaleDB."),
+             claim("d", "Telemetry backend", "Orion telemetry is stored in InfluxDB.")]
+    assert pairs(items) == {frozenset("ab"), frozenset("cd")}
+    reasons = {why for _, _, why in find_conflicts(items)}
+    assert reasons == {"same subject, different values"}
+
+
+def test_different_subjects_same_values_or_no_values_do_not_conflict():
+    items = [claim("a", "Port of service 0", "Service number 0 listens on port 9000."),
+             claim("b", "Port of service 1", "Service number 1 listens on port 9001."),
+             claim("c", "Staging", "The staging cluster runs in eu-central-1."),
+             claim("d", "Frontend", "The frontend is written in Svelte."),
+             claim("e", "Release cadence", "Orion ships a release every 2 weeks."),
+             claim("f", "Cadence", "Orion ships a release every 2 weeks, on Mondays.")]
+    assert pairs(items) == set()
+
+
+def test_same_title_links_and_non_claims():
+    items = [claim("a", "Standup time", "Standup is at 09:30."),
+             claim("b", "Standup time", "Standup is at 10:15."),
+             claim("c", "Cache", "Tiles are cached.", links=[Link(rel="contradicts", to="d")]),
+             claim("d", "Tile cache", "Nothing is cached."),
+             claim("m1", "dana", "Standup is at 11:00.", type_="message")]
+    found = {frozenset((a.id, b.id)): why for a, b, why in find_conflicts(items)}
+    assert found == {frozenset("ab"): "same key, different content",
+                     frozenset("cd"): "linked: contradicts"}
+
+
+def test_resolution_scope_then_confidence_then_recency():
+    items = [claim("org", "Org retention", "Telemetry retention is 7 days.", kind="org"),
+             claim("ses", "Session retention", "Telemetry retention is 30 days.", kind="session"),
+             claim("p1", "Project retention", "Telemetry retention is 90 days.", confidence=0.95),
+             claim("p2", "Project retention", "Telemetry retention is 60 days.", confidence=0.8)]
+    (group,) = groups(items)
+    out = resolve(group)
+    assert out["p2"].suppressed and out["p2"].resolution == "confidence" and out["p2"].winner == "p1"
+    assert out["org"].resolution == "scope" and not out["org"].suppressed
+    assert out["p1"].resolution == "scope" and out["org"].conflict_with[0] == "ses"
+    assert not out["ses"].suppressed
+    newer = claim("n", "Project retention", "Telemetry retention is 45 days.", confidence=0.95,
+                  updated="2026-02-01T00:00:00+00:00")
+    out = resolve([items[2], newer])
+    assert out["p1"].suppressed and out["p1"].resolution == "recency"
+    tie = claim("t", "Project retention", "Telemetry retention is 15 days.", confidence=0.95)
+    out = resolve([items[2], tie])
+    assert {o.resolution for o in out.values()} == {"ambiguous"}
+    assert not any(o.suppressed for o in out.values())
+
+
+def test_a_superseded_claim_drops_out_and_is_not_reported():
+    old = claim("old", "Standup time", "Standup is at 09:30.", confidence=0.95)
+    new = claim("new", "Standup time", "Standup is at 10:15.", confidence=0.5,
+                links=[Link(rel="supersedes", to="old")])
+    assert find_conflicts([old, new]) == []
+    out = resolve([old, new])
+    assert out["old"].suppressed and out["old"].resolution == "superseded"
+    assert not out["new"].suppressed
+
+
+def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
+    mine = claim("mine", "Standup time", "Standup is at 09:30.", kind="user")
+    theirs = MemoryItem(id="theirs", tier="stm", type="fact", title="Standup time",
+                        content="Standup is at 09:15.",
+                        scope=Scope(kind="user", user_id="u2"))
+    project = claim("proj", "Standup time", "Standup is at 09:45.", kind="project")
+    found = [mine, theirs, project]
+    assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "user", "u1", found) == ["mine"]
+    assert corrected_by("Standup time", "Standup is at 09:30.", "fact", "user", "u1", found) == []
+    assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
+
+
+def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
+    """Capture records which own claims a proposal corrects; the fold (shared by the delta
+    and the pipeline) links it and reports the supersede, so consolidation deactivates the
+    old claim."""
+    import json
+
+    from pipelines.capture import capture_turn
+    from pipelines.inbox import Inbox
+    from pipelines.materialize import fold_events
+    from pipelines.policy import Policy
+    from pipelines.settings import Settings
+
+    policy = Policy(Settings())
+
+    def propose(inbox, content, existing=()):
+        block = json.dumps([{"type": "fact", "title": "Standup time", "content": content,
+                             "scope": "user", "why_store": "said by the user"}])
+        return capture_turn(inbox, policy, ME, "assistant",
+                            f"<MEMORY_PROPOSALS_JSON>{block}</MEMORY_PROPOSALS_JSON>",
+                            existing=lambda _p: list(existing))
+
+    with Inbox(tmp_path / "inbox.sqlite3") as inbox:
+        first = propose(inbox, "Standup is at 09:30.")
+        old = fold_events(inbox.read_after(0)).items[first.proposals[0].item_id]
+        second = propose(inbox, "Standup is at 10:15.", existing=[old])
+        assert second.proposals[0].action == "accept"
+        overlay = fold_events(inbox.read_after(0))
+    new_id = second.proposals[0].item_id
+    assert (new_id, old.id, "supersedes") in overlay.links
+    assert [(l.rel, l.to) for l in overlay.items[new_id].links] == [("supersedes", old.id)]
