@@ -22,8 +22,8 @@ Soft blocks -> `quarantine` (store in STM only, validation "unverified", `expire
 now + `settings.quarantine_days`):
 - `soft.low_confidence` confidence below `settings.min_confidence`
 - `soft.no_evidence`    no provenance and no why_store
-- `soft.contradiction`  an active existing item has the same subject (same normalised title,
-                        or same entity + attribute words) but different content
+- `soft.contradiction`  an active stored claim conflicts with it (`pipelines.recall.conflicts`: the
+                        same title with other content, or the same subject stating other values)
 - `soft.untrusted_doc`  from an untrusted source or a document, without chunk ids or
                         content hashes to check it against
 Otherwise `accept`.
@@ -35,8 +35,6 @@ run after the built-in ones and cannot remove a built-in hit.
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -44,6 +42,7 @@ from typing import Any, Callable, Literal
 
 import msgspec
 
+from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
 from pipelines.policy_rules.injection import find_injections_normalised
 from pipelines.policy_rules.secrets import find_secrets
@@ -211,7 +210,7 @@ class Policy:
             yield RuleHit(
                 "soft.contradiction",
                 "quarantine",
-                f"contradicts item {other.id} (same subject {key!r}, different content)",
+                f"contradicts item {other.id} ({key})",
             )
         from_doc = ctx.provenance is not None and ctx.provenance.source_kind == "doc"
         if (not ctx.source_trusted or from_doc) and not _has_doc_anchors(ctx.provenance):
@@ -381,49 +380,9 @@ def _unique(values: Iterable[str]) -> list[str]:
 
 # ---------------------------------------------------------------------- contradictions
 
-_STOP = frozenset(
-    "a an the of for to in on at by with and or is are was were be my our your his her their "
-    "its s user users about".split()
-)
-
-
-def _words(text: str) -> list[str]:
-    text = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
-    text = re.sub(r"'s\b", "", text)
-    return re.findall(r"[^\W_]+", text)
-
-
-def _subject_keys(title: str, entities: Sequence[str]) -> set[str]:
-    words = _words(title)
-    keys: set[str] = set()
-    if words:
-        keys.add("title:" + " ".join(words))
-    for ent in entities:
-        ent_words = _words(ent)
-        if not ent_words:
-            continue
-        attribute = sorted({w for w in words if w not in ent_words and w not in _STOP})
-        if attribute:
-            keys.add(f"{' '.join(ent_words)}|{' '.join(attribute)}")
-    return keys
-
-
-def _content_norm(text: str) -> str:
-    return " ".join(_words(text))
-
 
 def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
-    keys = _subject_keys(item.title, item.entities)
-    if not keys:
-        return
-    mine = _content_norm(item.content)
-    for other in existing:
-        if not isinstance(other, MemoryItem) or not other.active or other.validation == "retracted":
-            continue
-        shared = keys & _subject_keys(other.title, other.entities)
-        if not shared:
-            continue
-        theirs = _content_norm(other.content)
-        if not mine or not theirs or mine == theirs or mine in theirs or theirs in mine:
-            continue  # same fact, or one refines the other
-        yield other, sorted(shared)[0]
+    """Stored claims the proposal conflicts with, by the one conflict rule recall and
+    /v1/conflicts use (pipelines.recall.conflicts)."""
+    new = proposed_claim(item.title, item.content, item.type)
+    return () if new is None else contradicted(new, existing)

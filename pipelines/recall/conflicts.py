@@ -15,8 +15,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   close and half their words shared. Values: numbers and times (with their unit word),
   ISO dates, and capitalised names inside a sentence. Different values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
-  Values stated in the titles name the subject: claims whose titles state different
-  values are about different things.
+  Values stated in the titles name the subject: claims whose titles both state values,
+  and different ones, are about different things.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible.
@@ -114,7 +114,7 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
         return "same key, different content" if a.content != b.content else None
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
         return None  # nothing stated, or one adds detail to the other
-    if a.title_values != b.title_values:
+    if a.title_values and b.title_values and a.title_values != b.title_values:
         return None  # "Port of service 0" / "Port of service 1": the values name the subject
     shared, overlap = _overlap(a.words, b.words)
     same_subject = (
@@ -289,22 +289,36 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
 # -- corrections at write time ----------------------------------------------------------------
 
 
+def proposed_claim(title: str, content: str, item_type: str) -> Claim | None:
+    """The claim a proposal would make (None when its type is not a claim), to check it
+    against stored claims before it is written."""
+    if item_type not in CLAIM_TYPES:
+        return None
+    return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
+                                 title=title, content=content, scope=Scope()))
+
+
+def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
+    """The active stored claims `new` conflicts with, and why."""
+    for old in existing:
+        if isinstance(old, MemoryItem) and old.active and is_claim(old):
+            reason = conflict_reason(new, read_claim(old))
+            if reason:
+                yield old, reason
+
+
+
 def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
                  existing: Iterable[MemoryItem]) -> list[str]:
     """Ids of the author's own claims (same user, same scope kind) that a new claim with
     this title and content conflicts with: the new claim corrects them and supersedes them,
     where a contradiction of someone else's claim is left to the write policy."""
-    if item_type not in CLAIM_TYPES:
+    new = proposed_claim(title, content, item_type)
+    if new is None:
         return []
-    new = read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
-                                title=title, content=content, scope=Scope()))
-    out = []
-    for old in existing:
-        own = old.scope.user_id == author_user_id and old.scope.kind == scope_kind
-        if own and old.active and is_claim(old) and conflict_reason(new, read_claim(old)):
-            out.append(old.id)
-    return sorted(out)
+    own = [old for old in existing if old.scope.user_id == author_user_id and old.scope.kind == scope_kind]
+    return sorted(old.id for old, _ in contradicted(new, own))
 
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "corrected_by", "find_conflicts",
-           "groups", "is_claim", "read_claim", "resolve", "stated_values", "supersedes"]
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by", "find_conflicts",
+           "groups", "is_claim", "proposed_claim", "read_claim", "resolve", "stated_values", "supersedes"]
