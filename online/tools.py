@@ -28,6 +28,7 @@ from msgspec import Meta
 from online.state import MemoryService, View
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
+from pipelines.recall.episodic import turn_title
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     PATCHABLE_FIELDS,
@@ -198,7 +199,7 @@ def hit_out(hit: Any) -> dict[str, Any]:
     item = hit.item
     return {
         "id": item.id, "score": round(float(hit.score), 6), "tier": item.tier, "type": item.type,
-        "title": item.title, "content": item.content, "tags": list(item.tags),
+        "title": turn_title(item), "content": item.content, "tags": list(item.tags),
         "scope": msgspec.to_builtins(item.scope), "source": str(getattr(hit, "source", "")),
         "conflict": bool(getattr(hit, "conflict", False)),
         "components": {k: float(v) for k, v in dict(getattr(hit, "components", {}) or {}).items()},

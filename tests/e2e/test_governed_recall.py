@@ -117,6 +117,9 @@ def test_catalog_titles_of_chat_turns_say_who_when_and_what(client: TestClient) 
         assert entry["title"] not in ("user", "assistant")
         assert "2026" in entry["title"] or "20" in entry["title"]  # the date it was said
     assert any("dashboards" in e["title"] for e in messages)
+    # The hits of the answer (and memory.search) carry the same title as the catalog.
+    hit_titles = {h["id"]: h["title"] for h in body["hits"] if h["type"] == "message"}
+    assert hit_titles and all(hit_titles[e["id"]] == e["title"] for e in messages if e["id"] in hit_titles)
 
 
 def test_trivial_turns_and_exact_duplicates_are_not_candidates(client: TestClient) -> None:
