@@ -26,7 +26,6 @@ loading sets FAISS to one thread by default; building uses all cores.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import io
 import os
@@ -46,6 +45,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.item_rows import ItemRowCodec
 from pipelines.records import MemoryItem, utcnow
 
 FORMAT_VERSION = 1
@@ -210,79 +210,26 @@ def set_search_threads(n: int = SEARCH_THREADS) -> None:
 # -- items <-> Parquet ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Creating ~10^5 small objects triggers repeated full GC passes over all of them
-    (measured: 3x slower decoding of 20k items); none of them form cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-_SCALAR_ARROW: dict[type, pa.DataType] = {
-    msgspec.inspect.StrType: pa.string(),
-    msgspec.inspect.LiteralType: pa.string(),
-    msgspec.inspect.IntType: pa.int64(),
-    msgspec.inspect.FloatType: pa.float64(),
-    msgspec.inspect.BoolType: pa.bool_(),
-}
-
-
-def _arrow_type(annotation: Any) -> pa.DataType | None:
-    """Arrow type for a scalar field (also `X | None`); None means 'store as JSON text'."""
-    info = msgspec.inspect.type_info(annotation)
-    if isinstance(info, msgspec.inspect.UnionType):
-        kinds = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
-        if len(kinds) != 1:
-            return None
-        info = kinds[0]
-    if isinstance(info, msgspec.inspect.LiteralType) and not all(isinstance(v, str) for v in info.values):
-        return None
-    return _SCALAR_ARROW.get(type(info))
-
-
-def _item_columns() -> tuple[pa.Schema, frozenset[str]]:
-    fields, json_cols = [], set()
-    for f in msgspec.structs.fields(MemoryItem):
-        arrow = _arrow_type(f.type)
-        if arrow is None:
-            json_cols.add(f.name)
-            arrow = pa.string()
-        fields.append(pa.field(f.name, arrow))
-    meta = {b"loci.json_columns": ",".join(sorted(json_cols)).encode(), b"loci.format": str(FORMAT_VERSION).encode()}
-    return pa.schema(fields, metadata=meta), frozenset(json_cols)
-
-
-ITEMS_SCHEMA, JSON_COLUMNS = _item_columns()
+ITEM_CODEC = ItemRowCodec()
+JSON_COLUMNS = ITEM_CODEC.json_columns
+# The nested (JSON text) columns are named in the file's metadata for other readers.
+ITEMS_SCHEMA = ITEM_CODEC.schema.with_metadata({
+    b"loci.json_columns": ",".join(sorted(JSON_COLUMNS)).encode(),
+    b"loci.format": str(FORMAT_VERSION).encode(),
+})
 
 
 def items_to_table(items: Sequence[MemoryItem]) -> pa.Table:
     """One row per item; scalar fields as typed columns (queryable from DuckDB), nested ones
     (scope, links, provenance, metadata, lists) as JSON text, decoded exactly on read."""
-    columns: dict[str, list[Any]] = {name: [] for name in ITEMS_SCHEMA.names}
-    with _gc_paused():
-        for item in items:
-            data = msgspec.to_builtins(item)
-            for name in ITEMS_SCHEMA.names:
-                value = data[name]
-                columns[name].append(msgspec.json.encode(value).decode() if name in JSON_COLUMNS else value)
-        return pa.table(columns, schema=ITEMS_SCHEMA)
+    return ITEM_CODEC.to_table(items).replace_schema_metadata(ITEMS_SCHEMA.metadata)
 
 
 def table_to_items(table: pa.Table) -> list[MemoryItem]:
     missing = set(ITEMS_SCHEMA.names) - set(table.column_names)
     if missing:
         raise SnapshotError(f"items table lacks columns {sorted(missing)}")
-    table = table.select(ITEMS_SCHEMA.names)
-    with _gc_paused():
-        rows = table.to_pylist()
-        for row in rows:
-            for name in JSON_COLUMNS:
-                row[name] = msgspec.json.decode(row[name])
-        return msgspec.convert(rows, list[MemoryItem])
+    return ITEM_CODEC.from_table(table)
 
 
 # -- build ----------------------------------------------------------------------------------
