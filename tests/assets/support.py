@@ -86,7 +86,8 @@ def warehouse_state(settings: Settings) -> dict[str, Any]:
     if not settings.warehouse_path.exists():
         return {}
     with Warehouse(settings.warehouse_path, read_only=True) as wh:
-        items = {i["id"]: i for i in wh.items_frame(active_only=False).to_dicts()}
+        ids = [r[0] for r in wh.query("SELECT id FROM items ORDER BY id")]
+        items = {i.id: msgspec.to_builtins(i) for i in wh.get_items(ids)}
         return {
             "items": items,
             "counts": table_counts_open(wh),

@@ -144,7 +144,7 @@ def test_assets_step_by_step(tmp_path):
                 rels = {(link.rel, link.to) for link in new.links}
                 assert {("derived_from", i) for i in cluster["item_ids"]} <= rels
                 assert {("supersedes", i) for i in cluster["item_ids"]} <= rels
-                assert new_id in wh.embeddings_for([new_id], "hash-384")
+                assert wh.embedding_matrix("hash-384", [new_id]).shape[0] == 1
 
         # 6. lifecycle: the decision is promoted (auto-promote type, has provenance).
         result = materialize(settings, instance, "lifecycle")

@@ -30,7 +30,6 @@ from pipelines.warehouse import (
     UnknownItemError,
     Warehouse,
     WarehouseError,
-    chat_turn_row,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +75,7 @@ def wh(tmp_path, migrated_file):
 
 
 def test_put_and_get_round_trip_every_field(wh):
-    wh.put_item(make_item("other"))
+    wh.put_items([make_item("other")])
     item = make_item(
         "full",
         tier="mtm",
@@ -103,7 +102,7 @@ def test_put_and_get_round_trip_every_field(wh):
         last_used_at="2024-06-01T00:00:00+00:00",
         metadata={"merger": "extractive-fallback", "nested": {"a": [1, 2]}},
     )
-    stored = wh.put_item(item)
+    stored = wh.put_items([item])[0]
     assert stored == item
     assert wh.get_item("full") == item
     assert wh.get_item("missing") is None
@@ -113,32 +112,32 @@ def test_put_and_get_round_trip_every_field(wh):
 def test_put_item_recomputes_a_wrong_content_hash(wh):
     item = make_item("a")
     item.content = "edited after construction"
-    stored = wh.put_item(item)
+    stored = wh.put_items([item])[0]
     assert stored.content_hash == item_content_hash(item.title, "edited after construction")
     assert wh.get_item("a").content_hash == stored.content_hash
 
 
 def test_put_item_is_idempotent_for_same_content_and_refuses_other_content(wh):
-    wh.put_item(make_item("a"))
+    wh.put_items([make_item("a")])
     before = counts(wh)
-    again = wh.put_item(make_item("a", tier="ltm"))  # same title+content -> same hash
+    again = wh.put_items([make_item("a", tier="ltm")])[0]  # same title+content -> same hash
     assert again.tier == "stm"  # the stored item, untouched
     assert counts(wh) == before
     with pytest.raises(ItemConflictError, match="update_item"):
-        wh.put_item(make_item("a", content="something else"))
+        wh.put_items([make_item("a", content="something else")])
     assert counts(wh) == before
 
 
 def test_update_keeps_every_revision(wh):
     """Seed 000 test_store: revision history preserved."""
-    created = wh.put_item(make_item("a", content="v1"))
+    created = wh.put_items([make_item("a", content="v1")])[0]
     contents = ["v1"]
     for n in (2, 3, 4):
-        updated = wh.update_item("a", {"content": f"v{n}", "confidence": n / 10})
+        updated = wh.update_items({"a": {"content": f"v{n}", "confidence": n / 10}})[0]
         contents.append(f"v{n}")
         assert updated.content_hash == item_content_hash(updated.title, f"v{n}")
         assert updated.updated_at >= created.updated_at
-    promoted = wh.update_item("a", {"tier": "mtm"}, reason="promotion")
+    promoted = wh.update_items({"a": {"tier": "mtm"}}, reason="promotion")[0]
     assert promoted.content == "v4" and promoted.tier == "mtm"
     assert wh.get_item("a") == promoted
 
@@ -151,20 +150,20 @@ def test_update_keeps_every_revision(wh):
 
 
 def test_update_rejects_bad_patches_and_writes_nothing(wh):
-    wh.put_item(make_item("a"))
+    wh.put_items([make_item("a")])
     before = counts(wh)
     with pytest.raises(ValueError, match="unknown MemoryItem fields"):
-        wh.update_item("a", {"colour": "red"})
+        wh.update_items({"a": {"colour": "red"}})
     with pytest.raises(ValueError, match="cannot be patched"):
-        wh.update_item("a", {"content_hash": "x"})
+        wh.update_items({"a": {"content_hash": "x"}})
     with pytest.raises(ValueError, match="cannot be patched"):
-        wh.update_item("a", {"id": "b"})
+        wh.update_items({"a": {"id": "b"}})
     with pytest.raises(ValueError, match="invalid patch"):
-        wh.update_item("a", {"tier": "forever"})
+        wh.update_items({"a": {"tier": "forever"}})
     with pytest.raises(UnknownItemError):
-        wh.update_item("missing", {"tier": "mtm"})
+        wh.update_items({"missing": {"tier": "mtm"}})
     with pytest.raises(TypeError):
-        wh.update_item("a", ["tier", "mtm"])
+        wh.update_items({"a": ["tier", "mtm"]})
     assert counts(wh) == before
     assert wh.get_item("a").tier == "stm"
 
@@ -189,10 +188,10 @@ def test_supersede_and_archive_never_delete(wh):
     assert wh.supersede(["a"], "merged")[0].superseded_by == "merged"  # idempotent
     assert counts(wh) == history[-1]
 
-    archived = wh.archive("c", reason="expired")
+    archived = wh.archive_items(["c"], reason="expired")[0]
     assert archived.archived
     history.append(counts(wh))
-    assert wh.archive("c", reason="expired") == archived  # already archived: unchanged
+    assert wh.archive_items(["c"], reason="expired")[0] == archived  # already archived: unchanged
     assert counts(wh) == history[-1]
 
     for earlier, later in zip(history, history[1:]):
@@ -226,13 +225,13 @@ def test_supersede_refuses_contradictions(wh):
 
 
 def test_every_mutation_writes_an_event_with_the_content_hash(wh):
-    a = wh.put_item(make_item("a"), inbox_seq=7)
-    wh.put_item(make_item("m"))
-    b = wh.update_item("a", {"content": "new"})
+    a = wh.put_items([make_item("a")], inbox_seq=7)[0]
+    wh.put_items([make_item("m")])
+    b = wh.update_items({"a": {"content": "new"}})[0]
     assert wh.link("a", "m", "supports") is True
     assert wh.link("a", "m", "supports") is False  # idempotent: no second event
     wh.supersede(["a"], "m")
-    wh.archive("m", reason="expired")
+    wh.archive_items(["m"], reason="expired")
 
     events = wh.item_events("a")
     assert [e["action"] for e in events] == ["create", "update", "link", "supersede"]
@@ -265,26 +264,24 @@ def test_active_items_filters_by_tier_and_type(wh):
         [make_item("s1"), make_item("s2", type="todo"), make_item("m1", tier="mtm"),
          make_item("l1", tier="ltm", type="todo")]
     )  # fmt: skip
-    wh.archive("s1", reason="aged")
+    wh.archive_items(["s1"], reason="aged")
     assert [i.id for i in wh.active_items()] == ["l1", "m1", "s2"]
     assert [i.id for i in wh.active_items(tier="stm")] == ["s2"]
     assert [i.id for i in wh.active_items(types=["todo"])] == ["l1", "s2"]
     assert wh.active_items(types=[]) == []
     assert wh.count_items(tier="ltm") == 1
-    frame = wh.items_frame()
-    assert sorted(frame["id"].to_list()) == ["l1", "m1", "s2"]
-    assert wh.items_frame(active_only=False).height == 4
+    assert wh.count_items() == 3 and wh.count_items(active_only=False) == 4
     with pytest.raises(ValueError, match="unknown tier"):
         wh.active_items(tier="xl")
 
 
 def test_bad_item_input_is_a_clear_error(wh):
     with pytest.raises(TypeError):
-        wh.put_item({"id": "a"})
+        wh.put_items([{"id": "a"}])
     bad = make_item("a")
     bad.tier = "huge"
     with pytest.raises(ValueError, match="invalid memory item"):
-        wh.put_item(bad)
+        wh.put_items([bad])
     with pytest.raises(ItemConflictError, match="twice"):
         wh.put_items([make_item("x", content="one"), make_item("x", content="two")])
     with pytest.raises(ValueError):
@@ -296,12 +293,12 @@ def test_bad_item_input_is_a_clear_error(wh):
 
 
 def test_failed_transaction_leaves_nothing(wh):
-    wh.put_item(make_item("base"))
+    wh.put_items([make_item("base")])
     before = counts(wh)
     with pytest.raises(RuntimeError, match="boom"):
         with wh.transaction():
-            wh.put_item(make_item("new"))
-            wh.update_item("base", {"content": "changed"})
+            wh.put_items([make_item("new")])
+            wh.update_items({"base": {"content": "changed"}})
             wh.link("new", "base", "refines")
             wh.put_locations([PalaceLocation("base", "d", "r", "s", "c")])
             raise RuntimeError("boom")
@@ -314,9 +311,9 @@ def test_nested_failure_rolls_back_the_outer_transaction(wh):
     before = counts(wh)
     with pytest.raises(WarehouseError, match="nested"):
         with wh.transaction():
-            wh.put_item(make_item("a"))
+            wh.put_items([make_item("a")])
             try:
-                wh.put_item(make_item("a", content="conflict"))  # raises inside
+                wh.put_items([make_item("a", content="conflict")])  # raises inside
             except ItemConflictError:
                 pass  # swallowed by the caller, but the transaction is spoiled
     assert counts(wh) == before
@@ -324,8 +321,8 @@ def test_nested_failure_rolls_back_the_outer_transaction(wh):
 
 def test_grouped_calls_commit_together(wh):
     with wh.transaction():
-        wh.put_item(make_item("a"))
-        wh.put_item(make_item("b"))
+        wh.put_items([make_item("a")])
+        wh.put_items([make_item("b")])
         wh.supersede(["a"], "b")
     assert wh.get_item("a").superseded_by == "b"
 
@@ -334,7 +331,7 @@ def test_threads_can_share_a_warehouse(wh):
     def worker(t: int) -> None:
         wh.put_items([make_item(f"t{t}-{k}") for k in range(25)])
         for k in range(5):
-            wh.update_item(f"t{t}-{k}", {"usage_count": k + 1})
+            wh.update_items({f"t{t}-{k}": {"usage_count": k + 1}})
 
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
     for th in threads:
@@ -368,8 +365,7 @@ def test_bulk_insert_of_20k_items(wh):
     c = counts(wh)
     assert c["revisions"] == 20_000 and c["events"] == 20_000
     assert wh.revisions("bulk00042")[0]["reason"] == "import"
-    frame = wh.items_frame()
-    assert frame.height == 20_000 and frame["metadata"][0] == '{"k":0}'
+    assert wh.query("SELECT count(*), min(metadata::VARCHAR) FROM items") == [(20_000, '{"k":0}')]
     assert len(wh.active_items(tier="ltm")) == sum(1 for i in items if i.tier == "ltm")
 
     again = wh.put_items(items[5_000:7_000])  # idempotent: nothing new is written
@@ -389,39 +385,29 @@ def test_embeddings_round_trip_and_staleness(wh):
     )
     assert written == 5
     assert wh.stored_embedding_models() == [("hash", 8)]
-    got = wh.embeddings_for(["e3", "e0", "nope"], "hash")
-    assert set(got) == {"e3", "e0"}
-    assert got["e3"][0] == items[3].content_hash
-    assert got["e3"][1].dtype == np.float32
-    np.testing.assert_allclose(got["e3"][1], vectors[3].astype(np.float32))
     matrix = wh.embedding_matrix("hash", ["e4", "e1", "e4"])
+    assert matrix.dtype == np.float32
     np.testing.assert_allclose(matrix, vectors[[4, 1, 4]].astype(np.float32))
     with pytest.raises(UnknownItemError):
         wh.embedding_matrix("hash", ["e1", "nope"])
 
     assert wh.stale_embedding_ids("hash") == []
-    wh.update_item("e2", {"content": "rewritten"})
-    wh.put_item(make_item("e5"))
-    wh.archive("e0", reason="aged")
+    wh.update_items({"e2": {"content": "rewritten"}})
+    wh.put_items([make_item("e5")])
+    wh.archive_items(["e0"], reason="aged")
     assert wh.stale_embedding_ids("hash") == ["e2", "e5"]
-    ids, hashes, table = wh.embedding_table("hash")
-    assert ids == ["e1", "e3", "e4"] and table.shape == (3, 8)
-    assert hashes == [items[1].content_hash, items[3].content_hash, items[4].content_hash]
-    all_ids, _, _ = wh.embedding_table("hash", active_only=False, current_only=False)
-    assert all_ids == ["e0", "e1", "e2", "e3", "e4"]
 
     new_hash = wh.get_item("e2").content_hash
     wh.put_embeddings([("e2", new_hash, np.ones(8))], model_name="hash", dim=8)  # replaces
     assert wh.query("SELECT count(*) FROM embeddings")[0][0] == 5
-    assert wh.embeddings_for(["e2"], "hash")["e2"][0] == new_hash
+    np.testing.assert_array_equal(wh.embedding_matrix("hash", ["e2"]), np.ones((1, 8)))
     assert wh.stale_embedding_ids("hash") == ["e5"]
     assert wh.query("SELECT count(*) FROM events WHERE action = 'embed'")[0][0] == 2
-    empty_ids, _, empty = wh.embedding_table("other-model")
-    assert empty_ids == [] and empty.shape == (0, 0)
+    assert wh.embedding_matrix("other-model", []).shape == (0, 0)
 
 
 def test_embedding_input_is_validated(wh):
-    item = wh.put_item(make_item("a"))
+    item = wh.put_items([make_item("a")])[0]
     with pytest.raises(ValueError, match="shape"):
         wh.put_embeddings([("a", item.content_hash, np.ones(3))], model_name="m", dim=4)
     with pytest.raises(ValueError, match="finite"):
@@ -443,9 +429,7 @@ def test_embeddings_bulk_matrix(wh):
     wh.put_embeddings(
         [(i.id, i.content_hash, vectors[k]) for k, i in enumerate(items)], model_name="m", dim=dim
     )
-    ids, _, matrix = wh.embedding_table("m")
-    assert ids == [i.id for i in items]
-    np.testing.assert_array_equal(matrix, vectors)
+    np.testing.assert_array_equal(wh.embedding_matrix("m", [i.id for i in items]), vectors)
     order = [items[k].id for k in range(n - 1, -1, -7)]
     np.testing.assert_array_equal(wh.embedding_matrix("m", order), vectors[n - 1 :: -7])
 
@@ -456,7 +440,7 @@ def test_embeddings_bulk_matrix(wh):
 def test_chat_turns_and_proposals_are_idempotent(wh):
     turn = ChatTurn(turn_id="t1", identity=Identity(user_id="u1"), role="user", text="hi",
                     turn_ref="D1:1", speaker="Ann")  # fmt: skip
-    assert wh.put_chat_turns([turn, chat_turn_row(turn, event_id="ev1", inbox_seq=3)]) == 1
+    assert wh.put_chat_turns([turn, turn]) == 1
     assert wh.put_chat_turns([turn]) == 0
     assert wh.query("SELECT user_id, text, turn_ref, speaker FROM chat_turns") == [
         ("u1", "hi", "D1:1", "Ann")
@@ -495,7 +479,7 @@ def test_landing_is_idempotent_and_watermarked(wh):
     assert wh.last_ingested_seq() == 0
     assert wh.mark_landed(events[:3]) == 3
     assert wh.mark_landed(events) == 1
-    assert wh.is_landed("ev2") and not wh.is_landed("ev9")
+    assert wh.landed_ids(["ev2", "ev9"]) == {"ev2"}
     assert wh.landed_ids(["ev0", "ev9", "ev3"]) == {"ev0", "ev3"}
     wh.set_last_ingested_seq(4)
     assert wh.last_ingested_seq() == 4
@@ -520,10 +504,7 @@ def test_palace_locations(wh):
     ]
     assert wh.put_locations(locs) == 3
     assert wh.put_locations(locs) == 0  # unchanged: nothing written
-    assert [l.item_id for l in wh.locations("work/db")] == ["a", "b"]
-    assert [l.item_id for l in wh.locations("work/db/sqlite")] == ["b"]
-    assert [l.item_id for l in wh.locations()] == ["c", "a", "b"]
-    assert wh.locations("nowhere") == []
+    assert wh.location_of("b") == locs[1]
     moved = PalaceLocation("a", "work", "archive", "duckdb", "card-a")
     assert wh.put_locations([moved]) == 1
     assert wh.location_of("a") == moved
@@ -570,8 +551,8 @@ def test_tier_views(wh):
          make_item("u1", scope=Scope(kind="user", user_id="u1")),
          make_item("old", created_at="2024-01-01T08:00:00+00:00")]
     )  # fmt: skip
-    wh.archive("s1", reason="aged")
-    wh.update_item("s2", {"tier": "ltm"}, reason="promotion")
+    wh.archive_items(["s1"], reason="aged")
+    wh.update_items({"s2": {"tier": "ltm"}}, reason="promotion")
     by_scope = wh.query(
         "SELECT tier, type, scope_kind, items FROM v_items_by_tier_type_scope ORDER BY ALL"
     )
@@ -589,8 +570,8 @@ def test_tier_views(wh):
     assert growth[-1][3] == 3
     transitions = wh.query("SELECT from_tier, to_tier, items FROM v_tier_transitions_daily")
     assert transitions == [("stm", "ltm", 1)]
-    frame = wh.query_frame("SELECT * FROM v_audit_actions_daily")
-    assert set(frame["action"].to_list()) == {"create", "archive", "update"}
+    actions = wh.query("SELECT DISTINCT action FROM v_audit_actions_daily")
+    assert {a for (a,) in actions} == {"create", "archive", "update"}
 
 
 # -- opening, locking ---------------------------------------------------------------------
@@ -599,12 +580,12 @@ def test_tier_views(wh):
 def test_read_only_open_when_no_writer_holds_the_file(tmp_path):
     path = tmp_path / "w.duckdb"
     with Warehouse(path) as writer:
-        writer.put_item(make_item("a"))
+        writer.put_items([make_item("a")])[0]
     with Warehouse(path, read_only=True) as reader, Warehouse(path, read_only=True) as second:
         assert reader.get_item("a").id == "a"
         assert second.count_items() == 1
         with pytest.raises(WarehouseError, match="read-only"):
-            reader.put_item(make_item("b"))
+            reader.put_items([make_item("b")])[0]
     with pytest.raises(WarehouseError, match="no warehouse"):
         Warehouse(tmp_path / "missing.duckdb", read_only=True)
 
@@ -655,11 +636,10 @@ def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
 
     wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"])])
     mark = utcnow()
-    wh.update_item("a", {"tier": "mtm"}, reason="promote_type")  # text kept
-    wh.update_item("b", {"content": "new content of b"})  # text changed
-    wh.update_item("d", {"tags": ["x", "y"]})  # tags changed
-    wh.put_item(make_item("e"))  # new
+    wh.update_items({"a": {"tier": "mtm"}}, reason="promote_type")  # text kept
+    wh.update_items({"b": {"content": "new content of b"}})  # text changed
+    wh.update_items({"d": {"tags": ["x", "y"]}})  # tags changed
+    wh.put_items([make_item("e")])  # new
     wh.archive_items(["c"], reason="aged")  # touched, and no longer active
-    assert {i.id for i in wh.items_changed_since(mark)} == {"a", "b", "d", "e"}
     assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e"}
     assert wh.items_text_changed_since(utcnow()) == []

@@ -1,0 +1,170 @@
+"""Derived vectors: one per item and model, replaced when recomputed (an `embed` audit
+event per batch), read back as float32 matrices."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines.records import sha256_text, utcnow
+from pipelines.warehouse.connection import (
+    STRING,
+    UnknownItemError,
+    as_list,
+    check_id,
+    ids_table,
+)
+from pipelines.warehouse.journal import ItemJournal
+
+# pipelines.message_context.embedding_hash in SQL: which text a current vector is made from
+# (a message with a retrieval context hashes it in, so a new context means a new vector).
+EMBEDDING_HASH_SQL = (
+    "CASE WHEN i.type = 'message' AND coalesce(json_extract_string(i.metadata, '$.context'), '') <> '' "
+    "THEN sha256(i.content_hash || chr(10) || json_extract_string(i.metadata, '$.context')) "
+    "ELSE i.content_hash END"
+)
+_ACTIVE = "NOT i.archived AND i.superseded_by IS NULL"
+
+
+class Embeddings(ItemJournal):
+    def put_embeddings(
+        self,
+        rows: Sequence[tuple[str, str, np.ndarray]],
+        *,
+        model_name: str,
+        dim: int,
+    ) -> int:
+        """Store (item_id, content_hash, vector) rows for `model_name`, replacing an
+        item's previous vector for that model. Vectors are stored as float32. Returns the
+        number of rows written (the last row wins for an id given twice)."""
+        self._writable()
+        check_id(model_name, "model_name")
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0:
+            raise ValueError(f"dim must be a positive int, not {dim!r}")
+        latest = _latest_vectors(rows, dim)
+        if not latest:
+            return 0
+        ids = list(latest)
+        matrix = np.stack([latest[i][1] for i in ids])
+        if not np.isfinite(matrix).all():
+            raise ValueError("embedding vectors must be finite (no NaN or inf)")
+        offsets = np.arange(0, (len(ids) + 1) * dim, dim, dtype=np.int32)
+        now = utcnow()
+        table = pa.table(
+            {
+                "item_id": pa.array(ids, STRING),
+                "model_name": pa.array([model_name] * len(ids), STRING),
+                "dimension": pa.array([dim] * len(ids), pa.int32()),
+                "vector": pa.ListArray.from_arrays(pa.array(offsets), pa.array(matrix.ravel())),
+                "content_hash": pa.array([latest[i][0] for i in ids], STRING),
+                "created_at": pa.array([now] * len(ids), STRING),
+            }
+        )
+        with self.transaction():
+            stored_dims = {d for (m, d) in self._models() if m == model_name}
+            if stored_dims and stored_dims != {dim}:
+                raise ValueError(
+                    f"model {model_name!r} is stored with dimension "
+                    f"{sorted(stored_dims)}, not {dim}"
+                )
+            with self._staged(table) as staged:
+                missing = self._sql(
+                    f"SELECT s.item_id FROM {staged} s "
+                    "ANTI JOIN items i ON i.id = s.item_id LIMIT 5"
+                )
+                if missing:
+                    raise UnknownItemError(
+                        f"embeddings for unknown items: {[m[0] for m in missing]}"
+                    )
+                # Derived data: an item's older vector for this model is replaced.
+                self._sql(
+                    f"DELETE FROM embeddings WHERE model_name = ? "
+                    f"AND item_id IN (SELECT item_id FROM {staged})",
+                    [model_name],
+                )
+                self._sql(f"INSERT INTO embeddings SELECT * FROM {staged}")
+            digest = sha256_text("\n".join(f"{i}:{latest[i][0]}" for i in sorted(ids)))
+            details = {"model_name": model_name, "dim": dim, "count": len(ids)}
+            self._insert_events([("embed", None, details, digest)], now, None)
+        return len(ids)
+
+    def embedding_matrix(self, model_name: str, item_ids: Sequence[str]) -> np.ndarray:
+        """(len(item_ids), dim) float32 matrix in the order asked; every id must have a
+        vector for the model (UnknownItemError otherwise)."""
+        wanted = as_list(item_ids, "item_ids")
+        ids, _, matrix = self._fetch_embeddings(model_name, wanted)
+        if len(ids) != len(set(wanted)):
+            missing = sorted(set(wanted) - set(ids))
+            raise UnknownItemError(
+                f"no {model_name!r} embedding for {missing[:5]} ({len(missing)} missing)"
+            )
+        if len(ids) == len(wanted):
+            return matrix
+        row = {i: k for k, i in enumerate(ids)}
+        return matrix[[row[i] for i in wanted]]
+
+    def stale_embedding_ids(self, model_name: str, *, active_only: bool = True) -> list[str]:
+        """Items with no vector for the model, or one computed from older content."""
+        check_id(model_name, "model_name")
+        active = f"WHERE {_ACTIVE}" if active_only else ""
+        rows = self.query(
+            "SELECT i.id FROM items i LEFT JOIN embeddings e "
+            "ON e.item_id = i.id AND e.model_name = ? "
+            f"{active} {'AND' if active else 'WHERE'} "
+            f"(e.item_id IS NULL OR e.content_hash <> {EMBEDDING_HASH_SQL}) ORDER BY i.id",
+            [model_name],
+        )
+        return [r[0] for r in rows]
+
+    def stored_embedding_models(self) -> list[tuple[str, int]]:
+        with self.transaction():
+            return self._models()
+
+    def _models(self) -> list[tuple[str, int]]:
+        return [
+            (m, int(d))
+            for m, d in self._sql(
+                "SELECT DISTINCT model_name, dimension FROM embeddings ORDER BY 1, 2"
+            )
+        ]
+
+    def _fetch_embeddings(
+        self, model_name: str, item_ids: list[str]
+    ) -> tuple[list[str], list[str], np.ndarray]:
+        check_id(model_name, "model_name")
+        for i in item_ids:
+            check_id(i, "item id")
+        with self.transaction():
+            dims = [d for m, d in self._models() if m == model_name]
+            dim = dims[0] if dims else 0
+            with self._staged(ids_table(list(dict.fromkeys(item_ids)))) as staged:
+                result = self._arrow(
+                    f"SELECT e.item_id, e.content_hash, e.vector FROM {staged} w "
+                    "JOIN embeddings e ON e.item_id = w.id WHERE e.model_name = $model "
+                    "ORDER BY w.ord",
+                    {"model": model_name},
+                )
+        ids = result.column("item_id").to_pylist()
+        hashes = result.column("content_hash").to_pylist()
+        if not ids:
+            return [], [], np.zeros((0, dim), dtype=np.float32)
+        flat = result.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        return ids, hashes, flat.astype(np.float32, copy=False).reshape(len(ids), dim)
+
+
+def _latest_vectors(rows: Sequence[tuple[str, str, np.ndarray]], dim: int) -> dict[str, tuple[str, np.ndarray]]:
+    """id -> (content_hash, float32 vector), the last row winning; shapes checked."""
+    latest: dict[str, tuple[str, np.ndarray]] = {}
+    for row in as_list(rows, "rows"):
+        if not isinstance(row, (tuple, list)) or len(row) != 3:
+            raise TypeError("embedding rows must be (item_id, content_hash, vector) tuples")
+        item_id, content_hash, vector = row
+        check_id(item_id, "item_id")
+        check_id(content_hash, "content_hash")
+        vec = np.asarray(vector, dtype=np.float32)
+        if vec.shape != (dim,):
+            raise ValueError(f"vector for {item_id!r} has shape {vec.shape}, expected ({dim},)")
+        latest[item_id] = (content_hash, vec)
+    return latest

@@ -1,0 +1,211 @@
+"""Item rows and their history: the item-row codec of the `items` table, and the writes
+every item mutation is made of (new item rows, a revision per changed item, links, and
+the audit `events` rows), always inside the caller's transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from pipelines.item_rows import ItemRowCodec
+from pipelines.records import Link, LinkRel, MemoryItem, sha256_text
+from pipelines.warehouse.connection import (
+    STRING,
+    UnknownItemError,
+    WarehouseConnection,
+    check_id,
+    ids_table,
+    to_json,
+)
+
+LINK_RELS: frozenset[str] = frozenset(LinkRel.__args__)  # type: ignore[attr-defined]
+
+# The `items` table: scope flattened into its owner columns, links in their own table.
+ITEM_ROWS = ItemRowCodec(flatten={"scope": {"kind": "scope_kind"}}, omit=("links",), native_lists=True)
+ITEM_COLUMNS: tuple[str, ...] = ITEM_ROWS.columns
+ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
+
+_EVENT_SCHEMA = pa.schema(
+    [("action", STRING), ("item_id", STRING), ("details", STRING), ("content_sha256", STRING),
+     ("at", STRING), ("inbox_seq", pa.int64())]
+)  # fmt: skip
+_REVISION_SCHEMA = pa.schema(
+    [("revision_id", STRING), ("item_id", STRING), ("revision_num", pa.int32()),
+     ("snapshot", STRING), ("changed_at", STRING), ("reason", STRING)]
+)  # fmt: skip
+_LINK_SCHEMA = pa.schema(
+    [("src_id", STRING), ("dst_id", STRING), ("rel", STRING), ("created_at", STRING)]
+)
+
+EventRow = tuple[str, "str | None", dict[str, Any], str]  # action, item_id, details, sha256
+
+
+def check_inbox_seq(inbox_seq: Any) -> None:
+    if inbox_seq is not None and (isinstance(inbox_seq, bool) or not isinstance(inbox_seq, int)):
+        raise TypeError(f"inbox_seq must be an int or None, not {type(inbox_seq).__name__}")
+
+
+class ItemJournal(WarehouseConnection):
+    """Low-level item writes; callers hold a transaction and have validated arguments."""
+
+    def _load_items(self, ids: list[str]) -> dict[str, MemoryItem]:
+        if not ids:
+            return {}
+        with self._staged(ids_table(ids)) as staged:
+            return self._items_where(f"JOIN {staged} s ON s.id = i.id", "s.ord", [])
+
+    def _items_where(self, join_where: str, order: str, params: list[Any]) -> dict[str, MemoryItem]:
+        """Items selected by `join_where` (a JOIN and/or WHERE clause over `items i`), with
+        their links, keyed by id in `order`."""
+        table = self._arrow(f"SELECT {ITEM_SELECT} FROM items i {join_where} ORDER BY {order}", params)
+        links = self._sql(
+            f"SELECT l.src_id, l.rel, l.dst_id FROM links l WHERE l.src_id IN "
+            f"(SELECT i.id FROM items i {join_where}) ORDER BY l.src_id, l.created_at, l.rel, l.dst_id",
+            params,
+        )
+        by_src: dict[str, list[Link]] = {}
+        for src, rel, dst in links:
+            by_src.setdefault(src, []).append(Link(rel=rel, to=dst))
+        ids = table.column("id").to_pylist()
+        # The table's types and CHECK constraints already hold every scalar column.
+        links_of = [by_src.get(i, []) for i in ids]
+        items = ITEM_ROWS.from_table(table, {"links": links_of}, validate=False)
+        return {item.id: item for item in items}
+
+    def _require_items(self, ids: list[str], *, load: bool = True) -> dict[str, MemoryItem]:
+        for i in ids:
+            check_id(i, "item id")
+        unique = list(dict.fromkeys(ids))
+        if load:
+            found = self._load_items(unique)
+            present = set(found)
+        else:
+            found = {}
+            present = set(self._stored_hashes(unique))
+        missing = [i for i in unique if i not in present]
+        if missing:
+            raise UnknownItemError(f"unknown item ids: {missing[:5]} ({len(missing)} missing)")
+        return found
+
+    def _stored_hashes(self, ids: list[str]) -> dict[str, str]:
+        with self._staged(ids_table(ids)) as staged:
+            rows = self._sql(
+                f"SELECT i.id, i.content_hash FROM items i JOIN {staged} s ON s.id = i.id"
+            )
+        return dict(rows)
+
+    def _insert_item_rows(self, items: list[MemoryItem]) -> None:
+        with self._staged(ITEM_ROWS.to_table(items)) as staged:
+            cols = ", ".join(ITEM_COLUMNS)
+            self._sql(f"INSERT INTO items ({cols}) SELECT {cols} FROM {staged}")
+
+    def _write_changes(
+        self,
+        changes: list[tuple[MemoryItem, MemoryItem]],
+        reason: str,
+        action: str,
+        details: list[dict[str, Any]],
+        now: str,
+        inbox_seq: int | None,
+    ) -> None:
+        """Replace item rows with their new versions, then revision + event each."""
+        if not changes:
+            return
+        news = [new for _, new in changes]
+        assignments = ", ".join(f"{c} = s.{c}" for c in ITEM_COLUMNS if c != "id")
+        with self._staged(ITEM_ROWS.to_table(news)) as staged:
+            self._sql(f"UPDATE items SET {assignments} FROM {staged} s WHERE items.id = s.id")
+        latest = self._latest_revisions([n.id for n in news])
+        self._insert_revisions([(n, latest.get(n.id, 0) + 1) for n in news], reason, now)
+        self._insert_events(
+            [(action, n.id, d, n.content_hash) for n, d in zip(news, details)], now, inbox_seq
+        )
+
+    def _latest_revisions(self, ids: list[str]) -> dict[str, int]:
+        with self._staged(ids_table(ids)) as staged:
+            rows = self._sql(
+                f"SELECT r.item_id, max(r.revision_num) FROM revisions r "
+                f"JOIN {staged} s ON s.id = r.item_id GROUP BY r.item_id"
+            )
+        return {i: int(n) for i, n in rows}
+
+    def _insert_revisions(self, rows: list[tuple[MemoryItem, int]], reason: str, now: str) -> None:
+        table = pa.Table.from_pydict(
+            {
+                "revision_id": [f"{item.id}#{num}" for item, num in rows],
+                "item_id": [item.id for item, _ in rows],
+                "revision_num": [num for _, num in rows],
+                "snapshot": [msgspec.json.encode(item).decode("utf-8") for item, _ in rows],
+                "changed_at": [now] * len(rows),
+                "reason": [reason] * len(rows),
+            },
+            schema=_REVISION_SCHEMA,
+        )
+        with self._staged(table) as staged:
+            self._sql(f"INSERT INTO revisions SELECT * FROM {staged}")
+
+    def _insert_links(
+        self,
+        links: list[tuple[str, str, str]],
+        now: str,
+        *,
+        log: bool = False,
+        inbox_seq: int | None = None,
+    ) -> list[tuple[str, str, str]]:
+        """Insert the links not yet stored; returns those (with `link` events if log)."""
+        unique = list(dict.fromkeys(links))
+        if not unique:
+            return []
+        for _, _, rel in unique:
+            if rel not in LINK_RELS:
+                raise ValueError(f"unknown link rel {rel!r}; known: {sorted(LINK_RELS)}")
+        table = pa.Table.from_pydict(
+            {
+                "src_id": [s for s, _, _ in unique],
+                "dst_id": [d for _, d, _ in unique],
+                "rel": [r for _, _, r in unique],
+                "created_at": [now] * len(unique),
+            },
+            schema=_LINK_SCHEMA,
+        )
+        with self._staged(table) as staged:
+            new = self._sql(
+                f"SELECT s.src_id, s.dst_id, s.rel FROM {staged} s ANTI JOIN links l "
+                "ON l.src_id = s.src_id AND l.dst_id = s.dst_id AND l.rel = s.rel"
+            )
+            self._sql(
+                f"INSERT INTO links SELECT s.* FROM {staged} s ANTI JOIN links l "
+                "ON l.src_id = s.src_id AND l.dst_id = s.dst_id AND l.rel = s.rel"
+            )
+        if log and new:
+            self._insert_events(
+                [("link", s, {"dst_id": d, "rel": r}, sha256_text(f"{s}\x1f{r}\x1f{d}"))
+                 for s, d, r in new],
+                now,
+                inbox_seq,
+            )  # fmt: skip
+        return new
+
+    def _insert_events(self, rows: list[EventRow], now: str, inbox_seq: int | None) -> None:
+        """Append audit events (action, item_id, details, content_sha256)."""
+        if not rows:
+            return
+        check_inbox_seq(inbox_seq)
+        table = pa.Table.from_pydict(
+            {
+                "action": [r[0] for r in rows],
+                "item_id": [r[1] for r in rows],
+                "details": [to_json(r[2]) for r in rows],
+                "content_sha256": [r[3] for r in rows],
+                "at": [now] * len(rows),
+                "inbox_seq": [inbox_seq] * len(rows),
+            },
+            schema=_EVENT_SCHEMA,
+        )
+        with self._staged(table) as staged:
+            self._sql(
+                'INSERT INTO events (action, item_id, details, content_sha256, "at", inbox_seq) '
+                f'SELECT action, item_id, details, content_sha256, "at", inbox_seq FROM {staged}'
+            )

@@ -1,0 +1,151 @@
+"""Item reads: items by id, active items, what changed since a time, session tails,
+counts, and an item's revisions and audit events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+
+from pipelines.records import MemoryItem, Tier
+from pipelines.warehouse.connection import as_list, check_id
+from pipelines.warehouse.journal import ItemJournal
+
+TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
+_ACTIVE = "NOT i.archived AND i.superseded_by IS NULL"
+
+
+class ItemReads(ItemJournal):
+    def get_item(self, item_id: str) -> MemoryItem | None:
+        check_id(item_id, "item_id")
+        with self.transaction():
+            return self._load_items([item_id]).get(item_id)
+
+    def get_items(self, item_ids: Sequence[str]) -> list[MemoryItem]:
+        """Stored items in the order asked; unknown ids are skipped."""
+        ids = as_list(item_ids, "item_ids")
+        for i in ids:
+            check_id(i, "item id")
+        with self.transaction():
+            found = self._load_items(list(dict.fromkeys(ids)))
+        return [found[i] for i in ids if i in found]
+
+    def active_items(
+        self, *, tier: str | None = None, types: Sequence[str] | None = None
+    ) -> list[MemoryItem]:
+        """Items neither archived nor superseded, optionally of one tier / some types,
+        ordered by id."""
+        where, params = _active_filter(tier, types)
+        with self.transaction():
+            return list(self._items_where(where, "i.id", params).values())
+
+    def items_text_changed_since(self, since: str) -> list[MemoryItem]:
+        """Active items whose text (title, content, tags, entities) was written at or after
+        `since`: created since, or revised since and now different from their last revision
+        before it. Revisions that keep the text (promotion, palace, usage, aging) do not
+        count, so this costs what changed, not what was merely touched."""
+        check_id(since, "since")
+        differs = " OR ".join(
+            f"json_extract_string(rb.snapshot, '$.{f}') IS DISTINCT FROM json_extract_string(rl.snapshot, '$.{f}')"
+            for f in ("content_hash", "tags", "entities")
+        )
+        with self.transaction():
+            ids = [r[0] for r in self._sql(
+                "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
+                "WHERE changed_at >= ? GROUP BY item_id), "
+                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+                "JOIN touched t ON t.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
+                "SELECT t.item_id FROM touched t "
+                "JOIN revisions rl ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
+                "LEFT JOIN before b ON b.item_id = t.item_id "
+                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num "
+                f"WHERE rb.item_id IS NULL OR {differs} ORDER BY 1",
+                [since, since])]
+            found = self._load_items(ids)
+        return [it for it in found.values() if it.active]
+
+    def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
+        """The last `n` stored `message` items (by inbox sequence) of each (org, user,
+        session) in `keys`: the neighbours new turns of those sessions are read with."""
+        keys = list(dict.fromkeys(keys))
+        if not keys or n <= 0:
+            return []
+        table = pa.table({"org_id": [k[0] for k in keys], "user_id": [k[1] for k in keys],
+                          "session": [k[2] for k in keys]})
+        with self.transaction():
+            with self._staged(table) as staged:
+                rows = self._sql(
+                    "SELECT id FROM (SELECT i.id, row_number() OVER (PARTITION BY i.org_id, i.user_id, "
+                    "json_extract_string(i.metadata, '$.session_id') ORDER BY "
+                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) DESC NULLS LAST, "
+                    "i.created_at DESC, i.id DESC) AS rn "
+                    f"FROM items i JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
+                    "AND k.session = coalesce(json_extract_string(i.metadata, '$.session_id'), '') "
+                    f"WHERE i.type = 'message' AND {_ACTIVE}) "
+                    "WHERE rn <= ? ORDER BY id",
+                    [n],
+                )
+            found = self._load_items([r[0] for r in rows])
+        return list(found.values())
+
+    def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
+        _check_tier(tier)
+        conditions, params = [], []
+        if active_only:
+            conditions.append(_ACTIVE)
+        if tier is not None:
+            conditions.append("i.tier = ?")
+            params.append(tier)
+        where = f"WHERE {' AND '.join(conditions)}" if conditions else ""
+        return int(self.query(f"SELECT count(*) FROM items i {where}", params)[0][0])
+
+    def revisions(self, item_id: str) -> list[dict[str, Any]]:
+        """Every revision of an item, oldest first; `snapshot` is the item as a dict."""
+        check_id(item_id, "item_id")
+        keys = ("revision_id", "item_id", "revision_num", "snapshot", "changed_at", "reason")
+        rows = self.query(
+            f"SELECT {', '.join(keys)} FROM revisions WHERE item_id = ? ORDER BY revision_num",
+            [item_id],
+        )
+        out = [dict(zip(keys, r)) for r in rows]
+        for r in out:
+            r["snapshot"] = msgspec.json.decode(r["snapshot"])
+        return out
+
+    def item_events(self, item_id: str) -> list[dict[str, Any]]:
+        """The audit events of an item, oldest first; `details` decoded."""
+        check_id(item_id, "item_id")
+        keys = ("id", "action", "item_id", "details", "content_sha256", "at", "inbox_seq")
+        rows = self.query(
+            'SELECT id, action, item_id, details, content_sha256, "at", inbox_seq '
+            "FROM events WHERE item_id = ? ORDER BY id",
+            [item_id],
+        )
+        out = [dict(zip(keys, r)) for r in rows]
+        for r in out:
+            r["details"] = msgspec.json.decode(r["details"])
+        return out
+
+
+def _check_tier(tier: Any) -> None:
+    if tier is not None and tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; known: {list(TIERS)}")
+
+
+def _active_filter(tier: str | None, types: Sequence[str] | None) -> tuple[str, list[Any]]:
+    _check_tier(tier)
+    conditions = [_ACTIVE]
+    params: list[Any] = []
+    if tier is not None:
+        conditions.append("i.tier = ?")
+        params.append(tier)
+    if types is not None:
+        type_list = as_list(types, "types")
+        if not type_list:
+            conditions.append("FALSE")
+        else:
+            conditions.append(f"i.type IN ({', '.join('?' * len(type_list))})")
+            params.extend(type_list)
+    return "WHERE " + " AND ".join(conditions), params
