@@ -202,7 +202,7 @@ def _print_recall(result, mode: str) -> None:
 @app.command()
 def show(item_id: str, data_dir: Optional[str] = DATA_OPT) -> None:
     """Show one item with its revision history."""
-    from pipelines.inspect import describe_item
+    from pipelines.item_report import describe_item
 
     settings = _settings(data_dir)
     found = describe_item(settings, item_id)
@@ -214,7 +214,7 @@ def show(item_id: str, data_dir: Optional[str] = DATA_OPT) -> None:
 @app.command()
 def stats(data_dir: Optional[str] = DATA_OPT) -> None:
     """Counts per tier/type, the inbox, the published snapshot."""
-    from pipelines.inspect import collect_stats
+    from pipelines.item_report import collect_stats
 
     settings = _settings(data_dir)
     out = collect_stats(settings)
@@ -233,7 +233,7 @@ def list_items(
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Active items per tier (raw chat messages left out), from the warehouse."""
-    from pipelines.inspect import tier_listing
+    from pipelines.item_report import tier_listing
     from pipelines.records import TIERS
     from pipelines.warehouse import WarehouseError
 
@@ -267,7 +267,7 @@ def export(
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Export items from the warehouse as JSON lines (one MemoryItem per line)."""
-    from pipelines.inspect import export_items
+    from pipelines.item_report import export_items
 
     if format != "jsonl":
         _fail("only --format jsonl is supported", 2)
