@@ -335,6 +335,9 @@ class ToolDispatcher:
                                  "record comes only from a captured turn)")
         current = self.service.get_item(args.id, who, view)
         if current is None:
+            # Recorded for the audit trail (the answer stays that of an unknown id).
+            self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
+                               [args.id], outcome="refused", reason="not visible to the caller")
             raise ToolError(404, f"no item {args.id!r}")
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "

@@ -1,4 +1,13 @@
-"""Stage 2: landed events folded into governed memory items (policy re-run)."""
+"""Stage 2: landed events folded into governed memory items (policy re-run).
+
+Every change a caller asked for is its own revision: the events of a window are folded
+into the items they create (and the links, usage and retrieval context they add), while
+each `memory.update` is replayed in inbox order and stored as one revision and one audit
+event carrying its actor, inbox seq and request time, so two edits between two runs stay
+two revisions. A change that was refused (by the policy, or on an item the caller may not
+see; the service records it as an `audit` event) becomes a `refused` audit event and
+changes nothing.
+"""
 
 from __future__ import annotations
 
@@ -10,11 +19,20 @@ from typing import Any
 import msgspec
 
 from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, parse_time, read_window
-from pipelines.materialize import proposal_item_id, quarantine_expiry
+from pipelines.materialize import (
+    apply_patch,
+    message_item_id,
+    proposal_item_id,
+    quarantine_expiry,
+)
 from pipelines.message_context import CONTEXT_KEY, ContextWindow, contextualise, session_key, tail_size
-from pipelines.records import MemoryItem
+from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
-from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Warehouse
+from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
+
+# What the service writes for a refused change: an `audit` event with one of these outcomes.
+REFUSED_OUTCOMES = frozenset({"rejected", "refused"})
+_VERDICT_ORDER = {"accept": 0, "quarantine": 1, "reject": 2}
 
 
 @dataclass
@@ -30,10 +48,27 @@ class GovernReport:
     tightened: int = 0  # online verdict made stricter by the current policy
     rejected_now: list[str] = field(default_factory=list)  # event ids accepted online, rejected now
     updated: int = 0
+    edits: int = 0  # memory.update events stored, one revision each
+    refused: int = 0  # refused attempts recorded as audit events
     links: int = 0
     usage: int = 0
     skipped: list[str] = field(default_factory=list)  # "event_id: why"
     policy_version: str = ""
+
+
+@dataclass
+class Edit:
+    """One accepted `memory.update`, replayed: the patch to store and who asked for it."""
+
+    item_id: str
+    patch: dict[str, Any]
+    origin: Origin
+
+
+def origin_of(event: Event) -> Origin:
+    """The caller, inbox seq and request time of an inbox event."""
+    return Origin(actor=event.identity.user_id, inbox_seq=event.seq,
+                  requested_at=str(event.payload.get("at") or event.at))
 
 
 def _builtin(value: Any) -> Any:
@@ -59,51 +94,74 @@ def _with_quarantine_expiry(item: MemoryItem, days: float) -> MemoryItem:
     return msgspec.structs.replace(item, expires_at=quarantine_expiry(start, days))
 
 
-def govern_items(
-    inbox: Any,
-    warehouse: Warehouse,
-    policy: Any,
-    *,
-    settings: Settings,
-    hook: Hook | None = None,
-) -> GovernReport:
-    """Fold the landed events after the watermark into items, re-running the current
-    policy on every proposal, and store the result with the new watermark in one
-    transaction. Accepted items go to STM, quarantined ones to STM unverified with an
-    expiry, rejected ones stay events only; turns become `message` items; updates, links
-    and usage are applied to stored items."""
-    from_seq = warehouse.last_ingested_seq()
-    window, _ = read_window(inbox, from_seq)
-    landed = warehouse.landed_ids([e.event_id for e in window]) if window else set()
-    batch = list(itertools.takewhile(lambda e: e.event_id in landed, window))
-    report = GovernReport(from_seq=from_seq, to_seq=from_seq, events=len(batch),
-                          policy_version=str(getattr(policy, "version", "") or _policy_version()))
-    if not batch:
-        return report
-    report.to_seq = batch[-1].seq
+def _creators(batch: list[Event]) -> dict[str, Origin]:
+    """item id -> origin of the event that created it (turns, proposals, writes)."""
+    out: dict[str, Origin] = {}
+    for e in batch:
+        if e.kind == "turn" and "turn_id" in e.payload:
+            out[message_item_id(str(e.payload["turn_id"]))] = origin_of(e)
+        elif e.kind == "proposal":
+            out[proposal_item_id(e.event_id)] = origin_of(e)
+        elif e.kind == "memory.write" and isinstance(e.payload.get("item"), dict):
+            out[str(e.payload["item"].get("id"))] = origin_of(e)
+    return out
 
-    overlay, report.skipped = fold_skipping_bad(batch, warehouse.get_item, policy)
-    wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links)]))
-    stored = {i.id: i for i in warehouse.get_items(wanted)}
 
-    new_items: dict[str, MemoryItem] = {}
-    patches: dict[str, dict[str, Any]] = {}
-    for item_id, item in overlay.items.items():
-        item = _with_quarantine_expiry(item, settings.quarantine_days)
-        if item_id in stored:
-            patch = _diff(stored[item_id], item)
-            if patch:
-                patches[item_id] = patch
-        else:
-            new_items[item_id] = item
+def replay_edits(
+    events: list[Event], items: dict[str, MemoryItem], skipped: list[str]
+) -> tuple[list[Edit], dict[str, MemoryItem]]:
+    """The `memory.update` events in inbox order, each applied to the item as the one
+    before it left it (the same `apply_patch` the service's delta uses). Returns the edits
+    to store and the items after them."""
+    current = dict(items)
+    edits: list[Edit] = []
+    for e in events:
+        p = e.payload
+        item_id = str(p.get("item_id"))
+        verdict = (p.get("verdict") or {}).get("action", "accept")
+        item = current.get(item_id)
+        if item is None or verdict == "reject":
+            skipped.append(f"{e.event_id}: update of unknown item {item_id}" if item is None
+                           else f"{e.event_id}: update rejected by the policy")
+            continue
+        at = str(p.get("at") or e.at)
+        try:
+            patch = dict(p.get("patch") or {})
+            current[item_id] = apply_patch(item, patch, at)
+        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+            skipped.append(f"{e.event_id}: {type(exc).__name__}: {exc}")
+            continue
+        edits.append(Edit(item_id, {**patch, "updated_at": at}, origin_of(e)))
+    return edits, current
 
-    # Usage: counts and the time of the latest use, from the usage events themselves.
+
+def refusals(batch: list[Event]) -> list[tuple[str, str, str, Origin, dict[str, Any]]]:
+    """(item id, attempted action, reason, origin, details) of the refused write attempts
+    the service recorded as `audit` events."""
+    out = []
+    for e in batch:
+        p = e.payload
+        if e.kind != "audit" or p.get("outcome") not in REFUSED_OUTCOMES:
+            continue
+        attempted = str(p.get("action") or "?")
+        reason = str(p.get("reason") or ("rejected by the policy" if p.get("outcome") == "rejected"
+                                         else "refused"))
+        details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", []))}
+        for item_id in p.get("result_ids") or []:
+            out.append((str(item_id), attempted, reason, origin_of(e), details))
+    return out
+
+
+def _usage(batch: list[Event], overlay_usage: dict[str, int], new_items: dict[str, MemoryItem],
+           stored: dict[str, MemoryItem], patches: dict[str, dict[str, Any]],
+           report: GovernReport) -> None:
+    """Usage counts and the time of the latest use, from the usage events themselves."""
     last_used: dict[str, str] = {}
     for e in batch:
         if e.kind == "usage":
             for item_id in e.payload.get("item_ids", []) or []:
                 last_used[item_id] = max(last_used.get(item_id, ""), e.at)
-    for item_id, n in overlay.usage.items():
+    for item_id, n in overlay_usage.items():
         if item_id in new_items:
             it = new_items[item_id]
             new_items[item_id] = msgspec.structs.replace(
@@ -118,8 +176,13 @@ def govern_items(
             continue
         report.usage += n
 
+
+def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, MemoryItem],
+           stored: dict[str, MemoryItem], patches: dict[str, dict[str, Any]],
+           report: GovernReport) -> list[tuple[str, str, str]]:
+    """The links to store on stored items; `supersedes` links deactivate their target."""
     links = []
-    for src, dst, rel in dict.fromkeys(overlay.links):
+    for src, dst, rel in dict.fromkeys(overlay_links):
         known = (src in stored or src in new_items) and (dst in stored or dst in new_items)
         if rel not in LINK_RELS or not known or src == dst:
             report.skipped.append(f"link {src} -{rel}-> {dst}: unknown item or relation")
@@ -138,50 +201,117 @@ def govern_items(
         good = [link for link in item.links if link.rel in LINK_RELS]
         if len(good) != len(item.links):
             new_items[item_id] = msgspec.structs.replace(item, links=good)
+    return links
 
-    # Verdict counts, per proposal event.
+
+def _count_verdicts(batch: list[Event], items: dict[str, MemoryItem], report: GovernReport) -> None:
+    """Verdict counts, per proposal event."""
     for e in batch:
         if e.kind != "proposal" or any(s.startswith(e.event_id) for s in report.skipped):
             continue
-        item = overlay.items.get(proposal_item_id(e.event_id))
+        item = items.get(proposal_item_id(e.event_id))
         action = "reject" if item is None else str(item.metadata.get("verdict", "accept"))
         report.accepted += action == "accept"
         report.quarantined += action == "quarantine"
         report.rejected += action == "reject"
         online = str((e.payload.get("verdict") or {}).get("action", "accept"))
-        order = {"accept": 0, "quarantine": 1, "reject": 2}
-        report.tightened += order.get(action, 0) > order.get(online, 0)
+        report.tightened += _VERDICT_ORDER.get(action, 0) > _VERDICT_ORDER.get(online, 0)
         if action == "reject" and online != "reject":
             report.rejected_now.append(e.event_id)
-    # Messages get their conversational retrieval context; the last stored turn of a
-    # session gains the turn that answers it (a metadata update, then a new vector).
+
+
+def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
+             patches: dict[str, dict[str, Any]], settings: Settings
+             ) -> tuple[dict[str, MemoryItem], dict[str, dict[str, Any]]]:
+    """Messages get their conversational retrieval context; the last stored turn of a
+    session gains the turn that answers it (a metadata update, then a new vector)."""
     context_patches: dict[str, dict[str, Any]] = {}
     window = ContextWindow(settings.message_context_previous, settings.message_context_following,
                            settings.message_context_date)
-    if window.enabled:
-        touched = {session_key(i) for i in new_items.values() if i.type == "message"}
-        tails = warehouse.session_tails(sorted(touched), tail_size(window))
-        new_items, recontext = contextualise(new_items, tails, window)
-        by_id = {t.id: t for t in tails}
-        for item_id, context in recontext.items():
-            if item_id in patches:  # e.g. a usage update in the same batch: one revision
-                base = patches[item_id].get("metadata", by_id[item_id].metadata)
-                patches[item_id]["metadata"] = {**base, CONTEXT_KEY: context}
-            else:
-                context_patches[item_id] = {"metadata": {**by_id[item_id].metadata, CONTEXT_KEY: context}}
+    if not window.enabled:
+        return new_items, context_patches
+    touched = {session_key(i) for i in new_items.values() if i.type == "message"}
+    tails = warehouse.session_tails(sorted(touched), tail_size(window))
+    new_items, recontext = contextualise(new_items, tails, window)
+    by_id = {t.id: t for t in tails}
+    for item_id, context in recontext.items():
+        if item_id in patches:  # e.g. a usage update in the same batch: one revision
+            base = patches[item_id].get("metadata", by_id[item_id].metadata)
+            patches[item_id]["metadata"] = {**base, CONTEXT_KEY: context}
+        else:
+            context_patches[item_id] = {"metadata": {**by_id[item_id].metadata, CONTEXT_KEY: context}}
+    return new_items, context_patches
+
+
+def govern_items(
+    inbox: Any,
+    warehouse: Warehouse,
+    policy: Any,
+    *,
+    settings: Settings,
+    hook: Hook | None = None,
+) -> GovernReport:
+    """Fold the landed events after the watermark into items, re-running the current
+    policy on every proposal, and store the result with the new watermark in one
+    transaction. Accepted items go to STM, quarantined ones to STM unverified with an
+    expiry, rejected ones stay events only; turns become `message` items; each update is
+    its own revision (see the module docstring); links and usage are applied to stored
+    items; refused attempts are recorded."""
+    from_seq = warehouse.last_ingested_seq()
+    window, _ = read_window(inbox, from_seq)
+    landed = warehouse.landed_ids([e.event_id for e in window]) if window else set()
+    batch = list(itertools.takewhile(lambda e: e.event_id in landed, window))
+    report = GovernReport(from_seq=from_seq, to_seq=from_seq, events=len(batch),
+                          policy_version=str(getattr(policy, "version", "") or _policy_version()))
+    if not batch:
+        return report
+    report.to_seq = batch[-1].seq
+
+    updates = [e for e in batch if e.kind == "memory.update"]
+    overlay, report.skipped = fold_skipping_bad(
+        [e for e in batch if e.kind != "memory.update"], warehouse.get_item, policy)
+    wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
+                                 *(str(e.payload.get("item_id")) for e in updates)]))
+    stored = {i.id: i for i in warehouse.get_items(wanted)}
+
+    new_items: dict[str, MemoryItem] = {}
+    patches: dict[str, dict[str, Any]] = {}  # stored items: written before the edits
+    for item_id, item in overlay.items.items():
+        item = _with_quarantine_expiry(item, settings.quarantine_days)
+        if item_id in stored:
+            patch = _diff(stored[item_id], item)
+            if patch:
+                patches[item_id] = patch
+        else:
+            new_items[item_id] = item
+    edits, _ = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    later: dict[str, dict[str, Any]] = {}  # usage, supersession, context: after the edits
+    _usage(batch, overlay.usage, new_items, stored, later, report)
+    links = _links(overlay.links, new_items, stored, later, report)
+    _count_verdicts(batch, overlay.items, report)
+    new_items, context_patches = _context(warehouse, new_items, later, settings)
+    refused = refusals(batch)
+    link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
+                    for e in reversed(batch) if e.kind == "memory.link"}
     report.messages = sum(1 for i in new_items.values() if i.type == "message")
     report.created = len(new_items)
-    report.updated = len(patches)
-    report.links = len(links)
+    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in edits})
+    report.edits, report.refused, report.links = len(edits), len(refused), len(links)
 
     with warehouse.transaction():
-        warehouse.put_items(list(new_items.values()), reason="create")
+        warehouse.put_items(list(new_items.values()), reason="create", origin=_creators(batch))
         if patches:
             warehouse.update_items(patches, reason="inbox_update")
+        for edit in edits:
+            warehouse.update_items({edit.item_id: edit.patch}, reason="inbox_update", origin=edit.origin)
+        if later:
+            warehouse.update_items(later, reason="inbox_update")
         if context_patches:
             warehouse.update_items(context_patches, reason="message_context")
         for src, dst, rel in links:
-            warehouse.link(src, dst, rel)
+            warehouse.link(src, dst, rel, origin=link_origins.get((src, dst, rel)))
+        for item_id, attempted, reason, origin, details in refused:
+            warehouse.refuse(item_id, attempted=attempted, reason=reason, origin=origin, details=details)
         warehouse.set_last_ingested_seq(report.to_seq)
         call_hook(hook, "govern:before_commit")
     return report

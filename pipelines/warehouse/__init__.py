@@ -21,13 +21,17 @@ threads: calls are serialised by a lock.
 
 One module per concern, composed into `Warehouse`:
 - `connection`: opening, transactions, `query(sql, params=None) -> list[tuple]`.
-- `items` (writes; every mutator also takes `inbox_seq=None`, stored on its audit rows to
-  tie them to the inbox event that caused them): `put_items(items, *, reason="create")`
+- `items` (writes; every mutator also takes `origin=None`, an `Origin(actor, inbox_seq,
+  requested_at)` naming who asked for the change and the inbox event it comes from, stored
+  on its revisions and audit rows; None is the pipeline's own work):
+  `put_items(items, *, reason="create")`
   (bulk, arrow; idempotent for the same id + content hash, `ItemConflictError` for the
   same id with other content), `update_items({id: patch}, *, reason)`,
   `archive_items(ids, *, reason)`, `supersede(old_ids, new_id, *, reason)` (old.superseded_by
   = new; links new -derived_from-> old and new -supersedes-> old), `link(src, dst, rel) ->
-  bool` (True when new; shows in `item.links` of src).
+  bool` (True when new; shows in `item.links` of src), `refuse(id, *, attempted, reason,
+  origin)` (an attempt that was refused: a `refused` audit event, nothing else written).
+  An update that marks an item `retracted` is audited as `retract` (never deleted).
 - `reads`: `get_item(id)`, `get_items(ids)` (input order, missing ids skipped),
   `active_items(*, tier=None, types=None)`, `items_text_changed_since(iso)`,
   `session_tails(keys, n)`, `count_items(active_only=True, tier=None)`, `revisions(id)`,
@@ -60,7 +64,7 @@ from pipelines.warehouse.connection import (
 )
 from pipelines.warehouse.embeddings import EMBEDDING_HASH_SQL, Embeddings
 from pipelines.warehouse.items import PATCHABLE_FIELDS, ItemWrites
-from pipelines.warehouse.journal import ITEM_COLUMNS, LINK_RELS
+from pipelines.warehouse.journal import ITEM_COLUMNS, LINK_RELS, Origin
 from pipelines.warehouse.landing import INBOX_SEQ_KEY, Landing
 from pipelines.warehouse.palace import Palace
 from pipelines.warehouse.reads import TIERS, ItemReads
@@ -68,7 +72,7 @@ from pipelines.warehouse.runs import Runs
 
 __all__ = [
     "EMBEDDING_HASH_SQL", "INBOX_SEQ_KEY", "ITEM_COLUMNS", "LINK_RELS", "PATCHABLE_FIELDS",
-    "TIERS", "ItemConflictError", "UnknownItemError", "Warehouse", "WarehouseError",
+    "TIERS", "ItemConflictError", "Origin", "UnknownItemError", "Warehouse", "WarehouseError",
     "WarehouseLockedError",
 ]  # fmt: skip
 

@@ -9,14 +9,14 @@ from typing import Any
 import msgspec
 
 from pipelines.item_rows import gc_paused
-from pipelines.records import MemoryItem, item_content_hash, utcnow
+from pipelines.records import MemoryItem, item_content_hash, sha256_text, utcnow
 from pipelines.warehouse.connection import (
     ItemConflictError,
     as_list,
     check_id,
     unique_ids,
 )
-from pipelines.warehouse.journal import LINK_RELS, ItemJournal, check_inbox_seq
+from pipelines.warehouse.journal import LINK_RELS, ItemJournal, Origin, check_origin
 
 _FIELD_NAMES = frozenset(f.name for f in msgspec.structs.fields(MemoryItem))
 # Not patchable: identity, derived hash, links (append-only, see link()), learn time.
@@ -27,14 +27,19 @@ _ITEMS_DECODER = msgspec.json.Decoder(list[MemoryItem])
 
 class ItemWrites(ItemJournal):
     def put_items(
-        self, items: Sequence[MemoryItem], *, reason: str = "create", inbox_seq: int | None = None
+        self,
+        items: Sequence[MemoryItem],
+        *,
+        reason: str = "create",
+        origin: Origin | Mapping[str, Origin] | None = None,
     ) -> list[MemoryItem]:
         """Insert many items in one transaction through arrow (no per-row INSERTs).
         Their `links` are stored too (targets are not checked: they may arrive later).
-        Idempotent for the same id and content; `ItemConflictError` for other content."""
+        Idempotent for the same id and content; `ItemConflictError` for other content.
+        `origin`: one for every item, or item id -> origin (missing ids: none)."""
         self._writable()
         check_id(reason, "reason")
-        check_inbox_seq(inbox_seq)
+        origin_of = origin.get if isinstance(origin, Mapping) else lambda _id: origin
         batch = _validated_items(as_list(items, "items"))
         if not batch:
             return []
@@ -54,7 +59,8 @@ class ItemWrites(ItemJournal):
             if new:
                 now = utcnow()
                 self._insert_item_rows(new)
-                self._insert_revisions([(i, 1) for i in new], reason, now)
+                origins = [origin_of(i.id) for i in new]
+                self._insert_revisions([(i, 1) for i in new], reason, now, origins)
                 self._insert_links(
                     [(i.id, link.to, link.rel) for i in new for link in i.links], now
                 )
@@ -65,7 +71,7 @@ class ItemWrites(ItemJournal):
                         for i in new
                     ],
                     now,
-                    inbox_seq,
+                    origins,
                 )  # fmt: skip
             existing = self._load_items([i for i in first if i in stored])
         resolved = {i.id: i for i in new}
@@ -77,14 +83,14 @@ class ItemWrites(ItemJournal):
         patches: Mapping[str, Mapping[str, Any]],
         *,
         reason: str = "update",
-        inbox_seq: int | None = None,
+        origin: Origin | None = None,
     ) -> list[MemoryItem]:
         """Patch many items in one transaction; always a new revision and event each.
         Patchable: every MemoryItem field except id, content_hash (recomputed), links (see
         link()) and created_at. updated_at is set to now unless the patch gives it."""
         self._writable()
         check_id(reason, "reason")
-        check_inbox_seq(inbox_seq)
+        check_origin(origin)
         if not isinstance(patches, Mapping):
             raise TypeError(
                 f"patches must be a mapping of item id -> patch, not {type(patches).__name__}"
@@ -97,17 +103,20 @@ class ItemWrites(ItemJournal):
             current = self._require_items(list(patches))
             now = utcnow()
             changes = [(current[i], _patched(current[i], p, now)) for i, p in patches.items()]
-            details = [{"reason": reason, "fields": sorted(patches[old.id])} for old, _ in changes]
-            self._write_changes(changes, reason, "update", details, now, inbox_seq)
+            actions = [_update_action(old, new) for old, new in changes]
+            for action in dict.fromkeys(actions):
+                group = [c for c, a in zip(changes, actions) if a == action]
+                details = [{"reason": reason, "fields": sorted(patches[old.id])} for old, _ in group]
+                self._write_changes(group, reason, action, details, now, origin)
         return [new for _, new in changes]
 
     def archive_items(
-        self, item_ids: Sequence[str], *, reason: str, inbox_seq: int | None = None
+        self, item_ids: Sequence[str], *, reason: str, origin: Origin | None = None
     ) -> list[MemoryItem]:
         """Mark items archived (expiry, aging); those already archived are unchanged."""
         self._writable()
         check_id(reason, "reason")
-        check_inbox_seq(inbox_seq)
+        check_origin(origin)
         ids = unique_ids(item_ids, "item_ids")
         with self.transaction():
             current = self._require_items(ids)
@@ -118,7 +127,7 @@ class ItemWrites(ItemJournal):
                 if not current[i].archived
             ]
             details = [{"reason": reason} for _ in changes]
-            self._write_changes(changes, reason, "archive", details, now, inbox_seq)
+            self._write_changes(changes, reason, "archive", details, now, origin)
             result = {new.id: new for _, new in changes}
         return [result.get(i, current[i]) for i in ids]
 
@@ -128,14 +137,14 @@ class ItemWrites(ItemJournal):
         new_id: str,
         *,
         reason: str = "consolidation_merge",
-        inbox_seq: int | None = None,
+        origin: Origin | None = None,
     ) -> list[MemoryItem]:
         """Mark `old_ids` as superseded by `new_id` (a revision and a `supersede` event
         each) and link new -derived_from-> old and new -supersedes-> old. Returns the old
         items as now stored. Idempotent for items already superseded by `new_id`."""
         self._writable()
         check_id(reason, "reason")
-        check_inbox_seq(inbox_seq)
+        check_origin(origin)
         ids = unique_ids(old_ids, "old_ids")
         check_id(new_id, "new_id")
         if new_id in ids:
@@ -155,16 +164,39 @@ class ItemWrites(ItemJournal):
                 if current[i].superseded_by is None
             ]
             details = [{"reason": reason, "new_id": new_id} for _ in changes]
-            self._write_changes(changes, reason, "supersede", details, now, inbox_seq)
+            self._write_changes(changes, reason, "supersede", details, now, origin)
             links = [(new_id, i, rel) for i in ids for rel in ("derived_from", "supersedes")]
-            self._insert_links(links, now, log=True, inbox_seq=inbox_seq)
+            self._insert_links(links, now, log=True, origins=origin)
             result = {new.id: new for _, new in changes}
         return [result.get(i, current[i]) for i in ids]
 
-    def link(self, src_id: str, dst_id: str, rel: str, *, inbox_seq: int | None = None) -> bool:
+    def refuse(
+        self,
+        item_id: str,
+        *,
+        attempted: str,
+        reason: str,
+        origin: Origin,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record a change someone attempted and was refused (by the policy, or on an item
+        they may not change): a `refused` audit event only, nothing else is written. The
+        item need not exist (an attempt on an unknown id is recorded too); the event's
+        content hash is the item's unchanged one, or the hash of nothing."""
+        self._writable()
+        check_id(item_id, "item_id")
+        check_id(attempted, "attempted")
+        check_id(reason, "reason")
+        check_origin(origin)
+        with self.transaction():
+            stored = self._stored_hashes([item_id]).get(item_id, sha256_text(""))
+            why = {"attempted": attempted, "reason": reason, **(details or {})}
+            self._insert_events([("refused", item_id, why, stored)], utcnow(), origin)
+
+    def link(self, src_id: str, dst_id: str, rel: str, *, origin: Origin | None = None) -> bool:
         """Add a typed link between two stored items; True when it is new (idempotent)."""
         self._writable()
-        check_inbox_seq(inbox_seq)
+        check_origin(origin)
         check_id(src_id, "src_id")
         check_id(dst_id, "dst_id")
         if rel not in LINK_RELS:
@@ -172,8 +204,14 @@ class ItemWrites(ItemJournal):
         with self.transaction():
             self._require_items([src_id, dst_id])
             return bool(
-                self._insert_links([(src_id, dst_id, rel)], utcnow(), log=True, inbox_seq=inbox_seq)
+                self._insert_links([(src_id, dst_id, rel)], utcnow(), log=True, origins=origin)
             )
+
+
+def _update_action(old: MemoryItem, new: MemoryItem) -> str:
+    """`retract` for an update that marks an item known false (the never-delete form of a
+    deletion: it stays, with its history, and is never recalled), else `update`."""
+    return "retract" if new.validation == "retracted" != old.validation else "update"
 
 
 def _check_patch(item_id: Any, patch: Any) -> None:

@@ -4,6 +4,7 @@ the audit `events` rows), always inside the caller's transaction."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -27,13 +28,14 @@ ITEM_ROWS = ItemRowCodec(flatten={"scope": {"kind": "scope_kind"}}, omit=("links
 ITEM_COLUMNS: tuple[str, ...] = ITEM_ROWS.columns
 ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
 
+_ORIGIN_FIELDS = [("actor", STRING), ("inbox_seq", pa.int64()), ("requested_at", STRING)]
 _EVENT_SCHEMA = pa.schema(
     [("action", STRING), ("item_id", STRING), ("details", STRING), ("content_sha256", STRING),
-     ("at", STRING), ("inbox_seq", pa.int64())]
+     ("at", STRING), *_ORIGIN_FIELDS]
 )  # fmt: skip
 _REVISION_SCHEMA = pa.schema(
     [("revision_id", STRING), ("item_id", STRING), ("revision_num", pa.int32()),
-     ("snapshot", STRING), ("changed_at", STRING), ("reason", STRING)]
+     ("snapshot", STRING), ("changed_at", STRING), ("reason", STRING), *_ORIGIN_FIELDS]
 )  # fmt: skip
 _LINK_SCHEMA = pa.schema(
     [("src_id", STRING), ("dst_id", STRING), ("rel", STRING), ("created_at", STRING)]
@@ -42,9 +44,34 @@ _LINK_SCHEMA = pa.schema(
 EventRow = tuple[str, "str | None", dict[str, Any], str]  # action, item_id, details, sha256
 
 
-def check_inbox_seq(inbox_seq: Any) -> None:
-    if inbox_seq is not None and (isinstance(inbox_seq, bool) or not isinstance(inbox_seq, int)):
-        raise TypeError(f"inbox_seq must be an int or None, not {type(inbox_seq).__name__}")
+class Origin(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Who asked for a change and when: the caller's user id, the inbox event's sequence
+    number and time. Pipeline work (merges, promotion, aging) has no origin."""
+
+    actor: str | None = None
+    inbox_seq: int | None = None
+    requested_at: str | None = None
+
+
+Origins = Origin | Sequence[Origin | None] | None  # one for every row, or one per row
+
+
+def check_origin(origin: Any) -> None:
+    if origin is not None and not isinstance(origin, Origin):
+        raise TypeError(f"origin must be an Origin or None, not {type(origin).__name__}")
+    seq = getattr(origin, "inbox_seq", None)
+    if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
+        raise TypeError(f"inbox_seq must be an int or None, not {type(seq).__name__}")
+
+
+def _origin_columns(origins: Origins, n: int) -> dict[str, list[Any]]:
+    per_row = list(origins) if isinstance(origins, Sequence) else [origins] * n
+    for origin in per_row:
+        check_origin(origin)
+    empty = Origin()
+    return {
+        name: [getattr(o or empty, name) for o in per_row] for name, _ in _ORIGIN_FIELDS
+    }
 
 
 class ItemJournal(WarehouseConnection):
@@ -108,7 +135,7 @@ class ItemJournal(WarehouseConnection):
         action: str,
         details: list[dict[str, Any]],
         now: str,
-        inbox_seq: int | None,
+        origin: Origin | None,
     ) -> None:
         """Replace item rows with their new versions, then revision + event each."""
         if not changes:
@@ -118,9 +145,9 @@ class ItemJournal(WarehouseConnection):
         with self._staged(ITEM_ROWS.to_table(news)) as staged:
             self._sql(f"UPDATE items SET {assignments} FROM {staged} s WHERE items.id = s.id")
         latest = self._latest_revisions([n.id for n in news])
-        self._insert_revisions([(n, latest.get(n.id, 0) + 1) for n in news], reason, now)
+        self._insert_revisions([(n, latest.get(n.id, 0) + 1) for n in news], reason, now, origin)
         self._insert_events(
-            [(action, n.id, d, n.content_hash) for n, d in zip(news, details)], now, inbox_seq
+            [(action, n.id, d, n.content_hash) for n, d in zip(news, details)], now, origin
         )
 
     def _latest_revisions(self, ids: list[str]) -> dict[str, int]:
@@ -131,7 +158,9 @@ class ItemJournal(WarehouseConnection):
             )
         return {i: int(n) for i, n in rows}
 
-    def _insert_revisions(self, rows: list[tuple[MemoryItem, int]], reason: str, now: str) -> None:
+    def _insert_revisions(
+        self, rows: list[tuple[MemoryItem, int]], reason: str, now: str, origins: Origins
+    ) -> None:
         table = pa.Table.from_pydict(
             {
                 "revision_id": [f"{item.id}#{num}" for item, num in rows],
@@ -140,11 +169,13 @@ class ItemJournal(WarehouseConnection):
                 "snapshot": [msgspec.json.encode(item).decode("utf-8") for item, _ in rows],
                 "changed_at": [now] * len(rows),
                 "reason": [reason] * len(rows),
+                **_origin_columns(origins, len(rows)),
             },
             schema=_REVISION_SCHEMA,
         )
         with self._staged(table) as staged:
-            self._sql(f"INSERT INTO revisions SELECT * FROM {staged}")
+            cols = ", ".join(_REVISION_SCHEMA.names)
+            self._sql(f"INSERT INTO revisions ({cols}) SELECT {cols} FROM {staged}")
 
     def _insert_links(
         self,
@@ -152,9 +183,11 @@ class ItemJournal(WarehouseConnection):
         now: str,
         *,
         log: bool = False,
-        inbox_seq: int | None = None,
+        origins: Origins = None,
     ) -> list[tuple[str, str, str]]:
-        """Insert the links not yet stored; returns those (with `link` events if log)."""
+        """Insert the links not yet stored; returns those (with `link` events if log).
+        `origins`: one for all links, or one per link given."""
+        per_link = dict(zip(links, origins)) if isinstance(origins, Sequence) else None
         unique = list(dict.fromkeys(links))
         if not unique:
             return []
@@ -184,15 +217,14 @@ class ItemJournal(WarehouseConnection):
                 [("link", s, {"dst_id": d, "rel": r}, sha256_text(f"{s}\x1f{r}\x1f{d}"))
                  for s, d, r in new],
                 now,
-                inbox_seq,
+                [per_link[(s, d, r)] for s, d, r in new] if per_link is not None else origins,
             )  # fmt: skip
         return new
 
-    def _insert_events(self, rows: list[EventRow], now: str, inbox_seq: int | None) -> None:
+    def _insert_events(self, rows: list[EventRow], now: str, origins: Origins) -> None:
         """Append audit events (action, item_id, details, content_sha256)."""
         if not rows:
             return
-        check_inbox_seq(inbox_seq)
         table = pa.Table.from_pydict(
             {
                 "action": [r[0] for r in rows],
@@ -200,12 +232,10 @@ class ItemJournal(WarehouseConnection):
                 "details": [to_json(r[2]) for r in rows],
                 "content_sha256": [r[3] for r in rows],
                 "at": [now] * len(rows),
-                "inbox_seq": [inbox_seq] * len(rows),
+                **_origin_columns(origins, len(rows)),
             },
             schema=_EVENT_SCHEMA,
         )
+        cols = ", ".join(f'"{c}"' for c in _EVENT_SCHEMA.names)
         with self._staged(table) as staged:
-            self._sql(
-                'INSERT INTO events (action, item_id, details, content_sha256, "at", inbox_seq) '
-                f'SELECT action, item_id, details, content_sha256, "at", inbox_seq FROM {staged}'
-            )
+            self._sql(f"INSERT INTO events ({cols}) SELECT {cols} FROM {staged}")

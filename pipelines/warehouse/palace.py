@@ -9,15 +9,15 @@ import pyarrow as pa
 
 from pipelines.records import PalaceLocation, sha256_text, utcnow
 from pipelines.warehouse.connection import STRING, as_list, check_id, ids_table
-from pipelines.warehouse.journal import ItemJournal, check_inbox_seq
+from pipelines.warehouse.journal import ItemJournal, Origin, check_origin
 
 
 class Palace(ItemJournal):
-    def put_locations(self, locs: Sequence[PalaceLocation], *, inbox_seq: int | None = None) -> int:
+    def put_locations(self, locs: Sequence[PalaceLocation], *, origin: Origin | None = None) -> int:
         """Assign palace locations (one per item; the last given wins). Only new or moved
         items are written, each with a `palace.assign` event. Returns that count."""
         self._writable()
-        check_inbox_seq(inbox_seq)
+        check_origin(origin)
         latest: dict[str, PalaceLocation] = {}
         for loc in as_list(locs, "locs"):
             if not isinstance(loc, PalaceLocation):
@@ -57,7 +57,7 @@ class Palace(ItemJournal):
                 before = previous.get(loc.item_id)
                 details = {"path": loc.path, "previous": before.path if before else None}
                 events.append(("palace.assign", loc.item_id, details, sha256_text(loc.path)))
-            self._insert_events(events, now, inbox_seq)
+            self._insert_events(events, now, origin)
         return len(changed)
 
     def location_of(self, item_id: str) -> PalaceLocation | None:

@@ -104,7 +104,8 @@ class ItemReads(ItemJournal):
     def revisions(self, item_id: str) -> list[dict[str, Any]]:
         """Every revision of an item, oldest first; `snapshot` is the item as a dict."""
         check_id(item_id, "item_id")
-        keys = ("revision_id", "item_id", "revision_num", "snapshot", "changed_at", "reason")
+        keys = ("revision_id", "item_id", "revision_num", "snapshot", "changed_at", "reason",
+                "actor", "inbox_seq", "requested_at")  # fmt: skip
         rows = self.query(
             f"SELECT {', '.join(keys)} FROM revisions WHERE item_id = ? ORDER BY revision_num",
             [item_id],
@@ -117,12 +118,10 @@ class ItemReads(ItemJournal):
     def item_events(self, item_id: str) -> list[dict[str, Any]]:
         """The audit events of an item, oldest first; `details` decoded."""
         check_id(item_id, "item_id")
-        keys = ("id", "action", "item_id", "details", "content_sha256", "at", "inbox_seq")
-        rows = self.query(
-            'SELECT id, action, item_id, details, content_sha256, "at", inbox_seq '
-            "FROM events WHERE item_id = ? ORDER BY id",
-            [item_id],
-        )
+        keys = ("id", "action", "item_id", "details", "content_sha256", "at", "actor",
+                "inbox_seq", "requested_at")  # fmt: skip
+        cols = ", ".join(f'"{k}"' for k in keys)  # "at" is a keyword
+        rows = self.query(f"SELECT {cols} FROM events WHERE item_id = ? ORDER BY id", [item_id])
         out = [dict(zip(keys, r)) for r in rows]
         for r in out:
             r["details"] = msgspec.json.decode(r["details"])

@@ -81,7 +81,11 @@ def test_usage_updates_links_and_bad_events(tmp_path):
         item_a, item_b = wh.get_item(a_id), wh.get_item(b_id)
         assert (item_a.usage_count, item_a.last_used_at) == (2, "2026-01-02T00:00:00+00:00")
         assert item_a.content == "Alpha runs on port 9001."
-        assert [r["reason"] for r in wh.revisions(a_id)] == ["create", "inbox_update"]
+        # The edit is a revision of its own (with its author); usage lands after it.
+        revisions = wh.revisions(a_id)
+        assert [r["reason"] for r in revisions] == ["create", "inbox_update", "inbox_update"]
+        assert (revisions[1]["actor"], revisions[1]["snapshot"]["content"]) == (WHO.user_id, "Alpha runs on port 9001.")
+        assert revisions[2]["actor"] is None and revisions[2]["snapshot"]["usage_count"] == 2
         assert item_b.usage_count == 1 and item_b.superseded_by == a_id  # "a supersedes b"
         assert ("supersedes", b_id) in {(link.rel, link.to) for link in item_a.links}
         assert stages.supersede_violations(wh) == []

@@ -26,6 +26,7 @@ from pipelines.records import (
     sha256_text,
 )
 from pipelines.warehouse import (
+    Origin,
     ItemConflictError,
     UnknownItemError,
     Warehouse,
@@ -225,7 +226,7 @@ def test_supersede_refuses_contradictions(wh):
 
 
 def test_every_mutation_writes_an_event_with_the_content_hash(wh):
-    a = wh.put_items([make_item("a")], inbox_seq=7)[0]
+    a = wh.put_items([make_item("a")], origin=Origin(actor="ann", inbox_seq=7))[0]
     wh.put_items([make_item("m")])
     b = wh.update_items({"a": {"content": "new"}})[0]
     assert wh.link("a", "m", "supports") is True
@@ -236,6 +237,7 @@ def test_every_mutation_writes_an_event_with_the_content_hash(wh):
     events = wh.item_events("a")
     assert [e["action"] for e in events] == ["create", "update", "link", "supersede"]
     assert events[0]["content_sha256"] == a.content_hash and events[0]["inbox_seq"] == 7
+    assert events[0]["actor"] == "ann" and events[1]["actor"] is None  # None: the pipeline's own
     assert events[1]["content_sha256"] == b.content_hash != a.content_hash
     assert events[1]["details"]["fields"] == ["content"]
     assert events[2]["content_sha256"] == sha256_text("a\x1fsupports\x1fm")

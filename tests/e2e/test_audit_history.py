@@ -1,0 +1,133 @@
+"""Every change is a revision: the audit history a chat loop leaves behind, end to end.
+
+Over HTTP (Litestar's test client, real SQLite inbox, real DuckDB warehouse, real FAISS
+snapshot): Dana writes a project decision and a consolidation stores it. Between the next
+two consolidations Dana and then Omar (same project) correct it through `memory.update`,
+Eve (another project) tries to change it, Omar tries to store a credential in it (the
+policy refuses), a second decision is written and corrected before any consolidation, and
+Dana retracts the first one (Loci never deletes: a retracted item stays, with its history,
+and is never recalled). After the consolidation, the warehouse holds one revision and one
+audit event per accepted change, each with its actor, inbox seq and the time it was asked
+for; the two refused attempts are `refused` events that changed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
+from pipelines.records import sha256_text
+from pipelines.warehouse import Warehouse
+from tests.assets.support import make_settings
+
+DANA = {"user_id": "dana", "project_id": "orion", "session_id": "s1"}
+OMAR = {"user_id": "omar", "project_id": "orion", "session_id": "s7"}
+EVE = {"user_id": "eve", "project_id": "borealis", "session_id": "s2"}
+CREDENTIAL = "AKIAIOSFODNN7EXAMPLE"
+
+
+def tool(client: TestClient, who: dict[str, str], action: str, args: dict[str, Any]) -> tuple[int, dict]:
+    response = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+    return response.status_code, response.json()
+
+
+def write(client: TestClient, who: dict[str, str], title: str, content: str) -> str:
+    status, body = tool(client, who, "memory.write", {
+        "item": {"type": "decision", "title": title, "content": content, "scope": "project"}})
+    assert status == 200 and body["result"]["verdict"]["action"] == "accept", body
+    return body["result"]["item_id"]
+
+
+def update(client: TestClient, who: dict[str, str], item_id: str, patch: dict[str, Any]) -> tuple[int, dict]:
+    return tool(client, who, "memory.update", {"id": item_id, "patch": patch})
+
+
+@pytest.fixture(scope="module")
+def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    settings = make_settings(tmp_path_factory.mktemp("audit"))
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    seqs: dict[str, int] = {}
+    with TestClient(app) as client:
+        telemetry = write(client, DANA, "Orion telemetry store", "Orion telemetry uses InfluxDB.")
+        consolidate_once(settings)
+
+        status, body = update(client, DANA, telemetry, {"content": "Orion telemetry uses TimescaleDB."})
+        assert status == 200
+        seqs["dana"] = body["result"]["seq"]
+        status, body = update(client, OMAR, telemetry,
+                              {"content": "Orion telemetry uses TimescaleDB 2.14.", "importance": 8})
+        assert status == 200
+        seqs["omar"] = body["result"]["seq"]
+        status, body = update(client, EVE, telemetry, {"content": "Orion telemetry uses SQLite."})
+        assert status == 404  # invisible to Eve: answered exactly like an unknown id
+        status, body = update(client, OMAR, telemetry, {"content": f"Orion telemetry key {CREDENTIAL}"})
+        assert status == 422  # refused by the policy
+        retention = write(client, OMAR, "Orion retention", "Orion keeps raw telemetry 30 days.")
+        status, body = update(client, DANA, retention, {"content": "Orion keeps raw telemetry 90 days."})
+        assert status == 200
+        seqs["retention"] = body["result"]["seq"]
+        status, body = update(client, DANA, telemetry, {"validation": "retracted"})
+        assert status == 200
+        seqs["retract"] = body["result"]["seq"]
+        consolidate_once(settings)
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        return {
+            "seqs": seqs,
+            "telemetry": (wh.get_item(telemetry), wh.revisions(telemetry), wh.item_events(telemetry)),
+            "retention": (wh.get_item(retention), wh.revisions(retention), wh.item_events(retention)),
+        }
+
+
+def test_each_accepted_change_is_its_own_revision_and_event(scenario) -> None:
+    item, revisions, events = scenario["telemetry"]
+    seqs = scenario["seqs"]
+    changes = [r for r in revisions if r["inbox_seq"] is not None and r["reason"] != "create"]
+    assert [(r["actor"], r["inbox_seq"], r["snapshot"]["content"], r["snapshot"]["validation"])
+            for r in changes] == [
+        ("dana", seqs["dana"], "Orion telemetry uses TimescaleDB.", "unverified"),
+        ("omar", seqs["omar"], "Orion telemetry uses TimescaleDB 2.14.", "unverified"),
+        ("dana", seqs["retract"], "Orion telemetry uses TimescaleDB 2.14.", "retracted"),
+    ]
+    assert all(r["requested_at"] for r in changes)
+    assert changes[0]["requested_at"] <= changes[1]["requested_at"] <= changes[2]["requested_at"]
+    by_seq = {e["inbox_seq"]: e for e in events if e["action"] in ("update", "retract") and e["actor"]}
+    assert [(e["action"], e["actor"]) for _, e in sorted(by_seq.items())] == [
+        ("update", "dana"), ("update", "omar"), ("retract", "dana")]
+    for r in changes:  # the event of a change records the content that change wrote
+        event = by_seq[r["inbox_seq"]]
+        assert event["content_sha256"] == r["snapshot"]["content_hash"]
+        assert event["requested_at"] == r["requested_at"]
+    # The final value is the last change; the intermediate one is kept in history.
+    assert item.content == "Orion telemetry uses TimescaleDB 2.14." and item.validation == "retracted"
+
+
+def test_refused_attempts_are_audit_events_that_change_nothing(scenario) -> None:
+    item, revisions, events = scenario["telemetry"]
+    refused = [e for e in events if e["action"] == "refused"]
+    assert [(e["actor"], e["details"]["attempted"]) for e in refused] == [
+        ("eve", "memory.update"), ("omar", "memory.update")]
+    assert all(e["inbox_seq"] is not None and e["requested_at"] for e in refused)
+    assert {e["details"]["reason"] for e in refused} == {"not visible to the caller", "rejected by the policy"}
+    # Content hashes at refusal time are the unchanged ones; no revision holds the attempts.
+    assert all(e["content_sha256"] != sha256_text("") for e in refused)
+    assert not any("SQLite" in r["snapshot"]["content"] or CREDENTIAL in r["snapshot"]["content"]
+                   for r in revisions)
+    assert CREDENTIAL not in str(events)
+
+
+def test_an_item_created_and_changed_before_consolidation_keeps_both_values(scenario) -> None:
+    item, revisions, events = scenario["retention"]
+    asked = [r for r in revisions if r["actor"] is not None]  # not the pipeline's own revisions
+    assert [(r["reason"], r["actor"], r["snapshot"]["content"]) for r in asked] == [
+        ("create", "omar", "Orion keeps raw telemetry 30 days."),
+        ("inbox_update", "dana", "Orion keeps raw telemetry 90 days."),
+    ]
+    assert asked[1]["inbox_seq"] == scenario["seqs"]["retention"]
+    assert [(e["action"], e["actor"]) for e in events if e["actor"] and e["action"] != "refused"] == [
+        ("create", "omar"), ("update", "dana")]
+    assert item.content == "Orion keeps raw telemetry 90 days."
