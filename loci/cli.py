@@ -200,15 +200,34 @@ def _print_recall(result, mode: str) -> None:
 
 
 @app.command()
-def show(item_id: str, data_dir: Optional[str] = DATA_OPT) -> None:
-    """Show one item with its revision history."""
-    from pipelines.item_report import describe_item
+def show(
+    item_id: str,
+    as_json: bool = typer.Option(False, "--json", help="The raw record: item, revisions, events."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Show one item and its history: one line per change (time, actor, action, inbox
+    seq, what changed), refused attempts included."""
+    from pipelines.item_report import describe_item, history_lines
 
     settings = _settings(data_dir)
     found = describe_item(settings, item_id)
     if found is None:
         _fail(f"no item {item_id}")
-    console.print_json(json.dumps(found, default=str))
+    if as_json:
+        typer.echo(json.dumps(found, default=str, indent=2, ensure_ascii=False))
+        return
+    item = found["item"]
+    state = "archived" if item["archived"] else (
+        f"superseded by {item['superseded_by']}" if item["superseded_by"] else "active")
+    typer.echo(f"{item['id']}  {item['tier']} {item['type']}  {item['title']!r}  "
+               f"[{item['scope']['kind']} scope, {item['validation']}, {state}; {found['source']}]")
+    typer.echo(f"  {item['content']}")
+    if found.get("palace"):
+        typer.echo(f"  palace: {found['palace']}")
+    lines = history_lines(found)
+    typer.echo("history (time, actor, action, inbox seq, change):" if lines else "no history yet")
+    for line in lines:
+        typer.echo(f"  {line}")
 
 
 @app.command()

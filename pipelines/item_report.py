@@ -6,6 +6,7 @@ back to the published snapshot plus the inbox (what the service serves), saying 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import IO, Any
 
@@ -61,6 +62,76 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             "events": [],
         }
     return None
+
+
+# Audit actions that write a revision of the item (one revision each, in the same order).
+REVISION_ACTIONS = frozenset({"create", "update", "retract", "archive", "supersede"})
+_NOT_SHOWN = frozenset({"updated_at", "content_hash"})
+
+
+def _short(value: Any, width: int = 40) -> str:
+    """A value on one line, cut to `width`; text quoted, anything else as JSON."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    text = text if len(text) <= width else text[: width - 1] + "…"
+    return repr(text) if isinstance(value, str) else text
+
+
+def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
+    """What a revision changed, compactly: `field: old -> new; ...`."""
+    if before is None:
+        return f"{after.get('type')} {_short(after.get('title', ''))}"
+    parts = []
+    for name, new in after.items():
+        old = before.get(name)
+        if name in _NOT_SHOWN or old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict):  # metadata, scope: the keys that changed
+            parts += [f"{name}.{k}: {_short(old.get(k))} -> {_short(new.get(k))}"
+                      for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
+        else:
+            parts.append(f"{name}: {_short(old)} -> {_short(new)}")
+    return "; ".join(parts) or "(no field changed)"
+
+
+def _event_note(event: dict[str, Any]) -> str:
+    details = event.get("details") or {}
+    action = event["action"]
+    if action == "refused":
+        return f"{details.get('attempted', '?')}: {details.get('reason', '')} (nothing changed)"
+    if action == "link":
+        return f"-{details.get('rel')}-> {details.get('dst_id')}"
+    if action == "palace.assign":
+        return f"{details.get('previous') or '-'} -> {details.get('path')}"
+    return ", ".join(f"{k}={v}" for k, v in details.items() if k not in ("fields",))
+
+
+def history_lines(found: dict[str, Any]) -> list[str]:
+    """One line per audit event of `describe_item`'s record, oldest first: time, actor,
+    action, inbox seq, and what changed (for an event that wrote a revision, the fields
+    that revision changed)."""
+    revisions = iter(found.get("revisions", []))
+    previous: dict[str, Any] | None = None
+    lines = []
+    for event in found.get("events", []):
+        when = str(event.get("requested_at") or event["at"])[:19].replace("T", " ")
+        actor = event.get("actor") or "pipeline"
+        seq = f"#{event['inbox_seq']}" if event.get("inbox_seq") is not None else "-"
+        action = event["action"]
+        if action in REVISION_ACTIONS:
+            revision = next(revisions, None)
+            if revision is None:
+                note = _event_note(event)
+            else:
+                snapshot = revision["snapshot"]
+                note = _changes(previous, snapshot)
+                previous = snapshot
+                if revision["reason"] not in (action, "create", "inbox_update"):
+                    action = f"{action} ({revision['reason']})"
+        else:
+            note = _event_note(event)
+        lines.append(f"{when}  {actor:<10} {action:<22} {seq:>6}  {note}")
+    return lines
 
 
 def collect_stats(settings: Settings) -> dict[str, Any]:

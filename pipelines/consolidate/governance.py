@@ -135,9 +135,19 @@ def replay_edits(
     return edits, current
 
 
-def refusals(batch: list[Event]) -> list[tuple[str, str, str, Origin, dict[str, Any]]]:
-    """(item id, attempted action, reason, origin, details) of the refused write attempts
-    the service recorded as `audit` events."""
+@dataclass
+class Refusal:
+    """A write attempt the service refused, as its `audit` event recorded it."""
+
+    item_id: str
+    attempted: str
+    reason: str
+    origin: Origin
+    details: dict[str, Any]
+
+
+def refusals(batch: list[Event]) -> list[Refusal]:
+    """The refused write attempts the service recorded as `audit` events."""
     out = []
     for e in batch:
         p = e.payload
@@ -148,7 +158,7 @@ def refusals(batch: list[Event]) -> list[tuple[str, str, str, Origin, dict[str, 
                                          else "refused"))
         details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", []))}
         for item_id in p.get("result_ids") or []:
-            out.append((str(item_id), attempted, reason, origin_of(e), details))
+            out.append(Refusal(str(item_id), attempted, reason, origin_of(e), details))
     return out
 
 
@@ -243,6 +253,80 @@ def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
     return new_items, context_patches
 
 
+@dataclass
+class _Writes:
+    """What one governance pass stores, in this order (see `_store`)."""
+
+    batch: list[Event]
+    new_items: dict[str, MemoryItem]
+    patches: dict[str, dict[str, Any]]  # stored items changed by writes: before the edits
+    asked: list[Edit | Refusal]  # in inbox order
+    later: dict[str, dict[str, Any]]  # usage, supersession: after the edits
+    context_patches: dict[str, dict[str, Any]]
+    links: list[tuple[str, str, str]]
+
+
+def _split_overlay(items: dict[str, MemoryItem], stored: dict[str, MemoryItem], settings: Settings
+                   ) -> tuple[dict[str, MemoryItem], dict[str, dict[str, Any]]]:
+    """Folded items -> (new items, patches of stored items)."""
+    new_items: dict[str, MemoryItem] = {}
+    patches: dict[str, dict[str, Any]] = {}
+    for item_id, item in items.items():
+        item = _with_quarantine_expiry(item, settings.quarantine_days)
+        if item_id in stored:
+            patch = _diff(stored[item_id], item)
+            if patch:
+                patches[item_id] = patch
+        else:
+            new_items[item_id] = item
+    return new_items, patches
+
+
+def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Settings,
+          report: GovernReport) -> _Writes:
+    updates = [e for e in batch if e.kind == "memory.update"]
+    overlay, report.skipped = fold_skipping_bad(
+        [e for e in batch if e.kind != "memory.update"], warehouse.get_item, policy)
+    wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
+                                 *(str(e.payload.get("item_id")) for e in updates)]))
+    stored = {i.id: i for i in warehouse.get_items(wanted)}
+    new_items, patches = _split_overlay(overlay.items, stored, settings)
+    edits, _ = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    later: dict[str, dict[str, Any]] = {}
+    _usage(batch, overlay.usage, new_items, stored, later, report)
+    links = _links(overlay.links, new_items, stored, later, report)
+    _count_verdicts(batch, overlay.items, report)
+    new_items, context_patches = _context(warehouse, new_items, later, settings)
+    refused = refusals(batch)
+    report.messages = sum(1 for i in new_items.values() if i.type == "message")
+    report.created = len(new_items)
+    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in edits})
+    report.edits, report.refused, report.links = len(edits), len(refused), len(links)
+    asked = sorted([*edits, *refused], key=lambda step: step.origin.inbox_seq or 0)
+    return _Writes(batch, new_items, patches, asked, later, context_patches, links)
+
+
+def _store(warehouse: Warehouse, w: _Writes) -> None:
+    """Everything of one pass, inside the caller's transaction."""
+    warehouse.put_items(list(w.new_items.values()), reason="create", origin=_creators(w.batch))
+    if w.patches:
+        warehouse.update_items(w.patches, reason="inbox_update")
+    for step in w.asked:
+        if isinstance(step, Edit):
+            warehouse.update_items({step.item_id: step.patch}, reason="inbox_update", origin=step.origin)
+        else:
+            warehouse.refuse(step.item_id, attempted=step.attempted, reason=step.reason,
+                             origin=step.origin, details=step.details)
+    if w.later:
+        warehouse.update_items(w.later, reason="inbox_update")
+    if w.context_patches:
+        warehouse.update_items(w.context_patches, reason="message_context")
+    link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
+                    for e in reversed(w.batch) if e.kind == "memory.link"}
+    for src, dst, rel in w.links:
+        warehouse.link(src, dst, rel, origin=link_origins.get((src, dst, rel)))
+
+
 def govern_items(
     inbox: Any,
     warehouse: Warehouse,
@@ -266,52 +350,9 @@ def govern_items(
     if not batch:
         return report
     report.to_seq = batch[-1].seq
-
-    updates = [e for e in batch if e.kind == "memory.update"]
-    overlay, report.skipped = fold_skipping_bad(
-        [e for e in batch if e.kind != "memory.update"], warehouse.get_item, policy)
-    wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
-                                 *(str(e.payload.get("item_id")) for e in updates)]))
-    stored = {i.id: i for i in warehouse.get_items(wanted)}
-
-    new_items: dict[str, MemoryItem] = {}
-    patches: dict[str, dict[str, Any]] = {}  # stored items: written before the edits
-    for item_id, item in overlay.items.items():
-        item = _with_quarantine_expiry(item, settings.quarantine_days)
-        if item_id in stored:
-            patch = _diff(stored[item_id], item)
-            if patch:
-                patches[item_id] = patch
-        else:
-            new_items[item_id] = item
-    edits, _ = replay_edits(updates, {**stored, **new_items}, report.skipped)
-    later: dict[str, dict[str, Any]] = {}  # usage, supersession, context: after the edits
-    _usage(batch, overlay.usage, new_items, stored, later, report)
-    links = _links(overlay.links, new_items, stored, later, report)
-    _count_verdicts(batch, overlay.items, report)
-    new_items, context_patches = _context(warehouse, new_items, later, settings)
-    refused = refusals(batch)
-    link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
-                    for e in reversed(batch) if e.kind == "memory.link"}
-    report.messages = sum(1 for i in new_items.values() if i.type == "message")
-    report.created = len(new_items)
-    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in edits})
-    report.edits, report.refused, report.links = len(edits), len(refused), len(links)
-
+    writes = _plan(batch, warehouse, policy, settings, report)
     with warehouse.transaction():
-        warehouse.put_items(list(new_items.values()), reason="create", origin=_creators(batch))
-        if patches:
-            warehouse.update_items(patches, reason="inbox_update")
-        for edit in edits:
-            warehouse.update_items({edit.item_id: edit.patch}, reason="inbox_update", origin=edit.origin)
-        if later:
-            warehouse.update_items(later, reason="inbox_update")
-        if context_patches:
-            warehouse.update_items(context_patches, reason="message_context")
-        for src, dst, rel in links:
-            warehouse.link(src, dst, rel, origin=link_origins.get((src, dst, rel)))
-        for item_id, attempted, reason, origin, details in refused:
-            warehouse.refuse(item_id, attempted=attempted, reason=reason, origin=origin, details=details)
+        _store(warehouse, writes)
         warehouse.set_last_ingested_seq(report.to_seq)
         call_hook(hook, "govern:before_commit")
     return report

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import json
+
 import pytest
 from litestar.testing import TestClient
+from typer.testing import CliRunner
 
+from loci.cli import app as loci_cli
 from online.app import create_app
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
@@ -77,6 +81,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         consolidate_once(settings)
     with Warehouse(settings.warehouse_path, read_only=True) as wh:
         return {
+            "data_dir": str(settings.data_dir),
             "seqs": seqs,
             "telemetry": (wh.get_item(telemetry), wh.revisions(telemetry), wh.item_events(telemetry)),
             "retention": (wh.get_item(retention), wh.revisions(retention), wh.item_events(retention)),
@@ -131,3 +136,33 @@ def test_an_item_created_and_changed_before_consolidation_keeps_both_values(scen
     assert [(e["action"], e["actor"]) for e in events if e["actor"] and e["action"] != "refused"] == [
         ("create", "omar"), ("update", "dana")]
     assert item.content == "Orion keeps raw telemetry 90 days."
+
+
+def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
+    item, revisions, events = scenario["telemetry"]
+    seqs = scenario["seqs"]
+    runner = CliRunner()
+    shown = runner.invoke(loci_cli, ["show", item.id, "--data-dir", scenario["data_dir"]])
+    assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0].startswith(item.id) and "retracted" in lines[0]
+    history = lines[lines.index("history (time, actor, action, inbox seq, change):") + 1:]
+    assert len(history) == len(events)  # one line per audit event, revisions folded in
+    dana, omar, eve, refused, retract = (
+        next(line for line in history if f"#{seq} " in line)
+        for seq in (seqs["dana"], seqs["omar"], seqs["dana"] + 2, seqs["dana"] + 3, seqs["retract"]))
+    assert " dana " in dana and " update " in dana and "'Orion telemetry uses InfluxDB.' -> 'Orion telemetry uses TimescaleDB.'" in dana
+    assert " omar " in omar and "importance: 5 -> 8" in omar
+    assert " eve " in eve and "refused" in eve and "not visible to the caller" in eve
+    assert " omar " in refused and "rejected by the policy" in refused and CREDENTIAL not in shown.output
+    assert " dana " in retract and " retract " in retract and "'unverified' -> 'retracted'" in retract
+
+    raw = runner.invoke(loci_cli, ["show", item.id, "--json", "--data-dir", scenario["data_dir"]])
+    assert raw.exit_code == 0, raw.output
+    record = json.loads(raw.output)
+    assert record["source"] == "warehouse" and record["item"]["id"] == item.id
+    assert [r["revision_num"] for r in record["revisions"]] == [r["revision_num"] for r in revisions]
+    assert [e["id"] for e in record["events"]] == [e["id"] for e in events]
+
+    missing = runner.invoke(loci_cli, ["show", "mem_nothing", "--data-dir", scenario["data_dir"]])
+    assert missing.exit_code == 1 and "no item mem_nothing" in missing.output
