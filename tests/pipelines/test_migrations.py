@@ -118,3 +118,30 @@ def test_duplicate_versions_are_refused(migrations_copy):
 def test_missing_directory_is_a_clear_error(tmp_path):
     with pytest.raises(MigrationError, match="not found"):
         migration_files(tmp_path / "nope")
+
+
+def test_a_warehouse_with_history_gains_change_origins(tmp_path, migrations_copy):
+    """A warehouse written before changes carried their origin opens with its history
+    intact: the old rows have no actor (unknown), new writes record theirs."""
+    from pipelines.records import MemoryItem, Scope
+    from pipelines.warehouse import Origin
+
+    (migrations_copy / "003_change_origin.sql").unlink()
+    path = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(path))
+    apply_migrations(con, migrations_copy)
+    con.execute(
+        "INSERT INTO revisions VALUES ('a#1', 'a', 1, '{}', '2025-01-01T00:00:00+00:00', 'create')"
+    ).fetchall()
+    con.execute(
+        "INSERT INTO events (action, item_id, details, content_sha256, \"at\", inbox_seq) "
+        "VALUES ('create', 'a', '{}', 'h', '2025-01-01T00:00:00+00:00', 3)"
+    ).fetchall()
+    con.close()
+    with Warehouse(path) as wh:
+        assert wh.applied_migrations == [3]
+        assert wh.revisions("a")[0]["actor"] is None and wh.item_events("a")[0]["inbox_seq"] == 3
+        item = MemoryItem(id="b", tier="stm", type="fact", title="t", content="c", scope=Scope())
+        wh.put_items([item], origin=Origin(actor="ann", inbox_seq=9, requested_at="2025-02-01T00:00:00+00:00"))
+        assert [(r["actor"], r["inbox_seq"]) for r in wh.revisions("b")] == [("ann", 9)]
+        assert wh.item_events("b")[0]["requested_at"] == "2025-02-01T00:00:00+00:00"

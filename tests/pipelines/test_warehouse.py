@@ -225,6 +225,37 @@ def test_supersede_refuses_contradictions(wh):
         wh.supersede(["nope"], "m1")
 
 
+def test_changes_record_who_asked_and_refusals_change_nothing(wh):
+    """Each change carries its origin (actor, inbox seq, request time) on its revision and
+    its event; a retraction is audited as such; a refused attempt is an event only."""
+    dana = Origin(actor="dana", inbox_seq=4, requested_at="2026-01-01T10:00:00+00:00")
+    omar = Origin(actor="omar", inbox_seq=5, requested_at="2026-01-01T10:05:00+00:00")
+    wh.put_items([make_item("a"), make_item("b")], origin={"a": dana})
+    wh.update_items({"a": {"content": "v2"}}, origin=dana)
+    wh.update_items({"a": {"content": "v3", "validation": "retracted"}}, origin=omar)
+    before = counts(wh)
+    wh.refuse("a", attempted="memory.update", reason="not visible to the caller", origin=omar)
+    wh.refuse("ghost", attempted="memory.update", reason="rejected by the policy", origin=omar)
+    after = counts(wh)
+    assert after["events"] == before["events"] + 2
+    assert {k: v for k, v in after.items() if k != "events"} == {k: v for k, v in before.items() if k != "events"}
+
+    revisions = wh.revisions("a")
+    assert [(r["actor"], r["inbox_seq"], r["snapshot"]["content"]) for r in revisions] == [
+        ("dana", 4, "content of a"), ("dana", 4, "v2"), ("omar", 5, "v3")]
+    assert revisions[2]["requested_at"] == "2026-01-01T10:05:00+00:00"
+    assert wh.revisions("b")[0]["actor"] is None  # no origin given for b
+    events = wh.item_events("a")
+    assert [(e["action"], e["actor"]) for e in events] == [
+        ("create", "dana"), ("update", "dana"), ("retract", "omar"), ("refused", "omar")]
+    assert events[3]["content_sha256"] == wh.get_item("a").content_hash  # unchanged
+    assert events[3]["details"] == {"attempted": "memory.update", "reason": "not visible to the caller"}
+    (ghost,) = wh.item_events("ghost")
+    assert ghost["action"] == "refused" and ghost["content_sha256"] == sha256_text("")
+    with pytest.raises(TypeError, match="Origin"):
+        wh.update_items({"a": {"importance": 2}}, origin=7)
+
+
 def test_every_mutation_writes_an_event_with_the_content_hash(wh):
     a = wh.put_items([make_item("a")], origin=Origin(actor="ann", inbox_seq=7))[0]
     wh.put_items([make_item("m")])
