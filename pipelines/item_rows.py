@@ -139,24 +139,7 @@ class ItemRowCodec:
             raise ValueError(f"items table lacks columns {sorted(missing)}")
         data = table.select(list(self.columns)).to_pydict()
         with gc_paused():
-            fields: dict[str, list[Any]] = {}
-            nested: dict[str, list[list[Any]]] = {}
-            for column, (name, sub) in self._sources.items():
-                values = data[column]
-                if sub is not None:
-                    nested.setdefault(name, []).append(values)
-                elif name in self.json_columns:
-                    decode = (msgspec.json.decode if validate else self._decoders[name].decode)
-                    fields[name] = [decode(v) for v in values]
-                else:
-                    fields[name] = values
-            for name, columns in nested.items():
-                if validate:
-                    keys = [f.name for f in msgspec.structs.fields(self._struct_types[name])]
-                    fields[name] = [dict(zip(keys, vals)) for vals in zip(*columns)]
-                else:
-                    struct = self._struct_types[name]
-                    fields[name] = [struct(*vals) for vals in zip(*columns)]
+            fields = self._field_values(data, validate)
             for name, values in (extra or {}).items():
                 fields[name] = list(values)
             if not validate:
@@ -165,3 +148,26 @@ class ItemRowCodec:
             names = list(fields)
             rows = [dict(zip(names, vals)) for vals in zip(*fields.values())]
             return msgspec.convert(rows, list[MemoryItem])
+
+    def _field_values(self, data: dict[str, list[Any]], validate: bool) -> dict[str, list[Any]]:
+        """field name -> one value per row: JSON decoded and flattened structs rebuilt, as
+        plain values for msgspec to validate, or (`validate=False`) as typed records."""
+        fields: dict[str, list[Any]] = {}
+        nested: dict[str, list[list[Any]]] = {}
+        for column, (name, sub) in self._sources.items():
+            values = data[column]
+            if sub is not None:
+                nested.setdefault(name, []).append(values)
+            elif name in self.json_columns:
+                decode = msgspec.json.decode if validate else self._decoders[name].decode
+                fields[name] = [decode(v) for v in values]
+            else:
+                fields[name] = values
+        for name, columns in nested.items():
+            struct = self._struct_types[name]
+            if validate:
+                keys = [f.name for f in msgspec.structs.fields(struct)]
+                fields[name] = [dict(zip(keys, vals)) for vals in zip(*columns)]
+            else:
+                fields[name] = [struct(*vals) for vals in zip(*columns)]
+        return fields
