@@ -96,7 +96,7 @@ class ItemJournal(WarehouseConnection):
         for src, rel, dst in links:
             by_src.setdefault(src, []).append(Link(rel=rel, to=dst))
         ids = table.column("id").to_pylist()
-        # The table's types and CHECK constraints already hold every scalar column.
+        # Every stored row was validated on its way in (put_items, _patched): no re-check.
         links_of = [by_src.get(i, []) for i in ids]
         items = ITEM_ROWS.from_table(table, {"links": links_of}, validate=False)
         return {item.id: item for item in items}
