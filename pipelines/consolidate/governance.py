@@ -2,8 +2,8 @@
 
 Every change a caller asked for is its own revision: the events of a window are folded
 into the items they create (and the links, usage and retrieval context they add), while
-each `memory.update` is replayed in inbox order and stored as one revision and one audit
-event carrying its actor, inbox seq and request time, so two edits between two runs stay
+each edit (`memory.update`, `memory.palace.assign`) is replayed in inbox order and stored
+as one revision and one audit event carrying its actor, inbox seq and request time, so two edits between two runs stay
 two revisions. A change that was refused (by the policy, or on an item the caller may not
 see; the service records it as an `audit` event) becomes a `refused` audit event and
 changes nothing.
@@ -20,7 +20,7 @@ import msgspec
 
 from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, parse_time, read_window
 from pipelines.materialize import (
-    apply_patch,
+    fold_events,
     message_item_id,
     proposal_item_id,
     quarantine_expiry,
@@ -30,6 +30,8 @@ from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
 
+# Inbox events that edit one stored item: each becomes a revision of its own.
+EDIT_KINDS = frozenset({"memory.update", "memory.palace.assign"})
 # What the service writes for a refused change: an `audit` event with one of these outcomes.
 REFUSED_OUTCOMES = frozenset({"rejected", "refused"})
 _VERDICT_ORDER = {"accept": 0, "quarantine": 1, "reject": 2}
@@ -48,7 +50,7 @@ class GovernReport:
     tightened: int = 0  # online verdict made stricter by the current policy
     rejected_now: list[str] = field(default_factory=list)  # event ids accepted online, rejected now
     updated: int = 0
-    edits: int = 0  # memory.update events stored, one revision each
+    edits: int = 0  # edit events (EDIT_KINDS) stored, one revision each
     refused: int = 0  # refused attempts recorded as audit events
     links: int = 0
     usage: int = 0
@@ -58,11 +60,12 @@ class GovernReport:
 
 @dataclass
 class Edit:
-    """One accepted `memory.update`, replayed: the patch to store and who asked for it."""
+    """One accepted edit, replayed: the fields it changed and who asked for it."""
 
     item_id: str
     patch: dict[str, Any]
     origin: Origin
+    reason: str = "inbox_update"
 
 
 def origin_of(event: Event) -> Origin:
@@ -110,28 +113,29 @@ def _creators(batch: list[Event]) -> dict[str, Origin]:
 def replay_edits(
     events: list[Event], items: dict[str, MemoryItem], skipped: list[str]
 ) -> tuple[list[Edit], dict[str, MemoryItem]]:
-    """The `memory.update` events in inbox order, each applied to the item as the one
-    before it left it (the same `apply_patch` the service's delta uses). Returns the edits
-    to store and the items after them."""
+    """The edit events (`EDIT_KINDS`) in inbox order, each folded (the same fold the
+    service's delta uses) into the item as the edit before it left it. Returns the edits to
+    store, as the fields each one changed, and the items after them."""
     current = dict(items)
     edits: list[Edit] = []
     for e in events:
-        p = e.payload
-        item_id = str(p.get("item_id"))
-        verdict = (p.get("verdict") or {}).get("action", "accept")
-        item = current.get(item_id)
-        if item is None or verdict == "reject":
-            skipped.append(f"{e.event_id}: update of unknown item {item_id}" if item is None
-                           else f"{e.event_id}: update rejected by the policy")
+        item_id = str(e.payload.get("item_id"))
+        before = current.get(item_id)
+        if before is None:
+            skipped.append(f"{e.event_id}: {e.kind} of unknown item {item_id}")
             continue
-        at = str(p.get("at") or e.at)
         try:
-            patch = dict(p.get("patch") or {})
-            current[item_id] = apply_patch(item, patch, at)
-        except (ValueError, TypeError, msgspec.ValidationError) as exc:
+            after = fold_events([e], base=current.get).items.get(item_id, before)
+        except (KeyError, ValueError, TypeError, msgspec.ValidationError) as exc:
             skipped.append(f"{e.event_id}: {type(exc).__name__}: {exc}")
             continue
-        edits.append(Edit(item_id, {**patch, "updated_at": at}, origin_of(e)))
+        patch = _diff(before, after)
+        if not patch:  # refused in the payload, or an invalid patch the fold skips
+            skipped.append(f"{e.event_id}: {e.kind} changed nothing")
+            continue
+        current[item_id] = after
+        reason = "palace_assign" if e.kind == "memory.palace.assign" else "inbox_update"
+        edits.append(Edit(item_id, patch, origin_of(e), reason))
     return edits, current
 
 
@@ -284,9 +288,9 @@ def _split_overlay(items: dict[str, MemoryItem], stored: dict[str, MemoryItem], 
 
 def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Settings,
           report: GovernReport) -> _Writes:
-    updates = [e for e in batch if e.kind == "memory.update"]
+    updates = [e for e in batch if e.kind in EDIT_KINDS]
     overlay, report.skipped = fold_skipping_bad(
-        [e for e in batch if e.kind != "memory.update"], warehouse.get_item, policy)
+        [e for e in batch if e.kind not in EDIT_KINDS], warehouse.get_item, policy)
     wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
                                  *(str(e.payload.get("item_id")) for e in updates)]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
@@ -313,7 +317,7 @@ def _store(warehouse: Warehouse, w: _Writes) -> None:
         warehouse.update_items(w.patches, reason="inbox_update")
     for step in w.asked:
         if isinstance(step, Edit):
-            warehouse.update_items({step.item_id: step.patch}, reason="inbox_update", origin=step.origin)
+            warehouse.update_items({step.item_id: step.patch}, reason=step.reason, origin=step.origin)
         else:
             warehouse.refuse(step.item_id, attempted=step.attempted, reason=step.reason,
                              origin=step.origin, details=step.details)
