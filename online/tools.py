@@ -324,6 +324,16 @@ class ToolDispatcher:
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict)}
 
+    def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
+        """The item an edit targets; one the caller cannot see is answered exactly like an
+        unknown id, and the attempt is recorded as refused for the audit trail."""
+        current = self.service.get_item(item_id, who, view)
+        if current is None:
+            self.service.audit(who, action, args, [item_id], outcome="refused",
+                               reason="not visible to the caller")
+            raise ToolError(404, f"no item {item_id!r}")
+        return current
+
     def update(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(UpdateArgs, raw, "memory.update")
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
@@ -333,12 +343,7 @@ class ToolDispatcher:
         if args.patch.get("type") == "message":
             raise ToolError(400, "memory.update: an item cannot become a message (a verbatim chat "
                                  "record comes only from a captured turn)")
-        current = self.service.get_item(args.id, who, view)
-        if current is None:
-            # Recorded for the audit trail (the answer stays that of an unknown id).
-            self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
-                               [args.id], outcome="refused", reason="not visible to the caller")
-            raise ToolError(404, f"no item {args.id!r}")
+        current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
                                  "and is not edited; write a new memory instead")
@@ -374,9 +379,8 @@ class ToolDispatcher:
         carries who assigned what; consolidation then keeps the item there."""
         args = _decode(PalaceAssignArgs, raw, "memory.palace.assign")
         domain, room, shelf = _assignable_location(args.location)
-        current = self.service.get_item(args.id, who, view)
-        if current is None:
-            raise ToolError(404, f"no item {args.id!r}")
+        current = self._editable(args.id, who, view, "memory.palace.assign",
+                                 {"id": args.id, "location_sha256": sha256_text(args.location)})
         # Slugs join words with "-": the policy reads them as the words they are.
         findings = self.service.policy.scan_text(" / ".join((domain, room, shelf)).replace("-", " "))
         if findings:

@@ -3,12 +3,13 @@
 Over HTTP (Litestar's test client, real SQLite inbox, real DuckDB warehouse, real FAISS
 snapshot): Dana writes a project decision and a consolidation stores it. Between the next
 two consolidations Dana and then Omar (same project) correct it through `memory.update`,
-Eve (another project) tries to change it, Omar tries to store a credential in it (the
+Omar files it elsewhere in the memory palace (`memory.palace.assign`), Eve (another
+project) tries to change it and to move it, Omar tries to store a credential in it (the
 policy refuses), a second decision is written and corrected before any consolidation, and
 Dana retracts the first one (Loci never deletes: a retracted item stays, with its history,
 and is never recalled). After the consolidation, the warehouse holds one revision and one
 audit event per accepted change, each with its actor, inbox seq and the time it was asked
-for; the two refused attempts are `refused` events that changed nothing.
+for; the three refused attempts are `refused` events that changed nothing.
 """
 
 from __future__ import annotations
@@ -67,8 +68,13 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                               {"content": "Orion telemetry uses TimescaleDB 2.14.", "importance": 8})
         assert status == 200
         seqs["omar"] = body["result"]["seq"]
+        status, body = tool(client, OMAR, "memory.palace.assign", {"id": telemetry, "location": "orion/storage/databases"})
+        assert status == 200, body
+        seqs["assign"] = body["result"]["seq"]
         status, body = update(client, EVE, telemetry, {"content": "Orion telemetry uses SQLite."})
         assert status == 404  # invisible to Eve: answered exactly like an unknown id
+        status, body = tool(client, EVE, "memory.palace.assign", {"id": telemetry, "location": "borealis/misc/stuff"})
+        assert status == 404
         status, body = update(client, OMAR, telemetry, {"content": f"Orion telemetry key {CREDENTIAL}"})
         assert status == 422  # refused by the policy
         retention = write(client, OMAR, "Orion retention", "Orion keeps raw telemetry 30 days.")
@@ -92,17 +98,19 @@ def test_each_accepted_change_is_its_own_revision_and_event(scenario) -> None:
     item, revisions, events = scenario["telemetry"]
     seqs = scenario["seqs"]
     changes = [r for r in revisions if r["inbox_seq"] is not None and r["reason"] != "create"]
-    assert [(r["actor"], r["inbox_seq"], r["snapshot"]["content"], r["snapshot"]["validation"])
+    assert [(r["actor"], r["inbox_seq"], r["reason"], r["snapshot"]["content"], r["snapshot"]["validation"])
             for r in changes] == [
-        ("dana", seqs["dana"], "Orion telemetry uses TimescaleDB.", "unverified"),
-        ("omar", seqs["omar"], "Orion telemetry uses TimescaleDB 2.14.", "unverified"),
-        ("dana", seqs["retract"], "Orion telemetry uses TimescaleDB 2.14.", "retracted"),
+        ("dana", seqs["dana"], "inbox_update", "Orion telemetry uses TimescaleDB.", "unverified"),
+        ("omar", seqs["omar"], "inbox_update", "Orion telemetry uses TimescaleDB 2.14.", "unverified"),
+        ("omar", seqs["assign"], "palace_assign", "Orion telemetry uses TimescaleDB 2.14.", "unverified"),
+        ("dana", seqs["retract"], "inbox_update", "Orion telemetry uses TimescaleDB 2.14.", "retracted"),
     ]
+    assert changes[2]["snapshot"]["metadata"]["palace_pin"]["room"] == "storage"
     assert all(r["requested_at"] for r in changes)
-    assert changes[0]["requested_at"] <= changes[1]["requested_at"] <= changes[2]["requested_at"]
+    assert [r["requested_at"] for r in changes] == sorted(r["requested_at"] for r in changes)
     by_seq = {e["inbox_seq"]: e for e in events if e["action"] in ("update", "retract") and e["actor"]}
     assert [(e["action"], e["actor"]) for _, e in sorted(by_seq.items())] == [
-        ("update", "dana"), ("update", "omar"), ("retract", "dana")]
+        ("update", "dana"), ("update", "omar"), ("update", "omar"), ("retract", "dana")]
     for r in changes:  # the event of a change records the content that change wrote
         event = by_seq[r["inbox_seq"]]
         assert event["content_sha256"] == r["snapshot"]["content_hash"]
@@ -115,13 +123,13 @@ def test_refused_attempts_are_audit_events_that_change_nothing(scenario) -> None
     item, revisions, events = scenario["telemetry"]
     refused = [e for e in events if e["action"] == "refused"]
     assert [(e["actor"], e["details"]["attempted"]) for e in refused] == [
-        ("eve", "memory.update"), ("omar", "memory.update")]
+        ("eve", "memory.update"), ("eve", "memory.palace.assign"), ("omar", "memory.update")]
     assert all(e["inbox_seq"] is not None and e["requested_at"] for e in refused)
     assert {e["details"]["reason"] for e in refused} == {"not visible to the caller", "rejected by the policy"}
     # Content hashes at refusal time are the unchanged ones; no revision holds the attempts.
     assert all(e["content_sha256"] != sha256_text("") for e in refused)
     assert not any("SQLite" in r["snapshot"]["content"] or CREDENTIAL in r["snapshot"]["content"]
-                   for r in revisions)
+                   or "borealis" in str(r["snapshot"]["metadata"]) for r in revisions)
     assert CREDENTIAL not in str(events)
 
 
@@ -148,14 +156,20 @@ def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
     assert lines[0].startswith(item.id) and "retracted" in lines[0]
     history = lines[lines.index("history (time, actor, action, inbox seq, change):") + 1:]
     assert len(history) == len(events)  # one line per audit event, revisions folded in
-    dana, omar, eve, refused, retract = (
-        next(line for line in history if f"#{seq} " in line)
-        for seq in (seqs["dana"], seqs["omar"], seqs["dana"] + 2, seqs["dana"] + 3, seqs["retract"]))
+    def line_of(seq: int) -> str:
+        return next(line for line in history if f"#{seq} " in line)
+
+    dana, omar, assign, retract = (line_of(seqs[k]) for k in ("dana", "omar", "assign", "retract"))
     assert " dana " in dana and " update " in dana and "'Orion telemetry uses InfluxDB.' -> 'Orion telemetry uses TimescaleDB.'" in dana
     assert " omar " in omar and "importance: 5 -> 8" in omar
-    assert " eve " in eve and "refused" in eve and "not visible to the caller" in eve
-    assert " omar " in refused and "rejected by the policy" in refused and CREDENTIAL not in shown.output
+    assert " omar " in assign and "palace_assign" in assign and "orion/storage/databases" in assign
     assert " dana " in retract and " retract " in retract and "'unverified' -> 'retracted'" in retract
+    refused = [line for line in history if " refused " in line]
+    assert len(refused) == 3 and all("(nothing changed)" in line for line in refused)
+    assert " eve " in refused[0] and "memory.update: not visible to the caller" in refused[0]
+    assert " eve " in refused[1] and "memory.palace.assign: not visible to the caller" in refused[1]
+    assert " omar " in refused[2] and "rejected by the policy" in refused[2]
+    assert CREDENTIAL not in shown.output
 
     raw = runner.invoke(loci_cli, ["show", item.id, "--json", "--data-dir", scenario["data_dir"]])
     assert raw.exit_code == 0, raw.output
