@@ -1,6 +1,6 @@
 """Governed-memory benchmark: is the curated answer first when a store also holds chatter?
 
-    python -m bench.governed [--out data/bench/governed.json] [--consolidate]
+    loci bench governed [--json OUT] [--consolidate] [--k K] [--workdir DIR]
 
 A deterministic mixed store is built through the service's own write path
 (`MemoryService.capture`: proposal parsing, the write policy, the inbox; recall then reads
@@ -27,14 +27,14 @@ import argparse
 import json
 import platform
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-DEFAULT_OUT = Path("data/bench/governed.json")
+from bench import driver
+
 ORG = "acme"
 BASE_DAY = "2026-10-{day:02d}T{hour:02d}:{minute:02d}:00+00:00"
 
@@ -347,29 +347,24 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"{name:<22}{s['mrr']:>8.3f}{s['hit@1']:>8.3f}{s['hit@3']:>8.3f}{s['missing']:>9}{chatter:>9}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="loci bench governed", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON results (default {DEFAULT_OUT})")
-    parser.add_argument("--k", type=int, default=10, help="hits per recall (default 10)")
-    parser.add_argument("--consolidate", action="store_true",
-                        help="run the consolidation job and recall from the snapshot")
-    parser.add_argument("--workdir", type=Path, default=None, help="keep the data dir here (must be empty)")
-    args = parser.parse_args(argv)
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = driver.parser("governed", __doc__, quick=None)
+    p.add_argument("--k", type=int, default=10, help="hits per recall (default 10)")
+    p.add_argument("--consolidate", action="store_true",
+                   help="run the consolidation job and recall from the snapshot")
+    args = p.parse_args(argv)
     if args.k < 1:
-        parser.error("--k must be >= 1")
-    if args.workdir is not None:
-        if args.workdir.exists() and any(args.workdir.iterdir()):
-            parser.error(f"--workdir {args.workdir} is not empty")
-        args.workdir.mkdir(parents=True, exist_ok=True)
-        result = run(args.workdir, k=args.k, consolidate=args.consolidate)
-    else:
-        with tempfile.TemporaryDirectory(prefix="loci-governed-") as tmp:
-            result = run(Path(tmp), k=args.k, consolidate=args.consolidate)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print_table(result)
-    print(f"wrote {args.out}")
-    return 0
+        p.error("--k must be >= 1")
+    return args
+
+
+def measure(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
+    say(f"building the mixed store in {workdir} ...")
+    return run(workdir, k=args.k, consolidate=args.consolidate)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return driver.run(_parse(argv), measure, print_table)
 
 
 if __name__ == "__main__":

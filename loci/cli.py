@@ -377,7 +377,7 @@ BENCHMARKS = {
     "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
     "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
     "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),
-    "governed": ("bench.governed", "Governed-memory behaviour end to end (policy, tiers, scopes, conflicts)."),
+    "governed": ("bench.governed", "Curated memory first in a chatty multi-user store: MRR, hit@1/3, chatter share of injected text."),
 }
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -427,13 +427,13 @@ def bench_all(
               f"{driver.DATA_ENV} to the folder holding {driver.LOCOMO_FILE} and {driver.POLICY_DIR}/", 2)
     out_dir.mkdir(parents=True, exist_ok=True)
     plan: list[tuple[str, list[str]]] = [("policy", ["--data", str(policy)]), ("locomo", ["--data", str(locomo)])]
-    plan += [(name, []) for name in ("latency", "pipeline", "load", "durability", "fuzz")]
+    plan += [(name, []) for name in ("governed", "latency", "pipeline", "load", "durability", "fuzz")]
     if compare:
         plan.append(("compare", ["--data", str(locomo)]))
     failed = []
     for name, argv in plan:
         console.rule(f"bench {name}")
-        argv = argv + ["--json", str(out_dir / f"{name}.json")] + (["--quick"] if quick and name != "policy" else [])
+        argv = argv + ["--json", str(out_dir / f"{name}.json")] + (["--quick"] if quick and name not in ("policy", "governed") else [])
         if _run_benchmark(name, argv) != 0:
             failed.append(name)
     if failed:

@@ -246,7 +246,7 @@ def test_governed_benchmark_curated_answers_lead(tmp_path: Path, capsys: pytest.
     from bench import governed
 
     out = tmp_path / "governed.json"
-    assert governed.main(["--out", str(out), "--workdir", str(tmp_path / "store")]) == 0
+    assert governed.main(["--json", str(out), "--workdir", str(tmp_path / "store")]) == 0
     result = json.loads(out.read_text())
     assert result["store"]["verdicts"] == {"accept": result["store"]["curated"]}
     inject, catalog = result["modes"]["inject"], result["modes"]["catalog"]
