@@ -93,15 +93,25 @@ def test_hot_swap_under_concurrent_requests_loses_nothing(server: tuple[str, Set
     threads = [threading.Thread(target=hammer, args=(i,)) for i in range(4)] + [threading.Thread(target=writer)]
     for t in threads:
         t.start()
+    def served(version: str | None = None, at_least: int = 1, timeout_s: float = 30.0) -> None:
+        """Wait until the hammers got `at_least` answers (from `version`, if given): the
+        service notices a publish within its check interval, however loaded the machine."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not errors:
+            got = [r for slot in results for r in list(slot) if version is None or r[1] == version]
+            if len(got) >= at_least:
+                return
+            time.sleep(0.02)
+
     try:
-        time.sleep(0.3)
+        served(at_least=10)
         v2 = publish(settings, [item("m-latency", "Tile latency budget", "The tile latency budget is 40 ms."),
                                 item("m-cache", "Tile cache policy", "Cache policy: tiles are cached for one hour.")])
-        time.sleep(0.4)
+        served(v2, at_least=10)
         v3 = publish(settings, [item("m-latency", "Tile latency budget", "The tile latency budget is 40 ms."),
                                 item("m-cache", "Tile cache policy", "Cache policy: tiles are cached for one hour."),
                                 item("m-cache-2", "CDN cache policy", "Cache policy for tiles at the CDN: one day.")])
-        time.sleep(0.4)
+        served(v3, at_least=25)
     finally:
         stop.set()
         for t in threads:
