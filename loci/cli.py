@@ -185,6 +185,8 @@ def search(
 
 
 def _print_recall(result, mode: str) -> None:
+    from pipelines.recall.episodic import turn_title
+
     if not result.found:
         console.print(result.message)
         return
@@ -195,7 +197,7 @@ def _print_recall(result, mode: str) -> None:
         for col in ("score", "tier", "type", "title", "id"):
             table.add_column(col)
         for hit in result.hits:
-            table.add_row(f"{hit.score:.3f}", hit.item.tier, hit.item.type, hit.item.title[:60], hit.item.id)
+            table.add_row(f"{hit.score:.3f}", hit.item.tier, hit.item.type, turn_title(hit.item)[:60], hit.item.id)
         console.print(table)
 
 

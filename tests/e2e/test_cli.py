@@ -57,6 +57,9 @@ def test_an_imported_history_is_still_found_after_consolidation(data_dir: Path, 
                 "--data-dir", data_dir)
     assert found.exit_code == 0 and "No memory found" not in found.output
     assert found.output.count("message") == 2
+    catalog = run("search", "where are the hydrangeas planted?", "--user", "ann", "--project", "garden",
+                  "--mode", "catalog", "--data-dir", data_dir)
+    assert "user on" in catalog.output and "assistant on" in catalog.output  # who said it, when, a gist
     # The turns keep the date they were said (temporal questions), not the day they were learned.
     with Warehouse(Settings(data_dir=str(data_dir)).warehouse_path, read_only=True) as wh:
         items = [i for i in wh.active_items() if i.type == "message"]
