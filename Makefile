@@ -6,4 +6,4 @@ test: ; python3 bootstrap.py test
 bench: ; python3 bootstrap.py bench all
 ui: ; python3 bootstrap.py loci ui
 serve: ; python3 bootstrap.py loci serve
-clean: ; rm -rf .venv .pytest_cache
+clean: ; rm -rf .venv .pytest_cache .ruff_cache

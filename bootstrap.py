@@ -2,7 +2,7 @@
 """Set up Loci's own virtual environment, then run one job in it.
 
     python3 bootstrap.py demo     # sample chats in, consolidated memory + snapshot out, a recall
-    python3 bootstrap.py test     # the test suite (what CI runs)
+    python3 bootstrap.py test     # lint (ruff check) then the test suite (what CI runs)
     python3 bootstrap.py bench …  # benchmarks (see README)
     python3 bootstrap.py loci …   # any loci command
 
@@ -60,6 +60,9 @@ def main(argv: list[str]) -> int:
     if job == "setup":
         return 0
     if job == "test":
+        lint = _run([str(BIN / "ruff"), "check", "."], env=env)
+        if lint != 0:
+            return lint
         return _run([str(PY), "-m", "pytest", *rest], env=env)
     if job == "demo":
         return _run([str(BIN / "loci"), "demo", *rest], env=env)

@@ -32,7 +32,8 @@ ERROR = dg.AssetCheckSeverity.ERROR
 SAMPLE = 20  # offending ids listed in the metadata
 
 
-@dg.asset_check(asset=governed_items, pool=WAREHOUSE_POOL, description="No active item is hard-blocked by the current policy.")
+@dg.asset_check(asset=governed_items, pool=WAREHOUSE_POOL,
+                description="No active item is hard-blocked by the current policy.")
 def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
     from pipelines.policy import POLICY_VERSION, Policy
 
@@ -50,7 +51,8 @@ def active_items_pass_policy(loci: LociSettingsResource, warehouse: WarehouseRes
     )
 
 
-@dg.asset_check(asset=item_embeddings, pool=WAREHOUSE_POOL, description="Each embedding model is stored with one dimension.")
+@dg.asset_check(asset=item_embeddings, pool=WAREHOUSE_POOL,
+                description="Each embedding model is stored with one dimension.")
 def one_dimension_per_model(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     wh = warehouse.get()
     bad = stages.dimension_violations(wh)
@@ -84,7 +86,8 @@ def mtm_ltm_have_provenance(warehouse: WarehouseResource) -> dg.AssetCheckResult
     )
 
 
-@dg.asset_check(asset=memory_snapshot, pool=WAREHOUSE_POOL, description="The published snapshot holds exactly the active items.")
+@dg.asset_check(asset=memory_snapshot, pool=WAREHOUSE_POOL,
+                description="The published snapshot holds exactly the active items.")
 def snapshot_matches_warehouse(loci: LociSettingsResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
     wh = warehouse.get()
     manifest = stages.read_published_manifest(loci.get().snapshots_path)

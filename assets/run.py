@@ -152,7 +152,8 @@ def _failure(result: dg.ExecuteInProcessResult) -> str | None:
             if data.user_failure_data is not None and data.user_failure_data.description:
                 return f"{event.step_key}: {data.user_failure_data.description}"
             error = data.error
-            while error is not None and error.cause is not None and "DagsterExecutionStepExecutionError" in (error.cls_name or ""):
+            while (error is not None and error.cause is not None
+                   and "DagsterExecutionStepExecutionError" in (error.cls_name or "")):
                 error = error.cause
             message = (error.message if error is not None else "").strip()
             return f"{event.step_key}: {message}"

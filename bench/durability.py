@@ -181,13 +181,15 @@ def batch(r: int, rng: random.Random) -> list[dict[str, Any]]:
         dana(f"Round {r}: what is the {topic} limit?", role="user", session=f"r{r}a"),
         dana("Noted. " + block(fact(f"{topic} limit r{r}", f"The {topic} limit is {value} per minute (round {r}).")),
              session=f"r{r}a"),
-        dana("Yes. " + block(fact(f"{topic} limit round {r}", f"The {topic} limit is {value} per minute for round {r}.")),
+        dana("Yes. " + block(fact(f"{topic} limit round {r}",
+                                  f"The {topic} limit is {value} per minute for round {r}.")),
              session=f"r{r}b"),
         dana("Right. " + block(fact(f"Limit of {topic} r{r}", f"{topic} limit: {value} per minute (round {r}).")),
              session=f"r{r}c"),
         dana("Decided. " + block({"type": "decision", "title": f"Own the {topic} in round {r}",
                                   "content": f"We decided Dana owns the {topic} from round {r}."}), session=f"r{r}c"),
-        erin("Borealis too. " + block(fact(f"{topic} limit r{r}", f"The {topic} limit is {value} per minute (round {r}).")),
+        erin("Borealis too. " + block(fact(f"{topic} limit r{r}",
+                                           f"The {topic} limit is {value} per minute (round {r}).")),
              session=f"r{r}e"),
     ]
 
@@ -250,7 +252,8 @@ def consolidation_rounds(args: argparse.Namespace, workdir: Path, say) -> dict[s
             current, row["current_loads"] = None, False
             failures.append(f"round {r}: CURRENT does not load after the kill: {exc}")
         row["snapshot"] = ("unchanged" if after == before else
-                           "new complete" if current is not None and after["current"] != before["current"] else "CHANGED")
+                           "new complete" if current is not None and after["current"] != before["current"] else
+                           "CHANGED")
         if row["snapshot"] == "CHANGED":
             failures.append(f"round {r}: published snapshot changed in place")
         try:

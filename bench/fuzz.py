@@ -12,8 +12,9 @@ reported too); `--transport http` fuzzes a real service process on 127.0.0.1. Th
 holds a snapshot of `--items` synthetic items, some owned by the default identity so
 generated callers get real hits. Two passes: the schema as published, then /v1/tools again
 with each memory.* action's real argument schema (the published one says `args: object`),
-so the generator reaches every action's logic rather than only its 400. Checks: no 5xx, documented status codes, content types,
-headers and bodies, schema-invalid input refused (see `fuzz_checks`).
+so the generator reaches every action's logic rather than only its 400. Checks: no 5xx,
+documented status codes, content types, headers and bodies, schema-invalid input refused
+(see `fuzz_checks`).
 Exit status 1 when anything failed; every distinct failure is listed with its input.
 """
 

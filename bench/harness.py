@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
@@ -44,6 +44,9 @@ from pipelines.snapshot import (
     list_versions,
 )
 from pipelines.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from assets.resources import FaultInjectionResource
 
 # The folder holding bench/, online/ and pipelines/ (a checkout, or site-packages when
 # installed): child processes get it on their path, so they run the same code.
@@ -403,7 +406,8 @@ def tenant_items(n: int, rng: random.Random, owners: Sequence[Identity], *,
         phrase = " ".join(rng.sample(WORDS, 3))
         out.append(MemoryItem(
             id=f"{prefix}-{i}", tier=rng.choice(("stm", "mtm", "ltm")), type=rng.choice(types),
-            title=f"{phrase} {i}", content=f"Item {i}: the {phrase} setting for {owner.project_id} is {rng.randrange(10_000)}.",
+            title=f"{phrase} {i}",
+            content=f"Item {i}: the {phrase} setting for {owner.project_id} is {rng.randrange(10_000)}.",
             scope=Scope.for_identity(rng.choice(SCOPE_KINDS), owner),
             tags=rng.sample(WORDS, 2), provenance=Provenance(source_id=f"{prefix}-src-{i}"),
             confidence=round(rng.uniform(0.5, 1.0), 3), importance=rng.randint(1, 8),

@@ -353,7 +353,8 @@ def write_json(path: str | Path | None, data: Any) -> Path | None:
 
 
 __all__ = [
-    "ALL_CATEGORIES", "machine_info", "percentiles", "write_json", "CATEGORY_NAMES", "DEFAULT_KS", "HEADLINE_CATEGORIES",
+    "ALL_CATEGORIES", "machine_info", "percentiles", "write_json", "CATEGORY_NAMES", "DEFAULT_KS",
+    "HEADLINE_CATEGORIES",
     "Conversation", "MetricError", "Question", "RecallAccumulator", "Turn",
     "load_locomo", "normalise_dia_id", "normalise_evidence", "parse_locomo", "ranked_turns",
     "session_of", "session_recall", "split_evidence", "turn_recall",

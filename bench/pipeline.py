@@ -159,7 +159,8 @@ def throughput_run(n: int, workdir: Path, args: argparse.Namespace, say) -> dict
     return out
 
 
-def incremental_run(base: dict[str, Any], new_turns: int, workdir: Path, args: argparse.Namespace, say) -> dict[str, Any]:
+def incremental_run(base: dict[str, Any], new_turns: int, workdir: Path, args: argparse.Namespace,
+                    say) -> dict[str, Any]:
     settings = base.pop("_settings")
     say(f"== incremental: {new_turns} new turns on top of {base['turns']}")
     path = write_turns(workdir / f"turns-inc-{new_turns}.jsonl", new_turns, args.seed + 1000)
@@ -237,7 +238,8 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             small = ref
             out["incremental_reference"] = ref
         inc["empty_store_same_turns_s"] = small["consolidate_s"]
-        inc["ratio_vs_empty_store"] = round(inc["consolidate_s"] / small["consolidate_s"], 2) if small["consolidate_s"] else None
+        inc["ratio_vs_empty_store"] = (round(inc["consolidate_s"] / small["consolidate_s"], 2)
+                                       if small["consolidate_s"] else None)
         inc["full_store_run_s"] = largest["consolidate_s"]
         out["incremental"] = inc
     for res in out["runs"].values():
@@ -272,13 +274,14 @@ def _print(out: dict[str, Any]) -> None:
         tps = r.get("consolidate_turns_per_s") or (round(r["new_turns"] / cs, 1) if "new_turns" in r else None)
         rows.append((str(r["turns"]), float(r["ingest_s"]), float(cs), str(tps),
                      *(float(r["steps_s"].get(s, 0)) for s in steps), r["warehouse_bytes"] / 1e6))
-    console.print(driver.table(f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})",
-                               ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"), rows))
+    title = f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})"
+    console.print(driver.table(title, ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"), rows))
     if "incremental" in out:
         inc = out["incremental"]
         console.print(f"incremental: {inc['new_turns']} new turns on a {inc['store_turns']}-turn store took "
                       f"{inc['consolidate_s']:.1f}s vs {inc['empty_store_same_turns_s']:.1f}s on an empty store "
-                      f"(x{inc['ratio_vs_empty_store']}); the full store's first run took {inc['full_store_run_s']:.1f}s")
+                      f"(x{inc['ratio_vs_empty_store']}); "
+                      f"the full store's first run took {inc['full_store_run_s']:.1f}s")
     if "hdbscan" in out:
         h = out["hdbscan"]
         console.print("HDBSCAN (" + h["vectors"] + "): " + ", ".join(

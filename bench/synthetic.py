@@ -24,9 +24,14 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipelines.records import Identity, MemoryItem, Provenance, Scope, stable_id
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import numpy as np
 
 GENERATOR_VERSION = 2  # bump when the output for a given seed changes (cache keys use it)
 
@@ -271,8 +276,8 @@ def synthetic_turns(n: int, *, seed: int = 0, users: int = 100, projects: int = 
 
 
 __all__ = [
-    "CACHE_CHUNK", "GENERATOR_VERSION", "Owners", "cached_item_vectors", "default_cache_dir", "owners", "sentence", "synthetic_item", "synthetic_items",
-    "synthetic_queries", "synthetic_turns", "text_of_length",
+    "CACHE_CHUNK", "GENERATOR_VERSION", "Owners", "cached_item_vectors", "default_cache_dir", "owners", "sentence",
+    "synthetic_item", "synthetic_items", "synthetic_queries", "synthetic_turns", "text_of_length",
 ]
 
 

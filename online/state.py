@@ -34,11 +34,11 @@ from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, Sn
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import Inbox
-from pipelines.records import Event, Identity, MemoryItem, ProposedItem, sha256_text, stable_id
-from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.conflicts import find_conflicts
+from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult
 from pipelines.recall.lexical import normalise_label
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, sha256_text, stable_id
 from pipelines.settings import Settings
 
 log = logging.getLogger("loci.online")

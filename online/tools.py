@@ -26,9 +26,6 @@ import msgspec
 from msgspec import Meta
 
 from online.state import MemoryService, View
-from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
-from pipelines.policy import pointer_for
-from pipelines.recall.episodic import turn_title
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     PATCHABLE_FIELDS,
@@ -36,6 +33,9 @@ from pipelines.materialize import (
     apply_patch,
     proposal_item_id,
 )
+from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
+from pipelines.policy import pointer_for
+from pipelines.recall.episodic import turn_title
 from pipelines.records import (
     Event,
     Identity,

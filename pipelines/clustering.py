@@ -28,10 +28,10 @@ injected near-duplicates at cosine 0.82-0.95 to score pair precision/recall):
   cluster); then every cluster is checked against an absolute floor in the original
   space — members are split into the connected components of "cosine >= min_similarity"
   (default 0.7, looser than a cluster distance of 0.15-0.20, i.e. cosine 0.8-0.85, so the
-  floor only removes what is clearly unrelated) and parts smaller than `min_cluster_size` become noise. Two unrelated items
-  never merge just because they are alone in their partition. On LoCoMo turns, pairs at
-  cosine 0.5-0.7 were related chatter, not restatements; the floor raised pair precision
-  from 0.61 to 0.65-0.74 at unchanged recall.
+  floor only removes what is clearly unrelated) and parts smaller than `min_cluster_size`
+  become noise. Two unrelated items never merge just because they are alone in their
+  partition. On LoCoMo turns, pairs at cosine 0.5-0.7 were related chatter, not
+  restatements; the floor raised pair precision from 0.61 to 0.65-0.74 at unchanged recall.
 - Algorithm and dimension rule: a block of up to `EXACT_MAX_N` (2048) vectors runs
   HDBSCAN's exact pairwise ("generic") path on the full vectors: fastest measured below
   that size (0.65 s at 2048 x 384; PCA + Prim's k-d tree 1.0 s at 3200, Boruvka 14.7 s),

@@ -268,7 +268,7 @@ def fold_events(
             src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
             out.links.append((src, dst, rel))
             current = lookup(src)
-            if current is not None and all(l.to != dst or l.rel != rel for l in current.links):
+            if current is not None and all(link.to != dst or link.rel != rel for link in current.links):
                 out.items[src] = msgspec.structs.replace(current, links=[*current.links, Link(rel=rel, to=dst)])
         elif ev.kind == "usage":
             for item_id in p.get("item_ids", []):

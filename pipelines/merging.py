@@ -340,7 +340,8 @@ class OllamaMerger:
 
                 self._client = ollama.Client(host=self.host, timeout=self.timeout_s)
             except Exception as exc:  # bad host string and the like: upstream unusable
-                raise _Upstream(f"ollama unreachable: cannot create a client for {self.host!r}: {exc}", down=True) from None
+                raise _Upstream(f"ollama unreachable: cannot create a client for {self.host!r}: {exc}",
+                                down=True) from None
         return self._client
 
     def _ask(self, items: list[MemoryItem]) -> MergeDraft:
@@ -378,7 +379,8 @@ class OllamaMerger:
                 stream=False,
             )
         except httpx.TimeoutException:
-            raise _Upstream(f"timeout: no answer from {self.model} at {self.host} within {self.timeout_s:g} s", down=True) from None
+            raise _Upstream(f"timeout: no answer from {self.model} at {self.host} within {self.timeout_s:g} s",
+                            down=True) from None
         except ollama.ResponseError as exc:
             raise _Upstream(f"ollama HTTP error {exc.status_code}: {exc.error}", down=False) from None
         except (ConnectionError, httpx.TransportError, OSError) as exc:

@@ -42,11 +42,11 @@ from typing import Any, Callable, Literal
 
 import msgspec
 
-from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
 from pipelines.policy_rules.injection import find_injections_normalised
 from pipelines.policy_rules.secrets import find_secrets
 from pipelines.policy_rules.text import normalise
+from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 

@@ -18,7 +18,6 @@ from online.schemas import ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
 
-
 _ERROR_DESCRIPTIONS = {
     400: "Bad input: malformed JSON, unknown fields, wrong types or values out of range.",
     404: "Unknown id, or an item the caller may not see (answered alike).",

@@ -7,8 +7,8 @@ from typing import Annotated
 import msgspec
 from litestar import Controller, post
 from litestar.di import Provide
-from litestar.params import Body
 from litestar.exceptions import ClientException
+from litestar.params import Body
 
 from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
@@ -27,7 +27,8 @@ class RecallController(Controller):
           description="Hits (only items the caller's scope may see), the `PERSISTENT MEMORY "
                       "(READ-ONLY)` injection block, the catalog, and `found` with an explicit "
                       "`message` when nothing is found. `trace: true` adds the Q* trace.")
-    def recall(self, data: Annotated[RecallRequest, Body(schema_extra=CLOSED_OBJECT)], service: MemoryService) -> RecallResponse:
+    def recall(self, data: Annotated[RecallRequest, Body(schema_extra=CLOSED_OBJECT)],
+               service: MemoryService) -> RecallResponse:
         if not data.query.strip():
             raise ClientException("query is empty")
         view = service.view()

@@ -26,6 +26,7 @@ class ToolsController(Controller):
                       "memory.palace.get, memory.palace.assign. Answers `{ok: true, action, result}`; errors are 4xx "
                       "`{ok: false, error, detail}` (400 bad args or unknown action, 404 unknown "
                       "or invisible id, 422 refused by the policy with its verdict).")
-    def run(self, data: Annotated[ToolRequest, Body(schema_extra=CLOSED_OBJECT)], service: MemoryService) -> ToolResponse:
+    def run(self, data: Annotated[ToolRequest, Body(schema_extra=CLOSED_OBJECT)],
+            service: MemoryService) -> ToolResponse:
         out = ToolDispatcher(service).dispatch(data.action, data.args, data.identity)
         return ToolResponse(ok=True, action=out["action"], result=out["result"])

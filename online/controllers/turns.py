@@ -24,7 +24,8 @@ class TurnsController(Controller):
                       "are parsed for memory proposals, each governed by the policy; the answer "
                       "gives the text to show (proposals stripped) and each proposal's verdict. "
                       "Secrets in the turn text are redacted before storage.")
-    def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)], service: MemoryService) -> TurnResponse:
+    def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)],
+                service: MemoryService) -> TurnResponse:
         result = service.capture(
             data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
             turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,

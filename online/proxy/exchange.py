@@ -42,7 +42,6 @@ from online.tools import ToolDispatcher, ToolError
 from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.proposals import ProposalStreamFilter
-from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.recall.intents import (
     RecallIntent,
     ToolCallError,
@@ -51,6 +50,7 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
 )
 from pipelines.recall.render import format_entry, frame
+from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")

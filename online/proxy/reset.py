@@ -55,7 +55,8 @@ def land_summary(service: MemoryService, identity: Identity, reply: str,
                  history: list[dict[str, Any]]) -> dict[str, Any]:
     """Govern and land the proposals of the summariser's reply; counts for the user."""
     parsed = parse_assistant_output(reply)
-    turn_id = stable_id("turn", "proxy-reset", digest([msgspec.to_builtins(identity), [[m["role"], m["content"]] for m in history]]))
+    transcript = [[m["role"], m["content"]] for m in history]
+    turn_id = stable_id("turn", "proxy-reset", digest([msgspec.to_builtins(identity), transcript]))
     result = service.capture(
         identity, "system", f"[{len(history)} messages summarised on reset]", parse=False,
         extra_proposals=[p.item for p in parsed.proposals], turn_id=turn_id,

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 import anyio
-
 from litestar.types import Receive, Scope, Send
 
 JSON_TYPE = "application/json; charset=utf-8"

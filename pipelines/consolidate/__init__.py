@@ -50,8 +50,8 @@ from pipelines.consolidate.embedding import (
 from pipelines.consolidate.governance import GovernReport, govern_items
 from pipelines.consolidate.invariants import (
     dimension_violations,
-    policy_check_since,
     hard_block_violations,
+    policy_check_since,
     provenance_violations,
     supersede_violations,
 )

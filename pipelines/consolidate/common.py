@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
 from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
-from pipelines.records import Event, MemoryItem, parse_time
+from pipelines.records import Event, MemoryItem, parse_time  # noqa: F401 - parse_time: governance imports it from here
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"

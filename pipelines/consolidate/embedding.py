@@ -74,7 +74,8 @@ def embed_items(
     return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active)
 
 
-def reembed_all(settings: Settings, *, embedder: Any = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def reembed_all(settings: Settings, *, embedder: Any = None,
+                progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """`loci reembed`: embed every active item with the configured embedder (after the
     embedder was changed). Takes the warehouse lock like a run. The next consolidation run
     publishes a snapshot built with the new vectors."""

@@ -41,7 +41,8 @@ def _apply_changes(warehouse: Warehouse, changes: Sequence[Any], counts: Counter
         warehouse.archive_items(ids, reason=reason)
 
 
-def apply_lifecycle(warehouse: Warehouse, settings: Settings, *, now: datetime, hook: Hook | None = None) -> LifecycleReport:
+def apply_lifecycle(warehouse: Warehouse, settings: Settings, *, now: datetime,
+                    hook: Hook | None = None) -> LifecycleReport:
     """Apply `pipelines.promotion.plan_lifecycle` (promotions, expiry archive, aging,
     decay) to the active items, in one transaction. Promotion moves one tier at a time, so
     the plan is re-run (promotions only) until nothing more moves: a run leaves the steady

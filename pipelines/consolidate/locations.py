@@ -18,7 +18,8 @@ class PalaceReport:
     rooms: int = 0
 
 
-def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *, hook: Hook | None = None) -> PalaceReport:
+def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
+                 hook: Hook | None = None) -> PalaceReport:
     """Palace locations for the active items (room from the cluster an item belongs to or
     was merged from, where there is one), stored in `palace_locations` and as the path
     `domain/room/shelf/card` in each item's metadata["palace"] (written only on change)."""
@@ -44,4 +45,4 @@ def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *, h
             warehouse.update_items(patches, reason="palace")
         call_hook(hook, "palace:before_commit")
     return PalaceReport(assigned=len(locations), moved=max(moved, len(patches)),
-                        rooms=len({(l.domain, l.room) for l in locations}))
+                        rooms=len({(loc.domain, loc.room) for loc in locations}))

@@ -113,5 +113,6 @@ def merger_used(item: MemoryItem) -> tuple[str, str]:
     meta = item.metadata
     name = str(meta.get("merger", ""))
     if "fallback" in name or "extractive" in name or meta.get("fallback_reason"):
-        return "fallback", str(meta.get("fallback_reason") or ("extractive merger configured" if "fallback" not in name else ""))
+        default = "extractive merger configured" if "fallback" not in name else ""
+        return "fallback", str(meta.get("fallback_reason") or default)
     return "llm", ""

@@ -107,8 +107,8 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
     """Why two claims conflict, or None. Symmetric."""
     if a.item.id == b.item.id:
         return None
-    if any(l.rel == "contradicts" and l.to == b.item.id for l in a.item.links) or any(
-            l.rel == "contradicts" and l.to == a.item.id for l in b.item.links):
+    if any(link.rel == "contradicts" and link.to == b.item.id for link in a.item.links) or any(
+            link.rel == "contradicts" and link.to == a.item.id for link in b.item.links):
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
@@ -127,7 +127,7 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
     """`a` declares that it replaces `b`."""
-    return any(l.rel == "supersedes" and l.to == b.id for l in a.links) or b.superseded_by == a.id
+    return any(link.rel == "supersedes" and link.to == b.id for link in a.links) or b.superseded_by == a.id
 
 
 # -- finding pairs --------------------------------------------------------------------------
@@ -141,7 +141,7 @@ def _candidate_pairs(claims: Sequence[Claim]) -> set[tuple[int, int]]:
     buckets: dict[str, list[int]] = {}
     for i, c in enumerate(claims):
         keys = {f"w:{w}" for w in c.words} | ({f"t:{c.title}"} if c.title else set())
-        keys |= {f"id:{l.to}" for l in c.item.links} | {f"id:{c.item.id}"}
+        keys |= {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"}
         for key in keys:
             buckets.setdefault(key, []).append(i)
     pairs: set[tuple[int, int]] = set()

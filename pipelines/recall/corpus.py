@@ -447,7 +447,7 @@ class MemoryCorpus:
                 if r != own and allowed[r] and r not in out:
                     out[r] = how
 
-        add((self.row_of[l.to] for l in item.links if l.to in self.row_of), "link")
+        add((self.row_of[link.to] for link in item.links if link.to in self.row_of), "link")
         add((r for _, r in self.links_in.get(item.id, ())), "link")
         for e in sorted({normalise_label(e) for e in item.entities} - {""}):
             add(self.entity_rows.get(e, np.empty(0, np.int64))[:per_label], "entity")

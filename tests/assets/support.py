@@ -37,21 +37,28 @@ LATENCY = {"tags": ["latency", "tiles"], "entities": ["tile server"]}
 BATCH_1 = [
     dana("What is our latency budget for map tiles?", role="user"),
     dana("The budget is 50 ms. " + block(
-        {"type": "fact", "title": "Tile latency budget", "content": "The tile latency budget is 50 ms at p95.", **LATENCY},
+        {"type": "fact", "title": "Tile latency budget", "content": "The tile latency budget is 50 ms at p95.",
+         **LATENCY},
     )),
     dana("Confirmed again. " + block(
-        {"type": "fact", "title": "Tile latency budget p95", "content": "The tile latency budget is 50 ms at p95 for map tiles.", **LATENCY},
+        {"type": "fact", "title": "Tile latency budget p95",
+         "content": "The tile latency budget is 50 ms at p95 for map tiles.", **LATENCY},
     ), session="s2"),
     dana("Yes. " + block(
-        {"type": "fact", "title": "Latency budget for tiles", "content": "Map tile latency budget: 50 ms at p95.", **LATENCY},
+        {"type": "fact", "title": "Latency budget for tiles", "content": "Map tile latency budget: 50 ms at p95.",
+         **LATENCY},
     ), session="s3"),
     dana("Decided. " + block(
-        {"type": "decision", "title": "Use PostGIS for tile storage", "content": "We decided to store tiles in PostGIS, not S3.", "tags": ["storage"]},
-        {"type": "note", "title": "Maybe cache", "content": "Perhaps a CDN cache could help someday.", "confidence": 0.1, "tags": ["cache"]},
-        {"type": "fact", "title": "Deploy key", "content": "The deploy key is AKIAIOSFODNN7EXAMPLE for the bucket.", "tags": ["aws"]},
+        {"type": "decision", "title": "Use PostGIS for tile storage",
+         "content": "We decided to store tiles in PostGIS, not S3.", "tags": ["storage"]},
+        {"type": "note", "title": "Maybe cache", "content": "Perhaps a CDN cache could help someday.",
+         "confidence": 0.1, "tags": ["cache"]},
+        {"type": "fact", "title": "Deploy key", "content": "The deploy key is AKIAIOSFODNN7EXAMPLE for the bucket.",
+         "tags": ["aws"]},
     ), session="s3"),
     erin("Borealis budget. " + block(
-        {"type": "fact", "title": "Tile latency budget", "content": "The tile latency budget is 50 ms at p95.", **LATENCY},
+        {"type": "fact", "title": "Tile latency budget", "content": "The tile latency budget is 50 ms at p95.",
+         **LATENCY},
     )),
 ]
 
@@ -59,10 +66,12 @@ BATCH_1 = [
 BATCH_2 = [
     dana("Another topic: when is the standup?", role="user", session="s4"),
     dana("Noted. " + block(
-        {"type": "fact", "title": "Standup time", "content": "The team standup is at 9:30 every weekday.", "tags": ["meetings"]},
+        {"type": "fact", "title": "Standup time", "content": "The team standup is at 9:30 every weekday.",
+         "tags": ["meetings"]},
     ), session="s4"),
     dana("Right. " + block(
-        {"type": "fact", "title": "Standup time weekday", "content": "Team standup is at 9:30 on every weekday.", "tags": ["meetings"]},
+        {"type": "fact", "title": "Standup time weekday", "content": "Team standup is at 9:30 on every weekday.",
+         "tags": ["meetings"]},
     ), session="s5"),
 ]
 

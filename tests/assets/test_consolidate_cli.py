@@ -27,7 +27,8 @@ def test_consolidate_prints_one_line_per_stage_with_count_and_seconds(tmp_path, 
     result = CliRunner().invoke(app, ["consolidate", "--data-dir", settings.data_dir])
 
     assert result.exit_code == 0, result.output
-    lines = {line.split()[0]: line for line in result.output.splitlines() if line.split()[:1] and line.split()[0] in STAGE_COUNTS}
+    lines = {line.split()[0]: line for line in result.output.splitlines()
+             if line.split()[:1] and line.split()[0] in STAGE_COUNTS}
     assert list(lines) == list(STAGE_COUNTS)  # every stage, in the order they complete
     assert re.fullmatch(r"landed_events\s+13 events landed\s+\d+\.\d\d s", lines["landed_events"].strip())
     assert re.search(r"\b1 clusters merged\b", lines["merged_items"])

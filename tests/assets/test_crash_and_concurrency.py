@@ -12,7 +12,6 @@ from pathlib import Path
 from assets.run import run_consolidation
 from pipelines import consolidate as stages
 from tests.assets.support import (
-    shared_instance,
     BATCH_1,
     BATCH_2,
     active_items,
@@ -20,6 +19,7 @@ from tests.assets.support import (
     inbox_max_seq,
     ingest,
     make_settings,
+    shared_instance,
     snapshot_state,
     start_child_run,
     warehouse_state,

@@ -21,14 +21,14 @@ from pipelines.policy import POLICY_VERSION
 from pipelines.snapshot import list_versions, load_snapshot
 from pipelines.warehouse import Warehouse
 from tests.assets.support import (
-    faults,
-    shared_instance,
     BATCH_1,
     BATCH_2,
     active_items,
+    faults,
     inbox_max_seq,
     ingest,
     make_settings,
+    shared_instance,
     snapshot_state,
     table_counts,
     warehouse_state,
@@ -273,7 +273,8 @@ def test_settings_resource_config_is_the_settings_fields():
     from pipelines.settings import Settings
 
     fields = LociSettingsResource.model_fields
-    assert {name: f.get_default(call_default_factory=True) for name, f in fields.items()} == msgspec.structs.asdict(Settings())
+    defaults = {name: f.get_default(call_default_factory=True) for name, f in fields.items()}
+    assert defaults == msgspec.structs.asdict(Settings())
     custom = Settings(stm_threshold=3, retention_days_by_tag={"tmp": 1.5}, flags={"enabled": False})
     assert LociSettingsResource.from_settings(custom).get() == custom
 

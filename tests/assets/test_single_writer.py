@@ -60,7 +60,8 @@ def _run(instance, defs, selection: list[str] | None, status: dg.DagsterRunStatu
         job_def = defs.resolve_implicit_global_asset_job_def()
         if keys:
             job_def = job_def.get_subset(asset_selection=keys)
-    origin = RemoteJobOrigin(repository_origin=RemoteRepositoryOrigin(LOCATION, "__repository__"), job_name=job_def.name)
+    origin = RemoteJobOrigin(repository_origin=RemoteRepositoryOrigin(LOCATION, "__repository__"),
+                             job_name=job_def.name)
     return instance.create_run_for_job(job_def, status=status, asset_selection=keys, remote_job_origin=origin,
                                        execution_plan=create_execution_plan(job_def))
 

@@ -65,11 +65,13 @@ def test_usage_updates_links_and_bad_events(tmp_path):
     land_and_govern(settings, [a, b])
     a_id, b_id = proposal_item_id(a.event_id), proposal_item_id(b.event_id)
     events = [
-        Event(event_id="u1", kind="usage", identity=WHO, payload={"item_ids": [a_id, b_id]}, at="2026-01-01T00:00:00+00:00"),
+        Event(event_id="u1", kind="usage", identity=WHO, payload={"item_ids": [a_id, b_id]},
+              at="2026-01-01T00:00:00+00:00"),
         Event(event_id="u2", kind="usage", identity=WHO, payload={"item_ids": [a_id]}, at="2026-01-02T00:00:00+00:00"),
         Event(event_id="up", kind="memory.update", identity=WHO,
               payload={"item_id": a_id, "patch": {"content": "Alpha runs on port 9001."}}),
-        Event(event_id="ln", kind="memory.link", identity=WHO, payload={"src_id": a_id, "dst_id": b_id, "rel": "supersedes"}),
+        Event(event_id="ln", kind="memory.link", identity=WHO,
+              payload={"src_id": a_id, "dst_id": b_id, "rel": "supersedes"}),
         Event(event_id="bad", kind="turn", identity=WHO, payload={"no": "turn id"}),  # malformed
         Event(event_id="gone", kind="usage", identity=WHO, payload={"item_ids": ["mem_unknown"]}),
     ]

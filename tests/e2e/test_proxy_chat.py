@@ -26,7 +26,7 @@ from online.proxy import ProxyConfig, create_proxy_app
 from online.proxy.config import NOTHING_NEW_NOTE, RESULTS_INSTRUCTION
 from online.state import MemoryService
 from pipelines.records import Identity
-from pipelines.settings import FLAG_DEFAULTS, Settings
+from pipelines.settings import FLAG_DEFAULTS
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
     answer_from_memory,

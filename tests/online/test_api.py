@@ -427,7 +427,8 @@ def test_stats_and_admin_reload(client: TestClient, settings: Settings) -> None:
     manifest = publish(settings, [make_item("m-new", "Cache policy", "Cache tiles for an hour.")], watermark=0)
     reloaded = client.post("/v1/admin/reload")
     assert reloaded.status_code == 200 and reloaded.json()["snapshot_version"] == manifest.version
-    assert client.post("/v1/recall", json={"identity": DANA, "query": "cache policy"}).json()["hits"][0]["id"] == "m-new"
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "cache policy"}).json()["hits"]
+    assert hits[0]["id"] == "m-new"
 
 
 def test_unexpected_errors_are_a_generic_logged_500(app: Litestar, monkeypatch: pytest.MonkeyPatch) -> None:

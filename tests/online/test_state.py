@@ -153,7 +153,8 @@ def test_check_is_throttled_but_reload_forces_it(settings: Settings) -> None:
 def test_update_in_the_delta_shadows_the_snapshot_version(service: MemoryService, settings: Settings) -> None:
     publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
     service.reload()
-    ToolDispatcher(service).dispatch("memory.update", {"id": "m1", "patch": {"content": "The tile latency budget is 25 ms."}}, WHO)
+    ToolDispatcher(service).dispatch("memory.update",
+                                     {"id": "m1", "patch": {"content": "The tile latency budget is 25 ms."}}, WHO)
     result = service.recall("tile latency budget", WHO)
     assert ids(result) == ["m1"]
     assert result.hits[0].item.content == "The tile latency budget is 25 ms." and result.hits[0].source == "delta"

@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.capture import capture_turn
 from pipelines.inbox import Inbox
-from pipelines.ingest import ingest_chat_jsonl, ingest_locomo, import_items_jsonl, parse_locomo_date
+from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo, parse_locomo_date
 from pipelines.materialize import apply_patch, fold_events, message_item_id
 from pipelines.policy import Policy
 from pipelines.records import Event, Identity, MemoryItem, Scope
@@ -225,7 +225,7 @@ def test_fold_applies_updates_links_usage_and_base_items():
     overlay = fold_events(events, base={"old": base}.get)
     item = overlay.items["old"]
     assert item.content == "a2" and item.content_hash != base.content_hash
-    assert [(l.rel, l.to) for l in item.links] == [("references", "other")]
+    assert [(link.rel, link.to) for link in item.links] == [("references", "other")]
     assert overlay.usage == {"old": 2} and overlay.max_seq == 4
 
 

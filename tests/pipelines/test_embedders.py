@@ -288,7 +288,8 @@ def test_make_embedder_by_name():
     assert isinstance(h, HashEmbedder) and h.dim == 64
     m = make_embedder(Settings(embedder="MiniLM"))
     assert isinstance(m, MiniLMEmbedder) and not m.loaded  # nothing loaded yet
-    o = make_embedder(Settings(embedder="ollama", ollama_host="http://127.0.0.1:1", ollama_embed_model="mxbai", ollama_timeout_s=3.0))
+    o = make_embedder(Settings(embedder="ollama", ollama_host="http://127.0.0.1:1", ollama_embed_model="mxbai",
+                               ollama_timeout_s=3.0))
     assert isinstance(o, OllamaEmbedder)
     assert (o.host, o.model, o.timeout_s, o.name) == ("http://127.0.0.1:1", "mxbai", 3.0, "ollama:mxbai")
 

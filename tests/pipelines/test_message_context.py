@@ -44,7 +44,8 @@ def test_context_holds_previous_and_following_turns_and_the_day() -> None:
 
 def test_context_is_for_finding_only() -> None:
     item = turn(1, "Yes, last Tuesday!")
-    with_context = msgspec.structs.replace(item, metadata={**item.metadata, CONTEXT_KEY: "(in reply to Mel: the lake trip)"})
+    with_context = msgspec.structs.replace(
+        item, metadata={**item.metadata, CONTEXT_KEY: "(in reply to Mel: the lake trip)"})
     assert "lake trip" in embedding_text(with_context) and "lake trip" in lexical_text(with_context)
     assert with_context.content == item.content and with_context.content_hash == item.content_hash
     assert embedding_hash(with_context) != embedding_hash(item) == item.content_hash

@@ -37,7 +37,7 @@ def items() -> list[MemoryItem]:
 
 
 def test_locations_follow_domain_room_shelf_card(items):
-    locs = {l.item_id: l for l in assign_locations(items)}
+    locs = {loc.item_id: loc for loc in assign_locations(items)}
     assert locs["m1"].path == "loci/postgres-replicas/fact/m1"
     assert locs["m2"].path == "loci/deploy/decision/m2"
     assert locs["m3"].path == "loci/atlas-db/fact/m3"  # entity when there is no tag
@@ -51,9 +51,11 @@ def test_locations_follow_domain_room_shelf_card(items):
 
 
 def test_room_from_clustering_wins_as_dict_or_function(items):
-    by_dict = {l.item_id: l.room for l in assign_locations(items, room_of={"m1": "Database HA", "m4": "Ops Notes"})}
+    by_dict = {loc.item_id: loc.room
+               for loc in assign_locations(items, room_of={"m1": "Database HA", "m4": "Ops Notes"})}
     assert by_dict["m1"] == "database-ha" and by_dict["m4"] == "ops-notes" and by_dict["m2"] == "deploy"
-    by_fn = {l.item_id: l.room for l in assign_locations(items, room_of=lambda i: "shared" if i.type == "fact" else None)}
+    by_fn = {loc.item_id: loc.room
+             for loc in assign_locations(items, room_of=lambda i: "shared" if i.type == "fact" else None)}
     assert by_fn["m1"] == by_fn["m3"] == "shared" and by_fn["m2"] == "deploy"
     # a room that slugifies to nothing falls back to the item's own topic
     assert assign_locations([items[0]], room_of={"m1": "???"})[0].room == "postgres-replicas"
@@ -68,7 +70,7 @@ def test_assignment_is_deterministic_for_repeated_and_shuffled_input(items):
     shuffled = items[:]
     random.Random(7).shuffle(shuffled)
     assert assign_locations(shuffled, room_of=rooms) == first
-    assert [l.item_id for l in first] == sorted(l.item_id for l in first)
+    assert [loc.item_id for loc in first] == sorted(loc.item_id for loc in first)
 
 
 def test_odd_ids_and_bad_input():

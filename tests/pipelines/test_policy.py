@@ -45,7 +45,8 @@ def policy() -> Policy:
         ("Deploy key: AKIAQ7V3XK2LMN4PRS5T for the bucket", "hard.secret.aws_key"),
         ("token ghp_R7kQ2mX9vL4pT8wZ3nY6cB1hJ5sD0fGaE2uK", "hard.secret.github_token"),
         (
-            "-----BEGIN RSA PRIVATE KEY-----\nMIIEpQIBAAKCAQEAn6/O8li+SX4m98LLYt/PKSzEmQ\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEpQIBAAKCAQEAn6/O8li+SX4m98LLYt/PKSzEmQ\n"
+            "-----END RSA PRIVATE KEY-----",
             "hard.secret.private_key",
         ),
         ("DATABASE_URL=postgres://app:S3cretPw9@db.internal:5432/app", "hard.secret.url_credentials"),

@@ -83,7 +83,8 @@ def test_items_that_are_not_promoted(item):
 
 
 def test_thresholds_come_from_settings():
-    strict = msgspec.structs.replace(SETTINGS, usage_count_for_ltm=10, usage_count_for_mtm=4, auto_promote_types=["todo"])
+    strict = msgspec.structs.replace(SETTINGS, usage_count_for_ltm=10, usage_count_for_mtm=4,
+                                     auto_promote_types=["todo"])
     assert plan(mem("u", usage=9), settings=strict)["u"].reason == "promote_usage_mtm"  # below 10
     assert plan(mem("u", usage=10), settings=strict)["u"].reason == "promote_usage"
     assert plan(mem("u", usage=3), settings=strict) == {}
@@ -178,7 +179,8 @@ def test_decay_floor_interval_and_scope():
     assert floor.action == "decay" and floor.patch["importance"] == 1  # 52 steps due, floor 1
     assert plan(mem("one", importance=1, age=365), settings=settings)["one"].action == "archive"  # aged, not decayed
     assert plan(mem("mtm", tier="mtm", importance=9, age=60), settings=settings) == {}
-    assert plan(mem("daily", importance=9, age=3.5), settings=settings, decay_every_days=1)["daily"].patch["importance"] == 6
+    daily = plan(mem("daily", importance=9, age=3.5), settings=settings, decay_every_days=1)["daily"]
+    assert daily.patch["importance"] == 6
     with pytest.raises(LifecycleError, match="decay_every_days"):
         plan_lifecycle([], settings, NOW, decay_every_days=0)
 

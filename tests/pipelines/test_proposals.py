@@ -111,7 +111,8 @@ def test_tool_call_with_broken_arguments_is_reported():
 def test_bare_tool_call_json_in_fence_is_stripped():
     text = (
         "Here you go.\n\n```json\n"
-        '{"action": "memory.propose", "items": [{"type": "fact", "title": "Port", "content": "Service runs on 8765"}]}\n'
+        '{"action": "memory.propose", "items": '
+        '[{"type": "fact", "title": "Port", "content": "Service runs on 8765"}]}\n'
         "```\n\nAnything else?"
     )
     out = parse_assistant_output(text)

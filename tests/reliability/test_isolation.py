@@ -107,7 +107,8 @@ class Tenant(threading.Thread):
                     self.failures.append(f"{op} as {who}: {exc}")
 
     def check(self, resp: httpx.Response, *ok: int) -> dict:
-        assert resp.status_code in ok, f"{resp.request.method} {resp.request.url.path}: {resp.status_code} {resp.text[:300]}"
+        assert resp.status_code in ok, (f"{resp.request.method} {resp.request.url.path}: "
+                                        f"{resp.status_code} {resp.text[:300]}")
         return resp.json()
 
     def tool(self, client: httpx.Client, who: Identity, action: str, args: dict, *ok: int) -> dict:
@@ -252,7 +253,8 @@ def test_foreign_ids_are_refused_exactly_like_unknown_ids(tmp_path: Path) -> Non
             resp = tool(eve, "memory.write", {"item": {"title": f"Eve {kind}", "scope": kind,
                                                        "content": f"Eve's {kind} secret plan."}})
             eve_ids[kind] = resp.json()["result"]["item_id"]
-        mine = tool(ann, "memory.write", {"item": {"title": "Ann", "content": "Ann's own note."}}).json()["result"]["item_id"]
+        mine = tool(ann, "memory.write",
+                    {"item": {"title": "Ann", "content": "Ann's own note."}}).json()["result"]["item_id"]
         # Same length as the foreign ids, so not even the body size tells them apart.
         unknown = "mem_" + "0" * (len(eve_ids["org"]) - 4)
 
@@ -269,7 +271,7 @@ def test_foreign_ids_are_refused_exactly_like_unknown_ids(tmp_path: Path) -> Non
             for action, args in (("memory.update", {"id": "<ID>", "patch": {"content": "hijacked"}}),
                                  ("memory.link", {"src_id": mine, "dst_id": "<ID>", "rel": "supports"}),
                                  ("memory.link", {"src_id": "<ID>", "dst_id": mine, "rel": "refines"})):
-                fill = lambda i: {k: (i if v == "<ID>" else v) for k, v in args.items()}  # noqa: E731
+                fill = lambda i, args=args: {k: (i if v == "<ID>" else v) for k, v in args.items()}  # noqa: E731
                 got, ref = tool(ann, action, fill(foreign)), tool(ann, action, fill(unknown))
                 assert error_shape(got, foreign) == error_shape(ref, unknown) and got.status_code == 404, action
 

@@ -3,7 +3,6 @@ resolution by scope, confidence and recency, corrections of one's own claims."""
 
 from __future__ import annotations
 
-from pipelines.records import Identity, Link, MemoryItem, Scope
 from pipelines.recall.conflicts import (
     corrected_by,
     find_conflicts,
@@ -11,6 +10,7 @@ from pipelines.recall.conflicts import (
     resolve,
     stated_values,
 )
+from pipelines.records import Identity, Link, MemoryItem, Scope
 
 ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
 
@@ -137,4 +137,4 @@ def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
         overlay = fold_events(inbox.read_after(0))
     new_id = second.proposals[0].item_id
     assert (new_id, old.id, "supersedes") in overlay.links
-    assert [(l.rel, l.to) for l in overlay.items[new_id].links] == [("supersedes", old.id)]
+    assert [(link.rel, link.to) for link in overlay.items[new_id].links] == [("supersedes", old.id)]

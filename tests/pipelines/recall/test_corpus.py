@@ -8,10 +8,10 @@ import faiss
 import numpy as np
 import pytest
 
-from pipelines.records import Identity, Link, MemoryItem, PalaceLocation, Provenance, Scope
 from pipelines.recall.corpus import CorpusError, MemoryCorpus
-from pipelines.recall.query import RecallFilters
 from pipelines.recall.lexical import LexicalIndex, label_ngrams, normalise_label, query_terms, tokenize
+from pipelines.recall.query import RecallFilters
+from pipelines.records import Identity, Link, MemoryItem, PalaceLocation, Provenance, Scope
 
 T0 = "2025-01-01T00:00:00+00:00"
 WHO = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from pipelines.embedders import Embedder
-from pipelines.records import Identity, Link, MemoryItem, Provenance, Scope
 from pipelines.recall import (
     MemoryCorpus,
     RecallEngine,
@@ -22,6 +21,7 @@ from pipelines.recall import (
     estimate_tokens,
     tokenize,
 )
+from pipelines.records import Identity, Link, MemoryItem, Provenance, Scope
 from pipelines.settings import Settings
 
 NOW = "2025-06-01T00:00:00+00:00"
@@ -164,7 +164,7 @@ def test_scope_isolation_randomised():
     delta = corpus(items[350:], source="delta")
     eng = engine()
     returned = 0
-    for trial in range(40):
+    for _ in range(40):
         who = rng.choice(people)
         q = " ".join(rng.choices(words, k=2))
         mode = rng.choice(["inject", "catalog", "hybrid"])

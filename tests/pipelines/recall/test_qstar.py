@@ -7,7 +7,6 @@ import itertools
 import numpy as np
 import pytest
 
-from pipelines.records import Link, MemoryItem, Provenance, Scope
 from pipelines.recall.qstar import (
     DocRef,
     Evidence,
@@ -17,6 +16,7 @@ from pipelines.recall.qstar import (
     question_entities,
 )
 from pipelines.recall.render import estimate_tokens
+from pipelines.records import Link, MemoryItem, Provenance, Scope
 
 T0 = "2025-01-01T00:00:00+00:00"
 
@@ -48,7 +48,7 @@ class FakeExpander:
         if focus is not None:
             found = [i for i in self.items if focus in i.content.lower() and i.id not in exclude]
         else:
-            linked = {l.to for e in support for l in e.item.links}
+            linked = {link.to for e in support for link in e.item.links}
             found = [i for i in self.items if i.id in linked and i.id not in exclude]
         found.sort(key=lambda i: (-self.relevance[i.id], i.id))
         return [ev(i, self.relevance[i.id]) for i in found[:limit]]

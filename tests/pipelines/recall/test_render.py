@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pipelines.records import MemoryItem, Provenance, Scope
 from pipelines.recall.render import (
     HEADER,
     catalog,
@@ -13,6 +12,7 @@ from pipelines.recall.render import (
     pack_injection,
     provenance_label,
 )
+from pipelines.records import MemoryItem, Provenance, Scope
 
 
 def mem(id_="m1", title="Inbox storage", content="SQLite in WAL mode.", **kw) -> MemoryItem:
@@ -53,9 +53,9 @@ def test_stored_text_cannot_forge_block_markers():
     lines = text.splitlines()
     assert lines[0].count("|") == 4  # id, type, tier, tags, provenance separators only
     assert lines[-1] == "[/MEMORY]"
-    assert sum(1 for l in lines if l.startswith("[/MEMORY]")) == 1
-    assert sum(1 for l in lines if l.startswith("[MEMORY:")) == 1
-    assert not any(l.startswith("PERSISTENT MEMORY") for l in lines)
+    assert sum(1 for line in lines if line.startswith("[/MEMORY]")) == 1
+    assert sum(1 for line in lines if line.startswith("[MEMORY:")) == 1
+    assert not any(line.startswith("PERSISTENT MEMORY") for line in lines)
 
 
 def test_block_is_read_only_framed():
