@@ -373,13 +373,15 @@ def _set_flag(name: str, value: bool) -> None:
 BENCHMARKS = {
     "policy": ("bench.policy", "Precision, recall and false-positive rate of the write policy per source."),
     "locomo": ("bench.locomo", "Recall quality on a LoCoMo-format file (turn/session recall@k, baselines, ablations)."),
-    "latency": ("bench.latency", "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
+    "latency": ("bench.latency",
+                "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
     "pipeline": ("bench.pipeline", "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes."),
     "load": ("bench.load", "A bounded mixed load (turns, recalls, tools) against one service process."),
     "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
     "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
     "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),
-    "governed": ("bench.governed", "Curated memory first in a chatty multi-user store: MRR, hit@1/3, chatter share of injected text."),
+    "governed": ("bench.governed", "Curated memory first in a chatty multi-user store: MRR, hit@1/3, "
+                                   "chatter share of injected text."),
 }
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
@@ -435,7 +437,8 @@ def bench_all(
     failed = []
     for name, argv in plan:
         console.rule(f"bench {name}")
-        argv = argv + ["--json", str(out_dir / f"{name}.json")] + (["--quick"] if quick and name not in ("policy", "governed") else [])
+        quick_run = ["--quick"] if quick and name not in ("policy", "governed") else []
+        argv = argv + ["--json", str(out_dir / f"{name}.json")] + quick_run
         if _run_benchmark(name, argv) != 0:
             failed.append(name)
     if failed:

@@ -197,7 +197,8 @@ def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> d
     for item in _items(settings, include_inactive=False) if items is None else items:
         if item.type == "message":
             continue
-        owner = f"{item.scope.kind}:{item.scope.user_id if item.scope.kind in ('user', 'session') else item.scope.project_id}"
+        owner_id = item.scope.user_id if item.scope.kind in ("user", "session") else item.scope.project_id
+        owner = f"{item.scope.kind}:{owner_id}"
         listing[item.tier].append({"type": item.type, "title": item.title, "owner": owner, "id": item.id})
     for rows in listing.values():
         rows.sort(key=lambda r: (r["owner"], r["type"], r["title"]))

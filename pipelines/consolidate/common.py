@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
-from pipelines.records import Event, MemoryItem, parse_time  # noqa: F401 - parse_time: governance imports it from here
+from pipelines.records import Event, MemoryItem
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"

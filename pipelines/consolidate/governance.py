@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, parse_time, read_window
+from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, read_window
 from pipelines.materialize import (
     fold_events,
     message_item_id,
@@ -26,7 +26,7 @@ from pipelines.materialize import (
     quarantine_expiry,
 )
 from pipelines.message_context import CONTEXT_KEY, ContextWindow, contextualise, session_key, tail_size
-from pipelines.records import Event, MemoryItem
+from pipelines.records import Event, MemoryItem, parse_time
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
 

@@ -11,7 +11,6 @@ from pipelines.materialize import proposal_item_id
 from pipelines.records import Event
 from pipelines.warehouse import Warehouse
 
-
 # -- runs --------------------------------------------------------------------------------
 
 

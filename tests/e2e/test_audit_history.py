@@ -14,9 +14,8 @@ for; the three refused attempts are `refused` events that changed nothing.
 
 from __future__ import annotations
 
-from typing import Any
-
 import json
+from typing import Any
 
 import pytest
 from litestar.testing import TestClient
@@ -68,7 +67,8 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                               {"content": "Orion telemetry uses TimescaleDB 2.14.", "importance": 8})
         assert status == 200
         seqs["omar"] = body["result"]["seq"]
-        status, body = tool(client, OMAR, "memory.palace.assign", {"id": telemetry, "location": "orion/storage/databases"})
+        status, body = tool(client, OMAR, "memory.palace.assign",
+                            {"id": telemetry, "location": "orion/storage/databases"})
         assert status == 200, body
         seqs["assign"] = body["result"]["seq"]
         status, body = update(client, EVE, telemetry, {"content": "Orion telemetry uses SQLite."})
@@ -160,7 +160,8 @@ def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
         return next(line for line in history if f"#{seq} " in line)
 
     dana, omar, assign, retract = (line_of(seqs[k]) for k in ("dana", "omar", "assign", "retract"))
-    assert " dana " in dana and " update " in dana and "'Orion telemetry uses InfluxDB.' -> 'Orion telemetry uses TimescaleDB.'" in dana
+    assert " dana " in dana and " update " in dana
+    assert "'Orion telemetry uses InfluxDB.' -> 'Orion telemetry uses TimescaleDB.'" in dana
     assert " omar " in omar and "importance: 5 -> 8" in omar
     assert " omar " in assign and "palace_assign" in assign and "orion/storage/databases" in assign
     assert " dana " in retract and " retract " in retract and "'unverified' -> 'retracted'" in retract

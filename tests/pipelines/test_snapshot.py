@@ -132,7 +132,8 @@ def test_bad_input_raises_value_error(tmp_path, n_items, vectors, kw, needle):
 
 def test_duplicate_ids_rejected(tmp_path):
     with pytest.raises(ValueError, match="duplicate"):
-        build_snapshot(tmp_path, [make_item(1), make_item(1)], unit_vectors(2), embedder_name=EMBEDDER, dim=DIM, watermark=0)
+        build_snapshot(tmp_path, [make_item(1), make_item(1)], unit_vectors(2), embedder_name=EMBEDDER, dim=DIM,
+                       watermark=0)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True)
@@ -142,7 +143,8 @@ def test_duplicate_ids_rejected(tmp_path):
     tags=st.lists(st.text(max_size=10), max_size=4),
     metadata=st.dictionaries(
         st.text(max_size=8),
-        st.one_of(st.none(), st.booleans(), st.integers(-(2**62), 2**62), st.floats(allow_nan=False), st.text(max_size=10)),
+        st.one_of(st.none(), st.booleans(), st.integers(-(2**62), 2**62), st.floats(allow_nan=False),
+                  st.text(max_size=10)),
         max_size=4,
     ),
     confidence=st.floats(0, 1),
@@ -314,13 +316,15 @@ def test_hnsw_above_threshold_with_good_recall(tmp_path):
     recall = np.mean([len(set(e) & set(a)) / k for e, a in zip(exact, approx)])
     assert recall >= 0.95
 
-    below = build_snapshot(tmp_path, items[:999], vectors[:999], embedder_name="x", dim=dim, watermark=2, hnsw_threshold=1000)
+    below = build_snapshot(tmp_path, items[:999], vectors[:999], embedder_name="x", dim=dim, watermark=2,
+                           hnsw_threshold=1000)
     assert below.index_kind == "flat-ip"
     assert isinstance(faiss.downcast_index(load_snapshot(tmp_path).index.index), faiss.IndexFlatIP)
 
 
 def test_empty_snapshot(tmp_path):
-    manifest = build_snapshot(tmp_path, [], np.zeros((0, DIM), dtype=np.float32), embedder_name=EMBEDDER, dim=DIM, watermark=0)
+    empty = np.zeros((0, DIM), dtype=np.float32)
+    manifest = build_snapshot(tmp_path, [], empty, embedder_name=EMBEDDER, dim=DIM, watermark=0)
     snap = load_snapshot(tmp_path)
     assert manifest.count == 0 and manifest.tier_counts == {}
     assert snap.items == [] and snap.vectors.shape == (0, DIM) and snap.index.ntotal == 0

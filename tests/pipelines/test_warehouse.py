@@ -26,8 +26,8 @@ from pipelines.records import (
     sha256_text,
 )
 from pipelines.warehouse import (
-    Origin,
     ItemConflictError,
+    Origin,
     UnknownItemError,
     Warehouse,
     WarehouseError,
