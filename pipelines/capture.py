@@ -8,6 +8,7 @@ inbox append commits before this returns: a returned result is an acknowledged w
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import msgspec
@@ -93,10 +94,7 @@ def capture_turn(
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
     Rejected proposals land only as events with their verdict, never as items."""
-    if role not in ("user", "assistant", "system"):
-        raise ValueError(f"role must be user, assistant or system, not {role!r}")
-    if default_scope not in SCOPE_KINDS:
-        raise ValueError(f"default_scope must be one of {SCOPE_KINDS}")
+    _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
     # temporal questions) and when Loci learned it (the events' own time, which aging
@@ -104,11 +102,7 @@ def capture_turn(
     learned_at = utcnow()
     at = at or learned_at
     do_parse = (role == "assistant") if parse is None else parse
-    parsed = (
-        parse_assistant_output(text, tool_calls)
-        if do_parse
-        else None
-    )
+    parsed = parse_assistant_output(text, tool_calls) if do_parse else None
     visible = parsed.visible_text if parsed else text
     stored_text, redactions = redact_secrets(visible)
 
@@ -128,84 +122,143 @@ def capture_turn(
             "redactions": redactions,
         },
     )
+    turn = _Turn(identity=identity, turn_id=turn_id, turn_ref=turn_ref, raw_text=text, at=at,
+                 learned_at=learned_at, event_id=turn_event.event_id, default_scope=default_scope)
     forms_items: list[tuple[str, ProposedItem]] = []
     if parsed:
         forms_items += [(pp.form, pp.item) for pp in parsed.proposals]
     forms_items += [("api", item) for item in extra_proposals]
 
-    events = [turn_event]
-    pending: list[tuple[str, ProposedItem, Verdict, str]] = []
-    for index, (form, proposal) in enumerate(forms_items):
-        hint = proposal.provenance_hint or {}
-        source_kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "chat"
-        prov = Provenance(
-            source_kind=source_kind,
-            source_id=str(hint.get("source_id") or turn_id),
-            chunk_ids=[str(c) for c in hint.get("chunk_ids", []) if isinstance(c, (str, int))]
-            if isinstance(hint.get("chunk_ids"), list) else [],
-            content_hashes=[sha256_text(text)],
-            turn_refs=[turn_ref] if turn_ref else [],
-            event_ids=[turn_event.event_id],
-            created_at=at,
-        )
-        found = list(existing(proposal)) if existing else []
-        # A correction of the author's own claim supersedes it instead of contradicting it.
-        scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else default_scope
-        replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind,
-                                identity.user_id, found)
-        verdict = policy.evaluate(
-            proposal,
-            target_tier=proposal.tier or "stm",
-            provenance=prov,
-            source_trusted=source_kind != "doc",
-            existing=[it for it in found if it.id not in replaced],
-        )
-        event_id = stable_id("evt", "proposal", turn_id, index)
-        payload: dict[str, Any] = {
-            "proposal_id": stable_id("prop", turn_id, index),
-            "turn_id": turn_id,
-            "form": form,
-            "proposal": msgspec.to_builtins(proposal),
-            "verdict": msgspec.to_builtins(verdict),
-            "provenance": msgspec.to_builtins(prov),
-            "default_scope": default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
-            "at": at,
-        }
-        if replaced and verdict.action != "reject":
-            payload["supersedes"] = replaced
-        if verdict.action == "reject":
-            # Never keep the rejected text itself (it may be a secret): its hash suffices.
-            payload["proposal"] = {
-                "type": proposal.type,
-                "title": REDACTED if verdict.hard_block else proposal.title[:200],
-                "content": REDACTED,
-                "content_sha256": sha256_text(proposal.content),
-            }
-        events.append(
-            Event(event_id=event_id, kind="proposal", identity=identity, at=learned_at, payload=payload)
-        )
-        pending.append((form, proposal, verdict, event_id))
-
-    landed = inbox.append(events)
-    outcomes = [
-        ProposalOutcome(
-            form=form,
-            title=REDACTED if verdict.hard_block else proposal.title,
-            action=verdict.action,
-            reasons=list(verdict.reasons),
-            rule_ids=list(verdict.rule_ids),
-            item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
-            event_id=event_id,
-        )
-        for form, proposal, verdict, event_id in pending
+    governed = [
+        _govern_proposal(turn, policy, existing, index, form, proposal)
+        for index, (form, proposal) in enumerate(forms_items)
     ]
+    landed = inbox.append([turn_event, *(g.event for g in governed)])
     return CaptureResult(
         turn_id=turn_id,
         turn_event_id=turn_event.event_id,
         seq=landed[0].seq,
         role=role,
         visible_text=visible,
-        proposals=outcomes,
+        proposals=[g.outcome() for g in governed],
         parse_errors=list(parsed.errors) if parsed else [],
         redactions=redactions,
     )
+
+
+def _check_turn_args(role: str, default_scope: str) -> None:
+    if role not in ("user", "assistant", "system"):
+        raise ValueError(f"role must be user, assistant or system, not {role!r}")
+    if default_scope not in SCOPE_KINDS:
+        raise ValueError(f"default_scope must be one of {SCOPE_KINDS}")
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What every proposal of one turn shares."""
+
+    identity: Identity
+    turn_id: str
+    turn_ref: str | None
+    raw_text: str
+    at: str
+    learned_at: str
+    event_id: str
+    default_scope: str
+
+
+@dataclass(frozen=True)
+class _Governed:
+    """One proposal after the policy: its inbox event and what the caller is told."""
+
+    form: str
+    proposal: ProposedItem
+    verdict: Verdict
+    event: Event
+
+    def outcome(self) -> ProposalOutcome:
+        verdict, event_id = self.verdict, self.event.event_id
+        return ProposalOutcome(
+            form=self.form,
+            title=REDACTED if verdict.hard_block else self.proposal.title,
+            action=verdict.action,
+            reasons=list(verdict.reasons),
+            rule_ids=list(verdict.rule_ids),
+            item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
+            event_id=event_id,
+        )
+
+
+def _proposal_provenance(turn: _Turn, proposal: ProposedItem) -> Provenance:
+    # The proposal may name its source; the turn is the default and always the evidence.
+    hint = proposal.provenance_hint or {}
+    source_kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "chat"
+    chunk_ids = hint.get("chunk_ids")
+    return Provenance(
+        source_kind=source_kind,
+        source_id=str(hint.get("source_id") or turn.turn_id),
+        chunk_ids=[str(c) for c in chunk_ids if isinstance(c, (str, int))] if isinstance(chunk_ids, list) else [],
+        content_hashes=[sha256_text(turn.raw_text)],
+        turn_refs=[turn.turn_ref] if turn.turn_ref else [],
+        event_ids=[turn.event_id],
+        created_at=turn.at,
+    )
+
+
+def _govern_proposal(
+    turn: _Turn,
+    policy: Any,
+    existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None,
+    index: int,
+    form: str,
+    proposal: ProposedItem,
+) -> _Governed:
+    prov = _proposal_provenance(turn, proposal)
+    found = list(existing(proposal)) if existing else []
+    # A correction of the author's own claim supersedes it instead of contradicting it.
+    scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
+    replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind,
+                            turn.identity.user_id, found)
+    verdict = policy.evaluate(
+        proposal,
+        target_tier=proposal.tier or "stm",
+        provenance=prov,
+        source_trusted=prov.source_kind != "doc",
+        existing=[it for it in found if it.id not in replaced],
+    )
+    payload = _proposal_payload(turn, index, form, proposal, verdict, prov, replaced)
+    event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
+                  identity=turn.identity, at=turn.learned_at, payload=payload)
+    return _Governed(form=form, proposal=proposal, verdict=verdict, event=event)
+
+
+def _proposal_payload(
+    turn: _Turn,
+    index: int,
+    form: str,
+    proposal: ProposedItem,
+    verdict: Verdict,
+    prov: Provenance,
+    replaced: list[str],
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "proposal_id": stable_id("prop", turn.turn_id, index),
+        "turn_id": turn.turn_id,
+        "form": form,
+        "proposal": msgspec.to_builtins(proposal),
+        "verdict": msgspec.to_builtins(verdict),
+        "provenance": msgspec.to_builtins(prov),
+        "default_scope": turn.default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
+        "at": turn.at,
+    }
+    if replaced and verdict.action != "reject":
+        payload["supersedes"] = replaced
+    if verdict.action == "reject":
+        # Never keep the rejected text itself (it may be a secret): its hash suffices.
+        payload["proposal"] = {
+            "type": proposal.type,
+            "title": REDACTED if verdict.hard_block else proposal.title[:200],
+            "content": REDACTED,
+            "content_sha256": sha256_text(proposal.content),
+        }
+    return payload

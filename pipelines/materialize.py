@@ -216,66 +216,99 @@ def fold_events(
 ) -> Overlay:
     """Fold events in seq order into an overlay. `base` finds items that live outside the
     overlay (snapshot or warehouse) so updates and links can apply to them."""
-    out = Overlay()
-
-    def lookup(item_id: str) -> MemoryItem | None:
-        return out.items.get(item_id) or base(item_id)
-
+    fold = _Fold(base=base, policy=policy)
     for ev in events:
-        out.max_seq = max(out.max_seq, ev.seq)
+        fold.out.max_seq = max(fold.out.max_seq, ev.seq)
+        step = _FOLD_STEPS.get(ev.kind)
+        if step is not None:
+            step(fold, ev)
+    return fold.out
+
+
+@dataclass
+class _Fold:
+    """One fold in progress: the overlay so far plus where to find items outside it."""
+
+    base: Callable[[str], MemoryItem | None]
+    policy: Governs | None
+    out: Overlay = field(default_factory=Overlay)
+
+    def lookup(self, item_id: str) -> MemoryItem | None:
+        return self.out.items.get(item_id) or self.base(item_id)
+
+    def turn(self, ev: Event) -> None:
+        item = item_from_turn(ev)
+        self.out.items[item.id] = item
+
+    def proposal(self, ev: Event) -> None:
+        verdict = verdict_of(ev, self.policy)
+        item = item_from_proposal(ev, verdict)
+        if item is None:
+            self.out.rejected.append((ev.event_id, verdict))
+            return
+        self.out.items[item.id] = item
+        self.out.links.extend((item.id, link.to, link.rel) for link in item.links)
+
+    def write(self, ev: Event) -> None:
+        # A whole item (import, or a tool write the service already governed).
         p = ev.payload
-        if ev.kind == "turn":
-            item = item_from_turn(ev)
-            out.items[item.id] = item
-        elif ev.kind == "proposal":
-            verdict = verdict_of(ev, policy)
-            item = item_from_proposal(ev, verdict)
-            if item is None:
-                out.rejected.append((ev.event_id, verdict))
-            else:
-                out.items[item.id] = item
-                out.links.extend((item.id, link.to, link.rel) for link in item.links)
-        elif ev.kind == "memory.write":
-            # A whole item (import, or a tool write the service already governed).
-            verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
-            if verdict.action == "reject":
-                out.rejected.append((ev.event_id, verdict))
-                continue
-            try:
-                item = msgspec.convert(p["item"], MemoryItem)
-            except (KeyError, msgspec.ValidationError):
-                continue
-            if verdict.action == "quarantine":
-                item = msgspec.structs.replace(item, tier="stm", validation="unverified",
-                                               expires_at=verdict.expires_at)
-            # An imported item keeps its dates; this store learned it now.
-            out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
-        elif ev.kind == "memory.update":
-            current = lookup(p["item_id"])
-            verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
-            if current is None or verdict.action == "reject":
-                continue
-            try:
-                out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
-            except (ValueError, msgspec.ValidationError):
-                continue  # the service validated it; a bad row is skipped, not fatal
-        elif ev.kind == "memory.palace.assign":
-            current = lookup(p["item_id"])
-            if current is None:
-                continue
-            out.items[current.id] = assign_palace(current, p, ev)
-        elif ev.kind == "memory.link":
-            src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
-            out.links.append((src, dst, rel))
-            current = lookup(src)
-            if current is not None and all(link.to != dst or link.rel != rel for link in current.links):
-                out.items[src] = msgspec.structs.replace(current, links=[*current.links, Link(rel=rel, to=dst)])
-        elif ev.kind == "usage":
-            for item_id in p.get("item_ids", []):
-                out.usage[item_id] = out.usage.get(item_id, 0) + 1
-        elif ev.kind == "memory.consolidate":
-            out.consolidate_requests.append(ev)
-    return out
+        verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
+        if verdict.action == "reject":
+            self.out.rejected.append((ev.event_id, verdict))
+            return
+        try:
+            item = msgspec.convert(p["item"], MemoryItem)
+        except (KeyError, msgspec.ValidationError):
+            return
+        if verdict.action == "quarantine":
+            item = msgspec.structs.replace(item, tier="stm", validation="unverified",
+                                           expires_at=verdict.expires_at)
+        # An imported item keeps its dates; this store learned it now.
+        self.out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
+
+    def update(self, ev: Event) -> None:
+        p = ev.payload
+        current = self.lookup(p["item_id"])
+        verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
+        if current is None or verdict.action == "reject":
+            return
+        try:
+            self.out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
+        except (ValueError, msgspec.ValidationError):
+            return  # the service validated it; a bad row is skipped, not fatal
+
+    def palace_assign(self, ev: Event) -> None:
+        current = self.lookup(ev.payload["item_id"])
+        if current is not None:
+            self.out.items[current.id] = assign_palace(current, ev.payload, ev)
+
+    def link(self, ev: Event) -> None:
+        p = ev.payload
+        src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
+        self.out.links.append((src, dst, rel))
+        current = self.lookup(src)
+        if current is not None and all(known.to != dst or known.rel != rel for known in current.links):
+            self.out.items[src] = msgspec.structs.replace(current, links=[*current.links, Link(rel=rel, to=dst)])
+
+    def usage(self, ev: Event) -> None:
+        for item_id in ev.payload.get("item_ids", []):
+            self.out.usage[item_id] = self.out.usage.get(item_id, 0) + 1
+
+    def consolidate(self, ev: Event) -> None:
+        self.out.consolidate_requests.append(ev)
+
+
+# Event kinds the fold understands; any other kind only advances the watermark.
+_FOLD_STEPS: dict[str, Callable[[_Fold, Event], None]] = {
+    "turn": _Fold.turn,
+    "proposal": _Fold.proposal,
+    "memory.write": _Fold.write,
+    "memory.update": _Fold.update,
+    "memory.palace.assign": _Fold.palace_assign,
+    "memory.link": _Fold.link,
+    "usage": _Fold.usage,
+    "memory.consolidate": _Fold.consolidate,
+}
 
 
 def quarantine_expiry(now: datetime, days: float) -> str:

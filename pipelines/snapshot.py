@@ -334,48 +334,12 @@ def build_snapshot(
     `reuse_max_dead` of its slots would be dead (otherwise a full build).
     """
     root = Path(root)
-    if not embedder_name:
-        raise ValueError("embedder_name is required")
-    if not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be a positive int, got {dim!r}")
-    if not isinstance(watermark, int) or watermark < 0:
-        raise ValueError(f"watermark must be an int >= 0, got {watermark!r}")
-    if keep < 1:
-        raise ValueError(f"keep must be >= 1, got {keep}")
-    vecs = np.asarray(vectors, dtype=np.float32)
-    if vecs.ndim == 1 and vecs.size == 0:
-        vecs = vecs.reshape(0, dim)
-    if vecs.ndim != 2:
-        raise ValueError(f"vectors must be 2-D (n, dim), got shape {vecs.shape}")
-    if vecs.shape[0] != len(items):
-        raise ValueError(f"{len(items)} items but {vecs.shape[0]} vectors")
-    if vecs.shape[1] != dim:
-        raise ValueError(f"vectors have dim {vecs.shape[1]}, expected {dim}")
-    for item in items:
-        if not isinstance(item, MemoryItem):
-            raise ValueError(f"items must be MemoryItem, got {type(item).__name__}")
-    keep_rows = [i for i, item in enumerate(items) if item.active]
-    kept = [items[i] for i in keep_rows]
-    vecs = np.ascontiguousarray(vecs[keep_rows], dtype=np.float32)
-    if not np.isfinite(vecs).all():
-        raise ValueError("vectors contain NaN or infinity")
-    dupes = [i for i, c in Counter(item.id for item in kept).items() if c > 1]
-    if dupes:
-        raise ValueError(f"duplicate item ids in snapshot: {dupes[:5]}")
-
-    reused = None
-    if reuse is not None and len(kept) >= hnsw_threshold and len(kept) > 0:
-        reused = _reuse_hnsw(Path(reuse), kept, vecs, dim, reuse_max_dead)
-    dead = 0
-    if reused is not None:
-        index, params, dead = reused
-        kind: IndexKind = "hnsw"
-    else:
-        index, kind, params = _make_index(vecs, dim, hnsw_threshold)
-    index_bytes = faiss.serialize_index(index).tobytes()
-    buf = io.BytesIO()
-    pq.write_table(items_to_table(kept), buf, compression="zstd")
-    items_bytes = buf.getvalue()
+    _check_build_args(embedder_name, dim, watermark, keep)
+    vecs = _checked_vectors(items, vectors, dim)
+    kept, vecs = _active_only(items, vecs)
+    built = _build_index(kept, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
+    index_bytes = faiss.serialize_index(built.index).tobytes()
+    items_bytes = _items_parquet(kept)
     files = {
         INDEX_FILE: FileEntry(sha256=_sha256(index_bytes), bytes=len(index_bytes)),
         ITEMS_FILE: FileEntry(sha256=_sha256(items_bytes), bytes=len(items_bytes)),
@@ -393,9 +357,9 @@ def build_snapshot(
         dim=dim,
         count=len(kept),
         tier_counts=dict(sorted(Counter(item.tier for item in kept).items())),
-        index_kind=kind,
-        index_params=params,
-        index_dead=dead,
+        index_kind=built.kind,
+        index_params=built.params,
+        index_dead=built.dead,
         files=files,
         faiss_version=faiss.__version__,
         extra=dict(extra or {}),
@@ -404,6 +368,81 @@ def build_snapshot(
                              MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))})
     prune(root, keep)
     return manifest
+
+
+def _check_build_args(embedder_name: str, dim: int, watermark: int, keep: int) -> None:
+    if not embedder_name:
+        raise ValueError("embedder_name is required")
+    if not isinstance(dim, int) or dim < 1:
+        raise ValueError(f"dim must be a positive int, got {dim!r}")
+    if not isinstance(watermark, int) or watermark < 0:
+        raise ValueError(f"watermark must be an int >= 0, got {watermark!r}")
+    if keep < 1:
+        raise ValueError(f"keep must be >= 1, got {keep}")
+
+
+def _checked_vectors(items: Sequence[MemoryItem], vectors: np.ndarray, dim: int) -> np.ndarray:
+    """`vectors` as a float32 (n, dim) matrix that lines up with `items`, or ValueError."""
+    vecs = np.asarray(vectors, dtype=np.float32)
+    if vecs.ndim == 1 and vecs.size == 0:
+        vecs = vecs.reshape(0, dim)  # an empty list has no second axis to check
+    if vecs.ndim != 2:
+        raise ValueError(f"vectors must be 2-D (n, dim), got shape {vecs.shape}")
+    if vecs.shape[0] != len(items):
+        raise ValueError(f"{len(items)} items but {vecs.shape[0]} vectors")
+    if vecs.shape[1] != dim:
+        raise ValueError(f"vectors have dim {vecs.shape[1]}, expected {dim}")
+    for item in items:
+        if not isinstance(item, MemoryItem):
+            raise ValueError(f"items must be MemoryItem, got {type(item).__name__}")
+    return vecs
+
+
+def _active_only(items: Sequence[MemoryItem], vecs: np.ndarray) -> tuple[list[MemoryItem], np.ndarray]:
+    """The active items and their vectors; only these are checked for bad values, since
+    the rest is left out anyway."""
+    keep_rows = [i for i, item in enumerate(items) if item.active]
+    kept = [items[i] for i in keep_rows]
+    vecs = np.ascontiguousarray(vecs[keep_rows], dtype=np.float32)
+    if not np.isfinite(vecs).all():
+        raise ValueError("vectors contain NaN or infinity")
+    dupes = [i for i, c in Counter(item.id for item in kept).items() if c > 1]
+    if dupes:
+        raise ValueError(f"duplicate item ids in snapshot: {dupes[:5]}")
+    return kept, vecs
+
+
+@dataclass(frozen=True)
+class _BuiltIndex:
+    index: Any
+    kind: IndexKind
+    params: dict[str, int]
+    dead: int  # slots of removed items still in a reused HNSW graph
+
+
+def _build_index(
+    kept: list[MemoryItem],
+    vecs: np.ndarray,
+    dim: int,
+    hnsw_threshold: int,
+    reuse: Path | None,
+    reuse_max_dead: float,
+) -> _BuiltIndex:
+    # Extending the previous HNSW graph saves minutes of build; it only applies when this
+    # snapshot is HNSW too, and `_reuse_hnsw` declines (None) when too much of it is dead.
+    if reuse is not None and len(kept) >= hnsw_threshold and len(kept) > 0:
+        reused = _reuse_hnsw(Path(reuse), kept, vecs, dim, reuse_max_dead)
+        if reused is not None:
+            index, params, dead = reused
+            return _BuiltIndex(index=index, kind="hnsw", params=params, dead=dead)
+    index, kind, params = _make_index(vecs, dim, hnsw_threshold)
+    return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
+
+
+def _items_parquet(kept: Sequence[MemoryItem]) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(items_to_table(kept), buf, compression="zstd")
+    return buf.getvalue()
 
 
 def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:

@@ -45,58 +45,20 @@ def merge_clusters(
     (slow) merger calls happen first; then one transaction stores the new items (revision
     reason `consolidation_merge`), supersedes and links the originals and stores the new
     items' vectors."""
-    from pipelines.merging import MergeError, merge_cluster
-
     report = MergeReport()
     skipped: Counter = Counter()
-    reasons: Counter = Counter()
-    planned: list[tuple[ClusterRef, Any]] = []
-    claimed: set[str] = set()
-    for ref in clusters:
-        members = [i for i in warehouse.get_items(ref.item_ids) if mergeable(i) and i.id not in claimed]
-        if len(members) < 2:
-            skipped["stale cluster (members merged, archived or changed)"] += 1
-            continue
-        try:
-            outcome = merge_cluster(members, merger, policy, settings=settings, now=now)
-        except MergeError as exc:
-            skipped[f"unusable cluster: {exc}"] += 1
-            continue
-        if outcome.skipped or outcome.new_item is None:
-            skipped[str(outcome.skipped or "no item")] += 1
-            continue
-        if warehouse.get_item(outcome.new_item.id) is not None:
-            skipped["canonical item already stored"] += 1
-            continue
-        claimed.update(outcome.superseded_ids)
-        planned.append((ref, outcome))
+    planned = _plan_merges(warehouse, clusters, merger, policy, settings=settings, now=now, skipped=skipped)
     if not planned:
         report.skipped = dict(sorted(skipped.items()))
         return report
 
-    new_items = []
-    for ref, outcome in planned:
-        item = outcome.new_item
-        meta = dict(item.metadata)
-        meta["cluster"] = {"partition": ref.partition, "label": ref.label, "size": len(outcome.superseded_ids),
-                           "room": ref.room}
-        new_items.append(msgspec.structs.replace(item, metadata=meta))
-        used, reason = merger_used(item)
-        if used == "llm":
-            report.by_llm += 1
-        else:
-            report.by_fallback += 1
-            reasons[reason or "unspecified"] += 1
+    new_items = [_with_cluster_metadata(ref, outcome) for ref, outcome in planned]
+    reasons = _count_mergers(new_items, report)
     vectors = vectors_for(new_items, embedder)
     with warehouse.transaction():
         warehouse.put_items(new_items, reason="consolidation_merge")
         for item, (_, outcome) in zip(new_items, planned):
-            warehouse.supersede(list(outcome.superseded_ids), item.id, reason="consolidation_merge")
-            old = set(outcome.superseded_ids)
-            for src, dst, rel in outcome.links or ():
-                done_by_supersede = src == item.id and dst in old and rel in ("derived_from", "supersedes")
-                if rel in LINK_RELS and not done_by_supersede and {src, dst} <= old | {item.id}:
-                    warehouse.link(src, dst, rel)
+            _supersede_and_link(warehouse, item, outcome)
         warehouse.put_embeddings([(i.id, embedding_hash(i), v) for i, v in zip(new_items, vectors)],
                                  model_name=embedder.name, dim=int(vectors.shape[1]))
         call_hook(hook, "merge:before_commit")
@@ -108,11 +70,88 @@ def merge_clusters(
     return report
 
 
+def _plan_merges(
+    warehouse: Warehouse,
+    clusters: Sequence[ClusterRef],
+    merger: Any,
+    policy: Any,
+    *,
+    settings: Settings,
+    now: datetime,
+    skipped: Counter,
+) -> list[tuple[ClusterRef, Any]]:
+    """Run the merger on every cluster that is still worth merging, before any write; count
+    why the others were skipped into `skipped`."""
+    from pipelines.merging import MergeError, merge_cluster
+
+    planned: list[tuple[ClusterRef, Any]] = []
+    # An item goes into one merge only, even when clusters overlap.
+    claimed: set[str] = set()
+    for ref in clusters:
+        members = [i for i in warehouse.get_items(ref.item_ids) if mergeable(i) and i.id not in claimed]
+        if len(members) < 2:
+            skipped["stale cluster (members merged, archived or changed)"] += 1
+            continue
+        try:
+            outcome = merge_cluster(members, merger, policy, settings=settings, now=now)
+        except MergeError as exc:
+            skipped[f"unusable cluster: {exc}"] += 1
+            continue
+        why_not = _unusable_outcome(warehouse, outcome)
+        if why_not:
+            skipped[why_not] += 1
+            continue
+        claimed.update(outcome.superseded_ids)
+        planned.append((ref, outcome))
+    return planned
+
+
+def _unusable_outcome(warehouse: Warehouse, outcome: Any) -> str | None:
+    """Why a merge outcome cannot be stored, or None when it can."""
+    if outcome.skipped or outcome.new_item is None:
+        return str(outcome.skipped or "no item")
+    if warehouse.get_item(outcome.new_item.id) is not None:
+        return "canonical item already stored"
+    return None
+
+
+def _with_cluster_metadata(ref: ClusterRef, outcome: Any) -> MemoryItem:
+    item = outcome.new_item
+    meta = dict(item.metadata)
+    meta["cluster"] = {"partition": ref.partition, "label": ref.label, "size": len(outcome.superseded_ids),
+                       "room": ref.room}
+    return msgspec.structs.replace(item, metadata=meta)
+
+
+def _count_mergers(new_items: Sequence[MemoryItem], report: MergeReport) -> Counter:
+    """Count LLM and fallback merges into `report`; return the fallback reasons."""
+    reasons: Counter = Counter()
+    for item in new_items:
+        used, reason = merger_used(item)
+        if used == "llm":
+            report.by_llm += 1
+        else:
+            report.by_fallback += 1
+            reasons[reason or "unspecified"] += 1
+    return reasons
+
+
+def _supersede_and_link(warehouse: Warehouse, item: MemoryItem, outcome: Any) -> None:
+    warehouse.supersede(list(outcome.superseded_ids), item.id, reason="consolidation_merge")
+    old = set(outcome.superseded_ids)
+    for src, dst, rel in outcome.links or ():
+        # supersede() already wrote new -> old derived_from/supersedes links; links to items
+        # outside this merge are not the merger's to make.
+        done_by_supersede = src == item.id and dst in old and rel in ("derived_from", "supersedes")
+        if rel in LINK_RELS and not done_by_supersede and {src, dst} <= old | {item.id}:
+            warehouse.link(src, dst, rel)
+
+
 def merger_used(item: MemoryItem) -> tuple[str, str]:
     """("llm" | "fallback", why) from the merged item's metadata."""
     meta = item.metadata
     name = str(meta.get("merger", ""))
     if "fallback" in name or "extractive" in name or meta.get("fallback_reason"):
-        default = "extractive merger configured" if "fallback" not in name else ""
-        return "fallback", str(meta.get("fallback_reason") or default)
+        reason = meta.get("fallback_reason") or ("extractive merger configured" if "fallback" not in name else "")
+        return "fallback", str(reason)
     return "llm", ""
