@@ -683,33 +683,60 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
 
 
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
-    low = value.lower()
-    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
+    numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
-    if low in _STATUS_WORDS or _is_placeholder(value) or _TEST_VALUE.match(value):
+    if _sentence_value_is_stand_in(value) or _sentence_value_is_not_literal(value, quoted):
         return False
-    if not re.search(r"[A-Za-z0-9]", value) or _HASHED_VALUE.match(value) or re.match(r"[$&({\[<%=]", value):
-        return False
-    if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
-        return False
-    if not quoted and re.search(r"[(){}\[\]]", value):
-        return False
-    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
     if numeric_kw:
-        digits = re.sub(r"[\s\-]", "", value)
-        if digits.isdigit():
-            return 3 <= len(digits) <= 12
-        return quoted or (bool(_DIGIT_OR_SYMBOL.search(value)) and len(value) >= 4)
+        return _is_code_value(value, quoted)
     if len(value) < 4:
         return False
     if quoted:
         return True
-    if _DIGIT_OR_SYMBOL.search(value) or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)):
+    if _DIGIT_OR_SYMBOL.search(value) or _is_mixed_case(value):
         return not _CODE_REFERENCE.match(value) or bool(_DIGIT_OR_SYMBOL.search(value))
-    # A bare lowercase word is a password only when the sentence ends right after it
-    # ("the password is swordfish."), not in "the password is kept in 1Password", and
-    # not after "set to" ("the password is set to expire").
+    return _bare_word_ends_sentence(text, value, end, verb)
+
+
+def _is_numeric_keyword(kw: str) -> bool:
+    """PINs, door codes and combinations: their values are digits, not words."""
+    return kw.startswith("pin") or "code" in kw or kw == "combination"
+
+
+def _sentence_value_is_stand_in(value: str) -> bool:
+    """A status word, placeholder or test value in place of the secret ("is required")."""
+    return value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+
+
+def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
+    """Punctuation, a hash, a reference or template, a word naming a credential, a
+    hyphenated or snake_case name, or (unquoted) code."""
+    if not re.search(r"[A-Za-z0-9]", value) or _HASHED_VALUE.match(value) or re.match(r"[$&({\[<%=]", value):
+        return True
+    if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
+        return True
+    return not quoted and bool(re.search(r"[(){}\[\]]", value))
+
+
+def _is_code_value(value: str, quoted: bool) -> bool:
+    """The value of a PIN or code keyword: 3 to 12 digits, or something quoted or with
+    digits or symbols."""
+    digits = re.sub(r"[\s\-]", "", value)
+    if digits.isdigit():
+        return 3 <= len(digits) <= 12
+    return quoted or (bool(_DIGIT_OR_SYMBOL.search(value)) and len(value) >= 4)
+
+
+def _is_mixed_case(value: str) -> bool:
+    """An upper-case letter after the first character and a lower-case one ("hunterTwo")."""
+    return any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+
+
+def _bare_word_ends_sentence(text: str, value: str, end: int, verb: str) -> bool:
+    """A bare lowercase word is a password only when the sentence ends right after it
+    ("the password is swordfish."), not in "the password is kept in 1Password", and
+    not after "set to" ("the password is set to expire")."""
     if re.search(r"\bto$", verb.strip()):
         return False
     rest = text[end : end + 2]
