@@ -453,38 +453,16 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
     """Re-runs with the same `--workdir` reuse its inbox, warehouse and snapshot (ingestion
     and embedding are idempotent)."""
-    from online.state import MemoryService
-    from pipelines.embedders import MiniLMEmbedder
-
     machine_before = machine_info()
-    data, conversations = driver.locomo_data(args.data)
-    if args.conversations:
-        conversations = conversations[: args.conversations]
-        data_path = workdir / "subset.json"
-        subset = json.loads(data.read_text(encoding="utf-8"))[: args.conversations]
-        data_path.write_text(json.dumps(subset), encoding="utf-8")
-    else:
-        data_path = data
+    data, data_path, conversations = _select_data(args, workdir)
     ks = args.ks
     k_max = max(ks)
     settings = _settings(workdir, args.merger)
 
     ingest_report, t_ingest = ingest(data_path, settings)
     summary, t_consolidate = consolidate(settings)
-
-    started = time.perf_counter()
-    embedder = MiniLMEmbedder(cache_size=100_000, int8_online=settings.minilm_int8_online)
-    service = MemoryService(settings, embedder=embedder)
-    view = service.reload()
-    t_load = time.perf_counter() - started
-    snap = view.snap.loaded
-    if snap is None:
-        raise RuntimeError(f"no snapshot was published: {service.problems(view)}")
-
-    questions = [q.question for c in conversations for q in c.questions]
-    started = time.perf_counter()
-    embedder.embed_online(questions)  # one batch; recall then finds them in the query cache
-    t_qembed = time.perf_counter() - started
+    embedder, service, view, snap, t_load = _start_service(settings)
+    t_qembed = _embed_questions(embedder, conversations)
 
     started = time.perf_counter()
     system = SystemRanker(service, view, k_max)
@@ -503,61 +481,18 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     timings = {"ingest": t_ingest, "consolidate": t_consolidate, "service_load": t_load,
                "query_embed": t_qembed, "recall_all_questions": t_recall}
     if not args.no_baselines:
-        # The dense baseline embeds each turn alone (the product's vectors carry the
-        # message's retrieval context, which is part of what is being compared).
-        from pipelines.message_context import embedding_text
-
-        turns = [it for it in snap.items if it.type == "message" and it.provenance.turn_refs]
-        plain = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder).embed(
-            [embedding_text(without_context(it)) for it in turns])
-        turn_vectors = {}
-        for item, vec in zip(turns, plain):
-            norm = normalise_dia_id(item.provenance.turn_refs[0])
-            if norm:
-                turn_vectors[(item.scope.user_id, norm)] = vec
-        started = time.perf_counter()
-        result["baselines"]["bm25"] = _block(evaluate(conversations, BM25Ranker(conversations), ks))
-        timings["baseline_bm25"] = time.perf_counter() - started
-        started = time.perf_counter()
-        result["baselines"]["dense"] = _block(
-            evaluate(conversations, DenseRanker(conversations, turn_vectors, embedder), ks))
-        timings["baseline_dense"] = time.perf_counter() - started
-        result["baselines"]["bm25"]["describes"] = "bm25s over 'speaker: text [caption]' per conversation"
-        result["baselines"]["dense"]["describes"] = "exact cosine, MiniLM, each turn embedded alone"
-
+        result["baselines"], baseline_timings = _run_baselines(conversations, snap, workdir, embedder, ks)
+        timings.update(baseline_timings)
     if not args.no_ablations:
-        started = time.perf_counter()
-        for name, opts in ablation_options().items():
-            block = _block(evaluate(conversations, SystemRanker(service, view, k_max, opts), ks))
-            switch = name[3:] if name.startswith("no_") else None
-            block["removes"] = ABLATION_SWITCHES.get(switch, name.replace("_", " ")) if switch else (
-                "only the dense channel (no lexical, labels, Q*)" if name.startswith("dense")
-                else "only the lexical channel (no dense, labels, Q*)")
-            result["ablations"][name] = block
-        timings["ablations"] = time.perf_counter() - started
-
+        result["ablations"], timings["ablations"] = _run_ablations(conversations, service, view, ks, k_max)
     variants = [v for v in args.prototypes.split(",") if v.strip()]
     if variants:
-        if variants == ["all"]:
-            variants = list(VARIANTS)
-        cache = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder)
-        started = time.perf_counter()
-        for name in variants:
-            result["prototypes"][name] = run_variant(name, service, view, conversations, ks, k_max, cache)
-        timings["prototypes"] = time.perf_counter() - started
+        result["prototypes"], timings["prototypes"] = _run_prototypes(
+            variants, service, view, conversations, ks, k_max, DiskEmbeddingCache(
+                workdir / "prototype-embeddings.npz", embedder))
 
-    counts = acc.counts()
     result.update({
-        "counts": {
-            "conversations": len(conversations),
-            "turns": sum(len(c.turns) for c in conversations),
-            "questions": sum(len(c.questions) for c in conversations),
-            "scored": counts,
-            "snapshot_items": len(snap.items),
-            "snapshot_types": dict(sorted({t: sum(1 for i in snap.items if i.type == t)
-                                           for t in {i.type for i in snap.items}}.items())),
-            "delta_items": len(view.delta.items),
-        },
+        "counts": _counts(conversations, acc, snap, view),
         "checks": {"foreign_hits": system.foreign_hits, "hits_without_turns": system.hits_without_turns},
         "recall_latency_ms": percentiles(system.latencies_ms),
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},
@@ -565,13 +500,8 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         "consolidation": summary,
         "snapshot": {"version": snap.version, "index_kind": snap.manifest.index_kind,
                      "embedder": snap.manifest.embedder},
-        "config": {"ks": ks, "mode": "catalog", "recall_k": k_max, "identity":
-                   {"project_id": PROJECT_ID, "session_id": QA_SESSION, "user_id": "<sample_id>"},
-                   "merger": args.merger, "llm_at_query_time": False,
-                   "stm_aging_days": STM_AGING_DAYS,
-                   "categories": CATEGORY_NAMES},
-        "target": {"metric": "turn_recall@10 overall_1_4", "threshold": TARGET_RECALL_AT_10,
-                   "value": _headline(result), "met": (_headline(result) or 0) >= TARGET_RECALL_AT_10},
+        "config": _config(ks, k_max, args.merger),
+        "target": _target(result),
         "machine": {**machine_before, "loadavg_after": machine_info()["loadavg_1_5_15"]},
     })
     if args.per_question is not None:
@@ -579,6 +509,136 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         args.per_question.write_text("\n".join(json.dumps(r) for r in acc.per_question) + "\n")
     service.close()
     return result
+
+
+def _select_data(args: argparse.Namespace, workdir: Path) -> tuple[Path, Path, list[Conversation]]:
+    """The LoCoMo file, the file to ingest and its conversations. With `--conversations N`
+    the first N are written to a subset file, so ingestion sees only what is scored."""
+    data, conversations = driver.locomo_data(args.data)
+    if not args.conversations:
+        return data, data, conversations
+    data_path = workdir / "subset.json"
+    subset = json.loads(data.read_text(encoding="utf-8"))[: args.conversations]
+    data_path.write_text(json.dumps(subset), encoding="utf-8")
+    return data, data_path, conversations[: args.conversations]
+
+
+def _start_service(settings):
+    """The service over the published snapshot: (embedder, service, view, snapshot, seconds)."""
+    from online.state import MemoryService
+    from pipelines.embedders import MiniLMEmbedder
+
+    started = time.perf_counter()
+    embedder = MiniLMEmbedder(cache_size=100_000, int8_online=settings.minilm_int8_online)
+    service = MemoryService(settings, embedder=embedder)
+    view = service.reload()
+    t_load = time.perf_counter() - started
+    snap = view.snap.loaded
+    if snap is None:
+        raise RuntimeError(f"no snapshot was published: {service.problems(view)}")
+    return embedder, service, view, snap, t_load
+
+
+def _embed_questions(embedder, conversations: Sequence[Conversation]) -> float:
+    """Embed every question in one batch, so the timed recall finds them in the query
+    cache; returns the seconds it took."""
+    questions = [q.question for c in conversations for q in c.questions]
+    started = time.perf_counter()
+    embedder.embed_online(questions)
+    return time.perf_counter() - started
+
+
+def _run_baselines(conversations: Sequence[Conversation], snap, workdir: Path, embedder,
+                   ks: Sequence[int]) -> tuple[dict[str, Any], dict[str, float]]:
+    """BM25 and dense-only recall on the same questions: (blocks, seconds per baseline)."""
+    turn_vectors = _plain_turn_vectors(snap, workdir, embedder)
+    baselines: dict[str, Any] = {}
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    baselines["bm25"] = _block(evaluate(conversations, BM25Ranker(conversations), ks))
+    timings["baseline_bm25"] = time.perf_counter() - started
+    started = time.perf_counter()
+    baselines["dense"] = _block(evaluate(conversations, DenseRanker(conversations, turn_vectors, embedder), ks))
+    timings["baseline_dense"] = time.perf_counter() - started
+    baselines["bm25"]["describes"] = "bm25s over 'speaker: text [caption]' per conversation"
+    baselines["dense"]["describes"] = "exact cosine, MiniLM, each turn embedded alone"
+    return baselines, timings
+
+
+def _plain_turn_vectors(snap, workdir: Path, embedder) -> dict[tuple[str, str], np.ndarray]:
+    """(user_id, canonical dia_id) -> the vector of the turn's text alone. The dense
+    baseline embeds each turn alone (the product's vectors carry the message's retrieval
+    context, which is part of what is being compared)."""
+    from pipelines.message_context import embedding_text
+
+    turns = [it for it in snap.items if it.type == "message" and it.provenance.turn_refs]
+    plain = DiskEmbeddingCache(workdir / "prototype-embeddings.npz", embedder).embed(
+        [embedding_text(without_context(it)) for it in turns])
+    turn_vectors = {}
+    for item, vec in zip(turns, plain):
+        norm = normalise_dia_id(item.provenance.turn_refs[0])
+        if norm:
+            turn_vectors[(item.scope.user_id, norm)] = vec
+    return turn_vectors
+
+
+def _run_ablations(conversations: Sequence[Conversation], service, view, ks: Sequence[int],
+                   k_max: int) -> tuple[dict[str, Any], float]:
+    """The system with one recall switch off at a time: (blocks, seconds)."""
+    started = time.perf_counter()
+    ablations = {}
+    for name, opts in ablation_options().items():
+        block = _block(evaluate(conversations, SystemRanker(service, view, k_max, opts), ks))
+        block["removes"] = _ablation_removes(name)
+        ablations[name] = block
+    return ablations, time.perf_counter() - started
+
+
+def _ablation_removes(name: str) -> str:
+    """What an ablation takes away, for the table."""
+    switch = name[3:] if name.startswith("no_") else None
+    if switch:
+        return ABLATION_SWITCHES.get(switch, name.replace("_", " "))
+    if name.startswith("dense"):
+        return "only the dense channel (no lexical, labels, Q*)"
+    return "only the lexical channel (no dense, labels, Q*)"
+
+
+def _run_prototypes(variants: list[str], service, view, conversations: Sequence[Conversation],
+                    ks: Sequence[int], k_max: int, cache: DiskEmbeddingCache) -> tuple[dict[str, Any], float]:
+    """The harness-only variants (`all` for every one): (blocks, seconds)."""
+    if variants == ["all"]:
+        variants = list(VARIANTS)
+    started = time.perf_counter()
+    prototypes = {name: run_variant(name, service, view, conversations, ks, k_max, cache) for name in variants}
+    return prototypes, time.perf_counter() - started
+
+
+def _counts(conversations: Sequence[Conversation], acc: RecallAccumulator, snap, view) -> dict[str, Any]:
+    return {
+        "conversations": len(conversations),
+        "turns": sum(len(c.turns) for c in conversations),
+        "questions": sum(len(c.questions) for c in conversations),
+        "scored": acc.counts(),
+        "snapshot_items": len(snap.items),
+        "snapshot_types": dict(sorted({t: sum(1 for i in snap.items if i.type == t)
+                                       for t in {i.type for i in snap.items}}.items())),
+        "delta_items": len(view.delta.items),
+    }
+
+
+def _config(ks: Sequence[int], k_max: int, merger: str) -> dict[str, Any]:
+    return {"ks": ks, "mode": "catalog", "recall_k": k_max, "identity":
+            {"project_id": PROJECT_ID, "session_id": QA_SESSION, "user_id": "<sample_id>"},
+            "merger": merger, "llm_at_query_time": False,
+            "stm_aging_days": STM_AGING_DAYS,
+            "categories": CATEGORY_NAMES}
+
+
+def _target(result: dict[str, Any]) -> dict[str, Any]:
+    headline = _headline(result)
+    return {"metric": "turn_recall@10 overall_1_4", "threshold": TARGET_RECALL_AT_10,
+            "value": headline, "met": (headline or 0) >= TARGET_RECALL_AT_10}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

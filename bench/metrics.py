@@ -253,44 +253,58 @@ def parse_locomo(samples: object) -> list[Conversation]:
     user. Raises MetricError when the structure is not LoCoMo's."""
     if not isinstance(samples, list):
         raise MetricError("a LoCoMo file is a JSON list of samples")
-    out = []
-    for index, sample in enumerate(samples):
-        if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
-            raise MetricError(f"sample {index}: no 'conversation' object")
-        conv = sample["conversation"]
-        sample_id = str(sample.get("sample_id") or f"locomo-{index}")
-        turns: list[Turn] = []
-        sessions = sorted(
-            (int(m.group(1)), key) for key in conv
-            if (m := _SESSION_KEY.fullmatch(key)) and isinstance(conv[key], list)
-        )
-        for number, key in sessions:
-            for position, t in enumerate(conv[key]):
-                if not isinstance(t, dict) or not isinstance(t.get("text"), str):
-                    continue  # the importer reports and skips these too
-                raw = str(t.get("dia_id") or f"D{number}:{position + 1}")
-                canon = normalise_dia_id(raw) or f"D{number}:{position + 1}"
-                turns.append(Turn(dia_id=canon, raw_dia_id=raw, session=number,
-                                  speaker=str(t.get("speaker") or ""), text=t["text"],
-                                  caption=t.get("blip_caption") or None,
-                                  date=conv.get(f"{key}_date_time")))
-        known = {t.dia_id for t in turns}
-        questions = []
-        qa = sample.get("qa") or []
-        if not isinstance(qa, list):
-            raise MetricError(f"sample {sample_id}: 'qa' must be a list")
-        for qi, q in enumerate(qa):
-            if not isinstance(q, dict) or not isinstance(q.get("question"), str):
-                raise MetricError(f"sample {sample_id} question {qi}: no 'question' text")
-            raw_ev = q.get("evidence") or []
-            questions.append(Question(
-                index=qi, question=q["question"], category=str(q.get("category", "?")),
-                evidence=tuple(normalise_evidence(raw_ev, known)),
-                raw_evidence=tuple(str(e) for e in (raw_ev if isinstance(raw_ev, list) else [raw_ev])),
-                answer=None if q.get("answer") is None else str(q.get("answer")),
-            ))
-        out.append(Conversation(sample_id=sample_id, turns=tuple(turns), questions=tuple(questions)))
-    return out
+    return [_parse_sample(index, sample) for index, sample in enumerate(samples)]
+
+
+def _parse_sample(index: int, sample: object) -> Conversation:
+    if not isinstance(sample, dict) or not isinstance(sample.get("conversation"), dict):
+        raise MetricError(f"sample {index}: no 'conversation' object")
+    sample_id = str(sample.get("sample_id") or f"locomo-{index}")
+    turns = _parse_turns(sample["conversation"])
+    questions = _parse_questions(sample_id, sample.get("qa") or [], {t.dia_id for t in turns})
+    return Conversation(sample_id=sample_id, turns=tuple(turns), questions=tuple(questions))
+
+
+def _parse_turns(conv: dict) -> list[Turn]:
+    """The turns of every ``session_<n>`` list, in session order."""
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conv
+        if (m := _SESSION_KEY.fullmatch(key)) and isinstance(conv[key], list)
+    )
+    turns: list[Turn] = []
+    for number, key in sessions:
+        for position, t in enumerate(conv[key]):
+            if not isinstance(t, dict) or not isinstance(t.get("text"), str):
+                continue  # the importer reports and skips these too
+            turns.append(_parse_turn(t, number, position, conv.get(f"{key}_date_time")))
+    return turns
+
+
+def _parse_turn(t: dict, number: int, position: int, date: str | None) -> Turn:
+    """One turn; without a ``dia_id`` it is named by its place, as the importer names it."""
+    raw = str(t.get("dia_id") or f"D{number}:{position + 1}")
+    canon = normalise_dia_id(raw) or f"D{number}:{position + 1}"
+    return Turn(dia_id=canon, raw_dia_id=raw, session=number,
+                speaker=str(t.get("speaker") or ""), text=t["text"],
+                caption=t.get("blip_caption") or None, date=date)
+
+
+def _parse_questions(sample_id: str, qa: object, known: set[str]) -> list[Question]:
+    """The ``qa`` list; evidence is kept canonical and only where `known` has the turn."""
+    if not isinstance(qa, list):
+        raise MetricError(f"sample {sample_id}: 'qa' must be a list")
+    questions = []
+    for qi, q in enumerate(qa):
+        if not isinstance(q, dict) or not isinstance(q.get("question"), str):
+            raise MetricError(f"sample {sample_id} question {qi}: no 'question' text")
+        raw_ev = q.get("evidence") or []
+        questions.append(Question(
+            index=qi, question=q["question"], category=str(q.get("category", "?")),
+            evidence=tuple(normalise_evidence(raw_ev, known)),
+            raw_evidence=tuple(str(e) for e in (raw_ev if isinstance(raw_ev, list) else [raw_ev])),
+            answer=None if q.get("answer") is None else str(q.get("answer")),
+        ))
+    return questions
 
 
 def load_locomo(path: str | Path) -> list[Conversation]:

@@ -473,44 +473,65 @@ _CODE_WORDS = frozenset(
 
 
 def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool = False) -> SecretHit | None:
+    """The secret assigned to the name ending at `pos`, if any: the literal after the
+    operator, or for token-like names a wrapped value further along the line."""
     a = _ASSIGN.match(text, pos)
-    value = None
-    if a is not None:
-        op = a.group("op")
-        quoted = a.group("qval") is not None
-        value = a.group("qval") if quoted else a.group("val")
-        start = a.start("qval") if quoted else a.start("val")
-        if quoted and value is not None and ("\n" in value or len(value) > 200):
-            value = None
-        if op == "(" and password_like:
-            value = None  # CheckPassword("alice", ...): the first argument is not the password
-        if ")" in a.group("close"):
-            value = None  # f(password): x -- code, not an assignment
-        if value is not None and not quoted:
-            if op.strip() == "" and not _config_style_name(text, pos):
-                value = None
-            elif value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", text[a.end("val") :]):
-                value = None  # an expression: "secret = await ...", "pw = getpass()"
-            elif re.match(r"[ \t]+[A-Za-z`]", text[a.end("val") :]) and not re.match(
-                r"[ \t]+[\w.\-]+=", text[a.end("val") :]
-            ):
-                value = None  # prose: ":param client_secret: The secret paired to ..."
-        if value:
-            if not quoted:
-                stripped = value.rstrip(".)]}")
-                value = stripped or value
-            if password_like:
-                ok = _is_password_value(value, quoted=quoted)
-            elif bare_key:
-                ok = _is_bare_key_value(value, quoted=quoted)
-            else:
-                ok = _is_token_value(value, quoted=quoted)
-            if ok:
-                return SecretHit("hard.secret.keyword_assignment", start, start + len(value))
-    if password_like or bare_key or a is None or (value is not None and value[:1] not in "{[\\"):
+    if a is None:
         return None
-    # Token-like names whose value is wrapped (escaped JSON, nested objects): the first
-    # generated-looking token on the same line within reach of the assignment.
+    quoted = a.group("qval") is not None
+    value = _assigned_literal(text, pos, a, password_like)
+    if value:
+        start = a.start("qval") if quoted else a.start("val")
+        hit = _literal_hit(value, start, quoted, password_like, bare_key)
+        if hit is not None:
+            return hit
+    if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
+        return None
+    return _wrapped_token_hit(text, pos)
+
+
+def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool) -> str | None:
+    """The value `_ASSIGN` matched, or None when it is not a literal being assigned."""
+    if ")" in a.group("close"):
+        return None  # f(password): x -- code, not an assignment
+    if a.group("op") == "(" and password_like:
+        return None  # CheckPassword("alice", ...): the first argument is not the password
+    value = a.group("qval")
+    if value is not None:
+        return None if "\n" in value or len(value) > 200 else value
+    value = a.group("val")
+    if value is None or _unquoted_value_is_not_literal(text, pos, a, value):
+        return None
+    return value
+
+
+def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value: str) -> bool:
+    """An unquoted value that is really an expression or the next word of prose."""
+    after = text[a.end("val") :]
+    if a.group("op").strip() == "" and not _config_style_name(text, pos):
+        return True
+    if value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", after):
+        return True  # an expression: "secret = await ...", "pw = getpass()"
+    # prose: ":param client_secret: The secret paired to ..."
+    return bool(re.match(r"[ \t]+[A-Za-z`]", after)) and not re.match(r"[ \t]+[\w.\-]+=", after)
+
+
+def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool) -> SecretHit | None:
+    """Judge the literal by the kind of name it is assigned to."""
+    if not quoted:
+        value = value.rstrip(".)]}") or value  # closing punctuation of the sentence or call
+    if password_like:
+        ok = _is_password_value(value, quoted=quoted)
+    elif bare_key:
+        ok = _is_bare_key_value(value, quoted=quoted)
+    else:
+        ok = _is_token_value(value, quoted=quoted)
+    return SecretHit("hard.secret.keyword_assignment", start, start + len(value)) if ok else None
+
+
+def _wrapped_token_hit(text: str, pos: int) -> SecretHit | None:
+    """Token-like names whose value is wrapped (escaped JSON, nested objects): the first
+    generated-looking token on the same line within reach of the assignment."""
     line_end = text.find("\n", pos)
     window_end = min(len(text) if line_end < 0 else line_end, pos + 160)
     for t in _TOKENISH.finditer(text, pos, window_end):
@@ -662,33 +683,60 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
 
 
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
-    low = value.lower()
-    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
+    numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
-    if low in _STATUS_WORDS or _is_placeholder(value) or _TEST_VALUE.match(value):
+    if _sentence_value_is_stand_in(value) or _sentence_value_is_not_literal(value, quoted):
         return False
-    if not re.search(r"[A-Za-z0-9]", value) or _HASHED_VALUE.match(value) or re.match(r"[$&({\[<%=]", value):
-        return False
-    if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
-        return False
-    if not quoted and re.search(r"[(){}\[\]]", value):
-        return False
-    numeric_kw = kw.startswith("pin") or "code" in kw or kw == "combination"
     if numeric_kw:
-        digits = re.sub(r"[\s\-]", "", value)
-        if digits.isdigit():
-            return 3 <= len(digits) <= 12
-        return quoted or (bool(_DIGIT_OR_SYMBOL.search(value)) and len(value) >= 4)
+        return _is_code_value(value, quoted)
     if len(value) < 4:
         return False
     if quoted:
         return True
-    if _DIGIT_OR_SYMBOL.search(value) or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)):
+    if _DIGIT_OR_SYMBOL.search(value) or _is_mixed_case(value):
         return not _CODE_REFERENCE.match(value) or bool(_DIGIT_OR_SYMBOL.search(value))
-    # A bare lowercase word is a password only when the sentence ends right after it
-    # ("the password is swordfish."), not in "the password is kept in 1Password", and
-    # not after "set to" ("the password is set to expire").
+    return _bare_word_ends_sentence(text, value, end, verb)
+
+
+def _is_numeric_keyword(kw: str) -> bool:
+    """PINs, door codes and combinations: their values are digits, not words."""
+    return kw.startswith("pin") or "code" in kw or kw == "combination"
+
+
+def _sentence_value_is_stand_in(value: str) -> bool:
+    """A status word, placeholder or test value in place of the secret ("is required")."""
+    return value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+
+
+def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
+    """Punctuation, a hash, a reference or template, a word naming a credential, a
+    hyphenated or snake_case name, or (unquoted) code."""
+    if not re.search(r"[A-Za-z0-9]", value) or _HASHED_VALUE.match(value) or re.match(r"[$&({\[<%=]", value):
+        return True
+    if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
+        return True
+    return not quoted and bool(re.search(r"[(){}\[\]]", value))
+
+
+def _is_code_value(value: str, quoted: bool) -> bool:
+    """The value of a PIN or code keyword: 3 to 12 digits, or something quoted or with
+    digits or symbols."""
+    digits = re.sub(r"[\s\-]", "", value)
+    if digits.isdigit():
+        return 3 <= len(digits) <= 12
+    return quoted or (bool(_DIGIT_OR_SYMBOL.search(value)) and len(value) >= 4)
+
+
+def _is_mixed_case(value: str) -> bool:
+    """An upper-case letter after the first character and a lower-case one ("hunterTwo")."""
+    return any(c.isupper() for c in value[1:]) and any(c.islower() for c in value)
+
+
+def _bare_word_ends_sentence(text: str, value: str, end: int, verb: str) -> bool:
+    """A bare lowercase word is a password only when the sentence ends right after it
+    ("the password is swordfish."), not in "the password is kept in 1Password", and
+    not after "set to" ("the password is set to expire")."""
     if re.search(r"\bto$", verb.strip()):
         return False
     rest = text[end : end + 2]

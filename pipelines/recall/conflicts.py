@@ -107,22 +107,38 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
     """Why two claims conflict, or None. Symmetric."""
     if a.item.id == b.item.id:
         return None
-    if any(link.rel == "contradicts" and link.to == b.item.id for link in a.item.links) or any(
-            link.rel == "contradicts" and link.to == a.item.id for link in b.item.links):
+    if _contradicts(a.item, b.item) or _contradicts(b.item, a.item):
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
+    if not _values_disagree(a, b):
+        return None
+    return "same subject, different values" if _same_subject(a, b, cosine) else None
+
+
+def _contradicts(a: MemoryItem, b: MemoryItem) -> bool:
+    """`a` links to `b` with `contradicts`."""
+    return any(link.rel == "contradicts" and link.to == b.id for link in a.links)
+
+
+def _values_disagree(a: Claim, b: Claim) -> bool:
+    """Both state values, neither set contains the other, and the titles do not tell them apart."""
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
-        return None  # nothing stated, or one adds detail to the other
+        return False  # nothing stated, or one adds detail to the other
     if a.title_values and b.title_values and a.title_values != b.title_values:
-        return None  # "Port of service 0" / "Port of service 1": the values name the subject
+        return False  # "Port of service 0" / "Port of service 1": the values name the subject
+    return True
+
+
+def _same_subject(a: Claim, b: Claim, cosine: float | None) -> bool:
+    """Same words before the first value, most non-value words shared, or very close
+    embeddings with half the words shared."""
     shared, overlap = _overlap(a.words, b.words)
-    same_subject = (
+    return bool(
         (a.subject and a.subject == b.subject)
         or (shared >= 2 and overlap >= SUBJECT_OVERLAP)
         or (cosine is not None and cosine >= SUBJECT_COSINE and shared >= 2 and overlap >= 0.5)
     )
-    return "same subject, different values" if same_subject else None
 
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
