@@ -407,8 +407,8 @@ class ToolDispatcher:
         if args.src_id == args.dst_id:
             raise ToolError(400, "memory.link: an item cannot link to itself")
         for item_id in (args.src_id, args.dst_id):
-            if self.service.get_item(item_id, who, view) is None:
-                raise ToolError(404, f"no item {item_id!r}")
+            self._editable(item_id, who, view, "memory.link",
+                           {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel})
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.link", uuid.uuid4().hex), kind="memory.link", identity=who,
             payload={"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel},

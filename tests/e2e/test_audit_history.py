@@ -9,7 +9,7 @@ policy refuses), a second decision is written and corrected before any consolida
 Dana retracts the first one (Loci never deletes: a retracted item stays, with its history,
 and is never recalled). After the consolidation, the warehouse holds one revision and one
 audit event per accepted change, each with its actor, inbox seq and the time it was asked
-for; the three refused attempts are `refused` events that changed nothing.
+for; the four refused attempts are `refused` events that changed nothing.
 """
 
 from __future__ import annotations
@@ -75,6 +75,9 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         assert status == 404  # invisible to Eve: answered exactly like an unknown id
         status, body = tool(client, EVE, "memory.palace.assign", {"id": telemetry, "location": "borealis/misc/stuff"})
         assert status == 404
+        own = write(client, EVE, "Borealis storage", "Borealis telemetry uses ClickHouse.")
+        status, body = tool(client, EVE, "memory.link", {"src_id": own, "dst_id": telemetry, "rel": "contradicts"})
+        assert status == 404
         status, body = update(client, OMAR, telemetry, {"content": f"Orion telemetry key {CREDENTIAL}"})
         assert status == 422  # refused by the policy
         retention = write(client, OMAR, "Orion retention", "Orion keeps raw telemetry 30 days.")
@@ -123,7 +126,8 @@ def test_refused_attempts_are_audit_events_that_change_nothing(scenario) -> None
     item, revisions, events = scenario["telemetry"]
     refused = [e for e in events if e["action"] == "refused"]
     assert [(e["actor"], e["details"]["attempted"]) for e in refused] == [
-        ("eve", "memory.update"), ("eve", "memory.palace.assign"), ("omar", "memory.update")]
+        ("eve", "memory.update"), ("eve", "memory.palace.assign"), ("eve", "memory.link"),
+        ("omar", "memory.update")]
     assert all(e["inbox_seq"] is not None and e["requested_at"] for e in refused)
     assert {e["details"]["reason"] for e in refused} == {"not visible to the caller", "rejected by the policy"}
     # Content hashes at refusal time are the unchanged ones; no revision holds the attempts.
@@ -166,10 +170,11 @@ def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
     assert " omar " in assign and "palace_assign" in assign and "orion/storage/databases" in assign
     assert " dana " in retract and " retract " in retract and "'unverified' -> 'retracted'" in retract
     refused = [line for line in history if " refused " in line]
-    assert len(refused) == 3 and all("(nothing changed)" in line for line in refused)
+    assert len(refused) == 4 and all("(nothing changed)" in line for line in refused)
     assert " eve " in refused[0] and "memory.update: not visible to the caller" in refused[0]
     assert " eve " in refused[1] and "memory.palace.assign: not visible to the caller" in refused[1]
-    assert " omar " in refused[2] and "rejected by the policy" in refused[2]
+    assert " eve " in refused[2] and "memory.link: not visible to the caller" in refused[2]
+    assert " omar " in refused[3] and "rejected by the policy" in refused[3]
     assert CREDENTIAL not in shown.output
 
     raw = runner.invoke(loci_cli, ["show", item.id, "--json", "--data-dir", scenario["data_dir"]])
