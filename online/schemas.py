@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from pipelines.capture import ProposalOutcome
 from pipelines.records import Identity, ItemType, ScopeKind, Tier
 
 # Bounds shared by several bodies. Body size as a whole is capped by settings.max_body_bytes.
@@ -78,22 +79,12 @@ class TurnRequest(Request):
     default_scope: ScopeKind = "project"
 
 
-class ProposalVerdictOut(msgspec.Struct, kw_only=True):
-    form: str
-    title: str
-    action: str
-    reasons: list[str]
-    rule_ids: list[str]
-    item_id: str | None
-    event_id: str
-
-
 class TurnResponse(msgspec.Struct, kw_only=True):
     turn_id: str
     seq: int
     role: str
     visible_text: str
-    proposals: list[ProposalVerdictOut]
+    proposals: list[ProposalOutcome]  # the capture step's own verdict record
     parse_errors: list[dict[str, Any]]
     redactions: int
 

@@ -10,7 +10,7 @@ from litestar.di import Provide
 from litestar.params import Body
 
 from online.controllers.deps import error_responses, provide_service
-from online.schemas import CLOSED_OBJECT, ProposalVerdictOut, TurnRequest, TurnResponse
+from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
 
 
@@ -35,7 +35,7 @@ class TurnsController(Controller):
             seq=result.seq,
             role=result.role,
             visible_text=result.visible_text,
-            proposals=[msgspec.convert(msgspec.to_builtins(p), ProposalVerdictOut) for p in result.proposals],
+            proposals=result.proposals,
             parse_errors=[msgspec.to_builtins(e) for e in result.parse_errors],
             redactions=result.redactions,
         )
