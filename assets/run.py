@@ -8,6 +8,7 @@ The job is not queued here: concurrent runs are serialised by the warehouse file
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import shutil
 import time
@@ -22,18 +23,26 @@ from pipelines.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED_DAGSTER_YAML = ROOT / "dagster.yaml"
+# sha256 of every earlier shipped dagster.yaml: a copy still equal to one of them was never
+# edited, so it is replaced by the current one (which adds the warehouse pool); an edited
+# copy is the user's and is kept.
+EARLIER_SHIPPED_DAGSTER_YAML = frozenset({
+    "c5d6af400a5713ce3d763f11bf556bf1d0ab1b579f4a39daf4c736360f165989",  # run-tag limit only
+})
 Progress = Callable[[str], None]
 
 
 def dagster_home(settings: Settings) -> Path:
     """The project-local DAGSTER_HOME: `.dagster_home/` in the working directory when the
     data directory is relative (the default `data`), else inside the data directory. The
-    shipped `dagster.yaml` is copied in when the folder has none."""
+    shipped `dagster.yaml` is copied in when the folder has none, or has an unedited copy of
+    an earlier shipped one."""
     data_dir = Path(settings.data_dir)
     home = (data_dir if data_dir.is_absolute() else Path.cwd()) / ".dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
-    if not target.exists() and SHIPPED_DAGSTER_YAML.exists():
+    stale = target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() in EARLIER_SHIPPED_DAGSTER_YAML
+    if (stale or not target.exists()) and SHIPPED_DAGSTER_YAML.exists():
         shutil.copyfile(SHIPPED_DAGSTER_YAML, target)
     return home.resolve()
 

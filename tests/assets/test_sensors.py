@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import dagster as dg
 
 from assets.resources import LociSettingsResource
-from assets.run import SHIPPED_DAGSTER_YAML, dagster_home
+from assets.run import EARLIER_SHIPPED_DAGSTER_YAML, SHIPPED_DAGSTER_YAML, dagster_home
 from assets.sensors import (
     ThresholdCursor,
     build_schedule,
@@ -167,3 +170,17 @@ def test_shipped_dagster_yaml_limits_warehouse_runs_to_one(tmp_path, monkeypatch
     (home / "dagster.yaml").write_text("# edited by the user\n")
     assert dagster_home(make_settings(tmp_path, data_dir="data")) == home
     assert (home / "dagster.yaml").read_text() == "# edited by the user\n"  # never overwritten
+
+
+def test_an_unedited_copy_of_an_earlier_shipped_dagster_yaml_is_upgraded(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / ".dagster_home"
+    home.mkdir()
+    # The first shipped version: the run-tag limit only, no `loci/warehouse` pool.
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "dagster_yaml_v1.yaml", home / "dagster.yaml")
+    assert hashlib.sha256((home / "dagster.yaml").read_bytes()).hexdigest() in EARLIER_SHIPPED_DAGSTER_YAML
+    dagster_home(make_settings(tmp_path, data_dir="data"))
+    assert (home / "dagster.yaml").read_text() == SHIPPED_DAGSTER_YAML.read_text()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        pools = instance.get_concurrency_config().pool_config
+    assert pools.default_pool_limit == 1
