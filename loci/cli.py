@@ -450,13 +450,33 @@ def proxy(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port", help="Listen port (default 11435)."),
     upstream: Optional[str] = typer.Option(None, "--upstream", help="Ollama URL (default OLLAMA_HOST)."),
+    connect_timeout: Optional[float] = typer.Option(
+        None, "--connect-timeout", help="Seconds to connect to the upstream (default 10)."),
+    first_byte_timeout: Optional[float] = typer.Option(
+        None, "--first-byte-timeout", help="Seconds until the upstream starts answering; bounds a whole "
+                                          "stream:false generation (default 600; 0 = no limit)."),
+    between_bytes_timeout: Optional[float] = typer.Option(
+        None, "--between-bytes-timeout", help="Seconds between two pieces of a streamed answer "
+                                             "(default 600; 0 = no limit)."),
+    total_timeout: Optional[float] = typer.Option(
+        None, "--total-timeout", help="Seconds for a whole upstream answer (default 0 = no limit)."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """The Ollama drop-in proxy with memory: point any Ollama client at it."""
     from online.proxy.server import serve_proxy
+    from online.proxy.upstream import UpstreamTimeouts
 
-    overrides = {k: v for k, v in {"host": host, "proxy_port": port}.items() if v is not None}
-    serve_proxy(_settings(data_dir, **overrides), upstream=upstream)
+    overrides = {k: v for k, v in {
+        "host": host, "proxy_port": port, "proxy_connect_timeout_s": connect_timeout,
+        "proxy_first_byte_timeout_s": first_byte_timeout, "proxy_between_bytes_timeout_s": between_bytes_timeout,
+        "proxy_total_timeout_s": total_timeout,
+    }.items() if v is not None}
+    settings = _settings(data_dir, **overrides)
+    try:
+        UpstreamTimeouts.from_settings(settings)
+    except ValueError as exc:
+        _fail(str(exc))
+    serve_proxy(settings, upstream=upstream)
 
 
 @app.command()

@@ -95,6 +95,14 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8765
     proxy_port: int = 11435
+    # How long the proxy waits for the upstream Ollama, in seconds (0 = no limit): to connect,
+    # for the first byte of an answer (a `stream: false` answer arrives all at once, so this
+    # bounds its whole generation), between two pieces of a streamed answer, and for the whole
+    # answer. Past a limit the client gets a 504 naming it.
+    proxy_connect_timeout_s: float = 10.0
+    proxy_first_byte_timeout_s: float = 600.0
+    proxy_between_bytes_timeout_s: float = 600.0
+    proxy_total_timeout_s: float = 0.0
     max_body_bytes: int = 1_000_000
     flags: dict[str, bool] = msgspec.field(default_factory=lambda: dict(FLAG_DEFAULTS))
 

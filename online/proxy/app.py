@@ -30,7 +30,7 @@ from online.proxy.config import ProxyConfig
 from online.proxy.dialects import CHAT, GENERATE
 from online.proxy.forward import forward
 from online.proxy.handlers import MemoryHandlers
-from online.proxy.upstream import Upstream, error_body
+from online.proxy.upstream import Upstream, UpstreamTimeouts, error_body
 from online.state import MemoryService
 from pipelines.settings import LiveFlags, Settings
 
@@ -70,6 +70,7 @@ def create_proxy_app(
     settings = settings or (service.settings if service else Settings())
     config = config or ProxyConfig()
     base_url = upstream or settings.ollama_host
+    timeouts = UpstreamTimeouts.from_settings(settings)  # a nonsense limit fails here, at start-up
     live_flags = None if flags_file is None else LiveFlags(
         settings, flags_file, interval_s=config.flags_check_interval_s)
     handlers = MemoryHandlers(settings, config, live_flags)
@@ -79,7 +80,7 @@ def create_proxy_app(
         owned = service is None
         svc = service or await anyio.to_thread.run_sync(lambda: MemoryService(settings, embedder=embedder))
         await anyio.to_thread.run_sync(svc.warm)
-        client = Upstream(base_url, timeout_s=config.timeout_s, connect_timeout_s=config.connect_timeout_s)
+        client = Upstream(base_url, timeouts=timeouts)
         app.state.service, app.state.upstream = svc, client
         log.info("loci proxy forwarding to %s", base_url)
         try:

@@ -1,5 +1,6 @@
-"""Proxy configuration: what is not in `Settings` (timeouts, instructions, where the
-catalog goes), and the feature flags read from `settings.flags` on every request.
+"""Proxy configuration: what is not in `Settings` (instructions, where the catalog goes;
+the upstream timeouts are settings, `online.proxy.upstream.UpstreamTimeouts`), and the
+feature flags read from `settings.flags` on every request.
 
 Flags, all in `settings.flags`, read per request so a flip takes effect at once
 (the proxy re-reads them from the config file when it changes, `pipelines.settings.LiveFlags`):
@@ -17,8 +18,6 @@ from dataclasses import dataclass, field
 from pipelines.records import Identity
 from pipelines.settings import Settings, flag_on
 
-DEFAULT_UPSTREAM_TIMEOUT_S = 600.0  # between bytes; a non-streamed answer arrives all at once
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
 DEFAULT_MAX_TOOL_ROUNDS = 2
 DEFAULT_MAX_REQUEST_BYTES = 64 * 1024 * 1024  # chat bodies carry base64 images
 DEFAULT_RESET_COMMAND = "!reset"
@@ -69,8 +68,6 @@ SUMMARY_INSTRUCTION = (
 class ProxyConfig:
     """Knobs of the proxy that are not `Settings` fields.
 
-    - `timeout_s`: how long to wait for the upstream between bytes (504 after that);
-      `connect_timeout_s` for opening a connection (502 when refused).
     - `proposal_instruction`: appended as a system message; None disables.
     - `intercept_model_text`: recall phrasing in the model's own answer ("recall X", "as we
       decided earlier") triggers a memory search and one re-ask (first round only);
@@ -86,8 +83,6 @@ class ProxyConfig:
       flags (when the app watches one).
     """
 
-    timeout_s: float = DEFAULT_UPSTREAM_TIMEOUT_S
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
     proposal_instruction: str | None = PROPOSAL_INSTRUCTION
     intercept_model_text: bool = True
     model_text_triggers: tuple[str, ...] = DEFAULT_MODEL_TEXT_TRIGGERS
@@ -101,8 +96,6 @@ class ProxyConfig:
     flags_check_interval_s: float = 1.0
 
     def __post_init__(self) -> None:
-        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
-            raise ValueError("proxy timeouts must be > 0 seconds")
         if self.max_tool_rounds < 0:
             raise ValueError("max_tool_rounds must be >= 0")
         if self.flags_check_interval_s < 0:

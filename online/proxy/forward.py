@@ -50,14 +50,14 @@ async def forward(request: Request, upstream: Upstream, body: bytes | None = Non
     if request.method == "HEAD" or status < 200 or status in (204, 304):
         await answer.aclose()
         return RawResponse(status, out_headers)
-    return RawResponse(status, out_headers, relay(answer))
+    return RawResponse(status, out_headers, relay(answer, upstream))
 
 
-async def relay(answer: httpx.Response) -> AsyncIterator[bytes]:
+async def relay(answer: httpx.Response, upstream: Upstream) -> AsyncIterator[bytes]:
     try:
-        async for chunk in answer.aiter_raw():
+        async for chunk in upstream.paced(answer, answer.aiter_raw()):
             yield chunk
-    except httpx.HTTPError as exc:  # headers are sent: the client sees a cut body
+    except (httpx.HTTPError, UpstreamError) as exc:  # headers are sent: the client sees a cut body
         log.warning("upstream broke off a forwarded response: %s", exc)
     finally:
         await answer.aclose()

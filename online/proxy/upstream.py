@@ -2,18 +2,29 @@
 
 Every failure to reach the upstream becomes an `UpstreamError` whose body is what Ollama
 itself answers on errors, `{"error": "..."}`: 502 when the connection fails or breaks, 504
-when the upstream does not answer in time. The message names the upstream URL, so a user
-sees at once that the proxy is up and Ollama is not.
+when the upstream does not answer in time. The message names the upstream URL and the
+limit that was hit, so a user sees at once that the proxy is up and Ollama is not.
+
+Four limits, all user settings (`UpstreamTimeouts.from_settings`): connecting; the first
+byte of an answer (a `stream: false` answer arrives all at once, so this bounds its whole
+generation); the gap between two pieces of a streamed answer; and the whole answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import Any
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import httpx
+
+from pipelines.settings import Settings
+
+T = TypeVar("T")
 
 # Hop-by-hop headers (RFC 9110 §7.6.1) and what httpx recomputes for a new request.
 HOP_BY_HOP = frozenset({
@@ -94,18 +105,52 @@ def relayed_headers(answer: httpx.Response) -> dict[str, str]:
     return headers
 
 
-class Upstream:
-    """The Ollama the proxy forwards to (created in the app lifespan, closed at shutdown)."""
+@dataclass(frozen=True)
+class UpstreamTimeouts:
+    """Seconds; None = no limit. See the module docstring for what each one bounds."""
 
-    def __init__(self, base_url: str, *, timeout_s: float, connect_timeout_s: float) -> None:
+    connect_s: float = 10.0
+    first_byte_s: float | None = 600.0
+    between_bytes_s: float | None = 600.0
+    total_s: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect_s", "first_byte_s", "between_bytes_s", "total_s"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"proxy timeout {name} must be > 0 seconds (or None: no limit)")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> UpstreamTimeouts:
+        def limit(value: float) -> float | None:
+            if value < 0:
+                raise ValueError(f"proxy timeouts must be >= 0 seconds (0: no limit), not {value:g}")
+            return value or None  # 0 in the settings: no limit
+
+        return cls(connect_s=settings.proxy_connect_timeout_s,
+                   first_byte_s=limit(settings.proxy_first_byte_timeout_s),
+                   between_bytes_s=limit(settings.proxy_between_bytes_timeout_s),
+                   total_s=limit(settings.proxy_total_timeout_s))
+
+
+class Upstream:
+    """The Ollama the proxy forwards to (created in the app lifespan, closed at shutdown).
+
+    httpx bounds connecting and sending; waiting for the answer is bounded here, per
+    upstream request (`open` starts the clock of its answer's total limit)."""
+
+    def __init__(self, base_url: str, *, timeouts: UpstreamTimeouts | None = None) -> None:
         self.base_url = base_url.rstrip("/")
         self.hop_id = uuid.uuid4().hex[:12]  # this proxy, in the loop-detection header
-        self.timeout_s = timeout_s
+        self.timeouts = timeouts or UpstreamTimeouts()
+        t = self.timeouts
         self.client = httpx.AsyncClient(
             base_url=self.base_url,
-            timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+            timeout=httpx.Timeout(connect=t.connect_s, read=None, write=t.between_bytes_s, pool=t.connect_s),
             follow_redirects=False,
         )
+        # When each open answer must be complete (event-loop time), by response.
+        self._deadlines: weakref.WeakKeyDictionary[httpx.Response, float] = weakref.WeakKeyDictionary()
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -113,9 +158,10 @@ class Upstream:
     def error_for(self, exc: Exception) -> UpstreamError:
         where = f"upstream Ollama at {self.base_url}"
         if isinstance(exc, httpx.TimeoutException):
-            kind = "connecting" if isinstance(exc, httpx.ConnectTimeout) else "answering"
-            return UpstreamError(504, f"loci proxy: {where} timed out {kind} "
-                                      f"(limit {self.timeout_s:g} s)")
+            if isinstance(exc, httpx.ConnectTimeout):
+                return UpstreamError(504, f"loci proxy: {where} timed out connecting "
+                                          f"(limit {self.timeouts.connect_s:g} s)")
+            return UpstreamError(504, f"loci proxy: {where} timed out answering ({exc})")
         if isinstance(exc, httpx.ConnectError):
             return UpstreamError(502, f"loci proxy: cannot connect to {where}: {exc or 'refused'}")
         return UpstreamError(502, f"loci proxy: {where} failed: {type(exc).__name__}: {exc}")
@@ -135,16 +181,52 @@ class Upstream:
             content = json.dumps(json_body, ensure_ascii=False).encode("utf-8")
             headers = {**headers, "content-type": "application/json"}
         request = self.client.build_request(method, url, headers=dict(headers), content=content)
+        total = self.timeouts.total_s
+        deadline = None if total is None else asyncio.get_running_loop().time() + total
         try:
-            return await self.client.send(request, stream=True)
+            response = await self._within(self.client.send(request, stream=True), self.timeouts.first_byte_s,
+                                          deadline, "before the first byte of its answer", "first-byte")
         except httpx.HTTPError as exc:
             raise self.error_for(exc) from exc
+        if deadline is not None:
+            self._deadlines[response] = deadline
+        return response
+
+    async def paced(self, response: httpx.Response, pieces: AsyncIterator[T]) -> AsyncIterator[T]:
+        """`pieces` of `response`'s body, each within the between-bytes limit and all of
+        them within the answer's total limit. Raises `UpstreamError` (504) past either."""
+        deadline = self._deadlines.get(response)
+        source = aiter(pieces)
+        while True:
+            try:
+                piece = await self._within(anext(source), self.timeouts.between_bytes_s, deadline,
+                                           "between two pieces of its answer", "between-bytes")
+            except StopAsyncIteration:
+                return
+            yield piece
+
+    async def _within(self, step: Awaitable[T], limit: float | None, deadline: float | None,
+                      what: str, name: str) -> T:
+        """`step`, or a 504 naming the limit that ran out first (`limit` or the total)."""
+        now = asyncio.get_running_loop().time()
+        left = None if deadline is None else deadline - now
+        if limit is None and left is None:
+            return await step
+        by_total = limit is None or (left is not None and left <= limit)
+        wait = max(0.0, left) if by_total else limit
+        try:
+            return await asyncio.wait_for(step, wait)
+        except TimeoutError:
+            which = (f"the whole answer took longer than its total limit ({self.timeouts.total_s:g} s)" if by_total
+                     else f"it waited {what} longer than the {name} limit ({limit:g} s)")
+            raise UpstreamError(504, f"loci proxy: upstream Ollama at {self.base_url} timed out: "
+                                     f"{which}") from None
 
     async def post_json(self, path: str, body: Any, *, headers: Mapping[str, str]) -> tuple[httpx.Response, bytes]:
         """POST a JSON body and read the whole answer: (the closed response, its body)."""
         response = await self.open("POST", path, headers=headers, json_body=body)
         try:
-            data = await response.aread()
+            data = b"".join([chunk async for chunk in self.paced(response, response.aiter_bytes())])
         except httpx.HTTPError as exc:
             raise self.error_for(exc) from exc
         finally:
@@ -155,7 +237,7 @@ class Upstream:
         """The objects of a streamed NDJSON answer. Raises `UpstreamError` when the stream
         breaks or times out, and for a line that is not a JSON object."""
         try:
-            async for line in response.aiter_lines():
+            async for line in self.paced(response, response.aiter_lines()):
                 if not line.strip():
                     continue
                 try:

@@ -142,3 +142,9 @@ def test_read_commands_answer_from_snapshot_and_inbox_while_a_run_holds_the_ware
     # Once the run is over, the same commands read the warehouse again, without a note.
     after = run("stats", "--data-dir", data_dir)
     assert after.exit_code == 0 and "note:" not in after.stderr
+
+
+def test_loci_proxy_refuses_a_negative_timeout_before_listening(data_dir: Path) -> None:
+    result = CliRunner().invoke(app, ["proxy", "--total-timeout", "-1", "--data-dir", str(data_dir)])
+    assert result.exit_code == 1
+    assert "proxy timeouts must be >= 0 seconds" in result.output and "Traceback" not in result.output

@@ -9,6 +9,7 @@ Behaviour is scripted per test:
     with FakeOllama() as fake:
         fake.chat_reply = lambda req: '{"title": ...}'       # text of the assistant message
         fake.delay_s = 5                                     # answer slowly (timeouts)
+        fake.chunk_delay_s = 0.5                             # stream slowly
         client = ollama.Client(host=fake.url)
     fake.requests  # [(path, json_body)] in arrival order, to assert what upstream saw
 """
@@ -52,6 +53,7 @@ class FakeOllama:
         self.delay_s: float = 0.0
         self.fail_status: int | None = None  # answer every call with this HTTP status
         self.stream_chunk_chars: int = 7  # streaming splits replies into chunks this size
+        self.chunk_delay_s: float = 0.0  # pause before each streamed line after the first
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -126,7 +128,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for obj in lines:
+        for n, obj in enumerate(lines):
+            if n and self.owner.chunk_delay_s:
+                time.sleep(self.owner.chunk_delay_s)
             data = (json.dumps(obj) + "\n").encode("utf-8")
             self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()

@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import ollama
 import pytest
 import uvicorn
 
 from online.proxy import ProxyConfig, create_proxy_app
 from online.proxy.config import NOTHING_FOUND_NOTE, RESULTS_INSTRUCTION, SUMMARY_INSTRUCTION
+from online.proxy.upstream import UpstreamTimeouts
 from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
 from pipelines.records import Identity
@@ -125,11 +127,13 @@ def service(settings: Settings) -> Iterator[MemoryService]:
 
 @pytest.fixture
 def proxy(fake: FakeOllama, settings: Settings, service: MemoryService) -> Iterator[Callable[..., str]]:
-    """proxy(upstream=None, **config) -> base URL of a running proxy in front of `fake`."""
+    """proxy(upstream=None, settings_changes=None, **config) -> base URL of a running proxy in
+    front of `fake` (`settings_changes`: Settings fields to change, e.g. timeouts)."""
     with ExitStack() as stack:
-        def start(upstream: str | None = None, **config: Any) -> str:
-            app = create_proxy_app(settings, service=service, upstream=upstream or fake.url,
-                                   config=ProxyConfig(**config))
+        def start(upstream: str | None = None, settings_changes: dict[str, Any] | None = None,
+                  **config: Any) -> str:
+            app = create_proxy_app(msgspec.structs.replace(settings, **(settings_changes or {})), service=service,
+                                   upstream=upstream or fake.url, config=ProxyConfig(**config))
             return stack.enter_context(serve(app))
 
         yield start
@@ -419,7 +423,7 @@ def test_an_unreachable_upstream_gives_a_clear_error_and_the_proxy_stays_up(prox
 
 
 def test_a_slow_upstream_times_out_then_the_retry_lands_once(proxy, fake, service) -> None:
-    url = proxy(timeout_s=0.3)
+    url = proxy(settings_changes={"proxy_first_byte_timeout_s": 0.3})
     c = client(url)
     messages = [{"role": "user", "content": "Summarise the warehouse plan."}]
     fake.chat_reply = lambda req: "Plan: DuckDB. " + block(DUCKDB)
@@ -428,7 +432,7 @@ def test_a_slow_upstream_times_out_then_the_retry_lands_once(proxy, fake, servic
         with pytest.raises(ollama.ResponseError) as err:
             list(c.chat(model=MODEL, stream=True, messages=messages)) if stream \
                 else c.chat(model=MODEL, stream=False, messages=messages)
-        assert err.value.status_code == 504 and "timed out" in err.value.error
+        assert err.value.status_code == 504 and "first-byte limit (0.3 s)" in err.value.error
     assert events(service) == []
     fake.delay_s = 0
     for _ in range(2):  # the client retries the same request: landed once
@@ -436,6 +440,37 @@ def test_a_slow_upstream_times_out_then_the_retry_lands_once(proxy, fake, servic
     assert "".join(p.message.content for p in c.chat(model=MODEL, stream=True, messages=messages)) == "Plan: DuckDB."
     assert [e.payload["role"] for e in events(service, "turn")] == ["user", "assistant"]
     assert len(events(service, "proposal")) == 1
+
+
+@pytest.mark.parametrize(("limits", "named"), [
+    ({"proxy_between_bytes_timeout_s": 0.2}, "between-bytes limit (0.2 s)"),
+    ({"proxy_between_bytes_timeout_s": 5.0, "proxy_total_timeout_s": 0.6}, "total limit (0.6 s)"),
+])
+def test_a_stream_that_stalls_or_runs_too_long_ends_with_the_limit_named(proxy, fake, service, limits, named) -> None:
+    # Each streamed piece arrives 0.4 s after the last: under the first-byte limit, over
+    # the between-bytes one in the first case; in the second, every gap is allowed but the
+    # whole answer (about 2 s) is not.
+    url = proxy(settings_changes=limits)
+    fake.chat_reply = lambda req: "The plan is DuckDB for the warehouse."
+    fake.stream_chunk_chars, fake.chunk_delay_s = 8, 0.4
+    with pytest.raises(ollama.ResponseError) as err:
+        list(client(url).chat(model=MODEL, stream=True, messages=[{"role": "user", "content": "The plan?"}]))
+    assert "timed out" in err.value.error and named in err.value.error
+    assert events(service, "proposal") == []
+    fake.chunk_delay_s = 0  # the same request answered in time goes through
+    said = "".join(p.message.content for p in client(url).chat(
+        model=MODEL, stream=True, messages=[{"role": "user", "content": "The plan?"}]))
+    assert said == "The plan is DuckDB for the warehouse."
+
+
+def test_timeouts_come_from_the_settings_and_nonsense_is_refused(settings, service) -> None:
+    changed = msgspec.structs.replace(settings, proxy_first_byte_timeout_s=0, proxy_total_timeout_s=30)
+    assert UpstreamTimeouts.from_settings(changed) == UpstreamTimeouts(
+        connect_s=10.0, first_byte_s=None, between_bytes_s=600.0, total_s=30)
+    with pytest.raises(ValueError, match=">= 0 seconds"):
+        create_proxy_app(msgspec.structs.replace(settings, proxy_total_timeout_s=-1), service=service)
+    with pytest.raises(ValueError, match="connect_s"):
+        UpstreamTimeouts(connect_s=0)
 
 
 def test_a_proxy_pointed_at_itself_reports_a_loop(settings, service) -> None:

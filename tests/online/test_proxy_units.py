@@ -14,7 +14,7 @@ from online.proxy.exchange import Exchange, RequestHold, VisibleText, visible_of
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.memory_tools import is_loci_call
 from online.proxy.reset import confirmation, is_reset
-from online.proxy.upstream import Upstream, loop_error, request_headers
+from online.proxy.upstream import Upstream, UpstreamTimeouts, loop_error, request_headers
 from online.state import MemoryService
 from pipelines.records import Identity
 from pipelines.settings import FLAG_DEFAULTS, LiveFlags, Settings, load_settings, set_flag
@@ -51,7 +51,7 @@ def test_the_master_switch_overrides_every_flag() -> None:
     assert not flag(settings, "context_injection") and not flag(settings, "memory_tools")
 
 
-@pytest.mark.parametrize("bad", [{"timeout_s": 0}, {"max_tool_rounds": -1}, {"catalog_field": " "},
+@pytest.mark.parametrize("bad", [{"max_tool_rounds": -1}, {"catalog_field": " "},
                                  {"max_request_bytes": 0}])
 def test_config_rejects_nonsense(bad: dict) -> None:
     with pytest.raises(ValueError):
@@ -108,11 +108,12 @@ def test_a_request_that_comes_back_to_the_same_proxy_is_a_loop() -> None:
 
 
 def test_upstream_failures_map_to_502_and_504() -> None:
-    up = Upstream("http://127.0.0.1:9", timeout_s=1.5, connect_timeout_s=1)
+    up = Upstream("http://127.0.0.1:9", timeouts=UpstreamTimeouts(connect_s=1.5))
     refused = up.error_for(httpx.ConnectError("connection refused"))
     assert refused.status == 502 and "http://127.0.0.1:9" in refused.message
-    slow = up.error_for(httpx.ReadTimeout("slow"))
-    assert slow.status == 504 and "1.5 s" in slow.message
+    slow = up.error_for(httpx.ConnectTimeout("slow"))
+    assert slow.status == 504 and "connecting (limit 1.5 s)" in slow.message
+    assert up.error_for(httpx.WriteTimeout("stuck")).status == 504
     assert up.error_for(httpx.RemoteProtocolError("cut")).status == 502
 
 
