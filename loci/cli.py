@@ -480,6 +480,41 @@ def proxy(
 
 
 @app.command()
+def mcp(
+    transport: str = typer.Option("stdio", "--transport", help="stdio | http (streamable HTTP at /mcp)."),
+    user: str = typer.Option("default", "--user", envvar="LOCI_USER", help="Caller user id."),
+    project: str = typer.Option("default", "--project", envvar="LOCI_PROJECT", help="Caller project id."),
+    session: str = typer.Option("default", "--session", envvar="LOCI_SESSION", help="Caller session id."),
+    org: str = typer.Option("default", "--org", envvar="LOCI_ORG", help="Caller org id."),
+    host: Optional[str] = typer.Option(None, "--host", help="HTTP listen address (default settings.host)."),
+    port: int = typer.Option(11436, "--port", help="HTTP listen port."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """MCP server with the memory tools (search, read, propose, update, palace list/get, stats).
+    Over HTTP, X-Loci-User/Project/Session/Org headers override the identity per request."""
+    import msgspec
+
+    from online.mcp_server import serve_http, serve_stdio
+    from online.schemas import CallerIdentity
+
+    if transport not in ("stdio", "http"):
+        _fail(f"--transport must be stdio or http, got {transport!r}", 2)
+    from pipelines.records import Identity
+
+    ids = {"user_id": user, "project_id": project, "session_id": session, "org_id": org}
+    try:  # the identity rule of every API body: no empty or blank part
+        msgspec.convert(ids, CallerIdentity)
+    except msgspec.ValidationError as exc:
+        _fail(f"identity (--user/--project/--session/--org or LOCI_USER/...): {exc}", 2)
+    identity = Identity(**ids)
+    settings = _settings(data_dir)
+    if transport == "stdio":
+        serve_stdio(settings, identity)
+    else:
+        serve_http(settings, identity, host or settings.host, port)
+
+
+@app.command()
 def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     """The main job on the embedded default: ingest the sample chats, consolidate, print
     each tier, and answer a recall."""

@@ -142,7 +142,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
-    "memory.palace.assign",
+    "memory.palace.assign", "memory.stats",
 )
 
 

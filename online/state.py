@@ -345,6 +345,18 @@ class MemoryService:
             }
         return out
 
+    def visible_report(self, who: Identity, view: View | None = None) -> dict[str, Any]:
+        """`report()` with item numbers and counts limited to what `who` may see: other
+        tenants' memory is not counted, not even as a number (/v1/stats, memory.stats)."""
+        view = view or self.current
+        visible = view.visible_items(who)
+        from_delta = [it for it in visible if it.id in view.delta.items]
+        from_snapshot = [it for it in visible if it.id not in view.delta.items]
+        out = self.report(view)
+        out.update(snapshot_items=len(from_snapshot), delta_items=len(from_delta),
+                   counts={"snapshot": _counts(from_snapshot), "delta": _counts(from_delta)})
+        return out
+
 
 def _counts(items: Iterable[MemoryItem]) -> dict[str, dict[str, int]]:
     tiers: Counter[str] = Counter()

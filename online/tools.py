@@ -9,8 +9,9 @@ invisible id, 422 refused by the policy), which the HTTP layer turns into
 
 Every action is audited in the inbox: writes land as the events the pipeline consumes
 (`proposal` through `capture_turn`, `memory.write`, `memory.update`, `memory.link`,
-`memory.palace.assign`, `memory.consolidate`); reads land an `audit` event (hashes and ids, never content). A write
-refused by the policy stores nothing but an audit event carrying the verdict.
+`memory.palace.assign`, `memory.consolidate`); reads and `memory.stats` land an `audit` event
+(hashes and ids, never content). A write refused by the policy stores nothing but an audit
+event carrying the verdict.
 
 Tenancy: every read is filtered by the caller's identity first; an item the caller cannot
 see is reported exactly like an id that does not exist.
@@ -157,6 +158,20 @@ class PalaceAssignArgs(Args):
     location: Annotated[str, Meta(min_length=1, max_length=400)]
 
 
+class StatsArgs(Args):
+    """No arguments: the counts cover what the caller may see."""
+
+
+# The argument struct of each action: what a caller may send (adapters derive schemas from it).
+ACTION_ARGS: dict[str, type[Args]] = {
+    "memory.propose": ProposeArgs, "memory.write": WriteArgs, "memory.search": SearchArgs,
+    "memory.read": ReadArgs, "memory.update": UpdateArgs, "memory.link": LinkArgs,
+    "memory.consolidate": ConsolidateArgs, "memory.palace.list": PalaceListArgs,
+    "memory.palace.get": PalaceGetArgs, "memory.palace.assign": PalaceAssignArgs,
+    "memory.stats": StatsArgs,
+}
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 
@@ -249,6 +264,7 @@ class ToolDispatcher:
             "memory.palace.list": self.palace_list,
             "memory.palace.get": self.palace_get,
             "memory.palace.assign": self.palace_assign,
+            "memory.stats": self.stats,
         }
 
     def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
@@ -473,3 +489,10 @@ class ToolDispatcher:
         ids = [i for i in found if i in visible]
         self.service.audit(who, "memory.palace.get", msgspec.to_builtins(args), ids)
         return {"location": args.location, "items": [item_summary(visible[i]) for i in ids]}
+
+    def stats(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """What the service serves, item counts limited to the caller's (like /v1/stats)."""
+        args = _decode(StatsArgs, raw, "memory.stats")
+        report = self.service.visible_report(who, view)
+        self.service.audit(who, "memory.stats", msgspec.to_builtins(args))
+        return report

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -12,29 +10,12 @@ from litestar.response import Response
 
 from online.controllers.deps import error_responses, provide_identity, provide_service
 from online.schemas import HealthResponse, StateReport
-from online.state import MemoryService, View
-from pipelines.records import Identity, MemoryItem
+from online.state import MemoryService
+from pipelines.records import Identity
 
 
 def _report(service: MemoryService) -> StateReport:
     return StateReport(**service.report(service.current))
-
-
-def _tally(items: list[MemoryItem]) -> dict[str, dict[str, int]]:
-    return {"tier": dict(sorted(Counter(it.tier for it in items).items())),
-            "type": dict(sorted(Counter(it.type for it in items).items()))}
-
-
-def _visible_report(service: MemoryService, view: View, who: Identity) -> StateReport:
-    """The service's state with item counts limited to what `who` may see: other tenants'
-    memory is not counted, not even as a number."""
-    visible = view.visible_items(who)
-    from_delta = [it for it in visible if it.id in view.delta.items]
-    from_snapshot = [it for it in visible if it.id not in view.delta.items]
-    report = service.report(view)
-    report.update(snapshot_items=len(from_snapshot), delta_items=len(from_delta),
-                  counts={"snapshot": _tally(from_snapshot), "delta": _tally(from_delta)})
-    return StateReport(**report)
 
 
 class HealthController(Controller):
@@ -71,7 +52,7 @@ class AdminController(Controller):
                      "`X-Loci-*` headers). `snapshot_items`, `delta_items` and `counts` cover only "
                      "the items that identity may see; `/readyz` reports the service as a whole.")
     def stats(self, service: MemoryService, identity: Identity) -> StateReport:
-        return _visible_report(service, service.view(), identity)
+        return StateReport(**service.visible_report(identity, service.view()))
 
     @post("/v1/admin/reload", status_code=200, sync_to_thread=True, responses=error_responses(503),
           summary="Check CURRENT now and swap in a new snapshot (also retries a failed one).")

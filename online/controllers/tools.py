@@ -23,9 +23,10 @@ class ToolsController(Controller):
           responses=error_responses(400, 404, 413, 422, 503),
           description="Actions: memory.propose, memory.write, memory.search, memory.read, "
                       "memory.update, memory.link, memory.consolidate, memory.palace.list, "
-                      "memory.palace.get, memory.palace.assign. Answers `{ok: true, action, result}`; errors are 4xx "
-                      "`{ok: false, error, detail}` (400 bad args or unknown action, 404 unknown "
-                      "or invisible id, 422 refused by the policy with its verdict).")
+                      "memory.palace.get, memory.palace.assign, memory.stats. Answers "
+                      "`{ok: true, action, result}`; errors are 4xx `{ok: false, error, detail}` (400 bad args "
+                      "or unknown action, 404 unknown or invisible id, 422 refused by the policy with its "
+                      "verdict).")
     def run(self, data: Annotated[ToolRequest, Body(schema_extra=CLOSED_OBJECT)],
             service: MemoryService) -> ToolResponse:
         out = ToolDispatcher(service).dispatch(data.action, data.args, data.identity)

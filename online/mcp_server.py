@@ -1,0 +1,158 @@
+"""Loci's memory tools over MCP (the official `mcp` SDK), on stdio or streamable HTTP.
+
+`loci mcp` runs it. A thin adapter: every call goes through `online.tools.ToolDispatcher`,
+the same dispatcher as `POST /v1/tools`, so governance (the policy), auditing and tenancy
+live in one place. What this module adds is only the MCP side:
+
+- tool names with underscores (`memory_search`; many MCP clients refuse dots), mapped to
+  the dispatcher's actions;
+- input schemas derived from the dispatcher's argument structs (`ACTION_ARGS`), closed
+  objects like the structs themselves;
+- the caller's identity: the one `loci mcp` was started with (options or `LOCI_USER`,
+  `LOCI_PROJECT`, `LOCI_SESSION`, `LOCI_ORG`); over HTTP, `X-Loci-User/Project/Session/Org`
+  headers override it per request, read by the proxy's `identity_from_headers`;
+- errors as tool results (`isError: true`, a JSON body `{ok: false, error, status, detail}`),
+  never a protocol crash: bad arguments, an unknown or invisible id, a policy refusal and a
+  malformed identity header are all answered and the server keeps serving.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+import msgspec
+from mcp.server import Server, ServerRequestContext
+
+from online.proxy.identity import IdentityError, identity_from_headers
+from online.proxy.memory_tools import MEMORY_TOOL_SPECS
+from online.state import MemoryService
+from online.tools import ACTION_ARGS, ToolDispatcher, ToolError
+from pipelines.materialize import PATCHABLE_FIELDS
+from pipelines.records import Identity
+from pipelines.settings import Settings
+
+log = logging.getLogger("loci.mcp")
+
+SERVER_NAME = "loci"
+HTTP_PATH = "/mcp"
+DEFAULT_HTTP_PORT = 11436
+
+# The model-facing wording the proxy already offers, reused for the tools both expose.
+_PROXY_DESCRIPTIONS = {spec["function"]["name"]: spec["function"]["description"] for spec in MEMORY_TOOL_SPECS}
+_DESCRIPTIONS = {
+    **_PROXY_DESCRIPTIONS,
+    "memory_propose": _PROXY_DESCRIPTIONS["memory_propose"]
+    + " Each item is checked by the memory policy; the answer carries its verdict.",
+    "memory_update": "Change fields of a memory entry you can see; `patch` may set "
+                     f"{', '.join(sorted(PATCHABLE_FIELDS))}. The edit is checked by the memory policy.",
+    "memory_palace_assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
+                            "(the card is the entry id); the words are checked by the memory policy.",
+    "memory_stats": "What the memory service holds for you: item counts per tier and type, the "
+                    "snapshot version and any problems.",
+}
+# The tools an MCP client gets, in the order it lists them.
+MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update",
+               "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats")
+
+
+def tool_name(action: str) -> str:
+    return action.replace(".", "_")
+
+
+def input_schema(args_type: type) -> dict[str, Any]:
+    """The JSON schema of an argument struct as an MCP input schema: an object at the top
+    level, nested structs under `$defs`."""
+    (ref,), components = msgspec.json.schema_components([args_type], ref_template="#/$defs/{name}")
+    schema = dict(components.pop(ref["$ref"].rsplit("/", 1)[-1]))
+    schema.pop("title", None)
+    if components:
+        schema["$defs"] = components
+    return schema
+
+
+def tools() -> list[types.Tool]:
+    return [types.Tool(name=tool_name(action), description=_DESCRIPTIONS[tool_name(action)],
+                       input_schema=input_schema(ACTION_ARGS[action]))
+            for action in MCP_ACTIONS]
+
+
+ACTION_OF_TOOL = {tool_name(action): action for action in MCP_ACTIONS}
+
+
+def _error(status: int, message: str, detail: Any = None) -> types.CallToolResult:
+    body = {"ok": False, "error": message, "status": status, "detail": detail}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))], is_error=True)
+
+
+def call(dispatcher: ToolDispatcher, name: str, arguments: Any, who: Identity) -> types.CallToolResult:
+    """Run one tool call through the dispatcher; every failure is a tool error result."""
+    action = ACTION_OF_TOOL.get(name)
+    if action is None:
+        return _error(400, f"unknown tool {name!r}; tools: {', '.join(ACTION_OF_TOOL)}")
+    try:
+        result = msgspec.to_builtins(dispatcher.dispatch(action, arguments or {}, who)["result"])
+    except ToolError as exc:
+        return _error(exc.status, exc.message, msgspec.to_builtins(exc.detail))
+    except Exception:  # a bug must not take the connection down; it is logged with its trace
+        log.exception("%s failed", action)
+        return _error(500, f"{name}: internal error (logged by the server)")
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(result))],
+                                structured_content=result)
+
+
+def caller(ctx: ServerRequestContext, default: Identity) -> Identity:
+    """The server's identity, or over HTTP the request's `X-Loci-*` headers over it."""
+    headers: Mapping[str, str] | None = getattr(ctx.request, "headers", None)
+    return default if headers is None else identity_from_headers(headers, default, openwebui=False)
+
+
+def build_server(service: MemoryService, identity: Identity) -> Server:
+    """An MCP server answering for `identity` (the default caller) over `service`."""
+    dispatcher = ToolDispatcher(service)
+    listed = tools()
+
+    async def list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            who = caller(ctx, identity)
+        except IdentityError as exc:
+            return _error(400, str(exc))
+        # The dispatcher blocks (inbox writes, recall): off the event loop.
+        return await anyio.to_thread.run_sync(functools.partial(call, dispatcher, params.name, params.arguments, who))
+
+    return Server(SERVER_NAME, instructions="Loci long-term memory: search it before guessing what was said "
+                  "or decided; propose what is worth keeping.", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def serve_stdio(settings: Settings, identity: Identity) -> None:
+    """Serve one MCP client on stdin/stdout until it closes the pipe."""
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        # The service is opened inside the transport: the SDK has moved stdout aside by then,
+        # so nothing printed while loading can corrupt the protocol stream.
+        async with stdio_server() as (read_stream, write_stream):
+            with MemoryService(settings) as service:
+                server = build_server(service, identity)
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)
+
+
+def serve_http(settings: Settings, identity: Identity, host: str, port: int, *, log_level: str = "warning") -> None:
+    """Serve MCP over streamable HTTP at http://host:port/mcp until interrupted."""
+    import uvicorn
+
+    with MemoryService(settings) as service:
+        # `host` also switches on the SDK's DNS-rebinding protection for a loopback address.
+        app = build_server(service, identity).streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
