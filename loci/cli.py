@@ -490,7 +490,7 @@ def mcp(
     port: int = typer.Option(11436, "--port", help="HTTP listen port."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """MCP server with the memory tools (search, read, propose, update, palace list/get, stats).
+    """MCP server with the memory tools (search, read, propose, update, palace list/get/assign, stats).
     Over HTTP, X-Loci-User/Project/Session/Org headers override the identity per request."""
     import msgspec
 

@@ -19,6 +19,7 @@ live in one place. What this module adds is only the MCP side:
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import json
 import logging
 from collections.abc import Mapping
@@ -30,7 +31,7 @@ import msgspec
 from mcp.server import Server, ServerRequestContext
 
 from online.proxy.identity import IdentityError, identity_from_headers
-from online.proxy.memory_tools import MEMORY_TOOL_SPECS
+from online.proxy.memory_tools import MEMORY_TOOL_SPECS, READ_ACTIONS
 from online.state import MemoryService
 from online.tools import ACTION_ARGS, ToolDispatcher, ToolError
 from pipelines.materialize import PATCHABLE_FIELDS
@@ -40,8 +41,9 @@ from pipelines.settings import Settings
 log = logging.getLogger("loci.mcp")
 
 SERVER_NAME = "loci"
+INSTRUCTIONS = ("Loci long-term memory: search it before guessing what was said or decided; "
+                "propose what is worth keeping.")
 HTTP_PATH = "/mcp"
-DEFAULT_HTTP_PORT = 11436
 
 # The model-facing wording the proxy already offers, reused for the tools both expose.
 _PROXY_DESCRIPTIONS = {spec["function"]["name"]: spec["function"]["description"] for spec in MEMORY_TOOL_SPECS}
@@ -61,6 +63,18 @@ MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update"
                "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats")
 
 
+# Hints for the client (whether to ask the user first): reads change no memory (their audit
+# events aside); proposals and palace moves add, an update may rewrite or retract an entry.
+_READ_ONLY = READ_ACTIONS | {"memory.stats"}
+_DESTRUCTIVE = frozenset({"memory.update"})
+
+
+def annotations(action: str) -> types.ToolAnnotations:
+    read_only = action in _READ_ONLY
+    return types.ToolAnnotations(read_only_hint=read_only, destructive_hint=None if read_only
+                                 else action in _DESTRUCTIVE, open_world_hint=False)
+
+
 def tool_name(action: str) -> str:
     return action.replace(".", "_")
 
@@ -78,7 +92,7 @@ def input_schema(args_type: type) -> dict[str, Any]:
 
 def tools() -> list[types.Tool]:
     return [types.Tool(name=tool_name(action), description=_DESCRIPTIONS[tool_name(action)],
-                       input_schema=input_schema(ACTION_ARGS[action]))
+                       input_schema=input_schema(ACTION_ARGS[action]), annotations=annotations(action))
             for action in MCP_ACTIONS]
 
 
@@ -129,8 +143,8 @@ def build_server(service: MemoryService, identity: Identity) -> Server:
         # The dispatcher blocks (inbox writes, recall): off the event loop.
         return await anyio.to_thread.run_sync(functools.partial(call, dispatcher, params.name, params.arguments, who))
 
-    return Server(SERVER_NAME, instructions="Loci long-term memory: search it before guessing what was said "
-                  "or decided; propose what is worth keeping.", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(SERVER_NAME, version=importlib.metadata.version("loci"), instructions=INSTRUCTIONS,
+                  on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 def serve_stdio(settings: Settings, identity: Identity) -> None:

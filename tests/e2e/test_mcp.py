@@ -24,6 +24,9 @@ from mcp.client.streamable_http import streamable_http_client
 from typer.testing import CliRunner
 
 from loci.cli import app
+from online.mcp_server import call as mcp_call
+from online.tools import ToolDispatcher
+from pipelines.records import Identity
 
 ROOT = Path(__file__).resolve().parents[2]
 ANN = ["--user", "ann", "--project", "garden"]
@@ -59,18 +62,21 @@ async def propose(session: ClientSession, item: dict[str, Any]) -> str:
 
 
 def test_every_tool_over_stdio_and_bad_arguments_are_tool_errors(tmp_path: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=loci_mcp(tmp_path, *ANN), cwd=tmp_path,
-                                   env=server_env(tmp_path))
+    # The identity from the environment this time (the HTTP test gives it as options).
+    params = StdioServerParameters(command=sys.executable, args=loci_mcp(tmp_path), cwd=tmp_path,
+                                   env={**server_env(tmp_path), "LOCI_USER": "ann", "LOCI_PROJECT": "garden"})
 
     async def scenario() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+            assert (await session.initialize()).server_info.name == "loci"
             listed = {tool.name: tool for tool in (await session.list_tools()).tools}
             assert set(listed) == TOOLS
             search_schema = listed["memory_search"].input_schema
             # Derived from the dispatcher's argument struct: closed, `query` required.
             assert search_schema["required"] == ["query"] and search_schema["additionalProperties"] is False
             assert "$defs" in listed["memory_propose"].input_schema  # the nested item struct
+            assert listed["memory_search"].annotations.read_only_hint is True
+            assert listed["memory_update"].annotations.destructive_hint is True
 
             item_id = await propose(session, HYDRANGEAS)
             failed, found = await call(session, "memory_search", {"query": "where are the hydrangeas?"})
@@ -91,6 +97,9 @@ def test_every_tool_over_stdio_and_bad_arguments_are_tool_errors(tmp_path: Path)
             assert not failed and [i["id"] for i in shelf["items"]] == [item_id]
             failed, stats = await call(session, "memory_stats", {})
             assert not failed and stats["counts"]["delta"]["type"].get("decision") == 1
+            # The caller is ann of garden, from LOCI_USER / LOCI_PROJECT.
+            scope = read["items"][0]["scope"]
+            assert (scope["kind"], scope["user_id"], scope["project_id"]) == ("project", "ann", "garden")
 
             # Bad arguments: a tool error that says what is wrong, never a dropped connection.
             for name, args, says in [
@@ -199,3 +208,16 @@ def test_an_empty_identity_part_stops_loci_mcp_before_it_serves(tmp_path: Path) 
     assert result.exit_code == 2 and "user_id" in result.output
     result = CliRunner().invoke(app, ["mcp", "--data-dir", str(tmp_path), "--transport", "sse"])
     assert result.exit_code == 2 and "stdio or http" in result.output
+
+
+class _BrokenService:
+    def view(self):
+        raise RuntimeError("disk on fire")
+
+
+def test_a_bug_behind_a_tool_is_a_tool_error_not_a_dropped_connection() -> None:
+    broken = ToolDispatcher(_BrokenService())  # type: ignore[arg-type]
+    result = mcp_call(broken, "memory_search", {"query": "x"}, Identity())
+    body = json.loads(result.content[0].text)
+    assert result.is_error and body["status"] == 500 and "internal error" in body["error"]
+    assert "disk on fire" not in body["error"]  # the details go to the server log, not the client
