@@ -31,6 +31,7 @@ from tests.online.test_proxy import (  # noqa: F401 - fixtures
     events,
     fake,
     proxy,
+    serve,
     service,
     settings,
     shared_fake,
@@ -146,6 +147,24 @@ def test_a_memory_propose_tool_call_is_governed_and_removed(proxy, fake, service
     assert (text, calls, finish_reason(out)) == ("Noted.", [], "stop")  # all of it was Loci's
 
 
+def test_the_clients_stream_helper_assembles_what_the_proxy_sends(proxy, fake, service) -> None:
+    url = proxy()
+    fake.tool_call_pieces, fake.stream_chunk_chars = True, 5
+    fake.chat_reply = lambda req: {"content": "Checking. " + block(DUCKDB), "tool_calls": [
+        {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        {"function": {"name": "memory_propose", "arguments": {"items": [DUCKDB]}}}]}
+    with client(url).chat.completions.stream(model=MODEL, tools=[WEATHER], stream_options={"include_usage": True},
+                                             messages=[{"role": "user", "content": "Weather?"}]) as stream:
+        final = stream.get_final_completion()
+    choice = final.choices[0]
+    assert choice.message.content.strip() == "Checking." and choice.finish_reason == "tool_calls"
+    assert [(c.function.name, c.function.arguments) for c in choice.message.tool_calls] == [
+        ("get_weather", '{"city": "Paris"}')]
+    assert final.usage.total_tokens == 30
+    assert sorted(e.payload["proposal"]["title"] for e in events(service, "proposal")) == [
+        "Warehouse engine", "Warehouse engine"]  # the block and the tool call, each governed
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_recall_request_is_answered_by_a_re_ask_and_never_shown(proxy, fake, service, stream) -> None:
     service.capture(WHO, "assistant", "Noted. " + block(
@@ -254,3 +273,76 @@ def test_errors_reach_the_openai_client_as_its_own_exceptions(proxy, fake, servi
         ask(down, [{"role": "user", "content": "hi"}], stream=False)
     assert err.value.status_code == 502 and "cannot connect" in err.value.message
     assert events(service) == []
+
+
+# -- upstream streams FakeOllama does not script --------------------------------------------------
+
+
+class ScriptedSSE:
+    """An upstream that streams exactly the server-sent events a test scripts (raw text),
+    one script per call."""
+
+    def __init__(self, *scripts: str) -> None:
+        self.scripts = list(scripts)
+        self.requests: list[dict[str, Any]] = []
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.requests.append(json.loads(body or b"{}"))
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": self.scripts.pop(0).encode(), "more_body": False})
+
+
+def sse_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+    obj = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
+           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+    return f"data: {json.dumps(obj)}\n\n"
+
+
+def test_reasoning_comments_and_interleaved_tool_call_pieces(proxy, service) -> None:
+    service.settings.flags["memory_tools"] = True
+    service.capture(WHO, "assistant", "Noted. " + block(DUCKDB))
+    first = "".join([
+        ": keep-alive\n\n",  # an SSE comment
+        sse_chunk({"role": "assistant", "reasoning": "Let me look."}),
+        sse_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                                   "function": {"name": "memory_search", "arguments": '{"query": '}}]}),
+        sse_chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
+                                   "function": {"name": "get_weather", "arguments": '{"city"'}}]}),
+        sse_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"warehouse engine"}'}}]}),
+        sse_chunk({"tool_calls": [{"index": 1, "function": {"arguments": ': "Paris"}'}}]}),
+        sse_chunk({}, "tool_calls"), "data: [DONE]\n\n"])
+    upstream = ScriptedSSE(first)
+    with serve(upstream, lifespan="off") as upstream_url:
+        url = proxy(upstream=upstream_url)
+        text, calls, chunks = ask(url, [{"role": "user", "content": "Engine? And the weather?"}],
+                                  stream=True, tools=[WEATHER])
+    assert [c.choices[0].delta.model_extra.get("reasoning") for c in chunks if c.choices][0] == "Let me look."
+    # A client tool call next to Loci's: the client's own loop comes first, Loci's call is dropped.
+    assert [(c.id, c.function.name, c.function.arguments) for c in calls] == [
+        ("call_b", "get_weather", '{"city": "Paris"}')]
+    assert finish_reason(chunks) == "tool_calls" and len(upstream.requests) == 1
+
+
+@pytest.mark.parametrize(("script", "message"), [
+    (sse_chunk({"content": "Partial answer."}) + 'data: {"error": {"message": "model runner stopped"}}\n\n',
+     "model runner stopped"),
+    (sse_chunk({"content": "Partial answer."}), "ended without its final object"),
+    (sse_chunk({"content": "Partial answer."}) + "data: {oops\n\n", "not JSON"),
+])
+def test_a_stream_that_breaks_raises_in_the_client_and_lands_nothing(proxy, service, script, message) -> None:
+    with serve(ScriptedSSE(script), lifespan="off") as upstream_url:
+        url = proxy(upstream=upstream_url)
+        seen = []
+        with pytest.raises(openai.APIError, match=message):
+            for chunk in client(url).chat.completions.create(
+                    model=MODEL, stream=True, messages=[{"role": "user", "content": "hi"}]):
+                seen.append(chunk.choices[0].delta.content)
+    assert seen == ["Partial answer."]
+    assert events(service, "turn") == []
