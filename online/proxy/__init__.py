@@ -11,8 +11,9 @@ Every other Ollama endpoint is forwarded unchanged.
     from online.proxy import create_proxy_app, serve_proxy
     serve_proxy(load_settings())        # 127.0.0.1:11435 -> settings.ollama_host
 
-Modules: `app` (Litestar app, streaming), `exchange` (the memory hooks of one request),
-`dialects` (/api/chat vs /api/generate), `openai_chat` (/v1/chat/completions), `upstream` (httpx client and errors), `identity`
+Modules: `app` (Litestar app, streaming), `handlers` (the memory path, streamed or not),
+`exchange` (the memory hooks of one request), `dialects` (/api/chat vs /api/generate),
+`openai_chat` (/v1/chat/completions), `upstream` (httpx client and errors), `identity`
 (X-Loci-* headers), `memory_tools` (memory.* tool definitions), `reset` (`!reset`
 summarising), `config` (ProxyConfig and flags), `server` (uvicorn).
 """

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from online.proxy.responses import NDJSON_TYPE, ndjson_line
@@ -87,6 +88,10 @@ class OllamaWire:
     def encode_last(self, obj: dict[str, Any]) -> bytes:
         """The final object of a stream, and whatever closes the stream."""
         return self.encode(obj)
+
+
+def ollama_time() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class ChatDialect(OllamaWire):
@@ -199,6 +204,12 @@ class ChatDialect(OllamaWire):
         """A non-final chunk carrying `text` (a round's tail flushed before a re-ask)."""
         base = {k: template[k] for k in ("model", "created_at") if k in template}
         return {**base, "message": {"role": "assistant", "content": text}, "done": False}
+
+    @staticmethod
+    def reply(model: str, text: str, streaming: bool) -> dict[str, Any]:
+        """The final object of an answer the proxy gives itself (`!reset`), with `text`."""
+        return {"model": model, "created_at": ollama_time(), "message": {"role": "assistant", "content": text},
+                "done": True, "done_reason": "stop"}
 
     @staticmethod
     def reask_with_tools(body: dict[str, Any], said: str, calls: list[dict[str, Any]],

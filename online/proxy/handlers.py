@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import anyio
@@ -33,7 +32,7 @@ from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
 from online.proxy.forward import forward
 from online.proxy.identity import IdentityError, identity_from_headers
-from online.proxy.responses import RawResponse, error_response, json_response, stream_response
+from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
@@ -42,10 +41,6 @@ from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
 T = TypeVar("T")
-
-
-def ollama_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def dialect_error(dialect: OllamaWire, status: int, message: str) -> RawResponse:
@@ -106,7 +101,7 @@ class MemoryHandlers:
         streaming = dialect.streams(body)
         if dialect.supports_reset and flag(self.settings, "reset_summarize") \
                 and reset.is_reset(body, self.config):
-            return await self.reset(request, body, identity, headers, streaming)
+            return await self.reset(request, dialect, body, identity, headers, streaming)
         ex = Exchange(service, self.settings, self.config, identity, dialect, body)
         first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
         problems = [problem] if problem else []
@@ -249,7 +244,7 @@ class MemoryHandlers:
 
     # -- !reset ---------------------------------------------------------------------------------
 
-    async def reset(self, request: Request, body: dict[str, Any], identity: Identity,
+    async def reset(self, request: Request, dialect: ChatDialect, body: dict[str, Any], identity: Identity,
                     headers: dict[str, str], streaming: bool) -> RawResponse:
         service, upstream = self.state(request)
         history = reset.history_of(body)
@@ -261,31 +256,29 @@ class MemoryHandlers:
                 answer, data = await upstream.post_json("/api/chat", reset.summary_request(body, history),
                                                         headers=headers)
             except UpstreamError as exc:
-                return error_response(exc.status, exc.message)
+                return dialect_error(dialect, exc.status, exc.message)
             if answer.status_code != 200:
-                return error_response(answer.status_code, upstream_error_text(answer.status_code, data))
+                return dialect_error(dialect, answer.status_code, upstream_error_text(answer.status_code, data))
             try:
-                reply = CHAT.text(json.loads(data))
+                reply = CHAT.text(json.loads(data))  # the summary is asked of Ollama's own /api/chat
             except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-                return error_response(502, "loci proxy: upstream answer is not a JSON object")
+                return dialect_error(dialect, 502, "loci proxy: upstream answer is not a JSON object")
             summary, problem = await self.guarded("summarising on reset", reset.land_summary,
                                                   service, identity, reply, history, fallback=None)
             if summary is None:
-                return error_response(500, f"loci proxy: {problem}")
+                return dialect_error(dialect, 500, f"loci proxy: {problem}")
             text = reset.confirmation(summary)
-        final = {"model": body["model"], "created_at": ollama_time(),
-                 "message": {"role": "assistant", "content": "" if streaming else text},
-                 "done": True, "done_reason": "stop"}
+        final = dialect.reply(body["model"], "" if streaming else text, streaming)
         if self.config.catalog_field:
             final[self.config.catalog_field] = {"reset": summary or {"messages": len(history), "proposed": 0}}
         if not streaming:
             return json_response(final)
-        return stream_response(_lines([CHAT.chunk(final, text), final]))
+        return stream_response(_pieces(dialect, dialect.chunk(final, text), final), media_type=dialect.media_type)
 
 
-async def _lines(objs: list[dict[str, Any]]) -> AsyncIterator[bytes]:
-    for obj in objs:
-        yield CHAT.encode(obj)
+async def _pieces(dialect: OllamaWire, first: dict[str, Any], last: dict[str, Any]) -> AsyncIterator[bytes]:
+    yield dialect.encode(first)
+    yield dialect.encode_last(last)
 
 
 def relay_error(answer: httpx.Response, data: bytes) -> RawResponse:

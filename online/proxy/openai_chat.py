@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import copy
 import json
+import time
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,7 +92,6 @@ class OpenAIChatDialect(ChatDialect):
     name = "openai-chat"
     path = "/v1/chat/completions"
     media_type = SSE_TYPE
-    supports_reset = False  # `!reset` answers in Ollama's shape; not offered here
     LEADING_ROLES = ("system", "developer")
 
     def invalid(self, body: Any) -> str | None:
@@ -227,6 +228,15 @@ class OpenAIChatDialect(ChatDialect):
         base = {k: template[k] for k in ("id", "object", "created", "model", "system_fingerprint") if k in template}
         return {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
                                      "finish_reason": None}]}
+
+    @staticmethod
+    def reply(model: str, text: str, streaming: bool) -> dict[str, Any]:
+        head = {"id": f"chatcmpl-loci-{uuid.uuid4().hex[:12]}", "created": int(time.time()), "model": model}
+        if streaming:
+            return {**head, "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": {"content": text} if text else {}, "finish_reason": "stop"}]}
+        return {**head, "object": "chat.completion",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
 
     @staticmethod
     def encode(obj: dict[str, Any]) -> bytes:

@@ -18,7 +18,7 @@ import httpx
 import openai
 import pytest
 
-from online.proxy.config import RESULTS_INSTRUCTION
+from online.proxy.config import RESULTS_INSTRUCTION, SUMMARY_INSTRUCTION
 from pipelines.proposals import parse_assistant_output
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import (  # noqa: F401 - fixtures
@@ -215,6 +215,24 @@ def test_structured_output_is_never_rewritten(proxy, fake) -> None:
                      response_format={"type": "json_object"})
     assert text == '{"note": "<MEMORY_PROPOSALS_JSON>[]</MEMORY_PROPOSALS_JSON>"}'
     assert "MEMORY_PROPOSALS_JSON" not in system_text(completions(fake)[-1])
+
+
+def test_reset_summarises_the_conversation_into_memory(proxy, fake, service) -> None:
+    url = proxy()
+    facts = [{"type": "preference", "title": "Code style", "content": "Dana wants type hints."}]
+    fake.chat_reply = lambda req: (block(*facts) if system_text(req) == SUMMARY_INSTRUCTION else "ok")
+    history = [{"role": "user", "content": [{"type": "text", "text": "Always use type hints."}]},
+               {"role": "assistant", "content": "Sure."}, {"role": "user", "content": "Thanks."},
+               {"role": "assistant", "content": "Welcome."}, {"role": "user", "content": "!reset"}]
+    text, _, completion = ask(url, history, stream=False)
+    assert text.startswith("[memory] Summarized 4 messages → 1 memories saved")
+    assert completion.model_extra["loci"]["reset"]["accept"] == 1
+    summary_call = [b for p, b in fake.requests if p == "/api/chat"][-1]
+    assert "user: Always use type hints." in summary_call["messages"][-1]["content"]
+    again, _, chunks = ask(url, history, stream=True)
+    assert again == text and finish_reason(chunks) == "stop" and "reset" in chunks[-1].model_extra["loci"]
+    assert [e.payload["proposal"]["title"] for e in events(service, "proposal")] == ["Code style"]  # once
+    assert completions(fake) == []  # the model never saw "!reset" as a message
 
 
 # -- flags, errors ------------------------------------------------------------------------------
