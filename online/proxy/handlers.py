@@ -1,6 +1,6 @@
 """The memory path of the proxy: /api/chat, /api/generate and the OpenAI-compatible
 /v1/chat/completions with the four hooks around the upstream call, streamed or not, plus
-`!reset` (/api/chat). What differs between the APIs (shapes, stream framing, errors) is the
+`!reset` (the two chat APIs). What differs between the APIs (shapes, stream framing, errors) is the
 dialect's (`online.proxy.dialects`, `online.proxy.openai_chat`); the path here is one.
 
 A stream keeps streaming: each piece of text goes to the client as soon as it is known not

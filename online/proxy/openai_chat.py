@@ -15,6 +15,7 @@ dialect of the chat one: the same messages, tools and re-asks, in OpenAI's shape
   before `[DONE]`; OpenAI clients keep unknown keys aside (the `openai` client's
   `model_extra`) and parse the rest as usual.
 - Errors: `{"error": {"message", "type", "param", "code"}}`, in a body or as a `data:` event.
+- `!reset` works as on /api/chat (`online.proxy.reset`); the answer is written by `reply`.
 """
 
 from __future__ import annotations
