@@ -2,9 +2,10 @@
 
     app = create_proxy_app(settings)        # then uvicorn, or `serve_proxy(settings)`
 
-Routes: `/api/chat` and `/api/generate` (POST gets memory, `online.proxy.handlers`; other
-methods are forwarded), and everything else (`/api/tags`, `/api/show`, `/api/embed`,
-`/api/pull`, `/api/version`, `/`, HEAD, `/v1/...`) forwarded unchanged
+Routes: `/api/chat`, `/api/generate` and the OpenAI-compatible `/v1/chat/completions` (POST
+gets memory, `online.proxy.handlers`; other methods are forwarded), and everything else
+(`/api/tags`, `/api/show`, `/api/embed`, `/api/pull`, `/api/version`, `/`, HEAD, the rest of
+`/v1/...`) forwarded unchanged
 (`online.proxy.forward`). With the `enabled` flag off, every request is a pure
 pass-through. Given a `flags_file` (the CLI passes the config file), flags flipped there
 apply to the next request, without a restart. Handlers return raw ASGI responses, so Litestar adds nothing to what the
@@ -30,6 +31,7 @@ from online.proxy.config import ProxyConfig
 from online.proxy.dialects import CHAT, GENERATE
 from online.proxy.forward import forward
 from online.proxy.handlers import MemoryHandlers
+from online.proxy.openai_chat import OPENAI_CHAT
 from online.proxy.upstream import Upstream, UpstreamTimeouts, error_body
 from online.state import MemoryService
 from pipelines.settings import LiveFlags, Settings
@@ -40,19 +42,22 @@ FORWARD_METHODS = [HttpMethod.GET, HttpMethod.HEAD, HttpMethod.POST, HttpMethod.
                    HttpMethod.DELETE, HttpMethod.OPTIONS]
 
 
-def _error(status: int, message: str) -> Response[bytes]:
+def _error(request: Request, status: int, message: str) -> Response[Any]:
+    """An error in the shape of the API asked (OpenAI's on its path, Ollama's elsewhere)."""
+    if request.url.path == OPENAI_CHAT.path:
+        return Response(OPENAI_CHAT.error_body(message, status), status_code=status, media_type="application/json")
     return Response(error_body(message), status_code=status, media_type="application/json")
 
 
-def _http_error(request: Request, exc: HTTPException) -> Response[bytes]:
-    return _error(exc.status_code, str(exc.detail))
+def _http_error(request: Request, exc: HTTPException) -> Response[Any]:
+    return _error(request, exc.status_code, str(exc.detail))
 
 
-def _internal_error(request: Request, exc: Exception) -> Response[bytes]:
+def _internal_error(request: Request, exc: Exception) -> Response[Any]:
     state = request.app.state
     state.internal_errors = int(state.get("internal_errors", 0)) + 1
     log.exception("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-    return _error(500, "loci proxy: internal error (logged)")
+    return _error(request, 500, "loci proxy: internal error (logged)")
 
 
 def create_proxy_app(
@@ -99,13 +104,17 @@ def create_proxy_app(
     async def generate(request: Request) -> ASGIApp:
         return await handlers.memory(request, GENERATE)  # type: ignore[return-value]
 
+    @route(OPENAI_CHAT.path, http_method=FORWARD_METHODS, request_max_body_size=config.max_request_bytes)
+    async def openai_chat(request: Request) -> ASGIApp:
+        return await handlers.memory(request, OPENAI_CHAT)  # type: ignore[return-value]
+
     # Everything else, bodies streamed without a size limit (model uploads go through here).
     @route(["/", "/{path:path}"], http_method=FORWARD_METHODS, request_max_body_size=None)
     async def passthrough(request: Request) -> ASGIApp:
         return await forward(request, request.app.state.upstream)  # type: ignore[return-value]
 
     return Litestar(
-        route_handlers=[chat, generate, passthrough],
+        route_handlers=[chat, generate, openai_chat, passthrough],
         lifespan=[lifespan],
         state=State({"service": None, "upstream": None, "internal_errors": 0, "settings": settings,
                      "proxy_config": config, "upstream_url": base_url}),

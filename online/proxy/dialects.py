@@ -1,7 +1,8 @@
-"""The two Ollama endpoints the proxy adds memory to, as "dialects": where the user's text
-is, how to inject system context, where the answer text sits in a (streamed) object, and
-how to re-ask. Everything else about a request (model, options, keep_alive, images, think,
-client tools...) is carried through untouched.
+"""The chat APIs the proxy adds memory to, as "dialects": where the user's text is, how to
+inject system context, where the answer text sits in a (streamed) object, how to re-ask,
+and how answers, stream pieces and errors are framed on the wire. Everything else about a
+request (model, options, keep_alive, images, think, client tools...) is carried through
+untouched.
 
 - `/api/chat`: messages; memory goes in as system messages right after the client's leading
   system messages; tool calls and re-asks use the `tool` role.
@@ -9,23 +10,95 @@ client tools...) is carried through untouched.
   before the prompt otherwise (setting `system` would replace the model's own system prompt).
   `raw` prompts (already templated), fill-in-the-middle (`suffix`) and empty prompts (a
   model load) are passed through without memory.
+- `/v1/chat/completions` (OpenAI-compatible, `online.proxy.openai_chat`): the chat dialect
+  in OpenAI's shapes.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from online.proxy.responses import NDJSON_TYPE, ndjson_line
+
+if TYPE_CHECKING:
+    import httpx
+
+    from online.proxy.upstream import Upstream
 
 
 def _is_text(value: Any) -> bool:
     return value is None or isinstance(value, str)
 
 
-class ChatDialect:
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of content parts (OpenAI)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content
+                         if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str))
+    return ""
+
+
+class OllamaWire:
+    """How Ollama frames answers: NDJSON lines, the last one `done`; errors `{"error": text}`."""
+
+    media_type = NDJSON_TYPE
+    supports_reset = False
+
+    def invalid(self, body: Any) -> str | None:
+        """Why this body is refused with a 400; None: Ollama answers (or rejects) it itself."""
+        return None
+
+    @staticmethod
+    def streams(body: dict[str, Any]) -> bool:
+        return body.get("stream") is not False  # Ollama streams unless told not to
+
+    @staticmethod
+    def with_stream(body: dict[str, Any], stream: bool) -> dict[str, Any]:
+        return {**body, "stream": stream}
+
+    @staticmethod
+    def error_body(message: str, status: int = 500) -> dict[str, Any]:
+        return {"error": message}
+
+    @staticmethod
+    def error_text(obj: Any) -> str | None:
+        """The message of an error body or streamed error object, or None."""
+        err = obj.get("error") if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            err = err.get("message")
+        return err if isinstance(err, str) and err else None
+
+    @staticmethod
+    def is_final(obj: dict[str, Any]) -> bool:
+        return bool(obj.get("done"))
+
+    @staticmethod
+    def read(upstream: Upstream, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        return upstream.ndjson(response)
+
+    @staticmethod
+    def encode(obj: dict[str, Any]) -> bytes:
+        return ndjson_line(obj)
+
+    def encode_last(self, obj: dict[str, Any]) -> bytes:
+        """The final object of a stream, and whatever closes the stream."""
+        return self.encode(obj)
+
+
+def ollama_time() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class ChatDialect(OllamaWire):
     name = "chat"
     path = "/api/chat"
     supports_tools = True
+    supports_reset = True
 
     def unsupported(self, body: Any) -> str | None:
         """Why this body cannot get memory (it is then forwarded untouched), or None."""
@@ -49,7 +122,7 @@ class ChatDialect:
     def user_text(body: dict[str, Any]) -> str:
         for m in reversed(body["messages"]):
             if m["role"] == "user":
-                return m.get("content") or ""
+                return content_text(m.get("content"))
         return ""
 
     @staticmethod
@@ -57,11 +130,11 @@ class ChatDialect:
         """Role and text of the messages up to the last user message (turn identity)."""
         msgs = body["messages"]
         last = max((i for i, m in enumerate(msgs) if m["role"] == "user"), default=-1)
-        return [[m["role"], m.get("content") or ""] for m in msgs[: last + 1]]
+        return [[m["role"], content_text(m.get("content"))] for m in msgs[: last + 1]]
 
     @staticmethod
     def history(body: dict[str, Any]) -> list[list[str]]:
-        return [[m["role"], m.get("content") or ""] for m in body["messages"]]
+        return [[m["role"], content_text(m.get("content"))] for m in body["messages"]]
 
     @staticmethod
     def client_tool_names(body: dict[str, Any]) -> set[str]:
@@ -72,22 +145,24 @@ class ChatDialect:
                 names.add(fn["name"])
         return names
 
-    @staticmethod
-    def inject(body: dict[str, Any], blocks: Sequence[str]) -> dict[str, Any]:
+    LEADING_ROLES = ("system",)
+
+    @classmethod
+    def inject(cls, body: dict[str, Any], blocks: Sequence[str]) -> dict[str, Any]:
         """A copy of `body` with `blocks` as system messages after the leading ones."""
         out = dict(body)
         msgs = list(body["messages"])
         lead = 0
-        while lead < len(msgs) and msgs[lead]["role"] == "system":
+        while lead < len(msgs) and msgs[lead]["role"] in cls.LEADING_ROLES:
             lead += 1
         extra = [{"role": "system", "content": b} for b in blocks if b]
         out["messages"] = msgs[:lead] + extra + msgs[lead:]
         return out
 
-    @staticmethod
-    def add_tools(body: dict[str, Any], specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    @classmethod
+    def add_tools(cls, body: dict[str, Any], specs: Sequence[dict[str, Any]]) -> dict[str, Any]:
         out = dict(body)
-        taken = ChatDialect.client_tool_names(body)
+        taken = cls.client_tool_names(body)
         out["tools"] = list(body.get("tools") or []) + [s for s in specs if s["function"]["name"] not in taken]
         return out
 
@@ -125,6 +200,18 @@ class ChatDialect:
             and not msg.get("images") and not obj.get("logprobs")
 
     @staticmethod
+    def chunk(template: dict[str, Any], text: str) -> dict[str, Any]:
+        """A non-final chunk carrying `text` (a round's tail flushed before a re-ask)."""
+        base = {k: template[k] for k in ("model", "created_at") if k in template}
+        return {**base, "message": {"role": "assistant", "content": text}, "done": False}
+
+    @staticmethod
+    def reply(model: str, text: str, streaming: bool) -> dict[str, Any]:
+        """The final object of an answer the proxy gives itself (`!reset`), with `text`."""
+        return {"model": model, "created_at": ollama_time(), "message": {"role": "assistant", "content": text},
+                "done": True, "done_reason": "stop"}
+
+    @staticmethod
     def reask_with_tools(body: dict[str, Any], said: str, calls: list[dict[str, Any]],
                          tool_messages: list[dict[str, Any]], notes: Sequence[str]) -> dict[str, Any]:
         out = dict(body)
@@ -157,7 +244,7 @@ class ChatDialect:
         return msg
 
 
-class GenerateDialect:
+class GenerateDialect(OllamaWire):
     name = "generate"
     path = "/api/generate"
     supports_tools = False
@@ -231,6 +318,11 @@ class GenerateDialect:
     @staticmethod
     def is_empty(obj: dict[str, Any]) -> bool:
         return not obj.get("response") and not obj.get("thinking") and not obj.get("logprobs")
+
+    @staticmethod
+    def chunk(template: dict[str, Any], text: str) -> dict[str, Any]:
+        base = {k: template[k] for k in ("model", "created_at") if k in template}
+        return {**base, "response": text, "done": False}
 
     @staticmethod
     def reask_with_tools(body: dict[str, Any], said: str, calls: list[dict[str, Any]],

@@ -1,16 +1,18 @@
-"""The memory path of the proxy: /api/chat and /api/generate with the four hooks around
-the upstream call, streamed or not, plus `!reset`.
+"""The memory path of the proxy: /api/chat, /api/generate and the OpenAI-compatible
+/v1/chat/completions with the four hooks around the upstream call, streamed or not, plus
+`!reset` (the two chat APIs). What differs between the APIs (shapes, stream framing, errors) is the
+dialect's (`online.proxy.dialects`, `online.proxy.openai_chat`); the path here is one.
 
 A stream keeps streaming: each piece of text goes to the client as soon as it is known not
 to be part of a memory proposal (`ProposalStreamFilter`); the final object is the
-upstream's own (counters, `done_reason`, `context`) with its text adjusted and the `loci`
-field added. A re-ask (memory tool call or recall phrasing) streams its answer on a new
-paragraph; only the last round's final object is sent.
+upstream's own (counters, `done_reason`, `context`, usage) with its text adjusted and the
+`loci` field added. A re-ask (memory tool call or recall phrasing) streams its answer on a
+new paragraph; only the last round's final object is sent.
 
 A failure inside memory (recall, landing a turn) never costs the user the answer: the
 request goes on without memory and the `loci` field lists the problem. Upstream failures
-become Ollama-style `{"error": ...}` answers (502/504), or a last NDJSON line once a stream
-has started; nothing is landed unless the upstream answered completely.
+become the API's own error answers (502/504), or a last error piece once a stream has
+started; nothing is landed unless the upstream answered completely.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 import anyio
@@ -27,11 +28,11 @@ from litestar import Request
 
 from online.proxy import reset
 from online.proxy.config import ProxyConfig, flag
-from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect
+from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
 from online.proxy.forward import forward
 from online.proxy.identity import IdentityError, identity_from_headers
-from online.proxy.responses import RawResponse, error_response, json_response, ndjson_line, ndjson_response
+from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
@@ -42,20 +43,13 @@ log = logging.getLogger("loci.proxy")
 T = TypeVar("T")
 
 
-def ollama_time() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def interim_chunk(dialect: ChatDialect | GenerateDialect, template: dict[str, Any], text: str) -> dict[str, Any]:
-    """A non-final chunk carrying `text` (used to flush a round's tail before a re-ask)."""
-    base = {k: template[k] for k in ("model", "created_at") if k in template}
-    if isinstance(dialect, ChatDialect):
-        return {**base, "message": {"role": "assistant", "content": text}, "done": False}
-    return {**base, "response": text, "done": False}
+def dialect_error(dialect: OllamaWire, status: int, message: str) -> RawResponse:
+    """An error answer in the dialect's own shape."""
+    return json_response(dialect.error_body(message, status), status)
 
 
 class MemoryHandlers:
-    """The memory path of /api/chat and /api/generate, bound to one app's settings and config."""
+    """The memory path of the chat APIs, bound to one app's settings and config."""
 
     def __init__(self, settings: Settings, config: ProxyConfig, live_flags: LiveFlags | None = None) -> None:
         self.settings = settings
@@ -87,24 +81,27 @@ class MemoryHandlers:
         service, upstream = self.state(request)
         loop = loop_error(request.headers, upstream.hop_id, upstream.base_url)
         if loop is not None:
-            return error_response(loop.status, loop.message)
+            return dialect_error(dialect, loop.status, loop.message)
         raw = await request.body()
         try:
             body = json.loads(raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
+        invalid = dialect.invalid(body)
+        if invalid is not None:
+            return dialect_error(dialect, 400, f"loci proxy: {invalid}")
         if dialect.unsupported(body) is not None:
             return await forward(request, self.state(request)[1], raw)  # Ollama answers (or rejects) it itself
         try:
             identity = identity_from_headers(request.headers, self.config.default_identity,
                                              openwebui=self.config.openwebui_headers)
         except IdentityError as exc:
-            return error_response(400, f"loci proxy: {exc}")
+            return dialect_error(dialect, 400, f"loci proxy: {exc}")
         headers = request_headers(request.headers.multi_items(), keep_encoding=False, hop_id=upstream.hop_id)
-        streaming = body.get("stream") is not False  # Ollama streams unless told not to
-        if isinstance(dialect, ChatDialect) and flag(self.settings, "reset_summarize") \
+        streaming = dialect.streams(body)
+        if dialect.supports_reset and flag(self.settings, "reset_summarize") \
                 and reset.is_reset(body, self.config):
-            return await self.reset(request, body, identity, headers, streaming)
+            return await self.reset(request, dialect, body, identity, headers, streaming)
         ex = Exchange(service, self.settings, self.config, identity, dialect, body)
         first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
         problems = [problem] if problem else []
@@ -118,16 +115,17 @@ class MemoryHandlers:
         shown = VisibleText()
         while True:
             try:
-                answer, data = await upstream.post_json(dialect.path, {**sent, "stream": False}, headers=headers)
+                answer, data = await upstream.post_json(dialect.path, dialect.with_stream(sent, False),
+                                                        headers=headers)
             except UpstreamError as exc:
-                return error_response(exc.status, exc.message)
+                return dialect_error(dialect, exc.status, exc.message)
             if answer.status_code != 200:  # Ollama's own error (unknown model...): as it is
                 return relay_error(answer, data)
             try:
                 obj = json.loads(data)
                 assert isinstance(obj, dict)
             except (json.JSONDecodeError, UnicodeDecodeError, AssertionError):
-                return error_response(502, "loci proxy: upstream answer is not a JSON object")
+                return dialect_error(dialect, 502, "loci proxy: upstream answer is not a JSON object")
             raw = dialect.text(obj)
             visible = visible_of(raw) if ex.scans else raw
             step, problem = await self.guarded(
@@ -149,20 +147,20 @@ class MemoryHandlers:
         dialect = ex.dialect
         try:
             answer = await upstream.open("POST", dialect.path, headers=headers,
-                                         json_body={**first, "stream": True})
+                                         json_body=dialect.with_stream(first, True))
         except UpstreamError as exc:
-            return error_response(exc.status, exc.message)
+            return dialect_error(dialect, exc.status, exc.message)
         if answer.status_code != 200:
             try:
                 data = await answer.aread()
             except httpx.HTTPError as exc:
                 err = upstream.error_for(exc)
-                return error_response(err.status, err.message)
+                return dialect_error(dialect, err.status, err.message)
             finally:
                 await answer.aclose()
             return relay_error(answer, data)
-        return ndjson_response(self._stream_rounds(ex, first, answer, upstream, headers, problems),
-                               relayed_headers(answer))
+        return stream_response(self._stream_rounds(ex, first, answer, upstream, headers, problems),
+                               relayed_headers(answer), dialect.media_type)
 
     async def _stream_rounds(self, ex: Exchange, sent: dict[str, Any], answer: httpx.Response,
                              upstream: Upstream, headers: dict[str, str],
@@ -177,11 +175,11 @@ class MemoryHandlers:
                 round_visible: list[str] = []
                 calls: list[dict[str, Any]] = []
                 final: dict[str, Any] | None = None
-                async for obj in upstream.ndjson(answer):
-                    if "error" in obj:  # Ollama reports mid-stream failures this way
-                        yield ndjson_line(obj)
+                async for obj in dialect.read(upstream, answer):
+                    if "error" in obj:  # Ollama (and OpenAI) report mid-stream failures this way
+                        yield dialect.encode(obj)
                         return
-                    if obj.get("done"):
+                    if dialect.is_final(obj):
                         final = obj
                         break
                     piece = dialect.text(obj)
@@ -194,7 +192,7 @@ class MemoryHandlers:
                     out = dialect.rewrite(obj, shown.emit(hold.feed(visible)),
                                           client_calls if chunk_calls else None)
                     if not dialect.is_empty(out):
-                        yield ndjson_line(out)
+                        yield dialect.encode(out)
                 await answer.aclose()
                 if final is None:
                     raise UpstreamError(502, "loci proxy: upstream stream ended without its final object")
@@ -214,23 +212,24 @@ class MemoryHandlers:
                     break
                 flushed = shown.emit(tail)
                 if flushed:
-                    yield ndjson_line(interim_chunk(dialect, final, flushed))
+                    yield dialect.encode(dialect.chunk(final, flushed))
                 shown.start_round()
                 sent = step.reask
                 answer = await upstream.open("POST", dialect.path, headers=headers,
-                                             json_body={**sent, "stream": True})
+                                             json_body=dialect.with_stream(sent, True))
                 if answer.status_code != 200:
                     data = await answer.aread()
                     await answer.aclose()
-                    yield ndjson_line({"error": upstream_error_text(answer.status_code, data)})
+                    yield dialect.encode(dialect.error_body(upstream_error_text(answer.status_code, data),
+                                                            answer.status_code))
                     return
             text = shown.emit(tail)
             text += ex.add_closing(shown)
             out = dialect.rewrite(final, text, step.client_calls)
             await self.attach(ex, out, shown.text, problems)
-            yield ndjson_line(out)
+            yield dialect.encode_last(out)
         except UpstreamError as exc:
-            yield ndjson_line({"error": exc.message})
+            yield dialect.encode(dialect.error_body(exc.message, exc.status))
         finally:
             await answer.aclose()
 
@@ -245,7 +244,7 @@ class MemoryHandlers:
 
     # -- !reset ---------------------------------------------------------------------------------
 
-    async def reset(self, request: Request, body: dict[str, Any], identity: Identity,
+    async def reset(self, request: Request, dialect: ChatDialect, body: dict[str, Any], identity: Identity,
                     headers: dict[str, str], streaming: bool) -> RawResponse:
         service, upstream = self.state(request)
         history = reset.history_of(body)
@@ -257,31 +256,29 @@ class MemoryHandlers:
                 answer, data = await upstream.post_json("/api/chat", reset.summary_request(body, history),
                                                         headers=headers)
             except UpstreamError as exc:
-                return error_response(exc.status, exc.message)
+                return dialect_error(dialect, exc.status, exc.message)
             if answer.status_code != 200:
-                return error_response(answer.status_code, upstream_error_text(answer.status_code, data))
+                return dialect_error(dialect, answer.status_code, upstream_error_text(answer.status_code, data))
             try:
-                reply = CHAT.text(json.loads(data))
+                reply = CHAT.text(json.loads(data))  # the summary is asked of Ollama's own /api/chat
             except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
-                return error_response(502, "loci proxy: upstream answer is not a JSON object")
+                return dialect_error(dialect, 502, "loci proxy: upstream answer is not a JSON object")
             summary, problem = await self.guarded("summarising on reset", reset.land_summary,
                                                   service, identity, reply, history, fallback=None)
             if summary is None:
-                return error_response(500, f"loci proxy: {problem}")
+                return dialect_error(dialect, 500, f"loci proxy: {problem}")
             text = reset.confirmation(summary)
-        final = {"model": body["model"], "created_at": ollama_time(),
-                 "message": {"role": "assistant", "content": "" if streaming else text},
-                 "done": True, "done_reason": "stop"}
+        final = dialect.reply(body["model"], "" if streaming else text, streaming)
         if self.config.catalog_field:
             final[self.config.catalog_field] = {"reset": summary or {"messages": len(history), "proposed": 0}}
         if not streaming:
             return json_response(final)
-        return ndjson_response(_lines([interim_chunk(CHAT, final, text), final]))
+        return stream_response(_pieces(dialect, dialect.chunk(final, text), final), media_type=dialect.media_type)
 
 
-async def _lines(objs: list[dict[str, Any]]) -> AsyncIterator[bytes]:
-    for obj in objs:
-        yield ndjson_line(obj)
+async def _pieces(dialect: OllamaWire, first: dict[str, Any], last: dict[str, Any]) -> AsyncIterator[bytes]:
+    yield dialect.encode(first)
+    yield dialect.encode_last(last)
 
 
 def relay_error(answer: httpx.Response, data: bytes) -> RawResponse:
@@ -293,7 +290,7 @@ def relay_error(answer: httpx.Response, data: bytes) -> RawResponse:
 
 def upstream_error_text(status: int, data: bytes) -> str:
     try:
-        message = json.loads(data).get("error")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+        message = OllamaWire.error_text(json.loads(data))
+    except (json.JSONDecodeError, UnicodeDecodeError):
         message = None
     return message or f"loci proxy: upstream answered HTTP {status}"

@@ -17,6 +17,7 @@ from typing import Any
 import msgspec
 
 from online.proxy.config import SUMMARY_INSTRUCTION, ProxyConfig
+from online.proxy.dialects import content_text
 from online.proxy.exchange import digest
 from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
@@ -30,14 +31,14 @@ def is_reset(body: dict[str, Any], config: ProxyConfig) -> bool:
     msgs = body.get("messages") or []
     last = msgs[-1] if msgs else None
     return (isinstance(last, dict) and last.get("role") == "user"
-            and isinstance(last.get("content"), str)
-            and last["content"].strip().lower() == config.reset_command.strip().lower())
+            and content_text(last.get("content")).strip().lower() == config.reset_command.strip().lower())
 
 
 def history_of(body: dict[str, Any]) -> list[dict[str, Any]]:
-    """The conversation before the command: user and assistant turns with text."""
-    return [m for m in body["messages"][:-1]
-            if m.get("role") in ("user", "assistant") and (m.get("content") or "").strip()]
+    """The conversation before the command: user and assistant turns with text, as
+    `{role, content}` with the content a string."""
+    turns = [{"role": m.get("role"), "content": content_text(m.get("content"))} for m in body["messages"][:-1]]
+    return [m for m in turns if m["role"] in ("user", "assistant") and m["content"].strip()]
 
 
 def summary_request(body: dict[str, Any], history: list[dict[str, Any]]) -> dict[str, Any]:

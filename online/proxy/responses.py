@@ -62,6 +62,7 @@ def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = 
 
 
 def error_response(status: int, message: str) -> RawResponse:
+    """An Ollama-style error (`{"error": message}`); a dialect's own: `Dialect.error_body`."""
     return json_response({"error": message}, status)
 
 
@@ -69,8 +70,10 @@ def ndjson_line(obj: dict[str, Any]) -> bytes:
     return (json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def ndjson_response(lines: AsyncIterator[bytes], headers: dict[str, str] | None = None) -> RawResponse:
-    """A streamed NDJSON answer (chunked); `headers` kept, the content type defaulted."""
-    out = {"content-type": NDJSON_TYPE, **(headers or {})}
+def stream_response(pieces: AsyncIterator[bytes], headers: dict[str, str] | None = None,
+                    media_type: str = NDJSON_TYPE) -> RawResponse:
+    """A streamed answer (chunked; NDJSON lines or server-sent events); `headers` kept, the
+    content type defaulted."""
+    out = {"content-type": media_type, **(headers or {})}
     out.pop("content-length", None)
-    return RawResponse(200, out.items(), lines)
+    return RawResponse(200, out.items(), pieces)

@@ -250,3 +250,33 @@ class Upstream:
                 yield obj
         except httpx.HTTPError as exc:
             raise self.error_for(exc) from exc
+
+    async def sse(self, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+        """The JSON objects in the `data:` fields of a server-sent event stream (OpenAI's
+        streamed answers), up to `data: [DONE]`. One event's `data:` lines are joined;
+        comments and other fields are skipped. Raises `UpstreamError` as `ndjson` does."""
+        data: list[str] = []
+        try:
+            async for line in self.paced(response, response.aiter_lines()):
+                if line.startswith("data:"):
+                    data.append(line[5:].removeprefix(" "))
+                elif not line.strip() and data:  # a blank line ends the event
+                    event, data = "\n".join(data), []
+                    if event.strip() == "[DONE]":
+                        return
+                    yield _event_object(event)
+            if data and "\n".join(data).strip() != "[DONE]":  # the last event, unterminated
+                yield _event_object("\n".join(data))
+        except httpx.HTTPError as exc:
+            raise self.error_for(exc) from exc
+
+
+def _event_object(event: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(event)
+    except json.JSONDecodeError as exc:
+        raise UpstreamError(502, f"loci proxy: upstream sent an event that is not JSON: "
+                                 f"{event[:80]!r} ({exc.msg})") from None
+    if not isinstance(obj, dict):
+        raise UpstreamError(502, "loci proxy: upstream sent an event that is not a JSON object")
+    return obj

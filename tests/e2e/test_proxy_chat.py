@@ -7,6 +7,8 @@ server, while `loci flags ...` (the real CLI) flips flags in the config file.
   messages, nothing is captured; back on, memory works again.
 - A model's own `recall <topic>` request never reaches the user, streamed or not, even when
   everything it finds was already injected; a model that keeps asking is stopped.
+- A chat loop that speaks only OpenAI's API (the official `openai` client, base_url the
+  proxy's /v1) gets the same memory across conversations, and the same pass-through when off.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import ollama
+import openai
 import pytest
 from typer.testing import CliRunner
 
@@ -202,3 +205,39 @@ def test_an_answer_that_only_starts_like_a_request_streams_unchanged(proxy, fake
     assert len(chats(fake)) == 1
     raw = json.dumps(chats(fake)[-1])
     assert "write `recall <topic>`" in raw  # the instruction that offers the request form
+
+
+# -- an OpenAI-only chat loop ----------------------------------------------------------------------
+
+
+def test_an_openai_client_chat_loop_remembers_across_conversations(proxy, fake, service, config_file) -> None:
+    url = proxy()
+    chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0,
+                         default_headers=HEADERS).chat.completions
+
+    def sent() -> list[dict[str, Any]]:
+        return [b for p, b in fake.requests if p == "/v1/chat/completions"]
+
+    # Conversation 1, streamed: the user states a fact, the model proposes to keep it.
+    fake.chat_reply = lambda req: "Noted: staging is in eu-central-1. " + block(STAGING)
+    history = [{"role": "user", "content": "Our staging cluster runs in eu-central-1."}]
+    chunks = list(chat.create(model=MODEL, messages=history, stream=True))
+    said = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert said == "Noted: staging is in eu-central-1."
+    assert [p["title"] for p in chunks[-1].model_extra["loci"]["proposals"]] == [STAGING["title"]]
+
+    # Conversation 2, a new chat: the fact comes back from memory, not from the history.
+    fake.chat_reply = answer_from_memory
+    reply = chat.create(model=MODEL, messages=[{"role": "user", "content": QUESTION}])
+    assert "The staging cluster runs in eu-central-1." in reply.choices[0].message.content
+    assert "PERSISTENT MEMORY" in system_text(sent()[-1])
+
+    # `loci flags disable enabled`: the same running proxy passes the chat through untouched.
+    loci(config_file, "flags", "disable", "enabled")
+    landed = service.inbox.max_seq()
+    fake.chat_reply = lambda req: "Sure. " + block({"type": "fact", "title": "x", "content": "Proposed while off."})
+    messages = [{"role": "user", "content": QUESTION}]
+    reply = chat.create(model=MODEL, messages=messages)
+    assert reply.choices[0].message.content.startswith("Sure. <MEMORY_PROPOSALS_JSON>")
+    assert sent()[-1]["messages"] == messages and "loci" not in (reply.model_extra or {})
+    assert service.inbox.max_seq() == landed

@@ -3,13 +3,16 @@
 Ollama itself cannot run here, so every Ollama path (embedder, Granite merger, proxy) is
 tested with the official `ollama` client against this server. It speaks the parts of the
 Ollama REST API that Loci uses: /api/chat and /api/generate (streaming NDJSON or not),
-/api/embed and /api/embeddings, /api/tags, /api/show, /api/version, /api/pull.
+/api/embed and /api/embeddings, /api/tags, /api/show, /api/version, /api/pull, and Ollama's
+OpenAI-compatible /v1/chat/completions (server-sent events or not; `chat_reply` scripts it
+too, tool calls given in Ollama's shape are sent in OpenAI's: ids, JSON-text arguments).
 
 Behaviour is scripted per test:
     with FakeOllama() as fake:
         fake.chat_reply = lambda req: '{"title": ...}'       # text of the assistant message
         fake.delay_s = 5                                     # answer slowly (timeouts)
         fake.chunk_delay_s = 0.5                             # stream slowly
+        fake.tool_call_pieces = True                         # OpenAI-style: arguments in pieces
         client = ollama.Client(host=fake.url)
     fake.requests  # [(path, json_body)] in arrival order, to assert what upstream saw
 """
@@ -54,6 +57,9 @@ class FakeOllama:
         self.fail_status: int | None = None  # answer every call with this HTTP status
         self.stream_chunk_chars: int = 7  # streaming splits replies into chunks this size
         self.chunk_delay_s: float = 0.0  # pause before each streamed line after the first
+        # /v1 streams: each tool call whole in one chunk (Ollama), or its arguments spread
+        # over several chunks after a first one naming it (OpenAI).
+        self.tool_call_pieces: bool = False
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -137,13 +143,30 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
+    def _send_sse(self, events: list[dict[str, Any]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for n, obj in enumerate([*events, None]):
+            if n and self.owner.chunk_delay_s:
+                time.sleep(self.owner.chunk_delay_s)
+            data = b"data: " + (json.dumps(obj).encode("utf-8") if obj is not None else b"[DONE]") + b"\n\n"
+            self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def _pre(self, path: str, body: dict[str, Any]) -> bool:
         """Record, delay, fail. Returns False when the request was already answered."""
         self.owner.record(path, body)
         if self.owner.delay_s:
             time.sleep(self.owner.delay_s)
         if self.owner.fail_status:
-            self._send_json({"error": "fake upstream failure"}, self.owner.fail_status)
+            error: Any = "fake upstream failure"
+            if path.startswith("/v1/"):  # Ollama's OpenAI-compatible errors
+                error = {"message": error, "type": "api_error", "param": None, "code": None}
+            self._send_json({"error": error}, self.owner.fail_status)
             return False
         return True
 
@@ -201,6 +224,10 @@ class _Handler(BaseHTTPRequestHandler):
             reply = self.owner.generate_reply(body)
             text = reply if isinstance(reply, str) else str(reply.get("content", ""))
             self._answer(body, model, response=text)
+        elif path == "/v1/chat/completions":
+            reply = self.owner.chat_reply(body)
+            message = reply if isinstance(reply, dict) else {"role": "assistant", "content": reply}
+            self._answer_openai(body, model, message)
         elif path == "/api/embed":
             inputs = body.get("input", [])
             inputs = [inputs] if isinstance(inputs, str) else list(inputs)
@@ -271,3 +298,45 @@ class _Handler(BaseHTTPRequestHandler):
             final["response"] = ""
         lines.append(final)
         self._send_ndjson(lines)
+
+    def _answer_openai(self, body: dict[str, Any], model: str, message: dict[str, Any]) -> None:
+        """An answer as Ollama's /v1/chat/completions gives it."""
+        text = message.get("content") or ""
+        calls = [_openai_call(c, n) for n, c in enumerate(message.get("tool_calls") or [])]
+        head = {"id": "chatcmpl-42", "created": 1767225600, "model": model, "system_fingerprint": "fp_ollama"}
+        finish = "tool_calls" if calls else "stop"
+        usage = {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30}
+        if not body.get("stream"):  # OpenAI answers whole unless asked to stream
+            msg: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                msg["tool_calls"] = calls
+            self._send_json({**head, "object": "chat.completion", "usage": usage, "choices": [
+                {"index": 0, "message": msg, "finish_reason": finish}]})
+            return
+        head = {**head, "object": "chat.completion.chunk"}
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+        n = max(1, self.owner.stream_chunk_chars)
+        events = [chunk({"role": "assistant", "content": text[i : i + n]}) for i in range(0, len(text), n)]
+        for i, call in enumerate(calls):
+            if not self.owner.tool_call_pieces:
+                events.append(chunk({"role": "assistant", "content": "", "tool_calls": [{**call, "index": i}]}))
+                continue
+            args = call["function"]["arguments"]
+            events.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                 "function": {"name": call["function"]["name"], "arguments": ""}}]}))
+            events += [chunk({"tool_calls": [{"index": i, "function": {"arguments": args[j : j + n]}}]})
+                       for j in range(0, len(args), n)]
+        events.append(chunk({"role": "assistant", "content": ""}, finish))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            events.append({**head, "choices": [], "usage": usage})
+        self._send_sse(events)
+
+
+def _openai_call(call: dict[str, Any], n: int) -> dict[str, Any]:
+    fn = call.get("function", {})
+    args = fn.get("arguments", {})
+    return {"id": call.get("id") or f"call_fake{n}", "type": "function",
+            "function": {"name": fn.get("name", ""), "arguments": args if isinstance(args, str) else json.dumps(args)}}
