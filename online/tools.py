@@ -1,4 +1,4 @@
-"""The memory.* tool dispatcher (seed 000 §9): stable JSON in, stable JSON out.
+"""The memory.* tool dispatcher: stable JSON in, stable JSON out.
 
     dispatch(service, "memory.search", {"query": "..."}, identity)
         -> {"ok": True, "action": "memory.search", "result": {...}}

@@ -1,6 +1,6 @@
 """Find memory proposals in an assistant's output and return the visible answer without them.
 
-Three forms (seed 000 §2.2/§5, seed 004 "Path B"):
+Three forms (a tool call, a tagged JSON block, and narrated calls for models without tools):
 
 - tool call   `memory.propose` in OpenAI/Ollama shape (`{"function": {"name", "arguments"}}`,
               arguments as object or JSON string), `{"name": ..., "arguments": ...}`, the
@@ -520,7 +520,7 @@ def _string_end(text: str, i: int, quote: str, final: bool) -> int | None:
     """Index of the quote closing the one-line string opened at i, or of the newline that
     breaks it; None at the end of the text. A quote closes the string only when what
     follows can follow an argument (`,` `)` `]` `}` `:` or the end of the line), so an
-    apostrophe in `content='Alice's cat'` stays inside, as seed 004's scanner intends."""
+    apostrophe in `content='Alice's cat'` stays inside, as the writer meant."""
     n = len(text)
     j = i + 1
     while j < n:

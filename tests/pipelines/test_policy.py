@@ -1,4 +1,4 @@
-"""The write policy (seed 000 §4 and §12): secrets and injection-like content are hard
+"""The write policy: secrets and injection-like content are hard
 blocks, LTM/MTM needs provenance, oversized dumps become pointers, soft blocks quarantine,
 and nothing — settings, auditor, custom rules — lifts a hard block."""
 

@@ -1,4 +1,4 @@
-"""Lifecycle planning: seed 001 promotion rules, expiry, seed 004 aging with per-tag
+"""Lifecycle planning: promotion rules, expiry, aging with per-tag
 retention, and idempotent importance decay."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def apply(item: MemoryItem, change: Change) -> MemoryItem:
     return msgspec.structs.replace(item, **change.patch)
 
 
-# -- promotion (seed 001) ------------------------------------------------------------------------
+# -- promotion ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -98,7 +98,7 @@ def test_provenance_from_turn_refs_counts():
     assert plan(item)["tr"].patch == {"tier": "mtm"}
 
 
-# -- expiry and aging (seed 004) ---------------------------------------------------------------
+# -- expiry and aging --------------------------------------------------------------------------
 
 
 def test_expired_items_are_archived_before_anything_else():
@@ -150,7 +150,7 @@ def test_retention_by_tag_overrides_the_aging_age():
     assert plan(mem("both", importance=2, age=30.5, tags=["scratch", "travel"]), settings=settings) == {}
 
 
-# -- importance decay (seed 004) ---------------------------------------------------------------
+# -- importance decay --------------------------------------------------------------------------
 
 
 def test_decay_is_off_unless_enabled():
