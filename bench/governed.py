@@ -1,11 +1,12 @@
 """Governed-memory benchmark: is the curated answer first when a store also holds chatter?
 
-    loci bench governed [--json OUT] [--consolidate] [--k K] [--workdir DIR]
+    loci bench governed [--json OUT] [--consolidate] [--k K] [--embedder hash|minilm] [--workdir DIR]
 
 A deterministic mixed store is built through the service's own write path
 (`MemoryService.capture`: proposal parsing, the write policy, the inbox; recall then reads
 the inbox delta exactly as `POST /v1/recall` does; `--consolidate` also runs the Dagster
-job and recalls from the published snapshot), with the deterministic hash embedder:
+job and recalls from the published snapshot), with the deterministic hash embedder (it
+measures the ranking rules alone) or, with `--embedder minilm`, the product's default model:
 
 - curated memories, proposed by the assistant in `<MEMORY_PROPOSALS_JSON>` blocks:
   project decisions and facts, user preferences, org facts, session notes, for several
@@ -304,16 +305,16 @@ def _consolidate(settings: Any) -> None:
         raise RuntimeError(f"consolidation failed: {summary.get('error')}")
 
 
-def run(workdir: Path, *, k: int, consolidate: bool) -> dict[str, Any]:
+def run(workdir: Path, *, k: int, consolidate: bool, embedder: str = "hash") -> dict[str, Any]:
     from online.state import MemoryService
-    from pipelines.embedders import HashEmbedder
+    from pipelines.embedders import make_embedder
     from pipelines.settings import Settings
 
     # The turns are dated weeks ago: aging is off so consolidation keeps them (the
     # questions are asked "right after" the conversations).
-    settings = Settings(data_dir=str(workdir), embedder="hash", merger="extractive",
+    settings = Settings(data_dir=str(workdir), embedder=embedder, merger="extractive",
                         stm_aging_days=36_500.0)
-    service = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim),
+    service = MemoryService(settings, embedder=make_embedder(settings),
                             check_interval_ms=0, swap_in_background=False)
     try:
         started = time.perf_counter()
@@ -330,7 +331,7 @@ def run(workdir: Path, *, k: int, consolidate: bool) -> dict[str, Any]:
         "store": {"turns": store.turns, "curated": store.curated, "verdicts": store.verdicts,
                   "questions": len(store.questions), "build_s": round(build_s, 3),
                   "consolidated": consolidate},
-        "config": {"k": k, "embedder": "hash", "path": "snapshot" if consolidate else "inbox delta"},
+        "config": {"k": k, "embedder": embedder, "path": "snapshot" if consolidate else "inbox delta"},
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
     })
     return result
@@ -338,7 +339,7 @@ def run(workdir: Path, *, k: int, consolidate: bool) -> dict[str, Any]:
 
 def print_table(result: dict[str, Any]) -> None:
     print(f"governed recall: {result['store']['questions']} questions, {result['store']['turns']} turns, "
-          f"{result['store']['curated']} curated ({result['config']['path']})")
+          f"{result['store']['curated']} curated ({result['config']['path']}, {result['config']['embedder']} embedder)")
     print(f"{'mode / kind':<22}{'MRR':>8}{'hit@1':>8}{'hit@3':>8}{'missing':>9}{'chatter':>9}")
     rows = [(m, s) for m, s in result["modes"].items()]
     rows += [(f"  {kind} ({m})", s) for kind, modes in result["by_kind"].items() for m, s in modes.items()]
@@ -350,6 +351,8 @@ def print_table(result: dict[str, Any]) -> None:
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = driver.parser("governed", __doc__, quick=None)
     p.add_argument("--k", type=int, default=10, help="hits per recall (default 10)")
+    p.add_argument("--embedder", choices=("hash", "minilm"), default="hash",
+                   help="hash: the ranking rules alone, deterministic (default); minilm: the product's model")
     p.add_argument("--consolidate", action="store_true",
                    help="run the consolidation job and recall from the snapshot")
     args = p.parse_args(argv)
@@ -360,7 +363,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def measure(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
     say(f"building the mixed store in {workdir} ...")
-    return run(workdir, k=args.k, consolidate=args.consolidate)
+    return run(workdir, k=args.k, consolidate=args.consolidate, embedder=args.embedder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
