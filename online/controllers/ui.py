@@ -162,7 +162,7 @@ class UIController(Controller):
     def conflicts(self, service: MemoryService, identity: Identity) -> Template:
         pairs = service.conflicts(identity)
         return _page("conflicts", identity,
-                     conflicts=[{"a": item_summary(a), "b": item_summary(b), "reason": why} for a, b, why in pairs])
+                     conflicts=[{"a": _queue_entry(a), "b": _queue_entry(b), "reason": why} for a, b, why in pairs])
 
     @get("/quarantine", sync_to_thread=True)
     def quarantine(

@@ -179,7 +179,8 @@ def test_every_page_renders_for_the_caller(server: Server, page: Any) -> None:
     shot(page, "card")
 
     page.goto(f"{server.base}/ui/conflicts?{who}")
-    assert "InfluxDB" in page.inner_text("#conflicts") or page.inner_text("#conflicts").count("Telemetry store") == 2
+    conflicts = page.inner_text("#conflicts")
+    assert "InfluxDB" in conflicts and "TimescaleDB" in conflicts, conflicts
     shot(page, "conflicts")
 
     page.goto(f"{server.base}/ui/quarantine?{query(OMAR)}")
