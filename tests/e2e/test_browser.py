@@ -4,8 +4,9 @@ Debian's Chromium driven by Playwright, a real consolidation between the steps.
 Dana (project orion) writes two decisions that contradict each other (the second is
 quarantined for it) and proposes two low-confidence facts, which the policy quarantines.
 Omar, in the same project, reviews the queue: he approves one and rejects the other by
-clicking the buttons. The item page and recall change at once (the decision is an inbox event folded into the delta); after the
-next consolidation the warehouse holds a revision and an audit event with Omar as the actor.
+clicking the buttons. The item page and recall change at once (the decision is an inbox
+event folded into the delta); after the next consolidation the warehouse holds a revision
+and an audit event with Omar as the actor.
 Every page is saved as a screenshot under test-artifacts/ui/.
 """
 
