@@ -53,17 +53,17 @@ def _page(name: str, who: Identity | None, status_code: int = 200, **context: An
                     context={"who": who, "q": identity_query(who) if who else "", **context})
 
 
-def error_page(request: Request, exc: Exception) -> Response:
-    """Any error of a /ui page as an HTML page with its status and message."""
+def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
+    """A 4xx of a /ui page (bad input, unknown or invisible id, a refused review) as an HTML
+    page with its status and message. Anything unexpected still reaches the app's handler,
+    which logs and counts it."""
     if isinstance(exc, ToolError):
         status, message = exc.status, exc.message
-    elif isinstance(exc, HTTPException):
+    else:
         status, message = exc.status_code, str(exc.detail)
         if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
             first = exc.extra[0] if isinstance(exc.extra[0], dict) else {"message": str(exc.extra[0])}
             message = f"{message}: {first.get('key', '')} {first.get('message', '')}".strip()
-    else:  # unexpected: the app's JSON handler logs and counts it
-        raise exc
     template = request.app.template_engine.get_template("ui/error.html")
     return Response(template.render(status=status, message=message, who=None, q=""),
                     status_code=status, media_type=MediaType.HTML)

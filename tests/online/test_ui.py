@@ -53,6 +53,14 @@ def test_pages_show_only_what_the_caller_may_see(client: TestClient) -> None:
     assert client.get("/ui/items/m-eve", params=EVE).status_code == 200
 
 
+def test_memory_text_is_escaped_in_pages(client: TestClient) -> None:
+    body = client.post("/v1/tools", json={"action": "memory.write", "identity": DANA, "args": {"item": {
+        "type": "note", "title": "<b>Markup</b> in a title", "content": "a <i>tag</i> & an ampersand"}}}).json()
+    page = client.get(f"/ui/items/{body['result']['item_id']}", params=DANA).text
+    assert "&lt;b&gt;Markup&lt;/b&gt;" in page and "a &lt;i&gt;tag&lt;/i&gt; &amp; an ampersand" in page
+    assert "<b>Markup" not in page
+
+
 def test_the_templates_ship_with_the_package() -> None:
     from online.app import TEMPLATES
 
