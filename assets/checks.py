@@ -1,11 +1,18 @@
 """Asset checks: the invariants of a consolidated warehouse and its published snapshot.
 
+- `landing_matches_inbox` (landed_events): the events landed up to the highest landed seq
+  are exactly the inbox's events up to it, and the ingestion watermark is not past them.
+- `clusters_within_one_owner` (stm_clusters): every cluster's members are stored items of
+  its one owner partition (consolidation never merges across owners), at least two, and
+  no item is in two clusters.
 - `active_items_pass_policy` (governed_items): no active item is hard-blocked by the
   current policy (secrets, injection...), whatever policy version stored it.
 - `one_dimension_per_model` (item_embeddings): every embedding model has one dimension.
 - `no_active_superseded_items` (merged_items): nothing superseded is still active, and
   every `superseded_by` names a stored item.
 - `mtm_ltm_have_provenance` (lifecycle): every active MTM/LTM item has provenance.
+- `every_active_item_has_a_location` (palace_locations): every active item has a stored
+  palace location and carries the same path in `metadata["palace"]`.
 - `snapshot_matches_warehouse` (memory_snapshot): the published snapshot holds exactly the
   warehouse's active items (count and tier counts).
 
@@ -21,15 +28,41 @@ from assets.graph import (
     WAREHOUSE_POOL,
     governed_items,
     item_embeddings,
+    landed_events,
     lifecycle,
     memory_snapshot,
     merged_items,
+    palace_locations,
+    stm_clusters,
 )
-from assets.resources import LociSettingsResource, WarehouseResource
+from assets.resources import InboxResource, LociSettingsResource, WarehouseResource
 from pipelines import consolidate as stages
 
 ERROR = dg.AssetCheckSeverity.ERROR
 SAMPLE = 20  # offending ids listed in the metadata
+
+
+@dg.asset_check(asset=landed_events, pool=WAREHOUSE_POOL,
+                description="Every inbox event up to the highest landed seq is landed, once.")
+def landing_matches_inbox(inbox: InboxResource, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    found = stages.landing_violations(inbox.get(), warehouse.get())
+    missing = found.pop("missing_seqs")
+    return dg.AssetCheckResult(
+        passed=found["landed"] == found["inbox_events"] and not found["watermark_ahead"],
+        severity=ERROR,
+        metadata={**found, "missing": len(missing), "sample": dg.MetadataValue.json(missing[:SAMPLE])},
+    )
+
+
+@dg.asset_check(asset=stm_clusters, pool=WAREHOUSE_POOL,
+                description="Each cluster lies within one owner partition (never merged across owners).")
+def clusters_within_one_owner(stm_clusters: list, warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    bad = stages.cluster_violations(warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters])
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"clusters": len(stm_clusters), "violations": len(bad), "sample": dg.MetadataValue.json(bad[:SAMPLE])},
+    )
 
 
 @dg.asset_check(asset=governed_items, pool=WAREHOUSE_POOL,
@@ -110,10 +143,26 @@ def snapshot_matches_warehouse(loci: LociSettingsResource, warehouse: WarehouseR
     )
 
 
+@dg.asset_check(asset=palace_locations, pool=WAREHOUSE_POOL,
+                description="Every active item has a palace location, the same in its metadata.")
+def every_active_item_has_a_location(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    wh = warehouse.get()
+    bad = stages.location_violations(wh)
+    return dg.AssetCheckResult(
+        passed=not bad,
+        severity=ERROR,
+        metadata={"active_items": wh.count_items(), "violations": len(bad),
+                  "sample": dg.MetadataValue.json(bad[:SAMPLE])},
+    )
+
+
 CONSOLIDATION_CHECKS = [
+    landing_matches_inbox,
+    clusters_within_one_owner,
     active_items_pass_policy,
     one_dimension_per_model,
     no_active_superseded_items,
     mtm_ltm_have_provenance,
+    every_active_item_has_a_location,
     snapshot_matches_warehouse,
 ]

@@ -58,12 +58,28 @@ def limit_warehouse_pool(instance: dg.DagsterInstance) -> None:
         storage.initialize_concurrency_limit_to_default(WAREHOUSE_POOL)
 
 
-def prepare_dagster_home(settings: Settings) -> Path:
-    """`dagster_home(settings)` with the warehouse pool limited, for `loci ui`."""
+def prepare_dagster_home(settings: Settings, *, dotenv_dir: Path | None = None) -> Path:
+    """`dagster_home(settings)` with the warehouse pool limited, for `loci ui`. With
+    `dotenv_dir`, the home is also named in that folder's `.env` (`announce_dagster_home`)."""
     home = dagster_home(settings)
     with dg.DagsterInstance.from_config(str(home)) as instance:
         limit_warehouse_pool(instance)
+    if dotenv_dir is not None:
+        announce_dagster_home(home, dotenv_dir)
     return home
+
+
+def announce_dagster_home(home: Path, folder: Path) -> Path:
+    """Set `DAGSTER_HOME=<home>` in `folder/.env` (other lines kept). `dagster dev` and
+    `dg dev` read the `.env` of the folder they run in (for `dg dev`, the project root)
+    before they choose an instance, so started there they use this project's instance and
+    its run history instead of an empty temporary one. DAGSTER_HOME must be absolute, so
+    the file is written per checkout (it is git-ignored), not shipped."""
+    from dotenv import set_key
+
+    path = Path(folder) / ".env"
+    set_key(str(path), "DAGSTER_HOME", str(Path(home).resolve()), quote_mode="never")
+    return path
 
 
 def reembed_all(settings: Settings, *, progress: Progress | None = None) -> dict[str, Any]:

@@ -323,6 +323,16 @@ def serve(
     run_server(_settings(data_dir, **overrides))
 
 
+@app.command("dagster-home")
+def dagster_home_command(data_dir: Optional[str] = DATA_OPT) -> None:
+    """Prepare the project-local DAGSTER_HOME and name it in ./.env, so `dg dev` and
+    `dagster dev -w workspace.yaml` started here use it (`loci ui` does this too)."""
+    from assets.run import prepare_dagster_home
+
+    home = prepare_dagster_home(_settings(data_dir), dotenv_dir=Path.cwd())
+    typer.echo(f"DAGSTER_HOME={home} (written to {Path.cwd() / '.env'})")
+
+
 @app.command()
 def ui(port: int = typer.Option(3000, "--port"), data_dir: Optional[str] = DATA_OPT) -> None:
     """Start the Dagster UI (`dagster dev`) with a project-local DAGSTER_HOME."""
@@ -332,7 +342,7 @@ def ui(port: int = typer.Option(3000, "--port"), data_dir: Optional[str] = DATA_
     from assets.run import prepare_dagster_home
 
     settings = _settings(data_dir)
-    env = {**os.environ, "DAGSTER_HOME": str(prepare_dagster_home(settings))}
+    env = {**os.environ, "DAGSTER_HOME": str(prepare_dagster_home(settings, dotenv_dir=Path.cwd()))}
     root = Path(__file__).resolve().parents[1]
     cmd = [sys.executable, "-m", "dagster", "dev", "-w", str(root / "workspace.yaml"), "-p", str(port)]
     raise typer.Exit(subprocess.call(cmd, env=env, cwd=root))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,7 +26,9 @@ from litestar.datastructures import State
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
+from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.template.config import TemplateConfig
 
 from online.controllers import CONTROLLERS
 from online.controllers.deps import strict_body
@@ -37,6 +40,8 @@ from pipelines.settings import Settings
 log = logging.getLogger("loci.online")
 
 API_VERSION = "1"
+# The /ui pages' Jinja2 templates, shipped in the package (pyproject package-data).
+TEMPLATES = Path(__file__).parent / "templates"
 
 
 def _error(status: int, message: str, detail: Any = None) -> Response[ErrorResponse]:
@@ -102,6 +107,7 @@ def create_app(
         lifespan=[lifespan],
         state=State({"service": None, "internal_errors": 0, "settings": settings}),
         request_max_body_size=settings.max_body_bytes,
+        template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         exception_handlers={
             HTTPException: _http_error,
             ToolError: _tool_error,

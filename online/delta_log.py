@@ -34,7 +34,7 @@ log = logging.getLogger("loci.online")
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
 FREEZE_SEGMENT_ITEMS = 256
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
-                           "memory.palace.assign"})
+                           "memory.palace.assign", "memory.review"})
 
 
 def item_ids_touched(event: Event) -> list[str]:
@@ -48,7 +48,7 @@ def item_ids_touched(event: Event) -> list[str]:
     if event.kind == "memory.write":
         item = p.get("item") or {}
         return [item["id"]] if isinstance(item, dict) and item.get("id") else []
-    if event.kind in ("memory.update", "memory.palace.assign") and p.get("item_id"):
+    if event.kind in ("memory.update", "memory.palace.assign", "memory.review") and p.get("item_id"):
         return [p["item_id"]]
     if event.kind == "memory.link":
         return [x for x in (p.get("src_id"), p.get("dst_id")) if isinstance(x, str)]

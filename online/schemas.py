@@ -142,7 +142,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
-    "memory.palace.assign", "memory.stats",
+    "memory.palace.assign", "memory.review", "memory.stats",
 )
 
 
@@ -168,8 +168,9 @@ class ToolResponse(msgspec.Struct, kw_only=True):
 class ItemResponse(msgspec.Struct, kw_only=True):
     item: dict[str, Any]
     source: Literal["snapshot", "delta"]
-    revisions: list[dict[str, Any]]
-    history: list[dict[str, Any]]
+    revisions: list[dict[str, Any]]  # published with the snapshot, oldest first
+    history: list[dict[str, Any]]  # inbox events that created or changed it
+    events: list[dict[str, Any]] = []  # the warehouse's audit events, published with the snapshot
 
 
 class ConflictOut(msgspec.Struct, kw_only=True):

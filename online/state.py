@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -43,8 +43,19 @@ from pipelines.settings import Settings
 
 log = logging.getLogger("loci.online")
 
-__all__ = ["DEFAULT_CHECK_INTERVAL_MS", "DeltaState", "MemoryService", "SnapshotState", "View",
+__all__ = ["DEFAULT_CHECK_INTERVAL_MS", "DeltaState", "ItemHistory", "MemoryService", "SnapshotState", "View",
            "embedding_text", "item_ids_touched"]
+
+
+@dataclass(frozen=True)
+class ItemHistory:
+    """What `MemoryService.item_history` knows of one item."""
+
+    revisions: list[dict]  # as published with the snapshot (oldest first)
+    audit: list[dict]  # the warehouse's audit events, as published with the snapshot
+    inbox: list[dict]  # inbox events that created or changed it (those after the watermark too)
+    published: bool  # False: the snapshot carries no history for it (not consolidated yet)
+    watermark: int  # inbox events after this seq are not in `revisions` / `audit` yet
 
 
 @dataclass(frozen=True)
@@ -219,15 +230,12 @@ class MemoryService:
             return None
         return item
 
-    def item_history(self, item_id: str, view: View) -> tuple[list[dict], list[dict]]:
-        """(revisions, history) of an item: revisions when the snapshot carries them, and the
-        inbox events that created or changed it."""
-        revisions: list[dict] = []
-        source = getattr(view.snap.loaded, "revisions", None) if view.snap.loaded else None
-        if callable(source):
-            revisions = [msgspec.to_builtins(r) for r in source(item_id) or ()]
-        elif isinstance(source, Mapping):
-            revisions = [msgspec.to_builtins(r) for r in source.get(item_id, ())]
+    def item_history(self, item_id: str, view: View) -> ItemHistory:
+        """An item's history as the service can know it without the warehouse: the
+        revisions and audit events published with the snapshot (`history.parquet`), and the
+        inbox events that created or changed it, including those after the watermark."""
+        published = view.snap.loaded.history(item_id) if view.snap.loaded is not None else None
+        revisions, audit = published if published is not None else ([], [])
         events: dict[str, Event] = {}
         item = view.get(item_id)
         if item is not None:
@@ -247,7 +255,7 @@ class MemoryService:
              "identity": msgspec.to_builtins(ev.identity), "payload": ev.payload, "sha256": ev.sha256}
             for ev in sorted(events.values(), key=lambda e: e.seq)
         ]
-        return revisions, history
+        return ItemHistory(revisions, audit, history, published is not None, view.snap.watermark)
 
     def existing_like(self, identity: Identity, view: View) -> Callable[[ProposedItem], list[MemoryItem]]:
         """For the policy's duplicate check: visible items with the same title or content."""

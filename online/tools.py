@@ -32,6 +32,7 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     apply_patch,
+    in_quarantine,
     proposal_item_id,
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
@@ -158,6 +159,15 @@ class PalaceAssignArgs(Args):
     location: Annotated[str, Meta(min_length=1, max_length=400)]
 
 
+class ReviewArgs(Args):
+    """A reviewer's decision on a quarantined item: `approve` (verified, kept) or `reject`
+    (retracted: kept with its history, never recalled)."""
+
+    id: ItemId
+    decision: Literal["approve", "reject"]
+    note: Annotated[str, Meta(max_length=2000)] = ""
+
+
 class StatsArgs(Args):
     """No arguments: the counts cover what the caller may see."""
 
@@ -168,7 +178,7 @@ ACTION_ARGS: dict[str, type[Args]] = {
     "memory.read": ReadArgs, "memory.update": UpdateArgs, "memory.link": LinkArgs,
     "memory.consolidate": ConsolidateArgs, "memory.palace.list": PalaceListArgs,
     "memory.palace.get": PalaceGetArgs, "memory.palace.assign": PalaceAssignArgs,
-    "memory.stats": StatsArgs,
+    "memory.review": ReviewArgs, "memory.stats": StatsArgs,
 }
 
 
@@ -264,6 +274,7 @@ class ToolDispatcher:
             "memory.palace.list": self.palace_list,
             "memory.palace.get": self.palace_get,
             "memory.palace.assign": self.palace_assign,
+            "memory.review": self.review,
             "memory.stats": self.stats,
         }
 
@@ -350,6 +361,18 @@ class ToolDispatcher:
             raise ToolError(404, f"no item {item_id!r}")
         return current
 
+    def _governed(self, item: MemoryItem) -> Any:
+        """The policy's verdict on an item as it would be stored (an edit, an approval)."""
+        proposal = ProposedItem(
+            type=item.type, title=item.title, content=item.content, tags=list(item.tags),
+            entities=list(item.entities), importance=item.importance,
+            confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
+        )
+        return self.service.policy.evaluate(
+            proposal, target_tier=item.tier, provenance=item.provenance,
+            source_trusted=item.provenance.source_kind != "doc",
+        )
+
     def update(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(UpdateArgs, raw, "memory.update")
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
@@ -368,15 +391,7 @@ class ToolDispatcher:
             updated = apply_patch(current, args.patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
             raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
-        proposal = ProposedItem(
-            type=updated.type, title=updated.title, content=updated.content, tags=list(updated.tags),
-            entities=list(updated.entities), importance=updated.importance,
-            confidence=updated.confidence, tier=updated.tier, scope=updated.scope.kind,
-        )
-        verdict = self.service.policy.evaluate(
-            proposal, target_tier=updated.tier, provenance=updated.provenance,
-            source_trusted=updated.provenance.source_kind != "doc",
-        )
+        verdict = self._governed(updated)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
@@ -388,6 +403,39 @@ class ToolDispatcher:
             payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at},
         )])[0]
         return {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+
+    def review(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """A reviewer's decision on a quarantined item, landed as a `memory.review` event
+        (folded by `pipelines.materialize.review_item`; consolidation stores it as a revision
+        with the reviewer as actor). Anyone who may change the item may review it. Approval
+        re-runs the policy: a soft block is what a reviewer overrides, a hard block (secret,
+        injection) is refused like any write (422, audited, nothing stored)."""
+        args = _decode(ReviewArgs, raw, "memory.review")
+        audited = {"id": args.id, "decision": args.decision, "note_sha256": sha256_text(args.note)}
+        current = self._editable(args.id, who, view, "memory.review", audited)
+        if not in_quarantine(current):
+            raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
+                                 f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
+                                 f"validation {current.validation!r})")
+        findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
+        verdict: dict[str, Any] = {}
+        if findings:
+            verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
+                       "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
+        elif args.decision == "approve":
+            verdict = _verdict(self._governed(current))
+        if verdict.get("action") == "reject":
+            self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
+            raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
+                            {"verdict": verdict})
+        at = utcnow()
+        landed = self.service.append([Event(
+            event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
+            identity=who, at=at,
+            payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
+                     "at": at},
+        )])[0]
+        return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict}
 
     def palace_assign(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """An edit like memory.update: the caller must see the item, the location's words are

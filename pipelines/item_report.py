@@ -106,17 +106,15 @@ def _event_note(event: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in details.items() if k not in ("fields",))
 
 
-def history_lines(found: dict[str, Any]) -> list[str]:
-    """One line per audit event of `describe_item`'s record, oldest first: time, actor,
-    action, inbox seq, and what changed (for an event that wrote a revision, the fields
-    that revision changed)."""
+def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per audit event of `describe_item`'s record (or of a snapshot's published
+    history), oldest first: `when`, `actor` ("pipeline" for its own work), `action`, `seq`
+    (the inbox seq, or None) and `note`, what changed (for an event that wrote a revision,
+    the fields that revision changed)."""
     revisions = iter(found.get("revisions", []))
     previous: dict[str, Any] | None = None
-    lines = []
+    rows = []
     for event in found.get("events", []):
-        when = str(event.get("requested_at") or event["at"])[:19].replace("T", " ")
-        actor = event.get("actor") or "pipeline"
-        seq = f"#{event['inbox_seq']}" if event.get("inbox_seq") is not None else "-"
         action = event["action"]
         if action in REVISION_ACTIONS:
             revision = next(revisions, None)
@@ -130,8 +128,17 @@ def history_lines(found: dict[str, Any]) -> list[str]:
                     action = f"{action} ({revision['reason']})"
         else:
             note = _event_note(event)
-        lines.append(f"{when}  {actor:<10} {action:<22} {seq:>6}  {note}")
-    return lines
+        rows.append({"when": str(event.get("requested_at") or event["at"])[:19].replace("T", " "),
+                     "actor": event.get("actor") or "pipeline", "action": action,
+                     "seq": event.get("inbox_seq"), "note": note})
+    return rows
+
+
+def history_lines(found: dict[str, Any]) -> list[str]:
+    """`history_rows` as aligned text lines (`loci show`)."""
+    return [f"{r['when']}  {r['actor']:<10} {r['action']:<22} "
+            f"{'#' + str(r['seq']) if r['seq'] is not None else '-':>6}  {r['note']}"
+            for r in history_rows(found)]
 
 
 def collect_stats(settings: Settings) -> dict[str, Any]:

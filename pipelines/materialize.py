@@ -34,6 +34,7 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 # from here.
 LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
+REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {
         "title", "content", "tags", "entities", "importance", "confidence", "validation",
@@ -177,6 +178,35 @@ def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> Me
     return msgspec.structs.replace(pinned, metadata={**pinned.metadata, "palace": path})
 
 
+def in_quarantine(item: MemoryItem) -> bool:
+    """Held by a soft policy block and waiting for a reviewer: stored, but unverified, capped
+    in confidence and set to expire (`metadata["verdict"]` is the policy's verdict)."""
+    return item.active and item.metadata.get("verdict") == "quarantine" and item.validation != "retracted"
+
+
+def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem | None:
+    """`item` after a reviewer's decision on it (a memory.review event), or None when the
+    event changes nothing (not in quarantine any more, or refused by the policy).
+
+    Approve: the reviewer vouches for it: verified, no expiry, confidence at least the
+    default of an accepted proposal (so recall injects it), verdict `accept`. Reject: it
+    stays with its history but is retracted, so it is never recalled, verdict `reject`.
+    Who decided, when, and why the policy held it are kept in `metadata["review"]`."""
+    verdict = payload.get("verdict") or {}
+    decision = payload.get("decision")
+    if decision not in REVIEW_DECISIONS or verdict.get("action") == "reject" or not in_quarantine(item):
+        return None
+    at = payload.get("at") or event.at
+    review = {"decision": decision, "by": event.identity.user_id, "at": at, "inbox_seq": event.seq,
+              "note": str(payload.get("note") or ""), "held_for": list(item.metadata.get("rule_ids") or [])}
+    metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
+    if decision == "approve":
+        return msgspec.structs.replace(
+            item, validation="verified", expires_at=None, metadata=metadata, updated_at=at,
+            confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE))
+    return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
+
+
 @dataclass
 class Overlay:
     """Items created or changed by a run of events, keyed by id, plus side effects."""
@@ -282,6 +312,12 @@ class _Fold:
         if current is not None:
             self.out.items[current.id] = assign_palace(current, ev.payload, ev)
 
+    def review(self, ev: Event) -> None:
+        current = self.lookup(ev.payload["item_id"])
+        reviewed = review_item(current, ev.payload, ev) if current is not None else None
+        if reviewed is not None:
+            self.out.items[reviewed.id] = reviewed
+
     def link(self, ev: Event) -> None:
         p = ev.payload
         src, dst, rel = p["src_id"], p["dst_id"], p["rel"]
@@ -305,6 +341,7 @@ _FOLD_STEPS: dict[str, Callable[[_Fold, Event], None]] = {
     "memory.write": _Fold.write,
     "memory.update": _Fold.update,
     "memory.palace.assign": _Fold.palace_assign,
+    "memory.review": _Fold.review,
     "memory.link": _Fold.link,
     "usage": _Fold.usage,
     "memory.consolidate": _Fold.consolidate,

@@ -266,6 +266,7 @@ EventKind = Literal[
     "memory.update",
     "memory.link",
     "memory.palace.assign",  # a caller's choice of palace location for an item
+    "memory.review",  # a reviewer's approval or rejection of a quarantined item
     "memory.consolidate",
     "usage",  # items returned by recall (usage counts)
     "audit",  # read-only actions (search, read, palace browse) for the audit trail

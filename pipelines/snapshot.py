@@ -5,6 +5,8 @@ Layout under the snapshots root:
     <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = row positions in items.parquet)
     <root>/<version>/items.parquet   one row per active MemoryItem (nested fields as JSON text)
     <root>/<version>/manifest.json   version, watermark, embedder, dim, counts, checksums
+    <root>/<version>/history.parquet revisions and audit events of those items (optional;
+                                     `pipelines.item_history`), read one item at a time
     <root>/CURRENT                   name of the version the service should serve
 
 A version folder is never modified after publication. `build_snapshot` writes everything to
@@ -45,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipelines.item_history import HISTORY_SCHEMA, SORT_KEYS, split_history
 from pipelines.item_rows import ItemRowCodec
 from pipelines.records import MemoryItem, utcnow
 
@@ -52,6 +55,9 @@ FORMAT_VERSION = 1
 INDEX_FILE = "index.faiss"
 ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
+HISTORY_FILE = "history.parquet"
+# Small row groups sorted by item id: reading one item's history touches one or two groups.
+HISTORY_ROW_GROUP = 4096
 CURRENT_FILE = "CURRENT"
 
 HNSW_M = 32
@@ -110,9 +116,28 @@ class LoadedSnapshot:
     path: Path
     row_of: dict[str, int] = field(default_factory=dict)  # item id -> row
 
+    history_checked: bool = False  # history.parquet's checksum verified (once, on first use)
+
     def __post_init__(self) -> None:
         if not self.row_of:
             self.row_of = {item.id: row for row, item in enumerate(self.items)}
+
+    def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """(revisions, audit events) of one item as published with this snapshot, or None
+        when the snapshot carries no history (an older build) or its file is gone or
+        corrupt. Read from disk on demand, one item's row groups only."""
+        entry = self.manifest.files.get(HISTORY_FILE)
+        if entry is None:
+            return None
+        path = self.path / HISTORY_FILE
+        try:
+            if not self.history_checked:
+                _read_checked(self.path, HISTORY_FILE, entry)
+                self.history_checked = True
+            table = pq.read_table(path, filters=[("item_id", "==", item_id)], schema=HISTORY_SCHEMA)
+        except (SnapshotError, OSError, pa.ArrowException):
+            return None
+        return split_history(table)
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
         """Top-k (row, inner product) per query row; fewer when the snapshot is smaller."""
@@ -324,6 +349,7 @@ def build_snapshot(
     extra: dict[str, Any] | None = None,
     reuse: Path | None = None,
     reuse_max_dead: float = 0.2,
+    history: pa.Table | None = None,
 ) -> SnapshotManifest:
     """Publish a new snapshot of the active items and make it CURRENT; prune old ones.
 
@@ -331,7 +357,9 @@ def build_snapshot(
     are left out together with their vectors. Raises ValueError on inconsistent input and
     SnapshotError when the folder cannot be published. `reuse`: a previous snapshot folder
     whose HNSW graph is extended instead of rebuilt when this one is HNSW too and at most
-    `reuse_max_dead` of its slots would be dead (otherwise a full build).
+    `reuse_max_dead` of its slots would be dead (otherwise a full build). `history`: the
+    items' revisions and audit events (`pipelines.item_history.HISTORY_SCHEMA`), published as
+    `history.parquet` for the service to show.
     """
     root = Path(root)
     _check_build_args(embedder_name, dim, watermark, keep)
@@ -340,10 +368,10 @@ def build_snapshot(
     built = _build_index(kept, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
     index_bytes = faiss.serialize_index(built.index).tobytes()
     items_bytes = _items_parquet(kept)
-    files = {
-        INDEX_FILE: FileEntry(sha256=_sha256(index_bytes), bytes=len(index_bytes)),
-        ITEMS_FILE: FileEntry(sha256=_sha256(items_bytes), bytes=len(items_bytes)),
-    }
+    blobs = {INDEX_FILE: index_bytes, ITEMS_FILE: items_bytes}
+    if history is not None:
+        blobs[HISTORY_FILE] = _history_parquet(history)
+    files = {name: FileEntry(sha256=_sha256(data), bytes=len(data)) for name, data in blobs.items()}
     digest = _sha256(
         f"{files[INDEX_FILE].sha256}{files[ITEMS_FILE].sha256}{embedder_name}{watermark}".encode()
     )
@@ -364,8 +392,7 @@ def build_snapshot(
         faiss_version=faiss.__version__,
         extra=dict(extra or {}),
     )
-    _publish(root, version, {INDEX_FILE: index_bytes, ITEMS_FILE: items_bytes,
-                             MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))})
+    _publish(root, version, {**blobs, MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))})
     prune(root, keep)
     return manifest
 
@@ -442,6 +469,16 @@ def _build_index(
 def _items_parquet(kept: Sequence[MemoryItem]) -> bytes:
     buf = io.BytesIO()
     pq.write_table(items_to_table(kept), buf, compression="zstd")
+    return buf.getvalue()
+
+
+def _history_parquet(history: pa.Table) -> bytes:
+    missing = set(HISTORY_SCHEMA.names) - set(history.column_names)
+    if missing:
+        raise ValueError(f"history table lacks columns {sorted(missing)}")
+    table = history.select(HISTORY_SCHEMA.names).cast(HISTORY_SCHEMA).sort_by(SORT_KEYS)
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd", row_group_size=HISTORY_ROW_GROUP)
     return buf.getvalue()
 
 

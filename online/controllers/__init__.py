@@ -1,10 +1,11 @@
-"""HTTP controllers, one per domain (turns, recall, tools, items, admin/health)."""
+"""HTTP controllers, one per domain (turns, recall, tools, items, admin/health, the /ui browser)."""
 
 from online.controllers.admin import AdminController, HealthController
 from online.controllers.items import ItemsController
 from online.controllers.recall import RecallController
 from online.controllers.tools import ToolsController
 from online.controllers.turns import TurnsController
+from online.controllers.ui import UIController
 
 CONTROLLERS = [
     HealthController,
@@ -13,6 +14,7 @@ CONTROLLERS = [
     RecallController,
     ToolsController,
     ItemsController,
+    UIController,
 ]
 
 __all__ = ["CONTROLLERS", *[c.__name__ for c in CONTROLLERS]]

@@ -31,8 +31,9 @@ class ItemsController(Controller):
 
     @get("/v1/items/{item_id:str}", sync_to_thread=True, summary="One item with its revisions.",
          responses=error_responses(400, 404, 503),
-         description="The item, where it is served from (snapshot or delta), its revisions when "
-                     "the snapshot carries them, and the inbox events that created or changed it.")
+         description="The item, where it is served from (snapshot or delta), its revisions and audit "
+                     "events as published with the snapshot, and the inbox events that created or "
+                     "changed it (those after the snapshot too).")
     def item(
         self,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
@@ -43,10 +44,10 @@ class ItemsController(Controller):
         item = service.get_item(item_id, identity, view)
         if item is None:
             raise NotFoundException(f"no item {item_id!r}")
-        revisions, history = service.item_history(item_id, view)
+        history = service.item_history(item_id, view)
         service.audit(identity, "items.get", {"id": item_id}, [item_id])
         return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
-                            revisions=revisions, history=history)
+                            revisions=history.revisions, history=history.inbox, events=history.audit)
 
     @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.",
          responses=error_responses(400, 503))

@@ -49,8 +49,11 @@ from pipelines.consolidate.embedding import (
 )
 from pipelines.consolidate.governance import GovernReport, govern_items
 from pipelines.consolidate.invariants import (
+    cluster_violations,
     dimension_violations,
     hard_block_violations,
+    landing_violations,
+    location_violations,
     policy_check_since,
     provenance_violations,
     supersede_violations,
@@ -74,7 +77,8 @@ __all__ = [
     "GovernReport", "Hook", "LandReport", "LifecycleReport", "MergeReport", "PalaceReport",
     "SnapshotReport", "WarehouseLock",
     "apply_lifecycle", "begin_run", "build_palace", "cluster_room", "cluster_stm",
-    "consolidate_once", "dimension_violations", "policy_check_since", "embed_batched", "embed_items",
+    "cluster_violations", "consolidate_once", "dimension_violations", "landing_violations",
+    "location_violations", "policy_check_since", "embed_batched", "embed_items",
     "ensure_same_embedder", "finish_run", "govern_items", "hard_block_violations",
     "land_events", "lock_path", "merge_clusters", "merger_used", "mergeable",
     "pending_stm_by_partition", "provenance_violations", "publish_snapshot",

@@ -2,7 +2,7 @@
 
 Every change a caller asked for is its own revision: the events of a window are folded
 into the items they create (and the links, usage and retrieval context they add), while
-each edit (`memory.update`, `memory.palace.assign`) is replayed in inbox order and stored
+each edit (`memory.update`, `memory.palace.assign`, a reviewer's `memory.review`) is replayed in inbox order and stored
 as one revision and one audit event carrying its actor, inbox seq and request time, so two edits between two runs stay
 two revisions. A change that was refused (by the policy, or on an item the caller may not
 see; the service records it as an `audit` event) becomes a `refused` audit event and
@@ -31,7 +31,16 @@ from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
 
 # Inbox events that edit one stored item: each becomes a revision of its own.
-EDIT_KINDS = frozenset({"memory.update", "memory.palace.assign"})
+EDIT_KINDS = frozenset({"memory.update", "memory.palace.assign", "memory.review"})
+
+
+def _edit_reason(event: Event) -> str:
+    """The revision reason of an edit: a review says which decision it was."""
+    if event.kind == "memory.review":
+        return f"review_{event.payload.get('decision')}"
+    return "palace_assign" if event.kind == "memory.palace.assign" else "inbox_update"
+
+
 # What the service writes for a refused change: an `audit` event with one of these outcomes.
 REFUSED_OUTCOMES = frozenset({"rejected", "refused"})
 _VERDICT_ORDER = {"accept": 0, "quarantine": 1, "reject": 2}
@@ -134,8 +143,7 @@ def replay_edits(
             skipped.append(f"{e.event_id}: {e.kind} changed nothing")
             continue
         current[item_id] = after
-        reason = "palace_assign" if e.kind == "memory.palace.assign" else "inbox_update"
-        edits.append(Edit(item_id, patch, origin_of(e), reason))
+        edits.append(Edit(item_id, patch, origin_of(e), _edit_reason(e)))
     return edits, current
 
 

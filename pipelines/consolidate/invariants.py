@@ -82,3 +82,61 @@ def policy_check_since(warehouse: Warehouse, policy_version: str) -> str | None:
         mark = counts.get("governed_items.governed_until") or run.get("started_at")
         return str(mark) if mark else None
     return None
+
+
+def landing_violations(inbox: Any, warehouse: Warehouse) -> dict[str, Any]:
+    """Landing lost or invented nothing: the events landed with seq <= the highest landed
+    seq are exactly the inbox's events up to that seq, and the ingestion watermark is not
+    past what was landed. Cheap: counts, plus the (small) inbox tail after the landed seq;
+    the missing seqs are listed only when the counts differ."""
+    landed_top, landed = warehouse.query("SELECT coalesce(max(seq), 0), count(*) FROM landed_events")[0]
+    landed_top, landed = int(landed_top), int(landed)
+    in_inbox = inbox.count() - len(inbox.read_after(landed_top))
+    watermark = warehouse.last_ingested_seq()
+    out: dict[str, Any] = {"landed_up_to": landed_top, "landed": landed, "inbox_events": in_inbox,
+                           "watermark": watermark, "missing_seqs": [], "watermark_ahead": watermark > landed_top}
+    if landed != in_inbox:
+        stored = {int(r[0]) for r in warehouse.query("SELECT seq FROM landed_events")}
+        out["missing_seqs"] = [e.seq for e in inbox.read_after(0) if e.seq <= landed_top and e.seq not in stored]
+    return out
+
+
+def cluster_violations(warehouse: Warehouse, clusters: Iterable[Any]) -> list[str]:
+    """Clusters that would merge across owners or are malformed: every member must be a
+    stored item of the cluster's owner partition, a cluster has at least two members, and no
+    item is in two clusters (`clusters`: `ClusterRef`s)."""
+    out: list[str] = []
+    seen: dict[str, str] = {}
+    for c in clusters:
+        name = f"{c.partition}#{c.label}"
+        if len(set(c.item_ids)) < 2:
+            out.append(f"{name}: fewer than two members")
+        found = {i.id: i for i in warehouse.get_items(list(dict.fromkeys(c.item_ids)))}
+        for item_id in c.item_ids:
+            item = found.get(item_id)
+            if item is None:
+                out.append(f"{name}: {item_id} is not a stored item")
+            elif item.scope.partition_key() != c.partition:
+                out.append(f"{name}: {item_id} belongs to {item.scope.partition_key()}")
+            if item_id in seen and seen[item_id] != name:
+                out.append(f"{name}: {item_id} is also in {seen[item_id]}")
+            seen.setdefault(item_id, name)
+    return out
+
+
+def location_violations(warehouse: Warehouse) -> list[str]:
+    """Active items without a palace location, or whose `metadata["palace"]` is not the
+    stored location (recall, palace browsing and the memory browser read the metadata)."""
+    rows = warehouse.query(
+        "SELECT i.id, p.item_id IS NULL, json_extract_string(i.metadata, '$.palace'), "
+        "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card "
+        "FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
+        "WHERE NOT i.archived AND i.superseded_by IS NULL ORDER BY i.id"
+    )
+    out = []
+    for item_id, unplaced, in_metadata, stored in rows:
+        if unplaced:
+            out.append(f"{item_id}: no location")
+        elif in_metadata != stored:
+            out.append(f"{item_id}: metadata says {in_metadata!r}, stored {stored!r}")
+    return out

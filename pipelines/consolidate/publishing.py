@@ -115,6 +115,7 @@ def publish_snapshot(
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
         extra={**(extra or {}), "fingerprint": fingerprint, "stm_by_partition": stm},
         reuse=root / current.version if current is not None and not force else None,
+        history=warehouse.active_history(),
     )  # fmt: skip
     return SnapshotReport(
         version=manifest.version, published=True, count=manifest.count,

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from pipelines.item_history import HISTORY_SCHEMA
 from pipelines.records import MemoryItem, Tier
 from pipelines.warehouse.connection import as_list, check_id
 from pipelines.warehouse.journal import ItemJournal
@@ -126,6 +127,25 @@ class ItemReads(ItemJournal):
         for r in out:
             r["details"] = msgspec.json.decode(r["details"])
         return out
+
+
+    def active_history(self) -> pa.Table:
+        """Every revision and audit event of the active items, as one table of
+        `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot publishes for the service)."""
+        with self.transaction():
+            table = self._arrow(
+                f"WITH active AS (SELECT i.id FROM items i WHERE {_ACTIVE}) "
+                "SELECT r.item_id, 'revision' AS kind, CAST(r.revision_num AS BIGINT) AS ord, r.changed_at AS at, "
+                "r.reason AS action, r.snapshot AS data, NULL AS content_sha256, r.actor, "
+                "CAST(r.inbox_seq AS BIGINT) AS inbox_seq, r.requested_at "
+                "FROM revisions r JOIN active a ON a.id = r.item_id "
+                "UNION ALL "
+                "SELECT e.item_id, 'event', CAST(e.id AS BIGINT), e.\"at\", e.action, CAST(e.details AS VARCHAR), "
+                "e.content_sha256, e.actor, CAST(e.inbox_seq AS BIGINT), e.requested_at "
+                "FROM events e JOIN active a ON a.id = e.item_id "
+                "ORDER BY 1, 2, 3"
+            )
+        return table.cast(HISTORY_SCHEMA)
 
 
 def _check_tier(tier: Any) -> None:

@@ -64,3 +64,9 @@ def test_a_warehouse_opens_from_the_installed_package(unpacked_wheel: Path, tmp_
     assert done.returncode == 0, done.stderr
     current, latest, applied = done.stdout.split()
     assert current == latest == applied and int(latest) >= 3  # every migration applied from the wheel
+
+
+def test_the_wheel_carries_the_memory_browser_templates(unpacked_wheel: Path) -> None:
+    source = sorted(p.name for p in (ROOT / "online" / "templates" / "ui").glob("*.html"))
+    shipped = sorted(p.name for p in (unpacked_wheel / "online" / "templates" / "ui").glob("*.html"))
+    assert shipped == source and "card.html" in shipped

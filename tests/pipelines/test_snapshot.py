@@ -10,6 +10,7 @@ from pathlib import Path
 import faiss
 import msgspec
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -393,3 +394,37 @@ def test_hnsw_graph_is_extended_not_rebuilt_and_dead_slots_never_surface(tmp_pat
     fourth = build_snapshot(tmp_path, new_items[:1001], new_vecs[:1001], embedder_name="x", dim=dim,
                             watermark=4, hnsw_threshold=1000, reuse=tmp_path / third.version)
     assert fourth.index_dead == 0 and load_snapshot(tmp_path).index.ntotal == 1001
+
+
+def history_rows(item_ids: list[str], per_item: int) -> pa.Table:
+    from pipelines.item_history import HISTORY_SCHEMA
+
+    rows = []
+    for item_id in item_ids:
+        for n in range(1, per_item + 1):
+            rows.append({"item_id": item_id, "kind": "revision", "ord": n, "at": f"2026-01-0{n}", "action": "create",
+                         "data": msgspec.json.encode({"id": item_id, "n": n}).decode(), "content_sha256": None,
+                         "actor": "dana", "inbox_seq": n, "requested_at": None})
+            rows.append({"item_id": item_id, "kind": "event", "ord": 1000 + n, "at": f"2026-01-0{n}",
+                         "action": "update", "data": '{"reason": "x"}', "content_sha256": "h", "actor": None,
+                         "inbox_seq": None, "requested_at": None})
+    return pa.Table.from_pylist(list(reversed(rows)), schema=HISTORY_SCHEMA)  # unsorted on purpose
+
+
+def test_history_is_published_checksummed_and_read_one_item_at_a_time(tmp_path):
+    from pipelines.snapshot import HISTORY_FILE
+
+    ids = [f"mem_{i:05d}" for i in range(10)]
+    manifest, _ = build(tmp_path, history=history_rows(ids, per_item=3))
+    assert HISTORY_FILE in manifest.files
+    loaded = load_snapshot(tmp_path)
+    revisions, events = loaded.history("mem_00004")
+    assert [r["revision_num"] for r in revisions] == [1, 2, 3]  # sorted on the way in
+    assert revisions[0]["snapshot"] == {"id": "mem_00004", "n": 1} and revisions[0]["actor"] == "dana"
+    assert [e["id"] for e in events] == [1001, 1002, 1003] and events[0]["details"] == {"reason": "x"}
+    assert loaded.history("mem_99999") == ([], [])
+    # A snapshot built without history says so (None), and a damaged file costs only the history.
+    build(tmp_path / "plain")
+    assert load_snapshot(tmp_path / "plain").history("mem_00001") is None
+    (tmp_path / manifest.version / HISTORY_FILE).write_bytes(b"garbage")
+    assert load_snapshot(tmp_path).history("mem_00004") is None

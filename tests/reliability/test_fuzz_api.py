@@ -40,7 +40,8 @@ def test_every_endpoint_survives_schema_fuzzing_without_5xx_or_schema_violations
 
     routes = {f"{method} {route.path}".replace("{item_id:str}", "{item_id}")
               for route in app.routes for method in getattr(route, "methods", ())
-              if not route.path.startswith("/schema") and method not in ("HEAD", "OPTIONS")}
+              # /ui: HTML pages for people, not in the API schema (tests/online/test_ui.py)
+              if not route.path.startswith(("/schema", "/ui")) and method not in ("HEAD", "OPTIONS")}
     assert set(report.operations) == routes  # every endpoint, and only real ones
     assert report.failures == [], "\n\n".join(
         f"{f['operation']} [{f['mode']}] {f['check']} -> {f['status']}\n{f['message']}" for f in report.failures)

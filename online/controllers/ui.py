@@ -1,0 +1,206 @@
+"""The memory browser at /ui: server-rendered pages (Jinja2 templates in online/templates/ui,
+plain HTML forms, no script) over the same service, dispatcher and visibility rule as the
+JSON API.
+
+The caller is named by the query parameters `user_id`, `project_id`, `session_id`, `org_id`
+(or the `X-Loci-*` headers), carried in every link and form; an empty part is a 400 page.
+Pages: the palace (domains -> rooms -> shelves -> cards), a card (one memory with its
+revisions, audit events and inbox events), conflicts, and the quarantine queue, where a
+reviewer approves or rejects a held proposal (POST, the `memory.review` action: an inbox
+event like every write). Errors are 4xx pages, never a 500 for bad input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import msgspec
+from litestar import Controller, MediaType, Request, Response, get, post
+from litestar.di import Provide
+from litestar.enums import RequestEncodingType
+from litestar.exceptions import HTTPException, NotFoundException, ValidationException
+from litestar.params import Body, Parameter
+from litestar.response import Redirect, Template
+
+from online.controllers.deps import provide_identity, provide_service
+from online.state import MemoryService, View
+from online.tools import ToolDispatcher, ToolError, item_summary
+from pipelines.item_report import history_rows
+from pipelines.materialize import in_quarantine
+from pipelines.palace import parse_path
+from pipelines.records import Identity, MemoryItem
+
+PALACE_LEVELS = ("domain", "room", "shelf", "card")
+
+
+@dataclass
+class ReviewForm:
+    decision: str
+    note: str = ""
+
+
+def identity_query(who: Identity, **extra: Any) -> str:
+    """The query string that names `who` (and `extra`), for links and form actions."""
+    params = {"user_id": who.user_id, "project_id": who.project_id, "session_id": who.session_id,
+              "org_id": who.org_id, **{k: v for k, v in extra.items() if v not in (None, "")}}
+    return urlencode(params)
+
+
+def _page(name: str, who: Identity | None, status_code: int = 200, **context: Any) -> Template:
+    return Template(template_name=f"ui/{name}.html", status_code=status_code,
+                    context={"who": who, "q": identity_query(who) if who else "", **context})
+
+
+def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
+    """A 4xx of a /ui page (bad input, unknown or invisible id, a refused review) as an HTML
+    page with its status and message. Anything unexpected still reaches the app's handler,
+    which logs and counts it."""
+    if isinstance(exc, ToolError):
+        status, message = exc.status, exc.message
+    else:
+        status, message = exc.status_code, str(exc.detail)
+        if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
+            first = exc.extra[0] if isinstance(exc.extra[0], dict) else {"message": str(exc.extra[0])}
+            message = f"{message}: {first.get('key', '')} {first.get('message', '')}".strip()
+    template = request.app.template_engine.get_template("ui/error.html")
+    return Response(template.render(status=status, message=message, who=None, q=""),
+                    status_code=status, media_type=MediaType.HTML)
+
+
+def _location_of(item: MemoryItem) -> str | None:
+    raw = item.metadata.get("palace")
+    return raw if isinstance(raw, str) else None
+
+
+def inbox_note(event: dict[str, Any]) -> str:
+    """One line saying what an inbox event did to an item."""
+    p = event.get("payload") or {}
+    kind = event["kind"]
+    verdict = (p.get("verdict") or {}) if isinstance(p.get("verdict"), dict) else {}
+    rules = ", ".join(verdict.get("rule_ids") or [])
+    if kind == "memory.update":
+        return "changed " + ", ".join(sorted(p.get("patch") or {}))
+    if kind == "memory.review":
+        return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
+    if kind == "memory.palace.assign":
+        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}"
+    if kind == "memory.link":
+        return f"{p.get('src_id')} -{p.get('rel')}-> {p.get('dst_id')}"
+    if kind in ("proposal", "memory.write"):
+        return f"verdict {verdict.get('action', 'accept')}" + (f" ({rules})" if rules else "")
+    if kind == "turn":
+        return f"{p.get('role', '')} turn captured"
+    return ""
+
+
+class UIController(Controller):
+    path = "/ui"
+    tags = ["ui"]
+    include_in_schema = False
+    dependencies = {
+        "service": Provide(provide_service, sync_to_thread=False),
+        "identity": Provide(provide_identity, sync_to_thread=False),
+    }
+    exception_handlers = {HTTPException: error_page, ToolError: error_page}
+
+    @get("/", sync_to_thread=True)
+    def home(self, service: MemoryService, identity: Identity) -> Template:
+        view = service.view()
+        report = service.visible_report(identity, view)
+        quarantined = sum(1 for it in view.visible_items(identity) if in_quarantine(it))
+        return _page("home", identity, report=report, quarantined=quarantined)
+
+    @get("/palace", sync_to_thread=True)
+    def palace(
+        self,
+        service: MemoryService,
+        identity: Identity,
+        location: Annotated[str, Parameter(query="path", max_length=1000)] = "",
+    ) -> Template:
+        dispatcher = ToolDispatcher(service)
+        try:
+            parts = parse_path(location, max_depth=3)
+        except ValueError as exc:
+            raise ToolError(400, f"palace path: {exc}") from None
+        path = "/".join(parts)
+        listed = dispatcher.dispatch("memory.palace.list", {"path": path}, identity)["result"]
+        cards: list[dict[str, Any]] = []
+        unplaced: list[dict[str, Any]] = []
+        if len(parts) == 3:  # a shelf: its children are cards, shown with their items
+            cards = dispatcher.dispatch("memory.palace.get", {"location": path}, identity)["result"]["items"]
+        elif not parts:  # items the pipeline has not placed yet (written since the last run)
+            unplaced = [item_summary(it) for it in service.view().visible_items(identity)
+                        if _location_of(it) is None and it.type != "message"]
+        crumbs = [("/".join(parts[: i + 1]), part) for i, part in enumerate(parts)]
+        level = PALACE_LEVELS[len(parts)]
+        return _page("palace", identity, path=path, crumbs=crumbs, children=listed["children"],
+                     level=level, cards=cards, unplaced=unplaced)
+
+    @get("/items/{item_id:str}", sync_to_thread=True)
+    def card(
+        self,
+        item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
+        service: MemoryService,
+        identity: Identity,
+    ) -> Template:
+        view = service.view()
+        item = service.get_item(item_id, identity, view)
+        if item is None:
+            raise NotFoundException(f"no item {item_id!r} (or not visible to you)")
+        history = service.item_history(item_id, view)
+        service.audit(identity, "ui.card", {"id": item_id}, [item_id])
+        published = history_rows({"revisions": history.revisions, "events": history.audit})
+        inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
+                 for ev in history.inbox]
+        return _page("card", identity, item=msgspec.to_builtins(item), source=view.source_of(item_id),
+                     location=_location_of(item), quarantined=in_quarantine(item), published=published,
+                     inbox=inbox, history_published=history.published, watermark=history.watermark)
+
+    @get("/conflicts", sync_to_thread=True)
+    def conflicts(self, service: MemoryService, identity: Identity) -> Template:
+        pairs = service.conflicts(identity)
+        return _page("conflicts", identity,
+                     conflicts=[{"a": _queue_entry(a), "b": _queue_entry(b), "reason": why} for a, b, why in pairs])
+
+    @get("/quarantine", sync_to_thread=True)
+    def quarantine(
+        self,
+        service: MemoryService,
+        identity: Identity,
+        done: Annotated[str | None, Parameter(query="done", max_length=300)] = None,
+    ) -> Template:
+        view = service.view()
+        held = _quarantined(view, identity)
+        service.audit(identity, "ui.quarantine", {}, [it.id for it in held])
+        return _page("quarantine", identity, items=[_queue_entry(it) for it in held], done=done)
+
+    @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
+    def review(
+        self,
+        item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
+        data: Annotated[ReviewForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
+        service: MemoryService,
+        identity: Identity,
+    ) -> Redirect:
+        if data.decision not in ("approve", "reject"):
+            raise ToolError(400, f"decision must be approve or reject, not {data.decision!r}")
+        ToolDispatcher(service).dispatch("memory.review", {"id": item_id, "decision": data.decision,
+                                                           "note": data.note}, identity)
+        done = f"{'approved' if data.decision == 'approve' else 'rejected'} {item_id}"
+        return Redirect(path=f"/ui/quarantine?{identity_query(identity, done=done)}", status_code=303)
+
+
+def _quarantined(view: View, who: Identity) -> list[MemoryItem]:
+    return sorted((it for it in view.visible_items(who) if in_quarantine(it)),
+                  key=lambda it: it.created_at, reverse=True)
+
+
+def _queue_entry(item: MemoryItem) -> dict[str, Any]:
+    return {**item_summary(item), "content": item.content, "confidence": item.confidence,
+            "rule_ids": list(item.metadata.get("rule_ids") or []), "expires_at": item.expires_at,
+            "created_at": item.created_at, "author": item.scope.user_id}
+
+
+__all__ = ["UIController", "error_page", "identity_query", "inbox_note"]

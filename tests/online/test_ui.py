@@ -1,0 +1,70 @@
+"""The /ui pages under arbitrary input (hypothesis): any identity part, palace path, item id
+or form value is answered with a page, 2xx/3xx or a 4xx that says what is wrong, never a
+5xx; and every page shows only what the caller may see."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from litestar.testing import TestClient
+
+import online
+from tests.online.test_api import DANA, EVE, make_app, make_settings
+
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory):
+    app = make_app(make_settings(tmp_path_factory.mktemp("ui")))
+    with TestClient(app) as test_client:
+        yield test_client
+    assert app.state.internal_errors == 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(page=st.sampled_from(["/ui/", "/ui/palace", "/ui/conflicts", "/ui/quarantine", "/ui/items/m-latency"]),
+       params=st.dictionaries(st.sampled_from(["user_id", "project_id", "session_id", "org_id", "path", "done"]),
+                              TEXT, max_size=4))
+def test_any_query_gets_a_page_never_a_5xx(client: TestClient, page: str, params: dict[str, str]) -> None:
+    response = client.get(page, params=params)
+    assert response.status_code < 500 and response.headers["content-type"].startswith("text/html")
+    if response.status_code >= 400:
+        assert 'id="error"' in response.text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(item_id=TEXT.filter(lambda s: s.strip()),
+       form=st.dictionaries(st.sampled_from(["decision", "note", "extra"]), TEXT, max_size=3))
+def test_any_review_post_is_a_4xx_page_unless_valid(client: TestClient, item_id: str, form: dict[str, str]) -> None:
+    response = client.post(f"/ui/quarantine/{quote(item_id, safe='')}", params=DANA, data=form, follow_redirects=False)
+    assert 400 <= response.status_code < 500, response.text[:300]  # nothing here is in quarantine
+
+
+def test_pages_show_only_what_the_caller_may_see(client: TestClient) -> None:
+    dana = client.get("/ui/palace", params={**DANA, "path": "atlas/performance/decision"}).text
+    assert "Tile latency budget" in dana and "Borealis" not in dana
+    assert client.get("/ui/palace", params=EVE).text.count("atlas") == 0
+    assert client.get("/ui/items/m-latency", params=EVE).status_code == 404
+    assert client.get("/ui/items/m-eve", params=EVE).status_code == 200
+
+
+def test_memory_text_is_escaped_in_pages(client: TestClient) -> None:
+    body = client.post("/v1/tools", json={"action": "memory.write", "identity": DANA, "args": {"item": {
+        "type": "note", "title": "<b>Markup</b> in a title", "content": "a <i>tag</i> & an ampersand"}}}).json()
+    page = client.get(f"/ui/items/{body['result']['item_id']}", params=DANA).text
+    assert "&lt;b&gt;Markup&lt;/b&gt;" in page and "a &lt;i&gt;tag&lt;/i&gt; &amp; an ampersand" in page
+    assert "<b>Markup" not in page
+
+
+def test_the_templates_ship_with_the_package() -> None:
+    from online.app import TEMPLATES
+
+    names = {p.name for p in (TEMPLATES / "ui").glob("*.html")}
+    assert {"base.html", "home.html", "palace.html", "card.html", "conflicts.html", "quarantine.html",
+            "error.html"} <= names
+    assert TEMPLATES.parent == Path(online.__file__).parent  # inside the package: pyproject package-data
