@@ -144,7 +144,7 @@ class Results:
     by_rule: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # rejected rows per source by rule family, to tell secret from injection false positives
     by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
-    seconds: list[float] = field(default_factory=list)  # one `evaluate` per row
+    seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # per file, one per row
 
 
 class BenchmarkDataError(driver.BenchDataError):
@@ -279,7 +279,7 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
         verdict = policy.evaluate(
             ProposedItem(title="", content=row.text, why_store="benchmark"), provenance=provenance
         )
-        results.seconds.append(time.perf_counter() - started)
+        results.seconds[row.file].append(time.perf_counter() - started)
         rejected = verdict.action == "reject"
         for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
             counts.add(row.label, rejected)
@@ -301,17 +301,24 @@ def _kind(rule_id: str) -> str:
 
 def to_report(results: Results, elapsed: float) -> dict:
     overall = results.overall.metrics()
-    ms = sorted(t * 1000 for t in results.seconds)
     return {
         **overall,
         "seconds": round(elapsed, 2),
-        "latency_ms": {"p50": round(ms[len(ms) // 2], 3), "p99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3),
-                       "max": round(ms[-1], 3)} if ms else {},
+        "latency_ms": _latency([t for ts in results.seconds.values() for t in ts]),
+        "latency_ms_by_file": {k: _latency(v) for k, v in sorted(results.seconds.items())},
         "by_source": {k: v.metrics() for k, v in sorted(results.by_source.items())},
         "by_file": {k: v.metrics() for k, v in sorted(results.by_file.items())},
         "rejections_by_rule": dict(sorted(results.by_rule.items(), key=lambda kv: -kv[1])),
         "rejections_by_kind": {k: dict(sorted(v.items())) for k, v in sorted(results.by_kind.items())},
     }
+
+
+def _latency(seconds: Sequence[float]) -> dict[str, float]:
+    ms = sorted(t * 1000 for t in seconds)
+    if not ms:
+        return {}
+    return {"p50": round(ms[len(ms) // 2], 3), "p99": round(ms[min(len(ms) - 1, int(len(ms) * 0.99))], 3),
+            "max": round(ms[-1], 3)}
 
 
 def print_table(report: dict) -> None:
@@ -328,10 +335,12 @@ def print_table(report: dict) -> None:
     layer = "rules + learned layer" if report.get("learned_layer", True) else "rules only"
     console.print(driver.table(f"Write policy by source ({layer})", ("source", *columns),
                                [*(metrics(k, m) for k, m in report["by_source"].items()), metrics("OVERALL", report)]))
-    console.print(driver.table("Write policy by file", ("file", *columns),
-                               [metrics(k, m) for k, m in report["by_file"].items()]))
-    lat = report.get("latency_ms") or {}
-    console.print(f"({report['seconds']} s; one evaluate p50 {lat.get('p50')} ms, p99 {lat.get('p99')} ms)")
+    lat = report.get("latency_ms_by_file", {})
+    console.print(driver.table("Write policy by file (latency of one evaluate, ms)", ("file", *columns, "p50", "p99"),
+                               [(*metrics(k, m), lat.get(k, {}).get("p50"), lat.get(k, {}).get("p99"))
+                                for k, m in report["by_file"].items()]))
+    total = report.get("latency_ms") or {}
+    console.print(f"({report['seconds']} s; one evaluate p50 {total.get('p50')} ms, p99 {total.get('p99')} ms)")
 
 
 def print_loso(report: dict) -> None:

@@ -86,7 +86,7 @@ class FeatureConfig:
     char_features: int = 2**16
     word_ngrams: tuple[int, int] = (1, 2)
     word_features: int = 2**15
-    max_chars: int = 1000  # longer strings: head and tail, so the model's cost stays flat (~1 ms)
+    max_chars: int = 500  # longer strings: head and tail, so the model's cost stays flat (~1 ms)
     C: float = 1.0
 
     @property
