@@ -437,7 +437,9 @@ def load(directory: Path = MODEL_DIR) -> LearnedLayer:
         kind: KindModel(coef[i], float(m["intercept"]), float(m["add_threshold"]), float(m["veto_threshold"]))
         for i, (kind, m) in enumerate((k, manifest["models"][k]) for k in manifest["kinds"])
     }
-    return LearnedLayer(config, models, manifest)
+    layer = LearnedLayer(config, models, manifest)
+    layer.scores(["warm up"], [[]])  # imports and vectorizers now, not in the first verdict
+    return layer
 
 
 @lru_cache(maxsize=1)
