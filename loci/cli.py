@@ -21,6 +21,8 @@ bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks (print a table, w
 flags_app = typer.Typer(no_args_is_help=True, help="Feature flags (a running proxy picks up a flip within a second).")
 app.add_typer(bench_app, name="bench")
 app.add_typer(flags_app, name="flags")
+policy_app = typer.Typer(no_args_is_help=True, help="The write policy's learned layer.")
+app.add_typer(policy_app, name="policy")
 console = Console()
 err = Console(stderr=True)
 
@@ -377,6 +379,47 @@ def _set_flag(name: str, value: bool) -> None:
         _fail(f"unknown flag {name!r}; known: {', '.join(sorted(FLAG_DEFAULTS))}", 2)
     path = set_flag(name, value)
     console.print(f"{name} = {'on' if value else 'off'} ({path})")
+
+
+@policy_app.command("train")
+def policy_train(
+    data: Optional[Path] = typer.Option(
+        None, "--data", help="Labelled JSONL file or folder (secrets*.jsonl, injection*.jsonl; default: policy/ in "
+                             "$LOCI_BENCH_DATA, else ./bench-data/policy)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Artefact folder (default: the shipped one in the code)."),
+    check: bool = typer.Option(False, "--check", help="Rebuild into a temporary folder and compare it byte for "
+                                                      "byte with --out (exit 1 when they differ); write nothing."),
+) -> None:
+    """Rebuild the learned layer (coefficients + manifest) from labelled data, bit-for-bit."""
+    import hashlib
+    import tempfile
+
+    from bench import driver
+    from pipelines.policy_rules import learned
+
+    path = data if data is not None else driver.data_dir() / driver.POLICY_DIR
+    if not path.exists():
+        _fail(f"labelled data not found: {path} (pass --data or set {driver.DATA_ENV})", 2)
+    target = out if out is not None else learned.MODEL_DIR
+    try:
+        layer = learned.train_from(path)
+    except learned.LabelledDataError as exc:
+        _fail(str(exc), 2)
+    with tempfile.TemporaryDirectory(prefix="loci-policy-") as tmp:
+        written = learned.save(layer, Path(tmp) if check else target)
+        for kind, m in layer.models.items():
+            console.print(f"{kind}: add threshold {m.add_threshold:.2f}, veto threshold {m.veto_threshold:.2f} "
+                          f"({layer.manifest['models'][kind]['rows']} rows)")
+        differ = []
+        for file in written:
+            digest = hashlib.sha256(file.read_bytes()).hexdigest()
+            console.print(f"{target / file.name}  {file.stat().st_size:,} bytes  sha256 {digest[:16]}")
+            if check and (not (target / file.name).exists() or (target / file.name).read_bytes() != file.read_bytes()):
+                differ.append(file.name)
+    if differ:
+        _fail(f"the rebuild differs from {target}: {', '.join(differ)}")
+    if check:
+        console.print(f"identical to {target}")
 
 
 # `loci bench NAME` runs `main(argv) -> int` of the module named here (package `bench`).

@@ -7,6 +7,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        or provenance hint (see `policy_rules.secrets`)          -> reject
 - `hard.injection.*`   instruction-like text aimed at the assistant or the memory
                        (see `policy_rules.injection`)                           -> reject
+- `hard.secret.model`, `hard.injection.model`  the learned layer beside the rules
+                       (`policy_rules.learned`): it decides the grey zone the rules leave
+                       (text no rule matched, and secret-rule hits on look-alike values,
+                       which it may overrule)                                   -> reject
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -42,15 +46,16 @@ from typing import Any, Callable, Literal
 
 import msgspec
 
+from pipelines.policy_rules import learned as learned_layer
 from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
-from pipelines.policy_rules.injection import find_injections_normalised
+from pipelines.policy_rules.injection import find_homoglyph_words, find_injections_normalised
 from pipelines.policy_rules.secrets import find_secrets
-from pipelines.policy_rules.text import normalise
+from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-1"
+POLICY_VERSION = "2026.11-2"
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -98,10 +103,23 @@ class RuleContext:
 PolicyRule = Callable[[ProposedItem, RuleContext], Iterable[RuleHit]]
 
 
+SHIPPED: Literal["shipped"] = "shipped"
+
+
 class Policy:
-    def __init__(self, settings: Settings | None = None, *, extra_rules: Sequence[PolicyRule] = ()) -> None:
+    """`learned`: the learned layer (`policy_rules.learned`); by default the artefact
+    shipped with the code, None for the rules alone."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        extra_rules: Sequence[PolicyRule] = (),
+        learned: learned_layer.LearnedLayer | None | Literal["shipped"] = SHIPPED,
+    ) -> None:
         self.settings = settings if settings is not None else Settings()
         self._extra_rules = tuple(extra_rules)
+        self.learned = learned_layer.shipped() if learned == SHIPPED else learned
 
     # ------------------------------------------------------------------ scanning
 
@@ -109,7 +127,7 @@ class Policy:
         """Secret and injection findings in one string (field "text"), excerpts redacted."""
         if not isinstance(text, str):
             raise PolicyInputError(f"scan_text expects str, got {type(text).__name__}")
-        return _scan(text, "text")
+        return _scan_fields([("text", text)], self.learned)
 
     def is_blocked_text(self, text: str) -> bool:
         """True when `text` alone would be hard-blocked (a secret or an injection)."""
@@ -173,9 +191,8 @@ class Policy:
     # ------------------------------------------------------------------ rules
 
     def _hard_hits(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
-        for field, value in _text_fields(item):
-            for f in _scan(value, field):
-                yield RuleHit(f.rule_id, "reject", f"{field}: {f.kind} ({f.rule_id}): {f.excerpt}")
+        for f in _scan_fields(list(_text_fields(item)), self.learned):
+            yield RuleHit(f.rule_id, "reject", f"{f.field}: {f.kind} ({f.rule_id}): {f.excerpt}")
         if not item.title.strip() and not item.content.strip():
             yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
         if ctx.target_tier in ("mtm", "ltm") and not _has_provenance(ctx.provenance):
@@ -255,6 +272,11 @@ def is_blocked_text(text: str) -> bool:
     return Policy().is_blocked_text(text)
 
 
+def rules_only_ids(text: str) -> list[str]:
+    """The rule ids the rules alone find in one string, as the policy scans a field."""
+    return [f.rule_id for f in _scan(text, "text")]
+
+
 def pointer_for(item: ProposedItem, *, source: str = "") -> ProposedItem:
     """What the store keeps for an oversized proposal: a short pointer carrying the
     content hash (and the caller's source reference), never the content itself."""
@@ -282,6 +304,34 @@ def pointer_for(item: ProposedItem, *, source: str = "") -> ProposedItem:
     )
 
 
+def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.LearnedLayer | None) -> list[Finding]:
+    """Rule findings of every field, then the learned layer's decision on each non-blank
+    field (one batched model pass per item)."""
+    per_field = [(field, text, _scan(text, field)) for field, text in fields]
+    judged = [i for i, (_, text, _) in enumerate(per_field) if text.strip()]
+    if learned is None or not judged:
+        return [f for _, _, found in per_field for f in found]
+    scores = learned.scores([per_field[i][1] for i in judged], [[f.rule_id for f in per_field[i][2]] for i in judged])
+    out: list[Finding] = []
+    row = {i: n for n, i in enumerate(judged)}
+    for i, (field, text, found) in enumerate(per_field):
+        if i not in row:
+            out.extend(found)
+            continue
+        kept_ids, added = learned.decide([f.rule_id for f in found], {k: float(v[row[i]]) for k, v in scores.items()})
+        out.extend(f for f in found if f.rule_id in kept_ids)
+        out.extend(_model_finding(rule_id, text, field, found) for rule_id in added)
+    return out
+
+
+def _model_finding(rule_id: str, text: str, field: str, found: Sequence[Finding]) -> Finding:
+    """A learned-layer finding spans the whole field: the model judges the text, not a phrase."""
+    if rule_id.startswith("hard.secret."):
+        return Finding(rule_id, "secret", 0, len(text), redact_secret(rule_id, len(text)), field)
+    secret_spans = [(f.start, f.end) for f in found if f.kind == "secret"]
+    return Finding(rule_id, "injection", 0, len(text), quote_excerpt(text, 0, len(text), secret_spans), field)
+
+
 def _scan(text: str, field: str) -> list[Finding]:
     if len(text) > MAX_SCAN_CHARS:
         half = MAX_SCAN_CHARS // 2
@@ -299,13 +349,17 @@ def _scan(text: str, field: str) -> list[Finding]:
         for h in secret_hits
     ]
     if text.strip():
-        norm = normalise(text)
+        unfolded = unfold(text)
+        norm = fold_lookalikes(unfolded)
         # Offsets move when normalisation changes the text; then mask what the secret
         # scanner finds in the normalised text itself.
         norm_spans = spans if norm == text else [(h.start, h.end) for h in find_secrets(norm)]
+        # Mixed-script words are looked for before the look-alikes are folded away
+        # (folding keeps offsets: one character for one).
+        injection_hits = find_homoglyph_words(unfolded) + find_injections_normalised(norm)
         findings.extend(
             Finding(h.rule_id, "injection", h.start, h.end, quote_excerpt(norm, h.start, h.end, norm_spans), field)
-            for h in find_injections_normalised(norm)
+            for h in sorted(injection_hits, key=lambda h: (h.start, h.end))
         )
     return findings
 

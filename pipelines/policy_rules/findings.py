@@ -40,6 +40,7 @@ _SECRET_KINDS = {
     "url_credentials": "password in a URL",
     "jwt": "JSON web token",
     "national_id": "national id number",
+    "model": "text the learned model judges a credential",
 }
 
 

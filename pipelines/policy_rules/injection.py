@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.policy_rules.text import normalise
+from pipelines.policy_rules.text import fold_lookalikes, lookalike_letters, normalise, unfold
 
 
 @dataclass(frozen=True, slots=True)
@@ -618,13 +618,36 @@ def find_injections(text: str) -> list[InjectionHit]:
     """Instruction-like spans in `text`; positions index `normalise(text)`."""
     if not text:
         return []
-    return find_injections_normalised(normalise(text))
+    unfolded = unfold(text)
+    hits = find_homoglyph_words(unfolded) + find_injections_normalised(fold_lookalikes(unfolded))
+    return sorted(hits, key=lambda h: (h.start, h.end))
+
+
+# A word mixing Latin letters with Cyrillic or Greek look-alikes ("іgnоrе" with Cyrillic
+# і, о, е): no language spells a word that way, it is text made to slip past filters.
+_LOOKALIKES = "".join(sorted(lookalike_letters()))
+_MIXED_WORD = re.compile(
+    rf"\b(?=[A-Za-z{_LOOKALIKES}]*[A-Za-z])(?=[A-Za-z{_LOOKALIKES}]*[{_LOOKALIKES}])[A-Za-z{_LOOKALIKES}]{{2,}}\b"
+)
+
+
+def find_homoglyph_words(unfolded: str) -> list[InjectionHit]:
+    """Two or more mixed-script words in `unfold(text)` (one can be a typo on a Russian
+    keyboard; two are obfuscation). Run before the look-alikes are folded away: afterwards
+    the words read as plain English. Offsets also index `normalise(text)`."""
+    if unfolded.isascii():
+        return []
+    words = list(_MIXED_WORD.finditer(unfolded))
+    if len(words) < 2:
+        return []
+    return [InjectionHit("hard.injection.homoglyph", m.start(), m.end()) for m in words]
 
 
 def find_injections_normalised(norm: str, *, decode: bool = True) -> list[InjectionHit]:
-    """`find_injections` for text already passed through `normalise`.
+    """`find_injections` for text already passed through `normalise` (without the
+    mixed-script check, which needs the text before look-alikes are folded).
 
-    With `decode`, Base64 and 8-bit binary payloads are decoded and scanned too (one level)."""
+    With `decode`, Base64, hex and 8-bit binary payloads are decoded and scanned too (one level)."""
     hits = []
     low = norm.lower()
     skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
@@ -654,10 +677,16 @@ _COMBINING_STACK = re.compile(
 # Encoded payloads: a Base64 run (16+ characters) or six or more 8-bit binary groups.
 _BASE64 = re.compile(r"(?<![\w+/=])[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=])")
 _BINARY = re.compile(r"\b[01]{8}(?:[ \t]+[01]{8}){5,}\b")
+# Hex: 16+ bytes as one run, separated by spaces or colons, or as \x escapes.
+_HEX = re.compile(
+    r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){16,}(?![0-9A-Za-z])"
+    r"|(?<![0-9A-Za-z])[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){15,}(?![0-9A-Za-z])"
+    r"|(?:\\x[0-9A-Fa-f]{2}){16,}"
+)
 
 
 def _encoded_hits(norm: str) -> Iterator[InjectionHit]:
-    """An instruction hidden in Base64 or binary: decode, and if the decoded text is
+    """An instruction hidden in Base64, hex or binary: decode, and if the decoded text is
     printable prose that itself holds an injection, flag the encoded span."""
     for m in _BASE64.finditer(norm):
         token = m.group()
@@ -672,6 +701,10 @@ def _encoded_hits(norm: str) -> Iterator[InjectionHit]:
     for m in _BINARY.finditer(norm):
         raw = bytes(int(group, 2) for group in m.group().split())
         if _scan_decoded(raw):
+            yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
+    for m in _HEX.finditer(norm):
+        digits = re.sub(r"[^0-9A-Fa-f]", "", m.group().replace("\\x", ""))
+        if _scan_decoded(bytes.fromhex(digits)):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
 
 

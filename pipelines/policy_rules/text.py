@@ -54,9 +54,25 @@ def normalise(text: str) -> str:
 
     Used for instruction detection only: full-width letters, zero-width joiners and
     Cyrillic look-alikes must not hide "ignore previous instructions"."""
-    text = unicodedata.normalize("NFKC", text)
-    text = _INVISIBLE.sub("", text)
+    return fold_lookalikes(unfold(text))
+
+
+def unfold(text: str) -> str:
+    """The first steps of `normalise`: NFKC and invisible characters removed, look-alike
+    letters still as they are (so mixed-script words can be seen)."""
+    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+
+
+def fold_lookalikes(text: str) -> str:
+    """The last step of `normalise`: look-alike letters to ASCII, one character for one,
+    so offsets in `unfold(text)` stay valid."""
     return text.translate(_CONFUSABLES)
+
+
+def lookalike_letters() -> frozenset[str]:
+    """The Cyrillic and Greek letters that `normalise` maps to Latin ones."""
+    return frozenset(chr(c) for c, v in _CONFUSABLES.items() if chr(c).isalpha() and str(v).isascii()
+                     and str(v).isalpha())
 
 
 def shannon_entropy(value: str) -> float:

@@ -1,0 +1,509 @@
+"""The learned layer beside the rules: one logistic regression per kind (secret, injection).
+
+Features (`features`): hashed character n-grams of the *raw* text (so Cyrillic or Greek
+look-alikes and full-width letters are visible to the model before `text.normalise` folds
+them away), hashed word n-grams of the normalised text (so folded trigger words count as
+the words they spell), which rules fired, and a few shape numbers (longest token's entropy,
+digit and capital share, placeholder marks). Hashing keeps the model free of a vocabulary:
+the artefact is two coefficient vectors, a few thresholds and a manifest.
+
+How it decides (`LearnedLayer.decide`), per scanned string:
+- injection: a rule hit stands (rules are the clear-cut cases and the explanations);
+  without one, a probability >= `add_threshold` adds `hard.injection.model`.
+- secret: a hit of a strong rule (vendor formats, PEM keys, plain-sentence secrets, cards)
+  stands; a hit of a grey-zone rule (`VETOABLE`: keyword assignments, bare high-entropy
+  tokens, URL and header credentials) stands only when the probability is >=
+  `veto_threshold`; with no hit left, a probability >= `add_threshold` adds
+  `hard.secret.model`.
+
+Thresholds are chosen by leave-one-source-out cross-validation inside the training data
+(`train`), never on the rows they are scored on. `loci policy train` rebuilds the shipped
+artefact (`MODEL_DIR`) bit-for-bit from the labelled files; `load` reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.policy_rules.text import normalise, shannon_entropy
+
+FORMAT_VERSION = 1
+MODEL_DIR = Path(__file__).with_name("model")
+MANIFEST = "manifest.json"
+COEF_FILE = "coef.npy"
+KINDS: tuple[str, ...] = ("secret", "injection")
+MODEL_RULE = {"secret": "hard.secret.model", "injection": "hard.injection.model"}
+# Secret rules whose hits the model may overrule: the patterns that also match look-alike
+# non-secrets (names assigned a placeholder, random-looking ids, example URLs).
+VETOABLE: frozenset[str] = frozenset(
+    {
+        "hard.secret.keyword_assignment",
+        "hard.secret.high_entropy",
+        "hard.secret.url_credentials",
+        "hard.secret.auth_header",
+    }
+)
+# Rule families that become features (the rule id's middle part, then its last part).
+RULE_FEATURES: tuple[str, ...] = (
+    "secret.keyword_assignment",
+    "secret.high_entropy",
+    "secret.url_credentials",
+    "secret.auth_header",
+    "secret.plain_sentence",
+    "secret.private_key",
+    "secret.jwt",
+    "secret.other",
+    "injection.override",
+    "injection.role_hijack",
+    "injection.system_prompt",
+    "injection.memory_poisoning",
+    "injection.output_control",
+    "injection.exfiltration",
+    "injection.fake_delimiter",
+    "injection.authority_claim",
+    "injection.token_flood",
+    "injection.encoded_payload",
+    "injection.homoglyph",
+    "injection.other",
+)
+_TOKEN = re.compile(r"[A-Za-z0-9+/_\-.~=]{8,}")
+_PLACEHOLDER_MARK = re.compile(r"(?i)x{5,}|\*{4,}|#{4,}|<[a-z_\-]+>|\$\{|\{\{|\byour[_\-]|example|dummy|changeme")
+_NON_ASCII_LETTER = re.compile(r"[^\x00-\x7f]")
+
+
+@dataclass(frozen=True)
+class FeatureConfig:
+    char_ngrams: tuple[int, int] = (1, 4)
+    char_features: int = 2**16
+    word_ngrams: tuple[int, int] = (1, 2)
+    word_features: int = 2**15
+    max_chars: int = 500  # longer strings: head and tail, so the model's cost stays flat (~1 ms)
+    C: float = 1.0
+
+    @property
+    def n_features(self) -> int:
+        return self.char_features + self.word_features + len(RULE_FEATURES) + len(_SHAPE_NAMES)
+
+
+_SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii")
+
+
+@dataclass(frozen=True)
+class LabelledRow:
+    text: str
+    label: int  # 1 = must be blocked as `kind`
+    kind: str  # "secret" or "injection": which file it came from
+    source: str
+
+
+@dataclass
+class KindModel:
+    coef: np.ndarray  # float32, (n_features,)
+    intercept: float
+    add_threshold: float
+    veto_threshold: float = 0.0
+    weights: np.ndarray = field(init=False, repr=False)  # float64 copy, made once
+
+    def __post_init__(self) -> None:
+        self.weights = self.coef.astype(np.float64)
+
+    def probability(self, x) -> np.ndarray:
+        z = np.asarray(x @ self.weights).ravel() + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+@dataclass
+class LearnedLayer:
+    config: FeatureConfig
+    models: dict[str, KindModel]
+    manifest: dict = field(default_factory=dict)
+
+    def scores(self, texts: Sequence[str], rule_ids: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
+        """Probability per kind for each text, given the rule ids the rules found in it.
+        Block by block (the same columns as `features`): stacking sparse matrices costs more
+        than the products on one short field."""
+        blocks = feature_blocks(texts, rule_ids, self.config)
+        out = {}
+        for kind, m in self.models.items():
+            z = np.full(len(texts), m.intercept)
+            start = 0
+            for block in blocks:
+                width = block.shape[1]
+                z += np.asarray(block @ m.weights[start:start + width]).ravel()
+                start += width
+            out[kind] = 1.0 / (1.0 + np.exp(-z))
+        return out
+
+    def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
+        """(rule ids that stand, model rule ids to add) for one scanned string."""
+        kept = list(rule_ids)
+        added: list[str] = []
+        sec = self.models.get("secret")
+        if sec is not None:
+            p = scores["secret"]
+            if p < sec.veto_threshold:
+                kept = [r for r in kept if r not in VETOABLE]
+            if not any(r.startswith("hard.secret.") for r in kept) and p >= sec.add_threshold:
+                added.append(MODEL_RULE["secret"])
+        inj = self.models.get("injection")
+        if inj is not None and not any(r.startswith("hard.injection.") for r in kept):
+            if scores["injection"] >= inj.add_threshold:
+                added.append(MODEL_RULE["injection"])
+        return kept, added
+
+
+# ------------------------------------------------------------------------------ features
+
+
+@lru_cache(maxsize=4)
+def _vectorizers(config: FeatureConfig):
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    chars = HashingVectorizer(analyzer="char_wb", ngram_range=config.char_ngrams, n_features=config.char_features,
+                              alternate_sign=False, lowercase=False, norm="l2", dtype=np.float32)
+    words = HashingVectorizer(analyzer="word", ngram_range=config.word_ngrams, n_features=config.word_features,
+                              alternate_sign=False, lowercase=True, norm="l2", token_pattern=r"(?u)\b\w+\b",
+                              dtype=np.float32)
+    return chars, words
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + "\n" + text[-half:]
+
+
+def _rule_feature(rule_id: str) -> str:
+    parts = rule_id.split(".")
+    if len(parts) < 3 or parts[1] not in KINDS:
+        return ""
+    name = f"{parts[1]}.{parts[2]}"
+    return name if name in _RULE_INDEX else f"{parts[1]}.other"
+
+
+_RULE_INDEX = {name: i for i, name in enumerate(RULE_FEATURES)}
+
+
+def _shape(text: str) -> list[float]:
+    tokens = _TOKEN.findall(text)
+    n = max(1, len(text))
+    return [
+        max((shannon_entropy(t) for t in tokens), default=0.0) / 6.0,
+        min(len(text), 400) / 400.0,
+        math.log1p(len(tokens)) / 4.0,
+        float(bool(_PLACEHOLDER_MARK.search(text))),
+        sum(c.isdigit() for c in text) / n,
+        sum(c.isupper() for c in text) / n,
+        min(1.0, len(_NON_ASCII_LETTER.findall(text)) / n * 4),
+    ]
+
+
+def feature_blocks(texts: Sequence[str], rule_ids: Sequence[Sequence[str]], config: FeatureConfig):
+    """The three blocks of the model's input, in column order: hashed character n-grams of
+    the raw text (CSR), hashed word n-grams of the normalised text (CSR), rule and shape
+    numbers (dense)."""
+    import sklearn
+
+    chars, words = _vectorizers(config)
+    clipped = [_clip(t, config.max_chars) for t in texts]
+    dense = np.zeros((len(texts), len(RULE_FEATURES) + len(_SHAPE_NAMES)), dtype=np.float32)
+    for i, (text, ids) in enumerate(zip(clipped, rule_ids)):
+        for rule_id in ids:
+            name = _rule_feature(rule_id)
+            if name:
+                dense[i, _RULE_INDEX[name]] = 1.0
+        dense[i, len(RULE_FEATURES):] = _shape(text)
+    # The vectorizers' argument checks cost more than hashing a short field; the inputs
+    # here are always lists of str.
+    with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
+        char_rows = chars.transform(clipped)
+        word_rows = words.transform([normalise(t) for t in clipped])
+    return char_rows, word_rows, dense
+
+
+def features(texts: Sequence[str], rule_ids: Sequence[Sequence[str]], config: FeatureConfig):
+    """The model's input rows (scipy CSR, float32), one per text: the blocks side by side."""
+    import scipy.sparse as sp
+
+    char_rows, word_rows, dense = feature_blocks(texts, rule_ids, config)
+    return sp.hstack([char_rows, word_rows, sp.csr_matrix(dense)], format="csr")
+
+
+# ------------------------------------------------------------------------------ training
+
+
+def task_rows(rows: Sequence[LabelledRow], kind: str) -> list[tuple[int, int]]:
+    """(row index, label) of the rows one kind trains on: its own rows, and every row of
+    the other kind as a negative unless it is a positive of that kind (an attack may well
+    carry a password; it is not a clean negative for secrets)."""
+    out = []
+    for i, row in enumerate(rows):
+        if not row.kind:
+            continue
+        if row.kind == kind:
+            out.append((i, row.label))
+        elif row.label == 0 or kind == "injection":
+            out.append((i, 0))
+    return out
+
+
+def _fit(x, y: np.ndarray, config: FeatureConfig) -> tuple[np.ndarray, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=config.C, solver="liblinear", dual=True, class_weight="balanced", max_iter=2000,
+                               random_state=0)
+    model.fit(x, y)
+    # float32 and a fixed intercept precision: the artefact's bytes do not depend on the
+    # last bits of the solver's float64 arithmetic.
+    coef = np.round(model.coef_.ravel(), 6).astype(np.float32)
+    return coef, round(float(model.intercept_[0]), 6)
+
+
+_GRID = tuple(round(t, 2) for t in np.arange(0.05, 1.0, 0.01))
+NEVER = 1.01  # an add threshold no probability reaches: the rules alone
+
+
+def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarray, vetoable: np.ndarray,
+                     sources: np.ndarray) -> tuple[float, float]:
+    """Thresholds from out-of-fold probabilities (each source scored by a model trained
+    without it), chosen so that the layer does no harm on any source it was not trained on:
+
+    - secret: the (veto, add) pair with the best macro F1 over sources among those that
+      leave every source's F1 at least where the rules alone put it; (0, never) when none
+      does, i.e. the rules alone.
+    - injection: the lowest add threshold that blocks no more benign rows of any source
+      than the rules alone, or 1% of them."""
+    groups = [sources == s for s in sorted(set(sources.tolist()))]
+    if kind == "secret":
+        def f1s(pred: np.ndarray) -> list[float]:
+            out = []
+            for g in groups:
+                tp = int((pred & g & (y == 1)).sum())
+                fp = int((pred & g & (y == 0)).sum())
+                fn = int((~pred & g & (y == 1)).sum())
+                if tp + fn:
+                    out.append(2 * tp / (2 * tp + fp + fn))
+            return out
+
+        floor = f1s(certain | vetoable)
+        best = (float(np.mean(floor)) if floor else 0.0, NEVER, 0.0)
+        for veto in (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5):
+            kept = certain | (vetoable & (p >= veto))
+            for add in (*_GRID[::5], NEVER):
+                scores = f1s(kept | (p >= add))
+                if not scores or any(a < b - 1e-9 for a, b in zip(scores, floor)):
+                    continue
+                if float(np.mean(scores)) > best[0] + 1e-9:
+                    best = (float(np.mean(scores)), add, veto)
+        return best[1], best[2]
+    for add in _GRID:
+        pred = certain | (p >= add)
+        ok = True
+        for g in groups:
+            neg = g & (y == 0)
+            if neg.sum() and (pred & neg).sum() > max((certain & neg).sum(), 0.01 * neg.sum()):
+                ok = False
+                break
+        if ok:
+            return add, 0.0
+    return NEVER, 0.0
+
+
+def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config: FeatureConfig = FeatureConfig(),
+          *, data_digests: dict[str, str] | None = None) -> LearnedLayer:
+    """Fit both kinds on `rows` (with the rules' findings per row), thresholds chosen by
+    leave-one-source-out inside `rows`."""
+    x_all = features([r.text for r in rows], rule_ids, config)
+    models: dict[str, KindModel] = {}
+    oof_report: dict[str, dict] = {}
+    for kind in KINDS:
+        picked = task_rows(rows, kind)
+        if not picked or len({label for _, label in picked}) < 2:
+            continue
+        idx = np.array([i for i, _ in picked])
+        y = np.array([label for _, label in picked])
+        x = x_all[idx]
+        sources = np.array([rows[i].source for i in idx])
+        ids = [rule_ids[i] for i in idx]
+        prefix = f"hard.{kind}."
+        if kind == "secret":
+            certain = np.array([any(r.startswith(prefix) and r not in VETOABLE for r in rs) for rs in ids])
+            vetoable = np.array([any(r in VETOABLE for r in rs) for rs in ids])
+        else:
+            certain = np.array([any(r.startswith(prefix) for r in rs) for rs in ids])
+            vetoable = np.zeros(len(ids), dtype=bool)
+        oof = np.full(len(y), np.nan)
+        own_sources = sorted({rows[i].source for i in idx if rows[i].kind == kind})
+        for held in own_sources:
+            test = sources == held
+            if len(set(y[~test].tolist())) < 2:
+                continue
+            coef, b = _fit(x[~test], y[~test], config)
+            oof[test] = KindModel(coef, b, 1.0).probability(x[test])
+        scored = ~np.isnan(oof)
+        if scored.any():
+            add, veto = _pick_thresholds(kind, oof[scored], y[scored], certain[scored], vetoable[scored],
+                                         sources[scored])
+        else:
+            add, veto = NEVER, 0.0
+        coef, b = _fit(x, y, config)
+        models[kind] = KindModel(coef, b, add, veto)
+        oof_report[kind] = {"rows": int(len(y)), "positives": int(y.sum()), "sources": own_sources,
+                            "add_threshold": add, "veto_threshold": veto}
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES)},
+        "data": dict(sorted((data_digests or {}).items())),
+        "models": {kind: {**oof_report[kind], "intercept": m.intercept} for kind, m in models.items()},
+    }
+    return LearnedLayer(config, models, manifest)
+
+
+def rule_ids(texts: Sequence[str]) -> list[list[str]]:
+    """What the rules alone find in each text (the learned layer's rule features)."""
+    from pipelines.policy import rules_only_ids  # the policy imports this module
+
+    return [rules_only_ids(t) for t in texts]
+
+
+def train_from(path: Path, config: FeatureConfig = FeatureConfig()) -> LearnedLayer:
+    """Train on the labelled JSONL file(s) at `path`; the manifest records their sha256."""
+    rows = [row for row, _ in read_labelled(path)]
+    if not any(row.kind for row in rows):
+        raise LabelledDataError(f"{path}: no file named secrets*.jsonl or injection*.jsonl")
+    return train(rows, rule_ids([r.text for r in rows]), config, data_digests=digests(path))
+
+
+# ------------------------------------------------------------------------------ artefact
+
+
+def save(layer: LearnedLayer, directory: Path) -> list[Path]:
+    """Write `coef.npy` (float32, one row per kind in `manifest.models` order) and
+    `manifest.json` (sorted keys, fixed float precision). Same layer, same bytes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    kinds = list(layer.models)
+    coef = np.stack([layer.models[k].coef for k in kinds]).astype("<f4")
+    manifest = dict(layer.manifest)
+    manifest["kinds"] = kinds
+    manifest["models"] = {
+        k: {**manifest.get("models", {}).get(k, {}), "intercept": layer.models[k].intercept,
+            "add_threshold": layer.models[k].add_threshold, "veto_threshold": layer.models[k].veto_threshold}
+        for k in kinds
+    }
+    manifest["coef_sha256"] = hashlib.sha256(coef.tobytes()).hexdigest()
+    coef_path, manifest_path = directory / COEF_FILE, directory / MANIFEST
+    with coef_path.open("wb") as fh:
+        np.save(fh, coef, allow_pickle=False)
+    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return [coef_path, manifest_path]
+
+
+class ModelFormatError(ValueError):
+    """The artefact is missing, of another format version, or its coefficients do not
+    match the manifest."""
+
+
+def load(directory: Path = MODEL_DIR) -> LearnedLayer:
+    manifest_path, coef_path = directory / MANIFEST, directory / COEF_FILE
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        coef = np.load(coef_path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ModelFormatError(f"no policy model in {directory}: {exc}") from exc
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise ModelFormatError(f"policy model format {manifest.get('format_version')} != {FORMAT_VERSION}")
+    if hashlib.sha256(coef.astype("<f4").tobytes()).hexdigest() != manifest.get("coef_sha256"):
+        raise ModelFormatError(f"{coef_path} does not match its manifest")
+    feats = manifest["features"]
+    config = FeatureConfig(
+        char_ngrams=tuple(feats["char_ngrams"]), char_features=feats["char_features"],
+        word_ngrams=tuple(feats["word_ngrams"]), word_features=feats["word_features"],
+        max_chars=feats["max_chars"], C=feats["C"],
+    )
+    if coef.shape != (len(manifest["kinds"]), config.n_features):
+        raise ModelFormatError(f"{coef_path} has shape {coef.shape}, expected ({len(manifest['kinds'])}, "
+                               f"{config.n_features})")
+    models = {
+        kind: KindModel(coef[i], float(m["intercept"]), float(m["add_threshold"]), float(m["veto_threshold"]))
+        for i, (kind, m) in enumerate((k, manifest["models"][k]) for k in manifest["kinds"])
+    }
+    layer = LearnedLayer(config, models, manifest)
+    layer.scores(["warm up"], [[]])  # imports and vectorizers now, not in the first verdict
+    return layer
+
+
+@lru_cache(maxsize=1)
+def shipped() -> LearnedLayer:
+    """The artefact committed with the code, loaded once per process."""
+    return load(MODEL_DIR)
+
+
+# ------------------------------------------------------------------------------ data
+
+
+class LabelledDataError(ValueError):
+    """A labelled file is missing or a row is not `{text, label, ...}`."""
+
+
+def kind_of_file(path: Path) -> str:
+    """Which kind a labelled file holds, from its name ("secrets_dev.jsonl" -> secret);
+    "" when the name says neither."""
+    name = path.name.lower()
+    return next((kind for kind in KINDS if name.startswith(kind)), "")
+
+
+def source_group(obj: dict) -> str:
+    """A row's source: its `subset` when present, else the repository part of `source`."""
+    subset = obj.get("subset")
+    if isinstance(subset, str) and subset:
+        return subset
+    return str(obj.get("source", "unknown")).split("@", 1)[0]
+
+
+def read_labelled(path: Path) -> list[tuple[LabelledRow, str]]:
+    """(row, file name) for every line of a JSONL file, or of every `*.jsonl` in a folder
+    (sorted by name, then line order: the training order, so a retrain is reproducible)."""
+    if path.is_dir():
+        files = sorted(path.glob("*.jsonl"))
+        if not files:
+            raise LabelledDataError(f"no .jsonl files in {path}")
+    elif path.is_file():
+        files = [path]
+    else:
+        raise LabelledDataError(f"no such file or directory: {path}")
+    out = []
+    for file in files:
+        kind = kind_of_file(file)
+        with file.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                    text, label = obj["text"], int(obj["label"])
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise LabelledDataError(f"{file}:{lineno}: not a {{text, label}} row ({exc})") from exc
+                if not isinstance(text, str) or label not in (0, 1):
+                    raise LabelledDataError(f"{file}:{lineno}: text must be a string and label 0 or 1")
+                out.append((LabelledRow(text, label, kind, source_group(obj)), file.name))
+    return out
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def digests(path: Path) -> dict[str, str]:
+    """sha256 of each labelled file `read_labelled(path)` reads."""
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    return {p.name: sha256_file(p) for p in files}
