@@ -22,7 +22,7 @@ import pydantic
 from pydantic import PrivateAttr
 
 from pipelines.consolidate import WarehouseLock
-from pipelines.inbox import Inbox
+from pipelines.inbox import InboxBackend, open_inbox
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
 
@@ -85,23 +85,24 @@ class InjectedFailure(RuntimeError):
 
 
 class InboxResource(dg.ConfigurableResource):
-    """The SQLite inbox (read concurrently with the service's appends)."""
+    """The inbox (read concurrently with the service's appends). `path`: a SQLite file or a
+    postgresql:// URL (`Settings.inbox_location`)."""
 
     path: str
     _inbox: Any = PrivateAttr(default=None)
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["InboxResource"]:
-        self._inbox = Inbox(self.path)
+        self._inbox = open_inbox(self.path)
         try:
             yield self
         finally:
             self._inbox.close()
             self._inbox = None
 
-    def get(self) -> Inbox:
+    def get(self) -> InboxBackend:
         if self._inbox is None:  # used outside a run (e.g. direct invocation)
-            self._inbox = Inbox(self.path)
+            self._inbox = open_inbox(self.path)
         return self._inbox
 
 
@@ -214,7 +215,7 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
     return {
         "faults": FaultInjectionResource(),
         "loci": LociSettingsResource.from_settings(settings),
-        "inbox": InboxResource(path=str(settings.inbox_path)),
+        "inbox": InboxResource(path=settings.inbox_location),
         "warehouse": WarehouseResource(path=str(settings.warehouse_path)),
         "embedder": EmbedderResource(
             backend=settings.embedder, dim=settings.embedder_dim, ollama_host=settings.ollama_host,

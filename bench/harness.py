@@ -30,7 +30,7 @@ import httpx
 import msgspec
 import numpy as np
 
-from pipelines.inbox import Inbox
+from pipelines.inbox import open_inbox
 from pipelines.ingest import ingest_chat_jsonl
 from pipelines.materialize import message_item_id
 from pipelines.records import SCOPE_KINDS, Identity, MemoryItem, Provenance, Scope
@@ -304,8 +304,8 @@ class InboxAudit:
         return self.write_count[ack.item_id] if ack.item_id else 0
 
 
-def audit_inbox(inbox_path: Path) -> tuple[InboxAudit, list[Any]]:
-    with Inbox(inbox_path) as inbox:
+def audit_inbox(inbox_location: str | Path) -> tuple[InboxAudit, list[Any]]:
+    with open_inbox(inbox_location) as inbox:
         events = inbox.read_after(0)
     ids = Counter(e.event_id for e in events)
     turns: Counter = Counter()
@@ -465,7 +465,7 @@ def ingest(settings: Settings, rows: list[dict[str, Any]], name: str = "chats.js
     folder = Path(settings.data_dir).parent
     folder.mkdir(parents=True, exist_ok=True)
     path = write_jsonl(folder / name, rows)
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         return ingest_chat_jsonl(path, inbox, Policy(settings)).as_dict()
 
 

@@ -70,14 +70,14 @@ def _note_busy() -> None:
 def _served_items(settings) -> list:
     """Active items as the service serves them: the newest good snapshot, then the inbox
     events after its watermark folded over it (what a read can see without the warehouse)."""
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import inbox_exists, open_inbox
     from pipelines.materialize import fold_events
     from pipelines.snapshot import load_latest_good
 
     snapshot, _problems = load_latest_good(settings.snapshots_path)
     items = {it.id: it for it in (snapshot.items if snapshot else [])}
-    if settings.inbox_path.exists():
-        with Inbox(settings.inbox_path) as inbox:
+    if inbox_exists(settings):
+        with open_inbox(settings) as inbox:
             pending = inbox.read_after(snapshot.manifest.watermark if snapshot else 0)
         items.update(fold_events(pending, base=items.get).items)
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
@@ -101,7 +101,7 @@ def ingest(
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import open_inbox
     from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo
     from pipelines.policy import Policy
 
@@ -111,7 +111,7 @@ def ingest(
     readers = {"chat": ingest_chat_jsonl, "locomo": ingest_locomo, "items": import_items_jsonl}
     if format not in readers:
         _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         try:
             report = readers[format](path, inbox, Policy(settings))
         except ValueError as exc:

@@ -34,6 +34,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Storage
     data_dir: str = "data"
     inbox_file: str = "inbox.sqlite3"
+    # Empty: the SQLite inbox at `inbox_file` (the embedded default). "postgresql://...": the
+    # PostgreSQL inbox that several service replicas and the pipeline share (docs/deploy.md).
+    inbox_url: str = ""
     warehouse_file: str = "warehouse.duckdb"
     snapshots_dir: str = "snapshots"
     snapshots_keep: int = 3
@@ -113,6 +116,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     @property
     def inbox_path(self) -> Path:
         return self.path(self.inbox_file)
+
+    @property
+    def inbox_location(self) -> str:
+        """What `pipelines.inbox.open_inbox` opens: the PostgreSQL URL, else the SQLite path."""
+        return self.inbox_url or str(self.inbox_path)
 
     @property
     def warehouse_path(self) -> Path:
