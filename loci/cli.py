@@ -315,11 +315,17 @@ def serve(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port"),
     data_dir: Optional[str] = DATA_OPT,
+    inbox_url: Optional[str] = typer.Option(
+        None, "--inbox-url", help="postgresql://... : the inbox replicas share (default: settings.inbox_url)."),
+    snapshots_dir: Optional[str] = typer.Option(
+        None, "--snapshots-dir", help="The snapshot folder replicas share (default: settings.snapshots_dir)."),
 ) -> None:
-    """Start the recall service (Litestar on uvicorn)."""
+    """Start the recall service (Litestar on uvicorn). Several replicas serve one memory when
+    they share the inbox (--inbox-url) and the snapshot folder (--snapshots-dir)."""
     from online.server import serve as run_server
 
-    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
+    given = {"host": host, "port": port, "inbox_url": inbox_url, "snapshots_dir": snapshots_dir}
+    overrides = {k: v for k, v in given.items() if v is not None}
     run_server(_settings(data_dir, **overrides))
 
 
