@@ -383,6 +383,7 @@ BENCHMARKS = {
                 "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
     "pipeline": ("bench.pipeline", "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes."),
     "load": ("bench.load", "A bounded mixed load (turns, recalls, tools) against one service process."),
+    "scaleout": ("bench.scaleout", "Recalls/s with 1 vs 3 replicas on one PostgreSQL inbox; per-node numbers."),
     "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
     "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
     "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),

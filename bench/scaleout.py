@@ -1,0 +1,215 @@
+"""Scale-out: recall throughput with 1 and 3 service replicas (one PostgreSQL inbox, one
+snapshot folder), and what to expect per node.
+
+    loci bench scaleout                       # 10k items, MiniLM, 20 s per replica count
+    loci bench scaleout --quick               # 1k items, hash embedder, 6 s per count
+    loci bench scaleout --inbox-url postgresql://...   # an existing server (else a local one)
+
+1. `--items` synthetic items embedded and published once to the shared snapshot folder;
+2. for each replica count (`--replicas`, default 1 and 3): that many `loci serve` processes
+   (bench/replicas.py) on 127.0.0.1, each with a data folder of its own, all on one
+   PostgreSQL inbox (a throwaway local server from the Debian binaries unless
+   `--inbox-url` is given);
+3. `--concurrency` client threads send POST /v1/recall (distinct questions, real
+   identities) round-robin over the replicas for `--duration` seconds.
+
+Reported per replica count: recalls/s, p50/p95/p99, errors, and the CPU seconds the replica
+processes used (from /proc), hence recalls per CPU-second: the per-core number that does
+not depend on how many cores this machine has. Read honestly: every replica AND the client
+threads share this machine's cores (2 here), so 3 replicas cannot serve more than those
+cores allow; what they show here is that spreading adds no errors and little overhead. The
+expected throughput of a node with C cores running C replicas is C x recalls per
+CPU-second (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import driver
+from bench.harness import ident
+from bench.metrics import machine_info, percentiles
+from bench.replicas import ReplicaSet
+from bench.synthetic import cached_item_vectors, synthetic_items, synthetic_queries
+from pipelines.embedders import make_embedder
+from pipelines.settings import Settings
+from pipelines.snapshot import build_snapshot
+
+USERS, PROJECTS = 50, 10
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = driver.parser("scaleout", __doc__, quick="smoke run: 1k items, hash embedder, 6 s per replica count")
+    p.add_argument("--items", type=int, default=None, help="snapshot size (default 10000; --quick 1000)")
+    p.add_argument("--duration", type=float, default=None, help="seconds of load per replica count (default 20)")
+    p.add_argument("--concurrency", type=int, default=6, help="client threads (default 6)")
+    p.add_argument("--replicas", type=int, nargs="+", default=[1, 3], help="replica counts to measure (default 1 3)")
+    p.add_argument("--embedder", choices=["minilm", "hash"], default=None, help="default minilm; --quick hash")
+    p.add_argument("--inbox-url", default=None, help="postgresql://... (default: a throwaway local server)")
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    args.items = args.items if args.items is not None else (1000 if args.quick else 10_000)
+    args.duration = args.duration if args.duration is not None else (6.0 if args.quick else 20.0)
+    args.embedder = args.embedder or ("hash" if args.quick else "minilm")
+    if args.items < 1 or args.duration <= 0 or args.concurrency < 1 or min(args.replicas) < 1:
+        p.error("--items, --duration, --concurrency and --replicas must be positive")
+    return args
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def recall_load(urls: list[str], queries: list[tuple[str, Any]], concurrency: int, duration: float,
+                seed: int) -> tuple[list[float], list[str], float]:
+    """`concurrency` threads, client n sending to urls[n % len(urls)]: (latencies ms, errors, elapsed s)."""
+    latencies: list[float] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + duration
+
+    def client(n: int) -> None:
+        rng = random.Random(seed * 1000 + n)
+        mine: list[float] = []
+        with httpx.Client(base_url=urls[n % len(urls)], timeout=60.0) as http:
+            while time.monotonic() < deadline:
+                query, who = rng.choice(queries)
+                started = time.perf_counter()
+                try:
+                    resp = http.post("/v1/recall", json={"identity": ident(who), "query": query})
+                    failed = None if resp.status_code == 200 else f"{resp.status_code}: {resp.text[:200]}"
+                except httpx.TransportError as exc:
+                    failed = f"{type(exc).__name__}: {exc}"
+                mine.append(1000 * (time.perf_counter() - started))
+                if failed:
+                    with lock:
+                        errors.append(failed)
+        with lock:
+            latencies.extend(mine)
+
+    t0 = time.monotonic()
+    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(duration + 120)
+    return latencies, errors, time.monotonic() - t0
+
+
+def measure_replicas(args: argparse.Namespace, base: Settings, workdir: Path, queries, say) -> list[dict[str, Any]]:
+    rows = []
+    for n in args.replicas:
+        say(f"{n} replica(s): starting ...")
+        with ReplicaSet(base, n, workdir / f"replicas-{n}", ready_timeout_s=600) as replicas:
+            for url in replicas.urls:  # first requests load the model and build caches
+                with httpx.Client(base_url=url, timeout=120) as warm:
+                    for q, who in queries[:5]:
+                        warm.post("/v1/recall", json={"identity": ident(who), "query": q}).raise_for_status()
+            pids = [r.pid for r in replicas.replicas]
+            cpu_before = [cpu_seconds(p) or 0.0 for p in pids]
+            say(f"{n} replica(s): {args.concurrency} clients for {args.duration:g} s ...")
+            latencies, errors, elapsed = recall_load(replicas.urls, queries, args.concurrency, args.duration,
+                                                     args.seed)
+            cpu = sum((cpu_seconds(p) or 0.0) - b for p, b in zip(pids, cpu_before))
+            load = os.getloadavg()
+        rows.append({
+            "replicas": n,
+            "recalls": len(latencies),
+            "recalls_per_s": round(len(latencies) / elapsed, 1),
+            "latency_ms": percentiles(latencies),
+            "errors": len(errors),
+            "error_examples": errors[:5],
+            "replica_cpu_s": round(cpu, 2),
+            "recalls_per_cpu_s": round(len(latencies) / cpu, 1) if cpu > 0 else None,
+            "elapsed_s": round(elapsed, 2),
+            "loadavg_1m": round(load[0], 2),
+        })
+    return rows
+
+
+def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
+    from bench.pg_local import LocalPostgres
+
+    server = None
+    inbox_url = args.inbox_url
+    if inbox_url is None:
+        say("starting a throwaway PostgreSQL server (Debian binaries) ...")
+        server = LocalPostgres().start()
+    try:
+        if server is not None:
+            inbox_url = server.fresh_database("scaleout")
+        base = Settings(embedder=args.embedder, data_dir=str(workdir / "data"), inbox_url=inbox_url,
+                        snapshots_dir=str(workdir / "shared" / "snapshots"))
+        embedder = make_embedder(base)
+        say(f"building {args.items} synthetic items with {embedder.name} ...")
+        items = synthetic_items(args.items, seed=args.seed, users=USERS, projects=PROJECTS)
+        vectors = cached_item_vectors(args.items, embedder, seed=args.seed, users=USERS, projects=PROJECTS,
+                                      progress=say)
+        manifest = build_snapshot(base.snapshots_path, items, vectors, embedder_name=embedder.name,
+                                  dim=int(vectors.shape[1]), watermark=0)
+        queries = synthetic_queries(5000, seed=args.seed, users=USERS, projects=PROJECTS)
+        replicas = measure_replicas(args, base, workdir, queries, say)
+    finally:
+        if server is not None:
+            server.stop()
+    machine = machine_info()
+    one = next((r for r in replicas if r["replicas"] == 1), replicas[0])
+    per_cpu = one["recalls_per_cpu_s"]
+    return {
+        "bench": "scaleout",
+        "argv": driver.argv_record(args),
+        "machine": machine,
+        "inbox": "postgresql (local throwaway server)" if server is not None else "postgresql (--inbox-url)",
+        "snapshot": {"items": manifest.count, "index_kind": manifest.index_kind, "embedder": embedder.name},
+        "replicas": replicas,
+        "note": (f"all replicas, the PostgreSQL server and the {args.concurrency} client threads share this "
+                 f"machine's {machine['cpu_count']} cores: more replicas cannot add cores here"),
+        "per_node": {
+            "recalls_per_cpu_s": per_cpu,
+            "formula": "recalls/s per node ~= cores x recalls per CPU-second (one replica per core)",
+            "expected_recalls_per_s": {f"{c} cores": round(c * per_cpu) if per_cpu else None for c in (2, 4, 8, 16)},
+        },
+        "errors": sum(r["errors"] for r in replicas),
+    }
+
+
+def show(out: dict[str, Any]) -> None:
+    console = driver.console()
+    snap = out["snapshot"]
+    console.print(driver.table(
+        f"Recall with N replicas ({snap['items']} items, {snap['index_kind']}, {snap['embedder']}; {out['inbox']})",
+        ("replicas", "recalls/s", "p50 ms", "p95 ms", "p99 ms", "errors", "replica CPU s", "recalls/CPU-s",
+         "load 1m"),
+        [(r["replicas"], r["recalls_per_s"], r["latency_ms"]["p50"], r["latency_ms"]["p95"], r["latency_ms"]["p99"],
+          r["errors"], r["replica_cpu_s"], r["recalls_per_cpu_s"], r["loadavg_1m"]) for r in out["replicas"]]))
+    console.print(f"note: {out['note']}")
+    node = out["per_node"]
+    console.print(f"per node: {node['formula']}; measured {node['recalls_per_cpu_s']} recalls per CPU-second -> "
+                  + ", ".join(f"{k}: ~{v}/s" for k, v in node["expected_recalls_per_s"].items()))
+    for r in out["replicas"]:
+        for example in r["error_examples"]:
+            console.print(f"  error ({r['replicas']} replicas): {example}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return driver.run(_parse(argv), run, show, passed=lambda out: out["errors"] == 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
