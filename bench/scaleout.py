@@ -111,6 +111,39 @@ def recall_load(urls: list[str], queries: list[tuple[str, Any]], concurrency: in
     return latencies, errors, time.monotonic() - t0
 
 
+def inbox_appends(inbox_url: str, writers: int, duration: float) -> dict[str, Any]:
+    """`writers` threads appending one event per transaction for `duration` seconds: the
+    PostgreSQL inbox's append rate (appends serialise on the seq counter row, so this is
+    about one commit flush per append; batching several events per append multiplies it)."""
+    from pipelines.inbox import open_inbox
+    from pipelines.records import Event, Identity
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+    deadline = time.monotonic() + duration
+    with open_inbox(inbox_url) as inbox:
+        def writer(n: int) -> None:
+            mine, i = [], 0
+            while time.monotonic() < deadline:
+                i += 1
+                started = time.perf_counter()
+                inbox.append([Event(event_id=f"bench-{n}-{i}-{time.time_ns()}", kind="usage",
+                                    identity=Identity(user_id=f"u{n}"), payload={"item_ids": [], "n": i})])
+                mine.append(1000 * (time.perf_counter() - started))
+            with lock:
+                latencies.extend(mine)
+
+        t0 = time.monotonic()
+        threads = [threading.Thread(target=writer, args=(n,), daemon=True) for n in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(duration + 60)
+        elapsed = time.monotonic() - t0
+    return {"writers": writers, "appends": len(latencies), "appends_per_s": round(len(latencies) / elapsed, 1),
+            "latency_ms": percentiles(latencies)}
+
+
 def measure_replicas(args: argparse.Namespace, base: Settings, workdir: Path, queries, say) -> list[dict[str, Any]]:
     rows = []
     for n in args.replicas:
@@ -163,6 +196,8 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         manifest = build_snapshot(base.snapshots_path, items, vectors, embedder_name=embedder.name,
                                   dim=int(vectors.shape[1]), watermark=0)
         queries = synthetic_queries(5000, seed=args.seed, users=USERS, projects=PROJECTS)
+        say("inbox appends (1 and 8 writers) ...")
+        appends = [inbox_appends(inbox_url, w, min(args.duration, 5.0)) for w in (1, 8)]
         replicas = measure_replicas(args, base, workdir, queries, say)
     finally:
         if server is not None:
@@ -177,6 +212,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         "inbox": "postgresql (local throwaway server)" if server is not None else "postgresql (--inbox-url)",
         "snapshot": {"items": manifest.count, "index_kind": manifest.index_kind, "embedder": embedder.name},
         "replicas": replicas,
+        "inbox_appends": appends,
         "note": (f"all replicas, the PostgreSQL server and the {args.concurrency} client threads share this "
                  f"machine's {machine['cpu_count']} cores: more replicas cannot add cores here"),
         "per_node": {
@@ -197,6 +233,11 @@ def show(out: dict[str, Any]) -> None:
          "load 1m"),
         [(r["replicas"], r["recalls_per_s"], r["latency_ms"]["p50"], r["latency_ms"]["p95"], r["latency_ms"]["p99"],
           r["errors"], r["replica_cpu_s"], r["recalls_per_cpu_s"], r["loadavg_1m"]) for r in out["replicas"]]))
+    console.print(driver.table(
+        "PostgreSQL inbox: one event per append (one commit each)",
+        ("writers", "appends", "appends/s", "p50 ms", "p99 ms"),
+        [(a["writers"], a["appends"], a["appends_per_s"], a["latency_ms"]["p50"], a["latency_ms"]["p99"])
+         for a in out["inbox_appends"]]))
     console.print(f"note: {out['note']}")
     node = out["per_node"]
     console.print(f"per node: {node['formula']}; measured {node['recalls_per_cpu_s']} recalls per CPU-second -> "

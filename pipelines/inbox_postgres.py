@@ -1,19 +1,20 @@
 """The inbox in PostgreSQL: the store several service replicas and the pipeline share.
 
 Same interface and guarantees as the SQLite inbox (`pipelines.inbox`); chosen by
-`inbox_url = "postgresql://..."`. Two tables, created on first open:
-- `loci_inbox_events`: one row per event, `seq` its primary key, `event_id` unique;
-- `loci_inbox_seq`: one row holding the last seq handed out.
+`inbox_url = "postgresql://..."`. One table, `loci_inbox_events` (created on first open):
+one row per event, `seq` its primary key, `event_id` unique.
 
-Why a counter row and not a PostgreSQL sequence: a sequence hands out numbers outside the
-transaction, so a rolled-back append leaves a gap, and two appends that commit in the other
-order than they drew their numbers become visible out of order (a reader with watermark 7
-that sees 8 before 7 commits would skip 7 for ever). An append here locks the counter row
-(`SELECT ... FOR UPDATE`) first, takes the next seqs from it, inserts and updates it in the
-same transaction: appends are serialised on that row, a rollback returns its numbers, and
-the next append gets the lock only after the previous one has committed and become visible.
-So seqs are gap-free and visible in seq order, and the idempotence check (look the ids up
-before inserting) is race-free under the same lock.
+Why no PostgreSQL sequence: a sequence hands out numbers outside the transaction, so a
+rolled-back append leaves a gap, and two appends that commit in the other order than they
+drew their numbers become visible out of order (a reader with watermark 7 that sees 8
+before 7 commits would skip 7 for ever). An append here first takes a transaction-level
+advisory lock (`pg_advisory_xact_lock`), then reads `max(seq)` (the primary key's last
+entry) and inserts the next seqs in the same transaction. PostgreSQL releases the lock only
+after the commit is visible to every new snapshot, so the next append reads the previous
+one's seqs; a rollback inserts nothing. Seqs are therefore gap-free and become visible in
+seq order, and the idempotence check (look the ids up before inserting) is race-free under
+the same lock. (A counter row updated by every append would do the same, but its dead
+versions pile up between vacuums and slow every append that waits for it.)
 
 Durability: the append returns after COMMIT, which PostgreSQL acknowledges once the commit
 record is flushed (`synchronous_commit`, on by default; a server configured otherwise
@@ -48,7 +49,6 @@ from pipelines.inbox import (
 from pipelines.records import Event, utcnow
 
 EVENTS = "loci_inbox_events"
-COUNTER = "loci_inbox_seq"
 _SCHEMA = [
     f"""CREATE TABLE IF NOT EXISTS {EVENTS} (
         seq         BIGINT PRIMARY KEY,
@@ -64,15 +64,11 @@ _SCHEMA = [
         appended_at TEXT NOT NULL
     )""",
     f"CREATE INDEX IF NOT EXISTS {EVENTS}_kind_seq ON {EVENTS} (kind, seq)",
-    f"""CREATE TABLE IF NOT EXISTS {COUNTER} (
-        id       INTEGER PRIMARY KEY CHECK (id = 1),
-        last_seq BIGINT NOT NULL
-    )""",
-    f"INSERT INTO {COUNTER} (id, last_seq) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
 ]
-# Any constant: concurrent first opens create the schema one at a time (CREATE TABLE IF NOT
-# EXISTS alone races on PostgreSQL's catalog).
+# Any constants: concurrent first opens create the schema one at a time (CREATE TABLE IF
+# NOT EXISTS alone races on PostgreSQL's catalog); appends take the append lock.
 _SCHEMA_LOCK_KEY = 0x10C1_1B0C
+_APPEND_LOCK_KEY = 0x10C1_1B0D
 _INSERT = (
     f"INSERT INTO {EVENTS} (seq, event_id, kind, user_id, project_id, session_id, org_id, at, "
     "payload, sha256, appended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -165,9 +161,10 @@ class PostgresInbox(InboxBackend):
         rows = event_rows(normalised, utcnow())
         try:
             with self._connection() as con, con.transaction():
-                # The counter row's lock serialises appends (module docstring): seqs are
-                # gap-free, follow commit order, and the id lookup below cannot race.
-                last = int(con.execute(f"SELECT last_seq FROM {COUNTER} WHERE id = 1 FOR UPDATE").fetchone()[0])
+                # The append lock serialises appends (module docstring): seqs are gap-free,
+                # follow commit order, and the id lookup below cannot race.
+                con.execute("SELECT pg_advisory_xact_lock(%s)", [_APPEND_LOCK_KEY])
+                last = int(con.execute(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}").fetchone()[0])
                 ids = sorted({e.event_id for e in normalised})
                 stored = {
                     r[1]: row_to_event(r)
@@ -188,7 +185,6 @@ class PostgresInbox(InboxBackend):
                 if new_rows:
                     with con.cursor() as cur:
                         cur.executemany(_INSERT, new_rows)
-                    con.execute(f"UPDATE {COUNTER} SET last_seq = %s WHERE id = 1", [last])
         except (psycopg.Error, PoolTimeout) as exc:
             # Not acknowledged. If the connection died during COMMIT the events may be
             # stored all the same: a retry with the same event ids returns them as stored.
@@ -210,8 +206,7 @@ class PostgresInbox(InboxBackend):
         return [row_to_event(r) for r in self._query(sql, params)]
 
     def max_seq(self) -> int:
-        # The counter, not max(seq): equal once committed, and one row to read.
-        return int(self._query(f"SELECT last_seq FROM {COUNTER} WHERE id = 1", [])[0][0])
+        return int(self._query(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}", [])[0][0])
 
     def _get_event(self, event_id: str) -> Event | None:
         rows = self._query(f"SELECT {EVENT_COLUMNS} FROM {EVENTS} WHERE event_id = %s", [event_id])
