@@ -128,12 +128,27 @@ def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
 
 
 @app.command()
-def consolidate(data_dir: Optional[str] = DATA_OPT) -> None:
+def consolidate(
+    data_dir: Optional[str] = DATA_OPT,
+    shard: Optional[int] = typer.Option(None, "--shard", help="With shards > 1: consolidate this shard only."),
+) -> None:
     """Run the consolidation job in-process: one line per stage as it completes (count,
-    seconds), then a summary."""
-    from assets.run import run_consolidation
+    seconds), then a summary. With shards > 1: every shard, one process each (or --shard)."""
+    from assets.run import consolidate_shards, run_consolidation
 
     settings = _settings(data_dir)
+    if settings.shards > 1 and shard is None:
+        summaries = consolidate_shards(settings)
+        for k, summary in summaries.items():
+            console.print(f"shard {k}: {summary.get('status')} in {summary.get('duration_s')} s")
+        if any(s.get("status") not in (None, "success") for s in summaries.values()):
+            raise typer.Exit(1)
+        return
+    if shard is not None:
+        try:
+            settings = settings.for_shard(shard)
+        except ValueError as exc:
+            _fail(str(exc), 2)
     summary = run_consolidation(settings, progress=lambda line: err.print(line, markup=False, highlight=False))
     _print_summary(summary)
     if summary.get("status") not in (None, "success"):

@@ -399,15 +399,22 @@ def is_postgres_url(target: object) -> bool:
 def open_inbox(target: Any) -> InboxBackend:
     """The inbox a setting names: `Settings` (its `inbox_location`), a `postgresql://` URL
     (`PostgresInbox`), or a path to a SQLite file (`Inbox`). Every component opens the inbox
-    through here, so one setting moves all of them to PostgreSQL."""
+    through here, so one setting moves all of them to PostgreSQL. Settings of one shard
+    (`Settings.for_shard`) read only that shard's tenants (`pipelines.shards.ShardInbox`)."""
     location = getattr(target, "inbox_location", target)
     if is_postgres_url(location):
         from pipelines.inbox_postgres import PostgresInbox  # psycopg only when it is used
 
-        return PostgresInbox(location)
-    if not isinstance(location, (str, Path)):
+        inbox: InboxBackend = PostgresInbox(location)
+    elif isinstance(location, (str, Path)):
+        inbox = Inbox(location)
+    else:
         raise TypeError(f"an inbox is a path, a postgresql:// URL or Settings, not {type(target).__name__}")
-    return Inbox(location)
+    if getattr(target, "sharded", False):  # Settings of one shard: that shard's events only
+        from pipelines.shards import ShardInbox
+
+        return ShardInbox(inbox, target.shard, target.shards)
+    return inbox
 
 
 def inbox_exists(target: Any) -> bool:
