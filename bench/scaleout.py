@@ -56,8 +56,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--replicas", type=int, nargs="+", default=[1, 3], help="replica counts to measure (default 1 3)")
     p.add_argument("--embedder", choices=["minilm", "hash"], default=None, help="default minilm; --quick hash")
     p.add_argument("--inbox-url", default=None, help="postgresql://... (default: a throwaway local server)")
+    p.add_argument("--shards", type=int, nargs="+", default=[1, 4], help="shard counts to consolidate (default 1 4)")
+    p.add_argument("--shard-turns", type=int, default=None,
+                   help="turns consolidated per shard layout (default 4000; --quick 600), over 32 orgs")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    args.shard_turns = args.shard_turns if args.shard_turns is not None else (600 if args.quick else 4000)
     args.items = args.items if args.items is not None else (1000 if args.quick else 10_000)
     args.duration = args.duration if args.duration is not None else (6.0 if args.quick else 20.0)
     args.embedder = args.embedder or ("hash" if args.quick else "minilm")
@@ -175,6 +179,65 @@ def measure_replicas(args: argparse.Namespace, base: Settings, workdir: Path, qu
     return rows
 
 
+ORGS = 32
+
+
+def shard_turn_rows(n: int, seed: int) -> list[dict[str, Any]]:
+    """`n` recent synthetic turns (bench.synthetic) spread over ORGS tenants by user."""
+    from datetime import datetime, timedelta, timezone
+
+    from bench.synthetic import synthetic_turns
+
+    start = datetime.now(timezone.utc) - timedelta(days=1)
+    rows = list(synthetic_turns(n, seed=seed, users=128, start=start, session_gap=timedelta(seconds=20)))
+    users = sorted({row["user_id"] for row in rows})
+    org_of = {user: f"org{i % ORGS}" for i, user in enumerate(users)}
+    for row in rows:
+        row["org_id"] = org_of[row["user_id"]]
+    return rows
+
+
+def measure_shards(args: argparse.Namespace, inbox_url_for, workdir: Path, say) -> list[dict[str, Any]]:
+    """Consolidation wall time of the same turns with each shard count (hash embedder,
+    extractive merger: this measures the pipeline, not MiniLM or Ollama)."""
+    import json
+
+    from assets.run import consolidate_shards, run_consolidation
+    from pipelines.inbox import open_inbox
+    from pipelines.ingest import ingest_chat_jsonl
+    from pipelines.policy import Policy
+    from pipelines.shards import shard_of
+
+    rows = shard_turn_rows(args.shard_turns, args.seed)
+    out = []
+    for n in args.shards:
+        folder = workdir / f"shards-{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        settings = Settings(data_dir=str(folder / "data"), embedder="hash", merger="extractive", snapshots_keep=1,
+                            shards=n, inbox_url=inbox_url_for(f"shards{n}"))
+        path = folder / "turns.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        say(f"{n} shard(s): ingesting {len(rows)} turns ...")
+        with open_inbox(settings) as inbox:
+            ingest_chat_jsonl(path, inbox, Policy(settings))
+        say(f"{n} shard(s): consolidating ...")
+        started = time.monotonic()
+        summaries = consolidate_shards(settings) if n > 1 else {0: run_consolidation(settings, instance="ephemeral")}
+        wall = time.monotonic() - started
+        turns_per_shard = [sum(1 for r in rows if shard_of(r["org_id"], n) == k) for k in range(n)]
+        per_shard = [float(summaries[k].get("duration_s") or 0.0) for k in range(n)]
+        out.append({
+            "shards": n,
+            "turns": len(rows),
+            "wall_s": round(wall, 2),
+            "per_shard_s": [round(x, 2) for x in per_shard],
+            "turns_per_shard": turns_per_shard,
+            "status": sorted({str(s.get("status")) for s in summaries.values()}),
+            "loadavg_1m": round(os.getloadavg()[0], 2),
+        })
+    return out
+
+
 def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
     from bench.pg_local import LocalPostgres
 
@@ -199,6 +262,8 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         say("inbox appends (1 and 8 writers) ...")
         appends = [inbox_appends(inbox_url, w, min(args.duration, 5.0)) for w in (1, 8)]
         replicas = measure_replicas(args, base, workdir, queries, say)
+        fresh = server.fresh_database if server is not None else (lambda _name: inbox_url)
+        shards = measure_shards(args, fresh, workdir, say) if args.shards else []
     finally:
         if server is not None:
             server.stop()
@@ -213,6 +278,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         "snapshot": {"items": manifest.count, "index_kind": manifest.index_kind, "embedder": embedder.name},
         "replicas": replicas,
         "inbox_appends": appends,
+        "shards": shards,
         "note": (f"all replicas, the PostgreSQL server and the {args.concurrency} client threads share this "
                  f"machine's {machine['cpu_count']} cores: more replicas cannot add cores here"),
         "per_node": {
@@ -221,6 +287,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             "expected_recalls_per_s": {f"{c} cores": round(c * per_cpu) if per_cpu else None for c in (2, 4, 8, 16)},
         },
         "errors": sum(r["errors"] for r in replicas),
+        "failed_shard_runs": sum(1 for row in shards for st in row["status"] if st != "success"),
     }
 
 
@@ -238,6 +305,14 @@ def show(out: dict[str, Any]) -> None:
         ("writers", "appends", "appends/s", "p50 ms", "p99 ms"),
         [(a["writers"], a["appends"], a["appends_per_s"], a["latency_ms"]["p50"], a["latency_ms"]["p99"])
          for a in out["inbox_appends"]]))
+    if out["shards"]:
+        console.print(driver.table(
+            f"Consolidation of {out['shards'][0]['turns']} turns over {ORGS} tenants (hash embedder, extractive "
+            "merger; shards run in parallel processes)",
+            ("shards", "wall s", "per-shard s (each)", "turns per shard", "status", "load 1m"),
+            [(r["shards"], r["wall_s"], " ".join(f"{x:g}" for x in r["per_shard_s"]),
+              " ".join(map(str, r["turns_per_shard"])), ",".join(r["status"]), r["loadavg_1m"])
+             for r in out["shards"]], left=("per-shard s (each)", "turns per shard", "status")))
     console.print(f"note: {out['note']}")
     node = out["per_node"]
     console.print(f"per node: {node['formula']}; measured {node['recalls_per_cpu_s']} recalls per CPU-second -> "
@@ -248,7 +323,8 @@ def show(out: dict[str, Any]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return driver.run(_parse(argv), run, show, passed=lambda out: out["errors"] == 0)
+    return driver.run(_parse(argv), run, show,
+                      passed=lambda out: out["errors"] == 0 and out["failed_shard_runs"] == 0)
 
 
 if __name__ == "__main__":

@@ -334,14 +334,19 @@ def serve(
         None, "--inbox-url", help="postgresql://... : the inbox replicas share (default: settings.inbox_url)."),
     snapshots_dir: Optional[str] = typer.Option(
         None, "--snapshots-dir", help="The snapshot folder replicas share (default: settings.snapshots_dir)."),
+    shard: Optional[int] = typer.Option(
+        None, "--shard", help="With shards > 1: the shard this replica serves (its snapshot and tenants)."),
 ) -> None:
     """Start the recall service (Litestar on uvicorn). Several replicas serve one memory when
     they share the inbox (--inbox-url) and the snapshot folder (--snapshots-dir)."""
     from online.server import serve as run_server
 
-    given = {"host": host, "port": port, "inbox_url": inbox_url, "snapshots_dir": snapshots_dir}
+    given = {"host": host, "port": port, "inbox_url": inbox_url, "snapshots_dir": snapshots_dir, "shard": shard}
     overrides = {k: v for k, v in given.items() if v is not None}
-    run_server(_settings(data_dir, **overrides))
+    settings = _settings(data_dir, **overrides)
+    if settings.shards > 1 and not settings.sharded:
+        _fail(f"{settings.shards} shards: name the shard this replica serves (--shard 0..{settings.shards - 1})", 2)
+    run_server(settings)
 
 
 @app.command()

@@ -114,6 +114,12 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_body_bytes: int = 1_000_000
     flags: dict[str, bool] = msgspec.field(default_factory=lambda: dict(FLAG_DEFAULTS))
 
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError("shards must be >= 1")
+        if self.shard >= self.shards or self.shard < -1:
+            raise ValueError(f"shard must be -1 (none) or within 0..{self.shards - 1}")
+
     def path(self, name: str) -> Path:
         p = Path(name)
         return p if p.is_absolute() else Path(self.data_dir) / p
