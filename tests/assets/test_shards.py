@@ -108,3 +108,17 @@ def test_a_shard_inbox_pages_through_other_shards_events(tmp_path):
         assert mine and shard.read_after(0) == mine
         assert shard.read_after(0, limit=1) == mine[:1]  # a limit counts this shard's events
         assert shard.max_seq() == everything.max_seq()  # seqs stay global
+
+
+def test_serve_with_shards_names_its_shard(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from loci import cli
+
+    monkeypatch.setenv("LOCI_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.setenv("LOCI_SHARDS", "4")
+    result = CliRunner().invoke(cli.app, ["serve", "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--shard 0..3" in " ".join(result.output.split())
+    result = CliRunner().invoke(cli.app, ["consolidate", "--data-dir", str(tmp_path), "--shard", "7"])
+    assert result.exit_code == 2 and "outside 0..3" in " ".join(result.output.split())
