@@ -14,7 +14,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,6 +29,7 @@ import httpx
 import msgspec
 import numpy as np
 
+from bench.pg_local import free_port
 from pipelines.inbox import open_inbox
 from pipelines.ingest import ingest_chat_jsonl
 from pipelines.materialize import message_item_id
@@ -75,12 +75,6 @@ def unique_phrase(rng: random.Random, n: int = 4) -> str:
 
 
 # -- a real service process ------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 SERVE_CODE = (

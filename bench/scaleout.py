@@ -106,19 +106,24 @@ def recall_load(urls: list[str], queries: list[tuple[str, Any]], concurrency: in
         with lock:
             latencies.extend(mine)
 
+    return latencies, errors, run_threads(client, concurrency, duration + 120)
+
+
+def run_threads(target, n: int, timeout_s: float) -> float:
+    """`target(i)` on n threads at once; the seconds until all ended (each waited up to timeout_s)."""
     t0 = time.monotonic()
-    threads = [threading.Thread(target=client, args=(n,), daemon=True) for n in range(concurrency)]
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(duration + 120)
-    return latencies, errors, time.monotonic() - t0
+        t.join(timeout_s)
+    return time.monotonic() - t0
 
 
 def inbox_appends(inbox_url: str, writers: int, duration: float) -> dict[str, Any]:
     """`writers` threads appending one event per transaction for `duration` seconds: the
-    PostgreSQL inbox's append rate (appends serialise on the seq counter row, so this is
-    about one commit flush per append; batching several events per append multiplies it)."""
+    PostgreSQL inbox's append rate (appends serialise on the append lock, so this is about
+    one commit flush per append; batching several events per append multiplies it)."""
     from pipelines.inbox import open_inbox
     from pipelines.records import Event, Identity
 
@@ -137,13 +142,7 @@ def inbox_appends(inbox_url: str, writers: int, duration: float) -> dict[str, An
             with lock:
                 latencies.extend(mine)
 
-        t0 = time.monotonic()
-        threads = [threading.Thread(target=writer, args=(n,), daemon=True) for n in range(writers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(duration + 60)
-        elapsed = time.monotonic() - t0
+        elapsed = run_threads(writer, writers, duration + 60)
     return {"writers": writers, "appends": len(latencies), "appends_per_s": round(len(latencies) / elapsed, 1),
             "latency_ms": percentiles(latencies)}
 

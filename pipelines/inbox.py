@@ -262,16 +262,7 @@ class Inbox(InboxBackend):
     # -- reading -----------------------------------------------------------------------
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"
-        params: list[Any] = [seq]
-        if kinds is not None:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            params.extend(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [row_to_event(r) for r in self._query(sql, params)]
+        return [row_to_event(r) for r in self._query(*read_after_sql("events", "?", seq, limit, kinds))]
 
     def max_seq(self) -> int:
         return int(self._query("SELECT coalesce(max(seq), 0) FROM events", [])[0][0])
@@ -365,6 +356,21 @@ def row_to_event(row: tuple) -> Event:
         seq=int(seq),
         sha256=sha256,
     )
+
+
+def read_after_sql(table: str, mark: str, seq: int, limit: int | None,
+                   kinds: list[str] | None) -> tuple[str, list[Any]]:
+    """The query behind `read_after` in either store (`mark`: the driver's placeholder)."""
+    sql = f"SELECT {EVENT_COLUMNS} FROM {table} WHERE seq > {mark}"
+    params: list[Any] = [seq]
+    if kinds is not None:
+        sql += f" AND kind IN ({','.join([mark] * len(kinds))})"
+        params.extend(kinds)
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        params.append(limit)
+    return sql, params
 
 
 def event_rows(events: Sequence[Event], appended_at: str) -> list[tuple]:

@@ -44,6 +44,7 @@ from pipelines.inbox import (
     event_rows,
     is_postgres_url,
     normalise_event,
+    read_after_sql,
     row_to_event,
 )
 from pipelines.records import Event, utcnow
@@ -194,16 +195,7 @@ class PostgresInbox(InboxBackend):
     # -- reading -----------------------------------------------------------------------
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
-        sql = f"SELECT {EVENT_COLUMNS} FROM {EVENTS} WHERE seq > %s"
-        params: list[Any] = [seq]
-        if kinds is not None:
-            sql += " AND kind = ANY(%s)"
-            params.append(kinds)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            sql += " LIMIT %s"
-            params.append(limit)
-        return [row_to_event(r) for r in self._query(sql, params)]
+        return [row_to_event(r) for r in self._query(*read_after_sql(EVENTS, "%s", seq, limit, kinds))]
 
     def max_seq(self) -> int:
         return int(self._query(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}", [])[0][0])
