@@ -122,3 +122,23 @@ def test_serve_with_shards_names_its_shard(tmp_path, monkeypatch):
     assert "--shard 0..3" in " ".join(result.output.split())
     result = CliRunner().invoke(cli.app, ["consolidate", "--data-dir", str(tmp_path), "--shard", "7"])
     assert result.exit_code == 2 and "outside 0..3" in " ".join(result.output.split())
+
+
+def test_sharded_definitions_partition_the_assets_and_schedule_every_shard(tmp_path):
+    from datetime import datetime, timezone
+
+    import dagster as dg
+
+    from assets.definitions import build_definitions
+
+    defs = build_definitions(make_settings(tmp_path, shards=3))
+    job = defs.resolve_job_def("consolidate_job")
+    assert job.partitions_def.get_partition_keys() == ["shard-0", "shard-1", "shard-2"]
+    schedule = defs.resolve_schedule_def("consolidation_schedule")
+    context = dg.build_schedule_context(scheduled_execution_time=datetime(2026, 1, 1, tzinfo=timezone.utc),
+                                        repository_def=defs.get_repository_def())
+    requests = list(schedule.evaluate_tick(context).run_requests)
+    assert sorted(r.partition_key for r in requests) == ["shard-0", "shard-1", "shard-2"]
+    assert len({r.run_key for r in requests}) == 3
+    single = build_definitions(make_settings(tmp_path / "one"))  # the default: unpartitioned, as before
+    assert single.resolve_job_def("consolidate_job").partitions_def is None
