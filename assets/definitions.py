@@ -22,7 +22,7 @@ def build_definitions(
     """The assets, checks, job, schedule, sensors and resources for `settings`; `resources`
     replaces some of them (tests: a `faults` resource that fails or pauses a run)."""
     if settings.shards > 1:  # the same assets partitioned by shard (assets/shards.py)
-        from assets.shards import sharded_assets, sharded_job, sharded_schedule
+        from assets.shards import sharded_assets, sharded_job, sharded_schedule, sharded_sensors
 
         job = sharded_job(settings)
         return dg.Definitions(
@@ -30,6 +30,7 @@ def build_definitions(
             asset_checks=CONSOLIDATION_CHECKS,
             jobs=[job],
             schedules=[sharded_schedule(settings, job)],
+            sensors=sharded_sensors(settings, job),
             resources={**resources_from_settings(settings), **(resources or {})},
             executor=dg.in_process_executor,
             loggers=loggers,

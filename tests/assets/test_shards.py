@@ -142,3 +142,26 @@ def test_sharded_definitions_partition_the_assets_and_schedule_every_shard(tmp_p
     assert len({r.run_key for r in requests}) == 3
     single = build_definitions(make_settings(tmp_path / "one"))  # the default: unpartitioned, as before
     assert single.resolve_job_def("consolidate_job").partitions_def is None
+
+
+def test_sensors_request_runs_of_the_shards_that_need_one(tmp_path):
+    import json
+
+    from assets.sensors import evaluate_consolidate_requests
+    from assets.shards import evaluate_per_shard
+    from pipelines.records import Event
+
+    settings = make_settings(tmp_path, shards=4)
+    ingest(settings, rows_for("org1"))
+    quiet = evaluate_per_shard(evaluate_consolidate_requests, settings, None)
+    assert not quiet.run_requests and set(json.loads(quiet.cursor)) == {"0", "1", "2", "3"}
+
+    who = Identity(user_id="ana", project_id="atlas", org_id="org5")
+    with open_inbox(settings) as inbox:
+        inbox.append([Event(event_id="evt-consolidate-org5", kind="memory.consolidate", identity=who,
+                            payload={"scope": "project"})])
+    fired = evaluate_per_shard(evaluate_consolidate_requests, settings, quiet.cursor)
+    (request,) = fired.run_requests  # only org5's shard asked
+    assert request.partition_key == f"shard-{shard_of('org5', 4)}"
+    assert request.run_key.startswith(f"shard-{shard_of('org5', 4)}:memory.consolidate:")
+    assert not evaluate_per_shard(evaluate_consolidate_requests, settings, fired.cursor).run_requests
