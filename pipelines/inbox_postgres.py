@@ -127,6 +127,9 @@ class PostgresInbox(InboxBackend):
                 self._pool = ConnectionPool(
                     self.url, min_size=1, max_size=self.max_connections, timeout=self.busy_timeout_s,
                     kwargs={"autocommit": True}, open=False, name="loci-inbox",
+                    # A connection the server dropped (restart, failover) is replaced before
+                    # use instead of failing one request.
+                    check=ConnectionPool.check_connection,
                 )
                 try:
                     self._pool.open(wait=True, timeout=self.busy_timeout_s)
@@ -164,6 +167,7 @@ class PostgresInbox(InboxBackend):
             with self._connection() as con, con.transaction():
                 # The append lock serialises appends (module docstring): seqs are gap-free,
                 # follow commit order, and the id lookup below cannot race.
+                con.execute(f"SET LOCAL lock_timeout = {int(self.busy_timeout_s * 1000)}")  # wait, not for ever
                 con.execute("SELECT pg_advisory_xact_lock(%s)", [_APPEND_LOCK_KEY])
                 last = int(con.execute(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}").fetchone()[0])
                 ids = sorted({e.event_id for e in normalised})

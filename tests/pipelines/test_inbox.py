@@ -264,3 +264,26 @@ def test_the_setting_chooses_the_store(tmp_path):
     with pytest.raises(InboxError, match="cannot open the inbox postgresql://nobody@127.0.0.1:1/none"):
         open_inbox(chosen)  # chosen, and unreachable: said so at once, not after a timeout
     assert not (tmp_path / "pg").exists()
+
+
+def test_postgres_survives_dropped_connections_and_bounds_its_wait(postgres_url):
+    import psycopg
+
+    from pipelines.inbox_postgres import _APPEND_LOCK_KEY, PostgresInbox
+
+    with PostgresInbox(postgres_url, busy_timeout_s=0.5) as ib, psycopg.connect(postgres_url, autocommit=True) as admin:
+        ib.append([make_event("a")])
+        # The server drops every other connection (a restart, a failover): the next append
+        # gets a fresh one instead of an error.
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        assert ib.append([make_event("b")])[0].seq == 2
+        # Another holder of the append lock: the append gives up after busy_timeout_s, not acknowledged.
+        with admin.transaction():
+            admin.execute("SELECT pg_advisory_xact_lock(%s)", [_APPEND_LOCK_KEY])
+            started = time.monotonic()
+            with pytest.raises(InboxError, match="append failed"):
+                ib.append([make_event("c")])
+            assert time.monotonic() - started < 5
+        assert [e.event_id for e in ib.read_after(0)] == ["a", "b"]
+        assert ib.append([make_event("c")])[0].seq == 3  # no gap left by the refused one
