@@ -21,6 +21,20 @@ def build_definitions(
 ) -> dg.Definitions:
     """The assets, checks, job, schedule, sensors and resources for `settings`; `resources`
     replaces some of them (tests: a `faults` resource that fails or pauses a run)."""
+    if settings.shards > 1:  # the same assets partitioned by shard (assets/shards.py)
+        from assets.shards import sharded_assets, sharded_job, sharded_schedule, sharded_sensors
+
+        job = sharded_job(settings)
+        return dg.Definitions(
+            assets=sharded_assets(settings),
+            asset_checks=CONSOLIDATION_CHECKS,
+            jobs=[job],
+            schedules=[sharded_schedule(settings, job)],
+            sensors=sharded_sensors(settings, job),
+            resources={**resources_from_settings(settings), **(resources or {})},
+            executor=dg.in_process_executor,
+            loggers=loggers,
+        )
     return dg.Definitions(
         assets=CONSOLIDATION_ASSETS,
         asset_checks=CONSOLIDATION_CHECKS,

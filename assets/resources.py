@@ -22,9 +22,24 @@ import pydantic
 from pydantic import PrivateAttr
 
 from pipelines.consolidate import WarehouseLock
-from pipelines.inbox import Inbox
+from pipelines.inbox import InboxBackend, open_inbox
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
+
+
+def run_shard(context: dg.InitResourceContext, shards: int) -> int | None:
+    """The shard a run works on: its partition key ("shard-K") when the deployment has
+    several shards, else None (the single-warehouse layout)."""
+    from pipelines.shards import shard_from_partition
+
+    run = getattr(context, "dagster_run", None)
+    key = (run.tags.get("dagster/partition") if run is not None else None) if shards > 1 else None
+    if key is None:
+        return None
+    try:
+        return shard_from_partition(key, shards)
+    except ValueError as exc:
+        raise dg.Failure(str(exc)) from exc
 
 
 def _settings_fields() -> dict[str, Any]:
@@ -47,12 +62,20 @@ class LociSettingsResource(_SettingsFields):
     config fields are the fields of `pipelines.settings.Settings`, declared from them (one
     list, one set of defaults); `get()` is that Settings object."""
 
+    _run_shard: Any = PrivateAttr(default=None)
+
     @classmethod
     def from_settings(cls, settings: Settings) -> "LociSettingsResource":
         return cls(**msgspec.structs.asdict(settings))
 
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._run_shard = run_shard(context, self.shards)
+
     def get(self) -> Settings:
+        """The settings; inside a shard's run, that shard's (`Settings.for_shard`)."""
         values = {f.name: getattr(self, f.name) for f in msgspec.structs.fields(Settings)}
+        if self._run_shard is not None:
+            values["shard"] = self._run_shard
         try:
             return msgspec.convert(values, Settings)
         except msgspec.ValidationError as exc:
@@ -85,46 +108,59 @@ class InjectedFailure(RuntimeError):
 
 
 class InboxResource(dg.ConfigurableResource):
-    """The SQLite inbox (read concurrently with the service's appends)."""
+    """The inbox (read concurrently with the service's appends). `path`: a SQLite file or a
+    postgresql:// URL (`Settings.inbox_location`). In a shard's run: that shard's events."""
 
     path: str
+    shards: int = 1
     _inbox: Any = PrivateAttr(default=None)
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["InboxResource"]:
-        self._inbox = Inbox(self.path)
+        from pipelines.shards import ShardInbox
+
+        self._inbox = open_inbox(self.path)
+        shard = run_shard(context, self.shards)
+        if shard is not None:
+            self._inbox = ShardInbox(self._inbox, shard, self.shards)
         try:
             yield self
         finally:
             self._inbox.close()
             self._inbox = None
 
-    def get(self) -> Inbox:
+    def get(self) -> InboxBackend:
         if self._inbox is None:  # used outside a run (e.g. direct invocation)
-            self._inbox = Inbox(self.path)
+            self._inbox = open_inbox(self.path)
         return self._inbox
 
 
 class WarehouseResource(dg.ConfigurableResource):
     """The DuckDB warehouse, opened read-write once per run. The run holds the warehouse
     file lock from start to end (in-process executor: resources live for the whole run),
-    so a second run waits here instead of failing on DuckDB's single-writer lock."""
+    so a second run waits here instead of failing on DuckDB's single-writer lock. With
+    several shards, a shard's run opens (and locks) that shard's file: one writer per shard."""
 
     path: str
+    shards: int = 1
     lock_timeout_s: float = 6 * 3600.0
     _warehouse: Any = PrivateAttr(default=None)
     _lock: Any = PrivateAttr(default=None)
 
     @contextlib.contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["WarehouseResource"]:
+        from pipelines.shards import shard_file
+
         log = context.log
-        lock = WarehouseLock(self.path, timeout_s=self.lock_timeout_s)
+        shard = run_shard(context, self.shards)
+        path = str(shard_file(Path(self.path), shard)) if shard is not None else self.path
+        lock = WarehouseLock(path, timeout_s=self.lock_timeout_s)
         lock.acquire(on_wait=(log.info if log is not None else None))
         if lock.waited_s and log is not None:
             log.info(f"warehouse lock acquired after {lock.waited_s:.1f}s")
         self._lock = lock
         try:
-            self._warehouse = Warehouse(self.path)
+            self._warehouse = Warehouse(path)
             try:
                 yield self
             finally:
@@ -210,12 +246,13 @@ class MergerResource(dg.ConfigurableResource):
 def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableResource]:
     """Every resource the graph needs, from one Settings object. The data directory is made
     absolute, so a run launched from another working directory uses the same files."""
-    settings = msgspec.structs.replace(settings, data_dir=str(Path(settings.data_dir).resolve()))
+    # With shards, resources describe the whole layout; each run's partition picks its shard.
+    settings = msgspec.structs.replace(settings, data_dir=str(Path(settings.data_dir).resolve()), shard=-1)
     return {
         "faults": FaultInjectionResource(),
         "loci": LociSettingsResource.from_settings(settings),
-        "inbox": InboxResource(path=str(settings.inbox_path)),
-        "warehouse": WarehouseResource(path=str(settings.warehouse_path)),
+        "inbox": InboxResource(path=settings.inbox_location, shards=settings.shards),
+        "warehouse": WarehouseResource(path=str(settings.warehouse_path), shards=settings.shards),
         "embedder": EmbedderResource(
             backend=settings.embedder, dim=settings.embedder_dim, ollama_host=settings.ollama_host,
             ollama_model=settings.ollama_embed_model, timeout_s=settings.ollama_timeout_s,

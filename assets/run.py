@@ -240,6 +240,8 @@ def run_consolidation(
 ) -> dict[str, Any]:
     """Run the whole consolidation graph once, in this process, and return its summary
     (status "success" or "failure" with "error"). Waits if another run holds the warehouse.
+    With several shards (`settings.shards > 1`) `settings` names the shard to consolidate
+    (`Settings.for_shard`); `consolidate_shards` runs every shard.
 
     `instance`: "local" (the project-local `.dagster_home/`, runs visible in `loci ui`),
     "ephemeral" (in memory, nothing kept), or a DagsterInstance to use as is. `resources`
@@ -249,6 +251,13 @@ def run_consolidation(
     if not isinstance(instance, dg.DagsterInstance) and instance not in ("local", "ephemeral"):
         raise ValueError(f"instance must be 'local', 'ephemeral' or a DagsterInstance, not {instance!r}")
     # The progress logger replaces Dagster's console logger (the CLI prints a summary).
+    partition = None
+    if settings.shards > 1:
+        from pipelines.shards import partition_key
+
+        if settings.shard < 0:
+            raise ValueError(f"{settings.shards} shards: name the shard to consolidate (Settings.for_shard)")
+        partition = partition_key(settings.shard)
     loggers = {"progress": _progress_logger(progress or (lambda _msg: None))}
     job = build_definitions(settings, loggers=loggers, resources=resources).resolve_job_def("consolidate_job")
     started = time.monotonic()
@@ -260,6 +269,7 @@ def run_consolidation(
             instance=dagster_instance,
             raise_on_error=False,
             tags={"loci/trigger": "cli"},
+            partition_key=partition,
         )
         return summarise(result, duration_s=time.monotonic() - started)
 
@@ -270,3 +280,23 @@ def run_consolidation(
             return execute(dagster_instance)
     with dg.DagsterInstance.from_config(str(dagster_home(settings))) as dagster_instance:
         return execute(dagster_instance)
+
+
+def _run_one_shard(settings: Settings) -> dict[str, Any]:
+    return run_consolidation(settings, instance="ephemeral")
+
+
+def consolidate_shards(settings: Settings, *, processes: int | None = None) -> dict[int, dict[str, Any]]:
+    """Consolidate every shard, each shard's run in a process of its own, up to `processes`
+    (default: the number of shards) at once: one writer per shard, shards in parallel.
+    Returns each shard's run summary (with its wall time in `duration_s`)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if settings.shards < 2:
+        return {0: run_consolidation(settings)}
+    workers = max(1, min(processes or settings.shards, settings.shards))
+    context = multiprocessing.get_context("spawn")  # no Dagster or DuckDB state shared with the parent
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {k: pool.submit(_run_one_shard, settings.for_shard(k)) for k in range(settings.shards)}
+        return {k: f.result() for k, f in futures.items()}

@@ -27,7 +27,7 @@ import dagster as dg
 from assets.graph import CONSOLIDATION_ASSETS, WAREHOUSE_TAG
 from assets.resources import LociSettingsResource
 from pipelines import consolidate as stages
-from pipelines.inbox import Inbox
+from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.settings import Settings
 
 SENSOR_BATCH = 20_000  # inbox events read per evaluation; the cursor continues next time
@@ -94,9 +94,9 @@ class ThresholdCursor:
 
 def _read_events(settings: Settings, after: int, kinds: tuple[str, ...]) -> tuple[list[Any], int]:
     """Events of `kinds` in (after, top] (at most SENSOR_BATCH) and the seq read up to."""
-    if not settings.inbox_path.exists():
+    if not inbox_exists(settings):
         return [], after
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         top = inbox.max_seq()
         if top <= after:
             return [], after

@@ -115,7 +115,7 @@ def service_rounds(args: argparse.Namespace, workdir: Path, say) -> dict[str, An
         finally:
             service.kill()
         acks += load.acks
-        audit, events = audit_inbox(settings.inbox_path)
+        audit, events = audit_inbox(settings.inbox_location)
         landed, lost = unanswered_landed(events, load.unanswered)
         row.update({
             "kill_after_s": round(kill_after, 3), "exit_code": code, "acked": len(load.acks),
@@ -141,7 +141,7 @@ def service_rounds(args: argparse.Namespace, workdir: Path, say) -> dict[str, An
             statuses = [client.post("/v1/turns", json={"identity": ident(a.who), "role": "user", "turn_id": a.turn_id,
                                                        "text": f"Please remember: {a.phrase}."}).status_code
                         for a in retried]
-        audit, _ = audit_inbox(settings.inbox_path)
+        audit, _ = audit_inbox(settings.inbox_location)
         final.update({
             "retried_turns": len(retried), "retry_non_2xx": sum(s // 100 != 2 for s in statuses),
             "retried_stored_once": all(audit.turn_count[a.turn_id] == 1 for a in retried),

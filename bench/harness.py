@@ -14,7 +14,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -30,7 +29,8 @@ import httpx
 import msgspec
 import numpy as np
 
-from pipelines.inbox import Inbox
+from bench.pg_local import free_port
+from pipelines.inbox import open_inbox
 from pipelines.ingest import ingest_chat_jsonl
 from pipelines.materialize import message_item_id
 from pipelines.records import SCOPE_KINDS, Identity, MemoryItem, Provenance, Scope
@@ -77,12 +77,6 @@ def unique_phrase(rng: random.Random, n: int = 4) -> str:
 # -- a real service process ------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 SERVE_CODE = (
     "import sys, msgspec\n"
     "from online.server import serve\n"
@@ -93,27 +87,46 @@ SERVE_CODE = (
 
 class ServiceProcess:
     """`online.server.serve(settings)` (what `loci serve` runs) in a child process on a free
-    127.0.0.1 port. `start()` waits for /readyz; `kill()` is SIGKILL (no shutdown code runs)."""
+    127.0.0.1 port. `start()` waits for /readyz; `kill()` is SIGKILL (no shutdown code runs).
+    `via_cli`: run the `loci serve` command itself, its settings in a config file of its own
+    (`launch()` then `wait_ready()` start several at once)."""
 
-    def __init__(self, settings: Settings, *, ready_timeout_s: float = 60.0, log_path: Path | None = None):
+    def __init__(self, settings: Settings, *, ready_timeout_s: float = 60.0, log_path: Path | None = None,
+                 via_cli: bool = False):
         self.port = free_port()
         self.settings = msgspec.structs.replace(settings, host="127.0.0.1", port=self.port)
         self.url = f"http://127.0.0.1:{self.port}"
         self.ready_timeout_s = ready_timeout_s
         self.log_path = log_path or Path(self.settings.data_dir) / f"service-{self.port}.log"
+        self.via_cli = via_cli
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "ServiceProcess":
-        Path(self.settings.data_dir).mkdir(parents=True, exist_ok=True)
+        return self.launch().wait_ready()
+
+    def launch(self) -> "ServiceProcess":
+        """Start the process without waiting for it to be ready."""
+        import tomlkit
+
+        data_dir = Path(self.settings.data_dir)
+        data_dir.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LOCI_")}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(CODE_ROOT), env.get("PYTHONPATH", "")) if p)
-        env["LOCI_CONFIG"] = str(Path(self.settings.data_dir) / "absent.toml")
+        env["LOCI_CONFIG"] = str(data_dir / "absent.toml")
         env["PYTHONFAULTHANDLER"] = "1"  # a native crash leaves its Python stacks in the log
+        if self.via_cli:
+            config = data_dir / f"loci-{self.port}.toml"
+            config.write_text(tomlkit.dumps(msgspec.to_builtins(self.settings)), encoding="utf-8")
+            env["LOCI_CONFIG"] = str(config)
+            cmd = [sys.executable, "-m", "loci.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+        else:
+            cmd = [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode()]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode()],
-            cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        self.proc = subprocess.Popen(cmd, cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        return self
+
+    def wait_ready(self) -> "ServiceProcess":
+        assert self.proc is not None, "launch() first"
         deadline = time.monotonic() + self.ready_timeout_s
         while True:
             if self.proc.poll() is not None:
@@ -304,8 +317,8 @@ class InboxAudit:
         return self.write_count[ack.item_id] if ack.item_id else 0
 
 
-def audit_inbox(inbox_path: Path) -> tuple[InboxAudit, list[Any]]:
-    with Inbox(inbox_path) as inbox:
+def audit_inbox(inbox_location: str | Path) -> tuple[InboxAudit, list[Any]]:
+    with open_inbox(inbox_location) as inbox:
         events = inbox.read_after(0)
     ids = Counter(e.event_id for e in events)
     turns: Counter = Counter()
@@ -465,7 +478,7 @@ def ingest(settings: Settings, rows: list[dict[str, Any]], name: str = "chats.js
     folder = Path(settings.data_dir).parent
     folder.mkdir(parents=True, exist_ok=True)
     path = write_jsonl(folder / name, rows)
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         return ingest_chat_jsonl(path, inbox, Policy(settings)).as_dict()
 
 

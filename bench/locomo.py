@@ -76,13 +76,13 @@ def _sha256_file(path: Path) -> str:
 
 
 def ingest(data: Path, settings) -> tuple[dict[str, Any], float]:
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import open_inbox
     from pipelines.ingest import ingest_locomo
     from pipelines.policy import Policy
 
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         report = ingest_locomo(data, inbox, Policy(settings), project_id=PROJECT_ID)
     return report.as_dict(), time.perf_counter() - started
 

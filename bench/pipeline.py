@@ -92,13 +92,13 @@ def write_turns(path: Path, n: int, seed: int) -> Path:
 
 
 def ingest(settings, path: Path) -> tuple[dict[str, Any], float]:
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import open_inbox
     from pipelines.ingest import ingest_chat_jsonl
     from pipelines.policy import Policy
 
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         report = ingest_chat_jsonl(path, inbox, Policy(settings))
     return report.as_dict(), time.perf_counter() - started
 

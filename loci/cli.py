@@ -72,14 +72,14 @@ def _note_busy() -> None:
 def _served_items(settings) -> list:
     """Active items as the service serves them: the newest good snapshot, then the inbox
     events after its watermark folded over it (what a read can see without the warehouse)."""
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import inbox_exists, open_inbox
     from pipelines.materialize import fold_events
     from pipelines.snapshot import load_latest_good
 
     snapshot, _problems = load_latest_good(settings.snapshots_path)
     items = {it.id: it for it in (snapshot.items if snapshot else [])}
-    if settings.inbox_path.exists():
-        with Inbox(settings.inbox_path) as inbox:
+    if inbox_exists(settings):
+        with open_inbox(settings) as inbox:
             pending = inbox.read_after(snapshot.manifest.watermark if snapshot else 0)
         items.update(fold_events(pending, base=items.get).items)
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
@@ -103,7 +103,7 @@ def ingest(
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import open_inbox
     from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo
     from pipelines.policy import Policy
 
@@ -113,7 +113,7 @@ def ingest(
     readers = {"chat": ingest_chat_jsonl, "locomo": ingest_locomo, "items": import_items_jsonl}
     if format not in readers:
         _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         try:
             report = readers[format](path, inbox, Policy(settings))
         except ValueError as exc:
@@ -130,12 +130,27 @@ def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
 
 
 @app.command()
-def consolidate(data_dir: Optional[str] = DATA_OPT) -> None:
+def consolidate(
+    data_dir: Optional[str] = DATA_OPT,
+    shard: Optional[int] = typer.Option(None, "--shard", help="With shards > 1: consolidate this shard only."),
+) -> None:
     """Run the consolidation job in-process: one line per stage as it completes (count,
-    seconds), then a summary."""
-    from assets.run import run_consolidation
+    seconds), then a summary. With shards > 1: every shard, one process each (or --shard)."""
+    from assets.run import consolidate_shards, run_consolidation
 
     settings = _settings(data_dir)
+    if settings.shards > 1 and shard is None:
+        summaries = consolidate_shards(settings)
+        for k, summary in summaries.items():
+            console.print(f"shard {k}: {summary.get('status')} in {summary.get('duration_s')} s")
+        if any(s.get("status") not in (None, "success") for s in summaries.values()):
+            raise typer.Exit(1)
+        return
+    if shard is not None:
+        try:
+            settings = settings.for_shard(shard)
+        except ValueError as exc:
+            _fail(str(exc), 2)
     summary = run_consolidation(settings, progress=lambda line: err.print(line, markup=False, highlight=False))
     _print_summary(summary)
     if summary.get("status") not in (None, "success"):
@@ -317,12 +332,23 @@ def serve(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port"),
     data_dir: Optional[str] = DATA_OPT,
+    inbox_url: Optional[str] = typer.Option(
+        None, "--inbox-url", help="postgresql://... : the inbox replicas share (default: settings.inbox_url)."),
+    snapshots_dir: Optional[str] = typer.Option(
+        None, "--snapshots-dir", help="The snapshot folder replicas share (default: settings.snapshots_dir)."),
+    shard: Optional[int] = typer.Option(
+        None, "--shard", help="With shards > 1: the shard this replica serves (its snapshot and tenants)."),
 ) -> None:
-    """Start the recall service (Litestar on uvicorn)."""
+    """Start the recall service (Litestar on uvicorn). Several replicas serve one memory when
+    they share the inbox (--inbox-url) and the snapshot folder (--snapshots-dir)."""
     from online.server import serve as run_server
 
-    overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    run_server(_settings(data_dir, **overrides))
+    given = {"host": host, "port": port, "inbox_url": inbox_url, "snapshots_dir": snapshots_dir, "shard": shard}
+    overrides = {k: v for k, v in given.items() if v is not None}
+    settings = _settings(data_dir, **overrides)
+    if settings.shards > 1 and not settings.sharded:
+        _fail(f"{settings.shards} shards: name the shard this replica serves (--shard 0..{settings.shards - 1})", 2)
+    run_server(settings)
 
 
 @app.command("dagster-home")
@@ -430,6 +456,7 @@ BENCHMARKS = {
                 "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
     "pipeline": ("bench.pipeline", "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes."),
     "load": ("bench.load", "A bounded mixed load (turns, recalls, tools) against one service process."),
+    "scaleout": ("bench.scaleout", "Recalls/s with 1 vs 3 replicas on one PostgreSQL inbox; per-node numbers."),
     "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
     "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
     "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),

@@ -23,7 +23,7 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
-from pipelines.inbox import Inbox
+from pipelines.inbox import InboxBackend
 from pipelines.materialize import fold_events, message_item_id, proposal_item_id
 from pipelines.message_context import embedding_text
 from pipelines.recall.corpus import MemoryCorpus
@@ -82,7 +82,7 @@ class DeltaLog:
     events that arrived since the last one. Keeps one vector per item version (the embedder
     runs once per version). Not thread-safe: the service folds under its own lock."""
 
-    def __init__(self, inbox: Inbox, embedder: Embedder) -> None:
+    def __init__(self, inbox: InboxBackend, embedder: Embedder) -> None:
         self.inbox = inbox
         self.embedder = embedder
         self._vector_cache: dict[tuple[str, str], np.ndarray] = {}

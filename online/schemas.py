@@ -30,9 +30,11 @@ RecallMode = Literal["inject", "catalog", "hybrid"]
 # CLOSED_OBJECT on their `data` bodies (`Body(schema_extra=CLOSED_OBJECT)`).
 CLOSED_OBJECT = {"additional_properties": False}
 
-# One part of a caller identity: an empty or blank id would be a tenant of its own.
-IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S",
-                             description="A non-empty id; leave the field out to mean \"default\".")]
+# One part of a caller identity: an empty or blank id would be a tenant of its own; a NUL
+# character cannot be stored by every inbox (PostgreSQL text refuses it).
+IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\s\x00][^\x00]*$",
+                             description="A non-empty id without NUL characters; leave the field out to "
+                                         "mean \"default\".")]
 
 
 class CallerIdentity(Identity, frozen=True, forbid_unknown_fields=True):

@@ -33,7 +33,7 @@ from online.delta_log import DeltaLog, DeltaState, embedding_text, item_ids_touc
 from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, SnapshotState, freeze_long_lived
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
-from pipelines.inbox import Inbox
+from pipelines.inbox import open_inbox
 from pipelines.recall.conflicts import find_conflicts
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult
@@ -120,7 +120,7 @@ class MemoryService:
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)
         self.engine = RecallEngine(self.settings, self.embedder)
-        self.inbox = Inbox(self.settings.inbox_path)
+        self.inbox = open_inbox(self.settings)
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
         self.deltas = DeltaLog(self.inbox, self.embedder)

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 
 import msgspec
 
-from pipelines.inbox import Inbox
+from pipelines.inbox import InboxBackend
 from pipelines.materialize import SCOPE_KINDS, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
@@ -75,7 +75,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
 
 def capture_turn(
-    inbox: Inbox,
+    inbox: InboxBackend,
     policy: Any,
     identity: Identity,
     role: str,

@@ -1,12 +1,21 @@
-"""The inbox: the service's write-ahead log of events, in SQLite (WAL mode).
+"""The inbox: the service's write-ahead log of events.
 
-Every captured turn, policy decision and memory.* write is appended here as an `Event` with
-a monotonically increasing `seq`, and committed (fsync'd: `synchronous=FULL`) before
-`append` returns, so an acknowledged append survives a process kill. Appends are idempotent
-by `event_id`: appending an event id that is already stored returns the stored event with
-its original seq and stores nothing.
+One interface (`InboxBackend`), two stores chosen by one setting (`open_inbox`):
+- `Inbox` (also `SqliteInbox`), the embedded default: one SQLite file in WAL mode;
+- `pipelines.inbox_postgres.PostgresInbox` when `inbox_url = "postgresql://..."`: one
+  PostgreSQL database shared by several service replicas and the pipeline.
 
-Concurrency:
+Both give the same guarantees, checked by the same tests (tests/pipelines/test_inbox.py):
+- Every captured turn, policy decision and memory.* write is appended as an `Event` with a
+  `seq`, and committed (durably) before `append` returns, so an acknowledged append
+  survives a process kill.
+- Appends are idempotent by `event_id`: appending an event id that is already stored
+  returns the stored event with its original seq and stores nothing.
+- Seqs are gap-free (1, 2, 3, ...) and become visible in seq order, so a reader that has
+  seen seq N has seen every seq below it: the pipeline and the service consume the inbox
+  with a watermark (`read_after(watermark)`).
+
+SQLite concurrency:
 - Several processes (service workers, the pipeline, the CLI) may open the same file and
   append at once: each append takes SQLite's write lock (`BEGIN IMMEDIATE`) and waits up to
   `busy_timeout_s` for it, so one append's events get consecutive seqs in commit order.
@@ -22,6 +31,7 @@ arguments (unknown kind, payload that is not JSON-serialisable, negative limit),
 
 from __future__ import annotations
 
+import abc
 import os
 import sqlite3
 import threading
@@ -52,7 +62,7 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE INDEX IF NOT EXISTS events_kind_seq ON events (kind, seq);
 """
-_COLUMNS = "seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256"
+EVENT_COLUMNS = "seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256"
 _INSERT = (
     "INSERT INTO events (event_id, kind, user_id, project_id, session_id, org_id, at, "
     "payload, sha256, appended_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -63,7 +73,68 @@ class InboxError(RuntimeError):
     """The inbox is closed, or its database cannot be opened or written."""
 
 
-class Inbox:
+class InboxBackend(abc.ABC):
+    """The inbox interface (see the module docstring for the guarantees). Argument checks
+    and event validation live here, so both stores refuse the same input the same way."""
+
+    @abc.abstractmethod
+    def append(self, events: Sequence[Event]) -> list[Event]:
+        """Store `events` in one transaction, committed before returning. Returns them in
+        input order with their seq (and the payload's sha256) set; an event whose id is
+        already stored (earlier, or earlier in this batch) comes back as stored."""
+
+    def read_after(
+        self, seq: int, *, limit: int | None = None, kinds: Sequence[str] | None = None
+    ) -> list[Event]:
+        """Committed events with seq > `seq`, in seq order; at most `limit`, only `kinds`."""
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise TypeError(f"seq must be an int, not {type(seq).__name__}")
+        kind_list: list[str] | None = None
+        if kinds is not None:
+            kind_list = as_list(kinds, "kinds")
+            unknown = sorted(set(kind_list) - EVENT_KINDS)
+            if unknown:
+                raise ValueError(f"unknown event kinds {unknown}; known: {sorted(EVENT_KINDS)}")
+            if not kind_list:
+                return []
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
+            if limit < 0:
+                raise ValueError("limit must be >= 0")
+        return self._read_after(seq, limit, kind_list)
+
+    @abc.abstractmethod
+    def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
+        """`read_after` with checked arguments (`kinds` None = every kind, never empty)."""
+
+    @abc.abstractmethod
+    def max_seq(self) -> int:
+        """The highest committed seq (0 when empty)."""
+
+    def get(self, event_id: str) -> Event | None:
+        if not isinstance(event_id, str):
+            raise TypeError(f"event_id must be a str, not {type(event_id).__name__}")
+        return self._get_event(event_id)
+
+    @abc.abstractmethod
+    def _get_event(self, event_id: str) -> Event | None: ...
+
+    @abc.abstractmethod
+    def count(self) -> int: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release every connection. Idempotent; any later call raises `InboxError`."""
+
+    def __enter__(self) -> InboxBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Inbox(InboxBackend):
     """Append-only event log in one SQLite file (see the module docstring)."""
 
     def __init__(self, path: str | Path, *, busy_timeout_s: float = 30.0) -> None:
@@ -160,28 +231,10 @@ class Inbox:
     # -- writing -----------------------------------------------------------------------
 
     def append(self, events: Sequence[Event]) -> list[Event]:
-        """Store `events` in one transaction, committed before returning. Returns them in
-        input order with their seq (and the payload's sha256) set; an event whose id is
-        already stored (earlier, or earlier in this batch) comes back as stored."""
-        normalised = [_normalise(e) for e in _as_list(events, "events")]
+        normalised = [normalise_event(e) for e in as_list(events, "events")]
         if not normalised:
             return []
-        now = utcnow()
-        rows = [
-            (
-                e.event_id,
-                e.kind,
-                e.identity.user_id,
-                e.identity.project_id,
-                e.identity.session_id,
-                e.identity.org_id,
-                e.at,
-                msgspec.json.encode(e.payload).decode("utf-8"),
-                e.sha256,
-                now,
-            )
-            for e in normalised
-        ]
+        rows = event_rows(normalised, utcnow())
         con = self._con()
         try:
             con.execute("BEGIN IMMEDIATE")  # take the write lock now: seqs follow commit order
@@ -208,42 +261,15 @@ class Inbox:
 
     # -- reading -----------------------------------------------------------------------
 
-    def read_after(
-        self, seq: int, *, limit: int | None = None, kinds: Sequence[str] | None = None
-    ) -> list[Event]:
-        """Committed events with seq > `seq`, in seq order; at most `limit`, only `kinds`."""
-        if isinstance(seq, bool) or not isinstance(seq, int):
-            raise TypeError(f"seq must be an int, not {type(seq).__name__}")
-        sql = f"SELECT {_COLUMNS} FROM events WHERE seq > ?"
-        params: list[Any] = [seq]
-        if kinds is not None:
-            kind_list = _as_list(kinds, "kinds")
-            unknown = sorted(set(kind_list) - EVENT_KINDS)
-            if unknown:
-                raise ValueError(f"unknown event kinds {unknown}; known: {sorted(EVENT_KINDS)}")
-            if not kind_list:
-                return []
-            sql += f" AND kind IN ({','.join('?' * len(kind_list))})"
-            params.extend(kind_list)
-        sql += " ORDER BY seq"
-        if limit is not None:
-            if isinstance(limit, bool) or not isinstance(limit, int):
-                raise TypeError(f"limit must be an int or None, not {type(limit).__name__}")
-            if limit < 0:
-                raise ValueError("limit must be >= 0")
-            sql += " LIMIT ?"
-            params.append(limit)
-        return [_row_to_event(r) for r in self._query(sql, params)]
+    def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
+        return [row_to_event(r) for r in self._query(*read_after_sql("events", "?", seq, limit, kinds))]
 
     def max_seq(self) -> int:
-        """The highest committed seq (0 when empty)."""
         return int(self._query("SELECT coalesce(max(seq), 0) FROM events", [])[0][0])
 
-    def get(self, event_id: str) -> Event | None:
-        if not isinstance(event_id, str):
-            raise TypeError(f"event_id must be a str, not {type(event_id).__name__}")
-        rows = self._query(f"SELECT {_COLUMNS} FROM events WHERE event_id = ?", [event_id])
-        return _row_to_event(rows[0]) if rows else None
+    def _get_event(self, event_id: str) -> Event | None:
+        rows = self._query(f"SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ?", [event_id])
+        return row_to_event(rows[0]) if rows else None
 
     def count(self) -> int:
         return int(self._query("SELECT count(*) FROM events", [])[0][0])
@@ -257,9 +283,9 @@ class Inbox:
     @staticmethod
     def _get(con: sqlite3.Connection, event_id: str) -> Event | None:
         row = con.execute(
-            f"SELECT {_COLUMNS} FROM events WHERE event_id = ?", [event_id]
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE event_id = ?", [event_id]
         ).fetchone()
-        return _row_to_event(row) if row else None
+        return row_to_event(row) if row else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -273,12 +299,6 @@ class Inbox:
                 con.close()
             except sqlite3.Error:
                 pass  # already unusable; nothing more to release
-
-    def __enter__(self) -> Inbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"Inbox({str(self.path)!r}{', closed' if self._closed else ''})"
@@ -295,19 +315,25 @@ def _split(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
 
 
-def _as_list(values: Any, name: str) -> list[Any]:
+def as_list(values: Any, name: str) -> list[Any]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(f"{name} must be a sequence, not {type(values).__name__}")
     return list(values)
 
 
-def _normalise(event: Any) -> Event:
+def normalise_event(event: Any) -> Event:
     """Validate an event and recompute its payload sha256 (the payload may have been
     mutated since the Event was built); the payload is stored as it round-trips JSON."""
     if not isinstance(event, Event):
         raise TypeError(f"inbox events must be Event records, not {type(event).__name__}")
     if not isinstance(event.event_id, str) or not event.event_id:
         raise ValueError("event_id must be a non-empty string")
+    # PostgreSQL text cannot hold NUL; refused by every store alike (payloads are JSON, where
+    # a NUL is escaped, so only these plain columns need the check).
+    plain = (("event_id", event.event_id), ("at", event.at), *msgspec.structs.asdict(event.identity).items())
+    for name, value in plain:
+        if isinstance(value, str) and "\x00" in value:
+            raise ValueError(f"invalid event {event.event_id!r}: {name} contains a NUL character")
     try:
         raw = msgspec.to_builtins(event)
         raw["sha256"] = ""  # recomputed by Event.__post_init__
@@ -317,7 +343,7 @@ def _normalise(event: Any) -> Event:
         raise ValueError(f"invalid event {event.event_id!r}: {exc}") from exc
 
 
-def _row_to_event(row: tuple) -> Event:
+def row_to_event(row: tuple) -> Event:
     seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256 = row
     return Event(
         event_id=event_id,
@@ -330,3 +356,75 @@ def _row_to_event(row: tuple) -> Event:
         seq=int(seq),
         sha256=sha256,
     )
+
+
+def read_after_sql(table: str, mark: str, seq: int, limit: int | None,
+                   kinds: list[str] | None) -> tuple[str, list[Any]]:
+    """The query behind `read_after` in either store (`mark`: the driver's placeholder)."""
+    sql = f"SELECT {EVENT_COLUMNS} FROM {table} WHERE seq > {mark}"
+    params: list[Any] = [seq]
+    if kinds is not None:
+        sql += f" AND kind IN ({','.join([mark] * len(kinds))})"
+        params.extend(kinds)
+    sql += " ORDER BY seq"
+    if limit is not None:
+        sql += f" LIMIT {mark}"
+        params.append(limit)
+    return sql, params
+
+
+def event_rows(events: Sequence[Event], appended_at: str) -> list[tuple]:
+    """The stored columns of validated events, in the order `_INSERT` names them (both
+    stores store the same text)."""
+    return [
+        (
+            e.event_id,
+            e.kind,
+            e.identity.user_id,
+            e.identity.project_id,
+            e.identity.session_id,
+            e.identity.org_id,
+            e.at,
+            msgspec.json.encode(e.payload).decode("utf-8"),
+            e.sha256,
+            appended_at,
+        )
+        for e in events
+    ]
+
+
+SqliteInbox = Inbox  # the embedded default; `Inbox` stays its name for existing callers
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(target: object) -> bool:
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
+
+
+def open_inbox(target: Any) -> InboxBackend:
+    """The inbox a setting names: `Settings` (its `inbox_location`), a `postgresql://` URL
+    (`PostgresInbox`), or a path to a SQLite file (`Inbox`). Every component opens the inbox
+    through here, so one setting moves all of them to PostgreSQL. Settings of one shard
+    (`Settings.for_shard`) read only that shard's tenants (`pipelines.shards.ShardInbox`)."""
+    location = getattr(target, "inbox_location", target)
+    if is_postgres_url(location):
+        from pipelines.inbox_postgres import PostgresInbox  # psycopg only when it is used
+
+        inbox: InboxBackend = PostgresInbox(location)
+    elif isinstance(location, (str, Path)):
+        inbox = Inbox(location)
+    else:
+        raise TypeError(f"an inbox is a path, a postgresql:// URL or Settings, not {type(target).__name__}")
+    if getattr(target, "sharded", False):  # Settings of one shard: that shard's events only
+        from pipelines.shards import ShardInbox
+
+        return ShardInbox(inbox, target.shard, target.shards)
+    return inbox
+
+
+def inbox_exists(target: Any) -> bool:
+    """Whether there is an inbox to read without creating one: the SQLite file exists, or
+    the inbox is a PostgreSQL database (which `open_inbox` reaches or reports)."""
+    location = getattr(target, "inbox_location", target)
+    return is_postgres_url(location) or Path(location).exists()

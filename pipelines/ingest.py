@@ -19,7 +19,7 @@ from typing import Any, Iterator, Literal
 import msgspec
 
 from pipelines.capture import capture_turn
-from pipelines.inbox import Inbox
+from pipelines.inbox import InboxBackend
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
@@ -89,7 +89,7 @@ def _row_problem(row: ChatRow) -> str | None:
     return None
 
 
-def ingest_chat_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestReport:
+def ingest_chat_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> IngestReport:
     path = Path(path)
     report = IngestReport()
     ordinal: Counter = Counter()
@@ -157,7 +157,7 @@ def locomo_user_id(sample: dict[str, Any], index: int) -> str:
     return str(sample.get("sample_id") or f"locomo-{index}")
 
 
-def ingest_locomo(path: str | Path, inbox: Inbox, policy: Any, *, project_id: str = "locomo") -> IngestReport:
+def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project_id: str = "locomo") -> IngestReport:
     """Every conversation is one user's scope, every session a session, every turn a chat
     turn with its dia_id kept in provenance and the session date as the turn time."""
     report = IngestReport()
@@ -197,7 +197,7 @@ def ingest_locomo(path: str | Path, inbox: Inbox, policy: Any, *, project_id: st
 
 # -- item export / import --------------------------------------------------------------------
 
-def import_items_jsonl(path: str | Path, inbox: Inbox, policy: Any) -> IngestReport:
+def import_items_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> IngestReport:
     """Land exported items (one MemoryItem JSON per line) as `memory.write` events. Each is
     governed again: an export edited to carry a secret is rejected like any proposal."""
     report = IngestReport()

@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import msgspec
 
-from pipelines.inbox import Inbox
+from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import fold_events
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
@@ -29,9 +29,9 @@ def _open_warehouse(settings: Settings) -> Warehouse | None:
 
 
 def _pending_overlay(settings: Settings, after_seq: int):
-    if not settings.inbox_path.exists():
+    if not inbox_exists(settings):
         return None
-    with Inbox(settings.inbox_path) as inbox:
+    with open_inbox(settings) as inbox:
         return fold_events(inbox.read_after(after_seq))
 
 
@@ -143,8 +143,8 @@ def history_lines(found: dict[str, Any]) -> list[str]:
 
 def collect_stats(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {"data_dir": str(settings.data_dir)}
-    if settings.inbox_path.exists():
-        with Inbox(settings.inbox_path) as inbox:
+    if inbox_exists(settings):
+        with open_inbox(settings) as inbox:
             events = inbox.read_after(0)
         kinds = Counter(e.kind for e in events)
         verdicts = Counter(

@@ -34,9 +34,17 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Storage
     data_dir: str = "data"
     inbox_file: str = "inbox.sqlite3"
+    # Empty: the SQLite inbox at `inbox_file` (the embedded default). "postgresql://...": the
+    # PostgreSQL inbox that several service replicas and the pipeline share (docs/deploy.md).
+    inbox_url: str = ""
     warehouse_file: str = "warehouse.duckdb"
     snapshots_dir: str = "snapshots"
     snapshots_keep: int = 3
+    # Tenants (orgs) hash to `shards` shards, each with its own warehouse file and snapshot
+    # folder (pipelines/shards.py); 1 = one warehouse, today's layout. `shard`: the shard
+    # this process consolidates or serves (-1: none chosen; only meaningful with shards > 1).
+    shards: int = 1
+    shard: int = -1
 
     # Embedding: "minilm" (default, offline), "ollama", or "hash" (deterministic, tests)
     embedder: str = "minilm"
@@ -106,6 +114,12 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     max_body_bytes: int = 1_000_000
     flags: dict[str, bool] = msgspec.field(default_factory=lambda: dict(FLAG_DEFAULTS))
 
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError("shards must be >= 1")
+        if self.shard >= self.shards or self.shard < -1:
+            raise ValueError(f"shard must be -1 (none) or within 0..{self.shards - 1}")
+
     def path(self, name: str) -> Path:
         p = Path(name)
         return p if p.is_absolute() else Path(self.data_dir) / p
@@ -115,12 +129,34 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         return self.path(self.inbox_file)
 
     @property
+    def sharded(self) -> bool:
+        """True when this process works on one shard of several."""
+        return self.shards > 1 and self.shard >= 0
+
+    def for_shard(self, shard: int) -> "Settings":
+        """These settings for one shard (its warehouse, snapshots and share of the inbox)."""
+        if not 0 <= shard < self.shards:
+            raise ValueError(f"shard {shard} outside 0..{self.shards - 1}")
+        return msgspec.structs.replace(self, shard=shard)
+
+    @property
+    def inbox_location(self) -> str:
+        """What `pipelines.inbox.open_inbox` opens: the PostgreSQL URL, else the SQLite path."""
+        return self.inbox_url or str(self.inbox_path)
+
+    @property
     def warehouse_path(self) -> Path:
-        return self.path(self.warehouse_file)
+        from pipelines.shards import shard_file
+
+        path = self.path(self.warehouse_file)
+        return shard_file(path, self.shard) if self.sharded else path
 
     @property
     def snapshots_path(self) -> Path:
-        return self.path(self.snapshots_dir)
+        from pipelines.shards import shard_folder
+
+        path = self.path(self.snapshots_dir)
+        return shard_folder(path, self.shard) if self.sharded else path
 
 
 _FIELDS = {f.name: f for f in msgspec.structs.fields(Settings)}

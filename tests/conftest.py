@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pipelines.embedders import HashEmbedder, MiniLMEmbedder
@@ -17,3 +19,37 @@ def minilm_embedder() -> MiniLMEmbedder:
 @pytest.fixture
 def hash_embedder() -> HashEmbedder:
     return HashEmbedder(dim=384)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL server (Debian binaries, a temporary folder, 127.0.0.1) for the
+    session. Skipped only where no server binary exists; CI installs one (.ci/run) and sets
+    LOCI_REQUIRE_POSTGRES=1, which turns the skip into a failure."""
+    from bench.pg_local import LocalPostgres, PostgresUnavailable
+
+    try:
+        server = LocalPostgres().start()
+    except PostgresUnavailable as exc:
+        if os.environ.get("LOCI_REQUIRE_POSTGRES"):
+            pytest.fail(f"PostgreSQL is required here (LOCI_REQUIRE_POSTGRES): {exc}")
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server, request) -> str:
+    """A fresh, empty database on the session's server, for one test."""
+    name = "t_" + "".join(c if c.isalnum() else "_" for c in request.node.name.lower())[-50:]
+    return postgres_server.fresh_database(name)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def inbox_location(request, tmp_path) -> str:
+    """Where an inbox lives, once per backend: the same tests run against both."""
+    if request.param == "sqlite":
+        return str(tmp_path / "nested" / "inbox.sqlite3")
+    return request.getfixturevalue("postgres_url")

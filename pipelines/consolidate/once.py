@@ -34,7 +34,7 @@ def consolidate_once(
     import uuid
 
     from pipelines.embedders import make_embedder
-    from pipelines.inbox import Inbox
+    from pipelines.inbox import open_inbox
     from pipelines.merging import make_merger
     from pipelines.policy import Policy
 
@@ -44,7 +44,7 @@ def consolidate_once(
     run_id = run_id or f"local-{uuid.uuid4().hex[:12]}"
     now = now or datetime.now(timezone.utc)
     with WarehouseLock(settings.warehouse_path), Warehouse(settings.warehouse_path) as wh, \
-            Inbox(settings.inbox_path) as inbox:
+            open_inbox(settings) as inbox:
         out: dict[str, Any] = {"run_id": run_id}
         out["land"] = land_events(inbox, wh, run_id=run_id, hook=hook)
         out["govern"] = govern_items(inbox, wh, policy, settings=settings, hook=hook)

@@ -1,5 +1,6 @@
-"""The SQLite inbox: ordering, idempotence, concurrency across threads and processes, and
-durability of acknowledged appends across a SIGKILL."""
+"""The inbox, once per store (SQLite file, real PostgreSQL server; the `inbox_location`
+fixture): ordering, idempotence, gap-free seqs, concurrency across threads and processes,
+and durability of acknowledged appends across a SIGKILL. The same tests for each store."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.inbox import Inbox, InboxError
+from pipelines.inbox import Inbox, InboxError, open_inbox
 from pipelines.records import Event, Identity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +31,8 @@ def make_event(event_id: str, kind: str = "turn", **payload) -> Event:
 
 
 @pytest.fixture
-def inbox(tmp_path):
-    with Inbox(tmp_path / "nested" / "inbox.sqlite3") as ib:
+def inbox(inbox_location):
+    with open_inbox(inbox_location) as ib:
         yield ib
 
 
@@ -122,10 +123,16 @@ def test_a_failing_batch_stores_nothing(inbox):
     assert inbox.append([make_event("b")])[0].seq == 2
 
 
-def test_uses_wal_and_full_sync(inbox):
-    con = inbox._con()
-    assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert con.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+def test_sqlite_uses_wal_and_full_sync(tmp_path):
+    with Inbox(tmp_path / "inbox.sqlite3") as ib:
+        con = ib._con()
+        assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert con.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+
+
+def test_postgres_commits_synchronously(postgres_url):
+    with open_inbox(postgres_url) as ib:
+        assert ib.synchronous_commit() == "on"  # acknowledged = flushed by the server
 
 
 def test_threads_share_one_inbox(inbox):
@@ -146,7 +153,7 @@ def test_threads_share_one_inbox(inbox):
 def _append_batches(path: str, worker: int, batches: int, size: int) -> list[list[int]]:
     """Runs in a spawned process: append `batches` batches, return each batch's seqs."""
     out = []
-    with Inbox(path) as ib:
+    with open_inbox(path) as ib:
         for b in range(batches):
             events = [make_event(f"w{worker}-b{b}-{k}") for k in range(size)]
             events.append(make_event(f"w{worker}-b0-0"))  # a duplicate of its first event
@@ -154,12 +161,12 @@ def _append_batches(path: str, worker: int, batches: int, size: int) -> list[lis
     return out
 
 
-def test_processes_append_at_once(tmp_path):
-    path = str(tmp_path / "inbox.sqlite3")
-    Inbox(path).close()
+def test_processes_append_at_once(inbox_location):
+    path = inbox_location
+    open_inbox(path).close()
     workers, batches, size = 4, 15, 3
     ctx = multiprocessing.get_context("spawn")
-    with Inbox(path) as reader, ctx.Pool(workers) as pool:
+    with open_inbox(path) as reader, ctx.Pool(workers) as pool:
         pending = pool.starmap_async(
             _append_batches, [(path, w, batches, size) for w in range(workers)]
         )
@@ -184,20 +191,20 @@ def test_processes_append_at_once(tmp_path):
 
 _KILLED_WRITER = """
 import sys
-from pipelines.inbox import Inbox
+from pipelines.inbox import open_inbox
 from pipelines.records import Event, Identity
-ib = Inbox(sys.argv[1])
+ib = open_inbox(sys.argv[1])
 for i in range(1_000_000):
     ib.append([Event(event_id=f"k{i}", kind="turn", identity=Identity(), payload={"i": i})])
     print(i + 1, flush=True)  # acknowledged: append returned
 """
 
 
-def test_acknowledged_appends_survive_sigkill(tmp_path):
-    path = tmp_path / "inbox.sqlite3"
+def test_acknowledged_appends_survive_sigkill(inbox_location):
+    path = inbox_location
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_WRITER, str(path)],
+        [sys.executable, "-c", _KILLED_WRITER, path],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -220,9 +227,63 @@ def test_acknowledged_appends_survive_sigkill(tmp_path):
         proc.stderr.close()
     assert proc.returncode == -signal.SIGKILL
 
-    with Inbox(path) as ib:
+    with open_inbox(path) as ib:
         events = ib.read_after(0)
         assert len(events) >= acked
         assert [e.event_id for e in events[:acked]] == [f"k{i}" for i in range(acked)]
         assert [e.payload["i"] for e in events] == list(range(len(events)))
         assert ib.max_seq() == len(events)
+
+
+def test_nul_characters_are_refused_alike(inbox):
+    bad = Event(event_id="n", kind="turn", identity=Identity(user_id="a\x00b"), payload={"t": 1})
+    with pytest.raises(ValueError, match="NUL"):
+        inbox.append([bad])
+    stored = inbox.append([make_event("ok", text="a\x00b")])[0]  # inside JSON it is escaped
+    assert inbox.get("ok").payload == {"text": "a\x00b"} == stored.payload
+
+
+def test_an_inbox_reopened_keeps_its_events_and_seq(inbox_location):
+    with open_inbox(inbox_location) as first:
+        first.append([make_event("a"), make_event("b")])
+    with open_inbox(inbox_location) as again:
+        assert [e.event_id for e in again.read_after(0)] == ["a", "b"]
+        assert again.append([make_event("c")])[0].seq == 3
+
+
+def test_the_setting_chooses_the_store(tmp_path):
+    from pipelines.settings import load_settings
+
+    default = load_settings(environ={}, data_dir=str(tmp_path))
+    assert default.inbox_location == str(tmp_path / "inbox.sqlite3")
+    with open_inbox(default) as ib:
+        assert type(ib) is Inbox
+    url = "postgresql://nobody@127.0.0.1:1/none"
+    chosen = load_settings(environ={"LOCI_INBOX_URL": url}, data_dir=str(tmp_path / "pg"))
+    assert chosen.inbox_location == url
+    with pytest.raises(InboxError, match="cannot open the inbox postgresql://nobody@127.0.0.1:1/none"):
+        open_inbox(chosen)  # chosen, and unreachable: said so at once, not after a timeout
+    assert not (tmp_path / "pg").exists()
+
+
+def test_postgres_survives_dropped_connections_and_bounds_its_wait(postgres_url):
+    import psycopg
+
+    from pipelines.inbox_postgres import _APPEND_LOCK_KEY, PostgresInbox
+
+    with PostgresInbox(postgres_url, busy_timeout_s=0.5) as ib, psycopg.connect(postgres_url, autocommit=True) as admin:
+        ib.append([make_event("a")])
+        # The server drops every other connection (a restart, a failover): the next append
+        # gets a fresh one instead of an error.
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        assert ib.append([make_event("b")])[0].seq == 2
+        # Another holder of the append lock: the append gives up after busy_timeout_s, not acknowledged.
+        with admin.transaction():
+            admin.execute("SELECT pg_advisory_xact_lock(%s)", [_APPEND_LOCK_KEY])
+            started = time.monotonic()
+            with pytest.raises(InboxError, match="append failed"):
+                ib.append([make_event("c")])
+            assert time.monotonic() - started < 5
+        assert [e.event_id for e in ib.read_after(0)] == ["a", "b"]
+        assert ib.append([make_event("c")])[0].seq == 3  # no gap left by the refused one

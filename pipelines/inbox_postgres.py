@@ -1,0 +1,225 @@
+"""The inbox in PostgreSQL: the store several service replicas and the pipeline share.
+
+Same interface and guarantees as the SQLite inbox (`pipelines.inbox`); chosen by
+`inbox_url = "postgresql://..."`. One table, `loci_inbox_events` (created on first open):
+one row per event, `seq` its primary key, `event_id` unique.
+
+Why no PostgreSQL sequence: a sequence hands out numbers outside the transaction, so a
+rolled-back append leaves a gap, and two appends that commit in the other order than they
+drew their numbers become visible out of order (a reader with watermark 7 that sees 8
+before 7 commits would skip 7 for ever). An append here first takes a transaction-level
+advisory lock (`pg_advisory_xact_lock`), then reads `max(seq)` (the primary key's last
+entry) and inserts the next seqs in the same transaction. PostgreSQL releases the lock only
+after the commit is visible to every new snapshot, so the next append reads the previous
+one's seqs; a rollback inserts nothing. Seqs are therefore gap-free and become visible in
+seq order, and the idempotence check (look the ids up before inserting) is race-free under
+the same lock. (A counter row updated by every append would do the same, but its dead
+versions pile up between vacuums and slow every append that waits for it.)
+
+Durability: the append returns after COMMIT, which PostgreSQL acknowledges once the commit
+record is flushed (`synchronous_commit`, on by default; a server configured otherwise
+weakens this guarantee, and `PostgresInbox.synchronous_commit()` reports it).
+
+Connections come from a `psycopg_pool.ConnectionPool` (thread-safe; a forked child opens
+its own pool on first use). Errors: as the SQLite inbox — `InboxError` for a closed inbox
+or a server that cannot be reached or written.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from pipelines.inbox import (
+    EVENT_COLUMNS,
+    InboxBackend,
+    InboxError,
+    as_list,
+    event_rows,
+    is_postgres_url,
+    normalise_event,
+    read_after_sql,
+    row_to_event,
+)
+from pipelines.records import Event, utcnow
+
+EVENTS = "loci_inbox_events"
+_SCHEMA = [
+    f"""CREATE TABLE IF NOT EXISTS {EVENTS} (
+        seq         BIGINT PRIMARY KEY,
+        event_id    TEXT NOT NULL UNIQUE,
+        kind        TEXT NOT NULL,
+        user_id     TEXT NOT NULL,
+        project_id  TEXT NOT NULL,
+        session_id  TEXT NOT NULL,
+        org_id      TEXT NOT NULL,
+        at          TEXT NOT NULL,
+        payload     TEXT NOT NULL CHECK (payload::json IS NOT NULL),
+        sha256      TEXT NOT NULL,
+        appended_at TEXT NOT NULL
+    )""",
+    f"CREATE INDEX IF NOT EXISTS {EVENTS}_kind_seq ON {EVENTS} (kind, seq)",
+]
+# Any constants: concurrent first opens create the schema one at a time (CREATE TABLE IF
+# NOT EXISTS alone races on PostgreSQL's catalog); appends take the append lock.
+_SCHEMA_LOCK_KEY = 0x10C1_1B0C
+_APPEND_LOCK_KEY = 0x10C1_1B0D
+_INSERT = (
+    f"INSERT INTO {EVENTS} (seq, event_id, kind, user_id, project_id, session_id, org_id, at, "
+    "payload, sha256, appended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
+
+
+class PostgresInbox(InboxBackend):
+    """Append-only event log in one PostgreSQL database (see the module docstring)."""
+
+    def __init__(self, url: str, *, busy_timeout_s: float = 30.0, max_connections: int = 8) -> None:
+        if not is_postgres_url(url):
+            raise ValueError("a PostgreSQL inbox URL starts with postgresql:// or postgres://")
+        if busy_timeout_s <= 0:
+            raise ValueError("busy_timeout_s must be positive")
+        if max_connections < 1:
+            raise ValueError("max_connections must be >= 1")
+        self.url = url
+        self.busy_timeout_s = float(busy_timeout_s)
+        self.max_connections = int(max_connections)
+        self._closed = False
+        self._guard = threading.Lock()
+        self._pid = os.getpid()
+        self._pool: ConnectionPool | None = None
+        # One direct connection first: an unreachable server or a bad URL is reported at
+        # once with the server's own message (a pool would retry until its timeout).
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(self.busy_timeout_s))) as con:
+                with con.transaction():
+                    con.execute("SELECT pg_advisory_xact_lock(%s)", [_SCHEMA_LOCK_KEY])
+                    for statement in _SCHEMA:
+                        con.execute(statement)
+        except psycopg.Error as exc:
+            self._closed = True
+            raise InboxError(f"cannot open the inbox {self.where}: {exc}") from exc
+
+    # -- connections -------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The URL without its password, for messages."""
+        try:
+            info = psycopg.conninfo.conninfo_to_dict(self.url)
+        except psycopg.ProgrammingError:
+            return "postgresql://?"
+        user, host, port, db = (info.get(k, "") for k in ("user", "host", "port", "dbname"))
+        return f"postgresql://{user}@{host}:{port}/{db}"
+
+    def _get_pool(self) -> ConnectionPool:
+        if self._closed:
+            raise InboxError(f"the inbox {self.where} is closed")
+        with self._guard:
+            if os.getpid() != self._pid:  # forked child: never use the parent's connections
+                self._pid, self._pool = os.getpid(), None
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.url, min_size=1, max_size=self.max_connections, timeout=self.busy_timeout_s,
+                    kwargs={"autocommit": True}, open=False, name="loci-inbox",
+                    # A connection the server dropped (restart, failover) is replaced before
+                    # use instead of failing one request.
+                    check=ConnectionPool.check_connection,
+                )
+                try:
+                    self._pool.open(wait=True, timeout=self.busy_timeout_s)
+                except (PoolTimeout, psycopg.Error) as exc:
+                    self._pool.close()
+                    self._pool = None
+                    raise InboxError(f"cannot open the inbox {self.where}: {exc}") from exc
+            return self._pool
+
+    def _connection(self):
+        try:
+            return self._get_pool().connection()
+        except PoolTimeout as exc:
+            raise InboxError(f"inbox {self.where}: no connection within {self.busy_timeout_s}s") from exc
+
+    def _query(self, sql: str, params: Sequence[Any]) -> list[tuple]:
+        try:
+            with self._connection() as con:
+                return con.execute(sql, list(params)).fetchall()
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise InboxError(f"inbox {self.where}: read failed: {exc}") from exc
+
+    def synchronous_commit(self) -> str:
+        """The server's `synchronous_commit` ("on" unless configured otherwise)."""
+        return str(self._query("SHOW synchronous_commit", [])[0][0])
+
+    # -- writing -----------------------------------------------------------------------
+
+    def append(self, events: Sequence[Event]) -> list[Event]:
+        normalised = [normalise_event(e) for e in as_list(events, "events")]
+        if not normalised:
+            return []
+        rows = event_rows(normalised, utcnow())
+        try:
+            with self._connection() as con, con.transaction():
+                # The append lock serialises appends (module docstring): seqs are gap-free,
+                # follow commit order, and the id lookup below cannot race.
+                con.execute(f"SET LOCAL lock_timeout = {int(self.busy_timeout_s * 1000)}")  # wait, not for ever
+                con.execute("SELECT pg_advisory_xact_lock(%s)", [_APPEND_LOCK_KEY])
+                last = int(con.execute(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}").fetchone()[0])
+                ids = sorted({e.event_id for e in normalised})
+                stored = {
+                    r[1]: row_to_event(r)
+                    for r in con.execute(f"SELECT {EVENT_COLUMNS} FROM {EVENTS} WHERE event_id = ANY(%s)", [ids])
+                }
+                out: list[Event] = []
+                new_rows: list[tuple] = []
+                for event, row in zip(normalised, rows):
+                    known = stored.get(event.event_id)
+                    if known is not None:
+                        out.append(known)
+                        continue
+                    last += 1
+                    new_rows.append((last, *row))
+                    known = msgspec.structs.replace(event, seq=last)
+                    stored[event.event_id] = known  # a duplicate later in the batch
+                    out.append(known)
+                if new_rows:
+                    with con.cursor() as cur:
+                        cur.executemany(_INSERT, new_rows)
+        except (psycopg.Error, PoolTimeout) as exc:
+            # Not acknowledged. If the connection died during COMMIT the events may be
+            # stored all the same: a retry with the same event ids returns them as stored.
+            raise InboxError(f"inbox {self.where}: append failed: {exc}") from exc
+        return out
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
+        return [row_to_event(r) for r in self._query(*read_after_sql(EVENTS, "%s", seq, limit, kinds))]
+
+    def max_seq(self) -> int:
+        return int(self._query(f"SELECT coalesce(max(seq), 0) FROM {EVENTS}", [])[0][0])
+
+    def _get_event(self, event_id: str) -> Event | None:
+        rows = self._query(f"SELECT {EVENT_COLUMNS} FROM {EVENTS} WHERE event_id = %s", [event_id])
+        return row_to_event(rows[0]) if rows else None
+
+    def count(self) -> int:
+        return int(self._query(f"SELECT count(*) FROM {EVENTS}", [])[0][0])
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._guard:
+            self._closed = True
+            pool, self._pool = self._pool, None
+            mine = self._pid == os.getpid()
+        if pool is not None and mine:
+            pool.close()
+
+    def __repr__(self) -> str:
+        return f"PostgresInbox({self.where!r}{', closed' if self._closed else ''})"
