@@ -2,11 +2,12 @@
 """Set up Loci's own virtual environment, then run one job in it.
 
     python3 bootstrap.py demo     # sample chats in, consolidated memory + snapshot out, a recall
-    python3 bootstrap.py test     # lint (ruff check) then the test suite (what CI runs)
+    python3 bootstrap.py test     # lint (ruff check) then the test suite (what CI runs); as root on
+                                  # Debian it first installs Chromium and PostgreSQL where missing
     python3 bootstrap.py bench …  # benchmarks (see README)
     python3 bootstrap.py loci …   # any loci command
 
-Needs nothing but Python 3.11. Idempotent: the environment is (re)installed only when
+Needs nothing but Python 3.11 (and, for some tests, the two system packages above). Idempotent: the environment is (re)installed only when
 pyproject.toml changed since the last install.
 """
 
@@ -50,6 +51,40 @@ def setup() -> None:
     STAMP.write_text(wanted)
 
 
+# What the test suite needs from the system, not from PyPI: the memory browser's tests drive
+# Debian's Chromium (Playwright cannot download its own browser here) and the PostgreSQL
+# inbox tests start a real server from the Debian binaries. (package, any of these commands)
+SYSTEM_TEST_PACKAGES = [
+    ("chromium", ["chromium", "chromium-browser"]),
+    ("postgresql", ["initdb", "/usr/lib/postgresql/*/bin/initdb"]),
+]
+
+
+def _present(commands: list[str]) -> bool:
+    import glob
+    import shutil
+
+    return any(glob.glob(c) if c.startswith("/") else shutil.which(c) for c in commands)
+
+
+def system_test_packages() -> None:
+    """Install the missing system packages the tests need, where that is possible (root on
+    a Debian-like system); elsewhere say which are missing, and the tests that need them
+    fail with the same advice."""
+    missing = [pkg for pkg, commands in SYSTEM_TEST_PACKAGES if not _present(commands)]
+    if not missing:
+        return
+    import shutil
+
+    if shutil.which("apt-get") and hasattr(os, "geteuid") and os.geteuid() == 0:
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        if _run(["apt-get", "update", "-qq"], env=env) == 0 and _run(
+                ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing], env=env) == 0:
+            return
+    print(f"note: system packages missing for some tests: {', '.join(missing)} "
+          f"(Debian: apt-get install {' '.join(missing)})", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__)
@@ -60,6 +95,7 @@ def main(argv: list[str]) -> int:
     if job == "setup":
         return 0
     if job == "test":
+        system_test_packages()
         lint = _run([str(BIN / "ruff"), "check", "."], env=env)
         if lint != 0:
             return lint
