@@ -2,9 +2,10 @@
 
 - `landing_matches_inbox` (landed_events): the events landed up to the highest landed seq
   are exactly the inbox's events up to it, and the ingestion watermark is not past them.
-- `clusters_within_one_owner` (stm_clusters): every cluster's members are stored items of
-  its one owner partition (consolidation never merges across owners), at least two, and
-  no item is in two clusters.
+- `clusters_within_one_owner` (stm_clusters, evaluated inside that asset on the clusters it
+  found; assets/graph.py): every cluster's members are stored items of its one owner
+  partition (consolidation never merges across owners), at least two, and no item is in
+  two clusters.
 - `active_items_pass_policy` (governed_items): no active item is hard-blocked by the
   current policy (secrets, injection...), whatever policy version stored it.
 - `one_dimension_per_model` (item_embeddings): every embedding model has one dimension.
@@ -25,6 +26,7 @@ They are not blocking: a failure is reported with the offending ids in the UI an
 import dagster as dg
 
 from assets.graph import (
+    CHECK_SAMPLE,
     WAREHOUSE_POOL,
     governed_items,
     item_embeddings,
@@ -33,13 +35,12 @@ from assets.graph import (
     memory_snapshot,
     merged_items,
     palace_locations,
-    stm_clusters,
 )
 from assets.resources import InboxResource, LociSettingsResource, WarehouseResource
 from pipelines import consolidate as stages
 
 ERROR = dg.AssetCheckSeverity.ERROR
-SAMPLE = 20  # offending ids listed in the metadata
+SAMPLE = CHECK_SAMPLE
 
 
 @dg.asset_check(asset=landed_events, pool=WAREHOUSE_POOL,
@@ -53,16 +54,6 @@ def landing_matches_inbox(inbox: InboxResource, warehouse: WarehouseResource) ->
         metadata={**found, "missing": len(missing), "sample": dg.MetadataValue.json(missing[:SAMPLE])},
     )
 
-
-@dg.asset_check(asset=stm_clusters, pool=WAREHOUSE_POOL,
-                description="Each cluster lies within one owner partition (never merged across owners).")
-def clusters_within_one_owner(stm_clusters: list, warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    bad = stages.cluster_violations(warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters])
-    return dg.AssetCheckResult(
-        passed=not bad,
-        severity=ERROR,
-        metadata={"clusters": len(stm_clusters), "violations": len(bad), "sample": dg.MetadataValue.json(bad[:SAMPLE])},
-    )
 
 
 @dg.asset_check(asset=governed_items, pool=WAREHOUSE_POOL,
@@ -158,7 +149,6 @@ def every_active_item_has_a_location(warehouse: WarehouseResource) -> dg.AssetCh
 
 CONSOLIDATION_CHECKS = [
     landing_matches_inbox,
-    clusters_within_one_owner,
     active_items_pass_policy,
     one_dimension_per_model,
     no_active_superseded_items,

@@ -9,6 +9,7 @@ and `palace_locations` through the IO manager; both re-check it against the ware
 """
 
 
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,6 +33,7 @@ GROUP = "consolidation"
 # The job also carries the run tag of the same name, limited to 1 by tag, for instances
 # configured before the pool existed.
 WAREHOUSE_POOL = "loci/warehouse"
+CHECK_SAMPLE = 20  # offending ids listed in a check's metadata
 WAREHOUSE_TAG = WAREHOUSE_POOL
 
 def _now() -> datetime:
@@ -170,6 +172,11 @@ def item_embeddings(
     kinds={"hdbscan"},
     deps=[item_embeddings],
     description="HDBSCAN clusters of active short-term items per owner partition.",
+    # Checked here, on the clusters in hand: a separate check would load this asset's value
+    # through the IO manager, which it cannot do for a partition (sharded consolidation).
+    check_specs=[dg.AssetCheckSpec(
+        "clusters_within_one_owner", asset="stm_clusters",
+        description="Each cluster lies within one owner partition (never merged across owners).")],
 )
 def stm_clusters(
     context: dg.AssetExecutionContext,
@@ -177,11 +184,17 @@ def stm_clusters(
     loci: LociSettingsResource,
     warehouse: WarehouseResource,
     embedder: EmbedderResource,
-) -> dg.Output[list]:
+) -> Iterator[dg.Output[list] | dg.AssetCheckResult]:
     faults.reached("stm_clusters:start")
     report = stages.cluster_stm(warehouse.get(), embedder.get().name, loci.get())
     context.log.info(f"{len(report.clusters)} clusters over {report.candidates} STM items")
-    return dg.Output(
+    bad = stages.cluster_violations(warehouse.get(), report.clusters)
+    yield dg.AssetCheckResult(
+        check_name="clusters_within_one_owner", passed=not bad, severity=dg.AssetCheckSeverity.ERROR,
+        metadata={"clusters": len(report.clusters), "violations": len(bad),
+                  "sample": dg.MetadataValue.json(bad[:CHECK_SAMPLE])},
+    )
+    yield dg.Output(
         [c.as_dict() for c in report.clusters],
         metadata=_md({
             "clusters_found": len(report.clusters),
