@@ -245,7 +245,13 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "lexical_channel_only": ({"dense": False, "labels": False, "qstar": False},
                              "only the lexical channel (no dense, labels, Q*)"),
 }
-ABLATION_ROWS: tuple[str, ...] = (*(f"no_{name}" for name in ABLATION_SWITCHES), *ABLATION_VARIANTS)
+# Rows that rebuild the served corpora with one MemoryCorpus setting changed (same items,
+# vectors and index): name -> (MemoryCorpus keyword overrides, what the row changes).
+CORPUS_ABLATIONS: dict[str, tuple[dict[str, Any], str]] = {
+    "no_stemming": ({"stemming": False}, "BM25 compares surface words, not Snowball stems"),
+}
+ABLATION_ROWS: tuple[str, ...] = (*(f"no_{name}" for name in ABLATION_SWITCHES), *ABLATION_VARIANTS,
+                                  *CORPUS_ABLATIONS)
 
 
 def ablation_rows() -> dict[str, tuple[Any, str]]:
@@ -682,7 +688,24 @@ def _run_ablations(conversations: Sequence[Conversation], service, view, ks: Seq
         block = measured(conversations, SystemRanker(service, view, k_max, opts), ks, tune)
         block["removes"] = what
         ablations[name] = block
+    for name, (overrides, what) in CORPUS_ABLATIONS.items():
+        if only and name not in only:
+            continue
+        rebuilt = _RebuiltView(view, overrides)
+        block = measured(conversations, SystemRanker(service, rebuilt, k_max, _default_options()), ks, tune)
+        block["removes"] = what
+        ablations[name] = block
     return ablations, time.perf_counter() - started
+
+
+class _RebuiltView:
+    """The served corpora rebuilt with some MemoryCorpus settings changed."""
+
+    def __init__(self, view, overrides: dict[str, Any]):
+        from pipelines.recall import MemoryCorpus
+
+        self.corpora = [MemoryCorpus(c.items, c.vectors, c.index, source=c.source, **overrides).warm()
+                        for c in view.corpora]
 
 
 def _run_prototypes(variants: list[str], service, view, conversations: Sequence[Conversation],
