@@ -244,6 +244,13 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
                            "only the dense channel (no lexical, labels, Q*)"),
     "lexical_channel_only": ({"dense": False, "labels": False, "qstar": False},
                              "only the lexical channel (no dense, labels, Q*)"),
+    # Ideas measured for multi-hop / open-domain questions, off in the product (see README).
+    "with_speaker_link": ({"w_speaker": 0.2}, "ADDS: turns by a speaker the question names x1.2"),
+    "with_session_support": ({"w_session": 0.5, "session_top": 1},
+                             "ADDS: sessions first: turns x(1 + 0.5 * session strength)"),
+    "with_session_spread": ({"spread_decay": 0.8, "spread_after": 5},
+                            "ADDS: after 5 turns, x0.8 per turn already picked from the session"),
+    "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
 }
 # Rows that rebuild the served corpora with one MemoryCorpus setting changed (same items,
 # vectors and index): name -> (MemoryCorpus keyword overrides, what the row changes).
@@ -288,6 +295,8 @@ VARIANTS: dict[str, tuple[int, int, bool, str]] = {
     "date": (0, 0, True, "message text + the turn's date ('said on 8 May 2023')"),
     "ctx_prev_next_date": (1, 1, True, "previous and next turn + date"),
     "ctx_prev2_next_date": (2, 1, True, "two previous turns, the next turn + date"),
+    "ctx_prev2_next2_date": (2, 2, True, "two previous turns, the next two turns + date"),
+    "ctx_prev3_next_date": (3, 1, True, "three previous turns, the next turn + date"),
 }
 
 
@@ -423,9 +432,9 @@ def _print(result: dict[str, Any], ks: Sequence[int]) -> None:
     base = _headline(result)
     if result.get("ablations"):
         console.print(driver.table(
-            "Ablations: turn recall@10, categories 1-4", ("switched off", "recall@10", "change", "what it removes"),
+            "Ablations: turn recall@10, categories 1-4", ("row", "recall@10", "change", "what it removes / adds"),
             [(name, _fmt(_headline(block)), _fmt_delta(_headline(block), base), block.get("removes", ""))
-             for name, block in result["ablations"].items()], left=("what it removes",)))
+             for name, block in result["ablations"].items()], left=("what it removes / adds",)))
     if result.get("prototypes"):
         console.print(driver.table(
             "Prototypes (harness-only): turn recall@10, categories 1-4",

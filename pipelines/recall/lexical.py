@@ -125,14 +125,20 @@ class LexicalIndex:
             return None
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
-    def ideal(self, terms: Iterable[str]) -> float:
-        total = 0.0
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """IDF of each term (its stem) in this index; a term in no row gets the highest."""
+        return self._stem_idf(self._stems(terms) if self._stems is not None else list(terms))
+
+    def _stem_idf(self, stems: Iterable[str]) -> list[float]:
         vocab = self._bm25.vocab_dict if self._indexed else {}
-        for t in self._query(terms):
+        out = []
+        for t in stems:
             tid = vocab.get(t)
-            df = int(self._df[tid]) if tid is not None and tid < len(self._df) else 0
-            total += self._idf(df)
-        return total
+            out.append(self._idf(int(self._df[tid]) if tid is not None and tid < len(self._df) else 0))
+        return out
+
+    def ideal(self, terms: Iterable[str]) -> float:
+        return sum(self._stem_idf(self._query(terms)))
 
     def normalised(self, terms: Sequence[str]) -> np.ndarray | None:
         """BM25 / ideal, clipped to [0, 1]; None when nothing matches."""
