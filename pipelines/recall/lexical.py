@@ -77,12 +77,16 @@ class Stems:
         self._memo: dict[str, str] = {}
 
     def __call__(self, tokens: Iterable[str]) -> list[str]:
+        return self.many([list(tokens)])[0]
+
+    def many(self, docs: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Every document's stems; the distinct tokens of all of them are stemmed in one call."""
         memo = self._memo
-        tokens = list(tokens)
-        new = [t for t in dict.fromkeys(tokens) if t not in memo]
+        new = [t for t in set().union(*docs) if t not in memo] if docs else []
         if new:
             memo.update(zip(new, self._stemmer.stemWords(new)))
-        return [memo[t] for t in tokens]
+        get = memo.__getitem__
+        return [list(map(get, d)) for d in docs]
 
 
 class LexicalIndex:
@@ -97,7 +101,7 @@ class LexicalIndex:
         self._bm25 = bm25s.BM25()
         self._stems = Stems() if stem else None
         if self._stems is not None:
-            docs = [self._stems(d) for d in docs]
+            docs = self._stems.many(docs)
         # bm25s needs at least one token (a delta segment may hold a single item whose text
         # has none); a corpus without any simply scores nothing.
         self._indexed = any(len(d) for d in docs)
