@@ -31,7 +31,7 @@ import argparse
 import hashlib
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,10 @@ from bench.metrics import (
 PROJECT_ID = "locomo"
 QA_SESSION = "qa"  # a session id no conversation uses: recall sees user-scoped memory only
 TARGET_RECALL_AT_10 = 0.75
+# The dev conversations recall was tuned on; every other conversation is held out (on any
+# other LoCoMo file all of them are), so the held-out numbers are ones nobody tuned on.
+DEV_TUNE = ("conv-26", "conv-30", "conv-41")
+SPLITS = ("tune", "held_out")
 STM_AGING_DAYS = 36_500.0  # effectively no aging (see _settings)
 RankedFn = Callable[[Conversation, int, str], list[list[str]]]
 
@@ -205,6 +209,20 @@ def evaluate(conversations: Sequence[Conversation], ranker: RankedFn, ks: Sequen
     return acc
 
 
+def evaluate_splits(conversations: Sequence[Conversation], ranker: RankedFn, ks: Sequence[int],
+                    tune: Collection[str], *, keep_per_question: bool = False) -> dict[str, RecallAccumulator]:
+    """`evaluate` per split: "tune" (conversations in `tune`), "held_out" (the others) and
+    "all" (both); each question is ranked once."""
+    parts = {"tune": [c for c in conversations if c.sample_id in tune],
+             "held_out": [c for c in conversations if c.sample_id not in tune]}
+    accs = {name: evaluate(convs, ranker, ks, keep_per_question=keep_per_question)
+            for name, convs in parts.items()}
+    merged = RecallAccumulator(ks=tuple(ks))
+    for acc in accs.values():
+        merged.merge(acc)
+    return {**accs, "all": merged}
+
+
 # -- ablations ----------------------------------------------------------------------------------
 
 # What each switch removes (RecallOptions field -> meaning). Only fields the engine has are used.
@@ -220,18 +238,46 @@ ABLATION_SWITCHES = {
 }
 
 
-def ablation_options() -> dict[str, Any]:
+# Rows beyond one switch off: name -> (RecallOptions overrides, what the row changes).
+ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
+    "dense_channel_only": ({"lexical": False, "labels": False, "qstar": False},
+                           "only the dense channel (no lexical, labels, Q*)"),
+    "lexical_channel_only": ({"dense": False, "labels": False, "qstar": False},
+                             "only the lexical channel (no dense, labels, Q*)"),
+    # Ideas measured for multi-hop / open-domain questions, off in the product (see README).
+    "with_speaker_link": ({"w_speaker": 0.2}, "ADDS: turns by a speaker the question names x1.2"),
+    "with_session_support": ({"w_session": 0.5, "session_top": 1},
+                             "ADDS: sessions first: turns x(1 + 0.5 * session strength)"),
+    "with_session_spread": ({"spread_decay": 0.8, "spread_after": 5},
+                            "ADDS: after 5 turns, x0.8 per turn already picked from the session"),
+    "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
+}
+# Rows that rebuild the served corpora with one MemoryCorpus setting changed (same items,
+# vectors and index): name -> (MemoryCorpus keyword overrides, what the row changes).
+CORPUS_ABLATIONS: dict[str, tuple[dict[str, Any], str]] = {
+    "no_stemming": ({"stemming": False}, "BM25 compares surface words, not Snowball stems"),
+}
+ABLATION_ROWS: tuple[str, ...] = (*(f"no_{name}" for name in ABLATION_SWITCHES), *ABLATION_VARIANTS,
+                                  *CORPUS_ABLATIONS)
+
+
+def ablation_rows() -> dict[str, tuple[Any, str]]:
+    """Every ablation row the engine supports: name -> (RecallOptions, what it changes)."""
     import msgspec
 
     from pipelines.recall import RecallOptions
 
     fields = {f.name for f in msgspec.structs.fields(RecallOptions)}
-    out = {f"no_{name}": RecallOptions(**{name: False}) for name in ABLATION_SWITCHES if name in fields}
-    if {"lexical", "labels", "qstar"} <= fields:
-        out["dense_channel_only"] = RecallOptions(lexical=False, labels=False, qstar=False)
-    if {"dense", "labels", "qstar"} <= fields:
-        out["lexical_channel_only"] = RecallOptions(dense=False, labels=False, qstar=False)
+    out = {f"no_{name}": (RecallOptions(**{name: False}), removes)
+           for name, removes in ABLATION_SWITCHES.items() if name in fields}
+    out.update({name: (RecallOptions(**over), what) for name, (over, what) in ABLATION_VARIANTS.items()
+                if set(over) <= fields})
     return out
+
+
+def ablation_options() -> dict[str, Any]:
+    """name -> RecallOptions of every ablation row."""
+    return {name: opts for name, (opts, _) in ablation_rows().items()}
 
 
 # -- prototypes (harness-only experiments) ----------------------------------------------------------
@@ -249,6 +295,8 @@ VARIANTS: dict[str, tuple[int, int, bool, str]] = {
     "date": (0, 0, True, "message text + the turn's date ('said on 8 May 2023')"),
     "ctx_prev_next_date": (1, 1, True, "previous and next turn + date"),
     "ctx_prev2_next_date": (2, 1, True, "two previous turns, the next turn + date"),
+    "ctx_prev2_next2_date": (2, 2, True, "two previous turns, the next two turns + date"),
+    "ctx_prev3_next_date": (3, 1, True, "three previous turns, the next turn + date"),
 }
 
 
@@ -329,7 +377,7 @@ class DiskEmbeddingCache:
 
 
 def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
-                k_max: int, cache: DiskEmbeddingCache) -> dict[str, Any]:
+                k_max: int, cache: DiskEmbeddingCache, tune: Collection[str] = DEV_TUNE) -> dict[str, Any]:
     """Recall (unchanged engine, default options) over the variant corpus."""
     from pipelines.message_context import embedding_text
     from pipelines.recall import MemoryCorpus
@@ -344,7 +392,7 @@ def run_variant(name: str, service, view, conversations: Sequence[Conversation],
     class _View:
         corpora = [corpus]
 
-    block = _block(evaluate(conversations, SystemRanker(service, _View(), k_max, options=_default_options()), ks))
+    block = measured(conversations, SystemRanker(service, _View(), k_max, options=_default_options()), ks, tune)
     block["describes"] = VARIANTS[name][3]
     block["embed_s"] = round(t_embed, 2)
     return block
@@ -373,12 +421,20 @@ def _print(result: dict[str, Any], ks: Sequence[int]) -> None:
             ("system", *(f"@{k} 1-4" for k in ks), *(f"@10 c{cat}" for cat in cats)),
             [(name, *(_fmt(block[metric][str(k)]["overall_1_4"]) for k in ks),
               *(_fmt(block[metric].get("10", {}).get(c)) for c in cats)) for name, block in rows]))
+    console.print(driver.table(
+        "Tune vs held-out conversations: turn recall@10",
+        ("system", "split", "questions 1-4", "@10 1-4", *(f"@10 c{cat}" for cat in cats[:4])),
+        [(name, split, str(block["splits"][split]["questions"]),
+          _fmt(block["splits"][split]["turn_recall"]["10"]["overall_1_4"]),
+          *(_fmt(block["splits"][split]["turn_recall"]["10"].get(c)) for c in cats[:4]))
+         for name, block in rows + [(f"ablation: {n}", b) for n, b in result.get("ablations", {}).items()]
+         for split in SPLITS if "splits" in block]))
     base = _headline(result)
     if result.get("ablations"):
         console.print(driver.table(
-            "Ablations: turn recall@10, categories 1-4", ("switched off", "recall@10", "change", "what it removes"),
+            "Ablations: turn recall@10, categories 1-4", ("row", "recall@10", "change", "what it removes / adds"),
             [(name, _fmt(_headline(block)), _fmt_delta(_headline(block), base), block.get("removes", ""))
-             for name, block in result["ablations"].items()], left=("what it removes",)))
+             for name, block in result["ablations"].items()], left=("what it removes / adds",)))
     if result.get("prototypes"):
         console.print(driver.table(
             "Prototypes (harness-only): turn recall@10, categories 1-4",
@@ -407,8 +463,17 @@ def _fmt_delta(v: float | None, base: float | None) -> str:
     return "-" if v is None or base is None else f"{v - base:+.3f}"
 
 
-def _block(acc: RecallAccumulator) -> dict[str, Any]:
-    return acc.summary()
+def _block(accs: dict[str, RecallAccumulator]) -> dict[str, Any]:
+    """All questions' recall, and per split (tune / held_out) the same summary."""
+    return {**accs["all"].summary(),
+            "splits": {name: {**accs[name].summary(), "questions": accs[name].counts()["overall_1_4"]}
+                       for name in SPLITS}}
+
+
+def measured(conversations: Sequence[Conversation], ranker: RankedFn, ks: Sequence[int],
+             tune: Collection[str]) -> dict[str, Any]:
+    """The result block of one ranker: recall overall and per split."""
+    return _block(evaluate_splits(conversations, ranker, ks, tune))
 
 
 # -- main ---------------------------------------------------------------------------------------
@@ -420,8 +485,16 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help=f"LoCoMo-format JSON file (default: {driver.LOCOMO_FILE} in ${driver.DATA_ENV} "
                         f"or ./{driver.DEFAULT_DATA_DIR})")
     p.add_argument("--ks", default="5,10,20", help="comma-separated k values (default 5,10,20)")
-    p.add_argument("--conversations", type=int, default=None,
-                   help="only the first N conversations (quick runs)")
+    p.add_argument("--conversations", default=None,
+                   help="only these conversations: a number N (the first N) or comma-separated sample ids")
+    p.add_argument("--tune", default=",".join(DEV_TUNE),
+                   help="comma-separated sample ids recall was tuned on, reported as the 'tune' split; "
+                        f"every other conversation is 'held_out' (default {','.join(DEV_TUNE)}; '' = none)")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --workdir: reuse its published snapshot, skip ingest and consolidation "
+                        "(for query-time experiments; the data must be the same)")
+    p.add_argument("--ablations", default="",
+                   help="comma-separated ablation rows to run (default all): " + ", ".join(ABLATION_ROWS))
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--prototypes", default="",
@@ -443,6 +516,18 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = [v for v in wanted if v not in VARIANTS and v != "all"]
     if unknown:
         p.error(f"unknown prototypes {unknown}; known: {', '.join(VARIANTS)}")
+    args.tune = frozenset(t.strip() for t in args.tune.split(",") if t.strip())
+    args.ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
+    unknown = [a for a in args.ablations if a not in ABLATION_ROWS]
+    if unknown:
+        p.error(f"unknown ablations {unknown}; known: {', '.join(ABLATION_ROWS)}")
+    if args.reuse and args.workdir is None:
+        p.error("--reuse needs --workdir (the folder holding the snapshot to reuse)")
+    if args.conversations is not None:
+        text = args.conversations.strip()
+        args.conversations = int(text) if text.isdigit() else [c.strip() for c in text.split(",") if c.strip()]
+        if not args.conversations:
+            p.error("--conversations must be a positive number or sample ids")
     if args.quick:
         args.conversations = args.conversations or 1
         args.no_ablations = True
@@ -459,20 +544,25 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     k_max = max(ks)
     settings = _settings(workdir, args.merger)
 
-    ingest_report, t_ingest = ingest(data_path, settings)
-    summary, t_consolidate = consolidate(settings)
+    if args.reuse and (settings.snapshots_path / "CURRENT").exists():
+        ingest_report, t_ingest = {"reused": str(workdir)}, 0.0
+        summary, t_consolidate = {"status": "reused"}, 0.0
+    else:
+        ingest_report, t_ingest = ingest(data_path, settings)
+        summary, t_consolidate = consolidate(settings)
     embedder, service, view, snap, t_load = _start_service(settings)
     t_qembed = _embed_questions(embedder, conversations)
 
     started = time.perf_counter()
     system = SystemRanker(service, view, k_max)
-    acc = evaluate(conversations, system, ks, keep_per_question=args.per_question is not None)
+    accs = evaluate_splits(conversations, system, ks, args.tune, keep_per_question=args.per_question is not None)
+    acc = accs["all"]
     t_recall = time.perf_counter() - started
     result: dict[str, Any] = {
         "benchmark": "locomo",
         "data": str(data),
         "data_sha256": _sha256_file(data),
-        **_block(acc),
+        **_block(accs),
         "baselines": {},
         "ablations": {},
         "prototypes": {},
@@ -481,15 +571,17 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     timings = {"ingest": t_ingest, "consolidate": t_consolidate, "service_load": t_load,
                "query_embed": t_qembed, "recall_all_questions": t_recall}
     if not args.no_baselines:
-        result["baselines"], baseline_timings = _run_baselines(conversations, snap, workdir, embedder, ks)
+        result["baselines"], baseline_timings = _run_baselines(conversations, snap, workdir, embedder, ks,
+                                                               args.tune)
         timings.update(baseline_timings)
     if not args.no_ablations:
-        result["ablations"], timings["ablations"] = _run_ablations(conversations, service, view, ks, k_max)
+        result["ablations"], timings["ablations"] = _run_ablations(conversations, service, view, ks, k_max,
+                                                                   args.tune, args.ablations)
     variants = [v for v in args.prototypes.split(",") if v.strip()]
     if variants:
         result["prototypes"], timings["prototypes"] = _run_prototypes(
             variants, service, view, conversations, ks, k_max, DiskEmbeddingCache(
-                workdir / "prototype-embeddings.npz", embedder))
+                workdir / "prototype-embeddings.npz", embedder), args.tune)
 
     result.update({
         "counts": _counts(conversations, acc, snap, view),
@@ -500,7 +592,10 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         "consolidation": summary,
         "snapshot": {"version": snap.version, "index_kind": snap.manifest.index_kind,
                      "embedder": snap.manifest.embedder},
-        "config": _config(ks, k_max, args.merger),
+        "config": {**_config(ks, k_max, args.merger),
+                   "tune_conversations": sorted(c.sample_id for c in conversations if c.sample_id in args.tune),
+                   "held_out_conversations": sorted(c.sample_id for c in conversations
+                                                    if c.sample_id not in args.tune)},
         "target": _target(result),
         "machine": {**machine_before, "loadavg_after": machine_info()["loadavg_1_5_15"]},
     })
@@ -517,10 +612,19 @@ def _select_data(args: argparse.Namespace, workdir: Path) -> tuple[Path, Path, l
     data, conversations = driver.locomo_data(args.data)
     if not args.conversations:
         return data, data, conversations
+    if isinstance(args.conversations, int):
+        keep = [c.sample_id for c in conversations[: args.conversations]]
+    else:
+        known = {c.sample_id for c in conversations}
+        missing = [c for c in args.conversations if c not in known]
+        if missing:
+            raise driver.BenchDataError(f"--conversations: {missing} not in {data}; it has {sorted(known)}")
+        keep = list(args.conversations)
     data_path = workdir / "subset.json"
-    subset = json.loads(data.read_text(encoding="utf-8"))[: args.conversations]
+    samples = json.loads(data.read_text(encoding="utf-8"))
+    subset = [s for i, (s, c) in enumerate(zip(samples, conversations)) if c.sample_id in keep]
     data_path.write_text(json.dumps(subset), encoding="utf-8")
-    return data, data_path, conversations[: args.conversations]
+    return data, data_path, [c for c in conversations if c.sample_id in keep]
 
 
 def _start_service(settings):
@@ -549,16 +653,16 @@ def _embed_questions(embedder, conversations: Sequence[Conversation]) -> float:
 
 
 def _run_baselines(conversations: Sequence[Conversation], snap, workdir: Path, embedder,
-                   ks: Sequence[int]) -> tuple[dict[str, Any], dict[str, float]]:
+                   ks: Sequence[int], tune: Collection[str]) -> tuple[dict[str, Any], dict[str, float]]:
     """BM25 and dense-only recall on the same questions: (blocks, seconds per baseline)."""
     turn_vectors = _plain_turn_vectors(snap, workdir, embedder)
     baselines: dict[str, Any] = {}
     timings: dict[str, float] = {}
     started = time.perf_counter()
-    baselines["bm25"] = _block(evaluate(conversations, BM25Ranker(conversations), ks))
+    baselines["bm25"] = measured(conversations, BM25Ranker(conversations), ks, tune)
     timings["baseline_bm25"] = time.perf_counter() - started
     started = time.perf_counter()
-    baselines["dense"] = _block(evaluate(conversations, DenseRanker(conversations, turn_vectors, embedder), ks))
+    baselines["dense"] = measured(conversations, DenseRanker(conversations, turn_vectors, embedder), ks, tune)
     timings["baseline_dense"] = time.perf_counter() - started
     baselines["bm25"]["describes"] = "bm25s over 'speaker: text [caption]' per conversation"
     baselines["dense"]["describes"] = "exact cosine, MiniLM, each turn embedded alone"
@@ -583,34 +687,44 @@ def _plain_turn_vectors(snap, workdir: Path, embedder) -> dict[tuple[str, str], 
 
 
 def _run_ablations(conversations: Sequence[Conversation], service, view, ks: Sequence[int],
-                   k_max: int) -> tuple[dict[str, Any], float]:
-    """The system with one recall switch off at a time: (blocks, seconds)."""
+                   k_max: int, tune: Collection[str], only: Collection[str] = ()) -> tuple[dict[str, Any], float]:
+    """The system with one recall switch off at a time (`only`: just these): (blocks, seconds)."""
     started = time.perf_counter()
     ablations = {}
-    for name, opts in ablation_options().items():
-        block = _block(evaluate(conversations, SystemRanker(service, view, k_max, opts), ks))
-        block["removes"] = _ablation_removes(name)
+    for name, (opts, what) in ablation_rows().items():
+        if only and name not in only:
+            continue
+        block = measured(conversations, SystemRanker(service, view, k_max, opts), ks, tune)
+        block["removes"] = what
+        ablations[name] = block
+    for name, (overrides, what) in CORPUS_ABLATIONS.items():
+        if only and name not in only:
+            continue
+        rebuilt = _RebuiltView(view, overrides)
+        block = measured(conversations, SystemRanker(service, rebuilt, k_max, _default_options()), ks, tune)
+        block["removes"] = what
         ablations[name] = block
     return ablations, time.perf_counter() - started
 
 
-def _ablation_removes(name: str) -> str:
-    """What an ablation takes away, for the table."""
-    switch = name[3:] if name.startswith("no_") else None
-    if switch:
-        return ABLATION_SWITCHES.get(switch, name.replace("_", " "))
-    if name.startswith("dense"):
-        return "only the dense channel (no lexical, labels, Q*)"
-    return "only the lexical channel (no dense, labels, Q*)"
+class _RebuiltView:
+    """The served corpora rebuilt with some MemoryCorpus settings changed."""
+
+    def __init__(self, view, overrides: dict[str, Any]):
+        from pipelines.recall import MemoryCorpus
+
+        self.corpora = [MemoryCorpus(c.items, c.vectors, c.index, source=c.source, **overrides).warm()
+                        for c in view.corpora]
 
 
 def _run_prototypes(variants: list[str], service, view, conversations: Sequence[Conversation],
-                    ks: Sequence[int], k_max: int, cache: DiskEmbeddingCache) -> tuple[dict[str, Any], float]:
+                    ks: Sequence[int], k_max: int, cache: DiskEmbeddingCache,
+                    tune: Collection[str]) -> tuple[dict[str, Any], float]:
     """The harness-only variants (`all` for every one): (blocks, seconds)."""
     if variants == ["all"]:
         variants = list(VARIANTS)
     started = time.perf_counter()
-    prototypes = {name: run_variant(name, service, view, conversations, ks, k_max, cache) for name in variants}
+    prototypes = {name: run_variant(name, service, view, conversations, ks, k_max, cache, tune) for name in variants}
     return prototypes, time.perf_counter() - started
 
 

@@ -201,6 +201,18 @@ class RecallAccumulator:
             "session_recall": {str(k): self._means(self._session[k]) for k in self.ks},
         }
 
+    def merge(self, other: "RecallAccumulator") -> "RecallAccumulator":
+        """Add `other`'s questions to this one (same ks): per-split accumulators -> all."""
+        if other.ks != self.ks:
+            raise MetricError(f"cannot merge recall at k={other.ks} into k={self.ks}")
+        for mine, theirs in ((self._turn, other._turn), (self._session, other._session)):
+            for k in self.ks:
+                for cat, vals in theirs[k].items():
+                    mine[k][cat].extend(vals)
+        self.skipped += other.skipped
+        self.per_question.extend(other.per_question)
+        return self
+
     def counts(self) -> dict[str, int]:
         k0 = self.ks[0]
         out = {cat: len(v) for cat, v in sorted(self._turn[k0].items())}

@@ -125,6 +125,39 @@ class CandidateSearch:
         self.cands: dict[str, Candidate] = {}
         self.question_key: str | None = None  # set: raw turns worth nothing are excluded
 
+    def feedback(self) -> list[str]:
+        """Pseudo-relevance feedback from the most relevant candidates so far: their best
+        words join the lexical signal, their mean vector the query vector. Returns the
+        expansion words (empty: nothing changed)."""
+        opts = self.opts
+        self.score_all()
+        top = sorted(self.cands.values(), key=lambda c: (-c.relevance, c.id))[: opts.prf_docs]
+        if not top:
+            return []
+        asked = set(self.terms)
+        weights: dict[str, float] = {}
+        for cand in top:
+            c = self.view.corpora[cand.ci]
+            words = sorted(c.item_terms(cand.row) - asked)
+            for word, idf in zip(words, c.lexical.idf(words) if words else []):
+                weights[word] = weights.get(word, 0.0) + cand.relevance * idf
+        extra = [w for w, _ in sorted(weights.items(), key=lambda x: (-x[1], x[0]))[: opts.prf_terms]]
+        if extra and opts.lexical and opts.prf_lexical > 0:
+            beta = np.float32(opts.prf_lexical)
+            for ci, c in enumerate(self.view.corpora):
+                more = c.lexical_scores(extra)
+                if more is not None:
+                    base = self.lex[ci]
+                    self.lex[ci] = more * beta if base is None else base * (1 - beta) + more * beta
+        if self.qvec is not None and opts.prf_dense > 0:
+            vecs = [v for cand in top for v in [self.view.vector(cand.ci, cand.row)] if v is not None]
+            if vecs:
+                moved = self.qvec + np.float32(opts.prf_dense) * np.mean(vecs, axis=0)
+                norm = float(np.linalg.norm(moved))
+                if norm > 0:
+                    self.qvec = (moved / norm).astype(np.float32)
+        return extra
+
     def exclude_empty_turns(self, question: str) -> None:
         """From now on, raw turns that are small talk or a copy of `question` are not
         candidates (nor Q* expansions)."""
@@ -329,7 +362,13 @@ class CandidateSearch:
         boosts["confidence"] = opts.w_confidence * max(0.0, min(1.0, item.confidence))
         boosts["importance"] = opts.w_importance * (max(1, min(10, item.importance)) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
+        if opts.w_speaker and item.type == "message" and self.speaker_named(cand):
+            boosts["speaker"] = opts.w_speaker
         return boosts
+
+    def speaker_named(self, cand: Candidate) -> bool:
+        """The raw turn's speaker (its title) is named in the question."""
+        return self.view.corpora[cand.ci].title_key(cand.row) in self.grams
 
     def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int) -> None:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels

@@ -9,8 +9,8 @@ snapshot, an IndexIDMap2 over IndexFlatIP or HNSW) and the small delta of fresh 
   nothing invisible is ever scored, let alone returned.
 - `dense_search`: exact matmul over the allowed rows when they are few (or there is no
   index), else FAISS with an ID selector restricted to the allowed rows.
-- `lexical`: a BM25 index (bm25s) over title + content + tags + entities, built lazily
-  (call `warm()` at load time to pay the cost up front).
+- `lexical`: a BM25 index (bm25s) over title + content + tags + entities, on word stems
+  unless `stemming=False`, built lazily (call `warm()` at load time to pay the cost up front).
 - tag / entity / normalised-title / turn-ref inverted indexes, the links graph (both
   directions) and the palace room map, for candidate generation and Q* expansion.
 
@@ -76,6 +76,7 @@ class MemoryCorpus:
         exact_max_rows: int = EXACT_MAX_ROWS,
         hnsw_ef_search: int = HNSW_EF_SEARCH,
         search_threads: int = 1,
+        stemming: bool = True,
     ):
         self.items: tuple[MemoryItem, ...] = tuple(items)
         for i, it in enumerate(self.items):
@@ -112,6 +113,7 @@ class MemoryCorpus:
         self._index_labels_and_owners()
         self._index_rooms(locations)
 
+        self.stemming = bool(stemming)
         self._lexical: LexicalIndex | None = None
         self._lexical_lock = threading.Lock()
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
@@ -222,7 +224,8 @@ class MemoryCorpus:
         if self._lexical is None:
             with self._lexical_lock:
                 if self._lexical is None:
-                    self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items])
+                    self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items],
+                                                 stem=self.stemming)
         return self._lexical
 
     @staticmethod

@@ -86,6 +86,27 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     w_confidence: float = 0.04
     w_importance: float = 0.04
     w_validation: float = 0.03
+    # Speaker linking: a raw turn said by someone the question names ("What did Caroline
+    # research?") is boosted: what a person did is mostly told by that person.
+    w_speaker: float = 0.0
+    # Session spread: after the first `spread_after` raw turns, each further raw turn is
+    # picked greedily by score * spread_decay**(turns already picked from its session), so
+    # the top-k reaches more sessions (questions whose answer is spread over several
+    # conversations). 1.0 = off.
+    spread_decay: float = 1.0
+    spread_after: int = 3
+    # Pseudo-relevance feedback: the `prf_docs` most relevant candidates lend their `prf_terms`
+    # best words (relevance x IDF) to a second BM25 query, blended in with `prf_lexical`, and
+    # their mean vector to the query vector with `prf_dense`; both channels are searched again.
+    prf_docs: int = 0
+    prf_terms: int = 8
+    prf_lexical: float = 0.3
+    prf_dense: float = 0.3
+    # Session support (two-stage, sessions first): a raw turn's score is multiplied by
+    # 1 + w_session * (its session's relevance mass / the best session's), the mass being
+    # the summed relevance of the session's top `session_top` turn candidates.
+    w_session: float = 0.0
+    session_top: int = 3
     summary_demotion: float = 0.5
     qstar_max_added_fraction: float = 0.25  # of k (floor): Q* additions never exceed k
     qstar_config: QStarConfig | None = None  # None: built from settings
@@ -256,6 +277,10 @@ class RecallEngine:
         if q.opts.episodic:
             q.search.exclude_empty_turns(q.text)
         dropped = [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
+        if q.opts.prf_docs > 0 and q.search.feedback():
+            lists = q.search.channels()
+            q.search.gather(lists)
+            dropped += [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
         return {"stage": "candidates", "count": len(q.search.cands), "not_candidates": dropped,
                 "channels": {name: [[e[1], round(e[0], 4)] for e in entries[:10]]
                              for name, entries in lists.items()}}
@@ -290,8 +315,12 @@ class RecallEngine:
         return {"stage": "repeats", "dropped": dropped} if dropped else None
 
     def _rank(self, q: RecallQuery) -> None:
+        if q.opts.w_session > 0.0:
+            select.support_by_session(q.search, q.opts.w_session, q.opts.session_top)
         q.always, q.ranked = select.rank(q.search, q.opts.max_always_inject,
                                          q.opts.curated_floor if q.opts.episodic else 2.0)
+        if q.opts.spread_decay < 1.0:
+            q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:

@@ -1,9 +1,11 @@
 """Lexical side of recall: one tokeniser shared by BM25, tag/entity matching and Q* coverage,
 and a thin wrapper over the `bm25s` index that scores every row for a query.
 
-Tokens are lower-case runs of letters/digits (no stemming), minus the NLTK English stopword
-list shipped with bm25s. Queries additionally drop a few recall fillers ("remember",
-"recall", "know"...) that say *that* the user wants memory, not *what* memory.
+Tokens are lower-case runs of letters/digits, minus the NLTK English stopword list shipped
+with bm25s. Queries additionally drop a few recall fillers ("remember", "recall", "know"...)
+that say *that* the user wants memory, not *what* memory. Tokens stay surface words
+everywhere (Q* coverage, entity matching); only the BM25 index compares their Snowball
+stems, so "camped" finds "camping" and "research" finds "researching".
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import bm25s
 import numpy as np
+import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 _WORD = re.compile(r"[^\W_]+")
@@ -66,15 +69,39 @@ def label_ngrams(text: str, max_n: int = 4) -> set[str]:
     return grams
 
 
+class Stems:
+    """Snowball (English) stems of tokens, each distinct token stemmed once."""
+
+    def __init__(self) -> None:
+        self._stemmer = Stemmer.Stemmer("english")
+        self._memo: dict[str, str] = {}
+
+    def __call__(self, tokens: Iterable[str]) -> list[str]:
+        return self.many([list(tokens)])[0]
+
+    def many(self, docs: Sequence[Sequence[str]]) -> list[list[str]]:
+        """Every document's stems; the distinct tokens of all of them are stemmed in one call."""
+        memo = self._memo
+        new = [t for t in set().union(*docs) if t not in memo] if docs else []
+        if new:
+            memo.update(zip(new, self._stemmer.stemWords(new)))
+        get = memo.__getitem__
+        return [list(map(get, d)) for d in docs]
+
+
 class LexicalIndex:
     """BM25 (Lucene variant, k1=1.5, b=0.75) over pre-tokenised documents, row-aligned with
-    the corpus. `scores` returns the raw BM25 score of every row; `normalised` divides by the
-    query's ideal score (sum of its terms' IDF: what a document of average length with each
-    query term once would get) so scores from corpora of different sizes are comparable."""
+    the corpus, comparing stems when `stem` (documents and queries alike). `scores` returns
+    the raw BM25 score of every row; `normalised` divides by the query's ideal score (sum of
+    its terms' IDF: what a document of average length with each query term once would get)
+    so scores from corpora of different sizes are comparable."""
 
-    def __init__(self, docs: Sequence[list[str]]):
+    def __init__(self, docs: Sequence[list[str]], *, stem: bool = True):
         self.num_docs = len(docs)
         self._bm25 = bm25s.BM25()
+        self._stems = Stems() if stem else None
+        if self._stems is not None:
+            docs = self._stems.many(docs)
         # bm25s needs at least one token (a delta segment may hold a single item whose text
         # has none); a corpus without any simply scores nothing.
         self._indexed = any(len(d) for d in docs)
@@ -89,23 +116,33 @@ class LexicalIndex:
         n = self.num_docs
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def _query(self, terms: Iterable[str]) -> list[str]:
+        terms = list(terms)
+        return list(dict.fromkeys(self._stems(terms) if self._stems is not None else terms))
+
     def scores(self, terms: Iterable[str]) -> np.ndarray | None:
         """Raw BM25 per row, or None when no query term is in the vocabulary."""
         if not self._indexed:
             return None
-        ids = self._bm25.get_tokens_ids(list(dict.fromkeys(terms)))
+        ids = self._bm25.get_tokens_ids(self._query(terms))
         if not ids:
             return None
         return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
 
-    def ideal(self, terms: Iterable[str]) -> float:
-        total = 0.0
+    def idf(self, terms: Sequence[str]) -> list[float]:
+        """IDF of each term (its stem) in this index; a term in no row gets the highest."""
+        return self._stem_idf(self._stems(terms) if self._stems is not None else list(terms))
+
+    def _stem_idf(self, stems: Iterable[str]) -> list[float]:
         vocab = self._bm25.vocab_dict if self._indexed else {}
-        for t in dict.fromkeys(terms):
+        out = []
+        for t in stems:
             tid = vocab.get(t)
-            df = int(self._df[tid]) if tid is not None and tid < len(self._df) else 0
-            total += self._idf(df)
-        return total
+            out.append(self._idf(int(self._df[tid]) if tid is not None and tid < len(self._df) else 0))
+        return out
+
+    def ideal(self, terms: Iterable[str]) -> float:
+        return sum(self._stem_idf(self._query(terms)))
 
     def normalised(self, terms: Sequence[str]) -> np.ndarray | None:
         """BM25 / ideal, clipped to [0, 1]; None when nothing matches."""

@@ -104,6 +104,60 @@ def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]
     return dropped
 
 
+def spread_sessions(ranked: list[Candidate], decay: float, after: int) -> list[Candidate]:
+    """Greedy session spread over a ranking: the first `after` raw turns stay; then each
+    pick is the candidate with the best score * decay**(raw turns already picked from its
+    session). Picked scores are set to that product, so the order is their score order."""
+    head: list[Candidate] = []
+    pool = list(ranked)
+    picked: dict[tuple[str, str], int] = {}
+    turns = 0
+
+    def session(c: Candidate) -> tuple[str, str] | None:
+        sid = c.item.metadata.get("session_id") if is_message(c.item) else None
+        return (c.item.scope.user_id or "", str(sid)) if sid else None
+
+    while pool:
+        if turns < after or pool[0].tier == 0:
+            best = pool[0]
+        else:
+            best = max(pool, key=lambda c: (-c.tier, c.score * decay ** picked.get(session(c), 0)))
+            n = picked.get(session(best), 0)
+            if n and session(best) is not None:
+                best.score *= decay ** n
+                best.components["session_spread"] = decay ** n
+                best.components["final"] = best.score
+        pool.remove(best)
+        head.append(best)
+        key = session(best)
+        if key is not None:
+            picked[key] = picked.get(key, 0) + 1
+            turns += 1
+    return head
+
+
+def support_by_session(search: CandidateSearch, weight: float, top: int) -> None:
+    """Raw turns in sessions that hold much of the relevant conversation rank higher: each
+    turn's score is scaled by 1 + weight * (its session's mass / the best session's mass),
+    a session's mass being the summed relevance of its `top` most relevant live turns."""
+    by_session: dict[tuple[str, str], list[Candidate]] = {}
+    for cand in search.cands.values():
+        session = cand.item.metadata.get("session_id") if is_message(cand.item) else None
+        if cand.suppressed is None and session:
+            by_session.setdefault((cand.item.scope.user_id or "", str(session)), []).append(cand)
+    mass = {key: sum(sorted((c.relevance for c in group), reverse=True)[:top])
+            for key, group in by_session.items()}
+    best = max(mass.values(), default=0.0)
+    if best <= 0:
+        return
+    for key, group in by_session.items():
+        factor = 1.0 + weight * mass[key] / best
+        for cand in group:
+            cand.score *= factor
+            cand.components["session_support"] = factor
+            cand.components["final"] = cand.score
+
+
 def rank(search: CandidateSearch, max_always: int, curated_floor: float
          ) -> tuple[list[Candidate], list[Candidate]]:
     """(always-inject items, the rest ranked best first), suppressed candidates left out.

@@ -69,6 +69,17 @@ def test_bm25_normalised_scores_are_in_unit_range_and_rank_matches_first():
     assert blank.num_docs == 2 and blank.scores(["x"]) is None and blank.normalised(["x"]) is None
 
 
+def test_bm25_matches_word_forms_by_stem_and_can_compare_surface_words():
+    docs = [tokenize(t) for t in ["Researching adoption agencies", "We went camping at the beach",
+                                  "the agency called"]]
+    stemmed = LexicalIndex(docs).normalised(query_terms("What did Caroline research? Where has she camped?"))
+    assert stemmed is not None and stemmed[0] > 0 and stemmed[1] > 0 and stemmed[2] == 0
+    assert LexicalIndex(docs, stem=False).scores(["research", "camped"]) is None
+    # "agencies" and "agency" share a stem: both rows match either form.
+    agency = LexicalIndex(docs).scores(["agency"])
+    assert agency is not None and agency[0] > 0 and agency[2] > 0
+
+
 # -- scope, activity, duplicates -----------------------------------------------------------
 
 

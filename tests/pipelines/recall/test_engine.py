@@ -497,3 +497,73 @@ def test_a_delta_without_vectors_is_still_searched_lexically():
     r = engine().recall("proxy bearer token", ME, [snap, delta], now=NOW)
     assert r.used_ids[0] == "fresh" and r.hits[0].source == "delta"
     assert r.hits[0].components["dense"] == 0.0
+
+
+# -- measured ideas, off by default (bench ablation rows) -----------------------------------------
+
+
+def turn(id_: str, speaker: str, content: str, session: str, seq: int) -> MemoryItem:
+    return mem(id_, speaker, content, kind="user", type="message", entities=[speaker],
+               provenance=Provenance(source_id=f"turn-{id_}", turn_refs=[id_]),
+               metadata={"session_id": session, "inbox_seq": seq})
+
+
+def chat() -> list[MemoryItem]:
+    return [
+        turn("a1", "Ann", "We went camping at the lake with the kids.", "s-a", 1),
+        turn("a2", "Bob", "Camping at the lake sounds lovely.", "s-a", 2),
+        turn("a3", "Ann", "The lake camping trip was our best yet.", "s-a", 3),
+        turn("b1", "Ann", "Next summer we go camping in the forest.", "s-b", 4),
+        turn("c1", "Bob", "I painted the fence blue.", "s-c", 5),
+    ]
+
+
+def hit_ids(result) -> list[str]:
+    return [h.item.id for h in result.hits]
+
+
+def test_speaker_link_boosts_the_turns_of_the_named_speaker():
+    c = corpus(chat())
+    question = "What lake camping trip did Bob talk about?"
+    plain = engine().recall(question, ME, c, mode="catalog", k=5, options=RecallOptions(qstar=False))
+    linked = engine().recall(question, ME, c, mode="catalog", k=5,
+                             options=RecallOptions(qstar=False, w_speaker=0.5))
+    before = {h.item.id: h.score for h in plain.hits}
+    after = {h.item.id: h for h in linked.hits}
+    for item_id, hit in after.items():
+        if hit.item.title == "Bob":
+            assert hit.components["speaker"] == 0.5 and hit.score > before[item_id]
+        else:
+            assert "speaker" not in hit.components and hit.score == pytest.approx(before[item_id])
+    assert hit_ids(plain).index("c1") > hit_ids(plain).index("a3") > 0
+    assert hit_ids(linked)[:2] == ["a2", "a3"] and after["c1"].score / before["c1"] > 1.3
+
+
+def test_session_spread_reaches_another_session_sooner_and_keeps_the_head():
+    c = corpus(chat())
+    question = "lake camping"
+    plain = hit_ids(engine().recall(question, ME, c, mode="catalog", k=5, options=RecallOptions(qstar=False)))
+    spread = engine().recall(question, ME, c, mode="catalog", k=5,
+                             options=RecallOptions(qstar=False, spread_decay=0.1, spread_after=1))
+    ids = hit_ids(spread)
+    assert ids[0] == plain[0] and plain.index("b1") > 1 and ids[1] == "b1"
+    scores = [h.score for h in spread.hits]
+    assert scores == sorted(scores, reverse=True)  # the spread order is the score order
+
+
+def test_session_support_lifts_turns_of_the_session_holding_most_of_the_answer():
+    c = corpus(chat())
+    question = "camping"
+    supported = engine().recall(question, ME, c, mode="catalog", k=5,
+                                options=RecallOptions(qstar=False, w_session=1.0, session_top=3))
+    factors = {h.item.id: h.components.get("session_support") for h in supported.hits}
+    assert factors["a1"] == pytest.approx(2.0) and 1.0 < factors["b1"] < 2.0
+
+
+def test_feedback_expands_the_query_with_words_of_the_best_candidates():
+    c = corpus(chat() + [turn("d1", "Ann", "Lake Tahoe has the clearest water.", "s-d", 6)])
+    opts = RecallOptions(qstar=False, dense=False, prf_docs=2, prf_terms=3, prf_lexical=0.5)
+    plain = hit_ids(engine().recall("camping trip", ME, c, mode="catalog", k=6,
+                                    options=RecallOptions(qstar=False, dense=False)))
+    fed = hit_ids(engine().recall("camping trip", ME, c, mode="catalog", k=6, options=opts))
+    assert "d1" not in plain and "d1" in fed  # reached only through the feedback word "lake"
