@@ -7,8 +7,9 @@
     python3 bootstrap.py bench …  # benchmarks (see README)
     python3 bootstrap.py loci …   # any loci command
 
-Needs nothing but Python 3.11 (and, for some tests, the two system packages above). Idempotent: the environment is (re)installed only when
-pyproject.toml changed since the last install.
+Needs nothing but Python 3.11 (and, for some tests, the two system packages above).
+Idempotent: the environment is (re)installed only when pyproject.toml changed since the
+last install.
 """
 
 from __future__ import annotations
