@@ -34,9 +34,8 @@ def test_dg_lists_the_definitions_through_the_project_config(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr[-3000:]
     listed = json.loads(done.stdout)
     assert {a["asset_key"] for a in listed["assets"]} == {a.key.to_user_string() for a in CONSOLIDATION_ASSETS}
-    assert {c["name"] for c in listed["asset_checks"]} == {c.check_specs_by_output_name[o].name
-                                                          for c in CONSOLIDATION_CHECKS
-                                                          for o in c.check_specs_by_output_name}
+    declared = [*CONSOLIDATION_CHECKS, *CONSOLIDATION_ASSETS]  # an asset may carry its own check
+    assert {c["name"] for c in listed["asset_checks"]} == {spec.name for d in declared for spec in d.check_specs}
     assert "consolidate_job" in {j["name"] for j in listed["jobs"]}
 
 
