@@ -42,8 +42,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder: str = "minilm"
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with an int8 copy (3x faster);
-    # stored vectors are always float32
+    # `minilm_precision` is what stored vectors are made with ("float32" or "int8"; the
+    # embedder's name differs per precision, so a change needs `loci reembed`)
     minilm_int8_online: bool = True
+    minilm_precision: str = "float32"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embed_model: str = "nomic-embed-text"
     ollama_timeout_s: float = 30.0
