@@ -12,7 +12,7 @@ from pipelines.records import Event, MemoryItem
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
-EMBED_BATCH = 256  # texts per embed() call: bounded memory, still batched for speed
+EMBED_BATCH = 4096  # texts per embed() call: bounded memory; the embedder sorts each call by length
 
 
 class ConsolidationError(RuntimeError):
