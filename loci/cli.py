@@ -314,13 +314,15 @@ def schema() -> None:
 def serve(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port"),
+    workers: int = typer.Option(1, "--workers", min=1,
+                                help="worker processes on one port (they share the memory-mapped snapshot)"),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Start the recall service (Litestar on uvicorn)."""
     from online.server import serve as run_server
 
     overrides = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    run_server(_settings(data_dir, **overrides))
+    run_server(_settings(data_dir, **overrides), workers=workers)
 
 
 @app.command()

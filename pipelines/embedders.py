@@ -373,6 +373,7 @@ class MiniLMEmbedder(Embedder):
     request and users repeat themselves. Inputs beyond 256 word pieces are truncated.
     """
 
+    name = MINILM_NAME  # float32, the default precision (an instance's own name says which)
     dim = 384
 
     def __init__(
