@@ -83,7 +83,7 @@ def _settings(data_dir: Path, args: argparse.Namespace):
     from pipelines.settings import Settings
 
     return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
-                    snapshots_keep=1)
+                    snapshots_keep=1, minilm_precision=getattr(args, "precision", None) or Settings().minilm_precision)
 
 
 def write_turns(path: Path, n: int, seed: int) -> Path:
@@ -240,6 +240,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         "$LOCI_BENCH_DATA); the default run with --embedder minilm")
     p.add_argument("--embedder", default="hash", choices=("hash", "minilm"),
                    help="embedder for the consolidation runs (default hash: MiniLM is too slow for 100k on 2 cores)")
+    p.add_argument("--data", type=Path, default=None, help="the LoCoMo-format file (implies --locomo)")
+    p.add_argument("--precision", default=None, choices=("float32", "int8"),
+                   help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))
@@ -255,6 +258,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.incremental = 0 if minilm_only else 1000
     if args.hdbscan is None:
         args.hdbscan = "" if minilm_only else "1000,10000,50000"
+    if args.data is not None:
+        args.locomo = args.data
     if args.locomo is None and minilm_only:
         args.locomo = Path("")
     if args.quick:
@@ -308,6 +313,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             "snapshot_mb": round(big["snapshot_bytes"] / 1e6, 1),
         }
     out["config"] = {"users": USERS, "embedder": args.embedder, "merger": args.merger, "seed": args.seed,
+                     "minilm_precision": _settings(workdir, args).minilm_precision,
                      "note": ("hash embedder for throughput runs (MiniLM infeasible for 100k turns on 2 cores)"
                               if args.embedder == "hash" else "MiniLM embedder")}
     out["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
@@ -321,7 +327,8 @@ def _print(out: dict[str, Any]) -> None:
         rows = [(step, secs, f"{100 * lo['steps_share'].get(step, 0):.1f}%") for step, secs in lo["steps_s"].items()]
         rows.append(("total", lo["consolidate_s"], "100%"))
         console.print(driver.table(
-            f"LoCoMo import: {lo['turns']} turns, embedder {out['config']['embedder']}: "
+            f"LoCoMo import: {lo['turns']} turns, embedder {out['config']['embedder']} "
+            f"({out['config']['minilm_precision']}): "
             f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}); "
             f"ingest {lo['ingest_s']:.1f}s",
             ("stage (first one includes Dagster start-up)", "seconds", "share"), rows))
