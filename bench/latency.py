@@ -337,7 +337,8 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
                     block["throughput"] = measure_throughput(server, pool, args.duration, args.concurrency,
                                                              args.write_every)
                     workers = server.worker_memory_kb()
-                    block["worker_memory_mb"] = [{k: (round(v / 1024, 1) if k.endswith("_kb") else v)
+                    block["worker_memory_mb"] = [{(k[:-3] + "_mb" if k.endswith("_kb") else k):
+                                                  (round(v / 1024, 1) if k.endswith("_kb") else v)
                                                   for k, v in w.items()} for w in workers]
                     rss_kb = sum(w.get("rss_kb", 0) for w in workers) or server.rss_kb()
                     block["server_rss_mb"] = round(rss_kb / 1024, 1) if rss_kb else None
