@@ -211,7 +211,7 @@ def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
 def test_minilm_loads_once_under_concurrency(minilm_embedder, monkeypatch):
     calls = []
 
-    def slow_load(self, precision, threads):
+    def slow_load(self, precision):
         calls.append(threading.get_ident())
         time.sleep(0.2)
         return minilm_embedder.load()
