@@ -259,7 +259,7 @@ def _make_index(vectors: np.ndarray, dim: int, hnsw_threshold: int) -> tuple[Any
 
 
 def _reuse_hnsw(
-    previous: Path, kept: Sequence[MemoryItem], vecs: np.ndarray, dim: int, max_dead: float
+    previous: Path, kept: Sequence[str], vecs: np.ndarray, dim: int, max_dead: float
 ) -> tuple[Any, dict[str, int], int] | None:
     """The previous snapshot's HNSW graph relabelled for the new rows, plus the vectors of
     new or re-embedded items: building a 100k graph costs ~20 s on 2 cores, adding 1k to it
@@ -283,7 +283,7 @@ def _reuse_hnsw(
     prev_ids = table.column("id").to_pylist()
     n_prev, n = manifest.count, len(kept)
     labels = faiss.vector_to_array(index.id_map).copy()
-    row_of = {item.id: row for row, item in enumerate(kept)}
+    row_of = {item_id: row for row, item_id in enumerate(kept)}
     # Per slot: the new row of the same item when its vector is unchanged, else dead.
     live_slots = np.flatnonzero(labels < n_prev)
     new_rows = np.array([row_of.get(prev_ids[labels[s]], -1) for s in live_slots], dtype=np.int64)
@@ -342,9 +342,56 @@ def build_snapshot(
     _check_build_args(embedder_name, dim, watermark, keep)
     vecs = _checked_vectors(items, vectors, dim)
     kept, vecs = _active_only(items, vecs)
-    built = _build_index(kept, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
+    return _publish_rows(root, [item.id for item in kept], [item.tier for item in kept], items_to_table(kept),
+                         vecs, embedder_name=embedder_name, dim=dim, watermark=watermark,
+                         hnsw_threshold=hnsw_threshold, keep=keep, extra=extra, reuse=reuse,
+                         reuse_max_dead=reuse_max_dead)
+
+
+def build_snapshot_from_rows(
+    root: Path,
+    table: pa.Table,
+    vectors: np.ndarray,
+    *,
+    embedder_name: str,
+    dim: int,
+    watermark: int,
+    hnsw_threshold: int = 50_000,
+    keep: int = 3,
+    extra: dict[str, Any] | None = None,
+    reuse: Path | None = None,
+    reuse_max_dead: float = 0.2,
+) -> SnapshotManifest:
+    """`build_snapshot` for rows already in the snapshot's item layout (`items_to_table`,
+    or rows read back from a published snapshot with `read_rows`), all active, one per id:
+    a run that changed a few items reuses the published rows instead of decoding every item."""
+    root = Path(root)
+    _check_build_args(embedder_name, dim, watermark, keep)
+    missing = set(ITEMS_SCHEMA.names) - set(table.column_names)
+    if missing:
+        raise ValueError(f"items table lacks columns {sorted(missing)}")
+    vecs = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1, dim) if len(table) else
+                                np.zeros((0, dim), np.float32))
+    if vecs.shape[0] != len(table):
+        raise ValueError(f"{len(table)} rows but {vecs.shape[0]} vectors")
+    if not np.isfinite(vecs).all():
+        raise ValueError("vectors contain NaN or infinity")
+    ids = table.column("id").to_pylist()
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate item ids in snapshot rows")
+    return _publish_rows(root, ids, table.column("tier").to_pylist(), table, vecs, embedder_name=embedder_name,
+                         dim=dim, watermark=watermark, hnsw_threshold=hnsw_threshold, keep=keep, extra=extra,
+                         reuse=reuse, reuse_max_dead=reuse_max_dead)
+
+
+def _publish_rows(
+    root: Path, ids: list[str], tiers: list[str], table: pa.Table, vecs: np.ndarray, *, embedder_name: str,
+    dim: int, watermark: int, hnsw_threshold: int, keep: int, extra: dict[str, Any] | None,
+    reuse: Path | None, reuse_max_dead: float,
+) -> SnapshotManifest:
+    built = _build_index(ids, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
     index_bytes = faiss.serialize_index(built.index).tobytes()
-    items_bytes = _items_parquet(kept)
+    items_bytes = _table_parquet(table)
     files = {
         INDEX_FILE: FileEntry(sha256=_sha256(index_bytes), bytes=len(index_bytes)),
         ITEMS_FILE: FileEntry(sha256=_sha256(items_bytes), bytes=len(items_bytes)),
@@ -360,8 +407,8 @@ def build_snapshot(
         watermark=watermark,
         embedder=embedder_name,
         dim=dim,
-        count=len(kept),
-        tier_counts=dict(sorted(Counter(item.tier for item in kept).items())),
+        count=len(ids),
+        tier_counts=dict(sorted(Counter(tiers).items())),
         index_kind=built.kind,
         index_params=built.params,
         index_dead=built.dead,
@@ -426,7 +473,7 @@ class _BuiltIndex:
 
 
 def _build_index(
-    kept: list[MemoryItem],
+    kept: list[str],
     vecs: np.ndarray,
     dim: int,
     hnsw_threshold: int,
@@ -444,10 +491,30 @@ def _build_index(
     return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
 
 
-def _items_parquet(kept: Sequence[MemoryItem]) -> bytes:
+def _table_parquet(table: pa.Table) -> bytes:
     buf = io.BytesIO()
-    pq.write_table(items_to_table(kept), buf, compression="zstd")
+    pq.write_table(table.replace_schema_metadata(ITEMS_SCHEMA.metadata), buf, compression="zstd")
     return buf.getvalue()
+
+
+def read_rows(root: Path, version: str) -> tuple[SnapshotManifest, pa.Table, np.ndarray]:
+    """A published version's item rows (Arrow, not decoded into items) and their vectors
+    (row order), checked like `load_snapshot` checks them. Raises SnapshotError."""
+    folder = Path(root) / version
+    manifest = _read_manifest(folder, version)
+    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    try:
+        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
+        table = pq.read_table(items_path, memory_map=True)
+    except (RuntimeError, pa.ArrowException) as exc:
+        raise SnapshotError(f"snapshot {version} unreadable: {exc}") from exc
+    n = manifest.count
+    if len(table) != n or index.ntotal != n + manifest.index_dead:
+        raise SnapshotError(f"snapshot {version} inconsistent: {len(table)} rows, index {index.ntotal}")
+    vectors = (index.reconstruct_batch(np.arange(n, dtype=np.int64)) if n
+               else np.zeros((0, manifest.dim), dtype=np.float32))
+    return manifest, table, np.ascontiguousarray(vectors, dtype=np.float32)
 
 
 def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:

@@ -131,6 +131,24 @@ class ItemReads(ItemJournal):
         with self.transaction():
             return list(self._items_where(where, "i.id", params).values())
 
+    def active_ids(self) -> list[str]:
+        """Ids of the items neither archived nor superseded, ordered by id."""
+        return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {_ACTIVE} ORDER BY i.id")]
+
+    def items_written_since(self, since: str, ids: Sequence[str] = ()) -> list[MemoryItem]:
+        """Active items with a revision written at or after `since` (any change: text,
+        tier, metadata, usage), plus the active ones among `ids`; ordered by id."""
+        check_id(since, "since")
+        extra = [i for i in as_list(ids, "ids") if isinstance(i, str)]
+        listed = ""
+        if extra:
+            listed = "OR i.id IN (SELECT id FROM (SELECT unnest(?::VARCHAR[]) AS id))"
+        params: list[Any] = [since, *([extra] if extra else [])]
+        where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+                 f"{listed})")
+        with self.transaction():
+            return list(self._items_where(where, "i.id", params).values())
+
     def items_to_locate(self, since: str | None, ids: Sequence[str] = ()) -> list[MemoryItem]:
         """Active items whose palace location may be new or different: written (any
         revision) at or after `since`, without a stored location, or among `ids`; every
