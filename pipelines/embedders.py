@@ -374,7 +374,7 @@ class MiniLMEmbedder(Embedder):
     CPU with VNNI, cosine ~0.993 to the float vector.
 
     `precision`: what `embed` — the stored vectors (warehouse, snapshots) — runs, int8 by
-    default (measured on LoCoMo: recall@10 0.773 against 0.776 with float32, consolidation
+    default (measured on LoCoMo: recall@10 0.772 against 0.776 with float32, consolidation
     about twice as fast); the name differs per precision (`MINILM_NAMES`), so switching
     needs `loci reembed`. int8 activations are quantized per batch, so a text's int8 vector
     varies slightly with its batch-mates (cosine > 0.99).

@@ -43,7 +43,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with the int8 model (3x faster);
     # `minilm_precision` is what stored vectors are made with: "int8" (default; LoCoMo
-    # recall@10 within 0.003 of float32, about twice as fast to consolidate) or "float32".
+    # recall@10 within 0.004 of float32, about twice as fast to consolidate) or "float32".
     # The embedder's name differs per precision, so a change needs `loci reembed`.
     minilm_int8_online: bool = True
     minilm_precision: str = "int8"
