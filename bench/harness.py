@@ -81,8 +81,26 @@ SERVE_CODE = (
     "import sys, msgspec\n"
     "from online.server import serve\n"
     "from pipelines.settings import Settings\n"
-    "serve(msgspec.json.decode(sys.argv[1], type=Settings), log_level='warning')\n"
+    "serve(msgspec.json.decode(sys.argv[1], type=Settings), log_level='warning', workers=int(sys.argv[2]))\n"
 )
+
+
+def worker_pids(pid: int) -> list[int]:
+    """The uvicorn worker processes under a `serve(..., workers > 1)` process (its spawned
+    children, not multiprocessing's resource tracker)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    out = []
+    for child in children:
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"spawn_main" in cmdline:
+            out.append(int(child))
+    return out
 
 
 class ServiceProcess:
@@ -92,7 +110,8 @@ class ServiceProcess:
     (`launch()` then `wait_ready()` start several at once)."""
 
     def __init__(self, settings: Settings, *, ready_timeout_s: float = 60.0, log_path: Path | None = None,
-                 via_cli: bool = False):
+                 via_cli: bool = False, workers: int = 1):
+        self.workers = workers
         self.port = free_port()
         self.settings = msgspec.structs.replace(settings, host="127.0.0.1", port=self.port)
         self.url = f"http://127.0.0.1:{self.port}"
@@ -118,9 +137,10 @@ class ServiceProcess:
             config = data_dir / f"loci-{self.port}.toml"
             config.write_text(tomlkit.dumps(msgspec.to_builtins(self.settings)), encoding="utf-8")
             env["LOCI_CONFIG"] = str(config)
-            cmd = [sys.executable, "-m", "loci.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+            cmd = [sys.executable, "-m", "loci.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                   "--workers", str(self.workers)]
         else:
-            cmd = [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode()]
+            cmd = [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode(), str(self.workers)]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
         self.proc = subprocess.Popen(cmd, cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT)
         return self
@@ -155,6 +175,24 @@ class ServiceProcess:
         except (OSError, ValueError):
             return None
         return None
+
+    def worker_memory_kb(self) -> list[dict[str, int]]:
+        """Per serving process (the process itself with one worker, else its worker
+        children): pid, RSS and PSS (proportional set size: shared pages, such as a
+        memory-mapped snapshot, divided among the processes mapping them), from Linux /proc."""
+        pids = [self.pid]
+        if self.workers > 1:
+            pids = worker_pids(self.pid)
+        out = []
+        for pid in pids:
+            try:
+                fields = {line.split(":")[0]: int(line.split()[1])
+                          for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
+                          if line.split(":")[0] in ("Rss", "Pss", "Pss_Anon", "Pss_File", "Shared_Clean")}
+            except (OSError, ValueError, IndexError):
+                continue
+            out.append({"pid": pid, **{k.lower() + "_kb": v for k, v in fields.items()}})
+        return out
 
     def kill(self) -> int | None:
         """SIGKILL: the process dies wherever it is, as on a power cut of the process."""

@@ -13,6 +13,10 @@
 3. **HDBSCAN** (`pipelines.clustering.cluster_vectors`) on 1k / 10k / 50k STM vectors of one
    partition (MiniLM vectors of synthetic items from the shared cache; target 10k <= 10 s).
 4. **Footprint**: warehouse and inbox size on disk, per 100k turns.
+5. **LoCoMo import** (`--locomo [FILE]`, the default with `--embedder minilm`): the
+   conversations of a LoCoMo-format file landed with `pipelines.ingest.ingest_locomo` (the
+   `loci ingest --format locomo` path), then the whole job, with each stage's seconds and
+   share of the run: where a user's first `loci consolidate` spends its time.
 
 The embedder for the throughput runs is `--embedder` (default `hash`: MiniLM on 2 cores
 would spend the whole run embedding 100k turns; the output says which was used). The merger
@@ -37,40 +41,35 @@ from bench.metrics import machine_info
 from bench.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
 
 TARGET_HDBSCAN_10K_S = 10.0
+TARGET_LOCOMO_TURNS_PER_S = 150.0  # end-to-end consolidation of a LoCoMo import with MiniLM
 USERS = 100
 
 
 class StepClock:
-    """Per-step wall time from `run_consolidation(progress=...)` messages. Each asset logs
-    one line "<asset>: <what it did>" when it finishes (and Dagster step starts arrive as
-    "<step> ..." when forwarded); the in-process executor runs one step at a time, so a
-    step took from the previous step's end (or its own start) to its own line. The first
-    step also carries Dagster's run start-up."""
+    """Per-stage seconds from `run_consolidation(progress=...)`: each stage reports one line
+    when it completes, `<stage> <count> <unit> <seconds> s` (`assets.run.stage_line`, the
+    step's own duration from Dagster). What the stages do not account for (Dagster's start-up
+    and bookkeeping, the asset checks) is the rest of the wall time, `other`."""
 
-    _END = re.compile(r"^([A-Za-z_][\w.]*): ")
-    _START = re.compile(r"^([A-Za-z_][\w.]*) \.\.\.$")
+    _LINE = re.compile(r"^([A-Za-z_][\w.]*)\s+.*?(\d+(?:\.\d+)?) s$")
 
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
-        self.starts: dict[str, float] = {}
         self.ends: list[tuple[str, float]] = []
+        self.seconds: dict[str, float] = {}
         self.messages: list[str] = []
 
     def __call__(self, msg: str) -> None:
         now = time.perf_counter()
         self.messages.append(msg)
-        if m := self._START.match(msg):
-            self.starts.setdefault(m.group(1), now)
-        elif (m := self._END.match(msg)) and m.group(1) not in {s for s, _ in self.ends}:
+        if (m := self._LINE.match(msg.strip())) and m.group(1) not in self.seconds:
+            self.seconds[m.group(1)] = float(m.group(2))
             self.ends.append((m.group(1), now))
 
-    def durations(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        previous = self.t0
-        for step, t in self.ends:
-            began = self.starts.get(step, previous)
-            out[step] = round(t - began, 3)
-            previous = t
+    def durations(self, wall_s: float | None = None) -> dict[str, float]:
+        out = {step: round(secs, 3) for step, secs in self.seconds.items()}
+        if wall_s is not None:
+            out["other"] = round(max(0.0, wall_s - sum(self.seconds.values())), 3)
         return out
 
 
@@ -78,7 +77,7 @@ def _settings(data_dir: Path, args: argparse.Namespace):
     from pipelines.settings import Settings
 
     return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
-                    snapshots_keep=1)
+                    snapshots_keep=1, minilm_precision=getattr(args, "precision", None) or Settings().minilm_precision)
 
 
 def write_turns(path: Path, n: int, seed: int) -> Path:
@@ -111,7 +110,7 @@ def consolidate(settings) -> dict[str, Any]:
     end = time.perf_counter()
     if summary.get("status") != "success":
         raise RuntimeError(f"consolidation failed: {summary.get('error')}")
-    steps = clock.durations()
+    steps = clock.durations(end - clock.t0)
     return {"wall_s": round(end - clock.t0, 3), "steps_s": steps,
             "after_last_step_s": round(end - (clock.ends[-1][1] if clock.ends else clock.t0), 3),
             "summary": summary}
@@ -173,6 +172,34 @@ def incremental_run(base: dict[str, Any], new_turns: int, workdir: Path, args: a
     }
 
 
+def locomo_run(path: Path, workdir: Path, args: argparse.Namespace, say) -> dict[str, Any]:
+    """A LoCoMo-format import consolidated end to end, with the per-stage breakdown."""
+    from pipelines.inbox import Inbox
+    from pipelines.ingest import ingest_locomo
+    from pipelines.policy import Policy
+
+    settings = _settings(workdir / "locomo", args)
+    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    say(f"== LoCoMo import {path}: ingesting")
+    started = time.perf_counter()
+    with Inbox(settings.inbox_path) as inbox:
+        report = ingest_locomo(path, inbox, Policy(settings))
+    t_ing = time.perf_counter() - started
+    turns = int(report.as_dict().get("turns", 0))
+    say(f"== LoCoMo import: consolidating {turns} turns with {args.embedder}")
+    run = consolidate(settings)
+    wall = run["wall_s"]
+    return {
+        "file": str(path), "turns": turns, "ingest_s": round(t_ing, 3),
+        "consolidate_s": wall, "consolidate_turns_per_s": round(turns / wall, 1) if wall else None,
+        "steps_s": run["steps_s"],
+        "steps_share": {k: round(v / wall, 3) for k, v in run["steps_s"].items()} if wall else {},
+        "after_last_step_s": run["after_last_step_s"],
+        "target_turns_per_s": TARGET_LOCOMO_TURNS_PER_S,
+        "summary": run["summary"],
+    }
+
+
 def hdbscan_timing(sizes: Sequence[int], args: argparse.Namespace, say) -> dict[str, Any]:
     from pipelines.clustering import cluster_vectors
     from pipelines.embedders import HashEmbedder, MiniLMEmbedder
@@ -196,17 +223,39 @@ def hdbscan_timing(sizes: Sequence[int], args: argparse.Namespace, say) -> dict[
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = driver.parser("pipeline", __doc__, quick="smoke run: 500,2000 turns, 200 incremental, HDBSCAN 1000,5000")
-    p.add_argument("--turns", default="1000,10000,100000", help="turn counts for the end-to-end runs")
-    p.add_argument("--incremental", type=int, default=1000, help="new turns for the incremental run (0: skip)")
-    p.add_argument("--hdbscan", default="1000,10000,50000", help="STM item counts to cluster ('' to skip)")
+    p.add_argument("--turns", default=None,
+                   help="turn counts for the synthetic end-to-end runs (default 1000,10000,100000; "
+                        "none with --embedder minilm)")
+    p.add_argument("--incremental", type=int, default=None,
+                   help="new turns for the incremental run (default 1000; 0: skip)")
+    p.add_argument("--hdbscan", default=None, help="STM item counts to cluster (default 1000,10000,50000; '' to skip)")
+    p.add_argument("--locomo", nargs="?", type=Path, const=Path(""), default=None, metavar="FILE",
+                   help="also consolidate a LoCoMo-format import (default file: locomo_dev.json in "
+                        "$LOCI_BENCH_DATA); the default run with --embedder minilm")
     p.add_argument("--embedder", default="hash", choices=("hash", "minilm"),
                    help="embedder for the consolidation runs (default hash: MiniLM is too slow for 100k on 2 cores)")
+    p.add_argument("--data", type=Path, default=None, help="the LoCoMo-format file (implies --locomo)")
+    p.add_argument("--precision", default=None, choices=("float32", "int8"),
+                   help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache-dir", type=Path, default=None, help=f"embedding cache (default {default_cache_dir()})")
     args = p.parse_args(argv)
+    # MiniLM on 100k synthetic turns would measure nothing but the model: with it, the
+    # default is the LoCoMo import alone (each part can still be asked for).
+    minilm_only = args.embedder == "minilm"
+    if args.turns is None:
+        args.turns = "" if minilm_only else "1000,10000,100000"
+    if args.incremental is None:
+        args.incremental = 0 if minilm_only else 1000
+    if args.hdbscan is None:
+        args.hdbscan = "" if minilm_only else "1000,10000,50000"
+    if args.data is not None:
+        args.locomo = args.data
+    if args.locomo is None and minilm_only:
+        args.locomo = Path("")
     if args.quick:
         args.turns, args.incremental, args.hdbscan = "500,2000", min(args.incremental, 200), "1000,5000"
     try:
@@ -221,6 +270,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
     out: dict[str, Any] = {"benchmark": "pipeline", "machine": machine_info(), "runs": {}}
+    if args.locomo is not None:
+        path, _ = driver.locomo_data(args.locomo if str(args.locomo) else None)
+        out["locomo"] = locomo_run(path, workdir, args, say)
     largest = None
     for n in sorted(args.turns):
         res = throughput_run(n, workdir, args, say)
@@ -255,6 +307,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             "snapshot_mb": round(big["snapshot_bytes"] / 1e6, 1),
         }
     out["config"] = {"users": USERS, "embedder": args.embedder, "merger": args.merger, "seed": args.seed,
+                     "minilm_precision": _settings(workdir, args).minilm_precision,
                      "note": ("hash embedder for throughput runs (MiniLM infeasible for 100k turns on 2 cores)"
                               if args.embedder == "hash" else "MiniLM embedder")}
     out["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]
@@ -263,6 +316,16 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
 
 def _print(out: dict[str, Any]) -> None:
     console = driver.console()
+    if "locomo" in out:
+        lo = out["locomo"]
+        rows = [(step, secs, f"{100 * lo['steps_share'].get(step, 0):.1f}%") for step, secs in lo["steps_s"].items()]
+        rows.append(("total", lo["consolidate_s"], "100%"))
+        console.print(driver.table(
+            f"LoCoMo import: {lo['turns']} turns, embedder {out['config']['embedder']} "
+            f"({out['config']['minilm_precision']}): "
+            f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}); "
+            f"ingest {lo['ingest_s']:.1f}s",
+            ("stage (other: Dagster start-up, checks)", "seconds", "share"), rows))
     steps = list(dict.fromkeys(s for r in out["runs"].values() for s in r["steps_s"]))  # run order
     runs = list(out["runs"].values())
     if "incremental" in out:
@@ -275,7 +338,9 @@ def _print(out: dict[str, Any]) -> None:
         rows.append((str(r["turns"]), float(r["ingest_s"]), float(cs), str(tps),
                      *(float(r["steps_s"].get(s, 0)) for s in steps), r["warehouse_bytes"] / 1e6))
     title = f"Consolidation (embedder {out['config']['embedder']}, merger {out['config']['merger']})"
-    console.print(driver.table(title, ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"), rows))
+    if rows:
+        console.print(driver.table(title, ("turns", "ingest s", "consolidate s", "turns/s", *steps, "warehouse MB"),
+                                   rows))
     if "incremental" in out:
         inc = out["incremental"]
         console.print(f"incremental: {inc['new_turns']} new turns on a {inc['store_turns']}-turn store took "

@@ -331,6 +331,8 @@ def schema() -> None:
 def serve(
     host: Optional[str] = typer.Option(None, "--host"),
     port: Optional[int] = typer.Option(None, "--port"),
+    workers: int = typer.Option(1, "--workers", min=1,
+                                help="worker processes on one port (they share the memory-mapped snapshot)"),
     data_dir: Optional[str] = DATA_OPT,
     inbox_url: Optional[str] = typer.Option(
         None, "--inbox-url", help="postgresql://... : the inbox replicas share (default: settings.inbox_url)."),
@@ -348,7 +350,7 @@ def serve(
     settings = _settings(data_dir, **overrides)
     if settings.shards > 1 and not settings.sharded:
         _fail(f"{settings.shards} shards: name the shard this replica serves (--shard 0..{settings.shards - 1})", 2)
-    run_server(settings)
+    run_server(settings, workers=workers)
 
 
 @app.command("dagster-home")

@@ -1,23 +1,43 @@
 """`serve(settings)`: run the recall service on uvicorn (`loci serve` calls it).
 
-One process serves the app. More capacity: run several processes on the same data
-directory (each one reads the shared inbox, so they see each other's writes on the next
-request) behind any load balancer.
+`workers=1` serves the app in this process. `workers=N` starts N uvicorn worker processes
+on one socket: each loads the published snapshot itself, but the index (and with it every
+vector) is memory-mapped read-only, so the workers share one copy in the page cache; the
+inbox is SQLite in WAL mode and every worker reads the same delta, so a write through one
+worker is recalled by another on the next request. Beyond one machine: run several such
+services on the same data directory behind any load balancer.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 
+import msgspec
 import uvicorn
 
 from online.app import create_app
 from pipelines.settings import Settings
 
+SETTINGS_ENV = "LOCI_SERVE_SETTINGS"  # how the worker processes get the parent's settings
 
-def serve(settings: Settings, *, log_level: str = "info") -> None:
+
+def app_from_env():
+    """The app of one worker process (uvicorn's factory for `workers > 1`)."""
+    return create_app(msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings))
+
+
+def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> None:
     """Block serving HTTP on settings.host:settings.port until interrupted."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
-                timeout_graceful_shutdown=10)
+    if workers == 1:
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
+                    timeout_graceful_shutdown=10)
+        return
+    # Worker processes are spawned and import the app factory: settings travel in the environment.
+    os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
+    uvicorn.run("online.server:app_from_env", factory=True, workers=workers, host=settings.host,
+                port=settings.port, log_level=log_level, timeout_graceful_shutdown=10)

@@ -14,8 +14,10 @@ A version folder is never modified after publication. `build_snapshot` writes ev
 atomically (write + fsync + os.replace), so a reader sees the old snapshot or the new one,
 never half of one. Versions are `<UTC timestamp, µs>Z-<content hash>`: they sort by time.
 
-Vectors are not stored twice: `load_snapshot` reconstructs them from the index (flat and
-HNSW-flat keep the exact float32 rows), and the index checksum covers them.
+Vectors are not stored twice: flat and HNSW-flat indexes keep the exact float32 rows, and
+the index checksum covers them. `load_snapshot` memory-maps the index (read-only) and
+serves the vectors as a view of it, so every worker process serving one version shares one
+copy in the page cache instead of holding its own.
 
 Index choice: exact inner product (`IndexFlatIP`) below `hnsw_threshold` items, HNSW above
 (M=32, efConstruction=128, efSearch=64). Measured at 100k x 384 on 2 shared cores, one
@@ -28,6 +30,7 @@ loading sets FAISS to one thread by default; building uses all cores.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import hashlib
 import io
 import os
@@ -65,6 +68,8 @@ HNSW_EF_CONSTRUCTION = 128  # build quality; build time grows about linearly wit
 # Recall/latency trade-off at query time (stored in the manifest; recall widens it for
 # filtered searches). 64 is the value the service's latency and recall were measured with.
 HNSW_EF_SEARCH = 64
+# Flat codes (the vectors of flat and HNSW-flat indexes) are memory-mapped, read-only.
+INDEX_READ_FLAGS = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
 SEARCH_THREADS = 1  # single queries: one OpenMP thread is fastest (see module docstring)
 STALE_TMP_SECONDS = 3600  # an unfinished .tmp-* folder older than this is a crashed build
 
@@ -279,7 +284,7 @@ def _make_index(vectors: np.ndarray, dim: int, hnsw_threshold: int) -> tuple[Any
 
 
 def _reuse_hnsw(
-    previous: Path, kept: Sequence[MemoryItem], vecs: np.ndarray, dim: int, max_dead: float
+    previous: Path, kept: Sequence[str], vecs: np.ndarray, dim: int, max_dead: float
 ) -> tuple[Any, dict[str, int], int] | None:
     """The previous snapshot's HNSW graph relabelled for the new rows, plus the vectors of
     new or re-embedded items: building a 100k graph costs ~20 s on 2 cores, adding 1k to it
@@ -303,7 +308,7 @@ def _reuse_hnsw(
     prev_ids = table.column("id").to_pylist()
     n_prev, n = manifest.count, len(kept)
     labels = faiss.vector_to_array(index.id_map).copy()
-    row_of = {item.id: row for row, item in enumerate(kept)}
+    row_of = {item_id: row for row, item_id in enumerate(kept)}
     # Per slot: the new row of the same item when its vector is unchanged, else dead.
     live_slots = np.flatnonzero(labels < n_prev)
     new_rows = np.array([row_of.get(prev_ids[labels[s]], -1) for s in live_slots], dtype=np.int64)
@@ -365,9 +370,57 @@ def build_snapshot(
     _check_build_args(embedder_name, dim, watermark, keep)
     vecs = _checked_vectors(items, vectors, dim)
     kept, vecs = _active_only(items, vecs)
-    built = _build_index(kept, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
+    return _publish_rows(root, [item.id for item in kept], [item.tier for item in kept], items_to_table(kept),
+                         vecs, embedder_name=embedder_name, dim=dim, watermark=watermark,
+                         hnsw_threshold=hnsw_threshold, keep=keep, extra=extra, reuse=reuse,
+                         reuse_max_dead=reuse_max_dead, history=history)
+
+
+def build_snapshot_from_rows(
+    root: Path,
+    table: pa.Table,
+    vectors: np.ndarray,
+    *,
+    embedder_name: str,
+    dim: int,
+    watermark: int,
+    hnsw_threshold: int = 50_000,
+    keep: int = 3,
+    extra: dict[str, Any] | None = None,
+    reuse: Path | None = None,
+    reuse_max_dead: float = 0.2,
+    history: pa.Table | None = None,
+) -> SnapshotManifest:
+    """`build_snapshot` for rows already in the snapshot's item layout (`items_to_table`,
+    or rows read back from a published snapshot with `read_rows`), all active, one per id:
+    a run that changed a few items reuses the published rows instead of decoding every item."""
+    root = Path(root)
+    _check_build_args(embedder_name, dim, watermark, keep)
+    missing = set(ITEMS_SCHEMA.names) - set(table.column_names)
+    if missing:
+        raise ValueError(f"items table lacks columns {sorted(missing)}")
+    vecs = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1, dim) if len(table) else
+                                np.zeros((0, dim), np.float32))
+    if vecs.shape[0] != len(table):
+        raise ValueError(f"{len(table)} rows but {vecs.shape[0]} vectors")
+    if not np.isfinite(vecs).all():
+        raise ValueError("vectors contain NaN or infinity")
+    ids = table.column("id").to_pylist()
+    if len(set(ids)) != len(ids):
+        raise ValueError("duplicate item ids in snapshot rows")
+    return _publish_rows(root, ids, table.column("tier").to_pylist(), table, vecs, embedder_name=embedder_name,
+                         dim=dim, watermark=watermark, hnsw_threshold=hnsw_threshold, keep=keep, extra=extra,
+                         reuse=reuse, reuse_max_dead=reuse_max_dead, history=history)
+
+
+def _publish_rows(
+    root: Path, ids: list[str], tiers: list[str], table: pa.Table, vecs: np.ndarray, *, embedder_name: str,
+    dim: int, watermark: int, hnsw_threshold: int, keep: int, extra: dict[str, Any] | None,
+    reuse: Path | None, reuse_max_dead: float, history: pa.Table | None,
+) -> SnapshotManifest:
+    built = _build_index(ids, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
     index_bytes = faiss.serialize_index(built.index).tobytes()
-    items_bytes = _items_parquet(kept)
+    items_bytes = _table_parquet(table)
     blobs = {INDEX_FILE: index_bytes, ITEMS_FILE: items_bytes}
     if history is not None:
         blobs[HISTORY_FILE] = _history_parquet(history)
@@ -383,8 +436,8 @@ def build_snapshot(
         watermark=watermark,
         embedder=embedder_name,
         dim=dim,
-        count=len(kept),
-        tier_counts=dict(sorted(Counter(item.tier for item in kept).items())),
+        count=len(ids),
+        tier_counts=dict(sorted(Counter(tiers).items())),
         index_kind=built.kind,
         index_params=built.params,
         index_dead=built.dead,
@@ -448,7 +501,7 @@ class _BuiltIndex:
 
 
 def _build_index(
-    kept: list[MemoryItem],
+    kept: list[str],
     vecs: np.ndarray,
     dim: int,
     hnsw_threshold: int,
@@ -466,9 +519,9 @@ def _build_index(
     return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
 
 
-def _items_parquet(kept: Sequence[MemoryItem]) -> bytes:
+def _table_parquet(table: pa.Table) -> bytes:
     buf = io.BytesIO()
-    pq.write_table(items_to_table(kept), buf, compression="zstd")
+    pq.write_table(table.replace_schema_metadata(ITEMS_SCHEMA.metadata), buf, compression="zstd")
     return buf.getvalue()
 
 
@@ -480,6 +533,26 @@ def _history_parquet(history: pa.Table) -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf, compression="zstd", row_group_size=HISTORY_ROW_GROUP)
     return buf.getvalue()
+
+
+def read_rows(root: Path, version: str) -> tuple[SnapshotManifest, pa.Table, np.ndarray]:
+    """A published version's item rows (Arrow, not decoded into items) and their vectors
+    (row order), checked like `load_snapshot` checks them. Raises SnapshotError."""
+    folder = Path(root) / version
+    manifest = _read_manifest(folder, version)
+    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    try:
+        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
+        table = pq.read_table(items_path, memory_map=True)
+    except (RuntimeError, pa.ArrowException) as exc:
+        raise SnapshotError(f"snapshot {version} unreadable: {exc}") from exc
+    n = manifest.count
+    if len(table) != n or index.ntotal != n + manifest.index_dead:
+        raise SnapshotError(f"snapshot {version} inconsistent: {len(table)} rows, index {index.ntotal}")
+    vectors = (index.reconstruct_batch(np.arange(n, dtype=np.int64)) if n
+               else np.zeros((0, manifest.dim), dtype=np.float32))
+    return manifest, table, np.ascontiguousarray(vectors, dtype=np.float32)
 
 
 def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:
@@ -556,6 +629,41 @@ def _read_checked(folder: Path, name: str, entry: FileEntry) -> bytes:
     return data
 
 
+def _checked_path(folder: Path, name: str, entry: FileEntry) -> Path:
+    """`folder/name` after checking its size and sha256 against the manifest, streamed (the
+    file is not copied into memory: it is memory-mapped next)."""
+    path = folder / name
+    try:
+        size = path.stat().st_size
+        if size != entry.bytes:
+            state = "truncated" if size < entry.bytes else "oversized"
+            raise SnapshotError(f"{path} {state}: {size} bytes, manifest says {entry.bytes}")
+        with path.open("rb") as fh:
+            digest = hashlib.file_digest(fh, "sha256").hexdigest()
+    except FileNotFoundError:
+        raise SnapshotError(f"{path} missing") from None
+    except OSError as exc:
+        raise SnapshotError(f"{path} unreadable: {exc}") from exc
+    if digest != entry.sha256:
+        raise SnapshotError(f"{path} checksum mismatch (corrupt): sha256 differs from manifest")
+    return path
+
+
+def _stored_rows(index: Any, inner: Any, n: int, dim: int) -> np.ndarray:
+    """The first n stored vectors of a flat or HNSW-flat index as a read-only view of the
+    index's (memory-mapped) storage, without copying. The view's buffer holds a reference
+    to the index, so the mapping lives as long as any view of it."""
+    storage = faiss.downcast_index(inner.storage) if hasattr(inner, "storage") else inner
+    if not hasattr(storage, "get_xb") or storage.ntotal < n:
+        return index.reconstruct_batch(np.arange(n, dtype=np.int64))
+    address = faiss.rev_swig_ptr(storage.get_xb(), 1).__array_interface__["data"][0]
+    buffer = (ctypes.c_float * (n * dim)).from_address(address)
+    buffer._owner = index  # type: ignore[attr-defined]
+    rows = np.frombuffer(buffer, dtype=np.float32).reshape(n, dim)
+    rows.flags.writeable = False  # the mapping is read-only: writing would crash
+    return rows
+
+
 def _read_manifest(folder: Path, version: str) -> SnapshotManifest:
     path = folder / MANIFEST_FILE
     if not folder.is_dir():
@@ -584,7 +692,7 @@ def verify_files(root: Path, version: str) -> SnapshotManifest:
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
     for name, entry in manifest.files.items():
-        _read_checked(folder, name, entry)
+        _checked_path(folder, name, entry)
     return manifest
 
 
@@ -598,14 +706,16 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
             f"snapshot {version} was built with embedder {manifest.embedder!r}, "
             f"but {expected_embedder!r} is in use: rebuild the snapshot (run consolidation)"
         )
-    index_bytes = _read_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
-    items_bytes = _read_checked(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
     try:
-        index = faiss.deserialize_index(np.frombuffer(index_bytes, dtype=np.uint8))
+        # Memory-mapped: the vectors stay in the page cache, shared by every process that
+        # serves this version (a folder is never modified after publication).
+        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
     except RuntimeError as exc:
         raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
     try:
-        table = pq.read_table(pa.BufferReader(items_bytes))
+        table = pq.read_table(items_path, memory_map=True)
         items = table_to_items(table)
     except SnapshotError:
         raise
@@ -629,12 +739,13 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
     inner = faiss.downcast_index(index.index)
     if manifest.index_kind == "hnsw":
         inner.hnsw.efSearch = int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))
+    labels = faiss.vector_to_array(index.id_map)
     if not n:
         vectors = np.zeros((0, manifest.dim), dtype=np.float32)
-    elif dead:  # slots are not in row order: go through the id map
+    elif np.array_equal(labels[:n], np.arange(n, dtype=np.int64)):
+        vectors = _stored_rows(index, inner, n, manifest.dim)  # row i is slot i: no copy
+    else:  # a carried-over graph: slots are not in row order, go through the id map
         vectors = index.reconstruct_batch(np.arange(n, dtype=np.int64))
-    else:
-        vectors = inner.reconstruct_n(0, n)
     return LoadedSnapshot(
         manifest=manifest,
         items=items,

@@ -12,7 +12,7 @@ from pipelines.records import Event, MemoryItem
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
-EMBED_BATCH = 256  # texts per embed() call: bounded memory, still batched for speed
+EMBED_BATCH = 4096  # texts per embed() call: bounded memory; the embedder sorts each call by length
 
 
 class ConsolidationError(RuntimeError):
@@ -30,7 +30,8 @@ class EmbedderChanged(ConsolidationError):
             f"the configured embedder {configured!r} differs from the one the warehouse was "
             f"embedded with ({names}); vectors of different models cannot be mixed. Run "
             f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
-            f"LOCI_EMBEDDER back to the stored model."
+            f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=float32 "
+            f"names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8)."
         )
 
 

@@ -18,15 +18,28 @@ class PalaceReport:
     rooms: int = 0
 
 
+def last_finished_run(warehouse: Warehouse) -> str | None:
+    """When the last successful run finished (everything written before it was located
+    by that run or an earlier one), or None: no such run, locate everything."""
+    for run in warehouse.runs(limit=20):
+        if run["status"] == "success" and run.get("finished_at"):
+            return str(run["finished_at"])
+    return None
+
+
 def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
                  hook: Hook | None = None) -> PalaceReport:
     """Palace locations for the active items (room from the cluster an item belongs to or
     was merged from, where there is one), stored in `palace_locations` and as the path
-    `domain/room/shelf/card` in each item's metadata["palace"] (written only on change)."""
+    `domain/room/shelf/card` in each item's metadata["palace"] (written only on change).
+
+    A location is a function of the item and its cluster, so only items written since the
+    last successful run finished, items without a location and this run's clusters are
+    looked at: the cost follows what changed, not the store."""
     from pipelines.palace import assign_locations
 
-    items = warehouse.active_items()
     rooms = {i: c.room for c in clusters if c.room for i in c.item_ids}
+    items = warehouse.items_to_locate(last_finished_run(warehouse), sorted(rooms))
 
     def room_of(item: MemoryItem) -> str | None:
         hint = (item.metadata.get("cluster") or {}) if isinstance(item.metadata.get("cluster"), dict) else {}

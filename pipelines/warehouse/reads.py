@@ -4,13 +4,14 @@ counts, and an item's revisions and audit events."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import msgspec
 import pyarrow as pa
 
 from pipelines.item_history import HISTORY_SCHEMA
-from pipelines.records import MemoryItem, Tier
+from pipelines.records import MemoryItem, Tier, parse_time
 from pipelines.warehouse.connection import as_list, check_id
 from pipelines.warehouse.journal import ItemJournal
 
@@ -66,6 +67,103 @@ class ItemReads(ItemJournal):
                 [since, since])]
             found = self._load_items(ids)
         return [it for it in found.values() if it.active]
+
+    def lifecycle_candidates(
+        self, *, now: str, promote_min_usage: int, promote_types: Sequence[str],
+        never_promoted_types: Sequence[str], blocking_validations: Sequence[str],
+        aging_max_importance: int, aging_min_days: float, decay_every_days: float | None,
+    ) -> list[MemoryItem]:
+        """The active items the lifecycle rules might change at `now` (ISO time), ordered by
+        id: expired or about to, eligible for promotion, low-importance STM idle for at
+        least `aging_min_days`, and (when `decay_every_days` is set) STM due for decay.
+        A superset (a day of slack for time zones; a time DuckDB cannot parse is always a
+        candidate): `pipelines.promotion.plan_lifecycle` decides exactly, so a run costs
+        what is due, not the whole store."""
+        check_id(now, "now")
+        at = parse_time(now)
+        if at is None:
+            raise ValueError(f"now must be an ISO time, got {now!r}")
+
+        def before(days: float) -> str:
+            try:
+                return (at - timedelta(days=days) + timedelta(days=1)).isoformat()
+            except OverflowError:  # "never" (e.g. aging switched off with a century)
+                return "0001-01-02T00:00:00+00:00"
+
+        def t(col: str) -> str:
+            return f"TRY_CAST({col} AS TIMESTAMPTZ)"
+
+        def unreadable(col: str) -> str:
+            return f"({col} IS NOT NULL AND {t(col)} IS NULL)"
+
+        learned_col = "json_extract_string(i.metadata, '$.learned_at')"
+        learned = f"coalesce({t(learned_col)}, {t('i.created_at')})"
+        odd_times = " OR ".join(unreadable(c) for c in (learned_col, "i.created_at", "i.last_used_at"))
+
+        params: list[Any] = []
+
+        def bind(*values: Any) -> str:
+            params.extend(values)
+            return ", ".join("?" * len(values))
+
+        def one_of(col: str, values: Sequence[str]) -> str:
+            values = list(values)
+            return f"{col} IN ({bind(*values)})" if values else "FALSE"
+
+        expired = (f"(i.expires_at IS NOT NULL AND "
+                   f"coalesce({t('i.expires_at')} < CAST({bind(before(0))} AS TIMESTAMPTZ), TRUE))")
+        promotable = (
+            f"(i.tier IN ('stm', 'mtm') AND NOT {one_of('i.type', never_promoted_types)} "
+            f"AND NOT {one_of('i.validation', blocking_validations)} "
+            f"AND (i.usage_count >= {bind(int(promote_min_usage))} OR {one_of('i.type', promote_types)} "
+            "OR i.validation = 'verified'))"
+        )
+        idle_since = before(aging_min_days)
+        aging = (f"(i.tier = 'stm' AND i.importance <= {bind(int(aging_max_importance))} AND "
+                 f"((NOT coalesce({learned} > CAST({bind(idle_since)} AS TIMESTAMPTZ), FALSE) "
+                 f"AND NOT coalesce({t('i.last_used_at')} > CAST({bind(idle_since)} AS TIMESTAMPTZ), FALSE)) "
+                 f"OR {odd_times}))")
+        rules = [expired, promotable, aging]
+        if decay_every_days is not None:
+            since = f"coalesce({t('i.last_used_at')}, {learned})"
+            rules.append(f"(i.tier = 'stm' AND i.importance > 1 AND (NOT coalesce({since} > "
+                         f"CAST({bind(before(decay_every_days))} AS TIMESTAMPTZ), FALSE) OR {odd_times}))")
+        where = f"WHERE {_ACTIVE} AND ({' OR '.join(rules)})"
+        with self.transaction():
+            return list(self._items_where(where, "i.id", params).values())
+
+    def active_ids(self) -> list[str]:
+        """Ids of the items neither archived nor superseded, ordered by id."""
+        return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {_ACTIVE} ORDER BY i.id")]
+
+    def items_written_since(self, since: str, ids: Sequence[str] = ()) -> list[MemoryItem]:
+        """Active items with a revision written at or after `since` (any change: text,
+        tier, metadata, usage), plus the active ones among `ids`; ordered by id."""
+        check_id(since, "since")
+        extra = [i for i in as_list(ids, "ids") if isinstance(i, str)]
+        listed = ""
+        if extra:
+            listed = "OR i.id IN (SELECT id FROM (SELECT unnest(?::VARCHAR[]) AS id))"
+        params: list[Any] = [since, *([extra] if extra else [])]
+        where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+                 f"{listed})")
+        with self.transaction():
+            return list(self._items_where(where, "i.id", params).values())
+
+    def items_to_locate(self, since: str | None, ids: Sequence[str] = ()) -> list[MemoryItem]:
+        """Active items whose palace location may be new or different: written (any
+        revision) at or after `since`, without a stored location, or among `ids`; every
+        active item when `since` is None. Ordered by id."""
+        if since is None:
+            return self.active_items()
+        check_id(since, "since")
+        extra = [i for i in as_list(ids, "ids") if isinstance(i, str)]
+        params: list[Any] = [since, *extra]
+        listed = f"OR i.id IN ({', '.join('?' * len(extra))})" if extra else ""
+        where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+                 f"OR NOT EXISTS (SELECT 1 FROM palace_locations p WHERE p.item_id = i.id) {listed})")
+        with self.transaction():
+            return list(self._items_where(where, "i.id", params).values())
 
     def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
         """The last `n` stored `message` items (by inbox sequence) of each (org, user,

@@ -194,3 +194,35 @@ def test_policy_check_covers_everything_once_then_only_what_was_written_since(tm
         everything = {i.id for i in wh.active_items()}
     assert new_since > since
     assert landed_second and landed_second <= everything
+
+
+def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_path):
+    """A later run takes unchanged rows and vectors from the published snapshot and only
+    the items written since from the warehouse; the result equals a snapshot built from the
+    warehouse alone (same items in the same order, same vectors)."""
+    from pipelines.snapshot import load_snapshot
+    from tests.assets.support import BATCH_2
+
+    settings = make_settings(tmp_path)
+    ingest(settings, BATCH_1)
+    assert stages.consolidate_once(settings)["snapshot"].published
+    ingest(settings, BATCH_2)
+    with Warehouse(settings.warehouse_path) as wh:
+        some = wh.active_ids()[:2]
+        wh.update_items({some[0]: {"tags": ["changed"]}}, reason="test")
+        wh.archive_items([some[1]], reason="test")
+    report = stages.consolidate_once(settings)["snapshot"]
+    incremental = load_snapshot(settings.snapshots_path)
+    assert report.published and 0 < incremental.manifest.extra["changed_rows"] < report.count
+    with Warehouse(settings.warehouse_path) as wh:
+        full = stages.publish_snapshot(wh, HashEmbedder(384), settings, force=True)
+        expected = wh.active_items()
+    rebuilt = load_snapshot(settings.snapshots_path)
+    assert full.published and "changed_rows" not in rebuilt.manifest.extra
+    assert incremental.items == rebuilt.items == expected
+    assert some[1] not in {i.id for i in incremental.items}
+    assert incremental.items[incremental.row_of[some[0]]].tags == ["changed"]
+    import numpy as np
+
+    np.testing.assert_array_equal(incremental.vectors, rebuilt.vectors)
+    assert incremental.manifest.tier_counts == rebuilt.manifest.tier_counts

@@ -19,26 +19,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
+def start(tmp_path: Path, workers: int = 1) -> tuple[subprocess.Popen, str]:
     port = free_port()
     code = (
         "from online.server import serve; from pipelines.settings import Settings; "
-        f"serve(Settings(embedder='hash', data_dir={str(tmp_path)!r}, port={port}), log_level='warning')"
+        f"serve(Settings(embedder='hash', data_dir={str(tmp_path)!r}, port={port}), log_level='warning', "
+        f"workers={workers})"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else "server exited"
+        try:
+            if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "server did not become ready"
+        time.sleep(0.1)
+
+
+def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
+    proc, base = start(tmp_path)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else "server exited"
-            try:
-                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not become ready"
-            time.sleep(0.1)
         ident = {"user_id": "dana", "project_id": "atlas"}
         body = httpx.post(f"{base}/v1/recall", json={"identity": ident, "query": "anything"}).json()
         assert body["found"] is False and "No memory found" in body["message"]
@@ -46,4 +51,29 @@ def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+    assert proc.returncode in (0, -15)
+
+
+def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -> None:
+    """`loci serve --workers 2`: two processes answer on one port; a turn written through
+    one is recalled through whichever worker answers next (the shared inbox)."""
+    proc, base = start(tmp_path, workers=2)
+    try:
+        from bench.harness import worker_pids
+
+        assert len(worker_pids(proc.pid)) == 2
+        ident = {"user_id": "dana", "project_id": "atlas"}
+        with httpx.Client(base_url=base, timeout=30) as client:
+            for n in range(6):
+                text = f"The tile cache for region {n} is pinned on edge node kestrel-{n}."
+                r = client.post("/v1/turns", json={"identity": ident, "role": "user", "text": text})
+                assert r.status_code == 201, r.text
+                # Fresh connections: the kernel spreads them over both workers.
+                found = httpx.post(f"{base}/v1/recall", json={"identity": ident, "query": f"kestrel-{n}"},
+                                   timeout=30).json()
+                assert any(f"kestrel-{n}" in hit.get("content", "") + hit.get("title", "")
+                           for hit in found["hits"]), found
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
     assert proc.returncode in (0, -15)

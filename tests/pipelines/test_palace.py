@@ -123,3 +123,28 @@ def test_depth_limits(items):
         palace_get(locs, "loci/deploy/decision/m2/extra")
     with pytest.raises(PalaceError, match="PalaceLocation"):
         palace_list(["loci/x/y/z"], "")  # type: ignore[list-item]
+
+
+def test_build_palace_after_a_run_looks_only_at_what_changed(tmp_path, items):
+    """After a successful run, the palace stage locates items written since, items without
+    a location and clustered items, never the whole store; the result equals a full pass."""
+    from pipelines.consolidate import ClusterRef, build_palace
+    from pipelines.palace import location_of
+    from pipelines.warehouse import Warehouse
+
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.put_items(items)
+        assert build_palace(wh).assigned == len(items)  # no run finished yet: everything
+        wh.start_run("r1", 0)
+        wh.finish_run("r1", "success", {}, to_seq=0)
+        assert build_palace(wh).assigned == 0  # nothing changed since
+        wh.update_items({"m4": {"tags": ["garden"]}}, reason="test")
+        wh.put_items([mem("m8", tags=("new",))])
+        report = build_palace(wh, [ClusterRef("p", 0, ["m2"], room="cluster-room")])
+        assert report.assigned == 3 and report.moved == 3  # m4 moved, m8 new, m2 into the cluster room
+        assert wh.location_of("m4").room == "garden" and wh.location_of("m8").room == "new"
+        assert wh.location_of("m2").room == "cluster-room"
+        for item in wh.active_items():
+            if item.id != "m2":
+                assert wh.location_of(item.id) == location_of(item)
+                assert item.metadata["palace"] == location_of(item).path

@@ -205,3 +205,40 @@ def test_naive_now_is_utc_and_bad_input_raises():
         plan_lifecycle([{"id": "x"}], SETTINGS, NOW)  # type: ignore[list-item]
     with pytest.raises(LifecycleError, match="now"):
         plan_lifecycle([], SETTINGS, "2026-01-01")  # type: ignore[arg-type]
+
+
+# -- the SQL pre-filter ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("decay", [False, True])
+def test_lifecycle_candidates_cover_every_change_and_skip_the_rest(tmp_path, decay):
+    """`lifecycle_candidates` (DuckDB) returns every item `plan_lifecycle` would change, so
+    planning on it equals planning on the whole store, and leaves out items with nothing
+    due (the bulk of a large store: recent raw turns)."""
+    from pipelines.consolidate.lifecycle import lifecycle_candidates
+    from pipelines.warehouse import Warehouse
+
+    settings = msgspec.structs.replace(
+        SETTINGS, importance_decay=decay, retention_days_by_tag={"keep": 90.0, "short": 3.0})
+    rng = random.Random(7)
+    items = [mem(f"i{n:03d}", tier=rng.choice(["stm", "stm", "mtm", "ltm"]),
+                 type=rng.choice(["fact", "message", "message", "decision", "note"]),
+                 usage=rng.choice([0, 0, 1, 2, 5]), importance=rng.randint(1, 9),
+                 age=rng.choice([0.1, 2, 5, 20, 45, 400]),
+                 validation=rng.choice(["unverified", "unverified", "verified", "contested"]),
+                 tags=rng.choice([[], ["keep"], ["short"]]),
+                 expires_at=rng.choice([None, None, iso(1), iso(-3)]),
+                 last_used_at=rng.choice([None, iso(0.5), iso(50)]),
+                 metadata=rng.choice([{}, {"learned_at": iso(0.2)}, {"verdict": "quarantine"}]))
+             for n in range(300)]
+    items += [mem("recent-turn", type="message", age=0.1, importance=2),
+              mem("odd-time", type="message", importance=2, created_at="yesterday-ish")]
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.put_items(items)
+        candidates = lifecycle_candidates(wh, settings, NOW)
+    got = {i.id for i in candidates}
+    expected = {c.item_id for c in plan_lifecycle(items, settings, NOW)}
+    assert expected and expected <= got
+    assert plan_lifecycle(candidates, settings, NOW) == plan_lifecycle(items, settings, NOW)
+    assert "recent-turn" not in got and "odd-time" in got  # an unreadable time is always looked at
+    assert len(got) < len(items)

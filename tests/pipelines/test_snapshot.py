@@ -428,3 +428,40 @@ def test_history_is_published_checksummed_and_read_one_item_at_a_time(tmp_path):
     assert load_snapshot(tmp_path / "plain").history("mem_00001") is None
     (tmp_path / manifest.version / HISTORY_FILE).write_bytes(b"garbage")
     assert load_snapshot(tmp_path).history("mem_00004") is None
+
+
+def test_loaded_vectors_are_a_read_only_view_of_the_mapped_index(tmp_path):
+    """Workers serving one version share its vectors through the page cache: the loaded
+    matrix is a view into the memory-mapped index (no private copy), read-only, and it
+    keeps the index alive after the snapshot object is gone."""
+    manifest, items = build(tmp_path, 40)
+    snap = load_snapshot(tmp_path)
+    expected = unit_vectors(40)
+    np.testing.assert_array_equal(snap.vectors, expected)
+    assert not snap.vectors.flags.owndata and not snap.vectors.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        snap.vectors[0, 0] = 1.0
+    vectors = snap.vectors
+    del snap
+    import gc
+
+    gc.collect()
+    np.testing.assert_array_equal(vectors, expected)  # the mapping is still there
+
+
+def test_reused_graph_with_only_new_items_keeps_rows_aligned(tmp_path):
+    """Items added between existing ones (ids sort in between) with no dead slot: the
+    graph's slots are not in row order, and every row must still be its own item's vector."""
+    n, dim = 1100, 32
+    vectors = unit_vectors(n, dim=dim, seed=9)
+    items = [make_item(i) for i in range(n)]
+    odd = list(range(1, n, 2))
+    first = build_snapshot(tmp_path, [items[i] for i in odd], vectors[odd], embedder_name="x", dim=dim,
+                           watermark=1, hnsw_threshold=500)
+    second = build_snapshot(tmp_path, items, vectors, embedder_name="x", dim=dim, watermark=2,
+                            hnsw_threshold=500, reuse=tmp_path / first.version)
+    assert second.index_kind == "hnsw" and second.index_dead == 0
+    snap = load_snapshot(tmp_path)
+    assert [it.id for it in snap.items] == [it.id for it in items]
+    np.testing.assert_array_equal(snap.vectors, vectors)
+    assert snap.search(vectors[10], 1)[0][0][0] == 10
