@@ -200,14 +200,16 @@ class EmbedderResource(dg.ConfigurableResource):
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
     timeout_s: float = 30.0
+    minilm_precision: str = "int8"  # what stored MiniLM vectors are made with (settings.minilm_precision)
 
     def get(self):
         from pipelines.embedders import build_embedder
 
-        key = ("embedder", self.backend, self.dim, self.ollama_host, self.ollama_model, self.timeout_s)
+        key = ("embedder", self.backend, self.dim, self.ollama_host, self.ollama_model, self.timeout_s,
+               self.minilm_precision)
         build = lambda: build_embedder(  # noqa: E731
             self.backend, dim=self.dim, ollama_host=self.ollama_host, ollama_model=self.ollama_model,
-            ollama_timeout_s=self.timeout_s,
+            ollama_timeout_s=self.timeout_s, minilm_precision=self.minilm_precision,
         )  # fmt: skip
         try:
             return _cached(key, build)
@@ -256,6 +258,7 @@ def resources_from_settings(settings: Settings) -> dict[str, dg.ConfigurableReso
         "embedder": EmbedderResource(
             backend=settings.embedder, dim=settings.embedder_dim, ollama_host=settings.ollama_host,
             ollama_model=settings.ollama_embed_model, timeout_s=settings.ollama_timeout_s,
+            minilm_precision=settings.minilm_precision,
         ),  # fmt: skip
         "merger": MergerResource(
             kind=settings.merger, host=settings.ollama_host, model=settings.merge_model,

@@ -61,14 +61,15 @@ RankedFn = Callable[[Conversation, int, str], list[list[str]]]
 # -- setup ------------------------------------------------------------------------------------
 
 
-def _settings(workdir: Path, merger: str):
+def _settings(workdir: Path, merger: str, precision: str | None = None):
     from pipelines.settings import Settings
 
     # LoCoMo's turns are dated 2022-2023: with the default 30-day STM aging the lifecycle
     # stage would archive every raw turn before the questions are asked. The questions are
     # asked "right after" the conversation, so aging is switched off for this benchmark.
     return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
-                    snapshots_keep=2, stm_aging_days=STM_AGING_DAYS)
+                    snapshots_keep=2, stm_aging_days=STM_AGING_DAYS,
+                    minilm_precision=precision or Settings().minilm_precision)
 
 
 def _sha256_file(path: Path) -> str:
@@ -501,6 +502,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(VARIANTS))
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
+    p.add_argument("--precision", default=None, choices=("float32", "int8"),
+                   help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)
@@ -542,7 +545,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     data, data_path, conversations = _select_data(args, workdir)
     ks = args.ks
     k_max = max(ks)
-    settings = _settings(workdir, args.merger)
+    settings = _settings(workdir, args.merger, args.precision)
 
     if args.reuse and (settings.snapshots_path / "CURRENT").exists():
         ingest_report, t_ingest = {"reused": str(workdir)}, 0.0
@@ -633,7 +636,8 @@ def _start_service(settings):
     from pipelines.embedders import MiniLMEmbedder
 
     started = time.perf_counter()
-    embedder = MiniLMEmbedder(cache_size=100_000, int8_online=settings.minilm_int8_online)
+    embedder = MiniLMEmbedder(cache_size=100_000, int8_online=settings.minilm_int8_online,
+                              precision=settings.minilm_precision)
     service = MemoryService(settings, embedder=embedder)
     view = service.reload()
     t_load = time.perf_counter() - started

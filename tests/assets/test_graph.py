@@ -284,3 +284,16 @@ def test_bad_settings_value_is_a_clear_failure():
 
     with pytest.raises(dg.Failure, match="invalid Loci settings"):
         LociSettingsResource.model_construct(stm_threshold="many").get()
+
+
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_the_pipeline_embeds_with_the_stored_precision_the_service_expects(tmp_path, precision) -> None:
+    """Consolidation's embedder and the service's are built from the same settings: a
+    `minilm_precision` the pipeline ignored would store vectors under one name while the
+    service asks for the other (and refuse the snapshot). Nothing is loaded to check it."""
+    from pipelines.embedders import make_embedder
+
+    settings = make_settings(tmp_path, embedder="minilm", minilm_precision=precision)
+    pipeline_embedder = resources_from_settings(settings)["embedder"].get()
+    assert pipeline_embedder.name == make_embedder(settings).name
+    assert pipeline_embedder.name.endswith("-int8") == (precision == "int8")
