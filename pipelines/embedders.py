@@ -390,7 +390,7 @@ class MiniLMEmbedder(Embedder):
     request and users repeat themselves. Inputs beyond 256 word pieces are truncated.
     """
 
-    name = MINILM_NAMES["int8"]  # the default precision's (an instance's own name says which)
+    name = MINILM_NAMES["float32"]  # the default precision's (an instance's own name says which)
     dim = 384
 
     def __init__(
@@ -403,7 +403,7 @@ class MiniLMEmbedder(Embedder):
         cache_size: int = 2048,
         cache_max_chars: int = 512,
         int8_online: bool = False,
-        precision: str = "int8",
+        precision: str = "float32",
     ) -> None:
         if precision not in MINILM_PRECISIONS:
             raise ValueError(f"unknown MiniLM precision {precision!r}; expected one of {', '.join(MINILM_PRECISIONS)}")
@@ -640,7 +640,7 @@ def build_embedder(
     *,
     dim: int = 384,
     minilm_int8_online: bool = True,
-    minilm_precision: str = "int8",
+    minilm_precision: str = "float32",
     ollama_host: str = "http://127.0.0.1:11434",
     ollama_model: str = "nomic-embed-text",
     ollama_timeout_s: float = 30.0,
