@@ -604,7 +604,7 @@ def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     console.rule("1. ingest the sample chats")
     ingest(path=SAMPLE_CHATS, format="chat", data_dir=settings.data_dir)
     console.rule("2. consolidate (Dagster job, in-process)")
-    consolidate(data_dir=settings.data_dir)
+    consolidate(data_dir=settings.data_dir, shard=None)  # a direct call: every option named
     console.rule("3. what is in each tier")
     list_items(tier=None, data_dir=settings.data_dir)
     console.rule("4. recall: what do we know about the tile latency budget? (user dana, project atlas)")

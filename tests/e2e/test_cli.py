@@ -67,6 +67,17 @@ def test_an_imported_history_is_still_found_after_consolidation(data_dir: Path, 
     assert all(i.metadata["learned_at"] > SAID_IN_MARCH for i in items)
 
 
+def test_the_demo_runs_the_main_job_end_to_end(data_dir: Path) -> None:
+    """`loci demo` (the README's first command): sample chats in, consolidated memory and a
+    snapshot out, each tier listed, a recall answered."""
+    result = run("demo", "--data-dir", data_dir)
+    assert result.exit_code == 0, result.output
+    assert "status success" in result.output or "success" in result.output
+    assert (data_dir / "snapshots" / "CURRENT").is_file()
+    assert "No memory found" not in result.output.split("4. recall")[-1]
+    assert "tile latency" in result.output.split("4. recall")[-1].lower()
+
+
 # -- ingest: bad lines are named, and the command says it skipped them ---------------------------
 
 
