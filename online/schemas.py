@@ -31,8 +31,10 @@ RecallMode = Literal["inject", "catalog", "hybrid"]
 CLOSED_OBJECT = {"additional_properties": False}
 
 # One part of a caller identity: an empty or blank id would be a tenant of its own; a NUL
-# character cannot be stored by every inbox (PostgreSQL text refuses it).
-IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\s\x00][^\x00]*$",
+# character cannot be stored by every inbox (PostgreSQL text refuses it). The same rule
+# checks the identity of GET requests (controllers/deps.py).
+ID_PART_PATTERN = r"^[^\x00]*[^\s\x00][^\x00]*$"
+IdPart = Annotated[str, Meta(min_length=1, max_length=200, pattern=ID_PART_PATTERN,
                              description="A non-empty id without NUL characters; leave the field out to "
                                          "mean \"default\".")]
 

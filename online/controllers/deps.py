@@ -14,7 +14,7 @@ from litestar.exceptions import ClientException, ServiceUnavailableException
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
-from online.schemas import ErrorResponse
+from online.schemas import ID_PART_PATTERN, ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
 
@@ -44,8 +44,8 @@ def provide_service(state: State) -> MemoryService:
     return service
 
 
-# A non-empty, non-blank id (an empty one would be a tenant of its own).
-_ID_PART = {"min_length": 1, "max_length": 200, "pattern": r"\S"}
+# A non-empty, non-blank id without NUL (an empty one would be a tenant of its own).
+_ID_PART = {"min_length": 1, "max_length": 200, "pattern": ID_PART_PATTERN}
 
 
 def _pick(name: str, query: str | None, header: str | None) -> str:

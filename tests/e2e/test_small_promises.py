@@ -91,6 +91,14 @@ def test_an_empty_identity_part_is_refused_on_get_endpoints_too(client: TestClie
         assert client.get(path, headers={"X-Loci-Org": " "}).status_code == 400
 
 
+def test_a_nul_in_an_identity_part_is_a_400_on_every_get_endpoint_and_page(client: TestClient) -> None:
+    """A NUL cannot be stored by every inbox; a GET that audits (palace browsing) once
+    turned it into a 500."""
+    for path in ("/v1/stats", "/v1/conflicts", "/v1/items/whatever", "/ui/palace", "/ui/quarantine"):
+        resp = client.get(path, params={**DANA, "project_id": "atl\x00as"})
+        assert resp.status_code == 400, (path, resp.status_code)
+
+
 def test_strict_bodies_still_accept_what_the_schema_allows(client: TestClient) -> None:
     write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
     resp = client.post("/v1/recall", json={"identity": {"user_id": "dana", "project_id": "atlas",
