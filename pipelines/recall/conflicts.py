@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,9 @@ class Claim:
     words: frozenset[str]
     values: frozenset[str]
     title_values: frozenset[str]
+    keys: frozenset[str] = frozenset()  # what proposes pairs: its words and its title
+    contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
+    supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
 
 def is_claim(item: MemoryItem) -> bool:
@@ -86,16 +89,36 @@ def _value_words(values: Iterable[str]) -> set[str]:
     return {w for v in values for w in words(v)}
 
 
+_CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
+_CLAIMS_MAX = 100_000
+
+
 def read_claim(item: MemoryItem) -> Claim:
+    """The claim of `item`, read once per item version: recall meets the same items request
+    after request, and reading is regex work. Links are read afresh each time."""
+    key = (item.id, item.updated_at, item.title, item.content)
+    cached = _CLAIMS.get(key)
+    if cached is None:
+        if len(_CLAIMS) >= _CLAIMS_MAX:
+            _CLAIMS.clear()
+        cached = _CLAIMS[key] = _read_claim(item)
+    return replace(cached, item=item,
+                   contradicts=frozenset(link.to for link in item.links if link.rel == "contradicts"),
+                   supersedes=frozenset(link.to for link in item.links if link.rel == "supersedes"))
+
+
+def _read_claim(item: MemoryItem) -> Claim:
     values = stated_values(item.content)
     skip = _value_words(values)
     toks = [w for w in words(item.content) if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = tuple(w for w in toks[:first_value] if w not in skip)
     content_words = frozenset(w for w in toks if w not in skip)
-    return Claim(item=item, title=normalise_label(item.title), content=normalise_label(item.content),
+    title = normalise_label(item.title)
+    return Claim(item=item, title=title, content=normalise_label(item.content),
                  subject=subject if values else (), words=content_words, values=values,
-                 title_values=stated_values(item.title))
+                 title_values=stated_values(item.title),
+                 keys=frozenset({f"w:{w}" for w in content_words} | ({f"t:{title}"} if title else set())))
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
@@ -103,11 +126,15 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
     return shared, shared / max(1, min(len(a), len(b)))
 
 
-def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | None:
-    """Why two claims conflict, or None. Symmetric."""
+Cosine = float | None | Callable[[], float | None]
+
+
+def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
+    """Why two claims conflict, or None. Symmetric. `cosine` may be a function: it is
+    called only for the few pairs whose values disagree."""
     if a.item.id == b.item.id:
         return None
-    if _contradicts(a.item, b.item) or _contradicts(b.item, a.item):
+    if b.item.id in a.contradicts or a.item.id in b.contradicts:
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
@@ -115,10 +142,6 @@ def conflict_reason(a: Claim, b: Claim, cosine: float | None = None) -> str | No
         return None
     return "same subject, different values" if _same_subject(a, b, cosine) else None
 
-
-def _contradicts(a: MemoryItem, b: MemoryItem) -> bool:
-    """`a` links to `b` with `contradicts`."""
-    return any(link.rel == "contradicts" and link.to == b.id for link in a.links)
 
 
 def _values_disagree(a: Claim, b: Claim) -> bool:
@@ -130,15 +153,22 @@ def _values_disagree(a: Claim, b: Claim) -> bool:
     return True
 
 
-def _same_subject(a: Claim, b: Claim, cosine: float | None) -> bool:
+def _same_subject(a: Claim, b: Claim, cosine: Cosine) -> bool:
     """Same words before the first value, most non-value words shared, or very close
     embeddings with half the words shared."""
     shared, overlap = _overlap(a.words, b.words)
-    return bool(
-        (a.subject and a.subject == b.subject)
-        or (shared >= 2 and overlap >= SUBJECT_OVERLAP)
-        or (cosine is not None and cosine >= SUBJECT_COSINE and shared >= 2 and overlap >= 0.5)
-    )
+    if (a.subject and a.subject == b.subject) or (shared >= 2 and overlap >= SUBJECT_OVERLAP):
+        return True
+    if shared < 2 or overlap < 0.5:
+        return False
+    if callable(cosine):
+        cosine = cosine()
+    return cosine is not None and cosine >= SUBJECT_COSINE
+
+
+def _replaces(a: Claim, b: Claim) -> bool:
+    """`supersedes` on read claims (the link ids already gathered)."""
+    return b.item.id in a.supersedes or b.item.superseded_by == a.item.id
 
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
@@ -156,8 +186,7 @@ def _candidate_pairs(claims: Sequence[Claim]) -> set[tuple[int, int]]:
     """Pairs that share a title, a content word or a link: the only ones that can conflict."""
     buckets: dict[str, list[int]] = {}
     for i, c in enumerate(claims):
-        keys = {f"w:{w}" for w in c.words} | ({f"t:{c.title}"} if c.title else set())
-        keys |= {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"}
+        keys = c.keys | {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"}
         for key in keys:
             buckets.setdefault(key, []).append(i)
     pairs: set[tuple[int, int]] = set()
@@ -187,9 +216,9 @@ def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = Non
     out = []
     for i, j in sorted(_candidate_pairs(claims)):
         a, b = claims[i], claims[j]
-        if supersedes(a.item, b.item) or supersedes(b.item, a.item):
+        if _replaces(a, b) or _replaces(b, a):
             continue
-        why = conflict_reason(a, b, _cosine(vector_of, a.item, b.item))
+        why = conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))
         if why is not None:
             out.append((a.item, b.item, why))
     return sorted(out, key=lambda p: (p[0].id, p[1].id))
@@ -226,8 +255,8 @@ def groups(items: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> li
     claims = [read_claim(it) for it in items if is_claim(it)]
     for i, j in _candidate_pairs(claims):
         a, b = claims[i], claims[j]
-        if (supersedes(a.item, b.item) or supersedes(b.item, a.item)
-                or conflict_reason(a, b, _cosine(vector_of, a.item, b.item))):
+        if (_replaces(a, b) or _replaces(b, a)
+                or conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))):
             union(a.item.id, b.item.id)
     by_root: dict[str, list[MemoryItem]] = {}
     for c in claims:

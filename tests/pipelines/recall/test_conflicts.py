@@ -138,3 +138,18 @@ def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
     new_id = second.proposals[0].item_id
     assert (new_id, old.id, "supersedes") in overlay.links
     assert [(link.rel, link.to) for link in overlay.items[new_id].links] == [("supersedes", old.id)]
+
+
+def test_a_claim_read_before_is_read_again_with_its_current_links():
+    """Claims are cached per item version, links are not: an item that gains a
+    `contradicts` or `supersedes` link is judged with it, and a new version afresh."""
+    a = claim("a", "Cache", "Tiles are cached.")
+    d = claim("d", "Tile cache", "Nothing is cached.")
+    assert pairs([a, d]) == set()
+    linked = claim("a", "Cache", "Tiles are cached.", links=[Link(rel="contradicts", to="d")])
+    assert pairs([linked, d]) == {frozenset("ad")}
+    replacing = claim("a", "Cache", "Tiles are cached.", links=[Link(rel="supersedes", to="d")])
+    assert pairs([replacing, d]) == set() and groups([replacing, d]) == [[replacing, d]]
+    edited = claim("d", "Tile cache", "Tiles are cached for 5 minutes.", updated="2026-02-01T00:00:00+00:00")
+    other = claim("e", "Tile cache TTL", "Tiles are cached for 9 minutes.")
+    assert pairs([edited, other]) == {frozenset("de")}
