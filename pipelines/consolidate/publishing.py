@@ -44,6 +44,14 @@ class SnapshotReport:
     dim: int
     stm_by_partition: dict[str, int] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, manifest: SnapshotManifest, *, published: bool, stm_by_partition: dict[str, int]) -> "SnapshotReport":
+        """The report of a run that published `manifest`, or kept it (published=False)."""
+        return cls(version=manifest.version, published=published, count=manifest.count,
+                   tier_counts=dict(manifest.tier_counts), index_kind=manifest.index_kind,
+                   watermark=manifest.watermark, embedder=manifest.embedder, dim=manifest.dim,
+                   stm_by_partition=stm_by_partition)
+
 
 def read_published_manifest(root: str | Path) -> SnapshotManifest | None:
     """The manifest of the CURRENT snapshot (small JSON; no index is loaded), or None when
@@ -115,12 +123,7 @@ def publish_snapshot(
     stm = stm_by_partition(items)
     if (current is not None and not force and current.extra.get("fingerprint") == fingerprint
             and _intact(root, current.version)):
-        return SnapshotReport(
-            version=current.version, published=False, count=current.count,
-            tier_counts=dict(current.tier_counts), index_kind=current.index_kind,
-            watermark=current.watermark, embedder=current.embedder, dim=current.dim,
-            stm_by_partition=stm,
-        )  # fmt: skip
+        return SnapshotReport.of(current, published=False, stm_by_partition=stm)
     manifest = build_snapshot(
         root, items, vectors, embedder_name=model_name, dim=dim, watermark=watermark,
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
@@ -128,12 +131,7 @@ def publish_snapshot(
         reuse=root / current.version if current is not None and not force else None,
         history=warehouse.active_history(),
     )  # fmt: skip
-    return SnapshotReport(
-        version=manifest.version, published=True, count=manifest.count,
-        tier_counts=dict(manifest.tier_counts), index_kind=manifest.index_kind,
-        watermark=manifest.watermark, embedder=manifest.embedder, dim=manifest.dim,
-        stm_by_partition=stm,
-    )  # fmt: skip
+    return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 
 
 def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, current: SnapshotManifest,
@@ -170,12 +168,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
     kind = "hnsw" if active and len(active) >= settings.hnsw_threshold else "flat-ip"
     if not fresh and len(kept_rows) == len(prev_ids) == len(active) and watermark == previous.watermark \
             and kind == previous.index_kind and _intact(root, previous.version):
-        return SnapshotReport(
-            version=previous.version, published=False, count=previous.count,
-            tier_counts=dict(previous.tier_counts), index_kind=previous.index_kind,
-            watermark=previous.watermark, embedder=previous.embedder, dim=previous.dim,
-            stm_by_partition=stm,
-        )  # fmt: skip
+        return SnapshotReport.of(previous, published=False, stm_by_partition=stm)
     fresh_table = items_to_table(fresh)
     kept_table = prev_rows.take(pa.array(kept_rows, type=pa.int64()))
     table = pa.concat_tables([kept_table.cast(fresh_table.schema), fresh_table])
@@ -193,12 +186,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
         # One Arrow query over revisions and events; not yet incremental like the rows.
         history=warehouse.active_history(),
     )  # fmt: skip
-    return SnapshotReport(
-        version=manifest.version, published=True, count=manifest.count,
-        tier_counts=dict(manifest.tier_counts), index_kind=manifest.index_kind,
-        watermark=manifest.watermark, embedder=manifest.embedder, dim=manifest.dim,
-        stm_by_partition=stm,
-    )  # fmt: skip
+    return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 
 
 def finish_run(warehouse: Warehouse, run_id: str, report: SnapshotReport, *, counts: dict[str, Any]) -> None:
