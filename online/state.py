@@ -230,6 +230,19 @@ class MemoryService:
             return None
         return item
 
+    def read_item(self, item_id: str, identity: Identity, action: str
+                  ) -> tuple[MemoryItem, View, ItemHistory] | None:
+        """One visible item with its history, the read audited as `action` (the JSON API's
+        `GET /v1/items/{id}` and the memory browser's card); None when `identity` may not
+        see it or it does not exist."""
+        view = self.view()
+        item = self.get_item(item_id, identity, view)
+        if item is None:
+            return None
+        history = self.item_history(item_id, view)
+        self.audit(identity, action, {"id": item_id}, [item_id])
+        return item, view, history
+
     def item_history(self, item_id: str, view: View) -> ItemHistory:
         """An item's history as the service can know it without the warehouse: the
         revisions and audit events published with the snapshot (`history.parquet`), and the

@@ -40,12 +40,10 @@ class ItemsController(Controller):
         service: MemoryService,
         identity: Identity,
     ) -> ItemResponse:
-        view = service.view()
-        item = service.get_item(item_id, identity, view)
-        if item is None:
+        found = service.read_item(item_id, identity, "items.get")
+        if found is None:
             raise NotFoundException(f"no item {item_id!r}")
-        history = service.item_history(item_id, view)
-        service.audit(identity, "items.get", {"id": item_id}, [item_id])
+        item, view, history = found
         return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
                             revisions=history.revisions, history=history.inbox, events=history.audit)
 

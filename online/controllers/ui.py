@@ -145,12 +145,10 @@ class UIController(Controller):
         service: MemoryService,
         identity: Identity,
     ) -> Template:
-        view = service.view()
-        item = service.get_item(item_id, identity, view)
-        if item is None:
+        found = service.read_item(item_id, identity, "ui.card")
+        if found is None:
             raise NotFoundException(f"no item {item_id!r} (or not visible to you)")
-        history = service.item_history(item_id, view)
-        service.audit(identity, "ui.card", {"id": item_id}, [item_id])
+        item, view, history = found
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]
