@@ -5,7 +5,6 @@ to the extractive merge and say so in the merged item's metadata."""
 from __future__ import annotations
 
 import json
-import socket
 from datetime import datetime, timezone
 
 import pytest
@@ -19,6 +18,7 @@ from pipelines.policy import Policy
 from pipelines.warehouse import Warehouse
 from tests.assets.support import BATCH_1, ingest, make_settings, shared_instance
 from tests.fakes.ollama_server import FakeOllama
+from tests.fakes.ports import closed_port_url
 
 MODEL = "granite3.2:2b"
 MERGED = {
@@ -47,13 +47,6 @@ def test_well_formed_granite_answer_is_used(tmp_path):
     assert (merged.title, merged.content) == (MERGED["title"], MERGED["content"])
     assert merged.metadata["merger"] == MODEL and merged.metadata["fallback_reason"] is None
     assert merged.provenance.is_present() and len(merged.metadata["merged_from"]) >= 2
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"  # nothing listens there any more: connection refused
 
 
 def prepared(tmp_path, **overrides):

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from bench.harness import make_settings, settings_env
 from pipelines.consolidate import consolidate_once
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
+from tests.fakes.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "ui"
@@ -48,12 +48,6 @@ def chromium_path() -> str:
         pytest.fail("no Chromium binary: install Debian's `chromium` package (apt-get install -y chromium; "
                     ".ci/run does this) or point LOCI_CHROMIUM at one", pytrace=False)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

@@ -27,6 +27,7 @@ from loci.cli import app
 from online.mcp_server import call as mcp_call
 from online.tools import ToolDispatcher
 from pipelines.records import Identity
+from tests.fakes.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ANN = ["--user", "ann", "--project", "garden"]
@@ -123,12 +124,6 @@ def test_every_tool_over_stdio_and_bad_arguments_are_tool_errors(tmp_path: Path)
             assert not failed and found["found"]
 
     anyio.run(scenario)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from pipelines.proposals import parse_assistant_output
 from pipelines.records import Identity
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
+from tests.fakes.ports import closed_port_url
 
 WHO = Identity(user_id="dana", project_id="atlas")
 HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas"}
@@ -403,14 +404,8 @@ def test_enabled_off_is_a_pure_pass_through(proxy, fake, service) -> None:
 # -- outages, retries ----------------------------------------------------------------------------
 
 
-def closed_port() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens once closed
-
-
 def test_an_unreachable_upstream_gives_a_clear_error_and_the_proxy_stays_up(proxy, service) -> None:
-    url = proxy(upstream=closed_port())
+    url = proxy(upstream=closed_port_url())
     c = client(url)
     for stream in (False, True):
         with pytest.raises(ollama.ResponseError) as err:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -10,13 +9,9 @@ from pathlib import Path
 
 import httpx
 
+from tests.fakes.ports import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start(tmp_path: Path, workers: int = 1) -> tuple[subprocess.Popen, str]:

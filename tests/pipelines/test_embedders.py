@@ -4,7 +4,6 @@ plus backend-specific behaviour, the factory and idempotent embedding."""
 from __future__ import annotations
 
 import hashlib
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ from pipelines.embedders import (
 )
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, fake_embedding
+from tests.fakes.ports import closed_port_url
 
 
 @pytest.fixture(scope="module")
@@ -46,12 +46,6 @@ def embedder(request) -> Embedder:
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b)
-
-
-def _closed_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- the contract every backend meets ----------------------------------------------------------
@@ -275,13 +269,13 @@ def test_ollama_batches_requests():
 
 
 def test_ollama_unreachable_host():
-    port = _closed_port()
-    e = OllamaEmbedder(host=f"http://127.0.0.1:{port}", timeout_s=2)
+    url = closed_port_url()
+    e = OllamaEmbedder(host=url, timeout_s=2)
     with pytest.raises(EmbedderUnavailable) as info:
         e.embed(["hello"])
     message = str(info.value)
     assert "ollama:nomic-embed-text" in message
-    assert f"127.0.0.1:{port}" in message
+    assert url.removeprefix("http://") in message
     assert "cannot connect" in message and "ollama serve" in message
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import socket
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -27,6 +26,7 @@ from pipelines.merging import (
 from pipelines.records import Link, MemoryItem, ProposedItem, Provenance, Scope, Verdict
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
+from tests.fakes.ports import closed_port_url
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 SETTINGS = Settings()
@@ -93,12 +93,6 @@ def quiet(fake: FakeOllama) -> FakeOllama:
     the test output."""
     fake._server.handle_error = lambda *args: None  # type: ignore[union-attr]
     return fake
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- extractive -------------------------------------------------------------------------------
@@ -346,7 +340,7 @@ def test_timeout_falls_back_and_says_timeout(cluster):
 
 
 def test_refused_connection_falls_back_and_says_unreachable(cluster):
-    merger = OllamaMerger(f"http://127.0.0.1:{closed_port()}", timeout_s=2)
+    merger = OllamaMerger(closed_port_url(), timeout_s=2)
     draft = merger.draft(cluster)
     assert draft.merger == FALLBACK_NAME and draft.fallback_reason.startswith("ollama unreachable")
     assert draft.content == ExtractiveMerger().draft(cluster).content
