@@ -88,13 +88,6 @@ def granite_reply(**over: Any) -> str:
     return json.dumps(body)
 
 
-def quiet(fake: FakeOllama) -> FakeOllama:
-    """Slow answers land after the client gave up; keep the broken-pipe tracebacks out of
-    the test output."""
-    fake._server.handle_error = lambda *args: None  # type: ignore[union-attr]
-    return fake
-
-
 # -- extractive -------------------------------------------------------------------------------
 
 
@@ -333,7 +326,7 @@ def test_fenced_json_is_accepted(cluster):
 
 def test_timeout_falls_back_and_says_timeout(cluster):
     with FakeOllama() as fake:
-        quiet(fake).chat_reply = lambda req: granite_reply()
+        fake.chat_reply = lambda req: granite_reply()
         fake.delay_s = 1.5
         draft = OllamaMerger(fake.url, timeout_s=0.5).draft(cluster)
     assert draft.merger == FALLBACK_NAME and draft.fallback_reason.startswith("timeout")
@@ -355,7 +348,7 @@ def test_http_error_falls_back_with_status(cluster):
 
 def test_dead_server_is_not_called_again_after_consecutive_failures(cluster):
     with FakeOllama() as fake:
-        quiet(fake).delay_s = 0.6
+        fake.delay_s = 0.6
         merger = OllamaMerger(fake.url, timeout_s=0.2, trip_after=2)
         reasons = [merger.draft(cluster).fallback_reason for _ in range(4)]
         calls = len([p for p, _ in fake.requests if p == "/api/chat"])
