@@ -33,6 +33,31 @@ from pipelines.palace import parse_path
 from pipelines.records import Identity, MemoryItem
 
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
+PAGE_SIZE = 50  # entries per page of a list (quarantine, conflicts, a shelf's cards, unplaced)
+PageNumber = Annotated[int, Parameter(query="page", ge=1, le=1_000_000)]
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Which slice of a long list a page shows, and the links around it."""
+
+    page: int
+    pages: int
+    total: int
+
+    @property
+    def start(self) -> int:
+        return (self.page - 1) * PAGE_SIZE
+
+
+def paged(entries: list[Any], page: int) -> tuple[list[Any], Pager]:
+    """Page `page` (1-based) of `entries`; a page past the end is a 404, not an empty list
+    that looks like "nothing here"."""
+    pages = max(1, -(-len(entries) // PAGE_SIZE))
+    if page > pages:
+        raise NotFoundException(f"no page {page}: there {'is' if pages == 1 else 'are'} {pages}")
+    pager = Pager(page=page, pages=pages, total=len(entries))
+    return entries[pager.start:pager.start + PAGE_SIZE], pager
 
 
 @dataclass
@@ -49,6 +74,13 @@ def identity_query(who: Identity, **extra: Any) -> str:
 
 
 def _page(name: str, who: Identity | None, status_code: int = 200, **context: Any) -> Template:
+    pager: Pager | None = context.get("pager")
+    extra = context.pop("page_params", {})
+    if who is not None and pager is not None and pager.pages > 1:
+        context["page_links"] = {
+            "prev": identity_query(who, **extra, page=pager.page - 1) if pager.page > 1 else None,
+            "next": identity_query(who, **extra, page=pager.page + 1) if pager.page < pager.pages else None,
+        }
     return Template(template_name=f"ui/{name}.html", status_code=status_code,
                     context={"who": who, "q": identity_query(who) if who else "", **context})
 
@@ -118,6 +150,7 @@ class UIController(Controller):
         service: MemoryService,
         identity: Identity,
         location: Annotated[str, Parameter(query="path", max_length=1000)] = "",
+        page: PageNumber = 1,
     ) -> Template:
         dispatcher = ToolDispatcher(service)
         try:
@@ -133,10 +166,12 @@ class UIController(Controller):
         elif not parts:  # items the pipeline has not placed yet (written since the last run)
             unplaced = [item_summary(it) for it in service.view().visible_items(identity)
                         if _location_of(it) is None and it.type != "message"]
+        shown, pager = paged(cards or unplaced, page)  # at most one of the two lists is non-empty
+        cards, unplaced = (shown, []) if cards else ([], shown)
         crumbs = [("/".join(parts[: i + 1]), part) for i, part in enumerate(parts)]
         level = PALACE_LEVELS[len(parts)]
         return _page("palace", identity, path=path, crumbs=crumbs, children=listed["children"],
-                     level=level, cards=cards, unplaced=unplaced)
+                     level=level, cards=cards, unplaced=unplaced, pager=pager, page_params={"path": path})
 
     @get("/items/{item_id:str}", sync_to_thread=True)
     def card(
@@ -157,9 +192,9 @@ class UIController(Controller):
                      inbox=inbox, history_published=history.published, watermark=history.watermark)
 
     @get("/conflicts", sync_to_thread=True)
-    def conflicts(self, service: MemoryService, identity: Identity) -> Template:
-        pairs = service.conflicts(identity)
-        return _page("conflicts", identity,
+    def conflicts(self, service: MemoryService, identity: Identity, page: PageNumber = 1) -> Template:
+        pairs, pager = paged(service.conflicts(identity), page)
+        return _page("conflicts", identity, pager=pager,
                      conflicts=[{"a": _queue_entry(a), "b": _queue_entry(b), "reason": why} for a, b, why in pairs])
 
     @get("/quarantine", sync_to_thread=True)
@@ -168,11 +203,12 @@ class UIController(Controller):
         service: MemoryService,
         identity: Identity,
         done: Annotated[str | None, Parameter(query="done", max_length=300)] = None,
+        page: PageNumber = 1,
     ) -> Template:
         view = service.view()
-        held = _quarantined(view, identity)
-        service.audit(identity, "ui.quarantine", {}, [it.id for it in held])
-        return _page("quarantine", identity, items=[_queue_entry(it) for it in held], done=done)
+        held, pager = paged(_quarantined(view, identity), page)
+        service.audit(identity, "ui.quarantine", {"page": page}, [it.id for it in held])
+        return _page("quarantine", identity, items=[_queue_entry(it) for it in held], done=done, pager=pager)
 
     @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
     def review(

@@ -4,8 +4,10 @@ or form value is answered with a page, 2xx/3xx or a 4xx that says what is wrong,
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +15,7 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 import online
+from online.controllers.ui import PAGE_SIZE
 from tests.online.test_api import DANA, EVE, make_app, make_settings
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
@@ -28,8 +31,9 @@ def client(tmp_path_factory: pytest.TempPathFactory):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(page=st.sampled_from(["/ui/", "/ui/palace", "/ui/conflicts", "/ui/quarantine", "/ui/items/m-latency"]),
-       params=st.dictionaries(st.sampled_from(["user_id", "project_id", "session_id", "org_id", "path", "done"]),
-                              TEXT, max_size=4))
+       params=st.dictionaries(
+           st.sampled_from(["user_id", "project_id", "session_id", "org_id", "path", "done", "page"]),
+           st.one_of(TEXT, st.integers(-5, 10**7).map(str)), max_size=4))
 def test_any_query_gets_a_page_never_a_5xx(client: TestClient, page: str, params: dict[str, str]) -> None:
     response = client.get(page, params=params)
     assert response.status_code < 500 and response.headers["content-type"].startswith("text/html")
@@ -68,3 +72,27 @@ def test_the_templates_ship_with_the_package() -> None:
     assert {"base.html", "home.html", "palace.html", "card.html", "conflicts.html", "quarantine.html",
             "error.html"} <= names
     assert TEMPLATES.parent == Path(online.__file__).parent  # inside the package: pyproject package-data
+
+
+def test_long_lists_are_paged_and_every_entry_is_on_exactly_one_page(client: TestClient) -> None:
+    who = {"user_id": "pat", "project_id": "pager"}
+    titles = {f"Paged note {i:03d}" for i in range(PAGE_SIZE * 2 + 7)}
+    for title in titles:
+        r = client.post("/v1/tools", json={"action": "memory.write", "identity": who, "args": {"item": {
+            "type": "note", "title": title, "content": f"{title}, written to fill the palace's unplaced list."}}})
+        assert r.status_code == 200, r.text
+    seen: list[str] = []
+    url, params = "/ui/palace", dict(who)
+    for expected_page in (1, 2, 3):
+        page = client.get(url, params=params)
+        assert page.status_code == 200 and f"page {expected_page} of 3 · {len(titles)} in all" in page.text
+        seen += re.findall(r"Paged note \d{3}", page.text)
+        nxt = re.search(r'id="next" href="\?([^"]+)"', page.text)
+        if expected_page < 3:
+            params = dict(parse_qsl(html.unescape(nxt.group(1))))
+        else:
+            assert nxt is None and 'id="prev"' in page.text
+    assert sorted(seen) == sorted(titles)  # none twice, none missing
+    past = client.get(url, params={**who, "page": "4"})
+    assert past.status_code == 404 and "no page 4: there are 3" in past.text
+    assert client.get(url, params={**who, "page": "0"}).status_code == 400
