@@ -52,6 +52,8 @@ MAX_BUCKET = 200  # a word shared by more claims than this does not propose pair
 _NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
+_UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
+_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 
 
@@ -79,10 +81,17 @@ def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence."""
     found = set(_DATE.findall(text))
     rest = _DATE.sub(" ", text)
-    found |= {m.group(0).lower().replace(",", ".") for m in _NUMBER.finditer(rest)}
+    found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
     starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
     found |= {m.group(0).lower() for m in _NAME.finditer(text) if m.group(0) not in starts}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _number_with_unit(match: str) -> str:
+    """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
+    the word after a number is its unit only when it is not a function word."""
+    number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
+    return f"{number} {unit}" if unit and unit not in _NOT_UNITS else number
 
 
 def _value_words(values: Iterable[str]) -> set[str]:

@@ -34,6 +34,17 @@ def test_values_are_numbers_with_units_times_dates_and_names():
     assert stated_values("The cluster runs in eu-central-1.") == frozenset()
 
 
+def test_a_function_word_after_a_number_is_not_its_unit():
+    assert stated_values("Standup is at 9:30 every weekday.") == stated_values("Standup is at 9:30 on weekdays.")
+    assert stated_values("Port 8080 is used.") == {"8080"}
+    assert stated_values("The budget is 50ms.") == stated_values("The budget is 50 ms.") == {"50 ms"}
+    agree = [claim("a", "Standup time", "The team standup is at 9:30 every weekday."),
+             claim("b", "Standup time weekday", "Team standup is at 9:30 on every weekday.")]
+    assert pairs(agree) == set()
+    assert pairs([*agree, claim("c", "Standup moved", "The team standup is at 10:00 every weekday.")]) == {
+        frozenset("ac"), frozenset("bc")}
+
+
 def test_same_subject_with_different_values_conflicts_under_any_title():
     items = [claim("a", "Retention for this experiment", "Telemetry retention is 30 days for this experiment."),
              claim("b", "Company retention standard", "Telemetry retention is 7 days across the company."),
