@@ -2,7 +2,8 @@
 
 A small local LLM (Granite 3.2 2B) proposes the merged canonical item; the provenance
 union is attached and the originals are superseded, never deleted. The merge confidence
-is a weighted formula (`merge_confidence`), and the strategy is an extension point: any
+is a weighted formula (`merge_confidence`), floored at the least confident member's
+(`merged_item_confidence`), and the strategy is an extension point: any
 object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 
 - `ExtractiveMerger`: deterministic, no model. The canonical item (highest confidence, then
@@ -15,6 +16,10 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
   It never raises for upstream problems. After `trip_after` consecutive unreachable/timeout
   failures the instance stops calling Ollama (one dead server must not cost a timeout per
   cluster); a new instance (the next run) tries again.
+- `contradicting_ids`: members of a cluster that contradict another member, by the conflict
+  rule recall and `/v1/conflicts` use. They are kept out of the merge: similar wording is
+  what clusters them ("metrics go to TimescaleDB" / "... to ClickHouse"), and one merged
+  item holding both would hide the contradiction that recall resolves and reports.
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
   confidence, links) and sends the draft through the write policy like any proposal.
 
@@ -35,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from pipelines.recall.conflicts import find_conflicts
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -92,6 +98,11 @@ def _aware(now: datetime) -> datetime:
     if not isinstance(now, datetime):
         raise MergeError(f"now must be a datetime, not {type(now).__name__}")
     return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+
+
+def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
+    """Ids of the members that contradict another member of `cluster` (both sides)."""
+    return {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
 
 
 def canonical_order(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:
@@ -436,6 +447,19 @@ def make_merger(settings: Settings) -> Merger:
 # -- merge confidence ----------------------------------------------------------------------
 
 
+def merged_item_confidence(cluster: Sequence[MemoryItem], settings: Settings, now: datetime) -> float:
+    """The merged item's confidence: the formula, but never below the least confident
+    member's. Members of a merge agree (contradictions are kept apart), so one item saying
+    what each of them said is no less trustworthy than any of them; without the floor, two
+    untagged, unverified 0.9 claims merge into a 0.61 one that recall's 0.7 threshold no
+    longer injects, and consolidating would make the memory worse than not consolidating.
+    A retracted member lifts the floor: the formula alone decides then."""
+    formula = merge_confidence(cluster, settings, now)
+    if any(i.validation == "retracted" for i in cluster):
+        return formula
+    return max(formula, min(float(i.confidence) for i in cluster))
+
+
 def merge_confidence(cluster: Sequence[MemoryItem], settings: Settings, now: datetime) -> float:
     """w_max * max confidence + w_overlap * Jaccard tag overlap (share of distinct tags,
     case-insensitive, carried by >= 2 items) + w_recency * exp(-lambda * days since the
@@ -631,7 +655,7 @@ def merge_cluster(
         raise MergeError(f"policy must have an evaluate() method, got {type(policy).__name__}")
     now = _aware(now)
     ids = sorted(i.id for i in items)
-    confidence = merge_confidence(items, settings, now)
+    confidence = merged_item_confidence(items, settings, now)
     prov, source_ids = merged_provenance(items, now)
     valid_from = _min_time([i.valid_from for i in items])
     valid_to = _max_time([i.valid_to for i in items])

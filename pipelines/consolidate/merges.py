@@ -82,13 +82,20 @@ def _plan_merges(
 ) -> list[tuple[ClusterRef, Any]]:
     """Run the merger on every cluster that is still worth merging, before any write; count
     why the others were skipped into `skipped`."""
-    from pipelines.merging import MergeError, merge_cluster
+    from pipelines.merging import MergeError, contradicting_ids, merge_cluster
 
     planned: list[tuple[ClusterRef, Any]] = []
     # An item goes into one merge only, even when clusters overlap.
     claimed: set[str] = set()
     for ref in clusters:
         members = [i for i in warehouse.get_items(ref.item_ids) if mergeable(i) and i.id not in claimed]
+        apart = contradicting_ids(members)
+        if apart:  # each side stays its own item; recall resolves and reports the conflict
+            skipped["contradicting items kept apart"] += len(apart)
+            members = [i for i in members if i.id not in apart]
+        if len(members) < 2 and apart:
+            skipped["cluster left with < 2 items after contradictions were kept apart"] += 1
+            continue
         if len(members) < 2:
             skipped["stale cluster (members merged, archived or changed)"] += 1
             continue

@@ -18,9 +18,11 @@ from pipelines.merging import (
     MergeError,
     Merger,
     OllamaMerger,
+    contradicting_ids,
     make_merger,
     merge_cluster,
     merge_confidence,
+    merged_item_confidence,
     merged_item_id,
 )
 from pipelines.records import Link, MemoryItem, ProposedItem, Provenance, Scope, Verdict
@@ -370,3 +372,24 @@ def test_make_merger_follows_settings():
 def test_merge_draft_round_trips_as_json():
     draft = MergeDraft(title="t", content="c", type="fact", merger="x", fallback_reason="why")
     assert msgspec.json.decode(msgspec.json.encode(draft), type=MergeDraft) == draft
+
+
+def test_a_merged_item_is_never_less_confident_than_its_least_confident_member():
+    plain = [mem("a", "x", confidence=0.9, updated=0), mem("b", "y", confidence=0.85, updated=0)]
+    assert merge_confidence(plain, SETTINGS, NOW) == pytest.approx(0.4 * 0.9 + 0.2 + 0.05)  # 0.61: below 0.7
+    assert merged_item_confidence(plain, SETTINGS, NOW) == pytest.approx(0.85)
+    tagged = [mem("a", "x", confidence=0.6, updated=0, tags=("t",), validation="verified"),
+              mem("b", "y", confidence=0.6, updated=0, tags=("t",))]
+    assert merged_item_confidence(tagged, SETTINGS, NOW) == merge_confidence(tagged, SETTINGS, NOW) > 0.6
+    retracted = [mem("a", "x", confidence=0.9, updated=0, validation="retracted"), mem("b", "y", confidence=0.9)]
+    assert merged_item_confidence(retracted, SETTINGS, NOW) == merge_confidence(retracted, SETTINGS, NOW) < 0.9
+    item = merge_cluster(plain, ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW).new_item
+    assert item.confidence == pytest.approx(0.85) and item.confidence >= SETTINGS.confidence_threshold
+
+
+def test_contradicting_members_are_named_both_sides_and_agreeing_ones_not():
+    agree = [mem("a", "Orion metrics are stored in TimescaleDB.", type="decision"),
+             mem("b", "Orion metrics are stored in TimescaleDB, per the team.", type="decision")]
+    changed = mem("c", "Orion metrics are stored in ClickHouse.", type="decision")
+    assert contradicting_ids(agree) == set()
+    assert contradicting_ids([*agree, changed]) == {"a", "b", "c"}
