@@ -34,12 +34,16 @@ from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, Sn
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import open_inbox
-from pipelines.recall.conflicts import find_conflicts
+from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult
-from pipelines.recall.lexical import normalise_label
+from pipelines.recall.lexical import normalise_label, query_terms
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, sha256_text, stable_id
 from pipelines.settings import Settings
+
+# How many lexically closest visible claims a write is checked against (contradiction,
+# correction): a claim about the same subject rarely shares the title.
+SIMILAR_CLAIMS = 10
 
 log = logging.getLogger("loci.online")
 
@@ -271,7 +275,10 @@ class MemoryService:
         return ItemHistory(revisions, audit, history, published is not None, view.snap.watermark)
 
     def existing_like(self, identity: Identity, view: View) -> Callable[[ProposedItem], list[MemoryItem]]:
-        """For the policy's duplicate check: visible items with the same title or content."""
+        """What a proposal is checked against (the policy's duplicate and contradiction
+        rules, and a user's correction of their own claim): visible items with the same
+        title or content, and the visible claims lexically closest to it, so a claim on the
+        same subject under another title is seen too."""
 
         def find(proposal: ProposedItem) -> list[MemoryItem]:
             title = normalise_label(proposal.title)
@@ -286,9 +293,31 @@ class MemoryService:
             for item in view.delta.items.values():
                 if item.content.strip() == content and item.scope.visible_to(identity):
                     out[item.id] = item
-            return list(out.values())[:20]
+            for item in self._claims_like(f"{proposal.title} {proposal.content}", identity, view):
+                out.setdefault(item.id, item)
+            return list(out.values())[:20 + SIMILAR_CLAIMS]
 
         return find
+
+    @staticmethod
+    def _claims_like(text: str, identity: Identity, view: View) -> list[MemoryItem]:
+        """The SIMILAR_CLAIMS visible claims with the highest BM25 score for `text`, each in
+        its newest version."""
+        terms = query_terms(text)
+        scored: list[tuple[float, str]] = []
+        for corpus in view.corpora:
+            scores = corpus.lexical.scores(terms) if corpus.n and terms else None
+            if scores is None:
+                continue
+            rows = np.flatnonzero(corpus.visible_mask(identity) & corpus.type_mask(CLAIM_TYPES) & (scores > 0))
+            top = rows[np.argsort(-scores[rows], kind="stable")[:SIMILAR_CLAIMS]]
+            scored += [(float(scores[r]), corpus.items[int(r)].id) for r in top]
+        out: dict[str, MemoryItem] = {}
+        for _, item_id in sorted(scored, key=lambda s: -s[0]):
+            item = view.get(item_id)  # a delta version hides the snapshot's
+            if item is not None and item.active and is_claim(item) and item.scope.visible_to(identity):
+                out.setdefault(item_id, item)
+        return list(out.values())[:SIMILAR_CLAIMS]
 
     def conflicts(self, identity: Identity, view: View | None = None) -> list[tuple[MemoryItem, MemoryItem, str]]:
         """Pairs of claims `identity` can see that conflict, by the rule recall applies

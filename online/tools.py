@@ -27,6 +27,7 @@ import msgspec
 from msgspec import Meta
 
 from online.state import MemoryService, View
+from pipelines.capture import govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     PATCHABLE_FIELDS,
@@ -42,6 +43,7 @@ from pipelines.records import (
     Event,
     Identity,
     ItemType,
+    Link,
     LinkRel,
     MemoryItem,
     PalaceLocation,
@@ -313,9 +315,9 @@ class ToolDispatcher:
         at = utcnow()
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
-        verdict = self.service.policy.evaluate(
-            proposal, target_tier=proposal.tier or "stm", provenance=prov,
-            source_trusted=kind != "doc", existing=self.service.existing_like(who, view)(proposal),
+        verdict, replaced = govern_claim(
+            self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
+            scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
         )
         if verdict.action == "reject":
             self.service.audit(who, "memory.write", msgspec.to_builtins(args), verdict=_verdict(verdict),
@@ -337,6 +339,7 @@ class ToolDispatcher:
             content=proposal.content,
             scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
             tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
+            links=[Link(rel="supersedes", to=old) for old in replaced],  # the author's own claims it corrects
             confidence=min(confidence, QUARANTINE_MAX_CONFIDENCE) if quarantined else confidence,
             importance=proposal.importance or 5, valid_from=proposal.valid_from,
             valid_to=proposal.valid_to, created_at=at, updated_at=at,

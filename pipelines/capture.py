@@ -205,6 +205,32 @@ def _proposal_provenance(turn: _Turn, proposal: ProposedItem) -> Provenance:
     )
 
 
+def govern_claim(
+    policy: Any,
+    proposal: ProposedItem,
+    *,
+    provenance: Provenance,
+    found: Sequence[MemoryItem],
+    scope_kind: str,
+    author_user_id: str,
+) -> tuple[Verdict, list[str]]:
+    """The policy's verdict on a proposal (from a turn or `memory.write`) checked against the
+    stored items `found`, and the ids of the author's own claims it corrects: a correction
+    supersedes them instead of contradicting them; anyone else's in the same scope kind
+    stays for the policy's contradiction rule. A claim in another scope kind is not a
+    contradiction but an override that recall's scope priority resolves (session > project
+    > user > org). A rejected proposal corrects nothing."""
+    replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found)
+    verdict = policy.evaluate(
+        proposal,
+        target_tier=proposal.tier or "stm",
+        provenance=provenance,
+        source_trusted=provenance.source_kind != "doc",
+        existing=[it for it in found if it.id not in replaced and it.scope.kind == scope_kind],
+    )
+    return verdict, [] if verdict.action == "reject" else replaced
+
+
 def _govern_proposal(
     turn: _Turn,
     policy: Any,
@@ -215,17 +241,9 @@ def _govern_proposal(
 ) -> _Governed:
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
-    # A correction of the author's own claim supersedes it instead of contradicting it.
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
-    replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind,
-                            turn.identity.user_id, found)
-    verdict = policy.evaluate(
-        proposal,
-        target_tier=proposal.tier or "stm",
-        provenance=prov,
-        source_trusted=prov.source_kind != "doc",
-        existing=[it for it in found if it.id not in replaced],
-    )
+    verdict, replaced = govern_claim(policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
+                                     author_user_id=turn.identity.user_id)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, replaced)
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
@@ -251,7 +269,7 @@ def _proposal_payload(
         "default_scope": turn.default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
         "at": turn.at,
     }
-    if replaced and verdict.action != "reject":
+    if replaced:
         payload["supersedes"] = replaced
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.

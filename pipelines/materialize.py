@@ -295,6 +295,8 @@ class _Fold:
                                            expires_at=verdict.expires_at)
         # An imported item keeps its dates; this store learned it now.
         self.out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
+        # The author's own claims a tool write corrects stop being active, as for a proposal.
+        self.out.links.extend((item.id, link.to, link.rel) for link in item.links if link.rel == "supersedes")
 
     def update(self, ev: Event) -> None:
         p = ev.payload

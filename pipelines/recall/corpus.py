@@ -272,6 +272,11 @@ class MemoryCorpus:
 
     # -- scope and filters ----------------------------------------------------------------
 
+    def type_mask(self, types: Iterable[str]) -> np.ndarray:
+        """Rows whose item type is one of `types`."""
+        codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
+        return np.isin(self._type_of, codes)
+
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)
         for key in who.audience_keys():

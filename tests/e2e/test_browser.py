@@ -99,9 +99,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 def seed(srv: Server) -> None:
-    for title, content in (("Telemetry store", "Orion telemetry uses InfluxDB."),
-                           ("Telemetry store", "Orion telemetry uses TimescaleDB.")):
-        srv.tool(DANA, "memory.write", {"item": {"type": "decision", "title": title, "content": content,
+    # Two teammates disagree (one author's second claim would correct her first instead).
+    for who, title, content in ((DANA, "Telemetry store", "Orion telemetry uses InfluxDB."),
+                                (OMAR, "Telemetry store", "Orion telemetry uses TimescaleDB.")):
+        srv.tool(who, "memory.write", {"item": {"type": "decision", "title": title, "content": content,
                                                  "tags": ["telemetry"], "scope": "project"}})
     proposed = srv.tool(DANA, "memory.propose", {"items": [
         {"type": "fact", "title": "Deploy window", "content": "Orion deploys on Friday afternoons.",

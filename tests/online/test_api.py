@@ -400,10 +400,12 @@ def test_item_identity_conflict_between_query_and_header_is_400(shared: TestClie
 
 
 def test_conflicts_lists_visible_pairs_only(client: TestClient) -> None:
+    # Teammates' contradictions (the author's own would correct the claim and supersede it).
     tool(client, "memory.write", {"item": {"type": "decision", "title": "Tile latency budget",
-                                           "content": "The tile latency budget is 60 ms at p95."}})
+                                           "content": "The tile latency budget is 60 ms at p95."}},
+         who={**DANA, "user_id": "omar"})
     tool(client, "memory.write", {"item": {"type": "decision", "title": "Borealis launch date",
-                                           "content": "Borealis launches in April."}}, who=EVE)
+                                           "content": "Borealis launches in April."}}, who={**EVE, "user_id": "ivo"})
     body = client.get("/v1/conflicts", params=DANA).json()
     assert body["count"] == 1
     pair = body["conflicts"][0]

@@ -1,0 +1,116 @@
+"""Contradictions under different titles, as a chat loop meets them.
+
+A claim about the same subject rarely repeats the title ("Orion metrics store: TimescaleDB",
+later "Orion metrics database: ClickHouse"). Promised:
+
+- at write time, a user's newer claim on the same subject supersedes their own older one
+  under any title, and someone else's contradiction is quarantined;
+- consolidation merges claims that agree, never claims that contradict each other: similar
+  wording clusters them, and one merged item holding both would hide the contradiction
+  recall resolves and `GET /v1/conflicts` reports. A chat history imported with
+  `loci ingest` meets no write-time check, so the merge stage holds this line itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
+from pipelines.warehouse import Warehouse
+from tests.assets.support import block, ingest, make_settings
+
+MAYA = {"user_id": "maya", "project_id": "orion", "session_id": "s1"}
+LEE = {"user_id": "lee", "project_id": "orion", "session_id": "l1"}
+LATER = {**MAYA, "session_id": "s2"}
+TIMESCALE = [("Orion metrics store", "Orion metrics are stored in TimescaleDB."),
+             ("Where orion metrics live", "Orion metrics are stored in TimescaleDB, per the team.")]
+CLICKHOUSE = ("Orion metrics database", "Orion metrics are stored in ClickHouse.")
+QUESTION = "where are orion metrics stored?"
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[tuple[TestClient, object]]:
+    settings = make_settings(tmp_path)
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    with TestClient(app) as client:
+        yield client, settings
+    assert app.state.internal_errors == 0
+
+
+def write(client: TestClient, who: dict, title: str, content: str) -> dict:
+    body = client.post("/v1/tools", json={"action": "memory.write", "identity": who, "args": {"item": {
+        "type": "decision", "title": title, "content": content, "scope": "project", "confidence": 0.9}}}).json()
+    assert body["ok"], body
+    return body["result"]
+
+
+def decisions(client: TestClient, who: dict) -> tuple[list[dict], str]:
+    body = client.post("/v1/recall", json={"identity": who, "query": QUESTION, "mode": "inject"}).json()
+    return [h for h in body["hits"] if h["type"] == "decision"], body["injection"]
+
+
+def conflict_pairs(client: TestClient, who: dict) -> set[frozenset[str]]:
+    pairs = client.get("/v1/conflicts", params=who).json()["conflicts"]
+    return {frozenset((p["a"]["id"], p["b"]["id"])) for p in pairs}
+
+
+def authoritative(block_text: str) -> str:
+    return block_text.split("CONVERSATION EXCERPTS")[0]
+
+
+def test_a_users_change_of_decision_under_another_title_replaces_their_own(service) -> None:
+    client, settings = service
+    old = write(client, MAYA, *TIMESCALE[0])
+    new = write(client, LATER, *CLICKHOUSE)
+    assert new["verdict"]["action"] == "accept"
+    hits, injected = decisions(client, LATER)
+    assert [h["id"] for h in hits] == [new["item_id"]]
+    assert "ClickHouse" in injected and "TimescaleDB" not in injected
+    assert conflict_pairs(client, LATER) == set()  # answered, not open
+    consolidate_once(settings)
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert wh.get_item(old["item_id"]).superseded_by == new["item_id"]
+
+
+def test_agreeing_claims_merge_and_someone_elses_contradiction_stays_apart(service) -> None:
+    client, settings = service
+    agreeing = [write(client, MAYA, *pair)["item_id"] for pair in TIMESCALE]
+    theirs = write(client, LEE, *CLICKHOUSE)
+    assert theirs["verdict"]["action"] == "quarantine" and "soft.contradiction" in theirs["verdict"]["rule_ids"]
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        (merged,) = [it for it in wh.active_items() if it.metadata.get("merged_from")]
+        assert sorted(merged.metadata["merged_from"]) == sorted(agreeing) and "ClickHouse" not in merged.content
+        assert wh.get_item(theirs["item_id"]).superseded_by is None
+    hits, injected = decisions(client, LATER)
+    assert hits[0]["id"] == merged.id and hits[0]["conflict"]
+    assert "ClickHouse" not in authoritative(injected)
+    assert conflict_pairs(client, LATER) == {frozenset((merged.id, theirs["item_id"]))}
+
+
+def test_an_imported_chat_never_merges_a_contradiction(service) -> None:
+    client, settings = service
+    rows = [{"role": "assistant", "user_id": "maya", "project_id": "orion", "session_id": "s1",
+             "at": f"2026-11-{day:02d}T10:00:00Z",
+             "text": "Noted. " + block({"type": "decision", "title": title, "content": content,
+                                        "why_store": "team decision", "confidence": 0.9, "evidence": ["said"]})}
+            for day, (title, content) in enumerate([*TIMESCALE, CLICKHOUSE], start=1)]
+    ingest(settings, rows)
+    report = consolidate_once(settings)
+    assert report["cluster"].clusters, "the three decisions must reach one cluster for this test to mean anything"
+    assert report["merge"].skipped.get("contradicting items kept apart") == 3
+    assert client.post("/v1/admin/reload").status_code == 200
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        claims = [it for it in wh.active_items() if it.type == "decision"]
+        assert not [it for it in claims if it.metadata.get("merged_from")]
+        assert len(claims) == 3
+    hits, injected = decisions(client, LATER)
+    assert "ClickHouse" in authoritative(injected)  # the newest of one scope wins, flagged
+    assert hits[0]["conflict"] and len(conflict_pairs(client, LATER)) == 2
