@@ -4,12 +4,14 @@ and the hits in the order the caller is shown them.
 Claims below `confidence_threshold` are never injected (they may be catalogued, flagged
 `low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
 `message_confidence_threshold` and go in the block's own excerpts part, after the curated
-memories; a turn that only asks is not injected. Injected hits are listed in block order
+memories; a turn that only asks is not injected, nor one whose own words share none with
+the query (it was found through its context, and alone it shows nothing). Injected hits are listed in block order
 (curated, then turns).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -17,7 +19,7 @@ import msgspec
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
-from .episodic import is_message, only_asks
+from .episodic import is_message, only_asks, says_something_asked
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection
 from .select import FLAGGED
 
@@ -52,7 +54,7 @@ def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
 
 
-def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any
+def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = ()
             ) -> tuple[list[Hit], str, dict[str, Any]]:
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)
@@ -63,7 +65,8 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any
     injection = ""
     if mode in ("inject", "hybrid"):
         injection, injected = pack_injection(
-            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and only_asks(c.item))],
+            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and (
+                only_asks(c.item) or not says_something_asked(c.item, query_terms)))],
             settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}

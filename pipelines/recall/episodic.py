@@ -4,17 +4,19 @@
   "hello!"), turns without a single content word, and earlier copies of the question being
   asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
 - Of several turns with the same text, only the best-ranked one is kept.
-- A turn that only asks states nothing: it may be catalogued, never injected.
+- A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
+  whose own words share none with the query: it was found through its retrieval context.
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from pipelines.records import MemoryItem, parse_time
 
-from .lexical import STOPWORDS, words
+from .lexical import STOPWORDS, Stems, tokenize, words
 
 # Words that make up acknowledgements, greetings and small talk.
 SMALL_TALK = frozenset(
@@ -46,6 +48,20 @@ def only_asks(item: MemoryItem) -> bool:
     return bool(sentences) and all(p.endswith("?") for p in sentences)
 
 
+_STEMS = Stems()
+
+
+def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
+    """Whether a raw turn's own words (not its retrieval context) include a word of the
+    query (compared as stems). A turn found only through its context ("Understood.", "Doing
+    well, thanks!" next to the turn that matters) shows nothing when injected on its own:
+    its neighbour, which says it, is the evidence."""
+    if not is_message(item) or not query_terms:
+        return True
+    asked = set(_STEMS(query_terms))
+    return not asked.isdisjoint(_STEMS(tokenize(item.content)))
+
+
 def speaker_of(item: MemoryItem) -> str:
     role = str(item.metadata.get("role") or "")
     speaker = item.title.strip() or role or "someone"
@@ -74,5 +90,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on",
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on", "says_something_asked",
            "speaker_of", "turn_title"]
