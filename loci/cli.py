@@ -290,8 +290,10 @@ def list_items(
         if tier is not None and name != tier:
             continue
         table = Table(title=f"{name.upper()} ({len(rows)})")
-        for col in ("type", "title", "owner", "id"):
-            table.add_column(col)
+        for col in ("type", "title", "owner"):
+            table.add_column(col, overflow="fold")
+        # Ids are what `loci show` takes: never cut, whatever the terminal's width.
+        table.add_column("id", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=2))
         for row in rows:
             table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
         console.print(table)

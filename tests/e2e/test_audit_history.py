@@ -186,3 +186,12 @@ def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
 
     missing = runner.invoke(loci_cli, ["show", "mem_nothing", "--data-dir", scenario["data_dir"]])
     assert missing.exit_code == 1 and "no item mem_nothing" in missing.output
+
+
+def test_loci_list_shows_whole_ids_that_loci_show_takes_on_a_narrow_terminal(scenario, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    item = scenario["retention"][0]
+    listed = CliRunner().invoke(loci_cli, ["list", "--data-dir", scenario["data_dir"]])
+    assert listed.exit_code == 0 and item.id in listed.output, listed.output
+    shown = CliRunner().invoke(loci_cli, ["show", item.id, "--data-dir", scenario["data_dir"]])
+    assert shown.exit_code == 0 and shown.output.startswith(item.id)
