@@ -567,3 +567,28 @@ def test_feedback_expands_the_query_with_words_of_the_best_candidates():
                                     options=RecallOptions(qstar=False, dense=False)))
     fed = hit_ids(engine().recall("camping trip", ME, c, mode="catalog", k=6, options=opts))
     assert "d1" not in plain and "d1" in fed  # reached only through the feedback word "lake"
+
+
+def test_a_turn_said_around_the_date_the_question_names_is_lifted():
+    def dated(id_: str, content: str, when: str, seq: int) -> MemoryItem:
+        item = turn(id_, "Ann", content, f"s-{id_}", seq)
+        return msgspec.structs.replace(item, created_at=when, updated_at=when)
+
+    c = corpus([dated("jan", "I watched a movie: the movie was a great watch.", "2022-01-20T10:00:00+00:00", 1),
+                dated("may", "I watched a movie last night.", "2022-05-02T10:00:00+00:00", 2),
+                dated("nov", "I watched a movie, a long movie.", "2022-11-02T10:00:00+00:00", 3)])
+    question = "What movie did Ann watch on 1 May, 2022?"
+    plain = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False, w_date=0.0))
+    dated_hits = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False))
+    assert hit_ids(dated_hits).index("may") < hit_ids(plain).index("may")
+    before = {h.item.id: h for h in plain.hits}
+    after = {h.item.id: h for h in dated_hits.hits}
+    assert after["may"].components["multiplier"] == pytest.approx(before["may"].components["multiplier"] + 0.3)
+    assert after["jan"].score == before["jan"].score and after["nov"].score == before["nov"].score
+    assert {h.item.id: h.components.get("date") for h in dated_hits.hits} == {"may": 0.3, "jan": None, "nov": None}
+    # No date named: nothing is lifted.
+    undated = engine().recall("What movie did Ann watch?", ME, c, mode="catalog", k=3,
+                              options=RecallOptions(qstar=False))
+    assert all("date" not in h.components for h in undated.hits)
+    with pytest.raises(RecallError):
+        RecallOptions(date_after_days=-1)
