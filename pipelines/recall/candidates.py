@@ -25,11 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.records import SCOPE_RANK, Identity, MemoryItem, parse_time
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
 from .conflicts import is_claim
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within
+from .episodic import said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -368,12 +369,15 @@ class CandidateSearch:
             boosts["speaker"] = opts.w_speaker
         if self.dates and opts.w_date and item.type == "message" and self.said_on_named_date(item):
             boosts["date"] = opts.w_date
+        if opts.w_stated and item.type == "message":
+            n = stated_words(item.content)
+            boosts["stated"] = opts.w_stated * n / (n + opts.stated_half)
         return boosts
 
     def said_on_named_date(self, item: MemoryItem) -> bool:
         """The raw turn was said around a date the question names (see `dates.py`)."""
-        said = parse_time(item.created_at)
-        return said is not None and said_within(said.date(), self.dates, self.opts.date_before_days,
+        said = said_date(item)
+        return said is not None and said_within(said, self.dates, self.opts.date_before_days,
                                                 self.opts.date_after_days)
 
     def speaker_named(self, cand: Candidate) -> bool:

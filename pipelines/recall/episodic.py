@@ -5,12 +5,16 @@
   asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected.
+- How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
+  off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import date
+from functools import lru_cache
 
 from pipelines.records import MemoryItem, parse_time
 
@@ -37,13 +41,23 @@ def is_small_talk(text: str) -> bool:
     return all(t in SMALL_TALK or t in STOPWORDS for t in toks)
 
 
+def _sentences(text: str) -> list[str]:
+    return [p.strip() for p in _SENTENCE_END.split(text.strip()) if p.strip()]
+
+
 def only_asks(item: MemoryItem) -> bool:
     """A raw turn that only asks (every sentence a question): it shows what someone wanted
     to know, not anything that was said to be so, so it is not injected as evidence."""
     if not is_message(item):
         return False
-    sentences = [p.strip() for p in _SENTENCE_END.split(item.content.strip()) if p.strip()]
+    sentences = _sentences(item.content)
     return bool(sentences) and all(p.endswith("?") for p in sentences)
+
+
+@lru_cache(maxsize=65536)
+def stated_words(text: str) -> int:
+    """How many words the text states: the words of its sentences that are not questions."""
+    return sum(len(p.split()) for p in _sentences(text) if not p.endswith("?"))
 
 
 def speaker_of(item: MemoryItem) -> str:
@@ -54,9 +68,15 @@ def speaker_of(item: MemoryItem) -> str:
     return speaker
 
 
-def said_on(item: MemoryItem) -> str:
+def said_date(item: MemoryItem) -> date | None:
+    """The day a turn was said (its validity start, else its provenance's or its own time)."""
     when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
-    return when.date().isoformat() if when else "undated"
+    return when.date() if when else None
+
+
+def said_on(item: MemoryItem) -> str:
+    day = said_date(item)
+    return day.isoformat() if day else "undated"
 
 
 def gist(text: str, limit: int = GIST_CHARS) -> str:
@@ -74,5 +94,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on",
-           "speaker_of", "turn_title"]
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_date", "said_on",
+           "speaker_of", "stated_words", "turn_title"]

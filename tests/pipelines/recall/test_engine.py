@@ -572,7 +572,7 @@ def test_feedback_expands_the_query_with_words_of_the_best_candidates():
 def test_a_turn_said_around_the_date_the_question_names_is_lifted():
     def dated(id_: str, content: str, when: str, seq: int) -> MemoryItem:
         item = turn(id_, "Ann", content, f"s-{id_}", seq)
-        return msgspec.structs.replace(item, created_at=when, updated_at=when)
+        return msgspec.structs.replace(item, created_at=when, updated_at=when, valid_from=when)
 
     c = corpus([dated("jan", "I watched a movie: the movie was a great watch.", "2022-01-20T10:00:00+00:00", 1),
                 dated("may", "I watched a movie last night.", "2022-05-02T10:00:00+00:00", 2),
@@ -592,3 +592,18 @@ def test_a_turn_said_around_the_date_the_question_names_is_lifted():
     assert all("date" not in h.components for h in undated.hits)
     with pytest.raises(RecallError):
         RecallOptions(date_after_days=-1)
+
+
+def test_stated_lift_prefers_the_turn_that_says_more():
+    c = corpus([turn("short", "Ann", "Camping? Fun!", "s-a", 1),
+                turn("long", "Ann", "We went camping by the lake and stayed three nights in the tent.", "s-b", 2)])
+    opts = RecallOptions(qstar=False, w_stated=0.5, stated_half=10.0)
+    plain = {h.item.id: h for h in engine().recall("camping", ME, c, mode="catalog", k=2,
+                                                   options=RecallOptions(qstar=False)).hits}
+    lifted = {h.item.id: h for h in engine().recall("camping", ME, c, mode="catalog", k=2, options=opts).hits}
+    assert "stated" not in plain["long"].components  # off by default
+    assert lifted["long"].components["stated"] == pytest.approx(0.5 * 13 / 23)
+    assert lifted["short"].components["stated"] == pytest.approx(0.5 * 1 / 11)
+    assert lifted["long"].score / plain["long"].score > lifted["short"].score / plain["short"].score
+    with pytest.raises(RecallError):
+        RecallOptions(stated_half=0)
