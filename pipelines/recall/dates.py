@@ -36,6 +36,7 @@ _PATTERNS = [
 ]
 # "between August 11 and August 15 2023": the year written once, after the second day.
 _YEARLESS_DAY = re.compile(rf"\b{_DAY_MONTH}\s+(?:and|to|until|-)\s+", re.I)
+_ANY_YEAR = re.compile(r"(?:19|20)\d\d")  # every pattern needs a year: most questions stop here
 
 DateRange = tuple[date, date]
 
@@ -75,6 +76,8 @@ def _from_match(m: re.Match[str]) -> DateRange | None:
 def question_dates(text: str) -> list[DateRange]:
     """The absolute dates `text` names, as (first day, last day) ranges in order of mention;
     a span "between A and B YEAR" becomes one range from A to B."""
+    if not _ANY_YEAR.search(text):
+        return []
     found: list[tuple[int, int, DateRange]] = []  # (start offset, end offset, range)
     for pattern in _PATTERNS:
         for m in pattern.finditer(text):
