@@ -37,6 +37,7 @@ _PATTERNS = [
 # "between August 11 and August 15 2023": the year written once, after the second day.
 _YEARLESS_DAY = re.compile(rf"\b{_DAY_MONTH}\s+(?:and|to|until|-)\s+", re.I)
 _ANY_YEAR = re.compile(r"(?:19|20)\d\d")  # every pattern needs a year: most questions stop here
+MAX_DATES = 8  # a question names a few dates; a long text costs one pass, not a pass per date
 
 DateRange = tuple[date, date]
 
@@ -74,13 +75,15 @@ def _from_match(m: re.Match[str]) -> DateRange | None:
 
 
 def question_dates(text: str) -> list[DateRange]:
-    """The absolute dates `text` names, as (first day, last day) ranges in order of mention;
-    a span "between A and B YEAR" becomes one range from A to B."""
+    """The absolute dates `text` names (at most `MAX_DATES`), as (first day, last day) ranges
+    in order of mention; a span "between A and B YEAR" becomes one range from A to B."""
     if not _ANY_YEAR.search(text):
         return []
     found: list[tuple[int, int, DateRange]] = []  # (start offset, end offset, range)
     for pattern in _PATTERNS:
         for m in pattern.finditer(text):
+            if len(found) >= MAX_DATES:
+                break
             if any(s <= m.start() < e or s < m.end() <= e for s, e, _ in found):
                 continue  # already read as part of a more precise mention
             got = _from_match(m)
@@ -88,7 +91,9 @@ def question_dates(text: str) -> list[DateRange]:
                 found.append((m.start(), m.end(), got))
     found.sort()
     ranges = [r for _, _, r in found]
-    for m in _YEARLESS_DAY.finditer(text):
+    for n, m in enumerate(_YEARLESS_DAY.finditer(text)):
+        if n >= MAX_DATES:
+            break
         after = [(s, r) for s, _, r in found if s >= m.end()]
         if not after or after[0][0] != m.end():
             continue

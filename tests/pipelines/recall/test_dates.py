@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from pipelines.recall.dates import question_dates, said_within
+from pipelines.recall.dates import MAX_DATES, question_dates, said_within
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -45,3 +45,9 @@ def test_said_within_widens_the_range_by_days_before_and_after():
     assert not said_within(date(2022, 4, 23), may_first, 7, 30)
     assert not said_within(date(2022, 6, 1), may_first, 7, 30)
     assert not said_within(date(2022, 5, 2), may_first, 0, 0)
+
+
+def test_a_long_text_yields_at_most_max_dates():
+    text = " ".join(f"on {day} May 2022" for day in range(1, 21))
+    found = question_dates(text)
+    assert len(found) == MAX_DATES and found[0] == (date(2022, 5, 1), date(2022, 5, 1))
