@@ -252,6 +252,9 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "with_session_spread": ({"spread_decay": 0.8, "spread_after": 5},
                             "ADDS: after 5 turns, x0.8 per turn already picked from the session"),
     "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
+    "no_date_lift": ({"w_date": 0.0}, "the date-aware lift of turns said around a date the question names"),
+    "with_stated": ({"w_stated": 0.2, "stated_half": 40.0},
+                    "ADDS: turns that state more x(1 + 0.2 n / (n + 40)), n = words not in questions"),
 }
 # Rows that rebuild the served corpora with one MemoryCorpus setting changed (same items,
 # vectors and index): name -> (MemoryCorpus keyword overrides, what the row changes).

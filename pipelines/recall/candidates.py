@@ -11,9 +11,9 @@ items pulled in around the candidates, and each candidate's score.
   lexical match or a label match. Pull-ins: conflict partners (contradicting, superseding
   or same-title claims), summaries covering a candidate turn, always-inject items.
 - Scoring: `score = fused * (1 + boosts) * weight`. Boosts (scope, recency, confidence,
-  importance, validation) are small multiplicative nudges so relevance dominates; a raw
-  chat turn weighs `message_weight` (evidence of what was said ranks below a governed
-  memory that says as much).
+  importance, validation; a raw turn said around a date the question names) are small
+  multiplicative nudges so relevance dominates; a raw chat turn weighs `message_weight`
+  (evidence of what was said ranks below a governed memory that says as much).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
 from .conflicts import is_claim
 from .corpus import MemoryCorpus
+from .dates import DateRange, said_within
+from .episodic import said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -106,7 +108,7 @@ class CandidateSearch:
     """Per-call state: the query's vector, terms and n-grams, lexical arrays per corpus."""
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
-                 terms: list[str], grams: set[str], now_ts: float):
+                 terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -114,6 +116,7 @@ class CandidateSearch:
         self.terms = terms
         self.grams = grams
         self.now_ts = now_ts
+        self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         self.lex: list[np.ndarray | None] = [
             c.lexical_scores(terms) if opts.lexical and terms else None for c in view.corpora
         ]
@@ -364,7 +367,18 @@ class CandidateSearch:
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
         if opts.w_speaker and item.type == "message" and self.speaker_named(cand):
             boosts["speaker"] = opts.w_speaker
+        if self.dates and opts.w_date and item.type == "message" and self.said_on_named_date(item):
+            boosts["date"] = opts.w_date
+        if opts.w_stated and item.type == "message":
+            n = stated_words(item.content)
+            boosts["stated"] = opts.w_stated * n / (n + opts.stated_half)
         return boosts
+
+    def said_on_named_date(self, item: MemoryItem) -> bool:
+        """The raw turn was said around a date the question names (see `dates.py`)."""
+        said = said_date(item)
+        return said is not None and said_within(said, self.dates, self.opts.date_before_days,
+                                                self.opts.date_after_days)
 
     def speaker_named(self, cand: Candidate) -> bool:
         """The raw turn's speaker (its title) is named in the question."""

@@ -41,6 +41,7 @@ from pipelines.settings import Settings
 from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
+from .dates import question_dates
 from .deliver import Hit, deliver
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
@@ -107,6 +108,17 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     # the summed relevance of the session's top `session_top` turn candidates.
     w_session: float = 0.0
     session_top: int = 3
+    # Date-aware recall: a question that names a calendar date ("on 1 May, 2022", "in July
+    # 2022") lifts raw turns said from `date_before_days` before that date to
+    # `date_after_days` after it (events are told "last night", "last week", "last month").
+    w_date: float = 0.3
+    date_before_days: int = 7
+    date_after_days: int = 30
+    # A raw turn that states more is more often the evidence: x(1 + w_stated * n / (n +
+    # stated_half)), n = words of its sentences that are not questions. Off: on LoCoMo it
+    # lifts the conversations it was tuned on, not the held-out ones.
+    w_stated: float = 0.0
+    stated_half: float = 20.0
     summary_demotion: float = 0.5
     qstar_max_added_fraction: float = 0.25  # of k (floor): Q* additions never exceed k
     qstar_config: QStarConfig | None = None  # None: built from settings
@@ -120,6 +132,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
             raise RecallError(f"tag_match must be 'all' or 'any', not {self.tag_match!r}")
         if self.candidate_k < 1 or self.rrf_k < 0:
             raise RecallError("candidate_k must be >= 1 and rrf_k >= 0")
+        if self.stated_half <= 0:
+            raise RecallError("stated_half must be > 0")
+        if self.date_before_days < 0 or self.date_after_days < 0:
+            raise RecallError("date_before_days and date_after_days must be >= 0")
         if not 0.0 < self.message_weight <= 1.0:
             raise RecallError("message_weight must be in (0, 1]")
 
@@ -269,7 +285,8 @@ class RecallEngine:
         q.grams = label_ngrams(q.text)
         if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
             q.qvec = self._embed(q.text, q.corpora, q.degraded)
-        q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts)
+        q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
+                                   dates=question_dates(q.text) if q.opts.w_date else [])
 
     def _candidates(self, q: RecallQuery) -> dict[str, Any]:
         lists = q.search.channels()

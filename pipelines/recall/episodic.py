@@ -6,6 +6,8 @@
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
+- How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
+  off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
 """
 
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date
+from functools import lru_cache
 
 from pipelines.records import MemoryItem, parse_time
 
@@ -39,12 +43,16 @@ def is_small_talk(text: str) -> bool:
     return all(t in SMALL_TALK or t in STOPWORDS for t in toks)
 
 
+def _sentences(text: str) -> list[str]:
+    return [p.strip() for p in _SENTENCE_END.split(text.strip()) if p.strip()]
+
+
 def only_asks(item: MemoryItem) -> bool:
     """A raw turn that only asks (every sentence a question): it shows what someone wanted
     to know, not anything that was said to be so, so it is not injected as evidence."""
     if not is_message(item):
         return False
-    sentences = [p.strip() for p in _SENTENCE_END.split(item.content.strip()) if p.strip()]
+    sentences = _sentences(item.content)
     return bool(sentences) and all(p.endswith("?") for p in sentences)
 
 
@@ -62,6 +70,12 @@ def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
     return not asked.isdisjoint(_STEMS(tokenize(item.content)))
 
 
+@lru_cache(maxsize=65536)
+def stated_words(text: str) -> int:
+    """How many words the text states: the words of its sentences that are not questions."""
+    return sum(len(p.split()) for p in _sentences(text) if not p.endswith("?"))
+
+
 def speaker_of(item: MemoryItem) -> str:
     role = str(item.metadata.get("role") or "")
     speaker = item.title.strip() or role or "someone"
@@ -70,9 +84,15 @@ def speaker_of(item: MemoryItem) -> str:
     return speaker
 
 
-def said_on(item: MemoryItem) -> str:
+def said_date(item: MemoryItem) -> date | None:
+    """The day a turn was said (its validity start, else its provenance's or its own time)."""
     when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
-    return when.date().isoformat() if when else "undated"
+    return when.date() if when else None
+
+
+def said_on(item: MemoryItem) -> str:
+    day = said_date(item)
+    return day.isoformat() if day else "undated"
 
 
 def gist(text: str, limit: int = GIST_CHARS) -> str:
@@ -90,5 +110,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_on", "says_something_asked",
-           "speaker_of", "turn_title"]
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_date", "said_on",
+           "says_something_asked", "speaker_of", "stated_words", "turn_title"]

@@ -567,3 +567,43 @@ def test_feedback_expands_the_query_with_words_of_the_best_candidates():
                                     options=RecallOptions(qstar=False, dense=False)))
     fed = hit_ids(engine().recall("camping trip", ME, c, mode="catalog", k=6, options=opts))
     assert "d1" not in plain and "d1" in fed  # reached only through the feedback word "lake"
+
+
+def test_a_turn_said_around_the_date_the_question_names_is_lifted():
+    def dated(id_: str, content: str, when: str, seq: int) -> MemoryItem:
+        item = turn(id_, "Ann", content, f"s-{id_}", seq)
+        return msgspec.structs.replace(item, created_at=when, updated_at=when, valid_from=when)
+
+    c = corpus([dated("jan", "I watched a movie: the movie was a great watch.", "2022-01-20T10:00:00+00:00", 1),
+                dated("may", "I watched a movie last night.", "2022-05-02T10:00:00+00:00", 2),
+                dated("nov", "I watched a movie, a long movie.", "2022-11-02T10:00:00+00:00", 3)])
+    question = "What movie did Ann watch on 1 May, 2022?"
+    plain = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False, w_date=0.0))
+    dated_hits = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False))
+    assert hit_ids(dated_hits).index("may") < hit_ids(plain).index("may")
+    before = {h.item.id: h for h in plain.hits}
+    after = {h.item.id: h for h in dated_hits.hits}
+    assert after["may"].components["multiplier"] == pytest.approx(before["may"].components["multiplier"] + 0.3)
+    assert after["jan"].score == before["jan"].score and after["nov"].score == before["nov"].score
+    assert {h.item.id: h.components.get("date") for h in dated_hits.hits} == {"may": 0.3, "jan": None, "nov": None}
+    # No date named: nothing is lifted.
+    undated = engine().recall("What movie did Ann watch?", ME, c, mode="catalog", k=3,
+                              options=RecallOptions(qstar=False))
+    assert all("date" not in h.components for h in undated.hits)
+    with pytest.raises(RecallError):
+        RecallOptions(date_after_days=-1)
+
+
+def test_stated_lift_prefers_the_turn_that_says_more():
+    c = corpus([turn("short", "Ann", "Camping? Fun!", "s-a", 1),
+                turn("long", "Ann", "We went camping by the lake and stayed three nights in the tent.", "s-b", 2)])
+    opts = RecallOptions(qstar=False, w_stated=0.5, stated_half=10.0)
+    plain = {h.item.id: h for h in engine().recall("camping", ME, c, mode="catalog", k=2,
+                                                   options=RecallOptions(qstar=False)).hits}
+    lifted = {h.item.id: h for h in engine().recall("camping", ME, c, mode="catalog", k=2, options=opts).hits}
+    assert "stated" not in plain["long"].components  # off by default
+    assert lifted["long"].components["stated"] == pytest.approx(0.5 * 13 / 23)
+    assert lifted["short"].components["stated"] == pytest.approx(0.5 * 1 / 11)
+    assert lifted["long"].score / plain["long"].score > lifted["short"].score / plain["short"].score
+    with pytest.raises(RecallError):
+        RecallOptions(stated_half=0)

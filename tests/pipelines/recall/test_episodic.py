@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pipelines.recall import MemoryCorpus, RecallEngine
-from pipelines.recall.episodic import is_small_talk, only_asks, turn_title
+from pipelines.recall.episodic import is_small_talk, only_asks, said_date, stated_words, turn_title
 from pipelines.recall.render import (
     EPISODIC_HEADER,
     FOOTER,
@@ -46,6 +46,20 @@ def test_small_talk_and_question_copies_are_not_candidates():
 def test_a_turn_that_only_asks_states_nothing():
     assert only_asks(turn("Where does orion deploy? Is it AWS?"))
     assert not only_asks(turn("We deploy to AWS. Right?"))
+
+
+def test_stated_words_count_only_what_is_not_asked():
+    assert stated_words("We camped at the lake. Have you been?") == 5
+    assert stated_words("Where? When? Why?") == 0
+    assert stated_words("I got a new puppy! His name is Max.") == 9
+    assert stated_words("") == 0
+
+
+def test_said_date_is_the_day_the_turn_was_said():
+    assert said_date(turn("hi", at="2023-05-08T13:56:00+00:00")).isoformat() == "2023-05-08"
+    stored_later = MemoryItem(id="m", tier="stm", type="message", title="x", content="y", scope=Scope(kind="user"),
+                              valid_from="2022-01-21T10:00:00+00:00", created_at="2024-01-01T00:00:00+00:00")
+    assert said_date(stored_later).isoformat() == "2022-01-21"  # when it was said, not stored
 
 
 def test_turn_titles_say_who_when_and_what():

@@ -1,0 +1,116 @@
+"""Calendar dates a question names, for date-aware recall.
+
+"What movie did Joanna watch on 1 May, 2022?", "Where did she travel in July 2022?",
+"between August 11 and August 15 2023", "in summer 2021": each absolute mention becomes a
+day range. A raw turn said within a range, or some days after it (what happened on 1 May is told
+"last night" on 2 May, "last week" or "last month"), is what the question is about, so recall
+lifts it (`RecallOptions.w_date`); a few days before count too ("the weekend before
+10 April" is told on 7 April). Only absolute dates count: without a year a month could be
+any year's, and relative words ("recently", "last year") need a "now" the question does not
+carry. Nothing here looks at stored text; the turn's own date is its `created_at`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, timedelta
+
+_MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
+_MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
+_MONTHS["sept"] = 9
+# Season -> (first month, number of months); winter runs into the next year.
+_SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
+
+_MONTH = r"(?P<{name}>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<{name}>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+# One or two days around one month ("1 May", "May 1st", "August 11 and August 15"), then a year.
+_DAY_MONTH = (rf"(?:{_DAY.format(name='d1')}\s*(?:of\s+)?{_MONTH.format(name='m1')}"
+              rf"|{_MONTH.format(name='m2')}\s+{_DAY.format(name='d2')})")
+_PATTERNS = [
+    re.compile(rf"\b{_DAY_MONTH},?\s+{_YEAR}\b", re.I),
+    re.compile(rf"\b{_MONTH.format(name='m3')},?\s+(?:of\s+)?{_YEAR}\b", re.I),
+    re.compile(rf"\b(?P<season>{'|'.join(_SEASONS)})\s+(?:of\s+)?{_YEAR}\b", re.I),
+    re.compile(rf"\b(?:in|of|during|since|by|from)\s+{_YEAR}\b", re.I),
+]
+# "between August 11 and August 15 2023": the year written once, after the second day.
+_YEARLESS_DAY = re.compile(rf"\b{_DAY_MONTH}\s+(?:and|to|until|-)\s+", re.I)
+_ANY_YEAR = re.compile(r"(?:19|20)\d\d")  # every pattern needs a year: most questions stop here
+MAX_DATES = 8  # a question names a few dates; a long text costs one pass, not a pass per date
+
+DateRange = tuple[date, date]
+
+
+def _day(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _month_range(year: int, month: int, months: int = 1) -> DateRange:
+    start = date(year, month, 1)
+    end_month = month + months - 1
+    end_year = year + (end_month - 1) // 12
+    end_month = (end_month - 1) % 12 + 1
+    return start, date(end_year, end_month, calendar.monthrange(end_year, end_month)[1])
+
+
+def _from_match(m: re.Match[str]) -> DateRange | None:
+    g = m.groupdict()
+    year = int(g["year"])
+    month_name = g.get("m1") or g.get("m2") or g.get("m3")
+    if g.get("season"):
+        first, months = _SEASONS[g["season"].lower()]
+        return _month_range(year, first, months)
+    if month_name is None:
+        return date(year, 1, 1), date(year, 12, 31)
+    month = _MONTHS[month_name.lower()]
+    day_text = g.get("d1") or g.get("d2")
+    if day_text is None:
+        return _month_range(year, month)
+    day = _day(year, month, int(day_text))
+    return (day, day) if day else None
+
+
+def question_dates(text: str) -> list[DateRange]:
+    """The absolute dates `text` names (at most `MAX_DATES`), as (first day, last day) ranges
+    in order of mention; a span "between A and B YEAR" becomes one range from A to B."""
+    if not _ANY_YEAR.search(text):
+        return []
+    found: list[tuple[int, int, DateRange]] = []  # (start offset, end offset, range)
+    for pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            if len(found) >= MAX_DATES:
+                break
+            if any(s <= m.start() < e or s < m.end() <= e for s, e, _ in found):
+                continue  # already read as part of a more precise mention
+            got = _from_match(m)
+            if got is not None:
+                found.append((m.start(), m.end(), got))
+    found.sort()
+    ranges = [r for _, _, r in found]
+    for n, m in enumerate(_YEARLESS_DAY.finditer(text)):
+        if n >= MAX_DATES:
+            break
+        after = [(s, r) for s, _, r in found if s >= m.end()]
+        if not after or after[0][0] != m.end():
+            continue
+        later = after[0][1]
+        g = m.groupdict()
+        month = _MONTHS[(g.get("m1") or g.get("m2")).lower()]
+        first = _day(later[0].year, month, int(g.get("d1") or g.get("d2")))
+        if first is not None and first <= later[0]:
+            ranges[ranges.index(later)] = (first, later[1])
+    return ranges
+
+
+def said_within(said: date, ranges: list[DateRange], before_days: int, after_days: int) -> bool:
+    """The turn's day falls in one of the ranges widened by `before_days` before its start
+    and `after_days` after its end."""
+    return any(start - timedelta(days=before_days) <= said <= end + timedelta(days=after_days)
+               for start, end in ranges)
+
+
+__all__ = ["DateRange", "question_dates", "said_within"]

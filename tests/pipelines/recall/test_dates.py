@@ -1,0 +1,53 @@
+"""Calendar dates named in a question, and the window a turn must be said in."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from pipelines.recall.dates import MAX_DATES, question_dates, said_within
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What movie did Joanna watch on 1 May, 2022?", [(date(2022, 5, 1), date(2022, 5, 1))]),
+    ("What did she do on May 1st 2022?", [(date(2022, 5, 1), date(2022, 5, 1))]),
+    ("the week before 3June, 2022", [(date(2022, 6, 3), date(2022, 6, 3))]),
+    ("Where did Joanna travel to in July 2022?", [(date(2022, 7, 1), date(2022, 7, 31))]),
+    ("Anything in Sept. 2021?", [(date(2021, 9, 1), date(2021, 9, 30))]),
+    ("What state did she visit in summer 2021?", [(date(2021, 6, 1), date(2021, 8, 31))]),
+    ("Plans for winter 2022?", [(date(2022, 12, 1), date(2023, 2, 28))]),
+    ("Which performances did John achieve in 2023?", [(date(2023, 1, 1), date(2023, 12, 31))]),
+    ("Where was John between August 11 and August 15 2023?", [(date(2023, 8, 11), date(2023, 8, 15))]),
+    ("What happened on 31 February 2023?", [(date(2023, 2, 1), date(2023, 2, 28))]),  # no such day: the month
+    ("On 1 May 2022 and on June 3 2022", [(date(2022, 5, 1), date(2022, 5, 1)),
+                                          (date(2022, 6, 3), date(2022, 6, 3))]),
+])
+def test_absolute_dates_become_day_ranges(question, expected):
+    assert question_dates(question) == expected
+
+
+@pytest.mark.parametrize("question", [
+    "What did she do in May?",  # no year: any May
+    "What did he do on May 7?",
+    "What happened recently?",
+    "Did he score 2023 points?",  # a number, not a date
+])
+def test_no_absolute_date_no_range(question):
+    assert question_dates(question) == []
+
+
+def test_said_within_widens_the_range_by_days_before_and_after():
+    may_first = [(date(2022, 5, 1), date(2022, 5, 1))]
+    assert said_within(date(2022, 5, 2), may_first, 7, 30)  # "last night"
+    assert said_within(date(2022, 4, 24), may_first, 7, 30)
+    assert said_within(date(2022, 5, 31), may_first, 7, 30)
+    assert not said_within(date(2022, 4, 23), may_first, 7, 30)
+    assert not said_within(date(2022, 6, 1), may_first, 7, 30)
+    assert not said_within(date(2022, 5, 2), may_first, 0, 0)
+
+
+def test_a_long_text_yields_at_most_max_dates():
+    text = " ".join(f"on {day} May 2022" for day in range(1, 21))
+    found = question_dates(text)
+    assert len(found) == MAX_DATES and found[0] == (date(2022, 5, 1), date(2022, 5, 1))
