@@ -128,19 +128,25 @@ class LearnedLayer:
     manifest: dict = field(default_factory=dict)
 
     def scores(self, texts: Sequence[str], rule_ids: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-        """Probability per kind for each text, given the rule ids the rules found in it.
-        Block by block (the same columns as `features`): stacking sparse matrices costs more
-        than the products on one short field."""
-        blocks = feature_blocks(texts, rule_ids, self.config)
-        out = {}
-        for kind, m in self.models.items():
-            z = np.full(len(texts), m.intercept)
-            start = 0
-            for block in blocks:
-                width = block.shape[1]
-                z += np.asarray(block @ m.weights[start:start + width]).ravel()
-                start += width
-            out[kind] = 1.0 / (1.0 + np.exp(-z))
+        """Probability per kind for each text, given the rule ids the rules found in it: the
+        same numbers as `probability(features(...))`, computed row by row from the hashed
+        n-grams (`hashed_row`) without building sparse matrices, whose input checks cost
+        several times the arithmetic on one short field."""
+        cfg = self.config
+        chars, words = _analyzers(cfg)
+        n_dense = len(RULE_FEATURES) + len(_SHAPE_NAMES)
+        w_start, d_start = cfg.char_features, cfg.char_features + cfg.word_features
+        out = {kind: np.empty(len(texts)) for kind in self.models}
+        for row, (text, ids) in enumerate(zip(texts, rule_ids)):
+            clipped = _clip(text, cfg.max_chars)
+            c_idx, c_val = hashed_row(chars(clipped), cfg.char_features)
+            w_idx, w_val = hashed_row(words(normalise(clipped)), cfg.word_features)
+            dense = _dense_row(clipped, ids)
+            for kind, m in self.models.items():
+                w = m.weights
+                z = (m.intercept + float(w[c_idx] @ c_val) + float(w[w_start + w_idx] @ w_val)
+                     + float(w[d_start:d_start + n_dense] @ dense))
+                out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
     def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
@@ -174,6 +180,57 @@ def _vectorizers(config: FeatureConfig):
                               alternate_sign=False, lowercase=True, norm="l2", token_pattern=r"(?u)\b\w+\b",
                               dtype=np.float32)
     return chars, words
+
+
+@lru_cache(maxsize=4)
+def _analyzers(config: FeatureConfig):
+    """The vectorizers' own n-gram functions (text -> list of n-grams)."""
+    chars, words = _vectorizers(config)
+    return chars.build_analyzer(), words.build_analyzer()
+
+
+def hashed_row(ngrams: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(column indices, l2-normalised counts) of one row, as `HashingVectorizer` makes them
+    with `alternate_sign=False`: signed 32-bit MurmurHash3 of the UTF-8 n-gram, seed 0,
+    |h| mod n_features."""
+    cache = _HASHES.setdefault(n_features, {})
+    if len(cache) > _HASH_CACHE_SIZE:
+        cache.clear()
+    counts: dict[int, int] = {}
+    for g in ngrams:
+        i = cache.get(g)
+        if i is None:
+            i = cache[g] = _hash_index(g, n_features)
+        counts[i] = counts.get(i, 0) + 1
+    if not counts:
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+    val = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    return idx, val / math.sqrt(float(val @ val))
+
+
+# n-gram -> column, per width: prose repeats its n-grams, and a dict look-up costs a
+# fraction of a hash call. Cleared when full, so memory stays bounded.
+_HASHES: dict[int, dict[str, int]] = {}
+_HASH_CACHE_SIZE = 200_000
+
+
+def _hash_index(ngram: str, n_features: int) -> int:
+    from sklearn.utils import murmurhash3_32
+
+    h = murmurhash3_32(ngram, 0)
+    return (2147483647 - (n_features - 1)) % n_features if h == -2147483648 else abs(h) % n_features
+
+
+def _dense_row(clipped: str, ids: Sequence[str]) -> np.ndarray:
+    """Rule and shape numbers of one (clipped) text."""
+    dense = np.zeros(len(RULE_FEATURES) + len(_SHAPE_NAMES), dtype=np.float32)
+    for rule_id in ids:
+        name = _rule_feature(rule_id)
+        if name:
+            dense[_RULE_INDEX[name]] = 1.0
+    dense[len(RULE_FEATURES):] = _shape(clipped)
+    return dense
 
 
 def _clip(text: str, limit: int) -> str:
@@ -218,11 +275,7 @@ def feature_blocks(texts: Sequence[str], rule_ids: Sequence[Sequence[str]], conf
     clipped = [_clip(t, config.max_chars) for t in texts]
     dense = np.zeros((len(texts), len(RULE_FEATURES) + len(_SHAPE_NAMES)), dtype=np.float32)
     for i, (text, ids) in enumerate(zip(clipped, rule_ids)):
-        for rule_id in ids:
-            name = _rule_feature(rule_id)
-            if name:
-                dense[i, _RULE_INDEX[name]] = 1.0
-        dense[i, len(RULE_FEATURES):] = _shape(text)
+        dense[i] = _dense_row(text, ids)
     # The vectorizers' argument checks cost more than hashing a short field; the inputs
     # here are always lists of str.
     with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):

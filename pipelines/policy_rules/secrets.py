@@ -26,6 +26,9 @@ Every hit is a (rule_id, start, end) span over the original text.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -271,12 +274,15 @@ _HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}=
 _TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
 
 
-def find_secrets(text: str) -> list[SecretHit]:
-    """All credential-looking spans in `text`, de-duplicated, in order of position."""
+def find_secrets(text: str, *, fillers: bool = False) -> list[SecretHit]:
+    """All credential-looking spans in `text`, de-duplicated, in order of position.
+    `fillers`: also vendor-format tokens whose body is a documentation filler
+    ("AKIAIOSFODNN7EXAMPLE", "ghp_xxxx...", "glpat-XXXX..."): a proposal holding one is no
+    leak and is not blocked, but a stored turn masks them all the same."""
     if not text:
         return []
     hits: list[SecretHit] = []
-    hits.extend(_vendor_hits(text))
+    hits.extend(_vendor_hits(text, fillers))
     hits.extend(_structural_hits(text))
     hits.extend(_keyword_hits(text))
     hits.extend(_sentence_hits(text))
@@ -313,7 +319,7 @@ _WEAK_FORMATS = frozenset(
 )
 
 
-def _vendor_hits(text: str) -> Iterator[SecretHit]:
+def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
     for rule_id, pattern in (*_detect_secrets_patterns(), *_VENDOR_PATTERNS):
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
@@ -323,18 +329,32 @@ def _vendor_hits(text: str) -> Iterator[SecretHit]:
             if rule_id == "hard.secret.jwt":
                 end = start + len(re.match(r"[A-Za-z0-9_\-.+/=]*", text[start:]).group())
                 token = text[start:end]
-                if len(token) < 30 or len(token.split(".")[0]) < 10:
+                if len(token) < 30 or len(token.split(".")[0]) < 10 or _broken_jwt_header(token.split(".")[0]):
                     continue
-            # Format-valid fillers ("AKIAZZZZ...", "ghp_xxxx...") stay blocked: a hard block
-            # errs on the side of blocking and such a memory has no value. Keyboard walks
-            # ("...abcdefghijklmnop...") are documentation, not keys.
-            if _is_sequential(token):
+            # Keyboard walks ("...abcdefghijklmnop...") and format-valid fillers ("AKIAXXXX...",
+            # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
+            if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
             if rule_id in _WEAK_FORMATS and not _random_body(token):
                 continue
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _broken_jwt_header(segment: str) -> bool:
+    """The header decodes to text that starts like JSON but is not JSON: a corrupted or
+    truncated token ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ" lacks its closing brace)."""
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (ValueError, binascii.Error):
+        return False
+    if not raw.startswith(b'{"'):
+        return False
+    try:
+        return not isinstance(json.loads(raw), dict)
+    except ValueError:
+        return True
 
 
 def _random_body(token: str) -> bool:
@@ -370,6 +390,38 @@ def _is_placeholder_token(token: str) -> bool:
     return "example" in low and "examplekey" not in low or "placeholder" in low
 
 
+def _is_filler_token(token: str) -> bool:
+    """A vendor-format match whose body is a filler: a run of x ("ghp_xxxx..."), one character
+    for most of it ("AKIAZZZZ...", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"), or a short
+    unit repeated ("GR1348941231231231...", "abcd1234abcd1234..."): generated keys repeat
+    nothing. The AWS documentation's "...EXAMPLE" keys still count: they are used as real
+    configuration values often enough."""
+    body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
+    if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
+        return True
+    return len(body) >= 12 and (_is_periodic(body) or _one_class_runs(body))
+
+
+def _one_class_runs(body: str) -> bool:
+    """Most of the body is runs of one repeated character ("5555555dAAAAA7777777CcccC")."""
+    runs = sum(len(m.group()) for m in re.finditer(r"(.)\1{3,}", body))
+    return runs >= 0.6 * len(body)
+
+
+def _is_periodic(value: str) -> bool:
+    """Most of `value` is one unit of 1-8 characters repeated at least twice, over a stretch
+    of at least 8 characters and half the value."""
+    n = len(value)
+    for unit in range(1, 9):
+        run = best = 0
+        for i in range(unit, n):
+            run = run + 1 if value[i].lower() == value[i - unit].lower() else 0
+            best = max(best, run)
+        if best >= unit and best + unit >= max(8, n // 2):
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------- layer 2
 
 
@@ -403,13 +455,19 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
     for m in _CURL_USER.finditer(text):
-        cred = m.group("cred").replace('"', "").replace("'", "").strip("{}")
-        user, _, pw = cred.partition(":")
-        value = pw.strip("{}") or user.strip("{}")
-        if value and _is_password_value(value, quoted=True):
-            at = text.find(value, m.start("cred"))
+        # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
+        # or `token:` (an API key as the user name, no password).
+        cred = m.group("cred").replace('"', "").replace("'", "")
+        user, colon, pw = cred.partition(":")
+        if not colon or cred.startswith("<"):
+            continue
+        if not pw.startswith("${"):
+            pw = pw.strip("{}")  # `--user "{id}":"{secret}"`
+        if pw and _is_password_value(pw, quoted=True) or not pw and _looks_generated(user, min_len=10):
+            pw = pw or user
+            at = text.find(pw, m.start("cred"))
             at = m.start("cred") if at < 0 else at
-            yield SecretHit("hard.secret.url_credentials", at, at + len(value))
+            yield SecretHit("hard.secret.url_credentials", at, at + len(pw))
 
 
 # --------------------------------------------------------------------------- layer 3
@@ -583,8 +641,10 @@ _PASSWORD_PLACEHOLDERS = frozenset(
 
 def _is_password_value(value: str, *, quoted: bool) -> bool:
     """A literal assigned to a password name: not a placeholder, template, reference, hash,
-    flag or phrase. Weak literals ("pass", "foo", "user1") still count: in a memory there is
-    no telling a test fixture from a real credential, and a hard block errs on blocking."""
+    flag, phrase, nor among the most guessable passwords (`is_guessable`: "pass", "testing",
+    "test123456", the fixtures of test suites and documentation) nor words naming a
+    credential (`names_a_credential`: "test-user-password"). Weak passwords stated in a
+    sentence ("our Netflix password is swordfish") are the sentence rule's, which keeps them."""
     v = value.strip()
     if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"`":
         v = v[1:-1]  # nested quoting: `'$DOCKER_PASSWORD'`
@@ -602,7 +662,56 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
-    return True
+    return not is_guessable(v) and not names_a_credential(v)
+
+
+# zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
+# dictionary word, a common password or an obvious variant of one ("testpass", "bar1").
+GUESSABLE_LOG10 = 4.0
+_GUESSABLE_MAX_CHARS = 16  # zxcvbn's cost grows fast with length; longer values are not among them
+
+
+_CREDENTIAL_WORD = re.compile(r"(?i)pass(?:wor)?d|passwd|pwd|secret|token|key|credential")
+_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z])(?=[A-Z])")
+
+
+def names_a_credential(value: str) -> bool:
+    """The value is words that name a credential instead of being one: dictionary words
+    (and short numbers) only, one of them a credential word ("some-password",
+    "your_client_secret", "somesecretkey", "testToken1")."""
+    if not _CREDENTIAL_WORD.search(value):
+        return False
+    parts = [p for p in _WORD_PARTS.split(value) if p]
+    return bool(parts) and all((p.isdigit() and len(p) <= 4) or is_words(p) for p in parts)
+
+
+@lru_cache(maxsize=4096)
+def is_words(part: str) -> bool:
+    """`part` is made of zxcvbn dictionary words (a trailing number allowed): "secretkey",
+    "Configuration", "test1"; not "fedejbynbe"."""
+    if len(part) > _GUESSABLE_MAX_CHARS or not part.isalnum():
+        return False
+    from zxcvbn import matching
+
+    letters = part.rstrip("0123456789")
+    if len(part) - len(letters) > 4 or not letters:
+        return False
+    covered = [False] * len(letters)
+    for m in matching.dictionary_match(letters.lower()):
+        for k in range(m["i"], m["j"] + 1):
+            covered[k] = True
+    return all(covered)
+
+
+@lru_cache(maxsize=4096)
+def is_guessable(value: str) -> bool:
+    """True when zxcvbn (Dropbox's password strength estimator: common passwords, English
+    words, names, keyboard patterns, l33t and sequences) needs fewer than 10^4 guesses."""
+    if len(value) > _GUESSABLE_MAX_CHARS:
+        return False
+    from zxcvbn import zxcvbn
+
+    return float(zxcvbn(value)["guesses_log10"]) < GUESSABLE_LOG10
 
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
@@ -780,8 +889,46 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
+        if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
+            continue  # public keys, certificates, password hashes, CSRF tokens and the like
         if _looks_generated(token, min_len=24, strict=True):
             yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")
+
+
+def _in_public_block(text: str, pos: int) -> bool:
+    """Inside an armoured block that is public by design: a public key, certificate or
+    signature ("-----BEGIN PGP PUBLIC KEY BLOCK-----" up to its END line)."""
+    begin = text.rfind("-----BEGIN ", 0, pos)
+    if begin < 0 or "-----END " in text[begin:pos]:
+        return False
+    m = _PEM_BEGIN.match(text, begin)
+    kind = m.group(1) if m else "PRIVATE"
+    return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
+
+
+_PUBLIC_NAME = re.compile(r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag")
+_HTML_NAMED_VALUE = re.compile(r"(?i)name=[\\\"']{0,2}([\w.\-]{2,60})[\\\"']{0,2}\s+value=[\\\"']{0,2}$")
+_NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])\s*[\\\"'`]{0,2}$")
+
+
+def _public_by_name(text: str, pos: int) -> bool:
+    """The token is the value of a name saying it is public or a check value
+    (`public_key = "..."`, `csrf-token=...`, `authenticity_token" value="...`)."""
+    names = (_NAME_BEFORE_VALUE.search(text, max(0, pos - 80), pos),
+             _HTML_NAMED_VALUE.search(text, max(0, pos - 120), pos))
+    return any(m is not None and _PUBLIC_NAME.search(m.group(1)) is not None for m in names)
+
+
+def _in_password_hash(text: str, pos: int) -> bool:
+    """Part of a password hash ("$argon2id$v=19$m=65536,...$<salt>$<hash>", "$2b$12$..."):
+    the word the token sits in starts like one."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "\"'`" and pos - start < 120:
+        start -= 1
+    return _HASHED_VALUE.match(text[start:pos]) is not None  # `^` anchors at the slice
 
 
 # --------------------------------------------------------------------------- stored records
@@ -803,7 +950,7 @@ def find_secrets_to_mask(text: str) -> list[SecretHit]:
     detect-secrets' own: a run of its base64 characters above its entropy limit (4.5
     bits/char), mixing upper case, lower case and digits. Masking a word too many in a
     stored turn costs little; keeping a key costs a leak every time the turn is recalled."""
-    hits = find_secrets(text)
+    hits = find_secrets(text, fillers=True)
     plugin = _base64_entropy_plugin()
     for m in _BASE64_RUN.finditer(text):
         token = m.group().strip("=")

@@ -202,3 +202,15 @@ def test_loso_benchmark_on_a_small_labelled_set(labelled, tmp_path):
     assert report["macro"]["before"]["secret"]["recall"] is not None
     assert report["after"]["n"] == len(SECRET_ROWS) + len(INJECTION_ROWS)
     assert report["after"]["latency_ms"]["p99"] > 0
+
+
+def test_row_by_row_scores_equal_the_training_features(labelled):
+    """`scores` hashes n-grams itself (the fast path a verdict takes); it must give the
+    probabilities of the sparse matrices the layer was trained on."""
+    layer = learned.train_from(labelled)
+    texts = [t for _, t, _ in SECRET_ROWS + INJECTION_ROWS] + ["", "Ｆｕｌｌ wïdth  ünïcode " * 40]
+    ids = learned.rule_ids(texts)
+    fast = layer.scores(texts, ids)
+    x = learned.features(texts, ids, layer.config)
+    for kind, model in layer.models.items():
+        np.testing.assert_allclose(fast[kind], model.probability(x), atol=1e-6)
