@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections import defaultdict
@@ -147,6 +148,9 @@ class Results:
     # rejected rows per source by rule family, to tell secret from injection false positives
     by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # per file, one per row
+    # CPU time of the evaluating thread per row: on a shared machine the wall clock also
+    # counts the time the thread waited for a core.
+    cpu_seconds: list[float] = field(default_factory=list)
 
 
 class BenchmarkDataError(driver.BenchDataError):
@@ -277,11 +281,12 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
     results = results if results is not None else Results()
     provenance = Provenance(source_kind="chat", source_id="bench")
     for row in rows:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         verdict = policy.evaluate(
             ProposedItem(title="", content=row.text, why_store="benchmark"), provenance=provenance
         )
         results.seconds[row.file].append(time.perf_counter() - started)
+        results.cpu_seconds.append(time.thread_time() - cpu_started)
         rejected = verdict.action == "reject"
         for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
             counts.add(row.label, rejected)
@@ -307,6 +312,8 @@ def to_report(results: Results, elapsed: float) -> dict:
         **overall,
         "seconds": round(elapsed, 2),
         "latency_ms": _latency([t for ts in results.seconds.values() for t in ts]),
+        "cpu_ms": _latency(results.cpu_seconds),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "latency_ms_by_file": {k: _latency(v) for k, v in sorted(results.seconds.items())},
         "by_source": {k: v.metrics() for k, v in sorted(results.by_source.items())},
         "by_file": {k: v.metrics() for k, v in sorted(results.by_file.items())},
@@ -341,8 +348,14 @@ def print_table(report: dict) -> None:
     console.print(driver.table("Write policy by file (latency of one evaluate, ms)", ("file", *columns, "p50", "p99"),
                                [(*metrics(k, m), lat.get(k, {}).get("p50"), lat.get(k, {}).get("p99"))
                                 for k, m in report["by_file"].items()]))
-    total = report.get("latency_ms") or {}
-    console.print(f"({report['seconds']} s; one evaluate p50 {total.get('p50')} ms, p99 {total.get('p99')} ms)")
+    console.print(f"({report['seconds']} s; {_latency_line(report)})")
+
+
+def _latency_line(report: dict) -> str:
+    wall, cpu = report.get("latency_ms") or {}, report.get("cpu_ms") or {}
+    load = ", ".join(str(x) for x in report.get("load_average", []))
+    return (f"one evaluate p50 {wall.get('p50')} ms, p99 {wall.get('p99')} ms wall; CPU p50 {cpu.get('p50')} ms, "
+            f"p99 {cpu.get('p99')} ms; load average {load}")
 
 
 def print_loso(report: dict) -> None:
@@ -362,9 +375,7 @@ def print_loso(report: dict) -> None:
     console = driver.console()
     console.print(driver.table("Write policy, leave-one-source-out (rules alone vs rules + layer trained "
                                "without the source)", columns, rows, left=("kind",)))
-    lat = report["after"].get("latency_ms") or {}
-    console.print(f"({report['seconds']} s; one evaluate with the layer p50 {lat.get('p50')} ms, "
-                  f"p99 {lat.get('p99')} ms)")
+    console.print(f"({report['seconds']} s; with the layer: {_latency_line(report['after'])})")
 
 
 if __name__ == "__main__":

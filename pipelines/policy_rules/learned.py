@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.policy_rules.text import normalise, shannon_entropy
+from pipelines.policy_rules.text import char_classes, normalise, shannon_entropy
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MODEL_DIR = Path(__file__).with_name("model")
 MANIFEST = "manifest.json"
 COEF_FILE = "coef.npy"
@@ -94,7 +94,15 @@ class FeatureConfig:
         return self.char_features + self.word_features + len(RULE_FEATURES) + len(_SHAPE_NAMES)
 
 
-_SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii")
+_SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii",
+                # the most random-looking token (`_candidate`): what a secret would be
+                "token_length", "token_classes", "token_digits", "token_capitals", "token_symbols",
+                "token_words", "token_repeats", "secret_keyword", "password_keyword")
+# Kinds whose model sees only the rule and shape numbers, not the hashed n-grams: n-grams of
+# secrets memorise the values and file formats of the sources trained on; the shape of the
+# candidate value (length, character mix, entropy, dictionary words, repeats) is what carries
+# over to sources never seen.
+DENSE_ONLY_KINDS: tuple[str, ...] = ("secret",)
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,12 @@ class KindModel:
     def __post_init__(self) -> None:
         self.weights = self.coef.astype(np.float64)
 
+    @property
+    def inert(self) -> bool:
+        """Thresholds under which no probability changes a verdict (training found no
+        setting that helps out of sample): the rules alone, and nothing to compute."""
+        return self.add_threshold > 1.0 and self.veto_threshold <= 0.0
+
     def probability(self, x) -> np.ndarray:
         z = np.asarray(x @ self.weights).ravel() + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
@@ -128,21 +142,24 @@ class LearnedLayer:
     manifest: dict = field(default_factory=dict)
 
     def scores(self, texts: Sequence[str], rule_ids: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-        """Probability per kind for each text, given the rule ids the rules found in it: the
-        same numbers as `probability(features(...))`, computed row by row from the hashed
+        """Probability per kind for each text, given the rule ids the rules found in it (0 for
+        an `inert` kind): the same numbers as `probability(features(...))`, row by row from the hashed
         n-grams (`hashed_row`) without building sparse matrices, whose input checks cost
         several times the arithmetic on one short field."""
         cfg = self.config
         chars, words = _analyzers(cfg)
         n_dense = len(RULE_FEATURES) + len(_SHAPE_NAMES)
         w_start, d_start = cfg.char_features, cfg.char_features + cfg.word_features
-        out = {kind: np.empty(len(texts)) for kind in self.models}
+        out = {kind: np.zeros(len(texts)) for kind in self.models}
+        active = {kind: m for kind, m in self.models.items() if not m.inert}
+        if not active:
+            return out
         for row, (text, ids) in enumerate(zip(texts, rule_ids)):
             clipped = _clip(text, cfg.max_chars)
             c_idx, c_val = hashed_row(chars(clipped), cfg.char_features)
             w_idx, w_val = hashed_row(words(normalise(clipped)), cfg.word_features)
             dense = _dense_row(clipped, ids)
-            for kind, m in self.models.items():
+            for kind, m in active.items():
                 w = m.weights
                 z = (m.intercept + float(w[c_idx] @ c_val) + float(w[w_start + w_idx] @ w_val)
                      + float(w[d_start:d_start + n_dense] @ dense))
@@ -252,16 +269,55 @@ _RULE_INDEX = {name: i for i, name in enumerate(RULE_FEATURES)}
 
 
 def _shape(text: str) -> list[float]:
+    from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD
+
     tokens = _TOKEN.findall(text)
     n = max(1, len(text))
+    entropies = [shannon_entropy(t) for t in tokens]
     return [
-        max((shannon_entropy(t) for t in tokens), default=0.0) / 6.0,
+        max(entropies, default=0.0) / 6.0,
         min(len(text), 400) / 400.0,
         math.log1p(len(tokens)) / 4.0,
         float(bool(_PLACEHOLDER_MARK.search(text))),
         sum(c.isdigit() for c in text) / n,
         sum(c.isupper() for c in text) / n,
         min(1.0, len(_NON_ASCII_LETTER.findall(text)) / n * 4),
+        *_token_shape(_candidate(tokens, entropies)),
+        float(bool(SECRET_KEYWORD.search(text))),
+        float(bool(PASSWORD_KEYWORD.search(text))),
+    ]
+
+
+def _candidate(tokens: Sequence[str], entropies: Sequence[float]) -> str:
+    """The token most like a generated value: highest entropy times log length."""
+    best, score = "", 0.0
+    for t, e in zip(tokens, entropies):
+        v = e * math.log(len(t))
+        if v > score:
+            best, score = t, v
+    return best
+
+
+def _token_shape(token: str) -> list[float]:
+    """Length, character mix, dictionary words and repeats of one token (zeros for none)."""
+    from pipelines.policy_rules.secrets import is_periodic, is_words
+
+    if not token:
+        return [0.0] * 7
+    n = len(token)
+    letters = "".join(p for p in re.split(r"[^A-Za-z]+", token) if p)
+    words = 0.0
+    parts = [p for p in re.split(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])", token) if len(p) >= 3]
+    if parts:
+        words = sum(len(p) for p in parts if is_words(p)) / max(1, len(letters))
+    return [
+        min(math.log(n), 5.0) / 5.0,
+        char_classes(token) / 4.0,
+        sum(c.isdigit() for c in token) / n,
+        sum(c.isupper() for c in token) / n,
+        sum(not c.isalnum() for c in token) / n,
+        words,
+        float(is_periodic(token)),
     ]
 
 
@@ -386,6 +442,8 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
         idx = np.array([i for i, _ in picked])
         y = np.array([label for _, label in picked])
         x = x_all[idx]
+        dense_from = config.char_features + config.word_features if kind in DENSE_ONLY_KINDS else 0
+        x = x[:, dense_from:]
         sources = np.array([rows[i].source for i in idx])
         ids = [rule_ids[i] for i in idx]
         prefix = f"hard.{kind}."
@@ -410,12 +468,14 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
         else:
             add, veto = NEVER, 0.0
         coef, b = _fit(x, y, config)
+        coef = np.concatenate([np.zeros(dense_from, dtype=np.float32), coef])
         models[kind] = KindModel(coef, b, add, veto)
         oof_report[kind] = {"rows": int(len(y)), "positives": int(y.sum()), "sources": own_sources,
                             "add_threshold": add, "veto_threshold": veto}
     manifest = {
         "format_version": FORMAT_VERSION,
-        "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES)},
+        "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES),
+                     "dense_only_kinds": [k for k in KINDS if k in DENSE_ONLY_KINDS]},
         "data": dict(sorted((data_digests or {}).items())),
         "models": {kind: {**oof_report[kind], "intercept": m.intercept} for kind, m in models.items()},
     }

@@ -153,6 +153,8 @@ _TOKEN_WORDS = (
 )
 _KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})s?(?![a-z])")
 _PASSWORD_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})s?")
+SECRET_KEYWORD = _KW  # for the learned layer's features
+PASSWORD_KEYWORD = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})")
 # Lower-case words a keyword may be glued to ("apikey", "secretkey", "userpassword").
 _GLUE_PREFIXES = frozenset(
     """api auth access secret private client consumer session master app db admin root user
@@ -399,7 +401,7 @@ def _is_filler_token(token: str) -> bool:
     body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
     if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
         return True
-    return len(body) >= 12 and (_is_periodic(body) or _one_class_runs(body))
+    return len(body) >= 12 and (is_periodic(body) or _one_class_runs(body))
 
 
 def _one_class_runs(body: str) -> bool:
@@ -408,7 +410,7 @@ def _one_class_runs(body: str) -> bool:
     return runs >= 0.6 * len(body)
 
 
-def _is_periodic(value: str) -> bool:
+def is_periodic(value: str) -> bool:
     """Most of `value` is one unit of 1-8 characters repeated at least twice, over a stretch
     of at least 8 characters and half the value."""
     n = len(value)
