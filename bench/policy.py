@@ -150,7 +150,7 @@ class Results:
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # per file, one per row
     # CPU time of the evaluating thread per row: on a shared machine the wall clock also
     # counts the time the thread waited for a core.
-    cpu_seconds: list[float] = field(default_factory=list)
+    cpu_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class BenchmarkDataError(driver.BenchDataError):
@@ -286,7 +286,7 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
             ProposedItem(title="", content=row.text, why_store="benchmark"), provenance=provenance
         )
         results.seconds[row.file].append(time.perf_counter() - started)
-        results.cpu_seconds.append(time.thread_time() - cpu_started)
+        results.cpu_seconds[row.file].append(time.thread_time() - cpu_started)
         rejected = verdict.action == "reject"
         for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
             counts.add(row.label, rejected)
@@ -312,7 +312,8 @@ def to_report(results: Results, elapsed: float) -> dict:
         **overall,
         "seconds": round(elapsed, 2),
         "latency_ms": _latency([t for ts in results.seconds.values() for t in ts]),
-        "cpu_ms": _latency(results.cpu_seconds),
+        "cpu_ms": _latency([t for ts in results.cpu_seconds.values() for t in ts]),
+        "cpu_ms_by_file": {k: _latency(v) for k, v in sorted(results.cpu_seconds.items())},
         "load_average": [round(x, 2) for x in os.getloadavg()],
         "latency_ms_by_file": {k: _latency(v) for k, v in sorted(results.seconds.items())},
         "by_source": {k: v.metrics() for k, v in sorted(results.by_source.items())},
@@ -344,9 +345,10 @@ def print_table(report: dict) -> None:
     layer = "rules + learned layer" if report.get("learned_layer", True) else "rules only"
     console.print(driver.table(f"Write policy by source ({layer})", ("source", *columns),
                                [*(metrics(k, m) for k, m in report["by_source"].items()), metrics("OVERALL", report)]))
-    lat = report.get("latency_ms_by_file", {})
-    console.print(driver.table("Write policy by file (latency of one evaluate, ms)", ("file", *columns, "p50", "p99"),
-                               [(*metrics(k, m), lat.get(k, {}).get("p50"), lat.get(k, {}).get("p99"))
+    lat, cpu = report.get("latency_ms_by_file", {}), report.get("cpu_ms_by_file", {})
+    console.print(driver.table("Write policy by file (latency of one evaluate, ms: wall clock, and CPU time)",
+                               ("file", *columns, "p50", "p99", "CPU p50", "CPU p99"),
+                               [(*metrics(k, m), *(d.get(k, {}).get(q) for d in (lat, cpu) for q in ("p50", "p99")))
                                 for k, m in report["by_file"].items()]))
     console.print(f"({report['seconds']} s; {_latency_line(report)})")
 
@@ -376,6 +378,10 @@ def print_loso(report: dict) -> None:
     console.print(driver.table("Write policy, leave-one-source-out (rules alone vs rules + layer trained "
                                "without the source)", columns, rows, left=("kind",)))
     console.print(f"({report['seconds']} s; with the layer: {_latency_line(report['after'])})")
+    for file, wall in report["after"].get("latency_ms_by_file", {}).items():
+        cpu = report["after"].get("cpu_ms_by_file", {}).get(file, {})
+        console.print(f"  {file}: p50 {wall.get('p50')} / p99 {wall.get('p99')} ms wall, "
+                      f"CPU p50 {cpu.get('p50')} / p99 {cpu.get('p99')} ms")
 
 
 if __name__ == "__main__":

@@ -279,8 +279,8 @@ def _shape(text: str) -> list[float]:
         min(len(text), 400) / 400.0,
         math.log1p(len(tokens)) / 4.0,
         float(bool(_PLACEHOLDER_MARK.search(text))),
-        sum(c.isdigit() for c in text) / n,
-        sum(c.isupper() for c in text) / n,
+        sum(map(str.isdigit, text)) / n,
+        sum(map(str.isupper, text)) / n,
         min(1.0, len(_NON_ASCII_LETTER.findall(text)) / n * 4),
         *_token_shape(_candidate(tokens, entropies)),
         float(bool(SECRET_KEYWORD.search(text))),
@@ -313,11 +313,11 @@ def _token_shape(token: str) -> list[float]:
     return [
         min(math.log(n), 5.0) / 5.0,
         char_classes(token) / 4.0,
-        sum(c.isdigit() for c in token) / n,
-        sum(c.isupper() for c in token) / n,
-        sum(not c.isalnum() for c in token) / n,
+        sum(map(str.isdigit, token)) / n,
+        sum(map(str.isupper, token)) / n,
+        (n - sum(map(str.isalnum, token))) / n,
         words,
-        float(is_periodic(token)),
+        float(is_periodic(token[:64])),
     ]
 
 
