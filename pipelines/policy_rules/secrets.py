@@ -163,7 +163,7 @@ _GLUE_PREFIXES = frozenset(
     """.split()
 )
 _NAME_CHARS = re.compile(r"[\w.\-$@]")
-_QUOTE = r"(?:\\?[\"'`]|&#3[49];|&quot;|&apos;)"
+_QUOTE = r"(?:``|\\?[\"'`]|&#3[49];|&quot;|&apos;)"
 _ASSIGN = re.compile(
     rf"(?P<close>(?:{_QUOTE}|\]|\[\d*\]|\)){{0,3}})[ \t]*"
     r"(?P<op>:=|=>|->|\+=|\|\|=|\?\?=|===?|!==?|:|=|\((?=[ \t]*[@rbuRBU]{0,2}[\"'`])|[ \t])"

@@ -125,3 +125,10 @@ def test_jwt_needs_a_header_that_decodes_when_it_looks_like_json():
 ])
 def test_curl_user_forms(text, found):
     assert ("hard.secret.url_credentials" in rule_ids(text)) is found
+
+
+def test_a_secret_in_markdown_inline_code_is_found():
+    text = "> Consumer Key: ``RKCGzna7bv9YD57c``\n>\n> Consumer Secret: ``D+QgL-dm$-%@0Kd0``"
+    hits = find_secrets(text)
+    assert "D+QgL-dm$-%@0Kd0" in [text[h.start:h.end] for h in hits if h.rule_id == "hard.secret.keyword_assignment"]
+    assert find_secrets("> Consumer Secret: ``testing``") == []  # a guessable stand-in, as unquoted
