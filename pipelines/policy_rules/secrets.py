@@ -276,17 +276,21 @@ _HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}=
 _TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
 
 
-def find_secrets(text: str, *, fillers: bool = False) -> list[SecretHit]:
+def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     """All credential-looking spans in `text`, de-duplicated, in order of position.
-    `fillers`: also vendor-format tokens whose body is a documentation filler
-    ("AKIAIOSFODNN7EXAMPLE", "ghp_xxxx...", "glpat-XXXX..."): a proposal holding one is no
-    leak and is not blocked, but a stored turn masks them all the same."""
+    `stand_ins`: also what looks like a credential but stands in for one: vendor-format
+    tokens whose body is a filler ("ghp_xxxx...", "GR1348941231231231...") and password
+    values in code that are among the most guessable or name a credential ("testpass",
+    "some-password"). A proposal holding one is no leak and is not blocked; a stored turn
+    masks them all the same."""
     if not text:
         return []
     hits: list[SecretHit] = []
-    hits.extend(_vendor_hits(text, fillers))
-    hits.extend(_structural_hits(text))
-    hits.extend(_keyword_hits(text))
+    hits.extend(_vendor_hits(text, stand_ins))
+    code_hits = [*_structural_hits(text), *_keyword_hits(text)]
+    if not stand_ins:
+        code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
+    hits.extend(code_hits)
     hits.extend(_sentence_hits(text))
     hits.extend(_number_hits(text))
     hits.extend(_high_entropy_hits(text))
@@ -643,10 +647,8 @@ _PASSWORD_PLACEHOLDERS = frozenset(
 
 def _is_password_value(value: str, *, quoted: bool) -> bool:
     """A literal assigned to a password name: not a placeholder, template, reference, hash,
-    flag, phrase, nor among the most guessable passwords (`is_guessable`: "pass", "testing",
-    "test123456", the fixtures of test suites and documentation) nor words naming a
-    credential (`names_a_credential`: "test-user-password"). Weak passwords stated in a
-    sentence ("our Netflix password is swordfish") are the sentence rule's, which keeps them."""
+    flag or phrase. (Guessable and self-describing values are judged after, by
+    `_stand_in_password`.)"""
     v = value.strip()
     if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"`":
         v = v[1:-1]  # nested quoting: `'$DOCKER_PASSWORD'`
@@ -664,7 +666,18 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
-    return not is_guessable(v) and not names_a_credential(v)
+    return True
+
+
+_PASSWORD_VALUE_RULES = frozenset({"hard.secret.keyword_assignment", "hard.secret.url_credentials"})
+
+
+def _stand_in_password(hit: SecretHit, value: str) -> bool:
+    """A password value in code that is among the most guessable (`is_guessable`: "pass",
+    "testing", the fixtures of test suites and documentation) or names a credential
+    (`names_a_credential`: "test-user-password"). Weak passwords stated in a sentence ("our
+    Netflix password is swordfish") are the sentence rule's, which keeps them."""
+    return hit.rule_id in _PASSWORD_VALUE_RULES and (is_guessable(value) or names_a_credential(value))
 
 
 # zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
@@ -952,7 +965,7 @@ def find_secrets_to_mask(text: str) -> list[SecretHit]:
     detect-secrets' own: a run of its base64 characters above its entropy limit (4.5
     bits/char), mixing upper case, lower case and digits. Masking a word too many in a
     stored turn costs little; keeping a key costs a leak every time the turn is recalled."""
-    hits = find_secrets(text, fillers=True)
+    hits = find_secrets(text, stand_ins=True)
     plugin = _base64_entropy_plugin()
     for m in _BASE64_RUN.finditer(text):
         token = m.group().strip("=")
