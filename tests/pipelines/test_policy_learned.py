@@ -208,6 +208,13 @@ def test_loso_benchmark_on_a_small_labelled_set(labelled, tmp_path):
     assert report["macro"]["before"]["secret"]["recall"] is not None
     assert report["after"]["n"] == len(SECRET_ROWS) + len(INJECTION_ROWS)
     assert report["after"]["latency_ms"]["p99"] > 0
+    # CPU time beside the wall clock (a shared machine's wait for a core is not the policy's
+    # cost), per file, and the load average it was measured at
+    after = report["after"]
+    assert 0 < after["cpu_ms"]["p50"] <= after["cpu_ms"]["max"]
+    assert set(after["cpu_ms_by_file"]) == set(after["latency_ms_by_file"]) == {"secrets_dev.jsonl",
+                                                                               "injection_dev.jsonl"}
+    assert len(after["load_average"]) == 3
 
 
 def test_row_by_row_scores_equal_the_training_features(labelled):
