@@ -227,8 +227,8 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
 
 def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
     """Per kind: recall averaged over sources with positives, precision over sources with
-    both labels, false-positive rate over sources with negatives; for injection also the
-    share of all benign prompts blocked."""
+    both labels, false-positive rate over sources with negatives; the share of all benign
+    rows of the kind blocked; and the same three over all rows of the kind pooled."""
     out = {}
     for kind in sorted(set(kinds.values())):
         ms = [results.by_source[s].metrics() for s, k in kinds.items() if k == kind and s in results.by_source]
@@ -237,13 +237,19 @@ def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
         for s, k in kinds.items():
             if k == kind and s in results.by_source:
                 c = results.by_source[s]
+                pooled.tp += c.tp
                 pooled.fp += c.fp
                 pooled.tn += c.tn
+                pooled.fn += c.fn
+        total = pooled.metrics()
         out[kind] = {
             "recall": mean([m["recall"] for m in ms if m["tp"] + m["fn"]]),
             "precision": mean([m["precision"] for m in ms if m["tp"] + m["fn"] and m["fp"] + m["tn"]]),
             "fpr": mean([m["fpr"] for m in ms if m["fp"] + m["tn"]]),
-            "benign_blocked": pooled.metrics()["fpr"],
+            "benign_blocked": total["fpr"],
+            # every row of the kind counted once: a source of 6 rows weighs 6 rows, not a
+            # quarter of the macro
+            "pooled": {k: total[k] for k in ("recall", "precision", "fpr")},
         }
     return out
 
@@ -371,6 +377,7 @@ def print_loso(report: dict) -> None:
     for kind, m in report["macro"]["after"].items():
         b = report["macro"]["before"][kind]
         rows.append((f"MACRO {kind}", kind, "", *cells(b), *cells(m)))
+        rows.append((f"POOLED {kind}", kind, "", *cells(b.get("pooled")), *cells(m.get("pooled"))))
         rows.append((f"all benign {kind} rows blocked", kind, "", "", "", driver.fmt(b["benign_blocked"], 3),
                      "", "", driver.fmt(m["benign_blocked"], 3)))
     columns = ("source", "kind", "n", "rules recall", "precision", "fpr", "+model recall", "precision", "fpr")

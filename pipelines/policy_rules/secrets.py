@@ -7,19 +7,25 @@ Layers, most specific first:
    keyword plugins are not, because `scan_line` reports every high-entropy candidate
    without applying the entropy limit and flags ordinary prose. Formats detect-secrets does
    not know (Anthropic, Hugging Face, Google, GitHub fine-grained, 1Password, ...) are
-   regexes of the vendors' published prefixes. A match embedded in a longer word, or whose
-   body is a placeholder run ("ghp_xxxx..."), does not count.
+   regexes of the vendors' published prefixes. A match embedded in a longer word, whose
+   body is a filler (a run of x, one character, a repeated unit: "ghp_xxxx...",
+   "GR1348941231231231..."), or a JWT whose header decodes to broken JSON does not count.
 2. Structural credentials: PEM private keys, `scheme://user:pass@host`, Authorization /
-   Bearer / Basic headers, `curl -u user:pass`.
+   Bearer / Basic headers, `curl -u user:pass` (or `-u token:`).
 3. Keyword assignments (`password = "..."`, `api_key: ...`, `"token": "..."`, escaped JSON
    and HTML-escaped forms too): a secret keyword in the name and a value that is a
    literal, not a placeholder, template, variable reference, hash or code expression.
    Token/key-like names also need a value that looks generated (our own entropy limit).
+   A password value that zxcvbn finds among the 10^4 most guessable ("testpass") or that
+   is dictionary words naming a credential ("some-password") is a fixture in code: it does
+   not count (layer 4 still catches a weak password stated in a sentence).
 4. Plain-sentence secrets, which no code scanner looks for: "my wifi password is
    BlueFalcon!2024", "the PIN is 4921", "door code: 0000", card numbers (Luhn-checked,
    with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN".
 5. Long generated-looking tokens anywhere (mixed case + digits, entropy >= 4.5 bits/char,
-   detect-secrets' base64 limit applied by us; hex alone never, commit ids are common).
+   detect-secrets' base64 limit applied by us; hex alone never, commit ids are common),
+   except in public key / certificate blocks, password hashes and values of names that
+   say public, CSRF, signature or hash.
 
 Every hit is a (rule_id, start, end) span over the original text.
 """

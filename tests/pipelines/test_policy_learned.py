@@ -206,6 +206,11 @@ def test_loso_benchmark_on_a_small_labelled_set(labelled, tmp_path):
     assert report["kind_of_source"]["att-a"] == "injection"
     assert report["before"]["by_source"]["att-a"]["recall"] == 1.0
     assert report["macro"]["before"]["secret"]["recall"] is not None
+    # pooled: every secret row counted once, whatever its source
+    by_source = report["after"]["by_source"]
+    tp = sum(by_source[s]["tp"] for s in ("set-a", "set-b", "set-c"))
+    positives = sum(label for _, _, label in SECRET_ROWS)
+    assert report["macro"]["after"]["secret"]["pooled"]["recall"] == round(tp / positives, 4)
     assert report["after"]["n"] == len(SECRET_ROWS) + len(INJECTION_ROWS)
     assert report["after"]["latency_ms"]["p99"] > 0
     # CPU time beside the wall clock (a shared machine's wait for a core is not the policy's
