@@ -406,12 +406,24 @@ def _is_filler_token(token: str) -> bool:
     """A vendor-format match whose body is a filler: a run of x ("ghp_xxxx..."), one character
     for most of it ("AKIAZZZZ...", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"), or a short
     unit repeated ("GR1348941231231231...", "abcd1234abcd1234..."): generated keys repeat
-    nothing. The AWS documentation's "...EXAMPLE" keys still count: they are used as real
-    configuration values often enough."""
+    nothing; or words (`_reads_as_words`). The AWS documentation's "...EXAMPLE" keys still
+    count: they are used as real configuration values often enough."""
     body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
     if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
         return True
-    return len(body) >= 12 and (is_periodic(body) or _one_class_runs(body))
+    return len(body) >= 12 and (is_periodic(body) or _one_class_runs(body)) or _reads_as_words(token)
+
+
+def _reads_as_words(token: str) -> bool:
+    """Past its short prefix parts ("xoxe.xoxp-1-", "s."), the token is dictionary words
+    ("...-SlackAppConfigurationAccessTokenHere", "s.AcceptanceTimeoutSeconds"): an
+    identifier or a placeholder, not a generated key."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", token) if len(p) > 4 and not p.isdigit()]
+    words = [w for p in parts for w in _CAMEL_HUMP.split(p)]
+    return sum(map(len, words)) >= 6 and all(is_words(w) for w in words)
+
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
 def _one_class_runs(body: str) -> bool:

@@ -70,6 +70,7 @@ def test_zxcvbn_word_and_guess_checks():
     "glpat-XXXXXXXXXXX-XXXXXXXX",
     "GR134894112312312312312312312",
     "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa",
+    "xoxe.xoxp-1-RANDOMSTRINGHERE",  # words, not a generated body
 ])
 def test_filler_vendor_tokens_are_not_blocked_but_are_masked(filler):
     assert find_secrets(filler) == []
@@ -83,6 +84,12 @@ def test_filler_vendor_tokens_are_not_blocked_but_are_masked(filler):
 ])
 def test_generated_vendor_tokens_are_still_found(token, rule):
     assert rule in rule_ids(f"key {token} here")
+
+
+def test_identifiers_matching_a_short_vendor_prefix_are_not_tokens():
+    assert rule_ids("s.AcceptanceTimeoutSeconds") == set()  # Vault's "s." prefix, then words
+    assert rule_ids("xoxe.xoxp-1-initial") == set()
+    assert "hard.secret.vault_token" in rule_ids("VAULT_TOKEN s.Q7vN2xLp9RtK4mWs8YbE3hJc")
 
 
 TOKEN = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"
