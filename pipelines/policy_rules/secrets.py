@@ -40,6 +40,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+from zxcvbn import matching as zxcvbn_matching
+from zxcvbn import zxcvbn
+
 from pipelines.policy_rules.text import char_classes, shannon_entropy
 
 
@@ -724,13 +727,11 @@ def is_words(part: str) -> bool:
     "Configuration", "test1"; not "fedejbynbe"."""
     if len(part) > _GUESSABLE_MAX_CHARS or not part.isalnum():
         return False
-    from zxcvbn import matching
-
     letters = part.rstrip("0123456789")
     if len(part) - len(letters) > 4 or not letters:
         return False
     covered = [False] * len(letters)
-    for m in matching.dictionary_match(letters.lower()):
+    for m in zxcvbn_matching.dictionary_match(letters.lower()):
         for k in range(m["i"], m["j"] + 1):
             covered[k] = True
     return all(covered)
@@ -742,8 +743,6 @@ def is_guessable(value: str) -> bool:
     words, names, keyboard patterns, l33t and sequences) needs fewer than 10^4 guesses."""
     if len(value) > _GUESSABLE_MAX_CHARS:
         return False
-    from zxcvbn import zxcvbn
-
     return float(zxcvbn(value)["guesses_log10"]) < GUESSABLE_LOG10
 
 
