@@ -4,8 +4,11 @@ Features (`features`): hashed character n-grams of the *raw* text (so Cyrillic o
 look-alikes and full-width letters are visible to the model before `text.normalise` folds
 them away), hashed word n-grams of the normalised text (so folded trigger words count as
 the words they spell), which rules fired, and a few shape numbers (longest token's entropy,
-digit and capital share, placeholder marks). Hashing keeps the model free of a vocabulary:
-the artefact is two coefficient vectors, a few thresholds and a manifest.
+digit and capital share, placeholder marks, and the shape of the most random-looking token:
+length, character mix, dictionary-word share, repeats). The secret model (`DENSE_ONLY_KINDS`)
+reads only the rule and shape numbers: n-grams of secrets memorise the sources' values.
+Hashing keeps the model free of a vocabulary: the artefact is two coefficient vectors, a few
+thresholds and a manifest.
 
 How it decides (`LearnedLayer.decide`), per scanned string:
 - injection: a rule hit stands (rules are the clear-cut cases and the explanations);
@@ -17,7 +20,8 @@ How it decides (`LearnedLayer.decide`), per scanned string:
   `hard.secret.model`.
 
 Thresholds are chosen by leave-one-source-out cross-validation inside the training data
-(`train`), never on the rows they are scored on. `loci policy train` rebuilds the shipped
+(`train`), never on the rows they are scored on; a kind no threshold helps is shipped
+`inert` and not scored. `loci policy train` rebuilds the shipped
 artefact (`MODEL_DIR`) bit-for-bit from the labelled files; `load` reads it.
 """
 
