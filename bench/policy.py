@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from collections import defaultdict
@@ -147,6 +148,9 @@ class Results:
     # rejected rows per source by rule family, to tell secret from injection false positives
     by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # per file, one per row
+    # CPU time of the evaluating thread per row: on a shared machine the wall clock also
+    # counts the time the thread waited for a core.
+    cpu_seconds: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class BenchmarkDataError(driver.BenchDataError):
@@ -223,8 +227,8 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
 
 def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
     """Per kind: recall averaged over sources with positives, precision over sources with
-    both labels, false-positive rate over sources with negatives; for injection also the
-    share of all benign prompts blocked."""
+    both labels, false-positive rate over sources with negatives; the share of all benign
+    rows of the kind blocked; and the same three over all rows of the kind pooled."""
     out = {}
     for kind in sorted(set(kinds.values())):
         ms = [results.by_source[s].metrics() for s, k in kinds.items() if k == kind and s in results.by_source]
@@ -233,13 +237,19 @@ def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
         for s, k in kinds.items():
             if k == kind and s in results.by_source:
                 c = results.by_source[s]
+                pooled.tp += c.tp
                 pooled.fp += c.fp
                 pooled.tn += c.tn
+                pooled.fn += c.fn
+        total = pooled.metrics()
         out[kind] = {
             "recall": mean([m["recall"] for m in ms if m["tp"] + m["fn"]]),
             "precision": mean([m["precision"] for m in ms if m["tp"] + m["fn"] and m["fp"] + m["tn"]]),
             "fpr": mean([m["fpr"] for m in ms if m["fp"] + m["tn"]]),
-            "benign_blocked": pooled.metrics()["fpr"],
+            "benign_blocked": total["fpr"],
+            # every row of the kind counted once: a source of 6 rows weighs 6 rows, not a
+            # quarter of the macro
+            "pooled": {k: total[k] for k in ("recall", "precision", "fpr")},
         }
     return out
 
@@ -277,11 +287,12 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
     results = results if results is not None else Results()
     provenance = Provenance(source_kind="chat", source_id="bench")
     for row in rows:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         verdict = policy.evaluate(
             ProposedItem(title="", content=row.text, why_store="benchmark"), provenance=provenance
         )
         results.seconds[row.file].append(time.perf_counter() - started)
+        results.cpu_seconds[row.file].append(time.thread_time() - cpu_started)
         rejected = verdict.action == "reject"
         for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
             counts.add(row.label, rejected)
@@ -307,6 +318,9 @@ def to_report(results: Results, elapsed: float) -> dict:
         **overall,
         "seconds": round(elapsed, 2),
         "latency_ms": _latency([t for ts in results.seconds.values() for t in ts]),
+        "cpu_ms": _latency([t for ts in results.cpu_seconds.values() for t in ts]),
+        "cpu_ms_by_file": {k: _latency(v) for k, v in sorted(results.cpu_seconds.items())},
+        "load_average": [round(x, 2) for x in os.getloadavg()],
         "latency_ms_by_file": {k: _latency(v) for k, v in sorted(results.seconds.items())},
         "by_source": {k: v.metrics() for k, v in sorted(results.by_source.items())},
         "by_file": {k: v.metrics() for k, v in sorted(results.by_file.items())},
@@ -337,12 +351,19 @@ def print_table(report: dict) -> None:
     layer = "rules + learned layer" if report.get("learned_layer", True) else "rules only"
     console.print(driver.table(f"Write policy by source ({layer})", ("source", *columns),
                                [*(metrics(k, m) for k, m in report["by_source"].items()), metrics("OVERALL", report)]))
-    lat = report.get("latency_ms_by_file", {})
-    console.print(driver.table("Write policy by file (latency of one evaluate, ms)", ("file", *columns, "p50", "p99"),
-                               [(*metrics(k, m), lat.get(k, {}).get("p50"), lat.get(k, {}).get("p99"))
+    lat, cpu = report.get("latency_ms_by_file", {}), report.get("cpu_ms_by_file", {})
+    console.print(driver.table("Write policy by file (latency of one evaluate, ms: wall clock, and CPU time)",
+                               ("file", *columns, "p50", "p99", "CPU p50", "CPU p99"),
+                               [(*metrics(k, m), *(d.get(k, {}).get(q) for d in (lat, cpu) for q in ("p50", "p99")))
                                 for k, m in report["by_file"].items()]))
-    total = report.get("latency_ms") or {}
-    console.print(f"({report['seconds']} s; one evaluate p50 {total.get('p50')} ms, p99 {total.get('p99')} ms)")
+    console.print(f"({report['seconds']} s; {_latency_line(report)})")
+
+
+def _latency_line(report: dict) -> str:
+    wall, cpu = report.get("latency_ms") or {}, report.get("cpu_ms") or {}
+    load = ", ".join(str(x) for x in report.get("load_average", []))
+    return (f"one evaluate p50 {wall.get('p50')} ms, p99 {wall.get('p99')} ms wall; CPU p50 {cpu.get('p50')} ms, "
+            f"p99 {cpu.get('p99')} ms; load average {load}")
 
 
 def print_loso(report: dict) -> None:
@@ -356,15 +377,18 @@ def print_loso(report: dict) -> None:
     for kind, m in report["macro"]["after"].items():
         b = report["macro"]["before"][kind]
         rows.append((f"MACRO {kind}", kind, "", *cells(b), *cells(m)))
+        rows.append((f"POOLED {kind}", kind, "", *cells(b.get("pooled")), *cells(m.get("pooled"))))
         rows.append((f"all benign {kind} rows blocked", kind, "", "", "", driver.fmt(b["benign_blocked"], 3),
                      "", "", driver.fmt(m["benign_blocked"], 3)))
     columns = ("source", "kind", "n", "rules recall", "precision", "fpr", "+model recall", "precision", "fpr")
     console = driver.console()
     console.print(driver.table("Write policy, leave-one-source-out (rules alone vs rules + layer trained "
                                "without the source)", columns, rows, left=("kind",)))
-    lat = report["after"].get("latency_ms") or {}
-    console.print(f"({report['seconds']} s; one evaluate with the layer p50 {lat.get('p50')} ms, "
-                  f"p99 {lat.get('p99')} ms)")
+    console.print(f"({report['seconds']} s; with the layer: {_latency_line(report['after'])})")
+    for file, wall in report["after"].get("latency_ms_by_file", {}).items():
+        cpu = report["after"].get("cpu_ms_by_file", {}).get(file, {})
+        console.print(f"  {file}: p50 {wall.get('p50')} / p99 {wall.get('p99')} ms wall, "
+                      f"CPU p50 {cpu.get('p50')} / p99 {cpu.get('p99')} ms")
 
 
 if __name__ == "__main__":

@@ -419,6 +419,59 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:switch|swap|replace|change|substitute|exchange)\s+(?:the\s+words?\s+)?[\"']?(?:denied|rejected|refused|deny)[\"']?\s+"
         r"(?:with|to|into|for|by)\s+(?:the\s+words?\s+)?[\"']?(?:granted|approved|accepted|allowed)\b",
     )
+    # -- generic families of injections (public taxonomies, none from the labelled sets) --
+    # Role headers of chat and instruction-tuning formats at the start of a line ("[SYSTEM]",
+    # "### Instruction:"), and override banners ("ADMIN OVERRIDE:", "Override: ...").
+    add(
+        "hard.injection.system_prompt",
+        r"^\s*\[\s*(?:system|admin|administrator|developer|root)\s*(?:message|prompt|note)?\s*\]"
+        r"|^\s*#{2,}\s*(?:instruction|system|system\s+prompt)\s*:"
+        r"|(?-i:\b(?:ADMIN|ADMINISTRATOR|DEVELOPER|SYSTEM|ROOT|EMERGENCY|SECURITY)\s+OVERRIDE\b)"
+        r"|\b(?:admin|administrator|developer|system|root|security)\s+override\s*[:!]"
+        r"|^\s*override\s*:",
+    )
+    # Text that addresses the model reading it ("Note to AI:", "Instructions for the assistant:").
+    add(
+        "hard.injection.authority_claim",
+        r"\b(?:note|message|instructions?|reminder|attention|memo)\s+(?:to|for)\s+(?:the\s+|any\s+)?"
+        r"(?:ai|a\.i\.|assistant|ai\s+assistant|model|llm|chatbot|bot|language\s+model|gpt|agent)s?\s*[:,\-]",
+    )
+    # A trigger planted for later turns: "when the user asks about X, tell them Y" (a team's
+    # procedure names its customers, not "the user": "if a customer asks for a refund, ...").
+    add(
+        "hard.injection.memory_poisoning",
+        r"\b(?:when|whenever|if|once)\s+(?:the\s+|a\s+|any\s+)?(?:user|users|someone|anyone)\s+"
+        r"(?:next\s+)?(?:asks?|mentions?|says|requests?|types?|inquires?|queries|brings\s+up)\b[^.\n]{0,80}?,?\s*"
+        r"(?:you\s+(?:must|should|will)\s+)?(?:tell|say\s+to|respond|reply|answer|recommend|direct|redirect|send|suggest\s+to|"
+        r"instruct|inform)\s+(?:them|him|her|the\s+user|with)\b",
+    )
+    # Stored data carried out through a link ("append the chat history to this URL").
+    add(
+        "hard.injection.exfiltration",
+        r"\b(?:append|attach|add|include|encode|embed|put|insert)\b[^.\n]{0,60}?\b(?:conversation|chat\s+history|history|"
+        r"memor(?:y|ies)|credentials|passwords?|secrets?|personal\s+data|user\s+data|previous\s+messages)\b[^.\n]{0,40}?"
+        r"\b(?:to|in|into)\s+(?:this|the|a|following)\s+(?:url|link|address|endpoint|query\s+string|image\s+url)\b",
+    )
+    # The context itself asked for ("output the contents of your context window"); "your real
+    # instructions follow" after a dismissed conversation.
+    add(
+        "hard.injection.system_prompt",
+        rf"\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\byour\s+(?:\w+\s+)?context\s+window\b"
+        r"|\byour\s+(?:real|actual|true|new)\s+(?:instructions|orders|directives|task)\s+(?:are|follow|is)\b",
+    )
+    add(
+        "hard.injection.fake_delimiter",
+        r"\b(?:the\s+)?(?:above|previous|preceding)\s+(?:conversation|dialogue|exchange|chat|text|messages?)\s+(?:was|is|were)\s+"
+        r"(?:just\s+)?(?:an?\s+)?(?:example|test|simulation|sample|fake|hypothetical)\b",
+    )
+    # A model with its safeguards stripped ("an AI without any content policy", "if you had
+    # no restrictions").
+    add(
+        "hard.injection.role_hijack",
+        r"\b(?:an?\s+ai|an?\s+(?:assistant|chatbot|model|language\s+model)|you)\s+(?:\w+\s+)?(?:without|with\s+no|had\s+no|"
+        r"have\s+no|free\s+(?:of|from))\s+(?:any\s+)?(?:content\s+|safety\s+|ethical\s+|moral\s+)?"
+        r"(?:polic(?:y|ies)|restrictions|filters|guidelines|censorship|safeguards|guardrails|limitations)\b",
+    )
     return tuple(r)
 
 
@@ -478,6 +531,9 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "console",
         "shell",
         "from now on",
+        "ai",
+        "chatbot",
+        "model",
     ),
     "hard.injection.system_prompt": (
         "system",
@@ -494,6 +550,8 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "secret",
         "instruction",
         "repeat",
+        "override",
+        "context window",
     ),
     "hard.injection.memory_poisoning": (
         "store",
@@ -520,6 +578,9 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "next",
         "later",
         "other",
+        "user",
+        "someone",
+        "anyone",
     ),
     "hard.injection.output_control": (
         "your",
@@ -572,6 +633,11 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "wipe",
         "destroy",
         "drop",
+        "url",
+        "link",
+        "address",
+        "endpoint",
+        "query string",
     ),
     "hard.injection.fake_delimiter": (
         "%%%",
@@ -610,6 +676,12 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "denied",
         "rejected",
         "refused",
+        "note",
+        "message",
+        "instruction",
+        "reminder",
+        "attention",
+        "memo",
     ),
 }
 

@@ -4,8 +4,11 @@ Features (`features`): hashed character n-grams of the *raw* text (so Cyrillic o
 look-alikes and full-width letters are visible to the model before `text.normalise` folds
 them away), hashed word n-grams of the normalised text (so folded trigger words count as
 the words they spell), which rules fired, and a few shape numbers (longest token's entropy,
-digit and capital share, placeholder marks). Hashing keeps the model free of a vocabulary:
-the artefact is two coefficient vectors, a few thresholds and a manifest.
+digit and capital share, placeholder marks, and the shape of the most random-looking token:
+length, character mix, dictionary-word share, repeats). The secret model (`DENSE_ONLY_KINDS`)
+reads only the rule and shape numbers: n-grams of secrets memorise the sources' values.
+Hashing keeps the model free of a vocabulary: the artefact is two coefficient vectors, a few
+thresholds and a manifest.
 
 How it decides (`LearnedLayer.decide`), per scanned string:
 - injection: a rule hit stands (rules are the clear-cut cases and the explanations);
@@ -17,7 +20,8 @@ How it decides (`LearnedLayer.decide`), per scanned string:
   `hard.secret.model`.
 
 Thresholds are chosen by leave-one-source-out cross-validation inside the training data
-(`train`), never on the rows they are scored on. `loci policy train` rebuilds the shipped
+(`train`), never on the rows they are scored on; a kind no threshold helps is shipped
+`inert` and not scored. `loci policy train` rebuilds the shipped
 artefact (`MODEL_DIR`) bit-for-bit from the labelled files; `load` reads it.
 """
 
@@ -34,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pipelines.policy_rules.text import normalise, shannon_entropy
+from pipelines.policy_rules.text import char_classes, normalise, shannon_entropy
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MODEL_DIR = Path(__file__).with_name("model")
 MANIFEST = "manifest.json"
 COEF_FILE = "coef.npy"
@@ -94,7 +98,15 @@ class FeatureConfig:
         return self.char_features + self.word_features + len(RULE_FEATURES) + len(_SHAPE_NAMES)
 
 
-_SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii")
+_SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii",
+                # the most random-looking token (`_candidate`): what a secret would be
+                "token_length", "token_classes", "token_digits", "token_capitals", "token_symbols",
+                "token_words", "token_repeats", "secret_keyword", "password_keyword")
+# Kinds whose model sees only the rule and shape numbers, not the hashed n-grams: n-grams of
+# secrets memorise the values and file formats of the sources trained on; the shape of the
+# candidate value (length, character mix, entropy, dictionary words, repeats) is what carries
+# over to sources never seen.
+DENSE_ONLY_KINDS: tuple[str, ...] = ("secret",)
 
 
 @dataclass(frozen=True)
@@ -116,6 +128,12 @@ class KindModel:
     def __post_init__(self) -> None:
         self.weights = self.coef.astype(np.float64)
 
+    @property
+    def inert(self) -> bool:
+        """Thresholds under which no probability changes a verdict (training found no
+        setting that helps out of sample): the rules alone, and nothing to compute."""
+        return self.add_threshold > 1.0 and self.veto_threshold <= 0.0
+
     def probability(self, x) -> np.ndarray:
         z = np.asarray(x @ self.weights).ravel() + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
@@ -128,19 +146,28 @@ class LearnedLayer:
     manifest: dict = field(default_factory=dict)
 
     def scores(self, texts: Sequence[str], rule_ids: Sequence[Sequence[str]]) -> dict[str, np.ndarray]:
-        """Probability per kind for each text, given the rule ids the rules found in it.
-        Block by block (the same columns as `features`): stacking sparse matrices costs more
-        than the products on one short field."""
-        blocks = feature_blocks(texts, rule_ids, self.config)
-        out = {}
-        for kind, m in self.models.items():
-            z = np.full(len(texts), m.intercept)
-            start = 0
-            for block in blocks:
-                width = block.shape[1]
-                z += np.asarray(block @ m.weights[start:start + width]).ravel()
-                start += width
-            out[kind] = 1.0 / (1.0 + np.exp(-z))
+        """Probability per kind for each text, given the rule ids the rules found in it (0 for
+        an `inert` kind): the same numbers as `probability(features(...))`, row by row from the hashed
+        n-grams (`hashed_row`) without building sparse matrices, whose input checks cost
+        several times the arithmetic on one short field."""
+        cfg = self.config
+        chars, words = _analyzers(cfg)
+        n_dense = len(RULE_FEATURES) + len(_SHAPE_NAMES)
+        w_start, d_start = cfg.char_features, cfg.char_features + cfg.word_features
+        out = {kind: np.zeros(len(texts)) for kind in self.models}
+        active = {kind: m for kind, m in self.models.items() if not m.inert}
+        if not active:
+            return out
+        for row, (text, ids) in enumerate(zip(texts, rule_ids)):
+            clipped = _clip(text, cfg.max_chars)
+            c_idx, c_val = hashed_row(chars(clipped), cfg.char_features)
+            w_idx, w_val = hashed_row(words(normalise(clipped)), cfg.word_features)
+            dense = _dense_row(clipped, ids)
+            for kind, m in active.items():
+                w = m.weights
+                z = (m.intercept + float(w[c_idx] @ c_val) + float(w[w_start + w_idx] @ w_val)
+                     + float(w[d_start:d_start + n_dense] @ dense))
+                out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
     def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
@@ -176,6 +203,57 @@ def _vectorizers(config: FeatureConfig):
     return chars, words
 
 
+@lru_cache(maxsize=4)
+def _analyzers(config: FeatureConfig):
+    """The vectorizers' own n-gram functions (text -> list of n-grams)."""
+    chars, words = _vectorizers(config)
+    return chars.build_analyzer(), words.build_analyzer()
+
+
+def hashed_row(ngrams: Sequence[str], n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """(column indices, l2-normalised counts) of one row, as `HashingVectorizer` makes them
+    with `alternate_sign=False`: signed 32-bit MurmurHash3 of the UTF-8 n-gram, seed 0,
+    |h| mod n_features."""
+    cache = _HASHES.setdefault(n_features, {})
+    if len(cache) > _HASH_CACHE_SIZE:
+        cache.clear()
+    counts: dict[int, int] = {}
+    for g in ngrams:
+        i = cache.get(g)
+        if i is None:
+            i = cache[g] = _hash_index(g, n_features)
+        counts[i] = counts.get(i, 0) + 1
+    if not counts:
+        return np.zeros(0, dtype=np.intp), np.zeros(0)
+    idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
+    val = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
+    return idx, val / math.sqrt(float(val @ val))
+
+
+# n-gram -> column, per width: prose repeats its n-grams, and a dict look-up costs a
+# fraction of a hash call. Cleared when full, so memory stays bounded.
+_HASHES: dict[int, dict[str, int]] = {}
+_HASH_CACHE_SIZE = 200_000
+
+
+def _hash_index(ngram: str, n_features: int) -> int:
+    from sklearn.utils import murmurhash3_32
+
+    h = murmurhash3_32(ngram, 0)
+    return (2147483647 - (n_features - 1)) % n_features if h == -2147483648 else abs(h) % n_features
+
+
+def _dense_row(clipped: str, ids: Sequence[str]) -> np.ndarray:
+    """Rule and shape numbers of one (clipped) text."""
+    dense = np.zeros(len(RULE_FEATURES) + len(_SHAPE_NAMES), dtype=np.float32)
+    for rule_id in ids:
+        name = _rule_feature(rule_id)
+        if name:
+            dense[_RULE_INDEX[name]] = 1.0
+    dense[len(RULE_FEATURES):] = _shape(clipped)
+    return dense
+
+
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -195,16 +273,55 @@ _RULE_INDEX = {name: i for i, name in enumerate(RULE_FEATURES)}
 
 
 def _shape(text: str) -> list[float]:
+    from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD
+
     tokens = _TOKEN.findall(text)
     n = max(1, len(text))
+    entropies = [shannon_entropy(t) for t in tokens]
     return [
-        max((shannon_entropy(t) for t in tokens), default=0.0) / 6.0,
+        max(entropies, default=0.0) / 6.0,
         min(len(text), 400) / 400.0,
         math.log1p(len(tokens)) / 4.0,
         float(bool(_PLACEHOLDER_MARK.search(text))),
-        sum(c.isdigit() for c in text) / n,
-        sum(c.isupper() for c in text) / n,
+        sum(map(str.isdigit, text)) / n,
+        sum(map(str.isupper, text)) / n,
         min(1.0, len(_NON_ASCII_LETTER.findall(text)) / n * 4),
+        *_token_shape(_candidate(tokens, entropies)),
+        float(bool(SECRET_KEYWORD.search(text))),
+        float(bool(PASSWORD_KEYWORD.search(text))),
+    ]
+
+
+def _candidate(tokens: Sequence[str], entropies: Sequence[float]) -> str:
+    """The token most like a generated value: highest entropy times log length."""
+    best, score = "", 0.0
+    for t, e in zip(tokens, entropies):
+        v = e * math.log(len(t))
+        if v > score:
+            best, score = t, v
+    return best
+
+
+def _token_shape(token: str) -> list[float]:
+    """Length, character mix, dictionary words and repeats of one token (zeros for none)."""
+    from pipelines.policy_rules.secrets import is_periodic, is_words
+
+    if not token:
+        return [0.0] * 7
+    n = len(token)
+    letters = "".join(p for p in re.split(r"[^A-Za-z]+", token) if p)
+    words = 0.0
+    parts = [p for p in re.split(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])", token) if len(p) >= 3]
+    if parts:
+        words = sum(len(p) for p in parts if is_words(p)) / max(1, len(letters))
+    return [
+        min(math.log(n), 5.0) / 5.0,
+        char_classes(token) / 4.0,
+        sum(map(str.isdigit, token)) / n,
+        sum(map(str.isupper, token)) / n,
+        (n - sum(map(str.isalnum, token))) / n,
+        words,
+        float(is_periodic(token[:64])),
     ]
 
 
@@ -218,11 +335,7 @@ def feature_blocks(texts: Sequence[str], rule_ids: Sequence[Sequence[str]], conf
     clipped = [_clip(t, config.max_chars) for t in texts]
     dense = np.zeros((len(texts), len(RULE_FEATURES) + len(_SHAPE_NAMES)), dtype=np.float32)
     for i, (text, ids) in enumerate(zip(clipped, rule_ids)):
-        for rule_id in ids:
-            name = _rule_feature(rule_id)
-            if name:
-                dense[i, _RULE_INDEX[name]] = 1.0
-        dense[i, len(RULE_FEATURES):] = _shape(text)
+        dense[i] = _dense_row(text, ids)
     # The vectorizers' argument checks cost more than hashing a short field; the inputs
     # here are always lists of str.
     with sklearn.config_context(skip_parameter_validation=True, assume_finite=True):
@@ -270,6 +383,7 @@ def _fit(x, y: np.ndarray, config: FeatureConfig) -> tuple[np.ndarray, float]:
 
 
 _GRID = tuple(round(t, 2) for t in np.arange(0.05, 1.0, 0.01))
+MIN_GAIN = 0.01  # macro F1 over held-out sources a secret threshold setting must add
 NEVER = 1.01  # an add threshold no probability reaches: the rules alone
 
 
@@ -279,8 +393,8 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
     without it), chosen so that the layer does no harm on any source it was not trained on:
 
     - secret: the (veto, add) pair with the best macro F1 over sources among those that
-      leave every source's F1 at least where the rules alone put it; (0, never) when none
-      does, i.e. the rules alone.
+      leave every source's F1 at least where the rules alone put it and add at least
+      `MIN_GAIN` to the macro F1; (0, never) when none does, i.e. the rules alone.
     - injection: the lowest add threshold that blocks no more benign rows of any source
       than the rules alone, or 1% of them."""
     groups = [sources == s for s in sorted(set(sources.tolist()))]
@@ -296,7 +410,9 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
             return out
 
         floor = f1s(certain | vetoable)
-        best = (float(np.mean(floor)) if floor else 0.0, NEVER, 0.0)
+        # A setting must beat the rules alone by MIN_GAIN: smaller gains on the held-out
+        # sources inside the training data are noise that does not carry to a new source.
+        best = ((float(np.mean(floor)) if floor else 0.0) + MIN_GAIN - 1e-9, NEVER, 0.0)
         for veto in (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5):
             kept = certain | (vetoable & (p >= veto))
             for add in (*_GRID[::5], NEVER):
@@ -333,6 +449,8 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
         idx = np.array([i for i, _ in picked])
         y = np.array([label for _, label in picked])
         x = x_all[idx]
+        dense_from = config.char_features + config.word_features if kind in DENSE_ONLY_KINDS else 0
+        x = x[:, dense_from:]
         sources = np.array([rows[i].source for i in idx])
         ids = [rule_ids[i] for i in idx]
         prefix = f"hard.{kind}."
@@ -357,12 +475,14 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
         else:
             add, veto = NEVER, 0.0
         coef, b = _fit(x, y, config)
+        coef = np.concatenate([np.zeros(dense_from, dtype=np.float32), coef])
         models[kind] = KindModel(coef, b, add, veto)
         oof_report[kind] = {"rows": int(len(y)), "positives": int(y.sum()), "sources": own_sources,
                             "add_threshold": add, "veto_threshold": veto}
     manifest = {
         "format_version": FORMAT_VERSION,
-        "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES)},
+        "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES),
+                     "dense_only_kinds": [k for k in KINDS if k in DENSE_ONLY_KINDS]},
         "data": dict(sorted((data_digests or {}).items())),
         "models": {kind: {**oof_report[kind], "intercept": m.intercept} for kind, m in models.items()},
     }

@@ -7,29 +7,41 @@ Layers, most specific first:
    keyword plugins are not, because `scan_line` reports every high-entropy candidate
    without applying the entropy limit and flags ordinary prose. Formats detect-secrets does
    not know (Anthropic, Hugging Face, Google, GitHub fine-grained, 1Password, ...) are
-   regexes of the vendors' published prefixes. A match embedded in a longer word, or whose
-   body is a placeholder run ("ghp_xxxx..."), does not count.
+   regexes of the vendors' published prefixes. A match embedded in a longer word, whose
+   body is a filler (a run of x, one character, a repeated unit: "ghp_xxxx...",
+   "GR1348941231231231..."), or a JWT whose header decodes to broken JSON does not count.
 2. Structural credentials: PEM private keys, `scheme://user:pass@host`, Authorization /
-   Bearer / Basic headers, `curl -u user:pass`.
+   Bearer / Basic headers, `curl -u user:pass` (or `-u token:`).
 3. Keyword assignments (`password = "..."`, `api_key: ...`, `"token": "..."`, escaped JSON
    and HTML-escaped forms too): a secret keyword in the name and a value that is a
    literal, not a placeholder, template, variable reference, hash or code expression.
    Token/key-like names also need a value that looks generated (our own entropy limit).
+   A password value that zxcvbn finds among the 10^4 most guessable ("testpass") or that
+   is dictionary words naming a credential ("some-password") is a fixture in code: it does
+   not count (layer 4 still catches a weak password stated in a sentence).
 4. Plain-sentence secrets, which no code scanner looks for: "my wifi password is
    BlueFalcon!2024", "the PIN is 4921", "door code: 0000", card numbers (Luhn-checked,
    with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN".
 5. Long generated-looking tokens anywhere (mixed case + digits, entropy >= 4.5 bits/char,
-   detect-secrets' base64 limit applied by us; hex alone never, commit ids are common).
+   detect-secrets' base64 limit applied by us; hex alone never, commit ids are common),
+   except in public key / certificate blocks, password hashes and values of names that
+   say public, CSRF, signature or hash.
 
 Every hit is a (rule_id, start, end) span over the original text.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+
+from zxcvbn import matching as zxcvbn_matching
+from zxcvbn import zxcvbn
 
 from pipelines.policy_rules.text import char_classes, shannon_entropy
 
@@ -150,6 +162,8 @@ _TOKEN_WORDS = (
 )
 _KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})s?(?![a-z])")
 _PASSWORD_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})s?")
+SECRET_KEYWORD = _KW  # for the learned layer's features
+PASSWORD_KEYWORD = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})")
 # Lower-case words a keyword may be glued to ("apikey", "secretkey", "userpassword").
 _GLUE_PREFIXES = frozenset(
     """api auth access secret private client consumer session master app db admin root user
@@ -158,7 +172,7 @@ _GLUE_PREFIXES = frozenset(
     """.split()
 )
 _NAME_CHARS = re.compile(r"[\w.\-$@]")
-_QUOTE = r"(?:\\?[\"'`]|&#3[49];|&quot;|&apos;)"
+_QUOTE = r"(?:``|\\?[\"'`]|&#3[49];|&quot;|&apos;)"
 _ASSIGN = re.compile(
     rf"(?P<close>(?:{_QUOTE}|\]|\[\d*\]|\)){{0,3}})[ \t]*"
     r"(?P<op>:=|=>|->|\+=|\|\|=|\?\?=|===?|!==?|:|=|\((?=[ \t]*[@rbuRBU]{0,2}[\"'`])|[ \t])"
@@ -271,14 +285,21 @@ _HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}=
 _TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
 
 
-def find_secrets(text: str) -> list[SecretHit]:
-    """All credential-looking spans in `text`, de-duplicated, in order of position."""
+def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
+    """All credential-looking spans in `text`, de-duplicated, in order of position.
+    `stand_ins`: also what looks like a credential but stands in for one: vendor-format
+    tokens whose body is a filler ("ghp_xxxx...", "GR1348941231231231...") and password
+    values in code that are among the most guessable or name a credential ("testpass",
+    "some-password"). A proposal holding one is no leak and is not blocked; a stored turn
+    masks them all the same."""
     if not text:
         return []
     hits: list[SecretHit] = []
-    hits.extend(_vendor_hits(text))
-    hits.extend(_structural_hits(text))
-    hits.extend(_keyword_hits(text))
+    hits.extend(_vendor_hits(text, stand_ins))
+    code_hits = [*_structural_hits(text), *_keyword_hits(text)]
+    if not stand_ins:
+        code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
+    hits.extend(code_hits)
     hits.extend(_sentence_hits(text))
     hits.extend(_number_hits(text))
     hits.extend(_high_entropy_hits(text))
@@ -313,7 +334,7 @@ _WEAK_FORMATS = frozenset(
 )
 
 
-def _vendor_hits(text: str) -> Iterator[SecretHit]:
+def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
     for rule_id, pattern in (*_detect_secrets_patterns(), *_VENDOR_PATTERNS):
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
@@ -323,18 +344,32 @@ def _vendor_hits(text: str) -> Iterator[SecretHit]:
             if rule_id == "hard.secret.jwt":
                 end = start + len(re.match(r"[A-Za-z0-9_\-.+/=]*", text[start:]).group())
                 token = text[start:end]
-                if len(token) < 30 or len(token.split(".")[0]) < 10:
+                if len(token) < 30 or len(token.split(".")[0]) < 10 or _broken_jwt_header(token.split(".")[0]):
                     continue
-            # Format-valid fillers ("AKIAZZZZ...", "ghp_xxxx...") stay blocked: a hard block
-            # errs on the side of blocking and such a memory has no value. Keyboard walks
-            # ("...abcdefghijklmnop...") are documentation, not keys.
-            if _is_sequential(token):
+            # Keyboard walks ("...abcdefghijklmnop...") and format-valid fillers ("AKIAXXXX...",
+            # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
+            if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
             if rule_id in _WEAK_FORMATS and not _random_body(token):
                 continue
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _broken_jwt_header(segment: str) -> bool:
+    """The header decodes to text that starts like JSON but is not JSON: a corrupted or
+    truncated token ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ" lacks its closing brace)."""
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (ValueError, binascii.Error):
+        return False
+    if not raw.startswith(b'{"'):
+        return False
+    try:
+        return not isinstance(json.loads(raw), dict)
+    except ValueError:
+        return True
 
 
 def _random_body(token: str) -> bool:
@@ -370,6 +405,50 @@ def _is_placeholder_token(token: str) -> bool:
     return "example" in low and "examplekey" not in low or "placeholder" in low
 
 
+def _is_filler_token(token: str) -> bool:
+    """A vendor-format match whose body is a filler: a run of x ("ghp_xxxx..."), one character
+    for most of it ("AKIAZZZZ...", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"), or a short
+    unit repeated ("GR1348941231231231...", "abcd1234abcd1234..."): generated keys repeat
+    nothing; or words (`_reads_as_words`). The AWS documentation's "...EXAMPLE" keys still
+    count: they are used as real configuration values often enough."""
+    body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
+    if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
+        return True
+    return len(body) >= 12 and (is_periodic(body) or _one_class_runs(body)) or _reads_as_words(token)
+
+
+def _reads_as_words(token: str) -> bool:
+    """Past its short prefix parts ("xoxe.xoxp-1-", "s."), the token is dictionary words
+    ("...-SlackAppConfigurationAccessTokenHere", "s.AcceptanceTimeoutSeconds"): an
+    identifier or a placeholder, not a generated key."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", token) if len(p) > 4 and not p.isdigit()]
+    words = [w for p in parts for w in _CAMEL_HUMP.split(p)]
+    return sum(map(len, words)) >= 6 and all(is_words(w) for w in words)
+
+
+_CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def _one_class_runs(body: str) -> bool:
+    """Most of the body is runs of one repeated character ("5555555dAAAAA7777777CcccC")."""
+    runs = sum(len(m.group()) for m in re.finditer(r"(.)\1{3,}", body))
+    return runs >= 0.6 * len(body)
+
+
+def is_periodic(value: str) -> bool:
+    """Most of `value` is one unit of 1-8 characters repeated at least twice, over a stretch
+    of at least 8 characters and half the value."""
+    n = len(value)
+    for unit in range(1, 9):
+        run = best = 0
+        for i in range(unit, n):
+            run = run + 1 if value[i].lower() == value[i - unit].lower() else 0
+            best = max(best, run)
+        if best >= unit and best + unit >= max(8, n // 2):
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------- layer 2
 
 
@@ -403,13 +482,19 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
     for m in _CURL_USER.finditer(text):
-        cred = m.group("cred").replace('"', "").replace("'", "").strip("{}")
-        user, _, pw = cred.partition(":")
-        value = pw.strip("{}") or user.strip("{}")
-        if value and _is_password_value(value, quoted=True):
-            at = text.find(value, m.start("cred"))
+        # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
+        # or `token:` (an API key as the user name, no password).
+        cred = m.group("cred").replace('"', "").replace("'", "")
+        user, colon, pw = cred.partition(":")
+        if not colon or cred.startswith("<"):
+            continue
+        if not pw.startswith("${"):
+            pw = pw.strip("{}")  # `--user "{id}":"{secret}"`
+        if pw and _is_password_value(pw, quoted=True) or not pw and _looks_generated(user, min_len=10):
+            pw = pw or user
+            at = text.find(pw, m.start("cred"))
             at = m.start("cred") if at < 0 else at
-            yield SecretHit("hard.secret.url_credentials", at, at + len(value))
+            yield SecretHit("hard.secret.url_credentials", at, at + len(pw))
 
 
 # --------------------------------------------------------------------------- layer 3
@@ -583,8 +668,8 @@ _PASSWORD_PLACEHOLDERS = frozenset(
 
 def _is_password_value(value: str, *, quoted: bool) -> bool:
     """A literal assigned to a password name: not a placeholder, template, reference, hash,
-    flag or phrase. Weak literals ("pass", "foo", "user1") still count: in a memory there is
-    no telling a test fixture from a real credential, and a hard block errs on blocking."""
+    flag or phrase. (Guessable and self-describing values are judged after, by
+    `_stand_in_password`.)"""
     v = value.strip()
     if len(v) >= 2 and v[0] == v[-1] and v[0] in "'\"`":
         v = v[1:-1]  # nested quoting: `'$DOCKER_PASSWORD'`
@@ -603,6 +688,62 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
     return True
+
+
+_PASSWORD_VALUE_RULES = frozenset({"hard.secret.keyword_assignment", "hard.secret.url_credentials"})
+
+
+def _stand_in_password(hit: SecretHit, value: str) -> bool:
+    """A password value in code that is among the most guessable (`is_guessable`: "pass",
+    "testing", the fixtures of test suites and documentation) or names a credential
+    (`names_a_credential`: "test-user-password"). Weak passwords stated in a sentence ("our
+    Netflix password is swordfish") are the sentence rule's, which keeps them."""
+    return hit.rule_id in _PASSWORD_VALUE_RULES and (is_guessable(value) or names_a_credential(value))
+
+
+# zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
+# dictionary word, a common password or an obvious variant of one ("testpass", "bar1").
+GUESSABLE_LOG10 = 4.0
+_GUESSABLE_MAX_CHARS = 16  # zxcvbn's cost grows fast with length; longer values are not among them
+
+
+_CREDENTIAL_WORD = re.compile(r"(?i)pass(?:wor)?d|passwd|pwd|secret|token|key|credential")
+_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z])(?=[A-Z])")
+
+
+def names_a_credential(value: str) -> bool:
+    """The value is words that name a credential instead of being one: dictionary words
+    (and short numbers) only, one of them a credential word ("some-password",
+    "your_client_secret", "somesecretkey", "testToken1")."""
+    if not _CREDENTIAL_WORD.search(value):
+        return False
+    parts = [p for p in _WORD_PARTS.split(value) if p]
+    return bool(parts) and all((p.isdigit() and len(p) <= 4) or is_words(p) for p in parts)
+
+
+@lru_cache(maxsize=4096)
+def is_words(part: str) -> bool:
+    """`part` is made of zxcvbn dictionary words (a trailing number allowed): "secretkey",
+    "Configuration", "test1"; not "fedejbynbe"."""
+    if len(part) > _GUESSABLE_MAX_CHARS or not part.isalnum():
+        return False
+    letters = part.rstrip("0123456789")
+    if len(part) - len(letters) > 4 or not letters:
+        return False
+    covered = [False] * len(letters)
+    for m in zxcvbn_matching.dictionary_match(letters.lower()):
+        for k in range(m["i"], m["j"] + 1):
+            covered[k] = True
+    return all(covered)
+
+
+@lru_cache(maxsize=4096)
+def is_guessable(value: str) -> bool:
+    """True when zxcvbn (Dropbox's password strength estimator: common passwords, English
+    words, names, keyboard patterns, l33t and sequences) needs fewer than 10^4 guesses."""
+    if len(value) > _GUESSABLE_MAX_CHARS:
+        return False
+    return float(zxcvbn(value)["guesses_log10"]) < GUESSABLE_LOG10
 
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
@@ -780,8 +921,46 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
+        if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
+            continue  # public keys, certificates, password hashes, CSRF tokens and the like
         if _looks_generated(token, min_len=24, strict=True):
             yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+_PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")
+
+
+def _in_public_block(text: str, pos: int) -> bool:
+    """Inside an armoured block that is public by design: a public key, certificate or
+    signature ("-----BEGIN PGP PUBLIC KEY BLOCK-----" up to its END line)."""
+    begin = text.rfind("-----BEGIN ", 0, pos)
+    if begin < 0 or "-----END " in text[begin:pos]:
+        return False
+    m = _PEM_BEGIN.match(text, begin)
+    kind = m.group(1) if m else "PRIVATE"
+    return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
+
+
+_PUBLIC_NAME = re.compile(r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag")
+_HTML_NAMED_VALUE = re.compile(r"(?i)name=[\\\"']{0,2}([\w.\-]{2,60})[\\\"']{0,2}\s+value=[\\\"']{0,2}$")
+_NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])\s*[\\\"'`]{0,2}$")
+
+
+def _public_by_name(text: str, pos: int) -> bool:
+    """The token is the value of a name saying it is public or a check value
+    (`public_key = "..."`, `csrf-token=...`, `authenticity_token" value="...`)."""
+    names = (_NAME_BEFORE_VALUE.search(text, max(0, pos - 80), pos),
+             _HTML_NAMED_VALUE.search(text, max(0, pos - 120), pos))
+    return any(m is not None and _PUBLIC_NAME.search(m.group(1)) is not None for m in names)
+
+
+def _in_password_hash(text: str, pos: int) -> bool:
+    """Part of a password hash ("$argon2id$v=19$m=65536,...$<salt>$<hash>", "$2b$12$..."):
+    the word the token sits in starts like one."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "\"'`" and pos - start < 120:
+        start -= 1
+    return _HASHED_VALUE.match(text[start:pos]) is not None  # `^` anchors at the slice
 
 
 # --------------------------------------------------------------------------- stored records
@@ -803,7 +982,7 @@ def find_secrets_to_mask(text: str) -> list[SecretHit]:
     detect-secrets' own: a run of its base64 characters above its entropy limit (4.5
     bits/char), mixing upper case, lower case and digits. Masking a word too many in a
     stored turn costs little; keeping a key costs a leak every time the turn is recalled."""
-    hits = find_secrets(text)
+    hits = find_secrets(text, stand_ins=True)
     plugin = _base64_entropy_plugin()
     for m in _BASE64_RUN.finditer(text):
         token = m.group().strip("=")

@@ -54,7 +54,9 @@ def policy() -> Policy:
         ("curl -H 'Authorization: Bearer eyX9fK2mQ8vL3pZ7tR1wN5bC0dJ4hG6s' https://api", "hard.secret.auth_header"),
         ("my wifi password is BlueFalcon!2024", "hard.secret.plain_sentence"),
         ("the PIN is 4921", "hard.secret.plain_sentence"),
-        ("pw: hunter2", "hard.secret.keyword_assignment"),
+        # A guessable value is a test fixture in code, but stated as a password it is kept.
+        ("pw: hunter2", "hard.secret.plain_sentence"),
+        ("pw: Xk9#mQ2vL", "hard.secret.keyword_assignment"),
         ("The garage door code is 0000.", "hard.secret.plain_sentence"),
         ("Our Netflix password is swordfish.", "hard.secret.plain_sentence"),
         ("Card 4111 1111 1111 1111, exp 09/27", "hard.secret.payment_card"),

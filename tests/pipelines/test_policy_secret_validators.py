@@ -1,0 +1,142 @@
+"""Validators that keep look-alike non-secrets out of the secret rules: guessable and
+self-describing password values in code and filler vendor tokens (blocked no more, still
+masked in stored turns), public or check values that look random, broken JWT headers, and `curl -u`
+forms that hold no password. Each case comes with a real secret of the same shape that is
+still found."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from pipelines.policy_rules.secrets import (
+    find_secrets,
+    find_secrets_to_mask,
+    is_guessable,
+    is_words,
+    names_a_credential,
+)
+
+
+def rule_ids(text: str) -> set[str]:
+    return {h.rule_id for h in find_secrets(text)}
+
+
+@pytest.mark.parametrize("text", [
+    'password: "testpass"',
+    "{user: bob, password: bar}",
+    "export DB_PASSWORD=password1",
+    "pass: 'testing'",
+    "nats://foo:bar@127.0.0.1:4222",
+])
+def test_guessable_password_values_in_code_are_fixtures(text):
+    assert rule_ids(text) == set()
+    assert find_secrets_to_mask(text)  # a stored turn still masks them
+
+
+@pytest.mark.parametrize("text", [
+    'password: "Xk9#mQ2vL"',
+    "export DB_PASSWORD=fedejbynbe",
+    "nats://foo:Gx7rq2Lp9v@127.0.0.1:4222",
+])
+def test_hard_to_guess_password_values_in_code_are_found(text):
+    assert rule_ids(text) & {"hard.secret.keyword_assignment", "hard.secret.url_credentials"}
+
+
+def test_a_guessable_password_stated_in_a_sentence_is_still_found():
+    assert "hard.secret.plain_sentence" in rule_ids("Our Netflix password is swordfish.")
+    assert "hard.secret.plain_sentence" in rule_ids("pw: hunter2")
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("some-password", True), ("your_client_secret", True), ("somesecretkey", True), ("testToken1", True),
+    ("sentjiaj_aofqpvuk_iohx", False), ("Secret2024!", False), ("fedejbynbe", False), ("river-stone", False),
+])
+def test_values_naming_a_credential(value, expected):
+    assert names_a_credential(value) is expected
+
+
+def test_zxcvbn_word_and_guess_checks():
+    assert is_guessable("pass") and is_guessable("password1") and not is_guessable("T0pS3dz5k")
+    assert is_words("secretkey") and is_words("Configuration") and not is_words("fedejbynbe")
+    assert not is_guessable("a" * 40)  # long values are left to the entropy checks (cost)
+
+
+@pytest.mark.parametrize("filler", [
+    "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "AKIAZZZZZZZZZZZZZZZZ",
+    "glpat-XXXXXXXXXXX-XXXXXXXX",
+    "GR134894112312312312312312312",
+    "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa",
+    "xoxe.xoxp-1-RANDOMSTRINGHERE",  # words, not a generated body
+])
+def test_filler_vendor_tokens_are_not_blocked_but_are_masked(filler):
+    assert find_secrets(filler) == []
+    assert find_secrets_to_mask(filler)
+
+
+@pytest.mark.parametrize("token, rule", [
+    ("ghp_R7kQ2mX9vL4pT8wZ3nY6cB1hJ5sD0fGaE2uK", "hard.secret.github_token"),
+    ("AKIAQ7V3XK2LMN4PRS5T", "hard.secret.aws_key"),
+    ("AKIAIOSFODNN7EXAMPLE", "hard.secret.aws_key"),  # the AWS docs' key is used for real too often
+])
+def test_generated_vendor_tokens_are_still_found(token, rule):
+    assert rule in rule_ids(f"key {token} here")
+
+
+def test_identifiers_matching_a_short_vendor_prefix_are_not_tokens():
+    assert rule_ids("s.AcceptanceTimeoutSeconds") == set()  # Vault's "s." prefix, then words
+    assert rule_ids("xoxe.xoxp-1-initial") == set()
+    assert "hard.secret.vault_token" in rule_ids("VAULT_TOKEN s.Q7vN2xLp9RtK4mWs8YbE3hJc")
+
+
+TOKEN = "9Cnzj4p4WGeKLs1Pt8QuKUpRKfFLfRYC9AIKjbJTWit"
+
+
+@pytest.mark.parametrize("text", [
+    f'public_key = "{TOKEN}"',
+    f"csrf-token={TOKEN}",
+    f'<input type="hidden" name="authenticity_token" value="{TOKEN}">',
+    f"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nmQENBFOrMNcBCAC{TOKEN}\n-----END PGP PUBLIC KEY BLOCK-----",
+    'hash: "$argon2id$v=19$m=65536,t=3,p=2$BpLnfgDsc2WD8F2q$^^vzA4myCqZZ36bUGsDY//8mKUYNZZaR0t4MFFSs+iM"',
+])
+def test_public_and_check_values_are_not_secrets(text):
+    assert "hard.secret.high_entropy" not in rule_ids(text)
+
+
+def test_the_same_random_value_under_another_name_is_found():
+    assert rule_ids(f'note = "{TOKEN}"') == {"hard.secret.high_entropy"}
+
+
+def _b64(obj) -> str:
+    return base64.urlsafe_b64encode(json.dumps(obj).encode()).decode().rstrip("=")
+
+
+def test_jwt_needs_a_header_that_decodes_when_it_looks_like_json():
+    body = _b64({"sub": "1234567890", "name": "John Doe", "iat": 1516239022})
+    sig = "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    good = f"{_b64({'alg': 'HS256', 'typ': 'JWT'})}.{body}.{sig}"
+    truncated = f"{_b64({'alg': 'HS256', 'typ': 'JWT'})[:-2]}.{body}.{sig}"  # header lost its closing brace
+    assert "hard.secret.jwt" in rule_ids(good)
+    assert "hard.secret.jwt" not in rule_ids(truncated)
+
+
+@pytest.mark.parametrize("text, found", [
+    ('curl -u "myusername" http://localhost:15130/api/check_user/', False),  # curl prompts for it
+    ('curl -u "${username}":"${password}"', False),
+    ("curl -u <user:password> https://test.com/endpoint", False),
+    ('curl -u "d2LkV78zLx!t:" https://localhost:9200', True),  # an API key as the user name
+    ("curl --user admin:Xk9mQ2vLp7 https://api.internal", True),
+    ('curl --user "{acd3c08b-74e8}":"{ZqL5kVrX1n8tA2}" https://api', True),
+])
+def test_curl_user_forms(text, found):
+    assert ("hard.secret.url_credentials" in rule_ids(text)) is found
+
+
+def test_a_secret_in_markdown_inline_code_is_found():
+    text = "> Consumer Key: ``RKCGzna7bv9YD57c``\n>\n> Consumer Secret: ``D+QgL-dm$-%@0Kd0``"
+    hits = find_secrets(text)
+    assert "D+QgL-dm$-%@0Kd0" in [text[h.start:h.end] for h in hits if h.rule_id == "hard.secret.keyword_assignment"]
+    assert find_secrets("> Consumer Secret: ``testing``") == []  # a guessable stand-in, as unquoted
