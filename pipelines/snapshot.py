@@ -38,7 +38,7 @@ import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -48,17 +48,29 @@ import faiss
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.item_history import HISTORY_SCHEMA, SORT_KEYS, split_history
 from pipelines.item_rows import ItemRowCodec
 from pipelines.records import MemoryItem, utcnow
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: items and history may be a shared base plus a delta segment
+READABLE_FORMATS = (1, 2)  # a format-1 snapshot is a base without a delta
 INDEX_FILE = "index.faiss"
 ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
 HISTORY_FILE = "history.parquet"
+# A segmented snapshot serves the base rows (items.parquet) not listed in items-removed,
+# then the rows of items-delta (items written since the base); history-delta holds the whole
+# history of every item whose history changed since the base. The base files are hard links
+# to the previous version's (a folder is never modified, so sharing the inode is safe).
+ITEMS_DELTA_FILE = "items-delta.parquet"
+ITEMS_REMOVED_FILE = "items-removed.parquet"
+HISTORY_DELTA_FILE = "history-delta.parquet"
+REMOVED_SCHEMA = pa.schema([("id", pa.string())])
+# Past this many delta and removed rows per base row a publish rewrites the base (compacts).
+COMPACT_FRACTION = 0.25
 # Small row groups sorted by item id: reading one item's history touches one or two groups.
 HISTORY_ROW_GROUP = 4096
 CURRENT_FILE = "CURRENT"
@@ -109,6 +121,11 @@ class SnapshotManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     files: dict[str, FileEntry]
     faiss_version: str = ""
     extra: dict[str, Any] = {}
+    # Segmented layout (format 2): the version that wrote the shared base files ("" when this
+    # version wrote its own), and the rows in items-delta / ids in items-removed.
+    base: str = ""
+    delta_count: int = 0
+    removed_count: int = 0
 
 
 @dataclass
@@ -130,16 +147,24 @@ class LoadedSnapshot:
     def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """(revisions, audit events) of one item as published with this snapshot, or None
         when the snapshot carries no history (an older build) or its file is gone or
-        corrupt. Read from disk on demand, one item's row groups only."""
-        entry = self.manifest.files.get(HISTORY_FILE)
-        if entry is None:
+        corrupt. Read from disk on demand, one item's row groups only: the delta segment's
+        rows when it has the item (its whole history), else the base file's."""
+        if HISTORY_FILE not in self.manifest.files:
             return None
-        path = self.path / HISTORY_FILE
+        if item_id not in self.row_of:
+            return [], []  # not served by this snapshot (a removed item's base rows stay on disk)
         try:
             if not self.history_checked:
-                _read_checked(self.path, HISTORY_FILE, entry)
+                for name in (HISTORY_DELTA_FILE, HISTORY_FILE):
+                    if name in self.manifest.files:
+                        _checked_path(self.path, name, self.manifest.files[name])
                 self.history_checked = True
-            table = pq.read_table(path, filters=[("item_id", "==", item_id)], schema=HISTORY_SCHEMA)
+            for name in (HISTORY_DELTA_FILE, HISTORY_FILE):
+                if name in self.manifest.files:
+                    table = pq.read_table(self.path / name, filters=[("item_id", "==", item_id)],
+                                          schema=HISTORY_SCHEMA)
+                    if len(table) or name == HISTORY_FILE:
+                        break
         except (SnapshotError, OSError, pa.ArrowException):
             return None
         return split_history(table)
@@ -205,7 +230,7 @@ def _new_version(root: Path, content_digest: str) -> str:
     return f"{now.strftime(_TS_FORMAT)}-{content_digest[:12]}"
 
 
-def _write_durable(path: Path, data: bytes) -> None:
+def _write_durable(path: Path, data: bytes | memoryview) -> None:
     with open(path, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -299,42 +324,60 @@ def _reuse_hnsw(
             return None
         index = faiss.deserialize_index(np.frombuffer(
             _read_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE]), dtype=np.uint8))
-        table = pq.read_table(pa.BufferReader(
-            _read_checked(previous, ITEMS_FILE, manifest.files[ITEMS_FILE])), columns=["id"])
+        table = _served_table(previous, manifest, ["id"])
     except (SnapshotError, RuntimeError, OSError, pa.ArrowException, KeyError):
         return None
     if not isinstance(index, faiss.IndexIDMap2) or index.ntotal != manifest.count + manifest.index_dead:
         return None
     prev_ids = table.column("id").to_pylist()
-    n_prev, n = manifest.count, len(kept)
-    labels = faiss.vector_to_array(index.id_map).copy()
-    row_of = {item_id: row for row, item_id in enumerate(kept)}
-    # Per slot: the new row of the same item when its vector is unchanged, else dead.
-    live_slots = np.flatnonzero(labels < n_prev)
-    new_rows = np.array([row_of.get(prev_ids[labels[s]], -1) for s in live_slots], dtype=np.int64)
+    n = len(kept)
+    live_slots, new_rows = _slot_rows(index, prev_ids, {item_id: row for row, item_id in enumerate(kept)})
     carried = new_rows >= 0
-    if carried.any():
+    if carried.any():  # an item whose vector changed is re-added, its old slot dead
+        labels = faiss.vector_to_array(index.id_map)
         old_vecs = index.reconstruct_batch(labels[live_slots[carried]])
         same = np.all(old_vecs == vecs[new_rows[carried]], axis=1)
         idx = np.flatnonzero(carried)
-        carried[idx[~same]] = False
+        new_rows[idx[~same]] = -1
+    missing = np.setdiff1d(np.arange(n, dtype=np.int64), new_rows[new_rows >= 0])
+    dead = _relabel_and_extend(index, live_slots, new_rows, n, missing, vecs[missing], max_dead)
+    if dead is None:
+        return None
+    inner = faiss.downcast_index(index.index)
+    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
+    return index, params, dead
+
+
+def _slot_rows(index: Any, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The live slots of a published graph (labels < len(prev_ids)) and, per slot, the row
+    its item keeps in the next snapshot (`row_of`), or -1 when it does not carry over."""
+    labels = faiss.vector_to_array(index.id_map)
+    live_slots = np.flatnonzero(labels < len(prev_ids))
+    new_rows = np.fromiter((row_of.get(prev_ids[labels[s]], -1) for s in live_slots), dtype=np.int64,
+                           count=len(live_slots))
+    return live_slots, new_rows
+
+
+def _relabel_and_extend(index: Any, live_slots: np.ndarray, new_rows: np.ndarray, n: int, add_rows: np.ndarray,
+                        add_vecs: np.ndarray, max_dead: float) -> int | None:
+    """Relabel a graph in place for the next snapshot's n rows (slot -> `new_rows`, -1: dead,
+    relabelled >= n so searches drop it) and add `add_vecs` as rows `add_rows`. Returns the
+    dead slots, or None (index untouched) when more than `max_dead` of them would be dead."""
+    labels = faiss.vector_to_array(index.id_map)
     relabelled = np.full(len(labels), -1, dtype=np.int64)
-    relabelled[live_slots[carried]] = new_rows[carried]
+    relabelled[live_slots] = new_rows
     dead_slots = np.flatnonzero(relabelled < 0)
-    total = len(labels) + n - int(carried.sum())
+    total = len(labels) + len(add_rows)
     if total and len(dead_slots) / total > max_dead:
         return None
     relabelled[dead_slots] = np.arange(n, n + len(dead_slots), dtype=np.int64)
     faiss.copy_array_to_vector(relabelled, index.id_map)
     index.construct_rev_map()
-    missing = np.setdiff1d(np.arange(n, dtype=np.int64), relabelled[live_slots[carried]])
-    if len(missing):
+    if len(add_rows):
         with _faiss_threads(os.cpu_count() or 1):
-            index.add_with_ids(np.ascontiguousarray(vecs[missing]), missing)
-    inner = faiss.downcast_index(index.index)
-    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-    return index, params, len(dead_slots)
+            index.add_with_ids(np.ascontiguousarray(add_vecs, dtype=np.float32), np.asarray(add_rows, np.int64))
+    return len(dead_slots)
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -374,43 +417,6 @@ def build_snapshot(
                          vecs, embedder_name=embedder_name, dim=dim, watermark=watermark,
                          hnsw_threshold=hnsw_threshold, keep=keep, extra=extra, reuse=reuse,
                          reuse_max_dead=reuse_max_dead, history=history)
-
-
-def build_snapshot_from_rows(
-    root: Path,
-    table: pa.Table,
-    vectors: np.ndarray,
-    *,
-    embedder_name: str,
-    dim: int,
-    watermark: int,
-    hnsw_threshold: int = 50_000,
-    keep: int = 3,
-    extra: dict[str, Any] | None = None,
-    reuse: Path | None = None,
-    reuse_max_dead: float = 0.2,
-    history: pa.Table | None = None,
-) -> SnapshotManifest:
-    """`build_snapshot` for rows already in the snapshot's item layout (`items_to_table`,
-    or rows read back from a published snapshot with `read_rows`), all active, one per id:
-    a run that changed a few items reuses the published rows instead of decoding every item."""
-    root = Path(root)
-    _check_build_args(embedder_name, dim, watermark, keep)
-    missing = set(ITEMS_SCHEMA.names) - set(table.column_names)
-    if missing:
-        raise ValueError(f"items table lacks columns {sorted(missing)}")
-    vecs = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1, dim) if len(table) else
-                                np.zeros((0, dim), np.float32))
-    if vecs.shape[0] != len(table):
-        raise ValueError(f"{len(table)} rows but {vecs.shape[0]} vectors")
-    if not np.isfinite(vecs).all():
-        raise ValueError("vectors contain NaN or infinity")
-    ids = table.column("id").to_pylist()
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate item ids in snapshot rows")
-    return _publish_rows(root, ids, table.column("tier").to_pylist(), table, vecs, embedder_name=embedder_name,
-                         dim=dim, watermark=watermark, hnsw_threshold=hnsw_threshold, keep=keep, extra=extra,
-                         reuse=reuse, reuse_max_dead=reuse_max_dead, history=history)
 
 
 def _publish_rows(
@@ -535,33 +541,188 @@ def _history_parquet(history: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def read_rows(root: Path, version: str) -> tuple[SnapshotManifest, pa.Table, np.ndarray]:
-    """A published version's item rows (Arrow, not decoded into items) and their vectors
-    (row order), checked like `load_snapshot` checks them. Raises SnapshotError."""
+@dataclass
+class PublishedVersion:
+    """A published version as the next incremental publish needs it (`publish_next`)."""
+
+    manifest: SnapshotManifest
+    folder: Path
+    ids: list[str]  # served order: row i is FAISS label i
+    tiers: list[str]
+    base_ids: list[str]  # items.parquet's ids, file order
+    delta: pa.Table | None  # items-delta rows (the tail of `ids`), None without a delta segment
+    index: Any  # its IndexIDMap2, deserialized into memory (writable)
+
+
+def read_published(root: Path, version: str) -> PublishedVersion:
+    """One published version's ids, tiers, segments and index, every file it reads checked
+    against the manifest; the index file is read once. Raises SnapshotError."""
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
-    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
-    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
+    served = base if removed is None or delta is None else pa.concat_tables(
+        [_base_kept(base, removed), delta.select(["id", "tier"]).cast(base.schema)])
     try:
-        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
-        table = pq.read_table(items_path, memory_map=True)
-    except (RuntimeError, pa.ArrowException) as exc:
-        raise SnapshotError(f"snapshot {version} unreadable: {exc}") from exc
+        index = faiss.deserialize_index(np.frombuffer(
+            _read_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE]), dtype=np.uint8))
+    except RuntimeError as exc:
+        raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
     n = manifest.count
-    if len(table) != n or index.ntotal != n + manifest.index_dead:
-        raise SnapshotError(f"snapshot {version} inconsistent: {len(table)} rows, index {index.ntotal}")
-    vectors = (index.reconstruct_batch(np.arange(n, dtype=np.int64)) if n
-               else np.zeros((0, manifest.dim), dtype=np.float32))
-    return manifest, table, np.ascontiguousarray(vectors, dtype=np.float32)
+    if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
+        raise SnapshotError(f"snapshot {version} inconsistent: {len(served)} rows, index {index.ntotal}")
+    return PublishedVersion(manifest=manifest, folder=folder, ids=served.column("id").to_pylist(),
+                            tiers=served.column("tier").to_pylist(), base_ids=base.column("id").to_pylist(),
+                            delta=delta, index=index)
 
 
-def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:
+def publish_next(
+    root: Path,
+    previous: PublishedVersion,
+    fresh: pa.Table,
+    fresh_vectors: np.ndarray,
+    active: set[str],
+    *,
+    watermark: int,
+    hnsw_threshold: int = 50_000,
+    keep: int = 3,
+    extra: dict[str, Any] | None = None,
+    reuse_max_dead: float = 0.2,
+    compact_fraction: float = COMPACT_FRACTION,
+    history: Callable[[Sequence[str] | None], pa.Table] | None = None,
+    history_touched: Sequence[str] = (),
+) -> SnapshotManifest:
+    """Publish the next snapshot from `previous` plus what changed: `fresh` rows (items
+    written since, in the snapshot's item layout, with their vectors) replace or join the
+    previous rows, and previous rows whose id is not in `active` leave. The previous base
+    files are shared (hard links) and only a delta segment is written: items written since
+    the base, ids of base rows no longer served, and the whole history of every item whose
+    history changed since the base (fresh, `history_touched`, or already in the delta). Past
+    `compact_fraction` delta and removed rows per base row the base is rewritten instead.
+    Either way the rows are served in one order (carried rows as before, then the fresh
+    ones), so the FAISS graph is the previous one relabelled and extended.
+    `history(ids)`: the history rows of those items (None: of every active item)."""
+    root = Path(root)
+    dim = previous.manifest.dim
+    _check_build_args(previous.manifest.embedder, dim, watermark, keep)
+    fresh_ids = fresh.column("id").to_pylist()
+    fresh_vecs = np.ascontiguousarray(np.asarray(fresh_vectors, dtype=np.float32).reshape(-1, dim))
+    if fresh_vecs.shape[0] != len(fresh_ids) or len(set(fresh_ids)) != len(fresh_ids):
+        raise ValueError(f"{len(fresh_ids)} fresh rows (ids must be unique) but {fresh_vecs.shape[0]} vectors")
+    if not np.isfinite(fresh_vecs).all():
+        raise ValueError("vectors contain NaN or infinity")
+    fresh_set = set(fresh_ids)
+    carried = [r for r, item_id in enumerate(previous.ids) if item_id in active and item_id not in fresh_set]
+    carried_ids = [previous.ids[r] for r in carried]
+    ids = carried_ids + fresh_ids
+    tiers = [previous.tiers[r] for r in carried] + fresh.column("tier").to_pylist()
+    built = _next_index(previous, carried, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
+
+    carried_set = set(carried_ids)
+    removed = [item_id for item_id in previous.base_ids if item_id not in carried_set]
+    delta_rows = len(ids) - (len(previous.base_ids) - len(removed))
+    has_history = history is not None
+    compact = (delta_rows + len(removed) > compact_fraction * max(1, len(previous.base_ids))
+               or (has_history and HISTORY_FILE not in previous.manifest.files))
+    blobs: dict[str, bytes | memoryview] = {INDEX_FILE: memoryview(faiss.serialize_index(built.index))}
+    links: dict[str, FileEntry] = {}
+    if compact:
+        carried_rows = _served_table(previous.folder, previous.manifest).take(pa.array(carried, type=pa.int64()))
+        blobs[ITEMS_FILE] = _table_parquet(pa.concat_tables([carried_rows, fresh.cast(carried_rows.schema)]))
+        if history is not None:
+            blobs[HISTORY_FILE] = _history_parquet(history(None))
+        base, delta_rows, removed = "", 0, []
+    else:
+        links[ITEMS_FILE] = previous.manifest.files[ITEMS_FILE]
+        delta = fresh
+        if previous.delta is not None:
+            kept = previous.delta.filter(pc.is_in(previous.delta.column("id"), value_set=pa.array(carried_ids)))
+            delta = pa.concat_tables([kept, fresh.cast(kept.schema)])
+        blobs[ITEMS_DELTA_FILE] = _table_parquet(delta)
+        blobs[ITEMS_REMOVED_FILE] = _removed_parquet(removed)
+        if history is not None:
+            links[HISTORY_FILE] = previous.manifest.files[HISTORY_FILE]
+            changed = set(_history_delta_ids(previous)) | fresh_set | set(history_touched)
+            blobs[HISTORY_DELTA_FILE] = _history_parquet(history(sorted(changed & set(ids))))
+        base = previous.manifest.base or previous.manifest.version
+    files = {name: FileEntry(sha256=_sha256(data), bytes=len(data)) for name, data in blobs.items()}
+    files.update(links)
+    digest = _sha256("".join(f"{name}{entry.sha256}" for name, entry in sorted(files.items())).encode()
+                     + f"{previous.manifest.embedder}{watermark}".encode())
+    root.mkdir(parents=True, exist_ok=True)
+    version = _new_version(root, digest)
+    manifest = SnapshotManifest(
+        version=version, created_at=utcnow(), watermark=watermark, embedder=previous.manifest.embedder,
+        dim=dim, count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
+        index_params=built.params, index_dead=built.dead, files=dict(sorted(files.items())),
+        faiss_version=faiss.__version__, extra=dict(extra or {}), base=base, delta_count=delta_rows,
+        removed_count=len(removed),
+    )
+    _publish(root, version, {**blobs, MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))},
+             links={name: previous.folder / name for name in links})
+    prune(root, keep)
+    return manifest
+
+
+def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.ndarray, n: int,
+                hnsw_threshold: int, max_dead: float) -> _BuiltIndex:
+    """The index of `publish_next`'s rows (the `carried` previous rows, then the fresh ones):
+    the previous HNSW graph relabelled and extended when both are HNSW and not too much of it
+    would be dead, else built anew from the previous vectors and the fresh ones."""
+    index, manifest = previous.index, previous.manifest
+    fresh_rows = np.arange(len(carried), n, dtype=np.int64)
+    if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
+            and manifest.index_params.get("m") == HNSW_M):
+        row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
+        live_slots, new_rows = _slot_rows(index, previous.ids, row_of)
+        dead = _relabel_and_extend(index, live_slots, new_rows, n, fresh_rows, fresh_vecs, max_dead)
+        if dead is not None:
+            inner = faiss.downcast_index(index.index)
+            params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+                      "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
+            return _BuiltIndex(index=index, kind="hnsw", params=params, dead=dead)
+    old = (index.reconstruct_batch(np.asarray(carried, dtype=np.int64)) if carried
+           else np.zeros((0, manifest.dim), np.float32))
+    vecs = np.ascontiguousarray(np.vstack([old, fresh_vecs]), dtype=np.float32)
+    index, kind, params = _make_index(vecs, manifest.dim, hnsw_threshold)
+    return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
+
+
+def _history_delta_ids(previous: PublishedVersion) -> list[str]:
+    """The items whose whole history the previous version's history-delta holds."""
+    entry = previous.manifest.files.get(HISTORY_DELTA_FILE)
+    if entry is None:
+        return []
+    path = _checked_path(previous.folder, HISTORY_DELTA_FILE, entry)
+    try:
+        return pc.unique(pq.read_table(path, columns=["item_id"]).column("item_id")).to_pylist()
+    except pa.ArrowException as exc:
+        raise SnapshotError(f"{path} corrupt: {exc}") from exc
+
+
+def _removed_parquet(ids: Sequence[str]) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array(list(ids), pa.string())}, schema=REMOVED_SCHEMA), buf,
+                   compression="zstd")
+    return buf.getvalue()
+
+
+def _publish(root: Path, version: str, files: dict[str, bytes | memoryview], links: dict[str, Path] | None = None
+             ) -> None:
+    """Write `files` and hard-link `links` (name -> a published file, immutable) into a new
+    version folder, then make it CURRENT. A file system without hard links gets copies."""
     tmp = root / f".tmp-{version}"
     final = root / version
     try:
         tmp.mkdir()
         for name, data in files.items():
             _write_durable(tmp / name, data)
+        for name, source in (links or {}).items():
+            try:
+                os.link(source, tmp / name)
+            except OSError:
+                shutil.copyfile(source, tmp / name)
+                with open(tmp / name, "rb+") as fh:
+                    os.fsync(fh.fileno())
         _fsync_dir(tmp)
         os.rename(tmp, final)
         _fsync_dir(root)
@@ -676,12 +837,56 @@ def _read_manifest(folder: Path, version: str) -> SnapshotManifest:
         raise SnapshotError(f"{path} corrupt: {exc}") from exc
     if manifest.version != version:
         raise SnapshotError(f"{path} names version {manifest.version!r}, folder is {version!r}")
-    if manifest.format != FORMAT_VERSION:
-        raise SnapshotError(f"{path} has format {manifest.format}, this code reads {FORMAT_VERSION}")
-    for name in (INDEX_FILE, ITEMS_FILE):
+    if manifest.format not in READABLE_FORMATS:
+        raise SnapshotError(f"{path} has format {manifest.format}, this code reads {list(READABLE_FORMATS)}")
+    segmented = (ITEMS_DELTA_FILE, ITEMS_REMOVED_FILE) if ITEMS_DELTA_FILE in manifest.files else ()
+    for name in (INDEX_FILE, ITEMS_FILE, *segmented):
         if name not in manifest.files:
             raise SnapshotError(f"{path} lists no checksum for {name}")
     return manifest
+
+
+def _read_segments(folder: Path, manifest: SnapshotManifest, base_columns: Sequence[str] | None = None
+                   ) -> tuple[pa.Table, pa.ChunkedArray | None, pa.Table | None]:
+    """(base rows with `base_columns`, removed ids, delta rows) of a version, checksums
+    verified; (base, None, None) for a version without a delta segment."""
+    base_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    try:
+        base = pq.read_table(base_path, columns=base_columns, memory_map=True)
+        if ITEMS_DELTA_FILE not in manifest.files:
+            return base, None, None
+        removed = pq.read_table(_checked_path(folder, ITEMS_REMOVED_FILE, manifest.files[ITEMS_REMOVED_FILE]),
+                                schema=REMOVED_SCHEMA).column("id")
+        delta = pq.read_table(_checked_path(folder, ITEMS_DELTA_FILE, manifest.files[ITEMS_DELTA_FILE]),
+                              memory_map=True)
+    except pa.ArrowException as exc:
+        raise SnapshotError(f"{folder / ITEMS_FILE} (or its segments) corrupt: {exc}") from exc
+    if len(delta) != manifest.delta_count or len(removed) != manifest.removed_count:
+        raise SnapshotError(f"snapshot {manifest.version} inconsistent: {len(delta)} delta rows and "
+                            f"{len(removed)} removed, manifest: {manifest.delta_count} and {manifest.removed_count}")
+    return base, removed, delta
+
+
+def _base_kept(base: pa.Table, removed: pa.ChunkedArray) -> pa.Table:
+    kept = base.filter(pc.invert(pc.is_in(base.column("id"), value_set=removed.combine_chunks())))
+    if len(kept) != len(base) - len(removed):
+        raise SnapshotError(f"removed ids not all in the base: {len(base)} rows, {len(removed)} removed, "
+                            f"{len(kept)} left")
+    return kept
+
+
+def _served_table(folder: Path, manifest: SnapshotManifest, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows a version serves, in FAISS-label order: the base file's rows not listed as
+    removed, then the delta's (checksums verified, files memory-mapped). Raises
+    SnapshotError when a file is corrupt or the segments do not add up."""
+    base, removed, delta = _read_segments(folder, manifest, columns)
+    if removed is None or delta is None:
+        return base
+    try:
+        delta = delta.select(base.column_names).cast(base.schema)
+        return pa.concat_tables([_base_kept(base, removed), delta])
+    except (pa.ArrowException, KeyError) as exc:
+        raise SnapshotError(f"{folder / ITEMS_DELTA_FILE} does not fit the base: {exc}") from exc
 
 
 def verify_files(root: Path, version: str) -> SnapshotManifest:
@@ -707,7 +912,7 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
             f"but {expected_embedder!r} is in use: rebuild the snapshot (run consolidation)"
         )
     index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
-    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    table = _served_table(folder, manifest)
     try:
         # Memory-mapped: the vectors stay in the page cache, shared by every process that
         # serves this version (a folder is never modified after publication).
@@ -715,7 +920,6 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
     except RuntimeError as exc:
         raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
     try:
-        table = pq.read_table(items_path, memory_map=True)
         items = table_to_items(table)
     except SnapshotError:
         raise
