@@ -617,8 +617,11 @@ def publish_next(
     tiers = [previous.tiers[r] for r in carried] + fresh.column("tier").to_pylist()
     built = _next_index(previous, carried, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
 
-    carried_set = set(carried_ids)
-    removed = [item_id for item_id in previous.base_ids if item_id not in carried_set]
+    # A base row stays served only when carried from the base part of the previous rows (an
+    # item written since the base has a base row too, hidden behind its delta row).
+    base_served = len(previous.ids) - previous.manifest.delta_count
+    from_base = {previous.ids[r] for r in carried if r < base_served}
+    removed = [item_id for item_id in previous.base_ids if item_id not in from_base]
     delta_rows = len(ids) - (len(previous.base_ids) - len(removed))
     has_history = history is not None
     compact = (delta_rows + len(removed) > compact_fraction * max(1, len(previous.base_ids))
