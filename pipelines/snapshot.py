@@ -37,6 +37,7 @@ import os
 import re
 import shutil
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,7 @@ HNSW_EF_SEARCH = 64
 # Flat codes (the vectors of flat and HNSW-flat indexes) are memory-mapped, read-only.
 INDEX_READ_FLAGS = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
 SEARCH_THREADS = 1  # single queries: one OpenMP thread is fastest (see module docstring)
+IO_CHUNK = 1 << 22  # bytes per read/write call when an index is streamed through a hash
 STALE_TMP_SECONDS = 3600  # an unfinished .tmp-* folder older than this is a crashed build
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
@@ -230,7 +232,7 @@ def _new_version(root: Path, content_digest: str) -> str:
     return f"{now.strftime(_TS_FORMAT)}-{content_digest[:12]}"
 
 
-def _write_durable(path: Path, data: bytes | memoryview) -> None:
+def _write_durable(path: Path, data: bytes) -> None:
     with open(path, "wb") as fh:
         fh.write(data)
         fh.flush()
@@ -331,16 +333,16 @@ def _reuse_hnsw(
         return None
     prev_ids = table.column("id").to_pylist()
     n = len(kept)
-    live_slots, new_rows = _slot_rows(index, prev_ids, {item_id: row for row, item_id in enumerate(kept)})
+    labels = faiss.vector_to_array(index.id_map)
+    live_slots, new_rows = _slot_rows(labels, prev_ids, {item_id: row for row, item_id in enumerate(kept)})
     carried = new_rows >= 0
     if carried.any():  # an item whose vector changed is re-added, its old slot dead
-        labels = faiss.vector_to_array(index.id_map)
         old_vecs = index.reconstruct_batch(labels[live_slots[carried]])
         same = np.all(old_vecs == vecs[new_rows[carried]], axis=1)
         idx = np.flatnonzero(carried)
         new_rows[idx[~same]] = -1
     missing = np.setdiff1d(np.arange(n, dtype=np.int64), new_rows[new_rows >= 0])
-    dead = _relabel_and_extend(index, live_slots, new_rows, n, missing, vecs[missing], max_dead)
+    dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, missing, vecs[missing], max_dead)
     if dead is None:
         return None
     inner = faiss.downcast_index(index.index)
@@ -349,22 +351,20 @@ def _reuse_hnsw(
     return index, params, dead
 
 
-def _slot_rows(index: Any, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """The live slots of a published graph (labels < len(prev_ids)) and, per slot, the row
-    its item keeps in the next snapshot (`row_of`), or -1 when it does not carry over."""
-    labels = faiss.vector_to_array(index.id_map)
+def _slot_rows(labels: np.ndarray, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The live slots of a published graph (its slot labels < len(prev_ids)) and, per slot,
+    the row its item keeps in the next snapshot (`row_of`), or -1 when it does not carry over."""
     live_slots = np.flatnonzero(labels < len(prev_ids))
     new_rows = np.fromiter((row_of.get(prev_ids[labels[s]], -1) for s in live_slots), dtype=np.int64,
                            count=len(live_slots))
     return live_slots, new_rows
 
 
-def _relabel_and_extend(index: Any, live_slots: np.ndarray, new_rows: np.ndarray, n: int, add_rows: np.ndarray,
-                        add_vecs: np.ndarray, max_dead: float) -> int | None:
+def _relabel_and_extend(index: Any, labels: np.ndarray, live_slots: np.ndarray, new_rows: np.ndarray, n: int,
+                        add_rows: np.ndarray, add_vecs: np.ndarray, max_dead: float) -> int | None:
     """Relabel a graph in place for the next snapshot's n rows (slot -> `new_rows`, -1: dead,
     relabelled >= n so searches drop it) and add `add_vecs` as rows `add_rows`. Returns the
     dead slots, or None (index untouched) when more than `max_dead` of them would be dead."""
-    labels = faiss.vector_to_array(index.id_map)
     relabelled = np.full(len(labels), -1, dtype=np.int64)
     relabelled[live_slots] = new_rows
     dead_slots = np.flatnonzero(relabelled < 0)
@@ -425,33 +425,28 @@ def _publish_rows(
     reuse: Path | None, reuse_max_dead: float, history: pa.Table | None,
 ) -> SnapshotManifest:
     built = _build_index(ids, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
-    index_bytes = faiss.serialize_index(built.index).tobytes()
-    items_bytes = _table_parquet(table)
-    blobs = {INDEX_FILE: index_bytes, ITEMS_FILE: items_bytes}
+    blobs: dict[str, bytes] = {ITEMS_FILE: _table_parquet(table)}
     if history is not None:
         blobs[HISTORY_FILE] = _history_parquet(history)
-    files = {name: FileEntry(sha256=_sha256(data), bytes=len(data)) for name, data in blobs.items()}
-    digest = _sha256(
-        f"{files[INDEX_FILE].sha256}{files[ITEMS_FILE].sha256}{embedder_name}{watermark}".encode()
-    )
-    root.mkdir(parents=True, exist_ok=True)
-    version = _new_version(root, digest)
-    manifest = SnapshotManifest(
-        version=version,
-        created_at=utcnow(),
-        watermark=watermark,
-        embedder=embedder_name,
-        dim=dim,
-        count=len(ids),
-        tier_counts=dict(sorted(Counter(tiers).items())),
-        index_kind=built.kind,
-        index_params=built.params,
-        index_dead=built.dead,
-        files=files,
-        faiss_version=faiss.__version__,
-        extra=dict(extra or {}),
-    )
-    _publish(root, version, {**blobs, MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))})
+
+    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
+        return SnapshotManifest(
+            version=version,
+            created_at=utcnow(),
+            watermark=watermark,
+            embedder=embedder_name,
+            dim=dim,
+            count=len(ids),
+            tier_counts=dict(sorted(Counter(tiers).items())),
+            index_kind=built.kind,
+            index_params=built.params,
+            index_dead=built.dead,
+            files=files,
+            faiss_version=faiss.__version__,
+            extra=dict(extra or {}),
+        )
+
+    manifest = _publish(root, built.index, blobs, {}, manifest_for, f"{embedder_name}{watermark}")
     prune(root, keep)
     return manifest
 
@@ -562,11 +557,7 @@ def read_published(root: Path, version: str) -> PublishedVersion:
     base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
     served = base if removed is None or delta is None else pa.concat_tables(
         [_base_kept(base, removed), delta.select(["id", "tier"]).cast(base.schema)])
-    try:
-        index = faiss.deserialize_index(np.frombuffer(
-            _read_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE]), dtype=np.uint8))
-    except RuntimeError as exc:
-        raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
+    index = _read_index_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
     n = manifest.count
     if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
         raise SnapshotError(f"snapshot {version} inconsistent: {len(served)} rows, index {index.ntotal}")
@@ -626,7 +617,7 @@ def publish_next(
     has_history = history is not None
     compact = (delta_rows + len(removed) > compact_fraction * max(1, len(previous.base_ids))
                or (has_history and HISTORY_FILE not in previous.manifest.files))
-    blobs: dict[str, bytes | memoryview] = {INDEX_FILE: memoryview(faiss.serialize_index(built.index))}
+    blobs: dict[str, bytes] = {}
     links: dict[str, FileEntry] = {}
     if compact:
         carried_rows = _served_table(previous.folder, previous.manifest).take(pa.array(carried, type=pa.int64()))
@@ -647,21 +638,18 @@ def publish_next(
             changed = set(_history_delta_ids(previous)) | fresh_set | set(history_touched)
             blobs[HISTORY_DELTA_FILE] = _history_parquet(history(sorted(changed & set(ids))))
         base = previous.manifest.base or previous.manifest.version
-    files = {name: FileEntry(sha256=_sha256(data), bytes=len(data)) for name, data in blobs.items()}
-    files.update(links)
-    digest = _sha256("".join(f"{name}{entry.sha256}" for name, entry in sorted(files.items())).encode()
-                     + f"{previous.manifest.embedder}{watermark}".encode())
-    root.mkdir(parents=True, exist_ok=True)
-    version = _new_version(root, digest)
-    manifest = SnapshotManifest(
-        version=version, created_at=utcnow(), watermark=watermark, embedder=previous.manifest.embedder,
-        dim=dim, count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
-        index_params=built.params, index_dead=built.dead, files=dict(sorted(files.items())),
-        faiss_version=faiss.__version__, extra=dict(extra or {}), base=base, delta_count=delta_rows,
-        removed_count=len(removed),
-    )
-    _publish(root, version, {**blobs, MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))},
-             links={name: previous.folder / name for name in links})
+    embedder = previous.manifest.embedder
+
+    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
+        return SnapshotManifest(
+            version=version, created_at=utcnow(), watermark=watermark, embedder=embedder, dim=dim,
+            count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
+            index_params=built.params, index_dead=built.dead, files=files, faiss_version=faiss.__version__,
+            extra=dict(extra or {}), base=base, delta_count=delta_rows, removed_count=len(removed),
+        )
+
+    shared = {name: (previous.folder / name, entry) for name, entry in links.items()}
+    manifest = _publish(root, built.index, blobs, shared, manifest_for, f"{embedder}{watermark}")
     prune(root, keep)
     return manifest
 
@@ -676,8 +664,9 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.n
     if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
             and manifest.index_params.get("m") == HNSW_M):
         row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
-        live_slots, new_rows = _slot_rows(index, previous.ids, row_of)
-        dead = _relabel_and_extend(index, live_slots, new_rows, n, fresh_rows, fresh_vecs, max_dead)
+        labels = faiss.vector_to_array(index.id_map)
+        live_slots, new_rows = _slot_rows(labels, previous.ids, row_of)
+        dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows, fresh_vecs, max_dead)
         if dead is not None:
             inner = faiss.downcast_index(index.index)
             params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
@@ -709,25 +698,88 @@ def _removed_parquet(ids: Sequence[str]) -> bytes:
     return buf.getvalue()
 
 
-def _publish(root: Path, version: str, files: dict[str, bytes | memoryview], links: dict[str, Path] | None = None
-             ) -> None:
-    """Write `files` and hard-link `links` (name -> a published file, immutable) into a new
-    version folder, then make it CURRENT. A file system without hard links gets copies."""
-    tmp = root / f".tmp-{version}"
-    final = root / version
+def _write_index(index: Any, path: Path) -> FileEntry:
+    """Write a FAISS index to `path` (fsynced), hashing it on the way: no serialized copy of
+    a 200 MB index is made in memory, and the file is not read back to be hashed."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "wb") as fh:
+        def sink(chunk: bytes) -> int:
+            nonlocal size
+            digest.update(chunk)
+            fh.write(chunk)
+            size += len(chunk)
+            return len(chunk)
+
+        writer = faiss.PyCallbackIOWriter(sink, IO_CHUNK)
+        faiss.write_index(index, writer)
+        del writer  # flushes its last chunk
+        fh.flush()
+        os.fsync(fh.fileno())
+    return FileEntry(sha256=digest.hexdigest(), bytes=size)
+
+
+def _read_index_checked(folder: Path, name: str, entry: FileEntry) -> Any:
+    """A FAISS index read into memory (writable), hashed on the way and checked against the
+    manifest: the file is read once. Raises SnapshotError."""
+    path = folder / name
+    digest = hashlib.sha256()
+    try:
+        size = path.stat().st_size
+        if size != entry.bytes:
+            state = "truncated" if size < entry.bytes else "oversized"
+            raise SnapshotError(f"{path} {state}: {size} bytes, manifest says {entry.bytes}")
+        with open(path, "rb") as fh:
+            def source(n: int) -> bytes:
+                data = fh.read(n)
+                digest.update(data)
+                return data
+
+            reader = faiss.PyCallbackIOReader(source, IO_CHUNK)
+            try:
+                index = faiss.read_index(reader)
+            except RuntimeError as exc:
+                raise SnapshotError(f"{path} corrupt: {exc}") from exc
+            finally:
+                del reader
+            digest.update(fh.read())  # whatever the reader did not ask for still counts
+    except FileNotFoundError:
+        raise SnapshotError(f"{path} missing") from None
+    except OSError as exc:
+        raise SnapshotError(f"{path} unreadable: {exc}") from exc
+    if digest.hexdigest() != entry.sha256:
+        raise SnapshotError(f"{path} checksum mismatch (corrupt): sha256 differs from manifest")
+    return index
+
+
+def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
+             manifest_for: Callable[[str, dict[str, FileEntry]], SnapshotManifest], salt: str) -> SnapshotManifest:
+    """Write a new version folder (the index, `blobs`, hard links to the published files in
+    `links`, then the manifest `manifest_for(version, files)` gives) under a temporary name,
+    fsync it, rename it into place and make it CURRENT. The version name hashes every file's
+    checksum and `salt`. A file system without hard links gets copies."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        for name, data in files.items():
+        files = {INDEX_FILE: _write_index(index, tmp / INDEX_FILE)}
+        for name, data in blobs.items():
             _write_durable(tmp / name, data)
-        for name, source in (links or {}).items():
+            files[name] = FileEntry(sha256=_sha256(data), bytes=len(data))
+        for name, (source, entry) in links.items():
             try:
                 os.link(source, tmp / name)
             except OSError:
                 shutil.copyfile(source, tmp / name)
                 with open(tmp / name, "rb+") as fh:
                     os.fsync(fh.fileno())
+            files[name] = entry
+        files = dict(sorted(files.items()))
+        version = _new_version(root, _sha256(("".join(f"{n}{e.sha256}" for n, e in files.items()) + salt).encode()))
+        manifest = manifest_for(version, files)
+        _write_durable(tmp / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)))
         _fsync_dir(tmp)
-        os.rename(tmp, final)
+        os.rename(tmp, root / version)
         _fsync_dir(root)
         pointer = root / f"{CURRENT_FILE}.tmp-{version}"
         _write_durable(pointer, f"{version}\n".encode())
@@ -735,7 +787,8 @@ def _publish(root: Path, version: str, files: dict[str, bytes | memoryview], lin
         _fsync_dir(root)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise SnapshotError(f"could not publish snapshot {version} under {root}: {exc}") from exc
+        raise SnapshotError(f"could not publish a snapshot under {root}: {exc}") from exc
+    return manifest
 
 
 def prune(root: Path, keep: int) -> list[str]:

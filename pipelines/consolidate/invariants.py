@@ -127,11 +127,15 @@ def cluster_violations(warehouse: Warehouse, clusters: Iterable[Any]) -> list[st
 def location_violations(warehouse: Warehouse) -> list[str]:
     """Active items without a palace location, or whose `metadata["palace"]` is not the
     stored location (recall, palace browsing and the memory browser read the metadata)."""
+    # Compared in SQL: only the violations cross into Python, not a row per active item.
     rows = warehouse.query(
-        "SELECT i.id, p.item_id IS NULL, json_extract_string(i.metadata, '$.palace'), "
-        "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card "
+        "WITH placed AS (SELECT i.id, p.item_id IS NULL AS unplaced, "
+        "json_extract_string(i.metadata, '$.palace') AS in_metadata, "
+        "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card AS stored "
         "FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
-        "WHERE NOT i.archived AND i.superseded_by IS NULL ORDER BY i.id"
+        "WHERE NOT i.archived AND i.superseded_by IS NULL) "
+        "SELECT id, unplaced, in_metadata, stored FROM placed "
+        "WHERE unplaced OR in_metadata IS DISTINCT FROM stored ORDER BY id"
     )
     out = []
     for item_id, unplaced, in_metadata, stored in rows:

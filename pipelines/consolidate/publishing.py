@@ -151,7 +151,9 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
     absent = sorted(active.difference(previous.ids))
     since = previous.manifest.created_at
     fresh = warehouse.items_written_since(since, absent)
-    stale = warehouse.stale_embedding_ids(model_name)
+    # A carried row was current when the previous version was checked; only what was
+    # written since can have gone stale.
+    stale = warehouse.stale_embedding_ids(model_name, ids=[i.id for i in fresh])
     if stale:
         raise ConsolidationError(
             f"{len(stale)} active items have no current {model_name!r} vector (e.g. {stale[:3]}); "
