@@ -63,8 +63,9 @@ ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
 HISTORY_FILE = "history.parquet"
 # A segmented snapshot serves the base rows (items.parquet) not listed in items-removed,
-# then the rows of items-delta (items written since the base); history-delta holds the whole
-# history of every item whose history changed since the base. The base files are hard links
+# then the rows of items-delta (items written since the base); history-delta holds the history
+# rows written since the base (rows never change, so an item's history is both files' rows). The
+# base files are hard links
 # to the previous version's (a folder is never modified, so sharing the inode is safe).
 ITEMS_DELTA_FILE = "items-delta.parquet"
 ITEMS_REMOVED_FILE = "items-removed.parquet"
@@ -148,25 +149,21 @@ class LoadedSnapshot:
 
     def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """(revisions, audit events) of one item as published with this snapshot, or None
-        when the snapshot carries no history (an older build) or its file is gone or
-        corrupt. Read from disk on demand, one item's row groups only: the delta segment's
-        rows when it has the item (its whole history), else the base file's."""
-        if HISTORY_FILE not in self.manifest.files:
+        when the snapshot carries no history (an older build) or a file is gone or corrupt.
+        Read from disk on demand, one item's row groups only: the base file's rows and the
+        delta segment's (rows written since the base) together."""
+        names = [n for n in (HISTORY_FILE, HISTORY_DELTA_FILE) if n in self.manifest.files]
+        if HISTORY_FILE not in names:
             return None
         if item_id not in self.row_of:
             return [], []  # not served by this snapshot (a removed item's base rows stay on disk)
         try:
             if not self.history_checked:
-                for name in (HISTORY_DELTA_FILE, HISTORY_FILE):
-                    if name in self.manifest.files:
-                        _checked_path(self.path, name, self.manifest.files[name])
+                for name in names:
+                    _checked_path(self.path, name, self.manifest.files[name])
                 self.history_checked = True
-            for name in (HISTORY_DELTA_FILE, HISTORY_FILE):
-                if name in self.manifest.files:
-                    table = pq.read_table(self.path / name, filters=[("item_id", "==", item_id)],
-                                          schema=HISTORY_SCHEMA)
-                    if len(table) or name == HISTORY_FILE:
-                        break
+            table = pa.concat_tables([pq.read_table(self.path / name, filters=[("item_id", "==", item_id)],
+                                                    schema=HISTORY_SCHEMA) for name in names])
         except (SnapshotError, OSError, pa.ArrowException):
             return None
         return split_history(table)
@@ -579,19 +576,20 @@ def publish_next(
     extra: dict[str, Any] | None = None,
     reuse_max_dead: float = 0.2,
     compact_fraction: float = COMPACT_FRACTION,
-    history: Callable[[Sequence[str] | None], pa.Table] | None = None,
-    history_touched: Sequence[str] = (),
+    history: Callable[[str | None], pa.Table] | None = None,
 ) -> SnapshotManifest:
     """Publish the next snapshot from `previous` plus what changed: `fresh` rows (items
     written since, in the snapshot's item layout, with their vectors) replace or join the
     previous rows, and previous rows whose id is not in `active` leave. The previous base
     files are shared (hard links) and only a delta segment is written: items written since
-    the base, ids of base rows no longer served, and the whole history of every item whose
-    history changed since the base (fresh, `history_touched`, or already in the delta). Past
+    the base, ids of base rows no longer served, and the history rows written since the base
+    (history rows never change: the previous delta's plus `history(since the previous
+    version)`). Past
     `compact_fraction` delta and removed rows per base row the base is rewritten instead.
     Either way the rows are served in one order (carried rows as before, then the fresh
     ones), so the FAISS graph is the previous one relabelled and extended.
-    `history(ids)`: the history rows of those items (None: of every active item)."""
+    `history(since)`: the history rows of the active items written at or after `since`
+    (None: all of them)."""
     root = Path(root)
     dim = previous.manifest.dim
     _check_build_args(previous.manifest.embedder, dim, watermark, keep)
@@ -635,8 +633,12 @@ def publish_next(
         blobs[ITEMS_REMOVED_FILE] = _removed_parquet(removed)
         if history is not None:
             links[HISTORY_FILE] = previous.manifest.files[HISTORY_FILE]
-            changed = set(_history_delta_ids(previous)) | fresh_set | set(history_touched)
-            blobs[HISTORY_DELTA_FILE] = _history_parquet(history(sorted(changed & set(ids))))
+            rows = history(previous.manifest.created_at)
+            earlier = _history_delta(previous)
+            if earlier is not None:
+                rows = pa.concat_tables([earlier, rows.select(HISTORY_SCHEMA.names).cast(HISTORY_SCHEMA)])
+            served = pc.is_in(rows.column("item_id"), value_set=pa.array(ids, pa.string()))
+            blobs[HISTORY_DELTA_FILE] = _history_parquet(rows.filter(served))
         base = previous.manifest.base or previous.manifest.version
     embedder = previous.manifest.embedder
 
@@ -679,14 +681,14 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.n
     return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
 
 
-def _history_delta_ids(previous: PublishedVersion) -> list[str]:
-    """The items whose whole history the previous version's history-delta holds."""
+def _history_delta(previous: PublishedVersion) -> pa.Table | None:
+    """The history rows the previous version's delta segment holds (None: it has none)."""
     entry = previous.manifest.files.get(HISTORY_DELTA_FILE)
     if entry is None:
-        return []
+        return None
     path = _checked_path(previous.folder, HISTORY_DELTA_FILE, entry)
     try:
-        return pc.unique(pq.read_table(path, columns=["item_id"]).column("item_id")).to_pylist()
+        return pq.read_table(path, schema=HISTORY_SCHEMA)
     except pa.ArrowException as exc:
         raise SnapshotError(f"{path} corrupt: {exc}") from exc
 

@@ -172,7 +172,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
         compact_fraction=settings.snapshot_compact_fraction,
         extra={**(extra or {}), "stm_by_partition": stm, "changed_rows": len(fresh)},
-        history=warehouse.active_history, history_touched=warehouse.history_written_since(since),
+        history=warehouse.active_history,
     )  # fmt: skip
     return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 

@@ -227,38 +227,33 @@ class ItemReads(ItemJournal):
         return out
 
 
-    def active_history(self, ids: Sequence[str] | None = None) -> pa.Table:
-        """Every revision and audit event of the active items (or of the active ones among
-        `ids`), as one table of `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot
-        publishes for the service)."""
+    def active_history(self, since: str | None = None) -> pa.Table:
+        """Every revision and audit event of the active items (or only those written at or
+        after `since`: history rows are never changed, so a snapshot adds what is new), as
+        one table of `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot publishes for
+        the service). Rows are appended in time order, so a recent `since` reads the table's
+        last row groups only."""
+        revised = written = ""
         params: list[Any] = []
-        listed = ""
-        if ids is not None:
-            listed = " AND i.id IN (SELECT unnest(?::VARCHAR[]))"
-            params = [[i for i in as_list(ids, "ids") if isinstance(i, str)]]
+        if since is not None:
+            check_id(since, "since")
+            revised, written = " WHERE r.changed_at >= ?", " WHERE e.\"at\" >= ?"
+            params = [since, since]
         with self.transaction():
             table = self._arrow(
-                f"WITH active AS (SELECT i.id FROM items i WHERE {_ACTIVE}{listed}) "
+                f"WITH active AS (SELECT i.id FROM items i WHERE {_ACTIVE}) "
                 "SELECT r.item_id, 'revision' AS kind, CAST(r.revision_num AS BIGINT) AS ord, r.changed_at AS at, "
                 "r.reason AS action, r.snapshot AS data, NULL AS content_sha256, r.actor, "
                 "CAST(r.inbox_seq AS BIGINT) AS inbox_seq, r.requested_at "
-                "FROM revisions r JOIN active a ON a.id = r.item_id "
+                f"FROM (SELECT * FROM revisions r{revised}) r JOIN active a ON a.id = r.item_id "
                 "UNION ALL "
                 "SELECT e.item_id, 'event', CAST(e.id AS BIGINT), e.\"at\", e.action, CAST(e.details AS VARCHAR), "
                 "e.content_sha256, e.actor, CAST(e.inbox_seq AS BIGINT), e.requested_at "
-                "FROM events e JOIN active a ON a.id = e.item_id "
+                f"FROM (SELECT * FROM events e{written}) e JOIN active a ON a.id = e.item_id "
                 "ORDER BY 1, 2, 3",
                 params or None,
             )
         return table.cast(HISTORY_SCHEMA)
-
-    def history_written_since(self, since: str) -> list[str]:
-        """Ids of the items with a revision or an audit event written at or after `since`
-        (a refused change, for one, adds to an item's history without rewriting it)."""
-        check_id(since, "since")
-        return [r[0] for r in self.query(
-            "SELECT item_id FROM revisions WHERE changed_at >= ? UNION "
-            "SELECT item_id FROM events WHERE \"at\" >= ? AND item_id IS NOT NULL ORDER BY 1", [since, since])]
 
 
 def _check_tier(tier: Any) -> None:

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.item_history import HISTORY_SCHEMA
+from pipelines.records import utcnow
 from pipelines.snapshot import (
     HISTORY_DELTA_FILE,
     HISTORY_FILE,
@@ -35,21 +36,21 @@ EMBEDDER = "hash-32"
 
 class Store:
     """The state a warehouse would hold: active items, their vectors and their history
-    (one revision per write), changed round by round."""
+    (one revision per write, stamped with the time it was written), changed round by round."""
 
     def __init__(self, n: int) -> None:
         self.items = {f"mem_{i:05d}": make_item(i, tier=("stm", "mtm", "ltm")[i % 3]) for i in range(n)}
         self.vectors = dict(zip(self.items, unit_vectors(n, seed=1)))
-        self.revisions = {item_id: 1 for item_id in self.items}
+        self.revisions = {item_id: [utcnow()] for item_id in self.items}
         self.next_id = n
 
-    def history(self, ids=None) -> pa.Table:
-        wanted = sorted(self.items) if ids is None else [i for i in ids if i in self.items]
-        rows = [{"item_id": item_id, "kind": "revision", "ord": n, "at": f"2026-01-01T00:00:{n:02d}",
+    def history(self, since: str | None = None) -> pa.Table:
+        rows = [{"item_id": item_id, "kind": "revision", "ord": n, "at": at,
                  "action": "update" if n > 1 else "create",
                  "data": msgspec.json.encode({"id": item_id, "n": n}).decode(), "content_sha256": None,
                  "actor": "dana", "inbox_seq": n, "requested_at": None}
-                for item_id in wanted for n in range(1, self.revisions[item_id] + 1)]
+                for item_id in sorted(self.items) for n, at in enumerate(self.revisions[item_id], 1)
+                if since is None or at >= since]
         return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
 
     def change(self, seed: int, *, updated: int, removed: int, added: int) -> list[str]:
@@ -63,7 +64,7 @@ class Store:
             if k < updated:
                 self.items[item_id] = msgspec.structs.replace(self.items[item_id], title=f"changed {seed}")
                 self.vectors[item_id] = unit_vectors(1, seed=seed * 1000 + k)[0]
-                self.revisions[item_id] += 1
+                self.revisions[item_id].append(utcnow())
                 written.append(item_id)
             else:
                 del self.items[item_id], self.vectors[item_id], self.revisions[item_id]
@@ -72,7 +73,7 @@ class Store:
             self.next_id += 1
             self.items[item.id] = item
             self.vectors[item.id] = unit_vectors(1, seed=seed * 1000 + 500 + k)[0]
-            self.revisions[item.id] = 1
+            self.revisions[item.id] = [utcnow()]
             written.append(item.id)
         return written
 
