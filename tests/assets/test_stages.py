@@ -240,3 +240,29 @@ def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_pat
         assert incremental.history(item.id) == rebuilt.history(item.id) == histories[item.id]
     assert incremental.history(some[1]) == ([], [])  # archived: its base rows are not served
     assert incremental.manifest.tier_counts == rebuilt.manifest.tier_counts
+
+
+def test_a_damaged_shared_base_is_replaced_by_a_full_snapshot_at_the_next_run(tmp_path):
+    """Versions built on one base share its files (one inode): damage to it makes them all
+    unreadable, and the next run, unable to build on the published version, publishes a
+    full one from the warehouse."""
+    from pipelines.snapshot import ITEMS_FILE, SnapshotError, load_snapshot
+    from tests.assets.support import BATCH_2
+
+    settings = make_settings(tmp_path, snapshot_compact_fraction=100.0)
+    ingest(settings, BATCH_1)
+    first = stages.consolidate_once(settings)["snapshot"]
+    ingest(settings, BATCH_2)
+    second = load_snapshot(settings.snapshots_path, stages.consolidate_once(settings)["snapshot"].version)
+    assert second.manifest.base == first.version
+    shared = second.path / ITEMS_FILE
+    data = bytearray(shared.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shared.write_bytes(bytes(data))  # in place: the same inode as the base version's file
+    with pytest.raises(SnapshotError, match="checksum"):
+        load_snapshot(settings.snapshots_path)
+    third = stages.consolidate_once(settings)["snapshot"]
+    rebuilt = load_snapshot(settings.snapshots_path)
+    assert third.published and rebuilt.version == third.version and rebuilt.manifest.base == ""
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert sorted(i.id for i in rebuilt.items) == wh.active_ids()
