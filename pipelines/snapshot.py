@@ -2,15 +2,18 @@
 
 Layout under the snapshots root:
 
-    <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = row positions in items.parquet)
+    <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = positions of the served rows)
     <root>/<version>/items.parquet   one row per active MemoryItem (nested fields as JSON text)
     <root>/<version>/manifest.json   version, watermark, embedder, dim, counts, checksums
     <root>/<version>/history.parquet revisions and audit events of those items (optional;
                                      `pipelines.item_history`), read one item at a time
+    <root>/<version>/items-delta.parquet, items-removed.parquet, history-delta.parquet
+                                     a segmented version (format 2, `publish_next`): the two
+                                     base files above are hard links to an earlier version's
     <root>/CURRENT                   name of the version the service should serve
 
-A version folder is never modified after publication. `build_snapshot` writes everything to
-`<root>/.tmp-<version>/`, fsyncs, renames the folder into place, then replaces `CURRENT`
+A version folder is never modified after publication. A build writes everything to a
+`<root>/.tmp-*` folder, fsyncs, renames the folder into place, then replaces `CURRENT`
 atomically (write + fsync + os.replace), so a reader sees the old snapshot or the new one,
 never half of one. Versions are `<UTC timestamp, µs>Z-<content hash>`: they sort by time.
 
@@ -321,8 +324,7 @@ def _reuse_hnsw(
             return None
         if manifest.index_params.get("m") != HNSW_M:
             return None
-        index = faiss.deserialize_index(np.frombuffer(
-            _read_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE]), dtype=np.uint8))
+        index = _read_index_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE])
         table = _served_table(previous, manifest, ["id"])
     except (SnapshotError, RuntimeError, OSError, pa.ArrowException, KeyError):
         return None
@@ -830,22 +832,6 @@ def prune(root: Path, keep: int) -> list[str]:
 
 
 # -- load -------------------------------------------------------------------------------------
-
-
-def _read_checked(folder: Path, name: str, entry: FileEntry) -> bytes:
-    path = folder / name
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SnapshotError(f"{path} missing") from None
-    except OSError as exc:
-        raise SnapshotError(f"{path} unreadable: {exc}") from exc
-    if len(data) != entry.bytes:
-        state = "truncated" if len(data) < entry.bytes else "oversized"
-        raise SnapshotError(f"{path} {state}: {len(data)} bytes, manifest says {entry.bytes}")
-    if _sha256(data) != entry.sha256:
-        raise SnapshotError(f"{path} checksum mismatch (corrupt): sha256 differs from manifest")
-    return data
 
 
 def _checked_path(folder: Path, name: str, entry: FileEntry) -> Path:
