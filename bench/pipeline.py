@@ -27,7 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shutil
+import statistics
 import time
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
@@ -42,6 +45,7 @@ from bench.synthetic import cached_item_vectors, default_cache_dir, synthetic_tu
 
 TARGET_HDBSCAN_10K_S = 10.0
 TARGET_LOCOMO_TURNS_PER_S = 150.0  # end-to-end consolidation of a LoCoMo import with MiniLM
+TARGET_INCREMENTAL_RATIO = 2.0  # +1k turns on a 100k store vs 1k turns on an empty store
 USERS = 100
 
 
@@ -158,18 +162,59 @@ def throughput_run(n: int, workdir: Path, args: argparse.Namespace, say) -> dict
     return out
 
 
-def incremental_run(base: dict[str, Any], new_turns: int, workdir: Path, args: argparse.Namespace,
-                    say) -> dict[str, Any]:
-    settings = base.pop("_settings")
-    say(f"== incremental: {new_turns} new turns on top of {base['turns']}")
+def incremental_run(base_dir: Path, store_turns: int, new_turns: int, workdir: Path, args: argparse.Namespace,
+                    say, *, label: str = "inc") -> dict[str, Any]:
+    """`new_turns` turns on a fresh copy of the consolidated store in `base_dir` (the store
+    itself is left as it is, so every round starts from the same state), consolidated again."""
+    data_dir = workdir / label
+    if data_dir.exists():
+        shutil.rmtree(data_dir)
+    shutil.copytree(base_dir, data_dir)
+    settings = _settings(data_dir, args)
+    say(f"== incremental ({label}): {new_turns} new turns on top of {store_turns}")
     path = write_turns(workdir / f"turns-inc-{new_turns}.jsonl", new_turns, args.seed + 1000)
     ing, t_ing = ingest(settings, path)
     run = consolidate(settings)
-    return {
-        "store_turns": base["turns"], "new_turns": new_turns, "ingest_s": round(t_ing, 3),
+    out = {
+        "store_turns": store_turns, "new_turns": new_turns, "ingest_s": round(t_ing, 3),
         "consolidate_s": run["wall_s"], "steps_s": run["steps_s"], "summary": run["summary"],
-        "warehouse_bytes": file_bytes(settings.warehouse_path),
+        "warehouse_bytes": file_bytes(settings.warehouse_path), "loadavg": list(os.getloadavg()),
     }
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return out
+
+
+def incremental_rounds(base_dir: Path, store_turns: int, args: argparse.Namespace, workdir: Path, say,
+                       empty_first: dict[str, Any] | None) -> dict[str, Any]:
+    """`args.rounds` incremental runs, each next to a run of the same turns on an empty store
+    (the machine's load moves between rounds; a ratio compares runs of one round). The
+    medians are the result; every round is kept."""
+    rounds = []
+    for r in range(args.rounds):
+        inc = incremental_run(base_dir, store_turns, args.incremental, workdir, args, say, label=f"inc-{r}")
+        if r == 0 and empty_first is not None:
+            empty = empty_first
+        else:
+            empty = throughput_run(args.incremental, workdir / f"ref-{r}", args, say)
+            empty.pop("_settings", None)
+            shutil.rmtree(workdir / f"ref-{r}", ignore_errors=True)
+        rounds.append({**inc, "empty_store_same_turns_s": empty["consolidate_s"],
+                       "empty_store_steps_s": empty["steps_s"],
+                       "ratio_vs_empty_store": round(inc["consolidate_s"] / empty["consolidate_s"], 2)
+                       if empty["consolidate_s"] else None})
+    med = rounds[sorted(range(len(rounds)), key=lambda i: rounds[i]["consolidate_s"])[len(rounds) // 2]]
+    ratios = sorted(r["ratio_vs_empty_store"] for r in rounds if r["ratio_vs_empty_store"] is not None)
+    return {**med, "rounds": rounds,
+            "empty_store_same_turns_s": statistics.median(r["empty_store_same_turns_s"] for r in rounds),
+            "ratio_vs_empty_store": statistics.median(ratios) if ratios else None,
+            "target_ratio": TARGET_INCREMENTAL_RATIO}
+
+
+def _landed_turns(data_dir: Path, args: argparse.Namespace) -> int:
+    from pipelines.warehouse import Warehouse
+
+    with Warehouse(_settings(data_dir, args).warehouse_path, read_only=True) as wh:
+        return int(wh.query("SELECT count(*) FROM chat_turns")[0][0])
 
 
 def locomo_run(path: Path, workdir: Path, args: argparse.Namespace, say) -> dict[str, Any]:
@@ -228,6 +273,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         "none with --embedder minilm)")
     p.add_argument("--incremental", type=int, default=None,
                    help="new turns for the incremental run (default 1000; 0: skip)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="incremental rounds, each on a fresh copy of the store next to an empty-store run (median)")
+    p.add_argument("--store", type=Path, default=None, metavar="DIR",
+                   help="an already consolidated data dir to run the incremental rounds on (instead of the "
+                        "largest --turns store; its size is read from the warehouse)")
     p.add_argument("--hdbscan", default=None, help="STM item counts to cluster (default 1000,10000,50000; '' to skip)")
     p.add_argument("--locomo", nargs="?", type=Path, const=Path(""), default=None, metavar="FILE",
                    help="also consolidate a LoCoMo-format import (default file: locomo_dev.json in "
@@ -263,7 +313,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         args.hdbscan = [int(x) for x in str(args.hdbscan).split(",") if x.strip()]
     except ValueError:
         p.error("--turns and --hdbscan take comma-separated integers")
-    if any(x < 1 for x in [*args.turns, *args.hdbscan]) or args.incremental < 0:
+    if any(x < 1 for x in [*args.turns, *args.hdbscan]) or args.incremental < 0 or args.rounds < 1:
         p.error("sizes must be positive")
     return args
 
@@ -280,19 +330,15 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
             largest.pop("_settings", None)
         largest = res
         out["runs"][str(n)] = res
-    if largest is not None and args.incremental:
-        inc = incremental_run(largest, args.incremental, workdir, args, say)
+    if args.incremental and (largest is not None or args.store is not None):
+        if args.store is not None:
+            base_dir, store_turns = args.store, _landed_turns(args.store, args)
+        else:
+            base_dir, store_turns = Path(largest["_settings"].data_dir), largest["turns"]
         small = out["runs"].get(str(args.incremental))
-        if small is None:
-            # The same number of turns on an empty store, for comparison.
-            ref = throughput_run(args.incremental, workdir / "ref", args, say)
-            ref.pop("_settings", None)
-            small = ref
-            out["incremental_reference"] = ref
-        inc["empty_store_same_turns_s"] = small["consolidate_s"]
-        inc["ratio_vs_empty_store"] = (round(inc["consolidate_s"] / small["consolidate_s"], 2)
-                                       if small["consolidate_s"] else None)
-        inc["full_store_run_s"] = largest["consolidate_s"]
+        inc = incremental_rounds(base_dir, store_turns, args, workdir, say, small)
+        if largest is not None:
+            inc["full_store_run_s"] = largest["consolidate_s"]
         out["incremental"] = inc
     for res in out["runs"].values():
         res.pop("_settings", None)
@@ -326,7 +372,8 @@ def _print(out: dict[str, Any]) -> None:
             f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}); "
             f"ingest {lo['ingest_s']:.1f}s",
             ("stage (other: Dagster start-up, checks)", "seconds", "share"), rows))
-    steps = list(dict.fromkeys(s for r in out["runs"].values() for s in r["steps_s"]))  # run order
+    steps = list(dict.fromkeys(s for r in [*out["runs"].values(), *out.get("incremental", {}).get("rounds", [])]
+                               for s in r["steps_s"]))  # run order
     runs = list(out["runs"].values())
     if "incremental" in out:
         inc = out["incremental"]
@@ -343,10 +390,17 @@ def _print(out: dict[str, Any]) -> None:
                                    rows))
     if "incremental" in out:
         inc = out["incremental"]
-        console.print(f"incremental: {inc['new_turns']} new turns on a {inc['store_turns']}-turn store took "
-                      f"{inc['consolidate_s']:.1f}s vs {inc['empty_store_same_turns_s']:.1f}s on an empty store "
-                      f"(x{inc['ratio_vs_empty_store']}); "
-                      f"the full store's first run took {inc['full_store_run_s']:.1f}s")
+        rounds = inc["rounds"]
+        console.print(driver.table(
+            f"Incremental: +{inc['new_turns']} turns on a {inc['store_turns']}-turn store vs the same turns on an "
+            f"empty store ({len(rounds)} rounds; target ratio <= {inc['target_ratio']:g})",
+            ("round", "incremental s", "empty store s", "ratio", "load 1 min", *steps),
+            [(str(i + 1), r["consolidate_s"], r["empty_store_same_turns_s"], str(r["ratio_vs_empty_store"]),
+              f"{r['loadavg'][0]:.1f}", *(float(r["steps_s"].get(s, 0)) for s in steps))
+             for i, r in enumerate(rounds)]))
+        console.print(f"incremental median: {inc['consolidate_s']:.1f}s, ratio median x{inc['ratio_vs_empty_store']}"
+                      + (f"; the full store's first run took {inc['full_store_run_s']:.1f}s"
+                         if "full_store_run_s" in inc else ""))
     if "hdbscan" in out:
         h = out["hdbscan"]
         console.print("HDBSCAN (" + h["vectors"] + "): " + ", ".join(

@@ -40,6 +40,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     warehouse_file: str = "warehouse.duckdb"
     snapshots_dir: str = "snapshots"
     snapshots_keep: int = 3
+    # A snapshot shares the previous one's item table and history and adds a delta segment;
+    # past this many delta and removed rows per base row the next one rewrites them (compacts).
+    snapshot_compact_fraction: float = 0.25
     # Tenants (orgs) hash to `shards` shards, each with its own warehouse file and snapshot
     # folder (pipelines/shards.py); 1 = one warehouse, today's layout. `shard`: the shard
     # this process consolidates or serves (-1: none chosen; only meaningful with shards > 1).

@@ -2,15 +2,18 @@
 
 Layout under the snapshots root:
 
-    <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = row positions in items.parquet)
+    <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = positions of the served rows)
     <root>/<version>/items.parquet   one row per active MemoryItem (nested fields as JSON text)
     <root>/<version>/manifest.json   version, watermark, embedder, dim, counts, checksums
     <root>/<version>/history.parquet revisions and audit events of those items (optional;
                                      `pipelines.item_history`), read one item at a time
+    <root>/<version>/items-delta.parquet, items-removed.parquet, history-delta.parquet
+                                     a segmented version (format 2, `publish_next`): the two
+                                     base files above are hard links to an earlier version's
     <root>/CURRENT                   name of the version the service should serve
 
-A version folder is never modified after publication. `build_snapshot` writes everything to
-`<root>/.tmp-<version>/`, fsyncs, renames the folder into place, then replaces `CURRENT`
+A version folder is never modified after publication. A build writes everything to a
+`<root>/.tmp-*` folder, fsyncs, renames the folder into place, then replaces `CURRENT`
 atomically (write + fsync + os.replace), so a reader sees the old snapshot or the new one,
 never half of one. Versions are `<UTC timestamp, µs>Z-<content hash>`: they sort by time.
 
@@ -37,8 +40,9 @@ import os
 import re
 import shutil
 import time
+import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -48,17 +52,30 @@ import faiss
 import msgspec
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipelines.item_history import HISTORY_SCHEMA, SORT_KEYS, split_history
 from pipelines.item_rows import ItemRowCodec
 from pipelines.records import MemoryItem, utcnow
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: items and history may be a shared base plus a delta segment
+READABLE_FORMATS = (1, 2)  # a format-1 snapshot is a base without a delta
 INDEX_FILE = "index.faiss"
 ITEMS_FILE = "items.parquet"
 MANIFEST_FILE = "manifest.json"
 HISTORY_FILE = "history.parquet"
+# A segmented snapshot serves the base rows (items.parquet) not listed in items-removed,
+# then the rows of items-delta (items written since the base); history-delta holds the history
+# rows written since the base (rows never change, so an item's history is both files' rows). The
+# base files are hard links
+# to the previous version's (a folder is never modified, so sharing the inode is safe).
+ITEMS_DELTA_FILE = "items-delta.parquet"
+ITEMS_REMOVED_FILE = "items-removed.parquet"
+HISTORY_DELTA_FILE = "history-delta.parquet"
+REMOVED_SCHEMA = pa.schema([("id", pa.string())])
+# Past this many delta and removed rows per base row a publish rewrites the base (compacts).
+COMPACT_FRACTION = 0.25
 # Small row groups sorted by item id: reading one item's history touches one or two groups.
 HISTORY_ROW_GROUP = 4096
 CURRENT_FILE = "CURRENT"
@@ -71,6 +88,7 @@ HNSW_EF_SEARCH = 64
 # Flat codes (the vectors of flat and HNSW-flat indexes) are memory-mapped, read-only.
 INDEX_READ_FLAGS = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY
 SEARCH_THREADS = 1  # single queries: one OpenMP thread is fastest (see module docstring)
+IO_CHUNK = 1 << 22  # bytes per read/write call when an index is streamed through a hash
 STALE_TMP_SECONDS = 3600  # an unfinished .tmp-* folder older than this is a crashed build
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
@@ -109,6 +127,11 @@ class SnapshotManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     files: dict[str, FileEntry]
     faiss_version: str = ""
     extra: dict[str, Any] = {}
+    # Segmented layout (format 2): the version that wrote the shared base files ("" when this
+    # version wrote its own), and the rows in items-delta / ids in items-removed.
+    base: str = ""
+    delta_count: int = 0
+    removed_count: int = 0
 
 
 @dataclass
@@ -129,17 +152,21 @@ class LoadedSnapshot:
 
     def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """(revisions, audit events) of one item as published with this snapshot, or None
-        when the snapshot carries no history (an older build) or its file is gone or
-        corrupt. Read from disk on demand, one item's row groups only."""
-        entry = self.manifest.files.get(HISTORY_FILE)
-        if entry is None:
+        when the snapshot carries no history (an older build) or a file is gone or corrupt.
+        Read from disk on demand, one item's row groups only: the base file's rows and the
+        delta segment's (rows written since the base) together."""
+        names = [n for n in (HISTORY_FILE, HISTORY_DELTA_FILE) if n in self.manifest.files]
+        if HISTORY_FILE not in names:
             return None
-        path = self.path / HISTORY_FILE
+        if item_id not in self.row_of:
+            return [], []  # not served by this snapshot (a removed item's base rows stay on disk)
         try:
             if not self.history_checked:
-                _read_checked(self.path, HISTORY_FILE, entry)
+                for name in names:
+                    _checked_path(self.path, name, self.manifest.files[name])
                 self.history_checked = True
-            table = pq.read_table(path, filters=[("item_id", "==", item_id)], schema=HISTORY_SCHEMA)
+            table = pa.concat_tables([pq.read_table(self.path / name, filters=[("item_id", "==", item_id)],
+                                                    schema=HISTORY_SCHEMA) for name in names])
         except (SnapshotError, OSError, pa.ArrowException):
             return None
         return split_history(table)
@@ -297,44 +324,59 @@ def _reuse_hnsw(
             return None
         if manifest.index_params.get("m") != HNSW_M:
             return None
-        index = faiss.deserialize_index(np.frombuffer(
-            _read_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE]), dtype=np.uint8))
-        table = pq.read_table(pa.BufferReader(
-            _read_checked(previous, ITEMS_FILE, manifest.files[ITEMS_FILE])), columns=["id"])
+        index = _read_index_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE])
+        table = _served_table(previous, manifest, ["id"])
     except (SnapshotError, RuntimeError, OSError, pa.ArrowException, KeyError):
         return None
     if not isinstance(index, faiss.IndexIDMap2) or index.ntotal != manifest.count + manifest.index_dead:
         return None
     prev_ids = table.column("id").to_pylist()
-    n_prev, n = manifest.count, len(kept)
-    labels = faiss.vector_to_array(index.id_map).copy()
-    row_of = {item_id: row for row, item_id in enumerate(kept)}
-    # Per slot: the new row of the same item when its vector is unchanged, else dead.
-    live_slots = np.flatnonzero(labels < n_prev)
-    new_rows = np.array([row_of.get(prev_ids[labels[s]], -1) for s in live_slots], dtype=np.int64)
+    n = len(kept)
+    labels = faiss.vector_to_array(index.id_map)
+    live_slots, new_rows = _slot_rows(labels, prev_ids, {item_id: row for row, item_id in enumerate(kept)})
     carried = new_rows >= 0
-    if carried.any():
+    if carried.any():  # an item whose vector changed is re-added, its old slot dead
         old_vecs = index.reconstruct_batch(labels[live_slots[carried]])
         same = np.all(old_vecs == vecs[new_rows[carried]], axis=1)
         idx = np.flatnonzero(carried)
-        carried[idx[~same]] = False
+        new_rows[idx[~same]] = -1
+    missing = np.setdiff1d(np.arange(n, dtype=np.int64), new_rows[new_rows >= 0])
+    dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, missing, vecs[missing], max_dead)
+    if dead is None:
+        return None
+    inner = faiss.downcast_index(index.index)
+    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
+    return index, params, dead
+
+
+def _slot_rows(labels: np.ndarray, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The live slots of a published graph (its slot labels < len(prev_ids)) and, per slot,
+    the row its item keeps in the next snapshot (`row_of`), or -1 when it does not carry over."""
+    live_slots = np.flatnonzero(labels < len(prev_ids))
+    new_rows = np.fromiter((row_of.get(prev_ids[labels[s]], -1) for s in live_slots), dtype=np.int64,
+                           count=len(live_slots))
+    return live_slots, new_rows
+
+
+def _relabel_and_extend(index: Any, labels: np.ndarray, live_slots: np.ndarray, new_rows: np.ndarray, n: int,
+                        add_rows: np.ndarray, add_vecs: np.ndarray, max_dead: float) -> int | None:
+    """Relabel a graph in place for the next snapshot's n rows (slot -> `new_rows`, -1: dead,
+    relabelled >= n so searches drop it) and add `add_vecs` as rows `add_rows`. Returns the
+    dead slots, or None (index untouched) when more than `max_dead` of them would be dead."""
     relabelled = np.full(len(labels), -1, dtype=np.int64)
-    relabelled[live_slots[carried]] = new_rows[carried]
+    relabelled[live_slots] = new_rows
     dead_slots = np.flatnonzero(relabelled < 0)
-    total = len(labels) + n - int(carried.sum())
+    total = len(labels) + len(add_rows)
     if total and len(dead_slots) / total > max_dead:
         return None
     relabelled[dead_slots] = np.arange(n, n + len(dead_slots), dtype=np.int64)
     faiss.copy_array_to_vector(relabelled, index.id_map)
     index.construct_rev_map()
-    missing = np.setdiff1d(np.arange(n, dtype=np.int64), relabelled[live_slots[carried]])
-    if len(missing):
+    if len(add_rows):
         with _faiss_threads(os.cpu_count() or 1):
-            index.add_with_ids(np.ascontiguousarray(vecs[missing]), missing)
-    inner = faiss.downcast_index(index.index)
-    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-    return index, params, len(dead_slots)
+            index.add_with_ids(np.ascontiguousarray(add_vecs, dtype=np.float32), np.asarray(add_rows, np.int64))
+    return len(dead_slots)
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -376,76 +418,34 @@ def build_snapshot(
                          reuse_max_dead=reuse_max_dead, history=history)
 
 
-def build_snapshot_from_rows(
-    root: Path,
-    table: pa.Table,
-    vectors: np.ndarray,
-    *,
-    embedder_name: str,
-    dim: int,
-    watermark: int,
-    hnsw_threshold: int = 50_000,
-    keep: int = 3,
-    extra: dict[str, Any] | None = None,
-    reuse: Path | None = None,
-    reuse_max_dead: float = 0.2,
-    history: pa.Table | None = None,
-) -> SnapshotManifest:
-    """`build_snapshot` for rows already in the snapshot's item layout (`items_to_table`,
-    or rows read back from a published snapshot with `read_rows`), all active, one per id:
-    a run that changed a few items reuses the published rows instead of decoding every item."""
-    root = Path(root)
-    _check_build_args(embedder_name, dim, watermark, keep)
-    missing = set(ITEMS_SCHEMA.names) - set(table.column_names)
-    if missing:
-        raise ValueError(f"items table lacks columns {sorted(missing)}")
-    vecs = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32).reshape(-1, dim) if len(table) else
-                                np.zeros((0, dim), np.float32))
-    if vecs.shape[0] != len(table):
-        raise ValueError(f"{len(table)} rows but {vecs.shape[0]} vectors")
-    if not np.isfinite(vecs).all():
-        raise ValueError("vectors contain NaN or infinity")
-    ids = table.column("id").to_pylist()
-    if len(set(ids)) != len(ids):
-        raise ValueError("duplicate item ids in snapshot rows")
-    return _publish_rows(root, ids, table.column("tier").to_pylist(), table, vecs, embedder_name=embedder_name,
-                         dim=dim, watermark=watermark, hnsw_threshold=hnsw_threshold, keep=keep, extra=extra,
-                         reuse=reuse, reuse_max_dead=reuse_max_dead, history=history)
-
-
 def _publish_rows(
     root: Path, ids: list[str], tiers: list[str], table: pa.Table, vecs: np.ndarray, *, embedder_name: str,
     dim: int, watermark: int, hnsw_threshold: int, keep: int, extra: dict[str, Any] | None,
     reuse: Path | None, reuse_max_dead: float, history: pa.Table | None,
 ) -> SnapshotManifest:
     built = _build_index(ids, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
-    index_bytes = faiss.serialize_index(built.index).tobytes()
-    items_bytes = _table_parquet(table)
-    blobs = {INDEX_FILE: index_bytes, ITEMS_FILE: items_bytes}
+    blobs: dict[str, bytes] = {ITEMS_FILE: _table_parquet(table)}
     if history is not None:
         blobs[HISTORY_FILE] = _history_parquet(history)
-    files = {name: FileEntry(sha256=_sha256(data), bytes=len(data)) for name, data in blobs.items()}
-    digest = _sha256(
-        f"{files[INDEX_FILE].sha256}{files[ITEMS_FILE].sha256}{embedder_name}{watermark}".encode()
-    )
-    root.mkdir(parents=True, exist_ok=True)
-    version = _new_version(root, digest)
-    manifest = SnapshotManifest(
-        version=version,
-        created_at=utcnow(),
-        watermark=watermark,
-        embedder=embedder_name,
-        dim=dim,
-        count=len(ids),
-        tier_counts=dict(sorted(Counter(tiers).items())),
-        index_kind=built.kind,
-        index_params=built.params,
-        index_dead=built.dead,
-        files=files,
-        faiss_version=faiss.__version__,
-        extra=dict(extra or {}),
-    )
-    _publish(root, version, {**blobs, MANIFEST_FILE: msgspec.json.format(msgspec.json.encode(manifest))})
+
+    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
+        return SnapshotManifest(
+            version=version,
+            created_at=utcnow(),
+            watermark=watermark,
+            embedder=embedder_name,
+            dim=dim,
+            count=len(ids),
+            tier_counts=dict(sorted(Counter(tiers).items())),
+            index_kind=built.kind,
+            index_params=built.params,
+            index_dead=built.dead,
+            files=files,
+            faiss_version=faiss.__version__,
+            extra=dict(extra or {}),
+        )
+
+    manifest = _publish(root, built.index, blobs, {}, manifest_for, f"{embedder_name}{watermark}")
     prune(root, keep)
     return manifest
 
@@ -535,35 +535,255 @@ def _history_parquet(history: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def read_rows(root: Path, version: str) -> tuple[SnapshotManifest, pa.Table, np.ndarray]:
-    """A published version's item rows (Arrow, not decoded into items) and their vectors
-    (row order), checked like `load_snapshot` checks them. Raises SnapshotError."""
+@dataclass
+class PublishedVersion:
+    """A published version as the next incremental publish needs it (`publish_next`)."""
+
+    manifest: SnapshotManifest
+    folder: Path
+    ids: list[str]  # served order: row i is FAISS label i
+    tiers: list[str]
+    base_ids: list[str]  # items.parquet's ids, file order
+    delta: pa.Table | None  # items-delta rows (the tail of `ids`), None without a delta segment
+    index: Any  # its IndexIDMap2, deserialized into memory (writable)
+
+
+def read_published(root: Path, version: str) -> PublishedVersion:
+    """One published version's ids, tiers, segments and index, every file it reads checked
+    against the manifest; the index file is read once. Raises SnapshotError."""
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
-    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
-    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
-    try:
-        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
-        table = pq.read_table(items_path, memory_map=True)
-    except (RuntimeError, pa.ArrowException) as exc:
-        raise SnapshotError(f"snapshot {version} unreadable: {exc}") from exc
+    base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
+    served = base if removed is None or delta is None else pa.concat_tables(
+        [_base_kept(base, removed), delta.select(["id", "tier"]).cast(base.schema)])
+    index = _read_index_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
     n = manifest.count
-    if len(table) != n or index.ntotal != n + manifest.index_dead:
-        raise SnapshotError(f"snapshot {version} inconsistent: {len(table)} rows, index {index.ntotal}")
-    vectors = (index.reconstruct_batch(np.arange(n, dtype=np.int64)) if n
-               else np.zeros((0, manifest.dim), dtype=np.float32))
-    return manifest, table, np.ascontiguousarray(vectors, dtype=np.float32)
+    if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
+        raise SnapshotError(f"snapshot {version} inconsistent: {len(served)} rows, index {index.ntotal}")
+    return PublishedVersion(manifest=manifest, folder=folder, ids=served.column("id").to_pylist(),
+                            tiers=served.column("tier").to_pylist(), base_ids=base.column("id").to_pylist(),
+                            delta=delta, index=index)
 
 
-def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:
-    tmp = root / f".tmp-{version}"
-    final = root / version
+def publish_next(
+    root: Path,
+    previous: PublishedVersion,
+    fresh: pa.Table,
+    fresh_vectors: np.ndarray,
+    active: set[str],
+    *,
+    watermark: int,
+    hnsw_threshold: int = 50_000,
+    keep: int = 3,
+    extra: dict[str, Any] | None = None,
+    reuse_max_dead: float = 0.2,
+    compact_fraction: float = COMPACT_FRACTION,
+    history: Callable[[str | None], pa.Table] | None = None,
+) -> SnapshotManifest:
+    """Publish the next snapshot from `previous` plus what changed: `fresh` rows (items
+    written since, in the snapshot's item layout, with their vectors) replace or join the
+    previous rows, and previous rows whose id is not in `active` leave. The previous base
+    files are shared (hard links) and only a delta segment is written: items written since
+    the base, ids of base rows no longer served, and the history rows written since the base
+    (history rows never change: the previous delta's plus `history(since the previous
+    version)`). Past
+    `compact_fraction` delta and removed rows per base row the base is rewritten instead.
+    Either way the rows are served in one order (carried rows as before, then the fresh
+    ones), so the FAISS graph is the previous one relabelled and extended.
+    `history(since)`: the history rows of the active items written at or after `since`
+    (None: all of them)."""
+    root = Path(root)
+    dim = previous.manifest.dim
+    _check_build_args(previous.manifest.embedder, dim, watermark, keep)
+    fresh_ids = fresh.column("id").to_pylist()
+    fresh_vecs = np.ascontiguousarray(np.asarray(fresh_vectors, dtype=np.float32).reshape(-1, dim))
+    if fresh_vecs.shape[0] != len(fresh_ids) or len(set(fresh_ids)) != len(fresh_ids):
+        raise ValueError(f"{len(fresh_ids)} fresh rows (ids must be unique) but {fresh_vecs.shape[0]} vectors")
+    if not np.isfinite(fresh_vecs).all():
+        raise ValueError("vectors contain NaN or infinity")
+    fresh_set = set(fresh_ids)
+    carried = [r for r, item_id in enumerate(previous.ids) if item_id in active and item_id not in fresh_set]
+    carried_ids = [previous.ids[r] for r in carried]
+    ids = carried_ids + fresh_ids
+    tiers = [previous.tiers[r] for r in carried] + fresh.column("tier").to_pylist()
+    built = _next_index(previous, carried, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
+
+    # A base row stays served only when carried from the base part of the previous rows (an
+    # item written since the base has a base row too, hidden behind its delta row).
+    base_served = len(previous.ids) - previous.manifest.delta_count
+    from_base = {previous.ids[r] for r in carried if r < base_served}
+    removed = [item_id for item_id in previous.base_ids if item_id not in from_base]
+    delta_rows = len(ids) - (len(previous.base_ids) - len(removed))
+    has_history = history is not None
+    compact = (delta_rows + len(removed) > compact_fraction * max(1, len(previous.base_ids))
+               or (has_history and HISTORY_FILE not in previous.manifest.files))
+    blobs: dict[str, bytes] = {}
+    links: dict[str, FileEntry] = {}
+    if compact:
+        carried_rows = _served_table(previous.folder, previous.manifest).take(pa.array(carried, type=pa.int64()))
+        blobs[ITEMS_FILE] = _table_parquet(pa.concat_tables([carried_rows, fresh.cast(carried_rows.schema)]))
+        if history is not None:
+            blobs[HISTORY_FILE] = _history_parquet(history(None))
+        base, delta_rows, removed = "", 0, []
+    else:
+        links[ITEMS_FILE] = previous.manifest.files[ITEMS_FILE]
+        delta = fresh
+        if previous.delta is not None:
+            kept = previous.delta.filter(pc.is_in(previous.delta.column("id"), value_set=pa.array(carried_ids)))
+            delta = pa.concat_tables([kept, fresh.cast(kept.schema)])
+        blobs[ITEMS_DELTA_FILE] = _table_parquet(delta)
+        blobs[ITEMS_REMOVED_FILE] = _removed_parquet(removed)
+        if history is not None:
+            links[HISTORY_FILE] = previous.manifest.files[HISTORY_FILE]
+            rows = history(previous.manifest.created_at)
+            earlier = _history_delta(previous)
+            if earlier is not None:
+                rows = pa.concat_tables([earlier, rows.select(HISTORY_SCHEMA.names).cast(HISTORY_SCHEMA)])
+            served = pc.is_in(rows.column("item_id"), value_set=pa.array(ids, pa.string()))
+            blobs[HISTORY_DELTA_FILE] = _history_parquet(rows.filter(served))
+        base = previous.manifest.base or previous.manifest.version
+    embedder = previous.manifest.embedder
+
+    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
+        return SnapshotManifest(
+            version=version, created_at=utcnow(), watermark=watermark, embedder=embedder, dim=dim,
+            count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
+            index_params=built.params, index_dead=built.dead, files=files, faiss_version=faiss.__version__,
+            extra=dict(extra or {}), base=base, delta_count=delta_rows, removed_count=len(removed),
+        )
+
+    shared = {name: (previous.folder / name, entry) for name, entry in links.items()}
+    manifest = _publish(root, built.index, blobs, shared, manifest_for, f"{embedder}{watermark}")
+    prune(root, keep)
+    return manifest
+
+
+def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.ndarray, n: int,
+                hnsw_threshold: int, max_dead: float) -> _BuiltIndex:
+    """The index of `publish_next`'s rows (the `carried` previous rows, then the fresh ones):
+    the previous HNSW graph relabelled and extended when both are HNSW and not too much of it
+    would be dead, else built anew from the previous vectors and the fresh ones."""
+    index, manifest = previous.index, previous.manifest
+    fresh_rows = np.arange(len(carried), n, dtype=np.int64)
+    if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
+            and manifest.index_params.get("m") == HNSW_M):
+        row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
+        labels = faiss.vector_to_array(index.id_map)
+        live_slots, new_rows = _slot_rows(labels, previous.ids, row_of)
+        dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows, fresh_vecs, max_dead)
+        if dead is not None:
+            inner = faiss.downcast_index(index.index)
+            params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+                      "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
+            return _BuiltIndex(index=index, kind="hnsw", params=params, dead=dead)
+    old = (index.reconstruct_batch(np.asarray(carried, dtype=np.int64)) if carried
+           else np.zeros((0, manifest.dim), np.float32))
+    vecs = np.ascontiguousarray(np.vstack([old, fresh_vecs]), dtype=np.float32)
+    index, kind, params = _make_index(vecs, manifest.dim, hnsw_threshold)
+    return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
+
+
+def _history_delta(previous: PublishedVersion) -> pa.Table | None:
+    """The history rows the previous version's delta segment holds (None: it has none)."""
+    entry = previous.manifest.files.get(HISTORY_DELTA_FILE)
+    if entry is None:
+        return None
+    path = _checked_path(previous.folder, HISTORY_DELTA_FILE, entry)
+    try:
+        return pq.read_table(path, schema=HISTORY_SCHEMA)
+    except pa.ArrowException as exc:
+        raise SnapshotError(f"{path} corrupt: {exc}") from exc
+
+
+def _removed_parquet(ids: Sequence[str]) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array(list(ids), pa.string())}, schema=REMOVED_SCHEMA), buf,
+                   compression="zstd")
+    return buf.getvalue()
+
+
+def _write_index(index: Any, path: Path) -> FileEntry:
+    """Write a FAISS index to `path` (fsynced), hashing it on the way: no serialized copy of
+    a 200 MB index is made in memory, and the file is not read back to be hashed."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "wb") as fh:
+        def sink(chunk: bytes) -> int:
+            nonlocal size
+            digest.update(chunk)
+            fh.write(chunk)
+            size += len(chunk)
+            return len(chunk)
+
+        writer = faiss.PyCallbackIOWriter(sink, IO_CHUNK)
+        faiss.write_index(index, writer)
+        del writer  # flushes its last chunk
+        fh.flush()
+        os.fsync(fh.fileno())
+    return FileEntry(sha256=digest.hexdigest(), bytes=size)
+
+
+def _read_index_checked(folder: Path, name: str, entry: FileEntry) -> Any:
+    """A FAISS index read into memory (writable), hashed on the way and checked against the
+    manifest: the file is read once. Raises SnapshotError."""
+    path = folder / name
+    digest = hashlib.sha256()
+    try:
+        size = path.stat().st_size
+        if size != entry.bytes:
+            state = "truncated" if size < entry.bytes else "oversized"
+            raise SnapshotError(f"{path} {state}: {size} bytes, manifest says {entry.bytes}")
+        with open(path, "rb") as fh:
+            def source(n: int) -> bytes:
+                data = fh.read(n)
+                digest.update(data)
+                return data
+
+            reader = faiss.PyCallbackIOReader(source, IO_CHUNK)
+            try:
+                index = faiss.read_index(reader)
+            except RuntimeError as exc:
+                raise SnapshotError(f"{path} corrupt: {exc}") from exc
+            finally:
+                del reader
+            digest.update(fh.read())  # whatever the reader did not ask for still counts
+    except FileNotFoundError:
+        raise SnapshotError(f"{path} missing") from None
+    except OSError as exc:
+        raise SnapshotError(f"{path} unreadable: {exc}") from exc
+    if digest.hexdigest() != entry.sha256:
+        raise SnapshotError(f"{path} checksum mismatch (corrupt): sha256 differs from manifest")
+    return index
+
+
+def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
+             manifest_for: Callable[[str, dict[str, FileEntry]], SnapshotManifest], salt: str) -> SnapshotManifest:
+    """Write a new version folder (the index, `blobs`, hard links to the published files in
+    `links`, then the manifest `manifest_for(version, files)` gives) under a temporary name,
+    fsync it, rename it into place and make it CURRENT. The version name hashes every file's
+    checksum and `salt`. A file system without hard links gets copies."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        for name, data in files.items():
+        files = {INDEX_FILE: _write_index(index, tmp / INDEX_FILE)}
+        for name, data in blobs.items():
             _write_durable(tmp / name, data)
+            files[name] = FileEntry(sha256=_sha256(data), bytes=len(data))
+        for name, (source, entry) in links.items():
+            try:
+                os.link(source, tmp / name)
+            except OSError:
+                shutil.copyfile(source, tmp / name)
+                with open(tmp / name, "rb+") as fh:
+                    os.fsync(fh.fileno())
+            files[name] = entry
+        files = dict(sorted(files.items()))
+        version = _new_version(root, _sha256(("".join(f"{n}{e.sha256}" for n, e in files.items()) + salt).encode()))
+        manifest = manifest_for(version, files)
+        _write_durable(tmp / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)))
         _fsync_dir(tmp)
-        os.rename(tmp, final)
+        os.rename(tmp, root / version)
         _fsync_dir(root)
         pointer = root / f"{CURRENT_FILE}.tmp-{version}"
         _write_durable(pointer, f"{version}\n".encode())
@@ -571,7 +791,8 @@ def _publish(root: Path, version: str, files: dict[str, bytes]) -> None:
         _fsync_dir(root)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise SnapshotError(f"could not publish snapshot {version} under {root}: {exc}") from exc
+        raise SnapshotError(f"could not publish a snapshot under {root}: {exc}") from exc
+    return manifest
 
 
 def prune(root: Path, keep: int) -> list[str]:
@@ -611,22 +832,6 @@ def prune(root: Path, keep: int) -> list[str]:
 
 
 # -- load -------------------------------------------------------------------------------------
-
-
-def _read_checked(folder: Path, name: str, entry: FileEntry) -> bytes:
-    path = folder / name
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SnapshotError(f"{path} missing") from None
-    except OSError as exc:
-        raise SnapshotError(f"{path} unreadable: {exc}") from exc
-    if len(data) != entry.bytes:
-        state = "truncated" if len(data) < entry.bytes else "oversized"
-        raise SnapshotError(f"{path} {state}: {len(data)} bytes, manifest says {entry.bytes}")
-    if _sha256(data) != entry.sha256:
-        raise SnapshotError(f"{path} checksum mismatch (corrupt): sha256 differs from manifest")
-    return data
 
 
 def _checked_path(folder: Path, name: str, entry: FileEntry) -> Path:
@@ -676,12 +881,56 @@ def _read_manifest(folder: Path, version: str) -> SnapshotManifest:
         raise SnapshotError(f"{path} corrupt: {exc}") from exc
     if manifest.version != version:
         raise SnapshotError(f"{path} names version {manifest.version!r}, folder is {version!r}")
-    if manifest.format != FORMAT_VERSION:
-        raise SnapshotError(f"{path} has format {manifest.format}, this code reads {FORMAT_VERSION}")
-    for name in (INDEX_FILE, ITEMS_FILE):
+    if manifest.format not in READABLE_FORMATS:
+        raise SnapshotError(f"{path} has format {manifest.format}, this code reads {list(READABLE_FORMATS)}")
+    segmented = (ITEMS_DELTA_FILE, ITEMS_REMOVED_FILE) if ITEMS_DELTA_FILE in manifest.files else ()
+    for name in (INDEX_FILE, ITEMS_FILE, *segmented):
         if name not in manifest.files:
             raise SnapshotError(f"{path} lists no checksum for {name}")
     return manifest
+
+
+def _read_segments(folder: Path, manifest: SnapshotManifest, base_columns: Sequence[str] | None = None
+                   ) -> tuple[pa.Table, pa.ChunkedArray | None, pa.Table | None]:
+    """(base rows with `base_columns`, removed ids, delta rows) of a version, checksums
+    verified; (base, None, None) for a version without a delta segment."""
+    base_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    try:
+        base = pq.read_table(base_path, columns=base_columns, memory_map=True)
+        if ITEMS_DELTA_FILE not in manifest.files:
+            return base, None, None
+        removed = pq.read_table(_checked_path(folder, ITEMS_REMOVED_FILE, manifest.files[ITEMS_REMOVED_FILE]),
+                                schema=REMOVED_SCHEMA).column("id")
+        delta = pq.read_table(_checked_path(folder, ITEMS_DELTA_FILE, manifest.files[ITEMS_DELTA_FILE]),
+                              memory_map=True)
+    except pa.ArrowException as exc:
+        raise SnapshotError(f"{folder / ITEMS_FILE} (or its segments) corrupt: {exc}") from exc
+    if len(delta) != manifest.delta_count or len(removed) != manifest.removed_count:
+        raise SnapshotError(f"snapshot {manifest.version} inconsistent: {len(delta)} delta rows and "
+                            f"{len(removed)} removed, manifest: {manifest.delta_count} and {manifest.removed_count}")
+    return base, removed, delta
+
+
+def _base_kept(base: pa.Table, removed: pa.ChunkedArray) -> pa.Table:
+    kept = base.filter(pc.invert(pc.is_in(base.column("id"), value_set=removed.combine_chunks())))
+    if len(kept) != len(base) - len(removed):
+        raise SnapshotError(f"removed ids not all in the base: {len(base)} rows, {len(removed)} removed, "
+                            f"{len(kept)} left")
+    return kept
+
+
+def _served_table(folder: Path, manifest: SnapshotManifest, columns: Sequence[str] | None = None) -> pa.Table:
+    """The rows a version serves, in FAISS-label order: the base file's rows not listed as
+    removed, then the delta's (checksums verified, files memory-mapped). Raises
+    SnapshotError when a file is corrupt or the segments do not add up."""
+    base, removed, delta = _read_segments(folder, manifest, columns)
+    if removed is None or delta is None:
+        return base
+    try:
+        delta = delta.select(base.column_names).cast(base.schema)
+        return pa.concat_tables([_base_kept(base, removed), delta])
+    except (pa.ArrowException, KeyError) as exc:
+        raise SnapshotError(f"{folder / ITEMS_DELTA_FILE} does not fit the base: {exc}") from exc
 
 
 def verify_files(root: Path, version: str) -> SnapshotManifest:
@@ -707,7 +956,7 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
             f"but {expected_embedder!r} is in use: rebuild the snapshot (run consolidation)"
         )
     index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
-    items_path = _checked_path(folder, ITEMS_FILE, manifest.files[ITEMS_FILE])
+    table = _served_table(folder, manifest)
     try:
         # Memory-mapped: the vectors stay in the page cache, shared by every process that
         # serves this version (a folder is never modified after publication).
@@ -715,7 +964,6 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
     except RuntimeError as exc:
         raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
     try:
-        table = pq.read_table(items_path, memory_map=True)
         items = table_to_items(table)
     except SnapshotError:
         raise

@@ -60,7 +60,7 @@ from pipelines.consolidate.invariants import (
 )
 from pipelines.consolidate.landing import LandReport, begin_run, land_events
 from pipelines.consolidate.lifecycle import MAX_PROMOTION_PASSES, LifecycleReport, apply_lifecycle
-from pipelines.consolidate.locations import PalaceReport, build_palace
+from pipelines.consolidate.locations import PalaceReport, build_palace, last_finished_run
 from pipelines.consolidate.lock import WarehouseLock, lock_path
 from pipelines.consolidate.merges import MergeReport, merge_clusters, merger_used
 from pipelines.consolidate.once import consolidate_once
@@ -80,7 +80,7 @@ __all__ = [
     "cluster_violations", "consolidate_once", "dimension_violations", "landing_violations",
     "location_violations", "policy_check_since", "embed_batched", "embed_items",
     "ensure_same_embedder", "finish_run", "govern_items", "hard_block_violations",
-    "land_events", "lock_path", "merge_clusters", "merger_used", "mergeable",
+    "land_events", "last_finished_run", "lock_path", "merge_clusters", "merger_used", "mergeable",
     "pending_stm_by_partition", "provenance_violations", "publish_snapshot",
     "read_published_manifest", "reembed_all", "stm_by_partition", "supersede_violations",
     "vectors_for",

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pipelines.consolidate.common import mergeable
+from pipelines.consolidate.common import MERGEABLE_TYPES, mergeable
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -64,7 +64,7 @@ def cluster_stm(warehouse: Warehouse, model_name: str, settings: Settings) -> Cl
     across owners). Reads only; nothing is written."""
     from pipelines.clustering import cluster_items
 
-    items = [i for i in warehouse.active_items(tier="stm") if mergeable(i)]
+    items = [i for i in warehouse.active_items(tier="stm", types=MERGEABLE_TYPES) if mergeable(i)]
     per_partition: dict[str, dict[str, int]] = {}
     for i in items:
         entry = per_partition.setdefault(i.scope.partition_key(), {"items": 0, "clusters": 0})

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from pipelines.materialize import Overlay, fold_events
-from pipelines.records import Event, MemoryItem
+from pipelines.records import ITEM_TYPES, Event, MemoryItem
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
@@ -78,6 +78,8 @@ def pending_stm_by_partition(events: Sequence[Event]) -> dict[str, int]:
 # age out instead of being merged. Quarantined items are not merged either: a merge would
 # launder an unverified item into a canonical one.
 NOT_MERGED_TYPES = frozenset({"message"})
+# The types consolidation may merge: a store's many raw turns are never read to cluster or count.
+MERGEABLE_TYPES = [t for t in ITEM_TYPES if t not in NOT_MERGED_TYPES]
 
 
 def mergeable(item: MemoryItem) -> bool:

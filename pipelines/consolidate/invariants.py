@@ -7,6 +7,7 @@ from typing import Any
 
 from pipelines.records import MemoryItem, ProposedItem
 from pipelines.warehouse import Warehouse
+from pipelines.warehouse.connection import check_id
 
 
 def provenance_violations(items: Iterable[MemoryItem]) -> list[str]:
@@ -124,14 +125,30 @@ def cluster_violations(warehouse: Warehouse, clusters: Iterable[Any]) -> list[st
     return out
 
 
-def location_violations(warehouse: Warehouse) -> list[str]:
+def location_violations(warehouse: Warehouse, since: str | None = None) -> list[str]:
     """Active items without a palace location, or whose `metadata["palace"]` is not the
-    stored location (recall, palace browsing and the memory browser read the metadata)."""
+    stored location (recall, palace browsing and the memory browser read the metadata).
+    `since`: compare paths only for items written at or after it (a path changes only with a
+    revision: the palace stage writes one), so a run checks what it wrote, not the store;
+    a missing location is looked for among all active items either way (cheap)."""
+    written = ""
+    params: list[Any] = []
+    if since is not None:
+        check_id(since, "since")
+        written = " AND i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
+        params = [since]
+    # Compared in SQL: only the violations cross into Python, not a row per active item.
     rows = warehouse.query(
-        "SELECT i.id, p.item_id IS NULL, json_extract_string(i.metadata, '$.palace'), "
-        "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card "
-        "FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
-        "WHERE NOT i.archived AND i.superseded_by IS NULL ORDER BY i.id"
+        "SELECT i.id, TRUE, NULL, NULL FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
+        "WHERE NOT i.archived AND i.superseded_by IS NULL AND p.item_id IS NULL "
+        "UNION ALL "
+        "SELECT id, FALSE, in_metadata, stored FROM (SELECT i.id, "
+        "json_extract_string(i.metadata, '$.palace') AS in_metadata, "
+        "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card AS stored "
+        "FROM items i JOIN palace_locations p ON p.item_id = i.id "
+        f"WHERE NOT i.archived AND i.superseded_by IS NULL{written}) "
+        "WHERE in_metadata IS DISTINCT FROM stored ORDER BY 1",
+        params,
     )
     out = []
     for item_id, unplaced, in_metadata, stored in rows:

@@ -10,26 +10,22 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pyarrow as pa
 
-from pipelines.consolidate.common import NOT_MERGED_TYPES, ConsolidationError, stm_by_partition
-from pipelines.records import ITEM_TYPES, MemoryItem
+from pipelines.consolidate.common import MERGEABLE_TYPES, ConsolidationError, stm_by_partition
+from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.snapshot import (
     MANIFEST_FILE,
     SnapshotError,
     SnapshotManifest,
     build_snapshot,
-    build_snapshot_from_rows,
     current_version,
     items_to_table,
-    read_rows,
+    publish_next,
+    read_published,
     verify_files,
 )
 from pipelines.warehouse import Warehouse
-
-# What `stm_by_partition` can count: the types consolidation may merge (no raw turns).
-MERGEABLE_TYPES = [t for t in ITEM_TYPES if t not in NOT_MERGED_TYPES]
 
 
 @dataclass
@@ -136,24 +132,28 @@ def publish_snapshot(
 
 def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, current: SnapshotManifest,
                      extra: dict[str, Any] | None) -> SnapshotReport | None:
-    """Publish the next snapshot from the published one plus what changed since: rows of
-    items written since it was built (or active and missing from it) come from the
-    warehouse, every other row and vector from the published version, so a run costs what
-    changed, not the store (decoding 100k items took ~10 s, reading their vectors ~7 s).
-    None when the published version cannot serve as the base (another embedder, unreadable):
-    the caller builds from the warehouse alone."""
+    """Publish the next snapshot from the published one plus what changed since
+    (`pipelines.snapshot.publish_next`): rows of items written since it was built (or active
+    and missing from it) come from the warehouse, everything else stays in the published
+    files, which the next version shares; only a delta segment and the index are written, so
+    a run costs what changed, not the store (decoding 100k items took ~10 s, reading their
+    vectors ~7 s, rewriting the item table and the history ~5 s). None when the published
+    version cannot serve as the base (another embedder, unreadable): the caller builds from
+    the warehouse alone."""
     if current.embedder != model_name:
         return None
     root = settings.snapshots_path
     try:
-        previous, prev_rows, prev_vecs = read_rows(root, current.version)
+        previous = read_published(root, current.version)
     except SnapshotError:
         return None
-    active = warehouse.active_ids()
-    prev_ids = prev_rows.column("id").to_pylist()
-    absent = sorted(set(active) - set(prev_ids))
-    fresh = warehouse.items_written_since(previous.created_at, absent)
-    stale = warehouse.stale_embedding_ids(model_name)
+    active = set(warehouse.active_ids())
+    absent = sorted(active.difference(previous.ids))
+    since = previous.manifest.created_at
+    fresh = warehouse.items_written_since(since, absent)
+    # A carried row was current when the previous version was checked; only what was
+    # written since can have gone stale.
+    stale = warehouse.stale_embedding_ids(model_name, ids=[i.id for i in fresh])
     if stale:
         raise ConsolidationError(
             f"{len(stale)} active items have no current {model_name!r} vector (e.g. {stale[:3]}); "
@@ -161,30 +161,18 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
         )
     watermark = warehouse.last_ingested_seq()
     stm = stm_by_partition(warehouse.active_items(tier="stm", types=MERGEABLE_TYPES))
-    fresh_ids = {i.id for i in fresh}
-    kept_rows = [row for row, item_id in enumerate(prev_ids) if item_id not in fresh_ids]
-    kept_set = set(active) - fresh_ids
-    kept_rows = [row for row in kept_rows if prev_ids[row] in kept_set]
     kind = "hnsw" if active and len(active) >= settings.hnsw_threshold else "flat-ip"
-    if not fresh and len(kept_rows) == len(prev_ids) == len(active) and watermark == previous.watermark \
-            and kind == previous.index_kind and _intact(root, previous.version):
-        return SnapshotReport.of(previous, published=False, stm_by_partition=stm)
-    fresh_table = items_to_table(fresh)
-    kept_table = prev_rows.take(pa.array(kept_rows, type=pa.int64()))
-    table = pa.concat_tables([kept_table.cast(fresh_table.schema), fresh_table])
+    if (not fresh and active == set(previous.ids) and watermark == previous.manifest.watermark
+            and kind == previous.manifest.index_kind and _intact(root, previous.manifest.version)):
+        return SnapshotReport.of(previous.manifest, published=False, stm_by_partition=stm)
     fresh_vecs = (warehouse.embedding_matrix(model_name, [i.id for i in fresh]) if fresh
-                  else np.zeros((0, previous.dim), np.float32))
-    vectors = np.vstack([prev_vecs[kept_rows], fresh_vecs]).astype(np.float32, copy=False)
-    order = np.argsort(np.array(table.column("id").to_pylist(), dtype=object), kind="stable")
-    table = table.take(pa.array(order, type=pa.int64()))
-    vectors = np.ascontiguousarray(vectors[order])
-    manifest = build_snapshot_from_rows(
-        root, table, vectors, embedder_name=model_name, dim=previous.dim, watermark=watermark,
+                  else np.zeros((0, previous.manifest.dim), np.float32))
+    manifest = publish_next(
+        root, previous, items_to_table(fresh), fresh_vecs, active, watermark=watermark,
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
+        compact_fraction=settings.snapshot_compact_fraction,
         extra={**(extra or {}), "stm_by_partition": stm, "changed_rows": len(fresh)},
-        reuse=root / previous.version,
-        # One Arrow query over revisions and events; not yet incremental like the rows.
-        history=warehouse.active_history(),
+        history=warehouse.active_history,
     )  # fmt: skip
     return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 

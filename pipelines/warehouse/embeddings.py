@@ -4,6 +4,7 @@ event per batch), read back as float32 matrices."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -105,16 +106,21 @@ class Embeddings(ItemJournal):
         row = {i: k for k, i in enumerate(ids)}
         return matrix[[row[i] for i in wanted]]
 
-    def stale_embedding_ids(self, model_name: str, *, active_only: bool = True) -> list[str]:
-        """Items with no vector for the model, or one computed from older content."""
+    def stale_embedding_ids(self, model_name: str, *, active_only: bool = True,
+                            ids: Sequence[str] | None = None) -> list[str]:
+        """Items with no vector for the model, or one computed from older content; only
+        among `ids` when given (hashing every item's content costs the whole store)."""
         check_id(model_name, "model_name")
-        active = f"WHERE {_ACTIVE}" if active_only else ""
+        conditions = [_ACTIVE] if active_only else []
+        params: list[Any] = [model_name]
+        if ids is not None:
+            conditions.append("i.id IN (SELECT unnest(?::VARCHAR[]))")
+            params.append([i for i in as_list(ids, "ids") if isinstance(i, str)])
+        conditions.append(f"(e.item_id IS NULL OR e.content_hash <> {EMBEDDING_HASH_SQL})")
         rows = self.query(
             "SELECT i.id FROM items i LEFT JOIN embeddings e "
-            "ON e.item_id = i.id AND e.model_name = ? "
-            f"{active} {'AND' if active else 'WHERE'} "
-            f"(e.item_id IS NULL OR e.content_hash <> {EMBEDDING_HASH_SQL}) ORDER BY i.id",
-            [model_name],
+            f"ON e.item_id = i.id AND e.model_name = ? WHERE {' AND '.join(conditions)} ORDER BY i.id",
+            params,
         )
         return [r[0] for r in rows]
 

@@ -79,3 +79,16 @@ def test_location_check_fails_for_an_active_item_without_a_location(consolidated
     assert not found.passed and sample(found) == [f"{item_id}: no location"]
     # The palace stage puts it back.
     assert run(consolidated, ["palace_locations"])["every_active_item_has_a_location"].passed
+
+
+def test_location_check_compares_paths_of_what_was_written_since_the_last_run(consolidated):
+    """A path is compared for items written since the last successful run (the palace stage
+    writes a revision whenever it moves one); a wrong path written now is caught."""
+    with Warehouse(consolidated.warehouse_path) as wh:
+        item = next(i for i in wh.active_items() if i.metadata.get("palace"))
+        assert stages.location_violations(wh, since=stages.last_finished_run(wh)) == []
+        wh.update_items({item.id: {"metadata": {**item.metadata, "palace": "nowhere/else/x/y"}}}, reason="test")
+        assert stages.location_violations(wh, since=stages.last_finished_run(wh)) == [
+            f"{item.id}: metadata says 'nowhere/else/x/y', stored {item.metadata['palace']!r}"]
+    found = run(consolidated, dg.AssetSelection.checks(every_active_item_has_a_location))
+    assert not found["every_active_item_has_a_location"].passed

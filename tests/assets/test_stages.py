@@ -198,14 +198,20 @@ def test_policy_check_covers_everything_once_then_only_what_was_written_since(tm
 
 def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_path):
     """A later run takes unchanged rows and vectors from the published snapshot and only
-    the items written since from the warehouse; the result equals a snapshot built from the
-    warehouse alone (same items in the same order, same vectors)."""
-    from pipelines.snapshot import load_snapshot
+    the items written since from the warehouse: it shares the published item table and
+    history (hard links) and adds a delta segment; the result serves what a snapshot built
+    from the warehouse alone serves (same items, vectors and histories)."""
+    import os
+
+    import numpy as np
+
+    from pipelines.snapshot import HISTORY_FILE, ITEMS_FILE, load_snapshot
     from tests.assets.support import BATCH_2
 
-    settings = make_settings(tmp_path)
+    settings = make_settings(tmp_path, snapshot_compact_fraction=100.0)  # never compacts here
     ingest(settings, BATCH_1)
-    assert stages.consolidate_once(settings)["snapshot"].published
+    first = stages.consolidate_once(settings)["snapshot"]
+    assert first.published
     ingest(settings, BATCH_2)
     with Warehouse(settings.warehouse_path) as wh:
         some = wh.active_ids()[:2]
@@ -214,15 +220,49 @@ def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_pat
     report = stages.consolidate_once(settings)["snapshot"]
     incremental = load_snapshot(settings.snapshots_path)
     assert report.published and 0 < incremental.manifest.extra["changed_rows"] < report.count
+    assert incremental.manifest.base == first.version and incremental.manifest.delta_count > 0
+    assert incremental.manifest.removed_count >= 2  # the changed item's old row and the archived one
+    base_folder = settings.snapshots_path / first.version
+    for name in (ITEMS_FILE, HISTORY_FILE):  # shared, not rewritten
+        assert os.path.samefile(incremental.path / name, base_folder / name)
     with Warehouse(settings.warehouse_path) as wh:
         full = stages.publish_snapshot(wh, HashEmbedder(384), settings, force=True)
         expected = wh.active_items()
+        histories = {i.id: (wh.revisions(i.id), wh.item_events(i.id)) for i in expected}
     rebuilt = load_snapshot(settings.snapshots_path)
-    assert full.published and "changed_rows" not in rebuilt.manifest.extra
-    assert incremental.items == rebuilt.items == expected
+    assert full.published and "changed_rows" not in rebuilt.manifest.extra and rebuilt.manifest.delta_count == 0
+    assert sorted(incremental.items, key=lambda i: i.id) == rebuilt.items == expected
     assert some[1] not in {i.id for i in incremental.items}
     assert incremental.items[incremental.row_of[some[0]]].tags == ["changed"]
-    import numpy as np
-
-    np.testing.assert_array_equal(incremental.vectors, rebuilt.vectors)
+    for item in expected:
+        np.testing.assert_array_equal(incremental.vectors[incremental.row_of[item.id]],
+                                      rebuilt.vectors[rebuilt.row_of[item.id]])
+        assert incremental.history(item.id) == rebuilt.history(item.id) == histories[item.id]
+    assert incremental.history(some[1]) == ([], [])  # archived: its base rows are not served
     assert incremental.manifest.tier_counts == rebuilt.manifest.tier_counts
+
+
+def test_a_damaged_shared_base_is_replaced_by_a_full_snapshot_at_the_next_run(tmp_path):
+    """Versions built on one base share its files (one inode): damage to it makes them all
+    unreadable, and the next run, unable to build on the published version, publishes a
+    full one from the warehouse."""
+    from pipelines.snapshot import ITEMS_FILE, SnapshotError, load_snapshot
+    from tests.assets.support import BATCH_2
+
+    settings = make_settings(tmp_path, snapshot_compact_fraction=100.0)
+    ingest(settings, BATCH_1)
+    first = stages.consolidate_once(settings)["snapshot"]
+    ingest(settings, BATCH_2)
+    second = load_snapshot(settings.snapshots_path, stages.consolidate_once(settings)["snapshot"].version)
+    assert second.manifest.base == first.version
+    shared = second.path / ITEMS_FILE
+    data = bytearray(shared.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shared.write_bytes(bytes(data))  # in place: the same inode as the base version's file
+    with pytest.raises(SnapshotError, match="checksum"):
+        load_snapshot(settings.snapshots_path)
+    third = stages.consolidate_once(settings)["snapshot"]
+    rebuilt = load_snapshot(settings.snapshots_path)
+    assert third.published and rebuilt.version == third.version and rebuilt.manifest.base == ""
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert sorted(i.id for i in rebuilt.items) == wh.active_ids()

@@ -1,0 +1,173 @@
+"""Segmented snapshots (`publish_next`): a version shares the previous item table and history
+and adds a delta segment; it must serve exactly what a full build of the same state serves,
+compact past its fraction, load format-1 snapshots, and fail loudly on a damaged segment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipelines.item_history import HISTORY_SCHEMA
+from pipelines.records import utcnow
+from pipelines.snapshot import (
+    HISTORY_DELTA_FILE,
+    HISTORY_FILE,
+    ITEMS_DELTA_FILE,
+    ITEMS_FILE,
+    ITEMS_REMOVED_FILE,
+    MANIFEST_FILE,
+    SnapshotError,
+    build_snapshot,
+    items_to_table,
+    load_latest_good,
+    load_snapshot,
+    publish_next,
+    read_published,
+)
+from tests.pipelines.test_snapshot import DIM, make_item, unit_vectors
+
+EMBEDDER = "hash-32"
+
+
+class Store:
+    """The state a warehouse would hold: active items, their vectors and their history
+    (one revision per write, stamped with the time it was written), changed round by round."""
+
+    def __init__(self, n: int) -> None:
+        self.items = {f"mem_{i:05d}": make_item(i, tier=("stm", "mtm", "ltm")[i % 3]) for i in range(n)}
+        self.vectors = dict(zip(self.items, unit_vectors(n, seed=1)))
+        self.revisions = {item_id: [utcnow()] for item_id in self.items}
+        self.next_id = n
+
+    def history(self, since: str | None = None) -> pa.Table:
+        rows = [{"item_id": item_id, "kind": "revision", "ord": n, "at": at,
+                 "action": "update" if n > 1 else "create",
+                 "data": msgspec.json.encode({"id": item_id, "n": n}).decode(), "content_sha256": None,
+                 "actor": "dana", "inbox_seq": n, "requested_at": None}
+                for item_id in sorted(self.items) for n, at in enumerate(self.revisions[item_id], 1)
+                if since is None or at >= since]
+        return pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+
+    def change(self, seed: int, *, updated: int, removed: int, added: int) -> list[str]:
+        """Re-embed and revise `updated` items, remove `removed`, add `added`; the ids written."""
+        rng = np.random.default_rng(seed)
+        ids = sorted(self.items)
+        picked = rng.choice(len(ids), size=updated + removed, replace=False)
+        written = []
+        for k, row in enumerate(picked):
+            item_id = ids[row]
+            if k < updated:
+                self.items[item_id] = msgspec.structs.replace(self.items[item_id], title=f"changed {seed}")
+                self.vectors[item_id] = unit_vectors(1, seed=seed * 1000 + k)[0]
+                self.revisions[item_id].append(utcnow())
+                written.append(item_id)
+            else:
+                del self.items[item_id], self.vectors[item_id], self.revisions[item_id]
+        for k in range(added):
+            item = make_item(self.next_id, tier="stm")
+            self.next_id += 1
+            self.items[item.id] = item
+            self.vectors[item.id] = unit_vectors(1, seed=seed * 1000 + 500 + k)[0]
+            self.revisions[item.id] = [utcnow()]
+            written.append(item.id)
+        return written
+
+    def full(self, root: Path, watermark: int, **kw):
+        ids = sorted(self.items)
+        return build_snapshot(root, [self.items[i] for i in ids], np.stack([self.vectors[i] for i in ids]),
+                              embedder_name=EMBEDDER, dim=DIM, watermark=watermark, history=self.history(), **kw)
+
+    def next(self, root: Path, written: list[str], watermark: int, **kw):
+        previous = read_published(root, load_snapshot(root).version)
+        return publish_next(root, previous, items_to_table([self.items[i] for i in written]),
+                            np.stack([self.vectors[i] for i in written]) if written else np.zeros((0, DIM)),
+                            set(self.items), watermark=watermark, history=self.history, **kw)
+
+
+def assert_same_service(segmented, full) -> None:
+    """Same items, vectors, histories and nearest neighbours, whatever the row order."""
+    assert sorted(segmented.items, key=lambda i: i.id) == sorted(full.items, key=lambda i: i.id)
+    assert segmented.manifest.tier_counts == full.manifest.tier_counts
+    for item in full.items:
+        row, ref = segmented.row_of[item.id], full.row_of[item.id]
+        np.testing.assert_array_equal(segmented.vectors[row], full.vectors[ref])
+        assert segmented.history(item.id) == full.history(item.id)
+        assert segmented.items[segmented.search(full.vectors[ref], 1)[0][0][0]].id == item.id
+
+
+@pytest.mark.parametrize("hnsw_threshold", [1_000_000, 300], ids=["flat", "hnsw"])
+def test_segmented_versions_serve_what_a_full_build_serves(tmp_path, hnsw_threshold):
+    store = Store(400)
+    root, ref_root = tmp_path / "seg", tmp_path / "full"
+    first = store.full(root, 1, hnsw_threshold=hnsw_threshold)
+    assert first.delta_count == 0 and first.base == ""
+    for rnd in range(1, 4):
+        written = store.change(rnd, updated=5, removed=4, added=8)
+        manifest = store.next(root, written, rnd + 1, hnsw_threshold=hnsw_threshold, keep=2)
+        # The base files are the first version's (hard links), only a delta was written.
+        assert manifest.base == first.version and ITEMS_DELTA_FILE in manifest.files
+        assert manifest.files[ITEMS_FILE] == first.files[ITEMS_FILE]
+        assert manifest.files[HISTORY_FILE] == first.files[HISTORY_FILE]
+        # The delta holds every item written since the base (13 a round, some written twice).
+        assert 13 <= manifest.delta_count <= 13 * rnd and manifest.removed_count >= 9
+        folder = root / manifest.version
+        assert os.stat(folder / ITEMS_FILE).st_nlink >= 2
+        assert manifest.index_kind == ("hnsw" if hnsw_threshold == 300 else "flat-ip")
+        segmented = load_snapshot(root)
+        store.full(ref_root, rnd + 1, hnsw_threshold=hnsw_threshold)
+        assert_same_service(segmented, load_snapshot(ref_root))
+    # The first version is pruned (keep=2): its files live on through the links.
+    assert not (root / first.version).exists()
+    # Past the fraction the next version rewrites the base: a self-contained version again.
+    written = store.change(9, updated=60, removed=30, added=40)
+    compacted = store.next(root, written, 9, hnsw_threshold=hnsw_threshold, compact_fraction=0.25)
+    assert compacted.base == "" and compacted.delta_count == compacted.removed_count == 0
+    assert not {ITEMS_DELTA_FILE, ITEMS_REMOVED_FILE, HISTORY_DELTA_FILE} & set(compacted.files)
+    store.full(ref_root, 9, hnsw_threshold=hnsw_threshold)
+    assert_same_service(load_snapshot(root), load_snapshot(ref_root))
+
+
+def test_a_format_1_snapshot_loads_and_becomes_the_base_of_the_next(tmp_path):
+    """Snapshots published before segments (format 1, no segment fields) keep loading and
+    are the base the next incremental version shares."""
+    store = Store(50)
+    first = store.full(tmp_path, 1)
+    path = tmp_path / first.version / MANIFEST_FILE
+    old = msgspec.json.decode(path.read_bytes())
+    for key in ("base", "delta_count", "removed_count"):
+        old.pop(key)
+    path.write_bytes(msgspec.json.encode({**old, "format": 1}))
+    assert load_snapshot(tmp_path).manifest.format == 1
+    written = store.change(1, updated=2, removed=2, added=3)
+    second = store.next(tmp_path, written, 2)
+    assert second.base == first.version and second.delta_count == 5 and second.removed_count == 4
+    store.full(tmp_path / "full", 2)
+    assert_same_service(load_snapshot(tmp_path), load_snapshot(tmp_path / "full"))
+
+
+@pytest.mark.parametrize("damaged", [ITEMS_DELTA_FILE, ITEMS_REMOVED_FILE, HISTORY_DELTA_FILE])
+def test_a_damaged_segment_is_caught(tmp_path, damaged):
+    """Every segment is checksummed: a damaged item segment makes the version unloadable (the
+    service falls back to the previous one); a damaged history segment costs the history only."""
+    store = Store(30)
+    first = store.full(tmp_path, 1)
+    second = store.next(tmp_path, store.change(1, updated=1, removed=1, added=1), 2)
+    path = tmp_path / second.version / damaged
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped: only the checksum can tell
+    path.write_bytes(bytes(data))
+    if damaged == HISTORY_DELTA_FILE:
+        snap = load_snapshot(tmp_path)
+        assert snap.version == second.version and snap.history(snap.items[0].id) is None
+        return
+    with pytest.raises(SnapshotError, match="checksum"):
+        load_snapshot(tmp_path, second.version)
+    snap, problems = load_latest_good(tmp_path)
+    assert snap is not None and snap.version == first.version and problems
+    with pytest.raises(SnapshotError):
+        read_published(tmp_path, second.version)
