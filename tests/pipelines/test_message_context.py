@@ -7,18 +7,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
 from pipelines.message_context import (
+    COMPOSITION,
     CONTEXT_KEY,
+    CONTEXT_TURNS_KEY,
     ContextWindow,
+    VectorComposition,
+    bare_text,
     build_context,
     contextualise,
     embedding_hash,
     embedding_text,
+    item_vectors,
     lexical_text,
 )
-from pipelines.records import Identity, MemoryItem, Scope
+from pipelines.records import Identity, MemoryItem, Scope, sha256_text
 from pipelines.warehouse import Warehouse
 from tests.assets.support import dana, ingest, make_settings
 
@@ -64,7 +71,11 @@ def test_contextualise_keeps_sessions_and_users_apart_and_refreshes_only_the_las
     assert out["msg_dana_s1_004"].metadata[CONTEXT_KEY] == "(in reply to Dana: second / Dana: third)"
     assert CONTEXT_KEY not in out["msg_dana_s2_005"].metadata  # alone in its session, no date
     assert CONTEXT_KEY not in out["msg_erin_s1_006"].metadata
-    assert changed == {"msg_dana_s1_003": "(in reply to Dana: first / Dana: second)\n(answered by Dana: fourth)"}
+    assert out["msg_dana_s1_004"].metadata[CONTEXT_TURNS_KEY] == {
+        "previous": ["msg_dana_s1_002", "msg_dana_s1_003"], "following": []}
+    assert changed == {"msg_dana_s1_003": {
+        CONTEXT_KEY: "(in reply to Dana: first / Dana: second)\n(answered by Dana: fourth)",
+        CONTEXT_TURNS_KEY: {"previous": ["msg_dana_s1_001", "msg_dana_s1_002"], "following": ["msg_dana_s1_004"]}}}
     # Switched off entirely: nothing changes.
     same, none = contextualise(new, stored, ContextWindow(0, 0, False))
     assert same == new and none == {}
@@ -98,3 +109,87 @@ def test_consolidation_stores_context_and_reembeds_a_turn_when_its_answer_arrive
     assert vectors[msgs[1].id] == embedding_hash(last_before) != first_vectors[msgs[1].id]
     assert vectors[msgs[0].id] == first_vectors[msgs[0].id]  # older turns are not redone
     assert reasons[-1] == "message_context" and second["embed"].embedded == 2  # the new turn and the refreshed one
+
+
+# -- composed vectors ------------------------------------------------------------------------
+
+
+def session_with_context(n: int, window: ContextWindow = ContextWindow()) -> list[MemoryItem]:
+    """n turns of one session, contextualised as governance does."""
+    turns = [turn(k + 1, text) for k, text in enumerate(
+        ["Where did you go?", "To the lake.", "Yes, last Tuesday!", "Lovely.", "We swam.", "Cold?"][:n])]
+    out, _ = contextualise({t.id: t for t in turns}, [], window)
+    return [out[t.id] for t in turns]
+
+
+class CountingEmbedder:
+    """A hash embedder that records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder(64)
+        self.texts: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_composition_is_own_plus_weighted_neighbour_means_at_unit_length() -> None:
+    own, prev, foll = np.eye(4, dtype=np.float32)[:3]
+    composition = VectorComposition(previous=0.5, following=0.25)
+    got = composition.compose(own, np.stack([prev, foll]), foll[None, :])
+    expected = own + 0.5 * (prev + foll) / 2 + 0.25 * foll
+    np.testing.assert_allclose(got, expected / np.linalg.norm(expected), rtol=1e-6)
+    assert got.dtype == np.float32 and abs(float(np.linalg.norm(got)) - 1.0) < 1e-6
+    # Without neighbours the vector is the turn's own.
+    np.testing.assert_allclose(composition.compose(own, np.zeros((0, 4)), np.zeros((0, 4))), own)
+    assert VectorComposition(0.5, 0.25).recipe != VectorComposition(0.5, 0.5).recipe
+
+
+def test_each_turn_is_embedded_once_and_a_message_vector_composes_its_neighbours() -> None:
+    turns = session_with_context(4)
+    assert turns[2].metadata[CONTEXT_TURNS_KEY] == {"previous": [turns[0].id, turns[1].id],
+                                                     "following": [turns[3].id]}
+    embed = CountingEmbedder()
+    by_id = {t.id: t for t in turns}
+    vectors = item_vectors(turns, embed, by_id.get)
+    # Four bare texts, one model call each, none with its neighbours' words in it.
+    assert sorted(embed.texts) == sorted(bare_text(t) for t in turns)
+    assert all("in reply to" not in text for text in embed.texts)
+    bare = {t.id: embed.inner.embed([bare_text(t)])[0] for t in turns}
+    expected = COMPOSITION.compose(bare[turns[2].id], np.stack([bare[turns[0].id], bare[turns[1].id]]),
+                                   bare[turns[3].id][None, :])
+    np.testing.assert_allclose(vectors[2], expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(vectors[2], bare[turns[2].id])
+    # A neighbour that is gone is left out; the others still count.
+    without_first = item_vectors([turns[2]], CountingEmbedder(), {t.id: t for t in turns[1:]}.get)
+    expected = COMPOSITION.compose(bare[turns[2].id], bare[turns[1].id][None, :], bare[turns[3].id][None, :])
+    np.testing.assert_allclose(without_first[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_message_contextualised_before_its_turns_were_recorded_keeps_its_full_text_vector() -> None:
+    legacy = msgspec.structs.replace(turn(3, "Yes, last Tuesday!"),
+                                     metadata={"session_id": "s1", "inbox_seq": 3, CONTEXT_KEY: "(in reply to x)"})
+    embed = CountingEmbedder()
+    vectors = item_vectors([legacy], embed, lambda _id: None)
+    assert embed.texts == [embedding_text(legacy)] and embedding_text(legacy).endswith("(in reply to x)")
+    np.testing.assert_allclose(vectors[0], embed.inner.embed([embedding_text(legacy)])[0])
+    assert embedding_hash(legacy) == sha256_text(f"{legacy.content_hash}\n(in reply to x)")
+    composed = session_with_context(3)[2]
+    assert embedding_hash(composed) == sha256_text(
+        f"{composed.content_hash}\n{composed.metadata[CONTEXT_KEY]}\n{COMPOSITION.recipe}")
+
+
+def test_stored_hashes_of_plain_legacy_and_composed_vectors_agree_with_sql(tmp_path: Path) -> None:
+    composed = session_with_context(3)
+    legacy = msgspec.structs.replace(turn(9, "Old turn", session="s9"),
+                                     metadata={"session_id": "s9", "inbox_seq": 9, CONTEXT_KEY: "(said on x)"})
+    note = MemoryItem(id="mem_note", tier="stm", type="note", title="t", content="a note",
+                      scope=composed[0].scope, metadata={CONTEXT_TURNS_KEY: {"previous": [], "following": []}})
+    items = [*composed, legacy, note]
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.put_items(items)
+        assert len(wh.stale_embedding_ids("hash-64")) == len(items)
+        vectors = item_vectors(items, HashEmbedder(64).embed, {i.id: i for i in items}.get)
+        wh.put_embeddings([(i.id, embedding_hash(i), v) for i, v in zip(items, vectors)], model_name="hash-64", dim=64)
+        assert wh.stale_embedding_ids("hash-64") == []
