@@ -193,3 +193,63 @@ def test_stored_hashes_of_plain_legacy_and_composed_vectors_agree_with_sql(tmp_p
         vectors = item_vectors(items, HashEmbedder(64).embed, {i.id: i for i in items}.get)
         wh.put_embeddings([(i.id, embedding_hash(i), v) for i, v in zip(items, vectors)], model_name="hash-64", dim=64)
         assert wh.stale_embedding_ids("hash-64") == []
+
+
+def conversation(settings) -> None:
+    ingest(settings, [dana("Where did Caroline go last week?", role="user"),
+                      dana("She went to the support group on Tuesday."),
+                      dana("Did she like it?", role="user"),
+                      dana("Yes, she felt accepted there.")], name="conv.jsonl")
+
+
+def stored_message_vectors(settings, model: str) -> tuple[list[MemoryItem], np.ndarray]:
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        msgs = sorted(wh.active_items(types=["message"]), key=lambda i: i.metadata["inbox_seq"])
+        return msgs, wh.embedding_matrix(model, [m.id for m in msgs])
+
+
+def test_reembed_recomposes_the_same_vectors_and_composes_with_a_new_embedder(tmp_path: Path) -> None:
+    from pipelines.consolidate import reembed_all
+
+    settings = make_settings(tmp_path)
+    conversation(settings)
+    consolidate_once(settings)
+    msgs, stored = stored_message_vectors(settings, "hash-384")
+    assert all(CONTEXT_TURNS_KEY in m.metadata for m in msgs)
+
+    again = reembed_all(settings)  # the same embedder: the same vectors
+    assert again["embedded"] >= len(msgs)
+    np.testing.assert_allclose(stored_message_vectors(settings, "hash-384")[1], stored, atol=1e-6)
+
+    other = make_settings(tmp_path, embedder_dim=64)  # another model: the same composition in its space
+    reembed_all(other)
+    _, vectors = stored_message_vectors(other, "hash-64")
+    bare = HashEmbedder(64).embed([bare_text(m) for m in msgs])
+    expected = COMPOSITION.compose(bare[1], bare[0][None, :], bare[2][None, :])  # turn 2: one before, one after
+    np.testing.assert_allclose(vectors[1], expected, rtol=1e-5, atol=1e-6)
+    assert consolidate_once(other)["embed"].embedded == 0  # nothing left stale
+
+
+def test_the_service_delta_composes_a_message_vector_as_the_pipeline_does(tmp_path: Path) -> None:
+    from online.state import MemoryService
+    from online.tools import ToolDispatcher
+
+    settings = make_settings(tmp_path)
+    conversation(settings)
+    consolidate_once(settings)
+    msgs, stored = stored_message_vectors(settings, "hash-384")
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    try:
+        svc.reload()
+        who = Identity(user_id="dana", project_id="atlas", session_id="s1")
+        # A turn moved in the palace: a new version in the delta, embedded by the service.
+        ToolDispatcher(svc).dispatch("memory.palace.assign", {"id": msgs[1].id, "location": "people/caroline/visits"},
+                                     who)
+        (segment,) = [c for c in svc.view().corpora if c.source == "delta"]
+        delta_vector = segment.vectors[[it.id for it in segment.items].index(msgs[1].id)]
+    finally:
+        svc.close()
+    # The same inputs, the same vector as the pipeline's: composed with the snapshot's neighbours.
+    np.testing.assert_allclose(delta_vector, stored[1], rtol=1e-5, atol=1e-6)
+    bare = HashEmbedder(settings.embedder_dim).embed([bare_text(m) for m in msgs[:3]])
+    np.testing.assert_allclose(delta_vector, COMPOSITION.compose(bare[1], bare[:1], bare[2:]), rtol=1e-5, atol=1e-6)
