@@ -61,7 +61,7 @@ RankedFn = Callable[[Conversation, int, str], list[list[str]]]
 # -- setup ------------------------------------------------------------------------------------
 
 
-def _settings(workdir: Path, merger: str, precision: str | None = None):
+def _settings(workdir: Path, merger: str, precision: str | None = None, composed: bool | None = None):
     from pipelines.settings import Settings
 
     # LoCoMo's turns are dated 2022-2023: with the default 30-day STM aging the lifecycle
@@ -69,7 +69,8 @@ def _settings(workdir: Path, merger: str, precision: str | None = None):
     # asked "right after" the conversation, so aging is switched off for this benchmark.
     return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
                     snapshots_keep=2, stm_aging_days=STM_AGING_DAYS,
-                    minilm_precision=precision or Settings().minilm_precision)
+                    minilm_precision=precision or Settings().minilm_precision,
+                    message_context_composed=Settings().message_context_composed if composed is None else composed)
 
 
 def _sha256_file(path: Path) -> str:
@@ -504,6 +505,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
     p.add_argument("--precision", default=None, choices=("float32", "int8"),
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
+    p.add_argument("--composed", action="store_true", default=None,
+                   help="message vectors composed from bare turn vectors (setting message_context_composed)")
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)
@@ -545,7 +548,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     data, data_path, conversations = _select_data(args, workdir)
     ks = args.ks
     k_max = max(ks)
-    settings = _settings(workdir, args.merger, args.precision)
+    settings = _settings(workdir, args.merger, args.precision, args.composed)
 
     if args.reuse and (settings.snapshots_path / "CURRENT").exists():
         ingest_report, t_ingest = {"reused": str(workdir)}, 0.0
@@ -596,6 +599,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         "snapshot": {"version": snap.version, "index_kind": snap.manifest.index_kind,
                      "embedder": snap.manifest.embedder},
         "config": {**_config(ks, k_max, args.merger),
+                   "message_context_composed": settings.message_context_composed,
                    "tune_conversations": sorted(c.sample_id for c in conversations if c.sample_id in args.tune),
                    "held_out_conversations": sorted(c.sample_id for c in conversations
                                                     if c.sample_id not in args.tune)},

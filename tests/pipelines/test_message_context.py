@@ -24,6 +24,7 @@ from pipelines.message_context import (
     embedding_text,
     item_vectors,
     lexical_text,
+    with_context,
 )
 from pipelines.records import Identity, MemoryItem, Scope, sha256_text
 from pipelines.warehouse import Warehouse
@@ -66,7 +67,7 @@ def test_contextualise_keeps_sessions_and_users_apart_and_refreshes_only_the_las
     stored[2] = msgspec.structs.replace(stored[2], metadata={**stored[2].metadata, CONTEXT_KEY: "old"})
     new = {t.id: t for t in [turn(4, "fourth"), turn(5, "other session", session="s2"),
                               turn(6, "other user", user="erin")]}
-    window = ContextWindow(previous=2, following=1, date=False)
+    window = ContextWindow(previous=2, following=1, date=False, composed=True)
     out, changed = contextualise(new, stored, window)
     assert out["msg_dana_s1_004"].metadata[CONTEXT_KEY] == "(in reply to Dana: second / Dana: third)"
     assert CONTEXT_KEY not in out["msg_dana_s2_005"].metadata  # alone in its session, no date
@@ -114,7 +115,7 @@ def test_consolidation_stores_context_and_reembeds_a_turn_when_its_answer_arrive
 # -- composed vectors ------------------------------------------------------------------------
 
 
-def session_with_context(n: int, window: ContextWindow = ContextWindow()) -> list[MemoryItem]:
+def session_with_context(n: int, window: ContextWindow = ContextWindow(composed=True)) -> list[MemoryItem]:
     """n turns of one session, contextualised as governance does."""
     turns = [turn(k + 1, text) for k, text in enumerate(
         ["Where did you go?", "To the lake.", "Yes, last Tuesday!", "Lovely.", "We swam.", "Cold?"][:n])]
@@ -211,7 +212,7 @@ def stored_message_vectors(settings, model: str) -> tuple[list[MemoryItem], np.n
 def test_reembed_recomposes_the_same_vectors_and_composes_with_a_new_embedder(tmp_path: Path) -> None:
     from pipelines.consolidate import reembed_all
 
-    settings = make_settings(tmp_path)
+    settings = make_settings(tmp_path, message_context_composed=True)
     conversation(settings)
     consolidate_once(settings)
     msgs, stored = stored_message_vectors(settings, "hash-384")
@@ -221,7 +222,8 @@ def test_reembed_recomposes_the_same_vectors_and_composes_with_a_new_embedder(tm
     assert again["embedded"] >= len(msgs)
     np.testing.assert_allclose(stored_message_vectors(settings, "hash-384")[1], stored, atol=1e-6)
 
-    other = make_settings(tmp_path, embedder_dim=64)  # another model: the same composition in its space
+    # Another model: the same composition, in its space.
+    other = make_settings(tmp_path, embedder_dim=64, message_context_composed=True)
     reembed_all(other)
     _, vectors = stored_message_vectors(other, "hash-64")
     bare = HashEmbedder(64).embed([bare_text(m) for m in msgs])
@@ -234,7 +236,7 @@ def test_the_service_delta_composes_a_message_vector_as_the_pipeline_does(tmp_pa
     from online.state import MemoryService
     from online.tools import ToolDispatcher
 
-    settings = make_settings(tmp_path)
+    settings = make_settings(tmp_path, message_context_composed=True)
     conversation(settings)
     consolidate_once(settings)
     msgs, stored = stored_message_vectors(settings, "hash-384")
@@ -253,3 +255,19 @@ def test_the_service_delta_composes_a_message_vector_as_the_pipeline_does(tmp_pa
     np.testing.assert_allclose(delta_vector, stored[1], rtol=1e-5, atol=1e-6)
     bare = HashEmbedder(settings.embedder_dim).embed([bare_text(m) for m in msgs[:3]])
     np.testing.assert_allclose(delta_vector, COMPOSITION.compose(bare[1], bare[:1], bare[2:]), rtol=1e-5, atol=1e-6)
+
+
+def test_by_default_a_message_is_embedded_with_its_context_in_one_text(tmp_path: Path) -> None:
+    turns = session_with_context(3, ContextWindow())
+    assert all(CONTEXT_TURNS_KEY not in t.metadata for t in turns)
+    embed = CountingEmbedder()
+    vectors = item_vectors(turns, embed, {t.id: t for t in turns}.get)
+    assert embed.texts == [embedding_text(t) for t in turns] and "in reply to" in embed.texts[2]
+    np.testing.assert_allclose(vectors, embed.inner.embed(embed.texts))
+    # Switching composition off again: a refreshed context drops the recorded turns.
+    composed = session_with_context(3)[2]
+    later = turn(4, "later")
+    _, changed = contextualise({later.id: later}, [composed], ContextWindow())
+    refreshed = msgspec.structs.replace(composed, metadata=with_context(composed.metadata, changed[composed.id]))
+    assert CONTEXT_TURNS_KEY not in refreshed.metadata
+    assert embedding_text(refreshed).endswith("(answered by Dana: later)\n(said on 8 May 2023)")
