@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from bench import driver
+from bench.message_vectors import VECTOR_VARIANTS
 from bench.metrics import (
     CATEGORY_NAMES,
     Conversation,
@@ -302,6 +303,9 @@ VARIANTS: dict[str, tuple[int, int, bool, str]] = {
 }
 
 
+PROTOTYPES: tuple[str, ...] = (*VARIANTS, *VECTOR_VARIANTS)
+
+
 def _said_on(iso: str | None) -> str | None:
     from datetime import datetime
 
@@ -380,14 +384,19 @@ class DiskEmbeddingCache:
 
 def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
                 k_max: int, cache: DiskEmbeddingCache, tune: Collection[str] = DEV_TUNE) -> dict[str, Any]:
-    """Recall (unchanged engine, default options) over the variant corpus."""
+    """Recall (unchanged engine, default options) over the variant corpus: a text variant
+    (`VARIANTS`) or a message-vector one (`bench.message_vectors`)."""
     from pipelines.message_context import embedding_text
     from pipelines.recall import MemoryCorpus
 
     base = view.snap.loaded
-    items = variant_items(name, base.items)
     started = time.perf_counter()
-    vectors = cache.embed([embedding_text(it) for it in items])
+    if name in VECTOR_VARIANTS:
+        items = list(base.items)
+        vectors, what = VECTOR_VARIANTS[name][0](items, cache.embed, cache.embedder), VECTOR_VARIANTS[name][1]
+    else:
+        items = variant_items(name, base.items)
+        vectors, what = cache.embed([embedding_text(it) for it in items]), VARIANTS[name][3]
     t_embed = time.perf_counter() - started
     corpus = MemoryCorpus(items, vectors, source="snapshot").warm()
 
@@ -395,7 +404,7 @@ def run_variant(name: str, service, view, conversations: Sequence[Conversation],
         corpora = [corpus]
 
     block = measured(conversations, SystemRanker(service, _View(), k_max, options=_default_options()), ks, tune)
-    block["describes"] = VARIANTS[name][3]
+    block["describes"] = what
     block["embed_s"] = round(t_embed, 2)
     return block
 
@@ -500,7 +509,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--prototypes", default="",
-                   help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(VARIANTS))
+                   help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(PROTOTYPES))
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
     p.add_argument("--precision", default=None, choices=("float32", "int8"),
@@ -519,9 +528,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if 10 not in args.ks:
         args.ks = sorted({*args.ks, 10})  # the headline
     wanted = [v.strip() for v in args.prototypes.split(",") if v.strip()]
-    unknown = [v for v in wanted if v not in VARIANTS and v != "all"]
+    unknown = [v for v in wanted if v not in PROTOTYPES and v != "all"]
     if unknown:
-        p.error(f"unknown prototypes {unknown}; known: {', '.join(VARIANTS)}")
+        p.error(f"unknown prototypes {unknown}; known: {', '.join(PROTOTYPES)}")
     args.tune = frozenset(t.strip() for t in args.tune.split(",") if t.strip())
     args.ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
     unknown = [a for a in args.ablations if a not in ABLATION_ROWS]
@@ -730,7 +739,7 @@ def _run_prototypes(variants: list[str], service, view, conversations: Sequence[
                     tune: Collection[str]) -> tuple[dict[str, Any], float]:
     """The harness-only variants (`all` for every one): (blocks, seconds)."""
     if variants == ["all"]:
-        variants = list(VARIANTS)
+        variants = list(PROTOTYPES)
     started = time.perf_counter()
     prototypes = {name: run_variant(name, service, view, conversations, ks, k_max, cache, tune) for name in variants}
     return prototypes, time.perf_counter() - started

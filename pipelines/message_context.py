@@ -172,12 +172,12 @@ def item_vectors(
     return out
 
 
-def _said_on(iso: str | None) -> str | None:
+def said_on(iso: str | None) -> str | None:
     when = parse_time(iso)
     return when.strftime("%-d %B %Y") if when is not None else None
 
 
-def _line(item: MemoryItem) -> str:
+def turn_line(item: MemoryItem) -> str:
     content = " ".join(item.content.split())
     if len(content) > NEIGHBOUR_MAX_CHARS:
         content = content[:NEIGHBOUR_MAX_CHARS].rstrip() + "…"
@@ -196,10 +196,10 @@ def build_context(turns: Sequence[MemoryItem], i: int, window: ContextWindow) ->
     before, after = _neighbours(turns, i, window)
     parts = []
     if before:
-        parts.append("(in reply to " + " / ".join(_line(t) for t in before) + ")")
+        parts.append("(in reply to " + " / ".join(turn_line(t) for t in before) + ")")
     if after:
-        parts.append("(answered by " + " / ".join(_line(t) for t in after) + ")")
-    said = _said_on(turns[i].created_at) if window.date else None
+        parts.append("(answered by " + " / ".join(turn_line(t) for t in after) + ")")
+    said = said_on(turns[i].created_at) if window.date else None
     if said:
         parts.append(f"(said on {said})")
     return "\n".join(parts)
