@@ -25,7 +25,7 @@ from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import fold_events, message_item_id, proposal_item_id
-from pipelines.message_context import item_vectors
+from pipelines.message_context import embedding_hash, item_vectors
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.records import Event, MemoryItem
 
@@ -79,8 +79,9 @@ class DeltaState:
 
 class DeltaLog:
     """Builds `DeltaState`s from the inbox: from scratch after a snapshot, or by folding the
-    events that arrived since the last one. Keeps one vector per item version (the embedder
-    runs once per version). Not thread-safe: the service folds under its own lock."""
+    events that arrived since the last one. Keeps one vector per item and embedding inputs
+    (`embedding_hash`: a new context after a snapshot means a new vector; the embedder runs
+    once per version). Not thread-safe: the service folds under its own lock."""
 
     def __init__(self, inbox: InboxBackend, embedder: Embedder) -> None:
         self.inbox = inbox
@@ -151,7 +152,7 @@ class DeltaLog:
         is made as the pipeline makes it (`item_vectors`: a message with recorded context
         turns composed with theirs, found in the delta or the snapshot). When the embedder
         is down the delta is still searchable lexically."""
-        keys = [(it.id, it.content_hash) for it in items]
+        keys = [(it.id, embedding_hash(it)) for it in items]
         missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
         problem = None
         if missing:
@@ -166,7 +167,7 @@ class DeltaLog:
                 problem = f"delta not embedded ({exc}); searched lexically"
                 log.warning(problem)
         if problem is None:
-            live = {(it.id, it.content_hash) for it in every}
+            live = {(it.id, embedding_hash(it)) for it in every}
             for stale in [k for k in self._vector_cache if k not in live]:
                 del self._vector_cache[stale]  # older versions of updated items
             matrix = (np.stack([self._vector_cache[k] for k in keys])
