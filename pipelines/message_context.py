@@ -58,8 +58,8 @@ def context_of(item: MemoryItem) -> str:
 
 
 def context_turns(item: MemoryItem) -> tuple[list[str], list[str]] | None:
-    """(previous ids, following ids) of the turns a message's context was built from; None
-    for an item without a context, or a message contextualised before they were recorded."""
+    """(previous ids, following ids) of the turns a message's context was built from, when
+    its vector is composed from theirs; None otherwise (no context, or not composed)."""
     if not context_of(item):
         return None
     value = item.metadata.get(CONTEXT_TURNS_KEY)
@@ -80,8 +80,9 @@ def bare_text(item: MemoryItem) -> str:
 
 
 def embedding_text(item: MemoryItem) -> str:
-    """The one text a non-composed vector is made from: `bare_text`, and for a message whose
-    context turns were not recorded, its context text too (the vector it was stored with)."""
+    """The one text an item's vector is made from unless it is composed (the default):
+    `bare_text`, and for a message its context text too. The stored hash is
+    `embedding_hash(item)`, so a tag-only change is not re-embedded."""
     context = context_of(item) if context_turns(item) is None else ""
     return bare_text(item) + ("\n" + context if context else "")
 
