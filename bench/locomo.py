@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from bench import driver
+from bench.message_vectors import VECTOR_VARIANTS
 from bench.metrics import (
     CATEGORY_NAMES,
     Conversation,
@@ -61,7 +62,7 @@ RankedFn = Callable[[Conversation, int, str], list[list[str]]]
 # -- setup ------------------------------------------------------------------------------------
 
 
-def _settings(workdir: Path, merger: str, precision: str | None = None):
+def _settings(workdir: Path, merger: str, precision: str | None = None, composed: bool | None = None):
     from pipelines.settings import Settings
 
     # LoCoMo's turns are dated 2022-2023: with the default 30-day STM aging the lifecycle
@@ -69,7 +70,8 @@ def _settings(workdir: Path, merger: str, precision: str | None = None):
     # asked "right after" the conversation, so aging is switched off for this benchmark.
     return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
                     snapshots_keep=2, stm_aging_days=STM_AGING_DAYS,
-                    minilm_precision=precision or Settings().minilm_precision)
+                    minilm_precision=precision or Settings().minilm_precision,
+                    message_context_composed=Settings().message_context_composed if composed is None else composed)
 
 
 def _sha256_file(path: Path) -> str:
@@ -304,6 +306,9 @@ VARIANTS: dict[str, tuple[int, int, bool, str]] = {
 }
 
 
+PROTOTYPES: tuple[str, ...] = (*VARIANTS, *VECTOR_VARIANTS)
+
+
 def _said_on(iso: str | None) -> str | None:
     from datetime import datetime
 
@@ -382,14 +387,19 @@ class DiskEmbeddingCache:
 
 def run_variant(name: str, service, view, conversations: Sequence[Conversation], ks: Sequence[int],
                 k_max: int, cache: DiskEmbeddingCache, tune: Collection[str] = DEV_TUNE) -> dict[str, Any]:
-    """Recall (unchanged engine, default options) over the variant corpus."""
+    """Recall (unchanged engine, default options) over the variant corpus: a text variant
+    (`VARIANTS`) or a message-vector one (`bench.message_vectors`)."""
     from pipelines.message_context import embedding_text
     from pipelines.recall import MemoryCorpus
 
     base = view.snap.loaded
-    items = variant_items(name, base.items)
     started = time.perf_counter()
-    vectors = cache.embed([embedding_text(it) for it in items])
+    if name in VECTOR_VARIANTS:
+        items = list(base.items)
+        vectors, what = VECTOR_VARIANTS[name][0](items, cache.embed, cache.embedder), VECTOR_VARIANTS[name][1]
+    else:
+        items = variant_items(name, base.items)
+        vectors, what = cache.embed([embedding_text(it) for it in items]), VARIANTS[name][3]
     t_embed = time.perf_counter() - started
     corpus = MemoryCorpus(items, vectors, source="snapshot").warm()
 
@@ -397,7 +407,7 @@ def run_variant(name: str, service, view, conversations: Sequence[Conversation],
         corpora = [corpus]
 
     block = measured(conversations, SystemRanker(service, _View(), k_max, options=_default_options()), ks, tune)
-    block["describes"] = VARIANTS[name][3]
+    block["describes"] = what
     block["embed_s"] = round(t_embed, 2)
     return block
 
@@ -502,11 +512,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--no-ablations", action="store_true")
     p.add_argument("--prototypes", default="",
-                   help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(VARIANTS))
+                   help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(PROTOTYPES))
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
     p.add_argument("--precision", default=None, choices=("float32", "int8"),
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
+    p.add_argument("--composed", action="store_true", default=None,
+                   help="message vectors composed from bare turn vectors (setting message_context_composed)")
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)
@@ -519,9 +531,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if 10 not in args.ks:
         args.ks = sorted({*args.ks, 10})  # the headline
     wanted = [v.strip() for v in args.prototypes.split(",") if v.strip()]
-    unknown = [v for v in wanted if v not in VARIANTS and v != "all"]
+    unknown = [v for v in wanted if v not in PROTOTYPES and v != "all"]
     if unknown:
-        p.error(f"unknown prototypes {unknown}; known: {', '.join(VARIANTS)}")
+        p.error(f"unknown prototypes {unknown}; known: {', '.join(PROTOTYPES)}")
     args.tune = frozenset(t.strip() for t in args.tune.split(",") if t.strip())
     args.ablations = [a.strip() for a in args.ablations.split(",") if a.strip()]
     unknown = [a for a in args.ablations if a not in ABLATION_ROWS]
@@ -548,7 +560,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     data, data_path, conversations = _select_data(args, workdir)
     ks = args.ks
     k_max = max(ks)
-    settings = _settings(workdir, args.merger, args.precision)
+    settings = _settings(workdir, args.merger, args.precision, args.composed)
 
     if args.reuse and (settings.snapshots_path / "CURRENT").exists():
         ingest_report, t_ingest = {"reused": str(workdir)}, 0.0
@@ -599,6 +611,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         "snapshot": {"version": snap.version, "index_kind": snap.manifest.index_kind,
                      "embedder": snap.manifest.embedder},
         "config": {**_config(ks, k_max, args.merger),
+                   "message_context_composed": settings.message_context_composed,
                    "tune_conversations": sorted(c.sample_id for c in conversations if c.sample_id in args.tune),
                    "held_out_conversations": sorted(c.sample_id for c in conversations
                                                     if c.sample_id not in args.tune)},
@@ -729,7 +742,7 @@ def _run_prototypes(variants: list[str], service, view, conversations: Sequence[
                     tune: Collection[str]) -> tuple[dict[str, Any], float]:
     """The harness-only variants (`all` for every one): (blocks, seconds)."""
     if variants == ["all"]:
-        variants = list(VARIANTS)
+        variants = list(PROTOTYPES)
     started = time.perf_counter()
     prototypes = {name: run_variant(name, service, view, conversations, ks, k_max, cache, tune) for name in variants}
     return prototypes, time.perf_counter() - started

@@ -25,7 +25,7 @@ from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import fold_events, message_item_id, proposal_item_id
-from pipelines.message_context import embedding_text
+from pipelines.message_context import embedding_hash, item_vectors
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.records import Event, MemoryItem
 
@@ -79,8 +79,9 @@ class DeltaState:
 
 class DeltaLog:
     """Builds `DeltaState`s from the inbox: from scratch after a snapshot, or by folding the
-    events that arrived since the last one. Keeps one vector per item version (the embedder
-    runs once per version). Not thread-safe: the service folds under its own lock."""
+    events that arrived since the last one. Keeps one vector per item and embedding inputs
+    (`embedding_hash`: a new context after a snapshot means a new vector; the embedder runs
+    once per version). Not thread-safe: the service folds under its own lock."""
 
     def __init__(self, inbox: InboxBackend, embedder: Embedder) -> None:
         self.inbox = inbox
@@ -104,7 +105,7 @@ class DeltaLog:
             # The embedder was down when the delta was built: try again now and then.
             self._embed_retry_at = time.monotonic()
             items = list(delta.items.values())
-            corpus, problem = self._segment(items, items)
+            corpus, problem = self._segment(items, items, snap)
             if problem is None:
                 return replace(delta, segments=(corpus,), embed_problem=None)
         return None
@@ -128,11 +129,11 @@ class DeltaLog:
                               prev.embed_problem)
         items = {**prev.items, **overlay.items}
         every = list(items.values())
-        segment, problem = self._segment([items[i] for i in overlay.items], every)
+        segment, problem = self._segment([items[i] for i in overlay.items], every, snap)
         segments = [*prev.segments, segment]
         while len(segments) > 1 and 2 * segments[-1].n >= segments[-2].n:
             merged_ids = dict.fromkeys(it.id for seg in segments[-2:] for it in seg.items)
-            merged, merge_problem = self._segment([items[i] for i in merged_ids], every)
+            merged, merge_problem = self._segment([items[i] for i in merged_ids], every, snap)
             segments[-2:] = [merged]
             problem = problem or merge_problem
             if merged.n >= FREEZE_SEGMENT_ITEMS:
@@ -144,24 +145,29 @@ class DeltaLog:
         return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,
                           prev.events + len(events), problem)
 
-    def _segment(self, items: list[MemoryItem], every: list[MemoryItem]) -> tuple[MemoryCorpus, str | None]:
+    def _segment(self, items: list[MemoryItem], every: list[MemoryItem],
+                 snap: SnapshotState) -> tuple[MemoryCorpus, str | None]:
         """Embed what is new (once per item version) and build an exact corpus of `items`
-        (one delta segment; `every` is the whole delta, whose vectors stay cached). When the
-        embedder is down the delta is still searchable lexically."""
-        keys = [(it.id, it.content_hash) for it in items]
+        (one delta segment; `every` is the whole delta, whose vectors stay cached). A vector
+        is made as the pipeline makes it (`item_vectors`: a message with recorded context
+        turns composed with theirs, found in the delta or the snapshot). When the embedder
+        is down the delta is still searchable lexically."""
+        keys = [(it.id, embedding_hash(it)) for it in items]
         missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
         problem = None
         if missing:
             try:
                 # Transient vectors (the snapshot replaces them): the online model.
-                vecs = self.embedder.embed_online([embedding_text(it) for _, it in missing])
+                current = {it.id: it for it in every}
+                vecs = item_vectors([it for _, it in missing], self.embedder.embed_online,
+                                    lambda i: current.get(i) or snap.get(i))
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:
                 problem = f"delta not embedded ({exc}); searched lexically"
                 log.warning(problem)
         if problem is None:
-            live = {(it.id, it.content_hash) for it in every}
+            live = {(it.id, embedding_hash(it)) for it in every}
             for stale in [k for k in self._vector_cache if k not in live]:
                 del self._vector_cache[stale]  # older versions of updated items
             matrix = (np.stack([self._vector_cache[k] for k in keys])

@@ -29,11 +29,12 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from online.delta_log import DeltaLog, DeltaState, embedding_text, item_ids_touched
+from online.delta_log import DeltaLog, DeltaState, item_ids_touched
 from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, SnapshotState, freeze_long_lived
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import open_inbox
+from pipelines.message_context import embedding_text
 from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult

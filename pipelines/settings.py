@@ -90,6 +90,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     message_context_previous: int = 2
     message_context_following: int = 1
     message_context_date: bool = True
+    # Off: a message's vector embeds its text with its context (one model pass per message).
+    # On: each turn is embedded once, bare, and a message's vector composed from its own and
+    # its neighbours' (several times faster consolidation, lower recall: see README).
+    message_context_composed: bool = False
 
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer

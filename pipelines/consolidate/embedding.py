@@ -16,7 +16,7 @@ from pipelines.consolidate.common import (
     call_hook,
 )
 from pipelines.consolidate.lock import WarehouseLock
-from pipelines.message_context import embedding_hash, embedding_text
+from pipelines.message_context import context_turns, embedding_hash, item_vectors
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -48,8 +48,15 @@ def embed_batched(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def vectors_for(items: Sequence[MemoryItem], embedder: Any) -> np.ndarray:
-    return embed_batched(embedder, [embedding_text(i) for i in items])
+def vectors_for(items: Sequence[MemoryItem], embedder: Any, warehouse: Warehouse | None = None) -> np.ndarray:
+    """Stored-space vectors of `items` (`message_context.item_vectors`): a message's
+    neighbouring turns are found among `items`, else in `warehouse`."""
+    by_id = {i.id: i for i in items}
+    wanted = sorted({n for i in items for group in (context_turns(i) or ()) for n in group} - set(by_id))
+    if wanted and warehouse is not None:
+        by_id.update((i.id, i) for i in warehouse.get_items(wanted))
+    vectors = item_vectors(items, lambda texts: embed_batched(embedder, texts), by_id.get)
+    return vectors if len(items) else np.zeros((0, int(embedder.dim)), dtype=np.float32)
 
 
 def embed_items(
@@ -64,7 +71,7 @@ def embed_items(
     if not todo:
         dims = [d for m, d in warehouse.stored_embedding_models() if m == embedder.name]
         return EmbedReport(model=embedder.name, dim=dims[0] if dims else 0, current=active)
-    vectors = vectors_for(todo, embedder)
+    vectors = vectors_for(todo, embedder, warehouse)
     dim = int(vectors.shape[1])
     with warehouse.transaction():
         warehouse.put_embeddings(
@@ -88,7 +95,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
             previous = warehouse.stored_embedding_models()
             items = warehouse.active_items()
             say(f"re-embedding {len(items)} active items with {embedder.name}")
-            vectors = vectors_for(items, embedder)
+            vectors = vectors_for(items, embedder, warehouse)
             dim = int(vectors.shape[1]) if len(items) else int(embedder.dim)
             with warehouse.transaction():
                 written = warehouse.put_embeddings(

@@ -25,7 +25,7 @@ from pipelines.materialize import (
     proposal_item_id,
     quarantine_expiry,
 )
-from pipelines.message_context import CONTEXT_KEY, ContextWindow, contextualise, session_key, tail_size
+from pipelines.message_context import ContextWindow, contextualise, session_key, tail_size, with_context
 from pipelines.records import Event, MemoryItem, parse_time
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
@@ -249,19 +249,19 @@ def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
     session gains the turn that answers it (a metadata update, then a new vector)."""
     context_patches: dict[str, dict[str, Any]] = {}
     window = ContextWindow(settings.message_context_previous, settings.message_context_following,
-                           settings.message_context_date)
+                           settings.message_context_date, settings.message_context_composed)
     if not window.enabled:
         return new_items, context_patches
     touched = {session_key(i) for i in new_items.values() if i.type == "message"}
     tails = warehouse.session_tails(sorted(touched), tail_size(window))
     new_items, recontext = contextualise(new_items, tails, window)
     by_id = {t.id: t for t in tails}
-    for item_id, context in recontext.items():
+    for item_id, fields in recontext.items():
         if item_id in patches:  # e.g. a usage update in the same batch: one revision
             base = patches[item_id].get("metadata", by_id[item_id].metadata)
-            patches[item_id]["metadata"] = {**base, CONTEXT_KEY: context}
+            patches[item_id]["metadata"] = with_context(base, fields)
         else:
-            context_patches[item_id] = {"metadata": {**by_id[item_id].metadata, CONTEXT_KEY: context}}
+            context_patches[item_id] = {"metadata": with_context(by_id[item_id].metadata, fields)}
     return new_items, context_patches
 
 

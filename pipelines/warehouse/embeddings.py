@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from pipelines.message_context import COMPOSITION, CONTEXT_TURNS_KEY
 from pipelines.records import sha256_text, utcnow
 from pipelines.warehouse.connection import (
     STRING,
@@ -19,11 +20,17 @@ from pipelines.warehouse.connection import (
 )
 from pipelines.warehouse.journal import ItemJournal
 
-# pipelines.message_context.embedding_hash in SQL: which text a current vector is made from
-# (a message with a retrieval context hashes it in, so a new context means a new vector).
+# pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
+# (a message with a retrieval context hashes it in, so a new context means a new vector, and
+# the composition recipe when the context's turns are recorded, i.e. its vector is composed).
+_CONTEXT_SQL = "json_extract_string(i.metadata, '$.context')"
 EMBEDDING_HASH_SQL = (
-    "CASE WHEN i.type = 'message' AND coalesce(json_extract_string(i.metadata, '$.context'), '') <> '' "
-    "THEN sha256(i.content_hash || chr(10) || json_extract_string(i.metadata, '$.context')) "
+    f"CASE WHEN i.type = 'message' AND coalesce({_CONTEXT_SQL}, '') <> '' THEN "
+    f"CASE WHEN json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}') = 'OBJECT' "
+    f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.previous') = 'ARRAY' "
+    f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.following') = 'ARRAY' "
+    f"THEN sha256(i.content_hash || chr(10) || {_CONTEXT_SQL} || chr(10) || '{COMPOSITION.recipe}') "
+    f"ELSE sha256(i.content_hash || chr(10) || {_CONTEXT_SQL}) END "
     "ELSE i.content_hash END"
 )
 _ACTIVE = "NOT i.archived AND i.superseded_by IS NULL"

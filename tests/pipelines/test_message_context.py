@@ -7,18 +7,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import numpy as np
 
 from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
 from pipelines.message_context import (
+    COMPOSITION,
     CONTEXT_KEY,
+    CONTEXT_TURNS_KEY,
     ContextWindow,
+    VectorComposition,
+    bare_text,
     build_context,
     contextualise,
     embedding_hash,
     embedding_text,
+    item_vectors,
     lexical_text,
+    with_context,
 )
-from pipelines.records import Identity, MemoryItem, Scope
+from pipelines.records import Identity, MemoryItem, Scope, sha256_text
 from pipelines.warehouse import Warehouse
 from tests.assets.support import dana, ingest, make_settings
 
@@ -59,12 +67,16 @@ def test_contextualise_keeps_sessions_and_users_apart_and_refreshes_only_the_las
     stored[2] = msgspec.structs.replace(stored[2], metadata={**stored[2].metadata, CONTEXT_KEY: "old"})
     new = {t.id: t for t in [turn(4, "fourth"), turn(5, "other session", session="s2"),
                               turn(6, "other user", user="erin")]}
-    window = ContextWindow(previous=2, following=1, date=False)
+    window = ContextWindow(previous=2, following=1, date=False, composed=True)
     out, changed = contextualise(new, stored, window)
     assert out["msg_dana_s1_004"].metadata[CONTEXT_KEY] == "(in reply to Dana: second / Dana: third)"
     assert CONTEXT_KEY not in out["msg_dana_s2_005"].metadata  # alone in its session, no date
     assert CONTEXT_KEY not in out["msg_erin_s1_006"].metadata
-    assert changed == {"msg_dana_s1_003": "(in reply to Dana: first / Dana: second)\n(answered by Dana: fourth)"}
+    assert out["msg_dana_s1_004"].metadata[CONTEXT_TURNS_KEY] == {
+        "previous": ["msg_dana_s1_002", "msg_dana_s1_003"], "following": []}
+    assert changed == {"msg_dana_s1_003": {
+        CONTEXT_KEY: "(in reply to Dana: first / Dana: second)\n(answered by Dana: fourth)",
+        CONTEXT_TURNS_KEY: {"previous": ["msg_dana_s1_001", "msg_dana_s1_002"], "following": ["msg_dana_s1_004"]}}}
     # Switched off entirely: nothing changes.
     same, none = contextualise(new, stored, ContextWindow(0, 0, False))
     assert same == new and none == {}
@@ -98,3 +110,164 @@ def test_consolidation_stores_context_and_reembeds_a_turn_when_its_answer_arrive
     assert vectors[msgs[1].id] == embedding_hash(last_before) != first_vectors[msgs[1].id]
     assert vectors[msgs[0].id] == first_vectors[msgs[0].id]  # older turns are not redone
     assert reasons[-1] == "message_context" and second["embed"].embedded == 2  # the new turn and the refreshed one
+
+
+# -- composed vectors ------------------------------------------------------------------------
+
+
+def session_with_context(n: int, window: ContextWindow = ContextWindow(composed=True)) -> list[MemoryItem]:
+    """n turns of one session, contextualised as governance does."""
+    turns = [turn(k + 1, text) for k, text in enumerate(
+        ["Where did you go?", "To the lake.", "Yes, last Tuesday!", "Lovely.", "We swam.", "Cold?"][:n])]
+    out, _ = contextualise({t.id: t for t in turns}, [], window)
+    return [out[t.id] for t in turns]
+
+
+class CountingEmbedder:
+    """A hash embedder that records every text it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder(64)
+        self.texts: list[str] = []
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        self.texts += texts
+        return self.inner.embed(texts)
+
+
+def test_composition_is_own_plus_weighted_neighbour_means_at_unit_length() -> None:
+    own, prev, foll = np.eye(4, dtype=np.float32)[:3]
+    composition = VectorComposition(previous=0.5, following=0.25)
+    got = composition.compose(own, np.stack([prev, foll]), foll[None, :])
+    expected = own + 0.5 * (prev + foll) / 2 + 0.25 * foll
+    np.testing.assert_allclose(got, expected / np.linalg.norm(expected), rtol=1e-6)
+    assert got.dtype == np.float32 and abs(float(np.linalg.norm(got)) - 1.0) < 1e-6
+    # Without neighbours the vector is the turn's own.
+    np.testing.assert_allclose(composition.compose(own, np.zeros((0, 4)), np.zeros((0, 4))), own)
+    assert VectorComposition(0.5, 0.25).recipe != VectorComposition(0.5, 0.5).recipe
+
+
+def test_each_turn_is_embedded_once_and_a_message_vector_composes_its_neighbours() -> None:
+    turns = session_with_context(4)
+    assert turns[2].metadata[CONTEXT_TURNS_KEY] == {"previous": [turns[0].id, turns[1].id],
+                                                     "following": [turns[3].id]}
+    embed = CountingEmbedder()
+    by_id = {t.id: t for t in turns}
+    vectors = item_vectors(turns, embed, by_id.get)
+    # Four bare texts, one model call each, none with its neighbours' words in it.
+    assert sorted(embed.texts) == sorted(bare_text(t) for t in turns)
+    assert all("in reply to" not in text for text in embed.texts)
+    bare = {t.id: embed.inner.embed([bare_text(t)])[0] for t in turns}
+    expected = COMPOSITION.compose(bare[turns[2].id], np.stack([bare[turns[0].id], bare[turns[1].id]]),
+                                   bare[turns[3].id][None, :])
+    np.testing.assert_allclose(vectors[2], expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(vectors[2], bare[turns[2].id])
+    # A neighbour that is gone is left out; the others still count.
+    without_first = item_vectors([turns[2]], CountingEmbedder(), {t.id: t for t in turns[1:]}.get)
+    expected = COMPOSITION.compose(bare[turns[2].id], bare[turns[1].id][None, :], bare[turns[3].id][None, :])
+    np.testing.assert_allclose(without_first[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_message_contextualised_before_its_turns_were_recorded_keeps_its_full_text_vector() -> None:
+    legacy = msgspec.structs.replace(turn(3, "Yes, last Tuesday!"),
+                                     metadata={"session_id": "s1", "inbox_seq": 3, CONTEXT_KEY: "(in reply to x)"})
+    embed = CountingEmbedder()
+    vectors = item_vectors([legacy], embed, lambda _id: None)
+    assert embed.texts == [embedding_text(legacy)] and embedding_text(legacy).endswith("(in reply to x)")
+    np.testing.assert_allclose(vectors[0], embed.inner.embed([embedding_text(legacy)])[0])
+    assert embedding_hash(legacy) == sha256_text(f"{legacy.content_hash}\n(in reply to x)")
+    composed = session_with_context(3)[2]
+    assert embedding_hash(composed) == sha256_text(
+        f"{composed.content_hash}\n{composed.metadata[CONTEXT_KEY]}\n{COMPOSITION.recipe}")
+
+
+def test_stored_hashes_of_plain_legacy_and_composed_vectors_agree_with_sql(tmp_path: Path) -> None:
+    composed = session_with_context(3)
+    legacy = msgspec.structs.replace(turn(9, "Old turn", session="s9"),
+                                     metadata={"session_id": "s9", "inbox_seq": 9, CONTEXT_KEY: "(said on x)"})
+    note = MemoryItem(id="mem_note", tier="stm", type="note", title="t", content="a note",
+                      scope=composed[0].scope, metadata={CONTEXT_TURNS_KEY: {"previous": [], "following": []}})
+    items = [*composed, legacy, note]
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.put_items(items)
+        assert len(wh.stale_embedding_ids("hash-64")) == len(items)
+        vectors = item_vectors(items, HashEmbedder(64).embed, {i.id: i for i in items}.get)
+        wh.put_embeddings([(i.id, embedding_hash(i), v) for i, v in zip(items, vectors)], model_name="hash-64", dim=64)
+        assert wh.stale_embedding_ids("hash-64") == []
+
+
+def conversation(settings) -> None:
+    ingest(settings, [dana("Where did Caroline go last week?", role="user"),
+                      dana("She went to the support group on Tuesday."),
+                      dana("Did she like it?", role="user"),
+                      dana("Yes, she felt accepted there.")], name="conv.jsonl")
+
+
+def stored_message_vectors(settings, model: str) -> tuple[list[MemoryItem], np.ndarray]:
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        msgs = sorted(wh.active_items(types=["message"]), key=lambda i: i.metadata["inbox_seq"])
+        return msgs, wh.embedding_matrix(model, [m.id for m in msgs])
+
+
+def test_reembed_recomposes_the_same_vectors_and_composes_with_a_new_embedder(tmp_path: Path) -> None:
+    from pipelines.consolidate import reembed_all
+
+    settings = make_settings(tmp_path, message_context_composed=True)
+    conversation(settings)
+    consolidate_once(settings)
+    msgs, stored = stored_message_vectors(settings, "hash-384")
+    assert all(CONTEXT_TURNS_KEY in m.metadata for m in msgs)
+
+    again = reembed_all(settings)  # the same embedder: the same vectors
+    assert again["embedded"] >= len(msgs)
+    np.testing.assert_allclose(stored_message_vectors(settings, "hash-384")[1], stored, atol=1e-6)
+
+    # Another model: the same composition, in its space.
+    other = make_settings(tmp_path, embedder_dim=64, message_context_composed=True)
+    reembed_all(other)
+    _, vectors = stored_message_vectors(other, "hash-64")
+    bare = HashEmbedder(64).embed([bare_text(m) for m in msgs])
+    expected = COMPOSITION.compose(bare[1], bare[0][None, :], bare[2][None, :])  # turn 2: one before, one after
+    np.testing.assert_allclose(vectors[1], expected, rtol=1e-5, atol=1e-6)
+    assert consolidate_once(other)["embed"].embedded == 0  # nothing left stale
+
+
+def test_the_service_delta_composes_a_message_vector_as_the_pipeline_does(tmp_path: Path) -> None:
+    from online.state import MemoryService
+    from online.tools import ToolDispatcher
+
+    settings = make_settings(tmp_path, message_context_composed=True)
+    conversation(settings)
+    consolidate_once(settings)
+    msgs, stored = stored_message_vectors(settings, "hash-384")
+    svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    try:
+        svc.reload()
+        who = Identity(user_id="dana", project_id="atlas", session_id="s1")
+        # A turn moved in the palace: a new version in the delta, embedded by the service.
+        ToolDispatcher(svc).dispatch("memory.palace.assign", {"id": msgs[1].id, "location": "people/caroline/visits"},
+                                     who)
+        (segment,) = [c for c in svc.view().corpora if c.source == "delta"]
+        delta_vector = segment.vectors[[it.id for it in segment.items].index(msgs[1].id)]
+    finally:
+        svc.close()
+    # The same inputs, the same vector as the pipeline's: composed with the snapshot's neighbours.
+    np.testing.assert_allclose(delta_vector, stored[1], rtol=1e-5, atol=1e-6)
+    bare = HashEmbedder(settings.embedder_dim).embed([bare_text(m) for m in msgs[:3]])
+    np.testing.assert_allclose(delta_vector, COMPOSITION.compose(bare[1], bare[:1], bare[2:]), rtol=1e-5, atol=1e-6)
+
+
+def test_by_default_a_message_is_embedded_with_its_context_in_one_text(tmp_path: Path) -> None:
+    turns = session_with_context(3, ContextWindow())
+    assert all(CONTEXT_TURNS_KEY not in t.metadata for t in turns)
+    embed = CountingEmbedder()
+    vectors = item_vectors(turns, embed, {t.id: t for t in turns}.get)
+    assert embed.texts == [embedding_text(t) for t in turns] and "in reply to" in embed.texts[2]
+    np.testing.assert_allclose(vectors, embed.inner.embed(embed.texts))
+    # Switching composition off again: a refreshed context drops the recorded turns.
+    composed = session_with_context(3)[2]
+    later = turn(4, "later")
+    _, changed = contextualise({later.id: later}, [composed], ContextWindow())
+    refreshed = msgspec.structs.replace(composed, metadata=with_context(composed.metadata, changed[composed.id]))
+    assert CONTEXT_TURNS_KEY not in refreshed.metadata
+    assert embedding_text(refreshed).endswith("(answered by Dana: later)\n(said on 8 May 2023)")
