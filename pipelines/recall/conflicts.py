@@ -33,10 +33,13 @@ given when the superseding one is visible.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
@@ -66,7 +69,6 @@ class Claim:
     words: frozenset[str]
     values: frozenset[str]
     title_values: frozenset[str]
-    keys: frozenset[str] = frozenset()  # what proposes pairs: its words and its title
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -117,8 +119,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=normalise_label(item.content),
                  subject=subject if values else (), words=content_words, values=values,
-                 title_values=stated_values(item.title),
-                 keys=frozenset({f"w:{w}" for w in content_words} | ({f"t:{title}"} if title else set())))
+                 title_values=stated_values(item.title))
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
@@ -166,11 +167,6 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine) -> bool:
     return cosine is not None and cosine >= SUBJECT_COSINE
 
 
-def _replaces(a: Claim, b: Claim) -> bool:
-    """`supersedes` on read claims (the link ids already gathered)."""
-    return b.item.id in a.supersedes or b.item.superseded_by == a.item.id
-
-
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
     """`a` declares that it replaces `b`."""
     return any(link.rel == "supersedes" and link.to == b.id for link in a.links) or b.superseded_by == a.id
@@ -180,23 +176,118 @@ def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
 
 
 VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
+REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values")
 
 
-def _candidate_pairs(claims: Sequence[Claim]) -> set[tuple[int, int]]:
-    """Pairs that share a title, a content word or a link: the only ones that can conflict."""
-    buckets: dict[str, list[int]] = {}
-    for i, c in enumerate(claims):
-        keys = c.keys | {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"}
-        for key in keys:
-            buckets.setdefault(key, []).append(i)
-    pairs: set[tuple[int, int]] = set()
-    for key, members in buckets.items():
-        if len(members) < 2 or (len(members) > MAX_BUCKET and key.startswith("w:")):
-            continue
-        for x, i in enumerate(members):
-            for j in members[x + 1:]:
-                pairs.add((i, j))
-    return pairs
+class _Pairs(NamedTuple):
+    """The pairs (i < j) of a claim list that share a title, a content word or a link, each
+    with whether one replaces the other and the conflict (an index into REASONS, 0: none)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    replaces: np.ndarray
+    reason: np.ndarray
+
+
+def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
+    """One small integer per distinct key, so equality tests over many pairs are vector ops."""
+    table: dict[Hashable, int] = {}
+    return np.fromiter((table.setdefault(k, len(table)) for k in keys), np.int64, n)
+
+
+def _incidence(rows: Iterable[Iterable[str]], n: int) -> sparse.csr_matrix:
+    """Rows x distinct strings, 1 where the row holds the string (rows hold no duplicates)."""
+    vocab: dict[str, int] = {}
+    indptr, indices = [0], []
+    for row in rows:
+        indices.extend(vocab.setdefault(s, len(vocab)) for s in row)
+        indptr.append(len(indices))
+    return sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr), shape=(n, len(vocab)))
+
+
+def _shared(m: sparse.csr_matrix, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pair codes i * n + j, sorted, i < j; how many columns each pair shares) for the
+    pairs sharing at least one column."""
+    prod = sparse.triu(m @ m.T, k=1).tocoo()
+    codes = prod.row.astype(np.int64) * n + prod.col
+    order = np.argsort(codes)
+    return codes[order], prod.data[order]
+
+
+def _at(codes: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """values at the wanted pair codes, 0 where a pair is absent."""
+    if not len(codes):
+        return np.zeros(len(wanted), np.int64)
+    pos = np.minimum(np.searchsorted(codes, wanted), len(codes) - 1)
+    return np.where(codes[pos] == wanted, values[pos], 0)
+
+
+def _linked(claims: Sequence[Claim], n: int, links: Callable[[Claim], Iterable[str]]) -> np.ndarray:
+    """Pair codes (i < j) where `links(claims[i])` names claims[j] or the reverse."""
+    rows_of: dict[str, list[int]] = {}
+    for x, c in enumerate(claims):
+        rows_of.setdefault(c.item.id, []).append(x)
+    out = {min(x, y) * n + max(x, y) for x, c in enumerate(claims) for to in links(c)
+           for y in rows_of.get(to, ()) if y != x}
+    return np.fromiter(out, np.int64, len(out))
+
+
+def _pairs(claims: Sequence[Claim], vector_of: VectorOf | None) -> _Pairs:
+    """`_replaces` and `conflict_reason` for every pair that shares a title, a content word
+    (held by at most MAX_BUCKET claims) or a link: the same rule, evaluated for all pairs at
+    once (sparse products of claims x words, x values and x keys), with the embedding
+    cosine computed only for the few pairs whose values disagree and whose words half match."""
+    n = len(claims)
+    words = _incidence((c.words for c in claims), n)
+    word_codes, word_counts = _shared(words, n)
+    # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
+    big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
+    proposing = words[:, np.flatnonzero(~big)] if big.any() else words
+    keys = _incidence((_link_keys(c) for c in claims), n)
+    cand = np.union1d(_shared(proposing, n)[0] if big.any() else word_codes, _shared(keys, n)[0])
+    i, j = cand // n, cand % n
+    shared = _at(word_codes, word_counts, cand)
+    value_codes, value_counts = _shared(_incidence((c.values for c in claims), n), n)
+    shared_values = _at(value_codes, value_counts, cand)
+
+    ids = _codes((c.item.id for c in claims), n)
+    titles = _codes((c.title for c in claims), n)
+    has_title = np.fromiter((bool(c.title) for c in claims), bool, n)
+    contents = _codes((c.content for c in claims), n)
+    subjects = _codes((c.subject for c in claims), n)
+    has_subject = np.fromiter((bool(c.subject) for c in claims), bool, n)
+    title_values = _codes((c.title_values for c in claims), n)
+    has_title_values = np.fromiter((bool(c.title_values) for c in claims), bool, n)
+    n_values = np.fromiter((len(c.values) for c in claims), np.int64, n)
+    n_words = np.diff(words.indptr)
+
+    replaces = np.isin(cand, _linked(claims, n, lambda c: (*c.supersedes, *_superseded_by(c))))
+    contradicts = np.isin(cand, _linked(claims, n, lambda c: c.contradicts))
+    same_title = has_title[i] & (titles[i] == titles[j])
+    disagree = ((n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
+                & ~(has_title_values[i] & has_title_values[j] & (title_values[i] != title_values[j])))
+    overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
+    subject = (has_subject[i] & (subjects[i] == subjects[j])) | ((shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+    open_ = ~(ids[i] == ids[j]) & ~contradicts & ~same_title & disagree
+    for x in np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5)):
+        cosine = _cosine(vector_of, claims[i[x]].item, claims[j[x]].item)
+        subject[x] = cosine is not None and cosine >= SUBJECT_COSINE
+    reason = np.zeros(len(cand), np.int8)
+    reason[open_ & subject] = 3
+    reason[~(ids[i] == ids[j]) & ~contradicts & same_title & (contents[i] != contents[j])] = 2
+    reason[~(ids[i] == ids[j]) & contradicts] = 1
+    return _Pairs(i, j, replaces, reason)
+
+
+def _link_keys(c: Claim) -> set[str]:
+    """What proposes a pair besides a content word: the title, the item's id and the ids it links to."""
+    ids = {link.to for link in c.item.links} | {c.item.id}
+    return {f"id:{to}" for to in ids} | ({f"t:{c.title}"} if c.title else set())
+
+
+def _superseded_by(c: Claim) -> tuple[str, ...]:
+    """The claim that replaces `c` by its `superseded_by` field (a link seen from the other end)."""
+    return (c.item.superseded_by,) if c.item.superseded_by else ()
 
 
 def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float | None:
@@ -213,14 +304,10 @@ def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = Non
     """Every conflicting pair among the claims of `items` as (a, b, reason), a.id < b.id,
     sorted by ids. A pair where one supersedes the other is not reported."""
     claims = [read_claim(it) for it in sorted(items, key=lambda it: it.id) if is_claim(it) and it.active]
-    out = []
-    for i, j in sorted(_candidate_pairs(claims)):
-        a, b = claims[i], claims[j]
-        if _replaces(a, b) or _replaces(b, a):
-            continue
-        why = conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))
-        if why is not None:
-            out.append((a.item, b.item, why))
+    found = _pairs(claims, vector_of)
+    shown = (found.reason > 0) & ~found.replaces
+    out = [(claims[i].item, claims[j].item, REASONS[r])
+           for i, j, r in zip(found.i[shown].tolist(), found.j[shown].tolist(), found.reason[shown].tolist())]
     return sorted(out, key=lambda p: (p[0].id, p[1].id))
 
 
@@ -239,29 +326,21 @@ class Outcome:
 
 def groups(items: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
     """Connected groups (two or more members) of conflicting or superseding claims."""
-    parent = {it.id: it.id for it in items}
-
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
     claims = [read_claim(it) for it in items if is_claim(it)]
-    for i, j in _candidate_pairs(claims):
-        a, b = claims[i], claims[j]
-        if (_replaces(a, b) or _replaces(b, a)
-                or conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))):
-            union(a.item.id, b.item.id)
-    by_root: dict[str, list[MemoryItem]] = {}
-    for c in claims:
-        by_root.setdefault(find(c.item.id), []).append(c.item)
-    return [sorted(g, key=lambda it: it.id) for g in by_root.values() if len(g) > 1]
+    n = len(claims)
+    if n < 2:
+        return []
+    found = _pairs(claims, vector_of)
+    joined = found.replaces | (found.reason > 0)
+    ids = _codes((c.item.id for c in claims), n)  # one node per id, as the items are keyed
+    nodes = int(ids.max()) + 1 if n else 0
+    graph = sparse.coo_matrix((np.ones(int(joined.sum()), np.int8), (ids[found.i[joined]], ids[found.j[joined]])),
+                              shape=(nodes, nodes))
+    _, label = connected_components(graph, directed=False)
+    by_label: dict[int, list[MemoryItem]] = {}
+    for c, node in zip(claims, ids.tolist()):
+        by_label.setdefault(int(label[node]), []).append(c.item)
+    return [sorted(g, key=lambda it: it.id) for g in by_label.values() if len(g) > 1]
 
 
 def _newer(a: MemoryItem, b: MemoryItem) -> bool:

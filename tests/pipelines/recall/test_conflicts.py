@@ -3,10 +3,20 @@ resolution by scope, confidence and recency, corrections of one's own claims."""
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
+
 from pipelines.recall.conflicts import (
+    MAX_BUCKET,
+    REASONS,
+    _cosine,
+    _pairs,
+    conflict_reason,
     corrected_by,
     find_conflicts,
     groups,
+    read_claim,
     resolve,
     stated_values,
 )
@@ -153,3 +163,102 @@ def test_a_claim_read_before_is_read_again_with_its_current_links():
     edited = claim("d", "Tile cache", "Tiles are cached for 5 minutes.", updated="2026-02-01T00:00:00+00:00")
     other = claim("e", "Tile cache TTL", "Tiles are cached for 9 minutes.")
     assert pairs([edited, other]) == {frozenset("de")}
+
+
+# -- all pairs at once = the rule pair by pair ---------------------------------------------------
+
+
+def _pairwise_reference(claims, vector_of):
+    """The rule applied one pair at a time (how recall judged pairs before): every pair that
+    shares a title, a link or a content word held by at most MAX_BUCKET claims, judged by
+    `conflict_reason`, plus whether one replaces the other."""
+    buckets: dict[str, list[int]] = {}
+    for i, c in enumerate(claims):
+        keys = ({f"w:{w}" for w in c.words} | ({f"t:{c.title}"} if c.title else set())
+                | {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"})
+        for key in keys:
+            buckets.setdefault(key, []).append(i)
+    pairs = {(i, j) for key, members in buckets.items()
+             if not (len(members) > MAX_BUCKET and key.startswith("w:"))
+             for x, i in enumerate(members) for j in members[x + 1:]}
+    out = {}
+    for i, j in pairs:
+        a, b = claims[i], claims[j]
+        replaces = any(x.item.id in y.supersedes or x.item.superseded_by == y.item.id for x, y in ((a, b), (b, a)))
+        out[(i, j)] = (replaces, conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item)))
+    return out
+
+
+def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[MemoryItem]:
+    """Claims built to hit every branch: shared titles, subjects and values, numbers in
+    titles, links both ways, superseded_by, and (optionally) one word in every claim."""
+    subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
+                "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for"]
+    values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
+              "2025-03-04", "Paris", "5 minutes"]
+    titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", ""]
+    items = []
+    for x in range(n):
+        stated = " and ".join(rng.sample(values, rng.choice([0, 1, 1, 2])))
+        content = f"{rng.choice(subjects)} {stated}{' for the orion team' if rng.random() < 0.3 else ''}."
+        if common_word:
+            content += " Shared note."
+        links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
+                 for _ in range(rng.choice([0, 0, 0, 1]))]
+        superseded_by = f"c{rng.randrange(n):03d}" if rng.random() < 0.05 else None
+        items.append(claim(f"c{x:03d}", rng.choice(titles), content, links=links, superseded_by=superseded_by,
+                           kind=rng.choice(["project", "user", "session"])))
+    return items
+
+
+def test_all_pairs_at_once_match_the_rule_pair_by_pair():
+    """`_pairs` (sparse products over all claims) finds the same pairs, the same
+    replacements and the same reasons as the rule applied to each pair sharing a key,
+    including the embedding cosine and the MAX_BUCKET cut of over-common words."""
+    for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
+        rng = random.Random(seed)
+        items = _random_claims(rng, n, common)
+        gen = np.random.default_rng(seed)
+        base = gen.normal(size=(4, 16))
+        vectors = {it.id: v / np.linalg.norm(v) for it in items
+                   for v in [base[int(it.id[1:]) % 4] + gen.normal(scale=0.35, size=16)]}
+        vector_of = (lambda it, vectors=vectors: vectors.get(it.id)) if seed % 2 else None
+        claims = [read_claim(it) for it in items]
+        found = _pairs(claims, vector_of)
+        got = {(int(i), int(j)): (bool(r), REASONS[int(c)])
+               for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
+        expected = _pairwise_reference(claims, vector_of)
+        assert got == expected, seed
+        reasons = {why for _, why in expected.values()}
+        if n >= 40:  # the generator reaches every branch of the rule, the cosine included
+            assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
+            if vector_of is not None:
+                assert (found.reason != _pairs(claims, None).reason).any()
+
+
+def test_groups_are_the_connected_pairs():
+    """groups(): connected components of conflicting or replacing pairs, in the order of
+    their first member, members sorted by id; find_conflicts() leaves replacements out."""
+    rng = random.Random(7)
+    items = _random_claims(rng, 120, False)
+    claims = [read_claim(it) for it in items]
+    joined = {pair for pair, (replaces, why) in _pairwise_reference(claims, None).items() if replaces or why}
+    parent = list(range(len(items)))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, j in joined:
+        parent[max(root(i), root(j))] = min(root(i), root(j))
+    expected: dict[int, list[str]] = {}
+    for x, it in enumerate(items):
+        expected.setdefault(root(x), []).append(it.id)
+    assert [[it.id for it in g] for g in groups(items)] == [sorted(g) for g in expected.values() if len(g) > 1]
+    active = [read_claim(it) for it in items if it.active]  # superseded claims are never reported
+    reported = {(a.id, b.id, why) for a, b, why in find_conflicts(items)}
+    assert reported == {(active[i].item.id, active[j].item.id, why)
+                        for (i, j), (replaces, why) in _pairwise_reference(active, None).items()
+                        if why and not replaces}
+    assert len(reported) > 10
