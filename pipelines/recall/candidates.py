@@ -27,7 +27,7 @@ import numpy as np
 
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
-from .conflicts import is_claim
+from .conflicts import ClaimTable, is_claim, read_claim
 from .corpus import MemoryCorpus
 from .lexical import normalise_label
 from .query import RecallFilters
@@ -92,6 +92,14 @@ class VisibleCorpora:
     def vector(self, ci: int, row: int) -> np.ndarray | None:
         c = self.corpora[ci]
         return c.vectors[row] if c.vectors is not None else None
+
+    def claims(self, locations: Sequence[tuple[int, int]]) -> ClaimTable:
+        """The claims at these (corpus, row) locations, in this order: rows of one corpus'
+        table, or read afresh when they come from several corpora."""
+        if len({ci for ci, _ in locations}) == 1:
+            return self.corpora[locations[0][0]].claims.take([row for _, row in locations])
+        items = [self.corpora[ci].items[row] for ci, row in locations]
+        return ClaimTable.of(items, [read_claim(it) for it in items])
 
     def trace(self) -> dict[str, Any]:
         return {"stage": "scope", "corpora": [

@@ -52,9 +52,11 @@ SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
 SUBJECT_COSINE = 0.85  # embedding similarity that, with half the words shared, is one subject
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 
-_NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+# The leading lookaheads only skip, cheaply, positions where no value can start.
+_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
+_NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
+_DIGIT = re.compile(r"\d")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 
 
@@ -79,11 +81,15 @@ def is_claim(item: MemoryItem) -> bool:
 
 def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence."""
-    found = set(_DATE.findall(text))
-    rest = _DATE.sub(" ", text)
-    found |= {m.group(0).lower().replace(",", ".") for m in _NUMBER.finditer(rest)}
-    starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-    found |= {m.group(0).lower() for m in _NAME.finditer(text) if m.group(0) not in starts}
+    found: set[str] = set()
+    if _DIGIT.search(text):
+        found.update(_DATE.findall(text))
+        rest = _DATE.sub(" ", text) if found else text
+        found |= {m.group(0).lower().replace(",", ".") for m in _NUMBER.finditer(rest)}
+    names = [m.group(0) for m in _NAME.finditer(text)]
+    if names:
+        starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
+        found |= {name.lower() for name in names if name not in starts}
     return frozenset(v.strip() for v in found if v.strip())
 
 
@@ -112,12 +118,13 @@ def read_claim(item: MemoryItem) -> Claim:
 def _read_claim(item: MemoryItem) -> Claim:
     values = stated_values(item.content)
     skip = _value_words(values)
-    toks = [w for w in words(item.content) if w not in STOPWORDS]
+    said = words(item.content)
+    toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = tuple(w for w in toks[:first_value] if w not in skip)
     content_words = frozenset(w for w in toks if w not in skip)
     title = normalise_label(item.title)
-    return Claim(item=item, title=title, content=normalise_label(item.content),
+    return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=subject if values else (), words=content_words, values=values,
                  title_values=stated_values(item.title))
 
@@ -179,9 +186,58 @@ VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
 REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values")
 
 
+class ClaimTable:
+    """The claims of a list of items, read once and kept compact for the rule over many
+    pairs: per row its content words and values (sparse rows of small integers) and codes
+    for its title, content, subject and title values (-1: none). Rows that are not claims
+    stay empty. A corpus reads its table once (`MemoryCorpus.claims`, when a snapshot
+    loads), so a recall only takes the rows of its candidates (`take`)."""
+
+    def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
+                 codes: np.ndarray):
+        self.items = list(items)
+        self.words = words
+        self.values = values
+        self.codes = codes  # rows x (title, content, subject, title values)
+
+    @classmethod
+    def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
+        """Every row of `items` (non-claims empty); `cached` reads through the per-version
+        claim cache (small corpora that are rebuilt often), else without keeping the claims."""
+        read = read_claim if cached else _read_claim
+        return cls.of(items, [read(it) if is_claim(it) else None for it in items])
+
+    @classmethod
+    def of(cls, items: Sequence[MemoryItem], claims: Sequence[Claim | None]) -> ClaimTable:
+        n = len(items)
+        words = _incidence((c.words if c is not None else () for c in claims), n)
+        values = _incidence((c.values if c is not None else () for c in claims), n)
+        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]
+
+        def code(field: int, key: Hashable) -> int:
+            return tables[field].setdefault(key, len(tables[field]))
+
+        codes = np.full((n, 4), -1, np.int64)
+        for row, c in enumerate(claims):
+            if c is not None:
+                codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
+                              code(2, c.subject) if c.subject else -1,
+                              code(3, c.title_values) if c.title_values else -1)
+        return cls(items, words, values, codes)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def take(self, rows: Sequence[int]) -> ClaimTable:
+        """These rows, in this order (their columns renumbered densely)."""
+        idx = np.asarray(rows, np.int64)
+        return ClaimTable([self.items[r] for r in idx.tolist()], _dense_columns(self.words[idx]),
+                          _dense_columns(self.values[idx]), self.codes[idx])
+
+
 class _Pairs(NamedTuple):
-    """The pairs (i < j) of a claim list that share a title, a content word or a link, each
-    with whether one replaces the other and the conflict (an index into REASONS, 0: none)."""
+    """The pairs (i < j) of a claim table that share a title, a content word or a link,
+    each with whether one replaces the other and the conflict (an index into REASONS, 0: none)."""
 
     i: np.ndarray
     j: np.ndarray
@@ -195,99 +251,127 @@ def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
     return np.fromiter((table.setdefault(k, len(table)) for k in keys), np.int64, n)
 
 
-def _incidence(rows: Iterable[Iterable[str]], n: int) -> sparse.csr_matrix:
-    """Rows x distinct strings, 1 where the row holds the string (rows hold no duplicates)."""
-    vocab: dict[str, int] = {}
+def _incidence(rows: Iterable[Iterable[Hashable]], n: int) -> sparse.csr_matrix:
+    """Rows x distinct keys, 1 where the row holds the key (rows hold no duplicates)."""
+    vocab: dict[Hashable, int] = {}
     indptr, indices = [0], []
     for row in rows:
         indices.extend(vocab.setdefault(s, len(vocab)) for s in row)
         indptr.append(len(indices))
-    return sparse.csr_matrix((np.ones(len(indices), np.int32), indices, indptr), shape=(n, len(vocab)))
+    return sparse.csr_matrix((np.ones(len(indices), np.int32), np.asarray(indices, np.int32), indptr),
+                             shape=(n, len(vocab)))
 
 
-def _shared(m: sparse.csr_matrix, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """(pair codes i * n + j, sorted, i < j; how many columns each pair shares) for the
-    pairs sharing at least one column."""
-    prod = sparse.triu(m @ m.T, k=1).tocoo()
-    codes = prod.row.astype(np.int64) * n + prod.col
-    order = np.argsort(codes)
-    return codes[order], prod.data[order]
+def _dense_columns(m: sparse.csr_matrix) -> sparse.csr_matrix:
+    """The same rows over only the columns they use."""
+    used, columns = np.unique(m.indices, return_inverse=True)
+    return sparse.csr_matrix((m.data, columns.astype(np.int32), m.indptr), shape=(m.shape[0], len(used)))
 
 
-def _at(codes: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """values at the wanted pair codes, 0 where a pair is absent."""
-    if not len(codes):
-        return np.zeros(len(wanted), np.int64)
-    pos = np.minimum(np.searchsorted(codes, wanted), len(codes) - 1)
-    return np.where(codes[pos] == wanted, values[pos], 0)
-
-
-def _linked(claims: Sequence[Claim], n: int, links: Callable[[Claim], Iterable[str]]) -> np.ndarray:
-    """Pair codes (i < j) where `links(claims[i])` names claims[j] or the reverse."""
+def _linked(items: Sequence[MemoryItem], links: Callable[[MemoryItem], Iterable[str]]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs (x, y), both ways round, where `links(items[x])` names items[y]."""
     rows_of: dict[str, list[int]] = {}
-    for x, c in enumerate(claims):
-        rows_of.setdefault(c.item.id, []).append(x)
-    out = {min(x, y) * n + max(x, y) for x, c in enumerate(claims) for to in links(c)
-           for y in rows_of.get(to, ()) if y != x}
-    return np.fromiter(out, np.int64, len(out))
+    for x, it in enumerate(items):
+        rows_of.setdefault(it.id, []).append(x)
+    found = {(a, b) for x, it in enumerate(items) for to in links(it) for y in rows_of.get(to, ()) if y != x
+             for a, b in ((x, y), (y, x))}
+    return np.array([p[0] for p in found], np.int64), np.array([p[1] for p in found], np.int64)
 
 
-def _pairs(claims: Sequence[Claim], vector_of: VectorOf | None) -> _Pairs:
-    """`_replaces` and `conflict_reason` for every pair that shares a title, a content word
-    (held by at most MAX_BUCKET claims) or a link: the same rule, evaluated for all pairs at
-    once (sparse products of claims x words, x values and x keys), with the embedding
-    cosine computed only for the few pairs whose values disagree and whose words half match."""
-    n = len(claims)
-    words = _incidence((c.words for c in claims), n)
-    word_codes, word_counts = _shared(words, n)
+def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) -> np.ndarray:
+    """The rows start..stop of the n x n matrix that is True at `pairs`."""
+    out = np.zeros((stop - start, n), bool)
+    x, y = pairs
+    inside = (x >= start) & (x < stop)
+    out[x[inside] - start, y[inside]] = True
+    return out
+
+
+PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
+
+
+def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
+    """`conflict_reason`, and whether one replaces the other, for every pair that shares a
+    title, a content word (held by at most MAX_BUCKET claims) or a link: the same rule,
+    evaluated for all pairs at once (sparse products of claims x words, x values and x
+    keys, a block of rows at a time), the embedding cosine computed only for pairs whose
+    values disagree and whose words half match."""
+    n, items = len(table), table.items
+    words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    proposing = words[:, np.flatnonzero(~big)] if big.any() else words
-    keys = _incidence((_link_keys(c) for c in claims), n)
-    cand = np.union1d(_shared(proposing, n)[0] if big.any() else word_codes, _shared(keys, n)[0])
-    i, j = cand // n, cand % n
-    shared = _at(word_codes, word_counts, cand)
-    value_codes, value_counts = _shared(_incidence((c.values for c in claims), n), n)
-    shared_values = _at(value_codes, value_counts, cand)
+    proposing = words[:, np.flatnonzero(~big)] if big.any() else None
+    title, content, subject_code, title_values = table.codes.T
+    keys = _incidence([_keys(it, t) for it, t in zip(items, title.tolist())], n)
+    n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
+    ids = _codes((it.id for it in items), n)
+    replacing = _linked(items, _replaced)
+    contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
+    transposed = [m.T.tocsr() if m is not None else None for m in (words, proposing, keys, table.values)]
+    parts = []
+    for start in range(0, n, PAIR_BLOCK):
+        stop = min(n, start + PAIR_BLOCK)
+        shared_all, proposed_by_word, shared_key, shared_value = (
+            (m[start:stop] @ mt).toarray() if m is not None else None
+            for m, mt in zip((words, proposing, keys, table.values), transposed))
+        proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
+        upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
+        bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
+        parts.append((bi + start, j, shared_all[bi, j], shared_value[bi, j],
+                      _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j]))
+    i, j, shared, shared_values, replaces, contradicts = (np.concatenate(p) for p in zip(*parts))
 
-    ids = _codes((c.item.id for c in claims), n)
-    titles = _codes((c.title for c in claims), n)
-    has_title = np.fromiter((bool(c.title) for c in claims), bool, n)
-    contents = _codes((c.content for c in claims), n)
-    subjects = _codes((c.subject for c in claims), n)
-    has_subject = np.fromiter((bool(c.subject) for c in claims), bool, n)
-    title_values = _codes((c.title_values for c in claims), n)
-    has_title_values = np.fromiter((bool(c.title_values) for c in claims), bool, n)
-    n_values = np.fromiter((len(c.values) for c in claims), np.int64, n)
-    n_words = np.diff(words.indptr)
-
-    replaces = np.isin(cand, _linked(claims, n, lambda c: (*c.supersedes, *_superseded_by(c))))
-    contradicts = np.isin(cand, _linked(claims, n, lambda c: c.contradicts))
-    same_title = has_title[i] & (titles[i] == titles[j])
+    other = ids[i] != ids[j]
+    same_title = (title[i] >= 0) & (title[i] == title[j])
     disagree = ((n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
-                & ~(has_title_values[i] & has_title_values[j] & (title_values[i] != title_values[j])))
+                & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
-    subject = (has_subject[i] & (subjects[i] == subjects[j])) | ((shared >= 2) & (overlap >= SUBJECT_OVERLAP))
-    open_ = ~(ids[i] == ids[j]) & ~contradicts & ~same_title & disagree
-    for x in np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5)):
-        cosine = _cosine(vector_of, claims[i[x]].item, claims[j[x]].item)
-        subject[x] = cosine is not None and cosine >= SUBJECT_COSINE
-    reason = np.zeros(len(cand), np.int8)
+    subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
+        (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+    open_ = other & ~contradicts & ~same_title & disagree
+    ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
+    subject[ask] = _close(items, i[ask], j[ask], vector_of)
+    reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
-    reason[~(ids[i] == ids[j]) & ~contradicts & same_title & (contents[i] != contents[j])] = 2
-    reason[~(ids[i] == ids[j]) & contradicts] = 1
+    reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
+    reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason)
 
 
-def _link_keys(c: Claim) -> set[str]:
+def _keys(it: MemoryItem, title: int) -> set[tuple[str, Hashable]]:
     """What proposes a pair besides a content word: the title, the item's id and the ids it links to."""
-    ids = {link.to for link in c.item.links} | {c.item.id}
-    return {f"id:{to}" for to in ids} | ({f"t:{c.title}"} if c.title else set())
+    return {("id", to) for to in {link.to for link in it.links} | {it.id}} | ({("t", title)} if title >= 0 else set())
 
 
-def _superseded_by(c: Claim) -> tuple[str, ...]:
-    """The claim that replaces `c` by its `superseded_by` field (a link seen from the other end)."""
-    return (c.item.superseded_by,) if c.item.superseded_by else ()
+def _replaced(it: MemoryItem) -> Iterable[str]:
+    """Ids on the other end of a replacement: those `it` supersedes, and its `superseded_by`."""
+    yield from (link.to for link in it.links if link.rel == "supersedes")
+    if it.superseded_by:
+        yield it.superseded_by
+
+
+def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of: VectorOf | None) -> np.ndarray:
+    """cosine >= SUBJECT_COSINE per pair (False without both vectors). Computed in one
+    product; pairs within rounding of the threshold are decided by `_cosine` itself."""
+    out = np.zeros(len(i), bool)
+    if vector_of is None or not len(i):
+        return out
+    rows = np.unique(np.concatenate([i, j])).tolist()
+    vectors = {r: vector_of(items[r]) for r in rows}
+    known = np.fromiter((vectors[a] is not None and vectors[b] is not None for a, b in zip(i.tolist(), j.tolist())),
+                        bool, len(i))
+    if not known.any():
+        return out
+    a = np.stack([vectors[r] for r in i[known].tolist()]).astype(np.float32)
+    b = np.stack([vectors[r] for r in j[known].tolist()]).astype(np.float32)
+    cosine = np.einsum("ij,ij->i", a, b)
+    close = cosine >= SUBJECT_COSINE
+    for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
+        exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])
+        close[x] = exact is not None and exact >= SUBJECT_COSINE
+    out[known] = close
+    return out
 
 
 def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float | None:
@@ -299,14 +383,20 @@ def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float |
     return float(np.dot(va, vb))
 
 
+def _table(items: Iterable[MemoryItem]) -> ClaimTable:
+    """The claims among `items`, in order."""
+    claims = [it for it in items if is_claim(it)]
+    return ClaimTable.of(claims, [read_claim(it) for it in claims])
+
+
 def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = None
                    ) -> list[tuple[MemoryItem, MemoryItem, str]]:
     """Every conflicting pair among the claims of `items` as (a, b, reason), a.id < b.id,
     sorted by ids. A pair where one supersedes the other is not reported."""
-    claims = [read_claim(it) for it in sorted(items, key=lambda it: it.id) if is_claim(it) and it.active]
-    found = _pairs(claims, vector_of)
+    table = _table(it for it in sorted(items, key=lambda it: it.id) if it.active)
+    found = _pairs(table, vector_of)
     shown = (found.reason > 0) & ~found.replaces
-    out = [(claims[i].item, claims[j].item, REASONS[r])
+    out = [(table.items[i], table.items[j], REASONS[r])
            for i, j, r in zip(found.i[shown].tolist(), found.j[shown].tolist(), found.reason[shown].tolist())]
     return sorted(out, key=lambda p: (p[0].id, p[1].id))
 
@@ -326,20 +416,24 @@ class Outcome:
 
 def groups(items: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
     """Connected groups (two or more members) of conflicting or superseding claims."""
-    claims = [read_claim(it) for it in items if is_claim(it)]
-    n = len(claims)
+    return groups_in(_table(items), vector_of)
+
+
+def groups_in(table: ClaimTable, vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
+    """`groups` of the claims of a table (recall: its candidates' rows of the corpus' table)."""
+    n = len(table)
     if n < 2:
         return []
-    found = _pairs(claims, vector_of)
+    found = _pairs(table, vector_of)
     joined = found.replaces | (found.reason > 0)
-    ids = _codes((c.item.id for c in claims), n)  # one node per id, as the items are keyed
-    nodes = int(ids.max()) + 1 if n else 0
+    ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
+    nodes = int(ids.max()) + 1
     graph = sparse.coo_matrix((np.ones(int(joined.sum()), np.int8), (ids[found.i[joined]], ids[found.j[joined]])),
                               shape=(nodes, nodes))
     _, label = connected_components(graph, directed=False)
     by_label: dict[int, list[MemoryItem]] = {}
-    for c, node in zip(claims, ids.tolist()):
-        by_label.setdefault(int(label[node]), []).append(c.item)
+    for it, node in zip(table.items, ids.tolist()):
+        by_label.setdefault(int(label[node]), []).append(it)
     return [sorted(g, key=lambda it: it.id) for g in by_label.values() if len(g) > 1]
 
 
@@ -378,8 +472,15 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
     """Outcome per member id of one conflict group (see the module docstring)."""
     out: dict[str, Outcome] = {}
     live = []
-    for m in group:
-        by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
+    declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
+    for o in group:
+        for link in o.links:
+            if link.rel == "supersedes":
+                declared.setdefault(link.to, set()).add(o.id)
+    for m in group:  # the first member that supersedes m (`supersedes(o, m)`), without asking every pair
+        ids = declared.get(m.id, set()) | ({m.superseded_by} if m.superseded_by else set())
+        ids.discard(m.id)
+        by = next((o for o in group if o.id in ids), None) if ids else None
         if by is not None:
             out[m.id] = Outcome("superseded", [by.id], suppressed=True, winner=by.id)
         else:

@@ -11,6 +11,8 @@ snapshot, an IndexIDMap2 over IndexFlatIP or HNSW) and the small delta of fresh 
   index), else FAISS with an ID selector restricted to the allowed rows.
 - `lexical`: a BM25 index (bm25s) over title + content + tags + entities, on word stems
   unless `stemming=False`, built lazily (call `warm()` at load time to pay the cost up front).
+- `claims`: the conflict rule's reading of every claim (`conflicts.ClaimTable`), also
+  built lazily (and by `warm()`).
 - tag / entity / normalised-title / turn-ref inverted indexes, the links graph (both
   directions) and the palace room map, for candidate generation and Q* expansion.
 
@@ -33,6 +35,7 @@ from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
+from .conflicts import ClaimTable
 from .episodic import is_small_talk
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -116,6 +119,7 @@ class MemoryCorpus:
         self.stemming = bool(stemming)
         self._lexical: LexicalIndex | None = None
         self._lexical_lock = threading.Lock()
+        self._claims: ClaimTable | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._terms_cache: dict[int, frozenset[str]] = {}
         self._labels_cache: dict[int, frozenset[str]] = {}
@@ -207,8 +211,9 @@ class MemoryCorpus:
         return cls([], None, None, source=source)
 
     def warm(self) -> "MemoryCorpus":
-        """Build the lazy BM25 index now (seconds for 100k items) instead of on first query."""
-        _ = self.lexical
+        """Build the lazy BM25 index and claim table now (seconds for 100k items) instead of
+        on the first query."""
+        _ = self.lexical, self.claims
         return self
 
     # -- basic access ---------------------------------------------------------------------
@@ -227,6 +232,17 @@ class MemoryCorpus:
                     self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items],
                                                  stem=self.stemming)
         return self._lexical
+
+    @property
+    def claims(self) -> ClaimTable:
+        """Every row's claim (the conflict rule's words, values and codes), read once: a
+        recall takes its candidates' rows. A snapshot keeps only the compact table; delta
+        segments, rebuilt as they merge, read through the per-version claim cache."""
+        if self._claims is None:
+            with self._lexical_lock:
+                if self._claims is None:
+                    self._claims = ClaimTable.read(self.items, cached=self.source != "snapshot")
+        return self._claims
 
     @staticmethod
     def _doc_tokens(it: MemoryItem) -> list[str]:

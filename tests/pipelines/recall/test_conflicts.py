@@ -6,19 +6,25 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
+from pipelines.recall import conflicts
 from pipelines.recall.conflicts import (
     MAX_BUCKET,
     REASONS,
+    ClaimTable,
     _cosine,
     _pairs,
     conflict_reason,
     corrected_by,
     find_conflicts,
     groups,
+    groups_in,
+    is_claim,
     read_claim,
     resolve,
     stated_values,
+    supersedes,
 )
 from pipelines.records import Identity, Link, MemoryItem, Scope
 
@@ -211,10 +217,12 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     return items
 
 
-def test_all_pairs_at_once_match_the_rule_pair_by_pair():
-    """`_pairs` (sparse products over all claims) finds the same pairs, the same
-    replacements and the same reasons as the rule applied to each pair sharing a key,
-    including the embedding cosine and the MAX_BUCKET cut of over-common words."""
+@pytest.mark.parametrize("block", [conflicts.PAIR_BLOCK, 37])
+def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, monkeypatch):
+    """`_pairs` (sparse products over all claims, a block of rows at a time) finds the same
+    pairs, the same replacements and the same reasons as the rule applied to each pair
+    sharing a key, including the embedding cosine and the MAX_BUCKET cut of over-common words."""
+    monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
@@ -224,7 +232,7 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair():
                    for v in [base[int(it.id[1:]) % 4] + gen.normal(scale=0.35, size=16)]}
         vector_of = (lambda it, vectors=vectors: vectors.get(it.id)) if seed % 2 else None
         claims = [read_claim(it) for it in items]
-        found = _pairs(claims, vector_of)
+        found = _pairs(ClaimTable.of(items, claims), vector_of)
         got = {(int(i), int(j)): (bool(r), REASONS[int(c)])
                for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
         expected = _pairwise_reference(claims, vector_of)
@@ -233,7 +241,7 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair():
         if n >= 40:  # the generator reaches every branch of the rule, the cosine included
             assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
             if vector_of is not None:
-                assert (found.reason != _pairs(claims, None).reason).any()
+                assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
 
 
 def test_groups_are_the_connected_pairs():
@@ -262,3 +270,24 @@ def test_groups_are_the_connected_pairs():
                         for (i, j), (replaces, why) in _pairwise_reference(active, None).items()
                         if why and not replaces}
     assert len(reported) > 10
+
+
+def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
+    """Recall takes its candidates' rows from a table read once for the whole corpus (non-claims
+    included, rows in any order); the groups and their resolution are those of the items read
+    afresh, and a superseded member names the first member that supersedes it."""
+    rng = random.Random(11)
+    items = _random_claims(rng, 150, False)
+    items[::7] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
+                             scope=it.scope) for it in items[::7]]  # turns are not claims
+    table = ClaimTable.read(items)
+    rows = sorted((r for r in range(len(items)) if is_claim(items[r])), key=lambda r: items[r].id)[5:120]
+    taken = groups_in(table.take(rows))
+    assert taken == groups([items[r] for r in rows]) and taken
+    outcomes = [(group, item_id, outcome) for group in taken for item_id, outcome in resolve(group).items()]
+    assert any(o.resolution == "superseded" for _, _, o in outcomes)
+    for group, item_id, outcome in outcomes:
+        m = next(g for g in group if g.id == item_id)
+        by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
+        assert (outcome.resolution == "superseded") == (by is not None)
+        assert by is None or outcome.winner == by.id
