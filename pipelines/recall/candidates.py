@@ -296,9 +296,10 @@ class CandidateSearch:
         view = self.view
         for ci, c in enumerate(view.corpora):
             rows = np.flatnonzero(view.allowed[ci] & (c.importance >= threshold))
-            # Only the most important few can be injected: do not score thousands.
-            rows = sorted(rows.tolist(), key=lambda r: (-int(c.importance[r]), c.ids[r]))
-            for row in rows[: cap * 4]:
+            # Only the most important few can be injected: do not score thousands. Most
+            # important first, then by id.
+            rows = rows[np.lexsort((c.id_rank[rows], -c.importance[rows].astype(np.int32)))]
+            for row in rows[: cap * 4].tolist():
                 if c.items[row].validation != "retracted":
                     self.add(ci, int(row), "always").always = True
 

@@ -120,6 +120,7 @@ class MemoryCorpus:
         self._lexical: LexicalIndex | None = None
         self._lexical_lock = threading.Lock()
         self._claims: ClaimTable | None = None
+        self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._terms_cache: dict[int, frozenset[str]] = {}
         self._labels_cache: dict[int, frozenset[str]] = {}
@@ -213,7 +214,7 @@ class MemoryCorpus:
     def warm(self) -> "MemoryCorpus":
         """Build the lazy BM25 index and claim table now (seconds for 100k items) instead of
         on the first query."""
-        _ = self.lexical, self.claims
+        _ = self.lexical, self.claims, self.id_rank
         return self
 
     # -- basic access ---------------------------------------------------------------------
@@ -223,6 +224,17 @@ class MemoryCorpus:
 
     def item(self, row: int) -> MemoryItem:
         return self.items[row]
+
+    @property
+    def id_rank(self) -> np.ndarray:
+        """Each row's position in id order (ties in row order), to order rows by id in one
+        vector operation."""
+        if self._id_rank is None:
+            order = np.argsort(np.asarray(self.ids, dtype=str), kind="stable")
+            rank = np.empty(self.n, np.int64)
+            rank[order] = np.arange(self.n)
+            self._id_rank = rank
+        return self._id_rank
 
     @property
     def lexical(self) -> LexicalIndex:
