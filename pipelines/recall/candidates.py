@@ -332,7 +332,7 @@ class CandidateSearch:
         lexical = lex[idx].tolist() if lex is not None else [0.0] * len(idx)
         grams = self.label_grams[ci]
         if self.opts.labels and grams:
-            labels = [len(c.item_labels(int(r)) & grams) for r in idx]
+            labels = c.label_counts(idx, grams).tolist()
         else:
             labels = [0] * len(idx)
         return list(zip(dense, lexical, labels))

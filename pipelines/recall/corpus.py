@@ -123,7 +123,6 @@ class MemoryCorpus:
         self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._terms_cache: dict[int, frozenset[str]] = {}
-        self._labels_cache: dict[int, frozenset[str]] = {}
         self._title_cache: dict[int, str] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
@@ -289,14 +288,18 @@ class MemoryCorpus:
             key = self._title_cache[row] = normalise_label(self.items[row].title)
         return key
 
-    def item_labels(self, row: int) -> frozenset[str]:
-        """Normalised tags and entities of a row (label matching)."""
-        labels = self._labels_cache.get(row)
-        if labels is None:
-            it = self.items[row]
-            labels = frozenset(normalise_label(x) for x in (*it.tags, *it.entities)) - {""}
-            self._labels_cache[row] = labels
-        return labels
+    def label_counts(self, rows: np.ndarray, grams: Iterable[str]) -> np.ndarray:
+        """Per (active) row, how many of the normalised `grams` equal one of its tags or
+        entities (label matching), from the tag and entity indexes."""
+        counts = np.zeros(len(rows), np.int64)
+        for gram in grams:
+            hit = np.zeros(len(rows), bool)
+            for table in (self.tag_rows, self.entity_rows):
+                found = table.get(gram)
+                if found is not None:
+                    hit |= np.isin(rows, found)
+            counts += hit
+        return counts
 
     # -- scope and filters ----------------------------------------------------------------
 
