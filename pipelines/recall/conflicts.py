@@ -357,15 +357,15 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
     out = np.zeros(len(i), bool)
     if vector_of is None or not len(i):
         return out
-    rows = np.unique(np.concatenate([i, j])).tolist()
-    vectors = {r: vector_of(items[r]) for r in rows}
-    known = np.fromiter((vectors[a] is not None and vectors[b] is not None for a, b in zip(i.tolist(), j.tolist())),
-                        bool, len(i))
-    if not known.any():
+    rows = np.unique(np.concatenate([i, j]))
+    vectors = [vector_of(items[r]) for r in rows.tolist()]
+    has = np.fromiter((v is not None for v in vectors), bool, len(rows))
+    if not has.any():
         return out
-    a = np.stack([vectors[r] for r in i[known].tolist()]).astype(np.float32)
-    b = np.stack([vectors[r] for r in j[known].tolist()]).astype(np.float32)
-    cosine = np.einsum("ij,ij->i", a, b)
+    matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(np.float32)
+    a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
+    known = has[a] & has[b]
+    cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
     close = cosine >= SUBJECT_COSINE
     for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
         exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])
