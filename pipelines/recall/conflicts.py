@@ -205,14 +205,17 @@ class ClaimTable:
         """Every row of `items` (non-claims empty); `cached` reads through the per-version
         claim cache (small corpora that are rebuilt often), else without keeping the claims."""
         read = read_claim if cached else _read_claim
-        return cls.of(items, [read(it) if is_claim(it) else None for it in items])
+        return cls.of(items, (read(it) if is_claim(it) else None for it in items))
 
     @classmethod
-    def of(cls, items: Sequence[MemoryItem], claims: Sequence[Claim | None]) -> ClaimTable:
+    def of(cls, items: Sequence[MemoryItem], claims: Iterable[Claim | None]) -> ClaimTable:
+        """The table of `claims` (one per item, None for a non-claim), each claim dropped
+        once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
-        words = _incidence((c.words if c is not None else () for c in claims), n)
-        values = _incidence((c.values if c is not None else () for c in claims), n)
-        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]
+        vocab: list[dict[Hashable, int]] = [{}, {}]  # words, values
+        indices: list[list[int]] = [[], []]
+        indptr: list[list[int]] = [[0], [0]]
+        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
@@ -220,9 +223,15 @@ class ClaimTable:
         codes = np.full((n, 4), -1, np.int64)
         for row, c in enumerate(claims):
             if c is not None:
+                for part, keys in enumerate((c.words, c.values)):
+                    indices[part].extend(vocab[part].setdefault(k, len(vocab[part])) for k in keys)
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
+            for part in (0, 1):
+                indptr[part].append(len(indices[part]))
+        words, values = (sparse.csr_matrix((np.ones(len(indices[p]), np.int32), np.asarray(indices[p], np.int32),
+                                            indptr[p]), shape=(n, len(vocab[p]))) for p in (0, 1))
         return cls(items, words, values, codes)
 
     def __len__(self) -> int:
