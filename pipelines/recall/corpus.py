@@ -295,9 +295,9 @@ class MemoryCorpus:
         for gram in grams:
             hit = np.zeros(len(rows), bool)
             for table in (self.tag_rows, self.entity_rows):
-                found = table.get(gram)
-                if found is not None:
-                    hit |= np.isin(rows, found)
+                found = table.get(gram)  # ascending rows: a binary search per candidate
+                if found is not None and len(found):
+                    hit |= found[np.minimum(np.searchsorted(found, rows), len(found) - 1)] == rows
             counts += hit
         return counts
 
