@@ -307,6 +307,9 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     keys, a block of rows at a time), the embedding cosine computed only for pairs whose
     values disagree and whose words half match."""
     n, items = len(table), table.items
+    if n < 2:
+        none = np.zeros(0, np.int64)
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8))
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET

@@ -244,6 +244,11 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, monkeypatch):
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
 
 
+def test_no_claims_or_one_claim_has_no_conflicts():
+    lone = claim("a", "Standup time", "Standup is at 09:30.")
+    assert find_conflicts([]) == [] and find_conflicts([lone]) == [] and groups([]) == [] and groups([lone]) == []
+
+
 def test_groups_are_the_connected_pairs():
     """groups(): connected components of conflicting or replacing pairs, in the order of
     their first member, members sorted by id; find_conflicts() leaves replacements out."""
