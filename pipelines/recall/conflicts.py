@@ -212,9 +212,7 @@ class ClaimTable:
         """The table of `claims` (one per item, None for a non-claim), each claim dropped
         once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
-        vocab: list[dict[Hashable, int]] = [{}, {}]  # words, values
-        indices: list[list[int]] = [[], []]
-        indptr: list[list[int]] = [[0], [0]]
+        words, values = _Columns(), _Columns()
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
         def code(field: int, key: Hashable) -> int:
@@ -222,17 +220,13 @@ class ClaimTable:
 
         codes = np.full((n, 4), -1, np.int64)
         for row, c in enumerate(claims):
+            words.add(c.words if c is not None else ())
+            values.add(c.values if c is not None else ())
             if c is not None:
-                for part, keys in enumerate((c.words, c.values)):
-                    indices[part].extend(vocab[part].setdefault(k, len(vocab[part])) for k in keys)
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
-            for part in (0, 1):
-                indptr[part].append(len(indices[part]))
-        words, values = (sparse.csr_matrix((np.ones(len(indices[p]), np.int32), np.asarray(indices[p], np.int32),
-                                            indptr[p]), shape=(n, len(vocab[p]))) for p in (0, 1))
-        return cls(items, words, values, codes)
+        return cls(items, words.matrix(), values.matrix(), codes)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -260,15 +254,29 @@ def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
     return np.fromiter((table.setdefault(k, len(table)) for k in keys), np.int64, n)
 
 
-def _incidence(rows: Iterable[Iterable[Hashable]], n: int) -> sparse.csr_matrix:
-    """Rows x distinct keys, 1 where the row holds the key (rows hold no duplicates)."""
-    vocab: dict[Hashable, int] = {}
-    indptr, indices = [0], []
+class _Columns:
+    """Rows x distinct keys, a row at a time: 1 where the row holds the key (no duplicates)."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[Hashable, int] = {}
+        self.indices: list[int] = []
+        self.indptr = [0]
+
+    def add(self, keys: Iterable[Hashable]) -> None:
+        vocab = self.vocab
+        self.indices.extend(vocab.setdefault(k, len(vocab)) for k in keys)
+        self.indptr.append(len(self.indices))
+
+    def matrix(self) -> sparse.csr_matrix:
+        return sparse.csr_matrix((np.ones(len(self.indices), np.int32), np.asarray(self.indices, np.int32),
+                                  self.indptr), shape=(len(self.indptr) - 1, len(self.vocab)))
+
+
+def _incidence(rows: Iterable[Iterable[Hashable]]) -> sparse.csr_matrix:
+    columns = _Columns()
     for row in rows:
-        indices.extend(vocab.setdefault(s, len(vocab)) for s in row)
-        indptr.append(len(indices))
-    return sparse.csr_matrix((np.ones(len(indices), np.int32), np.asarray(indices, np.int32), indptr),
-                             shape=(n, len(vocab)))
+        columns.add(row)
+    return columns.matrix()
 
 
 def _dense_columns(m: sparse.csr_matrix) -> sparse.csr_matrix:
@@ -315,7 +323,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     title, content, subject_code, title_values = table.codes.T
-    keys = _incidence([_keys(it, t) for it, t in zip(items, title.tolist())], n)
+    keys = _incidence(_keys(it, t) for it, t in zip(items, title.tolist()))
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     replacing = _linked(items, _replaced)
