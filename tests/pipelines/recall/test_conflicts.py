@@ -4,6 +4,7 @@ resolution by scope, confidence and recency, corrections of one's own claims."""
 from __future__ import annotations
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -296,3 +297,30 @@ def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
         by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
         assert (outcome.resolution == "superseded") == (by is not None)
         assert by is None or outcome.winner == by.id
+
+
+def _plain_stated_values(text, number, name):
+    """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
+    found = set(conflicts._DATE.findall(text))
+    rest = conflicts._DATE.sub(" ", text)
+    found |= {m.group(0).lower().replace(",", ".") for m in number.finditer(rest)}
+    starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
+    found |= {m.group(0).lower() for m in name.finditer(text) if m.group(0) not in starts}
+    return frozenset(v.strip() for v in found if v.strip())
+
+
+def test_value_patterns_only_skip_positions_where_no_value_starts():
+    """_NUMBER and _NAME carry a leading lookahead (a digit, a capital) so the scan skips
+    cheaply: they find exactly what the patterns without it find."""
+    plain_number = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+    plain_name = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
+    texts = ["We met Caroline in Paris on 2024-01-02.", "Standup is at 09:30, not 10:15 PM.", "x-1 1,5 kg 3:4 12%",
+             "NASA and GPT-4 run on eu-central-1; Bob said ok. Then Eve left", "Ünïcode Ölaf met Zoë, then ÅSA",
+             "retention is 30 days\nOrion stores 2 TB in TimescaleDB", "", "no values at all here"]
+    rng = random.Random(0)
+    alphabet = "aZ9 .,:;-!?%\nÄ0Tb2024-01-02"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(3000)]
+    for text in texts:
+        for fast, plain in ((conflicts._NUMBER, plain_number), (conflicts._NAME, plain_name)):
+            assert [m.group(0) for m in fast.finditer(text)] == [m.group(0) for m in plain.finditer(text)], text
+        assert stated_values(text) == _plain_stated_values(text, plain_number, plain_name), text
