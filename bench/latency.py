@@ -155,6 +155,7 @@ def measure_inprocess(settings, pool: QueryPool, n_queries: int) -> dict[str, An
         return {"latency_ms": percentiles(lat), "service_load_s": round(load_s, 3),
                 "first_query_ms": round(cold_ms, 1),
                 "stage_ms_mean": {k: round(float(np.mean(v)), 3) for k, v in stages.items()},
+                "stage_ms": {k: percentiles(v) for k, v in stages.items()},
                 "hits_mean": round(float(np.mean(hits)), 2) if hits else 0}
     finally:
         service.close()

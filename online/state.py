@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from online.delta_log import DeltaLog, DeltaState, item_ids_touched
 from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, SnapshotState, freeze_long_lived
@@ -47,6 +48,15 @@ from pipelines.settings import Settings
 SIMILAR_CLAIMS = 10
 
 log = logging.getLogger("loci.online")
+
+
+def single_threaded_blas() -> None:
+    """One BLAS thread in the serving process. A recall's matrix products are one query's
+    (a few thousand rows); worker threads only add synchronisation, which on a busy 2-core
+    machine cost more than the product (20k x 384 rows gathered and multiplied: 25.8 ms
+    with two OpenBLAS threads at load average 9, 0.9 ms with one). Requests run in
+    parallel threads and workers instead. FAISS and ONNX Runtime set their own threads."""
+    threadpool_limits(limits=1, user_api="blas")
 
 __all__ = ["DEFAULT_CHECK_INTERVAL_MS", "DeltaState", "ItemHistory", "MemoryService", "SnapshotState", "View",
            "embedding_text", "item_ids_touched"]
@@ -121,6 +131,7 @@ class MemoryService:
     ) -> None:
         from pipelines.policy import Policy  # heavy rules; imported where needed
 
+        single_threaded_blas()
         self.settings = settings or Settings()
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)

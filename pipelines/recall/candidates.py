@@ -27,7 +27,7 @@ import numpy as np
 
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
-from .conflicts import is_claim
+from .conflicts import ClaimTable, is_claim, read_claim
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within
 from .episodic import said_date, stated_words
@@ -94,6 +94,14 @@ class VisibleCorpora:
     def vector(self, ci: int, row: int) -> np.ndarray | None:
         c = self.corpora[ci]
         return c.vectors[row] if c.vectors is not None else None
+
+    def claims(self, locations: Sequence[tuple[int, int]]) -> ClaimTable:
+        """The claims at these (corpus, row) locations, in this order: rows of one corpus'
+        table, or read afresh when they come from several corpora."""
+        if len({ci for ci, _ in locations}) == 1:
+            return self.corpora[locations[0][0]].claims.take([row for _, row in locations])
+        items = [self.corpora[ci].items[row] for ci, row in locations]
+        return ClaimTable.of(items, [read_claim(it) for it in items])
 
     def trace(self) -> dict[str, Any]:
         return {"stage": "scope", "corpora": [
@@ -291,9 +299,10 @@ class CandidateSearch:
         view = self.view
         for ci, c in enumerate(view.corpora):
             rows = np.flatnonzero(view.allowed[ci] & (c.importance >= threshold))
-            # Only the most important few can be injected: do not score thousands.
-            rows = sorted(rows.tolist(), key=lambda r: (-int(c.importance[r]), c.ids[r]))
-            for row in rows[: cap * 4]:
+            # Only the most important few can be injected: do not score thousands. Most
+            # important first, then by id.
+            rows = rows[np.lexsort((c.id_rank[rows], -c.importance[rows].astype(np.int32)))]
+            for row in rows[: cap * 4].tolist():
                 if c.items[row].validation != "retracted":
                     self.add(ci, int(row), "always").always = True
 
@@ -326,7 +335,7 @@ class CandidateSearch:
         lexical = lex[idx].tolist() if lex is not None else [0.0] * len(idx)
         grams = self.label_grams[ci]
         if self.opts.labels and grams:
-            labels = [len(c.item_labels(int(r)) & grams) for r in idx]
+            labels = c.label_counts(idx, grams).tolist()
         else:
             labels = [0] * len(idx)
         return list(zip(dense, lexical, labels))

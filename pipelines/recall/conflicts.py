@@ -33,10 +33,13 @@ given when the superseding one is visible.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
@@ -49,9 +52,11 @@ SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
 SUBJECT_COSINE = 0.85  # embedding similarity that, with half the words shared, is one subject
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 
-_NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+# The leading lookaheads only skip, cheaply, positions where no value can start.
+_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
-_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
+_NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
+_DIGIT = re.compile(r"\d")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
@@ -68,7 +73,6 @@ class Claim:
     words: frozenset[str]
     values: frozenset[str]
     title_values: frozenset[str]
-    keys: frozenset[str] = frozenset()  # what proposes pairs: its words and its title
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -79,11 +83,15 @@ def is_claim(item: MemoryItem) -> bool:
 
 def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence."""
-    found = set(_DATE.findall(text))
-    rest = _DATE.sub(" ", text)
-    found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
-    starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-    found |= {m.group(0).lower() for m in _NAME.finditer(text) if m.group(0) not in starts}
+    found: set[str] = set()
+    if _DIGIT.search(text):
+        found.update(_DATE.findall(text))
+        rest = _DATE.sub(" ", text) if found else text
+        found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
+    names = [m.group(0) for m in _NAME.finditer(text)]
+    if names:
+        starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
+        found |= {name.lower() for name in names if name not in starts}
     return frozenset(v.strip() for v in found if v.strip())
 
 
@@ -119,15 +127,15 @@ def read_claim(item: MemoryItem) -> Claim:
 def _read_claim(item: MemoryItem) -> Claim:
     values = stated_values(item.content)
     skip = _value_words(values)
-    toks = [w for w in words(item.content) if w not in STOPWORDS]
+    said = words(item.content)
+    toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = tuple(w for w in toks[:first_value] if w not in skip)
     content_words = frozenset(w for w in toks if w not in skip)
     title = normalise_label(item.title)
-    return Claim(item=item, title=title, content=normalise_label(item.content),
+    return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=subject if values else (), words=content_words, values=values,
-                 title_values=stated_values(item.title),
-                 keys=frozenset({f"w:{w}" for w in content_words} | ({f"t:{title}"} if title else set())))
+                 title_values=stated_values(item.title))
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
@@ -175,11 +183,6 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine) -> bool:
     return cosine is not None and cosine >= SUBJECT_COSINE
 
 
-def _replaces(a: Claim, b: Claim) -> bool:
-    """`supersedes` on read claims (the link ids already gathered)."""
-    return b.item.id in a.supersedes or b.item.superseded_by == a.item.id
-
-
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
     """`a` declares that it replaces `b`."""
     return any(link.rel == "supersedes" and link.to == b.id for link in a.links) or b.superseded_by == a.id
@@ -189,23 +192,215 @@ def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
 
 
 VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
+REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values")
 
 
-def _candidate_pairs(claims: Sequence[Claim]) -> set[tuple[int, int]]:
-    """Pairs that share a title, a content word or a link: the only ones that can conflict."""
-    buckets: dict[str, list[int]] = {}
-    for i, c in enumerate(claims):
-        keys = c.keys | {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"}
-        for key in keys:
-            buckets.setdefault(key, []).append(i)
-    pairs: set[tuple[int, int]] = set()
-    for key, members in buckets.items():
-        if len(members) < 2 or (len(members) > MAX_BUCKET and key.startswith("w:")):
-            continue
-        for x, i in enumerate(members):
-            for j in members[x + 1:]:
-                pairs.add((i, j))
-    return pairs
+class ClaimTable:
+    """The claims of a list of items, read once and kept compact for the rule over many
+    pairs: per row its content words and values (sparse rows of small integers) and codes
+    for its title, content, subject and title values (-1: none). Rows that are not claims
+    stay empty. A corpus reads its table once (`MemoryCorpus.claims`, when a snapshot
+    loads), so a recall only takes the rows of its candidates (`take`)."""
+
+    def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
+                 codes: np.ndarray):
+        self.items = list(items)
+        self.words = words
+        self.values = values
+        self.codes = codes  # rows x (title, content, subject, title values)
+
+    @classmethod
+    def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
+        """Every row of `items` (non-claims empty); `cached` reads through the per-version
+        claim cache (small corpora that are rebuilt often), else without keeping the claims."""
+        read = read_claim if cached else _read_claim
+        return cls.of(items, (read(it) if is_claim(it) else None for it in items))
+
+    @classmethod
+    def of(cls, items: Sequence[MemoryItem], claims: Iterable[Claim | None]) -> ClaimTable:
+        """The table of `claims` (one per item, None for a non-claim), each claim dropped
+        once its row is written: a snapshot's claims are never all alive at once."""
+        n = len(items)
+        words, values = _Columns(), _Columns()
+        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
+
+        def code(field: int, key: Hashable) -> int:
+            return tables[field].setdefault(key, len(tables[field]))
+
+        codes = np.full((n, 4), -1, np.int64)
+        for row, c in enumerate(claims):
+            words.add(c.words if c is not None else ())
+            values.add(c.values if c is not None else ())
+            if c is not None:
+                codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
+                              code(2, c.subject) if c.subject else -1,
+                              code(3, c.title_values) if c.title_values else -1)
+        return cls(items, words.matrix(), values.matrix(), codes)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def take(self, rows: Sequence[int]) -> ClaimTable:
+        """These rows, in this order (their columns renumbered densely)."""
+        idx = np.asarray(rows, np.int64)
+        return ClaimTable([self.items[r] for r in idx.tolist()], _dense_columns(self.words[idx]),
+                          _dense_columns(self.values[idx]), self.codes[idx])
+
+
+class _Pairs(NamedTuple):
+    """The pairs (i < j) of a claim table that share a title, a content word or a link,
+    each with whether one replaces the other and the conflict (an index into REASONS, 0: none)."""
+
+    i: np.ndarray
+    j: np.ndarray
+    replaces: np.ndarray
+    reason: np.ndarray
+
+
+def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
+    """One small integer per distinct key, so equality tests over many pairs are vector ops."""
+    table: dict[Hashable, int] = {}
+    return np.fromiter((table.setdefault(k, len(table)) for k in keys), np.int64, n)
+
+
+class _Columns:
+    """Rows x distinct keys, a row at a time: 1 where the row holds the key (no duplicates)."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[Hashable, int] = {}
+        self.indices: list[int] = []
+        self.indptr = [0]
+
+    def add(self, keys: Iterable[Hashable]) -> None:
+        vocab = self.vocab
+        self.indices.extend(vocab.setdefault(k, len(vocab)) for k in keys)
+        self.indptr.append(len(self.indices))
+
+    def matrix(self) -> sparse.csr_matrix:
+        return sparse.csr_matrix((np.ones(len(self.indices), np.int32), np.asarray(self.indices, np.int32),
+                                  self.indptr), shape=(len(self.indptr) - 1, len(self.vocab)))
+
+
+def _incidence(rows: Iterable[Iterable[Hashable]]) -> sparse.csr_matrix:
+    columns = _Columns()
+    for row in rows:
+        columns.add(row)
+    return columns.matrix()
+
+
+def _dense_columns(m: sparse.csr_matrix) -> sparse.csr_matrix:
+    """The same rows over only the columns they use."""
+    used, columns = np.unique(m.indices, return_inverse=True)
+    return sparse.csr_matrix((m.data, columns.astype(np.int32), m.indptr), shape=(m.shape[0], len(used)))
+
+
+def _linked(items: Sequence[MemoryItem], links: Callable[[MemoryItem], Iterable[str]]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs (x, y), both ways round, where `links(items[x])` names items[y]."""
+    rows_of: dict[str, list[int]] = {}
+    for x, it in enumerate(items):
+        rows_of.setdefault(it.id, []).append(x)
+    found = {(a, b) for x, it in enumerate(items) for to in links(it) for y in rows_of.get(to, ()) if y != x
+             for a, b in ((x, y), (y, x))}
+    return np.array([p[0] for p in found], np.int64), np.array([p[1] for p in found], np.int64)
+
+
+def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) -> np.ndarray:
+    """The rows start..stop of the n x n matrix that is True at `pairs`."""
+    out = np.zeros((stop - start, n), bool)
+    x, y = pairs
+    inside = (x >= start) & (x < stop)
+    out[x[inside] - start, y[inside]] = True
+    return out
+
+
+PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
+
+
+def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
+    """`conflict_reason`, and whether one replaces the other, for every pair that shares a
+    title, a content word (held by at most MAX_BUCKET claims) or a link: the same rule,
+    evaluated for all pairs at once (sparse products of claims x words, x values and x
+    keys, a block of rows at a time), the embedding cosine computed only for pairs whose
+    values disagree and whose words half match."""
+    n, items = len(table), table.items
+    if n < 2:
+        none = np.zeros(0, np.int64)
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8))
+    words = table.words
+    # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
+    big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
+    proposing = words[:, np.flatnonzero(~big)] if big.any() else None
+    title, content, subject_code, title_values = table.codes.T
+    keys = _incidence(_keys(it, t) for it, t in zip(items, title.tolist()))
+    n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
+    ids = _codes((it.id for it in items), n)
+    replacing = _linked(items, _replaced)
+    contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
+    transposed = [m.T.tocsr() if m is not None else None for m in (words, proposing, keys, table.values)]
+    parts = []
+    for start in range(0, n, PAIR_BLOCK):
+        stop = min(n, start + PAIR_BLOCK)
+        shared_all, proposed_by_word, shared_key, shared_value = (
+            (m[start:stop] @ mt).toarray() if m is not None else None
+            for m, mt in zip((words, proposing, keys, table.values), transposed))
+        proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
+        upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
+        bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
+        parts.append((bi + start, j, shared_all[bi, j], shared_value[bi, j],
+                      _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j]))
+    i, j, shared, shared_values, replaces, contradicts = (np.concatenate(p) for p in zip(*parts))
+
+    other = ids[i] != ids[j]
+    same_title = (title[i] >= 0) & (title[i] == title[j])
+    disagree = ((n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
+                & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
+    overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
+    subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
+        (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+    open_ = other & ~contradicts & ~same_title & disagree
+    ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
+    subject[ask] = _close(items, i[ask], j[ask], vector_of)
+    reason = np.zeros(len(i), np.int8)
+    reason[open_ & subject] = 3
+    reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
+    reason[other & contradicts] = 1
+    return _Pairs(i, j, replaces, reason)
+
+
+def _keys(it: MemoryItem, title: int) -> set[tuple[str, Hashable]]:
+    """What proposes a pair besides a content word: the title, the item's id and the ids it links to."""
+    return {("id", to) for to in {link.to for link in it.links} | {it.id}} | ({("t", title)} if title >= 0 else set())
+
+
+def _replaced(it: MemoryItem) -> Iterable[str]:
+    """Ids on the other end of a replacement: those `it` supersedes, and its `superseded_by`."""
+    yield from (link.to for link in it.links if link.rel == "supersedes")
+    if it.superseded_by:
+        yield it.superseded_by
+
+
+def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of: VectorOf | None) -> np.ndarray:
+    """cosine >= SUBJECT_COSINE per pair (False without both vectors). Computed in one
+    product; pairs within rounding of the threshold are decided by `_cosine` itself."""
+    out = np.zeros(len(i), bool)
+    if vector_of is None or not len(i):
+        return out
+    rows = np.unique(np.concatenate([i, j]))
+    vectors = [vector_of(items[r]) for r in rows.tolist()]
+    has = np.fromiter((v is not None for v in vectors), bool, len(rows))
+    if not has.any():
+        return out
+    matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(np.float32)
+    a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
+    known = has[a] & has[b]
+    cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
+    close = cosine >= SUBJECT_COSINE
+    for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
+        exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])
+        close[x] = exact is not None and exact >= SUBJECT_COSINE
+    out[known] = close
+    return out
 
 
 def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float | None:
@@ -217,19 +412,21 @@ def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float |
     return float(np.dot(va, vb))
 
 
+def _table(items: Iterable[MemoryItem]) -> ClaimTable:
+    """The claims among `items`, in order."""
+    claims = [it for it in items if is_claim(it)]
+    return ClaimTable.of(claims, [read_claim(it) for it in claims])
+
+
 def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = None
                    ) -> list[tuple[MemoryItem, MemoryItem, str]]:
     """Every conflicting pair among the claims of `items` as (a, b, reason), a.id < b.id,
     sorted by ids. A pair where one supersedes the other is not reported."""
-    claims = [read_claim(it) for it in sorted(items, key=lambda it: it.id) if is_claim(it) and it.active]
-    out = []
-    for i, j in sorted(_candidate_pairs(claims)):
-        a, b = claims[i], claims[j]
-        if _replaces(a, b) or _replaces(b, a):
-            continue
-        why = conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))
-        if why is not None:
-            out.append((a.item, b.item, why))
+    table = _table(it for it in sorted(items, key=lambda it: it.id) if it.active)
+    found = _pairs(table, vector_of)
+    shown = (found.reason > 0) & ~found.replaces
+    out = [(table.items[i], table.items[j], REASONS[r])
+           for i, j, r in zip(found.i[shown].tolist(), found.j[shown].tolist(), found.reason[shown].tolist())]
     return sorted(out, key=lambda p: (p[0].id, p[1].id))
 
 
@@ -248,29 +445,25 @@ class Outcome:
 
 def groups(items: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
     """Connected groups (two or more members) of conflicting or superseding claims."""
-    parent = {it.id: it.id for it in items}
+    return groups_in(_table(items), vector_of)
 
-    def find(x: str) -> str:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
 
-    def union(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
-    claims = [read_claim(it) for it in items if is_claim(it)]
-    for i, j in _candidate_pairs(claims):
-        a, b = claims[i], claims[j]
-        if (_replaces(a, b) or _replaces(b, a)
-                or conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item))):
-            union(a.item.id, b.item.id)
-    by_root: dict[str, list[MemoryItem]] = {}
-    for c in claims:
-        by_root.setdefault(find(c.item.id), []).append(c.item)
-    return [sorted(g, key=lambda it: it.id) for g in by_root.values() if len(g) > 1]
+def groups_in(table: ClaimTable, vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
+    """`groups` of the claims of a table (recall: its candidates' rows of the corpus' table)."""
+    n = len(table)
+    if n < 2:
+        return []
+    found = _pairs(table, vector_of)
+    joined = found.replaces | (found.reason > 0)
+    ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
+    nodes = int(ids.max()) + 1
+    graph = sparse.coo_matrix((np.ones(int(joined.sum()), np.int8), (ids[found.i[joined]], ids[found.j[joined]])),
+                              shape=(nodes, nodes))
+    _, label = connected_components(graph, directed=False)
+    by_label: dict[int, list[MemoryItem]] = {}
+    for it, node in zip(table.items, ids.tolist()):
+        by_label.setdefault(int(label[node]), []).append(it)
+    return [sorted(g, key=lambda it: it.id) for g in by_label.values() if len(g) > 1]
 
 
 def _newer(a: MemoryItem, b: MemoryItem) -> bool:
@@ -308,8 +501,15 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
     """Outcome per member id of one conflict group (see the module docstring)."""
     out: dict[str, Outcome] = {}
     live = []
-    for m in group:
-        by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
+    declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
+    for o in group:
+        for link in o.links:
+            if link.rel == "supersedes":
+                declared.setdefault(link.to, set()).add(o.id)
+    for m in group:  # the first member that supersedes m (`supersedes(o, m)`), without asking every pair
+        ids = declared.get(m.id, set()) | ({m.superseded_by} if m.superseded_by else set())
+        ids.discard(m.id)
+        by = next((o for o in group if o.id in ids), None) if ids else None
         if by is not None:
             out[m.id] = Outcome("superseded", [by.id], suppressed=True, winner=by.id)
         else:

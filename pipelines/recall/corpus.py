@@ -11,6 +11,8 @@ snapshot, an IndexIDMap2 over IndexFlatIP or HNSW) and the small delta of fresh 
   index), else FAISS with an ID selector restricted to the allowed rows.
 - `lexical`: a BM25 index (bm25s) over title + content + tags + entities, on word stems
   unless `stemming=False`, built lazily (call `warm()` at load time to pay the cost up front).
+- `claims`: the conflict rule's reading of every claim (`conflicts.ClaimTable`), also
+  built lazily (and by `warm()`).
 - tag / entity / normalised-title / turn-ref inverted indexes, the links graph (both
   directions) and the palace room map, for candidate generation and Q* expansion.
 
@@ -33,6 +35,7 @@ from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
+from .conflicts import ClaimTable
 from .episodic import is_small_talk
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -116,9 +119,10 @@ class MemoryCorpus:
         self.stemming = bool(stemming)
         self._lexical: LexicalIndex | None = None
         self._lexical_lock = threading.Lock()
+        self._claims: ClaimTable | None = None
+        self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._terms_cache: dict[int, frozenset[str]] = {}
-        self._labels_cache: dict[int, frozenset[str]] = {}
         self._title_cache: dict[int, str] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
@@ -207,8 +211,9 @@ class MemoryCorpus:
         return cls([], None, None, source=source)
 
     def warm(self) -> "MemoryCorpus":
-        """Build the lazy BM25 index now (seconds for 100k items) instead of on first query."""
-        _ = self.lexical
+        """Build the lazy BM25 index and claim table now (seconds for 100k items) instead of
+        on the first query."""
+        _ = self.lexical, self.claims, self.id_rank
         return self
 
     # -- basic access ---------------------------------------------------------------------
@@ -220,6 +225,17 @@ class MemoryCorpus:
         return self.items[row]
 
     @property
+    def id_rank(self) -> np.ndarray:
+        """Each row's position in id order (ties in row order), to order rows by id in one
+        vector operation."""
+        if self._id_rank is None:
+            order = np.argsort(np.asarray(self.ids, dtype=str), kind="stable")
+            rank = np.empty(self.n, np.int64)
+            rank[order] = np.arange(self.n)
+            self._id_rank = rank
+        return self._id_rank
+
+    @property
     def lexical(self) -> LexicalIndex:
         if self._lexical is None:
             with self._lexical_lock:
@@ -227,6 +243,17 @@ class MemoryCorpus:
                     self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items],
                                                  stem=self.stemming)
         return self._lexical
+
+    @property
+    def claims(self) -> ClaimTable:
+        """Every row's claim (the conflict rule's words, values and codes), read once: a
+        recall takes its candidates' rows. A snapshot keeps only the compact table; delta
+        segments, rebuilt as they merge, read through the per-version claim cache."""
+        if self._claims is None:
+            with self._lexical_lock:
+                if self._claims is None:
+                    self._claims = ClaimTable.read(self.items, cached=self.source != "snapshot")
+        return self._claims
 
     @staticmethod
     def _doc_tokens(it: MemoryItem) -> list[str]:
@@ -261,14 +288,18 @@ class MemoryCorpus:
             key = self._title_cache[row] = normalise_label(self.items[row].title)
         return key
 
-    def item_labels(self, row: int) -> frozenset[str]:
-        """Normalised tags and entities of a row (label matching)."""
-        labels = self._labels_cache.get(row)
-        if labels is None:
-            it = self.items[row]
-            labels = frozenset(normalise_label(x) for x in (*it.tags, *it.entities)) - {""}
-            self._labels_cache[row] = labels
-        return labels
+    def label_counts(self, rows: np.ndarray, grams: Iterable[str]) -> np.ndarray:
+        """Per (active) row, how many of the normalised `grams` equal one of its tags or
+        entities (label matching), from the tag and entity indexes."""
+        counts = np.zeros(len(rows), np.int64)
+        for gram in grams:
+            hit = np.zeros(len(rows), bool)
+            for table in (self.tag_rows, self.entity_rows):
+                found = table.get(gram)  # ascending rows: a binary search per candidate
+                if found is not None and len(found):
+                    hit |= found[np.minimum(np.searchsorted(found, rows), len(found) - 1)] == rows
+            counts += hit
+        return counts
 
     # -- scope and filters ----------------------------------------------------------------
 

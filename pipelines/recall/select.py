@@ -22,10 +22,12 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                       ) -> list[dict[str, Any]]:
     """Apply the conflict rule (pipelines.recall.conflicts) to the candidate claims."""
     cands = search.cands
-    live = sorted((c for c in cands.values() if c.suppressed is None), key=lambda c: c.id)
+    live = sorted((c for c in cands.values() if c.suppressed is None and conflicts.is_claim(c.item)),
+                  key=lambda c: c.id)
     vectors = {c.id: search.view.vector(c.ci, c.row) for c in live}
+    table = search.view.claims([(c.ci, c.row) for c in live])
     report = []
-    for group in conflicts.groups([c.item for c in live], lambda it: vectors.get(it.id)):
+    for group in conflicts.groups_in(table, lambda it: vectors.get(it.id)):
         outcomes = conflicts.resolve(group, mode)
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]

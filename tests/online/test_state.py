@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info
 
 from online.state import MemoryService, embedding_text
 from online.tools import ToolDispatcher
@@ -69,6 +70,13 @@ def test_empty_store_is_ready_and_says_nothing_found(service: MemoryService) -> 
     result = service.recall("what is the tile latency budget?", WHO)
     assert not result.found and result.hits == []
     assert "No memory found" in result.message
+
+
+def test_the_service_runs_blas_on_one_thread(service: MemoryService) -> None:
+    """A recall's products are one query's: the serving process keeps BLAS single-threaded
+    (its worker threads only contend, see single_threaded_blas)."""
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
 
 
 def test_snapshot_loaded_at_start_and_recalled(settings: Settings) -> None:

@@ -3,12 +3,29 @@ resolution by scope, confidence and recency, corrections of one's own claims."""
 
 from __future__ import annotations
 
+import random
+import re
+
+import numpy as np
+import pytest
+
+from pipelines.recall import conflicts
 from pipelines.recall.conflicts import (
+    MAX_BUCKET,
+    REASONS,
+    ClaimTable,
+    _cosine,
+    _pairs,
+    conflict_reason,
     corrected_by,
     find_conflicts,
     groups,
+    groups_in,
+    is_claim,
+    read_claim,
     resolve,
     stated_values,
+    supersedes,
 )
 from pipelines.records import Identity, Link, MemoryItem, Scope
 
@@ -164,3 +181,157 @@ def test_a_claim_read_before_is_read_again_with_its_current_links():
     edited = claim("d", "Tile cache", "Tiles are cached for 5 minutes.", updated="2026-02-01T00:00:00+00:00")
     other = claim("e", "Tile cache TTL", "Tiles are cached for 9 minutes.")
     assert pairs([edited, other]) == {frozenset("de")}
+
+
+# -- all pairs at once = the rule pair by pair ---------------------------------------------------
+
+
+def _pairwise_reference(claims, vector_of):
+    """The rule applied one pair at a time (how recall judged pairs before): every pair that
+    shares a title, a link or a content word held by at most MAX_BUCKET claims, judged by
+    `conflict_reason`, plus whether one replaces the other."""
+    buckets: dict[str, list[int]] = {}
+    for i, c in enumerate(claims):
+        keys = ({f"w:{w}" for w in c.words} | ({f"t:{c.title}"} if c.title else set())
+                | {f"id:{link.to}" for link in c.item.links} | {f"id:{c.item.id}"})
+        for key in keys:
+            buckets.setdefault(key, []).append(i)
+    pairs = {(i, j) for key, members in buckets.items()
+             if not (len(members) > MAX_BUCKET and key.startswith("w:"))
+             for x, i in enumerate(members) for j in members[x + 1:]}
+    out = {}
+    for i, j in pairs:
+        a, b = claims[i], claims[j]
+        replaces = any(x.item.id in y.supersedes or x.item.superseded_by == y.item.id for x, y in ((a, b), (b, a)))
+        out[(i, j)] = (replaces, conflict_reason(a, b, lambda a=a, b=b: _cosine(vector_of, a.item, b.item)))
+    return out
+
+
+def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[MemoryItem]:
+    """Claims built to hit every branch: shared titles, subjects and values, numbers in
+    titles, links both ways, superseded_by, and (optionally) one word in every claim."""
+    subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
+                "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for"]
+    values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
+              "2025-03-04", "Paris", "5 minutes"]
+    titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", ""]
+    items = []
+    for x in range(n):
+        stated = " and ".join(rng.sample(values, rng.choice([0, 1, 1, 2])))
+        content = f"{rng.choice(subjects)} {stated}{' for the orion team' if rng.random() < 0.3 else ''}."
+        if common_word:
+            content += " Shared note."
+        links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
+                 for _ in range(rng.choice([0, 0, 0, 1]))]
+        superseded_by = f"c{rng.randrange(n):03d}" if rng.random() < 0.05 else None
+        items.append(claim(f"c{x:03d}", rng.choice(titles), content, links=links, superseded_by=superseded_by,
+                           kind=rng.choice(["project", "user", "session"])))
+    return items
+
+
+@pytest.mark.parametrize("block", [conflicts.PAIR_BLOCK, 37])
+def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, monkeypatch):
+    """`_pairs` (sparse products over all claims, a block of rows at a time) finds the same
+    pairs, the same replacements and the same reasons as the rule applied to each pair
+    sharing a key, including the embedding cosine and the MAX_BUCKET cut of over-common words."""
+    monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
+    for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
+        rng = random.Random(seed)
+        items = _random_claims(rng, n, common)
+        gen = np.random.default_rng(seed)
+        base = gen.normal(size=(4, 16))
+        vectors = {it.id: v / np.linalg.norm(v) for it in items  # every 9th claim without a vector
+                   for v in [base[int(it.id[1:]) % 4] + gen.normal(scale=0.35, size=16)] if int(it.id[1:]) % 9}
+        vector_of = (lambda it, vectors=vectors: vectors.get(it.id)) if seed % 2 else None
+        claims = [read_claim(it) for it in items]
+        found = _pairs(ClaimTable.of(items, claims), vector_of)
+        got = {(int(i), int(j)): (bool(r), REASONS[int(c)])
+               for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
+        expected = _pairwise_reference(claims, vector_of)
+        assert got == expected, seed
+        reasons = {why for _, why in expected.values()}
+        if n >= 40:  # the generator reaches every branch of the rule, the cosine included
+            assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
+            if vector_of is not None:
+                assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
+
+
+def test_no_claims_or_one_claim_has_no_conflicts():
+    lone = claim("a", "Standup time", "Standup is at 09:30.")
+    assert find_conflicts([]) == [] and find_conflicts([lone]) == [] and groups([]) == [] and groups([lone]) == []
+
+
+def test_groups_are_the_connected_pairs():
+    """groups(): connected components of conflicting or replacing pairs, in the order of
+    their first member, members sorted by id; find_conflicts() leaves replacements out."""
+    rng = random.Random(7)
+    items = _random_claims(rng, 120, False)
+    claims = [read_claim(it) for it in items]
+    joined = {pair for pair, (replaces, why) in _pairwise_reference(claims, None).items() if replaces or why}
+    parent = list(range(len(items)))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, j in joined:
+        parent[max(root(i), root(j))] = min(root(i), root(j))
+    expected: dict[int, list[str]] = {}
+    for x, it in enumerate(items):
+        expected.setdefault(root(x), []).append(it.id)
+    assert [[it.id for it in g] for g in groups(items)] == [sorted(g) for g in expected.values() if len(g) > 1]
+    active = [read_claim(it) for it in items if it.active]  # superseded claims are never reported
+    reported = {(a.id, b.id, why) for a, b, why in find_conflicts(items)}
+    assert reported == {(active[i].item.id, active[j].item.id, why)
+                        for (i, j), (replaces, why) in _pairwise_reference(active, None).items()
+                        if why and not replaces}
+    assert len(reported) > 10
+
+
+def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
+    """Recall takes its candidates' rows from a table read once for the whole corpus (non-claims
+    included, rows in any order); the groups and their resolution are those of the items read
+    afresh, and a superseded member names the first member that supersedes it."""
+    rng = random.Random(11)
+    items = _random_claims(rng, 150, False)
+    items[::7] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
+                             scope=it.scope) for it in items[::7]]  # turns are not claims
+    table = ClaimTable.read(items)
+    rows = sorted((r for r in range(len(items)) if is_claim(items[r])), key=lambda r: items[r].id)[5:120]
+    taken = groups_in(table.take(rows))
+    assert taken == groups([items[r] for r in rows]) and taken
+    outcomes = [(group, item_id, outcome) for group in taken for item_id, outcome in resolve(group).items()]
+    assert any(o.resolution == "superseded" for _, _, o in outcomes)
+    for group, item_id, outcome in outcomes:
+        m = next(g for g in group if g.id == item_id)
+        by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
+        assert (outcome.resolution == "superseded") == (by is not None)
+        assert by is None or outcome.winner == by.id
+
+
+def _plain_stated_values(text, number, name):
+    """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
+    found = set(conflicts._DATE.findall(text))
+    rest = conflicts._DATE.sub(" ", text)
+    found |= {conflicts._number_with_unit(m.group(0)) for m in number.finditer(rest)}
+    starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
+    found |= {m.group(0).lower() for m in name.finditer(text) if m.group(0) not in starts}
+    return frozenset(v.strip() for v in found if v.strip())
+
+
+def test_value_patterns_only_skip_positions_where_no_value_starts():
+    """_NUMBER and _NAME carry a leading lookahead (a digit, a capital) so the scan skips
+    cheaply: they find exactly what the patterns without it find."""
+    plain_number = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+    plain_name = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
+    texts = ["We met Caroline in Paris on 2024-01-02.", "Standup is at 09:30, not 10:15 PM.", "x-1 1,5 kg 3:4 12%",
+             "NASA and GPT-4 run on eu-central-1; Bob said ok. Then Eve left", "Ünïcode Ölaf met Zoë, then ÅSA",
+             "retention is 30 days\nOrion stores 2 TB in TimescaleDB", "", "no values at all here"]
+    rng = random.Random(0)
+    alphabet = "aZ9 .,:;-!?%\nÄ0Tb2024-01-02"
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(40))) for _ in range(3000)]
+    for text in texts:
+        for fast, plain in ((conflicts._NUMBER, plain_number), (conflicts._NAME, plain_name)):
+            assert [m.group(0) for m in fast.finditer(text)] == [m.group(0) for m in plain.finditer(text)], text
+        assert stated_values(text) == _plain_stated_values(text, plain_number, plain_name), text

@@ -266,3 +266,18 @@ def test_label_matches_and_summary_coverage():
     assert c.label_matches(label_ngrams("status of Project Phoenix?"), allowed) == {0: 1, 1: 1}
     assert c.summaries_covering(["D1:1"], allowed) == [2]
     assert c.summaries_covering(["D1:1", "D1:3"], allowed) == []
+
+
+def test_label_counts_are_the_normalised_tags_and_entities_each_row_shares_with_the_query():
+    """label_counts (from the tag and entity indexes) equals, per row, the size of the set of
+    its normalised tags and entities that are query grams (a tag that is also an entity once)."""
+    rng = np.random.default_rng(5)
+    pool = ["Project_Phoenix", "project phoenix", "DuckDB", "duckdb", "Orion", "inbox", "", "WAL mode"]
+    items = [item(f"i{n:02d}", f"Title {n}", f"Content {n}.", tags=list(rng.choice(pool, 2)),
+                  entities=list(rng.choice(pool, 2))) for n in range(40)]
+    c = corpus_of(items)
+    grams = label_ngrams("What did project phoenix decide about duckdb and the wal mode?")
+    rows = np.array([3, 0, 17, 39, 8, 8], np.int64)
+    expected = [len(({normalise_label(x) for x in (*items[r].tags, *items[r].entities)} - {""}) & grams)
+                for r in rows.tolist()]
+    assert c.label_counts(rows, grams).tolist() == expected and max(expected) >= 2

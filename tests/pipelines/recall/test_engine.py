@@ -281,6 +281,18 @@ def test_always_inject_visible_high_importance_items_only():
     assert "rule" not in r.used_ids
 
 
+def test_always_inject_takes_the_most_important_then_the_first_ids_of_many():
+    """More always-inject candidates than are pulled in (4 x max_always_inject): the most
+    important come first, then ids in order, whatever the row order (`MemoryCorpus.id_rank`)."""
+    rules = [mem(f"rule-{n:02d}", f"Rule {n}", f"Standing rule number {n}.", importance=9) for n in range(40)]
+    rules += [mem(f"top-{n}", f"Top rule {n}", f"Top standing rule {n}.", importance=10) for n in range(3)]
+    random.Random(3).shuffle(rules)
+    c = corpus(store() + rules)
+    assert [c.ids[r] for r in np.argsort(c.id_rank)] == sorted(c.ids)
+    r = engine().recall("zebra xylophone", ME, [c], mode="inject", now=NOW)
+    assert ids(r)[:5] == ["top-0", "top-1", "top-2", "rule-00", "rule-01"]
+
+
 def test_summary_outranks_the_messages_it_covers():
     items = [
         mem("t1", "Caroline", "Caroline went to the LGBTQ support group on Monday.",
