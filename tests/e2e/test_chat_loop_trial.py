@@ -1,0 +1,74 @@
+"""Promises a new user checks over a few days of chat, each as a scenario over HTTP (Litestar's
+TestClient against the real app, a real inbox, consolidation into a real warehouse and
+snapshot, then `POST /v1/admin/reload`).
+
+- Conflicts: within one scope the higher confidence wins, then the newer claim. "Newer" is
+  when someone stated or changed the claim, not when consolidation last touched the row
+  (palace placement, promotion, usage counts): a consolidation must not turn a settled
+  conflict into a tie that injects both claims.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
+from tests.assets.support import make_settings
+
+DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
+
+
+@pytest.fixture
+def service(tmp_path: Path) -> Iterator[tuple[TestClient, object]]:
+    settings = make_settings(tmp_path)
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    with TestClient(app) as client:
+        yield client, settings
+    assert app.state.internal_errors == 0
+
+
+def tool(client: TestClient, who: dict, action: str, args: dict) -> dict:
+    body = client.post("/v1/tools", json={"action": action, "identity": who, "args": args}).json()
+    assert body["ok"], body
+    return body["result"]
+
+
+def write(client: TestClient, who: dict, title: str, content: str, **extra) -> dict:
+    return tool(client, who, "memory.write", {"item": {"type": "fact", "title": title, "content": content,
+                                                       "scope": "project", "why_store": "schedule", **extra}})
+
+
+def recall(client: TestClient, who: dict, query: str) -> dict:
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": "inject"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def authoritative(injection: str) -> str:
+    return injection.split("CONVERSATION EXCERPTS")[0]
+
+
+def consolidate(client: TestClient, settings) -> None:
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+
+
+def test_a_settled_conflict_stays_settled_after_consolidation(service) -> None:
+    client, settings = service
+    old = write(client, DANA, "Standup time", "Team standup is at 9:30 every weekday.")
+    new = write(client, MIKE, "Standup time", "Team standup is at 10:00 every weekday.")
+    assert new["verdict"]["action"] == "quarantine"
+    tool(client, DANA, "memory.review", {"id": new["item_id"], "decision": "approve", "note": "moved"})
+    for _ in range(2):  # recalled before the consolidation (usage) and after it
+        body = recall(client, MIKE, "when is standup?")
+        block = authoritative(body["injection"])
+        assert "10:00" in block and "9:30" not in block, block
+        assert old["item_id"] not in [h["id"] for h in body["hits"]]
+        consolidate(client, settings)
