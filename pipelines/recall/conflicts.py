@@ -13,7 +13,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   retention is 90 days in orion"), or most of their non-value words are shared (the
   overlap coefficient of the smaller set, at least two words), or their embeddings are very
   close and half their words shared. Values: numbers and times (with their unit word),
-  ISO dates, and capitalised names inside a sentence. Different values: both state some,
+  ISO dates, and capitalised names inside a sentence; not those the claim says it replaces
+  or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer", "not"). Different
+  values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
   Values stated in the titles name the subject: claims whose titles both state values,
   and different ones, are about different things.
@@ -53,8 +55,14 @@ _NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNOR
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
-_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or"}
+_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+# "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
+# only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00").
+_RETIRED = re.compile(
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no\s+longer|not|formerly|previously|"
+    r"(?:moved|switched|migrated|changed)\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -68,6 +76,7 @@ class Claim:
     words: frozenset[str]
     values: frozenset[str]
     title_values: frozenset[str]
+    retired: frozenset[str] = frozenset()  # values it names as replaced or denied
     keys: frozenset[str] = frozenset()  # what proposes pairs: its words and its title
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
@@ -78,7 +87,17 @@ def is_claim(item: MemoryItem) -> bool:
 
 
 def stated_values(text: str) -> frozenset[str]:
-    """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence."""
+    """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence,
+    except those named only as replaced or denied."""
+    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), text))
+
+
+def retired_values(text: str) -> frozenset[str]:
+    """The values `text` names as replaced or denied ("MySQL 8, replacing Postgres 16")."""
+    return _values(text) - stated_values(text) if _RETIRED.search(text) else frozenset()
+
+
+def _values(text: str) -> frozenset[str]:
     found = set(_DATE.findall(text))
     rest = _DATE.sub(" ", text)
     found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
@@ -117,15 +136,15 @@ def read_claim(item: MemoryItem) -> Claim:
 
 
 def _read_claim(item: MemoryItem) -> Claim:
-    values = stated_values(item.content)
-    skip = _value_words(values)
+    values, retired = stated_values(item.content), retired_values(item.content)
+    skip = _value_words(values | retired)
     toks = [w for w in words(item.content) if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = tuple(w for w in toks[:first_value] if w not in skip)
     content_words = frozenset(w for w in toks if w not in skip)
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=normalise_label(item.content),
-                 subject=subject if values else (), words=content_words, values=values,
+                 subject=subject if values else (), words=content_words, values=values, retired=retired,
                  title_values=stated_values(item.title),
                  keys=frozenset({f"w:{w}" for w in content_words} | ({f"t:{title}"} if title else set())))
 
@@ -154,7 +173,10 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
 
 
 def _values_disagree(a: Claim, b: Claim) -> bool:
-    """Both state values, neither set contains the other, and the titles do not tell them apart."""
+    """Both state values, neither set contains the other, and the titles do not tell them
+    apart; or one states a value the other names as replaced or denied."""
+    if a.retired & b.values or b.retired & a.values:
+        return True
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
         return False  # nothing stated, or one adds detail to the other
     if a.title_values and b.title_values and a.title_values != b.title_values:

@@ -6,10 +6,13 @@ snapshot, then `POST /v1/admin/reload`).
   when someone stated or changed the claim, not when consolidation last touched the row
   (palace placement, promotion, usage counts): a consolidation must not turn a settled
   conflict into a tie that injects both claims.
+- A user's correction of their own claim replaces it, also when it names what it replaces
+  ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +58,14 @@ def authoritative(injection: str) -> str:
     return injection.split("CONVERSATION EXCERPTS")[0]
 
 
+def propose(client: TestClient, who: dict, **item) -> dict:
+    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+    resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
+    assert resp.status_code == 201, resp.text
+    (verdict,) = resp.json()["proposals"]
+    return verdict
+
+
 def consolidate(client: TestClient, settings) -> None:
     consolidate_once(settings)
     assert client.post("/v1/admin/reload").status_code == 200
@@ -72,3 +83,23 @@ def test_a_settled_conflict_stays_settled_after_consolidation(service) -> None:
         assert "10:00" in block and "9:30" not in block, block
         assert old["item_id"] not in [h["id"] for h in body["hits"]]
         consolidate(client, settings)
+
+
+@pytest.mark.parametrize("correction", [
+    "The billing service uses MySQL 8, replacing Postgres 16.",
+    "The billing service uses MySQL 8 instead of Postgres 16.",
+    "The billing service no longer uses Postgres 16; it uses MySQL 8.",
+])
+def test_a_correction_naming_what_it_replaces_replaces_it(service, correction: str) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="decision", title="Billing database",
+                  content="The billing service uses Postgres 16.", why_store="team decision")
+    new = propose(client, {**DANA, "session_id": "s2"}, type="decision", title="Billing DB choice",
+                  content=correction, why_store="correction")
+    assert new["action"] == "accept", new
+    body = recall(client, DANA, "what database does the billing service use?")
+    assert [h["id"] for h in body["hits"] if h["type"] == "decision"] == [new["item_id"]]
+    assert old["item_id"] not in authoritative(body["injection"])
+    theirs = propose(client, MIKE, type="decision", title="Billing store",
+                     content="The billing service uses Postgres 16, not MySQL 8.", why_store="disagree")
+    assert theirs["action"] == "quarantine" and "soft.contradiction" in theirs["rule_ids"], theirs
