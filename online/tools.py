@@ -52,6 +52,7 @@ from pipelines.records import (
     Scope,
     ScopeKind,
     Tier,
+    Validation,
     sha256_text,
     stable_id,
     utcnow,
@@ -65,6 +66,11 @@ WritableType = Literal[
 ]
 ItemId = Annotated[str, Meta(min_length=1, max_length=200)]
 Label = Annotated[str, Meta(min_length=1, max_length=100)]
+Title = Annotated[str, Meta(max_length=500)]
+Content = Annotated[str, Meta(min_length=1, max_length=100_000)]
+Labels = Annotated[list[Label], Meta(max_length=50)]
+Importance = Annotated[int, Meta(ge=1, le=10)]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
 
 
 class ToolError(Exception):
@@ -88,13 +94,13 @@ class ItemIn(Args, kw_only=True):
     """A memory as proposed or written through the API (the fields of ProposedItem)."""
 
     type: WritableType = "note"
-    title: Annotated[str, Meta(max_length=500)] = ""
-    content: Annotated[str, Meta(min_length=1, max_length=100_000)]
-    tags: Annotated[list[Label], Meta(max_length=50)] = []
-    entities: Annotated[list[Label], Meta(max_length=50)] = []
+    title: Title = ""
+    content: Content
+    tags: Labels = []
+    entities: Labels = []
     why_store: Annotated[str, Meta(max_length=2000)] = ""
-    importance: Annotated[int, Meta(ge=1, le=10)] | None = None
-    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    importance: Importance | None = None
+    confidence: Confidence | None = None
     tier: Tier | None = None
     scope: ScopeKind | None = None
     provenance_hint: dict[str, Any] = {}
@@ -132,6 +138,23 @@ class ReadArgs(Args):
 class UpdateArgs(Args):
     id: ItemId
     patch: Annotated[dict[str, Any], Meta(min_length=1)]
+
+
+class ItemPatch(Args):
+    """The values a memory.update may set, bounded like a written item's (an importance of 11
+    would be always injected, a confidence of 5 would win every conflict)."""
+
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    content: Content | msgspec.UnsetType = msgspec.UNSET
+    tags: Labels | msgspec.UnsetType = msgspec.UNSET
+    entities: Labels | msgspec.UnsetType = msgspec.UNSET
+    importance: Importance | msgspec.UnsetType = msgspec.UNSET
+    confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
+    validation: Validation | msgspec.UnsetType = msgspec.UNSET
+    type: WritableType | msgspec.UnsetType = msgspec.UNSET
+    valid_from: str | None | msgspec.UnsetType = msgspec.UNSET
+    valid_to: str | None | msgspec.UnsetType = msgspec.UNSET
+    expires_at: str | None | msgspec.UnsetType = msgspec.UNSET
 
 
 class LinkArgs(Args):
@@ -385,6 +408,10 @@ class ToolDispatcher:
         if args.patch.get("type") == "message":
             raise ToolError(400, "memory.update: an item cannot become a message (a verbatim chat "
                                  "record comes only from a captured turn)")
+        try:
+            msgspec.convert(args.patch, ItemPatch)
+        except msgspec.ValidationError as exc:
+            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "

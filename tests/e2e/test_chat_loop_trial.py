@@ -8,6 +8,7 @@ snapshot, then `POST /v1/admin/reload`).
   conflict into a tie that injects both claims.
 - A user's correction of their own claim replaces it, also when it names what it replaces
   ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states.
+- Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import pytest
 from litestar.testing import TestClient
 
 from online.app import create_app
+from online.tools import ItemPatch
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
+from pipelines.materialize import PATCHABLE_FIELDS
 from tests.assets.support import make_settings
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
@@ -103,3 +106,28 @@ def test_a_correction_naming_what_it_replaces_replaces_it(service, correction: s
     theirs = propose(client, MIKE, type="decision", title="Billing store",
                      content="The billing service uses Postgres 16, not MySQL 8.", why_store="disagree")
     assert theirs["action"] == "quarantine" and "soft.contradiction" in theirs["rule_ids"], theirs
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"confidence": 5}, "$.patch.confidence"),
+    ({"importance": 11}, "$.patch.importance"),
+    ({"importance": 0}, "$.patch.importance"),
+    ({"content": ""}, "$.patch.content"),
+    ({"tags": ["ok", ""]}, "$.patch.tags"),
+    ({"validation": "approved"}, "$.patch.validation"),
+    ({"title": 7}, "$.patch.title"),
+])
+def test_memory_update_refuses_values_a_write_refuses(service, patch: dict, field: str) -> None:
+    client, _ = service
+    item = write(client, DANA, "Standup time", "Team standup is at 9:30 every weekday.")["item_id"]
+    resp = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
+                                          "args": {"id": item, "patch": patch}})
+    assert resp.status_code == 400, resp.text
+    assert field in resp.json()["error"]
+    stored = client.get(f"/v1/items/{item}", params=DANA).json()["item"]
+    assert (stored["confidence"], stored["importance"]) == (0.8, 5)
+    assert stored["content"] == "Team standup is at 9:30 every weekday."
+
+
+def test_every_patchable_field_is_bounded() -> None:
+    assert set(ItemPatch.__struct_fields__) == PATCHABLE_FIELDS
