@@ -201,6 +201,11 @@ def search(
     _print_recall(result, mode)
 
 
+def _add_id_column(table: Table, ids: list[str]) -> None:
+    """Ids are what `loci show` takes: never cut, whatever the terminal's width."""
+    table.add_column("id", no_wrap=True, min_width=max((len(i) for i in ids), default=2))
+
+
 def _print_recall(result, mode: str) -> None:
     from pipelines.recall.episodic import turn_title
 
@@ -211,8 +216,9 @@ def _print_recall(result, mode: str) -> None:
         console.print(result.injection, markup=False, highlight=False)
     if mode in ("catalog", "hybrid"):
         table = Table(title="recall")
-        for col in ("score", "tier", "type", "title", "id"):
-            table.add_column(col)
+        for col in ("score", "tier", "type", "title"):
+            table.add_column(col, overflow="fold")
+        _add_id_column(table, [hit.item.id for hit in result.hits])
         for hit in result.hits:
             table.add_row(f"{hit.score:.3f}", hit.item.tier, hit.item.type, turn_title(hit.item)[:60], hit.item.id)
         console.print(table)
@@ -292,8 +298,7 @@ def list_items(
         table = Table(title=f"{name.upper()} ({len(rows)})")
         for col in ("type", "title", "owner"):
             table.add_column(col, overflow="fold")
-        # Ids are what `loci show` takes: never cut, whatever the terminal's width.
-        table.add_column("id", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=2))
+        _add_id_column(table, [r["id"] for r in rows])
         for row in rows:
             table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
         console.print(table)
