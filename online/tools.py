@@ -384,7 +384,7 @@ class ToolDispatcher:
         if current is None:
             self.service.audit(who, action, args, [item_id], outcome="refused",
                                reason="not visible to the caller")
-            raise ToolError(404, f"no item {item_id!r}")
+            raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
     def _governed(self, item: MemoryItem) -> Any:
@@ -546,7 +546,9 @@ class ToolDispatcher:
             item = self.service.get_item(item_id, who, view)
             (items.append(item_out(item)) if item is not None else missing.append(item_id))
         self.service.audit(who, "memory.read", msgspec.to_builtins(args), [i["id"] for i in items])
-        return {"items": items, "missing": missing}
+        merged = {i: into for i in missing if (into := self.service.merged_into(i, who, view)) is not None}
+        # `merged_into` only when a missing id was merged by consolidation (where to read it now).
+        return {"items": items, "missing": missing, **({"merged_into": merged} if merged else {})}
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceListArgs, raw, "memory.palace.list")

@@ -8,6 +8,9 @@ snapshot, then `POST /v1/admin/reload`).
   conflict into a tie that injects both claims.
 - A user's correction of their own claim replaces it, also when it names what it replaces
   ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states.
+- An id a write acknowledged keeps answering after consolidation merges the item: reading
+  or changing it names the item it was merged into (still a 404 for anyone who may not see
+  that item, like an unknown id).
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
@@ -29,6 +32,7 @@ from tests.assets.support import make_settings
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
+EVE = {"user_id": "eve", "project_id": "borealis", "session_id": "s9", "org_id": "other"}
 
 
 @pytest.fixture
@@ -131,3 +135,26 @@ def test_memory_update_refuses_values_a_write_refuses(service, patch: dict, fiel
 
 def test_every_patchable_field_is_bounded() -> None:
     assert set(ItemPatch.__struct_fields__) == PATCHABLE_FIELDS
+
+
+def test_an_id_merged_by_consolidation_names_the_item_it_was_merged_into(service) -> None:
+    client, settings = service
+    ids = [write(client, DANA, title, content, confidence=0.9)["item_id"] for title, content in [
+        ("Edge cache TTL", "The edge cache TTL for map tiles is 300 seconds."),
+        ("Tile cache TTL", "The edge cache TTL for map tiles is 300 seconds, per ops."),
+        ("Edge cache expiry", "Map tiles leave the edge cache after a TTL of 300 seconds.")]]
+    report = consolidate_once(settings)
+    assert report["merge"].merged, "the three agreeing claims must merge for this test to mean anything"
+    assert client.post("/v1/admin/reload").status_code == 200
+    (merged,) = [h for h in recall(client, DANA, "edge cache TTL for map tiles")["hits"] if h["type"] == "fact"]
+    gone = [i for i in ids if i != merged["id"]]
+    assert gone
+    for old in gone:
+        resp = client.get(f"/v1/items/{old}", params=DANA)
+        assert resp.status_code == 404 and merged["id"] in resp.json()["error"], resp.text
+        edit = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
+                                              "args": {"id": old, "patch": {"importance": 6}}})
+        assert edit.status_code == 404 and merged["id"] in edit.json()["error"], edit.text
+        assert client.get(f"/v1/items/{old}", params=EVE).json()["error"] == f"no item {old!r}"
+    read = tool(client, DANA, "memory.read", {"ids": gone})
+    assert read["missing"] == gone and read["merged_into"] == {old: merged["id"] for old in gone}
