@@ -54,6 +54,11 @@ def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
 
 
+def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str]) -> bool:
+    """A raw turn that only asks, or whose own words share none with the query: never injected."""
+    return bool(opts.episodic) and (only_asks(item) or not says_something_asked(item, query_terms))
+
+
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = ()
             ) -> tuple[list[Hit], str, dict[str, Any]]:
     def injectable(c: Candidate) -> bool:
@@ -65,8 +70,7 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injection = ""
     if mode in ("inject", "hybrid"):
         injection, injected = pack_injection(
-            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and (
-                only_asks(c.item) or not says_something_asked(c.item, query_terms)))],
+            [_entry(c) for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)],
             settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
@@ -84,4 +88,4 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     return hits, injection, catalog(entries)
 
 
-__all__ = ["Hit", "deliver"]
+__all__ = ["Hit", "deliver", "shows_nothing_asked"]

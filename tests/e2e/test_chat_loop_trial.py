@@ -11,6 +11,8 @@ snapshot, then `POST /v1/admin/reload`).
 - An id a write acknowledged keeps answering after consolidation merges the item: reading
   or changing it names the item it was merged into (still a 404 for anyone who may not see
   that item, like an unknown id).
+- Messages are truthful: when the only matches are earlier turns that only asked, recall
+  says nothing was found, not that matches were held back for confidence or budget.
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
@@ -158,3 +160,15 @@ def test_an_id_merged_by_consolidation_names_the_item_it_was_merged_into(service
         assert client.get(f"/v1/items/{old}", params=EVE).json()["error"] == f"no item {old!r}"
     read = tool(client, DANA, "memory.read", {"ids": gone})
     assert read["missing"] == gone and read["merged_into"] == {old: merged["id"] for old in gone}
+
+
+def test_turns_that_only_asked_are_not_reported_as_withheld_memories(service) -> None:
+    client, _ = service
+    for text in ("Do you know what our tile cache eviction rule is?", "Also, which region hosts the tile cache?"):
+        assert client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": text}).status_code == 201
+    body = recall(client, DANA, "tile cache eviction rule")
+    assert not body["found"] and body["injection"] == ""
+    assert body["message"] == "No memory found for 'tile cache eviction rule'.", body["message"]
+    listed = client.post("/v1/recall", json={"identity": DANA, "query": "tile cache eviction rule",
+                                             "mode": "catalog"}).json()
+    assert listed["found"] and len(listed["hits"]) == 2  # a search still lists what was said
