@@ -13,7 +13,7 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   retention is 90 days in orion"), or most of their non-value words are shared (the
   overlap coefficient of the smaller set, at least two words), or their embeddings are very
   close and half their words shared. Values: numbers and times (with their unit word),
-  ISO dates, and capitalised names inside a sentence; not those the claim says it replaces
+  ISO dates, and capitalised names inside a sentence ("two" is 2); not those the claim says it replaces
   or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer", "not"). Different
   values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
@@ -57,6 +57,11 @@ _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:
 _UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a pronoun).
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
+_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00").
 _RETIRED = re.compile(
@@ -99,7 +104,7 @@ def retired_values(text: str) -> frozenset[str]:
 
 def _values(text: str) -> frozenset[str]:
     found = set(_DATE.findall(text))
-    rest = _DATE.sub(" ", text)
+    rest = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], _DATE.sub(" ", text))
     found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
     starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
     found |= {m.group(0).lower() for m in _NAME.finditer(text) if m.group(0) not in starts}

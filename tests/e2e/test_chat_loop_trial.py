@@ -7,7 +7,8 @@ snapshot, then `POST /v1/admin/reload`).
   (palace placement, promotion, usage counts): a consolidation must not turn a settled
   conflict into a tie that injects both claims.
 - A user's correction of their own claim replaces it, also when it names what it replaces
-  ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states.
+  ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states;
+  and a number may be written as a word ("two approvals", then "3 approvals").
 - An id a write acknowledged keeps answering after consolidation merges the item: reading
   or changing it names the item it was merged into (still a 404 for anyone who may not see
   that item, like an unknown id).
@@ -92,6 +93,17 @@ def test_a_settled_conflict_stays_settled_after_consolidation(service) -> None:
         assert "10:00" in block and "9:30" not in block, block
         assert old["item_id"] not in [h["id"] for h in body["hits"]]
         consolidate(client, settings)
+
+
+def test_a_number_written_as_a_word_is_a_value_a_correction_replaces(service) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="constraint", title="Deploy rule", content="Deploys need two approvals.",
+                  why_store="release process")
+    new = propose(client, {**DANA, "session_id": "s2"}, type="constraint", title="Deploy approvals",
+                  content="Deploys need 3 approvals.", why_store="stricter now")
+    assert new["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "how many approvals does a deploy need?")["injection"])
+    assert "3 approvals" in block and old["item_id"] not in block, block
 
 
 @pytest.mark.parametrize("correction", [
