@@ -85,13 +85,17 @@ def _served_items(settings) -> list:
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 
-def _print_report(report: dict) -> None:
+def _print_report(report: dict, turns: bool = True) -> None:
     table = Table(title="ingested")
     for key in ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions"):
         table.add_column(key, justify="right")
     table.add_row(*(str(report.get(k, 0)) for k in
                     ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions")))
     console.print(table)
+    if turns:  # chat and LoCoMo turns, not an items import
+        console.print(f"{report['turns']} turns landed, {report['accepted']} accepted, {report['quarantined']} "
+                      f"quarantined, {report['rejected']} rejected; {report['already']} already in the inbox "
+                      "(ingested before: nothing new landed for them)")
     for bad in report.get("bad_rows", []):
         err.print(f"[yellow]skipped[/yellow] {bad}")
 
@@ -118,7 +122,7 @@ def ingest(
             report = readers[format](path, inbox, Policy(settings))
         except ValueError as exc:
             _fail(str(exc))
-    _print_report(report.as_dict())
+    _print_report(report.as_dict(), turns=format != "items")
     if report.bad_rows:
         _fail(f"{len(report.bad_rows)} line(s) skipped (listed above); every other line was ingested")
 
