@@ -300,11 +300,11 @@ def list_items(
         if tier is not None and name != tier:
             continue
         table = Table(title=f"{name.upper()} ({len(rows)})")
-        for col in ("type", "title", "owner"):
+        for col in ("type", "title", "owner", "state"):
             table.add_column(col, overflow="fold")
         _add_id_column(table, [r["id"] for r in rows])
         for row in rows:
-            table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
+            table.add_row(row["type"], row["title"][:70], row["owner"], row["state"], row["id"])
         console.print(table)
 
 
