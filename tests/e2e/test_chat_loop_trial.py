@@ -14,6 +14,9 @@ snapshot, then `POST /v1/admin/reload`).
   that item, like an unknown id).
 - Messages are truthful: when the only matches are earlier turns that only asked, recall
   says nothing was found, not that matches were held back for confidence or budget.
+- A claim held in quarantine is not established: it does not quarantine someone's later
+  claim, and a correction held in quarantine does not yet replace the claim it corrects
+  (else recall would know nothing until a reviewer acts).
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
@@ -184,3 +187,27 @@ def test_turns_that_only_asked_are_not_reported_as_withheld_memories(service) ->
     listed = client.post("/v1/recall", json={"identity": DANA, "query": "tile cache eviction rule",
                                              "mode": "catalog"}).json()
     assert listed["found"] and len(listed["hits"]) == 2  # a search still lists what was said
+
+
+def test_a_quarantined_claim_neither_blocks_a_correction_nor_replaces_what_it_corrects(service) -> None:
+    client, _ = service
+    ask = "how many approvals does a deploy need?"
+    own = propose(client, DANA, type="constraint", title="Deploy rule", content="Deploys need 2 approvals.",
+                  why_store="release process")
+    theirs = propose(client, MIKE, type="constraint", title="Deploy approvals", content="Deploys need 4 approvals.",
+                     why_store="release process")
+    assert theirs["action"] == "quarantine"
+    fixed = propose(client, {**DANA, "session_id": "s2"}, type="constraint", title="Deploy rule v2",
+                    content="Deploys need 3 approvals.", why_store="stricter now")
+    assert fixed["action"] == "accept", fixed  # Mike's claim awaits review: it contradicts nothing yet
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "3 approvals" in block and "2 approvals" not in block and "4 approvals" not in block, block
+    held = propose(client, {**DANA, "session_id": "s3"}, type="constraint", title="Deploy rule v3",
+                   content="Deploys need 5 approvals.", why_store="maybe", confidence=0.3)
+    assert held["action"] == "quarantine", held
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "3 approvals" in block and "5 approvals" not in block, block
+    tool(client, DANA, "memory.review", {"id": held["item_id"], "decision": "approve"})
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "5 approvals" in block and "3 approvals" not in block, block
+    assert own["item_id"] not in block
