@@ -17,6 +17,7 @@ snapshot, then `POST /v1/admin/reload`).
 - A claim held in quarantine is not established: it does not quarantine someone's later
   claim, and a correction held in quarantine does not yet replace the claim it corrects
   (else recall would know nothing until a reviewer acts).
+- The same memory proposed twice (a model repeats itself) is shown once, not twice.
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
@@ -211,3 +212,13 @@ def test_a_quarantined_claim_neither_blocks_a_correction_nor_replaces_what_it_co
     block = authoritative(recall(client, DANA, ask)["injection"])
     assert "5 approvals" in block and "3 approvals" not in block, block
     assert own["item_id"] not in block
+
+
+def test_a_memory_proposed_twice_is_shown_once(service) -> None:
+    client, _ = service
+    for session in ("s1", "s2"):
+        propose(client, {**DANA, "session_id": session}, type="fact", title="Office wifi",
+                content="The office wifi network is called Orchard.", why_store="office")
+    body = recall(client, DANA, "what is the office wifi called?")
+    assert [h["type"] for h in body["hits"]].count("fact") == 1, body["hits"]
+    assert authoritative(body["injection"]).count("called Orchard") == 1
