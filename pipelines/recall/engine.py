@@ -303,12 +303,14 @@ class RecallEngine:
                              for name, entries in lists.items()}}
 
     def _pull_ins(self, q: RecallQuery) -> None:
+        # Always-inject items first: their conflict partners are pulled in too, so one that
+        # lost its conflict is resolved away like any other candidate, never shown as current.
+        if q.opts.always_inject and q.mode != "catalog":
+            q.search.pull_always(self.settings.always_inject_importance, q.opts.max_always_inject)
         if q.opts.conflicts:
             q.search.pull_conflict_partners()
         if q.opts.summaries:
             q.search.pull_summaries()
-        if q.opts.always_inject and q.mode != "catalog":
-            q.search.pull_always(self.settings.always_inject_importance, q.opts.max_always_inject)
 
     def _score(self, q: RecallQuery) -> None:
         q.search.score_all()

@@ -17,6 +17,8 @@ snapshot, then `POST /v1/admin/reload`).
 - A claim held in quarantine is not established: it does not quarantine someone's later
   claim, and a correction held in quarantine does not yet replace the claim it corrects
   (else recall would know nothing until a reviewer acts).
+- Importance >= 8 is always injected, but never a claim that lost its conflict: the
+  always-on path resolves conflicts like every other (the winner is shown instead).
 - The same memory proposed twice (a model repeats itself) is shown once, not twice.
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
@@ -222,3 +224,19 @@ def test_a_memory_proposed_twice_is_shown_once(service) -> None:
     body = recall(client, DANA, "what is the office wifi called?")
     assert [h["type"] for h in body["hits"]].count("fact") == 1, body["hits"]
     assert authoritative(body["injection"]).count("called Orchard") == 1
+
+
+def test_an_always_on_claim_that_lost_its_conflict_is_not_injected(service) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="constraint", title="Refund SLA", importance=9, why_store="policy",
+                  content="Refunds are processed within 5 business days.")
+    new = propose(client, MIKE, type="constraint", title="Refund SLA", why_store="policy",
+                  content="Refunds are processed within 3 business days.")
+    assert new["action"] == "quarantine"
+    tool(client, DANA, "memory.review", {"id": new["item_id"], "decision": "approve"})
+    for ask in ("what is the refund SLA?", "what's for lunch?"):
+        body = recall(client, DANA, ask)
+        assert body["found"] == (ask != "what's for lunch?"), body["message"]
+        block = authoritative(body["injection"])
+        assert "5 business days" not in block and old["item_id"] not in [h["id"] for h in body["hits"]], (ask, block)
+    assert "3 business days" in block  # the rule's current version takes its place
