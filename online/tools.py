@@ -53,6 +53,7 @@ from pipelines.records import (
     ScopeKind,
     Tier,
     Validation,
+    parse_time,
     sha256_text,
     stable_id,
     utcnow,
@@ -107,6 +108,9 @@ class ItemIn(Args, kw_only=True):
     valid_from: str | None = None
     valid_to: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_times(self)
+
     def proposed(self) -> ProposedItem:
         return msgspec.convert(msgspec.to_builtins(self), ProposedItem)
 
@@ -155,6 +159,18 @@ class ItemPatch(Args):
     valid_from: str | None | msgspec.UnsetType = msgspec.UNSET
     valid_to: str | None | msgspec.UnsetType = msgspec.UNSET
     expires_at: str | None | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        _check_times(self)
+
+
+def _check_times(args: Any) -> None:
+    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z"): one that does not parse
+    would be stored and then ignored by everything that reads it."""
+    for name in ("valid_from", "valid_to", "expires_at"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and parse_time(value) is None:
+            raise ValueError(f"{name} {value!r} is not an ISO-8601 time")
 
 
 class LinkArgs(Args):

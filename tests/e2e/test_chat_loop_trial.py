@@ -140,6 +140,7 @@ def test_a_correction_naming_what_it_replaces_replaces_it(service, correction: s
     ({"tags": ["ok", ""]}, "$.patch.tags"),
     ({"validation": "approved"}, "$.patch.validation"),
     ({"title": 7}, "$.patch.title"),
+    ({"valid_to": "soon"}, "valid_to 'soon' is not an ISO-8601 time"),
 ])
 def test_memory_update_refuses_values_a_write_refuses(service, patch: dict, field: str) -> None:
     client, _ = service
@@ -240,3 +241,11 @@ def test_an_always_on_claim_that_lost_its_conflict_is_not_injected(service) -> N
         block = authoritative(body["injection"])
         assert "5 business days" not in block and old["item_id"] not in [h["id"] for h in body["hits"]], (ask, block)
     assert "3 business days" in block  # the rule's current version takes its place
+
+
+def test_memory_write_refuses_a_time_that_does_not_parse(service) -> None:
+    client, _ = service
+    resp = client.post("/v1/tools", json={"action": "memory.write", "identity": DANA, "args": {"item": {
+        "type": "fact", "title": "On-call", "content": "Dana is on call.", "valid_from": "yesterday"}}})
+    assert resp.status_code == 400 and "valid_from 'yesterday' is not an ISO-8601 time" in resp.json()["error"]
+    assert write(client, DANA, "On-call", "Dana is on call.", valid_from="2026-03-01")["verdict"]["action"] == "accept"
