@@ -20,6 +20,8 @@ snapshot, then `POST /v1/admin/reload`).
 - Importance >= 8 is always injected, but never a claim that lost its conflict: the
   always-on path resolves conflicts like every other (the winner is shown instead).
 - The same memory proposed twice (a model repeats itself) is shown once, not twice.
+- A fact with a validity window is injected with it (VALID=from..to): a fact that ended
+  is not shown as a current one.
 - Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
 """
 
@@ -249,3 +251,11 @@ def test_memory_write_refuses_a_time_that_does_not_parse(service) -> None:
         "type": "fact", "title": "On-call", "content": "Dana is on call.", "valid_from": "yesterday"}}})
     assert resp.status_code == 400 and "valid_from 'yesterday' is not an ISO-8601 time" in resp.json()["error"]
     assert write(client, DANA, "On-call", "Dana is on call.", valid_from="2026-03-01")["verdict"]["action"] == "accept"
+
+
+def test_an_injected_fact_carries_when_it_holds(service) -> None:
+    client, _ = service
+    write(client, DANA, "On-call", "Dana is on call for payments.", valid_from="2026-01-01T00:00:00Z",
+          valid_to="2026-02-01T00:00:00Z")
+    block = authoritative(recall(client, DANA, "who is on call for payments?")["injection"])
+    assert "VALID=2026-01-01..2026-02-01" in block, block
