@@ -363,7 +363,8 @@ class RecallEngine:
     # -- helpers --------------------------------------------------------------------------
 
     def _result(self, q: RecallQuery) -> RecallResult:
-        relevant = sum(not h.always for h in q.hits)
+        # An always-on memory counts as found when the query found it too (it is the answer).
+        relevant = sum(not h.always or bool(q.search.cands[h.item.id].ranks) for h in q.hits)
         return RecallResult(
             query=q.text, mode=q.mode, hits=q.hits, injection=q.injection, catalog=q.catalog,
             used_ids=[h.item.id for h in q.hits], found=relevant > 0,

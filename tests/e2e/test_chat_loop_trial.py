@@ -19,6 +19,8 @@ snapshot, then `POST /v1/admin/reload`).
   (else recall would know nothing until a reviewer acts).
 - Importance >= 8 is always injected, but never a claim that lost its conflict: the
   always-on path resolves conflicts like every other (the winner is shown instead).
+- An always-on memory that answers the question is found: recall does not say "No memory
+  found" (a chat loop answers that itself) while it injects the answer.
 - The same memory proposed twice (a model repeats itself) is shown once, not twice.
 - A fact with a validity window is injected with it (VALID=from..to): a fact that ended
   is not shown as a current one.
@@ -259,3 +261,14 @@ def test_an_injected_fact_carries_when_it_holds(service) -> None:
           valid_to="2026-02-01T00:00:00Z")
     block = authoritative(recall(client, DANA, "who is on call for payments?")["injection"])
     assert "VALID=2026-01-01..2026-02-01" in block, block
+
+
+def test_an_always_on_memory_that_answers_the_question_is_reported_found(service) -> None:
+    client, _ = service
+    rule = propose(client, DANA, type="constraint", title="PII policy", importance=9, why_store="compliance",
+                   content="Never log customer card numbers in any service.")
+    body = recall(client, DANA, "can we log customer card numbers?")
+    assert body["found"] and body["message"] == "Found 1 memory for 'can we log customer card numbers?'.", body
+    assert [h["id"] for h in body["hits"]] == [rule["item_id"]]
+    unrelated = recall(client, DANA, "what's for lunch?")
+    assert not unrelated["found"] and "1 always-on memory shown" in unrelated["message"]
