@@ -30,31 +30,17 @@ snapshot, then `POST /v1/admin/reload`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from litestar.testing import TestClient
 
-from online.app import create_app
 from online.tools import ItemPatch
 from pipelines.consolidate import consolidate_once
-from pipelines.embedders import HashEmbedder
 from pipelines.materialize import PATCHABLE_FIELDS
-from tests.assets.support import make_settings
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
 EVE = {"user_id": "eve", "project_id": "borealis", "session_id": "s9", "org_id": "other"}
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[TestClient, object]]:
-    settings = make_settings(tmp_path)
-    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
-    with TestClient(app) as client:
-        yield client, settings
-    assert app.state.internal_errors == 0
 
 
 def tool(client: TestClient, who: dict, action: str, args: dict) -> dict:
