@@ -85,13 +85,17 @@ def _served_items(settings) -> list:
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 
-def _print_report(report: dict) -> None:
+def _print_report(report: dict, turns: bool = True) -> None:
     table = Table(title="ingested")
     for key in ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions"):
         table.add_column(key, justify="right")
     table.add_row(*(str(report.get(k, 0)) for k in
                     ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions")))
     console.print(table)
+    if turns:  # chat and LoCoMo turns, not an items import
+        console.print(f"{report['turns']} turns landed, {report['accepted']} accepted, {report['quarantined']} "
+                      f"quarantined, {report['rejected']} rejected; {report['already']} already in the inbox "
+                      "(ingested before: nothing new landed for them)")
     for bad in report.get("bad_rows", []):
         err.print(f"[yellow]skipped[/yellow] {bad}")
 
@@ -118,7 +122,7 @@ def ingest(
             report = readers[format](path, inbox, Policy(settings))
         except ValueError as exc:
             _fail(str(exc))
-    _print_report(report.as_dict())
+    _print_report(report.as_dict(), turns=format != "items")
     if report.bad_rows:
         _fail(f"{len(report.bad_rows)} line(s) skipped (listed above); every other line was ingested")
 
@@ -201,6 +205,11 @@ def search(
     _print_recall(result, mode)
 
 
+def _add_id_column(table: Table, ids: list[str]) -> None:
+    """Ids are what `loci show` takes: never cut, whatever the terminal's width."""
+    table.add_column("id", no_wrap=True, min_width=max((len(i) for i in ids), default=2))
+
+
 def _print_recall(result, mode: str) -> None:
     from pipelines.recall.episodic import turn_title
 
@@ -211,8 +220,9 @@ def _print_recall(result, mode: str) -> None:
         console.print(result.injection, markup=False, highlight=False)
     if mode in ("catalog", "hybrid"):
         table = Table(title="recall")
-        for col in ("score", "tier", "type", "title", "id"):
-            table.add_column(col)
+        for col in ("score", "tier", "type", "title"):
+            table.add_column(col, overflow="fold")
+        _add_id_column(table, [hit.item.id for hit in result.hits])
         for hit in result.hits:
             table.add_row(f"{hit.score:.3f}", hit.item.tier, hit.item.type, turn_title(hit.item)[:60], hit.item.id)
         console.print(table)
@@ -290,12 +300,11 @@ def list_items(
         if tier is not None and name != tier:
             continue
         table = Table(title=f"{name.upper()} ({len(rows)})")
-        for col in ("type", "title", "owner"):
+        for col in ("type", "title", "owner", "state"):
             table.add_column(col, overflow="fold")
-        # Ids are what `loci show` takes: never cut, whatever the terminal's width.
-        table.add_column("id", no_wrap=True, min_width=max((len(r["id"]) for r in rows), default=2))
+        _add_id_column(table, [r["id"] for r in rows])
         for row in rows:
-            table.add_row(row["type"], row["title"][:70], row["owner"], row["id"])
+            table.add_row(row["type"], row["title"][:70], row["owner"], row["state"], row["id"])
         console.print(table)
 
 

@@ -136,6 +136,7 @@ class MemoryService:
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)
         self.engine = RecallEngine(self.settings, self.embedder)
+        self._merge_targets: tuple[Any, dict[str, str]] | None = None  # (snapshot, old id -> merged id)
         self.inbox = open_inbox(self.settings)
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
@@ -245,6 +246,26 @@ class MemoryService:
         if item is None or not item.scope.visible_to(identity):
             return None
         return item
+
+    def merged_into(self, item_id: str, identity: Identity, view: View | None = None) -> str | None:
+        """The visible item consolidation merged `item_id` into (its `merged_from` names it),
+        or None: an id a write acknowledged keeps leading somewhere after a merge."""
+        view = view or self.view()
+        loaded = view.snap.loaded
+        if loaded is None or view.get(item_id) is not None:
+            return None
+        cached = self._merge_targets
+        if cached is None or cached[0] is not loaded:
+            targets = {old: it.id for it in loaded.items for old in it.metadata.get("merged_from") or ()
+                       if isinstance(old, str)}
+            cached = self._merge_targets = (loaded, targets)
+        target = cached[1].get(item_id)
+        return target if target is not None and self.get_item(target, identity, view) is not None else None
+
+    def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
+        """What a caller is told about an id it cannot read: not found, or where a merge took it."""
+        into = self.merged_into(item_id, identity, view)
+        return f"no item {item_id!r}" + (f": consolidation merged it into {into!r}" if into else "")
 
     def read_item(self, item_id: str, identity: Identity, action: str
                   ) -> tuple[MemoryItem, View, ItemHistory] | None:

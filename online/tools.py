@@ -52,6 +52,8 @@ from pipelines.records import (
     Scope,
     ScopeKind,
     Tier,
+    Validation,
+    parse_time,
     sha256_text,
     stable_id,
     utcnow,
@@ -65,6 +67,11 @@ WritableType = Literal[
 ]
 ItemId = Annotated[str, Meta(min_length=1, max_length=200)]
 Label = Annotated[str, Meta(min_length=1, max_length=100)]
+Title = Annotated[str, Meta(max_length=500)]
+Content = Annotated[str, Meta(min_length=1, max_length=100_000)]
+Labels = Annotated[list[Label], Meta(max_length=50)]
+Importance = Annotated[int, Meta(ge=1, le=10)]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
 
 
 class ToolError(Exception):
@@ -88,18 +95,21 @@ class ItemIn(Args, kw_only=True):
     """A memory as proposed or written through the API (the fields of ProposedItem)."""
 
     type: WritableType = "note"
-    title: Annotated[str, Meta(max_length=500)] = ""
-    content: Annotated[str, Meta(min_length=1, max_length=100_000)]
-    tags: Annotated[list[Label], Meta(max_length=50)] = []
-    entities: Annotated[list[Label], Meta(max_length=50)] = []
+    title: Title = ""
+    content: Content
+    tags: Labels = []
+    entities: Labels = []
     why_store: Annotated[str, Meta(max_length=2000)] = ""
-    importance: Annotated[int, Meta(ge=1, le=10)] | None = None
-    confidence: Annotated[float, Meta(ge=0.0, le=1.0)] | None = None
+    importance: Importance | None = None
+    confidence: Confidence | None = None
     tier: Tier | None = None
     scope: ScopeKind | None = None
     provenance_hint: dict[str, Any] = {}
     valid_from: str | None = None
     valid_to: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_times(self)
 
     def proposed(self) -> ProposedItem:
         return msgspec.convert(msgspec.to_builtins(self), ProposedItem)
@@ -132,6 +142,35 @@ class ReadArgs(Args):
 class UpdateArgs(Args):
     id: ItemId
     patch: Annotated[dict[str, Any], Meta(min_length=1)]
+
+
+class ItemPatch(Args):
+    """The values a memory.update may set, bounded like a written item's (an importance of 11
+    would be always injected, a confidence of 5 would win every conflict)."""
+
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    content: Content | msgspec.UnsetType = msgspec.UNSET
+    tags: Labels | msgspec.UnsetType = msgspec.UNSET
+    entities: Labels | msgspec.UnsetType = msgspec.UNSET
+    importance: Importance | msgspec.UnsetType = msgspec.UNSET
+    confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
+    validation: Validation | msgspec.UnsetType = msgspec.UNSET
+    type: WritableType | msgspec.UnsetType = msgspec.UNSET
+    valid_from: str | None | msgspec.UnsetType = msgspec.UNSET
+    valid_to: str | None | msgspec.UnsetType = msgspec.UNSET
+    expires_at: str | None | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        _check_times(self)
+
+
+def _check_times(args: Any) -> None:
+    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z"): one that does not parse
+    would be stored and then ignored by everything that reads it."""
+    for name in ("valid_from", "valid_to", "expires_at"):
+        value = getattr(args, name, None)
+        if isinstance(value, str) and parse_time(value) is None:
+            raise ValueError(f"{name} {value!r} is not an ISO-8601 time")
 
 
 class LinkArgs(Args):
@@ -361,7 +400,7 @@ class ToolDispatcher:
         if current is None:
             self.service.audit(who, action, args, [item_id], outcome="refused",
                                reason="not visible to the caller")
-            raise ToolError(404, f"no item {item_id!r}")
+            raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
     def _governed(self, item: MemoryItem) -> Any:
@@ -385,6 +424,10 @@ class ToolDispatcher:
         if args.patch.get("type") == "message":
             raise ToolError(400, "memory.update: an item cannot become a message (a verbatim chat "
                                  "record comes only from a captured turn)")
+        try:
+            msgspec.convert(args.patch, ItemPatch)
+        except msgspec.ValidationError as exc:
+            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
@@ -519,7 +562,9 @@ class ToolDispatcher:
             item = self.service.get_item(item_id, who, view)
             (items.append(item_out(item)) if item is not None else missing.append(item_id))
         self.service.audit(who, "memory.read", msgspec.to_builtins(args), [i["id"] for i in items])
-        return {"items": items, "missing": missing}
+        merged = {i: into for i in missing if (into := self.service.merged_into(i, who, view)) is not None}
+        # `merged_into` only when a missing id was merged by consolidation (where to read it now).
+        return {"items": items, "missing": missing, **({"merged_into": merged} if merged else {})}
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceListArgs, raw, "memory.palace.list")

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 import msgspec
 
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import SCOPE_KINDS, proposal_item_id
+from pipelines.materialize import SCOPE_KINDS, in_quarantine, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import corrected_by
@@ -219,16 +219,20 @@ def govern_claim(
     supersedes them instead of contradicting them; anyone else's in the same scope kind
     stays for the policy's contradiction rule. A claim in another scope kind is not a
     contradiction but an override that recall's scope priority resolves (session > project
-    > user > org). A rejected proposal corrects nothing."""
+    > user > org). Only an accepted proposal corrects anything."""
     replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found)
     verdict = policy.evaluate(
         proposal,
         target_tier=proposal.tier or "stm",
         provenance=provenance,
         source_trusted=provenance.source_kind != "doc",
-        existing=[it for it in found if it.id not in replaced and it.scope.kind == scope_kind],
+        # A claim held in quarantine is not established yet: it contradicts nothing.
+        existing=[it for it in found if it.id not in replaced and it.scope.kind == scope_kind
+                  and not in_quarantine(it)],
     )
-    return verdict, [] if verdict.action == "reject" else replaced
+    # Only an accepted correction replaces: one held for review would leave recall with
+    # neither the old claim nor the new one until a reviewer acts.
+    return verdict, replaced if verdict.action == "accept" else []
 
 
 def _govern_proposal(

@@ -18,7 +18,7 @@ from typing import Any, Iterator, Literal
 
 import msgspec
 
-from pipelines.capture import capture_turn
+from pipelines.capture import CaptureResult, capture_turn
 from pipelines.inbox import InboxBackend
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
@@ -48,10 +48,29 @@ class IngestReport:
     redactions: int = 0
     bad_rows: list[str] = field(default_factory=list)  # "line N: message"
     max_seq: int = 0
+    already: int = 0  # turns the inbox held before (re-ingested: nothing new landed for them)
+    before_seq: int = 0  # the inbox's last seq when the ingest started
+
+    @classmethod
+    def starting_at(cls, inbox: InboxBackend) -> IngestReport:
+        return cls(before_seq=inbox.max_seq())
+
+    def count_turn(self, result: CaptureResult) -> None:
+        """One captured turn: new (its verdicts counted) or already in the inbox (a turn's id
+        is stable, so re-ingesting lands nothing and counts nothing twice)."""
+        self.max_seq = max(self.max_seq, result.seq)
+        if result.seq <= self.before_seq:
+            self.already += 1
+            return
+        self.turns += 1
+        self.proposals.update(p.action for p in result.proposals)
+        self.parse_errors += len(result.parse_errors)
+        self.redactions += result.redactions
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "turns": self.turns,
+            "already": self.already,
             "accepted": self.proposals.get("accept", 0),
             "quarantined": self.proposals.get("quarantine", 0),
             "rejected": self.proposals.get("reject", 0),
@@ -91,7 +110,7 @@ def _row_problem(row: ChatRow) -> str | None:
 
 def ingest_chat_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> IngestReport:
     path = Path(path)
-    report = IngestReport()
+    report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
     for number, line in _iter_lines(path):
         try:
@@ -117,11 +136,7 @@ def ingest_chat_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> Ing
         except ValueError as exc:
             report.bad_rows.append(f"line {number}: {_error_text(exc)}")
             continue
-        report.turns += 1
-        report.proposals.update(p.action for p in result.proposals)
-        report.parse_errors += len(result.parse_errors)
-        report.redactions += result.redactions
-        report.max_seq = max(report.max_seq, result.seq)
+        report.count_turn(result)
     return report
 
 
@@ -160,7 +175,7 @@ def locomo_user_id(sample: dict[str, Any], index: int) -> str:
 def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project_id: str = "locomo") -> IngestReport:
     """Every conversation is one user's scope, every session a session, every turn a chat
     turn with its dia_id kept in provenance and the session date as the turn time."""
-    report = IngestReport()
+    report = IngestReport.starting_at(inbox)
     try:
         samples = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
@@ -189,9 +204,7 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
                     turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
                     default_scope="user",
                 )
-                report.turns += 1
-                report.redactions += result.redactions
-                report.max_seq = max(report.max_seq, result.seq)
+                report.count_turn(result)
     return report
 
 

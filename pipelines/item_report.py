@@ -13,7 +13,7 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import fold_events
+from pipelines.materialize import fold_events, in_quarantine
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -198,7 +198,8 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
 
 
 def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> dict[str, list[dict[str, str]]]:
-    """Active items per tier (raw chat `message` records left out: they are many), of the
+    """Active items per tier (raw chat `message` records left out: they are many), each with
+    its state (retracted: never recalled; quarantined: held for review; else empty), of the
     warehouse, or of `items` when given (what the service serves, while a run holds it)."""
     listing: dict[str, list[dict[str, str]]] = {"ltm": [], "mtm": [], "stm": []}
     for item in _items(settings, include_inactive=False) if items is None else items:
@@ -206,7 +207,9 @@ def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> d
             continue
         owner_id = item.scope.user_id if item.scope.kind in ("user", "session") else item.scope.project_id
         owner = f"{item.scope.kind}:{owner_id}"
-        listing[item.tier].append({"type": item.type, "title": item.title, "owner": owner, "id": item.id})
+        state = "retracted" if item.validation == "retracted" else "quarantined" if in_quarantine(item) else ""
+        listing[item.tier].append({"type": item.type, "title": item.title, "owner": owner, "id": item.id,
+                                   "state": state})
     for rows in listing.values():
         rows.sort(key=lambda r: (r["owner"], r["type"], r["title"]))
     return listing

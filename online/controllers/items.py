@@ -42,7 +42,7 @@ class ItemsController(Controller):
     ) -> ItemResponse:
         found = service.read_item(item_id, identity, "items.get")
         if found is None:
-            raise NotFoundException(f"no item {item_id!r}")
+            raise NotFoundException(service.no_item(item_id, identity))
         item, view, history = found
         return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
                             revisions=history.revisions, history=history.inbox, events=history.audit)

@@ -182,7 +182,7 @@ class UIController(Controller):
     ) -> Template:
         found = service.read_item(item_id, identity, "ui.card")
         if found is None:
-            raise NotFoundException(f"no item {item_id!r} (or not visible to you)")
+            raise NotFoundException(f"{service.no_item(item_id, identity)} (or not visible to you)")
         item, view, history = found
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}

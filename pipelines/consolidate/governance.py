@@ -321,8 +321,9 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
 def _store(warehouse: Warehouse, w: _Writes) -> None:
     """Everything of one pass, inside the caller's transaction."""
     warehouse.put_items(list(w.new_items.values()), reason="create", origin=_creators(w.batch))
+    # A person's change carries its own updated_at (see _diff); the rest is usage.
     if w.patches:
-        warehouse.update_items(w.patches, reason="inbox_update")
+        warehouse.update_items(w.patches, reason="inbox_update", touch=False)
     for step in w.asked:
         if isinstance(step, Edit):
             warehouse.update_items({step.item_id: step.patch}, reason=step.reason, origin=step.origin)
@@ -330,7 +331,7 @@ def _store(warehouse: Warehouse, w: _Writes) -> None:
             warehouse.refuse(step.item_id, attempted=step.attempted, reason=step.reason,
                              origin=step.origin, details=step.details)
     if w.later:
-        warehouse.update_items(w.later, reason="inbox_update")
+        warehouse.update_items(w.later, reason="inbox_update", touch=False)
     if w.context_patches:
         warehouse.update_items(w.context_patches, reason="message_context")
     link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)

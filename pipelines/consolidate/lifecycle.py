@@ -36,7 +36,7 @@ def _apply_changes(warehouse: Warehouse, changes: Sequence[Any], counts: Counter
     for reason, patches in sorted(updates.items()):
         non_empty = {i: p for i, p in patches.items() if p}
         if non_empty:
-            warehouse.update_items(non_empty, reason=reason)
+            warehouse.update_items(non_empty, reason=reason, touch=False)
     for reason, ids in sorted(archive.items()):
         warehouse.archive_items(ids, reason=reason)
 

@@ -55,7 +55,7 @@ def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
     with warehouse.transaction():
         moved = warehouse.put_locations(locations)
         if patches:
-            warehouse.update_items(patches, reason="palace")
+            warehouse.update_items(patches, reason="palace", touch=False)
         call_hook(hook, "palace:before_commit")
     return PalaceReport(assigned=len(locations), moved=max(moved, len(patches)),
                         rooms=len({(loc.domain, loc.room) for loc in locations}))

@@ -13,7 +13,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   retention is 90 days in orion"), or most of their non-value words are shared (the
   overlap coefficient of the smaller set, at least two words), or their embeddings are very
   close and half their words shared. Values: numbers and times (with their unit word),
-  ISO dates, and capitalised names inside a sentence. Different values: both state some,
+  ISO dates, and capitalised names inside a sentence ("two" is 2); not those the claim says it replaces
+  or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer", "not"). Different
+  values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
   Values stated in the titles name the subject: claims whose titles both state values,
   and different ones, are about different things.
@@ -58,8 +60,19 @@ _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
-_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or"}
+_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a pronoun).
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
+_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+# "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
+# only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00").
+_RETIRED = re.compile(
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no\s+longer|not|formerly|previously|"
+    r"(?:moved|switched|migrated|changed)\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,7 @@ class Claim:
     words: frozenset[str]
     values: frozenset[str]
     title_values: frozenset[str]
+    retired: frozenset[str] = frozenset()  # values it names as replaced or denied
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -82,8 +96,20 @@ def is_claim(item: MemoryItem) -> bool:
 
 
 def stated_values(text: str) -> frozenset[str]:
-    """Numbers and times with their unit, ISO dates, and names capitalised mid-sentence."""
+    """Numbers and times with their unit (also written as words: "two" is 2), ISO dates, and
+    names capitalised mid-sentence, except those named only as replaced or denied."""
+    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), text))
+
+
+def retired_values(text: str) -> frozenset[str]:
+    """The values `text` names as replaced or denied ("MySQL 8, replacing Postgres 16")."""
+    return _values(text) - stated_values(text) if _RETIRED.search(text) else frozenset()
+
+
+def _values(text: str) -> frozenset[str]:
     found: set[str] = set()
+    if _NUMBER_WORD.search(text):
+        text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
         found.update(_DATE.findall(text))
         rest = _DATE.sub(" ", text) if found else text
@@ -125,8 +151,8 @@ def read_claim(item: MemoryItem) -> Claim:
 
 
 def _read_claim(item: MemoryItem) -> Claim:
-    values = stated_values(item.content)
-    skip = _value_words(values)
+    values, retired = stated_values(item.content), retired_values(item.content)
+    skip = _value_words(values | retired)
     said = words(item.content)
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
@@ -134,7 +160,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     content_words = frozenset(w for w in toks if w not in skip)
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
-                 subject=subject if values else (), words=content_words, values=values,
+                 subject=subject if values else (), words=content_words, values=values, retired=retired,
                  title_values=stated_values(item.title))
 
 
@@ -162,7 +188,10 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
 
 
 def _values_disagree(a: Claim, b: Claim) -> bool:
-    """Both state values, neither set contains the other, and the titles do not tell them apart."""
+    """Both state values, neither set contains the other, and the titles do not tell them
+    apart; or one states a value the other names as replaced or denied."""
+    if a.retired & b.values or b.retired & a.values:
+        return True
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
         return False  # nothing stated, or one adds detail to the other
     if a.title_values and b.title_values and a.title_values != b.title_values:
@@ -203,10 +232,12 @@ class ClaimTable:
     loads), so a recall only takes the rows of its candidates (`take`)."""
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
-                 codes: np.ndarray):
+                 codes: np.ndarray, retired: sparse.csr_matrix | None = None):
         self.items = list(items)
         self.words = words
         self.values = values
+        # Values a claim names as replaced or denied, over the same columns as `values`.
+        self.retired = retired if retired is not None else sparse.csr_matrix(values.shape, dtype=np.int32)
         self.codes = codes  # rows x (title, content, subject, title values)
 
     @classmethod
@@ -222,6 +253,7 @@ class ClaimTable:
         once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
         words, values = _Columns(), _Columns()
+        retired = _Columns(vocab=values.vocab)  # one value, one column in both
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
         def code(field: int, key: Hashable) -> int:
@@ -231,11 +263,12 @@ class ClaimTable:
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
+            retired.add(c.retired if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
-        return cls(items, words.matrix(), values.matrix(), codes)
+        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix())
 
     def __len__(self) -> int:
         return len(self.items)
@@ -243,8 +276,9 @@ class ClaimTable:
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
         idx = np.asarray(rows, np.int64)
+        both = _dense_columns(sparse.vstack([self.values[idx], self.retired[idx]], format="csr"))
         return ClaimTable([self.items[r] for r in idx.tolist()], _dense_columns(self.words[idx]),
-                          _dense_columns(self.values[idx]), self.codes[idx])
+                          both[: len(idx)], self.codes[idx], both[len(idx):])
 
 
 class _Pairs(NamedTuple):
@@ -266,8 +300,8 @@ def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
 class _Columns:
     """Rows x distinct keys, a row at a time: 1 where the row holds the key (no duplicates)."""
 
-    def __init__(self) -> None:
-        self.vocab: dict[Hashable, int] = {}
+    def __init__(self, vocab: dict[Hashable, int] | None = None) -> None:
+        self.vocab: dict[Hashable, int] = {} if vocab is None else vocab
         self.indices: list[int] = []
         self.indptr = [0]
 
@@ -337,24 +371,32 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     ids = _codes((it.id for it in items), n)
     replacing = _linked(items, _replaced)
     contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
-    transposed = [m.T.tocsr() if m is not None else None for m in (words, proposing, keys, table.values)]
+    retired = table.retired if table.retired.nnz else None
+    left = (words, proposing, keys, table.values, retired, table.values if retired is not None else None)
+    right = [m.T.tocsr() if m is not None else None
+             for m in (words, proposing, keys, table.values, table.values, retired)]
     parts = []
     for start in range(0, n, PAIR_BLOCK):
         stop = min(n, start + PAIR_BLOCK)
-        shared_all, proposed_by_word, shared_key, shared_value = (
-            (m[start:stop] @ mt).toarray() if m is not None else None
-            for m, mt in zip((words, proposing, keys, table.values), transposed))
+        shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = (
+            (m[start:stop] @ mt).toarray() if m is not None and mt is not None else None
+            for m, mt in zip(left, right))
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
         bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
+        # one names as replaced or denied a value the other states
+        retiring = ((retires[bi, j] > 0) | (retired_by[bi, j] > 0) if retires is not None
+                    else np.zeros(len(bi), bool))
         parts.append((bi + start, j, shared_all[bi, j], shared_value[bi, j],
-                      _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j]))
-    i, j, shared, shared_values, replaces, contradicts = (np.concatenate(p) for p in zip(*parts))
+                      _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j],
+                      retiring))
+    i, j, shared, shared_values, replaces, contradicts, retiring = (np.concatenate(p) for p in zip(*parts))
 
     other = ids[i] != ids[j]
     same_title = (title[i] >= 0) & (title[i] == title[j])
-    disagree = ((n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
-                & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
+    disagree = retiring | (
+        (n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
+        & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP))

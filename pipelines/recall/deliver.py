@@ -5,7 +5,8 @@ Claims below `confidence_threshold` are never injected (they may be catalogued, 
 `low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
 `message_confidence_threshold` and go in the block's own excerpts part, after the curated
 memories; a turn that only asks is not injected, nor one whose own words share none with
-the query (it was found through its context, and alone it shows nothing). Injected hits are listed in block order
+the query (it was found through its context, and alone it shows nothing). A curated memory
+stored twice in one scope with the same title and content is shown once. Injected hits are listed in block order
 (curated, then turns).
 """
 
@@ -54,8 +55,30 @@ def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
 
 
+def _once_each(ordered: list[Candidate]) -> list[Candidate]:
+    """A curated memory stored twice in one scope with the same title and content (a model
+    that repeats a proposal, before consolidation merges them) is shown once: the better
+    ranked copy (the caller sees one scope of each kind, so the kind names it). Raw turns are
+    left alone: the same words said on two dates are two pieces of evidence."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for c in ordered:
+        key = (c.item.content_hash, c.item.scope.kind)
+        if is_message(c.item) or key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str]) -> bool:
+    """A raw turn that only asks, or whose own words share none with the query: never injected."""
+    return bool(opts.episodic) and (only_asks(item) or not says_something_asked(item, query_terms))
+
+
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = ()
             ) -> tuple[list[Hit], str, dict[str, Any]]:
+    ordered = _once_each(ordered)
+
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)
                  else settings.confidence_threshold)
@@ -65,8 +88,7 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injection = ""
     if mode in ("inject", "hybrid"):
         injection, injected = pack_injection(
-            [_entry(c) for c in ordered if injectable(c) and not (opts.episodic and (
-                only_asks(c.item) or not says_something_asked(c.item, query_terms)))],
+            [_entry(c) for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)],
             settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
@@ -84,4 +106,4 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     return hits, injection, catalog(entries)
 
 
-__all__ = ["Hit", "deliver"]
+__all__ = ["Hit", "deliver", "shows_nothing_asked"]

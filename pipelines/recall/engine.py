@@ -42,7 +42,7 @@ from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
 from .dates import question_dates
-from .deliver import Hit, deliver
+from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
@@ -303,12 +303,14 @@ class RecallEngine:
                              for name, entries in lists.items()}}
 
     def _pull_ins(self, q: RecallQuery) -> None:
+        # Always-inject items first: their conflict partners are pulled in too, so one that
+        # lost its conflict is resolved away like any other candidate, never shown as current.
+        if q.opts.always_inject and q.mode != "catalog":
+            q.search.pull_always(self.settings.always_inject_importance, q.opts.max_always_inject)
         if q.opts.conflicts:
             q.search.pull_conflict_partners()
         if q.opts.summaries:
             q.search.pull_summaries()
-        if q.opts.always_inject and q.mode != "catalog":
-            q.search.pull_always(self.settings.always_inject_importance, q.opts.max_always_inject)
 
     def _score(self, q: RecallQuery) -> None:
         q.search.score_all()
@@ -361,14 +363,23 @@ class RecallEngine:
     # -- helpers --------------------------------------------------------------------------
 
     def _result(self, q: RecallQuery) -> RecallResult:
-        relevant = sum(not h.always for h in q.hits)
+        # An always-on memory counts as found when the query found it too (it is the answer).
+        relevant = sum(not h.always or bool(q.search.cands[h.item.id].ranks) for h in q.hits)
         return RecallResult(
             query=q.text, mode=q.mode, hits=q.hits, injection=q.injection, catalog=q.catalog,
             used_ids=[h.item.id for h in q.hits], found=relevant > 0,
-            message=found_message(q.text, len(q.hits), relevant, len(q.ranked)),
+            message=found_message(q.text, len(q.hits), relevant, self._withheld(q)),
             trace=q.trace, timings_ms={k_: round(v, 3) for k_, v in q.timings.items()},
             suppressed=q.suppressed, degraded=q.degraded,
         )
+
+    def _withheld(self, q: RecallQuery) -> int:
+        """Candidates that matched but were not given for confidence or budget: a turn that
+        only asks or shares no word with the query (in inject mode) was not withheld, it
+        answers nothing."""
+        if q.mode != "inject":
+            return len(q.ranked)
+        return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms) for c in q.ranked)
 
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:

@@ -106,6 +106,9 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     )
     if scope:
         header += f" | SCOPE={item.scope.kind}"
+    if item.valid_from or item.valid_to:
+        # When the fact holds: a fact that ended (or has not started) is not a current one.
+        header += f" | VALID={_field(item.valid_from or '')[:10]}..{_field(item.valid_to or '')[:10]}"
     if conflict_with:
         header += f" | CONFLICT={','.join(_field(c) for c in conflict_with)}"
     title = " ".join(_body(item.title).split())

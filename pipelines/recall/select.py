@@ -37,6 +37,11 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                 cand.suppressed = outcome.resolution
                 suppressed.append({"id": item_id, "reason": f"conflict: lost on {outcome.resolution}",
                                    "winner": outcome.winner})
+                winner = cands.get(outcome.winner or "")
+                if cand.always and winner is not None and winner.via == ["conflict-partner"]:
+                    # The current version of an always-on rule, pulled in only as its rival, is
+                    # shown in its place as always-on (it answers nothing asked).
+                    winner.always = True
         _order_by_scope([cands[i] for i in outcomes if not outcomes[i].suppressed])
         report.append({"members": [m.id for m in group],
                        "kept": [i for i, o in outcomes.items() if not o.suppressed],

@@ -84,10 +84,13 @@ class ItemWrites(ItemJournal):
         *,
         reason: str = "update",
         origin: Origin | None = None,
+        touch: bool = True,
     ) -> list[MemoryItem]:
         """Patch many items in one transaction; always a new revision and event each.
         Patchable: every MemoryItem field except id, content_hash (recomputed), links (see
-        link()) and created_at. updated_at is set to now unless the patch gives it."""
+        link()) and created_at. updated_at is set to now unless the patch gives it, or
+        `touch` is False: bookkeeping (promotion, palace placement, usage counts) does not
+        change what an item says, and updated_at is what makes a claim the newer one."""
         self._writable()
         check_id(reason, "reason")
         check_origin(origin)
@@ -102,7 +105,8 @@ class ItemWrites(ItemJournal):
         with self.transaction():
             current = self._require_items(list(patches))
             now = utcnow()
-            changes = [(current[i], _patched(current[i], p, now)) for i, p in patches.items()]
+            changes = [(current[i], _patched(current[i], p, now if touch else current[i].updated_at))
+                       for i, p in patches.items()]
             actions = [_update_action(old, new) for old, new in changes]
             for action in dict.fromkeys(actions):
                 group = [c for c, a in zip(changes, actions) if a == action]

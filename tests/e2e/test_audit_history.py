@@ -195,3 +195,20 @@ def test_loci_list_shows_whole_ids_that_loci_show_takes_on_a_narrow_terminal(sce
     assert listed.exit_code == 0 and item.id in listed.output, listed.output
     shown = CliRunner().invoke(loci_cli, ["show", item.id, "--data-dir", scenario["data_dir"]])
     assert shown.exit_code == 0 and shown.output.startswith(item.id)
+
+
+def test_loci_search_shows_whole_ids_that_loci_show_takes_on_a_narrow_terminal(scenario, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    item = scenario["retention"][0]
+    found = CliRunner().invoke(loci_cli, ["search", "how long does orion keep raw telemetry?", "--user", "dana",
+                                          "--project", "orion", "--data-dir", scenario["data_dir"]])
+    assert found.exit_code == 0 and item.id in found.output, found.output
+
+
+def test_loci_list_marks_a_retracted_item(scenario, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    telemetry, retention = scenario["telemetry"][0], scenario["retention"][0]
+    listed = CliRunner().invoke(loci_cli, ["list", "--data-dir", scenario["data_dir"]])
+    assert listed.exit_code == 0, listed.output
+    line = {i.id: next(x for x in listed.output.splitlines() if i.id in x) for i in (telemetry, retention)}
+    assert "retracted" in line[telemetry.id] and "retracted" not in line[retention.id], listed.output

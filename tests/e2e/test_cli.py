@@ -159,3 +159,18 @@ def test_loci_proxy_refuses_a_negative_timeout_before_listening(data_dir: Path) 
     result = CliRunner().invoke(app, ["proxy", "--total-timeout", "-1", "--data-dir", str(data_dir)])
     assert result.exit_code == 1
     assert "proxy timeouts must be >= 0 seconds" in result.output and "Traceback" not in result.output
+
+
+def test_ingesting_a_file_again_reports_that_nothing_new_landed(data_dir: Path, tmp_path: Path) -> None:
+    proposal = ('Noted. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Hydrangeas", "content": '
+                '"Blue hydrangeas grow by the north fence.", "why_store": "garden plan"}]</MEMORY_PROPOSALS_JSON>')
+    path = chat_file(tmp_path / "chat.jsonl", [
+        {**GARDEN, "role": "user", "at": SAID_IN_MARCH, "text": "We planted blue hydrangeas by the north fence."},
+        {**GARDEN, "role": "assistant", "at": SAID_IN_MARCH, "text": proposal},
+    ])
+    first = run("ingest", path, "--data-dir", data_dir)
+    assert first.exit_code == 0 and "2 turns landed, 1 accepted" in " ".join(first.output.split()), first.output
+    again = run("ingest", path, "--data-dir", data_dir)
+    assert again.exit_code == 0, again.output
+    said = " ".join(again.output.split())
+    assert "0 turns landed" in said and "2 already in the inbox" in said, again.output

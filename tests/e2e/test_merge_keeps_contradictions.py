@@ -13,17 +13,11 @@ later "Orion metrics database: ClickHouse"). Promised:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 from litestar.testing import TestClient
 
-from online.app import create_app
 from pipelines.consolidate import consolidate_once
-from pipelines.embedders import HashEmbedder
 from pipelines.warehouse import Warehouse
-from tests.assets.support import block, ingest, make_settings
+from tests.assets.support import block, ingest
 
 MAYA = {"user_id": "maya", "project_id": "orion", "session_id": "s1"}
 LEE = {"user_id": "lee", "project_id": "orion", "session_id": "l1"}
@@ -32,15 +26,6 @@ TIMESCALE = [("Orion metrics store", "Orion metrics are stored in TimescaleDB.")
              ("Where orion metrics live", "Orion metrics are stored in TimescaleDB, per the team.")]
 CLICKHOUSE = ("Orion metrics database", "Orion metrics are stored in ClickHouse.")
 QUESTION = "where are orion metrics stored?"
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[tuple[TestClient, object]]:
-    settings = make_settings(tmp_path)
-    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
-    with TestClient(app) as client:
-        yield client, settings
-    assert app.state.internal_errors == 0
 
 
 def write(client: TestClient, who: dict, title: str, content: str) -> dict:

@@ -1,0 +1,260 @@
+"""Promises a new user checks over a few days of chat, each as a scenario over HTTP (Litestar's
+TestClient against the real app, a real inbox, consolidation into a real warehouse and
+snapshot, then `POST /v1/admin/reload`).
+
+- Conflicts: within one scope the higher confidence wins, then the newer claim. "Newer" is
+  when someone stated or changed the claim, not when consolidation last touched the row
+  (palace placement, promotion, usage counts): a consolidation must not turn a settled
+  conflict into a tie that injects both claims.
+- A user's correction of their own claim replaces it, also when it names what it replaces
+  ("MySQL 8, replacing Postgres 16"): the replaced value is not one the new claim states;
+  and a number may be written as a word ("two approvals", then "3 approvals").
+- An id a write acknowledged keeps answering after consolidation merges the item: reading
+  or changing it names the item it was merged into (still a 404 for anyone who may not see
+  that item, like an unknown id).
+- Messages are truthful: when the only matches are earlier turns that only asked, recall
+  says nothing was found, not that matches were held back for confidence or budget.
+- A claim held in quarantine is not established: it does not quarantine someone's later
+  claim, and a correction held in quarantine does not yet replace the claim it corrects
+  (else recall would know nothing until a reviewer acts).
+- Importance >= 8 is always injected, but never a claim that lost its conflict: the
+  always-on path resolves conflicts like every other (the winner is shown instead).
+- An always-on memory that answers the question is found: recall does not say "No memory
+  found" (a chat loop answers that itself) while it injects the answer.
+- The same memory proposed twice (a model repeats itself) is shown once, not twice.
+- A fact with a validity window is injected with it (VALID=from..to): a fact that ended
+  is not shown as a current one.
+- Bad input is a 400 naming the field: `memory.update` bounds what it sets like a write does.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from litestar.testing import TestClient
+
+from online.tools import ItemPatch
+from pipelines.consolidate import consolidate_once
+from pipelines.materialize import PATCHABLE_FIELDS
+
+DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
+EVE = {"user_id": "eve", "project_id": "borealis", "session_id": "s9", "org_id": "other"}
+
+
+def tool(client: TestClient, who: dict, action: str, args: dict) -> dict:
+    body = client.post("/v1/tools", json={"action": action, "identity": who, "args": args}).json()
+    assert body["ok"], body
+    return body["result"]
+
+
+def write(client: TestClient, who: dict, title: str, content: str, **extra) -> dict:
+    return tool(client, who, "memory.write", {"item": {"type": "fact", "title": title, "content": content,
+                                                       "scope": "project", "why_store": "schedule", **extra}})
+
+
+def recall(client: TestClient, who: dict, query: str) -> dict:
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": "inject"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def authoritative(injection: str) -> str:
+    return injection.split("CONVERSATION EXCERPTS")[0]
+
+
+def propose(client: TestClient, who: dict, **item) -> dict:
+    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+    resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
+    assert resp.status_code == 201, resp.text
+    (verdict,) = resp.json()["proposals"]
+    return verdict
+
+
+def consolidate(client: TestClient, settings) -> None:
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+
+
+def test_a_settled_conflict_stays_settled_after_consolidation(service) -> None:
+    client, settings = service
+    old = write(client, DANA, "Standup time", "Team standup is at 9:30 every weekday.")
+    new = write(client, MIKE, "Standup time", "Team standup is at 10:00 every weekday.")
+    assert new["verdict"]["action"] == "quarantine"
+    tool(client, DANA, "memory.review", {"id": new["item_id"], "decision": "approve", "note": "moved"})
+    for _ in range(2):  # recalled before the consolidation (usage) and after it
+        body = recall(client, MIKE, "when is standup?")
+        block = authoritative(body["injection"])
+        assert "10:00" in block and "9:30" not in block, block
+        assert old["item_id"] not in [h["id"] for h in body["hits"]]
+        consolidate(client, settings)
+
+
+def test_a_number_written_as_a_word_is_a_value_a_correction_replaces(service) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="constraint", title="Deploy rule", content="Deploys need two approvals.",
+                  why_store="release process")
+    new = propose(client, {**DANA, "session_id": "s2"}, type="constraint", title="Deploy approvals",
+                  content="Deploys need 3 approvals.", why_store="stricter now")
+    assert new["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "how many approvals does a deploy need?")["injection"])
+    assert "3 approvals" in block and old["item_id"] not in block, block
+
+
+@pytest.mark.parametrize("correction", [
+    "The billing service uses MySQL 8, replacing Postgres 16.",
+    "The billing service uses MySQL 8 instead of Postgres 16.",
+    "The billing service no longer uses Postgres 16; it uses MySQL 8.",
+])
+def test_a_correction_naming_what_it_replaces_replaces_it(service, correction: str) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="decision", title="Billing database",
+                  content="The billing service uses Postgres 16.", why_store="team decision")
+    new = propose(client, {**DANA, "session_id": "s2"}, type="decision", title="Billing DB choice",
+                  content=correction, why_store="correction")
+    assert new["action"] == "accept", new
+    body = recall(client, DANA, "what database does the billing service use?")
+    assert [h["id"] for h in body["hits"] if h["type"] == "decision"] == [new["item_id"]]
+    assert old["item_id"] not in authoritative(body["injection"])
+    theirs = propose(client, MIKE, type="decision", title="Billing store",
+                     content="The billing service uses Postgres 16, not MySQL 8.", why_store="disagree")
+    assert theirs["action"] == "quarantine" and "soft.contradiction" in theirs["rule_ids"], theirs
+
+
+@pytest.mark.parametrize("patch, field", [
+    ({"confidence": 5}, "$.patch.confidence"),
+    ({"importance": 11}, "$.patch.importance"),
+    ({"importance": 0}, "$.patch.importance"),
+    ({"content": ""}, "$.patch.content"),
+    ({"tags": ["ok", ""]}, "$.patch.tags"),
+    ({"validation": "approved"}, "$.patch.validation"),
+    ({"title": 7}, "$.patch.title"),
+    ({"valid_to": "soon"}, "valid_to 'soon' is not an ISO-8601 time"),
+])
+def test_memory_update_refuses_values_a_write_refuses(service, patch: dict, field: str) -> None:
+    client, _ = service
+    item = write(client, DANA, "Standup time", "Team standup is at 9:30 every weekday.")["item_id"]
+    resp = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
+                                          "args": {"id": item, "patch": patch}})
+    assert resp.status_code == 400, resp.text
+    assert field in resp.json()["error"]
+    stored = client.get(f"/v1/items/{item}", params=DANA).json()["item"]
+    assert (stored["confidence"], stored["importance"]) == (0.8, 5)
+    assert stored["content"] == "Team standup is at 9:30 every weekday."
+
+
+def test_every_patchable_field_is_bounded() -> None:
+    assert set(ItemPatch.__struct_fields__) == PATCHABLE_FIELDS
+
+
+def test_an_id_merged_by_consolidation_names_the_item_it_was_merged_into(service) -> None:
+    client, settings = service
+    ids = [write(client, DANA, title, content, confidence=0.9)["item_id"] for title, content in [
+        ("Edge cache TTL", "The edge cache TTL for map tiles is 300 seconds."),
+        ("Tile cache TTL", "The edge cache TTL for map tiles is 300 seconds, per ops."),
+        ("Edge cache expiry", "Map tiles leave the edge cache after a TTL of 300 seconds.")]]
+    report = consolidate_once(settings)
+    assert report["merge"].merged, "the three agreeing claims must merge for this test to mean anything"
+    assert client.post("/v1/admin/reload").status_code == 200
+    (merged,) = [h for h in recall(client, DANA, "edge cache TTL for map tiles")["hits"] if h["type"] == "fact"]
+    gone = [i for i in ids if i != merged["id"]]
+    assert gone
+    for old in gone:
+        resp = client.get(f"/v1/items/{old}", params=DANA)
+        assert resp.status_code == 404 and merged["id"] in resp.json()["error"], resp.text
+        edit = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
+                                              "args": {"id": old, "patch": {"importance": 6}}})
+        assert edit.status_code == 404 and merged["id"] in edit.json()["error"], edit.text
+        assert client.get(f"/v1/items/{old}", params=EVE).json()["error"] == f"no item {old!r}"
+    read = tool(client, DANA, "memory.read", {"ids": gone})
+    assert read["missing"] == gone and read["merged_into"] == {old: merged["id"] for old in gone}
+
+
+def test_turns_that_only_asked_are_not_reported_as_withheld_memories(service) -> None:
+    client, _ = service
+    for text in ("Do you know what our tile cache eviction rule is?", "Also, which region hosts the tile cache?"):
+        assert client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": text}).status_code == 201
+    body = recall(client, DANA, "tile cache eviction rule")
+    assert not body["found"] and body["injection"] == ""
+    assert body["message"] == "No memory found for 'tile cache eviction rule'.", body["message"]
+    listed = client.post("/v1/recall", json={"identity": DANA, "query": "tile cache eviction rule",
+                                             "mode": "catalog"}).json()
+    assert listed["found"] and len(listed["hits"]) == 2  # a search still lists what was said
+
+
+def test_a_quarantined_claim_neither_blocks_a_correction_nor_replaces_what_it_corrects(service) -> None:
+    client, _ = service
+    ask = "how many approvals does a deploy need?"
+    own = propose(client, DANA, type="constraint", title="Deploy rule", content="Deploys need 2 approvals.",
+                  why_store="release process")
+    theirs = propose(client, MIKE, type="constraint", title="Deploy approvals", content="Deploys need 4 approvals.",
+                     why_store="release process")
+    assert theirs["action"] == "quarantine"
+    fixed = propose(client, {**DANA, "session_id": "s2"}, type="constraint", title="Deploy rule v2",
+                    content="Deploys need 3 approvals.", why_store="stricter now")
+    assert fixed["action"] == "accept", fixed  # Mike's claim awaits review: it contradicts nothing yet
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "3 approvals" in block and "2 approvals" not in block and "4 approvals" not in block, block
+    held = propose(client, {**DANA, "session_id": "s3"}, type="constraint", title="Deploy rule v3",
+                   content="Deploys need 5 approvals.", why_store="maybe", confidence=0.3)
+    assert held["action"] == "quarantine", held
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "3 approvals" in block and "5 approvals" not in block, block
+    tool(client, DANA, "memory.review", {"id": held["item_id"], "decision": "approve"})
+    block = authoritative(recall(client, DANA, ask)["injection"])
+    assert "5 approvals" in block and "3 approvals" not in block, block
+    assert own["item_id"] not in block
+
+
+def test_a_memory_proposed_twice_is_shown_once(service) -> None:
+    client, _ = service
+    for session in ("s1", "s2"):
+        propose(client, {**DANA, "session_id": session}, type="fact", title="Office wifi",
+                content="The office wifi network is called Orchard.", why_store="office")
+    body = recall(client, DANA, "what is the office wifi called?")
+    assert [h["type"] for h in body["hits"]].count("fact") == 1, body["hits"]
+    assert authoritative(body["injection"]).count("called Orchard") == 1
+
+
+def test_an_always_on_claim_that_lost_its_conflict_is_not_injected(service) -> None:
+    client, _ = service
+    old = propose(client, DANA, type="constraint", title="Refund SLA", importance=9, why_store="policy",
+                  content="Refunds are processed within 5 business days.")
+    new = propose(client, MIKE, type="constraint", title="Refund SLA", why_store="policy",
+                  content="Refunds are processed within 3 business days.")
+    assert new["action"] == "quarantine"
+    tool(client, DANA, "memory.review", {"id": new["item_id"], "decision": "approve"})
+    for ask in ("what is the refund SLA?", "what's for lunch?"):
+        body = recall(client, DANA, ask)
+        assert body["found"] == (ask != "what's for lunch?"), body["message"]
+        block = authoritative(body["injection"])
+        assert "5 business days" not in block and old["item_id"] not in [h["id"] for h in body["hits"]], (ask, block)
+    assert "3 business days" in block  # the rule's current version takes its place
+
+
+def test_memory_write_refuses_a_time_that_does_not_parse(service) -> None:
+    client, _ = service
+    resp = client.post("/v1/tools", json={"action": "memory.write", "identity": DANA, "args": {"item": {
+        "type": "fact", "title": "On-call", "content": "Dana is on call.", "valid_from": "yesterday"}}})
+    assert resp.status_code == 400 and "valid_from 'yesterday' is not an ISO-8601 time" in resp.json()["error"]
+    assert write(client, DANA, "On-call", "Dana is on call.", valid_from="2026-03-01")["verdict"]["action"] == "accept"
+
+
+def test_an_injected_fact_carries_when_it_holds(service) -> None:
+    client, _ = service
+    write(client, DANA, "On-call", "Dana is on call for payments.", valid_from="2026-01-01T00:00:00Z",
+          valid_to="2026-02-01T00:00:00Z")
+    block = authoritative(recall(client, DANA, "who is on call for payments?")["injection"])
+    assert "VALID=2026-01-01..2026-02-01" in block, block
+
+
+def test_an_always_on_memory_that_answers_the_question_is_reported_found(service) -> None:
+    client, _ = service
+    rule = propose(client, DANA, type="constraint", title="PII policy", importance=9, why_store="compliance",
+                   content="Never log customer card numbers in any service.")
+    body = recall(client, DANA, "can we log customer card numbers?")
+    assert body["found"] and body["message"] == "Found 1 memory for 'can we log customer card numbers?'.", body
+    assert [h["id"] for h in body["hits"]] == [rule["item_id"]]
+    unrelated = recall(client, DANA, "what's for lunch?")
+    assert not unrelated["found"] and "1 always-on memory shown" in unrelated["message"]
