@@ -692,7 +692,9 @@ def merge_cluster(
         valid_from=valid_from,
         valid_to=valid_to,
         created_at=_min_time([i.created_at for i in items]) or now.isoformat(timespec="microseconds"),
-        updated_at=now.isoformat(timespec="microseconds"),
+        # As new as its newest member: merging is bookkeeping, and a merge must not win a
+        # conflict by recency over a later claim outside the cluster.
+        updated_at=_max_time([i.updated_at for i in items]) or now.isoformat(timespec="microseconds"),
         usage_count=sum(i.usage_count for i in items),
         last_used_at=_max_time([i.last_used_at for i in items]),
         metadata={

@@ -393,3 +393,12 @@ def test_contradicting_members_are_named_both_sides_and_agreeing_ones_not():
     changed = mem("c", "Orion metrics are stored in ClickHouse.", type="decision")
     assert contradicting_ids(agree) == set()
     assert contradicting_ids([*agree, changed]) == {"a", "b", "c"}
+
+
+def test_a_merged_item_is_as_new_as_its_newest_member_not_the_merge():
+    items = [mem("a", "Standup is at 9:30.", updated=10), mem("b", "The standup is at 9:30 daily.", updated=3)]
+    item = merge_cluster(items, ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW).new_item
+    assert item.updated_at == iso(3) and item.created_at == iso(11)
+    undated = [mem("a", "x.", updated_at=""), mem("b", "y.", updated_at="not a date")]
+    assert merge_cluster(undated, ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW
+                         ).new_item.updated_at == NOW.isoformat(timespec="microseconds")
