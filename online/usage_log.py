@@ -57,6 +57,7 @@ class UsageLog:
         self._write_lock = threading.Lock()  # one writer at a time: batches land in queue order
         self._closed = False
         self._failures = 0  # failed appends in a row of the batch at the head of the queue
+        self._in_flight = 0  # events taken off the queue by the append running now
         self.queued_total = 0
         self.written = 0
         self.dropped = 0
@@ -74,7 +75,7 @@ class UsageLog:
                 self.dropped += 1
                 return
             if len(self._queue) == self._queue.maxlen:
-                self.dropped += 1  # the deque's maxlen pushes out the oldest
+                self.dropped += 1  # the deque's maxlen pushes out the oldest (never one being written)
             self._queue.append(event)
             self.queued_total += 1
             if len(self._queue) >= self.batch_size:
@@ -82,11 +83,12 @@ class UsageLog:
 
     def flush(self) -> bool:
         """Append everything queued now, in batches, on the calling thread. Returns False if
-        an append failed (the events stay queued for the next flush, see the module doc)."""
+        an append failed (the events go back to the queue for the next flush, see the module doc)."""
         with self._write_lock:
             while True:
                 with self._lock:
-                    batch = [self._queue[i] for i in range(min(self.batch_size, len(self._queue)))]
+                    batch = [self._queue.popleft() for _ in range(min(self.batch_size, len(self._queue)))]
+                    self._in_flight = len(batch)
                 if not batch:
                     return True
                 try:
@@ -95,28 +97,27 @@ class UsageLog:
                     self._failed(batch, exc)
                     return False
                 with self._lock:
-                    self._remove_head(batch)
+                    self._in_flight = 0
                     self.written += len(batch)
                     self._failures = 0
 
     def _failed(self, batch: list[Event], exc: Exception) -> None:
         with self._lock:
+            self._in_flight = 0
             self.errors += 1
             self._failures += 1
             self.last_error = f"{type(exc).__name__}: {exc}"
             give_up = self._failures >= self.max_attempts
             if give_up:
-                self._remove_head(batch)
                 self.dropped += len(batch)
                 self._failures = 0
+            else:  # back to the front, oldest first; what no longer fits is the oldest: dropped
+                kept = (batch + list(self._queue))[-self._queue.maxlen:]
+                self.dropped += len(batch) + len(self._queue) - len(kept)
+                self._queue.clear()
+                self._queue.extend(kept)
         log.warning("usage log: appending %d usage events failed (%s)%s", len(batch), self.last_error,
                     "; dropped them after repeated failures" if give_up else "; retried on the next flush")
-
-    def _remove_head(self, batch: list[Event]) -> None:
-        """Drop `batch` from the front of the queue, unless a full queue already pushed it out."""
-        for event in batch:
-            if self._queue and self._queue[0] is event:
-                self._queue.popleft()
 
     def _run(self) -> None:
         while True:
@@ -145,5 +146,6 @@ class UsageLog:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"queued": len(self._queue), "recorded": self.queued_total, "written": self.written,
-                    "dropped": self.dropped, "errors": self.errors, "last_error": self.last_error}
+            return {"queued": len(self._queue) + self._in_flight, "recorded": self.queued_total,
+                    "written": self.written, "dropped": self.dropped, "errors": self.errors,
+                    "last_error": self.last_error}

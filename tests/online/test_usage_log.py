@@ -161,6 +161,31 @@ def test_a_full_queue_drops_the_oldest_and_counts_it(settings: Settings) -> None
         assert usage.stats()["dropped"] == 3 and len(inbox.read_after(0, kinds=["usage"])) == 3
 
 
+def test_a_failed_batch_goes_back_to_the_front_and_a_full_queue_drops_the_oldest(settings: Settings) -> None:
+    with Inbox(settings.inbox_path) as inbox:
+        first = [usage_event(["mem_1"]), usage_event(["mem_2"])]
+        during = [usage_event(["mem_3"]), usage_event(["mem_4"])]  # recalls while the append runs
+        arrived = [e.event_id for e in during]
+
+        def failing_while_recalls_arrive(events):
+            if not during:
+                return inbox.append(events)
+            while during:
+                usage.record(during.pop(0))
+            raise InboxError("database is locked")
+
+        usage = UsageLog(failing_while_recalls_arrive, background=False, max_queue=3)
+        for event in first:
+            usage.record(event)
+        assert usage.flush() is False
+        # Back in order, oldest first; four events for three places: the oldest is dropped.
+        assert usage.stats() | {"last_error": None} == {
+            "queued": 3, "recorded": 4, "written": 0, "dropped": 1, "errors": 1, "last_error": None}
+        queued = [e.event_id for e in first[1:]] + arrived
+        assert usage.flush()  # the retry
+        assert [e.event_id for e in inbox.read_after(0, kinds=["usage"])] == queued
+
+
 def usage_event(item_ids: list[str]) -> Event:
     return Event(event_id=f"evt_usage_{uuid.uuid4().hex}", kind="usage",
                  identity=Identity(user_id="dana", project_id="atlas"), payload={"item_ids": item_ids})
