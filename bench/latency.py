@@ -8,7 +8,7 @@ For every size and index type (exact `flat-ip` and `hnsw`):
    their MiniLM vectors (cached on disk per chunk, keyed by the generator seed), published
    with `pipelines.snapshot.build_snapshot` (snapshot size on disk recorded);
 2. **in-process** latency: `online.state.MemoryService.recall` (the service path, usage
-   event included) for distinct queries, each embedded by MiniLM for real (its query cache
+   event queued for the batched write) for distinct queries, each embedded by MiniLM for real (its query cache
    is off here);
 3. **HTTP** latency: the real service (`online.server.serve`: uvicorn, `--workers`
    processes) in a subprocess on 127.0.0.1, `POST /v1/recall` one request at a time;
@@ -352,7 +352,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
     out["config"] = {
         "sizes": args.sizes, "index": list(kinds), "queries": args.queries, "duration_s": args.duration,
         "concurrency": args.concurrency, "seed": args.seed, "generator_version": GENERATOR_VERSION,
-        "item_vectors": notes, "recall": "mode hybrid (default), k=10 (default), usage event recorded",
+        "item_vectors": notes, "recall": "mode hybrid (default), k=10 (default), usage event queued (batched write)",
         "query_embedding": "MiniLM for every query (in-process: query cache off; HTTP: distinct queries), "
                            + ("float32 model" if args.float_queries else "int8 query model (the default)"),
         "http_workers": args.workers, "write_every": args.write_every,

@@ -212,3 +212,5 @@ class StateReport(msgspec.Struct, kw_only=True):
     snapshot_items: int
     problems: list[str]
     counts: dict[str, Any] = {}
+    # The usage-event batcher: queued, recorded, written, dropped, errors, last_error.
+    usage_log: dict[str, Any] = {}

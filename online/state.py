@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from online.delta_log import DeltaLog, DeltaState, item_ids_touched
 from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, SnapshotState, freeze_long_lived
+from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import open_inbox
@@ -111,8 +112,8 @@ class View:
 
 class MemoryService:
     """The served view (snapshot + delta) and the recall engine over it, thread-safe, no
-    HTTP. A context manager: `close()` (or leaving the `with`) closes the inbox and hands
-    the snapshot back to the cyclic GC.
+    HTTP. A context manager: `close()` (or leaving the `with`) writes the queued usage
+    events, closes the inbox and hands the snapshot back to the cyclic GC.
 
     `embedder` defaults to `make_embedder(settings)`; `policy` to `pipelines.policy.Policy`.
     `check_interval_ms`: how often (at most) a request looks at CURRENT. With
@@ -138,6 +139,8 @@ class MemoryService:
         self.engine = RecallEngine(self.settings, self.embedder)
         self._merge_targets: tuple[Any, dict[str, str]] | None = None  # (snapshot, old id -> merged id)
         self.inbox = open_inbox(self.settings)
+        # Usage events are batched off the request path (see online.usage_log).
+        self.usage = UsageLog(self.inbox.append)
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
         self.deltas = DeltaLog(self.inbox, self.embedder)
@@ -158,6 +161,7 @@ class MemoryService:
         self.close()
 
     def close(self) -> None:
+        self.usage.close()
         self.inbox.close()
         self.snapshots.close()
 
@@ -227,8 +231,8 @@ class MemoryService:
         record_usage: bool = True,
         view: View | None = None,
     ) -> RecallResult:
-        """Recall over snapshot + delta for `identity`; records one `usage` event with the
-        returned ids (the pipeline later increments usage_count)."""
+        """Recall over snapshot + delta for `identity`; queues one `usage` event with the
+        returned ids (`record_usage`)."""
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
@@ -378,12 +382,15 @@ class MemoryService:
         return capture_turn(self.inbox, self.policy, identity, role, text, **kw)
 
     def record_usage(self, identity: Identity, item_ids: list[str], query: str = "") -> None:
-        self.append([Event(
+        """Queue one `usage` event (the pipeline later increments usage_count / last_used_at).
+        Written by `self.usage` within ~200 ms, not before the answer: `self.usage.flush()`
+        writes it now."""
+        self.usage.record(Event(
             event_id=stable_id("evt", "usage", uuid.uuid4().hex),
             kind="usage",
             identity=identity,
             payload={"item_ids": item_ids, "query_sha256": sha256_text(query)},
-        )])
+        ))
 
     def audit(self, identity: Identity, action: str, args: Any, result_ids: Iterable[str] = (),
               **extra: Any) -> Event:
@@ -419,6 +426,7 @@ class MemoryService:
             "delta_items": len(view.delta.items),
             "snapshot_items": len(view.snap.loaded.items) if view.snap.loaded else 0,
             "problems": self.problems(view),
+            "usage_log": self.usage.stats(),
         }
         if counts:
             out["counts"] = {

@@ -73,6 +73,7 @@ def propose(client: TestClient, who: dict, **item) -> dict:
 
 
 def consolidate(client: TestClient, settings) -> None:
+    assert client.app.state.service.usage.flush()  # the recalls' usage events go in this run
     consolidate_once(settings)
     assert client.post("/v1/admin/reload").status_code == 200
 

@@ -138,6 +138,7 @@ def test_enabled_off_makes_the_running_proxy_a_plain_pass_through(proxy, fake, s
     reply = "Sure. " + block({"type": "fact", "title": "x", "content": "Proposed while off."})
     fake.chat_reply = lambda req: reply
     assert ask(url, QUESTION) == "Sure."  # memory on: the proposal is stripped and landed
+    assert service.usage.flush()  # that turn's recall usage too (written off the request path)
     landed = service.inbox.max_seq()
 
     loci(config_file, "flags", "disable", "enabled")
@@ -152,7 +153,8 @@ def test_enabled_off_makes_the_running_proxy_a_plain_pass_through(proxy, fake, s
 
     loci(config_file, "flags", "enable", "enabled")
     assert ask(url, QUESTION) == "Sure."
-    assert service.inbox.max_seq() > landed
+    assert service.usage.flush()
+    assert service.inbox.max_seq() > landed  # on again: the turn's recall (usage) lands
 
 
 # -- the model's own recall request ----------------------------------------------------------------

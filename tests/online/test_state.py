@@ -95,7 +95,9 @@ def test_write_is_recalled_on_the_next_request_from_the_delta(service: MemorySer
     result = service.recall("when do deploys happen?", WHO)
     assert item_id in ids(result)
     assert next(h for h in result.hits if h.item.id == item_id).source == "delta"
-    # The recall itself was recorded as one usage event with the returned ids.
+    # The recall itself was recorded as one usage event with the returned ids (queued off the
+    # request path; flushing writes it now).
+    assert service.usage.flush()
     usage = service.inbox.read_after(0, kinds=["usage"])
     assert usage and item_id in usage[-1].payload["item_ids"]
 
