@@ -99,3 +99,23 @@ def test_an_imported_chat_never_merges_a_contradiction(service) -> None:
     hits, injected = decisions(client, LATER)
     assert "ClickHouse" in authoritative(injected)  # the newest of one scope wins, flagged
     assert hits[0]["conflict"] and len(conflict_pairs(client, LATER)) == 2
+
+
+def test_a_turn_found_only_through_its_neighbours_is_not_injected(service) -> None:
+    """After a consolidation each turn carries its neighbours as retrieval context, so
+    "Understood." right after the metrics turn is found by a metrics question; injected
+    alone it shows nothing, so only the turn that says it is injected. The catalog keeps both."""
+    client, settings = service
+    for role, text in [("user", "Orion metrics are stored in ClickHouse now, the ingest rate was too high."),
+                       ("assistant", "Understood."),
+                       ("user", "Thanks, talk tomorrow about the release notes.")]:
+        assert client.post("/v1/turns", json={"identity": MAYA, "role": role, "text": text}).status_code == 201
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+    ask = {"identity": LATER, "query": QUESTION, "k": 10}
+    catalog = client.post("/v1/recall", json={**ask, "mode": "catalog"}).json()
+    assert "Understood." in [h["content"] for h in catalog["hits"]]  # found, through its context
+    injected = client.post("/v1/recall", json={**ask, "mode": "inject"}).json()
+    contents = [h["content"] for h in injected["hits"]]
+    assert any("ClickHouse" in c for c in contents) and "Understood." not in contents
+    assert "Understood." not in injected["injection"]

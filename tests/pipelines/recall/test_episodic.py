@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from pipelines.recall import MemoryCorpus, RecallEngine
-from pipelines.recall.episodic import is_small_talk, only_asks, said_date, stated_words, turn_title
+from pipelines.recall.episodic import (
+    is_small_talk,
+    only_asks,
+    said_date,
+    says_something_asked,
+    stated_words,
+    turn_title,
+)
 from pipelines.recall.render import (
     EPISODIC_HEADER,
     FOOTER,
@@ -46,6 +53,18 @@ def test_small_talk_and_question_copies_are_not_candidates():
 def test_a_turn_that_only_asks_states_nothing():
     assert only_asks(turn("Where does orion deploy? Is it AWS?"))
     assert not only_asks(turn("We deploy to AWS. Right?"))
+
+
+def test_a_turn_says_something_asked_only_through_its_own_words():
+    asked = ["database", "orion", "metrics"]
+    assert says_something_asked(turn("We moved the Orion metric store to ClickHouse."), asked)  # stems: metric(s)
+    context = "(in reply to dana: which database for orion metrics?)"
+    found_by_context = MemoryItem(id="msg_2", tier="stm", type="message", title="dana", content="Understood.",
+                                  scope=Scope(kind="user"), metadata={"role": "user", "context": context})
+    assert not says_something_asked(found_by_context, asked)
+    assert says_something_asked(found_by_context, [])  # no query words: nothing to compare
+    claim = MemoryItem(id="m", tier="stm", type="decision", title="Store", content="Understood.", scope=Scope())
+    assert says_something_asked(claim, asked)  # curated memory is not judged by this rule
 
 
 def test_stated_words_count_only_what_is_not_asked():
