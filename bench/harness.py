@@ -142,7 +142,10 @@ class ServiceProcess:
         else:
             cmd = [sys.executable, "-c", SERVE_CODE, msgspec.json.encode(self.settings).decode(), str(self.workers)]
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _reap
-        self.proc = subprocess.Popen(cmd, cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT)
+        # Its own process group: with --workers the serving processes are its children, and
+        # ending the service must end them too (a killed parent alone leaves them running).
+        self.proc = subprocess.Popen(cmd, cwd=str(CODE_ROOT), env=env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         return self
 
     def wait_ready(self) -> "ServiceProcess":
@@ -195,10 +198,20 @@ class ServiceProcess:
         return out
 
     def kill(self) -> int | None:
-        """SIGKILL: the process dies wherever it is, as on a power cut of the process."""
+        """SIGKILL: the service (its worker processes too) dies wherever it is, as on a power cut."""
         if self.proc is not None and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGKILL)
+        self._kill_group()
         return self._reap()
+
+    def _kill_group(self) -> None:
+        """SIGKILL whatever is left of the service's process group (orphaned workers)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def stop(self) -> int | None:
         if self.proc is not None and self.proc.poll() is None:
@@ -207,6 +220,7 @@ class ServiceProcess:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+        self._kill_group()
         return self._reap()
 
     def _reap(self) -> int | None:

@@ -13,6 +13,7 @@ The randomised version (many kill points, counts) is `bench/durability.py`.
 from __future__ import annotations
 
 import signal
+import time
 from pathlib import Path
 
 import httpx
@@ -59,3 +60,29 @@ def test_sigkill_mid_writes_loses_and_duplicates_nothing_acknowledged(tmp_path: 
         assert all(audit_after.turn_count[a.turn_id] == 1 for a in retried)
         assert audit_after.duplicated(acks) == [] and audit_after.seqs_contiguous
         assert read_back(restarted.url, retried) == {"not_read": [], "not_recalled": []}
+
+
+def test_ending_a_multi_worker_service_ends_its_workers(tmp_path: Path) -> None:
+    """A benchmark's service with `--workers 2` leaves no worker behind, killed or stopped:
+    the workers are the parent's children and would otherwise keep ~1 GB each at 100k."""
+    from bench.harness import worker_pids
+
+    for end in ("kill", "stop"):
+        service = ServiceProcess(Settings(embedder="hash", data_dir=str(tmp_path / end)), workers=2).start()
+        try:
+            workers = worker_pids(service.pid)
+            assert len(workers) == 2 and httpx.get(f"{service.url}/readyz").status_code == 200
+        finally:
+            getattr(service, end)()
+        deadline = time.monotonic() + 10
+        while [pid for pid in workers if _running(pid)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in workers if _running(pid)], end
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a dead orphan waiting for init to reap it holds no memory)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
