@@ -309,15 +309,6 @@ VARIANTS: dict[str, tuple[int, int, bool, str]] = {
 PROTOTYPES: tuple[str, ...] = (*VARIANTS, *VECTOR_VARIANTS)
 
 
-def _said_on(iso: str | None) -> str | None:
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(iso).strftime("%-d %B %Y") if iso else None
-    except ValueError:
-        return None
-
-
 def without_context(item: Any) -> Any:
     """The item as it was before message items carried a retrieval context."""
     import msgspec
@@ -333,6 +324,8 @@ def without_context(item: Any) -> Any:
 def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
     """The message items with the variant's retrieval text as content (other items unchanged)."""
     import msgspec
+
+    from pipelines.message_context import said_on
 
     if name not in VARIANTS:
         raise ValueError(f"unknown prototype {name!r}; known: {', '.join(VARIANTS)}")
@@ -353,8 +346,8 @@ def variant_items(name: str, items: Sequence[Any]) -> list[Any]:
                 parts.append("(in reply to " + " / ".join(before) + ")")
             if after:
                 parts.append("(answered by " + " / ".join(after) + ")")
-            if dated and _said_on(it.created_at):
-                parts.append(f"(said on {_said_on(it.created_at)})")
+            if dated and said_on(it.created_at):
+                parts.append(f"(said on {said_on(it.created_at)})")
             out[it.id] = msgspec.structs.replace(out[it.id], content="\n".join(parts))
     return [out[it.id] for it in items]
 
