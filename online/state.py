@@ -36,6 +36,7 @@ from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import open_inbox
+from pipelines.materialize import recall_state
 from pipelines.message_context import embedding_text
 from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
 from pipelines.recall.corpus import MemoryCorpus
@@ -450,10 +451,16 @@ class MemoryService:
 
 
 def _counts(items: Iterable[MemoryItem]) -> dict[str, dict[str, int]]:
+    """Active items per tier, per type and per recall state: a retracted or quarantined item
+    is still stored (and counted per tier and type) but recall never returns it, so `state`
+    says how many of them recall can actually use."""
     tiers: Counter[str] = Counter()
     types: Counter[str] = Counter()
+    states: Counter[str] = Counter()
     for it in items:
         tiers[it.tier] += 1
         types[it.type] += 1
-    return {"tier": dict(sorted(tiers.items())), "type": dict(sorted(types.items()))}
+        states[recall_state(it)] += 1
+    return {"tier": dict(sorted(tiers.items())), "type": dict(sorted(types.items())),
+            "state": dict(sorted(states.items()))}
 

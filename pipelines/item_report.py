@@ -13,7 +13,7 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import fold_events, in_quarantine
+from pipelines.materialize import fold_events, recall_state
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -207,7 +207,8 @@ def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> d
             continue
         owner_id = item.scope.user_id if item.scope.kind in ("user", "session") else item.scope.project_id
         owner = f"{item.scope.kind}:{owner_id}"
-        state = "retracted" if item.validation == "retracted" else "quarantined" if in_quarantine(item) else ""
+        state = recall_state(item)
+        state = "" if state == "recallable" else state
         listing[item.tier].append({"type": item.type, "title": item.title, "owner": owner, "id": item.id,
                                    "state": state})
     for rows in listing.values():

@@ -184,6 +184,14 @@ def in_quarantine(item: MemoryItem) -> bool:
     return item.active and item.metadata.get("verdict") == "quarantine" and item.validation != "retracted"
 
 
+def recall_state(item: MemoryItem) -> str:
+    """Whether recall may return an active item: "retracted" (known false, kept with its
+    history, never recalled), "quarantined" (held for a reviewer) or "recallable"."""
+    if item.validation == "retracted":
+        return "retracted"
+    return "quarantined" if in_quarantine(item) else "recallable"
+
+
 def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem | None:
     """`item` after a reviewer's decision on it (a memory.review event), or None when the
     event changes nothing (not in quarantine any more, or refused by the policy).

@@ -127,6 +127,20 @@ def test_stats_count_only_what_the_caller_may_see(client: TestClient) -> None:
     assert client.get("/readyz").json()["delta_items"] == 3  # the service as a whole
 
 
+def test_stats_say_how_many_counted_items_recall_can_use(client: TestClient) -> None:
+    """A retracted item is still stored (counted per tier and type), but recall never
+    returns it: the counts say so instead of calling it one more memory."""
+    keep = write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
+    gone = write(client, "Deploy day", "Deploys happen on Tuesdays.")
+    resp = tool(client, "memory.update", {"id": gone, "patch": {"validation": "retracted"}})
+    assert resp.status_code == 200, resp.text
+    counts = client.get("/v1/stats", params=DANA).json()["counts"]["delta"]
+    assert counts["type"] == {"decision": 2}
+    assert counts["state"] == {"recallable": 1, "retracted": 1}
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "deploy day tuesdays tile cache"}).json()["hits"]
+    assert [h["id"] for h in hits] == [keep]
+
+
 def test_every_get_endpoint_takes_the_caller_the_same_way(client: TestClient) -> None:
     item_id = write(client, "Tile cache", "Hot tiles stay pinned in the edge cache.")
     as_headers = {"X-Loci-User": "dana", "X-Loci-Project": "atlas", "X-Loci-Session": "s1",
