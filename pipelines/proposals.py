@@ -903,16 +903,21 @@ def _as_importance(value: Any, errors: list[ParseError], form: str) -> int | Non
 def _as_confidence(value: Any, errors: list[ParseError], form: str) -> float | None:
     if value is None or value == "":
         return None
+    text = str(value).strip()
     try:
-        x = float(str(value).strip().rstrip("%"))
+        x = float(text.rstrip("%"))
     except (ValueError, OverflowError):
-        errors.append(ParseError(form=form, message=f"confidence {str(value)[:40]!r} is not a number: ignored"))
+        errors.append(ParseError(form=form, message=f"confidence {text[:40]!r} is not a number: ignored"))
         return None
     if x != x:  # NaN
         errors.append(ParseError(form=form, message="confidence is NaN: ignored"))
         return None
-    if 1.0 < x <= 100.0:
-        x = x / 100.0  # a percentage
+    # Models write confidence like importance, on a 1-10 scale ("confidence: 8"), or as a
+    # percentage ("85", "85%"); a bare 5 read as 5% would sink a confident memory.
+    if text.endswith("%") or 10.0 < x <= 100.0:
+        x = x / 100.0
+    elif 1.0 < x <= 10.0:
+        x = x / 10.0
     return max(0.0, min(1.0, x))
 
 

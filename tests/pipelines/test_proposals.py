@@ -258,6 +258,17 @@ def test_coerce_item_lenient_types_and_reports():
     assert any("unknown type" in e.message for e in errors)
 
 
+@pytest.mark.parametrize("given, read", [
+    ("85%", 0.85), ("85", 0.85), (85, 0.85), ("5%", 0.05),  # percentages
+    (8, 0.8), ("5", 0.5), ("10", 1.0),  # a 1-10 scale, like importance
+    (0.7, 0.7), ("1", 1.0), (250, 1.0), (-3, 0.0),  # a fraction; out of range is clipped
+])
+def test_coerce_item_reads_confidence_on_the_scale_it_was_written(given, read):
+    item, errors = coerce_item({"content": "c", "confidence": given})
+    assert item is not None and errors == []
+    assert item.confidence == pytest.approx(read)
+
+
 def test_coerce_item_tier_and_scope_are_validated():
     item, errors = coerce_item({"content": "c", "tier": "LTM", "scope": "User"})
     assert (item.tier, item.scope, errors) == ("ltm", "user", [])
