@@ -54,7 +54,8 @@ def _plural(word: str) -> bool:
 
 def asks_for_several(question: str) -> bool:
     """The question asks for several things: "how many", "both", "what kinds of", or a
-    plural noun after "what"/"which" before its verb ("What books has she read?")."""
+    plural noun after "what"/"which" before its verb ("What books has she read?"). A verb
+    in -s right after the noun reads as a plural too ("Which song motivates her?")."""
     if _SEVERAL.search(question):
         return True
     words = [w.lower() for w in _WORD.findall(question)]
