@@ -255,6 +255,20 @@ class RecallEngine:
         q.timings["total"] = (time.perf_counter() - t0) * 1e3
         return self._result(q)
 
+    def ranking(self, query: str, identity: Identity, corpora: Sequence[MemoryCorpus] | MemoryCorpus,
+                options: RecallOptions | None = None) -> RecallQuery:
+        """The recall's stages up to the ranking (no Q*, nothing rendered): `ranked` holds
+        every live candidate best first, `search` the signals. For fitting and measuring
+        the ranking offline (bench)."""
+        opts = options or self.options
+        q = self._request(query, identity, corpora, "catalog", None, False, None, opts,
+                          self._filters((), None, None, None, opts))
+        for name, stage in self.stages:
+            q.note(stage(q))
+            if name == "rank":
+                return q
+        return q
+
     # -- request --------------------------------------------------------------------------
 
     def _filters(self, tags: Any, tier: Any, item_type: Any, scope: Any,

@@ -79,6 +79,11 @@ def _session(cand: Candidate) -> tuple[str, str] | None:
     return (cand.item.scope.user_id or "", str(sid)) if sid else None
 
 
+def rerankable(ranked: Sequence[Candidate], pool: int) -> list[tuple[int, Candidate]]:
+    """(position, candidate) of the raw turns among the first `pool` that may move."""
+    return [(pos, c) for pos, c in enumerate(ranked[:pool]) if c.tier == 1 and is_message(c.item)]
+
+
 def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]], several: bool
                  ) -> list[tuple[float, ...]]:
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
@@ -98,15 +103,16 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     return out
 
 
-def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str, pool: int) -> list[Candidate]:
+def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str, pool: int,
+                 weights: Sequence[float] = WEIGHTS) -> list[Candidate]:
     """`ranked` with its raw turns among the first `pool` re-ordered by the model."""
     if asks_when(question):
         return ranked  # any turn that tells of the event gives its date, short or not
-    turns = [(pos, c) for pos, c in enumerate(ranked[:pool]) if c.tier == 1 and is_message(c.item)]
+    turns = rerankable(ranked, pool)
     if len(turns) < 2:
         return ranked
     signals = turn_signals(search, turns, asks_for_several(question))
-    logits = [sum(w * x for w, x in zip(WEIGHTS, sig)) for sig in signals]
+    logits = [sum(w * x for w, x in zip(weights, sig)) for sig in signals]
     order = sorted(range(len(turns)), key=lambda i: (-logits[i], turns[i][0]))
     slot_scores = [c.score for _, c in turns]
     out = list(ranked)
@@ -119,4 +125,4 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     return out
 
 
-__all__ = ["WEIGHTS", "asks_for_several", "asks_when", "rerank_turns", "turn_signals"]
+__all__ = ["WEIGHTS", "asks_for_several", "asks_when", "rerank_turns", "rerankable", "turn_signals"]

@@ -90,3 +90,12 @@ def test_a_curated_memory_keeps_its_slot():
 def test_rerank_pool_must_not_be_negative():
     with pytest.raises(RecallError):
         RecallOptions(rerank_pool=-1)
+
+
+def test_ranking_stops_at_the_ranking_recall_would_show():
+    question = "What camping trip at the lake did Ann talk about?"
+    opts = RecallOptions(qstar=False)
+    shown = engine().recall(question, ME, corpus(chat()), mode="catalog", k=6, options=opts)
+    q = engine().ranking(question, ME, corpus(chat()), opts)
+    assert [c.id for c in q.ranked][: len(shown.hits)] == ids(shown)
+    assert q.hits == [] and q.injection == ""  # nothing rendered
