@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
 from .episodic import is_message, stated_words
+from .select import session_key
 
 # Weights over the raw signals (the order of `turn_signals`).
 WEIGHTS = (
@@ -74,11 +75,6 @@ def asks_when(question: str) -> bool:
     return _WHEN.search(question) is not None
 
 
-def _session(cand: Candidate) -> tuple[str, str] | None:
-    sid = cand.item.metadata.get("session_id")
-    return (cand.item.scope.user_id or "", str(sid)) if sid else None
-
-
 def rerankable(ranked: Sequence[Candidate], pool: int) -> list[tuple[int, Candidate]]:
     """(position, candidate) of the raw turns among the first `pool` that may move."""
     return [(pos, c) for pos, c in enumerate(ranked[:pool]) if c.tier == 1 and is_message(c.item)]
@@ -89,7 +85,7 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
     by_session: dict[tuple[str, str] | None, list[float]] = {}
     for _, cand in turns:
-        by_session.setdefault(_session(cand), []).append(cand.fused)
+        by_session.setdefault(session_key(cand), []).append(cand.fused)
     mass = {key: sum(sorted(v, reverse=True)[:SESSION_TOP]) for key, v in by_session.items()}
     mass[None] = 0.0  # a turn without a session has no session support
     best = max(mass.values()) or 1.0
@@ -99,7 +95,7 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
         stated = n / (n + STATED_HALF)
         at = math.log1p(pos)
         out.append((cand.dense, cand.lexical, stated, float(search.speaker_named(cand)), at,
-                    mass[_session(cand)] / best, several * stated, several * at))
+                    mass[session_key(cand)] / best, several * stated, several * at))
     return out
 
 
