@@ -255,6 +255,7 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
                             "ADDS: after 5 turns, x0.8 per turn already picked from the session"),
     "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
     "no_date_lift": ({"w_date": 0.0}, "the date-aware lift of turns said around a date the question names"),
+    "no_rerank": ({"rerank_pool": 0}, "the linear re-ordering of the first 60 raw turns (stated, session, speaker)"),
     "with_stated": ({"w_stated": 0.2, "stated_half": 40.0},
                     "ADDS: turns that state more x(1 + 0.2 n / (n + 40)), n = words not in questions"),
 }

@@ -473,6 +473,8 @@ BENCHMARKS = {
     "durability": ("bench.durability", "SIGKILL the service and consolidation runs at random points; count losses."),
     "fuzz": ("bench.fuzz", "Schema fuzzing of every HTTP endpoint (schemathesis), long mode."),
     "compare": ("bench.compare", "Loci vs mem0 (own venv, .venv-compare) on the same LoCoMo file: recall and latency."),
+    "locomo-rerank": ("bench.locomo_rerank", "Fit and cross-validate the turn re-ranker's weights on LoCoMo "
+                                            "(reuses a `loci bench locomo --workdir` snapshot)."),
     "governed": ("bench.governed", "Curated memory first in a chatty multi-user store: MRR, hit@1/3, "
                                    "chatter share of injected text."),
 }

@@ -47,6 +47,7 @@ from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
 from .query import RecallError, RecallFilters, check_request, parse_now
+from .rerank import rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -119,6 +120,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     # lifts the conversations it was tuned on, not the held-out ones.
     w_stated: float = 0.0
     stated_half: float = 20.0
+    # Raw turns among the first `rerank_pool` of the ranking are re-ordered by a small linear
+    # model (how much a turn states, its session's matches, a named speaker, its position;
+    # see `rerank.py`). 0 = off.
+    rerank_pool: int = 60
     summary_demotion: float = 0.5
     qstar_max_added_fraction: float = 0.25  # of k (floor): Q* additions never exceed k
     qstar_config: QStarConfig | None = None  # None: built from settings
@@ -132,6 +137,8 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
             raise RecallError(f"tag_match must be 'all' or 'any', not {self.tag_match!r}")
         if self.candidate_k < 1 or self.rrf_k < 0:
             raise RecallError("candidate_k must be >= 1 and rrf_k >= 0")
+        if self.rerank_pool < 0:
+            raise RecallError("rerank_pool must be >= 0")
         if self.stated_half <= 0:
             raise RecallError("stated_half must be > 0")
         if self.date_before_days < 0 or self.date_after_days < 0:
@@ -248,6 +255,20 @@ class RecallEngine:
         q.timings["total"] = (time.perf_counter() - t0) * 1e3
         return self._result(q)
 
+    def ranking(self, query: str, identity: Identity, corpora: Sequence[MemoryCorpus] | MemoryCorpus,
+                options: RecallOptions | None = None) -> RecallQuery:
+        """The recall's stages up to the ranking (no Q*, nothing rendered): `ranked` holds
+        every live candidate best first, `search` the signals. For fitting and measuring
+        the ranking offline (bench)."""
+        opts = options or self.options
+        q = self._request(query, identity, corpora, "catalog", None, False, None, opts,
+                          self._filters((), None, None, None, opts))
+        for name, stage in self.stages:
+            q.note(stage(q))
+            if name == "rank":
+                return q
+        return q
+
     # -- request --------------------------------------------------------------------------
 
     def _filters(self, tags: Any, tier: Any, item_type: Any, scope: Any,
@@ -338,6 +359,8 @@ class RecallEngine:
             select.support_by_session(q.search, q.opts.w_session, q.opts.session_top)
         q.always, q.ranked = select.rank(q.search, q.opts.max_always_inject,
                                          q.opts.curated_floor if q.opts.episodic else 2.0)
+        if q.opts.rerank_pool > 0:
+            q.ranked = rerank_turns(q.search, q.ranked, q.text, q.opts.rerank_pool)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
         q.selected = q.ranked[: q.k]

@@ -111,6 +111,12 @@ def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]
     return dropped
 
 
+def session_key(c: Candidate) -> tuple[str, str] | None:
+    """(user, chat session) of a raw turn, None for anything else or a turn without one."""
+    sid = c.item.metadata.get("session_id") if is_message(c.item) else None
+    return (c.item.scope.user_id or "", str(sid)) if sid else None
+
+
 def spread_sessions(ranked: list[Candidate], decay: float, after: int) -> list[Candidate]:
     """Greedy session spread over a ranking: the first `after` raw turns stay; then each
     pick is the candidate with the best score * decay**(raw turns already picked from its
@@ -120,23 +126,19 @@ def spread_sessions(ranked: list[Candidate], decay: float, after: int) -> list[C
     picked: dict[tuple[str, str], int] = {}
     turns = 0
 
-    def session(c: Candidate) -> tuple[str, str] | None:
-        sid = c.item.metadata.get("session_id") if is_message(c.item) else None
-        return (c.item.scope.user_id or "", str(sid)) if sid else None
-
     while pool:
         if turns < after or pool[0].tier == 0:
             best = pool[0]
         else:
-            best = max(pool, key=lambda c: (-c.tier, c.score * decay ** picked.get(session(c), 0)))
-            n = picked.get(session(best), 0)
-            if n and session(best) is not None:
+            best = max(pool, key=lambda c: (-c.tier, c.score * decay ** picked.get(session_key(c), 0)))
+            n = picked.get(session_key(best), 0)
+            if n and session_key(best) is not None:
                 best.score *= decay ** n
                 best.components["session_spread"] = decay ** n
                 best.components["final"] = best.score
         pool.remove(best)
         head.append(best)
-        key = session(best)
+        key = session_key(best)
         if key is not None:
             picked[key] = picked.get(key, 0) + 1
             turns += 1
@@ -149,9 +151,9 @@ def support_by_session(search: CandidateSearch, weight: float, top: int) -> None
     a session's mass being the summed relevance of its `top` most relevant live turns."""
     by_session: dict[tuple[str, str], list[Candidate]] = {}
     for cand in search.cands.values():
-        session = cand.item.metadata.get("session_id") if is_message(cand.item) else None
+        session = session_key(cand)
         if cand.suppressed is None and session:
-            by_session.setdefault((cand.item.scope.user_id or "", str(session)), []).append(cand)
+            by_session.setdefault(session, []).append(cand)
     mass = {key: sum(sorted((c.relevance for c in group), reverse=True)[:top])
             for key, group in by_session.items()}
     best = max(mass.values(), default=0.0)
@@ -184,4 +186,5 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     return always, sorted(rest, key=Candidate.key)
 
 
-__all__ = ["FLAGGED", "demote_covered_messages", "drop_repeated_turns", "rank", "resolve_conflicts"]
+__all__ = ["FLAGGED", "demote_covered_messages", "drop_repeated_turns", "rank", "resolve_conflicts",
+           "session_key"]

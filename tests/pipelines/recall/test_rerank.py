@@ -1,0 +1,101 @@
+"""The linear re-ordering of raw turns at the head of a ranking (`pipelines/recall/rerank.py`):
+question shapes, which turns rise, what stays in place."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.recall import RecallError, RecallOptions
+from pipelines.recall.rerank import asks_for_several, asks_when
+from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
+
+
+@pytest.mark.parametrize("question", [
+    "What activities does Melanie partake in?", "Which cities has Jon visited?",
+    "How many tournaments has Nate won?", "What do Jon and Gina both have in common?",
+    "What kinds of pottery did they make?", "What are some changes she has faced?",
+    "Which classical musicians does she enjoy?",
+])
+def test_questions_that_ask_for_several_things(question):
+    assert asks_for_several(question)
+
+
+@pytest.mark.parametrize("question", [
+    "What did Caroline research?", "What is Caroline's identity?", "Where has Melanie camped?",
+    "What kind of flooring is Jon looking for?", "Which song did she sing?", "Is this glass?",
+])
+def test_questions_that_ask_for_one_thing(question):
+    assert not asks_for_several(question)
+
+
+def test_questions_that_ask_when():
+    assert asks_when("When did Melanie paint a sunrise?")
+    assert asks_when("How long has Nate had his turtles?")
+    assert asks_when("In what year did she move?")
+    assert not asks_when("What did Melanie paint?")
+    assert not asks_when("Where did they go camping?")
+
+
+def chat():
+    return [
+        turn("q1", "Bob", "Lake camping trip?", "s-b", 1),
+        turn("a1", "Ann", "We went on a camping trip at the lake with the kids last summer and we swam, "
+                          "fished and hiked every day until the rain came.", "s-a", 2),
+        turn("a2", "Ann", "The lake camping trip was our best yet, the kids still talk about it.", "s-a", 3),
+        turn("a3", "Ann", "Camping by the lake again this year, the trip is booked.", "s-a", 4),
+        turn("c1", "Bob", "I painted the fence blue.", "s-c", 5),
+    ]
+
+
+def ids(result) -> list[str]:
+    return [h.item.id for h in result.hits]
+
+
+def recall(question, items, **opts):
+    return engine().recall(question, ME, corpus(items), mode="catalog", k=6,
+                           options=RecallOptions(qstar=False, **opts))
+
+
+def test_turns_that_state_more_in_a_matching_session_rise_over_a_bare_question():
+    question = "What camping trip at the lake did Ann talk about?"
+    before = recall(question, chat(), rerank_pool=0)
+    after = recall(question, chat())
+    # the bare question matches the words better than the long account of the trip
+    assert ids(before).index("q1") < ids(before).index("a1")
+    assert set(ids(after)) == set(ids(before))
+    assert ids(after).index("a1") < ids(after).index("q1")
+    assert all("rerank" in h.components for h in after.hits)
+    # the turns take the slots' scores: scores still fall with rank
+    assert [h.score for h in after.hits] == sorted((h.score for h in before.hits), reverse=True)
+
+
+def test_a_question_that_asks_when_keeps_the_first_ranking():
+    question = "When did Ann talk about a camping trip at the lake?"
+    before, after = recall(question, chat(), rerank_pool=0), recall(question, chat())
+    assert ids(after) == ids(before)
+    assert [h.score for h in after.hits] == [h.score for h in before.hits]
+    assert not any("rerank" in h.components for h in after.hits)
+
+
+def test_a_curated_memory_keeps_its_slot():
+    items = [*chat(), mem("m1", "Camping", "Ann's family goes camping at the lake every summer.",
+                          kind="user", tier="ltm")]
+    question = "What camping trip at the lake did Ann talk about?"
+    before = ids(recall(question, items, rerank_pool=0))
+    after = recall(question, items)
+    assert ids(after).index("m1") == before.index("m1")
+    assert "rerank" not in after.hits[ids(after).index("m1")].components
+
+
+def test_rerank_pool_must_not_be_negative():
+    with pytest.raises(RecallError):
+        RecallOptions(rerank_pool=-1)
+
+
+def test_ranking_stops_at_the_ranking_recall_would_show():
+    question = "What camping trip at the lake did Ann talk about?"
+    opts = RecallOptions(qstar=False)
+    shown = engine().recall(question, ME, corpus(chat()), mode="catalog", k=6, options=opts)
+    q = engine().ranking(question, ME, corpus(chat()), opts)
+    assert [c.id for c in q.ranked][: len(shown.hits)] == ids(shown)
+    assert q.hits == [] and q.injection == ""  # nothing rendered
