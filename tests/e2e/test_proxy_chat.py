@@ -236,6 +236,7 @@ def test_an_openai_client_chat_loop_remembers_across_conversations(proxy, fake, 
 
     # `loci flags disable enabled`: the same running proxy passes the chat through untouched.
     loci(config_file, "flags", "disable", "enabled")
+    assert service.usage.flush()  # conversation 2's recall usage lands now, not during the check below
     landed = service.inbox.max_seq()
     fake.chat_reply = lambda req: "Sure. " + block({"type": "fact", "title": "x", "content": "Proposed while off."})
     messages = [{"role": "user", "content": QUESTION}]
