@@ -234,7 +234,7 @@ _HASHED_VALUE = re.compile(
     r"^(?:\$(?:2[abxy]?|1|5|6|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
 )
 _CODE_REFERENCE = re.compile(
-    r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr.path
+    r"^(?:[A-Za-z_$][\w$]*(?:(?:!!)?(?:\??\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr, a!!.b, a?.b
     r"|.*[(){}\[\]&].*"  # calls, subscripts, literals, references
     r"|(?:process\.env|os\.environ|getenv|ENV|System\.getenv).*"
     r"|@?[a-z]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # identifiers
@@ -300,10 +300,23 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     if not stand_ins:
         code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
     hits.extend(code_hits)
+    hits.extend(_high_entropy_hits(text))
+    if not stand_ins:
+        hits = [h for h in hits if not _masked_or_cut(text, h)]
     hits.extend(_sentence_hits(text))
     hits.extend(_number_hits(text))
-    hits.extend(_high_entropy_hits(text))
     return _dedupe(hits)
+
+
+_MASK_RUN = re.compile(r"[#*\u2022]{3,}")
+_MASKED_TAIL = re.compile(r"[-_.:]?(?:[#*\u2022]{3,}|\.{3}|\u2026)")
+
+
+def _masked_or_cut(text: str, hit: SecretHit) -> bool:
+    """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
+    or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
+    value that would work is not there. (A stored turn still masks what is left.)"""
+    return bool(_MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end))
 
 
 def _dedupe(hits: list[SecretHit]) -> list[SecretHit]:
@@ -350,8 +363,8 @@ def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
             # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
             if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
-            if rule_id in _WEAK_FORMATS and not _random_body(token):
-                continue
+            if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
+                continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
@@ -376,6 +389,8 @@ def _random_body(token: str) -> bool:
     body = re.sub(r"^(?:[a-z]{1,4}[_.\-]|[A-Z]{2,4}(?=[A-Za-z0-9]))", "", token)
     if re.search(r"[a-z]{10,}|[A-Z]{12,}", body) or _is_placeholder_token(body):
         return False
+    if re.fullmatch(r"[a-z]*(?:[A-Z][a-z]{2,})+", body):
+        return False  # camelCase humps of letters only ("makeKubeConfigController"): a name in code
     return shannon_entropy(body) >= 3.3 and char_classes(body) >= 2
 
 
@@ -423,7 +438,11 @@ def _reads_as_words(token: str) -> bool:
     identifier or a placeholder, not a generated key."""
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", token) if len(p) > 4 and not p.isdigit()]
     words = [w for p in parts for w in _CAMEL_HUMP.split(p)]
-    return sum(map(len, words)) >= 6 and all(is_words(w) for w in words)
+    # Short alphabetic humps are abbreviations ("App", "Id", "Db") between real words.
+    short = [w for w in words if w.isalpha() and len(w) <= 3 and not is_words(w)]
+    long_words = [w for w in words if w not in short]
+    return (sum(map(len, long_words)) >= 6 and len(short) * 3 <= len(words)
+            and all(is_words(w) for w in long_words))
 
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -593,6 +612,8 @@ def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool
 def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value: str) -> bool:
     """An unquoted value that is really an expression or the next word of prose."""
     after = text[a.end("val") :]
+    if re.search(r"\\[nrt]", value):
+        after = ""  # an escaped line break inside the value ends its line (escaped YAML or JSON)
     if a.group("op").strip() == "" and not _config_style_name(text, pos):
         return True
     if value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", after):
@@ -604,6 +625,8 @@ def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value:
 def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool) -> SecretHit | None:
     """Judge the literal by the kind of name it is assigned to."""
     if not quoted:
+        # an escaped line break ends an unquoted value inside escaped JSON or a string literal
+        value = re.split(r"\\[nrt]", value)[0] or value
         value = value.rstrip(".)]}") or value  # closing punctuation of the sentence or call
     if password_like:
         ok = _is_password_value(value, quoted=quoted)
@@ -623,6 +646,8 @@ def _wrapped_token_hit(text: str, pos: int) -> SecretHit | None:
         token = t.group().strip(".=")
         if token.startswith("/") or token.count("/") >= 2 or "www." in token:
             continue  # paths and URLs
+        if re.search(r"\w=\w", token):
+            continue  # "RUNNING_IN_CI=true", "grant_type=client_credentials": another assignment
         if _looks_generated(token, min_len=12) and not _is_placeholder_token(token):
             return SecretHit("hard.secret.keyword_assignment", t.start(), t.start() + len(token))
     return None
@@ -633,6 +658,8 @@ def _config_style_name(text: str, pos: int) -> bool:
     look like configuration keys (upper case or with underscores), not prose words."""
     start = _name_start(text, pos)
     name = text[start:pos]
+    if name.startswith("$"):
+        return False  # "$TOKEN next-word": a shell variable being used, not a key being set
     return "_" in name or (name.isupper() and len(name) > 3)
 
 
@@ -679,10 +706,14 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False
     if re.search(r"\s", v) or "://" in v or _HASHED_VALUE.match(v):
         return False  # phrases ("Enter previous password: "), URLs, password hashes
+    if _IDEOGRAPHS.search(v):
+        return False  # Chinese or Japanese text glued to a name (these scripts use no spaces): prose
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)):
         return False  # variables, constants, expressions
+    if _SHELL_REFERENCES.fullmatch(v):
+        return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
     if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
@@ -690,6 +721,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     return True
 
 
+_IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_SHELL_REFERENCES = re.compile(r"(?:\$\{?[A-Za-z_]\w*\}?[/:@.,\-]*)+")
 _PASSWORD_VALUE_RULES = frozenset({"hard.secret.keyword_assignment", "hard.secret.url_credentials"})
 
 
@@ -714,11 +747,37 @@ _WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z])(?=[A-Z])")
 def names_a_credential(value: str) -> bool:
     """The value is words that name a credential instead of being one: dictionary words
     (and short numbers) only, one of them a credential word ("some-password",
-    "your_client_secret", "somesecretkey", "testToken1")."""
-    if not _CREDENTIAL_WORD.search(value):
+    "your_client_secret", "somesecretkey", "testToken1", "wrong_pass", "pwd1"), l33t
+    spellings too ("s3cr3t4", "p4ssw0rd"): the classic fixtures of test suites."""
+    parts = [_unleet(p) for p in _WORD_PARTS.split(value) if p]
+    # "pass" only as a whole part: inside a word it is "compass", "passenger".
+    if not parts or not any(_CREDENTIAL_WORD.search(p) or p.rstrip("0123456789").lower() == "pass" for p in parts):
         return False
-    parts = [p for p in _WORD_PARTS.split(value) if p]
-    return bool(parts) and all((p.isdigit() and len(p) <= 4) or is_words(p) for p in parts)
+    # A one- or two-letter part is an article or abbreviation ("a-secret", "db_pass") when
+    # a longer word is there; a credential word with a short number ("pwd1") is one word.
+    return all(
+        (p.isdigit() and len(p) <= 4)
+        or (p.isalpha() and len(p) <= 2)
+        or re.fullmatch(r"(?i)pass|pwd|pw", p.rstrip("0123456789"))
+        or is_words(p)
+        for p in parts
+    )
+
+
+@lru_cache(maxsize=4096)
+def _unleet(part: str) -> str:
+    """`part` with digits standing for letters in one dictionary word read back, as zxcvbn
+    reads l33t ("s3cr3t4" -> "secret4", "p4ssw0rd" -> "password"); else unchanged. Symbols
+    and capitals ("P@ssw0rd$1", "S3cretPw9") are left alone: they are put in to pass a
+    complexity rule, as passwords in use are."""
+    letters = part.rstrip("0123456789")
+    if (len(letters) < 4 or len(letters) > _GUESSABLE_MAX_CHARS or letters.isalpha() or not letters.isalnum()
+            or letters.lower() != letters):
+        return part
+    for m in zxcvbn_matching.l33t_match(letters.lower()):
+        if m["i"] == 0 and m["j"] == len(letters) - 1:
+            return m["matched_word"] + part[len(letters):]
+    return part
 
 
 @lru_cache(maxsize=4096)
@@ -748,6 +807,8 @@ def is_guessable(value: str) -> bool:
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
     v = value.strip()
+    if _IDEOGRAPHS.search(v):
+        return False  # generated tokens are ASCII; ideographs make it prose
     if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
         return False
     if not quoted and (re.search(r"[(){}\[\]&]", v) or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
@@ -846,8 +907,10 @@ def _is_numeric_keyword(kw: str) -> bool:
 
 
 def _sentence_value_is_stand_in(value: str) -> bool:
-    """A status word, placeholder or test value in place of the secret ("is required")."""
-    return value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+    """A status word, placeholder or test value in place of the secret ("is required"), or a
+    filler made mostly of one character ("AIzaaaaaaaaa...", "sk-xxxxxxxx")."""
+    return (value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+            or (len(value) >= 8 and _is_placeholder_token(value)))
 
 
 def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
@@ -857,7 +920,16 @@ def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
         return True
     if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
         return True
+    if _qualified_type_name(value):
+        return True  # "PrivateKey = ed25519.PrivateKey": code naming a type
     return not quoted and bool(re.search(r"[(){}\[\]]", value))
+
+
+def _qualified_type_name(value: str) -> bool:
+    """A dotted name whose last part is capitalised words: a type or member in code
+    ("ed25519.PrivateKey", "crypto.SecretKey"), not a value."""
+    m = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.([A-Z][a-z]+(?:[A-Z][a-z]+)*)", value)
+    return m is not None and all(is_words(w) for w in _CAMEL_HUMP.split(m.group(1)))
 
 
 def _is_code_value(value: str, quoted: bool) -> bool:
@@ -949,8 +1021,13 @@ _NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])
 def _public_by_name(text: str, pos: int) -> bool:
     """The token is the value of a name saying it is public or a check value
     (`public_key = "..."`, `csrf-token=...`, `authenticity_token" value="...`)."""
-    names = (_NAME_BEFORE_VALUE.search(text, max(0, pos - 80), pos),
-             _HTML_NAMED_VALUE.search(text, max(0, pos - 120), pos))
+    # The token may start inside the value ("Signature: Ixn4b~PcNBdx..."): look before the
+    # value's first character as well.
+    word = pos
+    while word > 0 and not text[word - 1].isspace() and text[word - 1] not in "\"'`=:" and pos - word < 400:
+        word -= 1
+    names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
+                                                   _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
     return any(m is not None and _PUBLIC_NAME.search(m.group(1)) is not None for m in names)
 
 

@@ -140,3 +140,89 @@ def test_a_secret_in_markdown_inline_code_is_found():
     hits = find_secrets(text)
     assert "D+QgL-dm$-%@0Kd0" in [text[h.start:h.end] for h in hits if h.rule_id == "hard.secret.keyword_assignment"]
     assert find_secrets("> Consumer Secret: ``testing``") == []  # a guessable stand-in, as unquoted
+
+
+# --- look-alikes of secrets that hold none (each next to a real secret of the same shape)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("a-secret", True), ("pwd7", True), ("bad_pass", True), ("s3cr3t9", True), ("p4ssw0rd", True),
+    ("compass", False), ("bluecompass", False), ("P@ssw0rd$1", False), ("S3cretPw9", False),
+])
+def test_values_naming_a_credential_with_short_parts_and_l33t(value, expected):
+    assert names_a_credential(value) is expected
+
+
+@pytest.mark.parametrize("text", [
+    'smtp_password: "my-pass"',
+    "amqp://guest:pwd2@rabbit.local:5672",
+    'creds = {"password": "t0k3n42"}',
+])
+def test_password_values_naming_a_credential_are_fixtures(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("wget --password '$FTP_PASS' $MIRROR_HOST/$ARCHIVE", False),  # shell variables, expanded later
+    ("docker login --password $REG_PW $REGISTRY_URL/$IMAGE", False),
+    ("wget --password 'Vq8rTn2Lk' $MIRROR_HOST/pkg", True),
+])
+def test_shell_variable_references_are_not_password_values(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text", [
+    "if (password == form!!.password) return true",  # Kotlin non-null assertion
+    "const ok = password === session?.password",  # optional chaining
+])
+def test_member_access_is_code_not_a_password(text):
+    assert rule_ids(text) == set()
+
+
+def test_an_escaped_line_break_ends_an_unquoted_value():
+    assert rule_ids('{"yaml": "db:\\n  DB_SECRET: from_vault\\n  port: 5432"}') == set()
+    assert rule_ids('{"yaml": "db:\\n  DB_SECRET: Jq7vN2xLp9Rk\\n  port: 5432"}')
+
+
+@pytest.mark.parametrize("text", [
+    "REGISTRY_TOKEN=$CI_TOKEN DEPLOY_ENV=staging make release",  # `$CI_TOKEN` is used, not set
+    "curl https://auth.example.org/oauth/token -d grant_type=refresh_token -d scope=read",
+])
+def test_a_name_value_pair_further_along_is_not_a_wrapped_token(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("export STRIPE_TOKEN=sk_live_51HqLyjWDarjtT1zdp7dc...", False),  # cut short in a log
+    ('"bot_token": "xoxb-20210422-99120-####################"', False),  # the secret part masked
+    ("api_key = Rk82jQp0Lx7NvT4mZs9WbY3c", True),
+])
+def test_masked_or_cut_tokens_hold_no_working_secret(text, found):
+    assert bool(rule_ids(text)) is found
+    assert find_secrets_to_mask(text)  # what is left is still masked in a stored turn
+
+
+def test_a_filler_stated_as_a_key_is_not_a_secret():
+    assert rule_ids('secret key: "sk_ttttttttttttttttttttttttttt"') == set()
+    assert rule_ids('secret key: "sk_7Hq2LxV9pR4kWm8TzN3c"')
+
+
+def test_a_qualified_type_name_is_not_a_key_value():
+    assert rule_ids("var signer PrivateKey = rsa.PrivateKey") == set()
+    assert rule_ids("the private key is x9Lq2Vr7Tk.Mw4") != set()
+
+
+def test_vendor_prefix_followed_by_a_camel_case_name_is_code():
+    assert rule_ids("s.loadClusterCredentialsFor(ctx)") == set()  # Vault's legacy "s." + 24 letters
+    assert "hard.secret.vault_token" in rule_ids("token s.Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+def test_a_signature_value_is_public_even_when_the_token_starts_inside_it():
+    value = "Ab3~Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3nM8qL2vR5tW7yX"
+    assert rule_ids(f"X-Amz-Signature: {value}") == set()
+    assert rule_ids(f"X-Session: {value}") == {"hard.secret.high_entropy"}
+
+
+def test_ideographs_glued_to_a_keyword_are_prose():
+    assert rule_ids("请把access_token配置到环境变量里面") == set()
+    assert rule_ids("access_token=Rk82jQp0Lx7NvT4mZs9WbY3c")
