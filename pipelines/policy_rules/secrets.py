@@ -150,6 +150,10 @@ _AUTH_HEADER = re.compile(
 _SCHEME_TOKEN = re.compile(
     r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)\s+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
 )
+_BASIC_ENCODE = re.compile(
+    r"(?i)\b(?:b64encode|btoa|encodebytes|encodestring|encodeToString|base64_encode|strict_encode64|encode64)"
+    r"\s*\(\s*[bB]?(?P<q>[\"'])(?P<user>[^\"':\s]{1,64}):(?P<pw>[^\"'\s]{1,128})(?P=q)"
+)
 _CURL_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)[\s=]*(?P<cred>\"[^\"\n]*\"(?::\"[^\"\n]*\")?|'[^'\n]*'|\S+)")
 
 # --------------------------------------------------------------------------- keywords
@@ -387,7 +391,10 @@ def _broken_jwt_header(segment: str) -> bool:
 
 def _random_body(token: str) -> bool:
     body = re.sub(r"^(?:[a-z]{1,4}[_.\-]|[A-Z]{2,4}(?=[A-Za-z0-9]))", "", token)
-    if re.search(r"[a-z]{10,}|[A-Z]{12,}", body) or _is_placeholder_token(body):
+    # A long letter run reads as words in a short body; in a body of 100+ characters a run of
+    # 10-15 happens by chance (Facebook's 200-character tokens), so only 16+ counts there.
+    run = r"[a-z]{16,}|[A-Z]{16,}" if len(body) >= 100 else r"[a-z]{10,}|[A-Z]{12,}"
+    if re.search(run, body) or _is_placeholder_token(body):
         return False
     if re.fullmatch(r"[a-z]*(?:[A-Z][a-z]{2,})+", body):
         return False  # camelCase humps of letters only ("makeKubeConfigController"): a name in code
@@ -500,6 +507,10 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=12)
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
+    for m in _BASIC_ENCODE.finditer(text):
+        # "user:password" base64-encoded in code is an HTTP Basic credential being built
+        if _is_password_value(m.group("pw"), quoted=True):
+            yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
     for m in _CURL_USER.finditer(text):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
@@ -579,6 +590,13 @@ _CODE_WORDS = frozenset(
 def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool = False) -> SecretHit | None:
     """The secret assigned to the name ending at `pos`, if any: the literal after the
     operator, or for token-like names a wrapped value further along the line."""
+    held = _SECRET_HOLDER.match(text, pos)
+    if held is not None and not bare_key:
+        value = held.group("lit")
+        if value.startswith("/"):
+            return None  # a path naming where the credential lives
+        ok = _is_password_value(value, quoted=True) if password_like else _is_token_value(value, quoted=True)
+        return SecretHit("hard.secret.keyword_assignment", held.start("lit"), held.end("lit")) if ok else None
     a = _ASSIGN.match(text, pos)
     if a is None:
         return None
@@ -592,6 +610,14 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
     return _wrapped_token_hit(text, pos)
+
+
+# A literal handed to a type made to hold a secret (`SecretStr("...")`, `new SecureString("...")`,
+# `StringCredentialValue("...")`): the wrapper says the literal is the credential.
+_SECRET_HOLDER = re.compile(
+    r"[ \t]*(?::=|=|:)[ \t]*(?:new[ \t]+)?[\w.]*(?:Secret|Secure|Passw(?:or)?d|Credential)\w*\([ \t]*"
+    r"[rbuRBU]{0,2}(?P<q>[\"'])(?P<lit>[^\"'\n]{1,128})(?P=q)[ \t]*\)"
+)
 
 
 def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool) -> str | None:

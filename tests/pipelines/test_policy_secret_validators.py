@@ -226,3 +226,31 @@ def test_a_signature_value_is_public_even_when_the_token_starts_inside_it():
 def test_ideographs_glued_to_a_keyword_are_prose():
     assert rule_ids("请把access_token配置到环境变量里面") == set()
     assert rule_ids("access_token=Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+@pytest.mark.parametrize("text, found", [
+    ('db_password = SecretStr("qvmtrzkwle")', True),  # the wrapper type says the literal is the secret
+    ('final SecureString adminPassword = new SecureString("Lk29vRqx7");', True),
+    ('apiToken = SecretValue("Rk82jQp0Lx7NvT4mZs9WbY3c")', True),
+    ('db_password = SecretStr("sample-password")', False),  # names a credential: a fixture
+    ('passwordData = new PasswordCredentialData("/vault/app/db")', False),  # a path to where it lives
+])
+def test_a_literal_wrapped_in_a_secret_holder_type(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("hdr = base64.b64encode(b'deploy:wqzmrtkv').decode()", True),  # HTTP Basic built in code
+    ('const auth = btoa("svc:Q7v2LpX9")', True),
+    ("hdr = base64.b64encode(b'deploy:password').decode()", False),  # a stand-in
+    ("data = base64.b64encode(b'hello world')", False),
+])
+def test_basic_credentials_built_by_base64_encoding(text, found):
+    assert ("hard.secret.url_credentials" in rule_ids(text)) is found
+
+
+def test_a_long_vendor_token_may_hold_a_letter_run_by_chance():
+    body = "Q7vN2xLp9RtK4mWs8YbE3hJc6FzA1dGu5TiVo0XeBnMq" * 3
+    token = f"EAAC{body[:40]}qwrtzpsdfg{body[40:120]}"  # ten lower-case letters in 134 characters
+    assert "hard.secret.facebook_token" in rule_ids(token)
+    assert rule_ids("EAACrequiredCharacteristicTypesForTheView") == set()  # short: words
