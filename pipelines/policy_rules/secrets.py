@@ -188,24 +188,26 @@ _REVERSE_COMPARE = re.compile(
     rf"(?P<q>[\"'`])(?P<qval>[^\"'`\n]{{4,200}})(?P=q)\s*(?:===?|!==?)\s*[\w.]*?(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})",
     re.IGNORECASE,
 )
-# A name whose part after the keyword describes a credential instead of holding one.
+# A name whose part after the keyword describes a credential instead of holding one. Words of
+# up to three letters ("re", "id", "len") must start a segment or camelCase hump: as bare
+# endings they would match "_secure" or "_here".
 _DESCRIPTIVE_TAIL = re.compile(
-    r"(?i)^(?:s?(?:[_\-.]|(?<=[a-z])(?=[A-Z])))?.*?(?:ids?|names?|types?|urls?|uris?|endpoints?|paths?|"
-    r"files?|filename|dir|length|len|size|count|field|column|col|table|format|mode|polic(?:y|ies)|"
-    r"expiry|expires|expiration|validity|timeout|ttl|header|label|prompt|placeholder|hint|"
-    r"regex|re|pattern|required|enabled|disabled|min|max|version|provider|strategy|method|"
-    r"algorithm|alg|source|store|manager|class|kind|env|var|variable|prefix|suffix|"
-    r"reset|changed|change|hash|hashed|digest|salt|rounds|iterations|limit|lifetime|age|"
-    r"duration|period|location|loc|template|schema|generator|strength|rules|index|valid|"
-    r"invalid|error|errors|message|msg|text|input|validator|helper|handler|service|client|"
-    r"repository|repo|util|utils|widget|box|form|dialog|button|screen|page|view|controller|"
-    r"component|param|params|flag|code|complexity|configuration|config|request|response|"
-    r"result|results|value_?type|spec|test|tests|mock|stub|fixture|func|fn|callback|cb|"
-    r"count|exists|missing|check|checker|verify|verifier|encoder|decoder|parser|reader|"
-    r"writer|builder|factory|options|opts|settings|usage|policy|rotation|path|vault|"
-    r"store|storage|holder|slot|ref|reference|location|sha|md5|bits|padding|mask|pair|"
-    r"usages|alias|aliases|endpoint|server|host|port|scope|scopes|audience|issuer|claim|"
-    r"claims|format)$"
+    r"(?i)^(?:s?(?:[_\-.]|(?<=[a-z])(?=[A-Z])))?(?:.*?(?:"
+    r"names?|types?|endpoints?|paths?|files?|filename|length|size|count|field|column|table|format|mode|"
+    r"polic(?:y|ies)|expiry|expires|expiration|validity|timeout|header|label|prompt|placeholder|hint|"
+    r"regex|pattern|required|enabled|disabled|version|provider|strategy|method|algorithm|source|store|"
+    r"manager|class|kind|variable|prefix|suffix|reset|changed|change|hash|hashed|digest|salt|rounds|"
+    r"iterations|limit|lifetime|duration|period|location|template|schema|generator|strength|rules|index|"
+    r"valid|invalid|error|errors|message|text|input|validator|helper|handler|service|client|repository|"
+    r"repo|util|utils|widget|form|dialog|button|screen|page|view|controller|component|param|params|flag|"
+    r"code|complexity|configuration|config|request|response|result|results|value_?type|spec|test|tests|"
+    r"mock|stub|fixture|func|callback|exists|missing|check|checker|verify|verifier|encoder|decoder|parser|"
+    r"reader|writer|builder|factory|options|opts|settings|usage|policy|rotation|path|vault|storage|holder|"
+    r"slot|reference|bits|padding|mask|pair|usages|alias|aliases|endpoint|server|host|port|scope|scopes|"
+    r"audience|issuer|claim|claims"
+    r")|(?:.*?(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z]))))?(?:"
+    r"ids?|urls?|uris?|dir|len|col|ttl|re|min|max|alg|env|var|age|loc|msg|box|fn|cb|ref|sha|md5"
+    r"))$"
 )
 _PLACEHOLDER_VALUE = re.compile(
     r"(?ix)^(?:"

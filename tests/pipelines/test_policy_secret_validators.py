@@ -254,3 +254,14 @@ def test_a_long_vendor_token_may_hold_a_letter_run_by_chance():
     token = f"EAAC{body[:40]}qwrtzpsdfg{body[40:120]}"  # ten lower-case letters in 134 characters
     assert "hard.secret.facebook_token" in rule_ids(token)
     assert rule_ids("EAACrequiredCharacteristicTypesForTheView") == set()  # short: words
+
+
+@pytest.mark.parametrize("text, found", [
+    ('admin_password_secure = "Jq7vN2xLp9Rk"', True),  # "_secure" is no descriptive "re" tail
+    ('db_secret_here = "Jq7vN2xLp9Rk"', True),
+    ('password_re = "^[A-Za-z0-9]{8,}$"', False),  # a pattern for passwords
+    ('token_id = "Jq7vN2xLp9Rk"', False),
+    ("passwordLen = 12", False),
+])
+def test_short_descriptive_tails_must_be_a_word_of_their_own(text, found):
+    assert bool(rule_ids(text)) is found
