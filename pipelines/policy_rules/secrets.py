@@ -758,8 +758,10 @@ def _stand_in_password(hit: SecretHit, value: str) -> bool:
     """A password value in code that is among the most guessable (`is_guessable`: "pass",
     "testing", the fixtures of test suites and documentation) or names a credential
     (`names_a_credential`: "test-user-password"). Weak passwords stated in a sentence ("our
-    Netflix password is swordfish") are the sentence rule's, which keeps them."""
-    return hit.rule_id in _PASSWORD_VALUE_RULES and (is_guessable(value) or names_a_credential(value))
+    Netflix password is swordfish") are the sentence rule's, which keeps them. A test word
+    with a short number ("test123456", "demo42") is a stand-in in code as in sentences."""
+    return hit.rule_id in _PASSWORD_VALUE_RULES and (
+        is_guessable(value) or names_a_credential(value) or bool(_TEST_VALUE.match(value)))
 
 
 # zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a

@@ -265,3 +265,12 @@ def test_a_long_vendor_token_may_hold_a_letter_run_by_chance():
 ])
 def test_short_descriptive_tails_must_be_a_word_of_their_own(text, found):
     assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("export DB_PASSWORD=test4821", False),  # a test word and a number: a stand-in, as in a sentence
+    ("MYSQL_ROOT_PASSWORD=demo2024", False),
+    ("export DB_PASSWORD=tqmv4821", True),
+])
+def test_test_words_with_a_number_are_stand_ins_in_code(text, found):
+    assert bool(rule_ids(text)) is found
