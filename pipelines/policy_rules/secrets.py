@@ -321,8 +321,28 @@ _MASKED_TAIL = re.compile(r"[-_.:]?(?:[#*\u2022]{3,}|\.{3}|\u2026)")
 def _masked_or_cut(text: str, hit: SecretHit) -> bool:
     """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
     or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
-    value that would work is not there. (A stored turn still masks what is left.)"""
-    return bool(_MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end))
+    value that would work is not there; so is a private key block whose body has lines left
+    out ("MIIEpAIB...\n    ...\n-----END"). (A stored turn still masks what is left.)"""
+    if _MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end):
+        return True
+    block = _private_block(text, hit.start)
+    return block is not None and _ELIDED_LINE.search(text, *block) is not None
+
+
+_ELIDED_LINE = re.compile(r"^[ \t]*(?:\.{3,}|\u2026)[ \t]*$", re.MULTILINE)
+
+
+def _private_block(text: str, pos: int) -> tuple[int, int] | None:
+    """The span of the "-----BEGIN ... PRIVATE KEY-----" block `pos` is in (its BEGIN line
+    included), up to its END line or the end of the text."""
+    begin = text.rfind("-----BEGIN ", 0, pos + len("-----BEGIN "))
+    if begin < 0 or "-----END " in text[begin:pos]:
+        return None
+    m = _PEM_BEGIN.match(text, begin)
+    if m is None or "PRIVATE" not in m.group(1):
+        return None
+    end = text.find("-----END ", begin)
+    return begin, len(text) if end < 0 else end
 
 
 def _dedupe(hits: list[SecretHit]) -> list[SecretHit]:

@@ -274,3 +274,12 @@ def test_short_descriptive_tails_must_be_a_word_of_their_own(text, found):
 ])
 def test_test_words_with_a_number_are_stand_ins_in_code(text, found):
     assert bool(rule_ids(text)) is found
+
+
+def test_a_private_key_with_lines_left_out_is_a_display_not_a_key():
+    lines = ["Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3nM8qL2vR5tW7yXa1Bc9Dk", "Lp4Tr7Vn2Xq8Mw5Kz1Hs6Jd3Fg0Yb9Cu"]
+    whole = "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END EC PRIVATE KEY-----"
+    cut = "-----BEGIN EC PRIVATE KEY-----\n" + lines[0] + "\n   ...\n" + lines[1] + "\n-----END EC PRIVATE KEY-----"
+    assert "hard.secret.private_key" in rule_ids(whole)
+    assert rule_ids(cut) == set()
+    assert find_secrets_to_mask(cut)  # what is shown is still masked in a stored turn
