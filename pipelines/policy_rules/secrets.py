@@ -137,6 +137,8 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+_VENDOR_RULES = frozenset({*_DETECT_SECRETS_PLUGINS.values(), *(rule_id for rule_id, _ in _VENDOR_PATTERNS)})
+
 # --------------------------------------------------------------------------- structural
 
 _PEM_PRIVATE = re.compile(r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,200})")
@@ -315,15 +317,19 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")
-_MASKED_TAIL = re.compile(r"[-_.:]?(?:[#*\u2022]{3,}|\.{3}|\u2026)")
+_MASKED_TAIL = re.compile(r"[-_.:]?[#*\u2022]{3,}")
+_CUT_TAIL = re.compile(r"\.{3}|\u2026")
 
 
 def _masked_or_cut(text: str, hit: SecretHit) -> bool:
     """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
     or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
     value that would work is not there; so is a private key block whose body has lines left
-    out ("MIIEpAIB...\n    ...\n-----END"). (A stored turn still masks what is left.)"""
+    out ("MIIEpAIB...\n    ...\n-----END"). An ellipsis after a complete vendor-format key
+    only ends the sentence: that key is all there. (A stored turn still masks what is left.)"""
     if _MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end):
+        return True
+    if _CUT_TAIL.match(text, hit.end) and hit.rule_id not in _VENDOR_RULES:
         return True
     block = _private_block(text, hit.start)
     return block is not None and _ELIDED_LINE.search(text, *block) is not None

@@ -202,6 +202,10 @@ def test_masked_or_cut_tokens_hold_no_working_secret(text, found):
     assert find_secrets_to_mask(text)  # what is left is still masked in a stored turn
 
 
+def test_an_ellipsis_after_a_complete_vendor_key_only_ends_the_sentence():
+    assert "hard.secret.github_token" in rule_ids("the deploy key was ghp_R7kQ2mX9vL4pT8wZ3nY6cB1hJ5sD0fGaE2uK...")
+
+
 def test_a_filler_stated_as_a_key_is_not_a_secret():
     assert rule_ids('secret key: "sk_ttttttttttttttttttttttttttt"') == set()
     assert rule_ids('secret key: "sk_7Hq2LxV9pR4kWm8TzN3c"')
