@@ -150,7 +150,7 @@ _AUTH_HEADER = re.compile(
     r"(?:(?P<scheme>[A-Za-z][\w\-]{1,20})\s+)?(?P<value>[A-Za-z0-9._~+/=\-:]{8,})"
 )
 _SCHEME_TOKEN = re.compile(
-    r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)\s+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
+    r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
 )
 _BASIC_ENCODE = re.compile(
     r"(?i)\b(?:b64encode|btoa|encodebytes|encodestring|encodeToString|base64_encode|strict_encode64|encode64)"
@@ -576,6 +576,8 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         tail = name[last.end() :] if kws else text[k.end() : name_end]
         if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|csrf|xsrf|nonce", name):
             continue
+        if text[max(0, name_start - 2) : name_start] == "::" or _REQUEST_TOKEN_NAME.search(name):
+            continue  # a type path ("AWS::KMS::Key"), a paging or idempotency token ("NextToken")
         password_like = any(_PASSWORD_KW.fullmatch(m.group()) for m in kws) or bool(_PASSWORD_KW.fullmatch(k.group()))
         bare_key = not password_like and all(m.group().lower() in ("key", "keys") for m in kws or [k])
         hit = _assignment_value(text, name_end, password_like, bare_key)
@@ -585,6 +587,13 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         value = m.group("qval")
         if _is_password_value(value, quoted=True):
             yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
+
+
+# Tokens that name a place in a listing or a request, not a credential: "NextToken",
+# "page_token", "continuationToken", "sync_token", "idempotency-token".
+_REQUEST_TOKEN_NAME = re.compile(
+    r"(?i)(?:next|page|pagination|continuation|sync|idempotency|cancel(?:lation)?|resume)[_\-]?tokens?(?![a-z])"
+)
 
 
 def _name_start(text: str, kw_start: int) -> int:
@@ -632,9 +641,11 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     value = _assigned_literal(text, pos, a, password_like)
     if value:
         start = a.start("qval") if quoted else a.start("val")
-        hit = _literal_hit(value, start, quoted, password_like, bare_key)
+        hit = _literal_hit(value, start, quoted, password_like, bare_key, text[_name_start(text, pos):pos])
         if hit is not None:
             return hit
+        if not quoted and value.rstrip(".)]}").strip() == text[_name_start(text, pos):pos].strip():
+            return None  # no wrapped value to look for either
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
     return _wrapped_token_hit(text, pos)
@@ -676,12 +687,15 @@ def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value:
     return bool(re.match(r"[ \t]+[A-Za-z`]", after)) and not re.match(r"[ \t]+[\w.\-]+=", after)
 
 
-def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool) -> SecretHit | None:
+def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool,
+                 name: str = "") -> SecretHit | None:
     """Judge the literal by the kind of name it is assigned to."""
     if not quoted:
         # an escaped line break ends an unquoted value inside escaped JSON or a string literal
         value = re.split(r"\\[nrt]", value)[0] or value
         value = value.rstrip(".)]}") or value  # closing punctuation of the sentence or call
+        if name and value.strip() == name.strip().lstrip("-"):
+            return None  # `f(token_ids=token_ids)`: a variable handed on under its own name
     if password_like:
         ok = _is_password_value(value, quoted=quoted)
     elif bare_key:
@@ -760,6 +774,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False
     if re.search(r"\s", v) or "://" in v or _HASHED_VALUE.match(v):
         return False  # phrases ("Enter previous password: "), URLs, password hashes
+    if re.fullmatch(r"[A-Za-z_]\w*=(?:True|False|None|true|false|null|\d+|[A-Za-z_]\w*)", v):
+        return False  # "pass `record=False`": a keyword argument quoted in prose, code
     if _IDEOGRAPHS.search(v):
         return False  # Chinese or Japanese text glued to a name (these scripts use no spaces): prose
     if not re.search(r"[A-Za-z0-9]", v):
@@ -797,7 +813,7 @@ _GUESSABLE_MAX_CHARS = 16  # zxcvbn's cost grows fast with length; longer values
 
 
 _CREDENTIAL_WORD = re.compile(r"(?i)pass(?:wor)?d|passwd|pwd|secret|token|key|credential")
-_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z])(?=[A-Z])")
+_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 def names_a_credential(value: str) -> bool:
@@ -881,8 +897,8 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"[A-Za-z]+(?:[_\-.][A-Za-z]+)*", v):
-        return False  # words and identifiers: "session_secret", "mqtt-token"
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+        return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
     entropy = shannon_entropy(v)
@@ -936,6 +952,8 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
             if not value:
                 continue
         kw = m.group("kw").lower()
+        if m.group("verb") == "-" and text[m.start("kw") - 1 : m.start("kw")] in ("-", "_"):
+            continue  # "to-set-a-password-for-your-vm": a slug or identifier, not a sentence
         if _sentence_value_is_secret(text, value, quoted, kw, start + len(value), m.group("verb")):
             yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
 
@@ -1069,7 +1087,11 @@ def _in_public_block(text: str, pos: int) -> bool:
     return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
 
 
-_PUBLIC_NAME = re.compile(r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag")
+_PUBLIC_NAME = re.compile(
+    r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag"
+    r"|(?:sha|crc)(?:\d+|(?![a-z]))|md5"  # "CodeSha256", "crc32"; not "shared_secret"
+    r"|(?:^|[_\-.])(?:id|Id|ID)s?$|(?-i:(?<=[a-z])(?:Id|ID)s?$)"  # identifiers: "TenantId", "object_id"
+)
 _HTML_NAMED_VALUE = re.compile(r"(?i)name=[\\\"']{0,2}([\w.\-]{2,60})[\\\"']{0,2}\s+value=[\\\"']{0,2}$")
 _NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])\s*[\\\"'`]{0,2}$")
 
@@ -1084,7 +1106,8 @@ def _public_by_name(text: str, pos: int) -> bool:
         word -= 1
     names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
                                                    _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
-    return any(m is not None and _PUBLIC_NAME.search(m.group(1)) is not None for m in names)
+    return any(m is not None and (_PUBLIC_NAME.search(m.group(1)) or _REQUEST_TOKEN_NAME.search(m.group(1)))
+               for m in names)
 
 
 def _in_password_hash(text: str, pos: int) -> bool:

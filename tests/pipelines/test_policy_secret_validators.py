@@ -287,3 +287,55 @@ def test_a_private_key_with_lines_left_out_is_a_display_not_a_key():
     assert "hard.secret.private_key" in rule_ids(whole)
     assert rule_ids(cut) == set()
     assert find_secrets_to_mask(cut)  # what is shown is still masked in a stored turn
+
+
+# --- look-alikes met in ordinary code and documentation
+
+
+def test_a_keyword_ending_a_type_path_is_a_type_name():
+    assert rule_ids('"Acme::Vault::SecretKey": "5e0c81f2a9d4b7c3",') == set()  # a schema hash per type
+    assert rule_ids('"SecretKey": "Rk82jQp0Lx7NvT4mZs9WbY3c",')
+
+
+@pytest.mark.parametrize("name", ["NextToken", "page_token", "continuationToken", "sync-token", "idempotency_token"])
+def test_paging_and_request_tokens_are_not_credentials(name):
+    value = "eyJvZmZzZXQiOiAyNTAsICJzb3J0IjogImNyZWF0ZWQifQ=="
+    assert rule_ids(f'"{name}": "{value}"') == set()
+    assert rule_ids(f'"access_token": "{value}"')
+
+
+def test_a_variable_handed_on_under_its_own_name_is_not_a_value():
+    assert rule_ids("encode(token_ids_0=token_ids_0, token_ids_1=token_ids_1)") == set()
+    assert rule_ids("encode(api_token=Rk82jQp0Lx7NvT4mZs9WbY3c)")
+
+
+def test_a_scheme_word_ending_a_line_takes_no_value_from_the_next():
+    assert rule_ids("    return token\n    self._added_tokens_encoder[content] = index") == set()
+    assert "hard.secret.auth_header" in rule_ids("Authorization: Token Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+def test_dotted_names_and_flags_are_not_wrapped_tokens():
+    assert rule_ids("if token.content not in self.tokens_trie._tokens:") == set()
+    assert rule_ids("aws acm request --idempotency-token 91adc45q --subject-alternative-names www.example.net") == set()
+
+
+def test_a_keyword_argument_quoted_in_prose_is_code():
+    assert rule_ids("Notice that we pass `record_in_macro=False` here.") == set()
+    assert rule_ids("pass `Jq7vN2xLp9Rk` to the login form")
+
+
+def test_words_after_a_number_are_split_when_naming_a_credential():
+    assert names_a_credential("PasswordOf8Letters")
+    assert not names_a_credential("Pw8Kq2Lm9Zx")
+
+
+def test_hashes_and_identifiers_by_name_are_not_secrets():
+    value = "GGmv8ocUw4cly0T8HL0Vx/f5V4RmSCGNjDIslY4VskM="
+    assert rule_ids(f'"CodeSha256": "{value}"') == set()
+    assert rule_ids(f"--target DistributionTenantId={value}") == set()
+    assert rule_ids(f'"shared_secret": "{value}"')  # "sha" only as a word of its own
+
+
+def test_a_keyword_inside_a_slug_is_no_sentence():
+    assert rule_ids('"id": "how-to-reset-a-password-for-your-vm-1472150202632"') == set()
+    assert rule_ids("the wifi password - Tq8vLm2x")
