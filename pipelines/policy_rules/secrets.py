@@ -290,6 +290,7 @@ _SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 _SSN_CONTEXT = re.compile(r"(?i)\b(?:ssn|social security|social insurance|sin number)\b")
 
 _HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/_\-$])")
+_TOKEN_BODY = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
 _TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
 
 
@@ -576,6 +577,8 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         tail = name[last.end() :] if kws else text[k.end() : name_end]
         if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|csrf|xsrf|nonce", name):
             continue
+        if name == "pass" and re.match(r"[ \t]+`?[A-Za-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)*(?![\w$])", text[name_end:]):
+            continue  # "pass `cache_dir` via ...": the verb (or Python's statement) before a name
         if text[max(0, name_start - 2) : name_start] == "::" or _REQUEST_TOKEN_NAME.search(name):
             continue  # a type path ("AWS::KMS::Key"), a paging or idempotency token ("NextToken")
         password_like = any(_PASSWORD_KW.fullmatch(m.group()) for m in kws) or bool(_PASSWORD_KW.fullmatch(k.group()))
@@ -683,8 +686,18 @@ def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value:
         return True
     if value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", after):
         return True  # an expression: "secret = await ...", "pw = getpass()"
+    if a.group("op") == ":" and value.rstrip(",)") in _TYPE_NAMES:
+        return True  # a type annotation: "password: bool = False", "token: Optional[str]"
+    if text[a.start("val") - 1 : a.start("val")] == "{" and re.search(r"\}$", value) or after.startswith("}"):
+        return True  # a template field: f"password={password!r}", "{token:>8}"
     # prose: ":param client_secret: The secret paired to ..."
     return bool(re.match(r"[ \t]+[A-Za-z`]", after)) and not re.match(r"[ \t]+[\w.\-]+=", after)
+
+
+_TYPE_NAMES = frozenset(
+    "bool str int float bytes string number boolean any object Optional Union List Dict Any list dict "
+    "Text SecretStr SecretBytes".split()
+)
 
 
 def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool,
@@ -716,6 +729,8 @@ def _wrapped_token_hit(text: str, pos: int) -> SecretHit | None:
             continue  # paths and URLs
         if re.search(r"\w=\w", token):
             continue  # "RUNNING_IN_CI=true", "grant_type=client_credentials": another assignment
+        if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", token):
+            continue  # "self.word2idx": an attribute path
         if _looks_generated(token, min_len=12) and not _is_placeholder_token(token):
             return SecretHit("hard.secret.keyword_assignment", t.start(), t.start() + len(token))
     return None
@@ -1063,6 +1078,12 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
     """Long random-looking tokens anywhere, with the entropy limit applied here."""
     for m in _HIGH_ENTROPY_TOKEN.finditer(text):
         token = m.group()
+        if m.start() > 0 and text[m.start() - 1] == "\\" and token[0] in "nrt":
+            # after an escaped line break ("\\nMIIB..." in JSON) the token starts one later
+            m = _TOKEN_BODY.match(text, m.start() + 1)
+            if m is None:
+                continue
+            token = m.group()
         if token.count("/") >= 2 and not re.search(r"[+=]", token):
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):

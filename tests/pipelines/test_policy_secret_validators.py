@@ -339,3 +339,30 @@ def test_hashes_and_identifiers_by_name_are_not_secrets():
 def test_a_keyword_inside_a_slug_is_no_sentence():
     assert rule_ids('"id": "how-to-reset-a-password-for-your-vm-1472150202632"') == set()
     assert rule_ids("the wifi password - Tq8vLm2x")
+
+
+@pytest.mark.parametrize("text, found", [
+    ("def ask(prompt: str, password: bool = False) -> str:", False),  # a type annotation
+    ("def login(user: str, token: Optional[str] = None):", False),
+    ('    print(f"password={password!r}")', False),  # a template field
+    ('msg = "token={token:>12}"', False),
+    ("password: Tq8vLm2xR4", True),
+])
+def test_annotations_and_template_fields_are_not_values(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_an_attribute_path_is_not_a_wrapped_token():
+    assert rule_ids("elif token in self.word2idx:") == set()
+
+
+def test_pass_as_a_verb_names_nothing():
+    assert rule_ids("Please pass `cache_dir` via `model_kwargs` instead.") == set()
+    assert rule_ids("pass: Tq8vLm2xR4")
+
+
+def test_a_token_after_an_escaped_line_break_starts_after_it():
+    token = "Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3n"
+    text = f'{{"blob": "first line\\n{token}"}}'
+    spans = [text[h.start:h.end] for h in find_secrets(text)]
+    assert spans == [token]
