@@ -137,6 +137,8 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+_VENDOR_RULES = frozenset({*_DETECT_SECRETS_PLUGINS.values(), *(rule_id for rule_id, _ in _VENDOR_PATTERNS)})
+
 # --------------------------------------------------------------------------- structural
 
 _PEM_PRIVATE = re.compile(r"-----BEGIN[ A-Z0-9]{0,30}PRIVATE KEY(?: BLOCK)?-----(?P<body>[\s\S]{0,200})")
@@ -148,7 +150,11 @@ _AUTH_HEADER = re.compile(
     r"(?:(?P<scheme>[A-Za-z][\w\-]{1,20})\s+)?(?P<value>[A-Za-z0-9._~+/=\-:]{8,})"
 )
 _SCHEME_TOKEN = re.compile(
-    r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)\s+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
+    r"(?i)\b(?P<scheme>bearer|basic|ntlm|negotiate|digest|token)[ \t]+(?P<value>[A-Za-z0-9._~+/\-]{12,}=*)"
+)
+_BASIC_ENCODE = re.compile(
+    r"(?i)\b(?:b64encode|btoa|encodebytes|encodestring|encodeToString|base64_encode|strict_encode64|encode64)"
+    r"\s*\(\s*[bB]?(?P<q>[\"'])(?P<user>[^\"':\s]{1,64}):(?P<pw>[^\"'\s]{1,128})(?P=q)"
 )
 _CURL_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)[\s=]*(?P<cred>\"[^\"\n]*\"(?::\"[^\"\n]*\")?|'[^'\n]*'|\S+)")
 
@@ -184,24 +190,26 @@ _REVERSE_COMPARE = re.compile(
     rf"(?P<q>[\"'`])(?P<qval>[^\"'`\n]{{4,200}})(?P=q)\s*(?:===?|!==?)\s*[\w.]*?(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})",
     re.IGNORECASE,
 )
-# A name whose part after the keyword describes a credential instead of holding one.
+# A name whose part after the keyword describes a credential instead of holding one. Words of
+# up to three letters ("re", "id", "len") must start a segment or camelCase hump: as bare
+# endings they would match "_secure" or "_here".
 _DESCRIPTIVE_TAIL = re.compile(
-    r"(?i)^(?:s?(?:[_\-.]|(?<=[a-z])(?=[A-Z])))?.*?(?:ids?|names?|types?|urls?|uris?|endpoints?|paths?|"
-    r"files?|filename|dir|length|len|size|count|field|column|col|table|format|mode|polic(?:y|ies)|"
-    r"expiry|expires|expiration|validity|timeout|ttl|header|label|prompt|placeholder|hint|"
-    r"regex|re|pattern|required|enabled|disabled|min|max|version|provider|strategy|method|"
-    r"algorithm|alg|source|store|manager|class|kind|env|var|variable|prefix|suffix|"
-    r"reset|changed|change|hash|hashed|digest|salt|rounds|iterations|limit|lifetime|age|"
-    r"duration|period|location|loc|template|schema|generator|strength|rules|index|valid|"
-    r"invalid|error|errors|message|msg|text|input|validator|helper|handler|service|client|"
-    r"repository|repo|util|utils|widget|box|form|dialog|button|screen|page|view|controller|"
-    r"component|param|params|flag|code|complexity|configuration|config|request|response|"
-    r"result|results|value_?type|spec|test|tests|mock|stub|fixture|func|fn|callback|cb|"
-    r"count|exists|missing|check|checker|verify|verifier|encoder|decoder|parser|reader|"
-    r"writer|builder|factory|options|opts|settings|usage|policy|rotation|path|vault|"
-    r"store|storage|holder|slot|ref|reference|location|sha|md5|bits|padding|mask|pair|"
-    r"usages|alias|aliases|endpoint|server|host|port|scope|scopes|audience|issuer|claim|"
-    r"claims|format)$"
+    r"(?i)^(?:s?(?:[_\-.]|(?<=[a-z])(?=[A-Z])))?(?:.*?(?:"
+    r"names?|types?|endpoints?|paths?|files?|filename|length|size|count|field|column|table|format|mode|"
+    r"polic(?:y|ies)|expiry|expires|expiration|validity|timeout|header|label|prompt|placeholder|hint|"
+    r"regex|pattern|required|enabled|disabled|version|provider|strategy|method|algorithm|source|store|"
+    r"manager|class|kind|variable|prefix|suffix|reset|changed|change|hash|hashed|digest|salt|rounds|"
+    r"iterations|limit|lifetime|duration|period|location|template|schema|generator|strength|rules|index|"
+    r"valid|invalid|error|errors|message|text|input|validator|helper|handler|service|client|repository|"
+    r"repo|util|utils|widget|form|dialog|button|screen|page|view|controller|component|param|params|flag|"
+    r"code|complexity|configuration|config|request|response|result|results|value_?type|spec|test|tests|"
+    r"mock|stub|fixture|func|callback|exists|missing|check|checker|verify|verifier|encoder|decoder|parser|"
+    r"reader|writer|builder|factory|options|opts|settings|usage|policy|rotation|path|vault|storage|holder|"
+    r"slot|reference|bits|padding|mask|pair|usages|alias|aliases|endpoint|server|host|port|scope|scopes|"
+    r"audience|issuer|claim|claims"
+    r")|(?:.*?(?:[_\-.]|(?-i:(?<=[a-z])(?=[A-Z]))))?(?:"
+    r"ids?|urls?|uris?|dir|len|col|ttl|re|min|max|alg|env|var|age|loc|msg|box|fn|cb|ref|sha|md5"
+    r"))$"
 )
 _PLACEHOLDER_VALUE = re.compile(
     r"(?ix)^(?:"
@@ -234,7 +242,7 @@ _HASHED_VALUE = re.compile(
     r"^(?:\$(?:2[abxy]?|1|5|6|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
 )
 _CODE_REFERENCE = re.compile(
-    r"^(?:[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr.path
+    r"^(?:[A-Za-z_$][\w$]*(?:(?:!!)?(?:\??\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr, a!!.b, a?.b
     r"|.*[(){}\[\]&].*"  # calls, subscripts, literals, references
     r"|(?:process\.env|os\.environ|getenv|ENV|System\.getenv).*"
     r"|@?[a-z]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+"  # identifiers
@@ -282,6 +290,7 @@ _SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 _SSN_CONTEXT = re.compile(r"(?i)\b(?:ssn|social security|social insurance|sin number)\b")
 
 _HIGH_ENTROPY_TOKEN = re.compile(r"(?<![A-Za-z0-9+/_\-$.])[A-Za-z0-9+/_\-]{24,}={0,2}(?![A-Za-z0-9+/_\-$])")
+_TOKEN_BODY = re.compile(r"[A-Za-z0-9+/_\-]{24,}={0,2}")
 _TOKENISH = re.compile(r"[A-Za-z0-9+/_\-.~=]{12,}")
 
 
@@ -300,10 +309,47 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     if not stand_ins:
         code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
     hits.extend(code_hits)
+    hits.extend(_high_entropy_hits(text))
+    if not stand_ins:
+        hits = [h for h in hits if not _masked_or_cut(text, h)]
     hits.extend(_sentence_hits(text))
     hits.extend(_number_hits(text))
-    hits.extend(_high_entropy_hits(text))
     return _dedupe(hits)
+
+
+_MASK_RUN = re.compile(r"[#*\u2022]{3,}")
+_MASKED_TAIL = re.compile(r"[-_.:]?[#*\u2022]{3,}")
+_CUT_TAIL = re.compile(r"\.{3}|\u2026")
+
+
+def _masked_or_cut(text: str, hit: SecretHit) -> bool:
+    """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
+    or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
+    value that would work is not there; so is a private key block whose body has lines left
+    out ("MIIEpAIB...\n    ...\n-----END"). An ellipsis after a complete vendor-format key
+    only ends the sentence: that key is all there. (A stored turn still masks what is left.)"""
+    if _MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end):
+        return True
+    if _CUT_TAIL.match(text, hit.end) and hit.rule_id not in _VENDOR_RULES:
+        return True
+    block = _private_block(text, hit.start)
+    return block is not None and _ELIDED_LINE.search(text, *block) is not None
+
+
+_ELIDED_LINE = re.compile(r"^[ \t]*(?:\.{3,}|\u2026)[ \t]*$", re.MULTILINE)
+
+
+def _private_block(text: str, pos: int) -> tuple[int, int] | None:
+    """The span of the "-----BEGIN ... PRIVATE KEY-----" block `pos` is in (its BEGIN line
+    included), up to its END line or the end of the text."""
+    begin = text.rfind("-----BEGIN ", 0, pos + len("-----BEGIN "))
+    if begin < 0 or "-----END " in text[begin:pos]:
+        return None
+    m = _PEM_BEGIN.match(text, begin)
+    if m is None or "PRIVATE" not in m.group(1):
+        return None
+    end = text.find("-----END ", begin)
+    return begin, len(text) if end < 0 else end
 
 
 def _dedupe(hits: list[SecretHit]) -> list[SecretHit]:
@@ -350,8 +396,8 @@ def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
             # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
             if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
-            if rule_id in _WEAK_FORMATS and not _random_body(token):
-                continue
+            if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
+                continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
@@ -374,8 +420,13 @@ def _broken_jwt_header(segment: str) -> bool:
 
 def _random_body(token: str) -> bool:
     body = re.sub(r"^(?:[a-z]{1,4}[_.\-]|[A-Z]{2,4}(?=[A-Za-z0-9]))", "", token)
-    if re.search(r"[a-z]{10,}|[A-Z]{12,}", body) or _is_placeholder_token(body):
+    # A long letter run reads as words in a short body; in a body of 100+ characters a run of
+    # 10-15 happens by chance (Facebook's 200-character tokens), so only 16+ counts there.
+    run = r"[a-z]{16,}|[A-Z]{16,}" if len(body) >= 100 else r"[a-z]{10,}|[A-Z]{12,}"
+    if re.search(run, body) or _is_placeholder_token(body):
         return False
+    if re.fullmatch(r"[a-z]*(?:[A-Z][a-z]{2,})+", body):
+        return False  # camelCase humps of letters only ("makeKubeConfigController"): a name in code
     return shannon_entropy(body) >= 3.3 and char_classes(body) >= 2
 
 
@@ -423,7 +474,11 @@ def _reads_as_words(token: str) -> bool:
     identifier or a placeholder, not a generated key."""
     parts = [p for p in re.split(r"[^A-Za-z0-9]+", token) if len(p) > 4 and not p.isdigit()]
     words = [w for p in parts for w in _CAMEL_HUMP.split(p)]
-    return sum(map(len, words)) >= 6 and all(is_words(w) for w in words)
+    # Short alphabetic humps are abbreviations ("App", "Id", "Db") between real words.
+    short = [w for w in words if w.isalpha() and len(w) <= 3 and not is_words(w)]
+    long_words = [w for w in words if w not in short]
+    return (sum(map(len, long_words)) >= 6 and len(short) * 3 <= len(words)
+            and all(is_words(w) for w in long_words))
 
 
 _CAMEL_HUMP = re.compile(r"(?<=[a-z])(?=[A-Z])")
@@ -481,6 +536,10 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=12)
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
+    for m in _BASIC_ENCODE.finditer(text):
+        # "user:password" base64-encoded in code is an HTTP Basic credential being built
+        if _is_password_value(m.group("pw"), quoted=True):
+            yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
     for m in _CURL_USER.finditer(text):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
@@ -518,6 +577,10 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         tail = name[last.end() :] if kws else text[k.end() : name_end]
         if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|csrf|xsrf|nonce", name):
             continue
+        if name == "pass" and re.match(r"[ \t]+`?[A-Za-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)*(?![\w$])", text[name_end:]):
+            continue  # "pass `cache_dir` via ...": the verb (or Python's statement) before a name
+        if text[max(0, name_start - 2) : name_start] == "::" or _REQUEST_TOKEN_NAME.search(name):
+            continue  # a type path ("AWS::KMS::Key"), a paging or idempotency token ("NextToken")
         password_like = any(_PASSWORD_KW.fullmatch(m.group()) for m in kws) or bool(_PASSWORD_KW.fullmatch(k.group()))
         bare_key = not password_like and all(m.group().lower() in ("key", "keys") for m in kws or [k])
         hit = _assignment_value(text, name_end, password_like, bare_key)
@@ -527,6 +590,13 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         value = m.group("qval")
         if _is_password_value(value, quoted=True):
             yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
+
+
+# Tokens that name a place in a listing or a request, not a credential: "NextToken",
+# "page_token", "continuationToken", "sync_token", "idempotency-token".
+_REQUEST_TOKEN_NAME = re.compile(
+    r"(?i)(?:next|page|pagination|continuation|sync|idempotency|cancel(?:lation)?|resume)[_\-]?tokens?(?![a-z])"
+)
 
 
 def _name_start(text: str, kw_start: int) -> int:
@@ -560,6 +630,13 @@ _CODE_WORDS = frozenset(
 def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool = False) -> SecretHit | None:
     """The secret assigned to the name ending at `pos`, if any: the literal after the
     operator, or for token-like names a wrapped value further along the line."""
+    held = _SECRET_HOLDER.match(text, pos)
+    if held is not None and not bare_key:
+        value = held.group("lit")
+        if value.startswith("/"):
+            return None  # a path naming where the credential lives
+        ok = _is_password_value(value, quoted=True) if password_like else _is_token_value(value, quoted=True)
+        return SecretHit("hard.secret.keyword_assignment", held.start("lit"), held.end("lit")) if ok else None
     a = _ASSIGN.match(text, pos)
     if a is None:
         return None
@@ -567,12 +644,22 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     value = _assigned_literal(text, pos, a, password_like)
     if value:
         start = a.start("qval") if quoted else a.start("val")
-        hit = _literal_hit(value, start, quoted, password_like, bare_key)
+        hit = _literal_hit(value, start, quoted, password_like, bare_key, text[_name_start(text, pos):pos])
         if hit is not None:
             return hit
+        if not quoted and value.rstrip(".)]}").strip() == text[_name_start(text, pos):pos].strip():
+            return None  # no wrapped value to look for either
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
     return _wrapped_token_hit(text, pos)
+
+
+# A literal handed to a type made to hold a secret (`SecretStr("...")`, `new SecureString("...")`,
+# `StringCredentialValue("...")`): the wrapper says the literal is the credential.
+_SECRET_HOLDER = re.compile(
+    r"[ \t]*(?::=|=|:)[ \t]*(?:new[ \t]+)?[\w.]*(?:Secret|Secure|Passw(?:or)?d|Credential)\w*\([ \t]*"
+    r"[rbuRBU]{0,2}(?P<q>[\"'])(?P<lit>[^\"'\n]{1,128})(?P=q)[ \t]*\)"
+)
 
 
 def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool) -> str | None:
@@ -593,18 +680,35 @@ def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool
 def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value: str) -> bool:
     """An unquoted value that is really an expression or the next word of prose."""
     after = text[a.end("val") :]
+    if re.search(r"\\[nrt]", value):
+        after = ""  # an escaped line break inside the value ends its line (escaped YAML or JSON)
     if a.group("op").strip() == "" and not _config_style_name(text, pos):
         return True
     if value.lower() in _CODE_WORDS or re.match(r"\s*[(.]", after):
         return True  # an expression: "secret = await ...", "pw = getpass()"
+    if a.group("op") == ":" and value.rstrip(",)") in _TYPE_NAMES:
+        return True  # a type annotation: "password: bool = False", "token: Optional[str]"
+    if text[a.start("val") - 1 : a.start("val")] == "{" and re.search(r"\}$", value) or after.startswith("}"):
+        return True  # a template field: f"password={password!r}", "{token:>8}"
     # prose: ":param client_secret: The secret paired to ..."
     return bool(re.match(r"[ \t]+[A-Za-z`]", after)) and not re.match(r"[ \t]+[\w.\-]+=", after)
 
 
-def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool) -> SecretHit | None:
+_TYPE_NAMES = frozenset(
+    "bool str int float bytes string number boolean any object Optional Union List Dict Any list dict "
+    "Text SecretStr SecretBytes".split()
+)
+
+
+def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare_key: bool,
+                 name: str = "") -> SecretHit | None:
     """Judge the literal by the kind of name it is assigned to."""
     if not quoted:
+        # an escaped line break ends an unquoted value inside escaped JSON or a string literal
+        value = re.split(r"\\[nrt]", value)[0] or value
         value = value.rstrip(".)]}") or value  # closing punctuation of the sentence or call
+        if name and value.strip() == name.strip().lstrip("-"):
+            return None  # `f(token_ids=token_ids)`: a variable handed on under its own name
     if password_like:
         ok = _is_password_value(value, quoted=quoted)
     elif bare_key:
@@ -623,6 +727,10 @@ def _wrapped_token_hit(text: str, pos: int) -> SecretHit | None:
         token = t.group().strip(".=")
         if token.startswith("/") or token.count("/") >= 2 or "www." in token:
             continue  # paths and URLs
+        if re.search(r"\w=\w", token):
+            continue  # "RUNNING_IN_CI=true", "grant_type=client_credentials": another assignment
+        if re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+", token):
+            continue  # "self.word2idx": an attribute path
         if _looks_generated(token, min_len=12) and not _is_placeholder_token(token):
             return SecretHit("hard.secret.keyword_assignment", t.start(), t.start() + len(token))
     return None
@@ -633,6 +741,8 @@ def _config_style_name(text: str, pos: int) -> bool:
     look like configuration keys (upper case or with underscores), not prose words."""
     start = _name_start(text, pos)
     name = text[start:pos]
+    if name.startswith("$"):
+        return False  # "$TOKEN next-word": a shell variable being used, not a key being set
     return "_" in name or (name.isupper() and len(name) > 3)
 
 
@@ -679,10 +789,16 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False
     if re.search(r"\s", v) or "://" in v or _HASHED_VALUE.match(v):
         return False  # phrases ("Enter previous password: "), URLs, password hashes
+    if re.fullmatch(r"[A-Za-z_]\w*=(?:True|False|None|true|false|null|\d+|[A-Za-z_]\w*)", v):
+        return False  # "pass `record=False`": a keyword argument quoted in prose, code
+    if _IDEOGRAPHS.search(v):
+        return False  # Chinese or Japanese text glued to a name (these scripts use no spaces): prose
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)):
         return False  # variables, constants, expressions
+    if _SHELL_REFERENCES.fullmatch(v):
+        return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
     if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
@@ -690,6 +806,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     return True
 
 
+_IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_SHELL_REFERENCES = re.compile(r"(?:\$\{?[A-Za-z_]\w*\}?[/:@.,\-]*)+")
 _PASSWORD_VALUE_RULES = frozenset({"hard.secret.keyword_assignment", "hard.secret.url_credentials"})
 
 
@@ -697,8 +815,10 @@ def _stand_in_password(hit: SecretHit, value: str) -> bool:
     """A password value in code that is among the most guessable (`is_guessable`: "pass",
     "testing", the fixtures of test suites and documentation) or names a credential
     (`names_a_credential`: "test-user-password"). Weak passwords stated in a sentence ("our
-    Netflix password is swordfish") are the sentence rule's, which keeps them."""
-    return hit.rule_id in _PASSWORD_VALUE_RULES and (is_guessable(value) or names_a_credential(value))
+    Netflix password is swordfish") are the sentence rule's, which keeps them. A test word
+    with a short number ("test123456", "demo42") is a stand-in in code as in sentences."""
+    return hit.rule_id in _PASSWORD_VALUE_RULES and (
+        is_guessable(value) or names_a_credential(value) or bool(_TEST_VALUE.match(value)))
 
 
 # zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
@@ -708,17 +828,43 @@ _GUESSABLE_MAX_CHARS = 16  # zxcvbn's cost grows fast with length; longer values
 
 
 _CREDENTIAL_WORD = re.compile(r"(?i)pass(?:wor)?d|passwd|pwd|secret|token|key|credential")
-_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z])(?=[A-Z])")
+_WORD_PARTS = re.compile(r"[_\-.\s:/]+|(?<=[a-z0-9])(?=[A-Z])")
 
 
 def names_a_credential(value: str) -> bool:
     """The value is words that name a credential instead of being one: dictionary words
     (and short numbers) only, one of them a credential word ("some-password",
-    "your_client_secret", "somesecretkey", "testToken1")."""
-    if not _CREDENTIAL_WORD.search(value):
+    "your_client_secret", "somesecretkey", "testToken1", "wrong_pass", "pwd1"), l33t
+    spellings too ("s3cr3t4", "p4ssw0rd"): the classic fixtures of test suites."""
+    parts = [_unleet(p) for p in _WORD_PARTS.split(value) if p]
+    # "pass" only as a whole part: inside a word it is "compass", "passenger".
+    if not parts or not any(_CREDENTIAL_WORD.search(p) or p.rstrip("0123456789").lower() == "pass" for p in parts):
         return False
-    parts = [p for p in _WORD_PARTS.split(value) if p]
-    return bool(parts) and all((p.isdigit() and len(p) <= 4) or is_words(p) for p in parts)
+    # A one- or two-letter part is an article or abbreviation ("a-secret", "db_pass") when
+    # a longer word is there; a credential word with a short number ("pwd1") is one word.
+    return all(
+        (p.isdigit() and len(p) <= 4)
+        or (p.isalpha() and len(p) <= 2)
+        or re.fullmatch(r"(?i)pass|pwd|pw", p.rstrip("0123456789"))
+        or is_words(p)
+        for p in parts
+    )
+
+
+@lru_cache(maxsize=4096)
+def _unleet(part: str) -> str:
+    """`part` with digits standing for letters in one dictionary word read back, as zxcvbn
+    reads l33t ("s3cr3t4" -> "secret4", "p4ssw0rd" -> "password"); else unchanged. Symbols
+    and capitals ("P@ssw0rd$1", "S3cretPw9") are left alone: they are put in to pass a
+    complexity rule, as passwords in use are."""
+    letters = part.rstrip("0123456789")
+    if (len(letters) < 4 or len(letters) > _GUESSABLE_MAX_CHARS or letters.isalpha() or not letters.isalnum()
+            or letters.lower() != letters):
+        return part
+    for m in zxcvbn_matching.l33t_match(letters.lower()):
+        if m["i"] == 0 and m["j"] == len(letters) - 1:
+            return m["matched_word"] + part[len(letters):]
+    return part
 
 
 @lru_cache(maxsize=4096)
@@ -748,6 +894,8 @@ def is_guessable(value: str) -> bool:
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
     v = value.strip()
+    if _IDEOGRAPHS.search(v):
+        return False  # generated tokens are ASCII; ideographs make it prose
     if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
         return False
     if not quoted and (re.search(r"[(){}\[\]&]", v) or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
@@ -764,8 +912,8 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"[A-Za-z]+(?:[_\-.][A-Za-z]+)*", v):
-        return False  # words and identifiers: "session_secret", "mqtt-token"
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+        return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
     entropy = shannon_entropy(v)
@@ -819,6 +967,8 @@ def _sentence_hits(text: str) -> Iterator[SecretHit]:
             if not value:
                 continue
         kw = m.group("kw").lower()
+        if m.group("verb") == "-" and text[m.start("kw") - 1 : m.start("kw")] in ("-", "_"):
+            continue  # "to-set-a-password-for-your-vm": a slug or identifier, not a sentence
         if _sentence_value_is_secret(text, value, quoted, kw, start + len(value), m.group("verb")):
             yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
 
@@ -846,8 +996,10 @@ def _is_numeric_keyword(kw: str) -> bool:
 
 
 def _sentence_value_is_stand_in(value: str) -> bool:
-    """A status word, placeholder or test value in place of the secret ("is required")."""
-    return value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+    """A status word, placeholder or test value in place of the secret ("is required"), or a
+    filler made mostly of one character ("AIzaaaaaaaaa...", "sk-xxxxxxxx")."""
+    return (value.lower() in _STATUS_WORDS or _is_placeholder(value) or bool(_TEST_VALUE.match(value))
+            or (len(value) >= 8 and _is_placeholder_token(value)))
 
 
 def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
@@ -857,7 +1009,16 @@ def _sentence_value_is_not_literal(value: str, quoted: bool) -> bool:
         return True
     if re.search(r"(?i)pass(?:wor)?d|passwd|secret|token", value) or re.fullmatch(r"[a-z]+(?:[_\-][a-z]+)+", value):
         return True
+    if _qualified_type_name(value):
+        return True  # "PrivateKey = ed25519.PrivateKey": code naming a type
     return not quoted and bool(re.search(r"[(){}\[\]]", value))
+
+
+def _qualified_type_name(value: str) -> bool:
+    """A dotted name whose last part is capitalised words: a type or member in code
+    ("ed25519.PrivateKey", "crypto.SecretKey"), not a value."""
+    m = re.fullmatch(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\.([A-Z][a-z]+(?:[A-Z][a-z]+)*)", value)
+    return m is not None and all(is_words(w) for w in _CAMEL_HUMP.split(m.group(1)))
 
 
 def _is_code_value(value: str, quoted: bool) -> bool:
@@ -917,6 +1078,12 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
     """Long random-looking tokens anywhere, with the entropy limit applied here."""
     for m in _HIGH_ENTROPY_TOKEN.finditer(text):
         token = m.group()
+        if m.start() > 0 and text[m.start() - 1] == "\\" and token[0] in "nrt":
+            # after an escaped line break ("\\nMIIB..." in JSON) the token starts one later
+            m = _TOKEN_BODY.match(text, m.start() + 1)
+            if m is None:
+                continue
+            token = m.group()
         if token.count("/") >= 2 and not re.search(r"[+=]", token):
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
@@ -941,7 +1108,11 @@ def _in_public_block(text: str, pos: int) -> bool:
     return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
 
 
-_PUBLIC_NAME = re.compile(r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag")
+_PUBLIC_NAME = re.compile(
+    r"(?i)public|pub_|csrf|xsrf|authenticity|signature|checksum|integrity|hash|digest|etag"
+    r"|(?:sha|crc)(?:\d+|(?![a-z]))|md5"  # "CodeSha256", "crc32"; not "shared_secret"
+    r"|(?:^|[_\-.])(?:id|Id|ID)s?$|(?-i:(?<=[a-z])(?:Id|ID)s?$)"  # identifiers: "TenantId", "object_id"
+)
 _HTML_NAMED_VALUE = re.compile(r"(?i)name=[\\\"']{0,2}([\w.\-]{2,60})[\\\"']{0,2}\s+value=[\\\"']{0,2}$")
 _NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])\s*[\\\"'`]{0,2}$")
 
@@ -949,9 +1120,15 @@ _NAME_BEFORE_VALUE = re.compile(r"([\w.\-]{2,60})[\\\"'\]]{0,3}\s*(?::=|=>|[:=])
 def _public_by_name(text: str, pos: int) -> bool:
     """The token is the value of a name saying it is public or a check value
     (`public_key = "..."`, `csrf-token=...`, `authenticity_token" value="...`)."""
-    names = (_NAME_BEFORE_VALUE.search(text, max(0, pos - 80), pos),
-             _HTML_NAMED_VALUE.search(text, max(0, pos - 120), pos))
-    return any(m is not None and _PUBLIC_NAME.search(m.group(1)) is not None for m in names)
+    # The token may start inside the value ("Signature: Ixn4b~PcNBdx..."): look before the
+    # value's first character as well.
+    word = pos
+    while word > 0 and not text[word - 1].isspace() and text[word - 1] not in "\"'`=:" and pos - word < 400:
+        word -= 1
+    names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
+                                                   _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
+    return any(m is not None and (_PUBLIC_NAME.search(m.group(1)) or _REQUEST_TOKEN_NAME.search(m.group(1)))
+               for m in names)
 
 
 def _in_password_hash(text: str, pos: int) -> bool:

@@ -140,3 +140,229 @@ def test_a_secret_in_markdown_inline_code_is_found():
     hits = find_secrets(text)
     assert "D+QgL-dm$-%@0Kd0" in [text[h.start:h.end] for h in hits if h.rule_id == "hard.secret.keyword_assignment"]
     assert find_secrets("> Consumer Secret: ``testing``") == []  # a guessable stand-in, as unquoted
+
+
+# --- look-alikes of secrets that hold none (each next to a real secret of the same shape)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("a-secret", True), ("pwd7", True), ("bad_pass", True), ("s3cr3t9", True), ("p4ssw0rd", True),
+    ("compass", False), ("bluecompass", False), ("P@ssw0rd$1", False), ("S3cretPw9", False),
+])
+def test_values_naming_a_credential_with_short_parts_and_l33t(value, expected):
+    assert names_a_credential(value) is expected
+
+
+@pytest.mark.parametrize("text", [
+    'smtp_password: "my-pass"',
+    "amqp://guest:pwd2@rabbit.local:5672",
+    'creds = {"password": "t0k3n42"}',
+])
+def test_password_values_naming_a_credential_are_fixtures(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("wget --password '$FTP_PASS' $MIRROR_HOST/$ARCHIVE", False),  # shell variables, expanded later
+    ("docker login --password $REG_PW $REGISTRY_URL/$IMAGE", False),
+    ("wget --password 'Vq8rTn2Lk' $MIRROR_HOST/pkg", True),
+])
+def test_shell_variable_references_are_not_password_values(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text", [
+    "if (password == form!!.password) return true",  # Kotlin non-null assertion
+    "const ok = password === session?.password",  # optional chaining
+])
+def test_member_access_is_code_not_a_password(text):
+    assert rule_ids(text) == set()
+
+
+def test_an_escaped_line_break_ends_an_unquoted_value():
+    assert rule_ids('{"yaml": "db:\\n  DB_SECRET: from_vault\\n  port: 5432"}') == set()
+    assert rule_ids('{"yaml": "db:\\n  DB_SECRET: Jq7vN2xLp9Rk\\n  port: 5432"}')
+
+
+@pytest.mark.parametrize("text", [
+    "REGISTRY_TOKEN=$CI_TOKEN DEPLOY_ENV=staging make release",  # `$CI_TOKEN` is used, not set
+    "curl https://auth.example.org/oauth/token -d grant_type=refresh_token -d scope=read",
+])
+def test_a_name_value_pair_further_along_is_not_a_wrapped_token(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("export STRIPE_TOKEN=sk_live_51HqLyjWDarjtT1zdp7dc...", False),  # cut short in a log
+    ('"bot_token": "xoxb-20210422-99120-####################"', False),  # the secret part masked
+    ("api_key = Rk82jQp0Lx7NvT4mZs9WbY3c", True),
+])
+def test_masked_or_cut_tokens_hold_no_working_secret(text, found):
+    assert bool(rule_ids(text)) is found
+    assert find_secrets_to_mask(text)  # what is left is still masked in a stored turn
+
+
+def test_an_ellipsis_after_a_complete_vendor_key_only_ends_the_sentence():
+    assert "hard.secret.github_token" in rule_ids("the deploy key was ghp_R7kQ2mX9vL4pT8wZ3nY6cB1hJ5sD0fGaE2uK...")
+
+
+def test_a_filler_stated_as_a_key_is_not_a_secret():
+    assert rule_ids('secret key: "sk_ttttttttttttttttttttttttttt"') == set()
+    assert rule_ids('secret key: "sk_7Hq2LxV9pR4kWm8TzN3c"')
+
+
+def test_a_qualified_type_name_is_not_a_key_value():
+    assert rule_ids("var signer PrivateKey = rsa.PrivateKey") == set()
+    assert rule_ids("the private key is x9Lq2Vr7Tk.Mw4") != set()
+
+
+def test_vendor_prefix_followed_by_a_camel_case_name_is_code():
+    assert rule_ids("s.loadClusterCredentialsFor(ctx)") == set()  # Vault's legacy "s." + 24 letters
+    assert "hard.secret.vault_token" in rule_ids("token s.Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+def test_a_signature_value_is_public_even_when_the_token_starts_inside_it():
+    value = "Ab3~Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3nM8qL2vR5tW7yX"
+    assert rule_ids(f"X-Amz-Signature: {value}") == set()
+    assert rule_ids(f"X-Session: {value}") == {"hard.secret.high_entropy"}
+
+
+def test_ideographs_glued_to_a_keyword_are_prose():
+    assert rule_ids("请把access_token配置到环境变量里面") == set()
+    assert rule_ids("access_token=Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+@pytest.mark.parametrize("text, found", [
+    ('db_password = SecretStr("qvmtrzkwle")', True),  # the wrapper type says the literal is the secret
+    ('final SecureString adminPassword = new SecureString("Lk29vRqx7");', True),
+    ('apiToken = SecretValue("Rk82jQp0Lx7NvT4mZs9WbY3c")', True),
+    ('db_password = SecretStr("sample-password")', False),  # names a credential: a fixture
+    ('passwordData = new PasswordCredentialData("/vault/app/db")', False),  # a path to where it lives
+])
+def test_a_literal_wrapped_in_a_secret_holder_type(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("hdr = base64.b64encode(b'deploy:wqzmrtkv').decode()", True),  # HTTP Basic built in code
+    ('const auth = btoa("svc:Q7v2LpX9")', True),
+    ("hdr = base64.b64encode(b'deploy:password').decode()", False),  # a stand-in
+    ("data = base64.b64encode(b'hello world')", False),
+])
+def test_basic_credentials_built_by_base64_encoding(text, found):
+    assert ("hard.secret.url_credentials" in rule_ids(text)) is found
+
+
+def test_a_long_vendor_token_may_hold_a_letter_run_by_chance():
+    body = "Q7vN2xLp9RtK4mWs8YbE3hJc6FzA1dGu5TiVo0XeBnMq" * 3
+    token = f"EAAC{body[:40]}qwrtzpsdfg{body[40:120]}"  # ten lower-case letters in 134 characters
+    assert "hard.secret.facebook_token" in rule_ids(token)
+    assert rule_ids("EAACrequiredCharacteristicTypesForTheView") == set()  # short: words
+
+
+@pytest.mark.parametrize("text, found", [
+    ('admin_password_secure = "Jq7vN2xLp9Rk"', True),  # "_secure" is no descriptive "re" tail
+    ('db_secret_here = "Jq7vN2xLp9Rk"', True),
+    ('password_re = "^[A-Za-z0-9]{8,}$"', False),  # a pattern for passwords
+    ('token_id = "Jq7vN2xLp9Rk"', False),
+    ("passwordLen = 12", False),
+])
+def test_short_descriptive_tails_must_be_a_word_of_their_own(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("export DB_PASSWORD=test4821", False),  # a test word and a number: a stand-in, as in a sentence
+    ("MYSQL_ROOT_PASSWORD=demo2024", False),
+    ("export DB_PASSWORD=tqmv4821", True),
+])
+def test_test_words_with_a_number_are_stand_ins_in_code(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_a_private_key_with_lines_left_out_is_a_display_not_a_key():
+    lines = ["Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3nM8qL2vR5tW7yXa1Bc9Dk", "Lp4Tr7Vn2Xq8Mw5Kz1Hs6Jd3Fg0Yb9Cu"]
+    whole = "-----BEGIN EC PRIVATE KEY-----\n" + "\n".join(lines) + "\n-----END EC PRIVATE KEY-----"
+    cut = "-----BEGIN EC PRIVATE KEY-----\n" + lines[0] + "\n   ...\n" + lines[1] + "\n-----END EC PRIVATE KEY-----"
+    assert "hard.secret.private_key" in rule_ids(whole)
+    assert rule_ids(cut) == set()
+    assert find_secrets_to_mask(cut)  # what is shown is still masked in a stored turn
+
+
+# --- look-alikes met in ordinary code and documentation
+
+
+def test_a_keyword_ending_a_type_path_is_a_type_name():
+    assert rule_ids('"Acme::Vault::SecretKey": "5e0c81f2a9d4b7c3",') == set()  # a schema hash per type
+    assert rule_ids('"SecretKey": "Rk82jQp0Lx7NvT4mZs9WbY3c",')
+
+
+@pytest.mark.parametrize("name", ["NextToken", "page_token", "continuationToken", "sync-token", "idempotency_token"])
+def test_paging_and_request_tokens_are_not_credentials(name):
+    value = "eyJvZmZzZXQiOiAyNTAsICJzb3J0IjogImNyZWF0ZWQifQ=="
+    assert rule_ids(f'"{name}": "{value}"') == set()
+    assert rule_ids(f'"access_token": "{value}"')
+
+
+def test_a_variable_handed_on_under_its_own_name_is_not_a_value():
+    assert rule_ids("encode(token_ids_0=token_ids_0, token_ids_1=token_ids_1)") == set()
+    assert rule_ids("encode(api_token=Rk82jQp0Lx7NvT4mZs9WbY3c)")
+
+
+def test_a_scheme_word_ending_a_line_takes_no_value_from_the_next():
+    assert rule_ids("    return token\n    self._added_tokens_encoder[content] = index") == set()
+    assert "hard.secret.auth_header" in rule_ids("Authorization: Token Rk82jQp0Lx7NvT4mZs9WbY3c")
+
+
+def test_dotted_names_and_flags_are_not_wrapped_tokens():
+    assert rule_ids("if token.content not in self.tokens_trie._tokens:") == set()
+    assert rule_ids("aws acm request --idempotency-token 91adc45q --subject-alternative-names www.example.net") == set()
+
+
+def test_a_keyword_argument_quoted_in_prose_is_code():
+    assert rule_ids("Notice that we pass `record_in_macro=False` here.") == set()
+    assert rule_ids("pass `Jq7vN2xLp9Rk` to the login form")
+
+
+def test_words_after_a_number_are_split_when_naming_a_credential():
+    assert names_a_credential("PasswordOf8Letters")
+    assert not names_a_credential("Pw8Kq2Lm9Zx")
+
+
+def test_hashes_and_identifiers_by_name_are_not_secrets():
+    value = "GGmv8ocUw4cly0T8HL0Vx/f5V4RmSCGNjDIslY4VskM="
+    assert rule_ids(f'"CodeSha256": "{value}"') == set()
+    assert rule_ids(f"--target DistributionTenantId={value}") == set()
+    assert rule_ids(f'"shared_secret": "{value}"')  # "sha" only as a word of its own
+
+
+def test_a_keyword_inside_a_slug_is_no_sentence():
+    assert rule_ids('"id": "how-to-reset-a-password-for-your-vm-1472150202632"') == set()
+    assert rule_ids("the wifi password - Tq8vLm2x")
+
+
+@pytest.mark.parametrize("text, found", [
+    ("def ask(prompt: str, password: bool = False) -> str:", False),  # a type annotation
+    ("def login(user: str, token: Optional[str] = None):", False),
+    ('    print(f"password={password!r}")', False),  # a template field
+    ('msg = "token={token:>12}"', False),
+    ("password: Tq8vLm2xR4", True),
+])
+def test_annotations_and_template_fields_are_not_values(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_an_attribute_path_is_not_a_wrapped_token():
+    assert rule_ids("elif token in self.word2idx:") == set()
+
+
+def test_pass_as_a_verb_names_nothing():
+    assert rule_ids("Please pass `cache_dir` via `model_kwargs` instead.") == set()
+    assert rule_ids("pass: Tq8vLm2xR4")
+
+
+def test_a_token_after_an_escaped_line_break_starts_after_it():
+    token = "Zq8LmN2pR7tV5xK9wY4cF6hJ1sD0gB3n"
+    text = f'{{"blob": "first line\\n{token}"}}'
+    spans = [text[h.start:h.end] for h in find_secrets(text)]
+    assert spans == [token]
