@@ -49,27 +49,36 @@ class ItemReads(ItemJournal):
         before it. Revisions that keep the text (promotion, palace, usage, aging) do not
         count, so this costs what changed, not what was merely touched."""
         check_id(since, "since")
-        differs = " OR ".join(
-            f"json_extract_string(rb.snapshot, '$.{f}') IS DISTINCT FROM json_extract_string(rl.snapshot, '$.{f}')"
-            for f in ("content_hash", "tags", "entities")
-        )
         with self.transaction():
-            ids = [r[0] for r in self._sql(
+            # Which revisions to compare, from the small columns; then only those revisions'
+            # JSON, looked up by key (a join on revisions would read every revision's JSON).
+            pairs = self._sql(
                 "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
-                "WHERE changed_at >= ? GROUP BY item_id), "
-                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
-                "JOIN touched t ON t.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
-                "SELECT t.item_id FROM touched t "
-                # The last revision is one written since: the time bound lets the scan skip the
-                # table's older row groups (their JSON is most of the work).
-                "JOIN (SELECT * FROM revisions WHERE changed_at >= ?) rl "
-                "ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
-                "LEFT JOIN before b ON b.item_id = t.item_id "
-                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num "
-                f"WHERE rb.item_id IS NULL OR {differs} ORDER BY 1",
-                [since, since, since])]
+                "WHERE changed_at >= ? GROUP BY item_id) "
+                "SELECT t.item_id, t.last_num, b.num FROM touched t LEFT JOIN "
+                "(SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+                "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) b "
+                "ON b.item_id = t.item_id ORDER BY 1",
+                [since, since])
+            revised = {f"{item}#{last}": f"{item}#{num}" for item, last, num in pairs if num is not None}
+            text = self._revision_text([*revised, *revised.values()])
+            ids = [item for item, last, num in pairs
+                   if num is None or text.get(f"{item}#{last}") != text.get(f"{item}#{num}")]
             found = self._load_items(ids)
         return [it for it in found.values() if it.active]
+
+    def _revision_text(self, revision_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """revision id -> (content_hash, tags, entities) as stored in its snapshot JSON."""
+        fields = ", ".join(f"json_extract_string(snapshot, '$.{f}')" for f in ("content_hash", "tags", "entities"))
+        out: dict[str, tuple[Any, ...]] = {}
+        ids = list(dict.fromkeys(revision_ids))
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            # A literal IN list (one parameter per key) is answered from the primary-key index.
+            rows = self._sql(f"SELECT revision_id, {fields} FROM revisions "
+                             f"WHERE revision_id IN ({', '.join('?' * len(chunk))})", chunk)
+            out.update((r[0], tuple(r[1:])) for r in rows)
+        return out
 
     def lifecycle_candidates(
         self, *, now: str, promote_min_usage: int, promote_types: Sequence[str],

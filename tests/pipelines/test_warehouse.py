@@ -667,12 +667,17 @@ def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
     entities changed after the mark; a promotion or a palace move is not a text change."""
     from pipelines.records import utcnow
 
-    wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"])])
+    wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"]), make_item("f"),
+                  make_item("g")])
+    wh.update_items({"f": {"content": "f before the mark"}})  # a second revision before the mark
     mark = utcnow()
     wh.update_items({"a": {"tier": "mtm"}}, reason="promote_type")  # text kept
+    wh.update_items({"f": {"content": "f after the mark"}})
+    wh.update_items({"f": {"content": "f before the mark"}})  # ...and back: the text is what it was
+    wh.update_items({"g": {"entities": ["Ada"]}})  # entities changed
     wh.update_items({"b": {"content": "new content of b"}})  # text changed
     wh.update_items({"d": {"tags": ["x", "y"]}})  # tags changed
     wh.put_items([make_item("e")])  # new
     wh.archive_items(["c"], reason="aged")  # touched, and no longer active
-    assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e"}
+    assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e", "g"}
     assert wh.items_text_changed_since(utcnow()) == []
