@@ -200,14 +200,18 @@ class ItemReads(ItemJournal):
                           "session": [k[2] for k in keys]})
         with self.transaction():
             with self._staged(table) as staged:
+                # The owners' messages first (plain columns), their metadata JSON parsed once
+                # (materialised: inlined, the join and the window would each parse it again).
                 rows = self._sql(
-                    "SELECT id FROM (SELECT i.id, row_number() OVER (PARTITION BY i.org_id, i.user_id, "
-                    "json_extract_string(i.metadata, '$.session_id') ORDER BY "
-                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) DESC NULLS LAST, "
-                    "i.created_at DESC, i.id DESC) AS rn "
-                    f"FROM items i JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
-                    "AND k.session = coalesce(json_extract_string(i.metadata, '$.session_id'), '') "
+                    "WITH owned AS MATERIALIZED (SELECT i.id, i.org_id, i.user_id, i.created_at, "
+                    "json_extract_string(i.metadata, '$.session_id') AS session_id, "
+                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) AS inbox_seq "
+                    f"FROM items i SEMI JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
                     f"WHERE i.type = 'message' AND {_ACTIVE}) "
+                    "SELECT id FROM (SELECT o.id, row_number() OVER (PARTITION BY o.org_id, o.user_id, "
+                    "o.session_id ORDER BY o.inbox_seq DESC NULLS LAST, o.created_at DESC, o.id DESC) AS rn "
+                    f"FROM owned o JOIN {staged} k ON k.org_id = o.org_id AND k.user_id = o.user_id "
+                    "AND k.session = coalesce(o.session_id, '')) "
                     "WHERE rn <= ? ORDER BY id",
                     [n],
                 )
