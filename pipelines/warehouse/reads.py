@@ -150,6 +150,19 @@ class ItemReads(ItemJournal):
         with self.transaction():
             return self._items_selected(where, params, source=source)
 
+    def active_owner_counts(self, *, tier: str | None = None, types: Sequence[str] | None = None
+                            ) -> list[tuple[dict[str, str], str, str | None, str, int]]:
+        """Active items counted per (owner scope, type, metadata verdict, validation), like
+        `active_items` filters them: (scope fields, type, verdict, validation, count) rows.
+        Counting per owner needs no item decoded."""
+        where, params = _active_filter(tier, types)
+        rows = self.query(
+            "SELECT i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
+            "json_extract_string(i.metadata, '$.verdict'), i.validation, count(*) "
+            f"FROM items i {where} GROUP BY ALL ORDER BY ALL", params)
+        return [({"kind": k, "user_id": u, "project_id": p, "session_id": s, "org_id": o}, t, v, val, int(n))
+                for k, u, p, s, o, t, v, val, n in rows]
+
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
         return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {_ACTIVE} ORDER BY i.id")]
