@@ -192,11 +192,16 @@ def incremental_run(base_dir: Path, store_turns: int, new_turns: int, workdir: P
 
 
 def incremental_rounds(base_dir: Path, store_turns: int, args: argparse.Namespace, workdir: Path, say,
-                       empty_first: dict[str, Any] | None) -> dict[str, Any]:
+                       empty_first: dict[str, Any] | None, *, warm: bool = True) -> dict[str, Any]:
     """`args.rounds` incremental runs, each next to a run of the same turns on an empty store
     (the machine's load moves between rounds; a ratio compares runs of one round). The
     medians are the result; every round is kept."""
     rounds = []
+    if not warm:
+        # Nothing consolidated in this process yet: one untimed run first, so the first
+        # round's incremental run does not alone pay the imports and first-call costs.
+        throughput_run(args.incremental, workdir / "warm-up", args, say)
+        shutil.rmtree(workdir / "warm-up", ignore_errors=True)
     for r in range(args.rounds):
         inc = incremental_run(base_dir, store_turns, args.incremental, workdir, args, say, label=f"inc-{r}")
         if r == 0 and empty_first is not None:
@@ -350,7 +355,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
         else:
             base_dir, store_turns = Path(largest["_settings"].data_dir), largest["turns"]
         small = out["runs"].get(str(args.incremental))
-        inc = incremental_rounds(base_dir, store_turns, args, workdir, say, small)
+        inc = incremental_rounds(base_dir, store_turns, args, workdir, say, small, warm=bool(out["runs"]))
         if largest is not None:
             inc["full_store_run_s"] = largest["consolidate_s"]
         out["incremental"] = inc
