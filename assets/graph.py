@@ -24,6 +24,7 @@ from assets.resources import (
     WarehouseResource,
 )
 from pipelines import consolidate as stages
+from pipelines.message_context import COMPOSITION
 from pipelines.records import utcnow
 
 GROUP = "consolidation"
@@ -144,8 +145,12 @@ def item_embeddings(
 
     faults.reached("item_embeddings:start")
     model = embedder.get()
+    wh = warehouse.get()
     try:
-        report = stages.embed_items(warehouse.get(), model, hook=faults.reached)
+        # Hashes compared for what was written since the last successful run checked (a
+        # full comparison hashes every item's text: the whole store, every run).
+        report = stages.embed_items(wh, model, hook=faults.reached,
+                                    since=stages.embedding_check_since(wh, model.name))
     except stages.EmbedderChanged as exc:
         raise dg.Failure(
             description=str(exc),
@@ -162,6 +167,9 @@ def item_embeddings(
             "active_items": report.current,
             "model": report.model,
             "dimension": report.dim,
+            "recipe": COMPOSITION.recipe,
+            "checked_at": report.checked_at,
+            "scope": "all items" if report.since is None else f"written since {report.since}",
         })
     )
 

@@ -16,8 +16,8 @@ from pipelines.consolidate.common import (
     call_hook,
 )
 from pipelines.consolidate.lock import WarehouseLock
-from pipelines.message_context import context_turns, embedding_hash, item_vectors
-from pipelines.records import MemoryItem
+from pipelines.message_context import COMPOSITION, context_turns, embedding_hash, item_vectors
+from pipelines.records import MemoryItem, utcnow
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
 
@@ -28,6 +28,8 @@ class EmbedReport:
     dim: int
     embedded: int = 0
     current: int = 0
+    checked_at: str = ""  # every item written before this has a current vector
+    since: str | None = None  # where this run's hash comparison started (None: every item)
 
 
 def ensure_same_embedder(warehouse: Warehouse, embedder: Any) -> None:
@@ -59,18 +61,39 @@ def vectors_for(items: Sequence[MemoryItem], embedder: Any, warehouse: Warehouse
     return vectors if len(items) else np.zeros((0, int(embedder.dim)), dtype=np.float32)
 
 
+def embedding_check_since(warehouse: Warehouse, model_name: str) -> str | None:
+    """Where the stale-vector check may start: the moment the last successful run's
+    embedding stage checked, when it embedded with the same model and composition recipe
+    (every item written before then got its current vector; a vector goes stale only when
+    its item is revised). None for another model or recipe, or no such run: every item."""
+    for run in warehouse.runs(limit=20):
+        if run["status"] != "success":
+            continue
+        counts = run.get("counts") or {}
+        if (counts.get("item_embeddings.model") != model_name
+                or counts.get("item_embeddings.recipe") != COMPOSITION.recipe):
+            return None
+        mark = counts.get("item_embeddings.checked_at")
+        return str(mark) if mark else None
+    return None
+
+
 def embed_items(
-    warehouse: Warehouse, embedder: Any, *, hook: Hook | None = None, check_model: bool = True
+    warehouse: Warehouse, embedder: Any, *, hook: Hook | None = None, check_model: bool = True,
+    since: str | None = None,
 ) -> EmbedReport:
     """Embed the active items whose content changed since their stored vector (or that
-    have none) with `embedder`; one transaction for the batch."""
+    have none) with `embedder`; one transaction for the batch. `since`
+    (`embedding_check_since`): compare content only for items written at or after it."""
     if check_model:
         ensure_same_embedder(warehouse, embedder)
-    todo = warehouse.get_items(warehouse.stale_embedding_ids(embedder.name))
+    checked_at = utcnow()
+    todo = warehouse.get_items(warehouse.stale_embedding_ids(embedder.name, written_since=since))
     active = warehouse.count_items()
     if not todo:
         dims = [d for m, d in warehouse.stored_embedding_models() if m == embedder.name]
-        return EmbedReport(model=embedder.name, dim=dims[0] if dims else 0, current=active)
+        return EmbedReport(model=embedder.name, dim=dims[0] if dims else 0, current=active,
+                           checked_at=checked_at, since=since)
     vectors = vectors_for(todo, embedder, warehouse)
     dim = int(vectors.shape[1])
     with warehouse.transaction():
@@ -78,7 +101,8 @@ def embed_items(
             [(i.id, embedding_hash(i), v) for i, v in zip(todo, vectors)], model_name=embedder.name, dim=dim
         )
         call_hook(hook, "embed:before_commit")
-    return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active)
+    return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active,
+                       checked_at=checked_at, since=since)
 
 
 def reembed_all(settings: Settings, *, embedder: Any = None,

@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from pipelines.consolidate.common import MERGEABLE_TYPES, ConsolidationError, stm_by_partition
+from pipelines.consolidate.common import ConsolidationError, stm_by_partition, stored_stm_by_partition
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
 from pipelines.snapshot import (
@@ -160,7 +160,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
             "materialize item_embeddings first"
         )
     watermark = warehouse.last_ingested_seq()
-    stm = stm_by_partition(warehouse.active_items(tier="stm", types=MERGEABLE_TYPES))
+    stm = stored_stm_by_partition(warehouse)
     kind = "hnsw" if active and len(active) >= settings.hnsw_threshold else "flat-ip"
     if (not fresh and active == set(previous.ids) and watermark == previous.manifest.watermark
             and kind == previous.manifest.index_kind and _intact(root, previous.manifest.version)):

@@ -114,16 +114,26 @@ class Embeddings(ItemJournal):
         return matrix[[row[i] for i in wanted]]
 
     def stale_embedding_ids(self, model_name: str, *, active_only: bool = True,
-                            ids: Sequence[str] | None = None) -> list[str]:
+                            ids: Sequence[str] | None = None, written_since: str | None = None) -> list[str]:
         """Items with no vector for the model, or one computed from older content; only
-        among `ids` when given (hashing every item's content costs the whole store)."""
+        among `ids` when given (hashing every item's content costs the whole store).
+        `written_since` (ISO time): compare hashes only for items with a revision written at
+        or after it (an item's embedding inputs change only with a revision), while an item
+        with no vector at all is looked for among every item (an anti-join, no hashing)."""
         check_id(model_name, "model_name")
         conditions = [_ACTIVE] if active_only else []
         params: list[Any] = [model_name]
         if ids is not None:
             conditions.append("i.id IN (SELECT unnest(?::VARCHAR[]))")
             params.append([i for i in as_list(ids, "ids") if isinstance(i, str)])
-        conditions.append(f"(e.item_id IS NULL OR e.content_hash <> {EMBEDDING_HASH_SQL})")
+        differs = f"e.content_hash <> {EMBEDDING_HASH_SQL}"
+        if written_since is not None:
+            check_id(written_since, "written_since")
+            # A CASE, not an AND: the hash must only be computed for the few rows written since.
+            differs = (f"CASE WHEN i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+                       f"THEN {differs} ELSE FALSE END")
+            params.append(written_since)
+        conditions.append(f"(e.item_id IS NULL OR {differs})")
         rows = self.query(
             "SELECT i.id FROM items i LEFT JOIN embeddings e "
             f"ON e.item_id = i.id AND e.model_name = ? WHERE {' AND '.join(conditions)} ORDER BY i.id",

@@ -87,15 +87,18 @@ class ItemJournal(WarehouseConnection):
         """Items selected by `join_where` (a JOIN and/or WHERE clause over `items i`), with
         their links, keyed by id in `order`."""
         table = self._arrow(f"SELECT {ITEM_SELECT} FROM items i {join_where} ORDER BY {order}", params)
-        links = self._sql(
-            f"SELECT l.src_id, l.rel, l.dst_id FROM links l WHERE l.src_id IN "
-            f"(SELECT i.id FROM items i {join_where}) ORDER BY l.src_id, l.created_at, l.rel, l.dst_id",
-            params,
-        )
-        by_src: dict[str, list[Link]] = {}
-        for src, rel, dst in links:
-            by_src.setdefault(src, []).append(Link(rel=rel, to=dst))
         ids = table.column("id").to_pylist()
+        by_src: dict[str, list[Link]] = {}
+        if ids:
+            # Links of the rows found, not of `join_where` evaluated again: a selective
+            # predicate (JSON fields, revisions since a time) costs a scan of the store.
+            with self._staged(ids_table(ids)) as staged:
+                links = self._sql(
+                    f"SELECT l.src_id, l.rel, l.dst_id FROM links l JOIN {staged} s ON s.id = l.src_id "
+                    "ORDER BY l.src_id, l.created_at, l.rel, l.dst_id"
+                )
+            for src, rel, dst in links:
+                by_src.setdefault(src, []).append(Link(rel=rel, to=dst))
         # Every stored row was validated on its way in (put_items, _patched): no re-check.
         links_of = [by_src.get(i, []) for i in ids]
         items = ITEM_ROWS.from_table(table, {"links": links_of}, validate=False)

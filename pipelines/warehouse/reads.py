@@ -49,27 +49,36 @@ class ItemReads(ItemJournal):
         before it. Revisions that keep the text (promotion, palace, usage, aging) do not
         count, so this costs what changed, not what was merely touched."""
         check_id(since, "since")
-        differs = " OR ".join(
-            f"json_extract_string(rb.snapshot, '$.{f}') IS DISTINCT FROM json_extract_string(rl.snapshot, '$.{f}')"
-            for f in ("content_hash", "tags", "entities")
-        )
         with self.transaction():
-            ids = [r[0] for r in self._sql(
+            # Which revisions to compare, from the small columns; then only those revisions'
+            # JSON, looked up by key (a join on revisions would read every revision's JSON).
+            pairs = self._sql(
                 "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
-                "WHERE changed_at >= ? GROUP BY item_id), "
-                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
-                "JOIN touched t ON t.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
-                "SELECT t.item_id FROM touched t "
-                # The last revision is one written since: the time bound lets the scan skip the
-                # table's older row groups (their JSON is most of the work).
-                "JOIN (SELECT * FROM revisions WHERE changed_at >= ?) rl "
-                "ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
-                "LEFT JOIN before b ON b.item_id = t.item_id "
-                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num "
-                f"WHERE rb.item_id IS NULL OR {differs} ORDER BY 1",
-                [since, since, since])]
+                "WHERE changed_at >= ? GROUP BY item_id) "
+                "SELECT t.item_id, t.last_num, b.num FROM touched t LEFT JOIN "
+                "(SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+                "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) b "
+                "ON b.item_id = t.item_id ORDER BY 1",
+                [since, since])
+            revised = {f"{item}#{last}": f"{item}#{num}" for item, last, num in pairs if num is not None}
+            text = self._revision_text([*revised, *revised.values()])
+            ids = [item for item, last, num in pairs
+                   if num is None or text.get(f"{item}#{last}") != text.get(f"{item}#{num}")]
             found = self._load_items(ids)
         return [it for it in found.values() if it.active]
+
+    def _revision_text(self, revision_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """revision id -> (content_hash, tags, entities) as stored in its snapshot JSON."""
+        fields = ", ".join(f"json_extract_string(snapshot, '$.{f}')" for f in ("content_hash", "tags", "entities"))
+        out: dict[str, tuple[Any, ...]] = {}
+        ids = list(dict.fromkeys(revision_ids))
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            # A literal IN list (one parameter per key) is answered from the primary-key index.
+            rows = self._sql(f"SELECT revision_id, {fields} FROM revisions "
+                             f"WHERE revision_id IN ({', '.join('?' * len(chunk))})", chunk)
+            out.update((r[0], tuple(r[1:])) for r in rows)
+        return out
 
     def lifecycle_candidates(
         self, *, now: str, promote_min_usage: int, promote_types: Sequence[str],
@@ -99,7 +108,7 @@ class ItemReads(ItemJournal):
         def unreadable(col: str) -> str:
             return f"({col} IS NOT NULL AND {t(col)} IS NULL)"
 
-        learned_col = "json_extract_string(i.metadata, '$.learned_at')"
+        learned_col = "i.learned_at"  # from metadata, parsed once per row (see `source` below)
         learned = f"coalesce({t(learned_col)}, {t('i.created_at')})"
         odd_times = " OR ".join(unreadable(c) for c in (learned_col, "i.created_at", "i.last_used_at"))
 
@@ -132,8 +141,27 @@ class ItemReads(ItemJournal):
             rules.append(f"(i.tier = 'stm' AND i.importance > 1 AND (NOT coalesce({since} > "
                          f"CAST({bind(before(decay_every_days))} AS TIMESTAMPTZ), FALSE) OR {odd_times}))")
         where = f"WHERE {_ACTIVE} AND ({' OR '.join(rules)})"
+        # The metadata JSON (most of a row) parsed once per active row, in a materialised CTE:
+        # inlined, the rules' three uses of learned_at parse it three times per row.
+        source = ("(WITH parsed AS MATERIALIZED (SELECT id, archived, superseded_by, expires_at, tier, type, "
+                  "validation, usage_count, importance, created_at, last_used_at, "
+                  "json_extract_string(metadata, '$.learned_at') AS learned_at FROM items i "
+                  f"WHERE {_ACTIVE}) SELECT * FROM parsed) i")
         with self.transaction():
-            return list(self._items_where(where, "i.id", params).values())
+            return self._items_selected(where, params, source=source)
+
+    def active_owner_counts(self, *, tier: str | None = None, types: Sequence[str] | None = None
+                            ) -> list[tuple[dict[str, str], str, str | None, str, int]]:
+        """Active items counted per (owner scope, type, metadata verdict, validation), like
+        `active_items` filters them: (scope fields, type, verdict, validation, count) rows.
+        Counting per owner needs no item decoded."""
+        where, params = _active_filter(tier, types)
+        rows = self.query(
+            "SELECT i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
+            "json_extract_string(i.metadata, '$.verdict'), i.validation, count(*) "
+            f"FROM items i {where} GROUP BY ALL ORDER BY ALL", params)
+        return [({"kind": k, "user_id": u, "project_id": p, "session_id": s, "org_id": o}, t, v, val, int(n))
+                for k, u, p, s, o, t, v, val, n in rows]
 
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
@@ -166,7 +194,14 @@ class ItemReads(ItemJournal):
         where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
                  f"OR NOT EXISTS (SELECT 1 FROM palace_locations p WHERE p.item_id = i.id) {listed})")
         with self.transaction():
-            return list(self._items_where(where, "i.id", params).values())
+            return self._items_selected(where, params)
+
+    def _items_selected(self, where: str, params: list[Any], source: str = "items i") -> list[MemoryItem]:
+        """Items matching `where` (over `source`, rows named `i`), ordered by id: the ids
+        first, then their rows. A predicate the scan cannot push down (an OR, a subquery,
+        JSON) otherwise makes DuckDB read every column of every row to find a few."""
+        ids = [r[0] for r in self._sql(f"SELECT i.id FROM {source} {where} ORDER BY i.id", params)]
+        return list(self._load_items(ids).values())
 
     def session_tails(self, keys: Sequence[tuple[str, str, str]], n: int) -> list[MemoryItem]:
         """The last `n` stored `message` items (by inbox sequence) of each (org, user,
@@ -178,14 +213,18 @@ class ItemReads(ItemJournal):
                           "session": [k[2] for k in keys]})
         with self.transaction():
             with self._staged(table) as staged:
+                # The owners' messages first (plain columns), their metadata JSON parsed once
+                # (materialised: inlined, the join and the window would each parse it again).
                 rows = self._sql(
-                    "SELECT id FROM (SELECT i.id, row_number() OVER (PARTITION BY i.org_id, i.user_id, "
-                    "json_extract_string(i.metadata, '$.session_id') ORDER BY "
-                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) DESC NULLS LAST, "
-                    "i.created_at DESC, i.id DESC) AS rn "
-                    f"FROM items i JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
-                    "AND k.session = coalesce(json_extract_string(i.metadata, '$.session_id'), '') "
+                    "WITH owned AS MATERIALIZED (SELECT i.id, i.org_id, i.user_id, i.created_at, "
+                    "json_extract_string(i.metadata, '$.session_id') AS session_id, "
+                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) AS inbox_seq "
+                    f"FROM items i SEMI JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
                     f"WHERE i.type = 'message' AND {_ACTIVE}) "
+                    "SELECT id FROM (SELECT o.id, row_number() OVER (PARTITION BY o.org_id, o.user_id, "
+                    "o.session_id ORDER BY o.inbox_seq DESC NULLS LAST, o.created_at DESC, o.id DESC) AS rn "
+                    f"FROM owned o JOIN {staged} k ON k.org_id = o.org_id AND k.user_id = o.user_id "
+                    "AND k.session = coalesce(o.session_id, '')) "
                     "WHERE rn <= ? ORDER BY id",
                     [n],
                 )

@@ -196,6 +196,47 @@ def test_policy_check_covers_everything_once_then_only_what_was_written_since(tm
     assert landed_second and landed_second <= everything
 
 
+def test_stale_vector_check_hashes_only_what_was_written_since_the_last_run(tmp_path):
+    """The embedding stage compares content hashes for every item once, then only for items
+    written since the last successful run checked (same model and recipe); an item without
+    a vector is found anywhere. After incremental runs nothing is stale store-wide."""
+    from assets.run import run_consolidation
+    from pipelines.consolidate import embedding_check_since
+    from tests.assets.support import BATCH_2
+
+    settings = make_settings(tmp_path)
+    model = HashEmbedder(settings.embedder_dim).name
+    with Warehouse(settings.warehouse_path) as wh:
+        assert embedding_check_since(wh, model) is None  # no run yet: every item
+    ingest(settings, BATCH_1)
+    assert run_consolidation(settings, instance="ephemeral")["status"] == "success"
+    with Warehouse(settings.warehouse_path) as wh:
+        first = embedding_check_since(wh, model)
+        assert first is not None and first > wh.runs()[0]["started_at"]
+        assert embedding_check_since(wh, "another-model") is None  # another model: every item
+    ingest(settings, BATCH_2, name="more.jsonl")
+    assert run_consolidation(settings, instance="ephemeral")["status"] == "success"
+    with Warehouse(settings.warehouse_path) as wh:
+        since = embedding_check_since(wh, model)
+        assert since > first
+        assert wh.stale_embedding_ids(model) == []  # the incremental check left nothing stale
+        untouched = [r[0] for r in wh.query(
+            "SELECT i.id FROM items i WHERE NOT i.archived AND i.superseded_by IS NULL AND i.id NOT IN "
+            "(SELECT item_id FROM revisions WHERE changed_at >= ?) ORDER BY 1", [since])]
+        old, gone, *_ = untouched
+        # A vector made from other content, for an item not written since: only a full
+        # comparison sees it (nothing but a direct table edit can make one).
+        wh.query("UPDATE embeddings SET content_hash = 'x' WHERE item_id = ?", [old])
+        wh.query("DELETE FROM embeddings WHERE item_id = ?", [gone])
+        assert wh.stale_embedding_ids(model) == sorted([old, gone])
+        assert wh.stale_embedding_ids(model, written_since=since) == [gone]  # no vector: found anyway
+        wh.update_items({old: {"content": "rewritten after the run"}})
+        assert wh.stale_embedding_ids(model, written_since=since) == sorted([old, gone])
+    assert run_consolidation(settings, instance="ephemeral")["status"] == "success"
+    with Warehouse(settings.warehouse_path) as wh:
+        assert wh.stale_embedding_ids(model) == []
+
+
 def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_path):
     """A later run takes unchanged rows and vectors from the published snapshot and only
     the items written since from the warehouse: it shares the published item table and

@@ -667,12 +667,37 @@ def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
     entities changed after the mark; a promotion or a palace move is not a text change."""
     from pipelines.records import utcnow
 
-    wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"])])
+    wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"]), make_item("f"),
+                  make_item("g")])
+    wh.update_items({"f": {"content": "f before the mark"}})  # a second revision before the mark
     mark = utcnow()
     wh.update_items({"a": {"tier": "mtm"}}, reason="promote_type")  # text kept
+    wh.update_items({"f": {"content": "f after the mark"}})
+    wh.update_items({"f": {"content": "f before the mark"}})  # ...and back: the text is what it was
+    wh.update_items({"g": {"entities": ["Ada"]}})  # entities changed
     wh.update_items({"b": {"content": "new content of b"}})  # text changed
     wh.update_items({"d": {"tags": ["x", "y"]}})  # tags changed
     wh.put_items([make_item("e")])  # new
     wh.archive_items(["c"], reason="aged")  # touched, and no longer active
-    assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e"}
+    assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e", "g"}
     assert wh.items_text_changed_since(utcnow()) == []
+
+
+def test_stored_stm_counts_per_partition_equal_counting_the_loaded_items(wh):
+    """The snapshot's short-term counts per owner partition (the threshold sensor reads them)
+    are counted in SQL without loading items, and equal `stm_by_partition` over the loaded
+    items: messages, quarantined, retracted, archived and non-STM items do not count."""
+    from pipelines.consolidate.common import MERGEABLE_TYPES, stm_by_partition, stored_stm_by_partition
+
+    alice = Scope(kind="user", user_id="alice", project_id="p1")
+    session = Scope(kind="session", user_id="bob", session_id="s1", org_id="acme")
+    wh.put_items([
+        make_item("a"), make_item("b", type="preference"), make_item("c", scope=alice),
+        make_item("d", scope=session), make_item("e", scope=session, type="message"),
+        make_item("f", metadata={"verdict": "quarantine"}), make_item("g", validation="retracted"),
+        make_item("h", tier="mtm"), make_item("i", scope=alice), make_item("j", metadata={"verdict": "accept"}),
+    ])
+    wh.archive_items(["i"], reason="aged")
+    loaded = stm_by_partition(wh.active_items(tier="stm", types=MERGEABLE_TYPES))
+    assert loaded == {"project:default/p1": 3, "session:acme/bob/s1": 1, "user:default/alice": 1}
+    assert stored_stm_by_partition(wh) == loaded
