@@ -129,6 +129,18 @@ class Policy:
             raise PolicyInputError(f"scan_text expects str, got {type(text).__name__}")
         return _scan_fields([("text", text)], self.learned)
 
+    def scan_secrets(self, text: str) -> list[Finding]:
+        """The secret findings of `scan_text(text)`, without looking for injections when the
+        learned layer cannot change a secret verdict (its secret model is inert or absent):
+        a verbatim chat turn is checked for secrets only, and the injection rules are most of
+        a scan's cost."""
+        if not isinstance(text, str):
+            raise PolicyInputError(f"scan_secrets expects str, got {type(text).__name__}")
+        secret_model = self.learned.models.get("secret") if self.learned is not None else None
+        if secret_model is not None and not secret_model.inert:
+            return [f for f in self.scan_text(text) if f.kind == "secret"]
+        return _scan(text, "text", injections=False)
+
     def is_blocked_text(self, text: str) -> bool:
         """True when `text` alone would be hard-blocked (a secret or an injection)."""
         return bool(self.scan_text(text))
@@ -332,14 +344,14 @@ def _model_finding(rule_id: str, text: str, field: str, found: Sequence[Finding]
     return Finding(rule_id, "injection", 0, len(text), quote_excerpt(text, 0, len(text), secret_spans), field)
 
 
-def _scan(text: str, field: str) -> list[Finding]:
+def _scan(text: str, field: str, injections: bool = True) -> list[Finding]:
     if len(text) > MAX_SCAN_CHARS:
         half = MAX_SCAN_CHARS // 2
-        head = _scan(text[:half], field)
+        head = _scan(text[:half], field, injections)
         tail_start = len(text) - half
         tail = [
             msgspec.structs.replace(f, start=f.start + tail_start, end=f.end + tail_start)
-            for f in _scan(text[tail_start:], field)
+            for f in _scan(text[tail_start:], field, injections)
         ]
         return head + tail
     secret_hits = find_secrets(text)
@@ -348,7 +360,7 @@ def _scan(text: str, field: str) -> list[Finding]:
         Finding(h.rule_id, "secret", h.start, h.end, redact_secret(h.rule_id, h.end - h.start), field)
         for h in secret_hits
     ]
-    if text.strip():
+    if injections and text.strip():
         unfolded = unfold(text)
         norm = fold_lookalikes(unfolded)
         # Offsets move when normalisation changes the text; then mask what the secret

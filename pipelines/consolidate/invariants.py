@@ -49,7 +49,7 @@ def hard_block_violations(items: Iterable[MemoryItem], policy: Any) -> list[dict
             continue
         text = f"{item.title}\n{item.content}"
         if item.type == "message":
-            rules = [f.rule_id for f in policy.scan_text(text) if getattr(f, "kind", "") == "secret"]
+            rules = [f.rule_id for f in policy.scan_secrets(text)]
             if rules:
                 out.append({"id": item.id, "rule_ids": sorted(set(rules))})
             continue
