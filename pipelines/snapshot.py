@@ -606,7 +606,7 @@ def publish_next(
     carried_ids = [previous.ids[r] for r in carried]
     ids = carried_ids + fresh_ids
     tiers = [previous.tiers[r] for r in carried] + fresh.column("tier").to_pylist()
-    built = _next_index(previous, carried, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
+    built = _next_index(previous, carried, fresh_ids, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
 
     # A base row stays served only when carried from the base part of the previous rows (an
     # item written since the base has a base row too, hidden behind its delta row).
@@ -658,8 +658,21 @@ def publish_next(
     return manifest
 
 
-def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.ndarray, n: int,
-                hnsw_threshold: int, max_dead: float) -> _BuiltIndex:
+def _same_vector_rows(previous: PublishedVersion, fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
+                      first_row: int) -> dict[str, int]:
+    """{id: its row in the next snapshot} of the fresh rows whose item the previous version
+    serves with exactly the same vector (fresh row i is row `first_row + i`)."""
+    prev_row = {item_id: r for r, item_id in enumerate(previous.ids)}
+    pairs = [(i, prev_row[item_id]) for i, item_id in enumerate(fresh_ids) if item_id in prev_row]
+    if not pairs:
+        return {}
+    old = previous.index.reconstruct_batch(np.asarray([r for _, r in pairs], dtype=np.int64))
+    same = np.all(old == fresh_vecs[[i for i, _ in pairs]], axis=1)
+    return {fresh_ids[i]: first_row + i for (i, _), keep in zip(pairs, same) if keep}
+
+
+def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
+                n: int, hnsw_threshold: int, max_dead: float) -> _BuiltIndex:
     """The index of `publish_next`'s rows (the `carried` previous rows, then the fresh ones):
     the previous HNSW graph relabelled and extended when both are HNSW and not too much of it
     would be dead, else built anew from the previous vectors and the fresh ones."""
@@ -668,9 +681,15 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_vecs: np.n
     if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
             and manifest.index_params.get("m") == HNSW_M):
         row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
+        # An item rewritten with the same vector (promoted, placed, used) keeps its graph node:
+        # re-adding it would leave a dead node behind and bring the next full rebuild closer.
+        kept = _same_vector_rows(previous, fresh_ids, fresh_vecs, len(carried))
+        row_of.update(kept)
+        moved = np.asarray([i for i, item_id in enumerate(fresh_ids) if item_id not in kept], dtype=np.int64)
         labels = faiss.vector_to_array(index.id_map)
         live_slots, new_rows = _slot_rows(labels, previous.ids, row_of)
-        dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows, fresh_vecs, max_dead)
+        dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows[moved], fresh_vecs[moved],
+                                   max_dead)
         if dead is not None:
             inner = faiss.downcast_index(index.index)
             params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),

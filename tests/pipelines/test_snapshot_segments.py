@@ -132,6 +132,27 @@ def test_segmented_versions_serve_what_a_full_build_serves(tmp_path, hnsw_thresh
     assert_same_service(load_snapshot(root), load_snapshot(ref_root))
 
 
+def test_an_item_rewritten_with_the_same_vector_keeps_its_graph_node(tmp_path):
+    """Promotion, palace placement and usage rewrite an item without changing its vector:
+    the next version relabels its HNSW node instead of adding a copy and leaving a dead one,
+    and serves what a full build serves."""
+    store = Store(400)
+    root, ref_root = tmp_path / "seg", tmp_path / "full"
+    store.full(root, 1, hnsw_threshold=300)
+    before = load_snapshot(root)
+    promoted = sorted(store.items)[:30]
+    for item_id in promoted:  # same vector, new tier
+        store.items[item_id] = msgspec.structs.replace(store.items[item_id], tier="ltm")
+    written = promoted + store.change(2, updated=5, removed=0, added=8)
+    manifest = store.next(root, written, 2, hnsw_threshold=300)
+    assert manifest.index_kind == "hnsw"
+    # Only the 5 re-embedded items leave dead nodes; 5 + 8 nodes are added, not 30 more.
+    assert manifest.index_dead == before.manifest.index_dead + 5
+    assert load_snapshot(root).index.ntotal == before.index.ntotal + 5 + 8
+    store.full(ref_root, 2, hnsw_threshold=300)
+    assert_same_service(load_snapshot(root), load_snapshot(ref_root))
+
+
 def test_a_format_1_snapshot_loads_and_becomes_the_base_of_the_next(tmp_path):
     """Snapshots published before segments (format 1, no segment fields) keep loading and
     are the base the next incremental version shares."""
