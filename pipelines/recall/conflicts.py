@@ -372,15 +372,21 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     replacing = _linked(items, _replaced)
     contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     retired = table.retired if table.retired.nnz else None
-    left = (words, proposing, keys, table.values, retired, table.values if retired is not None else None)
-    right = [m.T.tocsr() if m is not None else None
-             for m in (words, proposing, keys, table.values, table.values, retired)]
+    # Each right-hand side is transposed once (values.T serves two products), and a table of
+    # one block (a recall's candidates) is multiplied whole, without slicing copies.
+    transposed = {name: m.T.tocsr() for name, m in (("words", words), ("proposing", proposing), ("keys", keys),
+                                                    ("values", table.values), ("retired", retired))
+                  if m is not None}
+    products = ((words, "words"), (proposing, "proposing"), (keys, "keys"), (table.values, "values"),
+                (retired, "values"), (table.values if retired is not None else None, "retired"))
     parts = []
     for start in range(0, n, PAIR_BLOCK):
         stop = min(n, start + PAIR_BLOCK)
+        whole = start == 0 and stop == n
         shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = (
-            (m[start:stop] @ mt).toarray() if m is not None and mt is not None else None
-            for m, mt in zip(left, right))
+            ((m if whole else m[start:stop]) @ transposed[right]).toarray()
+            if m is not None and right in transposed else None
+            for m, right in products)
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
         bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))

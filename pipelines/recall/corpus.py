@@ -134,7 +134,7 @@ class MemoryCorpus:
     def _index_labels_and_owners(self) -> None:
         """Audience key (Scope.audience_key, the one visibility rule) -> rows, tag / entity / title /
         summarised-turn -> rows, and incoming links; active rows only."""
-        self._by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
         tags: dict[str, list[int]] = defaultdict(list)
         entities: dict[str, list[int]] = defaultdict(list)
         titles: dict[str, list[int]] = defaultdict(list)
@@ -142,7 +142,7 @@ class MemoryCorpus:
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
-            self._by_audience[it.scope.audience_key()].append(row)
+            by_audience[it.scope.audience_key()].append(row)
             for t in {normalise_label(t) for t in it.tags} - {""}:
                 tags[t].append(row)
             for e in {normalise_label(e) for e in it.entities} - {""}:
@@ -155,6 +155,8 @@ class MemoryCorpus:
                     summaries_by_turn[ref].append(row)
             for link in it.links:
                 links_in[link.to].append((link.rel, row))
+        # Arrays, not lists: a caller's mask is set from them on each new identity.
+        self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
         self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
         self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
@@ -311,7 +313,9 @@ class MemoryCorpus:
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)
         for key in who.audience_keys():
-            mask[self._by_audience.get(key, [])] = True
+            rows = self._by_audience.get(key)
+            if rows is not None:
+                mask[rows] = True
         mask.flags.writeable = False
         return mask
 
