@@ -274,7 +274,7 @@ class CandidateSearch:
                             if rel in PARTNER_LINKS and view.allowed[ci][row])
             rows = c.title_rows.get(title) if title else None
             if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
-                partners.extend((ci, int(r)) for r in rows if view.allowed[ci][r])
+                partners.extend((ci, r) for r in rows[view.allowed[ci][rows]].tolist())
         return partners
 
     def pull_conflict_partners(self) -> None:

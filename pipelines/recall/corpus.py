@@ -113,6 +113,8 @@ class MemoryCorpus:
         self._type_of = self._encode("type", (it.type for it in self.items), n)
         self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
 
+        # Normalised titles, read once here for the title index (None: not read yet).
+        self._title_keys: list[str | None] = [None] * n
         self._index_labels_and_owners()
         self._index_rooms(locations)
 
@@ -123,7 +125,6 @@ class MemoryCorpus:
         self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._terms_cache: dict[int, frozenset[str]] = {}
-        self._title_cache: dict[int, str] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
@@ -147,7 +148,7 @@ class MemoryCorpus:
                 tags[t].append(row)
             for e in {normalise_label(e) for e in it.entities} - {""}:
                 entities[e].append(row)
-            title = normalise_label(it.title)
+            title = self._title_keys[row] = normalise_label(it.title)
             if title:
                 titles[title].append(row)
             if it.type == "summary":
@@ -285,9 +286,9 @@ class MemoryCorpus:
 
     def title_key(self, row: int) -> str:
         """Normalised title (conflict detection: same key, different content)."""
-        key = self._title_cache.get(row)
+        key = self._title_keys[row]
         if key is None:
-            key = self._title_cache[row] = normalise_label(self.items[row].title)
+            key = self._title_keys[row] = normalise_label(self.items[row].title)
         return key
 
     def label_counts(self, rows: np.ndarray, grams: Iterable[str]) -> np.ndarray:
