@@ -330,7 +330,8 @@ def _incidence(rows: Iterable[Iterable[Hashable]]) -> sparse.csr_matrix:
 def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(data, column indices, indptr) of these rows of `m`, in this order: scipy's row
     indexing without its per-call checks and copies (a recall takes ~100 rows three times)."""
-    starts, lengths = m.indptr[idx], np.diff(m.indptr)[idx]
+    starts = m.indptr[idx]
+    lengths = m.indptr[idx + 1] - starts
     indptr = np.zeros(len(idx) + 1, np.int64)
     np.cumsum(lengths, out=indptr[1:])
     at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])

@@ -312,6 +312,36 @@ def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
         assert by is None or outcome.winner == by.id
 
 
+def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
+    """`take` gathers rows straight from the CSR arrays: the same matrices as scipy's row
+    indexing with unused columns dropped (values and retired values sharing columns), rows
+    in the order asked, repeats and non-claims included."""
+    from scipy import sparse
+
+    rng = random.Random(12)
+    items = _random_claims(rng, 120, False)
+    items[5] = claim("r005", "Database", "We run MySQL 8, replacing Postgres 16 on port 5432.")
+    items[::9] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
+                             scope=it.scope) for it in items[::9]]
+    table = ClaimTable.read(items)
+    assert table.retired.nnz and table.values.nnz
+
+    def dense_columns(m):
+        used, columns = np.unique(m.indices, return_inverse=True)
+        return sparse.csr_matrix((m.data, columns, m.indptr), shape=(m.shape[0], len(used)))
+
+    for rows in ([5, 3, 90, 5, 0, 9], list(range(119, -1, -3)), [9], []):
+        taken = table.take(rows)
+        both = dense_columns(sparse.vstack([table.values[rows], table.retired[rows]], format="csr"))
+        for got, want in ((taken.words, dense_columns(table.words[rows])), (taken.values, both[: len(rows)]),
+                          (taken.retired, both[len(rows):])):
+            assert got.shape == want.shape
+            assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all()
+            assert (got.data == want.data).all()
+        assert [it.id for it in taken.items] == [items[r].id for r in rows]
+        assert (taken.codes == table.codes[rows]).all()
+
+
 def _plain_stated_values(text, number, name):
     """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
     text = conflicts._RETIRED.sub(lambda m: " " * len(m.group(0)), text)
