@@ -232,13 +232,17 @@ class ClaimTable:
     loads), so a recall only takes the rows of its candidates (`take`)."""
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
-                 codes: np.ndarray, retired: sparse.csr_matrix | None = None):
+                 codes: np.ndarray, retired: sparse.csr_matrix | None = None, keys: sparse.csr_matrix | None = None):
         self.items = list(items)
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired if retired is not None else sparse.csr_matrix(values.shape, dtype=np.int32)
         self.codes = codes  # rows x (title, content, subject, title values)
+        # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
+        # with the rest so a recall's table takes these rows too.
+        self.keys = keys if keys is not None else _incidence(
+            _keys(it, t) for it, t in zip(self.items, codes[:, 0].tolist()))
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -252,7 +256,7 @@ class ClaimTable:
         """The table of `claims` (one per item, None for a non-claim), each claim dropped
         once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
-        words, values = _Columns(), _Columns()
+        words, values, keys = _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
@@ -268,7 +272,8 @@ class ClaimTable:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
-        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix())
+            keys.add(_keys(items[row], int(codes[row, 0])))
+        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix())
 
     def __len__(self) -> int:
         return len(self.items)
@@ -283,7 +288,7 @@ class ClaimTable:
         split = len(values[1])
         return ClaimTable([self.items[r] for r in idx.tolist()], _csr(*_take_rows(self.words, idx)),
                           _csr(values[0], columns[:split], values[2], len(used)), self.codes[idx],
-                          _csr(retired[0], columns[split:], retired[2], len(used)))
+                          _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)))
 
 
 class _Pairs(NamedTuple):
@@ -387,7 +392,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     title, content, subject_code, title_values = table.codes.T
-    keys = _incidence(_keys(it, t) for it, t in zip(items, title.tolist()))
+    keys = table.keys
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     replacing = _linked(items, _replaced)

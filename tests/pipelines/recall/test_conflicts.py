@@ -313,9 +313,9 @@ def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
 
 
 def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
-    """`take` gathers rows straight from the CSR arrays: the same matrices as scipy's row
-    indexing with unused columns dropped (values and retired values sharing columns), rows
-    in the order asked, repeats and non-claims included."""
+    """`take` gathers rows straight from the CSR arrays: the same matrices (words, values,
+    retired values, keys) as scipy's row indexing with unused columns dropped (values and
+    retired values sharing columns), rows in the order asked, repeats and non-claims included."""
     from scipy import sparse
 
     rng = random.Random(12)
@@ -334,7 +334,7 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
         taken = table.take(rows)
         both = dense_columns(sparse.vstack([table.values[rows], table.retired[rows]], format="csr"))
         for got, want in ((taken.words, dense_columns(table.words[rows])), (taken.values, both[: len(rows)]),
-                          (taken.retired, both[len(rows):])):
+                          (taken.retired, both[len(rows):]), (taken.keys, dense_columns(table.keys[rows]))):
             assert got.shape == want.shape
             assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all()
             assert (got.data == want.data).all()
