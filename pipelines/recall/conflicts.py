@@ -375,6 +375,7 @@ def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) 
 
 
 PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
+GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
 def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
@@ -468,7 +469,10 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
     matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(np.float32)
     a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
     known = has[a] & has[b]
-    cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
+    if len(rows) <= GRAM_MAX_ROWS:  # a recall's few claims: all their cosines at once, no copied pair rows
+        cosine = (matrix @ matrix.T)[a[known], b[known]]
+    else:
+        cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
     close = cosine >= SUBJECT_COSINE
     for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
         exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])
