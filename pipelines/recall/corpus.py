@@ -124,6 +124,7 @@ class MemoryCorpus:
         self._claims: ClaimTable | None = None
         self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
+        self._shadowed: tuple[tuple[MemoryCorpus, ...], np.ndarray] | None = None
         self._terms_cache: dict[int, frozenset[str]] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
@@ -331,10 +332,13 @@ class MemoryCorpus:
         who: Identity,
         filters: RecallFilters = NO_FILTERS,
         exclude_ids: Iterable[str] = (),
+        exclude_rows: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Visible rows narrowed by the filters and with `exclude_ids` removed (ids
-        shadowed by a newer corpus)."""
+        """Visible rows narrowed by the filters and with `exclude_ids` / `exclude_rows`
+        removed (shadowed by a newer corpus, see `rows_shadowed_by`)."""
         mask = self.visible_mask(who).copy()
+        if exclude_rows is not None:
+            mask[exclude_rows] = False
         for field, value, codes in (("tier", filters.tier, self._tier_of),
                                     ("type", filters.type, self._type_of),
                                     ("kind", filters.scope, self._kind_of)):
@@ -346,6 +350,19 @@ class MemoryCorpus:
             if row is not None:
                 mask[row] = False
         return mask
+
+    def rows_shadowed_by(self, newer: Sequence[MemoryCorpus]) -> np.ndarray:
+        """Rows whose id one of the `newer` corpora holds (in any state): no caller sees
+        them here. Kept for the last `newer` asked: one delta serves many requests, and
+        looking up every delta id per request grows with the delta."""
+        key = tuple(newer)
+        cached = self._shadowed
+        if cached is not None and len(cached[0]) == len(key) and all(a is b for a, b in zip(cached[0], key)):
+            return cached[1]
+        rows = {row for c in key for item_id in c.ids for row in [self.row_of.get(item_id)] if row is not None}
+        found = np.asarray(sorted(rows), np.int64)
+        self._shadowed = (key, found)
+        return found
 
     def _narrow_to_tags(self, mask: np.ndarray, filters: RecallFilters) -> None:
         norm_tags = [t for t in (normalise_label(t) for t in filters.tags) if t]
