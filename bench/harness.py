@@ -85,6 +85,18 @@ SERVE_CODE = (
 )
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
 def worker_pids(pid: int) -> list[int]:
     """The uvicorn worker processes under a `serve(..., workers > 1)` process (its spawned
     children, not multiprocessing's resource tracker)."""
@@ -183,11 +195,8 @@ class ServiceProcess:
         """Per serving process (the process itself with one worker, else its worker
         children): pid, RSS and PSS (proportional set size: shared pages, such as a
         memory-mapped snapshot, divided among the processes mapping them), from Linux /proc."""
-        pids = [self.pid]
-        if self.workers > 1:
-            pids = worker_pids(self.pid)
         out = []
-        for pid in pids:
+        for pid in self.serving_pids():
             try:
                 fields = {line.split(":")[0]: int(line.split()[1])
                           for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]
@@ -196,6 +205,16 @@ class ServiceProcess:
                 continue
             out.append({"pid": pid, **{k.lower() + "_kb": v for k, v in fields.items()}})
         return out
+
+    def serving_pids(self) -> list[int]:
+        """The processes that answer requests: the service itself, or its worker children."""
+        return worker_pids(self.pid) if self.workers > 1 else [self.pid]
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds used so far by the serving processes (their threads
+        included): a difference over a run is the server's CPU cost of it, which a busy
+        machine slows down but does not inflate the way it inflates wall times."""
+        return sum(cpu_seconds(pid) or 0.0 for pid in self.serving_pids())
 
     def kill(self) -> int | None:
         """SIGKILL: the service (its worker processes too) dies wherever it is, as on a power cut."""

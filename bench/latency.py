@@ -181,6 +181,7 @@ def measure_http(server: ServiceProcess, pool: QueryPool, n_queries: int) -> dic
         for _ in range(5):
             client.post("/v1/recall", json=_body(*pool.take())).raise_for_status()
         lat, server_ms, errors = [], [], 0
+        cpu_started = server.cpu_seconds()
         for _ in range(n_queries):
             body = _body(*pool.take())
             t = time.perf_counter()
@@ -190,7 +191,9 @@ def measure_http(server: ServiceProcess, pool: QueryPool, n_queries: int) -> dic
                 errors += 1
                 continue
             server_ms.append(float(r.json().get("timings_ms", {}).get("total", 0.0)))
+        cpu_s = server.cpu_seconds() - cpu_started
     return {"latency_ms": percentiles(lat), "engine_total_ms": percentiles(server_ms),
+            "server_cpu_ms_per_recall": round(cpu_s * 1e3 / n_queries, 2),
             "first_request_ms": round(cold_ms, 1), "errors": errors}
 
 
@@ -248,13 +251,16 @@ def measure_throughput(server: ServiceProcess, pool: QueryPool, duration_s: floa
             counts["write_errors"] += w_bad
 
     threads = [threading.Thread(target=client_loop, daemon=True) for _ in range(concurrency)]
+    cpu_started = server.cpu_seconds()
     started = time.perf_counter()
     for th in threads:
         th.start()
     for th in threads:
         th.join(timeout=duration_s + 120)
     elapsed = time.perf_counter() - started
+    cpu_s = server.cpu_seconds() - cpu_started
     return {"recalls_per_s": round(counts["ok"] / elapsed, 1), "completed": counts["ok"],
+            "server_cpu_ms_per_recall": round(cpu_s * 1e3 / counts["ok"], 2) if counts["ok"] else None,
             "errors": counts["errors"] + counts["write_errors"], "concurrency": concurrency,
             "duration_s": round(elapsed, 2), "latency_ms": percentiles(lat),
             "writes": counts["writes"], "writes_per_s": round(counts["writes"] / elapsed, 1),
@@ -392,13 +398,14 @@ def _print(out: dict[str, Any]) -> None:
             mark = " *" if block.get("winner") == kind else ""
             rows.append((n, kind + mark, b["snapshot"]["bytes"] / 1e6, *(ip.get(p) for p in ("p50", "p95", "p99")),
                          *(hp.get(p) for p in ("p50", "p95", "p99")), tp.get("recalls_per_s"),
-                         tp.get("latency_ms", {}).get("p99"), tp.get("errors"),
+                         tp.get("latency_ms", {}).get("p99"), tp.get("server_cpu_ms_per_recall"), tp.get("errors"),
                          " / ".join(f"{w.get('rss_mb')}" for w in b.get("worker_memory_mb", []))
                          or b.get("server_rss_mb"), b.get("server_pss_mb")))
     console = driver.console()
     console.print(driver.table("Recall latency (ms) and throughput, MiniLM query embedding included",
                                ("items", "index", "snapshot MB", "in-proc p50", "p95", "p99", "HTTP p50", "p95",
-                                "p99", "recalls/s", "load p99", "errors", "RSS MB per worker", "PSS MB total"), rows))
+                                "p99", "recalls/s", "load p99", "server CPU ms/recall",
+                                "errors", "RSS MB per worker", "PSS MB total"), rows))
     t = out["targets"]
     console.print(f"* = faster index at that size. At {t['at_items']} items ({t['index']}): HTTP p50 "
                   f"{t['http_p50_ms']} ms (target <= {TARGET_P50_MS:g}: {'met' if t['p50_met'] else 'NOT met'}), "

@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 
 from bench import driver
-from bench.harness import ident
+from bench.harness import cpu_seconds, ident
 from bench.metrics import machine_info, percentiles
 from bench.replicas import ReplicaSet
 from bench.synthetic import cached_item_vectors, synthetic_items, synthetic_queries
@@ -45,8 +45,6 @@ from pipelines.settings import Settings
 from pipelines.snapshot import build_snapshot
 
 USERS, PROJECTS = 50, 10
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p = driver.parser("scaleout", __doc__, quick="smoke run: 1k items, hash embedder, 6 s per replica count")
@@ -68,15 +66,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.items < 1 or args.duration <= 0 or args.concurrency < 1 or min(args.replicas) < 1:
         p.error("--items, --duration, --concurrency and --replicas must be positive")
     return args
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a live process (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
 def recall_load(urls: list[str], queries: list[tuple[str, Any]], concurrency: int, duration: float,

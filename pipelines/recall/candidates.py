@@ -76,12 +76,9 @@ class VisibleCorpora:
     def __init__(self, corpora: Sequence[MemoryCorpus], who: Identity, filters: RecallFilters):
         self.corpora = list(corpora)
         self.allowed: list[np.ndarray] = [None] * len(self.corpora)  # type: ignore[list-item]
-        newer: set[str] = set()
         for ci in range(len(self.corpora) - 1, -1, -1):
             c = self.corpora[ci]
-            self.allowed[ci] = c.allowed_mask(who, filters, exclude_ids=newer)
-            if ci:
-                newer |= set(c.ids)
+            self.allowed[ci] = c.allowed_mask(who, filters, exclude_rows=c.rows_shadowed_by(self.corpora[ci + 1:]))
 
     def locate(self, item_id: str) -> tuple[int, int] | None:
         """Where the caller may read this id (newest corpus holding it), else None."""
@@ -274,7 +271,7 @@ class CandidateSearch:
                             if rel in PARTNER_LINKS and view.allowed[ci][row])
             rows = c.title_rows.get(title) if title else None
             if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
-                partners.extend((ci, int(r)) for r in rows if view.allowed[ci][r])
+                partners.extend((ci, r) for r in rows[view.allowed[ci][rows]].tolist())
         return partners
 
     def pull_conflict_partners(self) -> None:

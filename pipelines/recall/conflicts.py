@@ -232,13 +232,17 @@ class ClaimTable:
     loads), so a recall only takes the rows of its candidates (`take`)."""
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
-                 codes: np.ndarray, retired: sparse.csr_matrix | None = None):
+                 codes: np.ndarray, retired: sparse.csr_matrix | None = None, keys: sparse.csr_matrix | None = None):
         self.items = list(items)
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired if retired is not None else sparse.csr_matrix(values.shape, dtype=np.int32)
         self.codes = codes  # rows x (title, content, subject, title values)
+        # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
+        # with the rest so a recall's table takes these rows too.
+        self.keys = keys if keys is not None else _incidence(
+            _keys(it, t) for it, t in zip(self.items, codes[:, 0].tolist()))
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -252,7 +256,7 @@ class ClaimTable:
         """The table of `claims` (one per item, None for a non-claim), each claim dropped
         once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
-        words, values = _Columns(), _Columns()
+        words, values, keys = _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
@@ -268,7 +272,8 @@ class ClaimTable:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
-        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix())
+            keys.add(_keys(items[row], int(codes[row, 0])))
+        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix())
 
     def __len__(self) -> int:
         return len(self.items)
@@ -276,9 +281,14 @@ class ClaimTable:
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
         idx = np.asarray(rows, np.int64)
-        both = _dense_columns(sparse.vstack([self.values[idx], self.retired[idx]], format="csr"))
-        return ClaimTable([self.items[r] for r in idx.tolist()], _dense_columns(self.words[idx]),
-                          both[: len(idx)], self.codes[idx], both[len(idx):])
+        values, retired = _take_rows(self.values, idx), _take_rows(self.retired, idx)
+        # values and retired share their columns (one value, one column in both)
+        both = np.concatenate([values[1], retired[1]])
+        used, columns = np.unique(both, return_inverse=True)
+        split = len(values[1])
+        return ClaimTable([self.items[r] for r in idx.tolist()], _csr(*_take_rows(self.words, idx)),
+                          _csr(values[0], columns[:split], values[2], len(used)), self.codes[idx],
+                          _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)))
 
 
 class _Pairs(NamedTuple):
@@ -322,10 +332,26 @@ def _incidence(rows: Iterable[Iterable[Hashable]]) -> sparse.csr_matrix:
     return columns.matrix()
 
 
-def _dense_columns(m: sparse.csr_matrix) -> sparse.csr_matrix:
-    """The same rows over only the columns they use."""
-    used, columns = np.unique(m.indices, return_inverse=True)
-    return sparse.csr_matrix((m.data, columns.astype(np.int32), m.indptr), shape=(m.shape[0], len(used)))
+def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data, column indices, indptr) of these rows of `m`, in this order: scipy's row
+    indexing without its per-call checks and copies (a recall takes ~100 rows three times)."""
+    starts = m.indptr[idx]
+    lengths = m.indptr[idx + 1] - starts
+    indptr = np.zeros(len(idx) + 1, np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
+    return m.data[at], m.indices[at], indptr
+
+
+def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_columns: int | None = None
+         ) -> sparse.csr_matrix:
+    """Rows over only the columns they use (renumbered densely, in column order), unless
+    `indices` are already dense over `n_columns`."""
+    if n_columns is None:
+        used, indices = np.unique(indices, return_inverse=True)
+        n_columns = len(used)
+    return sparse.csr_matrix((data, indices.astype(np.int32), indptr.astype(np.int32)),
+                             shape=(len(indptr) - 1, n_columns))
 
 
 def _linked(items: Sequence[MemoryItem], links: Callable[[MemoryItem], Iterable[str]]
@@ -349,6 +375,7 @@ def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) 
 
 
 PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
+GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
 def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
@@ -366,21 +393,27 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     title, content, subject_code, title_values = table.codes.T
-    keys = _incidence(_keys(it, t) for it, t in zip(items, title.tolist()))
+    keys = table.keys
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     replacing = _linked(items, _replaced)
     contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     retired = table.retired if table.retired.nnz else None
-    left = (words, proposing, keys, table.values, retired, table.values if retired is not None else None)
-    right = [m.T.tocsr() if m is not None else None
-             for m in (words, proposing, keys, table.values, table.values, retired)]
+    # Each right-hand side is transposed once (values.T serves two products), and a table of
+    # one block (a recall's candidates) is multiplied whole, without slicing copies.
+    transposed = {name: m.T.tocsr() for name, m in (("words", words), ("proposing", proposing), ("keys", keys),
+                                                    ("values", table.values), ("retired", retired))
+                  if m is not None}
+    products = ((words, "words"), (proposing, "proposing"), (keys, "keys"), (table.values, "values"),
+                (retired, "values"), (table.values if retired is not None else None, "retired"))
     parts = []
     for start in range(0, n, PAIR_BLOCK):
         stop = min(n, start + PAIR_BLOCK)
+        whole = start == 0 and stop == n
         shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = (
-            (m[start:stop] @ mt).toarray() if m is not None and mt is not None else None
-            for m, mt in zip(left, right))
+            ((m if whole else m[start:stop]) @ transposed[right]).toarray()
+            if m is not None and right in transposed else None
+            for m, right in products)
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
         bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
@@ -436,7 +469,10 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
     matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(np.float32)
     a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
     known = has[a] & has[b]
-    cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
+    if len(rows) <= GRAM_MAX_ROWS:  # a recall's few claims: all their cosines at once, no copied pair rows
+        cosine = (matrix @ matrix.T)[a[known], b[known]]
+    else:
+        cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
     close = cosine >= SUBJECT_COSINE
     for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
         exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])

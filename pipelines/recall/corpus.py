@@ -113,6 +113,8 @@ class MemoryCorpus:
         self._type_of = self._encode("type", (it.type for it in self.items), n)
         self._kind_of = self._encode("kind", (it.scope.kind for it in self.items), n)
 
+        # Normalised titles, read once here for the title index (None: not read yet).
+        self._title_keys: list[str | None] = [None] * n
         self._index_labels_and_owners()
         self._index_rooms(locations)
 
@@ -122,8 +124,8 @@ class MemoryCorpus:
         self._claims: ClaimTable | None = None
         self._id_rank: np.ndarray | None = None
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
+        self._shadowed: tuple[tuple[MemoryCorpus, ...], np.ndarray] | None = None
         self._terms_cache: dict[int, frozenset[str]] = {}
-        self._title_cache: dict[int, str] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
@@ -134,7 +136,7 @@ class MemoryCorpus:
     def _index_labels_and_owners(self) -> None:
         """Audience key (Scope.audience_key, the one visibility rule) -> rows, tag / entity / title /
         summarised-turn -> rows, and incoming links; active rows only."""
-        self._by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
+        by_audience: dict[tuple[str, ...], list[int]] = defaultdict(list)
         tags: dict[str, list[int]] = defaultdict(list)
         entities: dict[str, list[int]] = defaultdict(list)
         titles: dict[str, list[int]] = defaultdict(list)
@@ -142,12 +144,12 @@ class MemoryCorpus:
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
-            self._by_audience[it.scope.audience_key()].append(row)
+            by_audience[it.scope.audience_key()].append(row)
             for t in {normalise_label(t) for t in it.tags} - {""}:
                 tags[t].append(row)
             for e in {normalise_label(e) for e in it.entities} - {""}:
                 entities[e].append(row)
-            title = normalise_label(it.title)
+            title = self._title_keys[row] = normalise_label(it.title)
             if title:
                 titles[title].append(row)
             if it.type == "summary":
@@ -155,6 +157,8 @@ class MemoryCorpus:
                     summaries_by_turn[ref].append(row)
             for link in it.links:
                 links_in[link.to].append((link.rel, row))
+        # Arrays, not lists: a caller's mask is set from them on each new identity.
+        self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
         self.entity_rows = {k: np.asarray(v, dtype=np.int64) for k, v in entities.items()}
         self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
@@ -283,9 +287,9 @@ class MemoryCorpus:
 
     def title_key(self, row: int) -> str:
         """Normalised title (conflict detection: same key, different content)."""
-        key = self._title_cache.get(row)
+        key = self._title_keys[row]
         if key is None:
-            key = self._title_cache[row] = normalise_label(self.items[row].title)
+            key = self._title_keys[row] = normalise_label(self.items[row].title)
         return key
 
     def label_counts(self, rows: np.ndarray, grams: Iterable[str]) -> np.ndarray:
@@ -311,7 +315,9 @@ class MemoryCorpus:
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)
         for key in who.audience_keys():
-            mask[self._by_audience.get(key, [])] = True
+            rows = self._by_audience.get(key)
+            if rows is not None:
+                mask[rows] = True
         mask.flags.writeable = False
         return mask
 
@@ -326,10 +332,13 @@ class MemoryCorpus:
         who: Identity,
         filters: RecallFilters = NO_FILTERS,
         exclude_ids: Iterable[str] = (),
+        exclude_rows: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Visible rows narrowed by the filters and with `exclude_ids` removed (ids
-        shadowed by a newer corpus)."""
+        """Visible rows narrowed by the filters and with `exclude_ids` / `exclude_rows`
+        removed (shadowed by a newer corpus, see `rows_shadowed_by`)."""
         mask = self.visible_mask(who).copy()
+        if exclude_rows is not None:
+            mask[exclude_rows] = False
         for field, value, codes in (("tier", filters.tier, self._tier_of),
                                     ("type", filters.type, self._type_of),
                                     ("kind", filters.scope, self._kind_of)):
@@ -341,6 +350,19 @@ class MemoryCorpus:
             if row is not None:
                 mask[row] = False
         return mask
+
+    def rows_shadowed_by(self, newer: Sequence[MemoryCorpus]) -> np.ndarray:
+        """Rows whose id one of the `newer` corpora holds (in any state): no caller sees
+        them here. Kept for the last `newer` asked: one delta serves many requests, and
+        looking up every delta id per request grows with the delta."""
+        key = tuple(newer)
+        cached = self._shadowed
+        if cached is not None and len(cached[0]) == len(key) and all(a is b for a, b in zip(cached[0], key)):
+            return cached[1]
+        rows = {row for c in key for item_id in c.ids for row in [self.row_of.get(item_id)] if row is not None}
+        found = np.asarray(sorted(rows), np.int64)
+        self._shadowed = (key, found)
+        return found
 
     def _narrow_to_tags(self, mask: np.ndarray, filters: RecallFilters) -> None:
         norm_tags = [t for t in (normalise_label(t) for t in filters.tags) if t]

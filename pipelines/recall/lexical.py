@@ -14,6 +14,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 import bm25s
 import numpy as np
@@ -51,6 +52,7 @@ def query_terms(text: str) -> list[str]:
     return list(seen)
 
 
+@lru_cache(maxsize=8192)  # a recall compares the same candidates' contents and titles many times over
 def normalise_label(label: str) -> str:
     """Tags, entities and titles compare in this form: 'Project_Phoenix' == 'project phoenix'."""
     return " ".join(words(label))

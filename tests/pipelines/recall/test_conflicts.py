@@ -231,12 +231,14 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     return items
 
 
-@pytest.mark.parametrize("block", [conflicts.PAIR_BLOCK, 37])
-def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, monkeypatch):
+@pytest.mark.parametrize(("block", "gram"), [(conflicts.PAIR_BLOCK, conflicts.GRAM_MAX_ROWS), (37, 0)])
+def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, monkeypatch):
     """`_pairs` (sparse products over all claims, a block of rows at a time) finds the same
     pairs, the same replacements and the same reasons as the rule applied to each pair
-    sharing a key, including the embedding cosine and the MAX_BUCKET cut of over-common words."""
+    sharing a key, including the embedding cosine (all at once or pair by pair) and the
+    MAX_BUCKET cut of over-common words."""
     monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
+    monkeypatch.setattr(conflicts, "GRAM_MAX_ROWS", gram)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
@@ -310,6 +312,36 @@ def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
         by = next((o for o in group if o.id != m.id and supersedes(o, m)), None)
         assert (outcome.resolution == "superseded") == (by is not None)
         assert by is None or outcome.winner == by.id
+
+
+def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
+    """`take` gathers rows straight from the CSR arrays: the same matrices (words, values,
+    retired values, keys) as scipy's row indexing with unused columns dropped (values and
+    retired values sharing columns), rows in the order asked, repeats and non-claims included."""
+    from scipy import sparse
+
+    rng = random.Random(12)
+    items = _random_claims(rng, 120, False)
+    items[5] = claim("r005", "Database", "We run MySQL 8, replacing Postgres 16 on port 5432.")
+    items[::9] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
+                             scope=it.scope) for it in items[::9]]
+    table = ClaimTable.read(items)
+    assert table.retired.nnz and table.values.nnz
+
+    def dense_columns(m):
+        used, columns = np.unique(m.indices, return_inverse=True)
+        return sparse.csr_matrix((m.data, columns, m.indptr), shape=(m.shape[0], len(used)))
+
+    for rows in ([5, 3, 90, 5, 0, 9], list(range(119, -1, -3)), [9], []):
+        taken = table.take(rows)
+        both = dense_columns(sparse.vstack([table.values[rows], table.retired[rows]], format="csr"))
+        for got, want in ((taken.words, dense_columns(table.words[rows])), (taken.values, both[: len(rows)]),
+                          (taken.retired, both[len(rows):]), (taken.keys, dense_columns(table.keys[rows]))):
+            assert got.shape == want.shape
+            assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all()
+            assert (got.data == want.data).all()
+        assert [it.id for it in taken.items] == [items[r].id for r in rows]
+        assert (taken.codes == table.codes[rows]).all()
 
 
 def _plain_stated_values(text, number, name):

@@ -131,6 +131,21 @@ def test_allowed_mask_filters_tags_tier_type_and_excluded_ids():
         c.visible_mask("u1")  # type: ignore[arg-type]
 
 
+def test_rows_shadowed_by_newer_corpora_whatever_their_state():
+    """The rows a newer corpus (the delta) hides are found once per set of newer corpora and
+    found again when the delta changes; masking them is masking their ids."""
+    old = corpus_of([item("a", "t", "x"), item("b", "t", "y"), item("c", "t", "z")])
+    delta = corpus_of([item("b", "t", "y2"), item("z", "t", "new")])
+    gone = corpus_of([item("c", "t", "z", archived=True)])
+    first = old.rows_shadowed_by([delta])
+    assert first.tolist() == [1] and old.rows_shadowed_by([delta]) is first
+    assert old.rows_shadowed_by([delta, gone]).tolist() == [1, 2]
+    assert old.rows_shadowed_by([]).tolist() == []
+    rows = old.rows_shadowed_by([delta, gone])
+    assert (old.allowed_mask(WHO, exclude_rows=rows) == old.allowed_mask(WHO, exclude_ids=["b", "z", "c"])).all()
+    assert old.allowed_mask(WHO, exclude_rows=rows).tolist() == [True, False, False]
+
+
 # -- construction errors and the empty corpus ----------------------------------------------
 
 
