@@ -375,14 +375,15 @@ def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) 
 
 
 PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
+DENSE_MAX_ROWS = 512  # up to this many claims the shared counts are dense products (`_shared_counts`)
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
 def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     """`conflict_reason`, and whether one replaces the other, for every pair that shares a
     title, a content word (held by at most MAX_BUCKET claims) or a link: the same rule,
-    evaluated for all pairs at once (sparse products of claims x words, x values and x
-    keys, a block of rows at a time), the embedding cosine computed only for pairs whose
+    evaluated for all pairs at once (products of claims x words, x values and x keys, see
+    `_shared_counts`), the embedding cosine computed only for pairs whose
     values disagree and whose words half match."""
     n, items = len(table), table.items
     if n < 2:
@@ -391,29 +392,15 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     title, content, subject_code, title_values = table.codes.T
-    keys = table.keys
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     replacing = _linked(items, _replaced)
     contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     retired = table.retired if table.retired.nnz else None
-    # Each right-hand side is transposed once (values.T serves two products), and a table of
-    # one block (a recall's candidates) is multiplied whole, without slicing copies.
-    transposed = {name: m.T.tocsr() for name, m in (("words", words), ("proposing", proposing), ("keys", keys),
-                                                    ("values", table.values), ("retired", retired))
-                  if m is not None}
-    products = ((words, "words"), (proposing, "proposing"), (keys, "keys"), (table.values, "values"),
-                (retired, "values"), (table.values if retired is not None else None, "retired"))
     parts = []
-    for start in range(0, n, PAIR_BLOCK):
-        stop = min(n, start + PAIR_BLOCK)
-        whole = start == 0 and stop == n
-        shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = (
-            ((m if whole else m[start:stop]) @ transposed[right]).toarray()
-            if m is not None and right in transposed else None
-            for m, right in products)
+    for start, stop, counts in _shared_counts(table, big, retired):
+        shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = counts
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
         bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
@@ -441,6 +428,59 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason)
+
+
+def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
+    """Per block of rows (start, stop, counts): how many words, proposing words, keys and
+    values each row of the block shares with every row, and how many values it retires of
+    each row's / each row retires of its (None without retired values). Up to DENSE_MAX_ROWS
+    claims (a recall's candidates) one dense product each over only the columns two or more
+    rows hold (a column one row holds adds to no pair), which costs less than scipy's
+    per-call overhead; bigger tables as sparse products, a block of rows at a time."""
+    n, words, values, keys = len(table), table.words, table.values, table.keys
+    if n <= DENSE_MAX_ROWS:
+        held = np.bincount(words.indices, minlength=words.shape[1])
+        (w,) = _dense_columns([words], held >= 2)
+        dense_keys = _dense_columns([keys], np.bincount(keys.indices, minlength=keys.shape[1]) >= 2)[0]
+        both = [values] + ([retired] if retired is not None else [])
+        held_values = sum(np.bincount(m.indices, minlength=values.shape[1]) for m in both)
+        dense_values = _dense_columns(both, held_values >= 2)
+        v = dense_values[0]
+        shared_all = w @ w.T
+        common = big[held >= 2]
+        proposed = (w[:, ~common] @ w[:, ~common].T) if common.any() else None
+        retires = retired_by = None
+        if retired is not None:
+            r = dense_values[1]
+            retires, retired_by = r @ v.T, v @ r.T
+        yield 0, n, tuple(None if m is None else m.astype(np.int32)
+                          for m in (shared_all, proposed, dense_keys @ dense_keys.T, v @ v.T, retires, retired_by))
+        return
+    proposing = words[:, np.flatnonzero(~big)] if big.any() else None
+    # Each right-hand side is transposed once (values.T serves two products).
+    transposed = {name: m.T.tocsr() for name, m in (("words", words), ("proposing", proposing), ("keys", keys),
+                                                    ("values", values), ("retired", retired))
+                  if m is not None}
+    products = ((words, "words"), (proposing, "proposing"), (keys, "keys"), (values, "values"),
+                (retired, "values"), (values if retired is not None else None, "retired"))
+    for start in range(0, n, PAIR_BLOCK):
+        stop = min(n, start + PAIR_BLOCK)
+        yield start, stop, tuple((m[start:stop] @ transposed[right]).toarray()
+                                 if m is not None and right in transposed else None for m, right in products)
+
+
+def _dense_columns(matrices: Sequence[sparse.csr_matrix], keep: np.ndarray) -> list[np.ndarray]:
+    """These matrices (the same columns) as dense float32 rows over the columns `keep`
+    marks (counts of shared 0/1 columns stay exact in float32)."""
+    column = np.cumsum(keep) - 1
+    out = []
+    for m in matrices:
+        rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
+        inside = keep[m.indices]
+        dense = np.zeros((m.shape[0], int(keep.sum())), np.float32)
+        dense[rows[inside], column[m.indices[inside]]] = m.data[inside]
+        out.append(dense)
+    return out
 
 
 def _keys(it: MemoryItem, title: int) -> set[tuple[str, Hashable]]:
