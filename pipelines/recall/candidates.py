@@ -342,8 +342,11 @@ class CandidateSearch:
         for c in self.cands.values() if cands is None else cands:
             by_corpus.setdefault(c.ci, []).append(c)
         for ci, group in by_corpus.items():
-            for cand, sig in zip(group, self.signals(ci, [c.row for c in group])):
-                self._finish(cand, *sig)
+            rows = [c.row for c in group]
+            # Each row's update time read in one go (the recency boost), not per candidate.
+            updated = self.view.corpora[ci].updated_ts[rows].tolist()
+            for cand, sig, then in zip(group, self.signals(ci, rows), updated):
+                self._finish(cand, *sig, then)
 
     def _fused(self, cand: Candidate) -> float:
         opts = self.opts
@@ -358,13 +361,15 @@ class CandidateSearch:
             fused *= cand.relevance
         return fused / best
 
-    def _boosts(self, cand: Candidate) -> dict[str, float]:
+    def _boosts(self, cand: Candidate, then: float | None = None) -> dict[str, float]:
+        """The multiplicative boosts of a candidate (`then`: its update time, when known)."""
         opts, item = self.opts, cand.item
         boosts: dict[str, float] = {}
         if opts.scope_priority:
             boosts["scope"] = opts.w_scope * SCOPE_BOOST[item.scope.kind]
         if opts.recency:
-            then = float(self.view.corpora[cand.ci].updated_ts[cand.row])
+            if then is None:
+                then = float(self.view.corpora[cand.ci].updated_ts[cand.row])
             age = max(0.0, (self.now_ts - then) / 86400.0)
             boosts["recency"] = (0.0 if math.isnan(then)
                                  else opts.w_recency * math.exp(-self.settings.recency_lambda * age))
@@ -390,14 +395,15 @@ class CandidateSearch:
         """The raw turn's speaker (its title) is named in the question."""
         return self.view.corpora[cand.ci].title_key(cand.row) in self.grams
 
-    def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int) -> None:
+    def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int, then: float | None = None) -> None:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         cand.relevance = self.relevance(dense, lexical, labels)
-        cand.fused = self._fused(cand)
+        cand.fused = cand.relevance if self.opts.fusion != "rrf" else self._fused(cand)
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": cand.relevance, "fused": cand.fused}
-        comps.update({f"rank_{ch}": float(rank) for ch, rank in cand.ranks.items()})
-        boosts = self._boosts(cand)
+        for ch, rank in cand.ranks.items():
+            comps["rank_" + ch] = float(rank)
+        boosts = self._boosts(cand, then)
         comps.update(boosts)
         if cand.always:
             comps["always"] = 1.0
