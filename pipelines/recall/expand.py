@@ -61,12 +61,18 @@ class Expander:
         by_corpus: dict[int, list[int]] = {}
         for ci, row in found.values():
             by_corpus.setdefault(ci, []).append(row)
-        ev = [self.evidence(ci, row, self.search.relevance(*sig))
-              for ci, rows in by_corpus.items()
-              for row, sig in zip(rows, self.search.signals(ci, rows))]
         focus_terms = set(focus.split()) if focus else set()
-        ev.sort(key=lambda e: (-(focus_terms <= e.terms) if focus_terms else 0, -e.relevance, e.id))
-        return ev[:limit]
+        # Ranked on the signals alone; only the `limit` kept become Evidence (most found rows
+        # are neighbours that never make the cut: their words and vectors are not needed).
+        ranked = []
+        for ci, rows in by_corpus.items():
+            c = self.view.corpora[ci]
+            for row, sig in zip(rows, self.search.signals(ci, rows)):
+                relevance = self.search.relevance(*sig)
+                covers = -(focus_terms <= c.item_terms(row)) if focus_terms else 0
+                ranked.append(((covers, -relevance, c.items[row].id), ci, row, relevance))
+        ranked.sort(key=lambda r: r[0])
+        return [self.evidence(ci, row, relevance) for _, ci, row, relevance in ranked[:limit]]
 
     def provenance_pointer(self, item: MemoryItem) -> Evidence | None:
         view = self.view
