@@ -46,13 +46,18 @@ class Expander:
         found: dict[str, tuple[int, int]] = {}
         for ci, c in enumerate(self.view.corpora):
             allowed = self.view.allowed[ci]
+            refused: set[int] = set()
             if focus is not None:
                 rows = c.rows_for_term(focus, allowed, limit * 2)
             else:
                 rows = [r for e in support for r in sorted(c.neighbours(e.item, allowed))]
             for row in rows:
-                if self._usable(ci, row, exclude):
-                    found.setdefault(c.ids[row], (ci, row))
+                # A row several support items lead to is checked once (the first decides).
+                if c.ids[row] not in found and row not in refused:
+                    if self._usable(ci, row, exclude):
+                        found[c.ids[row]] = (ci, row)
+                    else:
+                        refused.add(row)
         return found
 
     def expand(self, support: Sequence[Evidence], focus: str | None, limit: int,

@@ -24,6 +24,8 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     cands = search.cands
     live = sorted((c for c in cands.values() if c.suppressed is None and conflicts.is_claim(c.item)),
                   key=lambda c: c.id)
+    if len(live) < 2:
+        return []  # a conflict needs two claims: no table to take, nothing to resolve
     vectors = {c.id: search.view.vector(c.ci, c.row) for c in live}
     table = search.view.claims([(c.ci, c.row) for c in live])
     report = []

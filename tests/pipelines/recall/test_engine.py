@@ -259,6 +259,28 @@ def test_same_title_same_content_is_not_a_conflict():
 # -- always-inject, summaries, snapshot + delta ------------------------------------------------
 
 
+def test_conflict_stage_with_one_claim_among_the_candidates_changes_nothing(monkeypatch):
+    """Fewer than two live claims: the conflict rule is skipped (no claim table taken) and the
+    answer is the one recall gives with the conflict rule off."""
+    from pipelines.recall.candidates import VisibleCorpora
+
+    items = [mem("f1", "Proxy port", "The proxy listens on port 8080."),
+             mem("m1", "u1", "the proxy port came up in standup", type="message"),
+             mem("m2", "u1", "we talked about the proxy again", type="message")]
+    c = corpus(items)
+    off = engine(RecallOptions(conflicts=False)).recall("proxy port", ME, [c], now=NOW)
+
+    def no_table(*_a, **_k):
+        raise AssertionError("the claim table was taken for a single claim")
+
+    monkeypatch.setattr(VisibleCorpora, "claims", no_table)
+    on = engine().recall("proxy port", ME, [c], now=NOW, trace=True)
+    assert [h.item.id for h in on.hits] == [h.item.id for h in off.hits] and "f1" in ids(on)
+    assert [h.score for h in on.hits] == [h.score for h in off.hits]
+    assert (on.injection, on.catalog, on.message) == (off.injection, off.catalog, off.message)
+    assert not any(t.get("stage") == "conflicts" for t in on.trace)
+
+
 def test_always_inject_visible_high_importance_items_only():
     stranger = Identity(user_id="u9", project_id="p9", org_id="o9")
     items = store() + [
