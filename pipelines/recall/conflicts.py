@@ -41,7 +41,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse.csgraph import connected_components
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
@@ -574,14 +573,29 @@ def groups_in(table: ClaimTable, vector_of: VectorOf | None = None) -> list[list
     found = _pairs(table, vector_of)
     joined = found.replaces | (found.reason > 0)
     ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
-    nodes = int(ids.max()) + 1
-    graph = sparse.coo_matrix((np.ones(int(joined.sum()), np.int8), (ids[found.i[joined]], ids[found.j[joined]])),
-                              shape=(nodes, nodes))
-    _, label = connected_components(graph, directed=False)
+    label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
     by_label: dict[int, list[MemoryItem]] = {}
     for it, node in zip(table.items, ids.tolist()):
-        by_label.setdefault(int(label[node]), []).append(it)
+        by_label.setdefault(label[node], []).append(it)
     return [sorted(g, key=lambda it: it.id) for g in by_label.values() if len(g) > 1]
+
+
+def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """A component label per node of the undirected graph with edges (a[k], b[k]): union-find
+    in plain Python, as a recall's few edges cost less than building a scipy graph."""
+    parent = list(range(nodes))
+
+    def root(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for x, y in zip(a, b):
+        rx, ry = root(x), root(y)
+        if rx != ry:
+            parent[max(rx, ry)] = min(rx, ry)
+    return [root(x) for x in range(nodes)]
 
 
 def _newer(a: MemoryItem, b: MemoryItem) -> bool:

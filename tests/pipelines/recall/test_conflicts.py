@@ -375,3 +375,21 @@ def test_value_patterns_only_skip_positions_where_no_value_starts():
         for fast, plain in ((conflicts._NUMBER, plain_number), (conflicts._NAME, plain_name)):
             assert [m.group(0) for m in fast.finditer(text)] == [m.group(0) for m in plain.finditer(text)], text
         assert stated_values(text) == _plain_stated_values(text, plain_number, plain_name), text
+
+
+def test_union_find_components_partition_like_scipy():
+    """`_components` (the groups' union-find) splits random graphs as scipy's
+    connected_components does (labels may differ, the partition may not)."""
+    from scipy import sparse
+    from scipy.sparse.csgraph import connected_components
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        nodes = rng.randrange(1, 60)
+        edges = [(rng.randrange(nodes), rng.randrange(nodes)) for _ in range(rng.randrange(0, nodes))]
+        a, b = [e[0] for e in edges], [e[1] for e in edges]
+        ours = conflicts._components(nodes, a, b)
+        graph = sparse.coo_matrix((np.ones(len(a)), (a, b)), shape=(nodes, nodes))
+        _, theirs = connected_components(graph, directed=False)
+        assert {(ours[x] == ours[y]) == (theirs[x] == theirs[y]) for x in range(nodes) for y in range(nodes)} == {True}
+        assert all(ours[x] == ours[y] for x, y in edges)
