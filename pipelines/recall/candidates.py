@@ -271,6 +271,8 @@ class CandidateSearch:
                             if rel in PARTNER_LINKS and view.allowed[ci][row])
             rows = c.title_rows.get(title) if title else None
             if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
+                if len(rows) == 1 and ci == cand.ci and rows[0] == cand.row:
+                    continue  # the title is its own alone (most claims): no partner there
                 partners.extend((ci, r) for r in rows[view.allowed[ci][rows]].tolist())
         return partners
 
