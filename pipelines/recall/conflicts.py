@@ -374,7 +374,9 @@ def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) 
 
 
 PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
-DENSE_MAX_ROWS = 512  # up to this many claims the shared counts are dense products (`_shared_counts`)
+# Dense products (`_shared_counts`) while rows x rows x shared columns stays below this (a
+# recall's ~100 claims: a few million); past it scipy's sparse products cost less.
+DENSE_MAX_WORK = 30_000_000
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
@@ -432,17 +434,19 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
     """Per block of rows (start, stop, counts): how many words, proposing words, keys and
     values each row of the block shares with every row, and how many values it retires of
-    each row's / each row retires of its (None without retired values). Up to DENSE_MAX_ROWS
-    claims (a recall's candidates) one dense product each over only the columns two or more
-    rows hold (a column one row holds adds to no pair), which costs less than scipy's
-    per-call overhead; bigger tables as sparse products, a block of rows at a time."""
+    each row's / each row retires of its (None without retired values). A small table (a
+    recall's claims, see DENSE_MAX_WORK) in one dense product each over only the columns
+    two or more rows hold (a column one row holds adds to no pair), which costs less than
+    scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time."""
     n, words, values, keys = len(table), table.words, table.values, table.keys
-    if n <= DENSE_MAX_ROWS:
-        held = np.bincount(words.indices, minlength=words.shape[1])
+    held = np.bincount(words.indices, minlength=words.shape[1])
+    held_keys = np.bincount(keys.indices, minlength=keys.shape[1])
+    both = [values] + ([retired] if retired is not None else [])
+    held_values = sum(np.bincount(m.indices, minlength=values.shape[1]) for m in both)
+    shared_columns = int((held >= 2).sum() + (held_keys >= 2).sum() + (held_values >= 2).sum())
+    if n * n * shared_columns <= DENSE_MAX_WORK:
         (w,) = _dense_columns([words], held >= 2)
-        dense_keys = _dense_columns([keys], np.bincount(keys.indices, minlength=keys.shape[1]) >= 2)[0]
-        both = [values] + ([retired] if retired is not None else [])
-        held_values = sum(np.bincount(m.indices, minlength=values.shape[1]) for m in both)
+        (dense_keys,) = _dense_columns([keys], held_keys >= 2)
         dense_values = _dense_columns(both, held_values >= 2)
         v = dense_values[0]
         shared_all = w @ w.T

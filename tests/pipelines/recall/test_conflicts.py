@@ -232,8 +232,7 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
 
 
 @pytest.mark.parametrize(("block", "gram", "dense"), [
-    (conflicts.PAIR_BLOCK, conflicts.GRAM_MAX_ROWS, conflicts.DENSE_MAX_ROWS), (37, 0, 0),
-    (conflicts.PAIR_BLOCK, 0, 0)])
+    (conflicts.PAIR_BLOCK, conflicts.GRAM_MAX_ROWS, 10**12), (37, 0, 0), (conflicts.PAIR_BLOCK, 0, 0)])
 def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, monkeypatch):
     """`_pairs` (dense products over the shared columns, or sparse products a block of rows
     at a time) finds the same
@@ -242,7 +241,7 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, monke
     MAX_BUCKET cut of over-common words."""
     monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
     monkeypatch.setattr(conflicts, "GRAM_MAX_ROWS", gram)
-    monkeypatch.setattr(conflicts, "DENSE_MAX_ROWS", dense)
+    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
