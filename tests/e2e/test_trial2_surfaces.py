@@ -4,16 +4,41 @@ few days of writing, correcting, retracting and consolidating.
 
 - The CLI: a wrong argument is a one-line `error:` and exit code 2, never a traceback, and an
   empty identity part is refused as in every API body.
+- Scope priority: on one subject the session claim comes first, also when it has its own
+  title and shares fewer words with the question than the broader claims it overrides.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from litestar.testing import TestClient
 from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
+
+DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+
+
+def tool(client: TestClient, who: dict, action: str, args: dict) -> dict:
+    body = client.post("/v1/tools", json={"action": action, "identity": who, "args": args}).json()
+    assert body["ok"], body
+    return body["result"]
+
+
+def write(client: TestClient, who: dict, scope: str, title: str, content: str, **extra) -> str:
+    item = {"type": "fact", "title": title, "content": content, "scope": scope, "why_store": "stated", **extra}
+    result = tool(client, who, "memory.write", {"item": item})
+    assert result["verdict"]["action"] == "accept", result
+    return result["item_id"]
+
+
+def injected_ids(client: TestClient, who: dict, query: str) -> list[str]:
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": "inject"})
+    assert resp.status_code == 200, resp.text
+    return re.findall(r"\[MEMORY: (\S+) ", resp.json()["injection"])
 
 
 @pytest.fixture
@@ -36,3 +61,11 @@ def test_loci_search_refuses_a_wrong_argument_with_a_message(data_dir: Path, arg
     assert result.exit_code == 2, result.output
     assert "error:" in result.output and message in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_session_claim_under_its_own_title_comes_before_the_broader_ones(service) -> None:
+    client, _ = service
+    org = write(client, DANA, "org", "Standup time", "The daily standup is at 09:00.")
+    user = write(client, DANA, "user", "Standup time", "The daily standup is at 10:00.")
+    session = write(client, DANA, "session", "Standup moved", "The daily standup is at 11:00.")
+    assert injected_ids(client, DANA, "what time is the standup?") == [session, user, org]
