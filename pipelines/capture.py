@@ -133,6 +133,7 @@ def capture_turn(
         _govern_proposal(turn, policy, existing, index, form, proposal)
         for index, (form, proposal) in enumerate(forms_items)
     ]
+    _check_turn_id_free(inbox, turn_event)
     landed = inbox.append([turn_event, *(g.event for g in governed)])
     return CaptureResult(
         turn_id=turn_id,
@@ -144,6 +145,24 @@ def capture_turn(
         parse_errors=list(parsed.errors) if parsed else [],
         redactions=redactions,
     )
+
+
+class TurnIdConflict(ValueError):
+    """A turn id sent again with another caller, role or text."""
+
+
+def _check_turn_id_free(inbox: InboxBackend, turn: Event) -> None:
+    """A turn id sent again is a retry (answered as stored) only for the same caller, role
+    and words: the inbox keeps the first event of an id, so anything else would be
+    acknowledged and silently dropped, proposals included."""
+    stored = inbox.get(turn.event_id)
+    if stored is None:
+        return
+    same = (stored.identity == turn.identity and stored.payload.get("role") == turn.payload["role"]
+            and stored.payload.get("raw_sha256") == turn.payload["raw_sha256"])
+    if not same:
+        raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} is already taken by another turn; "
+                             "give each turn its own id")
 
 
 def _check_turn_args(role: str, default_scope: str) -> None:

@@ -4,6 +4,9 @@ few days of writing, correcting, retracting and consolidating.
 
 - The CLI: a wrong argument is a one-line `error:` and exit code 2, never a traceback, and an
   empty identity part is refused as in every API body.
+- Nothing acknowledged is lost: a turn id sent again is a retry only with the same caller,
+  role and words; a different turn under a taken id is a 409 (an ingested row: named and
+  skipped), never a 201 for a turn and proposals the inbox silently dropped.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -69,3 +72,30 @@ def test_a_session_claim_under_its_own_title_comes_before_the_broader_ones(servi
     user = write(client, DANA, "user", "Standup time", "The daily standup is at 10:00.")
     session = write(client, DANA, "session", "Standup moved", "The daily standup is at 11:00.")
     assert injected_ids(client, DANA, "what time is the standup?") == [session, user, org]
+
+
+def test_a_turn_id_taken_by_another_turn_is_a_conflict_not_a_silent_drop(service) -> None:
+    client, _ = service
+    said = {"identity": DANA, "role": "assistant", "turn_id": "t1",
+            "text": 'Noted. memory_save(topic="Lab door", content="The lab door opens with the blue badge.")'}
+    first = client.post("/v1/turns", json=said)
+    assert first.status_code == 201, first.text
+    retry = client.post("/v1/turns", json=said)
+    assert retry.status_code == 201 and retry.json()["seq"] == first.json()["seq"]
+    other_words = {**said, "text": 'Also memory_save(topic="Parking", content="Visitors park on level 2.")'}
+    other_caller = {**said, "identity": {**DANA, "user_id": "mike"}}
+    for body in (other_words, other_caller, {**said, "role": "user"}):
+        resp = client.post("/v1/turns", json=body)
+        assert resp.status_code == 409 and "turn_id 't1'" in resp.json()["error"], resp.text
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "where do visitors park?",
+                                           "mode": "catalog"}).json()["hits"]
+    assert all("level 2" not in h["content"] for h in hits)
+
+
+def test_ingest_names_a_row_whose_turn_id_another_row_took(data_dir: Path, tmp_path: Path) -> None:
+    path = tmp_path / "chats.jsonl"
+    path.write_text('{"role": "user", "text": "The kiln fires on Fridays.", "turn_id": "1"}\n'
+                    '{"role": "user", "text": "Glaze orders go out on Mondays.", "turn_id": "1"}\n', encoding="utf-8")
+    result = CliRunner().invoke(cli_app, ["ingest", str(path), "--data-dir", str(data_dir)])
+    assert result.exit_code == 1, result.output
+    assert "line 2: turn_id '1' is already taken by another turn" in " ".join(result.output.split())
