@@ -833,6 +833,12 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
         out["content"] = out["title"]
     if not out["content"]:
         return None, [*errors, ParseError(form=form, message="item without content", excerpt=_excerpt(repr(raw)))]
+    try:  # escapes in the model's JSON or Python literals can spell a lone surrogate: no text
+        msgspec.json.encode(out)
+    except UnicodeEncodeError:
+        return None, [*errors, ParseError(form=form, message="invalid item: text holds a lone surrogate "
+                                          "(an escape such as \\ud800 that is no character)",
+                                          excerpt=_excerpt(ascii(raw)))]
     try:
         return msgspec.convert(out, ProposedItem), errors
     except msgspec.ValidationError as exc:

@@ -7,6 +7,8 @@ few days of writing, correcting, retracting and consolidating.
 - Nothing acknowledged is lost: a turn id sent again is a retry only with the same caller,
   role and words; a different turn under a taken id is a 409 (an ingested row: named and
   skipped), never a 201 for a turn and proposals the inbox silently dropped.
+- A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
+  error of that proposal, not a 500 for the whole turn.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -99,3 +101,17 @@ def test_ingest_names_a_row_whose_turn_id_another_row_took(data_dir: Path, tmp_p
     result = CliRunner().invoke(cli_app, ["ingest", str(path), "--data-dir", str(data_dir)])
     assert result.exit_code == 1, result.output
     assert "line 2: turn_id '1' is already taken by another turn" in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("said", [
+    'Noted. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Lab \\ud800", "content": "Badge."}]'
+    '</MEMORY_PROPOSALS_JSON>',
+    "Noted. memory_save(topic='Lab', content='Badge \\udfff here')",
+])
+def test_a_proposal_escaping_a_lone_surrogate_is_a_parse_error_not_a_500(service, said: str) -> None:
+    client, _ = service
+    resp = client.post("/v1/turns", json={"identity": DANA, "role": "assistant", "text": said})
+    assert resp.status_code == 201, resp.text
+    body = resp.json()
+    assert body["proposals"] == [] and "lone surrogate" in body["parse_errors"][0]["message"]
+    assert body["visible_text"] == "Noted."
