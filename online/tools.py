@@ -171,6 +171,10 @@ def _check_times(args: Any) -> None:
         value = getattr(args, name, None)
         if isinstance(value, str) and parse_time(value) is None:
             raise ValueError(f"{name} {value!r} is not an ISO-8601 time")
+    start, end = getattr(args, "valid_from", None), getattr(args, "valid_to", None)
+    if isinstance(start, str) and isinstance(end, str) and parse_time(end) < parse_time(start):
+        # An empty window: the fact would hold at no time, and be shown as if it did.
+        raise ValueError(f"valid_to {end!r} is before valid_from {start!r}")
 
 
 class LinkArgs(Args):

@@ -9,6 +9,8 @@ few days of writing, correcting, retracting and consolidating.
   skipped), never a 201 for a turn and proposals the inbox silently dropped.
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
   error of that proposal, not a 500 for the whole turn.
+- A validity window that ends before it starts is bad input (a 400 naming both ends), in a
+  write and in an update that sets both ends.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -115,3 +117,18 @@ def test_a_proposal_escaping_a_lone_surrogate_is_a_parse_error_not_a_500(service
     body = resp.json()
     assert body["proposals"] == [] and "lone surrogate" in body["parse_errors"][0]["message"]
     assert body["visible_text"] == "Noted."
+
+
+@pytest.mark.parametrize(("action", "args"), [
+    ("memory.write", {"item": {"type": "fact", "title": "Code freeze", "content": "Code freeze for the release.",
+                               "scope": "project", "valid_from": "2026-03-01", "valid_to": "2026-02-01"}}),
+    ("memory.update", {"id": "{id}", "patch": {"valid_from": "2026-03-01T00:00:00Z", "valid_to": "2026-02-01"}}),
+])
+def test_a_validity_window_that_ends_before_it_starts_is_a_400(service, action: str, args: dict) -> None:
+    client, _ = service
+    held = write(client, DANA, "project", "On call", "Ana is on call this week.")
+    if action == "memory.update":
+        args = {**args, "id": held}
+    resp = client.post("/v1/tools", json={"action": action, "identity": DANA, "args": args})
+    assert resp.status_code == 400, resp.text
+    assert "valid_to '2026-02-01' is before valid_from '2026-03-01" in resp.json()["error"]
