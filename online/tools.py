@@ -53,9 +53,9 @@ from pipelines.records import (
     ScopeKind,
     Tier,
     Validation,
-    parse_time,
     sha256_text,
     stable_id,
+    time_problems,
     utcnow,
 )
 
@@ -165,16 +165,12 @@ class ItemPatch(Args):
 
 
 def _check_times(args: Any) -> None:
-    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z"): one that does not parse
-    would be stored and then ignored by everything that reads it."""
-    for name in ("valid_from", "valid_to", "expires_at"):
-        value = getattr(args, name, None)
-        if isinstance(value, str) and parse_time(value) is None:
-            raise ValueError(f"{name} {value!r} is not an ISO-8601 time")
-    start, end = getattr(args, "valid_from", None), getattr(args, "valid_to", None)
-    if isinstance(start, str) and isinstance(end, str) and parse_time(end) < parse_time(start):
-        # An empty window: the fact would hold at no time, and be shown as if it did.
-        raise ValueError(f"valid_to {end!r} is before valid_from {start!r}")
+    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
+    before it starts (`pipelines.records.time_problems`)."""
+    problems = time_problems(getattr(args, "valid_from", None), getattr(args, "valid_to", None),
+                             expires_at=getattr(args, "expires_at", None))
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 class LinkArgs(Args):

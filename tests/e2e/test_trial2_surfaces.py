@@ -10,13 +10,16 @@ few days of writing, correcting, retracting and consolidating.
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
   error of that proposal, not a 500 for the whole turn.
 - A validity window that ends before it starts is bad input (a 400 naming both ends), in a
-  write and in an update that sets both ends.
+  write and in an update that sets both ends; in a model's proposal (lenient by design) such
+  a window, or a bound that is no time ("next week"), is dropped with a parse note, never
+  stored and shown as `VALID=next week..`.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -132,3 +135,20 @@ def test_a_validity_window_that_ends_before_it_starts_is_a_400(service, action: 
     resp = client.post("/v1/tools", json={"action": action, "identity": DANA, "args": args})
     assert resp.status_code == 400, resp.text
     assert "valid_to '2026-02-01' is before valid_from '2026-03-01" in resp.json()["error"]
+
+
+@pytest.mark.parametrize(("window", "note"), [
+    ({"valid_from": "next week", "valid_to": "2026-06-01"}, "valid_from 'next week' is not an ISO-8601 time"),
+    ({"valid_from": "2026-06-10", "valid_to": "2026-06-01"}, "valid_to '2026-06-01' is before valid_from"),
+])
+def test_a_proposed_window_that_is_no_time_is_dropped_with_a_note(service, window: dict, note: str) -> None:
+    client, _ = service
+    item = {"type": "fact", "title": "Oslo trip", "content": "The team trip goes to Oslo.", **window}
+    said = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+    body = client.post("/v1/turns", json={"identity": DANA, "role": "assistant", "text": said}).json()
+    (verdict,) = body["proposals"]
+    assert verdict["action"] == "accept" and note in body["parse_errors"][0]["message"]
+    stored = client.get(f"/v1/items/{verdict['item_id']}", params=DANA).json()["item"]
+    assert stored["valid_from"] is None and stored["valid_to"] is None
+    resp = client.post("/v1/recall", json={"identity": DANA, "query": "where does the team trip go?", "mode": "inject"})
+    assert "The team trip goes to Oslo." in resp.json()["injection"] and "VALID=" not in resp.json()["injection"]
