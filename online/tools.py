@@ -437,6 +437,9 @@ class ToolDispatcher:
             updated = apply_patch(current, args.patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
             raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
+        window = time_problems(updated.valid_from, updated.valid_to)
+        if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
+            raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
         verdict = self._governed(updated)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},

@@ -10,9 +10,9 @@ few days of writing, correcting, retracting and consolidating.
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
   error of that proposal, not a 500 for the whole turn.
 - A validity window that ends before it starts is bad input (a 400 naming both ends), in a
-  write and in an update that sets both ends; in a model's proposal (lenient by design) such
-  a window, or a bound that is no time ("next week"), is dropped with a parse note, never
-  stored and shown as `VALID=next week..`.
+  write and in an update (also one setting one end against the stored other); in a model's
+  proposal (lenient by design) such a window, or a bound that is no time ("next week"), is
+  dropped with a parse note, never stored and shown as `VALID=next week..`.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -126,10 +126,11 @@ def test_a_proposal_escaping_a_lone_surrogate_is_a_parse_error_not_a_500(service
     ("memory.write", {"item": {"type": "fact", "title": "Code freeze", "content": "Code freeze for the release.",
                                "scope": "project", "valid_from": "2026-03-01", "valid_to": "2026-02-01"}}),
     ("memory.update", {"id": "{id}", "patch": {"valid_from": "2026-03-01T00:00:00Z", "valid_to": "2026-02-01"}}),
+    ("memory.update", {"id": "{id}", "patch": {"valid_to": "2026-02-01"}}),
 ])
 def test_a_validity_window_that_ends_before_it_starts_is_a_400(service, action: str, args: dict) -> None:
     client, _ = service
-    held = write(client, DANA, "project", "On call", "Ana is on call this week.")
+    held = write(client, DANA, "project", "On call", "Ana is on call this week.", valid_from="2026-03-01")
     if action == "memory.update":
         args = {**args, "id": held}
     resp = client.post("/v1/tools", json={"action": action, "identity": DANA, "args": args})
