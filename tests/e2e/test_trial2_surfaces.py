@@ -13,6 +13,8 @@ few days of writing, correcting, retracting and consolidating.
   write and in an update (also one setting one end against the stored other); in a model's
   proposal (lenient by design) such a window, or a bound that is no time ("next week"), is
   dropped with a parse note, never stored and shown as `VALID=next week..`.
+- `loci show` lists every change: those since the last consolidation too (who, when, inbox
+  seq, marked pending), not "no history yet" or only the last consolidated state.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -28,6 +30,7 @@ from litestar.testing import TestClient
 from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
+from pipelines.consolidate import consolidate_once
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 
@@ -153,3 +156,28 @@ def test_a_proposed_window_that_is_no_time_is_dropped_with_a_note(service, windo
     assert stored["valid_from"] is None and stored["valid_to"] is None
     resp = client.post("/v1/recall", json={"identity": DANA, "query": "where does the team trip go?", "mode": "inject"})
     assert "The team trip goes to Oslo." in resp.json()["injection"] and "VALID=" not in resp.json()["injection"]
+
+
+def test_loci_show_lists_the_changes_made_since_the_last_consolidation(service, monkeypatch) -> None:
+    client, settings = service
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")
+    mike = {**DANA, "user_id": "mike", "session_id": "s7"}
+
+    def show(item_id: str) -> str:
+        result = CliRunner().invoke(cli_app, ["show", item_id, "--data-dir", str(settings.data_dir)])
+        assert result.exit_code == 0, result.output
+        return " ".join(result.output.split())
+
+    held = write(client, DANA, "project", "Release day", "Releases ship on Tuesday.")
+    assert "dana memory.write (pending) #1 verdict accept" in show(held)
+    consolidate_once(settings)
+    tool(client, mike, "memory.update", {"id": held, "patch": {"content": "Releases ship on Thursday."}})
+    tool(client, DANA, "memory.update", {"id": held, "patch": {"validation": "retracted"}})
+    shown = show(held)
+    assert "dana create #1" in shown
+    assert "mike memory.update (pending) #2 changed content" in shown
+    assert "dana memory.update (pending) #3 changed validation" in shown
+    consolidate_once(settings)
+    shown = show(held)
+    assert "mike update #2 content: 'Releases ship on Tuesday.' -> 'Releases ship on Thursday.'" in shown
+    assert "dana retract #3" in shown and "(pending)" not in shown
