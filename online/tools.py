@@ -432,6 +432,9 @@ class ToolDispatcher:
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
                                  "and is not edited; write a new memory instead")
+        if current.validation == "retracted":  # else an edit (validation, or a review's) revives it
+            raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
+                                 "recalled) and is not changed; write a new memory instead")
         at = utcnow()
         try:
             updated = apply_patch(current, args.patch, at)

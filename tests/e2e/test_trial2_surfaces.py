@@ -15,6 +15,8 @@ few days of writing, correcting, retracting and consolidating.
   dropped with a parse note, never stored and shown as `VALID=next week..`.
 - `loci show` lists every change: those since the last consolidation too (who, when, inbox
   seq, marked pending), not "no history yet" or only the last consolidated state.
+- Retraction is final: no `memory.update` (a validation of "verified", new content) brings a
+  retracted memory back into recall; it is a 409 and the item stays retracted.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -181,3 +183,20 @@ def test_loci_show_lists_the_changes_made_since_the_last_consolidation(service, 
     shown = show(held)
     assert "mike update #2 content: 'Releases ship on Tuesday.' -> 'Releases ship on Thursday.'" in shown
     assert "dana retract #3" in shown and "(pending)" not in shown
+
+
+@pytest.mark.parametrize("patch", [{"validation": "verified"}, {"content": "The guest wifi is Atlas-Visitors."}])
+def test_a_retracted_memory_is_not_revived_by_an_update(service, patch: dict) -> None:
+    client, settings = service
+    mike = {**DANA, "user_id": "mike", "session_id": "s7"}
+    held = write(client, DANA, "project", "Guest wifi", "The guest wifi is Atlas-Guest.")
+    tool(client, DANA, "memory.update", {"id": held, "patch": {"validation": "retracted"}})
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+    resp = client.post("/v1/tools", json={"action": "memory.update", "identity": mike,
+                                          "args": {"id": held, "patch": patch}})
+    assert resp.status_code == 409 and "retracted" in resp.json()["error"], resp.text
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+    assert injected_ids(client, DANA, "what is the guest wifi called?") == []
+    assert client.get(f"/v1/items/{held}", params=DANA).json()["item"]["validation"] == "retracted"
