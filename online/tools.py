@@ -432,6 +432,11 @@ class ToolDispatcher:
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
                                  "and is not edited; write a new memory instead")
+        raised = (args.patch.get("confidence") or 0) > QUARANTINE_MAX_CONFIDENCE
+        lifts = raised or args.patch.get("validation") == "verified"
+        if in_quarantine(current) and lifts:  # else an edit is an approval without the review (recall injects it)
+            raise ToolError(409, f"memory.update: {args.id!r} is held in quarantine (unverified, confidence at most "
+                                 f"{QUARANTINE_MAX_CONFIDENCE}); a reviewer approves it with memory.review")
         if current.validation == "retracted":  # else an edit (validation, or a review's) revives it
             raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
                                  "recalled) and is not changed; write a new memory instead")

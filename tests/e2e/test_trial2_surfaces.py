@@ -17,6 +17,9 @@ few days of writing, correcting, retracting and consolidating.
   seq, marked pending), not "no history yet" or only the last consolidated state.
 - Retraction is final: no `memory.update` (a validation of "verified", new content) brings a
   retracted memory back into recall; it is a 409 and the item stays retracted.
+- Quarantine holds until a reviewer decides: an update raising the confidence (or setting
+  "verified") of a quarantined memory is a 409 naming memory.review, not an approval that
+  skips the review while the item still sits in the queue.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
 """
@@ -200,3 +203,18 @@ def test_a_retracted_memory_is_not_revived_by_an_update(service, patch: dict) ->
     assert client.post("/v1/admin/reload").status_code == 200
     assert injected_ids(client, DANA, "what is the guest wifi called?") == []
     assert client.get(f"/v1/items/{held}", params=DANA).json()["item"]["validation"] == "retracted"
+
+
+@pytest.mark.parametrize("patch", [{"confidence": 1.0}, {"validation": "verified"}])
+def test_an_update_does_not_lift_a_quarantine_past_the_review(service, patch: dict) -> None:
+    client, _ = service
+    item = {"type": "fact", "title": "Guest wifi", "content": "The guest wifi is Atlas-Guest.", "scope": "project",
+            "confidence": 0.2}
+    held = tool(client, DANA, "memory.write", {"item": item})
+    assert held["verdict"]["action"] == "quarantine"
+    resp = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
+                                          "args": {"id": held["item_id"], "patch": patch}})
+    assert resp.status_code == 409 and "memory.review" in resp.json()["error"], resp.text
+    assert injected_ids(client, DANA, "what is the guest wifi called?") == []
+    tool(client, DANA, "memory.review", {"id": held["item_id"], "decision": "approve"})
+    assert injected_ids(client, DANA, "what is the guest wifi called?") == [held["item_id"]]
