@@ -218,3 +218,17 @@ def test_an_update_does_not_lift_a_quarantine_past_the_review(service, patch: di
     assert injected_ids(client, DANA, "what is the guest wifi called?") == []
     tool(client, DANA, "memory.review", {"id": held["item_id"], "decision": "approve"})
     assert injected_ids(client, DANA, "what is the guest wifi called?") == [held["item_id"]]
+
+
+def test_a_locomo_file_reusing_a_dia_id_names_the_turn_and_keeps_the_rest(data_dir: Path, tmp_path: Path) -> None:
+    turns = [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat."},
+             {"speaker": "Bo", "dia_id": "D1:1", "text": "What is its name?"},
+             {"speaker": "Ann", "dia_id": "D1:2", "text": "Miso."}]
+    sample = {"sample_id": "s1", "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": turns,
+                                                  "session_1_date_time": "1:56 pm on 8 May, 2023"}}
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([sample]), encoding="utf-8")
+    result = CliRunner().invoke(cli_app, ["ingest", str(path), "--format", "locomo", "--data-dir", str(data_dir)])
+    assert result.exit_code == 1, result.output
+    said = " ".join(result.output.split())
+    assert "turn 1: dia_id 'D1:1' names an earlier, different turn" in said and "2 turns landed" in said
