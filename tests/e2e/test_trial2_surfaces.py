@@ -5,8 +5,9 @@ few days of writing, correcting, retracting and consolidating.
 - The CLI: a wrong argument is a one-line `error:` and exit code 2, never a traceback, and an
   empty identity part is refused as in every API body.
 - Nothing acknowledged is lost: a turn id sent again is a retry only with the same caller,
-  role and words; a different turn under a taken id is a 409 (an ingested row: named and
-  skipped), never a 201 for a turn and proposals the inbox silently dropped.
+  role, words and proposals (tool calls, default scope); a different turn under a taken id
+  is a 409 (an ingested row: named and skipped), never a 201 for a turn and proposals the
+  inbox silently dropped.
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
   error of that proposal, not a 500 for the whole turn.
 - A validity window that ends before it starts is bad input (a 400 naming both ends), in a
@@ -99,7 +100,10 @@ def test_a_turn_id_taken_by_another_turn_is_a_conflict_not_a_silent_drop(service
     assert retry.status_code == 201 and retry.json()["seq"] == first.json()["seq"]
     other_words = {**said, "text": 'Also memory_save(topic="Parking", content="Visitors park on level 2.")'}
     other_caller = {**said, "identity": {**DANA, "user_id": "mike"}}
-    for body in (other_words, other_caller, {**said, "role": "user"}):
+    call = {"function": {"name": "memory.propose", "arguments": {"items": [
+        {"type": "fact", "title": "Parking", "content": "Visitors park on level 2."}]}}}
+    other_calls = {**said, "tool_calls": [call]}
+    for body in (other_words, other_caller, {**said, "role": "user"}, other_calls, {**said, "default_scope": "org"}):
         resp = client.post("/v1/turns", json=body)
         assert resp.status_code == 409 and "turn_id 't1'" in resp.json()["error"], resp.text
     hits = client.post("/v1/recall", json={"identity": DANA, "query": "where do visitors park?",
