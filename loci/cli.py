@@ -43,6 +43,22 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def _identity(user: str, project: str, session: str, org: str, source: str):
+    """The caller a command acts for, by the identity rule of every API body (no empty or
+    blank part): a bad one stops the command with a message naming where it came from."""
+    import msgspec
+
+    from online.schemas import CallerIdentity
+    from pipelines.records import Identity
+
+    ids = {"user_id": user, "project_id": project, "session_id": session, "org_id": org}
+    try:
+        msgspec.convert(ids, CallerIdentity)
+    except msgspec.ValidationError as exc:
+        _fail(f"identity ({source}): {exc}", 2)
+    return Identity(**ids)
+
+
 def _warehouse_busy(settings) -> bool:
     """True while a consolidation run holds the warehouse (its cross-process lock)."""
     import filelock
@@ -193,15 +209,20 @@ def search(
 ) -> None:
     """Recall from the published snapshot plus fresh inbox events (the service's engine)."""
     from online.state import MemoryService
-    from pipelines.records import Identity
+    from pipelines.recall.query import RecallError, check_request
 
     if not query.strip():
         _fail("empty query", 2)
+    identity = _identity(user, project, session, org, "--user/--project/--session/--org")
+    try:  # the engine's own argument check, before anything is opened
+        check_request(query, identity, mode, k)
+    except RecallError as exc:
+        _fail(str(exc), 2)
     settings = _settings(data_dir)
     if _warehouse_busy(settings):
         _note_busy()
     with MemoryService(settings) as service:
-        result = service.recall(query, Identity(user, project, session, org), mode=mode, k=k)
+        result = service.recall(query, identity, mode=mode, k=k)
     _print_recall(result, mode)
 
 
@@ -587,21 +608,11 @@ def mcp(
 ) -> None:
     """MCP server with the memory tools (search, read, propose, update, palace list/get/assign, stats).
     Over HTTP, X-Loci-User/Project/Session/Org headers override the identity per request."""
-    import msgspec
-
     from online.mcp_server import serve_http, serve_stdio
-    from online.schemas import CallerIdentity
 
     if transport not in ("stdio", "http"):
         _fail(f"--transport must be stdio or http, got {transport!r}", 2)
-    from pipelines.records import Identity
-
-    ids = {"user_id": user, "project_id": project, "session_id": session, "org_id": org}
-    try:  # the identity rule of every API body: no empty or blank part
-        msgspec.convert(ids, CallerIdentity)
-    except msgspec.ValidationError as exc:
-        _fail(f"identity (--user/--project/--session/--org or LOCI_USER/...): {exc}", 2)
-    identity = Identity(**ids)
+    identity = _identity(user, project, session, org, "--user/--project/--session/--org or LOCI_USER/...")
     settings = _settings(data_dir)
     if transport == "stdio":
         serve_stdio(settings, identity)

@@ -24,7 +24,7 @@ import numpy as np
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import fold_events, message_item_id, proposal_item_id
+from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.records import Event, MemoryItem
@@ -35,24 +35,6 @@ EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retr
 FREEZE_SEGMENT_ITEMS = 256
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
                            "memory.palace.assign", "memory.review"})
-
-
-def item_ids_touched(event: Event) -> list[str]:
-    """Ids of the items an event creates or changes (for an item's history)."""
-    p = event.payload
-    if event.kind == "turn" and p.get("turn_id"):
-        return [message_item_id(p["turn_id"])]
-    if event.kind == "proposal":
-        verdict = p.get("verdict") or {}
-        return [] if verdict.get("action") == "reject" else [proposal_item_id(event.event_id)]
-    if event.kind == "memory.write":
-        item = p.get("item") or {}
-        return [item["id"]] if isinstance(item, dict) and item.get("id") else []
-    if event.kind in ("memory.update", "memory.palace.assign", "memory.review") and p.get("item_id"):
-        return [p["item_id"]]
-    if event.kind == "memory.link":
-        return [x for x in (p.get("src_id"), p.get("dst_id")) if isinstance(x, str)]
-    return []
 
 
 @dataclass(frozen=True)

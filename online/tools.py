@@ -53,9 +53,9 @@ from pipelines.records import (
     ScopeKind,
     Tier,
     Validation,
-    parse_time,
     sha256_text,
     stable_id,
+    time_problems,
     utcnow,
 )
 
@@ -165,12 +165,12 @@ class ItemPatch(Args):
 
 
 def _check_times(args: Any) -> None:
-    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z"): one that does not parse
-    would be stored and then ignored by everything that reads it."""
-    for name in ("valid_from", "valid_to", "expires_at"):
-        value = getattr(args, name, None)
-        if isinstance(value, str) and parse_time(value) is None:
-            raise ValueError(f"{name} {value!r} is not an ISO-8601 time")
+    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
+    before it starts (`pipelines.records.time_problems`)."""
+    problems = time_problems(getattr(args, "valid_from", None), getattr(args, "valid_to", None),
+                             expires_at=getattr(args, "expires_at", None))
+    if problems:
+        raise ValueError("; ".join(problems))
 
 
 class LinkArgs(Args):
@@ -432,11 +432,22 @@ class ToolDispatcher:
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
                                  "and is not edited; write a new memory instead")
+        raised = (args.patch.get("confidence") or 0) > QUARANTINE_MAX_CONFIDENCE
+        lifts = raised or args.patch.get("validation") == "verified"
+        if in_quarantine(current) and lifts:  # else an edit is an approval without the review (recall injects it)
+            raise ToolError(409, f"memory.update: {args.id!r} is held in quarantine (unverified, confidence at most "
+                                 f"{QUARANTINE_MAX_CONFIDENCE}); a reviewer approves it with memory.review")
+        if current.validation == "retracted":  # else an edit (validation, or a review's) revives it
+            raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
+                                 "recalled) and is not changed; write a new memory instead")
         at = utcnow()
         try:
             updated = apply_patch(current, args.patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
             raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
+        window = time_problems(updated.valid_from, updated.valid_to)
+        if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
+            raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
         verdict = self._governed(updated)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},

@@ -133,6 +133,7 @@ def capture_turn(
         _govern_proposal(turn, policy, existing, index, form, proposal)
         for index, (form, proposal) in enumerate(forms_items)
     ]
+    _check_turn_id_free(inbox, turn_event, [g.event for g in governed])
     landed = inbox.append([turn_event, *(g.event for g in governed)])
     return CaptureResult(
         turn_id=turn_id,
@@ -144,6 +145,36 @@ def capture_turn(
         parse_errors=list(parsed.errors) if parsed else [],
         redactions=redactions,
     )
+
+
+class TurnIdConflict(ValueError):
+    """A turn id sent again with another caller, role or text."""
+
+
+def _check_turn_id_free(inbox: InboxBackend, turn: Event, proposals: Sequence[Event]) -> None:
+    """A turn id sent again is a retry (answered as stored) only for the same caller, role,
+    words and proposals (tool calls, default scope): the inbox keeps the first event of an
+    id, so anything else would be acknowledged and silently dropped."""
+    stored = inbox.get(turn.event_id)
+    if stored is None:
+        return
+    same = (stored.identity == turn.identity and stored.payload.get("role") == turn.payload["role"]
+            and stored.payload.get("raw_sha256") == turn.payload["raw_sha256"]
+            and all(_proposal_key(inbox.get(ev.event_id)) == _proposal_key(ev) for ev in proposals))
+    if not same:
+        raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} is already taken by another turn; "
+                             "give each turn its own id")
+
+
+def _proposal_key(event: Event | None) -> tuple[Any, ...] | None:
+    """What a proposal event says, comparable whether or not its text was kept (a rejected
+    proposal keeps only its hash)."""
+    if event is None:
+        return None
+    p = event.payload
+    item = p.get("proposal") or {}
+    said = item.get("content_sha256") or sha256_text(item.get("content", ""))
+    return p.get("form"), p.get("default_scope"), item.get("type"), said
 
 
 def _check_turn_args(role: str, default_scope: str) -> None:

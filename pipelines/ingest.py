@@ -18,7 +18,7 @@ from typing import Any, Iterator, Literal
 
 import msgspec
 
-from pipelines.capture import CaptureResult, capture_turn
+from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn
 from pipelines.inbox import InboxBackend
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
@@ -198,12 +198,17 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
                 if turn.get("blip_caption"):
                     text = f"{text} [shares a photo: {turn['blip_caption']}]"
                 dia_id = str(turn.get("dia_id") or f"D{number}:{position + 1}")
-                result = capture_turn(
-                    inbox, policy, who, "user", text,
-                    turn_id=stable_id("turn", user_id, dia_id),
-                    turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
-                    default_scope="user",
-                )
+                try:
+                    result = capture_turn(
+                        inbox, policy, who, "user", text,
+                        turn_id=stable_id("turn", user_id, dia_id),
+                        turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
+                        default_scope="user",
+                    )
+                except TurnIdConflict:  # a dia_id used twice in one conversation
+                    report.bad_rows.append(f"sample {index} session {number} turn {position}: "
+                                           f"dia_id {dia_id!r} names an earlier, different turn")
+                    continue
                 report.count_turn(result)
     return report
 

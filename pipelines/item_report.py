@@ -13,8 +13,8 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import fold_events, recall_state
-from pipelines.records import MemoryItem
+from pipelines.materialize import fold_events, item_ids_touched, recall_state
+from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
 
@@ -28,19 +28,30 @@ def _open_warehouse(settings: Settings) -> Warehouse | None:
         return None  # held by a running consolidation, or not migrated yet
 
 
-def _pending_overlay(settings: Settings, after_seq: int):
+def _pending_events(settings: Settings, after_seq: int) -> list[Event]:
     if not inbox_exists(settings):
-        return None
+        return []
     with open_inbox(settings) as inbox:
-        return fold_events(inbox.read_after(after_seq))
+        return inbox.read_after(after_seq)
+
+
+def _pending_rows(events: list[Event], item_id: str) -> list[dict[str, Any]]:
+    """The inbox events after the last consolidation that created or changed the item: the
+    changes consolidation has not stored as revisions yet."""
+    return [{"seq": ev.seq, "at": ev.at, "kind": ev.kind, "actor": ev.identity.user_id,
+             "note": inbox_note({"kind": ev.kind, "payload": ev.payload})}
+            for ev in events if item_id in item_ids_touched(ev)]
 
 
 def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
-    """The item, its revisions and audit events (warehouse), or its pending state."""
+    """The item, its revisions and audit events (warehouse), or its pending state; with
+    `pending`, the inbox events since the last consolidation that created or changed it."""
     wh = _open_warehouse(settings)
+    after = 0
     if wh is not None:
         with wh:
             item = wh.get_item(item_id)
+            after = wh.last_ingested_seq()
             if item is not None:
                 loc = wh.location_of(item_id)
                 return {
@@ -49,17 +60,17 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "palace": loc.path if loc else None,
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
+                    "pending": _pending_rows(_pending_events(settings, after), item_id),
                 }
-            after = wh.last_ingested_seq()
-    else:
-        after = 0
-    overlay = _pending_overlay(settings, after)
+    events = _pending_events(settings, after)
+    overlay = fold_events(events) if events else None
     if overlay and item_id in overlay.items:
         return {
             "source": "inbox (not consolidated yet)",
             "item": msgspec.to_builtins(overlay.items[item_id]),
             "revisions": [],
             "events": [],
+            "pending": _pending_rows(events, item_id),
         }
     return None
 
@@ -134,11 +145,36 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def inbox_note(event: dict[str, Any]) -> str:
+    """One line saying what an inbox event did to an item."""
+    p = event.get("payload") or {}
+    kind = event["kind"]
+    verdict = (p.get("verdict") or {}) if isinstance(p.get("verdict"), dict) else {}
+    rules = ", ".join(verdict.get("rule_ids") or [])
+    if kind == "memory.update":
+        return "changed " + ", ".join(sorted(p.get("patch") or {}))
+    if kind == "memory.review":
+        return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
+    if kind == "memory.palace.assign":
+        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}"
+    if kind == "memory.link":
+        return f"{p.get('src_id')} -{p.get('rel')}-> {p.get('dst_id')}"
+    if kind in ("proposal", "memory.write"):
+        return f"verdict {verdict.get('action', 'accept')}" + (f" ({rules})" if rules else "")
+    if kind == "turn":
+        return f"{p.get('role', '')} turn captured"
+    return ""
+
+
 def history_lines(found: dict[str, Any]) -> list[str]:
-    """`history_rows` as aligned text lines (`loci show`)."""
+    """`history_rows` as aligned text lines (`loci show`), then the pending inbox events,
+    marked so."""
+    rows = history_rows(found) + [
+        {"when": str(p["at"])[:19].replace("T", " "), "actor": p["actor"], "action": f"{p['kind']} (pending)",
+         "seq": p["seq"], "note": p["note"]} for p in found.get("pending", [])]
     return [f"{r['when']}  {r['actor']:<10} {r['action']:<22} "
             f"{'#' + str(r['seq']) if r['seq'] is not None else '-':>6}  {r['note']}"
-            for r in history_rows(found)]
+            for r in rows]
 
 
 def collect_stats(settings: Settings) -> dict[str, Any]:

@@ -58,6 +58,24 @@ def proposal_item_id(event_id: str) -> str:
     return stable_id("mem", event_id)
 
 
+def item_ids_touched(event: Event) -> list[str]:
+    """Ids of the items an event creates or changes (for an item's history)."""
+    p = event.payload
+    if event.kind == "turn" and p.get("turn_id"):
+        return [message_item_id(p["turn_id"])]
+    if event.kind == "proposal":
+        verdict = p.get("verdict") or {}
+        return [] if verdict.get("action") == "reject" else [proposal_item_id(event.event_id)]
+    if event.kind == "memory.write":
+        item = p.get("item") or {}
+        return [item["id"]] if isinstance(item, dict) and item.get("id") else []
+    if event.kind in ("memory.update", "memory.palace.assign", "memory.review") and p.get("item_id"):
+        return [p["item_id"]]
+    if event.kind == "memory.link":
+        return [x for x in (p.get("src_id"), p.get("dst_id")) if isinstance(x, str)]
+    return []
+
+
 def item_from_turn(event: Event) -> MemoryItem:
     """A captured chat turn as an episodic `message` record, user-scoped so the
     owner can recall raw conversation across sessions before anything is consolidated."""

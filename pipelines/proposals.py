@@ -44,6 +44,7 @@ from pipelines.records import (
     ParsedProposal,
     ParseError,
     ProposedItem,
+    time_problems,
 )
 
 __all__ = ["ProposalStreamFilter", "coerce_item", "parse_assistant_output"]
@@ -828,11 +829,22 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
     for key in ("valid_from", "valid_to"):
         v = data.get(key)
         out[key] = str(v) if isinstance(v, (str, int, float)) and str(v).strip() else None
+    problems = time_problems(out["valid_from"], out["valid_to"])
+    if problems:  # the item is kept without the window: a bound that is no time holds nothing
+        errors.append(ParseError(form=form, message="; ".join(problems) + ": validity window dropped",
+                                 excerpt=_excerpt(f"{out['valid_from']}..{out['valid_to']}")))
+        out["valid_from"] = out["valid_to"] = None
     out["provenance_hint"] = _as_hint(data.get("provenance_hint"))
     if not out["content"] and out["title"]:
         out["content"] = out["title"]
     if not out["content"]:
         return None, [*errors, ParseError(form=form, message="item without content", excerpt=_excerpt(repr(raw)))]
+    try:  # escapes in the model's JSON or Python literals can spell a lone surrogate: no text
+        msgspec.json.encode(out)
+    except UnicodeEncodeError:
+        return None, [*errors, ParseError(form=form, message="invalid item: text holds a lone surrogate "
+                                          "(an escape such as \\ud800 that is no character)",
+                                          excerpt=_excerpt(ascii(raw)))]
     try:
         return msgspec.convert(out, ProposedItem), errors
     except msgspec.ValidationError as exc:

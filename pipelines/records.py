@@ -54,6 +54,19 @@ def parse_time(value: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
 
 
+def time_problems(valid_from: object = None, valid_to: object = None, **others: object) -> list[str]:
+    """What is wrong with the times of an item: one that does not parse as ISO-8601 (it would
+    be stored and then ignored), or a validity window that ends before it starts (a fact
+    holding at no time, yet shown with its window)."""
+    named = {"valid_from": valid_from, "valid_to": valid_to, **others}
+    out = [f"{name} {value!r} is not an ISO-8601 time" for name, value in named.items()
+           if isinstance(value, str) and parse_time(value) is None]
+    start, end = parse_time(valid_from), parse_time(valid_to)  # type: ignore[arg-type]
+    if start is not None and end is not None and end < start:
+        out.append(f"valid_to {valid_to!r} is before valid_from {valid_from!r}")
+    return out
+
+
 def timestamp(value: str | None, default: float = float("nan")) -> float:
     """POSIX seconds of an ISO-8601 string (naive = UTC); `default` when missing or bad."""
     dt = parse_time(value)

@@ -21,7 +21,8 @@ from pipelines.records import Identity
 _ERROR_DESCRIPTIONS = {
     400: "Bad input: malformed JSON, unknown fields, wrong types or values out of range.",
     404: "Unknown id, or an item the caller may not see (answered alike).",
-    409: "The item is not in a state the action applies to (e.g. a review of an item not in quarantine).",
+    409: "In conflict with what is stored: an item not in a state the action applies to (e.g. a review "
+         "of an item not in quarantine), or a turn_id already taken by another turn.",
     413: "Request body larger than max_body_bytes.",
     422: "Refused by the policy; nothing was stored (`detail.verdict`).",
     500: "Unexpected error (logged); never caused by bad input.",

@@ -12,6 +12,8 @@ from litestar.params import Body
 from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
+from online.tools import ToolError
+from pipelines.capture import TurnIdConflict
 
 
 class TurnsController(Controller):
@@ -19,17 +21,20 @@ class TurnsController(Controller):
     tags = ["turns"]
     dependencies = {"service": Provide(provide_service, sync_to_thread=False)}
 
-    @post(sync_to_thread=True, summary="Capture one chat turn.", responses=error_responses(400, 413, 503),
+    @post(sync_to_thread=True, summary="Capture one chat turn.", responses=error_responses(400, 409, 413, 503),
           description="Lands the turn in the inbox (committed before the answer). Assistant turns "
                       "are parsed for memory proposals, each governed by the policy; the answer "
                       "gives the text to show (proposals stripped) and each proposal's verdict. "
                       "Secrets in the turn text are redacted before storage.")
     def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)],
                 service: MemoryService) -> TurnResponse:
-        result = service.capture(
-            data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
-            turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
-        )
+        try:
+            result = service.capture(
+                data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
+                turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
+            )
+        except TurnIdConflict as exc:
+            raise ToolError(409, str(exc)) from None
         return TurnResponse(
             turn_id=result.turn_id,
             seq=result.seq,

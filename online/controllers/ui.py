@@ -27,7 +27,7 @@ from litestar.response import Redirect, Template
 from online.controllers.deps import provide_identity, provide_service
 from online.state import MemoryService, View
 from online.tools import ToolDispatcher, ToolError, item_summary
-from pipelines.item_report import history_rows
+from pipelines.item_report import history_rows, inbox_note
 from pipelines.materialize import in_quarantine
 from pipelines.palace import parse_path
 from pipelines.records import Identity, MemoryItem
@@ -104,27 +104,6 @@ def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
 def _location_of(item: MemoryItem) -> str | None:
     raw = item.metadata.get("palace")
     return raw if isinstance(raw, str) else None
-
-
-def inbox_note(event: dict[str, Any]) -> str:
-    """One line saying what an inbox event did to an item."""
-    p = event.get("payload") or {}
-    kind = event["kind"]
-    verdict = (p.get("verdict") or {}) if isinstance(p.get("verdict"), dict) else {}
-    rules = ", ".join(verdict.get("rule_ids") or [])
-    if kind == "memory.update":
-        return "changed " + ", ".join(sorted(p.get("patch") or {}))
-    if kind == "memory.review":
-        return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
-    if kind == "memory.palace.assign":
-        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}"
-    if kind == "memory.link":
-        return f"{p.get('src_id')} -{p.get('rel')}-> {p.get('dst_id')}"
-    if kind in ("proposal", "memory.write"):
-        return f"verdict {verdict.get('action', 'accept')}" + (f" ({rules})" if rules else "")
-    if kind == "turn":
-        return f"{p.get('role', '')} turn captured"
-    return ""
 
 
 class UIController(Controller):

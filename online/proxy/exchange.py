@@ -497,8 +497,11 @@ class Exchange:
     # -- 2 + 3. after the answer: land the turns, pre-return catalog --------------------------
 
     def assistant_turn_id(self, raw: str) -> str:
+        # The proposing tool calls are said too: a regenerated answer proposing other items
+        # is another turn, not a retry whose proposals the inbox would drop.
+        calls = [digest(self.proposing)] if self.proposing else []
         return stable_id("turn", "proxy", self.user_key, "assistant",
-                         digest(self.dialect.history(self.body)), sha256_text(raw))
+                         digest(self.dialect.history(self.body)), sha256_text(raw), *calls)
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the
@@ -537,7 +540,7 @@ class Exchange:
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,
-                                        turn_id=self.assistant_turn_id(raw))
+                                        turn_id=self.assistant_turn_id(said))
         return None
 
     def _catalog(self, visible: str, *turns: CaptureResult | None) -> dict[str, Any]:

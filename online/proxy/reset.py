@@ -20,6 +20,7 @@ from online.proxy.config import SUMMARY_INSTRUCTION, ProxyConfig
 from online.proxy.dialects import content_text
 from online.proxy.exchange import digest
 from online.state import MemoryService
+from pipelines.capture import TurnIdConflict
 from pipelines.proposals import parse_assistant_output
 from pipelines.records import Identity, stable_id
 
@@ -58,10 +59,14 @@ def land_summary(service: MemoryService, identity: Identity, reply: str,
     parsed = parse_assistant_output(reply)
     transcript = [[m["role"], m["content"]] for m in history]
     turn_id = stable_id("turn", "proxy-reset", digest([msgspec.to_builtins(identity), transcript]))
-    result = service.capture(
-        identity, "system", f"[{len(history)} messages summarised on reset]", parse=False,
-        extra_proposals=[p.item for p in parsed.proposals], turn_id=turn_id,
-    )
+    try:
+        result = service.capture(
+            identity, "system", f"[{len(history)} messages summarised on reset]", parse=False,
+            extra_proposals=[p.item for p in parsed.proposals], turn_id=turn_id,
+        )
+    except TurnIdConflict:  # summarised before, otherwise (the summariser is not deterministic)
+        return {"messages": len(history), "proposed": 0, "accept": 0, "quarantine": 0, "reject": 0,
+                "parse_errors": len(parsed.errors), "turn_id": turn_id, "proposals": [], "before": True}
     counts = {"accept": 0, "quarantine": 0, "reject": 0}
     for p in result.proposals:
         counts[p.action] = counts.get(p.action, 0) + 1
@@ -71,6 +76,9 @@ def land_summary(service: MemoryService, identity: Identity, reply: str,
 
 
 def confirmation(summary: dict[str, Any]) -> str:
+    if summary.get("before"):
+        return ("[memory] This conversation was summarized before; its memories stand, nothing new "
+                "saved. Start a new chat to clear the history.")
     saved = summary["accept"] + summary["quarantine"]
     text = f"[memory] Summarized {summary['messages']} messages → {saved} memories saved"
     extra = []

@@ -185,7 +185,23 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
         if not is_message(c.item) and c.relevance >= curated_floor * best > 0:
             c.tier = 0
             c.components["curated_first"] = 1.0
+    _share_tier_with_rivals(rest)
     return always, sorted(rest, key=Candidate.key)
+
+
+def _share_tier_with_rivals(ranked: list[Candidate]) -> None:
+    """The shown members of one subject (a conflict group, already in scope order) take the
+    tier of the best placed one: a session claim under another title, less relevant in words,
+    must not fall behind the broader claims it overrides."""
+    by_id = {c.id: c for c in ranked}
+    stack = [c for c in ranked if c.tier == 0]
+    while stack:
+        for rival_id in stack.pop().conflict_with:
+            rival = by_id.get(rival_id)
+            if rival is not None and rival.tier != 0:
+                rival.tier = 0
+                rival.components["curated_first"] = 1.0
+                stack.append(rival)
 
 
 __all__ = ["FLAGGED", "demote_covered_messages", "drop_repeated_turns", "rank", "resolve_conflicts",
