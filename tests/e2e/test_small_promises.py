@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -251,3 +252,22 @@ def test_a_captured_turn_cannot_be_edited_and_no_item_can_become_one(client: Tes
     forged = tool(client, "memory.update", {"id": item_id, "patch": {"type": "message"}})
     assert forged.status_code == 400 and "cannot become a message" in forged.json()["error"]
     assert client.get(f"/v1/items/{item_id}", params=DANA).json()["item"]["type"] == "decision"
+
+
+# -- a model's confidence, on the scale it was written ----------------------------------------
+
+
+@pytest.mark.parametrize("written, stored, action", [(8, 0.8, "accept"), ("85%", 0.85, "accept"),
+                                                      (0.3, 0.3, "quarantine")])
+def test_a_models_confidence_is_read_on_the_scale_it_wrote(client: TestClient, written, stored, action) -> None:
+    """A model that rates a memory 8 (like importance, 1-10) means 0.8, not 8%: the memory is
+    kept and recalled, where a low confidence is held for review."""
+    text = ("Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([{
+        "type": "decision", "title": "Tile cache", "content": "Hot tiles stay pinned in the edge cache.",
+        "why_store": "team decision", "confidence": written}]) + "</MEMORY_PROPOSALS_JSON>")
+    resp = client.post("/v1/turns", json={"identity": DANA, "role": "assistant", "text": text})
+    assert resp.status_code == 201, resp.text
+    (verdict,) = resp.json()["proposals"]
+    assert verdict["action"] == action, verdict
+    item = client.get(f"/v1/items/{verdict['item_id']}", params=DANA).json()["item"]
+    assert item["confidence"] == pytest.approx(stored if action == "accept" else min(stored, 0.5))
