@@ -271,3 +271,19 @@ def test_a_models_confidence_is_read_on_the_scale_it_wrote(client: TestClient, w
     assert verdict["action"] == action, verdict
     item = client.get(f"/v1/items/{verdict['item_id']}", params=DANA).json()["item"]
     assert item["confidence"] == pytest.approx(stored if action == "accept" else min(stored, 0.5))
+
+
+# -- raw turns: the one that says something before the ones that only ask ----------------------
+
+
+def test_the_turn_that_answers_comes_before_turns_that_only_ask(client: TestClient) -> None:
+    """Raw turns are evidence: of the turns matching a question, the one that states
+    something (the turn re-ranker) is listed before turns that only ask the same words."""
+    for role, text in [("user", "Do you play any instruments, Melanie?"),
+                       ("assistant", "Yes! I play the violin and the clarinet in the community orchestra every "
+                                     "weekend; music is how I relax after work and I have played since school."),
+                       ("user", "Instruments? Melanie?"), ("assistant", "ok")]:
+        assert client.post("/v1/turns", json={"identity": DANA, "role": role, "text": text}).status_code == 201
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "What instruments does Melanie play?",
+                                           "mode": "catalog"}).json()["hits"]
+    assert "violin" in hits[0]["content"], [h["content"] for h in hits]
