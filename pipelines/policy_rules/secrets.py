@@ -169,7 +169,7 @@ _TOKEN_WORDS = (
 _KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})s?(?![a-z])")
 _PASSWORD_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})s?")
 SECRET_KEYWORD = _KW  # for the learned layer's features
-PASSWORD_KEYWORD = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})")
+PASSWORD_KEYWORD = _PASSWORD_KW  # its trailing "s?" changes no search() result
 # Lower-case words a keyword may be glued to ("apikey", "secretkey", "userpassword").
 _GLUE_PREFIXES = frozenset(
     """api auth access secret private client consumer session master app db admin root user
