@@ -644,10 +644,11 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     value = _assigned_literal(text, pos, a, password_like)
     if value:
         start = a.start("qval") if quoted else a.start("val")
-        hit = _literal_hit(value, start, quoted, password_like, bare_key, text[_name_start(text, pos):pos])
+        name = text[_name_start(text, pos):pos]
+        hit = _literal_hit(value, start, quoted, password_like, bare_key, name)
         if hit is not None:
             return hit
-        if not quoted and value.rstrip(".)]}").strip() == text[_name_start(text, pos):pos].strip():
+        if not quoted and value.rstrip(".)]}").strip() == name.strip():
             return None  # no wrapped value to look for either
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
