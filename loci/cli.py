@@ -103,10 +103,10 @@ def _served_items(settings) -> list:
 
 def _print_report(report: dict, turns: bool = True) -> None:
     table = Table(title="ingested")
-    for key in ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions"):
+    columns = ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions")
+    for key in columns:
         table.add_column(key, justify="right")
-    table.add_row(*(str(report.get(k, 0)) for k in
-                    ("turns", "accepted", "quarantined", "rejected", "parse_errors", "redactions")))
+    table.add_row(*(str(report.get(k, 0)) for k in columns))
     console.print(table)
     if turns:  # chat and LoCoMo turns, not an items import
         console.print(f"{report['turns']} turns landed, {report['accepted']} accepted, {report['quarantined']} "

@@ -59,9 +59,10 @@ def time_problems(valid_from: object = None, valid_to: object = None, **others: 
     be stored and then ignored), or a validity window that ends before it starts (a fact
     holding at no time, yet shown with its window)."""
     named = {"valid_from": valid_from, "valid_to": valid_to, **others}
+    parsed = {name: parse_time(value) for name, value in named.items()}  # type: ignore[arg-type]
     out = [f"{name} {value!r} is not an ISO-8601 time" for name, value in named.items()
-           if isinstance(value, str) and parse_time(value) is None]
-    start, end = parse_time(valid_from), parse_time(valid_to)  # type: ignore[arg-type]
+           if isinstance(value, str) and parsed[name] is None]
+    start, end = parsed["valid_from"], parsed["valid_to"]
     if start is not None and end is not None and end < start:
         out.append(f"valid_to {valid_to!r} is before valid_from {valid_from!r}")
     return out

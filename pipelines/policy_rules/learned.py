@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD, is_periodic, is_words
 from pipelines.policy_rules.text import char_classes, normalise, shannon_entropy
 
 FORMAT_VERSION = 2
@@ -273,8 +274,6 @@ _RULE_INDEX = {name: i for i, name in enumerate(RULE_FEATURES)}
 
 
 def _shape(text: str) -> list[float]:
-    from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD
-
     tokens = _TOKEN.findall(text)
     n = max(1, len(text))
     entropies = [shannon_entropy(t) for t in tokens]
@@ -304,8 +303,6 @@ def _candidate(tokens: Sequence[str], entropies: Sequence[float]) -> str:
 
 def _token_shape(token: str) -> list[float]:
     """Length, character mix, dictionary words and repeats of one token (zeros for none)."""
-    from pipelines.policy_rules.secrets import is_periodic, is_words
-
     if not token:
         return [0.0] * 7
     n = len(token)

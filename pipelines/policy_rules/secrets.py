@@ -169,7 +169,7 @@ _TOKEN_WORDS = (
 _KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS}|{_TOKEN_WORDS})s?(?![a-z])")
 _PASSWORD_KW = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})s?")
 SECRET_KEYWORD = _KW  # for the learned layer's features
-PASSWORD_KEYWORD = re.compile(rf"(?i)(?:{_PASSWORD_WORDS})")
+PASSWORD_KEYWORD = _PASSWORD_KW  # its trailing "s?" changes no search() result
 # Lower-case words a keyword may be glued to ("apikey", "secretkey", "userpassword").
 _GLUE_PREFIXES = frozenset(
     """api auth access secret private client consumer session master app db admin root user
@@ -644,10 +644,11 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     value = _assigned_literal(text, pos, a, password_like)
     if value:
         start = a.start("qval") if quoted else a.start("val")
-        hit = _literal_hit(value, start, quoted, password_like, bare_key, text[_name_start(text, pos):pos])
+        name = text[_name_start(text, pos):pos]
+        hit = _literal_hit(value, start, quoted, password_like, bare_key, name)
         if hit is not None:
             return hit
-        if not quoted and value.rstrip(".)]}").strip() == text[_name_start(text, pos):pos].strip():
+        if not quoted and value.rstrip(".)]}").strip() == name.strip():
             return None  # no wrapped value to look for either
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
@@ -1122,9 +1123,7 @@ def _public_by_name(text: str, pos: int) -> bool:
     (`public_key = "..."`, `csrf-token=...`, `authenticity_token" value="...`)."""
     # The token may start inside the value ("Signature: Ixn4b~PcNBdx..."): look before the
     # value's first character as well.
-    word = pos
-    while word > 0 and not text[word - 1].isspace() and text[word - 1] not in "\"'`=:" and pos - word < 400:
-        word -= 1
+    word = _word_start(text, pos, "\"'`=:", 400)
     names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
                                                    _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
     return any(m is not None and (_PUBLIC_NAME.search(m.group(1)) or _REQUEST_TOKEN_NAME.search(m.group(1)))
@@ -1134,10 +1133,17 @@ def _public_by_name(text: str, pos: int) -> bool:
 def _in_password_hash(text: str, pos: int) -> bool:
     """Part of a password hash ("$argon2id$v=19$m=65536,...$<salt>$<hash>", "$2b$12$..."):
     the word the token sits in starts like one."""
-    start = pos
-    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "\"'`" and pos - start < 120:
-        start -= 1
+    start = _word_start(text, pos, "\"'`", 120)
     return _HASHED_VALUE.match(text[start:pos]) is not None  # `^` anchors at the slice
+
+
+def _word_start(text: str, pos: int, stops: str, limit: int) -> int:
+    """Where the word ending at `pos` starts: back over characters that are neither space nor
+    in `stops`, at most `limit` of them."""
+    start = pos
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in stops and pos - start < limit:
+        start -= 1
+    return start
 
 
 # --------------------------------------------------------------------------- stored records

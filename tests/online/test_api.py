@@ -444,3 +444,13 @@ def test_unexpected_errors_are_a_generic_logged_500(app: Litestar, monkeypatch: 
         assert resp.json() == {"ok": False, "status_code": 500, "error": "internal server error (logged)",
                                "detail": None}
         assert "passwd" not in resp.text and app.state.internal_errors == 1
+
+
+def test_item_patch_bounds_every_patchable_field_and_no_other():
+    """memory.update checks a patch against `ItemPatch` before `apply_patch` takes the fields
+    in PATCHABLE_FIELDS: a field added to one list and not the other would be refused (or
+    taken unbounded) by memory.update."""
+    from online.tools import ItemPatch
+    from pipelines.materialize import PATCHABLE_FIELDS
+
+    assert set(ItemPatch.__struct_fields__) == PATCHABLE_FIELDS
