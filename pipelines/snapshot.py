@@ -344,10 +344,14 @@ def _reuse_hnsw(
     dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, missing, vecs[missing], max_dead)
     if dead is None:
         return None
+    return index, _reused_hnsw_params(index, manifest), dead
+
+
+def _reused_hnsw_params(index: Any, manifest: SnapshotManifest) -> dict[str, int]:
+    """The index parameters of a published HNSW graph carried into the next snapshot."""
     inner = faiss.downcast_index(index.index)
-    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-    return index, params, dead
+    return {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+            "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
 
 
 def _slot_rows(labels: np.ndarray, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -691,10 +695,7 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Seque
         dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows[moved], fresh_vecs[moved],
                                    max_dead)
         if dead is not None:
-            inner = faiss.downcast_index(index.index)
-            params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-                      "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-            return _BuiltIndex(index=index, kind="hnsw", params=params, dead=dead)
+            return _BuiltIndex(index=index, kind="hnsw", params=_reused_hnsw_params(index, manifest), dead=dead)
     old = (index.reconstruct_batch(np.asarray(carried, dtype=np.int64)) if carried
            else np.zeros((0, manifest.dim), np.float32))
     vecs = np.ascontiguousarray(np.vstack([old, fresh_vecs]), dtype=np.float32)
