@@ -558,8 +558,7 @@ def read_published(root: Path, version: str) -> PublishedVersion:
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
     base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
-    served = base if removed is None or delta is None else pa.concat_tables(
-        [_base_kept(base, removed), delta.select(["id", "tier"]).cast(base.schema)])
+    served = _served_rows(folder, base, removed, delta)
     index = _read_index_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
     n = manifest.count
     if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
@@ -943,7 +942,11 @@ def _served_table(folder: Path, manifest: SnapshotManifest, columns: Sequence[st
     """The rows a version serves, in FAISS-label order: the base file's rows not listed as
     removed, then the delta's (checksums verified, files memory-mapped). Raises
     SnapshotError when a file is corrupt or the segments do not add up."""
-    base, removed, delta = _read_segments(folder, manifest, columns)
+    return _served_rows(folder, *_read_segments(folder, manifest, columns))
+
+
+def _served_rows(folder: Path, base: pa.Table, removed: pa.ChunkedArray | None, delta: pa.Table | None) -> pa.Table:
+    """The served rows of a version's segments (`_read_segments`), with the base's columns."""
     if removed is None or delta is None:
         return base
     try:
