@@ -8,6 +8,7 @@ from typing import Any
 from pipelines.records import MemoryItem, ProposedItem
 from pipelines.warehouse import Warehouse
 from pipelines.warehouse.connection import check_id
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL
 
 
 def provenance_violations(items: Iterable[MemoryItem]) -> list[str]:
@@ -135,18 +136,18 @@ def location_violations(warehouse: Warehouse, since: str | None = None) -> list[
     params: list[Any] = []
     if since is not None:
         check_id(since, "since")
-        written = " AND i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
+        written = f" AND {WRITTEN_SINCE_SQL}"
         params = [since]
     # Compared in SQL: only the violations cross into Python, not a row per active item.
     rows = warehouse.query(
         "SELECT i.id, TRUE, NULL, NULL FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
-        "WHERE NOT i.archived AND i.superseded_by IS NULL AND p.item_id IS NULL "
+        f"WHERE {ACTIVE_SQL} AND p.item_id IS NULL "
         "UNION ALL "
         "SELECT id, FALSE, in_metadata, stored FROM (SELECT i.id, "
         "json_extract_string(i.metadata, '$.palace') AS in_metadata, "
         "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card AS stored "
         "FROM items i JOIN palace_locations p ON p.item_id = i.id "
-        f"WHERE NOT i.archived AND i.superseded_by IS NULL{written}) "
+        f"WHERE {ACTIVE_SQL}{written}) "
         "WHERE in_metadata IS DISTINCT FROM stored ORDER BY 1",
         params,
     )
