@@ -432,26 +432,20 @@ def _publish_rows(
     if history is not None:
         blobs[HISTORY_FILE] = _history_parquet(history)
 
-    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
-        return SnapshotManifest(
-            version=version,
-            created_at=utcnow(),
-            watermark=watermark,
-            embedder=embedder_name,
-            dim=dim,
-            count=len(ids),
-            tier_counts=dict(sorted(Counter(tiers).items())),
-            index_kind=built.kind,
-            index_params=built.params,
-            index_dead=built.dead,
-            files=files,
-            faiss_version=faiss.__version__,
-            extra=dict(extra or {}),
-        )
-
-    manifest = _publish(root, built.index, blobs, {}, manifest_for, f"{embedder_name}{watermark}")
+    fields = _manifest_fields(built, embedder=embedder_name, dim=dim, watermark=watermark, count=len(ids),
+                              tiers=tiers, extra=extra)
+    manifest = _publish(root, built.index, blobs, {}, fields)
     prune(root, keep)
     return manifest
+
+
+def _manifest_fields(built: _BuiltIndex, *, embedder: str, dim: int, watermark: int, count: int,
+                     tiers: Sequence[str], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest fields of a new version that its files do not decide (see `_publish`)."""
+    return {"watermark": watermark, "embedder": embedder, "dim": dim, "count": count,
+            "tier_counts": dict(sorted(Counter(tiers).items())), "index_kind": built.kind,
+            "index_params": built.params, "index_dead": built.dead, "faiss_version": faiss.__version__,
+            "extra": dict(extra or {})}
 
 
 def _check_build_args(embedder_name: str, dim: int, watermark: int, keep: int) -> None:
@@ -645,18 +639,11 @@ def publish_next(
             served = pc.is_in(rows.column("item_id"), value_set=pa.array(ids, pa.string()))
             blobs[HISTORY_DELTA_FILE] = _history_parquet(rows.filter(served))
         base = previous.manifest.base or previous.manifest.version
-    embedder = previous.manifest.embedder
-
-    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
-        return SnapshotManifest(
-            version=version, created_at=utcnow(), watermark=watermark, embedder=embedder, dim=dim,
-            count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
-            index_params=built.params, index_dead=built.dead, files=files, faiss_version=faiss.__version__,
-            extra=dict(extra or {}), base=base, delta_count=delta_rows, removed_count=len(removed),
-        )
-
+    fields = _manifest_fields(built, embedder=previous.manifest.embedder, dim=dim, watermark=watermark,
+                              count=len(ids), tiers=tiers, extra=extra)
+    fields.update(base=base, delta_count=delta_rows, removed_count=len(removed))
     shared = {name: (previous.folder / name, entry) for name, entry in links.items()}
-    manifest = _publish(root, built.index, blobs, shared, manifest_for, f"{embedder}{watermark}")
+    manifest = _publish(root, built.index, blobs, shared, fields)
     prune(root, keep)
     return manifest
 
@@ -776,11 +763,11 @@ def _read_index_checked(folder: Path, name: str, entry: FileEntry) -> Any:
 
 
 def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
-             manifest_for: Callable[[str, dict[str, FileEntry]], SnapshotManifest], salt: str) -> SnapshotManifest:
+             fields: dict[str, Any]) -> SnapshotManifest:
     """Write a new version folder (the index, `blobs`, hard links to the published files in
-    `links`, then the manifest `manifest_for(version, files)` gives) under a temporary name,
+    `links`, then the manifest: `fields` plus version, time and files) under a temporary name,
     fsync it, rename it into place and make it CURRENT. The version name hashes every file's
-    checksum and `salt`. A file system without hard links gets copies."""
+    checksum, the embedder and the watermark. A file system without hard links gets copies."""
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     try:
@@ -798,8 +785,9 @@ def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, t
                     os.fsync(fh.fileno())
             files[name] = entry
         files = dict(sorted(files.items()))
+        salt = f"{fields['embedder']}{fields['watermark']}"
         version = _new_version(root, _sha256(("".join(f"{n}{e.sha256}" for n, e in files.items()) + salt).encode()))
-        manifest = manifest_for(version, files)
+        manifest = SnapshotManifest(version=version, created_at=utcnow(), files=files, **fields)
         _write_durable(tmp / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)))
         _fsync_dir(tmp)
         os.rename(tmp, root / version)
