@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pipelines.consolidate.common import last_successful_run
 from pipelines.records import MemoryItem, ProposedItem
 from pipelines.warehouse import Warehouse
 from pipelines.warehouse.connection import check_id
@@ -74,16 +75,15 @@ def policy_check_since(warehouse: Warehouse, policy_version: str) -> str | None:
     before was checked then; what that run wrote afterwards is a merge, which is governed
     on creation, or a revision that keeps the text: promotion, aging, palace). None for a
     new policy version or no such run: check every active item."""
-    for run in warehouse.runs(limit=20):
-        if run["status"] != "success":
-            continue
-        counts = run.get("counts") or {}
-        if counts.get("governed_items.policy_version") != policy_version:
-            return None
-        # Runs recorded before `governed_until` existed: their start (a superset).
-        mark = counts.get("governed_items.governed_until") or run.get("started_at")
-        return str(mark) if mark else None
-    return None
+    run = last_successful_run(warehouse)
+    if run is None:
+        return None
+    counts = run.get("counts") or {}
+    if counts.get("governed_items.policy_version") != policy_version:
+        return None
+    # Runs recorded before `governed_until` existed: their start (a superset).
+    mark = counts.get("governed_items.governed_until") or run.get("started_at")
+    return str(mark) if mark else None
 
 
 def landing_violations(inbox: Any, warehouse: Warehouse) -> dict[str, Any]:
