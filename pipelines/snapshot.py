@@ -68,8 +68,8 @@ HISTORY_FILE = "history.parquet"
 # A segmented snapshot serves the base rows (items.parquet) not listed in items-removed,
 # then the rows of items-delta (items written since the base); history-delta holds the history
 # rows written since the base (rows never change, so an item's history is both files' rows). The
-# base files are hard links
-# to the previous version's (a folder is never modified, so sharing the inode is safe).
+# base files are hard links to the previous version's (a folder is never modified, so sharing
+# the inode is safe).
 ITEMS_DELTA_FILE = "items-delta.parquet"
 ITEMS_REMOVED_FILE = "items-removed.parquet"
 HISTORY_DELTA_FILE = "history-delta.parquet"
@@ -583,8 +583,8 @@ def publish_next(
     files are shared (hard links) and only a delta segment is written: items written since
     the base, ids of base rows no longer served, and the history rows written since the base
     (history rows never change: the previous delta's plus `history(since the previous
-    version)`). Past
-    `compact_fraction` delta and removed rows per base row the base is rewritten instead.
+    version)`). Past `compact_fraction` delta and removed rows per base row the base is
+    rewritten instead.
     Either way the rows are served in one order (carried rows as before, then the fresh
     ones), so the FAISS graph is the previous one relabelled and extended.
     `history(since)`: the history rows of the active items written at or after `since`
