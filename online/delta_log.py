@@ -133,8 +133,10 @@ class DeltaLog:
         (one delta segment; `every` is the whole delta, whose vectors stay cached). A vector
         is made as the pipeline makes it (`item_vectors`: a message with recorded context
         turns composed with theirs, found in the delta or the snapshot). When the embedder
-        is down the delta is still searchable lexically."""
-        keys = [(it.id, embedding_hash(it)) for it in items]
+        is down the delta is still searchable lexically. `items` are among `every`: each
+        item's embedding hash is computed once, for both."""
+        hash_of = {it.id: embedding_hash(it) for it in every}
+        keys = [(it.id, hash_of[it.id]) for it in items]
         missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
         problem = None
         if missing:
@@ -149,7 +151,7 @@ class DeltaLog:
                 problem = f"delta not embedded ({exc}); searched lexically"
                 log.warning(problem)
         if problem is None:
-            live = {(it.id, embedding_hash(it)) for it in every}
+            live = set(hash_of.items())
             for stale in [k for k in self._vector_cache if k not in live]:
                 del self._vector_cache[stale]  # older versions of updated items
             matrix = (np.stack([self._vector_cache[k] for k in keys])

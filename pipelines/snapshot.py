@@ -68,8 +68,8 @@ HISTORY_FILE = "history.parquet"
 # A segmented snapshot serves the base rows (items.parquet) not listed in items-removed,
 # then the rows of items-delta (items written since the base); history-delta holds the history
 # rows written since the base (rows never change, so an item's history is both files' rows). The
-# base files are hard links
-# to the previous version's (a folder is never modified, so sharing the inode is safe).
+# base files are hard links to the previous version's (a folder is never modified, so sharing
+# the inode is safe).
 ITEMS_DELTA_FILE = "items-delta.parquet"
 ITEMS_REMOVED_FILE = "items-removed.parquet"
 HISTORY_DELTA_FILE = "history-delta.parquet"
@@ -344,10 +344,14 @@ def _reuse_hnsw(
     dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, missing, vecs[missing], max_dead)
     if dead is None:
         return None
+    return index, _reused_hnsw_params(index, manifest), dead
+
+
+def _reused_hnsw_params(index: Any, manifest: SnapshotManifest) -> dict[str, int]:
+    """The index parameters of a published HNSW graph carried into the next snapshot."""
     inner = faiss.downcast_index(index.index)
-    params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-              "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-    return index, params, dead
+    return {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
+            "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
 
 
 def _slot_rows(labels: np.ndarray, prev_ids: Sequence[str], row_of: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -428,26 +432,20 @@ def _publish_rows(
     if history is not None:
         blobs[HISTORY_FILE] = _history_parquet(history)
 
-    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
-        return SnapshotManifest(
-            version=version,
-            created_at=utcnow(),
-            watermark=watermark,
-            embedder=embedder_name,
-            dim=dim,
-            count=len(ids),
-            tier_counts=dict(sorted(Counter(tiers).items())),
-            index_kind=built.kind,
-            index_params=built.params,
-            index_dead=built.dead,
-            files=files,
-            faiss_version=faiss.__version__,
-            extra=dict(extra or {}),
-        )
-
-    manifest = _publish(root, built.index, blobs, {}, manifest_for, f"{embedder_name}{watermark}")
+    fields = _manifest_fields(built, embedder=embedder_name, dim=dim, watermark=watermark, count=len(ids),
+                              tiers=tiers, extra=extra)
+    manifest = _publish(root, built.index, blobs, {}, fields)
     prune(root, keep)
     return manifest
+
+
+def _manifest_fields(built: _BuiltIndex, *, embedder: str, dim: int, watermark: int, count: int,
+                     tiers: Sequence[str], extra: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest fields of a new version that its files do not decide (see `_publish`)."""
+    return {"watermark": watermark, "embedder": embedder, "dim": dim, "count": count,
+            "tier_counts": dict(sorted(Counter(tiers).items())), "index_kind": built.kind,
+            "index_params": built.params, "index_dead": built.dead, "faiss_version": faiss.__version__,
+            "extra": dict(extra or {})}
 
 
 def _check_build_args(embedder_name: str, dim: int, watermark: int, keep: int) -> None:
@@ -554,8 +552,7 @@ def read_published(root: Path, version: str) -> PublishedVersion:
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
     base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
-    served = base if removed is None or delta is None else pa.concat_tables(
-        [_base_kept(base, removed), delta.select(["id", "tier"]).cast(base.schema)])
+    served = _served_rows(folder, base, removed, delta)
     index = _read_index_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
     n = manifest.count
     if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
@@ -586,8 +583,8 @@ def publish_next(
     files are shared (hard links) and only a delta segment is written: items written since
     the base, ids of base rows no longer served, and the history rows written since the base
     (history rows never change: the previous delta's plus `history(since the previous
-    version)`). Past
-    `compact_fraction` delta and removed rows per base row the base is rewritten instead.
+    version)`). Past `compact_fraction` delta and removed rows per base row the base is
+    rewritten instead.
     Either way the rows are served in one order (carried rows as before, then the fresh
     ones), so the FAISS graph is the previous one relabelled and extended.
     `history(since)`: the history rows of the active items written at or after `since`
@@ -642,18 +639,11 @@ def publish_next(
             served = pc.is_in(rows.column("item_id"), value_set=pa.array(ids, pa.string()))
             blobs[HISTORY_DELTA_FILE] = _history_parquet(rows.filter(served))
         base = previous.manifest.base or previous.manifest.version
-    embedder = previous.manifest.embedder
-
-    def manifest_for(version: str, files: dict[str, FileEntry]) -> SnapshotManifest:
-        return SnapshotManifest(
-            version=version, created_at=utcnow(), watermark=watermark, embedder=embedder, dim=dim,
-            count=len(ids), tier_counts=dict(sorted(Counter(tiers).items())), index_kind=built.kind,
-            index_params=built.params, index_dead=built.dead, files=files, faiss_version=faiss.__version__,
-            extra=dict(extra or {}), base=base, delta_count=delta_rows, removed_count=len(removed),
-        )
-
+    fields = _manifest_fields(built, embedder=previous.manifest.embedder, dim=dim, watermark=watermark,
+                              count=len(ids), tiers=tiers, extra=extra)
+    fields.update(base=base, delta_count=delta_rows, removed_count=len(removed))
     shared = {name: (previous.folder / name, entry) for name, entry in links.items()}
-    manifest = _publish(root, built.index, blobs, shared, manifest_for, f"{embedder}{watermark}")
+    manifest = _publish(root, built.index, blobs, shared, fields)
     prune(root, keep)
     return manifest
 
@@ -691,10 +681,7 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Seque
         dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows[moved], fresh_vecs[moved],
                                    max_dead)
         if dead is not None:
-            inner = faiss.downcast_index(index.index)
-            params = {"m": HNSW_M, "ef_construction": int(inner.hnsw.efConstruction),
-                      "ef_search": int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))}
-            return _BuiltIndex(index=index, kind="hnsw", params=params, dead=dead)
+            return _BuiltIndex(index=index, kind="hnsw", params=_reused_hnsw_params(index, manifest), dead=dead)
     old = (index.reconstruct_batch(np.asarray(carried, dtype=np.int64)) if carried
            else np.zeros((0, manifest.dim), np.float32))
     vecs = np.ascontiguousarray(np.vstack([old, fresh_vecs]), dtype=np.float32)
@@ -776,11 +763,11 @@ def _read_index_checked(folder: Path, name: str, entry: FileEntry) -> Any:
 
 
 def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
-             manifest_for: Callable[[str, dict[str, FileEntry]], SnapshotManifest], salt: str) -> SnapshotManifest:
+             fields: dict[str, Any]) -> SnapshotManifest:
     """Write a new version folder (the index, `blobs`, hard links to the published files in
-    `links`, then the manifest `manifest_for(version, files)` gives) under a temporary name,
+    `links`, then the manifest: `fields` plus version, time and files) under a temporary name,
     fsync it, rename it into place and make it CURRENT. The version name hashes every file's
-    checksum and `salt`. A file system without hard links gets copies."""
+    checksum, the embedder and the watermark. A file system without hard links gets copies."""
     root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     try:
@@ -798,8 +785,9 @@ def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, t
                     os.fsync(fh.fileno())
             files[name] = entry
         files = dict(sorted(files.items()))
+        salt = f"{fields['embedder']}{fields['watermark']}"
         version = _new_version(root, _sha256(("".join(f"{n}{e.sha256}" for n, e in files.items()) + salt).encode()))
-        manifest = manifest_for(version, files)
+        manifest = SnapshotManifest(version=version, created_at=utcnow(), files=files, **fields)
         _write_durable(tmp / MANIFEST_FILE, msgspec.json.format(msgspec.json.encode(manifest)))
         _fsync_dir(tmp)
         os.rename(tmp, root / version)
@@ -942,7 +930,11 @@ def _served_table(folder: Path, manifest: SnapshotManifest, columns: Sequence[st
     """The rows a version serves, in FAISS-label order: the base file's rows not listed as
     removed, then the delta's (checksums verified, files memory-mapped). Raises
     SnapshotError when a file is corrupt or the segments do not add up."""
-    base, removed, delta = _read_segments(folder, manifest, columns)
+    return _served_rows(folder, *_read_segments(folder, manifest, columns))
+
+
+def _served_rows(folder: Path, base: pa.Table, removed: pa.ChunkedArray | None, delta: pa.Table | None) -> pa.Table:
+    """The served rows of a version's segments (`_read_segments`), with the base's columns."""
     if removed is None or delta is None:
         return base
     try:

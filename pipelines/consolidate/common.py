@@ -65,6 +65,12 @@ def stm_by_partition(items: Iterable[MemoryItem]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def last_successful_run(warehouse: Warehouse) -> dict[str, Any] | None:
+    """The most recent successful run among the last 20 recorded (None: none), whose counts
+    say what its stages checked and with which model or policy."""
+    return next((run for run in warehouse.runs(limit=20) if run["status"] == "success"), None)
+
+
 def pending_stm_by_partition(events: Sequence[Event]) -> dict[str, int]:
     """`stm_by_partition` of the items `events` will create, derived with the same fold the
     pipeline uses (policy not re-run: the online verdicts)."""

@@ -14,6 +14,7 @@ from pipelines.consolidate.common import (
     EmbedderChanged,
     Hook,
     call_hook,
+    last_successful_run,
 )
 from pipelines.consolidate.lock import WarehouseLock
 from pipelines.message_context import COMPOSITION, context_turns, embedding_hash, item_vectors
@@ -66,16 +67,15 @@ def embedding_check_since(warehouse: Warehouse, model_name: str) -> str | None:
     embedding stage checked, when it embedded with the same model and composition recipe
     (every item written before then got its current vector; a vector goes stale only when
     its item is revised). None for another model or recipe, or no such run: every item."""
-    for run in warehouse.runs(limit=20):
-        if run["status"] != "success":
-            continue
-        counts = run.get("counts") or {}
-        if (counts.get("item_embeddings.model") != model_name
-                or counts.get("item_embeddings.recipe") != COMPOSITION.recipe):
-            return None
-        mark = counts.get("item_embeddings.checked_at")
-        return str(mark) if mark else None
-    return None
+    run = last_successful_run(warehouse)
+    if run is None:
+        return None
+    counts = run.get("counts") or {}
+    if (counts.get("item_embeddings.model") != model_name
+            or counts.get("item_embeddings.recipe") != COMPOSITION.recipe):
+        return None
+    mark = counts.get("item_embeddings.checked_at")
+    return str(mark) if mark else None
 
 
 def embed_items(

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pipelines.consolidate.common import last_successful_run
 from pipelines.records import MemoryItem, ProposedItem
 from pipelines.warehouse import Warehouse
 from pipelines.warehouse.connection import check_id
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL
 
 
 def provenance_violations(items: Iterable[MemoryItem]) -> list[str]:
@@ -73,16 +75,15 @@ def policy_check_since(warehouse: Warehouse, policy_version: str) -> str | None:
     before was checked then; what that run wrote afterwards is a merge, which is governed
     on creation, or a revision that keeps the text: promotion, aging, palace). None for a
     new policy version or no such run: check every active item."""
-    for run in warehouse.runs(limit=20):
-        if run["status"] != "success":
-            continue
-        counts = run.get("counts") or {}
-        if counts.get("governed_items.policy_version") != policy_version:
-            return None
-        # Runs recorded before `governed_until` existed: their start (a superset).
-        mark = counts.get("governed_items.governed_until") or run.get("started_at")
-        return str(mark) if mark else None
-    return None
+    run = last_successful_run(warehouse)
+    if run is None:
+        return None
+    counts = run.get("counts") or {}
+    if counts.get("governed_items.policy_version") != policy_version:
+        return None
+    # Runs recorded before `governed_until` existed: their start (a superset).
+    mark = counts.get("governed_items.governed_until") or run.get("started_at")
+    return str(mark) if mark else None
 
 
 def landing_violations(inbox: Any, warehouse: Warehouse) -> dict[str, Any]:
@@ -135,18 +136,18 @@ def location_violations(warehouse: Warehouse, since: str | None = None) -> list[
     params: list[Any] = []
     if since is not None:
         check_id(since, "since")
-        written = " AND i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
+        written = f" AND {WRITTEN_SINCE_SQL}"
         params = [since]
     # Compared in SQL: only the violations cross into Python, not a row per active item.
     rows = warehouse.query(
         "SELECT i.id, TRUE, NULL, NULL FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
-        "WHERE NOT i.archived AND i.superseded_by IS NULL AND p.item_id IS NULL "
+        f"WHERE {ACTIVE_SQL} AND p.item_id IS NULL "
         "UNION ALL "
         "SELECT id, FALSE, in_metadata, stored FROM (SELECT i.id, "
         "json_extract_string(i.metadata, '$.palace') AS in_metadata, "
         "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card AS stored "
         "FROM items i JOIN palace_locations p ON p.item_id = i.id "
-        f"WHERE NOT i.archived AND i.superseded_by IS NULL{written}) "
+        f"WHERE {ACTIVE_SQL}{written}) "
         "WHERE in_metadata IS DISTINCT FROM stored ORDER BY 1",
         params,
     )

@@ -18,7 +18,7 @@ from pipelines.warehouse.connection import (
     check_id,
     ids_table,
 )
-from pipelines.warehouse.journal import ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal
 
 # pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
 # (a message with a retrieval context hashes it in, so a new context means a new vector, and
@@ -33,7 +33,6 @@ EMBEDDING_HASH_SQL = (
     f"ELSE sha256(i.content_hash || chr(10) || {_CONTEXT_SQL}) END "
     "ELSE i.content_hash END"
 )
-_ACTIVE = "NOT i.archived AND i.superseded_by IS NULL"
 
 
 class Embeddings(ItemJournal):
@@ -121,7 +120,7 @@ class Embeddings(ItemJournal):
         or after it (an item's embedding inputs change only with a revision), while an item
         with no vector at all is looked for among every item (an anti-join, no hashing)."""
         check_id(model_name, "model_name")
-        conditions = [_ACTIVE] if active_only else []
+        conditions = [ACTIVE_SQL] if active_only else []
         params: list[Any] = [model_name]
         if ids is not None:
             conditions.append("i.id IN (SELECT unnest(?::VARCHAR[]))")
@@ -130,7 +129,7 @@ class Embeddings(ItemJournal):
         if written_since is not None:
             check_id(written_since, "written_since")
             # A CASE, not an AND: the hash must only be computed for the few rows written since.
-            differs = (f"CASE WHEN i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+            differs = (f"CASE WHEN {WRITTEN_SINCE_SQL} "
                        f"THEN {differs} ELSE FALSE END")
             params.append(written_since)
         conditions.append(f"(e.item_id IS NULL OR {differs})")

@@ -27,6 +27,10 @@ LINK_RELS: frozenset[str] = frozenset(LinkRel.__args__)  # type: ignore[attr-def
 ITEM_ROWS = ItemRowCodec(flatten={"scope": {"kind": "scope_kind"}}, omit=("links",), native_lists=True)
 ITEM_COLUMNS: tuple[str, ...] = ITEM_ROWS.columns
 ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
+# SQL conditions over `items i`: the item is served (neither archived nor superseded); it has a
+# revision written at or after the bound time (its text, context or location can have changed).
+ACTIVE_SQL = "NOT i.archived AND i.superseded_by IS NULL"
+WRITTEN_SINCE_SQL = "i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
 
 _ORIGIN_FIELDS = [("actor", STRING), ("inbox_seq", pa.int64()), ("requested_at", STRING)]
 _EVENT_SCHEMA = pa.schema(

@@ -13,10 +13,9 @@ import pyarrow as pa
 from pipelines.item_history import HISTORY_SCHEMA
 from pipelines.records import MemoryItem, Tier, parse_time
 from pipelines.warehouse.connection import as_list, check_id
-from pipelines.warehouse.journal import ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal
 
 TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
-_ACTIVE = "NOT i.archived AND i.superseded_by IS NULL"
 
 
 class ItemReads(ItemJournal):
@@ -140,13 +139,13 @@ class ItemReads(ItemJournal):
             since = f"coalesce({t('i.last_used_at')}, {learned})"
             rules.append(f"(i.tier = 'stm' AND i.importance > 1 AND (NOT coalesce({since} > "
                          f"CAST({bind(before(decay_every_days))} AS TIMESTAMPTZ), FALSE) OR {odd_times}))")
-        where = f"WHERE {_ACTIVE} AND ({' OR '.join(rules)})"
+        where = f"WHERE {ACTIVE_SQL} AND ({' OR '.join(rules)})"
         # The metadata JSON (most of a row) parsed once per active row, in a materialised CTE:
         # inlined, the rules' three uses of learned_at parse it three times per row.
         source = ("(WITH parsed AS MATERIALIZED (SELECT id, archived, superseded_by, expires_at, tier, type, "
                   "validation, usage_count, importance, created_at, last_used_at, "
                   "json_extract_string(metadata, '$.learned_at') AS learned_at FROM items i "
-                  f"WHERE {_ACTIVE}) SELECT * FROM parsed) i")
+                  f"WHERE {ACTIVE_SQL}) SELECT * FROM parsed) i")
         with self.transaction():
             return self._items_selected(where, params, source=source)
 
@@ -165,7 +164,7 @@ class ItemReads(ItemJournal):
 
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
-        return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {_ACTIVE} ORDER BY i.id")]
+        return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {ACTIVE_SQL} ORDER BY i.id")]
 
     def items_written_since(self, since: str, ids: Sequence[str] = ()) -> list[MemoryItem]:
         """Active items with a revision written at or after `since` (any change: text,
@@ -176,7 +175,7 @@ class ItemReads(ItemJournal):
         if extra:
             listed = "OR i.id IN (SELECT id FROM (SELECT unnest(?::VARCHAR[]) AS id))"
         params: list[Any] = [since, *([extra] if extra else [])]
-        where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+        where = (f"WHERE {ACTIVE_SQL} AND ({WRITTEN_SINCE_SQL} "
                  f"{listed})")
         with self.transaction():
             return list(self._items_where(where, "i.id", params).values())
@@ -191,7 +190,7 @@ class ItemReads(ItemJournal):
         extra = [i for i in as_list(ids, "ids") if isinstance(i, str)]
         params: list[Any] = [since, *extra]
         listed = f"OR i.id IN ({', '.join('?' * len(extra))})" if extra else ""
-        where = (f"WHERE {_ACTIVE} AND (i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?) "
+        where = (f"WHERE {ACTIVE_SQL} AND ({WRITTEN_SINCE_SQL} "
                  f"OR NOT EXISTS (SELECT 1 FROM palace_locations p WHERE p.item_id = i.id) {listed})")
         with self.transaction():
             return self._items_selected(where, params)
@@ -220,7 +219,7 @@ class ItemReads(ItemJournal):
                     "json_extract_string(i.metadata, '$.session_id') AS session_id, "
                     "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) AS inbox_seq "
                     f"FROM items i SEMI JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
-                    f"WHERE i.type = 'message' AND {_ACTIVE}) "
+                    f"WHERE i.type = 'message' AND {ACTIVE_SQL}) "
                     "SELECT id FROM (SELECT o.id, row_number() OVER (PARTITION BY o.org_id, o.user_id, "
                     "o.session_id ORDER BY o.inbox_seq DESC NULLS LAST, o.created_at DESC, o.id DESC) AS rn "
                     f"FROM owned o JOIN {staged} k ON k.org_id = o.org_id AND k.user_id = o.user_id "
@@ -235,7 +234,7 @@ class ItemReads(ItemJournal):
         _check_tier(tier)
         conditions, params = [], []
         if active_only:
-            conditions.append(_ACTIVE)
+            conditions.append(ACTIVE_SQL)
         if tier is not None:
             conditions.append("i.tier = ?")
             params.append(tier)
@@ -283,7 +282,7 @@ class ItemReads(ItemJournal):
             params = [since, since]
         with self.transaction():
             table = self._arrow(
-                f"WITH active AS (SELECT i.id FROM items i WHERE {_ACTIVE}) "
+                f"WITH active AS (SELECT i.id FROM items i WHERE {ACTIVE_SQL}) "
                 "SELECT r.item_id, 'revision' AS kind, CAST(r.revision_num AS BIGINT) AS ord, r.changed_at AS at, "
                 "r.reason AS action, r.snapshot AS data, NULL AS content_sha256, r.actor, "
                 "CAST(r.inbox_seq AS BIGINT) AS inbox_seq, r.requested_at "
@@ -305,7 +304,7 @@ def _check_tier(tier: Any) -> None:
 
 def _active_filter(tier: str | None, types: Sequence[str] | None) -> tuple[str, list[Any]]:
     _check_tier(tier)
-    conditions = [_ACTIVE]
+    conditions = [ACTIVE_SQL]
     params: list[Any] = []
     if tier is not None:
         conditions.append("i.tier = ?")
