@@ -27,7 +27,7 @@ import numpy as np
 
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
-from .conflicts import ClaimTable, is_claim, read_claim
+from .conflicts import ClaimTable, is_claim
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within
 from .episodic import said_date, stated_words
@@ -97,8 +97,7 @@ class VisibleCorpora:
         table, or read afresh when they come from several corpora."""
         if len({ci for ci, _ in locations}) == 1:
             return self.corpora[locations[0][0]].claims.take([row for _, row in locations])
-        items = [self.corpora[ci].items[row] for ci, row in locations]
-        return ClaimTable.of(items, [read_claim(it) for it in items])
+        return ClaimTable.read([self.corpora[ci].items[row] for ci, row in locations], cached=True)
 
     def trace(self) -> dict[str, Any]:
         return {"stage": "scope", "corpora": [

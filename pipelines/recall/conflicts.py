@@ -535,8 +535,7 @@ def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float |
 
 def _table(items: Iterable[MemoryItem]) -> ClaimTable:
     """The claims among `items`, in order."""
-    claims = [it for it in items if is_claim(it)]
-    return ClaimTable.of(claims, [read_claim(it) for it in claims])
+    return ClaimTable.read([it for it in items if is_claim(it)], cached=True)
 
 
 def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = None
