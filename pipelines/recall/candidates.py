@@ -27,7 +27,7 @@ import numpy as np
 
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
-from .conflicts import ClaimTable, is_claim, read_claim
+from .conflicts import ClaimTable, is_claim
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within
 from .episodic import said_date, stated_words
@@ -97,8 +97,7 @@ class VisibleCorpora:
         table, or read afresh when they come from several corpora."""
         if len({ci for ci, _ in locations}) == 1:
             return self.corpora[locations[0][0]].claims.take([row for _, row in locations])
-        items = [self.corpora[ci].items[row] for ci, row in locations]
-        return ClaimTable.of(items, [read_claim(it) for it in items])
+        return ClaimTable.read([self.corpora[ci].items[row] for ci, row in locations], cached=True)
 
     def trace(self) -> dict[str, Any]:
         return {"stage": "scope", "corpora": [
@@ -363,15 +362,13 @@ class CandidateSearch:
             fused *= cand.relevance
         return fused / best
 
-    def _boosts(self, cand: Candidate, then: float | None = None) -> dict[str, float]:
-        """The multiplicative boosts of a candidate (`then`: its update time, when known)."""
+    def _boosts(self, cand: Candidate, then: float) -> dict[str, float]:
+        """The multiplicative boosts of a candidate (`then`: its update time)."""
         opts, item = self.opts, cand.item
         boosts: dict[str, float] = {}
         if opts.scope_priority:
             boosts["scope"] = opts.w_scope * SCOPE_BOOST[item.scope.kind]
         if opts.recency:
-            if then is None:
-                then = float(self.view.corpora[cand.ci].updated_ts[cand.row])
             age = max(0.0, (self.now_ts - then) / 86400.0)
             boosts["recency"] = (0.0 if math.isnan(then)
                                  else opts.w_recency * math.exp(-self.settings.recency_lambda * age))
@@ -397,10 +394,10 @@ class CandidateSearch:
         """The raw turn's speaker (its title) is named in the question."""
         return self.view.corpora[cand.ci].title_key(cand.row) in self.grams
 
-    def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int, then: float | None = None) -> None:
+    def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int, then: float) -> None:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         cand.relevance = self.relevance(dense, lexical, labels)
-        cand.fused = cand.relevance if self.opts.fusion != "rrf" else self._fused(cand)
+        cand.fused = self._fused(cand)
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": cand.relevance, "fused": cand.fused}
         for ch, rank in cand.ranks.items():

@@ -231,17 +231,16 @@ class ClaimTable:
     loads), so a recall only takes the rows of its candidates (`take`)."""
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
-                 codes: np.ndarray, retired: sparse.csr_matrix | None = None, keys: sparse.csr_matrix | None = None):
+                 codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
-        self.retired = retired if retired is not None else sparse.csr_matrix(values.shape, dtype=np.int32)
+        self.retired = retired
         self.codes = codes  # rows x (title, content, subject, title values)
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
-        self.keys = keys if keys is not None else _incidence(
-            _keys(it, t) for it, t in zip(self.items, codes[:, 0].tolist()))
+        self.keys = keys
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -322,13 +321,6 @@ class _Columns:
     def matrix(self) -> sparse.csr_matrix:
         return sparse.csr_matrix((np.ones(len(self.indices), np.int32), np.asarray(self.indices, np.int32),
                                   self.indptr), shape=(len(self.indptr) - 1, len(self.vocab)))
-
-
-def _incidence(rows: Iterable[Iterable[Hashable]]) -> sparse.csr_matrix:
-    columns = _Columns()
-    for row in rows:
-        columns.add(row)
-    return columns.matrix()
 
 
 def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -535,8 +527,7 @@ def _cosine(vector_of: VectorOf | None, a: MemoryItem, b: MemoryItem) -> float |
 
 def _table(items: Iterable[MemoryItem]) -> ClaimTable:
     """The claims among `items`, in order."""
-    claims = [it for it in items if is_claim(it)]
-    return ClaimTable.of(claims, [read_claim(it) for it in claims])
+    return ClaimTable.read([it for it in items if is_claim(it)], cached=True)
 
 
 def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = None

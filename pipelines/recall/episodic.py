@@ -66,8 +66,14 @@ def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
     its neighbour, which says it, is the evidence."""
     if not is_message(item) or not query_terms:
         return True
-    asked = set(_STEMS(query_terms))
-    return not asked.isdisjoint(_STEMS(tokenize(item.content)))
+    return not _said_stems(item.content).isdisjoint(_STEMS(query_terms))
+
+
+@lru_cache(maxsize=65536)
+def _said_stems(text: str) -> frozenset[str]:
+    """Stems of a turn's words, read once: a recall asks of each turn it delivers twice (what
+    is injected, and what counts as withheld)."""
+    return frozenset(_STEMS(tokenize(text)))
 
 
 @lru_cache(maxsize=65536)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
 from .episodic import is_message, stated_words
-from .select import session_key
+from .select import session_key, session_mass
 
 # Weights over the raw signals (the order of `turn_signals`).
 WEIGHTS = (
@@ -83,19 +83,15 @@ def rerankable(ranked: Sequence[Candidate], pool: int) -> list[tuple[int, Candid
 def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]], several: bool
                  ) -> list[tuple[float, ...]]:
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
-    by_session: dict[tuple[str, str] | None, list[float]] = {}
-    for _, cand in turns:
-        by_session.setdefault(session_key(cand), []).append(cand.fused)
-    mass = {key: sum(sorted(v, reverse=True)[:SESSION_TOP]) for key, v in by_session.items()}
-    mass[None] = 0.0  # a turn without a session has no session support
-    best = max(mass.values()) or 1.0
+    mass = session_mass((cand for _, cand in turns), lambda c: c.fused, SESSION_TOP)
+    best = max([0.0, *mass.values()]) or 1.0  # a turn without a session has no support: 0
     out = []
     for pos, cand in turns:
         n = stated_words(cand.item.content)
         stated = n / (n + STATED_HALF)
         at = math.log1p(pos)
         out.append((cand.dense, cand.lexical, stated, float(search.speaker_named(cand)), at,
-                    mass[session_key(cand)] / best, several * stated, several * at))
+                    mass.get(session_key(cand), 0.0) / best, several * stated, several * at))
     return out
 
 

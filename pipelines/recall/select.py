@@ -7,6 +7,7 @@ did, for the trace.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pipelines.records import SCOPE_RANK
@@ -119,6 +120,18 @@ def session_key(c: Candidate) -> tuple[str, str] | None:
     return (c.item.scope.user_id or "", str(sid)) if sid else None
 
 
+def session_mass(cands: Iterable[Candidate], value: Callable[[Candidate], float], top: int
+                 ) -> dict[tuple[str, str], float]:
+    """Per chat session (`session_key`): the summed `value` of its `top` best raw turns
+    among `cands`, how much of the matching conversation it holds."""
+    by_session: dict[tuple[str, str], list[float]] = {}
+    for c in cands:
+        key = session_key(c)
+        if key is not None:
+            by_session.setdefault(key, []).append(value(c))
+    return {key: sum(sorted(v, reverse=True)[:top]) for key, v in by_session.items()}
+
+
 def spread_sessions(ranked: list[Candidate], decay: float, after: int) -> list[Candidate]:
     """Greedy session spread over a ranking: the first `after` raw turns stay; then each
     pick is the candidate with the best score * decay**(raw turns already picked from its
@@ -151,19 +164,15 @@ def support_by_session(search: CandidateSearch, weight: float, top: int) -> None
     """Raw turns in sessions that hold much of the relevant conversation rank higher: each
     turn's score is scaled by 1 + weight * (its session's mass / the best session's mass),
     a session's mass being the summed relevance of its `top` most relevant live turns."""
-    by_session: dict[tuple[str, str], list[Candidate]] = {}
-    for cand in search.cands.values():
-        session = session_key(cand)
-        if cand.suppressed is None and session:
-            by_session.setdefault(session, []).append(cand)
-    mass = {key: sum(sorted((c.relevance for c in group), reverse=True)[:top])
-            for key, group in by_session.items()}
+    live = [c for c in search.cands.values() if c.suppressed is None]
+    mass = session_mass(live, lambda c: c.relevance, top)
     best = max(mass.values(), default=0.0)
     if best <= 0:
         return
-    for key, group in by_session.items():
-        factor = 1.0 + weight * mass[key] / best
-        for cand in group:
+    for cand in live:
+        key = session_key(cand)
+        if key is not None:
+            factor = 1.0 + weight * mass[key] / best
             cand.score *= factor
             cand.components["session_support"] = factor
             cand.components["final"] = cand.score
@@ -205,4 +214,4 @@ def _share_tier_with_rivals(ranked: list[Candidate]) -> None:
 
 
 __all__ = ["FLAGGED", "demote_covered_messages", "drop_repeated_turns", "rank", "resolve_conflicts",
-           "session_key"]
+           "session_key", "session_mass"]

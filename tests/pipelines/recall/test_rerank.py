@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pipelines.recall import RecallError, RecallOptions
+from pipelines.recall.candidates import Candidate
 from pipelines.recall.rerank import asks_for_several, asks_when
+from pipelines.recall.select import session_mass
 from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
 
 
@@ -99,3 +101,14 @@ def test_ranking_stops_at_the_ranking_recall_would_show():
     q = engine().ranking(question, ME, corpus(chat()), opts)
     assert [c.id for c in q.ranked][: len(shown.hits)] == ids(shown)
     assert q.hits == [] and q.injection == ""  # nothing rendered
+
+
+def test_session_mass_sums_each_sessions_best_turns_and_skips_what_has_no_session():
+    def cand(item, value):
+        return Candidate(0, 0, item, "snapshot", relevance=value)
+
+    cands = [cand(turn("a1", "Ann", "x", "s-a", 1), 0.5), cand(turn("a2", "Bob", "y", "s-a", 2), 0.25),
+             cand(turn("a3", "Ann", "z", "s-a", 3), 0.125), cand(turn("b1", "Ann", "w", "s-b", 4), 0.75),
+             cand(mem("m1", "Curated", "not a turn"), 1.0)]
+    mass = session_mass(cands, lambda c: c.relevance, top=2)
+    assert mass == {(ME.user_id, "s-a"): 0.75, (ME.user_id, "s-b"): 0.75}
