@@ -32,6 +32,12 @@ ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
 ACTIVE_SQL = "NOT i.archived AND i.superseded_by IS NULL"
 WRITTEN_SINCE_SQL = "i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
 
+def revision_text_hash(item: MemoryItem) -> str:
+    """The text a revision records, as one hash: what the write policy reads (title and
+    content by their hash, tags, entities). Equal hashes: the revision kept the text."""
+    return sha256_text(msgspec.json.encode([item.content_hash, item.tags, item.entities]).decode())
+
+
 _ORIGIN_FIELDS = [("actor", STRING), ("inbox_seq", pa.int64()), ("requested_at", STRING)]
 _EVENT_SCHEMA = pa.schema(
     [("action", STRING), ("item_id", STRING), ("details", STRING), ("content_sha256", STRING),
@@ -39,7 +45,8 @@ _EVENT_SCHEMA = pa.schema(
 )  # fmt: skip
 _REVISION_SCHEMA = pa.schema(
     [("revision_id", STRING), ("item_id", STRING), ("revision_num", pa.int32()),
-     ("snapshot", STRING), ("changed_at", STRING), ("reason", STRING), *_ORIGIN_FIELDS]
+     ("snapshot", STRING), ("changed_at", STRING), ("reason", STRING), *_ORIGIN_FIELDS,
+     ("text_hash", STRING)]
 )  # fmt: skip
 _LINK_SCHEMA = pa.schema(
     [("src_id", STRING), ("dst_id", STRING), ("rel", STRING), ("created_at", STRING)]
@@ -177,6 +184,7 @@ class ItemJournal(WarehouseConnection):
                 "changed_at": [now] * len(rows),
                 "reason": [reason] * len(rows),
                 **_origin_columns(origins, len(rows)),
+                "text_hash": [revision_text_hash(item) for item, _ in rows],
             },
             schema=_REVISION_SCHEMA,
         )

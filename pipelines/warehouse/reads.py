@@ -49,20 +49,32 @@ class ItemReads(ItemJournal):
         count, so this costs what changed, not what was merely touched."""
         check_id(since, "since")
         with self.transaction():
-            # Which revisions to compare, from the small columns; then only those revisions'
-            # JSON, looked up by key (a join on revisions would read every revision's JSON).
+            # Which revisions to compare, from the small columns (a revision's `text_hash`
+            # names its text); only revisions written before `text_hash` existed are
+            # compared by their JSON, looked up by key (a join on revisions would read
+            # every revision's JSON).
             pairs = self._sql(
                 "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
-                "WHERE changed_at >= ? GROUP BY item_id) "
-                "SELECT t.item_id, t.last_num, b.num FROM touched t LEFT JOIN "
-                "(SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
-                "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) b "
-                "ON b.item_id = t.item_id ORDER BY 1",
+                "WHERE changed_at >= ? GROUP BY item_id), "
+                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+                "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
+                "SELECT t.item_id, t.last_num, b.num, rl.text_hash, rb.text_hash FROM touched t "
+                "LEFT JOIN before b ON b.item_id = t.item_id "
+                "LEFT JOIN revisions rl ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
+                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num ORDER BY 1",
                 [since, since])
-            revised = {f"{item}#{last}": f"{item}#{num}" for item, last, num in pairs if num is not None}
-            text = self._revision_text([*revised, *revised.values()])
-            ids = [item for item, last, num in pairs
-                   if num is None or text.get(f"{item}#{last}") != text.get(f"{item}#{num}")]
+            unhashed = {f"{item}#{last}": f"{item}#{num}" for item, last, num, now, then in pairs
+                        if num is not None and (now is None or then is None)}
+            text = self._revision_text([*unhashed, *unhashed.values()])
+
+            def changed(item: str, last: int, num: int | None, now: str | None, then: str | None) -> bool:
+                if num is None:
+                    return True  # created since
+                if now is not None and then is not None:
+                    return now != then
+                return text.get(f"{item}#{last}") != text.get(f"{item}#{num}")
+
+            ids = [row[0] for row in pairs if changed(*row)]
             found = self._load_items(ids)
         return [it for it in found.values() if it.active]
 

@@ -662,14 +662,20 @@ def test_closed_warehouse_refuses_work(tmp_path):
         Warehouse(42)
 
 
-def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
+@pytest.mark.parametrize("history", ["hashed", "written before text_hash"])
+def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh, history):
     """What the policy check re-reads: new items and items whose title, content, tags or
-    entities changed after the mark; a promotion or a palace move is not a text change."""
+    entities changed after the mark; a promotion or a palace move is not a text change.
+    Revisions written before migration 004 carry no `text_hash` and are compared by their
+    JSON: the answer is the same."""
     from pipelines.records import utcnow
 
     wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("d", tags=["x"]), make_item("f"),
                   make_item("g")])
     wh.update_items({"f": {"content": "f before the mark"}})  # a second revision before the mark
+    if history != "hashed":
+        with wh.transaction():
+            wh._sql("UPDATE revisions SET text_hash = NULL")
     mark = utcnow()
     wh.update_items({"a": {"tier": "mtm"}}, reason="promote_type")  # text kept
     wh.update_items({"f": {"content": "f after the mark"}})
@@ -681,6 +687,19 @@ def test_items_text_changed_since_ignores_revisions_that_keep_the_text(wh):
     wh.archive_items(["c"], reason="aged")  # touched, and no longer active
     assert {i.id for i in wh.items_text_changed_since(mark)} == {"b", "d", "e", "g"}
     assert wh.items_text_changed_since(utcnow()) == []
+
+
+def test_a_revision_that_keeps_the_text_keeps_its_text_hash(wh):
+    """`text_hash` names what the policy reads: the same after a promotion or a palace
+    move, different after a change of content, tags or entities."""
+    wh.put_items([make_item("a", tags=["x"])])
+    wh.update_items({"a": {"tier": "mtm"}}, reason="promote_type")
+    wh.update_items({"a": {"tags": ["x", "y"]}})
+    wh.update_items({"a": {"entities": ["Ada"]}})
+    wh.update_items({"a": {"content": "new words"}})
+    hashes = [r[0] for r in wh.query("SELECT text_hash FROM revisions WHERE item_id = 'a' ORDER BY revision_num")]
+    assert all(hashes) and hashes[0] == hashes[1]
+    assert len(set(hashes[1:])) == 4
 
 
 def test_stored_stm_counts_per_partition_equal_counting_the_loaded_items(wh):
