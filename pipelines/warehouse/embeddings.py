@@ -18,7 +18,7 @@ from pipelines.warehouse.connection import (
     check_id,
     ids_table,
 )
-from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal
 
 # pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
 # (a message with a retrieval context hashes it in, so a new context means a new vector, and
@@ -116,9 +116,10 @@ class Embeddings(ItemJournal):
                             ids: Sequence[str] | None = None, written_since: str | None = None) -> list[str]:
         """Items with no vector for the model, or one computed from older content; only
         among `ids` when given (hashing every item's content costs the whole store).
-        `written_since` (ISO time): compare hashes only for items with a revision written at
-        or after it (an item's embedding inputs change only with a revision), while an item
-        with no vector at all is looked for among every item (an anti-join, no hashing)."""
+        `written_since` (ISO time): compare hashes only for items whose text changed at or
+        after it (`_text_changed_ids`: an item's embedding inputs change only with a revision
+        that changes its `text_hash`), while an item with no vector at all is looked for
+        among every item (an anti-join, no hashing)."""
         check_id(model_name, "model_name")
         conditions = [ACTIVE_SQL] if active_only else []
         params: list[Any] = [model_name]
@@ -126,18 +127,19 @@ class Embeddings(ItemJournal):
             conditions.append("i.id IN (SELECT unnest(?::VARCHAR[]))")
             params.append([i for i in as_list(ids, "ids") if isinstance(i, str)])
         differs = f"e.content_hash <> {EMBEDDING_HASH_SQL}"
-        if written_since is not None:
-            check_id(written_since, "written_since")
-            # A CASE, not an AND: the hash must only be computed for the few rows written since.
-            differs = (f"CASE WHEN {WRITTEN_SINCE_SQL} "
-                       f"THEN {differs} ELSE FALSE END")
-            params.append(written_since)
-        conditions.append(f"(e.item_id IS NULL OR {differs})")
-        rows = self.query(
-            "SELECT i.id FROM items i LEFT JOIN embeddings e "
-            f"ON e.item_id = i.id AND e.model_name = ? WHERE {' AND '.join(conditions)} ORDER BY i.id",
-            params,
-        )
+        with self.transaction():
+            if written_since is not None:
+                check_id(written_since, "written_since")
+                # A CASE, not an AND: the hash is computed only for the few items whose text
+                # changed since (a promotion or a palace move keeps a vector's inputs).
+                differs = f"CASE WHEN i.id IN (SELECT unnest(?::VARCHAR[])) THEN {differs} ELSE FALSE END"
+                params.append(self._text_changed_ids(written_since, compare_unhashed=False))
+            conditions.append(f"(e.item_id IS NULL OR {differs})")
+            rows = self._sql(
+                "SELECT i.id FROM items i LEFT JOIN embeddings e "
+                f"ON e.item_id = i.id AND e.model_name = ? WHERE {' AND '.join(conditions)} ORDER BY i.id",
+                params,
+            )
         return [r[0] for r in rows]
 
     def stored_embedding_models(self) -> list[tuple[str, int]]:

@@ -11,6 +11,7 @@ import msgspec
 import pyarrow as pa
 
 from pipelines.item_rows import ItemRowCodec
+from pipelines.message_context import embedding_hash
 from pipelines.records import Link, LinkRel, MemoryItem, sha256_text
 from pipelines.warehouse.connection import (
     STRING,
@@ -33,9 +34,10 @@ ACTIVE_SQL = "NOT i.archived AND i.superseded_by IS NULL"
 WRITTEN_SINCE_SQL = "i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
 
 def revision_text_hash(item: MemoryItem) -> str:
-    """The text a revision records, as one hash: what the write policy reads (title and
-    content by their hash, tags, entities). Equal hashes: the revision kept the text."""
-    return sha256_text(msgspec.json.encode([item.content_hash, item.tags, item.entities]).decode())
+    """The text a revision records, as one hash: what the write policy reads and the
+    embedder embeds (title and content by their hash, a message's retrieval context, tags,
+    entities). Equal hashes: the revision kept the text."""
+    return sha256_text(msgspec.json.encode([embedding_hash(item), item.tags, item.entities]).decode())
 
 
 _ORIGIN_FIELDS = [("actor", STRING), ("inbox_seq", pa.int64()), ("requested_at", STRING)]
@@ -87,6 +89,48 @@ def _origin_columns(origins: Origins, n: int) -> dict[str, list[Any]]:
 
 class ItemJournal(WarehouseConnection):
     """Low-level item writes; callers hold a transaction and have validated arguments."""
+
+    def _text_changed_ids(self, since: str, *, compare_unhashed: bool = True) -> list[str]:
+        """Ids (sorted) of the items created at or after `since`, or revised since and now
+        saying something else than at their last revision before it (`revision_text_hash`).
+        Read from the small columns: a revision's JSON is decoded only for revisions written
+        before `text_hash` existed, and only with `compare_unhashed` (else such an item
+        counts as changed). Call inside a transaction."""
+        pairs = self._sql(
+            "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
+            "WHERE changed_at >= ? GROUP BY item_id), "
+            "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
+            "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
+            "SELECT t.item_id, t.last_num, b.num, rl.text_hash, rb.text_hash FROM touched t "
+            "LEFT JOIN before b ON b.item_id = t.item_id "
+            "LEFT JOIN revisions rl ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
+            "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num ORDER BY 1",
+            [since, since])
+        unhashed = {f"{item}#{last}": f"{item}#{num}" for item, last, num, now, then in pairs
+                    if num is not None and (now is None or then is None)}
+        text = self._revision_text([*unhashed, *unhashed.values()]) if compare_unhashed else {}
+
+        def changed(item: str, last: int, num: int | None, now: str | None, then: str | None) -> bool:
+            if num is None:
+                return True  # created since
+            if now is not None and then is not None:
+                return now != then
+            return not compare_unhashed or text.get(f"{item}#{last}") != text.get(f"{item}#{num}")
+
+        return [row[0] for row in pairs if changed(*row)]
+
+    def _revision_text(self, revision_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """revision id -> (content_hash, tags, entities) as stored in its snapshot JSON."""
+        fields = ", ".join(f"json_extract_string(snapshot, '$.{f}')" for f in ("content_hash", "tags", "entities"))
+        out: dict[str, tuple[Any, ...]] = {}
+        ids = list(dict.fromkeys(revision_ids))
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start:start + 1000]
+            # A literal IN list (one parameter per key) is answered from the primary-key index.
+            rows = self._sql(f"SELECT revision_id, {fields} FROM revisions "
+                             f"WHERE revision_id IN ({', '.join('?' * len(chunk))})", chunk)
+            out.update((r[0], tuple(r[1:])) for r in rows)
+        return out
 
     def _load_items(self, ids: list[str]) -> dict[str, MemoryItem]:
         if not ids:

@@ -43,53 +43,15 @@ class ItemReads(ItemJournal):
             return list(self._items_where(where, "i.id", params).values())
 
     def items_text_changed_since(self, since: str) -> list[MemoryItem]:
-        """Active items whose text (title, content, tags, entities) was written at or after
-        `since`: created since, or revised since and now different from their last revision
-        before it. Revisions that keep the text (promotion, palace, usage, aging) do not
-        count, so this costs what changed, not what was merely touched."""
+        """Active items whose text (title, content, tags, entities, a message's retrieval
+        context) was written at or after `since`: created since, or revised since and now
+        different from their last revision before it. Revisions that keep the text
+        (promotion, palace, usage, aging) do not count, so this costs what changed, not
+        what was merely touched."""
         check_id(since, "since")
         with self.transaction():
-            # Which revisions to compare, from the small columns (a revision's `text_hash`
-            # names its text); only revisions written before `text_hash` existed are
-            # compared by their JSON, looked up by key (a join on revisions would read
-            # every revision's JSON).
-            pairs = self._sql(
-                "WITH touched AS (SELECT item_id, max(revision_num) AS last_num FROM revisions "
-                "WHERE changed_at >= ? GROUP BY item_id), "
-                "before AS (SELECT r.item_id, max(r.revision_num) AS num FROM revisions r "
-                "SEMI JOIN touched s ON s.item_id = r.item_id WHERE r.changed_at < ? GROUP BY r.item_id) "
-                "SELECT t.item_id, t.last_num, b.num, rl.text_hash, rb.text_hash FROM touched t "
-                "LEFT JOIN before b ON b.item_id = t.item_id "
-                "LEFT JOIN revisions rl ON rl.item_id = t.item_id AND rl.revision_num = t.last_num "
-                "LEFT JOIN revisions rb ON rb.item_id = b.item_id AND rb.revision_num = b.num ORDER BY 1",
-                [since, since])
-            unhashed = {f"{item}#{last}": f"{item}#{num}" for item, last, num, now, then in pairs
-                        if num is not None and (now is None or then is None)}
-            text = self._revision_text([*unhashed, *unhashed.values()])
-
-            def changed(item: str, last: int, num: int | None, now: str | None, then: str | None) -> bool:
-                if num is None:
-                    return True  # created since
-                if now is not None and then is not None:
-                    return now != then
-                return text.get(f"{item}#{last}") != text.get(f"{item}#{num}")
-
-            ids = [row[0] for row in pairs if changed(*row)]
-            found = self._load_items(ids)
+            found = self._load_items(self._text_changed_ids(since))
         return [it for it in found.values() if it.active]
-
-    def _revision_text(self, revision_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
-        """revision id -> (content_hash, tags, entities) as stored in its snapshot JSON."""
-        fields = ", ".join(f"json_extract_string(snapshot, '$.{f}')" for f in ("content_hash", "tags", "entities"))
-        out: dict[str, tuple[Any, ...]] = {}
-        ids = list(dict.fromkeys(revision_ids))
-        for start in range(0, len(ids), 1000):
-            chunk = ids[start:start + 1000]
-            # A literal IN list (one parameter per key) is answered from the primary-key index.
-            rows = self._sql(f"SELECT revision_id, {fields} FROM revisions "
-                             f"WHERE revision_id IN ({', '.join('?' * len(chunk))})", chunk)
-            out.update((r[0], tuple(r[1:])) for r in rows)
-        return out
 
     def lifecycle_candidates(
         self, *, now: str, promote_min_usage: int, promote_types: Sequence[str],

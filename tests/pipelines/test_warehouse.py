@@ -702,6 +702,26 @@ def test_a_revision_that_keeps_the_text_keeps_its_text_hash(wh):
     assert len(set(hashes[1:])) == 4
 
 
+def test_the_embedding_check_hashes_only_items_whose_text_changed(wh):
+    """`stale_embedding_ids(written_since=...)` compares vectors only for items whose text
+    changed since: a palace move leaves a (hand-made) stale vector unseen, as before the
+    window; a message's new retrieval context (its answer arrived) is a text change."""
+    from pipelines.message_context import embedding_hash
+    from pipelines.records import utcnow
+
+    message = make_item("m", type="message", metadata={"context": "before: hi"})
+    wh.put_items([make_item("a"), message])
+    wh.put_embeddings([(i.id, embedding_hash(i), np.ones(4, dtype=np.float32)) for i in (make_item("a"), message)],
+                      model_name="hash", dim=4)
+    mark = utcnow()
+    wh.query("UPDATE embeddings SET content_hash = 'x' WHERE item_id = 'a'")
+    wh.update_items({"a": {"metadata": {"palace": "d/r/s"}}}, reason="palace")
+    assert wh.stale_embedding_ids("hash", written_since=mark) == []
+    wh.update_items({"m": {"metadata": {"context": "before: hi\nafter: hello"}}})
+    assert wh.stale_embedding_ids("hash", written_since=mark) == ["m"]
+    assert wh.stale_embedding_ids("hash") == ["a", "m"]
+
+
 def test_stored_stm_counts_per_partition_equal_counting_the_loaded_items(wh):
     """The snapshot's short-term counts per owner partition (the threshold sensor reads them)
     are counted in SQL without loading items, and equal `stm_by_partition` over the loaded
