@@ -318,9 +318,13 @@ def pointer_for(item: ProposedItem, *, source: str = "") -> ProposedItem:
 
 def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.LearnedLayer | None) -> list[Finding]:
     """Rule findings of every field, then the learned layer's decision on each non-blank
-    field (one batched model pass per item)."""
+    field whose verdict a probability can change (`needs_scores`; one batched model pass per
+    item)."""
     per_field = [(field, text, _scan(text, field)) for field, text in fields]
-    judged = [i for i, (_, text, _) in enumerate(per_field) if text.strip()]
+    judged = [
+        i for i, (_, text, found) in enumerate(per_field)
+        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found])
+    ]
     if learned is None or not judged:
         return [f for _, _, found in per_field for f in found]
     scores = learned.scores([per_field[i][1] for i in judged], [[f.rule_id for f in per_field[i][2]] for i in judged])
@@ -450,5 +454,7 @@ def _unique(values: Iterable[str]) -> list[str]:
 def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
     """Stored claims the proposal conflicts with, by the one conflict rule recall and
     /v1/conflicts use (pipelines.recall.conflicts)."""
+    if not existing:
+        return ()  # nothing to contradict: reading the proposal's claim costs ~1 ms on a long text
     new = proposed_claim(item.title, item.content, item.type)
     return () if new is None else contradicted(new, existing)

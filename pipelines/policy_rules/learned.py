@@ -171,6 +171,16 @@ class LearnedLayer:
                 out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
+    def needs_scores(self, rule_ids: Sequence[str]) -> bool:
+        """Whether a probability can change `decide` for a string with these rule hits: an
+        inert kind's never can, the injection model's not once an injection rule fired (a
+        rule hit stands). Without, the rule hits stand as they are."""
+        for kind, m in self.models.items():
+            if m.inert or (kind == "injection" and any(r.startswith("hard.injection.") for r in rule_ids)):
+                continue
+            return True
+        return False
+
     def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
         """(rule ids that stand, model rule ids to add) for one scanned string."""
         kept = list(rule_ids)

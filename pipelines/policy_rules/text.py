@@ -92,3 +92,72 @@ def char_classes(value: str) -> int:
         + any(c.isdigit() for c in value)
         + any(not c.isalnum() for c in value)
     )
+
+
+# Characters `re.IGNORECASE` matches to an ASCII letter that `str.lower` does not lower to
+# it (İ lowers to two characters; dotless ı and long ſ are case-equivalents of i and s).
+_CASE_FIXES = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s"})
+
+
+def fold_case(text: str) -> str:
+    """Lower-cased text in which every character an ASCII literal matches, with or without
+    `re.IGNORECASE`, is that literal lower-cased: what `required_literals` looks in."""
+    return text.translate(_CASE_FIXES).lower()
+
+
+def required_literals(pattern: re.Pattern) -> tuple[frozenset[str], ...]:
+    """Sets of lower-case ASCII strings such that every match of `pattern` holds one string
+    of each set (empty: nothing known). Read from the parsed pattern: consecutive literals
+    form a string, an alternation needs one of its branches' strings, a repeat of at least
+    one needs its body's; everything else (classes, optional parts, look-arounds) is
+    unknown. So `may_match(required_literals(p), fold_case(text))` is False only when `p`
+    cannot match `text`: a cheap test that skips a regex scan of a long text, never a hit."""
+    from re import _parser
+
+    sets = [s for s in _literal_sets(_parser.parse(pattern.pattern, pattern.flags)) if min(map(len, s)) >= 3]
+    return tuple(frozenset(s) for s in sets)
+
+
+def may_match(required: tuple[frozenset[str], ...], folded: str) -> bool:
+    """False when `folded` (`fold_case(text)`) lacks every string of one of the sets."""
+    return all(any(s in folded for s in group) for group in required)
+
+
+def _literal_sets(items) -> list[set[str]]:
+    """One set per element of a parsed sequence that must occur in every match (see
+    `required_literals`)."""
+    from re import _constants as c
+
+    out: list[set[str]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if run:
+            out.append({"".join(run)})
+            run.clear()
+
+    for op, av in items:
+        if op is c.LITERAL and chr(av).isascii():
+            run.append(chr(av).lower())
+            continue
+        flush()
+        if op is c.SUBPATTERN:
+            best = _best(_literal_sets(av[3]))
+        elif op is c.ATOMIC_GROUP:
+            best = _best(_literal_sets(av))
+        elif op is c.BRANCH:
+            branches = [_best(_literal_sets(b)) for b in av[1]]
+            best = set().union(*branches) if branches and all(branches) else None
+        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            best = _best(_literal_sets(av[2]))
+        else:
+            best = None
+        if best:
+            out.append(best)
+    flush()
+    return out
+
+
+def _best(sets: list[set[str]]) -> set[str] | None:
+    """The most selective set: longest shortest string, then fewest strings."""
+    return max(sets, key=lambda s: (min(map(len, s)), -len(s)), default=None)

@@ -267,3 +267,15 @@ def test_secret_thresholds_need_a_real_gain_on_held_out_sources():
     assert pick(1) == (learned.NEVER, 0.0)
     add, veto = pick(40)
     assert veto > 0.0
+
+
+def test_scores_are_computed_only_where_they_can_change_the_verdict():
+    live = _fixed_layer(0.1, 0.9)
+    assert live.needs_scores([])
+    live.models["secret"] = learned.KindModel(live.models["secret"].coef, 0.0, learned.NEVER, 0.0)  # inert
+    assert not live.needs_scores(["hard.injection.override"])  # a rule hit stands
+    assert live.needs_scores(["hard.secret.aws_key"])  # the injection model may still add
+    inert = _fixed_layer(0.9, 0.9, add=learned.NEVER)
+    assert not inert.needs_scores([])
+    # with a live secret model every string is scored (it may overrule grey-zone hits)
+    assert _fixed_layer(0.05, 0.9, add=0.9, veto=0.2).needs_scores(["hard.injection.override"])
