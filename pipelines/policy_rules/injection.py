@@ -737,8 +737,9 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     low = norm.lower()
     skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
     folded = fold_case(norm) if len(norm) > _PREFILTER_CHARS else ""
+    seen: dict[str, bool] = {}
     for (rule_id, rx), required in zip(_RULES, _REQUIRED):
-        if rule_id in skip or (folded and not may_match(required, folded)):
+        if rule_id in skip or (folded and not may_match(required, folded, seen)):
             continue
         for m in rx.finditer(norm):
             if rule_id == "hard.injection.override" and _NEGATED.search(norm, max(0, m.start() - 16), m.start()):

@@ -394,8 +394,9 @@ _PREFILTER_CHARS = 300
 
 def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
     folded = fold_case(text) if len(text) > _PREFILTER_CHARS else ""
+    seen: dict[str, bool] = {}
     for rule_id, pattern, required in _vendor_patterns():
-        if folded and not may_match(required, folded):
+        if folded and not may_match(required, folded, seen):
             continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())

@@ -118,9 +118,20 @@ def required_literals(pattern: re.Pattern) -> tuple[frozenset[str], ...]:
     return tuple(frozenset(s) for s in sets)
 
 
-def may_match(required: tuple[frozenset[str], ...], folded: str) -> bool:
-    """False when `folded` (`fold_case(text)`) lacks every string of one of the sets."""
-    return all(any(s in folded for s in group) for group in required)
+def may_match(required: tuple[frozenset[str], ...], folded: str, seen: dict[str, bool] | None = None) -> bool:
+    """False when `folded` (`fold_case(text)`) lacks every string of one of the sets.
+    `seen`: answers already looked up in this text (rules share their words)."""
+    seen = {} if seen is None else seen
+    for group in required:
+        for s in group:
+            found = seen.get(s)
+            if found is None:
+                found = seen[s] = s in folded
+            if found:
+                break
+        else:
+            return False
+    return True
 
 
 def _literal_sets(items) -> list[set[str]]:
