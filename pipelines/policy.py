@@ -367,12 +367,12 @@ def _scan(text: str, field: str, injections: bool = True) -> list[Finding]:
     if injections and text.strip():
         unfolded = unfold(text)
         norm = fold_lookalikes(unfolded)
-        # Offsets move when normalisation changes the text; then mask what the secret
-        # scanner finds in the normalised text itself.
-        norm_spans = spans if norm == text else [(h.start, h.end) for h in find_secrets(norm)]
         # Mixed-script words are looked for before the look-alikes are folded away
         # (folding keeps offsets: one character for one).
         injection_hits = find_homoglyph_words(unfolded) + find_injections_normalised(norm)
+        # Offsets move when normalisation changes the text; then mask what the secret
+        # scanner finds in the normalised text itself (only needed to quote a hit).
+        norm_spans = spans if norm == text or not injection_hits else [(h.start, h.end) for h in find_secrets(norm)]
         findings.extend(
             Finding(h.rule_id, "injection", h.start, h.end, quote_excerpt(norm, h.start, h.end, norm_spans), field)
             for h in sorted(injection_hits, key=lambda h: (h.start, h.end))
