@@ -6,6 +6,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 
 # Zero-width and bidi control characters used to split trigger words ("ig\u200bnore").
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -172,3 +173,74 @@ def _literal_sets(items) -> list[set[str]]:
 def _best(sets: list[set[str]]) -> set[str] | None:
     """The most selective set: longest shortest string, then fewest strings."""
     return max(sets, key=lambda s: (min(map(len, s)), -len(s)), default=None)
+
+
+def leading_literals(pattern: re.Pattern) -> frozenset[str] | None:
+    """Lower-case ASCII strings (3+ characters) one of which every match of `pattern` starts
+    with, read like `required_literals` (zero-width assertions before them are skipped);
+    None when the start is not such a literal. Such a pattern can only match where
+    `fold_case(text)` holds one of them: `matches_at` tries only there."""
+    from re import _parser
+
+    found = _leading(list(_parser.parse(pattern.pattern, pattern.flags)))
+    return frozenset(found) if found and min(map(len, found)) >= 3 else None
+
+
+def _leading(items) -> set[str] | None:
+    from re import _constants as c
+
+    i = 0
+    while i < len(items) and items[i][0] is c.AT:
+        i += 1
+    if i == len(items):
+        return None
+    op, av = items[i]
+    if op is c.LITERAL:
+        run = []
+        while i < len(items) and items[i][0] is c.LITERAL and chr(items[i][1]).isascii():
+            run.append(chr(items[i][1]).lower())
+            i += 1
+        return {"".join(run)} if run else None
+    if op is c.SUBPATTERN:
+        return _leading(list(av[3]))
+    if op is c.BRANCH:
+        branches = [_leading(list(b)) for b in av[1]]
+        return set().union(*branches) if all(branches) else None
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+        body = _leading(list(av[2]))
+        if av[0] >= 1 or body is None:
+            return body
+        rest = _leading(items[i + 1:])  # an optional start: what follows may start the match
+        return body | rest if rest else None
+    return None
+
+
+def matches_at(pattern: re.Pattern, text: str, starts: list[int]) -> Iterator[re.Match]:
+    """`pattern.finditer(text)` when every match starts at one of `starts` (sorted): the same
+    matches, trying only those positions (`match` at a position sees the text before it, as
+    `finditer` does, for word boundaries and look-behinds)."""
+    end = 0
+    for start in starts:
+        if start < end:
+            continue
+        m = pattern.match(text, start)
+        if m is not None:
+            yield m
+            end = max(m.end(), start + 1)
+
+
+def literal_starts(literals: frozenset[str], folded: str, found: dict[str, list[int]] | None = None) -> list[int]:
+    """Sorted positions in `folded` where one of `literals` starts. `found`: positions already
+    looked up in this text, per literal (rules share their words)."""
+    found = {} if found is None else found
+    starts: set[int] = set()
+    for lit in literals:
+        positions = found.get(lit)
+        if positions is None:
+            positions = found[lit] = []
+            at = folded.find(lit)
+            while at >= 0:
+                positions.append(at)
+                at = folded.find(lit, at + 1)
+        starts.update(positions)
+    return sorted(starts)

@@ -6,7 +6,14 @@ from __future__ import annotations
 import re
 
 from pipelines.policy_rules import injection, secrets
-from pipelines.policy_rules.text import fold_case, may_match, required_literals
+from pipelines.policy_rules.text import (
+    fold_case,
+    leading_literals,
+    literal_starts,
+    matches_at,
+    may_match,
+    required_literals,
+)
 
 
 def test_required_literals_read_the_pattern():
@@ -64,3 +71,27 @@ def test_long_texts_get_the_same_findings_as_short_ones():
     assert short and long == short
     assert [h.rule_id for h in secrets.find_secrets(attack + padding)] == \
         [h.rule_id for h in secrets.find_secrets(attack)] == ["hard.secret.aws_key"]
+
+
+def test_leading_literals_are_where_every_match_starts():
+    rx = re.compile(r"\b(?:ignor(?:e|ing)|disregard)\s+(?:the\s+)?rules\b", re.I)
+    assert leading_literals(rx) == frozenset({"ignor", "disregard"})
+    # an optional start: the match may start with it or with what follows
+    assert leading_literals(re.compile(r"(?:please\s+)?reply\s+only", re.I)) == frozenset({"please", "reply"})
+    # a class, a look-around, an empty branch or a short literal first: unknown
+    for pattern in (r"[a-z]+ing", r"(?=x)abc", r"(?:abc|)def", r"(?:^|\.\s*)say", r"ab\s+cdef"):
+        assert leading_literals(re.compile(pattern)) is None, pattern
+
+
+def test_matches_at_the_literal_starts_equal_a_scan():
+    rx = re.compile(r"\b(?:ignore|forget)\s+(?:the\s+)?(?:rules|instructions)\b", re.I)
+    text = ("I never forget things. IGNORE the rules! then \u0131gnore instructions, "
+            "signore rules (no word start), forget instructions forget rules")
+    found = matches_at(rx, text, literal_starts(leading_literals(rx), fold_case(text)))
+    assert [m.span() for m in found] == [m.span() for m in rx.finditer(text)]
+    assert len(list(rx.finditer(text))) == 4
+    # overlapping starts: a match swallows the positions inside it, as finditer does
+    rx = re.compile(r"abab", re.I)
+    text = "ABABABAB"
+    assert [m.span() for m in matches_at(rx, text, literal_starts(frozenset({"aba"}), fold_case(text)))] == \
+        [m.span() for m in rx.finditer(text)] == [(0, 4), (4, 8)]
