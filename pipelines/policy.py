@@ -11,6 +11,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        (`policy_rules.learned`): it decides the grey zone the rules leave
                        (text no rule matched, and secret-rule hits on look-alike values,
                        which it may overrule)                                   -> reject
+                       A kind whose thresholds help no held-out source ships inert; in
+                       2026.11-5 both do, so the rules alone decide.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
