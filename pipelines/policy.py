@@ -11,6 +11,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        (`policy_rules.learned`): it decides the grey zone the rules leave
                        (text no rule matched, and secret-rule hits on look-alike values,
                        which it may overrule)                                   -> reject
+                       A kind whose thresholds help no held-out source ships inert; in
+                       2026.11-5 both do, so the rules alone decide.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -55,7 +57,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-4"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-5"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -318,9 +320,13 @@ def pointer_for(item: ProposedItem, *, source: str = "") -> ProposedItem:
 
 def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.LearnedLayer | None) -> list[Finding]:
     """Rule findings of every field, then the learned layer's decision on each non-blank
-    field (one batched model pass per item)."""
+    field whose verdict a probability can change (`needs_scores`; one batched model pass per
+    item)."""
     per_field = [(field, text, _scan(text, field)) for field, text in fields]
-    judged = [i for i, (_, text, _) in enumerate(per_field) if text.strip()]
+    judged = [
+        i for i, (_, text, found) in enumerate(per_field)
+        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found])
+    ]
     if learned is None or not judged:
         return [f for _, _, found in per_field for f in found]
     scores = learned.scores([per_field[i][1] for i in judged], [[f.rule_id for f in per_field[i][2]] for i in judged])
@@ -363,12 +369,12 @@ def _scan(text: str, field: str, injections: bool = True) -> list[Finding]:
     if injections and text.strip():
         unfolded = unfold(text)
         norm = fold_lookalikes(unfolded)
-        # Offsets move when normalisation changes the text; then mask what the secret
-        # scanner finds in the normalised text itself.
-        norm_spans = spans if norm == text else [(h.start, h.end) for h in find_secrets(norm)]
         # Mixed-script words are looked for before the look-alikes are folded away
         # (folding keeps offsets: one character for one).
         injection_hits = find_homoglyph_words(unfolded) + find_injections_normalised(norm)
+        # Offsets move when normalisation changes the text; then mask what the secret
+        # scanner finds in the normalised text itself (only needed to quote a hit).
+        norm_spans = spans if norm == text or not injection_hits else [(h.start, h.end) for h in find_secrets(norm)]
         findings.extend(
             Finding(h.rule_id, "injection", h.start, h.end, quote_excerpt(norm, h.start, h.end, norm_spans), field)
             for h in sorted(injection_hits, key=lambda h: (h.start, h.end))
@@ -450,5 +456,7 @@ def _unique(values: Iterable[str]) -> list[str]:
 def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
     """Stored claims the proposal conflicts with, by the one conflict rule recall and
     /v1/conflicts use (pipelines.recall.conflicts)."""
+    if not existing:
+        return ()  # nothing to contradict: reading the proposal's claim costs ~1 ms on a long text
     new = proposed_claim(item.title, item.content, item.type)
     return () if new is None else contradicted(new, existing)

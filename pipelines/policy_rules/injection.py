@@ -28,7 +28,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pipelines.policy_rules.text import fold_lookalikes, lookalike_letters, normalise, unfold
+from pipelines.policy_rules.text import (
+    fold_case,
+    fold_lookalikes,
+    leading_literals,
+    literal_starts,
+    lookalike_letters,
+    matches_at,
+    may_match,
+    normalise,
+    required_literals,
+    unfold,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,6 +487,14 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
 
 
 _RULES = _rules()
+# Per rule, the literals every match holds (`text.required_literals`): on a long text a rule
+# whose literals are absent is not scanned. Exact, unlike `_ANCHORS`: it skips no hit.
+_REQUIRED = tuple(required_literals(rx) for _, rx in _RULES)
+# Per rule, the literals every match starts with (`text.leading_literals`), or None: on a
+# long text such a rule is tried only where one of them starts (same matches as a scan).
+_LEADING = tuple(leading_literals(rx) for _, rx in _RULES)
+# Shorter texts are scanned by every rule of a family left: the test would cost more than it saves.
+_PREFILTER_CHARS = 300
 
 # Literals at least one of which every rule of a family needs (lower-cased text): a family
 # whose anchors are all absent is skipped, which keeps long ordinary text cheap.
@@ -723,10 +742,15 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     hits = []
     low = norm.lower()
     skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
-    for rule_id, rx in _RULES:
-        if rule_id in skip:
+    folded = fold_case(norm) if len(norm) > _PREFILTER_CHARS else ""
+    seen: dict[str, bool] = {}
+    starts: dict[str, list[int]] = {}
+    for (rule_id, rx), required, leading in zip(_RULES, _REQUIRED, _LEADING):
+        if rule_id in skip or (folded and not may_match(required, folded, seen)):
             continue
-        for m in rx.finditer(norm):
+        found = rx.finditer(norm) if not folded or leading is None else \
+            matches_at(rx, norm, literal_starts(leading, folded, starts))
+        for m in found:
             if rule_id == "hard.injection.override" and _NEGATED.search(norm, max(0, m.start() - 16), m.start()):
                 continue
             hits.append(InjectionHit(rule_id, m.start(), m.end()))

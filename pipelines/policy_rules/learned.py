@@ -171,6 +171,16 @@ class LearnedLayer:
                 out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
+    def needs_scores(self, rule_ids: Sequence[str]) -> bool:
+        """Whether a probability can change `decide` for a string with these rule hits: an
+        inert kind's never can, the injection model's not once an injection rule fired (a
+        rule hit stands). Without, the rule hits stand as they are."""
+        for kind, m in self.models.items():
+            if m.inert or (kind == "injection" and any(r.startswith("hard.injection.") for r in rule_ids)):
+                continue
+            return True
+        return False
+
     def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
         """(rule ids that stand, model rule ids to add) for one scanned string."""
         kept = list(rule_ids)
@@ -380,7 +390,7 @@ def _fit(x, y: np.ndarray, config: FeatureConfig) -> tuple[np.ndarray, float]:
 
 
 _GRID = tuple(round(t, 2) for t in np.arange(0.05, 1.0, 0.01))
-MIN_GAIN = 0.01  # macro F1 over held-out sources a secret threshold setting must add
+MIN_GAIN = 0.01  # macro F1 (secret) or macro recall (injection) over held-out sources a threshold must add
 NEVER = 1.01  # an add threshold no probability reaches: the rules alone
 
 
@@ -393,7 +403,9 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
       leave every source's F1 at least where the rules alone put it and add at least
       `MIN_GAIN` to the macro F1; (0, never) when none does, i.e. the rules alone.
     - injection: the lowest add threshold that blocks no more benign rows of any source
-      than the rules alone, or 1% of them."""
+      than the rules alone, or 1% of them, if it adds at least `MIN_GAIN` to the macro
+      recall over sources with attacks (a lower threshold only adds recall, so when the
+      lowest allowed one adds none, no threshold does); never, i.e. the rules alone, when not."""
     groups = [sources == s for s in sorted(set(sources.tolist()))]
     if kind == "secret":
         def f1s(pred: np.ndarray) -> list[float]:
@@ -428,7 +440,9 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
                 ok = False
                 break
         if ok:
-            return add, 0.0
+            gains = [float((pred & g & (y == 1)).sum() - (certain & g & (y == 1)).sum()) / float((g & (y == 1)).sum())
+                     for g in groups if (g & (y == 1)).any()]
+            return (add, 0.0) if gains and float(np.mean(gains)) >= MIN_GAIN - 1e-9 else (NEVER, 0.0)
     return NEVER, 0.0
 
 

@@ -43,7 +43,7 @@ from functools import lru_cache
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
-from pipelines.policy_rules.text import char_classes, shannon_entropy
+from pipelines.policy_rules.text import char_classes, fold_case, may_match, required_literals, shannon_entropy
 
 
 @dataclass(frozen=True, slots=True)
@@ -380,8 +380,24 @@ _WEAK_FORMATS = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _vendor_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[frozenset[str], ...]], ...]:
+    """Every vendor format with the literals each match holds (`text.required_literals`)."""
+    return tuple((rule_id, rx, required_literals(rx)) for rule_id, rx in (*_detect_secrets_patterns(),
+                                                                        *_VENDOR_PATTERNS))
+
+
+# Longer texts skip the formats whose literals they lack (exact: no hit is skipped); in
+# shorter ones the test would cost more than the scan it saves.
+_PREFILTER_CHARS = 300
+
+
 def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
-    for rule_id, pattern in (*_detect_secrets_patterns(), *_VENDOR_PATTERNS):
+    folded = fold_case(text) if len(text) > _PREFILTER_CHARS else ""
+    seen: dict[str, bool] = {}
+    for rule_id, pattern, required in _vendor_patterns():
+        if folded and not may_match(required, folded, seen):
+            continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
             if end - start < 8 or _embedded(text, start):

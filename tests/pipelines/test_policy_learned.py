@@ -121,12 +121,14 @@ def test_shipped_artefact_loads_and_separates_obvious_cases():
     ]
     ids = learned.rule_ids(texts)
     p = layer.scores(texts, ids)
-    assert min(p["injection"][:2]) > 0.5 > max(p["injection"][2:4])
-    # The secret model separates them too, but leave-one-source-out found no threshold at
-    # which it helps a held-out source, so it is shipped inert and `scores` skips it.
-    secret = layer.models["secret"]
-    assert secret.inert and not p["secret"].any()
-    p_secret = secret.probability(learned.features(texts, ids, layer.config))
+    # Both models separate them, but leave-one-source-out found no threshold at which either
+    # helps a held-out source (the injection model caught no attack the rules missed), so
+    # both are shipped inert and `scores` skips them.
+    assert all(m.inert and not p[k].any() for k, m in layer.models.items())
+    x = learned.features(texts, ids, layer.config)
+    p_injection = layer.models["injection"].probability(x)
+    assert min(p_injection[:2]) > 0.5 > max(p_injection[2:4])
+    p_secret = layer.models["secret"].probability(x)
     assert min(p_secret[4:]) > 0.5 > max(p_secret[2:4])
     policy = Policy()
     assert policy.evaluate(ProposedItem(title="t", content=texts[2], why_store="fact"), provenance=PROV).action \
@@ -267,3 +269,32 @@ def test_secret_thresholds_need_a_real_gain_on_held_out_sources():
     assert pick(1) == (learned.NEVER, 0.0)
     add, veto = pick(40)
     assert veto > 0.0
+
+
+def test_scores_are_computed_only_where_they_can_change_the_verdict():
+    live = _fixed_layer(0.1, 0.9)
+    assert live.needs_scores([])
+    live.models["secret"] = learned.KindModel(live.models["secret"].coef, 0.0, learned.NEVER, 0.0)  # inert
+    assert not live.needs_scores(["hard.injection.override"])  # a rule hit stands
+    assert live.needs_scores(["hard.secret.aws_key"])  # the injection model may still add
+    inert = _fixed_layer(0.9, 0.9, add=learned.NEVER)
+    assert not inert.needs_scores([])
+    # with a live secret model every string is scored (it may overrule grey-zone hits)
+    assert _fixed_layer(0.05, 0.9, add=0.9, veto=0.2).needs_scores(["hard.injection.override"])
+
+
+def test_injection_threshold_needs_held_out_recall():
+    """Out-of-fold probabilities for two attack sources and one benign one: a threshold that
+    catches no attack the rules missed ships inert; one that catches a tenth of them is kept."""
+    def pick(n_found: int) -> float:
+        y = np.array([1] * 100 + [1] * 100 + [0] * 200)
+        sources = np.array(["a"] * 100 + ["b"] * 100 + ["benign"] * 200)
+        certain = np.zeros(400, dtype=bool)
+        certain[:90] = certain[100:190] = True  # the rules find 90% of each attack source
+        p = np.full(400, 0.02)
+        p[90:90 + n_found] = 0.95  # attacks the rules missed that the model is sure about
+        p[:90] = 0.95
+        return learned._pick_thresholds("injection", p, y, certain, np.zeros(400, dtype=bool), sources)[0]
+
+    assert pick(0) == learned.NEVER
+    assert pick(10) < 1.0
