@@ -10,6 +10,14 @@ them a turn's position in the first ranking counts for less. Questions that ask 
 are left alone: the answer is the day a turn was said, and a short turn that names the
 event gives it as well as a long one.
 
+A question that asks for several things done or had so far ("What books has Melanie read?",
+"How many times has Nate won?", "What pets does she have?": several things, and "has" or
+"have") is answered across chat sessions: each session tells one of them. For those the
+first `SPREAD_SLOTS` are picked greedily, each turn's score lowered by `SESSION_PENALTY`
+for every turn of its session already picked, so the head holds the best turn of more
+sessions instead of the neighbours of one. A question that asks for one thing keeps its
+answer's session together (its evidence is mostly several turns of one session).
+
 `rerank_turns` scores each raw turn among the first `pool` of the ranking with a fixed
 linear model over those signals and its position, and re-orders the turns among their own
 slots (other items keep theirs). The turns keep the ranking's scores in the new order, so
@@ -40,12 +48,18 @@ WEIGHTS = (
     0.342,  # asks for several x log(1 + position)
 )
 STATED_HALF = 40.0
-SESSION_TOP = 3  # a session's mass: the summed fused score of its best 3 turns in the pool
+SESSION_TOP = 3
+# Questions that ask across sessions: a turn's score drops by this much per turn of its
+# session already placed, over the first `SPREAD_SLOTS` slots (bench/README.md: measured
+# 0.5-2, 1 the best on the tune conversations).
+SESSION_PENALTY = 1.0
+SPREAD_SLOTS = 10  # a session's mass: the summed fused score of its best 3 turns in the pool
 
 _AUX = frozenset("do does did has have had is are was were can could will would should might may".split())
 _SEVERAL = re.compile(r"\b(?:how\s+many|both|(?:kinds|types|sorts)\s+of|in\s+what\s+ways|what\s+are\s+some|"
                       r"some\s+of)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'+-]*")
+_SO_FAR = re.compile(r"\b(?:has|have)\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 
 
@@ -68,6 +82,13 @@ def asks_for_several(question: str) -> bool:
                 if _plural(nxt):
                     return True
     return False
+
+
+def asks_across_sessions(question: str) -> bool:
+    """The question asks for several things done or had so far ("What books has she read?",
+    "How many times has he won?", "What pets does she have?"): `asks_for_several` and "has"
+    or "have"."""
+    return _SO_FAR.search(question) is not None and asks_for_several(question)
 
 
 def asks_when(question: str) -> bool:
@@ -95,9 +116,32 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     return out
 
 
+def spread_over_sessions(order: Sequence[int], logits: Sequence[float], sessions: Sequence[object],
+                         penalty: float, slots: int) -> list[int]:
+    """`order` (indices, best logit first) with its first `slots` picked greedily by logit -
+    penalty x (turns of the same session already picked); a turn without a session (None)
+    is never lowered. The rest keep their order; ties keep the first order."""
+    rest = list(order)
+    picked: list[int] = []
+    count: dict[object, int] = {}
+
+    def value(j: int) -> tuple[float, int]:
+        i = rest[j]
+        lowered = penalty * count.get(sessions[i], 0) if sessions[i] is not None else 0.0
+        return logits[i] - lowered, -j
+
+    while rest and len(picked) < slots:
+        i = rest.pop(max(range(len(rest)), key=value))
+        picked.append(i)
+        count[sessions[i]] = count.get(sessions[i], 0) + 1
+    return picked + rest
+
+
 def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str, pool: int,
-                 weights: Sequence[float] = WEIGHTS) -> list[Candidate]:
-    """`ranked` with its raw turns among the first `pool` re-ordered by the model."""
+                 weights: Sequence[float] = WEIGHTS, session_penalty: float = SESSION_PENALTY
+                 ) -> list[Candidate]:
+    """`ranked` with its raw turns among the first `pool` re-ordered by the model (spread
+    over sessions for a question that asks across them)."""
     if asks_when(question):
         return ranked  # any turn that tells of the event gives its date, short or not
     turns = rerankable(ranked, pool)
@@ -106,6 +150,9 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     signals = turn_signals(search, turns, asks_for_several(question))
     logits = [sum(w * x for w, x in zip(weights, sig)) for sig in signals]
     order = sorted(range(len(turns)), key=lambda i: (-logits[i], turns[i][0]))
+    if session_penalty > 0 and asks_across_sessions(question):
+        order = spread_over_sessions(order, logits, [session_key(c) for _, c in turns], session_penalty,
+                                     SPREAD_SLOTS)
     slot_scores = [c.score for _, c in turns]
     out = list(ranked)
     for slot, i in enumerate(order):
@@ -117,4 +164,5 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     return out
 
 
-__all__ = ["WEIGHTS", "asks_for_several", "asks_when", "rerank_turns", "rerankable", "turn_signals"]
+__all__ = ["SESSION_PENALTY", "WEIGHTS", "asks_across_sessions", "asks_for_several", "asks_when",
+           "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]

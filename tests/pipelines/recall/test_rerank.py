@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.recall import RecallError, RecallOptions
 from pipelines.recall.candidates import Candidate
-from pipelines.recall.rerank import asks_for_several, asks_when
+from pipelines.recall.rerank import asks_across_sessions, asks_for_several, asks_when, spread_over_sessions
 from pipelines.recall.select import session_mass
 from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
 
@@ -112,3 +112,52 @@ def test_session_mass_sums_each_sessions_best_turns_and_skips_what_has_no_sessio
              cand(mem("m1", "Curated", "not a turn"), 1.0)]
     mass = session_mass(cands, lambda c: c.relevance, top=2)
     assert mass == {(ME.user_id, "s-a"): 0.75, (ME.user_id, "s-b"): 0.75}
+
+
+@pytest.mark.parametrize("question, across", [
+    ("What books has Melanie read?", True), ("How many times has Nate won a tournament?", True),
+    ("What pets does Melanie have?", True), ("What kinds of art have they made?", True),
+    ("What books did Melanie read?", False), ("Where has Melanie camped?", False),
+    ("What did Caroline research?", False),
+])
+def test_questions_that_ask_across_sessions(question, across):
+    assert asks_across_sessions(question) is across
+
+
+def test_spread_over_sessions_lowers_each_turn_per_turn_of_its_session_already_picked():
+    logits = [3.0, 2.9, 2.8, 2.5, 2.4]
+    sessions = ["a", "a", "a", "b", None]
+    assert spread_over_sessions(range(5), logits, sessions, 1.0, 10) == [0, 3, 4, 1, 2]
+    assert spread_over_sessions(range(5), logits, sessions, 0.05, 10) == [0, 1, 2, 3, 4]
+    # only the first `slots` are picked greedily, the rest keep their order
+    assert spread_over_sessions(range(5), logits, sessions, 1.0, 2) == [0, 3, 1, 2, 4]
+
+
+def book_chat():
+    return [
+        turn("a1", "Ann", "I read a book about the lake, the book was lovely.", "s-a", 1),
+        turn("a2", "Ann", "That book about the lake was the best book I read.", "s-a", 2),
+        turn("a3", "Ann", "I read the lake book again, what a book.", "s-a", 3),
+        turn("b1", "Ann", "Finished a mystery novel last night, I read it in one go.", "s-b", 4),
+        turn("c1", "Bob", "I painted the fence blue.", "s-c", 5),
+    ]
+
+
+def test_a_question_that_asks_across_sessions_gets_the_best_turn_of_another_session_in_the_head():
+    question = "What books has Ann read?"
+    assert asks_across_sessions(question)
+    together = ids(engine().recall(question, ME, corpus(book_chat()), mode="catalog", k=3,
+                                   options=RecallOptions(qstar=False, rerank_session_penalty=0.0)))
+    spread = ids(engine().recall(question, ME, corpus(book_chat()), mode="catalog", k=3,
+                                 options=RecallOptions(qstar=False)))
+    assert set(together) == {"a1", "a2", "a3"}
+    assert "b1" in spread and together[0] == spread[0]
+    # a question that asks for one thing keeps its session together
+    one = "What book did Ann read about the lake?"
+    assert set(ids(engine().recall(one, ME, corpus(book_chat()), mode="catalog", k=3,
+                                   options=RecallOptions(qstar=False)))) == {"a1", "a2", "a3"}
+
+
+def test_rerank_session_penalty_must_not_be_negative():
+    with pytest.raises(RecallError):
+        RecallOptions(rerank_session_penalty=-0.5)
