@@ -6,9 +6,11 @@ questions: a statement of what happened, not "how are you?"), whether its sessio
 other good matches (a subject talked about at length), and whether it was said by someone
 the question names. Questions that ask for several things ("What activities does Melanie
 do?", "How many tournaments has Nate won?") have their answer spread over many turns, so for
-them a turn's position in the first ranking counts for less. Questions that ask *when*
-are left alone: the answer is the day a turn was said, and a short turn that names the
-event gives it as well as a long one.
+them a turn's position in the first ranking counts for less, and a turn that names someone or
+something other than the speakers (a capitalised word inside a sentence: "we watched Little
+Women", "I beat Valorant") counts for more: such questions are answered by the things named.
+Questions that ask *when* are left alone: the answer is the day a turn was said, and a short
+turn that names the event gives it as well as a long one.
 
 A question that asks for several things done or had so far ("What books has Melanie read?",
 "How many times has Nate won?", "What pets does she have?": several things, and "has" or
@@ -33,27 +35,28 @@ import re
 from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
-from .episodic import is_message, stated_words
+from .episodic import is_message, named_words, stated_words
 from .select import session_key, session_mass
 
 # Weights over the raw signals (the order of `turn_signals`).
 WEIGHTS = (
-    -0.153,  # dense cosine
-    1.852,  # normalised lexical score
-    4.271,  # stated words n, as n / (n + STATED_HALF)
-    1.093,  # said by someone the question names
-    -1.242,  # log(1 + position in the ranking)
-    1.532,  # the session's match mass / the best session's
-    -0.027,  # asks for several x stated
-    0.342,  # asks for several x log(1 + position)
+    -0.199,  # dense cosine
+    1.856,  # normalised lexical score
+    4.236,  # stated words n, as n / (n + STATED_HALF)
+    1.102,  # said by someone the question names
+    -1.243,  # log(1 + position in the ranking)
+    1.516,  # the session's match mass / the best session's
+    -0.212,  # asks for several x stated
+    0.339,  # asks for several x log(1 + position)
+    0.469,  # asks for several x the turn names someone or something other than the speakers
 )
 STATED_HALF = 40.0
-SESSION_TOP = 3
+SESSION_TOP = 3  # a session's mass: the summed fused score of its best 3 turns in the pool
 # Questions that ask across sessions: a turn's score drops by this much per turn of its
 # session already placed, over the first `SPREAD_SLOTS` slots (bench/README.md: measured
 # 0.5-2, 1 the best on the tune conversations).
 SESSION_PENALTY = 1.0
-SPREAD_SLOTS = 10  # a session's mass: the summed fused score of its best 3 turns in the pool
+SPREAD_SLOTS = 10
 
 _AUX = frozenset("do does did has have had is are was were can could will would should might may".split())
 _SEVERAL = re.compile(r"\b(?:how\s+many|both|(?:kinds|types|sorts)\s+of|in\s+what\s+ways|what\s+are\s+some|"
@@ -106,13 +109,15 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
     mass = session_mass((cand for _, cand in turns), lambda c: c.fused, SESSION_TOP)
     best = max([0.0, *mass.values()]) or 1.0  # a turn without a session has no support: 0
+    speakers = {word for _, cand in turns for word in cand.item.title.lower().split()}
     out = []
     for pos, cand in turns:
         n = stated_words(cand.item.content)
         stated = n / (n + STATED_HALF)
         at = math.log1p(pos)
+        names = several and not named_words(cand.item.content) <= speakers
         out.append((cand.dense, cand.lexical, stated, float(search.speaker_named(cand)), at,
-                    mass.get(session_key(cand), 0.0) / best, several * stated, several * at))
+                    mass.get(session_key(cand), 0.0) / best, several * stated, several * at, float(names)))
     return out
 
 

@@ -7,7 +7,17 @@ import pytest
 
 from pipelines.recall import RecallError, RecallOptions
 from pipelines.recall.candidates import Candidate
-from pipelines.recall.rerank import asks_across_sessions, asks_for_several, asks_when, spread_over_sessions
+from pipelines.recall.episodic import named_words
+from pipelines.recall.rerank import (
+    WEIGHTS,
+    asks_across_sessions,
+    asks_for_several,
+    asks_when,
+    rerank_turns,
+    rerankable,
+    spread_over_sessions,
+    turn_signals,
+)
 from pipelines.recall.select import session_mass
 from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
 
@@ -161,3 +171,36 @@ def test_a_question_that_asks_across_sessions_gets_the_best_turn_of_another_sess
 def test_rerank_session_penalty_must_not_be_negative():
     with pytest.raises(RecallError):
         RecallOptions(rerank_session_penalty=-0.5)
+
+
+def test_named_words_are_capitalised_words_inside_sentences_outside_brackets():
+    text = "Thanks, Caroline! We watched Little Women. Great. [shares a photo: a photo of Paris]"
+    assert named_words(text) == {"caroline", "little", "women"}
+    assert named_words("I'm fine. OK, all good!") == frozenset()
+
+
+def reading_chat():
+    return [
+        turn("a1", "Ann", "Books, books, I read books: the books I read are the books I love to read.", "s-a", 1),
+        turn("a2", "Ann", "I read books and more books, reading books is what I do, books every day.", "s-a", 2),
+        turn("a3", "Ann", "Reading books, I read books all the time, and I read books at night.", "s-a", 3),
+        turn("n1", "Ann", "I read a book last week, the book was lovely and so calm to read.", "s-a", 4),
+        turn("n2", "Ann", "I read Little Women last week, the book was lovely and so calm to read.", "s-a", 5),
+        turn("c1", "Bob", "I painted the fence blue, Ann.", "s-c", 6),
+    ]
+
+
+def test_a_turn_that_names_something_rises_for_a_question_that_asks_for_several_things():
+    question = "What books did Ann read?"
+    assert asks_for_several(question) and not asks_across_sessions(question)
+    q = engine().ranking(question, ME, corpus(reading_chat()), RecallOptions(qstar=False, rerank_pool=0))
+    turns = rerankable(q.ranked, 60)
+    names = {c.id: sig[-1] for (_, c), sig in zip(turns, turn_signals(q.search, turns, True))}
+    assert names["n2"] == 1.0 and names["n1"] == 0.0  # "Little Women"; "Ann" is a speaker
+    assert {c.id: sig[-1] for (_, c), sig in zip(turns, turn_signals(q.search, turns, False))}["n2"] == 0.0
+    first = [c.id for c in q.ranked]
+    assert first.index("n1") < first.index("n2")
+    reranked = [c.id for c in rerank_turns(q.search, list(q.ranked), question, 60)]
+    assert reranked.index("n2") < reranked.index("n1")
+    without = [c.id for c in rerank_turns(q.search, list(q.ranked), question, 60, (*WEIGHTS[:-1], 0.0))]
+    assert without.index("n1") < without.index("n2")
