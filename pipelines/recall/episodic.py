@@ -86,12 +86,14 @@ def stated_words(text: str) -> int:
 
 @lru_cache(maxsize=65536)
 def named_words(text: str) -> frozenset[str]:
-    """The capitalised words inside the text's sentences (lower-cased): the names it gives
-    ("We watched Little Women", "I finally beat Valorant", "Thanks, Mel!"). A sentence's
-    first word and bracketed text (a shared photo's caption) are left out."""
+    """The capitalised words inside the sentences the text states (lower-cased): the names
+    it gives ("We watched Little Women", "I finally beat Valorant", "Thanks, Mel!"). A
+    sentence's first word, questions ("Do you play, Melanie?") and bracketed text (a shared
+    photo's caption) are left out."""
     names = set()
     for sentence in _sentences(_BRACKETED.sub(" ", text)):
-        names.update(m.group().lower() for m in _CAPITALISED.finditer(sentence) if m.start() > 0)
+        if not sentence.endswith("?"):
+            names.update(m.group().lower() for m in _CAPITALISED.finditer(sentence) if m.start() > 0)
     return frozenset(names)
 
 

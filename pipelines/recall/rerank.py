@@ -41,14 +41,14 @@ from .select import session_key, session_mass
 # Weights over the raw signals (the order of `turn_signals`).
 WEIGHTS = (
     -0.199,  # dense cosine
-    1.856,  # normalised lexical score
-    4.236,  # stated words n, as n / (n + STATED_HALF)
-    1.102,  # said by someone the question names
-    -1.243,  # log(1 + position in the ranking)
+    1.851,  # normalised lexical score
+    4.233,  # stated words n, as n / (n + STATED_HALF)
+    1.101,  # said by someone the question names
+    -1.244,  # log(1 + position in the ranking)
     1.516,  # the session's match mass / the best session's
-    -0.212,  # asks for several x stated
+    -0.201,  # asks for several x stated
     0.339,  # asks for several x log(1 + position)
-    0.469,  # asks for several x the turn names someone or something other than the speakers
+    0.456,  # asks for several x the turn names someone or something (not a speaker, not asked)
 )
 STATED_HALF = 40.0
 SESSION_TOP = 3  # a session's mass: the summed fused score of its best 3 turns in the pool
@@ -109,13 +109,14 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
     mass = session_mass((cand for _, cand in turns), lambda c: c.fused, SESSION_TOP)
     best = max([0.0, *mass.values()]) or 1.0  # a turn without a session has no support: 0
-    speakers = {word for _, cand in turns for word in cand.item.title.lower().split()}
+    # names a turn gives that the question does not (nor a speaker's: "Thanks, Caroline!")
+    known = {word for _, cand in turns for word in cand.item.title.lower().split()} | set(search.terms)
     out = []
     for pos, cand in turns:
         n = stated_words(cand.item.content)
         stated = n / (n + STATED_HALF)
         at = math.log1p(pos)
-        names = several and not named_words(cand.item.content) <= speakers
+        names = several and not named_words(cand.item.content) <= known
         out.append((cand.dense, cand.lexical, stated, float(search.speaker_named(cand)), at,
                     mass.get(session_key(cand), 0.0) / best, several * stated, several * at, float(names)))
     return out

@@ -177,6 +177,7 @@ def test_named_words_are_capitalised_words_inside_sentences_outside_brackets():
     text = "Thanks, Caroline! We watched Little Women. Great. [shares a photo: a photo of Paris]"
     assert named_words(text) == {"caroline", "little", "women"}
     assert named_words("I'm fine. OK, all good!") == frozenset()
+    assert named_words("Do you play, Melanie? I do, with Anna.") == {"anna"}  # not what a question names
 
 
 def reading_chat():
