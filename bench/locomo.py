@@ -256,6 +256,8 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
     "no_date_lift": ({"w_date": 0.0}, "the date-aware lift of turns said around a date the question names"),
     "no_rerank": ({"rerank_pool": 0}, "the linear re-ordering of the first 60 raw turns (stated, session, speaker)"),
+    "no_rerank_spread": ({"rerank_session_penalty": 0.0},
+                         "the session spread of the first 10 for questions that ask for several things so far"),
     "with_stated": ({"w_stated": 0.2, "stated_half": 40.0},
                     "ADDS: turns that state more x(1 + 0.2 n / (n + 40)), n = words not in questions"),
 }

@@ -12,7 +12,9 @@ and each fitted model re-orders the turns with the product's `rerank_turns`. Row
 - `fit_on_tune`: fitted on the `--tune` conversations, scored everywhere (the held-out
   columns are what the fit did not see);
 - `leave_one_out`: one model per conversation, fitted on the others and scored on it, so
-  every number is out of sample.
+  every number is out of sample;
+- `shipped_no_spread`, `leave_one_out_no_spread`: the same without the session spread of
+  questions that ask across sessions (`--session-penalty` 0; default the product's).
 
 Recall is turn recall@10 as in `locomo.py`. The weights fitted on the tune conversations are
 printed (raw-input scale, the order of `rerank.WEIGHTS`) and written to the JSON.
@@ -88,7 +90,8 @@ def fit(rows: Sequence[Ranked], c: float) -> list[float]:
     return [round(float(w), 3) for w in model.coef_[0] / sd]
 
 
-def score(rows: Sequence[Ranked], weights_for, pool: int, tune: Collection[str]) -> dict[str, Any]:
+def score(rows: Sequence[Ranked], weights_for, pool: int, tune: Collection[str],
+          session_penalty: float) -> dict[str, Any]:
     """Turn recall@10 per split and category; `weights_for(conv)` -> weights or None (off)."""
     from pipelines.recall.rerank import rerank_turns
 
@@ -97,7 +100,7 @@ def score(rows: Sequence[Ranked], weights_for, pool: int, tune: Collection[str])
         weights = weights_for(r.conv)
         ranked = r.query.ranked
         if weights is not None:
-            ranked = rerank_turns(r.query.search, list(ranked), r.question, pool, weights)
+            ranked = rerank_turns(r.query.search, list(ranked), r.question, pool, weights, session_penalty)
         accs["tune" if r.conv in tune else "held_out"].add(r.category, r.evidence, _refs(ranked))
     merged = RecallAccumulator(ks=(K,))
     for acc in accs.values():
@@ -108,7 +111,7 @@ def score(rows: Sequence[Ranked], weights_for, pool: int, tune: Collection[str])
 
 def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
     from bench.locomo import _embed_questions, _settings, _start_service
-    from pipelines.recall.rerank import WEIGHTS
+    from pipelines.recall.rerank import SESSION_PENALTY, WEIGHTS
 
     machine_before = machine_info()
     _, conversations = driver.locomo_data(args.data)
@@ -119,19 +122,23 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     embedder, service, view, _, _ = _start_service(settings)
     _embed_questions(embedder, conversations)
     rows = collect(service, view, conversations, args.pool)
+    penalty = SESSION_PENALTY if args.session_penalty is None else args.session_penalty
     tune = set(args.tune)
     convs = sorted({r.conv for r in rows})
     on_tune = fit([r for r in rows if r.conv in tune], args.C)
     folds = {conv: fit([r for r in rows if r.conv != conv], args.C) for conv in convs}
     result = {
         "benchmark": "locomo_rerank",
-        "config": {"pool": args.pool, "C": args.C, "k": K, "tune": sorted(tune), "held_out": sorted(set(convs) - tune)},
+        "config": {"pool": args.pool, "C": args.C, "k": K, "session_penalty": penalty, "tune": sorted(tune),
+                   "held_out": sorted(set(convs) - tune)},
         "weights": {"shipped": list(WEIGHTS), "fit_on_tune": on_tune, "leave_one_out": folds},
         "rows": {
-            "first_ranking": score(rows, lambda conv: None, args.pool, tune),
-            "shipped": score(rows, lambda conv: WEIGHTS, args.pool, tune),
-            "fit_on_tune": score(rows, lambda conv: on_tune, args.pool, tune),
-            "leave_one_out": score(rows, lambda conv: folds[conv], args.pool, tune),
+            "first_ranking": score(rows, lambda conv: None, args.pool, tune, penalty),
+            "shipped_no_spread": score(rows, lambda conv: WEIGHTS, args.pool, tune, 0.0),
+            "shipped": score(rows, lambda conv: WEIGHTS, args.pool, tune, penalty),
+            "fit_on_tune": score(rows, lambda conv: on_tune, args.pool, tune, penalty),
+            "leave_one_out_no_spread": score(rows, lambda conv: folds[conv], args.pool, tune, 0.0),
+            "leave_one_out": score(rows, lambda conv: folds[conv], args.pool, tune, penalty),
         },
         "machine": {**machine_before, "loadavg_after": machine_info()["loadavg_1_5_15"]},
     }
@@ -161,6 +168,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    default=list(DEV_TUNE), help="conversations to fit on (default %(default)s)")
     p.add_argument("--pool", type=int, default=60, help="raw turns re-ordered (default %(default)s)")
     p.add_argument("--C", type=float, default=0.1, help="inverse L2 strength (default %(default)s)")
+    p.add_argument("--session-penalty", type=float, default=None,
+                   help="session spread of questions that ask across sessions (default: the product's)")
     p.add_argument("--precision", default=None, help="MiniLM precision of the stored vectors")
     args = p.parse_args(argv)
     if args.workdir is None:

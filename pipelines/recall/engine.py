@@ -47,7 +47,7 @@ from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
 from .query import RecallError, RecallFilters, check_request, parse_now
-from .rerank import rerank_turns
+from .rerank import SESSION_PENALTY, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,6 +124,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     # model (how much a turn states, its session's matches, a named speaker, its position;
     # see `rerank.py`). 0 = off.
     rerank_pool: int = 60
+    # ... and for a question that asks for several things so far ("What books has she
+    # read?"), the first 10 are spread over sessions: a turn's model score drops by this
+    # much per turn of its session placed before it. 0 = off.
+    rerank_session_penalty: float = SESSION_PENALTY
     summary_demotion: float = 0.5
     qstar_max_added_fraction: float = 0.25  # of k (floor): Q* additions never exceed k
     qstar_config: QStarConfig | None = None  # None: built from settings
@@ -139,6 +143,8 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
             raise RecallError("candidate_k must be >= 1 and rrf_k >= 0")
         if self.rerank_pool < 0:
             raise RecallError("rerank_pool must be >= 0")
+        if self.rerank_session_penalty < 0:
+            raise RecallError("rerank_session_penalty must be >= 0")
         if self.stated_half <= 0:
             raise RecallError("stated_half must be > 0")
         if self.date_before_days < 0 or self.date_after_days < 0:
@@ -360,7 +366,8 @@ class RecallEngine:
         q.always, q.ranked = select.rank(q.search, q.opts.max_always_inject,
                                          q.opts.curated_floor if q.opts.episodic else 2.0)
         if q.opts.rerank_pool > 0:
-            q.ranked = rerank_turns(q.search, q.ranked, q.text, q.opts.rerank_pool)
+            q.ranked = rerank_turns(q.search, q.ranked, q.text, q.opts.rerank_pool,
+                                    session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
         q.selected = q.ranked[: q.k]

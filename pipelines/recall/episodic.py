@@ -31,6 +31,8 @@ SMALL_TALK = frozenset(
 )
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]+")
+_BRACKETED = re.compile(r"\[[^\]]*\]")
 
 
 def is_message(item: MemoryItem) -> bool:
@@ -82,6 +84,19 @@ def stated_words(text: str) -> int:
     return sum(len(p.split()) for p in _sentences(text) if not p.endswith("?"))
 
 
+@lru_cache(maxsize=65536)
+def named_words(text: str) -> frozenset[str]:
+    """The capitalised words inside the sentences the text states (lower-cased): the names
+    it gives ("We watched Little Women", "I finally beat Valorant", "Thanks, Mel!"). A
+    sentence's first word, questions ("Do you play, Melanie?") and bracketed text (a shared
+    photo's caption) are left out."""
+    names = set()
+    for sentence in _sentences(_BRACKETED.sub(" ", text)):
+        if not sentence.endswith("?"):
+            names.update(m.group().lower() for m in _CAPITALISED.finditer(sentence) if m.start() > 0)
+    return frozenset(names)
+
+
 def speaker_of(item: MemoryItem) -> str:
     role = str(item.metadata.get("role") or "")
     speaker = item.title.strip() or role or "someone"
@@ -116,5 +131,5 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "only_asks", "said_date", "said_on",
-           "says_something_asked", "speaker_of", "stated_words", "turn_title"]
+__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "named_words", "only_asks", "said_date",
+           "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]

@@ -6,9 +6,19 @@ questions: a statement of what happened, not "how are you?"), whether its sessio
 other good matches (a subject talked about at length), and whether it was said by someone
 the question names. Questions that ask for several things ("What activities does Melanie
 do?", "How many tournaments has Nate won?") have their answer spread over many turns, so for
-them a turn's position in the first ranking counts for less. Questions that ask *when*
-are left alone: the answer is the day a turn was said, and a short turn that names the
-event gives it as well as a long one.
+them a turn's position in the first ranking counts for less, and a turn that names someone or
+something other than the speakers (a capitalised word inside a sentence: "we watched Little
+Women", "I beat Valorant") counts for more: such questions are answered by the things named.
+Questions that ask *when* are left alone: the answer is the day a turn was said, and a short
+turn that names the event gives it as well as a long one.
+
+A question that asks for several things done or had so far ("What books has Melanie read?",
+"How many times has Nate won?", "What pets does she have?": several things, and "has" or
+"have") is answered across chat sessions: each session tells one of them. For those the
+first `SPREAD_SLOTS` are picked greedily, each turn's score lowered by `SESSION_PENALTY`
+for every turn of its session already picked, so the head holds the best turn of more
+sessions instead of the neighbours of one. A question that asks for one thing keeps its
+answer's session together (its evidence is mostly several turns of one session).
 
 `rerank_turns` scores each raw turn among the first `pool` of the ranking with a fixed
 linear model over those signals and its position, and re-orders the turns among their own
@@ -25,27 +35,34 @@ import re
 from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
-from .episodic import is_message, stated_words
+from .episodic import is_message, named_words, stated_words
 from .select import session_key, session_mass
 
 # Weights over the raw signals (the order of `turn_signals`).
 WEIGHTS = (
-    -0.153,  # dense cosine
-    1.852,  # normalised lexical score
-    4.271,  # stated words n, as n / (n + STATED_HALF)
-    1.093,  # said by someone the question names
-    -1.242,  # log(1 + position in the ranking)
-    1.532,  # the session's match mass / the best session's
-    -0.027,  # asks for several x stated
-    0.342,  # asks for several x log(1 + position)
+    -0.199,  # dense cosine
+    1.851,  # normalised lexical score
+    4.233,  # stated words n, as n / (n + STATED_HALF)
+    1.101,  # said by someone the question names
+    -1.244,  # log(1 + position in the ranking)
+    1.516,  # the session's match mass / the best session's
+    -0.201,  # asks for several x stated
+    0.339,  # asks for several x log(1 + position)
+    0.456,  # asks for several x the turn names someone or something (not a speaker, not asked)
 )
 STATED_HALF = 40.0
 SESSION_TOP = 3  # a session's mass: the summed fused score of its best 3 turns in the pool
+# Questions that ask across sessions: a turn's score drops by this much per turn of its
+# session already placed, over the first `SPREAD_SLOTS` slots (bench/README.md: measured
+# 0.5-2, 1 the best on the tune conversations).
+SESSION_PENALTY = 1.0
+SPREAD_SLOTS = 10
 
 _AUX = frozenset("do does did has have had is are was were can could will would should might may".split())
 _SEVERAL = re.compile(r"\b(?:how\s+many|both|(?:kinds|types|sorts)\s+of|in\s+what\s+ways|what\s+are\s+some|"
                       r"some\s+of)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'+-]*")
+_SO_FAR = re.compile(r"\b(?:has|have)\b", re.IGNORECASE)
 _WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 
 
@@ -70,6 +87,13 @@ def asks_for_several(question: str) -> bool:
     return False
 
 
+def asks_across_sessions(question: str) -> bool:
+    """The question asks for several things done or had so far ("What books has she read?",
+    "How many times has he won?", "What pets does she have?"): `asks_for_several` and "has"
+    or "have"."""
+    return _SO_FAR.search(question) is not None and asks_for_several(question)
+
+
 def asks_when(question: str) -> bool:
     """The question asks for a time ("When did ...", "How long ...", "What year ...")."""
     return _WHEN.search(question) is not None
@@ -85,19 +109,45 @@ def turn_signals(search: CandidateSearch, turns: Sequence[tuple[int, Candidate]]
     """Per (position, raw turn): the model's inputs, in the order of `WEIGHTS`."""
     mass = session_mass((cand for _, cand in turns), lambda c: c.fused, SESSION_TOP)
     best = max([0.0, *mass.values()]) or 1.0  # a turn without a session has no support: 0
+    # names a turn gives that the question does not (nor a speaker's: "Thanks, Caroline!")
+    known = {word for _, cand in turns for word in cand.item.title.lower().split()} | set(search.terms)
     out = []
     for pos, cand in turns:
         n = stated_words(cand.item.content)
         stated = n / (n + STATED_HALF)
         at = math.log1p(pos)
+        names = several and not named_words(cand.item.content) <= known
         out.append((cand.dense, cand.lexical, stated, float(search.speaker_named(cand)), at,
-                    mass.get(session_key(cand), 0.0) / best, several * stated, several * at))
+                    mass.get(session_key(cand), 0.0) / best, several * stated, several * at, float(names)))
     return out
 
 
+def spread_over_sessions(order: Sequence[int], logits: Sequence[float], sessions: Sequence[object],
+                         penalty: float, slots: int) -> list[int]:
+    """`order` (indices, best logit first) with its first `slots` picked greedily by logit -
+    penalty x (turns of the same session already picked); a turn without a session (None)
+    is never lowered. The rest keep their order; ties keep the first order."""
+    rest = list(order)
+    picked: list[int] = []
+    count: dict[object, int] = {}
+
+    def value(j: int) -> tuple[float, int]:
+        i = rest[j]
+        lowered = penalty * count.get(sessions[i], 0) if sessions[i] is not None else 0.0
+        return logits[i] - lowered, -j
+
+    while rest and len(picked) < slots:
+        i = rest.pop(max(range(len(rest)), key=value))
+        picked.append(i)
+        count[sessions[i]] = count.get(sessions[i], 0) + 1
+    return picked + rest
+
+
 def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str, pool: int,
-                 weights: Sequence[float] = WEIGHTS) -> list[Candidate]:
-    """`ranked` with its raw turns among the first `pool` re-ordered by the model."""
+                 weights: Sequence[float] = WEIGHTS, session_penalty: float = SESSION_PENALTY
+                 ) -> list[Candidate]:
+    """`ranked` with its raw turns among the first `pool` re-ordered by the model (spread
+    over sessions for a question that asks across them)."""
     if asks_when(question):
         return ranked  # any turn that tells of the event gives its date, short or not
     turns = rerankable(ranked, pool)
@@ -106,6 +156,9 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     signals = turn_signals(search, turns, asks_for_several(question))
     logits = [sum(w * x for w, x in zip(weights, sig)) for sig in signals]
     order = sorted(range(len(turns)), key=lambda i: (-logits[i], turns[i][0]))
+    if session_penalty > 0 and asks_across_sessions(question):
+        order = spread_over_sessions(order, logits, [session_key(c) for _, c in turns], session_penalty,
+                                     SPREAD_SLOTS)
     slot_scores = [c.score for _, c in turns]
     out = list(ranked)
     for slot, i in enumerate(order):
@@ -117,4 +170,5 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     return out
 
 
-__all__ = ["WEIGHTS", "asks_for_several", "asks_when", "rerank_turns", "rerankable", "turn_signals"]
+__all__ = ["SESSION_PENALTY", "WEIGHTS", "asks_across_sessions", "asks_for_several", "asks_when",
+           "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]

@@ -7,7 +7,17 @@ import pytest
 
 from pipelines.recall import RecallError, RecallOptions
 from pipelines.recall.candidates import Candidate
-from pipelines.recall.rerank import asks_for_several, asks_when
+from pipelines.recall.episodic import named_words
+from pipelines.recall.rerank import (
+    WEIGHTS,
+    asks_across_sessions,
+    asks_for_several,
+    asks_when,
+    rerank_turns,
+    rerankable,
+    spread_over_sessions,
+    turn_signals,
+)
 from pipelines.recall.select import session_mass
 from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
 
@@ -112,3 +122,86 @@ def test_session_mass_sums_each_sessions_best_turns_and_skips_what_has_no_sessio
              cand(mem("m1", "Curated", "not a turn"), 1.0)]
     mass = session_mass(cands, lambda c: c.relevance, top=2)
     assert mass == {(ME.user_id, "s-a"): 0.75, (ME.user_id, "s-b"): 0.75}
+
+
+@pytest.mark.parametrize("question, across", [
+    ("What books has Melanie read?", True), ("How many times has Nate won a tournament?", True),
+    ("What pets does Melanie have?", True), ("What kinds of art have they made?", True),
+    ("What books did Melanie read?", False), ("Where has Melanie camped?", False),
+    ("What did Caroline research?", False),
+])
+def test_questions_that_ask_across_sessions(question, across):
+    assert asks_across_sessions(question) is across
+
+
+def test_spread_over_sessions_lowers_each_turn_per_turn_of_its_session_already_picked():
+    logits = [3.0, 2.9, 2.8, 2.5, 2.4]
+    sessions = ["a", "a", "a", "b", None]
+    assert spread_over_sessions(range(5), logits, sessions, 1.0, 10) == [0, 3, 4, 1, 2]
+    assert spread_over_sessions(range(5), logits, sessions, 0.05, 10) == [0, 1, 2, 3, 4]
+    # only the first `slots` are picked greedily, the rest keep their order
+    assert spread_over_sessions(range(5), logits, sessions, 1.0, 2) == [0, 3, 1, 2, 4]
+
+
+def book_chat():
+    return [
+        turn("a1", "Ann", "I read a book about the lake, the book was lovely.", "s-a", 1),
+        turn("a2", "Ann", "That book about the lake was the best book I read.", "s-a", 2),
+        turn("a3", "Ann", "I read the lake book again, what a book.", "s-a", 3),
+        turn("b1", "Ann", "Finished a mystery novel last night, I read it in one go.", "s-b", 4),
+        turn("c1", "Bob", "I painted the fence blue.", "s-c", 5),
+    ]
+
+
+def test_a_question_that_asks_across_sessions_gets_the_best_turn_of_another_session_in_the_head():
+    question = "What books has Ann read?"
+    assert asks_across_sessions(question)
+    together = ids(engine().recall(question, ME, corpus(book_chat()), mode="catalog", k=3,
+                                   options=RecallOptions(qstar=False, rerank_session_penalty=0.0)))
+    spread = ids(engine().recall(question, ME, corpus(book_chat()), mode="catalog", k=3,
+                                 options=RecallOptions(qstar=False)))
+    assert set(together) == {"a1", "a2", "a3"}
+    assert "b1" in spread and together[0] == spread[0]
+    # a question that asks for one thing keeps its session together
+    one = "What book did Ann read about the lake?"
+    assert set(ids(engine().recall(one, ME, corpus(book_chat()), mode="catalog", k=3,
+                                   options=RecallOptions(qstar=False)))) == {"a1", "a2", "a3"}
+
+
+def test_rerank_session_penalty_must_not_be_negative():
+    with pytest.raises(RecallError):
+        RecallOptions(rerank_session_penalty=-0.5)
+
+
+def test_named_words_are_capitalised_words_inside_sentences_outside_brackets():
+    text = "Thanks, Caroline! We watched Little Women. Great. [shares a photo: a photo of Paris]"
+    assert named_words(text) == {"caroline", "little", "women"}
+    assert named_words("I'm fine. OK, all good!") == frozenset()
+    assert named_words("Do you play, Melanie? I do, with Anna.") == {"anna"}  # not what a question names
+
+
+def reading_chat():
+    return [
+        turn("a1", "Ann", "Books, books, I read books: the books I read are the books I love to read.", "s-a", 1),
+        turn("a2", "Ann", "I read books and more books, reading books is what I do, books every day.", "s-a", 2),
+        turn("a3", "Ann", "Reading books, I read books all the time, and I read books at night.", "s-a", 3),
+        turn("n1", "Ann", "I read a book last week, the book was lovely and so calm to read.", "s-a", 4),
+        turn("n2", "Ann", "I read Little Women last week, the book was lovely and so calm to read.", "s-a", 5),
+        turn("c1", "Bob", "I painted the fence blue, Ann.", "s-c", 6),
+    ]
+
+
+def test_a_turn_that_names_something_rises_for_a_question_that_asks_for_several_things():
+    question = "What books did Ann read?"
+    assert asks_for_several(question) and not asks_across_sessions(question)
+    q = engine().ranking(question, ME, corpus(reading_chat()), RecallOptions(qstar=False, rerank_pool=0))
+    turns = rerankable(q.ranked, 60)
+    names = {c.id: sig[-1] for (_, c), sig in zip(turns, turn_signals(q.search, turns, True))}
+    assert names["n2"] == 1.0 and names["n1"] == 0.0  # "Little Women"; "Ann" is a speaker
+    assert {c.id: sig[-1] for (_, c), sig in zip(turns, turn_signals(q.search, turns, False))}["n2"] == 0.0
+    first = [c.id for c in q.ranked]
+    assert first.index("n1") < first.index("n2")
+    reranked = [c.id for c in rerank_turns(q.search, list(q.ranked), question, 60)]
+    assert reranked.index("n2") < reranked.index("n1")
+    without = [c.id for c in rerank_turns(q.search, list(q.ranked), question, 60, (*WEIGHTS[:-1], 0.0))]
+    assert without.index("n1") < without.index("n2")
