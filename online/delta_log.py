@@ -5,8 +5,11 @@ They are the inbox events after the snapshot watermark, read by sequence number 
 request and folded with `pipelines.materialize.fold_events` (the same fold the pipeline
 uses, so ids agree), embedded once per item version and searched exactly. Every worker
 process reads the same inbox, so a write through one is recalled through another on the
-next request. When a snapshot with a higher watermark lands the delta is rebuilt from the
-events after it: what the snapshot now contains drops out of the overlay.
+next request. The worker that accepts a write embeds the items it makes before appending
+it and shares the vectors through the inbox (`DeltaLog.share`, keyed by model and text),
+so the other workers fold the write without embedding it again. When a snapshot with a
+higher watermark lands the delta is rebuilt from the events after it: what the snapshot
+now contains drops out of the overlay.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
-from pipelines.inbox import InboxBackend
+from pipelines.inbox import InboxBackend, InboxError
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
 from pipelines.recall.corpus import MemoryCorpus
-from pipelines.records import Event, MemoryItem
+from pipelines.records import Event, MemoryItem, sha256_text
 
 log = logging.getLogger("loci.online")
 
@@ -70,6 +73,56 @@ class DeltaLog:
         self.embedder = embedder
         self._vector_cache: dict[tuple[str, str], np.ndarray] = {}
         self._embed_retry_at = time.monotonic()
+        # Shared vectors are keyed by the model `embed_online` runs and the text.
+        self._model = str(getattr(embedder, "online_name", None) or embedder.name)
+
+    def share(self, snap: SnapshotState, delta: DeltaState, events: Sequence[Event]) -> None:
+        """Before `events` are appended: embed the items they will make and share the
+        vectors through the inbox, so every worker folding them (this one included) reads
+        them instead of embedding. Never fails the write: an embedder that is down or a
+        vector that cannot be shared leaves the embedding to the fold, as without sharing."""
+        if not all(isinstance(ev, Event) for ev in events):
+            return  # the append refuses them
+        known = delta.items
+        try:
+            overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
+            if not overlay.items:
+                return
+            made = {**known, **overlay.items}
+            item_vectors(list(overlay.items.values()), self._embed_shared, lambda i: made.get(i) or snap.get(i))
+        except EmbedderUnavailable:
+            return
+        except Exception:  # an optimisation: the write goes ahead whatever happens here
+            log.warning("could not share the vectors of a write; the fold embeds them", exc_info=True)
+
+    def _embed_shared(self, texts: list[str]) -> np.ndarray:
+        """`embed_online` for the delta's texts: a vector another worker shared for the same
+        model and text is reused, a new one is shared."""
+        keys = [sha256_text(f"{self._model}\n{text}") for text in texts]
+        try:
+            stored = self.inbox.shared_vectors(keys)
+        except InboxError as exc:
+            log.warning("shared vectors unreadable (%s); embedding", exc)
+            stored = {}
+        dim = int(self.embedder.dim) if stored else 0
+        found = {k: np.frombuffer(v, dtype=np.float32) for k, v in stored.items() if len(v) == 4 * dim}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        fresh = (np.asarray(self.embedder.embed_online([texts[i] for i in missing]), dtype=np.float32)
+                 if missing else None)
+        if fresh is not None:
+            try:
+                self.inbox.share_vectors({keys[i]: fresh[j].tobytes() for j, i in enumerate(missing)})
+            except InboxError as exc:
+                log.warning("could not share delta vectors: %s", exc)
+            if not found:
+                return fresh
+        out = np.empty((len(texts), fresh.shape[1] if fresh is not None else dim), dtype=np.float32)
+        for i, k in enumerate(keys):
+            if k in found:
+                out[i] = found[k]
+        if fresh is not None:
+            out[missing] = fresh
+        return out
 
     def rebuild(self, snap: SnapshotState) -> DeltaState:
         """Replay every event after the snapshot's watermark (start-up and after a swap)."""
@@ -143,7 +196,7 @@ class DeltaLog:
             try:
                 # Transient vectors (the snapshot replaces them): the online model.
                 current = {it.id: it for it in every}
-                vecs = item_vectors([it for _, it in missing], self.embedder.embed_online,
+                vecs = item_vectors([it for _, it in missing], self._embed_shared,
                                     lambda i: current.get(i) or snap.get(i))
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)

@@ -374,13 +374,18 @@ class MemoryService:
     # -- writes --------------------------------------------------------------------------------
 
     def append(self, events: Sequence[Event]) -> list[Event]:
+        """Land `events` in the inbox. The items they make are embedded first and their
+        vectors shared (`DeltaLog.share`): no worker folding them embeds them again."""
+        events = list(events)
+        view = self._view
+        self.deltas.share(view.snap, view.delta, events)
         return self.inbox.append(events)
 
     def capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
         """Govern and land one turn (see `pipelines.capture.capture_turn`)."""
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
-        return capture_turn(self.inbox, self.policy, identity, role, text, **kw)
+        return capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
 
     def record_usage(self, identity: Identity, item_ids: list[str], query: str = "") -> None:
         """Queue one `usage` event (the pipeline later increments usage_count / last_used_at).

@@ -90,10 +90,12 @@ def capture_turn(
     default_scope: str = "project",
     parse: bool | None = None,
     existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None = None,
+    append: Callable[[list[Event]], list[Event]] | None = None,
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
-    Rejected proposals land only as events with their verdict, never as items."""
+    Rejected proposals land only as events with their verdict, never as items. `append`
+    lands the events (default `inbox.append`; the service's also shares their vectors)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -134,7 +136,7 @@ def capture_turn(
         for index, (form, proposal) in enumerate(forms_items)
     ]
     _check_turn_id_free(inbox, turn_event, [g.event for g in governed])
-    landed = inbox.append([turn_event, *(g.event for g in governed)])
+    landed = (append or inbox.append)([turn_event, *(g.event for g in governed)])
     return CaptureResult(
         turn_id=turn_id,
         turn_event_id=turn_event.event_id,

@@ -61,6 +61,11 @@ class Embedder(Protocol):
         (MiniLM: an int8 copy); by default it is `embed`."""
         return self.embed(texts)
 
+    @property
+    def online_name(self) -> str:
+        """The model `embed_online` runs (vectors shared between processes are keyed by it)."""
+        return self.name
+
 
 # -- shared helpers ------------------------------------------------------------------------
 
@@ -466,6 +471,10 @@ class MiniLMEmbedder(Embedder):
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed_with(texts, self.precision, self._cache)
+
+    @property
+    def online_name(self) -> str:
+        return MINILM_NAMES["int8"] if self.int8_online else self.name
 
     def embed_online(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for the online path: queries and delta items (see `int8_online`);

@@ -36,7 +36,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,16 @@ CREATE TABLE IF NOT EXISTS events (
     appended_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_kind_seq ON events (kind, seq);
+CREATE TABLE IF NOT EXISTS vectors (
+    key         TEXT PRIMARY KEY,
+    vec         BLOB NOT NULL,
+    shared_at   REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vectors_shared_at ON vectors (shared_at);
 """
+# Shared vectors older than this are dropped when new ones are shared (a worker that still
+# needs one embeds the text again).
+SHARED_VECTOR_TTL_S = 7 * 86400.0
 EVENT_COLUMNS = "seq, event_id, kind, user_id, project_id, session_id, org_id, at, payload, sha256"
 _INSERT = (
     "INSERT INTO events (event_id, kind, user_id, project_id, session_id, org_id, at, "
@@ -122,6 +131,18 @@ class InboxBackend(abc.ABC):
 
     @abc.abstractmethod
     def count(self) -> int: ...
+
+    @abc.abstractmethod
+    def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """Vectors another process shared under these keys (`share_vectors`); a key not
+        shared (or dropped) is absent. A cache beside the log, never part of it: the
+        service's workers use it to embed a written turn once, not once per worker."""
+
+    @abc.abstractmethod
+    def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
+        """Keep `vectors` (key -> raw float32 bytes) for other processes; a key already
+        shared keeps its first vector. Committed on its own (losing it costs an embedding,
+        nothing else); entries older than `SHARED_VECTOR_TTL_S` are dropped."""
 
     @abc.abstractmethod
     def close(self) -> None:
@@ -259,7 +280,34 @@ class Inbox(InboxBackend):
             raise
         return out
 
+    def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
+        if not vectors:
+            return
+        now = time.time()
+        rows = [(str(k), sqlite3.Binary(bytes(v)), now) for k, v in vectors.items()]
+        con = self._con()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.executemany("INSERT OR IGNORE INTO vectors (key, vec, shared_at) VALUES (?, ?, ?)", rows)
+            con.execute("DELETE FROM vectors WHERE shared_at < ?", [now - SHARED_VECTOR_TTL_S])
+            con.execute("COMMIT")
+        except BaseException as exc:
+            _rollback(con)
+            if isinstance(exc, sqlite3.Error):
+                raise InboxError(f"inbox {self.path}: sharing vectors failed: {exc}") from exc
+            raise
+
     # -- reading -----------------------------------------------------------------------
+
+    def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
+        keys = [str(k) for k in keys]
+        out: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):  # SQLite's bound-parameter limit
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._query(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", chunk)
+            out.update((k, bytes(v)) for k, v in rows)
+        return out
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
         return [row_to_event(r) for r in self._query(*read_after_sql("events", "?", seq, limit, kinds))]

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -38,6 +39,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from pipelines.inbox import (
     EVENT_COLUMNS,
+    SHARED_VECTOR_TTL_S,
     InboxBackend,
     InboxError,
     as_list,
@@ -50,6 +52,7 @@ from pipelines.inbox import (
 from pipelines.records import Event, utcnow
 
 EVENTS = "loci_inbox_events"
+VECTORS = "loci_inbox_vectors"  # `share_vectors`: a cache beside the log
 _SCHEMA = [
     f"""CREATE TABLE IF NOT EXISTS {EVENTS} (
         seq         BIGINT PRIMARY KEY,
@@ -65,6 +68,12 @@ _SCHEMA = [
         appended_at TEXT NOT NULL
     )""",
     f"CREATE INDEX IF NOT EXISTS {EVENTS}_kind_seq ON {EVENTS} (kind, seq)",
+    f"""CREATE TABLE IF NOT EXISTS {VECTORS} (
+        key         TEXT PRIMARY KEY,
+        vec         BYTEA NOT NULL,
+        shared_at   DOUBLE PRECISION NOT NULL
+    )""",
+    f"CREATE INDEX IF NOT EXISTS {VECTORS}_shared_at ON {VECTORS} (shared_at)",
 ]
 # Any constants: concurrent first opens create the schema one at a time (CREATE TABLE IF
 # NOT EXISTS alone races on PostgreSQL's catalog); appends take the append lock.
@@ -196,7 +205,25 @@ class PostgresInbox(InboxBackend):
             raise InboxError(f"inbox {self.where}: append failed: {exc}") from exc
         return out
 
+    def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
+        if not vectors:
+            return
+        now = time.time()
+        rows = [(str(k), bytes(v), now) for k, v in vectors.items()]
+        try:
+            with self._connection() as con, con.transaction():
+                with con.cursor() as cur:
+                    cur.executemany(f"INSERT INTO {VECTORS} (key, vec, shared_at) VALUES (%s, %s, %s) "
+                                    "ON CONFLICT (key) DO NOTHING", rows)
+                con.execute(f"DELETE FROM {VECTORS} WHERE shared_at < %s", [now - SHARED_VECTOR_TTL_S])
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise InboxError(f"inbox {self.where}: sharing vectors failed: {exc}") from exc
+
     # -- reading -----------------------------------------------------------------------
+
+    def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
+        rows = self._query(f"SELECT key, vec FROM {VECTORS} WHERE key = ANY(%s)", [[str(k) for k in keys]])
+        return {k: bytes(v) for k, v in rows}
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
         return [row_to_event(r) for r in self._query(*read_after_sql(EVENTS, "%s", seq, limit, kinds))]

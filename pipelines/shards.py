@@ -11,7 +11,7 @@ through `ShardInbox`, and keep their own watermark over the shared seqs.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from pipelines.inbox import InboxBackend
@@ -73,6 +73,12 @@ class ShardInbox(InboxBackend):
 
     def append(self, events: Sequence[Event]) -> list[Event]:
         return self.inner.append(events)
+
+    def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return self.inner.shared_vectors(keys)
+
+    def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
+        self.inner.share_vectors(vectors)
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
         if limit is None:

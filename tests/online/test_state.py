@@ -195,6 +195,44 @@ def test_two_workers_on_one_inbox_see_each_others_writes(settings: Settings) -> 
         b.close()
 
 
+class RecordingEmbedder(HashEmbedder):
+    """A hash embedder that remembers every text it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__(384)
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_a_write_is_embedded_once_whichever_worker_folds_it(settings: Settings) -> None:
+    """The worker that accepts a write embeds its items and shares the vectors through the
+    inbox: another worker (and the writer itself) folds the write without embedding it."""
+    a = MemoryService(settings, embedder=RecordingEmbedder(), check_interval_ms=0)
+    b = MemoryService(settings, embedder=RecordingEmbedder(), check_interval_ms=0)
+    try:
+        a.capture(WHO, "user", "The staging deploy moved to slot 7 on rack 2.")
+        item_id = write(b, "Backups run nightly at 02:00 UTC.", "Backup schedule")
+        views = [a.view(), b.view()]
+        embedded = a.embedder.texts + b.embedder.texts
+        assert sum("slot 7" in t for t in embedded) == 1
+        assert sum("Backups run nightly" in t for t in embedded) == 1
+        for view in views:
+            assert len(view.delta.items) == 2
+        vectors = [{it.id: seg.vectors[row] for seg in v.delta.segments for row, it in enumerate(seg.items)}
+                   for v in views]
+        assert vectors[0].keys() == vectors[1].keys()
+        for key in vectors[0]:
+            assert np.array_equal(vectors[0][key], vectors[1][key])
+        assert item_id in ids(a.recall("backup schedule", WHO))
+        assert ids(b.recall("staging deploy slot", WHO))
+    finally:
+        a.close()
+        b.close()
+
+
 def test_snapshot_from_another_embedder_is_refused_and_reported(settings: Settings) -> None:
     publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0, embedder_name="minilm-other")
     svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))

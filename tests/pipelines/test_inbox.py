@@ -287,3 +287,22 @@ def test_postgres_survives_dropped_connections_and_bounds_its_wait(postgres_url)
             assert time.monotonic() - started < 5
         assert [e.event_id for e in ib.read_after(0)] == ["a", "b"]
         assert ib.append([make_event("c")])[0].seq == 3  # no gap left by the refused one
+
+
+def test_shared_vectors_round_trip_and_keep_the_first(inbox):
+    """A cache beside the log (the service's workers embed a write once): what one process
+    shares another reads by key; sharing a key again keeps the first vector."""
+    assert inbox.shared_vectors(["k1", "k2"]) == {}
+    inbox.share_vectors({"k1": b"\x00\x00\x80?", "k2": b"\x00\x00\x00@"})
+    inbox.share_vectors({"k1": b"\x00\x00\x00\x00"})
+    assert inbox.shared_vectors(["k1", "k2", "k3"]) == {"k1": b"\x00\x00\x80?", "k2": b"\x00\x00\x00@"}
+    assert inbox.count() == 0  # not events
+
+
+def test_shared_vectors_past_their_time_are_dropped(inbox, monkeypatch):
+    import pipelines.inbox as inbox_module
+
+    inbox.share_vectors({"old": b"1234"})
+    monkeypatch.setattr(time, "time", lambda real=time.time: real() + inbox_module.SHARED_VECTOR_TTL_S + 60)
+    inbox.share_vectors({"new": b"5678"})
+    assert inbox.shared_vectors(["old", "new"]) == {"new": b"5678"}
