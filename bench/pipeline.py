@@ -42,6 +42,7 @@ import numpy as np
 from bench import driver
 from bench.metrics import machine_info
 from bench.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
+from pipelines.embedders import MINILM_PRECISIONS
 
 TARGET_HDBSCAN_10K_S = 10.0
 TARGET_LOCOMO_TURNS_PER_S = 150.0  # end-to-end consolidation of a LoCoMo import with MiniLM
@@ -266,7 +267,8 @@ def hdbscan_timing(sizes: Sequence[int], args: argparse.Namespace, say) -> dict[
     from pipelines.clustering import cluster_vectors
     from pipelines.embedders import HashEmbedder, MiniLMEmbedder
 
-    emb = MiniLMEmbedder(cache_size=0) if args.cluster_vectors == "minilm" else HashEmbedder(384)
+    emb = (MiniLMEmbedder(cache_size=0, precision="float32")  # cached synthetic vectors stay valid
+           if args.cluster_vectors == "minilm" else HashEmbedder(384))
     out: dict[str, Any] = {"vectors": f"{emb.name} embeddings of synthetic items (one partition)"}
     vecs_all = cached_item_vectors(max(sizes), emb, seed=args.seed, cache_dir=args.cache_dir, progress=say)
     for n in sizes:
@@ -302,7 +304,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", default="hash", choices=("hash", "minilm"),
                    help="embedder for the consolidation runs (default hash: MiniLM is too slow for 100k on 2 cores)")
     p.add_argument("--data", type=Path, default=None, help="the LoCoMo-format file (implies --locomo)")
-    p.add_argument("--precision", default=None, choices=("float32", "int8"),
+    p.add_argument("--precision", default=None, choices=MINILM_PRECISIONS,
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")
