@@ -255,6 +255,9 @@ def locomo_run(path: Path, workdir: Path, args: argparse.Namespace, say) -> dict
     return {
         "file": str(path), "turns": turns, "ingest_s": round(t_ing, 3),
         "consolidate_s": wall, "consolidate_turns_per_s": round(turns / wall, 1) if wall else None,
+        # CPU seconds of the whole process: what to compare on a shared machine
+        "consolidate_cpu_s": run["cpu_s"],
+        "turns_per_cpu_s": round(turns / run["cpu_s"], 1) if run["cpu_s"] else None,
         "steps_s": run["steps_s"],
         "steps_share": {k: round(v / wall, 3) for k, v in run["steps_s"].items()} if wall else {},
         "after_last_step_s": run["after_last_step_s"],
@@ -391,7 +394,8 @@ def _print(out: dict[str, Any]) -> None:
         console.print(driver.table(
             f"LoCoMo import: {lo['turns']} turns, embedder {out['config']['embedder']} "
             f"({out['config']['minilm_precision']}): "
-            f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}); "
+            f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}), "
+            f"{lo['consolidate_cpu_s']:.1f} CPU s ({lo['turns_per_cpu_s']} turns per CPU s); "
             f"ingest {lo['ingest_s']:.1f}s",
             ("stage (other: Dagster start-up, checks)", "seconds", "share"), rows))
     steps = list(dict.fromkeys(s for r in [*out["runs"].values(), *out.get("incremental", {}).get("rounds", [])]
