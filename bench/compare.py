@@ -328,7 +328,8 @@ def run_loci(data: Path, conversations: Sequence[Conversation], workdir: Path, k
 
     started = time.perf_counter()
     # Every recall embeds its question (as mem0 does); queries as the service embeds them.
-    embedder = MiniLMEmbedder(cache_size=0, int8_online=settings.minilm_int8_online)
+    embedder = MiniLMEmbedder(cache_size=0, int8_online=settings.minilm_int8_online,
+                              precision=settings.minilm_precision)
     service = MemoryService(settings, embedder=embedder)
     view = service.reload()
     if view.snap.loaded is None:

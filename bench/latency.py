@@ -64,7 +64,7 @@ def item_vectors(n: int, args: argparse.Namespace, say) -> tuple[np.ndarray, dic
         emb = HashEmbedder(384)
         vecs = emb.embed([f"{i.title}\n{i.content}" for i in synthetic_items(n, seed=args.seed)])
         return vecs, {"item_vectors": "hash-384 (not MiniLM)", "minilm_items": 0}
-    emb = MiniLMEmbedder(cache_size=0)
+    emb = MiniLMEmbedder(cache_size=0, precision="float32")  # cached synthetic vectors stay valid
     real = min(n, args.minilm_max_items)
     vecs = cached_item_vectors(real, emb, seed=args.seed, cache_dir=args.cache_dir, progress=say)
     note = {"item_vectors": emb.name, "minilm_items": real}

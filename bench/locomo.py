@@ -47,6 +47,7 @@ from bench.metrics import (
     normalise_dia_id,
     percentiles,
 )
+from pipelines.embedders import MINILM_PRECISIONS
 
 PROJECT_ID = "locomo"
 QA_SESSION = "qa"  # a session id no conversation uses: recall sees user-scoped memory only
@@ -511,7 +512,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(PROTOTYPES))
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
-    p.add_argument("--precision", default=None, choices=("float32", "int8"),
+    p.add_argument("--precision", default=None, choices=MINILM_PRECISIONS,
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")

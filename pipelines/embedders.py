@@ -175,6 +175,7 @@ class HashEmbedder(Embedder):
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 MINILM_PRECISIONS: tuple[str, ...] = ("float32", "int8")
+MINILM_DEFAULT_PRECISION = "int8"  # LoCoMo turn recall@10 within 0.005 of float32's (README)
 # Stored vectors are keyed by embedder name: int8 vectors are close to float32 ones but not
 # equal, so a warehouse embedded with one precision is re-embedded (`loci reembed`) before
 # the other is used for storage.
@@ -375,14 +376,14 @@ class MiniLMEmbedder(Embedder):
     ONNX Runtime (exported once from the packaged weights, cached under
     `model_cache_dir()`). The float32 ONNX model gives the same vectors as
     sentence-transformers (cosine 1.0000) in about half the time; the int8 copy (dynamic
-    per-channel quantization of every MatMul) takes about a third of the float time on a
-    CPU with VNNI, cosine ~0.993 to the float vector.
+    per-channel quantization of every MatMul) takes about half the float time on a CPU
+    with VNNI (AVX-512 VNNI here), cosine ~0.993 to the float vector.
 
     `precision`: what `embed` — the stored vectors (warehouse, snapshots) — runs, int8 by
-    default (measured on LoCoMo: recall@10 0.772 against 0.776 with float32, consolidation
-    about twice as fast); the name differs per precision (`MINILM_NAMES`), so switching
-    needs `loci reembed`. int8 activations are quantized per batch, so a text's int8 vector
-    varies slightly with its batch-mates (cosine > 0.99).
+    default (measured on LoCoMo, 2026-11-27: turn recall@10 within 0.005 of float32's on
+    every split, consolidation about twice as fast; README); the name differs per precision
+    (`MINILM_NAMES`), so switching needs `loci reembed`. int8 activations are quantized per
+    batch, so a text's int8 vector varies slightly with its batch-mates (cosine > 0.99).
     `int8_online`: `embed_online` — recall questions and the not-yet-consolidated delta
     items — runs the int8 model (in the same vector space; a delta item's transient vector
     is replaced by its stored one when the next snapshot is published).
@@ -395,7 +396,7 @@ class MiniLMEmbedder(Embedder):
     request and users repeat themselves. Inputs beyond 256 word pieces are truncated.
     """
 
-    name = MINILM_NAMES["float32"]  # the default precision's (an instance's own name says which)
+    name = MINILM_NAMES[MINILM_DEFAULT_PRECISION]  # the default precision's (an instance's own name says which)
     dim = 384
 
     def __init__(
@@ -408,7 +409,7 @@ class MiniLMEmbedder(Embedder):
         cache_size: int = 2048,
         cache_max_chars: int = 512,
         int8_online: bool = False,
-        precision: str = "float32",
+        precision: str = MINILM_DEFAULT_PRECISION,
     ) -> None:
         if precision not in MINILM_PRECISIONS:
             raise ValueError(f"unknown MiniLM precision {precision!r}; expected one of {', '.join(MINILM_PRECISIONS)}")
@@ -649,7 +650,7 @@ def build_embedder(
     *,
     dim: int = 384,
     minilm_int8_online: bool = True,
-    minilm_precision: str = "float32",
+    minilm_precision: str = MINILM_DEFAULT_PRECISION,
     ollama_host: str = "http://127.0.0.1:11434",
     ollama_model: str = "nomic-embed-text",
     ollama_timeout_s: float = 30.0,
