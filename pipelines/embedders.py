@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -275,10 +276,16 @@ def _quantize_int8(source: Path, out: Path) -> None:
     quiet = logging.getLogger()
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # its "consider pre-processing" notice
-    try:
-        quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, per_channel=True)
-    finally:
-        quiet.setLevel(level)
+    # quantize_dynamic writes a shape-inferred copy next to its input ("<name>-inferred.onnx")
+    # and deletes it: read the model through a link in a private folder, so processes
+    # exporting at once never share (or delete) each other's copy.
+    with tempfile.TemporaryDirectory(dir=out.parent, prefix=".quantize-") as private:
+        linked = Path(private) / source.name
+        linked.symlink_to(source.resolve())
+        try:
+            quantize_dynamic(str(linked), str(out), weight_type=QuantType.QInt8, per_channel=True)
+        finally:
+            quiet.setLevel(level)
 
 
 def minilm_onnx_path(precision: str, model_dir: Path | None = None) -> Path:

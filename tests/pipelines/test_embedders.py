@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -226,6 +227,33 @@ def test_minilm_loads_once_under_concurrency(minilm_embedder, monkeypatch):
     assert len(results) == 4
     for r in results[1:]:
         np.testing.assert_allclose(r, results[0], atol=1e-6)
+
+
+def test_int8_quantization_never_writes_beside_the_shared_float_model(tmp_path, monkeypatch):
+    """onnxruntime's quantize_dynamic writes a shape-inferred copy next to its input and
+    deletes it; two processes quantizing the cached float model at once would share (and
+    delete) that copy. The copy goes to a private folder, and nothing is left behind."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], np.eye(4, dtype=np.float32).ravel().tolist())
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight])
+    cache = tmp_path / "models"
+    cache.mkdir()
+    source = cache / "tiny-float32.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(source))
+    written: list = []
+    infer = onnx.shape_inference.infer_shapes_path
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes_path",
+                        lambda src, dst, *a, **k: (written.append(dst), infer(src, dst, *a, **k))[1])
+    out = cache / "tiny-int8.onnx"
+    emb._quantize_int8(source, out)
+    assert written and all(Path(w).parent != cache for w in written)
+    assert sorted(p.name for p in cache.iterdir()) == ["tiny-float32.onnx", "tiny-int8.onnx"]
+    assert onnx.load(str(out)).graph.node  # a loadable quantized model
 
 
 def test_minilm_missing_package_is_a_clear_error(monkeypatch):
