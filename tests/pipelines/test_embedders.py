@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from assets.resources import EmbedderResource
 from pipelines import embedders as emb
 from pipelines.embedders import (
     Embedder,
@@ -127,7 +128,7 @@ def test_hash_word_order_matters_through_bigrams(hash_embedder):
 
 
 def test_minilm_identity_and_paraphrase(minilm_embedder):
-    assert minilm_embedder.name == "all-MiniLM-L6-v2-int8"  # the default stored precision: int8
+    assert minilm_embedder.name == "all-MiniLM-L6-v2"  # the default stored precision: float32
     assert minilm_embedder.dim == 384
     q, para, other = minilm_embedder.embed(
         ["How do I reset my password?", "I forgot my login credentials", "The weather is sunny today"]
@@ -191,17 +192,17 @@ def test_minilm_batches_sorted_by_length_come_back_in_input_order(minilm_embedde
 
 
 def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
-    """int8 is the default stored precision (the settings', the factory's and the class's
-    alike); float32 stays selectable, under its own name, so a switch asks for reembed."""
-    assert MiniLMEmbedder(precision="float32").name == "all-MiniLM-L6-v2"
-    assert MiniLMEmbedder().name == MiniLMEmbedder.name == "all-MiniLM-L6-v2-int8"
-    assert Settings().minilm_precision == emb.MINILM_DEFAULT_PRECISION == "int8"
-    assert make_embedder(Settings(embedder="minilm")).name == "all-MiniLM-L6-v2-int8"
-    assert make_embedder(Settings(embedder="minilm", minilm_precision="float32")).name == "all-MiniLM-L6-v2"
+    """float32 is the default stored precision (the settings', the factory's and the class's
+    alike); int8 stays selectable, under its own name, so a switch asks for reembed."""
+    assert MiniLMEmbedder(precision="int8").name == "all-MiniLM-L6-v2-int8"
+    assert MiniLMEmbedder().name == MiniLMEmbedder.name == "all-MiniLM-L6-v2"
+    assert Settings().minilm_precision == emb.MINILM_DEFAULT_PRECISION == "float32"
+    assert EmbedderResource().minilm_precision == emb.MINILM_DEFAULT_PRECISION
+    assert make_embedder(Settings(embedder="minilm")).name == "all-MiniLM-L6-v2"
+    assert make_embedder(Settings(embedder="minilm", minilm_precision="int8")).name == "all-MiniLM-L6-v2-int8"
     # int8 stored vectors stay close to float32 ones, whatever the batch.
     texts = ["The deploy window is Tuesday at 10:00 UTC.", "Dana prefers tea over coffee."] * 20
-    exact = MiniLMEmbedder(precision="float32").embed(texts)
-    close = (minilm_embedder.embed(texts) * exact).sum(axis=1)
+    close = (MiniLMEmbedder(precision="int8").embed(texts) * minilm_embedder.embed(texts)).sum(axis=1)
     assert close.min() > 0.97
     with pytest.raises(ValueError, match="float32, int8"):
         MiniLMEmbedder(precision="fp16")
