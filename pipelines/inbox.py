@@ -36,7 +36,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -256,13 +257,8 @@ class Inbox(InboxBackend):
         if not normalised:
             return []
         rows = event_rows(normalised, utcnow())
-        con = self._con()
-        try:
-            con.execute("BEGIN IMMEDIATE")  # take the write lock now: seqs follow commit order
-        except sqlite3.Error as exc:
-            raise InboxError(f"inbox {self.path}: cannot start an append: {exc}") from exc
-        try:
-            out: list[Event] = []
+        out: list[Event] = []
+        with self._writing("append") as con:  # the write lock from the start: seqs follow commit order
             for event, row in zip(normalised, rows):
                 # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
                 # value and leave a gap in the seqs. Race-free under the write lock.
@@ -272,12 +268,6 @@ class Inbox(InboxBackend):
                     continue
                 cursor = con.execute(_INSERT, row)
                 out.append(msgspec.structs.replace(event, seq=int(cursor.lastrowid)))
-            con.execute("COMMIT")
-        except BaseException as exc:
-            _rollback(con)
-            if isinstance(exc, sqlite3.Error):
-                raise InboxError(f"inbox {self.path}: append failed: {exc}") from exc
-            raise
         return out
 
     def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
@@ -285,16 +275,27 @@ class Inbox(InboxBackend):
             return
         now = time.time()
         rows = [(str(k), sqlite3.Binary(bytes(v)), now) for k, v in vectors.items()]
+        with self._writing("sharing vectors") as con:
+            con.executemany("INSERT OR IGNORE INTO vectors (key, vec, shared_at) VALUES (?, ?, ?)", rows)
+            con.execute("DELETE FROM vectors WHERE shared_at < ?", [now - SHARED_VECTOR_TTL_S])
+
+    @contextmanager
+    def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction that holds SQLite's write lock from its start (`BEGIN
+        IMMEDIATE`), committed at the end, rolled back on any error; an SQLite error is
+        raised as InboxError naming `action`."""
         con = self._con()
         try:
             con.execute("BEGIN IMMEDIATE")
-            con.executemany("INSERT OR IGNORE INTO vectors (key, vec, shared_at) VALUES (?, ?, ?)", rows)
-            con.execute("DELETE FROM vectors WHERE shared_at < ?", [now - SHARED_VECTOR_TTL_S])
+        except sqlite3.Error as exc:
+            raise InboxError(f"inbox {self.path}: cannot start {action}: {exc}") from exc
+        try:
+            yield con
             con.execute("COMMIT")
         except BaseException as exc:
             _rollback(con)
             if isinstance(exc, sqlite3.Error):
-                raise InboxError(f"inbox {self.path}: sharing vectors failed: {exc}") from exc
+                raise InboxError(f"inbox {self.path}: {action} failed: {exc}") from exc
             raise
 
     # -- reading -----------------------------------------------------------------------
