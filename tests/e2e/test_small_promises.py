@@ -287,3 +287,29 @@ def test_the_turn_that_answers_comes_before_turns_that_only_ask(client: TestClie
     hits = client.post("/v1/recall", json={"identity": DANA, "query": "What instruments does Melanie play?",
                                            "mode": "catalog"}).json()["hits"]
     assert "violin" in hits[0]["content"], [h["content"] for h in hits]
+
+
+def test_a_question_about_everything_so_far_is_answered_from_several_sessions(client: TestClient) -> None:
+    """"What books has Ann read?" asks across chat sessions: the best turn of another
+    session gets a place among the first hits, even when one session says "book" more
+    often; a question about one thing keeps its session's turns together."""
+    ann = lambda session: {"user_id": "ann", "project_id": "p", "session_id": session, "org_id": "acme"}  # noqa: E731
+    for session, text in [("s-a", "I read a book about the lake, the book was lovely."),
+                          ("s-a", "That book about the lake was the best book I read."),
+                          ("s-a", "I read the lake book again, what a book."),
+                          ("s-b", "Finished a mystery novel last night, I read it in one go."),
+                          ("s-c", "I painted the fence blue.")]:
+        resp = client.post("/v1/turns", json={"identity": ann(session), "role": "user", "text": text,
+                                              "default_scope": "user"})
+        assert resp.status_code == 201, resp.text
+
+    def first_three(query: str) -> list[str]:
+        resp = client.post("/v1/recall", json={"identity": ann("qa"), "query": query, "mode": "catalog", "k": 3})
+        assert resp.status_code == 200, resp.text
+        return [h["content"] for h in resp.json()["hits"]]
+
+    across = first_three("What books has Ann read?")
+    assert any("mystery novel" in c for c in across), across
+    assert "lake" in across[0]
+    one = first_three("What book did Ann read about the lake?")
+    assert all("lake" in c for c in one), one
