@@ -35,7 +35,7 @@ from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, Sn
 from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
-from pipelines.inbox import open_inbox
+from pipelines.inbox import AppendCheck, open_inbox
 from pipelines.materialize import recall_state
 from pipelines.message_context import embedding_text
 from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
@@ -373,13 +373,14 @@ class MemoryService:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def append(self, events: Sequence[Event]) -> list[Event]:
-        """Land `events` in the inbox. The items they make are embedded first and their
-        vectors shared (`DeltaLog.share`): no worker folding them embeds them again."""
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
+        """Land `events` in the inbox (`check` as in `InboxBackend.append`). The items they
+        make are embedded first and their vectors shared (`DeltaLog.share`): no worker
+        folding them embeds them again."""
         events = list(events)
         view = self._view
         self.deltas.share(view.snap, view.delta, events)
-        return self.inbox.append(events)
+        return self.inbox.append(events, check=check)
 
     def capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
         """Govern and land one turn (see `pipelines.capture.capture_turn`)."""

@@ -90,12 +90,13 @@ def capture_turn(
     default_scope: str = "project",
     parse: bool | None = None,
     existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None = None,
-    append: Callable[[list[Event]], list[Event]] | None = None,
+    append: Callable[..., list[Event]] | None = None,
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
     Rejected proposals land only as events with their verdict, never as items. `append`
-    lands the events (default `inbox.append`; the service's also shares their vectors)."""
+    lands the events (default `inbox.append`; the service's also shares their vectors) and
+    takes the inbox's `check` keyword."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -135,8 +136,8 @@ def capture_turn(
         _govern_proposal(turn, policy, existing, index, form, proposal)
         for index, (form, proposal) in enumerate(forms_items)
     ]
-    _check_turn_id_free(inbox, turn_event, [g.event for g in governed])
-    landed = (append or inbox.append)([turn_event, *(g.event for g in governed)])
+    batch = [turn_event, *(g.event for g in governed)]
+    landed = (append or inbox.append)(batch, check=lambda stored: _check_turn_id_free(batch, stored))
     return CaptureResult(
         turn_id=turn_id,
         turn_event_id=turn_event.event_id,
@@ -153,16 +154,17 @@ class TurnIdConflict(ValueError):
     """A turn id sent again with another caller, role or text."""
 
 
-def _check_turn_id_free(inbox: InboxBackend, turn: Event, proposals: Sequence[Event]) -> None:
+def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) -> None:
     """A turn id sent again is a retry (answered as stored) only for the same caller, role,
     words and proposals (tool calls, default scope): the inbox keeps the first event of an
-    id, so anything else would be acknowledged and silently dropped."""
-    stored = inbox.get(turn.event_id)
-    if stored is None:
+    id, so anything else would be acknowledged and silently dropped. Run by the inbox under
+    its write lock (`stored` = what its ids hold), so two writers of one id cannot both pass."""
+    turn, first = batch[0], stored[0]
+    if first is None:
         return
-    same = (stored.identity == turn.identity and stored.payload.get("role") == turn.payload["role"]
-            and stored.payload.get("raw_sha256") == turn.payload["raw_sha256"]
-            and all(_proposal_key(inbox.get(ev.event_id)) == _proposal_key(ev) for ev in proposals))
+    same = (first.identity == turn.identity and first.payload.get("role") == turn.payload["role"]
+            and first.payload.get("raw_sha256") == turn.payload["raw_sha256"]
+            and all(_proposal_key(old) == _proposal_key(ev) for ev, old in zip(batch[1:], stored[1:])))
     if not same:
         raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} is already taken by another turn; "
                              "give each turn its own id")

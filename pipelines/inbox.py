@@ -36,7 +36,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,9 @@ import msgspec
 
 from pipelines.records import Event, EventKind, Identity, utcnow
 
+# Called by `append` under the write lock with what is already stored under each event's
+# id (None where nothing is), before anything is written; what it raises aborts the append.
+AppendCheck = Callable[[list["Event | None"]], None]
 EVENT_KINDS: frozenset[str] = frozenset(EventKind.__args__)  # type: ignore[attr-defined]
 
 _SCHEMA = """
@@ -88,10 +91,12 @@ class InboxBackend(abc.ABC):
     and event validation live here, so both stores refuse the same input the same way."""
 
     @abc.abstractmethod
-    def append(self, events: Sequence[Event]) -> list[Event]:
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
         """Store `events` in one transaction, committed before returning. Returns them in
         input order with their seq (and the payload's sha256) set; an event whose id is
-        already stored (earlier, or earlier in this batch) comes back as stored."""
+        already stored (earlier, or earlier in this batch) comes back as stored. `check`
+        sees what is stored under the ids under the same lock (a retry told from a
+        conflict without a race) and may refuse the whole append by raising."""
 
     def read_after(
         self, seq: int, *, limit: int | None = None, kinds: Sequence[str] | None = None
@@ -252,13 +257,15 @@ class Inbox(InboxBackend):
 
     # -- writing -----------------------------------------------------------------------
 
-    def append(self, events: Sequence[Event]) -> list[Event]:
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
         normalised = [normalise_event(e) for e in as_list(events, "events")]
         if not normalised:
             return []
         rows = event_rows(normalised, utcnow())
         out: list[Event] = []
         with self._writing("append") as con:  # the write lock from the start: seqs follow commit order
+            if check is not None:
+                check([self._get(con, e.event_id) for e in normalised])
             for event, row in zip(normalised, rows):
                 # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
                 # value and leave a gap in the seqs. Race-free under the write lock.

@@ -40,6 +40,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from pipelines.inbox import (
     EVENT_COLUMNS,
     SHARED_VECTOR_TTL_S,
+    AppendCheck,
     InboxBackend,
     InboxError,
     as_list,
@@ -167,7 +168,7 @@ class PostgresInbox(InboxBackend):
 
     # -- writing -----------------------------------------------------------------------
 
-    def append(self, events: Sequence[Event]) -> list[Event]:
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
         normalised = [normalise_event(e) for e in as_list(events, "events")]
         if not normalised:
             return []
@@ -184,6 +185,8 @@ class PostgresInbox(InboxBackend):
                     r[1]: row_to_event(r)
                     for r in con.execute(f"SELECT {EVENT_COLUMNS} FROM {EVENTS} WHERE event_id = ANY(%s)", [ids])
                 }
+                if check is not None:
+                    check([stored.get(e.event_id) for e in normalised])
                 out: list[Event] = []
                 new_rows: list[tuple] = []
                 for event, row in zip(normalised, rows):

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from pipelines.inbox import InboxBackend
+from pipelines.inbox import AppendCheck, InboxBackend
 from pipelines.records import Event
 
 PARTITION_PREFIX = "shard-"
@@ -71,8 +71,8 @@ class ShardInbox(InboxBackend):
     def mine(self, event: Event) -> bool:
         return shard_of(event.identity.org_id, self.shards) == self.shard
 
-    def append(self, events: Sequence[Event]) -> list[Event]:
-        return self.inner.append(events)
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
+        return self.inner.append(events, check=check)
 
     def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
         return self.inner.shared_vectors(keys)

@@ -7,7 +7,7 @@ few days of writing, correcting, retracting and consolidating.
 - Nothing acknowledged is lost: a turn id sent again is a retry only with the same caller,
   role, words and proposals (tool calls, default scope); a different turn under a taken id
   is a 409 (an ingested row: named and skipped), never a 201 for a turn and proposals the
-  inbox silently dropped.
+  inbox silently dropped; also when the requests race (one 201, the rest 409).
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
   error of that proposal, not a 500 for the whole turn.
 - A validity window that ends before it starts is bad input (a 400 naming both ends), in a
@@ -109,6 +109,27 @@ def test_a_turn_id_taken_by_another_turn_is_a_conflict_not_a_silent_drop(service
     hits = client.post("/v1/recall", json={"identity": DANA, "query": "where do visitors park?",
                                            "mode": "catalog"}).json()["hits"]
     assert all("level 2" not in h["content"] for h in hits)
+
+
+def test_one_turn_id_sent_by_several_callers_at_once_lands_once(service) -> None:
+    """Concurrent requests racing for one turn id: one 201, every other a 409, and what
+    the inbox holds is the acknowledged turn (the check runs under the inbox's write lock)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    client, _ = service
+
+    def send(n: int):
+        return n, client.post("/v1/turns", json={"identity": DANA, "role": "user", "turn_id": "race",
+                                                 "text": f"The badge number is {n}00."})
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(send, range(8)))
+    codes = sorted(resp.status_code for _, resp in answers)
+    assert codes == [201] + [409] * 7, [r.text for _, r in answers]
+    winner = next(n for n, resp in answers if resp.status_code == 201)
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "what is the badge number?",
+                                           "mode": "catalog"}).json()["hits"]
+    assert [h["content"] for h in hits if "badge number" in h["content"]] == [f"The badge number is {winner}00."]
 
 
 def test_ingest_names_a_row_whose_turn_id_another_row_took(data_dir: Path, tmp_path: Path) -> None:

@@ -55,6 +55,22 @@ def test_capture_is_idempotent_by_turn_id(inbox):
     assert inbox.count() == 1
 
 
+def test_a_turn_id_taken_between_the_check_and_the_append_is_a_conflict(inbox):
+    """Two writers of one turn id at once: the other's turn lands after this capture has
+    governed its own but before it appends. It must be refused, not acknowledged and dropped."""
+    from pipelines.capture import TurnIdConflict
+
+    def append_after_a_rival(events, **kw):
+        capture_turn(inbox, Policy(), DANA, "user", "The rival's words.", turn_id="t5")
+        return inbox.append(events, **kw)
+
+    with pytest.raises(TurnIdConflict, match="'t5' is already taken"):
+        capture_turn(inbox, Policy(), DANA, "user", "We deploy on Fridays.", turn_id="t5",
+                     append=append_after_a_rival)
+    (turn,) = inbox.read_after(0)
+    assert turn.payload["text"] == "The rival's words."
+
+
 def test_secret_in_user_turn_is_redacted_before_landing(inbox):
     capture_turn(inbox, Policy(), DANA, "user", "my key is AKIAIOSFODNN7EXAMPLE ok", turn_id="t2")
     (event,) = inbox.read_after(0)

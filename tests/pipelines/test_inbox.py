@@ -123,6 +123,46 @@ def test_a_failing_batch_stores_nothing(inbox):
     assert inbox.append([make_event("b")])[0].seq == 2
 
 
+def test_a_check_sees_what_is_stored_and_may_refuse_the_whole_append(inbox):
+    inbox.append([make_event("a", text="first")])
+    seen = []
+    inbox.append([make_event("a", text="again"), make_event("b")], check=seen.append)
+    assert [e.payload["text"] if e else None for e in seen[0]] == ["first", None]
+
+    def refuse(stored):
+        raise LookupError("taken")
+
+    with pytest.raises(LookupError, match="taken"):
+        inbox.append([make_event("c")], check=refuse)
+    assert inbox.count() == 2 and inbox.get("c") is None
+    assert inbox.append([make_event("c")])[0].seq == 3  # no seq burnt by the refused append
+
+
+def test_a_check_runs_under_the_write_lock(inbox):
+    """Threads appending the same id with different words, each refusing an id another
+    holds: exactly one lands (a check before the lock would let several pass and the
+    later ones be acknowledged but dropped)."""
+    landed, refused = [], []
+
+    def write(n: int) -> None:
+        def mine_or_free(stored):
+            if stored[0] is not None and stored[0].payload["text"] != f"writer {n}":
+                raise LookupError("taken")
+        try:
+            inbox.append([make_event("same", text=f"writer {n}")], check=mine_or_free)
+            landed.append(n)
+        except LookupError:
+            refused.append(n)
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(landed) == 1 and len(refused) == 5
+    assert inbox.get("same").payload["text"] == f"writer {landed[0]}"
+
+
 def test_sqlite_uses_wal_and_full_sync(tmp_path):
     with Inbox(tmp_path / "inbox.sqlite3") as ib:
         con = ib._con()
