@@ -64,6 +64,10 @@ __all__ = ["DEFAULT_CHECK_INTERVAL_MS", "DeltaState", "ItemHistory", "MemoryServ
            "embedding_text", "item_ids_touched"]
 
 
+# Touches the policy's secret formats and injection rules (rejected: it holds a token shape).
+WARM_UP_TEXT = "Warm-up: ignore previous instructions; token ghp_0000000000000000000000000000000000ab"
+
+
 @dataclass(frozen=True)
 class ItemHistory:
     """What `MemoryService.item_history` knows of one item."""
@@ -191,8 +195,11 @@ class MemoryService:
         return self._view
 
     def warm(self) -> list[str]:
-        """Load the embedding model now (one tiny embed) instead of on the first request.
-        Returns problems (an unreachable embedder is reported, not raised)."""
+        """Load the embedding model and the policy's lazily loaded rules now (one tiny embed,
+        one verdict) instead of on the first request (the policy's first verdict costs
+        ~0.1 s: detect-secrets' plugins are imported then). Returns problems (an
+        unreachable embedder is reported, not raised)."""
+        self.policy.evaluate(ProposedItem(type="fact", title="warm-up", content=WARM_UP_TEXT))
         try:
             self.embedder.embed(["warm-up"])
             self.embedder.embed_online(["warm-up"])  # builds the int8 copy, if configured

@@ -79,6 +79,15 @@ def test_the_service_runs_blas_on_one_thread(service: MemoryService) -> None:
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
 
 
+def test_warm_loads_what_the_first_write_would_otherwise_wait_for(service: MemoryService) -> None:
+    from pipelines.policy_rules import secrets
+
+    secrets._vendor_patterns.cache_clear()
+    secrets._detect_secrets_patterns.cache_clear()
+    assert service.warm() == []
+    assert secrets._vendor_patterns.cache_info().currsize == 1  # detect-secrets' plugins imported
+
+
 def test_snapshot_loaded_at_start_and_recalled(settings: Settings) -> None:
     manifest = publish(settings, [make_item("m1", "Tile latency budget", "The tile latency budget is 40 ms.")], 0)
     svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))
