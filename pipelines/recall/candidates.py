@@ -29,7 +29,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem
 
 from .conflicts import ClaimTable, is_claim
 from .corpus import MemoryCorpus
-from .dates import DateRange, said_within
+from .dates import DateRange, said_within, states_time
 from .episodic import said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
@@ -112,7 +112,8 @@ class CandidateSearch:
     """Per-call state: the query's vector, terms and n-grams, lexical arrays per corpus."""
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
-                 terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = ()):
+                 terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
+                 asks_time: bool = False):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -121,6 +122,7 @@ class CandidateSearch:
         self.grams = grams
         self.now_ts = now_ts
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
+        self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.lex: list[np.ndarray | None] = [
             c.lexical_scores(terms) if opts.lexical and terms else None for c in view.corpora
         ]
@@ -379,6 +381,8 @@ class CandidateSearch:
             boosts["speaker"] = opts.w_speaker
         if self.dates and opts.w_date and item.type == "message" and self.said_on_named_date(item):
             boosts["date"] = opts.w_date
+        if self.asks_time and opts.w_when and item.type == "message" and states_time(item.content):
+            boosts["when"] = opts.w_when
         if opts.w_stated and item.type == "message":
             n = stated_words(item.content)
             boosts["stated"] = opts.w_stated * n / (n + opts.stated_half)

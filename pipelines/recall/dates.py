@@ -1,4 +1,13 @@
-"""Calendar dates a question names, for date-aware recall.
+"""Dates and times in questions and turns, for date-aware recall.
+
+Two uses. A question that asks *when* ("When is the release?", "How long has she
+painted?") is answered by a turn that states a time: a day, a date, a clock time, or a
+relative one ("last week", "two days ago", "tomorrow"). On `locomo_dev`, 80% of the evidence
+of the questions that ask when states one, against 11% of all turns; recall lifts such turns
+(`RecallOptions.w_when`), so "we ship v2 on March 3rd" is not outranked by "release, release,
+so tired of releases" for "when is the release?".
+
+The second: calendar dates a question names.
 
 "What movie did Joanna watch on 1 May, 2022?", "Where did she travel in July 2022?",
 "between August 11 and August 15 2023", "in summer 2021": each absolute mention becomes a
@@ -15,6 +24,7 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import date, timedelta
+from functools import lru_cache
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -106,6 +116,34 @@ def question_dates(text: str) -> list[DateRange]:
     return ranges
 
 
+_WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_PERIOD = rf"(?:night|morning|evening|afternoon|week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAY})"
+# "May" and "March" are words too: as months they come with a day or after "in"/"of"/"by".
+_CLEAR_MONTHS = "|".join(n.lower() for n in calendar.month_name if n and n not in ("May", "March"))
+_TIME = re.compile(
+    rf"\b(?:{_WEEKDAY}s?|yesterday|today|tonight|tomorrow|weekends?|{_CLEAR_MONTHS}"
+    rf"|(?:last|next|this|past|coming|previous)\s+{_PERIOD}s?"
+    r"|(?:a|an|one|two|three|four|five|six|few|several|couple\s+of)\s+(?:days?|weeks?|months?|years?)\s+ago"
+    r"|(?:in|of|by|until|since|early|late|mid)[\s-]+(?:may|march)|(?:may|march)\s+\d"
+    r"|(?:19|20)\d\d|\d{1,2}(?:st|nd|rd|th)|\d{1,2}(?::\d\d)?\s*(?:am|pm)|\d{1,2}:\d\d"
+    r"|\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4})\b",
+    re.IGNORECASE,
+)
+
+
+def asks_when(question: str) -> bool:
+    """The question asks for a time ("When did ...", "How long ...", "What year ...")."""
+    return _WHEN.search(question) is not None
+
+
+@lru_cache(maxsize=65536)
+def states_time(text: str) -> bool:
+    """The text states a time: a weekday, a month, a date, a year, a clock time, or a
+    relative time ("yesterday", "last week", "two days ago")."""
+    return _TIME.search(text) is not None
+
+
 def said_within(said: date, ranges: list[DateRange], before_days: int, after_days: int) -> bool:
     """The turn's day falls in one of the ranges widened by `before_days` before its start
     and `after_days` after its end."""
@@ -113,4 +151,4 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "question_dates", "said_within"]
+__all__ = ["DateRange", "asks_when", "question_dates", "said_within", "states_time"]

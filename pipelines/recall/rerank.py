@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
+from .dates import asks_when
 from .episodic import is_message, named_words, stated_words
 from .select import session_key, session_mass
 
@@ -63,7 +64,6 @@ _SEVERAL = re.compile(r"\b(?:how\s+many|both|(?:kinds|types|sorts)\s+of|in\s+wha
                       r"some\s+of)\b", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z][A-Za-z'+-]*")
 _SO_FAR = re.compile(r"\b(?:has|have)\b", re.IGNORECASE)
-_WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 
 
 def _plural(word: str) -> bool:
@@ -92,11 +92,6 @@ def asks_across_sessions(question: str) -> bool:
     "How many times has he won?", "What pets does she have?"): `asks_for_several` and "has"
     or "have"."""
     return _SO_FAR.search(question) is not None and asks_for_several(question)
-
-
-def asks_when(question: str) -> bool:
-    """The question asks for a time ("When did ...", "How long ...", "What year ...")."""
-    return _WHEN.search(question) is not None
 
 
 def rerankable(ranked: Sequence[Candidate], pool: int) -> list[tuple[int, Candidate]]:

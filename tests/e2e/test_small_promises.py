@@ -8,6 +8,7 @@
 - `memory.palace.assign` is a tool action, governed like every other edit.
 - A captured turn keeps no credential text (documentation example keys included), and no
   policy reason repeats any part of a secret.
+- A question that asks when ranks the turn that states a time above chatter on the subject.
 """
 
 from __future__ import annotations
@@ -313,3 +314,23 @@ def test_a_question_about_everything_so_far_is_answered_from_several_sessions(cl
     assert "lake" in across[0]
     one = first_three("What book did Ann read about the lake?")
     assert all("lake" in c for c in one), one
+
+
+def test_a_question_that_asks_when_finds_the_turn_that_says_when(client: TestClient) -> None:
+    """"When is the release?" is answered by the turn that states a time ("on Tuesday"),
+    not by chatter that mentions the release as much or more; the lift is for questions
+    that ask when only."""
+    for text in ["Honestly the release is fun to work on",
+                 "The release goes out on Tuesday after the review"]:
+        resp = client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": text})
+        assert resp.status_code == 201, resp.text
+
+    def hits(query: str) -> list[dict]:
+        resp = client.post("/v1/recall", json={"identity": DANA, "query": query, "mode": "catalog"})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["hits"]
+
+    when = hits("When is the release?")
+    assert "Tuesday" in when[0]["content"] and when[0]["components"]["when"] > 0, when
+    what = hits("What is the release?")
+    assert all("when" not in h["components"] for h in what), what

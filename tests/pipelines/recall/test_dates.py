@@ -6,7 +6,7 @@ from datetime import date
 
 import pytest
 
-from pipelines.recall.dates import MAX_DATES, question_dates, said_within
+from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_within, states_time
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -51,3 +51,28 @@ def test_a_long_text_yields_at_most_max_dates():
     text = " ".join(f"on {day} May 2022" for day in range(1, 21))
     found = question_dates(text)
     assert len(found) == MAX_DATES and found[0] == (date(2022, 5, 1), date(2022, 5, 1))
+
+
+@pytest.mark.parametrize("text", [
+    "We ship v2 on March 3rd.", "Heads up: the release goes out on Tuesday", "I went there last week",
+    "two days ago we met", "see you at 5pm", "the deadline is 2023-05-01", "in May we moved",
+    "It opened in 2019.", "Let's meet tomorrow", "We had fun this weekend",
+])
+def test_a_text_that_states_a_time(text):
+    assert states_time(text)
+
+
+@pytest.mark.parametrize("text", [
+    "Honestly the release is fun to work on", "I may come along", "the march was long", "it was great",
+    "I have 3 cats", "Version 2.0 is out",
+])
+def test_a_text_that_states_no_time(text):
+    assert not states_time(text)
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("When is the release?", True), ("How long has she painted?", True), ("What year did he move?", True),
+    ("What is the release?", False), ("Where did they go?", False),
+])
+def test_questions_that_ask_when(question, asks):
+    assert asks_when(question) is asks
