@@ -299,6 +299,22 @@ def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
 # -- actions -------------------------------------------------------------------------------------
 
 
+def _check_supersedes(src: MemoryItem, dst: MemoryItem) -> None:
+    """`src supersedes dst` retires dst from recall: only an established memory may do
+    that, and what was said (a verbatim turn) is never retired (409 otherwise)."""
+    if dst.type == "message":
+        raise ToolError(409, f"memory.link: {dst.id!r} is a verbatim record of what was said and is not "
+                             "superseded; write the correction as a memory that supersedes the old memory")
+    if src.type == "message":
+        raise ToolError(409, f"memory.link: {src.id!r} is a chat turn; a turn does not supersede a memory: "
+                             "write the correction with memory.write (it supersedes the claim it corrects)")
+    if in_quarantine(src):
+        raise ToolError(409, f"memory.link: {src.id!r} is held in quarantine and supersedes nothing until "
+                             "a reviewer approves it with memory.review")
+    if src.validation == "retracted":
+        raise ToolError(409, f"memory.link: {src.id!r} is retracted and supersedes nothing")
+
+
 class ToolDispatcher:
     """Runs memory.* actions against a MemoryService for one caller identity at a time."""
 
@@ -527,9 +543,11 @@ class ToolDispatcher:
         args = _decode(LinkArgs, raw, "memory.link")
         if args.src_id == args.dst_id:
             raise ToolError(400, "memory.link: an item cannot link to itself")
-        for item_id in (args.src_id, args.dst_id):
-            self._editable(item_id, who, view, "memory.link",
-                           {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel})
+        src, dst = (self._editable(item_id, who, view, "memory.link",
+                                   {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel})
+                    for item_id in (args.src_id, args.dst_id))
+        if args.rel == "supersedes":
+            _check_supersedes(src, dst)
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.link", uuid.uuid4().hex), kind="memory.link", identity=who,
             payload={"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel},

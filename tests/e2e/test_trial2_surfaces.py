@@ -23,6 +23,7 @@ few days of writing, correcting, retracting and consolidating.
   skips the review while the item still sits in the queue.
 - Scope priority: on one subject the session claim comes first, also when it has its own
   title and shares fewer words with the question than the broader claims it overrides.
+- A `supersedes` link retires nothing that was said and is not a way around the review.
 """
 
 from __future__ import annotations
@@ -257,3 +258,33 @@ def test_a_locomo_file_reusing_a_dia_id_names_the_turn_and_keeps_the_rest(data_d
     assert result.exit_code == 1, result.output
     said = " ".join(result.output.split())
     assert "turn 1: dia_id 'D1:1' names an earlier, different turn" in said and "2 turns landed" in said
+
+
+def test_a_link_does_not_retire_what_was_said_nor_skip_the_review(service) -> None:
+    """`supersedes` retires its target. A verbatim turn is a record of what was said: it is
+    neither retired by a link nor retires a memory (a correction is a memory.write); and a
+    memory held for review supersedes nothing until a reviewer approves it. Each is a 409,
+    and after consolidation both ends are still recalled as before."""
+    client, settings = service
+    said = client.post("/v1/turns", json={"identity": DANA, "role": "user",
+                                          "text": "The guest wifi password changes every Monday."})
+    assert said.status_code == 201, said.text
+    hits = client.post("/v1/recall", json={"identity": DANA, "query": "guest wifi password",
+                                           "mode": "catalog"}).json()["hits"]
+    turn = next(h["id"] for h in hits if h["type"] == "message")
+    rule = write(client, DANA, "project", "Wifi password rotation", "The guest wifi password rotates weekly.")
+    held = tool(client, DANA, "memory.write", {"item": {"type": "fact", "title": "Wifi password rotation",
+                                                         "content": "The guest wifi password never rotates.",
+                                                         "scope": "project", "confidence": 0.2}})
+    assert held["verdict"]["action"] == "quarantine"
+    for src, dst, why in [(rule, turn, "what was said"), (turn, rule, "memory.write"),
+                          (held["item_id"], rule, "memory.review")]:
+        resp = client.post("/v1/tools", json={"action": "memory.link", "identity": DANA,
+                                              "args": {"src_id": src, "dst_id": dst, "rel": "supersedes"}})
+        assert resp.status_code == 409 and why in resp.json()["error"], resp.text
+    assert tool(client, DANA, "memory.link", {"src_id": rule, "dst_id": turn, "rel": "derived_from"})["seq"]
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+    for item_id in (turn, rule):
+        item = client.get(f"/v1/items/{item_id}", params=DANA).json()["item"]
+        assert item["superseded_by"] is None and item["archived"] is False, item
