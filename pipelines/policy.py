@@ -13,6 +13,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        which it may overrule)                                   -> reject
                        A kind whose thresholds help no held-out source ships inert; in
                        2026.11-5 both do, so the rules alone decide.
+                       A user's style preference ("always answer in French") is not an
+                       injection: in a `preference` from a trusted source that says only
+                       how to answer, the two standing-order rules yield (`allow.style_preference`
+                       in the verdict; `policy_rules.preferences`).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -51,13 +55,14 @@ import msgspec
 from pipelines.policy_rules import learned as learned_layer
 from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
 from pipelines.policy_rules.injection import find_homoglyph_words, find_injections_normalised
+from pipelines.policy_rules.preferences import STYLE_RULE_ID, YIELDING_RULES, is_style_preference
 from pipelines.policy_rules.secrets import find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-5"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-6"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -84,10 +89,11 @@ class PolicyInputError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class RuleHit:
-    """One rule's decision. `action` "reject" makes a hard block, "quarantine" a soft one."""
+    """One rule's decision. `action` "reject" makes a hard block, "quarantine" a soft one;
+    a "note" blocks nothing and is kept in the reasons of the verdict it does not change."""
 
     rule_id: str
-    action: Literal["quarantine", "reject"]
+    action: Literal["quarantine", "reject", "note"]
     reason: str
 
 
@@ -205,7 +211,13 @@ class Policy:
     # ------------------------------------------------------------------ rules
 
     def _hard_hits(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
-        for f in _scan_fields(list(_text_fields(item)), self.learned):
+        fields = list(_text_fields(item))
+        findings = _scan_fields(fields, self.learned)
+        if findings and _style_preference(item, ctx, dict(fields), findings):
+            yield RuleHit(STYLE_RULE_ID, "note", "a style preference from a trusted source: "
+                          + ", ".join(sorted({f.rule_id for f in findings})) + " yield (policy_rules.preferences)")
+            findings = []
+        for f in findings:
             yield RuleHit(f.rule_id, "reject", f"{f.field}: {f.kind} ({f.rule_id}): {f.excerpt}")
         if not item.title.strip() and not item.content.strip():
             yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
@@ -264,8 +276,9 @@ class Policy:
                 hard_block=builtin_hard or oversize is not None,
             )
         soft = [h for h in hits if h.action == "quarantine"]
+        notes = [h for h in hits if h.action == "note"]
         if oversize is not None or soft:
-            chosen = ([oversize] if oversize else []) + soft
+            chosen = ([oversize] if oversize else []) + soft + notes
             return Verdict(
                 action="quarantine",
                 reasons=[h.reason for h in chosen],
@@ -275,7 +288,16 @@ class Policy:
                 rewritten_type="pointer" if oversize is not None else None,
                 expires_at=_expiry(now, self.settings.quarantine_days),
             )
-        return Verdict(action="accept", policy_version=POLICY_VERSION)
+        return Verdict(action="accept", policy_version=POLICY_VERSION, reasons=[h.reason for h in notes],
+                       rule_ids=_unique(h.rule_id for h in notes))
+
+
+def _style_preference(item: ProposedItem, ctx: RuleContext, fields: dict[str, str],
+                      findings: Sequence[Finding]) -> bool:
+    """The rules found only a standing order about how to answer, in a trusted preference
+    (`policy_rules.preferences`)."""
+    return (item.type == "preference" and ctx.source_trusted
+            and all(f.rule_id in YIELDING_RULES and is_style_preference(fields.get(f.field, "")) for f in findings))
 
 
 # ---------------------------------------------------------------------- helpers
