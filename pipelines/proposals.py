@@ -819,7 +819,7 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
     out: dict[str, Any] = {}
     for key in ("title", "content", "why_store"):
         out[key] = _as_text(data.get(key))
-    out["type"] = _as_type(data.get("type"), errors, form)
+    out["type"] = _as_type(data.get("type"), errors, form, topic=out["title"])
     out["tags"] = _as_list(data.get("tags"))
     out["entities"] = _as_list(data.get("entities"))
     out["importance"] = _as_importance(data.get("importance"), errors, form)
@@ -891,12 +891,19 @@ def _as_list(value: Any) -> list[str]:
     return out[:50]
 
 
-def _as_type(value: Any, errors: list[ParseError], form: str) -> str:
+# An untyped item filed under preferences ("memory_save(topic='user-preferences', ...)", as
+# the spec's memory_save prompt files them) is a preference.
+_PREFERENCE_TOPIC = re.compile(r"\bpreferences?\b", re.IGNORECASE)
+
+
+def _as_type(value: Any, errors: list[ParseError], form: str, topic: str = "") -> str:
     if value is None or value == "":
-        return "note"
+        return "preference" if _PREFERENCE_TOPIC.search(topic) else "note"
     t = str(value).strip().lower()
     if t in ITEM_TYPES:
         return t
+    if t.endswith("s") and t[:-1] in ITEM_TYPES:  # "preferences", "decisions"
+        return t[:-1]
     errors.append(ParseError(form=form, message=f"unknown type {str(value)[:40]!r}: stored as 'note'"))
     return "note"
 

@@ -164,6 +164,17 @@ def test_narrated_keeps_tags_type_importance():
     assert out.visible_text == ""
 
 
+@pytest.mark.parametrize(("call", "kind"), [
+    ("memory_save(topic='user-preferences', content='Always answer in French.')", "preference"),
+    ("memory_save(topic='Preferences', content='Keep answers short.')", "preference"),
+    ("memory_save(topic='deploys', content='We deploy on Fridays.', type='decisions')", "decision"),
+    ("memory_save(topic='deploys', content='We deploy on Fridays.')", "note"),
+])
+def test_an_untyped_item_filed_under_preferences_is_a_preference(call, kind):
+    (proposal,) = parse_assistant_output(call).proposals
+    assert proposal.item.type == kind
+
+
 def test_mention_of_memory_save_is_not_a_proposal():
     text = "Call memory_save(topic, content) to store a fact; agent.memory_save(x) is a method."
     out = parse_assistant_output(text)
