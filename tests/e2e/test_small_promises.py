@@ -357,3 +357,4 @@ def test_a_style_preference_is_remembered_and_a_planted_order_is_not(client: Tes
     injected = client.post("/v1/recall", json={"identity": DANA, "query": "Which language should answers be in?",
                                                "mode": "inject"}).json()["injection"]
     assert "Always answer in French." in injected and "evil.example" not in injected
+    assert "type preference are the user's own wishes" in injected  # ... and the block says to follow it

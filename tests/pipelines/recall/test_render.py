@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipelines.recall.render import (
     HEADER,
+    PREFERENCE_NOTE,
     catalog,
     catalog_entry,
     estimate_tokens,
@@ -89,6 +90,16 @@ def test_conflict_note_only_when_an_entry_is_flagged():
     flagged, _ = pack_injection([("a", format_entry(mem(), ["b"]), True)], 1000)
     assert "CONFLICT" not in plain
     assert "disagree" in flagged
+
+
+def test_preference_note_only_when_a_preference_is_shown():
+    """A preference asks something of the answer: the block says to follow it, and only
+    when one is shown (a title that reads "| preference |" does not count)."""
+    plain = frame([format_entry(mem(title="a | preference | b"))])
+    liked = frame([format_entry(mem()), format_entry(mem("m2", "Answers", "Always answer in French.",
+                                                         type="preference"))])
+    assert PREFERENCE_NOTE not in plain
+    assert PREFERENCE_NOTE in liked and liked.index(PREFERENCE_NOTE) < liked.index("[MEMORY:")
 
 
 def test_catalog_entries():
