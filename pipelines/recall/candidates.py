@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.records import SCOPE_RANK, Identity, MemoryItem
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
 from .conflicts import ClaimTable, is_claim
 from .corpus import MemoryCorpus
@@ -37,6 +37,11 @@ from .query import RecallFilters
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
 VALIDATION_BOOST = {"verified": 1.0, "unverified": 0.0, "contested": -1.0, "retracted": -2.0}
 CHANNELS = ("dense", "lexical", "labels")
+# The relevance of the caller's own memories for a question about the caller ("what do you
+# know about me?"): that of a good match for the first, slightly less down the channel's
+# order (importance, then confidence), so the order survives the scoring.
+SELF_RELEVANCE = 0.5
+SELF_DECAY = 0.02
 PARTNER_LINKS = ("contradicts", "supersedes")
 MAX_TITLE_PARTNERS = 50
 
@@ -74,6 +79,7 @@ class VisibleCorpora:
     """The corpora as one caller sees them: allowed masks (scope first), shadowing."""
 
     def __init__(self, corpora: Sequence[MemoryCorpus], who: Identity, filters: RecallFilters):
+        self.who = who
         self.corpora = list(corpora)
         self.allowed: list[np.ndarray] = [None] * len(self.corpora)  # type: ignore[list-item]
         for ci in range(len(self.corpora) - 1, -1, -1):
@@ -113,7 +119,7 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 asks_time: bool = False):
+                 asks_time: bool = False, about_self: bool = False):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -123,6 +129,7 @@ class CandidateSearch:
         self.now_ts = now_ts
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
+        self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.lex: list[np.ndarray | None] = [
             c.lexical_scores(terms) if opts.lexical and terms else None for c in view.corpora
         ]
@@ -233,8 +240,22 @@ class CandidateSearch:
             entries += [(float(n), c.ids[r], ci, r) for r, n in counts.items()]
         return entries
 
+    def _self_channel(self) -> Ranked:
+        """The caller's own curated memories (their user scope, no raw turns), most
+        important, then most confident first: what "what do you know about me?" asks for."""
+        own = Scope.for_identity("user", self.view.who).audience_key()
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            for row in c.audience_rows(own, self.view.allowed[ci]):
+                item = c.items[row]
+                if item.type != "message":
+                    entries.append((item.importance + item.confidence, item.id, ci, row))
+        return entries
+
     def channels(self) -> dict[str, Ranked]:
         opts, lists = self.opts, {}
+        if self.about_self:
+            lists["self"] = self._self_channel()
         if self.qvec is not None:
             lists["dense"] = self._dense_channel()
         if opts.lexical and self.terms:
@@ -401,6 +422,9 @@ class CandidateSearch:
     def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int, then: float) -> None:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         cand.relevance = self.relevance(dense, lexical, labels)
+        own = cand.ranks.get("self")
+        if own is not None:  # a question about the caller: each of their memories answers it
+            cand.relevance = max(cand.relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
         cand.fused = self._fused(cand)
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": cand.relevance, "fused": cand.fused}

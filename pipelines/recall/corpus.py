@@ -327,6 +327,11 @@ class MemoryCorpus:
             raise CorpusError(f"identity must be an Identity, got {type(who).__name__}")
         return self._visible_cached(who)
 
+    def audience_rows(self, key: tuple[str, ...], allowed: np.ndarray) -> list[int]:
+        """Active rows of one audience (`Scope.audience_key`) that `allowed` lets through."""
+        rows = self._by_audience.get(key)
+        return [] if rows is None else rows[allowed[rows]].tolist()
+
     def allowed_mask(
         self,
         who: Identity,

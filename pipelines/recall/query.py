@@ -3,6 +3,7 @@ the validated request the engine's stages share."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -46,6 +47,22 @@ class RecallFilters(msgspec.Struct, frozen=True, kw_only=True):
         return cls(tags=tags, **kw).check()
 
 
+# "What do you know about me?", "Tell me about myself", "Who am I?", or just "me" (what a
+# chat's recall intent leaves of "what do you remember about me").
+_ABOUT_SELF = re.compile(
+    r"^\W*(?:me|myself)\W*$"
+    r"|\babout\s+(?:me|myself)\b(?!\s+(?:and|or|&|to|from|with|in|on|at|for)\b)"
+    r"|\bwho\s+am\s+i\b|\bdescribe\s+me\b|\bmy\s+(?:profile|preferences)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_self(query: str) -> bool:
+    """The caller asks what is known about them: recall lists their own memories (their
+    user scope), since such a question shares no word with any of them."""
+    return _ABOUT_SELF.search(query) is not None
+
+
 def parse_now(now: str | None) -> float:
     """POSIX seconds of `now` (ISO-8601, naive = UTC), or the current time when None."""
     if now is None:
@@ -67,4 +84,4 @@ def check_request(query: Any, identity: Any, mode: Any, k: Any) -> None:
         raise RecallError(f"k must be a positive integer, not {k!r}")
 
 
-__all__ = ["MODES", "RecallError", "RecallFilters", "check_request", "parse_now"]
+__all__ = ["MODES", "RecallError", "RecallFilters", "asks_about_self", "check_request", "parse_now"]

@@ -11,6 +11,7 @@
 - A question that asks when ranks the turn that states a time above chatter on the subject.
 - A user's style preference ("always answer in French") is stored; a standing order that
   does more than style, or is typed as a fact, is refused as an injection.
+- "What do you know about me?" is answered with the caller's own memories.
 """
 
 from __future__ import annotations
@@ -358,3 +359,32 @@ def test_a_style_preference_is_remembered_and_a_planted_order_is_not(client: Tes
                                                "mode": "inject"}).json()["injection"]
     assert "Always answer in French." in injected and "evil.example" not in injected
     assert "type preference are the user's own wishes" in injected  # ... and the block says to follow it
+
+
+def test_what_do_you_know_about_me_lists_the_callers_own_memories(client: TestClient) -> None:
+    """"What do you know about me?" shares no word with any memory; recall answers it with
+    the caller's own curated memories (their user scope), not another user's, not the
+    project's, not raw turns."""
+    ann = {**DANA, "user_id": "ann"}
+    for who, scope, title, content in [
+        (DANA, "user", "Dana's city", "Dana lives in Lyon."),
+        (DANA, "user", "Dana's dog", "Dana has a dog called Biscuit."),
+        (DANA, "project", "Database", "The atlas project uses PostgreSQL 16."),
+        (ann, "user", "Ann's city", "Ann lives in Oslo."),
+    ]:
+        item = {"type": "fact", "title": title, "content": content, "scope": scope, "why_store": "said"}
+        resp = client.post("/v1/tools", json={"action": "memory.write", "identity": who, "args": {"item": item}})
+        assert resp.status_code == 200 and resp.json()["ok"], resp.text
+    said = client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": "I love my dog."})
+    assert said.status_code == 201, said.text
+
+    for question in ("What do you know about me?", "Tell me about myself", "me"):
+        resp = client.post("/v1/recall", json={"identity": DANA, "query": question, "mode": "catalog"})
+        assert resp.status_code == 200, resp.text
+        body = resp.json()
+        assert body["found"], body
+        assert sorted(h["content"] for h in body["hits"] if h["type"] != "message") == [
+            "Dana has a dog called Biscuit.", "Dana lives in Lyon."], (question, body["hits"])
+    injected = client.post("/v1/recall", json={"identity": DANA, "query": "What do you know about me?",
+                                               "mode": "inject"}).json()["injection"]
+    assert "Dana lives in Lyon." in injected and "Oslo" not in injected

@@ -641,3 +641,15 @@ def test_stated_lift_prefers_the_turn_that_says_more():
     assert lifted["long"].score / plain["long"].score > lifted["short"].score / plain["short"].score
     with pytest.raises(RecallError):
         RecallOptions(stated_half=0)
+
+
+@pytest.mark.parametrize(("query", "about_self"), [
+    ("What do you know about me?", True), ("Tell me about myself", True), ("me", True), ("Who am I?", True),
+    ("What are my preferences?", True), ("What do you know about me and the team?", False),
+    ("Tell me about the release", False), ("What did Caroline say about me?", True),
+    ("Send it to me", False),
+])
+def test_questions_about_the_caller(query, about_self):
+    from pipelines.recall.query import asks_about_self
+
+    assert asks_about_self(query) is about_self
