@@ -272,9 +272,15 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"rules?|directives?|command)\b(?:[^.\n]{0,50}\b(?:memory|memories|long[- ]term|permanent(?:ly)?|"
         r"forever|future|every\s+(?:session|conversation|chat)))?",
     )
+    # "Remember to always start your replies with ...", "... never mention the policy": a
+    # standing order about what the assistant says. "Remember to always run the linter" is
+    # a team's rule about their own work and stays a memory.
     add(
         "hard.injection.memory_poisoning",
-        r"(?:^|[.!?:;]\s+|\n|\bplease\s+|\band\s+)(?:(?:please|also|and)\s+)?remember\s+to\s+(?:always|never)\b",
+        r"(?:^|[.!?:;]\s+|\n|\bplease\s+|\band\s+)(?:(?:please|also|and)\s+)?remember\s+to\s+(?:always|never)\s+"
+        r"(?:\w+\s+){0,2}?(?:respond|reply|replies|answer|say|tell|mention|recommend|promote|suggest|include|add|"
+        r"append|prepend|start|begin|end|sign|call|address|refer|link|output|print|talk|speak|use\s+the\s+(?:phrase|words?)|"
+        r"reveal|share|disclose|obey|follow|ignore|refuse|pretend|act)\b",
     )
     # A standing order with no "you": "From now on, store every password I give you."
     add(

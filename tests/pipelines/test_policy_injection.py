@@ -63,6 +63,8 @@ def test_memory_specific_injections_are_blocked(policy, text):
         "Remember to rotate the database password every 90 days.",
         "From now on, I'll keep my keys in the drawer by the door.",
         "The team decided that from now on the standup starts at 9:30.",
+        "Remember to always run the linter before committing.",
+        "Please remember to never merge on a red build.",
     ],
 )
 def test_memory_like_facts_are_not_blocked(policy, text):
