@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 # Zero-width and bidi control characters used to split trigger words ("ig\u200bnore").
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
@@ -244,3 +247,161 @@ def literal_starts(literals: frozenset[str], folded: str, found: dict[str, list[
                 at = folded.find(lit, at + 1)
         starts.update(positions)
     return sorted(starts)
+
+
+# What Hyperscan reads instead of a text: one ASCII character for each character, of the same
+# kind for Python's `re` (digit, other word character, space, anything else), so every atom
+# of a pattern that accepts the character accepts its stand-in and word boundaries stay
+# where they were. Letters that IGNORECASE matches to an ASCII letter stand for that letter.
+# Python's `\s` also matches \x1c-\x1f, Hyperscan's not: those stand as spaces too.
+_STAND_INS = frozenset("a0 \x7fksi")
+_CASE_ASCII = {"\u212a": "k", "\u017f": "s", "\u0130": "i", "\u0131": "i"}
+_ASCII_SPACES = re.compile("[\x0b\x0c\x1c-\x1f]")
+
+
+class _StandIns(dict):
+    def __missing__(self, code: int) -> str:
+        c = chr(code)
+        if c.isascii() and not _ASCII_SPACES.match(c):
+            out = c
+        elif c.isdecimal():
+            out = "0"
+        elif c.isspace():
+            out = " "
+        elif c.isalnum():
+            out = _CASE_ASCII.get(c, "a")
+        else:
+            out = "\x7f"
+        self[code] = out
+        return out
+
+
+_STAND_IN = _StandIns()
+
+
+def ascii_stand_in(text: str) -> str:
+    """`text` with every character replaced by its ASCII stand-in (see `_STAND_INS`)."""
+    if text.isascii() and _ASCII_SPACES.search(text) is None:
+        return text
+    return text.translate(_STAND_IN)
+
+
+class OnePass:
+    """Which of several regexes can match a text, found in one pass over it.
+
+    Hyperscan compiles every pattern in prefilter mode (look-arounds and back-references
+    widened away, so each reports a superset of its matches) into one automaton and reads the
+    text's ASCII stand-in (`ascii_stand_in`, pattern characters outside ASCII mapped alike);
+    a pattern it does not report cannot match, and is not scanned by `re`. Patterns whose
+    stand-in could lose a match (a negated class excluding a stand-in character, other flags
+    than IGNORECASE | MULTILINE) are always candidates. `candidates` returns None when
+    Hyperscan is not installed or cannot compile the set: then every pattern is a candidate.
+    The automaton is built on first use (~1 s) and cached on disk per pattern set."""
+
+    def __init__(self, patterns: Sequence[re.Pattern]) -> None:
+        self.patterns = tuple(patterns)
+        self.screened = tuple(k for k, p in enumerate(self.patterns) if _stand_in_safe(p))
+        self._db = None
+        self._scratch = None
+        self._broken = False
+
+    def candidates(self, text: str) -> set[int] | None:
+        """Indexes (into `patterns`) of the patterns that may match `text`, or None."""
+        if self._broken or (self._db is None and not self._build()):
+            return None
+        found = set(range(len(self.patterns))).difference(self.screened)
+        self._db.scan(ascii_stand_in(text).encode("ascii"), match_event_handler=_collect, context=found,
+                      scratch=self._scratch)
+        return found
+
+    def _build(self) -> bool:
+        try:
+            import hyperscan
+        except ImportError:
+            self._broken = True
+            return False
+        flags = (hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_MULTILINE
+                 | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY)
+        exprs = [_stand_in_pattern(self.patterns[k].pattern).encode("ascii") for k in self.screened]
+        key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), flags, exprs)).encode()).hexdigest()[:24]
+        path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loci" / f"onepass-{key}.hsdb"
+        try:
+            self._db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            self._db.scan(b"", match_event_handler=_collect, context=set(), scratch=hyperscan.Scratch(self._db))
+        except Exception:  # no cache yet, or built for another CPU or library version
+            try:
+                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+                db.compile(expressions=exprs, ids=list(self.screened), flags=[flags] * len(exprs))
+            except Exception:
+                self._broken = True
+                return False
+            self._db = db
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_bytes(hyperscan.dumpb(db))
+                tmp.replace(path)
+            except OSError:
+                pass
+        self._scratch = hyperscan.Scratch(self._db)
+        return True
+
+
+def _collect(pattern_id: int, start: int, end: int, flags: int, found: set[int]) -> None:
+    found.add(pattern_id)
+
+
+def _stand_in_pattern(source: str) -> str:
+    """The pattern Hyperscan compiles: characters outside ASCII replaced by their stand-ins."""
+    return "".join(c if c.isascii() else "\\x7f" if _STAND_IN[ord(c)] == "\x7f" else _STAND_IN[ord(c)]
+                   for c in source)
+
+
+def _stand_in_safe(pattern: re.Pattern) -> bool:
+    """True when Hyperscan reading stand-ins finds every text `pattern` matches: IGNORECASE and
+    MULTILINE only, every character outside ASCII written as itself, and no negated class or
+    `[^x]` that excludes a stand-in character or one outside ASCII."""
+    from re import _constants as c
+    from re import _parser
+
+    if not pattern.flags & re.IGNORECASE or pattern.flags & (re.DOTALL | re.VERBOSE | re.ASCII | re.LOCALE):
+        return False
+    stand_ins = {ord(x) for x in _STAND_INS} | {ord(x.upper()) for x in _STAND_INS}
+
+    def excluded(code: int) -> bool:
+        return code > 0x7f or code in stand_ins or bool(_ASCII_SPACES.match(chr(code)))
+
+    def safe(items) -> bool:
+        for op, av in items:
+            if op is c.LITERAL and (av > 0x7f and chr(av) not in pattern.pattern or _ASCII_SPACES.match(chr(av))):
+                return False
+            if op is c.NOT_LITERAL and excluded(av):
+                return False
+            if op is c.IN:
+                negated = any(o is c.NEGATE for o, _ in av)
+                for o, a in av:
+                    if o is c.LITERAL and (a > 0x7f and chr(a) not in pattern.pattern or _ASCII_SPACES.match(chr(a))
+                                           or negated and excluded(a)):
+                        return False
+                    if o is c.RANGE and (a[1] > 0x7f or negated and any(a[0] <= x <= a[1] for x in stand_ins)):
+                        return False
+            elif op in (c.SUBPATTERN,):
+                if not safe(av[3]):
+                    return False
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
+                if not safe(av[2]):
+                    return False
+            elif op is c.BRANCH:
+                if not all(safe(b) for b in av[1]):
+                    return False
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                if not safe(av[1]):
+                    return False
+            elif op is c.ATOMIC_GROUP:
+                if not safe(av):
+                    return False
+            elif op in (c.GROUPREF_EXISTS,):
+                return False
+        return True
+
+    return safe(_parser.parse(pattern.pattern, pattern.flags))
