@@ -933,7 +933,6 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
-    entropy = shannon_entropy(v)
     hex_like = bool(re.fullmatch(r"[0-9a-fA-F\-]+", v))
     if strict:
         # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
@@ -943,19 +942,35 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return (
             len(v) >= 24
             and char_classes(v) >= 3
-            and sum(c.isdigit() for c in v) >= 2
-            and entropy >= 4.5
+            and _digits(v) >= 2
+            and shannon_entropy(v) >= 4.5
             and not re.search(r"[a-z]{7,}|[A-Z]{7,}", v)
         )
+    entropy = shannon_entropy(v)
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
     return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
 
 
+def _digits(v: str) -> int:
+    """How many characters of `v` are digits (`str.isdigit`)."""
+    return sum(map(v.count, "0123456789")) if v.isascii() else sum(c.isdigit() for c in v)
+
+
+# Adds one to every byte: `_is_sequential` compares a text with itself shifted by one.
+_NEXT_BYTE = bytes((b + 1) & 0xFF for b in range(256))
+
+
 def _is_sequential(v: str) -> bool:
     """ "abcdefgh...", "12345678...": keyboard-walk fillers, not generated values."""
     low = v.lower()
+    if low.isascii():  # eight characters each one up from the one before: seven equal pairs in a row
+        if len(low) < 8:
+            return False
+        raw = low.encode("ascii")
+        pairs = int.from_bytes(raw[:-1].translate(_NEXT_BYTE), "big") ^ int.from_bytes(raw[1:], "big")
+        return b"\x00" * 7 in pairs.to_bytes(len(raw) - 1, "big")
     run = best = 1
     for a, b in zip(low, low[1:]):
         run = run + 1 if ord(b) - ord(a) == 1 else 1
@@ -1105,10 +1120,11 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
+        if not _looks_generated(token, min_len=24, strict=True):
+            continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
-        if _looks_generated(token, min_len=24, strict=True):
-            yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+        yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")
@@ -1140,10 +1156,33 @@ def _public_by_name(text: str, pos: int) -> bool:
     # The token may start inside the value ("Signature: Ixn4b~PcNBdx..."): look before the
     # value's first character as well.
     word = _word_start(text, pos, "\"'`=:", 400)
-    names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
-                                                   _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
+    names = [rx.search(text, max(0, at - back), at) for at in {pos, word}
+             for rx, back, html in ((_NAME_BEFORE_VALUE, 80, False), (_HTML_NAMED_VALUE, 120, True))
+             if _may_end_with(text, max(0, at - back), at, html)]
     return any(m is not None and (_PUBLIC_NAME.search(m.group(1)) or _REQUEST_TOKEN_NAME.search(m.group(1)))
                for m in names)
+
+
+def _may_end_with(text: str, lo: int, at: int, html: bool) -> bool:
+    """False when `_NAME_BEFORE_VALUE` (or, with `html`, `_HTML_NAMED_VALUE`) cannot match
+    `text[lo:at]`: read back from where `$` can match (the end, or before a final line
+    break), past the quotes and spaces the pattern ends with, the separator (`:`, `=`, `=>`)
+    or `value=` must be there. A cheap test before a search that tries every start."""
+    ends = (at, at - 1) if at > lo and text[at - 1] == "\n" else (at,)
+    for end in ends:
+        j = end
+        for _ in range(2):
+            if j > lo and text[j - 1] in ("\\\"'" if html else "\\\"'`"):
+                j -= 1
+        if html:
+            if j - 6 >= lo and text[j - 6 : j].lower() == "value=":
+                return True
+            continue
+        while j > lo and text[j - 1].isspace():
+            j -= 1
+        if j > lo and text[j - 1] in ":=>":
+            return True
+    return False
 
 
 def _in_password_hash(text: str, pos: int) -> bool:

@@ -88,8 +88,13 @@ def shannon_entropy(value: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+_ASCII_CLASSES = (re.compile("[a-z]"), re.compile("[A-Z]"), re.compile("[0-9]"), re.compile("[^A-Za-z0-9]"))
+
+
 def char_classes(value: str) -> int:
     """How many of lower, upper, digit, other appear in `value`."""
+    if value.isascii():  # the same four tests, each one regex search
+        return sum(rx.search(value) is not None for rx in _ASCII_CLASSES)
     return (
         any(c.islower() for c in value)
         + any(c.isupper() for c in value)

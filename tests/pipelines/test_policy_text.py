@@ -13,6 +13,7 @@ from pipelines.policy_rules import injection, secrets
 from pipelines.policy_rules.text import (
     OnePass,
     ascii_stand_in,
+    char_classes,
     fold_case,
     leading_literals,
     literal_starts,
@@ -184,3 +185,39 @@ def test_long_texts_keep_their_findings_with_and_without_the_screen(monkeypatch)
             m.setattr(injection._ONE_PASS, "candidates", lambda text: None)
             assert injection.find_injections_normalised(norm) == screened
         assert screened
+
+
+# ------------------------------------------------------- the secret scanner's cheaper tests
+
+_NAME_PARTS = ["a", "_", "-", ".", " ", "\n", "\t", '"', "'", "`", "\\", ":", "=", ">", "]", "value=", "VALUE=",
+               "name=", "x1", ":=", "=>", "\x1c", "\u00a0", "é"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_NAME_PARTS), max_size=14), st.data())
+def test_the_name_test_never_rules_out_a_name_the_search_finds(parts, data):
+    text = "".join(parts)
+    at = data.draw(st.integers(0, len(text)))
+    lo = data.draw(st.integers(0, at))
+    for rx, html in ((secrets._NAME_BEFORE_VALUE, False), (secrets._HTML_NAMED_VALUE, True)):
+        if rx.search(text, lo, at):
+            assert secrets._may_end_with(text, lo, at, html), (text, lo, at, html)
+
+
+def _sequential_by_definition(v: str) -> bool:
+    low = v.lower()
+    run = best = 1
+    for a, b in zip(low, low[1:]):
+        run = run + 1 if ord(b) - ord(a) == 1 else 1
+        best = max(best, run)
+    return best >= 8
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=30), st.text(alphabet="abcdefghijkLMNOP0123456789:;<=>?@xyz{|}~\x7f", max_size=30)))
+def test_the_ascii_shortcuts_give_the_definitions(v):
+    assert secrets._is_sequential(v) == _sequential_by_definition(v)
+    assert char_classes(v) == (any(c.islower() for c in v) + any(c.isupper() for c in v)
+                               + any(c.isdigit() for c in v) + any(not c.isalnum() for c in v))
+    assert secrets._digits(v) == sum(c.isdigit() for c in v)
+    assert secrets._is_sequential("xx" + "".join(map(chr, range(0x78, 0x80))))  # "xyz{|}~\x7f": one up each
