@@ -43,7 +43,14 @@ from functools import lru_cache
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
-from pipelines.policy_rules.text import char_classes, fold_case, may_match, required_literals, shannon_entropy
+from pipelines.policy_rules.text import (
+    OnePass,
+    char_classes,
+    fold_case,
+    may_match,
+    required_literals,
+    shannon_entropy,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,18 +310,43 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     masks them all the same."""
     if not text:
         return []
+    out = _ruled_out(text)
     hits: list[SecretHit] = []
-    hits.extend(_vendor_hits(text, stand_ins))
-    code_hits = [*_structural_hits(text), *_keyword_hits(text)]
+    hits.extend(_vendor_hits(text, stand_ins, out))
+    out = out or frozenset()
+    code_hits = [*_structural_hits(text, out), *_keyword_hits(text, out)]
     if not stand_ins:
         code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
     hits.extend(code_hits)
     hits.extend(_high_entropy_hits(text))
     if not stand_ins:
         hits = [h for h in hits if not _masked_or_cut(text, h)]
-    hits.extend(_sentence_hits(text))
-    hits.extend(_number_hits(text))
+    hits.extend(_sentence_hits(text, out))
+    hits.extend(_number_hits(text, out))
     return _dedupe(hits)
+
+
+@lru_cache(maxsize=1)
+def _one_pass() -> OnePass:
+    """The patterns each scan a whole text (vendor formats, structures, keywords, sentences,
+    numbers), screened together in one pass over a long text."""
+    return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
+                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_KEYWORD,
+                    _CARD, _SSN])
+
+
+def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
+    """On a long text, the patterns the one pass shows cannot match; None when it cannot tell
+    (a short text, or no Hyperscan: then the vendor formats' literal tests decide)."""
+    if len(text) <= _PREFILTER_CHARS:
+        return None
+    one = _one_pass()
+    found = one.candidates(text)
+    return None if found is None else frozenset(rx for k, rx in enumerate(one.patterns) if k not in found)
+
+
+def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
+    return iter(()) if rx in out else rx.finditer(text)
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")
@@ -392,11 +424,11 @@ def _vendor_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[frozenset[str]
 _PREFILTER_CHARS = 300
 
 
-def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
-    folded = fold_case(text) if len(text) > _PREFILTER_CHARS else ""
+def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | None = None) -> Iterator[SecretHit]:
+    folded = fold_case(text) if len(text) > _PREFILTER_CHARS and out is None else ""
     seen: dict[str, bool] = {}
     for rule_id, pattern, required in _vendor_patterns():
-        if folded and not may_match(required, folded, seen):
+        if pattern in (out or ()) or folded and not may_match(required, folded, seen):
             continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
@@ -523,15 +555,15 @@ def is_periodic(value: str) -> bool:
 # --------------------------------------------------------------------------- layer 2
 
 
-def _structural_hits(text: str) -> Iterator[SecretHit]:
-    for m in _PEM_PRIVATE.finditer(text):
+def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_PEM_PRIVATE, text, out):
         body = m.group("body")
         if body.strip() and not body.lstrip().startswith("-----END"):
             yield SecretHit("hard.secret.private_key", m.start(), m.end())
-    for m in _URL_CREDENTIALS.finditer(text):
+    for m in _scan(_URL_CREDENTIALS, text, out):
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
-    for m in _AUTH_HEADER.finditer(text):
+    for m in _scan(_AUTH_HEADER, text, out):
         value = m.group("value")
         scheme = (m.group("scheme") or "").lower()
         if scheme == "basic":
@@ -540,7 +572,7 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=10)
         if ok:
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
-    for m in _SCHEME_TOKEN.finditer(text):
+    for m in _scan(_SCHEME_TOKEN, text, out):
         value = m.group("value")
         if m.group("scheme").lower() == "basic":
             ok = (
@@ -552,11 +584,11 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=12)
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
-    for m in _BASIC_ENCODE.finditer(text):
+    for m in _scan(_BASIC_ENCODE, text, out):
         # "user:password" base64-encoded in code is an HTTP Basic credential being built
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
-    for m in _CURL_USER.finditer(text):
+    for m in _scan(_CURL_USER, text, out):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
         cred = m.group("cred").replace('"', "").replace("'", "")
@@ -575,9 +607,9 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
 # --------------------------------------------------------------------------- layer 3
 
 
-def _keyword_hits(text: str) -> Iterator[SecretHit]:
+def _keyword_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     done_until = -1
-    for k in _KW.finditer(text):
+    for k in _scan(_KW, text, out):
         if k.start() < done_until:
             continue  # a second keyword inside a name already judged ("secret_key")
         name_start = _name_start(text, k.start())
@@ -602,7 +634,7 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         hit = _assignment_value(text, name_end, password_like, bare_key)
         if hit is not None:
             yield hit
-    for m in _REVERSE_COMPARE.finditer(text):
+    for m in _scan(_REVERSE_COMPARE, text, out):
         value = m.group("qval")
         if _is_password_value(value, quoted=True):
             yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
@@ -987,10 +1019,10 @@ _BARE_PIN = re.compile(
 )
 
 
-def _sentence_hits(text: str) -> Iterator[SecretHit]:
-    for m in _BARE_PIN.finditer(text):
+def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_BARE_PIN, text, out):
         yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
-    for m in _SENTENCE_KEYWORD.finditer(text):
+    for m in _scan(_SENTENCE_KEYWORD, text, out):
         quoted = m.group("qval") is not None
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
@@ -1077,8 +1109,8 @@ def _bare_word_ends_sentence(text: str, value: str, end: int, verb: str) -> bool
     return value.isalpha() and (rest == "" or rest[0] in ".!;,\n" or rest.startswith(" \n"))
 
 
-def _number_hits(text: str) -> Iterator[SecretHit]:
-    for m in _CARD.finditer(text):
+def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_CARD, text, out):
         digits = re.sub(r"\D", "", m.group())
         if not 13 <= len(digits) <= 19 or not _luhn_ok(digits):
             continue
@@ -1086,7 +1118,7 @@ def _number_hits(text: str) -> Iterator[SecretHit]:
         context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
         if grouped or context:
             yield SecretHit("hard.secret.payment_card", m.start(), m.end())
-    for m in _SSN.finditer(text):
+    for m in _scan(_SSN, text, out):
         if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
             yield SecretHit("hard.secret.national_id", m.start(), m.end())
 

@@ -298,9 +298,10 @@ class OnePass:
     widened away, so each reports a superset of its matches) into one automaton and reads the
     text's ASCII stand-in (`ascii_stand_in`, pattern characters outside ASCII mapped alike);
     a pattern it does not report cannot match, and is not scanned by `re`. Patterns whose
-    stand-in could lose a match (a negated class excluding a stand-in character, other flags
-    than IGNORECASE | MULTILINE) are always candidates. `candidates` returns None when
-    Hyperscan is not installed or cannot compile the set: then every pattern is a candidate.
+    stand-in could lose a match (a negated class excluding a stand-in character, flags other
+    than IGNORECASE, MULTILINE and DOTALL) or that Hyperscan cannot compile are always
+    candidates. `candidates` returns None when Hyperscan is not installed or fails: then every
+    pattern is a candidate.
     The automaton is built on first use (~1 s) and cached on disk per pattern set."""
 
     def __init__(self, patterns: Sequence[re.Pattern]) -> None:
@@ -325,8 +326,10 @@ class OnePass:
         except ImportError:
             self._broken = True
             return False
-        flags = (hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_CASELESS | hyperscan.HS_FLAG_MULTILINE
-                 | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY)
+        base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
+        same = ((re.IGNORECASE, hyperscan.HS_FLAG_CASELESS), (re.MULTILINE, hyperscan.HS_FLAG_MULTILINE),
+                (re.DOTALL, hyperscan.HS_FLAG_DOTALL))
+        flags = [base | sum(hs for py, hs in same if self.patterns[k].flags & py) for k in self.screened]
         exprs = [_stand_in_pattern(self.patterns[k].pattern).encode("ascii") for k in self.screened]
         key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), flags, exprs)).encode()).hexdigest()[:24]
         path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loci" / f"onepass-{key}.hsdb"
@@ -335,13 +338,14 @@ class OnePass:
             self._db.scan(b"", match_event_handler=_collect, context=set(), scratch=hyperscan.Scratch(self._db))
         except Exception:  # no cache yet, or built for another CPU or library version
             try:
-                db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-                db.compile(expressions=exprs, ids=list(self.screened), flags=[flags] * len(exprs))
+                db = self._compile(hyperscan, exprs, flags)
             except Exception:
                 self._broken = True
                 return False
             self._db = db
             try:
+                if len(self.screened) < len(exprs):
+                    raise OSError("not cached: a set with patterns left out is compiled anew")
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_bytes(hyperscan.dumpb(db))
@@ -350,6 +354,23 @@ class OnePass:
                 pass
         self._scratch = hyperscan.Scratch(self._db)
         return True
+
+    def _compile(self, hyperscan, exprs: list[bytes], flags: list[int]):
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        try:
+            db.compile(expressions=exprs, ids=list(self.screened), flags=flags)
+        except hyperscan.error:  # leave out (as always candidates) the patterns it cannot compile
+            keep = []
+            for n in range(len(exprs)):
+                try:
+                    hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK).compile(expressions=[exprs[n]], ids=[0],
+                                                                             flags=[flags[n]])
+                    keep.append(n)
+                except hyperscan.error:
+                    pass
+            self.screened = tuple(self.screened[n] for n in keep)
+            db.compile(expressions=[exprs[n] for n in keep], ids=list(self.screened), flags=[flags[n] for n in keep])
+        return db
 
 
 def _collect(pattern_id: int, start: int, end: int, flags: int, found: set[int]) -> None:
@@ -363,13 +384,14 @@ def _stand_in_pattern(source: str) -> str:
 
 
 def _stand_in_safe(pattern: re.Pattern) -> bool:
-    """True when Hyperscan reading stand-ins finds every text `pattern` matches: IGNORECASE and
-    MULTILINE only, every character outside ASCII written as itself, and no negated class or
-    `[^x]` that excludes a stand-in character or one outside ASCII."""
+    """True when Hyperscan reading stand-ins finds every text `pattern` matches: no flags but
+    IGNORECASE, MULTILINE and DOTALL (Hyperscan has the same), every character outside ASCII
+    written as itself, and no negated class or `[^x]` that excludes a stand-in character (in
+    either case) or one outside ASCII."""
     from re import _constants as c
     from re import _parser
 
-    if not pattern.flags & re.IGNORECASE or pattern.flags & (re.DOTALL | re.VERBOSE | re.ASCII | re.LOCALE):
+    if pattern.flags & (re.VERBOSE | re.ASCII | re.LOCALE):
         return False
     stand_ins = {ord(x) for x in _STAND_INS} | {ord(x.upper()) for x in _STAND_INS}
 

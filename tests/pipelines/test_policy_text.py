@@ -139,9 +139,58 @@ def test_one_pass_reports_every_pattern_that_matches_even_outside_ascii():
 def test_one_pass_leaves_patterns_it_cannot_stand_in_for_as_candidates():
     pytest.importorskip("hyperscan")
     # "[^a-z]" accepts "é", whose stand-in "a" it rejects: never screened out
-    one = OnePass([re.compile(r"[^a-z]x", re.I), re.compile(r"zz", re.I), re.compile(r"yy")])
+    # (and VERBOSE patterns: Hyperscan has no such mode); case-sensitive ones are screened as such
+    one = OnePass([re.compile(r"[^a-z]x", re.I), re.compile(r"zz", re.I), re.compile(r"yy"), re.compile(r"w w", re.X)])
+    assert one.screened == (1, 2)
+    assert one.candidates("éx YY") == {0, 3}
+    assert one.candidates("éx yy ZZ") == {0, 1, 2, 3}
+
+
+def test_patterns_hyperscan_cannot_compile_stay_candidates():
+    pytest.importorskip("hyperscan")
+    one = OnePass([re.compile(r"[\u00e9x]yz", re.I), re.compile(r"abc", re.I)])  # "\u" in a class: not Hyperscan's
+    assert one.candidates("nothing") == {0}
     assert one.screened == (1,)
-    assert one.candidates("éx") == {0, 2}
+
+
+_SECRET_TEXTS = [
+    "password = 'Xk9#mQ2$vL7p' and token: ghp_" + "a1B2c3D4e5" * 4,
+    "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "card 4111 1111 1111 1111, ssn 078-05-1120, pin code 4821, curl -u admin:S3cr3tPa55 https://x.test",
+    "postgres://app:Zq8!rT2wLm@db.internal:5432/prod  AKIAQ7V3XK2LMN4PRS5T  xoxb-1234-5678-abcdEFGHijkl",
+    "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7bq9\n-----END RSA PRIVATE KEY-----",
+    "Mot de passe : «Ünïcødé-Pässwörd-9» — clé d’API: sk-proj-" + "Ab3dEf6hIj" * 5,
+]
+
+
+def test_one_pass_reports_every_secret_pattern_that_matches():
+    pytest.importorskip("hyperscan")
+    one = secrets._one_pass()
+    padding = " Notes on the garden, the shed, the fence and the café (naïve 说话)." * 6
+    matched = 0
+    for text in _SECRET_TEXTS:
+        for t in (text, padding + text + padding):
+            found, matching = _screen_and_scan(one, t)
+            assert found is not None and matching <= found, (t, matching - found)
+            matched += len(matching)
+    assert matched >= 2 * len(_SECRET_TEXTS)
+
+
+def test_long_texts_keep_their_secrets_with_and_without_the_screen(monkeypatch):
+    padding = " Notes on the garden, the shed, the fence and the café (naïve 说话)." * 6
+    for text in _SECRET_TEXTS:
+        long = padding + text + padding
+        screened = secrets.find_secrets(long)
+        with monkeypatch.context() as m:
+            m.setattr(secrets._one_pass(), "candidates", lambda text: None)
+            assert secrets.find_secrets(long) == screened
+        assert screened
+        # and a screen that drops every pattern loses them: the comparison would notice
+        with monkeypatch.context() as m:
+            m.setattr(secrets._one_pass(), "candidates", lambda text: set())
+            assert len(secrets.find_secrets(long)) < len(screened) or not any(
+                h.rule_id != "hard.secret.high_entropy" for h in screened)
 
 
 def test_a_screen_that_drops_a_match_changes_the_findings(monkeypatch):
