@@ -6,6 +6,7 @@ import hashlib
 import math
 import os
 import re
+import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -308,23 +309,31 @@ class OnePass:
         self.patterns = tuple(patterns)
         self.screened = tuple(k for k, p in enumerate(self.patterns) if _stand_in_safe(p))
         self._db = None
-        self._scratch = None
+        self._local = threading.local()  # Hyperscan's scratch space serves one scan at a time
+        self._hyperscan = None
+        self._lock = threading.Lock()
         self._broken = False
 
     def candidates(self, text: str) -> set[int] | None:
         """Indexes (into `patterns`) of the patterns that may match `text`, or None."""
-        if self._broken or (self._db is None and not self._build()):
+        if self._db is None and not self._broken:
+            with self._lock:
+                if self._db is None and not self._broken:
+                    self._broken = not self._build()
+        if self._broken:
             return None
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = self._hyperscan.Scratch(self._db)
         found = set(range(len(self.patterns))).difference(self.screened)
         self._db.scan(ascii_stand_in(text).encode("ascii"), match_event_handler=_collect, context=found,
-                      scratch=self._scratch)
+                      scratch=scratch)
         return found
 
     def _build(self) -> bool:
         try:
             import hyperscan
         except ImportError:
-            self._broken = True
             return False
         base = hyperscan.HS_FLAG_PREFILTER | hyperscan.HS_FLAG_SINGLEMATCH | hyperscan.HS_FLAG_ALLOWEMPTY
         same = ((re.IGNORECASE, hyperscan.HS_FLAG_CASELESS), (re.MULTILINE, hyperscan.HS_FLAG_MULTILINE),
@@ -334,15 +343,13 @@ class OnePass:
         key = hashlib.sha256(repr((getattr(hyperscan, "__version__", ""), flags, exprs)).encode()).hexdigest()[:24]
         path = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "loci" / f"onepass-{key}.hsdb"
         try:
-            self._db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
-            self._db.scan(b"", match_event_handler=_collect, context=set(), scratch=hyperscan.Scratch(self._db))
+            db = hyperscan.loadb(path.read_bytes(), hyperscan.HS_MODE_BLOCK)
+            db.scan(b"", match_event_handler=_collect, context=set(), scratch=hyperscan.Scratch(db))
         except Exception:  # no cache yet, or built for another CPU or library version
             try:
                 db = self._compile(hyperscan, exprs, flags)
             except Exception:
-                self._broken = True
                 return False
-            self._db = db
             try:
                 if len(self.screened) < len(exprs):
                     raise OSError("not cached: a set with patterns left out is compiled anew")
@@ -352,7 +359,8 @@ class OnePass:
                 tmp.replace(path)
             except OSError:
                 pass
-        self._scratch = hyperscan.Scratch(self._db)
+        self._hyperscan = hyperscan
+        self._db = db  # last: other threads use it once it is set
         return True
 
     def _compile(self, hyperscan, exprs: list[bytes], flags: list[int]):

@@ -270,3 +270,15 @@ def test_the_ascii_shortcuts_give_the_definitions(v):
                                + any(c.isdigit() for c in v) + any(not c.isalnum() for c in v))
     assert secrets._digits(v) == sum(c.isdigit() for c in v)
     assert secrets._is_sequential("xx" + "".join(map(chr, range(0x78, 0x80))))  # "xyz{|}~\x7f": one up each
+
+
+def test_one_pass_serves_threads_at_once():
+    # Hyperscan's scratch space serves one scan at a time: each thread has its own
+    pytest.importorskip("hyperscan")
+    from concurrent.futures import ThreadPoolExecutor
+
+    one = OnePass([re.compile(r"\bignore\s+\w+", re.I), re.compile(r"password\s*=", re.I)])
+    texts = ["Ignore everything. " * 40, "password = x " * 40, "nothing " * 80] * 30
+    with ThreadPoolExecutor(6) as pool:
+        found = list(pool.map(one.candidates, texts))
+    assert found == [{0}, {1}, set()] * 30
