@@ -346,7 +346,7 @@ def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
 
 
 def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
-    return iter(()) if rx in out else rx.finditer(text)
+    return rx.finditer(text) if not out or rx not in out else iter(())
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")
@@ -427,8 +427,11 @@ _PREFILTER_CHARS = 300
 def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | None = None) -> Iterator[SecretHit]:
     folded = fold_case(text) if len(text) > _PREFILTER_CHARS and out is None else ""
     seen: dict[str, bool] = {}
-    for rule_id, pattern, required in _vendor_patterns():
-        if pattern in (out or ()) or folded and not may_match(required, folded, seen):
+    patterns = _vendor_patterns()
+    if out:
+        patterns = tuple(p for p in patterns if p[1] not in out)
+    for rule_id, pattern, required in patterns:
+        if folded and not may_match(required, folded, seen):
             continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
