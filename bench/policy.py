@@ -167,6 +167,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rules-only", action="store_true", help="the rules alone, without the learned layer")
     p.add_argument("--loso", action="store_true",
                    help="leave-one-source-out: retrain the learned layer without each source, judge that source")
+    p.add_argument("--verdicts", type=Path,
+                   help="write every row's verdict (action, rule ids, reasons) as a JSON line, in row order: "
+                        "two runs' files are byte-identical when a change keeps every verdict")
     return p.parse_args(argv)
 
 
@@ -187,7 +190,10 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict:
     started = time.perf_counter()
     if args.loso:
         return loso(rows, say, time.perf_counter)
-    results = evaluate(rows, Policy(learned=None) if args.rules_only else Policy())
+    verdicts: list[str] | None = [] if args.verdicts else None
+    results = evaluate(rows, Policy(learned=None) if args.rules_only else Policy(), verdicts=verdicts)
+    if args.verdicts:
+        args.verdicts.write_text("".join(line + "\n" for line in verdicts or ()), encoding="utf-8")
     report = to_report(results, time.perf_counter() - started)
     report["learned_layer"] = not args.rules_only
     return report
@@ -282,8 +288,10 @@ def load_locomo(path: Path) -> list[Row]:
     return [Row(t, 0, "locomo_turns", path.name) for t in turns if isinstance(t, str)]
 
 
-def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None) -> Results:
-    """Judge every row (adding to `results` when given), timing each `evaluate`."""
+def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None,
+             verdicts: list[str] | None = None) -> Results:
+    """Judge every row (adding to `results` when given), timing each `evaluate`; `verdicts`
+    gets each verdict's action, rule ids and reasons as a JSON line."""
     results = results if results is not None else Results()
     provenance = Provenance(source_kind="chat", source_id="bench")
     for row in rows:
@@ -293,6 +301,8 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
         )
         results.seconds[row.file].append(time.perf_counter() - started)
         results.cpu_seconds[row.file].append(time.thread_time() - cpu_started)
+        if verdicts is not None:
+            verdicts.append(json.dumps([verdict.action, verdict.rule_ids, verdict.reasons], ensure_ascii=False))
         rejected = verdict.action == "reject"
         for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
             counts.add(row.label, rejected)

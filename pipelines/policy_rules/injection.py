@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipelines.policy_rules.text import (
+    OnePass,
     fold_case,
     fold_lookalikes,
     leading_literals,
@@ -117,8 +118,8 @@ _NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmus
 def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     r = []
 
-    def add(rule_id: str, pattern: str) -> None:
-        r.append((rule_id, re.compile(pattern, _FLAGS)))
+    def add(rule_id: str, pattern: str, one_pass: bool = True) -> None:
+        r.append((rule_id, re.compile(pattern, _FLAGS), one_pass))
 
     # -- overriding standing instructions ------------------------------------------
     add(
@@ -135,6 +136,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         rf"\b{_OVERRIDE_VERB}\s+(?:the\s+|all\s+|any\s+)?(?:of\s+)?(?:the\s+)?(?:[\w-]+\s+)?"
         rf"(?:{_INSTR}|everything|anything|all)\s+(?:above|below|before(?!\s+\w+ing\b)|previously|so\s+far|earlier|"
         rf"you\s+(?:were|have\s+been)\s+(?:given|told))\b",
+        one_pass=False,  # Hyperscan takes ~3 s to compile this one alone; `re` scans it in ~0.03 ms a text
     )
     add("hard.injection.override", r"\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?above\b")
     add(
@@ -492,7 +494,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(r)
 
 
-_RULES = _rules()
+_ALL_RULES = _rules()
+_RULES = tuple((rule_id, rx) for rule_id, rx, _ in _ALL_RULES)
 # Per rule, the literals every match holds (`text.required_literals`): on a long text a rule
 # whose literals are absent is not scanned. Exact, unlike `_ANCHORS`: it skips no hit.
 _REQUIRED = tuple(required_literals(rx) for _, rx in _RULES)
@@ -501,6 +504,10 @@ _REQUIRED = tuple(required_literals(rx) for _, rx in _RULES)
 _LEADING = tuple(leading_literals(rx) for _, rx in _RULES)
 # Shorter texts are scanned by every rule of a family left: the test would cost more than it saves.
 _PREFILTER_CHARS = 300
+# On a long text the rules are screened in one pass (`text.OnePass`): only those it reports
+# can match and are scanned (with `matches_at` where a leading literal places them).
+_ONE_PASS_INDEX = {k: n for n, k in enumerate(k for k, (_, _, one_pass) in enumerate(_ALL_RULES) if one_pass)}
+_ONE_PASS = OnePass([_RULES[k][1] for k in _ONE_PASS_INDEX])
 
 # Literals at least one of which every rule of a family needs (lower-cased text): a family
 # whose anchors are all absent is skipped, which keeps long ordinary text cheap.
@@ -746,13 +753,19 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
 
     With `decode`, Base64, hex and 8-bit binary payloads are decoded and scanned too (one level)."""
     hits = []
+    folded = fold_case(norm) if len(norm) > _PREFILTER_CHARS else ""
     low = norm.lower()
     skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
-    folded = fold_case(norm) if len(norm) > _PREFILTER_CHARS else ""
+    screened = _ONE_PASS.candidates(norm) if folded else None
     seen: dict[str, bool] = {}
     starts: dict[str, list[int]] = {}
-    for (rule_id, rx), required, leading in zip(_RULES, _REQUIRED, _LEADING):
-        if rule_id in skip or (folded and not may_match(required, folded, seen)):
+    for k, ((rule_id, rx), required, leading) in enumerate(zip(_RULES, _REQUIRED, _LEADING)):
+        if rule_id in skip:
+            continue
+        if screened is not None and k in _ONE_PASS_INDEX:  # the one pass decides: no literal test needed
+            if _ONE_PASS_INDEX[k] not in screened:
+                continue
+        elif folded and not may_match(required, folded, seen):
             continue
         found = rx.finditer(norm) if not folded or leading is None else \
             matches_at(rx, norm, literal_starts(leading, folded, starts))

@@ -43,7 +43,14 @@ from functools import lru_cache
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
-from pipelines.policy_rules.text import char_classes, fold_case, may_match, required_literals, shannon_entropy
+from pipelines.policy_rules.text import (
+    OnePass,
+    char_classes,
+    fold_case,
+    may_match,
+    required_literals,
+    shannon_entropy,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,18 +310,43 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     masks them all the same."""
     if not text:
         return []
+    out = _ruled_out(text)
     hits: list[SecretHit] = []
-    hits.extend(_vendor_hits(text, stand_ins))
-    code_hits = [*_structural_hits(text), *_keyword_hits(text)]
+    hits.extend(_vendor_hits(text, stand_ins, out))
+    out = out or frozenset()
+    code_hits = [*_structural_hits(text, out), *_keyword_hits(text, out)]
     if not stand_ins:
         code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
     hits.extend(code_hits)
     hits.extend(_high_entropy_hits(text))
     if not stand_ins:
         hits = [h for h in hits if not _masked_or_cut(text, h)]
-    hits.extend(_sentence_hits(text))
-    hits.extend(_number_hits(text))
+    hits.extend(_sentence_hits(text, out))
+    hits.extend(_number_hits(text, out))
     return _dedupe(hits)
+
+
+@lru_cache(maxsize=1)
+def _one_pass() -> OnePass:
+    """The patterns each scan a whole text (vendor formats, structures, keywords, sentences,
+    numbers), screened together in one pass over a long text."""
+    return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
+                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_KEYWORD,
+                    _CARD, _SSN])
+
+
+def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
+    """On a long text, the patterns the one pass shows cannot match; None when it cannot tell
+    (a short text, or no Hyperscan: then the vendor formats' literal tests decide)."""
+    if len(text) <= _PREFILTER_CHARS:
+        return None
+    one = _one_pass()
+    found = one.candidates(text)
+    return None if found is None else frozenset(rx for k, rx in enumerate(one.patterns) if k not in found)
+
+
+def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
+    return rx.finditer(text) if not out or rx not in out else iter(())
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")
@@ -392,10 +424,13 @@ def _vendor_patterns() -> tuple[tuple[str, re.Pattern[str], tuple[frozenset[str]
 _PREFILTER_CHARS = 300
 
 
-def _vendor_hits(text: str, fillers: bool = False) -> Iterator[SecretHit]:
-    folded = fold_case(text) if len(text) > _PREFILTER_CHARS else ""
+def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | None = None) -> Iterator[SecretHit]:
+    folded = fold_case(text) if len(text) > _PREFILTER_CHARS and out is None else ""
     seen: dict[str, bool] = {}
-    for rule_id, pattern, required in _vendor_patterns():
+    patterns = _vendor_patterns()
+    if out:
+        patterns = tuple(p for p in patterns if p[1] not in out)
+    for rule_id, pattern, required in patterns:
         if folded and not may_match(required, folded, seen):
             continue
         for m in pattern.finditer(text):
@@ -523,15 +558,15 @@ def is_periodic(value: str) -> bool:
 # --------------------------------------------------------------------------- layer 2
 
 
-def _structural_hits(text: str) -> Iterator[SecretHit]:
-    for m in _PEM_PRIVATE.finditer(text):
+def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_PEM_PRIVATE, text, out):
         body = m.group("body")
         if body.strip() and not body.lstrip().startswith("-----END"):
             yield SecretHit("hard.secret.private_key", m.start(), m.end())
-    for m in _URL_CREDENTIALS.finditer(text):
+    for m in _scan(_URL_CREDENTIALS, text, out):
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
-    for m in _AUTH_HEADER.finditer(text):
+    for m in _scan(_AUTH_HEADER, text, out):
         value = m.group("value")
         scheme = (m.group("scheme") or "").lower()
         if scheme == "basic":
@@ -540,7 +575,7 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=10)
         if ok:
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
-    for m in _SCHEME_TOKEN.finditer(text):
+    for m in _scan(_SCHEME_TOKEN, text, out):
         value = m.group("value")
         if m.group("scheme").lower() == "basic":
             ok = (
@@ -552,11 +587,11 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
             ok = _looks_generated(value, min_len=12)
         if ok and not _is_placeholder_token(value):
             yield SecretHit("hard.secret.auth_header", m.start("value"), m.end("value"))
-    for m in _BASIC_ENCODE.finditer(text):
+    for m in _scan(_BASIC_ENCODE, text, out):
         # "user:password" base64-encoded in code is an HTTP Basic credential being built
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
-    for m in _CURL_USER.finditer(text):
+    for m in _scan(_CURL_USER, text, out):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
         cred = m.group("cred").replace('"', "").replace("'", "")
@@ -575,9 +610,9 @@ def _structural_hits(text: str) -> Iterator[SecretHit]:
 # --------------------------------------------------------------------------- layer 3
 
 
-def _keyword_hits(text: str) -> Iterator[SecretHit]:
+def _keyword_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     done_until = -1
-    for k in _KW.finditer(text):
+    for k in _scan(_KW, text, out):
         if k.start() < done_until:
             continue  # a second keyword inside a name already judged ("secret_key")
         name_start = _name_start(text, k.start())
@@ -602,7 +637,7 @@ def _keyword_hits(text: str) -> Iterator[SecretHit]:
         hit = _assignment_value(text, name_end, password_like, bare_key)
         if hit is not None:
             yield hit
-    for m in _REVERSE_COMPARE.finditer(text):
+    for m in _scan(_REVERSE_COMPARE, text, out):
         value = m.group("qval")
         if _is_password_value(value, quoted=True):
             yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
@@ -933,7 +968,6 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
-    entropy = shannon_entropy(v)
     hex_like = bool(re.fullmatch(r"[0-9a-fA-F\-]+", v))
     if strict:
         # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
@@ -943,19 +977,35 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return (
             len(v) >= 24
             and char_classes(v) >= 3
-            and sum(c.isdigit() for c in v) >= 2
-            and entropy >= 4.5
+            and _digits(v) >= 2
+            and shannon_entropy(v) >= 4.5
             and not re.search(r"[a-z]{7,}|[A-Z]{7,}", v)
         )
+    entropy = shannon_entropy(v)
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
     return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
 
 
+def _digits(v: str) -> int:
+    """How many characters of `v` are digits (`str.isdigit`)."""
+    return sum(map(v.count, "0123456789")) if v.isascii() else sum(c.isdigit() for c in v)
+
+
+# Adds one to every byte: `_is_sequential` compares a text with itself shifted by one.
+_NEXT_BYTE = bytes((b + 1) & 0xFF for b in range(256))
+
+
 def _is_sequential(v: str) -> bool:
     """ "abcdefgh...", "12345678...": keyboard-walk fillers, not generated values."""
     low = v.lower()
+    if low.isascii():  # eight characters each one up from the one before: seven equal pairs in a row
+        if len(low) < 8:
+            return False
+        raw = low.encode("ascii")
+        pairs = int.from_bytes(raw[:-1].translate(_NEXT_BYTE), "big") ^ int.from_bytes(raw[1:], "big")
+        return b"\x00" * 7 in pairs.to_bytes(len(raw) - 1, "big")
     run = best = 1
     for a, b in zip(low, low[1:]):
         run = run + 1 if ord(b) - ord(a) == 1 else 1
@@ -972,10 +1022,10 @@ _BARE_PIN = re.compile(
 )
 
 
-def _sentence_hits(text: str) -> Iterator[SecretHit]:
-    for m in _BARE_PIN.finditer(text):
+def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_BARE_PIN, text, out):
         yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
-    for m in _SENTENCE_KEYWORD.finditer(text):
+    for m in _scan(_SENTENCE_KEYWORD, text, out):
         quoted = m.group("qval") is not None
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
@@ -1062,8 +1112,8 @@ def _bare_word_ends_sentence(text: str, value: str, end: int, verb: str) -> bool
     return value.isalpha() and (rest == "" or rest[0] in ".!;,\n" or rest.startswith(" \n"))
 
 
-def _number_hits(text: str) -> Iterator[SecretHit]:
-    for m in _CARD.finditer(text):
+def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    for m in _scan(_CARD, text, out):
         digits = re.sub(r"\D", "", m.group())
         if not 13 <= len(digits) <= 19 or not _luhn_ok(digits):
             continue
@@ -1071,7 +1121,7 @@ def _number_hits(text: str) -> Iterator[SecretHit]:
         context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
         if grouped or context:
             yield SecretHit("hard.secret.payment_card", m.start(), m.end())
-    for m in _SSN.finditer(text):
+    for m in _scan(_SSN, text, out):
         if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
             yield SecretHit("hard.secret.national_id", m.start(), m.end())
 
@@ -1105,10 +1155,11 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
+        if not _looks_generated(token, min_len=24, strict=True):
+            continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
-        if _looks_generated(token, min_len=24, strict=True):
-            yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+        yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")
@@ -1140,10 +1191,33 @@ def _public_by_name(text: str, pos: int) -> bool:
     # The token may start inside the value ("Signature: Ixn4b~PcNBdx..."): look before the
     # value's first character as well.
     word = _word_start(text, pos, "\"'`=:", 400)
-    names = [m for at in {pos, word} for m in (_NAME_BEFORE_VALUE.search(text, max(0, at - 80), at),
-                                                   _HTML_NAMED_VALUE.search(text, max(0, at - 120), at))]
+    names = [rx.search(text, max(0, at - back), at) for at in {pos, word}
+             for rx, back, html in ((_NAME_BEFORE_VALUE, 80, False), (_HTML_NAMED_VALUE, 120, True))
+             if _may_end_with(text, max(0, at - back), at, html)]
     return any(m is not None and (_PUBLIC_NAME.search(m.group(1)) or _REQUEST_TOKEN_NAME.search(m.group(1)))
                for m in names)
+
+
+def _may_end_with(text: str, lo: int, at: int, html: bool) -> bool:
+    """False when `_NAME_BEFORE_VALUE` (or, with `html`, `_HTML_NAMED_VALUE`) cannot match
+    `text[lo:at]`: read back from where `$` can match (the end, or before a final line
+    break), past the quotes and spaces the pattern ends with, the separator (`:`, `=`, `=>`)
+    or `value=` must be there. A cheap test before a search that tries every start."""
+    ends = (at, at - 1) if at > lo and text[at - 1] == "\n" else (at,)
+    for end in ends:
+        j = end
+        for _ in range(2):
+            if j > lo and text[j - 1] in ("\\\"'" if html else "\\\"'`"):
+                j -= 1
+        if html:
+            if j - 6 >= lo and text[j - 6 : j].lower() == "value=":
+                return True
+            continue
+        while j > lo and text[j - 1].isspace():
+            j -= 1
+        if j > lo and text[j - 1] in ":=>":
+            return True
+    return False
 
 
 def _in_password_hash(text: str, pos: int) -> bool:

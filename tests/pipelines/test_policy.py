@@ -392,6 +392,11 @@ def test_policy_benchmark_runner_on_a_tiny_file(tmp_path, capsys):
     assert report["by_source"]["inj"]["recall"] == 1.0
     assert report["by_file"]["rows.jsonl"]["n"] == 4
     assert "OVERALL" in capsys.readouterr().out
+    verdicts = tmp_path / "verdicts.jsonl"
+    assert main(["--data", str(data), "--no-builtin", "--verdicts", str(verdicts)]) == 0
+    lines = [json.loads(line) for line in verdicts.read_text(encoding="utf-8").splitlines()]
+    assert [line[0] for line in lines] == ["reject", "reject", "accept", "accept"]
+    assert lines[1][1] == ["hard.injection.override"] and lines[1][2][0].startswith("content: injection")
     assert main(["--data", str(tmp_path / "missing.jsonl")]) == 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"label": 1}\n', encoding="utf-8")
