@@ -84,8 +84,10 @@ def test_warm_loads_what_the_first_write_would_otherwise_wait_for(service: Memor
 
     secrets._vendor_patterns.cache_clear()
     secrets._detect_secrets_patterns.cache_clear()
+    secrets._one_pass.cache_clear()
     assert service.warm() == []
     assert secrets._vendor_patterns.cache_info().currsize == 1  # detect-secrets' plugins imported
+    assert secrets._one_pass.cache_info().currsize == 1  # the long-text screen built or loaded
 
 
 def test_snapshot_loaded_at_start_and_recalled(settings: Settings) -> None:
