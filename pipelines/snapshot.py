@@ -786,16 +786,16 @@ def publish_next(
 
 
 def _same_vector_rows(previous: PublishedVersion, fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
-                      first_row: int) -> dict[str, int]:
-    """{id: its row in the next snapshot} of the fresh rows whose item the previous version
-    serves with exactly the same vector (fresh row i is row `first_row + i`)."""
+                      first_row: int) -> list[tuple[int, int]]:
+    """(previous row, row in the next snapshot) of the fresh rows whose item the previous
+    version serves with exactly the same vector (fresh row i is row `first_row + i`)."""
     prev_row = {item_id: r for r, item_id in enumerate(previous.ids)}
     pairs = [(i, prev_row[item_id]) for i, item_id in enumerate(fresh_ids) if item_id in prev_row]
     if not pairs:
-        return {}
+        return []
     old = previous.vectors_of([r for _, r in pairs])
     same = np.all(old == fresh_vecs[[i for i, _ in pairs]], axis=1)
-    return {fresh_ids[i]: first_row + i for (i, _), keep in zip(pairs, same) if keep}
+    return [(r, first_row + i) for (i, r), keep in zip(pairs, same) if keep]
 
 
 def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
@@ -810,11 +810,14 @@ def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Seque
     manifest = previous.manifest
     if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
             and manifest.index_params.get("m") == HNSW_M):
-        row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
+        new_of_prev = np.full(len(previous.ids), -1, dtype=np.int64)  # previous row -> next row, -1: gone
+        new_of_prev[np.asarray(carried, dtype=np.int64)] = np.arange(len(carried), dtype=np.int64)
         # An item rewritten with the same vector (promoted, placed, used) keeps its graph node:
         # re-adding it would leave a dead node behind and bring the next full rebuild closer.
-        row_of.update(_same_vector_rows(previous, fresh_ids, fresh_vecs, len(carried)))
-        live_slots, new_rows = _slot_rows(previous.labels, previous.ids, row_of)
+        for prev_row, new_row in _same_vector_rows(previous, fresh_ids, fresh_vecs, len(carried)):
+            new_of_prev[prev_row] = new_row
+        live_slots = np.flatnonzero(previous.labels < len(previous.ids))
+        new_rows = new_of_prev[previous.labels[live_slots]]
         outside = np.setdiff1d(np.arange(n, dtype=np.int64), new_rows[new_rows >= 0])
         got = _relabelled(previous.labels, live_slots, new_rows, n, len(outside), max_dead)
         if got is not None:
