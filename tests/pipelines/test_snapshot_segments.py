@@ -269,3 +269,18 @@ def test_a_damaged_index_segment_is_caught(tmp_path, damaged):
     assert snap is not None and snap.version == first.version and problems
     with pytest.raises(SnapshotError):
         read_published(tmp_path, second.version)
+
+
+def test_a_full_build_reusing_a_segmented_index_serves_what_a_fresh_one_serves(tmp_path):
+    """`build_snapshot(reuse=...)` over a version whose graph file is shared: the graph is
+    read with that version's labels and its delta rows are added, not lost or mislabelled."""
+    store = Store(400)
+    root = tmp_path / "seg"
+    store.full(root, 1, hnsw_threshold=300)
+    second = store.next(root, store.change(1, updated=5, removed=4, added=8), 2, hnsw_threshold=300)
+    assert second.index_delta_count == 13
+    store.change(2, updated=3, removed=2, added=4)
+    rebuilt = store.full(root, 3, hnsw_threshold=300, reuse=root / second.version)
+    assert rebuilt.index_kind == "hnsw" and rebuilt.index_delta_count == 0 and rebuilt.index_dead > 0
+    store.full(tmp_path / "full", 3, hnsw_threshold=300)
+    assert_same_service(load_snapshot(root), load_snapshot(tmp_path / "full"))
