@@ -731,7 +731,8 @@ class _RebuiltView:
     def __init__(self, view, overrides: dict[str, Any]):
         from pipelines.recall import MemoryCorpus
 
-        self.corpora = [MemoryCorpus(c.items, c.vectors, c.index, source=c.source, **overrides).warm()
+        self.corpora = [MemoryCorpus(c.items, c.vectors, c.index, source=c.source, exact_rows=c.exact_rows,
+                                     **overrides).warm()
                         for c in view.corpora]
 
 

@@ -124,7 +124,8 @@ class SnapshotHolder:
                 log.warning("no usable snapshot; serving the inbox delta only: %s", "; ".join(problems))
             return SnapshotState(None, MemoryCorpus.empty("snapshot"), tuple(problems), marker)
         # Build the lexical index now (on the loading thread), not on the first request.
-        corpus = MemoryCorpus(loaded.items, loaded.vectors, loaded.index, source="snapshot").warm()
+        corpus = MemoryCorpus(loaded.items, loaded.vectors, loaded.index, source="snapshot",
+                              exact_rows=loaded.exact_rows).warm()
         log.info("loaded snapshot %s (%d items, watermark %d) in %.0f ms", loaded.version,
                  len(loaded.items), loaded.manifest.watermark, 1000 * (time.perf_counter() - started))
         return SnapshotState(loaded, corpus, tuple(problems), marker)

@@ -43,6 +43,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # A snapshot shares the previous one's item table and history and adds a delta segment;
     # past this many delta and removed rows per base row the next one rewrites them (compacts).
     snapshot_compact_fraction: float = 0.25
+    # The HNSW graph file is kept too while the vectors it does not hold (an exact delta index)
+    # are at most this fraction of its slots; past it a run folds them in and rewrites it
+    # (`pipelines.snapshot.INDEX_DELTA_FRACTION`; 0: every run rewrites the graph).
+    snapshot_index_delta_fraction: float = 0.05
     # Tenants (orgs) hash to `shards` shards, each with its own warehouse file and snapshot
     # folder (pipelines/shards.py); 1 = one warehouse, today's layout. `shard`: the shard
     # this process consolidates or serves (-1: none chosen; only meaningful with shards > 1).

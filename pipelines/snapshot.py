@@ -74,6 +74,18 @@ ITEMS_DELTA_FILE = "items-delta.parquet"
 ITEMS_REMOVED_FILE = "items-removed.parquet"
 HISTORY_DELTA_FILE = "history-delta.parquet"
 REMOVED_SCHEMA = pa.schema([("id", pa.string())])
+# The vector index is segmented too: a run that adds few vectors keeps the published HNSW
+# graph file as it is (a hard link, listed with its checksum) and writes the labels its slots
+# carry in this version's rows (index-labels, int64 per slot: a run renumbers rows, the graph
+# file cannot change) plus an exact inner-product index of the rows the graph does not hold
+# (index-delta, labels = rows). Searches ask both and merge by score.
+INDEX_LABELS_FILE = "index-labels.npy"
+INDEX_DELTA_FILE = "index-delta.faiss"
+# Past this many delta vectors per graph slot a run folds them into the graph (extends it and
+# rewrites the file). Exact search over 5k x 384 floats (the bound at 100k) costs ~0.2-0.4 ms
+# per query next to the graph's ~1 ms; a fold adds ~1 ms per vector plus the whole rewrite
+# (200 MB at 100k), paid once per ~5 runs of +1k turns instead of every run.
+INDEX_DELTA_FRACTION = 0.05
 # Past this many delta and removed rows per base row a publish rewrites the base (compacts).
 COMPACT_FRACTION = 0.25
 # Small row groups sorted by item id: reading one item's history touches one or two groups.
@@ -132,6 +144,10 @@ class SnapshotManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     base: str = ""
     delta_count: int = 0
     removed_count: int = 0
+    # Segmented index: the version that wrote index.faiss ("" when this one did) and the
+    # vectors of index-delta (rows the graph does not hold).
+    index_base: str = ""
+    index_delta_count: int = 0
 
 
 @dataclass
@@ -145,6 +161,9 @@ class LoadedSnapshot:
     row_of: dict[str, int] = field(default_factory=dict)  # item id -> row
 
     history_checked: bool = False  # history.parquet's checksum verified (once, on first use)
+    # Rows `index` does not hold (a segmented index's delta: `INDEX_DELTA_FILE`): searched
+    # exactly over `vectors` and merged by score.
+    exact_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
 
     def __post_init__(self) -> None:
         if not self.row_of:
@@ -176,15 +195,20 @@ class LoadedSnapshot:
         q = np.ascontiguousarray(np.atleast_2d(np.asarray(queries, dtype=np.float32)))
         if q.shape[1] != self.manifest.dim:
             raise ValueError(f"query dim {q.shape[1]} != snapshot dim {self.manifest.dim}")
-        if k <= 0 or self.index.ntotal == 0:
-            return [[] for _ in range(q.shape[0])]
         n = self.manifest.count
-        dead = self.index.ntotal - n
-        scores, rows = self.index.search(q, min(k + dead, self.index.ntotal))
-        return [
-            [(int(r), float(s)) for r, s in zip(row_ids, row_scores) if 0 <= r < n][:k]
-            for row_ids, row_scores in zip(rows, scores)
-        ]
+        if k <= 0 or n == 0:
+            return [[] for _ in range(q.shape[0])]
+        hits: list[list[tuple[int, float]]] = [[] for _ in range(q.shape[0])]
+        if self.index.ntotal:
+            dead = self.index.ntotal + len(self.exact_rows) - n
+            scores, rows = self.index.search(q, min(k + dead, self.index.ntotal))
+            hits = [[(int(r), float(s)) for r, s in zip(row_ids, row_scores) if 0 <= r < n]
+                    for row_ids, row_scores in zip(rows, scores)]
+        if len(self.exact_rows):
+            exact = self.exact_rows.tolist()
+            for found, sims in zip(hits, (q @ self.vectors[self.exact_rows].T).tolist()):
+                found.extend(zip(exact, sims))
+        return [sorted(found, key=lambda hit: -hit[1])[:k] for found in hits]
 
 
 # -- version names and folders -------------------------------------------------------------
@@ -326,13 +350,17 @@ def _reuse_hnsw(
             return None
         index = _read_index_checked(previous, INDEX_FILE, manifest.files[INDEX_FILE])
         table = _served_table(previous, manifest, ["id"])
+        if not isinstance(index, faiss.IndexIDMap2):
+            return None
+        # A segmented index: the graph's slots in that version's rows; its delta rows are
+        # not in the graph, so they are added below like new ones.
+        labels = _graph_labels(previous, manifest, index)
     except (SnapshotError, RuntimeError, OSError, pa.ArrowException, KeyError):
         return None
-    if not isinstance(index, faiss.IndexIDMap2) or index.ntotal != manifest.count + manifest.index_dead:
+    if index.ntotal + manifest.index_delta_count != manifest.count + manifest.index_dead:
         return None
     prev_ids = table.column("id").to_pylist()
     n = len(kept)
-    labels = faiss.vector_to_array(index.id_map)
     live_slots, new_rows = _slot_rows(labels, prev_ids, {item_id: row for row, item_id in enumerate(kept)})
     carried = new_rows >= 0
     if carried.any():  # an item whose vector changed is re-added, its old slot dead
@@ -365,22 +393,43 @@ def _slot_rows(labels: np.ndarray, prev_ids: Sequence[str], row_of: dict[str, in
 
 def _relabel_and_extend(index: Any, labels: np.ndarray, live_slots: np.ndarray, new_rows: np.ndarray, n: int,
                         add_rows: np.ndarray, add_vecs: np.ndarray, max_dead: float) -> int | None:
-    """Relabel a graph in place for the next snapshot's n rows (slot -> `new_rows`, -1: dead,
-    relabelled >= n so searches drop it) and add `add_vecs` as rows `add_rows`. Returns the
-    dead slots, or None (index untouched) when more than `max_dead` of them would be dead."""
+    """Relabel a graph in place for the next snapshot's n rows (`_relabelled`) and add
+    `add_vecs` as rows `add_rows`. Returns the dead slots, or None (index untouched) when more
+    than `max_dead` of them would be dead."""
+    got = _relabelled(labels, live_slots, new_rows, n, len(add_rows), max_dead)
+    if got is None:
+        return None
+    _extend(index, got[0], add_rows, add_vecs)
+    return got[1]
+
+
+def _relabelled(labels: np.ndarray, live_slots: np.ndarray, new_rows: np.ndarray, n: int, n_add: int,
+                max_dead: float) -> tuple[np.ndarray, int] | None:
+    """The labels of a graph's slots in the next snapshot's n rows (slot -> `new_rows`, -1:
+    dead, relabelled >= n so searches drop it) and the number of dead slots, or None when more
+    than `max_dead` of the slots (`n_add` more to come) would be dead."""
     relabelled = np.full(len(labels), -1, dtype=np.int64)
     relabelled[live_slots] = new_rows
     dead_slots = np.flatnonzero(relabelled < 0)
-    total = len(labels) + len(add_rows)
+    total = len(labels) + n_add
     if total and len(dead_slots) / total > max_dead:
         return None
     relabelled[dead_slots] = np.arange(n, n + len(dead_slots), dtype=np.int64)
-    faiss.copy_array_to_vector(relabelled, index.id_map)
+    return relabelled, len(dead_slots)
+
+
+def _apply_labels(index: Any, labels: np.ndarray) -> None:
+    """Give an IndexIDMap2's slots `labels` (in memory; a memory-mapped index too)."""
+    faiss.copy_array_to_vector(np.ascontiguousarray(labels, dtype=np.int64), index.id_map)
     index.construct_rev_map()
+
+
+def _extend(index: Any, labels: np.ndarray, add_rows: np.ndarray, add_vecs: np.ndarray) -> None:
+    """Relabel a graph in place and add `add_vecs` as rows `add_rows` (all cores)."""
+    _apply_labels(index, labels)
     if len(add_rows):
         with _faiss_threads(os.cpu_count() or 1):
             index.add_with_ids(np.ascontiguousarray(add_vecs, dtype=np.float32), np.asarray(add_rows, np.int64))
-    return len(dead_slots)
 
 
 def _sha256(data: bytes | memoryview) -> str:
@@ -434,7 +483,7 @@ def _publish_rows(
 
     fields = _manifest_fields(built, embedder=embedder_name, dim=dim, watermark=watermark, count=len(ids),
                               tiers=tiers, extra=extra)
-    manifest = _publish(root, built.index, blobs, {}, fields)
+    manifest = _publish(root, {INDEX_FILE: built.index}, blobs, {}, fields)
     prune(root, keep)
     return manifest
 
@@ -445,7 +494,7 @@ def _manifest_fields(built: _BuiltIndex, *, embedder: str, dim: int, watermark: 
     return {"watermark": watermark, "embedder": embedder, "dim": dim, "count": count,
             "tier_counts": dict(sorted(Counter(tiers).items())), "index_kind": built.kind,
             "index_params": built.params, "index_dead": built.dead, "faiss_version": faiss.__version__,
-            "extra": dict(extra or {})}
+            "index_delta_count": 0 if built.delta is None else int(built.delta.ntotal), "extra": dict(extra or {})}
 
 
 def _check_build_args(embedder_name: str, dim: int, watermark: int, keep: int) -> None:
@@ -492,10 +541,12 @@ def _active_only(items: Sequence[MemoryItem], vecs: np.ndarray) -> tuple[list[Me
 
 @dataclass(frozen=True)
 class _BuiltIndex:
-    index: Any
+    index: Any  # None: the previous graph file is kept (a segmented index, see `labels` and `delta`)
     kind: IndexKind
     params: dict[str, int]
     dead: int  # slots of removed items still in a reused HNSW graph
+    labels: np.ndarray | None = None  # the kept graph's slot labels in the new rows
+    delta: Any = None  # exact IndexIDMap2 of the rows the kept graph does not hold
 
 
 def _build_index(
@@ -543,23 +594,99 @@ class PublishedVersion:
     tiers: list[str]
     base_ids: list[str]  # items.parquet's ids, file order
     delta: pa.Table | None  # items-delta rows (the tail of `ids`), None without a delta segment
-    index: Any  # its IndexIDMap2, deserialized into memory (writable)
+    index: Any  # its graph (or flat) IndexIDMap2, memory-mapped read-only, slots labelled with rows
+    labels: np.ndarray  # `index`'s slot labels (rows; >= count: dead slots)
+    delta_index: Any = None  # exact IndexIDMap2 of the rows `index` does not hold (in memory)
+
+    def vectors_of(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The stored vectors of these rows, from the graph or the delta index."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty((len(rows), self.manifest.dim), dtype=np.float32)
+        in_delta = (np.zeros(len(rows), dtype=bool) if self.delta_index is None
+                    else np.isin(rows, faiss.vector_to_array(self.delta_index.id_map)))
+        for part, mask in ((self.index, ~in_delta), (self.delta_index, in_delta)):
+            if mask.any():
+                out[mask] = part.reconstruct_batch(rows[mask])
+        return out
+
+    def writable_graph(self) -> Any:
+        """The graph read into memory (writable, checked against the manifest), slots
+        labelled as in `index`."""
+        index = _read_index_checked(self.folder, INDEX_FILE, self.manifest.files[INDEX_FILE])
+        _apply_labels(index, self.labels)
+        return index
 
 
 def read_published(root: Path, version: str) -> PublishedVersion:
     """One published version's ids, tiers, segments and index, every file it reads checked
-    against the manifest; the index file is read once. Raises SnapshotError."""
+    against the manifest (the graph is hashed, then memory-mapped). Raises SnapshotError."""
     folder = Path(root) / version
     manifest = _read_manifest(folder, version)
     base, removed, delta = _read_segments(folder, manifest, ["id", "tier"])
     served = _served_rows(folder, base, removed, delta)
-    index = _read_index_checked(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    index, labels, delta_index = _read_indexes(folder, manifest, 0)
     n = manifest.count
-    if not isinstance(index, faiss.IndexIDMap2) or len(served) != n or index.ntotal != n + manifest.index_dead:
-        raise SnapshotError(f"snapshot {version} inconsistent: {len(served)} rows, index {index.ntotal}")
+    if len(served) != n:
+        raise SnapshotError(f"snapshot {version} inconsistent: {len(served)} rows, manifest count {n}")
     return PublishedVersion(manifest=manifest, folder=folder, ids=served.column("id").to_pylist(),
                             tiers=served.column("tier").to_pylist(), base_ids=base.column("id").to_pylist(),
-                            delta=delta, index=index)
+                            delta=delta, index=index, labels=labels, delta_index=delta_index)
+
+
+def _read_indexes(folder: Path, manifest: SnapshotManifest, delta_flags: int) -> tuple[Any, np.ndarray, Any]:
+    """(graph, its slot labels, delta index or None) of a version, checksums verified and the
+    labels applied; the graph memory-mapped read-only, the delta read with `delta_flags`.
+    Checks that the two hold every row once (labels >= count: dead graph slots)."""
+    path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    indexes = []
+    for name, p, flags in ((INDEX_FILE, path, INDEX_READ_FLAGS), (INDEX_DELTA_FILE, None, delta_flags)):
+        if name not in manifest.files:
+            indexes.append(None)
+            continue
+        p = p or _checked_path(folder, name, manifest.files[name])
+        try:
+            index = faiss.read_index(str(p), flags)
+        except RuntimeError as exc:
+            raise SnapshotError(f"{p} corrupt: {exc}") from exc
+        if not isinstance(index, faiss.IndexIDMap2) or index.d != manifest.dim:
+            raise SnapshotError(f"{p} is {type(index).__name__} of dim {index.d}, expected IndexIDMap2 of "
+                                f"dim {manifest.dim}")
+        indexes.append(index)
+    index, delta = indexes
+    labels = _graph_labels(folder, manifest, index)
+    n, dead = manifest.count, manifest.index_dead
+    delta_labels = np.empty(0, np.int64) if delta is None else faiss.vector_to_array(delta.id_map)
+    if (len(delta_labels) != manifest.index_delta_count or index.ntotal + len(delta_labels) != n + dead
+            or (len(delta_labels) and delta_labels.max() >= n)):
+        raise SnapshotError(f"snapshot {manifest.version} inconsistent: manifest count {n} (+{dead} dead, "
+                            f"{manifest.index_delta_count} in the delta index), index {index.ntotal} + "
+                            f"{len(delta_labels)}")
+    if not np.array_equal(np.sort(np.concatenate([labels, delta_labels])), np.arange(n + dead, dtype=np.int64)):
+        raise SnapshotError(f"snapshot {manifest.version} inconsistent: FAISS ids are not row positions")
+    return index, labels, delta
+
+
+def _graph_labels(folder: Path, manifest: SnapshotManifest, index: Any) -> np.ndarray:
+    """The slot labels of a version's graph: its own id map, or (a segmented index) the
+    labels file, applied to `index`. Raises SnapshotError."""
+    entry = manifest.files.get(INDEX_LABELS_FILE)
+    if entry is None:
+        return faiss.vector_to_array(index.id_map)
+    path = _checked_path(folder, INDEX_LABELS_FILE, entry)
+    try:
+        labels = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as exc:
+        raise SnapshotError(f"{path} corrupt: {exc}") from exc
+    if labels.dtype != np.int64 or labels.shape != (index.ntotal,):
+        raise SnapshotError(f"{path} holds {labels.shape} {labels.dtype} labels for {index.ntotal} slots")
+    _apply_labels(index, labels)
+    return labels
+
+
+def _labels_npy(labels: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(labels, dtype=np.int64), allow_pickle=False)
+    return buf.getvalue()
 
 
 def publish_next(
@@ -576,6 +703,7 @@ def publish_next(
     reuse_max_dead: float = 0.2,
     compact_fraction: float = COMPACT_FRACTION,
     history: Callable[[str | None], pa.Table] | None = None,
+    index_delta_fraction: float = INDEX_DELTA_FRACTION,
 ) -> SnapshotManifest:
     """Publish the next snapshot from `previous` plus what changed: `fresh` rows (items
     written since, in the snapshot's item layout, with their vectors) replace or join the
@@ -586,7 +714,9 @@ def publish_next(
     version)`). Past `compact_fraction` delta and removed rows per base row the base is
     rewritten instead.
     Either way the rows are served in one order (carried rows as before, then the fresh
-    ones), so the FAISS graph is the previous one relabelled and extended.
+    ones), so the FAISS graph is the previous one relabelled: its file is kept (a hard link)
+    and the rows it does not hold go to an exact delta index, or, past
+    `index_delta_fraction` of its slots, into the graph, which is then rewritten.
     `history(since)`: the history rows of the active items written at or after `since`
     (None: all of them)."""
     root = Path(root)
@@ -603,7 +733,8 @@ def publish_next(
     carried_ids = [previous.ids[r] for r in carried]
     ids = carried_ids + fresh_ids
     tiers = [previous.tiers[r] for r in carried] + fresh.column("tier").to_pylist()
-    built = _next_index(previous, carried, fresh_ids, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead)
+    built = _next_index(previous, carried, fresh_ids, fresh_vecs, len(ids), hnsw_threshold, reuse_max_dead,
+                        index_delta_fraction)
 
     # A base row stays served only when carried from the base part of the previous rows (an
     # item written since the base has a base row too, hidden behind its delta row).
@@ -642,48 +773,70 @@ def publish_next(
     fields = _manifest_fields(built, embedder=previous.manifest.embedder, dim=dim, watermark=watermark,
                               count=len(ids), tiers=tiers, extra=extra)
     fields.update(base=base, delta_count=delta_rows, removed_count=len(removed))
+    indexes = {INDEX_FILE: built.index}
+    if built.index is None:  # the graph file is kept: its labels and the delta index are written
+        links[INDEX_FILE] = previous.manifest.files[INDEX_FILE]
+        indexes = {INDEX_DELTA_FILE: built.delta}
+        blobs[INDEX_LABELS_FILE] = _labels_npy(built.labels)
+        fields["index_base"] = previous.manifest.index_base or previous.manifest.version
     shared = {name: (previous.folder / name, entry) for name, entry in links.items()}
-    manifest = _publish(root, built.index, blobs, shared, fields)
+    manifest = _publish(root, indexes, blobs, shared, fields)
     prune(root, keep)
     return manifest
 
 
 def _same_vector_rows(previous: PublishedVersion, fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
-                      first_row: int) -> dict[str, int]:
-    """{id: its row in the next snapshot} of the fresh rows whose item the previous version
-    serves with exactly the same vector (fresh row i is row `first_row + i`)."""
+                      first_row: int) -> list[tuple[int, int]]:
+    """(previous row, row in the next snapshot) of the fresh rows whose item the previous
+    version serves with exactly the same vector (fresh row i is row `first_row + i`)."""
     prev_row = {item_id: r for r, item_id in enumerate(previous.ids)}
     pairs = [(i, prev_row[item_id]) for i, item_id in enumerate(fresh_ids) if item_id in prev_row]
     if not pairs:
-        return {}
-    old = previous.index.reconstruct_batch(np.asarray([r for _, r in pairs], dtype=np.int64))
+        return []
+    old = previous.vectors_of([r for _, r in pairs])
     same = np.all(old == fresh_vecs[[i for i, _ in pairs]], axis=1)
-    return {fresh_ids[i]: first_row + i for (i, _), keep in zip(pairs, same) if keep}
+    return [(r, first_row + i) for (i, r), keep in zip(pairs, same) if keep]
 
 
 def _next_index(previous: PublishedVersion, carried: list[int], fresh_ids: Sequence[str], fresh_vecs: np.ndarray,
-                n: int, hnsw_threshold: int, max_dead: float) -> _BuiltIndex:
-    """The index of `publish_next`'s rows (the `carried` previous rows, then the fresh ones):
-    the previous HNSW graph relabelled and extended when both are HNSW and not too much of it
-    would be dead, else built anew from the previous vectors and the fresh ones."""
-    index, manifest = previous.index, previous.manifest
-    fresh_rows = np.arange(len(carried), n, dtype=np.int64)
+                n: int, hnsw_threshold: int, max_dead: float, delta_fraction: float) -> _BuiltIndex:
+    """The index of `publish_next`'s rows (the `carried` previous rows, then the fresh ones).
+    When both are HNSW and not too much of the previous graph would be dead, the graph is
+    kept, relabelled: the rows it does not hold (new and re-embedded items, the previous delta
+    index's carried rows) go to an exact delta index while they are at most `delta_fraction`
+    of its slots (the graph file is linked, not rewritten), else into the graph (a fold: read,
+    extended, rewritten). Otherwise the index is built anew from the previous vectors and
+    the fresh ones."""
+    manifest = previous.manifest
     if (n >= hnsw_threshold and n and manifest.index_kind == "hnsw"
             and manifest.index_params.get("m") == HNSW_M):
-        row_of = {previous.ids[r]: new for new, r in enumerate(carried)}
+        new_of_prev = np.full(len(previous.ids), -1, dtype=np.int64)  # previous row -> next row, -1: gone
+        new_of_prev[np.asarray(carried, dtype=np.int64)] = np.arange(len(carried), dtype=np.int64)
         # An item rewritten with the same vector (promoted, placed, used) keeps its graph node:
         # re-adding it would leave a dead node behind and bring the next full rebuild closer.
-        kept = _same_vector_rows(previous, fresh_ids, fresh_vecs, len(carried))
-        row_of.update(kept)
-        moved = np.asarray([i for i, item_id in enumerate(fresh_ids) if item_id not in kept], dtype=np.int64)
-        labels = faiss.vector_to_array(index.id_map)
-        live_slots, new_rows = _slot_rows(labels, previous.ids, row_of)
-        dead = _relabel_and_extend(index, labels, live_slots, new_rows, n, fresh_rows[moved], fresh_vecs[moved],
-                                   max_dead)
-        if dead is not None:
-            return _BuiltIndex(index=index, kind="hnsw", params=_reused_hnsw_params(index, manifest), dead=dead)
-    old = (index.reconstruct_batch(np.asarray(carried, dtype=np.int64)) if carried
-           else np.zeros((0, manifest.dim), np.float32))
+        for prev_row, new_row in _same_vector_rows(previous, fresh_ids, fresh_vecs, len(carried)):
+            new_of_prev[prev_row] = new_row
+        live_slots = np.flatnonzero(previous.labels < len(previous.ids))
+        new_rows = new_of_prev[previous.labels[live_slots]]
+        outside = np.setdiff1d(np.arange(n, dtype=np.int64), new_rows[new_rows >= 0])
+        got = _relabelled(previous.labels, live_slots, new_rows, n, len(outside), max_dead)
+        if got is not None:
+            labels, dead = got
+            # Rows outside the graph: carried ones (from the previous delta index) or fresh.
+            from_prev = outside < len(carried)
+            vecs = np.empty((len(outside), manifest.dim), dtype=np.float32)
+            vecs[from_prev] = previous.vectors_of(np.asarray(carried, dtype=np.int64)[outside[from_prev]])
+            vecs[~from_prev] = fresh_vecs[outside[~from_prev] - len(carried)]
+            params = _reused_hnsw_params(previous.index, manifest)
+            if len(outside) <= delta_fraction * len(labels):
+                delta = faiss.IndexIDMap2(faiss.IndexFlatIP(manifest.dim))
+                if len(outside):
+                    delta.add_with_ids(vecs, outside)
+                return _BuiltIndex(index=None, kind="hnsw", params=params, dead=dead, labels=labels, delta=delta)
+            graph = previous.writable_graph()
+            _extend(graph, labels, outside, vecs)
+            return _BuiltIndex(index=graph, kind="hnsw", params=params, dead=dead)
+    old = (previous.vectors_of(carried) if carried else np.zeros((0, manifest.dim), np.float32))
     vecs = np.ascontiguousarray(np.vstack([old, fresh_vecs]), dtype=np.float32)
     index, kind, params = _make_index(vecs, manifest.dim, hnsw_threshold)
     return _BuiltIndex(index=index, kind=kind, params=params, dead=0)
@@ -762,9 +915,9 @@ def _read_index_checked(folder: Path, name: str, entry: FileEntry) -> Any:
     return index
 
 
-def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
+def _publish(root: Path, indexes: dict[str, Any], blobs: dict[str, bytes], links: dict[str, tuple[Path, FileEntry]],
              fields: dict[str, Any]) -> SnapshotManifest:
-    """Write a new version folder (the index, `blobs`, hard links to the published files in
+    """Write a new version folder (the `indexes`, `blobs`, hard links to the published files in
     `links`, then the manifest: `fields` plus version, time and files) under a temporary name,
     fsync it, rename it into place and make it CURRENT. The version name hashes every file's
     checksum, the embedder and the watermark. A file system without hard links gets copies."""
@@ -772,7 +925,7 @@ def _publish(root: Path, index: Any, blobs: dict[str, bytes], links: dict[str, t
     tmp = root / f".tmp-{uuid.uuid4().hex}"
     try:
         tmp.mkdir()
-        files = {INDEX_FILE: _write_index(index, tmp / INDEX_FILE)}
+        files = {name: _write_index(index, tmp / name) for name, index in indexes.items()}
         for name, data in blobs.items():
             _write_durable(tmp / name, data)
             files[name] = FileEntry(sha256=_sha256(data), bytes=len(data))
@@ -891,6 +1044,8 @@ def _read_manifest(folder: Path, version: str) -> SnapshotManifest:
     if manifest.format not in READABLE_FORMATS:
         raise SnapshotError(f"{path} has format {manifest.format}, this code reads {list(READABLE_FORMATS)}")
     segmented = (ITEMS_DELTA_FILE, ITEMS_REMOVED_FILE) if ITEMS_DELTA_FILE in manifest.files else ()
+    if INDEX_DELTA_FILE in manifest.files or INDEX_LABELS_FILE in manifest.files:
+        segmented += (INDEX_DELTA_FILE, INDEX_LABELS_FILE)
     for name in (INDEX_FILE, ITEMS_FILE, *segmented):
         if name not in manifest.files:
             raise SnapshotError(f"{path} lists no checksum for {name}")
@@ -966,14 +1121,10 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
             f"snapshot {version} was built with embedder {manifest.embedder!r}, "
             f"but {expected_embedder!r} is in use: rebuild the snapshot (run consolidation)"
         )
-    index_path = _checked_path(folder, INDEX_FILE, manifest.files[INDEX_FILE])
+    # Memory-mapped: the vectors stay in the page cache, shared by every process that
+    # serves this version (a folder is never modified after publication).
+    index, labels, delta = _read_indexes(folder, manifest, INDEX_READ_FLAGS)
     table = _served_table(folder, manifest)
-    try:
-        # Memory-mapped: the vectors stay in the page cache, shared by every process that
-        # serves this version (a folder is never modified after publication).
-        index = faiss.read_index(str(index_path), INDEX_READ_FLAGS)
-    except RuntimeError as exc:
-        raise SnapshotError(f"{folder / INDEX_FILE} corrupt: {exc}") from exc
     try:
         items = table_to_items(table)
     except SnapshotError:
@@ -982,25 +1133,24 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
         raise SnapshotError(f"{folder / ITEMS_FILE} corrupt: {exc}") from exc
 
     n = manifest.count
-    if not isinstance(index, faiss.IndexIDMap2):
-        raise SnapshotError(f"{folder / INDEX_FILE} is {type(index).__name__}, expected IndexIDMap2")
-    dead = manifest.index_dead
-    if index.ntotal != n + dead or index.d != manifest.dim or len(items) != n:
-        raise SnapshotError(
-            f"snapshot {version} inconsistent: manifest count {n} (+{dead} dead) dim {manifest.dim}, "
-            f"index {index.ntotal} x {index.d}, items {len(items)}"
-        )
-    if not np.array_equal(np.sort(faiss.vector_to_array(index.id_map)), np.arange(n + dead, dtype=np.int64)):
-        raise SnapshotError(f"snapshot {version} inconsistent: FAISS ids are not row positions")
+    if len(items) != n:
+        raise SnapshotError(f"snapshot {version} inconsistent: manifest count {n}, items {len(items)}")
     tiers = dict(sorted(Counter(item.tier for item in items).items()))
     if tiers != manifest.tier_counts:
         raise SnapshotError(f"snapshot {version} inconsistent: tier counts {tiers} != {manifest.tier_counts}")
     inner = faiss.downcast_index(index.index)
     if manifest.index_kind == "hnsw":
         inner.hnsw.efSearch = int(manifest.index_params.get("ef_search", HNSW_EF_SEARCH))
-    labels = faiss.vector_to_array(index.id_map)
+    exact_rows = np.empty(0, np.int64)
     if not n:
         vectors = np.zeros((0, manifest.dim), dtype=np.float32)
+    elif delta is not None:  # a segmented index: the graph's live slots and the delta's rows
+        vectors = np.empty((n, manifest.dim), dtype=np.float32)
+        live = np.flatnonzero(labels < n)
+        vectors[labels[live]] = _stored_rows(index, inner, index.ntotal, manifest.dim)[live]
+        exact_rows = np.sort(faiss.vector_to_array(delta.id_map))
+        if len(exact_rows):
+            vectors[exact_rows] = delta.reconstruct_batch(exact_rows)
     elif np.array_equal(labels[:n], np.arange(n, dtype=np.int64)):
         vectors = _stored_rows(index, inner, n, manifest.dim)  # row i is slot i: no copy
     else:  # a carried-over graph: slots are not in row order, go through the id map
@@ -1012,6 +1162,7 @@ def _load_version(root: Path, version: str, expected_embedder: str | None) -> Lo
         index=index,
         version=version,
         path=folder,
+        exact_rows=exact_rows,
     )
 
 

@@ -109,11 +109,13 @@ def cluster_violations(warehouse: Warehouse, clusters: Iterable[Any]) -> list[st
     item is in two clusters (`clusters`: `ClusterRef`s)."""
     out: list[str] = []
     seen: dict[str, str] = {}
+    clusters = list(clusters)
+    # One read for every cluster's members, not one per cluster (each joins the item table).
+    found = {i.id: i for i in warehouse.get_items(list(dict.fromkeys(i for c in clusters for i in c.item_ids)))}
     for c in clusters:
         name = f"{c.partition}#{c.label}"
         if len(set(c.item_ids)) < 2:
             out.append(f"{name}: fewer than two members")
-        found = {i.id: i for i in warehouse.get_items(list(dict.fromkeys(c.item_ids)))}
         for item_id in c.item_ids:
             item = found.get(item_id)
             if item is None:

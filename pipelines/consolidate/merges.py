@@ -87,8 +87,12 @@ def _plan_merges(
     planned: list[tuple[ClusterRef, Any]] = []
     # An item goes into one merge only, even when clusters overlap.
     claimed: set[str] = set()
+    # Every cluster's members in one read (nothing is written before the plan is made): a
+    # read per cluster joined the whole item table each time (~20 ms at 100k items).
+    stored = {i.id: i for i in warehouse.get_items([i for ref in clusters for i in ref.item_ids])}
     for ref in clusters:
-        members = [i for i in warehouse.get_items(ref.item_ids) if mergeable(i) and i.id not in claimed]
+        members = [stored[i] for i in ref.item_ids if i in stored]
+        members = [i for i in members if mergeable(i) and i.id not in claimed]
         apart = contradicting_ids(members)
         if apart:  # each side stays its own item; recall resolves and reports the conflict
             skipped["contradicting items kept apart"] += len(apart)

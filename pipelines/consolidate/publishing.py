@@ -171,6 +171,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
         root, previous, items_to_table(fresh), fresh_vecs, active, watermark=watermark,
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
         compact_fraction=settings.snapshot_compact_fraction,
+        index_delta_fraction=settings.snapshot_index_delta_fraction,
         extra={**(extra or {}), "stm_by_partition": stm, "changed_rows": len(fresh)},
         history=warehouse.active_history,
     )  # fmt: skip

@@ -1,8 +1,9 @@
 """MemoryCorpus: an immutable, searchable set of memory items.
 
 The service holds two kinds: the published snapshot (row i = FAISS id i, vectors from the
-snapshot, an IndexIDMap2 over IndexFlatIP or HNSW) and the small delta of fresh writes
-(no index: searched exactly). Both expose the same operations to the recall engine:
+snapshot, an IndexIDMap2 over IndexFlatIP or HNSW, plus `exact_rows` the index does not
+hold: a segmented snapshot's delta index, scored exactly and merged) and the small delta of
+fresh writes (no index: searched exactly). Both expose the same operations to the recall engine:
 
 - `allowed_mask(identity, ...)`: the rows the caller may see (scope first), active only,
   optionally narrowed by tier/type/tags/scope kind. Every other search takes this mask, so
@@ -80,6 +81,7 @@ class MemoryCorpus:
         hnsw_ef_search: int = HNSW_EF_SEARCH,
         search_threads: int = 1,
         stemming: bool = True,
+        exact_rows: np.ndarray | None = None,
     ):
         self.items: tuple[MemoryItem, ...] = tuple(items)
         for i, it in enumerate(self.items):
@@ -92,7 +94,11 @@ class MemoryCorpus:
         self.hnsw_ef_search = int(hnsw_ef_search)
         self.search_threads = max(1, int(search_threads))
         self.index = index
-        self.vectors = self._check_vectors(vectors, index, n)
+        # Rows the index does not hold (`pipelines.snapshot.LoadedSnapshot.exact_rows`).
+        self.exact_rows = np.unique(np.asarray(exact_rows if exact_rows is not None else [], dtype=np.int64))
+        if len(self.exact_rows) and (self.exact_rows[0] < 0 or self.exact_rows[-1] >= n):
+            raise CorpusError(f"exact rows outside 0..{n - 1}")
+        self.vectors = self._check_vectors(vectors, index, n, len(self.exact_rows))
         self.dim = None if self.vectors is None else int(self.vectors.shape[1])
 
         # id -> row; a later duplicate wins and the earlier row is deactivated.
@@ -185,11 +191,13 @@ class MemoryCorpus:
         self.room_rows = {k: np.asarray(v, dtype=np.int64) for k, v in rooms.items()}
 
     @staticmethod
-    def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int):
+    def _check_vectors(vectors: np.ndarray | None, index: faiss.Index | None, n: int, n_exact: int = 0):
         # An HNSW snapshot may hold dead slots too (labels >= n, never selected).
-        if index is not None and index.ntotal < n:
-            raise CorpusError(f"index holds {index.ntotal} vectors for {n} items")
+        if index is not None and index.ntotal + n_exact < n:
+            raise CorpusError(f"index holds {index.ntotal} vectors (+{n_exact} exact rows) for {n} items")
         if vectors is None:
+            if n_exact:
+                raise CorpusError(f"{n_exact} rows outside the index need their vectors")
             if index is None or n == 0:
                 return None
             # Only an index was given: rebuild the matrix once for exact scoring.
@@ -426,6 +434,11 @@ class MemoryCorpus:
     def _faiss_search(
         self, query: np.ndarray, allowed: np.ndarray, n_allowed: int, k: int
     ) -> tuple[np.ndarray, np.ndarray] | None:
+        exact = self.exact_rows[allowed[self.exact_rows]] if len(self.exact_rows) else self.exact_rows
+        if len(exact):  # the index holds the other rows: it searches those, the exact ones join below
+            allowed = allowed.copy()
+            allowed[exact] = False
+        n_indexed = n_allowed - len(exact)
         bits = np.packbits(allowed, bitorder="little")
         # The size is in bytes: labels past the bitmap (dead HNSW slots) are never members.
         selector = faiss.IDSelectorBitmap(len(bits), faiss.swig_ptr(bits))
@@ -439,26 +452,27 @@ class MemoryCorpus:
             params = faiss.SearchParametersHNSW(sel=selector, efSearch=max(ef, k))
         else:
             params = faiss.SearchParameters(sel=selector)
-        fetch = min(n_allowed, k + 8)  # a little extra so ties at the boundary are seen
-        # One query: a single OpenMP thread is fastest (more threads spin and, on a busy
-        # machine, cost 10+ ms). The setting is per calling thread; restore it after.
-        previous = faiss.omp_get_max_threads()
-        faiss.omp_set_num_threads(self.search_threads)
-        try:
-            dist, ids = self.index.search(query.reshape(1, -1), fetch, params=params)
-        finally:
-            faiss.omp_set_num_threads(previous)
+        fetch = min(n_indexed, k + 8)  # a little extra so ties at the boundary are seen
+        ids = np.empty(0, np.int64)
+        if fetch > 0:
+            # One query: a single OpenMP thread is fastest (more threads spin and, on a busy
+            # machine, cost 10+ ms). The setting is per calling thread; restore it after.
+            previous = faiss.omp_get_max_threads()
+            faiss.omp_set_num_threads(self.search_threads)
+            try:
+                _, found = self.index.search(query.reshape(1, -1), fetch, params=params)
+            finally:
+                faiss.omp_set_num_threads(previous)
+            ids = found[0][found[0] >= 0].astype(np.int64)
         del bits  # the selector points into `bits`: keep it alive until here
-        ids, dist = ids[0], dist[0]
-        ok = ids >= 0
-        ids, dist = ids[ok], dist[ok]
-        if len(ids) < min(k, n_allowed):
+        if len(ids) < min(k, n_indexed):
             return None  # the filtered graph search came up short: the exact path answers
         if not allowed[ids].all():
             raise CorpusError("index returned a row outside the selector")  # never leak
+        ids = np.concatenate([ids, exact])
         # Re-score exactly so both paths return identical numbers for the same rows.
         sims = self.vectors[ids] @ query
-        return self._top(ids.astype(np.int64), sims, k)
+        return self._top(ids, sims, k)
 
     # -- lexical / labels -----------------------------------------------------------------
 

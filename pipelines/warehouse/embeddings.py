@@ -122,23 +122,33 @@ class Embeddings(ItemJournal):
         among every item (an anti-join, no hashing)."""
         check_id(model_name, "model_name")
         conditions = [ACTIVE_SQL] if active_only else []
-        params: list[Any] = [model_name]
+        scope: list[Any] = []
         if ids is not None:
             conditions.append("i.id IN (SELECT unnest(?::VARCHAR[]))")
-            params.append([i for i in as_list(ids, "ids") if isinstance(i, str)])
+            scope.append([i for i in as_list(ids, "ids") if isinstance(i, str)])
+        where = " AND ".join(conditions) or "TRUE"
         differs = f"e.content_hash <> {EMBEDDING_HASH_SQL}"
         with self.transaction():
+            if written_since is None and ids is None:  # every item's hash
+                rows = self._sql(
+                    "SELECT i.id FROM items i LEFT JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
+                    f"WHERE {where} AND (e.item_id IS NULL OR {differs}) ORDER BY i.id", [model_name, *scope])
+                return [r[0] for r in rows]
+            hashed, hashed_params = where, list(scope)
             if written_since is not None:
                 check_id(written_since, "written_since")
-                # A CASE, not an AND: the hash is computed only for the few items whose text
-                # changed since (a promotion or a palace move keeps a vector's inputs).
-                differs = f"CASE WHEN i.id IN (SELECT unnest(?::VARCHAR[])) THEN {differs} ELSE FALSE END"
-                params.append(self._text_changed_ids(written_since, compare_unhashed=False))
-            conditions.append(f"(e.item_id IS NULL OR {differs})")
+                # Hashes are computed only for the few items whose text changed since (a
+                # promotion or a palace move keeps a vector's inputs).
+                hashed += " AND i.id IN (SELECT unnest(?::VARCHAR[]))"
+                hashed_params.append(self._text_changed_ids(written_since, compare_unhashed=False))
+            # Two narrow queries, not one join that reads the hash inputs of every row: the
+            # items with no vector (ids only), then those whose vector's hash differs.
             rows = self._sql(
-                "SELECT i.id FROM items i LEFT JOIN embeddings e "
-                f"ON e.item_id = i.id AND e.model_name = ? WHERE {' AND '.join(conditions)} ORDER BY i.id",
-                params,
+                "SELECT i.id FROM items i ANTI JOIN (SELECT item_id FROM embeddings WHERE model_name = ?) e "
+                f"ON e.item_id = i.id WHERE {where} UNION "
+                "SELECT i.id FROM items i JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
+                f"WHERE {hashed} AND {differs} ORDER BY 1",
+                [model_name, *scope, model_name, *hashed_params],
             )
         return [r[0] for r in rows]
 

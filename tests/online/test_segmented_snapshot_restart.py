@@ -13,7 +13,7 @@ from bench.harness import make_settings
 from online.state import MemoryService
 from pipelines.consolidate import consolidate_once, publish_snapshot
 from pipelines.embedders import HashEmbedder
-from pipelines.snapshot import ITEMS_DELTA_FILE, load_snapshot
+from pipelines.snapshot import INDEX_DELTA_FILE, ITEMS_DELTA_FILE, load_snapshot
 from pipelines.warehouse import Warehouse
 from tests.reliability.test_snapshot_corruption import say, started
 
@@ -34,8 +34,13 @@ def served(settings, acks) -> tuple[str, list, dict]:
         return view.snap.version, answers, histories
 
 
-def test_restart_after_incremental_publishes_serves_what_a_full_snapshot_serves(tmp_path: Path) -> None:
-    settings = make_settings(tmp_path, snapshot_compact_fraction=100.0)  # no compaction here
+@pytest.mark.parametrize("hnsw_threshold", [50_000, 4], ids=["flat", "hnsw-delta"])
+def test_restart_after_incremental_publishes_serves_what_a_full_snapshot_serves(tmp_path: Path,
+                                                                               hnsw_threshold: int) -> None:
+    """hnsw-delta: every incremental version keeps the first one's HNSW graph file and puts
+    the items written since in its exact delta index; recall finds them all the same."""
+    settings = make_settings(tmp_path, snapshot_compact_fraction=100.0,  # no compaction here
+                             hnsw_threshold=hnsw_threshold, snapshot_index_delta_fraction=100.0)
     rng = random.Random(3)
     with started(settings) as client:
         acks = say(client, rng, 6)
@@ -45,6 +50,9 @@ def test_restart_after_incremental_publishes_serves_what_a_full_snapshot_serves(
             assert consolidate_once(settings)["snapshot"].published
     manifest = load_snapshot(settings.snapshots_path).manifest
     assert manifest.base == first.version and ITEMS_DELTA_FILE in manifest.files and manifest.delta_count >= 18
+    if hnsw_threshold < 50_000:
+        assert manifest.index_kind == "hnsw" and manifest.index_base == first.version
+        assert INDEX_DELTA_FILE in manifest.files and manifest.index_delta_count >= 18
 
     version, segmented, seg_histories = served(settings, acks)
     assert version == manifest.version

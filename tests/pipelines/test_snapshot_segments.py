@@ -7,16 +7,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import faiss
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pytest
 
 from pipelines.item_history import HISTORY_SCHEMA
+from pipelines.recall import MemoryCorpus
 from pipelines.records import utcnow
 from pipelines.snapshot import (
     HISTORY_DELTA_FILE,
     HISTORY_FILE,
+    INDEX_DELTA_FILE,
+    INDEX_FILE,
+    INDEX_LABELS_FILE,
     ITEMS_DELTA_FILE,
     ITEMS_FILE,
     ITEMS_REMOVED_FILE,
@@ -146,9 +151,11 @@ def test_an_item_rewritten_with_the_same_vector_keeps_its_graph_node(tmp_path):
     written = promoted + store.change(2, updated=5, removed=0, added=8)
     manifest = store.next(root, written, 2, hnsw_threshold=300)
     assert manifest.index_kind == "hnsw"
-    # Only the 5 re-embedded items leave dead nodes; 5 + 8 nodes are added, not 30 more.
+    # Only the 5 re-embedded items leave dead nodes; 5 + 8 vectors are added, not 30 more
+    # (to the delta index: the graph file is kept).
     assert manifest.index_dead == before.manifest.index_dead + 5
-    assert load_snapshot(root).index.ntotal == before.index.ntotal + 5 + 8
+    after = load_snapshot(root)
+    assert after.index.ntotal == before.index.ntotal and len(after.exact_rows) == 5 + 8
     store.full(ref_root, 2, hnsw_threshold=300)
     assert_same_service(load_snapshot(root), load_snapshot(ref_root))
 
@@ -192,3 +199,88 @@ def test_a_damaged_segment_is_caught(tmp_path, damaged):
     assert snap is not None and snap.version == first.version and problems
     with pytest.raises(SnapshotError):
         read_published(tmp_path, second.version)
+
+
+def _dense(corpus: MemoryCorpus, query: np.ndarray, k: int) -> list[str]:
+    rows, _ = corpus.dense_search(query, corpus.active.copy(), k)
+    return [corpus.ids[r] for r in rows]
+
+
+def test_a_run_adding_few_vectors_keeps_the_graph_file_and_recall_finds_them(tmp_path):
+    """A run whose new vectors are few next to the graph links the published graph file
+    and writes its labels and an exact delta index: recall (the service's corpus, through the
+    FAISS path) finds the new and re-embedded items, never a removed or superseded one, and
+    ranks every item as over a flat index of the same vectors. Past the fraction the delta is
+    folded into the graph, which is rewritten."""
+    store = Store(400)
+    root = tmp_path / "seg"
+    first = store.full(root, 1, hnsw_threshold=300)
+    removed_before = set(store.items)
+    written = store.change(1, updated=5, removed=4, added=8)
+    removed = removed_before - set(store.items)
+    second = store.next(root, written, 2, hnsw_threshold=300, index_delta_fraction=0.05)
+    folder = root / second.version
+    assert second.files[INDEX_FILE] == first.files[INDEX_FILE] and second.index_base == first.version
+    assert os.stat(folder / INDEX_FILE).st_ino == os.stat(root / first.version / INDEX_FILE).st_ino
+    assert {INDEX_DELTA_FILE, INDEX_LABELS_FILE} <= set(second.files) and second.index_delta_count == 13
+    snap = load_snapshot(root)
+    corpus = MemoryCorpus(snap.items, snap.vectors, snap.index, exact_rows=snap.exact_rows, exact_max_rows=0,
+                          hnsw_ef_search=400)
+    flat = faiss.IndexIDMap2(faiss.IndexFlatIP(DIM))
+    flat.add_with_ids(np.ascontiguousarray(snap.vectors), np.arange(len(snap.items), dtype=np.int64))
+    reference = MemoryCorpus(snap.items, snap.vectors, flat, exact_max_rows=0)
+    for item_id in written:  # new and re-embedded: found first by their own vector
+        assert _dense(corpus, store.vectors[item_id], 1) == [item_id]
+    for item_id in removed:  # gone from the snapshot: its old vector finds something else
+        assert item_id not in snap.row_of
+        assert item_id not in _dense(corpus, first_vectors(root, first.version, item_id), 10)
+    for q in unit_vectors(30, seed=77):
+        assert _dense(corpus, q, 10) == _dense(reference, q, 10)
+    # The next run folds once the delta passes the fraction: the graph holds every row again.
+    written = store.change(2, updated=5, removed=4, added=8)
+    third = store.next(root, written, 3, hnsw_threshold=300, index_delta_fraction=0.05)
+    assert third.index_base == "" and third.index_delta_count == 0
+    assert third.files[INDEX_FILE] != first.files[INDEX_FILE]
+    assert not {INDEX_DELTA_FILE, INDEX_LABELS_FILE} & set(third.files)
+    store.full(tmp_path / "full", 3, hnsw_threshold=300)
+    assert_same_service(load_snapshot(root), load_snapshot(tmp_path / "full"))
+
+
+def first_vectors(root: Path, version: str, item_id: str) -> np.ndarray:
+    snap = load_snapshot(root, version)
+    return np.asarray(snap.vectors[snap.row_of[item_id]])
+
+
+@pytest.mark.parametrize("damaged", [INDEX_DELTA_FILE, INDEX_LABELS_FILE])
+def test_a_damaged_index_segment_is_caught(tmp_path, damaged):
+    """The delta index and the graph's labels are checksummed like every file: the version
+    does not load (the previous one serves) and the next run cannot build on it."""
+    store = Store(400)
+    first = store.full(tmp_path, 1, hnsw_threshold=300)
+    second = store.next(tmp_path, store.change(1, updated=2, removed=2, added=3), 2, hnsw_threshold=300)
+    assert damaged in second.files
+    path = tmp_path / second.version / damaged
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(SnapshotError, match="checksum"):
+        load_snapshot(tmp_path, second.version)
+    snap, problems = load_latest_good(tmp_path)
+    assert snap is not None and snap.version == first.version and problems
+    with pytest.raises(SnapshotError):
+        read_published(tmp_path, second.version)
+
+
+def test_a_full_build_reusing_a_segmented_index_serves_what_a_fresh_one_serves(tmp_path):
+    """`build_snapshot(reuse=...)` over a version whose graph file is shared: the graph is
+    read with that version's labels and its delta rows are added, not lost or mislabelled."""
+    store = Store(400)
+    root = tmp_path / "seg"
+    store.full(root, 1, hnsw_threshold=300)
+    second = store.next(root, store.change(1, updated=5, removed=4, added=8), 2, hnsw_threshold=300)
+    assert second.index_delta_count == 13
+    store.change(2, updated=3, removed=2, added=4)
+    rebuilt = store.full(root, 3, hnsw_threshold=300, reuse=root / second.version)
+    assert rebuilt.index_kind == "hnsw" and rebuilt.index_delta_count == 0 and rebuilt.index_dead > 0
+    store.full(tmp_path / "full", 3, hnsw_threshold=300)
+    assert_same_service(load_snapshot(root), load_snapshot(tmp_path / "full"))
