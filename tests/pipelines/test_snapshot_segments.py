@@ -185,20 +185,28 @@ def test_a_damaged_segment_is_caught(tmp_path, damaged):
     store = Store(30)
     first = store.full(tmp_path, 1)
     second = store.next(tmp_path, store.change(1, updated=1, removed=1, added=1), 2)
-    path = tmp_path / second.version / damaged
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped: only the checksum can tell
-    path.write_bytes(bytes(data))
+    _flip_one_byte(tmp_path / second.version / damaged)
     if damaged == HISTORY_DELTA_FILE:
         snap = load_snapshot(tmp_path)
         assert snap.version == second.version and snap.history(snap.items[0].id) is None
         return
+    _assert_refused_for_the_previous(tmp_path, first.version, second.version)
+
+
+def _flip_one_byte(path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, one byte flipped: only the checksum can tell
+    path.write_bytes(bytes(data))
+
+
+def _assert_refused_for_the_previous(root, previous: str, damaged: str) -> None:
+    """The damaged version does not load, the previous one serves, and no run builds on it."""
     with pytest.raises(SnapshotError, match="checksum"):
-        load_snapshot(tmp_path, second.version)
-    snap, problems = load_latest_good(tmp_path)
-    assert snap is not None and snap.version == first.version and problems
+        load_snapshot(root, damaged)
+    snap, problems = load_latest_good(root)
+    assert snap is not None and snap.version == previous and problems
     with pytest.raises(SnapshotError):
-        read_published(tmp_path, second.version)
+        read_published(root, damaged)
 
 
 def _dense(corpus: MemoryCorpus, query: np.ndarray, k: int) -> list[str]:
@@ -259,16 +267,8 @@ def test_a_damaged_index_segment_is_caught(tmp_path, damaged):
     first = store.full(tmp_path, 1, hnsw_threshold=300)
     second = store.next(tmp_path, store.change(1, updated=2, removed=2, added=3), 2, hnsw_threshold=300)
     assert damaged in second.files
-    path = tmp_path / second.version / damaged
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    path.write_bytes(bytes(data))
-    with pytest.raises(SnapshotError, match="checksum"):
-        load_snapshot(tmp_path, second.version)
-    snap, problems = load_latest_good(tmp_path)
-    assert snap is not None and snap.version == first.version and problems
-    with pytest.raises(SnapshotError):
-        read_published(tmp_path, second.version)
+    _flip_one_byte(tmp_path / second.version / damaged)
+    _assert_refused_for_the_previous(tmp_path, first.version, second.version)
 
 
 def test_a_full_build_reusing_a_segmented_index_serves_what_a_fresh_one_serves(tmp_path):
