@@ -215,13 +215,16 @@ class CandidateSearch:
             lex = self.lex[ci]
             if lex is None:
                 continue
-            masked = np.where(self.view.allowed[ci], lex, 0.0)
-            nz = np.flatnonzero(masked > 0)
+            # The few rows that match, then those the caller may see (not a mask over every row).
+            nz = np.flatnonzero(lex > 0)
+            nz = nz[self.view.allowed[ci][nz]]
+            scores = lex[nz]
             if len(nz) > ck:
-                nz = nz[np.argpartition(-masked[nz], ck - 1)[:ck]]
-                kth = masked[nz].min()
-                nz = np.flatnonzero(masked >= kth)  # keep boundary ties for the id order
-            entries += [(float(masked[r]), c.ids[r], ci, int(r)) for r in nz]
+                kth = scores[np.argpartition(-scores, ck - 1)[:ck]].min()
+                keep = scores >= kth  # keep boundary ties for the id order
+                nz, scores = nz[keep], scores[keep]
+            ids = c.ids
+            entries += [(s, ids[r], ci, r) for r, s in zip(nz.tolist(), scores.tolist())]
         return entries
 
     def _label_channel(self) -> Ranked:
@@ -296,10 +299,10 @@ class CandidateSearch:
     def pull_always(self, threshold: int, cap: int) -> None:
         view = self.view
         for ci, c in enumerate(view.corpora):
-            rows = np.flatnonzero(view.allowed[ci] & (c.importance >= threshold))
             # Only the most important few can be injected: do not score thousands. Most
             # important first, then by id.
-            rows = rows[np.lexsort((c.id_rank[rows], -c.importance[rows].astype(np.int32)))]
+            rows = c.rows_by_importance(threshold)
+            rows = rows[view.allowed[ci][rows]]
             for row in rows[: cap * 4].tolist():
                 if c.items[row].validation != "retracted":
                     self.add(ci, int(row), "always").always = True

@@ -126,6 +126,7 @@ class MemoryCorpus:
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._shadowed: tuple[tuple[MemoryCorpus, ...], np.ndarray] | None = None
         self._terms_cache: dict[int, frozenset[str]] = {}
+        self._by_importance: dict[int, np.ndarray] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
@@ -238,6 +239,16 @@ class MemoryCorpus:
             rank[order] = np.arange(self.n)
             self._id_rank = rank
         return self._id_rank
+
+    def rows_by_importance(self, threshold: int) -> np.ndarray:
+        """Rows whose importance is at least `threshold`, most important first, then by id
+        (the always-inject candidates before the caller's mask; kept per threshold)."""
+        found = self._by_importance.get(threshold)
+        if found is None:
+            rows = np.flatnonzero(self.importance >= threshold)
+            found = rows[np.lexsort((self.id_rank[rows], -self.importance[rows].astype(np.int32)))]
+            self._by_importance[threshold] = found
+        return found
 
     @property
     def lexical(self) -> LexicalIndex:
