@@ -426,7 +426,9 @@ class MemoryCorpus:
             kth = np.partition(sims, len(sims) - k)[len(sims) - k]
             keep = sims >= kth
             rows, sims = rows[keep], sims[keep]
-        order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), self.ids[rows[i]]))[:k]
+        # Best first, ties by id; the keys read out of the arrays once, not per comparison.
+        neg, ids = (-sims).tolist(), [self.ids[r] for r in rows.tolist()]
+        order = sorted(range(len(ids)), key=lambda i: (neg[i], ids[i]))[:k]
         return rows[order].astype(np.int64), sims[order].astype(np.float32)
 
     def _faiss_search(
