@@ -264,17 +264,22 @@ class CandidateSearch:
     # pull-ins ----------------------------------------------------------------------------
 
     def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
-        view = self.view
+        view, item_id = self.view, cand.item.id
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
         title = view.corpora[cand.ci].title_key(cand.row)
         for ci, c in enumerate(view.corpora):
-            partners.extend((ci, row) for rel, row in c.links_in.get(cand.id, ())
-                            if rel in PARTNER_LINKS and view.allowed[ci][row])
+            linked = c.links_in.get(item_id)
+            if linked:
+                allowed = view.allowed[ci]
+                partners.extend((ci, row) for rel, row in linked if rel in PARTNER_LINKS and allowed[row])
             rows = c.title_rows.get(title) if title else None
             if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
-                if len(rows) == 1 and ci == cand.ci and rows[0] == cand.row:
-                    continue  # the title is its own alone (most claims): no partner there
+                if len(rows) == 1:  # most claims hold their title alone: no partner there
+                    row = int(rows[0])
+                    if (ci != cand.ci or row != cand.row) and view.allowed[ci][row]:
+                        partners.append((ci, row))
+                    continue
                 partners.extend((ci, r) for r in rows[view.allowed[ci][rows]].tolist())
         return partners
 
