@@ -544,13 +544,16 @@ class MemoryCorpus:
                 found.extend(int(r) for r in rows[allowed[rows]][:limit])
         scores = self.lexical_scores(tokenize(term))
         if scores is not None:
-            masked = np.where(allowed, scores, 0.0)
-            nz = np.flatnonzero(masked > 0)
+            nz = np.flatnonzero(scores > 0)  # the rows that match, then those allowed
+            nz = nz[allowed[nz]]
+            matched = scores[nz]
             if len(nz) > limit:
-                kth = np.partition(masked[nz], len(nz) - limit)[len(nz) - limit]
-                nz = nz[masked[nz] >= kth]  # the top `limit` plus boundary ties
-            order = sorted(nz.tolist(), key=lambda r: (-float(masked[r]), self.ids[r]))
-            found.extend(order[:limit])
+                kth = np.partition(matched, len(nz) - limit)[len(nz) - limit]
+                keep = matched >= kth  # the top `limit` plus boundary ties
+                nz, matched = nz[keep], matched[keep]
+            ids = self.ids
+            ranked = sorted(zip((-matched).tolist(), nz.tolist()), key=lambda p: (p[0], ids[p[1]]))
+            found.extend(row for _, row in ranked[:limit])
         return list(dict.fromkeys(found))
 
 
