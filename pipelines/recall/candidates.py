@@ -224,13 +224,16 @@ class CandidateSearch:
             lex = self.lex[ci]
             if lex is None:
                 continue
-            masked = np.where(self.view.allowed[ci], lex, 0.0)
-            nz = np.flatnonzero(masked > 0)
+            # The few rows that match, then those the caller may see (not a mask over every row).
+            nz = np.flatnonzero(lex > 0)
+            nz = nz[self.view.allowed[ci][nz]]
+            scores = lex[nz]
             if len(nz) > ck:
-                nz = nz[np.argpartition(-masked[nz], ck - 1)[:ck]]
-                kth = masked[nz].min()
-                nz = np.flatnonzero(masked >= kth)  # keep boundary ties for the id order
-            entries += [(float(masked[r]), c.ids[r], ci, int(r)) for r in nz]
+                kth = scores[np.argpartition(-scores, ck - 1)[:ck]].min()
+                keep = scores >= kth  # keep boundary ties for the id order
+                nz, scores = nz[keep], scores[keep]
+            ids = c.ids
+            entries += [(s, ids[r], ci, r) for r, s in zip(nz.tolist(), scores.tolist())]
         return entries
 
     def _label_channel(self) -> Ranked:
@@ -284,17 +287,22 @@ class CandidateSearch:
     # pull-ins ----------------------------------------------------------------------------
 
     def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
-        view = self.view
+        view, item_id = self.view, cand.item.id
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
         title = view.corpora[cand.ci].title_key(cand.row)
         for ci, c in enumerate(view.corpora):
-            partners.extend((ci, row) for rel, row in c.links_in.get(cand.id, ())
-                            if rel in PARTNER_LINKS and view.allowed[ci][row])
+            linked = c.links_in.get(item_id)
+            if linked:
+                allowed = view.allowed[ci]
+                partners.extend((ci, row) for rel, row in linked if rel in PARTNER_LINKS and allowed[row])
             rows = c.title_rows.get(title) if title else None
             if rows is not None and len(rows) <= MAX_TITLE_PARTNERS:
-                if len(rows) == 1 and ci == cand.ci and rows[0] == cand.row:
-                    continue  # the title is its own alone (most claims): no partner there
+                if len(rows) == 1:  # most claims hold their title alone: no partner there
+                    row = int(rows[0])
+                    if (ci != cand.ci or row != cand.row) and view.allowed[ci][row]:
+                        partners.append((ci, row))
+                    continue
                 partners.extend((ci, r) for r in rows[view.allowed[ci][rows]].tolist())
         return partners
 
@@ -319,10 +327,10 @@ class CandidateSearch:
     def pull_always(self, threshold: int, cap: int) -> None:
         view = self.view
         for ci, c in enumerate(view.corpora):
-            rows = np.flatnonzero(view.allowed[ci] & (c.importance >= threshold))
             # Only the most important few can be injected: do not score thousands. Most
             # important first, then by id.
-            rows = rows[np.lexsort((c.id_rank[rows], -c.importance[rows].astype(np.int32)))]
+            rows = c.rows_by_importance(threshold)
+            rows = rows[view.allowed[ci][rows]]
             for row in rows[: cap * 4].tolist():
                 if c.items[row].validation != "retracted":
                     self.add(ci, int(row), "always").always = True
@@ -365,12 +373,13 @@ class CandidateSearch:
         by_corpus: dict[int, list[Candidate]] = {}
         for c in self.cands.values() if cands is None else cands:
             by_corpus.setdefault(c.ci, []).append(c)
+        finish = self._finish
         for ci, group in by_corpus.items():
             rows = [c.row for c in group]
             # Each row's update time read in one go (the recency boost), not per candidate.
             updated = self.view.corpora[ci].updated_ts[rows].tolist()
-            for cand, sig, then in zip(group, self.signals(ci, rows), updated):
-                self._finish(cand, *sig, then)
+            for cand, (dense, lexical, labels), then in zip(group, self.signals(ci, rows), updated):
+                finish(cand, dense, lexical, labels, then)
 
     def _fused(self, cand: Candidate) -> float:
         opts = self.opts
@@ -386,27 +395,34 @@ class CandidateSearch:
         return fused / best
 
     def _boosts(self, cand: Candidate, then: float) -> dict[str, float]:
-        """The multiplicative boosts of a candidate (`then`: its update time)."""
+        """The multiplicative boosts of a candidate (`then`: its update time). Clamps are
+        spelled out (the same values as max/min, without their calls: ~100 candidates a recall)."""
         opts, item = self.opts, cand.item
         boosts: dict[str, float] = {}
         if opts.scope_priority:
             boosts["scope"] = opts.w_scope * SCOPE_BOOST[item.scope.kind]
         if opts.recency:
-            age = max(0.0, (self.now_ts - then) / 86400.0)
-            boosts["recency"] = (0.0 if math.isnan(then)
-                                 else opts.w_recency * math.exp(-self.settings.recency_lambda * age))
-        boosts["confidence"] = opts.w_confidence * max(0.0, min(1.0, item.confidence))
-        boosts["importance"] = opts.w_importance * (max(1, min(10, item.importance)) - 1) / 9
+            if math.isnan(then):
+                boosts["recency"] = 0.0
+            else:
+                age = (self.now_ts - then) / 86400.0
+                boosts["recency"] = opts.w_recency * math.exp(
+                    -self.settings.recency_lambda * (age if age > 0.0 else 0.0))
+        confidence = item.confidence if item.confidence < 1.0 else 1.0
+        boosts["confidence"] = opts.w_confidence * (confidence if confidence > 0.0 else 0.0)
+        importance = item.importance if item.importance < 10 else 10
+        boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
-        if opts.w_speaker and item.type == "message" and self.speaker_named(cand):
-            boosts["speaker"] = opts.w_speaker
-        if self.dates and opts.w_date and item.type == "message" and self.said_on_named_date(item):
-            boosts["date"] = opts.w_date
-        if self.asks_time and opts.w_when and item.type == "message" and states_time(item.content):
-            boosts["when"] = opts.w_when
-        if opts.w_stated and item.type == "message":
-            n = stated_words(item.content)
-            boosts["stated"] = opts.w_stated * n / (n + opts.stated_half)
+        if item.type == "message":
+            if opts.w_speaker and self.speaker_named(cand):
+                boosts["speaker"] = opts.w_speaker
+            if self.dates and opts.w_date and self.said_on_named_date(item):
+                boosts["date"] = opts.w_date
+            if self.asks_time and opts.w_when and states_time(item.content):
+                boosts["when"] = opts.w_when
+            if opts.w_stated:
+                n = stated_words(item.content)
+                boosts["stated"] = opts.w_stated * n / (n + opts.stated_half)
         return boosts
 
     def said_on_named_date(self, item: MemoryItem) -> bool:
@@ -420,26 +436,26 @@ class CandidateSearch:
         return self.view.corpora[cand.ci].title_key(cand.row) in self.grams
 
     def _finish(self, cand: Candidate, dense: float, lexical: float, labels: int, then: float) -> None:
+        opts = self.opts
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
-        cand.relevance = self.relevance(dense, lexical, labels)
+        relevance = cand.relevance = self.relevance(dense, lexical, labels)
         own = cand.ranks.get("self")
         if own is not None:  # a question about the caller: each of their memories answers it
-            cand.relevance = max(cand.relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
-        cand.fused = self._fused(cand)
+            relevance = cand.relevance = max(relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
+        fused = cand.fused = self._fused(cand) if opts.fusion == "rrf" else relevance
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
-                                   "relevance": cand.relevance, "fused": cand.fused}
+                                   "relevance": relevance, "fused": fused}
         for ch, rank in cand.ranks.items():
             comps["rank_" + ch] = float(rank)
         boosts = self._boosts(cand, then)
         comps.update(boosts)
         if cand.always:
             comps["always"] = 1.0
-        comps["multiplier"] = 1.0 + sum(boosts.values())
-        weight = self.opts.message_weight if cand.item.type == "message" else 1.0
+        multiplier = comps["multiplier"] = 1.0 + sum(boosts.values())
+        weight = opts.message_weight if cand.item.type == "message" else 1.0
         if weight != 1.0:
             comps["message_weight"] = weight
-        cand.score = cand.fused * comps["multiplier"] * weight
-        comps["final"] = cand.score
+        cand.score = comps["final"] = fused * multiplier * weight
         cand.components = comps
 
     def evidence_terms(self, cand: Candidate) -> frozenset[str]:

@@ -388,8 +388,11 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
     title, content, subject_code, title_values = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
-    replacing = _linked(items, _replaced)
-    contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
+    if any(it.links or it.superseded_by for it in items):
+        replacing = _linked(items, _replaced)
+        contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
+    else:  # most recalls' claims link nowhere: no pair to look for
+        replacing = contradicting = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     retired = table.retired if table.retired.nnz else None
     parts = []
     for start, stop, counts in _shared_counts(table, big, retired):
@@ -501,7 +504,8 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
     has = np.fromiter((v is not None for v in vectors), bool, len(rows))
     if not has.any():
         return out
-    matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(np.float32)
+    matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(
+        np.float32, copy=False)
     a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
     known = has[a] & has[b]
     if len(rows) <= GRAM_MAX_ROWS:  # a recall's few claims: all their cosines at once, no copied pair rows

@@ -132,6 +132,7 @@ class MemoryCorpus:
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._shadowed: tuple[tuple[MemoryCorpus, ...], np.ndarray] | None = None
         self._terms_cache: dict[int, frozenset[str]] = {}
+        self._by_importance: dict[int, np.ndarray] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
@@ -246,6 +247,16 @@ class MemoryCorpus:
             rank[order] = np.arange(self.n)
             self._id_rank = rank
         return self._id_rank
+
+    def rows_by_importance(self, threshold: int) -> np.ndarray:
+        """Rows whose importance is at least `threshold`, most important first, then by id
+        (the always-inject candidates before the caller's mask; kept per threshold)."""
+        found = self._by_importance.get(threshold)
+        if found is None:
+            rows = np.flatnonzero(self.importance >= threshold)
+            found = rows[np.lexsort((self.id_rank[rows], -self.importance[rows].astype(np.int32)))]
+            self._by_importance[threshold] = found
+        return found
 
     @property
     def lexical(self) -> LexicalIndex:
@@ -428,7 +439,9 @@ class MemoryCorpus:
             kth = np.partition(sims, len(sims) - k)[len(sims) - k]
             keep = sims >= kth
             rows, sims = rows[keep], sims[keep]
-        order = sorted(range(len(rows)), key=lambda i: (-float(sims[i]), self.ids[rows[i]]))[:k]
+        # Best first, ties by id; the keys read out of the arrays once, not per comparison.
+        neg, ids = (-sims).tolist(), [self.ids[r] for r in rows.tolist()]
+        order = sorted(range(len(ids)), key=lambda i: (neg[i], ids[i]))[:k]
         return rows[order].astype(np.int64), sims[order].astype(np.float32)
 
     def _faiss_search(
@@ -550,13 +563,16 @@ class MemoryCorpus:
                 found.extend(int(r) for r in rows[allowed[rows]][:limit])
         scores = self.lexical_scores(tokenize(term))
         if scores is not None:
-            masked = np.where(allowed, scores, 0.0)
-            nz = np.flatnonzero(masked > 0)
+            nz = np.flatnonzero(scores > 0)  # the rows that match, then those allowed
+            nz = nz[allowed[nz]]
+            matched = scores[nz]
             if len(nz) > limit:
-                kth = np.partition(masked[nz], len(nz) - limit)[len(nz) - limit]
-                nz = nz[masked[nz] >= kth]  # the top `limit` plus boundary ties
-            order = sorted(nz.tolist(), key=lambda r: (-float(masked[r]), self.ids[r]))
-            found.extend(order[:limit])
+                kth = np.partition(matched, len(nz) - limit)[len(nz) - limit]
+                keep = matched >= kth  # the top `limit` plus boundary ties
+                nz, matched = nz[keep], matched[keep]
+            ids = self.ids
+            ranked = sorted(zip((-matched).tolist(), nz.tolist()), key=lambda p: (p[0], ids[p[1]]))
+            found.extend(row for _, row in ranked[:limit])
         return list(dict.fromkeys(found))
 
 

@@ -154,4 +154,5 @@ class LexicalIndex:
         ideal = self.ideal(terms)
         if ideal <= 0:
             return None
-        return np.clip(raw / np.float32(ideal), 0.0, 1.0).astype(np.float32)
+        out = raw / np.float32(ideal)  # a new float32 array: clipped in place
+        return np.clip(out, 0.0, 1.0, out=out)

@@ -27,10 +27,11 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                   key=lambda c: c.id)
     if len(live) < 2:
         return []  # a conflict needs two claims: no table to take, nothing to resolve
-    vectors = {c.id: search.view.vector(c.ci, c.row) for c in live}
-    table = search.view.claims([(c.ci, c.row) for c in live])
+    where = {c.id: (c.ci, c.row) for c in live}  # vectors are read only for the few pairs that ask
+    table = search.view.claims(list(where.values()))
     report = []
-    for group in conflicts.groups_in(table, lambda it: vectors.get(it.id)):
+    for group in conflicts.groups_in(table, lambda it: search.view.vector(*where[it.id]) if it.id in where
+                                     else None):
         outcomes = conflicts.resolve(group, mode)
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]
