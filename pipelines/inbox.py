@@ -264,17 +264,20 @@ class Inbox(InboxBackend):
         rows = event_rows(normalised, utcnow())
         out: list[Event] = []
         with self._writing("append") as con:  # the write lock from the start: seqs follow commit order
+            # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
+            # value and leave a gap in the seqs. Race-free under the write lock.
+            stored = [self._get(con, e.event_id) for e in normalised]
             if check is not None:
-                check([self._get(con, e.event_id) for e in normalised])
-            for event, row in zip(normalised, rows):
-                # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
-                # value and leave a gap in the seqs. Race-free under the write lock.
-                stored = self._get(con, event.event_id)
-                if stored is not None:
-                    out.append(stored)
+                check(stored)
+            landed: dict[str, Event] = {}  # a duplicate later in the batch comes back as landed
+            for event, row, known in zip(normalised, rows, stored):
+                known = landed.get(event.event_id) or known
+                if known is not None:
+                    out.append(known)
                     continue
                 cursor = con.execute(_INSERT, row)
-                out.append(msgspec.structs.replace(event, seq=int(cursor.lastrowid)))
+                known = landed[event.event_id] = msgspec.structs.replace(event, seq=int(cursor.lastrowid))
+                out.append(known)
         return out
 
     def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
