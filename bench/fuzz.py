@@ -165,6 +165,8 @@ def fuzz_schema(schema: Any, *, max_examples: int, derandomize: bool = True, see
     from hypothesis import settings as hsettings
     from schemathesis import GenerationMode
 
+    if derandomize:
+        _import_project_modules()
     report = FuzzReport()
     checks = fuzz_checks()
     wanted = set(only) if only is not None else None
@@ -188,6 +190,26 @@ def fuzz_schema(schema: Any, *, max_examples: int, derandomize: bool = True, see
                 if name != "Unsatisfiable":  # operations without inputs have no negative cases
                     report.errors.append(f"{key}: {name}: {str(exc)[:300]}")
     return report
+
+
+PROJECT_PACKAGES = ("online", "pipelines", "assets", "loci", "bench")
+
+
+def _import_project_modules() -> None:
+    """Import every module of the project's packages before generating.
+
+    Hypothesis mixes constants found in the source of the *local modules imported so far*
+    into what it draws, so a derandomized run generated different cases depending on which
+    tests ran before it in the same process (and lost its POST /v1/tools 200s after a
+    consolidating test). With every project module imported, the pool, and so the cases,
+    are the same whatever ran first."""
+    import importlib
+    import pkgutil
+
+    for name in PROJECT_PACKAGES:
+        package = importlib.import_module(name)
+        for module in pkgutil.walk_packages(package.__path__, prefix=f"{name}."):
+            importlib.import_module(module.name)
 
 
 def _fuzz_one(report: FuzzReport, checks: list[Any], op: Any, mode: str) -> Any:

@@ -79,3 +79,45 @@ def test_the_fuzzer_catches_5xx_and_schema_violations() -> None:
     found = {(f["operation"], f["check"]) for f in report.failures}
     assert ("POST /echo", "not_a_server_error") in found
     assert ("GET /count", "response_schema_conformance") in found
+
+
+
+FUZZ_TOOLS_AFTER_IMPORTS = """
+import json, random, sys, tempfile
+from pathlib import Path
+for name in sys.argv[1:]:
+    __import__(name)  # what a test run before the fuzzer may have imported
+from bench.fuzz import fuzz_app
+from bench.harness import publish, tenant_items
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from pipelines.records import Identity
+from pipelines.settings import Settings
+
+settings = Settings(embedder="hash", data_dir=str(Path(tempfile.mkdtemp()) / "data"), max_body_bytes=50_000)
+embedder = HashEmbedder(settings.embedder_dim)
+owners = [Identity(), Identity(user_id="ann", project_id="atlas")]
+publish(settings, tenant_items(40, random.Random(3), owners), embedder)
+report = fuzz_app(create_app(settings, embedder=embedder, check_interval_ms=0), max_examples=25,
+                  only=["POST /v1/tools"])
+print(json.dumps(sorted(report.statuses.items())))
+"""
+
+
+def test_derandomized_fuzzing_answers_the_same_whatever_was_imported_before() -> None:
+    """Hypothesis draws constants from the local modules imported so far; the fuzzer imports
+    every project module first, so a test that ran before it in the same process cannot
+    change its cases (before, importing the clustering stage took every POST /v1/tools 200
+    away, failing the coverage assertion above)."""
+    import json
+    import subprocess
+    import sys
+
+    def statuses(*imports: str) -> list:
+        out = subprocess.run([sys.executable, "-c", FUZZ_TOOLS_AFTER_IMPORTS, *imports], check=True,
+                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    bare = statuses()
+    assert sum(count for _, count in bare) == 50
+    assert statuses("pipelines.consolidate.clusters", "bench.locomo") == bare
