@@ -144,7 +144,8 @@ class MemoryService:
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)
         self.engine = RecallEngine(self.settings, self.embedder)
-        self._merge_targets: tuple[Any, dict[str, str]] | None = None  # (snapshot, old id -> merged id)
+        # (snapshot, old id -> (the id that replaced it, "merged" or "superseded"))
+        self._merge_targets: tuple[Any, dict[str, tuple[str, str]]] | None = None
         self.inbox = open_inbox(self.settings)
         # Usage events are batched off the request path (see online.usage_log).
         self.usage = UsageLog(self.inbox.append)
@@ -264,22 +265,41 @@ class MemoryService:
     def merged_into(self, item_id: str, identity: Identity, view: View | None = None) -> str | None:
         """The visible item consolidation merged `item_id` into (its `merged_from` names it),
         or None: an id a write acknowledged keeps leading somewhere after a merge."""
+        found = self.replaced_by(item_id, identity, view)
+        return found[0] if found is not None and found[1] == "merged" else None
+
+    def replaced_by(self, item_id: str, identity: Identity, view: View | None = None
+                    ) -> tuple[str, str] | None:
+        """(the visible item that took `item_id`'s place, "merged" or "superseded"), or None:
+        an id that left recall because consolidation merged it or a correction superseded
+        it keeps leading to what replaced it."""
         view = view or self.view()
         loaded = view.snap.loaded
         if loaded is None or view.get(item_id) is not None:
             return None
         cached = self._merge_targets
         if cached is None or cached[0] is not loaded:
-            targets = {old: it.id for it in loaded.items for old in it.metadata.get("merged_from") or ()
-                       if isinstance(old, str)}
+            targets: dict[str, tuple[str, str]] = {}
+            for it in loaded.items:
+                for link in it.links:
+                    if link.rel == "supersedes":
+                        targets.setdefault(link.to, (it.id, "superseded"))
+                for old in it.metadata.get("merged_from") or ():
+                    if isinstance(old, str):
+                        targets[old] = (it.id, "merged")
             cached = self._merge_targets = (loaded, targets)
-        target = cached[1].get(item_id)
-        return target if target is not None and self.get_item(target, identity, view) is not None else None
+        found = cached[1].get(item_id)
+        return found if found is not None and self.get_item(found[0], identity, view) is not None else None
 
     def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
-        """What a caller is told about an id it cannot read: not found, or where a merge took it."""
-        into = self.merged_into(item_id, identity, view)
-        return f"no item {item_id!r}" + (f": consolidation merged it into {into!r}" if into else "")
+        """What a caller is told about an id it cannot read: not found, or what replaced it."""
+        found = self.replaced_by(item_id, identity, view)
+        if found is None:
+            return f"no item {item_id!r}"
+        into, how = found
+        if how == "merged":
+            return f"no item {item_id!r}: consolidation merged it into {into!r}"
+        return f"no item {item_id!r}: {into!r} superseded it (a correction); `loci show {item_id}` lists its history"
 
     def read_item(self, item_id: str, identity: Identity, action: str
                   ) -> tuple[MemoryItem, View, ItemHistory] | None:

@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from pipelines.recall.conflicts import find_conflicts
+from pipelines.recall.conflicts import VectorOf, find_conflicts
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -100,9 +100,10 @@ def _aware(now: datetime) -> datetime:
     return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
 
 
-def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
-    """Ids of the members that contradict another member of `cluster` (both sides)."""
-    return {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
+def contradicting_ids(cluster: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> set[str]:
+    """Ids of the members that contradict another member of `cluster` (both sides), by the
+    rule recall uses (`vector_of`: the members' vectors, for its embedding test)."""
+    return {item.id for pair in find_conflicts(cluster, vector_of) for item in pair[:2]}
 
 
 def canonical_order(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:

@@ -11,11 +11,14 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
 - they are about the same subject and state different values. Same subject: the words
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
   retention is 90 days in orion"), or most of their non-value words are shared (the
-  overlap coefficient of the smaller set, at least two words), or their embeddings are very
-  close and half their words shared. Values: numbers and times (with their unit word),
-  ISO dates, and capitalised names inside a sentence ("two" is 2); not those the claim says it replaces
-  or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer", "not"). Different
-  values: both state some,
+  overlap coefficient of the smaller set, at least two words), or half of them when one
+  names as replaced a value the other states, or their embeddings are very close and half
+  their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
+  title (the title names the subject: "Ship date" / "Release date"). Values: numbers and
+  times (with their unit word), dates (ISO, or with their month: "March 3, 2027" is
+  2027-03-03), and capitalised names inside a sentence ("two" is 2); not those the claim
+  says it replaces or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer",
+  "not"). Different values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
   Values stated in the titles name the subject: claims whose titles both state values,
   and different ones, are about different things.
@@ -37,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import NamedTuple
 
 import numpy as np
@@ -44,7 +48,8 @@ from scipy import sparse
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
-from .lexical import STOPWORDS, normalise_label, words
+from .dates import written_dates
+from .lexical import STOPWORDS, Stems, normalise_label, words
 
 # Types whose title names a claim, so two of them can disagree.
 CLAIM_TYPES = frozenset({"fact", "decision", "definition", "constraint", "preference",
@@ -52,6 +57,10 @@ CLAIM_TYPES = frozenset({"fact", "decision", "definition", "constraint", "prefer
 SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
 SUBJECT_COSINE = 0.85  # embedding similarity that, with half the words shared, is one subject
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
+# One claim naming as replaced a value the other states ("MySQL 8, replacing PostgreSQL 16")
+# says itself that they are about one thing: half the words shared suffices then.
+RETIRED_SUBJECT_OVERLAP = 0.5
+MONTH_DATE_PATTERNS = 2  # `dates.written_dates`: a day or a month of a year, named with its month
 
 # The leading lookaheads only skip, cheaply, positions where no value can start.
 _NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
@@ -107,6 +116,11 @@ def retired_values(text: str) -> frozenset[str]:
 
 def _values(text: str) -> frozenset[str]:
     found: set[str] = set()
+    dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
+    if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
+        found |= {_iso(first, last) for _, _, (first, last) in dates}
+        for start, end, _ in dates:
+            text = text[:start] + " " * (end - start) + text[end:]
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
@@ -120,6 +134,13 @@ def _values(text: str) -> frozenset[str]:
     return frozenset(v.strip() for v in found if v.strip())
 
 
+def _iso(first: date, last: date) -> str:
+    """A day as 2027-03-03, a month as 2027-03 (what ISO dates in the text read as too)."""
+    if first == last:
+        return first.isoformat()
+    return first.isoformat()[:7] if first.day == 1 and first.month == last.month else f"{first}..{last}"
+
+
 def _number_with_unit(match: str) -> str:
     """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
     the word after a number is its unit only when it is not a function word."""
@@ -129,6 +150,11 @@ def _number_with_unit(match: str) -> str:
 
 def _value_words(values: Iterable[str]) -> set[str]:
     return {w for v in values for w in words(v)}
+
+
+def _date_words(text: str) -> set[str]:
+    """The words of the dates `text` names with their month ("march", "3", "2027")."""
+    return {w for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS) for w in words(text[start:end])}
 
 
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
@@ -149,18 +175,31 @@ def read_claim(item: MemoryItem) -> Claim:
                    supersedes=frozenset(link.to for link in item.links if link.rel == "supersedes"))
 
 
+_STEMS = Stems()
+_STEMS_MAX = 200_000
+
+
 def _read_claim(item: MemoryItem) -> Claim:
     values, retired = stated_values(item.content), retired_values(item.content)
-    skip = _value_words(values | retired)
+    skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
+    skip |= {w for w in said if _NUMBER_WORDS.get(w) in skip}  # "two" states the value 2
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
-    subject = tuple(w for w in toks[:first_value] if w not in skip)
-    content_words = frozenset(w for w in toks if w not in skip)
+    subject = [w for w in toks[:first_value] if w not in skip]
+    title_values = stated_values(item.title)
+    title_skip = _value_words(title_values) | _date_words(item.title)
+    # The title names the subject too ("Ship date" / "Release date"), and words compare as
+    # stems ("ships" / "ship"), so one subject worded twice is still one.
+    subject_words = [w for w in toks if w not in skip] + [
+        w for w in words(item.title) if w not in STOPWORDS and w not in title_skip and w not in skip]
+    if len(_STEMS._memo) > _STEMS_MAX:
+        _STEMS._memo.clear()
+    stemmed_subject, stemmed_words = _STEMS.many([subject, subject_words])
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
-                 subject=subject if values else (), words=content_words, values=values, retired=retired,
-                 title_values=stated_values(item.title))
+                 subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),
+                 values=values, retired=retired, title_values=title_values)
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
@@ -182,14 +221,19 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
         return "same key, different content" if a.content != b.content else None
     if not _values_disagree(a, b):
         return None
-    return "same subject, different values" if _same_subject(a, b, cosine) else None
+    return "same subject, different values" if _same_subject(a, b, cosine, _retires(a, b)) else None
+
+
+def _retires(a: Claim, b: Claim) -> bool:
+    """One names as replaced or denied a value the other states."""
+    return bool(a.retired & b.values or b.retired & a.values)
 
 
 
 def _values_disagree(a: Claim, b: Claim) -> bool:
     """Both state values, neither set contains the other, and the titles do not tell them
     apart; or one states a value the other names as replaced or denied."""
-    if a.retired & b.values or b.retired & a.values:
+    if _retires(a, b):
         return True
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
         return False  # nothing stated, or one adds detail to the other
@@ -198,14 +242,17 @@ def _values_disagree(a: Claim, b: Claim) -> bool:
     return True
 
 
-def _same_subject(a: Claim, b: Claim, cosine: Cosine) -> bool:
-    """Same words before the first value, most non-value words shared, or very close
-    embeddings with half the words shared."""
+def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) -> bool:
+    """Same words before the first value, most non-value words shared, half of them when
+    one retires a value the other states, or very close embeddings with half the words
+    shared."""
     shared, overlap = _overlap(a.words, b.words)
     if (a.subject and a.subject == b.subject) or (shared >= 2 and overlap >= SUBJECT_OVERLAP):
         return True
     if shared < 2 or overlap < 0.5:
         return False
+    if retiring and overlap >= RETIRED_SUBJECT_OVERLAP:
+        return True
     if callable(cosine):
         cosine = cosine()
     return cosine is not None and cosine >= SUBJECT_COSINE
@@ -415,7 +462,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
         & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
-        (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+        (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
+        retiring & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & ~same_title & disagree
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of)

@@ -84,13 +84,14 @@ def _from_match(m: re.Match[str]) -> DateRange | None:
     return (day, day) if day else None
 
 
-def question_dates(text: str) -> list[DateRange]:
-    """The absolute dates `text` names (at most `MAX_DATES`), as (first day, last day) ranges
-    in order of mention; a span "between A and B YEAR" becomes one range from A to B."""
+def written_dates(text: str, patterns: int = len(_PATTERNS)) -> list[tuple[int, int, DateRange]]:
+    """Where `text` names absolute dates (at most `MAX_DATES`): (start offset, end offset,
+    range) in order of mention, each span read by the most precise pattern that matches it.
+    `patterns` limits the reading to the first few (2: dates that name a month)."""
     if not _ANY_YEAR.search(text):
         return []
-    found: list[tuple[int, int, DateRange]] = []  # (start offset, end offset, range)
-    for pattern in _PATTERNS:
+    found: list[tuple[int, int, DateRange]] = []
+    for pattern in _PATTERNS[:patterns]:
         for m in pattern.finditer(text):
             if len(found) >= MAX_DATES:
                 break
@@ -100,6 +101,15 @@ def question_dates(text: str) -> list[DateRange]:
             if got is not None:
                 found.append((m.start(), m.end(), got))
     found.sort()
+    return found
+
+
+def question_dates(text: str) -> list[DateRange]:
+    """The absolute dates `text` names (at most `MAX_DATES`), as (first day, last day) ranges
+    in order of mention; a span "between A and B YEAR" becomes one range from A to B."""
+    found = written_dates(text)
+    if not found:
+        return []
     ranges = [r for _, _, r in found]
     for n, m in enumerate(_YEARLESS_DAY.finditer(text)):
         if n >= MAX_DATES:

@@ -123,6 +123,40 @@ def test_a_correction_naming_what_it_replaces_replaces_it(service, correction: s
     assert theirs["action"] == "quarantine" and "soft.contradiction" in theirs["rule_ids"], theirs
 
 
+# One subject worded twice under two titles: other verbs ("uses" / "moves to", "ships" /
+# "slipped to"), the title naming the subject, a date written out. Before, neither pair was
+# seen as a conflict: the correction did not replace the old claim, and consolidation merged
+# both into one item stating the old and the new value side by side.
+REWORDED_CORRECTIONS = [
+    ("Orders database", "The orders service uses PostgreSQL 16.",
+     "DB engine for orders", "Orders service moves to MySQL 8, replacing PostgreSQL 16.",
+     "which database does the orders service use?", "MySQL 8"),
+    ("Release date", "Orion v2 ships on March 3, 2027.",
+     "Ship date", "Orion v2 release slipped to April 14, 2027.",
+     "when does orion v2 ship?", "April 14, 2027"),
+]
+
+
+@pytest.mark.parametrize("old_title, old_text, new_title, new_text, question, now", REWORDED_CORRECTIONS)
+def test_a_reworded_correction_under_another_title_replaces_the_claim_and_is_not_merged_with_it(
+        service, old_title: str, old_text: str, new_title: str, new_text: str, question: str, now: str) -> None:
+    client, settings = service
+    old = write(client, DANA, old_title, old_text)
+    new = write(client, {**DANA, "session_id": "s2"}, new_title, new_text)
+    assert new["verdict"]["action"] == "accept", new
+    for _ in range(2):  # from the inbox, then from the consolidated snapshot
+        block = authoritative(recall(client, DANA, question)["injection"])
+        assert now in block and old_text not in block, block
+        consolidate(client, settings)
+    # The old claim left recall, not the record: its id names the correction that replaced it.
+    got = client.get(f"/v1/items/{old['item_id']}", params=DANA)
+    assert got.status_code == 404 and f"{new['item_id']!r} superseded it" in got.json()["error"], got.text
+    assert client.get(f"/v1/items/{new['item_id']}", params=DANA).json()["item"]["content"] == new_text
+    # Someone else stating the old claim again contradicts the correction: held for review.
+    theirs = write(client, MIKE, old_title, old_text)
+    assert theirs["verdict"]["action"] == "quarantine" and "soft.contradiction" in theirs["verdict"]["rule_ids"]
+
+
 @pytest.mark.parametrize("patch, field", [
     ({"confidence": 5}, "$.patch.confidence"),
     ({"importance": 11}, "$.patch.importance"),

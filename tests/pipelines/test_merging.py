@@ -402,3 +402,32 @@ def test_a_merged_item_is_as_new_as_its_newest_member_not_the_merge():
     undated = [mem("a", "x.", updated_at=""), mem("b", "y.", updated_at="not a date")]
     assert merge_cluster(undated, ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW
                          ).new_item.updated_at == NOW.isoformat(timespec="microseconds")
+
+
+@pytest.mark.parametrize("cosine, kept_apart", [(0.95, True), (0.3, False)])
+def test_a_merge_finds_contradictions_with_the_members_stored_vectors(tmp_path, cosine: float,
+                                                                      kept_apart: bool) -> None:
+    """Consolidation asks the conflict rule recall asks, embedding test included: two claims
+    that share half their words and state different values are one subject (kept apart)
+    when their stored vectors are close, and merge when they are not."""
+    import numpy as np
+
+    from pipelines.consolidate.clusters import ClusterRef
+    from pipelines.consolidate.merges import merge_clusters
+    from pipelines.embedders import HashEmbedder
+    from pipelines.message_context import embedding_hash
+    from pipelines.warehouse import Warehouse
+
+    items = [mem("a", "Orion metrics retention is 30 days.", title="Retention"),
+             mem("b", "Orion telemetry retention is 90 days in staging.", title="Retention policy")]
+    embedder = HashEmbedder(4)
+    a = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
+    b = np.array([cosine, np.sqrt(1 - cosine**2), 0.0, 0.0], np.float32)
+    with Warehouse(tmp_path / "wh.duckdb") as wh:
+        wh.put_items(items)
+        wh.put_embeddings([(it.id, embedding_hash(it), v) for it, v in zip(items, (a, b))],
+                          model_name=embedder.name, dim=4)
+        report = merge_clusters(wh, [ClusterRef(partition="p", label=0, item_ids=["a", "b"])], ExtractiveMerger(),
+                                FakePolicy(), embedder, settings=SETTINGS, now=NOW)
+    assert report.merged == (0 if kept_apart else 1)
+    assert (report.skipped.get("contradicting items kept apart") == 2) is kept_apart

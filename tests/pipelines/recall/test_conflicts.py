@@ -72,6 +72,33 @@ def test_same_subject_with_different_values_conflicts_under_any_title():
     assert reasons == {"same subject, different values"}
 
 
+def test_a_date_written_with_its_month_is_one_value_equal_to_its_iso_form():
+    assert stated_values("Orion v2 ships on March 3, 2027.") == {"2027-03-03"}
+    assert stated_values("Orion v2 ships on 3rd March 2027.") == stated_values("Orion v2 ships on 2027-03-03.")
+    assert stated_values("The audit is in June 2027.") == {"2027-06"}
+    same = [claim("a", "Ship date", "Orion v2 ships on March 3, 2027."),
+            claim("b", "Release", "Orion v2 ships on 2027-03-03.")]
+    assert pairs(same) == set()
+    assert pairs([*same, claim("c", "Ship date moved", "Orion v2 ships on April 14, 2027.")]) == {
+        frozenset("ac"), frozenset("bc")}
+
+
+def test_one_subject_worded_differently_under_other_titles_conflicts():
+    """Titles name the subject too, words compare as stems, and a claim retiring a value the
+    other states needs only half the words shared."""
+    assert pairs([claim("a", "Release date", "Orion v2 ships on March 3, 2027."),
+                  claim("b", "Ship date", "Orion v2 release slipped to April 14, 2027.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Orders database", "The orders service uses PostgreSQL 16."),
+                  claim("b", "DB engine for orders", "Orders service moves to MySQL 8, replacing PostgreSQL 16.")]
+                 ) == {frozenset("ab")}
+    # Half the words shared and different dates, nothing retired: two events, not one claim.
+    assert pairs([claim("a", "Beta review", "Orion v2 beta review is on March 3, 2027."),
+                  claim("b", "Launch party", "Orion v2 launch party is on April 14, 2027.")]) == set()
+    # A retired value on another subject is no correction of it.
+    assert pairs([claim("a", "Dashboard port", "The dashboard listens on port 8080."),
+                  claim("b", "API port", "The API no longer uses port 8080; it uses 9090.")]) == set()
+
+
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
     items = [claim("a", "Port of service 0", "Service number 0 listens on port 9000."),
              claim("b", "Port of service 1", "Service number 1 listens on port 9001."),
@@ -213,7 +240,7 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for"]
     values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
-              "2025-03-04", "Paris", "5 minutes"]
+              "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024"]
     titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", ""]
     items = []
     for x in range(n):
