@@ -16,9 +16,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
   title (the title names the subject: "Ship date" / "Release date"). Values: numbers and
   times (with their unit word), dates (ISO, or with their month: "March 3, 2027" is
-  2027-03-03), and capitalised names inside a sentence ("two" is 2); not those the claim
-  says it replaces or denies ("MySQL 8, replacing Postgres 16", "instead of", "no longer",
-  "not"). Different values: both state some,
+  2027-03-03), and capitalised names inside a sentence ("two" is 2, "one approval" is 1);
+  not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
+  "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
   Values stated in the titles name the subject: claims whose titles both state values,
   and different ones, are about different things.
@@ -70,15 +70,22 @@ _DIGIT = re.compile(r"\d")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
-# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a pronoun).
+# "two approvals" states the value "3 approvals" contradicts; "one" only before a noun it
+# counts ("one approval"), not as a pronoun ("the one that", "one of", "no one").
 _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split()) if w != "one"}
-_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+    "seventeen eighteen nineteen twenty".split())}
+_ONE = (r"(?<!the\s)(?<!no\s)(?<!any\s)(?<!each\s)(?<!every\s)(?<!this\s)(?<!that\s)(?<!which\s)one"
+        r"(?=\s+(?!(?:of|that|who|which|is|was|and|or|another|more|by|to|in|on|at|for|with|day)\b)[a-z]{3,})")
+_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(w for w in _NUMBER_WORDS if w != "one") + "|" + _ONE
+                          + r")\b(?!-)", re.IGNORECASE)
+# Words that only say a value is retired ("instead of", "replacing"): not the subject.
+_RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
+                             "previously"})
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00").
 _RETIRED = re.compile(
-    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no\s+longer|not|formerly|previously|"
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
     r"(?:moved|switched|migrated|changed)\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
@@ -190,12 +197,15 @@ def _read_claim(item: MemoryItem) -> Claim:
     title_values = stated_values(item.title)
     title_skip = _value_words(title_values) | _date_words(item.title)
     # The title names the subject too ("Ship date" / "Release date"), and words compare as
-    # stems ("ships" / "ship"), so one subject worded twice is still one.
-    subject_words = [w for w in toks if w not in skip] + [
-        w for w in words(item.title) if w not in STOPWORDS and w not in title_skip and w not in skip]
+    # stems ("ships" / "ship"), so one subject worded twice is still one; a unit is not
+    # the subject in the title either ("2 approvals" / title "PR approvals").
     if len(_STEMS._memo) > _STEMS_MAX:
         _STEMS._memo.clear()
-    stemmed_subject, stemmed_words = _STEMS.many([subject, subject_words])
+    content_words = [w for w in toks if w not in skip and w not in _RETIRING_WORDS]
+    title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
+    stemmed_subject, stemmed_content, stemmed_title, stemmed_skip = _STEMS.many(
+        [subject, content_words, title_words, sorted(skip)])
+    stemmed_words = stemmed_content + [w for w in stemmed_title if w not in set(stemmed_skip)]
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),
