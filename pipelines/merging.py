@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from pipelines.recall.conflicts import VectorOf, find_conflicts
+from pipelines.recall.conflicts import conflict_reason, find_conflicts, is_claim, read_claim, supersedes
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -100,10 +100,20 @@ def _aware(now: datetime) -> datetime:
     return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
 
 
-def contradicting_ids(cluster: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> set[str]:
+def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
     """Ids of the members that contradict another member of `cluster` (both sides), by the
-    rule recall uses (`vector_of`: the members' vectors, for its embedding test)."""
-    return {item.id for pair in find_conflicts(cluster, vector_of) for item in pair[:2]}
+    rule recall uses. Members of one cluster are about one thing already (that is what
+    clustering found), so two claims among them whose values disagree ("REST, no GraphQL"
+    / "GraphQL instead of REST") are kept apart even when their wording shares too little
+    for the rule's own subject test."""
+    apart = {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
+    claims = [read_claim(it) for it in cluster if it.active and is_claim(it)]
+    for x, a in enumerate(claims):
+        for b in claims[x + 1:]:
+            if (not supersedes(a.item, b.item) and not supersedes(b.item, a.item)
+                    and conflict_reason(a, b, one_subject=True)):
+                apart.update((a.item.id, b.item.id))
+    return apart
 
 
 def canonical_order(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:

@@ -47,8 +47,7 @@ def merge_clusters(
     items' vectors."""
     report = MergeReport()
     skipped: Counter = Counter()
-    planned = _plan_merges(warehouse, clusters, merger, policy, settings=settings, now=now, skipped=skipped,
-                           model_name=embedder.name)
+    planned = _plan_merges(warehouse, clusters, merger, policy, settings=settings, now=now, skipped=skipped)
     if not planned:
         report.skipped = dict(sorted(skipped.items()))
         return report
@@ -80,11 +79,9 @@ def _plan_merges(
     settings: Settings,
     now: datetime,
     skipped: Counter,
-    model_name: str | None = None,
 ) -> list[tuple[ClusterRef, Any]]:
     """Run the merger on every cluster that is still worth merging, before any write; count
-    why the others were skipped into `skipped`. Contradictions are found by the rule recall
-    applies, with the members' stored vectors (`model_name`) for its embedding test."""
+    why the others were skipped into `skipped`."""
     from pipelines.merging import MergeError, contradicting_ids, merge_cluster
 
     planned: list[tuple[ClusterRef, Any]] = []
@@ -93,11 +90,10 @@ def _plan_merges(
     # Every cluster's members in one read (nothing is written before the plan is made): a
     # read per cluster joined the whole item table each time (~20 ms at 100k items).
     stored = {i.id: i for i in warehouse.get_items([i for ref in clusters for i in ref.item_ids])}
-    vectors = warehouse.embeddings_of(model_name, list(stored)) if model_name and stored else {}
     for ref in clusters:
         members = [stored[i] for i in ref.item_ids if i in stored]
         members = [i for i in members if mergeable(i) and i.id not in claimed]
-        apart = contradicting_ids(members, lambda it: vectors.get(it.id))
+        apart = contradicting_ids(members)
         if apart:  # each side stays its own item; recall resolves and reports the conflict
             skipped["contradicting items kept apart"] += len(apart)
             members = [i for i in members if i.id not in apart]

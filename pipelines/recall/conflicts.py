@@ -220,9 +220,11 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
 Cosine = float | None | Callable[[], float | None]
 
 
-def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
+def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: bool = False) -> str | None:
     """Why two claims conflict, or None. Symmetric. `cosine` may be a function: it is
-    called only for the few pairs whose values disagree."""
+    called only for the few pairs whose values disagree. `one_subject`: the caller already
+    knows the two are about one thing (consolidation's clusters), so values that disagree
+    are a conflict without the subject test."""
     if a.item.id == b.item.id:
         return None
     if b.item.id in a.contradicts or a.item.id in b.contradicts:
@@ -231,7 +233,9 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None) -> str | None:
         return "same key, different content" if a.content != b.content else None
     if not _values_disagree(a, b):
         return None
-    return "same subject, different values" if _same_subject(a, b, cosine, _retires(a, b)) else None
+    if one_subject or _same_subject(a, b, cosine, _retires(a, b)):
+        return "same subject, different values"
+    return None
 
 
 def _retires(a: Claim, b: Claim) -> bool:

@@ -112,11 +112,6 @@ class Embeddings(ItemJournal):
         row = {i: k for k, i in enumerate(ids)}
         return matrix[[row[i] for i in wanted]]
 
-    def embeddings_of(self, model_name: str, item_ids: Sequence[str]) -> dict[str, np.ndarray]:
-        """id -> float32 vector for the model, for those of `item_ids` that have one."""
-        ids, _, matrix = self._fetch_embeddings(model_name, as_list(item_ids, "item_ids"))
-        return dict(zip(ids, matrix))
-
     def stale_embedding_ids(self, model_name: str, *, active_only: bool = True,
                             ids: Sequence[str] | None = None, written_since: str | None = None) -> list[str]:
         """Items with no vector for the model, or one computed from older content; only

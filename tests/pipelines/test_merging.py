@@ -25,6 +25,7 @@ from pipelines.merging import (
     merged_item_confidence,
     merged_item_id,
 )
+from pipelines.recall.conflicts import find_conflicts
 from pipelines.records import Link, MemoryItem, ProposedItem, Provenance, Scope, Verdict
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
@@ -404,30 +405,14 @@ def test_a_merged_item_is_as_new_as_its_newest_member_not_the_merge():
                          ).new_item.updated_at == NOW.isoformat(timespec="microseconds")
 
 
-@pytest.mark.parametrize("cosine, kept_apart", [(0.95, True), (0.3, False)])
-def test_a_merge_finds_contradictions_with_the_members_stored_vectors(tmp_path, cosine: float,
-                                                                      kept_apart: bool) -> None:
-    """Consolidation asks the conflict rule recall asks, embedding test included: two claims
-    that share half their words and state different values are one subject (kept apart)
-    when their stored vectors are close, and merge when they are not."""
-    import numpy as np
-
-    from pipelines.consolidate.clusters import ClusterRef
-    from pipelines.consolidate.merges import merge_clusters
-    from pipelines.embedders import HashEmbedder
-    from pipelines.message_context import embedding_hash
-    from pipelines.warehouse import Warehouse
-
-    items = [mem("a", "Orion metrics retention is 30 days.", title="Retention"),
-             mem("b", "Orion telemetry retention is 90 days in staging.", title="Retention policy")]
-    embedder = HashEmbedder(4)
-    a = np.array([1.0, 0.0, 0.0, 0.0], np.float32)
-    b = np.array([cosine, np.sqrt(1 - cosine**2), 0.0, 0.0], np.float32)
-    with Warehouse(tmp_path / "wh.duckdb") as wh:
-        wh.put_items(items)
-        wh.put_embeddings([(it.id, embedding_hash(it), v) for it, v in zip(items, (a, b))],
-                          model_name=embedder.name, dim=4)
-        report = merge_clusters(wh, [ClusterRef(partition="p", label=0, item_ids=["a", "b"])], ExtractiveMerger(),
-                                FakePolicy(), embedder, settings=SETTINGS, now=NOW)
-    assert report.merged == (0 if kept_apart else 1)
-    assert (report.skipped.get("contradicting items kept apart") == 2) is kept_apart
+def test_claims_of_one_cluster_whose_values_disagree_are_kept_apart_however_worded():
+    """A cluster is one subject already: "REST, no GraphQL" and "GraphQL instead of REST"
+    share too few words for the rule's subject test, yet merging them would state both."""
+    rest = mem("a", "The public API is REST with JSON; no GraphQL.", title="API style", type="decision")
+    graphql = mem("b", "We expose a GraphQL API instead of REST.", title="API protocol", type="decision")
+    assert find_conflicts([rest, graphql]) == []  # the rule alone does not see one subject
+    assert contradicting_ids([rest, graphql]) == {"a", "b"}
+    agreeing = mem("c", "The public API is REST with JSON.", title="API", type="decision")
+    assert contradicting_ids([rest, agreeing]) == set()  # one adds a value: it refines
+    assert contradicting_ids([graphql, mem("d", "GraphQL schema lives in api/schema.", type="note",
+                                           links=[Link(rel="supersedes", to="b")])]) == set()
