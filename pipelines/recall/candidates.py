@@ -119,7 +119,7 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 asks_time: bool = False, about_self: bool = False):
+                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -130,6 +130,7 @@ class CandidateSearch:
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
+        self.listing = listing  # item types the question asks for as a kind: the "listing" channel
         self.lex: list[np.ndarray | None] = [
             c.lexical_scores(terms) if opts.lexical and terms else None for c in view.corpora
         ]
@@ -255,10 +256,22 @@ class CandidateSearch:
                     entries.append((item.importance + item.confidence, item.id, ci, row))
         return entries
 
+    def _listing_channel(self) -> Ranked:
+        """The visible curated memories of the types the question asks for ("what did we
+        decide?": decisions), most important, then most confident first."""
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            rows = np.flatnonzero(self.view.allowed[ci] & c.type_mask(self.listing))
+            entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
+                        for row in rows.tolist()]
+        return entries
+
     def channels(self) -> dict[str, Ranked]:
         opts, lists = self.opts, {}
         if self.about_self:
             lists["self"] = self._self_channel()
+        if self.listing:
+            lists["listing"] = self._listing_channel()
         if self.qvec is not None:
             lists["dense"] = self._dense_channel()
         if opts.lexical and self.terms:
@@ -439,8 +452,8 @@ class CandidateSearch:
         opts = self.opts
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
-        own = cand.ranks.get("self")
-        if own is not None:  # a question about the caller: each of their memories answers it
+        own = min((cand.ranks[ch] for ch in ("self", "listing") if ch in cand.ranks), default=None)
+        if own is not None:  # a question about the caller or a kind of memory: each one listed answers it
             relevance = cand.relevance = max(relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
         fused = cand.fused = self._fused(cand) if opts.fusion == "rrf" else relevance
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),

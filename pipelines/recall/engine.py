@@ -46,7 +46,7 @@ from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
-from .query import RecallError, RecallFilters, asks_about_self, check_request, parse_now
+from .query import RecallError, RecallFilters, asked_types, asks_about_self, check_request, parse_now
 from .rerank import SESSION_PENALTY, rerank_turns
 
 
@@ -319,7 +319,7 @@ class RecallEngine:
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
-                                   about_self=asks_about_self(q.text))
+                                   about_self=asks_about_self(q.text), listing=asked_types(q.terms))
 
     def _candidates(self, q: RecallQuery) -> dict[str, Any]:
         lists = q.search.channels()

@@ -63,6 +63,33 @@ def asks_about_self(query: str) -> bool:
     return _ABOUT_SELF.search(query) is not None
 
 
+# "What did we decide?", "List our decisions", "Any open todos?", "What rules do we have?":
+# a question that asks for a kind of memory, not about a subject, shares no word with the
+# memories it asks for, so recall lists the visible curated memories of that type.
+_ASKED_TYPES = {
+    "decision": re.compile(r"^(?:decid(?:e|ed|es|ing)|decisions?|agree|agreed)$"),
+    "todo": re.compile(r"^(?:todos?|tasks?|actions?)$"),
+    "constraint": re.compile(r"^(?:constraints?|rules?)$"),
+    "preference": re.compile(r"^(?:preferences?|prefer|preferred)$"),
+}
+# Words such a question says besides the type ("list all our open decisions so far").
+_LISTING_WORDS = frozenset({
+    "list", "show", "give", "all", "every", "open", "current", "made", "make", "makes", "making", "taken",
+    "take", "took", "reached", "settled", "far", "yet", "ever", "recent", "recently", "latest", "pending",
+    "outstanding", "remaining", "still", "left", "agree", "agreed", "important", "key", "main", "team",
+    "project", "summary", "summarize", "summarise", "overview", "got", "today", "done", "follow", "items"})
+
+
+def asked_types(terms: list[str]) -> tuple[str, ...]:
+    """The item types a question asks for as a kind (`terms`: its `query_terms`), or () when
+    it names no type or also names a subject ("what did we decide about the API?")."""
+    types = [t for t, word in _ASKED_TYPES.items() if any(word.match(w) for w in terms)]
+    if not types or any(not any(word.match(w) for word in _ASKED_TYPES.values()) and w not in _LISTING_WORDS
+                        for w in terms):
+        return ()
+    return tuple(types)
+
+
 def parse_now(now: str | None) -> float:
     """POSIX seconds of `now` (ISO-8601, naive = UTC), or the current time when None."""
     if now is None:
@@ -84,4 +111,4 @@ def check_request(query: Any, identity: Any, mode: Any, k: Any) -> None:
         raise RecallError(f"k must be a positive integer, not {k!r}")
 
 
-__all__ = ["MODES", "RecallError", "RecallFilters", "asks_about_self", "check_request", "parse_now"]
+__all__ = ["MODES", "RecallError", "RecallFilters", "asked_types", "asks_about_self", "check_request", "parse_now"]

@@ -12,6 +12,7 @@
 - A user's style preference ("always answer in French") is stored; a standing order that
   does more than style, or is typed as a fact, is refused as an injection.
 - "What do you know about me?" is answered with the caller's own memories.
+- "What did we decide?" lists the decisions the caller may see (a kind of memory, no subject).
 """
 
 from __future__ import annotations
@@ -388,3 +389,31 @@ def test_what_do_you_know_about_me_lists_the_callers_own_memories(client: TestCl
     injected = client.post("/v1/recall", json={"identity": DANA, "query": "What do you know about me?",
                                                "mode": "inject"}).json()["injection"]
     assert "Dana lives in Lyon." in injected and "Oslo" not in injected
+
+
+def test_what_did_we_decide_lists_the_decisions_the_caller_may_see(client: TestClient) -> None:
+    """"What did we decide?" names a kind of memory, not a subject, and shares no word with
+    any decision: recall lists the decisions the caller may see, not other kinds, not raw
+    turns, not another tenant's; a question that names a subject is answered as before."""
+    for who, type_, title, content in [
+        (DANA, "decision", "API style", "The public API is REST with JSON."),
+        (DANA, "decision", "Release cadence", "Orion ships every two weeks."),
+        (DANA, "fact", "Office", "The office is in Lyon."),
+        (EVE, "decision", "Other tenant", "Borealis uses gRPC."),
+    ]:
+        item = {"type": type_, "title": title, "content": content, "scope": "project", "why_store": "said"}
+        resp = client.post("/v1/tools", json={"action": "memory.write", "identity": who, "args": {"item": item}})
+        assert resp.status_code == 200 and resp.json()["ok"], resp.text
+    said = client.post("/v1/turns", json={"identity": DANA, "role": "user", "text": "We decide things too slowly."})
+    assert said.status_code == 201, said.text
+    for question in ("What did we decide?", "List our decisions so far"):
+        body = client.post("/v1/recall", json={"identity": DANA, "query": question, "mode": "catalog"}).json()
+        assert body["found"], body
+        assert sorted(h["content"] for h in body["hits"] if h["type"] != "message") == [
+            "Orion ships every two weeks.", "The public API is REST with JSON."], (question, body["hits"])
+    injected = client.post("/v1/recall", json={"identity": DANA, "query": "What did we decide?",
+                                               "mode": "inject"}).json()["injection"]
+    assert "REST with JSON" in injected and "gRPC" not in injected and "Lyon" not in injected
+    about = client.post("/v1/recall", json={"identity": DANA, "query": "What did we decide about the release cadence?",
+                                            "mode": "catalog"}).json()
+    assert about["hits"][0]["content"] == "Orion ships every two weeks.", about["hits"]

@@ -653,3 +653,18 @@ def test_questions_about_the_caller(query, about_self):
     from pipelines.recall.query import asks_about_self
 
     assert asks_about_self(query) is about_self
+
+
+@pytest.mark.parametrize(("query", "types"), [
+    ("What did we decide?", ("decision",)), ("What decisions have we made so far?", ("decision",)),
+    ("List our decisions", ("decision",)), ("what did we agree on?", ("decision",)),
+    ("Any open todos?", ("todo",)), ("What tasks do I have?", ("todo",)),
+    ("What rules do we have?", ("constraint",)), ("What do I prefer?", ("preference",)),
+    ("What did we decide about the API?", ()), ("Which database did we decide on?", ()),
+    ("How do tasks run in celery?", ()), ("What is the weather?", ()),
+])
+def test_questions_that_ask_for_a_kind_of_memory(query, types):
+    from pipelines.recall.lexical import query_terms
+    from pipelines.recall.query import asked_types
+
+    assert asked_types(query_terms(query)) == types
