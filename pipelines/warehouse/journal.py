@@ -145,7 +145,13 @@ class ItemJournal(WarehouseConnection):
     def _items_where(self, join_where: str, order: str, params: list[Any]) -> dict[str, MemoryItem]:
         """Items selected by `join_where` (a JOIN and/or WHERE clause over `items i`), with
         their links, keyed by id in `order`."""
-        table = self._arrow(f"SELECT {ITEM_SELECT} FROM items i {join_where} ORDER BY {order}", params)
+        # Rows found first (row ids and the order key: only the columns the selection reads),
+        # then their columns fetched by row id. Selecting every column in the filtering scan
+        # makes DuckDB read every column of every row to return a few (0.07 CPU-s for 2k of
+        # 108k items, 0.015 this way).
+        table = self._arrow(
+            f"WITH hit AS MATERIALIZED (SELECT i.rowid AS row_, {order} AS ord_ FROM items i {join_where}) "
+            f"SELECT {ITEM_SELECT} FROM items i JOIN hit h ON i.rowid = h.row_ ORDER BY h.ord_", params)
         ids = table.column("id").to_pylist()
         by_src: dict[str, list[Link]] = {}
         if ids:
