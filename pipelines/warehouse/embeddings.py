@@ -174,10 +174,13 @@ class Embeddings(ItemJournal):
             dims = [d for m, d in self._models() if m == model_name]
             dim = dims[0] if dims else 0
             with self._staged(ids_table(list(dict.fromkeys(item_ids)))) as staged:
+                # Rows found by id first, vectors fetched by row id (`_items_where`): a join
+                # selecting the vectors reads every stored vector to return a few.
                 result = self._arrow(
-                    f"SELECT e.item_id, e.content_hash, e.vector FROM {staged} w "
-                    "JOIN embeddings e ON e.item_id = w.id WHERE e.model_name = $model "
-                    "ORDER BY w.ord",
+                    "WITH hit AS MATERIALIZED (SELECT e.rowid AS row_, w.ord AS ord_ "
+                    f"FROM {staged} w JOIN embeddings e ON e.item_id = w.id WHERE e.model_name = $model) "
+                    "SELECT e.item_id, e.content_hash, e.vector FROM embeddings e "
+                    "JOIN hit h ON e.rowid = h.row_ ORDER BY h.ord_",
                     {"model": model_name},
                 )
         ids = result.column("item_id").to_pylist()
