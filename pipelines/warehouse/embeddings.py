@@ -142,13 +142,15 @@ class Embeddings(ItemJournal):
                 hashed += " AND i.id IN (SELECT unnest(?::VARCHAR[]))"
                 hashed_params.append(self._text_changed_ids(written_since, compare_unhashed=False))
             # Two narrow queries, not one join that reads the hash inputs of every row: the
-            # items with no vector (ids only), then those whose vector's hash differs.
+            # items with no vector (ids only), then those whose vector's hash differs, their
+            # rows found first and the hash inputs read by row id (`_items_where`).
             rows = self._sql(
                 "SELECT i.id FROM items i ANTI JOIN (SELECT item_id FROM embeddings WHERE model_name = ?) e "
                 f"ON e.item_id = i.id WHERE {where} UNION "
-                "SELECT i.id FROM items i JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
-                f"WHERE {hashed} AND {differs} ORDER BY 1",
-                [model_name, *scope, model_name, *hashed_params],
+                f"SELECT i.id FROM items i JOIN (SELECT i.rowid AS row_ FROM items i WHERE {hashed}) h "
+                "ON i.rowid = h.row_ JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
+                f"WHERE {differs} ORDER BY 1",
+                [model_name, *scope, *hashed_params, model_name],
             )
         return [r[0] for r in rows]
 
