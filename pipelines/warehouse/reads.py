@@ -129,12 +129,17 @@ class ItemReads(ItemJournal):
         `active_items` filters them: (scope fields, type, verdict, validation, count) rows.
         Counting per owner needs no item decoded."""
         where, params = _active_filter(tier, types)
-        rows = self.query(
-            "SELECT i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
-            "json_extract_string(i.metadata, '$.verdict'), i.validation, count(*) "
-            f"FROM items i {where} GROUP BY ALL ORDER BY ALL", params)
-        return [({"kind": k, "user_id": u, "project_id": p, "session_id": s, "org_id": o}, t, v, val, int(n))
-                for k, u, p, s, o, t, v, val, n in rows]
+        rows = self.query(f"SELECT {_OWNER_KIND_SQL}, count(*) FROM items i {where} GROUP BY ALL ORDER BY ALL",
+                          params)
+        return [(_owner(k, u, p, s, o), t, v, val, int(n)) for k, u, p, s, o, t, v, val, n in rows]
+
+    def active_item_kinds(self, *, tier: str | None = None, types: Sequence[str] | None = None
+                          ) -> list[tuple[str, dict[str, str], str, str | None, str]]:
+        """The active items `active_items` selects, ordered by id, as (id, owner scope fields,
+        type, metadata verdict, validation): what clustering reads of an item, no item decoded."""
+        where, params = _active_filter(tier, types)
+        rows = self.query(f"SELECT i.id, {_OWNER_KIND_SQL} FROM items i {where} ORDER BY i.id", params)
+        return [(i, _owner(k, u, p, s, o), t, v, val) for i, k, u, p, s, o, t, v, val in rows]
 
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
@@ -276,6 +281,15 @@ class ItemReads(ItemJournal):
 def _check_tier(tier: Any) -> None:
     if tier is not None and tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; known: {list(TIERS)}")
+
+
+# An item's owner scope fields, type, metadata verdict and validation (`active_owner_counts`).
+_OWNER_KIND_SQL = ("i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
+                   "json_extract_string(i.metadata, '$.verdict'), i.validation")
+
+
+def _owner(kind: str, user_id: str, project_id: str, session_id: str, org_id: str) -> dict[str, str]:
+    return {"kind": kind, "user_id": user_id, "project_id": project_id, "session_id": session_id, "org_id": org_id}
 
 
 def _active_filter(tier: str | None, types: Sequence[str] | None) -> tuple[str, list[Any]]:

@@ -740,3 +740,9 @@ def test_stored_stm_counts_per_partition_equal_counting_the_loaded_items(wh):
     loaded = stm_by_partition(wh.active_items(tier="stm", types=MERGEABLE_TYPES))
     assert loaded == {"project:default/p1": 3, "session:acme/bob/s1": 1, "user:default/alice": 1}
     assert stored_stm_by_partition(wh) == loaded
+    # Clustering reads the same candidates as (id, owner, type, verdict, validation) rows.
+    from pipelines.consolidate.common import mergeable, mergeable_kind
+    kinds = wh.active_item_kinds(tier="stm", types=MERGEABLE_TYPES)
+    items = wh.active_items(tier="stm", types=MERGEABLE_TYPES)
+    assert [(i, Scope(**o).partition_key(), t) for i, o, t, v, val in kinds if mergeable_kind("stm", t, v, val)] == [
+        (i.id, i.scope.partition_key(), i.type) for i in items if mergeable(i)]
