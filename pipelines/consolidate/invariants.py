@@ -9,7 +9,7 @@ from pipelines.consolidate.common import last_successful_run
 from pipelines.records import MemoryItem, ProposedItem
 from pipelines.warehouse import Warehouse
 from pipelines.warehouse.connection import check_id
-from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, items_narrowed
 
 
 def provenance_violations(items: Iterable[MemoryItem]) -> list[str]:
@@ -145,13 +145,11 @@ def location_violations(warehouse: Warehouse, since: str | None = None) -> list[
         "SELECT i.id, TRUE, NULL, NULL FROM items i LEFT JOIN palace_locations p ON p.item_id = i.id "
         f"WHERE {ACTIVE_SQL} AND p.item_id IS NULL "
         "UNION ALL "
-        # The rows to compare found first (row ids), their metadata read by row id: selected
-        # in the filtering scan, every row's metadata is read.
+        # The metadata read for the compared rows only (`items_narrowed`).
         "SELECT id, FALSE, in_metadata, stored FROM (SELECT i.id, "
         "json_extract_string(i.metadata, '$.palace') AS in_metadata, "
         "p.domain || '/' || p.room || '/' || p.shelf || '/' || p.card AS stored "
-        f"FROM items i JOIN (SELECT i.rowid AS row_ FROM items i WHERE {ACTIVE_SQL}{written}) w "
-        "ON i.rowid = w.row_ JOIN palace_locations p ON p.item_id = i.id) "
+        f"FROM {items_narrowed(f'WHERE {ACTIVE_SQL}{written}')} JOIN palace_locations p ON p.item_id = i.id) "
         "WHERE in_metadata IS DISTINCT FROM stored ORDER BY 1",
         params,
     )

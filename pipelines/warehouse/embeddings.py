@@ -18,7 +18,7 @@ from pipelines.warehouse.connection import (
     check_id,
     ids_table,
 )
-from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal, items_narrowed
 
 # pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
 # (a message with a retrieval context hashes it in, so a new context means a new vector, and
@@ -142,13 +142,13 @@ class Embeddings(ItemJournal):
                 hashed += " AND i.id IN (SELECT unnest(?::VARCHAR[]))"
                 hashed_params.append(self._text_changed_ids(written_since, compare_unhashed=False))
             # Two narrow queries, not one join that reads the hash inputs of every row: the
-            # items with no vector (ids only), then those whose vector's hash differs, their
-            # rows found first and the hash inputs read by row id (`_items_where`).
+            # items with no vector (ids only), then those whose vector's hash differs (their
+            # hash inputs read for the compared rows only).
             rows = self._sql(
                 "SELECT i.id FROM items i ANTI JOIN (SELECT item_id FROM embeddings WHERE model_name = ?) e "
                 f"ON e.item_id = i.id WHERE {where} UNION "
-                f"SELECT i.id FROM items i JOIN (SELECT i.rowid AS row_ FROM items i WHERE {hashed}) h "
-                "ON i.rowid = h.row_ JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
+                f"SELECT i.id FROM {items_narrowed('WHERE ' + hashed)} "
+                "JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
                 f"WHERE {differs} ORDER BY 1",
                 [model_name, *scope, *hashed_params, model_name],
             )

@@ -33,6 +33,13 @@ ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
 ACTIVE_SQL = "NOT i.archived AND i.superseded_by IS NULL"
 WRITTEN_SINCE_SQL = "i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
 
+def items_narrowed(where: str) -> str:
+    """`items i` narrowed to the rows `where` (a WHERE clause over `items i`) selects, the rows
+    found first and their other columns read by row id: a scan that filters and selects wide
+    columns (text, JSON) in one reads those columns for every row of the store."""
+    return f"items i JOIN (SELECT i.rowid AS row_ FROM items i {where}) narrowed_ ON i.rowid = narrowed_.row_"
+
+
 def revision_text_hash(item: MemoryItem) -> str:
     """The text a revision records, as one hash: what the write policy reads and the
     embedder embeds (title and content by their hash, a message's retrieval context, tags,

@@ -13,7 +13,7 @@ import pyarrow as pa
 from pipelines.item_history import HISTORY_SCHEMA
 from pipelines.records import MemoryItem, Tier, parse_time
 from pipelines.warehouse.connection import as_list, check_id
-from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal, items_narrowed
 
 TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
 
@@ -129,7 +129,7 @@ class ItemReads(ItemJournal):
         `active_items` filters them: (scope fields, type, verdict, validation, count) rows.
         Counting per owner needs no item decoded."""
         where, params = _active_filter(tier, types)
-        rows = self.query(f"SELECT {_OWNER_KIND_SQL}, count(*) FROM items i {where} GROUP BY ALL ORDER BY ALL",
+        rows = self.query(f"SELECT {_OWNER_KIND_SQL}, count(*) FROM {items_narrowed(where)} GROUP BY ALL ORDER BY ALL",
                           params)
         return [(_owner(k, u, p, s, o), t, v, val, int(n)) for k, u, p, s, o, t, v, val, n in rows]
 
@@ -138,7 +138,7 @@ class ItemReads(ItemJournal):
         """The active items `active_items` selects, ordered by id, as (id, owner scope fields,
         type, metadata verdict, validation): what clustering reads of an item, no item decoded."""
         where, params = _active_filter(tier, types)
-        rows = self.query(f"SELECT i.id, {_OWNER_KIND_SQL} FROM items i {where} ORDER BY i.id", params)
+        rows = self.query(f"SELECT i.id, {_OWNER_KIND_SQL} FROM {items_narrowed(where)} ORDER BY i.id", params)
         return [(i, _owner(k, u, p, s, o), t, v, val) for i, k, u, p, s, o, t, v, val in rows]
 
     def active_ids(self) -> list[str]:
