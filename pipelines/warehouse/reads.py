@@ -11,7 +11,7 @@ import msgspec
 import pyarrow as pa
 
 from pipelines.item_history import HISTORY_SCHEMA
-from pipelines.records import MemoryItem, Tier, parse_time
+from pipelines.records import MemoryItem, Provenance, Tier, parse_time
 from pipelines.warehouse.connection import as_list, check_id
 from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal, items_narrowed
 
@@ -144,6 +144,14 @@ class ItemReads(ItemJournal):
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
         return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {ACTIVE_SQL} ORDER BY i.id")]
+
+    def active_provenance(self, *, tier: str | None = None) -> list[tuple[str, Provenance]]:
+        """(id, provenance) of the active items (of one tier), ordered by id: the one field
+        the provenance check reads, no item decoded."""
+        where, params = _active_filter(tier, None)
+        decode = msgspec.json.Decoder(Provenance).decode
+        rows = self.query(f"SELECT i.id, i.provenance FROM {items_narrowed(where)} ORDER BY i.id", params)
+        return [(item_id, decode(provenance)) for item_id, provenance in rows]
 
     def items_written_since(self, since: str, ids: Sequence[str] = ()) -> list[MemoryItem]:
         """Active items with a revision written at or after `since` (any change: text,
