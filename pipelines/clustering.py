@@ -335,21 +335,45 @@ def cluster_items(
     """Clusters of `items` (row i of `vectors` is item i's embedding), never across owner
     partitions or type families; noise stays unclustered. The result does not depend on
     the order of `items`. Sorted by (partition, label)."""
-    x = _checked_matrix(vectors)
     items = list(items)
-    if x.shape[0] != len(items):
-        raise ClusteringError(f"{len(items)} items but {x.shape[0]} vectors")
     for item in items:
         if not isinstance(item, MemoryItem):
             raise ClusteringError(f"items must be MemoryItem records, not {type(item).__name__}")
-    ids = [i.id for i in items]
+    return cluster_keyed(
+        [i.id for i in items], [i.scope.partition_key() for i in items], [i.type for i in items], vectors,
+        min_cluster_size=min_cluster_size, reduce_dim=reduce_dim, seed=seed, min_similarity=min_similarity,
+        max_block=max_block, families=families,
+    )  # fmt: skip
+
+
+def cluster_keyed(
+    ids: Sequence[str],
+    partitions: Sequence[str],
+    types: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    min_cluster_size: int = 2,
+    reduce_dim: int = 32,
+    seed: int = 0,
+    min_similarity: float = DEFAULT_MIN_SIMILARITY,
+    max_block: int = EXACT_MAX_N,
+    families: Mapping[str, str] | None = None,
+) -> list[Cluster]:
+    """`cluster_items` from what it reads of an item: its id, owner partition
+    (`Scope.partition_key`) and type, one of each per row of `vectors` (a store's short-term
+    items need not be decoded to be clustered)."""
+    x = _checked_matrix(vectors)
+    ids = [str(i) for i in ids]
+    if not len(ids) == len(partitions) == len(types) == x.shape[0]:
+        raise ClusteringError(f"{len(ids)} items ({len(partitions)} partitions, {len(types)} types) "
+                              f"but {x.shape[0]} vectors")
     if len(set(ids)) != len(ids):
         dup = next(i for i in ids if ids.count(i) > 1)
         raise ClusteringError(f"duplicate item id {dup!r}")
 
     groups: dict[tuple[str, str], list[int]] = {}
-    for row, item in enumerate(items):
-        key = (item.scope.partition_key(), type_family(item.type, families))
+    for row, (partition, item_type) in enumerate(zip(partitions, types)):
+        key = (partition, type_family(item_type, families))
         groups.setdefault(key, []).append(row)
 
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}

@@ -57,6 +57,7 @@ from pipelines.consolidate.invariants import (
     location_violations,
     policy_check_since,
     provenance_violations,
+    stored_provenance_violations,
     supersede_violations,
 )
 from pipelines.consolidate.landing import LandReport, begin_run, land_events
@@ -82,7 +83,7 @@ __all__ = [
     "location_violations", "policy_check_since", "embed_batched", "embed_items", "embedding_check_since",
     "ensure_same_embedder", "finish_run", "govern_items", "hard_block_violations",
     "land_events", "last_finished_run", "lock_path", "merge_clusters", "merger_used", "mergeable",
-    "pending_stm_by_partition", "provenance_violations", "publish_snapshot",
+    "pending_stm_by_partition", "provenance_violations", "stored_provenance_violations", "publish_snapshot",
     "read_published_manifest", "reembed_all", "stm_by_partition", "supersede_violations",
     "vectors_for",
 ]  # fmt: skip

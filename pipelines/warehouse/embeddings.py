@@ -18,7 +18,7 @@ from pipelines.warehouse.connection import (
     check_id,
     ids_table,
 )
-from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal, items_narrowed
 
 # pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
 # (a message with a retrieval context hashes it in, so a new context means a new vector, and
@@ -142,13 +142,15 @@ class Embeddings(ItemJournal):
                 hashed += " AND i.id IN (SELECT unnest(?::VARCHAR[]))"
                 hashed_params.append(self._text_changed_ids(written_since, compare_unhashed=False))
             # Two narrow queries, not one join that reads the hash inputs of every row: the
-            # items with no vector (ids only), then those whose vector's hash differs.
+            # items with no vector (ids only), then those whose vector's hash differs (their
+            # hash inputs read for the compared rows only).
             rows = self._sql(
                 "SELECT i.id FROM items i ANTI JOIN (SELECT item_id FROM embeddings WHERE model_name = ?) e "
                 f"ON e.item_id = i.id WHERE {where} UNION "
-                "SELECT i.id FROM items i JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
-                f"WHERE {hashed} AND {differs} ORDER BY 1",
-                [model_name, *scope, model_name, *hashed_params],
+                f"SELECT i.id FROM {items_narrowed('WHERE ' + hashed)} "
+                "JOIN embeddings e ON e.item_id = i.id AND e.model_name = ? "
+                f"WHERE {differs} ORDER BY 1",
+                [model_name, *scope, *hashed_params, model_name],
             )
         return [r[0] for r in rows]
 
@@ -174,10 +176,13 @@ class Embeddings(ItemJournal):
             dims = [d for m, d in self._models() if m == model_name]
             dim = dims[0] if dims else 0
             with self._staged(ids_table(list(dict.fromkeys(item_ids)))) as staged:
+                # Rows found by id first, vectors fetched by row id (`_items_where`): a join
+                # selecting the vectors reads every stored vector to return a few.
                 result = self._arrow(
-                    f"SELECT e.item_id, e.content_hash, e.vector FROM {staged} w "
-                    "JOIN embeddings e ON e.item_id = w.id WHERE e.model_name = $model "
-                    "ORDER BY w.ord",
+                    "WITH hit AS MATERIALIZED (SELECT e.rowid AS row_, w.ord AS ord_ "
+                    f"FROM {staged} w JOIN embeddings e ON e.item_id = w.id WHERE e.model_name = $model) "
+                    "SELECT e.item_id, e.content_hash, e.vector FROM embeddings e "
+                    "JOIN hit h ON e.rowid = h.row_ ORDER BY h.ord_",
                     {"model": model_name},
                 )
         ids = result.column("item_id").to_pylist()

@@ -33,6 +33,13 @@ ITEM_SELECT = ", ".join(f"i.{c}" for c in ITEM_COLUMNS)
 ACTIVE_SQL = "NOT i.archived AND i.superseded_by IS NULL"
 WRITTEN_SINCE_SQL = "i.id IN (SELECT item_id FROM revisions WHERE changed_at >= ?)"
 
+def items_narrowed(where: str) -> str:
+    """`items i` narrowed to the rows `where` (a WHERE clause over `items i`) selects, the rows
+    found first and their other columns read by row id: a scan that filters and selects wide
+    columns (text, JSON) in one reads those columns for every row of the store."""
+    return f"items i JOIN (SELECT i.rowid AS row_ FROM items i {where}) narrowed_ ON i.rowid = narrowed_.row_"
+
+
 def revision_text_hash(item: MemoryItem) -> str:
     """The text a revision records, as one hash: what the write policy reads and the
     embedder embeds (title and content by their hash, a message's retrieval context, tags,
@@ -145,7 +152,13 @@ class ItemJournal(WarehouseConnection):
     def _items_where(self, join_where: str, order: str, params: list[Any]) -> dict[str, MemoryItem]:
         """Items selected by `join_where` (a JOIN and/or WHERE clause over `items i`), with
         their links, keyed by id in `order`."""
-        table = self._arrow(f"SELECT {ITEM_SELECT} FROM items i {join_where} ORDER BY {order}", params)
+        # Rows found first (row ids and the order key: only the columns the selection reads),
+        # then their columns fetched by row id. Selecting every column in the filtering scan
+        # makes DuckDB read every column of every row to return a few (0.07 CPU-s for 2k of
+        # 108k items, 0.015 this way).
+        table = self._arrow(
+            f"WITH hit AS MATERIALIZED (SELECT i.rowid AS row_, {order} AS ord_ FROM items i {join_where}) "
+            f"SELECT {ITEM_SELECT} FROM items i JOIN hit h ON i.rowid = h.row_ ORDER BY h.ord_", params)
         ids = table.column("id").to_pylist()
         by_src: dict[str, list[Link]] = {}
         if ids:

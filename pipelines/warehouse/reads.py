@@ -11,9 +11,9 @@ import msgspec
 import pyarrow as pa
 
 from pipelines.item_history import HISTORY_SCHEMA
-from pipelines.records import MemoryItem, Tier, parse_time
+from pipelines.records import MemoryItem, Provenance, Tier, parse_time
 from pipelines.warehouse.connection import as_list, check_id
-from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal
+from pipelines.warehouse.journal import ACTIVE_SQL, WRITTEN_SINCE_SQL, ItemJournal, items_narrowed
 
 TIERS: tuple[str, ...] = Tier.__args__  # type: ignore[attr-defined]
 
@@ -129,16 +129,29 @@ class ItemReads(ItemJournal):
         `active_items` filters them: (scope fields, type, verdict, validation, count) rows.
         Counting per owner needs no item decoded."""
         where, params = _active_filter(tier, types)
-        rows = self.query(
-            "SELECT i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
-            "json_extract_string(i.metadata, '$.verdict'), i.validation, count(*) "
-            f"FROM items i {where} GROUP BY ALL ORDER BY ALL", params)
-        return [({"kind": k, "user_id": u, "project_id": p, "session_id": s, "org_id": o}, t, v, val, int(n))
-                for k, u, p, s, o, t, v, val, n in rows]
+        rows = self.query(f"SELECT {_OWNER_KIND_SQL}, count(*) FROM {items_narrowed(where)} GROUP BY ALL ORDER BY ALL",
+                          params)
+        return [(_owner(k, u, p, s, o), t, v, val, int(n)) for k, u, p, s, o, t, v, val, n in rows]
+
+    def active_item_kinds(self, *, tier: str | None = None, types: Sequence[str] | None = None
+                          ) -> list[tuple[str, dict[str, str], str, str | None, str]]:
+        """The active items `active_items` selects, ordered by id, as (id, owner scope fields,
+        type, metadata verdict, validation): what clustering reads of an item, no item decoded."""
+        where, params = _active_filter(tier, types)
+        rows = self.query(f"SELECT i.id, {_OWNER_KIND_SQL} FROM {items_narrowed(where)} ORDER BY i.id", params)
+        return [(i, _owner(k, u, p, s, o), t, v, val) for i, k, u, p, s, o, t, v, val in rows]
 
     def active_ids(self) -> list[str]:
         """Ids of the items neither archived nor superseded, ordered by id."""
         return [r[0] for r in self.query(f"SELECT i.id FROM items i WHERE {ACTIVE_SQL} ORDER BY i.id")]
+
+    def active_provenance(self, *, tier: str | None = None) -> list[tuple[str, Provenance]]:
+        """(id, provenance) of the active items (of one tier), ordered by id: the one field
+        the provenance check reads, no item decoded."""
+        where, params = _active_filter(tier, None)
+        decode = msgspec.json.Decoder(Provenance).decode
+        rows = self.query(f"SELECT i.id, i.provenance FROM {items_narrowed(where)} ORDER BY i.id", params)
+        return [(item_id, decode(provenance)) for item_id, provenance in rows]
 
     def items_written_since(self, since: str, ids: Sequence[str] = ()) -> list[MemoryItem]:
         """Active items with a revision written at or after `since` (any change: text,
@@ -187,13 +200,15 @@ class ItemReads(ItemJournal):
         with self.transaction():
             with self._staged(table) as staged:
                 # The owners' messages first (plain columns), their metadata JSON parsed once
-                # (materialised: inlined, the join and the window would each parse it again).
+                # (materialised: inlined, the join and the window would each parse it again;
+                # both fields from one parse: two paths apart parse it twice per row).
                 rows = self._sql(
-                    "WITH owned AS MATERIALIZED (SELECT i.id, i.org_id, i.user_id, i.created_at, "
-                    "json_extract_string(i.metadata, '$.session_id') AS session_id, "
-                    "TRY_CAST(json_extract(i.metadata, '$.inbox_seq') AS BIGINT) AS inbox_seq "
+                    "WITH owned AS MATERIALIZED (SELECT id, org_id, user_id, created_at, "
+                    "json_extract_string(m[1], '$') AS session_id, TRY_CAST(m[2] AS BIGINT) AS inbox_seq "
+                    "FROM (SELECT i.id, i.org_id, i.user_id, i.created_at, "
+                    "json_extract(i.metadata, ['$.session_id', '$.inbox_seq']) AS m "
                     f"FROM items i SEMI JOIN {staged} k ON k.org_id = i.org_id AND k.user_id = i.user_id "
-                    f"WHERE i.type = 'message' AND {ACTIVE_SQL}) "
+                    f"WHERE i.type = 'message' AND {ACTIVE_SQL})) "
                     "SELECT id FROM (SELECT o.id, row_number() OVER (PARTITION BY o.org_id, o.user_id, "
                     "o.session_id ORDER BY o.inbox_seq DESC NULLS LAST, o.created_at DESC, o.id DESC) AS rn "
                     f"FROM owned o JOIN {staged} k ON k.org_id = o.org_id AND k.user_id = o.user_id "
@@ -274,6 +289,15 @@ class ItemReads(ItemJournal):
 def _check_tier(tier: Any) -> None:
     if tier is not None and tier not in TIERS:
         raise ValueError(f"unknown tier {tier!r}; known: {list(TIERS)}")
+
+
+# An item's owner scope fields, type, metadata verdict and validation (`active_owner_counts`).
+_OWNER_KIND_SQL = ("i.scope_kind, i.user_id, i.project_id, i.session_id, i.org_id, i.type, "
+                   "json_extract_string(i.metadata, '$.verdict'), i.validation")
+
+
+def _owner(kind: str, user_id: str, project_id: str, session_id: str, org_id: str) -> dict[str, str]:
+    return {"kind": kind, "user_id": user_id, "project_id": project_id, "session_id": session_id, "org_id": org_id}
 
 
 def _active_filter(tier: str | None, types: Sequence[str] | None) -> tuple[str, list[Any]]:

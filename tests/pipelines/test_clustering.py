@@ -13,6 +13,7 @@ from pipelines.clustering import (
     Cluster,
     ClusteringError,
     cluster_items,
+    cluster_keyed,
     cluster_vectors,
     type_family,
 )
@@ -224,6 +225,19 @@ def test_cluster_items_output_does_not_depend_on_input_order():
         assert c.cluster_id.startswith("clu_")
     keys = [(c.partition, c.label) for c in first]
     assert keys == sorted(keys) and len(set(keys)) == len(keys)
+
+
+def test_cluster_keyed_is_cluster_items_from_ids_partitions_and_types():
+    vectors, _ = planted([2, 3, 2], n_noise=6, seed=14)
+    items = [item(f"i{n:02d}", project="p1" if n % 5 else "p2", type="fact" if n % 3 else "note")
+             for n in range(len(vectors))]
+    expected = cluster_items(items, vectors)
+    assert expected
+    got = cluster_keyed([i.id for i in items], [i.scope.partition_key() for i in items], [i.type for i in items],
+                        vectors)
+    assert got == expected
+    with pytest.raises(ClusteringError, match="vectors"):
+        cluster_keyed(["a", "b"], ["p", "p"], ["fact"], vectors[:2])
 
 
 def test_cluster_items_rejects_mismatched_or_duplicate_input():

@@ -740,3 +740,26 @@ def test_stored_stm_counts_per_partition_equal_counting_the_loaded_items(wh):
     loaded = stm_by_partition(wh.active_items(tier="stm", types=MERGEABLE_TYPES))
     assert loaded == {"project:default/p1": 3, "session:acme/bob/s1": 1, "user:default/alice": 1}
     assert stored_stm_by_partition(wh) == loaded
+    # Clustering reads the same candidates as (id, owner, type, verdict, validation) rows.
+    from pipelines.consolidate.common import mergeable, mergeable_kind
+    kinds = wh.active_item_kinds(tier="stm", types=MERGEABLE_TYPES)
+    items = wh.active_items(tier="stm", types=MERGEABLE_TYPES)
+    assert [(i, Scope(**o).partition_key(), t) for i, o, t, v, val in kinds if mergeable_kind("stm", t, v, val)] == [
+        (i.id, i.scope.partition_key(), i.type) for i in items if mergeable(i)]
+
+
+def test_stored_provenance_check_equals_checking_the_loaded_items(wh):
+    """The provenance check reads ids and provenance only, and finds what checking the
+    loaded MTM/LTM items finds: active MTM/LTM items without provenance."""
+    from pipelines.consolidate.invariants import provenance_violations, stored_provenance_violations
+    from pipelines.records import Provenance
+
+    sourced = Provenance(source_id="turn-1")
+    wh.put_items([
+        make_item("a", tier="mtm", provenance=sourced), make_item("b", tier="mtm"),
+        make_item("c", tier="ltm", provenance=Provenance(turn_refs=["D1:1"])), make_item("d", tier="ltm"),
+        make_item("e"), make_item("f", tier="ltm"),
+    ])
+    wh.archive_items(["f"], reason="aged")
+    loaded = wh.active_items(tier="mtm") + wh.active_items(tier="ltm")
+    assert stored_provenance_violations(wh) == (4, provenance_violations(loaded)) == (4, ["b", "d"])
