@@ -76,6 +76,31 @@ _FILLER = (
     r"prior\s+to\s+this|that\s+came|which\s+came|and|or)"
 )
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|next\s+message)"
+# What the reading model writes, also when it is not named "your reply": "whatever you say",
+# "the text you return", "each answer you give", "the assistant's answer". ("Everything you
+# send over Wi-Fi" names no output of the reader: "send" alone is not an output verb.)
+_YOU_WRITE = (
+    r"(?:say|write|type(?:\s+back)?|output|produce|generate|return|give|provide|send\s+back|"
+    r"(?:reply|respond|answer)(?:\s+with)?)"
+)
+_READER_OUTPUT = (
+    rf"(?:your\s+(?:\w+\s+)?{_REPLY}"
+    rf"|(?:whatever|everything|anything|all\s+of\s+what|all\s+(?:of\s+)?(?:the\s+)?(?:text|words))\s+(?:else\s+)?"
+    rf"(?:text\s+)?you\s+(?:\w+\s+)?{_YOU_WRITE}"
+    rf"|(?:the|each|every|any|all\s+the)\s+(?:\w+\s+)?(?:text|words?|{_REPLY}|message|content)\s+(?:that\s+)?you\s+"
+    rf"(?:\w+\s+)?{_YOU_WRITE}"
+    rf"|the\s+(?:assistant|ai|model|chatbot|bot|llm)(?:'s|s')\s+(?:\w+\s+)?{_REPLY})"
+)
+# The same with a pronoun head only ("whatever you write"), not "the text you produce for
+# the README", which may name a work product.
+_READER_ALL = (
+    rf"(?:whatever|everything|anything|all\s+of\s+what|all\s+(?:of\s+)?(?:the\s+)?(?:text|words))\s+(?:else\s+)?"
+    rf"(?:text\s+)?you\s+(?:\w+\s+)?{_YOU_WRITE}"
+)
+# Verbs that re-encode a text (a narrower `_TRANSFORM`).
+_RECODE = r"(?:encrypt|encod|encipher|translat|revers|invert|shift|scrambl|obfuscat|convert)\w*"
+# A web address dictated into a text.
+_LINK = r"(?:https?://|www\.|\b[\w-]+\.(?:com|net|org|io|example|xyz|info|biz|ru|cn)\b|\blink\s+to\b)"
 _LANG = (
     r"(?:base ?(?:64|32|16)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|leet ?speak|pig latin|"
     r"upper ?case|lower ?case|all caps|reverse(?:d)?(?: order)?|emojis?|caesar cipher|"
@@ -310,15 +335,34 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     add(
         "hard.injection.output_control",
         rf"{_IMPERATIVE}(?:[\w'-]+\s+){{0,4}}?(?:{_TRANSFORM}\w*|{_CODING})\b(?:[^.?!\n]|[.?!](?=\w)){{0,80}}?"
-        rf"\b(?:in|to|into|for|within|of|from)?\s*your\s+(?:\w+\s+)?{_REPLY}\b"
-        rf"|{_IMPERATIVE}(?:[\w'-]+\s+){{0,3}}?your\s+(?:\w+\s+)?{_REPLY}(?:'s)?\s+(?:\w+\s+){{0,2}}?(?:(?:in|into|to|using|with|as)\s+(?:an?\s+|the\s+)?"
+        rf"\b(?:in|to|into|for|within|of|from)?\s*{_READER_OUTPUT}\b"
+        rf"|{_IMPERATIVE}(?:[\w'-]+\s+){{0,3}}?{_READER_OUTPUT}(?:'s)?\s+(?:\w+\s+){{0,2}}?(?:(?:in|into|to|using|with|as)\s+(?:an?\s+|the\s+)?"
         rf"(?:\w+\s+)?(?:{_LANG}|{_CODING})\b|backwards?\b|in\s+reverse\b)"
-        rf"|\b(?:(?:in|to|into)\s+your\s+(?:\w+\s+)?{_REPLY}|when\s+you\s+(?:answer|reply|respond))\s*,?\s+(?:please\s+)?(?:include|mention|add|insert|suggest|promote|"
-        rf"state|say|write|tell|recommend|claim|advertise)\b"
+        rf"|\b(?:(?:in|to|into)\s+{_READER_OUTPUT}|(?:when|while|before|after)\s+(?:you\s+(?:answer|reply|respond)|answering|"
+        rf"replying|responding)(?:\s+(?:to\s+)?(?:the|this|that)\s+(?:user'?s?\s+)?(?:question|query|request|prompt|message|user|e-?mail))?"
+        rf"|(?:at|to)\s+the\s+(?:very\s+)?(?:end|start|beginning|top|bottom)\s+of\s+(?:the\s+|each\s+|every\s+)?(?:final\s+)?{_REPLY})"
+        rf"\s*,?\s+(?:please\s+)?(?:also\s+)?(?:include|mention|add|insert|suggest|promote|"
+        rf"state|say|write|tell|recommend|claim|advertise|slip|announce|urge|append|put)\b"
         rf"|\byour\s+(?:\w+\s+)?{_REPLY}\s+(?:is|should\s+be|must\s+be|will\s+be|has\s+to\s+be)\s+(?:only\s+|just\s+|exactly\s+|always\s+)?[\"'\[]"
-        rf"|\byour\s+(?:\w+\s+)?{_REPLY}\s+(?:(?:must|should|will|has\s+to|needs\s+to)\s+)?(?:always\s+)?(?:contains?|includes?|"
+        rf"|\b{_READER_OUTPUT}\s+(?:(?:must|should|will|has\s+to|needs\s+to)\s+)?(?:always\s+)?(?:contains?|includes?|"
         rf"(?:ends?|starts?|begins?)\s+with|mentions?)\s+(?:the\s+(?:phrase|sentence|words?|link|url|line)\s+)?(?:[\"'\[]|https?://|www\.)"
         rf"|\b(?:prefix|preface|prepend|append)\w*\b[^.?!\n]{{0,60}}?\bto\s+(?:the\s+|your\s+|yr\s+)?{_REPLY}\b",
+    )
+    # The reader's output named first, then re-encoded, given a link or made to promote
+    # something: "everything you type back should be in Pig Latin", "each response you
+    # generate has to include a link to ...", "make whatever you respond with promote X".
+    add(
+        "hard.injection.output_control",
+        rf"\b(?:(?:make\s+sure|ensure)\s+(?:that\s+)?{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:is|are)"
+        rf"|{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:should|must|has\s+to|have\s+to|needs\s+to|need\s+to|shall|is\s+to|are\s+to))"
+        rf"\s+(?:always\s+|also\s+|only\s+|all\s+)*(?:be\s+)?(?:{_RECODE}\b|written\s+(?:backwards?|in\s+reverse)\b|in\s+(?:{_CODING})\b)"
+        rf"|\b{_READER_ALL}\s+(?:\w+\s+){{0,3}}?(?:should|must|has\s+to|needs\s+to|shall)\s+(?:always\s+|only\s+)*(?:be\s+)?"
+        rf"(?:(?:written\s+)?in\s+(?:{_LANG})\b)"
+        rf"|\b{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:contains?|includes?|mentions?|(?:ends?|starts?|begins?)\s+with|promotes?|"
+        rf"recommends?|advertises?|plugs?)\b[^.?!\n]{{0,60}}?{_LINK}"
+        rf"|\b{_READER_ALL}(?:\s+(?:next|back|here|now|from\s+now\s+on))?\s*,\s*(?:please\s+)?(?:also\s+)?"
+        rf"(?:(?:say|write|put|give|render)\s+it\s+(?:in|into|as|using)\s+(?:{_LANG}|{_CODING})\b|{_RECODE}\b|(?:wrap|hide|slip|insert|add|embed)\b)"
+        rf"|\bmake\s+{_READER_OUTPUT}\s+(?:also\s+)?(?:mention|promote|include|recommend|advertise|claim|state|say|plug)\b",
     )
     add(
         "hard.injection.output_control",
@@ -363,7 +407,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     )
     add(
         "hard.injection.output_control",
-        rf"\b(?:reply|respond|answer|write\s+your\s+{_REPLY}|talk|speak)\s+(?:only\s+|exclusively\s+)?"
+        rf"\b(?:reply|respond|answer|write\s+your\s+{_REPLY}|talk|speak)\s+"
+        r"(?:(?:to\s+)?(?:the\s+)?(?:user|reader)(?:'s\s+(?:question|query|message|request))?\s+)?(?:only\s+|exclusively\s+)?"
         rf"(?:in|using|with)\s+(?:the\s+)?{_LANG}\b",
     )
     add(
