@@ -82,6 +82,9 @@ _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|nex
 _YOU_WRITE = (
     r"(?:say|write|type(?:\s+back)?|output|produce|generate|return|give|provide|send\s+back|"
     r"(?:reply|respond|answer)(?:\s+with)?)"
+    # ... but not what one writes somewhere else: "everything you type in the terminal",
+    # "whatever you write in the wiki" (the user or reader as the place is still the reply)
+    r"(?!\s+(?:in|on|into|to|for|from|at)\s+(?:the|a|an|our|this|that|each|every|any|your)\s+(?!users?\b|readers?\b))"
 )
 _READER_OUTPUT = (
     rf"(?:your\s+(?:\w+\s+)?{_REPLY}"
@@ -101,6 +104,13 @@ _READER_ALL = (
 _RECODE = r"(?:encrypt|encod|encipher|translat|revers|invert|shift|scrambl|obfuscat|convert)\w*"
 # A web address dictated into a text.
 _LINK = r"(?:https?://|www\.|\b[\w-]+\.(?:com|net|org|io|example|xyz|info|biz|ru|cn)\b|\blink\s+to\b)"
+# Re-encodings of a text that are no natural language (`_LANG` without the languages).
+_OBFUSCATED = (
+    r"(?:base ?(?:64|32|16)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|leet ?speak|pig latin|"
+    r"upper ?case|lower ?case|all caps|reverse(?:d)?(?: order)?|emojis?|caesar cipher)"
+)
+# Words that dictate content into a text.
+_DICTATE = r"(?:include|mention|add|insert|say|state|claim|recommend|promote|advertise|plug|tell)"
 _LANG = (
     r"(?:base ?(?:64|32|16)|hex(?:adecimal)?|binary|morse(?: code)?|rot ?13|leet ?speak|pig latin|"
     r"upper ?case|lower ?case|all caps|reverse(?:d)?(?: order)?|emojis?|caesar cipher|"
@@ -355,14 +365,17 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         "hard.injection.output_control",
         rf"\b(?:(?:make\s+sure|ensure)\s+(?:that\s+)?{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:is|are)"
         rf"|{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:should|must|has\s+to|have\s+to|needs\s+to|need\s+to|shall|is\s+to|are\s+to))"
-        rf"\s+(?:always\s+|also\s+|only\s+|all\s+)*(?:be\s+)?(?:{_RECODE}\b|written\s+(?:backwards?|in\s+reverse)\b|in\s+(?:{_CODING})\b)"
+        rf"\s+(?:always\s+|also\s+|only\s+|all\s+)*(?:be\s+)?(?:\w+ly\s+)?(?:{_RECODE}\b|written\s+(?:backwards?|in\s+reverse)\b|"
+        rf"(?:written\s+)?in\s+(?:{_CODING}|{_OBFUSCATED})\b|(?:secretly\s+|quietly\s+|subtly\s+)?(?:recommend|promote|advertise|plug|endorse|"
+        rf"praise)\b)"
         rf"|\b{_READER_ALL}\s+(?:\w+\s+){{0,3}}?(?:should|must|has\s+to|needs\s+to|shall)\s+(?:always\s+|only\s+)*(?:be\s+)?"
         rf"(?:(?:written\s+)?in\s+(?:{_LANG})\b)"
-        rf"|\b{_READER_OUTPUT}\s+(?:\w+\s+){{0,3}}?(?:contains?|includes?|mentions?|(?:ends?|starts?|begins?)\s+with|promotes?|"
-        rf"recommends?|advertises?|plugs?)\b[^.?!\n]{{0,60}}?{_LINK}"
+        rf"|\b{_READER_OUTPUT}\s+(?:\w+\s+){{0,4}}?(?:contains?|includes?|mentions?|carry|carries|features?|(?:ends?|starts?|begins?)\s+with|"
+        rf"promotes?|recommends?|advertises?|plugs?)\b[^.?!\n]{{0,60}}?{_LINK}"
         rf"|\b{_READER_ALL}(?:\s+(?:next|back|here|now|from\s+now\s+on))?\s*,\s*(?:please\s+)?(?:also\s+)?"
-        rf"(?:(?:say|write|put|give|render)\s+it\s+(?:in|into|as|using)\s+(?:{_LANG}|{_CODING})\b|{_RECODE}\b|(?:wrap|hide|slip|insert|add|embed)\b)"
-        rf"|\bmake\s+{_READER_OUTPUT}\s+(?:also\s+)?(?:mention|promote|include|recommend|advertise|claim|state|say|plug)\b",
+        rf"(?:(?:say|write|put|give|render)\s+it\s+(?:in|into|as|using)\s+(?:{_LANG}|{_CODING})\b|{_RECODE}\b|(?:wrap|hide|slip|embed)\b|"
+        rf"{_DICTATE}\b|(?:end|finish|start|begin|sign|close|open)\s+it\s+with\b)"
+        rf"|\b(?:make|have|let)\s+{_READER_OUTPUT}\s+(?:also\s+)?{_DICTATE}\b",
     )
     add(
         "hard.injection.output_control",
