@@ -549,6 +549,82 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"have\s+no|free\s+(?:of|from))\s+(?:any\s+)?(?:content\s+|safety\s+|ethical\s+|moral\s+)?"
         r"(?:polic(?:y|ies)|restrictions|filters|guidelines|censorship|safeguards|guardrails|limitations)\b",
     )
+    # The override in other languages, also with "everything before" instead of a named
+    # instruction ("Vergiss alles davor", "Olvida todo lo anterior", "Oubliez toutes les
+    # instructions"). "Vergiss nicht, die Milch zu kaufen" names nothing to forget.
+    add(
+        "hard.injection.override",
+        r"\b(?:vergiss|vergesst|vergessen\s+sie|ignoriere|ignoriert|ignorieren\s+sie|missachte)\s+(?:bitte\s+)?"
+        r"(?:alles\s+(?:was\s+)?(?:davor|zuvor|vorher|bisher|oben|bis\s+jetzt|gesagt)|(?:alle|die|deine|ihre|s[äa]mtliche)\s+"
+        r"(?:\w+\s+)?(?:anweisungen|instruktionen|befehle|vorgaben|regeln|aufgaben))"
+        r"|\b(?:oublie[zs]?|ignore[zs]?)\s+(?:tout\s+ce\s+qui\s+pr[ée]c[èe]de|tout\s+ce\s+qu[e']\s*(?:on\s+)?(?:t'a|vous\s+a)\s+dit|"
+        r"tou(?:te)?s\s+(?:les\s+|tes\s+|vos\s+)?(?:\w+\s+)?(?:instructions|consignes|r[èe]gles|directives))"
+        r"|\b(?:olvida|olvide|ignora|ignore)\s+(?:todo\s+lo\s+(?:anterior|que\s+te\s+(?:dije|han\s+dicho))|todas?\s+(?:las\s+|tus\s+)?"
+        r"(?:\w+\s+)?(?:instrucciones|[óo]rdenes|reglas|indicaciones))"
+        r"|\b(?:dimentica|ignora)\s+(?:tutto\s+(?:quello|ci[òo])\s+che|tutte\s+le\s+(?:\w+\s+)?(?:istruzioni|regole|indicazioni))"
+        r"|\b(?:esque[çc]a|ignore)\s+(?:tudo\s+(?:o\s+que|antes|acima)|todas\s+as\s+(?:\w+\s+)?(?:instru[çc][õo]es|regras|ordens))",
+    )
+    # Role-play jailbreaks: a named persona for the model, the "grandmother" exploit, a
+    # character never to be dropped, an AI without ethical limits.
+    add(
+        "hard.injection.role_hijack",
+        r"\bimmerse\s+yourself\s+(?:in|into)\s+(?:the\s+)?role\b"
+        r"|\b(?:pretend|act|roleplay|role-play|play)\s+(?:to\s+be\s+|as\s+|that\s+you\s+are\s+)?(?:an?\s+|another\s+)?"
+        r"(?:ai|model|chatbot|assistant|language\s+model)\b[^.\n]{0,30}?\b(?:named|called|known\s+as)\b"
+        r"|\b(?:pretend|act|roleplay|role-play|play|imagine)\b[^.\n]{0,40}?\b(?:late|deceased|dead)\s+(?:grand(?:mother|father|ma|pa|mom|dad)|"
+        r"mother|father|mom|dad|granny)\b"
+        r"|\b(?:never|do\s*n[o']?t|without)\s+(?:ever\s+)?break(?:ing)?\s+character\b"
+        r"|\bstay\s+in\s+character\s+(?:no\s+matter|whatever|at\s+all\s+times|even\s+if|forever)"
+        r"|\b(?:you|\w*bot|ai|assistant|model|chatbot|gpt|llm)\b[^.\n]{0,60}?\b(?:without|with\s+no|has\s+no|have\s+no|free\s+(?:of|from))\s+"
+        r"(?:any\s+)?(?:ethical|moral|content|safety)\s+(?:limits|boundaries|constraints|restrictions|guidelines|filters|polic(?:y|ies)|"
+        r"safeguards|guardrails)\b",
+    )
+    # The system prompt asked for in other words: translated, spelled, summarised, or as
+    # "the rules you were given" / "what was written before my first message".
+    add(
+        "hard.injection.system_prompt",
+        r"\b(?:translate|spell|encode|paraphrase|rewrite|convert|write\s+out|read\s+(?:back|out))\b[^.\n?!]{0,20}?\byour\s+"
+        r"(?:system|initial|original|hidden|secret|pre-?)\s*(?:prompt|instructions|rules|message)\b"
+        rf"|\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\bthe\s+(?:instructions?|rules|guidelines|directives|prompt)\s+(?:that\s+)?you\s+"
+        r"(?:were|have\s+been)\s+(?:given|told|programmed|provided)"
+        r"|\b(?:what|which)\s+(?:\w+\s+)?(?:instructions?|rules|guidelines|directives)\s+(?:were|have)\s+you\s+(?:been\s+)?"
+        r"(?:given|told|programmed)"
+        r"|\bwhat\s+(?:was|is|were)\s+(?:written|said|typed|stated)\s+(?:at\s+the\s+(?:very\s+)?(?:top|start|beginning)\s+of\s+"
+        r"(?:this|the|our)\s+(?:conversation|chat|prompt|context)|before\s+(?:my|the|this)\s+first\s+message)"
+        r"|\b(?:hint|clue|hints|clues)\s+(?:about|at|for|to)\s+(?:the|your)\s+(?:secret\s+)?(?:password|passcode|pass\s?phrase|"
+        r"secret\s+(?:word|phrase|code|key))\b"
+        r"|\bfirst\s+letters?\s+of\s+(?:the|your)\s+(?:secret\s+)?(?:password|passcode|secret\s+(?:word|phrase))\b",
+    )
+    # Text addressed to the model in a hidden comment or under a vocative header ("<!-- AI
+    # assistant: ...", "Note for the AI model:"); a claim that the user or the developer
+    # authorised or ordered what follows.
+    add(
+        "hard.injection.authority_claim",
+        r"<!--\s*(?:(?:note|message|instructions?)\s+(?:to|for)\s+)?(?:the\s+|any\s+)?(?:ai|assistant|model|llm|chatbot|bot|agent|gpt)"
+        r"(?:\s+(?:model|assistant|agent|instructions?))?s?\s*[:,\-]"
+        r"|\b(?:note|message|instructions?|reminder|memo)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|llm|chatbot|language)\s+"
+        r"(?:model|assistant|agent)s?\s*[:,\-]"
+        r"|\b(?:the\s+)?(?:user|developer|admin|administrator|owner|operator)\s+(?:has\s+)?(?:authori[sz]ed|permitted|allowed)\s+you\s+to\b"
+        r"|\b(?:real|actual|true|official|updated)\s+(?:instructions?|orders|directives|task|rules)\s+(?:come\s+)?(?:from|by)\s+"
+        r"(?:the|your)\s+(?:developer|creator|admin|administrator|operator|owner|system)s?\b"
+        r"|\b(?:from|by)\s+(?:your|the)\s+(?:developers?|creators?|admins?|administrators?|operators?|owners?)\b[^.\n]{0,40}?"
+        r"\b(?:overrides?|supersedes?|replaces?|takes?\s+precedence)\b"
+        r"|\b(?:i\s+am|i'm|this\s+is)\s+(?:the|an?|your)\s+(?:\w+\s+)?(?:administrator|admin|developer|creator|owner|operator)\b[^.\n]{0,60}?"
+        r"[;,.:]?\s*(?:so\s+)?(?:you\s+(?:can|must|should|may)\s+(?:now\s+)?)?(?:disable|turn\s+off|ignore|bypass|remove|lift|override|"
+        r"reveal|print|show|deactivate)\s+(?:your|the|all)\b",
+    )
+    # Dropping the task for a dictated reply ("instead of summarising, reply with ...");
+    # answering every future message alike.
+    add(
+        "hard.injection.output_control",
+        r"\b(?:instead\s+of|rather\s+than)\s+(?:summari[sz]ing|translating|classifying|analy[sz]ing|reading|following)\b[^.\n]{0,60}?,?\s*"
+        r"(?:just\s+)?(?:reply|respond|say|write|output|print|tell|list|send|give)\b",
+    )
+    add(
+        "hard.injection.memory_poisoning",
+        r"\b(?:respond|reply|answer)\s+(?:to\s+)?(?:all|every|each|any)\s+(?:future|subsequent|following|later)\s+"
+        r"(?:messages?|questions?|prompts?|requests?|inputs?|queries)\b",
+    )
     return tuple(r)
 
 
@@ -571,6 +647,12 @@ _ONE_PASS = OnePass([_RULES[k][1] for k in _ONE_PASS_INDEX])
 # whose anchors are all absent is skipped, which keeps long ordinary text cheap.
 _ANCHORS: dict[str, tuple[str, ...]] = {
     "hard.injection.override": (
+        "oubli",
+        "olvid",
+        "dimentic",
+        "esque",
+        "missacht",
+        "vergesst",
         "ignor",
         "disregard",
         "forget",
@@ -607,6 +689,15 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instruç",
     ),
     "hard.injection.role_hijack": (
+        "character",
+        "grand",
+        "bot",
+        "immerse",
+        "pretend",
+        "roleplay",
+        "role-play",
+        "play",
+        "act",
         "you",
         "do anything",
         "mode",
@@ -626,6 +717,14 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "model",
     ),
     "hard.injection.system_prompt": (
+        "given",
+        "written",
+        "typed",
+        "said",
+        "stated",
+        "hint",
+        "clue",
+        "first letter",
         "system",
         "<|",
         "<",
@@ -747,6 +846,15 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "preceding",
     ),
     "hard.injection.authority_claim": (
+        "<!--",
+        "authori",
+        "permitted",
+        "allowed",
+        "developer",
+        "creator",
+        "admin",
+        "operator",
+        "owner",
         "correct",
         "right",
         "valid",
