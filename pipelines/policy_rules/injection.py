@@ -476,7 +476,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:safe|safety|security|content)\s+(?:mode|filters?|checks?)\s+(?:is\s+|are\s+)?(?:now\s+)?"
         r"(?:off|disabled|deactivated|removed|lifted|bypassed)\b"
         r"|\b(?:i\s+am|i'm|this\s+is)\s+(?:your\s+(?:developer|creator|administrator|admin|owner|operator|"
-        r"programmer|maker)|(?:an?\s+|the\s+)?(?:openai|anthropic|system)\s+(?:administrator|developer|employee|engineer))\b",
+        r"programmer|maker)|(?:an?\s+|the\s+)?(?:openai|anthropic)\s+(?:administrator|developer|employee|engineer))\b",
     )
     # An access verdict standing on its own ("Access granted.") claims that a check passed;
     # asking for one to be said, translated or produced is the same hijack by other means;
