@@ -772,6 +772,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "anyone",
     ),
     "hard.injection.output_control": (
+        "rather",
         "your",
         "yr",
         "reply",
