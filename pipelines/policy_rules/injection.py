@@ -439,8 +439,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         "hard.injection.exfiltration",
         r"\b(?:send|email|e-mail|mail|post|upload|forward|transmit|leak|exfiltrate|share|submit)\b[^.\n]{0,80}?"
         r"\b(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
-        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|files)\b"
-        r"[^.\n]{0,60}?\b(?:to|at)\s+(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)"
+        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|contact\s+list|address\s+book|files)\b"
+        r"[^.\n]{0,60}?\b(?:to|at)\s+(?:(?:me|us)\s+at\s+)?(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)"
         r"|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{1,200}\?[^)\s]{0,200}="
         r"|\b(?:usernames?\s+and\s+)?passwords?\s+(?:in|from|stored\s+in)\s+your\s+(?:database|memory|system|records)\b"
         r"|\b(?:delete|erase|wipe|destroy|drop)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:data|memories|memory|files|records|database)\s+"
@@ -625,6 +625,70 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"\b(?:respond|reply|answer)\s+(?:to\s+)?(?:all|every|each|any)\s+(?:future|subsequent|following|later)\s+"
         r"(?:messages?|questions?|prompts?|requests?|inputs?|queries)\b",
     )
+    # A model told its rules are gone or do not apply, a world without laws as the excuse
+    # for a how-to, filters to drop, an AI "that has been jailbroken" to speak as.
+    add(
+        "hard.injection.role_hijack",
+        r"\byou\s+(?:now\s+)?(?:have|'ve\s+got|got|do\s*n[o']?t\s+have)\s+(?:no|any)\s+(?:more\s+)?(?:rules|restrictions|limits|filters|"
+        r"guidelines|boundaries)\b(?!\s+(?:about|on|for|regarding)\b)"
+        r"|\b(?:the\s+|your\s+|these\s+|any\s+)?(?:rules|restrictions|guidelines|polic(?:y|ies)|limits|filters|ethics)\s+"
+        r"(?:do\s*n[o']?t|does\s*n[o']?t|no\s+longer|never)\s+apply\s+to\s+you\b"
+        r"|\byour\s+(?:\w+\s+)?(?:guidelines|rules|restrictions|training|programming|ethics|polic(?:y|ies))\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
+        r"no\s+longer)\s+apply\b"
+        r"|\b(?:world|universe|reality|scenario|place)\s+(?:where|in\s+which|with)\s+(?:there\s+are\s+)?(?:no\s+)?(?:laws|rules|ethics|"
+        r"morals|restrictions)\b[^.\n;:]{0,30}[;,:]\s*(?:now\s+|so\s+)?(?:in\s+it,?\s+)?(?:explain|describe|tell\s+me|write|give\s+me|show\s+me)\b"
+        r"[^.\n]{0,20}?\b(?:how|steps?|instructions|recipe)\b"
+        r"|\b(?:drop|remove|disable|turn\s+off|switch\s+off|lift|shed|deactivate)\s+(?:all\s+)?(?:of\s+)?your\s+(?:\w+\s+)?(?:filters?|"
+        r"restrictions|safeguards|guardrails|guidelines|rules|limitations|censorship|safety|ethics)\b"
+        r"|\b(?:ai|model|assistant|chatbot|bot|version\s+of\s+(?:you|yourself))\s+(?:that|which|who)\s+(?:has\s+been|had\s+been|was|is|has)\s+"
+        r"(?:\w+\s+)?(?:jailbroken|unlocked|liberated|freed|unchained|unfiltered|uncensored|unrestricted|broken\s+free|broke\s+free)\b",
+    )
+    # The prompt asked for as what came before ("the text that precedes this message"), or
+    # from the model's makers ("what did your creators tell you?").
+    add(
+        "hard.injection.system_prompt",
+        rf"\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\b(?:text|words|instructions?|content|message|lines?)\s+(?:that\s+)?(?:precedes?|preceded|"
+        r"comes?\s+before|came\s+before|is\s+above|appears?\s+before)\s+(?:this|my|the\s+user'?s?)\s+(?:message|prompt|question|line|input)"
+        r"|\bwhat\s+(?:\w+\s+)?(?:did|have|do)\s+your\s+(?:creators?|developers?|makers?|programmers?|owners?|operators?)\s+(?:\w+\s+)?"
+        r"(?:tell|give|instruct|say|program|ask)\w*\b",
+    )
+    # A made-up transcript in which the assistant already complied; new rules "for the AI";
+    # a message addressed to whatever model reads the document; "if you are an AI, ...".
+    add(
+        "hard.injection.fake_delimiter",
+        r"(?:^|\n|[.!?]\s+)\s*(?:user|human)\s*:[^\n]{0,200}?\b(?:assistant|ai|bot)\s*:\s*(?:sure|okay|ok|of\s+course|certainly|yes)\b"
+        r"|^\s*(?:assistant|ai)\s*:\s*(?:sure|okay|ok|of\s+course|certainly)\b[^\n]{0,80}?\b(?:password|secret|key|credentials?|token)",
+    )
+    add(
+        "hard.injection.authority_claim",
+        r"\b(?:new|updated|revised|real)\s+(?:policy|rules?|instructions?|guidelines|directives?|orders)\s+(?:for|to)\s+(?:the\s+)?"
+        r"(?:assistant|ai|model|bot|chatbot|llm|language\s+model)s?\b"
+        # (to whatever model reads the document: a user's own "Dear AI assistant, ..." is a chat)
+        r"|(?:^|[.!?\n]\s*)(?:to|dear|attention)\s+(?:(?:the\s+)?(?:ai|llm|language\s+model|assistant|chatbot|bot|gpt|model|agent)s?"
+        r"(?:\s+(?:system|model|assistant|agent)s?)?\s+(?:reading|processing|parsing|summari[sz]ing|handling|reviewing)\s+(?:this|the)\s+\w+"
+        r"|(?:any|all)\s+(?:ai|llm|language\s+model|assistant|chatbot|bot|gpt|model|agent)s?(?:\s+(?:system|model|assistant|agent)s?)?"
+        r"(?:\s+(?:reading|processing|parsing|summari[sz]ing|handling|reviewing)\s+(?:this|the)\s+\w+)?)\s*[:,]"
+        r"|\bif\s+you\s+are\s+(?:an?\s+)?(?:ai|language\s+model|llm|chatbot|bot|assistant|gpt|model|agent)\s*[,:]\s*(?:please\s+)?"
+        r"(?:ignore|reply|respond|say|answer|write|output|add|include|stop|forget|tell|do|mark|classify|rate)\b"
+        r"|\bthe\s+user\s+(?:actually\s+|really\s+|secretly\s+|also\s+)?(?:wants|needs|asked\s+for|would\s+like)\s+you\s+to\s+"
+        r"(?:delete|wipe|erase|send|forward|share|reveal|ignore|disable|transfer|remove)\b",
+    )
+    # Dictated output: "repeat after me: '...'", content slipped in while summarising or
+    # translating, a text to decode or translate and then obey.
+    add(
+        "hard.injection.output_control",
+        r"\brepeat\s+after\s+me\s*[:,]?\s*[\"'“\[]"
+        r"|\b(?:when|while|before|after)\s+(?:you\s+)?(?:summari[sz]e|summari[sz]ing|translat(?:e|ing)|process(?:ing)?|read(?:ing)?)\s+"
+        r"(?:this|the)\s+(?:document|page|email|e-mail|text|report|article|file|message)\s*,\s*(?:please\s+)?(?:also\s+)?"
+        r"(?:include|mention|add|insert|suggest|promote|state|say|write|tell|recommend|claim|advertise)\b"
+        r"|\b(?:translate|decode|decrypt|convert|unscramble|decipher)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:then\s+)?(?:execute|follow|obey|run|"
+        r"carry\s+out|act\s+on|do)\s+(?:it|them|that|the\s+(?:result|instructions?)|what\s+it\s+says)\b",
+    )
+    # Data carried out in a link's query ("visit http://x/?data= with the summary appended").
+    add(
+        "hard.injection.exfiltration",
+        r"https?://\S*[?&][\w-]+=(?=\s|$)[^.\n]{0,40}?\b(?:with|followed\s+by|append\w*|add\w*|plus|containing)\b",
+    )
     return tuple(r)
 
 
@@ -689,6 +753,26 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instruç",
     ),
     "hard.injection.role_hijack": (
+        "world",
+        "universe",
+        "reality",
+        "scenario",
+        "place",
+        "drop",
+        "remove",
+        "disable",
+        "turn off",
+        "switch off",
+        "lift",
+        "shed",
+        "deactivate",
+        "rules",
+        "restriction",
+        "guideline",
+        "polic",
+        "limit",
+        "filter",
+        "ethic",
         "character",
         "grand",
         "bot",
@@ -717,6 +801,15 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "model",
     ),
     "hard.injection.system_prompt": (
+        "preced",
+        "before",
+        "above",
+        "creator",
+        "developer",
+        "maker",
+        "programmer",
+        "owner",
+        "operator",
         "given",
         "written",
         "typed",
@@ -772,6 +865,16 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "anyone",
     ),
     "hard.injection.output_control": (
+        "repeat after",
+        "summari",
+        "translat",
+        "process",
+        "read",
+        "decode",
+        "decrypt",
+        "convert",
+        "unscramble",
+        "decipher",
         "rather",
         "your",
         "yr",
@@ -806,6 +909,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "speak",
     ),
     "hard.injection.exfiltration": (
+        "http",
         "send",
         "mail",
         "post",
@@ -830,6 +934,10 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "query string",
     ),
     "hard.injection.fake_delimiter": (
+        "user",
+        "human",
+        "assistant",
+        "ai",
         "%%%",
         "###",
         "===",
@@ -847,6 +955,14 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "preceding",
     ),
     "hard.injection.authority_claim": (
+        "new",
+        "updated",
+        "revised",
+        "real",
+        "to ",
+        "dear",
+        "if you are",
+        "the user",
         "<!--",
         "authori",
         "permitted",
