@@ -585,7 +585,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         "hard.injection.system_prompt",
         r"\b(?:translate|spell|encode|paraphrase|rewrite|convert|write\s+out|read\s+(?:back|out))\b[^.\n?!]{0,20}?\byour\s+"
         r"(?:system|initial|original|hidden|secret|pre-?)\s*(?:prompt|instructions|rules|message)\b"
-        rf"|\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\bthe\s+(?:instructions?|rules|guidelines|directives|prompt)\s+(?:that\s+)?you\s+"
+        rf"|\b{_DISCLOSE}\s+(?:[\w'-]+\s+){{0,4}}?the\s+(?:instructions?|rules|guidelines|directives|prompt)\s+(?:that\s+)?you\s+"
         r"(?:were|have\s+been)\s+(?:given|told|programmed|provided)"
         r"|\b(?:what|which)\s+(?:\w+\s+)?(?:instructions?|rules|guidelines|directives)\s+(?:were|have)\s+you\s+(?:been\s+)?"
         r"(?:given|told|programmed)"
@@ -606,7 +606,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"(?:model|assistant|agent)s?\s*[:,\-]"
         r"|\b(?:the\s+)?(?:user|developer|admin|administrator|owner|operator)\s+(?:has\s+)?(?:authori[sz]ed|permitted|allowed)\s+you\s+to\b"
         r"|\b(?:real|actual|true|official|updated)\s+(?:instructions?|orders|directives|task|rules)\s+(?:come\s+)?(?:from|by)\s+"
-        r"(?:the|your)\s+(?:developer|creator|admin|administrator|operator|owner|system)s?\b"
+        r"(?:the|your)\s+(?:developer|creator|admin|administrator|operator|owner)s?\b"
         r"|\b(?:from|by)\s+(?:your|the)\s+(?:developers?|creators?|admins?|administrators?|operators?|owners?)\b[^.\n]{0,40}?"
         r"\b(?:overrides?|supersedes?|replaces?|takes?\s+precedence)\b"
         r"|\b(?:i\s+am|i'm|this\s+is)\s+(?:the|an?|your)\s+(?:\w+\s+)?(?:administrator|admin|developer|creator|owner|operator)\b[^.\n]{0,60}?"
@@ -635,7 +635,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"(?:do\s*n[o']?t|does\s*n[o']?t|no\s+longer|never)\s+apply\s+to\s+you\b"
         r"|\byour\s+(?:\w+\s+)?(?:guidelines|rules|restrictions|training|programming|ethics|polic(?:y|ies))\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
         r"no\s+longer)\s+apply\b"
-        r"|\b(?:world|universe|reality|scenario|place)\s+(?:where|in\s+which|with)\s+(?:there\s+are\s+)?(?:no\s+)?(?:laws|rules|ethics|"
+        r"|\b(?:world|universe|reality|scenario)\s+(?:where|in\s+which|with)\s+(?:there\s+are\s+)?(?:no\s+)?(?:laws|rules|ethics|"
         r"morals|restrictions)\b[^.\n;:]{0,30}[;,:]\s*(?:now\s+|so\s+)?(?:in\s+it,?\s+)?(?:explain|describe|tell\s+me|write|give\s+me|show\s+me)\b"
         r"[^.\n]{0,20}?\b(?:how|steps?|instructions|recipe)\b"
         r"|\b(?:drop|remove|disable|turn\s+off|switch\s+off|lift|shed|deactivate)\s+(?:all\s+)?(?:of\s+)?your\s+(?:\w+\s+)?(?:filters?|"
@@ -647,8 +647,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     # from the model's makers ("what did your creators tell you?").
     add(
         "hard.injection.system_prompt",
-        rf"\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\b(?:text|words|instructions?|content|message|lines?)\s+(?:that\s+)?(?:precedes?|preceded|"
-        r"comes?\s+before|came\s+before|is\s+above|appears?\s+before)\s+(?:this|my|the\s+user'?s?)\s+(?:message|prompt|question|line|input)"
+        r"\b(?:text|words|instructions?|content|lines?)\s+(?:that\s+)?(?:precedes?|preceded|comes?\s+before|came\s+before|"
+        r"appears?\s+before)\s+(?:this|my|the\s+user'?s?)\s+(?:message|prompt|question|input)"
         r"|\bwhat\s+(?:\w+\s+)?(?:did|have|do)\s+your\s+(?:creators?|developers?|makers?|programmers?|owners?|operators?)\s+(?:\w+\s+)?"
         r"(?:tell|give|instruct|say|program|ask)\w*\b",
     )
@@ -711,6 +711,7 @@ _ONE_PASS = OnePass([_RULES[k][1] for k in _ONE_PASS_INDEX])
 # whose anchors are all absent is skipped, which keeps long ordinary text cheap.
 _ANCHORS: dict[str, tuple[str, ...]] = {
     "hard.injection.override": (
+        "vergess",
         "oubli",
         "olvid",
         "dimentic",
@@ -753,35 +754,18 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instruç",
     ),
     "hard.injection.role_hijack": (
+        "granny",
+        "mother",
+        "father",
+        "mom",
+        "dad",
+        "bot",
         "world",
         "universe",
         "reality",
         "scenario",
-        "place",
-        "drop",
-        "remove",
-        "disable",
-        "turn off",
-        "switch off",
-        "lift",
-        "shed",
-        "deactivate",
-        "rules",
-        "restriction",
-        "guideline",
-        "polic",
-        "limit",
-        "filter",
-        "ethic",
         "character",
         "grand",
-        "bot",
-        "immerse",
-        "pretend",
-        "roleplay",
-        "role-play",
-        "play",
-        "act",
         "you",
         "do anything",
         "mode",
@@ -801,23 +785,17 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "model",
     ),
     "hard.injection.system_prompt": (
+        "told",
+        "programmed",
+        "provided",
         "preced",
         "before",
         "above",
-        "creator",
-        "developer",
-        "maker",
-        "programmer",
-        "owner",
-        "operator",
         "given",
         "written",
         "typed",
         "said",
         "stated",
-        "hint",
-        "clue",
-        "first letter",
         "system",
         "<|",
         "<",
@@ -865,11 +843,13 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "anyone",
     ),
     "hard.injection.output_control": (
+        "reading",
+        "read this",
+        "read the",
         "repeat after",
         "summari",
         "translat",
         "process",
-        "read",
         "decode",
         "decrypt",
         "convert",
@@ -934,10 +914,11 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "query string",
     ),
     "hard.injection.fake_delimiter": (
+        "ai:",
+        "ai :",
         "user",
         "human",
         "assistant",
-        "ai",
         "%%%",
         "###",
         "===",
@@ -955,13 +936,13 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "preceding",
     ),
     "hard.injection.authority_claim": (
-        "new",
-        "updated",
-        "revised",
-        "real",
-        "to ",
-        "dear",
-        "if you are",
+        " ai",
+        "assistant",
+        "model",
+        "bot",
+        "llm",
+        "gpt",
+        "agent",
         "the user",
         "<!--",
         "authori",
