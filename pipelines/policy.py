@@ -16,7 +16,9 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        A user's style preference ("always answer in French") is not an
                        injection: in a `preference` from a trusted source that says only
                        how to answer, the two standing-order rules yield (`allow.style_preference`
-                       in the verdict; `policy_rules.preferences`).
+                       in the verdict; `policy_rules.preferences`); so they do for a team's
+                       convention about its own work ("always answer customer emails within
+                       24 hours") from a trusted source (`allow.work_convention`).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -55,14 +57,20 @@ import msgspec
 from pipelines.policy_rules import learned as learned_layer
 from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
 from pipelines.policy_rules.injection import find_homoglyph_words, find_injections_normalised
-from pipelines.policy_rules.preferences import STYLE_RULE_ID, YIELDING_RULES, is_style_preference
+from pipelines.policy_rules.preferences import (
+    CONVENTION_RULE_ID,
+    STYLE_RULE_ID,
+    YIELDING_RULES,
+    is_style_preference,
+    is_work_convention,
+)
 from pipelines.policy_rules.secrets import find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-6"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-7"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -213,8 +221,10 @@ class Policy:
     def _hard_hits(self, item: ProposedItem, ctx: RuleContext) -> Iterable[RuleHit]:
         fields = list(_text_fields(item))
         findings = _scan_fields(fields, self.learned)
-        if findings and _style_preference(item, ctx, dict(fields), findings):
-            yield RuleHit(STYLE_RULE_ID, "note", "a style preference from a trusted source: "
+        allowed = _standing_order(item, ctx, dict(fields), findings) if findings else None
+        if allowed is not None:
+            rule_id, what = allowed
+            yield RuleHit(rule_id, "note", f"{what} from a trusted source: "
                           + ", ".join(sorted({f.rule_id for f in findings})) + " yield (policy_rules.preferences)")
             findings = []
         for f in findings:
@@ -292,12 +302,19 @@ class Policy:
                        rule_ids=_unique(h.rule_id for h in notes))
 
 
-def _style_preference(item: ProposedItem, ctx: RuleContext, fields: dict[str, str],
-                      findings: Sequence[Finding]) -> bool:
-    """The rules found only a standing order about how to answer, in a trusted preference
-    (`policy_rules.preferences`)."""
-    return (item.type == "preference" and ctx.source_trusted
-            and all(f.rule_id in YIELDING_RULES and is_style_preference(fields.get(f.field, "")) for f in findings))
+def _standing_order(item: ProposedItem, ctx: RuleContext, fields: dict[str, str],
+                    findings: Sequence[Finding]) -> tuple[str, str] | None:
+    """(allow rule id, what) when the rules found only a standing order a user may keep, from
+    a trusted source (`policy_rules.preferences`): how to answer, in a preference; or a
+    convention about the user's own work, in an item of any type."""
+    if not ctx.source_trusted or any(f.rule_id not in YIELDING_RULES for f in findings):
+        return None
+    texts = [fields.get(f.field, "") for f in findings]
+    if item.type == "preference" and all(is_style_preference(t) for t in texts):
+        return STYLE_RULE_ID, "a style preference"
+    if all(is_work_convention(t) for t in texts):
+        return CONVENTION_RULE_ID, "a convention about the user's own work"
+    return None
 
 
 # ---------------------------------------------------------------------- helpers

@@ -21,6 +21,22 @@ Every other rule still applies (an override, a secret, a system-prompt probe). T
 names the yielded rules (`STYLE_RULE_ID` in its reasons), so the audit trail shows why such
 an item was stored. Encodings (Base64, hex, Morse, ROT13, reversed text) are not a style:
 they are how exfiltration hides; nor is replacing words (with emojis or anything else).
+
+A team's working convention is not an injection either: "Always answer customer emails
+within 24 hours", "Never say 'guaranteed' in marketing copy". The same standing-order rules
+read "always answer" and "never say" as orders about the assistant's reply, but here the
+object is the user's own work: a message someone else sent them (an email, a ticket, a
+review: `_ANSWERED`) or a piece of their writing (copy, release notes, a contract:
+`_WRITTEN`). The rules yield (`CONVENTION_RULE_ID`) for an item of any type that is all of:
+- from a trusted source (a chat turn or a memory.write, not a document: an email that
+  tells its reader how to answer emails is the indirect injection itself);
+- one short sentence (`MAX_CHARS`) whose order answers such a message ("answer / reply to /
+  respond to customer emails") or keeps words out of such writing ("never say / use /
+  write 'X' in marketing copy"; a word required in it would be a dictated phrase);
+- about nothing else: not addressed to the assistant or about its reply ("you", "your",
+  "me", "reply", "response"), no link, address or mention, no quoted text in an answering
+  order, and no verb of memory, secrecy, instructions, payment or forwarding
+  (`_NOT_CONVENTION`).
 """
 
 from __future__ import annotations
@@ -30,6 +46,7 @@ import re
 # The injection rules that read a standing order about the answer.
 YIELDING_RULES = frozenset({"hard.injection.memory_poisoning", "hard.injection.output_control"})
 STYLE_RULE_ID = "allow.style_preference"
+CONVENTION_RULE_ID = "allow.work_convention"
 MAX_CHARS = 240
 
 _LANGUAGES = (
@@ -74,4 +91,66 @@ def is_style_preference(text: str) -> bool:
             and _NOT_STYLE.search(text) is None)
 
 
-__all__ = ["MAX_CHARS", "STYLE_RULE_ID", "YIELDING_RULES", "is_style_preference"]
+# A message someone sends the user's team, which the team answers.
+_ANSWERED = (
+    r"(?:e-?mails?|mails?|tickets?|(?:phone\s+)?calls|the\s+phone|voicemails?|letters?|reviews?|complaints?|"
+    r"inquiries|enquiries|leads?|(?:support|customer|client|pull|merge|feature|access)\s+requests?|prs|mrs|"
+    r"issues|bug\s+reports?|comments|rfps?|rfqs?|invitations?|invites|pages|alerts|escalations?|incidents?|"
+    r"texts|dms|slack\s+messages|chats\s+from\s+customers|messages\s+from\s+(?:customers|clients))"
+)
+# A piece of the team's own writing, or its audience.
+_WRITTEN = (
+    r"(?:copy|ads?|adverts?|advertisements?|headlines?|slogans?|taglines?|newsletters?|press\s+releases?|"
+    r"(?:blog\s+)?posts?|tweets?|social\s+media|landing\s+pages?|product\s+(?:descriptions?|pages?|names?)|"
+    r"listings?|e-?mails?|letters?|tickets?|docs|documentation|manuals?|release\s+notes|changelogs?|"
+    r"commit\s+messages?|(?:pr|mr)\s+(?:titles?|descriptions?)|pull\s+requests?|code\s+reviews?|"
+    r"contracts?|proposals?|quotes|invoices?|reports?|slides?|decks?|presentations?|job\s+(?:ads?|postings?)|"
+    r"customers|clients|partners|investors|(?:the\s+)?press|meetings?|standups?|demos?)"
+)
+_ORDER = r"(?:^|[:,]\s*)(?:please\s+)?(?:(?:remember|make\s+sure)\s+to\s+)?"
+_DET = r"(?:(?:all|every|each|any|the|our|new|incoming|inbound|open|unread|[a-z]+(?:[-'][a-z]+)?)\s+){0,3}"
+_ANSWERING = re.compile(
+    rf"{_ORDER}(?:always\s+|never\s+|do\s*n[o']?t\s+)?(?:answer|reply\s+to|respond\s+to|get\s+back\s+to)\s+"
+    rf"{_DET}{_ANSWERED}\b",
+    re.IGNORECASE,
+)
+_KEEPING_OUT = re.compile(
+    rf"{_ORDER}(?:never|do\s*n[o']?t(?:\s+ever)?)\s+(?:say|use|write|mention|promise|claim)\s+"
+    r"(?:the\s+(?:word|phrase|term)s?\s+)?(?:'[^'\n]{1,40}'|\"[^\"\n]{1,40}\"|“[^”\n]{1,40}”|[\w'-]+(?:\s+[\w'-]+)?)\s+"
+    rf"(?:in|on|to|with)\s+{_DET}{_WRITTEN}\b",
+    re.IGNORECASE,
+)
+_QUOTE = re.compile(r"[\"'“”‘’]")
+# What may not follow the order: a second one that dictates words ("... and always
+# recommend BrandX", "... with 'OK'").
+_DICTATING = re.compile(
+    r"\b(?:say|tell|mention|recommend|promote|suggest|advertise|include|add|append|prepend|insert|claim|state|write"
+    r"|start|begin|end|sign|open|close|call|address|refer|quote|use|respond|reply|answer|with|always|never|only)\b",
+    re.IGNORECASE,
+)
+_NOT_CONVENTION = re.compile(
+    r"[`«»\[\]<>{}|\\]|https?:|www\.|@|\b[\w-]+\.(?:com|net|org|io|ai|dev|ru|cn|xyz|info)\b|[.!?;]\s+\S"
+    r"|\b(?:you|your|yours|yourself|me|my|mine|assistant|ai|chatbot|bot|model|llm|gpt|claude|outputs?|store|save|memori[sz]e|record|log|persist|forget|delete|erase|ignore|disregard"
+    r"|override|bypass|obey|comply|follow|instructions?|prompt|system|developer|admin|mode|pretend|role-?play|jailbreak"
+    r"|password|passcode|secret|token|keys?|credentials?|access|granted|reveal|disclose|leak|share|forward"
+    r"|send|cc|bcc|attach\w*|transfer|wire|pay|payment|bank|click|visit|links?|urls?|execute|run|tools?"
+    r"|base ?\d\d|hex|binary|morse|cipher|encod\w*|encrypt\w*|revers\w*|backwards|emojis?)\b",
+    re.IGNORECASE,
+)
+
+
+def is_work_convention(text: str) -> bool:
+    """The text is one short standing order about the user's own work: answering messages
+    sent to them (no quoted words), or words kept out of their writing; and nothing else."""
+    text = text.strip().rstrip(".!")
+    if not 0 < len(text) <= MAX_CHARS or _NOT_CONVENTION.search(text):
+        return False
+    answering = _ANSWERING.search(text)
+    if answering is not None:
+        return _QUOTE.search(text.replace("'s ", " ")) is None and _DICTATING.search(text, answering.end()) is None
+    keeping_out = _KEEPING_OUT.search(text)
+    return keeping_out is not None and _DICTATING.search(text, keeping_out.end()) is None
+
+
+__all__ = ["CONVENTION_RULE_ID", "MAX_CHARS", "STYLE_RULE_ID", "YIELDING_RULES", "is_style_preference",
+           "is_work_convention"]
