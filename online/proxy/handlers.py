@@ -36,7 +36,7 @@ from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
-from pipelines.records import Identity
+from pipelines.records import Identity, replace_lone_surrogates
 from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -84,7 +84,8 @@ class MemoryHandlers:
             return dialect_error(dialect, loop.status, loop.message)
         raw = await request.body()
         try:
-            body = json.loads(raw) if raw else None
+            # A lone surrogate escape ("\\ud83d") is U+FFFD, as Ollama reads it: never a 500.
+            body = replace_lone_surrogates(json.loads(raw), raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         invalid = dialect.invalid(body)

@@ -1,0 +1,131 @@
+"""The reach surfaces as a new user meets them, over real HTTP: the proxy's `/api/chat` and
+OpenAI-compatible `/v1/chat/completions` (on loopback, in front of the fake Ollama server),
+the MCP tools (the official SDK's client) and the memory browser.
+
+- A model that copies the proposal instruction's template back (`"title": "..."`, a thing
+  small models do) stores nothing: a placeholder is no memory, so recall never lists a
+  decision "..." as authoritative. Through the API too, content without a word is a 400.
+- A chat whose text holds a lone surrogate escape (`"\\ud83d"`, half an emoji cut by a
+  client) is answered like Ollama answers it (the character read as U+FFFD), streamed or
+  not, on both chat APIs, never a 500; an MCP tool call with one is bad input (a 400 tool
+  error), not an internal error with a traceback in the server log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.client.client import Client
+
+from online.mcp_server import build_server
+from online.proxy import ProxyConfig, create_proxy_app
+from online.proxy.config import PROPOSAL_INSTRUCTION
+from online.state import MemoryService
+from pipelines.records import Identity
+from tests.fakes.ollama_server import FakeOllama
+from tests.online.test_proxy import fake, serve, shared_fake  # noqa: F401 - fake and shared_fake are fixtures
+
+HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas", "X-Loci-Session": "s1"}
+DANA = Identity(user_id="dana", project_id="atlas", session_id="s1")
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[MemoryService]:
+    from pipelines.settings import load_settings
+
+    settings = load_settings(None, environ={}, embedder="hash", data_dir=str(tmp_path / "data"))
+    svc = MemoryService(settings, check_interval_ms=0)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def proxy(fake: FakeOllama, memory: MemoryService) -> Iterator[Callable[[], str]]:  # noqa: F811
+    with ExitStack() as stack:
+        yield lambda: stack.enter_context(serve(create_proxy_app(
+            memory.settings, service=memory, upstream=fake.url, config=ProxyConfig(flags_check_interval_s=0))))
+
+
+def ollama_chat(url: str, body: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    """(status, the text the client sees, the `loci` field) of one /api/chat call."""
+    resp = httpx.post(f"{url}/api/chat", content=json.dumps(body).encode(), headers={
+        **HEADERS, "content-type": "application/json"}, timeout=60)
+    if resp.status_code != 200:
+        return resp.status_code, resp.text, {}
+    lines = [json.loads(line) for line in resp.text.splitlines() if line.strip()]
+    return 200, "".join(obj["message"]["content"] for obj in lines), lines[-1].get("loci", {})
+
+
+def openai_chat(url: str, body: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+    resp = httpx.post(f"{url}/v1/chat/completions", content=json.dumps(body).encode(), headers={
+        **HEADERS, "content-type": "application/json"}, timeout=60)
+    if resp.status_code != 200:
+        return resp.status_code, resp.text, {}
+    if not body.get("stream"):
+        data = resp.json()
+        return 200, data["choices"][0]["message"]["content"], data.get("loci", {})
+    chunks = [json.loads(line[6:]) for line in resp.text.splitlines()
+              if line.startswith("data: ") and line != "data: [DONE]"]
+    text = "".join((c["choices"][0]["delta"].get("content") or "") for c in chunks if c["choices"])
+    return 200, text, chunks[-1].get("loci", {})
+
+
+CHATS = [(ollama_chat, False), (ollama_chat, True), (openai_chat, False), (openai_chat, True)]
+
+
+@pytest.mark.parametrize(("chat", "stream"), CHATS)
+def test_a_model_copying_the_proposal_template_stores_nothing(proxy, fake, memory, chat, stream) -> None:  # noqa: F811
+    fake.chat_reply = lambda req: "Sure, I will remember that. " + PROPOSAL_INSTRUCTION
+    url = proxy()
+    status, shown, loci = chat(url, {"model": "llama3.2", "stream": stream, "messages": [
+        {"role": "user", "content": "The standup moved to 10:00."}]})
+    assert status == 200 and "<MEMORY_PROPOSALS_JSON>" not in shown
+    assert loci["proposals"] == []
+    fake.chat_reply = lambda req: "ok"
+    hits = memory.recall("What did we decide?", DANA, mode="catalog", record_usage=False).hits
+    assert [h.item.title for h in hits if h.item.type != "message"] == []
+
+
+def test_a_placeholder_is_no_content_through_the_api_either(memory) -> None:
+    from online.tools import ToolDispatcher, ToolError
+
+    tools = ToolDispatcher(memory)
+    item = {"type": "decision", "title": "...", "content": "...", "why_store": "..."}
+    for action, args in [("memory.propose", {"items": [item]}), ("memory.write", {"item": item})]:
+        with pytest.raises(ToolError) as err:
+            tools.dispatch(action, args, DANA)
+        assert err.value.status == 400 and "holds no word" in err.value.message
+
+
+@pytest.mark.parametrize(("chat", "stream"), CHATS)
+def test_a_lone_surrogate_in_a_chat_is_answered_like_ollama_answers_it(proxy, fake, memory, chat, stream) -> None:  # noqa: F811
+    url = proxy()
+    status, shown, loci = chat(url, {"model": "llama3.2", "stream": stream, "messages": [
+        {"role": "user", "content": "Half an emoji \ud83d: the kiln fires on Fridays."}]})
+    assert status == 200, shown
+    assert shown == "echo: Half an emoji \ufffd: the kiln fires on Fridays."
+    assert loci["turn_ids"]["user"] and "problems" not in loci
+    said = [e.payload["text"] for e in memory.inbox.read_after(0, kinds=["turn"]) if e.payload["role"] == "user"]
+    assert said == ["Half an emoji \ufffd: the kiln fires on Fridays."]
+
+
+def test_an_mcp_call_with_a_lone_surrogate_is_bad_input_not_an_internal_error(memory) -> None:
+    async def scenario() -> list[dict[str, Any]]:
+        async with Client(build_server(memory, DANA)) as mcp:
+            out = []
+            for name, args in [("memory_search", {"query": "kiln \ud83d"}),
+                               ("memory_propose", {"items": [{"content": "The kiln \udfff fires on Fridays."}]})]:
+                result = await mcp.call_tool(name, args)
+                assert result.is_error
+                out.append(json.loads(result.content[0].text))
+            return out
+
+    for body in anyio.run(scenario):
+        assert body["status"] == 400 and "lone surrogate" in body["error"], body
