@@ -14,6 +14,7 @@ from litestar.exceptions import ClientException, ServiceUnavailableException
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
+from online.proxy.identity import header_text
 from online.schemas import ID_PART_PATTERN, ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
@@ -70,8 +71,10 @@ def provide_identity(
     h_org: Annotated[str | None, Parameter(header="X-Loci-Org", **_ID_PART)] = None,
 ) -> Identity:
     """Who is asking, for GET endpoints. Each id comes from its query parameter or its
-    header (both given and different: 400); an id given in neither is "default", the same
-    default as everywhere else in Loci."""
+    header (both given and different: 400; a header's UTF-8 read as such, `header_text`);
+    an id given in neither is "default", the same default as everywhere else in Loci."""
+    h_user, h_project, h_session, h_org = (None if h is None else header_text(h)
+                                           for h in (h_user, h_project, h_session, h_org))
     return Identity(
         user_id=_pick("user_id", user_id, h_user),
         project_id=_pick("project_id", project_id, h_project),

@@ -30,8 +30,19 @@ class IdentityError(ValueError):
     """A Loci identity header is empty, too long or holds control characters."""
 
 
+def header_text(value: str) -> str:
+    """A header value as the text the client meant. Servers hand values over decoded as
+    Latin-1, HTTP's old default, but clients send a non-ASCII id ("dána") as UTF-8 (curl,
+    Go, Open WebUI): read that way, it is the same caller as in a JSON identity or the
+    browser's query, not a mojibake tenant of its own ("dÃ¡na")."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):  # not UTF-8: Latin-1 it was
+        return value
+
+
 def _valid(header: str, value: str) -> str:
-    value = value.strip()
+    value = header_text(value).strip()
     if not value or len(value) > MAX_ID_CHARS or not _VALID.match(value):
         raise IdentityError(
             f"header {header} must be 1-{MAX_ID_CHARS} printable characters, got {value[:40]!r}"
@@ -50,7 +61,7 @@ def identity_from_headers(
         if header in lower:
             ids[field_name] = _valid(header, lower[header])
         elif openwebui and OPENWEBUI_HEADERS.get(field_name) in lower:
-            raw = lower[OPENWEBUI_HEADERS[field_name]].strip()
+            raw = header_text(lower[OPENWEBUI_HEADERS[field_name]]).strip()
             if raw and _VALID.match(raw):  # a foreign header is a hint, never a reason to refuse the request
                 ids[field_name] = raw[:MAX_ID_CHARS]
         if field_name not in ids:

@@ -129,3 +129,40 @@ def test_an_mcp_call_with_a_lone_surrogate_is_bad_input_not_an_internal_error(me
 
     for body in anyio.run(scenario):
         assert body["status"] == 400 and "lone surrogate" in body["error"], body
+
+
+
+KILN = {"type": "fact", "title": "Kiln day", "content": "The kiln fires on Fridays.", "scope": "user",
+        "why_store": "the user said so"}
+
+
+def dana_header(encoding: str) -> list[tuple[bytes, bytes]]:
+    return [(b"X-Loci-User", "dána".encode(encoding)), (b"X-Loci-Project", b"atlas")]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_non_ascii_id_in_a_proxy_header_is_the_caller_a_body_names_the_same(proxy, fake, memory,  # noqa: F811
+                                                                             encoding) -> None:
+    """Clients send a header's non-ASCII text as UTF-8 (curl, Go) or Latin-1: either way
+    "dána" of the proxy (and of the MCP server, which reads headers the same way) is the
+    "dána" of a JSON identity and of the browser's query, not a mojibake tenant ("dÃ¡na")."""
+    fake.chat_reply = lambda req: "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([KILN]) + "</MEMORY_PROPOSALS_JSON>"
+    resp = httpx.post(f"{proxy()}/api/chat", json={"model": "llama3.2", "stream": False, "messages": [
+        {"role": "user", "content": "Remember: the kiln fires on Fridays."}]},
+        headers=dana_header(encoding), timeout=60)
+    assert resp.status_code == 200, resp.text
+    (verdict,) = resp.json()["loci"]["proposals"]
+    stored = memory.get_item(verdict["item_id"], Identity(user_id="dána", project_id="atlas"))
+    assert stored is not None and stored.scope.user_id == "dána"
+
+
+def test_a_non_ascii_id_in_a_service_header_is_the_caller_a_body_names_the_same(service) -> None:
+    client, _ = service
+    encoding = "utf-8"  # (Litestar's TestClient sends every header value as UTF-8)
+    who = {"user_id": "dána", "project_id": "atlas"}
+    written = client.post("/v1/tools", json={"action": "memory.write", "identity": who, "args": {"item": KILN}})
+    item_id = written.json()["result"]["item_id"]
+    read = client.get(f"/v1/items/{item_id}", headers=dana_header(encoding))
+    assert read.status_code == 200, read.text
+    both = client.get(f"/v1/items/{item_id}", params=who, headers=dana_header(encoding))  # query and header agree
+    assert both.status_code == 200, both.text
