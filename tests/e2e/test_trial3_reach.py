@@ -13,6 +13,7 @@ the MCP tools (the official SDK's client) and the memory browser.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -166,3 +167,53 @@ def test_a_non_ascii_id_in_a_service_header_is_the_caller_a_body_names_the_same(
     assert read.status_code == 200, read.text
     both = client.get(f"/v1/items/{item_id}", params=who, headers=dana_header(encoding))  # query and header agree
     assert both.status_code == 200, both.text
+
+
+def test_the_browser_leads_from_a_merged_or_superseded_card_to_what_took_its_place(service) -> None:
+    """A card's links (a correction `supersedes` X, a merge `derived_from` X) lead to X, which
+    left recall: its page is a 404 that names what took its place, as the API does, and links
+    it for the same caller; every link of the page keeps the caller, as on every page."""
+    from pipelines.consolidate import consolidate_once
+
+    client, settings = service
+    dana = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+    mike = {**dana, "user_id": "mike", "session_id": "s7"}
+
+    def tool(who: dict, action: str, args: dict) -> dict:
+        resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+        assert resp.status_code < 300, resp.text
+        return resp.json()["result"]
+
+    def write(title: str, content: str) -> str:
+        item = {"type": "fact", "title": title, "content": content, "scope": "project", "why_store": "said",
+                "confidence": 0.9}
+        return tool(dana, "memory.write", {"item": item})["item_id"]
+
+    old = write("Release day", "Releases ship on Tuesday.")
+    tool(mike, "memory.update", {"id": old, "patch": {"content": "Releases ship on Wednesday."}})
+    new = write("Release cadence", "Releases ship every second Thursday.")
+    tool(dana, "memory.link", {"src_id": new, "dst_id": old, "rel": "supersedes"})
+    members = [write(title, content) for title, content in [
+        ("Edge cache TTL", "The edge cache TTL for map tiles is 300 seconds."),
+        ("Tile cache TTL", "The edge cache TTL for map tiles is 300 seconds, per ops."),
+        ("Edge cache expiry", "Map tiles leave the edge cache after a TTL of 300 seconds.")]]
+    assert consolidate_once(settings)["merge"].merged, "the three agreeing claims must merge for this test"
+    assert client.post("/v1/admin/reload").status_code == 200
+    query = "user_id=dana&amp;project_id=atlas&amp;session_id=s1&amp;org_id=acme"
+
+    card = client.get(f"/ui/items/{new}", params=dana)
+    assert card.status_code == 200 and f'href="/ui/items/{old}?{query}"' in card.text
+    page = client.get(f"/ui/items/{old}", params=dana)
+    assert page.status_code == 404 and f"{new!r} superseded it" in html.unescape(page.text)
+    assert f'href="/ui/items/{new}?{query}"' in page.text and f'href="/ui/?{query}"' in page.text
+    merged_into = {member: client.get(f"/v1/items/{member}", params=dana).json()["error"].rsplit(" ", 1)[-1].strip("'")
+                   for member in members}
+    gone = {member: into for member, into in merged_into.items() if into.startswith("mem_")}
+    assert gone
+    for member, into in gone.items():
+        page = client.get(f"/ui/items/{member}", params=dana)
+        assert page.status_code == 404 and f'href="/ui/items/{into}?{query}"' in page.text, page.text
+    # Someone who may not see it is told nothing more than about an unknown id.
+    eve = {"user_id": "eve", "project_id": "borealis", "org_id": "other"}
+    page = client.get(f"/ui/items/{old}", params=eve)
+    assert page.status_code == 404 and new not in page.text
