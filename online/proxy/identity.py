@@ -53,9 +53,16 @@ def _valid(header: str, value: str) -> str:
 def identity_from_headers(
     headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True
 ) -> Identity:
-    """The caller's identity. Raises `IdentityError` for a malformed Loci header."""
+    """The caller's identity. Raises `IdentityError` for a malformed Loci header, or one
+    sent twice with different values (which one names the caller is anyone's guess: a
+    client's own next to one an auth proxy in front added)."""
     base = default or Identity()
-    lower = {k.lower(): v for k, v in headers.items()}
+    lower: dict[str, str] = {}
+    for key, value in headers.items():  # every pair, repeated names included
+        key = key.lower()
+        if key in lower and key in HEADERS.values() and header_text(value).strip() != header_text(lower[key]).strip():
+            raise IdentityError(f"header {key} given twice with different values")
+        lower[key] = value
     ids: dict[str, str] = {}
     for field_name, header in HEADERS.items():
         if header in lower:

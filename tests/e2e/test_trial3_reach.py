@@ -217,3 +217,19 @@ def test_the_browser_leads_from_a_merged_or_superseded_card_to_what_took_its_pla
     eve = {"user_id": "eve", "project_id": "borealis", "org_id": "other"}
     page = client.get(f"/ui/items/{old}", params=eve)
     assert page.status_code == 404 and new not in page.text
+
+
+@pytest.mark.parametrize("path", ["/api/chat", "/v1/chat/completions"])
+def test_an_identity_header_sent_twice_with_different_values_is_refused(proxy, fake, memory, path) -> None:  # noqa: F811
+    """Which of two `X-Loci-User` values names the caller (a client's own next to one an
+    auth proxy in front added) is anyone's guess: a 400, nothing landed; the same value
+    twice is one caller."""
+    url = proxy()
+    body = {"model": "llama3.2", "stream": False,
+            "messages": [{"role": "user", "content": "The kiln fires on Fridays."}]}
+    resp = httpx.post(f"{url}{path}", json=body, headers=[(b"X-Loci-User", b"mallory"), (b"X-Loci-User", b"dana")])
+    assert resp.status_code == 400 and "x-loci-user given twice" in resp.text, resp.text
+    assert memory.inbox.read_after(0) == []
+    resp = httpx.post(f"{url}{path}", json=body, headers=[(b"X-Loci-User", b"dana"), (b"X-Loci-User", b"dana")])
+    assert resp.status_code == 200, resp.text
+    assert {e.identity.user_id for e in memory.inbox.read_after(0)} == {"dana"}
