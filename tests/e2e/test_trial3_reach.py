@@ -233,3 +233,46 @@ def test_an_identity_header_sent_twice_with_different_values_is_refused(proxy, f
     resp = httpx.post(f"{url}{path}", json=body, headers=[(b"X-Loci-User", b"dana"), (b"X-Loci-User", b"dana")])
     assert resp.status_code == 200, resp.text
     assert {e.identity.user_id for e in memory.inbox.read_after(0)} == {"dana"}
+
+
+def test_a_proposal_drafted_while_thinking_is_not_shown(memory) -> None:
+    """A reasoning model (`think`) often drafts its proposal block in its thinking, which
+    clients show (Open WebUI, the ollama CLI): the block is removed there too, streamed or
+    not, on both chat APIs; what is landed is still the answer's own proposals only."""
+    from tests.online.test_proxy import ScriptedUpstream, chunk, done
+    from tests.online.test_proxy_openai import ScriptedSSE, sse_chunk
+
+    drafted = ("The user states a schedule. I will add <MEMORY_PROPOSALS_JSON>[{\"type\": \"fact\", \"title\": "
+               "\"Kiln\", \"content\": \"The kiln fires on Fridays.\"}]</MEMORY_PROPOSALS_JSON> after answering.")
+    pieces = [drafted[i:i + 9] for i in range(0, len(drafted), 9)]
+    shown_thinking = "The user states a schedule. I will add after answering."
+    ollama_script = [chunk(thinking=p) for p in pieces] + [chunk("Noted."), done()]
+    sse_script = "".join([*(sse_chunk({"role": "assistant", "reasoning": p}) for p in pieces),
+                          sse_chunk({"role": "assistant", "content": "Noted."}), sse_chunk({}, "stop"),
+                          "data: [DONE]\n\n"])
+    body = {"model": "llama3.2", "messages": [{"role": "user", "content": "The kiln fires on Fridays."}]}
+    with FakeOllama() as whole:
+        whole.chat_reply = lambda req: {"role": "assistant", "content": "Noted.", "thinking": drafted}
+        upstreams = [ScriptedUpstream(ollama_script), ScriptedSSE(sse_script)]
+        with ExitStack() as stack:
+            urls = [stack.enter_context(serve(u, lifespan="off")) for u in upstreams]
+            proxies = [stack.enter_context(serve(create_proxy_app(
+                memory.settings, service=memory, upstream=up, config=ProxyConfig(flags_check_interval_s=0))))
+                for up in [*urls, whole.url]]
+            # streamed /api/chat
+            lines = [json.loads(line) for line in httpx.post(f"{proxies[0]}/api/chat", json=body, headers=HEADERS,
+                                                             timeout=60).text.splitlines()]
+            assert "".join(o["message"].get("thinking", "") for o in lines) == shown_thinking
+            assert "".join(o["message"]["content"] for o in lines) == "Noted."
+            # streamed /v1/chat/completions
+            text = httpx.post(f"{proxies[1]}/v1/chat/completions", json={**body, "stream": True}, headers=HEADERS,
+                              timeout=60).text
+            chunks = [json.loads(line[6:]) for line in text.splitlines()
+                      if line.startswith("data: ") and line != "data: [DONE]"]
+            assert "".join(c["choices"][0]["delta"].get("reasoning") or "" for c in chunks if c["choices"]) \
+                == shown_thinking
+            # not streamed
+            answer = httpx.post(f"{proxies[2]}/api/chat", json={**body, "stream": False}, headers=HEADERS,
+                                timeout=60).json()
+            assert answer["message"]["thinking"] == shown_thinking and answer["message"]["content"] == "Noted."
+    assert not [e for e in memory.inbox.read_after(0) if e.kind == "proposal"]
