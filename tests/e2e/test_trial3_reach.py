@@ -276,3 +276,21 @@ def test_a_proposal_drafted_while_thinking_is_not_shown(memory) -> None:
                                 timeout=60).json()
             assert answer["message"]["thinking"] == shown_thinking and answer["message"]["content"] == "Noted."
     assert not [e for e in memory.inbox.read_after(0) if e.kind == "proposal"]
+
+
+def test_the_service_refuses_an_identity_header_sent_twice_with_different_values(tmp_path: Path) -> None:
+    """`loci serve`'s GET endpoints and pages too (on a real server: Litestar's TestClient
+    joins repeated headers itself); they joined the two into one id, "mallory, dana"."""
+    from online.app import create_app
+    from pipelines.embedders import HashEmbedder
+    from tests.assets.support import make_settings
+
+    settings = make_settings(tmp_path)
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    with serve(app) as url:
+        for path in ("/v1/stats", "/ui/"):
+            resp = httpx.get(f"{url}{path}", headers=[(b"X-Loci-User", b"mallory"), (b"X-Loci-User", b"dana")])
+            assert resp.status_code == 400 and "x-loci-user given twice" in resp.text, resp.text
+            resp = httpx.get(f"{url}{path}", headers=[(b"X-Loci-User", b"dana"), (b"X-Loci-User", b"dana")])
+            assert resp.status_code == 200, resp.text
+    assert app.state.internal_errors == 0
