@@ -40,6 +40,7 @@ from pipelines.palace import location_of, palace_get, palace_list, parse_path, s
 from pipelines.policy import pointer_for
 from pipelines.recall.episodic import turn_title
 from pipelines.records import (
+    LONE_SURROGATE,
     Event,
     Identity,
     ItemType,
@@ -53,6 +54,8 @@ from pipelines.records import (
     ScopeKind,
     Tier,
     Validation,
+    holds_lone_surrogate,
+    says_something,
     sha256_text,
     stable_id,
     time_problems,
@@ -110,6 +113,7 @@ class ItemIn(Args, kw_only=True):
 
     def __post_init__(self) -> None:
         _check_times(self)
+        _check_content(self)
 
     def proposed(self) -> ProposedItem:
         return msgspec.convert(msgspec.to_builtins(self), ProposedItem)
@@ -162,6 +166,7 @@ class ItemPatch(Args):
 
     def __post_init__(self) -> None:
         _check_times(self)
+        _check_content(self)
 
 
 def _check_times(args: Any) -> None:
@@ -171,6 +176,13 @@ def _check_times(args: Any) -> None:
                              expires_at=getattr(args, "expires_at", None))
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def _check_content(args: Any) -> None:
+    """Content says something: a placeholder ("...", "…") is no memory."""
+    content = getattr(args, "content", msgspec.UNSET)
+    if isinstance(content, str) and not says_something(content):
+        raise ValueError(f"content {content[:40]!r} holds no word (a letter or digit)")
 
 
 class LinkArgs(Args):
@@ -229,6 +241,8 @@ ACTION_ARGS: dict[str, type[Args]] = {
 def _decode(kind: type, args: Any, action: str):
     if not isinstance(args, dict):
         raise ToolError(400, f"{action}: args must be a JSON object")
+    if holds_lone_surrogate(args):  # JSON parsers other than msgspec's (MCP, the proxy) keep them
+        raise ToolError(400, f"{action}: invalid args: {LONE_SURROGATE}")
     try:
         return msgspec.convert(args, kind)
     except msgspec.ValidationError as exc:

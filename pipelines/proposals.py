@@ -38,12 +38,15 @@ import msgspec
 
 from pipelines.records import (
     ITEM_TYPES,
+    LONE_SURROGATE,
     SCOPE_KINDS,
     TIERS,
     ParsedOutput,
     ParsedProposal,
     ParseError,
     ProposedItem,
+    holds_lone_surrogate,
+    says_something,
     time_problems,
 )
 
@@ -818,7 +821,8 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
             data[k] = value
     out: dict[str, Any] = {}
     for key in ("title", "content", "why_store"):
-        out[key] = _as_text(data.get(key))
+        text = _as_text(data.get(key))
+        out[key] = text if says_something(text) else ""  # "..." copied from the instruction: nothing
     out["type"] = _as_type(data.get("type"), errors, form, topic=out["title"])
     out["tags"] = _as_list(data.get("tags"))
     out["entities"] = _as_list(data.get("entities"))
@@ -839,11 +843,8 @@ def coerce_item(raw: Any, form: str = "api") -> tuple[ProposedItem | None, list[
         out["content"] = out["title"]
     if not out["content"]:
         return None, [*errors, ParseError(form=form, message="item without content", excerpt=_excerpt(repr(raw)))]
-    try:  # escapes in the model's JSON or Python literals can spell a lone surrogate: no text
-        msgspec.json.encode(out)
-    except UnicodeEncodeError:
-        return None, [*errors, ParseError(form=form, message="invalid item: text holds a lone surrogate "
-                                          "(an escape such as \\ud800 that is no character)",
+    if holds_lone_surrogate(out):  # escapes in the model's JSON or Python literals can spell one
+        return None, [*errors, ParseError(form=form, message=f"invalid item: {LONE_SURROGATE}",
                                           excerpt=_excerpt(ascii(raw)))]
     try:
         return msgspec.convert(out, ProposedItem), errors

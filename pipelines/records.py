@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -52,6 +53,44 @@ def parse_time(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+def says_something(text: str) -> bool:
+    """Whether `text` holds a word: a letter or digit in any script. A placeholder ("...",
+    "…", "-"), such as a template's copied back by a model, says nothing."""
+    return any(ch.isalnum() for ch in text)
+
+
+LONE_SURROGATE = "text holds a lone surrogate (an escape such as \\ud800 that is no character)"
+_LONE_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def holds_lone_surrogate(value: Any) -> bool:
+    """Whether JSON data (decoded by a parser that keeps them, like `json` or pydantic's)
+    holds a lone surrogate: no character, so it cannot be stored, hashed or sent as UTF-8."""
+    try:
+        msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return False
+
+
+def replace_lone_surrogates(value: Any, raw: bytes | None = None) -> Any:
+    """JSON data with each lone surrogate replaced by U+FFFD, as Go's JSON decoder (Ollama's)
+    reads one. `raw`, the bytes `value` was decoded from, skips the walk when they hold no
+    surrogate escape at all (the usual case)."""
+    if raw is not None and not _LONE_SURROGATE_ESCAPE.search(raw):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") \
+            if holds_lone_surrogate(value) else value
+    if isinstance(value, dict):
+        return {replace_lone_surrogates(k): replace_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [replace_lone_surrogates(v) for v in value]
+    return value
 
 
 def time_problems(valid_from: object = None, valid_to: object = None, **others: object) -> list[str]:

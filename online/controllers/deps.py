@@ -14,6 +14,7 @@ from litestar.exceptions import ClientException, ServiceUnavailableException
 from litestar.openapi import ResponseSpec
 from litestar.params import Parameter
 
+from online.proxy.identity import HEADERS, header_text
 from online.schemas import ID_PART_PATTERN, ErrorResponse
 from online.state import MemoryService
 from pipelines.records import Identity
@@ -56,6 +57,7 @@ def _pick(name: str, query: str | None, header: str | None) -> str:
 
 
 def provide_identity(
+    request: Request,
     user_id: Annotated[str | None, Parameter(query="user_id", **_ID_PART,
                                              description="Caller user id (or header X-Loci-User).")] = None,
     project_id: Annotated[str | None, Parameter(query="project_id", **_ID_PART,
@@ -70,8 +72,13 @@ def provide_identity(
     h_org: Annotated[str | None, Parameter(header="X-Loci-Org", **_ID_PART)] = None,
 ) -> Identity:
     """Who is asking, for GET endpoints. Each id comes from its query parameter or its
-    header (both given and different: 400); an id given in neither is "default", the same
-    default as everywhere else in Loci."""
+    header (both given and different: 400; a header's UTF-8 read as such, `header_text`);
+    an id given in neither is "default", the same default as everywhere else in Loci."""
+    for header in HEADERS.values():  # sent twice, Litestar would join them into one id "a, b"
+        if len({header_text(v).strip() for v in request.headers.getall(header, [])}) > 1:
+            raise ClientException(f"header {header} given twice with different values")
+    h_user, h_project, h_session, h_org = (None if h is None else header_text(h)
+                                           for h in (h_user, h_project, h_session, h_org))
     return Identity(
         user_id=_pick("user_id", user_id, h_user),
         project_id=_pick("project_id", project_id, h_project),

@@ -12,6 +12,7 @@ event like every write). Errors are 4xx pages, never a 500 for bad input.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -25,6 +26,7 @@ from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
 from online.controllers.deps import provide_identity, provide_service
+from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService, View
 from online.tools import ToolDispatcher, ToolError, item_summary
 from pipelines.item_report import history_rows, inbox_note
@@ -85,6 +87,19 @@ def _page(name: str, who: Identity | None, status_code: int = 200, **context: An
                     context={"who": who, "q": identity_query(who) if who else "", **context})
 
 
+def caller_of(request: Request) -> Identity | None:
+    """Whom a /ui request names in its query, when every part it gives is an id (a 4xx page
+    keeps the caller in its links, like every page); None when a part is malformed."""
+    parts: dict[str, str] = {}
+    for name in ("user_id", "project_id", "session_id", "org_id"):
+        value = request.query_params.get(name)
+        if value is not None:
+            if len(value) > 200 or not re.match(ID_PART_PATTERN, value):
+                return None
+            parts[name] = value
+    return Identity(**parts)
+
+
 def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
     """A 4xx of a /ui page (bad input, unknown or invisible id, a refused review) as an HTML
     page with its status and message. Anything unexpected still reaches the app's handler,
@@ -96,8 +111,12 @@ def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
         if isinstance(exc, ValidationException) and isinstance(exc.extra, list) and exc.extra:
             first = exc.extra[0] if isinstance(exc.extra[0], dict) else {"message": str(exc.extra[0])}
             message = f"{message}: {first.get('key', '')} {first.get('message', '')}".strip()
+    who = caller_of(request)
+    extra = getattr(exc, "extra", None)
+    replaced_by = extra.get("replaced_by") if isinstance(extra, dict) else None
     template = request.app.template_engine.get_template("ui/error.html")
-    return Response(template.render(status=status, message=message, who=None, q=""),
+    return Response(template.render(status=status, message=message, who=who, q=identity_query(who) if who else "",
+                                    replaced_by=replaced_by),
                     status_code=status, media_type=MediaType.HTML)
 
 
@@ -160,8 +179,10 @@ class UIController(Controller):
         identity: Identity,
     ) -> Template:
         found = service.read_item(item_id, identity, "ui.card")
-        if found is None:
-            raise NotFoundException(f"{service.no_item(item_id, identity)} (or not visible to you)")
+        if found is None:  # merged or superseded: the page links what took its place
+            replaced = service.replaced_by(item_id, identity)
+            raise NotFoundException(f"{service.no_item(item_id, identity)} (or not visible to you)",
+                                    extra={"replaced_by": replaced[0]} if replaced else None)
         item, view, history = found
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}

@@ -173,6 +173,18 @@ class ChatDialect(OllamaWire):
         return content if isinstance(content, str) else ""
 
     @staticmethod
+    def thinking(obj: dict[str, Any]) -> str:
+        """The model's reasoning text in an answer or chunk (`think`), shown by many clients."""
+        msg = obj.get("message")
+        value = msg.get("thinking") if isinstance(msg, dict) else None
+        return value if isinstance(value, str) else ""
+
+    @staticmethod
+    def with_thinking(obj: dict[str, Any], text: str) -> dict[str, Any]:
+        msg = obj.get("message")
+        return {**obj, "message": {**msg, "thinking": text}} if isinstance(msg, dict) else obj
+
+    @staticmethod
     def calls(obj: dict[str, Any]) -> list[dict[str, Any]]:
         msg = obj.get("message")
         calls = msg.get("tool_calls") if isinstance(msg, dict) else None
@@ -304,6 +316,15 @@ class GenerateDialect(OllamaWire):
     def text(obj: dict[str, Any]) -> str:
         value = obj.get("response")
         return value if isinstance(value, str) else ""
+
+    @staticmethod
+    def thinking(obj: dict[str, Any]) -> str:
+        value = obj.get("thinking")
+        return value if isinstance(value, str) else ""
+
+    @staticmethod
+    def with_thinking(obj: dict[str, Any], text: str) -> dict[str, Any]:
+        return {**obj, "thinking": text}
 
     @staticmethod
     def calls(obj: dict[str, Any]) -> list[dict[str, Any]]:

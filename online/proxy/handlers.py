@@ -36,7 +36,7 @@ from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter
-from pipelines.records import Identity
+from pipelines.records import Identity, replace_lone_surrogates
 from pipelines.settings import LiveFlags, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -84,7 +84,8 @@ class MemoryHandlers:
             return dialect_error(dialect, loop.status, loop.message)
         raw = await request.body()
         try:
-            body = json.loads(raw) if raw else None
+            # A lone surrogate escape ("\\ud83d") is U+FFFD, as Ollama reads it: never a 500.
+            body = replace_lone_surrogates(json.loads(raw), raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         invalid = dialect.invalid(body)
@@ -128,6 +129,8 @@ class MemoryHandlers:
                 return dialect_error(dialect, 502, "loci proxy: upstream answer is not a JSON object")
             raw = dialect.text(obj)
             visible = visible_of(raw) if ex.scans else raw
+            if ex.scans and dialect.thinking(obj):  # a block drafted while thinking is not shown either
+                obj = dialect.with_thinking(obj, visible_of(dialect.thinking(obj)))
             step, problem = await self.guarded(
                 "recall interception", ex.after_round, sent, raw, visible, dialect.calls(obj),
                 fallback=RoundResult(None, dialect.calls(obj)))
@@ -170,6 +173,7 @@ class MemoryHandlers:
         try:
             while True:
                 filt = ProposalStreamFilter() if ex.scans else None
+                thought = ProposalStreamFilter() if ex.scans else None  # blocks drafted while thinking
                 hold = RequestHold(active=ex.takes_requests)
                 raw_parts: list[str] = []
                 round_visible: list[str] = []
@@ -182,6 +186,8 @@ class MemoryHandlers:
                     if dialect.is_final(obj):
                         final = obj
                         break
+                    if thought is not None and dialect.thinking(obj):
+                        obj = dialect.with_thinking(obj, thought.feed(dialect.thinking(obj)))
                     piece = dialect.text(obj)
                     raw_parts.append(piece)
                     chunk_calls = dialect.calls(obj)
@@ -196,6 +202,9 @@ class MemoryHandlers:
                 await answer.aclose()
                 if final is None:
                     raise UpstreamError(502, "loci proxy: upstream stream ended without its final object")
+                if thought is not None:
+                    held = thought.feed(dialect.thinking(final)) + thought.finish()[0]
+                    final = dialect.with_thinking(final, held) if held or dialect.thinking(final) else final
                 piece = dialect.text(final)
                 raw_parts.append(piece)
                 calls += dialect.calls(final)

@@ -30,8 +30,19 @@ class IdentityError(ValueError):
     """A Loci identity header is empty, too long or holds control characters."""
 
 
+def header_text(value: str) -> str:
+    """A header value as the text the client meant. Servers hand values over decoded as
+    Latin-1, HTTP's old default, but clients send a non-ASCII id ("dána") as UTF-8 (curl,
+    Go, Open WebUI): read that way, it is the same caller as in a JSON identity or the
+    browser's query, not a mojibake tenant of its own ("dÃ¡na")."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):  # not UTF-8: Latin-1 it was
+        return value
+
+
 def _valid(header: str, value: str) -> str:
-    value = value.strip()
+    value = header_text(value).strip()
     if not value or len(value) > MAX_ID_CHARS or not _VALID.match(value):
         raise IdentityError(
             f"header {header} must be 1-{MAX_ID_CHARS} printable characters, got {value[:40]!r}"
@@ -42,15 +53,22 @@ def _valid(header: str, value: str) -> str:
 def identity_from_headers(
     headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True
 ) -> Identity:
-    """The caller's identity. Raises `IdentityError` for a malformed Loci header."""
+    """The caller's identity. Raises `IdentityError` for a malformed Loci header, or one
+    sent twice with different values (which one names the caller is anyone's guess: a
+    client's own next to one an auth proxy in front added)."""
     base = default or Identity()
-    lower = {k.lower(): v for k, v in headers.items()}
+    lower: dict[str, str] = {}
+    for key, value in headers.items():  # every pair, repeated names included
+        key = key.lower()
+        if key in lower and key in HEADERS.values() and header_text(value).strip() != header_text(lower[key]).strip():
+            raise IdentityError(f"header {key} given twice with different values")
+        lower[key] = value
     ids: dict[str, str] = {}
     for field_name, header in HEADERS.items():
         if header in lower:
             ids[field_name] = _valid(header, lower[header])
         elif openwebui and OPENWEBUI_HEADERS.get(field_name) in lower:
-            raw = lower[OPENWEBUI_HEADERS[field_name]].strip()
+            raw = header_text(lower[OPENWEBUI_HEADERS[field_name]]).strip()
             if raw and _VALID.match(raw):  # a foreign header is a hint, never a reason to refuse the request
                 ids[field_name] = raw[:MAX_ID_CHARS]
         if field_name not in ids:

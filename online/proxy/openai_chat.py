@@ -40,6 +40,7 @@ DONE = b"data: [DONE]\n\n"
 # the upstream added) goes in the last chunk.
 CHUNK_KEYS = ("id", "object", "created", "model", "system_fingerprint", "service_tier", "choices")
 STRUCTURED_FORMATS = ("json_object", "json_schema")
+REASONING_KEYS = ("reasoning", "reasoning_content")  # Ollama's, and other servers' name for it
 
 
 def _first_choice(obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -189,6 +190,21 @@ class OpenAIChatDialect(ChatDialect):
     def text(obj: dict[str, Any]) -> str:
         content = _part(obj).get("content")
         return content if isinstance(content, str) else ""
+
+    @staticmethod
+    def thinking(obj: dict[str, Any]) -> str:
+        part = _part(obj)
+        return next((part[k] for k in REASONING_KEYS if isinstance(part.get(k), str)), "")
+
+    @staticmethod
+    def with_thinking(obj: dict[str, Any], text: str) -> dict[str, Any]:
+        choice = _first_choice(obj)
+        key = "message" if choice is not None and "message" in choice else "delta"
+        part = _part(obj)
+        reasoning = next((k for k in REASONING_KEYS if isinstance(part.get(k), str)), None)
+        if choice is None or reasoning is None:
+            return obj
+        return {**obj, "choices": [{**choice, key: {**part, reasoning: text}}, *obj["choices"][1:]]}
 
     @staticmethod
     def calls(obj: dict[str, Any]) -> list[dict[str, Any]]:
