@@ -18,7 +18,8 @@ from pipelines.records import Identity, ItemType, ScopeKind, Tier
 
 # Bounds shared by several bodies. Body size as a whole is capped by settings.max_body_bytes.
 Text = Annotated[str, Meta(min_length=1, max_length=200_000, description="Turn text (non-empty).")]
-Query = Annotated[str, Meta(min_length=1, max_length=10_000, description="What to recall (non-empty).")]
+MAX_QUERY_CHARS = 10_000  # what one recall reads of a question (the API refuses longer)
+Query = Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS, description="What to recall (non-empty).")]
 ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/\-]+$")]
 TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService, View
 from pipelines.capture import govern_claim
 from pipelines.materialize import (
@@ -131,7 +132,7 @@ class WriteArgs(Args):
 
 
 class SearchArgs(Args):
-    query: Annotated[str, Meta(min_length=1, max_length=10_000)]
+    query: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
     tags: Annotated[list[Label], Meta(max_length=50)] = []
     tier: Tier | None = None
     type: ItemType | None = None

@@ -319,7 +319,7 @@ class RecallEngine:
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
-                                   about_self=asks_about_self(q.text), listing=asked_types(q.terms))
+                                   about_self=asks_about_self(q.text), listing=asked_types(q.text))
 
     def _candidates(self, q: RecallQuery) -> dict[str, Any]:
         lists = q.search.channels()

@@ -11,6 +11,8 @@ import msgspec
 
 from pipelines.records import ITEM_TYPES, SCOPE_KINDS, TIERS, Identity, parse_time
 
+from .lexical import QUERY_FILLERS, tokenize
+
 MODES = ("inject", "catalog", "hybrid")
 TAG_MATCHES = ("all", "any")
 
@@ -80,12 +82,14 @@ _LISTING_WORDS = frozenset({
     "project", "summary", "summarize", "summarise", "overview", "got", "today", "done", "follow", "items"})
 
 
-def asked_types(terms: list[str]) -> tuple[str, ...]:
-    """The item types a question asks for as a kind (`terms`: its `query_terms`), or () when
-    it names no type or also names a subject ("what did we decide about the API?")."""
-    types = [t for t, word in _ASKED_TYPES.items() if any(word.match(w) for w in terms)]
-    if not types or any(not any(word.match(w) for word in _ASKED_TYPES.values()) and w not in _LISTING_WORDS
-                        for w in terms):
+def asked_types(query: str) -> tuple[str, ...]:
+    """The item types a question asks for as a kind, or () when it names no type or also
+    names a subject ("what did we decide about the API?"). Read from its words with the
+    recall fillers ("Do you remember what we decided?": "decided" is one)."""
+    toks = tokenize(query)
+    types = [t for t, word in _ASKED_TYPES.items() if any(word.match(w) for w in toks)]
+    if not types or any(not any(word.match(w) for word in _ASKED_TYPES.values())
+                        and w not in _LISTING_WORDS and w not in QUERY_FILLERS for w in toks):
         return ()
     return tuple(types)
 

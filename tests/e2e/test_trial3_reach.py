@@ -294,3 +294,25 @@ def test_the_service_refuses_an_identity_header_sent_twice_with_different_values
             resp = httpx.get(f"{url}{path}", headers=[(b"X-Loci-User", b"dana"), (b"X-Loci-User", b"dana")])
             assert resp.status_code == 200, resp.text
     assert app.state.internal_errors == 0
+
+
+@pytest.mark.parametrize("chat", [ollama_chat, openai_chat])
+def test_a_huge_pasted_message_is_recalled_by_its_start_and_end_only(proxy, fake, memory, chat,  # noqa: F811
+                                                                      monkeypatch) -> None:
+    """A 300k-character paste (a log with the question after it) is recalled like the API's
+    longest question: its start and end, never the whole text (a recall's cost grows with
+    its query), and memory about the question still reaches the model."""
+    asked: list[int] = []  # the service is shared with the proxy: what its recall is asked
+    real = memory.recall
+
+    def recall(query: str, *args: Any, **kw: Any) -> Any:
+        asked.append(len(query))
+        return real(query, *args, **kw)
+
+    monkeypatch.setattr(memory, "recall", recall)
+    url = proxy()
+    paste = "INFO worker heartbeat ok\n" * 12_000 + "Why does the kiln fire on Fridays?"
+    status, shown, _ = chat(url, {"model": "llama3.2", "stream": False, "messages": [
+        {"role": "user", "content": paste}]})
+    assert status == 200, shown[:300]
+    assert asked and max(asked) <= 2 * (10_000 + 1) + 1, asked  # question and answer, each capped

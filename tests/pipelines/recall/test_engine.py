@@ -659,12 +659,12 @@ def test_questions_about_the_caller(query, about_self):
     ("What did we decide?", ("decision",)), ("What decisions have we made so far?", ("decision",)),
     ("List our decisions", ("decision",)), ("what did we agree on?", ("decision",)),
     ("Any open todos?", ("todo",)), ("What tasks do I have?", ("todo",)),
+    ("Do you remember what we decided?", ("decision",)), ("What did we discuss?", ()),
     ("What rules do we have?", ("constraint",)), ("What do I prefer?", ("preference",)),
     ("What did we decide about the API?", ()), ("Which database did we decide on?", ()),
     ("How do tasks run in celery?", ()), ("What is the weather?", ()),
 ])
 def test_questions_that_ask_for_a_kind_of_memory(query, types):
-    from pipelines.recall.lexical import query_terms
     from pipelines.recall.query import asked_types
 
-    assert asked_types(query_terms(query)) == types
+    assert asked_types(query) == types
