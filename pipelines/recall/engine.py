@@ -5,10 +5,8 @@
 
 1. **scope**: each corpus yields the rows the caller may see (`Scope.visible_to`), active
    only, narrowed by the `RecallFilters`; nothing outside these masks is looked at again.
-2. **embed**: the query's terms and label n-grams, its BM25 scores. Its vector (an
-   embedder outage degrades recall to lexical + labels) is computed on another thread,
-   started with the scope; the candidates stage waits for it after the lexical and label
-   channels (`timings_ms["question_vector"]`: the embedding's own time).
+2. **embed**: the query's vector (an embedder outage degrades recall to lexical + labels),
+   terms and label n-grams.
 3. **candidates**: the dense, lexical and label channels, fused (see `candidates.py`).
    Raw chat turns that carry nothing to recall (small talk, earlier copies of this very
    question) and retracted items are dropped here.
@@ -197,8 +195,8 @@ class RecallQuery:
     search: CandidateSearch | None = None
     qvec: np.ndarray | None = None
     # The question's vector while it is being embedded (see `RecallEngine._scope`): the
-    # vector, the components that failed and the embedding's own time (ms).
-    pending_qvec: Future[tuple[np.ndarray | None, list[str], float]] | None = None
+    # vector and the components that failed.
+    pending_qvec: Future[tuple[np.ndarray | None, list[str]]] | None = None
     terms: list[str] = field(default_factory=list)
     grams: set[str] = field(default_factory=set)
     always: list[Candidate] = field(default_factory=list)
@@ -336,7 +334,7 @@ class RecallEngine:
         """The question's vector, once embedded (an outage is noted in `degraded`)."""
         if q.pending_qvec is not None:
             pending, q.pending_qvec = q.pending_qvec, None
-            q.qvec, failed, q.timings["question_vector"] = pending.result()
+            q.qvec, failed = pending.result()
             q.degraded.extend(failed)
         return q.qvec
 
@@ -436,11 +434,9 @@ class RecallEngine:
             return len(q.ranked)
         return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms) for c in q.ranked)
 
-    def _embed_apart(self, query: str, corpora: Sequence[MemoryCorpus]
-                     ) -> tuple[np.ndarray | None, list[str], float]:
-        started, failed = time.perf_counter(), []
-        vec = self._embed(query, corpora, failed)
-        return vec, failed, (time.perf_counter() - started) * 1e3
+    def _embed_apart(self, query: str, corpora: Sequence[MemoryCorpus]) -> tuple[np.ndarray | None, list[str]]:
+        failed: list[str] = []
+        return self._embed(query, corpora, failed), failed
 
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:
