@@ -19,7 +19,7 @@ items pulled in around the candidates, and each candidate's score.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -275,23 +275,16 @@ class CandidateSearch:
                     entries.append((item.importance + item.confidence, item.id, ci, row))
         return entries
 
-    def channels(self, query_vector: Callable[[], np.ndarray | None] | None = None) -> dict[str, Ranked]:
-        """Each channel's candidates, best first. `query_vector` (optional) gives the
-        question's vector, called once the lexical and label channels are done (it may
-        still be being embedded until then)."""
+    def channels(self) -> dict[str, Ranked]:
         opts, lists = self.opts, {}
-        lexical = self._lexical_channel() if opts.lexical and self.terms else None
-        labels = self._label_channel() if opts.labels and self.grams else None
-        if query_vector is not None:
-            self.qvec = query_vector()
         if self.about_self:
             lists["self"] = self._self_channel()
         if self.qvec is not None:
             lists["dense"] = self._dense_channel()
-        if lexical is not None:
-            lists["lexical"] = lexical
-        if labels is not None:
-            lists["labels"] = labels
+        if opts.lexical and self.terms:
+            lists["lexical"] = self._lexical_channel()
+        if opts.labels and self.grams:
+            lists["labels"] = self._label_channel()
         return {name: sorted(e, key=lambda x: (-x[0], x[1]))[: opts.candidate_k]
                 for name, e in lists.items()}
 

@@ -27,11 +27,8 @@ Each stage is timed (`timings_ms`) and, with `trace`, leaves one trace entry. On
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,9 +191,6 @@ class RecallQuery:
     view: VisibleCorpora | None = None
     search: CandidateSearch | None = None
     qvec: np.ndarray | None = None
-    # The question's vector while it is being embedded (see `RecallEngine._scope`): the
-    # vector and the components that failed.
-    pending_qvec: Future[tuple[np.ndarray | None, list[str]]] | None = None
     terms: list[str] = field(default_factory=list)
     grams: set[str] = field(default_factory=set)
     always: list[Candidate] = field(default_factory=list)
@@ -314,32 +308,21 @@ class RecallEngine:
     # -- stages ---------------------------------------------------------------------------
 
     def _scope(self, q: RecallQuery) -> dict[str, Any]:
-        if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
-            # The question is embedded on another thread (ONNX Runtime releases the GIL)
-            # while this one sets the scope, scores the question's words (BM25) and runs the
-            # lexical and label channels; the dense channel waits for the vector.
-            q.pending_qvec = query_embedding_pool().submit(self._embed_apart, q.text, q.corpora)
         q.view = VisibleCorpora(q.corpora, q.identity, q.filters)
         return q.view.trace()
 
     def _embed_query(self, q: RecallQuery) -> None:
         q.terms = query_terms(q.text)
         q.grams = label_ngrams(q.text)
+        if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
+            q.qvec = self._embed(q.text, q.corpora, q.degraded)
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text))
 
-    def _query_vector(self, q: RecallQuery) -> np.ndarray | None:
-        """The question's vector, once embedded (an outage is noted in `degraded`)."""
-        if q.pending_qvec is not None:
-            pending, q.pending_qvec = q.pending_qvec, None
-            q.qvec, failed = pending.result()
-            q.degraded.extend(failed)
-        return q.qvec
-
     def _candidates(self, q: RecallQuery) -> dict[str, Any]:
-        lists = q.search.channels(lambda: self._query_vector(q))
+        lists = q.search.channels()
         q.search.gather(lists)
         if q.opts.episodic:
             q.search.exclude_empty_turns(q.text)
@@ -434,10 +417,6 @@ class RecallEngine:
             return len(q.ranked)
         return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms) for c in q.ranked)
 
-    def _embed_apart(self, query: str, corpora: Sequence[MemoryCorpus]) -> tuple[np.ndarray | None, list[str]]:
-        failed: list[str] = []
-        return self._embed(query, corpora, failed), failed
-
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:
             # The online path may use a faster model in the same space (MiniLM: int8).
@@ -455,21 +434,6 @@ class RecallEngine:
                     "the snapshot was built with another embedder")
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm > 0 else None
-
-
-# Threads that embed questions (`RecallEngine._scope`): one per recall in flight, up to this.
-QUERY_EMBED_THREADS = 4
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-_pool_lock = threading.Lock()
-
-
-def query_embedding_pool() -> ThreadPoolExecutor:
-    """The process' pool of question-embedding threads (made anew in a forked child)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
-            _pool = (os.getpid(), ThreadPoolExecutor(QUERY_EMBED_THREADS, thread_name_prefix="loci-query-embed"))
-        return _pool[1]
 
 
 def found_message(query: str, shown: int, relevant: int, ranked: int) -> str:

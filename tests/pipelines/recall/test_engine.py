@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import threading
 
 import faiss
 import msgspec
@@ -22,7 +21,6 @@ from pipelines.recall import (
     estimate_tokens,
     tokenize,
 )
-from pipelines.recall.candidates import CandidateSearch
 from pipelines.records import Identity, Link, MemoryItem, Provenance, Scope
 from pipelines.settings import Settings
 
@@ -446,34 +444,6 @@ def test_embedder_outage_degrades_to_lexical():
     r = engine(embedder=BrokenEmbedder()).recall("inbox storage", ME, [corpus(store())], now=NOW)
     assert r.found and ids(r)[0] == "inbox"
     assert r.degraded and "embedding server down" in r.degraded[0]
-
-
-def test_the_question_is_embedded_while_the_lexical_channel_runs(monkeypatch):
-    """The question's embedding runs on another thread, started before the scope; the
-    dense channel waits for it after the lexical channel: same results as in sequence."""
-    events: list[str] = []
-    lexical_done = threading.Event()
-
-    class Waiting(BagOfWordsEmbedder):
-        def embed(self, texts):
-            events.append(f"embed on {threading.current_thread().name}")
-            lexical_done.wait(10)  # in sequence (the old way) nothing would set it meanwhile
-            events.append("embedded")
-            return super().embed(texts)
-
-    lexical = CandidateSearch._lexical_channel
-
-    def lexical_channel(self):
-        events.append("lexical")
-        lexical_done.set()
-        return lexical(self)
-
-    monkeypatch.setattr(CandidateSearch, "_lexical_channel", lexical_channel)
-    got = engine(embedder=Waiting()).recall("inbox storage", ME, [corpus(store())], now=NOW)
-    assert events[0].startswith("embed on loci-query-embed") and events[1:] == ["lexical", "embedded"]
-    monkeypatch.setattr(CandidateSearch, "_lexical_channel", lexical)
-    same = engine().recall("inbox storage", ME, [corpus(store())], now=NOW)
-    assert got.hits and [(h.item.id, h.score) for h in got.hits] == [(h.item.id, h.score) for h in same.hits]
 
 
 def test_embedder_of_another_dimension_is_a_clear_error():
