@@ -53,6 +53,23 @@ class SnapshotState:
         return None if row is None else self.loaded.items[row]
 
 
+# A recall allocates a few thousand short-lived containers (candidates, their component
+# dicts, claim tables, ...), nearly all freed by reference counting when it returns. At the
+# interpreter's default (700 net allocations) the young generation was collected about once
+# a recall, each pass walking the objects of the recall in flight and finding no garbage
+# (100k items, 600 recalls: 525 collections, 8 objects collected, 0.16 ms CPU per recall).
+YOUNG_GC_THRESHOLD = 20_000
+
+
+def raise_young_gc_threshold() -> None:
+    """Collect the young generation every YOUNG_GC_THRESHOLD net allocations instead of
+    the default 700 (the older generations' thresholds are kept; a lower setting the host
+    chose is raised, a higher one kept). Cyclic garbage still goes, a little later."""
+    young, *older = gc.get_threshold()
+    if young < YOUNG_GC_THRESHOLD:
+        gc.set_threshold(YOUNG_GC_THRESHOLD, *older)
+
+
 def freeze_long_lived() -> None:
     """Move what is alive now (the snapshot just loaded: its items, corpus, BM25 index) out
     of the cyclic GC's reach until the next swap. Full collections otherwise walk every one

@@ -31,7 +31,13 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from online.delta_log import DeltaLog, DeltaState, item_ids_touched
-from online.snapshot_holder import DEFAULT_CHECK_INTERVAL_MS, SnapshotHolder, SnapshotState, freeze_long_lived
+from online.snapshot_holder import (
+    DEFAULT_CHECK_INTERVAL_MS,
+    SnapshotHolder,
+    SnapshotState,
+    freeze_long_lived,
+    raise_young_gc_threshold,
+)
 from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
@@ -140,6 +146,7 @@ class MemoryService:
         from pipelines.policy import Policy  # heavy rules; imported where needed
 
         single_threaded_blas()
+        raise_young_gc_threshold()
         self.settings = settings or Settings()
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)

@@ -278,6 +278,10 @@ def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
 
 
 VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
+# The vectors of these rows of a claim table in one go: (rows x dim float32, which rows have
+# one), the other rows any filler; (None, ...) when none has one. Recall gathers its claims'
+# vectors with one index per corpus instead of a call and a copy per claim.
+VectorsOf = Callable[[np.ndarray], "tuple[np.ndarray | None, np.ndarray]"]
 REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values")
 
 
@@ -430,7 +434,7 @@ DENSE_MAX_WORK = 30_000_000
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
-def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
+def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf | None = None) -> _Pairs:
     """`conflict_reason`, and whether one replaces the other, for every pair that shares a
     title, a content word (held by at most MAX_BUCKET claims) or a link: the same rule,
     evaluated for all pairs at once (products of claims x words, x values and x keys, see
@@ -477,7 +481,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None) -> _Pairs:
         retiring & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & ~same_title & disagree
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
-    subject[ask] = _close(items, i[ask], j[ask], vector_of)
+    subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
@@ -552,19 +556,27 @@ def _replaced(it: MemoryItem) -> Iterable[str]:
         yield it.superseded_by
 
 
-def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of: VectorOf | None) -> np.ndarray:
+def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of: VectorOf | None,
+           vectors_of: VectorsOf | None = None) -> np.ndarray:
     """cosine >= SUBJECT_COSINE per pair (False without both vectors). Computed in one
-    product; pairs within rounding of the threshold are decided by `_cosine` itself."""
+    product; pairs within rounding of the threshold are decided by `_cosine` itself.
+    `vectors_of` (optional) gathers the rows' vectors at once; `vector_of` still decides
+    the pairs near the threshold."""
     out = np.zeros(len(i), bool)
     if vector_of is None or not len(i):
         return out
     rows = np.unique(np.concatenate([i, j]))
-    vectors = [vector_of(items[r]) for r in rows.tolist()]
-    has = np.fromiter((v is not None for v in vectors), bool, len(rows))
-    if not has.any():
-        return out
-    matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(
-        np.float32, copy=False)
+    if vectors_of is not None:
+        matrix, has = vectors_of(rows)
+        if matrix is None or not has.any():
+            return out
+    else:
+        vectors = [vector_of(items[r]) for r in rows.tolist()]
+        has = np.fromiter((v is not None for v in vectors), bool, len(rows))
+        if not has.any():
+            return out
+        matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(
+            np.float32, copy=False)
     a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
     known = has[a] & has[b]
     if len(rows) <= GRAM_MAX_ROWS:  # a recall's few claims: all their cosines at once, no copied pair rows
@@ -623,12 +635,14 @@ def groups(items: Sequence[MemoryItem], vector_of: VectorOf | None = None) -> li
     return groups_in(_table(items), vector_of)
 
 
-def groups_in(table: ClaimTable, vector_of: VectorOf | None = None) -> list[list[MemoryItem]]:
-    """`groups` of the claims of a table (recall: its candidates' rows of the corpus' table)."""
+def groups_in(table: ClaimTable, vector_of: VectorOf | None = None,
+              vectors_of: VectorsOf | None = None) -> list[list[MemoryItem]]:
+    """`groups` of the claims of a table (recall: its candidates' rows of the corpus' table;
+    `vectors_of` gathers the vectors of several of its rows at once)."""
     n = len(table)
     if n < 2:
         return []
-    found = _pairs(table, vector_of)
+    found = _pairs(table, vector_of, vectors_of)
     joined = found.replaces | (found.reason > 0)
     ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
     label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
@@ -656,22 +670,20 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
-def _newer(a: MemoryItem, b: MemoryItem) -> bool:
-    return timestamp(a.updated_at, float("-inf")) > timestamp(b.updated_at, float("-inf"))
-
-
 def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcome]:
     ids = [m.id for m in members]
     if len(members) == 1:
         return {ids[0]: Outcome("winner")}
     if mode == "flag":
         return {m.id: Outcome("flagged", [i for i in ids if i != m.id]) for m in members}
-    members = sorted(members, key=lambda m: (-m.confidence, -timestamp(m.updated_at, float("-inf")), m.id))
+    # Each member's update time parsed once (not in every sort comparison and test).
+    when = {id(m): timestamp(m.updated_at, float("-inf")) for m in members}
+    members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
     for m in members[1:]:
         if winner.confidence > m.confidence + 1e-9:
             why = "confidence"
-        elif _newer(winner, m):
+        elif when[id(winner)] > when[id(m)]:  # the winner is newer
             why = "recency"
         else:
             kept.append(m)
@@ -722,7 +734,8 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
                     out[m.id] = Outcome("scope", [*specific, *o.conflict_with], winner=specific[0])
         for i in specific:
             o = out[i]
-            others = [x for x in applies if x != i and x not in o.conflict_with]
+            named = set(o.conflict_with)  # a set: groups of dozens of members made this cubic
+            others = [x for x in applies if x != i and x not in named]
             out[i] = Outcome(o.resolution if o.resolution != "winner" else "scope",
                              [*o.conflict_with, *others])
     return out

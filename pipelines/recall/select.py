@@ -28,10 +28,11 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     if len(live) < 2:
         return []  # a conflict needs two claims: no table to take, nothing to resolve
     where = {c.id: (c.ci, c.row) for c in live}  # vectors are read only for the few pairs that ask
-    table = search.view.claims(list(where.values()))
+    locations = list(where.values())  # the table's rows, in order
+    table = search.view.claims(locations)
     report = []
     for group in conflicts.groups_in(table, lambda it: search.view.vector(*where[it.id]) if it.id in where
-                                     else None):
+                                     else None, lambda rows: search.view.vectors_at(locations, rows)):
         outcomes = conflicts.resolve(group, mode)
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]

@@ -4,6 +4,7 @@ outage fallback."""
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -77,6 +78,23 @@ def test_the_service_runs_blas_on_one_thread(service: MemoryService) -> None:
     (its worker threads only contend, see single_threaded_blas)."""
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+def test_the_service_collects_the_young_generation_less_often(settings: Settings) -> None:
+    """A recall's short-lived objects do not trigger a young-generation collection about
+    once a recall (YOUNG_GC_THRESHOLD); a higher threshold the host set is kept."""
+    from online.snapshot_holder import YOUNG_GC_THRESHOLD
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim)):
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, 10, 10)
+        gc.set_threshold(YOUNG_GC_THRESHOLD * 2, 10, 10)
+        with MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim)):
+            assert gc.get_threshold() == (YOUNG_GC_THRESHOLD * 2, 10, 10)
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_warm_loads_what_the_first_write_would_otherwise_wait_for(service: MemoryService) -> None:

@@ -291,6 +291,17 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, monke
                for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
         expected = _pairwise_reference(claims, vector_of)
         assert got == expected, seed
+        if vector_of is not None:  # the rows' vectors gathered at once (recall's way) decide alike
+
+            def vectors_of(rows, items=items, vectors=vectors):
+                has = np.array([items[r].id in vectors for r in rows.tolist()], bool)
+                out = np.zeros((len(rows), 16), np.float32)
+                for k in np.flatnonzero(has).tolist():
+                    out[k] = vectors[items[int(rows[k])].id]
+                return (out if has.any() else None), has
+
+            gathered = _pairs(ClaimTable.of(items, claims), vector_of, vectors_of)
+            assert (gathered.reason == found.reason).all() and (gathered.i == found.i).all(), seed
         reasons = {why for _, why in expected.values()}
         if n >= 40:  # the generator reaches every branch of the rule, the cosine included
             assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
