@@ -179,8 +179,7 @@ def read_claim(item: MemoryItem) -> Claim:
                    supersedes=frozenset(link.to for link in item.links if link.rel == "supersedes"))
 
 
-_STEMS = Stems()
-_STEMS_MAX = 200_000
+_STEMS = Stems(max_memo=200_000)
 
 
 def _read_claim(item: MemoryItem) -> Claim:
@@ -196,13 +195,12 @@ def _read_claim(item: MemoryItem) -> Claim:
     # The title names the subject too ("Ship date" / "Release date"), and words compare as
     # stems ("ships" / "ship"), so one subject worded twice is still one; a unit is not
     # the subject in the title either ("2 approvals" / title "PR approvals").
-    if len(_STEMS._memo) > _STEMS_MAX:
-        _STEMS._memo.clear()
     content_words = [w for w in toks if w not in skip and w not in _RETIRING_WORDS]
     title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
     stemmed_subject, stemmed_content, stemmed_title, stemmed_skip = _STEMS.many(
         [subject, content_words, title_words, sorted(skip)])
-    stemmed_words = stemmed_content + [w for w in stemmed_title if w not in set(stemmed_skip)]
+    skipped = set(stemmed_skip)
+    stemmed_words = stemmed_content + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),

@@ -74,9 +74,10 @@ def label_ngrams(text: str, max_n: int = 4) -> set[str]:
 class Stems:
     """Snowball (English) stems of tokens, each distinct token stemmed once."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_memo: int | None = None) -> None:
         self._stemmer = Stemmer.Stemmer("english")
         self._memo: dict[str, str] = {}
+        self._max_memo = max_memo  # a long-lived instance forgets past this many tokens
 
     def __call__(self, tokens: Iterable[str]) -> list[str]:
         return self.many([list(tokens)])[0]
@@ -84,6 +85,8 @@ class Stems:
     def many(self, docs: Sequence[Sequence[str]]) -> list[list[str]]:
         """Every document's stems; the distinct tokens of all of them are stemmed in one call."""
         memo = self._memo
+        if self._max_memo is not None and len(memo) > self._max_memo:
+            memo.clear()
         new = [t for t in set().union(*docs) if t not in memo] if docs else []
         if new:
             memo.update(zip(new, self._stemmer.stemWords(new)))
