@@ -7,44 +7,20 @@ instead of claiming memories saved that were not (or failing)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import openai
-import pytest
 
-from online.proxy import ProxyConfig, create_proxy_app
 from online.proxy.config import SUMMARY_INSTRUCTION
-from online.state import MemoryService
-from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
     block,
     fake,
-    serve,
     shared_fake,
     system_text,
 )
 
 HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas"}
-
-
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[MemoryService]:
-    from pipelines.settings import load_settings
-
-    settings = load_settings(None, environ={}, embedder="hash", data_dir=str(tmp_path / "data"))
-    svc = MemoryService(settings, check_interval_ms=0)
-    yield svc
-    svc.close()
-
-
-@pytest.fixture
-def proxy(fake: FakeOllama, service: MemoryService) -> Iterator[Callable[..., str]]:  # noqa: F811
-    with ExitStack() as stack:
-        yield lambda: stack.enter_context(serve(create_proxy_app(
-            service.settings, service=service, upstream=fake.url, config=ProxyConfig(flags_check_interval_s=0))))
 
 
 def proposing(title: str, content: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -54,7 +30,7 @@ def proposing(title: str, content: str) -> Callable[[dict[str, Any]], dict[str, 
     return lambda req: {"role": "assistant", "content": "", "tool_calls": [call]}
 
 
-def test_a_regenerated_answer_proposing_other_memories_keeps_them(proxy, fake, service) -> None:  # noqa: F811
+def test_a_regenerated_answer_proposing_other_memories_keeps_them(proxy, fake, memory) -> None:  # noqa: F811
     chat = openai.OpenAI(base_url=f"{proxy()}/v1", api_key="unused", max_retries=0,
                          default_headers=HEADERS).chat.completions
     history = [{"role": "user", "content": "The office moved to Lyon; the wifi is Atlas-Guest."}]
@@ -65,12 +41,12 @@ def test_a_regenerated_answer_proposing_other_memories_keeps_them(proxy, fake, s
         (verdict,) = reply.model_extra["loci"]["proposals"]
         assert verdict["action"] == "accept"
         acknowledged.append(verdict["item_id"])
-    read = service.view()
+    read = memory.view()
     stored = [read.get(item_id) for item_id in acknowledged]
     assert [it.content if it else None for it in stored] == ["The office is in Lyon.", "The guest wifi is Atlas-Guest."]
 
 
-def test_a_second_reset_of_the_same_chat_summarised_otherwise_says_so(proxy, fake, service) -> None:  # noqa: F811
+def test_a_second_reset_of_the_same_chat_summarised_otherwise_says_so(proxy, fake, memory) -> None:  # noqa: F811
     chat = openai.OpenAI(base_url=f"{proxy()}/v1", api_key="unused", max_retries=0,
                          default_headers=HEADERS).chat.completions
     history = [{"role": "user", "content": "Always use type hints."}, {"role": "assistant", "content": "Sure."},
@@ -84,5 +60,5 @@ def test_a_second_reset_of_the_same_chat_summarised_otherwise_says_so(proxy, fak
         said.append(chat.create(model="llama3.2", messages=history).choices[0].message.content)
     assert said[0].startswith("[memory] Summarized 4 messages → 1 memories saved")
     assert said[1].startswith("[memory] This conversation was summarized before")
-    titles = [e.payload["proposal"]["title"] for e in service.inbox.read_after(0, kinds=["proposal"])]
+    titles = [e.payload["proposal"]["title"] for e in memory.inbox.read_after(0, kinds=["proposal"])]
     assert titles == ["Warehouse engine"]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -28,30 +27,12 @@ from mcp.client.client import Client
 from online.mcp_server import build_server
 from online.proxy import ProxyConfig, create_proxy_app
 from online.proxy.config import PROPOSAL_INSTRUCTION
-from online.state import MemoryService
 from pipelines.records import Identity
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import fake, serve, shared_fake  # noqa: F401 - fake and shared_fake are fixtures
 
 HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas", "X-Loci-Session": "s1"}
 DANA = Identity(user_id="dana", project_id="atlas", session_id="s1")
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[MemoryService]:
-    from pipelines.settings import load_settings
-
-    settings = load_settings(None, environ={}, embedder="hash", data_dir=str(tmp_path / "data"))
-    svc = MemoryService(settings, check_interval_ms=0)
-    yield svc
-    svc.close()
-
-
-@pytest.fixture
-def proxy(fake: FakeOllama, memory: MemoryService) -> Iterator[Callable[[], str]]:  # noqa: F811
-    with ExitStack() as stack:
-        yield lambda: stack.enter_context(serve(create_proxy_app(
-            memory.settings, service=memory, upstream=fake.url, config=ProxyConfig(flags_check_interval_s=0))))
 
 
 def ollama_chat(url: str, body: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
