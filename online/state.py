@@ -63,8 +63,13 @@ def single_threaded_blas() -> None:
     (a few thousand rows); worker threads only add synchronisation, which on a busy 2-core
     machine cost more than the product (20k x 384 rows gathered and multiplied: 25.8 ms
     with two OpenBLAS threads at load average 9, 0.9 ms with one). Requests run in
-    parallel threads and workers instead. FAISS and ONNX Runtime set their own threads."""
+    parallel threads and workers instead. FAISS and ONNX Runtime set their own threads.
+    A limit holds for the libraries loaded when it is set, so scipy's own OpenBLAS (loaded
+    with scipy.linalg, which the service may first import later) is loaded before it."""
+    import scipy.linalg  # noqa: F401
+
     threadpool_limits(limits=1, user_api="blas")
+
 
 __all__ = ["DEFAULT_CHECK_INTERVAL_MS", "DeltaState", "ItemHistory", "MemoryService", "SnapshotState", "View",
            "embedding_text", "item_ids_touched"]

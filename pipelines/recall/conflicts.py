@@ -12,10 +12,12 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
   retention is 90 days in orion"), or most of their non-value words are shared (the
   overlap coefficient of the smaller set, at least two words), or half of them when one
-  names as replaced a value the other states, or their embeddings are very close and half
+  names as replaced a value the other states or both count in one unit with different
+  numbers ("4 spaces" / "2-space indentation"), or their embeddings are very close and half
   their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
-  title (the title names the subject: "Ship date" / "Release date"). Values: numbers and
-  times (with their unit word), dates (ISO, or with their month: "March 3, 2027" is
+  title (the title names the subject: "Ship date" / "Release date"); a name is a word too
+  ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
+  spaces" is "4-space"), dates (ISO, or with their month: "March 3, 2027" is
   2027-03-03), and capitalised names inside a sentence ("two" is 2);
   not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
@@ -63,11 +65,11 @@ RETIRED_SUBJECT_OVERLAP = 0.5
 MONTH_DATE_PATTERNS = 2  # `dates.written_dates`: a day or a month of a year, named with its month
 
 # The leading lookaheads only skip, cheaply, positions where no value can start.
-_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
-_UNIT_SPLIT = re.compile(r"([\d.:]+)\s*(.*)")
+_UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
@@ -99,6 +101,7 @@ class Claim:
     values: frozenset[str]
     title_values: frozenset[str]
     retired: frozenset[str] = frozenset()  # values it names as replaced or denied
+    units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -149,7 +152,7 @@ def _number_with_unit(match: str) -> str:
     """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
     the word after a number is its unit only when it is not a function word."""
     number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
-    return f"{number} {unit}" if unit and unit not in _NOT_UNITS else number
+    return f"{number} {_STEMS([unit])[0]}" if unit and unit not in _NOT_UNITS else number
 
 
 def _value_words(values: Iterable[str]) -> set[str]:
@@ -161,6 +164,7 @@ def _date_words(text: str) -> set[str]:
     return {w for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS) for w in words(text[start:end])}
 
 
+_STEMS = Stems(max_memo=200_000)  # units are stems too: "4 spaces" is "4 space"
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -179,7 +183,6 @@ def read_claim(item: MemoryItem) -> Claim:
                    supersedes=frozenset(link.to for link in item.links if link.rel == "supersedes"))
 
 
-_STEMS = Stems(max_memo=200_000)
 
 
 def _read_claim(item: MemoryItem) -> Claim:
@@ -195,16 +198,21 @@ def _read_claim(item: MemoryItem) -> Claim:
     # The title names the subject too ("Ship date" / "Release date"), and words compare as
     # stems ("ships" / "ship"), so one subject worded twice is still one; a unit is not
     # the subject in the title either ("2 approvals" / title "PR approvals").
-    content_words = [w for w in toks if w not in skip and w not in _RETIRING_WORDS]
+    # A name is a subject word too: "Python" or "the API" said by both is what they are about
+    # (a name one states and the other does not is a value that differs, all the same).
+    names = {w for v in values | retired if not _DIGIT.search(v) for w in words(v)}
+    content_words = [w for w in toks if (w not in skip or w in names) and w not in _RETIRING_WORDS]
     title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
     stemmed_subject, stemmed_content, stemmed_title, stemmed_skip = _STEMS.many(
         [subject, content_words, title_words, sorted(skip)])
-    skipped = set(stemmed_skip)
-    stemmed_words = stemmed_content + [w for w in stemmed_title if w not in skipped]
+    skipped = set(stemmed_skip)  # units are stems in values ("4 space"), words in the text ("spaces")
+    stemmed_words = [w for w in stemmed_content if w not in skipped or w in names] + [
+        w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),
-                 values=values, retired=retired, title_values=title_values)
+                 values=values, retired=retired, title_values=title_values, units=_units(values))
+
 
 
 def _overlap(a: frozenset[str], b: frozenset[str]) -> tuple[int, float]:
@@ -228,7 +236,7 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return "same key, different content" if a.content != b.content else None
     if not _values_disagree(a, b):
         return None
-    if one_subject or _same_subject(a, b, cosine, _retires(a, b)):
+    if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
         return "same subject, different values"
     return None
 
@@ -236,6 +244,22 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
 def _retires(a: Claim, b: Claim) -> bool:
     """One names as replaced or denied a value the other states."""
     return bool(a.retired & b.values or b.retired & a.values)
+
+
+def _measures(values: Iterable[str]) -> frozenset[str]:
+    """The values that are numbers with a unit ("4 space")."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v))
+
+
+def _units(values: Iterable[str]) -> frozenset[str]:
+    """The unit words of numbers stated with one ("4 space" -> "space"; not dates, times)."""
+    return frozenset(v.split(" ", 1)[1] for v in _measures(values))
+
+
+def _unit_differs(a: Claim, b: Claim) -> bool:
+    """Both count something in the same unit, with different numbers ("4 spaces" / "2-space"):
+    like a retired value, it says they are about one thing (counted once per shared unit)."""
+    return len(a.units & b.units) > len(_measures(a.values) & _measures(b.values))
 
 
 
@@ -253,8 +277,8 @@ def _values_disagree(a: Claim, b: Claim) -> bool:
 
 def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) -> bool:
     """Same words before the first value, most non-value words shared, half of them when
-    one retires a value the other states, or very close embeddings with half the words
-    shared."""
+    one retires a value the other states (`retiring`: or both count in one unit, differently),
+    or very close embeddings with half the words shared."""
     shared, overlap = _overlap(a.words, b.words)
     if (a.subject and a.subject == b.subject) or (shared >= 2 and overlap >= SUBJECT_OVERLAP):
         return True
@@ -291,7 +315,8 @@ class ClaimTable:
     loads), so a recall only takes the rows of its candidates (`take`)."""
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
-                 codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix):
+                 codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
+                 units: sparse.csr_matrix, measures: np.ndarray):
         self.items = list(items)
         self.words = words
         self.values = values
@@ -301,6 +326,8 @@ class ClaimTable:
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
         self.keys = keys
+        self.units = units  # rows x unit words (`Claim.units`)
+        self.measures = measures  # per column of `values`: a number with a unit
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -314,7 +341,7 @@ class ClaimTable:
         """The table of `claims` (one per item, None for a non-claim), each claim dropped
         once its row is written: a snapshot's claims are never all alive at once."""
         n = len(items)
-        words, values, keys = _Columns(), _Columns(), _Columns()
+        words, values, keys, units = _Columns(), _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
@@ -326,12 +353,16 @@ class ClaimTable:
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
             retired.add(c.retired if c is not None else ())
+            units.add(c.units if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1)
             keys.add(_keys(items[row], int(codes[row, 0])))
-        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix())
+        measure_values = _measures(str(v) for v in values.vocab)
+        measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
+        return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
+                   units.matrix(), measures)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -346,7 +377,8 @@ class ClaimTable:
         split = len(values[1])
         return ClaimTable([self.items[r] for r in idx.tolist()], _csr(*_take_rows(self.words, idx)),
                           _csr(values[0], columns[:split], values[2], len(used)), self.codes[idx],
-                          _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)))
+                          _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)),
+                          _csr(*_take_rows(self.units, idx)), self.measures[used])
 
 
 class _Pairs(NamedTuple):
@@ -456,17 +488,20 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     retired = table.retired if table.retired.nnz else None
     parts = []
     for start, stop, counts in _shared_counts(table, big, retired):
-        shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by = counts
+        (shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by, shared_unit,
+         shared_measure) = counts
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
         bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
         # one names as replaced or denied a value the other states
         retiring = ((retires[bi, j] > 0) | (retired_by[bi, j] > 0) if retires is not None
                     else np.zeros(len(bi), bool))
+        # or both count in one unit, differently (`_unit_differs`): half the words are enough
+        relaxed = retiring | (shared_unit[bi, j] > shared_measure[bi, j]) if shared_unit is not None else retiring
         parts.append((bi + start, j, shared_all[bi, j], shared_value[bi, j],
                       _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j],
-                      retiring))
-    i, j, shared, shared_values, replaces, contradicts, retiring = (np.concatenate(p) for p in zip(*parts))
+                      retiring, relaxed))
+    i, j, shared, shared_values, replaces, contradicts, retiring, relaxed = (np.concatenate(p) for p in zip(*parts))
 
     other = ids[i] != ids[j]
     same_title = (title[i] >= 0) & (title[i] == title[j])
@@ -476,7 +511,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
-        retiring & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
+        relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & ~same_title & disagree
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
@@ -489,12 +524,14 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
     """Per block of rows (start, stop, counts): how many words, proposing words, keys and
-    values each row of the block shares with every row, and how many values it retires of
-    each row's / each row retires of its (None without retired values). A small table (a
+    values each row of the block shares with every row, how many values it retires of
+    each row's / each row retires of its (None without retired values), and how many
+    units and numbers with a unit it shares with every row (None without units). A small table (a
     recall's claims, see DENSE_MAX_WORK) in one dense product each over only the columns
     two or more rows hold (a column one row holds adds to no pair), which costs less than
     scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time."""
     n, words, values, keys = len(table), table.words, table.values, table.keys
+    units = table.units if table.units.nnz else None
     held = np.bincount(words.indices, minlength=words.shape[1])
     held_keys = np.bincount(keys.indices, minlength=keys.shape[1])
     both = [values] + ([retired] if retired is not None else [])
@@ -508,20 +545,28 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
         shared_all = w @ w.T
         common = big[held >= 2]
         proposed = (w[:, ~common] @ w[:, ~common].T) if common.any() else None
-        retires = retired_by = None
+        retires = retired_by = shared_units = shared_measures = None
         if retired is not None:
             r = dense_values[1]
             retires, retired_by = r @ v.T, v @ r.T
+        if units is not None:
+            (u,) = _dense_columns([units], np.ones(units.shape[1], bool))
+            m = v[:, table.measures[held_values >= 2]]
+            shared_units, shared_measures = u @ u.T, m @ m.T
         yield 0, n, tuple(None if m is None else m.astype(np.int32)
-                          for m in (shared_all, proposed, dense_keys @ dense_keys.T, v @ v.T, retires, retired_by))
+                          for m in (shared_all, proposed, dense_keys @ dense_keys.T, v @ v.T, retires, retired_by,
+                                    shared_units, shared_measures))
         return
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
+    measures = values[:, np.flatnonzero(table.measures)] if units is not None else None
     # Each right-hand side is transposed once (values.T serves two products).
     transposed = {name: m.T.tocsr() for name, m in (("words", words), ("proposing", proposing), ("keys", keys),
-                                                    ("values", values), ("retired", retired))
+                                                    ("values", values), ("retired", retired), ("units", units),
+                                                    ("measures", measures))
                   if m is not None}
     products = ((words, "words"), (proposing, "proposing"), (keys, "keys"), (values, "values"),
-                (retired, "values"), (values if retired is not None else None, "retired"))
+                (retired, "values"), (values if retired is not None else None, "retired"), (units, "units"),
+                (measures, "measures"))
     for start in range(0, n, PAIR_BLOCK):
         stop = min(n, start + PAIR_BLOCK)
         yield start, stop, tuple((m[start:stop] @ transposed[right]).toarray()

@@ -157,6 +157,29 @@ def test_a_reworded_correction_under_another_title_replaces_the_claim_and_is_not
     assert theirs["verdict"]["action"] == "quarantine" and "soft.contradiction" in theirs["verdict"]["rule_ids"]
 
 
+def test_a_personal_habit_and_a_project_convention_counted_in_one_unit_are_one_subject(service) -> None:
+    """"I use vim with 2-space indentation" (Dana's own) and "The atlas codebase uses 4-space
+    indentation" (the project's) share only half their words, but count in one unit: in
+    atlas, the project's convention comes first and both are marked (SCOPE, CONFLICT). And a
+    colleague arguing the opposite of a decision ("GraphQL instead of REST" / "REST; no
+    GraphQL") is held for review, though the two share the name "API" and little else."""
+    client, _ = service
+    mine = tool(client, DANA, "memory.write", {"item": {"type": "preference", "title": "Editor", "scope": "user",
+                                                        "content": "I use vim with 2-space indentation."}})
+    ours = tool(client, DANA, "memory.write", {"item": {"type": "constraint", "title": "Atlas style",
+                                                        "scope": "project",
+                                                        "content": "The atlas codebase uses 4-space indentation."}})
+    body = recall(client, DANA, "what indentation should I use?")
+    hits = [h["id"] for h in body["hits"]]
+    assert hits.index(ours["item_id"]) < hits.index(mine["item_id"]), hits
+    block = authoritative(body["injection"])
+    assert f"SCOPE=project | CONFLICT={mine['item_id']}" in block, block
+    decided = write(client, DANA, "API style", "The public API is REST; no GraphQL.", type="decision")
+    theirs = write(client, MIKE, "API", "We expose a GraphQL API instead of REST.", type="decision")
+    assert theirs["verdict"]["action"] == "quarantine", theirs
+    assert decided["item_id"] in theirs["verdict"]["reasons"][0]
+
+
 @pytest.mark.parametrize("patch, field", [
     ({"confidence": 5}, "$.patch.confidence"),
     ({"importance": 11}, "$.patch.importance"),

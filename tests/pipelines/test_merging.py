@@ -406,11 +406,14 @@ def test_a_merged_item_is_as_new_as_its_newest_member_not_the_merge():
 
 
 def test_claims_of_one_cluster_whose_values_disagree_are_kept_apart_however_worded():
-    """A cluster is one subject already: "REST, no GraphQL" and "GraphQL instead of REST"
-    share too few words for the rule's subject test, yet merging them would state both."""
+    """A cluster is one subject already: "written in Kotlin" and "uses Flutter" share no word
+    for the rule's subject test, yet merging them would state both."""
+    kotlin = mem("k", "The mobile app is written in Kotlin.", title="App stack", type="decision")
+    flutter = mem("f", "Our Android client uses Flutter.", title="Client framework", type="decision")
+    assert find_conflicts([kotlin, flutter]) == []  # the rule alone does not see one subject
+    assert contradicting_ids([kotlin, flutter]) == {"k", "f"}
     rest = mem("a", "The public API is REST with JSON; no GraphQL.", title="API style", type="decision")
     graphql = mem("b", "We expose a GraphQL API instead of REST.", title="API protocol", type="decision")
-    assert find_conflicts([rest, graphql]) == []  # the rule alone does not see one subject
     assert contradicting_ids([rest, graphql]) == {"a", "b"}
     agreeing = mem("c", "The public API is REST with JSON.", title="API", type="decision")
     assert contradicting_ids([rest, agreeing]) == set()  # one adds a value: it refines

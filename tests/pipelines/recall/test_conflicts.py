@@ -44,7 +44,7 @@ def pairs(items) -> set[frozenset[str]]:
 
 
 def test_values_are_numbers_with_units_times_dates_and_names():
-    assert stated_values("Telemetry retention is 30 days.") == {"30 days"}
+    assert stated_values("Telemetry retention is 30 days.") == {"30 day"}  # units compare as stems
     assert stated_values("Standup is at 09:30.") == {"09:30"}
     assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
     assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
@@ -105,6 +105,27 @@ def test_one_subject_worded_differently_under_other_titles_conflicts():
     # A retired value on another subject is no correction of it.
     assert pairs([claim("a", "Dashboard port", "The dashboard listens on port 8080."),
                   claim("b", "API port", "The API no longer uses port 8080; it uses 9090.")]) == set()
+
+
+def test_a_name_both_say_is_their_subject_and_one_unit_counted_differently_needs_half_the_words():
+    """A name said by both ("Python", "the API") counts as a shared subject word; two numbers
+    in one unit ("4 spaces" / "2-space", units compared as stems) say, like a retired value,
+    that the claims are about one thing, so half their words shared is enough."""
+    assert stated_values("We indent with 2-space tabs.") == stated_values("We indent with 2 spaces.") == {"2 space"}
+    assert pairs([claim("a", "Indentation", "Python files use 4 spaces for indentation."),
+                  claim("b", "Style", "We indent Python with 2 spaces.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Editor", "I use vim with 2-space indentation.", kind="user", type_="preference"),
+                  claim("b", "Atlas style", "The atlas codebase uses 4-space indentation.", type_="constraint")]
+                 ) == {frozenset("ab")}
+    # Each names as replaced what the other states, and both say "API": one argument.
+    assert pairs([claim("a", "API style", "The public API is REST; no GraphQL."),
+                  claim("b", "API", "We expose a GraphQL API instead of REST.")]) == {frozenset("ab")}
+    # One unit, different numbers, but only the unit and one word in common: two things.
+    assert pairs([claim("a", "Retention", "Telemetry is kept 30 days."),
+                  claim("b", "Backups", "Backups are kept 90 days.")]) == set()
+    # Different units and the one name only one of them says: still two rules.
+    assert pairs([claim("a", "Tile cache policy", "Cache policy: tiles are cached for one hour."),
+                  claim("b", "CDN cache policy", "Cache policy for tiles at the CDN: one day.")]) == set()
 
 
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
@@ -385,12 +406,16 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
         taken = table.take(rows)
         both = dense_columns(sparse.vstack([table.values[rows], table.retired[rows]], format="csr"))
         for got, want in ((taken.words, dense_columns(table.words[rows])), (taken.values, both[: len(rows)]),
-                          (taken.retired, both[len(rows):]), (taken.keys, dense_columns(table.keys[rows]))):
+                          (taken.retired, both[len(rows):]), (taken.keys, dense_columns(table.keys[rows])),
+                          (taken.units, dense_columns(table.units[rows]))):
             assert got.shape == want.shape
             assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all()
             assert (got.data == want.data).all()
         assert [it.id for it in taken.items] == [items[r].id for r in rows]
         assert (taken.codes == table.codes[rows]).all()
+        # which columns are numbers with a unit, renumbered with the values' columns
+        used = np.flatnonzero(np.asarray((table.values[rows].sum(axis=0) + table.retired[rows].sum(axis=0))).ravel())
+        assert (taken.measures == table.measures[used]).all()
 
 
 def _plain_stated_values(text, number, name):
@@ -408,7 +433,7 @@ def _plain_stated_values(text, number, name):
 def test_value_patterns_only_skip_positions_where_no_value_starts():
     """_NUMBER and _NAME carry a leading lookahead (a digit, a capital) so the scan skips
     cheaply: they find exactly what the patterns without it find."""
-    plain_number = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:\s*(?:%|[a-z]+))?", re.IGNORECASE)
+    plain_number = re.compile(r"(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
     plain_name = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+")
     texts = ["We met Caroline in Paris on 2024-01-02.", "Standup is at 09:30, not 10:15 PM.", "x-1 1,5 kg 3:4 12%",
              "NASA and GPT-4 run on eu-central-1; Bob said ok. Then Eve left", "Ünïcode Ölaf met Zoë, then ÅSA",
