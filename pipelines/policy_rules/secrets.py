@@ -259,8 +259,9 @@ _CODE_REFERENCE = re.compile(
 
 # --------------------------------------------------------------------------- sentences
 
-_SENTENCE_KEYWORD = re.compile(
-    r"(?ix)\b(?P<kw>"
+# keyword, what it is of, and the verb: every match of `_SENTENCE_KEYWORD` starts with one
+_SENTENCE_HEAD = (
+    r"\b(?P<kw>"
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
     r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm)\s?codes?|"
@@ -270,9 +271,15 @@ _SENTENCE_KEYWORD = re.compile(
     r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
     r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
     r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|is|was|are|=|:|-|became|reads)[ \t]*"
+)
+_SENTENCE_KEYWORD = re.compile(
+    r"(?ix)" + _SENTENCE_HEAD +
     r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]"
     r"|(?P<val>[^\s\"'`]{1,100}))"
 )
+# What the one pass screens for it (its value's curly quotes and verbose flag are no
+# Hyperscan's): where no head matches, no sentence does.
+_SENTENCE_SCREEN = re.compile(r"(?i)" + _SENTENCE_HEAD)
 _STATUS_WORDS = frozenset(
     """
     a an the my your his her our their its this that these those it not no none
@@ -331,7 +338,7 @@ def _one_pass() -> OnePass:
     """The patterns each scan a whole text (vendor formats, structures, keywords, sentences,
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
-                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_KEYWORD,
+                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
                     _CARD, _SSN])
 
 
@@ -342,7 +349,12 @@ def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
         return None
     one = _one_pass()
     found = one.candidates(text)
-    return None if found is None else frozenset(rx for k, rx in enumerate(one.patterns) if k not in found)
+    if found is None:
+        return None
+    return frozenset(_SCREENED_FOR.get(rx, rx) for k, rx in enumerate(one.patterns) if k not in found)
+
+
+_SCREENED_FOR = {_SENTENCE_SCREEN: _SENTENCE_KEYWORD}  # screen -> the pattern it rules out
 
 
 def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:

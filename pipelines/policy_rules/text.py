@@ -393,14 +393,16 @@ def _stand_in_pattern(source: str) -> str:
 
 def _stand_in_safe(pattern: re.Pattern) -> bool:
     """True when Hyperscan reading stand-ins finds every text `pattern` matches: no flags but
-    IGNORECASE, MULTILINE and DOTALL (Hyperscan has the same), every character outside ASCII
+    IGNORECASE, MULTILINE and DOTALL (Hyperscan has the same; VERBOSE where it is a no-op), every character outside ASCII
     written as itself, and no negated class or `[^x]` that excludes a stand-in character (in
     either case) or one outside ASCII."""
     from re import _constants as c
     from re import _parser
 
-    if pattern.flags & (re.VERBOSE | re.ASCII | re.LOCALE):
+    if pattern.flags & (re.ASCII | re.LOCALE):
         return False
+    if pattern.flags & re.VERBOSE and re.search(r"[\s#]", pattern.pattern):
+        return False  # without white space or "#", VERBOSE changes nothing (detect-secrets sets it)
     stand_ins = {ord(x) for x in _STAND_INS} | {ord(x.upper()) for x in _STAND_INS}
 
     def excluded(code: int) -> bool:

@@ -139,11 +139,14 @@ def test_one_pass_reports_every_pattern_that_matches_even_outside_ascii():
 def test_one_pass_leaves_patterns_it_cannot_stand_in_for_as_candidates():
     pytest.importorskip("hyperscan")
     # "[^a-z]" accepts "é", whose stand-in "a" it rejects: never screened out
-    # (and VERBOSE patterns: Hyperscan has no such mode); case-sensitive ones are screened as such
-    one = OnePass([re.compile(r"[^a-z]x", re.I), re.compile(r"zz", re.I), re.compile(r"yy"), re.compile(r"w w", re.X)])
-    assert one.screened == (1, 2)
-    assert one.candidates("éx YY") == {0, 3}
-    assert one.candidates("éx yy ZZ") == {0, 1, 2, 3}
+    # (and VERBOSE patterns with white space or "#": Hyperscan has no such mode; without
+    # them VERBOSE changes nothing, as in detect-secrets' Slack webhook pattern); case-sensitive
+    # ones are screened as such
+    one = OnePass([re.compile(r"[^a-z]x", re.I), re.compile(r"zz", re.I), re.compile(r"yy"), re.compile(r"w w", re.X),
+                   re.compile(r"v#v", re.X), re.compile(r"u[ ]u", re.X), re.compile(r"qq", re.X)])
+    assert one.screened == (1, 2, 6)
+    assert one.candidates("éx YY") == {0, 3, 4, 5}
+    assert one.candidates("éx yy ZZ qq") == {0, 1, 2, 3, 4, 5, 6}
 
 
 def test_patterns_hyperscan_cannot_compile_stay_candidates():
@@ -191,6 +194,20 @@ def test_long_texts_keep_their_secrets_with_and_without_the_screen(monkeypatch):
             m.setattr(secrets._one_pass(), "candidates", lambda text: set())
             assert len(secrets.find_secrets(long)) < len(screened) or not any(
                 h.rule_id != "hard.secret.high_entropy" for h in screened)
+
+
+def test_the_sentence_keywords_are_screened_by_their_head():
+    # the plain-sentence pattern (verbose, curly quotes) is screened through its keyword-and-verb
+    # head: ruled out where no head matches, kept where a sentence names a secret
+    pytest.importorskip("hyperscan")
+    padding = " Notes on the garden, the shed, the fence and the café (naïve 说话)." * 6
+    assert secrets._SENTENCE_KEYWORD in secrets._ruled_out(padding)
+    for sentence in ("Her online banking password is “Tr0ub4dor&3”.", "the garage code was set to 7719",
+                     "Our WIFI PASSWORD: kiwi-Lemon-42"):
+        text = padding + sentence + padding
+        assert secrets._SENTENCE_KEYWORD.search(text)
+        assert secrets._SENTENCE_KEYWORD not in secrets._ruled_out(text)
+        assert any(h.rule_id == "hard.secret.plain_sentence" for h in secrets.find_secrets(text))
 
 
 def test_a_screen_that_drops_a_match_changes_the_findings(monkeypatch):
