@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pipelines.policy_rules import injection, secrets
 from pipelines.policy_rules.text import (
+    LINE_START,
     OnePass,
     ascii_stand_in,
     char_classes,
@@ -85,8 +86,12 @@ def test_leading_literals_are_where_every_match_starts():
     assert leading_literals(rx) == frozenset({"ignor", "disregard"})
     # an optional start: the match may start with it or with what follows
     assert leading_literals(re.compile(r"(?:please\s+)?reply\s+only", re.I)) == frozenset({"please", "reply"})
-    # a class, a look-around, an empty branch or a short literal first: unknown
-    for pattern in (r"[a-z]+ing", r"(?=x)abc", r"(?:abc|)def", r"(?:^|\.\s*)say", r"ab\s+cdef"):
+    # a class of literal characters, a short literal, a line start (under MULTILINE)
+    assert leading_literals(re.compile(r"(?:^|[.!?]\s*|,\s+|\bso\s+)say", re.I | re.M)) == \
+        frozenset({LINE_START, ".", "!", "?", ",", "so"})
+    assert leading_literals(re.compile(r"ab\s+cdef")) == frozenset({"ab"})
+    # a class of kinds or ranges, a look-around, an empty branch, `^` without MULTILINE: unknown
+    for pattern in (r"[a-z]+ing", r"[.\w]x", r"(?=x)abc", r"(?:abc|)def", r"(?:^|\.\s*)say", r"(?:\b|x)y"):
         assert leading_literals(re.compile(pattern)) is None, pattern
 
 
@@ -218,6 +223,21 @@ def test_a_screen_that_drops_a_match_changes_the_findings(monkeypatch):
     full = injection.find_injections_normalised(norm)
     monkeypatch.setattr(injection._ONE_PASS, "candidates", lambda text: set())
     assert len(injection.find_injections_normalised(norm)) < len(full)
+
+
+_STARTS = ["\n", ". ", "! ", ", ", ": ", "; ", "  ", "\n\n", "please ", "and ", "now ", "you ", "if ", "do "]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(_WORDS + _STARTS), st.text(alphabet=_TRICKY, min_size=1, max_size=3)),
+                min_size=1, max_size=60))
+def test_every_rule_tried_at_its_leading_literals_finds_what_a_scan_finds(parts):
+    text = injection.normalise("".join(parts))
+    folded = fold_case(text)
+    for (rule_id, rx), leading in zip(injection._RULES, injection._LEADING):
+        if leading is not None:
+            assert [m.span() for m in matches_at(rx, text, literal_starts(leading, folded))] == \
+                [m.span() for m in rx.finditer(text)], (rule_id, text)
 
 
 def test_ascii_stand_ins_keep_length_and_kind():
