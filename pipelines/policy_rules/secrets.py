@@ -328,7 +328,8 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits.extend(code_hits)
     hits.extend(_high_entropy_hits(text))
     if not stand_ins:
-        hits = [h for h in hits if not _masked_or_cut(text, h)]
+        elided: dict[tuple[int, int], bool] = {}
+        hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
     return _dedupe(hits)
@@ -367,18 +368,24 @@ _MASKED_TAIL = re.compile(r"[-_.:]?[#*\u2022]{3,}")
 _CUT_TAIL = re.compile(r"\.{3}|\u2026")
 
 
-def _masked_or_cut(text: str, hit: SecretHit) -> bool:
+def _masked_or_cut(text: str, hit: SecretHit, elided: dict[tuple[int, int], bool] | None = None) -> bool:
     """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
     or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
     value that would work is not there; so is a private key block whose body has lines left
     out ("MIIEpAIB...\n    ...\n-----END"). An ellipsis after a complete vendor-format key
-    only ends the sentence: that key is all there. (A stored turn still masks what is left.)"""
+    only ends the sentence: that key is all there. (A stored turn still masks what is left.)
+    `elided`: the blocks of this text already read (a long block holds many hits)."""
     if _MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end):
         return True
     if _CUT_TAIL.match(text, hit.end) and hit.rule_id not in _VENDOR_RULES:
         return True
     block = _private_block(text, hit.start)
-    return block is not None and _ELIDED_LINE.search(text, *block) is not None
+    if block is None:
+        return False
+    elided = {} if elided is None else elided
+    if block not in elided:
+        elided[block] = _ELIDED_LINE.search(text, *block) is not None
+    return elided[block]
 
 
 _ELIDED_LINE = re.compile(r"^[ \t]*(?:\.{3,}|\u2026)[ \t]*$", re.MULTILINE)
@@ -982,6 +989,21 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
 def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
     """Long enough, mixed characters, and enough entropy to be a generated credential."""
     v = value.strip().strip("=")
+    if strict:
+        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
+        # detect-secrets (4.5); hex needs context, commit ids and hashes are common. (The
+        # tests below, cheapest first; all digits or a word fail the classes or digits.)
+        return (
+            len(v) >= max(min_len, 24)
+            and char_classes(v) >= 3
+            and _digits(v) >= 2
+            and not _ONE_CASE_RUN.search(v)
+            and not _SPACE.search(v)
+            and not _HEX_LIKE.fullmatch(v)
+            and not _is_sequential(v)
+            and not _is_placeholder(v)
+            and shannon_entropy(v) >= 4.5
+        )
     if len(v) < min_len or _is_placeholder(v) or re.search(r"\s", v):
         return False
     if re.fullmatch(r"\d+", v):
@@ -990,24 +1012,17 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
-    hex_like = bool(re.fullmatch(r"[0-9a-fA-F\-]+", v))
-    if strict:
-        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
-        # detect-secrets (4.5); hex needs context, commit ids and hashes are common.
-        if hex_like:
-            return False
-        return (
-            len(v) >= 24
-            and char_classes(v) >= 3
-            and _digits(v) >= 2
-            and shannon_entropy(v) >= 4.5
-            and not re.search(r"[a-z]{7,}|[A-Z]{7,}", v)
-        )
+    hex_like = bool(_HEX_LIKE.fullmatch(v))
     entropy = shannon_entropy(v)
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
     return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+
+
+_ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
+_SPACE = re.compile(r"\s")
+_HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 
 
 def _digits(v: str) -> int:
