@@ -219,16 +219,23 @@ _DESCRIPTIVE_TAIL = re.compile(
     r"ids?|urls?|uris?|dir|len|col|ttl|re|min|max|alg|env|var|age|loc|msg|box|fn|cb|ref|sha|md5"
     r"))$"
 )
+_PLACEHOLDER_WORDS = (
+    r"example|placeholder|changeme|change_me|dummy|fake|sample|redacted|masked|"
+    r"your[_\-\s]?(?:password|pass|token|key|secret|api)|insert|replace|xxxx|\*\*\*|todo|fixme|not_?set|"
+    r"secret_?here|key_?here|_here$"
+)
 _PLACEHOLDER_VALUE = re.compile(
     r"(?ix)^(?:"
     r"\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?[sdv]?|%[A-Z_]+%|\{\{.*\}\}|\{[\w.\-]*\}|<[^>]*>|"
     r"\[[^\]]*\]|\(\(.*\)\)|"
     r"[x*•·.#_\-?]+|(.)\1{2,}|0x[0-9a-f]+|"
-    r".*(?:example|placeholder|changeme|change_me|dummy|fake|sample|redacted|masked|"
-    r"your[_\-\s]?(?:password|pass|token|key|secret|api)|insert|replace|xxxx|\*\*\*|todo|fixme|not_?set|"
-    r"secret_?here|key_?here|_here$).*"
+    r".*(?:" + _PLACEHOLDER_WORDS + r").*"
     r")$"
 )
+# A cheap test before that regex on an ASCII value: only these first characters (or a first
+# one repeated) start its other branches, and the last needs one of the words' literals.
+_PLACEHOLDER_FIRST = frozenset("$%{<[(0x*.#_-?")
+_PLACEHOLDER_LITERALS = required_literals(re.compile(r"(?i)(?:" + _PLACEHOLDER_WORDS + r")"))
 _NON_SECRET_WORDS = frozenset(
     """
     password passwd pass pwd pw secret secrets token tokens key keys apikey api_key auth
@@ -842,8 +849,12 @@ def _is_placeholder(value: str) -> bool:
     v = value.strip()
     if not v:
         return True
-    if v.lower() in _NON_SECRET_WORDS:
+    low = v.lower()
+    if low in _NON_SECRET_WORDS:
         return True
+    if v.isascii() and low[0] not in _PLACEHOLDER_FIRST and low[:1] != low[1:2] \
+            and not may_match(_PLACEHOLDER_LITERALS, low):
+        return False  # no branch of the regex can match (checked against it, property-tested)
     return bool(_PLACEHOLDER_VALUE.match(v))
 
 

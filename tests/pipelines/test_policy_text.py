@@ -329,6 +329,20 @@ def test_long_tokens_are_periodic_as_by_definition(parts, noise):
     assert secrets.is_periodic(value) == _periodic_by_definition(value)
 
 
+_PLACEHOLDER_PARTS = ["$", "%", "{", "}", "<", ">", "[", "]", "(", ")", "0x", "x", "X", "*", ".", "#", "_", "-", "?",
+                      "a", "A", "7", "f", "your", "YOUR_", "pass", "Token", "here", "_HERE", "not", "set", "xxxx",
+                      "Example", "fake", "todo", "\n", " ", "\u2022", "\u017f", "\u212a"]
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_PLACEHOLDER_PARTS), min_size=1, max_size=8))
+def test_the_placeholder_shortcut_gives_the_regex_answer(parts):
+    value = "".join(parts)
+    v = value.strip()
+    expected = not v or v.lower() in secrets._NON_SECRET_WORDS or bool(secrets._PLACEHOLDER_VALUE.match(v))
+    assert secrets._is_placeholder(value) == expected
+
+
 def test_one_pass_serves_threads_at_once():
     # Hyperscan's scratch space serves one scan at a time: each thread has its own
     pytest.importorskip("hyperscan")
