@@ -48,6 +48,9 @@ from pipelines.policy_rules.text import (
     OnePass,
     char_classes,
     fold_case,
+    leading_literals,
+    literal_starts,
+    matches_at,
     may_match,
     required_literals,
     shannon_entropy,
@@ -367,7 +370,16 @@ _SCREENED_FOR = {_SENTENCE_SCREEN: _SENTENCE_KEYWORD}  # screen -> the pattern i
 
 
 def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
-    return rx.finditer(text) if not out or rx not in out else iter(())
+    if out and rx in out:
+        return iter(())
+    leading = _LEADING.get(rx)
+    if leading is not None and len(text) > _PREFILTER_CHARS:  # tried only where a match can start
+        return matches_at(rx, text, literal_starts(leading, fold_case(text)))
+    return rx.finditer(text)
+
+
+# The keyword patterns' leading literals (`text.leading_literals`): every match starts with one.
+_LEADING = {rx: leading_literals(rx) for rx in (_KW, _SENTENCE_KEYWORD)}
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")

@@ -329,6 +329,19 @@ def test_long_tokens_are_periodic_as_by_definition(parts, noise):
     assert secrets.is_periodic(value) == _periodic_by_definition(value)
 
 
+_KEYWORD_PARTS = ["password", "Pass", "PWD", "pw", "contraseña", "senha", "secret", "token", "api_key", "API key",
+                  "access code", "PIN", "wifi", "is", "was set to", "=", ": ", " ", "\n", "_", "-", "'", '"', "x9",
+                  "\u212a", "\u017f", "\u0130", "é", "passwords", "bypass", "Tokens"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_KEYWORD_PARTS), min_size=1, max_size=80))
+def test_keywords_tried_at_their_leading_literals_are_found_as_by_a_scan(parts):
+    text = "".join(parts) + " filler" * 50  # long: the scan tries the literals' starts only
+    for rx in secrets._LEADING:
+        assert [m.span() for m in secrets._scan(rx, text, frozenset())] == [m.span() for m in rx.finditer(text)]
+
+
 _PLACEHOLDER_PARTS = ["$", "%", "{", "}", "<", ">", "[", "]", "(", ")", "0x", "x", "X", "*", ".", "#", "_", "-", "?",
                       "a", "A", "7", "f", "your", "YOUR_", "pass", "Token", "here", "_HERE", "not", "set", "xxxx",
                       "Example", "fake", "todo", "\n", " ", "\u2022", "\u017f", "\u212a"]
