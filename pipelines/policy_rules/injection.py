@@ -704,8 +704,8 @@ _LEADING = tuple(leading_literals(rx) for _, rx in _RULES)
 _PREFILTER_CHARS = 300
 # On a long text the rules are screened in one pass (`text.OnePass`): only those it reports
 # can match and are scanned (with `matches_at` where a leading literal places them).
+# The encoded payloads' patterns (`_ENCODED`, below) are screened in the same pass.
 _ONE_PASS_INDEX = {k: n for n, k in enumerate(k for k, (_, _, one_pass) in enumerate(_ALL_RULES) if one_pass)}
-_ONE_PASS = OnePass([_RULES[k][1] for k in _ONE_PASS_INDEX])
 
 # Literals at least one of which every rule of a family needs (lower-cased text): a family
 # whose anchors are all absent is skipped, which keeps long ordinary text cheap.
@@ -1042,7 +1042,7 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
         InjectionHit("hard.injection.token_flood", m.start(), m.end()) for m in _COMBINING_STACK.finditer(norm)
     )
     if decode:
-        hits.extend(_encoded_hits(norm))
+        hits.extend(_encoded_hits(norm, screened))
     hits.sort(key=lambda h: (h.start, h.end))
     return hits
 
@@ -1057,6 +1057,7 @@ _COMBINING_STACK = re.compile(
 _BASE64 = re.compile(r"(?<![\w+/=])[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=])")
 _BINARY = re.compile(r"\b[01]{8}(?:[ \t]+[01]{8}){5,}\b")
 # Hex: 16+ bytes as one run, separated by spaces or colons, or as \x escapes.
+_NO_MATCH = re.compile(r"(?!)")
 _HEX = re.compile(
     r"(?<![0-9A-Za-z])(?:[0-9A-Fa-f]{2}){16,}(?![0-9A-Za-z])"
     r"|(?<![0-9A-Za-z])[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){15,}(?![0-9A-Za-z])"
@@ -1064,10 +1065,19 @@ _HEX = re.compile(
 )
 
 
-def _encoded_hits(norm: str) -> Iterator[InjectionHit]:
+_ENCODED = (_BASE64, _BINARY, _HEX)
+_ONE_PASS = OnePass([*(_RULES[k][1] for k in _ONE_PASS_INDEX), *_ENCODED])
+
+
+def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[InjectionHit]:
     """An instruction hidden in Base64, hex or binary: decode, and if the decoded text is
-    printable prose that itself holds an injection, flag the encoded span."""
-    for m in _BASE64.finditer(norm):
+    printable prose that itself holds an injection, flag the encoded span. `screened`: the
+    one pass's candidates for `norm` (a pattern it does not report is not scanned)."""
+    base64_, binary, hex_ = (
+        rx if screened is None or len(_ONE_PASS_INDEX) + n in screened else _NO_MATCH
+        for n, rx in enumerate(_ENCODED)
+    )
+    for m in base64_.finditer(norm):
         token = m.group()
         if not (any(c.isdigit() or c in "+/=" for c in token) or token != token.lower()):
             continue
@@ -1077,11 +1087,11 @@ def _encoded_hits(norm: str) -> Iterator[InjectionHit]:
             continue
         if _scan_decoded(raw):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
-    for m in _BINARY.finditer(norm):
+    for m in binary.finditer(norm):
         raw = bytes(int(group, 2) for group in m.group().split())
         if _scan_decoded(raw):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
-    for m in _HEX.finditer(norm):
+    for m in hex_.finditer(norm):
         digits = re.sub(r"[^0-9A-Fa-f]", "", m.group().replace("\\x", ""))
         if _scan_decoded(bytes.fromhex(digits)):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
@@ -1111,14 +1121,14 @@ def _flood_hits(norm: str) -> Iterator[InjectionHit]:
     codes = np.frombuffer(norm.encode("utf-32-le"), dtype=np.uint32)
     if n <= 4096:
         # Short text: one 2-D pass for all periods. equal[i, p-1] says text[i] == text[i+p];
-        # the longest run of equalities per period tells which periods can hold a flood.
-        padded_codes = np.concatenate((codes, np.full(31, 0xFFFFFFFF, dtype=np.uint32)))
-        window = np.lib.stride_tricks.sliding_window_view(padded_codes, 31)[:n]
+        # a flood at period p needs a run of 40 - p >= 10 equalities, and any run of 9 or more
+        # holds an aligned block of 5: periods without one cannot hold a flood (the passes
+        # below find the runs themselves).
+        padded_codes = np.concatenate((codes, np.full(31 + 4, 0xFFFFFFFF, dtype=np.uint32)))
+        window = np.lib.stride_tricks.sliding_window_view(padded_codes, 31)[: (n + 4) // 5 * 5]
         equal = window[:, 1:] == window[:, :1]
-        idx = np.arange(n)[:, None]
-        last_break = np.maximum.accumulate(np.where(equal, -1, idx), axis=0)
-        longest = (idx - last_break).max(axis=0)
-        candidates = [p for p in range(1, 31) if longest[p - 1] + p >= 40]
+        blocks = equal.reshape(-1, 5, 30).all(axis=1).any(axis=0)
+        candidates = [p for p in range(1, 31) if blocks[p - 1]]
     else:
         candidates = list(range(1, 31))  # long text: per-period 1-D passes, bounded memory
     reported_until = -1

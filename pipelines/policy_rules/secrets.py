@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
@@ -47,6 +48,9 @@ from pipelines.policy_rules.text import (
     OnePass,
     char_classes,
     fold_case,
+    leading_literals,
+    literal_starts,
+    matches_at,
     may_match,
     required_literals,
     shannon_entropy,
@@ -218,16 +222,23 @@ _DESCRIPTIVE_TAIL = re.compile(
     r"ids?|urls?|uris?|dir|len|col|ttl|re|min|max|alg|env|var|age|loc|msg|box|fn|cb|ref|sha|md5"
     r"))$"
 )
+_PLACEHOLDER_WORDS = (
+    r"example|placeholder|changeme|change_me|dummy|fake|sample|redacted|masked|"
+    r"your[_\-\s]?(?:password|pass|token|key|secret|api)|insert|replace|xxxx|\*\*\*|todo|fixme|not_?set|"
+    r"secret_?here|key_?here|_here$"
+)
 _PLACEHOLDER_VALUE = re.compile(
     r"(?ix)^(?:"
     r"\$\{.*\}|\$\(.*\)|\$[A-Za-z_]\w*|%\(?\w*\)?[sdv]?|%[A-Z_]+%|\{\{.*\}\}|\{[\w.\-]*\}|<[^>]*>|"
     r"\[[^\]]*\]|\(\(.*\)\)|"
     r"[x*•·.#_\-?]+|(.)\1{2,}|0x[0-9a-f]+|"
-    r".*(?:example|placeholder|changeme|change_me|dummy|fake|sample|redacted|masked|"
-    r"your[_\-\s]?(?:password|pass|token|key|secret|api)|insert|replace|xxxx|\*\*\*|todo|fixme|not_?set|"
-    r"secret_?here|key_?here|_here$).*"
+    r".*(?:" + _PLACEHOLDER_WORDS + r").*"
     r")$"
 )
+# A cheap test before that regex on an ASCII value: only these first characters (or a first
+# one repeated) start its other branches, and the last needs one of the words' literals.
+_PLACEHOLDER_FIRST = frozenset("$%{<[(0x*.#_-?")
+_PLACEHOLDER_LITERALS = required_literals(re.compile(r"(?i)(?:" + _PLACEHOLDER_WORDS + r")"))
 _NON_SECRET_WORDS = frozenset(
     """
     password passwd pass pwd pw secret secrets token tokens key keys apikey api_key auth
@@ -259,8 +270,9 @@ _CODE_REFERENCE = re.compile(
 
 # --------------------------------------------------------------------------- sentences
 
-_SENTENCE_KEYWORD = re.compile(
-    r"(?ix)\b(?P<kw>"
+# keyword, what it is of, and the verb: every match of `_SENTENCE_KEYWORD` starts with one
+_SENTENCE_HEAD = (
+    r"\b(?P<kw>"
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
     r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm)\s?codes?|"
@@ -270,9 +282,15 @@ _SENTENCE_KEYWORD = re.compile(
     r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
     r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
     r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|is|was|are|=|:|-|became|reads)[ \t]*"
+)
+_SENTENCE_KEYWORD = re.compile(
+    r"(?ix)" + _SENTENCE_HEAD +
     r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]"
     r"|(?P<val>[^\s\"'`]{1,100}))"
 )
+# What the one pass screens for it (its value's curly quotes and verbose flag are no
+# Hyperscan's): where no head matches, no sentence does.
+_SENTENCE_SCREEN = re.compile(r"(?i)" + _SENTENCE_HEAD)
 _STATUS_WORDS = frozenset(
     """
     a an the my your his her our their its this that these those it not no none
@@ -320,7 +338,8 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits.extend(code_hits)
     hits.extend(_high_entropy_hits(text))
     if not stand_ins:
-        hits = [h for h in hits if not _masked_or_cut(text, h)]
+        elided: dict[tuple[int, int], bool] = {}
+        hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
     return _dedupe(hits)
@@ -331,7 +350,7 @@ def _one_pass() -> OnePass:
     """The patterns each scan a whole text (vendor formats, structures, keywords, sentences,
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
-                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_KEYWORD,
+                    _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
                     _CARD, _SSN])
 
 
@@ -342,11 +361,25 @@ def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
         return None
     one = _one_pass()
     found = one.candidates(text)
-    return None if found is None else frozenset(rx for k, rx in enumerate(one.patterns) if k not in found)
+    if found is None:
+        return None
+    return frozenset(_SCREENED_FOR.get(rx, rx) for k, rx in enumerate(one.patterns) if k not in found)
+
+
+_SCREENED_FOR = {_SENTENCE_SCREEN: _SENTENCE_KEYWORD}  # screen -> the pattern it rules out
 
 
 def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
-    return rx.finditer(text) if not out or rx not in out else iter(())
+    if out and rx in out:
+        return iter(())
+    leading = _LEADING.get(rx)
+    if leading is not None and len(text) > _PREFILTER_CHARS:  # tried only where a match can start
+        return matches_at(rx, text, literal_starts(leading, fold_case(text)))
+    return rx.finditer(text)
+
+
+# The keyword patterns' leading literals (`text.leading_literals`): every match starts with one.
+_LEADING = {rx: leading_literals(rx) for rx in (_KW, _SENTENCE_KEYWORD)}
 
 
 _MASK_RUN = re.compile(r"[#*\u2022]{3,}")
@@ -354,18 +387,24 @@ _MASKED_TAIL = re.compile(r"[-_.:]?[#*\u2022]{3,}")
 _CUT_TAIL = re.compile(r"\.{3}|\u2026")
 
 
-def _masked_or_cut(text: str, hit: SecretHit) -> bool:
+def _masked_or_cut(text: str, hit: SecretHit, elided: dict[tuple[int, int], bool] | None = None) -> bool:
     """A token shown with its secret part masked ("xoxb-1234-5678-####", "sk-live-abc***")
     or cut short ("ops_eyJzaWdu..."), as consoles, logs and documentation print keys: the
     value that would work is not there; so is a private key block whose body has lines left
     out ("MIIEpAIB...\n    ...\n-----END"). An ellipsis after a complete vendor-format key
-    only ends the sentence: that key is all there. (A stored turn still masks what is left.)"""
+    only ends the sentence: that key is all there. (A stored turn still masks what is left.)
+    `elided`: the blocks of this text already read (a long block holds many hits)."""
     if _MASK_RUN.search(text, hit.start, hit.end) or _MASKED_TAIL.match(text, hit.end):
         return True
     if _CUT_TAIL.match(text, hit.end) and hit.rule_id not in _VENDOR_RULES:
         return True
     block = _private_block(text, hit.start)
-    return block is not None and _ELIDED_LINE.search(text, *block) is not None
+    if block is None:
+        return False
+    elided = {} if elided is None else elided
+    if block not in elided:
+        elided[block] = _ELIDED_LINE.search(text, *block) is not None
+    return elided[block]
 
 
 _ELIDED_LINE = re.compile(r"^[ \t]*(?:\.{3,}|\u2026)[ \t]*$", re.MULTILINE)
@@ -545,6 +584,15 @@ def is_periodic(value: str) -> bool:
     """Most of `value` is one unit of 1-8 characters repeated at least twice, over a stretch
     of at least 8 characters and half the value."""
     n = len(value)
+    if n > 64 and value.isascii():  # a long token (a key block's body): the same runs, vectorised
+        codes = np.frombuffer(value.lower().encode("ascii"), dtype=np.uint8)
+        for unit in range(1, 9):
+            same = np.concatenate(([False], codes[unit:] == codes[:-unit], [False]))
+            edges = np.flatnonzero(same[1:] != same[:-1])
+            best = int((edges[1::2] - edges[::2]).max(initial=0))
+            if best >= unit and best + unit >= max(8, n // 2):
+                return True
+        return False
     for unit in range(1, 9):
         run = best = 0
         for i in range(unit, n):
@@ -813,8 +861,12 @@ def _is_placeholder(value: str) -> bool:
     v = value.strip()
     if not v:
         return True
-    if v.lower() in _NON_SECRET_WORDS:
+    low = v.lower()
+    if low in _NON_SECRET_WORDS:
         return True
+    if v.isascii() and low[0] not in _PLACEHOLDER_FIRST and low[:1] != low[1:2] \
+            and not may_match(_PLACEHOLDER_LITERALS, low):
+        return False  # no branch of the regex can match (checked against it, property-tested)
     return bool(_PLACEHOLDER_VALUE.match(v))
 
 
@@ -960,6 +1012,21 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
 def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
     """Long enough, mixed characters, and enough entropy to be a generated credential."""
     v = value.strip().strip("=")
+    if strict:
+        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
+        # detect-secrets (4.5); hex needs context, commit ids and hashes are common. (The
+        # tests below, cheapest first; all digits or a word fail the classes or digits.)
+        return (
+            len(v) >= max(min_len, 24)
+            and char_classes(v) >= 3
+            and _digits(v) >= 2
+            and not _ONE_CASE_RUN.search(v)
+            and not _SPACE.search(v)
+            and not _HEX_LIKE.fullmatch(v)
+            and not _is_sequential(v)
+            and not _is_placeholder(v)
+            and shannon_entropy(v) >= 4.5
+        )
     if len(v) < min_len or _is_placeholder(v) or re.search(r"\s", v):
         return False
     if re.fullmatch(r"\d+", v):
@@ -968,24 +1035,17 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
-    hex_like = bool(re.fullmatch(r"[0-9a-fA-F\-]+", v))
-    if strict:
-        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
-        # detect-secrets (4.5); hex needs context, commit ids and hashes are common.
-        if hex_like:
-            return False
-        return (
-            len(v) >= 24
-            and char_classes(v) >= 3
-            and _digits(v) >= 2
-            and shannon_entropy(v) >= 4.5
-            and not re.search(r"[a-z]{7,}|[A-Z]{7,}", v)
-        )
+    hex_like = bool(_HEX_LIKE.fullmatch(v))
     entropy = shannon_entropy(v)
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
     return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+
+
+_ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
+_SPACE = re.compile(r"\s")
+_HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 
 
 def _digits(v: str) -> int:

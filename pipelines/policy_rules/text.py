@@ -184,25 +184,33 @@ def _best(sets: list[set[str]]) -> set[str] | None:
     return max(sets, key=lambda s: (min(map(len, s)), -len(s)), default=None)
 
 
+# In a leading set: the match starts at a line start (position 0, or after a newline).
+LINE_START = ""
+
+
 def leading_literals(pattern: re.Pattern) -> frozenset[str] | None:
-    """Lower-case ASCII strings (3+ characters) one of which every match of `pattern` starts
-    with, read like `required_literals` (zero-width assertions before them are skipped);
-    None when the start is not such a literal. Such a pattern can only match where
-    `fold_case(text)` holds one of them: `matches_at` tries only there."""
+    """Lower-case ASCII strings one of which every match of `pattern` starts with, read like
+    `required_literals` (zero-width assertions before them are skipped; a class of literal
+    characters is one string per character; a branch that is only `^` under MULTILINE starts
+    at `LINE_START`); None when the start is not such a literal. Such a pattern can only
+    match where `fold_case(text)` holds one of them: `matches_at` tries only there (even one
+    character, such as a clause's punctuation, leaves far fewer starts than a scan tries)."""
     from re import _parser
 
-    found = _leading(list(_parser.parse(pattern.pattern, pattern.flags)))
-    return frozenset(found) if found and min(map(len, found)) >= 3 else None
+    found = _leading(list(_parser.parse(pattern.pattern, pattern.flags)), bool(pattern.flags & re.MULTILINE))
+    return frozenset(found) if found else None
 
 
-def _leading(items) -> set[str] | None:
+def _leading(items, multiline: bool) -> set[str] | None:
     from re import _constants as c
 
     i = 0
     while i < len(items) and items[i][0] is c.AT:
         i += 1
     if i == len(items):
-        return None
+        # only zero-width assertions: a line start when one of them says so
+        ats = {av for _, av in items}
+        return {LINE_START} if multiline and c.AT_BEGINNING in ats or c.AT_BEGINNING_LINE in ats else None
     op, av = items[i]
     if op is c.LITERAL:
         run = []
@@ -210,16 +218,20 @@ def _leading(items) -> set[str] | None:
             run.append(chr(items[i][1]).lower())
             i += 1
         return {"".join(run)} if run else None
+    if op is c.IN:
+        if all(o is c.LITERAL and chr(a).isascii() for o, a in av):
+            return {chr(a).lower() for _, a in av}
+        return None
     if op is c.SUBPATTERN:
-        return _leading(list(av[3]))
+        return _leading(list(av[3]), multiline)
     if op is c.BRANCH:
-        branches = [_leading(list(b)) for b in av[1]]
+        branches = [_leading(list(b), multiline) for b in av[1]]
         return set().union(*branches) if all(branches) else None
     if op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-        body = _leading(list(av[2]))
+        body = _leading(list(av[2]), multiline)
         if av[0] >= 1 or body is None:
             return body
-        rest = _leading(items[i + 1:])  # an optional start: what follows may start the match
+        rest = _leading(items[i + 1:], multiline)  # an optional start: what follows may start the match
         return body | rest if rest else None
     return None
 
@@ -247,10 +259,17 @@ def literal_starts(literals: frozenset[str], folded: str, found: dict[str, list[
         positions = found.get(lit)
         if positions is None:
             positions = found[lit] = []
-            at = folded.find(lit)
-            while at >= 0:
-                positions.append(at)
-                at = folded.find(lit, at + 1)
+            if lit == LINE_START:
+                positions.append(0)
+                at = folded.find("\n")
+                while at >= 0:
+                    positions.append(at + 1)
+                    at = folded.find("\n", at + 1)
+            else:
+                at = folded.find(lit)
+                while at >= 0:
+                    positions.append(at)
+                    at = folded.find(lit, at + 1)
         starts.update(positions)
     return sorted(starts)
 
@@ -393,14 +412,16 @@ def _stand_in_pattern(source: str) -> str:
 
 def _stand_in_safe(pattern: re.Pattern) -> bool:
     """True when Hyperscan reading stand-ins finds every text `pattern` matches: no flags but
-    IGNORECASE, MULTILINE and DOTALL (Hyperscan has the same), every character outside ASCII
-    written as itself, and no negated class or `[^x]` that excludes a stand-in character (in
-    either case) or one outside ASCII."""
+    IGNORECASE, MULTILINE and DOTALL (Hyperscan has the same; VERBOSE where it is a no-op),
+    every character outside ASCII written as itself, and no negated class or `[^x]` that
+    excludes a stand-in character (in either case) or one outside ASCII."""
     from re import _constants as c
     from re import _parser
 
-    if pattern.flags & (re.VERBOSE | re.ASCII | re.LOCALE):
+    if pattern.flags & (re.ASCII | re.LOCALE):
         return False
+    if pattern.flags & re.VERBOSE and re.search(r"[\s#]", pattern.pattern):
+        return False  # without white space or "#", VERBOSE changes nothing (detect-secrets sets it)
     stand_ins = {ord(x) for x in _STAND_INS} | {ord(x.upper()) for x in _STAND_INS}
 
     def excluded(code: int) -> bool:
