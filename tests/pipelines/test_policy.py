@@ -397,6 +397,11 @@ def test_policy_benchmark_runner_on_a_tiny_file(tmp_path, capsys):
     lines = [json.loads(line) for line in verdicts.read_text(encoding="utf-8").splitlines()]
     assert [line[0] for line in lines] == ["reject", "reject", "accept", "accept"]
     assert lines[1][1] == ["hard.injection.override"] and lines[1][2][0].startswith("content: injection")
+    best = tmp_path / "best.json"
+    assert main(["--data", str(data), "--no-builtin", "--repeat", "3", "--json", str(best)]) == 0
+    again = json.loads(best.read_text(encoding="utf-8"))
+    assert again["repeat"] == 3 and again["by_source"] == report["by_source"]
+    assert len(again["cpu_ms_by_file"]) == 1 and "best of 3 per row" in capsys.readouterr().out
     assert main(["--data", str(tmp_path / "missing.jsonl")]) == 2
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"label": 1}\n', encoding="utf-8")
