@@ -545,8 +545,10 @@ class Exchange:
         return None
 
     def _catalog(self, visible: str, *turns: CaptureResult | None) -> dict[str, Any]:
-        """Pre-return Q* pass over question + answer; this exchange's own turns left out."""
+        """Pre-return Q* pass over question + answer; this exchange's own turns, and the
+        memories its answer just proposed (the user said them a moment ago), left out."""
         current = {message_item_id(t.turn_id) for t in turns if t}
+        current.update(p.item_id for t in turns if t for p in t.proposals if p.item_id)
         query = f"{recall_query(self.user_text)}\n{recall_query(visible)}".strip()
         if not query:
             return {"memory_catalog": []}
