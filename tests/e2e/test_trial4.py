@@ -11,7 +11,9 @@ Ollama server, and Litestar's TestClient against `loci serve`'s app).
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from typing import Any
 
 import httpx
@@ -64,3 +66,84 @@ def test_a_proposal_block_under_a_variant_tag_is_not_shown_and_is_landed(proxy, 
     shown, loci = ollama_chat(proxy(), "We decided the kiln fires on Fridays.", stream=stream)
     assert shown == "Noted.\nAnything else?", shown
     assert [(p["title"], p["action"]) for p in loci["proposals"]] == [("Kiln day", "accept")]
+
+
+# -- the memory browser keeps the history of what was replaced ---------------------------------
+
+ACME_DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
+ACME_MIKE = {**ACME_DANA, "user_id": "mike", "session_id": "s7"}
+EVE = {"user_id": "eve", "project_id": "borealis", "org_id": "other"}
+
+
+def tool(client, who: dict, action: str, args: dict) -> dict:
+    resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+    assert resp.status_code < 300, resp.text
+    return resp.json()["result"]
+
+
+def write_fact(client, who: dict, title: str, content: str, **extra) -> str:
+    item = {"type": "fact", "title": title, "content": content, "scope": "project", "why_store": "said",
+            "confidence": 0.9, **extra}
+    return tool(client, who, "memory.write", {"item": item})["item_id"]
+
+
+def consolidate(client, settings) -> None:
+    from pipelines.consolidate import consolidate_once
+
+    assert client.app.state.service.usage.flush()
+    consolidate_once(settings)
+    assert client.post("/v1/admin/reload").status_code == 200
+
+
+def words(page: str) -> str:
+    """A page's text as a reader sees it: no tags, one space between words."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it(service) -> None:
+    """Nothing is deleted: a memory a correction superseded or consolidation merged away
+    left recall, not its history. Its card (reached from the `supersedes` / `derived_from`
+    link of what replaced it) shows what it said, its revisions and audit events, and links
+    the memory that took its place; the API keeps answering the id with a 404 naming it.
+    Someone who may not see it is told nothing more than about an unknown id."""
+    client, settings = service
+    old = write_fact(client, ACME_DANA, "Release day", "Releases ship on Tuesday.")
+    tool(client, ACME_MIKE, "memory.update", {"id": old, "patch": {"content": "Releases ship on Wednesday."}})
+    members = [write_fact(client, ACME_DANA, title, content) for title, content in [
+        ("Edge cache TTL", "The edge cache TTL for map tiles is 300 seconds."),
+        ("Tile cache TTL", "The edge cache TTL for map tiles is 300 seconds, per ops."),
+        ("Edge cache expiry", "Map tiles leave the edge cache after a TTL of 300 seconds.")]]
+    consolidate(client, settings)
+    # Superseded in a later run: its history spans two published snapshots.
+    new = write_fact(client, ACME_DANA, "Release cadence", "Releases ship every second Thursday.")
+    tool(client, ACME_DANA, "memory.link", {"src_id": new, "dst_id": old, "rel": "supersedes"})
+    consolidate(client, settings)
+    query = "user_id=dana&amp;project_id=atlas&amp;session_id=s1&amp;org_id=acme"
+
+    assert client.get(f"/v1/items/{old}", params=ACME_DANA).status_code == 404
+    page = client.get(f"/ui/items/{old}", params=ACME_DANA)
+    assert page.status_code == 200, page.text
+    text = words(page.text)
+    assert "Releases ship on Wednesday." in text and f"superseded by {new}" in text, text
+    assert f'href="/ui/items/{new}?{query}"' in page.text
+    history = words(page.text.split('id="history"')[1].split("</table>")[0])
+    assert "mike" in history and "content" in history, history  # mike's edit, one revision
+    assert "supersede" in history, history  # and the run that retired it
+
+    merged = {}
+    for member in members:
+        body = client.get(f"/v1/items/{member}", params=ACME_DANA).json()
+        if "merged it into" in body.get("error", ""):
+            merged[member] = body["error"].rsplit(" ", 1)[-1].strip("'")
+    assert merged, "the three agreeing claims must merge for this test"
+    for member, into in merged.items():
+        page = client.get(f"/ui/items/{member}", params=ACME_DANA)
+        assert page.status_code == 200, page.text
+        assert f"merged into {into}" in words(page.text)
+        assert f'href="/ui/items/{into}?{query}"' in page.text
+        card = client.get(f"/ui/items/{into}", params=ACME_DANA)
+        assert f'href="/ui/items/{member}?{query}"' in card.text  # and back: what it replaced
+
+    for gone in (old, *merged):
+        page = client.get(f"/ui/items/{gone}", params=EVE)
+        assert page.status_code == 404 and new not in page.text and "Releases" not in page.text
