@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,7 @@ class CandidateSearch:
         self.terms = terms
         self.grams = grams
         self.now_ts = now_ts
+        self.now = datetime.fromtimestamp(now_ts, tz=timezone.utc)
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
@@ -206,6 +208,8 @@ class CandidateSearch:
         item = c.items[row]
         if item.validation == "retracted":
             return "retracted"  # known false: never recalled
+        if item.expires_at is not None and item.expired(self.now):
+            return "expired"  # no longer holds: consolidation archives it
         if self.question_key is None or item.type != "message":
             return None
         if c.small_talk(row):
@@ -345,7 +349,7 @@ class CandidateSearch:
         for cand in [c for c in self.cands.values() if is_claim(c.item)]:
             for ci, row in self._partners_of(cand):
                 item = self.view.corpora[ci].items[row]
-                if item.id != cand.id and is_claim(item):
+                if item.id != cand.id and is_claim(item) and self.admissible(ci, row):
                     self.add(ci, row, "conflict-partner")
 
     def pull_summaries(self) -> None:
@@ -365,7 +369,7 @@ class CandidateSearch:
             rows = c.rows_by_importance(threshold)
             rows = rows[view.allowed[ci][rows]]
             for row in rows[: cap * 4].tolist():
-                if c.items[row].validation != "retracted":
+                if self.admissible(ci, int(row)):
                     self.add(ci, int(row), "always").always = True
 
     # scoring -----------------------------------------------------------------------------

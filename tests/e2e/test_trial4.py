@@ -147,3 +147,42 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     for gone in (old, *merged):
         page = client.get(f"/ui/items/{gone}", params=EVE)
         assert page.status_code == 404 and new not in page.text and "Releases" not in page.text
+
+
+# -- retention: what has expired is not recalled -------------------------------------------------
+
+
+def test_a_memory_whose_expiry_passed_is_not_recalled_before_consolidation_archives_it(service) -> None:
+    """`expires_at` is when a memory stops holding (a quarantine's expiry, or one a user
+    sets to let it go): consolidation archives it, but the schedule runs hourly, and until
+    then recall kept injecting it as current, listed it among the decisions, and let it
+    win a conflict. From the moment it expires it is not recalled; it is still readable
+    with its history until consolidation archives it."""
+    client, settings = service
+
+    def recall(query: str) -> dict:
+        resp = client.post("/v1/recall", json={"identity": ACME_DANA, "query": query, "mode": "inject"})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    kiln = tool(client, ACME_DANA, "memory.write", {"item": {**KILN, "importance": 9}})["item_id"]
+    glaze = tool(client, ACME_DANA, "memory.write", {"item": {
+        "type": "decision", "title": "Glaze supplier", "content": "Glazes come from Amaco.",
+        "why_store": "the team decided it", "confidence": 0.95}})["item_id"]
+    consolidate(client, settings)
+    # Dana's own claim on the subject (her user scope) is shown next to the project's.
+    tool(client, ACME_DANA, "memory.write", {"item": {
+        "type": "decision", "title": "Glaze supplier", "content": "Glazes come from Coyote.",
+        "why_store": "my own order", "confidence": 0.8, "scope": "user"}})
+    assert "Amaco" in recall("Where do glazes come from?")["injection"]
+    for item_id in (kiln, glaze):  # one served from the snapshot, expired since: a delta change
+        tool(client, ACME_DANA, "memory.update", {"id": item_id, "patch": {"expires_at": "2026-01-01T00:00:00Z"}})
+
+    found = recall("When does the kiln fire?")
+    assert kiln not in [h["id"] for h in found["hits"]] and "Fridays" not in found["injection"], found
+    assert "Fridays" not in recall("Anything about glazes?")["injection"]  # not always-on any more
+    decided = [h["id"] for h in recall("What did we decide?")["hits"]]
+    assert kiln not in decided and glaze not in decided, decided
+    glazes = recall("Where do glazes come from?")["injection"]
+    assert "Coyote" in glazes and "Amaco" not in glazes, glazes
+    assert client.get(f"/v1/items/{kiln}", params=ACME_DANA).status_code == 200
