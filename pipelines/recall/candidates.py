@@ -163,6 +163,7 @@ class CandidateSearch:
         ]
         self.cands: dict[str, Candidate] = {}
         self.question_key: str | None = None  # set: raw turns worth nothing are excluded
+        self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -197,10 +198,12 @@ class CandidateSearch:
                     self.qvec = (moved / norm).astype(np.float32)
         return extra
 
-    def exclude_empty_turns(self, question: str) -> None:
-        """From now on, raw turns that are small talk or a copy of `question` are not
+    def exclude_empty_turns(self, question: str, said: Sequence[str] = ()) -> None:
+        """From now on, raw turns that are small talk, a copy of `question` or of a message
+        of the conversation it is asked in (`said`: in the model's context already) are not
         candidates (nor Q* expansions)."""
         self.question_key = normalise_label(question)
+        self.said_keys = {key for key in map(normalise_label, said) if key}
 
     def not_admitted(self, ci: int, row: int) -> str | None:
         """Why a row may not be a candidate, or None (cached per row by the corpus)."""
@@ -216,6 +219,8 @@ class CandidateSearch:
             return "small talk"
         if self.question_key and c.content_key(row) == self.question_key:
             return "an earlier copy of the question"
+        if self.said_keys and c.content_key(row) in self.said_keys:
+            return "in the conversation already"
         return None
 
     def admissible(self, ci: int, row: int) -> bool:

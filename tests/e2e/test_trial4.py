@@ -53,6 +53,55 @@ def test_the_catalog_does_not_list_back_what_this_exchange_just_stored(proxy, fa
     assert verdict["item_id"] in [e["id"] for e in loci["catalog"]["memory_catalog"]]
 
 
+
+def test_turns_the_conversation_already_holds_are_neither_injected_nor_listed(proxy, fake, memory) -> None:  # noqa: F811
+    """A chat client resends the conversation with each question: the turns it holds are in
+    the model's context already, so injecting them again as "excerpts" (or listing them in
+    the catalog) doubles the context with no new information. What memory holds beyond
+    the conversation still comes: the memory its answer proposed, and what was said in
+    another chat."""
+    seen: list[list[dict[str, Any]]] = []
+
+    def answer(text: str):
+        return lambda req: (seen.append(req["messages"]), text)[1]
+
+    url = proxy()
+    other = [{"role": "user", "content": "Mike loads the kiln on Friday mornings."}]
+    fake.chat_reply = answer("Thanks, noted.")
+    httpx.post(f"{url}/api/chat", json={"model": "llama3.2", "stream": False, "messages": other},
+               headers={**HEADERS, "X-Loci-Session": "s0"}, timeout=60)
+    fake.chat_reply = answer("Noted: the kiln fires on Fridays. <MEMORY_PROPOSALS_JSON>" + json.dumps([KILN])
+                             + "</MEMORY_PROPOSALS_JSON>")
+    chat = [{"role": "user", "content": "We decided the kiln fires on Fridays at the studio."}]
+    first = httpx.post(f"{url}/api/chat", json={"model": "llama3.2", "stream": False, "messages": chat},
+                       headers=HEADERS, timeout=60).json()
+    chat += [first["message"], {"role": "user", "content": "Who loads the kiln on Fridays?"}]
+    fake.chat_reply = answer("Mike does.")
+    second = httpx.post(f"{url}/api/chat", json={"model": "llama3.2", "stream": False, "messages": chat},
+                        headers=HEADERS, timeout=60).json()
+    block = seen[-1][0]["content"]
+    assert "PERSISTENT MEMORY" in block and "The kiln fires on Fridays." in block, block  # the curated memory
+    assert "Mike loads the kiln on Friday mornings." in block  # said in another chat
+    assert "at the studio" not in block and "Noted: the kiln" not in block, block  # this chat's own turns
+    listed = [e["title"] for e in second["loci"]["catalog"]["memory_catalog"]]
+    assert not [t for t in listed if "at the studio" in t or "Noted: the kiln" in t], listed
+
+
+
+def test_a_chat_loop_names_its_conversation_and_recall_leaves_its_turns_out(service) -> None:
+    """The same through `POST /v1/recall`: `conversation` lists the messages the chat loop
+    sends the model with the question."""
+    client, _ = service
+    said = ["We decided the kiln fires on Fridays at the studio.", "Noted, Fridays it is."]
+    for role, text in zip(["user", "assistant"], said, strict=True):
+        assert client.post("/v1/turns", json={"identity": ACME_DANA, "role": role, "text": text}).status_code == 201
+    body = {"identity": ACME_DANA, "query": "When does the kiln fire?", "mode": "inject"}
+    alone = client.post("/v1/recall", json=body).json()
+    assert "at the studio" in alone["injection"]
+    within = client.post("/v1/recall", json={**body, "conversation": said}).json()
+    assert "at the studio" not in within["injection"] and not within["found"], within
+
+
 TAG_VARIANTS = ["MEMORY_PROPOSALS", "memory_proposals_json", "MEMORY-PROPOSALS-JSON", "Memory Proposals JSON",
                 "MEMORY_PROPOSAL_JSON", "memory_proposal"]
 
