@@ -235,3 +235,44 @@ def test_a_memory_whose_expiry_passed_is_not_recalled_before_consolidation_archi
     glazes = recall("Where do glazes come from?")["injection"]
     assert "Coyote" in glazes and "Amaco" not in glazes, glazes
     assert client.get(f"/v1/items/{kiln}", params=ACME_DANA).status_code == 200
+
+
+# -- a team: a contradiction held for review, then approved ------------------------------------
+
+
+def test_approving_a_held_contradiction_makes_it_the_claim_recall_injects(service) -> None:
+    """Mike contradicts Dana's project decision: held for review (someone else's claim in the
+    same scope). A reviewer approves it in the memory browser: it is verified "so recall
+    injects it", which means it replaces the claim it contradicted (kept with its history,
+    as a correction does), at once and after consolidation; it did not, because the old
+    claim's higher confidence won the conflict and hid the approved one."""
+    client, settings = service
+
+    def propose(who: dict, content: str, **extra) -> dict:
+        item = {"type": "decision", "title": "Standup time", "content": content, "why_store": "team decision",
+                **extra}
+        text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+        resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
+        assert resp.status_code == 201, resp.text
+        (verdict,) = resp.json()["proposals"]
+        return verdict
+
+    def injected() -> str:
+        resp = client.post("/v1/recall", json={"identity": ACME_MIKE, "query": "When is the standup?",
+                                               "mode": "inject"})
+        return resp.json()["injection"].split("CONVERSATION EXCERPTS")[0]
+
+    old = propose(ACME_DANA, "The daily standup is at 09:00.", confidence=0.9)
+    assert old["action"] == "accept"
+    held = propose(ACME_MIKE, "The daily standup is at 10:00.")
+    assert held["action"] == "quarantine" and "soft.contradiction" in held["rule_ids"], held
+    assert "09:00" in injected() and "10:00" not in injected()
+    page = client.post(f"/ui/quarantine/{held['item_id']}", params=ACME_DANA,
+                       data={"decision": "approve", "note": "we moved it"}, follow_redirects=False)
+    assert page.status_code == 303, page.text
+    for moment in ("now", "after consolidation"):
+        shown = injected()
+        assert "10:00" in shown and "09:00" not in shown, (moment, shown)
+        consolidate(client, settings)
+    card = client.get(f"/ui/items/{old['item_id']}", params=ACME_DANA)
+    assert card.status_code == 200 and f"superseded by {held['item_id']}" in words(card.text)
