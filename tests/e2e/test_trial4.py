@@ -7,6 +7,12 @@ Ollama server, and Litestar's TestClient against `loci serve`'s app).
 - A proposal block is recognised by its tag however a model spells it (case, `-` or a space
   for `_`, `PROPOSAL` or `PROPOSALS`, with or without `_JSON`): it never reaches the user,
   streamed or not, and it is governed and landed like the documented tag.
+- The turns of the conversation a question is asked in (the client resends them) are not
+  injected or listed again; a chat loop names them to `POST /v1/recall` as `conversation`.
+- The memory browser keeps the history of what a correction or a merge replaced.
+- A memory whose expiry passed is not recalled, before consolidation archives it.
+- A reviewer's approval of a claim held for contradicting a teammate's claim is the
+  correction: the approved claim replaces the old one in recall.
 """
 
 from __future__ import annotations
@@ -17,7 +23,6 @@ import re
 from typing import Any
 
 import httpx
-import pytest
 
 from pipelines.records import Identity
 from tests.online.test_proxy import fake, shared_fake  # noqa: F401 - fixtures
@@ -106,15 +111,17 @@ TAG_VARIANTS = ["MEMORY_PROPOSALS", "memory_proposals_json", "MEMORY-PROPOSALS-J
                 "MEMORY_PROPOSAL_JSON", "memory_proposal"]
 
 
-@pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize("tag", TAG_VARIANTS)
-def test_a_proposal_block_under_a_variant_tag_is_not_shown_and_is_landed(proxy, fake, memory, tag,  # noqa: F811
-                                                                          stream) -> None:
-    fake.chat_reply = lambda req: (f"Noted.\n<{tag}>\n" + json.dumps([KILN]) + f"\n</{tag}>\nAnything else?")
+def test_a_proposal_block_under_a_variant_tag_is_not_shown_and_is_landed(proxy, fake, memory) -> None:  # noqa: F811
+    url = proxy()
     fake.stream_chunk_chars = 3  # the tag arrives in pieces
-    shown, loci = ollama_chat(proxy(), "We decided the kiln fires on Fridays.", stream=stream)
-    assert shown == "Noted.\nAnything else?", shown
-    assert [(p["title"], p["action"]) for p in loci["proposals"]] == [("Kiln day", "accept")]
+    for n, tag in enumerate(TAG_VARIANTS):
+        for stream in (False, True):
+            item = {**KILN, "title": f"Kiln day {n}"}
+            fake.chat_reply = lambda req, tag=tag, item=item: (
+                f"Noted.\n<{tag}>\n" + json.dumps([item]) + f"\n</{tag}>\nAnything else?")
+            shown, loci = ollama_chat(url, f"We decided the kiln fires on Fridays ({tag}, {stream}).", stream=stream)
+            assert shown == "Noted.\nAnything else?", (tag, stream, shown)
+            assert [p["title"] for p in loci["proposals"]] == [item["title"]], (tag, stream, loci)
 
 
 # -- the memory browser keeps the history of what was replaced ---------------------------------
