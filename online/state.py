@@ -281,11 +281,22 @@ class MemoryService:
         an id that left recall because consolidation merged it or a correction superseded
         it keeps leading to what replaced it."""
         view = view or self.view()
-        loaded = view.snap.loaded
-        if loaded is None or view.get(item_id) is not None:
-            return None
-        found = loaded.replaced.get(item_id)
+        if view.get(item_id) is not None:  # a correction since the snapshot: it leaves at the next run
+            found = self._superseded_in_delta(item_id, view)
+        else:
+            loaded = view.snap.loaded
+            found = loaded.replaced.get(item_id) if loaded is not None else None
         return found if found is not None and self.get_item(found[0], identity, view) is not None else None
+
+    @staticmethod
+    def _superseded_in_delta(item_id: str, view: View) -> tuple[str, str] | None:
+        """The recallable item written since the snapshot that supersedes `item_id` (a
+        correction, a `supersedes` link), as `replaced_by` answers."""
+        for item in view.delta.items.values():
+            if item.active and recall_state(item) == "recallable" and any(
+                    link.rel == "supersedes" and link.to == item_id for link in item.links):
+                return item.id, "superseded"
+        return None
 
     def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
         """What a caller is told about an id it cannot read: not found, or what replaced it."""

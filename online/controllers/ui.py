@@ -189,6 +189,7 @@ class UIController(Controller):
         else:
             item, view, history = found
             source = view.source_of(item_id)
+            replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]

@@ -283,3 +283,16 @@ def test_approving_a_held_contradiction_makes_it_the_claim_recall_injects(servic
         consolidate(client, settings)
     card = client.get(f"/ui/items/{old['item_id']}", params=ACME_DANA)
     assert card.status_code == 200 and f"superseded by {held['item_id']}" in words(card.text)
+
+
+def test_the_card_of_a_claim_a_correction_replaced_says_so_before_consolidation(service) -> None:
+    """Dana corrects her claim: recall shows the correction at once, but the old claim's card
+    kept presenting it as a current memory until the next consolidation. It says at once
+    what replaced it (and links it)."""
+    client, settings = service
+    old = write_fact(client, ACME_DANA, "Release day", "Releases ship on Tuesday.")
+    consolidate(client, settings)
+    new = write_fact(client, ACME_DANA, "Release day", "Releases ship on Wednesday.")
+    page = client.get(f"/ui/items/{old}", params=ACME_DANA)
+    assert page.status_code == 200 and f"superseded by {new}" in words(page.text), words(page.text)[:600]
+    assert "Releases ship on Tuesday." in words(page.text)  # still with what it said, and its history
