@@ -22,6 +22,11 @@ MAX_QUERY_CHARS = 10_000  # what one recall reads of a question (the API refuses
 Query = Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS, description="What to recall (non-empty).")]
 ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/\-]+$")]
 TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
+Conversation = Annotated[
+    list[Annotated[str, Meta(max_length=100_000)]],
+    Meta(max_length=500, description="The messages of the conversation the query is asked in (what the chat "
+                                     "loop sends the model with it): stored turns saying them are not recalled."),
+]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
 RecallMode = Literal["inject", "catalog", "hybrid"]
 
@@ -107,6 +112,7 @@ class RecallRequest(Request):
     type: ItemType | None = None
     scope: ScopeKind | None = None
     trace: bool = False
+    conversation: Conversation = []
 
 
 class HitOut(msgspec.Struct, kw_only=True):

@@ -156,8 +156,6 @@ class MemoryService:
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)
         self.engine = RecallEngine(self.settings, self.embedder)
-        # (snapshot, old id -> (the id that replaced it, "merged" or "superseded"))
-        self._merge_targets: tuple[Any, dict[str, tuple[str, str]]] | None = None
         self.inbox = open_inbox(self.settings)
         # Usage events are batched off the request path (see online.usage_log).
         self.usage = UsageLog(self.inbox.append)
@@ -253,13 +251,15 @@ class MemoryService:
         trace: bool = False,
         record_usage: bool = True,
         view: View | None = None,
+        said: Sequence[str] = (),
     ) -> RecallResult:
         """Recall over snapshot + delta for `identity`; queues one `usage` event with the
-        returned ids (`record_usage`)."""
+        returned ids (`record_usage`). `said`: the conversation's messages, whose turns are
+        not recalled (`RecallEngine.recall`)."""
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
-            type=type, scope=scope, filters=filters, trace=trace,
+            type=type, scope=scope, filters=filters, trace=trace, said=said,
         )
         if record_usage and result.used_ids:
             self.record_usage(identity, list(result.used_ids), query)
@@ -286,22 +286,22 @@ class MemoryService:
         an id that left recall because consolidation merged it or a correction superseded
         it keeps leading to what replaced it."""
         view = view or self.view()
-        loaded = view.snap.loaded
-        if loaded is None or view.get(item_id) is not None:
-            return None
-        cached = self._merge_targets
-        if cached is None or cached[0] is not loaded:
-            targets: dict[str, tuple[str, str]] = {}
-            for it in loaded.items:
-                for link in it.links:
-                    if link.rel == "supersedes":
-                        targets.setdefault(link.to, (it.id, "superseded"))
-                for old in it.metadata.get("merged_from") or ():
-                    if isinstance(old, str):
-                        targets[old] = (it.id, "merged")
-            cached = self._merge_targets = (loaded, targets)
-        found = cached[1].get(item_id)
+        if view.get(item_id) is not None:  # a correction since the snapshot: it leaves at the next run
+            found = self._superseded_in_delta(item_id, view)
+        else:
+            loaded = view.snap.loaded
+            found = loaded.replaced.get(item_id) if loaded is not None else None
         return found if found is not None and self.get_item(found[0], identity, view) is not None else None
+
+    @staticmethod
+    def _superseded_in_delta(item_id: str, view: View) -> tuple[str, str] | None:
+        """The recallable item written since the snapshot that supersedes `item_id` (a
+        correction, a `supersedes` link), as `replaced_by` answers."""
+        for item in view.delta.items.values():
+            if item.active and recall_state(item) == "recallable" and any(
+                    link.rel == "supersedes" and link.to == item_id for link in item.links):
+                return item.id, "superseded"
+        return None
 
     def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
         """What a caller is told about an id it cannot read: not found, or what replaced it."""
@@ -325,6 +325,29 @@ class MemoryService:
         history = self.item_history(item_id, view)
         self.audit(identity, action, {"id": item_id}, [item_id])
         return item, view, history
+
+    def read_replaced(self, item_id: str, identity: Identity, action: str
+                      ) -> tuple[MemoryItem, tuple[str, str], ItemHistory] | None:
+        """An item that left recall because a correction superseded it or consolidation
+        merged it: (the item as its last published revision stored it, (the visible item that
+        took its place, "merged" or "superseded"), its history), the read audited as
+        `action`. None unless `identity` may see both it and what replaced it: what left
+        recall keeps its history, shown only to whom it was shown before."""
+        view = self.view()
+        replaced = self.replaced_by(item_id, identity, view)
+        if replaced is None:
+            return None
+        history = self.item_history(item_id, view)
+        if not history.revisions:
+            return None
+        try:
+            item = msgspec.convert(history.revisions[-1]["snapshot"], MemoryItem)
+        except (msgspec.ValidationError, TypeError):
+            return None
+        if item.id != item_id or not item.scope.visible_to(identity):
+            return None
+        self.audit(identity, action, {"id": item_id}, [item_id])
+        return item, replaced, history
 
     def item_history(self, item_id: str, view: View) -> ItemHistory:
         """An item's history as the service can know it without the warehouse: the

@@ -28,7 +28,7 @@ from msgspec import Meta
 
 from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService, View
-from pipelines.capture import govern_claim
+from pipelines.capture import approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     PATCHABLE_FIELDS,
@@ -507,11 +507,15 @@ class ToolDispatcher:
                                  f"validation {current.validation!r})")
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
+        replaced: list[str] = []
         if findings:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
         elif args.decision == "approve":
             verdict = _verdict(self._governed(current))
+            # The claims in its scope it contradicts (why it was held): the approval corrects them.
+            replaced = approval_corrects(current, self.service.existing_like(who, view)(ProposedItem(
+                type=current.type, title=current.title, content=current.content)))
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
@@ -521,9 +525,10 @@ class ToolDispatcher:
             event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
             identity=who, at=at,
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
-                     "at": at},
+                     "at": at, **({"supersedes": replaced} if replaced else {})},
         )])[0]
-        return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict}
+        out = {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict}
+        return {**out, "supersedes": replaced} if replaced else out
 
     def palace_assign(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """An edit like memory.update: the caller must see the item, the location's words are

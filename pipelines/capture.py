@@ -17,7 +17,7 @@ from pipelines.inbox import InboxBackend
 from pipelines.materialize import SCOPE_KINDS, in_quarantine, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
-from pipelines.recall.conflicts import corrected_by
+from pipelines.recall.conflicts import contradicted, corrected_by, is_claim, read_claim
 from pipelines.records import (
     Event,
     Identity,
@@ -268,6 +268,20 @@ def govern_claim(
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     return verdict, replaced if verdict.action == "accept" else []
+
+
+def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> list[str]:
+    """Ids of the claims in `item`'s own scope (same kind, same owners) that `item`
+    contradicts, among `found`: when a reviewer approves a claim held for contradicting
+    someone else's, the approval is the correction, so it supersedes them as an author's
+    correction of their own claim does (they leave recall and keep their history)."""
+    if not is_claim(item):
+        return []
+    owner = Identity(user_id=item.scope.user_id, project_id=item.scope.project_id,
+                     session_id=item.scope.session_id, org_id=item.scope.org_id)
+    same_scope = [old for old in found if old.id != item.id and old.scope.kind == item.scope.kind
+                  and old.scope.visible_to(owner) and not in_quarantine(old)]
+    return sorted(old.id for old, _ in contradicted(read_claim(item), same_scope))
 
 
 def _govern_proposal(

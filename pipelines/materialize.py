@@ -227,9 +227,14 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
               "note": str(payload.get("note") or ""), "held_for": list(item.metadata.get("rule_ids") or [])}
     metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
     if decision == "approve":
+        # The claims it contradicted in its scope (`pipelines.capture.approval_corrects`):
+        # the approval corrects them, as the author's own correction would.
+        known = {(link.rel, link.to) for link in item.links}
+        links = [*item.links, *(Link(rel="supersedes", to=str(old)) for old in payload.get("supersedes") or ()
+                                if ("supersedes", str(old)) not in known)]
         return msgspec.structs.replace(
             item, validation="verified", expires_at=None, metadata=metadata, updated_at=at,
-            confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE))
+            confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE), links=links)
     return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
 
 
@@ -345,6 +350,9 @@ class _Fold:
         reviewed = review_item(current, ev.payload, ev) if current is not None else None
         if reviewed is not None:
             self.out.items[reviewed.id] = reviewed
+            if reviewed.validation == "verified":  # approved: what it corrects leaves recall
+                self.out.links.extend((reviewed.id, str(old), "supersedes")
+                                      for old in ev.payload.get("supersedes") or ())
 
     def link(self, ev: Event) -> None:
         p = ev.payload

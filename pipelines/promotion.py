@@ -91,8 +91,7 @@ def plan_lifecycle(
     for item in sorted(items, key=lambda i: i.id):
         if not item.active:
             continue
-        expires = parse_time(item.expires_at)
-        if expires is not None and expires < now:
+        if item.expired(now):
             changes.append(Change(item.id, "archive", {}, "expired"))
             continue
         promotion = _promotion(item, settings)

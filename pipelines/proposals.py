@@ -9,7 +9,8 @@ Three forms (a tool call, a tagged JSON block, and narrated calls for models wit
               (also inside a ```json fence), which is then stripped.
 - json block  `<MEMORY_PROPOSALS_JSON> [...] </MEMORY_PROPOSALS_JSON>`; a list of items or
               `{"items": [...]}`; several blocks allowed; an unterminated block is stripped
-              to the end of the text and reported.
+              to the end of the text and reported. The tag in any case, with `-` or a space
+              for `_`, PROPOSAL for PROPOSALS, or without _JSON (`<memory-proposals>`).
 - narrated    `memory_save(topic=..., content=..., importance=..., tags=[...], type=...)` in
               the text. Parsed with Python's `ast` (quotes, escaped quotes, apostrophes and
               triple quotes handled by the real parser); sloppy forms (`content=Alice's cat`,
@@ -52,11 +53,20 @@ from pipelines.records import (
 
 __all__ = ["ProposalStreamFilter", "coerce_item", "parse_assistant_output"]
 
-_TAG_OPEN = re.compile(r"<\s*memory_proposals_json\s*>", re.IGNORECASE)
-_TAG_CLOSE = re.compile(r"<\s*/\s*memory_proposals_json\s*>", re.IGNORECASE)
+# The documented tag is MEMORY_PROPOSALS_JSON; models also write it in another case, with `-`
+# or a space for `_`, PROPOSAL for PROPOSALS or without _JSON. Each is the same block: never
+# shown to the user, governed and landed like the documented one.
+_TAG_SEPARATORS = ("", "_", "-", " ")
+_TAG_NAMES = frozenset(
+    f"memory{a}{proposals}{json}"
+    for a in _TAG_SEPARATORS for proposals in ("proposal", "proposals")
+    for json in ("", *(f"{b}json" for b in _TAG_SEPARATORS))
+)
+_TAG_NAME_RX = r"memory[\s_-]?proposals?(?:[\s_-]?json)?"
+_TAG_OPEN = re.compile(rf"<\s*{_TAG_NAME_RX}\s*>", re.IGNORECASE)
+_TAG_CLOSE = re.compile(rf"<\s*/\s*{_TAG_NAME_RX}\s*>", re.IGNORECASE)
 _NARRATED = re.compile(r"(?<![\w.])memory_save\s*\(")
 _JSON_START = re.compile(r'\{\s*"')
-_TAG_NAME = "memory_proposals_json"
 _NARRATED_NAME = "memory_save"
 
 # A JSON object in the text is a candidate only if its first key can start a tool call.
@@ -675,10 +685,18 @@ def _fence_hold(text: str, plain_start: int, start: int) -> int:
     return start
 
 
-_PARTIAL_TAG = re.compile(r"<\s*/?\s*([A-Za-z_]*)(\s*)\Z")
+_PARTIAL_TAG = re.compile(r"<\s*/?\s*([A-Za-z_\s-]*)\Z")
 _PARTIAL_NARRATED = re.compile(r"(?<![\w.])(m[a-z_]*\s*)\Z")
 _PARTIAL_JSON = re.compile(r"\{\s*\Z")
 _TRAILING_FENCE = re.compile(r"(?:(?:^|\n)([ \t]*`{1,3}(?:(?<=```)[\w+.-]*[ \t]*\r?\n?[ \t]*)?)|(?<!`)(`))\Z")
+
+
+def _may_become_tag(name: str) -> bool:
+    """Whether a tag's name cut short (`memory_prop`, `MEMORY-PROPOSALS `) may still
+    become a proposal tag: the start of one of its spellings, or a whole one before `>`."""
+    said = re.sub(r"\s", " ", name.lower())
+    whole = said.rstrip()
+    return any(spelling.startswith(said) for spelling in _TAG_NAMES) or (whole != said and whole in _TAG_NAMES)
 
 
 def _hold_point(text: str, plain_start: int) -> int:
@@ -688,8 +706,7 @@ def _hold_point(text: str, plain_start: int) -> int:
     tail = text[plain_start:end]
     cut = end
     m = _PARTIAL_TAG.search(tail)
-    name = m.group(1).lower() if m else ""
-    if m and (name == _TAG_NAME or (not m.group(2) and _TAG_NAME.startswith(name))):
+    if m and _may_become_tag(m.group(1)):
         cut = plain_start + m.start()
     else:
         m = _PARTIAL_NARRATED.search(tail)

@@ -258,6 +258,12 @@ class MemoryItem(msgspec.Struct, forbid_unknown_fields=True):
     def active(self) -> bool:
         return not self.archived and self.superseded_by is None
 
+    def expired(self, now: datetime) -> bool:
+        """Whether its `expires_at` has passed at `now` (aware): consolidation archives it,
+        and recall no longer returns it meanwhile."""
+        expires = parse_time(self.expires_at)
+        return expires is not None and expires < now
+
 
 def item_content_hash(title: str, content: str) -> str:
     return sha256_text(f"{title}\n{content}")

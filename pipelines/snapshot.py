@@ -5,8 +5,9 @@ Layout under the snapshots root:
     <root>/<version>/index.faiss     FAISS IndexIDMap2 (ids = positions of the served rows)
     <root>/<version>/items.parquet   one row per active MemoryItem (nested fields as JSON text)
     <root>/<version>/manifest.json   version, watermark, embedder, dim, counts, checksums
-    <root>/<version>/history.parquet revisions and audit events of those items (optional;
-                                     `pipelines.item_history`), read one item at a time
+    <root>/<version>/history.parquet revisions and audit events of those items and of the
+                                     items they replaced (optional; `pipelines.item_history`),
+                                     read one item at a time
     <root>/<version>/items-delta.parquet, items-removed.parquet, history-delta.parquet
                                      a segmented version (format 2, `publish_next`): the two
                                      base files above are hard links to an earlier version's
@@ -161,6 +162,7 @@ class LoadedSnapshot:
     row_of: dict[str, int] = field(default_factory=dict)  # item id -> row
 
     history_checked: bool = False  # history.parquet's checksum verified (once, on first use)
+    _replaced: dict[str, tuple[str, str]] | None = field(default=None, repr=False)
     # Rows `index` does not hold (a segmented index's delta: `INDEX_DELTA_FILE`): searched
     # exactly over `vectors` and merged by score.
     exact_rows: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
@@ -169,16 +171,35 @@ class LoadedSnapshot:
         if not self.row_of:
             self.row_of = {item.id: row for row, item in enumerate(self.items)}
 
+    @property
+    def replaced(self) -> dict[str, tuple[str, str]]:
+        """Item id -> (the served item that took its place, "merged" or "superseded"), for
+        each item that left because consolidation merged it (the merged item's
+        `merged_from`) or a correction superseded it (a `supersedes` link): it left
+        recall, not its history."""
+        if self._replaced is None:
+            targets: dict[str, tuple[str, str]] = {}
+            for it in self.items:
+                for link in it.links:
+                    if link.rel == "supersedes" and link.to not in self.row_of:
+                        targets.setdefault(link.to, (it.id, "superseded"))
+                for old in it.metadata.get("merged_from") or ():
+                    if isinstance(old, str) and old not in self.row_of:
+                        targets[old] = (it.id, "merged")
+            self._replaced = targets
+        return self._replaced
+
     def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-        """(revisions, audit events) of one item as published with this snapshot, or None
-        when the snapshot carries no history (an older build) or a file is gone or corrupt.
-        Read from disk on demand, one item's row groups only: the base file's rows and the
-        delta segment's (rows written since the base) together."""
+        """(revisions, audit events) of one item as published with this snapshot (a served
+        item, or one a served item `replaced`), or None when the snapshot carries no history
+        (an older build) or a file is gone or corrupt. Read from disk on demand, one item's
+        row groups only: the base file's rows and the delta segment's (rows written since
+        the base) together."""
         names = [n for n in (HISTORY_FILE, HISTORY_DELTA_FILE) if n in self.manifest.files]
         if HISTORY_FILE not in names:
             return None
-        if item_id not in self.row_of:
-            return [], []  # not served by this snapshot (a removed item's base rows stay on disk)
+        if item_id not in self.row_of and item_id not in self.replaced:
+            return [], []  # not served by this snapshot (an archived item's base rows stay on disk)
         try:
             if not self.history_checked:
                 for name in names:
@@ -717,8 +738,9 @@ def publish_next(
     ones), so the FAISS graph is the previous one relabelled: its file is kept (a hard link)
     and the rows it does not hold go to an exact delta index, or, past
     `index_delta_fraction` of its slots, into the graph, which is then rewritten.
-    `history(since)`: the history rows of the active items written at or after `since`
-    (None: all of them)."""
+    `history(since)`: the history rows to publish (`Warehouse.published_history`: the
+    active items' and those of the items they replaced) written at or after `since` (None:
+    all of them)."""
     root = Path(root)
     dim = previous.manifest.dim
     _check_build_args(previous.manifest.embedder, dim, watermark, keep)
@@ -767,8 +789,7 @@ def publish_next(
             earlier = _history_delta(previous)
             if earlier is not None:
                 rows = pa.concat_tables([earlier, rows.select(HISTORY_SCHEMA.names).cast(HISTORY_SCHEMA)])
-            served = pc.is_in(rows.column("item_id"), value_set=pa.array(ids, pa.string()))
-            blobs[HISTORY_DELTA_FILE] = _history_parquet(rows.filter(served))
+            blobs[HISTORY_DELTA_FILE] = _history_parquet(rows)
         base = previous.manifest.base or previous.manifest.version
     fields = _manifest_fields(built, embedder=previous.manifest.embedder, dim=dim, watermark=watermark,
                               count=len(ids), tiers=tiers, extra=extra)

@@ -34,7 +34,7 @@ class RecallController(Controller):
         view = service.view()
         filters = RecallFilters.of(data.tags, tier=data.tier, type=data.type, scope=data.scope)
         result = service.recall(data.query, data.identity, mode=data.mode, k=data.k,
-                                filters=filters, trace=data.trace, view=view)
+                                filters=filters, trace=data.trace, view=view, said=data.conversation)
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",

@@ -179,17 +179,24 @@ class UIController(Controller):
         identity: Identity,
     ) -> Template:
         found = service.read_item(item_id, identity, "ui.card")
-        if found is None:  # merged or superseded: the page links what took its place
-            replaced = service.replaced_by(item_id, identity)
-            raise NotFoundException(f"{service.no_item(item_id, identity)} (or not visible to you)",
-                                    extra={"replaced_by": replaced[0]} if replaced else None)
-        item, view, history = found
+        replaced: tuple[str, str] | None = None
+        if found is None:  # merged or superseded: its history, and what took its place
+            retired = service.read_replaced(item_id, identity, "ui.card")
+            if retired is None:
+                raise NotFoundException(f"{service.no_item(item_id, identity)} (or not visible to you)")
+            item, replaced, history = retired
+            source = "history"
+        else:
+            item, view, history = found
+            source = view.source_of(item_id)
+            replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]
-        return _page("card", identity, item=msgspec.to_builtins(item), source=view.source_of(item_id),
-                     location=_location_of(item), quarantined=in_quarantine(item), published=published,
-                     inbox=inbox, history_published=history.published, watermark=history.watermark)
+        return _page("card", identity, item=msgspec.to_builtins(item), source=source, replaced=replaced,
+                     location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
+                     published=published, inbox=inbox, history_published=history.published,
+                     watermark=history.watermark)
 
     @get("/conflicts", sync_to_thread=True)
     def conflicts(self, service: MemoryService, identity: Identity, page: PageNumber = 1) -> Template:

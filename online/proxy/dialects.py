@@ -137,6 +137,14 @@ class ChatDialect(OllamaWire):
         return [[m["role"], content_text(m.get("content"))] for m in body["messages"]]
 
     @staticmethod
+    def earlier_texts(body: dict[str, Any]) -> list[str]:
+        """What the user and the assistant said before the last user message: the
+        conversation the client resends, in the model's context already."""
+        msgs = body["messages"]
+        last = max((i for i, m in enumerate(msgs) if m["role"] == "user"), default=0)
+        return [content_text(m.get("content")) for m in msgs[:last] if m["role"] in ("user", "assistant")]
+
+    @staticmethod
     def client_tool_names(body: dict[str, Any]) -> set[str]:
         names = set()
         for tool in body.get("tools") or []:
@@ -290,6 +298,10 @@ class GenerateDialect(OllamaWire):
         return [body.get("system") or "", body.get("prompt") or "", list(body.get("context") or [])[-64:]]
 
     history = history_until_user
+
+    @staticmethod
+    def earlier_texts(body: dict[str, Any]) -> list[str]:
+        return []  # /api/generate carries no earlier messages (only the model's token context)
 
     @staticmethod
     def client_tool_names(body: dict[str, Any]) -> set[str]:

@@ -235,6 +235,8 @@ class Exchange:
         self.text_intent_used = False
         who = msgspec.to_builtins(self.identity)
         self.user_key = digest([who, self.dialect.name, self.dialect.history_until_user(self.body)])
+        # The conversation the client sent: its turns are in the model's context already.
+        self.said = self.dialect.earlier_texts(self.body)
         self.user_turn_id = stable_id("turn", "proxy", self.user_key)
 
     # -- 1. before the call -----------------------------------------------------------------
@@ -256,7 +258,7 @@ class Exchange:
             else:
                 blocks.append(self._nothing_found(repr(intent.query), intent.query))
         elif text.strip() and self.flags["context_injection"]:
-            result = self.service.recall(recall_query(text), self.identity)
+            result = self.service.recall(recall_query(text), self.identity, said=self.said)
             if result.injection:
                 blocks.append(result.injection)
                 self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"]
@@ -545,12 +547,14 @@ class Exchange:
         return None
 
     def _catalog(self, visible: str, *turns: CaptureResult | None) -> dict[str, Any]:
-        """Pre-return Q* pass over question + answer; this exchange's own turns left out."""
+        """Pre-return Q* pass over question + answer; this exchange's own turns, and the
+        memories its answer just proposed (the user said them a moment ago), left out."""
         current = {message_item_id(t.turn_id) for t in turns if t}
+        current.update(p.item_id for t in turns if t for p in t.proposals if p.item_id)
         query = f"{recall_query(self.user_text)}\n{recall_query(visible)}".strip()
         if not query:
             return {"memory_catalog": []}
-        result = self.service.recall(query, self.identity, mode="catalog", record_usage=False)
+        result = self.service.recall(query, self.identity, mode="catalog", record_usage=False, said=self.said)
         entries = [e for e in (result.catalog or {}).get("memory_catalog", []) if e.get("id") not in current]
         return {**dict(result.catalog or {}), "memory_catalog": entries}
 

@@ -121,12 +121,14 @@ def _creators(batch: list[Event]) -> dict[str, Origin]:
 
 def replay_edits(
     events: list[Event], items: dict[str, MemoryItem], skipped: list[str]
-) -> tuple[list[Edit], dict[str, MemoryItem]]:
+) -> tuple[list[Edit], list[tuple[str, str, str]]]:
     """The edit events (`EDIT_KINDS`) in inbox order, each folded (the same fold the
     service's delta uses) into the item as the edit before it left it. Returns the edits to
-    store, as the fields each one changed, and the items after them."""
+    store, as the fields each one changed, and the links they make (src, dst, rel): an
+    approval supersedes the claims it corrects."""
     current = dict(items)
     edits: list[Edit] = []
+    links: list[tuple[str, str, str]] = []
     for e in events:
         item_id = str(e.payload.get("item_id"))
         before = current.get(item_id)
@@ -134,7 +136,8 @@ def replay_edits(
             skipped.append(f"{e.event_id}: {e.kind} of unknown item {item_id}")
             continue
         try:
-            after = fold_events([e], base=current.get).items.get(item_id, before)
+            folded = fold_events([e], base=current.get)
+            after = folded.items.get(item_id, before)
         except (KeyError, ValueError, TypeError, msgspec.ValidationError) as exc:
             skipped.append(f"{e.event_id}: {type(exc).__name__}: {exc}")
             continue
@@ -144,7 +147,8 @@ def replay_edits(
             continue
         current[item_id] = after
         edits.append(Edit(item_id, patch, origin_of(e), _edit_reason(e)))
-    return edits, current
+        links.extend(folded.links)
+    return edits, links
 
 
 @dataclass
@@ -201,15 +205,18 @@ def _usage(batch: list[Event], overlay_usage: dict[str, int], new_items: dict[st
 
 def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, MemoryItem],
            stored: dict[str, MemoryItem], patches: dict[str, dict[str, Any]],
-           report: GovernReport) -> list[tuple[str, str, str]]:
-    """The links to store on stored items; `supersedes` links deactivate their target."""
+           report: GovernReport, edit_links: list[tuple[str, str, str]] = ()) -> list[tuple[str, str, str]]:
+    """The links to store on stored items, and those edits make (`edit_links`: an
+    approval's correction, stored as links whether its item is new or not); `supersedes`
+    links deactivate their target."""
     links = []
-    for src, dst, rel in dict.fromkeys(overlay_links):
+    from_edits = set(edit_links)
+    for src, dst, rel in dict.fromkeys([*overlay_links, *edit_links]):
         known = (src in stored or src in new_items) and (dst in stored or dst in new_items)
         if rel not in LINK_RELS or not known or src == dst:
             report.skipped.append(f"link {src} -{rel}-> {dst}: unknown item or relation")
             continue
-        if src not in new_items:  # a new item's links are stored with it
+        if src not in new_items or (src, dst, rel) in from_edits:  # a new item's own links are stored with it
             links.append((src, dst, rel))
         if rel == "supersedes":  # "src supersedes dst": dst stops being active
             target = new_items.get(dst) or stored[dst]
@@ -300,13 +307,14 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
     overlay, report.skipped = fold_skipping_bad(
         [e for e in batch if e.kind not in EDIT_KINDS], warehouse.get_item, policy)
     wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
-                                 *(str(e.payload.get("item_id")) for e in updates)]))
+                                 *(str(e.payload.get("item_id")) for e in updates),
+                                 *(str(old) for e in updates for old in e.payload.get("supersedes") or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
     new_items, patches = _split_overlay(overlay.items, stored, settings)
-    edits, _ = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    edits, edit_links = replay_edits(updates, {**stored, **new_items}, report.skipped)
     later: dict[str, dict[str, Any]] = {}
     _usage(batch, overlay.usage, new_items, stored, later, report)
-    links = _links(overlay.links, new_items, stored, later, report)
+    links = _links(overlay.links, new_items, stored, later, report, edit_links)
     _count_verdicts(batch, overlay.items, report)
     new_items, context_patches = _context(warehouse, new_items, later, settings)
     refused = refusals(batch)
@@ -336,6 +344,9 @@ def _store(warehouse: Warehouse, w: _Writes) -> None:
         warehouse.update_items(w.context_patches, reason="message_context")
     link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
                     for e in reversed(w.batch) if e.kind == "memory.link"}
+    link_origins.update({(e.payload.get("item_id"), old, "supersedes"): origin_of(e)  # an approval's correction
+                         for e in reversed(w.batch) if e.kind == "memory.review"
+                         for old in e.payload.get("supersedes") or ()})
     for src, dst, rel in w.links:
         warehouse.link(src, dst, rel, origin=link_origins.get((src, dst, rel)))
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -147,6 +148,7 @@ class CandidateSearch:
         self.terms = terms
         self.grams = grams
         self.now_ts = now_ts
+        self.now = datetime.fromtimestamp(now_ts, tz=timezone.utc)
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
@@ -161,6 +163,7 @@ class CandidateSearch:
         ]
         self.cands: dict[str, Candidate] = {}
         self.question_key: str | None = None  # set: raw turns worth nothing are excluded
+        self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -195,10 +198,12 @@ class CandidateSearch:
                     self.qvec = (moved / norm).astype(np.float32)
         return extra
 
-    def exclude_empty_turns(self, question: str) -> None:
-        """From now on, raw turns that are small talk or a copy of `question` are not
+    def exclude_empty_turns(self, question: str, said: Sequence[str] = ()) -> None:
+        """From now on, raw turns that are small talk, a copy of `question` or of a message
+        of the conversation it is asked in (`said`: in the model's context already) are not
         candidates (nor Q* expansions)."""
         self.question_key = normalise_label(question)
+        self.said_keys = {key for key in map(normalise_label, said) if key}
 
     def not_admitted(self, ci: int, row: int) -> str | None:
         """Why a row may not be a candidate, or None (cached per row by the corpus)."""
@@ -206,12 +211,16 @@ class CandidateSearch:
         item = c.items[row]
         if item.validation == "retracted":
             return "retracted"  # known false: never recalled
+        if item.expires_at is not None and item.expired(self.now):
+            return "expired"  # no longer holds: consolidation archives it
         if self.question_key is None or item.type != "message":
             return None
         if c.small_talk(row):
             return "small talk"
         if self.question_key and c.content_key(row) == self.question_key:
             return "an earlier copy of the question"
+        if self.said_keys and c.content_key(row) in self.said_keys:
+            return "in the conversation already"
         return None
 
     def admissible(self, ci: int, row: int) -> bool:
@@ -345,7 +354,7 @@ class CandidateSearch:
         for cand in [c for c in self.cands.values() if is_claim(c.item)]:
             for ci, row in self._partners_of(cand):
                 item = self.view.corpora[ci].items[row]
-                if item.id != cand.id and is_claim(item):
+                if item.id != cand.id and is_claim(item) and self.admissible(ci, row):
                     self.add(ci, row, "conflict-partner")
 
     def pull_summaries(self) -> None:
@@ -365,7 +374,7 @@ class CandidateSearch:
             rows = c.rows_by_importance(threshold)
             rows = rows[view.allowed[ci][rows]]
             for row in rows[: cap * 4].tolist():
-                if c.items[row].validation != "retracted":
+                if self.admissible(ci, int(row)):
                     self.add(ci, int(row), "always").always = True
 
     # scoring -----------------------------------------------------------------------------

@@ -185,6 +185,7 @@ class RecallQuery:
     opts: RecallOptions
     now_ts: float
     trace: list[dict[str, Any]] | None
+    said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     suppressed: list[dict[str, Any]] = field(default_factory=list)
@@ -252,12 +253,17 @@ class RecallEngine:
         trace: bool = False,
         now: str | None = None,
         options: RecallOptions | None = None,
+        said: Sequence[str] = (),
     ) -> RecallResult:
         """Recall for `identity` over `corpora` (oldest first). Filters come either as one
-        `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords."""
+        `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords. `said`: the
+        messages of the conversation the question is asked in (a chat client resends them
+        with each question): a stored turn saying the same is in the model's context
+        already, so it is not recalled."""
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
+        q.said = tuple(said)
         for name, stage in self.stages:
             started = time.perf_counter()
             q.note(stage(q))
@@ -325,7 +331,7 @@ class RecallEngine:
         lists = q.search.channels()
         q.search.gather(lists)
         if q.opts.episodic:
-            q.search.exclude_empty_turns(q.text)
+            q.search.exclude_empty_turns(q.text, q.said)
         dropped = [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
         if q.opts.prf_docs > 0 and q.search.feedback():
             lists = q.search.channels()

@@ -257,12 +257,14 @@ class ItemReads(ItemJournal):
         return out
 
 
-    def active_history(self, since: str | None = None) -> pa.Table:
-        """Every revision and audit event of the active items (or only those written at or
-        after `since`: history rows are never changed, so a snapshot adds what is new), as
-        one table of `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot publishes for
-        the service). Rows are appended in time order, so a recent `since` reads the table's
-        last row groups only."""
+    def published_history(self, since: str | None = None) -> pa.Table:
+        """Every revision and audit event of the active items and of the items they replaced
+        (a correction superseded them or a merge took them in: they left recall, not their
+        history, which the memory browser shows), or only those written at or after `since`
+        (history rows are never changed, so a snapshot adds what is new), as one table of
+        `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot publishes for the service).
+        Rows are appended in time order, so a recent `since` reads the table's last row
+        groups only."""
         revised = written = ""
         params: list[Any] = []
         if since is not None:
@@ -271,7 +273,7 @@ class ItemReads(ItemJournal):
             params = [since, since]
         with self.transaction():
             table = self._arrow(
-                f"WITH active AS (SELECT i.id FROM items i WHERE {ACTIVE_SQL}) "
+                f"WITH active AS (SELECT i.id FROM items i WHERE ({ACTIVE_SQL}) OR i.superseded_by IS NOT NULL) "
                 "SELECT r.item_id, 'revision' AS kind, CAST(r.revision_num AS BIGINT) AS ord, r.changed_at AS at, "
                 "r.reason AS action, r.snapshot AS data, NULL AS content_sha256, r.actor, "
                 "CAST(r.inbox_seq AS BIGINT) AS inbox_seq, r.requested_at "
