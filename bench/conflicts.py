@@ -160,8 +160,8 @@ def print_table(result: dict[str, Any]) -> None:
         for n in wrong:
             r = by_n[n]
             miss = "missed" if r["conflict"] else "false alarm"
-            mrows.append([str(n), r["kind"], miss] + [("x" if n in result["errors"][m] else "") for m in result["modes"]]
-                         + [driver.fmt(r["cos"], 2), _short(r["a"]), _short(r["b"])])
+            marks = ["x" if n in result["errors"][m] else "" for m in result["modes"]]
+            mrows.append([str(n), r["kind"], miss, *marks, driver.fmt(r["cos"], 2), _short(r["a"]), _short(r["b"])])
         c.print(driver.table("misclassified pairs (x: wrong in that mode)",
                              ["#", "kind", "error", *result["modes"], "cos", "a", "b"], mrows,
                              left=("kind", "error", "a", "b")))
