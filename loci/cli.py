@@ -498,6 +498,8 @@ BENCHMARKS = {
                                             "(reuses a `loci bench locomo --workdir` snapshot)."),
     "governed": ("bench.governed", "Curated memory first in a chatty multi-user store: MRR, hit@1/3, "
                                    "chatter share of injected text."),
+    "conflicts": ("bench.conflicts", "Precision, recall and F1 of the conflict rule on labelled claim pairs, "
+                                     "words only and with the embedder's cosine."),
 }
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 

@@ -1,0 +1,190 @@
+"""Conflict-rule benchmark: precision and recall of the rule on hand-labelled claim pairs.
+
+    loci bench conflicts [--data PAIRS.jsonl] [--embedder minilm|hash|none] [--json OUT]
+
+Each line of the pairs file (default `bench/data/conflict_pairs.jsonl`, 89 pairs written
+before the rule was read) is `{"a": {"title", "content"}, "b": {...}, "conflict": bool,
+"kind": str}`. Both claims become project-scoped `fact` items and the rule
+(`pipelines.recall.conflicts.conflict_reason`) judges the pair twice:
+
+- words only, as at write time (`corrected_by` / `contradicted`: no cosine);
+- with the embedder's cosine of the two items' vectors (`embedding_text`, the text the
+  pipeline and the service embed), as recall does (`--embedder none` skips this).
+
+The table reports precision, recall, F1 and the confusion counts overall and per `kind`,
+and the misclassified pairs with the reason the rule gave.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench import driver
+
+DEFAULT_PAIRS = Path(__file__).parent / "data" / "conflict_pairs.jsonl"
+MODES = ("words", "cosine")
+
+
+class PairsError(driver.BenchDataError):
+    """The pairs file is malformed."""
+
+
+def load_pairs(path: Path) -> list[dict[str, Any]]:
+    """The labelled pairs of a JSON-lines file."""
+    pairs = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            p = json.loads(line)
+            pair = {"a": {"title": str(p["a"]["title"]), "content": str(p["a"]["content"])},
+                    "b": {"title": str(p["b"]["title"]), "content": str(p["b"]["content"])},
+                    "conflict": bool(p["conflict"]), "kind": str(p.get("kind", "-"))}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise PairsError(f"{path}:{n}: not a labelled pair ({exc})") from exc
+        pairs.append(pair)
+    if not pairs:
+        raise PairsError(f"{path}: no pairs")
+    return pairs
+
+
+def _item(n: int, side: str, claim: dict[str, str]) -> Any:
+    from pipelines.records import MemoryItem, Scope
+
+    return MemoryItem(id=f"pair{n:04d}{side}", tier="ltm", type="fact", title=claim["title"],
+                      content=claim["content"], scope=Scope(kind="project", org_id="acme", project_id="p"))
+
+
+def _counts(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
+    """Confusion counts and precision / recall / F1 of (label, predicted) rows."""
+    tp = sum(1 for y, p in rows if y and p)
+    fp = sum(1 for y, p in rows if not y and p)
+    fn = sum(1 for y, p in rows if y and not p)
+    tn = len(rows) - tp - fp - fn
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / (tp + fn) if tp + fn else None
+    f1 = (2 * precision * recall / (precision + recall)
+          if precision is not None and recall is not None and precision + recall else None)
+    return {"pairs": len(rows), "tp": tp, "fp": fp, "fn": fn, "tn": tn,
+            "precision": None if precision is None else round(precision, 4),
+            "recall": None if recall is None else round(recall, 4),
+            "f1": None if f1 is None else round(f1, 4)}
+
+
+def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, Any]:
+    """The rule's verdict on every pair, words only and (with `embedder`) with the cosine."""
+    from pipelines.message_context import embedding_text
+    from pipelines.recall.conflicts import conflict_reason, read_claim
+
+    items = [(_item(n, "a", p["a"]), _item(n, "b", p["b"])) for n, p in enumerate(pairs)]
+    cosines: list[float | None] = [None] * len(items)
+    embed_s = 0.0
+    if embedder is not None:
+        started = time.process_time()
+        vecs = embedder.embed([embedding_text(it) for pair in items for it in pair])
+        embed_s = time.process_time() - started
+        cosines = [float(vecs[2 * n] @ vecs[2 * n + 1]) for n in range(len(items))]
+    modes = ["words"] + (["cosine"] if embedder is not None else [])
+    started = time.process_time()
+    per_pair = []
+    for n, (p, (a, b)) in enumerate(zip(pairs, items)):
+        ca, cb = read_claim(a), read_claim(b)
+        row = {"n": n + 1, "kind": p["kind"], "conflict": p["conflict"], "a": p["a"], "b": p["b"],
+               "cos": None if cosines[n] is None else round(cosines[n], 4),
+               "values": [sorted(ca.values), sorted(cb.values)],
+               "retired": [sorted(ca.retired), sorted(cb.retired)]}
+        for mode in modes:
+            row[mode] = conflict_reason(ca, cb, cosines[n] if mode == "cosine" else None)
+        per_pair.append(row)
+    rule_s = time.process_time() - started
+    kinds = sorted({p["kind"] for p in pairs})
+    result: dict[str, Any] = {"modes": {}, "by_kind": {}, "errors": {}}
+    for mode in modes:
+        labelled = [(r["conflict"], r[mode] is not None) for r in per_pair]
+        result["modes"][mode] = _counts(labelled)
+        result["by_kind"][mode] = {k: _counts([(y, p) for (y, p), r in zip(labelled, per_pair) if r["kind"] == k])
+                                   for k in kinds}
+        result["errors"][mode] = [r["n"] for r in per_pair if r["conflict"] != (r[mode] is not None)]
+    result["per_pair"] = per_pair
+    result["cpu_s"] = {"embed": round(embed_s, 3), "rule": round(rule_s, 4)}
+    return result
+
+
+def run(path: Path, embedder_name: str) -> dict[str, Any]:
+    pairs = load_pairs(path)
+    embedder = None
+    if embedder_name != "none":
+        from pipelines.embedders import make_embedder
+        from pipelines.settings import Settings
+
+        embedder = make_embedder(Settings(embedder=embedder_name))
+    result = judge(pairs, embedder)
+    result.update({
+        "benchmark": "conflicts",
+        "data": {"path": str(path), "pairs": len(pairs), "conflicting": sum(p["conflict"] for p in pairs)},
+        "config": {"embedder": embedder_name},
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    })
+    return result
+
+
+def _short(claim: dict[str, str], width: int = 48) -> str:
+    text = f"{claim['title']}: {claim['content']}"
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    c = driver.console()
+    cols = ["mode / kind", "pairs", "tp", "fp", "fn", "tn", "precision", "recall", "F1"]
+    rows = []
+    for mode, s in result["modes"].items():
+        rows.append([mode] + [s[k] for k in ("pairs", "tp", "fp", "fn", "tn")]
+                    + [driver.fmt(s[k], 3) for k in ("precision", "recall", "f1")])
+        for kind, k in result["by_kind"][mode].items():
+            rows.append([f"  {kind}"] + [k[x] for x in ("pairs", "tp", "fp", "fn", "tn")]
+                        + [driver.fmt(k[x], 3) for x in ("precision", "recall", "f1")])
+    d = result["data"]
+    c.print(driver.table(f"conflict rule on {d['pairs']} labelled pairs ({d['conflicting']} conflicting; "
+                         f"cosine: {result['config']['embedder']})", cols, rows))
+    by_n = {r["n"]: r for r in result["per_pair"]}
+    wrong = sorted({n for ns in result["errors"].values() for n in ns})
+    if wrong:
+        mrows = []
+        for n in wrong:
+            r = by_n[n]
+            miss = "missed" if r["conflict"] else "false alarm"
+            marks = ["x" if n in result["errors"][m] else "" for m in result["modes"]]
+            mrows.append([str(n), r["kind"], miss, *marks, driver.fmt(r["cos"], 2), _short(r["a"]), _short(r["b"])])
+        c.print(driver.table("misclassified pairs (x: wrong in that mode)",
+                             ["#", "kind", "error", *result["modes"], "cos", "a", "b"], mrows,
+                             left=("kind", "error", "a", "b")))
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = driver.parser("conflicts", __doc__, quick=None, workdir=False)
+    p.add_argument("--data", type=Path, default=DEFAULT_PAIRS, help=f"pairs file (default {DEFAULT_PAIRS})")
+    p.add_argument("--embedder", choices=("minilm", "hash", "none"), default="minilm",
+                   help="embedder for the recall-time cosine (default minilm, the product's; none: words only)")
+    return p.parse_args(argv)
+
+
+def measure(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
+    if not args.data.is_file():
+        raise driver.BenchDataError(f"pairs file not found: {args.data}")
+    say(f"judging the pairs of {args.data} ...")
+    return run(args.data, args.embedder)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return driver.run(_parse(argv), measure, print_table)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

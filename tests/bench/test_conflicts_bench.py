@@ -1,0 +1,73 @@
+"""`loci bench conflicts`: the rule's verdicts on labelled pairs become confusion counts,
+overall and per kind, for words only and with the embedder's cosine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench import conflicts, driver
+
+
+def _pair(ta, ca, tb, cb, conflict, kind):
+    return {"a": {"title": ta, "content": ca}, "b": {"title": tb, "content": cb}, "conflict": conflict, "kind": kind}
+
+
+PAIRS = [
+    # found: one subject, two numbers in one unit
+    _pair("Free tier quota", "Free plan users get 5 projects.",
+          "Free plan limits", "On the free plan you can create up to three projects.", True, "number"),
+    # missed: the same correction, counted in two different units
+    _pair("Backup retention", "Nightly backups are kept for 30 days.",
+          "How long we keep backups", "Backups are retained for 6 months.", True, "unit"),
+    # false alarm: two services share every other word
+    _pair("Auth service timeout", "The auth service times out requests after 5 seconds.",
+          "Billing service timeout", "The billing service times out requests after 30 seconds.", False, "other"),
+    # right: the same value restated
+    _pair("Replica count", "The search cluster has three replicas.",
+          "Search replicas", "Search runs with 3 replicas.", False, "other"),
+]
+
+
+@pytest.fixture
+def pairs_file(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("\n".join(json.dumps(p) for p in PAIRS) + "\n", encoding="utf-8")
+    return path
+
+
+def test_counts_overall_and_per_kind_with_the_hash_embedder(pairs_file, tmp_path, capsys):
+    out = tmp_path / "out.json"
+    assert conflicts.main(["--data", str(pairs_file), "--embedder", "hash", "--json", str(out)]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    for mode in ("words", "cosine"):
+        s = result["modes"][mode]
+        assert (s["tp"], s["fp"], s["fn"], s["tn"]) == (1, 1, 1, 1)
+        assert (s["precision"], s["recall"], s["f1"]) == (0.5, 0.5, 0.5)
+        assert result["by_kind"][mode]["number"]["tp"] == 1
+        assert result["by_kind"][mode]["unit"]["fn"] == 1
+        assert result["by_kind"][mode]["other"]["fp"] == 1 and result["by_kind"][mode]["other"]["tn"] == 1
+        assert result["errors"][mode] == [2, 3]
+    assert all(r["cos"] is not None for r in result["per_pair"])
+    printed = capsys.readouterr().out
+    assert "misclassified pairs" in printed and "Backup retention" in printed
+
+
+def test_words_only_skips_the_embedder(pairs_file, tmp_path):
+    result = conflicts.run(pairs_file, "none")
+    assert list(result["modes"]) == ["words"] and result["per_pair"][0]["cos"] is None
+
+
+def test_a_malformed_pair_is_a_data_error(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": {"title": "x"}, "conflict": true}\n', encoding="utf-8")
+    with pytest.raises(driver.BenchDataError, match="bad.jsonl:1"):
+        conflicts.load_pairs(bad)
+    assert conflicts.main(["--data", str(tmp_path / "missing.jsonl"), "--embedder", "none"]) == 2
+
+
+def test_the_shipped_pairs_load_and_are_balanced():
+    pairs = conflicts.load_pairs(conflicts.DEFAULT_PAIRS)
+    assert len(pairs) >= 80
+    assert 0.4 <= sum(p["conflict"] for p in pairs) / len(pairs) <= 0.6
