@@ -23,7 +23,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
   Values stated in the titles name the subject: claims whose titles both state values,
-  and different ones, are about different things.
+  and different ones, are about different things; so are claims whose titles each name,
+  and whose contents repeat, a word the other never says ("Auth service timeout: the auth
+  service ..." / "Billing service timeout: the billing service ...").
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible.
@@ -102,6 +104,7 @@ class Claim:
     title_values: frozenset[str]
     retired: frozenset[str] = frozenset()  # values it names as replaced or denied
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
+    qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -206,12 +209,14 @@ def _read_claim(item: MemoryItem) -> Claim:
     stemmed_subject, stemmed_content, stemmed_title, stemmed_skip = _STEMS.many(
         [subject, content_words, title_words, sorted(skip)])
     skipped = set(stemmed_skip)  # units are stems in values ("4 space"), words in the text ("spaces")
-    stemmed_words = [w for w in stemmed_content if w not in skipped or w in names] + [
-        w for w in stemmed_title if w not in skipped]
+    said_words = [w for w in stemmed_content if w not in skipped or w in names]
+    stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
+    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),
-                 values=values, retired=retired, title_values=title_values, units=_units(values))
+                 values=values, retired=retired, title_values=title_values, units=_units(values),
+                 qualifiers=qualifiers)
 
 
 
@@ -234,7 +239,7 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
-    if not _values_disagree(a, b):
+    if not _values_disagree(a, b, one_subject):
         return None
     if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
         return "same subject, different values"
@@ -263,16 +268,25 @@ def _unit_differs(a: Claim, b: Claim) -> bool:
 
 
 
-def _values_disagree(a: Claim, b: Claim) -> bool:
+def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
     """Both state values, neither set contains the other, and the titles do not tell them
-    apart; or one states a value the other names as replaced or denied."""
+    apart (by their values, or by qualifiers, `_qualified_apart`, unless the caller knows
+    them to be about `one_subject`); or one states a value the other names as replaced or
+    denied."""
     if _retires(a, b):
         return True
     if not a.values or not b.values or a.values <= b.values or b.values <= a.values:
         return False  # nothing stated, or one adds detail to the other
     if a.title_values and b.title_values and a.title_values != b.title_values:
         return False  # "Port of service 0" / "Port of service 1": the values name the subject
-    return True
+    return one_subject or not _qualified_apart(a, b)
+
+
+def _qualified_apart(a: Claim, b: Claim) -> bool:
+    """Each names in its title, and says again, a word the other never says: two things of
+    one kind ("Auth service timeout: the auth service ..." / "Billing service timeout: the
+    billing service ..."), not one thing stated twice."""
+    return bool(a.qualifiers - b.words) and bool(b.qualifiers - a.words)
 
 
 def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) -> bool:
@@ -316,7 +330,7 @@ class ClaimTable:
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
-                 units: sparse.csr_matrix, measures: np.ndarray):
+                 units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
@@ -328,6 +342,7 @@ class ClaimTable:
         self.keys = keys
         self.units = units  # rows x unit words (`Claim.units`)
         self.measures = measures  # per column of `values`: a number with a unit
+        self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers`)
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -343,6 +358,7 @@ class ClaimTable:
         n = len(items)
         words, values, keys, units = _Columns(), _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
+        qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
         def code(field: int, key: Hashable) -> int:
@@ -354,6 +370,7 @@ class ClaimTable:
             values.add(c.values if c is not None else ())
             retired.add(c.retired if c is not None else ())
             units.add(c.units if c is not None else ())
+            qualifiers.add(c.qualifiers if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
@@ -362,7 +379,7 @@ class ClaimTable:
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
-                   units.matrix(), measures)
+                   units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -375,10 +392,16 @@ class ClaimTable:
         both = np.concatenate([values[1], retired[1]])
         used, columns = np.unique(both, return_inverse=True)
         split = len(values[1])
-        return ClaimTable([self.items[r] for r in idx.tolist()], _csr(*_take_rows(self.words, idx)),
+        # and so do words and qualifiers
+        words, qualifiers = _take_rows(self.words, idx), _take_rows(self.qualifiers, idx)
+        used_words, word_columns = np.unique(np.concatenate([words[1], qualifiers[1]]), return_inverse=True)
+        at = len(words[1])
+        return ClaimTable([self.items[r] for r in idx.tolist()],
+                          _csr(words[0], word_columns[:at], words[2], len(used_words)),
                           _csr(values[0], columns[:split], values[2], len(used)), self.codes[idx],
                           _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)),
-                          _csr(*_take_rows(self.units, idx)), self.measures[used])
+                          _csr(*_take_rows(self.units, idx)), self.measures[used],
+                          _csr(qualifiers[0], word_columns[at:], qualifiers[2], len(used_words)))
 
 
 class _Pairs(NamedTuple):
@@ -411,8 +434,13 @@ class _Columns:
         self.indptr.append(len(self.indices))
 
     def matrix(self) -> sparse.csr_matrix:
-        return sparse.csr_matrix((np.ones(len(self.indices), np.int32), np.asarray(self.indices, np.int32),
-                                  self.indptr), shape=(len(self.indptr) - 1, len(self.vocab)))
+        return self.matrix_of(self, len(self.vocab))
+
+    @staticmethod
+    def matrix_of(columns: _Columns, n_columns: int) -> sparse.csr_matrix:
+        """The rows over `n_columns` columns (a shared vocabulary may have grown since)."""
+        return sparse.csr_matrix((np.ones(len(columns.indices), np.int32), np.asarray(columns.indices, np.int32),
+                                  columns.indptr), shape=(len(columns.indptr) - 1, n_columns))
 
 
 def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -513,6 +541,9 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & ~same_title & disagree
+    if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`)
+        ask = np.flatnonzero(open_ & ~retiring)
+        open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     reason = np.zeros(len(i), np.int8)
@@ -520,6 +551,21 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason)
+
+
+def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_qualified_apart` for the row pairs (i, j): each row has a qualifier the other row's
+    words lack."""
+    if not len(i):
+        return np.zeros(0, bool)
+    q, w = table.qualifiers, table.words
+    n_qualifiers = np.diff(q.indptr)
+
+    def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
+        return n_qualifiers[x] > matched
+
+    return unmatched(i, j) & unmatched(j, i)
 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):

@@ -21,9 +21,10 @@ PAIRS = [
     # missed: the same correction, counted in two different units
     _pair("Backup retention", "Nightly backups are kept for 30 days.",
           "How long we keep backups", "Backups are retained for 6 months.", True, "unit"),
-    # false alarm: two services share every other word
-    _pair("Auth service timeout", "The auth service times out requests after 5 seconds.",
-          "Billing service timeout", "The billing service times out requests after 30 seconds.", False, "other"),
+    # false alarm: a limit for partners beside the general one (only one title names who)
+    _pair("Rate limit", "The public API allows 100 requests per minute.",
+          "Partner rate limit", "Partner keys are allowed 1000 requests per minute on the public API.", False,
+          "other"),
     # right: the same value restated
     _pair("Replica count", "The search cluster has three replicas.",
           "Search replicas", "Search runs with 3 replicas.", False, "other"),

@@ -63,7 +63,7 @@ def test_a_function_word_after_a_number_is_not_its_unit():
 
 
 def test_same_subject_with_different_values_conflicts_under_any_title():
-    items = [claim("a", "Retention for this experiment", "Telemetry retention is 30 days for this experiment."),
+    items = [claim("a", "Telemetry retention", "Telemetry retention is 30 days for this experiment."),
              claim("b", "Company retention standard", "Telemetry retention is 7 days across the company."),
              claim("c", "Orion telemetry store", "Orion telemetry is stored in TimescaleDB."),
              claim("d", "Telemetry backend", "Orion telemetry is stored in InfluxDB.")]
@@ -126,6 +126,24 @@ def test_a_name_both_say_is_their_subject_and_one_unit_counted_differently_needs
     # Different units and the one name only one of them says: still two rules.
     assert pairs([claim("a", "Tile cache policy", "Cache policy: tiles are cached for one hour."),
                   claim("b", "CDN cache policy", "Cache policy for tiles at the CDN: one day.")]) == set()
+
+
+def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_kind():
+    """"Auth service timeout: the auth service ..." / "Billing service timeout: the billing
+    service ...": each title names, and its content repeats, a word the other claim never
+    says, so the claims are about two things, however many other words they share. One
+    side alone qualifying is not enough (an exception to a standard still conflicts), nor
+    does it hold where one retires the other's value, or inside a cluster (one subject)."""
+    auth = claim("a", "Auth service timeout", "The auth service times out requests after 5 seconds.")
+    billing = claim("b", "Billing service timeout", "The billing service times out requests after 30 seconds.")
+    assert pairs([auth, billing]) == set()
+    assert pairs([claim("c", "Mobile team size", "The mobile team is four engineers."),
+                  claim("d", "Web team size", "The web team is nine engineers.")]) == set()
+    general = claim("e", "Service timeout", "Every service times out requests after 10 seconds.")
+    assert pairs([auth, general]) == {frozenset("ae")}
+    moved = claim("f", "Billing service timeout", "The auth service times out after 30 seconds, not 5 seconds.")
+    assert pairs([auth, moved]) == {frozenset("af")}
+    assert conflict_reason(read_claim(auth), read_claim(billing), one_subject=True) is not None
 
 
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
