@@ -337,7 +337,9 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"have\s+been|was|were)\s+(?:now\s+)?(?:cleared|erased|wiped|deleted|purged|removed|reset|void|forgotten)\b"
         r"|\b(?:clear|erase|wipe|delete|remove|purge|drop)\s+(?:it|this|that|them|everything|all)\s+from\s+"
         r"(?:your\s+|the\s+|our\s+)?memory\b"
-        r"|(?:^|[.!?:;]\s+|\n)\s*(?:please\s+)?forget\s+(?:about\s+)?(?:the|our|my|your|all|everything|what)\b",
+        r"|(?:^|[.!?:;]\s+|\n)\s*(?:please\s+)?forget\s+(?:about\s+)?(?:the|our|my|your|all|what)\b"
+        r"|\bforget\s+everything\s+(?:we|i|you)\s+(?:have\s+|'ve\s+)?(?:said|decided|discussed|agreed|stored|saved|told|"
+        r"wrote|noted|remember)",
     )
     # A standing order with no "you": "From now on, store every password I give you."
     add(

@@ -283,10 +283,13 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
 
 
 def _qualified_apart(a: Claim, b: Claim) -> bool:
-    """Each names in its title, and says again, a word the other never says: two things of
-    one kind ("Auth service timeout: the auth service ..." / "Billing service timeout: the
-    billing service ..."), not one thing stated twice."""
-    return bool(a.qualifiers - b.words) and bool(b.qualifiers - a.words)
+    """In one scope kind, each names in its title, and says again, a word the other never
+    says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
+    service timeout: the billing service ..."), not one thing stated twice. Across scopes
+    the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
+    the company"): one subject, which scope priority orders (the broader stay shown)."""
+    return (a.item.scope.kind == b.item.scope.kind and bool(a.qualifiers - b.words)
+            and bool(b.qualifiers - a.words))
 
 
 def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) -> bool:
@@ -554,10 +557,16 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
 
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """`_qualified_apart` for the row pairs (i, j): each row has a qualifier the other row's
-    words lack."""
+    """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
+    qualifier the other row's words lack."""
     if not len(i):
         return np.zeros(0, bool)
+    kinds = _codes((it.scope.kind for it in table.items), len(table))
+    same = kinds[i] == kinds[j]
+    i, j = i[same], j[same]
+    out = np.zeros(len(same), bool)
+    if not len(i):
+        return out
     q, w = table.qualifiers, table.words
     n_qualifiers = np.diff(q.indptr)
 
@@ -565,7 +574,8 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
         matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
         return n_qualifiers[x] > matched
 
-    return unmatched(i, j) & unmatched(j, i)
+    out[same] = unmatched(i, j) & unmatched(j, i)
+    return out
 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):

@@ -133,7 +133,8 @@ def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_k
     service ...": each title names, and its content repeats, a word the other claim never
     says, so the claims are about two things, however many other words they share. One
     side alone qualifying is not enough (an exception to a standard still conflicts), nor
-    does it hold where one retires the other's value, or inside a cluster (one subject)."""
+    does it hold across scope kinds, where one retires the other's value, or inside a
+    cluster (one subject)."""
     auth = claim("a", "Auth service timeout", "The auth service times out requests after 5 seconds.")
     billing = claim("b", "Billing service timeout", "The billing service times out requests after 30 seconds.")
     assert pairs([auth, billing]) == set()
@@ -144,6 +145,10 @@ def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_k
     moved = claim("f", "Billing service timeout", "The auth service times out after 30 seconds, not 5 seconds.")
     assert pairs([auth, moved]) == {frozenset("af")}
     assert conflict_reason(read_claim(auth), read_claim(billing), one_subject=True) is not None
+    # Across scopes the qualifier is mostly the scope ("for my data" / "in orion"): one subject.
+    mine = claim("g", "My retention default", "Telemetry retention is 365 days for my data.", kind="user")
+    orion = claim("h", "Orion retention policy", "Telemetry retention is 90 days in orion.")
+    assert pairs([mine, orion]) == {frozenset("gh")}
 
 
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
