@@ -321,6 +321,13 @@ class CandidateSearch:
 
     def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
         view, item_id = self.view, cand.item.id
+        own = view.corpora[cand.ci]
+        if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
+            # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
+            title = own.title_key(cand.row)
+            if not any(item_id in c.links_in or (title and title in c.title_rows)
+                       for ci, c in enumerate(view.corpora) if ci != cand.ci):
+                return []
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
         title = view.corpora[cand.ci].title_key(cand.row)
