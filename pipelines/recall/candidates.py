@@ -234,8 +234,9 @@ class CandidateSearch:
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             rows, sims = c.dense_search(self.qvec, self.view.allowed[ci], self.opts.candidate_k)
-            entries += [(float(s), c.ids[r], ci, int(r)) for r, s in zip(rows, sims)
-                        if s >= self.opts.min_similarity]
+            keep = sims >= self.opts.min_similarity  # compared as float32, as element by element
+            ids = c.ids
+            entries += [(s, ids[r], ci, r) for r, s in zip(rows[keep].tolist(), sims[keep].tolist())]
         return entries
 
     def _lexical_channel(self) -> Ranked:
@@ -479,13 +480,15 @@ class CandidateSearch:
         opts = self.opts
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
-        own = min((cand.ranks[ch] for ch in ("self", "listing") if ch in cand.ranks), default=None)
-        if own is not None:  # a question about the caller or a kind of memory: each one listed answers it
+        ranks = cand.ranks
+        if "self" in ranks or "listing" in ranks:
+            # A question about the caller or a kind of memory: each one listed answers it.
+            own = min(ranks[ch] for ch in ("self", "listing") if ch in ranks)
             relevance = cand.relevance = max(relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
         fused = cand.fused = self._fused(cand) if opts.fusion == "rrf" else relevance
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": relevance, "fused": fused}
-        for ch, rank in cand.ranks.items():
+        for ch, rank in ranks.items():
             comps["rank_" + ch] = float(rank)
         boosts = self._boosts(cand, then)
         comps.update(boosts)
