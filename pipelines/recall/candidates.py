@@ -243,8 +243,9 @@ class CandidateSearch:
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             rows, sims = c.dense_search(self.qvec, self.view.allowed[ci], self.opts.candidate_k)
-            entries += [(float(s), c.ids[r], ci, int(r)) for r, s in zip(rows, sims)
-                        if s >= self.opts.min_similarity]
+            keep = sims >= self.opts.min_similarity  # compared as float32, as element by element
+            ids = c.ids
+            entries += [(s, ids[r], ci, r) for r, s in zip(rows[keep].tolist(), sims[keep].tolist())]
         return entries
 
     def _lexical_channel(self) -> Ranked:
@@ -330,6 +331,13 @@ class CandidateSearch:
 
     def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
         view, item_id = self.view, cand.item.id
+        own = view.corpora[cand.ci]
+        if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
+            # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
+            title = own.title_key(cand.row)
+            if not any(item_id in c.links_in or (title and title in c.title_rows)
+                       for ci, c in enumerate(view.corpora) if ci != cand.ci):
+                return []
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
         title = view.corpora[cand.ci].title_key(cand.row)
@@ -481,13 +489,15 @@ class CandidateSearch:
         opts = self.opts
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
-        own = min((cand.ranks[ch] for ch in ("self", "listing") if ch in cand.ranks), default=None)
-        if own is not None:  # a question about the caller or a kind of memory: each one listed answers it
+        ranks = cand.ranks
+        if "self" in ranks or "listing" in ranks:
+            # A question about the caller or a kind of memory: each one listed answers it.
+            own = min(ranks[ch] for ch in ("self", "listing") if ch in ranks)
             relevance = cand.relevance = max(relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
         fused = cand.fused = self._fused(cand) if opts.fusion == "rrf" else relevance
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": relevance, "fused": fused}
-        for ch, rank in cand.ranks.items():
+        for ch, rank in ranks.items():
             comps["rank_" + ch] = float(rank)
         boosts = self._boosts(cand, then)
         comps.update(boosts)

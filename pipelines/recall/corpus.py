@@ -135,6 +135,7 @@ class MemoryCorpus:
         self._by_importance: dict[int, np.ndarray] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
+        self._partnered_cache: dict[int, bool] = {}
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -302,6 +303,20 @@ class MemoryCorpus:
         found = self._small_talk_cache.get(row)
         if found is None:
             found = self._small_talk_cache[row] = is_small_talk(self.items[row].content)
+        return found
+
+    def may_have_partners(self, row: int, rels: Sequence[str], max_title: int) -> bool:
+        """Whether the row links to anything with one of `rels`, is linked to with one of them
+        from this corpus, or shares its title with 2..`max_title` rows here: the rows that can
+        have a conflict partner (most claims have none; kept per row)."""
+        found = self._partnered_cache.get(row)
+        if found is None:
+            item, title = self.items[row], self.title_key(row)
+            rows = self.title_rows.get(title) if title else None
+            found = self._partnered_cache[row] = (
+                any(link.rel in rels for link in item.links)
+                or any(rel in rels for rel, _ in self.links_in.get(item.id, ()))
+                or (rows is not None and len(rows) <= max_title and not (len(rows) == 1 and int(rows[0]) == row)))
         return found
 
     def title_key(self, row: int) -> str:

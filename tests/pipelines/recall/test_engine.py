@@ -249,6 +249,23 @@ def test_contradicts_link_pulls_in_and_resolves_the_partner():
     assert "conflicts" in stages
 
 
+def test_conflict_partners_held_only_by_another_corpus_are_still_pulled_in():
+    """A claim alone in its own corpus (no partner link, its title held by it only) skips the
+    partner search there, but a delta that shares its title, or links to it, still brings
+    the partner in."""
+    snap = corpus([mem("old", "Deploy window", "Deploys run on Tuesday at 10:00.", confidence=0.8),
+                   mem("other", "Backup window", "Backups run nightly at 02:00.")])
+    assert not snap.may_have_partners(snap.row_of["old"], ("contradicts", "supersedes"), 50)
+    same_title = corpus([mem("new", "Deploy window", "Deploys run on Thursday at 15:00.", confidence=0.95)],
+                        source="delta")
+    r = engine().recall("tuesday", ME, [snap, same_title], now=NOW)  # matches "old" only
+    assert "new" in ids(r) and {"id": "old", "reason": "conflict: lost on confidence", "winner": "new"} in r.suppressed
+    linked = corpus([mem("fix", "Correction", "Deploys moved to another weekday.", confidence=0.95,
+                         links=[Link(rel="contradicts", to="old")])], source="delta")
+    r = engine().recall("tuesday", ME, [snap, linked], now=NOW)
+    assert "fix" in ids(r) and r.suppressed and r.suppressed[0]["id"] == "old"
+
+
 def test_same_title_same_content_is_not_a_conflict():
     items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
              mem("b", "inbox  ENGINE", "the inbox uses sqlite")]
