@@ -593,6 +593,13 @@ def is_periodic(value: str) -> bool:
             if best >= unit and best + unit >= max(8, n // 2):
                 return True
         return False
+    return periodic_by_runs(value)
+
+
+def periodic_by_runs(value: str) -> bool:
+    """`is_periodic` as defined, one character at a time (short values; the reference the
+    vectorised path is tested against)."""
+    n = len(value)
     for unit in range(1, 9):
         run = best = 0
         for i in range(unit, n):

