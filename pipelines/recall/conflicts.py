@@ -492,6 +492,7 @@ PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block sta
 # Dense products (`_shared_counts`) while rows x rows x shared columns stays below this (a
 # recall's ~100 claims: a few million); past it scipy's sparse products cost less.
 DENSE_MAX_WORK = 30_000_000
+FEW_PAIRS = 64  # `_qualified_apart_rows` pair by pair up to this many pairs, else as sparse products
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
@@ -544,11 +545,11 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & ~same_title & disagree
-    if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`)
-        ask = np.flatnonzero(open_ & ~retiring)
-        open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
+    if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
+        ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
+        open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
@@ -559,15 +560,22 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
     qualifier the other row's words lack."""
-    if not len(i):
-        return np.zeros(0, bool)
-    kinds = _codes((it.scope.kind for it in table.items), len(table))
-    same = kinds[i] == kinds[j]
+    items = table.items
+    same = np.fromiter((items[x].scope.kind == items[y].scope.kind for x, y in zip(i.tolist(), j.tolist())),
+                       bool, len(i))
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
         return out
     q, w = table.qualifiers, table.words
+    if len(i) <= FEW_PAIRS:  # a recall's few conflicting pairs: sets of column ids cost less than scipy's indexing
+
+        def row(m: sparse.csr_matrix, x: int) -> set[int]:
+            return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
+
+        out[same] = [bool(row(q, x) - row(w, y)) and bool(row(q, y) - row(w, x))
+                     for x, y in zip(i.tolist(), j.tolist())]
+        return out
     n_qualifiers = np.diff(q.indptr)
 
     def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -290,10 +290,12 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     """Claims built to hit every branch: shared titles, subjects and values, numbers in
     titles, links both ways, superseded_by, and (optionally) one word in every claim."""
     subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
+                "Billing telemetry is stored in",
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for"]
     values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
               "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024"]
-    titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", ""]
+    titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", "",
+              "Orion telemetry store", "Billing telemetry store"]  # qualified apart (`_qualified_apart`)
     items = []
     for x in range(n):
         stated = " and ".join(rng.sample(values, rng.choice([0, 1, 1, 2])))
@@ -310,9 +312,10 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     return items
 
 
-@pytest.mark.parametrize(("block", "gram", "dense"), [
-    (conflicts.PAIR_BLOCK, conflicts.GRAM_MAX_ROWS, 10**12), (37, 0, 0), (conflicts.PAIR_BLOCK, 0, 0)])
-def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, monkeypatch):
+@pytest.mark.parametrize(("block", "gram", "dense", "few"), [
+    (conflicts.PAIR_BLOCK, conflicts.GRAM_MAX_ROWS, 10**12, conflicts.FEW_PAIRS), (37, 0, 0, 0),
+    (conflicts.PAIR_BLOCK, 0, 0, 10**9)])
+def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, monkeypatch):
     """`_pairs` (dense products over the shared columns, or sparse products a block of rows
     at a time) finds the same
     pairs, the same replacements and the same reasons as the rule applied to each pair
@@ -321,6 +324,7 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, monke
     monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
     monkeypatch.setattr(conflicts, "GRAM_MAX_ROWS", gram)
     monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
