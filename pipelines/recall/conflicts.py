@@ -17,7 +17,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
   title (the title names the subject: "Ship date" / "Release date"); a name is a word too
   ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
-  spaces" is "4-space"), dates (ISO, or with their month: "March 3, 2027" is
+  spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
+  are one value, "30 minutes" and "2 hours" count in one unit), dates (ISO, or with their month: "March 3, 2027" is
   2027-03-03), and capitalised names inside a sentence ("two" is 2);
   not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
@@ -153,9 +154,29 @@ def _iso(first: date, last: date) -> str:
 
 def _number_with_unit(match: str) -> str:
     """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
-    the word after a number is its unit only when it is not a function word."""
+    the word after a number is its unit only when it is not a function word. A duration or a
+    size is one value in its base unit ("30 minutes" and "0.5 hours" are "1800 second")."""
     number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
-    return f"{number} {_STEMS([unit])[0]}" if unit and unit not in _NOT_UNITS else number
+    if not unit or unit in _NOT_UNITS:
+        return number
+    stem = _STEMS([unit])[0]
+    scale = UNIT_SCALE.get(stem)
+    if scale is not None and _PLAIN_NUMBER.fullmatch(number):
+        return f"{float(number) * scale[1]:.12g} {scale[0]}"
+    return f"{number} {stem}"
+
+
+def _unit_words(text: str) -> set[str]:
+    """The words `text` uses as the unit of a number ("minutes" in "30 minutes", "days" in
+    "seven days a week"; not "week")."""
+    if _NUMBER_WORD.search(text):
+        text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
+    out = set()
+    for m in _NUMBER.finditer(text):
+        unit = _UNIT_SPLIT.match(m.group(0).lower().replace(",", ".")).group(2)
+        if unit and unit not in _NOT_UNITS:
+            out.add(unit)
+    return out
 
 
 def _value_words(values: Iterable[str]) -> set[str]:
@@ -168,6 +189,20 @@ def _date_words(text: str) -> set[str]:
 
 
 _STEMS = Stems(max_memo=200_000)  # units are stems too: "4 spaces" is "4 space"
+# Units of one dimension, by stem, as (base unit, factor): durations and sizes compare as one
+# value ("200 ms" / "0.2 seconds"), and two of one dimension count in one unit ("30 minutes"
+# / "2 hours"). Months and years are 30 and 365 days.
+_DAY = 86_400
+UNIT_SCALE = {
+    **{u: ("second", f) for u, f in (("ms", 0.001), ("millisecond", 0.001), ("s", 1), ("sec", 1), ("second", 1),
+                                      ("min", 60), ("minut", 60), ("h", 3600), ("hr", 3600), ("hrs", 3600),
+                                      ("hour", 3600), ("day", _DAY), ("week", 7 * _DAY), ("month", 30 * _DAY),
+                                      ("year", 365 * _DAY))},
+    **{u: ("byte", f) for u, f in (("byte", 1), ("kb", 1e3), ("kilobyt", 1e3), ("kib", 2**10), ("mb", 1e6),
+                                    ("megabyt", 1e6), ("mib", 2**20), ("gb", 1e9), ("gigabyt", 1e9),
+                                    ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
+}
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -192,7 +227,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     values, retired = stated_values(item.content), retired_values(item.content)
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
-    skip |= {w for w in said if _NUMBER_WORDS.get(w) in skip}  # "two" states the value 2
+    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second")
+    skip |= {w for w in said if w in _NUMBER_WORDS or _PLAIN_NUMBER.fullmatch(w)}
+    skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = [w for w in toks[:first_value] if w not in skip]

@@ -44,7 +44,7 @@ def pairs(items) -> set[frozenset[str]]:
 
 
 def test_values_are_numbers_with_units_times_dates_and_names():
-    assert stated_values("Telemetry retention is 30 days.") == {"30 day"}  # units compare as stems
+    assert stated_values("Telemetry retention is 30 days.") == {"2592000 second"}  # a duration, in seconds
     assert stated_values("Standup is at 09:30.") == {"09:30"}
     assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
     assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
@@ -54,7 +54,7 @@ def test_values_are_numbers_with_units_times_dates_and_names():
 def test_a_function_word_after_a_number_is_not_its_unit():
     assert stated_values("Standup is at 9:30 every weekday.") == stated_values("Standup is at 9:30 on weekdays.")
     assert stated_values("Port 8080 is used.") == {"8080"}
-    assert stated_values("The budget is 50ms.") == stated_values("The budget is 50 ms.") == {"50 ms"}
+    assert stated_values("The budget is 50ms.") == stated_values("The budget is 50 ms.") == {"0.05 second"}
     agree = [claim("a", "Standup time", "The team standup is at 9:30 every weekday."),
              claim("b", "Standup time weekday", "Team standup is at 9:30 on every weekday.")]
     assert pairs(agree) == set()
@@ -126,6 +126,23 @@ def test_a_name_both_say_is_their_subject_and_one_unit_counted_differently_needs
     # Different units and the one name only one of them says: still two rules.
     assert pairs([claim("a", "Tile cache policy", "Cache policy: tiles are cached for one hour."),
                   claim("b", "CDN cache policy", "Cache policy for tiles at the CDN: one day.")]) == set()
+
+
+def test_durations_and_sizes_compare_in_their_base_unit():
+    """"200 ms" and "0.2 seconds", "6 months" and "180 days", "10 MB" and "10 megabytes" are
+    one value each; "30 minutes" and "2 hours" count in one unit, so half the words shared
+    make them one subject; the unit a number takes is not a subject word ("seven days a
+    week": "days" is the unit, "week" is not)."""
+    assert stated_values("p99 stays under 200 ms.") == stated_values("p99 stays under 0.2 seconds.")
+    assert stated_values("Kept 6 months.") == stated_values("Kept 180 days.") == {"15552000 second"}
+    assert stated_values("Uploads up to 10 megabytes.") <= stated_values("Uploads up to 10 MB.")
+    assert pairs([claim("a", "Session timeout", "User sessions expire after 30 minutes of inactivity."),
+                  claim("b", "Idle timeout", "Idle sessions are logged out after 2 hours.")]) == {frozenset("ab")}
+    assert pairs([claim("c", "Session timeout", "User sessions expire after 30 minutes of inactivity."),
+                  claim("d", "Idle timeout", "Idle sessions are logged out after half an hour (30 minutes).")]) == set()
+    assert pairs([claim("e", "Support hours", "Support is staffed seven days a week."),
+                  claim("f", "Support coverage", "Support runs 5 days a week, weekends are uncovered.")]) == {
+        frozenset("ef")}
 
 
 def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_kind():
