@@ -161,6 +161,7 @@ class MemoryService:
         self.usage = UsageLog(self.inbox.append)
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
+        self._delta_superseded: tuple[object, dict[str, str]] | None = None  # (delta, old id -> new id)
         self.deltas = DeltaLog(self.inbox, self.embedder)
         self.snapshots = SnapshotHolder(
             Path(self.settings.snapshots_path), self.embedder.name,
@@ -287,21 +288,28 @@ class MemoryService:
         it keeps leading to what replaced it."""
         view = view or self.view()
         if view.get(item_id) is not None:  # a correction since the snapshot: it leaves at the next run
-            found = self._superseded_in_delta(item_id, view)
+            into = self._superseded_in_delta(view).get(item_id)
+            found = (into, "superseded") if into is not None else None
         else:
             loaded = view.snap.loaded
             found = loaded.replaced.get(item_id) if loaded is not None else None
         return found if found is not None and self.get_item(found[0], identity, view) is not None else None
 
-    @staticmethod
-    def _superseded_in_delta(item_id: str, view: View) -> tuple[str, str] | None:
-        """The recallable item written since the snapshot that supersedes `item_id` (a
-        correction, a `supersedes` link), as `replaced_by` answers."""
+    def _superseded_in_delta(self, view: View) -> dict[str, str]:
+        """Item id -> the recallable item written since the snapshot that supersedes it (a
+        correction, a `supersedes` link); consolidation marks them, until then this does.
+        Read once per delta version."""
+        cached = self._delta_superseded
+        if cached is not None and cached[0] is view.delta:
+            return cached[1]
+        found: dict[str, str] = {}
         for item in view.delta.items.values():
-            if item.active and recall_state(item) == "recallable" and any(
-                    link.rel == "supersedes" and link.to == item_id for link in item.links):
-                return item.id, "superseded"
-        return None
+            if item.active and recall_state(item) == "recallable":
+                for link in item.links:
+                    if link.rel == "supersedes":
+                        found.setdefault(link.to, item.id)
+        self._delta_superseded = (view.delta, found)
+        return found
 
     def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
         """What a caller is told about an id it cannot read: not found, or what replaced it."""
@@ -397,7 +405,10 @@ class MemoryService:
                     out[item.id] = item
             for item in self._claims_like(f"{proposal.title} {proposal.content}", identity, view):
                 out.setdefault(item.id, item)
-            return list(out.values())[:20 + SIMILAR_CLAIMS]
+            # A claim a correction replaced since the snapshot is no longer established: nothing
+            # contradicts it and nothing corrects it again (consolidation then marks it).
+            replaced = self._superseded_in_delta(view)
+            return [item for item in out.values() if item.id not in replaced][:20 + SIMILAR_CLAIMS]
 
         return find
 

@@ -180,6 +180,23 @@ def test_a_personal_habit_and_a_project_convention_counted_in_one_unit_are_one_s
     assert decided["item_id"] in theirs["verdict"]["reasons"][0]
 
 
+def test_a_correction_in_another_unit_replaces_the_claim_and_a_restatement_does_not_conflict(service) -> None:
+    """"30 minutes" corrected to "2 hours" under another title is one subject counted in one
+    unit (durations compare in seconds): Dana's correction replaces her claim. Mike then
+    states the current value in seconds: it agrees with the correction, and the claim the
+    correction replaced is no longer established, so nothing holds his note for review
+    (before, the replaced "30 minutes" claim still quarantined it until a consolidation)."""
+    client, _ = service
+    old = write(client, DANA, "Session timeout", "User sessions expire after 30 minutes of inactivity.")
+    new = write(client, {**DANA, "session_id": "s2"}, "Idle timeout", "Idle sessions are logged out after 2 hours.")
+    assert new["verdict"]["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "when do idle sessions time out?")["injection"])
+    assert "2 hours" in block and "30 minutes" not in block, block
+    assert old["item_id"] not in block
+    same = write(client, MIKE, "Session idle timeout", "Idle sessions time out after 7200 seconds.")
+    assert same["verdict"]["action"] == "accept" and not same["verdict"]["rule_ids"], same
+
+
 @pytest.mark.parametrize("erasure", [
     "Forget the kiln schedule; memory about the kiln is cleared.",
     "Disregard the earlier kiln decision; it no longer applies.",
