@@ -73,7 +73,21 @@ _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
-_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing"}
+_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing", "since",
+                          "till", "unless", "via", "without", "yet", "still", "already"}
+# A name right before a bare number is what the number counts ("Python 3.11", "Node 18"): a
+# version, read as a number with a unit, so "Python 3.12" differs from it in one unit.
+_NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
+# A clause saying something ended ("we no longer have a staging environment", "the newsletter
+# was discontinued"): what it names ended, and a claim stating that thing as current conflicts
+# with it though neither states a value. "dropped to 50%" is a change, not an end.
+_ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|shut\s+down|"
+                    r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
+# Words of such a clause that say when, not what ("discontinued last month").
+_ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
+                               "today", "now", "anymore", "ever", "earlier", "since", "already"})
+ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
@@ -106,6 +120,8 @@ class Claim:
     retired: frozenset[str] = frozenset()  # values it names as replaced or denied
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
+    ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
+    ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -137,12 +153,28 @@ def _values(text: str) -> frozenset[str]:
     if _DIGIT.search(text):
         found.update(_DATE.findall(text))
         rest = _DATE.sub(" ", text) if found else text
-        found |= {_number_with_unit(m.group(0)) for m in _NUMBER.finditer(rest)}
+        numbers = list(_NUMBER.finditer(rest))
+        found |= {_number_with_unit(m.group(0)) for m in numbers}
+    else:
+        rest, numbers = text, []
     names = [m.group(0) for m in _NAME.finditer(text)]
     if names:
         starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-        found |= {name.lower() for name in names if name not in starts}
+        named = {name for name in names if name not in starts}
+        found |= {name.lower() for name in named}
+        found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _named_numbers(text: str, numbers: Iterable[re.Match[str]], names: set[str]) -> Iterable[tuple[str, str]]:
+    """(number, name) for each bare number right after a name mid-sentence ("on Python 3.11")."""
+    for m in numbers:
+        number = _number_with_unit(m.group(0))
+        if " " in number:
+            continue
+        before = _NAMED_NUMBER.search(text, 0, m.start())
+        if before and before.group(1) in names:
+            yield number, before.group(1)
 
 
 def _iso(first: date, last: date) -> str:
@@ -250,10 +282,38 @@ def _read_claim(item: MemoryItem) -> Claim:
     stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
     qualifiers = frozenset(stemmed_title) & frozenset(said_words)
+    word_set = frozenset(stemmed_words)
+    ended, ended_values = _ended(item.content, word_set, values | retired) if _ENDED.search(item.content) else ((), ())
+    if ended_values:  # "port 9000 was removed": named as over, like a retired value
+        values, retired = values - ended_values, retired | ended_values
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
-                 subject=tuple(stemmed_subject) if values else (), words=frozenset(stemmed_words),
+                 subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
-                 qualifiers=qualifiers)
+                 qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values))
+
+
+def _ended(content: str, own_words: frozenset[str],
+           own_values: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The words (stems, of `own_words`) and values of the clauses of `content` that say
+    something ended, the ending words and time words left out; nothing when they name fewer
+    than ENDED_MIN_WORDS words."""
+    found_words: set[str] = set()
+    found_values: set[str] = set()
+    for clause in _CLAUSE.finditer(content):
+        text = clause.group(0)
+        if not _ENDED.search(text):
+            continue
+        rest = _ENDED.sub(" ", text)
+        # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
+        clause_values = {v for v in _values(rest) & own_values if _DIGIT.search(v)}
+        # the numbers are values; a unit that is a name ("3.8 python") stays a word of it
+        skip = _value_words(v.split(" ", 1)[0] for v in clause_values) | _ENDED_TIME_WORDS
+        found_values |= clause_values
+        found_words |= {w for w in _STEMS.many([[w for w in words(rest) if w not in STOPWORDS and w not in skip
+                                                 and w not in _RETIRING_WORDS]])[0]} & own_words
+    if len(found_words) < ENDED_MIN_WORDS:
+        return frozenset(), frozenset()
+    return frozenset(found_words), frozenset(found_values)
 
 
 
@@ -276,6 +336,8 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return "linked: contradicts"
     if a.title and a.title == b.title:
         return "same key, different content" if a.content != b.content else None
+    if _ends(a, b) or _ends(b, a):
+        return "same subject, one says it ended"
     if not _values_disagree(a, b, one_subject):
         return None
     if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
@@ -286,6 +348,12 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
 def _retires(a: Claim, b: Claim) -> bool:
     """One names as replaced or denied a value the other states."""
     return bool(a.retired & b.values or b.retired & a.values)
+
+
+def _ends(a: Claim, b: Claim) -> bool:
+    """`a` says something ended that `b` names (every word and value of it), and `b` says
+    none of it ended."""
+    return bool(a.ended) and a.ended <= b.words and a.ended_values <= b.values and not a.ended & b.ended
 
 
 def _measures(values: Iterable[str]) -> frozenset[str]:
@@ -358,7 +426,8 @@ VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
 # one), the other rows any filler; (None, ...) when none has one. Recall gathers its claims'
 # vectors with one index per corpus instead of a call and a copy per claim.
 VectorsOf = Callable[[np.ndarray], "tuple[np.ndarray | None, np.ndarray]"]
-REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values")
+REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values",
+           "same subject, one says it ended")
 
 
 class ClaimTable:
@@ -370,7 +439,8 @@ class ClaimTable:
 
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
-                 units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix):
+                 units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
+                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
@@ -383,6 +453,8 @@ class ClaimTable:
         self.units = units  # rows x unit words (`Claim.units`)
         self.measures = measures  # per column of `values`: a number with a unit
         self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers`)
+        self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
+        self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -399,6 +471,7 @@ class ClaimTable:
         words, values, keys, units = _Columns(), _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
+        ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
 
         def code(field: int, key: Hashable) -> int:
@@ -411,6 +484,8 @@ class ClaimTable:
             retired.add(c.retired if c is not None else ())
             units.add(c.units if c is not None else ())
             qualifiers.add(c.qualifiers if c is not None else ())
+            ended.add(c.ended if c is not None else ())
+            ended_values.add(c.ended_values if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
@@ -419,7 +494,8 @@ class ClaimTable:
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
-                   units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)))
+                   units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
+                   _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -427,21 +503,13 @@ class ClaimTable:
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
         idx = np.asarray(rows, np.int64)
-        values, retired = _take_rows(self.values, idx), _take_rows(self.retired, idx)
-        # values and retired share their columns (one value, one column in both)
-        both = np.concatenate([values[1], retired[1]])
-        used, columns = np.unique(both, return_inverse=True)
-        split = len(values[1])
-        # and so do words and qualifiers
-        words, qualifiers = _take_rows(self.words, idx), _take_rows(self.qualifiers, idx)
-        used_words, word_columns = np.unique(np.concatenate([words[1], qualifiers[1]]), return_inverse=True)
-        at = len(words[1])
-        return ClaimTable([self.items[r] for r in idx.tolist()],
-                          _csr(words[0], word_columns[:at], words[2], len(used_words)),
-                          _csr(values[0], columns[:split], values[2], len(used)), self.codes[idx],
-                          _csr(retired[0], columns[split:], retired[2], len(used)), _csr(*_take_rows(self.keys, idx)),
-                          _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          _csr(qualifiers[0], word_columns[at:], qualifiers[2], len(used_words)))
+        # values, retired and ended values share their columns (one value, one column in all)
+        (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
+        # and so do words, qualifiers and what ended
+        (words, qualifiers, ended), _ = _take_shared(idx, self.words, self.qualifiers, self.ended)
+        return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
+                          _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
+                          qualifiers, ended, ended_values)
 
 
 class _Pairs(NamedTuple):
@@ -481,6 +549,18 @@ class _Columns:
         """The rows over `n_columns` columns (a shared vocabulary may have grown since)."""
         return sparse.csr_matrix((np.ones(len(columns.indices), np.int32), np.asarray(columns.indices, np.int32),
                                   columns.indptr), shape=(len(columns.indptr) - 1, n_columns))
+
+
+def _take_shared(idx: np.ndarray, *matrices: sparse.csr_matrix) -> tuple[list[sparse.csr_matrix], np.ndarray]:
+    """The rows `idx` of matrices over one set of columns, the columns they use renumbered
+    densely in all alike; and the old column of each new one."""
+    taken = [_take_rows(m, idx) for m in matrices]
+    used, columns = np.unique(np.concatenate([t[1] for t in taken]), return_inverse=True)
+    out, at = [], 0
+    for data, _, indptr in taken:
+        out.append(_csr(data, columns[at:at + len(data)], indptr, len(used)))
+        at += len(data)
+    return out, used
 
 
 def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -589,9 +669,35 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
+    if table.ended.nnz:  # one says something ended that the other names (`_ends`)
+        reason[other & ~contradicts & ~same_title & _ended_rows(table, i, j)] = 4
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason)
+
+
+def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_ends` either way for the row pairs (i, j), asked only of pairs where a row has ended words."""
+    e = table.ended
+    n_ended = np.diff(e.indptr)
+    n_ended_values = np.diff(table.ended_values.indptr)
+    out = np.zeros(len(i), bool)
+
+    def ends(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        ask = np.flatnonzero(n_ended[x] > 0)
+        if not len(ask):
+            return np.zeros(len(x), bool)
+        xa, ya = x[ask], y[ask]
+        named = np.asarray(e[xa].multiply(table.words[ya]).sum(axis=1)).ravel() == n_ended[xa]
+        stated = np.asarray(table.ended_values[xa].multiply(table.values[ya]).sum(axis=1)).ravel() == n_ended_values[xa]
+        both = np.asarray(e[xa].multiply(e[ya]).sum(axis=1)).ravel() > 0
+        hit = np.zeros(len(x), bool)
+        hit[ask] = named & stated & ~both
+        return hit
+
+    out |= ends(i, j)
+    out |= ends(j, i)
+    return out
 
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:

@@ -197,6 +197,28 @@ def test_a_correction_in_another_unit_replaces_the_claim_and_a_restatement_does_
     assert same["verdict"]["action"] == "accept" and not same["verdict"]["rule_ids"], same
 
 
+def test_saying_something_ended_replaces_the_claim_that_states_it(service) -> None:
+    """"We keep a staging environment", later "We no longer have a staging environment"
+    under another title: neither states a value, but the second says the first is over, so
+    Dana's correction replaces her claim and recall injects only it. Mike's note that the
+    staging environment was retired says the same and is not held for review; a version
+    change of a named tool ("Python 3.11" -> "Python 3.12") is a correction too."""
+    client, _ = service
+    old = write(client, DANA, "Staging environment", "We keep a staging environment that mirrors prod.")
+    new = write(client, {**DANA, "session_id": "s2"}, "Staging",
+                "We no longer have a staging environment; preview deploys replaced it.")
+    assert new["verdict"]["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "do we have a staging environment?")["injection"])
+    assert "no longer have a staging environment" in block and "mirrors prod" not in block, block
+    assert old["item_id"] not in block
+    same = write(client, MIKE, "Previews", "The staging environment was retired; we use preview deploys.")
+    assert same["verdict"]["action"] == "accept" and not same["verdict"]["rule_ids"], same
+    write(client, DANA, "Python version", "The backend runs on Python 3.11.")
+    write(client, {**DANA, "session_id": "s3"}, "Runtime", "Backend is on Python 3.12 since the last upgrade.")
+    block = authoritative(recall(client, DANA, "which Python does the backend run on?")["injection"])
+    assert "Python 3.12" in block and "Python 3.11" not in block, block
+
+
 @pytest.mark.parametrize("erasure", [
     "Forget the kiln schedule; memory about the kiln is cleared.",
     "Disregard the earlier kiln decision; it no longer applies.",

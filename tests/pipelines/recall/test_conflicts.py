@@ -145,6 +145,47 @@ def test_durations_and_sizes_compare_in_their_base_unit():
         frozenset("ef")}
 
 
+def test_a_name_right_before_a_number_is_what_the_number_counts():
+    """"Python 3.11" is a version: the number counts in the unit "python", so "Python 3.12"
+    differs from it in one unit and half the words shared make one subject; at a sentence
+    start a capital word is no name, and a number with its own unit keeps it."""
+    assert "3.11 python" in stated_values("The backend runs on Python 3.11.")
+    assert not any(" " in v for v in stated_values("Room 5 is booked."))
+    assert "2 time" in stated_values("We met Acme 2 times.") and "2 acme" not in stated_values("We met Acme 2 times.")
+    assert pairs([claim("a", "Python version", "The backend runs on Python 3.11."),
+                  claim("b", "Runtime", "Backend is on Python 3.12 since the last upgrade.")]) == {frozenset("ab")}
+    # the same version restated is no conflict; "since" is no unit
+    assert pairs([claim("a", "Python version", "The backend runs on Python 3.11."),
+                  claim("b", "Runtime", "Backend is on Python 3.11 since the last upgrade.")]) == set()
+
+
+def test_a_claim_that_something_ended_conflicts_with_one_stating_it():
+    """"We no longer have a staging environment" / "the newsletter was discontinued last
+    month" say that what the other claim states is over, though neither states a value: a
+    conflict when the other names every word (and value) of what ended and does not say it
+    ended too; time words are not what ended, and "dropped to" is a change."""
+    keep = claim("a", "Staging environment", "We keep a staging environment that mirrors prod.")
+    gone = claim("b", "Staging", "We no longer have a staging environment; preview deploys replaced it.")
+    assert pairs([keep, gone]) == {frozenset("ab")}
+    assert conflict_reason(read_claim(keep), read_claim(gone)) == "same subject, one says it ended"
+    assert pairs([claim("a", "Weekly newsletter", "Marketing sends a customer newsletter every Tuesday."),
+                  claim("b", "Newsletter", "The customer newsletter was discontinued last month.")]
+                 ) == {frozenset("ab")}
+    # both say (some of) it ended: they agree
+    assert pairs([gone, claim("c", "Previews", "Staging environment was retired for preview deploys.")]) == set()
+    # the other does not name all of it: another thing ended
+    assert pairs([keep, claim("c", "Friday deploys", "We stopped deploying to staging on Fridays.")]) == set()
+    # a value in what ended must be the one the other states
+    assert pairs([claim("a", "Python", "The service supports Python 3.11."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == set()
+    assert pairs([claim("a", "Python", "The service supports Python 3.8."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == {frozenset("ab")}
+    # one word is too little to know what ended; "dropped to" is a new value, not an end
+    assert pairs([claim("a", "Offsite", "The offsite is in Lisbon."),
+                  claim("b", "Plans", "Offsite cancelled.")]) == set()
+    assert read_claim(claim("a", "Signups", "Weekly signups dropped to 50 users.")).ended == frozenset()
+
+
 def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_kind():
     """"Auth service timeout: the auth service ..." / "Billing service timeout: the billing
     service ...": each title names, and its content repeats, a word the other claim never
@@ -308,9 +349,13 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
     titles, links both ways, superseded_by, and (optionally) one word in every claim."""
     subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
                 "Billing telemetry is stored in",
-                "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for"]
+                "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for",
+                "The staging environment runs on"]
     values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
-              "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024"]
+              "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024", "Python 3.11", "Python 3.12"]
+    # clauses saying something ended (`_ENDED`), with and without a value
+    endings = [" We no longer have the staging environment.", " The staging environment was discontinued last month.",
+               " Staging environment on port 9000 was removed.", " Telemetry retention stopped."]
     titles = ["Retention", "Standup time", "Port of service 0", "Port of service 1", "Cache", "Deploy", "",
               "Orion telemetry store", "Billing telemetry store"]  # qualified apart (`_qualified_apart`)
     items = []
@@ -319,6 +364,8 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
         content = f"{rng.choice(subjects)} {stated}{' for the orion team' if rng.random() < 0.3 else ''}."
         if rng.random() < 0.2:  # a value named only to retire it
             content = content[:-1] + f", {rng.choice(['replacing', 'not', 'instead of'])} {rng.choice(values)}."
+        if rng.random() < 0.15:
+            content += rng.choice(endings)
         if common_word:
             content += " Shared note."
         links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
@@ -437,10 +484,11 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
     rng = random.Random(12)
     items = _random_claims(rng, 120, False)
     items[5] = claim("r005", "Database", "We run MySQL 8, replacing Postgres 16 on port 5432.")
+    items[6] = claim("r006", "Staging", "The staging environment on port 9000 was removed last month.")
     items[::9] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
                              scope=it.scope) for it in items[::9]]
     table = ClaimTable.read(items)
-    assert table.retired.nnz and table.values.nnz
+    assert table.retired.nnz and table.values.nnz and table.ended.nnz and table.ended_values.nnz
 
     def dense_columns(m):
         used, columns = np.unique(m.indices, return_inverse=True)
@@ -455,6 +503,12 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
             assert got.shape == want.shape
             assert (got.indptr == want.indptr).all() and (got.indices == want.indices).all()
             assert (got.data == want.data).all()
+        # what ended, over the columns of the words and of the values the rows use
+        words_used = np.unique(np.concatenate([table.words[rows].indices, table.qualifiers[rows].indices]))
+        values_used = np.flatnonzero(np.asarray((table.values[rows].sum(axis=0)
+                                                 + table.retired[rows].sum(axis=0))).ravel())
+        assert (taken.ended.toarray() == table.ended[rows][:, words_used].toarray()).all()
+        assert (taken.ended_values.toarray() == table.ended_values[rows][:, values_used].toarray()).all()
         assert [it.id for it in taken.items] == [items[r].id for r in rows]
         assert (taken.codes == table.codes[rows]).all()
         # which columns are numbers with a unit, renumbered with the values' columns
@@ -468,9 +522,12 @@ def _plain_stated_values(text, number, name):
     text = conflicts._NUMBER_WORD.sub(lambda m: conflicts._NUMBER_WORDS[m.group(0).lower()], text)
     found = set(conflicts._DATE.findall(text))
     rest = conflicts._DATE.sub(" ", text)
-    found |= {conflicts._number_with_unit(m.group(0)) for m in number.finditer(rest)}
+    numbers = list(number.finditer(rest))
+    found |= {conflicts._number_with_unit(m.group(0)) for m in numbers}
     starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
-    found |= {m.group(0).lower() for m in name.finditer(text) if m.group(0) not in starts}
+    named = {m.group(0) for m in name.finditer(text) if m.group(0) not in starts}
+    found |= {n.lower() for n in named}
+    found |= {f"{n} {conflicts._STEMS([nm.lower()])[0]}" for n, nm in conflicts._named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
 
 
