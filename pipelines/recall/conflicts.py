@@ -87,6 +87,14 @@ _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end
 # Words of such a clause that say when, not what ("discontinued last month").
 _ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
                                "today", "now", "anymore", "ever", "earlier", "since", "already"})
+# Verbs that say little before a value ("I take 50 mg of X", "we pay 40 euros for Y", "I
+# have 2 cats"): words before the first value that are only these do not name the subject.
+_LIGHT_VERBS = frozenset({"take", "takes", "took", "taking", "use", "uses", "used", "using", "pay", "pays", "paid",
+                          "paying", "get", "gets", "got", "getting", "need", "needs", "needed", "want", "wants",
+                          "eat", "eats", "drink", "drinks", "spend", "spends", "spent", "buy", "buys", "bought",
+                          "keep", "keeps", "kept", "run", "runs", "ran", "like", "likes", "love", "loves", "make",
+                          "makes", "made", "go", "goes", "went", "see", "sees", "saw", "give", "gives", "gave",
+                          "put", "puts", "set", "sets", "add", "adds", "added"})
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
@@ -265,6 +273,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     subject = [w for w in toks[:first_value] if w not in skip]
+    if all(w in _LIGHT_VERBS for w in subject):  # "I take 50 mg of sertraline": the subject follows
+        subject = []
     title_values = stated_values(item.title)
     title_skip = _value_words(title_values) | _date_words(item.title)
     # The title names the subject too ("Ship date" / "Release date"), and words compare as

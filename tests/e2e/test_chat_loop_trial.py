@@ -219,6 +219,22 @@ def test_saying_something_ended_replaces_the_claim_that_states_it(service) -> No
     assert "Python 3.12" in block and "Python 3.11" not in block, block
 
 
+def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memory(service) -> None:
+    """Dana notes her medication, later her vitamins, in the same words around different
+    values ("I take 50 mg of sertraline every morning" / "I take 1000 IU of vitamin D every
+    morning"). Before, the shared "I take" read as one subject with two values: the vitamin
+    note was taken for Dana's correction and replaced her medication. Both stay."""
+    client, _ = service
+    med = write(client, DANA, "Medication", "I take 50 mg of sertraline every morning.", scope="user")
+    vit = write(client, {**DANA, "session_id": "s2"}, "Vitamins", "I take 1000 IU of vitamin D every morning.",
+                scope="user")
+    assert vit["verdict"]["action"] == "accept", vit
+    block = authoritative(recall(client, DANA, "what do I take every morning?")["injection"])
+    assert "sertraline" in block and "vitamin D" in block, block
+    stored = client.get(f"/v1/items/{med['item_id']}", params=DANA).json()["item"]
+    assert stored["superseded_by"] is None, stored
+
+
 @pytest.mark.parametrize("erasure", [
     "Forget the kiln schedule; memory about the kiln is cleared.",
     "Disregard the earlier kiln decision; it no longer applies.",

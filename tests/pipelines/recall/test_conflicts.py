@@ -159,6 +159,17 @@ def test_a_name_right_before_a_number_is_what_the_number_counts():
                   claim("b", "Runtime", "Backend is on Python 3.11 since the last upgrade.")]) == set()
 
 
+def test_a_light_verb_before_the_value_is_not_the_subject():
+    """"I take 50 mg of sertraline" / "I take 1000 IU of vitamin D": the words before the
+    first value are only "take", which names no subject (what is taken follows the value),
+    so the two are not one subject stated twice; a real subject before the value still is."""
+    assert read_claim(claim("a", "Medication", "I take 50 mg of sertraline every morning.")).subject == ()
+    assert pairs([claim("a", "Medication", "I take 50 mg of sertraline every morning.", kind="user"),
+                  claim("b", "Vitamins", "I take 1000 IU of vitamin D every morning.", kind="user")]) == set()
+    assert pairs([claim("a", "Standup time", "Standup is at 9:30."),
+                  claim("b", "Daily sync", "Standup is at 10:15.")]) == {frozenset("ab")}
+
+
 def test_a_claim_that_something_ended_conflicts_with_one_stating_it():
     """"We no longer have a staging environment" / "the newsletter was discontinued last
     month" say that what the other claim states is over, though neither states a value: a
