@@ -68,7 +68,8 @@ def test_a_malformed_pair_is_a_data_error(tmp_path):
     assert conflicts.main(["--data", str(tmp_path / "missing.jsonl"), "--embedder", "none"]) == 2
 
 
-@pytest.mark.parametrize("name", ["conflict_pairs.jsonl", "conflict_pairs_heldout.jsonl"])
+@pytest.mark.parametrize("name", ["conflict_pairs.jsonl", "conflict_pairs_heldout.jsonl",
+                                  "conflict_pairs_blind2.jsonl"])
 def test_the_shipped_pairs_load_and_are_balanced(name):
     pairs = conflicts.load_pairs(conflicts.DEFAULT_PAIRS.parent / name)
     assert len(pairs) >= 80
