@@ -95,6 +95,10 @@ _LIGHT_VERBS = frozenset({"take", "takes", "took", "taking", "use", "uses", "use
                           "keep", "keeps", "kept", "run", "runs", "ran", "like", "likes", "love", "loves", "make",
                           "makes", "made", "go", "goes", "went", "see", "sees", "saw", "give", "gives", "gave",
                           "put", "puts", "set", "sets", "add", "adds", "added"})
+# A claim that says it adds ("I'm also allergic to shellfish", "GitHub Actions also runs the
+# nightly suite", "... as well") is more of the subject, not a correction of what was said of it.
+_ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\btoo(?=\s*(?:[.,;!?]|$))",
+                   re.IGNORECASE)
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
@@ -128,6 +132,7 @@ class Claim:
     retired: frozenset[str] = frozenset()  # values it names as replaced or denied
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
+    adds: bool = False  # it says it adds to the subject (`_ADDS`)
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -299,7 +304,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
-                 qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values))
+                 qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
+                 adds=bool(_ADDS.search(item.content)))
 
 
 def _ended(content: str, own_words: frozenset[str],
@@ -344,11 +350,11 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return None
     if b.item.id in a.contradicts or a.item.id in b.contradicts:
         return "linked: contradicts"
-    if a.title and a.title == b.title:
-        return "same key, different content" if a.content != b.content else None
+    if a.title and a.title == b.title:  # unless one says it adds to the other
+        return "same key, different content" if a.content != b.content and not (a.adds or b.adds) else None
     if _ends(a, b) or _ends(b, a):
         return "same subject, one says it ended"
-    if not _values_disagree(a, b, one_subject):
+    if not _values_disagree(a, b, one_subject) or ((a.adds or b.adds) and not _retires(a, b)):
         return None
     if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
         return "same subject, different values"
@@ -456,7 +462,7 @@ class ClaimTable:
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
-        self.codes = codes  # rows x (title, content, subject, title values)
+        self.codes = codes  # rows x (title, content, subject, title values, adds: 1 or 0)
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
         self.keys = keys
@@ -487,7 +493,7 @@ class ClaimTable:
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 4), -1, np.int64)
+        codes = np.full((n, 5), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -499,7 +505,7 @@ class ClaimTable:
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
-                              code(3, c.title_values) if c.title_values else -1)
+                              code(3, c.title_values) if c.title_values else -1, int(c.adds))
             keys.add(_keys(items[row], int(codes[row, 0])))
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
@@ -636,7 +642,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values = table.codes.T
+    title, content, subject_code, title_values, adds = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -664,9 +670,11 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
 
     other = ids[i] != ids[j]
     same_title = (title[i] >= 0) & (title[i] == title[j])
+    adding = (adds[i] > 0) | (adds[j] > 0)  # one says it adds to the subject (`_ADDS`)
     disagree = retiring | (
         (n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
-        & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j])))
+        & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
+        & ~adding)
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
@@ -681,7 +689,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[open_ & subject] = 3
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & ~same_title & _ended_rows(table, i, j)] = 4
-    reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
+    reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason)
 

@@ -235,6 +235,20 @@ def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memo
     assert stored["superseded_by"] is None, stored
 
 
+def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
+    """A title is a key: Dana's new claim under the title of her older one replaces it
+    ("Allergies: I am allergic to shellfish" corrects "... penicillin"). But a note that
+    says it adds ("I'm also allergic to shellfish") is more of the subject: both stay and
+    both are injected."""
+    client, _ = service
+    first = write(client, DANA, "Allergies", "I am allergic to penicillin.", scope="user")
+    more = write(client, {**DANA, "session_id": "s2"}, "Allergies", "I'm also allergic to shellfish.", scope="user")
+    assert more["verdict"]["action"] == "accept", more
+    block = authoritative(recall(client, DANA, "what am I allergic to?")["injection"])
+    assert "penicillin" in block and "shellfish" in block, block
+    assert client.get(f"/v1/items/{first['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+
+
 @pytest.mark.parametrize("erasure", [
     "Forget the kiln schedule; memory about the kiln is cleared.",
     "Disregard the earlier kiln decision; it no longer applies.",

@@ -170,6 +170,23 @@ def test_a_light_verb_before_the_value_is_not_the_subject():
                   claim("b", "Daily sync", "Standup is at 10:15.")]) == {frozenset("ab")}
 
 
+def test_a_claim_that_says_it_adds_neither_corrects_nor_contradicts():
+    """"Allergies: I am allergic to penicillin" / "Allergies: I'm also allergic to shellfish":
+    one title, different contents, but the second says it adds ("also", "as well", "too" at a
+    clause end): no conflict, so a write does not take it for a correction. A value it
+    names as replaced still conflicts."""
+    assert pairs([claim("a", "Allergies", "I am allergic to penicillin.", kind="user"),
+                  claim("b", "Allergies", "I'm also allergic to shellfish.", kind="user")]) == set()
+    assert pairs([claim("a", "Allergies", "I am allergic to penicillin.", kind="user"),
+                  claim("b", "Allergies", "I am allergic to shellfish.", kind="user")]) == {frozenset("ab")}
+    assert pairs([claim("a", "CI", "CI runs on GitHub Actions."),
+                  claim("b", "Nightly suite", "GitHub Actions runs the nightly suite at 2 am, CircleCI too.")]) == set()
+    assert pairs([claim("a", "Database", "The orders service uses PostgreSQL 16."),
+                  claim("b", "Orders DB", "The orders service also moves to MySQL 8, replacing PostgreSQL 16.")]
+                 ) == {frozenset("ab")}
+    assert read_claim(claim("a", "Heat", "The office is too cold in winter.")).adds is False
+
+
 def test_a_claim_that_something_ended_conflicts_with_one_stating_it():
     """"We no longer have a staging environment" / "the newsletter was discontinued last
     month" say that what the other claim states is over, though neither states a value: a
@@ -377,6 +394,8 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
             content = content[:-1] + f", {rng.choice(['replacing', 'not', 'instead of'])} {rng.choice(values)}."
         if rng.random() < 0.15:
             content += rng.choice(endings)
+        if rng.random() < 0.1:  # one that says it adds (`_ADDS`)
+            content += rng.choice([" It also runs on Fridays.", " Paris too.", " That applies as well."])
         if common_word:
             content += " Shared note."
         links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
