@@ -335,16 +335,17 @@ class MemoryService:
         return item, view, history
 
     def read_replaced(self, item_id: str, identity: Identity, action: str
-                      ) -> tuple[MemoryItem, tuple[str, str], ItemHistory] | None:
-        """An item that left recall because a correction superseded it or consolidation
-        merged it: (the item as its last published revision stored it, (the visible item that
-        took its place, "merged" or "superseded"), its history), the read audited as
-        `action`. None unless `identity` may see both it and what replaced it: what left
-        recall keeps its history, shown only to whom it was shown before."""
+                      ) -> tuple[MemoryItem, tuple[str, str] | None, ItemHistory] | None:
+        """An item that left recall because a correction superseded it, consolidation
+        merged it or archived it (expired, aged out): (the item as its last published
+        revision stored it, (the visible item that took its place, "merged" or
+        "superseded") or None for an archived one, its history), the read audited as
+        `action`. None unless `identity` may see it and what replaced it: what left recall
+        keeps its history, shown only to whom it was shown before."""
         view = self.view()
         replaced = self.replaced_by(item_id, identity, view)
-        if replaced is None:
-            return None
+        if replaced is None and view.get(item_id) is not None:
+            return None  # still served: `read_item`
         history = self.item_history(item_id, view)
         if not history.revisions:
             return None
@@ -352,7 +353,7 @@ class MemoryService:
             item = msgspec.convert(history.revisions[-1]["snapshot"], MemoryItem)
         except (msgspec.ValidationError, TypeError):
             return None
-        if item.id != item_id or not item.scope.visible_to(identity):
+        if item.id != item_id or not item.scope.visible_to(identity) or (replaced is None and not item.archived):
             return None
         self.audit(identity, action, {"id": item_id}, [item_id])
         return item, replaced, history
