@@ -28,7 +28,7 @@ import numpy as np
 
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
-from .conflicts import ClaimTable, is_claim
+from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
 from .episodic import said_date, stated_words
@@ -164,6 +164,7 @@ class CandidateSearch:
         self.cands: dict[str, Candidate] = {}
         self.question_key: str | None = None  # set: raw turns worth nothing are excluded
         self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
+        self.retracted: dict[str, MemoryItem] = {}  # retracted claims found: turns saying them are out
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -221,6 +222,8 @@ class CandidateSearch:
             return "an earlier copy of the question"
         if self.said_keys and c.content_key(row) in self.said_keys:
             return "in the conversation already"
+        if any(restates(item, claim) for claim in self.retracted.values()):
+            return "says what was retracted"  # the user took it back: not evidence of it either
         return None
 
     def admissible(self, ci: int, row: int) -> bool:
@@ -318,7 +321,11 @@ class CandidateSearch:
                 self.add(ci, row, name).ranks[name] = rank
 
     def drop_not_admitted(self) -> list[dict[str, str]]:
-        """Remove candidates that may not be candidates; returns them with the reason."""
+        """Remove candidates that may not be candidates; returns them with the reason. The
+        retracted claims among them are kept aside first (`retracted`): the raw turns that
+        said them go too."""
+        self.retracted.update((cand.id, cand.item) for cand in self.cands.values()
+                              if cand.item.validation == "retracted" and cand.item.type in CLAIM_TYPES)
         dropped = []
         for cand in list(self.cands.values()):
             why = self.not_admitted(cand.ci, cand.row)
