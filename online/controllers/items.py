@@ -45,7 +45,7 @@ class ItemsController(Controller):
             # Archived (expired, aged out): still itself, as last stored, with its history.
             retired = service.read_replaced(item_id, identity, "items.get")
             if retired is None or retired[1] is not None:  # unknown, or replaced: the 404 names by what
-                raise NotFoundException(service.no_item(item_id, identity))
+                raise NotFoundException(service.no_item(item_id, identity, found=retired and retired[1]))
             item, _, history = retired
             return ItemResponse(item=msgspec.to_builtins(item), source="history", revisions=history.revisions,
                                 history=history.inbox, events=history.audit)

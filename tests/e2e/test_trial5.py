@@ -10,6 +10,8 @@ app), checking promises a real chat relies on:
   before "Hotfix deploy window"); a case beside a rule neither retires it nor hides it.
 - Preferences (how to answer) shown most specific scope first: one chat's wish before the
   project's convention before the user's own.
+- A memory a correction replaced keeps its card (naming its successor) after that correction
+  is archived in turn.
 - A correction that retires a claim is the actor of that retirement in the audit (its
   author, inbox seq), not "pipeline".
 """
@@ -249,3 +251,29 @@ def test_the_most_specific_preference_is_the_first_the_model_reads(service) -> N
     assert shown({**ACME_DANA, "session_id": "s5"}) == ["Atlas answer format", "Answer format"]
     borealis = {**ACME_DANA, "project_id": "borealis", "session_id": "b1"}
     assert shown(borealis) == ["Answer format"]
+
+
+def test_a_replaced_memory_keeps_its_card_after_what_replaced_it_is_archived(service) -> None:
+    """Dana corrects the kiln day, later lets the correction expire. The old claim's card
+    showed its history while the correction was served; once consolidation archived the
+    correction, the old card answered 404 (nothing served named it any more). Both keep
+    their cards: the old one still names, and links, what superseded it."""
+    client, settings = service
+
+    def write(content: str) -> str:
+        return tool(client, ACME_DANA, "memory.write", {"item": {
+            "type": "fact", "title": "Kiln day", "content": content, "why_store": "said", "confidence": 0.9,
+            "scope": "project"}})["item_id"]
+
+    old = write("The kiln fires on Fridays.")
+    consolidate(client, settings)
+    new = write("The kiln fires on Saturdays.")
+    consolidate(client, settings)
+    tool(client, ACME_DANA, "memory.update", {"id": new, "patch": {"expires_at": "2026-01-01T00:00:00Z"}})
+    consolidate(client, settings)
+    assert client.get(f"/v1/items/{new}", params=ACME_DANA).json()["item"]["archived"] is True
+    page = client.get(f"/ui/items/{old}", params=ACME_DANA)
+    assert page.status_code == 200, page.text
+    assert f"superseded by {new}" in words(page.text) and "The kiln fires on Fridays." in words(page.text)
+    resp = client.get(f"/v1/items/{old}", params=ACME_DANA)
+    assert resp.status_code == 404 and new in resp.json()["error"], resp.text
