@@ -67,25 +67,29 @@ def propose(client, who: dict, item: dict) -> dict:
 
 
 def test_a_retracted_memory_does_not_come_back_through_the_turn_that_said_it(service) -> None:
-    """Dana tells the assistant the deploy window; the model proposes it, Loci stores it.
+    """Dana tells the assistant the deploy window (in her words; the model's proposal words
+    it its own way), having mentioned it in an earlier chat too; Loci stores the proposal.
     Then she retracts it ("that was wrong, forget it"): the memory is never recalled, but
-    the raw turn in which she said it kept being injected as a conversation excerpt, so
-    the model was handed the retracted claim all the same. Before and after consolidation
+    the raw turns in which she said it kept being injected as conversation excerpts, so
+    the model was handed the retracted claim all the same: the exchange it was proposed
+    in, and a turn elsewhere that states it. Before and after consolidation
     it is not injected, listed or returned; what she said beside it on another subject
     still is, and so is the same statement said again after the retraction."""
     client, settings = service
-    turn(client, ACME_DANA, "user", "Our deploy window is Tuesdays at 14:00 UTC.")
+    turn(client, {**ACME_DANA, "session_id": "s0"}, "user", "FYI our deploy window is Tuesdays at 14:00 UTC.")
+    turn(client, ACME_DANA, "user", "Let's deploy on Tuesdays at 2pm UTC from now on.")  # the model rewords it
     window = propose(client, ACME_DANA, {"type": "decision", "title": "Deploy window",
                                          "content": "The deploy window is Tuesdays at 14:00 UTC.",
                                          "why_store": "team decision", "confidence": 0.9})
     turn(client, ACME_DANA, "user", "The staging cluster runs in eu-west-1.")
-    assert "Tuesdays at 14:00" in recall(client, LATER, "What is our deploy window?")["injection"]
+    before = recall(client, LATER, "When can we deploy? What is our deploy window?")["injection"]
+    assert "Tuesdays at 14:00" in before and "2pm" in before, before
     tool(client, ACME_DANA, "memory.update", {"id": window["item_id"], "patch": {"validation": "retracted"}})
     for moment in ("at once", "after consolidation"):
         for mode in ("inject", "catalog"):
-            found = recall(client, LATER, "What is our deploy window?", mode)
+            found = recall(client, LATER, "When can we deploy? What is our deploy window?", mode)
             said = json.dumps(found)
-            assert "Tuesdays at 14:00" not in said, (moment, mode, found)
+            assert "Tuesdays at 14:00" not in said and "2pm" not in said, (moment, mode, found)
         assert "eu-west-1" in recall(client, LATER, "Where does the staging cluster run?")["injection"], moment
         consolidate(client, settings)
     turn(client, LATER, "user", "Update: the deploy window is Tuesdays at 14:00 UTC again, Ops confirmed.")
