@@ -178,7 +178,7 @@ class ToolResponse(msgspec.Struct, kw_only=True):
 
 class ItemResponse(msgspec.Struct, kw_only=True):
     item: dict[str, Any]
-    source: Literal["snapshot", "delta"]
+    source: Literal["snapshot", "delta", "history"]  # history: archived, as last stored
     revisions: list[dict[str, Any]]  # published with the snapshot, oldest first
     history: list[dict[str, Any]]  # inbox events that created or changed it
     events: list[dict[str, Any]] = []  # the warehouse's audit events, published with the snapshot

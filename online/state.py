@@ -311,9 +311,11 @@ class MemoryService:
         self._delta_superseded = (view.delta, found)
         return found
 
-    def no_item(self, item_id: str, identity: Identity, view: View | None = None) -> str:
-        """What a caller is told about an id it cannot read: not found, or what replaced it."""
-        found = self.replaced_by(item_id, identity, view)
+    def no_item(self, item_id: str, identity: Identity, view: View | None = None,
+                found: tuple[str, str] | None = None) -> str:
+        """What a caller is told about an id it cannot read: not found, or what replaced it
+        (`found`: already known, `read_replaced`)."""
+        found = found or self.replaced_by(item_id, identity, view)
         if found is None:
             return f"no item {item_id!r}"
         into, how = found
@@ -335,27 +337,41 @@ class MemoryService:
         return item, view, history
 
     def read_replaced(self, item_id: str, identity: Identity, action: str
-                      ) -> tuple[MemoryItem, tuple[str, str], ItemHistory] | None:
-        """An item that left recall because a correction superseded it or consolidation
-        merged it: (the item as its last published revision stored it, (the visible item that
-        took its place, "merged" or "superseded"), its history), the read audited as
-        `action`. None unless `identity` may see both it and what replaced it: what left
-        recall keeps its history, shown only to whom it was shown before."""
+                      ) -> tuple[MemoryItem, tuple[str, str] | None, ItemHistory] | None:
+        """An item that left recall because a correction superseded it, consolidation
+        merged it or archived it (expired, aged out): (the item as its last published
+        revision stored it, (the visible item that took its place, "merged" or
+        "superseded") or None for an archived one, its history), the read audited as
+        `action`. None unless `identity` may see it and what replaced it: what left recall
+        keeps its history, shown only to whom it was shown before."""
         view = self.view()
         replaced = self.replaced_by(item_id, identity, view)
-        if replaced is None:
-            return None
+        if replaced is None and view.get(item_id) is not None:
+            return None  # still served: `read_item`
         history = self.item_history(item_id, view)
+        item = self._last_stored(item_id, history)
+        if item is None or not item.scope.visible_to(identity):
+            return None
+        if replaced is None and item.superseded_by is not None:
+            # What replaced it left recall since (archived): it still names its successor.
+            into = self._last_stored(item.superseded_by, self.item_history(item.superseded_by, view))
+            if into is not None and into.scope.visible_to(identity):
+                replaced = (into.id, "superseded")
+        if replaced is None and not item.archived:
+            return None
+        self.audit(identity, action, {"id": item_id}, [item_id])
+        return item, replaced, history
+
+    @staticmethod
+    def _last_stored(item_id: str, history: ItemHistory) -> MemoryItem | None:
+        """The item as its last published revision stored it, or None."""
         if not history.revisions:
             return None
         try:
             item = msgspec.convert(history.revisions[-1]["snapshot"], MemoryItem)
         except (msgspec.ValidationError, TypeError):
             return None
-        if item.id != item_id or not item.scope.visible_to(identity):
-            return None
-        self.audit(identity, action, {"id": item_id}, [item_id])
-        return item, replaced, history
+        return item if item.id == item_id else None
 
     def item_history(self, item_id: str, view: View) -> ItemHistory:
         """An item's history as the service can know it without the warehouse: the

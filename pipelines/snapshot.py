@@ -191,15 +191,13 @@ class LoadedSnapshot:
 
     def history(self, item_id: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """(revisions, audit events) of one item as published with this snapshot (a served
-        item, or one a served item `replaced`), or None when the snapshot carries no history
+        item, one a served item `replaced`, or an archived one), or None when the snapshot carries no history
         (an older build) or a file is gone or corrupt. Read from disk on demand, one item's
         row groups only: the base file's rows and the delta segment's (rows written since
         the base) together."""
         names = [n for n in (HISTORY_FILE, HISTORY_DELTA_FILE) if n in self.manifest.files]
         if HISTORY_FILE not in names:
             return None
-        if item_id not in self.row_of and item_id not in self.replaced:
-            return [], []  # not served by this snapshot (an archived item's base rows stay on disk)
         try:
             if not self.history_checked:
                 for name in names:

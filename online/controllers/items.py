@@ -42,7 +42,13 @@ class ItemsController(Controller):
     ) -> ItemResponse:
         found = service.read_item(item_id, identity, "items.get")
         if found is None:
-            raise NotFoundException(service.no_item(item_id, identity))
+            # Archived (expired, aged out): still itself, as last stored, with its history.
+            retired = service.read_replaced(item_id, identity, "items.get")
+            if retired is None or retired[1] is not None:  # unknown, or replaced: the 404 names by what
+                raise NotFoundException(service.no_item(item_id, identity, found=retired and retired[1]))
+            item, _, history = retired
+            return ItemResponse(item=msgspec.to_builtins(item), source="history", revisions=history.revisions,
+                                history=history.inbox, events=history.audit)
         item, view, history = found
         return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
                             revisions=history.revisions, history=history.inbox, events=history.audit)

@@ -338,15 +338,22 @@ def _store(warehouse: Warehouse, w: _Writes) -> None:
         else:
             warehouse.refuse(step.item_id, attempted=step.attempted, reason=step.reason,
                              origin=step.origin, details=step.details)
-    if w.later:
-        warehouse.update_items(w.later, reason="inbox_update", touch=False)
-    if w.context_patches:
-        warehouse.update_items(w.context_patches, reason="message_context")
     link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
                     for e in reversed(w.batch) if e.kind == "memory.link"}
     link_origins.update({(e.payload.get("item_id"), old, "supersedes"): origin_of(e)  # an approval's correction
                          for e in reversed(w.batch) if e.kind == "memory.review"
                          for old in e.payload.get("supersedes") or ()})
+    bookkeeping = {item_id: patch for item_id, patch in w.later.items() if "superseded_by" not in patch}
+    if bookkeeping:
+        warehouse.update_items(bookkeeping, reason="inbox_update", touch=False)
+    creators = _creators(w.batch) if len(bookkeeping) < len(w.later) else {}
+    for item_id, patch in w.later.items():
+        if item_id not in bookkeeping:  # retired by a correction: whoever made it is the actor
+            by = patch["superseded_by"]
+            warehouse.update_items({item_id: patch}, reason="superseded", touch=False,
+                                   origin=link_origins.get((by, item_id, "supersedes")) or creators.get(by))
+    if w.context_patches:
+        warehouse.update_items(w.context_patches, reason="message_context")
     for src, dst, rel in w.links:
         warehouse.link(src, dst, rel, origin=link_origins.get((src, dst, rel)))
 

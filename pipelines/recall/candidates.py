@@ -26,9 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from pipelines.materialize import message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
-from .conflicts import ClaimTable, is_claim
+from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
 from .episodic import said_date, stated_words
@@ -164,6 +165,8 @@ class CandidateSearch:
         self.cands: dict[str, Candidate] = {}
         self.question_key: str | None = None  # set: raw turns worth nothing are excluded
         self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
+        self.retracted: dict[str, MemoryItem] = {}  # retracted claims found: turns saying them are out
+        self.retracted_turns: set[str] = set()  # the turns of the exchanges they were proposed in
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -221,7 +224,33 @@ class CandidateSearch:
             return "an earlier copy of the question"
         if self.said_keys and c.content_key(row) in self.said_keys:
             return "in the conversation already"
+        if item.id in self.retracted_turns or any(restates(item, claim) for claim in self.retracted.values()):
+            return "says what was retracted"  # the user took it back: not evidence of it either
         return None
+
+    def _exchange_of(self, claim: MemoryItem) -> set[str]:
+        """Ids of the raw turns of the exchange a chat proposal came from: the assistant turn
+        that proposed it and the user turn that turn answered (the user's latest turn before
+        it in that session), however differently they worded it."""
+        if claim.provenance.source_kind != "chat":
+            return set()
+        loc = self.view.locate(message_item_id(claim.provenance.source_id))
+        if loc is None:
+            return set()
+        said = self.view.corpora[loc[0]].items[loc[1]]
+        session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
+        if not isinstance(seq, int):
+            return {said.id}
+        answered: tuple[int, str] | None = None
+        for ci, c in enumerate(self.view.corpora):
+            for row in c.audience_rows(said.scope.audience_key(), self.view.allowed[ci]):
+                it = c.items[row]
+                at = it.metadata.get("inbox_seq")
+                if (isinstance(at, int) and at < seq and (answered is None or at > answered[0])
+                        and it.type == "message" and it.metadata.get("role") == "user"
+                        and it.metadata.get("session_id") == session):
+                    answered = (at, it.id)
+        return {said.id} if answered is None else {said.id, answered[1]}
 
     def admissible(self, ci: int, row: int) -> bool:
         return self.not_admitted(ci, row) is None
@@ -318,7 +347,14 @@ class CandidateSearch:
                 self.add(ci, row, name).ranks[name] = rank
 
     def drop_not_admitted(self) -> list[dict[str, str]]:
-        """Remove candidates that may not be candidates; returns them with the reason."""
+        """Remove candidates that may not be candidates; returns them with the reason. The
+        retracted claims among them are kept aside first (`retracted`): the raw turns that
+        said them go too."""
+        for cand in list(self.cands.values()):
+            if (cand.item.validation == "retracted" and cand.item.type in CLAIM_TYPES
+                    and cand.id not in self.retracted):
+                self.retracted[cand.id] = cand.item
+                self.retracted_turns |= self._exchange_of(cand.item)
         dropped = []
         for cand in list(self.cands.values()):
             why = self.not_admitted(cand.ci, cand.row)

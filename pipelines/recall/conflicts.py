@@ -234,6 +234,9 @@ def _date_words(text: str) -> set[str]:
 
 
 _STEMS = Stems(max_memo=200_000)  # units are stems too: "4 spaces" is "4 space"
+# Words that date a claim, not qualify its subject (`names_a_case`).
+_NOT_QUALIFIERS = frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
+                                   "final now today old previous official".split()))
 # Units of one dimension, by stem, as (base unit, factor): durations and sizes compare as one
 # value ("200 ms" / "0.2 seconds"), and two of one dimension count in one unit ("30 minutes"
 # / "2 hours"). Months and years are 30 and 365 days.
@@ -411,6 +414,25 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
     the company"): one subject, which scope priority orders (the broader stay shown)."""
     return (a.item.scope.kind == b.item.scope.kind and bool(a.qualifiers - b.words)
             and bool(b.qualifiers - a.words))
+
+
+def names_a_case(a: Claim, b: Claim) -> bool:
+    """One of two claims names a case of the other's subject: in one scope kind, its title is
+    the other's title and more ("Deploy window" / "Hotfix deploy window"), and a word it adds
+    is one its content repeats and the other never says ("hotfixes may deploy ..."), and
+    neither names the other's value as replaced. Such a pair may still conflict (a case
+    beside a rule, or the rule restated: the words cannot tell), but neither is taken to
+    correct the other: a write does not supersede or hold it, recall shows both, flagged. A
+    word that only dates a claim ("New deploy window: the new window is ...") names no case;
+    titles that merely differ ("Session timeout" / "Idle timeout") are one subject worded twice."""
+    if a.item.scope.kind != b.item.scope.kind or _retires(a, b):
+        return False
+    a_title, b_title = set(a.title.split()), set(b.title.split())
+    if a_title < b_title:
+        return bool(b.qualifiers - _NOT_QUALIFIERS - a.words)
+    if b_title < a_title:
+        return bool(a.qualifiers - _NOT_QUALIFIERS - b.words)
+    return False
 
 
 def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) -> bool:
@@ -949,6 +971,9 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcom
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
     for m in members[1:]:
+        if names_a_case(read_claim(winner), read_claim(m)):
+            kept.append(m)  # a case beside the rule, or a correction: shown both, flagged
+            continue
         if winner.confidence > m.confidence + 1e-9:
             why = "confidence"
         elif when[id(winner)] > when[id(m)]:  # the winner is newer
@@ -1011,6 +1036,25 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
 
 
 
+# -- what was said of a retracted claim -----------------------------------------------------
+
+
+def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
+    """Whether the raw chat `turn` says what `claim` says (before the claim was last changed,
+    as a retraction changes it): every value the claim states is stated in the turn, and
+    most of the claim's words (its title's too) are the turn's, half of them when values
+    pin it down. "Our deploy window is Tuesdays at 14:00 UTC." restates "Deploy window: The
+    deploy window is Tuesdays at 14:00 UTC."; "The deploy window moved to Thursdays, not
+    Tuesdays" does not (it states another value and retires that one)."""
+    if timestamp(turn.created_at, 0.0) > timestamp(claim.updated_at, float("inf")):
+        return False  # said after the claim was retracted: said again, on purpose
+    said, c = read_claim(turn), read_claim(claim)
+    if not c.values <= said.values:
+        return False
+    shared, overlap = _overlap(c.words, said.words)
+    return shared >= 2 and overlap >= (0.5 if c.values else SUBJECT_OVERLAP)
+
+
 # -- corrections at write time ----------------------------------------------------------------
 
 
@@ -1024,11 +1068,14 @@ def proposed_claim(title: str, content: str, item_type: str) -> Claim | None:
 
 
 def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
-    """The active stored claims `new` conflicts with, and why."""
+    """The active stored claims `new` conflicts with, and why; not one beside which it names
+    a case, or that names one beside it (`names_a_case`): neither corrects the other, nor is
+    held for contradicting it (recall shows both, flagged)."""
     for old in existing:
         if isinstance(old, MemoryItem) and old.active and is_claim(old):
-            reason = conflict_reason(new, read_claim(old))
-            if reason:
+            claim = read_claim(old)
+            reason = conflict_reason(new, claim)
+            if reason and not names_a_case(new, claim):
                 yield old, reason
 
 
@@ -1046,4 +1093,5 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
 
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by", "find_conflicts",
-           "groups", "is_claim", "proposed_claim", "read_claim", "resolve", "stated_values", "supersedes"]
+           "groups", "is_claim", "names_a_case", "proposed_claim", "read_claim", "resolve", "restates",
+           "stated_values", "supersedes"]

@@ -58,7 +58,8 @@ CONFLICT_NOTE = (
 # it. What a preference may ask is governed (`pipelines.policy_rules.preferences`).
 PREFERENCE_NOTE = (
     "Entries of type preference are the user's own wishes for how to answer: follow them "
-    "unless the user now asks otherwise."
+    "unless the user now asks otherwise; where two disagree, the first (the more specific "
+    "scope) applies."
 )
 FOOTER = (
     "Use these facts unless the user explicitly contradicts them.\n"

@@ -144,7 +144,7 @@ def spread_sessions(ranked: list[Candidate], decay: float, after: int) -> list[C
     turns = 0
 
     while pool:
-        if turns < after or pool[0].tier == 0:
+        if turns < after or pool[0].tier <= 0:  # curated memories keep their place
             best = pool[0]
         else:
             best = max(pool, key=lambda c: (-c.tier, c.score * decay ** picked.get(session_key(c), 0)))
@@ -185,7 +185,9 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     """(always-inject items, the rest ranked best first), suppressed candidates left out.
     Governed memories whose relevance reaches `curated_floor` times the best candidate's
     come before every raw turn: what was decided or stated as memory answers before what
-    was merely said around it."""
+    was merely said around it. Among them, those whose whole title the question names
+    ("what is our deploy window?": "Deploy window", not "Hotfix deploy window") come
+    first: the question asks about that subject, the others say more than it asked."""
     live = [c for c in search.cands.values() if c.suppressed is None]
     always = sorted((c for c in live if c.always),
                     key=lambda c: (-c.item.importance, *c.key()))[:max_always]
@@ -194,10 +196,31 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     best = max((c.relevance for c in rest), default=0.0)
     for c in rest:
         if not is_message(c.item) and c.relevance >= curated_floor * best > 0:
-            c.tier = 0
+            named = search.view.corpora[c.ci].title_key(c.row) in search.grams
+            c.tier = NAMED_TIER if named else 0
             c.components["curated_first"] = 1.0
+            if named:
+                c.components["title_named"] = 1.0
     _share_tier_with_rivals(rest)
+    _preferences_most_specific_first(rest)
     return always, sorted(rest, key=Candidate.key)
+
+
+def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
+    """Preferences all say how to answer, in words the conflict rule cannot compare ("short
+    bullet points" / "numbered steps" / "a single paragraph"): the curated ones shown are
+    one subject, ordered like a conflict group's members (`_order_by_scope`: session >
+    project > user > org, in the group's places), so the wish that applies here is the first
+    the model reads."""
+    wishes = [c for c in ranked if c.tier <= 0 and c.item.type == "preference"]
+    if len(wishes) > 1:
+        tier = min(c.tier for c in wishes)
+        for c in wishes:
+            c.tier = tier
+        _order_by_scope(wishes)
+
+
+NAMED_TIER = -1  # a curated memory whose title the question names: before the other curated ones
 
 
 def _share_tier_with_rivals(ranked: list[Candidate]) -> None:
@@ -205,12 +228,13 @@ def _share_tier_with_rivals(ranked: list[Candidate]) -> None:
     tier of the best placed one: a session claim under another title, less relevant in words,
     must not fall behind the broader claims it overrides."""
     by_id = {c.id: c for c in ranked}
-    stack = [c for c in ranked if c.tier == 0]
+    stack = sorted((c for c in ranked if c.tier <= 0), key=lambda c: -c.tier)  # the best tier last
     while stack:
-        for rival_id in stack.pop().conflict_with:
+        placed = stack.pop()
+        for rival_id in placed.conflict_with:
             rival = by_id.get(rival_id)
-            if rival is not None and rival.tier != 0:
-                rival.tier = 0
+            if rival is not None and rival.tier > placed.tier:
+                rival.tier = placed.tier
                 rival.components["curated_first"] = 1.0
                 stack.append(rival)
 

@@ -214,8 +214,11 @@ class ItemWrites(ItemJournal):
 
 def _update_action(old: MemoryItem, new: MemoryItem) -> str:
     """`retract` for an update that marks an item known false (the never-delete form of a
-    deletion: it stays, with its history, and is never recalled), else `update`."""
-    return "retract" if new.validation == "retracted" != old.validation else "update"
+    deletion: it stays, with its history, and is never recalled), `supersede` for one that
+    retires it in favour of another (a correction), else `update`."""
+    if new.validation == "retracted" != old.validation:
+        return "retract"
+    return "supersede" if new.superseded_by is not None and old.superseded_by is None else "update"
 
 
 def _check_patch(item_id: Any, patch: Any) -> None:

@@ -258,9 +258,9 @@ class ItemReads(ItemJournal):
 
 
     def published_history(self, since: str | None = None) -> pa.Table:
-        """Every revision and audit event of the active items and of the items they replaced
-        (a correction superseded them or a merge took them in: they left recall, not their
-        history, which the memory browser shows), or only those written at or after `since`
+        """Every revision and audit event of every item: the active ones, those they replaced
+        (a correction superseded them or a merge took them in) and the archived ones (they
+        left recall, not their history, which the memory browser shows), or only those written at or after `since`
         (history rows are never changed, so a snapshot adds what is new), as one table of
         `pipelines.item_history.HISTORY_SCHEMA` (what a snapshot publishes for the service).
         Rows are appended in time order, so a recent `since` reads the table's last row
@@ -273,15 +273,15 @@ class ItemReads(ItemJournal):
             params = [since, since]
         with self.transaction():
             table = self._arrow(
-                f"WITH active AS (SELECT i.id FROM items i WHERE ({ACTIVE_SQL}) OR i.superseded_by IS NOT NULL) "
+                "WITH known AS (SELECT i.id FROM items i) "
                 "SELECT r.item_id, 'revision' AS kind, CAST(r.revision_num AS BIGINT) AS ord, r.changed_at AS at, "
                 "r.reason AS action, r.snapshot AS data, NULL AS content_sha256, r.actor, "
                 "CAST(r.inbox_seq AS BIGINT) AS inbox_seq, r.requested_at "
-                f"FROM (SELECT * FROM revisions r{revised}) r JOIN active a ON a.id = r.item_id "
+                f"FROM (SELECT * FROM revisions r{revised}) r JOIN known a ON a.id = r.item_id "
                 "UNION ALL "
                 "SELECT e.item_id, 'event', CAST(e.id AS BIGINT), e.\"at\", e.action, CAST(e.details AS VARCHAR), "
                 "e.content_sha256, e.actor, CAST(e.inbox_seq AS BIGINT), e.requested_at "
-                f"FROM (SELECT * FROM events e{written}) e JOIN active a ON a.id = e.item_id "
+                f"FROM (SELECT * FROM events e{written}) e JOIN known a ON a.id = e.item_id "
                 "ORDER BY 1, 2, 3",
                 params or None,
             )

@@ -269,7 +269,7 @@ def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_pat
     with Warehouse(settings.warehouse_path) as wh:
         full = stages.publish_snapshot(wh, HashEmbedder(384), settings, force=True)
         expected = wh.active_items()
-        histories = {i.id: (wh.revisions(i.id), wh.item_events(i.id)) for i in expected}
+        histories = {i.id: (wh.revisions(i.id), wh.item_events(i.id)) for i in [*expected, *wh.get_items([some[1]])]}
     rebuilt = load_snapshot(settings.snapshots_path)
     assert full.published and "changed_rows" not in rebuilt.manifest.extra and rebuilt.manifest.delta_count == 0
     assert sorted(incremental.items, key=lambda i: i.id) == rebuilt.items == expected
@@ -279,7 +279,9 @@ def test_next_snapshot_is_built_from_the_published_one_plus_what_changed(tmp_pat
         np.testing.assert_array_equal(incremental.vectors[incremental.row_of[item.id]],
                                       rebuilt.vectors[rebuilt.row_of[item.id]])
         assert incremental.history(item.id) == rebuilt.history(item.id) == histories[item.id]
-    assert incremental.history(some[1]) == ([], [])  # archived: its base rows are not served
+    # Archived: not served, its history still is (base rows and the archive revision since).
+    assert incremental.history(some[1]) == rebuilt.history(some[1]) == histories[some[1]]
+    assert histories[some[1]][0][-1]["snapshot"]["archived"] is True
     assert incremental.manifest.tier_counts == rebuilt.manifest.tier_counts
 
 
