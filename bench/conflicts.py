@@ -29,7 +29,7 @@ from typing import Any
 from bench import driver
 
 DEFAULT_PAIRS = Path(__file__).parent / "data" / "conflict_pairs.jsonl"
-MODES = ("words", "cosine")
+MODES = ("words", "write", "cosine")
 
 
 class PairsError(driver.BenchDataError):
@@ -79,9 +79,11 @@ def _counts(rows: list[tuple[bool, bool]]) -> dict[str, Any]:
 
 
 def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, Any]:
-    """The rule's verdict on every pair, words only and (with `embedder`) with the cosine."""
+    """The rule's verdict on every pair, words only and (with `embedder`) with the cosine; and
+    the write check's ("write": would b, written by a's author in a's scope, replace a? the
+    words-only rule less the pairs where one names a case of the other, `contradicted`)."""
     from pipelines.message_context import embedding_text
-    from pipelines.recall.conflicts import conflict_reason, read_claim
+    from pipelines.recall.conflicts import conflict_reason, contradicted, read_claim
 
     items = [(_item(n, "a", p["a"]), _item(n, "b", p["b"])) for n, p in enumerate(pairs)]
     cosines: list[float | None] = [None] * len(items)
@@ -91,7 +93,7 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
         vecs = embedder.embed([embedding_text(it) for pair in items for it in pair])
         embed_s = time.process_time() - started
         cosines = [float(vecs[2 * n] @ vecs[2 * n + 1]) for n in range(len(items))]
-    modes = ["words"] + (["cosine"] if embedder is not None else [])
+    modes = ["words", "write"] + (["cosine"] if embedder is not None else [])
     started = time.process_time()
     per_pair = []
     for n, (p, (a, b)) in enumerate(zip(pairs, items)):
@@ -101,7 +103,10 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
                "values": [sorted(ca.values), sorted(cb.values)],
                "retired": [sorted(ca.retired), sorted(cb.retired)]}
         for mode in modes:
-            row[mode] = conflict_reason(ca, cb, cosines[n] if mode == "cosine" else None)
+            if mode == "write":
+                row[mode] = next((why for _, why in contradicted(cb, [a])), None)
+            else:
+                row[mode] = conflict_reason(ca, cb, cosines[n] if mode == "cosine" else None)
         per_pair.append(row)
     rule_s = time.process_time() - started
     kinds = sorted({p["kind"] for p in pairs})

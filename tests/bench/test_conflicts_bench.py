@@ -57,7 +57,22 @@ def test_counts_overall_and_per_kind_with_the_hash_embedder(pairs_file, tmp_path
 
 def test_words_only_skips_the_embedder(pairs_file, tmp_path):
     result = conflicts.run(pairs_file, "none")
-    assert list(result["modes"]) == ["words"] and result["per_pair"][0]["cos"] is None
+    assert list(result["modes"]) == ["words", "write"] and result["per_pair"][0]["cos"] is None
+
+
+def test_the_write_mode_leaves_out_a_case_beside_a_rule(tmp_path):
+    """"write": would the second claim, written by the first one's author, replace it? Like
+    words only, except that a case beside a rule ("Deploy window" / "Hotfix deploy window:
+    hotfixes ...") replaces nothing (`names_a_case`)."""
+    path = tmp_path / "pairs.jsonl"
+    rows = [_pair("Deploy window", "Deploys happen between 14:00 and 16:00 UTC.", "Hotfix deploy window",
+                 "Hotfix deploys happen between 08:00 and 10:00 UTC.", False, "case"),
+            _pair("Standup time", "Standup is at 9:30.", "Standup time", "Standup is at 10:15.", True, "time")]
+    path.write_text("\n".join(json.dumps(p) for p in rows) + "\n", encoding="utf-8")
+    result = conflicts.run(path, "none")
+    assert result["per_pair"][0]["words"] is not None and result["per_pair"][0]["write"] is None
+    assert result["per_pair"][1]["write"] == result["per_pair"][1]["words"] is not None
+    assert result["modes"]["write"]["precision"] == 1.0
 
 
 def test_a_malformed_pair_is_a_data_error(tmp_path):
