@@ -112,8 +112,7 @@ def late_chunks(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], 
             first = start if start == 0 else start + 2  # earlier turns lack their previous ones here
             last = end if end == n else max(first + 1, end - 1)  # the last one lacks its answer
             batch = np.array([ids], dtype=np.int64)
-            hidden = runner.session.run(None, {"input_ids": batch, "attention_mask": np.ones_like(batch),
-                                               "token_type_ids": np.zeros_like(batch)})[0][0]
+            hidden = runner.hidden(batch, np.ones_like(batch))[0]
             for i in range(first, min(last, end)):
                 window = [r for j in range(max(0, i - 2), i + 2) if j in spans for r in range(*spans[j])]
                 vectors[row[turns[i].id]] = hidden[[*range(len(head)), *window, len(ids) - 1]].mean(axis=0)

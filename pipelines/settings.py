@@ -57,10 +57,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder: str = "minilm"
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with the int8 model (3x faster);
-    # `minilm_precision` is what stored vectors are made with: "float32" (default) or "int8"
+    # `minilm_precision` is what stored vectors are made with: "float32" (default), "int8"
     # (about twice as fast to consolidate, LoCoMo turn recall@10 0.819 against 0.825: more
-    # than the 0.005 a stored vector may lose). The embedder's name differs per precision,
-    # so a change needs `loci reembed`.
+    # than the 0.005 a stored vector may lose) or "bf16" (torch, bf16 matmuls: ~1.5x float32
+    # per CPU-second on a CPU with AVX512_BF16, slower without; recall 0.834 against 0.832).
+    # The embedder's name differs per precision, so a change needs `loci reembed`.
     minilm_int8_online: bool = True
     minilm_precision: str = "float32"
     ollama_host: str = "http://127.0.0.1:11434"

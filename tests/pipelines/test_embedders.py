@@ -208,6 +208,24 @@ def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
         MiniLMEmbedder(precision="fp16")
 
 
+def test_minilm_bf16_is_its_own_precision_within_0_001_cosine_of_float32(minilm_embedder):
+    """bf16 stored vectors (torch, bf16 matmuls with float32 accumulation) are named apart
+    from float32 ones, so a switch asks for `loci reembed`, yet stay within cosine 0.001 of
+    them: short and long texts, one at a time and a consolidation-sized batch."""
+    bf16 = MiniLMEmbedder(cache_size=0, precision="bf16")
+    assert bf16.name == "all-MiniLM-L6-v2-bf16" != minilm_embedder.name
+    assert make_embedder(Settings(embedder="minilm", minilm_precision="bf16")).name == bf16.name
+    texts = ["The deploy window is Tuesday at 10:00 UTC.", "ok", "Ünïcödé — 東京 🚀 " * 3,
+             "a long turn " + "with many words " * 120,
+             *[("word " * (1 + (i * 37) % 90)) + f"item {i}" for i in range(40)]]
+    exact = minilm_embedder.embed(texts)
+    got = bf16.embed(texts)
+    cosines = (got * exact).sum(axis=1)
+    assert cosines.min() > 0.999 and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert not np.allclose(got, exact, atol=1e-4)  # a different computation, not float32 renamed
+    np.testing.assert_allclose(bf16.embed(texts[:2]), got[:2], atol=2e-3)  # alone or in a batch
+
+
 def test_minilm_loads_once_under_concurrency(minilm_embedder, monkeypatch):
     calls = []
 
