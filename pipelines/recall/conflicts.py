@@ -529,7 +529,9 @@ PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block sta
 # Dense products (`_shared_counts`) while rows x rows x shared columns stays below this (a
 # recall's ~100 claims: a few million); past it scipy's sparse products cost less.
 DENSE_MAX_WORK = 30_000_000
-FEW_PAIRS = 64  # `_qualified_apart_rows` pair by pair up to this many pairs, else as sparse products
+# `_qualified_apart_rows` on a table too big for one dense product (DENSE_MAX_WORK): pair by
+# pair up to this many pairs, else as sparse products
+FEW_PAIRS = 64
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
@@ -605,7 +607,15 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
     if not len(i):
         return out
     q, w = table.qualifiers, table.words
-    if len(i) <= FEW_PAIRS:  # a recall's few conflicting pairs: sets of column ids cost less than scipy's indexing
+    n_qualifiers = np.diff(q.indptr)
+    columns = np.zeros(w.shape[1], bool)
+    columns[q.indices] = True  # a word no row qualifies by matches nothing asked
+    if len(table) ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
+        dense_q, dense_w = _dense_columns([q, w], columns)
+        matched = dense_q @ dense_w.T  # rows x rows: qualifiers of one row among the other's words
+        out[same] = (n_qualifiers[i] > matched[i, j]) & (n_qualifiers[j] > matched[j, i])
+        return out
+    if len(i) <= FEW_PAIRS:  # few pairs: sets of column ids cost less than scipy's indexing
 
         def row(m: sparse.csr_matrix, x: int) -> set[int]:
             return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
@@ -613,7 +623,6 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
         out[same] = [bool(row(q, x) - row(w, y)) and bool(row(q, y) - row(w, x))
                      for x, y in zip(i.tolist(), j.tolist())]
         return out
-    n_qualifiers = np.diff(q.indptr)
 
     def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
