@@ -249,6 +249,24 @@ def test_contradicts_link_pulls_in_and_resolves_the_partner():
     assert "conflicts" in stages
 
 
+def test_trace_entries_are_built_only_when_asked(monkeypatch):
+    """With `trace` the scope, candidates and deliver stages leave their entries; without it
+    none is built (the scope's entry counts every allowed row of every corpus)."""
+    from pipelines.recall.candidates import VisibleCorpora
+
+    items = [mem("a", "Retry policy", "Retries use exponential backoff."),
+             mem("b", "Unrelated", "Something else entirely.")]
+    on = engine().recall("retry policy", ME, [corpus(items)], now=NOW, trace=True)
+    assert {"scope", "candidates", "deliver"} <= {t["stage"] for t in on.trace}
+
+    def refuse(self):
+        raise AssertionError("trace entry built with trace off")
+
+    monkeypatch.setattr(VisibleCorpora, "trace", refuse)
+    off = engine().recall("retry policy", ME, [corpus(items)], now=NOW)
+    assert off.trace is None and ids(off) == ids(on)
+
+
 def test_conflict_partners_held_only_by_another_corpus_are_still_pulled_in():
     """A claim alone in its own corpus (no partner link, its title held by it only) skips the
     partner search there, but a delta that shares its title, or links to it, still brings
