@@ -452,6 +452,7 @@ class _Pairs(NamedTuple):
     j: np.ndarray
     replaces: np.ndarray
     reason: np.ndarray
+    ids: np.ndarray  # per row, one code per distinct item id
 
 
 def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
@@ -544,7 +545,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     n, items = len(table), table.items
     if n < 2:
         none = np.zeros(0, np.int64)
-        return _Pairs(none, none, none.astype(bool), none.astype(np.int8))
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), _codes((it.id for it in items), n))
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
@@ -593,7 +594,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[open_ & subject] = 3
     reason[other & ~contradicts & same_title & (content[i] != content[j])] = 2
     reason[other & contradicts] = 1
-    return _Pairs(i, j, replaces, reason)
+    return _Pairs(i, j, replaces, reason, ids)
 
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -797,7 +798,7 @@ def groups_in(table: ClaimTable, vector_of: VectorOf | None = None,
         return []
     found = _pairs(table, vector_of, vectors_of)
     joined = found.replaces | (found.reason > 0)
-    ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
+    ids = found.ids  # one node per id, as the items are keyed
     label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
     by_label: dict[int, list[MemoryItem]] = {}
     for it, node in zip(table.items, ids.tolist()):
