@@ -430,11 +430,11 @@ class ClaimTable:
         values, retired = _take_rows(self.values, idx), _take_rows(self.retired, idx)
         # values and retired share their columns (one value, one column in both)
         both = np.concatenate([values[1], retired[1]])
-        used, columns = np.unique(both, return_inverse=True)
+        used, columns = _renumber(both, self.values.shape[1])
         split = len(values[1])
         # and so do words and qualifiers
         words, qualifiers = _take_rows(self.words, idx), _take_rows(self.qualifiers, idx)
-        used_words, word_columns = np.unique(np.concatenate([words[1], qualifiers[1]]), return_inverse=True)
+        used_words, word_columns = _renumber(np.concatenate([words[1], qualifiers[1]]), self.words.shape[1])
         at = len(words[1])
         return ClaimTable([self.items[r] for r in idx.tolist()],
                           _csr(words[0], word_columns[:at], words[2], len(used_words)),
@@ -493,6 +493,19 @@ def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.nd
     np.cumsum(lengths, out=indptr[1:])
     at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
     return m.data[at], m.indices[at], indptr
+
+
+def _renumber(columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(columns, return_inverse=True)` for column ids below `n_columns`: through a
+    mark per column when there are few columns for the ids (no sort), else np.unique."""
+    if n_columns > 8 * len(columns) + 1024:
+        return np.unique(columns, return_inverse=True)
+    mark = np.zeros(n_columns, bool)
+    mark[columns] = True
+    used = np.flatnonzero(mark)
+    at = np.empty(n_columns, np.int64)
+    at[used] = np.arange(len(used))
+    return used, at[columns]
 
 
 def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_columns: int | None = None
