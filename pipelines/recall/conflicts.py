@@ -613,9 +613,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
     qualifier the other row's words lack."""
-    items = table.items
-    same = np.fromiter((items[x].scope.kind == items[y].scope.kind for x, y in zip(i.tolist(), j.tolist())),
-                       bool, len(i))
+    kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
+    same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
