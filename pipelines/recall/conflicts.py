@@ -43,7 +43,7 @@ given when the superseding one is visible.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import NamedTuple
@@ -836,14 +836,16 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
-def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcome]:
+def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None
+                       ) -> dict[str, Outcome]:
     ids = [m.id for m in members]
     if len(members) == 1:
         return {ids[0]: Outcome("winner")}
     if mode == "flag":
         return {m.id: Outcome("flagged", [i for i in ids if i != m.id]) for m in members}
-    # Each member's update time parsed once (not in every sort comparison and test).
-    when = {id(m): timestamp(m.updated_at, float("-inf")) for m in members}
+    # Each member's update time parsed once (not in every sort comparison and test), or
+    # read from `updated`.
+    when = {id(m): timestamp(m.updated_at, float("-inf")) if updated is None else updated[m.id] for m in members}
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
     for m in members[1:]:
@@ -865,8 +867,11 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcom
     return out
 
 
-def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Outcome]:
-    """Outcome per member id of one conflict group (see the module docstring)."""
+def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None
+            ) -> dict[str, Outcome]:
+    """Outcome per member id of one conflict group (see the module docstring). `updated`:
+    each member's update time as `timestamp(updated_at, -inf)` gives it, already read (a
+    recall takes them from its corpora's arrays), else parsed here."""
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
@@ -888,7 +893,7 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
     kinds = sorted(by_scope, key=lambda k: SCOPE_RANK[k])
     applies: list[str] = []
     for kind in kinds:
-        outcome = _resolve_one_scope(by_scope[kind], mode)
+        outcome = _resolve_one_scope(by_scope[kind], mode, updated)
         out.update(outcome)
         applies.extend(i for i, o in outcome.items() if not o.suppressed)
     if len(kinds) > 1:

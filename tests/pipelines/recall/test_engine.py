@@ -218,6 +218,27 @@ def test_conflict_resolved_by_recency_at_equal_confidence():
     assert r.suppressed[0]["id"] == "old"
 
 
+def test_conflict_recency_reads_update_times_from_the_corpus(monkeypatch):
+    """Recall resolves on the update times its corpora read at load (no parsing per recall):
+    the same outcomes as parsing each member's `updated_at`, a missing one the oldest."""
+    from pipelines.recall import conflicts
+
+    items = [mem("old", "Inbox engine", "The inbox uses Postgres.", updated_at="2025-01-01T00:00:00+00:00"),
+             mem("new", "Inbox engine", "The inbox uses SQLite.", updated_at="2025-03-01T00:00:00+00:00"),
+             mem("none", "Inbox engine", "The inbox uses DuckDB.", updated_at="")]
+    parsed = conflicts.resolve(items)
+    c = corpus(items)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("update time parsed during recall")
+
+    monkeypatch.setattr(conflicts, "timestamp", refuse)
+    r = engine().recall("inbox engine", ME, [c], now=NOW)
+    assert ids(r) == ["new"] and r.hits[0].resolution == "recency"
+    assert {s["id"]: s["reason"] for s in r.suppressed} == {
+        i: f"conflict: lost on {o.resolution}" for i, o in parsed.items() if o.suppressed}
+
+
 def test_ambiguous_conflict_injects_both_with_a_flag():
     items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
              mem("b", "Inbox engine", "The inbox uses Postgres.")]
