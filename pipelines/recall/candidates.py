@@ -48,7 +48,7 @@ PARTNER_LINKS = ("contradicts", "supersedes")
 MAX_TITLE_PARTNERS = 50
 
 
-@dataclass
+@dataclass(slots=True)  # ~120 a recall: slots make them smaller and their attributes faster
 class Candidate:
     ci: int
     row: int

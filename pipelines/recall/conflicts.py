@@ -43,7 +43,7 @@ given when the superseding one is visible.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import NamedTuple
@@ -558,6 +558,7 @@ class _Pairs(NamedTuple):
     j: np.ndarray
     replaces: np.ndarray
     reason: np.ndarray
+    ids: np.ndarray  # per row, one code per distinct item id
 
 
 def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
@@ -593,7 +594,7 @@ def _take_shared(idx: np.ndarray, *matrices: sparse.csr_matrix) -> tuple[list[sp
     """The rows `idx` of matrices over one set of columns, the columns they use renumbered
     densely in all alike; and the old column of each new one."""
     taken = [_take_rows(m, idx) for m in matrices]
-    used, columns = np.unique(np.concatenate([t[1] for t in taken]), return_inverse=True)
+    used, columns = _renumber(np.concatenate([t[1] for t in taken]), matrices[0].shape[1])
     out, at = [], 0
     for data, _, indptr in taken:
         out.append(_csr(data, columns[at:at + len(data)], indptr, len(used)))
@@ -610,6 +611,19 @@ def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.nd
     np.cumsum(lengths, out=indptr[1:])
     at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
     return m.data[at], m.indices[at], indptr
+
+
+def _renumber(columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
+    """`np.unique(columns, return_inverse=True)` for column ids below `n_columns`: through a
+    mark per column when there are few columns for the ids (no sort), else np.unique."""
+    if n_columns > 8 * len(columns) + 1024:
+        return np.unique(columns, return_inverse=True)
+    mark = np.zeros(n_columns, bool)
+    mark[columns] = True
+    used = np.flatnonzero(mark)
+    at = np.empty(n_columns, np.int64)
+    at[used] = np.arange(len(used))
+    return used, at[columns]
 
 
 def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_columns: int | None = None
@@ -647,7 +661,9 @@ PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block sta
 # Dense products (`_shared_counts`) while rows x rows x shared columns stays below this (a
 # recall's ~100 claims: a few million); past it scipy's sparse products cost less.
 DENSE_MAX_WORK = 30_000_000
-FEW_PAIRS = 64  # `_qualified_apart_rows` pair by pair up to this many pairs, else as sparse products
+# `_qualified_apart_rows` on a table too big for one dense product (DENSE_MAX_WORK): pair by
+# pair up to this many pairs, else as sparse products
+FEW_PAIRS = 64
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
 
 
@@ -660,7 +676,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     n, items = len(table), table.items
     if n < 2:
         none = np.zeros(0, np.int64)
-        return _Pairs(none, none, none.astype(bool), none.astype(np.int8))
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), _codes((it.id for it in items), n))
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
@@ -713,7 +729,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         reason[other & ~contradicts & ~same_title & _ended_rows(table, i, j)] = 4
     reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding] = 2
     reason[other & contradicts] = 1
-    return _Pairs(i, j, replaces, reason)
+    return _Pairs(i, j, replaces, reason, ids)
 
 
 def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -743,15 +759,22 @@ def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
     qualifier the other row's words lack."""
-    items = table.items
-    same = np.fromiter((items[x].scope.kind == items[y].scope.kind for x, y in zip(i.tolist(), j.tolist())),
-                       bool, len(i))
+    kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
+    same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
         return out
     q, w = table.qualifiers, table.words
-    if len(i) <= FEW_PAIRS:  # a recall's few conflicting pairs: sets of column ids cost less than scipy's indexing
+    n_qualifiers = np.diff(q.indptr)
+    columns = np.zeros(w.shape[1], bool)
+    columns[q.indices] = True  # a word no row qualifies by matches nothing asked
+    if len(table) ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
+        dense_q, dense_w = _dense_columns([q, w], columns)
+        matched = dense_q @ dense_w.T  # rows x rows: qualifiers of one row among the other's words
+        out[same] = (n_qualifiers[i] > matched[i, j]) & (n_qualifiers[j] > matched[j, i])
+        return out
+    if len(i) <= FEW_PAIRS:  # few pairs: sets of column ids cost less than scipy's indexing
 
         def row(m: sparse.csr_matrix, x: int) -> set[int]:
             return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
@@ -759,7 +782,6 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
         out[same] = [bool(row(q, x) - row(w, y)) and bool(row(q, y) - row(w, x))
                      for x, y in zip(i.tolist(), j.tolist())]
         return out
-    n_qualifiers = np.diff(q.indptr)
 
     def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
@@ -934,7 +956,7 @@ def groups_in(table: ClaimTable, vector_of: VectorOf | None = None,
         return []
     found = _pairs(table, vector_of, vectors_of)
     joined = found.replaces | (found.reason > 0)
-    ids = _codes((it.id for it in table.items), n)  # one node per id, as the items are keyed
+    ids = found.ids  # one node per id, as the items are keyed
     label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
     by_label: dict[int, list[MemoryItem]] = {}
     for it, node in zip(table.items, ids.tolist()):
@@ -960,14 +982,16 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
-def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcome]:
+def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None
+                       ) -> dict[str, Outcome]:
     ids = [m.id for m in members]
     if len(members) == 1:
         return {ids[0]: Outcome("winner")}
     if mode == "flag":
         return {m.id: Outcome("flagged", [i for i in ids if i != m.id]) for m in members}
-    # Each member's update time parsed once (not in every sort comparison and test).
-    when = {id(m): timestamp(m.updated_at, float("-inf")) for m in members}
+    # Each member's update time parsed once (not in every sort comparison and test), or
+    # read from `updated`.
+    when = {id(m): timestamp(m.updated_at, float("-inf")) if updated is None else updated[m.id] for m in members}
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
     for m in members[1:]:
@@ -992,8 +1016,11 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str) -> dict[str, Outcom
     return out
 
 
-def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Outcome]:
-    """Outcome per member id of one conflict group (see the module docstring)."""
+def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None
+            ) -> dict[str, Outcome]:
+    """Outcome per member id of one conflict group (see the module docstring). `updated`:
+    each member's update time as `timestamp(updated_at, -inf)` gives it, already read (a
+    recall takes them from its corpora's arrays), else parsed here."""
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
@@ -1015,7 +1042,7 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve") -> dict[str, Out
     kinds = sorted(by_scope, key=lambda k: SCOPE_RANK[k])
     applies: list[str] = []
     for kind in kinds:
-        outcome = _resolve_one_scope(by_scope[kind], mode)
+        outcome = _resolve_one_scope(by_scope[kind], mode, updated)
         out.update(outcome)
         applies.extend(i for i, o in outcome.items() if not o.suppressed)
     if len(kinds) > 1:

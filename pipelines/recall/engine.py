@@ -313,9 +313,9 @@ class RecallEngine:
 
     # -- stages ---------------------------------------------------------------------------
 
-    def _scope(self, q: RecallQuery) -> dict[str, Any]:
+    def _scope(self, q: RecallQuery) -> dict[str, Any] | None:
         q.view = VisibleCorpora(q.corpora, q.identity, q.filters)
-        return q.view.trace()
+        return q.view.trace() if q.trace is not None else None  # a trace entry only when asked
 
     def _embed_query(self, q: RecallQuery) -> None:
         q.terms = query_terms(q.text)
@@ -327,7 +327,7 @@ class RecallEngine:
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))
 
-    def _candidates(self, q: RecallQuery) -> dict[str, Any]:
+    def _candidates(self, q: RecallQuery) -> dict[str, Any] | None:
         lists = q.search.channels()
         q.search.gather(lists)
         if q.opts.episodic:
@@ -337,6 +337,8 @@ class RecallEngine:
             lists = q.search.channels()
             q.search.gather(lists)
             dropped += [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
+        if q.trace is None:
+            return None
         return {"stage": "candidates", "count": len(q.search.cands), "not_candidates": dropped,
                 "channels": {name: [[e[1], round(e[0], 4)] for e in entries[:10]]
                              for name, entries in lists.items()}}
@@ -390,12 +392,14 @@ class RecallEngine:
         q.selected, result = run_qstar(q.search, q.selected, q.k, q.text, self, q.suppressed)
         return qstar_trace(result)
 
-    def _render(self, q: RecallQuery) -> dict[str, Any]:
+    def _render(self, q: RecallQuery) -> dict[str, Any] | None:
         always_ids = {c.id for c in q.always}
         ordered = q.always + [c for c in q.selected if c.id not in always_ids]
         # Defence in depth: re-check visibility on the way out.
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms)
+        if q.trace is None:
+            return None
         shown = {h.item.id for h in q.hits}
         return {"stage": "deliver", "mode": q.mode,
                 "injected": [h.item.id for h in q.hits if h.delivery == "inject"],

@@ -594,3 +594,15 @@ def test_union_find_components_partition_like_scipy():
         _, theirs = connected_components(graph, directed=False)
         assert {(ours[x] == ours[y]) == (theirs[x] == theirs[y]) for x in range(nodes) for y in range(nodes)} == {True}
         assert all(ours[x] == ours[y] for x, y in edges)
+
+
+@pytest.mark.parametrize("n_columns", [7, 300, 100_000])
+def test_renumber_is_numpy_unique_with_inverse(n_columns):
+    """A table's rows renumber their columns densely through a mark per column when the
+    columns are few for the ids (else np.unique): the same columns and inverse either way."""
+    gen = np.random.default_rng(n_columns)
+    for size in (0, 1, 5, 200, 3000):
+        columns = gen.integers(0, n_columns, size=size)
+        used, inverse = conflicts._renumber(columns, n_columns)
+        expected_used, expected_inverse = np.unique(columns, return_inverse=True)
+        assert used.tolist() == expected_used.tolist() and inverse.tolist() == expected_inverse.tolist()

@@ -218,6 +218,27 @@ def test_conflict_resolved_by_recency_at_equal_confidence():
     assert r.suppressed[0]["id"] == "old"
 
 
+def test_conflict_recency_reads_update_times_from_the_corpus(monkeypatch):
+    """Recall resolves on the update times its corpora read at load (no parsing per recall):
+    the same outcomes as parsing each member's `updated_at`, a missing one the oldest."""
+    from pipelines.recall import conflicts
+
+    items = [mem("old", "Inbox engine", "The inbox uses Postgres.", updated_at="2025-01-01T00:00:00+00:00"),
+             mem("new", "Inbox engine", "The inbox uses SQLite.", updated_at="2025-03-01T00:00:00+00:00"),
+             mem("none", "Inbox engine", "The inbox uses DuckDB.", updated_at="")]
+    parsed = conflicts.resolve(items)
+    c = corpus(items)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("update time parsed during recall")
+
+    monkeypatch.setattr(conflicts, "timestamp", refuse)
+    r = engine().recall("inbox engine", ME, [c], now=NOW)
+    assert ids(r) == ["new"] and r.hits[0].resolution == "recency"
+    assert {s["id"]: s["reason"] for s in r.suppressed} == {
+        i: f"conflict: lost on {o.resolution}" for i, o in parsed.items() if o.suppressed}
+
+
 def test_ambiguous_conflict_injects_both_with_a_flag():
     items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
              mem("b", "Inbox engine", "The inbox uses Postgres.")]
@@ -247,6 +268,24 @@ def test_contradicts_link_pulls_in_and_resolves_the_partner():
     assert r.suppressed[0]["id"] == "claim"
     stages = [t["stage"] for t in r.trace]
     assert "conflicts" in stages
+
+
+def test_trace_entries_are_built_only_when_asked(monkeypatch):
+    """With `trace` the scope, candidates and deliver stages leave their entries; without it
+    none is built (the scope's entry counts every allowed row of every corpus)."""
+    from pipelines.recall.candidates import VisibleCorpora
+
+    items = [mem("a", "Retry policy", "Retries use exponential backoff."),
+             mem("b", "Unrelated", "Something else entirely.")]
+    on = engine().recall("retry policy", ME, [corpus(items)], now=NOW, trace=True)
+    assert {"scope", "candidates", "deliver"} <= {t["stage"] for t in on.trace}
+
+    def refuse(self):
+        raise AssertionError("trace entry built with trace off")
+
+    monkeypatch.setattr(VisibleCorpora, "trace", refuse)
+    off = engine().recall("retry policy", ME, [corpus(items)], now=NOW)
+    assert off.trace is None and ids(off) == ids(on)
 
 
 def test_conflict_partners_held_only_by_another_corpus_are_still_pulled_in():
