@@ -37,6 +37,7 @@ from litestar.testing import TestClient
 from online.tools import ItemPatch
 from pipelines.consolidate import consolidate_once
 from pipelines.materialize import PATCHABLE_FIELDS
+from tests.e2e.chat import consolidate
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
@@ -72,10 +73,6 @@ def propose(client: TestClient, who: dict, **item) -> dict:
     return verdict
 
 
-def consolidate(client: TestClient, settings) -> None:
-    assert client.app.state.service.usage.flush()  # the recalls' usage events go in this run
-    consolidate_once(settings)
-    assert client.post("/v1/admin/reload").status_code == 200
 
 
 def test_a_settled_conflict_stays_settled_after_consolidation(service) -> None:

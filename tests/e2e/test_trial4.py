@@ -17,14 +17,13 @@ Ollama server, and Litestar's TestClient against `loci serve`'s app).
 
 from __future__ import annotations
 
-import html
 import json
-import re
 from typing import Any
 
 import httpx
 
 from pipelines.records import Identity
+from tests.e2e.chat import consolidate, page_text
 from tests.online.test_proxy import fake, shared_fake  # noqa: F401 - fixtures
 
 HEADERS = {"X-Loci-User": "dana", "X-Loci-Project": "atlas", "X-Loci-Session": "s1"}
@@ -143,17 +142,8 @@ def write_fact(client, who: dict, title: str, content: str, **extra) -> str:
     return tool(client, who, "memory.write", {"item": item})["item_id"]
 
 
-def consolidate(client, settings) -> None:
-    from pipelines.consolidate import consolidate_once
-
-    assert client.app.state.service.usage.flush()
-    consolidate_once(settings)
-    assert client.post("/v1/admin/reload").status_code == 200
 
 
-def words(page: str) -> str:
-    """A page's text as a reader sees it: no tags, one space between words."""
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
 def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it(service) -> None:
@@ -179,10 +169,10 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     assert client.get(f"/v1/items/{old}", params=ACME_DANA).status_code == 404
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
-    text = words(page.text)
+    text = page_text(page.text)
     assert "Releases ship on Wednesday." in text and f"superseded by {new}" in text, text
     assert f'href="/ui/items/{new}?{query}"' in page.text
-    history = words(page.text.split('id="history"')[1].split("</table>")[0])
+    history = page_text(page.text.split('id="history"')[1].split("</table>")[0])
     assert "mike" in history and "content" in history, history  # mike's edit, one revision
     assert "supersede" in history, history  # and the run that retired it
 
@@ -195,7 +185,7 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     for member, into in merged.items():
         page = client.get(f"/ui/items/{member}", params=ACME_DANA)
         assert page.status_code == 200, page.text
-        assert f"merged into {into}" in words(page.text)
+        assert f"merged into {into}" in page_text(page.text)
         assert f'href="/ui/items/{into}?{query}"' in page.text
         card = client.get(f"/ui/items/{into}", params=ACME_DANA)
         assert f'href="/ui/items/{member}?{query}"' in card.text  # and back: what it replaced
@@ -282,7 +272,7 @@ def test_approving_a_held_contradiction_makes_it_the_claim_recall_injects(servic
         assert "10:00" in shown and "09:00" not in shown, (moment, shown)
         consolidate(client, settings)
     card = client.get(f"/ui/items/{old['item_id']}", params=ACME_DANA)
-    assert card.status_code == 200 and f"superseded by {held['item_id']}" in words(card.text)
+    assert card.status_code == 200 and f"superseded by {held['item_id']}" in page_text(card.text)
 
 
 def test_the_card_of_a_claim_a_correction_replaced_says_so_before_consolidation(service) -> None:
@@ -294,5 +284,5 @@ def test_the_card_of_a_claim_a_correction_replaced_says_so_before_consolidation(
     consolidate(client, settings)
     new = write_fact(client, ACME_DANA, "Release day", "Releases ship on Wednesday.")
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
-    assert page.status_code == 200 and f"superseded by {new}" in words(page.text), words(page.text)[:600]
-    assert "Releases ship on Tuesday." in words(page.text)  # still with what it said, and its history
+    assert page.status_code == 200 and f"superseded by {new}" in page_text(page.text), page_text(page.text)[:600]
+    assert "Releases ship on Tuesday." in page_text(page.text)  # still with what it said, and its history

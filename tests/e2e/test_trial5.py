@@ -18,9 +18,9 @@ app), checking promises a real chat relies on:
 
 from __future__ import annotations
 
-import html
 import json
-import re
+
+from tests.e2e.chat import consolidate, page_text
 
 ACME_DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 LATER = {**ACME_DANA, "session_id": "s2"}
@@ -44,16 +44,8 @@ def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
     return resp.json()
 
 
-def consolidate(client, settings) -> None:
-    from pipelines.consolidate import consolidate_once
-
-    assert client.app.state.service.usage.flush()
-    consolidate_once(settings)
-    assert client.post("/v1/admin/reload").status_code == 200
 
 
-def words(page: str) -> str:
-    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
 
 
 def propose(client, who: dict, item: dict) -> dict:
@@ -119,7 +111,7 @@ def test_the_audit_names_the_correction_that_retired_a_claim_not_the_pipeline(se
     consolidate(client, settings)
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
-    history = words(page.text.split('id="history"')[1].split("</table>")[0])
+    history = page_text(page.text.split('id="history"')[1].split("</table>")[0])
     retired = history[history.rindex("superseded_by") - 80:]
     assert "pipeline" not in retired and f"dana supersede (superseded) {seq}" in retired, history
     assert new in retired
@@ -154,9 +146,9 @@ def test_an_archived_memory_still_answers_with_its_state_and_history(service) ->
 
     page = client.get(f"/ui/items/{kiln}", params=ACME_DANA)
     assert page.status_code == 200, page.text
-    text = words(page.text)
+    text = page_text(page.text)
     assert "archived" in text and "The kiln fires on Fridays." in text, text[:800]
-    history = words(page.text.split('id="history"')[1].split("</table>")[0])
+    history = page_text(page.text.split('id="history"')[1].split("</table>")[0])
     assert "dana create" in history and "archive" in history, history
 
     eve = {"user_id": "eve", "project_id": "borealis", "org_id": "other"}
@@ -278,6 +270,6 @@ def test_a_replaced_memory_keeps_its_card_after_what_replaced_it_is_archived(ser
     assert client.get(f"/v1/items/{new}", params=ACME_DANA).json()["item"]["archived"] is True
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
-    assert f"superseded by {new}" in words(page.text) and "The kiln fires on Fridays." in words(page.text)
+    assert f"superseded by {new}" in page_text(page.text) and "The kiln fires on Fridays." in page_text(page.text)
     resp = client.get(f"/v1/items/{old}", params=ACME_DANA)
     assert resp.status_code == 404 and new in resp.json()["error"], resp.text
