@@ -99,6 +99,10 @@ _LIGHT_VERBS = frozenset({"take", "takes", "took", "taking", "use", "uses", "use
 # nightly suite", "... as well") is more of the subject, not a correction of what was said of it.
 _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\btoo(?=\s*(?:[.,;!?]|$))",
                    re.IGNORECASE)
+# "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
+# is what the number measures, so a claim measuring another thing is about another subject.
+_MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
+                       r"([a-z][\w-]*)", re.IGNORECASE)
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
@@ -133,6 +137,7 @@ class Claim:
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
+    measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -308,7 +313,17 @@ def _read_claim(item: MemoryItem) -> Claim:
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
-                 adds=bool(_ADDS.search(item.content)))
+                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content))
+
+
+def _measured(content: str) -> frozenset[str]:
+    """The stems of what `content`'s numbers measure ("50 mg of sertraline": "sertralin")."""
+    if " of " not in content:
+        return frozenset()
+    if _NUMBER_WORD.search(content):  # "two cups of coffee"
+        content = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], content)
+    found = [m.group(1).lower() for m in _MEASURED.finditer(content)]
+    return frozenset(_STEMS(found)) if found else frozenset()
 
 
 def _ended(content: str, own_words: frozenset[str],
@@ -403,6 +418,8 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
         return False  # nothing stated, or one adds detail to the other
     if a.title_values and b.title_values and a.title_values != b.title_values:
         return False  # "Port of service 0" / "Port of service 1": the values name the subject
+    if a.measured and b.measured and a.measured != b.measured:
+        return False  # "50 mg of sertraline" / "5 mg of amlodipine": two things measured
     return one_subject or not _qualified_apart(a, b)
 
 
@@ -484,7 +501,7 @@ class ClaimTable:
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
-        self.codes = codes  # rows x (title, content, subject, title values, adds: 1 or 0)
+        self.codes = codes  # rows x (title, content, subject, title values, adds: 1 or 0, what it measures)
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
         self.keys = keys
@@ -510,12 +527,13 @@ class ClaimTable:
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
-        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}]  # title, content, subject, title values
+        tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
+        # -, what it measures
 
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 5), -1, np.int64)
+        codes = np.full((n, 6), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -527,7 +545,8 @@ class ClaimTable:
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
-                              code(3, c.title_values) if c.title_values else -1, int(c.adds))
+                              code(3, c.title_values) if c.title_values else -1, int(c.adds),
+                              code(5, c.measured) if c.measured else -1)
             keys.add(_keys(items[row], int(codes[row, 0])))
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
@@ -680,7 +699,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds = table.codes.T
+    title, content, subject_code, title_values, adds, measured = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -712,6 +731,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     disagree = retiring | (
         (n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
         & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
+        & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))  # two things measured
         & ~adding)
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (

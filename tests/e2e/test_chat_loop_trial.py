@@ -230,6 +230,13 @@ def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memo
     assert "sertraline" in block and "vitamin D" in block, block
     stored = client.get(f"/v1/items/{med['item_id']}", params=DANA).json()["item"]
     assert stored["superseded_by"] is None, stored
+    # her mum's two medicines, counted in one unit: two things measured, not one corrected
+    mum = write(client, DANA, "Mum's meds", "Mum takes 5 mg of amlodipine every morning.", scope="user")
+    write(client, {**DANA, "session_id": "s3"}, "Mum's statin", "Mum takes 20 mg of atorvastatin every night.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "what medicine does Mum take?")["injection"])
+    assert "amlodipine" in block and "atorvastatin" in block, block
+    assert client.get(f"/v1/items/{mum['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
 
 
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:

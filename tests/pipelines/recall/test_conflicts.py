@@ -170,6 +170,18 @@ def test_a_light_verb_before_the_value_is_not_the_subject():
                   claim("b", "Daily sync", "Standup is at 10:15.")]) == {frozenset("ab")}
 
 
+def test_numbers_that_measure_different_things_are_two_subjects():
+    """"Mum takes 5 mg of amlodipine" / "Mum takes 20 mg of atorvastatin": the word after
+    "<number> <unit> of" is what is measured; two claims measuring different things do not
+    conflict by their numbers (the same thing measured differently still does)."""
+    assert read_claim(claim("a", "Meds", "Mum takes 5 mg of amlodipine every morning.")).measured == {"amlodipin"}
+    assert pairs([claim("a", "Mum's meds", "Mum takes 5 mg of amlodipine every morning.", kind="user"),
+                  claim("b", "Mum's statin", "Mum takes 20 mg of atorvastatin every night.", kind="user")]) == set()
+    assert pairs([claim("a", "Mum's meds", "Mum takes 5 mg of amlodipine every morning.", kind="user"),
+                  claim("b", "Amlodipine dose", "Mum takes 10 mg of amlodipine every morning now.", kind="user")]
+                 ) == {frozenset("ab")}
+
+
 def test_a_claim_that_says_it_adds_neither_corrects_nor_contradicts():
     """"Allergies: I am allergic to penicillin" / "Allergies: I'm also allergic to shellfish":
     one title, different contents, but the second says it adds ("also", "as well", "too" at a
@@ -380,7 +392,8 @@ def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[Memory
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for",
                 "The staging environment runs on"]
     values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
-              "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024", "Python 3.11", "Python 3.12"]
+              "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024", "Python 3.11", "Python 3.12",
+              "5 mg of sertraline", "20 mg of sertraline", "20 mg of atorvastatin"]  # what a number measures
     # clauses saying something ended (`_ENDED`), with and without a value
     endings = [" We no longer have the staging environment.", " The staging environment was discontinued last month.",
                " Staging environment on port 9000 was removed.", " Telemetry retention stopped."]
