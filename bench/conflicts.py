@@ -93,7 +93,7 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
         vecs = embedder.embed([embedding_text(it) for pair in items for it in pair])
         embed_s = time.process_time() - started
         cosines = [float(vecs[2 * n] @ vecs[2 * n + 1]) for n in range(len(items))]
-    modes = ["words", "write"] + (["cosine"] if embedder is not None else [])
+    modes = [m for m in MODES if m != "cosine" or embedder is not None]
     started = time.process_time()
     per_pair = []
     for n, (p, (a, b)) in enumerate(zip(pairs, items)):
