@@ -7,7 +7,11 @@ Two claims (types whose title names something asserted: fact, decision, preferen
 raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
 
 - one links to the other with `contradicts`; or
-- they have the same normalised title and different content; or
+- they have the same normalised title and different content (`MAY_UPDATE`): one title may
+  hold several notes ("Pepper: weighs 6 kg" / "Pepper: scared of thunder"), so unless the
+  contents conflict by the rules below, neither is taken to correct the other: recall shows
+  both, flagged, and a write replaces an older note under its title only when the new one
+  says what changed (`CHANGED`: "ci moved to github actions, jenkins is gone"); or
 - they are about the same subject and state different values. Same subject: the words
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
   retention is 90 days in orion"), or most of their non-value words are shared (the
@@ -56,6 +60,12 @@ from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 from .dates import written_dates
 from .lexical import STOPWORDS, Stems, normalise_label, words
 
+# Two claims under one title whose contents do not compare: one may add to or update the
+# other. Recall shows both, flagged; a write neither corrects nor holds the older for it.
+MAY_UPDATE = "same title, may add or update"
+# ... unless the newer one says something changed: then it updates the older.
+CHANGED = "same title, the newer says it changed"
+
 # Types whose title names a claim, so two of them can disagree.
 CLAIM_TYPES = frozenset({"fact", "decision", "definition", "constraint", "preference",
                          "pattern", "note"})
@@ -99,6 +109,15 @@ _LIGHT_VERBS = frozenset({"take", "takes", "took", "taking", "use", "uses", "use
 # nightly suite", "... as well") is more of the subject, not a correction of what was said of it.
 _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\btoo(?=\s*(?:[.,;!?]|$))",
                    re.IGNORECASE)
+# A claim that says something changed ("ci moved to github actions, jenkins is gone",
+# "stopped drinking coffee"), under the title of an older claim whose content the value rule
+# cannot compare with it, updates that claim rather than adding to it when it names
+# something the older one said beyond the title (`Claim.changes`).
+_CHANGED = re.compile(
+    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
+    r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
+    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became)\b",
+    re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
@@ -137,6 +156,8 @@ class Claim:
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
+    # Its content words beyond its title's, when it says something changed (`_CHANGED`); else empty.
+    changes: frozenset[str] = frozenset()
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
@@ -313,7 +334,9 @@ def _read_claim(item: MemoryItem) -> Claim:
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
-                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content))
+                 adds=bool(_ADDS.search(item.content)),
+                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else frozenset(),
+                 measured=_measured(item.content))
 
 
 def _measured(content: str) -> frozenset[str]:
@@ -368,8 +391,18 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return None
     if b.item.id in a.contradicts or a.item.id in b.contradicts:
         return "linked: contradicts"
-    if a.title and a.title == b.title:  # unless one says it adds to the other
-        return "same key, different content" if a.content != b.content and not (a.adds or b.adds) else None
+    if a.title and a.title == b.title:
+        if a.content == b.content or a.adds or b.adds:  # one says it adds to the other
+            return None
+        # One title holds several notes ("Bedtimes: Leo goes to bed at 8" / "Mia goes to
+        # bed at 9"): what the contents say decides; if they do not compare, the two are
+        # only flagged (`MAY_UPDATE`), never taken as a correction.
+        return _content_reason(a, b, cosine, one_subject) or MAY_UPDATE
+    return _content_reason(a, b, cosine, one_subject)
+
+
+def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:
+    """`conflict_reason` from what the two claims say (their titles' words included)."""
     if _ends(a, b) or _ends(b, a):
         return "same subject, one says it ended"
     if not _values_disagree(a, b, one_subject) or ((a.adds or b.adds) and not _retires(a, b)):
@@ -481,7 +514,7 @@ VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
 # one), the other rows any filler; (None, ...) when none has one. Recall gathers its claims'
 # vectors with one index per corpus instead of a call and a copy per claim.
 VectorsOf = Callable[[np.ndarray], "tuple[np.ndarray | None, np.ndarray]"]
-REASONS = (None, "linked: contradicts", "same key, different content", "same subject, different values",
+REASONS = (None, "linked: contradicts", MAY_UPDATE, "same subject, different values",
            "same subject, one says it ended")
 
 
@@ -737,7 +770,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
-    open_ = other & ~contradicts & ~same_title & disagree
+    open_ = other & ~contradicts & disagree
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
@@ -746,8 +779,11 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
-        reason[other & ~contradicts & ~same_title & _ended_rows(table, i, j)] = 4
-    reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding] = 2
+        reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
+    # Under one title, what the contents say decides; contents that do not compare are only
+    # flagged (`MAY_UPDATE`); a note that says it adds is neither.
+    reason[same_title & ((content[i] == content[j]) | adding)] = 0
+    reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding & (reason == 0)] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason, ids)
 
@@ -1002,6 +1038,26 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
+def _shown_beside(a: Claim, b: Claim) -> bool:
+    """Neither of two claims in one group is taken to correct the other: one names a case
+    of the other's subject, or they share a title, their contents do not compare and `a`
+    (the one that would win) does not say something changed."""
+    return names_a_case(a, b) or (bool(a.title) and a.title == b.title and conflict_reason(a, b) == MAY_UPDATE
+                                  and not _updates(a, b))
+
+
+def _updates(new: Claim, old: Claim) -> bool:
+    """Under one title, `new` says something changed and what: a value of the kind `old`
+    states, or (stating none) something `old` said beyond the title ("ci moved to github
+    actions, jenkins is gone" / "we run ci on jenkins")."""
+    if not new.changes:
+        return False
+    if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
+        return (bool(old.values) and _values_disagree(new, old, one_subject=True)
+                and (bool(new.units & old.units) or not (new.units or old.units)))
+    return bool(new.changes & old.words)
+
+
 def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None
                        ) -> dict[str, Outcome]:
     ids = [m.id for m in members]
@@ -1015,8 +1071,8 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
     for m in members[1:]:
-        if names_a_case(read_claim(winner), read_claim(m)):
-            kept.append(m)  # a case beside the rule, or a correction: shown both, flagged
+        if _shown_beside(read_claim(winner), read_claim(m)):
+            kept.append(m)  # a case beside the rule, or a note beside another: shown both, flagged
             continue
         if winner.confidence > m.confidence + 1e-9:
             why = "confidence"
@@ -1116,13 +1172,18 @@ def proposed_claim(title: str, content: str, item_type: str) -> Claim | None:
 
 def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
     """The active stored claims `new` conflicts with, and why; not one beside which it names
-    a case, or that names one beside it (`names_a_case`): neither corrects the other, nor is
-    held for contradicting it (recall shows both, flagged)."""
+    a case, or that names one beside it (`names_a_case`), nor one under the same title whose
+    content it does not contradict (`MAY_UPDATE`) unless it says something changed
+    (`CHANGED`, `Claim.changes`): neither corrects the other, nor is held for contradicting it
+    (recall shows both, flagged)."""
     for old in existing:
         if isinstance(old, MemoryItem) and old.active and is_claim(old):
             claim = read_claim(old)
             reason = conflict_reason(new, claim)
-            if reason and not names_a_case(new, claim):
+            if reason == MAY_UPDATE:
+                if _updates(new, claim):
+                    yield old, CHANGED
+            elif reason and not names_a_case(new, claim):
                 yield old, reason
 
 

@@ -240,10 +240,8 @@ def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memo
 
 
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
-    """A title is a key: Dana's new claim under the title of her older one replaces it
-    ("Allergies: I am allergic to shellfish" corrects "... penicillin"). But a note that
-    says it adds ("I'm also allergic to shellfish") is more of the subject: both stay and
-    both are injected."""
+    """A note that says it adds ("I'm also allergic to shellfish") under the title of an
+    older one is more of the subject: both stay and both are injected."""
     client, _ = service
     first = write(client, DANA, "Allergies", "I am allergic to penicillin.", scope="user")
     more = write(client, {**DANA, "session_id": "s2"}, "Allergies", "I'm also allergic to shellfish.", scope="user")
@@ -251,6 +249,43 @@ def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first
     block = authoritative(recall(client, DANA, "what am I allergic to?")["injection"])
     assert "penicillin" in block and "shellfish" in block, block
     assert client.get(f"/v1/items/{first['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+
+
+def test_notes_under_one_title_replace_each_other_only_when_they_say_so(service) -> None:
+    """Dana keeps several notes under one title: "Pepper: Pepper weighs 6 kg", then
+    "Pepper: Pepper is scared of thunder". Before, a title was a key: the second note was
+    taken for her correction of the first and the dog's weight was gone from recall. Now the
+    contents decide: added detail stays beside the first note; a note that changes a value
+    of the same subject ("Pepper weighs 5 kg now") or says what changed ("ci moved to github
+    actions, jenkins is gone") replaces; a note whose content the rule cannot compare with
+    the older ("I'm pescatarian" / "I eat red meat on weekends") replaces nothing and both
+    are shown, flagged."""
+    client, _ = service
+    later = [{**DANA, "session_id": f"s{n}"} for n in range(2, 9)]
+
+    def replaced_by(written: dict) -> list[str]:
+        item = client.get(f"/v1/items/{written['item_id']}", params=DANA).json()["item"]
+        return [link["to"] for link in item["links"] if link["rel"] == "supersedes"]
+
+    weight = write(client, DANA, "Pepper", "Pepper weighs 6 kg.", scope="user")
+    thunder = write(client, later[0], "Pepper", "Pepper is scared of thunder.", scope="user")
+    assert thunder["verdict"]["action"] == "accept", thunder
+    assert replaced_by(thunder) == []
+    block = authoritative(recall(client, DANA, "what do I know about Pepper?")["injection"])
+    assert "weighs 6 kg" in block and "scared of thunder" in block, block
+    # a correction of the weight replaces that note only
+    weight2 = write(client, later[1], "Pepper", "Pepper weighs 5 kg now.", scope="user")
+    assert replaced_by(weight2) == [weight["item_id"]]
+    block = authoritative(recall(client, DANA, "what do I know about Pepper?")["injection"])
+    assert "weighs 5 kg" in block and "scared of thunder" in block and "6 kg" not in block, block
+    # a note that says what changed replaces the older one under its title
+    ci = write(client, DANA, "ci", "we run ci on jenkins")
+    assert replaced_by(write(client, later[2], "ci", "ci moved to github actions, jenkins is gone")) == [ci["item_id"]]
+    # contents that do not compare: both kept, both shown, flagged as a conflict
+    write(client, DANA, "Diet", "I'm pescatarian.", scope="user")
+    assert replaced_by(write(client, later[3], "Diet", "I eat red meat on weekends.", scope="user")) == []
+    block = authoritative(recall(client, DANA, "what is my diet?")["injection"])
+    assert "pescatarian" in block and "red meat" in block and "CONFLICT=" in block, block
 
 
 @pytest.mark.parametrize("erasure", [

@@ -410,7 +410,7 @@ def test_conflicts_lists_visible_pairs_only(client: TestClient) -> None:
     assert body["count"] == 1
     pair = body["conflicts"][0]
     assert {pair["a"]["title"], pair["b"]["title"]} == {"Tile latency budget"}
-    assert pair["reason"] == "same key, different content"
+    assert pair["reason"] == "same subject, different values"
     assert client.get("/v1/conflicts", params=EVE).json()["count"] == 1
 
 

@@ -264,10 +264,14 @@ def test_same_title_links_and_non_claims():
              claim("b", "Standup time", "Standup is at 10:15."),
              claim("c", "Cache", "Tiles are cached.", links=[Link(rel="contradicts", to="d")]),
              claim("d", "Tile cache", "Nothing is cached."),
+             claim("e", "Team rituals", "Retros are held in the big room."),
+             claim("f", "Team rituals", "Demos happen on the last day of the sprint."),
              claim("m1", "dana", "Standup is at 11:00.", type_="message")]
     found = {frozenset((a.id, b.id)): why for a, b, why in find_conflicts(items)}
-    assert found == {frozenset("ab"): "same key, different content",
-                     frozenset("cd"): "linked: contradicts"}
+    # Under one title the contents decide; contents that do not compare are only flagged.
+    assert found == {frozenset("ab"): "same subject, different values",
+                     frozenset("cd"): "linked: contradicts",
+                     frozenset("ef"): "same title, may add or update"}
 
 
 def test_resolution_scope_then_confidence_then_recency():
@@ -619,3 +623,33 @@ def test_renumber_is_numpy_unique_with_inverse(n_columns):
         used, inverse = conflicts._renumber(columns, n_columns)
         expected_used, expected_inverse = np.unique(columns, return_inverse=True)
         assert used.tolist() == expected_used.tolist() and inverse.tolist() == expected_inverse.tolist()
+
+
+@pytest.mark.parametrize(("title", "old", "new", "replaces"), [
+    # added detail, a goal, another thing named as changed: not corrections
+    ("Pepper", "Pepper weighs 6 kg.", "Pepper is scared of thunder.", False),
+    ("Pepper", "Pepper is scared of thunder.", "Pepper stopped eating kibble.", False),  # only the title's word
+    ("Diet", "I'm pescatarian.", "I eat red meat on weekends.", False),
+    ("Pepper", "Pepper eats 200 g a day.", "Pepper weighs 5 kg now.", False),  # a change in another unit
+    # a value of the same kind, or something the older note said, named as changed
+    ("Standup", "Daily standup is at 9:30.", "standup is at 10am now", True),
+    ("ci", "we run ci on jenkins", "ci moved to github actions, jenkins is gone", True),
+    ("Pets' food", "Milo eats dry kibble twice a day.", "Milo switched to a raw diet, no more kibble.", True),
+    ("Pepper", "Pepper weighs 6 kg.", "Pepper weighs 5 kg.", True),  # the value rule, as under any title
+])
+def test_a_note_under_the_title_of_another_replaces_it_only_when_it_says_so(title, old, new, replaces):
+    found = [claim("old", title, old, kind="user")]
+    assert corrected_by(title, new, "fact", "user", "u1", found) == (["old"] if replaces else [])
+
+
+def test_notes_under_one_title_whose_contents_do_not_compare_are_both_shown_flagged():
+    a = claim("a", "Pepper", "Pepper weighs 6 kg.", updated="2026-01-01T00:00:00+00:00")
+    b = claim("b", "Pepper", "Pepper is scared of thunder.", updated="2026-02-01T00:00:00+00:00")
+    c = claim("c", "Pepper", "Pepper gets one walk a day.", updated="2026-03-01T00:00:00+00:00")
+    assert {frozenset((x.id, y.id)): why for x, y, why in find_conflicts([a, b, c])} == {
+        frozenset("ab"): "same title, may add or update", frozenset("ac"): "same title, may add or update",
+        frozenset("bc"): "same title, may add or update"}
+    (group,) = groups([a, b, c])
+    outcomes = resolve(group)
+    assert {i: (o.resolution, o.suppressed) for i, o in outcomes.items()} == {
+        "a": ("ambiguous", False), "b": ("ambiguous", False), "c": ("ambiguous", False)}
