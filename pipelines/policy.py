@@ -35,7 +35,8 @@ now + `settings.quarantine_days`):
 - `soft.low_confidence` confidence below `settings.min_confidence`
 - `soft.no_evidence`    no provenance and no why_store
 - `soft.contradiction`  an active stored claim conflicts with it (`pipelines.recall.conflicts`: the
-                        same title with other content, or the same subject stating other values)
+                        same subject stating other values, or under the same title, saying what
+                        changed; `contradicted`)
 - `soft.untrusted_doc`  from an untrusted source or a document, without chunk ids or
                         content hashes to check it against
 Otherwise `accept`.
