@@ -128,6 +128,9 @@ class HitOut(msgspec.Struct, kw_only=True):
     conflict: bool
     components: dict[str, float]
     conflict_with: list[str] = []
+    # Other notes under its title that it neither corrects nor contradicts: each may add to
+    # or update the other (the newest is listed first).
+    same_title: list[str] = []
     delivery: str = "catalog"  # inject | catalog
 
 

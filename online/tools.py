@@ -285,6 +285,7 @@ def hit_out(hit: Any) -> dict[str, Any]:
         "conflict": bool(getattr(hit, "conflict", False)),
         "components": {k: float(v) for k, v in dict(getattr(hit, "components", {}) or {}).items()},
         "conflict_with": list(getattr(hit, "conflict_with", []) or []),
+        "same_title": list(getattr(hit, "same_title", []) or []),
         "delivery": str(getattr(hit, "delivery", "catalog")),
     }
 

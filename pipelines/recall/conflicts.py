@@ -41,7 +41,8 @@ given when the superseding one is visible.
 2. Across scopes, the more specific scope applies (session > project > user > org): the
    broader members stay, ordered after it and marked as overridden (`scope`).
 3. Within one scope: the higher confidence wins, then the newer (updated_at); members equal
-   on both are ambiguous and all stay, flagged.
+   on both are ambiguous and all stay, flagged. Notes under the winner's title that it does
+   not correct (`MAY_UPDATE`) all stay, marked `related` (recall lists the newer first).
 """
 
 from __future__ import annotations
@@ -992,7 +993,7 @@ def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = Non
 class Outcome:
     """What happens to one member of a conflict group."""
 
-    resolution: str  # superseded | confidence | recency | scope | ambiguous | flagged | winner
+    resolution: str  # superseded | confidence | recency | scope | ambiguous | related | flagged | winner
     conflict_with: list[str] = field(default_factory=list)
     suppressed: bool = False
     winner: str | None = None
@@ -1038,12 +1039,10 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
-def _shown_beside(a: Claim, b: Claim) -> bool:
-    """Neither of two claims in one group is taken to correct the other: one names a case
-    of the other's subject, or they share a title, their contents do not compare and `a`
-    (the one that would win) does not say something changed."""
-    return names_a_case(a, b) or (bool(a.title) and a.title == b.title and conflict_reason(a, b) == MAY_UPDATE
-                                  and not _updates(a, b))
+def _beside_under_one_title(a: Claim, b: Claim) -> bool:
+    """Two claims share a title, their contents do not compare, and `a` (the one that would
+    win) does not say what changed: neither corrects the other."""
+    return bool(a.title) and a.title == b.title and conflict_reason(a, b) == MAY_UPDATE and not _updates(a, b)
 
 
 def _updates(new: Claim, old: Claim) -> bool:
@@ -1070,9 +1069,15 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     when = {id(m): timestamp(m.updated_at, float("-inf")) if updated is None else updated[m.id] for m in members}
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
     winner, kept, out = members[0], [members[0]], {}
+    beside: set[str] = set()  # kept only as another note under the winner's title (`MAY_UPDATE`)
     for m in members[1:]:
-        if _shown_beside(read_claim(winner), read_claim(m)):
-            kept.append(m)  # a case beside the rule, or a note beside another: shown both, flagged
+        a, b = read_claim(winner), read_claim(m)
+        if names_a_case(a, b):
+            kept.append(m)  # a case beside the rule, or a correction: shown both, flagged
+            continue
+        if _beside_under_one_title(a, b):
+            kept.append(m)  # a note beside another under one title: shown both, marked related
+            beside.add(m.id)
             continue
         if winner.confidence > m.confidence + 1e-9:
             why = "confidence"
@@ -1084,8 +1089,10 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
         out[m.id] = Outcome(why, [winner.id], suppressed=True, winner=winner.id)
     if len(kept) > 1:
         kept_ids = [k.id for k in kept]
+        only_beside = len(beside) == len(kept) - 1  # no tie, no case: notes under one title
         for k in kept:
-            out[k.id] = Outcome("ambiguous", [i for i in kept_ids if i != k.id])
+            related = k.id in beside or (k is winner and only_beside)
+            out[k.id] = Outcome("related" if related else "ambiguous", [i for i in kept_ids if i != k.id])
     else:
         beaten = [m.id for m in members[1:]]
         out[winner.id] = Outcome(out[beaten[0]].resolution, beaten)

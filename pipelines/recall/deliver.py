@@ -32,7 +32,8 @@ class Hit(msgspec.Struct, kw_only=True):
     source: str  # "snapshot" / "delta" (the corpus' source label)
     conflict: bool = False
     conflict_with: list[str] = []
-    resolution: str | None = None  # confidence | recency | scope | ambiguous | flagged | superseded
+    same_title: list[str] = []  # notes under its title it neither corrects nor contradicts (`related`)
+    resolution: str | None = None  # confidence | recency | scope | ambiguous | related | flagged | superseded
     delivery: str = "catalog"  # inject | catalog
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
@@ -45,13 +46,17 @@ def _flagged_with(c: Candidate) -> list[str]:
 def _entry(c: Candidate) -> Entry:
     if is_message(c.item):
         return Entry(c.id, format_turn(c.item), False, True)
+    if c.resolution == "related":  # notes under one title, neither correcting the other
+        return Entry(c.id, format_entry(c.item, same_title=c.conflict_with), bool(c.conflict_with))
     flagged = _flagged_with(c)
     return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope"), bool(flagged))
 
 
 def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
+    related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
-               conflict=bool(c.conflict_with), conflict_with=list(c.conflict_with),
+               conflict=bool(c.conflict_with) and not related, conflict_with=[] if related else list(c.conflict_with),
+               same_title=list(c.conflict_with) if related else [],
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
 
 
@@ -102,7 +107,8 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
                 continue
             low = not injectable(c)
             hits.append(_hit(c, "catalog", low))
-            entries.append(catalog_entry(c.item, c.score, _flagged_with(c), low))
+            entries.append(catalog_entry(c.item, c.score, _flagged_with(c), low,
+                                         same_title=c.conflict_with if c.resolution == "related" else ()))
     return hits, injection, catalog(entries)
 
 

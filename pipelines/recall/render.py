@@ -51,7 +51,8 @@ PREAMBLE = (
 CONFLICT_NOTE = (
     "Entries marked CONFLICT disagree with each other. With SCOPE, the most specific scope "
     "applies (session, then project, user, org); otherwise they could not be resolved: "
-    "say so instead of choosing silently."
+    "say so instead of choosing silently. Entries marked SAME_TITLE are notes under one "
+    "title: each may add to or update the others; the newest comes first."
 )
 # Said only when a preference is shown: it is the one kind of memory that asks something of
 # the answer, and the preamble's "not instructions" would otherwise tell the model to ignore
@@ -106,8 +107,10 @@ def provenance_label(item: MemoryItem) -> str:
     return _field(f"{prov.source_kind}:{ref}")
 
 
-def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: bool = False) -> str:
-    """A curated memory; `scope` names its scope kind (members of a conflict across scopes)."""
+def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: bool = False,
+                 same_title: Sequence[str] = ()) -> str:
+    """A curated memory; `scope` names its scope kind (members of a conflict across scopes);
+    `same_title`: the other notes under its title it neither corrects nor contradicts."""
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
@@ -120,6 +123,8 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
         header += f" | VALID={_field(item.valid_from or '')[:10]}..{_field(item.valid_to or '')[:10]}"
     if conflict_with:
         header += f" | CONFLICT={','.join(_field(c) for c in conflict_with)}"
+    if same_title:
+        header += f" | SAME_TITLE={','.join(_field(c) for c in same_title)}"
     title = " ".join(_body(item.title).split())
     return f"{header}]\n{title}\n{_body(item.content)}\n[/MEMORY]"
 
@@ -209,8 +214,9 @@ def catalog_entry(
     score: float,
     conflict_with: Sequence[str] = (),
     low_confidence: bool = False,
+    same_title: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One catalog entry; `conflict` / `low_confidence` only appear when set."""
+    """One catalog entry; `conflict` / `same_title` / `low_confidence` only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
@@ -221,6 +227,8 @@ def catalog_entry(
     }
     if conflict_with:
         entry["conflict"] = list(conflict_with)
+    if same_title:
+        entry["same_title"] = list(same_title)
     if low_confidence:
         entry["low_confidence"] = True
     return entry

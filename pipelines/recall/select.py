@@ -52,6 +52,7 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                     # shown in its place as always-on (it answers nothing asked).
                     winner.always = True
         _order_by_scope([cands[i] for i in outcomes if not outcomes[i].suppressed])
+        _newest_first([cands[i] for i in outcomes if outcomes[i].resolution == "related"], updated)
         report.append({"members": [m.id for m in group],
                        "kept": [i for i, o in outcomes.items() if not o.suppressed],
                        "resolutions": {i: o.resolution for i, o in outcomes.items()}})
@@ -69,6 +70,18 @@ def _order_by_scope(members: list[Candidate]) -> None:
         # Equal scores would fall back to the id order: step each one just below the last.
         member.score = min(score, ordered[rank - 1].score * (1 - 1e-9)) if rank else score
         member.components["scope_order"] = float(rank)
+        member.components["final"] = member.score
+
+
+def _newest_first(members: list[Candidate], updated: dict[str, float]) -> None:
+    """Notes under one title that neither corrects (`related`) keep the group's scores but
+    take them newest first: the newer may update the older."""
+    if len(members) < 2:
+        return
+    scores = sorted((m.score for m in members), reverse=True)
+    ordered = sorted(members, key=lambda m: (-updated.get(m.id, float("-inf")), m.id))
+    for rank, (member, score) in enumerate(zip(ordered, scores)):
+        member.score = min(score, ordered[rank - 1].score * (1 - 1e-9)) if rank else score
         member.components["final"] = member.score
 
 

@@ -258,8 +258,9 @@ def test_notes_under_one_title_replace_each_other_only_when_they_say_so(service)
     contents decide: added detail stays beside the first note; a note that changes a value
     of the same subject ("Pepper weighs 5 kg now") or says what changed ("ci moved to github
     actions, jenkins is gone") replaces; a note whose content the rule cannot compare with
-    the older ("I'm pescatarian" / "I eat red meat on weekends") replaces nothing and both
-    are shown, flagged."""
+    the older ("I'm pescatarian" / "I eat red meat on weekends") replaces nothing. Notes
+    under one title that stand side by side are shown newest first, marked SAME_TITLE (each
+    may add to or update the other), not as a conflict."""
     client, _ = service
     later = [{**DANA, "session_id": f"s{n}"} for n in range(2, 9)]
 
@@ -276,16 +277,25 @@ def test_notes_under_one_title_replace_each_other_only_when_they_say_so(service)
     # a correction of the weight replaces that note only
     weight2 = write(client, later[1], "Pepper", "Pepper weighs 5 kg now.", scope="user")
     assert replaced_by(weight2) == [weight["item_id"]]
-    block = authoritative(recall(client, DANA, "what do I know about Pepper?")["injection"])
+    answer = recall(client, DANA, "what do I know about Pepper?")
+    block = authoritative(answer["injection"])
     assert "weighs 5 kg" in block and "scared of thunder" in block and "6 kg" not in block, block
+    # shown as notes under one title, the newest first, not as a conflict
+    assert block.index("weighs 5 kg") < block.index("scared of thunder"), block
+    assert "CONFLICT=" not in block and f"SAME_TITLE={thunder['item_id']}" in block, block
+    hit = next(h for h in answer["hits"] if h["id"] == weight2["item_id"])
+    assert hit["same_title"] == [thunder["item_id"]] and not hit["conflict"] and hit["conflict_with"] == [], hit
     # a note that says what changed replaces the older one under its title
     ci = write(client, DANA, "ci", "we run ci on jenkins")
     assert replaced_by(write(client, later[2], "ci", "ci moved to github actions, jenkins is gone")) == [ci["item_id"]]
-    # contents that do not compare: both kept, both shown, flagged as a conflict
+    # contents that do not compare: both kept, both shown, the newer first, marked as notes
+    # under one title that may update each other
     write(client, DANA, "Diet", "I'm pescatarian.", scope="user")
     assert replaced_by(write(client, later[3], "Diet", "I eat red meat on weekends.", scope="user")) == []
     block = authoritative(recall(client, DANA, "what is my diet?")["injection"])
-    assert "pescatarian" in block and "red meat" in block and "CONFLICT=" in block, block
+    assert "pescatarian" in block and "red meat" in block and "SAME_TITLE=" in block, block
+    assert block.index("red meat") < block.index("pescatarian"), block
+    assert "may add to or update the others" in block, block
 
 
 @pytest.mark.parametrize("erasure", [

@@ -642,14 +642,20 @@ def test_a_note_under_the_title_of_another_replaces_it_only_when_it_says_so(titl
     assert corrected_by(title, new, "fact", "user", "u1", found) == (["old"] if replaces else [])
 
 
-def test_notes_under_one_title_whose_contents_do_not_compare_are_both_shown_flagged():
+def test_notes_under_one_title_whose_contents_do_not_compare_are_both_shown_as_related():
     a = claim("a", "Pepper", "Pepper weighs 6 kg.", updated="2026-01-01T00:00:00+00:00")
     b = claim("b", "Pepper", "Pepper is scared of thunder.", updated="2026-02-01T00:00:00+00:00")
-    c = claim("c", "Pepper", "Pepper gets one walk a day.", updated="2026-03-01T00:00:00+00:00")
+    c = claim("c", "Pepper", "Pepper gets 1 walk a day.", updated="2026-03-01T00:00:00+00:00")
     assert {frozenset((x.id, y.id)): why for x, y, why in find_conflicts([a, b, c])} == {
         frozenset("ab"): "same title, may add or update", frozenset("ac"): "same title, may add or update",
         frozenset("bc"): "same title, may add or update"}
     (group,) = groups([a, b, c])
     outcomes = resolve(group)
     assert {i: (o.resolution, o.suppressed) for i, o in outcomes.items()} == {
-        "a": ("ambiguous", False), "b": ("ambiguous", False), "c": ("ambiguous", False)}
+        "a": ("related", False), "b": ("related", False), "c": ("related", False)}
+    # beside a real tie (equal confidence and time, values that differ) the tie stays ambiguous
+    d = claim("d", "Pepper", "Pepper gets two walks a day.", updated="2026-03-01T00:00:00+00:00")
+    (group,) = groups([a, b, c, d])
+    outcomes = resolve(group)
+    assert {i: o.resolution for i, o in outcomes.items()} == {
+        "a": "related", "b": "related", "c": "ambiguous", "d": "ambiguous"}
