@@ -21,6 +21,7 @@ from pipelines.recall.conflicts import (
     find_conflicts,
     groups,
     groups_in,
+    groups_with_pairs,
     is_claim,
     read_claim,
     resolve,
@@ -289,6 +290,24 @@ def test_resolution_scope_then_confidence_then_recency():
     out = resolve([items[2], tie])
     assert {o.resolution for o in out.values()} == {"ambiguous"}
     assert not any(o.suppressed for o in out.values())
+
+
+def test_two_claims_that_agree_both_stand_beside_the_third_that_contradicts_them():
+    """A member loses only to one it conflicts with: "Tuesdays" said twice (the newer a
+    note) and "Thursdays" at a lower confidence are one group, through "Thursdays"; the
+    older "Tuesdays" never lost to the newer one, which says the same."""
+    items = [claim("rule", "Deploy day", "Atlas deploys go out on Tuesdays."),
+             claim("note", "Deploy routine", "Atlas deploys go out on Tuesdays, after the standup.",
+                   type_="note", updated="2026-02-01T00:00:00+00:00"),
+             claim("held", "Deploy day", "Atlas deploys go out on Thursdays.", confidence=0.5)]
+    ((group, joined),) = groups_with_pairs(ClaimTable.read(items))
+    assert frozenset(("rule", "note")) not in joined and frozenset(("rule", "held")) in joined
+    out = resolve(group, pairs=joined)
+    assert not out["rule"].suppressed and not out["note"].suppressed
+    assert out["held"].suppressed and out["held"].resolution == "confidence"
+    assert out["held"].winner in ("rule", "note") and "held" in out[out["held"].winner].conflict_with
+    everyone = resolve(group)  # without the pairs, every two members are taken to disagree
+    assert everyone["rule"].suppressed and everyone["rule"].resolution == "recency"
 
 
 def test_a_superseded_claim_drops_out_and_is_not_reported():

@@ -1,0 +1,87 @@
+"""A demanding team's trial (the seventh new-user trial), over HTTP (Litestar's TestClient
+against `loci serve`'s app) and MCP (the dispatcher behind `loci mcp`, called as the MCP
+server calls it). The org "northwind" has two projects, atlas and borealis; Lena leads,
+Omar and Pia are engineers; an agent works through the MCP tools, a chat loop through the
+JSON API. Promises checked:
+
+- The model proposes, Loci decides: a secret or an injection is rejected with a reason
+  naming its kind (kept).
+- Curated decisions outrank chatter (kept); scope priority counts (session > project >
+  org) and a project's decision never reaches the other project (kept).
+- A teammate's claim contradicting the lead's decision is held for review, and while held
+  it contradicts nothing: it does not take the lead's decision out of recall because a
+  third claim agrees with that decision (broken: recall resolved the three as one
+  conflict and the decision "lost on recency" to the teammate's restatement).
+"""
+
+from __future__ import annotations
+
+import json
+
+from online.mcp_server import call as mcp_call
+from online.tools import ToolDispatcher
+from pipelines.records import Identity
+from tests.e2e.chat import consolidate
+
+LENA = {"user_id": "lena", "project_id": "atlas", "session_id": "l1", "org_id": "northwind"}
+OMAR = {"user_id": "omar", "project_id": "atlas", "session_id": "o1", "org_id": "northwind"}
+PIA = {"user_id": "pia", "project_id": "atlas", "session_id": "p1", "org_id": "northwind"}
+PIA_BOREALIS = {"user_id": "pia", "project_id": "borealis", "session_id": "p2", "org_id": "northwind"}
+
+
+def turn(client, who: dict, role: str, text: str) -> dict:
+    resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def tool(client, who: dict, action: str, args: dict) -> dict:
+    resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+    assert resp.status_code < 300, resp.text
+    return resp.json()["result"]
+
+
+def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": mode})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def write(client, who: dict, title: str, content: str, **extra) -> dict:
+    return tool(client, who, "memory.write", {"item": {
+        "type": "decision", "title": title, "content": content, "why_store": "team decision",
+        "confidence": 0.9, "scope": "project", **extra}})
+
+
+def agent(client, who: dict, name: str, args: dict) -> tuple[bool, dict]:
+    """An MCP tool call as `loci mcp` makes it for a client started as `who`."""
+    result = mcp_call(ToolDispatcher(client.app.state.service), name, args, Identity(**who))
+    return bool(result.is_error), json.loads(result.content[0].text)
+
+
+# -- a held claim contradicts nothing ---------------------------------------------------------
+
+
+def test_a_held_contradiction_does_not_take_the_leads_decision_out_of_recall(service) -> None:
+    """Lena decides the deploy day; Pia notes the same day in her words; Omar's agent
+    proposes another day under Lena's title, and Loci holds it for review (someone else's
+    decision). Recall then treated the three as one conflict: Omar's held claim lost on
+    confidence, and Lena's decision lost "on recency" to Pia's note, which it never
+    contradicted, so the lead's decision left recall because of a claim held for review.
+    While held, the claim contradicts nothing: Lena's decision and Pia's note are both
+    shown, unflagged, and Thursdays is not, before and after consolidation."""
+    client, settings = service
+    rule = write(client, LENA, "Deploy day", "Atlas deploys go out on Tuesdays.")["item_id"]
+    note = write(client, PIA, "Deploy routine", "Atlas deploys go out on Tuesdays, after the standup.",
+                 type="note")["item_id"]
+    failed, body = agent(client, OMAR, "memory_propose", {"items": [{
+        "type": "decision", "title": "Deploy day", "content": "Atlas deploys go out on Thursdays.",
+        "why_store": "Omar said so"}]})
+    (held,) = body["proposals"]
+    assert not failed and held["action"] == "quarantine" and rule in held["reasons"][0], body
+    for moment in ("at once", "after consolidation"):
+        found = recall(client, PIA, "When do atlas deploys go out?")
+        shown = {h["id"]: h for h in found["hits"]}
+        assert rule in shown and note in shown, (moment, found["hits"], found.get("suppressed"))
+        assert "Thursdays" not in found["injection"], (moment, found["injection"])
+        consolidate(client, settings)
