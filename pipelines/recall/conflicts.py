@@ -1158,15 +1158,25 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
 
 
 
+def authors(item: MemoryItem) -> frozenset[str]:
+    """Who said a claim: its owner, or for a claim consolidation merged, the author of every
+    member (`metadata["authors"]`; the merged item is filed under one member's owner)."""
+    named = item.metadata.get("authors")
+    if isinstance(named, list) and named and all(isinstance(a, str) for a in named):
+        return frozenset(named)
+    return frozenset((item.scope.user_id,))
+
+
 def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
                  existing: Iterable[MemoryItem]) -> list[str]:
     """Ids of the author's own claims (same user, same scope kind) that a new claim with
     this title and content conflicts with: the new claim corrects them and supersedes them,
-    where a contradiction of someone else's claim is left to the write policy."""
+    where a contradiction of someone else's claim is left to the write policy. A merged
+    claim is the author's own only when every member was (`authors`)."""
     new = proposed_claim(title, content, item_type)
     if new is None:
         return []
-    own = [old for old in existing if old.scope.user_id == author_user_id and old.scope.kind == scope_kind]
+    own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
     return sorted(old.id for old, _ in contradicted(new, own))
 
 

@@ -12,6 +12,10 @@ JSON API. Promises checked:
   it contradicts nothing: it does not take the lead's decision out of recall because a
   third claim agrees with that decision (broken: recall resolved the three as one
   conflict and the decision "lost on recency" to the teammate's restatement).
+- A teammate's contradiction of the lead's decision is held for review after consolidation
+  merged that decision with the teammate's own agreeing note (broken: the merged claim was
+  filed under the teammate's name, so the contradiction passed for a correction of their
+  own claim and replaced the decision at once).
 """
 
 from __future__ import annotations
@@ -85,3 +89,63 @@ def test_a_held_contradiction_does_not_take_the_leads_decision_out_of_recall(ser
         assert rule in shown and note in shown, (moment, found["hits"], found.get("suppressed"))
         assert "Thursdays" not in found["injection"], (moment, found["injection"])
         consolidate(client, settings)
+
+
+# -- a merged claim is everyone's --------------------------------------------------------------
+
+
+def propose(client, who: dict, turn_id: str, item: dict) -> dict:
+    """The chat loop's assistant turn carrying one proposal (its turn id named, so the
+    item ids, and what consolidation makes of them, are the same on every run)."""
+    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+    resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text, "turn_id": turn_id})
+    assert resp.status_code == 201, resp.text
+    (verdict,) = resp.json()["proposals"]
+    return verdict
+
+
+def test_a_teammate_does_not_correct_the_leads_decision_once_a_merge_holds_it(service) -> None:
+    """Lena decides where atlas metrics live; Pia notes the same in her words; consolidation
+    merges the two (they agree) into one claim, filed under one member's owner: Pia's.
+    Pia then proposes another store: Loci took the merged claim for Pia's own and her
+    proposal for a correction of it, accepted at once, so the lead's decision left recall
+    without a review. The merged claim is Lena's and Pia's: Pia's contradiction of it is
+    held for review (the lead's decision keeps answering), and a claim that merges only
+    Pia's own notes is still hers to correct."""
+    client, settings = service
+    decision = propose(client, LENA, "t-lena-1", {
+        "type": "decision", "title": "Atlas metrics store", "content": "Atlas metrics are stored in TimescaleDB.",
+        "why_store": "team decision", "confidence": 0.9})
+    note = propose(client, PIA, "t-pia-1", {
+        "type": "decision", "title": "Where atlas metrics live",
+        "content": "Atlas metrics are stored in TimescaleDB, per the team.", "why_store": "said", "confidence": 0.9})
+    consolidate(client, settings)
+    resp = client.get(f"/v1/items/{decision['item_id']}", params=PIA)
+    assert resp.status_code == 404 and "merged it into" in resp.json()["error"], resp.text
+    merged = resp.json()["error"].split("'")[-2]
+    assert client.get(f"/v1/items/{note['item_id']}", params=PIA).json()["error"].endswith(f"'{merged}'")
+    assert client.get(f"/v1/items/{merged}", params=PIA).json()["item"]["scope"]["user_id"] == "pia"
+
+    change = propose(client, PIA, "t-pia-2", {
+        "type": "decision", "title": "Atlas metrics store", "content": "Atlas metrics are stored in ClickHouse now.",
+        "why_store": "said", "confidence": 0.9})
+    assert change["action"] == "quarantine" and merged in change["reasons"][0], change
+    for moment in ("at once", "after consolidation"):
+        found = recall(client, OMAR, "Where are atlas metrics stored?")
+        assert [h["id"] for h in found["hits"]][:1] == [merged], (moment, found["hits"])
+        assert "TimescaleDB" in found["injection"] and "ClickHouse" not in found["injection"], found["injection"]
+        consolidate(client, settings)
+
+    # Pia's own notes, merged, are hers alone: her correction replaces them.
+    mine = [propose(client, PIA, f"t-pia-{k}", {
+        "type": "decision", "title": title, "content": content, "why_store": "said", "confidence": 0.9})
+        for k, (title, content) in enumerate([
+            ("Borealis log store", "Borealis logs are stored in Loki."),
+            ("Where borealis logs live", "Borealis logs are stored in Loki, per Pia.")], start=3)]
+    consolidate(client, settings)
+    gone = client.get(f"/v1/items/{mine[0]['item_id']}", params=PIA).json()["error"]
+    assert "merged it into" in gone, gone
+    fixed = propose(client, PIA, "t-pia-9", {
+        "type": "decision", "title": "Borealis log store", "content": "Borealis logs are stored in Elasticsearch.",
+        "why_store": "said", "confidence": 0.9})
+    assert fixed["action"] == "accept", fixed

@@ -16,6 +16,7 @@ from pipelines.recall.conflicts import (
     ClaimTable,
     _cosine,
     _pairs,
+    authors,
     conflict_reason,
     corrected_by,
     find_conflicts,
@@ -330,6 +331,15 @@ def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
     assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "user", "u1", found) == ["mine"]
     assert corrected_by("Standup time", "Standup is at 09:30.", "fact", "user", "u1", found) == []
     assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
+
+
+def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
+    """Consolidation files a merged claim under one member's owner; `authors` names them all."""
+    ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
+    mine = claim("mine", "Standup place", "Standup is at 09:30 in room 4.", metadata={"authors": ["u1"]})
+    assert authors(ours) == {"u1", "u2"} and authors(mine) == {"u1"} and authors(claim("x", "T", "c.")) == {"u1"}
+    assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "project", "u1", [ours]) == []
+    assert corrected_by("Standup place", "Standup is at 10:15 in room 4.", "fact", "project", "u1", [mine]) == ["mine"]
 
 
 def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
