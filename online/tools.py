@@ -434,13 +434,21 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem) -> Any:
-        """The policy's verdict on an item as it would be stored (an edit, an approval)."""
+    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View] | None = None) -> Any:
+        """The policy's verdict on an item as it would be stored (an edit, an approval). An
+        edit of what it says (`edited_by`: the editor and the view) is checked against the
+        claims in its scope as a write is (`govern_claim`): contradicting someone else's,
+        it is held for review (`pipelines.materialize` folds the hold)."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
+        if edited_by is not None:
+            who, view = edited_by
+            found = [it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id]
+            return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
+                                scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
         return self.service.policy.evaluate(
             proposal, target_tier=item.tier, provenance=item.provenance,
             source_trusted=item.provenance.source_kind != "doc",
@@ -479,7 +487,8 @@ class ToolDispatcher:
         window = time_problems(updated.valid_from, updated.valid_to)
         if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
             raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
-        verdict = self._governed(updated)
+        says = {"title", "content", "type"} & set(args.patch)  # what it claims changed: checked like a write
+        verdict = self._governed(updated, (who, view) if says else None)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")

@@ -185,6 +185,18 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
+def held_by_edit(item: MemoryItem, verdict: Verdict) -> MemoryItem:
+    """`item` as an edit leaves it: held for review (as a write would be: unverified,
+    confidence at most QUARANTINE_MAX_CONFIDENCE, the quarantine's expiry) when the edit
+    made it contradict someone else's claim in its scope (`soft.contradiction`); else as is.
+    Other soft verdicts of an edit hold nothing (a lowered confidence is just that)."""
+    if verdict.action != "quarantine" or "soft.contradiction" not in verdict.rule_ids:
+        return item
+    metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids)}
+    return msgspec.structs.replace(item, validation="unverified", expires_at=verdict.expires_at, metadata=metadata,
+                                   confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE))
+
+
 def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem:
     """`item` pinned at the palace location a memory.palace.assign event names (who asked
     and when are kept with the pin); the palace stage keeps it there."""
@@ -336,9 +348,10 @@ class _Fold:
         if current is None or verdict.action == "reject":
             return
         try:
-            self.out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
+            updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
+        self.out.items[current.id] = held_by_edit(updated, verdict)
 
     def palace_assign(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])

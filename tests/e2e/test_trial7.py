@@ -16,6 +16,11 @@ JSON API. Promises checked:
   merged that decision with the teammate's own agreeing note (broken: the merged claim was
   filed under the teammate's name, so the contradiction passed for a correction of their
   own claim and replaced the decision at once).
+- An edit (`memory_update` from an MCP agent) that makes a teammate's item contradict the
+  lead's decision is held for review like a write (broken: accepted, and recall showed the
+  edit alone, the decision having lost "on recency", with no flag).
+- Every change is in the audit with its actor: a write, a correction, an approval (the
+  reviewer), an edit; history stays readable after merges (kept, checked on the way).
 """
 
 from __future__ import annotations
@@ -149,3 +154,38 @@ def test_a_teammate_does_not_correct_the_leads_decision_once_a_merge_holds_it(se
         "type": "decision", "title": "Borealis log store", "content": "Borealis logs are stored in Elasticsearch.",
         "why_store": "said", "confidence": 0.9})
     assert fixed["action"] == "accept", fixed
+
+
+# -- an edit is checked like a write ------------------------------------------------------------
+
+
+def test_a_teammates_edit_that_contradicts_the_leads_decision_is_held_for_review(service) -> None:
+    """Omar's agent turns his own accepted note into "Deploy day: Fridays" with
+    `memory_update`. The edit was governed for secrets and injections only: accepted, and
+    recall then showed Fridays and nothing else (Lena's decision lost "on recency" to it),
+    without a flag, no review asked. An edit is checked against the claims in its scope
+    like a write: it contradicts Lena's decision, so the item is held for review (the
+    update's verdict says so and why), recall keeps answering Tuesdays, and the edit waits in
+    the quarantine queue with its author in the audit; Lena's approval makes it the answer."""
+    client, settings = service
+    rule = write(client, LENA, "Deploy day", "Atlas deploys go out on Tuesdays.")["item_id"]
+    mine = write(client, OMAR, "Deploy checklist", "Run the smoke tests before each deploy.")["item_id"]
+    consolidate(client, settings)
+    failed, body = agent(client, OMAR, "memory_update", {"id": mine, "patch": {
+        "title": "Deploy day", "content": "Atlas deploys go out on Fridays."}})
+    assert not failed and body["verdict"]["action"] == "quarantine", body
+    assert "soft.contradiction" in body["verdict"]["rule_ids"] and rule in body["verdict"]["reasons"][0], body
+    for moment in ("at once", "after consolidation"):
+        found = recall(client, PIA, "When do atlas deploys go out?")
+        assert rule in [h["id"] for h in found["hits"]], (moment, found["hits"])
+        assert "Tuesdays" in found["injection"] and "Fridays" not in found["injection"], (moment, found["injection"])
+        queue = client.get("/ui/quarantine", params=LENA)
+        assert queue.status_code == 200 and mine in queue.text, moment
+        consolidate(client, settings)
+    revisions = client.get(f"/v1/items/{mine}", params=LENA).json()["revisions"]
+    assert ("inbox_update", "omar") in [(r["reason"], r["actor"]) for r in revisions], revisions
+
+    approved = tool(client, LENA, "memory.review", {"id": mine, "decision": "approve", "note": "Fridays now"})
+    assert approved["supersedes"] == [rule], approved
+    found = recall(client, PIA, "When do atlas deploys go out?")
+    assert "Fridays" in found["injection"] and "Tuesdays" not in found["injection"], found["injection"]
