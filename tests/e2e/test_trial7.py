@@ -19,6 +19,9 @@ JSON API. Promises checked:
 - An edit (`memory_update` from an MCP agent) that makes a teammate's item contradict the
   lead's decision is held for review like a write (broken: accepted, and recall showed the
   edit alone, the decision having lost "on recency", with no flag).
+- History never collapses: a decision consolidation merged away still says it was merged
+  (JSON API, browser) after the merged claim is corrected in turn (broken: it then read
+  "superseded it (a correction)", as if someone had corrected it).
 - Every change is in the audit with its actor: a write, a correction, an approval (the
   reviewer), an edit; history stays readable after merges (kept, checked on the way).
 """
@@ -30,7 +33,7 @@ import json
 from online.mcp_server import call as mcp_call
 from online.tools import ToolDispatcher
 from pipelines.records import Identity
-from tests.e2e.chat import consolidate
+from tests.e2e.chat import consolidate, page_text
 
 LENA = {"user_id": "lena", "project_id": "atlas", "session_id": "l1", "org_id": "northwind"}
 OMAR = {"user_id": "omar", "project_id": "atlas", "session_id": "o1", "org_id": "northwind"}
@@ -189,3 +192,31 @@ def test_a_teammates_edit_that_contradicts_the_leads_decision_is_held_for_review
     assert approved["supersedes"] == [rule], approved
     found = recall(client, PIA, "When do atlas deploys go out?")
     assert "Fridays" in found["injection"] and "Tuesdays" not in found["injection"], found["injection"]
+
+
+def test_a_merged_away_decision_still_says_it_was_merged_once_the_merge_is_corrected(service) -> None:
+    """Lena's decision and Pia's note merge; later Lena approves Pia's change, which
+    supersedes the merged claim. Lena's decision then answered "'<merged>' superseded it (a
+    correction)" and its card "superseded by", as if someone had corrected it: the audit
+    says consolidation merged it. It still says merged into, in the JSON API and the
+    browser, with its own history."""
+    client, settings = service
+    decision = propose(client, LENA, "t-lena-1", {
+        "type": "decision", "title": "Atlas metrics store", "content": "Atlas metrics are stored in TimescaleDB.",
+        "why_store": "team decision", "confidence": 0.9})["item_id"]
+    propose(client, PIA, "t-pia-1", {
+        "type": "decision", "title": "Where atlas metrics live",
+        "content": "Atlas metrics are stored in TimescaleDB, per the team.", "why_store": "said", "confidence": 0.9})
+    consolidate(client, settings)
+    merged = client.get(f"/v1/items/{decision}", params=OMAR).json()["error"].split("'")[-2]
+    change = propose(client, PIA, "t-pia-2", {
+        "type": "decision", "title": "Atlas metrics store", "content": "Atlas metrics are stored in ClickHouse now.",
+        "why_store": "said", "confidence": 0.9})
+    approved = tool(client, LENA, "memory.review", {"id": change["item_id"], "decision": "approve"})
+    assert approved["supersedes"] == [merged], approved
+    consolidate(client, settings)
+    error = client.get(f"/v1/items/{decision}", params=OMAR).json()["error"]
+    assert f"consolidation merged it into '{merged}'" in error, error
+    page = client.get(f"/ui/items/{decision}", params=OMAR)
+    assert page.status_code == 200 and f"merged into {merged}" in page_text(page.text), page_text(page.text)[:600]
+    assert "lena create" in page_text(page.text.split('id="history"')[1].split("</table>")[0])
