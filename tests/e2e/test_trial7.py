@@ -22,6 +22,11 @@ JSON API. Promises checked:
 - History never collapses: a decision consolidation merged away still says it was merged
   (JSON API, browser) after the merged claim is corrected in turn (broken: it then read
   "superseded it (a correction)", as if someone had corrected it).
+- A teammate's case beside the lead's rule (a narrower title, other values) is not held
+  for review but flagged: both shown marked CONFLICT, listed by `/v1/conflicts` and the
+  browser (kept; the earlier trial's suspect).
+- Conflicts across different titles are seen and held ("Atlas launch" / "Release plan"),
+  and an approval is audited under the reviewer (kept, checked on the way).
 - Every change is in the audit with its actor: a write, a correction, an approval (the
   reviewer), an edit; history stays readable after merges (kept, checked on the way).
 """
@@ -220,3 +225,30 @@ def test_a_merged_away_decision_still_says_it_was_merged_once_the_merge_is_corre
     page = client.get(f"/ui/items/{decision}", params=OMAR)
     assert page.status_code == 200 and f"merged into {merged}" in page_text(page.text), page_text(page.text)[:600]
     assert "lena create" in page_text(page.text.split('id="history"')[1].split("</table>")[0])
+
+
+# -- kept: a teammate's case beside the lead's rule is flagged -----------------------------------
+
+
+def test_a_teammates_case_beside_the_leads_rule_is_flagged_not_applied_over_it(service) -> None:
+    """The earlier trial's suspect: Omar notes the hotfix window beside Lena's deploy window
+    (a narrower title, other hours). It is not held for review (the words cannot tell a
+    case beside a rule from the rule reworded), and it need not be: it replaces nothing,
+    recall shows both marked CONFLICT (the lead's first when asked for the deploy window),
+    and `/v1/conflicts` and the browser's conflicts page list the pair, before and after
+    consolidation."""
+    client, settings = service
+    rule = write(client, LENA, "Deploy window",
+                 "Deploys go out Tuesdays and Thursdays between 14:00 and 16:00 UTC.")["item_id"]
+    case = write(client, OMAR, "Hotfix deploy window",
+                 "Hotfixes may deploy any day between 09:00 and 17:00 UTC, with on-call approval.", confidence=0.95)
+    assert case["verdict"]["action"] == "accept", case
+    for moment in ("at once", "after consolidation"):
+        found = recall(client, PIA, "What is our deploy window?")
+        assert [h["id"] for h in found["hits"]][:2] == [rule, case["item_id"]], (moment, found["hits"])
+        assert f"CONFLICT={case['item_id']}" in found["injection"] and f"CONFLICT={rule}" in found["injection"]
+        pairs = client.get("/v1/conflicts", params=PIA).json()["conflicts"]
+        assert {(p["a"]["id"], p["b"]["id"]) for p in pairs} <= {(rule, case["item_id"]), (case["item_id"], rule)}
+        assert len(pairs) == 1, pairs
+        assert case["item_id"] in client.get("/ui/conflicts", params=LENA).text, moment
+        consolidate(client, settings)
