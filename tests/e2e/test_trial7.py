@@ -26,7 +26,7 @@ JSON API. Promises checked:
   for review but flagged: both shown marked CONFLICT, listed by `/v1/conflicts` and the
   browser (kept; the earlier trial's suspect).
 - Conflicts across different titles are seen and held ("Atlas launch" / "Release plan"),
-  and an approval is audited under the reviewer (kept, checked on the way).
+  and an approval is audited under the reviewer (kept).
 - Every change is in the audit with its actor: a write, a correction, an approval (the
   reviewer), an edit; history stays readable after merges (kept, checked on the way).
 """
@@ -252,3 +252,24 @@ def test_a_teammates_case_beside_the_leads_rule_is_flagged_not_applied_over_it(s
         assert len(pairs) == 1, pairs
         assert case["item_id"] in client.get("/ui/conflicts", params=LENA).text, moment
         consolidate(client, settings)
+
+
+def test_a_contradiction_under_another_title_is_held_and_its_approval_audited(service) -> None:
+    """Kept: Omar's "Release plan" names another date for what Lena's "Atlas launch" decided;
+    it is held for review (listed in `/v1/conflicts`), and Lena's approval makes it the
+    answer, audited under her name: the approval and the retirement of her decision."""
+    client, settings = service
+    launch = write(client, LENA, "Atlas launch", "Atlas v2 ships on March 3, 2027.")["item_id"]
+    consolidate(client, settings)
+    plan = write(client, OMAR, "Release plan", "Atlas v2 ships on April 14, 2027, after the audit.")
+    assert plan["verdict"]["action"] == "quarantine" and launch in plan["verdict"]["reasons"][0], plan
+    assert client.get("/v1/conflicts", params=PIA).json()["count"] == 1
+    assert "April 14" not in recall(client, PIA, "When does atlas v2 ship?")["injection"]
+    approved = tool(client, LENA, "memory.review", {"id": plan["item_id"], "decision": "approve", "note": "slipped"})
+    assert approved["supersedes"] == [launch], approved
+    consolidate(client, settings)
+    assert "April 14" in recall(client, PIA, "When does atlas v2 ship?")["injection"]
+    events = client.get(f"/v1/items/{plan['item_id']}", params=PIA).json()["revisions"]
+    assert ("review_approve", "lena", approved["seq"]) in [(r["reason"], r["actor"], r["inbox_seq"]) for r in events]
+    page = client.get(f"/ui/items/{launch}", params=PIA)
+    assert f"lena supersede (superseded) {approved['seq']}" in page_text(page.text), page_text(page.text)[-1500:]
