@@ -34,11 +34,13 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     apply_patch,
+    held_against_others,
     in_quarantine,
     proposal_item_id,
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
+from pipelines.recall.conflicts import authors
 from pipelines.recall.episodic import turn_title
 from pipelines.records import (
     LONE_SURROGATE,
@@ -514,6 +516,12 @@ class ToolDispatcher:
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
+        if args.decision == "approve" and held_against_others(current) and who.user_id in authors(current):
+            # Its approval supersedes someone else's claim: a review by its own author would ask no one.
+            self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
+                               reason="held for contradicting someone else's claim: approved by another reviewer")
+            raise ToolError(409, f"memory.review: {args.id!r} is held for contradicting someone else's claim; "
+                                 "its author cannot approve it (another reviewer does; its author may reject it)")
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
         replaced: list[str] = []

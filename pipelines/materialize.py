@@ -34,6 +34,7 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 # from here.
 LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
+CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
 REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {
@@ -190,7 +191,7 @@ def held_by_edit(item: MemoryItem, verdict: Verdict) -> MemoryItem:
     confidence at most QUARANTINE_MAX_CONFIDENCE, the quarantine's expiry) when the edit
     made it contradict someone else's claim in its scope (`soft.contradiction`); else as is.
     Other soft verdicts of an edit hold nothing (a lowered confidence is just that)."""
-    if verdict.action != "quarantine" or "soft.contradiction" not in verdict.rule_ids:
+    if verdict.action != "quarantine" or CONTRADICTION_RULE not in verdict.rule_ids:
         return item
     metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids)}
     return msgspec.structs.replace(item, validation="unverified", expires_at=verdict.expires_at, metadata=metadata,
@@ -212,6 +213,12 @@ def in_quarantine(item: MemoryItem) -> bool:
     """Held by a soft policy block and waiting for a reviewer: stored, but unverified, capped
     in confidence and set to expire (`metadata["verdict"]` is the policy's verdict)."""
     return item.active and item.metadata.get("verdict") == "quarantine" and item.validation != "retracted"
+
+
+def held_against_others(item: MemoryItem) -> bool:
+    """Held for contradicting someone else's claim (`CONTRADICTION_RULE`): its approval
+    corrects that claim, so a reviewer other than its author gives it."""
+    return in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
 
 
 def recall_state(item: MemoryItem) -> str:

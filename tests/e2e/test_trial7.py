@@ -27,6 +27,8 @@ JSON API. Promises checked:
   browser (kept; the earlier trial's suspect).
 - Conflicts across different titles are seen and held ("Atlas launch" / "Release plan"),
   and an approval is audited under the reviewer (kept).
+- A teammate's claim held for contradicting the lead's decision waits for someone else's
+  review (broken: its author approved it himself and it superseded the decision at once).
 - Every change is in the audit with its actor: a write, a correction, an approval (the
   reviewer), an edit; history stays readable after merges (kept, checked on the way).
 """
@@ -312,3 +314,35 @@ def test_loci_decides_decisions_outrank_chatter_and_scopes_keep_their_order(serv
         searched = agent(client, PIA_BOREALIS, "memory_search", {"query": "atlas postgresql"})[1]["hits"]
         assert [h for h in searched if h["type"] != "message"] == [], searched
         consolidate(client, settings)
+
+
+# -- a review is someone else's -------------------------------------------------------------------
+
+
+def test_a_teammate_cannot_approve_his_own_contradiction_of_the_leads_decision(service) -> None:
+    """Omar's claim contradicting Lena's decision is held for review; Omar then approved it
+    himself (`memory.review` is open to anyone who may change the item), which superseded
+    Lena's decision at once: the hold asked nothing of anyone. A claim held for
+    contradicting someone else's is approved by someone other than its author (409 naming
+    why, audited as refused); its author may still withdraw it (reject), and Pia's approval
+    is the correction, as before."""
+    client, settings = service
+    rule = write(client, LENA, "Deploy day", "Atlas deploys go out on Tuesdays.")["item_id"]
+    held = write(client, OMAR, "Deploy day", "Atlas deploys go out on Fridays.")
+    assert held["verdict"]["action"] == "quarantine", held
+    resp = client.post("/v1/tools", json={"action": "memory.review", "identity": OMAR,
+                                          "args": {"id": held["item_id"], "decision": "approve"}})
+    assert resp.status_code == 409 and "its author" in resp.json()["error"], resp.text
+    found = recall(client, PIA, "When do atlas deploys go out?")
+    assert "Tuesdays" in found["injection"] and "Fridays" not in found["injection"], found["injection"]
+    consolidate(client, settings)
+    events = client.get(f"/v1/items/{held['item_id']}", params=LENA).json()["events"]
+    assert ("refused", "omar") in [(e["action"], e["actor"]) for e in events], events
+
+    approved = tool(client, PIA, "memory.review", {"id": held["item_id"], "decision": "approve", "note": "ops said"})
+    assert approved["supersedes"] == [rule], approved
+    assert "Fridays" in recall(client, PIA, "When do atlas deploys go out?")["injection"]
+    write(client, LENA, "Error tracker", "Atlas reports errors to Sentry.")
+    again = write(client, OMAR, "Error tracker", "Atlas reports errors to Rollbar.")
+    assert again["verdict"]["action"] == "quarantine", again
+    assert tool(client, OMAR, "memory.review", {"id": again["item_id"], "decision": "reject"})["decision"] == "reject"

@@ -167,4 +167,7 @@ def test_an_edit_that_contradicts_someone_elses_claim_is_held_for_review(client_
     status, body = tool(client, OMAR, "memory.update", {"id": checklist, "patch": {
         "title": "Restore drill", "content": "Orion restore drills run on the last Friday."}})
     assert status == 200 and body["result"]["verdict"]["action"] == "accept", body  # contradicts only his own claim
+    # Held for contradicting Dana's claim: its author's approval would ask no one.
+    status, body = tool(client, OMAR, "memory.review", {"id": omar, "decision": "approve"})
+    assert status == 409 and "its author cannot approve it" in body["error"], body
     assert tool(client, DANA, "memory.review", {"id": omar, "decision": "reject"})[0] == 200
