@@ -516,7 +516,8 @@ class ToolDispatcher:
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
-        if args.decision == "approve" and held_against_others(current) and who.user_id in authors(current):
+        proposers = authors(current) | {current.metadata.get("held_edit_by") or current.scope.user_id}
+        if args.decision == "approve" and held_against_others(current) and who.user_id in proposers:
             # Its approval supersedes someone else's claim: a review by its own author would ask no one.
             self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
                                reason="held for contradicting someone else's claim: approved by another reviewer")

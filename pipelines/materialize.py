@@ -186,14 +186,16 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
-def held_by_edit(item: MemoryItem, verdict: Verdict) -> MemoryItem:
+def held_by_edit(item: MemoryItem, verdict: Verdict, editor: str) -> MemoryItem:
     """`item` as an edit leaves it: held for review (as a write would be: unverified,
     confidence at most QUARANTINE_MAX_CONFIDENCE, the quarantine's expiry) when the edit
     made it contradict someone else's claim in its scope (`soft.contradiction`); else as is.
-    Other soft verdicts of an edit hold nothing (a lowered confidence is just that)."""
+    Other soft verdicts of an edit hold nothing (a lowered confidence is just that). The
+    editor is kept (`held_edit_by`): like the item's authors, not its reviewer."""
     if verdict.action != "quarantine" or CONTRADICTION_RULE not in verdict.rule_ids:
         return item
-    metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids)}
+    metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
+                "held_edit_by": editor}
     return msgspec.structs.replace(item, validation="unverified", expires_at=verdict.expires_at, metadata=metadata,
                                    confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE))
 
@@ -358,7 +360,7 @@ class _Fold:
             updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
-        self.out.items[current.id] = held_by_edit(updated, verdict)
+        self.out.items[current.id] = held_by_edit(updated, verdict, ev.identity.user_id)
 
     def palace_assign(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])
