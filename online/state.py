@@ -353,10 +353,11 @@ class MemoryService:
         if item is None or not item.scope.visible_to(identity):
             return None
         if replaced is None and item.superseded_by is not None:
-            # What replaced it left recall since (archived): it still names its successor.
+            # What replaced it left recall since (archived, superseded in turn): it still names
+            # its successor, and a merge as a merge (as `LoadedSnapshot.replaced` does).
             into = self._last_stored(item.superseded_by, self.item_history(item.superseded_by, view))
             if into is not None and into.scope.visible_to(identity):
-                replaced = (into.id, "superseded")
+                replaced = (into.id, "merged" if item_id in (into.metadata.get("merged_from") or ()) else "superseded")
         if replaced is None and not item.archived:
             return None
         self.audit(identity, action, {"id": item_id}, [item_id])

@@ -34,11 +34,13 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     apply_patch,
+    held_against_others,
     in_quarantine,
     proposal_item_id,
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
+from pipelines.recall.conflicts import authors
 from pipelines.recall.episodic import turn_title
 from pipelines.records import (
     LONE_SURROGATE,
@@ -435,13 +437,21 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem) -> Any:
-        """The policy's verdict on an item as it would be stored (an edit, an approval)."""
+    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View] | None = None) -> Any:
+        """The policy's verdict on an item as it would be stored (an edit, an approval). An
+        edit of what it says (`edited_by`: the editor and the view) is checked against the
+        claims in its scope as a write is (`govern_claim`): contradicting someone else's,
+        it is held for review (`pipelines.materialize` folds the hold)."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
+        if edited_by is not None:
+            who, view = edited_by
+            found = [it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id]
+            return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
+                                scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
         return self.service.policy.evaluate(
             proposal, target_tier=item.tier, provenance=item.provenance,
             source_trusted=item.provenance.source_kind != "doc",
@@ -480,7 +490,8 @@ class ToolDispatcher:
         window = time_problems(updated.valid_from, updated.valid_to)
         if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
             raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
-        verdict = self._governed(updated)
+        says = {"title", "content", "type"} & set(args.patch)  # what it claims changed: checked like a write
+        verdict = self._governed(updated, (who, view) if says else None)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
@@ -506,6 +517,13 @@ class ToolDispatcher:
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
+        proposers = authors(current) | {current.metadata.get("held_edit_by") or current.scope.user_id}
+        if args.decision == "approve" and held_against_others(current) and who.user_id in proposers:
+            # Its approval supersedes someone else's claim: a review by its own author would ask no one.
+            self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
+                               reason="held for contradicting someone else's claim: approved by another reviewer")
+            raise ToolError(409, f"memory.review: {args.id!r} is held for contradicting someone else's claim; "
+                                 "its author cannot approve it (another reviewer does; its author may reject it)")
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
         replaced: list[str] = []

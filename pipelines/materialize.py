@@ -34,6 +34,7 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 # from here.
 LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
+CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
 REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {
@@ -185,6 +186,20 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
+def held_by_edit(item: MemoryItem, verdict: Verdict, editor: str) -> MemoryItem:
+    """`item` as an edit leaves it: held for review (as a write would be: unverified,
+    confidence at most QUARANTINE_MAX_CONFIDENCE, the quarantine's expiry) when the edit
+    made it contradict someone else's claim in its scope (`soft.contradiction`); else as is.
+    Other soft verdicts of an edit hold nothing (a lowered confidence is just that). The
+    editor is kept (`held_edit_by`): like the item's authors, not its reviewer."""
+    if verdict.action != "quarantine" or CONTRADICTION_RULE not in verdict.rule_ids:
+        return item
+    metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
+                "held_edit_by": editor}
+    return msgspec.structs.replace(item, validation="unverified", expires_at=verdict.expires_at, metadata=metadata,
+                                   confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE))
+
+
 def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem:
     """`item` pinned at the palace location a memory.palace.assign event names (who asked
     and when are kept with the pin); the palace stage keeps it there."""
@@ -200,6 +215,12 @@ def in_quarantine(item: MemoryItem) -> bool:
     """Held by a soft policy block and waiting for a reviewer: stored, but unverified, capped
     in confidence and set to expire (`metadata["verdict"]` is the policy's verdict)."""
     return item.active and item.metadata.get("verdict") == "quarantine" and item.validation != "retracted"
+
+
+def held_against_others(item: MemoryItem) -> bool:
+    """Held for contradicting someone else's claim (`CONTRADICTION_RULE`): its approval
+    corrects that claim, so a reviewer other than its author gives it."""
+    return in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
 
 
 def recall_state(item: MemoryItem) -> str:
@@ -336,9 +357,10 @@ class _Fold:
         if current is None or verdict.action == "reject":
             return
         try:
-            self.out.items[current.id] = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
+            updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
+        self.out.items[current.id] = held_by_edit(updated, verdict, ev.identity.user_id)
 
     def palace_assign(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])

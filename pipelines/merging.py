@@ -40,7 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from pipelines.recall.conflicts import conflict_reason, find_conflicts, is_claim, read_claim, supersedes
+from pipelines.recall.conflicts import authors, conflict_reason, find_conflicts, is_claim, read_claim, supersedes
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -712,6 +712,9 @@ def merge_cluster(
             "merger": draft.merger,
             "fallback_reason": draft.fallback_reason,
             "merged_from": ids,
+            # Whose claim it is (`conflicts.authors`): filed under one member's owner, it is
+            # every member's author's, so no one of them corrects it alone.
+            "authors": sorted(set().union(*(authors(i) for i in items))),
             "policy_version": verdict.policy_version,
             "verdict": verdict.action,
             "merge_confidence": round(confidence, 6),

@@ -41,14 +41,16 @@ given when the superseding one is visible.
 2. Across scopes, the more specific scope applies (session > project > user > org): the
    broader members stay, ordered after it and marked as overridden (`scope`).
 3. Within one scope: the higher confidence wins, then the newer (updated_at); members equal
-   on both are ambiguous and all stay, flagged. Notes under the winner's title that it does
-   not correct (`MAY_UPDATE`) all stay, marked `related` (recall lists the newer first).
+   on both are ambiguous and all stay, flagged. A member competes only with those it
+   conflicts with: two that agree, each contradicted by a third, both stand. Notes under one
+   title that neither corrects (`MAY_UPDATE`) both stand, marked `related` (recall lists
+   the newer first).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import NamedTuple
@@ -1008,17 +1010,29 @@ def groups_in(table: ClaimTable, vector_of: VectorOf | None = None,
               vectors_of: VectorsOf | None = None) -> list[list[MemoryItem]]:
     """`groups` of the claims of a table (recall: its candidates' rows of the corpus' table;
     `vectors_of` gathers the vectors of several of its rows at once)."""
+    return [group for group, _ in groups_with_pairs(table, vector_of, vectors_of)]
+
+
+def groups_with_pairs(table: ClaimTable, vector_of: VectorOf | None = None, vectors_of: VectorsOf | None = None
+                      ) -> list[tuple[list[MemoryItem], set[frozenset[str]]]]:
+    """`groups_in`, each with the pairs of member ids that conflict or supersede (what
+    joined them), for `resolve`: two members of one group need not disagree (two claims
+    that agree, each contradicted by a third)."""
     n = len(table)
     if n < 2:
         return []
     found = _pairs(table, vector_of, vectors_of)
     joined = found.replaces | (found.reason > 0)
     ids = found.ids  # one node per id, as the items are keyed
-    label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
+    ji, jj = found.i[joined].tolist(), found.j[joined].tolist()
+    label = _components(int(ids.max()) + 1, ids[ji].tolist(), ids[jj].tolist())
     by_label: dict[int, list[MemoryItem]] = {}
     for it, node in zip(table.items, ids.tolist()):
         by_label.setdefault(label[node], []).append(it)
-    return [sorted(g, key=lambda it: it.id) for g in by_label.values() if len(g) > 1]
+    pairs: dict[int, set[frozenset[str]]] = {}
+    for a, b in zip(ji, jj):
+        pairs.setdefault(label[int(ids[a])], set()).add(frozenset((table.items[a].id, table.items[b].id)))
+    return [(sorted(g, key=lambda it: it.id), pairs.get(key, set())) for key, g in by_label.items() if len(g) > 1]
 
 
 def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
@@ -1057,8 +1071,11 @@ def _updates(new: Claim, old: Claim) -> bool:
     return bool(new.changes & old.words)
 
 
-def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None
-                       ) -> dict[str, Outcome]:
+def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None,
+                       pairs: Collection[frozenset[str]] | None = None) -> dict[str, Outcome]:
+    """Within one scope kind: by confidence, then the newer. A member is beaten only by one
+    it conflicts with (`pairs`; None: every two members do): two claims that agree, each
+    contradicted by a third, both stand when they beat it."""
     ids = [m.id for m in members]
     if len(members) == 1:
         return {ids[0]: Outcome("winner")}
@@ -1068,42 +1085,53 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     # read from `updated`.
     when = {id(m): timestamp(m.updated_at, float("-inf")) if updated is None else updated[m.id] for m in members}
     members = sorted(members, key=lambda m: (-m.confidence, -when[id(m)], m.id))
-    winner, kept, out = members[0], [members[0]], {}
-    beside: set[str] = set()  # kept only as another note under the winner's title (`MAY_UPDATE`)
-    for m in members[1:]:
-        a, b = read_claim(winner), read_claim(m)
-        if names_a_case(a, b):
-            kept.append(m)  # a case beside the rule, or a correction: shown both, flagged
+    standing: list[MemoryItem] = []  # not beaten, best first
+    beat: dict[str, list[str]] = {}  # standing id -> the ids it beat
+    tied: dict[str, list[str]] = {}  # standing id -> the standing ids it stays beside, flagged
+    related: dict[str, list[str]] = {}  # standing id -> the notes under its title it stays beside
+    out: dict[str, Outcome] = {}
+    for m in members:
+        rivals = [s for s in standing if pairs is None or frozenset((s.id, m.id)) in pairs]
+        if not rivals:
+            standing.append(m)
             continue
-        if _beside_under_one_title(a, b):
-            kept.append(m)  # a note beside another under one title: shown both, marked related
-            beside.add(m.id)
-            continue
-        if winner.confidence > m.confidence + 1e-9:
+        best = rivals[0]  # the best-ranked claim it disagrees with
+        if names_a_case(read_claim(best), read_claim(m)) or _beside_under_one_title(read_claim(best), read_claim(m)):
+            why = None  # a case beside the rule, or a note beside another: shown both
+        elif best.confidence > m.confidence + 1e-9:
             why = "confidence"
-        elif when[id(winner)] > when[id(m)]:  # the winner is newer
+        elif when[id(best)] > when[id(m)]:  # the winner is newer
             why = "recency"
         else:
-            kept.append(m)
+            why = None
+        if why is not None:
+            out[m.id] = Outcome(why, [best.id], suppressed=True, winner=best.id)
+            beat.setdefault(best.id, []).append(m.id)
             continue
-        out[m.id] = Outcome(why, [winner.id], suppressed=True, winner=winner.id)
-    if len(kept) > 1:
-        kept_ids = [k.id for k in kept]
-        only_beside = len(beside) == len(kept) - 1  # no tie, no case: notes under one title
-        for k in kept:
-            related = k.id in beside or (k is winner and only_beside)
-            out[k.id] = Outcome("related" if related else "ambiguous", [i for i in kept_ids if i != k.id])
-    else:
-        beaten = [m.id for m in members[1:]]
-        out[winner.id] = Outcome(out[beaten[0]].resolution, beaten)
+        standing.append(m)
+        for s in rivals:
+            beside = related if _beside_under_one_title(read_claim(s), read_claim(m)) else tied
+            beside.setdefault(s.id, []).append(m.id)
+            beside.setdefault(m.id, []).append(s.id)
+    for s in standing:
+        if s.id in tied:
+            out[s.id] = Outcome("ambiguous", [i for i in ids if i in tied[s.id]] if pairs is not None
+                                else [k.id for k in standing if k.id != s.id and k.id not in related.get(s.id, ())])
+        elif s.id in related:
+            out[s.id] = Outcome("related", [i for i in ids if i in related[s.id]])
+        elif s.id in beat:
+            out[s.id] = Outcome(out[beat[s.id][0]].resolution, beat[s.id])
+        else:
+            out[s.id] = Outcome("winner")
     return out
 
 
-def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None
-            ) -> dict[str, Outcome]:
+def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None,
+            pairs: Collection[frozenset[str]] | None = None) -> dict[str, Outcome]:
     """Outcome per member id of one conflict group (see the module docstring). `updated`:
     each member's update time as `timestamp(updated_at, -inf)` gives it, already read (a
-    recall takes them from its corpora's arrays), else parsed here."""
+    recall takes them from its corpora's arrays), else parsed here. `pairs`: the member
+    ids that conflict, as `groups_with_pairs` gives them (None: every two members do)."""
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
@@ -1125,7 +1153,7 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping
     kinds = sorted(by_scope, key=lambda k: SCOPE_RANK[k])
     applies: list[str] = []
     for kind in kinds:
-        outcome = _resolve_one_scope(by_scope[kind], mode, updated)
+        outcome = _resolve_one_scope(by_scope[kind], mode, updated, pairs)
         out.update(outcome)
         applies.extend(i for i, o in outcome.items() if not o.suppressed)
     if len(kinds) > 1:
@@ -1195,18 +1223,28 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
 
 
 
+def authors(item: MemoryItem) -> frozenset[str]:
+    """Who said a claim: its owner, or for a claim consolidation merged, the author of every
+    member (`metadata["authors"]`; the merged item is filed under one member's owner)."""
+    named = item.metadata.get("authors")
+    if isinstance(named, list) and named and all(isinstance(a, str) for a in named):
+        return frozenset(named)
+    return frozenset((item.scope.user_id,))
+
+
 def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
                  existing: Iterable[MemoryItem]) -> list[str]:
     """Ids of the author's own claims (same user, same scope kind) that a new claim with
     this title and content conflicts with: the new claim corrects them and supersedes them,
-    where a contradiction of someone else's claim is left to the write policy."""
+    where a contradiction of someone else's claim is left to the write policy. A merged
+    claim is the author's own only when every member was (`authors`)."""
     new = proposed_claim(title, content, item_type)
     if new is None:
         return []
-    own = [old for old in existing if old.scope.user_id == author_user_id and old.scope.kind == scope_kind]
+    own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
     return sorted(old.id for old, _ in contradicted(new, own))
 
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by", "find_conflicts",
-           "groups", "is_claim", "names_a_case", "proposed_claim", "read_claim", "resolve", "restates",
-           "stated_values", "supersedes"]
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by",
+           "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
+           "resolve", "restates", "stated_values", "supersedes"]

@@ -35,9 +35,10 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     for c in live:
         t = float(search.view.corpora[c.ci].updated_ts[c.row])
         updated[c.id] = t if t == t else float("-inf")
-    for group in conflicts.groups_in(table, lambda it: search.view.vector(*where[it.id]) if it.id in where
-                                     else None, lambda rows: search.view.vectors_at(locations, rows)):
-        outcomes = conflicts.resolve(group, mode, updated)
+    for group, pairs in conflicts.groups_with_pairs(
+            table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,
+            lambda rows: search.view.vectors_at(locations, rows)):
+        outcomes = conflicts.resolve(group, mode, updated, pairs)
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]
             cand.conflict_with = list(outcome.conflict_with)

@@ -182,6 +182,7 @@ def test_merge_cluster_builds_the_canonical_mtm_item(cluster):
     assert item.valid_from == iso(30) and item.valid_to == iso(-10)
     assert item.metadata["merger"] == "extractive" and item.metadata["fallback_reason"] is None
     assert item.metadata["merged_from"] == ["a", "b", "c"] and item.metadata["policy_version"] == "test-1"
+    assert item.metadata["authors"] == sorted({m.scope.user_id for m in cluster})  # whose claim it is
     # the policy saw the draft as an MTM proposal with the merged provenance
     proposal, kw = policy.calls[0]
     assert kw["target_tier"] == "mtm" and kw["provenance"] == prov

@@ -16,11 +16,13 @@ from pipelines.recall.conflicts import (
     ClaimTable,
     _cosine,
     _pairs,
+    authors,
     conflict_reason,
     corrected_by,
     find_conflicts,
     groups,
     groups_in,
+    groups_with_pairs,
     is_claim,
     read_claim,
     resolve,
@@ -295,6 +297,24 @@ def test_resolution_scope_then_confidence_then_recency():
     assert not any(o.suppressed for o in out.values())
 
 
+def test_two_claims_that_agree_both_stand_beside_the_third_that_contradicts_them():
+    """A member loses only to one it conflicts with: "Tuesdays" said twice (the newer a
+    note) and "Thursdays" at a lower confidence are one group, through "Thursdays"; the
+    older "Tuesdays" never lost to the newer one, which says the same."""
+    items = [claim("rule", "Deploy day", "Atlas deploys go out on Tuesdays."),
+             claim("note", "Deploy routine", "Atlas deploys go out on Tuesdays, after the standup.",
+                   type_="note", updated="2026-02-01T00:00:00+00:00"),
+             claim("held", "Deploy day", "Atlas deploys go out on Thursdays.", confidence=0.5)]
+    ((group, joined),) = groups_with_pairs(ClaimTable.read(items))
+    assert frozenset(("rule", "note")) not in joined and frozenset(("rule", "held")) in joined
+    out = resolve(group, pairs=joined)
+    assert not out["rule"].suppressed and not out["note"].suppressed
+    assert out["held"].suppressed and out["held"].resolution == "confidence"
+    assert out["held"].winner in ("rule", "note") and "held" in out[out["held"].winner].conflict_with
+    everyone = resolve(group)  # without the pairs, every two members are taken to disagree
+    assert everyone["rule"].suppressed and everyone["rule"].resolution == "recency"
+
+
 def test_a_superseded_claim_drops_out_and_is_not_reported():
     old = claim("old", "Standup time", "Standup is at 09:30.", confidence=0.95)
     new = claim("new", "Standup time", "Standup is at 10:15.", confidence=0.5,
@@ -315,6 +335,15 @@ def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
     assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "user", "u1", found) == ["mine"]
     assert corrected_by("Standup time", "Standup is at 09:30.", "fact", "user", "u1", found) == []
     assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
+
+
+def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
+    """Consolidation files a merged claim under one member's owner; `authors` names them all."""
+    ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
+    mine = claim("mine", "Standup place", "Standup is at 09:30 in room 4.", metadata={"authors": ["u1"]})
+    assert authors(ours) == {"u1", "u2"} and authors(mine) == {"u1"} and authors(claim("x", "T", "c.")) == {"u1"}
+    assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "project", "u1", [ours]) == []
+    assert corrected_by("Standup place", "Standup is at 10:15 in room 4.", "fact", "project", "u1", [mine]) == ["mine"]
 
 
 def test_a_captured_correction_supersedes_through_the_fold(tmp_path):
