@@ -29,7 +29,7 @@ import numpy as np
 from pipelines.materialize import message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
-from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates
+from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
 from .episodic import said_date, stated_words
@@ -167,6 +167,8 @@ class CandidateSearch:
         self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
         self.retracted: dict[str, MemoryItem] = {}  # retracted claims found: turns saying them are out
         self.retracted_turns: set[str] = set()  # the turns of the exchanges they were proposed in
+        self.corrections: dict[str, MemoryItem] = {}  # claims found that replaced others: turns said
+        # before them stating what they replaced are out
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -226,6 +228,8 @@ class CandidateSearch:
             return "in the conversation already"
         if item.id in self.retracted_turns or any(restates(item, claim) for claim in self.retracted.values()):
             return "says what was retracted"  # the user took it back: not evidence of it either
+        if self.corrections and any(states_what_was_corrected(item, c) for c in self.corrections.values()):
+            return "says what a correction replaced"  # the correction is the evidence now
         return None
 
     def _exchange_of(self, claim: MemoryItem) -> set[str]:
@@ -349,12 +353,17 @@ class CandidateSearch:
     def drop_not_admitted(self) -> list[dict[str, str]]:
         """Remove candidates that may not be candidates; returns them with the reason. The
         retracted claims among them are kept aside first (`retracted`): the raw turns that
-        said them go too."""
+        said them go too; so are the corrections (`corrections`): the raw turns said before
+        them that state what they replaced go."""
         for cand in list(self.cands.values()):
             if (cand.item.validation == "retracted" and cand.item.type in CLAIM_TYPES
                     and cand.id not in self.retracted):
                 self.retracted[cand.id] = cand.item
                 self.retracted_turns |= self._exchange_of(cand.item)
+            elif (is_claim(cand.item) and cand.id not in self.corrections
+                  and any(link.rel == "supersedes" for link in cand.item.links)
+                  and not (cand.item.expires_at is not None and cand.item.expired(self.now))):
+                self.corrections[cand.id] = cand.item
         dropped = []
         for cand in list(self.cands.values()):
             why = self.not_admitted(cand.ci, cand.row)

@@ -1102,6 +1102,17 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
     return shared >= 2 and overlap >= (0.5 if c.values else SUBJECT_OVERLAP)
 
 
+def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
+    """Whether the raw chat `turn`, said before `correction` (a claim that replaced another:
+    its `supersedes` links) was made, conflicts with it by this rule: it states the value
+    the correction replaced ("My doctor put me on amlodipine 5 mg every morning" before
+    "Amlodipine dose: Sam takes amlodipine 10 mg every morning"). Said after the
+    correction, it is said again, on purpose."""
+    if timestamp(turn.created_at, float("inf")) >= timestamp(correction.created_at, 0.0):
+        return False
+    return conflict_reason(read_claim(turn), read_claim(correction)) is not None
+
+
 # -- corrections at write time ----------------------------------------------------------------
 
 
@@ -1141,4 +1152,4 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by", "find_conflicts",
            "groups", "is_claim", "names_a_case", "proposed_claim", "read_claim", "resolve", "restates",
-           "stated_values", "supersedes"]
+           "stated_values", "states_what_was_corrected", "supersedes"]

@@ -619,3 +619,19 @@ def test_renumber_is_numpy_unique_with_inverse(n_columns):
         used, inverse = conflicts._renumber(columns, n_columns)
         expected_used, expected_inverse = np.unique(columns, return_inverse=True)
         assert used.tolist() == expected_used.tolist() and inverse.tolist() == expected_inverse.tolist()
+
+
+def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
+    """The raw turns recall leaves out beside a correction: said before it, and stating
+    what it replaced; not a turn on another subject, nor one said after it."""
+    fix = claim("c", "Amlodipine dose", "Sam takes amlodipine 10 mg every morning.",
+                created_at="2026-03-02T00:00:00+00:00", links=[Link(rel="supersedes", to="a")])
+
+    def turn(text: str, at: str = "2026-03-01T00:00:00+00:00") -> MemoryItem:
+        return claim(text[:8], "sam", text, kind="user", type_="message", created_at=at)
+
+    assert conflicts.states_what_was_corrected(turn("My doctor put me on amlodipine 5 mg every morning."), fix)
+    assert not conflicts.states_what_was_corrected(turn("My doctor raised my amlodipine to 10 mg every morning."), fix)
+    assert not conflicts.states_what_was_corrected(turn("My cardiologist is Dr. Okafor at Riverside clinic."), fix)
+    assert not conflicts.states_what_was_corrected(
+        turn("Back to amlodipine 5 mg every morning.", at="2026-03-03T00:00:00+00:00"), fix)
