@@ -1,7 +1,7 @@
 """Raw chat turns (`message` items) in recall: evidence of what was said, not governed facts.
 
 - Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
-  "hello!"), turns without a single content word, and earlier copies of the question being
+  "hello!"), promises to comply that name nothing ("Sure, I'll use that!"), turns without a single content word, and earlier copies of the question being
   asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
@@ -27,7 +27,10 @@ SMALL_TALK = frozenset(
     "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
     "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
     "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
-    "wow oh ah hmm much very so well lots many".split()
+    "wow oh ah hmm much very so well lots many "
+    # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
+    # course, I'll keep that in mind"): it says nothing on its own
+    "use course keep mind remember absolutely certainly definitely understood".split()
 )
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

@@ -32,9 +32,10 @@ def turn(text: str, speaker: str = "dana", at: str = "2026-03-04T10:00:00+00:00"
 
 
 def test_small_talk_and_question_copies_are_not_candidates():
-    for text in ("ok", "thanks!", "Hello!", "Got it.", "ok thanks", "Sounds good.", "?!", "yes, it is"):
+    for text in ("ok", "thanks!", "Hello!", "Got it.", "ok thanks", "Sounds good.", "?!", "yes, it is",
+                 "Sure, I'll use that!", "Of course, I'll keep that in mind from now on."):
         assert is_small_talk(text), text
-    for text in ("ok, deploy on Friday", "thanks, Caroline!", "I like emacs."):
+    for text in ("ok, deploy on Friday", "thanks, Caroline!", "I like emacs.", "Sure, I'll use PETG."):
         assert not is_small_talk(text), text
     q = "Which database does orion telemetry use?"
     items = [turn("which database does Orion telemetry use", id_="msg_copy"), turn("ok", id_="msg_ok"),
