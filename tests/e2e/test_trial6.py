@@ -175,7 +175,8 @@ def test_an_assistants_filler_is_not_evidence(proxy, fake, memory) -> None:  # n
     only what Sam said comes back."""
     url = proxy()
     fake.chat_reply = lambda req: "Sure, I'll use that!"
-    ollama_chat(url, "trains-1", [{"role": "user", "content": "For the railway parts I print with PETG filament on my Prusa MK4."}])
+    ollama_chat(url, "trains-1", [{"role": "user", "content":
+                                   "For the railway parts I print with PETG filament on my Prusa MK4."}])
     fake.chat_reply = lambda req: "Of course, I'll keep that in mind from now on."
     ollama_chat(url, "trains-1", [{"role": "user", "content": "The layout is HO scale."}])
     fake.chat_reply = lambda req: "PETG."
