@@ -2,7 +2,8 @@
 
 - Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
   "hello!"), promises to comply that name nothing ("Sure, I'll use that!"), turns without
-  a single content word, and earlier copies of the question being asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
+  a single content word, and earlier copies of the question being asked now. They are
+  never recall candidates (`CandidateSearch.not_admitted`).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
