@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipelines.recall import MemoryCorpus, RecallEngine
 from pipelines.recall.episodic import (
+    for_another_chat,
     is_small_talk,
     only_asks,
     said_date,
@@ -118,3 +119,12 @@ def test_a_budget_too_small_for_the_frame_gets_one_shortened_entry():
     assert block.startswith("PERSISTENT MEMORY (READ-ONLY)") and "TimescaleDB" in block
     assert block.rstrip().endswith("[/MEMORY]")
     assert pack_injection([Entry("m1", format_entry(fact))], 30) == ("", [])
+
+
+def test_a_turn_limited_to_its_chat_is_for_that_chat_only():
+    wish = turn("For this chat, answer in French please.")
+    wish.metadata["session_id"] = "trip"
+    assert for_another_chat(wish, "budget") and not for_another_chat(wish, "trip")
+    other = turn("I answer emails in French.")
+    other.metadata["session_id"] = "trip"
+    assert not for_another_chat(other, "budget")
