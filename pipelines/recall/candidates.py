@@ -167,8 +167,10 @@ class CandidateSearch:
         self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
         self.retracted: dict[str, MemoryItem] = {}  # retracted claims found: turns saying them are out
         self.retracted_turns: set[str] = set()  # the turns of the exchanges they were proposed in
-        self.corrections: dict[str, MemoryItem] = {}  # claims found that replaced others: turns said
-        # before them stating what they replaced are out
+        # The visible claims that replaced others (read when first needed): turns said before
+        # them stating what they replaced are out, and those corrections are pulled in.
+        self._corrections: list[tuple[int, int, MemoryItem]] | None = None
+        self.correcting: dict[str, tuple[int, int]] = {}  # corrections that put a turn out
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -230,9 +232,25 @@ class CandidateSearch:
             return "said for another chat only"
         if item.id in self.retracted_turns or any(restates(item, claim) for claim in self.retracted.values()):
             return "says what was retracted"  # the user took it back: not evidence of it either
-        if self.corrections and any(states_what_was_corrected(item, c) for c in self.corrections.values()):
+        if self.corrected(item):
             return "says what a correction replaced"  # the correction is the evidence now
         return None
+
+    def corrected(self, turn: MemoryItem) -> bool:
+        """Whether a visible correction (a claim that replaced another) was made after the raw
+        `turn`, which states what it replaced (`conflicts.states_what_was_corrected`); the
+        correction is remembered, to be pulled in (`pull_corrections`)."""
+        if self._corrections is None:
+            self._corrections = [
+                (ci, row, c.items[row]) for ci, c in enumerate(self.view.corpora)
+                for row in c.correction_rows()[self.view.allowed[ci][c.correction_rows()]].tolist()
+                if is_claim(c.items[row]) and not (c.items[row].expires_at is not None
+                                                   and c.items[row].expired(self.now))]
+        for ci, row, correction in self._corrections:
+            if states_what_was_corrected(turn, correction):
+                self.correcting[correction.id] = (ci, row)
+                return True
+        return False
 
     def _exchange_of(self, claim: MemoryItem) -> set[str]:
         """Ids of the raw turns of the exchange a chat proposal came from: the assistant turn
@@ -355,17 +373,12 @@ class CandidateSearch:
     def drop_not_admitted(self) -> list[dict[str, str]]:
         """Remove candidates that may not be candidates; returns them with the reason. The
         retracted claims among them are kept aside first (`retracted`): the raw turns that
-        said them go too; so are the corrections (`corrections`): the raw turns said before
-        them that state what they replaced go."""
+        said them go too."""
         for cand in list(self.cands.values()):
             if (cand.item.validation == "retracted" and cand.item.type in CLAIM_TYPES
                     and cand.id not in self.retracted):
                 self.retracted[cand.id] = cand.item
                 self.retracted_turns |= self._exchange_of(cand.item)
-            elif (is_claim(cand.item) and cand.id not in self.corrections
-                  and any(link.rel == "supersedes" for link in cand.item.links)
-                  and not (cand.item.expires_at is not None and cand.item.expired(self.now))):
-                self.corrections[cand.id] = cand.item
         dropped = []
         for cand in list(self.cands.values()):
             why = self.not_admitted(cand.ci, cand.row)
@@ -411,6 +424,13 @@ class CandidateSearch:
                 item = self.view.corpora[ci].items[row]
                 if item.id != cand.id and is_claim(item) and self.admissible(ci, row):
                     self.add(ci, row, "conflict-partner")
+
+    def pull_corrections(self) -> None:
+        """Bring in the corrections that put a candidate turn out: the turn said what they
+        replaced, so they answer what it was found for."""
+        for ci, row in self.correcting.values():
+            if self.admissible(ci, row):
+                self.add(ci, row, "correction-of-a-turn")
 
     def pull_summaries(self) -> None:
         view = self.view

@@ -33,7 +33,7 @@ SMALL_TALK = frozenset(
     "wow oh ah hmm much very so well lots many "
     # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
     # course, I'll keep that in mind"): it says nothing on its own
-    "use course keep mind remember absolutely certainly definitely understood".split()
+    "use course keep mind remember absolutely certainly definitely".split()
 )
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")

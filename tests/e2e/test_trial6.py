@@ -68,8 +68,10 @@ def test_a_corrected_dose_is_not_handed_back_through_the_turns_that_said_the_old
     doctor raised it (10 mg) and the model proposes the correction, which replaces the old
     memory. Asked in a third chat, the model was handed the correction and, as
     "conversation excerpts", the turns of the first chat saying 5 mg, the old one first:
-    two doses for one question, the stale one on top. The turns that said the replaced
-    value are not evidence any more (before and after consolidation); what he said on
+    two doses for one question, the stale one on top; asked in the old turn's words ("what
+    did my doctor put me on?"), only the old dose. The turns that said the replaced value
+    are not evidence any more (before and after consolidation), the correction answers in
+    their place; what he said on
     another subject in that chat still is, and a turn saying 5 mg after the correction
     (said again, on purpose) comes back."""
     url = proxy()
@@ -91,6 +93,11 @@ def test_a_corrected_dose_is_not_handed_back_through_the_turns_that_said_the_old
         shown = said(fake)
         assert "10 mg" in shown, (moment, shown)
         assert "5 mg" not in shown, (moment, shown)
+        # Asked in the old turn's words only, the correction answers, not the old turn.
+        ollama_chat(url, "health-3", [{"role": "user", "content":
+                                       "What did my doctor put me on for my blood pressure?"}])
+        shown = said(fake)
+        assert "10 mg" in shown and "5 mg" not in shown, (moment, shown)
         ollama_chat(url, "health-3", [{"role": "user", "content": "Who is my cardiologist at Riverside clinic?"}])
         assert "Dr. Okafor" in said(fake), moment
         consolidate_proxy(memory)
