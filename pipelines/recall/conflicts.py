@@ -48,6 +48,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 from scipy import sparse
 
@@ -1102,6 +1103,9 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
     return shared >= 2 and overlap >= (0.5 if c.values else SUBJECT_OVERLAP)
 
 
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
+
+
 def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
     """Whether the raw chat `turn`, said before `correction` (a claim that replaced another:
     its `supersedes` links) was made, conflicts with it by this rule: it states the value
@@ -1110,7 +1114,12 @@ def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
     correction, it is said again, on purpose."""
     if timestamp(turn.created_at, float("inf")) >= timestamp(correction.created_at, 0.0):
         return False
-    return conflict_reason(read_claim(turn), read_claim(correction)) is not None
+    said = turn
+    if turn.metadata.get("role") == "user" and turn.scope.user_id:
+        # A user's "I" is that user, whom the claim names ("I take amlodipine" / "Sam no
+        # longer takes amlodipine"): read as the user's id.
+        said = msgspec.structs.replace(turn, content=_FIRST_PERSON.sub(turn.scope.user_id, turn.content))
+    return conflict_reason(read_claim(said), read_claim(correction)) is not None
 
 
 # -- corrections at write time ----------------------------------------------------------------

@@ -108,6 +108,30 @@ def test_a_corrected_dose_is_not_handed_back_through_the_turns_that_said_the_old
     assert "lowered it again" in said(fake)
 
 
+def test_a_medication_stopped_is_not_handed_back_through_the_turn_that_said_it(proxy, fake, memory) -> None:  # noqa: F811
+    """Through the OpenAI-compatible API: Sam said he takes amlodipine; later his doctor
+    took him off it and the model proposes the correction ("Sam no longer takes
+    amlodipine"). Asked whether he takes any blood pressure medication, the model was
+    handed the correction and, first among the excerpts, "I take amlodipine 10 mg every
+    morning": his "I" is the Sam the correction names, so that turn said what it replaced."""
+    url = proxy()
+    old = {"type": "fact", "title": "Blood pressure medication", "content": "Sam takes amlodipine 10 mg every morning.",
+           "why_store": "health", "confidence": 0.9, "scope": "user"}
+    fake.chat_reply = lambda req: "Noted. " + block(old)
+    openai_chat(url, "health-1", [{"role": "user", "content":
+                                   "I take amlodipine 10 mg every morning for my blood pressure."}])
+    new = {**old, "content": "Sam no longer takes amlodipine."}
+    fake.chat_reply = lambda req: "Great news! " + block(new)
+    openai_chat(url, "health-2", [{"role": "user", "content":
+                                   "Good news: my doctor took me off amlodipine, I no longer take it."}])
+    fake.chat_reply = lambda req: "No."
+    for moment in ("at once", "after consolidation"):
+        openai_chat(url, "health-3", [{"role": "user", "content": "Do I take any blood pressure medication?"}])
+        shown = said(fake, "/v1/chat/completions")
+        assert "Sam no longer takes amlodipine." in shown and "10 mg" not in shown, (moment, shown)
+        consolidate_proxy(memory)
+
+
 # -- a wish for one chat stays in that chat ---------------------------------------------------
 
 

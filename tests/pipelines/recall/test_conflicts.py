@@ -635,3 +635,10 @@ def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
     assert not conflicts.states_what_was_corrected(turn("My cardiologist is Dr. Okafor at Riverside clinic."), fix)
     assert not conflicts.states_what_was_corrected(
         turn("Back to amlodipine 5 mg every morning.", at="2026-03-03T00:00:00+00:00"), fix)
+    stopped = claim("s", "Amlodipine", "u1 no longer takes amlodipine.", created_at="2026-03-02T00:00:00+00:00",
+                    links=[Link(rel="supersedes", to="a")])
+    said = turn("I take amlodipine 10 mg every morning.")
+    said.metadata["role"] = "user"  # a user's "I" is that user (u1)
+    assert conflicts.states_what_was_corrected(said, stopped)
+    said.metadata["role"] = "assistant"
+    assert not conflicts.states_what_was_corrected(said, stopped)
