@@ -11,13 +11,15 @@ Ollama server, and reading memory through `loci serve`'s tool API. Promises chec
   that said it is not evidence in the user's other chats.
 - The model's `memory.read` of an id a correction replaced, or that consolidation archived,
   says so (`superseded_by`, `archived`) instead of only listing it as `missing`, as if it
-  never existed; an id replaced since the last consolidation names its correction too.
+  never existed; an id replaced since the last consolidation names its correction too. Through
+  the proxy, such a read is not answered with "memory holds nothing".
 - An assistant's filler ("Sure, I'll use that!") is not evidence: it comes back on any
   question with "use" in it and says nothing.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -194,6 +196,38 @@ def test_memory_read_says_an_id_was_replaced_or_archived_not_only_missing(servic
     eve = {"user_id": "eve", "project_id": "home", "session_id": "e1"}
     resp = client.post("/v1/tools", json={"action": "memory.read", "identity": eve, "args": {"ids": [old, gym]}})
     assert resp.json()["result"] == {"items": [], "missing": [old, gym]}, resp.text  # not hers: nothing told
+
+
+def test_the_models_memory_read_of_a_replaced_id_is_not_answered_as_nothing(proxy, fake, memory) -> None:  # noqa: F811
+    """Through the proxy with Loci's memory tools on: the model reads by id the savings goal
+    it saw in an earlier answer's catalog, corrected since. It was handed the tool result
+    (the id under `missing`) and beside it "memory holds nothing about this request. Tell
+    the user plainly that memory does not contain it": the proxy counted only `items` as
+    found. What became of the id is an answer: no such note."""
+    memory.settings.flags["memory_tools"] = True
+    url = proxy()
+    goal = {"type": "fact", "title": "Savings goal", "content": "Sam saves 300 euros a month.",
+            "why_store": "money", "confidence": 0.9, "scope": "user"}
+    fake.chat_reply = lambda req: "Noted. " + block(goal)
+    (old,) = ollama_chat(url, "money-1", [{"role": "user", "content": "I save 300 euros a month."}]
+                         )["loci"]["proposals"]
+    fake.chat_reply = lambda req: "Noted. " + block({**goal, "content": "Sam saves 400 euros a month."})
+    (new,) = ollama_chat(url, "money-2", [{"role": "user", "content": "I now save 400 euros a month."}]
+                         )["loci"]["proposals"]
+    consolidate_proxy(memory)
+
+    def model(req: dict[str, Any]) -> dict[str, Any] | str:
+        if not any(m["role"] == "tool" for m in req["messages"]):
+            return {"content": "", "tool_calls": [
+                {"function": {"name": "memory_read", "arguments": {"ids": [old["item_id"]]}}}]}
+        return "Your goal was replaced: you save 400 euros a month now."
+
+    fake.chat_reply = model
+    ollama_chat(url, "money-3", [{"role": "user", "content": "Read me memory " + old["item_id"]}])
+    second = [body for p, body in fake.requests if p == "/api/chat"][-1]
+    (result,) = [json.loads(m["content"]) for m in second["messages"] if m["role"] == "tool"]
+    assert result["superseded_by"] == {old["item_id"]: new["item_id"]}, result
+    assert "memory holds nothing" not in json.dumps(second), second["messages"]
 
 
 # -- filler is not evidence -------------------------------------------------------------------
