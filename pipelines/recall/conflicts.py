@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from functools import lru_cache
 from typing import NamedTuple
 
 import msgspec
@@ -1103,7 +1104,9 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
     return shared >= 2 and overlap >= (0.5 if c.values else SUBJECT_OVERLAP)
 
 
-_FIRST_PERSON = re.compile(r"\b(?:I|me|my|mine|myself)\b", re.IGNORECASE)
+@lru_cache(maxsize=1024)
+def _named(user_id: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(user_id)}\b(?:'s)?", re.IGNORECASE)
 
 
 def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
@@ -1114,12 +1117,12 @@ def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
     correction, it is said again, on purpose."""
     if timestamp(turn.created_at, float("inf")) >= timestamp(correction.created_at, 0.0):
         return False
-    said = turn
     if turn.metadata.get("role") == "user" and turn.scope.user_id:
-        # A user's "I" is that user, whom the claim names ("I take amlodipine" / "Sam no
-        # longer takes amlodipine"): read as the user's id.
-        said = msgspec.structs.replace(turn, content=_FIRST_PERSON.sub(turn.scope.user_id, turn.content))
-    return conflict_reason(read_claim(said), read_claim(correction)) is not None
+        # The user says "I" where the claim names them ("I take amlodipine" / "Sam no longer
+        # takes amlodipine"): their name is no subject word between the two.
+        correction = msgspec.structs.replace(
+            correction, content=_named(turn.scope.user_id).sub("", correction.content))
+    return conflict_reason(read_claim(turn), read_claim(correction)) is not None
 
 
 # -- corrections at write time ----------------------------------------------------------------

@@ -638,7 +638,12 @@ def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
     stopped = claim("s", "Amlodipine", "u1 no longer takes amlodipine.", created_at="2026-03-02T00:00:00+00:00",
                     links=[Link(rel="supersedes", to="a")])
     said = turn("I take amlodipine 10 mg every morning.")
-    said.metadata["role"] = "user"  # a user's "I" is that user (u1)
+    said.metadata["role"] = "user"  # a user's "I" is that user (u1): the name is no subject word
     assert conflicts.states_what_was_corrected(said, stopped)
     said.metadata["role"] = "assistant"
     assert not conflicts.states_what_was_corrected(said, stopped)
+    goal = claim("g", "Savings goal", "u1 saves 400 euros a month.", created_at="2026-03-02T00:00:00+00:00",
+                 links=[Link(rel="supersedes", to="a")])
+    spent = turn("I spend 200 euros a month on groceries.")
+    spent.metadata["role"] = "user"
+    assert not conflicts.states_what_was_corrected(spent, goal)  # another thing counted in euros
