@@ -1122,7 +1122,19 @@ def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
         # takes amlodipine"): their name is no subject word between the two.
         correction = msgspec.structs.replace(
             correction, content=_named(turn.scope.user_id).sub("", correction.content))
-    return conflict_reason(read_claim(turn), read_claim(correction)) is not None
+    said, fix = read_claim(turn), read_claim(correction)
+    if not (said.words & fix.words) - _light_or_period():
+        return False  # only "pay" and "month" in common: two things paid monthly, not one corrected
+    return conflict_reason(said, fix) is not None
+
+
+@lru_cache(maxsize=1)
+def _light_or_period() -> frozenset[str]:
+    """Stems of the light verbs and the words of a period ("every morning", "a month"):
+    shared alone, they make no subject of a turn and a correction."""
+    return frozenset(_STEMS(sorted(_LIGHT_VERBS | {
+        "every", "each", "day", "days", "daily", "week", "weeks", "weekly", "month", "months", "monthly",
+        "year", "years", "yearly", "morning", "mornings", "evening", "evenings", "night", "nights"})))
 
 
 # -- corrections at write time ----------------------------------------------------------------

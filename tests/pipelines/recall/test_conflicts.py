@@ -647,3 +647,9 @@ def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
     spent = turn("I spend 200 euros a month on groceries.")
     spent.metadata["role"] = "user"
     assert not conflicts.states_what_was_corrected(spent, goal)  # another thing counted in euros
+    rent = claim("r", "Rent", "u1 pays 1350 euros a month in rent.", created_at="2026-03-02T00:00:00+00:00",
+                 links=[Link(rel="supersedes", to="a")])
+    gym, old_rent = turn("I pay 60 euros a month for the gym."), turn("My rent is 1200 euros a month.")
+    gym.metadata["role"] = old_rent.metadata["role"] = "user"
+    assert conflicts.states_what_was_corrected(old_rent, rent)
+    assert not conflicts.states_what_was_corrected(gym, rent)  # only "pay" and "month" in common
