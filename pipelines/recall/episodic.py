@@ -108,7 +108,9 @@ _THIS_CHAT = re.compile(r"\b(?:(?:for|in|during)\s+(?:this|the\s+current)\s+(?:c
 
 
 @lru_cache(maxsize=65536)
-def _limits_to_its_chat(text: str) -> bool:
+def limits_to_its_chat(text: str) -> bool:
+    """The text says it holds for the chat it is said in ("for this chat", "in this
+    conversation", "this thread only")."""
     return _THIS_CHAT.search(text) is not None
 
 
@@ -117,7 +119,7 @@ def for_another_chat(item: MemoryItem, session_id: str) -> bool:
     answer in French"), said in another chat than `session_id`: not evidence there."""
     said_in = item.metadata.get("session_id")
     return (is_message(item) and isinstance(said_in, str) and said_in != session_id
-            and _limits_to_its_chat(item.content))
+            and limits_to_its_chat(item.content))
 
 
 def speaker_of(item: MemoryItem) -> str:
@@ -154,5 +156,6 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_small_talk", "named_words", "only_asks",
+__all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_small_talk", "limits_to_its_chat", "named_words",
+           "only_asks",
            "said_date", "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]

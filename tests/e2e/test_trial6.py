@@ -8,7 +8,8 @@ Ollama server, and reading memory through `loci serve`'s tool API. Promises chec
   correction, before or after consolidation; a turn on another subject still is, and so is
   the old value said again after the correction.
 - A wish for one chat ("for this chat, answer in French") stays in that chat: the raw turn
-  that said it is not evidence in the user's other chats.
+  that said it is not evidence in the user's other chats, and a preference the model proposed
+  for "this chat" without naming a scope is that chat's (session scope), not the project's.
 - The model's `memory.read` of an id a correction replaced, or that consolidation archived,
   says so (`superseded_by`, `archived`) instead of only listing it as `missing`, as if it
   never existed; an id replaced since the last consolidation names its correction too. Through
@@ -149,6 +150,29 @@ def test_a_wish_for_this_chat_only_is_not_evidence_in_the_other_chats(proxy, fak
     fake.chat_reply = lambda req: "D'accord. " + block(wish)
     first = [{"role": "user", "content": "For this chat, answer in French please."}]
     openai_chat(url, "trip", first)
+    fake.chat_reply = lambda req: "Sure."
+    for moment in ("at once", "after consolidation"):
+        openai_chat(url, "budget", [{"role": "user", "content": "Which language should you answer in?"}])
+        assert "French" not in said(fake, "/v1/chat/completions"), (moment, said(fake, "/v1/chat/completions"))
+        openai_chat(url, "trip", [{"role": "user", "content": "Which language should you answer in?"}])
+        assert "In this chat, answer in French." in said(fake, "/v1/chat/completions"), moment
+        consolidate_proxy(memory)
+
+
+def test_a_wish_for_this_chat_the_model_proposed_without_a_scope_stays_in_that_chat(
+        proxy, fake, memory) -> None:  # noqa: F811
+    """The model proposes "In this chat, answer in French." and names no scope: Loci stored
+    it in the project (the default), and every other chat of the project was told to
+    follow it ("Entries of type preference are the user's own wishes ..."): Sam's budget
+    chat answered in French. A preference that says it is for this chat is this chat's
+    (session scope); in its own chat it still applies."""
+    url = proxy()
+    wish = {"type": "preference", "title": "Answer language", "content": "In this chat, answer in French.",
+            "why_store": "asked", "confidence": 0.9}
+    fake.chat_reply = lambda req: "D'accord. " + block(wish)
+    reply = openai_chat(url, "trip", [{"role": "user", "content": "For this chat, answer in French please."}])
+    (verdict,) = reply["loci"]["proposals"]
+    assert verdict["action"] == "accept", verdict
     fake.chat_reply = lambda req: "Sure."
     for moment in ("at once", "after consolidation"):
         openai_chat(url, "budget", [{"role": "user", "content": "Which language should you answer in?"}])
