@@ -344,7 +344,15 @@ class MemoryService:
         "superseded") or None for an archived one, its history), the read audited as
         `action`. None unless `identity` may see it and what replaced it: what left recall
         keeps its history, shown only to whom it was shown before."""
-        view = self.view()
+        found = self.retired(item_id, identity)
+        if found is not None:
+            self.audit(identity, action, {"id": item_id}, [item_id])
+        return found
+
+    def retired(self, item_id: str, identity: Identity, view: View | None = None
+                ) -> tuple[MemoryItem, tuple[str, str] | None, ItemHistory] | None:
+        """`read_replaced` without the audit (a caller that audits its whole request)."""
+        view = view or self.view()
         replaced = self.replaced_by(item_id, identity, view)
         if replaced is None and view.get(item_id) is not None:
             return None  # still served: `read_item`
@@ -360,7 +368,6 @@ class MemoryService:
                 replaced = (into.id, "merged" if item_id in (into.metadata.get("merged_from") or ()) else "superseded")
         if replaced is None and not item.archived:
             return None
-        self.audit(identity, action, {"id": item_id}, [item_id])
         return item, replaced, history
 
     @staticmethod

@@ -626,13 +626,34 @@ class ToolDispatcher:
     def read(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(ReadArgs, raw, "memory.read")
         items, missing = [], []
+        superseded: dict[str, str] = {}
         for item_id in dict.fromkeys(args.ids):
             item = self.service.get_item(item_id, who, view)
-            (items.append(item_out(item)) if item is not None else missing.append(item_id))
-        self.service.audit(who, "memory.read", msgspec.to_builtins(args), [i["id"] for i in items])
+            if item is None:
+                missing.append(item_id)
+                continue
+            out = item_out(item)
+            replaced = self.service.replaced_by(item_id, who, view)  # a correction since the snapshot
+            if replaced is not None and replaced[1] == "superseded":
+                out["superseded_by"] = superseded[item_id] = replaced[0]
+            items.append(out)
         merged = {i: into for i in missing if (into := self.service.merged_into(i, who, view)) is not None}
-        # `merged_into` only when a missing id was merged by consolidation (where to read it now).
-        return {"items": items, "missing": missing, **({"merged_into": merged} if merged else {})}
+        archived = []
+        for item_id in missing:
+            retired = None if item_id in merged else self.service.retired(item_id, who, view)
+            if retired is not None:
+                if retired[1] is not None:
+                    superseded[item_id] = retired[1][0]
+                if retired[0].archived:
+                    archived.append(item_id)
+        self.service.audit(who, "memory.read", msgspec.to_builtins(args),
+                           [i["id"] for i in items] + sorted({*superseded, *archived} - {i["id"] for i in items}))
+        # Each only when it applies: `merged_into` (consolidation merged a missing id: where to
+        # read it now), `superseded_by` (a correction replaced it), `archived` (it expired or
+        # aged out; `GET /v1/items/{id}` gives it as last stored, with its history).
+        return {"items": items, "missing": missing, **({"merged_into": merged} if merged else {}),
+                **({"superseded_by": superseded} if superseded else {}),
+                **({"archived": archived} if archived else {})}
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(PalaceListArgs, raw, "memory.palace.list")

@@ -18,6 +18,7 @@ from pipelines.materialize import SCOPE_KINDS, in_quarantine, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import contradicted, corrected_by, is_claim, read_claim
+from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
     Event,
     Identity,
@@ -292,6 +293,10 @@ def _govern_proposal(
     form: str,
     proposal: ProposedItem,
 ) -> _Governed:
+    if (proposal.scope not in SCOPE_KINDS and proposal.type == "preference"
+            and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
+        # "In this chat, answer in French.", no scope named: this chat's wish, not the project's.
+        proposal = msgspec.structs.replace(proposal, scope="session")
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope

@@ -586,7 +586,8 @@ def found_in(action: str, result: dict[str, Any]) -> bool:
         return bool(result.get("found"))
     if action == "memory.palace.list":
         return bool(result.get("children"))
-    return bool(result.get("items"))
+    # memory.read: what became of an id no longer served (merged, replaced, archived) answers too
+    return any(result.get(key) for key in ("items", "merged_into", "superseded_by", "archived"))
 
 
 def compact(action: str, result: dict[str, Any]) -> dict[str, Any]:

@@ -29,10 +29,10 @@ import numpy as np
 from pipelines.materialize import message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
-from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates
+from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
-from .episodic import said_date, stated_words
+from .episodic import for_another_chat, said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -167,6 +167,10 @@ class CandidateSearch:
         self.said_keys: set[str] = set()  # normalised messages of the conversation asked in
         self.retracted: dict[str, MemoryItem] = {}  # retracted claims found: turns saying them are out
         self.retracted_turns: set[str] = set()  # the turns of the exchanges they were proposed in
+        # The visible claims that replaced others (read when first needed): turns said before
+        # them stating what they replaced are out, and those corrections are pulled in.
+        self._corrections: list[tuple[int, int, MemoryItem]] | None = None
+        self.correcting: dict[str, tuple[int, int]] = {}  # corrections that put a turn out
 
     def feedback(self) -> list[str]:
         """Pseudo-relevance feedback from the most relevant candidates so far: their best
@@ -224,9 +228,29 @@ class CandidateSearch:
             return "an earlier copy of the question"
         if self.said_keys and c.content_key(row) in self.said_keys:
             return "in the conversation already"
+        if for_another_chat(item, self.view.who.session_id):
+            return "said for another chat only"
         if item.id in self.retracted_turns or any(restates(item, claim) for claim in self.retracted.values()):
             return "says what was retracted"  # the user took it back: not evidence of it either
+        if self.corrected(item):
+            return "says what a correction replaced"  # the correction is the evidence now
         return None
+
+    def corrected(self, turn: MemoryItem) -> bool:
+        """Whether a visible correction (a claim that replaced another) was made after the raw
+        `turn`, which states what it replaced (`conflicts.states_what_was_corrected`); the
+        correction is remembered, to be pulled in (`pull_corrections`)."""
+        if self._corrections is None:
+            self._corrections = [
+                (ci, row, c.items[row]) for ci, c in enumerate(self.view.corpora)
+                for row in c.correction_rows()[self.view.allowed[ci][c.correction_rows()]].tolist()
+                if is_claim(c.items[row]) and not (c.items[row].expires_at is not None
+                                                   and c.items[row].expired(self.now))]
+        for ci, row, correction in self._corrections:
+            if states_what_was_corrected(turn, correction):
+                self.correcting[correction.id] = (ci, row)
+                return True
+        return False
 
     def _exchange_of(self, claim: MemoryItem) -> set[str]:
         """Ids of the raw turns of the exchange a chat proposal came from: the assistant turn
@@ -400,6 +424,13 @@ class CandidateSearch:
                 item = self.view.corpora[ci].items[row]
                 if item.id != cand.id and is_claim(item) and self.admissible(ci, row):
                     self.add(ci, row, "conflict-partner")
+
+    def pull_corrections(self) -> None:
+        """Bring in the corrections that put a candidate turn out: the turn said what they
+        replaced, so they answer what it was found for."""
+        for ci, row in self.correcting.values():
+            if self.admissible(ci, row):
+                self.add(ci, row, "correction-of-a-turn")
 
     def pull_summaries(self) -> None:
         view = self.view

@@ -53,8 +53,10 @@ import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from functools import lru_cache
 from typing import NamedTuple
 
+import msgspec
 import numpy as np
 from scipy import sparse
 
@@ -1193,6 +1195,39 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
     return shared >= 2 and overlap >= (0.5 if c.values else SUBJECT_OVERLAP)
 
 
+@lru_cache(maxsize=1024)
+def _named(user_id: str) -> re.Pattern[str]:
+    return re.compile(rf"\b{re.escape(user_id)}\b(?:'s)?", re.IGNORECASE)
+
+
+def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
+    """Whether the raw chat `turn`, said before `correction` (a claim that replaced another:
+    its `supersedes` links) was made, conflicts with it by this rule: it states the value
+    the correction replaced ("My doctor put me on amlodipine 5 mg every morning" before
+    "Amlodipine dose: Sam takes amlodipine 10 mg every morning"). Said after the
+    correction, it is said again, on purpose."""
+    if timestamp(turn.created_at, float("inf")) >= timestamp(correction.created_at, 0.0):
+        return False
+    if turn.metadata.get("role") == "user" and turn.scope.user_id:
+        # The user says "I" where the claim names them ("I take amlodipine" / "Sam no longer
+        # takes amlodipine"): their name is no subject word between the two.
+        correction = msgspec.structs.replace(
+            correction, content=_named(turn.scope.user_id).sub("", correction.content))
+    said, fix = read_claim(turn), read_claim(correction)
+    if not (said.words & fix.words) - _light_or_period():
+        return False  # only "pay" and "month" in common: two things paid monthly, not one corrected
+    return conflict_reason(said, fix) is not None
+
+
+@lru_cache(maxsize=1)
+def _light_or_period() -> frozenset[str]:
+    """Stems of the light verbs and the words of a period ("every morning", "a month"):
+    shared alone, they make no subject of a turn and a correction."""
+    return frozenset(_STEMS(sorted(_LIGHT_VERBS | {
+        "every", "each", "day", "days", "daily", "week", "weeks", "weekly", "month", "months", "monthly",
+        "year", "years", "yearly", "morning", "mornings", "evening", "evenings", "night", "nights"})))
+
+
 # -- corrections at write time ----------------------------------------------------------------
 
 
@@ -1247,4 +1282,4 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by",
            "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
-           "resolve", "restates", "stated_values", "supersedes"]
+           "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]

@@ -136,6 +136,7 @@ class MemoryCorpus:
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
         self._partnered_cache: dict[int, bool] = {}
+        self._corrections: np.ndarray | None = None
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -304,6 +305,14 @@ class MemoryCorpus:
         if found is None:
             found = self._small_talk_cache[row] = is_small_talk(self.items[row].content)
         return found
+
+    def correction_rows(self) -> np.ndarray:
+        """The active rows that replaced another item (a `supersedes` link): corrections,
+        whose subject's older raw turns recall leaves out. Few; found once per corpus."""
+        if self._corrections is None:
+            self._corrections = np.asarray(sorted({row for pairs in self.links_in.values()
+                                                   for rel, row in pairs if rel == "supersedes"}), np.int64)
+        return self._corrections
 
     def may_have_partners(self, row: int, rels: Sequence[str], max_title: int) -> bool:
         """Whether the row links to anything with one of `rels`, is linked to with one of them

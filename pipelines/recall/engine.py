@@ -348,6 +348,7 @@ class RecallEngine:
         # lost its conflict is resolved away like any other candidate, never shown as current.
         if q.opts.always_inject and q.mode != "catalog":
             q.search.pull_always(self.settings.always_inject_importance, q.opts.max_always_inject)
+        q.search.pull_corrections()  # before the partners: a correction's are pulled in too
         if q.opts.conflicts:
             q.search.pull_conflict_partners()
         if q.opts.summaries:

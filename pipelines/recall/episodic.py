@@ -1,8 +1,11 @@
 """Raw chat turns (`message` items) in recall: evidence of what was said, not governed facts.
 
 - Some turns carry nothing to recall: acknowledgements and greetings ("ok", "thanks!",
-  "hello!"), turns without a single content word, and earlier copies of the question being
-  asked now. They are never recall candidates (`CandidateSearch.not_admitted`).
+  "hello!"), promises to comply that name nothing ("Sure, I'll use that!"), turns without
+  a single content word, and earlier copies of the question being asked now. They are
+  never recall candidates (`CandidateSearch.not_admitted`).
+- A turn that limits itself to the chat it was said in ("for this chat, answer in French")
+  is not a candidate in another chat (`for_another_chat`).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
@@ -27,7 +30,10 @@ SMALL_TALK = frozenset(
     "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
     "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
     "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
-    "wow oh ah hmm much very so well lots many".split()
+    "wow oh ah hmm much very so well lots many "
+    # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
+    # course, I'll keep that in mind"): it says nothing on its own
+    "use course keep mind remember absolutely certainly definitely".split()
 )
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -97,6 +103,25 @@ def named_words(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
+_THIS_CHAT = re.compile(r"\b(?:(?:for|in|during)\s+(?:this|the\s+current)\s+(?:chat|conversation|thread|session)"
+                        r"|(?:this|the\s+current)\s+(?:chat|conversation|thread|session)\s+only)\b", re.IGNORECASE)
+
+
+@lru_cache(maxsize=65536)
+def limits_to_its_chat(text: str) -> bool:
+    """The text says it holds for the chat it is said in ("for this chat", "in this
+    conversation", "this thread only")."""
+    return _THIS_CHAT.search(text) is not None
+
+
+def for_another_chat(item: MemoryItem, session_id: str) -> bool:
+    """A raw turn that limits what it says to the chat it was said in ("For this chat,
+    answer in French"), said in another chat than `session_id`: not evidence there."""
+    said_in = item.metadata.get("session_id")
+    return (is_message(item) and isinstance(said_in, str) and said_in != session_id
+            and limits_to_its_chat(item.content))
+
+
 def speaker_of(item: MemoryItem) -> str:
     role = str(item.metadata.get("role") or "")
     speaker = item.title.strip() or role or "someone"
@@ -131,5 +156,6 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "gist", "is_message", "is_small_talk", "named_words", "only_asks", "said_date",
-           "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]
+__all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_small_talk", "limits_to_its_chat", "named_words",
+           "only_asks",
+           "said_date", "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]

@@ -48,6 +48,23 @@ def test_capture_lands_turn_and_governed_proposals(inbox):
     assert decision.metadata["policy_version"]
 
 
+def test_a_preference_for_this_chat_proposed_without_a_scope_is_the_chats(inbox):
+    """The model names no scope: a preference that says it holds for this chat is that
+    chat's (session scope); a decision that says where it was taken keeps the default, and
+    so does a preference whose scope the model named."""
+    items = [{"type": "preference", "title": "Answer language", "content": "In this chat, answer in French.",
+              "why_store": "asked"},
+             {"type": "decision", "title": "DB choice", "content": "In this conversation we chose PostgreSQL 16.",
+              "why_store": "decided"},
+             {"type": "preference", "title": "Units", "content": "For this chat, use metric units.",
+              "why_store": "asked", "scope": "user"}]
+    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps(items) + "</MEMORY_PROPOSALS_JSON>"
+    capture_turn(inbox, Policy(), DANA, "assistant", text, turn_id="t-chat")
+    overlay = fold_events(inbox.read_after(0))
+    scopes = {i.title: i.scope.kind for i in overlay.items.values() if i.type != "message"}
+    assert scopes == {"Answer language": "session", "DB choice": "project", "Units": "user"}
+
+
 def test_capture_is_idempotent_by_turn_id(inbox):
     first = capture_turn(inbox, Policy(), DANA, "user", "We deploy on Fridays.", turn_id="t9")
     second = capture_turn(inbox, Policy(), DANA, "user", "We deploy on Fridays.", turn_id="t9")

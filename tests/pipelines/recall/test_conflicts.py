@@ -688,3 +688,37 @@ def test_notes_under_one_title_whose_contents_do_not_compare_are_both_shown_as_r
     outcomes = resolve(group)
     assert {i: o.resolution for i, o in outcomes.items()} == {
         "a": "related", "b": "related", "c": "ambiguous", "d": "ambiguous"}
+
+
+def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
+    """The raw turns recall leaves out beside a correction: said before it, and stating
+    what it replaced; not a turn on another subject, nor one said after it."""
+    fix = claim("c", "Amlodipine dose", "Sam takes amlodipine 10 mg every morning.",
+                created_at="2026-03-02T00:00:00+00:00", links=[Link(rel="supersedes", to="a")])
+
+    def turn(text: str, at: str = "2026-03-01T00:00:00+00:00") -> MemoryItem:
+        return claim(text[:8], "sam", text, kind="user", type_="message", created_at=at)
+
+    assert conflicts.states_what_was_corrected(turn("My doctor put me on amlodipine 5 mg every morning."), fix)
+    assert not conflicts.states_what_was_corrected(turn("My doctor raised my amlodipine to 10 mg every morning."), fix)
+    assert not conflicts.states_what_was_corrected(turn("My cardiologist is Dr. Okafor at Riverside clinic."), fix)
+    assert not conflicts.states_what_was_corrected(
+        turn("Back to amlodipine 5 mg every morning.", at="2026-03-03T00:00:00+00:00"), fix)
+    stopped = claim("s", "Amlodipine", "u1 no longer takes amlodipine.", created_at="2026-03-02T00:00:00+00:00",
+                    links=[Link(rel="supersedes", to="a")])
+    said = turn("I take amlodipine 10 mg every morning.")
+    said.metadata["role"] = "user"  # a user's "I" is that user (u1): the name is no subject word
+    assert conflicts.states_what_was_corrected(said, stopped)
+    said.metadata["role"] = "assistant"
+    assert not conflicts.states_what_was_corrected(said, stopped)
+    goal = claim("g", "Savings goal", "u1 saves 400 euros a month.", created_at="2026-03-02T00:00:00+00:00",
+                 links=[Link(rel="supersedes", to="a")])
+    spent = turn("I spend 200 euros a month on groceries.")
+    spent.metadata["role"] = "user"
+    assert not conflicts.states_what_was_corrected(spent, goal)  # another thing counted in euros
+    rent = claim("r", "Rent", "u1 pays 1350 euros a month in rent.", created_at="2026-03-02T00:00:00+00:00",
+                 links=[Link(rel="supersedes", to="a")])
+    gym, old_rent = turn("I pay 60 euros a month for the gym."), turn("My rent is 1200 euros a month.")
+    gym.metadata["role"] = old_rent.metadata["role"] = "user"
+    assert conflicts.states_what_was_corrected(old_rent, rent)
+    assert not conflicts.states_what_was_corrected(gym, rent)  # only "pay" and "month" in common

@@ -724,3 +724,19 @@ def test_questions_that_ask_for_a_kind_of_memory(query, types):
     from pipelines.recall.query import asked_types
 
     assert asked_types(query) == types
+
+
+def test_a_turn_that_said_what_a_correction_replaced_gives_way_to_the_correction():
+    """Asked in the old turn's words only, recall does not hand back the replaced dose: the
+    correction (which shares none of the question's words) answers in its place; a turn
+    said after the correction, stating the old value again, is evidence again."""
+    old_turn = mem("msg_old", "sam", "Dr. Okafor put me on amlodipine 5 mg every morning for my blood pressure.",
+                   kind="user", type="message", created_at="2025-02-01T00:00:00+00:00")
+    fix = mem("fix", "Amlodipine dose", "Sam takes amlodipine 10 mg every morning.", kind="user",
+              created_at="2025-03-01T00:00:00+00:00", links=[Link(rel="supersedes", to="gone")])
+    question = "What did Dr. Okafor prescribe for my blood pressure?"
+    found = ids(engine().recall(question, ME, [corpus([old_turn, fix])], now=NOW))
+    assert "fix" in found and "msg_old" not in found, found
+    again = mem("msg_again", "sam", "Dr. Okafor put me back on amlodipine 5 mg every morning for my blood pressure.",
+                kind="user", type="message", created_at="2025-04-01T00:00:00+00:00")
+    assert "msg_again" in ids(engine().recall(question, ME, [corpus([old_turn, fix, again])], now=NOW))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipelines.recall import MemoryCorpus, RecallEngine
 from pipelines.recall.episodic import (
+    for_another_chat,
     is_small_talk,
     only_asks,
     said_date,
@@ -32,9 +33,10 @@ def turn(text: str, speaker: str = "dana", at: str = "2026-03-04T10:00:00+00:00"
 
 
 def test_small_talk_and_question_copies_are_not_candidates():
-    for text in ("ok", "thanks!", "Hello!", "Got it.", "ok thanks", "Sounds good.", "?!", "yes, it is"):
+    for text in ("ok", "thanks!", "Hello!", "Got it.", "ok thanks", "Sounds good.", "?!", "yes, it is",
+                 "Sure, I'll use that!", "Of course, I'll keep that in mind from now on."):
         assert is_small_talk(text), text
-    for text in ("ok, deploy on Friday", "thanks, Caroline!", "I like emacs."):
+    for text in ("ok, deploy on Friday", "thanks, Caroline!", "I like emacs.", "Sure, I'll use PETG."):
         assert not is_small_talk(text), text
     q = "Which database does orion telemetry use?"
     items = [turn("which database does Orion telemetry use", id_="msg_copy"), turn("ok", id_="msg_ok"),
@@ -117,3 +119,12 @@ def test_a_budget_too_small_for_the_frame_gets_one_shortened_entry():
     assert block.startswith("PERSISTENT MEMORY (READ-ONLY)") and "TimescaleDB" in block
     assert block.rstrip().endswith("[/MEMORY]")
     assert pack_injection([Entry("m1", format_entry(fact))], 30) == ("", [])
+
+
+def test_a_turn_limited_to_its_chat_is_for_that_chat_only():
+    wish = turn("For this chat, answer in French please.")
+    wish.metadata["session_id"] = "trip"
+    assert for_another_chat(wish, "budget") and not for_another_chat(wish, "trip")
+    other = turn("I answer emails in French.")
+    other.metadata["session_id"] = "trip"
+    assert not for_another_chat(other, "budget")
