@@ -46,6 +46,7 @@ import re
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -105,6 +106,8 @@ _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?
                        r"([a-z][\w-]*)", re.IGNORECASE)
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+_ABBREVIATED = re.compile(r"\b[A-Z][a-z]{0,2}\.\s+$")  # "Dr. ", "Mrs. ", "St. "
+_NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
 _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
@@ -138,6 +141,7 @@ class Claim:
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
+    named: frozenset[str] = frozenset()  # the names its sentences start with (`_named`: "Leo"), of `words`
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -304,8 +308,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     said_words = [w for w in stemmed_content if w not in skipped or w in names]
     stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
-    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     word_set = frozenset(stemmed_words)
+    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     ended, ended_values = _ended(item.content, word_set, values | retired) if _ENDED.search(item.content) else ((), ())
     if ended_values:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values, retired | ended_values
@@ -313,7 +317,36 @@ def _read_claim(item: MemoryItem) -> Claim:
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
-                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content))
+                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
+                 named=_named(item.content) & word_set)
+
+
+def _named(content: str) -> frozenset[str]:
+    """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
+    "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
+    a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
+    too), or that the content capitalises inside a sentence as well ("Chloe ... with Chloe")."""
+    # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
+    starts = [m.group(1) for m in _SENTENCE_START.finditer(content) if not _ABBREVIATED.search(content, 0, m.start(1))]
+    found = [w.lower() for w in starts if _NAMED_FORM.fullmatch(w)]
+    if not found:
+        return frozenset()
+    common = _common_words()
+    found = [w for w in found if w not in STOPWORDS and w not in common]
+    if len(found) < len(starts):  # a common word is a name too when the content capitalises it inside a sentence
+        inside = {m.group(0) for m in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
+        found += [w.lower() for w in starts if w in inside]
+    return frozenset(_STEMS(found)) if found else frozenset()
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    """Common English words: zxcvbn's frequency lists of English Wikipedia and of US film and
+    TV (~49,000 words, lower-case). zxcvbn keeps a word in one of its lists only, so some
+    common words sit in its list of passwords instead ("coffee", "love") and read as names
+    here, as pets' names do ("Pepper", "Biscuit")."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["english_wikipedia"]) | frozenset(FREQUENCY_LISTS["us_tv_and_film"])
 
 
 def _measured(content: str) -> frozenset[str]:
@@ -426,11 +459,13 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
 def _qualified_apart(a: Claim, b: Claim) -> bool:
     """In one scope kind, each names in its title, and says again, a word the other never
     says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
-    service timeout: the billing service ..."), not one thing stated twice. Across scopes
+    service timeout: the billing service ..."), not one thing stated twice; or starts a
+    sentence with a name the other never says (`_named`: "Leo goes to bed at 8pm" / "Mia
+    goes to bed at 9pm", two children, not one whose bedtime changed). Across scopes
     the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
     the company"): one subject, which scope priority orders (the broader stay shown)."""
-    return (a.item.scope.kind == b.item.scope.kind and bool(a.qualifiers - b.words)
-            and bool(b.qualifiers - a.words))
+    return (a.item.scope.kind == b.item.scope.kind and bool((a.qualifiers | a.named) - b.words)
+            and bool((b.qualifiers | b.named) - a.words))
 
 
 def names_a_case(a: Claim, b: Claim) -> bool:
@@ -539,7 +574,7 @@ class ClaimTable:
             values.add(c.values if c is not None else ())
             retired.add(c.retired if c is not None else ())
             units.add(c.units if c is not None else ())
-            qualifiers.add(c.qualifiers if c is not None else ())
+            qualifiers.add(c.qualifiers | c.named if c is not None else ())  # `_qualified_apart` asks both
             ended.add(c.ended if c is not None else ())
             ended_values.add(c.ended_values if c is not None else ())
             if c is not None:
@@ -1105,13 +1140,14 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
 # -- corrections at write time ----------------------------------------------------------------
 
 
-def proposed_claim(title: str, content: str, item_type: str) -> Claim | None:
+def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "project") -> Claim | None:
     """The claim a proposal would make (None when its type is not a claim), to check it
-    against stored claims before it is written."""
+    against stored claims before it is written; in the scope kind it will be written in
+    (what tells two things of one kind apart holds within one kind, `_qualified_apart`)."""
     if item_type not in CLAIM_TYPES:
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
-                                 title=title, content=content, scope=Scope()))
+                                 title=title, content=content, scope=Scope(kind=scope_kind)))  # type: ignore[arg-type]
 
 
 def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
@@ -1132,7 +1168,7 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
     """Ids of the author's own claims (same user, same scope kind) that a new claim with
     this title and content conflicts with: the new claim corrects them and supersedes them,
     where a contradiction of someone else's claim is left to the write policy."""
-    new = proposed_claim(title, content, item_type)
+    new = proposed_claim(title, content, item_type, scope_kind)
     if new is None:
         return []
     own = [old for old in existing if old.scope.user_id == author_user_id and old.scope.kind == scope_kind]

@@ -239,6 +239,30 @@ def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memo
     assert client.get(f"/v1/items/{mum['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
 
 
+def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(service) -> None:
+    """Dana notes one child's bedtime, later the other's, in the same words ("Leo goes to bed
+    at 8pm" / "Mia goes to bed at 9pm"), then her two dogs' food. Before, the shared words
+    and unit read as one subject with two values: the second note was taken for Dana's
+    correction and replaced the first. A sentence starting with a name names its subject:
+    both stay. Leo's bedtime moving is still a correction."""
+    client, _ = service
+    leo = write(client, DANA, "Bedtime", "Leo goes to bed at 8pm.", scope="user")
+    mia = write(client, {**DANA, "session_id": "s2"}, "Kids bedtime", "Mia goes to bed at 9pm.", scope="user")
+    assert mia["verdict"]["action"] == "accept", mia
+    block = authoritative(recall(client, DANA, "when do the kids go to bed?")["injection"])
+    assert "Leo goes to bed at 8pm" in block and "Mia goes to bed at 9pm" in block, block
+    assert client.get(f"/v1/items/{leo['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    biscuit = write(client, DANA, "Dog food", "Biscuit eats 200 g of kibble a day.", scope="user")
+    write(client, {**DANA, "session_id": "s3"}, "Dog food portions", "Pepper eats 150 g of kibble a day.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "how much do the dogs eat?")["injection"])
+    assert "Biscuit eats 200 g" in block and "Pepper eats 150 g" in block, block
+    assert client.get(f"/v1/items/{biscuit['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    write(client, {**DANA, "session_id": "s4"}, "Leo's bedtime", "Leo goes to bed at 8:30pm now.", scope="user")
+    block = authoritative(recall(client, DANA, "when does Leo go to bed?")["injection"])
+    assert "8:30pm" in block and "Leo goes to bed at 8pm" not in block, block
+
+
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
     """A title is a key: Dana's new claim under the title of her older one replaces it
     ("Allergies: I am allergic to shellfish" corrects "... penicillin"). But a note that

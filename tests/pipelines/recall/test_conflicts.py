@@ -249,6 +249,42 @@ def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_k
     assert pairs([mine, orion]) == {frozenset("gh")}
 
 
+def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
+    """"Leo goes to bed at 8pm" / "Mia goes to bed at 9pm": two children, not one whose
+    bedtime changed, though the claims share every other word and count in one unit. A
+    sentence that starts with a name (a capitalised word that is not a common English
+    word, or that the content capitalises inside a sentence too) names its subject; each
+    claim naming one the other never says are about two things, like qualifying titles. The
+    same name with another value still conflicts, and a common word starting a sentence
+    ("Production deploys ...") names nothing."""
+    assert pairs([claim("a", "Kids bedtime", "Leo goes to bed at 8pm.", kind="user"),
+                  claim("b", "Kids bedtimes", "Mia goes to bed at 9pm.", kind="user")]) == set()
+    assert pairs([claim("a", "Dog food", "Biscuit eats 200 g a day.", kind="user"),
+                  claim("b", "Dog food portions", "Pepper eats 150 g a day.", kind="user")]) == set()
+    assert pairs([claim("a", "Leo bedtime", "Leo goes to bed at 8pm.", kind="user"),
+                  claim("b", "Leo's bedtime", "Leo goes to bed at 8:30pm now.", kind="user")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Deploy window", "Production deploys happen between 14:00 and 16:00 UTC."),
+                  claim("b", "When we ship to prod", "Prod deploy window is 08:00-10:00 UTC.")]) == {frozenset("ab")}
+    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).named == {"leo"}
+    assert read_claim(claim("a", "Deploys", "Production deploys happen at 14:00.")).named == frozenset()
+    assert read_claim(claim("a", "Chores", "Chloe walks the dog; the dog adores Chloe.")).named == {"chloe"}
+    assert read_claim(claim("a", "Doctor", "Our family doctor is Dr. Patel.")).named == frozenset()  # not a start
+    assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
+
+
+def test_a_write_in_a_user_scope_tells_two_things_of_one_kind_apart_as_recall_does():
+    """A write checks its claim in the scope kind it is written in: two things of one kind
+    (named first, or by qualifying titles) are told apart within one kind, so a note in a
+    user's own scope on another child or another service is no correction of the first
+    (before, the proposed claim was read as a project-scope one, and nothing told them apart)."""
+    leo = claim("a", "Bedtime", "Leo goes to bed at 8pm.", kind="user")
+    assert corrected_by("Kids bedtime", "Mia goes to bed at 9pm.", "fact", "user", "u1", [leo]) == []
+    assert corrected_by("Bedtime", "Leo goes to bed at 8:30pm now.", "fact", "user", "u1", [leo]) == ["a"]
+    auth = claim("b", "Auth service timeout", "The auth service times out requests after 5 seconds.", kind="user")
+    assert corrected_by("Billing service timeout", "The billing service times out requests after 30 seconds.",
+                        "fact", "user", "u1", [auth]) == []
+
+
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
     items = [claim("a", "Port of service 0", "Service number 0 listens on port 9000."),
              claim("b", "Port of service 1", "Service number 1 listens on port 9001."),
