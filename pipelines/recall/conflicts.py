@@ -54,7 +54,7 @@ from scipy import sparse
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
-from .dates import written_dates
+from .dates import MONTHS, written_dates
 from .lexical import STOPWORDS, Stems, normalise_label, words
 
 # Types whose title names a claim, so two of them can disagree.
@@ -260,6 +260,7 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -424,8 +425,9 @@ def _ends(a: Claim, b: Claim) -> bool:
 
 
 def _measures(values: Iterable[str]) -> frozenset[str]:
-    """The values that are numbers with a unit ("4 space")."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v))
+    """The values that are numbers with a unit ("4 space"); not a day of a month ("14
+    march": "14 March" and "28 March" are two days, not two counts in one unit)."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in _MONTH_STEMS)
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:

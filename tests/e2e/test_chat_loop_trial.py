@@ -263,6 +263,25 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     assert "8:30pm" in block and "Leo goes to bed at 8pm" not in block, block
 
 
+def test_the_flight_back_does_not_replace_the_flight_out(service) -> None:
+    """Dana notes her flight to Tokyo (14 March), then the flight back (28 March). Before, a
+    day of a month read as a count in the unit "march", and two counts in one unit make
+    half the words shared enough for one subject: the flight back replaced the flight out.
+    Both stay; the flight out moving is still a correction."""
+    client, _ = service
+    out = write(client, DANA, "Flight to Tokyo", "Our flight to Tokyo leaves on 14 March.", scope="user")
+    back = write(client, {**DANA, "session_id": "s2"}, "Return flight", "We fly back from Tokyo on 28 March.",
+                 scope="user")
+    assert back["verdict"]["action"] == "accept", back
+    block = authoritative(recall(client, DANA, "when are our Tokyo flights?")["injection"])
+    assert "14 March" in block and "28 March" in block, block
+    assert client.get(f"/v1/items/{out['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    write(client, {**DANA, "session_id": "s3"}, "Tokyo flight", "Our flight to Tokyo leaves on 21 March now.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "when does our flight to Tokyo leave?")["injection"])
+    assert "21 March" in block and "14 March" not in block, block
+
+
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
     """A title is a key: Dana's new claim under the title of her older one replaces it
     ("Allergies: I am allergic to shellfish" corrects "... penicillin"). But a note that

@@ -272,6 +272,17 @@ def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
     assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
 
 
+def test_a_day_of_a_month_is_not_a_count_in_one_unit():
+    """"leaves on 14 March" / "back from Tokyo on 28 March": two days (without a year, read as
+    "14 march"), not two counts of one unit, so sharing half their words does not make the
+    flight out and the flight back one subject. The same flight moved still conflicts."""
+    out = claim("a", "Flight to Tokyo", "Our flight to Tokyo leaves on 14 March.", kind="user")
+    assert read_claim(out).values == {"14 march", "tokyo"} and read_claim(out).units == frozenset()
+    assert pairs([out, claim("b", "Return flight", "We fly back from Tokyo on 28 March.", kind="user")]) == set()
+    assert pairs([out, claim("c", "Tokyo flight", "Our flight to Tokyo leaves on 21 March now.", kind="user")]
+                 ) == {frozenset("ac")}
+
+
 def test_a_write_in_a_user_scope_tells_two_things_of_one_kind_apart_as_recall_does():
     """A write checks its claim in the scope kind it is written in: two things of one kind
     (named first, or by qualifying titles) are told apart within one kind, so a note in a
