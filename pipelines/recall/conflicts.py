@@ -285,8 +285,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     values, retired = stated_values(item.content), retired_values(item.content)
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
-    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second")
-    skip |= {w for w in said if w in _NUMBER_WORDS or _PLAIN_NUMBER.fullmatch(w)}
+    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
+    # also glued to its unit ("100mg", "8pm")
+    skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))

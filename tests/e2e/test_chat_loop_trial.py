@@ -245,18 +245,20 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     and unit read as one subject with two values: the second note was taken for Dana's
     correction and replaced the first. A sentence starting with a name names its subject:
     both stay. Leo's bedtime moving is still a correction."""
-    client, _ = service
+    client, settings = service
     leo = write(client, DANA, "Bedtime", "Leo goes to bed at 8pm.", scope="user")
     mia = write(client, {**DANA, "session_id": "s2"}, "Kids bedtime", "Mia goes to bed at 9pm.", scope="user")
     assert mia["verdict"]["action"] == "accept", mia
     block = authoritative(recall(client, DANA, "when do the kids go to bed?")["injection"])
     assert "Leo goes to bed at 8pm" in block and "Mia goes to bed at 9pm" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
     assert client.get(f"/v1/items/{leo['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
     biscuit = write(client, DANA, "Dog food", "Biscuit eats 200 g of kibble a day.", scope="user")
     write(client, {**DANA, "session_id": "s3"}, "Dog food portions", "Pepper eats 150 g of kibble a day.",
           scope="user")
     block = authoritative(recall(client, DANA, "how much do the dogs eat?")["injection"])
     assert "Biscuit eats 200 g" in block and "Pepper eats 150 g" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
     assert client.get(f"/v1/items/{biscuit['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
     write(client, {**DANA, "session_id": "s4"}, "Leo's bedtime", "Leo goes to bed at 8:30pm now.", scope="user")
     block = authoritative(recall(client, DANA, "when does Leo go to bed?")["injection"])
@@ -268,18 +270,35 @@ def test_the_flight_back_does_not_replace_the_flight_out(service) -> None:
     day of a month read as a count in the unit "march", and two counts in one unit make
     half the words shared enough for one subject: the flight back replaced the flight out.
     Both stay; the flight out moving is still a correction."""
-    client, _ = service
+    client, settings = service
     out = write(client, DANA, "Flight to Tokyo", "Our flight to Tokyo leaves on 14 March.", scope="user")
     back = write(client, {**DANA, "session_id": "s2"}, "Return flight", "We fly back from Tokyo on 28 March.",
                  scope="user")
     assert back["verdict"]["action"] == "accept", back
     block = authoritative(recall(client, DANA, "when are our Tokyo flights?")["injection"])
     assert "14 March" in block and "28 March" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
     assert client.get(f"/v1/items/{out['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
     write(client, {**DANA, "session_id": "s3"}, "Tokyo flight", "Our flight to Tokyo leaves on 21 March now.",
           scope="user")
     block = authoritative(recall(client, DANA, "when does our flight to Tokyo leave?")["injection"])
     assert "21 March" in block and "14 March" not in block, block
+
+
+def test_a_new_dose_written_with_its_unit_glued_on_replaces_the_old_one(service) -> None:
+    """Dana's sertraline dose goes from "50 mg" to "100mg" (the unit glued on), under another
+    title. Before, "100mg" was also read as a word of the subject the old claim lacks, the
+    two shared too few words to be one subject, and recall showed both doses as current."""
+    client, settings = service
+    old = write(client, DANA, "Sertraline dose", "I take 50 mg of sertraline every morning.", scope="user")
+    new = write(client, {**DANA, "session_id": "s2"}, "Medication", "My sertraline dose is 100mg a day.",
+                scope="user")
+    assert new["verdict"]["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "what is my sertraline dose?")["injection"])
+    assert "100mg" in block and "50 mg" not in block, block
+    consolidate(client, settings)
+    got = client.get(f"/v1/items/{old['item_id']}", params=DANA)
+    assert got.status_code == 404 and f"{new['item_id']!r} superseded it" in got.json()["error"], got.text
 
 
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:

@@ -283,6 +283,17 @@ def test_a_day_of_a_month_is_not_a_count_in_one_unit():
                  ) == {frozenset("ac")}
 
 
+def test_a_number_glued_to_its_unit_is_a_value_not_a_subject_word():
+    """"100mg", "8pm": one word, but a value ("100 mg", "8 pm"), so not a word of the subject
+    that the other claim lacks: "I take 50 mg of sertraline" / "My sertraline dose is 100mg
+    a day" share their subject words all the same."""
+    dose = read_claim(claim("b", "Medication", "My sertraline dose is 100mg a day.", kind="user"))
+    assert dose.values == {"100 mg"} and "100mg" not in dose.words
+    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).subject == ("leo", "goe", "bed")
+    assert pairs([claim("a", "Sertraline dose", "I take 50 mg of sertraline every morning.", kind="user"),
+                  dose.item]) == {frozenset("ab")}
+
+
 def test_a_write_in_a_user_scope_tells_two_things_of_one_kind_apart_as_recall_does():
     """A write checks its claim in the scope kind it is written in: two things of one kind
     (named first, or by qualifying titles) are told apart within one kind, so a note in a
