@@ -107,6 +107,7 @@ _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 _ABBREVIATED = re.compile(r"\b[A-Z][a-z]{0,2}\.\s+$")  # "Dr. ", "Mrs. ", "St. "
+_POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
@@ -327,17 +328,25 @@ def _named(content: str) -> frozenset[str]:
     """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
     "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
     a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
-    too), or that the content capitalises inside a sentence as well ("Chloe ... with Chloe")."""
+    too), unless the content capitalises it inside a sentence as well ("Chloe ... with
+    Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car")."""
     # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
-    starts = [m.group(1) for m in _SENTENCE_START.finditer(content) if not _ABBREVIATED.search(content, 0, m.start(1))]
-    found = [w.lower() for w in starts if _NAMED_FORM.fullmatch(w)]
-    if not found:
+    starts = [m for m in _SENTENCE_START.finditer(content)
+              if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
+    if not starts:
         return frozenset()
-    common = _common_words()
-    found = [w for w in found if w not in STOPWORDS and w not in common]
-    if len(found) < len(starts):  # a common word is a name too when the content capitalises it inside a sentence
-        inside = {m.group(0) for m in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
-        found += [w.lower() for w in starts if w in inside]
+    common, inside = _common_words(), None
+    found = []
+    for m in starts:
+        w = m.group(1).lower()
+        if w in STOPWORDS:
+            continue
+        if w in common and (w == "let" or not _POSSESSIVE.match(content, m.end(1))):  # "Let's": "let us"
+            if inside is None:
+                inside = {n.group(0) for n in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
+            if m.group(1) not in inside:
+                continue
+        found.append(w)
     return frozenset(_STEMS(found)) if found else frozenset()
 
 

@@ -243,8 +243,8 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     """Dana notes one child's bedtime, later the other's, in the same words ("Leo goes to bed
     at 8pm" / "Mia goes to bed at 9pm"), then her two dogs' food. Before, the shared words
     and unit read as one subject with two values: the second note was taken for Dana's
-    correction and replaced the first. A sentence starting with a name names its subject:
-    both stay. Leo's bedtime moving is still a correction."""
+    correction and replaced the first. A sentence starting with a name (or with an owner:
+    "Mom's", "Dad's") names its subject: both stay. Leo's bedtime moving is still a correction."""
     client, settings = service
     leo = write(client, DANA, "Bedtime", "Leo goes to bed at 8pm.", scope="user")
     mia = write(client, {**DANA, "session_id": "s2"}, "Kids bedtime", "Mia goes to bed at 9pm.", scope="user")
@@ -260,6 +260,12 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     assert "Biscuit eats 200 g" in block and "Pepper eats 150 g" in block, block
     consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
     assert client.get(f"/v1/items/{biscuit['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    # a common word that owns what a sentence is about names its subject too ("Mom's", "Dad's")
+    write(client, DANA, "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", scope="user")
+    write(client, {**DANA, "session_id": "s5"}, "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "when are the birthday dinners?")["injection"])
+    assert "Mom's birthday dinner" in block and "Dad's birthday dinner" in block, block
     write(client, {**DANA, "session_id": "s4"}, "Leo's bedtime", "Leo goes to bed at 8:30pm now.", scope="user")
     block = authoritative(recall(client, DANA, "when does Leo go to bed?")["injection"])
     assert "8:30pm" in block and "Leo goes to bed at 8pm" not in block, block

@@ -268,6 +268,10 @@ def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
     assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).named == {"leo"}
     assert read_claim(claim("a", "Deploys", "Production deploys happen at 14:00.")).named == frozenset()
     assert read_claim(claim("a", "Chores", "Chloe walks the dog; the dog adores Chloe.")).named == {"chloe"}
+    assert read_claim(claim("a", "Birthdays", "Mom's birthday is on March 14.")).named == {"mom"}  # an owner
+    assert pairs([claim("a", "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", kind="user"),
+                  claim("b", "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.", kind="user")]) == set()
+    assert read_claim(claim("a", "Plans", "Let's meet at 5pm.")).named == frozenset()  # "let us"
     assert read_claim(claim("a", "Doctor", "Our family doctor is Dr. Patel.")).named == frozenset()  # not a start
     assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
 
