@@ -108,6 +108,8 @@ ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging envir
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 _ABBREVIATED = re.compile(r"\b[A-Z][a-z]{0,2}\.\s+$")  # "Dr. ", "Mrs. ", "St. "
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
+_OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
+_FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
@@ -142,7 +144,8 @@ class Claim:
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
-    named: frozenset[str] = frozenset()  # the names its sentences start with (`_named`: "Leo"), of `words`
+    named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
+    first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -292,6 +295,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
+    before = said[:next((i for i, w in enumerate(said) if w in skip and w not in STOPWORDS), len(said))]
     subject = [w for w in toks[:first_value] if w not in skip]
     if all(w in _LIGHT_VERBS for w in subject):  # "I take 50 mg of sertraline": the subject follows
         subject = []
@@ -321,22 +325,26 @@ def _read_claim(item: MemoryItem) -> Claim:
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
-                 named=_named(item.content) & word_set)
+                 named=_named(item.content, set(before)) & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
 
 
-def _named(content: str) -> frozenset[str]:
+def _named(content: str, before: set[str]) -> frozenset[str]:
     """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
     "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
     a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
     too), unless the content capitalises it inside a sentence as well ("Chloe ... with
-    Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car")."""
+    Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car"); and of
+    the owners it names before its first value (`before`, its words up to there: "The design
+    team's standup is at 10:15")."""
+    owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "s" in content else []
+    owners = [w for w in owners if w in before and w not in STOPWORDS and w != "let"]
     # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
     starts = [m for m in _SENTENCE_START.finditer(content)
               if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
-    if not starts:
+    if not starts and not owners:
         return frozenset()
     common, inside = _common_words(), None
-    found = []
+    found = owners
     for m in starts:
         w = m.group(1).lower()
         if w in STOPWORDS:
@@ -473,11 +481,16 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
     says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
     service timeout: the billing service ..."), not one thing stated twice; or starts a
     sentence with a name the other never says (`_named`: "Leo goes to bed at 8pm" / "Mia
-    goes to bed at 9pm", two children, not one whose bedtime changed). Across scopes
+    goes to bed at 9pm", two children, not one whose bedtime changed), or names one the
+    other never says while the other speaks of the writer ("My passport expires in 2029" /
+    "Ben's passport expires in 2031"). Across scopes
     the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
     the company"): one subject, which scope priority orders (the broader stay shown)."""
-    return (a.item.scope.kind == b.item.scope.kind and bool((a.qualifiers | a.named) - b.words)
-            and bool((b.qualifiers | b.named) - a.words))
+    if a.item.scope.kind != b.item.scope.kind:
+        return False
+    a_own, b_own = bool(a.named - b.words), bool(b.named - a.words)  # names a subject the other never says
+    return ((a_own or bool(a.qualifiers - b.words)) and (b_own or bool(b.qualifiers - a.words))
+            or (a_own and b.first_person) or (b_own and a.first_person))
 
 
 def names_a_case(a: Claim, b: Claim) -> bool:
@@ -542,19 +555,21 @@ class ClaimTable:
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
-                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix):
+                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, named: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
-        self.codes = codes  # rows x (title, content, subject, title values, adds: 1 or 0, what it measures)
+        # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0)
+        self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
         self.keys = keys
         self.units = units  # rows x unit words (`Claim.units`)
         self.measures = measures  # per column of `values`: a number with a unit
-        self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers`)
+        self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers` | `Claim.named`)
+        self.named = named  # rows x the columns of `words` (`Claim.named`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
@@ -574,13 +589,14 @@ class ClaimTable:
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
+        named = _Columns(vocab=words.vocab)  # and what it names
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
         # -, what it measures
 
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 6), -1, np.int64)
+        codes = np.full((n, 7), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -589,17 +605,19 @@ class ClaimTable:
             qualifiers.add(c.qualifiers | c.named if c is not None else ())  # `_qualified_apart` asks both
             ended.add(c.ended if c is not None else ())
             ended_values.add(c.ended_values if c is not None else ())
+            named.add(c.named if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
-                              code(5, c.measured) if c.measured else -1)
+                              code(5, c.measured) if c.measured else -1, int(c.first_person))
             keys.add(_keys(items[row], int(codes[row, 0])))
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
-                   _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)))
+                   _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
+                   _Columns.matrix_of(named, len(words.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -609,11 +627,11 @@ class ClaimTable:
         idx = np.asarray(rows, np.int64)
         # values, retired and ended values share their columns (one value, one column in all)
         (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
-        # and so do words, qualifiers and what ended
-        (words, qualifiers, ended), _ = _take_shared(idx, self.words, self.qualifiers, self.ended)
+        # and so do words, qualifiers, what ended and what it names
+        (words, qualifiers, ended, named), _ = _take_shared(idx, self.words, self.qualifiers, self.ended, self.named)
         return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values)
+                          qualifiers, ended, ended_values, named)
 
 
 class _Pairs(NamedTuple):
@@ -746,7 +764,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _ = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -825,37 +843,42 @@ def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
-    qualifier the other row's words lack."""
+    qualifier (or a name) the other row's words lack, or one row names a subject the other
+    lacks and the other speaks of the writer."""
     kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
     same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
         return out
-    q, w = table.qualifiers, table.words
-    n_qualifiers = np.diff(q.indptr)
+    apart = _lacks(table.qualifiers, table.words, i, j) & _lacks(table.qualifiers, table.words, j, i)
+    first_person = table.codes[:, 6] > 0
+    if table.named.nnz and first_person.any():  # asked of the pairs where one row names and the other is the writer
+        n_named = np.diff(table.named.indptr)
+        for x, y in ((i, j), (j, i)):
+            ask = np.flatnonzero(~apart & (n_named[x] > 0) & first_person[y])
+            apart[ask] = _lacks(table.named, table.words, x[ask], y[ask])
+    out[same] = apart
+    return out
+
+
+def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Per row pair (i, j): row i of `q` holds a column row j of `w` lacks (both over the
+    columns of the words)."""
+    n_held = np.diff(q.indptr)
     columns = np.zeros(w.shape[1], bool)
-    columns[q.indices] = True  # a word no row qualifies by matches nothing asked
-    if len(table) ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
+    columns[q.indices] = True  # a word no row of q holds matches nothing asked
+    if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
         dense_q, dense_w = _dense_columns([q, w], columns)
-        matched = dense_q @ dense_w.T  # rows x rows: qualifiers of one row among the other's words
-        out[same] = (n_qualifiers[i] > matched[i, j]) & (n_qualifiers[j] > matched[j, i])
-        return out
+        matched = dense_q @ dense_w.T  # rows x rows: columns of one row of q among the other's words
+        return n_held[i] > matched[i, j]
     if len(i) <= FEW_PAIRS:  # few pairs: sets of column ids cost less than scipy's indexing
 
         def row(m: sparse.csr_matrix, x: int) -> set[int]:
             return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
 
-        out[same] = [bool(row(q, x) - row(w, y)) and bool(row(q, y) - row(w, x))
-                     for x, y in zip(i.tolist(), j.tolist())]
-        return out
-
-    def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
-        return n_qualifiers[x] > matched
-
-    out[same] = unmatched(i, j) & unmatched(j, i)
-    return out
+        return np.fromiter((bool(row(q, x) - row(w, y)) for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
+    return n_held[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):

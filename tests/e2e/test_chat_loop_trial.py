@@ -244,7 +244,8 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     at 8pm" / "Mia goes to bed at 9pm"), then her two dogs' food. Before, the shared words
     and unit read as one subject with two values: the second note was taken for Dana's
     correction and replaced the first. A sentence starting with a name (or with an owner:
-    "Mom's", "Dad's") names its subject: both stay. Leo's bedtime moving is still a correction."""
+    "Mom's", "Dad's", "the design team's") names its subject, as "I" names the writer: both
+    stay. Leo's bedtime moving is still a correction."""
     client, settings = service
     leo = write(client, DANA, "Bedtime", "Leo goes to bed at 8pm.", scope="user")
     mia = write(client, {**DANA, "session_id": "s2"}, "Kids bedtime", "Mia goes to bed at 9pm.", scope="user")
@@ -260,6 +261,19 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     assert "Biscuit eats 200 g" in block and "Pepper eats 150 g" in block, block
     consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
     assert client.get(f"/v1/items/{biscuit['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    # the writer and someone named are two subjects ("I go to bed" / "Leo goes to bed")
+    mine = write(client, DANA, "My bedtime", "I go to bed at 11pm.", scope="user")
+    block = authoritative(recall(client, DANA, "when do I go to bed?")["injection"])
+    assert "I go to bed at 11pm" in block and "Leo goes to bed at 8pm" in block, block
+    consolidate(client, settings)
+    assert client.get(f"/v1/items/{leo['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    assert client.get(f"/v1/items/{mine['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    # a team's standup beside our own: the owner named before the value ("the design team's")
+    ours = write(client, DANA, "Standup", "Our daily standup is at 9:30.")
+    theirs = write(client, {**DANA, "session_id": "s6"}, "Standups", "The design team's daily standup is at 10:15.")
+    assert theirs["verdict"]["action"] == "accept", theirs
+    block = authoritative(recall(client, DANA, "when is the daily standup?")["injection"])
+    assert "9:30" in block and "10:15" in block and ours["item_id"] in block, block
     # a common word that owns what a sentence is about names its subject too ("Mom's", "Dad's")
     write(client, DANA, "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", scope="user")
     write(client, {**DANA, "session_id": "s5"}, "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -276,6 +277,24 @@ def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
     assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
 
 
+def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
+    """"The design team's daily standup" names its owner before its value; "Our daily
+    standup" speaks of the writer: two standups, as "I go to bed at 11pm" / "Leo goes to bed
+    at 8pm" are two bedtimes. Either claim naming a subject the other never says while the
+    other speaks of the writer (I, my, we, our) tells them apart; the same owner with a new
+    value still conflicts, as does the writer's own claim corrected."""
+    assert pairs([claim("a", "Standup", "Our daily standup is at 9:30."),
+                  claim("b", "Standups", "The design team's daily standup is at 10:15.")]) == set()
+    assert read_claim(claim("b", "Standups", "The design team's daily standup is at 10:15.")).named == {"team"}
+    mine = claim("c", "Bedtime", "I go to bed at 11pm.", kind="user")
+    assert read_claim(mine).first_person
+    assert not read_claim(claim("d", "Bedtime", "Leo goes to bed at 8pm.")).first_person
+    assert pairs([mine, claim("d", "Bedtimes", "Leo goes to bed at 8pm.", kind="user")]) == set()
+    assert pairs([mine, claim("e", "My bedtime", "I go to bed at 10pm now.", kind="user")]) == {frozenset("ce")}
+    assert pairs([claim("f", "Ben's passport", "Ben's passport expires in August 2031.", kind="user"),
+                  claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
+
+
 def test_a_day_of_a_month_is_not_a_count_in_one_unit():
     """"leaves on 14 March" / "back from Tokyo on 28 March": two days (without a year, read as
     "14 march"), not two counts of one unit, so sharing half their words does not make the
@@ -446,10 +465,10 @@ def _pairwise_reference(claims, vector_of):
     return out
 
 
-def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[MemoryItem]:
+def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequence[str] = ()) -> list[MemoryItem]:
     """Claims built to hit every branch: shared titles, subjects and values, numbers in
     titles, links both ways, superseded_by, and (optionally) one word in every claim."""
-    subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
+    subjects = list(subjects) or ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
                 "Billing telemetry is stored in",
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for",
                 "The staging environment runs on"]
@@ -524,6 +543,25 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
             assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
             if vector_of is not None:
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
+
+
+@pytest.mark.parametrize(("dense", "few"), [(10**12, conflicts.FEW_PAIRS), (0, 0), (0, 10**9)])
+def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
+    """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
+    `Claim.named`, `Claim.first_person`) as the rule does pair by pair, dense or sparse."""
+    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    named = ["Leo goes to bed at", "Mia goes to bed at", "Ben's bedtime is at", "My bedtime is at",
+             "The bedtime is at", "I go to bed at"]
+    for seed in (1, 2):
+        items = _random_claims(random.Random(seed), 80, False, named)
+        claims = [read_claim(it) for it in items]
+        found = _pairs(ClaimTable.of(items, claims), None)
+        got = {(int(i), int(j)): (bool(r), REASONS[int(c)])
+               for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
+        assert got == _pairwise_reference(claims, None), seed
+    leo, mia, ben, mine = (read_claim(claim(x, "", f"{s} 8pm.")) for x, s in zip("abcd", named))
+    assert conflicts._qualified_apart(leo, mia) and conflicts._qualified_apart(ben, mine)
 
 
 def test_no_claims_or_one_claim_has_no_conflicts():
