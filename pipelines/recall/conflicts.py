@@ -145,6 +145,7 @@ class Claim:
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
     named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
+    persons: frozenset[str] = frozenset()  # of `named`, those who are someone (`_named`: "Leo", "Ben's")
     first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
@@ -318,6 +319,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     word_set = frozenset(stemmed_words)
     qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     ended, ended_values = _ended(item.content, word_set, values | retired) if _ENDED.search(item.content) else ((), ())
+    named, persons = _named(item.content, set(before))
     if ended_values:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values, retired | ended_values
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
@@ -325,37 +327,48 @@ def _read_claim(item: MemoryItem) -> Claim:
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
-                 named=_named(item.content, set(before)) & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
+                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
 
 
-def _named(content: str, before: set[str]) -> frozenset[str]:
+def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
     """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
     "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
     a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
     too), unless the content capitalises it inside a sentence as well ("Chloe ... with
     Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car"); and of
     the owners it names before its first value (`before`, its words up to there: "The design
-    team's standup is at 10:15")."""
-    owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "s" in content else []
+    team's standup is at 10:15"). And which of them are someone: an owner, or a first name
+    (zxcvbn's lists of first names: "Leo", "Ben"; not "Prod" or "Jenkins")."""
+    owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "'" in content or "’" in content else []
     owners = [w for w in owners if w in before and w not in STOPWORDS and w != "let"]
     # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
     starts = [m for m in _SENTENCE_START.finditer(content)
               if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
     if not starts and not owners:
-        return frozenset()
+        return frozenset(), frozenset()
     common, inside = _common_words(), None
-    found = owners
+    found, persons = list(owners), list(owners)
     for m in starts:
         w = m.group(1).lower()
         if w in STOPWORDS:
             continue
-        if w in common and (w == "let" or not _POSSESSIVE.match(content, m.end(1))):  # "Let's": "let us"
+        owns = w != "let" and _POSSESSIVE.match(content, m.end(1))  # "Let's": "let us"
+        if w in common and not owns:
             if inside is None:
                 inside = {n.group(0) for n in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
             if m.group(1) not in inside:
                 continue
         found.append(w)
-    return frozenset(_STEMS(found)) if found else frozenset()
+        if owns or w in _first_names():
+            persons.append(w)
+    return frozenset(_STEMS(found)), frozenset(_STEMS(persons))
+
+
+@cache
+def _first_names() -> frozenset[str]:
+    """zxcvbn's lists of first names (~4,700, lower-case)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["male_names"]) | frozenset(FREQUENCY_LISTS["female_names"])
 
 
 @cache
@@ -481,16 +494,15 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
     says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
     service timeout: the billing service ..."), not one thing stated twice; or starts a
     sentence with a name the other never says (`_named`: "Leo goes to bed at 8pm" / "Mia
-    goes to bed at 9pm", two children, not one whose bedtime changed), or names one the
+    goes to bed at 9pm", two children, not one whose bedtime changed), or names someone the
     other never says while the other speaks of the writer ("My passport expires in 2029" /
-    "Ben's passport expires in 2031"). Across scopes
+    "Ben's passport expires in 2031"; not "Prod runs ..." / "We run ..."). Across scopes
     the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
     the company"): one subject, which scope priority orders (the broader stay shown)."""
     if a.item.scope.kind != b.item.scope.kind:
         return False
-    a_own, b_own = bool(a.named - b.words), bool(b.named - a.words)  # names a subject the other never says
-    return ((a_own or bool(a.qualifiers - b.words)) and (b_own or bool(b.qualifiers - a.words))
-            or (a_own and b.first_person) or (b_own and a.first_person))
+    return (bool((a.qualifiers | a.named) - b.words) and bool((b.qualifiers | b.named) - a.words)
+            or (b.first_person and bool(a.persons - b.words)) or (a.first_person and bool(b.persons - a.words)))
 
 
 def names_a_case(a: Claim, b: Claim) -> bool:
@@ -555,7 +567,7 @@ class ClaimTable:
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
-                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, named: sparse.csr_matrix):
+                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
@@ -569,7 +581,7 @@ class ClaimTable:
         self.units = units  # rows x unit words (`Claim.units`)
         self.measures = measures  # per column of `values`: a number with a unit
         self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers` | `Claim.named`)
-        self.named = named  # rows x the columns of `words` (`Claim.named`)
+        self.persons = persons  # rows x the columns of `words` (`Claim.persons`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
@@ -589,7 +601,7 @@ class ClaimTable:
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
-        named = _Columns(vocab=words.vocab)  # and what it names
+        persons = _Columns(vocab=words.vocab)  # and who it names
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
         # -, what it measures
 
@@ -605,7 +617,7 @@ class ClaimTable:
             qualifiers.add(c.qualifiers | c.named if c is not None else ())  # `_qualified_apart` asks both
             ended.add(c.ended if c is not None else ())
             ended_values.add(c.ended_values if c is not None else ())
-            named.add(c.named if c is not None else ())
+            persons.add(c.persons if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
@@ -617,7 +629,7 @@ class ClaimTable:
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
                    _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
-                   _Columns.matrix_of(named, len(words.vocab)))
+                   _Columns.matrix_of(persons, len(words.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -627,11 +639,12 @@ class ClaimTable:
         idx = np.asarray(rows, np.int64)
         # values, retired and ended values share their columns (one value, one column in all)
         (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
-        # and so do words, qualifiers, what ended and what it names
-        (words, qualifiers, ended, named), _ = _take_shared(idx, self.words, self.qualifiers, self.ended, self.named)
+        # and so do words, qualifiers, what ended and who it names
+        (words, qualifiers, ended, persons), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
+                                                              self.persons)
         return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values, named)
+                          qualifiers, ended, ended_values, persons)
 
 
 class _Pairs(NamedTuple):
@@ -843,7 +856,7 @@ def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
-    qualifier (or a name) the other row's words lack, or one row names a subject the other
+    qualifier (or a name) the other row's words lack, or one row names someone the other
     lacks and the other speaks of the writer."""
     kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
     same = kind[i] == kind[j]
@@ -853,11 +866,11 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
         return out
     apart = _lacks(table.qualifiers, table.words, i, j) & _lacks(table.qualifiers, table.words, j, i)
     first_person = table.codes[:, 6] > 0
-    if table.named.nnz and first_person.any():  # asked of the pairs where one row names and the other is the writer
-        n_named = np.diff(table.named.indptr)
+    if table.persons.nnz and first_person.any():  # asked of the pairs where one names someone, the other the writer
+        n_persons = np.diff(table.persons.indptr)
         for x, y in ((i, j), (j, i)):
-            ask = np.flatnonzero(~apart & (n_named[x] > 0) & first_person[y])
-            apart[ask] = _lacks(table.named, table.words, x[ask], y[ask])
+            ask = np.flatnonzero(~apart & (n_persons[x] > 0) & first_person[y])
+            apart[ask] = _lacks(table.persons, table.words, x[ask], y[ask])
     out[same] = apart
     return out
 

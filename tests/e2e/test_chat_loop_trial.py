@@ -274,6 +274,11 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     assert theirs["verdict"]["action"] == "accept", theirs
     block = authoritative(recall(client, DANA, "when is the daily standup?")["injection"])
     assert "9:30" in block and "10:15" in block and ours["item_id"] in block, block
+    # a named thing is no one beside the writer: "Jenkins runs ..." / "We run ..." is one build corrected
+    write(client, DANA, "Nightly build", "Jenkins runs the nightly build at 2am.")
+    write(client, {**DANA, "session_id": "s7"}, "Nightly builds", "We run the nightly build at 3am now.")
+    block = authoritative(recall(client, DANA, "when does the nightly build run?")["injection"])
+    assert "3am" in block and "2am" not in block, block
     # a common word that owns what a sentence is about names its subject too ("Mom's", "Dad's")
     write(client, DANA, "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", scope="user")
     write(client, {**DANA, "session_id": "s5"}, "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.",

@@ -280,9 +280,10 @@ def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
 def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
     """"The design team's daily standup" names its owner before its value; "Our daily
     standup" speaks of the writer: two standups, as "I go to bed at 11pm" / "Leo goes to bed
-    at 8pm" are two bedtimes. Either claim naming a subject the other never says while the
-    other speaks of the writer (I, my, we, our) tells them apart; the same owner with a new
-    value still conflicts, as does the writer's own claim corrected."""
+    at 8pm" are two bedtimes. Either claim naming someone (an owner, a first name) the other
+    never says while the other speaks of the writer (I, my, we, our) tells them apart; a
+    named thing does not ("Jenkins runs ..." / "We run ..."); the same owner with a new value
+    still conflicts, as does the writer's own claim corrected."""
     assert pairs([claim("a", "Standup", "Our daily standup is at 9:30."),
                   claim("b", "Standups", "The design team's daily standup is at 10:15.")]) == set()
     assert read_claim(claim("b", "Standups", "The design team's daily standup is at 10:15.")).named == {"team"}
@@ -291,6 +292,11 @@ def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
     assert not read_claim(claim("d", "Bedtime", "Leo goes to bed at 8pm.")).first_person
     assert pairs([mine, claim("d", "Bedtimes", "Leo goes to bed at 8pm.", kind="user")]) == set()
     assert pairs([mine, claim("e", "My bedtime", "I go to bed at 10pm now.", kind="user")]) == {frozenset("ce")}
+    # a named thing is no one: "Jenkins runs ..." / "We run ..." is one build, its time corrected
+    jenkins = read_claim(claim("h", "Nightly build", "Jenkins runs the nightly build at 2am."))
+    assert jenkins.named == {"jenkin"} and jenkins.persons == frozenset()
+    we = claim("i", "Nightly builds", "We run the nightly build at 3am now.")
+    assert pairs([jenkins.item, we]) == {frozenset("hi")}
     assert pairs([claim("f", "Ben's passport", "Ben's passport expires in August 2031.", kind="user"),
                   claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
 
