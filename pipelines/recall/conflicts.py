@@ -106,7 +106,8 @@ _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?
                        r"([a-z][\w-]*)", re.IGNORECASE)
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
-_ABBREVIATED = re.compile(r"\b[A-Z][a-z]{0,2}\.\s+$")  # "Dr. ", "Mrs. ", "St. "
+# An honorific's full stop ends no sentence ("Dr. Patel"); a short name's does ("We adopted Max. Max eats ...").
+_ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|Col|Gen)\.\s+$")
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})

@@ -274,6 +274,12 @@ def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(se
     assert theirs["verdict"]["action"] == "accept", theirs
     block = authoritative(recall(client, DANA, "when is the daily standup?")["injection"])
     assert "9:30" in block and "10:15" in block and ours["item_id"] in block, block
+    # a short name ending a sentence is no honorific ("Dr."): the next sentence still starts with a name
+    write(client, DANA, "Max", "We adopted Max. Max eats 300 g of kibble a day.", scope="user")
+    write(client, {**DANA, "session_id": "s8"}, "New dog", "We adopted Bo. Bo eats 100 g of kibble a day.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "how much kibble do the dogs eat?")["injection"])
+    assert "Max eats 300 g" in block and "Bo eats 100 g" in block, block
     # a named thing is no one beside the writer: "Jenkins runs ..." / "We run ..." is one build corrected
     write(client, DANA, "Nightly build", "Jenkins runs the nightly build at 2am.")
     write(client, {**DANA, "session_id": "s7"}, "Nightly builds", "We run the nightly build at 3am now.")

@@ -274,6 +274,7 @@ def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
                   claim("b", "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.", kind="user")]) == set()
     assert read_claim(claim("a", "Plans", "Let's meet at 5pm.")).named == frozenset()  # "let us"
     assert read_claim(claim("a", "Doctor", "Our family doctor is Dr. Patel.")).named == frozenset()  # not a start
+    assert read_claim(claim("a", "Pets", "We adopted Max. Max eats 200 g a day.")).named == {"max"}
     assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
 
 
