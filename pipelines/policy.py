@@ -68,7 +68,7 @@ from pipelines.policy_rules.preferences import (
 from pipelines.policy_rules.secrets import find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
-from pipelines.records import MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
+from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
 POLICY_VERSION = "2026.11-8"  # bumped whenever a rule changes: stored items are re-checked once
@@ -498,5 +498,5 @@ def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Itera
     /v1/conflicts use (pipelines.recall.conflicts)."""
     if not existing:
         return ()  # nothing to contradict: reading the proposal's claim costs ~1 ms on a long text
-    new = proposed_claim(item.title, item.content, item.type)
+    new = proposed_claim(item.title, item.content, item.type, item.scope if item.scope in SCOPE_KINDS else "project")
     return () if new is None else contradicted(new, existing)

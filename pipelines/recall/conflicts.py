@@ -53,7 +53,7 @@ import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import NamedTuple
 
 import msgspec
@@ -62,7 +62,7 @@ from scipy import sparse
 
 from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
 
-from .dates import written_dates
+from .dates import MONTHS, written_dates
 from .lexical import STOPWORDS, Stems, normalise_label, words
 
 # Two claims under one title whose contents do not compare: one may add to or update the
@@ -129,6 +129,12 @@ _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?
                        r"([a-z][\w-]*)", re.IGNORECASE)
 ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+# An honorific's full stop ends no sentence ("Dr. Patel"); a short name's does ("We adopted Max. Max eats ...").
+_ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|Col|Gen)\.\s+$")
+_POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
+_OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
+_FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
+_NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
 _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
@@ -164,6 +170,9 @@ class Claim:
     # Its content words beyond its title's, when it says something changed (`_CHANGED`); else empty.
     changes: frozenset[str] = frozenset()
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
+    named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
+    persons: frozenset[str] = frozenset()  # of `named`, those who are someone (`_named`: "Leo", "Ben's")
+    first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -282,6 +291,7 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -306,11 +316,13 @@ def _read_claim(item: MemoryItem) -> Claim:
     values, retired = stated_values(item.content), retired_values(item.content)
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
-    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second")
-    skip |= {w for w in said if w in _NUMBER_WORDS or _PLAIN_NUMBER.fullmatch(w)}
+    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
+    # also glued to its unit ("100mg", "8pm")
+    skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
+    before = said[:next((i for i, w in enumerate(said) if w in skip and w not in STOPWORDS), len(said))]
     subject = [w for w in toks[:first_value] if w not in skip]
     if all(w in _LIGHT_VERBS for w in subject):  # "I take 50 mg of sertraline": the subject follows
         subject = []
@@ -330,18 +342,70 @@ def _read_claim(item: MemoryItem) -> Claim:
     said_words = [w for w in stemmed_content if w not in skipped or w in names]
     stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
-    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     word_set = frozenset(stemmed_words)
+    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
     ended, ended_values = _ended(item.content, word_set, values | retired) if _ENDED.search(item.content) else ((), ())
+    named, persons = _named(item.content, set(before))
     if ended_values:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values, retired | ended_values
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
-                 adds=bool(_ADDS.search(item.content)),
+                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else frozenset(),
-                 measured=_measured(item.content))
+                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
+
+
+def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
+    "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
+    a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
+    too), unless the content capitalises it inside a sentence as well ("Chloe ... with
+    Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car"); and of
+    the owners it names before its first value (`before`, its words up to there: "The design
+    team's standup is at 10:15"). And which of them are someone: an owner, or a first name
+    (zxcvbn's lists of first names: "Leo", "Ben"; not "Prod" or "Jenkins")."""
+    owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "'" in content or "’" in content else []
+    owners = [w for w in owners if w in before and w not in STOPWORDS and w != "let"]
+    # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
+    starts = [m for m in _SENTENCE_START.finditer(content)
+              if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
+    if not starts and not owners:
+        return frozenset(), frozenset()
+    common, inside = _common_words(), None
+    found, persons = list(owners), list(owners)
+    for m in starts:
+        w = m.group(1).lower()
+        if w in STOPWORDS:
+            continue
+        owns = w != "let" and _POSSESSIVE.match(content, m.end(1))  # "Let's": "let us"
+        if w in common and not owns:
+            if inside is None:
+                inside = {n.group(0) for n in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
+            if m.group(1) not in inside:
+                continue
+        found.append(w)
+        if owns or w in _first_names():
+            persons.append(w)
+    return frozenset(_STEMS(found)), frozenset(_STEMS(persons))
+
+
+@cache
+def _first_names() -> frozenset[str]:
+    """zxcvbn's lists of first names (~4,700, lower-case)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["male_names"]) | frozenset(FREQUENCY_LISTS["female_names"])
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    """Common English words: zxcvbn's frequency lists of English Wikipedia and of US film and
+    TV (~49,000 words, lower-case). zxcvbn keeps a word in one of its lists only, so some
+    common words sit in its list of passwords instead ("coffee", "love") and read as names
+    here, as pets' names do ("Pepper", "Biscuit")."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["english_wikipedia"]) | frozenset(FREQUENCY_LISTS["us_tv_and_film"])
 
 
 def _measured(content: str) -> frozenset[str]:
@@ -429,8 +493,9 @@ def _ends(a: Claim, b: Claim) -> bool:
 
 
 def _measures(values: Iterable[str]) -> frozenset[str]:
-    """The values that are numbers with a unit ("4 space")."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v))
+    """The values that are numbers with a unit ("4 space"); not a day of a month ("14
+    march": "14 March" and "28 March" are two days, not two counts in one unit)."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in _MONTH_STEMS)
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:
@@ -464,11 +529,17 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
 def _qualified_apart(a: Claim, b: Claim) -> bool:
     """In one scope kind, each names in its title, and says again, a word the other never
     says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
-    service timeout: the billing service ..."), not one thing stated twice. Across scopes
+    service timeout: the billing service ..."), not one thing stated twice; or starts a
+    sentence with a name the other never says (`_named`: "Leo goes to bed at 8pm" / "Mia
+    goes to bed at 9pm", two children, not one whose bedtime changed), or names someone the
+    other never says while the other speaks of the writer ("My passport expires in 2029" /
+    "Ben's passport expires in 2031"; not "Prod runs ..." / "We run ..."). Across scopes
     the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
     the company"): one subject, which scope priority orders (the broader stay shown)."""
-    return (a.item.scope.kind == b.item.scope.kind and bool(a.qualifiers - b.words)
-            and bool(b.qualifiers - a.words))
+    if a.item.scope.kind != b.item.scope.kind:
+        return False
+    return (bool((a.qualifiers | a.named) - b.words) and bool((b.qualifiers | b.named) - a.words)
+            or (b.first_person and bool(a.persons - b.words)) or (a.first_person and bool(b.persons - a.words)))
 
 
 def names_a_case(a: Claim, b: Claim) -> bool:
@@ -533,19 +604,21 @@ class ClaimTable:
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
-                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix):
+                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
-        self.codes = codes  # rows x (title, content, subject, title values, adds: 1 or 0, what it measures)
+        # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0)
+        self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
         self.keys = keys
         self.units = units  # rows x unit words (`Claim.units`)
         self.measures = measures  # per column of `values`: a number with a unit
-        self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers`)
+        self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers` | `Claim.named`)
+        self.persons = persons  # rows x the columns of `words` (`Claim.persons`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
@@ -565,32 +638,35 @@ class ClaimTable:
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
+        persons = _Columns(vocab=words.vocab)  # and who it names
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
         # -, what it measures
 
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 6), -1, np.int64)
+        codes = np.full((n, 7), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
             retired.add(c.retired if c is not None else ())
             units.add(c.units if c is not None else ())
-            qualifiers.add(c.qualifiers if c is not None else ())
+            qualifiers.add(c.qualifiers | c.named if c is not None else ())  # `_qualified_apart` asks both
             ended.add(c.ended if c is not None else ())
             ended_values.add(c.ended_values if c is not None else ())
+            persons.add(c.persons if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
-                              code(5, c.measured) if c.measured else -1)
+                              code(5, c.measured) if c.measured else -1, int(c.first_person))
             keys.add(_keys(items[row], int(codes[row, 0])))
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
-                   _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)))
+                   _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
+                   _Columns.matrix_of(persons, len(words.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -600,11 +676,12 @@ class ClaimTable:
         idx = np.asarray(rows, np.int64)
         # values, retired and ended values share their columns (one value, one column in all)
         (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
-        # and so do words, qualifiers and what ended
-        (words, qualifiers, ended), _ = _take_shared(idx, self.words, self.qualifiers, self.ended)
+        # and so do words, qualifiers, what ended and who it names
+        (words, qualifiers, ended, persons), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
+                                                              self.persons)
         return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values)
+                          qualifiers, ended, ended_values, persons)
 
 
 class _Pairs(NamedTuple):
@@ -737,7 +814,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _ = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -819,37 +896,42 @@ def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
 
 def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
-    qualifier the other row's words lack."""
+    qualifier (or a name) the other row's words lack, or one row names someone the other
+    lacks and the other speaks of the writer."""
     kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
     same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
         return out
-    q, w = table.qualifiers, table.words
-    n_qualifiers = np.diff(q.indptr)
+    apart = _lacks(table.qualifiers, table.words, i, j) & _lacks(table.qualifiers, table.words, j, i)
+    first_person = table.codes[:, 6] > 0
+    if table.persons.nnz and first_person.any():  # asked of the pairs where one names someone, the other the writer
+        n_persons = np.diff(table.persons.indptr)
+        for x, y in ((i, j), (j, i)):
+            ask = np.flatnonzero(~apart & (n_persons[x] > 0) & first_person[y])
+            apart[ask] = _lacks(table.persons, table.words, x[ask], y[ask])
+    out[same] = apart
+    return out
+
+
+def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Per row pair (i, j): row i of `q` holds a column row j of `w` lacks (both over the
+    columns of the words)."""
+    n_held = np.diff(q.indptr)
     columns = np.zeros(w.shape[1], bool)
-    columns[q.indices] = True  # a word no row qualifies by matches nothing asked
-    if len(table) ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
+    columns[q.indices] = True  # a word no row of q holds matches nothing asked
+    if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
         dense_q, dense_w = _dense_columns([q, w], columns)
-        matched = dense_q @ dense_w.T  # rows x rows: qualifiers of one row among the other's words
-        out[same] = (n_qualifiers[i] > matched[i, j]) & (n_qualifiers[j] > matched[j, i])
-        return out
+        matched = dense_q @ dense_w.T  # rows x rows: columns of one row of q among the other's words
+        return n_held[i] > matched[i, j]
     if len(i) <= FEW_PAIRS:  # few pairs: sets of column ids cost less than scipy's indexing
 
         def row(m: sparse.csr_matrix, x: int) -> set[int]:
             return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
 
-        out[same] = [bool(row(q, x) - row(w, y)) and bool(row(q, y) - row(w, x))
-                     for x, y in zip(i.tolist(), j.tolist())]
-        return out
-
-    def unmatched(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        matched = np.asarray(q[x].multiply(w[y]).sum(axis=1)).ravel()
-        return n_qualifiers[x] > matched
-
-    out[same] = unmatched(i, j) & unmatched(j, i)
-    return out
+        return np.fromiter((bool(row(q, x) - row(w, y)) for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
+    return n_held[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
@@ -1231,13 +1313,14 @@ def _light_or_period() -> frozenset[str]:
 # -- corrections at write time ----------------------------------------------------------------
 
 
-def proposed_claim(title: str, content: str, item_type: str) -> Claim | None:
+def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "project") -> Claim | None:
     """The claim a proposal would make (None when its type is not a claim), to check it
-    against stored claims before it is written."""
+    against stored claims before it is written; in the scope kind it will be written in
+    (what tells two things of one kind apart holds within one kind, `_qualified_apart`)."""
     if item_type not in CLAIM_TYPES:
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
-                                 title=title, content=content, scope=Scope()))
+                                 title=title, content=content, scope=Scope(kind=scope_kind)))  # type: ignore[arg-type]
 
 
 def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
@@ -1273,7 +1356,7 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
     this title and content conflicts with: the new claim corrects them and supersedes them,
     where a contradiction of someone else's claim is left to the write policy. A merged
     claim is the author's own only when every member was (`authors`)."""
-    new = proposed_claim(title, content, item_type)
+    new = proposed_claim(title, content, item_type, scope_kind)
     if new is None:
         return []
     own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]

@@ -29,6 +29,7 @@ from functools import lru_cache
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
 _MONTHS["sept"] = 9
+MONTHS = _MONTHS  # month names and abbreviations, lower-case, to their number
 # Season -> (first month, number of months); winter runs into the next year.
 _SEASONS = {"spring": (3, 3), "summer": (6, 3), "autumn": (9, 3), "fall": (9, 3), "winter": (12, 3)}
 

@@ -239,6 +239,99 @@ def test_a_note_on_another_thing_said_with_the_same_verb_does_not_replace_a_memo
     assert client.get(f"/v1/items/{mum['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
 
 
+def test_a_note_on_another_child_or_pet_named_first_does_not_replace_a_memory(service) -> None:
+    """Dana notes one child's bedtime, later the other's, in the same words ("Leo goes to bed
+    at 8pm" / "Mia goes to bed at 9pm"), then her two dogs' food. Before, the shared words
+    and unit read as one subject with two values: the second note was taken for Dana's
+    correction and replaced the first. A sentence starting with a name (or with an owner:
+    "Mom's", "Dad's", "the design team's") names its subject, as "I" names the writer: both
+    stay. Leo's bedtime moving is still a correction."""
+    client, settings = service
+    leo = write(client, DANA, "Bedtime", "Leo goes to bed at 8pm.", scope="user")
+    mia = write(client, {**DANA, "session_id": "s2"}, "Kids bedtime", "Mia goes to bed at 9pm.", scope="user")
+    assert mia["verdict"]["action"] == "accept", mia
+    block = authoritative(recall(client, DANA, "when do the kids go to bed?")["injection"])
+    assert "Leo goes to bed at 8pm" in block and "Mia goes to bed at 9pm" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
+    assert client.get(f"/v1/items/{leo['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    biscuit = write(client, DANA, "Dog food", "Biscuit eats 200 g of kibble a day.", scope="user")
+    write(client, {**DANA, "session_id": "s3"}, "Dog food portions", "Pepper eats 150 g of kibble a day.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "how much do the dogs eat?")["injection"])
+    assert "Biscuit eats 200 g" in block and "Pepper eats 150 g" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
+    assert client.get(f"/v1/items/{biscuit['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    # the writer and someone named are two subjects ("I go to bed" / "Leo goes to bed")
+    mine = write(client, DANA, "My bedtime", "I go to bed at 11pm.", scope="user")
+    block = authoritative(recall(client, DANA, "when do I go to bed?")["injection"])
+    assert "I go to bed at 11pm" in block and "Leo goes to bed at 8pm" in block, block
+    consolidate(client, settings)
+    assert client.get(f"/v1/items/{leo['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    assert client.get(f"/v1/items/{mine['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    # a team's standup beside our own: the owner named before the value ("the design team's")
+    ours = write(client, DANA, "Standup", "Our daily standup is at 9:30.")
+    theirs = write(client, {**DANA, "session_id": "s6"}, "Standups", "The design team's daily standup is at 10:15.")
+    assert theirs["verdict"]["action"] == "accept", theirs
+    block = authoritative(recall(client, DANA, "when is the daily standup?")["injection"])
+    assert "9:30" in block and "10:15" in block and ours["item_id"] in block, block
+    # a short name ending a sentence is no honorific ("Dr."): the next sentence still starts with a name
+    write(client, DANA, "Max", "We adopted Max. Max eats 300 g of kibble a day.", scope="user")
+    write(client, {**DANA, "session_id": "s8"}, "New dog", "We adopted Bo. Bo eats 100 g of kibble a day.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "how much kibble do the dogs eat?")["injection"])
+    assert "Max eats 300 g" in block and "Bo eats 100 g" in block, block
+    # a named thing is no one beside the writer: "Jenkins runs ..." / "We run ..." is one build corrected
+    write(client, DANA, "Nightly build", "Jenkins runs the nightly build at 2am.")
+    write(client, {**DANA, "session_id": "s7"}, "Nightly builds", "We run the nightly build at 3am now.")
+    block = authoritative(recall(client, DANA, "when does the nightly build run?")["injection"])
+    assert "3am" in block and "2am" not in block, block
+    # a common word that owns what a sentence is about names its subject too ("Mom's", "Dad's")
+    write(client, DANA, "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", scope="user")
+    write(client, {**DANA, "session_id": "s5"}, "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "when are the birthday dinners?")["injection"])
+    assert "Mom's birthday dinner" in block and "Dad's birthday dinner" in block, block
+    write(client, {**DANA, "session_id": "s4"}, "Leo's bedtime", "Leo goes to bed at 8:30pm now.", scope="user")
+    block = authoritative(recall(client, DANA, "when does Leo go to bed?")["injection"])
+    assert "8:30pm" in block and "Leo goes to bed at 8pm" not in block, block
+
+
+def test_the_flight_back_does_not_replace_the_flight_out(service) -> None:
+    """Dana notes her flight to Tokyo (14 March), then the flight back (28 March). Before, a
+    day of a month read as a count in the unit "march", and two counts in one unit make
+    half the words shared enough for one subject: the flight back replaced the flight out.
+    Both stay; the flight out moving is still a correction."""
+    client, settings = service
+    out = write(client, DANA, "Flight to Tokyo", "Our flight to Tokyo leaves on 14 March.", scope="user")
+    back = write(client, {**DANA, "session_id": "s2"}, "Return flight", "We fly back from Tokyo on 28 March.",
+                 scope="user")
+    assert back["verdict"]["action"] == "accept", back
+    block = authoritative(recall(client, DANA, "when are our Tokyo flights?")["injection"])
+    assert "14 March" in block and "28 March" in block, block
+    consolidate(client, settings)  # a write's corrections are recorded on the items it replaces
+    assert client.get(f"/v1/items/{out['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
+    write(client, {**DANA, "session_id": "s3"}, "Tokyo flight", "Our flight to Tokyo leaves on 21 March now.",
+          scope="user")
+    block = authoritative(recall(client, DANA, "when does our flight to Tokyo leave?")["injection"])
+    assert "21 March" in block and "14 March" not in block, block
+
+
+def test_a_new_dose_written_with_its_unit_glued_on_replaces_the_old_one(service) -> None:
+    """Dana's sertraline dose goes from "50 mg" to "100mg" (the unit glued on), under another
+    title. Before, "100mg" was also read as a word of the subject the old claim lacks, the
+    two shared too few words to be one subject, and recall showed both doses as current."""
+    client, settings = service
+    old = write(client, DANA, "Sertraline dose", "I take 50 mg of sertraline every morning.", scope="user")
+    new = write(client, {**DANA, "session_id": "s2"}, "Medication", "My sertraline dose is 100mg a day.",
+                scope="user")
+    assert new["verdict"]["action"] == "accept", new
+    block = authoritative(recall(client, DANA, "what is my sertraline dose?")["injection"])
+    assert "100mg" in block and "50 mg" not in block, block
+    consolidate(client, settings)
+    got = client.get(f"/v1/items/{old['item_id']}", params=DANA)
+    assert got.status_code == 404 and f"{new['item_id']!r} superseded it" in got.json()["error"], got.text
+
+
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
     """A note that says it adds ("I'm also allergic to shellfish") under the title of an
     older one is more of the subject: both stay and both are injected."""

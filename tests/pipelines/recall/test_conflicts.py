@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -251,6 +252,93 @@ def test_titles_that_each_name_what_the_other_never_says_are_two_things_of_one_k
     assert pairs([mine, orion]) == {frozenset("gh")}
 
 
+def test_sentences_that_each_start_with_another_name_are_about_two_subjects():
+    """"Leo goes to bed at 8pm" / "Mia goes to bed at 9pm": two children, not one whose
+    bedtime changed, though the claims share every other word and count in one unit. A
+    sentence that starts with a name (a capitalised word that is not a common English
+    word, or that the content capitalises inside a sentence too) names its subject; each
+    claim naming one the other never says are about two things, like qualifying titles. The
+    same name with another value still conflicts, and a common word starting a sentence
+    ("Production deploys ...") names nothing."""
+    assert pairs([claim("a", "Kids bedtime", "Leo goes to bed at 8pm.", kind="user"),
+                  claim("b", "Kids bedtimes", "Mia goes to bed at 9pm.", kind="user")]) == set()
+    assert pairs([claim("a", "Dog food", "Biscuit eats 200 g a day.", kind="user"),
+                  claim("b", "Dog food portions", "Pepper eats 150 g a day.", kind="user")]) == set()
+    assert pairs([claim("a", "Leo bedtime", "Leo goes to bed at 8pm.", kind="user"),
+                  claim("b", "Leo's bedtime", "Leo goes to bed at 8:30pm now.", kind="user")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Deploy window", "Production deploys happen between 14:00 and 16:00 UTC."),
+                  claim("b", "When we ship to prod", "Prod deploy window is 08:00-10:00 UTC.")]) == {frozenset("ab")}
+    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).named == {"leo"}
+    assert read_claim(claim("a", "Deploys", "Production deploys happen at 14:00.")).named == frozenset()
+    assert read_claim(claim("a", "Chores", "Chloe walks the dog; the dog adores Chloe.")).named == {"chloe"}
+    assert read_claim(claim("a", "Birthdays", "Mom's birthday is on March 14.")).named == {"mom"}  # an owner
+    assert pairs([claim("a", "Birthday dinners", "Mom's birthday dinner is at 7pm on Friday.", kind="user"),
+                  claim("b", "Birthday dinner", "Dad's birthday dinner is at 8pm on Friday.", kind="user")]) == set()
+    assert read_claim(claim("a", "Plans", "Let's meet at 5pm.")).named == frozenset()  # "let us"
+    assert read_claim(claim("a", "Doctor", "Our family doctor is Dr. Patel.")).named == frozenset()  # not a start
+    assert read_claim(claim("a", "Pets", "We adopted Max. Max eats 200 g a day.")).named == {"max"}
+    assert read_claim(claim("a", "Builds", "CI runs on GitHub Actions.")).named == frozenset()  # not written as a name
+
+
+def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
+    """"The design team's daily standup" names its owner before its value; "Our daily
+    standup" speaks of the writer: two standups, as "I go to bed at 11pm" / "Leo goes to bed
+    at 8pm" are two bedtimes. Either claim naming someone (an owner, a first name) the other
+    never says while the other speaks of the writer (I, my, we, our) tells them apart; a
+    named thing does not ("Jenkins runs ..." / "We run ..."); the same owner with a new value
+    still conflicts, as does the writer's own claim corrected."""
+    assert pairs([claim("a", "Standup", "Our daily standup is at 9:30."),
+                  claim("b", "Standups", "The design team's daily standup is at 10:15.")]) == set()
+    assert read_claim(claim("b", "Standups", "The design team's daily standup is at 10:15.")).named == {"team"}
+    mine = claim("c", "Bedtime", "I go to bed at 11pm.", kind="user")
+    assert read_claim(mine).first_person
+    assert not read_claim(claim("d", "Bedtime", "Leo goes to bed at 8pm.")).first_person
+    assert pairs([mine, claim("d", "Bedtimes", "Leo goes to bed at 8pm.", kind="user")]) == set()
+    assert pairs([mine, claim("e", "My bedtime", "I go to bed at 10pm now.", kind="user")]) == {frozenset("ce")}
+    # a named thing is no one: "Jenkins runs ..." / "We run ..." is one build, its time corrected
+    jenkins = read_claim(claim("h", "Nightly build", "Jenkins runs the nightly build at 2am."))
+    assert jenkins.named == {"jenkin"} and jenkins.persons == frozenset()
+    we = claim("i", "Nightly builds", "We run the nightly build at 3am now.")
+    assert pairs([jenkins.item, we]) == {frozenset("hi")}
+    assert pairs([claim("f", "Ben's passport", "Ben's passport expires in August 2031.", kind="user"),
+                  claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
+
+
+def test_a_day_of_a_month_is_not_a_count_in_one_unit():
+    """"leaves on 14 March" / "back from Tokyo on 28 March": two days (without a year, read as
+    "14 march"), not two counts of one unit, so sharing half their words does not make the
+    flight out and the flight back one subject. The same flight moved still conflicts."""
+    out = claim("a", "Flight to Tokyo", "Our flight to Tokyo leaves on 14 March.", kind="user")
+    assert read_claim(out).values == {"14 march", "tokyo"} and read_claim(out).units == frozenset()
+    assert pairs([out, claim("b", "Return flight", "We fly back from Tokyo on 28 March.", kind="user")]) == set()
+    assert pairs([out, claim("c", "Tokyo flight", "Our flight to Tokyo leaves on 21 March now.", kind="user")]
+                 ) == {frozenset("ac")}
+
+
+def test_a_number_glued_to_its_unit_is_a_value_not_a_subject_word():
+    """"100mg", "8pm": one word, but a value ("100 mg", "8 pm"), so not a word of the subject
+    that the other claim lacks: "I take 50 mg of sertraline" / "My sertraline dose is 100mg
+    a day" share their subject words all the same."""
+    dose = read_claim(claim("b", "Medication", "My sertraline dose is 100mg a day.", kind="user"))
+    assert dose.values == {"100 mg"} and "100mg" not in dose.words
+    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).subject == ("leo", "goe", "bed")
+    assert pairs([claim("a", "Sertraline dose", "I take 50 mg of sertraline every morning.", kind="user"),
+                  dose.item]) == {frozenset("ab")}
+
+
+def test_a_write_in_a_user_scope_tells_two_things_of_one_kind_apart_as_recall_does():
+    """A write checks its claim in the scope kind it is written in: two things of one kind
+    (named first, or by qualifying titles) are told apart within one kind, so a note in a
+    user's own scope on another child or another service is no correction of the first
+    (before, the proposed claim was read as a project-scope one, and nothing told them apart)."""
+    leo = claim("a", "Bedtime", "Leo goes to bed at 8pm.", kind="user")
+    assert corrected_by("Kids bedtime", "Mia goes to bed at 9pm.", "fact", "user", "u1", [leo]) == []
+    assert corrected_by("Bedtime", "Leo goes to bed at 8:30pm now.", "fact", "user", "u1", [leo]) == ["a"]
+    auth = claim("b", "Auth service timeout", "The auth service times out requests after 5 seconds.", kind="user")
+    assert corrected_by("Billing service timeout", "The billing service times out requests after 30 seconds.",
+                        "fact", "user", "u1", [auth]) == []
+
+
 def test_different_subjects_same_values_or_no_values_do_not_conflict():
     items = [claim("a", "Port of service 0", "Service number 0 listens on port 9000."),
              claim("b", "Port of service 1", "Service number 1 listens on port 9001."),
@@ -417,10 +505,10 @@ def _pairwise_reference(claims, vector_of):
     return out
 
 
-def _random_claims(rng: random.Random, n: int, common_word: bool) -> list[MemoryItem]:
+def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequence[str] = ()) -> list[MemoryItem]:
     """Claims built to hit every branch: shared titles, subjects and values, numbers in
     titles, links both ways, superseded_by, and (optionally) one word in every claim."""
-    subjects = ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
+    subjects = list(subjects) or ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
                 "Billing telemetry is stored in",
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for",
                 "The staging environment runs on"]
@@ -495,6 +583,25 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
             assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
             if vector_of is not None:
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
+
+
+@pytest.mark.parametrize(("dense", "few"), [(10**12, conflicts.FEW_PAIRS), (0, 0), (0, 10**9)])
+def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
+    """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
+    `Claim.named`, `Claim.first_person`) as the rule does pair by pair, dense or sparse."""
+    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    named = ["Leo goes to bed at", "Mia goes to bed at", "Ben's bedtime is at", "My bedtime is at",
+             "The bedtime is at", "I go to bed at"]
+    for seed in (1, 2):
+        items = _random_claims(random.Random(seed), 80, False, named)
+        claims = [read_claim(it) for it in items]
+        found = _pairs(ClaimTable.of(items, claims), None)
+        got = {(int(i), int(j)): (bool(r), REASONS[int(c)])
+               for i, j, r, c in zip(found.i, found.j, found.replaces, found.reason)}
+        assert got == _pairwise_reference(claims, None), seed
+    leo, mia, ben, mine = (read_claim(claim(x, "", f"{s} 8pm.")) for x, s in zip("abcd", named))
+    assert conflicts._qualified_apart(leo, mia) and conflicts._qualified_apart(ben, mine)
 
 
 def test_no_claims_or_one_claim_has_no_conflicts():
