@@ -1278,7 +1278,7 @@ def restates(turn: MemoryItem, claim: MemoryItem) -> bool:
 
 
 @lru_cache(maxsize=1024)
-def _named(user_id: str) -> re.Pattern[str]:
+def _user_named(user_id: str) -> re.Pattern[str]:
     return re.compile(rf"\b{re.escape(user_id)}\b(?:'s)?", re.IGNORECASE)
 
 
@@ -1294,7 +1294,7 @@ def states_what_was_corrected(turn: MemoryItem, correction: MemoryItem) -> bool:
         # The user says "I" where the claim names them ("I take amlodipine" / "Sam no longer
         # takes amlodipine"): their name is no subject word between the two.
         correction = msgspec.structs.replace(
-            correction, content=_named(turn.scope.user_id).sub("", correction.content))
+            correction, content=_user_named(turn.scope.user_id).sub("", correction.content))
     said, fix = read_claim(turn), read_claim(correction)
     if not (said.words & fix.words) - _light_or_period():
         return False  # only "pay" and "month" in common: two things paid monthly, not one corrected
