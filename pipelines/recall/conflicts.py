@@ -167,8 +167,8 @@ class Claim:
     units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
     qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
     adds: bool = False  # it says it adds to the subject (`_ADDS`)
-    # Its content words beyond its title's, when it says something changed (`_CHANGED`); else empty.
-    changes: frozenset[str] = frozenset()
+    # Its content words beyond its title's, when it says something changed (`_CHANGED`); else None.
+    changes: frozenset[str] | None = None
     measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
     named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
     persons: frozenset[str] = frozenset()  # of `named`, those who are someone (`_named`: "Leo", "Ben's")
@@ -353,7 +353,7 @@ def _read_claim(item: MemoryItem) -> Claim:
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
-                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else frozenset(),
+                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
 
 
@@ -1147,7 +1147,7 @@ def _updates(new: Claim, old: Claim) -> bool:
     """Under one title, `new` says something changed and what: a value of the kind `old`
     states, or (stating none) something `old` said beyond the title ("ci moved to github
     actions, jenkins is gone" / "we run ci on jenkins")."""
-    if not new.changes:
+    if new.changes is None:
         return False
     if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
