@@ -129,3 +129,84 @@ VECTOR_VARIANTS: dict[str, tuple[Callable[..., np.ndarray], str]] = {
     "vec_own_prev_date": (own_previous_date, "own + previous turn + day embedded together, + 0.3 x 2nd previous, next"),
     "vec_late_chunk": (late_chunks, f"late chunking: session passes of <= {LATE_CHUNK_TOKENS} pieces, window-pooled"),
 }
+
+
+def _window_text(turns: Sequence[Any]) -> str:
+    """A run of consecutive turns as one text: "speaker: text" per turn, then the day of its
+    first turn (the default context's line format and neighbour cap)."""
+    return "\n".join([*(turn_line(t) for t in turns), _dated(turns[0])]).rstrip()
+
+
+def _best_window(i: int, starts: Sequence[int], size: int, n: int) -> int:
+    """Of the windows holding turn i, the one most like the default context: the most of
+    its two previous turns and its next one inside, then the one starting latest."""
+    def covered(s: int) -> tuple[int, int]:
+        end = min(s + size, n)
+        return (min(i - s, 2) + min(end - 1 - i, 1), s)
+    return max((s for s in starts if s <= i < s + size), key=covered)
+
+
+def shared_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], _embedder: Any,
+                   size: int = 4, stride: int = 2, own: float = 0.0, pool: str = "best") -> np.ndarray:
+    """Shared windows: each session is cut into windows of `size` consecutive turns every
+    `stride` turns, each window embedded once (the model still reads turns together); a
+    turn's vector is the window most like its default context (`pool="best"`) or the mean
+    of every window holding it (`"mean"`), plus `own` x its bare vector (0: not embedded).
+    Model work per turn: about size / stride windowed turns (+1 bare turn when own > 0)."""
+    vectors = embed([bare_text(it) for it in items]).copy() if own else np.zeros((len(items), 384), np.float32)
+    row = {it.id: k for k, it in enumerate(items)}
+    plans: list[tuple[int, list[str]]] = []
+    texts: dict[str, int] = {}
+    for turns in sessions_of(items):
+        n = len(turns)
+        starts = list(range(0, max(n - size, 0) + 1, stride))
+        if starts[-1] + size < n:
+            starts.append(n - size)
+        for i, it in enumerate(turns):
+            chosen = [_best_window(i, starts, size, n)] if pool == "best" else \
+                [s for s in starts if s <= i < s + size]
+            keys = [_window_text(turns[s:s + size]) for s in chosen]
+            for key in keys:
+                texts.setdefault(key, len(texts))
+            plans.append((row[it.id], keys))
+    joint = embed(list(texts))
+    for k, keys in plans:
+        window = joint[[texts[key] for key in keys]].mean(axis=0)
+        vectors[k] = (own * vectors[k] if own else 0) + window
+    return l2_normalise(vectors)
+
+
+def capped_context(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], _embedder: Any,
+                   cap: int = 400, previous: int = 2, following: int = 1) -> np.ndarray:
+    """The default recipe (message + context in one text) with each neighbour capped at
+    `cap` characters and `previous` / `following` turns: the shorter-context curve."""
+    from unittest import mock
+
+    from pipelines import message_context as mc
+
+    row = {it.id: k for k, it in enumerate(items)}
+    texts = [mc.embedding_text(it) for it in items]
+    window = mc.ContextWindow(previous, following)
+    with mock.patch.object(mc, "NEIGHBOUR_MAX_CHARS", cap):
+        for turns in sessions_of(items):
+            for i, it in enumerate(turns):
+                context = mc.build_context(turns, i, window)
+                texts[row[it.id]] = bare_text(it) + ("\n" + context if context else "")
+    return embed(texts)
+
+
+def _variant(fn: Callable[..., np.ndarray], **kw: Any) -> Callable[..., np.ndarray]:
+    return lambda items, embed, embedder: fn(items, embed, embedder, **kw)
+
+
+for _size, _stride in ((3, 1), (4, 2), (5, 2), (6, 3), (3, 3), (4, 4)):
+    for _own in (0.0, 0.5, 1.0):
+        for _pool in ("best", "mean"):
+            VECTOR_VARIANTS[f"vec_win{_size}s{_stride}_own{_own:g}_{_pool}"] = (
+                _variant(shared_windows, size=_size, stride=_stride, own=_own, pool=_pool),
+                f"shared windows of {_size} turns every {_stride}, {_pool} window + {_own:g} x own bare vector")
+for _cap in (120, 160, 200, 250, 400):
+    for _prev in (1, 2):
+        VECTOR_VARIANTS[f"vec_cap{_cap}_p{_prev}"] = (
+            _variant(capped_context, cap=_cap, previous=_prev),
+            f"message + context ({_prev} previous, next, day), neighbours capped at {_cap} characters")
