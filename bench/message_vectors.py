@@ -200,7 +200,7 @@ def _variant(fn: Callable[..., np.ndarray], **kw: Any) -> Callable[..., np.ndarr
 
 
 for _size, _stride in ((3, 1), (4, 2), (5, 2), (6, 3), (3, 3), (4, 4)):
-    for _own in (0.0, 0.5, 1.0):
+    for _own in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
         for _pool in ("best", "mean"):
             VECTOR_VARIANTS[f"vec_win{_size}s{_stride}_own{_own:g}_{_pool}"] = (
                 _variant(shared_windows, size=_size, stride=_stride, own=_own, pool=_pool),
