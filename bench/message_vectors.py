@@ -153,7 +153,7 @@ def shared_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
     turn's vector is the window most like its default context (`pool="best"`) or the mean
     of every window holding it (`"mean"`), plus `own` x its bare vector (0: not embedded).
     Model work per turn: about size / stride windowed turns (+1 bare turn when own > 0)."""
-    vectors = embed([bare_text(it) for it in items]).copy() if own else np.zeros((len(items), 384), np.float32)
+    bare_rows = [k for k, it in enumerate(items) if own or it.type != "message"]  # other items keep theirs
     row = {it.id: k for k, it in enumerate(items)}
     plans: list[tuple[int, list[str]]] = []
     texts: dict[str, int] = {}
@@ -169,10 +169,12 @@ def shared_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
             for key in keys:
                 texts.setdefault(key, len(texts))
             plans.append((row[it.id], keys))
-    joint = embed(list(texts))
+    joint = embed([*(bare_text(items[k]) for k in bare_rows), *texts])
+    vectors = np.zeros((len(items), joint.shape[1]), dtype=np.float32)
+    vectors[bare_rows] = joint[:len(bare_rows)]
     for k, keys in plans:
-        window = joint[[texts[key] for key in keys]].mean(axis=0)
-        vectors[k] = (own * vectors[k] if own else 0) + window
+        window = joint[[len(bare_rows) + texts[key] for key in keys]].mean(axis=0)
+        vectors[k] = own * vectors[k] + window
     return l2_normalise(vectors)
 
 
