@@ -212,3 +212,58 @@ for _cap in (120, 160, 200, 250, 400):
         VECTOR_VARIANTS[f"vec_cap{_cap}_p{_prev}"] = (
             _variant(capped_context, cap=_cap, previous=_prev),
             f"message + context ({_prev} previous, next, day), neighbours capped at {_cap} characters")
+
+
+_POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] = {}
+
+
+def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
+                   size: int = 4, stride: int = 2, own: float = 1.0) -> np.ndarray:
+    """Shared windows, each read once by the model, pooled twice: over the whole window
+    (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
+    read of the turn, with its neighbours attended). A turn's vector: the mean over the
+    windows holding it of normalise(window) + `own` x normalise(its own tokens). No bare pass:
+    model work per turn is size / stride windowed turns."""
+    runner = embedder.runner(embedder.precision)
+    tok = runner.tokenizer
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    vectors = embed([bare_text(it) for it in items]).copy()  # cached; other items keep theirs
+    row = {it.id: k for k, it in enumerate(items)}
+    memo = _POOLED.setdefault((size, stride), {})
+    plans: list[tuple[int, list[tuple[str, int]]]] = []
+    todo: dict[str, list[list[int]]] = {}
+    for turns in sessions_of(items):
+        n = len(turns)
+        starts = list(range(0, max(n - size, 0) + 1, stride))
+        if starts[-1] + size < n:
+            starts.append(n - size)
+        for s in starts:
+            key = _window_text(turns[s:s + size])
+            if key not in memo:
+                todo[key] = [tok.encode(x, add_special_tokens=False).ids
+                             for x in [*(turn_line(t) for t in turns[s:s + size]), _dated(turns[s])]]
+        for i, it in enumerate(turns):
+            plans.append((row[it.id], [(_window_text(turns[s:s + size]), i - s) for s in starts if s <= i < s + size]))
+    for key, parts in todo.items():
+        ids, spans = [cls], []
+        for part in parts:
+            spans.append((len(ids), len(ids) + len(part)))
+            ids += part
+        ids = [*ids[:runner.max_tokens - 1], sep]
+        batch = np.array([ids], dtype=np.int64)
+        hidden = runner.hidden(batch, np.ones_like(batch))[0]
+        memo[key] = (hidden.mean(axis=0), [hidden[a:min(b, len(ids) - 1)].mean(axis=0) if b > a else hidden.mean(axis=0)
+                                           for a, b in spans[:-1]])
+    for k, held in plans:
+        acc = np.zeros(vectors.shape[1], dtype=np.float32)
+        for key, pos in held:
+            whole, turn_means = memo[key]
+            acc += whole / np.linalg.norm(whole) + own * turn_means[pos] / np.linalg.norm(turn_means[pos])
+        vectors[k] = acc
+    return l2_normalise(vectors)
+
+
+for _own in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 1000.0):
+    VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}"] = (
+        _variant(pooled_windows, size=4, stride=2, own=_own),
+        f"shared windows of 4 turns every 2, read once: window + {_own:g} x the turn's own tokens")
