@@ -218,12 +218,13 @@ _POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] =
 
 
 def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
-                   size: int = 4, stride: int = 2, own: float = 1.0) -> np.ndarray:
+                   size: int = 4, stride: int = 2, own: float = 1.0, aligned: bool = False) -> np.ndarray:
     """Shared windows, each read once by the model, pooled twice: over the whole window
     (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
     read of the turn, with its neighbours attended). A turn's vector: the mean over the
     windows holding it of normalise(window) + `own` x normalise(its own tokens). No bare pass:
-    model work per turn is size / stride windowed turns."""
+    model work per turn is size / stride windowed turns. `aligned`: windows start only at
+    multiples of `stride` (the last ones shorter), as an incremental session would cut them."""
     runner = embedder.runner(embedder.precision)
     tok = runner.tokenizer
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -234,7 +235,7 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
     todo: dict[str, list[list[int]]] = {}
     for turns in sessions_of(items):
         n = len(turns)
-        starts = list(range(0, max(n - size, 0) + 1, stride))
+        starts = list(range(0, n if aligned else max(n - size, 0) + 1, stride))
         if starts[-1] + size < n:
             starts.append(n - size)
         for s in starts:
@@ -252,8 +253,9 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
         ids = [*ids[:runner.max_tokens - 1], sep]
         batch = np.array([ids], dtype=np.int64)
         hidden = runner.hidden(batch, np.ones_like(batch))[0]
-        memo[key] = (hidden.mean(axis=0), [hidden[a:min(b, len(ids) - 1)].mean(axis=0) if b > a else hidden.mean(axis=0)
-                                           for a, b in spans[:-1]])
+        ends = [min(b, len(ids) - 1) for _, b in spans]  # a turn cut off by truncation: the whole window
+        memo[key] = (hidden.mean(axis=0), [hidden[a:e].mean(axis=0) if e > a else hidden.mean(axis=0)
+                                           for (a, _), e in zip(spans[:-1], ends)])
     for k, held in plans:
         acc = np.zeros(vectors.shape[1], dtype=np.float32)
         for key, pos in held:
@@ -267,3 +269,6 @@ for _own in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 1000.0):
     VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}"] = (
         _variant(pooled_windows, size=4, stride=2, own=_own),
         f"shared windows of 4 turns every 2, read once: window + {_own:g} x the turn's own tokens")
+    VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}_aligned"] = (
+        _variant(pooled_windows, size=4, stride=2, own=_own, aligned=True),
+        f"as vec_pooled4s2_own{_own:g}, windows only at even turns (shorter at a session's end)")

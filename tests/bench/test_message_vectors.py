@@ -85,3 +85,70 @@ def test_shared_windows_embed_each_window_once_and_give_a_turn_the_windows_holdi
     np.testing.assert_allclose(vectors[0], w[0], rtol=1e-5)  # turn 1: only the first window
     both = (w[0] + w[1]) / np.linalg.norm(w[0] + w[1])
     np.testing.assert_allclose(vectors[2], both, rtol=1e-5)  # turn 3: in both
+
+
+class _Encoding:
+    def __init__(self, ids: list[int]) -> None:
+        self.ids = ids
+
+
+class _Tokenizer:
+    """One id per word (by a fixed vocabulary), [CLS] 1 and [SEP] 2."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {"[CLS]": 1, "[SEP]": 2}
+
+    def token_to_id(self, token: str) -> int:
+        return self.vocab[token]
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> _Encoding:
+        return _Encoding([self.vocab.setdefault(w, len(self.vocab) + 1) for w in text.split()])
+
+
+class _Runner:
+    """A stand-in encoder whose hidden state of a token is a fixed vector of its id, so a
+    pooled vector says exactly which tokens it averaged."""
+
+    max_tokens = 256
+
+    def __init__(self) -> None:
+        self.tokenizer, self.calls = _Tokenizer(), 0
+
+    def hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return np.random.default_rng(0).standard_normal((4096, 16)).astype(np.float32)[ids]
+
+
+class _Embedder:
+    precision = "float32"
+
+    def __init__(self) -> None:
+        self.run = _Runner()
+
+    def runner(self, precision: str) -> _Runner:
+        return self.run
+
+
+def test_pooled_windows_read_each_window_once_and_pool_a_turn_over_its_own_tokens() -> None:
+    from bench.message_vectors import _POOLED, pooled_windows
+
+    _POOLED.clear()
+    turns = [_turn(n, f"turn number {n}", "s1") for n in range(1, 6)]
+    embedder = _Embedder()
+    vectors = pooled_windows(turns, HashEmbedder(16).embed, embedder, size=4, stride=2, own=1000.0, aligned=True)
+    assert embedder.run.calls == 3  # windows at turns 0, 2, 4 (the last ones shorter)
+    table = np.random.default_rng(0).standard_normal((4096, 16)).astype(np.float32)
+    tok = embedder.run.tokenizer
+
+    def own(i: int) -> np.ndarray:
+        v = table[tok.encode(f"Ann: turn number {i + 1}").ids].mean(axis=0)
+        return v / np.linalg.norm(v)
+
+    # Token vectors do not depend on their neighbours here, so a turn's own-token pool is the
+    # same in every window holding it; the window part (weight 1 against 1000) hardly moves it.
+    for i in range(5):
+        np.testing.assert_allclose(vectors[i], own(i), atol=2e-3)
+    _POOLED.clear()
+    mixed = pooled_windows(turns, HashEmbedder(16).embed, embedder, size=4, stride=2, own=0.0, aligned=True)
+    assert not np.allclose(mixed[0], own(0), atol=2e-3)  # the window alone is not the turn
+    np.testing.assert_allclose(np.linalg.norm(mixed, axis=1), 1.0, rtol=1e-5)
