@@ -272,3 +272,8 @@ for _own in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 1000.0):
     VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}_aligned"] = (
         _variant(pooled_windows, size=4, stride=2, own=_own, aligned=True),
         f"as vec_pooled4s2_own{_own:g}, windows only at even turns (shorter at a session's end)")
+for _size, _stride in ((4, 4), (3, 3), (6, 3), (6, 4)):
+    for _own in (2.0, 1000.0):
+        VECTOR_VARIANTS[f"vec_pooled{_size}s{_stride}_own{_own:g}_aligned"] = (
+            _variant(pooled_windows, size=_size, stride=_stride, own=_own, aligned=True),
+            f"pooled windows of {_size} turns every {_stride} (aligned): window + {_own:g} x the turn's own tokens")
