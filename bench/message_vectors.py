@@ -218,13 +218,15 @@ _POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] =
 
 
 def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
-                   size: int = 4, stride: int = 2, own: float = 1.0, aligned: bool = False) -> np.ndarray:
+                   size: int = 4, stride: int = 2, own: float = 1.0, aligned: bool = False,
+                   offset: int = 0) -> np.ndarray:
     """Shared windows, each read once by the model, pooled twice: over the whole window
     (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
     read of the turn, with its neighbours attended). A turn's vector: the mean over the
     windows holding it of normalise(window) + `own` x normalise(its own tokens). No bare pass:
     model work per turn is size / stride windowed turns. `aligned`: windows start only at
-    multiples of `stride` (the last ones shorter), as an incremental session would cut them."""
+    multiples of `stride` (the last ones shorter), as an incremental session would cut them;
+    `offset` shifts that cut (the first window then holds `offset` turns)."""
     runner = embedder.runner(embedder.precision)
     tok = runner.tokenizer
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
@@ -236,15 +238,19 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
     for turns in sessions_of(items):
         n = len(turns)
         starts = list(range(0, n if aligned else max(n - size, 0) + 1, stride))
+        spans = [(s, s + size) for s in starts]
+        if offset:  # windows cut at offset + k * stride, clipped to the session
+            first = offset - stride * ((size + offset) // stride + 1)
+            spans = [(max(s, 0), min(s + size, n)) for s in range(first, n, stride) if s + size > 0]
         if starts[-1] + size < n:
             starts.append(n - size)
-        for s in starts:
-            key = _window_text(turns[s:s + size])
+        for s, e in spans:
+            key = _window_text(turns[s:e])
             if key not in memo:
                 todo[key] = [tok.encode(x, add_special_tokens=False).ids
-                             for x in [*(turn_line(t) for t in turns[s:s + size]), _dated(turns[s])]]
+                             for x in [*(turn_line(t) for t in turns[s:e]), _dated(turns[s])]]
         for i, it in enumerate(turns):
-            plans.append((row[it.id], [(_window_text(turns[s:s + size]), i - s) for s in starts if s <= i < s + size]))
+            plans.append((row[it.id], [(_window_text(turns[s:e]), i - s) for s, e in spans if s <= i < e]))
     for key, parts in todo.items():
         ids, spans = [cls], []
         for part in parts:
@@ -277,3 +283,10 @@ for _size, _stride in ((4, 4), (3, 3), (6, 3), (6, 4)):
         VECTOR_VARIANTS[f"vec_pooled{_size}s{_stride}_own{_own:g}_aligned"] = (
             _variant(pooled_windows, size=_size, stride=_stride, own=_own, aligned=True),
             f"pooled windows of {_size} turns every {_stride} (aligned): window + {_own:g} x the turn's own tokens")
+for _offset in (1, 2, 3):
+    VECTOR_VARIANTS[f"vec_pooled4s4_own1000_offset{_offset}"] = (
+        _variant(pooled_windows, size=4, stride=4, own=1000.0, aligned=True, offset=_offset),
+        f"pooled windows of 4 without overlap cut at turns {_offset}, {_offset + 4}, ...: the turn's own tokens")
+VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
+    _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
+    "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")
