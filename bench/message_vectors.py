@@ -129,3 +129,164 @@ VECTOR_VARIANTS: dict[str, tuple[Callable[..., np.ndarray], str]] = {
     "vec_own_prev_date": (own_previous_date, "own + previous turn + day embedded together, + 0.3 x 2nd previous, next"),
     "vec_late_chunk": (late_chunks, f"late chunking: session passes of <= {LATE_CHUNK_TOKENS} pieces, window-pooled"),
 }
+
+
+def _window_text(turns: Sequence[Any]) -> str:
+    """A run of consecutive turns as one text: "speaker: text" per turn, then the day of its
+    first turn (the default context's line format and neighbour cap)."""
+    return "\n".join([*(turn_line(t) for t in turns), _dated(turns[0])]).rstrip()
+
+
+def _best_window(i: int, starts: Sequence[int], size: int, n: int) -> int:
+    """Of the windows holding turn i, the one most like the default context: the most of
+    its two previous turns and its next one inside, then the one starting latest."""
+    def covered(s: int) -> tuple[int, int]:
+        end = min(s + size, n)
+        return (min(i - s, 2) + min(end - 1 - i, 1), s)
+    return max((s for s in starts if s <= i < s + size), key=covered)
+
+
+def shared_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], _embedder: Any,
+                   size: int = 4, stride: int = 2, own: float = 0.0, pool: str = "best") -> np.ndarray:
+    """Shared windows: each session is cut into windows of `size` consecutive turns every
+    `stride` turns, each window embedded once (the model still reads turns together); a
+    turn's vector is the window most like its default context (`pool="best"`) or the mean
+    of every window holding it (`"mean"`), plus `own` x its bare vector (0: not embedded).
+    Model work per turn: about size / stride windowed turns (+1 bare turn when own > 0)."""
+    bare_rows = [k for k, it in enumerate(items) if own or it.type != "message"]  # other items keep theirs
+    row = {it.id: k for k, it in enumerate(items)}
+    plans: list[tuple[int, list[str]]] = []
+    texts: dict[str, int] = {}
+    for turns in sessions_of(items):
+        n = len(turns)
+        starts = list(range(0, max(n - size, 0) + 1, stride))
+        if starts[-1] + size < n:
+            starts.append(n - size)
+        for i, it in enumerate(turns):
+            chosen = [_best_window(i, starts, size, n)] if pool == "best" else \
+                [s for s in starts if s <= i < s + size]
+            keys = [_window_text(turns[s:s + size]) for s in chosen]
+            for key in keys:
+                texts.setdefault(key, len(texts))
+            plans.append((row[it.id], keys))
+    joint = embed([*(bare_text(items[k]) for k in bare_rows), *texts])
+    vectors = np.zeros((len(items), joint.shape[1]), dtype=np.float32)
+    vectors[bare_rows] = joint[:len(bare_rows)]
+    for k, keys in plans:
+        window = joint[[len(bare_rows) + texts[key] for key in keys]].mean(axis=0)
+        vectors[k] = own * vectors[k] + window
+    return l2_normalise(vectors)
+
+
+def capped_context(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], _embedder: Any,
+                   cap: int = 400, previous: int = 2, following: int = 1) -> np.ndarray:
+    """The default recipe (message + context in one text) with each neighbour capped at
+    `cap` characters and `previous` / `following` turns: the shorter-context curve."""
+    from unittest import mock
+
+    from pipelines import message_context as mc
+
+    row = {it.id: k for k, it in enumerate(items)}
+    texts = [mc.embedding_text(it) for it in items]
+    window = mc.ContextWindow(previous, following)
+    with mock.patch.object(mc, "NEIGHBOUR_MAX_CHARS", cap):
+        for turns in sessions_of(items):
+            for i, it in enumerate(turns):
+                context = mc.build_context(turns, i, window)
+                texts[row[it.id]] = bare_text(it) + ("\n" + context if context else "")
+    return embed(texts)
+
+
+def _variant(fn: Callable[..., np.ndarray], **kw: Any) -> Callable[..., np.ndarray]:
+    return lambda items, embed, embedder: fn(items, embed, embedder, **kw)
+
+
+for _size, _stride in ((3, 1), (4, 2), (5, 2), (6, 3), (3, 3), (4, 4)):
+    for _own in (0.0, 0.25, 0.5, 0.75, 1.0, 1.5):
+        for _pool in ("best", "mean"):
+            VECTOR_VARIANTS[f"vec_win{_size}s{_stride}_own{_own:g}_{_pool}"] = (
+                _variant(shared_windows, size=_size, stride=_stride, own=_own, pool=_pool),
+                f"shared windows of {_size} turns every {_stride}, {_pool} window + {_own:g} x own bare vector")
+for _cap in (120, 160, 200, 250, 400):
+    for _prev in (1, 2):
+        VECTOR_VARIANTS[f"vec_cap{_cap}_p{_prev}"] = (
+            _variant(capped_context, cap=_cap, previous=_prev),
+            f"message + context ({_prev} previous, next, day), neighbours capped at {_cap} characters")
+
+
+_POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] = {}
+
+
+def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
+                   size: int = 4, stride: int = 2, own: float = 1.0, aligned: bool = False,
+                   offset: int = 0) -> np.ndarray:
+    """Shared windows, each read once by the model, pooled twice: over the whole window
+    (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
+    read of the turn, with its neighbours attended). A turn's vector: the mean over the
+    windows holding it of normalise(window) + `own` x normalise(its own tokens). No bare pass:
+    model work per turn is size / stride windowed turns. `aligned`: windows start only at
+    multiples of `stride` (the last ones shorter), as an incremental session would cut them;
+    `offset` shifts that cut (the first window then holds `offset` turns)."""
+    runner = embedder.runner(embedder.precision)
+    tok = runner.tokenizer
+    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    vectors = embed([bare_text(it) for it in items]).copy()  # cached; other items keep theirs
+    row = {it.id: k for k, it in enumerate(items)}
+    memo = _POOLED.setdefault((size, stride), {})
+    plans: list[tuple[int, list[tuple[str, int]]]] = []
+    todo: dict[str, list[list[int]]] = {}
+    for turns in sessions_of(items):
+        n = len(turns)
+        starts = list(range(0, n if aligned else max(n - size, 0) + 1, stride))
+        spans = [(s, s + size) for s in starts]
+        if offset:  # windows cut at offset + k * stride, clipped to the session
+            first = offset - stride * ((size + offset) // stride + 1)
+            spans = [(max(s, 0), min(s + size, n)) for s in range(first, n, stride) if s + size > 0]
+        if starts[-1] + size < n:
+            starts.append(n - size)
+        for s, e in spans:
+            key = _window_text(turns[s:e])
+            if key not in memo:
+                todo[key] = [tok.encode(x, add_special_tokens=False).ids
+                             for x in [*(turn_line(t) for t in turns[s:e]), _dated(turns[s])]]
+        for i, it in enumerate(turns):
+            plans.append((row[it.id], [(_window_text(turns[s:e]), i - s) for s, e in spans if s <= i < e]))
+    for key, parts in todo.items():
+        ids, spans = [cls], []
+        for part in parts:
+            spans.append((len(ids), len(ids) + len(part)))
+            ids += part
+        ids = [*ids[:runner.max_tokens - 1], sep]
+        batch = np.array([ids], dtype=np.int64)
+        hidden = runner.hidden(batch, np.ones_like(batch))[0]
+        ends = [min(b, len(ids) - 1) for _, b in spans]  # a turn cut off by truncation: the whole window
+        memo[key] = (hidden.mean(axis=0), [hidden[a:e].mean(axis=0) if e > a else hidden.mean(axis=0)
+                                           for (a, _), e in zip(spans[:-1], ends)])
+    for k, held in plans:
+        acc = np.zeros(vectors.shape[1], dtype=np.float32)
+        for key, pos in held:
+            whole, turn_means = memo[key]
+            acc += whole / np.linalg.norm(whole) + own * turn_means[pos] / np.linalg.norm(turn_means[pos])
+        vectors[k] = acc
+    return l2_normalise(vectors)
+
+
+for _own in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 1000.0):
+    VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}"] = (
+        _variant(pooled_windows, size=4, stride=2, own=_own),
+        f"shared windows of 4 turns every 2, read once: window + {_own:g} x the turn's own tokens")
+    VECTOR_VARIANTS[f"vec_pooled4s2_own{_own:g}_aligned"] = (
+        _variant(pooled_windows, size=4, stride=2, own=_own, aligned=True),
+        f"as vec_pooled4s2_own{_own:g}, windows only at even turns (shorter at a session's end)")
+for _size, _stride in ((4, 4), (3, 3), (6, 3), (6, 4)):
+    for _own in (2.0, 1000.0):
+        VECTOR_VARIANTS[f"vec_pooled{_size}s{_stride}_own{_own:g}_aligned"] = (
+            _variant(pooled_windows, size=_size, stride=_stride, own=_own, aligned=True),
+            f"pooled windows of {_size} turns every {_stride} (aligned): window + {_own:g} x the turn's own tokens")
+for _offset in (1, 2, 3):
+    VECTOR_VARIANTS[f"vec_pooled4s4_own1000_offset{_offset}"] = (
+        _variant(pooled_windows, size=4, stride=4, own=1000.0, aligned=True, offset=_offset),
+        f"pooled windows of 4 without overlap cut at turns {_offset}, {_offset + 4}, ...: the turn's own tokens")
+VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
+    _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
+    "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")
