@@ -1,6 +1,6 @@
 """What the e2e scenarios do between turns, in one place: run a consolidation the way the
 scheduled job does and have the service load what it published, and read a browser page's
-text as a person does."""
+text as a person does, and the chat loop's calls (turn, tool, recall)."""
 
 from __future__ import annotations
 
@@ -22,3 +22,22 @@ def consolidate(client: TestClient, settings) -> None:
 def page_text(page: str) -> str:
     """A page's text as a reader sees it: no tags, one space between words."""
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
+
+
+# One chat loop's calls over HTTP, each asserting the status a well-formed call gets.
+def turn(client, who: dict, role: str, text: str) -> dict:
+    resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def tool(client, who: dict, action: str, args: dict) -> dict:
+    resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
+    assert resp.status_code < 300, resp.text
+    return resp.json()["result"]
+
+
+def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": mode})
+    assert resp.status_code == 200, resp.text
+    return resp.json()

@@ -20,28 +20,10 @@ from __future__ import annotations
 
 import json
 
-from tests.e2e.chat import consolidate, page_text
+from tests.e2e.chat import consolidate, page_text, recall, tool, turn
 
 ACME_DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 LATER = {**ACME_DANA, "session_id": "s2"}
-
-
-def turn(client, who: dict, role: str, text: str) -> dict:
-    resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-def tool(client, who: dict, action: str, args: dict) -> dict:
-    resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
-    assert resp.status_code < 300, resp.text
-    return resp.json()["result"]
-
-
-def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
-    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": mode})
-    assert resp.status_code == 200, resp.text
-    return resp.json()
 
 
 

@@ -40,30 +40,12 @@ import json
 from online.mcp_server import call as mcp_call
 from online.tools import ToolDispatcher
 from pipelines.records import Identity
-from tests.e2e.chat import consolidate, page_text
+from tests.e2e.chat import consolidate, page_text, recall, tool, turn
 
 LENA = {"user_id": "lena", "project_id": "atlas", "session_id": "l1", "org_id": "northwind"}
 OMAR = {"user_id": "omar", "project_id": "atlas", "session_id": "o1", "org_id": "northwind"}
 PIA = {"user_id": "pia", "project_id": "atlas", "session_id": "p1", "org_id": "northwind"}
 PIA_BOREALIS = {"user_id": "pia", "project_id": "borealis", "session_id": "p2", "org_id": "northwind"}
-
-
-def turn(client, who: dict, role: str, text: str) -> dict:
-    resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
-    assert resp.status_code == 201, resp.text
-    return resp.json()
-
-
-def tool(client, who: dict, action: str, args: dict) -> dict:
-    resp = client.post("/v1/tools", json={"action": action, "identity": who, "args": args})
-    assert resp.status_code < 300, resp.text
-    return resp.json()["result"]
-
-
-def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
-    resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": mode})
-    assert resp.status_code == 200, resp.text
-    return resp.json()
 
 
 def write(client, who: dict, title: str, content: str, **extra) -> dict:
