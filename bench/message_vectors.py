@@ -257,8 +257,8 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
         for i, it in enumerate(turns):
             plans.append((row[it.id], [(_window_text(turns[s:e]), i - s) for s, e in spans if s <= i < e]))
     memo.update(zip(todo, embedder.pool_windows(list(todo.values()))))  # the product's token pooling
-    for k, held in plans:
-        vectors[k] = pooled_vector([(memo[key][0], memo[key][1][pos]) for key, pos in held], own)
+    for k, held in plans:  # (not aligned, a session's last turn can be in no window: a zero vector, as measured)
+        vectors[k] = pooled_vector([(memo[key][0], memo[key][1][pos]) for key, pos in held], own) if held else 0.0
     return vectors
 
 
