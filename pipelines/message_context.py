@@ -253,7 +253,10 @@ def item_vectors(
     pipeline, `loci reembed` and the service's delta share. Each distinct text is embedded
     once (a turn is usually also its neighbours' neighbour); a message with recorded context
     turns gets `composition` of its bare vector and theirs. `embed` takes texts, returns unit
-    rows; `neighbour` finds an item by id (None: gone, and left out of the composition)."""
+    rows; `neighbour` finds an item by id (None: gone, and left out of the composition).
+    `pool` (an embedder's `pool_windows`): a message with recorded pooled windows gets
+    `pooled_vector` of its own-token pools, each distinct window read once; without it such
+    a message gets its default text vector (`embedding_text`)."""
     rows: dict[str, int] = {}
     windows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
 
