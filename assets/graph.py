@@ -24,7 +24,7 @@ from assets.resources import (
     WarehouseResource,
 )
 from pipelines import consolidate as stages
-from pipelines.message_context import COMPOSITION
+from pipelines.message_context import vector_recipe
 from pipelines.records import utcnow
 
 GROUP = "consolidation"
@@ -150,7 +150,7 @@ def item_embeddings(
         # Hashes compared for what was written since the last successful run checked (a
         # full comparison hashes every item's text: the whole store, every run).
         report = stages.embed_items(wh, model, hook=faults.reached,
-                                    since=stages.embedding_check_since(wh, model.name))
+                                    since=stages.embedding_check_since(wh, model.name, vector_recipe(model)))
     except stages.EmbedderChanged as exc:
         raise dg.Failure(
             description=str(exc),
@@ -167,7 +167,7 @@ def item_embeddings(
             "active_items": report.current,
             "model": report.model,
             "dimension": report.dim,
-            "recipe": COMPOSITION.recipe,
+            "recipe": vector_recipe(model),
             "checked_at": report.checked_at,
             "scope": "all items" if report.since is None else f"written since {report.since}",
         })

@@ -63,7 +63,8 @@ RankedFn = Callable[[Conversation, int, str], list[list[str]]]
 # -- setup ------------------------------------------------------------------------------------
 
 
-def _settings(workdir: Path, merger: str, precision: str | None = None, composed: bool | None = None):
+def _settings(workdir: Path, merger: str, precision: str | None = None, composed: bool | None = None,
+              pooled: bool | None = None):
     from pipelines.settings import Settings
 
     # LoCoMo's turns are dated 2022-2023: with the default 30-day STM aging the lifecycle
@@ -72,7 +73,8 @@ def _settings(workdir: Path, merger: str, precision: str | None = None, composed
     return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
                     snapshots_keep=2, stm_aging_days=STM_AGING_DAYS,
                     minilm_precision=precision or Settings().minilm_precision,
-                    message_context_composed=Settings().message_context_composed if composed is None else composed)
+                    message_context_composed=Settings().message_context_composed if composed is None else composed,
+                    message_context_pooled=Settings().message_context_pooled if pooled is None else pooled)
 
 
 def _sha256_file(path: Path) -> str:
@@ -517,6 +519,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")
+    p.add_argument("--pooled", action="store_true", default=None,
+                   help="message vectors from pooled windows (setting message_context_pooled)")
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)
@@ -558,7 +562,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
     data, data_path, conversations = _select_data(args, workdir)
     ks = args.ks
     k_max = max(ks)
-    settings = _settings(workdir, args.merger, args.precision, args.composed)
+    settings = _settings(workdir, args.merger, args.precision, args.composed, args.pooled)
 
     if args.reuse and (settings.snapshots_path / "CURRENT").exists():
         ingest_report, t_ingest = {"reused": str(workdir)}, 0.0
@@ -610,6 +614,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
                      "embedder": snap.manifest.embedder},
         "config": {**_config(ks, k_max, args.merger),
                    "message_context_composed": settings.message_context_composed,
+                   "message_context_pooled": settings.message_context_pooled,
                    "tune_conversations": sorted(c.sample_id for c in conversations if c.sample_id in args.tune),
                    "held_out_conversations": sorted(c.sample_id for c in conversations
                                                     if c.sample_id not in args.tune)},

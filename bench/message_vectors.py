@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 
 from pipelines.embedders import l2_normalise
-from pipelines.message_context import COMPOSITION, bare_text, said_on, session_key, turn_line, turn_order
+from pipelines.message_context import (
+    COMPOSITION,
+    bare_text,
+    pooled_vector,
+    said_on,
+    session_key,
+    turn_line,
+    turn_order,
+    window_parts,
+)
 
 LATE_CHUNK_TOKENS = 256  # MiniLM's max_seq_length
 LATE_TURN_TOKENS = 100  # about NEIGHBOUR_MAX_CHARS
@@ -133,8 +142,8 @@ VECTOR_VARIANTS: dict[str, tuple[Callable[..., np.ndarray], str]] = {
 
 def _window_text(turns: Sequence[Any]) -> str:
     """A run of consecutive turns as one text: "speaker: text" per turn, then the day of its
-    first turn (the default context's line format and neighbour cap)."""
-    return "\n".join([*(turn_line(t) for t in turns), _dated(turns[0])]).rstrip()
+    first turn (the default context's line format and neighbour cap; `window_parts`)."""
+    return "\n".join(window_parts(turns)).rstrip()
 
 
 def _best_window(i: int, starts: Sequence[int], size: int, n: int) -> int:
@@ -218,7 +227,7 @@ _POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] =
 
 
 def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
-                   size: int = 4, stride: int = 2, own: float = 1.0, aligned: bool = False,
+                   size: int = 4, stride: int = 2, own: float | None = 1.0, aligned: bool = False,
                    offset: int = 0) -> np.ndarray:
     """Shared windows, each read once by the model, pooled twice: over the whole window
     (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
@@ -226,15 +235,14 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
     windows holding it of normalise(window) + `own` x normalise(its own tokens). No bare pass:
     model work per turn is size / stride windowed turns. `aligned`: windows start only at
     multiples of `stride` (the last ones shorter), as an incremental session would cut them;
-    `offset` shifts that cut (the first window then holds `offset` turns)."""
-    runner = embedder.runner(embedder.precision)
-    tok = runner.tokenizer
-    cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    `offset` shifts that cut (the first window then holds `offset` turns). `own=None`: own
+    tokens only, the product's recipe (`message_context.POOLING`, `pooled_vector`); the
+    window reading and pooling is `embedder.pool_windows`, the product's."""
     vectors = embed([bare_text(it) for it in items]).copy()  # cached; other items keep theirs
     row = {it.id: k for k, it in enumerate(items)}
     memo = _POOLED.setdefault((size, stride), {})
     plans: list[tuple[int, list[tuple[str, int]]]] = []
-    todo: dict[str, list[list[int]]] = {}
+    todo: dict[str, list[str]] = {}
     for turns in sessions_of(items):
         n = len(turns)
         starts = list(range(0, n if aligned else max(n - size, 0) + 1, stride))
@@ -242,33 +250,16 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
         if offset:  # windows cut at offset + k * stride, clipped to the session
             first = offset - stride * ((size + offset) // stride + 1)
             spans = [(max(s, 0), min(s + size, n)) for s in range(first, n, stride) if s + size > 0]
-        if starts[-1] + size < n:
-            starts.append(n - size)
         for s, e in spans:
             key = _window_text(turns[s:e])
             if key not in memo:
-                todo[key] = [tok.encode(x, add_special_tokens=False).ids
-                             for x in [*(turn_line(t) for t in turns[s:e]), _dated(turns[s])]]
+                todo[key] = window_parts(turns[s:e])
         for i, it in enumerate(turns):
             plans.append((row[it.id], [(_window_text(turns[s:e]), i - s) for s, e in spans if s <= i < e]))
-    for key, parts in todo.items():
-        ids, spans = [cls], []
-        for part in parts:
-            spans.append((len(ids), len(ids) + len(part)))
-            ids += part
-        ids = [*ids[:runner.max_tokens - 1], sep]
-        batch = np.array([ids], dtype=np.int64)
-        hidden = runner.hidden(batch, np.ones_like(batch))[0]
-        ends = [min(b, len(ids) - 1) for _, b in spans]  # a turn cut off by truncation: the whole window
-        memo[key] = (hidden.mean(axis=0), [hidden[a:e].mean(axis=0) if e > a else hidden.mean(axis=0)
-                                           for (a, _), e in zip(spans[:-1], ends)])
-    for k, held in plans:
-        acc = np.zeros(vectors.shape[1], dtype=np.float32)
-        for key, pos in held:
-            whole, turn_means = memo[key]
-            acc += whole / np.linalg.norm(whole) + own * turn_means[pos] / np.linalg.norm(turn_means[pos])
-        vectors[k] = acc
-    return l2_normalise(vectors)
+    memo.update(zip(todo, embedder.pool_windows(list(todo.values()))))  # the product's token pooling
+    for k, held in plans:  # (not aligned, a session's last turn can be in no window: a zero vector, as measured)
+        vectors[k] = pooled_vector([(memo[key][0], memo[key][1][pos]) for key, pos in held], own) if held else 0.0
+    return vectors
 
 
 for _own in (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 1000.0):
@@ -287,6 +278,9 @@ for _offset in (1, 2, 3):
     VECTOR_VARIANTS[f"vec_pooled4s4_own1000_offset{_offset}"] = (
         _variant(pooled_windows, size=4, stride=4, own=1000.0, aligned=True, offset=_offset),
         f"pooled windows of 4 without overlap cut at turns {_offset}, {_offset + 4}, ...: the turn's own tokens")
+VECTOR_VARIANTS["vec_pooled4s2_owntokens_aligned"] = (
+    _variant(pooled_windows, size=4, stride=2, own=None, aligned=True),
+    "pooled windows of 4 every 2 at even turns, own tokens only: the product's message_context_pooled")
 VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
     _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
     "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")

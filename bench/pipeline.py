@@ -83,7 +83,8 @@ def _settings(data_dir: Path, args: argparse.Namespace):
 
     return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
                     snapshots_keep=1, minilm_precision=getattr(args, "precision", None) or Settings().minilm_precision,
-                    message_context_composed=getattr(args, "composed", None) or Settings().message_context_composed)
+                    message_context_composed=getattr(args, "composed", None) or Settings().message_context_composed,
+                    message_context_pooled=getattr(args, "pooled", None) or Settings().message_context_pooled)
 
 
 def write_turns(path: Path, n: int, seed: int) -> Path:
@@ -311,6 +312,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")
+    p.add_argument("--pooled", action="store_true", default=None,
+                   help="message vectors from pooled windows (setting message_context_pooled)")
     p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))
@@ -379,6 +382,7 @@ def run(args: argparse.Namespace, workdir: Path, say) -> dict[str, Any]:
     out["config"] = {"users": USERS, "embedder": args.embedder, "merger": args.merger, "seed": args.seed,
                      "minilm_precision": _settings(workdir, args).minilm_precision,
                      "message_context_composed": _settings(workdir, args).message_context_composed,
+                     "message_context_pooled": _settings(workdir, args).message_context_pooled,
                      "note": ("hash embedder for throughput runs (MiniLM infeasible for 100k turns on 2 cores)"
                               if args.embedder == "hash" else "MiniLM embedder")}
     out["machine"]["loadavg_after"] = machine_info()["loadavg_1_5_15"]

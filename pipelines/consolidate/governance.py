@@ -256,7 +256,8 @@ def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
     session gains the turn that answers it (a metadata update, then a new vector)."""
     context_patches: dict[str, dict[str, Any]] = {}
     window = ContextWindow(settings.message_context_previous, settings.message_context_following,
-                           settings.message_context_date, settings.message_context_composed)
+                           settings.message_context_date, settings.message_context_composed,
+                           settings.message_context_pooled)
     if not window.enabled:
         return new_items, context_patches
     touched = {session_key(i) for i in new_items.values() if i.type == "message"}

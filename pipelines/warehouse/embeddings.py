@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pipelines.message_context import COMPOSITION, CONTEXT_TURNS_KEY
+from pipelines.message_context import COMPOSITION, CONTEXT_TURNS_KEY, CONTEXT_WINDOWS_KEY, POOLING
 from pipelines.records import sha256_text, utcnow
 from pipelines.warehouse.connection import (
     STRING,
@@ -22,11 +22,16 @@ from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal, items_narrowed
 
 # pipelines.message_context.embedding_hash in SQL: which inputs a current vector is made from
 # (a message with a retrieval context hashes it in, so a new context means a new vector, and
-# the composition recipe when the context's turns are recorded, i.e. its vector is composed).
+# the composition recipe when the context's turns are recorded, i.e. its vector is composed;
+# the pooling recipe and the windows' turn ids when its vector is pooled).
 _CONTEXT_SQL = "json_extract_string(i.metadata, '$.context')"
 EMBEDDING_HASH_SQL = (
     f"CASE WHEN i.type = 'message' AND coalesce({_CONTEXT_SQL}, '') <> '' THEN "
-    f"CASE WHEN json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}') = 'OBJECT' "
+    f"CASE WHEN json_type(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') = 'ARRAY' "
+    f"AND json_array_length(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') > 0 "
+    f"THEN sha256(i.content_hash || chr(10) || {_CONTEXT_SQL} || chr(10) || '{POOLING.recipe}' || chr(10) "
+    f"|| json_extract(i.metadata, '$.{CONTEXT_WINDOWS_KEY}')::VARCHAR) "
+    f"WHEN json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}') = 'OBJECT' "
     f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.previous') = 'ARRAY' "
     f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.following') = 'ARRAY' "
     f"THEN sha256(i.content_hash || chr(10) || {_CONTEXT_SQL} || chr(10) || '{COMPOSITION.recipe}') "

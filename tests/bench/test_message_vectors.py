@@ -3,6 +3,8 @@ session, at unit length. Tiny hand-made items, the hash embedder; no model."""
 
 from __future__ import annotations
 
+import threading
+
 import msgspec
 import numpy as np
 
@@ -16,7 +18,7 @@ from bench.message_vectors import (
     sessions_of,
     shared_windows,
 )
-from pipelines.embedders import HashEmbedder
+from pipelines.embedders import HashEmbedder, _MiniLMRunner
 from pipelines.message_context import ContextWindow, bare_text, context_fields, embedding_text
 from pipelines.records import Identity, MemoryItem, Scope
 
@@ -104,15 +106,20 @@ class _Tokenizer:
     def encode(self, text: str, add_special_tokens: bool = False) -> _Encoding:
         return _Encoding([self.vocab.setdefault(w, len(self.vocab) + 1) for w in text.split()])
 
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = False) -> list[_Encoding]:
+        return [self.encode(t, add_special_tokens) for t in texts]
+
 
 class _Runner:
     """A stand-in encoder whose hidden state of a token is a fixed vector of its id, so a
     pooled vector says exactly which tokens it averaged."""
 
     max_tokens = 256
+    batch_size = 1
 
     def __init__(self) -> None:
         self.tokenizer, self.calls = _Tokenizer(), 0
+        self._tokenizer_lock = threading.Lock()
 
     def hidden(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         self.calls += 1
@@ -125,8 +132,8 @@ class _Embedder:
     def __init__(self) -> None:
         self.run = _Runner()
 
-    def runner(self, precision: str) -> _Runner:
-        return self.run
+    def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        return _MiniLMRunner.pool_windows(self.run, windows)  # type: ignore[arg-type]  # MiniLM's code
 
 
 def test_pooled_windows_read_each_window_once_and_pool_a_turn_over_its_own_tokens() -> None:

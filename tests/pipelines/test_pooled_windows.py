@@ -1,0 +1,161 @@
+"""Pooled message windows (setting `message_context_pooled`): windows of 4 turns at even
+turn indices, each read once; a turn's vector pools its own tokens over the windows holding
+it. The windows are recorded on the items, so the pipeline, reembed and the service's
+delta make the same vector, and a window that changes re-embeds its turns. A stand-in
+encoder (word hashes, each token attending its window by a mean) replaces MiniLM."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from pathlib import Path
+from types import SimpleNamespace
+
+import msgspec
+import numpy as np
+
+from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder, _MiniLMRunner
+from pipelines.message_context import (
+    CONTEXT_WINDOWS_KEY,
+    TURN_INDEX_KEY,
+    ContextWindow,
+    contextualise,
+    embedding_hash,
+    embedding_text,
+    item_vectors,
+    with_context,
+)
+from pipelines.records import Identity
+from tests.assets.support import dana, ingest, make_settings
+from tests.pipelines.test_message_context import stored_message_vectors, turn
+
+POOLED = ContextWindow(pooled=True)
+TEXTS = ["Where did you go?", "To the lake.", "Yes, last Tuesday!", "Lovely.", "We swam.", "Cold?", "Very."]
+
+
+class _WordTokenizer:
+    def token_to_id(self, token: str) -> int:
+        return {"[CLS]": 1, "[SEP]": 2}[token]
+
+    def encode_batch(self, texts: list[str], add_special_tokens: bool = False) -> list[SimpleNamespace]:
+        return [SimpleNamespace(ids=[3 + zlib.crc32(w.encode()) % 997 for w in t.split()]) for t in texts]
+
+
+class StandInEncoder(HashEmbedder):
+    """HashEmbedder text vectors, plus `pool_windows` through `_MiniLMRunner`'s own code with
+    a word tokenizer and a made-up encoder: a token's state is its id's row of a fixed table
+    plus the mean of its input's real tokens (so a turn's state depends on its window)."""
+
+    def __init__(self, dim: int = 384) -> None:
+        super().__init__(dim)
+        table = np.random.default_rng(7).standard_normal((1000, dim)).astype(np.float32)
+
+        def hidden(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+            rows = table[ids] * mask[..., None]
+            context = rows.sum(axis=1, keepdims=True) / mask.sum(axis=1)[:, None, None]
+            return rows + context
+
+        runner = object.__new__(_MiniLMRunner)
+        runner.tokenizer, runner.hidden, runner.max_tokens, runner.batch_size = _WordTokenizer(), hidden, 256, 3
+        runner._tokenizer_lock = threading.Lock()
+        self.runner_ = runner
+        self.windows_read = 0
+
+    def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        self.windows_read += len(windows)
+        return self.runner_.pool_windows(windows, parallel=2)
+
+
+def session(n: int = len(TEXTS)) -> list:
+    turns = [turn(k + 1, text) for k, text in enumerate(TEXTS[:n])]
+    out, _ = contextualise({t.id: t for t in turns}, [], POOLED)
+    return [out[t.id] for t in turns]
+
+
+def test_windows_of_four_at_even_turns_are_recorded_on_each_turn() -> None:
+    turns = session()
+    ids = [t.id for t in turns]
+    assert [t.metadata[TURN_INDEX_KEY] for t in turns] == list(range(7))
+    assert turns[0].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:4]]
+    assert turns[3].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:4], ids[2:6]]
+    assert turns[6].metadata[CONTEXT_WINDOWS_KEY] == [ids[4:7], ids[6:7]]  # the last ones shorter
+
+
+def test_a_session_arriving_turn_by_turn_gets_the_windows_of_one_batch() -> None:
+    whole = {t.id: t for t in session()}
+    stored: dict = {}
+    for t in [turn(k + 1, text) for k, text in enumerate(TEXTS)]:
+        out, changed = contextualise({t.id: t}, list(stored.values()), POOLED)
+        for i, fields in changed.items():
+            stored[i] = msgspec.structs.replace(stored[i], metadata=with_context(stored[i].metadata, fields))
+        stored.update(out)
+    assert {i: t.metadata for i, t in stored.items()} == {i: t.metadata for i, t in whole.items()}
+
+
+def test_the_pooled_vector_is_the_prototypes_own_tokens_vector() -> None:
+    from bench.message_vectors import _POOLED, pooled_windows
+
+    turns = session()
+    encoder = StandInEncoder(64)
+    product = item_vectors(turns, encoder.embed, {t.id: t for t in turns}.get, pool=encoder.pool_windows)
+    assert encoder.windows_read == 4  # windows at turns 0, 2, 4, 6, each read once
+    _POOLED.clear()
+    prototype = pooled_windows(turns, encoder.embed, encoder, size=4, stride=2, own=None, aligned=True)
+    np.testing.assert_allclose(product, prototype, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(product, axis=1), 1.0, rtol=1e-5)
+    # Not the default text vector, and an embedder without token states falls back to it.
+    assert not np.allclose(product[2], encoder.embed([embedding_text(turns[2])])[0])
+    fallback = item_vectors(turns, encoder.embed, {t.id: t for t in turns}.get)
+    np.testing.assert_allclose(fallback, encoder.embed([embedding_text(t) for t in turns]))
+
+
+def test_the_hash_changes_when_a_window_gains_a_turn() -> None:
+    turns = session(3)
+    later = turn(4, "Lovely.")
+    _, changed = contextualise({later.id: later}, turns, POOLED)
+    # Turn 2's context text (one before, one after) is unchanged; its window [0, 4) gained turn 4.
+    assert turns[1].id in changed and changed[turns[1].id]["context"] == turns[1].metadata["context"]
+    refreshed = msgspec.structs.replace(turns[1], metadata=with_context(turns[1].metadata, changed[turns[1].id]))
+    assert embedding_hash(refreshed) != embedding_hash(turns[1])
+    plain = msgspec.structs.replace(turns[1], metadata=with_context(turns[1].metadata,
+                                                                     {"context": turns[1].metadata["context"]}))
+    assert embedding_hash(turns[1]) != embedding_hash(plain)
+
+
+def conversation(settings, texts: list[str], name: str) -> None:
+    ingest(settings, [dana(t, role="user" if k % 2 == 0 else "assistant") for k, t in enumerate(texts)], name=name)
+
+
+def test_pipeline_reembed_and_delta_make_the_same_pooled_vector(tmp_path: Path) -> None:
+    from online.state import MemoryService
+    from online.tools import ToolDispatcher
+    from pipelines.consolidate import reembed_all
+
+    settings = make_settings(tmp_path, message_context_pooled=True)
+    encoder = StandInEncoder(settings.embedder_dim)
+    conversation(settings, TEXTS[:3], "one.jsonl")
+    consolidate_once(settings, embedder=encoder)
+    conversation(settings, TEXTS[3:], "two.jsonl")  # a later run: stored windows grow
+    consolidate_once(settings, embedder=encoder)
+    assert consolidate_once(settings, embedder=encoder)["embed"].embedded == 0  # SQL hash == Python hash
+    msgs, stored = stored_message_vectors(settings, encoder.name)
+    assert [m.metadata[TURN_INDEX_KEY] for m in msgs] == list(range(7))
+    by_id = {m.id: m for m in msgs}
+    expected = item_vectors(msgs, encoder.embed, by_id.get, pool=encoder.pool_windows)
+    np.testing.assert_allclose(stored, expected, rtol=1e-5, atol=1e-6)
+
+    reembed_all(settings, embedder=encoder)
+    np.testing.assert_allclose(stored_message_vectors(settings, encoder.name)[1], stored, rtol=1e-5, atol=1e-6)
+
+    svc = MemoryService(settings, embedder=encoder, check_interval_ms=0)
+    try:
+        svc.reload()
+        who = Identity(user_id="dana", project_id="atlas", session_id="s1")
+        ToolDispatcher(svc).dispatch("memory.palace.assign", {"id": msgs[3].id, "location": "people/caroline/visits"},
+                                     who)
+        (segment,) = [c for c in svc.view().corpora if c.source == "delta"]
+        delta_vector = segment.vectors[[it.id for it in segment.items].index(msgs[3].id)]
+    finally:
+        svc.close()
+    np.testing.assert_allclose(delta_vector, stored[3], rtol=1e-5, atol=1e-6)
