@@ -1146,8 +1146,11 @@ def _beside_under_one_title(a: Claim, b: Claim) -> bool:
 def _updates(new: Claim, old: Claim) -> bool:
     """Under one title, `new` says something changed and what: a value of the kind `old`
     states, or (stating none) something `old` said beyond the title ("ci moved to github
-    actions, jenkins is gone" / "we run ci on jenkins")."""
+    actions, jenkins is gone" / "we run ci on jenkins"); not when each names whom it is about
+    and they name nobody in common (`Claim.named`)."""
     if new.changes is None:
+        return False
+    if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
     if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)

@@ -771,6 +771,7 @@ def test_renumber_is_numpy_unique_with_inverse(n_columns):
     ("Standup", "Daily standup is at 9:30.", "standup is at 10am now", True),
     ("ci", "we run ci on jenkins", "ci moved to github actions, jenkins is gone", True),
     ("Pets' food", "Milo eats dry kibble twice a day.", "Milo switched to a raw diet, no more kibble.", True),
+    ("Pets' food", "Luna eats kibble, like Milo.", "Milo switched to a raw diet, no more kibble.", False),
     ("Pepper", "Pepper weighs 6 kg.", "Pepper weighs 5 kg.", True),  # the value rule, as under any title
 ])
 def test_a_note_under_the_title_of_another_replaces_it_only_when_it_says_so(title, old, new, replaces):
