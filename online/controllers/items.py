@@ -50,7 +50,11 @@ class ItemsController(Controller):
             return ItemResponse(item=msgspec.to_builtins(item), source="history", revisions=history.revisions,
                                 history=history.inbox, events=history.audit)
         item, view, history = found
-        return ItemResponse(item=msgspec.to_builtins(item), source=view.source_of(item_id) or "snapshot",
+        out = msgspec.to_builtins(item)
+        replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
+        if replaced is not None and replaced[1] == "superseded":
+            out["superseded_by"] = replaced[0]  # as `memory.read` says; consolidation then records it
+        return ItemResponse(item=out, source=view.source_of(item_id) or "snapshot",
                             revisions=history.revisions, history=history.inbox, events=history.audit)
 
     @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.",

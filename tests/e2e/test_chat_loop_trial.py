@@ -367,9 +367,12 @@ def test_notes_under_one_title_replace_each_other_only_when_they_say_so(service)
     assert replaced_by(thunder) == []
     block = authoritative(recall(client, DANA, "what do I know about Pepper?")["injection"])
     assert "weighs 6 kg" in block and "scared of thunder" in block, block
-    # a correction of the weight replaces that note only
+    # a correction of the weight replaces that note only; the old note says so at once
     weight2 = write(client, later[1], "Pepper", "Pepper weighs 5 kg now.", scope="user")
     assert replaced_by(weight2) == [weight["item_id"]]
+    old = client.get(f"/v1/items/{weight['item_id']}", params=DANA).json()["item"]
+    assert old["superseded_by"] == weight2["item_id"], old
+    assert client.get(f"/v1/items/{thunder['item_id']}", params=DANA).json()["item"]["superseded_by"] is None
     answer = recall(client, DANA, "what do I know about Pepper?")
     block = authoritative(answer["injection"])
     assert "weighs 5 kg" in block and "scared of thunder" in block and "6 kg" not in block, block
