@@ -1177,13 +1177,20 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     tied: dict[str, list[str]] = {}  # standing id -> the standing ids it stays beside, flagged
     related: dict[str, list[str]] = {}  # standing id -> the notes under its title it stays beside
     out: dict[str, Outcome] = {}
+    claim: dict[str, Claim] = {}  # each member's claim read once, only when a rival asks
+
+    def claim_of(it: MemoryItem) -> Claim:
+        if it.id not in claim:
+            claim[it.id] = read_claim(it)
+        return claim[it.id]
+
     for m in members:
         rivals = [s for s in standing if pairs is None or frozenset((s.id, m.id)) in pairs]
         if not rivals:
             standing.append(m)
             continue
         best = rivals[0]  # the best-ranked claim it disagrees with
-        if names_a_case(read_claim(best), read_claim(m)) or _beside_under_one_title(read_claim(best), read_claim(m)):
+        if names_a_case(claim_of(best), claim_of(m)) or _beside_under_one_title(claim_of(best), claim_of(m)):
             why = None  # a case beside the rule, or a note beside another: shown both
         elif best.confidence > m.confidence + 1e-9:
             why = "confidence"
@@ -1197,7 +1204,7 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
             continue
         standing.append(m)
         for s in rivals:
-            beside = related if _beside_under_one_title(read_claim(s), read_claim(m)) else tied
+            beside = related if _beside_under_one_title(claim_of(s), claim_of(m)) else tied
             beside.setdefault(s.id, []).append(m.id)
             beside.setdefault(m.id, []).append(s.id)
     for s in standing:
