@@ -425,7 +425,7 @@ class ToolDispatcher:
             event_id=event_id, kind="memory.write", identity=who, at=at,
             payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
         )])[0]
-        return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+        return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": replaced}
 
     def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
         """The item an edit targets; one the caller cannot see is answered exactly like an

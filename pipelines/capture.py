@@ -43,6 +43,8 @@ class ProposalOutcome(msgspec.Struct):
     rule_ids: list[str]
     item_id: str | None
     event_id: str
+    # The author's own claims this one corrects: they leave recall (their history stays).
+    supersedes: list[str] = msgspec.field(default_factory=list)
 
 
 class CaptureResult(msgspec.Struct):
@@ -222,6 +224,7 @@ class _Governed:
             rule_ids=list(verdict.rule_ids),
             item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
             event_id=event_id,
+            supersedes=list(self.event.payload.get("supersedes", [])),
         )
 
 

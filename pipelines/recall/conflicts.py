@@ -96,7 +96,8 @@ _NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
 # A clause saying something ended ("we no longer have a staging environment", "the newsletter
 # was discontinued"): what it names ended, and a claim stating that thing as current conflicts
 # with it though neither states a value. "dropped to 50%" is a change, not an end.
-_ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|shut\s+down|"
+_ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|"
+                    r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
                     r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
 # Words of such a clause that say when, not what ("discontinued last month").
@@ -145,10 +146,11 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
                              "previously"})
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
-# only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00").
+# only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
+# "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).
 _RETIRED = re.compile(
     r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
-    r"(?:moved|switched|migrated|changed)\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
+    r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
 
@@ -323,9 +325,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     toks = [w for w in said if w not in STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
     before = said[:next((i for i, w in enumerate(said) if w in skip and w not in STOPWORDS), len(said))]
-    subject = [w for w in toks[:first_value] if w not in skip]
-    if all(w in _LIGHT_VERBS for w in subject):  # "I take 50 mg of sertraline": the subject follows
-        subject = []
+    # Light verbs say nothing of the subject ("the orders service uses PostgreSQL" / "the orders
+    # service runs on CockroachDB"); only they: "I take 50 mg of sertraline", the subject follows.
+    subject = [w for w in toks[:first_value] if w not in skip and w not in _LIGHT_VERBS]
     title_values = stated_values(item.title)
     title_skip = _value_words(title_values) | _date_words(item.title)
     # The title names the subject too ("Ship date" / "Release date"), and words compare as
@@ -336,18 +338,19 @@ def _read_claim(item: MemoryItem) -> Claim:
     names = {w for v in values | retired if not _DIGIT.search(v) for w in words(v)}
     content_words = [w for w in toks if (w not in skip or w in names) and w not in _RETIRING_WORDS]
     title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
-    stemmed_subject, stemmed_content, stemmed_title, stemmed_skip = _STEMS.many(
-        [subject, content_words, title_words, sorted(skip)])
+    stemmed_subject, stemmed_content, stemmed_title, stemmed_skip, stemmed_names = _STEMS.many(
+        [subject, content_words, title_words, sorted(skip), sorted(names)])
     skipped = set(stemmed_skip)  # units are stems in values ("4 space"), words in the text ("spaces")
-    said_words = [w for w in stemmed_content if w not in skipped or w in names]
+    said_words = [w for w in stemmed_content if w not in skipped or w in stemmed_names]  # "Jenkins": "jenkin"
     stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
     title = normalise_label(item.title)
     word_set = frozenset(stemmed_words)
     qualifiers = frozenset(stemmed_title) & frozenset(said_words)
-    ended, ended_values = _ended(item.content, word_set, values | retired) if _ENDED.search(item.content) else ((), ())
+    ended, ended_values, ended_names = (_ended(item.content, word_set, values | retired)
+                                        if _ENDED.search(item.content) else ((), (), ()))
     named, persons = _named(item.content, set(before))
-    if ended_values:  # "port 9000 was removed": named as over, like a retired value
-        values, retired = values - ended_values, retired | ended_values
+    if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
+        values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -419,27 +422,33 @@ def _measured(content: str) -> frozenset[str]:
 
 
 def _ended(content: str, own_words: frozenset[str],
-           own_values: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+           own_values: frozenset[str]) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """The words (stems, of `own_words`) and values of the clauses of `content` that say
-    something ended, the ending words and time words left out; nothing when they name fewer
-    than ENDED_MIN_WORDS words."""
+    something ended, the ending words and time words left out (nothing when they name fewer
+    than ENDED_MIN_WORDS words), and the names in them ("the Elasticsearch cluster was shut
+    down", "Opsgenie was turned off"): named as over, like a retired value."""
     found_words: set[str] = set()
     found_values: set[str] = set()
+    found_names: set[str] = set()
     for clause in _CLAUSE.finditer(content):
         text = clause.group(0)
         if not _ENDED.search(text):
             continue
         rest = _ENDED.sub(" ", text)
         # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
-        clause_values = {v for v in _values(rest) & own_values if _DIGIT.search(v)}
+        named = _values(rest) & own_values
+        clause_values = {v for v in named if _DIGIT.search(v)}
+        # a name that counts a number of it ended only in that version ("Python 3.8 was dropped")
+        versioned = {v.split(" ", 1)[1] for v in clause_values if " " in v}
+        found_names |= {v for v in named - clause_values if v not in versioned and _STEMS([v])[0] not in versioned}
         # the numbers are values; a unit that is a name ("3.8 python") stays a word of it
         skip = _value_words(v.split(" ", 1)[0] for v in clause_values) | _ENDED_TIME_WORDS
         found_values |= clause_values
         found_words |= {w for w in _STEMS.many([[w for w in words(rest) if w not in STOPWORDS and w not in skip
                                                  and w not in _RETIRING_WORDS]])[0]} & own_words
     if len(found_words) < ENDED_MIN_WORDS:
-        return frozenset(), frozenset()
-    return frozenset(found_words), frozenset(found_values)
+        return frozenset(), frozenset(), frozenset(found_names)
+    return frozenset(found_words), frozenset(found_values), frozenset(found_names)
 
 
 
@@ -1153,8 +1162,11 @@ def _updates(new: Claim, old: Claim) -> bool:
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
     if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
+        # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
+        # ("now runs on CockroachDB" / "uses PostgreSQL 16").
+        new_units, old_units = new.units - new.values, old.units - old.values
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
-                and (bool(new.units & old.units) or not (new.units or old.units)))
+                and (bool(new_units & old_units) or not (new_units or old_units)))
     return bool(new.changes & old.words)
 
 

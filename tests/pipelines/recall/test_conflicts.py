@@ -321,7 +321,7 @@ def test_a_number_glued_to_its_unit_is_a_value_not_a_subject_word():
     a day" share their subject words all the same."""
     dose = read_claim(claim("b", "Medication", "My sertraline dose is 100mg a day.", kind="user"))
     assert dose.values == {"100 mg"} and "100mg" not in dose.words
-    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).subject == ("leo", "goe", "bed")
+    assert read_claim(claim("a", "Kids", "Leo goes to bed at 8pm.")).subject == ("leo", "bed")  # "goes": a light verb
     assert pairs([claim("a", "Sertraline dose", "I take 50 mg of sertraline every morning.", kind="user"),
                   dose.item]) == {frozenset("ab")}
 
@@ -830,3 +830,51 @@ def test_a_turn_said_before_a_correction_that_states_the_replaced_value():
     gym.metadata["role"] = old_rent.metadata["role"] = "user"
     assert conflicts.states_what_was_corrected(old_rent, rent)
     assert not conflicts.states_what_was_corrected(gym, rent)  # only "pay" and "month" in common
+
+
+def test_a_move_names_what_moved_before_from_and_retires_the_old_value():
+    # "moved the orders service from PostgreSQL to CockroachDB": the thing moved stands between
+    # the verb and "from"; PostgreSQL is retired, so the older claim is corrected, under any title.
+    assert stated_values("We moved the orders service from PostgreSQL to CockroachDB.") == {"cockroachdb"}
+    old = claim("a", "Orders database", "The orders service uses PostgreSQL 16.")
+    assert corrected_by("Orders DB migration", "We moved the orders service from PostgreSQL to CockroachDB.",
+                        "decision", "project", "u1", [old]) == ["a"]
+    # "moved to" before "from" names no retired value: the sentence is read as it stands.
+    assert stated_values("We moved to Berlin from Paris.") == {"berlin", "paris"}
+
+
+def test_light_verbs_do_not_make_two_subjects():
+    # "uses" / "runs on" say nothing of what the claim is about: the orders service is.
+    old = claim("a", "Orders database", "The orders service uses PostgreSQL 16.")
+    new = claim("b", "Orders DB", "The orders service runs on CockroachDB.")
+    assert pairs([old, new]) == {frozenset("ab")}
+    assert read_claim(old).subject == read_claim(new).subject == ("order", "servic")
+
+
+def test_a_version_is_a_name_when_a_note_under_its_title_says_what_changed():
+    old = claim("a", "Orders database", "The orders service uses PostgreSQL 16.")
+    assert corrected_by("Orders database", "The orders service now runs on CockroachDB.", "decision",
+                        "project", "u1", [old]) == ["a"]
+    # what changed must be of the older note's subject, not only under its title
+    pet = claim("p", "Pepper", "Pepper weighs 6 kg.")
+    assert corrected_by("Pepper", "Pepper now eats 200 g of kibble a day.", "fact", "project", "u1", [pet]) == []
+
+
+def test_a_name_is_a_word_of_the_claim_whatever_its_stem():
+    # "Jenkins" stems to "jenkin", "Maple" to "mapl": the name is a subject word either way.
+    assert {"jenkin", "mapl"} <= read_claim(claim("a", "CI", "Our CI runs on Jenkins in the Maple room.")).words
+    old = claim("a", "Standup time", "Daily standup is at 9:30 in the Maple room.")
+    assert corrected_by("Standup", "Standup moved from 9:30 to 10:15, still in Maple.", "fact", "project", "u1",
+                        [old]) == ["a"]
+
+
+def test_a_name_said_to_be_shut_down_or_closed_is_retired():
+    old = claim("a", "Search backend", "Product search is powered by Elasticsearch 7.")
+    new = "Product search runs on OpenSearch 2.11; the Elasticsearch cluster was shut down."
+    assert "elasticsearch" in read_claim(claim("b", "OpenSearch cutover", new)).retired
+    assert corrected_by("OpenSearch cutover", new, "fact", "project", "u1", [old]) == ["a"]
+    bank = claim("k", "Bank", "My checking account is with Chase.")
+    assert corrected_by("Banking", "Closed the Chase account, checking is at Ally Bank.", "fact", "project",
+                        "u1", [bank]) == ["k"]
+    # a clause that ends something else leaves the name standing
+    assert "chase" in read_claim(claim("c", "Bank", "My bank is Chase; the old savings plan was closed.")).values

@@ -1,0 +1,58 @@
+"""A coding agent keeps a project's decisions through the tool API, and a decision changes
+under another title: "Orders database: The orders service uses PostgreSQL 16", weeks later
+"Orders DB migration: We moved the orders service from PostgreSQL to CockroachDB". Before,
+the second was stored beside the first, recall ranked the stale PostgreSQL decision first
+and nothing was flagged: the rule read neither "moved <what> from" nor "uses" / "runs on" as
+one subject. Now the author's correction replaces the older decision at write time, the
+proposal's verdict says which one it replaced, and recall answers with the new decision
+only, before and after consolidation."""
+
+from __future__ import annotations
+
+from tests.e2e.chat import consolidate, recall, tool
+
+DEV = {"user_id": "dev", "project_id": "shop", "session_id": "s1"}
+LATER = {**DEV, "session_id": "s2"}
+
+
+def propose(client, who: dict, title: str, content: str) -> dict:
+    (outcome,) = tool(client, who, "memory.propose",
+                      {"items": [{"type": "decision", "title": title, "content": content}]})["proposals"]
+    assert outcome["action"] == "accept", outcome
+    return outcome
+
+
+def test_a_decision_moved_under_another_title_replaces_the_old_one(service) -> None:
+    client, settings = service
+    old = propose(client, DEV, "Orders database", "The orders service uses PostgreSQL 16.")
+    assert old["supersedes"] == []
+    for n in range(6):  # chatter about the same service in between
+        client.post("/v1/turns", json={"identity": DEV, "role": "user",
+                                       "text": f"the orders service is slow again today, retry {n}"})
+    new = propose(client, LATER, "Orders DB migration", "We moved the orders service from PostgreSQL to CockroachDB.")
+    assert new["supersedes"] == [old["item_id"]], new
+    item = client.get(f"/v1/items/{old['item_id']}", params=DEV).json()["item"]
+    assert item["superseded_by"] == new["item_id"], item
+
+    def answer() -> str:
+        got = recall(client, DEV, "which database does the orders service use?")
+        ids = [h["id"] for h in got["hits"]]
+        assert new["item_id"] in ids and old["item_id"] not in ids, ids
+        return got["injection"]
+
+    assert "CockroachDB" in answer() and "PostgreSQL 16" not in answer()
+    consolidate(client, settings)
+    assert "CockroachDB" in answer() and "PostgreSQL 16" not in answer()
+
+
+def test_a_write_that_changes_a_decision_in_other_words_says_what_it_replaced(service) -> None:
+    client, _ = service
+    old = tool(client, DEV, "memory.write", {"item": {"type": "decision", "title": "Search backend",
+                                                      "content": "Product search is powered by Elasticsearch 7."}})
+    assert old["supersedes"] == []
+    new = tool(client, LATER, "memory.write", {"item": {
+        "type": "decision", "title": "OpenSearch cutover",
+        "content": "Product search runs on OpenSearch 2.11; the Elasticsearch cluster was shut down."}})
+    assert new["supersedes"] == [old["item_id"]], new
+    hits = recall(client, DEV, "what powers product search?")["hits"]
+    assert [h["id"] for h in hits if h["type"] == "decision"] == [new["item_id"]], hits
