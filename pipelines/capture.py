@@ -45,6 +45,8 @@ class ProposalOutcome(msgspec.Struct):
     event_id: str
     # The author's own claims this one corrects: they leave recall (their history stays).
     supersedes: list[str] = msgspec.field(default_factory=list)
+    # The scope kind it is stored in ("session" for a wish for this chat only that named none).
+    scope: str | None = None
 
 
 class CaptureResult(msgspec.Struct):
@@ -225,6 +227,7 @@ class _Governed:
             item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
             event_id=event_id,
             supersedes=list(self.event.payload.get("supersedes", [])),
+            scope=None if verdict.action == "reject" else self.event.payload.get("default_scope"),
         )
 
 

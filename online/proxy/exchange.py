@@ -522,7 +522,8 @@ class Exchange:
             "tool_rounds": [{"action": r.action, "found": r.found, "origin": r.origin, "ids": r.ids}
                             for r in self.tool_rounds],
             "proposals": [{"title": p.title, "action": p.action, "item_id": p.item_id, "form": p.form,
-                           "reasons": list(p.reasons)} for p in (assistant.proposals if assistant else [])],
+                           "reasons": list(p.reasons), "scope": p.scope, "supersedes": list(p.supersedes)}
+                          for p in (assistant.proposals if assistant else [])],
             "turn_ids": {"user": self.user_turn.turn_id if self.user_turn else None,
                          "assistant": assistant.turn_id if assistant else None},
         }

@@ -173,6 +173,7 @@ def test_a_wish_for_this_chat_the_model_proposed_without_a_scope_stays_in_that_c
     reply = openai_chat(url, "trip", [{"role": "user", "content": "For this chat, answer in French please."}])
     (verdict,) = reply["loci"]["proposals"]
     assert verdict["action"] == "accept", verdict
+    assert verdict["scope"] == "session", verdict  # the verdict says where it went
     fake.chat_reply = lambda req: "Sure."
     for moment in ("at once", "after consolidation"):
         openai_chat(url, "budget", [{"role": "user", "content": "Which language should you answer in?"}])
