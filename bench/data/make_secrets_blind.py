@@ -500,6 +500,10 @@ def luhn_complete(prefix: str, length: int) -> str:
     return digits + str((10 - total % 10) % 10)
 
 
+def _groups(number: str) -> list[str]:
+    return [number[i:i + 4] for i in range(0, len(number), 4)]
+
+
 def iban_de() -> str:
     bban = rnd(DIG, 18)
     num = int(bban + "131400")  # D=13, E=14, then 00
@@ -509,7 +513,7 @@ def iban_de() -> str:
 
 FINANCIAL: list[tuple[Callable[[], str], int]] = [
     (lambda: f"my visa is {luhn_complete('4', 16)} exp 09/28 cvv {rnd(DIG, 3)}", 1),
-    (lambda: f"card number {' '.join(luhn_complete('5', 16)[i:i + 4] for i in range(0, 16, 4))}, expiry 11/27", 1),
+    (lambda: f"card number {' '.join(_groups(luhn_complete('5', 16)))}, expiry 11/27", 1),
     (lambda: f"amex {luhn_complete('37', 15)} cvc {rnd(DIG, 4)}", 1),
     (lambda: f"pay the rent to IBAN {iban_de()}", 1),
     (lambda: f"my bank account for the refund: {iban_de()}, BIC DEUTDEFFXXX", 1),
