@@ -1197,7 +1197,13 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
             yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
 
 
+# Every match holds one of these (a cheap test before the case-blind scan).
+_KEYWORD_THEN_VALUE_LITERALS = ("key", "Key", "KEY", "oken", "OKEN", "ecret", "ECRET", "ass", "ASS")
+
+
 def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
+    if not any(w in text for w in _KEYWORD_THEN_VALUE_LITERALS):
+        return
     for m in _KEYWORD_THEN_VALUE.finditer(text):
         value = m.group("val").rstrip(".,;:!?)]}")
         if (len(value) < 6 or "://" in value or value.startswith("/") or "=" in value.rstrip("=")
@@ -1326,12 +1332,12 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
+        if not _looks_generated(token, min_len=24, strict=True):
+            continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _HASH_SOURCE.match(token):
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
         if _encoded_json_without_secret(token):
             continue  # base64 of a JSON document (settings, a JWT's header alone): data
-        if not _looks_generated(token, min_len=24, strict=True):
-            continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
