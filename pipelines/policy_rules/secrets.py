@@ -672,7 +672,12 @@ _ATTRIBUTE_PAIR = re.compile(
     r"value[ \t]*=[ \t]*(?P<q2>[\"'])(?P<val>[^\"'\n]{1,200})(?P=q2)"
 )
 # .netrc / _netrc (curl, git, ftp, Heroku's CLI): "machine HOST login USER password PASS".
-_NETRC = re.compile(r"\b(?:machine[ \t]+\S+|default)\s+(?:login[ \t]+\S+\s+)?password[ \t]+(?P<pw>\S+)")
+# The machine is a host name with a dot, localhost or an address ("machine learning password
+# ..." is prose); `default` needs its login.
+_NETRC = re.compile(
+    r"\b(?:machine[ \t]+(?:[\w\-]+\.[\w.\-]+|localhost|\[[\d:a-fA-F]+\])\s+(?:login[ \t]+\S+\s+)?"
+    r"|default\s+login[ \t]+\S+\s+)password[ \t]+(?P<pw>\S+)"
+)
 # The MySQL/MariaDB clients take the password glued to -p ("-pS3cret"; "-p" alone prompts).
 _MYSQL_PASSWORD = re.compile(
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"

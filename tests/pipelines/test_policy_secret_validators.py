@@ -400,6 +400,8 @@ def test_a_name_and_its_value_as_two_attributes(text, found):
     ("machine api.heroku.com\n  login ana@acme.io\n  password 9b2e4f1a-7c3d-4e8f-a1b2-c3d4e5f6a7b8", True),
     ("default login anonymous password Gq7#vL2pXz", True),
     ("machine github.com login ana password $GITHUB_TOKEN", False),
+    ("machine learning password Xq7mR2vL9 detectors", False),  # no host: prose, not an entry
+    ("by default password Gq7vL2pXzQ is refused", False),
 ])
 def test_netrc_entries(text, found):
     assert bool(rule_ids(text)) is found
