@@ -965,8 +965,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
-            and not _generated_capitals(v):
-        return False  # variables, constants, expressions
+            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)):
+        return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
         return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
     if _dotted_name(v):
@@ -977,9 +977,16 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
 
 
 def _generated_capitals(v: str) -> bool:
-    """Capitals and digits with no word separator, long and random: a base32 secret (a TOTP
-    seed, "JBSWY3DPEHPK3PXP..."), not a constant's name (which has underscores or words)."""
-    return len(v) >= 16 and "_" not in v and _digits(v) >= 3 and shannon_entropy(v) >= 3.5
+    """Letters and digits only, long, with digits spread in: a generated value that the
+    identifier patterns happen to fit. Capitals and digits with 3.5+ bits a character are a
+    base32 secret (a TOTP seed, "JBSWY3DPEHPK3PXP..."), not a constant's name (which has
+    underscores); mixed case must pass the strict generated-token test ("hzbS5cLAZoTF59JW...",
+    not the camelCase name "getUser2FAToken123")."""
+    if len(v) < 16 or not (v.isascii() and v.isalnum()) or _digits(v) < 3:
+        return False
+    if v.isupper():
+        return shannon_entropy(v) >= 3.5
+    return _looks_generated(v, min_len=24, strict=True)
 
 
 _IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")

@@ -383,6 +383,8 @@ def test_a_base32_secret_in_capitals_is_not_a_constant_name():
     assert rule_ids(uri) == {"hard.secret.keyword_assignment"}
     assert rule_ids("password=DEFAULT_ADMIN_PASSWORD") == set()
     assert rule_ids("secret=AES256GCM") == set()
+    assert rule_ids("password=getUser2FAToken123") == set()  # a camelCase name with digits
+    assert rule_ids("password=self.cfg2.get(k9x8y7z6w5v4)") == set()  # code
 
 
 @pytest.mark.parametrize("text, found", [
