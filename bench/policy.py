@@ -138,6 +138,7 @@ class Row:
     source: str
     file: str
     kind: str = ""  # "secret" / "injection" for the labelled sets (from the file name)
+    fields: dict[str, str] = field(default_factory=dict)  # the row's other string fields (`--by`)
 
 
 @dataclass
@@ -145,6 +146,7 @@ class Results:
     overall: Counts = field(default_factory=Counts)
     by_source: dict[str, Counts] = field(default_factory=lambda: defaultdict(Counts))
     by_file: dict[str, Counts] = field(default_factory=lambda: defaultdict(Counts))
+    by_group: dict[str, Counts] = field(default_factory=lambda: defaultdict(Counts))  # `--by`
     by_rule: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     # rejected rows per source by rule family, to tell secret from injection false positives
     by_kind: dict[str, dict[str, int]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
@@ -170,6 +172,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="leave-one-source-out: retrain the learned layer without each source, judge that source")
     p.add_argument("--repeat", type=int, default=1,
                    help="judge each row N times and keep its fastest time (latency on a shared machine)")
+    p.add_argument("--by", action="append", default=[], metavar="FIELD[+FIELD]",
+                   help="also count rows by the value of a field of theirs (repeatable; FIELD+FIELD groups by "
+                        "both), e.g. --by category --by half+category")
     p.add_argument("--verdicts", type=Path,
                    help="write every row's verdict (action, rule ids, reasons) as a JSON line, in row order: "
                         "two runs' files are byte-identical when a change keeps every verdict")
@@ -195,7 +200,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict:
         return loso(rows, say, time.perf_counter)
     verdicts: list[str] | None = [] if args.verdicts else None
     results = evaluate(rows, Policy(learned=None) if args.rules_only else Policy(), verdicts=verdicts,
-                       repeat=args.repeat)
+                       repeat=args.repeat, group_by=args.by)
     if args.verdicts:
         args.verdicts.write_text("".join(line + "\n" for line in verdicts or ()), encoding="utf-8")
     report = to_report(results, time.perf_counter() - started)
@@ -275,7 +280,7 @@ def load_rows(path: Path) -> Iterable[Row]:
     except LabelledDataError as exc:
         raise BenchmarkDataError(str(exc)) from exc
     for row, file in labelled:
-        yield Row(row.text, row.label, row.source, file, row.kind)
+        yield Row(row.text, row.label, row.source, file, row.kind, row.fields)
 
 
 def load_locomo(path: Path) -> list[Row]:
@@ -294,11 +299,13 @@ def load_locomo(path: Path) -> list[Row]:
 
 
 def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None,
-             verdicts: list[str] | None = None, repeat: int = 1) -> Results:
+             verdicts: list[str] | None = None, repeat: int = 1, group_by: Sequence[str] = ()) -> Results:
     """Judge every row (adding to `results` when given), timing each `evaluate`; `verdicts`
     gets each verdict's action, rule ids and reasons as a JSON line. With `repeat` > 1 each
     row is judged that many times in a row and its fastest time kept (what the check costs,
-    without what other work on a shared machine adds); every repeat must give one verdict."""
+    without what other work on a shared machine adds); every repeat must give one verdict.
+    `group_by`: fields ("category", or "half+category" for both) whose values rows are also
+    counted by (`Results.by_group`, keys "category=aws_keys", "half+category=tune+aws_keys")."""
     results = results if results is not None else Results()
     provenance = Provenance(source_kind="chat", source_id="bench")
     for row in rows:
@@ -318,7 +325,8 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
         if verdicts is not None:
             verdicts.append(json.dumps(list(_judged(verdict)), ensure_ascii=False))
         rejected = verdict.action == "reject"
-        for counts in (results.overall, results.by_source[row.source], results.by_file[row.file]):
+        for counts in (results.overall, results.by_source[row.source], results.by_file[row.file],
+                       *(results.by_group[_group_key(by, row)] for by in group_by)):
             counts.add(row.label, rejected)
         if rejected:
             for rule_id in verdict.rule_ids:
@@ -327,6 +335,10 @@ def evaluate(rows: Sequence[Row], policy: Policy, results: Results | None = None
             for kind in kinds:
                 results.by_kind[row.source][f"{kind}_{'tp' if row.label else 'fp'}"] += 1
     return results
+
+
+def _group_key(by: str, row: Row) -> str:
+    return f"{by}={'+'.join(row.fields.get(f, '-') for f in by.split('+'))}"
 
 
 def _judged(verdict) -> tuple:
@@ -352,6 +364,7 @@ def to_report(results: Results, elapsed: float) -> dict:
         "latency_ms_by_file": {k: _latency(v) for k, v in sorted(results.seconds.items())},
         "by_source": {k: v.metrics() for k, v in sorted(results.by_source.items())},
         "by_file": {k: v.metrics() for k, v in sorted(results.by_file.items())},
+        **({"by_group": {k: v.metrics() for k, v in sorted(results.by_group.items())}} if results.by_group else {}),
         "rejections_by_rule": dict(sorted(results.by_rule.items(), key=lambda kv: -kv[1])),
         "rejections_by_kind": {k: dict(sorted(v.items())) for k, v in sorted(results.by_kind.items())},
     }
@@ -384,6 +397,9 @@ def print_table(report: dict) -> None:
                                ("file", *columns, "p50", "p99", "CPU p50", "CPU p99"),
                                [(*metrics(k, m), *(d.get(k, {}).get(q) for d in (lat, cpu) for q in ("p50", "p99")))
                                 for k, m in report["by_file"].items()]))
+    if report.get("by_group"):
+        console.print(driver.table("Write policy by field value (--by)", ("group", *columns),
+                                   [metrics(k, m) for k, m in report["by_group"].items()]))
     console.print(f"({report['seconds']} s; {_latency_line(report)})")
 
 

@@ -38,6 +38,7 @@ _SECRET_KINDS = {
     "high_entropy": "random-looking token",
     "auth_header": "authorization header credential",
     "url_credentials": "password in a URL",
+    "command_line_password": "password given to a command",
     "jwt": "JSON web token",
     "national_id": "national id number",
     "model": "text the learned model judges a credential",

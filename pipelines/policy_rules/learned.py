@@ -116,6 +116,8 @@ class LabelledRow:
     label: int  # 1 = must be blocked as `kind`
     kind: str  # "secret" or "injection": which file it came from
     source: str
+    # the row's other string fields ("category", "half", ...): what a benchmark may group by
+    fields: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -626,7 +628,8 @@ def read_labelled(path: Path) -> list[tuple[LabelledRow, str]]:
                     raise LabelledDataError(f"{file}:{lineno}: not a {{text, label}} row ({exc})") from exc
                 if not isinstance(text, str) or label not in (0, 1):
                     raise LabelledDataError(f"{file}:{lineno}: text must be a string and label 0 or 1")
-                out.append((LabelledRow(text, label, kind, source_group(obj)), file.name))
+                fields = {k: v for k, v in obj.items() if k not in ("text", "label") and isinstance(v, str)}
+                out.append((LabelledRow(text, label, kind, source_group(obj), fields), file.name))
     return out
 
 

@@ -332,7 +332,7 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits: list[SecretHit] = []
     hits.extend(_vendor_hits(text, stand_ins, out))
     out = out or frozenset()
-    code_hits = [*_structural_hits(text, out), *_keyword_hits(text, out)]
+    code_hits = [*_structural_hits(text, out), *_keyword_hits(text, out), *_config_format_hits(text)]
     if not stand_ins:
         code_hits = [h for h in code_hits if not _stand_in_password(h, text[h.start:h.end])]
     hits.extend(code_hits)
@@ -665,6 +665,62 @@ def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Ite
 # --------------------------------------------------------------------------- layer 3
 
 
+# A name and its value as two attributes of one element: .NET `<add key="SmtpPassword"
+# value="..."/>`, HTML `<input name="api_key" value="...">`, Java `<entry key=... value=...>`.
+_ATTRIBUTE_PAIR = re.compile(
+    r"(?i)\b(?:key|name)[ \t]*=[ \t]*(?P<q>[\"'])(?P<name>[\w.\-:]{2,60})(?P=q)[ \t]+"
+    r"value[ \t]*=[ \t]*(?P<q2>[\"'])(?P<val>[^\"'\n]{1,200})(?P=q2)"
+)
+# .netrc / _netrc (curl, git, ftp, Heroku's CLI): "machine HOST login USER password PASS".
+# The machine is a host name with a dot, localhost or an address ("machine learning password
+# ..." is prose); `default` needs its login.
+_NETRC = re.compile(
+    r"\b(?:machine[ \t]+(?:[\w\-]+\.[\w.\-]+|localhost|\[[\d:a-fA-F]+\])\s+(?:login[ \t]+\S+\s+)?"
+    r"|default\s+login[ \t]+\S+\s+)password[ \t]+(?P<pw>\S+)"
+)
+# The MySQL/MariaDB clients take the password glued to -p ("-pS3cret"; "-p" alone prompts).
+_MYSQL_PASSWORD = re.compile(
+    r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
+    r"[^\n|;&]{0,200}?[ \t]-p(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)"
+)
+
+
+def _config_format_hits(text: str) -> Iterator[SecretHit]:
+    """Credentials in formats that name them without `name = value`: attribute pairs,
+    .netrc entries and MySQL's glued `-p` option."""
+    if "value" in text or "VALUE" in text or "Value" in text:
+        for m in _ATTRIBUTE_PAIR.finditer(text):
+            hit = _named_value_hit(m.group("name"), m.group("val"), m.start("val"))
+            if hit is not None:
+                yield hit
+    if "password" in text:
+        for m in _NETRC.finditer(text):
+            if _is_password_value(m.group("pw"), quoted=True):
+                yield SecretHit("hard.secret.keyword_assignment", m.start("pw"), m.end("pw"))
+    if "-p" in text:
+        for m in _MYSQL_PASSWORD.finditer(text):
+            pw = m.group("pw")
+            quoted = pw[:1] in "'\"" and pw[-1:] == pw[:1] and len(pw) > 1
+            if _is_password_value(pw, quoted=True):
+                start = m.start("pw") + quoted
+                yield SecretHit("hard.secret.command_line_password", start, m.end("pw") - quoted)
+
+
+def _named_value_hit(name: str, value: str, start: int) -> SecretHit | None:
+    """`value` (a quoted literal at `start`) judged as `_keyword_hits` judges a literal
+    assigned to `name`: only names holding a secret keyword that is not a description."""
+    kws = [k for k in _KW.finditer(name) if _keyword_stands_alone(name, 0, k.start())]
+    if not kws:
+        return None
+    tail = name[kws[-1].end():]
+    if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)nonce", name) or _PUBLIC_NAME.search(name) \
+            or _REQUEST_TOKEN_NAME.search(name):
+        return None  # a description, or a value public or a check by its name ("authenticity_token")
+    password_like = any(_PASSWORD_KW.fullmatch(k.group()) for k in kws)
+    bare_key = not password_like and all(k.group().lower() in ("key", "keys") for k in kws)
+    return _literal_hit(value, start, True, password_like, bare_key, name)
+
+
 def _keyword_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     done_until = -1
     for k in _scan(_KW, text, out):
@@ -698,10 +754,12 @@ def _keyword_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterat
             yield SecretHit("hard.secret.keyword_assignment", m.start("qval"), m.end("qval"))
 
 
-# Tokens that name a place in a listing or a request, not a credential: "NextToken",
-# "page_token", "continuationToken", "sync_token", "idempotency-token".
+# Tokens and keys that name a place in a listing or a request, not a credential: "NextToken",
+# "page_token", "continuationToken", "sync_token", "idempotency-token", the "Idempotency-Key"
+# header (a client-chosen id, usually a UUID).
 _REQUEST_TOKEN_NAME = re.compile(
     r"(?i)(?:next|page|pagination|continuation|sync|idempotency|cancel(?:lation)?|resume)[_\-]?tokens?(?![a-z])"
+    r"|(?:next|page|pagination|continuation|idempotency)[_\-]?keys?(?![a-z])"  # "Idempotency-Key", "NextPageKey"
 )
 
 
@@ -906,20 +964,35 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False  # Chinese or Japanese text glued to a name (these scripts use no spaces): prose
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
-    if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)):
-        return False  # variables, constants, expressions
+    if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
+            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)):
+        return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
         return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
-    if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
+    if _dotted_name(v):
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
     return True
 
 
+def _generated_capitals(v: str) -> bool:
+    """Letters and digits only, long, with digits spread in: a generated value that the
+    identifier patterns happen to fit. Capitals and digits with 3.5+ bits a character are a
+    base32 secret (a TOTP seed, "JBSWY3DPEHPK3PXP..."), not a constant's name (which has
+    underscores); mixed case must pass the strict generated-token test ("hzbS5cLAZoTF59JW...",
+    not the camelCase name "getUser2FAToken123")."""
+    if len(v) < 16 or not (v.isascii() and v.isalnum()) or _digits(v) < 3:
+        return False
+    if v.isupper():
+        return shannon_entropy(v) >= 3.5
+    return _looks_generated(v, min_len=24, strict=True)
+
+
 _IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _SHELL_REFERENCES = re.compile(r"(?:\$\{?[A-Za-z_]\w*\}?[/:@.,\-]*)+")
-_PASSWORD_VALUE_RULES = frozenset({"hard.secret.keyword_assignment", "hard.secret.url_credentials"})
+_PASSWORD_VALUE_RULES = frozenset(
+    {"hard.secret.keyword_assignment", "hard.secret.url_credentials", "hard.secret.command_line_password"})
 
 
 def _stand_in_password(hit: SecretHit, value: str) -> bool:
@@ -1011,9 +1084,20 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
         return False
     if not quoted and (re.search(r"[(){}\[\]&]", v) or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
         return False
-    if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+", v):
+    if _dotted_name(v):
         return False  # "ed25519.PrivateKey": a qualified name
     return _looks_generated(v, min_len=10)
+
+
+_DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
+
+
+def _dotted_name(v: str) -> bool:
+    """A dotted name in code ("session.secret", "ed25519.PrivateKey"); not a token made of
+    dot-separated generated parts ("sk.eyJ1IjoiYW5h...Qx7.d4gbq..."), as Mapbox, Doppler or
+    Twilio-style keys are: a part that passes the strict generated-token test is no name."""
+    return _DOTTED.fullmatch(v) is not None and not any(
+        _looks_generated(part, min_len=24, strict=True) for part in v.split("."))
 
 
 def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
@@ -1089,13 +1173,31 @@ _BARE_PIN = re.compile(
 )
 
 
+# A BIP-39 recovery phrase: 12 to 24 lower-case words of 3 to 8 letters (its word list's
+# lengths), in groups of three, ending the clause.
+_MNEMONIC = re.compile(r"(?:[a-z]{3,8}(?:[ \t]+|,[ \t]*)){11,23}[a-z]{3,8}(?![\w'\-])(?![ \t]+[a-z])")
+_PHRASE_KEYWORD = re.compile(r"(?i)seed|recovery|mnemonic")
+# A credential keyword followed at once by its value, no verb between: "api key oy2m4r...",
+# "the passcode BdDS7y", "bot token 8f2Kq...". The value must look generated.
+_KEYWORD_THEN_VALUE = re.compile(
+    r"(?i)\b(?P<kw>(?:api|access|secret|private|auth|bearer|bot|app|personal[ \t]+access)[ \t]?(?:key|token)s?|"
+    r"client[ \t]secret|pass\s?(?:word|code|phrase))[ \t]+(?P<val>[^\s\"'`]{6,200})"
+)
+
+
 def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     for m in _scan(_BARE_PIN, text, out):
         yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
+    yield from _keyword_then_value_hits(text)
     for m in _scan(_SENTENCE_KEYWORD, text, out):
         quoted = m.group("qval") is not None
         value = m.group("qval") if quoted else m.group("val")
         start = m.start("qval") if quoted else m.start("val")
+        if _PHRASE_KEYWORD.match(m.group("kw")):
+            words = _MNEMONIC.match(text, start)
+            if words is not None and len(words.group().replace(",", " ").split()) % 3 == 0:
+                yield SecretHit("hard.secret.plain_sentence", start, words.end())
+                continue
         if not quoted:
             value = value.rstrip(".,;:!?)]}")
             if not value:
@@ -1105,6 +1207,26 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
             continue  # "to-set-a-password-for-your-vm": a slug or identifier, not a sentence
         if _sentence_value_is_secret(text, value, quoted, kw, start + len(value), m.group("verb")):
             yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+
+
+# Every match holds one of these (a cheap test before the case-blind scan).
+_KEYWORD_THEN_VALUE_LITERALS = ("key", "Key", "KEY", "oken", "OKEN", "ecret", "ECRET", "ass", "ASS")
+
+
+def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
+    if not any(w in text for w in _KEYWORD_THEN_VALUE_LITERALS):
+        return
+    for m in _KEYWORD_THEN_VALUE.finditer(text):
+        value = m.group("val").rstrip(".,;:!?)]}")
+        if (len(value) < 6 or "://" in value or value.startswith("/") or "=" in value.rstrip("=")
+                or _sentence_value_is_stand_in(value) or _sentence_value_is_not_literal(value, False)):
+            continue
+        if _is_numeric_keyword(m.group("kw").lower()):
+            ok = re.fullmatch(r"[A-Za-z0-9]{4,12}", value) is not None and bool(re.search(r"\d", value))
+        else:
+            ok = _looks_generated(value, min_len=12) and not _dotted_name(value) and not _is_placeholder_token(value)
+        if ok:
+            yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.start("val") + len(value))
 
 
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
@@ -1224,9 +1346,34 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # publishable keys are public by design
         if not _looks_generated(token, min_len=24, strict=True):
             continue  # (tested first: it rules out most tokens, and costs less than the names before it)
+        if _HASH_SOURCE.match(token):
+            continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
+        if _encoded_json_without_secret(token):
+            continue  # base64 of a JSON document (settings, a JWT's header alone): data
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+# W3C subresource integrity and CSP hash sources: an algorithm, a dash, the base64 digest.
+_HASH_SOURCE = re.compile(r"(?:sha(?:256|384|512)|md5)-[A-Za-z0-9+/]{22,88}={0,2}$")
+
+
+def _encoded_json_without_secret(token: str) -> bool:
+    """`token` is base64 (standard or URL-safe) of a JSON object or array in which no secret
+    is found: encoded data, judged by what it holds (decoded once, not again)."""
+    if not token.startswith(("eyJ", "eyI", "W3", "WyJ", "ewo", "ewog", "e30")):
+        return False  # base64 of '{"', '{', '["', '[' and '{\n' starts so
+    raw = token.strip("=")
+    try:
+        decoded = base64.b64decode(raw.replace("-", "+").replace("_", "/") + "=" * (-len(raw) % 4),
+                                   validate=True).decode("utf-8")
+        doc = json.loads(decoded)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        return False
+    if not isinstance(doc, (dict, list)):
+        return False
+    return not find_secrets(decoded)
 
 
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")

@@ -408,6 +408,30 @@ def test_policy_benchmark_runner_on_a_tiny_file(tmp_path, capsys):
     assert main(["--data", str(bad)]) == 2
 
 
+def test_policy_benchmark_counts_rows_by_their_fields(tmp_path, capsys):
+    from bench.policy import main
+
+    rows = [
+        {"text": "pw: hunter2", "label": 1, "source": "s", "category": "prose", "half": "tune"},
+        {"text": "Alice likes tea.", "label": 0, "source": "s", "category": "prose", "half": "blind"},
+        {"text": "The meeting is at noon.", "label": 1, "source": "s", "category": "env", "half": "blind"},
+    ]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    out = tmp_path / "metrics.json"
+    assert main(["--data", str(data), "--json", str(out), "--no-builtin", "--by", "category",
+                 "--by", "half+category"]) == 0
+    groups = json.loads(out.read_text(encoding="utf-8"))["by_group"]
+    assert set(groups) == {"category=prose", "category=env", "half+category=tune+prose",
+                           "half+category=blind+prose", "half+category=blind+env"}
+    assert (groups["category=prose"]["tp"], groups["category=prose"]["tn"]) == (1, 1)
+    assert groups["category=env"]["recall"] == 0.0
+    assert "half+category=blind+env" in capsys.readouterr().out
+    plain = tmp_path / "plain.json"
+    assert main(["--data", str(data), "--json", str(plain), "--no-builtin"]) == 0
+    assert "by_group" not in json.loads(plain.read_text(encoding="utf-8"))
+
+
 def test_policy_benchmark_builtin_cases_pass():
     from bench.policy import OWN_CASES
 

