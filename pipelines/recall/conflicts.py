@@ -32,6 +32,12 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   and whose contents repeat, a word the other never says ("Auth service timeout: the auth
   service ..." / "Billing service timeout: the billing service ...").
 
+- one denies what the other says (`DENIES`): "I'm not allergic to penicillin" / "I'm
+  allergic to penicillin", "We don't deploy on Fridays" / "We deploy on Fridays": the same
+  values (or none), most words shared, one negated ("not", "n't", "never", "no", or saying
+  it ended) and the other not; a negation that only retires a value ("REST, not GraphQL")
+  denies nothing.
+
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible.
 
@@ -142,6 +148,11 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()) if w != "one"}
 _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+# A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
+# pushes"): a claim that says it of what another states without it denies it (`_denies`). One
+# that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot)\b|n[’']t\b", re.IGNORECASE)
+DENIES = "same subject, one denies it"
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
                              "previously"})
@@ -177,6 +188,7 @@ class Claim:
     first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
+    negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -351,13 +363,17 @@ def _read_claim(item: MemoryItem) -> Claim:
     named, persons = _named(item.content, set(before))
     if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
+    # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
+    negated = bool(ended) or bool(_NEGATION.search(
+        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), item.content)))
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else None,
-                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before))
+                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
+                 negated=negated)
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -483,11 +499,22 @@ def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> st
     """`conflict_reason` from what the two claims say (their titles' words included)."""
     if _ends(a, b) or _ends(b, a):
         return "same subject, one says it ended"
+    if _denies(a, b):
+        return DENIES
     if not _values_disagree(a, b, one_subject) or ((a.adds or b.adds) and not _retires(a, b)):
         return None
     if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
         return "same subject, different values"
     return None
+
+
+def _denies(a: Claim, b: Claim) -> bool:
+    """One negates what the other says: the same values (or none), most words shared, one
+    negated and not the other, neither adding, not two things of one kind."""
+    if a.negated == b.negated or a.values != b.values or a.adds or b.adds:
+        return False
+    shared, overlap = _overlap(a.words, b.words)
+    return shared >= 2 and overlap >= SUBJECT_OVERLAP and not _qualified_apart(a, b)
 
 
 def _retires(a: Claim, b: Claim) -> bool:
@@ -600,7 +627,7 @@ VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
 # vectors with one index per corpus instead of a call and a copy per claim.
 VectorsOf = Callable[[np.ndarray], "tuple[np.ndarray | None, np.ndarray]"]
 REASONS = (None, "linked: contradicts", MAY_UPDATE, "same subject, different values",
-           "same subject, one says it ended")
+           "same subject, one says it ended", DENIES)
 
 
 class ClaimTable:
@@ -619,7 +646,8 @@ class ClaimTable:
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
-        # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0)
+        # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0,
+        # negated: 1 or 0)
         self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
@@ -654,7 +682,7 @@ class ClaimTable:
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 7), -1, np.int64)
+        codes = np.full((n, 8), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -668,7 +696,7 @@ class ClaimTable:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
-                              code(5, c.measured) if c.measured else -1, int(c.first_person))
+                              code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated))
             keys.add(_keys(items[row], int(codes[row, 0])))
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
@@ -823,7 +851,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured, _ = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _, negated = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -869,6 +897,13 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
+    # one negates what the other says (`_denies`): same values, most words shared
+    denies = np.flatnonzero(other & ~contradicts & (negated[i] != negated[j]) & ~adding
+                            & (shared_values == n_values[i]) & (shared_values == n_values[j])
+                            & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+    if len(denies) and table.qualifiers.nnz:
+        denies = denies[~_qualified_apart_rows(table, i[denies], j[denies])]
+    reason[denies] = 5
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
     # Under one title, what the contents say decides; contents that do not compare are only

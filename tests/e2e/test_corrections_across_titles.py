@@ -5,7 +5,9 @@ the second was stored beside the first, recall ranked the stale PostgreSQL decis
 and nothing was flagged: the rule read neither "moved <what> from" nor "uses" / "runs on" as
 one subject. Now the author's correction replaces the older decision at write time, the
 proposal's verdict says which one it replaced, and recall answers with the new decision
-only, before and after consolidation."""
+only, before and after consolidation. The same for a claim the user takes back in other words
+("I'm allergic to penicillin", then "Allergy test came back negative, I'm not allergic to
+penicillin"): the rule read no denial, so both stood and the assistant was told both."""
 
 from __future__ import annotations
 
@@ -56,3 +58,19 @@ def test_a_write_that_changes_a_decision_in_other_words_says_what_it_replaced(se
     assert new["supersedes"] == [old["item_id"]], new
     hits = recall(client, DEV, "what powers product search?")["hits"]
     assert [h["id"] for h in hits if h["type"] == "decision"] == [new["item_id"]], hits
+
+
+def test_a_fact_taken_back_in_other_words_is_no_longer_recalled(service) -> None:
+    client, settings = service
+    me = {"user_id": "sam", "project_id": "home", "session_id": "a"}
+    old = tool(client, me, "memory.write", {
+        "item": {"type": "fact", "title": "Allergies", "content": "I'm allergic to penicillin."},
+        "default_scope": "user"})
+    new = tool(client, {**me, "session_id": "b"}, "memory.write", {"item": {
+        "type": "fact", "title": "Penicillin",
+        "content": "Allergy test came back negative - I'm not allergic to penicillin."}, "default_scope": "user"})
+    assert new["supersedes"] == [old["item_id"]], new
+    for moment in ("at once", "after consolidation"):
+        block = recall(client, me, "am I allergic to penicillin?")["injection"]
+        assert "not allergic to penicillin" in block and "I'm allergic to penicillin." not in block, (moment, block)
+        consolidate(client, settings)

@@ -878,3 +878,25 @@ def test_a_name_said_to_be_shut_down_or_closed_is_retired():
                         "u1", [bank]) == ["k"]
     # a clause that ends something else leaves the name standing
     assert "chase" in read_claim(claim("c", "Bank", "My bank is Chase; the old savings plan was closed.")).values
+
+
+def test_a_claim_that_denies_what_another_says_conflicts_with_it():
+    # "not", "n't", "never", "no": the same words and values, one denying them
+    allergic = claim("a", "Allergies", "I'm allergic to penicillin.")
+    denied = claim("b", "Penicillin", "Allergy test came back negative - I'm not actually allergic to penicillin.")
+    assert read_claim(denied).negated and not read_claim(allergic).negated
+    assert conflict_reason(read_claim(allergic), read_claim(denied)) == conflicts.DENIES
+    assert pairs([allergic, denied]) == {frozenset("ab")}
+    assert corrected_by("Deploys", "We don't deploy on Fridays.", "fact", "project", "u1",
+                        [claim("f", "Friday deploys", "We deploy on Fridays.")]) == ["f"]
+    # both deny: they agree; a negation that only retires a value states the rest
+    assert pairs([denied, claim("c", "Allergy", "Not allergic to penicillin after all.")]) == set()
+    assert not read_claim(claim("d", "API", "The public API is REST, not GraphQL.")).negated
+    assert pairs([claim("d", "API", "The public API is REST, not GraphQL."),
+                  claim("e", "Public API", "The public API is REST.")]) == set()
+    # two people, one of them denied: two subjects
+    assert pairs([claim("l", "Dinner", "Leo eats meat at dinner."),
+                  claim("m", "Meat at dinner", "Mia does not eat meat at dinner.")]) == set()
+    # other values, or a claim that adds: the value and adding rules decide, not the negation
+    assert conflict_reason(read_claim(claim("s", "Standup", "Standup is not at 9:30.")),
+                           read_claim(claim("t", "Standup", "Standup is at 10:00."))) != conflicts.DENIES
