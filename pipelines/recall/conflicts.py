@@ -562,6 +562,15 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
     return one_subject or not _qualified_apart(a, b)
 
 
+def _two_items(a: Claim, b: Claim) -> bool:
+    """Under one title, each names in the words before its value something the other never
+    says: two items of one list ("Cron job: Nightly invoice export runs at 02:00 UTC" /
+    "Weekly cleanup of temp files runs Sundays at 04:00 UTC", "Replicas: Prod api runs 6
+    replicas" / "Staging api runs 1 replica"), shown side by side, not one corrected."""
+    return (bool(a.title) and a.title == b.title and bool(a.subject) and bool(b.subject)
+            and not set(a.subject) <= b.words and not set(b.subject) <= a.words)
+
+
 def _qualified_apart(a: Claim, b: Claim) -> bool:
     """In one scope kind, each names in its title, and says again, a word the other never
     says: two things of one kind ("Auth service timeout: the auth service ..." / "Billing
@@ -575,6 +584,7 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
     if a.item.scope.kind != b.item.scope.kind:
         return False
     return (bool((a.qualifiers | a.named) - b.words) and bool((b.qualifiers | b.named) - a.words)
+            or _two_items(a, b)
             or (b.first_person and bool(a.persons - b.words)) or (a.first_person and bool(b.persons - a.words)))
 
 
@@ -640,7 +650,8 @@ class ClaimTable:
     def __init__(self, items: Sequence[MemoryItem], words: sparse.csr_matrix, values: sparse.csr_matrix,
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
-                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix):
+                 ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix,
+                 subjects: sparse.csr_matrix):
         self.items = list(items)
         self.words = words
         self.values = values
@@ -656,6 +667,7 @@ class ClaimTable:
         self.measures = measures  # per column of `values`: a number with a unit
         self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers` | `Claim.named`)
         self.persons = persons  # rows x the columns of `words` (`Claim.persons`)
+        self.subjects = subjects  # rows x the columns of `words` (`Claim.subject`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
@@ -676,6 +688,7 @@ class ClaimTable:
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
         persons = _Columns(vocab=words.vocab)  # and who it names
+        subjects = _Columns(vocab=words.vocab)  # and the words before its first value
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
         # -, what it measures
 
@@ -692,6 +705,7 @@ class ClaimTable:
             ended.add(c.ended if c is not None else ())
             ended_values.add(c.ended_values if c is not None else ())
             persons.add(c.persons if c is not None else ())
+            subjects.add(c.subject if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
@@ -703,7 +717,7 @@ class ClaimTable:
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
                    _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
-                   _Columns.matrix_of(persons, len(words.vocab)))
+                   _Columns.matrix_of(persons, len(words.vocab)), _Columns.matrix_of(subjects, len(words.vocab)))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -714,11 +728,11 @@ class ClaimTable:
         # values, retired and ended values share their columns (one value, one column in all)
         (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
         # and so do words, qualifiers, what ended and who it names
-        (words, qualifiers, ended, persons), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
-                                                              self.persons)
+        (words, qualifiers, ended, persons, subjects), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
+                                                                        self.persons, self.subjects)
         return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values, persons)
+                          qualifiers, ended, ended_values, persons, subjects)
 
 
 class _Pairs(NamedTuple):
@@ -949,6 +963,12 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np
     if not len(i):
         return out
     apart = _lacks(table.qualifiers, table.words, i, j) & _lacks(table.qualifiers, table.words, j, i)
+    title = table.codes[:, 0]
+    n_subject = np.diff(table.subjects.indptr)
+    ask = np.flatnonzero(~apart & (title[i] >= 0) & (title[i] == title[j]) & (n_subject[i] > 0) & (n_subject[j] > 0))
+    if len(ask):  # under one title, two items of the list (`_two_items`)
+        apart[ask] = (_lacks(table.subjects, table.words, i[ask], j[ask])
+                      & _lacks(table.subjects, table.words, j[ask], i[ask]))
     first_person = table.codes[:, 6] > 0
     if table.persons.nnz and first_person.any():  # asked of the pairs where one names someone, the other the writer
         n_persons = np.diff(table.persons.indptr)

@@ -74,3 +74,25 @@ def test_a_fact_taken_back_in_other_words_is_no_longer_recalled(service) -> None
         block = recall(client, me, "am I allergic to penicillin?")["injection"]
         assert "not allergic to penicillin" in block and "I'm allergic to penicillin." not in block, (moment, block)
         consolidate(client, settings)
+
+
+def test_two_items_of_one_list_under_one_title_are_both_kept(service) -> None:
+    """The other way round: a team keeps a list under one title ("Replicas": prod and
+    staging). Before, "Staging api runs 1 replica" was taken for the author's correction of
+    "Prod api runs 6 replicas" (same title, same words, another number) and the prod figure
+    left recall. Two notes under one title whose subjects each name something the other
+    never says are two items: both kept and shown, marked as notes under one title."""
+    client, settings = service
+    prod = propose(client, DEV, "Replicas", "Prod api runs 6 replicas.")
+    staging = propose(client, LATER, "Replicas", "Staging api runs 1 replica.")
+    assert staging["supersedes"] == [], staging
+    for moment in ("at once", "after consolidation"):
+        answer = recall(client, DEV, "how many replicas does the api run?")
+        block = answer["injection"]
+        assert "Prod api runs 6 replicas." in block and "Staging api runs 1 replica." in block, (moment, block)
+        hit = next(h for h in answer["hits"] if h["id"] == staging["item_id"])
+        assert hit["same_title"] == [prod["item_id"]] and not hit["conflict"], (moment, hit)
+        consolidate(client, settings)
+    # one of them said again with another number is still a correction
+    prod2 = propose(client, {**DEV, "session_id": "s3"}, "Replicas", "Prod api runs 8 replicas.")
+    assert prod2["supersedes"] == [prod["item_id"]], prod2

@@ -900,3 +900,18 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
     # other values, or a claim that adds: the value and adding rules decide, not the negation
     assert conflict_reason(read_claim(claim("s", "Standup", "Standup is not at 9:30.")),
                            read_claim(claim("t", "Standup", "Standup is at 10:00."))) != conflicts.DENIES
+
+
+@pytest.mark.parametrize(("old", "new", "replaces"), [
+    ("Nightly invoice export runs at 02:00 UTC.", "Weekly cleanup of temp files runs Sundays at 04:00 UTC.", False),
+    ("Prod api runs 6 replicas.", "Staging api runs 1 replica.", False),
+    ("Python code uses 4-space indentation.", "YAML files use 2-space indentation.", False),
+    # one item said again with another value, or named as changed: a correction
+    ("Prod api runs 6 replicas.", "Prod api runs 8 replicas.", True),
+    ("Leo has swimming on saturdays at 9.", "Leo's swimming lesson moved to sunday mornings at 10.", True),
+])
+def test_notes_naming_two_items_under_one_title_stand_side_by_side(old, new, replaces):
+    found = [claim("old", "List", old)]
+    assert corrected_by("List", new, "fact", "project", "u1", found) == (["old"] if replaces else [])
+    if not replaces:  # both shown, marked as notes under one title, not a conflict
+        assert conflict_reason(read_claim(found[0]), read_claim(claim("new", "List", new))) == conflicts.MAY_UPDATE
