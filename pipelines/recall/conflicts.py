@@ -1224,8 +1224,13 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
             claim[it.id] = claims(it)
         return claim[it.id]
 
+    partners: dict[str, set[str]] = {}  # id -> the ids `pairs` pairs it with (looked up, not built per test)
+    for pair in pairs or ():
+        for a in pair:
+            partners.setdefault(a, set()).update(pair - {a} or pair)
     for m in members:
-        rivals = [s for s in standing if pairs is None or frozenset((s.id, m.id)) in pairs]
+        mine = partners.get(m.id, ())
+        rivals = [s for s in standing if pairs is None or s.id in mine]
         if not rivals:
             standing.append(m)
             continue
