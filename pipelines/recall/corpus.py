@@ -272,8 +272,9 @@ class MemoryCorpus:
     @property
     def claims(self) -> ClaimTable:
         """Every row's claim (the conflict rule's words, values and codes), read once: a
-        recall takes its candidates' rows. A snapshot keeps only the compact table; delta
-        segments, rebuilt as they merge, read through the per-version claim cache."""
+        recall takes its candidates' rows. A snapshot keeps the compact table and each claim
+        packed (`ClaimTable.claim`); delta segments, rebuilt as they merge, read through
+        the per-version claim cache."""
         if self._claims is None:
             with self._lexical_lock:
                 if self._claims is None:
