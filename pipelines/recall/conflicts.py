@@ -627,8 +627,8 @@ class ClaimTable:
                  ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix,
                  kept: Sequence[bytes | Claim | None] | None = None):
         self.items = list(items)
-        # Per row its claim (None: not a claim), packed (`_pack`) when the table was read
-        # without the per-version claim cache: `claim` gives it without reading it again.
+        # Per row its claim (None: not a claim), packed (`_pack`) in a snapshot's table, as
+        # read in a recall's table over several corpora: `claim` gives it without reading it again.
         self.kept = kept
         self.words = words
         self.values = values
@@ -649,7 +649,8 @@ class ClaimTable:
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
         """Every row of `items` (non-claims empty); `cached` reads through the per-version
-        claim cache (small corpora that are rebuilt often), else without keeping the claims."""
+        claim cache (small corpora that are rebuilt often), else keeping each claim packed
+        (a snapshot's table: `claim`)."""
         read = read_claim if cached else _read_claim
         return cls.of(items, (read(it) if is_claim(it) else None for it in items), keep=None if cached else "packed")
 
