@@ -122,10 +122,11 @@ class VisibleCorpora:
 
     def claims(self, locations: Sequence[tuple[int, int]]) -> ClaimTable:
         """The claims at these (corpus, row) locations, in this order: rows of one corpus'
-        table, or read afresh when they come from several corpora."""
+        table, or a table of each corpus' claims when they come from several."""
         if len({ci for ci, _ in locations}) == 1:
             return self.corpora[locations[0][0]].claims.take([row for _, row in locations])
-        return ClaimTable.read([self.corpora[ci].items[row] for ci, row in locations], cached=True)
+        return ClaimTable.of([self.corpora[ci].items[row] for ci, row in locations],
+                             [self.corpora[ci].claim(row) for ci, row in locations], keep="claims")
 
     def trace(self) -> dict[str, Any]:
         return {"stage": "scope", "corpora": [

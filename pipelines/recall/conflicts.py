@@ -55,9 +55,10 @@ given when the superseding one is visible.
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import date
 from functools import cache, lru_cache
 from typing import NamedTuple
@@ -319,9 +320,28 @@ def read_claim(item: MemoryItem) -> Claim:
         if len(_CLAIMS) >= _CLAIMS_MAX:
             _CLAIMS.clear()
         cached = _CLAIMS[key] = _read_claim(item)
-    return replace(cached, item=item,
-                   contradicts=frozenset(link.to for link in item.links if link.rel == "contradicts"),
-                   supersedes=frozenset(link.to for link in item.links if link.rel == "supersedes"))
+    return replace(cached, item=item, **_links(item))
+
+
+def _links(item: MemoryItem) -> dict[str, frozenset[str]]:
+    """The claim's fields `item`'s links give, read afresh with each item version's links."""
+    return {"contradicts": frozenset(link.to for link in item.links if link.rel == "contradicts"),
+            "supersedes": frozenset(link.to for link in item.links if link.rel == "supersedes")}
+
+
+# What a packed claim keeps (`_pack`): every field but the item and what its links give.
+_PACKED = tuple(f.name for f in fields(Claim) if f.name not in ("item", "contradicts", "supersedes"))
+
+
+def _pack(claim: Claim) -> bytes:
+    """A claim as a few hundred bytes, unpacked (`_unpack`) in microseconds where reading it
+    again is regex work (~0.3 ms): what a snapshot's table keeps per row for the members
+    of a recall's conflict groups, and for recalls over several corpora."""
+    return pickle.dumps(tuple(getattr(claim, name) for name in _PACKED), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes, item: MemoryItem) -> Claim:
+    return Claim(item=item, **dict(zip(_PACKED, pickle.loads(data))), **_links(item))
 
 
 
@@ -651,8 +671,11 @@ class ClaimTable:
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
                  ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix,
-                 subjects: sparse.csr_matrix):
+                 subjects: sparse.csr_matrix, kept: Sequence[bytes | Claim | None] | None = None):
         self.items = list(items)
+        # Per row its claim (None: not a claim), packed (`_pack`) in a snapshot's table, as
+        # read in a recall's table over several corpora: `claim` gives it without reading it again.
+        self.kept = kept
         self.words = words
         self.values = values
         # Values a claim names as replaced or denied, over the same columns as `values`.
@@ -674,15 +697,18 @@ class ClaimTable:
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
         """Every row of `items` (non-claims empty); `cached` reads through the per-version
-        claim cache (small corpora that are rebuilt often), else without keeping the claims."""
+        claim cache (small corpora that are rebuilt often), else keeping each claim packed
+        (a snapshot's table: `claim`)."""
         read = read_claim if cached else _read_claim
-        return cls.of(items, (read(it) if is_claim(it) else None for it in items))
+        return cls.of(items, (read(it) if is_claim(it) else None for it in items), keep=None if cached else "packed")
 
     @classmethod
-    def of(cls, items: Sequence[MemoryItem], claims: Iterable[Claim | None]) -> ClaimTable:
+    def of(cls, items: Sequence[MemoryItem], claims: Iterable[Claim | None], keep: str | None = None) -> ClaimTable:
         """The table of `claims` (one per item, None for a non-claim), each claim dropped
-        once its row is written: a snapshot's claims are never all alive at once."""
+        once its row is written: a snapshot's claims are never all alive at once. `keep`:
+        "packed" keeps each packed, "claims" as given (`claim`)."""
         n = len(items)
+        kept: list[bytes | Claim | None] | None = None if keep is None else []
         words, values, keys, units = _Columns(), _Columns(), _Columns(), _Columns()
         retired = _Columns(vocab=values.vocab)  # one value, one column in both
         qualifiers = _Columns(vocab=words.vocab)  # a qualifier is one of the row's words
@@ -712,15 +738,27 @@ class ClaimTable:
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated))
             keys.add(_keys(items[row], int(codes[row, 0])))
+            if kept is not None:
+                kept.append(_pack(c) if keep == "packed" and c is not None else c)
         measure_values = _measures(str(v) for v in values.vocab)
         measures = np.fromiter((v in measure_values for v in values.vocab), bool, len(values.vocab))
         return cls(items, words.matrix(), values.matrix(), codes, retired.matrix(), keys.matrix(),
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
                    _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
-                   _Columns.matrix_of(persons, len(words.vocab)), _Columns.matrix_of(subjects, len(words.vocab)))
+                   _Columns.matrix_of(persons, len(words.vocab)), _Columns.matrix_of(subjects, len(words.vocab)),
+                   kept)
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def claim(self, row: int) -> Claim | None:
+        """The claim of a row (None: not a claim): the one the table keeps, unpacked, else
+        read through the per-version claim cache."""
+        item = self.items[row]
+        if self.kept is not None:
+            kept = self.kept[row]
+            return _unpack(kept, item) if isinstance(kept, bytes) else kept
+        return read_claim(item) if is_claim(item) else None
 
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
@@ -730,9 +768,11 @@ class ClaimTable:
         # and so do words, qualifiers, what ended and who it names
         (words, qualifiers, ended, persons, subjects), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
                                                                         self.persons, self.subjects)
-        return ClaimTable([self.items[r] for r in idx.tolist()], words, values, self.codes[idx], retired,
+        at = idx.tolist()
+        return ClaimTable([self.items[r] for r in at], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values, persons, subjects)
+                          qualifiers, ended, ended_values, persons, subjects,
+                          None if self.kept is None else [self.kept[r] for r in at])
 
 
 class _Pairs(NamedTuple):
@@ -1226,7 +1266,8 @@ def _updates(new: Claim, old: Claim) -> bool:
 
 
 def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None,
-                       pairs: Collection[frozenset[str]] | None = None) -> dict[str, Outcome]:
+                       pairs: Collection[frozenset[str]] | None = None,
+                       claims: Callable[[MemoryItem], Claim] = read_claim) -> dict[str, Outcome]:
     """Within one scope kind: by confidence, then the newer. A member is beaten only by one
     it conflicts with (`pairs`; None: every two members do): two claims that agree, each
     contradicted by a third, both stand when they beat it."""
@@ -1248,11 +1289,16 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
 
     def claim_of(it: MemoryItem) -> Claim:
         if it.id not in claim:
-            claim[it.id] = read_claim(it)
+            claim[it.id] = claims(it)
         return claim[it.id]
 
+    partners: dict[str, set[str]] = {}  # id -> the ids `pairs` pairs it with (looked up, not built per test)
+    for pair in pairs or ():
+        for a in pair:
+            partners.setdefault(a, set()).update(pair - {a} or pair)
     for m in members:
-        rivals = [s for s in standing if pairs is None or frozenset((s.id, m.id)) in pairs]
+        mine = partners.get(m.id, ())
+        rivals = [s for s in standing if pairs is None or s.id in mine]
         if not rivals:
             standing.append(m)
             continue
@@ -1288,11 +1334,13 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
 
 
 def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None,
-            pairs: Collection[frozenset[str]] | None = None) -> dict[str, Outcome]:
+            pairs: Collection[frozenset[str]] | None = None,
+            claims: Callable[[MemoryItem], Claim] = read_claim) -> dict[str, Outcome]:
     """Outcome per member id of one conflict group (see the module docstring). `updated`:
     each member's update time as `timestamp(updated_at, -inf)` gives it, already read (a
     recall takes them from its corpora's arrays), else parsed here. `pairs`: the member
-    ids that conflict, as `groups_with_pairs` gives them (None: every two members do)."""
+    ids that conflict, as `groups_with_pairs` gives them (None: every two members do).
+    `claims`: a member's claim (a recall unpacks it from its table, `ClaimTable.claim`)."""
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
@@ -1314,7 +1362,7 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping
     kinds = sorted(by_scope, key=lambda k: SCOPE_RANK[k])
     applies: list[str] = []
     for kind in kinds:
-        outcome = _resolve_one_scope(by_scope[kind], mode, updated, pairs)
+        outcome = _resolve_one_scope(by_scope[kind], mode, updated, pairs, claims)
         out.update(outcome)
         applies.extend(i for i, o in outcome.items() if not o.suppressed)
     if len(kinds) > 1:

@@ -36,7 +36,7 @@ from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
-from .conflicts import ClaimTable
+from .conflicts import Claim, ClaimTable, is_claim, read_claim
 from .episodic import is_small_talk
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -272,13 +272,22 @@ class MemoryCorpus:
     @property
     def claims(self) -> ClaimTable:
         """Every row's claim (the conflict rule's words, values and codes), read once: a
-        recall takes its candidates' rows. A snapshot keeps only the compact table; delta
-        segments, rebuilt as they merge, read through the per-version claim cache."""
+        recall takes its candidates' rows. A snapshot keeps the compact table and each claim
+        packed (`ClaimTable.claim`); delta segments, rebuilt as they merge, read through
+        the per-version claim cache."""
         if self._claims is None:
             with self._lexical_lock:
                 if self._claims is None:
                     self._claims = ClaimTable.read(self.items, cached=self.source != "snapshot")
         return self._claims
+
+    def claim(self, row: int) -> Claim | None:
+        """A row's claim (None: not a claim): a snapshot's unpacked from its table, any other
+        read through the per-version claim cache."""
+        if self.source == "snapshot":
+            return self.claims.claim(row)
+        item = self.items[row]
+        return read_claim(item) if is_claim(item) else None
 
     @staticmethod
     def _doc_tokens(it: MemoryItem) -> list[str]:

@@ -35,10 +35,11 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     for c in live:
         t = float(search.view.corpora[c.ci].updated_ts[c.row])
         updated[c.id] = t if t == t else float("-inf")
+    row_of = {it.id: row for row, it in enumerate(table.items)}  # a member's claim: unpacked, not read again
     for group, pairs in conflicts.groups_with_pairs(
             table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,
             lambda rows: search.view.vectors_at(locations, rows)):
-        outcomes = conflicts.resolve(group, mode, updated, pairs)
+        outcomes = conflicts.resolve(group, mode, updated, pairs, lambda it: table.claim(row_of[it.id]))
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]
             cand.conflict_with = list(outcome.conflict_with)

@@ -658,6 +658,33 @@ def test_a_corpus_table_gives_the_same_groups_as_reading_the_items():
         assert by is None or outcome.winner == by.id
 
 
+def test_a_snapshot_table_keeps_its_claims_so_resolving_a_recall_reads_none_again(monkeypatch):
+    """A table read without the per-version cache (a snapshot's) keeps each row's claim
+    packed: a recall's taken rows give the claims of their items, links read afresh, and
+    resolving its groups with them reads no claim again, with the outcomes of reading them."""
+    rng = random.Random(13)
+    items = _random_claims(rng, 150, False)
+    items[::7] = [MemoryItem(id=it.id, tier="stm", type="message", title=it.title, content=it.content,
+                             scope=it.scope) for it in items[::7]]  # turns are not claims
+    table = ClaimTable.read(items)
+    rows = sorted((r for r in range(len(items)) if r % 5), key=lambda r: items[r].id)
+    taken = table.take(rows)
+    want = [read_claim(it) if is_claim(it) else None for it in taken.items]
+    found = groups_with_pairs(taken)
+    resolved = [resolve(group, pairs=joined) for group, joined in found]
+    assert any(w is not None and w.supersedes for w in want) and found
+
+    def read_again(item):
+        raise AssertionError(f"{item.id} read again")
+
+    monkeypatch.setattr(conflicts, "_read_claim", read_again)
+    monkeypatch.setattr(conflicts, "_CLAIMS", {})
+    assert [taken.claim(row) for row in range(len(taken))] == want
+    row_of = {it.id: row for row, it in enumerate(taken.items)}
+    assert [resolve(group, pairs=joined, claims=lambda it: taken.claim(row_of[it.id]))
+            for group, joined in found] == resolved
+
+
 def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
     """`take` gathers rows straight from the CSR arrays: the same matrices (words, values,
     retired values, keys) as scipy's row indexing with unused columns dropped (values and
