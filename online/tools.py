@@ -34,9 +34,12 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     apply_patch,
+    awaits_review,
     held_against_others,
+    held_edit,
     in_quarantine,
     proposal_item_id,
+    with_held_edit,
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
@@ -437,19 +440,22 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View] | None = None) -> Any:
+    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View, MemoryItem] | None = None) -> Any:
         """The policy's verdict on an item as it would be stored (an edit, an approval). An
-        edit of what it says (`edited_by`: the editor and the view) is checked against the
-        claims in its scope as a write is (`govern_claim`): contradicting someone else's,
-        it is held for review (`pipelines.materialize` folds the hold)."""
+        edit of what it says (`edited_by`: the editor, the view and the item before the edit)
+        is checked against the claims in its scope as a write is (`govern_claim`), the item
+        as it stood among them: contradicting someone else's claim, or what the item said
+        when it is someone else's (a teammate's edit of the lead's decision to another
+        value), it is held for review (`pipelines.materialize.held_by_edit` folds the hold;
+        the author's edit of their own claim is their correction)."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
         if edited_by is not None:
-            who, view = edited_by
-            found = [it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id]
+            who, view, before = edited_by
+            found = [before, *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
             return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
                                 scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
         return self.service.policy.evaluate(
@@ -491,7 +497,7 @@ class ToolDispatcher:
         if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
             raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
         says = {"title", "content", "type"} & set(args.patch)  # what it claims changed: checked like a write
-        verdict = self._governed(updated, (who, view) if says else None)
+        verdict = self._governed(updated, (who, view, current) if says else None)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
@@ -513,11 +519,12 @@ class ToolDispatcher:
         args = _decode(ReviewArgs, raw, "memory.review")
         audited = {"id": args.id, "decision": args.decision, "note_sha256": sha256_text(args.note)}
         current = self._editable(args.id, who, view, "memory.review", audited)
-        if not in_quarantine(current):
+        if not awaits_review(current):
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
-        proposers = authors(current) | {current.metadata.get("held_edit_by") or current.scope.user_id}
+        edit = held_edit(current)  # an edit held beside the item is what is decided
+        proposers = {edit.get("by")} if edit is not None else authors(current) | {current.scope.user_id}
         if args.decision == "approve" and held_against_others(current) and who.user_id in proposers:
             # Its approval supersedes someone else's claim: a review by its own author would ask no one.
             self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
@@ -531,10 +538,11 @@ class ToolDispatcher:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
         elif args.decision == "approve":
-            verdict = _verdict(self._governed(current))
+            decided = with_held_edit(current)
+            verdict = _verdict(self._governed(decided))
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
-            replaced = approval_corrects(current, self.service.existing_like(who, view)(ProposedItem(
-                type=current.type, title=current.title, content=current.content)))
+            replaced = approval_corrects(decided, self.service.existing_like(who, view)(ProposedItem(
+                type=decided.type, title=decided.title, content=decided.content)))
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",

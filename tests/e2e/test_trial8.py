@@ -1,0 +1,150 @@
+"""A small team's trial (the eighth new-user trial), over HTTP (Litestar's TestClient against
+`loci serve`'s app, `loci ingest` as the CLI runs it). The org "acme" has one project,
+helios; Ines leads, Tom and Ravi are engineers, and Tom keeps personal notes (user scope).
+Promises checked:
+
+- An edit is governed like a write: a teammate's edit that changes what the lead's decision
+  says (its value) is a contradiction of someone else's claim, held for review (broken: it
+  was accepted, and recall answered with the teammate's value at once, no review asked).
+- A held edit waits beside the item, it does not replace it: while the edit is held the item
+  keeps answering as it was, and rejecting the edit drops the edit, not the item (broken:
+  the item showed the held edit, so it left recall while held, and a rejection retracted the
+  whole item, its earlier accepted content included).
+- A chat exported and imported with `loci ingest` is governed like the live chat: a
+  teammate's proposal contradicting the lead's decision is held for review (broken: the
+  import accepted it and recall answered with it in place of the decision).
+- Kept, checked on the way: a member's private note (user scope) never reaches another
+  member (recall, search, conflicts, counts); decisions outrank chatter; every change is in
+  the audit with its actor.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tests.e2e.chat import consolidate, recall, tool
+
+INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
+TOM = {"user_id": "tom", "project_id": "helios", "session_id": "t1", "org_id": "acme"}
+RAVI = {"user_id": "ravi", "project_id": "helios", "session_id": "r1", "org_id": "acme"}
+RELEASES = "When do helios releases go out?"
+
+
+def write(client, who: dict, title: str, content: str, **extra) -> dict:
+    return tool(client, who, "memory.write", {"item": {
+        "type": "decision", "title": title, "content": content, "why_store": "team decision",
+        "confidence": 0.9, "scope": "project", **extra}})
+
+
+def curated(found: dict) -> str:
+    """The authoritative part of an injected block (before the conversation excerpts)."""
+    return found["injection"].split("CONVERSATION EXCERPTS")[0]
+
+
+def item(client, who: dict, item_id: str) -> dict:
+    resp = client.get(f"/v1/items/{item_id}", params=who)
+    assert resp.status_code == 200, resp.text
+    return resp.json()["item"]
+
+
+# -- an edit of someone else's decision is a contradiction of it --------------------------------
+
+
+def test_a_teammates_edit_of_the_leads_decision_to_another_value_is_held_for_review(service) -> None:
+    """Tom edits Ines's decision itself ("memory.update", allowed to anyone in the project)
+    from Wednesdays to Fridays. It was accepted: recall answered Fridays at once, the
+    lead's decision rewritten with no review, where the same words written as a claim of
+    his own are held. The edit contradicts what Ines's claim says: it is held for review,
+    the decision keeps answering Wednesdays (before and after consolidation); Ines's
+    rejection drops the edit and keeps her decision; a rewording that keeps the value is
+    accepted as before, and Ravi's approval of another held edit makes it the answer."""
+    client, settings = service
+    rule = write(client, INES, "Release day", "Helios releases go out on Wednesdays.")["item_id"]
+    consolidate(client, settings)
+    held = tool(client, TOM, "memory.update", {"id": rule, "patch": {"content": "Helios releases go out on Fridays."}})
+    assert held["verdict"]["action"] == "quarantine", held
+    assert "soft.contradiction" in held["verdict"]["rule_ids"], held
+    for moment in ("at once", "after consolidation"):
+        found = recall(client, RAVI, RELEASES)
+        assert "Wednesdays" in curated(found) and "Fridays" not in curated(found), (moment, found["injection"])
+        assert rule in client.get("/ui/quarantine", params=INES).text, moment
+        consolidate(client, settings)
+    rejected = tool(client, INES, "memory.review", {"id": rule, "decision": "reject", "note": "still Wednesdays"})
+    assert rejected["decision"] == "reject"
+    for moment in ("at once", "after consolidation"):
+        kept = item(client, RAVI, rule)
+        assert kept["validation"] != "retracted" and kept["content"] == "Helios releases go out on Wednesdays."
+        assert "Wednesdays" in curated(recall(client, RAVI, RELEASES)), moment
+        consolidate(client, settings)
+
+    reworded = tool(client, TOM, "memory.update", {"id": rule, "patch": {
+        "content": "Helios releases go out on Wednesdays, after the demo."}})
+    assert reworded["verdict"]["action"] == "accept", reworded
+    again = tool(client, TOM, "memory.update", {"id": rule, "patch": {"content": "Helios releases go out on Fridays."}})
+    assert again["verdict"]["action"] == "quarantine", again
+    resp = client.post("/v1/tools", json={"action": "memory.review", "identity": TOM,
+                                          "args": {"id": rule, "decision": "approve"}})
+    assert resp.status_code == 409, resp.text  # his own edit: someone else approves it
+    tool(client, RAVI, "memory.review", {"id": rule, "decision": "approve", "note": "ops moved it"})
+    for moment in ("at once", "after consolidation"):
+        found = curated(recall(client, RAVI, RELEASES))
+        assert "Fridays" in found and "Wednesdays" not in found, (moment, found)
+        consolidate(client, settings)
+    history = [(r["reason"], r["actor"]) for r in client.get(f"/v1/items/{rule}", params=INES).json()["revisions"]]
+    assert {("create", "ines"), ("inbox_update", "tom"), ("review_reject", "ines"),
+            ("review_approve", "ravi")} <= set(history), history
+
+
+# -- a held edit waits beside the item ------------------------------------------------------------
+
+
+def test_rejecting_a_held_edit_drops_the_edit_not_the_item(service) -> None:
+    """Tom turns his accepted note on staging resets into a claim about the staging
+    database that contradicts Ines's decision; the edit is held for review. The note
+    showed the held edit at once: its own accepted content (staging is reset on Mondays)
+    left recall while the edit waited, and Ines's rejection of the edit retracted the whole
+    note. The held edit waits beside the note: the note keeps answering as it was, and the
+    rejection drops the edit only (audited under Ines)."""
+    client, settings = service
+    write(client, INES, "Staging database", "Helios staging runs on PostgreSQL 16.")
+    note = write(client, TOM, "Staging resets", "Helios staging is reset every Monday at 06:00.",
+                 type="note")["item_id"]
+    consolidate(client, settings)
+    held = tool(client, TOM, "memory.update", {"id": note, "patch": {
+        "title": "Staging database", "content": "Helios staging runs on MySQL 8."}})
+    assert held["verdict"]["action"] == "quarantine", held
+    for moment in ("at once", "after consolidation"):
+        assert "Monday" in curated(recall(client, RAVI, "When is helios staging reset?")), moment
+        assert "MySQL" not in curated(recall(client, RAVI, "Which database does helios staging run on?")), moment
+        consolidate(client, settings)
+    tool(client, INES, "memory.review", {"id": note, "decision": "reject", "note": "staging stays on PostgreSQL"})
+    for moment in ("at once", "after consolidation"):
+        kept = item(client, RAVI, note)
+        assert kept["validation"] != "retracted" and kept["title"] == "Staging resets", (moment, kept)
+        assert "Monday" in curated(recall(client, RAVI, "When is helios staging reset?")), moment
+        consolidate(client, settings)
+    history = [(r["reason"], r["actor"]) for r in client.get(f"/v1/items/{note}", params=INES).json()["revisions"]]
+    assert ("review_reject", "ines") in history, history
+
+
+# -- kept ---------------------------------------------------------------------------------------
+
+
+def test_a_members_private_note_never_reaches_another_member(service) -> None:
+    """Kept: Tom's personal note (user scope) is his in every project and never Ravi's:
+    not in Ravi's recall, search, conflicts or counts, even when Ravi writes a claim on the
+    same subject with another value (accepted: not compared with what he cannot see)."""
+    client, settings = service
+    private = write(client, TOM, "Interview", "Tom interviews at Globex on Thursday; keep it quiet.",
+                    type="note", scope="user")["item_id"]
+    theirs = write(client, RAVI, "Interview", "Tom interviews at Initech on Friday.", type="note")
+    assert theirs["verdict"]["action"] == "accept", theirs
+    for moment in ("at once", "after consolidation"):
+        for mode in ("inject", "catalog"):
+            assert "Globex" not in json.dumps(recall(client, RAVI, "Where does Tom interview?", mode)), moment
+        searched = tool(client, RAVI, "memory.search", {"query": "Tom interview Globex"})["hits"]
+        assert "Globex" not in json.dumps(searched), moment
+        assert "Globex" not in client.get("/v1/conflicts", params=RAVI).text
+        assert client.get(f"/v1/items/{private}", params=RAVI).status_code == 404
+        assert "Globex" in curated(recall(client, {**TOM, "project_id": "other"}, "Where do I interview?")), moment
+        consolidate(client, settings)
