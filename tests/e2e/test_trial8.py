@@ -22,6 +22,10 @@ from __future__ import annotations
 
 import json
 
+from typer.testing import CliRunner
+
+from loci.cli import app as cli_app
+from tests.assets.support import block, write_jsonl
 from tests.e2e.chat import consolidate, recall, tool
 
 INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
@@ -127,6 +131,45 @@ def test_rejecting_a_held_edit_drops_the_edit_not_the_item(service) -> None:
     assert ("review_reject", "ines") in history, history
 
 
+# -- an imported chat is governed like the live one ----------------------------------------------
+
+
+def test_an_imported_chat_contradicting_the_leads_decision_is_held_for_review(service, tmp_path, monkeypatch) -> None:
+    """Tom exports a chat from his laptop and imports it with `loci ingest`: in it, his
+    assistant proposed another release day under Ines's title. Proposed live, it is held
+    for review; imported, it was accepted and recall answered Fridays in place of the
+    lead's decision. The import checks it against the stored claims as the live chat
+    does: held for review, the decision keeps answering; Tom's correction of his own claim
+    in the same import still replaces it."""
+    client, settings = service
+    write(client, INES, "Release day", "Helios releases go out on Wednesdays.")
+    consolidate(client, settings)
+    said = {"user_id": "tom", "project_id": "helios", "session_id": "laptop", "org_id": "acme"}
+    rows = [
+        {**said, "role": "user", "text": "When do we release helios?", "at": "2026-11-20T09:00:00Z"},
+        {**said, "role": "assistant", "at": "2026-11-20T09:00:05Z", "text": "Fridays. " + block({
+            "type": "decision", "title": "Release day", "content": "Helios releases go out on Fridays.",
+            "why_store": "team decision", "confidence": 0.9})},
+        {**said, "role": "assistant", "at": "2026-11-20T09:01:00Z", "text": "Noted. " + block({
+            "type": "note", "title": "Laptop", "content": "Tom's laptop runs Fedora 39.",
+            "why_store": "setup", "confidence": 0.9})},
+        {**said, "role": "assistant", "at": "2026-11-20T09:02:00Z", "text": "Corrected. " + block({
+            "type": "note", "title": "Laptop", "content": "Tom's laptop runs Fedora 40.",
+            "why_store": "setup", "confidence": 0.9})},
+    ]
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")  # the store's embedder (its snapshot is made with it)
+    exported = write_jsonl(tmp_path / "tom-laptop.jsonl", rows)
+    result = CliRunner().invoke(cli_app, ["ingest", str(exported), "--data-dir", str(settings.data_dir)])
+    assert result.exit_code == 0, result.output
+    assert "4 turns landed, 2 accepted, 1 quarantined" in " ".join(result.output.split()), result.output
+    for moment in ("at once", "after consolidation"):
+        found = curated(recall(client, RAVI, RELEASES))
+        assert "Wednesdays" in found and "Fridays" not in found, (moment, found)
+        laptop = curated(recall(client, TOM, "Which Fedora does Tom's laptop run?"))
+        assert "Fedora 40" in laptop and "Fedora 39" not in laptop, (moment, laptop)
+        consolidate(client, settings)
+
+
 # -- kept ---------------------------------------------------------------------------------------
 
 
@@ -148,3 +191,4 @@ def test_a_members_private_note_never_reaches_another_member(service) -> None:
         assert client.get(f"/v1/items/{private}", params=RAVI).status_code == 404
         assert "Globex" in curated(recall(client, {**TOM, "project_id": "other"}, "Where do I interview?")), moment
         consolidate(client, settings)
+
