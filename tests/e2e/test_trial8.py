@@ -192,3 +192,26 @@ def test_a_members_private_note_never_reaches_another_member(service) -> None:
         assert "Globex" in curated(recall(client, {**TOM, "project_id": "other"}, "Where do I interview?")), moment
         consolidate(client, settings)
 
+
+# -- consolidation stores an edit and the usage of another item in one run ------------------------
+
+
+def test_a_consolidation_storing_an_edit_and_another_items_usage_does_not_fail(service) -> None:
+    """Between two consolidations Tom raises his note's importance and Ravi's questions
+    recall it and Ines's decision (usage counts). The run then failed, about every other
+    time, with "unknown item ids: [<Ines's decision>]": inside the run's transaction,
+    DuckDB's fetch by row id missed the decision once the edit had changed the note, so the
+    team's memory stopped consolidating. Each run stores the edit and both usage counts."""
+    client, settings = service
+    rule = write(client, INES, "Staging database", "Helios staging runs on PostgreSQL 16.")["item_id"]
+    note = write(client, TOM, "Staging resets", "Helios staging is reset every Monday at 06:00.",
+                 type="note")["item_id"]
+    consolidate(client, settings)
+    for importance in (6, 7, 8, 9):
+        tool(client, TOM, "memory.update", {"id": note, "patch": {"importance": importance}})
+        asked = recall(client, RAVI, "Which database does helios staging run on, and when is it reset?")
+        hits = [h["id"] for h in asked["hits"]]
+        assert {rule, note} <= set(hits), hits
+        consolidate(client, settings)
+        assert item(client, RAVI, note)["importance"] == importance
+    assert item(client, RAVI, rule)["usage_count"] >= 4
