@@ -13,6 +13,10 @@ Promises checked:
 - A chat exported and imported with `loci ingest` is governed like the live chat: a
   teammate's proposal contradicting the lead's decision is held for review (broken: the
   import accepted it and recall answered with it in place of the decision).
+- A wish for one chat stays in that chat for an OpenAI-compatible client that sends no
+  `X-Loci-Session` (the README's own example sends only user and project): each
+  conversation is its own session (broken: every such chat of a user was session
+  "default", so "for this chat, answer in French" was followed in all of them).
 - Kept, checked on the way: a member's private note (user scope) never reaches another
   member (recall, search, conflicts, counts); decisions outrank chatter; every change is in
   the audit with its actor.
@@ -22,11 +26,13 @@ from __future__ import annotations
 
 import json
 
+import httpx
 from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
 from tests.assets.support import block, write_jsonl
 from tests.e2e.chat import consolidate, recall, tool
+from tests.online.test_proxy import fake, shared_fake, system_text  # noqa: F401 - fixtures
 
 INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
 TOM = {"user_id": "tom", "project_id": "helios", "session_id": "t1", "org_id": "acme"}
@@ -215,3 +221,38 @@ def test_a_consolidation_storing_an_edit_and_another_items_usage_does_not_fail(s
         consolidate(client, settings)
         assert item(client, RAVI, note)["importance"] == importance
     assert item(client, RAVI, rule)["usage_count"] >= 4
+
+
+# -- an OpenAI client without a session header: each conversation is its own chat -------------------
+
+
+def test_a_wish_for_one_chat_stays_there_for_a_client_that_sends_no_session(proxy, fake, memory) -> None:  # noqa: F811
+    """Ravi uses two chats of an OpenAI client configured as the README shows
+    (`default_headers` with user and project only). In the first he asks for French, for
+    this chat only, and the model proposes it as the session's preference; his other chat
+    (another conversation) was handed "In this chat, answer in French." as a preference to
+    follow: every header-less chat of his was the one session "default". A conversation is
+    its own session (named by its first user message) when the client names none; in its
+    own chat, later turns included, the wish still applies."""
+    url = proxy()
+    headers = {"X-Loci-User": "ravi", "X-Loci-Project": "helios", "X-Loci-Org": "acme"}
+
+    def chat(messages: list[dict]) -> None:
+        resp = httpx.post(f"{url}/v1/chat/completions", json={"model": "llama3.2", "messages": messages},
+                          headers=headers, timeout=60)
+        assert resp.status_code == 200, resp.text
+
+    def handed() -> str:
+        return system_text([body for path, body in fake.requests if path == "/v1/chat/completions"][-1])
+
+    wish = {"type": "preference", "title": "Language for this chat", "content": "In this chat, answer in French.",
+            "why_store": "asked", "confidence": 0.9, "scope": "session"}
+    fake.chat_reply = lambda req: "D'accord. " + block(wish)
+    trip = [{"role": "user", "content": "For this chat, answer in French please: planning the Lyon offsite."}]
+    chat(trip)
+    fake.chat_reply = lambda req: "Sure."
+    chat([{"role": "user", "content": "Which language should you answer in?"}])
+    assert "French" not in handed(), handed()
+    chat([*trip, {"role": "assistant", "content": "D'accord."},
+          {"role": "user", "content": "Which language should you answer in?"}])
+    assert "In this chat, answer in French." in handed(), handed()
