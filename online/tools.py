@@ -320,9 +320,11 @@ def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
 # -- actions -------------------------------------------------------------------------------------
 
 
-def _check_supersedes(src: MemoryItem, dst: MemoryItem) -> None:
+def _check_supersedes(src: MemoryItem, dst: MemoryItem, who: Identity) -> None:
     """`src supersedes dst` retires dst from recall: only an established memory may do
-    that, and what was said (a verbatim turn) is never retired (409 otherwise)."""
+    that, what was said (a verbatim turn) is never retired, and someone else's memory is
+    retired only through a review (409 otherwise): a correction written as a memory that
+    contradicts it is held for review, and its approval supersedes it."""
     if dst.type == "message":
         raise ToolError(409, f"memory.link: {dst.id!r} is a verbatim record of what was said and is not "
                              "superseded; write the correction as a memory that supersedes the old memory")
@@ -334,6 +336,10 @@ def _check_supersedes(src: MemoryItem, dst: MemoryItem) -> None:
                              "a reviewer approves it with memory.review")
     if src.validation == "retracted":
         raise ToolError(409, f"memory.link: {src.id!r} is retracted and supersedes nothing")
+    if authors(dst) != {who.user_id}:
+        raise ToolError(409, f"memory.link: {dst.id!r} is not yours alone ({', '.join(sorted(authors(dst)))}); "
+                             "someone else's memory is retired through a review: write the correction with "
+                             "memory.write (a contradiction of it is held for review; the approval supersedes it)")
 
 
 class ToolDispatcher:
@@ -594,7 +600,13 @@ class ToolDispatcher:
                                    {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel})
                     for item_id in (args.src_id, args.dst_id))
         if args.rel == "supersedes":
-            _check_supersedes(src, dst)
+            try:
+                _check_supersedes(src, dst, who)
+            except ToolError as exc:
+                self.service.audit(who, "memory.link", {"src_id": args.src_id, "dst_id": args.dst_id,
+                                                        "rel": args.rel}, [args.dst_id], outcome="refused",
+                                   reason=exc.message.split(": ", 1)[-1][:200])
+                raise
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.link", uuid.uuid4().hex), kind="memory.link", identity=who,
             payload={"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel},

@@ -6,6 +6,8 @@ Promises checked:
 - An edit is governed like a write: a teammate's edit that changes what the lead's decision
   says (its value) is a contradiction of someone else's claim, held for review (broken: it
   was accepted, and recall answered with the teammate's value at once, no review asked).
+- A teammate does not retire the lead's decision with a `supersedes` link from a note of
+  his (broken: the link was taken, and the decision left recall with no review).
 - A held edit waits beside the item, it does not replace it: while the edit is held the item
   keeps answering as it was, and rejecting the edit drops the edit, not the item (broken:
   the item showed the held edit, so it left recall while held, and a rejection retracted the
@@ -103,6 +105,29 @@ def test_a_teammates_edit_of_the_leads_decision_to_another_value_is_held_for_rev
     history = [(r["reason"], r["actor"]) for r in client.get(f"/v1/items/{rule}", params=INES).json()["revisions"]]
     assert {("create", "ines"), ("inbox_update", "tom"), ("review_reject", "ines"),
             ("review_approve", "ravi")} <= set(history), history
+
+
+def test_a_teammate_does_not_retire_the_leads_decision_with_a_link(service) -> None:
+    """Tom writes a note that contradicts nothing (accepted) and links it `supersedes` to
+    Ines's decision: the decision left recall at once, no review asked, where a claim of his
+    contradicting it is held. Someone else's memory is retired through a review: the link is
+    a 409 naming the way (a correction, held for review), audited as refused under Tom; the
+    decision keeps answering. Ines's own link still retires her own decision."""
+    client, settings = service
+    rule = write(client, INES, "Release day", "Helios releases go out on Wednesdays.")["item_id"]
+    note = write(client, TOM, "Release calendar", "The ops calendar lists every helios release.",
+                 type="note")["item_id"]
+    resp = client.post("/v1/tools", json={"action": "memory.link", "identity": TOM,
+                                          "args": {"src_id": note, "dst_id": rule, "rel": "supersedes"}})
+    assert resp.status_code == 409 and "through a review" in resp.json()["error"], resp.text
+    for moment in ("at once", "after consolidation"):
+        assert "Wednesdays" in curated(recall(client, RAVI, RELEASES)), moment
+        consolidate(client, settings)
+    events = client.get(f"/v1/items/{rule}", params=INES).json()["events"]
+    assert ("refused", "tom") in [(e["action"], e["actor"]) for e in events], events
+    cadence = write(client, INES, "Release cadence", "Helios releases go out every second Thursday.")["item_id"]
+    assert tool(client, INES, "memory.link", {"src_id": cadence, "dst_id": rule, "rel": "supersedes"})["seq"]
+    assert "Wednesdays" not in curated(recall(client, RAVI, RELEASES))
 
 
 # -- a held edit waits beside the item ------------------------------------------------------------
