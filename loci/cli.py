@@ -135,7 +135,14 @@ def ingest(
         _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
     with open_inbox(settings) as inbox:
         try:
-            report = readers[format](path, inbox, Policy(settings))
+            if format == "chat":  # a chat's proposals meet the live chat's checks (contradictions, corrections)
+                from online.state import MemoryService
+
+                with MemoryService(settings) as service:
+                    report = ingest_chat_jsonl(path, inbox, service.policy, existing=lambda who: (
+                        lambda proposal: service.existing_like(who, service.view())(proposal)))
+            else:
+                report = readers[format](path, inbox, Policy(settings))
         except ValueError as exc:
             _fail(str(exc))
     _print_report(report.as_dict(), turns=format != "items")

@@ -34,9 +34,12 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     apply_patch,
+    awaits_review,
     held_against_others,
+    held_edit,
     in_quarantine,
     proposal_item_id,
+    with_held_edit,
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
@@ -317,9 +320,11 @@ def palace_locations(items: list[MemoryItem]) -> list[PalaceLocation]:
 # -- actions -------------------------------------------------------------------------------------
 
 
-def _check_supersedes(src: MemoryItem, dst: MemoryItem) -> None:
+def _check_supersedes(src: MemoryItem, dst: MemoryItem, who: Identity) -> None:
     """`src supersedes dst` retires dst from recall: only an established memory may do
-    that, and what was said (a verbatim turn) is never retired (409 otherwise)."""
+    that, what was said (a verbatim turn) is never retired, and someone else's memory is
+    retired only through a review (409 otherwise): a correction written as a memory that
+    contradicts it is held for review, and its approval supersedes it."""
     if dst.type == "message":
         raise ToolError(409, f"memory.link: {dst.id!r} is a verbatim record of what was said and is not "
                              "superseded; write the correction as a memory that supersedes the old memory")
@@ -331,6 +336,10 @@ def _check_supersedes(src: MemoryItem, dst: MemoryItem) -> None:
                              "a reviewer approves it with memory.review")
     if src.validation == "retracted":
         raise ToolError(409, f"memory.link: {src.id!r} is retracted and supersedes nothing")
+    if authors(dst) != {who.user_id}:
+        raise ToolError(409, f"memory.link: {dst.id!r} is not yours alone ({', '.join(sorted(authors(dst)))}); "
+                             "someone else's memory is retired through a review: write the correction with "
+                             "memory.write (a contradiction of it is held for review; the approval supersedes it)")
 
 
 class ToolDispatcher:
@@ -437,19 +446,22 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View] | None = None) -> Any:
+    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View, MemoryItem] | None = None) -> Any:
         """The policy's verdict on an item as it would be stored (an edit, an approval). An
-        edit of what it says (`edited_by`: the editor and the view) is checked against the
-        claims in its scope as a write is (`govern_claim`): contradicting someone else's,
-        it is held for review (`pipelines.materialize` folds the hold)."""
+        edit of what it says (`edited_by`: the editor, the view and the item before the edit)
+        is checked against the claims in its scope as a write is (`govern_claim`), the item
+        as it stood among them: contradicting someone else's claim, or what the item said
+        when it is someone else's (a teammate's edit of the lead's decision to another
+        value), it is held for review (`pipelines.materialize.held_by_edit` folds the hold;
+        the author's edit of their own claim is their correction)."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
         if edited_by is not None:
-            who, view = edited_by
-            found = [it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id]
+            who, view, before = edited_by
+            found = [before, *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
             return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
                                 scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
         return self.service.policy.evaluate(
@@ -491,7 +503,7 @@ class ToolDispatcher:
         if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
             raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
         says = {"title", "content", "type"} & set(args.patch)  # what it claims changed: checked like a write
-        verdict = self._governed(updated, (who, view) if says else None)
+        verdict = self._governed(updated, (who, view, current) if says else None)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
@@ -513,11 +525,12 @@ class ToolDispatcher:
         args = _decode(ReviewArgs, raw, "memory.review")
         audited = {"id": args.id, "decision": args.decision, "note_sha256": sha256_text(args.note)}
         current = self._editable(args.id, who, view, "memory.review", audited)
-        if not in_quarantine(current):
+        if not awaits_review(current):
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
-        proposers = authors(current) | {current.metadata.get("held_edit_by") or current.scope.user_id}
+        edit = held_edit(current)  # an edit held beside the item is what is decided
+        proposers = {edit.get("by")} if edit is not None else authors(current) | {current.scope.user_id}
         if args.decision == "approve" and held_against_others(current) and who.user_id in proposers:
             # Its approval supersedes someone else's claim: a review by its own author would ask no one.
             self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
@@ -531,10 +544,11 @@ class ToolDispatcher:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
         elif args.decision == "approve":
-            verdict = _verdict(self._governed(current))
+            decided = with_held_edit(current)
+            verdict = _verdict(self._governed(decided))
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
-            replaced = approval_corrects(current, self.service.existing_like(who, view)(ProposedItem(
-                type=current.type, title=current.title, content=current.content)))
+            replaced = approval_corrects(decided, self.service.existing_like(who, view)(ProposedItem(
+                type=decided.type, title=decided.title, content=decided.content)))
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
@@ -586,7 +600,13 @@ class ToolDispatcher:
                                    {"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel})
                     for item_id in (args.src_id, args.dst_id))
         if args.rel == "supersedes":
-            _check_supersedes(src, dst)
+            try:
+                _check_supersedes(src, dst, who)
+            except ToolError as exc:
+                self.service.audit(who, "memory.link", {"src_id": args.src_id, "dst_id": args.dst_id,
+                                                        "rel": args.rel}, [args.dst_id], outcome="refused",
+                                   reason=exc.message.split(": ", 1)[-1][:200])
+                raise
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.link", uuid.uuid4().hex), kind="memory.link", identity=who,
             payload={"src_id": args.src_id, "dst_id": args.dst_id, "rel": args.rel},

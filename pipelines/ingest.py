@@ -1,9 +1,11 @@
 """Bulk ingestion into the inbox: chat-turn JSONL, LoCoMo conversations, item exports.
 
 Every row goes through `capture_turn` (parse, govern, land), the same path as the
-service. Bad rows are reported with their line number and the rest is still processed.
-Ingestion is idempotent: turn ids are derived from the row, so a file landed twice adds
-nothing the second time.
+service; given `existing` (what the service checks a live proposal against: `loci ingest`
+passes the service's own lookup), a chat's proposals meet the same contradiction check and
+a user's correction of their own claim replaces it, as in the live chat. Bad rows are
+reported with their line number and the rest is still processed. Ingestion is idempotent:
+turn ids are derived from the row, so a file landed twice adds nothing the second time.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 import msgspec
 
@@ -108,7 +110,13 @@ def _row_problem(row: ChatRow) -> str | None:
     return None
 
 
-def ingest_chat_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> IngestReport:
+def ingest_chat_jsonl(
+    path: str | Path, inbox: InboxBackend, policy: Any,
+    existing: Callable[[Identity], Callable[[ProposedItem], Sequence[MemoryItem]]] | None = None,
+) -> IngestReport:
+    """Land a chat JSONL file. `existing(who)` finds the stored claims a proposal of `who`'s
+    is checked against (`capture_turn`), as they stand when it is checked (earlier rows
+    included); without it proposals are governed by the policy alone."""
     path = Path(path)
     report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
@@ -132,6 +140,7 @@ def ingest_chat_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> Ing
                 inbox, policy, who, row.role, row.text,
                 tool_calls=row.tool_calls, turn_id=turn_id, turn_ref=row.turn_ref,
                 speaker=row.speaker, at=row.at, default_scope=row.scope,
+                existing=existing(who) if existing is not None else None,
             )
         except ValueError as exc:
             report.bad_rows.append(f"line {number}: {_error_text(exc)}")

@@ -25,6 +25,7 @@ from pipelines.records import (
     Scope,
     Verdict,
     item_content_hash,
+    parse_time,
     stable_id,
 )
 
@@ -186,18 +187,48 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
-def held_by_edit(item: MemoryItem, verdict: Verdict, editor: str) -> MemoryItem:
-    """`item` as an edit leaves it: held for review (as a write would be: unverified,
-    confidence at most QUARANTINE_MAX_CONFIDENCE, the quarantine's expiry) when the edit
-    made it contradict someone else's claim in its scope (`soft.contradiction`); else as is.
-    Other soft verdicts of an edit hold nothing (a lowered confidence is just that). The
-    editor is kept (`held_edit_by`): like the item's authors, not its reviewer."""
+HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside the item
+
+
+def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,
+                 event: Event) -> MemoryItem:
+    """`before` as an edit (`patch`, giving `updated`) leaves it. An edit that made the item
+    contradict someone else's claim in its scope, or what the item itself said when the item
+    is someone else's (`soft.contradiction`), is held for review the way a write is, but it
+    waits beside the item instead of replacing it: the item keeps answering as it was, and
+    `metadata["held_edit"]` keeps the patch, its editor (like an author: not its reviewer),
+    when and why it was held, and the quarantine's expiry. A review applies it or drops it
+    (`review_item`). Other soft verdicts of an edit hold nothing (a lowered confidence is
+    just that): the edit applies."""
     if verdict.action != "quarantine" or CONTRADICTION_RULE not in verdict.rule_ids:
+        return updated
+    held = {"patch": dict(patch), "by": event.identity.user_id, "at": event.payload.get("at") or event.at,
+            "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
+            "expires_at": verdict.expires_at}
+    return msgspec.structs.replace(before, metadata={**before.metadata, HELD_EDIT: held})
+
+
+def held_edit(item: MemoryItem) -> dict[str, Any] | None:
+    """The edit held for review beside `item` (see `held_by_edit`), while it waits: not once
+    its expiry passed, nor on an item retired or retracted since."""
+    held = item.metadata.get(HELD_EDIT)
+    if not isinstance(held, dict) or not item.active or item.validation == "retracted":
+        return None
+    expires = parse_time(held.get("expires_at"))
+    return None if expires is not None and expires <= datetime.now(timezone.utc) else held
+
+
+def with_held_edit(item: MemoryItem) -> MemoryItem:
+    """`item` as its held edit would leave it (itself when no edit is held)."""
+    held = held_edit(item)
+    if held is None:
         return item
-    metadata = {**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
-                "held_edit_by": editor}
-    return msgspec.structs.replace(item, validation="unverified", expires_at=verdict.expires_at, metadata=metadata,
-                                   confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE))
+    return apply_patch(item, held["patch"], str(held["at"]))
+
+
+def awaits_review(item: MemoryItem) -> bool:
+    """Held in quarantine, or carrying an edit held for review: in the review queue."""
+    return in_quarantine(item) or held_edit(item) is not None
 
 
 def assign_palace(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem:
@@ -218,8 +249,12 @@ def in_quarantine(item: MemoryItem) -> bool:
 
 
 def held_against_others(item: MemoryItem) -> bool:
-    """Held for contradicting someone else's claim (`CONTRADICTION_RULE`): its approval
-    corrects that claim, so a reviewer other than its author gives it."""
+    """Held (or carrying an edit held) for contradicting someone else's claim
+    (`CONTRADICTION_RULE`): its approval corrects that claim, so a reviewer other than its
+    author (or the edit's) gives it."""
+    held = held_edit(item)
+    if held is not None:
+        return CONTRADICTION_RULE in (held.get("rule_ids") or ())
     return in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
 
 
@@ -233,20 +268,34 @@ def recall_state(item: MemoryItem) -> str:
 
 def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem | None:
     """`item` after a reviewer's decision on it (a memory.review event), or None when the
-    event changes nothing (not in quarantine any more, or refused by the policy).
+    event changes nothing (nothing held any more, or refused by the policy).
 
     Approve: the reviewer vouches for it: verified, no expiry, confidence at least the
     default of an accepted proposal (so recall injects it), verdict `accept`. Reject: it
     stays with its history but is retracted, so it is never recalled, verdict `reject`.
-    Who decided, when, and why the policy held it are kept in `metadata["review"]`."""
+    An edit held beside an item (`held_edit`) is what is decided, not the item: approving
+    applies the edit (verified, as above; the item's own expiry stays), rejecting drops it
+    and the item stays as it was. Who decided, when, and why the policy held it are kept in
+    `metadata["review"]`."""
     verdict = payload.get("verdict") or {}
     decision = payload.get("decision")
-    if decision not in REVIEW_DECISIONS or verdict.get("action") == "reject" or not in_quarantine(item):
+    if decision not in REVIEW_DECISIONS or verdict.get("action") == "reject" or not awaits_review(item):
         return None
     at = payload.get("at") or event.at
+    edit = held_edit(item)
     review = {"decision": decision, "by": event.identity.user_id, "at": at, "inbox_seq": event.seq,
-              "note": str(payload.get("note") or ""), "held_for": list(item.metadata.get("rule_ids") or [])}
-    metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
+              "note": str(payload.get("note") or ""),
+              "held_for": list((edit if edit is not None else item.metadata).get("rule_ids") or [])}
+    if edit is not None:
+        review.update(edit_by=edit.get("by"), edit=edit.get("patch"))
+        metadata = {**{k: v for k, v in item.metadata.items() if k != HELD_EDIT}, "review": review}
+        if decision == "reject":
+            return msgspec.structs.replace(item, metadata=metadata, updated_at=at)
+        item = apply_patch(msgspec.structs.replace(item, metadata=metadata), edit["patch"], at)
+        expires_at = item.expires_at
+    else:
+        metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
+        expires_at = None
     if decision == "approve":
         # The claims it contradicted in its scope (`pipelines.capture.approval_corrects`):
         # the approval corrects them, as the author's own correction would.
@@ -254,7 +303,7 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
         links = [*item.links, *(Link(rel="supersedes", to=str(old)) for old in payload.get("supersedes") or ()
                                 if ("supersedes", str(old)) not in known)]
         return msgspec.structs.replace(
-            item, validation="verified", expires_at=None, metadata=metadata, updated_at=at,
+            item, validation="verified", expires_at=expires_at, metadata=metadata, updated_at=at,
             confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE), links=links)
     return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
 
@@ -360,7 +409,7 @@ class _Fold:
             updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
-        self.out.items[current.id] = held_by_edit(updated, verdict, ev.identity.user_id)
+        self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
 
     def palace_assign(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])

@@ -30,7 +30,7 @@ from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService, View
 from online.tools import ToolDispatcher, ToolError, item_summary
 from pipelines.item_report import history_rows, inbox_note
-from pipelines.materialize import in_quarantine
+from pipelines.materialize import awaits_review, held_edit, in_quarantine, with_held_edit
 from pipelines.palace import parse_path
 from pipelines.records import Identity, MemoryItem
 
@@ -139,7 +139,7 @@ class UIController(Controller):
     def home(self, service: MemoryService, identity: Identity) -> Template:
         view = service.view()
         report = service.visible_report(identity, view)
-        quarantined = sum(1 for it in view.visible_items(identity) if in_quarantine(it))
+        quarantined = sum(1 for it in view.visible_items(identity) if awaits_review(it))
         return _page("home", identity, report=report, quarantined=quarantined)
 
     @get("/palace", sync_to_thread=True)
@@ -234,11 +234,18 @@ class UIController(Controller):
 
 
 def _quarantined(view: View, who: Identity) -> list[MemoryItem]:
-    return sorted((it for it in view.visible_items(who) if in_quarantine(it)),
+    return sorted((it for it in view.visible_items(who) if awaits_review(it)),
                   key=lambda it: it.created_at, reverse=True)
 
 
 def _queue_entry(item: MemoryItem) -> dict[str, Any]:
+    """A held item, or an item's held edit as it would leave the item (by its editor)."""
+    edit = held_edit(item)
+    if edit is not None:
+        shown = with_held_edit(item)
+        return {**item_summary(shown), "content": shown.content, "confidence": item.confidence,
+                "rule_ids": list(edit.get("rule_ids") or []), "expires_at": edit.get("expires_at"),
+                "created_at": edit.get("at"), "author": edit.get("by")}
     return {**item_summary(item), "content": item.content, "confidence": item.confidence,
             "rule_ids": list(item.metadata.get("rule_ids") or []), "expires_at": item.expires_at,
             "created_at": item.created_at, "author": item.scope.user_id}

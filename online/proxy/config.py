@@ -76,7 +76,9 @@ class ProxyConfig:
     - `catalog_field`: top-level key of the final JSON object that carries the pre-return
       Q* catalog and what the proxy did (`{"catalog", "injected_ids", "proposals", ...}`);
       clients ignore unknown keys. None: no catalog pass, nothing attached.
-    - `default_identity`: whose memory a request without `X-Loci-*` headers uses.
+    - `default_identity`: whose memory a request without `X-Loci-*` headers uses (but a chat
+      request's session, when no header names it, is its conversation:
+      `identity.conversation_session`).
     - `openwebui_headers`: fall back to Open WebUI's forwarded `X-OpenWebUI-User-Id` /
       `X-OpenWebUI-Chat-Id` headers for user and session.
     - `flags_check_interval_s`: how often, at most, the config file is checked for flipped

@@ -31,7 +31,7 @@ from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
 from online.proxy.forward import forward
-from online.proxy.identity import IdentityError, identity_from_headers
+from online.proxy.identity import IdentityError, conversation_session, identity_from_headers
 from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
@@ -95,7 +95,8 @@ class MemoryHandlers:
             return await forward(request, self.state(request)[1], raw)  # Ollama answers (or rejects) it itself
         try:
             identity = identity_from_headers(request.headers, self.config.default_identity,
-                                             openwebui=self.config.openwebui_headers)
+                                             openwebui=self.config.openwebui_headers,
+                                             session=conversation_session(body.get("messages")))
         except IdentityError as exc:
             return dialect_error(dialect, 400, f"loci proxy: {exc}")
         headers = request_headers(request.headers.multi_items(), keep_encoding=False, hop_id=upstream.hop_id)

@@ -5,15 +5,18 @@ The same headers as the recall service (`X-Loci-User`, `X-Loci-Project`, `X-Loci
 an id given in no header takes the configured default ("default" everywhere, the single-user
 setup). Open WebUI, started with `ENABLE_FORWARD_USER_INFO_HEADERS=true`, sends
 `X-OpenWebUI-User-Id` and `X-OpenWebUI-Chat-Id`; they are used for user and session when
-the Loci headers are absent.
+the Loci headers are absent. A chat request that names no session at all is its own
+conversation's (`conversation_session`), so session-scoped memory stays in that chat.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
-from pipelines.records import Identity
+from online.proxy.dialects import content_text
+from pipelines.records import Identity, sha256_text
 
 HEADERS = {
     "user_id": "x-loci-user",
@@ -50,12 +53,26 @@ def _valid(header: str, value: str) -> str:
     return value
 
 
+def conversation_session(messages: Any) -> str | None:
+    """The session of a chat whose client names none (no `X-Loci-Session`, no Open WebUI chat
+    id): the conversation itself, named by its first user message, which every later request
+    of that chat repeats (`chat-` and 16 hex digits of its hash). Two chats opening with the
+    same words share it; a request without a user message names none."""
+    if not isinstance(messages, list):
+        return None
+    first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
+    text = content_text(first.get("content")).strip() if first is not None else ""
+    return f"chat-{sha256_text(text)[:16]}" if text else None
+
+
 def identity_from_headers(
-    headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True
+    headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True,
+    session: str | None = None,
 ) -> Identity:
     """The caller's identity. Raises `IdentityError` for a malformed Loci header, or one
     sent twice with different values (which one names the caller is anyone's guess: a
-    client's own next to one an auth proxy in front added)."""
+    client's own next to one an auth proxy in front added). `session`: the session when no
+    header names one (`conversation_session`), before `default`'s."""
     base = default or Identity()
     lower: dict[str, str] = {}
     for key, value in headers.items():  # every pair, repeated names included
@@ -71,6 +88,8 @@ def identity_from_headers(
             raw = header_text(lower[OPENWEBUI_HEADERS[field_name]]).strip()
             if raw and _VALID.match(raw):  # a foreign header is a hint, never a reason to refuse the request
                 ids[field_name] = raw[:MAX_ID_CHARS]
+        if field_name == "session_id" and field_name not in ids and session:
+            ids[field_name] = session
         if field_name not in ids:
             ids[field_name] = getattr(base, field_name)
     return Identity(**ids)

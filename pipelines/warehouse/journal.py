@@ -147,7 +147,19 @@ class ItemJournal(WarehouseConnection):
         if not ids:
             return {}
         with self._staged(ids_table(ids)) as staged:
-            return self._items_where(f"JOIN {staged} s ON s.id = i.id", "s.ord", [])
+            found = self._items_where(f"JOIN {staged} s ON s.id = i.id", "s.ord", [])
+        missing = [i for i in dict.fromkeys(ids) if i not in found]
+        if missing:
+            # Inside a transaction that changed some rows, DuckDB 2.0's fetch by row id can miss
+            # rows that it did not change (seen when an edit and a usage count of another item
+            # were stored in one consolidation: "unknown item ids", the run failed). Missing
+            # ids are read again by id, the primary key.
+            with self._staged(ids_table(missing)) as staged:
+                table = self._arrow(f"SELECT {ITEM_SELECT} FROM items i JOIN {staged} s ON s.id = i.id "
+                                    "ORDER BY s.ord")
+            again = {item.id: item for item in self._with_links(table)}
+            found = {i: found.get(i) or again[i] for i in ids if i in found or i in again}
+        return found
 
     def _items_where(self, join_where: str, order: str, params: list[Any]) -> dict[str, MemoryItem]:
         """Items selected by `join_where` (a JOIN and/or WHERE clause over `items i`), with
@@ -159,6 +171,10 @@ class ItemJournal(WarehouseConnection):
         table = self._arrow(
             f"WITH hit AS MATERIALIZED (SELECT i.rowid AS row_, {order} AS ord_ FROM items i {join_where}) "
             f"SELECT {ITEM_SELECT} FROM items i JOIN hit h ON i.rowid = h.row_ ORDER BY h.ord_", params)
+        return {item.id: item for item in self._with_links(table)}
+
+    def _with_links(self, table: pa.Table) -> list[MemoryItem]:
+        """The items of an arrow table of ITEM_SELECT rows, with their links."""
         ids = table.column("id").to_pylist()
         by_src: dict[str, list[Link]] = {}
         if ids:
@@ -173,8 +189,7 @@ class ItemJournal(WarehouseConnection):
                 by_src.setdefault(src, []).append(Link(rel=rel, to=dst))
         # Every stored row was validated on its way in (put_items, _patched): no re-check.
         links_of = [by_src.get(i, []) for i in ids]
-        items = ITEM_ROWS.from_table(table, {"links": links_of}, validate=False)
-        return {item.id: item for item in items}
+        return ITEM_ROWS.from_table(table, {"links": links_of}, validate=False)
 
     def _require_items(self, ids: list[str], *, load: bool = True) -> dict[str, MemoryItem]:
         for i in ids:

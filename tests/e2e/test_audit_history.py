@@ -81,7 +81,9 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         status, body = update(client, OMAR, telemetry, {"content": f"Orion telemetry key {CREDENTIAL}"})
         assert status == 422  # refused by the policy
         retention = write(client, OMAR, "Orion retention", "Orion keeps raw telemetry 30 days.")
-        status, body = update(client, DANA, retention, {"content": "Orion keeps raw telemetry 90 days."})
+        # (a teammate's edit that keeps the value: one to another value would be held for review)
+        status, body = update(client, DANA, retention,
+                              {"content": "Orion keeps raw telemetry 30 days, then deletes it."})
         assert status == 200
         seqs["retention"] = body["result"]["seq"]
         status, body = update(client, DANA, telemetry, {"validation": "retracted"})
@@ -142,12 +144,12 @@ def test_an_item_created_and_changed_before_consolidation_keeps_both_values(scen
     asked = [r for r in revisions if r["actor"] is not None]  # not the pipeline's own revisions
     assert [(r["reason"], r["actor"], r["snapshot"]["content"]) for r in asked] == [
         ("create", "omar", "Orion keeps raw telemetry 30 days."),
-        ("inbox_update", "dana", "Orion keeps raw telemetry 90 days."),
+        ("inbox_update", "dana", "Orion keeps raw telemetry 30 days, then deletes it."),
     ]
     assert asked[1]["inbox_seq"] == scenario["seqs"]["retention"]
     assert [(e["action"], e["actor"]) for e in events if e["actor"] and e["action"] != "refused"] == [
         ("create", "omar"), ("update", "dana")]
-    assert item.content == "Orion keeps raw telemetry 90 days."
+    assert item.content == "Orion keeps raw telemetry 30 days, then deletes it."
 
 
 def test_loci_show_lists_each_change_on_one_line(scenario) -> None:

@@ -7,8 +7,9 @@ later "Orion metrics database: ClickHouse"). Promised:
   under any title, and someone else's contradiction is quarantined;
 - consolidation merges claims that agree, never claims that contradict each other: similar
   wording clusters them, and one merged item holding both would hide the contradiction
-  recall resolves and `GET /v1/conflicts` reports. A chat history imported with
-  `loci ingest` meets no write-time check, so the merge stage holds this line itself.
+  recall resolves and `GET /v1/conflicts` reports. A chat history landed without the
+  write-time check (`ingest_chat_jsonl` without a lookup, as the benches land theirs; `loci
+  ingest` checks like a live chat) is held to this line by the merge stage itself.
 """
 
 from __future__ import annotations

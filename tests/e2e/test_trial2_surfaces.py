@@ -202,7 +202,7 @@ def test_loci_show_lists_the_changes_made_since_the_last_consolidation(service, 
     held = write(client, DANA, "project", "Release day", "Releases ship on Tuesday.")
     assert "dana memory.write (pending) #1 verdict accept" in show(held)
     consolidate_once(settings)
-    tool(client, mike, "memory.update", {"id": held, "patch": {"content": "Releases ship on Thursday."}})
+    tool(client, mike, "memory.update", {"id": held, "patch": {"content": "Releases ship on Tuesday, after QA."}})
     tool(client, DANA, "memory.update", {"id": held, "patch": {"validation": "retracted"}})
     shown = show(held)
     assert "dana create #1" in shown
@@ -210,7 +210,7 @@ def test_loci_show_lists_the_changes_made_since_the_last_consolidation(service, 
     assert "dana memory.update (pending) #3 changed validation" in shown
     consolidate_once(settings)
     shown = show(held)
-    assert "mike update #2 content: 'Releases ship on Tuesday.' -> 'Releases ship on Thursday.'" in shown
+    assert "mike update #2 content: 'Releases ship on Tuesday.' -> 'Releases ship on Tuesday, after QA.'" in shown
     assert "dana retract #3" in shown and "(pending)" not in shown
 
 

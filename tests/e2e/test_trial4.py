@@ -154,7 +154,7 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     Someone who may not see it is told nothing more than about an unknown id."""
     client, settings = service
     old = write_fact(client, ACME_DANA, "Release day", "Releases ship on Tuesday.")
-    tool(client, ACME_MIKE, "memory.update", {"id": old, "patch": {"content": "Releases ship on Wednesday."}})
+    tool(client, ACME_MIKE, "memory.update", {"id": old, "patch": {"content": "Releases ship on Tuesday, after QA."}})
     members = [write_fact(client, ACME_DANA, title, content) for title, content in [
         ("Edge cache TTL", "The edge cache TTL for map tiles is 300 seconds."),
         ("Tile cache TTL", "The edge cache TTL for map tiles is 300 seconds, per ops."),
@@ -170,7 +170,7 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
     text = page_text(page.text)
-    assert "Releases ship on Wednesday." in text and f"superseded by {new}" in text, text
+    assert "Releases ship on Tuesday, after QA." in text and f"superseded by {new}" in text, text
     assert f'href="/ui/items/{new}?{query}"' in page.text
     history = page_text(page.text.split('id="history"')[1].split("</table>")[0])
     assert "mike" in history and "content" in history, history  # mike's edit, one revision

@@ -27,6 +27,7 @@ import uvicorn
 
 from online.proxy import ProxyConfig, create_proxy_app
 from online.proxy.config import NOTHING_FOUND_NOTE, RESULTS_INSTRUCTION, SUMMARY_INSTRUCTION
+from online.proxy.identity import conversation_session
 from online.proxy.upstream import UpstreamTimeouts
 from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
@@ -178,16 +179,18 @@ def test_proposals_are_stripped_and_landed_in_the_inbox(proxy, fake, service) ->
     url = proxy()
     narrated = 'memory_save(topic="Deploy region", content="We deploy to eu-west-1.", importance=8)'
     fake.chat_reply = lambda req: f"Understood, DuckDB. {block(DUCKDB)}\n{narrated}"
+    raw_messages = [{"role": "user", "content": "Let's use DuckDB and deploy to eu-west-1."}]
     raw = httpx.post(f"{url}/api/chat", headers=HEADERS, json={
-        "model": MODEL, "stream": False,
-        "messages": [{"role": "user", "content": "Let's use DuckDB and deploy to eu-west-1."}]}).json()
+        "model": MODEL, "stream": False, "messages": raw_messages}).json()
     assert raw["message"]["content"] == "Understood, DuckDB."
     assert raw["done"] is True and raw["eval_count"] == 20  # the upstream's own counters
     titles = {p["title"]: p["action"] for p in raw["loci"]["proposals"]}
     assert titles == {"Warehouse engine": "accept", "Deploy region": "accept"}
     proposals = events(service, "proposal")
     assert sorted(e.payload["proposal"]["title"] for e in proposals) == ["Deploy region", "Warehouse engine"]
-    assert {e.identity for e in proposals} == {Identity(user_id="dana", project_id="atlas")}
+    # No X-Loci-Session: the conversation is the session (named by its first user message).
+    assert {e.identity for e in proposals} == {Identity(user_id="dana", project_id="atlas",
+                                                        session_id=conversation_session(raw_messages))}
     turns = events(service, "turn")
     assert [t.payload["role"] for t in turns] == ["user", "assistant"]
     assert "MEMORY_PROPOSALS_JSON" not in turns[1].payload["text"]

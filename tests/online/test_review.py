@@ -142,9 +142,9 @@ def test_item_history_comes_from_the_snapshot_and_the_inbox(client_and_settings)
 
 def test_an_edit_that_contradicts_someone_elses_claim_is_held_for_review(client_and_settings) -> None:
     """`memory.update` of what an item says is checked against the claims in its scope as a
-    write is: contradicting someone else's, the item is held (unverified, confidence at most
-    0.5, an expiry) until a review; contradicting only the editor's own claim, or changing
-    no words, it is not."""
+    write is: contradicting someone else's, the edit is held for review beside the item
+    (`metadata.held_edit`, with an expiry; the item stays as it was) until a review;
+    contradicting only the editor's own claim, or changing no words, it is not."""
     client, _ = client_and_settings
 
     def write(who: dict[str, str], title: str, content: str) -> str:
@@ -162,8 +162,10 @@ def test_an_edit_that_contradicts_someone_elses_claim_is_held_for_review(client_
         "title": "Backup hour", "content": "Orion backups run at 04:00 UTC."}})
     verdict = body["result"]["verdict"]
     assert status == 200 and verdict["action"] == "quarantine" and dana in verdict["reasons"][0], body
-    item = client.get(f"/v1/items/{omar}", params=OMAR).json()["item"]
-    assert item["metadata"]["verdict"] == "quarantine" and item["confidence"] <= 0.5 and item["expires_at"]
+    item = client.get(f"/v1/items/{omar}", params=OMAR).json()["item"]  # the edit waits beside it
+    assert item["title"] == "Backup checks" and item["metadata"]["verdict"] == "accept", item
+    held = item["metadata"]["held_edit"]
+    assert held["by"] == "omar" and held["patch"]["content"] == "Orion backups run at 04:00 UTC." and held["expires_at"]
     checklist = write(OMAR, "Drill checklist", "Read the restore runbook before each drill.")
     status, body = tool(client, OMAR, "memory.update", {"id": checklist, "patch": {
         "title": "Restore drill", "content": "Orion restore drills run on the last Friday."}})
