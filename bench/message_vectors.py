@@ -284,3 +284,42 @@ VECTOR_VARIANTS["vec_pooled4s2_owntokens_aligned"] = (
 VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
     _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
     "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")
+
+
+def mixed_store(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
+                newer: str = "pooled", every: int = 0) -> np.ndarray:
+    """A store whose older sessions were embedded by one recipe and its newer ones by
+    another, as after a change of the message-vector default without `loci reembed`: in each
+    user's conversation, sessions in time order, the first half keep the default vector
+    (message + context text) and the second half get `vec_pooled4s2_owntokens_aligned`
+    (`newer="pooled"`), or the other way round (`newer="default"`); `every` > 0 alternates
+    instead (every other session pooled)."""
+    from pipelines.message_context import embedding_text
+
+    default = embed([embedding_text(it) for it in items])
+    pooled = pooled_windows(items, embed, embedder, own=None, aligned=True)
+    by_user: dict[tuple[str, str], list[list[Any]]] = {}
+    for turns in sessions_of(items):
+        by_user.setdefault(session_key(turns[0])[:2], []).append(turns)
+    row = {it.id: k for k, it in enumerate(items)}
+    out = default.copy()
+    for sessions in by_user.values():
+        sessions.sort(key=lambda turns: turn_order(turns[0]))
+        half = len(sessions) // 2
+        for s, turns in enumerate(sessions):
+            later = s % 2 == 1 if every else s >= half
+            if later == (newer == "pooled"):
+                rows = [row[t.id] for t in turns]
+                out[rows] = pooled[rows]
+    return out
+
+
+VECTOR_VARIANTS["vec_mixed_default_then_pooled"] = (
+    _variant(mixed_store, newer="pooled"),
+    "older half of each conversation's sessions default vectors, newer half pooled windows")
+VECTOR_VARIANTS["vec_mixed_pooled_then_default"] = (
+    _variant(mixed_store, newer="default"),
+    "older half of each conversation's sessions pooled windows, newer half default vectors")
+VECTOR_VARIANTS["vec_mixed_alternate"] = (
+    _variant(mixed_store, every=2),
+    "every other session of each conversation pooled windows, the rest default vectors")
