@@ -99,11 +99,13 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # On: each turn is embedded once, bare, and a message's vector composed from its own and
     # its neighbours' (several times faster consolidation, lower recall: see README).
     message_context_composed: bool = False
-    # On: pooled windows (message_context.POOLING): windows of 4 turns at even turns, each
-    # read once; a turn's vector pools its own tokens (half the default's model work, the
-    # same recall: see README). Needs an embedder with token states (MiniLM); others give
-    # such turns the default text vector.
-    message_context_pooled: bool = False
+    # On (default since 2026-11-28): pooled windows (message_context.POOLING): windows of 4
+    # turns at even turns, each read once; a turn's vector pools its own tokens (half the
+    # model work of a text vector, the same recall: see README). Needs an embedder with
+    # token states (MiniLM); others give such turns the text vector. Off: the text vector
+    # (message + context in one text). A store holds one scheme: changing this (or
+    # message_context_composed, which wins when both are on) asks for `loci reembed`.
+    message_context_pooled: bool = True
 
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer

@@ -36,6 +36,23 @@ class EmbedderChanged(ConsolidationError):
         )
 
 
+class MessageVectorsChanged(ConsolidationError):
+    """The configured message-vector scheme (`message_context_*`) differs from the one some
+    stored messages' vectors were made with: one store, one meaning (`loci reembed`)."""
+
+    def __init__(self, configured: str, stored: dict[str, int]) -> None:
+        self.configured = configured
+        self.stored = dict(stored)
+        names = ", ".join(f"{n} messages {s!r}" for s, n in sorted(self.stored.items()))
+        super().__init__(
+            f"message vectors are configured as {configured!r} (message_context_pooled / "
+            f"message_context_composed) but the warehouse holds {names}; vectors made two ways "
+            f"rank unevenly against each other. Run `{REEMBED_COMMAND}` to read every stored "
+            f"session again the configured way and re-embed it, or set the setting back "
+            f"(LOCI_MESSAGE_CONTEXT_POOLED=false for 'text', the default before 2026-11-28)."
+        )
+
+
 def call_hook(hook: Hook | None, point: str) -> None:
     if hook is not None:
         hook(point)
