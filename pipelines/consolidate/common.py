@@ -31,8 +31,9 @@ class EmbedderChanged(ConsolidationError):
             f"the configured embedder {configured!r} differs from the one the warehouse was "
             f"embedded with ({names}); vectors of different models cannot be mixed. Run "
             f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
-            f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=float32 "
-            f"names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8)."
+            f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=auto, "
+            f"float32 or bf16 names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8; a store "
+            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16)."
         )
 
 

@@ -152,8 +152,11 @@ def test_pipeline_reembed_and_delta_make_the_same_pooled_vector(tmp_path: Path) 
     try:
         svc.reload()
         who = Identity(user_id="dana", project_id="atlas", session_id="s1")
+        before = encoder.windows_read
         ToolDispatcher(svc).dispatch("memory.palace.assign", {"id": msgs[3].id, "location": "people/caroline/visits"},
                                      who)
+        svc.view()
+        assert encoder.windows_read - before == 2  # its two windows, read once for the write and its fold
         (segment,) = [c for c in svc.view().corpora if c.source == "delta"]
         delta_vector = segment.vectors[[it.id for it in segment.items].index(msgs[3].id)]
     finally:
