@@ -497,12 +497,14 @@ class MiniLMEmbedder(Embedder):
     per-channel quantization of every MatMul) takes about half the float time on a CPU
     with VNNI (AVX-512 VNNI here), cosine ~0.993 to the float vector.
 
-    `precision`: what `embed` — the stored vectors (warehouse, snapshots) — runs, float32 by
-    default (measured on LoCoMo, 2026-11-27: int8 consolidates about twice as fast but costs
-    turn recall@10 0.006, over the 0.005 a stored vector may lose; bf16, run by torch
-    (`_TorchBF16Encoder`), 1.5-1.6x float32's texts per CPU-second on a CPU with AVX512_BF16,
-    cosine 0.99995 to float32 and the same recall, 0.834 against 0.832; README); the name
-    differs per precision (`MINILM_NAMES`), so switching needs `loci reembed`. int8
+    `precision`: what `embed` and `pool_windows` — the stored vectors (warehouse,
+    snapshots) — run: "auto" by default (`stored_precision`: float32, or bf16 for a call of
+    at least `bf16_min` on a CPU that does bf16 natively), "float32", "bf16" (run by torch,
+    `_TorchBF16Encoder`: 1.5-1.6x float32's texts per CPU-second on a CPU with AVX512_BF16,
+    cosine 0.99995 to float32 and the same recall, also mixed with float32 in one store, so
+    it shares float32's name) or "int8" (measured on LoCoMo, 2026-11-27: about twice as fast
+    but turn recall@10 -0.006, over the 0.005 a stored vector may lose; named apart,
+    `MINILM_NAMES`, so switching to or from it needs `loci reembed`; README). int8
     activations are quantized per batch, so a text's int8 vector varies slightly with its
     batch-mates (cosine > 0.99).
     `int8_online`: `embed_online` — recall questions and the not-yet-consolidated delta
