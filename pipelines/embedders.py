@@ -623,9 +623,10 @@ class MiniLMEmbedder(Embedder):
 
     def embed_online(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for the online path: queries and delta items (see `int8_online`);
-        the same space as `embed`."""
+        the same space as `embed` (with "auto" precision never bf16: the service does not
+        load torch, even to rebuild a large delta)."""
         if not self.int8_online:
-            return self.embed(texts)
+            return self._embed_with(texts, self.online_precision, self._cache)
         return self._embed_with(texts, "int8", self._online_cache)
 
     def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:

@@ -474,6 +474,10 @@ def test_auto_precision_runs_bf16_for_a_large_call_on_a_cpu_that_does_bf16(tmp_p
         auto.pool_windows([["a", ""]] * 3)
         auto.pool_windows([["a", ""]] * auto.bf16_min)
     assert used == ["float32", "bf16", "float32", "bf16", *["float32"] * 4]
+    auto._bf16_native = True
+    auto.embed_online([f"q{i}" for i in range(auto.bf16_min)])  # a large delta: still no torch
+    auto.pool_windows_online([["a", ""]] * auto.bf16_min)
+    assert used[-2:] == ["float32", "float32"]
     auto.int8_online = True
     auto.pool_windows_online([["a", ""]] * auto.bf16_min)  # the service's delta: the online model
     assert used[-1] == "int8"
