@@ -97,7 +97,16 @@ def governed_items(
 
     faults.reached("governed_items:start")
     settings = loci.get()
-    report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings, hook=faults.reached)
+    try:
+        report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings,
+                                     hook=faults.reached)
+    except stages.MessageVectorsChanged as exc:
+        raise dg.Failure(
+            description=str(exc),
+            metadata={"configured": exc.configured, "stored": dg.MetadataValue.json(exc.stored),
+                      "fix": stages.REEMBED_COMMAND},
+            allow_retries=False,
+        ) from exc
     # The next run's policy check starts here: what this run writes later is either a
     # merge governed on creation or a revision that leaves the text alone.
     governed_until = utcnow()
@@ -122,6 +131,7 @@ def governed_items(
             "usage_applied": report.usage,
             "skipped": report.skipped[:50],
             "policy_version": report.policy_version,
+            "message_vectors": report.message_vectors,
             "governed_until": governed_until,
         })
     )

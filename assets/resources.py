@@ -200,7 +200,7 @@ class EmbedderResource(dg.ConfigurableResource):
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_model: str = "nomic-embed-text"
     timeout_s: float = 30.0
-    minilm_precision: str = "float32"  # what stored MiniLM vectors are made with (settings.minilm_precision)
+    minilm_precision: str = "auto"  # what stored MiniLM vectors are made with (settings.minilm_precision)
 
     def get(self):
         from pipelines.embedders import build_embedder

@@ -519,8 +519,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")
-    p.add_argument("--pooled", action="store_true", default=None,
-                   help="message vectors from pooled windows (setting message_context_pooled)")
+    p.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
+                   help="message vectors from pooled windows (setting message_context_pooled, on by "
+                   "default); --no-pooled: message + context text vectors")
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)

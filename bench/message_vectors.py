@@ -223,7 +223,7 @@ for _cap in (120, 160, 200, 250, 400):
             f"message + context ({_prev} previous, next, day), neighbours capped at {_cap} characters")
 
 
-_POOLED: dict[tuple[int, int], dict[str, tuple[np.ndarray, list[np.ndarray]]]] = {}
+_POOLED: dict[tuple[Any, ...], dict[str, tuple[np.ndarray, list[np.ndarray]]]] = {}
 
 
 def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
@@ -240,7 +240,7 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
     window reading and pooling is `embedder.pool_windows`, the product's."""
     vectors = embed([bare_text(it) for it in items]).copy()  # cached; other items keep theirs
     row = {it.id: k for k, it in enumerate(items)}
-    memo = _POOLED.setdefault((size, stride), {})
+    memo = _POOLED.setdefault((size, stride, getattr(embedder, "precision", "")), {})
     plans: list[tuple[int, list[tuple[str, int]]]] = []
     todo: dict[str, list[str]] = {}
     for turns in sessions_of(items):
@@ -284,3 +284,58 @@ VECTOR_VARIANTS["vec_pooled4s2_owntokens_aligned"] = (
 VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
     _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
     "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")
+
+
+def mixed_store(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
+                newer: str = "pooled", every: int = 0, older: str = "default") -> np.ndarray:
+    """A store whose older sessions were embedded by one recipe and its newer ones by
+    another, as after a change of the message-vector default without `loci reembed`: in each
+    user's conversation, sessions in time order, the first half keep the default vector
+    (message + context text) and the second half get `vec_pooled4s2_owntokens_aligned`
+    (`newer="pooled"`), or the other way round (`newer="default"`); `every` > 0 alternates
+    instead (every other session pooled; 1: every session the newer way). `older="pooled", newer="bf16"`: pooled windows
+    both, the older half float32 and the newer half bf16 (a store made before and after
+    `minilm_precision = "auto"` on a CPU with AVX512_BF16)."""
+    from pipelines.embedders import MiniLMEmbedder
+    from pipelines.message_context import embedding_text
+
+    if older == "pooled":
+        default = pooled_windows(items, embed, MiniLMEmbedder(cache_size=0, precision="float32"), own=None,
+                                 aligned=True)
+        pooled = pooled_windows(items, embed, MiniLMEmbedder(cache_size=0, precision="bf16"), own=None,
+                                aligned=True)
+        newer = "pooled"
+    else:
+        pooled = pooled_windows(items, embed, embedder, own=None, aligned=True)
+        default = embed([embedding_text(it) for it in items])
+    by_user: dict[tuple[str, str], list[list[Any]]] = {}
+    for turns in sessions_of(items):
+        by_user.setdefault(session_key(turns[0])[:2], []).append(turns)
+    row = {it.id: k for k, it in enumerate(items)}
+    out = default.copy()
+    for sessions in by_user.values():
+        sessions.sort(key=lambda turns: turn_order(turns[0]))
+        half = len(sessions) // 2
+        for s, turns in enumerate(sessions):
+            later = every == 1 or (s % 2 == 1 if every else s >= half)
+            if later == (newer == "pooled"):
+                rows = [row[t.id] for t in turns]
+                out[rows] = pooled[rows]
+    return out
+
+
+VECTOR_VARIANTS["vec_mixed_default_then_pooled"] = (
+    _variant(mixed_store, newer="pooled"),
+    "older half of each conversation's sessions default vectors, newer half pooled windows")
+VECTOR_VARIANTS["vec_mixed_pooled_then_default"] = (
+    _variant(mixed_store, newer="default"),
+    "older half of each conversation's sessions pooled windows, newer half default vectors")
+VECTOR_VARIANTS["vec_mixed_alternate"] = (
+    _variant(mixed_store, every=2),
+    "every other session of each conversation pooled windows, the rest default vectors")
+VECTOR_VARIANTS["vec_mixed_pooled_f32_then_bf16"] = (
+    _variant(mixed_store, older="pooled", newer="bf16"),
+    "pooled windows, older half of each conversation's sessions float32, newer half bf16")
+VECTOR_VARIANTS["vec_pooled_bf16"] = (
+    _variant(mixed_store, older="pooled", newer="bf16", every=1),
+    "pooled windows, every session bf16")

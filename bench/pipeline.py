@@ -84,7 +84,8 @@ def _settings(data_dir: Path, args: argparse.Namespace):
     return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
                     snapshots_keep=1, minilm_precision=getattr(args, "precision", None) or Settings().minilm_precision,
                     message_context_composed=getattr(args, "composed", None) or Settings().message_context_composed,
-                    message_context_pooled=getattr(args, "pooled", None) or Settings().message_context_pooled)
+                    message_context_pooled=Settings().message_context_pooled if getattr(args, "pooled", None) is None
+                    else args.pooled)
 
 
 def write_turns(path: Path, n: int, seed: int) -> Path:
@@ -312,8 +313,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="MiniLM precision of the stored vectors (default: the settings' default)")
     p.add_argument("--composed", action="store_true", default=None,
                    help="message vectors composed from bare turn vectors (setting message_context_composed)")
-    p.add_argument("--pooled", action="store_true", default=None,
-                   help="message vectors from pooled windows (setting message_context_pooled)")
+    p.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
+                   help="message vectors from pooled windows (setting message_context_pooled, on by "
+                   "default); --no-pooled: message + context text vectors")
     p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))

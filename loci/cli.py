@@ -197,7 +197,8 @@ def _print_summary(summary: dict) -> None:
 
 @app.command()
 def reembed(data_dir: Optional[str] = DATA_OPT) -> None:
-    """Re-embed every item with the configured embedder (after changing embedder)."""
+    """Re-embed every item with the configured embedder, every stored session read again with the
+    configured message context first (after changing the embedder or how message vectors are made)."""
     from assets.run import reembed_all
 
     console.print(reembed_all(_settings(data_dir)))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
@@ -36,6 +37,7 @@ log = logging.getLogger("loci.online")
 
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
 FREEZE_SEGMENT_ITEMS = 256
+POOLED_KEPT = 256  # pooled windows remembered between a write's `share` and its fold
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
                            "memory.palace.assign", "memory.review"})
 
@@ -72,6 +74,10 @@ class DeltaLog:
         self.inbox = inbox
         self.embedder = embedder
         self._vector_cache: dict[tuple[str, str], np.ndarray] = {}
+        # Pooled windows read by `share` are read again by the fold that follows: kept for it.
+        self._pooled: OrderedDict[tuple[str, ...], tuple[np.ndarray, list[np.ndarray]]] = OrderedDict()
+        self._pool_model = (getattr(embedder, "pool_windows_online", None)
+                            or getattr(embedder, "pool_windows", None))
         self._embed_retry_at = time.monotonic()
         # Shared vectors are keyed by the model `embed_online` runs and the text.
         self._model = str(getattr(embedder, "online_name", None) or embedder.name)
@@ -90,11 +96,31 @@ class DeltaLog:
                 return
             made = {**known, **overlay.items}
             item_vectors(list(overlay.items.values()), self._embed_shared, lambda i: made.get(i) or snap.get(i),
-                         pool=getattr(self.embedder, "pool_windows", None))
+                         pool=self._pool)
         except EmbedderUnavailable:
             return
         except Exception:  # an optimisation: the write goes ahead whatever happens here
             log.warning("could not share the vectors of a write; the fold embeds them", exc_info=True)
+
+    @property
+    def _pool(self):
+        return self._pool_remembered if self._pool_model is not None else None
+
+    def _pool_remembered(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """The embedder's online window pooling (`pool_windows_online`; a message edited
+        after it was consolidated is read in its pooled windows), each window read once per
+        process while it is among the last POOLED_KEPT."""
+        keys = [tuple(parts) for parts in windows]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._pooled))
+        if todo:
+            assert self._pool_model is not None
+            self._pooled.update(zip(todo, self._pool_model([list(k) for k in todo])))
+        for k in keys:
+            self._pooled.move_to_end(k)
+        out = [self._pooled[k] for k in keys]
+        while len(self._pooled) > POOLED_KEPT:
+            self._pooled.popitem(last=False)
+        return out
 
     def _embed_shared(self, texts: list[str]) -> np.ndarray:
         """`embed_online` for the delta's texts: a vector another worker shared for the same
@@ -198,8 +224,7 @@ class DeltaLog:
                 # Transient vectors (the snapshot replaces them): the online model.
                 current = {it.id: it for it in every}
                 vecs = item_vectors([it for _, it in missing], self._embed_shared,
-                                    lambda i: current.get(i) or snap.get(i),
-                                    pool=getattr(self.embedder, "pool_windows", None))
+                                    lambda i: current.get(i) or snap.get(i), pool=self._pool)
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:

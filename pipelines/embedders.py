@@ -175,12 +175,33 @@ class HashEmbedder(Embedder):
 # -- MiniLM (ONNX Runtime, offline) --------------------------------------------------------
 
 MINILM_NAME = "all-MiniLM-L6-v2"
-MINILM_PRECISIONS: tuple[str, ...] = ("float32", "int8", "bf16")
-MINILM_DEFAULT_PRECISION = "float32"  # int8 stored vectors cost LoCoMo turn recall@10 0.006 (README; budget 0.005)
-# Stored vectors are keyed by embedder name: int8 and bf16 vectors are close to float32 ones
-# but not equal, so a warehouse embedded with one precision is re-embedded (`loci reembed`)
-# before another is used for storage.
-MINILM_NAMES = {"float32": MINILM_NAME, "int8": f"{MINILM_NAME}-int8", "bf16": f"{MINILM_NAME}-bf16"}
+MINILM_PRECISIONS: tuple[str, ...] = ("auto", "float32", "int8", "bf16")
+# "auto": float32 vectors, a large batch in bf16 on a CPU that does bf16 natively (below).
+MINILM_DEFAULT_PRECISION = "auto"
+# Stored vectors are keyed by embedder name. bf16 vectors are float32's within cosine
+# 0.0001 (LoCoMo recall@10 the same, also in a store half one, half the other: README), so
+# they share its name and mix in one store; int8 ones (cosine ~0.993, recall -0.006) are
+# named apart: a warehouse embedded with int8 is re-embedded (`loci reembed`) before
+# another precision is used for storage, and the other way round.
+MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME, "int8": f"{MINILM_NAME}-int8"}
+# An "auto" call of at least this many texts (or pooled windows) runs bf16 where the CPU
+# has AVX512_BF16 or AMX: torch costs ~3.8 CPU-seconds to load, bf16 saves ~30% of
+# float32's (README), so a small consolidation or the service's delta stays on ONNX float32.
+BF16_MIN_TEXTS = 512
+_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def bf16_native(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether the CPU multiplies bf16 natively (AVX512_BF16 or AMX flags; Linux): without
+    it torch emulates bf16, slower than float32."""
+    try:
+        text = Path(cpuinfo).read_text(errors="replace")
+    except OSError:
+        return False
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), [])
+    return any(f in flags for f in _BF16_FLAGS)
+
+
 ONNX_PRECISIONS: tuple[str, ...] = ("float32", "int8")  # run by ONNX Runtime; bf16 by torch
 
 
@@ -476,12 +497,14 @@ class MiniLMEmbedder(Embedder):
     per-channel quantization of every MatMul) takes about half the float time on a CPU
     with VNNI (AVX-512 VNNI here), cosine ~0.993 to the float vector.
 
-    `precision`: what `embed` — the stored vectors (warehouse, snapshots) — runs, float32 by
-    default (measured on LoCoMo, 2026-11-27: int8 consolidates about twice as fast but costs
-    turn recall@10 0.006, over the 0.005 a stored vector may lose; bf16, run by torch
-    (`_TorchBF16Encoder`), 1.5-1.6x float32's texts per CPU-second on a CPU with AVX512_BF16,
-    cosine 0.99995 to float32 and the same recall, 0.834 against 0.832; README); the name
-    differs per precision (`MINILM_NAMES`), so switching needs `loci reembed`. int8
+    `precision`: what `embed` and `pool_windows` — the stored vectors (warehouse,
+    snapshots) — run: "auto" by default (`stored_precision`: float32, or bf16 for a call of
+    at least `bf16_min` on a CPU that does bf16 natively), "float32", "bf16" (run by torch,
+    `_TorchBF16Encoder`: 1.5-1.6x float32's texts per CPU-second on a CPU with AVX512_BF16,
+    cosine 0.99995 to float32 and the same recall, also mixed with float32 in one store, so
+    it shares float32's name) or "int8" (measured on LoCoMo, 2026-11-27: about twice as fast
+    but turn recall@10 -0.006, over the 0.005 a stored vector may lose; named apart,
+    `MINILM_NAMES`, so switching to or from it needs `loci reembed`; README). int8
     activations are quantized per batch, so a text's int8 vector varies slightly with its
     batch-mates (cosine > 0.99).
     `int8_online`: `embed_online` — recall questions and the not-yet-consolidated delta
@@ -515,6 +538,8 @@ class MiniLMEmbedder(Embedder):
             raise ValueError(f"unknown MiniLM precision {precision!r}; expected one of {', '.join(MINILM_PRECISIONS)}")
         self.precision = precision
         self.name = MINILM_NAMES[precision]
+        self.bf16_min = BF16_MIN_TEXTS
+        self._bf16_native: bool | None = None
         self.threads = max(1, threads or 1)
         self.batch_threads = max(1, batch_threads or os.cpu_count() or 1)
         self.batch_size = batch_size
@@ -533,7 +558,19 @@ class MiniLMEmbedder(Embedder):
 
     @property
     def online_precision(self) -> str:
-        return "int8" if self.int8_online else self.precision
+        return "int8" if self.int8_online else self.stored_precision(0)
+
+    def stored_precision(self, n: int) -> str:
+        """The model a stored-vector call of `n` texts (or pooled windows) runs: `precision`;
+        "auto": bf16 for a call of at least `bf16_min` on a CPU that does bf16 natively
+        (`bf16_native`), else float32."""
+        if self.precision != "auto":
+            return self.precision
+        if n < self.bf16_min:
+            return "float32"
+        if self._bf16_native is None:
+            self._bf16_native = bf16_native()
+        return "bf16" if self._bf16_native else "float32"
 
     @property
     def loaded(self) -> bool:
@@ -569,8 +606,9 @@ class MiniLMEmbedder(Embedder):
                                       f"delete {path} to export it again") from exc
 
     def load(self) -> _MiniLMRunner:
-        """Load the stored-vector model now (idempotent). Raises EmbedderUnavailable."""
-        return self.runner(self.precision)
+        """Load the stored-vector model of a small call now (idempotent). Raises
+        EmbedderUnavailable."""
+        return self.runner(self.stored_precision(0))
 
     def load_online_model(self) -> _MiniLMRunner:
         """The model `embed_online` runs (see `int8_online`)."""
@@ -585,24 +623,33 @@ class MiniLMEmbedder(Embedder):
 
     def embed_online(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors for the online path: queries and delta items (see `int8_online`);
-        the same space as `embed`."""
+        the same space as `embed` (with "auto" precision never bf16: the service does not
+        load torch, even to rebuild a large delta)."""
         if not self.int8_online:
-            return self.embed(texts)
+            return self._embed_with(texts, self.online_precision, self._cache)
         return self._embed_with(texts, "int8", self._online_cache)
 
     def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """Token-state pooling of pooled message windows with the stored-vector model
         (`_MiniLMRunner.pool_windows`; `message_context.POOLING`)."""
+        return self._pool_with(windows, self.stored_precision(len(windows)))
+
+    def pool_windows_online(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """`pool_windows` with the online model (`int8_online`): the service's delta, whose
+        vectors the next snapshot replaces, as `embed_online` is for texts."""
+        return self._pool_with(windows, self.online_precision)
+
+    def _pool_with(self, windows: list[list[str]], precision: str) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         if not windows:
             return []
         parallel = self.batch_threads if len(windows) >= self.batch_min else self.threads
-        runner = self.runner(self.precision)
+        runner = self.runner(precision)
         with self._encode_lock:
             return runner.pool_windows(windows, parallel)
 
     def _encode(self, texts: list[str], precision: str) -> np.ndarray:
         parallel = self.batch_threads if len(texts) >= self.batch_min else self.threads
-        runner = self.runner(precision)
+        runner = self.runner(self.stored_precision(len(texts)) if precision == "auto" else precision)
         with self._encode_lock:
             vecs = runner.encode(texts, parallel)
         return vecs.reshape(len(texts), self.dim)

@@ -11,25 +11,28 @@ Measured on LoCoMo (bench/locomo.py, prototypes): two previous turns, the
 next turn and the date lift turn-level recall@10 from 0.61 to 0.77. Neighbours are the same
 user's same session, ordered by inbox sequence; nothing looks at questions.
 
-By default a message's vector embeds its text together with its context (`embedding_text`):
-each turn's words go through the model about four times (in its own text and in its
-neighbours' contexts). With `ContextWindow.composed` (setting `message_context_composed`)
-every turn is embedded once, bare (`bare_text`), and a message's vector is composed from
-its own bare vector and its neighbours' (`COMPOSITION`); the neighbours are recorded by id
+Without pooled windows (below, the default since 2026-11-28) a message's vector embeds its
+text together with its context (`embedding_text`, the "text" scheme): each turn's words go
+through the model about four times (in its own text and in its neighbours' contexts).
+With `ContextWindow.composed` (setting `message_context_composed`) every turn is embedded
+once, bare (`bare_text`), and a message's vector is composed from its own bare vector and
+its neighbours' (`COMPOSITION`); the neighbours are recorded by id
 (`metadata["context_turns"]`), so the item itself says how its vector is made, and the
 pipeline, `loci reembed` and the service's delta make it alike (`item_vectors`). Measured
 on LoCoMo: several times less model work, but turn recall@10 0.787 against 0.804 (the
 model reading a turn with its neighbours beats adding their vectors), so it stays off.
 
-With `ContextWindow.pooled` (setting `message_context_pooled`) a session is cut into
-*pooled windows* (`POOLING`): 4 turns starting at every even turn index, each window read by
+With `ContextWindow.pooled` (setting `message_context_pooled`, on by default) a session is
+cut into *pooled windows* (`POOLING`): 4 turns starting at every even turn index, each window read by
 the model once; a turn's vector is the normalised mean, over the one or two windows holding
 it, of the mean last hidden state over its own tokens. A message records its index in its
 session (`metadata["turn_index"]`, so later turns continue the cut) and its windows' turn ids
 (`metadata["context_windows"]`, hashed into `embedding_hash`), so the pipeline, `loci
 reembed` and the delta make the same vector. About half the model work of the default at
 the same recall (README). Embedders without token states (`pool_windows`) give such a
-message the default text vector.
+message its text vector. A store holds one scheme (`vector_scheme`): consolidation refuses a
+change of setting until `loci reembed` reads every session again (`recontextualise`); a
+store half one way and half the other lost up to 0.006 LoCoMo recall@10 (README).
 """
 
 from __future__ import annotations
@@ -59,11 +62,26 @@ class ContextWindow:
     following: int = 1
     date: bool = True
     composed: bool = False  # record the context's turns: the message's vector is composed
-    pooled: bool = False  # record the pooled windows holding the turn (`POOLING`)
+    pooled: bool = False  # record the pooled windows holding the turn (`POOLING`); composed wins
 
     @property
     def enabled(self) -> bool:
         return self.previous > 0 or self.following > 0 or self.date
+
+    @property
+    def vectors(self) -> str | None:
+        """How the messages contextualised with this window get their vectors
+        (`vector_scheme`); None when they get no context."""
+        if not self.enabled:
+            return None
+        return "composed" if self.composed else "pooled" if self.pooled else "text"
+
+    @classmethod
+    def of(cls, settings: Any) -> "ContextWindow":
+        """The window `settings` configure (`message_context_*`)."""
+        return cls(settings.message_context_previous, settings.message_context_following,
+                   settings.message_context_date, settings.message_context_composed,
+                   settings.message_context_pooled)
 
 
 def context_of(item: MemoryItem) -> str:
@@ -103,6 +121,28 @@ def recorded_turns(item: MemoryItem) -> set[str]:
     ids.update(i for w in (pooled_windows(item) or ()) for i in w)
     ids.discard(item.id)
     return ids
+
+
+def vector_scheme(item: MemoryItem) -> str | None:
+    """How a message's stored vector is made, as its metadata records it: "pooled"
+    (`pooled_windows`), "composed" (`context_turns`) or "text" (message + context in one
+    text); None for an item without a retrieval context. `ContextWindow.vectors` names the
+    configured one; `pipelines.warehouse.embeddings.VECTOR_SCHEME_SQL` is the same in SQL."""
+    if not context_of(item):
+        return None
+    if pooled_windows(item) is not None:
+        return "pooled"
+    return "composed" if context_turns(item) is not None else "text"
+
+
+def recontextualise(items: Iterable[MemoryItem], window: ContextWindow) -> dict[str, dict[str, Any]]:
+    """Every message among `items` (whole sessions: all of a session's stored turns) read
+    again with `window`, as `contextualise` reads new turns: {id: its new metadata} for the
+    messages whose context fields change (`loci reembed` after a change of
+    `message_context_*`, so a store's vectors have one meaning)."""
+    messages = {i.id: i for i in items if i.type == "message"}
+    out, _ = contextualise(messages, [], window)
+    return {i: out[i].metadata for i, item in messages.items() if out[i].metadata != item.metadata}
 
 
 def bare_text(item: MemoryItem) -> str:
@@ -340,12 +380,12 @@ def build_context(turns: Sequence[MemoryItem], i: int, window: ContextWindow) ->
 def context_fields(turns: Sequence[MemoryItem], i: int, window: ContextWindow, first: int = 0) -> dict[str, Any]:
     """The metadata fields turns[i] gets: its context text and the ids of the turns in it
     (none when the context is empty). Pooled: turns[0] is the session's turn `first`, and
-    the fields record the turn's index and its windows' turn ids (pooling wins over
-    composing when both are set)."""
+    the fields record the turn's index and its windows' turn ids (composing, opt-in, wins
+    over pooling, the default, when both are set)."""
     context = build_context(turns, i, window)
     if not context:
         return {}
-    if window.pooled:
+    if window.vectors == "pooled":
         index = first + i
         return {CONTEXT_KEY: context, TURN_INDEX_KEY: index,
                 CONTEXT_WINDOWS_KEY: [[t.id for t in turns[max(0, s - first):s - first + POOLING.size]]
@@ -405,7 +445,7 @@ def contextualise(
         # Only the last `following` stored turns can gain an answer (pooled: the last
         # `size - 1`, whose windows can reach a new turn); older ones keep theirs (their own
         # earlier turns are not loaded, so their context is not rebuilt here).
-        later = max(window.following, POOLING.size - 1 if window.pooled else 0)
+        later = max(window.following, POOLING.size - 1 if window.vectors == "pooled" else 0)
         rebuild = {t.id for t in tail[len(tail) - later:]} if later else set()
         for i, turn in enumerate(turns):
             if turn.id in fresh:
@@ -434,4 +474,4 @@ def tail_size(window: ContextWindow) -> int:
     ones, and for each stored turn that gains an answer, its own previous ones (pooled: a
     window reaches `size - 1` turns either way)."""
     size = window.previous + window.following
-    return max(size, 2 * (POOLING.size - 1)) if window.pooled else size
+    return max(size, 2 * (POOLING.size - 1)) if window.vectors == "pooled" else size

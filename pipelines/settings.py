@@ -57,13 +57,15 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder: str = "minilm"
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with the int8 model (3x faster);
-    # `minilm_precision` is what stored vectors are made with: "float32" (default), "int8"
-    # (about twice as fast to consolidate, LoCoMo turn recall@10 0.819 against 0.825: more
-    # than the 0.005 a stored vector may lose) or "bf16" (torch, bf16 matmuls: ~1.5x float32
-    # per CPU-second on a CPU with AVX512_BF16, slower without; recall 0.834 against 0.832).
-    # The embedder's name differs per precision, so a change needs `loci reembed`.
+    # `minilm_precision` is what stored vectors are made with: "auto" (default: float32
+    # vectors, a consolidation-sized batch made with bf16 matmuls on a CPU with AVX512_BF16 or
+    # AMX, ~1.4x fewer CPU-seconds with the same recall; bf16 vectors are float32's within
+    # cosine 0.0001 and share its name), "float32", "bf16" (always, also where the CPU
+    # emulates it: slower) or "int8" (about twice as fast to consolidate, LoCoMo turn
+    # recall@10 0.819 against 0.825: more than the 0.005 a stored vector may lose; named
+    # apart, so a change to or from int8 needs `loci reembed`).
     minilm_int8_online: bool = True
-    minilm_precision: str = "float32"
+    minilm_precision: str = "auto"
     ollama_host: str = "http://127.0.0.1:11434"
     ollama_embed_model: str = "nomic-embed-text"
     ollama_timeout_s: float = 30.0
@@ -99,11 +101,13 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # On: each turn is embedded once, bare, and a message's vector composed from its own and
     # its neighbours' (several times faster consolidation, lower recall: see README).
     message_context_composed: bool = False
-    # On: pooled windows (message_context.POOLING): windows of 4 turns at even turns, each
-    # read once; a turn's vector pools its own tokens (half the default's model work, the
-    # same recall: see README). Needs an embedder with token states (MiniLM); others give
-    # such turns the default text vector.
-    message_context_pooled: bool = False
+    # On (default since 2026-11-28): pooled windows (message_context.POOLING): windows of 4
+    # turns at even turns, each read once; a turn's vector pools its own tokens (half the
+    # model work of a text vector, the same recall: see README). Needs an embedder with
+    # token states (MiniLM); others give such turns the text vector. Off: the text vector
+    # (message + context in one text). A store holds one scheme: changing this (or
+    # message_context_composed, which wins when both are on) asks for `loci reembed`.
+    message_context_pooled: bool = True
 
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer

@@ -35,6 +35,7 @@ from pipelines.consolidate.common import (
     ConsolidationError,
     EmbedderChanged,
     Hook,
+    MessageVectorsChanged,
     mergeable,
     pending_stm_by_partition,
     stm_by_partition,
@@ -48,7 +49,7 @@ from pipelines.consolidate.embedding import (
     reembed_all,
     vectors_for,
 )
-from pipelines.consolidate.governance import GovernReport, govern_items
+from pipelines.consolidate.governance import GovernReport, check_vector_scheme, govern_items
 from pipelines.consolidate.invariants import (
     cluster_violations,
     dimension_violations,
@@ -76,7 +77,8 @@ from pipelines.consolidate.publishing import (
 __all__ = [
     "EMBED_BATCH", "MAX_PROMOTION_PASSES", "NOT_MERGED_TYPES", "REEMBED_COMMAND",
     "ClusterRef", "ClusterReport", "ConsolidationError", "EmbedReport", "EmbedderChanged",
-    "GovernReport", "Hook", "LandReport", "LifecycleReport", "MergeReport", "PalaceReport",
+    "GovernReport", "Hook", "LandReport", "MessageVectorsChanged", "check_vector_scheme",
+    "LifecycleReport", "MergeReport", "PalaceReport",
     "SnapshotReport", "WarehouseLock",
     "apply_lifecycle", "begin_run", "build_palace", "cluster_room", "cluster_stm",
     "cluster_violations", "consolidate_once", "dimension_violations", "landing_violations",

@@ -31,8 +31,26 @@ class EmbedderChanged(ConsolidationError):
             f"the configured embedder {configured!r} differs from the one the warehouse was "
             f"embedded with ({names}); vectors of different models cannot be mixed. Run "
             f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
-            f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=float32 "
-            f"names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8)."
+            f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=auto, "
+            f"float32 or bf16 names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8; a store "
+            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16)."
+        )
+
+
+class MessageVectorsChanged(ConsolidationError):
+    """The configured message-vector scheme (`message_context_*`) differs from the one some
+    stored messages' vectors were made with: one store, one meaning (`loci reembed`)."""
+
+    def __init__(self, configured: str, stored: dict[str, int]) -> None:
+        self.configured = configured
+        self.stored = dict(stored)
+        names = ", ".join(f"{n} messages {s!r}" for s, n in sorted(self.stored.items()))
+        super().__init__(
+            f"message vectors are configured as {configured!r} (message_context_pooled / "
+            f"message_context_composed) but the warehouse holds {names}; vectors made two ways "
+            f"rank unevenly against each other. Run `{REEMBED_COMMAND}` to read every stored "
+            f"session again the configured way and re-embed it, or set the setting back "
+            f"(LOCI_MESSAGE_CONTEXT_POOLED=false for 'text', the default before 2026-11-28)."
         )
 
 

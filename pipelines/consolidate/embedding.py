@@ -17,7 +17,14 @@ from pipelines.consolidate.common import (
     last_successful_run,
 )
 from pipelines.consolidate.lock import WarehouseLock
-from pipelines.message_context import embedding_hash, item_vectors, recorded_turns, vector_recipe
+from pipelines.message_context import (
+    ContextWindow,
+    embedding_hash,
+    item_vectors,
+    recontextualise,
+    recorded_turns,
+    vector_recipe,
+)
 from pipelines.records import MemoryItem, utcnow
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
@@ -111,8 +118,11 @@ def embed_items(
 def reembed_all(settings: Settings, *, embedder: Any = None,
                 progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """`loci reembed`: embed every active item with the configured embedder (after the
-    embedder was changed). Takes the warehouse lock like a run. The next consolidation run
-    publishes a snapshot built with the new vectors."""
+    embedder was changed), every stored session's messages first read again with the
+    configured `message_context_*` (`recontextualise`: after a change of the message-vector
+    scheme every message's vector is made the new way, the change a revision with reason
+    `message_context`, as a run's). Takes the warehouse lock like a run. The next
+    consolidation run publishes a snapshot built with the new vectors."""
     from pipelines.embedders import make_embedder
 
     embedder = embedder or make_embedder(settings)
@@ -120,7 +130,15 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
     with WarehouseLock(settings.warehouse_path) as lock:
         with Warehouse(settings.warehouse_path) as warehouse:
             previous = warehouse.stored_embedding_models()
+            schemes = warehouse.vector_schemes()
             items = warehouse.active_items()
+            changed = recontextualise(items, ContextWindow.of(settings))
+            if changed:
+                say(f"reading {len(changed)} messages again with the configured context")
+                with warehouse.transaction():
+                    warehouse.update_items({i: {"metadata": m} for i, m in changed.items()},
+                                           reason="message_context", touch=False)
+                items = warehouse.active_items()
             say(f"re-embedding {len(items)} active items with {embedder.name}")
             vectors = vectors_for(items, embedder, warehouse)
             dim = int(vectors.shape[1]) if len(items) else int(embedder.dim)
@@ -133,6 +151,9 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
         "model": embedder.name,
         "dim": dim,
         "embedded": written,
+        "message_vectors": ContextWindow.of(settings).vectors or "",
+        "previous_message_vectors": schemes,
+        "messages_read_again": len(changed),
         "previous_models": [f"{m} ({d})" for m, d in previous],
         "lock_wait_s": round(lock.waited_s, 3),
         "next": "run `loci consolidate` to publish a snapshot built with these vectors",

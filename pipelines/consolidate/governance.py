@@ -18,7 +18,14 @@ from typing import Any
 
 import msgspec
 
-from pipelines.consolidate.common import Hook, call_hook, fold_skipping_bad, read_window
+from pipelines.consolidate.common import (
+    Hook,
+    MessageVectorsChanged,
+    call_hook,
+    fold_skipping_bad,
+    last_successful_run,
+    read_window,
+)
 from pipelines.materialize import (
     fold_events,
     message_item_id,
@@ -65,6 +72,7 @@ class GovernReport:
     usage: int = 0
     skipped: list[str] = field(default_factory=list)  # "event_id: why"
     policy_version: str = ""
+    message_vectors: str = ""  # the scheme every stored message's vector has (checked)
 
 
 @dataclass
@@ -255,9 +263,7 @@ def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
     """Messages get their conversational retrieval context; the last stored turn of a
     session gains the turn that answers it (a metadata update, then a new vector)."""
     context_patches: dict[str, dict[str, Any]] = {}
-    window = ContextWindow(settings.message_context_previous, settings.message_context_following,
-                           settings.message_context_date, settings.message_context_composed,
-                           settings.message_context_pooled)
+    window = ContextWindow.of(settings)
     if not window.enabled:
         return new_items, context_patches
     touched = {session_key(i) for i in new_items.values() if i.type == "message"}
@@ -374,11 +380,13 @@ def govern_items(
     its own revision (see the module docstring); links and usage are applied to stored
     items; refused attempts are recorded."""
     from_seq = warehouse.last_ingested_seq()
+    scheme = check_vector_scheme(warehouse, settings)
     window, _ = read_window(inbox, from_seq)
     landed = warehouse.landed_ids([e.event_id for e in window]) if window else set()
     batch = list(itertools.takewhile(lambda e: e.event_id in landed, window))
     report = GovernReport(from_seq=from_seq, to_seq=from_seq, events=len(batch),
-                          policy_version=str(getattr(policy, "version", "") or _policy_version()))
+                          policy_version=str(getattr(policy, "version", "") or _policy_version()),
+                          message_vectors=scheme)
     if not batch:
         return report
     report.to_seq = batch[-1].seq
@@ -388,6 +396,28 @@ def govern_items(
         warehouse.set_last_ingested_seq(report.to_seq)
         call_hook(hook, "govern:before_commit")
     return report
+
+
+MESSAGE_VECTORS_COUNT = "governed_items.message_vectors"  # the run record's key (assets.graph)
+
+
+def check_vector_scheme(warehouse: Warehouse, settings: Settings) -> str:
+    """The configured message-vector scheme (`ContextWindow.vectors`; "" when messages get
+    no context), once the store is known to hold no message whose vector is made another
+    way: the last successful run recorded the same scheme, else every active message is
+    read (`Warehouse.vector_schemes`, after a change of setting or default). Raises
+    MessageVectorsChanged, so a change is never mixed into a store: `loci reembed` reads
+    its sessions again (`reembed_all`)."""
+    wanted = ContextWindow.of(settings).vectors
+    if wanted is None:
+        return ""
+    run = last_successful_run(warehouse)
+    if run is not None and (run.get("counts") or {}).get(MESSAGE_VECTORS_COUNT) == wanted:
+        return wanted
+    other = {s: n for s, n in warehouse.vector_schemes().items() if s != wanted}
+    if other:
+        raise MessageVectorsChanged(wanted, other)
+    return wanted
 
 
 def _policy_version() -> str:

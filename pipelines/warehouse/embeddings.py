@@ -25,19 +25,26 @@ from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal, items_narrowed
 # the composition recipe when the context's turns are recorded, i.e. its vector is composed;
 # the pooling recipe and the windows' turn ids when its vector is pooled).
 _CONTEXT_SQL = "json_extract_string(i.metadata, '$.context')"
+_HAS_CONTEXT_SQL = f"i.type = 'message' AND coalesce({_CONTEXT_SQL}, '') <> ''"
+_POOLED_SQL = (f"json_type(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') = 'ARRAY' "
+               f"AND json_array_length(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') > 0")
+_COMPOSED_SQL = (f"json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}') = 'OBJECT' "
+                 f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.previous') = 'ARRAY' "
+                 f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.following') = 'ARRAY'")
 EMBEDDING_HASH_SQL = (
-    f"CASE WHEN i.type = 'message' AND coalesce({_CONTEXT_SQL}, '') <> '' THEN "
-    f"CASE WHEN json_type(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') = 'ARRAY' "
-    f"AND json_array_length(i.metadata, '$.{CONTEXT_WINDOWS_KEY}') > 0 "
+    f"CASE WHEN {_HAS_CONTEXT_SQL} THEN "
+    f"CASE WHEN {_POOLED_SQL} "
     f"THEN sha256(i.content_hash || chr(10) || {_CONTEXT_SQL} || chr(10) || '{POOLING.recipe}' || chr(10) "
     f"|| json_extract(i.metadata, '$.{CONTEXT_WINDOWS_KEY}')::VARCHAR) "
-    f"WHEN json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}') = 'OBJECT' "
-    f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.previous') = 'ARRAY' "
-    f"AND json_type(i.metadata, '$.{CONTEXT_TURNS_KEY}.following') = 'ARRAY' "
+    f"WHEN {_COMPOSED_SQL} "
     f"THEN sha256(i.content_hash || chr(10) || {_CONTEXT_SQL} || chr(10) || '{COMPOSITION.recipe}') "
     f"ELSE sha256(i.content_hash || chr(10) || {_CONTEXT_SQL}) END "
     "ELSE i.content_hash END"
 )
+# pipelines.message_context.vector_scheme in SQL: how a message's vector is made (NULL: no
+# retrieval context).
+VECTOR_SCHEME_SQL = (f"CASE WHEN {_HAS_CONTEXT_SQL} THEN CASE WHEN {_POOLED_SQL} THEN 'pooled' "
+                     f"WHEN {_COMPOSED_SQL} THEN 'composed' ELSE 'text' END END")
 
 
 class Embeddings(ItemJournal):
@@ -158,6 +165,14 @@ class Embeddings(ItemJournal):
                 [model_name, *scope, *hashed_params, model_name],
             )
         return [r[0] for r in rows]
+
+    def vector_schemes(self) -> dict[str, int]:
+        """How many active messages have their vector made each way (`VECTOR_SCHEME_SQL`:
+        "text", "composed", "pooled"); messages without a context are not counted. Reads
+        every active message's metadata."""
+        rows = self.query(f"SELECT s, count(*) FROM (SELECT {VECTOR_SCHEME_SQL} AS s FROM items i "
+                          f"WHERE i.type = 'message' AND {ACTIVE_SQL}) WHERE s IS NOT NULL GROUP BY s")
+        return {str(s): int(n) for s, n in rows}
 
     def stored_embedding_models(self) -> list[tuple[str, int]]:
         with self.transaction():

@@ -243,6 +243,25 @@ def test_embedder_change_fails_until_reembed(tmp_path):
         assert sorted(wh.stored_embedding_models()) == [("hash-384", 384), ("hash-64", 64)]
 
 
+def test_a_run_records_its_message_vectors_and_a_change_fails_until_reembed(tmp_path):
+    settings = make_settings(tmp_path)  # pooled windows: the default
+    ingest(settings, BATCH_1)
+    first = run_consolidation(settings, instance=shared_instance())
+    assert first["status"] == "success", first
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        run = next(r for r in wh.runs() if r["status"] == "success")
+    assert run["counts"]["governed_items.message_vectors"] == "pooled"
+
+    ingest(settings, BATCH_2, name="more.jsonl")
+    text = make_settings(tmp_path, message_context_pooled=False)
+    failed = run_consolidation(text, instance=shared_instance())
+    assert failed["status"] == "failure"
+    assert "governed_items" in failed["error"] and "loci reembed" in failed["error"]
+    assert "'text'" in failed["error"] and "'pooled'" in failed["error"]
+    assert reembed_all(text)["message_vectors"] == "text"
+    assert run_consolidation(text, instance=shared_instance())["status"] == "success"
+
+
 def test_failure_inside_a_stage_keeps_that_stage_unwritten(tmp_path):
     settings = make_settings(tmp_path)
     ingest(settings, BATCH_1)
@@ -286,7 +305,7 @@ def test_bad_settings_value_is_a_clear_failure():
         LociSettingsResource.model_construct(stm_threshold="many").get()
 
 
-@pytest.mark.parametrize("precision", ["float32", "int8", "bf16"])
+@pytest.mark.parametrize("precision", ["auto", "float32", "int8", "bf16"])
 def test_the_pipeline_embeds_with_the_stored_precision_the_service_expects(tmp_path, precision) -> None:
     """Consolidation's embedder and the service's are built from the same settings: a
     `minilm_precision` the pipeline ignored would store vectors under one name while the
@@ -297,4 +316,4 @@ def test_the_pipeline_embeds_with_the_stored_precision_the_service_expects(tmp_p
     pipeline_embedder = resources_from_settings(settings)["embedder"].get()
     assert pipeline_embedder.name == make_embedder(settings).name
     assert pipeline_embedder.name.endswith("-int8") == (precision == "int8")
-    assert pipeline_embedder.name.endswith("-bf16") == (precision == "bf16")
+    assert pipeline_embedder.precision == precision

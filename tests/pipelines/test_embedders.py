@@ -192,11 +192,12 @@ def test_minilm_batches_sorted_by_length_come_back_in_input_order(minilm_embedde
 
 
 def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
-    """float32 is the default stored precision (the settings', the factory's and the class's
-    alike); int8 stays selectable, under its own name, so a switch asks for reembed."""
+    """auto (float32 vectors, bf16 for large batches where the CPU does bf16) is the default
+    stored precision (the settings', the factory's and the class's alike); int8 stays
+    selectable, under its own name, so a switch asks for reembed."""
     assert MiniLMEmbedder(precision="int8").name == "all-MiniLM-L6-v2-int8"
     assert MiniLMEmbedder().name == MiniLMEmbedder.name == "all-MiniLM-L6-v2"
-    assert Settings().minilm_precision == emb.MINILM_DEFAULT_PRECISION == "float32"
+    assert Settings().minilm_precision == emb.MINILM_DEFAULT_PRECISION == "auto"
     assert EmbedderResource().minilm_precision == emb.MINILM_DEFAULT_PRECISION
     assert make_embedder(Settings(embedder="minilm")).name == "all-MiniLM-L6-v2"
     assert make_embedder(Settings(embedder="minilm", minilm_precision="int8")).name == "all-MiniLM-L6-v2-int8"
@@ -208,12 +209,12 @@ def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
         MiniLMEmbedder(precision="fp16")
 
 
-def test_minilm_bf16_is_its_own_precision_within_0_001_cosine_of_float32(minilm_embedder):
-    """bf16 stored vectors (torch, bf16 matmuls with float32 accumulation) are named apart
-    from float32 ones, so a switch asks for `loci reembed`, yet stay within cosine 0.001 of
-    them: short and long texts, one at a time and a consolidation-sized batch."""
+def test_minilm_bf16_is_float32_within_0_001_cosine(minilm_embedder):
+    """bf16 stored vectors (torch, bf16 matmuls with float32 accumulation) stay within cosine
+    0.001 of float32 ones (short and long texts, one at a time and a consolidation-sized
+    batch), so they share float32's name and mix in one store without `loci reembed`."""
     bf16 = MiniLMEmbedder(cache_size=0, precision="bf16")
-    assert bf16.name == "all-MiniLM-L6-v2-bf16" != minilm_embedder.name
+    assert bf16.name == minilm_embedder.name == "all-MiniLM-L6-v2"
     assert make_embedder(Settings(embedder="minilm", minilm_precision="bf16")).name == bf16.name
     texts = ["The deploy window is Tuesday at 10:00 UTC.", "ok", "Ünïcödé — 東京 🚀 " * 3,
              "a long turn " + "with many words " * 120,
@@ -442,3 +443,48 @@ def test_every_embedder_offers_embed_online_in_the_space_of_embed():
     assert counting.calls == [texts]
     for cls in (HashEmbedder, MiniLMEmbedder, OllamaEmbedder):
         assert callable(getattr(cls, "embed_online", None)), cls
+
+
+def test_auto_precision_runs_bf16_for_a_large_call_on_a_cpu_that_does_bf16(tmp_path, monkeypatch):
+    """"auto" (the default): a call of at least `bf16_min` texts or windows runs the bf16
+    model where the CPU has AVX512_BF16 or AMX; a smaller one (a small consolidation, the
+    service's delta), or any call on another CPU, runs float32 (ONNX: no torch to load)."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_vnni\n")
+    assert not emb.bf16_native(str(cpuinfo))
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    assert emb.bf16_native(str(cpuinfo))
+    assert not emb.bf16_native(str(tmp_path / "missing"))
+
+    used: list[str] = []
+
+    class Runner:
+        def encode(self, texts, parallel):
+            return np.ones((len(texts), 384), dtype=np.float32)
+
+        def pool_windows(self, windows, parallel):
+            return []
+
+    auto = MiniLMEmbedder(cache_size=0)
+    monkeypatch.setattr(auto, "runner", lambda precision: used.append(precision) or Runner())
+    for native in (True, False):
+        auto._bf16_native = native
+        auto.embed(["a"] * (auto.bf16_min - 1))
+        auto.embed([f"t{i}" for i in range(auto.bf16_min)])
+        auto.pool_windows([["a", ""]] * 3)
+        auto.pool_windows([["a", ""]] * auto.bf16_min)
+    assert used == ["float32", "bf16", "float32", "bf16", *["float32"] * 4]
+    auto._bf16_native = True
+    auto.embed_online([f"q{i}" for i in range(auto.bf16_min)])  # a large delta: still no torch
+    auto.pool_windows_online([["a", ""]] * auto.bf16_min)
+    assert used[-2:] == ["float32", "float32"]
+    auto.int8_online = True
+    auto.pool_windows_online([["a", ""]] * auto.bf16_min)  # the service's delta: the online model
+    assert used[-1] == "int8"
+    assert MiniLMEmbedder(int8_online=True).online_precision == "int8"
+    assert MiniLMEmbedder().online_precision == "float32"  # a recall question never loads torch
+    fixed = MiniLMEmbedder(cache_size=0, precision="float32")
+    monkeypatch.setattr(fixed, "runner", lambda precision: used.append(precision) or Runner())
+    fixed._bf16_native = True
+    fixed.embed([f"t{i}" for i in range(fixed.bf16_min)])
+    assert used[-1] == "float32"

@@ -152,10 +152,81 @@ def test_pipeline_reembed_and_delta_make_the_same_pooled_vector(tmp_path: Path) 
     try:
         svc.reload()
         who = Identity(user_id="dana", project_id="atlas", session_id="s1")
+        before = encoder.windows_read
         ToolDispatcher(svc).dispatch("memory.palace.assign", {"id": msgs[3].id, "location": "people/caroline/visits"},
                                      who)
+        svc.view()
+        assert encoder.windows_read - before == 2  # its two windows, read once for the write and its fold
         (segment,) = [c for c in svc.view().corpora if c.source == "delta"]
         delta_vector = segment.vectors[[it.id for it in segment.items].index(msgs[3].id)]
     finally:
         svc.close()
     np.testing.assert_allclose(delta_vector, stored[3], rtol=1e-5, atol=1e-6)
+
+
+def test_a_change_of_message_vectors_is_refused_until_reembed_reads_every_session_again(tmp_path: Path) -> None:
+    import pytest
+
+    from pipelines.consolidate import MessageVectorsChanged, reembed_all
+    from pipelines.message_context import vector_scheme
+    from pipelines.warehouse import Warehouse
+
+    text = make_settings(tmp_path, message_context_pooled=False)
+    encoder = StandInEncoder(text.embedder_dim)
+    conversation(text, TEXTS[:5], "one.jsonl")
+    consolidate_once(text, embedder=encoder)
+    pooled = make_settings(tmp_path, message_context_pooled=True)
+    conversation(pooled, TEXTS[5:], "two.jsonl")
+    with pytest.raises(MessageVectorsChanged, match="loci reembed") as refused:
+        consolidate_once(pooled, embedder=encoder)  # never a store of two meanings
+    assert refused.value.stored == {"text": 5}
+    with Warehouse(pooled.warehouse_path, read_only=True) as wh:
+        assert wh.count_items() == 5  # nothing of the refused run was stored
+
+    report = reembed_all(pooled, embedder=encoder)
+    assert (report["messages_read_again"], report["previous_message_vectors"]) == (5, {"text": 5})
+    msgs, stored = stored_message_vectors(pooled, encoder.name)
+    assert [vector_scheme(m) for m in msgs] == ["pooled"] * 5
+    assert [m.metadata[TURN_INDEX_KEY] for m in msgs] == list(range(5))
+    expected = item_vectors(msgs, encoder.embed, {m.id: m for m in msgs}.get, pool=encoder.pool_windows)
+    np.testing.assert_allclose(stored, expected, rtol=1e-5, atol=1e-6)
+
+    out = consolidate_once(pooled, embedder=encoder)  # the waiting turns continue the cut
+    assert out["govern"].message_vectors == "pooled"
+    msgs, stored = stored_message_vectors(pooled, encoder.name)
+    whole, at, at_whole = session(), {m.id: k for k, m in enumerate(msgs)}, {t.id: k for k, t in enumerate(session())}
+    assert ([[[at[i] for i in w] for w in m.metadata[CONTEXT_WINDOWS_KEY]] for m in msgs]
+            == [[[at_whole[i] for i in w] for w in t.metadata[CONTEXT_WINDOWS_KEY]] for t in whole])
+    with Warehouse(pooled.warehouse_path, read_only=True) as wh:
+        assert wh.vector_schemes() == {"pooled": 7}  # SQL agrees with vector_scheme
+    with pytest.raises(MessageVectorsChanged):  # and back: the same rule
+        consolidate_once(text, embedder=encoder)
+
+
+def test_the_run_record_spares_the_scan_of_every_message(tmp_path: Path, monkeypatch) -> None:
+    from pipelines.warehouse import Warehouse
+
+    settings = make_settings(tmp_path, message_context_pooled=True)
+    encoder = StandInEncoder(settings.embedder_dim)
+    conversation(settings, TEXTS[:3], "one.jsonl")
+    consolidate_once(settings, embedder=encoder)  # no pooled record yet: scanned
+    scans: list[int] = []
+    original = Warehouse.vector_schemes
+    monkeypatch.setattr(Warehouse, "vector_schemes", lambda self: scans.append(1) or original(self))
+    conversation(settings, TEXTS[3:], "two.jsonl")
+    assert consolidate_once(settings, embedder=encoder)["govern"].message_vectors == "pooled"
+    assert scans == []
+
+
+def test_pooled_windows_are_the_default_and_composed_wins_when_asked_for() -> None:
+    from pipelines.message_context import CONTEXT_TURNS_KEY, vector_scheme
+    from pipelines.settings import Settings
+
+    assert ContextWindow.of(Settings()).vectors == "pooled"
+    both = ContextWindow.of(Settings(message_context_composed=True))
+    assert both.vectors == "composed"
+    turns = [turn(k + 1, text) for k, text in enumerate(TEXTS)]
+    out, _ = contextualise({t.id: t for t in turns}, [], both)
+    assert {vector_scheme(t) for t in out.values()} == {"composed"}
+    assert all(CONTEXT_TURNS_KEY in t.metadata and CONTEXT_WINDOWS_KEY not in t.metadata for t in out.values())
+    assert ContextWindow.of(Settings(message_context_pooled=False)).vectors == "text"
