@@ -150,6 +150,18 @@ _DISCLOSE = (
 _NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmustn't)\s+(?:to\s+)?$", re.IGNORECASE)
 
 
+def _cyrillic(pattern: str) -> str:
+    """`pattern` (Russian words) made to match text after `normalise`, which folds the
+    Cyrillic letters that look Latin ("о", "р", "Н", ...) to Latin: each letter becomes a class
+    of its two cases, as they are and as folded."""
+
+    def letter(c: str) -> str:
+        forms = dict.fromkeys((c, c.upper(), fold_lookalikes(c), fold_lookalikes(c.upper())))
+        return f"[{''.join(forms)}]" if len(forms) > 1 and "\u0400" <= c <= "\u04ff" else c
+
+    return "".join(letter(c) for c in pattern)
+
+
 def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     r = []
 
@@ -586,6 +598,25 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:dimentica|ignora)\s+(?:tutto\s+(?:quello|ci[òo])\s+che|tutte\s+le\s+(?:\w+\s+)?(?:istruzioni|regole|indicazioni))"
         r"|\b(?:esque[çc]a|ignore)\s+(?:tudo\s+(?:o\s+que|antes|acima)|todas\s+as\s+(?:\w+\s+)?(?:instru[çc][õo]es|regras|ordens))",
     )
+    # The same override in Russian, Chinese, Japanese and Korean: a verb of ignoring or
+    # forgetting and an instruction noun, with (CJK) a word for "previous", "all", "your" or
+    # "system" between or before them. "Забудь про встречу", "忘掉我之前说的预算" and
+    # "前のメールは無視して" name no instructions.
+    add(
+        "hard.injection.override",
+        _cyrillic(
+            r"(?:\b(?:про)?игнорируй(?:те)?|\bзабудь(?:те)?|\bне\s+обращай(?:те)?\s+внимания\s+на|\bотбрось(?:те)?)\s+"
+            r"(?:(?:все|всё|свои|твои|ваши|эти|прежние|предыдущие|прошлые|старые|системные|данные|тебе|вам)\s+){0,3}"
+            r"(?:инструкци\w*|указани\w*|правил\w*|команд\w*|предписани\w*|ограничени\w*|настройк\w*|промпт\w*)"
+        )
+        + r"|(?:忽略|无视|忽视|忘记|忘掉|不要理会|不要遵守|不再遵守|別理|忽略掉)[^。！？\n]{0,12}?"
+        r"(?:之前|以前|先前|上面|上述|以上|所有|全部|一切|你的|系统)[^。！？\n]{0,8}?"
+        r"(?:指令|指示|说明|規則|规则|提示词|提示|设定|命令|要求|限制)"
+        r"|(?:以前|前|上記|これまで|すべて|全て|システム|あなた)の[^。！？\n]{0,10}?(?:指示|命令|ルール|指令|プロンプト|制限)"
+        r"[^。！？\n]{0,10}?(?:無視|忘れ)"
+        r"|(?:이전|앞|위|모든|시스템)[^.!?\n]{0,10}?(?:지시|지침|명령|규칙|프롬프트|제한)[^.!?\n]{0,10}?(?:무시|잊어)",
+        one_pass=False,
+    )
     # Role-play jailbreaks: a named persona for the model, the "grandmother" exploit, a
     # character never to be dropped, an AI without ethical limits.
     add(
@@ -706,6 +737,17 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:translate|decode|decrypt|convert|unscramble|decipher)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:then\s+)?(?:execute|follow|obey|run|"
         r"carry\s+out|act\s+on|do)\s+(?:it|them|that|the\s+(?:result|instructions?)|what\s+it\s+says)\b",
     )
+    # An action to be kept from the user the assistant serves ("do not mention it to the
+    # user", "without asking the user for confirmation", "don't let the user know"): text
+    # that speaks of "the user" in the third person and orders concealment is addressed to
+    # the assistant. ("Don't tell my wife about the party" names no user.)
+    add(
+        "hard.injection.output_control",
+        r"\b(?:without|do\s*n[o']?t|never|not)\s+(?:ever\s+)?(?:ask(?:ing)?|tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|"
+        r"alert(?:ing)?|warn(?:ing)?|(?:mention|show|reveal|disclose|explain)(?:ing)?\s+(?:it|this|that|anything)\s+to|"
+        r"let(?:ting)?|consult(?:ing)?|(?:check|confirm)(?:ing)?\s+with)\s+(?:the|your)\s+users?\b"
+        r"(?!\s+(?:interface|experience|agent|id|name|manual|guide|table|list|group|story|stories|base)\b)",
+    )
     # Data carried out in a link's query ("visit http://x/?data= with the summary appended").
     add(
         "hard.injection.exfiltration",
@@ -774,6 +816,22 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instrucci",
         "istruzion",
         "instruç",
+        fold_lookalikes("игнор"),
+        fold_lookalikes("забуд"),
+        fold_lookalikes("обращай"),
+        fold_lookalikes("отбрось"),
+        "忽略",
+        "无视",
+        "忽视",
+        "忘记",
+        "忘掉",
+        "不要",
+        "不再",
+        "別理",
+        "無視",
+        "忘れ",
+        "무시",
+        "잊어",
     ),
     "hard.injection.role_hijack": (
         "granny",
@@ -878,6 +936,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "anyone",
     ),
     "hard.injection.output_control": (
+        "user",
         "reading",
         "read this",
         "read the",
@@ -1078,6 +1137,7 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     )
     if decode:
         hits.extend(_encoded_hits(norm, screened))
+        hits.extend(_deobfuscated_hits(norm))
     hits.sort(key=lambda h: (h.start, h.end))
     return hits
 
@@ -1130,6 +1190,75 @@ def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[Injec
         digits = re.sub(r"[^0-9A-Fa-f]", "", m.group().replace("\\x", ""))
         if _scan_decoded(bytes.fromhex(digits)):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
+
+
+# Obfuscations that keep the words but change their letters; each is undone into a "view"
+# of the text that the rules scan again (one level, no Base64 in it), and a hit there that
+# covers an undone character flags the original span as `hard.injection.obfuscated`.
+# - leetspeak: digits and symbols for letters in words with letters ("1gn0r3", "pr3v10u5",
+#   "!nstruct!ons"), once one word has them between two letters; numbers alone ("2000") stay;
+# - spaced letters: four or more single letters joined by one separator ("i g n o r e",
+#   "D.i.s.r.e.g.a.r.d", "y-o-u-r"), the other separators of the run marking word breaks;
+# - ROT13: when three or more words turn into common English words ("gur" -> "the").
+_LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"}
+_LEET_WORD = re.compile(r"(?<![\w@$!])[\w@$!]*[A-Za-z][\w@$!]*")
+_LEET_CHAR = re.compile(r"[013457@$]|!(?=[A-Za-z])")
+_LEET_INSIDE = re.compile(r"[A-Za-z][013457@$!]+[A-Za-z]")
+_SPACED_RUN = re.compile(r"(?<![A-Za-z])[A-Za-z](?:(?:[ .\-_*]|[ ]{2,4})[A-Za-z](?![A-Za-z])){3,}")
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm"
+)
+_COMMON_WORDS = frozenset("the and you your is to of all this that with for are".split())
+_ASCII_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _deobfuscated_hits(norm: str) -> Iterator[InjectionHit]:
+    if not any(c.isascii() and c.isalpha() for c in norm):
+        return
+    for view, index, changed in _views(norm):
+        for h in find_injections_normalised(view, decode=False):
+            if any(changed[h.start : h.end]):
+                yield InjectionHit("hard.injection.obfuscated", index[h.start], index[h.end - 1] + 1)
+
+
+def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
+    """(view, position in `norm` of each view character, whether it was changed)."""
+    identity = range(len(norm))
+    # leetspeak: one character for one, offsets kept; only when some word has a stand-in
+    # between two letters ("1gn0r3", "prev!ous"; not "3pm", "mp3", "4b")
+    chars, changed = list(norm), [False] * len(norm)
+    for w in _LEET_WORD.finditer(norm) if _LEET_INSIDE.search(norm) else ():
+        for c in _LEET_CHAR.finditer(w.group()):
+            k = w.start() + c.start()
+            chars[k], changed[k] = _LEET[norm[k]], True
+    if any(changed):
+        yield "".join(chars), list(identity), changed
+    # spaced letters: the run's commonest separator joins, the others break words
+    runs = list(_SPACED_RUN.finditer(norm))
+    if runs:
+        out, index, flags, pos = [], [], [], 0
+        for m in runs:
+            out.extend(norm[pos : m.start()])
+            index.extend(range(pos, m.start()))
+            flags.extend([False] * (m.start() - pos))
+            seps = re.findall(r"[^A-Za-z]+", m.group())
+            joiner = max(set(seps), key=seps.count)
+            for part in re.finditer(r"[A-Za-z]|[^A-Za-z]+", m.group()):
+                k = m.start() + part.start()
+                if part.group()[0].isalpha() or part.group() != joiner:
+                    out.append(part.group() if part.group()[0].isalpha() else " ")
+                    index.append(k)
+                    flags.append(True)
+            pos = m.end()
+        out.extend(norm[pos:])
+        index.extend(range(pos, len(norm)))
+        flags.extend([False] * (len(norm) - pos))
+        yield "".join(out), index, flags
+    # ROT13
+    words = (w.lower() for w in _ASCII_WORD.findall(norm))
+    turned = sum(1 for w in words if w not in _COMMON_WORDS and w.translate(_ROT13) in _COMMON_WORDS)
+    if turned >= 3:
+        yield norm.translate(_ROT13), list(identity), [True] * len(norm)
 
 
 def _scan_decoded(raw: bytes) -> bool:
