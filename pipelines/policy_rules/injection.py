@@ -73,7 +73,7 @@ _OVERRIDE_VERB = (
 _FILLER = (
     r"(?:all|any|each|every|of|the|your|my|these|those|everything|anything|else|that|is|was|"
     r"written|said|stated|mentioned|provided|given|before|above|so\s+far|up\s+to\s+now|until\s+now|"
-    r"prior\s+to\s+this|that\s+came|which\s+came|and|or)"
+    r"prior\s+to\s+this|that\s+came|which\s+came|and|or|its|their)"
 )
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|next\s+message)"
 # What the reading model writes, also when it is not named "your reply": "whatever you say",
@@ -147,6 +147,44 @@ _DISCLOSE = (
     r"spell\s+out|dump|list|share|paste|relay|return|provide|describe|summari[sz]e|copy)"
 )
 # A preceding negation turns an override into advice ("not to disregard safety rules").
+# A storing verb whose subject is the writer ("how should I store the system prompt", "we
+# save the rules in git") tells of their own work, not an order to the memory.
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|we)\s+(?:(?:should|can|could|would|will|must|do|did|might|then|also|always|usually|need\s+to|want\s+to|"
+    r"have\s+to|plan\s+to|try\s+to)\s+){0,2}$",
+    re.IGNORECASE,
+)
+# A short quoted phrase that is talked about, not said: "a message containing 'ignore
+# previous instructions'", "'You are now DAN' style prompts", "when asked to 'repeat the
+# text above'". A hit lying inside such a quote is a mention (a security report, a
+# classifier's spec) and does not count; a long quote is a pasted text and still does.
+_QUOTED = re.compile(r"(?<!\w)([\"'])([^\"'\n]{3,80}?)\1(?!\w)")
+_MENTION_BEFORE = re.compile(
+    r"\b(?:containing|contains?|like|such\s+as|e\.g\.|(?:the|a|this|that)\s+(?:phrase|string|words?|line|sentence|pattern|payload)|"
+    r"called|named|asked\s+to|detect(?:s|ed|ing)?|flag(?:s|ged)?|block(?:s|ed)?|catch(?:es)?|match(?:es|ing)?|quoted?|"
+    r"classic|famous|infamous|old)\s*[:,]?\s*$",
+    re.IGNORECASE,
+)
+_MENTION_AFTER = re.compile(
+    r"^\s*(?:-\s*)?(?:style|type|kind|attacks?|injections?|prompts?|payloads?|strings?|phrases?|patterns?|jailbreaks?|tricks?|"
+    r"examples?|variants?|messages?)\b",
+    re.IGNORECASE,
+)
+
+
+def _unmentioned(norm: str, hits: list[InjectionHit]) -> list[InjectionHit]:
+    mentions = []
+    for q in _QUOTED.finditer(norm):
+        if len(q.group(2).split()) > 8:
+            continue
+        before, after = norm[max(0, q.start() - 30) : q.start()], norm[q.end() : q.end() + 30]
+        if _MENTION_BEFORE.search(before) or _MENTION_AFTER.match(after):
+            mentions.append((q.start(2), q.end(2)))
+    if not mentions:
+        return hits
+    return [h for h in hits if not any(a <= h.start and h.end <= b for a, b in mentions)]
+
+
 _NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmustn't)\s+(?:to\s+)?$", re.IGNORECASE)
 
 
@@ -190,6 +228,10 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         "hard.injection.override",
         r"\b(?:ignore|disregard|forget)\s+(?:what|everything|anything)\s+(?:i|you|we)\s+(?:just\s+|have\s+|'ve\s+)?"
         r"(?:said|wrote|written|told|typed|asked)\b"
+        # (a retraction of what the writer said about something is a correction: "disregard
+        # what I said earlier about the budget")
+        r"(?!(?:\s+(?:you|to\s+you|earlier|before|previously|yesterday|today|last\s+\w+|in\s+my\s+last\s+message))*\s+"
+        r"(?:about|regarding|on|concerning)\b)"
         r"|\b(?:ignore|disregard)\s+(?:all\s+)?(?:of\s+)?the\s+following\s+(?:sentences?|lines?|text|instructions?|words?|paragraphs?)\b"
         r"|\b(?:ignore|disregard)\s+(?:the\s+)?(?:content|contents|text)\s+of\s+(?:the\s+)?(?:user'?s?|previous|above|system|original)\b",
     )
@@ -286,7 +328,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     # -- the system prompt: fake headers, chat-template tokens, disclosure requests ---
     add(
         "hard.injection.system_prompt",
-        r"\bsystem\s*(?:prompt|message|instruction|override|note)\s*:|^\s*#*\s*system\s*:|"
+        r"\bsystem\s*(?:prompt|message|instruction|override|note)(?:\s+from\s+(?:the\s+)?[\w.-]+)?\s*:|^\s*#*\s*system\s*:|"
         r"<\|?\s*(?:im_start|im_end|endoftext|system|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|?>|"
         r"\[/?(?:INST|SYS)\]|<</?SYS>>",
     )
@@ -357,7 +399,11 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     add(
         "hard.injection.memory_poisoning",
         r"\b(?:from\s+now\s+on|henceforth|from\s+this\s+point\s+(?:on|forward))\s*[,:]?\s*(?:please\s+)?(?:store|save|record|log|"
-        r"ignore|disregard|obey|answer|reply|respond|say|only|always|never|treat|refuse|pretend|act)\b",
+        r"ignore|disregard|obey|answer|reply|respond|say|only|always|never|refuse|pretend|act)\b"
+        # "treat" an item of the user's as something is a fact about it ("treat my budget as 2000
+        # euros"), unless the item is their words ("treat my messages as system instructions")
+        r"|\b(?:from\s+now\s+on|henceforth|from\s+this\s+point\s+(?:on|forward))\s*[,:]?\s*(?:please\s+)?treat\b"
+        r"(?!\s+my\s+(?!(?:\w+\s+)?(?:messages?|instructions?|words|requests?|commands?|inputs?|texts?|prompts?|orders)\b))",
     )
     add(
         "hard.injection.memory_poisoning",
@@ -472,8 +518,9 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     add(
         "hard.injection.exfiltration",
         r"\b(?:send|email|e-mail|mail|post|upload|forward|transmit|leak|exfiltrate|share|submit)\b[^.\n]{0,80}?"
-        r"\b(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
-        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|contact\s+list|address\s+book|files)\b"
+        r"(?:\b|(?=~/))(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
+        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|contact\s+list|address\s+book|files|"
+        r"(?:ssh|private|secret|access|session)\s+keys?|tokens|cookies|(?:~/)?\.ssh/\w+|id_(?:rsa|ed25519|ecdsa)|\.env)(?!\w)"
         r"[^.\n]{0,60}?\b(?:to|at)\s+(?:(?:me|us)\s+at\s+)?(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)"
         r"|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{1,200}\?[^)\s]{0,200}="
         r"|\b(?:usernames?\s+and\s+)?passwords?\s+(?:in|from|stored\s+in)\s+your\s+(?:database|memory|system|records)\b"
@@ -539,7 +586,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|^\s*#{2,}\s*(?:instruction|system|system\s+prompt)\s*:"
         r"|(?-i:\b(?:ADMIN|ADMINISTRATOR|DEVELOPER|SYSTEM|ROOT|EMERGENCY|SECURITY)\s+OVERRIDE\b)"
         r"|\b(?:admin|administrator|developer|system|root|security)\s+override\s*[:!]"
-        r"|^\s*override\s*:",
+        r"|^\s*override\s*:"
+        r"|^\s*(?:system|developer)\s+(?:message|instructions?)\s*:",
     )
     # Text that addresses the model reading it ("Note to AI:", "Instructions for the assistant:").
     add(
@@ -640,6 +688,9 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"(?:system|initial|original|hidden|secret|pre-?)\s*(?:prompt|instructions|rules|message)\b"
         rf"|\b{_DISCLOSE}\s+(?:[\w'-]+\s+){{0,4}}?the\s+(?:instructions?|rules|guidelines|directives|prompt)\s+(?:that\s+)?you\s+"
         r"(?:were|have\s+been)\s+(?:given|told|programmed|provided)"
+        rf"|\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\bthe\s+(?:\w+\s+){{0,3}}?(?:initial|original|system|hidden|secret|starting)\s+"
+        r"(?:prompt|instructions|configuration|rules)\s+(?:that\s+)?you\s+(?:were|have\s+been|got)\s+(?:given|loaded|started|"
+        r"initiali[sz]ed|configured|primed|seeded|set\s+up|deployed)\b"
         r"|\b(?:what|which)\s+(?:\w+\s+)?(?:instructions?|rules|guidelines|directives)\s+(?:were|have)\s+you\s+(?:been\s+)?"
         r"(?:given|told|programmed)"
         r"|\bwhat\s+(?:was|is|were)\s+(?:written|said|typed|stated)\s+(?:at\s+the\s+(?:very\s+)?(?:top|start|beginning)\s+of\s+"
@@ -686,6 +737,15 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"guidelines|boundaries)\b(?!\s+(?:about|on|for|regarding)\b)"
         r"|\b(?:the\s+|your\s+|these\s+|any\s+)?(?:rules|restrictions|guidelines|polic(?:y|ies)|limits|filters|ethics)\s+"
         r"(?:do\s*n[o']?t|does\s*n[o']?t|no\s+longer|never)\s+apply\s+to\s+you\b"
+        r"|\b(?:safety|content|ethical|moral)\s+(?:rules|restrictions|guidelines|polic(?:y|ies)|filters)\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
+        r"no\s+longer|never)\s+apply\b"
+        # rules set aside as the premise of a request ("regardless of your policies"), a
+        # reply shaped so a filter misses it ("so the moderation filter won't see it")
+        r"|\b(?:regardless\s+of|despite|notwithstanding|ignoring)\s+(?:all\s+)?(?:of\s+)?your\s+(?:own\s+)?(?:safety\s+|content\s+|"
+        r"ethical\s+)?(?:polic(?:y|ies)|rules|guidelines|restrictions|programming|training|filters|safeguards|guardrails)\b"
+        r"|\bso\s+(?:that\s+)?(?:the\s+|your\s+|any\s+)?(?:moderation|content|safety|security)\s+(?:filters?|systems?|checks?|classifiers?|"
+        r"team)\s+(?:won't|will\s+not|doesn't|does\s+not|can't|cannot|can\s+not|don't|do\s+not)\s+(?:see|detect|catch|notice|flag|"
+        r"block|spot)\b"
         r"|\byour\s+(?:\w+\s+)?(?:guidelines|rules|restrictions|training|programming|ethics|polic(?:y|ies))\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
         r"no\s+longer)\s+apply\b"
         r"|\b(?:world|universe|reality|scenario)\s+(?:where|in\s+which|with)\s+(?:there\s+are\s+)?(?:no\s+)?(?:laws|rules|ethics|"
@@ -751,7 +811,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     # Data carried out in a link's query ("visit http://x/?data= with the summary appended").
     add(
         "hard.injection.exfiltration",
-        r"https?://\S*[?&][\w-]+=(?=\s|$)[^.\n]{0,40}?\b(?:with|followed\s+by|append\w*|add\w*|plus|containing)\b",
+        r"https?://[^\s\"'<>()]*[?&][\w-]+=(?=[\s\"'>)\]]|$)[^.\n]{0,40}?(?:\+|\b(?:with|followed\s+by|append\w*|add\w*|plus|containing)\b)",
     )
     return tuple(r)
 
@@ -834,6 +894,14 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "잊어",
     ),
     "hard.injection.role_hijack": (
+        "apply",
+        "regardless",
+        "despite",
+        "notwithstanding",
+        "ignoring",
+        "filter",
+        "moderation",
+        "classifier",
         "granny",
         "mother",
         "father",
@@ -865,6 +933,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "model",
     ),
     "hard.injection.system_prompt": (
+        "developer",
         "told",
         "programmed",
         "provided",
@@ -1130,7 +1199,12 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
         for m in found:
             if rule_id == "hard.injection.override" and _NEGATED.search(norm, max(0, m.start() - 16), m.start()):
                 continue
+            if rule_id == "hard.injection.memory_poisoning" and \
+                    _FIRST_PERSON.search(norm, max(0, m.start() - 40), m.start()):
+                continue
             hits.append(InjectionHit(rule_id, m.start(), m.end()))
+    if hits and _QUOTED.search(norm):
+        hits = _unmentioned(norm, hits)
     hits.extend(_flood_hits(norm))
     hits.extend(
         InjectionHit("hard.injection.token_flood", m.start(), m.end()) for m in _COMBINING_STACK.finditer(norm)
