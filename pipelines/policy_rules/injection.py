@@ -188,6 +188,9 @@ def _unmentioned(norm: str, hits: list[InjectionHit]) -> list[InjectionHit]:
 _NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmustn't)\s+(?:to\s+)?$", re.IGNORECASE)
 
 
+_NEEDS_NON_ASCII: set[int] = set()
+
+
 def _cyrillic(pattern: str) -> str:
     """`pattern` (Russian words) made to match text after `normalise`, which folds the
     Cyrillic letters that look Latin ("о", "р", "Н", ...) to Latin: each letter becomes a class
@@ -203,7 +206,9 @@ def _cyrillic(pattern: str) -> str:
 def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     r = []
 
-    def add(rule_id: str, pattern: str, one_pass: bool = True) -> None:
+    def add(rule_id: str, pattern: str, one_pass: bool = True, non_ascii: bool = False) -> None:
+        if non_ascii:  # every match holds a character outside ASCII: ASCII text is not scanned
+            _NEEDS_NON_ASCII.add(len(r))
         r.append((rule_id, re.compile(pattern, _FLAGS), one_pass))
 
     # -- overriding standing instructions ------------------------------------------
@@ -664,6 +669,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"[^。！？\n]{0,10}?(?:無視|忘れ)"
         r"|(?:이전|앞|위|모든|시스템)[^.!?\n]{0,10}?(?:지시|지침|명령|규칙|프롬프트|제한)[^.!?\n]{0,10}?(?:무시|잊어)",
         one_pass=False,
+        non_ascii=True,
     )
     # Role-play jailbreaks: a named persona for the model, the "grandmother" exploit, a
     # character never to be dropped, an AI without ethical limits.
@@ -1186,8 +1192,9 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     screened = _ONE_PASS.candidates(norm) if folded else None
     seen: dict[str, bool] = {}
     starts: dict[str, list[int]] = {}
+    ascii_only = norm.isascii()
     for k, ((rule_id, rx), required, leading) in enumerate(zip(_RULES, _REQUIRED, _LEADING)):
-        if rule_id in skip:
+        if rule_id in skip or (ascii_only and k in _NEEDS_NON_ASCII):
             continue
         if screened is not None and k in _ONE_PASS_INDEX:  # the one pass decides: no literal test needed
             if _ONE_PASS_INDEX[k] not in screened:
@@ -1270,9 +1277,11 @@ def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[Injec
 # of the text that the rules scan again (one level, no Base64 in it), and a hit there that
 # covers an undone character flags the original span as `hard.injection.obfuscated`.
 # - leetspeak: digits and symbols for letters in words with letters ("1gn0r3", "pr3v10u5",
-#   "!nstruct!ons"), once one word has them between two letters; numbers alone ("2000") stay;
+#   "!nstruct!ons"), once one word has them between two letters; numbers alone ("2000") and
+#   hex ids ("4c5f97c8") stay;
 # - spaced letters: four or more single letters joined by one separator ("i g n o r e",
-#   "D.i.s.r.e.g.a.r.d", "y-o-u-r"), the other separators of the run marking word breaks;
+#   "D.i.s.r.e.g.a.r.d", "y-o-u-r"; three different letters or more, and not hundreds of them:
+#   "k k k k" and "A A A ... B" are padding), the other separators of the run marking word breaks;
 # - ROT13: when three or more words turn into common English words ("gur" -> "the").
 _LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"}
 _LEET_WORD = re.compile(r"(?<![\w@$!])[\w@$!]*[A-Za-z][\w@$!]*")
@@ -1282,17 +1291,30 @@ _SPACED_RUN = re.compile(r"(?<![A-Za-z])[A-Za-z](?:(?:[ .\-_*]|[ ]{2,4})[A-Za-z]
 _ROT13 = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm"
 )
+_VIEW_MARGIN = 120
+_HEX_WORD = re.compile(r"[0-9A-Fa-f]+")  # ids and digests ("4c5f97c8", "ac4a"), not words
+_SPACED_MAX = 240  # longer runs of single letters are padding ("A A A ... B C"), not words
 _COMMON_WORDS = frozenset("the and you your is to of all this that with for are".split())
-_ASCII_WORD = re.compile(r"[A-Za-z]+")
+# the common words as ROT13 writes them ("gur", "naq", "lbhe"), none an English word
+_ROT13_COMMON = re.compile(rf"\b(?:{'|'.join(sorted(w.translate(_ROT13) for w in _COMMON_WORDS))})\b", re.IGNORECASE)
 
 
 def _deobfuscated_hits(norm: str) -> Iterator[InjectionHit]:
     if not any(c.isascii() and c.isalpha() for c in norm):
         return
     for view, index, changed in _views(norm):
-        for h in find_injections_normalised(view, decode=False):
-            if any(changed[h.start : h.end]):
-                yield InjectionHit("hard.injection.obfuscated", index[h.start], index[h.end - 1] + 1)
+        # only the undone part and a sentence or two around it are scanned again
+        marks = [k for k, c in enumerate(changed) if c]
+        lo, hi = max(0, marks[0] - _VIEW_MARGIN), marks[-1] + _VIEW_MARGIN
+        for h in find_injections_normalised(view[lo:hi], decode=False):
+            if any(changed[lo + h.start : lo + h.end]):
+                yield InjectionHit("hard.injection.obfuscated", index[lo + h.start], index[lo + h.end - 1] + 1)
+
+
+def _word_start(norm: str, k: int) -> int:
+    while k > 0 and (norm[k - 1].isalnum() or norm[k - 1] in "_@$!"):
+        k -= 1
+    return k
 
 
 def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
@@ -1300,15 +1322,19 @@ def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
     identity = range(len(norm))
     # leetspeak: one character for one, offsets kept; only when some word has a stand-in
     # between two letters ("1gn0r3", "prev!ous"; not "3pm", "mp3", "4b")
-    chars, changed = list(norm), [False] * len(norm)
-    for w in _LEET_WORD.finditer(norm) if _LEET_INSIDE.search(norm) else ():
-        for c in _LEET_CHAR.finditer(w.group()):
-            k = w.start() + c.start()
-            chars[k], changed[k] = _LEET[norm[k]], True
-    if any(changed):
+    if any(not _HEX_WORD.fullmatch(w.group()) for m in _LEET_INSIDE.finditer(norm)
+           for w in [_LEET_WORD.search(norm, _word_start(norm, m.start()))] if w):
+        chars, changed = list(norm), [False] * len(norm)
+        for w in _LEET_WORD.finditer(norm):
+            if _HEX_WORD.fullmatch(w.group()):
+                continue
+            for c in _LEET_CHAR.finditer(w.group()):
+                k = w.start() + c.start()
+                chars[k], changed[k] = _LEET[norm[k]], True
         yield "".join(chars), list(identity), changed
     # spaced letters: the run's commonest separator joins, the others break words
-    runs = list(_SPACED_RUN.finditer(norm))
+    runs = [m for m in _SPACED_RUN.finditer(norm) if len(m.group()) <= _SPACED_MAX
+            and len({c.lower() for c in m.group() if c.isalpha()}) >= 3]
     if runs:
         out, index, flags, pos = [], [], [], 0
         for m in runs:
@@ -1329,9 +1355,7 @@ def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
         flags.extend([False] * (len(norm) - pos))
         yield "".join(out), index, flags
     # ROT13
-    words = (w.lower() for w in _ASCII_WORD.findall(norm))
-    turned = sum(1 for w in words if w not in _COMMON_WORDS and w.translate(_ROT13) in _COMMON_WORDS)
-    if turned >= 3:
+    if len(_ROT13_COMMON.findall(norm)) >= 3:
         yield norm.translate(_ROT13), list(identity), [True] * len(norm)
 
 
