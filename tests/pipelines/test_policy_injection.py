@@ -591,3 +591,15 @@ def test_corrections_and_own_items_pass(policy, text):
 )
 def test_orders_next_to_those_corrections_are_blocked(policy, text):
     assert_blocked(policy, text)
+
+
+def test_padding_and_hex_ids_are_not_read_back_as_words():
+    """The obfuscation views are rescanned only where words may hide: runs of one or two
+    single letters are padding, hex ids are no leetspeak (a rescan each would only cost)."""
+    from pipelines.policy_rules.injection import _views
+    from pipelines.policy_rules.text import normalise
+
+    assert not list(_views(normalise("k " * 200)))
+    assert not list(_views(normalise("User: " + "A " * 150 + "B C")))
+    assert not list(_views(normalise("build 4c5f97c8-cc46-4e28 passed, cache key ac4a")))
+    assert [v for v, _, _ in _views(normalise("n0w f0rg3t it"))] == ["now forget it"]
