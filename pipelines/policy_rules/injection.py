@@ -73,7 +73,7 @@ _OVERRIDE_VERB = (
 _FILLER = (
     r"(?:all|any|each|every|of|the|your|my|these|those|everything|anything|else|that|is|was|"
     r"written|said|stated|mentioned|provided|given|before|above|so\s+far|up\s+to\s+now|until\s+now|"
-    r"prior\s+to\s+this|that\s+came|which\s+came|and|or)"
+    r"prior\s+to\s+this|that\s+came|which\s+came|and|or|its|their)"
 )
 _REPLY = r"(?:reply|replies|response|responses|answer|answers|output|outputs|next\s+message)"
 # What the reading model writes, also when it is not named "your reply": "whatever you say",
@@ -147,13 +147,68 @@ _DISCLOSE = (
     r"spell\s+out|dump|list|share|paste|relay|return|provide|describe|summari[sz]e|copy)"
 )
 # A preceding negation turns an override into advice ("not to disregard safety rules").
+# A storing verb whose subject is the writer ("how should I store the system prompt", "we
+# save the rules in git") tells of their own work, not an order to the memory.
+_FIRST_PERSON = re.compile(
+    r"\b(?:i|we)\s+(?:(?:should|can|could|would|will|must|do|did|might|then|also|always|usually|need\s+to|want\s+to|"
+    r"have\s+to|plan\s+to|try\s+to)\s+){0,2}$",
+    re.IGNORECASE,
+)
+# A short quoted phrase that is talked about, not said: "a message containing 'ignore
+# previous instructions'", "'You are now DAN' style prompts", "when asked to 'repeat the
+# text above'". A hit lying inside such a quote is a mention (a security report, a
+# classifier's spec) and does not count; a long quote is a pasted text and still does.
+_QUOTED = re.compile(r"(?<!\w)([\"'])([^\"'\n]{3,80}?)\1(?!\w)")
+_MENTION_BEFORE = re.compile(
+    r"\b(?:containing|contains?|like|such\s+as|e\.g\.|(?:the|a|this|that)\s+(?:phrase|string|words?|line|sentence|pattern|payload)|"
+    r"called|named|asked\s+to|detect(?:s|ed|ing)?|flag(?:s|ged)?|block(?:s|ed)?|catch(?:es)?|match(?:es|ing)?|quoted?|"
+    r"classic|famous|infamous|old)\s*[:,]?\s*$",
+    re.IGNORECASE,
+)
+_MENTION_AFTER = re.compile(
+    r"^\s*(?:-\s*)?(?:style|type|kind|attacks?|injections?|prompts?|payloads?|strings?|phrases?|patterns?|jailbreaks?|tricks?|"
+    r"examples?|variants?|messages?)\b",
+    re.IGNORECASE,
+)
+
+
+def _unmentioned(norm: str, hits: list[InjectionHit]) -> list[InjectionHit]:
+    mentions = []
+    for q in _QUOTED.finditer(norm):
+        if len(q.group(2).split()) > 8:
+            continue
+        before, after = norm[max(0, q.start() - 30) : q.start()], norm[q.end() : q.end() + 30]
+        if _MENTION_BEFORE.search(before) or _MENTION_AFTER.match(after):
+            mentions.append((q.start(2), q.end(2)))
+    if not mentions:
+        return hits
+    return [h for h in hits if not any(a <= h.start and h.end <= b for a, b in mentions)]
+
+
 _NEGATED = re.compile(r"(?:\bnot|\bnever|n't|\bavoid|\bwithout|\bshouldn't|\bmustn't)\s+(?:to\s+)?$", re.IGNORECASE)
+
+
+_NEEDS_NON_ASCII: set[int] = set()
+
+
+def _cyrillic(pattern: str) -> str:
+    """`pattern` (Russian words) made to match text after `normalise`, which folds the
+    Cyrillic letters that look Latin ("о", "р", "Н", ...) to Latin: each letter becomes a class
+    of its two cases, as they are and as folded."""
+
+    def letter(c: str) -> str:
+        forms = dict.fromkeys((c, c.upper(), fold_lookalikes(c), fold_lookalikes(c.upper())))
+        return f"[{''.join(forms)}]" if len(forms) > 1 and "\u0400" <= c <= "\u04ff" else c
+
+    return "".join(letter(c) for c in pattern)
 
 
 def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     r = []
 
-    def add(rule_id: str, pattern: str, one_pass: bool = True) -> None:
+    def add(rule_id: str, pattern: str, one_pass: bool = True, non_ascii: bool = False) -> None:
+        if non_ascii:  # every match holds a character outside ASCII: ASCII text is not scanned
+            _NEEDS_NON_ASCII.add(len(r))
         r.append((rule_id, re.compile(pattern, _FLAGS), one_pass))
 
     # -- overriding standing instructions ------------------------------------------
@@ -178,6 +233,10 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         "hard.injection.override",
         r"\b(?:ignore|disregard|forget)\s+(?:what|everything|anything)\s+(?:i|you|we)\s+(?:just\s+|have\s+|'ve\s+)?"
         r"(?:said|wrote|written|told|typed|asked)\b"
+        # (a retraction of what the writer said about something is a correction: "disregard
+        # what I said earlier about the budget")
+        r"(?!(?:\s+(?:you|to\s+you|earlier|before|previously|yesterday|today|last\s+\w+|in\s+my\s+last\s+message))*\s+"
+        r"(?:about|regarding|on|concerning)\b)"
         r"|\b(?:ignore|disregard)\s+(?:all\s+)?(?:of\s+)?the\s+following\s+(?:sentences?|lines?|text|instructions?|words?|paragraphs?)\b"
         r"|\b(?:ignore|disregard)\s+(?:the\s+)?(?:content|contents|text)\s+of\s+(?:the\s+)?(?:user'?s?|previous|above|system|original)\b",
     )
@@ -274,7 +333,7 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     # -- the system prompt: fake headers, chat-template tokens, disclosure requests ---
     add(
         "hard.injection.system_prompt",
-        r"\bsystem\s*(?:prompt|message|instruction|override|note)\s*:|^\s*#*\s*system\s*:|"
+        r"\bsystem\s*(?:prompt|message|instruction|override|note)(?:\s+from\s+(?:the\s+)?[\w.-]+)?\s*:|^\s*#*\s*system\s*:|"
         r"<\|?\s*(?:im_start|im_end|endoftext|system|eot_id|start_header_id|end_header_id|begin_of_text)\s*\|?>|"
         r"\[/?(?:INST|SYS)\]|<</?SYS>>",
     )
@@ -345,7 +404,11 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     add(
         "hard.injection.memory_poisoning",
         r"\b(?:from\s+now\s+on|henceforth|from\s+this\s+point\s+(?:on|forward))\s*[,:]?\s*(?:please\s+)?(?:store|save|record|log|"
-        r"ignore|disregard|obey|answer|reply|respond|say|only|always|never|treat|refuse|pretend|act)\b",
+        r"ignore|disregard|obey|answer|reply|respond|say|only|always|never|refuse|pretend|act)\b"
+        # "treat" an item of the user's as something is a fact about it ("treat my budget as 2000
+        # euros"), unless the item is their words ("treat my messages as system instructions")
+        r"|\b(?:from\s+now\s+on|henceforth|from\s+this\s+point\s+(?:on|forward))\s*[,:]?\s*(?:please\s+)?treat\b"
+        r"(?!\s+my\s+(?!(?:\w+\s+)?(?:messages?|instructions?|words|requests?|commands?|inputs?|texts?|prompts?|orders)\b))",
     )
     add(
         "hard.injection.memory_poisoning",
@@ -460,8 +523,9 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     add(
         "hard.injection.exfiltration",
         r"\b(?:send|email|e-mail|mail|post|upload|forward|transmit|leak|exfiltrate|share|submit)\b[^.\n]{0,80}?"
-        r"\b(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
-        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|contact\s+list|address\s+book|files)\b"
+        r"(?:\b|(?=~/))(?:conversation|chat\s+history|history|memor(?:y|ies)|credentials|passwords?|api\s+keys?|secrets?|"
+        r"personal\s+data|user\s+data|system\s+prompt|previous\s+messages|messages|contacts|contact\s+list|address\s+book|files|"
+        r"(?:ssh|private|secret|access|session)\s+keys?|tokens|cookies|(?:~/)?\.ssh/\w+|id_(?:rsa|ed25519|ecdsa)|\.env)(?!\w)"
         r"[^.\n]{0,60}?\b(?:to|at)\s+(?:(?:me|us)\s+at\s+)?(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)"
         r"|!\[[^\]\n]{0,100}\]\(\s*https?://[^)\s]{1,200}\?[^)\s]{0,200}="
         r"|\b(?:usernames?\s+and\s+)?passwords?\s+(?:in|from|stored\s+in)\s+your\s+(?:database|memory|system|records)\b"
@@ -527,7 +591,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|^\s*#{2,}\s*(?:instruction|system|system\s+prompt)\s*:"
         r"|(?-i:\b(?:ADMIN|ADMINISTRATOR|DEVELOPER|SYSTEM|ROOT|EMERGENCY|SECURITY)\s+OVERRIDE\b)"
         r"|\b(?:admin|administrator|developer|system|root|security)\s+override\s*[:!]"
-        r"|^\s*override\s*:",
+        r"|^\s*override\s*:"
+        r"|^\s*(?:system|developer)\s+(?:message|instructions?)\s*:",
     )
     # Text that addresses the model reading it ("Note to AI:", "Instructions for the assistant:").
     add(
@@ -586,6 +651,26 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:dimentica|ignora)\s+(?:tutto\s+(?:quello|ci[òo])\s+che|tutte\s+le\s+(?:\w+\s+)?(?:istruzioni|regole|indicazioni))"
         r"|\b(?:esque[çc]a|ignore)\s+(?:tudo\s+(?:o\s+que|antes|acima)|todas\s+as\s+(?:\w+\s+)?(?:instru[çc][õo]es|regras|ordens))",
     )
+    # The same override in Russian, Chinese, Japanese and Korean: a verb of ignoring or
+    # forgetting and an instruction noun, with (CJK) a word for "previous", "all", "your" or
+    # "system" between or before them. "Забудь про встречу", "忘掉我之前说的预算" and
+    # "前のメールは無視して" name no instructions.
+    add(
+        "hard.injection.override",
+        _cyrillic(
+            r"(?:\b(?:про)?игнорируй(?:те)?|\bзабудь(?:те)?|\bне\s+обращай(?:те)?\s+внимания\s+на|\bотбрось(?:те)?)\s+"
+            r"(?:(?:все|всё|свои|твои|ваши|эти|прежние|предыдущие|прошлые|старые|системные|данные|тебе|вам)\s+){0,3}"
+            r"(?:инструкци\w*|указани\w*|правил\w*|команд\w*|предписани\w*|ограничени\w*|настройк\w*|промпт\w*)"
+        )
+        + r"|(?:忽略|无视|忽视|忘记|忘掉|不要理会|不要遵守|不再遵守|別理|忽略掉)[^。！？\n]{0,12}?"
+        r"(?:之前|以前|先前|上面|上述|以上|所有|全部|一切|你的|系统)[^。！？\n]{0,8}?"
+        r"(?:指令|指示|说明|規則|规则|提示词|提示|设定|命令|要求|限制)"
+        r"|(?:以前|前|上記|これまで|すべて|全て|システム|あなた)の[^。！？\n]{0,10}?(?:指示|命令|ルール|指令|プロンプト|制限)"
+        r"[^。！？\n]{0,10}?(?:無視|忘れ)"
+        r"|(?:이전|앞|위|모든|시스템)[^.!?\n]{0,10}?(?:지시|지침|명령|규칙|프롬프트|제한)[^.!?\n]{0,10}?(?:무시|잊어)",
+        one_pass=False,
+        non_ascii=True,
+    )
     # Role-play jailbreaks: a named persona for the model, the "grandmother" exploit, a
     # character never to be dropped, an AI without ethical limits.
     add(
@@ -609,6 +694,9 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"(?:system|initial|original|hidden|secret|pre-?)\s*(?:prompt|instructions|rules|message)\b"
         rf"|\b{_DISCLOSE}\s+(?:[\w'-]+\s+){{0,4}}?the\s+(?:instructions?|rules|guidelines|directives|prompt)\s+(?:that\s+)?you\s+"
         r"(?:were|have\s+been)\s+(?:given|told|programmed|provided)"
+        rf"|\b{_DISCLOSE}\b[^.\n?!]{{0,40}}?\bthe\s+(?:\w+\s+){{0,3}}?(?:initial|original|system|hidden|secret|starting)\s+"
+        r"(?:prompt|instructions|configuration|rules)\s+(?:that\s+)?you\s+(?:were|have\s+been|got)\s+(?:given|loaded|started|"
+        r"initiali[sz]ed|configured|primed|seeded|set\s+up|deployed)\b"
         r"|\b(?:what|which)\s+(?:\w+\s+)?(?:instructions?|rules|guidelines|directives)\s+(?:were|have)\s+you\s+(?:been\s+)?"
         r"(?:given|told|programmed)"
         r"|\bwhat\s+(?:was|is|were)\s+(?:written|said|typed|stated)\s+(?:at\s+the\s+(?:very\s+)?(?:top|start|beginning)\s+of\s+"
@@ -655,6 +743,15 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"guidelines|boundaries)\b(?!\s+(?:about|on|for|regarding)\b)"
         r"|\b(?:the\s+|your\s+|these\s+|any\s+)?(?:rules|restrictions|guidelines|polic(?:y|ies)|limits|filters|ethics)\s+"
         r"(?:do\s*n[o']?t|does\s*n[o']?t|no\s+longer|never)\s+apply\s+to\s+you\b"
+        r"|\b(?:safety|content|ethical|moral)\s+(?:rules|restrictions|guidelines|polic(?:y|ies)|filters)\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
+        r"no\s+longer|never)\s+apply\b"
+        # rules set aside as the premise of a request ("regardless of your policies"), a
+        # reply shaped so a filter misses it ("so the moderation filter won't see it")
+        r"|\b(?:regardless\s+of|despite|notwithstanding|ignoring)\s+(?:all\s+)?(?:of\s+)?your\s+(?:own\s+)?(?:safety\s+|content\s+|"
+        r"ethical\s+)?(?:polic(?:y|ies)|rules|guidelines|restrictions|programming|training|filters|safeguards|guardrails)\b"
+        r"|\bso\s+(?:that\s+)?(?:the\s+|your\s+|any\s+)?(?:moderation|content|safety|security)\s+(?:filters?|systems?|checks?|classifiers?|"
+        r"team)\s+(?:won't|will\s+not|doesn't|does\s+not|can't|cannot|can\s+not|don't|do\s+not)\s+(?:see|detect|catch|notice|flag|"
+        r"block|spot)\b"
         r"|\byour\s+(?:\w+\s+)?(?:guidelines|rules|restrictions|training|programming|ethics|polic(?:y|ies))\s+(?:do\s*n[o']?t|does\s*n[o']?t|"
         r"no\s+longer)\s+apply\b"
         r"|\b(?:world|universe|reality|scenario)\s+(?:where|in\s+which|with)\s+(?:there\s+are\s+)?(?:no\s+)?(?:laws|rules|ethics|"
@@ -706,10 +803,21 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:translate|decode|decrypt|convert|unscramble|decipher)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:then\s+)?(?:execute|follow|obey|run|"
         r"carry\s+out|act\s+on|do)\s+(?:it|them|that|the\s+(?:result|instructions?)|what\s+it\s+says)\b",
     )
+    # An action to be kept from the user the assistant serves ("do not mention it to the
+    # user", "without asking the user for confirmation", "don't let the user know"): text
+    # that speaks of "the user" in the third person and orders concealment is addressed to
+    # the assistant. ("Don't tell my wife about the party" names no user.)
+    add(
+        "hard.injection.output_control",
+        r"\b(?:without|do\s*n[o']?t|never|not)\s+(?:ever\s+)?(?:ask(?:ing)?|tell(?:ing)?|inform(?:ing)?|notify(?:ing)?|"
+        r"alert(?:ing)?|warn(?:ing)?|(?:mention|show|reveal|disclose|explain)(?:ing)?\s+(?:it|this|that|anything)\s+to|"
+        r"let(?:ting)?|consult(?:ing)?|(?:check|confirm)(?:ing)?\s+with)\s+(?:the|your)\s+users?\b"
+        r"(?!\s+(?:interface|experience|agent|id|name|manual|guide|table|list|group|story|stories|base)\b)",
+    )
     # Data carried out in a link's query ("visit http://x/?data= with the summary appended").
     add(
         "hard.injection.exfiltration",
-        r"https?://\S*[?&][\w-]+=(?=\s|$)[^.\n]{0,40}?\b(?:with|followed\s+by|append\w*|add\w*|plus|containing)\b",
+        r"https?://[^\s\"'<>()]*[?&][\w-]+=(?=[\s\"'>)\]]|$)[^.\n]{0,40}?(?:\+|\b(?:with|followed\s+by|append\w*|add\w*|plus|containing)\b)",
     )
     return tuple(r)
 
@@ -774,8 +882,32 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instrucci",
         "istruzion",
         "instruç",
+        fold_lookalikes("игнор"),
+        fold_lookalikes("забуд"),
+        fold_lookalikes("обращай"),
+        fold_lookalikes("отбрось"),
+        "忽略",
+        "无视",
+        "忽视",
+        "忘记",
+        "忘掉",
+        "不要",
+        "不再",
+        "別理",
+        "無視",
+        "忘れ",
+        "무시",
+        "잊어",
     ),
     "hard.injection.role_hijack": (
+        "apply",
+        "regardless",
+        "despite",
+        "notwithstanding",
+        "ignoring",
+        "filter",
+        "moderation",
+        "classifier",
         "granny",
         "mother",
         "father",
@@ -807,6 +939,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "model",
     ),
     "hard.injection.system_prompt": (
+        "developer",
         "told",
         "programmed",
         "provided",
@@ -878,6 +1011,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "anyone",
     ),
     "hard.injection.output_control": (
+        "user",
         "reading",
         "read this",
         "read the",
@@ -1058,8 +1192,9 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     screened = _ONE_PASS.candidates(norm) if folded else None
     seen: dict[str, bool] = {}
     starts: dict[str, list[int]] = {}
+    ascii_only = norm.isascii()
     for k, ((rule_id, rx), required, leading) in enumerate(zip(_RULES, _REQUIRED, _LEADING)):
-        if rule_id in skip:
+        if rule_id in skip or (ascii_only and k in _NEEDS_NON_ASCII):
             continue
         if screened is not None and k in _ONE_PASS_INDEX:  # the one pass decides: no literal test needed
             if _ONE_PASS_INDEX[k] not in screened:
@@ -1071,13 +1206,19 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
         for m in found:
             if rule_id == "hard.injection.override" and _NEGATED.search(norm, max(0, m.start() - 16), m.start()):
                 continue
+            if rule_id == "hard.injection.memory_poisoning" and \
+                    _FIRST_PERSON.search(norm, max(0, m.start() - 40), m.start()):
+                continue
             hits.append(InjectionHit(rule_id, m.start(), m.end()))
+    if hits and _QUOTED.search(norm):
+        hits = _unmentioned(norm, hits)
     hits.extend(_flood_hits(norm))
     hits.extend(
         InjectionHit("hard.injection.token_flood", m.start(), m.end()) for m in _COMBINING_STACK.finditer(norm)
     )
     if decode:
         hits.extend(_encoded_hits(norm, screened))
+        hits.extend(_deobfuscated_hits(norm))
     hits.sort(key=lambda h: (h.start, h.end))
     return hits
 
@@ -1130,6 +1271,92 @@ def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[Injec
         digits = re.sub(r"[^0-9A-Fa-f]", "", m.group().replace("\\x", ""))
         if _scan_decoded(bytes.fromhex(digits)):
             yield InjectionHit("hard.injection.encoded_payload", m.start(), m.end())
+
+
+# Obfuscations that keep the words but change their letters; each is undone into a "view"
+# of the text that the rules scan again (one level, no Base64 in it), and a hit there that
+# covers an undone character flags the original span as `hard.injection.obfuscated`.
+# - leetspeak: digits and symbols for letters in words with letters ("1gn0r3", "pr3v10u5",
+#   "!nstruct!ons"), once one word has them between two letters; numbers alone ("2000") and
+#   hex ids ("4c5f97c8") stay;
+# - spaced letters: four or more single letters joined by one separator ("i g n o r e",
+#   "D.i.s.r.e.g.a.r.d", "y-o-u-r"; three different letters or more, and not hundreds of them:
+#   "k k k k" and "A A A ... B" are padding), the other separators of the run marking word breaks;
+# - ROT13: when three or more words turn into common English words ("gur" -> "the").
+_LEET = {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"}
+_LEET_WORD = re.compile(r"(?<![\w@$!])[\w@$!]*[A-Za-z][\w@$!]*")
+_LEET_CHAR = re.compile(r"[013457@$]|!(?=[A-Za-z])")
+_LEET_INSIDE = re.compile(r"[A-Za-z][013457@$!]+[A-Za-z]")
+_SPACED_RUN = re.compile(r"(?<![A-Za-z])[A-Za-z](?:(?:[ .\-_*]|[ ]{2,4})[A-Za-z](?![A-Za-z])){3,}")
+_ROT13 = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", "NOPQRSTUVWXYZABCDEFGHIJKLMnopqrstuvwxyzabcdefghijklm"
+)
+_VIEW_MARGIN = 120
+_HEX_WORD = re.compile(r"[0-9A-Fa-f]+")  # ids and digests ("4c5f97c8", "ac4a"), not words
+_SPACED_MAX = 240  # longer runs of single letters are padding ("A A A ... B C"), not words
+_COMMON_WORDS = frozenset("the and you your is to of all this that with for are".split())
+# the common words as ROT13 writes them ("gur", "naq", "lbhe"), none an English word
+_ROT13_COMMON = re.compile(rf"\b(?:{'|'.join(sorted(w.translate(_ROT13) for w in _COMMON_WORDS))})\b", re.IGNORECASE)
+
+
+def _deobfuscated_hits(norm: str) -> Iterator[InjectionHit]:
+    if not any(c.isascii() and c.isalpha() for c in norm):
+        return
+    for view, index, changed in _views(norm):
+        # only the undone part and a sentence or two around it are scanned again
+        marks = [k for k, c in enumerate(changed) if c]
+        lo, hi = max(0, marks[0] - _VIEW_MARGIN), marks[-1] + _VIEW_MARGIN
+        for h in find_injections_normalised(view[lo:hi], decode=False):
+            if any(changed[lo + h.start : lo + h.end]):
+                yield InjectionHit("hard.injection.obfuscated", index[lo + h.start], index[lo + h.end - 1] + 1)
+
+
+def _word_start(norm: str, k: int) -> int:
+    while k > 0 and (norm[k - 1].isalnum() or norm[k - 1] in "_@$!"):
+        k -= 1
+    return k
+
+
+def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
+    """(view, position in `norm` of each view character, whether it was changed)."""
+    identity = range(len(norm))
+    # leetspeak: one character for one, offsets kept; only when some word has a stand-in
+    # between two letters ("1gn0r3", "prev!ous"; not "3pm", "mp3", "4b")
+    if any(not _HEX_WORD.fullmatch(w.group()) for m in _LEET_INSIDE.finditer(norm)
+           for w in [_LEET_WORD.search(norm, _word_start(norm, m.start()))] if w):
+        chars, changed = list(norm), [False] * len(norm)
+        for w in _LEET_WORD.finditer(norm):
+            if _HEX_WORD.fullmatch(w.group()):
+                continue
+            for c in _LEET_CHAR.finditer(w.group()):
+                k = w.start() + c.start()
+                chars[k], changed[k] = _LEET[norm[k]], True
+        yield "".join(chars), list(identity), changed
+    # spaced letters: the run's commonest separator joins, the others break words
+    runs = [m for m in _SPACED_RUN.finditer(norm) if len(m.group()) <= _SPACED_MAX
+            and len({c.lower() for c in m.group() if c.isalpha()}) >= 3]
+    if runs:
+        out, index, flags, pos = [], [], [], 0
+        for m in runs:
+            out.extend(norm[pos : m.start()])
+            index.extend(range(pos, m.start()))
+            flags.extend([False] * (m.start() - pos))
+            seps = re.findall(r"[^A-Za-z]+", m.group())
+            joiner = max(set(seps), key=seps.count)
+            for part in re.finditer(r"[A-Za-z]|[^A-Za-z]+", m.group()):
+                k = m.start() + part.start()
+                if part.group()[0].isalpha() or part.group() != joiner:
+                    out.append(part.group() if part.group()[0].isalpha() else " ")
+                    index.append(k)
+                    flags.append(True)
+            pos = m.end()
+        out.extend(norm[pos:])
+        index.extend(range(pos, len(norm)))
+        flags.extend([False] * (len(norm) - pos))
+        yield "".join(out), index, flags
+    # ROT13
+    if len(_ROT13_COMMON.findall(norm)) >= 3:
+        yield norm.translate(_ROT13), list(identity), [True] * len(norm)
 
 
 def _scan_decoded(raw: bytes) -> bool:
