@@ -1292,6 +1292,16 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
             claim[it.id] = claims(it)
         return claim[it.id]
 
+    def beats(s: MemoryItem, m: MemoryItem) -> str | None:
+        """Why the standing `s` (ranked above `m`) beats `m`, or None when both stay."""
+        if names_a_case(claim_of(s), claim_of(m)) or _beside_under_one_title(claim_of(s), claim_of(m)):
+            return None  # a case beside the rule, or a note beside another: shown both
+        if s.confidence > m.confidence + 1e-9:
+            return "confidence"
+        if when[id(s)] > when[id(m)]:  # the winner is newer
+            return "recency"
+        return None
+
     partners: dict[str, set[str]] = {}  # id -> the ids `pairs` pairs it with (looked up, not built per test)
     for pair in pairs or ():
         for a in pair:
@@ -1303,17 +1313,14 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
             standing.append(m)
             continue
         best = rivals[0]  # the best-ranked claim it disagrees with
-        if names_a_case(claim_of(best), claim_of(m)) or _beside_under_one_title(claim_of(best), claim_of(m)):
-            why = None  # a case beside the rule, or a note beside another: shown both
-        elif best.confidence > m.confidence + 1e-9:
-            why = "confidence"
-        elif when[id(best)] > when[id(m)]:  # the winner is newer
-            why = "recency"
-        else:
-            why = None
+        why = beats(best, m)
         if why is not None:
             out[m.id] = Outcome(why, [best.id], suppressed=True, winner=best.id)
-            beat.setdefault(best.id, []).append(m.id)
+            # every standing claim it disagrees with and would lose to has beaten it: each
+            # is shown as the winner of a conflict, not only the best-ranked one
+            for s in rivals:
+                if s is best or beats(s, m) is not None:
+                    beat.setdefault(s.id, []).append(m.id)
             continue
         standing.append(m)
         for s in rivals:

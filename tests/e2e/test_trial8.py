@@ -281,3 +281,24 @@ def test_a_wish_for_one_chat_stays_there_for_a_client_that_sends_no_session(prox
     chat([*trip, {"role": "assistant", "content": "D'accord."},
           {"role": "user", "content": "Which language should you answer in?"}])
     assert "In this chat, answer in French." in handed(), handed()
+
+
+def test_a_held_correction_flags_every_claim_it_contests_alike(service) -> None:
+    """Ines corrects the team's release day; Tom's older note says the old day too, so her
+    correction is held for review. Recall flagged Tom's note as contested by the held
+    correction but not Ines's own decision, which says the same thing: a held claim was
+    counted as beaten by the best-ranked claim only. Each standing claim it contests is
+    flagged alike (the held claim itself, losing on confidence, is not shown)."""
+    client, settings = service
+    rule = write(client, INES, "Release day", "Helios releases go out on Wednesdays.")["item_id"]
+    note = write(client, TOM, "Release routine", "Helios releases go out on Wednesdays, after the demo.",
+                 type="note", confidence=0.95)["item_id"]
+    consolidate(client, settings)
+    held = write(client, {**INES, "session_id": "i2"}, "Release day", "Helios releases go out on Fridays now.")
+    assert held["verdict"]["action"] == "quarantine", held
+    for moment in ("at once", "after consolidation"):
+        hits = {h["id"]: h for h in recall(client, RAVI, "When do helios releases go out?")["hits"]}
+        assert held["item_id"] not in hits, moment
+        for claim_id in (rule, note):
+            assert hits[claim_id]["conflict"] and hits[claim_id]["conflict_with"] == [held["item_id"]], (moment, hits)
+        consolidate(client, settings)
