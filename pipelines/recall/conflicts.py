@@ -384,8 +384,10 @@ def _read_claim(item: MemoryItem) -> Claim:
     if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
-    negated = bool(ended) or bool(_NEGATION.search(
-        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), item.content)))
+    # (the retiring clauses are blanked only in the few contents that hold a negation at all:
+    # every claim of a snapshot is read when it loads)
+    negated = bool(ended) or (_NEGATION.search(item.content) is not None and bool(_NEGATION.search(
+        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), item.content))))
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
