@@ -636,6 +636,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
     shared, overlap = _overlap(a.words, b.words)
     if (a.subject and a.subject == b.subject) or (shared >= 2 and overlap >= SUBJECT_OVERLAP):
         return True
+    if _subject_within(a, b) or _subject_within(b, a):
+        return True
     if shared < 2 or overlap < 0.5:
         return False
     if retiring and overlap >= RETIRED_SUBJECT_OVERLAP:
@@ -643,6 +645,14 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
     if callable(cosine):
         cosine = cosine()
     return cosine is not None and cosine >= SUBJECT_COSINE
+
+
+def _subject_within(a: Claim, b: Claim) -> bool:
+    """Under two titles, every word before `a`'s first value (two at least) is among `b`'s
+    words: "Failed webhooks are retried 3 times" / "Webhooks get retried five times, then
+    dropped to the dead-letter queue" are one subject however much more `b` says."""
+    subject = set(a.subject)
+    return a.title != b.title and len(subject) >= 2 and subject <= b.words
 
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
@@ -946,6 +956,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
+    n_subject = np.diff(table.subjects.indptr)
+    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
+    if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`)
+        x, y = i[ask], j[ask]
+        subject[ask] = (((n_subject[x] >= 2) & ~_lacks(table.subjects, table.words, x, y))
+                        | ((n_subject[y] >= 2) & ~_lacks(table.subjects, table.words, y, x)))
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
@@ -1289,14 +1305,20 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     out: dict[str, Outcome] = {}
     claim: dict[str, Claim] = {}  # each member's claim read once, only when a rival asks
 
-    def claim_of(it: MemoryItem) -> Claim:
-        if it.id not in claim:
-            claim[it.id] = claims(it)
+    def claim_of(it: MemoryItem) -> Claim | None:
+        if it.id not in claim:  # None: a turn, grouped only by a claim's "contradicts" link to it
+            claim[it.id] = claims(it) if is_claim(it) else None
         return claim[it.id]
+
+    def beside(s: MemoryItem, m: MemoryItem) -> bool:
+        """Two notes under one title, each standing (`_beside_under_one_title`)."""
+        a, b = claim_of(s), claim_of(m)
+        return a is not None and b is not None and _beside_under_one_title(a, b)
 
     def beats(s: MemoryItem, m: MemoryItem) -> str | None:
         """Why the standing `s` (ranked above `m`) beats `m`, or None when both stay."""
-        if names_a_case(claim_of(s), claim_of(m)) or _beside_under_one_title(claim_of(s), claim_of(m)):
+        a, b = claim_of(s), claim_of(m)
+        if a is not None and b is not None and (names_a_case(a, b) or _beside_under_one_title(a, b)):
             return None  # a case beside the rule, or a note beside another: shown both
         if s.confidence > m.confidence + 1e-9:
             return "confidence"
@@ -1326,9 +1348,9 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
             continue
         standing.append(m)
         for s in rivals:
-            beside = related if _beside_under_one_title(claim_of(s), claim_of(m)) else tied
-            beside.setdefault(s.id, []).append(m.id)
-            beside.setdefault(m.id, []).append(s.id)
+            next_to = related if beside(s, m) else tied
+            next_to.setdefault(s.id, []).append(m.id)
+            next_to.setdefault(m.id, []).append(s.id)
     for s in standing:
         if s.id in tied:
             out[s.id] = Outcome("ambiguous", [i for i in ids if i in tied[s.id]] if pairs is not None

@@ -511,7 +511,7 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
     subjects = list(subjects) or ["Telemetry retention is", "The standup is at", "Orion telemetry is stored in",
                 "Billing telemetry is stored in",
                 "Service number 1 listens on port", "The deploy window opens", "Tiles are cached for",
-                "The staging environment runs on"]
+                "The staging environment runs on", "Orion telemetry retention after the incident is"]
     values = ["30 days", "7 days", "09:30", "10:15", "TimescaleDB", "InfluxDB", "9000", "9001", "2024-01-02",
               "2025-03-04", "Paris", "5 minutes", "March 4, 2025", "2 January 2024", "Python 3.11", "Python 3.12",
               "5 mg of sertraline", "20 mg of sertraline", "20 mg of atorvastatin"]  # what a number measures
@@ -942,3 +942,19 @@ def test_notes_naming_two_items_under_one_title_stand_side_by_side(old, new, rep
     assert corrected_by("List", new, "fact", "project", "u1", found) == (["old"] if replaces else [])
     if not replaces:  # both shown, marked as notes under one title, not a conflict
         assert conflict_reason(read_claim(found[0]), read_claim(claim("new", "List", new))) == conflicts.MAY_UPDATE
+
+
+@pytest.mark.parametrize(("a", "b", "conflict"), [
+    (("Retry policy", "Failed webhooks are retried 3 times before we give up."),
+     ("Webhook retries", "Webhooks get retried five times, then dropped to the dead-letter queue."), True),
+    (("Email provider", "Transactional email goes through SendGrid."),
+     ("Transactional mail", "We send transactional emails with Postmark."), True),
+    # what one says before its value is not all in the other: two subjects
+    (("Retry policy", "Failed webhooks are retried 3 times before we give up."),
+     ("Job retries", "Failed jobs get retried five times, then dropped to the dead-letter queue."), False),
+])
+def test_a_subject_said_whole_in_a_longer_claim_under_another_title_is_one_subject(a, b, conflict):
+    reason = conflict_reason(read_claim(claim("a", *a)), read_claim(claim("b", *b)))
+    assert (reason == "same subject, different values") == conflict
+    found = conflicts.find_conflicts([claim("a", *a), claim("b", *b)])
+    assert bool(found) == conflict  # the all-pairs engine reads it alike
