@@ -165,6 +165,13 @@ _RETIRED = re.compile(
     r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
+# A sentence that weighs an option states no value: "We're evaluating a move of the ledger
+# service to Postgres, nothing decided" neither corrects nor contradicts "runs on MySQL 5.7".
+_TENTATIVE = re.compile(
+    r"(?:^|(?<=[.;!?]\s)|(?<=\n))[^.;!?\n]*\b(?:evaluating|considering|thinking\s+(?:about|of)|might|maybe|perhaps|"
+    r"possibly|proposal|proposed|undecided|tentative(?:ly)?|nothing\s+(?:is\s+)?decided|not\s+(?:yet\s+)?decided)\b"
+    r"[^.;!?\n]*(?:[.;!?]|$)", re.IGNORECASE)
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -207,6 +214,12 @@ def stated_values(text: str) -> frozenset[str]:
 def retired_values(text: str) -> frozenset[str]:
     """The values `text` names as replaced or denied ("MySQL 8, replacing Postgres 16")."""
     return _values(text) - stated_values(text) if _RETIRED.search(text) else frozenset()
+
+
+def _stance(text: str) -> str:
+    """`text` without its sentences that only weigh an option (`_TENTATIVE`): what it
+    states as so, the part whose values, denials and endings the rule reads."""
+    return _TENTATIVE.sub(lambda m: " " * len(m.group(0)), text) if _TENTATIVE.search(text) else text
 
 
 def _values(text: str) -> frozenset[str]:
@@ -347,7 +360,8 @@ def _unpack(data: bytes, item: MemoryItem) -> Claim:
 
 
 def _read_claim(item: MemoryItem) -> Claim:
-    values, retired = stated_values(item.content), retired_values(item.content)
+    stated = _stance(item.content)
+    values, retired = stated_values(stated), retired_values(stated)
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
@@ -378,22 +392,22 @@ def _read_claim(item: MemoryItem) -> Claim:
     title = normalise_label(item.title)
     word_set = frozenset(stemmed_words)
     qualifiers = frozenset(stemmed_title) & frozenset(said_words)
-    ended, ended_values, ended_names = (_ended(item.content, word_set, values | retired)
-                                        if _ENDED.search(item.content) else ((), (), ()))
+    ended, ended_values, ended_names = (_ended(stated, word_set, values | retired)
+                                        if _ENDED.search(stated) else ((), (), ()))
     named, persons = _named(item.content, set(before))
     if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
     # (the retiring clauses are blanked only in the few contents that hold a negation at all:
     # every claim of a snapshot is read when it loads)
-    negated = bool(ended) or (_NEGATION.search(item.content) is not None and bool(_NEGATION.search(
-        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), item.content))))
+    negated = bool(ended) or (_NEGATION.search(stated) is not None and bool(_NEGATION.search(
+        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), stated))))
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
-                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(item.content) else None,
+                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
                  negated=negated)
 

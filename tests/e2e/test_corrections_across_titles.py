@@ -96,3 +96,27 @@ def test_two_items_of_one_list_under_one_title_are_both_kept(service) -> None:
     # one of them said again with another number is still a correction
     prod2 = propose(client, {**DEV, "session_id": "s3"}, "Replicas", "Prod api runs 8 replicas.")
     assert prod2["supersedes"] == [prod["item_id"]], prod2
+
+
+def test_a_longer_restatement_under_another_title_corrects_and_a_weighed_option_does_not(service) -> None:
+    """"Retry policy: Failed webhooks are retried 3 times" is one subject with "Webhook
+    retries: Webhooks get retried five times, then dropped to the dead-letter queue": the
+    first says its subject whole inside the second. A note that only weighs an option ("We're
+    evaluating a move of the ledger service to Postgres, nothing decided") replaces nothing."""
+    client, settings = service
+    retries = propose(client, DEV, "Retry policy", "Failed webhooks are retried 3 times before we give up.")
+    ledger = propose(client, DEV, "Ledger database", "The ledger service runs on MySQL 5.7.")
+    plan = propose(client, LATER, "Ledger DB plans",
+                   "We're evaluating a move of the ledger service to Postgres sometime next year, nothing decided.")
+    assert plan["supersedes"] == [], plan
+    new = propose(client, LATER, "Webhook retries",
+                  "Webhooks get retried five times, then dropped to the dead-letter queue.")
+    assert new["supersedes"] == [retries["item_id"]], new
+    consolidate(client, settings)
+    hits = recall(client, DEV, "how often are failed webhooks retried?")["hits"]
+    ids = [h["id"] for h in hits]
+    assert new["item_id"] in ids and retries["item_id"] not in ids, hits
+    hits = recall(client, DEV, "what database does the ledger service run on?")["hits"]
+    ids = [h["id"] for h in hits]
+    assert ledger["item_id"] in ids and plan["item_id"] in ids, hits
+    assert not any(h.get("conflict") for h in hits if h["id"] in (ledger["item_id"], plan["item_id"])), hits

@@ -528,6 +528,9 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
             content = content[:-1] + f", {rng.choice(['replacing', 'not', 'instead of'])} {rng.choice(values)}."
         if rng.random() < 0.15:
             content += rng.choice(endings)
+        if rng.random() < 0.1:  # a sentence that only weighs an option (`_TENTATIVE`)
+            content += rng.choice([" We might move it to InfluxDB.",
+                                   " Maybe we no longer need the staging environment."])
         if rng.random() < 0.1:  # one that says it adds (`_ADDS`)
             content += rng.choice([" It also runs on Fridays.", " Paris too.", " That applies as well."])
         if common_word:
@@ -958,3 +961,20 @@ def test_a_subject_said_whole_in_a_longer_claim_under_another_title_is_one_subje
     assert (reason == "same subject, different values") == conflict
     found = conflicts.find_conflicts([claim("a", *a), claim("b", *b)])
     assert bool(found) == conflict  # the all-pairs engine reads it alike
+
+
+@pytest.mark.parametrize(("title", "old", "new", "decided"), [
+    ("Ledger DB plans", "The ledger service runs on MySQL 5.7.",
+     "We're evaluating a move of the ledger service to Postgres sometime next year, nothing decided.",
+     "We moved the ledger service from MySQL to Postgres."),
+    ("Ledger database", "The ledger service runs on MySQL 5.7.", "We might switch the ledger service to Postgres.",
+     "We switched the ledger service to Postgres."),
+    ("Ledger database", "We have a staging environment for the ledger.",
+     "Maybe we no longer need the staging environment for the ledger.",
+     "We no longer have a staging environment for the ledger."),
+])
+def test_a_sentence_that_only_weighs_an_option_corrects_and_denies_nothing(title, old, new, decided):
+    found = [claim("old", "Ledger database", old)]
+    assert corrected_by(title, new, "fact", "project", "u1", found) == []
+    assert conflict_reason(read_claim(found[0]), read_claim(claim("new", title, new))) in (None, conflicts.MAY_UPDATE)
+    assert corrected_by(title, decided, "fact", "project", "u1", found) == ["old"]  # said as done, it corrects
