@@ -110,6 +110,7 @@ def item_from_turn(event: Event) -> MemoryItem:
         created_at=at,
         updated_at=at,
         metadata={"role": p.get("role", "user"), "session_id": event.identity.session_id,
+                  "project_id": event.identity.project_id,
                   "inbox_seq": event.seq, LEARNED_AT: event.at},
     )
 

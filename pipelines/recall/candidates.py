@@ -32,7 +32,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
-from .episodic import for_another_chat, said_date, stated_words
+from .episodic import for_another_chat, for_another_project, said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -231,6 +231,8 @@ class CandidateSearch:
             return "in the conversation already"
         if for_another_chat(item, self.view.who.session_id):
             return "said for another chat only"
+        if for_another_project(item, self.view.who.project_id):
+            return "said in another project"
         if item.id in self.retracted_turns or any(restates(item, claim) for claim in self.retracted.values()):
             return "says what was retracted"  # the user took it back: not evidence of it either
         if self.corrected(item):

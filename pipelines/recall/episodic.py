@@ -6,6 +6,11 @@
   never recall candidates (`CandidateSearch.not_admitted`).
 - A turn that limits itself to the chat it was said in ("for this chat, answer in French")
   is not a candidate in another chat (`for_another_chat`).
+- A turn said in another project than the one asking (a second book, another repository)
+  is not a candidate there either (`for_another_project`): a turn is its speaker's, in
+  every project, but it is evidence of the work it was said about. Curated user-scope
+  memory (preferences) still holds in every project; turns captured before turns recorded
+  their project count everywhere, as before.
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
@@ -120,6 +125,12 @@ def for_another_chat(item: MemoryItem, session_id: str) -> bool:
     said_in = item.metadata.get("session_id")
     return (is_message(item) and isinstance(said_in, str) and said_in != session_id
             and limits_to_its_chat(item.content))
+
+
+def for_another_project(item: MemoryItem, project_id: str) -> bool:
+    """A raw turn said in another project than `project_id`: not evidence there."""
+    said_in = item.metadata.get("project_id")
+    return is_message(item) and isinstance(said_in, str) and said_in != project_id
 
 
 def speaker_of(item: MemoryItem) -> str:
