@@ -87,6 +87,9 @@ MAX_BUCKET = 200  # a word shared by more claims than this does not propose pair
 # One claim naming as replaced a value the other states ("MySQL 8, replacing PostgreSQL 16")
 # says itself that they are about one thing: half the words shared suffices then.
 RETIRED_SUBJECT_OVERLAP = 0.5
+# Naming as replaced the very value the other states ("We use MkDocs rather than Sphinx" /
+# "Documentation is built with Sphinx") is most of the evidence: a third of the words will do.
+RETIRING_SUBJECT_OVERLAP = 1 / 3
 MONTH_DATE_PATTERNS = 2  # `dates.written_dates`: a day or a month of a year, named with its month
 
 # The leading lookaheads only skip, cheaply, positions where no value can start.
@@ -107,6 +110,10 @@ _ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|r
                     r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
                     r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
+# Whom a sentence greets or thanks ("Hey Gina, I had to shut down my bank account", "Thanks,
+# Jon!"): no value it states.
+_VOCATIVE = re.compile(r"(?:^|(?<=[.!?]\s))(?i:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|dear|sorry)"
+                       r"[\s,]+(?:[A-Z][\w'’-]*\s*)+(?=[,!.?]|$)")
 # Words of such a clause that say when, not what ("discontinued last month").
 _ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
                                "today", "now", "anymore", "ever", "earlier", "since", "already"})
@@ -224,6 +231,8 @@ def _stance(text: str) -> str:
 
 def _values(text: str) -> frozenset[str]:
     found: set[str] = set()
+    if _VOCATIVE.search(text):
+        text = _VOCATIVE.sub(lambda m: " " * len(m.group(0)), text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}
@@ -652,6 +661,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if _subject_within(a, b) or _subject_within(b, a):
         return True
+    if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
+        return True
     if shared < 2 or overlap < 0.5:
         return False
     if retiring and overlap >= RETIRED_SUBJECT_OVERLAP:
@@ -968,7 +979,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
         (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) | (
-        relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP))
+        relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
+        retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))

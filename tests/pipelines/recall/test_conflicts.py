@@ -978,3 +978,23 @@ def test_a_sentence_that_only_weighs_an_option_corrects_and_denies_nothing(title
     assert corrected_by(title, new, "fact", "project", "u1", found) == []
     assert conflict_reason(read_claim(found[0]), read_claim(claim("new", title, new))) in (None, conflicts.MAY_UPDATE)
     assert corrected_by(title, decided, "fact", "project", "u1", found) == ["old"]  # said as done, it corrects
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    (("Docs site", "Documentation is built with Sphinx."),
+     ("Docs tooling", "We use MkDocs rather than Sphinx for the docs.")),
+    (("Setting", "The story is set in the coastal town of Ashford."),
+     ("Town name", "The town is now called Greyhaven, not Ashford.")),
+])
+def test_naming_as_replaced_the_value_another_states_needs_only_a_third_of_the_words(old, new):
+    assert corrected_by(*new, "decision", "project", "u1", [claim("old", *old)]) == ["old"]
+    assert conflicts.find_conflicts([claim("old", *old), claim("new", *new)])  # both engines
+
+
+def test_whom_a_sentence_greets_or_thanks_is_no_value():
+    assert conflicts.stated_values("Hey Gina, I had to shut down my bank account.") == frozenset()
+    assert conflicts.stated_values("Thanks, Jon! We moved to Berlin.") == {"berlin"}
+    greeted = [claim(f"t{n}", "", text, type_="fact") for n, text in enumerate([
+        "Hey Gina, I had to shut down my bank account. It was tough, but I needed to do it for my biz.",
+        "Hey Jon! Long time no talk! How's the dance studio and the biz?"])]
+    assert conflicts.find_conflicts(greeted) == []
