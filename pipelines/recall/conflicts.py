@@ -110,10 +110,14 @@ _ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|r
                     r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
                     r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
-# Whom a sentence greets or thanks ("Hey Gina, I had to shut down my bank account", "Thanks,
-# Jon!"): no value it states.
-_VOCATIVE = re.compile(r"(?:^|(?<=[.!?]\s))(?i:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|dear|sorry)"
-                       r"[\s,]+(?:[A-Z][\w'’-]*\s*)+(?=[,!.?]|$)")
+# Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
+# "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no
+# value it states.
+_VOCATIVE = re.compile(
+    r"(?:^|(?<=[.!?]\s))(?:(?i:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|dear|sorry|wow|whoa|yeah|"
+    r"yes|yep|oh|ah|aw+|haha|omg|ok|okay|well|hmm|sure|cool|nice|awesome|great|bye|good\s+(?:morning|night|luck)|"
+    r"see\s+ya)[\s,]+(?P<to>)|[A-Za-z][\w'’]*(?:\s+(?:I|[a-z][\w'’]*)){0,4},\s*)"
+    r"(?P<name>(?:[A-Z][\w'’-]*\s*)+)(?=[,!.?]|$)")
 # Words of such a clause that say when, not what ("discontinued last month").
 _ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
                                "today", "now", "anymore", "ever", "earlier", "since", "already"})
@@ -232,7 +236,7 @@ def _stance(text: str) -> str:
 def _values(text: str) -> frozenset[str]:
     found: set[str] = set()
     if _VOCATIVE.search(text):
-        text = _VOCATIVE.sub(lambda m: " " * len(m.group(0)), text)
+        text = _VOCATIVE.sub(_blank_vocative, text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}
@@ -254,6 +258,14 @@ def _values(text: str) -> frozenset[str]:
         found |= {name.lower() for name in named}
         found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _blank_vocative(m: re.Match[str]) -> str:
+    """A greeting with whom it greets, or a short answer with a first name after it
+    ("Sounds great, Mel!", not "the api uses json, Protobuf."), blanked."""
+    if m.group("to") is not None or m.group("name").split()[0].lower() in _first_names():
+        return " " * len(m.group(0))
+    return m.group(0)
 
 
 def _named_numbers(text: str, numbers: Iterable[re.Match[str]], names: set[str]) -> Iterable[tuple[str, str]]:

@@ -991,9 +991,13 @@ def test_naming_as_replaced_the_value_another_states_needs_only_a_third_of_the_w
     assert conflicts.find_conflicts([claim("old", *old), claim("new", *new)])  # both engines
 
 
-def test_whom_a_sentence_greets_or_thanks_is_no_value():
+def test_whom_a_sentence_greets_thanks_or_answers_is_no_value():
     assert conflicts.stated_values("Hey Gina, I had to shut down my bank account.") == frozenset()
     assert conflicts.stated_values("Thanks, Jon! We moved to Berlin.") == {"berlin"}
+    assert conflicts.stated_values("Sounds great, Mel! Glad I could help, Maria. Wow, Caro, it's great!") == frozenset()
+    # a short answer before a first name only: not a name after a comma
+    assert conflicts.stated_values("the api uses json, Protobuf.") == {"protobuf"}
+    assert conflicts.stated_values("We moved to Leeds, Yorkshire.") == {"leeds", "yorkshire"}
     greeted = [claim(f"t{n}", "", text, type_="fact") for n, text in enumerate([
         "Hey Gina, I had to shut down my bank account. It was tough, but I needed to do it for my biz.",
         "Hey Jon! Long time no talk! How's the dance studio and the biz?"])]
