@@ -97,6 +97,8 @@ _NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
+_RANGE = re.compile(r"(?<![\w.:-])(\d+(?:[.,]\d+)?)\s*(?:-|–|to)\s*(\d+(?:[.,]\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
+_CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "20:00" is
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing", "since",
                           "till", "unless", "via", "without", "yet", "still", "already"}
@@ -247,6 +249,8 @@ def _values(text: str) -> frozenset[str]:
     if _DIGIT.search(text):
         found.update(_DATE.findall(text))
         rest = _DATE.sub(" ", text) if found else text
+        if "-" in rest or "–" in rest or " to " in rest:  # "200-300 ms": both ends, each in its unit
+            rest = _RANGE.sub(r"\1 \3, \2 \3", rest)
         numbers = list(_NUMBER.finditer(rest))
         found |= {_number_with_unit(m.group(0)) for m in numbers}
     else:
@@ -671,7 +675,7 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
     shared, overlap = _overlap(a.words, b.words)
     if (a.subject and a.subject == b.subject) or (shared >= 2 and overlap >= SUBJECT_OVERLAP):
         return True
-    if _subject_within(a, b) or _subject_within(b, a):
+    if (_subject_within(a, b) or _subject_within(b, a)) and _comparable(a, b):
         return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
@@ -684,12 +688,41 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
     return cosine is not None and cosine >= SUBJECT_COSINE
 
 
+def _value_kinds(values: Iterable[str]) -> int:
+    """What kinds of value a claim states, as bits: 1 a name ("InfluxDB", "Tuesdays"), 2 a
+    number or time without a unit ("13", "9:30", "8 pm"); numbers with a unit are their units."""
+    kinds = 0
+    for v in values:
+        if not _DIGIT.search(v):
+            kinds |= 1
+        elif v not in _measures((v,)) or ":" in v.split(" ", 1)[0] or v.split(" ", 1)[1] in _CLOCK_UNITS:
+            kinds |= 2
+    return kinds
+
+
+def _comparable(a: Claim, b: Claim) -> bool:
+    """The two state values of one kind: names, plain numbers or times, or numbers in one unit
+    ("Orion telemetry uses InfluxDB" / "Orion keeps raw telemetry 30 days": a name and a
+    duration, two things said of one subject)."""
+    return bool(_value_kinds(a.values) & _value_kinds(b.values) or a.units & b.units)
+
+
 def _subject_within(a: Claim, b: Claim) -> bool:
     """Under two titles, every word before `a`'s first value (two at least) is among `b`'s
     words: "Failed webhooks are retried 3 times" / "Webhooks get retried five times, then
     dropped to the dead-letter queue" are one subject however much more `b` says."""
     subject = set(a.subject)
-    return a.title != b.title and len(subject) >= 2 and subject <= b.words
+    if not (a.title != b.title and len(subject) >= 2 and subject <= b.words):
+        return False
+    # titles that each name what the other never says name two attributes of one thing
+    # ("Staging database: Helios staging runs on PostgreSQL 16" / "Staging resets: Helios
+    # staging is reset every Monday at 06:00")
+    return not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+def _title_words(c: Claim) -> frozenset[str]:
+    """The claim's words its title says (no value: those are not words of a claim)."""
+    return frozenset(_STEMS([w for w in words(c.title) if w not in STOPWORDS])) & c.words
 
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
@@ -720,7 +753,8 @@ class ClaimTable:
                  codes: np.ndarray, retired: sparse.csr_matrix, keys: sparse.csr_matrix,
                  units: sparse.csr_matrix, measures: np.ndarray, qualifiers: sparse.csr_matrix,
                  ended: sparse.csr_matrix, ended_values: sparse.csr_matrix, persons: sparse.csr_matrix,
-                 subjects: sparse.csr_matrix, kept: Sequence[bytes | Claim | None] | None = None):
+                 subjects: sparse.csr_matrix, titles: sparse.csr_matrix,
+                 kept: Sequence[bytes | Claim | None] | None = None):
         self.items = list(items)
         # Per row its claim (None: not a claim), packed (`_pack`) in a snapshot's table, as
         # read in a recall's table over several corpora: `claim` gives it without reading it again.
@@ -730,7 +764,7 @@ class ClaimTable:
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
         # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0,
-        # negated: 1 or 0)
+        # negated: 1 or 0, the kinds of value it states: `_value_kinds`)
         self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
@@ -740,6 +774,7 @@ class ClaimTable:
         self.qualifiers = qualifiers  # rows x the columns of `words` (`Claim.qualifiers` | `Claim.named`)
         self.persons = persons  # rows x the columns of `words` (`Claim.persons`)
         self.subjects = subjects  # rows x the columns of `words` (`Claim.subject`)
+        self.titles = titles  # rows x the columns of `words` (`_title_words`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
 
@@ -764,13 +799,14 @@ class ClaimTable:
         ended, ended_values = _Columns(vocab=words.vocab), _Columns(vocab=values.vocab)  # so is what ended
         persons = _Columns(vocab=words.vocab)  # and who it names
         subjects = _Columns(vocab=words.vocab)  # and the words before its first value
+        titles = _Columns(vocab=words.vocab)  # and its title's (`_title_words`)
         tables: list[dict[Hashable, int]] = [{}, {}, {}, {}, {}, {}]  # title, content, subject, title values,
         # -, what it measures
 
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 8), -1, np.int64)
+        codes = np.full((n, 9), -1, np.int64)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -781,11 +817,13 @@ class ClaimTable:
             ended_values.add(c.ended_values if c is not None else ())
             persons.add(c.persons if c is not None else ())
             subjects.add(c.subject if c is not None else ())
+            titles.add(_title_words(c) if c is not None else ())
             if c is not None:
                 codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
-                              code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated))
+                              code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
+                              _value_kinds(c.values))
             keys.add(_keys(items[row], int(codes[row, 0])))
             if kept is not None:
                 kept.append(_pack(c) if keep == "packed" and c is not None else c)
@@ -795,7 +833,7 @@ class ClaimTable:
                    units.matrix(), measures, _Columns.matrix_of(qualifiers, len(words.vocab)),
                    _Columns.matrix_of(ended, len(words.vocab)), _Columns.matrix_of(ended_values, len(values.vocab)),
                    _Columns.matrix_of(persons, len(words.vocab)), _Columns.matrix_of(subjects, len(words.vocab)),
-                   kept)
+                   _Columns.matrix_of(titles, len(words.vocab)), kept)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -815,12 +853,12 @@ class ClaimTable:
         # values, retired and ended values share their columns (one value, one column in all)
         (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
         # and so do words, qualifiers, what ended and who it names
-        (words, qualifiers, ended, persons, subjects), _ = _take_shared(idx, self.words, self.qualifiers, self.ended,
-                                                                        self.persons, self.subjects)
+        (words, qualifiers, ended, persons, subjects, titles), _ = _take_shared(
+            idx, self.words, self.qualifiers, self.ended, self.persons, self.subjects, self.titles)
         at = idx.tolist()
         return ClaimTable([self.items[r] for r in at], words, values, self.codes[idx], retired,
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values, persons, subjects,
+                          qualifiers, ended, ended_values, persons, subjects, titles,
                           None if self.kept is None else [self.kept[r] for r in at])
 
 
@@ -954,7 +992,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured, _, negated = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes.T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
     ids = _codes((it.id for it in items), n)
     if any(it.links or it.superseded_by for it in items):
@@ -996,10 +1034,15 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     open_ = other & ~contradicts & disagree
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
-    if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`)
-        x, y = i[ask], j[ask]
-        subject[ask] = (((n_subject[x] >= 2) & ~_lacks(table.subjects, table.words, x, y))
-                        | ((n_subject[y] >= 2) & ~_lacks(table.subjects, table.words, y, x)))
+    if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
+        x, y = i[ask], j[ask]  # of one kind (`_comparable`)
+        comparable = (kinds[x] & kinds[y]) > 0
+        if table.units.nnz:
+            comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
+        within = (((n_subject[x] >= 2) & ~_lacks(table.subjects, table.words, x, y))
+                  | ((n_subject[y] >= 2) & ~_lacks(table.subjects, table.words, y, x)))
+        two_attributes = _lacks(table.titles, table.words, x, y) & _lacks(table.titles, table.words, y, x)
+        subject[ask] = comparable & within & ~two_attributes
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):

@@ -732,9 +732,10 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
 def _plain_stated_values(text, number, name):
     """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
     text = conflicts._RETIRED.sub(lambda m: " " * len(m.group(0)), text)
+    text = conflicts._VOCATIVE.sub(conflicts._blank_vocative, text)
     text = conflicts._NUMBER_WORD.sub(lambda m: conflicts._NUMBER_WORDS[m.group(0).lower()], text)
     found = set(conflicts._DATE.findall(text))
-    rest = conflicts._DATE.sub(" ", text)
+    rest = conflicts._RANGE.sub(r"\1 \3, \2 \3", conflicts._DATE.sub(" ", text))
     numbers = list(number.finditer(rest))
     found |= {conflicts._number_with_unit(m.group(0)) for m in numbers}
     starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
@@ -950,8 +951,15 @@ def test_notes_naming_two_items_under_one_title_stand_side_by_side(old, new, rep
 @pytest.mark.parametrize(("a", "b", "conflict"), [
     (("Retry policy", "Failed webhooks are retried 3 times before we give up."),
      ("Webhook retries", "Webhooks get retried five times, then dropped to the dead-letter queue."), True),
-    (("Email provider", "Transactional email goes through SendGrid."),
-     ("Transactional mail", "We send transactional emails with Postmark."), True),
+    (("Babysitter", "The Friday babysitter is Hannah."), ("Friday babysitter", "Friday babysitter: Chloe"), True),
+    # titles that each name what the other never says: two attributes of one thing
+    (("Staging database", "Helios staging runs on PostgreSQL 16."),
+     ("Staging resets", "Helios staging is reset every Monday at 06:00."), False),
+    # values of two kinds (a name, a duration): two things said of one subject
+    (("Orion telemetry store", "Orion telemetry uses InfluxDB."),
+     ("Orion retention", "Orion keeps raw telemetry 30 days."), False),
+    (("p99 latency SLO", "p99 latency target for checkout is 200-300 ms."),
+     ("checkout SLO", "Checkout p99 SLO is 150 ms."), True),  # a range: both ends, in its unit
     # what one says before its value is not all in the other: two subjects
     (("Retry policy", "Failed webhooks are retried 3 times before we give up."),
      ("Job retries", "Failed jobs get retried five times, then dropped to the dead-letter queue."), False),
