@@ -1045,9 +1045,10 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         subject[ask] = comparable & within & ~two_attributes
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
+    lacking = _Lacking(table)  # shared by both questions below
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
-        open_[ask[_qualified_apart_rows(table, i[ask], j[ask])]] = False
+        open_[ask[_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = False
     reason = np.zeros(len(i), np.int8)
     reason[open_ & subject] = 3
     # one negates what the other says (`_denies`): same values, most words shared
@@ -1055,7 +1056,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                             & (shared_values == n_values[i]) & (shared_values == n_values[j])
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
     if len(denies) and table.qualifiers.nnz:
-        denies = denies[~_qualified_apart_rows(table, i[denies], j[denies])]
+        denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
     reason[denies] = 5
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
@@ -1091,50 +1092,79 @@ def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     return out
 
 
-def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
+                          lacking: _Lacking | None = None) -> np.ndarray:
     """`_qualified_apart` for the row pairs (i, j): one scope kind, and each row has a
     qualifier (or a name) the other row's words lack, or one row names someone the other
-    lacks and the other speaks of the writer."""
-    kind = _codes((it.scope.kind for it in table.items), len(table))  # per row, not per pair
+    lacks and the other speaks of the writer. `lacking`: the table's `_Lacking`, shared by
+    the calls of one `_pairs` (each product made once)."""
+    lacks = lacking or _Lacking(table)
+    kind = lacks.kinds()
     same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
     if not len(i):
         return out
-    apart = _lacks(table.qualifiers, table.words, i, j) & _lacks(table.qualifiers, table.words, j, i)
+    apart = lacks("qualifiers", i, j) & lacks("qualifiers", j, i)
     title = table.codes[:, 0]
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(~apart & (title[i] >= 0) & (title[i] == title[j]) & (n_subject[i] > 0) & (n_subject[j] > 0))
     if len(ask):  # under one title, two items of the list (`_two_items`)
-        apart[ask] = (_lacks(table.subjects, table.words, i[ask], j[ask])
-                      & _lacks(table.subjects, table.words, j[ask], i[ask]))
+        apart[ask] = lacks("subjects", i[ask], j[ask]) & lacks("subjects", j[ask], i[ask])
     first_person = table.codes[:, 6] > 0
     if table.persons.nnz and first_person.any():  # asked of the pairs where one names someone, the other the writer
         n_persons = np.diff(table.persons.indptr)
         for x, y in ((i, j), (j, i)):
             ask = np.flatnonzero(~apart & (n_persons[x] > 0) & first_person[y])
-            apart[ask] = _lacks(table.persons, table.words, x[ask], y[ask])
+            if len(ask):
+                apart[ask] = lacks("persons", x[ask], y[ask])
     out[same] = apart
     return out
 
 
+class _Lacking:
+    """`_lacks` of one table's qualifiers, subjects or persons against its words, for the
+    pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
+    matrix and read for every pair and both orders; the scope kind code of each row, once."""
+
+    def __init__(self, table: ClaimTable) -> None:
+        self.table = table
+        self._matched: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._kinds: np.ndarray | None = None
+
+    def kinds(self) -> np.ndarray:
+        if self._kinds is None:
+            self._kinds = _codes((it.scope.kind for it in self.table.items), len(self.table))  # per row, not per pair
+        return self._kinds
+
+    def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        q, w = getattr(self.table, name), self.table.words
+        if name not in self._matched:
+            columns = np.zeros(w.shape[1], bool)
+            columns[q.indices] = True  # a word no row of q holds matches nothing asked
+            if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
+                dense_q, dense_w = _dense_columns([q, w], columns)
+                # rows x rows: columns of one row of q among the other's words
+                self._matched[name] = (np.diff(q.indptr), dense_q @ dense_w.T)
+            else:
+                self._matched[name] = None
+        found = self._matched[name]
+        if found is None:
+            return _lacks(q, w, i, j)
+        n_held, matched = found
+        return n_held[i] > matched[i, j]
+
+
 def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
     """Per row pair (i, j): row i of `q` holds a column row j of `w` lacks (both over the
-    columns of the words)."""
-    n_held = np.diff(q.indptr)
-    columns = np.zeros(w.shape[1], bool)
-    columns[q.indices] = True  # a word no row of q holds matches nothing asked
-    if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
-        dense_q, dense_w = _dense_columns([q, w], columns)
-        matched = dense_q @ dense_w.T  # rows x rows: columns of one row of q among the other's words
-        return n_held[i] > matched[i, j]
+    columns of the words), on a table too big for one dense product (`_Lacking`)."""
     if len(i) <= FEW_PAIRS:  # few pairs: sets of column ids cost less than scipy's indexing
 
         def row(m: sparse.csr_matrix, x: int) -> set[int]:
             return set(m.indices[m.indptr[x]:m.indptr[x + 1]].tolist())
 
         return np.fromiter((bool(row(q, x) - row(w, y)) for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
-    return n_held[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
+    return np.diff(q.indptr)[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
 
 
 def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
