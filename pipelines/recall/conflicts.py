@@ -1032,6 +1032,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
+    lacking = _Lacking(table)  # shared by the questions below (each product made once)
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
@@ -1039,13 +1040,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         comparable = (kinds[x] & kinds[y]) > 0
         if table.units.nnz:
             comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
-        within = (((n_subject[x] >= 2) & ~_lacks(table.subjects, table.words, x, y))
-                  | ((n_subject[y] >= 2) & ~_lacks(table.subjects, table.words, y, x)))
-        two_attributes = _lacks(table.titles, table.words, x, y) & _lacks(table.titles, table.words, y, x)
+        within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
+                  | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
+        two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
-    lacking = _Lacking(table)  # shared by both questions below
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
         open_[ask[_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = False
@@ -1123,7 +1123,7 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
 
 
 class _Lacking:
-    """`_lacks` of one table's qualifiers, subjects or persons against its words, for the
+    """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
     matrix and read for every pair and both orders; the scope kind code of each row, once."""
 
