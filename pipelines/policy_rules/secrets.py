@@ -138,6 +138,8 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hard.secret.facebook_token", r"EAA[MC][A-Za-z0-9]{100,}"),
         ("hard.secret.facebook_token", r"\d{15,16}\|[A-Za-z0-9_\-]{27}"),
         ("hard.secret.stripe_key", r"[rs]k_(?:live|test)_[0-9a-zA-Z]{24,}"),
+        # BIP-32 extended private keys (xprv, and the yprv / zprv / tprv variants): base58 after the prefix
+        ("hard.secret.wallet_key", r"[xyzt]prv[1-9A-HJ-NP-Za-km-z]{100,112}"),
         ("hard.secret.shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
         ("hard.secret.digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
         ("hard.secret.npm_token", r"npm_[A-Za-z0-9]{36}"),
@@ -275,7 +277,7 @@ _SENTENCE_HEAD = (
     r"\b(?P<kw>"
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
-    r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm)\s?codes?|"
+    r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm|puk|sim|master)\s?codes?|"
     r"combination|seed\s?phrase|recovery\s?phrase|mnemonic|security\s?answer|"
     r"(?:api|access|secret|private)\s?key|(?:auth|access|api|bearer)\s?token"
     r")\b"
@@ -342,6 +344,7 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
         hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
+    hits.extend(_context_hits(text))
     return _dedupe(hits)
 
 
@@ -683,11 +686,62 @@ _MYSQL_PASSWORD = re.compile(
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
     r"[^\n|;&]{0,200}?[ \t]-p(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)"
 )
+# Other command-line tools' documented password options, as (command names, option) pairs: the
+# option's argument is the password. An option alone ("-p" with nothing, "--password-stdin")
+# makes the tool prompt or read stdin and holds none; a `$VAR` or `<placeholder>` argument
+# is a reference (`_is_password_value` decides, as for every password value).
+_CLI_PASSWORD_OPTIONS: tuple[tuple[str, str], ...] = (
+    (r"sshpass", r"-p[ \t]*"),
+    (r"(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+    (r"redis-cli|keydb-cli", r"-a[ \t]+|--pass[ \t]+"),
+    (r"ldap(?:search|modify|add|delete|passwd|whoami|compare)", r"-w[ \t]*"),
+    (r"mongo(?:sh|dump|restore|import|export)?", r"(?:-p|--password)(?:[ \t]+|=)"),
+    (r"openssl", r"-(?:passout|passin|pass|password)[ \t]+(?:pass:)"),
+    (r"smbclient|rpcclient|smbmap|crackmapexec|netexec|nxc", r"-U[ \t]+['\"]?[^\s%'\"]{1,64}%"),
+    (r"htpasswd", r"-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*[ \t]+\S+[ \t]+\S+[ \t]+"),
+    (r"net[ \t]+use", r"/user:\S+[ \t]+"),
+    (r"(?:plink|pscp|psftp)(?:\.exe)?", r"-pw[ \t]+"),
+    (r"sqlcmd|bcp|isql", r"-P[ \t]*"),
+    (r"(?:wget|curl|lftp|ncftp\w*)", r"--(?:ftp-|http-)?password(?:[ \t]+|=)"),
+    (r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+)
+_CLI_PASSWORD = re.compile(
+    r"(?i)(?<![\w\-/.])(?:" + "|".join(
+        rf"(?:{tool})(?:\.exe)?\b[^\n|;&]{{0,160}}?(?<![\w\-])(?-i:{option})"
+        for tool, option in _CLI_PASSWORD_OPTIONS
+    ) + r")(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)"
+)
+# Passwords handed to a command through its documented environment variable, written before
+# the command on the same line ("PGPASSWORD=s3cret pg_dump ...", "SSHPASS=... sshpass -e").
+_ENV_PASSWORD_PREFIX = re.compile(
+    r"(?<![\w$])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH|LFTP_PASSWORD|SQLCMDPASSWORD|RSYNC_PASSWORD"
+    r"|ISQL_PASSWORD)=(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)(?=[ \t]+[\w./])"
+)
+_CLI_LITERALS = ("sshpass", "login", "-cli", "ldap", "mongo", "openssl", "-U", "htpasswd", "/user:", "-pw",
+                 "-P", "password", "PASSWORD", "MYSQL_PWD", "SSHPASS", "AUTH=", "SSWORD")
+
+
+def _command_line_hits(text: str) -> Iterator[SecretHit]:
+    """Passwords given to a command: MySQL's glued `-p`, the password options of other
+    command-line tools (`_CLI_PASSWORD_OPTIONS`), and password environment variables set
+    before the command."""
+    scans = []
+    if "-p" in text:
+        scans.append(_MYSQL_PASSWORD)
+    if any(w in text for w in _CLI_LITERALS):
+        scans += [_CLI_PASSWORD, _ENV_PASSWORD_PREFIX]
+    for rx in scans:
+        for m in rx.finditer(text):
+            pw = m.group("pw")
+            quoted = pw[:1] in "'\"" and pw[-1:] == pw[:1] and len(pw) > 1
+            if _is_password_value(pw, quoted=True):
+                start = m.start("pw") + quoted
+                yield SecretHit("hard.secret.command_line_password", start, m.end("pw") - quoted)
 
 
 def _config_format_hits(text: str) -> Iterator[SecretHit]:
     """Credentials in formats that name them without `name = value`: attribute pairs,
-    .netrc entries and MySQL's glued `-p` option."""
+    .netrc entries and passwords given to a command (`_command_line_hits`)."""
     if "value" in text or "VALUE" in text or "Value" in text:
         for m in _ATTRIBUTE_PAIR.finditer(text):
             hit = _named_value_hit(m.group("name"), m.group("val"), m.start("val"))
@@ -697,13 +751,7 @@ def _config_format_hits(text: str) -> Iterator[SecretHit]:
         for m in _NETRC.finditer(text):
             if _is_password_value(m.group("pw"), quoted=True):
                 yield SecretHit("hard.secret.keyword_assignment", m.start("pw"), m.end("pw"))
-    if "-p" in text:
-        for m in _MYSQL_PASSWORD.finditer(text):
-            pw = m.group("pw")
-            quoted = pw[:1] in "'\"" and pw[-1:] == pw[:1] and len(pw) > 1
-            if _is_password_value(pw, quoted=True):
-                start = m.start("pw") + quoted
-                yield SecretHit("hard.secret.command_line_password", start, m.end("pw") - quoted)
+    yield from _command_line_hits(text)
 
 
 def _named_value_hit(name: str, value: str, start: int) -> SecretHit | None:
@@ -1325,6 +1373,97 @@ def _luhn_ok(digits: str) -> bool:
                 d -= 9
         total += d
     return total % 10 == 0
+
+
+# --------------------------------------------------------------------------- context
+
+# Values whose shape alone is common in harmless text (64 hex digits are also a transaction
+# hash or a checksum; 16 base32 letters also an id; a list of codes also order numbers) but
+# which are credentials when a word naming what they are stands just before them, on the
+# same line or the line above: a context word, then a value the shape of that credential.
+_CONTEXT_VALUES: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+    # a wallet's private key: 64 hex digits (0x optional), 51-52 base58 (WIF), 87-88 base58
+    # (a Solana secret key), or 64 byte values (a Solana keypair file)
+    ("hard.secret.wallet_key",
+     re.compile(r"(?i)private[ _\-]?key|secret[ _\-]?key|\bwallet\b|\bsigner\b|key[ _\-]?pair|\bWIF\b|paper wallet"),
+     re.compile(r"(?<![\w])(?:0x)?[0-9a-fA-F]{64}(?![\w])|(?<![\w])[5KL][1-9A-HJ-NP-Za-km-z]{50,51}(?![\w])"
+                r"|(?<![\w])[1-9A-HJ-NP-Za-km-z]{86,88}(?![\w])|\[(?:[ \t]*\d{1,3}[ \t]*,){63}[ \t]*\d{1,3}[ \t]*\]")),
+    # a TOTP / HOTP shared secret: base32, 16 to 64 letters, often shown in groups of four
+    ("hard.secret.otp_seed",
+     re.compile(r"(?i)(?<![a-z])(?:t?otp|hotp|2fa|mfa|two[ \-]factor|authenticator|setup[ \-]key|shared[ _\-]secret"
+                r"|google[ \-]auth[a-z]*)(?![a-z])|typed the key|enter (?:this|the) key"),
+     re.compile(r"(?<![\w])(?:[A-Z2-7]{16,64}|[a-z2-7]{16,64}|(?:[A-Z2-7]{4}[ \-]){3,15}[A-Z2-7]{4}"
+                r"|(?:[a-z2-7]{4}[ \-]){3,15}[a-z2-7]{4})(?![\w])")),
+    # recovery and backup codes: several codes of one shape in a row, or one grouped recovery key
+    ("hard.secret.recovery_code",
+     re.compile(r"(?i)\b(?:recovery|backup|emergency|one[ \-]time|2fa|mfa|scratch)[ \-](?:codes?|keys?)\b"
+                r"|\b(?:bitlocker|recovery)\b"),
+     re.compile(r"(?<![\w\-])(?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?:[ \t]*[,;]?[ \t]*\n?[ \t]*|[ \t]+))"
+                r"{3,}[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w\-])"
+                r"|(?<![\w\-])(?:[A-Z0-9]{4,6}-){4,11}[A-Z0-9]{4,6}(?![\w\-])")),
+)
+_CONTEXT_WINDOW = 120  # characters before the value a context word may stand in
+_CONTEXT_AGAINST = re.compile(
+    r"(?i)\b(?:tx|txn|transaction|tx[ _\-]?hash|hash|sha\d*|digest|checksum|commit|block|address|public|pubkey"
+    r"|order|tracking|invoice|serial|example|sample|test[ \-]?vector)\b"
+)
+# A recovery phrase (BIP-39 and alike): 12, 15, 18, 21 or 24 lower-case words of 3 to 8
+# letters, none of them a function word of prose (word lists leave those out).
+_PHRASE_WORDS = re.compile(r"(?<![\w'\-])[a-z]{3,8}(?:(?:[ \t]+|,[ \t]*)[a-z]{3,8}){11,23}(?![\w'\-])")
+_PHRASE_CONTEXT = re.compile(r"(?i)\b(?:seed|recovery|mnemonic|backup|secret)[ \-]?(?:phrase|words?)?\b|\bwallet\b")
+_PROSE_WORDS = frozenset(
+    """the and was for you that with this have are not but from they his her she him had were been
+    its our your their them then than what when where which who will would could should there
+    here into onto some just like also very much more most only over about because after""".split()
+)
+_CONTEXT_LITERALS = ("key", "Key", "KEY", "allet", "igner", "WIF", "otp", "OTP", "2FA", "2fa", "MFA", "mfa",
+                     "actor", "uthenticator", "code", "Code", "ecovery", "ECOVERY", "itLocker", "ackup", "eed",
+                     "nemonic", "hrase", "ecret", "ALLET")
+
+
+def _context_hits(text: str) -> Iterator[SecretHit]:
+    """Values of a credential's shape with a word naming that credential just before them
+    (`_CONTEXT_VALUES`), and recovery phrases after a word naming one; a word saying the value
+    is public, a hash or an example (`_CONTEXT_AGAINST`) between them rules it out."""
+    if not any(w in text for w in _CONTEXT_LITERALS):
+        return
+    for rule_id, context, value in _CONTEXT_VALUES:
+        for m in value.finditer(text):
+            before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
+            if "\n\n" in before:
+                before = before[before.rfind("\n\n") :]
+            words = list(context.finditer(before))
+            if not words or _CONTEXT_AGAINST.search(before, words[-1].end()):
+                continue
+            found = m.group()
+            if rule_id == "hard.secret.otp_seed" and not (re.search(r"[2-7]", found) and re.search(r"[A-Za-z]", found)):
+                continue  # base32 secrets mix letters and the digits 2-7
+            if rule_id == "hard.secret.recovery_code" and not _code_list(found):
+                continue
+            bare = found.removeprefix("0x").replace(" ", "")
+            if _is_placeholder(bare) or _is_placeholder_token(bare) or _is_sequential(bare):
+                continue
+            yield SecretHit(rule_id, m.start(), m.end())
+    for m in _PHRASE_WORDS.finditer(text):
+        words = m.group().replace(",", " ").split()
+        if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
+            continue
+        before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
+        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2:
+            yield SecretHit("hard.secret.plain_sentence", m.start(), m.end())
+
+
+def _code_list(found: str) -> bool:
+    """Recovery codes: each holds a digit, and they share one shape (length and dash), or a
+    single grouped key."""
+    codes = re.split(r"[\s,;]+", found.strip())
+    if not all(re.search(r"\d", c) for c in codes):
+        return False
+    if len(codes) == 1:
+        return True
+    shapes = {re.sub(r"[A-Za-z0-9]", "x", c) for c in codes}
+    pairs = {len(c) for c in codes}
+    return len(shapes) <= 2 and max(pairs) - min(pairs) <= 1 and len(codes) >= 4
 
 
 # --------------------------------------------------------------------------- layer 5
