@@ -276,6 +276,7 @@ _CODE_REFERENCE = re.compile(
 _SENTENCE_HEAD = (
     r"\b(?P<kw>"
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
+    r"passw[oö]rt|wachtwoord|mot\s+de\s+passe|l[öo]senord|has[łl]o|contrase[nñ]a|senha|kennwort|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
     r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm|puk|sim|master)\s?codes?|"
     r"combination|seed\s?phrase|recovery\s?phrase|mnemonic|security\s?answer|"
@@ -283,7 +284,8 @@ _SENTENCE_HEAD = (
     r")\b"
     r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
     r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
-    r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|is|was|are|=|:|-|became|reads)[ \t]*"
+    r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|(?:ist|lautet|est|es|é|är|jest|è)(?=[ \t])|"
+    r"is|was|are|=|:|-|became|reads)[ \t]*"
 )
 _SENTENCE_KEYWORD = re.compile(
     r"(?ix)" + _SENTENCE_HEAD +
@@ -993,6 +995,19 @@ _PASSWORD_PLACEHOLDERS = frozenset(
 )
 
 
+# How people build passwords: words with a digit run at the end, separated by a dot, dash,
+# underscore or symbol, at least one capital or symbol ("Willow.pebble69", "Harbor-biscuit87!");
+# code names do not end their last part in two or more digits after a capital word.
+_HUMAN_PASSWORD = re.compile(r"(?=.*[A-Z!#$%&*@])[A-Za-z]{3,12}(?:[._\-!#$%&*@][A-Za-z]{2,12}){0,3}"
+                             r"[._\-!#$%&*@]?\d{2,6}[!#$%&*@?]?")
+# A passphrase of dictionary words joined by dashes ("copper-cactus-willow-violet").
+_PASSPHRASE = re.compile(r"[a-z]{3,10}(?:-[a-z]{3,10}){2,7}")
+
+
+def _is_passphrase(value: str) -> bool:
+    return _PASSPHRASE.fullmatch(value) is not None and all(is_words(w) for w in value.split("-"))
+
+
 def _is_password_value(value: str, *, quoted: bool) -> bool:
     """A literal assigned to a password name: not a placeholder, template, reference, hash,
     flag or phrase. (Guessable and self-describing values are judged after, by
@@ -1013,11 +1028,12 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
-            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)):
+            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
+            and not _HUMAN_PASSWORD.fullmatch(v):
         return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
         return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
-    if _dotted_name(v):
+    if _dotted_name(v) and not _HUMAN_PASSWORD.fullmatch(v):
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
@@ -1271,6 +1287,8 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
             continue
         if _is_numeric_keyword(m.group("kw").lower()):
             ok = re.fullmatch(r"[A-Za-z0-9]{4,12}", value) is not None and bool(re.search(r"\d", value))
+        elif m.group("kw").lower().startswith("pass") and (_HUMAN_PASSWORD.fullmatch(value) or _is_passphrase(value)):
+            ok = True
         else:
             ok = _looks_generated(value, min_len=12) and not _dotted_name(value) and not _is_placeholder_token(value)
         if ok:
@@ -1281,6 +1299,8 @@ def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end:
     numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
+    if not numeric_kw and verb.strip() not in ("-", "") and _is_passphrase(value.strip("\"'`")):
+        return True  # "the password is copper-cactus-willow-violet": words, but four of them
     if _sentence_value_is_stand_in(value) or _sentence_value_is_not_literal(value, quoted):
         return False
     if numeric_kw:
@@ -1291,7 +1311,12 @@ def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end:
         return True
     if _DIGIT_OR_SYMBOL.search(value) or _is_mixed_case(value):
         return not _CODE_REFERENCE.match(value) or bool(_DIGIT_OR_SYMBOL.search(value))
+    if verb.strip() in _FOREIGN_VERBS:
+        return False  # a bare word after "ist" / "es" may be "falsch": no status-word list for these
     return _bare_word_ends_sentence(text, value, end, verb)
+
+
+_FOREIGN_VERBS = frozenset({"ist", "lautet", "est", "es", "é", "är", "jest", "è"})
 
 
 def _is_numeric_keyword(kw: str) -> bool:
@@ -1489,9 +1514,38 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
         if _encoded_json_without_secret(token):
             continue  # base64 of a JSON document (settings, a JWT's header alone): data
+        if _public_by_context(text, m.start(), token):
+            continue  # inline data, a module hash, a public address or a payment object's id
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+# Right before a token: a data URI's base64 marker (an inlined image or font), or an
+# algorithm label of a hash (Go's "h1:", "sha256:", an SSH "SHA256:" fingerprint).
+_DATA_OR_HASH_LABEL = re.compile(r"(?:data:[\w.+\-]+/[\w.+\-]+(?:;[\w.+\-]+=[\w.+\-]+)*;base64,|"
+                                 r"\b(?:h1|sha1|sha224|sha256|sha384|sha512|md5|blake2b|SHA\d{1,3}):)$")
+# Words saying a base58 / bech32 string is public: an address, a program or public key id.
+_PUBLIC_CONTEXT = re.compile(r"(?i)\b(?:address|addr|program[ _\-]?id|pub[ _\-]?key|public[ _\-]?key|recipient"
+                             r"|receive|watch[ \-]only|deposit)\b")
+_BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
+# Extended public keys (BIP-32 xpub and variants) and Nostr public keys: public by prefix.
+_PUBLIC_PREFIX = ("xpub", "ypub", "zpub", "tpub", "Ypub", "Zpub", "npub1")
+# Stripe object ids ("price_...", "cus_...", "sub_..."): ids of records, not keys (keys are
+# sk_ / rk_ / pk_ / whsec_).
+_OBJECT_ID = re.compile(r"(?:price|prod|cus|sub|si|pi|pm|ch|py|in|il|ii|txn|evt|acct|plan|seti|src|re|po|tr|ba"
+                        r"|card|cs|prc|cn|dp|du|ipi|mbur|bpc|ic)_[A-Za-z0-9]{14,40}$")
+
+
+def _public_by_context(text: str, pos: int, token: str) -> bool:
+    """What stands around a random-looking token says it is not a credential: it follows a
+    data URI's base64 marker or a hash's algorithm label, it is base58 after a word naming an
+    address or public key, it has a public-key prefix, or it is a payment object's id."""
+    if _DATA_OR_HASH_LABEL.search(text, max(0, pos - 80), pos) or token.startswith(_PUBLIC_PREFIX):
+        return True
+    if _OBJECT_ID.match(token):
+        return True
+    return _BASE58.fullmatch(token) is not None and _PUBLIC_CONTEXT.search(text, max(0, pos - 40), pos) is not None
 
 
 # W3C subresource integrity and CSP hash sources: an algorithm, a dash, the base64 digest.
