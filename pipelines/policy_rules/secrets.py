@@ -1245,7 +1245,12 @@ _PHRASE_KEYWORD = re.compile(r"(?i)seed|recovery|mnemonic")
 # "the passcode BdDS7y", "bot token 8f2Kq...". The value must look generated.
 _KEYWORD_THEN_VALUE = re.compile(
     r"(?i)\b(?P<kw>(?:api|access|secret|private|auth|bearer|bot|app|personal[ \t]+access)[ \t]?(?:key|token)s?|"
-    r"client[ \t]secret|pass\s?(?:word|code|phrase))[ \t]+(?P<val>[^\s\"'`]{6,200})"
+    r"client[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+(?P<val>[^\s\"'`]{6,200})"
+)
+# An account and its password side by side: "robert@icloud.com / c#i8vaHYdK", "user@x.io, pw9!Lk2m"
+# (not after a colon: "me@host.example.com:backup2024Q1" is an scp or ssh target).
+_EMAIL_THEN_PASSWORD = re.compile(
+    r"(?<![\w.+\-])[\w.+\-]{1,64}@[\w\-]+(?:\.[\w\-]+)+[ \t]*(?:/|\||,)[ \t]*(?P<pw>[^\s\"'`,;]{8,64})(?=[\s,;.]|$)"
 )
 
 
@@ -1253,6 +1258,12 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
     for m in _scan(_BARE_PIN, text, out):
         yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
     yield from _keyword_then_value_hits(text)
+    if "@" in text:
+        for m in _EMAIL_THEN_PASSWORD.finditer(text):
+            pw = m.group("pw").rstrip(".")
+            if char_classes(pw) >= 3 and "@" not in pw and "/" not in pw and _is_password_value(pw, quoted=True) \
+                    and not _is_sequential(pw):
+                yield SecretHit("hard.secret.plain_sentence", m.start("pw"), m.start("pw") + len(pw))
     for m in _scan(_SENTENCE_KEYWORD, text, out):
         quoted = m.group("qval") is not None
         value = m.group("qval") if quoted else m.group("val")
@@ -1288,7 +1299,9 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
         if _is_numeric_keyword(m.group("kw").lower()):
             ok = re.fullmatch(r"[A-Za-z0-9]{4,12}", value) is not None and bool(re.search(r"\d", value))
         elif m.group("kw").lower().startswith("pass") and (_HUMAN_PASSWORD.fullmatch(value) or _is_passphrase(value)):
-            ok = True
+            ok = m.group("kw").lower() != "pass" or _HUMAN_PASSWORD.fullmatch(value) is not None
+        elif m.group("kw").lower() == "pass":
+            ok = False  # "pass" alone is also a verb: only a value built like a password follows it
         else:
             ok = _looks_generated(value, min_len=12) and not _dotted_name(value) and not _is_placeholder_token(value)
         if ok:

@@ -111,3 +111,22 @@ def test_random_looking_tokens_public_by_their_surroundings_are_not_secrets(text
 def test_the_same_random_token_without_those_surroundings_is_found():
     assert found("here it is: 1KYizgj2QACbAzYo71cGDA29nLxY6LuWTa9")
     assert found("key=YxdtRYTw0UiQSAbY1XcE6jcVCAVih2xA22MnbsvQ6YA=")
+
+
+@pytest.mark.parametrize(("text", "secret"), [
+    ("the router page is 192.168.0.1, user admin, pass Pickle.copper73", "Pickle.copper73"),
+    ("Dad's iCloud: robert.h@icloud.com / c#i8vaHYdKJLMuOAy", "c#i8vaHYdKJLMuOAy"),
+])
+def test_a_password_after_pass_or_beside_its_account_is_found(text, secret):
+    assert secret in found(text)
+
+
+@pytest.mark.parametrize("text", [
+    "please pass the-butter-please and the salt",
+    "they said pass resolution 20231128 to the committee",
+    "contact me at jane@acme.io / 555-0199-2211 or on slack",
+    "scp dump.sql me@host.example.com:backup2024Q1",
+    "ssh git@github.com:acme/infra.git",
+])
+def test_pass_as_a_verb_and_an_address_beside_other_things_are_not(text):
+    assert found(text) == []
