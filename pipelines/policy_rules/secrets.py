@@ -719,8 +719,12 @@ _ENV_PASSWORD_PREFIX = re.compile(
     r"(?<![\w$])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH|LFTP_PASSWORD|SQLCMDPASSWORD|RSYNC_PASSWORD"
     r"|ISQL_PASSWORD)=(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)(?=[ \t]+[\w./])"
 )
-_CLI_LITERALS = ("sshpass", "login", "-cli", "ldap", "mongo", "openssl", "-U", "htpasswd", "/user:", "-pw",
-                 "-P", "password", "PASSWORD", "MYSQL_PWD", "SSHPASS", "AUTH=", "SSWORD")
+# Every `_CLI_PASSWORD` match holds one of these tool names (lower-cased), every
+# `_ENV_PASSWORD_PREFIX` match one of the others.
+_CLI_TOOLS = ("sshpass", "login", "-cli", "ldap", "mongo", "openssl", "smbclient", "rpcclient", "smbmap",
+              "crackmapexec", "netexec", "nxc", "htpasswd", "net use", "plink", "pscp", "psftp", "sqlcmd", "bcp",
+              "isql", "wget", "curl", "lftp", "ncftp")
+_ENV_LITERALS = ("PGPASSWORD", "MYSQL_PWD", "SSHPASS", "REDISCLI_AUTH", "_PASSWORD=", "SQLCMDPASSWORD")
 
 
 def _command_line_hits(text: str) -> Iterator[SecretHit]:
@@ -730,8 +734,11 @@ def _command_line_hits(text: str) -> Iterator[SecretHit]:
     scans = []
     if "-p" in text:
         scans.append(_MYSQL_PASSWORD)
-    if any(w in text for w in _CLI_LITERALS):
-        scans += [_CLI_PASSWORD, _ENV_PASSWORD_PREFIX]
+    low = text.lower()
+    if any(w in low for w in _CLI_TOOLS):
+        scans.append(_CLI_PASSWORD)
+    if any(w in text for w in _ENV_LITERALS):
+        scans.append(_ENV_PASSWORD_PREFIX)
     for rx in scans:
         for m in rx.finditer(text):
             pw = m.group("pw")
@@ -1436,8 +1443,11 @@ _CONTEXT_VALUES: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ("hard.secret.recovery_code",
      re.compile(r"(?i)\b(?:recovery|backup|emergency|one[ \-]time|2fa|mfa|scratch)[ \-](?:codes?|keys?)\b"
                 r"|\b(?:bitlocker|recovery)\b"),
-     re.compile(r"(?<![\w\-])(?:[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?:[ \t]*[,;]?[ \t]*\n?[ \t]*|[ \t]+))"
-                r"{3,}[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w\-])"
+     # (each code and the separator after it is an atomic group, and a code ends where its
+     # characters do: a long run of letters is never split into "codes", so no backtracking)
+     re.compile(r"(?<![\w\-])(?>[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![A-Za-z0-9\-])"
+                r"(?:[ \t]*[,;]?[ \t]*\n[ \t]*|[ \t]*[,;][ \t]*|[ \t]+)){3,}"
+                r"[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w\-])"
                 r"|(?<![\w\-])(?:[A-Z0-9]{4,6}-){4,11}[A-Z0-9]{4,6}(?![\w\-])")),
 )
 _CONTEXT_WINDOW = 120  # characters before the value a context word may stand in
@@ -1466,6 +1476,8 @@ def _context_hits(text: str) -> Iterator[SecretHit]:
     if not any(w in text for w in _CONTEXT_LITERALS):
         return
     for rule_id, context, value in _CONTEXT_VALUES:
+        if context.search(text) is None:
+            continue  # (the cheaper test first: most texts name none of these)
         for m in value.finditer(text):
             before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
             if "\n\n" in before:
@@ -1482,7 +1494,7 @@ def _context_hits(text: str) -> Iterator[SecretHit]:
             if _is_placeholder(bare) or _is_placeholder_token(bare) or _is_sequential(bare):
                 continue
             yield SecretHit(rule_id, m.start(), m.end())
-    for m in _PHRASE_WORDS.finditer(text):
+    for m in (_PHRASE_WORDS.finditer(text) if _PHRASE_CONTEXT.search(text) else ()):
         words = m.group().replace(",", " ").split()
         if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
             continue

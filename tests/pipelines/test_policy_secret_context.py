@@ -130,3 +130,8 @@ def test_a_password_after_pass_or_beside_its_account_is_found(text, secret):
 ])
 def test_pass_as_a_verb_and_an_address_beside_other_things_are_not(text):
     assert found(text) == []
+
+
+def test_a_long_run_of_letters_after_recovery_is_not_split_into_codes():
+    run = "recovery log: " + "QmVkcm9ja0FQSUtleS1" * 12 + " done"
+    assert "hard.secret.recovery_code" not in {h.rule_id for h in find_secrets(run)}
