@@ -138,6 +138,8 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hard.secret.facebook_token", r"EAA[MC][A-Za-z0-9]{100,}"),
         ("hard.secret.facebook_token", r"\d{15,16}\|[A-Za-z0-9_\-]{27}"),
         ("hard.secret.stripe_key", r"[rs]k_(?:live|test)_[0-9a-zA-Z]{24,}"),
+        # BIP-32 extended private keys (xprv, and the yprv / zprv / tprv variants): base58 after the prefix
+        ("hard.secret.wallet_key", r"[xyzt]prv[1-9A-HJ-NP-Za-km-z]{100,112}"),
         ("hard.secret.shopify_token", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
         ("hard.secret.digitalocean_token", r"do[opr]_v1_[a-f0-9]{64}"),
         ("hard.secret.npm_token", r"npm_[A-Za-z0-9]{36}"),
@@ -274,14 +276,16 @@ _CODE_REFERENCE = re.compile(
 _SENTENCE_HEAD = (
     r"\b(?P<kw>"
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
+    r"passw[oö]rt|wachtwoord|mot\s+de\s+passe|l[öo]senord|has[łl]o|contrase[nñ]a|senha|kennwort|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
-    r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm)\s?codes?|"
+    r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm|puk|sim|master)\s?codes?|"
     r"combination|seed\s?phrase|recovery\s?phrase|mnemonic|security\s?answer|"
     r"(?:api|access|secret|private)\s?key|(?:auth|access|api|bearer)\s?token"
     r")\b"
     r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
     r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
-    r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|is|was|are|=|:|-|became|reads)[ \t]*"
+    r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|(?:ist|lautet|est|es|é|är|jest|è)(?=[ \t])|"
+    r"is|was|are|=|:|-|became|reads)[ \t]*"
 )
 _SENTENCE_KEYWORD = re.compile(
     r"(?ix)" + _SENTENCE_HEAD +
@@ -342,6 +346,7 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
         hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
+    hits.extend(_context_hits(text))
     return _dedupe(hits)
 
 
@@ -683,11 +688,69 @@ _MYSQL_PASSWORD = re.compile(
     r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlshow|mariadb|mariadb-dump)\b"
     r"[^\n|;&]{0,200}?[ \t]-p(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)"
 )
+# Other command-line tools' documented password options, as (command names, option) pairs: the
+# option's argument is the password. An option alone ("-p" with nothing, "--password-stdin")
+# makes the tool prompt or read stdin and holds none; a `$VAR` or `<placeholder>` argument
+# is a reference (`_is_password_value` decides, as for every password value).
+_CLI_PASSWORD_OPTIONS: tuple[tuple[str, str], ...] = (
+    (r"sshpass", r"-p[ \t]*"),
+    (r"(?:docker|podman|buildah|skopeo|nerdctl|helm[ \t]+registry|oras)[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+    (r"redis-cli|keydb-cli", r"-a[ \t]+|--pass[ \t]+"),
+    (r"ldap(?:search|modify|add|delete|passwd|whoami|compare)", r"-w[ \t]*"),
+    (r"mongo(?:sh|dump|restore|import|export)?", r"(?:-p|--password)(?:[ \t]+|=)"),
+    (r"openssl", r"-(?:passout|passin|pass|password)[ \t]+(?:pass:)"),
+    (r"smbclient|rpcclient|smbmap|crackmapexec|netexec|nxc", r"-U[ \t]+['\"]?[^\s%'\"]{1,64}%"),
+    (r"htpasswd", r"-[a-zA-Z]*b[a-zA-Z]*(?:[ \t]+-[a-zA-Z]+)*[ \t]+\S+[ \t]+\S+[ \t]+"),
+    (r"net[ \t]+use", r"/user:\S+[ \t]+"),
+    (r"(?:plink|pscp|psftp)(?:\.exe)?", r"-pw[ \t]+"),
+    (r"sqlcmd|bcp|isql", r"-P[ \t]*"),
+    (r"(?:wget|curl|lftp|ncftp\w*)", r"--(?:ftp-|http-)?password(?:[ \t]+|=)"),
+    (r"az[ \t]+login", r"(?:-p|--password)(?:[ \t]+|=)"),
+)
+_CLI_PASSWORD = re.compile(
+    r"(?i)(?<![\w\-/.])(?:" + "|".join(
+        rf"(?:{tool})(?:\.exe)?\b[^\n|;&]{{0,160}}?(?<![\w\-])(?-i:{option})"
+        for tool, option in _CLI_PASSWORD_OPTIONS
+    ) + r")(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)"
+)
+# Passwords handed to a command through its documented environment variable, written before
+# the command on the same line ("PGPASSWORD=s3cret pg_dump ...", "SSHPASS=... sshpass -e").
+_ENV_PASSWORD_PREFIX = re.compile(
+    r"(?<![\w$])(?:PGPASSWORD|MYSQL_PWD|SSHPASS|REDISCLI_AUTH|LFTP_PASSWORD|SQLCMDPASSWORD|RSYNC_PASSWORD"
+    r"|ISQL_PASSWORD)=(?P<pw>'[^'\n]+'|\"[^\"\n]+\"|[^\s'\"]+)(?=[ \t]+[\w./])"
+)
+# Every `_CLI_PASSWORD` match holds one of these tool names (lower-cased), every
+# `_ENV_PASSWORD_PREFIX` match one of the others.
+_CLI_TOOLS = ("sshpass", "login", "-cli", "ldap", "mongo", "openssl", "smbclient", "rpcclient", "smbmap",
+              "crackmapexec", "netexec", "nxc", "htpasswd", "net use", "plink", "pscp", "psftp", "sqlcmd", "bcp",
+              "isql", "wget", "curl", "lftp", "ncftp")
+_ENV_LITERALS = ("PGPASSWORD", "MYSQL_PWD", "SSHPASS", "REDISCLI_AUTH", "_PASSWORD=", "SQLCMDPASSWORD")
+
+
+def _command_line_hits(text: str) -> Iterator[SecretHit]:
+    """Passwords given to a command: MySQL's glued `-p`, the password options of other
+    command-line tools (`_CLI_PASSWORD_OPTIONS`), and password environment variables set
+    before the command."""
+    scans = []
+    if "-p" in text:
+        scans.append(_MYSQL_PASSWORD)
+    low = text.lower()
+    if any(w in low for w in _CLI_TOOLS):
+        scans.append(_CLI_PASSWORD)
+    if any(w in text for w in _ENV_LITERALS):
+        scans.append(_ENV_PASSWORD_PREFIX)
+    for rx in scans:
+        for m in rx.finditer(text):
+            pw = m.group("pw")
+            quoted = pw[:1] in "'\"" and pw[-1:] == pw[:1] and len(pw) > 1
+            if _is_password_value(pw, quoted=True):
+                start = m.start("pw") + quoted
+                yield SecretHit("hard.secret.command_line_password", start, m.end("pw") - quoted)
 
 
 def _config_format_hits(text: str) -> Iterator[SecretHit]:
     """Credentials in formats that name them without `name = value`: attribute pairs,
-    .netrc entries and MySQL's glued `-p` option."""
+    .netrc entries and passwords given to a command (`_command_line_hits`)."""
     if "value" in text or "VALUE" in text or "Value" in text:
         for m in _ATTRIBUTE_PAIR.finditer(text):
             hit = _named_value_hit(m.group("name"), m.group("val"), m.start("val"))
@@ -697,13 +760,7 @@ def _config_format_hits(text: str) -> Iterator[SecretHit]:
         for m in _NETRC.finditer(text):
             if _is_password_value(m.group("pw"), quoted=True):
                 yield SecretHit("hard.secret.keyword_assignment", m.start("pw"), m.end("pw"))
-    if "-p" in text:
-        for m in _MYSQL_PASSWORD.finditer(text):
-            pw = m.group("pw")
-            quoted = pw[:1] in "'\"" and pw[-1:] == pw[:1] and len(pw) > 1
-            if _is_password_value(pw, quoted=True):
-                start = m.start("pw") + quoted
-                yield SecretHit("hard.secret.command_line_password", start, m.end("pw") - quoted)
+    yield from _command_line_hits(text)
 
 
 def _named_value_hit(name: str, value: str, start: int) -> SecretHit | None:
@@ -945,6 +1002,19 @@ _PASSWORD_PLACEHOLDERS = frozenset(
 )
 
 
+# How people build passwords: words with a digit run at the end, separated by a dot, dash,
+# underscore or symbol, at least one capital or symbol ("Willow.pebble69", "Harbor-biscuit87!");
+# code names do not end their last part in two or more digits after a capital word.
+_HUMAN_PASSWORD = re.compile(r"(?=.*[A-Z!#$%&*@])[A-Za-z]{3,12}(?:[._\-!#$%&*@][A-Za-z]{2,12}){0,3}"
+                             r"[._\-!#$%&*@]?\d{2,6}[!#$%&*@?]?")
+# A passphrase of dictionary words joined by dashes ("copper-cactus-willow-violet").
+_PASSPHRASE = re.compile(r"[a-z]{3,10}(?:-[a-z]{3,10}){2,7}")
+
+
+def _is_passphrase(value: str) -> bool:
+    return _PASSPHRASE.fullmatch(value) is not None and all(is_words(w) for w in value.split("-"))
+
+
 def _is_password_value(value: str, *, quoted: bool) -> bool:
     """A literal assigned to a password name: not a placeholder, template, reference, hash,
     flag or phrase. (Guessable and self-describing values are judged after, by
@@ -965,11 +1035,12 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
-            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)):
+            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
+            and not _HUMAN_PASSWORD.fullmatch(v):
         return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
         return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
-    if _dotted_name(v):
+    if _dotted_name(v) and not _HUMAN_PASSWORD.fullmatch(v):
         return False  # "session.secret": a dotted name, not a value
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
@@ -1181,7 +1252,12 @@ _PHRASE_KEYWORD = re.compile(r"(?i)seed|recovery|mnemonic")
 # "the passcode BdDS7y", "bot token 8f2Kq...". The value must look generated.
 _KEYWORD_THEN_VALUE = re.compile(
     r"(?i)\b(?P<kw>(?:api|access|secret|private|auth|bearer|bot|app|personal[ \t]+access)[ \t]?(?:key|token)s?|"
-    r"client[ \t]secret|pass\s?(?:word|code|phrase))[ \t]+(?P<val>[^\s\"'`]{6,200})"
+    r"client[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+(?P<val>[^\s\"'`]{6,200})"
+)
+# An account and its password side by side: "robert@icloud.com / c#i8vaHYdK", "user@x.io, pw9!Lk2m"
+# (not after a colon: "me@host.example.com:backup2024Q1" is an scp or ssh target).
+_EMAIL_THEN_PASSWORD = re.compile(
+    r"(?<![\w.+\-])[\w.+\-]{1,64}@[\w\-]+(?:\.[\w\-]+)+[ \t]*(?:/|\||,)[ \t]*(?P<pw>[^\s\"'`,;]{8,64})(?=[\s,;.]|$)"
 )
 
 
@@ -1189,6 +1265,12 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
     for m in _scan(_BARE_PIN, text, out):
         yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.end("val"))
     yield from _keyword_then_value_hits(text)
+    if "@" in text:
+        for m in _EMAIL_THEN_PASSWORD.finditer(text):
+            pw = m.group("pw").rstrip(".")
+            if char_classes(pw) >= 3 and "@" not in pw and "/" not in pw and _is_password_value(pw, quoted=True) \
+                    and not _is_sequential(pw):
+                yield SecretHit("hard.secret.plain_sentence", m.start("pw"), m.start("pw") + len(pw))
     for m in _scan(_SENTENCE_KEYWORD, text, out):
         quoted = m.group("qval") is not None
         value = m.group("qval") if quoted else m.group("val")
@@ -1223,6 +1305,10 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
             continue
         if _is_numeric_keyword(m.group("kw").lower()):
             ok = re.fullmatch(r"[A-Za-z0-9]{4,12}", value) is not None and bool(re.search(r"\d", value))
+        elif m.group("kw").lower().startswith("pass") and (_HUMAN_PASSWORD.fullmatch(value) or _is_passphrase(value)):
+            ok = m.group("kw").lower() != "pass" or _HUMAN_PASSWORD.fullmatch(value) is not None
+        elif m.group("kw").lower() == "pass":
+            ok = False  # "pass" alone is also a verb: only a value built like a password follows it
         else:
             ok = _looks_generated(value, min_len=12) and not _dotted_name(value) and not _is_placeholder_token(value)
         if ok:
@@ -1233,6 +1319,8 @@ def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end:
     numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
+    if not numeric_kw and verb.strip() not in ("-", "") and _is_passphrase(value.strip("\"'`")):
+        return True  # "the password is copper-cactus-willow-violet": words, but four of them
     if _sentence_value_is_stand_in(value) or _sentence_value_is_not_literal(value, quoted):
         return False
     if numeric_kw:
@@ -1243,7 +1331,12 @@ def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end:
         return True
     if _DIGIT_OR_SYMBOL.search(value) or _is_mixed_case(value):
         return not _CODE_REFERENCE.match(value) or bool(_DIGIT_OR_SYMBOL.search(value))
+    if verb.strip() in _FOREIGN_VERBS:
+        return False  # a bare word after "ist" / "es" may be "falsch": no status-word list for these
     return _bare_word_ends_sentence(text, value, end, verb)
+
+
+_FOREIGN_VERBS = frozenset({"ist", "lautet", "est", "es", "é", "är", "jest", "è"})
 
 
 def _is_numeric_keyword(kw: str) -> bool:
@@ -1327,6 +1420,102 @@ def _luhn_ok(digits: str) -> bool:
     return total % 10 == 0
 
 
+# --------------------------------------------------------------------------- context
+
+# Values whose shape alone is common in harmless text (64 hex digits are also a transaction
+# hash or a checksum; 16 base32 letters also an id; a list of codes also order numbers) but
+# which are credentials when a word naming what they are stands just before them, on the
+# same line or the line above: a context word, then a value the shape of that credential.
+_CONTEXT_VALUES: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+    # a wallet's private key: 64 hex digits (0x optional), 51-52 base58 (WIF), 87-88 base58
+    # (a Solana secret key), or 64 byte values (a Solana keypair file)
+    ("hard.secret.wallet_key",
+     re.compile(r"(?i)private[ _\-]?key|secret[ _\-]?key|\bwallet\b|\bsigner\b|key[ _\-]?pair|\bWIF\b|paper wallet"),
+     re.compile(r"(?<![\w])(?:0x)?[0-9a-fA-F]{64}(?![\w])|(?<![\w])[5KL][1-9A-HJ-NP-Za-km-z]{50,51}(?![\w])"
+                r"|(?<![\w])[1-9A-HJ-NP-Za-km-z]{86,88}(?![\w])|\[(?:[ \t]*\d{1,3}[ \t]*,){63}[ \t]*\d{1,3}[ \t]*\]")),
+    # a TOTP / HOTP shared secret: base32, 16 to 64 letters, often shown in groups of four
+    ("hard.secret.otp_seed",
+     re.compile(r"(?i)(?<![a-z])(?:t?otp|hotp|2fa|mfa|two[ \-]factor|authenticator|setup[ \-]key|shared[ _\-]secret"
+                r"|google[ \-]auth[a-z]*)(?![a-z])|typed the key|enter (?:this|the) key"),
+     re.compile(r"(?<![\w])(?:[A-Z2-7]{16,64}|[a-z2-7]{16,64}|(?:[A-Z2-7]{4}[ \-]){3,15}[A-Z2-7]{4}"
+                r"|(?:[a-z2-7]{4}[ \-]){3,15}[a-z2-7]{4})(?![\w])")),
+    # recovery and backup codes: several codes of one shape in a row, or one grouped recovery key
+    ("hard.secret.recovery_code",
+     re.compile(r"(?i)\b(?:recovery|backup|emergency|one[ \-]time|2fa|mfa|scratch)[ \-](?:codes?|keys?)\b"
+                r"|\b(?:bitlocker|recovery)\b"),
+     # (each code and the separator after it is an atomic group, and a code ends where its
+     # characters do: a long run of letters is never split into "codes", so no backtracking)
+     re.compile(r"(?<![\w\-])(?>[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![A-Za-z0-9\-])"
+                r"(?:[ \t]*[,;]?[ \t]*\n[ \t]*|[ \t]*[,;][ \t]*|[ \t]+)){3,}"
+                r"[A-Za-z0-9]{4,10}(?:-[A-Za-z0-9]{4,10})?(?![\w\-])"
+                r"|(?<![\w\-])(?:[A-Z0-9]{4,6}-){4,11}[A-Z0-9]{4,6}(?![\w\-])")),
+)
+_CONTEXT_WINDOW = 120  # characters before the value a context word may stand in
+_CONTEXT_AGAINST = re.compile(
+    r"(?i)\b(?:tx|txn|transaction|tx[ _\-]?hash|hash|sha\d*|digest|checksum|commit|block|address|public|pubkey"
+    r"|order|tracking|invoice|serial|example|sample|test[ \-]?vector)\b"
+)
+# A recovery phrase (BIP-39 and alike): 12, 15, 18, 21 or 24 lower-case words of 3 to 8
+# letters, none of them a function word of prose (word lists leave those out).
+_PHRASE_WORDS = re.compile(r"(?<![\w'\-])[a-z]{3,8}(?:(?:[ \t]+|,[ \t]*)[a-z]{3,8}){11,23}(?![\w'\-])")
+_PHRASE_CONTEXT = re.compile(r"(?i)\b(?:seed|recovery|mnemonic|backup|secret)[ \-]?(?:phrase|words?)?\b|\bwallet\b")
+_PROSE_WORDS = frozenset(
+    """the and was for you that with this have are not but from they his her she him had were been
+    its our your their them then than what when where which who will would could should there
+    here into onto some just like also very much more most only over about because after""".split()
+)
+_CONTEXT_LITERALS = ("key", "Key", "KEY", "allet", "igner", "WIF", "otp", "OTP", "2FA", "2fa", "MFA", "mfa",
+                     "actor", "uthenticator", "code", "Code", "ecovery", "ECOVERY", "itLocker", "ackup", "eed",
+                     "nemonic", "hrase", "ecret", "ALLET")
+
+
+def _context_hits(text: str) -> Iterator[SecretHit]:
+    """Values of a credential's shape with a word naming that credential just before them
+    (`_CONTEXT_VALUES`), and recovery phrases after a word naming one; a word saying the value
+    is public, a hash or an example (`_CONTEXT_AGAINST`) between them rules it out."""
+    if not any(w in text for w in _CONTEXT_LITERALS):
+        return
+    for rule_id, context, value in _CONTEXT_VALUES:
+        if context.search(text) is None:
+            continue  # (the cheaper test first: most texts name none of these)
+        for m in value.finditer(text):
+            before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
+            if "\n\n" in before:
+                before = before[before.rfind("\n\n") :]
+            words = list(context.finditer(before))
+            if not words or _CONTEXT_AGAINST.search(before, words[-1].end()):
+                continue
+            found = m.group()
+            if rule_id == "hard.secret.otp_seed" and not (re.search(r"[2-7]", found) and re.search(r"[A-Za-z]", found)):
+                continue  # base32 secrets mix letters and the digits 2-7
+            if rule_id == "hard.secret.recovery_code" and not _code_list(found):
+                continue
+            bare = found.removeprefix("0x").replace(" ", "")
+            if _is_placeholder(bare) or _is_placeholder_token(bare) or _is_sequential(bare):
+                continue
+            yield SecretHit(rule_id, m.start(), m.end())
+    for m in (_PHRASE_WORDS.finditer(text) if _PHRASE_CONTEXT.search(text) else ()):
+        words = m.group().replace(",", " ").split()
+        if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
+            continue
+        before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
+        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2:
+            yield SecretHit("hard.secret.plain_sentence", m.start(), m.end())
+
+
+def _code_list(found: str) -> bool:
+    """Recovery codes: each holds a digit, and they share one shape (length and dash), or a
+    single grouped key."""
+    codes = re.split(r"[\s,;]+", found.strip())
+    if not all(re.search(r"\d", c) for c in codes):
+        return False
+    if len(codes) == 1:
+        return True
+    shapes = {re.sub(r"[A-Za-z0-9]", "x", c) for c in codes}
+    pairs = {len(c) for c in codes}
+    return len(shapes) <= 2 and max(pairs) - min(pairs) <= 1 and len(codes) >= 4
+
+
 # --------------------------------------------------------------------------- layer 5
 
 
@@ -1350,9 +1539,38 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
         if _encoded_json_without_secret(token):
             continue  # base64 of a JSON document (settings, a JWT's header alone): data
+        if _public_by_context(text, m.start(), token):
+            continue  # inline data, a module hash, a public address or a payment object's id
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+# Right before a token: a data URI's base64 marker (an inlined image or font), or an
+# algorithm label of a hash (Go's "h1:", "sha256:", an SSH "SHA256:" fingerprint).
+_DATA_OR_HASH_LABEL = re.compile(r"(?:data:[\w.+\-]+/[\w.+\-]+(?:;[\w.+\-]+=[\w.+\-]+)*;base64,|"
+                                 r"\b(?:h1|sha1|sha224|sha256|sha384|sha512|md5|blake2b|SHA\d{1,3}):)$")
+# Words saying a base58 / bech32 string is public: an address, a program or public key id.
+_PUBLIC_CONTEXT = re.compile(r"(?i)\b(?:address|addr|program[ _\-]?id|pub[ _\-]?key|public[ _\-]?key|recipient"
+                             r"|receive|watch[ \-]only|deposit)\b")
+_BASE58 = re.compile(r"[1-9A-HJ-NP-Za-km-z]+")
+# Extended public keys (BIP-32 xpub and variants) and Nostr public keys: public by prefix.
+_PUBLIC_PREFIX = ("xpub", "ypub", "zpub", "tpub", "Ypub", "Zpub", "npub1")
+# Stripe object ids ("price_...", "cus_...", "sub_..."): ids of records, not keys (keys are
+# sk_ / rk_ / pk_ / whsec_).
+_OBJECT_ID = re.compile(r"(?:price|prod|cus|sub|si|pi|pm|ch|py|in|il|ii|txn|evt|acct|plan|seti|src|re|po|tr|ba"
+                        r"|card|cs|prc|cn|dp|du|ipi|mbur|bpc|ic)_[A-Za-z0-9]{14,40}$")
+
+
+def _public_by_context(text: str, pos: int, token: str) -> bool:
+    """What stands around a random-looking token says it is not a credential: it follows a
+    data URI's base64 marker or a hash's algorithm label, it is base58 after a word naming an
+    address or public key, it has a public-key prefix, or it is a payment object's id."""
+    if _DATA_OR_HASH_LABEL.search(text, max(0, pos - 80), pos) or token.startswith(_PUBLIC_PREFIX):
+        return True
+    if _OBJECT_ID.match(token):
+        return True
+    return _BASE58.fullmatch(token) is not None and _PUBLIC_CONTEXT.search(text, max(0, pos - 40), pos) is not None
 
 
 # W3C subresource integrity and CSP hash sources: an algorithm, a dash, the base64 digest.
