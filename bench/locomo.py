@@ -257,6 +257,8 @@ ABLATION_VARIANTS: dict[str, tuple[dict[str, Any], str]] = {
     "with_session_spread": ({"spread_decay": 0.8, "spread_after": 5},
                             "ADDS: after 5 turns, x0.8 per turn already picked from the session"),
     "with_prf": ({"prf_docs": 3}, "ADDS: pseudo-relevance feedback from the top 3 (8 words, vector)"),
+    "no_several_feedback": ({"prf_several_docs": 0},
+                            "the feedback words (top 5, lexical only) of questions that ask for several things"),
     "no_when_lift": ({"w_when": 0.0}, "the lift of turns that state a time for questions that ask when"),
     "no_date_lift": ({"w_date": 0.0}, "the date-aware lift of turns said around a date the question names"),
     "no_rerank": ({"rerank_pool": 0}, "the linear re-ordering of the first 60 raw turns (stated, session, speaker)"),

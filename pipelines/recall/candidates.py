@@ -19,7 +19,7 @@ items pulled in around the candidates, and each candidate's score.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -173,13 +173,13 @@ class CandidateSearch:
         self._corrections: list[tuple[int, int, MemoryItem]] | None = None
         self.correcting: dict[str, tuple[int, int]] = {}  # corrections that put a turn out
 
-    def feedback(self) -> list[str]:
-        """Pseudo-relevance feedback from the most relevant candidates so far: their best
-        words join the lexical signal, their mean vector the query vector. Returns the
-        expansion words (empty: nothing changed)."""
+    def feedback(self, docs: int, dense: bool = True) -> list[str]:
+        """Pseudo-relevance feedback from the `docs` most relevant candidates so far: their
+        best words join the lexical signal and (`dense`) their mean vector the query vector.
+        Returns the expansion words (empty: nothing changed)."""
         opts = self.opts
         self.score_all()
-        top = sorted(self.cands.values(), key=lambda c: (-c.relevance, c.id))[: opts.prf_docs]
+        top = sorted(self.cands.values(), key=lambda c: (-c.relevance, c.id))[:docs]
         if not top:
             return []
         asked = set(self.terms)
@@ -197,7 +197,7 @@ class CandidateSearch:
                 if more is not None:
                     base = self.lex[ci]
                     self.lex[ci] = more * beta if base is None else base * (1 - beta) + more * beta
-        if self.qvec is not None and opts.prf_dense > 0:
+        if dense and self.qvec is not None and opts.prf_dense > 0:
             vecs = [v for cand in top for v in [self.view.vector(cand.ci, cand.row)] if v is not None]
             if vecs:
                 moved = self.qvec + np.float32(opts.prf_dense) * np.mean(vecs, axis=0)
@@ -352,20 +352,16 @@ class CandidateSearch:
                         for row in rows.tolist()]
         return entries
 
-    def channels(self) -> dict[str, Ranked]:
-        opts, lists = self.opts, {}
-        if self.about_self:
-            lists["self"] = self._self_channel()
-        if self.listing:
-            lists["listing"] = self._listing_channel()
-        if self.qvec is not None:
-            lists["dense"] = self._dense_channel()
-        if opts.lexical and self.terms:
-            lists["lexical"] = self._lexical_channel()
-        if opts.labels and self.grams:
-            lists["labels"] = self._label_channel()
-        return {name: sorted(e, key=lambda x: (-x[0], x[1]))[: opts.candidate_k]
-                for name, e in lists.items()}
+    def channels(self, only: Collection[str] | None = None) -> dict[str, Ranked]:
+        """Each channel's best `candidate_k` entries (`only`: just these channels)."""
+        opts = self.opts
+        searched = (("self", self.about_self, self._self_channel),
+                    ("listing", bool(self.listing), self._listing_channel),
+                    ("dense", self.qvec is not None, self._dense_channel),
+                    ("lexical", opts.lexical and bool(self.terms), self._lexical_channel),
+                    ("labels", opts.labels and bool(self.grams), self._label_channel))
+        return {name: sorted(channel(), key=lambda x: (-x[0], x[1]))[: opts.candidate_k]
+                for name, wanted, channel in searched if wanted and (only is None or name in only)}
 
     def gather(self, lists: dict[str, Ranked]) -> None:
         for name, entries in lists.items():

@@ -47,7 +47,7 @@ from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
 from .query import RecallError, RecallFilters, asked_types, asks_about_self, check_request, parse_now
-from .rerank import SESSION_PENALTY, rerank_turns
+from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,6 +104,13 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     prf_terms: int = 8
     prf_lexical: float = 0.3
     prf_dense: float = 0.3
+    # ... and for a question that asks for several things ("What video games does Nate
+    # play?", "How many tournaments has he won?", `rerank.asks_for_several`) when `prf_docs`
+    # is 0: the best words of the `prf_several_docs` most relevant candidates join the BM25
+    # query (lexical only: the query vector stays). The things asked for are told in turns
+    # that share words with the first ones found. 0 = off (bench/README.md: LoCoMo, 2-10
+    # measured, every one lifts multi-hop; 5 is the tune-best with 2).
+    prf_several_docs: int = 5
     # Session support (two-stage, sessions first): a raw turn's score is multiplied by
     # 1 + w_session * (its session's relevance mass / the best session's), the mass being
     # the summed relevance of the session's top `session_top` turn candidates.
@@ -143,6 +150,8 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
             raise RecallError(f"conflict_mode must be 'resolve' or 'flag', not {self.conflict_mode!r}")
         if self.tag_match not in ("all", "any"):
             raise RecallError(f"tag_match must be 'all' or 'any', not {self.tag_match!r}")
+        if self.prf_docs < 0 or self.prf_several_docs < 0:
+            raise RecallError("prf_docs and prf_several_docs must be >= 0")
         if self.candidate_k < 1 or self.rrf_k < 0:
             raise RecallError("candidate_k must be >= 1 and rrf_k >= 0")
         if self.rerank_pool < 0:
@@ -333,9 +342,13 @@ class RecallEngine:
         if q.opts.episodic:
             q.search.exclude_empty_turns(q.text, q.said)
         dropped = [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
-        if q.opts.prf_docs > 0 and q.search.feedback():
-            lists = q.search.channels()
-            q.search.gather(lists)
+        docs, dense = q.opts.prf_docs, True
+        if docs <= 0 and q.opts.prf_several_docs > 0 and asks_for_several(q.text):
+            docs, dense = q.opts.prf_several_docs, False
+        if docs > 0 and q.search.feedback(docs, dense):
+            again = q.search.channels(None if dense else ("lexical",))  # a vector unmoved finds the same
+            q.search.gather(again)
+            lists.update(again)
             dropped += [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
         if q.trace is None:
             return None

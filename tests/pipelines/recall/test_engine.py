@@ -659,6 +659,21 @@ def test_feedback_expands_the_query_with_words_of_the_best_candidates():
     assert "d1" not in plain and "d1" in fed  # reached only through the feedback word "lake"
 
 
+def test_a_question_that_asks_for_several_things_is_expanded_with_words_of_the_first_found():
+    c = corpus(chat() + [turn("d1", "Ann", "Lake Tahoe has the clearest water.", "s-d", 6)])
+    lexical = RecallOptions(qstar=False, dense=False)
+    several = "What trips have we taken?"  # the trips are told in turns that share words
+    fed = engine().recall(several, ME, c, mode="catalog", k=6, options=lexical)
+    plain = engine().recall(several, ME, c, mode="catalog", k=6,
+                            options=RecallOptions(qstar=False, dense=False, prf_several_docs=0))
+    assert "d1" not in hit_ids(plain) and "d1" in hit_ids(fed)  # through the feedback word "lake"
+    # A question that asks for one thing is not expanded.
+    assert "d1" not in hit_ids(engine().recall("Which trip did we take?", ME, c, mode="catalog", k=6,
+                                               options=lexical))
+    with pytest.raises(RecallError):
+        RecallOptions(prf_several_docs=-1)
+
+
 def test_a_turn_said_around_the_date_the_question_names_is_lifted():
     def dated(id_: str, content: str, when: str, seq: int) -> MemoryItem:
         item = turn(id_, "Ann", content, f"s-{id_}", seq)
