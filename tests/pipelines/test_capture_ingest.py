@@ -270,3 +270,37 @@ def test_apply_patch_refuses_unknown_fields():
 
 def test_message_ids_are_stable():
     assert message_item_id("t1") == message_item_id("t1") != message_item_id("t2")
+
+
+def _household_claim(id_: str, user: str, title: str, content: str) -> MemoryItem:
+    who = Identity(user_id=user, project_id="home", session_id="s", org_id="fam")
+    return MemoryItem(id=id_, tier="stm", type="fact", title=title, content=content,  # type: ignore[arg-type]
+                      scope=Scope.for_identity("project", who), confidence=0.9)
+
+
+def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corrected_claim():
+    """Maya corrects her own bedtime claim; Jon's older note only repeats what hers said.
+    The echo agrees with what she takes back: her correction is accepted and replaces her
+    claim (the echo stays). A note of Jon's stating a third value still holds it."""
+    from pipelines.capture import echoes, govern_claim
+    from pipelines.records import ProposedItem, Provenance
+
+    mine = _household_claim("a", "maya", "Leo bedtime", "Leo's bedtime is 8pm on school nights.")
+    echo = _household_claim("b", "jon", "Bedtime", "Leo goes to bed at 8pm on school nights.")
+    other = _household_claim("c", "jon", "Bedtime", "Leo goes to bed at 9pm on school nights.")
+    fix = ProposedItem(type="fact", title="Leo bedtime", content="Leo's bedtime is 8:30pm on school nights.",
+                       why_store="family", confidence=0.9, scope="project")
+    prov = Provenance(source_kind="chat", source_id="t1")
+    assert echoes(echo, [mine], 0.9) and not echoes(other, [mine], 0.9) and not echoes(echo, [], 0.9)
+    # A more confident echo would outrank the correction in recall: no echo, held as before.
+    assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
+    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo], scope_kind="project",
+                                     author_user_id="maya")
+    assert (verdict.action, replaced) == ("accept", ["a"]), verdict
+    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
+                                     scope_kind="project", author_user_id="maya")
+    assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict
+    # Without a claim of her own to correct, Jon's note is someone else's claim: held, as before.
+    verdict, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
+                              author_user_id="maya")
+    assert verdict.action == "quarantine", verdict
