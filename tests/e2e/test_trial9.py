@@ -9,12 +9,18 @@ checked:
   only repeated what it said (broken: Maya's "Leo's bedtime is 8:30pm now" was held for
   review because Jon had noted "Leo goes to bed at 8pm"; recall kept answering 8pm, and
   nothing told either of them).
+- A held edit waits beside the item, visibly and whole: a second edit that would be held
+  while one waits is refused (409, audited), not put in the first one's place (broken: Jon's
+  second edit of Leo's school start replaced his first unseen, the queue showing only the
+  last); the memory's own page shows the edit waiting, what it would make the memory say,
+  and the review form (broken: the card showed nothing of it, only "changed content" in
+  its inbox events, as if the memory had changed).
 """
 
 from __future__ import annotations
 
 from tests.assets.support import block
-from tests.e2e.chat import consolidate, recall, turn
+from tests.e2e.chat import consolidate, page_text, recall, tool, turn
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "m1", "org_id": "fam"}
 JON = {"user_id": "jon", "project_id": "home", "session_id": "j1", "org_id": "fam"}
@@ -63,3 +69,40 @@ def test_a_parents_correction_is_not_held_for_the_partners_echo_of_the_old_value
     again = propose(client, MAYA, "Leo's bedtime is 8:45pm on school nights from now on.", "fact", "Leo bedtime",
                     "Leo's bedtime is 8:45pm on school nights.")
     assert again["action"] == "quarantine" and "soft.contradiction" in again["rule_ids"], again
+
+
+def test_a_held_edit_is_shown_on_the_card_and_a_second_one_does_not_replace_it(service) -> None:
+    """Jon edits Maya's claim on Leo's school start to 8:30 (held: it changes what her
+    claim says), then, unsure, to 8:45. The second edit replaced the first silently and
+    the card said nothing of either. Now the second is refused while the first waits; the
+    card shows the waiting edit and the review form, its inbox line says it is held; Maya's
+    rejection clears it and the card stops showing it; Jon may then edit again."""
+    client, settings = service
+    school = propose(client, MAYA, "Leo's school starts at 8:15 am on weekdays.", "fact", "School start",
+                     "Leo's school starts at 8:15 am on weekdays.")["item_id"]
+    consolidate(client, settings)
+    first = tool(client, JON, "memory.update", {"id": school, "patch": {
+        "content": "Leo's school starts at 8:30 am on weekdays."}})
+    assert first["verdict"]["action"] == "quarantine", first
+    resp = client.post("/v1/tools", json={"action": "memory.update", "identity": JON, "args": {
+        "id": school, "patch": {"content": "Leo's school starts at 8:45 am on weekdays."}}})
+    assert resp.status_code == 409 and "already held for review" in resp.json()["error"], resp.text
+    for moment in ("at once", "after consolidation"):
+        queue = page_text(client.get("/ui/quarantine", params=MAYA).text)
+        assert "8:30" in queue and "8:45" not in queue, (moment, queue)
+        card = client.get(f"/ui/items/{school}", params=MAYA).text
+        text = page_text(card)
+        assert "An edit by jon" in text and "8:30" in text and "8:45" not in text, (moment, text)
+        assert f'action="/ui/quarantine/{school}' in card, moment
+        if moment == "at once":  # its inbox event, pending; consolidated, it is a revision of the item's metadata
+            assert "changed content: held for review" in text.split("Inbox events")[1], text
+        assert "8:15" in curated(recall(client, JON, "When does Leo's school start?")), moment
+        consolidate(client, settings)
+    events = client.get(f"/v1/items/{school}", params=MAYA).json()["events"]
+    assert ("refused", "jon") in [(e["action"], e["actor"]) for e in events], events
+    tool(client, MAYA, "memory.review", {"id": school, "decision": "reject", "note": "still 8:15"})
+    card = page_text(client.get(f"/ui/items/{school}", params=MAYA).text)
+    assert "An edit by jon" not in card, card
+    again = tool(client, JON, "memory.update", {"id": school, "patch": {
+        "content": "Leo's school starts at 8:45 am on weekdays."}})
+    assert again["verdict"]["action"] == "quarantine", again
