@@ -15,6 +15,9 @@ checked:
   last); the memory's own page shows the edit waiting, what it would make the memory say,
   and the review form (broken: the card showed nothing of it, only "changed content" in
   its inbox events, as if the memory had changed).
+- A claim held in quarantine is never recalled (what `/v1/stats` counts as `quarantined`
+  apart from `recallable`): broken, Jon's unsure "Leo's shoe size is 12" (confidence 0.3,
+  held) was listed in Maya's catalog and hits, and in `memory.search`, as a memory.
 """
 
 from __future__ import annotations
@@ -106,3 +109,26 @@ def test_a_held_edit_is_shown_on_the_card_and_a_second_one_does_not_replace_it(s
     again = tool(client, JON, "memory.update", {"id": school, "patch": {
         "content": "Leo's school starts at 8:45 am on weekdays."}})
     assert again["verdict"]["action"] == "quarantine", again
+
+
+def test_a_claim_held_in_quarantine_is_not_recalled_in_any_mode(service) -> None:
+    """Jon is unsure of Leo's shoe size; the assistant proposes it with confidence 0.3 and
+    the policy holds it. It was listed in the catalog and hits of Maya's recall (catalog
+    and hybrid modes) and in memory.search, only marked low_confidence. Held for review,
+    it is recalled in no mode until a reviewer approves it; then it is."""
+    client, settings = service
+    turn(client, JON, "user", "I think Leo's shoe size is 12, not sure.")
+    resp = client.post("/v1/tools", json={"action": "memory.propose", "identity": JON, "args": {"items": [{
+        "type": "fact", "title": "Shoe size", "content": "Leo's shoe size is 12.", "confidence": 0.3,
+        "why_store": "unsure", "scope": "project"}]}})
+    (unsure,) = resp.json()["result"]["proposals"]
+    assert unsure["action"] == "quarantine", unsure
+    for moment in ("at once", "after consolidation"):
+        for mode in ("inject", "catalog", "hybrid"):
+            found = recall(client, MAYA, "What is Leo's shoe size?", mode=mode)
+            assert unsure["item_id"] not in str(found), (moment, mode, found)
+        searched = tool(client, MAYA, "memory.search", {"query": "Leo shoe size"})
+        assert unsure["item_id"] not in str(searched), (moment, searched)
+        consolidate(client, settings)
+    tool(client, MAYA, "memory.review", {"id": unsure["item_id"], "decision": "approve", "note": "measured: 12"})
+    assert unsure["item_id"] in str(recall(client, MAYA, "What is Leo's shoe size?", mode="hybrid"))
