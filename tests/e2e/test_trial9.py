@@ -22,7 +22,16 @@ checked:
 
 from __future__ import annotations
 
-from tests.assets.support import block
+import json
+import re
+
+from litestar.testing import TestClient
+from typer.testing import CliRunner
+
+from loci.cli import app as cli_app
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from tests.assets.support import block, make_settings
 from tests.e2e.chat import consolidate, page_text, recall, tool, turn
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "m1", "org_id": "fam"}
@@ -132,3 +141,40 @@ def test_a_claim_held_in_quarantine_is_not_recalled_in_any_mode(service) -> None
         consolidate(client, settings)
     tool(client, MAYA, "memory.review", {"id": unsure["item_id"], "decision": "approve", "note": "measured: 12"})
     assert unsure["item_id"] in str(recall(client, MAYA, "What is Leo's shoe size?", mode="hybrid"))
+
+
+def test_an_import_contradicting_the_partners_claim_is_held_for_review(service, tmp_path, monkeypatch) -> None:
+    """Jon used Loci on his laptop before the household shared one: there he stored Leo's
+    bedtime as 9pm and the pediatrician's phone number. He exports it (`loci export`) and
+    imports it into the shared memory (`loci import`), where Maya's claim says 8:30pm. The
+    bedtime contradicts Maya's claim: held for review, recall keeps answering 8:30pm; the
+    phone number contradicts nothing and is accepted."""
+    client, settings = service
+    propose(client, MAYA, "Leo's bedtime is 8:30pm on school nights.", "fact", "Leo bedtime",
+            "Leo's bedtime is 8:30pm on school nights.")
+    consolidate(client, settings)
+    laptop = make_settings(tmp_path / "laptop")
+    with TestClient(create_app(laptop, embedder=HashEmbedder(laptop.embedder_dim), check_interval_ms=0)) as other:
+        propose(other, JON, "Leo goes to bed at 9pm on school nights.", "fact", "Bedtime",
+                "Leo goes to bed at 9pm on school nights.")
+        propose(other, JON, "The pediatrician's number is 555-0142.", "fact", "Pediatrician phone",
+                "The pediatrician's phone number is 555-0142.")
+        consolidate(other, laptop)
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")  # the stores' embedder
+    exported = tmp_path / "jon-laptop.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(cli_app, ["export", "--out", str(exported), "--data-dir", laptop.data_dir])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert {r["title"] for r in rows if r["type"] != "message"} == {"Bedtime", "Pediatrician phone"}, rows
+    result = runner.invoke(cli_app, ["import", str(exported), "--data-dir", settings.data_dir])
+    assert result.exit_code == 0, result.output
+    counts = dict(zip(["turns", "accepted", "quarantined"], re.findall(r"│\s*(\d+)", result.output)))
+    assert counts["quarantined"] == "1", result.output  # the bedtime; his chat turns and the number pass
+    for moment in ("at once", "after consolidation"):
+        found = curated(recall(client, MAYA, "What time is Leo's bedtime?"))
+        assert "8:30pm" in found and "9pm" not in found, (moment, found)
+        assert "555-0142" in curated(recall(client, MAYA, "What is the pediatrician's phone number?")), moment
+        queue = page_text(client.get("/ui/quarantine", params=MAYA).text)
+        assert "9pm" in queue, (moment, queue)
+        consolidate(client, settings)

@@ -243,6 +243,32 @@ def test_import_items_governs_again(inbox, tmp_path):
     assert "PRIVATE KEY" not in json.dumps([e.payload for e in inbox.read_after(0)])
 
 
+def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_folded(inbox, tmp_path):
+    """Given the stored claims (`existing`), an imported claim is governed as a write is:
+    contradicting another user's claim in its scope kind, held for review, and the fold
+    holds it as a proposal is held (in quarantine, confidence capped, so neither recall nor
+    the review queue takes it for an accepted memory); contradicting the importer's own,
+    it stands (an export corrects nothing); without `existing`, the policy alone."""
+    import msgspec
+
+    from pipelines.materialize import QUARANTINE_MAX_CONFIDENCE, in_quarantine
+
+    maya = _household_claim("maya1", "maya", "Leo bedtime", "Leo's bedtime is 8:30pm on school nights.")
+    jon_old = _household_claim("jon0", "jon", "Bedtime", "Leo goes to bed at 10pm on school nights.")
+    jon = _household_claim("jon1", "jon", "Bedtime", "Leo goes to bed at 9pm on school nights.")
+    jon.provenance.source_id = "turn-9"
+    path = tmp_path / "items.jsonl"
+    path.write_text(msgspec.json.encode(jon).decode() + "\n")
+    report = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [maya, jon]))
+    assert report.as_dict()["quarantined"] == 1, report.as_dict()
+    held = fold_events(inbox.read_after(0)).items["jon1"]
+    assert in_quarantine(held) and held.confidence <= QUARANTINE_MAX_CONFIDENCE, held
+    own = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [jon_old])).as_dict()
+    assert own["accepted"] == 1, own
+    alone = import_items_jsonl(path, inbox, Policy()).as_dict()
+    assert alone["accepted"] == 1, alone
+
+
 def test_fold_applies_updates_links_usage_and_base_items():
     who = Identity(user_id="u")
     base = MemoryItem(id="old", tier="mtm", type="fact", title="A", content="a", scope=Scope(kind="user", user_id="u"))
