@@ -135,11 +135,11 @@ def ingest(
         _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
     with open_inbox(settings) as inbox:
         try:
-            if format == "chat":  # a chat's proposals meet the live chat's checks (contradictions, corrections)
+            if format in ("chat", "items"):  # proposals and items meet the live chat's checks (contradictions)
                 from online.state import MemoryService
 
                 with MemoryService(settings) as service:
-                    report = ingest_chat_jsonl(path, inbox, service.policy, existing=lambda who: (
+                    report = readers[format](path, inbox, service.policy, existing=lambda who: (
                         lambda proposal: service.existing_like(who, service.view())(proposal)))
             else:
                 report = readers[format](path, inbox, Policy(settings))

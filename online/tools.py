@@ -30,6 +30,7 @@ from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService, View
 from pipelines.capture import approval_corrects, govern_claim
 from pipelines.materialize import (
+    CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
@@ -509,6 +510,15 @@ class ToolDispatcher:
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
             raise ToolError(422, "memory.update rejected by the policy; nothing was stored",
                             {"verdict": _verdict(verdict)})
+        waiting = held_edit(current)
+        if waiting is not None and verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids:
+            # One edit waits beside an item (`held_by_edit`): a second would replace it unseen.
+            self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)}, [args.id],
+                               verdict=_verdict(verdict), outcome="refused",
+                               reason=f"an edit by {waiting.get('by')} is held for review")
+            raise ToolError(409, f"memory.update: an edit of {args.id!r} by {waiting.get('by')} is already held "
+                                 "for review; it is decided first with memory.review (its editor may reject it), "
+                                 "then edit again", {"held_edit": waiting})
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,

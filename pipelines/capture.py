@@ -14,10 +14,10 @@ from typing import Any, Callable, Sequence
 import msgspec
 
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import SCOPE_KINDS, in_quarantine, proposal_item_id
+from pipelines.materialize import DEFAULT_ACCEPTED_CONFIDENCE, SCOPE_KINDS, in_quarantine, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
-from pipelines.recall.conflicts import contradicted, corrected_by, is_claim, read_claim
+from pipelines.recall.conflicts import conflict_reason, contradicted, corrected_by, is_claim, read_claim
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
     Event,
@@ -261,8 +261,12 @@ def govern_claim(
     supersedes them instead of contradicting them; anyone else's in the same scope kind
     stays for the policy's contradiction rule. A claim in another scope kind is not a
     contradiction but an override that recall's scope priority resolves (session > project
-    > user > org). Only an accepted proposal corrects anything."""
+    > user > org). Someone else's claim that only echoes a claim the author corrects (the
+    partner's note repeating the parent's old bedtime) holds nothing back (`echoes`): it
+    stays, and recall flags it against the correction. Only an accepted proposal corrects
+    anything."""
     replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found)
+    corrected = [it for it in found if it.id in replaced]
     verdict = policy.evaluate(
         proposal,
         target_tier=proposal.tier or "stm",
@@ -270,11 +274,31 @@ def govern_claim(
         source_trusted=provenance.source_kind != "doc",
         # A claim held in quarantine is not established yet: it contradicts nothing.
         existing=[it for it in found if it.id not in replaced and it.scope.kind == scope_kind
-                  and not in_quarantine(it)],
+                  and not in_quarantine(it) and not echoes(it, corrected, proposal.confidence)],
     )
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     return verdict, replaced if verdict.action == "accept" else []
+
+
+def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
+    """Whether `other` (someone else's claim) says what one of the `corrected` claims (the
+    author's own, which a new claim of theirs with this `confidence` corrects) said: it
+    states values, all of them stated by that claim, and the conflict rule finds nothing
+    between the two. Such an echo agrees with what the author takes back, so it does not
+    hold the author's correction for review: it keeps its place, and recall shows the
+    correction in its place (the newer of two claims as confident). An echo more confident
+    than the correction would still win recall over it: that one is no echo here, and the
+    correction is held for review as before."""
+    if not corrected or not is_claim(other):
+        return False
+    if other.confidence > (DEFAULT_ACCEPTED_CONFIDENCE if confidence is None else confidence) + 1e-9:
+        return False
+    said = read_claim(other)
+    if not said.values:
+        return False
+    return any(said.values <= (own := read_claim(old)).values and conflict_reason(said, own) is None
+               for old in corrected)
 
 
 def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> list[str]:

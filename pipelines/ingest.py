@@ -20,8 +20,9 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 
 import msgspec
 
-from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn
+from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
+from pipelines.recall.conflicts import is_claim
 from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
@@ -224,9 +225,17 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
 
 # -- item export / import --------------------------------------------------------------------
 
-def import_items_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> IngestReport:
+def import_items_jsonl(
+    path: str | Path, inbox: InboxBackend, policy: Any,
+    existing: Callable[[Identity], Callable[[ProposedItem], Sequence[MemoryItem]]] | None = None,
+) -> IngestReport:
     """Land exported items (one MemoryItem JSON per line) as `memory.write` events. Each is
-    governed again: an export edited to carry a secret is rejected like any proposal."""
+    governed again: an export edited to carry a secret is rejected like any proposal, and,
+    given `existing` (as `ingest_chat_jsonl` takes it), a claim is checked against the stored
+    claims its owner may see as a write is (`govern_claim`): contradicting someone else's in
+    its scope kind, it is held for review. An imported claim corrects nothing: an export is
+    what was said then, so one contradicting its owner's own stored claim stands beside it
+    (recall weighs the two), neither held nor replacing it."""
     report = IngestReport()
     decoder = msgspec.json.Decoder(MemoryItem)
     for number, line in _iter_lines(Path(path)):
@@ -238,10 +247,15 @@ def import_items_jsonl(path: str | Path, inbox: InboxBackend, policy: Any) -> In
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), why_store="import", importance=item.importance,
-            confidence=item.confidence,
+            confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
-        verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         who = Identity(item.scope.user_id, item.scope.project_id, item.scope.session_id, item.scope.org_id)
+        if existing is not None and is_claim(item):
+            found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
+            verdict, _ = govern_claim(policy, proposal, provenance=item.provenance, found=found,
+                                      scope_kind=item.scope.kind, author_user_id=who.user_id)
+        else:
+            verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(
             event_id=stable_id("evt", "import", item.id, item.content_hash),
             kind="memory.write",

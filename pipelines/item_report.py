@@ -13,7 +13,7 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import fold_events, item_ids_touched, recall_state
+from pipelines.materialize import CONTRADICTION_RULE, fold_events, item_ids_touched, recall_state
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -152,7 +152,10 @@ def inbox_note(event: dict[str, Any]) -> str:
     verdict = (p.get("verdict") or {}) if isinstance(p.get("verdict"), dict) else {}
     rules = ", ".join(verdict.get("rule_ids") or [])
     if kind == "memory.update":
-        return "changed " + ", ".join(sorted(p.get("patch") or {}))
+        changed = "changed " + ", ".join(sorted(p.get("patch") or {}))
+        if verdict.get("action") == "quarantine" and CONTRADICTION_RULE in (verdict.get("rule_ids") or ()):
+            return f"{changed}: held for review ({rules}), the item unchanged until a review"
+        return changed
     if kind == "memory.review":
         return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
     if kind == "memory.palace.assign":

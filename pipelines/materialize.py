@@ -393,8 +393,14 @@ class _Fold:
         except (KeyError, msgspec.ValidationError):
             return
         if verdict.action == "quarantine":
-            item = msgspec.structs.replace(item, tier="stm", validation="unverified",
-                                           expires_at=verdict.expires_at)
+            # Held as a proposal is (`item_from_proposal`): an imported item carries the
+            # verdict of the store it came from, so the hold is written here, or it would not
+            # be in the review queue and recall would take it at full confidence.
+            item = msgspec.structs.replace(
+                item, tier="stm", validation="unverified", expires_at=verdict.expires_at,
+                confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE),
+                metadata={**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
+                          "policy_version": verdict.policy_version})
         # An imported item keeps its dates; this store learned it now.
         self.out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
         # The author's own claims a tool write corrects stop being active, as for a proposal.

@@ -193,8 +193,10 @@ class UIController(Controller):
         published = history_rows({"revisions": history.revisions, "events": history.audit})
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]
+        edit = held_edit(item) if replaced is None else None  # an edit waiting beside it, for review
         return _page("card", identity, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
+                     held=_queue_entry(item) if edit is not None else None,
                      published=published, inbox=inbox, history_published=history.published,
                      watermark=history.watermark)
 

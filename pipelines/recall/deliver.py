@@ -7,7 +7,7 @@ Claims below `confidence_threshold` are never injected (they may be catalogued, 
 memories; a turn that only asks is not injected, nor one whose own words share none with
 the query (it was found through its context, and alone it shows nothing). A curated memory
 stored twice in one scope with the same title and content is shown once. Injected hits are listed in block order
-(curated, then turns).
+(curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from pipelines.materialize import in_quarantine
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
@@ -82,7 +83,10 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str])
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = ()
             ) -> tuple[list[Hit], str, dict[str, Any]]:
-    ordered = _once_each(ordered)
+    # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
+    # (it took part in the conflict stage), but recall never returns it, injected, catalogued
+    # or as a hit (`pipelines.materialize.recall_state`).
+    ordered = _once_each([c for c in ordered if not in_quarantine(c.item)])
 
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)

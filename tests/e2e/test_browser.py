@@ -252,7 +252,8 @@ def test_approve_flow(server: Server, page: Any) -> None:
 
 def test_reject_flow(server: Server, page: Any) -> None:
     item_id = held_item(server, page, "Pager rotation")
-    assert item_id in server.recall_ids(DANA, "when does the pager rotation change?")
+    # Held for review, it is not recalled (not even catalogued) until approved.
+    assert item_id not in server.recall_ids(DANA, "when does the pager rotation change?")
     review(page, server, item_id, "reject", "nobody agreed to this")
 
     item = server.item(DANA, item_id).json()["item"]

@@ -182,3 +182,36 @@ def test_an_edit_that_contradicts_someone_elses_claim_is_held_for_review(client_
     assert tool(client, OMAR, "memory.review", {"id": mine, "decision": "approve"})[0] == 409
     assert tool(client, DANA, "memory.review", {"id": mine, "decision": "approve"})[0] == 200
     assert tool(client, DANA, "memory.review", {"id": omar, "decision": "reject"})[0] == 200
+
+
+def test_a_second_edit_held_while_one_waits_is_refused_not_put_in_its_place(client_and_settings) -> None:
+    """One edit waits beside an item: a second that would be held too is a 409 naming the
+    first's editor, audited as refused; the first stays as it was. An edit the policy takes
+    (importance) still applies; once the first is decided, the next edit is governed anew."""
+    client, _ = client_and_settings
+    status, body = tool(client, DANA, "memory.write", {"item": {
+        "type": "decision", "title": "Backup hour", "content": "Orion backups run at 02:00 UTC.",
+        "confidence": 0.9, "why_store": "said"}})
+    dana = body["result"]["item_id"]
+    first, second = {"content": "Orion backups run at 04:00 UTC."}, {"content": "Orion backups run at 05:00 UTC."}
+    held = tool(client, OMAR, "memory.update", {"id": dana, "patch": first})[1]["result"]
+    assert held["verdict"]["action"] == "quarantine", held
+    status, body = tool(client, EVE_ORION, "memory.update", {"id": dana, "patch": second})
+    assert status == 409 and "by omar is already held" in body["error"], body
+    assert tool(client, OMAR, "memory.update", {"id": dana, "patch": {"importance": 7}})[0] == 200
+    item = client.get(f"/v1/items/{dana}", params=DANA).json()["item"]
+    assert item["metadata"]["held_edit"]["patch"] == first and item["importance"] == 7, item
+    assert tool(client, DANA, "memory.review", {"id": dana, "decision": "reject"})[0] == 200
+    status, body = tool(client, EVE_ORION, "memory.update", {"id": dana, "patch": second})
+    assert status == 200 and body["result"]["verdict"]["action"] == "quarantine", body
+
+
+def test_the_inbox_line_of_a_held_edit_says_it_is_held() -> None:
+    from pipelines.item_report import inbox_note
+
+    held = {"kind": "memory.update", "payload": {"patch": {"content": "x"}, "verdict": {
+        "action": "quarantine", "rule_ids": ["soft.contradiction"]}}}
+    assert inbox_note(held) == ("changed content: held for review (soft.contradiction), "
+                                "the item unchanged until a review")
+    taken = {"kind": "memory.update", "payload": {"patch": {"content": "x"}, "verdict": {"action": "accept"}}}
+    assert inbox_note(taken) == "changed content"

@@ -243,6 +243,32 @@ def test_import_items_governs_again(inbox, tmp_path):
     assert "PRIVATE KEY" not in json.dumps([e.payload for e in inbox.read_after(0)])
 
 
+def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_folded(inbox, tmp_path):
+    """Given the stored claims (`existing`), an imported claim is governed as a write is:
+    contradicting another user's claim in its scope kind, held for review, and the fold
+    holds it as a proposal is held (in quarantine, confidence capped, so neither recall nor
+    the review queue takes it for an accepted memory); contradicting the importer's own,
+    it stands (an export corrects nothing); without `existing`, the policy alone."""
+    import msgspec
+
+    from pipelines.materialize import QUARANTINE_MAX_CONFIDENCE, in_quarantine
+
+    maya = _household_claim("maya1", "maya", "Leo bedtime", "Leo's bedtime is 8:30pm on school nights.")
+    jon_old = _household_claim("jon0", "jon", "Bedtime", "Leo goes to bed at 10pm on school nights.")
+    jon = _household_claim("jon1", "jon", "Bedtime", "Leo goes to bed at 9pm on school nights.")
+    jon.provenance.source_id = "turn-9"
+    path = tmp_path / "items.jsonl"
+    path.write_text(msgspec.json.encode(jon).decode() + "\n")
+    report = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [maya, jon]))
+    assert report.as_dict()["quarantined"] == 1, report.as_dict()
+    held = fold_events(inbox.read_after(0)).items["jon1"]
+    assert in_quarantine(held) and held.confidence <= QUARANTINE_MAX_CONFIDENCE, held
+    own = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [jon_old])).as_dict()
+    assert own["accepted"] == 1, own
+    alone = import_items_jsonl(path, inbox, Policy()).as_dict()
+    assert alone["accepted"] == 1, alone
+
+
 def test_fold_applies_updates_links_usage_and_base_items():
     who = Identity(user_id="u")
     base = MemoryItem(id="old", tier="mtm", type="fact", title="A", content="a", scope=Scope(kind="user", user_id="u"))
@@ -270,3 +296,37 @@ def test_apply_patch_refuses_unknown_fields():
 
 def test_message_ids_are_stable():
     assert message_item_id("t1") == message_item_id("t1") != message_item_id("t2")
+
+
+def _household_claim(id_: str, user: str, title: str, content: str) -> MemoryItem:
+    who = Identity(user_id=user, project_id="home", session_id="s", org_id="fam")
+    return MemoryItem(id=id_, tier="stm", type="fact", title=title, content=content,  # type: ignore[arg-type]
+                      scope=Scope.for_identity("project", who), confidence=0.9)
+
+
+def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corrected_claim():
+    """Maya corrects her own bedtime claim; Jon's older note only repeats what hers said.
+    The echo agrees with what she takes back: her correction is accepted and replaces her
+    claim (the echo stays). A note of Jon's stating a third value still holds it."""
+    from pipelines.capture import echoes, govern_claim
+    from pipelines.records import ProposedItem, Provenance
+
+    mine = _household_claim("a", "maya", "Leo bedtime", "Leo's bedtime is 8pm on school nights.")
+    echo = _household_claim("b", "jon", "Bedtime", "Leo goes to bed at 8pm on school nights.")
+    other = _household_claim("c", "jon", "Bedtime", "Leo goes to bed at 9pm on school nights.")
+    fix = ProposedItem(type="fact", title="Leo bedtime", content="Leo's bedtime is 8:30pm on school nights.",
+                       why_store="family", confidence=0.9, scope="project")
+    prov = Provenance(source_kind="chat", source_id="t1")
+    assert echoes(echo, [mine], 0.9) and not echoes(other, [mine], 0.9) and not echoes(echo, [], 0.9)
+    # A more confident echo would outrank the correction in recall: no echo, held as before.
+    assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
+    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo], scope_kind="project",
+                                     author_user_id="maya")
+    assert (verdict.action, replaced) == ("accept", ["a"]), verdict
+    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
+                                     scope_kind="project", author_user_id="maya")
+    assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict
+    # Without a claim of her own to correct, Jon's note is someone else's claim: held, as before.
+    verdict, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
+                              author_user_id="maya")
+    assert verdict.action == "quarantine", verdict

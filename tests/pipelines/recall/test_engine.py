@@ -427,6 +427,27 @@ def test_low_confidence_claims_are_catalogued_not_injected_but_messages_are_exem
     assert r.used_ids == ["turn"]
 
 
+def test_a_claim_held_in_quarantine_is_never_delivered_but_still_flags_what_it_contests():
+    """Held for review (`metadata.verdict` quarantine): not injected, catalogued or a hit in
+    any mode, even under a threshold low enough to inject it; a low-confidence claim the
+    policy accepted is still catalogued. The held claim still takes part in the conflict
+    stage: the claim it contradicts is marked as contested by it."""
+    held = mem("held", "Cache size", "The cache holds 1024 entries.", confidence=0.5,
+               metadata={"verdict": "quarantine", "rule_ids": ["soft.contradiction"]})
+    unsure = mem("unsure", "Cache warmup", "The cache entries warm up at 06:00.", confidence=0.5,
+                 metadata={"verdict": "quarantine", "rule_ids": ["soft.low_confidence"]})
+    items = [held, unsure, mem("weak", "Cache note", "Cache entries are evicted hourly.", confidence=0.5),
+             mem("rule", "Cache size", "The cache holds 512 entries.")]
+    c = corpus(items)
+    for mode in ("inject", "catalog", "hybrid"):
+        r = engine(confidence_threshold=0.4).recall("cache size entries", ME, [c], mode=mode, now=NOW)
+        shown = json.dumps([ids(r), r.injection, r.catalog])
+        assert "held" not in shown and "unsure" not in shown and "weak" in shown, (mode, shown)
+    r = engine().recall("cache size entries", ME, [c], mode="hybrid", now=NOW)
+    by = {h.item.id: h for h in r.hits}
+    assert by["weak"].low_confidence and by["rule"].conflict_with == ["held"], r.hits
+
+
 def test_modes_and_the_injection_budget():
     c = corpus(store())
     q = "storage inbox warehouse snapshot proxy schedule index"
