@@ -203,12 +203,6 @@ MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME
 # has AVX512_BF16 or AMX: torch costs ~3.8 CPU-seconds to load, bf16 saves ~30% of
 # float32's (README), so a small consolidation or the service's delta stays on ONNX float32.
 BF16_MIN_TEXTS = 512
-# Texts (or pooled windows) per model call, by precision (`MiniLMEmbedder(batch_size=...)`
-# sets one for all). int8: 2 — LoCoMo pooled windows ran 55-57 per CPU-second in batches of
-# 2 against 47-49 in batches of 8 and 43 in 16 (one thread, 300 windows, 2026-11-28), and
-# its activations are quantized per batch, so a smaller batch is also a little closer to
-# float32 (cosine 0.9928 against 0.9926).
-MINILM_BATCH_SIZES = {"int8": 2, "float32": 8, "bf16": 8}
 _BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
@@ -418,7 +412,7 @@ class _MiniLMRunner:
     padding); the results go back in input order. Mean pooling over real tokens, then L2
     normalisation: sentence-transformers' Pooling and Normalize modules.
 
-    Batches are small (`MINILM_BATCH_SIZES`: 8, int8 2): the int8 model ran 95-110 texts/s with batches of 2-8
+    Batches are small (8 by default): the int8 model ran 95-110 texts/s with batches of 2-8
     against 81 with 32 and 73 with 64 (157 word pieces on average, quiet 2-core machine).
     The encoder runs each operator on one thread; `parallel` > 1 runs that many batches at
     once (ONNX Runtime and torch release the GIL). On a busy 2-core machine this beats intra-op
@@ -550,7 +544,7 @@ class MiniLMEmbedder(Embedder):
         *,
         threads: int | None = 1,
         batch_threads: int | None = None,
-        batch_size: int | None = None,
+        batch_size: int = 8,
         batch_min: int = 32,
         cache_size: int = 2048,
         cache_max_chars: int = 512,
@@ -641,15 +635,13 @@ class MiniLMEmbedder(Embedder):
         model_dir = minilm_model_dir()
         if precision == "bf16":
             try:
-                return _MiniLMRunner(_TorchBF16Encoder(model_dir), model_dir,
-                                     batch_size=self.batch_size or MINILM_BATCH_SIZES[precision])
+                return _MiniLMRunner(_TorchBF16Encoder(model_dir), model_dir, batch_size=self.batch_size)
             except ImportError as exc:
                 raise EmbedderUnavailable(self.name, f"package missing ({exc.name or exc})",
                                           "pip install torch transformers tokenizers") from exc
         path = minilm_onnx_path(precision, model_dir)
         try:
-            return _MiniLMRunner(_OnnxEncoder(path), model_dir,
-                                 batch_size=self.batch_size or MINILM_BATCH_SIZES[precision])
+            return _MiniLMRunner(_OnnxEncoder(path), model_dir, batch_size=self.batch_size)
         except ImportError as exc:
             raise EmbedderUnavailable(self.name, f"package missing ({exc.name or exc})",
                                       "pip install onnxruntime tokenizers") from exc

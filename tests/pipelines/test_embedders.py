@@ -507,14 +507,3 @@ def test_auto_precision_follows_the_store_it_embeds_for():
         assert fixed.for_store(()) is fixed and fixed.stored_names == (fixed.name,)
     hashed = HashEmbedder(8)
     assert hashed.for_store(()) is hashed and hashed.stored_names == ("hash-8",)
-
-
-def test_each_precision_runs_its_own_batch_size(monkeypatch):
-    """int8 runs batches of 2 (fewer CPU-seconds per pooled window than 8), float32 and
-    bf16 batches of 8; a batch size given to the embedder is every model's."""
-    monkeypatch.setattr(emb, "minilm_onnx_path", lambda precision, model_dir=None: Path(precision))
-    monkeypatch.setattr(emb, "_OnnxEncoder", lambda path: None)
-    monkeypatch.setattr(emb, "_TorchBF16Encoder", lambda model_dir: None)
-    sizes = {p: MiniLMEmbedder().runner(p).batch_size for p in ("int8", "float32", "bf16")}
-    assert sizes == {"int8": 2, "float32": 8, "bf16": 8} == emb.MINILM_BATCH_SIZES
-    assert MiniLMEmbedder(batch_size=4).runner("int8").batch_size == 4
