@@ -195,7 +195,7 @@ MINILM_DEFAULT_PRECISION = "auto"
 # Stored vectors are keyed by embedder name. bf16 vectors are float32's within cosine
 # 0.0001 (LoCoMo recall@10 the same, also in a store half one, half the other: README), so
 # they share its name and mix in one store; int8 ones (cosine ~0.993; recall of pooled
-# message vectors -0.001, README) are named apart: a warehouse embedded with int8 is
+# message vectors -0.001 to -0.005 by batch size, README) are named apart: a warehouse embedded with int8 is
 # re-embedded (`loci reembed`) before another precision is used for storage, and the other
 # way round. "auto" is named after float32 until `for_store` resolves it for a store.
 MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME, "int8": f"{MINILM_NAME}-int8"}
@@ -590,8 +590,9 @@ class MiniLMEmbedder(Embedder):
         store with float32 vectors (`all-MiniLM-L6-v2`: "auto" before 2026-11-28, "float32",
         "bf16") and no int8 ones keeps float32 (this embedder: bf16 for a large call where
         the CPU does bf16); any other store, a new one included, gets int8 vectors (named
-        `all-MiniLM-L6-v2-int8`) — about 1.3x fewer CPU-seconds than bf16 and no torch, at
-        LoCoMo recall@10 within 0.001 of float32 with pooled message vectors (README).
+        `all-MiniLM-L6-v2-int8`) — about 1.5x fewer consolidation CPU-seconds than bf16 and
+        no torch, at LoCoMo recall@10 within 0.002 of float32 with pooled message vectors
+        (README).
         The int8 embedder shares this one's loaded models and online cache."""
         if self.precision != "auto" or (MINILM_NAME in stored and MINILM_NAMES["int8"] not in stored):
             return self

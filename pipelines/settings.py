@@ -58,8 +58,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with the int8 model (3x faster);
     # `minilm_precision` is what stored vectors are made with: "auto" (default, per store:
-    # int8 vectors in a new store or after `loci reembed`, ~1.7x fewer consolidation
-    # CPU-seconds than bf16, LoCoMo turn recall@10 within 0.003 of float32 with pooled
+    # int8 vectors in a new store or after `loci reembed`, ~1.5x fewer consolidation
+    # CPU-seconds than bf16, LoCoMo turn recall@10 within 0.002 of float32 with pooled
     # message vectors; a store holding float32 vectors keeps float32, a consolidation-sized
     # batch made with bf16 matmuls on a CPU with AVX512_BF16 or AMX — bf16 vectors are
     # float32's within cosine 0.0001 and share its name), "float32", "bf16" (always, also
