@@ -154,8 +154,8 @@ def item_embeddings(
     from pipelines.embedders import EmbedderUnavailable
 
     faults.reached("item_embeddings:start")
-    model = embedder.get()
     wh = warehouse.get()
+    model = stages.store_embedder(embedder.get(), wh)  # MiniLM "auto": the store's kind
     try:
         # Hashes compared for what was written since the last successful run checked (a
         # full comparison hashes every item's text: the whole store, every run).
@@ -204,7 +204,8 @@ def stm_clusters(
     embedder: EmbedderResource,
 ) -> Iterator[dg.Output[list] | dg.AssetCheckResult]:
     faults.reached("stm_clusters:start")
-    report = stages.cluster_stm(warehouse.get(), embedder.get().name, loci.get())
+    wh = warehouse.get()
+    report = stages.cluster_stm(wh, stages.store_embedder(embedder.get(), wh).name, loci.get())
     context.log.info(f"{len(report.clusters)} clusters over {report.candidates} STM items")
     bad = stages.cluster_violations(warehouse.get(), report.clusters)
     yield dg.AssetCheckResult(
@@ -245,9 +246,11 @@ def merged_items(
 
     faults.reached("merged_items:start")
     settings = loci.get()
+    wh = warehouse.get()
     report = stages.merge_clusters(
-        warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], merger.get(),
-        Policy(settings), embedder.get(), settings=settings, now=_now(), hook=faults.reached,
+        wh, [stages.ClusterRef.from_dict(c) for c in stm_clusters], merger.get(),
+        Policy(settings), stages.store_embedder(embedder.get(), wh), settings=settings, now=_now(),
+        hook=faults.reached,
     )  # fmt: skip
     context.log.info(f"merged {report.merged} clusters ({report.by_llm} by LLM, {report.by_fallback} by fallback)")
     return dg.MaterializeResult(
@@ -335,7 +338,8 @@ def memory_snapshot(
     faults.reached("memory_snapshot:start")
     settings = loci.get()
     wh = warehouse.get()
-    report = stages.publish_snapshot(wh, embedder.get(), settings, extra={"run_id": context.run_id})
+    report = stages.publish_snapshot(wh, stages.store_embedder(embedder.get(), wh), settings,
+                                     extra={"run_id": context.run_id})
     stages.finish_run(wh, context.run_id, report, counts=_run_counts(context))
     state = "published" if report.published else "unchanged, not republished"
     context.log.info(f"snapshot {report.version} {state}: {report.count} items ({report.index_kind})")

@@ -92,7 +92,7 @@ class SnapshotHolder:
     def __init__(
         self,
         root: Path,
-        embedder_name: str,
+        embedder_name: str | tuple[str, ...],
         *,
         served: Callable[[], SnapshotState],
         publish: Callable[[SnapshotState, bool], None],

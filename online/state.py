@@ -164,7 +164,7 @@ class MemoryService:
         self._delta_superseded: tuple[object, dict[str, str]] | None = None  # (delta, old id -> new id)
         self.deltas = DeltaLog(self.inbox, self.embedder)
         self.snapshots = SnapshotHolder(
-            Path(self.settings.snapshots_path), self.embedder.name,
+            Path(self.settings.snapshots_path), getattr(self.embedder, "stored_names", self.embedder.name),
             served=lambda: self._view.snap, publish=self._publish_snapshot,
             check_interval_s=float(check_interval_ms) / 1000.0, swap_in_background=swap_in_background,
         )

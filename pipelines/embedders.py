@@ -11,13 +11,14 @@ hash differs from the stored one are embedded again.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -66,6 +67,17 @@ class Embedder(Protocol):
     def online_name(self) -> str:
         """The model `embed_online` runs (vectors shared between processes are keyed by it)."""
         return self.name
+
+    @property
+    def stored_names(self) -> tuple[str, ...]:
+        """The names stored vectors made by this configuration may carry (`for_store` picks
+        one per store): a snapshot built with any of them is served."""
+        return (self.name,)
+
+    def for_store(self, stored: Collection[str]) -> "Embedder":
+        """The embedder whose vectors a store keeps, given the model names it holds
+        vectors of (`()`: a new store, or one being re-embedded). By default this one."""
+        return self
 
 
 # -- shared helpers ------------------------------------------------------------------------
@@ -176,13 +188,16 @@ class HashEmbedder(Embedder):
 
 MINILM_NAME = "all-MiniLM-L6-v2"
 MINILM_PRECISIONS: tuple[str, ...] = ("auto", "float32", "int8", "bf16")
-# "auto": float32 vectors, a large batch in bf16 on a CPU that does bf16 natively (below).
+# "auto": int8 vectors in a new store (`MiniLMEmbedder.for_store`); a store that already
+# holds float32 ones keeps float32 vectors, a large batch in bf16 on a CPU that does bf16
+# natively (below), until `loci reembed`.
 MINILM_DEFAULT_PRECISION = "auto"
 # Stored vectors are keyed by embedder name. bf16 vectors are float32's within cosine
 # 0.0001 (LoCoMo recall@10 the same, also in a store half one, half the other: README), so
-# they share its name and mix in one store; int8 ones (cosine ~0.993, recall -0.006) are
-# named apart: a warehouse embedded with int8 is re-embedded (`loci reembed`) before
-# another precision is used for storage, and the other way round.
+# they share its name and mix in one store; int8 ones (cosine ~0.993; recall of pooled
+# message vectors -0.001 to -0.005 by batch size, README) are named apart: a warehouse embedded with int8 is
+# re-embedded (`loci reembed`) before another precision is used for storage, and the other
+# way round. "auto" is named after float32 until `for_store` resolves it for a store.
 MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME, "int8": f"{MINILM_NAME}-int8"}
 # An "auto" call of at least this many texts (or pooled windows) runs bf16 where the CPU
 # has AVX512_BF16 or AMX: torch costs ~3.8 CPU-seconds to load, bf16 saves ~30% of
@@ -498,13 +513,15 @@ class MiniLMEmbedder(Embedder):
     with VNNI (AVX-512 VNNI here), cosine ~0.993 to the float vector.
 
     `precision`: what `embed` and `pool_windows` — the stored vectors (warehouse,
-    snapshots) — run: "auto" by default (`stored_precision`: float32, or bf16 for a call of
-    at least `bf16_min` on a CPU that does bf16 natively), "float32", "bf16" (run by torch,
+    snapshots) — run: "auto" by default (per store, `for_store`: int8 in a new store; in a
+    store that holds float32 vectors, `stored_precision`: float32, or bf16 for a call of at
+    least `bf16_min` on a CPU that does bf16 natively), "float32", "bf16" (run by torch,
     `_TorchBF16Encoder`: 1.5-1.6x float32's texts per CPU-second on a CPU with AVX512_BF16,
     cosine 0.99995 to float32 and the same recall, also mixed with float32 in one store, so
-    it shares float32's name) or "int8" (measured on LoCoMo, 2026-11-27: about twice as fast
-    but turn recall@10 -0.006, over the 0.005 a stored vector may lose; named apart,
-    `MINILM_NAMES`, so switching to or from it needs `loci reembed`; README). int8
+    it shares float32's name) or "int8" (about twice float32's texts per CPU-second; LoCoMo
+    turn recall@10 of pooled message vectors 0.834 against 0.835, 2026-11-28, where the
+    message + context text vectors of before lost 0.006; named apart, `MINILM_NAMES`, so
+    switching to or from it needs `loci reembed`; README). int8
     activations are quantized per batch, so a text's int8 vector varies slightly with its
     batch-mates (cosine > 0.99).
     `int8_online`: `embed_online` — recall questions and the not-yet-consolidated delta
@@ -555,10 +572,38 @@ class MiniLMEmbedder(Embedder):
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._online_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
+        self._int8_store: MiniLMEmbedder | None = None  # `for_store`'s, built once
 
     @property
     def online_precision(self) -> str:
         return "int8" if self.int8_online else self.stored_precision(0)
+
+    @property
+    def stored_names(self) -> tuple[str, ...]:
+        if self.precision == "auto":
+            return (MINILM_NAMES["int8"], MINILM_NAME)
+        return (self.name,)
+
+    def for_store(self, stored: Collection[str]) -> "MiniLMEmbedder":
+        """The embedder whose vectors a store keeps (`stored`: the model names it holds
+        vectors of; `()` for a new store or `loci reembed`). Only "auto" depends on it: a
+        store with float32 vectors (`all-MiniLM-L6-v2`: "auto" before 2026-11-28, "float32",
+        "bf16") and no int8 ones keeps float32 (this embedder: bf16 for a large call where
+        the CPU does bf16); any other store, a new one included, gets int8 vectors (named
+        `all-MiniLM-L6-v2-int8`) — about 1.5x fewer consolidation CPU-seconds than bf16 and
+        no torch, at LoCoMo recall@10 within 0.002 of float32 with pooled message vectors
+        (README).
+        The int8 embedder shares this one's loaded models and online cache."""
+        if self.precision != "auto" or (MINILM_NAME in stored and MINILM_NAMES["int8"] not in stored):
+            return self
+        with self._load_lock:
+            if self._int8_store is None:
+                sibling = copy.copy(self)
+                sibling.precision, sibling.name = "int8", MINILM_NAMES["int8"]
+                sibling._cache = OrderedDict()  # another model's vectors than this one's stored ones
+                sibling._int8_store = sibling
+                self._int8_store = sibling
+        return self._int8_store
 
     def stored_precision(self, n: int) -> str:
         """The model a stored-vector call of `n` texts (or pooled windows) runs: `precision`;

@@ -57,13 +57,14 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     embedder: str = "minilm"
     embedder_dim: int = 384  # used by the hash embedder
     # MiniLM: the service embeds queries and delta items with the int8 model (3x faster);
-    # `minilm_precision` is what stored vectors are made with: "auto" (default: float32
-    # vectors, a consolidation-sized batch made with bf16 matmuls on a CPU with AVX512_BF16 or
-    # AMX, ~1.4x fewer CPU-seconds with the same recall; bf16 vectors are float32's within
-    # cosine 0.0001 and share its name), "float32", "bf16" (always, also where the CPU
-    # emulates it: slower) or "int8" (about twice as fast to consolidate, LoCoMo turn
-    # recall@10 0.819 against 0.825: more than the 0.005 a stored vector may lose; named
-    # apart, so a change to or from int8 needs `loci reembed`).
+    # `minilm_precision` is what stored vectors are made with: "auto" (default, per store:
+    # int8 vectors in a new store or after `loci reembed`, ~1.5x fewer consolidation
+    # CPU-seconds than bf16, LoCoMo turn recall@10 within 0.002 of float32 with pooled
+    # message vectors; a store holding float32 vectors keeps float32, a consolidation-sized
+    # batch made with bf16 matmuls on a CPU with AVX512_BF16 or AMX — bf16 vectors are
+    # float32's within cosine 0.0001 and share its name), "float32", "bf16" (always, also
+    # where the CPU emulates it: slower) or "int8" (always; named apart, so a change to or
+    # from int8 needs `loci reembed`).
     minilm_int8_online: bool = True
     minilm_precision: str = "auto"
     ollama_host: str = "http://127.0.0.1:11434"

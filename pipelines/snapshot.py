@@ -43,7 +43,7 @@ import shutil
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -1132,15 +1132,16 @@ def verify_files(root: Path, version: str) -> SnapshotManifest:
     return manifest
 
 
-def _load_version(root: Path, version: str, expected_embedder: str | None) -> LoadedSnapshot:
+def _load_version(root: Path, version: str, expected_embedder: str | Collection[str] | None) -> LoadedSnapshot:
     if not is_version_name(version):
         raise SnapshotError(f"not a snapshot version name: {version!r}")
     folder = root / version
     manifest = _read_manifest(folder, version)
-    if expected_embedder is not None and manifest.embedder != expected_embedder:
+    accepted = (expected_embedder,) if isinstance(expected_embedder, str) else expected_embedder
+    if accepted is not None and manifest.embedder not in accepted:
         raise EmbedderMismatch(
             f"snapshot {version} was built with embedder {manifest.embedder!r}, "
-            f"but {expected_embedder!r} is in use: rebuild the snapshot (run consolidation)"
+            f"but {' or '.join(map(repr, accepted))} is in use: rebuild the snapshot (run consolidation)"
         )
     # Memory-mapped: the vectors stay in the page cache, shared by every process that
     # serves this version (a folder is never modified after publication).
@@ -1191,7 +1192,7 @@ def load_snapshot(
     root: Path,
     version: str | None = None,
     *,
-    expected_embedder: str | None = None,
+    expected_embedder: str | Collection[str] | None = None,
     search_threads: int | None = SEARCH_THREADS,
 ) -> LoadedSnapshot:
     """Load and verify one snapshot (CURRENT when version is None).
@@ -1222,7 +1223,7 @@ def load_snapshot(
 
 
 def load_latest_good(
-    root: Path, expected_embedder: str | None = None
+    root: Path, expected_embedder: str | Collection[str] | None = None
 ) -> tuple[LoadedSnapshot | None, list[str]]:
     """The newest loadable snapshot: CURRENT first, then older versions newest first.
     Returns (snapshot or None, problems found on the way). Nothing published yet is not a

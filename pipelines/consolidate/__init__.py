@@ -47,6 +47,7 @@ from pipelines.consolidate.embedding import (
     embedding_check_since,
     ensure_same_embedder,
     reembed_all,
+    store_embedder,
     vectors_for,
 )
 from pipelines.consolidate.governance import GovernReport, check_vector_scheme, govern_items
@@ -86,6 +87,6 @@ __all__ = [
     "ensure_same_embedder", "finish_run", "govern_items", "hard_block_violations",
     "land_events", "last_finished_run", "lock_path", "merge_clusters", "merger_used", "mergeable",
     "pending_stm_by_partition", "provenance_violations", "stored_provenance_violations", "publish_snapshot",
-    "read_published_manifest", "reembed_all", "stm_by_partition", "supersede_violations",
+    "read_published_manifest", "reembed_all", "stm_by_partition", "store_embedder", "supersede_violations",
     "vectors_for",
 ]  # fmt: skip

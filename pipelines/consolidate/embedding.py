@@ -40,6 +40,15 @@ class EmbedReport:
     since: str | None = None  # where this run's hash comparison started (None: every item)
 
 
+def store_embedder(embedder: Any, warehouse: Warehouse | None) -> Any:
+    """The embedder whose vectors `warehouse` keeps (`Embedder.for_store`: MiniLM "auto"
+    is int8 in a new store and float32 in one that holds float32 vectors); None: the
+    embedder of a new store, which `loci reembed` makes of an existing one."""
+    stored = {m for m, _ in warehouse.stored_embedding_models()} if warehouse is not None else set()
+    follow = getattr(embedder, "for_store", None)
+    return follow(stored) if follow is not None else embedder
+
+
 def ensure_same_embedder(warehouse: Warehouse, embedder: Any) -> None:
     """Raise EmbedderChanged when the warehouse holds vectors but none of the configured
     embedder's (switching models needs an explicit `loci reembed`)."""
@@ -125,7 +134,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
     consolidation run publishes a snapshot built with the new vectors."""
     from pipelines.embedders import make_embedder
 
-    embedder = embedder or make_embedder(settings)
+    embedder = store_embedder(embedder or make_embedder(settings), None)
     say = progress or (lambda _msg: None)
     with WarehouseLock(settings.warehouse_path) as lock:
         with Warehouse(settings.warehouse_path) as warehouse:

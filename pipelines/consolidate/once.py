@@ -7,7 +7,7 @@ from typing import Any
 
 from pipelines.consolidate.clusters import cluster_stm
 from pipelines.consolidate.common import Hook
-from pipelines.consolidate.embedding import embed_items
+from pipelines.consolidate.embedding import embed_items, store_embedder
 from pipelines.consolidate.governance import MESSAGE_VECTORS_COUNT, govern_items
 from pipelines.consolidate.landing import land_events
 from pipelines.consolidate.lifecycle import apply_lifecycle
@@ -46,6 +46,7 @@ def consolidate_once(
     with WarehouseLock(settings.warehouse_path), Warehouse(settings.warehouse_path) as wh, \
             open_inbox(settings) as inbox:
         out: dict[str, Any] = {"run_id": run_id}
+        embedder = store_embedder(embedder, wh)
         out["land"] = land_events(inbox, wh, run_id=run_id, hook=hook)
         out["govern"] = govern_items(inbox, wh, policy, settings=settings, hook=hook)
         out["embed"] = embed_items(wh, embedder, hook=hook)

@@ -317,3 +317,25 @@ def test_the_pipeline_embeds_with_the_stored_precision_the_service_expects(tmp_p
     assert pipeline_embedder.name == make_embedder(settings).name
     assert pipeline_embedder.name.endswith("-int8") == (precision == "int8")
     assert pipeline_embedder.precision == precision
+
+
+def test_auto_minilm_makes_int8_vectors_for_a_new_store_at_every_stage(tmp_path, monkeypatch):
+    """The job resolves MiniLM "auto" for the store (`stages.store_embedder`) in each asset:
+    a new store's vectors, merged items' included, and its snapshot are int8 (named apart),
+    and the next run finds nothing stale. A stand-in encoder replaces the model."""
+    import assets.resources as resources
+    from pipelines.embedders import MINILM_NAMES, MiniLMEmbedder
+    from tests.pipelines.test_pooled_windows import StandInEncoder
+
+    stand_in = StandInEncoder().runner_
+    monkeypatch.setattr(MiniLMEmbedder, "_load_runner", lambda self, precision: stand_in)
+    monkeypatch.setattr(resources, "_CACHE", {})
+    settings = make_settings(tmp_path, embedder="minilm")
+    ingest(settings, BATCH_1)
+    assert run_consolidation(settings, instance=shared_instance())["status"] == "success"
+    assert load_snapshot(settings.snapshots_path).manifest.embedder == MINILM_NAMES["int8"]
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert wh.stored_embedding_models() == [(MINILM_NAMES["int8"], 384)]
+    ingest(settings, BATCH_2)
+    assert run_consolidation(settings, instance=shared_instance())["status"] == "success"
+    assert load_snapshot(settings.snapshots_path).manifest.embedder == MINILM_NAMES["int8"]

@@ -488,3 +488,22 @@ def test_auto_precision_runs_bf16_for_a_large_call_on_a_cpu_that_does_bf16(tmp_p
     fixed._bf16_native = True
     fixed.embed([f"t{i}" for i in range(fixed.bf16_min)])
     assert used[-1] == "float32"
+
+
+def test_auto_precision_follows_the_store_it_embeds_for():
+    """"auto" is int8 for a new store (or one being re-embedded) and for a store of int8
+    vectors, float32 (bf16 for a large call) for a store of float32 ones; other precisions
+    and other embedders are what they are. The int8 embedder shares the loaded models."""
+    auto = MiniLMEmbedder(cache_size=0)
+    int8_name = emb.MINILM_NAMES["int8"]
+    assert auto.name == emb.MINILM_NAME and set(auto.stored_names) == {emb.MINILM_NAME, int8_name}
+    for stored in ((), {"hash-384"}, {int8_name}, {int8_name, emb.MINILM_NAME}):
+        chosen = auto.for_store(stored)
+        assert (chosen.name, chosen.precision, chosen.stored_names) == (int8_name, "int8", (int8_name,))
+        assert chosen is auto.for_store(()) and chosen._runners is auto._runners
+    assert auto.for_store({emb.MINILM_NAME}) is auto
+    for precision in ("float32", "bf16", "int8"):
+        fixed = MiniLMEmbedder(precision=precision)
+        assert fixed.for_store(()) is fixed and fixed.stored_names == (fixed.name,)
+    hashed = HashEmbedder(8)
+    assert hashed.for_store(()) is hashed and hashed.stored_names == ("hash-8",)

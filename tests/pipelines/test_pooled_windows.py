@@ -230,3 +230,53 @@ def test_pooled_windows_are_the_default_and_composed_wins_when_asked_for() -> No
     assert {vector_scheme(t) for t in out.values()} == {"composed"}
     assert all(CONTEXT_TURNS_KEY in t.metadata and CONTEXT_WINDOWS_KEY not in t.metadata for t in out.values())
     assert ContextWindow.of(Settings(message_context_pooled=False)).vectors == "text"
+
+
+def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_until_reembed(tmp_path, monkeypatch):
+    """MiniLM "auto" follows the store (`MiniLMEmbedder.for_store`): a new store gets int8
+    vectors, named apart; a store holding float32 ones (made by "auto" before) keeps
+    float32 — no `loci reembed` asked — until it is re-embedded, then int8; the service
+    configured "auto" serves either snapshot. The stand-in encoder replaces every model."""
+    from online.state import MemoryService
+    from pipelines.consolidate import reembed_all
+    from pipelines.embedders import MINILM_NAME, MINILM_NAMES, MiniLMEmbedder
+    from pipelines.warehouse import Warehouse
+    from tests.pipelines.test_message_context import conversation
+
+    stand_in = StandInEncoder().runner_
+    ran: list[str] = []
+    monkeypatch.setattr(MiniLMEmbedder, "_load_runner", lambda self, precision: ran.append(precision) or stand_in)
+    int8 = MINILM_NAMES["int8"]
+
+    def models(settings) -> list[str]:
+        with Warehouse(settings.warehouse_path, read_only=True) as wh:
+            return [m for m, _ in wh.stored_embedding_models()]
+
+    def served(settings) -> str | None:
+        svc = MemoryService(settings, embedder=MiniLMEmbedder(cache_size=0), check_interval_ms=0)
+        try:
+            snap = svc.view().snap
+            return snap.loaded.manifest.embedder if snap.loaded else None
+        finally:
+            svc.close()
+
+    new = make_settings(tmp_path / "new", embedder="minilm")
+    conversation(new)
+    assert consolidate_once(new, embedder=MiniLMEmbedder(cache_size=0))["snapshot"].embedder == int8
+    assert models(new) == [int8] and ran == ["int8"]
+    assert served(new) == int8
+
+    old = make_settings(tmp_path / "old", embedder="minilm")
+    conversation(old)
+    consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0, precision="float32"))  # as "auto" before
+    ingest(old, [dana("And the week after?", role="user")], name="more.jsonl")
+    ran.clear()
+    run = consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0))
+    assert run["embed"].embedded > 0 and run["snapshot"].embedder == MINILM_NAME
+    assert models(old) == [MINILM_NAME] and ran == ["float32"]
+    assert served(old) == MINILM_NAME
+
+    assert reembed_all(old, embedder=MiniLMEmbedder(cache_size=0))["model"] == int8
+    run = consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0))
+    assert run["embed"].embedded == 0 and run["snapshot"].embedder == int8
+    assert served(old) == int8
