@@ -71,7 +71,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-10"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-11"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
