@@ -116,8 +116,9 @@ _SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "cap
 # features, `_cues`): counts of words that name the reader, an obligation put on it, a
 # standing order, secrecy, a target outside the conversation, a tool call, a claim of
 # authority, its instructions, an overriding verb, a disclosure, a role, an encoding, hidden
-# markup, a sensitive object, a harmful act, other people; and first-person statements about
-# oneself (what a user's own preference says). Each is a vocabulary, in several languages,
+# markup, a sensitive object, a harmful act, other people; reported speech (what someone said or
+# found, told rather than ordered); and first-person statements about oneself (what a user's own
+# preference says). Each is a vocabulary, in several languages,
 # not a phrase: the model weighs them, and the rules stay the clear-cut cases. They carry
 # over to sources never trained on where n-grams learn each source's style.
 _CUES: tuple[tuple[str, str], ...] = (
@@ -171,8 +172,14 @@ _CUES: tuple[tuple[str, str], ...] = (
                   r"passwort|пароль|密码|パスワード|비밀번호|şifre"),
     ("harm", r"\b(?:delete|overwrite|wipe|rm|transfer\w*|refund\w*|approve|merge|grant|disable|skip the|"
              r"stop taking|buy|invest\w*|vote|refuse|insult|bankrupt|recalled|public)\b"),
+    # (the user as a person, not as the first word of a compound: "the user interface team")
     ("others", r"\b(?:the user'?s?|users'?|other users|anyone|everyone|all users|whoever|any (?:ai|reader|"
-               r"assistant|agent)|if you are an ai|reading this|note to)\b"),
+               r"assistant|agent)|if you are an ai|reading this|note to)\b(?!\s+(?:interface|experience|research|"
+               r"base|guide|manual|stor(?:y|ies)|testing|flow|journey|acceptance|agent string)s?\b)"),
+    # reported speech: what someone said, asked or found, told rather than ordered
+    ("report", r"\b(?:noted|reported|observed|found that|claimed|according to|was asked|were asked|when asked|"
+               r"misbehaved|red team|researchers?|the attacker|attack(?:s|ers)? (?:like|such as)|example of|"
+               r"classic example|is (?:a|an) (?:example|attack|injection))\b"),
     ("self", r"\b(?:i|i'm|i am|my|me|mine)\b"),
     ("self_pref", r"\b(?:i (?:prefer|like|love|hate|want|need|use|work|am|'m)|i'm (?:a|an|learning|training|"
                   r"vegetarian|allergic)|my (?:name|daughter|son|wife|husband|manager|flight|favourite|favorite))\b"
