@@ -11,8 +11,9 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        (`policy_rules.learned`): it decides the grey zone the rules leave
                        (text no rule matched, and secret-rule hits on look-alike values,
                        which it may overrule)                                   -> reject
-                       A kind whose thresholds help no held-out source ships inert; in
-                       2026.11-5 both do, so the rules alone decide.
+                       A kind whose thresholds help no held-out source ships inert; since
+                       2026.11-5 the secret kind does; since 2026.11-11 the injection
+                       model adds verdicts (add threshold 0.67).
                        A user's style preference ("always answer in French") is not an
                        injection: in a `preference` from a trusted source that says only
                        how to answer, the two standing-order rules yield (`allow.style_preference`

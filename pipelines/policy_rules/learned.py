@@ -5,8 +5,13 @@ look-alikes and full-width letters are visible to the model before `text.normali
 them away), hashed word n-grams of the normalised text (so folded trigger words count as
 the words they spell), which rules fired, and a few shape numbers (longest token's entropy,
 digit and capital share, placeholder marks, and the shape of the most random-looking token:
-length, character mix, dictionary-word share, repeats). The secret model (`DENSE_ONLY_KINDS`)
-reads only the rule and shape numbers: n-grams of secrets memorise the sources' values.
+length, character mix, dictionary-word share, repeats), and how often each cue family of text
+addressing the reading model occurs (`_CUES`: the reader named, an obligation, a standing
+order, secrecy, a target outside the conversation, a tool call, ... in several languages).
+The secret model (`DENSE_ONLY_KINDS`) reads only the rule and shape numbers: n-grams of
+secrets memorise the sources' values. The injection model's rows are weighted by source
+(`SOURCE_BALANCED_KINDS`, `sample_weights`); without the cue families or the weights,
+leave-one-source-out finds no threshold at which it helps.
 Hashing keeps the model free of a vocabulary: the artefact is two coefficient vectors, a few
 thresholds and a manifest.
 
@@ -22,7 +27,9 @@ How it decides (`LearnedLayer.decide`), per scanned string:
 Thresholds are chosen by leave-one-source-out cross-validation inside the training data
 (`train`), never on the rows they are scored on; a kind no threshold helps is shipped
 `inert` and not scored. `loci policy train` rebuilds the shipped
-artefact (`MODEL_DIR`) bit-for-bit from the labelled files; `load` reads it.
+artefact (`MODEL_DIR`) bit-for-bit from the labelled files (the public dev sets and the `tune`
+halves of the repository's blind injection sets, `REPO_TUNE_SETS`; rows marked `half: blind`
+are never trained on); `load` reads it.
 """
 
 from __future__ import annotations
