@@ -366,7 +366,7 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
     per_field = [(field, text, _scan(text, field)) for field, text in fields]
     judged = [
         i for i, (_, text, found) in enumerate(per_field)
-        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found])
+        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found], text)
     ]
     if learned is None or not judged:
         return [f for _, _, found in per_field for f in found]
@@ -377,7 +377,8 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
         if i not in row:
             out.extend(found)
             continue
-        kept_ids, added = learned.decide([f.rule_id for f in found], {k: float(v[row[i]]) for k, v in scores.items()})
+        kept_ids, added = learned.decide([f.rule_id for f in found], {k: float(v[row[i]]) for k, v in scores.items()},
+                                         text)
         out.extend(f for f in found if f.rule_id in kept_ids)
         out.extend(_model_finding(rule_id, text, field, found) for rule_id in added)
     return out

@@ -179,10 +179,10 @@ _CUES: tuple[tuple[str, str], ...] = (
                   r"passwort|пароль|密码|パスワード|비밀번호|şifre"),
     ("harm", r"\b(?:delete|overwrite|wipe|rm|transfer\w*|refund\w*|approve|merge|grant|disable|skip the|"
              r"stop taking|buy|invest\w*|vote|refuse|insult|bankrupt|recalled|public)\b"),
-    # (the user as a person, not as the first word of a compound: "the user interface team")
-    ("others", r"\b(?:the user'?s?|users'?|other users|anyone|everyone|all users|whoever|any (?:ai|reader|"
-               r"assistant|agent)|if you are an ai|reading this|note to)\b(?!\s+(?:interface|experience|research|"
-               r"base|guide|manual|stor(?:y|ies)|testing|flow|journey|acceptance|agent string)s?\b)"),
+    # (people other than the user and readers of the text; not "the user", the subject of
+    # most memory notes: "the user prefers short answers", "why_store: stated by the user")
+    ("others", r"\b(?:other users|anyone|everyone|all users|whoever|any (?:ai|reader|assistant|agent)|"
+               r"if you are an ai|reading this|note to)\b"),
     # reported speech: what someone said, asked or found, told rather than ordered
     ("report", r"\b(?:noted|reported|observed|found that|claimed|according to|was asked|were asked|when asked|"
                r"misbehaved|red team|researchers?|the attacker|attack(?:s|ers)? (?:like|such as)|example of|"
@@ -269,18 +269,22 @@ class LearnedLayer:
                 out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
-    def needs_scores(self, rule_ids: Sequence[str]) -> bool:
+    def needs_scores(self, rule_ids: Sequence[str], text: str | None = None) -> bool:
         """Whether a probability can change `decide` for a string with these rule hits: an
         inert kind's never can, the injection model's not once an injection rule fired (a
-        rule hit stands). Without, the rule hits stand as they are."""
+        rule hit stands) nor on a string too short to judge (`enough_text`). Without, the
+        rule hits stand as they are."""
         for kind, m in self.models.items():
-            if m.inert or (kind == "injection" and any(r.startswith("hard.injection.") for r in rule_ids)):
+            if m.inert or (kind == "injection" and (any(r.startswith("hard.injection.") for r in rule_ids)
+                                                    or (text is not None and not enough_text(text)))):
                 continue
             return True
         return False
 
-    def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
-        """(rule ids that stand, model rule ids to add) for one scanned string."""
+    def decide(self, rule_ids: Sequence[str], scores: dict[str, float],
+               text: str | None = None) -> tuple[list[str], list[str]]:
+        """(rule ids that stand, model rule ids to add) for one scanned string (`text`, when
+        given, must be long enough for the injection model to add: `enough_text`)."""
         kept = list(rule_ids)
         added: list[str] = []
         sec = self.models.get("secret")
@@ -291,7 +295,8 @@ class LearnedLayer:
             if not any(r.startswith("hard.secret.") for r in kept) and p >= sec.add_threshold:
                 added.append(MODEL_RULE["secret"])
         inj = self.models.get("injection")
-        if inj is not None and not any(r.startswith("hard.injection.") for r in kept):
+        if (inj is not None and not any(r.startswith("hard.injection.") for r in kept)
+                and (text is None or enough_text(text))):
             if scores["injection"] >= inj.add_threshold:
                 added.append(MODEL_RULE["injection"])
         return kept, added
@@ -368,6 +373,20 @@ def _clip(text: str, limit: int) -> str:
         return text
     half = limit // 2
     return text[:half] + "\n" + text[-half:]
+
+
+# The injection model adds a verdict only on a string of at least this many words (or, in
+# scripts written without spaces, twice as many letters): a bag of n-grams and cue counts
+# has too little to go on in a tag or a why_store ("stated by the user" scored 0.74). The
+# rules still judge every string.
+MIN_MODEL_WORDS = 6
+_WORDLESS_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+
+
+def enough_text(text: str) -> bool:
+    """Whether `text` is long enough for the injection model to judge (`MIN_MODEL_WORDS`)."""
+    words = len(text.split())
+    return words >= MIN_MODEL_WORDS or words + len(_WORDLESS_SCRIPT.findall(text)) / 2 >= MIN_MODEL_WORDS
 
 
 def _rule_feature(rule_id: str) -> str:
