@@ -13,7 +13,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        which it may overrule)                                   -> reject
                        A kind whose thresholds help no held-out source ships inert; since
                        2026.11-5 the secret kind does; since 2026.11-11 the injection
-                       model adds verdicts (add threshold 0.67).
+                       model adds verdicts (add threshold 0.69, strings of six
+                       words or more).
                        A user's style preference ("always answer in French") is not an
                        injection: in a `preference` from a trusted source that says only
                        how to answer, the two standing-order rules yield (`allow.style_preference`
