@@ -222,14 +222,17 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
     labelled = [LabelledRow(r.text, r.label, r.kind, r.source) for r in dev]
     before = evaluate(rows, Policy(learned=None))
     after = Results()
+    # rows marked `half: blind` are judged (when their source is held out) but never trained on
+    trainable = [r.fields.get("half") != learned.HELD_OUT_HALF for r in dev]
     for held in sorted({r.source for r in dev}):
-        keep = [i for i, r in enumerate(dev) if r.source != held]
+        keep = [i for i, r in enumerate(dev) if r.source != held and trainable[i]]
         say(f"train without {held} ({len(keep)} rows) ...")
         layer = learned.train([labelled[i] for i in keep], [ids[i] for i in keep])
         evaluate([r for r in dev if r.source == held], Policy(learned=layer), after)
     if others:
         say("train on every labelled source, judge the rows never trained on ...")
-        evaluate(others, Policy(learned=learned.train(labelled, ids)), after)
+        keep = [i for i in range(len(dev)) if trainable[i]]
+        evaluate(others, Policy(learned=learned.train([labelled[i] for i in keep], [ids[i] for i in keep])), after)
     kinds = {r.source: r.kind for r in dev}
     return {
         "mode": "loso",

@@ -451,9 +451,10 @@ def _set_flag(name: str, value: bool) -> None:
 
 @policy_app.command("train")
 def policy_train(
-    data: Optional[Path] = typer.Option(
-        None, "--data", help="Labelled JSONL file or folder (secrets*.jsonl, injection*.jsonl; default: policy/ in "
-                             "$LOCI_BENCH_DATA, else ./bench-data/policy)."),
+    data: Optional[list[Path]] = typer.Option(
+        None, "--data", help="Labelled JSONL file or folder (secrets*.jsonl, injection*.jsonl; repeatable; default: "
+                             "policy/ in $LOCI_BENCH_DATA, else ./bench-data/policy, and the tune halves of the "
+                             "repository's blind injection sets). Rows marked half=blind are never trained on."),
     out: Optional[Path] = typer.Option(None, "--out", help="Artefact folder (default: the shipped one in the code)."),
     check: bool = typer.Option(False, "--check", help="Rebuild into a temporary folder and compare it byte for "
                                                       "byte with --out (exit 1 when they differ); write nothing."),
@@ -465,12 +466,13 @@ def policy_train(
     from bench import driver
     from pipelines.policy_rules import learned
 
-    path = data if data is not None else driver.data_dir() / driver.POLICY_DIR
-    if not path.exists():
-        _fail(f"labelled data not found: {path} (pass --data or set {driver.DATA_ENV})", 2)
+    paths = list(data) if data else [driver.data_dir() / driver.POLICY_DIR, *learned.REPO_TUNE_SETS]
+    for path in paths:
+        if not path.exists():
+            _fail(f"labelled data not found: {path} (pass --data or set {driver.DATA_ENV})", 2)
     target = out if out is not None else learned.MODEL_DIR
     try:
-        layer = learned.train_from(path)
+        layer = learned.train_from(paths)
     except learned.LabelledDataError as exc:
         _fail(str(exc), 2)
     with tempfile.TemporaryDirectory(prefix="loci-policy-") as tmp:

@@ -11,8 +11,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        (`policy_rules.learned`): it decides the grey zone the rules leave
                        (text no rule matched, and secret-rule hits on look-alike values,
                        which it may overrule)                                   -> reject
-                       A kind whose thresholds help no held-out source ships inert; in
-                       2026.11-5 both do, so the rules alone decide.
+                       A kind whose thresholds help no held-out source ships inert; since
+                       2026.11-5 the secret kind does; since 2026.11-11 the injection
+                       model adds verdicts (add threshold 0.69, strings of six
+                       words or more).
                        A user's style preference ("always answer in French") is not an
                        injection: in a `preference` from a trusted source that says only
                        how to answer, the two standing-order rules yield (`allow.style_preference`
@@ -365,7 +367,7 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
     per_field = [(field, text, _scan(text, field)) for field, text in fields]
     judged = [
         i for i, (_, text, found) in enumerate(per_field)
-        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found])
+        if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found], text)
     ]
     if learned is None or not judged:
         return [f for _, _, found in per_field for f in found]
@@ -376,7 +378,8 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
         if i not in row:
             out.extend(found)
             continue
-        kept_ids, added = learned.decide([f.rule_id for f in found], {k: float(v[row[i]]) for k, v in scores.items()})
+        kept_ids, added = learned.decide([f.rule_id for f in found], {k: float(v[row[i]]) for k, v in scores.items()},
+                                         text)
         out.extend(f for f in found if f.rule_id in kept_ids)
         out.extend(_model_finding(rule_id, text, field, found) for rule_id in added)
     return out

@@ -5,8 +5,13 @@ look-alikes and full-width letters are visible to the model before `text.normali
 them away), hashed word n-grams of the normalised text (so folded trigger words count as
 the words they spell), which rules fired, and a few shape numbers (longest token's entropy,
 digit and capital share, placeholder marks, and the shape of the most random-looking token:
-length, character mix, dictionary-word share, repeats). The secret model (`DENSE_ONLY_KINDS`)
-reads only the rule and shape numbers: n-grams of secrets memorise the sources' values.
+length, character mix, dictionary-word share, repeats), and how often each cue family of text
+addressing the reading model occurs (`_CUES`: the reader named, an obligation, a standing
+order, secrecy, a target outside the conversation, a tool call, ... in several languages).
+The secret model (`DENSE_ONLY_KINDS`) reads only the rule and shape numbers: n-grams of
+secrets memorise the sources' values. The injection model's rows are weighted by source
+(`SOURCE_BALANCED_KINDS`, `sample_weights`); without the cue families or the weights,
+leave-one-source-out finds no threshold at which it helps.
 Hashing keeps the model free of a vocabulary: the artefact is two coefficient vectors, a few
 thresholds and a manifest.
 
@@ -22,7 +27,9 @@ How it decides (`LearnedLayer.decide`), per scanned string:
 Thresholds are chosen by leave-one-source-out cross-validation inside the training data
 (`train`), never on the rows they are scored on; a kind no threshold helps is shipped
 `inert` and not scored. `loci policy train` rebuilds the shipped
-artefact (`MODEL_DIR`) bit-for-bit from the labelled files; `load` reads it.
+artefact (`MODEL_DIR`) bit-for-bit from the labelled files (the public dev sets and the `tune`
+halves of the repository's blind injection sets, `REPO_TUNE_SETS`; rows marked `half: blind`
+are never trained on); `load` reads it.
 """
 
 from __future__ import annotations
@@ -39,13 +46,22 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD, is_periodic, is_words
-from pipelines.policy_rules.text import char_classes, normalise, shannon_entropy
+from pipelines.policy_rules.text import char_classes, fold_lookalikes, normalise, shannon_entropy, unfold
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: the injection cue families among the dense features
 MODEL_DIR = Path(__file__).with_name("model")
 MANIFEST = "manifest.json"
 COEF_FILE = "coef.npy"
 KINDS: tuple[str, ...] = ("secret", "injection")
+# Labelled sets kept in the repository whose `half: tune` rows the layer also trains on (rows
+# marked `half: blind` never are: they stay out-of-sample for the benchmark). Both were
+# written before the policy was read, and unlike the public sources each holds attacks and
+# their look-alikes side by side, in the same voice.
+REPO_TUNE_SETS: tuple[Path, ...] = tuple(
+    Path(__file__).resolve().parents[2] / "bench" / "data" / name
+    for name in ("injection_blind.jsonl", "injection_blind2.jsonl")
+)
+HELD_OUT_HALF = "blind"
 MODEL_RULE = {"secret": "hard.secret.model", "injection": "hard.injection.model"}
 # Secret rules whose hits the model may overrule: the patterns that also match look-alike
 # non-secrets (names assigned a placeholder, random-looking ids, example URLs).
@@ -96,18 +112,98 @@ class FeatureConfig:
 
     @property
     def n_features(self) -> int:
-        return self.char_features + self.word_features + len(RULE_FEATURES) + len(_SHAPE_NAMES)
+        return self.char_features + self.word_features + _N_DENSE
 
 
 _SHAPE_NAMES = ("max_entropy", "length", "tokens", "placeholder", "digits", "capitals", "non_ascii",
                 # the most random-looking token (`_candidate`): what a secret would be
                 "token_length", "token_classes", "token_digits", "token_capitals", "token_symbols",
                 "token_words", "token_repeats", "secret_keyword", "password_keyword")
+# Cue families of text that addresses the reading model (the injection model's dense
+# features, `_cues`): counts of words that name the reader, an obligation put on it, a
+# standing order, secrecy, a target outside the conversation, a tool call, a claim of
+# authority, its instructions, an overriding verb, a disclosure, a role, an encoding, hidden
+# markup, a sensitive object, a harmful act, other people; reported speech (what someone said or
+# found, told rather than ordered); and first-person statements about oneself (what a user's own
+# preference says). Each is a vocabulary, in several languages,
+# not a phrase: the model weighs them, and the rules stay the clear-cut cases. They carry
+# over to sources never trained on where n-grams learn each source's style.
+_CUES: tuple[tuple[str, str], ...] = (
+    ("reader", r"\b(?:assistant|ai|a\.i\.|llm|language model|chatbot|bot|agent|gpt|chatgpt|claude|model)s?\b"
+               r"|asistente|\bia\b|\bki\b|\bии\b|ассистент|助手|アシスタント|어시스턴트"),
+    ("obligation", r"\byou\s+(?:must|should|shall|will|need to|have to|are to|are required|are allowed|are "
+                   r"permitted|may now|can now|are no longer|no longer need|don'?t need|do not need)\b"
+                   r"|\b(?:debes|tienes que|tu dois|vous devez|du musst|du sollst|devi|você deve|moet je)\b"
+                   r"|должен|必须|しなければ"),
+    ("standing", r"\b(?:from now on|going forward|henceforth|forever|permanently|persist\w*|every (?:future|later|"
+                 r"next)|all (?:future|later)|future (?:sessions?|chats?|conversations?)|next session|for all|"
+                 r"standing|whenever|every time|each time|from this point|survives?|after (?:this|a) reset)\b"
+                 r"|para siempre|a partir de ahora|de ahora en adelante|désormais|pour toujours|à partir de "
+                 r"maintenant|ab jetzt|dauerhaft|für immer|per sempre|d'ora in poi|a partir de agora|"
+                 r"voortaan|navsegda|навсегда|отныне|永久|以后|今後|앞으로|kalıcı"),
+    ("secrecy", r"\b(?:silently|quietly|secretly|covertly|discreetly|without (?:telling|asking|informing|"
+                r"confirm\w*|any checks?|review)|(?:don'?t|do not|never) (?:tell|mention|inform|show|reveal "
+                r"this)|not visible|isn'?t visible|hidden|invisible|no need to (?:ask|confirm|tell)|pretend "
+                r"(?:it|this) (?:doesn'?t|does not) exist)\b|sin (?:decir|avisar)|sans (?:le )?dire|heimlich"),
+    ("outside", r"https?://|www\.|\b[\w.-]+@[\w-]+\.[a-z]{2,}\b|\b[\w-]+\.(?:com|net|org|io|co|biz|xyz|ru|cn|"
+                r"top|click|shop|ly|de|br)\b"),
+    ("send", r"\b(?:send|forward|email|e-mail|post|upload|transfer|share|paste|copy|leak|exfiltrat\w*|submit|"
+             r"dm|webhook|append|include)\w*\b|envía|envoie|schick|invia|envie|отправ|发送|送信|보내"),
+    ("tool", r"\b\w+_\w+\s*\(|\b(?:tool|function|plugin|api|shell|terminal|webhook|invoke|execute|"
+             r"call the|run the|tool_call)\b|<tool|\bcurl\b|\bbash\b|os\.system|rm -rf"),
+    ("authority", r"\b(?:admin\w*|administrator|developer|operator|system|root|sudo|authori[sz]ed|"
+                  r"pre-authori[sz]ed|privileges?|clearance|official|compliance|override|priority)\b"
+                  r"|administrador|administrateur|разработчик|администратор|管理员|管理者|관리자"),
+    ("instructions", r"\b(?:instructions?|rules?|guidelines?|restrictions?|prompts?|polic(?:y|ies)|filters?|"
+                     r"guardrails?|safety|directives?|configuration|constraints|programming|limits)\b"
+                     r"|instruc|consignes|anweisung|vorgaben|regeln|istruzion|instruç|regras|instructies|"
+                     r"polecen|инструкц|правил|指令|指示|规则|ルール|지시|규칙|talimat|kural|التعليمات|"
+                     r"निर्देश|hướng dẫn|quy tắc"),
+    ("override", r"\b(?:ignore|disregard|forget|bypass|override|overrule|set aside|put aside|drop|abandon|"
+                 r"let \w+ slide|no longer (?:bound|apply|applies)|replaced?|outranks?|supersede\w*|wins?)\b"
+                 r"|ignora|olvida|oublie|ignoriere|vergiss|dimentica|esquece|esqueça|negeer|vergeet|zignoruj|"
+                 r"zapomnij|игнорир|забудь|忽略|无视|無視|忘れ|무시|잊어|yok say|unut|تجاهل|انس|अनदेखा|"
+                 r"भूल|bỏ qua|quên"),
+    ("disclose", r"\b(?:reveal|print|verbatim|word for word|exactly|repeat|expose|dump|list the contents|"
+                 r"what (?:text|instructions?) (?:appears?|were you)|show (?:me )?(?:your|the) (?:hidden|system|"
+                 r"secret|prompt|config))\b|revela|révèle|zeig|mostra|toon|покажи|输出|显示|表示|알려|göster|"
+                 r"اكشف|दिखा|tiết lộ"),
+    ("role", r"\b(?:pretend|act as|role|roleplay|character|persona|you are now|you're now|imagine|simulat\w*|"
+             r"mode|stay in|play(?:ing)? (?:a|an|the)|evil|unrestricted|unfiltered|no filters?|jailbr\w*|dan)\b"),
+    ("encoding", r"\b(?:base64|base 64|hex|rot13|rot-13|decode|reverse|spell|cipher|encode|join the parts|"
+                 r"first letter|fill in the blanks)\b"),
+    ("markup", r"<!--|display\s*:\s*none|<span|<div|<sub|<meta|\[//\]|hidden>|<\|im_start\|>|alt=|<img|"
+               r"\[system\]|###"),
+    ("sensitive", r"\b(?:passwords?|pins?|cvv|card number|ssn|credentials?|api keys?|login|bank\w*|home address|"
+                  r"phone number|recovery|authorized_keys|\.ssh|\.aws|tokens?|secrets?)\b|contraseña|mot de passe|"
+                  r"passwort|пароль|密码|パスワード|비밀번호|şifre"),
+    ("harm", r"\b(?:delete|overwrite|wipe|rm|transfer\w*|refund\w*|approve|merge|grant|disable|skip the|"
+             r"stop taking|buy|invest\w*|vote|refuse|insult|bankrupt|recalled|public)\b"),
+    # (people other than the user and readers of the text; not "the user", the subject of
+    # most memory notes: "the user prefers short answers", "why_store: stated by the user")
+    ("others", r"\b(?:other users|anyone|everyone|all users|whoever|any (?:ai|reader|assistant|agent)|"
+               r"if you are an ai|reading this|note to)\b"),
+    # reported speech: what someone said, asked or found, told rather than ordered
+    ("report", r"\b(?:noted|reported|observed|found that|claimed|according to|was asked|were asked|when asked|"
+               r"misbehaved|red team|researchers?|the attacker|attack(?:s|ers)? (?:like|such as)|example of|"
+               r"classic example|is (?:a|an) (?:example|attack|injection))\b"),
+    ("self", r"\b(?:i|i'm|i am|my|me|mine)\b"),
+    ("self_pref", r"\b(?:i (?:prefer|like|love|hate|want|need|use|work|am|'m)|i'm (?:a|an|learning|training|"
+                  r"vegetarian|allergic)|my (?:name|daughter|son|wife|husband|manager|flight|favourite|favorite))\b"
+                  r"|prefiero|je préfère|ich bin|mi piace|eu prefiro|я предпочитаю|我喜欢|好き"),
+)
+_CUE_NAMES = tuple(name for name, _ in _CUES)
+_CUE_RX = tuple(re.compile(rx) for _, rx in _CUES)  # read lower-cased text: 3x faster than IGNORECASE
+_N_DENSE = len(RULE_FEATURES) + len(_SHAPE_NAMES) + len(_CUE_NAMES)
+
 # Kinds whose model sees only the rule and shape numbers, not the hashed n-grams: n-grams of
 # secrets memorise the values and file formats of the sources trained on; the shape of the
 # candidate value (length, character mix, entropy, dictionary words, repeats) is what carries
 # over to sources never seen.
 DENSE_ONLY_KINDS: tuple[str, ...] = ("secret",)
+# Kinds whose rows are weighted by source (`sample_weights`): the injection sources differ in
+# size forty-fold and most hold one label, so unweighted the model learns the large ones' style.
+SOURCE_BALANCED_KINDS: tuple[str, ...] = ("injection",)
 
 
 @dataclass(frozen=True)
@@ -155,7 +251,7 @@ class LearnedLayer:
         several times the arithmetic on one short field."""
         cfg = self.config
         chars, words = _analyzers(cfg)
-        n_dense = len(RULE_FEATURES) + len(_SHAPE_NAMES)
+        n_dense = _N_DENSE
         w_start, d_start = cfg.char_features, cfg.char_features + cfg.word_features
         out = {kind: np.zeros(len(texts)) for kind in self.models}
         active = {kind: m for kind, m in self.models.items() if not m.inert}
@@ -173,18 +269,22 @@ class LearnedLayer:
                 out[kind][row] = 1.0 / (1.0 + math.exp(-z))
         return out
 
-    def needs_scores(self, rule_ids: Sequence[str]) -> bool:
+    def needs_scores(self, rule_ids: Sequence[str], text: str | None = None) -> bool:
         """Whether a probability can change `decide` for a string with these rule hits: an
         inert kind's never can, the injection model's not once an injection rule fired (a
-        rule hit stands). Without, the rule hits stand as they are."""
+        rule hit stands) nor on a string too short to judge (`enough_text`). Without, the
+        rule hits stand as they are."""
         for kind, m in self.models.items():
-            if m.inert or (kind == "injection" and any(r.startswith("hard.injection.") for r in rule_ids)):
+            if m.inert or (kind == "injection" and (any(r.startswith("hard.injection.") for r in rule_ids)
+                                                    or (text is not None and not enough_text(text)))):
                 continue
             return True
         return False
 
-    def decide(self, rule_ids: Sequence[str], scores: dict[str, float]) -> tuple[list[str], list[str]]:
-        """(rule ids that stand, model rule ids to add) for one scanned string."""
+    def decide(self, rule_ids: Sequence[str], scores: dict[str, float],
+               text: str | None = None) -> tuple[list[str], list[str]]:
+        """(rule ids that stand, model rule ids to add) for one scanned string (`text`, when
+        given, must be long enough for the injection model to add: `enough_text`)."""
         kept = list(rule_ids)
         added: list[str] = []
         sec = self.models.get("secret")
@@ -195,7 +295,8 @@ class LearnedLayer:
             if not any(r.startswith("hard.secret.") for r in kept) and p >= sec.add_threshold:
                 added.append(MODEL_RULE["secret"])
         inj = self.models.get("injection")
-        if inj is not None and not any(r.startswith("hard.injection.") for r in kept):
+        if (inj is not None and not any(r.startswith("hard.injection.") for r in kept)
+                and (text is None or enough_text(text))):
             if scores["injection"] >= inj.add_threshold:
                 added.append(MODEL_RULE["injection"])
         return kept, added
@@ -258,7 +359,7 @@ def _hash_index(ngram: str, n_features: int) -> int:
 
 def _dense_row(clipped: str, ids: Sequence[str]) -> np.ndarray:
     """Rule and shape numbers of one (clipped) text."""
-    dense = np.zeros(len(RULE_FEATURES) + len(_SHAPE_NAMES), dtype=np.float32)
+    dense = np.zeros(_N_DENSE, dtype=np.float32)
     for rule_id in ids:
         name = _rule_feature(rule_id)
         if name:
@@ -272,6 +373,20 @@ def _clip(text: str, limit: int) -> str:
         return text
     half = limit // 2
     return text[:half] + "\n" + text[-half:]
+
+
+# The injection model adds a verdict only on a string of at least this many words (or, in
+# scripts written without spaces, twice as many letters): a bag of n-grams and cue counts
+# has too little to go on in a tag or a why_store ("stated by the user" scored 0.74). The
+# rules still judge every string.
+MIN_MODEL_WORDS = 6
+_WORDLESS_SCRIPT = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+
+
+def enough_text(text: str) -> bool:
+    """Whether `text` is long enough for the injection model to judge (`MIN_MODEL_WORDS`)."""
+    words = len(text.split())
+    return words >= MIN_MODEL_WORDS or words + len(_WORDLESS_SCRIPT.findall(text)) / 2 >= MIN_MODEL_WORDS
 
 
 def _rule_feature(rule_id: str) -> str:
@@ -300,7 +415,18 @@ def _shape(text: str) -> list[float]:
         *_token_shape(_candidate(tokens, entropies)),
         float(bool(SECRET_KEYWORD.search(text))),
         float(bool(PASSWORD_KEYWORD.search(text))),
+        *_cues(text),
     ]
+
+
+def _cues(text: str) -> list[float]:
+    """How often each `_CUES` family occurs (0, 1/3, 2/3, 1 for three or more), in the text
+    as written (NFKC, invisible characters dropped: other scripts intact) and, where they
+    differ, with look-alike letters folded."""
+    u = unfold(text)
+    n = fold_lookalikes(u)
+    seen = (u if n == u else u + "\n" + n).lower()
+    return [min(len(rx.findall(seen)), 3) / 3.0 for rx in _CUE_RX]
 
 
 def _candidate(tokens: Sequence[str], entropies: Sequence[float]) -> str:
@@ -342,7 +468,7 @@ def feature_blocks(texts: Sequence[str], rule_ids: Sequence[Sequence[str]], conf
 
     chars, words = _vectorizers(config)
     clipped = [_clip(t, config.max_chars) for t in texts]
-    dense = np.zeros((len(texts), len(RULE_FEATURES) + len(_SHAPE_NAMES)), dtype=np.float32)
+    dense = np.zeros((len(texts), _N_DENSE), dtype=np.float32)
     for i, (text, ids) in enumerate(zip(clipped, rule_ids)):
         dense[i] = _dense_row(text, ids)
     # The vectorizers' argument checks cost more than hashing a short field; the inputs
@@ -379,12 +505,30 @@ def task_rows(rows: Sequence[LabelledRow], kind: str) -> list[tuple[int, int]]:
     return out
 
 
-def _fit(x, y: np.ndarray, config: FeatureConfig) -> tuple[np.ndarray, float]:
+def sample_weights(y: np.ndarray, sources: np.ndarray | None = None) -> np.ndarray:
+    """Per-row weights: each class weighs as much as the other (sklearn's "balanced"), and,
+    with `sources`, inside a class each source weighs as the square root of its row count
+    (each row 1/sqrt(n) of its source and label), so that a source forty times the size of
+    another does not teach the model its own style as what an attack or a benign text is."""
+    w = np.ones(len(y))
+    if sources is not None:
+        for source in sorted(set(sources.tolist())):
+            for label in (0, 1):
+                group = (sources == source) & (y == label)
+                if group.any():
+                    w[group] = 1.0 / math.sqrt(float(group.sum()))
+    for label in (0, 1):
+        group = y == label
+        if group.any():
+            w[group] *= len(y) / 2.0 / float(w[group].sum())
+    return w
+
+
+def _fit(x, y: np.ndarray, config: FeatureConfig, sources: np.ndarray | None = None) -> tuple[np.ndarray, float]:
     from sklearn.linear_model import LogisticRegression
 
-    model = LogisticRegression(C=config.C, solver="liblinear", dual=True, class_weight="balanced", max_iter=2000,
-                               random_state=0)
-    model.fit(x, y)
+    model = LogisticRegression(C=config.C, solver="liblinear", dual=True, max_iter=2000, random_state=0)
+    model.fit(x, y, sample_weight=sample_weights(y, sources))
     # float32 and a fixed intercept precision: the artefact's bytes do not depend on the
     # last bits of the solver's float64 arithmetic.
     coef = np.round(model.coef_.ravel(), 6).astype(np.float32)
@@ -392,6 +536,9 @@ def _fit(x, y: np.ndarray, config: FeatureConfig) -> tuple[np.ndarray, float]:
 
 
 _GRID = tuple(round(t, 2) for t in np.arange(0.05, 1.0, 0.01))
+# The share of a held-out source's benign rows an injection add threshold may block beyond
+# the rules (the issue-14 budget for benign prompts blocked, on every source, not on average).
+MAX_ADDED_FPR = 0.03
 MIN_GAIN = 0.01  # macro F1 (secret) or macro recall (injection) over held-out sources a threshold must add
 NEVER = 1.01  # an add threshold no probability reaches: the rules alone
 
@@ -404,8 +551,8 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
     - secret: the (veto, add) pair with the best macro F1 over sources among those that
       leave every source's F1 at least where the rules alone put it and add at least
       `MIN_GAIN` to the macro F1; (0, never) when none does, i.e. the rules alone.
-    - injection: the lowest add threshold that blocks no more benign rows of any source
-      than the rules alone, or 1% of them, if it adds at least `MIN_GAIN` to the macro
+    - injection: the lowest add threshold that blocks at most `MAX_ADDED_FPR` of any
+      source's benign rows beyond the rules alone, if it adds at least `MIN_GAIN` to the macro
       recall over sources with attacks (a lower threshold only adds recall, so when the
       lowest allowed one adds none, no threshold does); never, i.e. the rules alone, when not."""
     groups = [sources == s for s in sorted(set(sources.tolist()))]
@@ -438,7 +585,7 @@ def _pick_thresholds(kind: str, p: np.ndarray, y: np.ndarray, certain: np.ndarra
         ok = True
         for g in groups:
             neg = g & (y == 0)
-            if neg.sum() and (pred & neg).sum() > max((certain & neg).sum(), 0.01 * neg.sum()):
+            if neg.sum() and (pred & neg).sum() > (certain & neg).sum() + MAX_ADDED_FPR * neg.sum():
                 ok = False
                 break
         if ok:
@@ -465,6 +612,7 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
         dense_from = config.char_features + config.word_features if kind in DENSE_ONLY_KINDS else 0
         x = x[:, dense_from:]
         sources = np.array([rows[i].source for i in idx])
+        balance = sources if kind in SOURCE_BALANCED_KINDS else None
         ids = [rule_ids[i] for i in idx]
         prefix = f"hard.{kind}."
         if kind == "secret":
@@ -479,7 +627,7 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
             test = sources == held
             if len(set(y[~test].tolist())) < 2:
                 continue
-            coef, b = _fit(x[~test], y[~test], config)
+            coef, b = _fit(x[~test], y[~test], config, balance[~test] if balance is not None else None)
             oof[test] = KindModel(coef, b, 1.0).probability(x[test])
         scored = ~np.isnan(oof)
         if scored.any():
@@ -487,7 +635,7 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
                                          sources[scored])
         else:
             add, veto = NEVER, 0.0
-        coef, b = _fit(x, y, config)
+        coef, b = _fit(x, y, config, balance)
         coef = np.concatenate([np.zeros(dense_from, dtype=np.float32), coef])
         models[kind] = KindModel(coef, b, add, veto)
         oof_report[kind] = {"rows": int(len(y)), "positives": int(y.sum()), "sources": own_sources,
@@ -495,7 +643,9 @@ def train(rows: Sequence[LabelledRow], rule_ids: Sequence[Sequence[str]], config
     manifest = {
         "format_version": FORMAT_VERSION,
         "features": {**asdict(config), "rule_features": list(RULE_FEATURES), "shape_features": list(_SHAPE_NAMES),
-                     "dense_only_kinds": [k for k in KINDS if k in DENSE_ONLY_KINDS]},
+                     "cue_features": list(_CUE_NAMES),
+                     "dense_only_kinds": [k for k in KINDS if k in DENSE_ONLY_KINDS],
+                     "source_balanced_kinds": [k for k in KINDS if k in SOURCE_BALANCED_KINDS]},
         "data": dict(sorted((data_digests or {}).items())),
         "models": {kind: {**oof_report[kind], "intercept": m.intercept} for kind, m in models.items()},
     }
@@ -509,12 +659,17 @@ def rule_ids(texts: Sequence[str]) -> list[list[str]]:
     return [rules_only_ids(t) for t in texts]
 
 
-def train_from(path: Path, config: FeatureConfig = FeatureConfig()) -> LearnedLayer:
-    """Train on the labelled JSONL file(s) at `path`; the manifest records their sha256."""
-    rows = [row for row, _ in read_labelled(path)]
+def train_from(paths: Path | Sequence[Path], config: FeatureConfig = FeatureConfig()) -> LearnedLayer:
+    """Train on the labelled JSONL file(s) at `paths` (files or folders, in the order given),
+    without the rows marked `half: blind`; the manifest records the files' sha256."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    rows = [row for path in paths for row, _ in read_labelled(path) if row.fields.get("half") != HELD_OUT_HALF]
     if not any(row.kind for row in rows):
-        raise LabelledDataError(f"{path}: no file named secrets*.jsonl or injection*.jsonl")
-    return train(rows, rule_ids([r.text for r in rows]), config, data_digests=digests(path))
+        raise LabelledDataError(f"{', '.join(map(str, paths))}: no file named secrets*.jsonl or injection*.jsonl")
+    found: dict[str, str] = {}
+    for path in paths:
+        found.update(digests(path))
+    return train(rows, rule_ids([r.text for r in rows]), config, data_digests=found)
 
 
 # ------------------------------------------------------------------------------ artefact
