@@ -33,7 +33,7 @@ from mcp.server import Server, ServerRequestContext
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.memory_tools import MEMORY_TOOL_SPECS, READ_ACTIONS
 from online.state import MemoryService
-from online.tools import ACTION_ARGS, ToolDispatcher, ToolError
+from online.tools import ACTION_ARGS, ItemPatch, ToolDispatcher, ToolError
 from pipelines.materialize import PATCHABLE_FIELDS
 from pipelines.records import Identity
 from pipelines.settings import Settings
@@ -52,7 +52,9 @@ _DESCRIPTIONS = {
     "memory_propose": _PROXY_DESCRIPTIONS["memory_propose"]
     + " Each item is checked by the memory policy; the answer carries its verdict.",
     "memory_update": "Change fields of a memory entry you can see; `patch` may set "
-                     f"{', '.join(sorted(PATCHABLE_FIELDS))}. The edit is checked by the memory policy.",
+                     f"{', '.join(sorted(PATCHABLE_FIELDS))}. The edit is checked by the memory policy. "
+                     "To forget an entry (the user asks you to), set `validation` to \"retracted\": it is "
+                     "never recalled again and keeps its history for the audit.",
     "memory_palace_assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
                             "(the card is the entry id); the words are checked by the memory policy.",
     "memory_stats": "What the memory service holds for you: item counts per tier and type, the "
@@ -90,9 +92,22 @@ def input_schema(args_type: type) -> dict[str, Any]:
     return schema
 
 
+def _update_schema() -> dict[str, Any]:
+    """memory_update's schema: `patch` described field by field (the dispatcher takes any
+    object and names the fields it refuses), so a client sees which values `validation`
+    takes, "retracted" (forget) among them."""
+    schema = input_schema(ACTION_ARGS["memory.update"])
+    patch = input_schema(ItemPatch)
+    schema["properties"]["patch"] = {**patch, "minProperties": 1, "description": (
+        "The fields to change, nothing else; {\"validation\": \"retracted\"} forgets the entry.")}
+    return schema
+
+
 def tools() -> list[types.Tool]:
+    schemas = {action: input_schema(ACTION_ARGS[action]) for action in MCP_ACTIONS}
+    schemas["memory.update"] = _update_schema()
     return [types.Tool(name=tool_name(action), description=_DESCRIPTIONS[tool_name(action)],
-                       input_schema=input_schema(ACTION_ARGS[action]), annotations=annotations(action))
+                       input_schema=schemas[action], annotations=annotations(action))
             for action in MCP_ACTIONS]
 
 

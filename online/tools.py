@@ -19,6 +19,8 @@ see is reported exactly like an id that does not exist.
 
 from __future__ import annotations
 
+import re
+import typing
 import uuid
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -45,7 +47,7 @@ from pipelines.materialize import (
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
 from pipelines.recall.conflicts import authors
-from pipelines.recall.episodic import turn_title
+from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
     Event,
@@ -174,6 +176,21 @@ class ItemPatch(Args):
     def __post_init__(self) -> None:
         _check_times(self)
         _check_content(self)
+
+
+# The values a patch field takes from a fixed list, named when a patch gives another (an
+# agent asked to forget an entry tries "deleted"; the list shows "retracted").
+_PATCH_CHOICES = {"validation": typing.get_args(Validation), "type": typing.get_args(WritableType)}
+_PATCH_FIELD_AT = re.compile(r"at `\$\.(\w+)`")
+
+
+def _patch_choices(error: str) -> str:
+    field = _PATCH_FIELD_AT.search(error)
+    choices = _PATCH_CHOICES.get(field.group(1)) if field else None
+    if not choices:
+        return ""
+    hint = ' ("retracted" forgets it: kept with its history, never recalled)' if field.group(1) == "validation" else ""
+    return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
 
 
 def _check_times(args: Any) -> None:
@@ -379,7 +396,7 @@ class ToolDispatcher:
         # The carrier turn names no titles: a rejected proposal's text must not reach memory
         # through it (capture masks secrets in turn text, not injection attempts).
         outcome = self.service.capture(
-            who, "system", f"[memory.propose] {len(args.items)} item(s) proposed through the tool API",
+            who, "system", proposal_carrier_text(len(args.items)),
             parse=False, extra_proposals=[i.proposed() for i in args.items],
             default_scope=args.default_scope, turn_ref=args.turn_ref,
         )
@@ -482,7 +499,8 @@ class ToolDispatcher:
         try:
             msgspec.convert(args.patch, ItemPatch)
         except msgspec.ValidationError as exc:
-            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}") from None
+            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
+                                 f"{_patch_choices(str(exc))}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "

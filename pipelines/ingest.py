@@ -94,6 +94,31 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+def file_format(path: str | Path) -> Literal["chat", "locomo", "items"] | None:
+    """What a file holds, read from its first row: a LoCoMo JSON file (a list), a chat JSONL
+    (rows with `role`), an export of `loci export` (rows with `content` and `type`); None
+    when its first row is none of them (each reader then names what is wrong)."""
+    try:
+        with Path(path).open("r", encoding="utf-8", errors="replace") as fh:
+            start = fh.read(1 << 16).lstrip()
+    except OSError:
+        return None
+    if start.startswith("["):
+        return "locomo"
+    first = start.splitlines()[0] if start else ""
+    try:
+        row = json.loads(first)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(row, dict):
+        return None
+    if "role" in row:
+        return "chat"
+    if "content" in row and "type" in row:
+        return "items"
+    return None
+
+
 def _error_text(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
