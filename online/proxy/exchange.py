@@ -43,6 +43,7 @@ from online.tools import ToolDispatcher, ToolError
 from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.proposals import ProposalStreamFilter
+from pipelines.recall.episodic import is_message, only_asks
 from pipelines.recall.intents import (
     RecallIntent,
     ToolCallError,
@@ -50,7 +51,7 @@ from pipelines.recall.intents import (
     detect_recall_intent,
     parse_memory_tool_call,
 )
-from pipelines.recall.render import format_entry, frame
+from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
@@ -477,20 +478,27 @@ class Exchange:
         return found, json.dumps(compact(action, result), ensure_ascii=False)
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
-        """Search; (found, READ-ONLY block of the hits, hit ids)."""
+        """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
+        curated memories under the authoritative footer, raw turns apart as what was said,
+        and a turn that only asks left out (it states nothing; the search lists it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
         ids = [h["id"] for h in hits]
-        entries = []
+        entries: list[str] = []
+        turns: list[str] = []
         view = self.service.current
         for item_id in ids:
             item = self.service.get_item(item_id, self.identity, view)
-            if item is not None:
+            if item is None:
+                continue
+            if not is_message(item):
                 entries.append(format_entry(item))
-        found = bool(entries)
+            elif not only_asks(item):
+                turns.append(format_turn(item))
+        found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))
-        return found, (frame(entries) if entries else ""), ids
+        return found, (frame(entries, turns=turns) if found else ""), ids
 
     def _search(self, query: str, *, origin: str) -> tuple[bool, str]:
         found, block, ids = self._search_block(query, origin=origin)

@@ -18,6 +18,12 @@ said; asks the assistant to forget something; imports an old chat. Promises chec
   naming the right one (broken: the patch was an opaque object and the error said only
   "Invalid enum value 'deleted'"); the forgotten entry is not recalled and its card keeps
   the retraction under Dev's name.
+- What a question put straight to memory gets back through the proxy ("what did we decide
+  about the queue?", searched before the model is called) is labelled as recall labels it:
+  curated memories authoritative, raw turns apart as what was said, a turn that only asked
+  left out (broken: every hit was a `[MEMORY]` entry under "These facts are authoritative",
+  Dev's earlier question "what was the CI token in that log?" and the assistant's reply
+  included, on the OpenAI API and Ollama's alike).
 - Kept, checked on the way: a reversed decision and a slipped date answer with the current
   value; commit SHAs, UUIDs, sha256 digests and localhost URLs are stored while a live
   Stripe key is refused with a reason naming its kind; the other repository's chat stays
@@ -28,6 +34,8 @@ from __future__ import annotations
 
 import json
 
+import ollama
+import openai
 from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
@@ -37,6 +45,7 @@ from online.tools import ToolDispatcher
 from pipelines.records import Identity
 from tests.assets.support import block
 from tests.e2e.chat import consolidate, page_text, recall, turn
+from tests.online.test_proxy import fake, shared_fake, system_text  # noqa: F401 - fixtures
 
 API = {"user_id": "dev", "project_id": "billing-api", "session_id": "mon", "org_id": "default"}
 WEB = {"user_id": "dev", "project_id": "webapp", "session_id": "web", "org_id": "default"}
@@ -160,3 +169,31 @@ def test_an_agent_asked_to_forget_finds_how_and_the_card_keeps_the_retraction(se
     assert note["item_id"] not in json.dumps(found), found
     card = page_text(client.get(f"/ui/items/{note['item_id']}", params=API).text)
     assert "validation retracted" in card and "dev memory.update changed validation" in card, card
+
+
+def test_a_question_put_to_memory_through_the_proxy_gets_turns_as_evidence_not_facts(proxy, fake) -> None:  # noqa: F811
+    """Dev's script talks to the proxy with the `openai` client, an editor plugin with the
+    `ollama` one. The model stored the queue decision; Dev said the queue moved and asked
+    about a CI token. "What did we decide about the queue?" is searched before the model is
+    called: the decision is authoritative, Dev's turn that said it comes as a conversation
+    excerpt, the earlier question not at all; before, all three were `[MEMORY]` facts."""
+    url = proxy()
+    headers = {"X-Loci-User": "dev", "X-Loci-Project": "billing-api"}
+    script = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=headers)
+    fake.chat_reply = lambda req: "Noted. " + block({
+        "type": "decision", "title": "Task queue", "content": "Background jobs run on RQ, moved from Celery.",
+        "why_store": "architecture decision", "confidence": 0.9})
+    script.chat.completions.create(model="m", messages=[{"role": "user", "content": "The queue moved to RQ."}])
+    fake.chat_reply = lambda req: "It was redacted."
+    script.chat.completions.create(model="m", messages=[{"role": "user", "content": "What was the queue token?"}])
+    fake.chat_reply = lambda req: "From memory."
+    question = [{"role": "user", "content": "What did we decide about the queue?"}]
+    answer = script.chat.completions.create(model="m", messages=question)
+    editor = ollama.Client(host=url, headers=headers)
+    editor.chat(model="m", messages=question)
+    assert answer.model_extra["loci"]["intercepted"], answer.model_extra
+    for path in ("/v1/chat/completions", "/api/chat"):
+        handed = system_text([body for at, body in fake.requests if at == path][-1])
+        facts, said = handed.split("CONVERSATION EXCERPTS")
+        assert "Background jobs run on RQ" in facts and "[MEMORY: msg_" not in facts, (path, handed)
+        assert "The queue moved to RQ." in said and "queue token" not in handed, (path, handed)
