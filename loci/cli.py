@@ -112,6 +112,9 @@ def _print_report(report: dict, turns: bool = True) -> None:
         console.print(f"{report['turns']} turns landed, {report['accepted']} accepted, {report['quarantined']} "
                       f"quarantined, {report['rejected']} rejected; {report['already']} already in the inbox "
                       "(ingested before: nothing new landed for them)")
+    elif report.get("already"):
+        console.print(f"{report['already']} item(s) already in the inbox "
+                      "(imported before: nothing new landed for them)")
     for bad in report.get("bad_rows", []):
         err.print(f"[yellow]skipped[/yellow] {bad}")
 

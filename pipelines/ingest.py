@@ -260,8 +260,9 @@ def import_items_jsonl(
     claims its owner may see as a write is (`govern_claim`): contradicting someone else's in
     its scope kind, it is held for review. An imported claim corrects nothing: an export is
     what was said then, so one contradicting its owner's own stored claim stands beside it
-    (recall weighs the two), neither held nor replacing it."""
-    report = IngestReport()
+    (recall weighs the two), neither held nor replacing it. An item imported before (its
+    event id is stable) lands nothing and is counted under `already`, not again as accepted."""
+    report = IngestReport.starting_at(inbox)
     decoder = msgspec.json.Decoder(MemoryItem)
     for number, line in _iter_lines(Path(path)):
         try:
@@ -291,7 +292,9 @@ def import_items_jsonl(
         if verdict.action == "reject":
             event.payload["item"] = {"id": item.id, "content_sha256": item.content_hash}
         landed = inbox.append([event])
-        report.turns += 0
-        report.proposals[verdict.action] += 1
         report.max_seq = max(report.max_seq, landed[0].seq)
+        if landed[0].seq <= report.before_seq:
+            report.already += 1
+            continue
+        report.proposals[verdict.action] += 1
     return report
