@@ -333,3 +333,16 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     verdict, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
                               author_user_id="maya")
     assert verdict.action == "quarantine", verdict
+
+
+def test_a_files_format_is_read_from_its_first_row(tmp_path):
+    """`loci import` / `loci ingest` without --format: a chat JSONL, an items export, a
+    LoCoMo list; anything else is left to the command's usual reader (which names the fault)."""
+    from pipelines.ingest import file_format
+
+    cases = {"chat": '\n{"role": "user", "text": "hi"}\n', "items": '{"id": "m1", "type": "fact", "content": "x"}\n',
+             "locomo": '[{"conversation": {}}]', None: "not json\n"}
+    for expected, text in cases.items():
+        path = tmp_path / f"{expected}.jsonl"
+        path.write_text(text)
+        assert file_format(path) == expected, text
