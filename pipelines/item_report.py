@@ -153,6 +153,8 @@ def inbox_note(event: dict[str, Any]) -> str:
     rules = ", ".join(verdict.get("rule_ids") or [])
     if kind == "memory.update":
         changed = "changed " + ", ".join(sorted(p.get("patch") or {}))
+        if p.get("as_reviewer"):
+            changed += " (a correction by the reviewer who approved it)"
         if verdict.get("action") == "quarantine" and HELD_EDIT_RULES & set(verdict.get("rule_ids") or ()):
             return f"{changed}: held for review ({rules}), the item unchanged until a review"
         return changed
