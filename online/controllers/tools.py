@@ -23,7 +23,7 @@ class ToolsController(Controller):
           responses=error_responses(400, 404, 409, 413, 422, 503),
           description="Actions: memory.propose, memory.write, memory.search, memory.read, "
                       "memory.update, memory.link, memory.consolidate, memory.palace.list, "
-                      "memory.palace.get, memory.palace.assign, memory.review, memory.stats. Answers "
+                      "memory.palace.get, memory.palace.assign, memory.review, memory.stats, memory.forget. Answers "
                       "`{ok: true, action, result}`; errors are 4xx `{ok: false, error, detail}` (400 bad args "
                       "or unknown action, 404 unknown or invisible id, 422 refused by the policy with its "
                       "verdict).")
