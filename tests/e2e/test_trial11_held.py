@@ -82,6 +82,8 @@ def test_a_change_held_for_review_is_said_in_the_injected_text_the_catalog_and_t
                      ["catalog"]["memory_catalog"] if e["id"] == dose]
         sentence = listed["pending_review"]
         assert sentence in entry and "10 ml" not in str(listed), listed
+        hits = {h["id"]: h for h in recall(client, MAYA, "How much amoxicillin does Leo take?")["hits"]}
+        assert hits[dose]["pending_review"] == sentence and hits[dose]["conflict_with"] == [claim["item_id"]]
         card = page_text(client.get(f"/ui/items/{dose}", params=MAYA).text)
         assert sentence in card and "A claim by jon" in card and "10 ml" in card, (moment, card)  # people review it
         consolidate(client, settings)
