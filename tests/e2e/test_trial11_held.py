@@ -122,6 +122,14 @@ def test_the_reviewer_who_approved_a_claim_corrects_it_at_once_and_audited(servi
     held = tool(client, KIM, "memory.update", {"id": shoe, "patch": {"content": "Leo's shoe size is 14."}})
     assert held["verdict"]["action"] == "quarantine" and "as_reviewer" not in held, held
     assert "13" in curated(recall(client, MAYA, "What is Leo's shoe size?"))
+    waiting = client.post("/v1/tools", json={"action": "memory.forget", "identity": KIM, "args": {"id": shoe}})
+    assert waiting.status_code == 409 and "already held for review" in waiting.json()["error"], waiting.text
+    tool(client, MAYA, "memory.review", {"id": shoe, "decision": "reject", "note": "13 it is"})
+    gone = tool(client, KIM, "memory.forget", {"id": shoe})  # not hers, not approved by her: held
+    assert gone["verdict"]["action"] == "quarantine" and "review.retracts_others" in gone["verdict"]["rule_ids"]
+    for args, status in (({}, 400), ({"id": shoe, "why": "x"}, 400), ({"id": "no-such-id"}, 404)):
+        resp = client.post("/v1/tools", json={"action": "memory.forget", "identity": KIM, "args": args})
+        assert resp.status_code == status and resp.json()["error"], (args, resp.text)
 
 
 def _changes_then_done(calls: list[dict[str, Any]]):
