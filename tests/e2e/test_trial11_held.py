@@ -33,7 +33,7 @@ from pipelines.materialize import held_edit
 from pipelines.records import Identity
 from tests.assets.support import block
 from tests.e2e.chat import consolidate, page_text, recall, tool, turn
-from tests.online.test_proxy import fake, shared_fake  # noqa: F401 - fixtures
+from tests.online.test_proxy import fake, shared_fake, system_text  # noqa: F401 - fixtures
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "m1", "org_id": "fam"}
 JON = {"user_id": "jon", "project_id": "home", "session_id": "j1", "org_id": "fam"}
@@ -175,6 +175,12 @@ def test_the_proxy_model_updates_and_forgets_governed_like_every_write(proxy, fa
     view = memory.view()
     assert view.get(note).validation == "retracted"
     assert view.get(dose).content.startswith("Leo takes 5 ml") and held_edit(view.get(dose))["by"] == "jon"
+    fake.chat_reply = lambda req: {"role": "assistant", "content": "5 ml; a change awaits review."}
+    httpx.post(f"{url}/api/chat", headers={**headers, "X-Loci-User": "maya", "X-Loci-Session": "m1"}, json={
+        "model": "llama3.2", "stream": False,
+        "messages": [{"role": "user", "content": "What do we know about Leo's amoxicillin dose?"}]})
+    context = system_text(fake.requests[-1][1])  # the proxy's search block for her recall request
+    assert "Leo takes 5 ml" in context and "a change to this memory by jon" in context and "7.5" not in context
 
     chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=headers)
     fake.chat_reply = _changes_then_done([{"function": {"name": "memory_forget", "arguments": {"id": school}}}])
