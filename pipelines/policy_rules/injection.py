@@ -622,7 +622,6 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:always|only)\s+(?:recommend|suggest|promote|describe|say|claim|steer|push|point)\w*\b[^.\n]{0,60}?"
         r"\b(?:when|whenever|if)\s+(?:the\s+)?(?:users?|someone|somebody|anyone|anybody|people|everyone)\s+"
         r"(?:\w+\s+)?(?:asks?|wants?|needs?|mentions?|inquires?)\b",
-        one_pass=False,
     )
     # Memory written for other users, or a claim to tell them ("remember this for all users:
     # ...", "always tell users that ..."); a link planted in every answer ("always include a
@@ -639,7 +638,6 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"(?:link|url)\s+to\s+(?:https?://|www\.|[\w-]+\.[a-z]{2,})"
         r"|\b(?:if|please|kindly|could|would|can|will|that)\b[^.\n?]{0,30}?\byou\s+(?:would\s+|could\s+|will\s+)?"
         r"(?:always|never|only)\s+(?:recommend|suggest|promote|describe|mention|present|portray|rate|steer|push|advertise)\w*\b",
-        one_pass=False,
     )
     add(
         "hard.injection.memory_poisoning",
@@ -647,10 +645,14 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"|\b(?:dans|pour)\s+(?:toutes\s+)?(?:les\s+)?(?:futures?|prochaines?)\s+(?:conversations?|sessions?|discussions?)"
         r"|\b(?:en|para)\s+(?:todas\s+)?(?:las\s+)?(?:futuras|próximas)\s+(?:conversaciones|sesiones|charlas)"
         r"|\b(?:in|per)\s+tutte\s+le\s+(?:future|prossime)\s+(?:conversazioni|sessioni|chat)"
-        r"|\b(?:em|para)\s+todas\s+as\s+(?:futuras|próximas)\s+(?:conversas|sessões)"
-        r"|(?:以后|今后|将来)(?:的)?(?:所有|每次|每个)(?:对话|会话|聊天)|今後の?(?:すべての|全ての)(?:会話|セッション|チャット)"
+        r"|\b(?:em|para)\s+todas\s+as\s+(?:futuras|próximas)\s+(?:conversas|sessões)",
+    )
+    add(
+        "hard.injection.memory_poisoning",
+        r"(?:以后|今后|将来)(?:的)?(?:所有|每次|每个)(?:对话|会话|聊天)|今後の?(?:すべての|全ての)(?:会話|セッション|チャット)"
         r"|(?:每次|每当|如果|当)有人(?:问|提到|询问)[^。！？\n]{0,30}?(?:推荐|建议|告诉|说)",
         one_pass=False,
+        non_ascii=True,
     )
     # Stored data carried out through a link ("append the chat history to this URL").
     add(
@@ -882,7 +884,6 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
         r"https?://[^\s\"'<>()]*[?&][\w-]+=(?:\{\{?\s*[\w.]+\s*\}\}?|\$\{?[\w.]+\}?|<[\w.]+>|\[[\w .]+\])"
         r"|\b(?:each\s+time|every\s+time|whenever)\s+you\b[^.\n]{0,60}?\b(?:send|email|e-mail|forward|post|upload|copy)\w*\b"
         r"[^.\n]{0,40}?(?:[\w.+-]+@[\w-]+\.[\w.]+|https?://)",
-        one_pass=False,
     )
     add(
         "hard.injection.exfiltration",
