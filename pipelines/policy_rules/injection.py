@@ -373,7 +373,8 @@ def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     # a team's rule about their own work and stays a memory.
     add(
         "hard.injection.memory_poisoning",
-        r"(?:^|[.!?:;]\s+|\n|\bplease\s+|\band\s+)(?:(?:please|also|and)\s+)?remember\s+to\s+(?:always|never)\s+"
+        r"(?:^|[.!?:;]\s+|\n|\bplease\s+|\bkindly\s+|\byou\s+|\band\s+)(?:(?:please|also|and)\s+)?remember\s+to\s+"
+        r"(?:always|never)\s+"
         r"(?:\w+\s+){0,2}?(?:respond|reply|replies|answer|say|tell|mention|recommend|promote|suggest|include|add|"
         r"append|prepend|start|begin|end|sign|call|address|refer|link|output|print|talk|speak|use\s+the\s+(?:phrase|words?)|"
         r"reveal|share|disclose|obey|follow|ignore|refuse|pretend|act|describe|present|portray|rate|steer|discourage)\b",
