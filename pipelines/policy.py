@@ -20,7 +20,14 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        how to answer, the two standing-order rules yield (`allow.style_preference`
                        in the verdict; `policy_rules.preferences`); so they do for a team's
                        convention about its own work ("always answer customer emails within
-                       24 hours") from a trusted source (`allow.work_convention`).
+                       24 hours") from a trusted source (`allow.work_convention`). Since
+                       2026.11-12 a user governing their own memory ("forget my old number",
+                       "from now on, call me Sam", "ignore the old meeting notes, the new
+                       agenda is in the shared doc") is not one either: from a trusted
+                       source, the standing-order, override and role rules and the injection
+                       model yield (`allow.own_memory`) when the text is about the writer's
+                       own things and nothing else (not the reader's rules, other people,
+                       concealment, outside targets or credentials).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -62,8 +69,11 @@ from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secre
 from pipelines.policy_rules.injection import find_homoglyph_words, find_injections_normalised
 from pipelines.policy_rules.preferences import (
     CONVENTION_RULE_ID,
+    OWN_MEMORY_RULE_ID,
+    OWN_MEMORY_YIELDING,
     STYLE_RULE_ID,
     YIELDING_RULES,
+    is_own_memory_request,
     is_style_preference,
     is_work_convention,
 )
@@ -73,7 +83,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-11"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-12"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -308,15 +318,19 @@ class Policy:
 def _standing_order(item: ProposedItem, ctx: RuleContext, fields: dict[str, str],
                     findings: Sequence[Finding]) -> tuple[str, str] | None:
     """(allow rule id, what) when the rules found only a standing order a user may keep, from
-    a trusted source (`policy_rules.preferences`): how to answer, in a preference; or a
-    convention about the user's own work, in an item of any type."""
-    if not ctx.source_trusted or any(f.rule_id not in YIELDING_RULES for f in findings):
+    a trusted source (`policy_rules.preferences`): how to answer, in a preference; a
+    convention about the user's own work, or a request about the user's own memory, in an
+    item of any type."""
+    if not ctx.source_trusted or any(f.rule_id not in OWN_MEMORY_YIELDING for f in findings):
         return None
     texts = [fields.get(f.field, "") for f in findings]
-    if item.type == "preference" and all(is_style_preference(t) for t in texts):
-        return STYLE_RULE_ID, "a style preference"
-    if all(is_work_convention(t) for t in texts):
-        return CONVENTION_RULE_ID, "a convention about the user's own work"
+    if all(f.rule_id in YIELDING_RULES for f in findings):
+        if item.type == "preference" and all(is_style_preference(t) for t in texts):
+            return STYLE_RULE_ID, "a style preference"
+        if all(is_work_convention(t) for t in texts):
+            return CONVENTION_RULE_ID, "a convention about the user's own work"
+    if all(is_own_memory_request(t) for t in texts):
+        return OWN_MEMORY_RULE_ID, "a request about the user's own memory"
     return None
 
 

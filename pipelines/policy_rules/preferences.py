@@ -43,6 +43,8 @@ from __future__ import annotations
 
 import re
 
+from pipelines.policy_rules.text import normalise
+
 # The injection rules that read a standing order about the answer.
 YIELDING_RULES = frozenset({"hard.injection.memory_poisoning", "hard.injection.output_control"})
 STYLE_RULE_ID = "allow.style_preference"
@@ -152,5 +154,92 @@ def is_work_convention(text: str) -> bool:
     return keeping_out is not None and _DICTATING.search(text, keeping_out.end()) is None
 
 
-__all__ = ["CONVENTION_RULE_ID", "MAX_CHARS", "STYLE_RULE_ID", "YIELDING_RULES", "is_style_preference",
-           "is_work_convention"]
+# -- a user governing their own memory ---------------------------------------------------
+# "Forget my old phone number", "from now on, call me Sam", "don't remember my old address",
+# "ignore the old meeting notes, the new agenda is in the shared doc": the user corrects,
+# retracts or shapes what is kept about them. The injection rules read the same verbs
+# (forget, ignore, from now on, always) as an attack on memory, and the learned layer often
+# agrees. What tells them apart is whose the object is and who the order is about: the
+# writer's own notes, facts and preferences, against the reader's rules and role, other
+# people, concealment, a target outside the conversation, or credentials to collect. The
+# rules that read standing orders and overrides, and the learned layer's injection verdict,
+# yield (`OWN_MEMORY_RULE_ID`) for an item of any type from a trusted source that is all of:
+# - short (`MAX_CHARS`), and about what is kept (`_MEMORY_WORDS`: remember, remind, forget,
+#   note, ignore, from now on, always, call me, ...);
+# - about the writer's own things: it speaks in the first person singular ("my", "I told
+#   you", "me"; not "our", the voice of a company's product), or it names both what it sets
+#   aside and what replaces it ("the old notes ... the new agenda") -- an erasure that
+#   replaces nothing ("the kiln decision no longer applies") is not a correction and stays
+#   refused;
+# - about nothing else (`_NOT_OWN`): not the reader's instructions, rules, safety, system or
+#   role, nor the reader named; not other people (users, anyone, customers, competitors); no
+#   concealment, no link, address or phone number, no data sent out, no dictated words
+#   (quotes, "say", "access granted", "in your response"), no credentials to store or collect.
+OWN_MEMORY_RULE_ID = "allow.own_memory"
+OWN_MEMORY_YIELDING = frozenset({*YIELDING_RULES, "hard.injection.override", "hard.injection.role_hijack",
+                                 "hard.injection.model"})
+_FIRST_PERSON_SINGULAR = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
+# Words that govern what is kept: a request about memory says one of them.
+_MEMORY_WORDS = re.compile(
+    r"\b(?:remember\w*|remind\w*|forget|forgot|notes?|memor(?:y|ies)|memori[sz]e|save|store|keep|log|record|"
+    r"delete|erase|wipe|ignore|disregard|scrap|override|always|never|anymore|no\s+longer|call\s+me|"
+    r"from\s+now\s+on|going\s+forward|henceforth|starting\s+(?:today|now))\b",
+    re.IGNORECASE,
+)
+# A correction without "I": what is set aside, and what replaces it ("ignore the old meeting
+# notes, the new agenda is in the shared doc").
+_SET_ASIDE = re.compile(r"\b(?:old|older|previous|earlier|outdated|former|last)\b", re.IGNORECASE)
+_REPLACEMENT = re.compile(
+    r"\b(?:new|newer|updated|instead|replaced|replacement|moved|changed|switched|rescheduled|corrected)\b",
+    re.IGNORECASE,
+)
+_NOT_OWN = re.compile(
+    # the reader's rules, role and makers, or the reader named
+    r"\b(?:instructions?|rules?|guidelines?|directives?|directions?|commands?|prompts?|polic(?:y|ies)|restrictions?|limits?|safety|"
+    r"filters?|guardrails?|safeguards?|programming|training|constraints?|content\s+policy|system|developers?|"
+    r"admins?|administrators?|operators?|mode|persona|character|role-?play|pretend|act\s+as|jailbr\w*|"
+    r"unrestricted|unfiltered|uncensored|dan|called|named|known\s+as|obey|comply|bypass|"
+    r"assistant|ai|model|chatbot|bot|llm|gpt|yourself|verbatim|exactly)\b"
+    r"|\byou(?:'re|\s+are)\s+(?:now|no\s+longer)\b"
+    r"|\byour\s+(?:\w+\s+)?(?:context|configuration|config|settings|environment|memory|instructions)\b"
+    # words dictated into the reader's reply ("in your response, mention ...")
+    r"|\b(?:in|to|into)\s+(?:the|your)\s+(?:response|reply|output|answer)\b"
+    # (the same in other languages, as word stems)
+    r"|instru[cçkz]|anweisung|consigne|istruzion|prompt|regel|r[èe]gle|regla|regol|regra|правил|инструкц|"
+    r"指令|指示|规则|規則|ルール|지시|규칙"
+    # other people as the audience or the subject
+    r"|\b(?:users?|anyone|everyone|everybody|someone|somebody|people|customers?|clients?|visitors?|readers?|"
+    r"others|whoever|competitors?)\b"
+    # concealment
+    r"|\b(?:secret\w*|quiet\w*|silent\w*|covert\w*|hidden|hide)\b"
+    r"|\b(?:without|do\s*n[o']?t|never)\s+(?:tell\w*|inform\w*|let\w*|show\w*|reveal\w*|mention\w*)\s+"
+    r"(?:it\s+|this\s+|that\s+)?(?:to\s+)?(?:them|him|her)\b"
+    # a target outside the conversation
+    r"|https?:|www\.|@|\b[\w-]+\.(?:com|net|org|io|ai|dev|ru|cn|xyz|info|biz|co|click|ly)\b|\+\d[\d ()-]{6,}"
+    # data sent out; dictated words
+    r"|\b(?:send|forward|e-?mail|post|upload|share|leak|exfiltrat\w*|webhook|transfer|append|pixel|track\w*)\b"
+    r"[^.;\n]{0,40}?\b(?:conversation|chat|history|memor(?:y|ies)|data|summar\w*|everything|messages|notes|logs?)\b"
+    r"|[\"“”«»\[\]<>{}`]|(?<!\bi )\b(?:say|says|print|output|echo|respond\s+with|reply\s+with)\b|\bgranted\b"
+    # credentials to store or collect
+    r"|\b(?:store|save|keep|record|log|collect|copy|remember|memori[sz]e|write\s+down|ask\s+(?:\w+\s+)?for|"
+    r"repeat|include|give|tell|show|reveal|paste|send|forward|print|share)\s+(?:\w+\s+){0,4}?(?:passwords?|"
+    r"passcodes?|pins?|cvv|cvc|credentials?|card\s+numbers?|2fa|otp|codes|(?:api\s+)?keys?|tokens?|secrets?|"
+    r"ssn)\b",
+    re.IGNORECASE,
+)
+
+
+def is_own_memory_request(text: str) -> bool:
+    """The text is a short request or note about the writer's own memory, notes or
+    preferences (first person, or a correction naming what replaces what it sets aside),
+    and about nothing else: not the reader's rules or role, other people, concealment,
+    outside targets, dictated words or credentials to collect."""
+    text = normalise(text).strip()  # (zero-width splits and look-alike letters hide no word)
+    if not 0 < len(text) <= MAX_CHARS or _MEMORY_WORDS.search(text) is None or _NOT_OWN.search(text):
+        return False
+    return _FIRST_PERSON_SINGULAR.search(text) is not None or (
+        _SET_ASIDE.search(text) is not None and _REPLACEMENT.search(text) is not None)
+
+
+__all__ = ["CONVENTION_RULE_ID", "MAX_CHARS", "OWN_MEMORY_RULE_ID", "OWN_MEMORY_YIELDING", "STYLE_RULE_ID",
+           "YIELDING_RULES", "is_own_memory_request", "is_style_preference", "is_work_convention"]

@@ -347,7 +347,35 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
     hits.extend(_context_hits(text))
+    if not stand_ins:
+        hits = [h for h in hits if not _public_by_design(text, h)]
     return _dedupe(hits)
+
+
+# A Mapbox public token: "pk." and a JWT-shaped body. Mapbox's public tokens are made to ship
+# in web pages ("sk." tokens are its secret ones).
+_MAPBOX_PUBLIC = "pk.eyJ"
+# Words by which the writer says a JWT is a documentation example ("the sample token on
+# jwt.io", "# example token for the tutorial"), in the token's line.
+_EXAMPLE_JWT_CONTEXT = re.compile(
+    r"(?i)jwt\.io|\b(?:example|sample|tutorial|docs|documentation|placeholder|dummy)\b"
+)
+
+
+_JWT_VALUE = re.compile(r"(?:Bearer\s+)?eyJ[\w-]+\.eyJ[\w-]+\.")
+
+
+def _public_by_design(text: str, hit: SecretHit) -> bool:
+    """A hit on a value that is public by design: a Mapbox public token (as a JWT or as the
+    value of an access-token name), or a JWT its own line calls a documentation example."""
+    if text.startswith(_MAPBOX_PUBLIC, hit.start) or text.startswith(_MAPBOX_PUBLIC, max(0, hit.start - 3)):
+        return True
+    if hit.rule_id != "hard.secret.jwt" and not _JWT_VALUE.match(text, hit.start, hit.end):
+        return False  # (a JWT is also the value of an auth header or a token name)
+    line_start = text.rfind("\n", 0, hit.start) + 1
+    line_end = text.find("\n", hit.end)
+    line = text[line_start:hit.start] + " " + text[hit.end:len(text) if line_end < 0 else line_end]
+    return _EXAMPLE_JWT_CONTEXT.search(line) is not None
 
 
 @lru_cache(maxsize=1)
@@ -1401,11 +1429,30 @@ def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterato
             continue
         grouped = bool(re.fullmatch(r"\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}", m.group()))
         context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
-        if grouped or context:
+        if (grouped or context) and not _test_card(text, m.start(), m.end(), digits):
             yield SecretHit("hard.secret.payment_card", m.start(), m.end())
     for m in _scan(_SSN, text, out):
         if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
             yield SecretHit("hard.secret.national_id", m.start(), m.end())
+
+
+# Words saying a card number is for testing, in its line: card processors document test
+# numbers for their sandboxes ("Stripe's test card 4242 4242 4242 4242", "Adyen test Mastercard").
+_TEST_CARD_CONTEXT = re.compile(
+    r"(?i)\b(?:test|testing|sandbox|demo|dummy|fake|sample|example|mock|fixture|staging|qa)\b"
+)
+
+
+def _test_card(text: str, start: int, end: int, digits: str) -> bool:
+    """A card number for testing, not a card: its line says so (`_TEST_CARD_CONTEXT`), or one
+    digit makes up half of it or more ("4111 1111 1111 1111", "4000 0000 0000 0002"), as in the
+    numbers processors document; an issued card's digits are not that repetitive."""
+    if max(digits.count(d) for d in set(digits)) * 2 >= len(digits):
+        return True
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", end)
+    return (_TEST_CARD_CONTEXT.search(text, line_start, start) is not None
+            or _TEST_CARD_CONTEXT.search(text, end, len(text) if line_end < 0 else line_end) is not None)
 
 
 def _luhn_ok(digits: str) -> bool:

@@ -59,7 +59,7 @@ def policy() -> Policy:
         ("pw: Xk9#mQ2vL", "hard.secret.keyword_assignment"),
         ("The garage door code is 0000.", "hard.secret.plain_sentence"),
         ("Our Netflix password is swordfish.", "hard.secret.plain_sentence"),
-        ("Card 4111 1111 1111 1111, exp 09/27", "hard.secret.payment_card"),
+        ("Card 4539 1488 0343 6467, exp 09/27", "hard.secret.payment_card"),
         ("her SSN is 123-45-6789", "hard.secret.national_id"),
     ],
 )

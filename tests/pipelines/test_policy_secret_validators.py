@@ -465,3 +465,33 @@ def test_a_command_line_password_is_named_in_words():
     from pipelines.policy_rules.findings import secret_kind
 
     assert secret_kind("hard.secret.command_line_password") == "password given to a command"
+
+
+JWT_IO_EXAMPLE = (
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0"
+    "IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+MAPBOX_PUBLIC = "pk.eyJ1IjoidHJhaWxzIiwiYSI6ImNsazNkcXAzYWhmdmVhcXBnMnEwNDQ1NSJ9.sRCZ7o5Tm6nvT9TaN19xRM"
+
+
+@pytest.mark.parametrize("text", [
+    "For the checkout demo use Stripe's test card 4242 4242 4242 4242, any future expiry, any CVC.",
+    "Adyen test Mastercard: 5555 3412 4444 1115, expiry 03/30, CVC 737.",
+    "test amex for the braintree sandbox: 378282246310005",
+    "Visa 4000 0000 0000 0002 declines every charge.",  # one digit for most of it: a documented number
+    f"The sample token on jwt.io is {JWT_IO_EXAMPLE}",
+    f"curl -H 'Authorization: Bearer {JWT_IO_EXAMPLE}' localhost:3000  # example token for the tutorial",
+    f"mapboxgl.accessToken = '{MAPBOX_PUBLIC}';",
+    f"our map's public token: {MAPBOX_PUBLIC}",
+])
+def test_test_cards_and_public_by_design_tokens_are_not_secrets(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("My Visa is 4539 1488 0343 6467, exp 08/28, CVV 412.", "hard.secret.payment_card"),
+    (f"My JWT token is: {JWT_IO_EXAMPLE}", "hard.secret.jwt"),  # no word of the line says example
+    (f"Mapbox secret token for uploads: {MAPBOX_PUBLIC.replace('pk.', 'sk.')}", "hard.secret.jwt"),
+])
+def test_issued_cards_and_tokens_not_called_examples_still_are(text, rule):
+    assert rule in rule_ids(text)
