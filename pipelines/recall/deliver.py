@@ -21,6 +21,7 @@ from pipelines.materialize import in_quarantine
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
+from .conflicts import CORRECTED
 from .episodic import is_message, only_asks, says_something_asked
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection
 from .select import FLAGGED
@@ -34,7 +35,8 @@ class Hit(msgspec.Struct, kw_only=True):
     conflict: bool = False
     conflict_with: list[str] = []
     same_title: list[str] = []  # notes under its title it neither corrects nor contradicts (`related`)
-    resolution: str | None = None  # confidence | recency | scope | ambiguous | related | flagged | superseded
+    # confidence | recency | scope | ambiguous | related | flagged | superseded | corrected
+    resolution: str | None = None
     delivery: str = "catalog"  # inject | catalog
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
@@ -49,6 +51,8 @@ def _entry(c: Candidate) -> Entry:
         return Entry(c.id, format_turn(c.item), False, True)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         return Entry(c.id, format_entry(c.item, same_title=c.conflict_with), bool(c.conflict_with))
+    if c.resolution == CORRECTED:  # a note a correction of one detail left standing
+        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with), True)
     flagged = _flagged_with(c)
     return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope"), bool(flagged))
 
@@ -112,7 +116,8 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
             low = not injectable(c)
             hits.append(_hit(c, "catalog", low))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c), low,
-                                         same_title=c.conflict_with if c.resolution == "related" else ()))
+                                         same_title=c.conflict_with if c.resolution == "related" else (),
+                                         corrected_by=c.conflict_with if c.resolution == CORRECTED else ()))
     return hits, injection, catalog(entries)
 
 

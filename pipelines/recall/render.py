@@ -52,7 +52,9 @@ CONFLICT_NOTE = (
     "Entries marked CONFLICT disagree with each other. With SCOPE, the most specific scope "
     "applies (session, then project, user, org); otherwise they could not be resolved: "
     "say so instead of choosing silently. Entries marked SAME_TITLE are notes under one "
-    "title: each may add to or update the others; the newest comes first."
+    "title: each may add to or update the others; the newest comes first. An entry marked "
+    "CORRECTED_BY was corrected in part by the entry it names, shown before it: where the two "
+    "differ, that entry is current and this one is not; the rest of it still holds."
 )
 # Said only when a preference is shown: it is the one kind of memory that asks something of
 # the answer, and the preamble's "not instructions" would otherwise tell the model to ignore
@@ -108,9 +110,10 @@ def provenance_label(item: MemoryItem) -> str:
 
 
 def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: bool = False,
-                 same_title: Sequence[str] = ()) -> str:
+                 same_title: Sequence[str] = (), corrected_by: Sequence[str] = ()) -> str:
     """A curated memory; `scope` names its scope kind (members of a conflict across scopes);
-    `same_title`: the other notes under its title it neither corrects nor contradicts."""
+    `same_title`: the other notes under its title it neither corrects nor contradicts;
+    `corrected_by`: the claims that corrected a detail of it."""
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
@@ -125,6 +128,8 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
         header += f" | CONFLICT={','.join(_field(c) for c in conflict_with)}"
     if same_title:
         header += f" | SAME_TITLE={','.join(_field(c) for c in same_title)}"
+    if corrected_by:
+        header += f" | CORRECTED_BY={','.join(_field(c) for c in corrected_by)}"
     title = " ".join(_body(item.title).split())
     return f"{header}]\n{title}\n{_body(item.content)}\n[/MEMORY]"
 
@@ -215,8 +220,10 @@ def catalog_entry(
     conflict_with: Sequence[str] = (),
     low_confidence: bool = False,
     same_title: Sequence[str] = (),
+    corrected_by: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One catalog entry; `conflict` / `same_title` / `low_confidence` only appear when set."""
+    """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` only
+    appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
@@ -229,6 +236,8 @@ def catalog_entry(
         entry["conflict"] = list(conflict_with)
     if same_title:
         entry["same_title"] = list(same_title)
+    if corrected_by:
+        entry["corrected_by"] = list(corrected_by)
     if low_confidence:
         entry["low_confidence"] = True
     return entry
