@@ -39,18 +39,20 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   denies nothing.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
-given when the superseding one is visible.
+given when the superseding one is visible. Nor is a `refines` link, a correction of one
+detail of a note that says more (`corrects_in_part`): the note stays, marked `CORRECTED`,
+shown after its correction.
 
 **Resolution** of a group of conflicting claims:
 
-1. Superseded members drop out.
+1. Superseded members drop out; members a visible member corrects in part stay, `CORRECTED`.
 2. Across scopes, the more specific scope applies (session > project > user > org): the
    broader members stay, ordered after it and marked as overridden (`scope`).
 3. Within one scope: the higher confidence wins, then the newer (updated_at); members equal
    on both are ambiguous and all stay, flagged. A member competes only with those it
    conflicts with: two that agree, each contradicted by a third, both stand. Notes under one
    title that neither corrects (`MAY_UPDATE`) both stand, marked `related` (recall lists
-   the newer first).
+   the newer first); a wish the newer restates (`_revises`) is corrected by it.
 """
 
 from __future__ import annotations

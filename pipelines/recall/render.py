@@ -26,7 +26,8 @@ Block layout::
 Curated memories come first, under the authoritative footer; raw chat turns (evidence of
 what was said) follow in their own labelled part and never under it. An entry in a
 conflict carries `| CONFLICT=<other ids>` at the end of its header (with `SCOPE=<kind>`
-when the members differ in scope: the more specific applies). Memory text cannot forge
+when the members differ in scope: the more specific applies); a note a newer claim
+corrected one detail of carries `| CORRECTED_BY=<id>`, right after that claim. Memory text cannot forge
 block markers: lines that would read as a marker are escaped. When the budget cannot hold
 the full frame and one entry, a one-line frame and a shortened entry are used instead.
 """
