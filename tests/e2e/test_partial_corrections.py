@@ -12,11 +12,13 @@
   for what it retires.
 - A revised wish under the same title stayed beside the old one (SAME_TITLE): "Answer Maya
   in short bullet points", then "Answer Maya in numbered steps". The newer replaces it; two
-  items of one list under one title are still both kept.
+  items of one list under one title are still both kept (at once: a supersede decided at
+  capture is kept by consolidation, as the first two scenarios show).
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from tests.e2e.chat import consolidate, recall, tool, turn
@@ -36,23 +38,42 @@ def entries(block: str) -> dict[str, str]:
     return {m.group(1): m.group(0) for m in re.finditer(r"\[MEMORY: (\S+) \|.*?\[/MEMORY\]", block, re.S)}
 
 
-def test_a_correction_of_one_detail_leaves_the_rest_of_the_note_standing(service) -> None:
+def block_of(item: dict) -> str:
+    return f"Noted.\n<MEMORY_PROPOSALS_JSON>[{json.dumps(item)}]</MEMORY_PROPOSALS_JSON>"
+
+
+def test_a_novelist_s_corrections_replace_what_they_correct_and_nothing_more(service) -> None:
+    """The first two promises, in one book (one consolidation for both)."""
     client, settings = service
+    # a correction of one detail
     old = propose(client, IRIS, "fact", "Protagonist", "The protagonist is Mara Quinn, a 29-year-old marine biologist.")
     new = propose(client, {**IRIS, "session_id": "s2"}, "fact", "Mara's age", "Mara Quinn is 34 years old, not 29.")
     assert new["supersedes"] == [] and new["corrects_in_part"] == [old["item_id"]], new
     stored = client.get(f"/v1/items/{old['item_id']}", params=IRIS).json()["item"]
     assert stored["superseded_by"] is None and stored["content"].endswith("marine biologist."), stored
+    # a proposal that drops the user's "not Ashford", in a chat over /v1/turns
+    chat = {**IRIS, "session_id": "s4"}
+    turn(client, chat, "user", "My novel is set in the coastal town of Ashford.")
+    (setting,) = turn(client, chat, "assistant", block_of({"type": "fact", "title": "Setting", "content":
+                                                          "The story is set in the coastal town of Ashford."}))["proposals"]
+    turn(client, chat, "user", "Change of plan: the town is Greyhaven now, not Ashford.")
+    (renamed,) = turn(client, chat, "assistant", block_of({
+        "type": "fact", "title": "Town name", "content": "The town is called Greyhaven."}))["proposals"]
+    assert renamed["action"] == "accept" and renamed["supersedes"] == [setting["item_id"]], renamed
+    stored = client.get(f"/v1/items/{renamed['item_id']}", params=IRIS).json()["item"]
+    assert stored["content"] == "The town is called Greyhaven.", stored  # stored as proposed
 
     for moment in ("at once", "after consolidation"):
         for question in ("Who is the protagonist?", "What does Mara do?", "How old is Mara?"):
             block = recall(client, IRIS, question)["injection"]
             shown = entries(block)
             assert old["item_id"] in shown and new["item_id"] in shown, (moment, question, block)
+            # the note's header says it is corrected, and the correction is read first
             assert f"CORRECTED_BY={new['item_id']}" in shown[old["item_id"]], (moment, question, block)
-            # the correction is read first, and the note's header says it is corrected
             assert block.index(shown[new["item_id"]]) < block.index(shown[old["item_id"]]), (moment, block)
             assert "marine biologist" in block and "34 years old" in block, (moment, block)
+        block = recall(client, IRIS, "Which town is the story set in?")["injection"]
+        assert "Greyhaven" in block and "coastal town of Ashford" not in block, (moment, block)  # nor its turn
         consolidate(client, settings)
     # the note is kept as it was said, never rewritten: every revision holds its words
     got = client.get(f"/v1/items/{old['item_id']}", params=IRIS).json()
@@ -72,29 +93,6 @@ def test_a_full_correction_still_replaces_the_note(service) -> None:
     assert old["item_id"] not in entries(recall(client, IRIS, "How old is Mara?")["injection"])
 
 
-def block_of(item: dict) -> str:
-    return f"Noted.\n<MEMORY_PROPOSALS_JSON>[{__import__('json').dumps(item)}]</MEMORY_PROPOSALS_JSON>"
-
-
-def test_a_proposal_that_drops_the_user_s_not_x_still_replaces_x(service) -> None:
-    client, settings = service
-    turn(client, IRIS, "user", "My novel is set in the coastal town of Ashford.")
-    setting = turn(client, IRIS, "assistant", block_of({
-        "type": "fact", "title": "Setting", "content": "The story is set in the coastal town of Ashford."}))
-    (first,) = setting["proposals"]
-    turn(client, IRIS, "user", "Change of plan: the town is Greyhaven now, not Ashford.")
-    renamed = turn(client, IRIS, "assistant", block_of({
-        "type": "fact", "title": "Town name", "content": "The town is called Greyhaven."}))
-    (outcome,) = renamed["proposals"]
-    assert outcome["action"] == "accept" and outcome["supersedes"] == [first["item_id"]], outcome
-    stored = client.get(f"/v1/items/{outcome['item_id']}", params=IRIS).json()["item"]
-    assert stored["content"] == "The town is called Greyhaven.", stored  # stored as proposed
-    for moment in ("at once", "after consolidation"):
-        block = recall(client, IRIS, "Which town is the story set in?")["injection"]
-        assert "Greyhaven" in block and "coastal town of Ashford" not in block, (moment, block)
-        consolidate(client, settings)
-
-
 def test_a_proposal_naming_its_evidence_turn_reads_what_it_retires(service) -> None:
     """Through the tool API: the proposal names the user's turn (`turn_ref`)."""
     client, _ = service
@@ -111,7 +109,8 @@ def test_a_proposal_naming_its_evidence_turn_reads_what_it_retires(service) -> N
 
 
 def test_a_revised_wish_under_its_title_replaces_the_old_one(service) -> None:
-    client, settings = service
+    """Decided at capture, a supersede (consolidation keeps supersedes: the tests above)."""
+    client, _ = service
     parent = {"user_id": "dana", "project_id": "home", "session_id": "a"}
     old = propose(client, parent, "preference", "Answers for Maya", "Answer Maya in short bullet points.")
     new = propose(client, {**parent, "session_id": "b"}, "preference", "Answers for Maya",
@@ -121,9 +120,7 @@ def test_a_revised_wish_under_its_title_replaces_the_old_one(service) -> None:
     hints = propose(client, parent, "preference", "Coding style", "Use type hints everywhere.")
     fstrings = propose(client, parent, "preference", "Coding style", "Prefer f-strings over format().")
     assert fstrings["supersedes"] == [], fstrings
-    for moment in ("at once", "after consolidation"):
-        block = recall(client, parent, "How should I answer Maya?")["injection"]
-        assert "numbered steps" in block and "bullet points" not in block and "SAME_TITLE" not in block, block
-        shown = entries(recall(client, parent, "What is my coding style?")["injection"])
-        assert hints["item_id"] in shown and fstrings["item_id"] in shown, (moment, shown)
-        consolidate(client, settings)
+    block = recall(client, parent, "How should I answer Maya?")["injection"]
+    assert "numbered steps" in block and "bullet points" not in block and "SAME_TITLE" not in block, block
+    shown = entries(recall(client, parent, "What is my coding style?")["injection"])
+    assert hints["item_id"] in shown and fstrings["item_id"] in shown, shown
