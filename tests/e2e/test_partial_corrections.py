@@ -54,8 +54,8 @@ def test_a_novelist_s_corrections_replace_what_they_correct_and_nothing_more(ser
     # a proposal that drops the user's "not Ashford", in a chat over /v1/turns
     chat = {**IRIS, "session_id": "s4"}
     turn(client, chat, "user", "My novel is set in the coastal town of Ashford.")
-    (setting,) = turn(client, chat, "assistant", block_of({"type": "fact", "title": "Setting", "content":
-                                                          "The story is set in the coastal town of Ashford."}))["proposals"]
+    said = {"type": "fact", "title": "Setting", "content": "The story is set in the coastal town of Ashford."}
+    (setting,) = turn(client, chat, "assistant", block_of(said))["proposals"]
     turn(client, chat, "user", "Change of plan: the town is Greyhaven now, not Ashford.")
     (renamed,) = turn(client, chat, "assistant", block_of({
         "type": "fact", "title": "Town name", "content": "The town is called Greyhaven."}))["proposals"]
