@@ -21,7 +21,10 @@ from __future__ import annotations
 import json
 import re
 
+import httpx
+
 from tests.e2e.chat import consolidate, recall, tool, turn
+from tests.online.test_proxy import block, fake, shared_fake  # noqa: F401 - fixtures
 
 IRIS = {"user_id": "iris", "project_id": "saltmarsh", "session_id": "s1"}
 
@@ -124,3 +127,24 @@ def test_a_revised_wish_under_its_title_replaces_the_old_one(service) -> None:
     assert "numbered steps" in block and "bullet points" not in block and "SAME_TITLE" not in block, block
     shown = entries(recall(client, parent, "What is my coding style?")["injection"])
     assert hints["item_id"] in shown and fstrings["item_id"] in shown, shown
+
+
+def test_through_the_proxy_the_model_s_proposal_reads_the_user_s_not_x(proxy, fake, memory) -> None:  # noqa: F811
+    """Where a chat loop meets it: the model answers the user's turn with a proposal that
+    drops "not Ashford"; the proxy judges it with the turn it answers."""
+    url = proxy()
+    headers = {"X-Loci-User": "iris", "X-Loci-Project": "saltmarsh", "X-Loci-Session": "p1"}
+
+    def chat(user: str, proposal: dict) -> dict:
+        fake.chat_reply = lambda req: "Noted. " + block(proposal)
+        resp = httpx.post(f"{url}/api/chat", headers=headers, timeout=60, json={
+            "model": "llama3.2", "stream": False, "messages": [{"role": "user", "content": user}]})
+        assert resp.status_code == 200, resp.text
+        (outcome,) = resp.json()["loci"]["proposals"]
+        return outcome
+
+    setting = chat("My novel is set in the coastal town of Ashford.", {
+        "type": "fact", "title": "Setting", "content": "The story is set in the coastal town of Ashford."})
+    renamed = chat("The town is Greyhaven now, not Ashford.", {
+        "type": "fact", "title": "Town name", "content": "The town is called Greyhaven."})
+    assert renamed["supersedes"] == [setting["item_id"]], renamed
