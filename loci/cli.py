@@ -112,6 +112,9 @@ def _print_report(report: dict, turns: bool = True) -> None:
         console.print(f"{report['turns']} turns landed, {report['accepted']} accepted, {report['quarantined']} "
                       f"quarantined, {report['rejected']} rejected; {report['already']} already in the inbox "
                       "(ingested before: nothing new landed for them)")
+    elif report.get("already"):
+        console.print(f"{report['already']} item(s) already in the inbox "
+                      "(imported before: nothing new landed for them)")
     for bad in report.get("bad_rows", []):
         err.print(f"[yellow]skipped[/yellow] {bad}")
 
@@ -119,20 +122,32 @@ def _print_report(report: dict, turns: bool = True) -> None:
 @app.command()
 def ingest(
     path: Path = typer.Argument(..., help="A chat JSONL file (see README), or a LoCoMo JSON file."),
-    format: str = typer.Option("chat", "--format", help="chat | locomo | items"),
+    format: Optional[str] = typer.Option(None, "--format",
+                                         help="chat | locomo | items (default: read from the file, else chat)"),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
+    _land(path, format, data_dir, usual="chat")
+
+
+def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: str) -> None:
+    """`loci ingest` and `loci import`: one reader per format; with no --format, the one
+    the file's first row names (a chat export given to `import`, an items export given to
+    `ingest`, is read as what it is, with a note), else the command's `usual` one."""
     from pipelines.inbox import open_inbox
-    from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo
+    from pipelines.ingest import file_format, import_items_jsonl, ingest_chat_jsonl, ingest_locomo
     from pipelines.policy import Policy
 
     if not path.is_file():
         _fail(f"no such file: {path}")
-    settings = _settings(data_dir)
     readers = {"chat": ingest_chat_jsonl, "locomo": ingest_locomo, "items": import_items_jsonl}
-    if format not in readers:
+    if format is not None and format not in readers:
         _fail(f"unknown format {format!r}; use one of {sorted(readers)}", 2)
+    if format is None:
+        format = file_format(path) or usual
+        if format != usual:
+            err.print(f"{path} holds {_FORMAT_NAMES[format]}: read as such (--format {format})")
+    settings = _settings(data_dir)
     with open_inbox(settings) as inbox:
         try:
             if format in ("chat", "items"):  # proposals and items meet the live chat's checks (contradictions)
@@ -150,10 +165,20 @@ def ingest(
         _fail(f"{len(report.bad_rows)} line(s) skipped (listed above); every other line was ingested")
 
 
+_FORMAT_NAMES = {"chat": "chat turns (rows with role and text)", "locomo": "LoCoMo conversations",
+                 "items": "exported items (rows of `loci export`)"}
+
+
 @app.command("import")
-def import_(path: Path, data_dir: Optional[str] = DATA_OPT) -> None:
-    """Import items exported with `loci export` (governed again on the way in)."""
-    ingest(path=path, format="items", data_dir=data_dir)
+def import_(
+    path: Path,
+    format: Optional[str] = typer.Option(None, "--format",
+                                         help="items | chat | locomo (default: read from the file, else items)"),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Import items exported with `loci export` (governed again on the way in); an exported
+    chat (chat JSONL) or a LoCoMo file is imported as `loci ingest` lands it."""
+    _land(path, format, data_dir, usual="items")
 
 
 @app.command()

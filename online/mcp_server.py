@@ -7,7 +7,8 @@ live in one place. What this module adds is only the MCP side:
 - tool names with underscores (`memory_search`; many MCP clients refuse dots), mapped to
   the dispatcher's actions;
 - input schemas derived from the dispatcher's argument structs (`ACTION_ARGS`), closed
-  objects like the structs themselves;
+  objects like the structs themselves, and descriptions from its registry
+  (`ACTION_DESCRIPTIONS`), the proxy's too;
 - the caller's identity: the one `loci mcp` was started with (options or `LOCI_USER`,
   `LOCI_PROJECT`, `LOCI_SESSION`, `LOCI_ORG`); over HTTP, `X-Loci-User/Project/Session/Org`
   headers override it per request, read by the proxy's `identity_from_headers`;
@@ -31,10 +32,9 @@ import msgspec
 from mcp.server import Server, ServerRequestContext
 
 from online.proxy.identity import IdentityError, identity_from_headers
-from online.proxy.memory_tools import MEMORY_TOOL_SPECS, READ_ACTIONS
+from online.proxy.memory_tools import READ_ACTIONS
 from online.state import MemoryService
-from online.tools import ACTION_ARGS, ToolDispatcher, ToolError
-from pipelines.materialize import PATCHABLE_FIELDS
+from online.tools import ACTION_DESCRIPTIONS, ToolDispatcher, ToolError, args_schema, tool_name
 from pipelines.records import Identity
 from pipelines.settings import Settings
 
@@ -45,28 +45,16 @@ INSTRUCTIONS = ("Loci long-term memory: search it before guessing what was said 
                 "propose what is worth keeping.")
 HTTP_PATH = "/mcp"
 
-# The model-facing wording the proxy already offers, reused for the tools both expose.
-_PROXY_DESCRIPTIONS = {spec["function"]["name"]: spec["function"]["description"] for spec in MEMORY_TOOL_SPECS}
-_DESCRIPTIONS = {
-    **_PROXY_DESCRIPTIONS,
-    "memory_propose": _PROXY_DESCRIPTIONS["memory_propose"]
-    + " Each item is checked by the memory policy; the answer carries its verdict.",
-    "memory_update": "Change fields of a memory entry you can see; `patch` may set "
-                     f"{', '.join(sorted(PATCHABLE_FIELDS))}. The edit is checked by the memory policy.",
-    "memory_palace_assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
-                            "(the card is the entry id); the words are checked by the memory policy.",
-    "memory_stats": "What the memory service holds for you: item counts per tier and type, the "
-                    "snapshot version and any problems.",
-}
-# The tools an MCP client gets, in the order it lists them.
-MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update",
+# The tools an MCP client gets, in the order it lists them (described and given arguments by
+# the dispatcher's registry, `online.tools.ACTION_DESCRIPTIONS` / `ACTION_ARGS`).
+MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update", "memory.forget",
                "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats")
 
 
 # Hints for the client (whether to ask the user first): reads change no memory (their audit
 # events aside); proposals and palace moves add, an update may rewrite or retract an entry.
 _READ_ONLY = READ_ACTIONS | {"memory.stats"}
-_DESTRUCTIVE = frozenset({"memory.update"})
+_DESTRUCTIVE = frozenset({"memory.update", "memory.forget"})
 
 
 def annotations(action: str) -> types.ToolAnnotations:
@@ -75,24 +63,9 @@ def annotations(action: str) -> types.ToolAnnotations:
                                  else action in _DESTRUCTIVE, open_world_hint=False)
 
 
-def tool_name(action: str) -> str:
-    return action.replace(".", "_")
-
-
-def input_schema(args_type: type) -> dict[str, Any]:
-    """The JSON schema of an argument struct as an MCP input schema: an object at the top
-    level, nested structs under `$defs`."""
-    (ref,), components = msgspec.json.schema_components([args_type], ref_template="#/$defs/{name}")
-    schema = dict(components.pop(ref["$ref"].rsplit("/", 1)[-1]))
-    schema.pop("title", None)
-    if components:
-        schema["$defs"] = components
-    return schema
-
-
 def tools() -> list[types.Tool]:
-    return [types.Tool(name=tool_name(action), description=_DESCRIPTIONS[tool_name(action)],
-                       input_schema=input_schema(ACTION_ARGS[action]), annotations=annotations(action))
+    return [types.Tool(name=tool_name(action), description=ACTION_DESCRIPTIONS[action],
+                       input_schema=args_schema(action), annotations=annotations(action))
             for action in MCP_ACTIONS]
 
 

@@ -132,6 +132,8 @@ class HitOut(msgspec.Struct, kw_only=True):
     # or update the other (the newest is listed first).
     same_title: list[str] = []
     delivery: str = "catalog"  # inject | catalog
+    # A change to it held for review (`pipelines.recall.render.pending_note`), "" when none.
+    pending_review: str = ""
 
 
 class RecallResponse(msgspec.Struct, kw_only=True):
@@ -156,7 +158,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
-    "memory.palace.assign", "memory.review", "memory.stats",
+    "memory.palace.assign", "memory.review", "memory.stats", "memory.forget",
 )
 
 

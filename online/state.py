@@ -42,7 +42,7 @@ from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import AppendCheck, open_inbox
-from pipelines.materialize import recall_state
+from pipelines.materialize import in_quarantine, recall_state
 from pipelines.message_context import embedding_text
 from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
 from pipelines.recall.corpus import MemoryCorpus
@@ -129,6 +129,19 @@ class View:
 
 
 ANSWERED_CHATS = 10_000  # chats whose latest user turn is kept (`MemoryService._answered`)
+
+
+def _vector_in(view: View) -> Callable[[MemoryItem], Any]:
+    """An item's stored vector in `view` (the newest corpus holding it), or None."""
+
+    def vector_of(item: MemoryItem):
+        for corpus in reversed(view.corpora):
+            row = corpus.row_of.get(item.id)
+            if row is not None:
+                return corpus.vectors[row] if corpus.vectors is not None else None
+        return None
+
+    return vector_of
 
 
 class MemoryService:
@@ -467,15 +480,17 @@ class MemoryService:
         """Pairs of claims `identity` can see that conflict, by the rule recall applies
         (`pipelines.recall.conflicts`)."""
         view = view or self.view()
+        return find_conflicts(view.visible_items(identity), _vector_in(view))
 
-        def vector_of(item: MemoryItem):
-            for corpus in reversed(view.corpora):
-                row = corpus.row_of.get(item.id)
-                if row is not None:
-                    return corpus.vectors[row] if corpus.vectors is not None else None
-            return None
-
-        return find_conflicts(view.visible_items(identity), vector_of)
+    def held_rivals(self, item: MemoryItem, identity: Identity, view: View | None = None) -> list[MemoryItem]:
+        """The claims `identity` can see held in quarantine that contradict `item`: changes
+        to it waiting for a reviewer (`pipelines.materialize.pending_changes`)."""
+        view = view or self.view()
+        held = [it for it in view.visible_items(identity) if in_quarantine(it) and it.id != item.id]
+        if not held or not is_claim(item):
+            return []
+        pairs = find_conflicts([item, *held], _vector_in(view))
+        return [b if a.id == item.id else a for a, b, _ in pairs if item.id in (a.id, b.id)]
 
     # -- writes --------------------------------------------------------------------------------
 

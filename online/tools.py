@@ -19,8 +19,11 @@ see is reported exactly like an id that does not exist.
 
 from __future__ import annotations
 
+import re
+import typing
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -30,10 +33,11 @@ from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService, View
 from pipelines.capture import approval_corrects, govern_claim
 from pipelines.materialize import (
-    CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
+    HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
+    RETRACTION_RULE,
     apply_patch,
     awaits_review,
     held_against_others,
@@ -45,7 +49,7 @@ from pipelines.materialize import (
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
 from pipelines.recall.conflicts import authors
-from pipelines.recall.episodic import turn_title
+from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
     RETIRED_BY_USER,
@@ -62,6 +66,7 @@ from pipelines.records import (
     ScopeKind,
     Tier,
     Validation,
+    Verdict,
     holds_lone_surrogate,
     says_something,
     sha256_text,
@@ -177,6 +182,21 @@ class ItemPatch(Args):
         _check_content(self)
 
 
+# The values a patch field takes from a fixed list, named when a patch gives another (an
+# agent asked to forget an entry tries "deleted"; the list shows "retracted").
+_PATCH_CHOICES = {"validation": typing.get_args(Validation), "type": typing.get_args(WritableType)}
+_PATCH_FIELD_AT = re.compile(r"at `\$\.(\w+)`")
+
+
+def _patch_choices(error: str) -> str:
+    field = _PATCH_FIELD_AT.search(error)
+    choices = _PATCH_CHOICES.get(field.group(1)) if field else None
+    if not choices:
+        return ""
+    hint = ' ("retracted" forgets it: kept with its history, never recalled)' if field.group(1) == "validation" else ""
+    return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
+
+
 def _check_times(args: Any) -> None:
     """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
     before it starts (`pipelines.records.time_problems`)."""
@@ -233,14 +253,88 @@ class StatsArgs(Args):
     """No arguments: the counts cover what the caller may see."""
 
 
+class ForgetArgs(Args):
+    """Forget a memory: retract it (kept with its history, never recalled). Someone else's
+    claim is not retracted at once: the retraction is held for review."""
+
+    id: ItemId
+
+
 # The argument struct of each action: what a caller may send (adapters derive schemas from it).
 ACTION_ARGS: dict[str, type[Args]] = {
     "memory.propose": ProposeArgs, "memory.write": WriteArgs, "memory.search": SearchArgs,
     "memory.read": ReadArgs, "memory.update": UpdateArgs, "memory.link": LinkArgs,
     "memory.consolidate": ConsolidateArgs, "memory.palace.list": PalaceListArgs,
     "memory.palace.get": PalaceGetArgs, "memory.palace.assign": PalaceAssignArgs,
-    "memory.review": ReviewArgs, "memory.stats": StatsArgs,
+    "memory.review": ReviewArgs, "memory.stats": StatsArgs, "memory.forget": ForgetArgs,
 }
+
+# What a model is told of each action offered to it as a tool: the proxy's tools (`online.proxy.
+# memory_tools`) and MCP's (`online.mcp_server`) are named, described and given arguments
+# (`args_schema`) from here and `ACTION_ARGS`, one registry for every surface.
+ACTION_DESCRIPTIONS: dict[str, str] = {
+    "memory.search": "Search long-term memory (decisions, facts, preferences, earlier conversation). "
+                     "Use it instead of guessing what was said or decided before.",
+    "memory.read": "Read memory entries in full by id (ids come from memory_search or the memory catalog).",
+    "memory.palace.list": "List the memory palace one level below a path (domain/room/shelf); an empty "
+                          "path lists the domains.",
+    "memory.palace.get": "Entries at a memory palace location (domain/room/shelf/card).",
+    "memory.propose": "Propose information worth keeping (decisions, constraints, definitions, preferences, "
+                      "durable facts). Proposals are reviewed before storage; never include secrets. Each "
+                      "item is checked by the memory policy; the answer carries its verdict.",
+    "memory.update": "Change a memory entry when the user asks to correct it (\"change X to Y\"): `id` from "
+                     "memory_search, `patch` the fields to set (" + ", ".join(sorted(PATCHABLE_FIELDS)) + "). "
+                     "Checked by the memory policy; a change to someone else's memory is held for review "
+                     "(the answer's verdict says `quarantine`: tell the user it awaits review). To forget an "
+                     "entry, use memory_forget (the same as setting `validation` to \"retracted\").",
+    "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search. "
+                     "It is retracted (kept with its history, never recalled again); someone else's memory "
+                     "is held for review instead (verdict `quarantine`: tell the user it awaits review).",
+    "memory.palace.assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
+                            "(the card is the entry id); the words are checked by the memory policy.",
+    "memory.stats": "What the memory service holds for you: item counts per tier and type, the snapshot "
+                    "version and any problems.",
+}
+
+
+def tool_name(action: str) -> str:
+    """An action's tool name: underscores (OpenAI-style function names and many MCP clients
+    refuse dots; `pipelines.recall.intents.canonical_tool_name` maps them back)."""
+    return action.replace(".", "_")
+
+
+def args_schema(action: str, inline: bool = False) -> dict[str, Any]:
+    """The JSON schema of an action's arguments (`ACTION_ARGS`): an object at the top level,
+    nested structs under `$defs`, or, `inline`, written in place (small models read a
+    tool's schema as text, and a `$ref` is one more thing to follow)."""
+    (ref, patch_ref), components = msgspec.json.schema_components([ACTION_ARGS[action], ItemPatch],
+                                                                   ref_template="#/$defs/{name}")
+    schema = dict(components.pop(ref["$ref"].rsplit("/", 1)[-1]))
+    schema.pop("title", None)
+    patch = components.pop(patch_ref["$ref"].rsplit("/", 1)[-1])
+    if action == "memory.update":
+        # `patch` is any object to the decoder (it names the fields it refuses); a client is
+        # shown each field and the values it takes, "retracted" (forget) among them.
+        schema["properties"]["patch"] = {
+            **{k: v for k, v in patch.items() if k != "title"}, "minProperties": 1,
+            "description": "The fields to change, nothing else; {\"validation\": \"retracted\"} forgets the entry."}
+    if inline:
+        return _inlined(schema, components)
+    if components:
+        schema["$defs"] = components
+    return schema
+
+
+def _inlined(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            named = {k: v for k, v in defs[ref.rsplit("/", 1)[-1]].items() if k != "title"}
+            return _inlined(named, defs)
+        return {k: _inlined(v, defs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inlined(v, defs) for v in node]
+    return node
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -294,6 +388,7 @@ def hit_out(hit: Any) -> dict[str, Any]:
         "conflict_with": list(getattr(hit, "conflict_with", []) or []),
         "same_title": list(getattr(hit, "same_title", []) or []),
         "delivery": str(getattr(hit, "delivery", "catalog")),
+        **({"pending_review": hit.pending_review} if getattr(hit, "pending_review", "") else {}),
     }
 
 
@@ -344,6 +439,25 @@ def _check_supersedes(src: MemoryItem, dst: MemoryItem, who: Identity) -> None:
                              "memory.write (a contradiction of it is held for review; the approval supersedes it)")
 
 
+def _vouched(item: MemoryItem, who: Identity) -> bool:
+    """Whether `who` approved `item` in review (`metadata["review"]`; an approved held edit
+    included): the approver vouched for what it says, so their correction of it (a typo, a
+    value) is theirs to make, as its author's is, where anyone else's is held for review."""
+    review = item.metadata.get("review")
+    return isinstance(review, dict) and review.get("decision") == "approve" and review.get("by") == who.user_id
+
+
+def _held_retraction(verdict: Verdict, owners: frozenset[str], quarantine_days: float) -> Verdict:
+    """`verdict` of a retraction of a claim that is not the editor's: held for review
+    (`RETRACTION_RULE`), as an edit contradicting it would be; its author or a reviewer
+    decides."""
+    expires = (datetime.now(timezone.utc) + timedelta(days=quarantine_days)).isoformat()
+    return msgspec.structs.replace(
+        verdict, action="quarantine", rule_ids=[*verdict.rule_ids, RETRACTION_RULE],
+        reasons=[*verdict.reasons, f"retracts a claim of {', '.join(sorted(owners))}"],
+        expires_at=verdict.expires_at or expires)
+
+
 class ToolDispatcher:
     """Runs memory.* actions against a MemoryService for one caller identity at a time."""
 
@@ -362,6 +476,7 @@ class ToolDispatcher:
             "memory.palace.assign": self.palace_assign,
             "memory.review": self.review,
             "memory.stats": self.stats,
+            "memory.forget": self.forget,
         }
 
     def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
@@ -380,7 +495,7 @@ class ToolDispatcher:
         # The carrier turn names no titles: a rejected proposal's text must not reach memory
         # through it (capture masks secrets in turn text, not injection attempts).
         outcome = self.service.capture(
-            who, "system", f"[memory.propose] {len(args.items)} item(s) proposed through the tool API",
+            who, "system", proposal_carrier_text(len(args.items)),
             parse=False, extra_proposals=[i.proposed() for i in args.items],
             default_scope=args.default_scope, turn_ref=args.turn_ref,
         )
@@ -454,22 +569,25 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View, MemoryItem] | None = None) -> Any:
+    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View, MemoryItem, bool] | None = None) -> Any:
         """The policy's verdict on an item as it would be stored (an edit, an approval). An
         edit of what it says (`edited_by`: the editor, the view and the item before the edit)
         is checked against the claims in its scope as a write is (`govern_claim`), the item
         as it stood among them: contradicting someone else's claim, or what the item said
         when it is someone else's (a teammate's edit of the lead's decision to another
         value), it is held for review (`pipelines.materialize.held_by_edit` folds the hold;
-        the author's edit of their own claim is their correction)."""
+        the author's edit of their own claim is their correction, and so is the edit of the
+        reviewer who approved it: `edited_by`'s last part, the item is not checked against
+        what it said)."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
         if edited_by is not None:
-            who, view, before = edited_by
-            found = [before, *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
+            who, view, before, vouched = edited_by
+            found = [*([] if vouched else [before]),
+                     *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
             return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
                                 scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
         return self.service.policy.evaluate(
@@ -489,7 +607,8 @@ class ToolDispatcher:
         try:
             msgspec.convert(args.patch, ItemPatch)
         except msgspec.ValidationError as exc:
-            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}") from None
+            raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
+                                 f"{_patch_choices(str(exc))}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         if current.type == "message":
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
@@ -511,14 +630,20 @@ class ToolDispatcher:
         if window and {"valid_from", "valid_to"} & set(args.patch):  # one end set against the stored other
             raise ToolError(400, f"memory.update: invalid patch: {'; '.join(window)}")
         says = {"title", "content", "type"} & set(args.patch)  # what it claims changed: checked like a write
-        verdict = self._governed(updated, (who, view, current) if says else None)
+        # The reviewer who approved a claim vouched for what it says: their correction of it
+        # is checked against the other claims in its scope, not against itself (`_vouched`).
+        vouched = _vouched(current, who)
+        verdict = self._governed(updated, (who, view, current, vouched) if says else None)
+        if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
+                and authors(current) != {who.user_id} and not vouched):
+            verdict = _held_retraction(verdict, authors(current), self.service.policy.settings.quarantine_days)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=_verdict(verdict), outcome="rejected")
             raise ToolError(422, "memory.update rejected by the policy; nothing was stored",
                             {"verdict": _verdict(verdict)})
         waiting = held_edit(current)
-        if waiting is not None and verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids:
+        if waiting is not None and verdict.action == "quarantine" and HELD_EDIT_RULES & set(verdict.rule_ids):
             # One edit waits beside an item (`held_by_edit`): a second would replace it unseen.
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)}, [args.id],
                                verdict=_verdict(verdict), outcome="refused",
@@ -529,9 +654,18 @@ class ToolDispatcher:
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
-            payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at},
+            payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at,
+                     **({"as_reviewer": True} if vouched and says else {})},
         )])[0]
-        return {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+        out = {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+        return {**out, "as_reviewer": True} if vouched and says else out
+
+    def forget(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """memory.update retracting the item (`{"validation": "retracted"}`), with its
+        governance: the caller's own claim (or one they approved) is retracted at once,
+        anyone else's is held for review (`RETRACTION_RULE`)."""
+        args = _decode(ForgetArgs, raw, "memory.forget")
+        return self.update({"id": args.id, "patch": {"validation": "retracted"}}, who, view)
 
     def review(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """A reviewer's decision on a quarantined item, landed as a `memory.review` event

@@ -94,6 +94,31 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield number, line
 
 
+def file_format(path: str | Path) -> Literal["chat", "locomo", "items"] | None:
+    """What a file holds, read from its first row: a LoCoMo JSON file (a list), a chat JSONL
+    (rows with `role`), an export of `loci export` (rows with `content` and `type`); None
+    when its first row is none of them (each reader then names what is wrong)."""
+    try:
+        with Path(path).open("r", encoding="utf-8", errors="replace") as fh:
+            start = fh.read(1 << 16).lstrip()
+    except OSError:
+        return None
+    if start.startswith("["):
+        return "locomo"
+    first = start.splitlines()[0] if start else ""
+    try:
+        row = json.loads(first)
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(row, dict):
+        return None
+    if "role" in row:
+        return "chat"
+    if "content" in row and "type" in row:
+        return "items"
+    return None
+
+
 def _error_text(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
@@ -235,8 +260,9 @@ def import_items_jsonl(
     claims its owner may see as a write is (`govern_claim`): contradicting someone else's in
     its scope kind, it is held for review. An imported claim corrects nothing: an export is
     what was said then, so one contradicting its owner's own stored claim stands beside it
-    (recall weighs the two), neither held nor replacing it."""
-    report = IngestReport()
+    (recall weighs the two), neither held nor replacing it. An item imported before (its
+    event id is stable) lands nothing and is counted under `already`, not again as accepted."""
+    report = IngestReport.starting_at(inbox)
     decoder = msgspec.json.Decoder(MemoryItem)
     for number, line in _iter_lines(Path(path)):
         try:
@@ -266,7 +292,9 @@ def import_items_jsonl(
         if verdict.action == "reject":
             event.payload["item"] = {"id": item.id, "content_sha256": item.content_hash}
         landed = inbox.append([event])
-        report.turns += 0
-        report.proposals[verdict.action] += 1
         report.max_seq = max(report.max_seq, landed[0].seq)
+        if landed[0].seq <= report.before_seq:
+            report.already += 1
+            continue
+        report.proposals[verdict.action] += 1
     return report

@@ -13,7 +13,7 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import CONTRADICTION_RULE, fold_events, item_ids_touched, recall_state
+from pipelines.materialize import HELD_EDIT_RULES, fold_events, item_ids_touched, recall_state
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -153,7 +153,9 @@ def inbox_note(event: dict[str, Any]) -> str:
     rules = ", ".join(verdict.get("rule_ids") or [])
     if kind == "memory.update":
         changed = "changed " + ", ".join(sorted(p.get("patch") or {}))
-        if verdict.get("action") == "quarantine" and CONTRADICTION_RULE in (verdict.get("rule_ids") or ()):
+        if p.get("as_reviewer"):
+            changed += " (a correction by the reviewer who approved it)"
+        if verdict.get("action") == "quarantine" and HELD_EDIT_RULES & set(verdict.get("rule_ids") or ()):
             return f"{changed}: held for review ({rules}), the item unchanged until a review"
         return changed
     if kind == "memory.review":

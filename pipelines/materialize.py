@@ -37,6 +37,10 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 LEARNED_AT = "learned_at"
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
+# Why an edit of someone else's claim is held for review (`held_by_edit`): it contradicts what
+# a claim says (the policy's rule), or it retracts a claim that is not the editor's.
+RETRACTION_RULE = "review.retracts_others"
+HELD_EDIT_RULES = frozenset({CONTRADICTION_RULE, RETRACTION_RULE})
 REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {
@@ -204,9 +208,10 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
     waits beside the item instead of replacing it: the item keeps answering as it was, and
     `metadata["held_edit"]` keeps the patch, its editor (like an author: not its reviewer),
     when and why it was held, and the quarantine's expiry. A review applies it or drops it
-    (`review_item`). Other soft verdicts of an edit hold nothing (a lowered confidence is
-    just that): the edit applies."""
-    if verdict.action != "quarantine" or CONTRADICTION_RULE not in verdict.rule_ids:
+    (`review_item`). A retraction of someone else's claim (`RETRACTION_RULE`) is held the
+    same way. Other soft verdicts of an edit hold nothing (a lowered confidence is just
+    that): the edit applies."""
+    if verdict.action != "quarantine" or not HELD_EDIT_RULES & set(verdict.rule_ids):
         return updated
     held = {"patch": dict(patch), "by": event.identity.user_id, "at": event.payload.get("at") or event.at,
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
@@ -230,6 +235,20 @@ def with_held_edit(item: MemoryItem) -> MemoryItem:
     if held is None:
         return item
     return apply_patch(item, held["patch"], str(held["at"]))
+
+
+def pending_changes(item: MemoryItem, rivals: Iterable[MemoryItem] = ()) -> list[tuple[str, str, str]]:
+    """(kind, by, at) of each change to `item` waiting for a reviewer, what every surface
+    says of it (`pipelines.recall.render.pending_note`): its held edit ("edit", or
+    "retraction" when it would retract the item) and each claim among `rivals` (the claims
+    contradicting it) held in quarantine ("claim")."""
+    out = []
+    edit = held_edit(item)
+    if edit is not None:
+        kind = "retraction" if (edit.get("patch") or {}).get("validation") == "retracted" else "edit"
+        out.append((kind, str(edit.get("by") or ""), str(edit.get("at") or "")))
+    out.extend(("claim", rival.scope.user_id, rival.created_at) for rival in rivals if in_quarantine(rival))
+    return out
 
 
 def awaits_review(item: MemoryItem) -> bool:
@@ -260,7 +279,7 @@ def held_against_others(item: MemoryItem) -> bool:
     author (or the edit's) gives it."""
     held = held_edit(item)
     if held is not None:
-        return CONTRADICTION_RULE in (held.get("rule_ids") or ())
+        return bool(HELD_EDIT_RULES & set(held.get("rule_ids") or ()))
     return in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
 
 

@@ -9,7 +9,7 @@ from litestar.di import Provide
 from litestar.params import Body
 
 from online.controllers.deps import error_responses, provide_service
-from online.schemas import CLOSED_OBJECT, ToolRequest, ToolResponse
+from online.schemas import CLOSED_OBJECT, TOOL_ACTIONS, ToolRequest, ToolResponse
 from online.state import MemoryService
 from online.tools import ToolDispatcher
 
@@ -21,9 +21,7 @@ class ToolsController(Controller):
 
     @post(status_code=200, sync_to_thread=True, summary="Run one memory.* action.",
           responses=error_responses(400, 404, 409, 413, 422, 503),
-          description="Actions: memory.propose, memory.write, memory.search, memory.read, "
-                      "memory.update, memory.link, memory.consolidate, memory.palace.list, "
-                      "memory.palace.get, memory.palace.assign, memory.review, memory.stats. Answers "
+          description=f"Actions: {', '.join(TOOL_ACTIONS)}. Answers "
                       "`{ok: true, action, result}`; errors are 4xx `{ok: false, error, detail}` (400 bad args "
                       "or unknown action, 404 unknown or invisible id, 422 refused by the policy with its "
                       "verdict).")

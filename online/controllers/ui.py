@@ -30,8 +30,9 @@ from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService, View
 from online.tools import ToolDispatcher, ToolError, item_summary
 from pipelines.item_report import history_rows, inbox_note
-from pipelines.materialize import awaits_review, held_edit, in_quarantine, with_held_edit
+from pipelines.materialize import awaits_review, held_edit, in_quarantine, pending_changes, with_held_edit
 from pipelines.palace import parse_path
+from pipelines.recall.render import pending_note
 from pipelines.records import Identity, MemoryItem
 
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
@@ -194,9 +195,14 @@ class UIController(Controller):
         inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]
         edit = held_edit(item) if replaced is None else None  # an edit waiting beside it, for review
+        # What waits for a reviewer, said as recall says it to the model (`pending_note`), and
+        # the held claims contradicting it, each a link to its own card and review form.
+        rivals = [] if replaced is not None or source == "history" else service.held_rivals(item, identity)
         return _page("card", identity, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=_queue_entry(item) if edit is not None else None,
+                     pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
+                     rivals=[_queue_entry(it) for it in rivals],
                      published=published, inbox=inbox, history_published=history.published,
                      watermark=history.watermark)
 

@@ -36,21 +36,30 @@ from online.proxy.config import (
     flag,
 )
 from online.proxy.dialects import ChatDialect, GenerateDialect
-from online.proxy.memory_tools import MEMORY_TOOL_SPECS, PROPOSE_ACTIONS, READ_ACTIONS, call_name, is_loci_call
+from online.proxy.memory_tools import (
+    CHANGE_ACTIONS,
+    MEMORY_TOOL_SPECS,
+    PROPOSE_ACTIONS,
+    READ_ACTIONS,
+    call_name,
+    is_loci_call,
+)
 from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError
 from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.proposals import ProposalStreamFilter
+from pipelines.recall.episodic import is_message, only_asks
 from pipelines.recall.intents import (
     RecallIntent,
     ToolCallError,
     canonical_tool_name,
     detect_recall_intent,
     parse_memory_tool_call,
+    tool_arguments,
 )
-from pipelines.recall.render import format_entry, frame
+from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
@@ -354,8 +363,9 @@ class Exchange:
         return RoundResult(None, client_calls)
 
     def _sort_calls(self, own: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-        """Loci's calls of one answer: proposals kept for landing, reads returned as
-        (action, arguments, call); writes refused (the model only proposes)."""
+        """Loci's calls of one answer: proposals kept for landing, reads and the changes the
+        model may ask for (`CHANGE_ACTIONS`, when the tools are offered) returned as (action,
+        arguments, call); other writes refused."""
         reads = []
         for call in own:
             name = canonical_tool_name(call_name(call))
@@ -371,7 +381,14 @@ class Exchange:
                     args = {k: v for k, v in msgspec.to_builtins(req.arguments).items() if v not in (None, [], "")}
                     args.pop("mode", None)
                     reads.append((req.name, args, call))
-            else:  # memory.write / update / link / consolidate: the model only proposes
+            elif name in CHANGE_ACTIONS and self.offers_tools:
+                # The user's "forget X" / "change X to Y": run as the user, governed by the
+                # dispatcher (policy, audit, held for review when it is someone else's claim).
+                try:
+                    reads.append((name, tool_arguments(call.get("function", call).get("arguments")), call))
+                except ToolCallError as exc:
+                    self.ignored_calls.append(f"{name}: {exc}")
+            else:  # memory.write / link / consolidate / review, or a change not offered
                 self.ignored_calls.append(f"{name}: not allowed to the model")
         return reads
 
@@ -465,32 +482,41 @@ class Exchange:
         return result
 
     def _run(self, action: str, args: dict[str, Any], *, origin: str) -> tuple[bool, str]:
-        """Run a read action; (found, JSON payload for a tool message)."""
+        """Run a read action (or a change the model may ask for); (found, JSON payload for a
+        tool message)."""
         if action == "memory.search":
             self.searched.add(str(args.get("query", "")).strip().lower())
         result = self._dispatch(action, args)
         found = found_in(action, result)
         ids = [h["id"] for h in result.get("hits", [])] if action == "memory.search" else \
-            [i["id"] for i in result.get("items", []) if isinstance(i, dict) and "id" in i]
+            [i["id"] for i in result.get("items", []) if isinstance(i, dict) and "id" in i] + \
+            ([result["item_id"]] if action in CHANGE_ACTIONS and "item_id" in result else [])
         self.seen_ids.update(ids)
         self.tool_rounds.append(ToolRound(action, args, found, origin, ids))
         return found, json.dumps(compact(action, result), ensure_ascii=False)
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
-        """Search; (found, READ-ONLY block of the hits, hit ids)."""
+        """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
+        curated memories under the authoritative footer, raw turns apart as what was said,
+        and a turn that only asks left out (it states nothing; the search lists it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
         ids = [h["id"] for h in hits]
-        entries = []
+        entries: list[str] = []
+        turns: list[str] = []
         view = self.service.current
-        for item_id in ids:
-            item = self.service.get_item(item_id, self.identity, view)
-            if item is not None:
-                entries.append(format_entry(item))
-        found = bool(entries)
+        for hit in hits:
+            item = self.service.get_item(hit["id"], self.identity, view)
+            if item is None:
+                continue
+            if not is_message(item):
+                entries.append(format_entry(item, pending=hit.get("pending_review", "")))
+            elif not only_asks(item):
+                turns.append(format_turn(item))
+        found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))
-        return found, (frame(entries) if entries else ""), ids
+        return found, (frame(entries, turns=turns) if found else ""), ids
 
     def _search(self, query: str, *, origin: str) -> tuple[bool, str]:
         found, block, ids = self._search_block(query, origin=origin)
@@ -587,6 +613,8 @@ def found_in(action: str, result: dict[str, Any]) -> bool:
         return bool(result.get("found"))
     if action == "memory.palace.list":
         return bool(result.get("children"))
+    if action in CHANGE_ACTIONS:
+        return True  # done, or held for review: the verdict says which
     # memory.read: what became of an id no longer served (merged, replaced, archived) answers too
     return any(result.get(key) for key in ("items", "merged_into", "superseded_by", "archived"))
 
@@ -595,6 +623,6 @@ def compact(action: str, result: dict[str, Any]) -> dict[str, Any]:
     """What the model gets back from a memory tool call."""
     if action == "memory.search" and "hits" in result:
         return {"found": result.get("found"), "message": result.get("message"),
-                "hits": [{k: h[k] for k in ("id", "type", "tier", "title", "content", "tags")}
-                         for h in result["hits"]]}
+                "hits": [{k: h[k] for k in ("id", "type", "tier", "title", "content", "tags", "pending_review")
+                          if k in h} for h in result["hits"]]}
     return result

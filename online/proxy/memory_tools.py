@@ -1,52 +1,47 @@
 """Loci's memory.* tools as Ollama tool definitions, and how to tell them from the client's.
 
-Offered to the model only with the `memory_tools` flag. Names use underscores (function names
-in OpenAI-style tool schemas cannot hold dots); `canonical_tool_name` maps them back. A tool
-the client defined itself is the client's, whatever its name: its calls are passed through.
-The model may read memory and propose; write-type calls (memory.write, update, link,
-consolidate) are never executed for it: memory is read-only to the model.
+Offered to the model only with the `memory_tools` flag, named, described and given arguments
+by the dispatcher's registry (`online.tools.ACTION_DESCRIPTIONS`, `args_schema`), as MCP's
+are. Names use underscores (function names in OpenAI-style tool schemas cannot hold dots);
+`canonical_tool_name` maps them back. A tool the client defined itself is the client's,
+whatever its name: its calls are passed through.
+
+The model may read memory, propose, and on the user's behalf update or forget an entry
+(`CHANGE_ACTIONS`): those run through the dispatcher under the chat's identity, governed
+like every write (policy checked, audited, held for review when they change or retract
+someone else's claim), and only when the tools were offered. memory.write, link,
+consolidate and review are never executed for the model: a review is a person's decision.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from online.tools import ACTION_DESCRIPTIONS, args_schema, tool_name
 from pipelines.recall.intents import canonical_tool_name
 
 READ_ACTIONS = frozenset({"memory.search", "memory.read", "memory.palace.list", "memory.palace.get"})
 PROPOSE_ACTIONS = frozenset({"memory.propose", "memory.save"})
+CHANGE_ACTIONS = frozenset({"memory.update", "memory.forget"})
 
 
-def _tool(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _tool(action: str, parameters: dict[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties, "required": required},
-    }}
+        "name": tool_name(action), "description": ACTION_DESCRIPTIONS[action], "parameters": parameters}}
 
+
+# A proposal's items as the model is asked for them: the fields a model fills (the parser of
+# proposals, `pipelines.proposals`, takes the rest too).
+_PROPOSE_PARAMETERS = {"type": "object", "required": ["items"], "properties": {
+    "items": {"type": "array", "items": {"type": "object", "required": ["content"], "properties": {
+        "type": {"type": "string"}, "title": {"type": "string"}, "content": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}}, "why_store": {"type": "string"}}}}}}
 
 MEMORY_TOOL_SPECS: list[dict[str, Any]] = [
-    _tool("memory_search", "Search long-term memory (decisions, facts, preferences, earlier "
-          "conversation). Use it instead of guessing what was said or decided before.",
-          {"query": {"type": "string", "description": "What to look for."},
-           "k": {"type": "integer", "description": "How many results (1-100)."},
-           "tags": {"type": "array", "items": {"type": "string"}}},
-          ["query"]),
-    _tool("memory_read", "Read memory entries in full by id (ids come from memory_search or "
-          "the memory catalog).",
-          {"ids": {"type": "array", "items": {"type": "string"}}}, ["ids"]),
-    _tool("memory_palace_list", "List the memory palace one level below a path "
-          "(domain/room/shelf); an empty path lists the domains.",
-          {"path": {"type": "string"}}, []),
-    _tool("memory_palace_get", "Entries at a memory palace location (domain/room/shelf/card).",
-          {"location": {"type": "string"}}, ["location"]),
-    _tool("memory_propose", "Propose information worth keeping (decisions, constraints, "
-          "definitions, preferences, durable facts). Proposals are reviewed before storage; "
-          "never include secrets.",
-          {"items": {"type": "array", "items": {"type": "object", "properties": {
-              "type": {"type": "string"}, "title": {"type": "string"},
-              "content": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}},
-              "why_store": {"type": "string"}}, "required": ["content"]}}},
-          ["items"]),
+    *(_tool(action, args_schema(action, inline=True))
+      for action in ("memory.search", "memory.read", "memory.palace.list", "memory.palace.get")),
+    _tool("memory.propose", _PROPOSE_PARAMETERS),
+    *(_tool(action, args_schema(action, inline=True)) for action in ("memory.update", "memory.forget")),
 ]
 
 

@@ -32,7 +32,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
-from .episodic import for_another_chat, for_another_project, said_date, stated_words
+from .episodic import for_another_chat, for_another_project, is_proposal_carrier, said_date, stated_words
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -225,6 +225,8 @@ class CandidateSearch:
             return None
         if c.small_talk(row):
             return "small talk"
+        if is_proposal_carrier(item):
+            return "a tool call's carrier turn"
         if self.question_key and c.content_key(row) == self.question_key:
             return "an earlier copy of the question"
         if self.said_keys and c.content_key(row) in self.said_keys:

@@ -7,23 +7,26 @@ Claims below `confidence_threshold` are never injected (they may be catalogued, 
 memories; a turn that only asks is not injected, nor one whose own words share none with
 the query (it was found through its context, and alone it shows nothing). A curated memory
 stored twice in one scope with the same title and content is shown once. Injected hits are listed in block order
-(curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer).
+(curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer),
+nor named as a conflict: a delivered claim it contradicts says instead that a change to it
+is awaiting review, as one with an edit held beside it does (`render.pending_note`: in
+the block, the catalog and the hit, never what the change would say).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
 
-from pipelines.materialize import in_quarantine
+from pipelines.materialize import in_quarantine, pending_changes
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
 from .episodic import is_message, only_asks, says_something_asked
-from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection
+from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection, pending_note
 from .select import FLAGGED
 
 
@@ -40,29 +43,48 @@ class Hit(msgspec.Struct, kw_only=True):
     delivery: str = "catalog"  # inject | catalog
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
+    pending_review: str = ""  # `render.pending_note`: a change to it held for review
 
 
-def _flagged_with(c: Candidate) -> list[str]:
-    return c.conflict_with if c.resolution in FLAGGED else []
+class _Held:
+    """The claims held in quarantine among a recall's candidates: never delivered, nor
+    named as a conflict; the delivered claims they contradict say a change waits."""
+
+    def __init__(self, cands: Sequence[Candidate]) -> None:
+        self.items = {c.id: c.item for c in cands if in_quarantine(c.item)}
+
+    def shown(self, ids: Sequence[str]) -> list[str]:
+        return [i for i in ids if i not in self.items]
+
+    def pending(self, c: Candidate) -> str:
+        return pending_note(pending_changes(c.item, (self.items[i] for i in c.conflict_with if i in self.items)))
 
 
-def _entry(c: Candidate) -> Entry:
+def _flagged_with(c: Candidate, held: _Held) -> list[str]:
+    return held.shown(c.conflict_with) if c.resolution in FLAGGED else []
+
+
+def _entry(c: Candidate, held: _Held) -> Entry:
     if is_message(c.item):
         return Entry(c.id, format_turn(c.item), False, True)
+    pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
-        return Entry(c.id, format_entry(c.item, same_title=c.conflict_with), bool(c.conflict_with))
+        related = held.shown(c.conflict_with)
+        return Entry(c.id, format_entry(c.item, same_title=related, pending=pending), bool(related))
     if c.resolution == CORRECTED:  # a note a correction of one detail left standing
-        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with), True)
-    flagged = _flagged_with(c)
-    return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope"), bool(flagged))
+        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending), True)
+    flagged = _flagged_with(c, held)
+    return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope", pending=pending), bool(flagged))
 
 
-def _hit(c: Candidate, delivery: str, low: bool) -> Hit:
+def _hit(c: Candidate, delivery: str, low: bool, held: _Held) -> Hit:
+    # A hit (for programs) names every claim contesting it, the held ones too.
     related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
                conflict=bool(c.conflict_with) and not related, conflict_with=[] if related else list(c.conflict_with),
                same_title=list(c.conflict_with) if related else [],
-               resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low)
+               resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low,
+               pending_review="" if is_message(c.item) else held.pending(c))
 
 
 def _once_each(ordered: list[Candidate]) -> list[Candidate]:
@@ -85,11 +107,14 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str])
     return bool(opts.episodic) and (only_asks(item) or not says_something_asked(item, query_terms))
 
 
-def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = ()
-            ) -> tuple[list[Hit], str, dict[str, Any]]:
+def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
+            pool: Iterable[Candidate] = ()) -> tuple[list[Hit], str, dict[str, Any]]:
+    """`pool`: every candidate of the search, those a conflict put out too (a held claim
+    loses on confidence: it is looked up there to say what waits beside a delivered one)."""
     # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
     # or as a hit (`pipelines.materialize.recall_state`).
+    held = _Held([*ordered, *pool])
     ordered = _once_each([c for c in ordered if not in_quarantine(c.item)])
 
     def injectable(c: Candidate) -> bool:
@@ -101,23 +126,24 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injection = ""
     if mode in ("inject", "hybrid"):
         injection, injected = pack_injection(
-            [_entry(c) for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)],
+            [_entry(c, held) for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)],
             settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
-    hits = [_hit(c, "inject", False) for c in in_block]
+    hits = [_hit(c, "inject", False, held) for c in in_block]
     entries: list[dict[str, Any]] = []
     if mode != "inject":
         for c in ordered:
             if c.id in chosen or len(entries) >= settings.catalog_k:
                 continue
             low = not injectable(c)
-            hits.append(_hit(c, "catalog", low))
-            entries.append(catalog_entry(c.item, c.score, _flagged_with(c), low,
-                                         same_title=c.conflict_with if c.resolution == "related" else (),
-                                         corrected_by=c.conflict_with if c.resolution == CORRECTED else ()))
+            hits.append(_hit(c, "catalog", low, held))
+            entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
+                                         same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
+                                         corrected_by=c.conflict_with if c.resolution == CORRECTED else (),
+                                         pending="" if is_message(c.item) else held.pending(c)))
     return hits, injection, catalog(entries)
 
 

@@ -411,7 +411,8 @@ class RecallEngine:
         ordered = q.always + [c for c in q.selected if c.id not in always_ids]
         # Defence in depth: re-check visibility on the way out.
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
-        q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms)
+        q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
+                                                 pool=q.search.cands.values())
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}

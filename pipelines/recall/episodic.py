@@ -11,6 +11,10 @@
   every project, but it is evidence of the work it was said about. Curated user-scope
   memory (preferences) still holds in every project; turns captured before turns recorded
   their project count everywhere, as before.
+- The turn a `memory.propose` call lands to carry its proposals (`proposal_carrier_text`:
+  "[memory.propose] 2 item(s) proposed through the tool API") records that a tool was
+  called, not anything said: it is never a candidate (an MCP agent's every proposal made
+  one, listed as evidence beside what the user said).
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
@@ -48,6 +52,20 @@ _BRACKETED = re.compile(r"\[[^\]]*\]")
 
 def is_message(item: MemoryItem) -> bool:
     return item.type == "message"
+
+
+_CARRIER = re.compile(r"\[memory\.propose\] \d+ item\(s\) proposed through the tool API")
+
+
+def proposal_carrier_text(count: int) -> str:
+    """The text of the system turn a `memory.propose` call lands with its proposals."""
+    return f"[memory.propose] {count} item(s) proposed through the tool API"
+
+
+def is_proposal_carrier(item: MemoryItem) -> bool:
+    """A `memory.propose` call's carrier turn (`proposal_carrier_text`), not conversation."""
+    return (is_message(item) and item.metadata.get("role") == "system"
+            and _CARRIER.fullmatch(item.content) is not None)
 
 
 def is_small_talk(text: str) -> bool:
@@ -167,6 +185,7 @@ def turn_title(item: MemoryItem) -> str:
     return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
 
 
-__all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_small_talk", "limits_to_its_chat", "named_words",
-           "only_asks",
+__all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
+           "is_small_talk", "limits_to_its_chat", "named_words",
+           "only_asks", "proposal_carrier_text",
            "said_date", "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]

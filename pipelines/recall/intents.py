@@ -170,6 +170,12 @@ def canonical_tool_name(name: str) -> str:
     return re.sub(r"[_\-/\s]+", ".", name.strip().lower())
 
 
+def tool_arguments(raw: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict (given as one, or as JSON text); `ToolCallError`
+    when they are neither."""
+    return _arguments(raw)
+
+
 def _arguments(raw: Any) -> dict[str, Any]:
     if raw is None or raw == "":
         return {}

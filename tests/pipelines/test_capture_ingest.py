@@ -248,7 +248,8 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     contradicting another user's claim in its scope kind, held for review, and the fold
     holds it as a proposal is held (in quarantine, confidence capped, so neither recall nor
     the review queue takes it for an accepted memory); contradicting the importer's own,
-    it stands (an export corrects nothing); without `existing`, the policy alone."""
+    it stands (an export corrects nothing); without `existing`, the policy alone. The same
+    export imported again lands nothing (counted as already in the inbox)."""
     import msgspec
 
     from pipelines.materialize import QUARANTINE_MAX_CONFIDENCE, in_quarantine
@@ -263,10 +264,12 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     assert report.as_dict()["quarantined"] == 1, report.as_dict()
     held = fold_events(inbox.read_after(0)).items["jon1"]
     assert in_quarantine(held) and held.confidence <= QUARANTINE_MAX_CONFIDENCE, held
-    own = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [jon_old])).as_dict()
-    assert own["accepted"] == 1, own
-    alone = import_items_jsonl(path, inbox, Policy()).as_dict()
-    assert alone["accepted"] == 1, alone
+    again = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [jon_old])).as_dict()
+    assert again["already"] == 1 and again["accepted"] == 0, again  # imported before: nothing new lands
+    for n, existing in enumerate([lambda who: (lambda _: [jon_old]), None]):  # each another export's copy
+        path.write_text(msgspec.json.encode(msgspec.structs.replace(jon, id=f"jon-copy{n}")).decode() + "\n")
+        report = import_items_jsonl(path, inbox, Policy(), existing=existing).as_dict()
+        assert report["accepted"] == 1, report
 
 
 def test_fold_applies_updates_links_usage_and_base_items():
@@ -330,3 +333,16 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     verdict, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
                               author_user_id="maya")
     assert verdict.action == "quarantine", verdict
+
+
+def test_a_files_format_is_read_from_its_first_row(tmp_path):
+    """`loci import` / `loci ingest` without --format: a chat JSONL, an items export, a
+    LoCoMo list; anything else is left to the command's usual reader (which names the fault)."""
+    from pipelines.ingest import file_format
+
+    cases = {"chat": '\n{"role": "user", "text": "hi"}\n', "items": '{"id": "m1", "type": "fact", "content": "x"}\n',
+             "locomo": '[{"conversation": {}}]', None: "not json\n"}
+    for expected, text in cases.items():
+        path = tmp_path / f"{expected}.jsonl"
+        path.write_text(text)
+        assert file_format(path) == expected, text
