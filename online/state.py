@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import uuid
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +39,7 @@ from online.snapshot_holder import (
     raise_young_gc_threshold,
 )
 from online.usage_log import UsageLog
-from pipelines.capture import CaptureResult, capture_turn
+from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import AppendCheck, open_inbox
 from pipelines.materialize import in_quarantine, recall_state
@@ -128,6 +128,9 @@ class View:
         return sorted(out.values(), key=lambda it: it.id)
 
 
+ANSWERED_CHATS = 10_000  # chats whose latest user turn is kept (`MemoryService._answered`)
+
+
 def _vector_in(view: View) -> Callable[[MemoryItem], Any]:
     """An item's stored vector in `view` (the newest corpus holding it), or None."""
 
@@ -174,6 +177,10 @@ class MemoryService:
         self.usage = UsageLog(self.inbox.append)
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
+        # Each chat's latest user turn (user, project, session -> its text), the few most recent
+        # chats: what an assistant turn posted after it answers (`capture`).
+        self._answered: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._answered_lock = threading.Lock()
         self._delta_superseded: tuple[object, dict[str, str]] | None = None  # (delta, old id -> new id)
         self.deltas = DeltaLog(self.inbox, self.embedder)
         self.snapshots = SnapshotHolder(
@@ -500,7 +507,31 @@ class MemoryService:
         """Govern and land one turn (see `pipelines.capture.capture_turn`)."""
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
-        return capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
+        kw.setdefault("user_said", self.user_said(identity))
+        chat = (identity.user_id, identity.project_id, identity.session_id)
+        if role == "assistant":  # its proposals record what the user just said in this chat
+            kw.setdefault("answers", self._answered.get(chat))
+        result = capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
+        if role == "user":
+            with self._answered_lock:
+                # as stored: without the secrets capture masked
+                self._answered[chat] = result.visible_text if not result.redactions else redact_secrets(text)[0]
+                self._answered.move_to_end(chat)
+                while len(self._answered) > ANSWERED_CHATS:
+                    self._answered.popitem(last=False)
+        return result
+
+    def user_said(self, identity: Identity) -> Callable[[str], str | None]:
+        """A turn id -> what `identity`'s user said in that turn of this project (its text as
+        stored), or None: the evidence a proposal may name (`capture_turn`)."""
+        def said(turn_id: str) -> str | None:
+            event = self.inbox.get(stable_id("evt", "turn", turn_id))
+            if (event is None or event.kind != "turn" or event.payload.get("role") != "user"
+                    or event.identity.user_id != identity.user_id
+                    or event.identity.project_id != identity.project_id):
+                return None
+            return str(event.payload.get("text") or "")
+        return said
 
     def record_usage(self, identity: Identity, item_ids: list[str], query: str = "") -> None:
         """Queue one `usage` event (the pipeline later increments usage_count / last_used_at).

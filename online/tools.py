@@ -52,6 +52,7 @@ from pipelines.recall.conflicts import authors
 from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
+    RETIRED_BY_USER,
     Event,
     Identity,
     ItemType,
@@ -513,9 +514,11 @@ class ToolDispatcher:
         at = utcnow()
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
-        verdict, replaced = govern_claim(
+        said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
+        verdict, fixes = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
+            evidence=[said] if said else (),
         )
         if verdict.action == "reject":
             self.service.audit(who, "memory.write", msgspec.to_builtins(args), verdict=_verdict(verdict),
@@ -537,20 +540,24 @@ class ToolDispatcher:
             content=proposal.content,
             scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
             tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
-            links=[Link(rel="supersedes", to=old) for old in replaced],  # the author's own claims it corrects
+            # the author's own claims it corrects, and those it corrects a detail of (they stay)
+            links=[*(Link(rel="supersedes", to=old) for old in fixes.replaced),
+                   *(Link(rel="refines", to=old) for old in fixes.in_part)],
             confidence=min(confidence, QUARANTINE_MAX_CONFIDENCE) if quarantined else confidence,
             importance=proposal.importance or 5, valid_from=proposal.valid_from,
             valid_to=proposal.valid_to, created_at=at, updated_at=at,
             expires_at=verdict.expires_at if quarantined else None,
             metadata={"policy_version": verdict.policy_version, "verdict": verdict.action,
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
-                      "requested_tier": args.item.tier},
+                      "requested_tier": args.item.tier,
+                      **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
             payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
         )])[0]
-        return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": replaced}
+        return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
+                "corrects_in_part": fixes.in_part}
 
     def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
         """The item an edit targets; one the caller cannot see is answered exactly like an

@@ -17,7 +17,15 @@ from pipelines.inbox import InboxBackend
 from pipelines.materialize import DEFAULT_ACCEPTED_CONFIDENCE, SCOPE_KINDS, in_quarantine, proposal_item_id
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
-from pipelines.recall.conflicts import conflict_reason, contradicted, corrected_by, is_claim, read_claim
+from pipelines.recall.conflicts import (
+    RETIRED_BY_USER,
+    Corrections,
+    conflict_reason,
+    contradicted,
+    corrections,
+    is_claim,
+    read_claim,
+)
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
     Event,
@@ -45,6 +53,8 @@ class ProposalOutcome(msgspec.Struct):
     event_id: str
     # The author's own claims this one corrects: they leave recall (their history stays).
     supersedes: list[str] = msgspec.field(default_factory=list)
+    # The author's own notes it corrects a detail of: they stay in recall, shown with it.
+    corrects_in_part: list[str] = msgspec.field(default_factory=list)
     # The scope kind it is stored in ("session" for a wish for this chat only that named none).
     scope: str | None = None
 
@@ -96,12 +106,18 @@ def capture_turn(
     parse: bool | None = None,
     existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None = None,
     append: Callable[..., list[Event]] | None = None,
+    answers: str | None = None,
+    user_said: Callable[[str], str | None] | None = None,
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
     Rejected proposals land only as events with their verdict, never as items. `append`
     lands the events (default `inbox.append`; the service's also shares their vectors) and
-    takes the inbox's `check` keyword."""
+    takes the inbox's `check` keyword. A proposal's evidence (what the user said that it
+    records, read for the values it names as replaced): `answers`, the user's words this
+    assistant turn answers, and the user turns it names (`turn_ref`, the proposal's
+    `provenance_hint` source or chunk ids), read by `user_said` (a turn id -> the text of
+    that turn of this user, or None)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -138,7 +154,8 @@ def capture_turn(
     forms_items += [("api", item) for item in extra_proposals]
 
     governed = [
-        _govern_proposal(turn, policy, existing, index, form, proposal)
+        _govern_proposal(turn, policy, existing, index, form, proposal,
+                         lambda proposal: _evidence(proposal, turn_ref, answers, user_said))
         for index, (form, proposal) in enumerate(forms_items)
     ]
     batch = [turn_event, *(g.event for g in governed)]
@@ -227,6 +244,7 @@ class _Governed:
             item_id=None if verdict.action == "reject" else proposal_item_id(event_id),
             event_id=event_id,
             supersedes=list(self.event.payload.get("supersedes", [])),
+            corrects_in_part=list(self.event.payload.get("refines", [])),
             scope=None if verdict.action == "reject" else self.event.payload.get("default_scope"),
         )
 
@@ -255,7 +273,8 @@ def govern_claim(
     found: Sequence[MemoryItem],
     scope_kind: str,
     author_user_id: str,
-) -> tuple[Verdict, list[str]]:
+    evidence: Sequence[str] = (),
+) -> tuple[Verdict, Corrections]:
     """The policy's verdict on a proposal (from a turn or `memory.write`) checked against the
     stored items `found`, and the ids of the author's own claims it corrects: a correction
     supersedes them instead of contradicting them; anyone else's in the same scope kind
@@ -264,8 +283,13 @@ def govern_claim(
     > user > org). Someone else's claim that only echoes a claim the author corrects (the
     partner's note repeating the parent's old bedtime) holds nothing back (`echoes`): it
     stays, and recall flags it against the correction. Only an accepted proposal corrects
-    anything."""
-    replaced = corrected_by(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found)
+    anything. A correction of a detail of a note that says more (`conflicts.corrects_in_part`)
+    does not replace it: it links to it (`refines`), and recall shows the note, marked, after
+    it. `evidence`: what the user said that the proposal records (the values it names as
+    replaced count as the proposal's own, `conflicts.retired_by_evidence`)."""
+    fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
+                        evidence)
+    replaced = [*fixes.replaced, *fixes.in_part]
     corrected = [it for it in found if it.id in replaced]
     verdict = policy.evaluate(
         proposal,
@@ -278,7 +302,8 @@ def govern_claim(
     )
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
-    return verdict, replaced if verdict.action == "accept" else []
+    # What the user's words retired is said by the claim however the verdict goes.
+    return verdict, fixes if verdict.action == "accept" else Corrections([], [], fixes.retiring)
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -315,6 +340,18 @@ def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> list[str
     return sorted(old.id for old, _ in contradicted(read_claim(item), same_scope))
 
 
+def _evidence(proposal: ProposedItem, turn_ref: str | None, answers: str | None,
+              user_said: Callable[[str], str | None] | None) -> list[str]:
+    """What the user said that `proposal` records (see `capture_turn`)."""
+    out = [answers] if answers and answers.strip() else []
+    if user_said is None:
+        return out
+    hint = proposal.provenance_hint or {}
+    chunks = hint.get("chunk_ids") if isinstance(hint.get("chunk_ids"), list) else []
+    refs = dict.fromkeys(str(r) for r in [turn_ref, hint.get("source_id"), *chunks[:8]] if r)
+    return out + [text for ref in refs for text in [user_said(ref)] if text]
+
+
 def _govern_proposal(
     turn: _Turn,
     policy: Any,
@@ -322,6 +359,7 @@ def _govern_proposal(
     index: int,
     form: str,
     proposal: ProposedItem,
+    evidence: Callable[[ProposedItem], list[str]] | None = None,
 ) -> _Governed:
     if (proposal.scope not in SCOPE_KINDS and proposal.type == "preference"
             and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
@@ -330,9 +368,9 @@ def _govern_proposal(
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
-    verdict, replaced = govern_claim(policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
-                                     author_user_id=turn.identity.user_id)
-    payload = _proposal_payload(turn, index, form, proposal, verdict, prov, replaced)
+    verdict, fixes = govern_claim(policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
+                                  author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
+    payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes)
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event)
@@ -345,7 +383,7 @@ def _proposal_payload(
     proposal: ProposedItem,
     verdict: Verdict,
     prov: Provenance,
-    replaced: list[str],
+    fixes: Corrections,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "proposal_id": stable_id("prop", turn.turn_id, index),
@@ -357,8 +395,12 @@ def _proposal_payload(
         "default_scope": turn.default_scope if proposal.scope not in SCOPE_KINDS else proposal.scope,
         "at": turn.at,
     }
-    if replaced:
-        payload["supersedes"] = replaced
+    if fixes.replaced:
+        payload["supersedes"] = fixes.replaced
+    if fixes.in_part:
+        payload["refines"] = fixes.in_part
+    if fixes.retiring:
+        payload[RETIRED_BY_USER] = fixes.retiring
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

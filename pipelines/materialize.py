@@ -16,6 +16,7 @@ import msgspec
 from pipelines.palace import location_of
 from pipelines.records import (
     ITEM_TYPES,
+    RETIRED_BY_USER,
     SCOPE_KINDS,
     Event,
     Link,
@@ -157,7 +158,9 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
         tags=[str(t) for t in proposal.tags],
         entities=[str(e) for e in proposal.entities],
         # The author's own earlier claims this one corrects (decided when it was captured).
-        links=[Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()],
+        links=[*(Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()),
+               # and the notes it corrects a detail of (they stay)
+               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ())],
         provenance=prov,
         confidence=max(0.0, min(1.0, float(confidence))),
         importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
@@ -176,6 +179,8 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             "requested_tier": proposal.tier,
             "inbox_seq": event.seq,
             LEARNED_AT: event.at,
+            # what the user's words it records retired (`conflicts.retired_by_evidence`)
+            **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
         },
     )
 

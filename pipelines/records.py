@@ -37,6 +37,11 @@ ScopeKind = Literal["session", "project", "user", "org"]
 SCOPE_KINDS: tuple[str, ...] = ScopeKind.__args__  # type: ignore[attr-defined]
 SCOPE_RANK: dict[str, int] = {kind: rank for rank, kind in enumerate(SCOPE_KINDS)}
 SourceKind = Literal["chat", "doc", "tool", "mixed"]
+# Metadata of a claim: the clauses of the user's words it records that retire a value it does
+# not name ("not Ashford" of "The town is Greyhaven now, not Ashford" when the model wrote
+# "The town is called Greyhaven"), read by the conflict rule as part of what it says
+# (`pipelines.recall.conflicts.retired_by_evidence`).
+RETIRED_BY_USER = "retired_by_user"
 LinkRel = Literal[
     "supports", "contradicts", "refines", "supersedes", "depends_on", "references", "derived_from"
 ]

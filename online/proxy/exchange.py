@@ -566,7 +566,7 @@ class Exchange:
             if raw.strip() or self.proposing:
                 return self.service.capture(self.identity, "assistant", raw,
                                             tool_calls=self.proposing or None,
-                                            turn_id=self.assistant_turn_id(raw))
+                                            turn_id=self.assistant_turn_id(raw), answers=self.user_text)
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,

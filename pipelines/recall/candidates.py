@@ -44,7 +44,7 @@ CHANNELS = ("dense", "lexical", "labels")
 # order (importance, then confidence), so the order survives the scoring.
 SELF_RELEVANCE = 0.5
 SELF_DECAY = 0.02
-PARTNER_LINKS = ("contradicts", "supersedes")
+PARTNER_LINKS = ("contradicts", "supersedes", "refines")  # `refines`: a correction of a detail
 MAX_TITLE_PARTNERS = 50
 
 

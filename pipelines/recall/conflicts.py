@@ -39,18 +39,20 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   denies nothing.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
-given when the superseding one is visible.
+given when the superseding one is visible. Nor is a `refines` link, a correction of one
+detail of a note that says more (`corrects_in_part`): the note stays, marked `CORRECTED`,
+shown after its correction.
 
 **Resolution** of a group of conflicting claims:
 
-1. Superseded members drop out.
+1. Superseded members drop out; members a visible member corrects in part stay, `CORRECTED`.
 2. Across scopes, the more specific scope applies (session > project > user > org): the
    broader members stay, ordered after it and marked as overridden (`scope`).
 3. Within one scope: the higher confidence wins, then the newer (updated_at); members equal
    on both are ambiguous and all stay, flagged. A member competes only with those it
    conflicts with: two that agree, each contradicted by a third, both stand. Notes under one
    title that neither corrects (`MAY_UPDATE`) both stand, marked `related` (recall lists
-   the newer first).
+   the newer first); a wish the newer restates (`_revises`) is corrected by it.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ import msgspec
 import numpy as np
 from scipy import sparse
 
-from pipelines.records import SCOPE_RANK, MemoryItem, Scope, timestamp
+from pipelines.records import RETIRED_BY_USER, SCOPE_RANK, MemoryItem, Scope, timestamp
 
 from .dates import MONTHS, written_dates
 from .lexical import STOPWORDS, Stems, normalise_label, words
@@ -77,6 +79,8 @@ from .lexical import STOPWORDS, Stems, normalise_label, words
 MAY_UPDATE = "same title, may add or update"
 # ... unless the newer one says something changed: then it updates the older.
 CHANGED = "same title, the newer says it changed"
+# A note a newer claim corrects in part (its `refines` link): shown, after the correction.
+CORRECTED = "corrected"
 
 # Types whose title names a claim, so two of them can disagree.
 CLAIM_TYPES = frozenset({"fact", "decision", "definition", "constraint", "preference",
@@ -167,6 +171,7 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot)\b|n[’']t\b", re.IGNORECASE)
 DENIES = "same subject, one denies it"
+SAME_SUBJECT = "same subject, different values"
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
                              "previously"})
@@ -385,6 +390,9 @@ def _unpack(data: bytes, item: MemoryItem) -> Claim:
 
 
 def _read_claim(item: MemoryItem) -> Claim:
+    retiring = item.metadata.get(RETIRED_BY_USER) if item.metadata else None
+    if retiring and isinstance(retiring, list):
+        item = msgspec.structs.replace(item, content=f"{item.content.rstrip(' .;')}; {'; '.join(map(str, retiring))}")
     stated = _stance(item.content)
     values, retired = stated_values(stated), retired_values(stated)
     skip = _value_words(values | retired) | _date_words(item.content)
@@ -565,7 +573,7 @@ def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> st
     if not _values_disagree(a, b, one_subject) or ((a.adds or b.adds) and not _retires(a, b)):
         return None
     if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
-        return "same subject, different values"
+        return SAME_SUBJECT
     return None
 
 
@@ -738,7 +746,7 @@ VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
 # one), the other rows any filler; (None, ...) when none has one. Recall gathers its claims'
 # vectors with one index per corpus instead of a call and a copy per claim.
 VectorsOf = Callable[[np.ndarray], "tuple[np.ndarray | None, np.ndarray]"]
-REASONS = (None, "linked: contradicts", MAY_UPDATE, "same subject, different values",
+REASONS = (None, "linked: contradicts", MAY_UPDATE, SAME_SUBJECT,
            "same subject, one says it ended", DENIES)
 
 
@@ -1238,8 +1246,9 @@ def _keys(it: MemoryItem, title: int) -> set[tuple[str, Hashable]]:
 
 
 def _replaced(it: MemoryItem) -> Iterable[str]:
-    """Ids on the other end of a replacement: those `it` supersedes, and its `superseded_by`."""
-    yield from (link.to for link in it.links if link.rel == "supersedes")
+    """Ids on the other end of a replacement: those `it` supersedes or corrects in part
+    (`refines`: an answer to the conflict, like a replacement), and its `superseded_by`."""
+    yield from (link.to for link in it.links if link.rel in ("supersedes", "refines"))
     if it.superseded_by:
         yield it.superseded_by
 
@@ -1312,7 +1321,7 @@ def find_conflicts(items: Iterable[MemoryItem], vector_of: VectorOf | None = Non
 class Outcome:
     """What happens to one member of a conflict group."""
 
-    resolution: str  # superseded | confidence | recency | scope | ambiguous | related | flagged | winner
+    resolution: str  # superseded | corrected | confidence | recency | scope | ambiguous | related | flagged | winner
     conflict_with: list[str] = field(default_factory=list)
     suppressed: bool = False
     winner: str | None = None
@@ -1380,9 +1389,10 @@ def _updates(new: Claim, old: Claim) -> bool:
     """Under one title, `new` says something changed and what: a value of the kind `old`
     states, or (stating none) something `old` said beyond the title ("ci moved to github
     actions, jenkins is gone" / "we run ci on jenkins"); not when each names whom it is about
-    and they name nobody in common (`Claim.named`)."""
+    and they name nobody in common (`Claim.named`). Or it restates a wish in other terms
+    (`_revises`)."""
     if new.changes is None:
-        return False
+        return _revises(new, old)
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
     if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
@@ -1392,6 +1402,36 @@ def _updates(new: Claim, old: Claim) -> bool:
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
                 and (bool(new_units & old_units) or not (new_units or old_units)))
     return bool(new.changes & old.words)
+
+
+# How many words two wishes must open with alike to ask one thing ("Answer Maya in ...",
+# "Reply to me in a ..."; not "Don't use ..." / "Avoid using ...": two items of a list).
+WISH_HEAD = 3
+
+
+def _revises(new: Claim, old: Claim) -> bool:
+    """Under one title, the preference `new` asks in other terms what `old` asked: both open
+    with the same words (WISH_HEAD of them at least, one not a function word: "Answer Maya
+    in short bullet points" / "Answer Maya in numbered steps", "Reply to me in a formal
+    tone" / "... in a casual tone"), then say different things, and state the same values (a
+    wish that names a value the other does not, "Answer Maya in French", may hold beside
+    it). The user revised the wish: the newer replaces it. Wishes that open otherwise ("Use
+    type hints" / "Prefer f-strings", "Don't use emojis" / "Don't use jargon") are items of
+    one list, kept side by side, as two notes whose subjects each name what the other never
+    says are."""
+    if new.item.type != "preference" or old.item.type != "preference" or new.values != old.values:
+        return False
+    if new.adds or old.adds or new.words <= old.words or old.words <= new.words:
+        return False
+    head = []  # the words as written ("don't" is one)
+    for a, b in zip(_WRITTEN_WORD.findall(new.item.content.lower()), _WRITTEN_WORD.findall(old.item.content.lower())):
+        if a != b:
+            break
+        head.append(a)
+    return len(head) >= WISH_HEAD and not STOPWORDS.issuperset(head)
+
+
+_WRITTEN_WORD = re.compile(r"[\w'’-]+")
 
 
 def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None,
@@ -1486,10 +1526,13 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
+    refined: dict[str, set[str]] = {}  # id -> members whose `refines` link names it
     for o in group:
         for link in o.links:
             if link.rel == "supersedes":
                 declared.setdefault(link.to, set()).add(o.id)
+            elif link.rel == "refines":
+                refined.setdefault(link.to, set()).add(o.id)
     for m in group:  # the first member that supersedes m (`supersedes(o, m)`), without asking every pair
         ids = declared.get(m.id, set()) | ({m.superseded_by} if m.superseded_by else set())
         ids.discard(m.id)
@@ -1498,6 +1541,14 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping
             out[m.id] = Outcome("superseded", [by.id], suppressed=True, winner=by.id)
         else:
             live.append(m)
+    # A note a member corrects in part (its `refines` link) stays, for what the correction
+    # did not touch: marked as corrected, shown after its correction (`CORRECTED`).
+    by_ids = {m.id for m in live}
+    for m in list(live):
+        fixers = sorted(refined.get(m.id, set()) & by_ids - {m.id})
+        if fixers:
+            out[m.id] = Outcome(CORRECTED, fixers, winner=fixers[0])
+            live.remove(m)
     by_scope: dict[str, list[MemoryItem]] = {}
     for m in live:
         by_scope.setdefault(m.scope.kind, []).append(m)
@@ -1580,14 +1631,37 @@ def _light_or_period() -> frozenset[str]:
 # -- corrections at write time ----------------------------------------------------------------
 
 
-def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "project") -> Claim | None:
+def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "project",
+                   retiring: Sequence[str] = ()) -> Claim | None:
     """The claim a proposal would make (None when its type is not a claim), to check it
     against stored claims before it is written; in the scope kind it will be written in
-    (what tells two things of one kind apart holds within one kind, `_qualified_apart`)."""
+    (what tells two things of one kind apart holds within one kind, `_qualified_apart`).
+    `retiring`: the clauses of the user's words it records that retire a value
+    (`retired_by_evidence`, kept with the item as RETIRED_BY_USER)."""
     if item_type not in CLAIM_TYPES:
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
-                                 title=title, content=content, scope=Scope(kind=scope_kind)))  # type: ignore[arg-type]
+                                 title=title, content=content, scope=Scope(kind=scope_kind),  # type: ignore[arg-type]
+                                 metadata={RETIRED_BY_USER: list(retiring)} if retiring else {}))
+
+
+def retired_by_evidence(claim: Claim, evidence: Sequence[str]) -> list[str]:
+    """The clauses of the user's own words (`evidence`: the turn a proposal records) that
+    name as replaced a value the proposal leaves out: the user said "The town is Greyhaven
+    now, not Ashford", the model proposed "The town is called Greyhaven". A clause counts
+    when the turn states a value the proposal states (it is about what the proposal says)
+    and the value it retires is not one the proposal states. The proposal is judged with
+    them (what it replaces), and stored as the model wrote it."""
+    out: list[str] = []
+    for text in evidence:
+        stated = _stance(text or "")
+        if not _RETIRED.search(stated) or not (stated_values(stated) & claim.values):
+            continue
+        for m in _RETIRED.finditer(stated):
+            named = _values(m.group(0))
+            if named and not named & claim.values and named - claim.retired:
+                out.append(m.group(0).strip())
+    return out
 
 
 def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
@@ -1617,17 +1691,86 @@ def authors(item: MemoryItem) -> frozenset[str]:
     return frozenset((item.scope.user_id,))
 
 
-def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
-                 existing: Iterable[MemoryItem]) -> list[str]:
-    """Ids of the author's own claims (same user, same scope kind) that a new claim with
-    this title and content conflicts with: the new claim corrects them and supersedes them,
-    where a contradiction of someone else's claim is left to the write policy. A merged
-    claim is the author's own only when every member was (`authors`)."""
+class Corrections(NamedTuple):
+    """What a new claim of an author corrects among their own claims (`corrections`)."""
+
+    replaced: list[str]  # ids it supersedes: they leave recall (their history stays)
+    in_part: list[str]  # ids it corrects in part: they stay, shown with it (`corrects_in_part`)
+    retiring: list[str]  # what the user's words retired that it leaves out (`retired_by_evidence`)
+
+
+def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
+                existing: Iterable[MemoryItem], evidence: Sequence[str] = ()) -> Corrections:
+    """The author's own claims (same user, same scope kind) that a new claim with this
+    title and content conflicts with: the new claim corrects them and supersedes them, or,
+    when it corrects a detail of a note that says more (`corrects_in_part`), links to them
+    with `refines` and leaves them standing, where a contradiction of someone else's claim
+    is left to the write policy. A merged claim is the author's own only when every member
+    was (`authors`). `evidence`: what the user said that the claim records
+    (`retired_by_evidence`)."""
     new = proposed_claim(title, content, item_type, scope_kind)
     if new is None:
-        return []
+        return Corrections([], [], [])
+    retiring = retired_by_evidence(new, evidence)
+    if retiring:
+        new = proposed_claim(title, content, item_type, scope_kind, retiring)
     own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
-    return sorted(old.id for old, _ in contradicted(new, own))
+    replaced, in_part = [], []
+    for old, reason in contradicted(new, own):
+        (in_part if reason == SAME_SUBJECT and corrects_in_part(new, read_claim(old)) else replaced).append(old.id)
+    return Corrections(sorted(replaced), sorted(in_part), retiring)
+
+
+def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
+                 existing: Iterable[MemoryItem]) -> list[str]:
+    """Ids of the author's own claims a new claim supersedes (`corrections`)."""
+    return corrections(title, content, item_type, scope_kind, author_user_id, existing).replaced
+
+
+# A clause or an apposition of a note: "The protagonist is Mara Quinn, a 29-year-old marine
+# biologist" says two things ("3.11", "14:00" and "1,000" end none).
+_DETAIL = re.compile(r"(?:[^.,;:!?()]|[.,:](?=\d))+")
+
+
+def corrects_in_part(new: Claim, old: Claim) -> bool:
+    """`new` (values that disagree with `old`'s) corrects a detail of `old`, which says more
+    than that detail: `old` has a clause or apposition the correction leaves untouched (none
+    of the values it states is one the correction replaces) that says something the
+    correction never says, and the clause that states what the note is about (its first
+    value) is untouched. "Mara Quinn is 34 years old, not 29" corrects the age in "The
+    protagonist is Mara Quinn, a 29-year-old marine biologist": Mara is still the
+    protagonist and a marine biologist. "We moved the orders service from PostgreSQL to
+    CockroachDB" replaces "The orders service uses PostgreSQL 16" whole: its one clause is
+    what was corrected. Counting the words a correction leaves unsaid cannot tell these
+    apart (true corrections leave words unsaid too: "powered by" / "runs on"); where the
+    corrected value sits can."""
+    replaced = {v for v in old.values - new.values
+                if v in new.retired or not (_value_words((v,)) <= new.words)}
+    if not replaced:
+        return False
+    details = [d.group(0) for d in _DETAIL.finditer(old.item.content) if d.group(0).strip()]
+    first = True
+    untouched_saying_more = False
+    for detail in details:
+        said = _read_claim(replace_content(old.item, detail))
+        if not said.values and not said.words:
+            continue
+        touched = bool(said.values & replaced)
+        if first and said.values:
+            if touched:
+                return False  # what the note is about is what was corrected: the whole of it
+            first = False
+        if not touched and said.words - new.words - _value_stems(said.values):
+            untouched_saying_more = True
+    return untouched_saying_more
+
+
+def replace_content(item: MemoryItem, content: str) -> MemoryItem:
+    return msgspec.structs.replace(item, id="\x00detail", title="", content=content, links=[])
+
+
+def _value_stems(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(_STEMS(sorted(_value_words(values))))
 
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by",

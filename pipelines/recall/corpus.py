@@ -316,11 +316,12 @@ class MemoryCorpus:
         return found
 
     def correction_rows(self) -> np.ndarray:
-        """The active rows that replaced another item (a `supersedes` link): corrections,
-        whose subject's older raw turns recall leaves out. Few; found once per corpus."""
+        """The active rows that replaced another item (a `supersedes` link) or corrected a
+        detail of one (`refines`): corrections, whose subject's older raw turns recall leaves
+        out. Few; found once per corpus."""
         if self._corrections is None:
-            self._corrections = np.asarray(sorted({row for pairs in self.links_in.values()
-                                                   for rel, row in pairs if rel == "supersedes"}), np.int64)
+            self._corrections = np.asarray(sorted({row for pairs in self.links_in.values() for rel, row in pairs
+                                                   if rel in ("supersedes", "refines")}), np.int64)
         return self._corrections
 
     def may_have_partners(self, row: int, rels: Sequence[str], max_title: int) -> bool:

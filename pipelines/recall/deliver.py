@@ -24,6 +24,7 @@ from pipelines.materialize import in_quarantine, pending_changes
 from pipelines.records import MemoryItem
 
 from .candidates import Candidate
+from .conflicts import CORRECTED
 from .episodic import is_message, only_asks, says_something_asked
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection, pending_note
 from .select import FLAGGED
@@ -37,7 +38,8 @@ class Hit(msgspec.Struct, kw_only=True):
     conflict: bool = False
     conflict_with: list[str] = []
     same_title: list[str] = []  # notes under its title it neither corrects nor contradicts (`related`)
-    resolution: str | None = None  # confidence | recency | scope | ambiguous | related | flagged | superseded
+    # confidence | recency | scope | ambiguous | related | flagged | superseded | corrected
+    resolution: str | None = None
     delivery: str = "catalog"  # inject | catalog
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
@@ -69,6 +71,8 @@ def _entry(c: Candidate, held: _Held) -> Entry:
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)
         return Entry(c.id, format_entry(c.item, same_title=related, pending=pending), bool(related))
+    if c.resolution == CORRECTED:  # a note a correction of one detail left standing
+        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending), True)
     flagged = _flagged_with(c, held)
     return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope", pending=pending), bool(flagged))
 
@@ -138,6 +142,7 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
             hits.append(_hit(c, "catalog", low, held))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
+                                         corrected_by=c.conflict_with if c.resolution == CORRECTED else (),
                                          pending="" if is_message(c.item) else held.pending(c)))
     return hits, injection, catalog(entries)
 

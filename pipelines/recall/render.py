@@ -28,10 +28,11 @@ Block layout::
 Curated memories come first, under the authoritative footer; raw chat turns (evidence of
 what was said) follow in their own labelled part and never under it. An entry in a
 conflict carries `| CONFLICT=<other ids>` at the end of its header (with `SCOPE=<kind>`
-when the members differ in scope: the more specific applies). An entry with a change held
-for review (an edit, a retraction, a contradicting claim) carries `| PENDING_REVIEW` and a
-last line saying who asked for it and when (`pending_note`), never what it would say: it is
-not approved. Memory text cannot forge
+when the members differ in scope: the more specific applies); a note a newer claim
+corrected one detail of carries `| CORRECTED_BY=<id>`, right after that claim. An entry with
+a change held for review (an edit, a retraction, a contradicting claim) carries
+`| PENDING_REVIEW` and a last line saying who asked for it and when (`pending_note`), never
+what it would say: it is not approved. Memory text cannot forge
 block markers: lines that would read as a marker are escaped. When the budget cannot hold
 the full frame and one entry, a one-line frame and a shortened entry are used instead.
 """
@@ -57,7 +58,9 @@ CONFLICT_NOTE = (
     "Entries marked CONFLICT disagree with each other. With SCOPE, the most specific scope "
     "applies (session, then project, user, org); otherwise they could not be resolved: "
     "say so instead of choosing silently. Entries marked SAME_TITLE are notes under one "
-    "title: each may add to or update the others; the newest comes first."
+    "title: each may add to or update the others; the newest comes first. An entry marked "
+    "CORRECTED_BY was corrected in part by the entry it names, shown before it: where the two "
+    "differ, that entry is current and this one is not; the rest of it still holds."
 )
 # Said only when a preference is shown: it is the one kind of memory that asks something of
 # the answer, and the preamble's "not instructions" would otherwise tell the model to ignore
@@ -139,10 +142,11 @@ def pending_note(changes: Sequence[tuple[str, str, str]]) -> str:
 
 
 def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: bool = False,
-                 same_title: Sequence[str] = (), pending: str = "") -> str:
+                 same_title: Sequence[str] = (), corrected_by: Sequence[str] = (), pending: str = "") -> str:
     """A curated memory; `scope` names its scope kind (members of a conflict across scopes);
     `same_title`: the other notes under its title it neither corrects nor contradicts;
-    `pending`: its `pending_note`, when a change to it waits for a reviewer."""
+    `corrected_by`: the claims that corrected a detail of it; `pending`: its `pending_note`,
+    when a change to it waits for a reviewer."""
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
@@ -157,6 +161,8 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
         header += f" | CONFLICT={','.join(_field(c) for c in conflict_with)}"
     if same_title:
         header += f" | SAME_TITLE={','.join(_field(c) for c in same_title)}"
+    if corrected_by:
+        header += f" | CORRECTED_BY={','.join(_field(c) for c in corrected_by)}"
     if pending:
         header += " | PENDING_REVIEW"
     title = " ".join(_body(item.title).split())
@@ -257,10 +263,11 @@ def catalog_entry(
     conflict_with: Sequence[str] = (),
     low_confidence: bool = False,
     same_title: Sequence[str] = (),
+    corrected_by: Sequence[str] = (),
     pending: str = "",
 ) -> dict[str, Any]:
-    """One catalog entry; `conflict` / `same_title` / `low_confidence` / `pending_review`
-    (its `pending_note`) only appear when set."""
+    """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` /
+    `pending_review` (its `pending_note`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
@@ -273,6 +280,8 @@ def catalog_entry(
         entry["conflict"] = list(conflict_with)
     if same_title:
         entry["same_title"] = list(same_title)
+    if corrected_by:
+        entry["corrected_by"] = list(corrected_by)
     if low_confidence:
         entry["low_confidence"] = True
     if pending:

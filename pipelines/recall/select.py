@@ -54,6 +54,8 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                     # shown in its place as always-on (it answers nothing asked).
                     winner.always = True
         _order_by_scope([cands[i] for i in outcomes if not outcomes[i].suppressed])
+        _corrections_first([(cands[i], cands[o.winner]) for i, o in outcomes.items()
+                            if o.resolution == conflicts.CORRECTED and o.winner in cands])
         _newest_first([cands[i] for i in outcomes if outcomes[i].resolution == "related"], updated)
         report.append({"members": [m.id for m in group],
                        "kept": [i for i, o in outcomes.items() if not o.suppressed],
@@ -73,6 +75,17 @@ def _order_by_scope(members: list[Candidate]) -> None:
         member.score = min(score, ordered[rank - 1].score * (1 - 1e-9)) if rank else score
         member.components["scope_order"] = float(rank)
         member.components["final"] = member.score
+
+
+def _corrections_first(pairs: list[tuple[Candidate, Candidate]]) -> None:
+    """A note corrected in part comes right after its correction, which takes its score
+    when it ranked lower: the model reads what is current first, and a budget that holds
+    one of the two holds the correction."""
+    for corrected, correction in pairs:
+        if correction.score <= corrected.score:
+            correction.score = corrected.score
+            corrected.score = corrected.score * (1 - 1e-9)
+            correction.components["final"], corrected.components["final"] = correction.score, corrected.score
 
 
 def _newest_first(members: list[Candidate], updated: dict[str, float]) -> None:

@@ -325,7 +325,7 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
     verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo], scope_kind="project",
                                      author_user_id="maya")
-    assert (verdict.action, replaced) == ("accept", ["a"]), verdict
+    assert (verdict.action, replaced.replaced, replaced.in_part) == ("accept", ["a"], []), verdict
     verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
                                      scope_kind="project", author_user_id="maya")
     assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict

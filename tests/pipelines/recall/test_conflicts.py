@@ -7,6 +7,7 @@ import random
 import re
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -1010,3 +1011,79 @@ def test_whom_a_sentence_greets_thanks_or_answers_is_no_value():
         "Hey Gina, I had to shut down my bank account. It was tough, but I needed to do it for my biz.",
         "Hey Jon! Long time no talk! How's the dance studio and the biz?"])]
     assert conflicts.find_conflicts(greeted) == []
+
+
+# -- corrections of one detail, the user's retired values, revised wishes ---------------------
+
+
+@pytest.mark.parametrize(("old", "new", "in_part"), [
+    # the note says more than the detail corrected: it stays
+    (("Protagonist", "The protagonist is Mara Quinn, a 29-year-old marine biologist."),
+     ("Mara's age", "Mara Quinn is 34 years old, not 29."), True),
+    (("Our doctor", "Our doctor is Dr. Patel at Riverside clinic; appointments are at 9am."),
+     ("Appointments", "Appointments with Dr. Patel at Riverside clinic are at 10am now."), True),
+    # what the note is about is what was corrected: it is replaced whole
+    (("Protagonist's age", "Mara Quinn is 29 years old."),
+     ("Mara's age", "Mara Quinn is 34 years old, not 29."), False),
+    (("Orders database", "The orders service uses PostgreSQL 16."),
+     ("Orders DB migration", "We moved the orders service from PostgreSQL to CockroachDB."), False),
+    (("Search backend", "Product search is powered by Elasticsearch 7."),
+     ("OpenSearch cutover", "Product search runs on OpenSearch 2.11; the Elasticsearch cluster was shut down."), False),
+    (("Amlodipine dose", "Sam takes amlodipine 5 mg every morning."),
+     ("Amlodipine dose", "Sam takes amlodipine 10 mg every morning."), False),
+    (("Deploy window", "Our deploy window is Tuesdays at 14:00 UTC."),
+     ("Deploy window", "The deploy window moved to Thursdays at 14:00 UTC."), False),
+])
+def test_a_correction_of_one_detail_corrects_the_note_in_part(old, new, in_part):
+    fixes = conflicts.corrections(*new, "fact", "project", "u1", [claim("old", *old)])
+    assert (fixes.in_part, fixes.replaced) == ((["old"], []) if in_part else ([], ["old"]))
+    assert corrected_by(*new, "fact", "project", "u1", [claim("old", *old)]) == fixes.replaced
+
+
+def test_a_note_corrected_in_part_stands_marked_after_its_correction():
+    old = claim("old", "Protagonist", "The protagonist is Mara Quinn, a 29-year-old marine biologist.",
+                updated="2026-01-01T00:00:00+00:00")
+    new = claim("new", "Mara's age", "Mara Quinn is 34 years old, not 29.", updated="2026-02-01T00:00:00+00:00",
+                links=[Link(rel="refines", to="old")])
+    assert conflicts.find_conflicts([old, new]) == []  # an answer to the conflict, not one (both engines)
+    (group,) = conflicts.groups([old, new])
+    out = conflicts.resolve(group)
+    assert out["old"].resolution == conflicts.CORRECTED and not out["old"].suppressed and out["old"].winner == "new"
+    assert out["new"].resolution == "winner"
+    # without the link the older loses on recency, as before
+    plain = msgspec.structs.replace(new, links=[])
+    assert conflicts.resolve([old, plain])["old"].suppressed
+
+
+def test_the_user_s_retired_values_count_for_the_proposal_that_records_them():
+    setting = [claim("old", "Setting", "The story is set in the coastal town of Ashford.")]
+    said = "Change of plan: the town is Greyhaven now, not Ashford."
+    fixes = conflicts.corrections("Town name", "The town is called Greyhaven.", "fact", "project", "u1", setting,
+                                  evidence=[said])
+    assert fixes.replaced == ["old"] and fixes.retiring == ["not Ashford"]
+    assert conflicts.corrections("Town name", "The town is called Greyhaven.", "fact", "project", "u1",
+                                 setting).replaced == []
+    # a turn about something else, or one retiring the very value proposed, says nothing of it
+    for other in ("The harbour is Saltby now, not Ashford.", "The town is Ashford, not Greyhaven."):
+        assert conflicts.corrections("Town name", "The town is called Greyhaven.", "fact", "project", "u1",
+                                     setting, evidence=[other]).retiring == []
+    # kept with the stored claim, the retired value is read as the claim's own
+    stored = claim("new", "Town name", "The town is called Greyhaven.",
+                   metadata={conflicts.RETIRED_BY_USER: ["not Ashford"]})
+    assert read_claim(stored).retired == {"ashford"} and read_claim(stored).item.content == stored.content
+    assert conflict_reason(read_claim(stored), read_claim(setting[0])) is not None
+
+
+@pytest.mark.parametrize(("old", "new", "revised"), [
+    ("Answer Maya in short bullet points.", "Answer Maya in numbered steps.", True),
+    ("Reply to me in a formal tone.", "Reply to me in a casual, friendly tone.", True),
+    ("Use type hints everywhere.", "Prefer f-strings over format().", False),  # two items of one list
+    ("Don't use emojis.", "Don't use jargon.", False),
+    ("Answer Maya in short bullet points.", "Answer Maya in French.", False),  # names what the other does not
+    ("Answer Maya in short bullet points.", "Also answer Maya with a summary first.", False),  # says it adds
+])
+def test_a_wish_restated_under_its_title_replaces_the_old_one(old, new, revised):
+    found = [claim("old", "Answers", old, type_="preference")]
+    assert corrected_by("Answers", new, "preference", "project", "u1", found) == (["old"] if revised else [])
+    assert corrected_by("Answers", new, "fact", "project", "u1",  # a fact under one title may add to another
+                        [claim("old", "Answers", old)]) == []
