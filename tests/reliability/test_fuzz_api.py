@@ -113,11 +113,22 @@ def test_derandomized_fuzzing_answers_the_same_whatever_was_imported_before() ->
     import subprocess
     import sys
 
-    def statuses(*imports: str) -> list:
-        out = subprocess.run([sys.executable, "-c", FUZZ_TOOLS_AFTER_IMPORTS, *imports], check=True,
-                             capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2])
-        return json.loads(out.stdout.strip().splitlines()[-1])
+    def start(*imports: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", FUZZ_TOOLS_AFTER_IMPORTS, *imports], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
 
-    bare = statuses()
-    assert sum(count for _, count in bare) == 50
-    assert statuses("pipelines.consolidate.clusters", "bench.locomo") == bare
+    def statuses(proc: subprocess.Popen) -> list:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        return json.loads(out.strip().splitlines()[-1])
+
+    # Both fuzzers at once (independent processes): the wall time of one on two cores.
+    bare_run, after_imports_run = start(), start("pipelines.consolidate.clusters", "bench.locomo")
+    try:
+        bare = statuses(bare_run)
+        assert sum(count for _, count in bare) == 50
+        assert statuses(after_imports_run) == bare
+    finally:
+        for proc in (bare_run, after_imports_run):
+            proc.kill()
+            proc.communicate()
