@@ -214,7 +214,12 @@ class ServiceProcess:
         """User + system CPU seconds used so far by the serving processes (their threads
         included): a difference over a run is the server's CPU cost of it, which a busy
         machine slows down but does not inflate the way it inflates wall times."""
-        return sum(cpu_seconds(pid) or 0.0 for pid in self.serving_pids())
+        return sum(self.cpu_seconds_by_process().values())
+
+    def cpu_seconds_by_process(self) -> dict[int, float]:
+        """`cpu_seconds` per serving process (pid -> seconds): how the work was shared
+        between the workers."""
+        return {pid: cpu_seconds(pid) or 0.0 for pid in self.serving_pids()}
 
     def kill(self) -> int | None:
         """SIGKILL: the service (its worker processes too) dies wherever it is, as on a power cut."""

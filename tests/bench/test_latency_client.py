@@ -44,3 +44,10 @@ def test_a_closed_connection_is_reopened_for_the_next_request(url: str) -> None:
             client.post("/v1/turns", _turn_body(2, WHO))
         assert client._conn is None
         assert client.post("/v1/turns", _turn_body(2, WHO))[0] == 201
+
+
+def test_the_throughput_run_reports_each_workers_cpu_busiest_first() -> None:
+    from bench.latency import cpu_shares
+
+    # One worker took every connection (the other idled), a third started during the run.
+    assert cpu_shares({11: 5.0, 12: 3.0}, {11: 5.05, 12: 12.5, 13: 0.4}) == [9.5, 0.4, 0.05]
