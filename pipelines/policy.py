@@ -27,7 +27,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        source, the standing-order, override and role rules and the injection
                        model yield (`allow.own_memory`) when the text is about the writer's
                        own things and nothing else (not the reader's rules, other people,
-                       concealment, outside targets or credentials).
+                       concealment, outside targets or credentials). Since 2026.11-13 a card
+                       number followed by its expiry written in digits ("4539... 12/28") is
+                       still found (the run of digits is cut back to whole groups for the
+                       Luhn check).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -83,7 +86,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-12"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-13"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

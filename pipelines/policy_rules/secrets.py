@@ -1424,16 +1424,31 @@ def _bare_word_ends_sentence(text: str, value: str, end: int, verb: str) -> bool
 
 def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     for m in _scan(_CARD, text, out):
-        digits = re.sub(r"\D", "", m.group())
-        if not 13 <= len(digits) <= 19 or not _luhn_ok(digits):
+        found = _card_number(m.group())
+        if found is None:
             continue
-        grouped = bool(re.fullmatch(r"\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}", m.group()))
+        number, digits = found
+        end = m.start() + len(number)
+        grouped = bool(re.fullmatch(r"\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}", number))
         context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
-        if (grouped or context) and not _test_card(text, m.start(), m.end(), digits):
-            yield SecretHit("hard.secret.payment_card", m.start(), m.end())
+        if (grouped or context) and not _test_card(text, m.start(), end, digits):
+            yield SecretHit("hard.secret.payment_card", m.start(), end)
     for m in _scan(_SSN, text, out):
         if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
             yield SecretHit("hard.secret.national_id", m.start(), m.end())
+
+
+def _card_number(run: str) -> tuple[str, str] | None:
+    """The card number a run of digits starts with, and its digits: the whole run, or else the
+    longest part of it that ends where a group of digits ends (the run swallows what follows a
+    number written with spaces, "5500 0055 5555 5559 12 27" with its expiry month and year),
+    when it has 13-19 digits and passes the Luhn check."""
+    cuts = [len(run)] + [i for i in range(len(run) - 1, 0, -1) if run[i] in " -"]
+    for cut in cuts:
+        digits = re.sub(r"\D", "", run[:cut])
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            return run[:cut], digits
+    return None
 
 
 # Words saying a card number is for testing, in its line: card processors document test

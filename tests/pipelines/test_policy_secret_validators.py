@@ -495,3 +495,15 @@ def test_test_cards_and_public_by_design_tokens_are_not_secrets(text):
 ])
 def test_issued_cards_and_tokens_not_called_examples_still_are(text, rule):
     assert rule in rule_ids(text)
+
+
+@pytest.mark.parametrize("text", [
+    "my visa is 4539148803436467 12/28 cvv 123",  # the run of digits swallowed the expiry month
+    "card: 4539 1488 0343 6467 12 28",  # and the year, written with spaces
+])
+def test_a_card_number_followed_by_its_expiry_is_still_a_card(text):
+    assert rule_ids(text) == {"hard.secret.payment_card"}
+
+
+def test_digits_after_a_failed_card_number_make_no_card_of_it():
+    assert rule_ids("order 45391488034364671 22 shipped") == set()
