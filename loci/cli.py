@@ -366,7 +366,9 @@ def list_items(
 def export(
     format: str = typer.Option("jsonl", "--format"),
     out: Optional[Path] = typer.Option(None, "--out", help="File to write (default stdout)."),
-    include_inactive: bool = typer.Option(False, "--all", help="Include superseded/archived items."),
+    include_inactive: bool = typer.Option(
+        False, "--all", help="A full backup: superseded/archived items too, and forgotten (retracted) ones "
+                             "whole rather than as tombstones (id, no text)."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Export items from the warehouse as JSON lines (one MemoryItem per line)."""

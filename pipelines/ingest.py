@@ -22,8 +22,18 @@ import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
+from pipelines.materialize import is_tombstone
 from pipelines.recall.conflicts import is_claim
-from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
+from pipelines.records import (
+    Event,
+    Identity,
+    MemoryItem,
+    ProposedItem,
+    ScopeKind,
+    Verdict,
+    parse_time,
+    stable_id,
+)
 
 
 class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -276,14 +286,18 @@ def import_items_jsonl(
             confidence=item.confidence, tier=item.tier, scope=item.scope.kind,
         )
         who = Identity(item.scope.user_id, item.scope.project_id, item.scope.session_id, item.scope.org_id)
-        if existing is not None and is_claim(item):
+        if is_tombstone(item):  # no text to govern: it retracts this store's copy, if any
+            verdict = Verdict(action="accept", reasons=["forgotten in the exported store"])
+        elif existing is not None and is_claim(item) and item.validation != "retracted":
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
             verdict, _ = govern_claim(policy, proposal, provenance=item.provenance, found=found,
                                       scope_kind=item.scope.kind, author_user_id=who.user_id)
         else:
             verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(
-            event_id=stable_id("evt", "import", item.id, item.content_hash),
+            # A forgotten item's id differs from its live copy's: importing it after that copy retracts it.
+            event_id=stable_id("evt", "import", item.id, item.content_hash,
+                               *(["retracted"] if item.validation == "retracted" else [])),
             kind="memory.write",
             identity=who,
             payload={"item": msgspec.to_builtins(item), "verdict": msgspec.to_builtins(verdict),

@@ -13,7 +13,13 @@ from typing import IO, Any
 import msgspec
 
 from pipelines.inbox import inbox_exists, open_inbox
-from pipelines.materialize import HELD_EDIT_RULES, fold_events, item_ids_touched, recall_state
+from pipelines.materialize import (
+    HELD_EDIT_RULES,
+    fold_events,
+    forgotten_tombstone,
+    item_ids_touched,
+    recall_state,
+)
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -230,9 +236,13 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
 
 
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False) -> int:
+    """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
+    forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text."""
     encoder = msgspec.json.Encoder()
     n = 0
     for item in _items(settings, include_inactive):
+        if not include_inactive and item.validation == "retracted":
+            item = forgotten_tombstone(item)
         handle.write(encoder.encode(item).decode("utf-8") + "\n")
         n += 1
     return n

@@ -35,6 +35,7 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 # `created_at`, the time the turn it came from was said (an imported history). Aging counts
 # from here.
 LEARNED_AT = "learned_at"
+TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item (`forgotten_tombstone`)
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
 # Why an edit of someone else's claim is held for review (`held_by_edit`): it contradicts what
@@ -291,6 +292,19 @@ def recall_state(item: MemoryItem) -> str:
     return "quarantined" if in_quarantine(item) else "recallable"
 
 
+def forgotten_tombstone(item: MemoryItem) -> MemoryItem:
+    """What a default export keeps of a retracted (forgotten) item: its id, place and content
+    hash, none of its text, so an import retracts a copy the other store holds and resurrects
+    nothing (`loci export --all` keeps the whole item)."""
+    return MemoryItem(id=item.id, tier=item.tier, type=item.type, title="", content="", scope=item.scope,
+                      validation="retracted", created_at=item.created_at, updated_at=item.updated_at,
+                      content_hash=item.content_hash, metadata={TOMBSTONE: True})
+
+
+def is_tombstone(item: MemoryItem) -> bool:
+    return item.validation == "retracted" and item.metadata.get(TOMBSTONE) is True
+
+
 def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> MemoryItem | None:
     """`item` after a reviewer's decision on it (a memory.review event), or None when the
     event changes nothing (nothing held any more, or refused by the policy).
@@ -416,12 +430,19 @@ class _Fold:
             item = msgspec.convert(p["item"], MemoryItem)
         except (KeyError, msgspec.ValidationError):
             return
+        if is_tombstone(item):  # forgotten where it was exported: forgotten here too, if held here
+            current = self.lookup(item.id)
+            if current is not None and current.validation != "retracted":
+                self.out.items[current.id] = msgspec.structs.replace(current, validation="retracted",
+                                                                     updated_at=ev.at)
+            return
         if verdict.action == "quarantine":
             # Held as a proposal is (`item_from_proposal`): an imported item carries the
             # verdict of the store it came from, so the hold is written here, or it would not
             # be in the review queue and recall would take it at full confidence.
             item = msgspec.structs.replace(
-                item, tier="stm", validation="unverified", expires_at=verdict.expires_at,
+                item, tier="stm", expires_at=verdict.expires_at,
+                validation="retracted" if item.validation == "retracted" else "unverified",  # stays forgotten
                 confidence=min(item.confidence, QUARANTINE_MAX_CONFIDENCE),
                 metadata={**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
                           "policy_version": verdict.policy_version})
