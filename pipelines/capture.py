@@ -232,12 +232,13 @@ class _Governed:
     proposal: ProposedItem
     verdict: Verdict
     event: Event
+    title: str  # as the caller is told it and the inbox keeps it (`shown_title`)
 
     def outcome(self) -> ProposalOutcome:
         verdict, event_id = self.verdict, self.event.event_id
         return ProposalOutcome(
             form=self.form,
-            title=REDACTED if verdict.hard_block else self.proposal.title,
+            title=self.title,
             action=verdict.action,
             reasons=list(verdict.reasons),
             rule_ids=list(verdict.rule_ids),
@@ -370,10 +371,20 @@ def _govern_proposal(
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
     verdict, fixes = govern_claim(policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
                                   author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
-    payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes)
+    title = shown_title(policy, proposal, verdict)
+    payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
-    return _Governed(form=form, proposal=proposal, verdict=verdict, event=event)
+    return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)
+
+
+def shown_title(policy: Any, proposal: ProposedItem, verdict: Verdict) -> str:
+    """A proposal's title as its verdict is shown and audited: redacted only when the title
+    itself holds what the policy blocks (a secret in the content leaves "Stripe key" readable)."""
+    if not verdict.hard_block:
+        return proposal.title
+    scan = getattr(policy, "scan_text", None)
+    return REDACTED if scan is None or scan(proposal.title) else proposal.title
 
 
 def _proposal_payload(
@@ -384,6 +395,7 @@ def _proposal_payload(
     verdict: Verdict,
     prov: Provenance,
     fixes: Corrections,
+    title: str,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "proposal_id": stable_id("prop", turn.turn_id, index),
@@ -405,7 +417,7 @@ def _proposal_payload(
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {
             "type": proposal.type,
-            "title": REDACTED if verdict.hard_block else proposal.title[:200],
+            "title": title[:200],
             "content": REDACTED,
             "content_sha256": sha256_text(proposal.content),
         }
