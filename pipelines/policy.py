@@ -68,7 +68,7 @@ from typing import Any, Callable, Literal
 import msgspec
 
 from pipelines.policy_rules import learned as learned_layer
-from pipelines.policy_rules.findings import Finding, quote_excerpt, redact_secret
+from pipelines.policy_rules.findings import Finding, one_per_secret, quote_excerpt, redact_secret
 from pipelines.policy_rules.injection import find_homoglyph_words, find_injections_normalised
 from pipelines.policy_rules.preferences import (
     CONVENTION_RULE_ID,
@@ -118,7 +118,7 @@ class RuleHit:
 
     rule_id: str
     action: Literal["quarantine", "reject", "note"]
-    reason: str
+    reason: str  # "" when another hit's reason says it (one secret found by several detectors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,8 +243,10 @@ class Policy:
             yield RuleHit(rule_id, "note", f"{what} from a trusted source: "
                           + ", ".join(sorted({f.rule_id for f in findings})) + " yield (policy_rules.preferences)")
             findings = []
+        told = {id(f) for f in one_per_secret(findings)}  # one reason per secret value; every rule id kept
         for f in findings:
-            yield RuleHit(f.rule_id, "reject", f"{f.field}: {f.kind} ({f.rule_id}): {f.excerpt}")
+            reason = f"{f.field}: {f.kind} ({f.rule_id}): {f.excerpt}" if id(f) in told else ""
+            yield RuleHit(f.rule_id, "reject", reason)
         if not item.title.strip() and not item.content.strip():
             yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
         if ctx.target_tier in ("mtm", "ltm") and not _has_provenance(ctx.provenance):
@@ -296,7 +298,7 @@ class Policy:
             chosen = rejects + ([oversize] if oversize else [])
             return Verdict(
                 action="reject",
-                reasons=[h.reason for h in chosen],
+                reasons=[h.reason for h in chosen if h.reason],
                 rule_ids=_unique(h.rule_id for h in chosen),
                 policy_version=POLICY_VERSION,
                 hard_block=builtin_hard or oversize is not None,

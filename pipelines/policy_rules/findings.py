@@ -72,3 +72,31 @@ def _mask(text: str, lo: int, hi: int, spans: Sequence[tuple[int, int]]) -> str:
 
 def _one_line(s: str) -> str:
     return re.sub(r"\s+", " ", s)
+
+
+
+# How specific a secret rule is: a named kind (stripe key), then rules that name no kind,
+# then the learned model (it judges a whole field).
+_SECRET_TIERS = {"high_entropy": 1, "keyword_assignment": 1, "model": 2}
+
+
+def one_per_secret(findings: Sequence[Finding]) -> list[Finding]:
+    """`findings` with secret findings of one value (overlapping spans in one field, found by
+    several detectors: a Stripe key as 40 and as 32 characters) reduced to one: the most
+    specific kind, then the longest. Injection findings are kept as they are."""
+    kept: list[Finding] = []
+    for tier in range(3):
+        ranked = sorted((f for f in findings if f.kind == "secret"
+                         and _SECRET_TIERS.get(f.rule_id.rsplit(".", 1)[-1], 0) == tier),
+                        key=lambda f: (f.field, f.start, -f.end))
+        groups: list[list[Finding]] = []
+        for f in ranked:
+            if groups and groups[-1][0].field == f.field and f.start < max(g.end for g in groups[-1]):
+                groups[-1].append(f)
+            else:
+                groups.append([f])
+        for group in groups:  # one already kept, more specific, stands for the whole group
+            if not any(k.field == g.field and k.start < g.end and g.start < k.end for k in kept for g in group):
+                kept.append(max(group, key=lambda f: f.end - f.start))
+    ids = {id(f) for f in kept}
+    return [f for f in findings if f.kind != "secret" or id(f) in ids]

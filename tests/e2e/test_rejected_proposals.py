@@ -37,3 +37,8 @@ def test_only_the_field_holding_the_secret_is_redacted(service) -> None:
     assert in_title["title"] == "[REDACTED]" and "sk_live" not in json.dumps(in_title), in_title
     assert STRIPE not in json.dumps(stored_proposal(settings, in_title["event_id"]))
 
+
+def test_one_key_is_one_reason(service) -> None:
+    client, _ = service
+    (reason,) = propose(client, "Stripe", f"The Stripe live key is {STRIPE}.")["reasons"]  # before: 40 and 32 chars
+    assert "stripe key, 40 characters" in reason, reason

@@ -90,6 +90,13 @@ def test_benign_text_with_secret_words_is_accepted(policy, text):
     assert policy.evaluate(item(text), provenance=PROV).action == "accept"
 
 
+def test_one_reason_per_secret_value_however_many_detectors_found_it(policy):
+    stripe = "sk_live_51HqLyjWDarjtT1zdp7dcXYZ9a8b7c6d"  # made up; two detectors, 40 and 32 characters
+    verdict = policy.evaluate(item(f"Stripe {stripe}; AWS AKIAIOSFODNN7EXAMPLE."), provenance=PROV)
+    assert len(verdict.reasons) == 2, verdict.reasons  # two values in one field stay two
+    assert any("stripe key, 40 characters" in r for r in verdict.reasons), verdict.reasons
+
+
 def test_secret_excerpts_are_redacted(policy):
     findings = policy.scan_text("note: the wifi password is BlueFalcon!2024 ok")
     assert findings and all("BlueFalcon!2024" not in f.excerpt for f in findings)
