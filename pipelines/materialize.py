@@ -187,12 +187,16 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
 
 
 def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
-    """A new version of `item` with `patch` applied (validated through msgspec)."""
+    """A new version of `item` with `patch` applied (validated through msgspec). New content
+    drops the values the user's turn retired (RETIRED_BY_USER): they were read beside the old
+    text, and the rewritten one says for itself what it replaces."""
     unknown = set(patch) - PATCHABLE_FIELDS
     if unknown:
         raise ValueError(f"fields not patchable: {sorted(unknown)}")
     data = msgspec.to_builtins(item)
     data.update(patch)
+    if data["content"] != item.content and RETIRED_BY_USER in item.metadata:
+        data["metadata"] = {k: v for k, v in item.metadata.items() if k != RETIRED_BY_USER}
     data["updated_at"] = at
     data["content_hash"] = item_content_hash(data["title"], data["content"])
     return msgspec.convert(data, MemoryItem)
