@@ -10,8 +10,8 @@ import json
 from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
-from pipelines.consolidate import consolidate_once
-from pipelines.warehouse import Warehouse
+from pipelines.inbox import open_inbox
+from pipelines.materialize import fold_events
 from tests.assets.support import make_settings
 from tests.e2e.chat import consolidate, tool
 
@@ -26,9 +26,10 @@ def cli(*args: str) -> str:
 
 
 def stored(settings, item_id: str):
-    with Warehouse(settings.warehouse_path, read_only=True) as wh:
-        (item,) = wh.get_items([item_id])
-    return item
+    """The item as the importing store holds it: its inbox folded, as its service and its
+    next consolidation fold it."""
+    with open_inbox(settings) as inbox:
+        return fold_events(inbox.read_after(0)).items[item_id]
 
 
 def test_a_forgotten_memory_leaves_a_default_export_as_a_tombstone_only(service, tmp_path, monkeypatch) -> None:
@@ -52,7 +53,6 @@ def test_a_forgotten_memory_leaves_a_default_export_as_a_tombstone_only(service,
     assert rows[spot["item_id"]]["validation"] == "retracted", rows[spot["item_id"]]
     assert any(r["title"] == "Bin day" for r in rows.values())
     cli("import", str(after), "--data-dir", laptop.data_dir)
-    consolidate_once(laptop)
     assert stored(laptop, spot["item_id"]).validation == "retracted"  # forgotten there too
     assert stored(laptop, spot["item_id"]).content == f"The spare key is under {SECRET_SPOT}."  # with its history
 
@@ -60,5 +60,4 @@ def test_a_forgotten_memory_leaves_a_default_export_as_a_tombstone_only(service,
     assert "flowerpot" in backup.read_text()  # a full backup keeps it whole
     restored = make_settings(tmp_path / "restored")
     cli("import", str(backup), "--data-dir", restored.data_dir)
-    consolidate_once(restored)
     assert stored(restored, spot["item_id"]).validation == "retracted"

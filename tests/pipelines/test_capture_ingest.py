@@ -272,6 +272,19 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
         assert report["accepted"] == 1, report
 
 
+def test_a_forgotten_item_held_on_import_stays_forgotten(inbox, tmp_path):
+    """A full backup (`loci export --all`) holds forgotten items whole; one the policy holds
+    for review on the way in (here: low confidence) is still retracted, not revived."""
+    import msgspec
+
+    unsure = MemoryItem(id="f1", tier="stm", type="fact", title="Shoe size", content="Leo's shoe size is 12.",
+                        scope=Scope(kind="user", user_id="dana"), confidence=0.1, validation="retracted")
+    path = tmp_path / "items.jsonl"
+    path.write_text(msgspec.json.encode(unsure).decode() + "\n")
+    assert import_items_jsonl(path, inbox, Policy()).as_dict()["quarantined"] == 1
+    assert fold_events(inbox.read_after(0)).items["f1"].validation == "retracted"
+
+
 def test_fold_applies_updates_links_usage_and_base_items():
     who = Identity(user_id="u")
     base = MemoryItem(id="old", tier="mtm", type="fact", title="A", content="a", scope=Scope(kind="user", user_id="u"))
