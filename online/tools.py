@@ -515,7 +515,7 @@ class ToolDispatcher:
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
-        verdict, fixes = govern_claim(
+        verdict, fixes, contradicts = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (),
@@ -540,9 +540,11 @@ class ToolDispatcher:
             content=proposal.content,
             scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
             tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
-            # the author's own claims it corrects, and those it corrects a detail of (they stay)
+            # the author's own claims it corrects, and those it corrects a detail of (they
+            # stay), and, held, the claims it contradicts (their recall says it waits)
             links=[*(Link(rel="supersedes", to=old) for old in fixes.replaced),
-                   *(Link(rel="refines", to=old) for old in fixes.in_part)],
+                   *(Link(rel="refines", to=old) for old in fixes.in_part),
+                   *(Link(rel="contradicts", to=old) for old in contradicts)],
             confidence=min(confidence, QUARANTINE_MAX_CONFIDENCE) if quarantined else confidence,
             importance=proposal.importance or 5, valid_from=proposal.valid_from,
             valid_to=proposal.valid_to, created_at=at, updated_at=at,
@@ -589,7 +591,7 @@ class ToolDispatcher:
             found = [*([] if vouched else [before]),
                      *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
             return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
-                                scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
+                                scope_kind=item.scope.kind, author_user_id=who.user_id).verdict
         return self.service.policy.evaluate(
             proposal, target_tier=item.tier, provenance=item.provenance,
             source_trusted=item.provenance.source_kind != "doc",

@@ -23,7 +23,7 @@ import msgspec
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
 from pipelines.recall.conflicts import is_claim
-from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
+from pipelines.records import Event, Identity, Link, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
 class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -278,8 +278,11 @@ def import_items_jsonl(
         who = Identity(item.scope.user_id, item.scope.project_id, item.scope.session_id, item.scope.org_id)
         if existing is not None and is_claim(item):
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
-            verdict, _ = govern_claim(policy, proposal, provenance=item.provenance, found=found,
-                                      scope_kind=item.scope.kind, author_user_id=who.user_id)
+            verdict, _, contradicts = govern_claim(policy, proposal, provenance=item.provenance, found=found,
+                                                   scope_kind=item.scope.kind, author_user_id=who.user_id)
+            known = {link.to for link in item.links if link.rel == "contradicts"}
+            item = msgspec.structs.replace(item, links=[  # held: the claims it contradicts say it waits
+                *item.links, *(Link(rel="contradicts", to=old) for old in contradicts if old not in known)])
         else:
             verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(

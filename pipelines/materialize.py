@@ -160,7 +160,9 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
         # The author's own earlier claims this one corrects (decided when it was captured).
         links=[*(Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()),
                # and the notes it corrects a detail of (they stay)
-               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ())],
+               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ()),
+               # and, held for review, the claims it contradicts (their recall says it waits)
+               *(Link(rel="contradicts", to=str(old)) for old in (p.get("contradicts") or ()) if quarantined)],
         provenance=prov,
         confidence=max(0.0, min(1.0, float(confidence))),
         importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
