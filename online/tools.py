@@ -34,6 +34,7 @@ from online.state import MemoryService, View
 from pipelines.capture import approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
+    HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
@@ -540,11 +541,9 @@ class ToolDispatcher:
             content=proposal.content,
             scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
             tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
-            # the author's own claims it corrects, and those it corrects a detail of (they
-            # stay), and, held, the claims it contradicts (their recall says it waits)
+            # the author's own claims it corrects, and those it corrects a detail of (they stay)
             links=[*(Link(rel="supersedes", to=old) for old in fixes.replaced),
-                   *(Link(rel="refines", to=old) for old in fixes.in_part),
-                   *(Link(rel="contradicts", to=old) for old in contradicts)],
+                   *(Link(rel="refines", to=old) for old in fixes.in_part)],
             confidence=min(confidence, QUARANTINE_MAX_CONFIDENCE) if quarantined else confidence,
             importance=proposal.importance or 5, valid_from=proposal.valid_from,
             valid_to=proposal.valid_to, created_at=at, updated_at=at,
@@ -552,7 +551,8 @@ class ToolDispatcher:
             metadata={"policy_version": verdict.policy_version, "verdict": verdict.action,
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
                       "requested_tier": args.item.tier,
-                      **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {})},
+                      **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
+                      **({HELD_AGAINST: contradicts} if contradicts else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,

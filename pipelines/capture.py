@@ -17,6 +17,7 @@ from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
+    HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
     proposal_item_id,
@@ -277,9 +278,9 @@ class GovernedClaim(NamedTuple):
 
     verdict: Verdict
     fixes: Corrections
-    # The stored claims it is held for contradicting (`CONTRADICTION_RULE`): its item links
-    # to them (`contradicts`), so each delivered one says a change to it waits, whatever
-    # recall's query found (`pipelines.recall.candidates.VisibleCorpora.held_against`).
+    # The stored claims it is held for contradicting (`CONTRADICTION_RULE`): its item names
+    # them (`pipelines.materialize.HELD_AGAINST`), so each delivered one says a change to it
+    # waits, whatever recall's query found (`VisibleCorpora.held_against`).
     contradicts: list[str]
 
 
@@ -396,7 +397,7 @@ def _govern_proposal(
         author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes)
     if contradicts:
-        payload["contradicts"] = contradicts
+        payload[HELD_AGAINST] = contradicts
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event)

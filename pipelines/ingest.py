@@ -22,8 +22,9 @@ import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
+from pipelines.materialize import HELD_AGAINST
 from pipelines.recall.conflicts import is_claim
-from pipelines.records import Event, Identity, Link, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, ScopeKind, parse_time, stable_id
 
 
 class ChatRow(msgspec.Struct, forbid_unknown_fields=True):
@@ -280,9 +281,8 @@ def import_items_jsonl(
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
             verdict, _, contradicts = govern_claim(policy, proposal, provenance=item.provenance, found=found,
                                                    scope_kind=item.scope.kind, author_user_id=who.user_id)
-            known = {link.to for link in item.links if link.rel == "contradicts"}
-            item = msgspec.structs.replace(item, links=[  # held: the claims it contradicts say it waits
-                *item.links, *(Link(rel="contradicts", to=old) for old in contradicts if old not in known)])
+            if contradicts:  # held: the claims it contradicts say a change waits
+                item = msgspec.structs.replace(item, metadata={**item.metadata, HELD_AGAINST: contradicts})
         else:
             verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(

@@ -160,9 +160,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
         # The author's own earlier claims this one corrects (decided when it was captured).
         links=[*(Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()),
                # and the notes it corrects a detail of (they stay)
-               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ()),
-               # and, held for review, the claims it contradicts (their recall says it waits)
-               *(Link(rel="contradicts", to=str(old)) for old in (p.get("contradicts") or ()) if quarantined)],
+               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ())],
         provenance=prov,
         confidence=max(0.0, min(1.0, float(confidence))),
         importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
@@ -183,6 +181,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             LEARNED_AT: event.at,
             # what the user's words it records retired (`conflicts.retired_by_evidence`)
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
+            **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
         },
     )
 
@@ -200,6 +199,12 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
 
 
 HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside the item
+# Metadata key of a claim held for contradicting stored claims (`CONTRADICTION_RULE`): their
+# ids (`pipelines.capture.GovernedClaim.contradicts`). Recall looks it up from each claim it
+# delivers (`MemoryCorpus.held_against_rows`) to say a change waits, whatever the query
+# found. Not a `contradicts` link: that would make the conflict rule name the link, not
+# what differs, as the reason (/v1/conflicts, the review page).
+HELD_AGAINST = "held_against"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,

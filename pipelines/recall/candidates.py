@@ -107,16 +107,15 @@ class VisibleCorpora:
 
     def held_against(self, item_id: str) -> list[MemoryItem]:
         """The claims the caller may see held in quarantine for contradicting `item_id`
-        (their `contradicts` link, `pipelines.capture.GovernedClaim`), whether or not the
-        query found them: an index lookup per delivered claim. Approved or rejected since,
+        (`pipelines.materialize.HELD_AGAINST`), whether or not the query found them: an
+        index lookup per delivered claim. Approved or rejected since (a newer version),
         they wait no more."""
         out: dict[str, MemoryItem] = {}
         for c in self.corpora:
-            for rel, row in c.links_in.get(item_id, ()):
-                held = self.newest(c.items[row].id) if rel == "contradicts" else None
+            for row in c.held_against_rows.get(item_id, ()):
+                held = self.newest(c.items[row].id)
                 if (held is not None and held.id not in out and in_quarantine(held)
-                        and held.scope.visible_to(self.who)
-                        and any(link.rel == "contradicts" and link.to == item_id for link in held.links)):
+                        and held.scope.visible_to(self.who)):
                     out[held.id] = held
         return list(out.values())
 

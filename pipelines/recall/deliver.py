@@ -10,7 +10,9 @@ stored twice in one scope with the same title and content is shown once. Injecte
 (curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer),
 nor named as a conflict: a delivered claim it contradicts says instead that a change to it
 is awaiting review, as one with an edit held beside it does (`render.pending_note`: in
-the block, the catalog and the hit, never what the change would say).
+the block, the catalog and the hit, never what the change would say). A claim held for
+contradicting a delivered one is found from it (`VisibleCorpora.held_against`), whatever
+the query found.
 """
 
 from __future__ import annotations

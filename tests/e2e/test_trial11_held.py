@@ -203,8 +203,8 @@ def test_a_held_contradiction_is_said_however_the_query_found_the_claim(service)
     """Jon's claim of another dose is held for contradicting Maya's. Asked in words only her
     claim has, among her other notes and with few candidates per channel (or with a tag
     only hers has), recall never met Jon's held claim, and her dose was injected as if
-    nothing waited. Now the held claim links to the claim it contradicts (`contradicts`) and
-    recall reads that link for each claim it delivers: the note is said from the live delta
+    nothing waited. Now the held claim names the claims it contradicts (`held_against`) and
+    recall looks that up for each claim it delivers: the note is said from the live delta
     and from the published snapshot, and is gone once the claim is rejected."""
     client, settings = service
     client.app.state.service.engine.options = RecallOptions(candidate_k=2)
