@@ -105,14 +105,15 @@ class VisibleCorpora:
                 return c.items[row]
         return None
 
-    def held_against(self, item_id: str) -> list[MemoryItem]:
-        """The claims the caller may see held in quarantine for contradicting `item_id`
-        (`pipelines.materialize.HELD_AGAINST`), whether or not the query found them: an
-        index lookup per delivered claim. Approved or rejected since (a newer version),
-        they wait no more."""
+    def held_against(self, item: MemoryItem) -> list[MemoryItem]:
+        """The claims the caller may see held in quarantine for contradicting `item`, or a
+        claim consolidation merged into it (`merged_from`), by their `HELD_AGAINST` whether
+        or not the query found them: an index lookup per delivered claim. Approved or
+        rejected since (a newer version), they wait no more."""
         out: dict[str, MemoryItem] = {}
+        contested = [item.id, *(str(i) for i in item.metadata.get("merged_from") or ())]
         for c in self.corpora:
-            for row in c.held_against_rows.get(item_id, ()):
+            for row in (row for item_id in contested for row in c.held_against_rows.get(item_id, ())):
                 held = self.newest(c.items[row].id)
                 if (held is not None and held.id not in out and in_quarantine(held)
                         and held.scope.visible_to(self.who)):

@@ -48,6 +48,9 @@ class Hit(msgspec.Struct, kw_only=True):
     pending_review: str = ""  # `render.pending_note`: a change to it held for review
 
 
+HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
+
+
 class _Held:
     """The claims held in quarantine among a recall's candidates: never delivered, nor
     named as a conflict; the delivered claims they contradict say a change waits. Those
@@ -55,7 +58,7 @@ class _Held:
     though the query did not find them."""
 
     def __init__(self, cands: Sequence[Candidate],
-                 held_against: Callable[[str], Iterable[MemoryItem]] = lambda _id: ()) -> None:
+                 held_against: HeldAgainst = lambda _item: ()) -> None:
         self.items = {c.id: c.item for c in cands if in_quarantine(c.item)}
         self.held_against = held_against
 
@@ -64,7 +67,7 @@ class _Held:
 
     def pending(self, c: Candidate) -> str:
         rivals = {i: self.items[i] for i in c.conflict_with if i in self.items}
-        rivals.update((it.id, it) for it in self.held_against(c.id) if it.id not in rivals)
+        rivals.update((it.id, it) for it in self.held_against(c.item) if it.id not in rivals)
         return pending_note(pending_changes(c.item, rivals.values()))
 
 
@@ -116,11 +119,11 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str])
 
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
-            pool: Iterable[Candidate] = (), held_against: Callable[[str], Iterable[MemoryItem]] = lambda _id: (),
+            pool: Iterable[Candidate] = (), held_against: HeldAgainst = lambda _item: (),
             ) -> tuple[list[Hit], str, dict[str, Any]]:
     """`pool`: every candidate of the search, those a conflict put out too (a held claim
     loses on confidence: it is looked up there to say what waits beside a delivered one);
-    `held_against`: the held claims linked as contradicting an id, candidates or not
+    `held_against`: the held claims naming a claim as the one they contradict, candidates or not
     (`VisibleCorpora.held_against`)."""
     # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
