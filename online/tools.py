@@ -34,6 +34,7 @@ from online.state import MemoryService, View
 from pipelines.capture import approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
+    HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
@@ -515,7 +516,7 @@ class ToolDispatcher:
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
-        verdict, fixes = govern_claim(
+        verdict, fixes, contradicts = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (),
@@ -550,7 +551,8 @@ class ToolDispatcher:
             metadata={"policy_version": verdict.policy_version, "verdict": verdict.action,
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
                       "requested_tier": args.item.tier,
-                      **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {})},
+                      **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
+                      **({HELD_AGAINST: contradicts} if contradicts else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
@@ -589,7 +591,7 @@ class ToolDispatcher:
             found = [*([] if vouched else [before]),
                      *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
             return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
-                                scope_kind=item.scope.kind, author_user_id=who.user_id)[0]
+                                scope_kind=item.scope.kind, author_user_id=who.user_id).verdict
         return self.service.policy.evaluate(
             proposal, target_tier=item.tier, provenance=item.provenance,
             source_trusted=item.provenance.source_kind != "doc",

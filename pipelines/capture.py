@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
 
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import DEFAULT_ACCEPTED_CONFIDENCE, SCOPE_KINDS, in_quarantine, proposal_item_id
+from pipelines.materialize import (
+    CONTRADICTION_RULE,
+    DEFAULT_ACCEPTED_CONFIDENCE,
+    HELD_AGAINST,
+    SCOPE_KINDS,
+    in_quarantine,
+    proposal_item_id,
+)
+from pipelines.policy import _contradictions as contradictions_of
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (
@@ -266,6 +274,17 @@ def _proposal_provenance(turn: _Turn, proposal: ProposedItem) -> Provenance:
     )
 
 
+class GovernedClaim(NamedTuple):
+    """`govern_claim`'s answer."""
+
+    verdict: Verdict
+    fixes: Corrections
+    # The stored claims it is held for contradicting (`CONTRADICTION_RULE`): its item names
+    # them (`pipelines.materialize.HELD_AGAINST`), so each delivered one says a change to it
+    # waits, whatever recall's query found (`VisibleCorpora.held_against`).
+    contradicts: list[str]
+
+
 def govern_claim(
     policy: Any,
     proposal: ProposedItem,
@@ -275,7 +294,7 @@ def govern_claim(
     scope_kind: str,
     author_user_id: str,
     evidence: Sequence[str] = (),
-) -> tuple[Verdict, Corrections]:
+) -> GovernedClaim:
     """The policy's verdict on a proposal (from a turn or `memory.write`) checked against the
     stored items `found`, and the ids of the author's own claims it corrects: a correction
     supersedes them instead of contradicting them; anyone else's in the same scope kind
@@ -287,24 +306,29 @@ def govern_claim(
     anything. A correction of a detail of a note that says more (`conflicts.corrects_in_part`)
     does not replace it: it links to it (`refines`), and recall shows the note, marked, after
     it. `evidence`: what the user said that the proposal records (the values it names as
-    replaced count as the proposal's own, `conflicts.retired_by_evidence`)."""
+    replaced count as the proposal's own, `conflicts.retired_by_evidence`). Held for
+    contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     replaced = [*fixes.replaced, *fixes.in_part]
     corrected = [it for it in found if it.id in replaced]
+    # A claim held in quarantine is not established yet: it contradicts nothing.
+    existing = [it for it in found if it.id not in replaced and it.scope.kind == scope_kind
+                and not in_quarantine(it) and not echoes(it, corrected, proposal.confidence)]
     verdict = policy.evaluate(
         proposal,
         target_tier=proposal.tier or "stm",
         provenance=provenance,
         source_trusted=provenance.source_kind != "doc",
-        # A claim held in quarantine is not established yet: it contradicts nothing.
-        existing=[it for it in found if it.id not in replaced and it.scope.kind == scope_kind
-                  and not in_quarantine(it) and not echoes(it, corrected, proposal.confidence)],
+        existing=existing,
     )
+    held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
+    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.
-    return verdict, fixes if verdict.action == "accept" else Corrections([], [], fixes.retiring)
+    return GovernedClaim(verdict, fixes if verdict.action == "accept" else Corrections([], [], fixes.retiring),
+                         contradicts)
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -369,10 +393,13 @@ def _govern_proposal(
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
-    verdict, fixes = govern_claim(policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
-                                  author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
+    verdict, fixes, contradicts = govern_claim(
+        policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
+        author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
     title = shown_title(policy, proposal, verdict)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
+    if contradicts:
+        payload[HELD_AGAINST] = contradicts
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)

@@ -22,7 +22,7 @@ import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import is_tombstone
+from pipelines.materialize import HELD_AGAINST, is_tombstone
 from pipelines.recall.conflicts import is_claim
 from pipelines.records import (
     Event,
@@ -290,8 +290,10 @@ def import_items_jsonl(
             verdict = Verdict(action="accept", reasons=["forgotten in the exported store"])
         elif existing is not None and is_claim(item) and item.validation != "retracted":
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
-            verdict, _ = govern_claim(policy, proposal, provenance=item.provenance, found=found,
-                                      scope_kind=item.scope.kind, author_user_id=who.user_id)
+            verdict, _, contradicts = govern_claim(policy, proposal, provenance=item.provenance, found=found,
+                                                   scope_kind=item.scope.kind, author_user_id=who.user_id)
+            if contradicts:  # held: the claims it contradicts say a change waits
+                item = msgspec.structs.replace(item, metadata={**item.metadata, HELD_AGAINST: contradicts})
         else:
             verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(

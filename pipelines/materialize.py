@@ -182,6 +182,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             LEARNED_AT: event.at,
             # what the user's words it records retired (`conflicts.retired_by_evidence`)
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
+            **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
         },
     )
 
@@ -203,6 +204,12 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
 
 
 HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside the item
+# Metadata key of a claim held for contradicting stored claims (`CONTRADICTION_RULE`): their
+# ids (`pipelines.capture.GovernedClaim.contradicts`). Recall looks it up from each claim it
+# delivers (`MemoryCorpus.held_against_rows`) to say a change waits, whatever the query
+# found. Not a `contradicts` link: that would make the conflict rule name the link, not
+# what differs, as the reason (/v1/conflicts, the review page).
+HELD_AGAINST = "held_against"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.materialize import message_item_id
+from pipelines.materialize import in_quarantine, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
@@ -95,6 +95,30 @@ class VisibleCorpora:
             if row is not None:
                 return (ci, row) if self.allowed[ci][row] else None
         return None
+
+    def newest(self, item_id: str) -> MemoryItem | None:
+        """The newest version of an id in any state (a delta's hides the snapshot's), seen
+        or not."""
+        for c in reversed(self.corpora):
+            row = c.row_of.get(item_id)
+            if row is not None:
+                return c.items[row]
+        return None
+
+    def held_against(self, item: MemoryItem) -> list[MemoryItem]:
+        """The claims the caller may see held in quarantine for contradicting `item`, or a
+        claim consolidation merged into it (`merged_from`), by their `HELD_AGAINST` whether
+        or not the query found them: an index lookup per delivered claim. Approved or
+        rejected since (a newer version), they wait no more."""
+        out: dict[str, MemoryItem] = {}
+        contested = [item.id, *(str(i) for i in item.metadata.get("merged_from") or ())]
+        for c in self.corpora:
+            for row in (row for item_id in contested for row in c.held_against_rows.get(item_id, ())):
+                held = self.newest(c.items[row].id)
+                if (held is not None and held.id not in out and in_quarantine(held)
+                        and held.scope.visible_to(self.who)):
+                    out[held.id] = held
+        return list(out.values())
 
     def vector(self, ci: int, row: int) -> np.ndarray | None:
         c = self.corpora[ci]

@@ -32,6 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
+from pipelines.materialize import HELD_AGAINST
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
@@ -151,6 +152,7 @@ class MemoryCorpus:
         titles: dict[str, list[int]] = defaultdict(list)
         summaries_by_turn: dict[str, list[int]] = defaultdict(list)
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        held_against: dict[str, list[int]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
             by_audience[it.scope.audience_key()].append(row)
@@ -166,6 +168,8 @@ class MemoryCorpus:
                     summaries_by_turn[ref].append(row)
             for link in it.links:
                 links_in[link.to].append((link.rel, row))
+            for contested in it.metadata.get(HELD_AGAINST) or ():  # a claim held for contradicting it
+                held_against[str(contested)].append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
@@ -173,6 +177,7 @@ class MemoryCorpus:
         self.title_rows = {k: np.asarray(v, dtype=np.int64) for k, v in titles.items()}
         self.summary_rows_by_turn = dict(summaries_by_turn)
         self.links_in = dict(links_in)
+        self.held_against_rows = dict(held_against)  # contested id -> rows held against it
 
     def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
         """Palace rooms: explicit locations win over item.metadata["palace"]."""

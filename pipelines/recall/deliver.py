@@ -10,12 +10,14 @@ stored twice in one scope with the same title and content is shown once. Injecte
 (curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer),
 nor named as a conflict: a delivered claim it contradicts says instead that a change to it
 is awaiting review, as one with an edit held beside it does (`render.pending_note`: in
-the block, the catalog and the hit, never what the change would say).
+the block, the catalog and the hit, never what the change would say). A claim held for
+contradicting a delivered one is found from it (`VisibleCorpora.held_against`), whatever
+the query found.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -46,18 +48,27 @@ class Hit(msgspec.Struct, kw_only=True):
     pending_review: str = ""  # `render.pending_note`: a change to it held for review
 
 
+HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
+
+
 class _Held:
     """The claims held in quarantine among a recall's candidates: never delivered, nor
-    named as a conflict; the delivered claims they contradict say a change waits."""
+    named as a conflict; the delivered claims they contradict say a change waits. Those
+    held for contradicting a delivered claim (`held_against`: their link to it) say so too,
+    though the query did not find them."""
 
-    def __init__(self, cands: Sequence[Candidate]) -> None:
+    def __init__(self, cands: Sequence[Candidate],
+                 held_against: HeldAgainst = lambda _item: ()) -> None:
         self.items = {c.id: c.item for c in cands if in_quarantine(c.item)}
+        self.held_against = held_against
 
     def shown(self, ids: Sequence[str]) -> list[str]:
         return [i for i in ids if i not in self.items]
 
     def pending(self, c: Candidate) -> str:
-        return pending_note(pending_changes(c.item, (self.items[i] for i in c.conflict_with if i in self.items)))
+        rivals = {i: self.items[i] for i in c.conflict_with if i in self.items}
+        rivals.update((it.id, it) for it in self.held_against(c.item) if it.id not in rivals)
+        return pending_note(pending_changes(c.item, rivals.values()))
 
 
 def _flagged_with(c: Candidate, held: _Held) -> list[str]:
@@ -108,13 +119,16 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str])
 
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
-            pool: Iterable[Candidate] = ()) -> tuple[list[Hit], str, dict[str, Any]]:
+            pool: Iterable[Candidate] = (), held_against: HeldAgainst = lambda _item: (),
+            ) -> tuple[list[Hit], str, dict[str, Any]]:
     """`pool`: every candidate of the search, those a conflict put out too (a held claim
-    loses on confidence: it is looked up there to say what waits beside a delivered one)."""
+    loses on confidence: it is looked up there to say what waits beside a delivered one);
+    `held_against`: the held claims naming a claim as the one they contradict, candidates or not
+    (`VisibleCorpora.held_against`)."""
     # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
     # or as a hit (`pipelines.materialize.recall_state`).
-    held = _Held([*ordered, *pool])
+    held = _Held([*ordered, *pool], held_against)
     ordered = _once_each([c for c in ordered if not in_quarantine(c.item)])
 
     def injectable(c: Candidate) -> bool:

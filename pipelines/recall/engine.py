@@ -412,7 +412,7 @@ class RecallEngine:
         # Defence in depth: re-check visibility on the way out.
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
-                                                 pool=q.search.cands.values())
+                                                 pool=q.search.cands.values(), held_against=q.view.held_against)
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}

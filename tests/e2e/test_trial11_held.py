@@ -30,6 +30,7 @@ import openai
 
 from online.tools import ToolDispatcher
 from pipelines.materialize import held_edit
+from pipelines.recall import RecallOptions
 from pipelines.records import Identity
 from tests.assets.support import block
 from tests.e2e.chat import consolidate, page_text, recall, tool, turn
@@ -40,12 +41,13 @@ JON = {"user_id": "jon", "project_id": "home", "session_id": "j1", "org_id": "fa
 KIM = {"user_id": "kim", "project_id": "home", "session_id": "k1", "org_id": "fam"}
 
 
-def propose(client, who: dict, said: str, title: str, content: str, confidence: float = 0.9) -> dict:
+def propose(client, who: dict, said: str, title: str, content: str, confidence: float = 0.9,
+            tags: list[str] | None = None) -> dict:
     """One exchange: the user says something, the assistant proposes one memory; its verdict."""
     turn(client, who, "user", said)
     answer = turn(client, who, "assistant", "Noted. " + block({
         "type": "fact", "title": title, "content": content, "why_store": "family", "confidence": confidence,
-        "scope": "project"}))
+        "scope": "project", **({"tags": tags} if tags else {})}))
     (outcome,) = answer["proposals"]
     return outcome
 
@@ -194,3 +196,48 @@ def test_the_proxy_model_updates_and_forgets_governed_like_every_write(proxy, fa
         ("jon", note, "accept"), ("jon", dose, "quarantine"), ("jon", school, "quarantine")]
     found = memory.recall("When does Leo's school start?", Identity(**MAYA))
     assert "8:15" in found.injection and "a request to forget this memory by jon" in found.injection, found.injection
+
+
+
+def test_a_held_contradiction_is_said_however_the_query_found_the_claim(service) -> None:
+    """Jon's claim of another dose is held for contradicting Maya's. Asked in words only her
+    claim has, among her other notes and with few candidates per channel (or with a tag
+    only hers has), recall never met Jon's held claim, and her dose was injected as if
+    nothing waited. Now the held claim names the claims it contradicts (`held_against`) and
+    recall looks that up for each claim it delivers: the note is said from the live delta
+    and from the published snapshot, and is gone once the claim is rejected."""
+    client, settings = service
+    client.app.state.service.engine.options = RecallOptions(candidate_k=2)
+    dose = propose(client, MAYA, "The pharmacist wrote down Leo's dose: 5 ml of amoxicillin twice a day.",
+                   "Dose the pharmacist wrote down", "Leo takes 5 ml of amoxicillin twice a day.",
+                   tags=["medication"])["item_id"]
+    for title, content in (("Pharmacy hours", "The pharmacy on Elm Street closes at 7 pm."),
+                           ("Pharmacist name", "The pharmacist at Elm Street is called Ruth."),
+                           ("Vitamin D", "Leo gets 400 IU of vitamin D every morning."),
+                           ("Dentist", "Leo sees the dentist every six months.")):
+        propose(client, MAYA, content, title, content)
+    claim = propose(client, JON, "The pediatrician said 10 ml of amoxicillin twice a day.", "Amoxicillin",
+                    "Leo takes 10 ml of amoxicillin twice a day.")
+    assert claim["action"] == "quarantine" and "soft.contradiction" in claim["rule_ids"], claim
+    question = "What dose did the pharmacist write down?"
+
+    def asked(tags: list[str]) -> dict:
+        resp = client.post("/v1/recall", json={"identity": MAYA, "query": question, "mode": "hybrid", "tags": tags})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    for moment in ("in the delta", "in the snapshot"):
+        for tags in ([], ["medication"]):  # the tag filter leaves Jon's untagged claim out of the search
+            found = asked(tags)
+            hits = {h["id"]: h for h in found["hits"]}
+            assert claim["item_id"] not in hits, (moment, tags, hits)
+            assert "a claim contradicting this memory by jon" in hits[dose]["pending_review"], (moment, tags, hits)
+            shown = curated(found)
+            assert "| PENDING_REVIEW]" in shown and "10 ml" not in shown, (moment, tags, shown)
+        if moment == "in the delta":
+            consolidate(client, settings)
+    tool(client, MAYA, "memory.review", {"id": claim["item_id"], "decision": "reject", "note": "asked the doctor"})
+    for tags in ([], ["medication"]):  # the snapshot's held version, shadowed by the delta's rejected one
+        found = asked(tags)
+        assert "5 ml" in curated(found) and "PENDING_REVIEW" not in curated(found), (tags, found)
+        assert not any(h["pending_review"] for h in found["hits"]), (tags, found["hits"])

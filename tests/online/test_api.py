@@ -401,9 +401,12 @@ def test_item_identity_conflict_between_query_and_header_is_400(shared: TestClie
 
 def test_conflicts_lists_visible_pairs_only(client: TestClient) -> None:
     # Teammates' contradictions (the author's own would correct the claim and supersede it).
-    tool(client, "memory.write", {"item": {"type": "decision", "title": "Tile latency budget",
-                                           "content": "The tile latency budget is 60 ms at p95."}},
-         who={**DANA, "user_id": "omar"})
+    held = tool(client, "memory.write", {"item": {"type": "decision", "title": "Tile latency budget",
+                                                  "content": "The tile latency budget is 60 ms at p95."}},
+                who={**DANA, "user_id": "omar"}).json()["result"]
+    assert held["verdict"]["action"] == "quarantine", held
+    # held, it names what it contradicts: recall says a change waits on that one (`held_against`)
+    assert client.app.state.service.view().get(held["item_id"]).metadata["held_against"] == ["m-latency"]
     tool(client, "memory.write", {"item": {"type": "decision", "title": "Borealis launch date",
                                            "content": "Borealis launches in April."}}, who={**EVE, "user_id": "ivo"})
     body = client.get("/v1/conflicts", params=DANA).json()

@@ -248,11 +248,12 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     contradicting another user's claim in its scope kind, held for review, and the fold
     holds it as a proposal is held (in quarantine, confidence capped, so neither recall nor
     the review queue takes it for an accepted memory); contradicting the importer's own,
-    it stands (an export corrects nothing); without `existing`, the policy alone. The same
+    it stands (an export corrects nothing); without `existing`, the policy alone. Held, it
+    names the claim it contradicts (`held_against`: recall looks it up). The same
     export imported again lands nothing (counted as already in the inbox)."""
     import msgspec
 
-    from pipelines.materialize import QUARANTINE_MAX_CONFIDENCE, in_quarantine
+    from pipelines.materialize import HELD_AGAINST, QUARANTINE_MAX_CONFIDENCE, in_quarantine
 
     maya = _household_claim("maya1", "maya", "Leo bedtime", "Leo's bedtime is 8:30pm on school nights.")
     jon_old = _household_claim("jon0", "jon", "Bedtime", "Leo goes to bed at 10pm on school nights.")
@@ -264,6 +265,7 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     assert report.as_dict()["quarantined"] == 1, report.as_dict()
     held = fold_events(inbox.read_after(0)).items["jon1"]
     assert in_quarantine(held) and held.confidence <= QUARANTINE_MAX_CONFIDENCE, held
+    assert held.metadata[HELD_AGAINST] == ["maya1"]  # Maya's claim, delivered, says a change waits
     again = import_items_jsonl(path, inbox, Policy(), existing=lambda who: (lambda _: [jon_old])).as_dict()
     assert again["already"] == 1 and again["accepted"] == 0, again  # imported before: nothing new lands
     for n, existing in enumerate([lambda who: (lambda _: [jon_old]), None]):  # each another export's copy
@@ -336,16 +338,17 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     assert echoes(echo, [mine], 0.9) and not echoes(other, [mine], 0.9) and not echoes(echo, [], 0.9)
     # A more confident echo would outrank the correction in recall: no echo, held as before.
     assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
-    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo], scope_kind="project",
-                                     author_user_id="maya")
-    assert (verdict.action, replaced.replaced, replaced.in_part) == ("accept", ["a"], []), verdict
-    verdict, replaced = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
-                                     scope_kind="project", author_user_id="maya")
+    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo],
+                                                   scope_kind="project", author_user_id="maya")
+    assert (verdict.action, replaced.replaced, replaced.in_part, held_against) == ("accept", ["a"], [], []), verdict
+    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
+                                                   scope_kind="project", author_user_id="maya")
     assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict
+    assert held_against == ["c"]  # what its item links to (`contradicts`): recall reads the link from "c"
     # Without a claim of her own to correct, Jon's note is someone else's claim: held, as before.
-    verdict, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
-                              author_user_id="maya")
-    assert verdict.action == "quarantine", verdict
+    verdict, _, held_against = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
+                                            author_user_id="maya")
+    assert verdict.action == "quarantine" and held_against == ["b"], (verdict, held_against)
 
 
 def test_a_files_format_is_read_from_its_first_row(tmp_path):

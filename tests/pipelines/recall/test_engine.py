@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from pipelines.embedders import Embedder
+from pipelines.materialize import HELD_AGAINST
 from pipelines.recall import (
     MemoryCorpus,
     RecallEngine,
@@ -446,6 +447,22 @@ def test_a_claim_held_in_quarantine_is_never_delivered_but_still_flags_what_it_c
     r = engine().recall("cache size entries", ME, [c], mode="hybrid", now=NOW)
     by = {h.item.id: h for h in r.hits}
     assert by["weak"].low_confidence and by["rule"].conflict_with == ["held"], r.hits
+
+
+def test_a_claim_held_against_one_consolidation_merged_still_says_a_change_waits():
+    """A claim held for contradicting one (`held_against`) that consolidation then merged
+    with its duplicate into a new item: the merged item, delivered, says a change waits,
+    though the search never met the held claim (a tag filter leaves it out)."""
+    held = mem("held", "Amoxicillin", "Leo takes 10 ml of amoxicillin twice a day.", confidence=0.5,
+               who=Identity(user_id="jon", project_id=ME.project_id, session_id="j1", org_id=ME.org_id),
+               metadata={"verdict": "quarantine", "rule_ids": ["soft.contradiction"], HELD_AGAINST: ["dose1"]})
+    merged = mem("merged", "Leo amoxicillin dose", "Leo takes 5 ml of amoxicillin twice a day.",
+                 tags=["medication"], metadata={"merged_from": ["dose1", "dose2"]})
+    r = engine().recall("amoxicillin dose", ME, [corpus([held, merged, *store()])], mode="hybrid", now=NOW,
+                        tags=["medication"])
+    (hit,) = r.hits
+    assert hit.item.id == "merged" and "a claim contradicting this memory by jon" in hit.pending_review, r.hits
+    assert "PENDING_REVIEW" in r.injection and "10 ml" not in r.injection, r.injection
 
 
 def test_modes_and_the_injection_budget():
