@@ -21,17 +21,25 @@
 - How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
   off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
+- Of two turns of one speaker that the conflict rule reads as saying different things of
+  one subject (`says_otherwise`), the later is shown first and the earlier marked as said
+  earlier (`recall.deliver`): "the release slipped to Tuesday" said a week after "the
+  release is on Friday". Both stay shown, each with its date: two events of one subject
+  ("hiking on Saturday" / "hiking on Sunday") read alike, and each is still evidence.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 from functools import lru_cache
+
+import msgspec
 
 from pipelines.records import MemoryItem, parse_time
 
+from .conflicts import MAY_UPDATE, conflict_reason, read_claim
 from .lexical import STOPWORDS, Stems, tokenize, words
 
 # Words that make up acknowledgements, greetings and small talk.
@@ -159,10 +167,31 @@ def speaker_of(item: MemoryItem) -> str:
     return speaker
 
 
+def said_time(item: MemoryItem) -> datetime | None:
+    """When a turn was said (its validity start, else its provenance's or its own time)."""
+    return parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+
+
 def said_date(item: MemoryItem) -> date | None:
-    """The day a turn was said (its validity start, else its provenance's or its own time)."""
-    when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+    """The day a turn was said (`said_time`)."""
+    when = said_time(item)
     return when.date() if when else None
+
+
+def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
+    """Whether the raw turn `later`, said after `earlier` by the same speaker, says of one
+    subject something else by the conflict rule (`conflicts.conflict_reason`: different
+    values, a denial, an ending). A turn's title is its speaker, not a subject: the two are
+    compared without it (two turns of one speaker would otherwise share a title, and every
+    pair "may update" each other)."""
+    if not (is_message(later) and is_message(earlier)) or speaker_of(later) != speaker_of(earlier):
+        return False
+    said_later, said_earlier = said_time(later), said_time(earlier)
+    if said_later is None or said_earlier is None or said_later <= said_earlier:
+        return False
+    reason = conflict_reason(read_claim(msgspec.structs.replace(later, title="")),
+                             read_claim(msgspec.structs.replace(earlier, title="")))
+    return reason is not None and reason != MAY_UPDATE
 
 
 def said_on(item: MemoryItem) -> str:
@@ -188,4 +217,5 @@ def turn_title(item: MemoryItem) -> str:
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
            "is_small_talk", "limits_to_its_chat", "named_words",
            "only_asks", "proposal_carrier_text",
-           "said_date", "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]
+           "said_date", "said_on", "said_time", "says_otherwise",
+           "says_something_asked", "speaker_of", "stated_words", "turn_title"]
