@@ -39,7 +39,7 @@ import msgspec
 
 from pipelines.records import MemoryItem, parse_time
 
-from .conflicts import MAY_UPDATE, conflict_reason, read_claim
+from .conflicts import DENIES, MAY_UPDATE, conflict_reason, read_claim
 from .lexical import STOPWORDS, Stems, tokenize, words
 
 # Words that make up acknowledgements, greetings and small talk.
@@ -181,7 +181,7 @@ def said_date(item: MemoryItem) -> date | None:
 def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
     """Whether the raw turn `later`, said after `earlier` by the same speaker, says of one
     subject something else by the conflict rule (`conflicts.conflict_reason`: different
-    values, a denial, an ending). A turn's title is its speaker, not a subject: the two are
+    values, an ending, or a denial when the later one denies). A turn's title is its speaker, not a subject: the two are
     compared without it (two turns of one speaker would otherwise share a title, and every
     pair "may update" each other)."""
     if not (is_message(later) and is_message(earlier)) or speaker_of(later) != speaker_of(earlier):
@@ -189,8 +189,13 @@ def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
     said_later, said_earlier = said_time(later), said_time(earlier)
     if said_later is None or said_earlier is None or said_later <= said_earlier:
         return False
-    reason = conflict_reason(read_claim(msgspec.structs.replace(later, title="")),
-                             read_claim(msgspec.structs.replace(earlier, title="")))
+    new, old = (read_claim(msgspec.structs.replace(t, title="")) for t in (later, earlier))
+    reason = conflict_reason(new, old)
+    if reason == DENIES:
+        # Only a later denial takes back what was said ("I'm not going after all"): a
+        # negation in an earlier, chattier turn is often about something else ("dairy-free
+        # for people who can't have lactose" / "I made it lactose-free", on LoCoMo).
+        return new.negated
     return reason is not None and reason != MAY_UPDATE
 
 
