@@ -1,4 +1,4 @@
-"""Dated raw turns that say two things of one subject (the fourteenth-trial finding): with no
+"""Dated raw turns that say two things of one subject (a user trial's finding): with no
 curated memory, "The billing-api release is on Friday, December 4." (said 2026-11-20) and
 "the billing-api release slipped to Tuesday, December 8." (said 2026-11-26) both come back
 as conversation excerpts for "When is the billing-api release?". They came oldest first,
