@@ -27,7 +27,7 @@ from pipelines.records import MemoryItem
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
-from .episodic import is_message, only_asks, said_time, says_otherwise, says_something_asked
+from .episodic import is_message, only_asks, said_otherwise_by, says_something_asked
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection, pending_note
 from .select import FLAGGED
 
@@ -106,26 +106,21 @@ def _once_each(ordered: list[Candidate]) -> list[Candidate]:
 
 def later_first(shown: list[Candidate], turn_ids: Iterable[str]) -> tuple[list[Candidate], dict[str, list[str]]]:
     """`shown` with each of the turns `turn_ids` (those injected) preceded by the injected
-    turns that say otherwise of it, later said (`episodic.says_otherwise`), the latest first;
-    and those turns by the id of the earlier one. Only injected turns are compared (a
-    handful): a turn left out cannot be pointed to."""
+    turns that say otherwise of it, later said (`episodic.said_otherwise_by`), the latest
+    first; and those turns' ids by the id of the earlier one. Only injected turns are
+    compared (a handful): a turn left out cannot be pointed to."""
     by_id = {c.id: c for c in shown}
-    turns = [by_id[i] for i in turn_ids if i in by_id and is_message(by_id[i].item)]
-    later: dict[str, list[Candidate]] = {}
-    for earlier in turns:
-        newer = [c for c in turns if says_otherwise(c.item, earlier.item)]
-        if newer:
-            later[earlier.id] = sorted(newer, key=lambda c: said_time(c.item), reverse=True)
+    later = said_otherwise_by([by_id[i].item for i in turn_ids if i in by_id and is_message(by_id[i].item)])
     if not later:
         return shown, {}
     out: list[Candidate] = []
     placed: set[str] = set()
     for c in shown:
-        for first in [*later.get(c.id, ()), c]:
+        for first in [*(by_id[i] for i in later.get(c.id, ())), c]:
             if first.id not in placed:
                 placed.add(first.id)
                 out.append(first)
-    return out, {i: [c.id for c in newer] for i, newer in later.items()}
+    return out, later
 
 
 def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str]) -> bool:
