@@ -42,7 +42,9 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
     client, settings = service
     ingest(settings, tmp_path, monkeypatch, [
         ("2026-11-20T10:00:00Z", "The billing-api release is on Friday, December 4."),
+        ("2026-11-20T10:05:00Z", "I went hiking with my sister on Saturday."),
         ("2026-11-26T10:00:00Z", "the billing-api release slipped to Tuesday, December 8."),
+        ("2026-11-26T10:05:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
     ])
     found = recall(client, DEV, "When is the billing-api release?")
     shown = excerpts(found)
@@ -52,14 +54,7 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
     assert "Tuesday, December 8" in later and "2026-11-26" in later and MARK not in later, shown
     assert "Friday, December 4" in earlier and "2026-11-20" in earlier, shown
     assert SAID_EARLIER.format(later_id) in found["injection"].split(earlier, 1)[1].split("[/TURN]")[0], shown
-
-
-def test_two_events_of_one_subject_are_both_shown_unmarked(service, tmp_path, monkeypatch) -> None:
-    client, settings = service
-    ingest(settings, tmp_path, monkeypatch, [
-        ("2026-11-20T10:00:00Z", "I went hiking with my sister on Saturday."),
-        ("2026-11-26T10:00:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
-    ])
+    # two events of one subject, not a correction: both shown, neither marked
     found = recall(client, DEV, "When did I go hiking?")
     shown = excerpts(found)
     assert len(shown) == 2 and MARK not in found["injection"], shown
