@@ -12,7 +12,9 @@ nor named as a conflict: a delivered claim it contradicts says instead that a ch
 is awaiting review, as one with an edit held beside it does (`render.pending_note`: in
 the block, the catalog and the hit, never what the change would say). A claim held for
 contradicting a delivered one is found from it (`VisibleCorpora.held_against`), whatever
-the query found.
+the query found. Of two injected turns of one speaker the later of which says otherwise
+(`episodic.says_otherwise`), the later is shown first and the earlier marked as said
+earlier (`later_first`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pipelines.records import MemoryItem
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
-from .episodic import is_message, only_asks, says_something_asked
+from .episodic import is_message, only_asks, said_otherwise_by, says_something_asked
 from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection, pending_note
 from .select import FLAGGED
 
@@ -75,9 +77,9 @@ def _flagged_with(c: Candidate, held: _Held) -> list[str]:
     return held.shown(c.conflict_with) if c.resolution in FLAGGED else []
 
 
-def _entry(c: Candidate, held: _Held) -> Entry:
+def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = ()) -> Entry:
     if is_message(c.item):
-        return Entry(c.id, format_turn(c.item), False, True)
+        return Entry(c.id, format_turn(c.item, said_otherwise_by), False, True)
     pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)
@@ -113,6 +115,25 @@ def _once_each(ordered: list[Candidate]) -> list[Candidate]:
     return out
 
 
+def later_first(shown: list[Candidate], turn_ids: Iterable[str]) -> tuple[list[Candidate], dict[str, list[str]]]:
+    """`shown` with each of the turns `turn_ids` (those injected) preceded by the injected
+    turns that say otherwise of it, later said (`episodic.said_otherwise_by`), the latest
+    first; and those turns' ids by the id of the earlier one. Only injected turns are
+    compared (a handful): a turn left out cannot be pointed to."""
+    by_id = {c.id: c for c in shown}
+    later = said_otherwise_by([by_id[i].item for i in turn_ids if i in by_id and is_message(by_id[i].item)])
+    if not later:
+        return shown, {}
+    out: list[Candidate] = []
+    placed: set[str] = set()
+    for c in shown:
+        for first in [*(by_id[i] for i in later.get(c.id, ())), c]:
+            if first.id not in placed:
+                placed.add(first.id)
+                out.append(first)
+    return out, later
+
+
 def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str]) -> bool:
     """A raw turn that only asks, or whose own words share none with the query: never injected."""
     return bool(opts.episodic) and (only_asks(item) or not says_something_asked(item, query_terms))
@@ -139,9 +160,12 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injected: list[str] = []
     injection = ""
     if mode in ("inject", "hybrid"):
-        injection, injected = pack_injection(
-            [_entry(c, held) for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)],
-            settings.inject_budget_tokens)
+        shown = [c for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)]
+        injection, injected = pack_injection([_entry(c, held) for c in shown], settings.inject_budget_tokens)
+        shown, said_otherwise_by = later_first(shown, injected)
+        if said_otherwise_by:  # packed again: the earlier turns' marks take room
+            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ())) for c in shown],
+                                                 settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]

@@ -21,17 +21,25 @@
 - How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
   off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
+- Of two turns of one speaker that the conflict rule reads as saying different things of
+  one subject (`says_otherwise`), the later is shown first and the earlier marked as said
+  earlier (`recall.deliver`): "the release slipped to Tuesday" said a week after "the
+  release is on Friday". Both stay shown, each with its date: two events of one subject
+  ("hiking on Saturday" / "hiking on Sunday") read alike, and each is still evidence.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, datetime
 from functools import lru_cache
+
+import msgspec
 
 from pipelines.records import MemoryItem, parse_time
 
+from .conflicts import DENIES, MAY_UPDATE, Claim, conflict_reason, read_claim
 from .lexical import STOPWORDS, Stems, tokenize, words
 
 # Words that make up acknowledgements, greetings and small talk.
@@ -159,10 +167,55 @@ def speaker_of(item: MemoryItem) -> str:
     return speaker
 
 
+def said_time(item: MemoryItem) -> datetime | None:
+    """When a turn was said (its validity start, else its provenance's or its own time)."""
+    return parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+
+
 def said_date(item: MemoryItem) -> date | None:
-    """The day a turn was said (its validity start, else its provenance's or its own time)."""
-    when = parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
+    """The day a turn was said (`said_time`)."""
+    when = said_time(item)
     return when.date() if when else None
+
+
+def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
+    """For each raw turn of `turns` that a later one of its speaker among them says
+    otherwise of (`says_otherwise`), the ids of those later turns, the latest first. Each
+    turn's claim is read once: a recall asks this of every pair of the turns it injects."""
+    said = [(t, speaker_of(t), when) for t in turns if is_message(t) and (when := said_time(t)) is not None]
+    claims: dict[str, Claim] = {}
+
+    def claim(turn: MemoryItem) -> Claim:
+        if turn.id not in claims:  # a turn's title is its speaker, not a subject
+            claims[turn.id] = read_claim(msgspec.structs.replace(turn, title=""))
+        return claims[turn.id]
+
+    out: dict[str, list[str]] = {}
+    for earlier, speaker, at in said:
+        later = sorted(((when, t.id) for t, who, when in said
+                        if who == speaker and when > at and _otherwise(claim(t), claim(earlier))), reverse=True)
+        if later:
+            out[earlier.id] = [i for _, i in later]
+    return out
+
+
+def _otherwise(new: Claim, old: Claim) -> bool:
+    reason = conflict_reason(new, old)
+    if reason == DENIES:
+        # Only a later denial takes back what was said ("I'm not going after all"): a
+        # negation in an earlier, chattier turn is often about something else ("dairy-free
+        # for people who can't have lactose" / "I made it lactose-free", on LoCoMo).
+        return new.negated
+    return reason is not None and reason != MAY_UPDATE
+
+
+def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
+    """Whether the raw turn `later`, said after `earlier` by the same speaker, says of one
+    subject something else by the conflict rule (`conflicts.conflict_reason`: different
+    values, an ending, or a denial when the later one denies). The two are compared without
+    their titles: a turn's title is its speaker, and two turns of one speaker would
+    otherwise share a title, every pair "may update" each other."""
+    return later.id in said_otherwise_by([earlier, later]).get(earlier.id, ())
 
 
 def said_on(item: MemoryItem) -> str:
@@ -188,4 +241,5 @@ def turn_title(item: MemoryItem) -> str:
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
            "is_small_talk", "limits_to_its_chat", "named_words",
            "only_asks", "proposal_carrier_text",
-           "said_date", "said_on", "says_something_asked", "speaker_of", "stated_words", "turn_title"]
+           "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
+           "says_something_asked", "speaker_of", "stated_words", "turn_title"]

@@ -8,6 +8,7 @@ from pipelines.recall.episodic import (
     is_small_talk,
     only_asks,
     said_date,
+    says_otherwise,
     says_something_asked,
     stated_words,
     turn_title,
@@ -15,6 +16,7 @@ from pipelines.recall.episodic import (
 from pipelines.recall.render import (
     EPISODIC_HEADER,
     FOOTER,
+    SAID_EARLIER,
     Entry,
     estimate_tokens,
     format_entry,
@@ -81,6 +83,33 @@ def test_said_date_is_the_day_the_turn_was_said():
     stored_later = MemoryItem(id="m", tier="stm", type="message", title="x", content="y", scope=Scope(kind="user"),
                               valid_from="2022-01-21T10:00:00+00:00", created_at="2024-01-01T00:00:00+00:00")
     assert said_date(stored_later).isoformat() == "2022-01-21"  # when it was said, not stored
+
+
+def test_a_later_turn_of_one_speaker_says_otherwise_by_the_conflict_rule():
+    """Different values of one subject, later said by the same speaker: a correction to show
+    first; not the other way round, not another speaker's, not two events worded apart, not
+    a denial only the earlier (chattier) turn holds."""
+    friday = turn("The billing-api release is on Friday, December 4.", at="2026-11-20T10:00:00+00:00", id_="a")
+    slipped = turn("the billing-api release slipped to Tuesday, December 8.", at="2026-11-26T10:00:00+00:00",
+                   id_="b")
+    assert says_otherwise(slipped, friday)
+    assert not says_otherwise(friday, slipped)  # said before it
+    assert not says_otherwise(turn(slipped.content, speaker="sam", at="2026-11-26T10:00:00+00:00", id_="c"), friday)
+    hiked = turn("I went hiking with my sister on Saturday.", at="2026-11-20T10:00:00+00:00", id_="d")
+    plans = turn("I'm going hiking at Mount Tam on Sunday with Ben.", at="2026-11-26T10:00:00+00:00", id_="e")
+    assert not says_otherwise(plans, hiked)
+    chatty = turn("Coconut milk ice cream is my favourite, dairy-free for people who can't have lactose. "
+                  "I made some last week.", at="2026-09-14T10:00:00+00:00", id_="f")
+    made = turn("Yep, I made it with coconut milk so it's lactose-free!", at="2026-11-04T10:00:00+00:00", id_="g")
+    assert not says_otherwise(made, chatty)  # a denial, held by the earlier turn
+    allergic = turn("I'm allergic to penicillin.", at="2026-03-01T10:00:00+00:00", id_="h")
+    assert says_otherwise(turn("I'm not allergic to penicillin.", id_="i"), allergic)
+
+
+def test_a_turn_a_later_one_says_otherwise_of_is_marked():
+    shown = format_turn(turn("Standup is at 9:30."), said_otherwise_by=["msg_2"])
+    assert shown.endswith(f"Standup is at 9:30.\n{SAID_EARLIER.format('msg_2')}\n[/TURN]")
+    assert SAID_EARLIER.split(";")[0] not in format_turn(turn("Standup is at 9:30."))
 
 
 def test_turn_titles_say_who_when_and_what():

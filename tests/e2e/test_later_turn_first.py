@@ -1,0 +1,60 @@
+"""Dated raw turns that say two things of one subject (a user trial's finding): with no
+curated memory, "The billing-api release is on Friday, December 4." (said 2026-11-20) and
+"the billing-api release slipped to Tuesday, December 8." (said 2026-11-26) both come back
+as conversation excerpts for "When is the billing-api release?". They came oldest first,
+nothing saying the Friday turn was out of date. Now the later turn comes first and the
+earlier one is marked as said earlier, a later turn saying otherwise. Two turns of one
+subject that do not contradict (hiking on Saturday, hiking again on Sunday) are both shown
+unmarked: two events, not a correction."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from loci.cli import app as cli_app
+from pipelines.recall.render import SAID_EARLIER
+from tests.assets.support import write_jsonl
+from tests.e2e.chat import recall
+
+MARK = SAID_EARLIER.split(";")[0]
+DEV = {"user_id": "dev", "project_id": "billing-api", "session_id": "s1", "org_id": "default"}
+
+
+def ingest(settings, tmp_path, monkeypatch, rows: list[tuple[str, str]]) -> None:
+    """`loci ingest` of an exported chat: the user's turns `rows` (said at, text)."""
+    monkeypatch.setenv("LOCI_EMBEDDER", "hash")  # the store's embedder
+    exported = write_jsonl(tmp_path / "chat.jsonl", [{**DEV, "role": "user", "at": at, "text": text}
+                                                     for at, text in rows])
+    result = CliRunner().invoke(cli_app, ["ingest", str(exported), "--data-dir", str(settings.data_dir)])
+    assert result.exit_code == 0, result.output
+
+
+def excerpts(found: dict) -> list[str]:
+    """The injected turns, in block order, each as its header and text."""
+    part = (found["injection"] or "").split("CONVERSATION EXCERPTS", 1)[-1]
+    return re.findall(r"\[TURN: [^\]]*\]\n[^\n]*", part)
+
+
+def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_marked(service, tmp_path,
+                                                                                  monkeypatch) -> None:
+    client, settings = service
+    ingest(settings, tmp_path, monkeypatch, [
+        ("2026-11-20T10:00:00Z", "The billing-api release is on Friday, December 4."),
+        ("2026-11-20T10:05:00Z", "I went hiking with my sister on Saturday."),
+        ("2026-11-26T10:00:00Z", "the billing-api release slipped to Tuesday, December 8."),
+        ("2026-11-26T10:05:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
+    ])
+    found = recall(client, DEV, "When is the billing-api release?")
+    shown = excerpts(found)
+    assert len(shown) == 2, shown
+    later, earlier = shown
+    later_id = later.split(" | ", 1)[0].removeprefix("[TURN: ")
+    assert "Tuesday, December 8" in later and "2026-11-26" in later and MARK not in later, shown
+    assert "Friday, December 4" in earlier and "2026-11-20" in earlier, shown
+    assert SAID_EARLIER.format(later_id) in found["injection"].split(earlier, 1)[1].split("[/TURN]")[0], shown
+    # two events of one subject, not a correction: both shown, neither marked
+    found = recall(client, DEV, "When did I go hiking?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and MARK not in found["injection"], shown
