@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import subprocess
 import sys
 import time
@@ -49,14 +51,44 @@ def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
     assert proc.returncode in (0, -15)
 
 
+def answering_pids(base: str, connections: int) -> set[int]:
+    """The worker pids behind `connections` keep-alive connections all opened before the first
+    request, as concurrent chat loops open them (each asks twice: a connection stays with its worker)."""
+    host, port = base.removeprefix("http://").split(":")
+    opened = [http.client.HTTPConnection(host, int(port), timeout=30) for _ in range(connections)]
+    for conn in opened:
+        conn.connect()
+    pids = set()
+    try:
+        for conn in opened:
+            asked = []
+            for _ in range(2):
+                conn.request("GET", "/healthz")
+                asked.append(json.loads(conn.getresponse().read())["pid"])
+            assert asked[0] == asked[1]
+            pids.add(asked[0])
+    finally:
+        for conn in opened:
+            conn.close()
+    return pids
+
+
 def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -> None:
-    """`loci serve --workers 2`: two processes answer on one port; a turn written through
-    one is recalled through whichever worker answers next (the shared inbox)."""
+    """`loci serve --workers 2`: two processes answer on one port, each serving part of the
+    keep-alive connections opened at once (one shared accept queue gave them all to whichever
+    worker woke first); a turn written through one is recalled through whichever worker
+    answers next (the shared inbox)."""
     proc, base = start(tmp_path, workers=2)
     try:
         from bench.harness import worker_pids
 
-        assert len(worker_pids(proc.pid)) == 2
+        workers = set(worker_pids(proc.pid))
+        assert len(workers) == 2
+        answered: set[int] = set()  # /readyz is answered by the first worker up
+        deadline = time.monotonic() + 60
+        while answered != workers and time.monotonic() < deadline:
+            answered.add(httpx.get(f"{base}/healthz").json()["pid"])
+        assert answering_pids(base, connections=16) == workers
         ident = {"user_id": "dana", "project_id": "atlas"}
         with httpx.Client(base_url=base, timeout=30) as client:
             for n in range(6):
