@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from pipelines.settings import Settings
 from tests.fakes.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,29 +79,23 @@ def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -
     keep-alive connections opened at once (one shared accept queue gave them all to whichever
     worker woke first); a turn written through one is recalled through whichever worker
     answers next (the shared inbox)."""
-    proc, base = start(tmp_path, workers=2)
-    try:
-        from bench.harness import worker_pids
+    from bench.harness import ServiceProcess
 
-        workers = set(worker_pids(proc.pid))
+    service = ServiceProcess(Settings(embedder="hash", data_dir=str(tmp_path)), workers=2).start()
+    try:
+        workers = set(service.serving_pids())
         assert len(workers) == 2
-        answered: set[int] = set()  # /readyz is answered by the first worker up
-        deadline = time.monotonic() + 60
-        while answered != workers and time.monotonic() < deadline:
-            answered.add(httpx.get(f"{base}/healthz").json()["pid"])
-        assert answering_pids(base, connections=16) == workers
+        assert answering_pids(service.url, connections=16) == workers
         ident = {"user_id": "dana", "project_id": "atlas"}
-        with httpx.Client(base_url=base, timeout=30) as client:
+        with httpx.Client(base_url=service.url, timeout=30) as client:
             for n in range(6):
                 text = f"The tile cache for region {n} is pinned on edge node kestrel-{n}."
                 r = client.post("/v1/turns", json={"identity": ident, "role": "user", "text": text})
                 assert r.status_code == 201, r.text
                 # Fresh connections: the kernel spreads them over both workers.
-                found = httpx.post(f"{base}/v1/recall", json={"identity": ident, "query": f"kestrel-{n}"},
+                found = httpx.post(f"{service.url}/v1/recall", json={"identity": ident, "query": f"kestrel-{n}"},
                                    timeout=30).json()
                 assert any(f"kestrel-{n}" in hit.get("content", "") + hit.get("title", "")
                            for hit in found["hits"]), found
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    assert proc.returncode in (0, -15)
+        assert service.stop() in (0, -15)
