@@ -35,3 +35,16 @@ class PerWorkerListener(socket.socket):
     def __reduce__(self):
         host, port = self.getsockname()[:2]
         return bind_reuse_port, (host, port)
+
+
+def listener_for_workers(host: str, port: int) -> PerWorkerListener:
+    """The parent's `PerWorkerListener` on (host, port); OSError if anything listens there.
+
+    SO_REUSEPORT alone would let a second service started on a busy port join it and take a
+    share of its connections; a probe bound without it fails as uvicorn's shared socket did."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # as any server: the TIME_WAIT of past connections is no conflict, a listener is
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind((host, port))
+        port = probe.getsockname()[1]  # port 0: the one the kernel picked
+    return bind_reuse_port(host, port, PerWorkerListener)

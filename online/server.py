@@ -21,7 +21,7 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from online.app import create_app
-from online.listener import PerWorkerListener, bind_reuse_port
+from online.listener import listener_for_workers
 from pipelines.settings import Settings
 
 SETTINGS_ENV = "LOCI_SERVE_SETTINGS"  # how the worker processes get the parent's settings
@@ -52,7 +52,7 @@ def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> N
         return
     uvicorn_log = logging.getLogger("uvicorn.error")
     try:
-        listener = bind_reuse_port(settings.host, settings.port, PerWorkerListener)
+        listener = listener_for_workers(settings.host, settings.port)
     except OSError as exc:  # as uvicorn does for one worker: the message, no traceback
         uvicorn_log.error(exc)
         sys.exit(STARTUP_FAILURE)
