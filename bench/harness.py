@@ -167,7 +167,7 @@ class ServiceProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"service exited with {self.proc.returncode}: {self.log_tail()}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200 and self._every_worker_answers():
                     return self
             except httpx.TransportError:
                 pass
@@ -175,6 +175,15 @@ class ServiceProcess:
                 self.kill()
                 raise RuntimeError(f"service not ready after {self.ready_timeout_s}s: {self.log_tail()}")
             time.sleep(0.05)
+
+    def _every_worker_answers(self) -> bool:
+        """/readyz is answered by the first worker up; a run started then would open its
+        keep-alive connections while another worker is still loading and never use it. Fresh
+        connections reach each worker that listens (one queue each), so ask /healthz for pids."""
+        if self.workers == 1:
+            return True
+        answered = {httpx.get(f"{self.url}/healthz", timeout=2).json()["pid"] for _ in range(8 * self.workers)}
+        return answered >= set(self.serving_pids()) and len(answered) == self.workers
 
     @property
     def pid(self) -> int:

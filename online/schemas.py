@@ -209,6 +209,7 @@ class ErrorResponse(msgspec.Struct, kw_only=True):
 
 class HealthResponse(msgspec.Struct, kw_only=True):
     status: str
+    pid: int  # the answering process: with `loci serve --workers N`, which worker
 
 
 class StateReport(msgspec.Struct, kw_only=True):

@@ -1,22 +1,27 @@
 """`serve(settings)`: run the recall service on uvicorn (`loci serve` calls it).
 
 `workers=1` serves the app in this process. `workers=N` starts N uvicorn worker processes
-on one socket: each loads the published snapshot itself, but the index (and with it every
-vector) is memory-mapped read-only, so the workers share one copy in the page cache; the
-inbox is SQLite in WAL mode and every worker reads the same delta, so a write through one
-worker is recalled by another on the next request. Beyond one machine: run several such
-services on the same data directory behind any load balancer.
+on one port, each accepting connections from its own queue (`PerWorkerListener`): each
+loads the published snapshot itself, but the index (and with it every vector) is
+memory-mapped read-only, so the workers share one copy in the page cache; the inbox is
+SQLite in WAL mode and every worker reads the same delta, so a write through one worker is
+recalled by another on the next request. Beyond one machine: run several such services on
+the same data directory behind any load balancer.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import msgspec
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+from uvicorn.supervisors import Multiprocess
 
 from online.app import create_app
+from online.listener import listener_for_workers
 from pipelines.settings import Settings
 
 SETTINGS_ENV = "LOCI_SERVE_SETTINGS"  # how the worker processes get the parent's settings
@@ -39,5 +44,18 @@ def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> N
         return
     # Worker processes are spawned and import the app factory: settings travel in the environment.
     os.environ[SETTINGS_ENV] = msgspec.json.encode(settings).decode()
-    uvicorn.run("online.server:app_from_env", factory=True, workers=workers, host=settings.host,
-                port=settings.port, log_level=log_level, timeout_graceful_shutdown=10)
+    config = uvicorn.Config("online.server:app_from_env", factory=True, workers=workers,
+                            host=settings.host, port=settings.port, log_level=log_level,
+                            timeout_graceful_shutdown=10)
+    if sys.platform != "linux":  # SO_REUSEPORT balances only on Linux: uvicorn's one shared socket
+        Multiprocess(config, sockets=[config.bind_socket()]).run()
+        return
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    try:
+        listener = listener_for_workers(settings.host, settings.port)
+    except OSError as exc:  # as uvicorn does for one worker: the message, no traceback
+        uvicorn_log.error(exc)
+        sys.exit(STARTUP_FAILURE)
+    uvicorn_log.info("Uvicorn running on http://%s:%d with %d workers, one accept queue each "
+                     "(Press CTRL+C to quit)", settings.host, listener.getsockname()[1], workers)
+    Multiprocess(config, sockets=[listener]).run()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from litestar import Controller, get, post
 from litestar.datastructures import State
 from litestar.di import Provide
@@ -23,7 +25,7 @@ class HealthController(Controller):
 
     @get("/healthz", sync_to_thread=False, summary="Liveness: the process answers.")
     def healthz(self) -> HealthResponse:
-        return HealthResponse(status="ok")
+        return HealthResponse(status="ok", pid=os.getpid())
 
     @get("/readyz", sync_to_thread=True, summary="Readiness: a snapshot or an empty store is loaded.",
          responses={503: ResponseSpec(data_container=StateReport, generate_examples=False,

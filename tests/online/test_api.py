@@ -3,6 +3,7 @@ bad-input cases: each answers a 4xx with a clear JSON error, never a 500."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -98,7 +99,7 @@ def assert_client_error(resp, status: int, *words: str) -> dict:
 
 
 def test_healthz_readyz_and_openapi(shared: TestClient) -> None:
-    assert shared.get("/healthz").json() == {"status": "ok"}
+    assert shared.get("/healthz").json() == {"status": "ok", "pid": os.getpid()}
     ready = shared.get("/readyz")
     assert ready.status_code == 200
     body = ready.json()

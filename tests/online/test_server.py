@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 import subprocess
 import sys
 import time
@@ -9,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from pipelines.settings import Settings
 from tests.fakes.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,26 +52,50 @@ def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
     assert proc.returncode in (0, -15)
 
 
-def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -> None:
-    """`loci serve --workers 2`: two processes answer on one port; a turn written through
-    one is recalled through whichever worker answers next (the shared inbox)."""
-    proc, base = start(tmp_path, workers=2)
+def answering_pids(base: str, connections: int) -> set[int]:
+    """The worker pids behind `connections` keep-alive connections all opened before the first
+    request, as concurrent chat loops open them (each asks twice: a connection stays with its worker)."""
+    host, port = base.removeprefix("http://").split(":")
+    opened = [http.client.HTTPConnection(host, int(port), timeout=30) for _ in range(connections)]
+    for conn in opened:
+        conn.connect()
+    pids = set()
     try:
-        from bench.harness import worker_pids
+        for conn in opened:
+            asked = []
+            for _ in range(2):
+                conn.request("GET", "/healthz")
+                asked.append(json.loads(conn.getresponse().read())["pid"])
+            assert asked[0] == asked[1]
+            pids.add(asked[0])
+    finally:
+        for conn in opened:
+            conn.close()
+    return pids
 
-        assert len(worker_pids(proc.pid)) == 2
+
+def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -> None:
+    """`loci serve --workers 2`: two processes answer on one port, each serving part of the
+    keep-alive connections opened at once (one shared accept queue gave them all to whichever
+    worker woke first); a turn written through one is recalled through whichever worker
+    answers next (the shared inbox)."""
+    from bench.harness import ServiceProcess
+
+    service = ServiceProcess(Settings(embedder="hash", data_dir=str(tmp_path)), workers=2).start()
+    try:
+        workers = set(service.serving_pids())
+        assert len(workers) == 2
+        assert answering_pids(service.url, connections=16) == workers
         ident = {"user_id": "dana", "project_id": "atlas"}
-        with httpx.Client(base_url=base, timeout=30) as client:
+        with httpx.Client(base_url=service.url, timeout=30) as client:
             for n in range(6):
                 text = f"The tile cache for region {n} is pinned on edge node kestrel-{n}."
                 r = client.post("/v1/turns", json={"identity": ident, "role": "user", "text": text})
                 assert r.status_code == 201, r.text
                 # Fresh connections: the kernel spreads them over both workers.
-                found = httpx.post(f"{base}/v1/recall", json={"identity": ident, "query": f"kestrel-{n}"},
+                found = httpx.post(f"{service.url}/v1/recall", json={"identity": ident, "query": f"kestrel-{n}"},
                                    timeout=30).json()
                 assert any(f"kestrel-{n}" in hit.get("content", "") + hit.get("title", "")
                            for hit in found["hits"]), found
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    assert proc.returncode in (0, -15)
+        assert service.stop() in (0, -15)
