@@ -22,7 +22,7 @@ from pipelines.materialize import (
     in_quarantine,
     proposal_item_id,
 )
-from pipelines.policy import _contradictions as contradictions_of
+from pipelines.policy import contradictions as contradictions_of
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (

@@ -277,7 +277,7 @@ class Policy:
             )
         if not _has_provenance(ctx.provenance) and not item.why_store.strip():
             yield RuleHit("soft.no_evidence", "quarantine", "no provenance and no why_store")
-        for other, key in _contradictions(item, ctx.existing):
+        for other, key in contradictions(item, ctx.existing):
             yield RuleHit(
                 "soft.contradiction",
                 "quarantine",
@@ -515,7 +515,7 @@ def _unique(values: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------- contradictions
 
 
-def _contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
+def contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
     """Stored claims the proposal conflicts with, by the one conflict rule recall and
     /v1/conflicts use (pipelines.recall.conflicts)."""
     if not existing:
