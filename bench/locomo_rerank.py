@@ -120,7 +120,7 @@ def run(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, A
         raise driver.BenchDataError(f"no published snapshot under {workdir}: run `loci bench locomo "
                                     f"--workdir {workdir}` first")
     embedder, service, view, _, _ = _start_service(settings)
-    _embed_questions(embedder, conversations)
+    _embed_questions(embedder, conversations, service, view)
     rows = collect(service, view, conversations, args.pool)
     penalty = SESSION_PENALTY if args.session_penalty is None else args.session_penalty
     tune = set(args.tune)

@@ -120,6 +120,18 @@ class VisibleCorpora:
                     out[held.id] = held
         return list(out.values())
 
+    def speakers_named(self, grams: Collection[str]) -> set[str]:
+        """The `grams` that are the title (the speaker) of a raw turn the caller may see."""
+        out = set()
+        for gram in grams:
+            for ci, c in enumerate(self.corpora):
+                rows = c.title_rows.get(gram)
+                if rows is not None and any(c.items[row].type == "message"
+                                            for row in rows[self.allowed[ci][rows]].tolist()):
+                    out.add(gram)
+                    break
+        return out
+
     def vector(self, ci: int, row: int) -> np.ndarray | None:
         c = self.corpora[ci]
         return c.vectors[row] if c.vectors is not None else None

@@ -44,7 +44,7 @@ from .corpus import MemoryCorpus
 from .dates import asks_when, question_dates
 from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
-from .lexical import label_ngrams, query_terms
+from .lexical import label_ngrams, query_terms, without_names
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
 from .query import RecallError, RecallFilters, asked_types, asks_about_self, check_request, parse_now
 from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
@@ -91,6 +91,12 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     # Speaker linking: a raw turn said by someone the question names ("What did Caroline
     # research?") is boosted: what a person did is mostly told by that person.
     w_speaker: float = 0.0
+    # The query vector is made without the names of speakers the question names ("What do
+    # Melanie's kids like?" is embedded as "What do kids like?"): a stored turn's words
+    # rarely say who said it, but the other speaker's turns say the name ("Thanks,
+    # Melanie!"), so with it the vector finds turns said *to* the person. BM25 keeps the
+    # name (bench/README.md: LoCoMo, held-out multi-hop and open-domain).
+    dense_without_speakers: bool = True
     # Session spread: after the first `spread_after` raw turns, each further raw turn is
     # picked greedily by score * spread_decay**(turns already picked from its session), so
     # the top-k reaches more sessions (questions whose answer is spread over several
@@ -280,6 +286,16 @@ class RecallEngine:
         q.timings["total"] = (time.perf_counter() - t0) * 1e3
         return self._result(q)
 
+    def query_vector_text(self, query: str, identity: Identity,
+                          corpora: Sequence[MemoryCorpus] | MemoryCorpus, options: RecallOptions | None = None
+                          ) -> str:
+        """The text a recall of `query` by `identity` embeds (the bench embeds it ahead of
+        its timed loop, one text a call as the service does)."""
+        q = self._request(query, identity, corpora, "catalog", None, False, None, options,
+                          self._filters((), None, None, None, options))
+        self._scope(q)
+        return vector_text(q.text, q.view, label_ngrams(q.text), q.opts)
+
     def ranking(self, query: str, identity: Identity, corpora: Sequence[MemoryCorpus] | MemoryCorpus,
                 options: RecallOptions | None = None) -> RecallQuery:
         """The recall's stages up to the ranking (no Q*, nothing rendered): `ranked` holds
@@ -330,7 +346,7 @@ class RecallEngine:
         q.terms = query_terms(q.text)
         q.grams = label_ngrams(q.text)
         if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
-            q.qvec = self._embed(q.text, q.corpora, q.degraded)
+            q.qvec = self._embed(vector_text(q.text, q.view, q.grams, q.opts), q.corpora, q.degraded)
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
@@ -461,6 +477,14 @@ class RecallEngine:
         return vec / norm if norm > 0 else None
 
 
+def vector_text(query: str, view: VisibleCorpora, grams: set[str], opts: RecallOptions) -> str:
+    """What the query vector is made from: the question, without the names of the speakers
+    it names (`RecallOptions.dense_without_speakers`)."""
+    if not opts.dense_without_speakers:
+        return query
+    return without_names(query, view.speakers_named(grams))
+
+
 def found_message(query: str, shown: int, relevant: int, ranked: int) -> str:
     """What the caller is told: the number of memories shown (always-inject included)."""
     q = query.strip()
@@ -474,4 +498,4 @@ def found_message(query: str, shown: int, relevant: int, ranked: int) -> str:
 
 
 __all__ = ["Hit", "RecallEngine", "RecallError", "RecallOptions", "RecallQuery", "RecallResult",
-           "found_message"]
+           "found_message", "vector_text"]

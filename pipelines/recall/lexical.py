@@ -58,6 +58,18 @@ def normalise_label(label: str) -> str:
     return " ".join(words(label))
 
 
+def without_names(text: str, names: Iterable[str]) -> str:
+    """`text` with each of `names` (normalised labels: "mara quinn") left out, a possessive
+    with it ("Melanie's"); the text as it was when nothing else would be left."""
+    spelled = sorted({n for n in names if n}, key=len, reverse=True)
+    if not spelled:
+        return text
+    pattern = re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, n.split())) for n in spelled)
+                         + r")(?:['\u2019]s)?\b", re.IGNORECASE)
+    left = re.sub(r"\s+", " ", pattern.sub("", unicodedata.normalize("NFKC", text))).strip()
+    return left if words(left) else text
+
+
 def label_ngrams(text: str, max_n: int = 4) -> set[str]:
     """All 1..max_n word n-grams of the text, for exact tag/entity matching. Single stopwords
     are left out so a tag like "it" never matches by accident."""

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from pipelines.recall.corpus import CorpusError, MemoryCorpus
-from pipelines.recall.lexical import LexicalIndex, label_ngrams, normalise_label, query_terms, tokenize
+from pipelines.recall.lexical import (
+    LexicalIndex,
+    label_ngrams,
+    normalise_label,
+    query_terms,
+    tokenize,
+    without_names,
+)
 from pipelines.recall.query import RecallFilters
 from pipelines.records import Identity, Link, MemoryItem, PalaceLocation, Provenance, Scope
 
@@ -51,6 +58,14 @@ def test_tokeniser_is_lowercase_word_split_without_stopwords_or_stemming():
     assert normalise_label("Project_Phoenix") == normalise_label("project  phoenix")
     assert "project phoenix" in label_ngrams("Tell me about Project Phoenix now")
     assert "the" not in label_ngrams("the inbox")  # single stopwords never match a label
+
+
+def test_without_names_leaves_out_each_name_and_its_possessive_whatever_the_case():
+    assert without_names("What do Melanie's kids like?", ["melanie"]) == "What do kids like?"
+    assert without_names("Did mara  QUINN meet Jon?", ["mara quinn", "jon"]) == "Did meet ?"
+    assert without_names("What did Johnny say to John’s son?", ["john"]) == "What did Johnny say to son?"
+    assert without_names("Melanie?", ["melanie"]) == "Melanie?"  # nothing else to embed: as it was
+    assert without_names("What did Ann say?", []) == "What did Ann say?"
 
 
 def test_bm25_normalised_scores_are_in_unit_range_and_rank_matches_first():

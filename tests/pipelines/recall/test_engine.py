@@ -667,6 +667,37 @@ def test_speaker_link_boosts_the_turns_of_the_named_speaker():
     assert hit_ids(linked)[:2] == ["a2", "a3"] and after["c1"].score / before["c1"] > 1.3
 
 
+class RecordingEmbedder(BagOfWordsEmbedder):
+    def __init__(self):
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_the_query_vector_leaves_out_the_speakers_the_question_names():
+    # Vectors of the turns' own words: the other speaker's turn says the name, not the one
+    # who did what is asked.
+    items = [turn("a1", "Ann", "I like hiking in the hills.", "s-a", 1),
+             turn("b1", "Bob", "Ann, you were great, thanks Ann.", "s-a", 2),
+             mem("f1", "Cleo", "Cleo is the project's designer.", kind="user")]
+    c = MemoryCorpus(items, EMB.embed([i.content for i in items]), source="snapshot")
+    dense_only = RecallOptions(qstar=False, lexical=False, labels=False, rerank_pool=0)
+    named = RecallOptions(qstar=False, lexical=False, labels=False, rerank_pool=0, dense_without_speakers=False)
+    question = "What does Ann like?"
+    assert hit_ids(engine().recall(question, ME, c, mode="catalog", k=2, options=dense_only))[0] == "a1"
+    assert hit_ids(engine().recall(question, ME, c, mode="catalog", k=2, options=named))[0] == "b1"
+    recording = RecordingEmbedder()
+    eng = engine(embedder=recording)
+    eng.recall("What does Ann's friend Cleo like?", ME, c, mode="catalog", options=dense_only)
+    assert recording.texts[-1] == "What does friend Cleo like?"  # Cleo titles a fact, not a turn
+    assert eng.query_vector_text("What does Ann's friend Cleo like?", ME, c, dense_only) == recording.texts[-1]
+    other = Identity(user_id="u2", project_id="p1", session_id="s1", org_id="o1")
+    eng.recall("What does Ann like?", other, c, mode="catalog", options=dense_only)
+    assert recording.texts[-1] == "What does Ann like?"  # Ann's turns are not the caller's to see
+
+
 def test_session_spread_reaches_another_session_sooner_and_keeps_the_head():
     c = corpus(chat())
     question = "lake camping"
