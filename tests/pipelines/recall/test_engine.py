@@ -653,9 +653,11 @@ def hit_ids(result) -> list[str]:
 def test_speaker_link_boosts_the_turns_of_the_named_speaker():
     c = corpus(chat())
     question = "What lake camping trip did Bob talk about?"
-    plain = engine().recall(question, ME, c, mode="catalog", k=5, options=RecallOptions(qstar=False))
+    # The name in the query vector too, so the plain ranking holds Bob's turns low.
+    plain = engine().recall(question, ME, c, mode="catalog", k=5,
+                            options=RecallOptions(qstar=False, dense_without_speakers=False))
     linked = engine().recall(question, ME, c, mode="catalog", k=5,
-                             options=RecallOptions(qstar=False, w_speaker=0.5))
+                             options=RecallOptions(qstar=False, w_speaker=0.5, dense_without_speakers=False))
     before = {h.item.id: h.score for h in plain.hits}
     after = {h.item.id: h for h in linked.hits}
     for item_id, hit in after.items():
@@ -752,8 +754,11 @@ def test_a_turn_said_around_the_date_the_question_names_is_lifted():
                 dated("may", "I watched a movie last night.", "2022-05-02T10:00:00+00:00", 2),
                 dated("nov", "I watched a movie, a long movie.", "2022-11-02T10:00:00+00:00", 3)])
     question = "What movie did Ann watch on 1 May, 2022?"
-    plain = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False, w_date=0.0))
-    dated_hits = engine().recall(question, ME, c, mode="catalog", k=3, options=RecallOptions(qstar=False))
+    # The date lift alone: the query vector as it was made before speakers were left out.
+    plain = engine().recall(question, ME, c, mode="catalog", k=3,
+                            options=RecallOptions(qstar=False, w_date=0.0, dense_without_speakers=False))
+    dated_hits = engine().recall(question, ME, c, mode="catalog", k=3,
+                                 options=RecallOptions(qstar=False, dense_without_speakers=False))
     assert hit_ids(dated_hits).index("may") < hit_ids(plain).index("may")
     before = {h.item.id: h for h in plain.hits}
     after = {h.item.id: h for h in dated_hits.hits}
