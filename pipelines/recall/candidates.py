@@ -126,8 +126,7 @@ class VisibleCorpora:
         for gram in grams:
             for ci, c in enumerate(self.corpora):
                 rows = c.title_rows.get(gram)
-                if rows is not None and any(c.items[row].type == "message"
-                                            for row in rows[self.allowed[ci][rows]].tolist()):
+                if rows is not None and c.of_type(rows[self.allowed[ci][rows]], "message").any():
                     out.add(gram)
                     break
         return out

@@ -365,6 +365,10 @@ class MemoryCorpus:
 
     # -- scope and filters ----------------------------------------------------------------
 
+    def of_type(self, rows: np.ndarray, item_type: str) -> np.ndarray:
+        """Which of `rows` hold an item of this type (one comparison over those rows only)."""
+        return self._type_of[rows] == self._codes["type"].get(item_type, -1)
+
     def type_mask(self, types: Iterable[str]) -> np.ndarray:
         """Rows whose item type is one of `types`."""
         codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
