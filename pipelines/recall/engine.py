@@ -92,10 +92,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     # research?") is boosted: what a person did is mostly told by that person.
     w_speaker: float = 0.0
     # The query vector is made without the names of speakers the question names ("What do
-    # Melanie's kids like?" is embedded as "What do kids like?"): a stored turn's words
-    # rarely say who said it, but the other speaker's turns say the name ("Thanks,
-    # Melanie!"), so with it the vector finds turns said *to* the person. BM25 keeps the
-    # name (bench/README.md: LoCoMo, held-out multi-hop and open-domain).
+    # Melanie's kids like?" is embedded as "What do kids like?"): the answer rarely says
+    # the name, the other speaker's turns do ("Thanks, Melanie!"), so with it the vector
+    # finds turns said *to* the person. BM25 keeps the name (it matches the speaker's own
+    # turns by their title). bench/README.md: LoCoMo, held-out multi-hop and open-domain.
     dense_without_speakers: bool = True
     # Session spread: after the first `spread_after` raw turns, each further raw turn is
     # picked greedily by score * spread_decay**(turns already picked from its session), so
