@@ -29,7 +29,7 @@ from pipelines.recall.conflicts import (
     RETIRED_BY_USER,
     Corrections,
     conflict_reason,
-    contradicted,
+    corrected,
     corrections,
     is_claim,
     read_claim,
@@ -351,18 +351,20 @@ def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float
                for old in corrected)
 
 
-def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> list[str]:
-    """Ids of the claims in `item`'s own scope (same kind, same owners) that `item`
-    contradicts, among `found`: when a reviewer approves a claim held for contradicting
-    someone else's, the approval is the correction, so it supersedes them as an author's
-    correction of their own claim does (they leave recall and keep their history)."""
+def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> Corrections:
+    """What `item` corrects among the claims in its own scope (same kind, same owners) in
+    `found`: when a reviewer approves a claim (or an edit) held for contradicting someone
+    else's, the approval is the correction, so it corrects them as an author's correction
+    of their own claim does (`conflicts.corrected`): those it replaces leave recall and keep
+    their history, a note it corrects a detail of stays, linked with `refines`."""
     if not is_claim(item):
-        return []
+        return Corrections([], [], [])
     owner = Identity(user_id=item.scope.user_id, project_id=item.scope.project_id,
                      session_id=item.scope.session_id, org_id=item.scope.org_id)
     same_scope = [old for old in found if old.id != item.id and old.scope.kind == item.scope.kind
                   and old.scope.visible_to(owner) and not in_quarantine(old)]
-    return sorted(old.id for old, _ in contradicted(read_claim(item), same_scope))
+    replaced, in_part = corrected(read_claim(item), same_scope)
+    return Corrections(replaced, in_part, [])
 
 
 def _evidence(proposal: ProposedItem, turn_ref: str | None, answers: str | None,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.materialize import in_quarantine, message_item_id
+from pipelines.materialize import held_against, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
@@ -106,8 +106,9 @@ class VisibleCorpora:
         return None
 
     def held_against(self, item: MemoryItem) -> list[MemoryItem]:
-        """The claims the caller may see held in quarantine for contradicting `item`, or a
-        claim consolidation merged into it (`merged_from`), by their `HELD_AGAINST` whether
+        """The claims the caller may see held in quarantine (or carrying an edit held) for
+        contradicting `item`, or a claim consolidation merged into it (`merged_from`), by
+        their `HELD_AGAINST` (`materialize.held_against_ids`) whether
         or not the query found them: an index lookup per delivered claim. Approved or
         rejected since (a newer version), they wait no more."""
         out: dict[str, MemoryItem] = {}
@@ -115,8 +116,8 @@ class VisibleCorpora:
         for c in self.corpora:
             for row in (row for item_id in contested for row in c.held_against_rows.get(item_id, ())):
                 held = self.newest(c.items[row].id)
-                if (held is not None and held.id not in out and in_quarantine(held)
-                        and held.scope.visible_to(self.who)):
+                if (held is not None and held.id not in out and held.scope.visible_to(self.who)
+                        and any(held_against(held, i) for i in contested)):
                     out[held.id] = held
         return list(out.values())
 

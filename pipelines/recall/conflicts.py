@@ -1715,10 +1715,19 @@ def corrections(title: str, content: str, item_type: str, scope_kind: str, autho
     if retiring:
         new = proposed_claim(title, content, item_type, scope_kind, retiring)
     own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
+    replaced, in_part = corrected(new, own)
+    return Corrections(replaced, in_part, retiring)
+
+
+def corrected(new: Claim, existing: Iterable[MemoryItem]) -> tuple[list[str], list[str]]:
+    """Ids of the claims among `existing` (those `new` may correct) that it replaces whole
+    and those it corrects a detail of (`corrects_in_part`: linked with `refines`, they
+    stay). The one place every door that corrects decides it: a write, a turn's proposal,
+    an edit of what an item says, a reviewer's approval of a held claim or edit."""
     replaced, in_part = [], []
-    for old, reason in contradicted(new, own):
+    for old, reason in contradicted(new, existing):
         (in_part if reason == SAME_SUBJECT and corrects_in_part(new, read_claim(old)) else replaced).append(old.id)
-    return Corrections(sorted(replaced), sorted(in_part), retiring)
+    return sorted(replaced), sorted(in_part)
 
 
 def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
@@ -1773,6 +1782,6 @@ def _value_stems(values: Iterable[str]) -> frozenset[str]:
     return frozenset(_STEMS(sorted(_value_words(values))))
 
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by",
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
            "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
            "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]

@@ -32,7 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from pipelines.materialize import HELD_AGAINST
+from pipelines.materialize import held_against_ids
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
@@ -168,8 +168,8 @@ class MemoryCorpus:
                     summaries_by_turn[ref].append(row)
             for link in it.links:
                 links_in[link.to].append((link.rel, row))
-            for contested in it.metadata.get(HELD_AGAINST) or ():  # a claim held for contradicting it
-                held_against[str(contested)].append(row)
+            for contested in held_against_ids(it):  # a claim (or an edit of one) held for contradicting it
+                held_against[contested].append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}

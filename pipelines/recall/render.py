@@ -128,6 +128,7 @@ PENDING_KINDS = {
     "edit": "a change to this memory",
     "retraction": "a request to forget this memory",
     "claim": "a claim contradicting this memory",
+    "rival edit": "a change to another memory that would contradict this one",
 }
 
 
