@@ -146,7 +146,10 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
-    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became)\b",
+    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
+    # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
+    r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
+    r"pushed\s+(?:back|out|up|forward|to))\b",
     re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
@@ -349,7 +352,7 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
+MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -600,7 +603,7 @@ def _ends(a: Claim, b: Claim) -> bool:
 def _measures(values: Iterable[str]) -> frozenset[str]:
     """The values that are numbers with a unit ("4 space"); not a day of a month ("14
     march": "14 March" and "28 March" are two days, not two counts in one unit)."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in _MONTH_STEMS)
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS)
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:
