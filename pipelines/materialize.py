@@ -276,6 +276,14 @@ def held_against_ids(item: MemoryItem) -> list[str]:
     return [str(i) for i in dict.fromkeys(named)]
 
 
+def held_unnamed(item: MemoryItem) -> bool:
+    """A claim held in quarantine for contradicting stored claims (`CONTRADICTION_RULE`)
+    that does not name them: stored before `HELD_AGAINST` was kept. Recall finds what it
+    contradicts by the policy's own check instead (`VisibleCorpora.held_against`)."""
+    return (in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
+            and not item.metadata.get(HELD_AGAINST))
+
+
 def held_against(rival: MemoryItem, item_id: str) -> bool:
     """Whether `rival` waits for a reviewer now for contradicting the claim `item_id`: held
     in quarantine for it, or carrying an edit held for it (`held_by_edit`)."""

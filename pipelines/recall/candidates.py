@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.materialize import held_against, message_item_id
-from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
+from pipelines.materialize import held_against, held_unnamed, in_quarantine, message_item_id
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
@@ -77,6 +77,18 @@ class Candidate:
         return (self.tier, -self.score, SCOPE_RANK[self.item.scope.kind], self.item.id)
 
 
+def _held_for(held: MemoryItem, item: MemoryItem) -> bool:
+    """Whether the write policy's contradiction check (`pipelines.policy.contradictions`,
+    the one that held it) finds `held` contradicting `item`, as it checked a proposal
+    against the stored claims of its scope kind (not those in quarantine)."""
+    from pipelines.policy import contradictions  # a module-level import would cycle (policy reads conflicts)
+
+    if held.id == item.id or held.scope.kind != item.scope.kind or in_quarantine(item):
+        return False
+    said = ProposedItem(type=held.type, title=held.title, content=held.content, scope=held.scope.kind)
+    return any(True for _ in contradictions(said, [item]))
+
+
 class VisibleCorpora:
     """The corpora as one caller sees them: allowed masks (scope first), shadowing."""
 
@@ -118,6 +130,11 @@ class VisibleCorpora:
                 held = self.newest(c.items[row].id)
                 if (held is not None and held.id not in out and held.scope.visible_to(self.who)
                         and any(held_against(held, i) for i in contested)):
+                    out[held.id] = held
+            for row in c.held_unnamed_rows:  # held before the ids were kept: asked as the policy did
+                held = self.newest(c.items[row].id)
+                if (held is not None and held.id not in out and held_unnamed(held)
+                        and held.scope.visible_to(self.who) and _held_for(held, item)):
                     out[held.id] = held
         return list(out.values())
 

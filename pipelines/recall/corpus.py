@@ -32,7 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from pipelines.materialize import held_against_ids
+from pipelines.materialize import held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
@@ -153,6 +153,7 @@ class MemoryCorpus:
         summaries_by_turn: dict[str, list[int]] = defaultdict(list)
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
         held_against: dict[str, list[int]] = defaultdict(list)
+        unnamed: list[int] = []
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
             by_audience[it.scope.audience_key()].append(row)
@@ -170,6 +171,8 @@ class MemoryCorpus:
                 links_in[link.to].append((link.rel, row))
             for contested in held_against_ids(it):  # a claim (or an edit of one) held for contradicting it
                 held_against[contested].append(row)
+            if held_unnamed(it):  # held before the ids were kept: checked on read
+                unnamed.append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
@@ -178,6 +181,7 @@ class MemoryCorpus:
         self.summary_rows_by_turn = dict(summaries_by_turn)
         self.links_in = dict(links_in)
         self.held_against_rows = dict(held_against)  # contested id -> rows held against it
+        self.held_unnamed_rows = unnamed  # held for contradicting claims they do not name (`held_unnamed`)
 
     def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
         """Palace rooms: explicit locations win over item.metadata["palace"]."""

@@ -88,3 +88,19 @@ def test_a_held_edit_contradicting_a_claim_is_said_on_that_claim(service) -> Non
     tool(client, TOM, "memory.review", {"id": mine, "decision": "reject"})  # its editor withdraws it
     shown = entries(recall(client, IRIS, "Which is the harbour town?")["injection"])
     assert "PENDING_REVIEW" not in shown[ashford], shown
+
+
+def test_a_claim_held_before_it_named_what_it_contradicts_is_still_said(service, monkeypatch) -> None:
+    """A store written before held claims kept the ids they contradict (`held_against`):
+    Tom's held claim is found from Iris's claim by the policy's own check, though the
+    query ("Ashford") finds only hers."""
+    client, _ = service
+    ashford = propose(client, IRIS, "fact", "Harbour", "The harbour town is Ashford.")["item_id"]
+    monkeypatch.setattr("pipelines.capture.contradictions_of", lambda *_: ())  # what capture kept then
+    (held,) = tool(client, TOM, "memory.propose", {"items": [
+        {"type": "fact", "title": "Town", "content": "The harbour town is Greyhaven."}]})["proposals"]
+    assert held["action"] == "quarantine", held
+    found = recall(client, IRIS, "Ashford", mode="hybrid")
+    assert [h["id"] for h in found["hits"]] == [ashford], found["hits"]
+    shown = entries(found["injection"])
+    assert "| PENDING_REVIEW]" in shown[ashford] and "a claim contradicting this memory by tom" in shown[ashford], shown
