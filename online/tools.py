@@ -34,6 +34,7 @@ from online.state import MemoryService, View
 from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
+    DISAGREES_WITH,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
@@ -530,7 +531,7 @@ class ToolDispatcher:
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
-        verdict, fixes, contradicts = govern_claim(
+        verdict, fixes, contradicts, disagrees = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (),
@@ -566,7 +567,8 @@ class ToolDispatcher:
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
                       "requested_tier": args.item.tier,
                       **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
-                      **({HELD_AGAINST: contradicts} if contradicts else {})},
+                      **({HELD_AGAINST: contradicts} if contradicts else {}),
+                      **({DISAGREES_WITH: disagrees} if disagrees else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,

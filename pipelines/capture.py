@@ -17,6 +17,7 @@ from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
+    DISAGREES_WITH,
     HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
@@ -283,6 +284,10 @@ class GovernedClaim(NamedTuple):
     # them (`pipelines.materialize.HELD_AGAINST`), so each delivered one says a change to it
     # waits, whatever recall's query found (`VisibleCorpora.held_against`).
     contradicts: list[str]
+    # Accepted, the stored claims it still disagrees with (another scope kind, someone's echo
+    # of what the author corrects): its item names them (`materialize.DISAGREES_WITH`), so
+    # recall brings the two in together, whichever the query found.
+    disagrees: list[str] = []
 
 
 def govern_claim(
@@ -323,12 +328,18 @@ def govern_claim(
         existing=existing,
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
-    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
+    accepted = verdict.action == "accept"
+    # One check for both: what a held claim contradicts in its scope kind, what an accepted
+    # one disagrees with anywhere it was checked against (never what it corrects).
+    against = sorted({old.id for old, _ in contradictions_of(proposal, [
+        it for it in found if it.id not in replaced and not in_quarantine(it)])}) if held or accepted else []
+    in_scope = {it.id for it in existing}
+    contradicts = [i for i in against if i in in_scope] if held else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.
-    return GovernedClaim(verdict, fixes if verdict.action == "accept" else Corrections([], [], fixes.retiring),
-                         contradicts)
+    return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
+                         contradicts, against if accepted else [])
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -395,13 +406,15 @@ def _govern_proposal(
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
-    verdict, fixes, contradicts = govern_claim(
+    verdict, fixes, contradicts, disagrees = govern_claim(
         policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
         author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
     title = shown_title(policy, proposal, verdict)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
     if contradicts:
         payload[HELD_AGAINST] = contradicts
+    if disagrees:
+        payload[DISAGREES_WITH] = disagrees
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)

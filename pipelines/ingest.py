@@ -290,7 +290,7 @@ def import_items_jsonl(
             verdict = Verdict(action="accept", reasons=["forgotten in the exported store"])
         elif existing is not None and is_claim(item) and item.validation != "retracted":
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
-            verdict, _, contradicts = govern_claim(policy, proposal, provenance=item.provenance, found=found,
+            verdict, _, contradicts, _ = govern_claim(policy, proposal, provenance=item.provenance, found=found,
                                                    scope_kind=item.scope.kind, author_user_id=who.user_id)
             if contradicts:  # held: the claims it contradicts say a change waits
                 item = msgspec.structs.replace(item, metadata={**item.metadata, HELD_AGAINST: contradicts})

@@ -181,6 +181,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             # what the user's words it records retired (`conflicts.retired_by_evidence`)
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
             **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
+            **({DISAGREES_WITH: [str(old) for old in p[DISAGREES_WITH]]} if p.get(DISAGREES_WITH) else {}),
         },
     )
 
@@ -223,6 +224,11 @@ HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside
 # found. Not a `contradicts` link: that would make the conflict rule name the link, not
 # what differs, as the reason (/v1/conflicts, the review page).
 HELD_AGAINST = "held_against"
+# Metadata key of an accepted claim that still disagrees with stored claims when written (in
+# another scope kind, or someone's echo of what its author corrected): their ids
+# (`pipelines.capture.GovernedClaim.disagrees`). Recall pulls the two in together
+# (`MemoryCorpus.disagreed_rows`), so the claim the query found is shown with its conflict.
+DISAGREES_WITH = "disagrees_with"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.materialize import held_against, held_unnamed, in_quarantine, message_item_id
+from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
@@ -438,13 +438,19 @@ class CandidateSearch:
         if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
             # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
             title = own.title_key(cand.row)
-            if not any(item_id in c.links_in or (title and title in c.title_rows)
+            if not any(item_id in c.links_in or item_id in c.disagreed_rows or (title and title in c.title_rows)
                        for ci, c in enumerate(view.corpora) if ci != cand.ci):
                 return []
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
+        # the claims it disagreed with when written, and those that disagreed with it
+        partners.extend(loc for other in cand.item.metadata.get(DISAGREES_WITH) or ()
+                        for loc in [view.locate(str(other))] if loc)
         title = view.corpora[cand.ci].title_key(cand.row)
         for ci, c in enumerate(view.corpora):
+            disagreed = c.disagreed_rows.get(item_id)
+            if disagreed:
+                partners.extend((ci, row) for row in disagreed if view.allowed[ci][row])
             linked = c.links_in.get(item_id)
             if linked:
                 allowed = view.allowed[ci]

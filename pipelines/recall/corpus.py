@@ -32,7 +32,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from pipelines.materialize import held_against_ids, held_unnamed
+from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
@@ -154,6 +154,7 @@ class MemoryCorpus:
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
         held_against: dict[str, list[int]] = defaultdict(list)
         unnamed: list[int] = []
+        disagreed: dict[str, list[int]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
             by_audience[it.scope.audience_key()].append(row)
@@ -173,6 +174,8 @@ class MemoryCorpus:
                 held_against[contested].append(row)
             if held_unnamed(it):  # held before the ids were kept: checked on read
                 unnamed.append(row)
+            for other in it.metadata.get(DISAGREES_WITH) or ():  # a claim that disagreed with it when written
+                disagreed[str(other)].append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
@@ -181,6 +184,7 @@ class MemoryCorpus:
         self.summary_rows_by_turn = dict(summaries_by_turn)
         self.links_in = dict(links_in)
         self.held_against_rows = dict(held_against)  # contested id -> rows held against it
+        self.disagreed_rows = dict(disagreed)  # id -> rows that disagreed with it when written
         self.held_unnamed_rows = unnamed  # held for contradicting claims they do not name (`held_unnamed`)
 
     def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
@@ -344,6 +348,7 @@ class MemoryCorpus:
             found = self._partnered_cache[row] = (
                 any(link.rel in rels for link in item.links)
                 or any(rel in rels for rel, _ in self.links_in.get(item.id, ()))
+                or bool(item.metadata.get(DISAGREES_WITH)) or item.id in self.disagreed_rows
                 or (rows is not None and len(rows) <= max_title and not (len(rows) == 1 and int(rows[0]) == row)))
         return found
 
