@@ -253,7 +253,7 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     export imported again lands nothing (counted as already in the inbox)."""
     import msgspec
 
-    from pipelines.materialize import HELD_AGAINST, QUARANTINE_MAX_CONFIDENCE, in_quarantine
+    from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, QUARANTINE_MAX_CONFIDENCE, in_quarantine
 
     maya = _household_claim("maya1", "maya", "Leo bedtime", "Leo's bedtime is 8:30pm on school nights.")
     jon_old = _household_claim("jon0", "jon", "Bedtime", "Leo goes to bed at 10pm on school nights.")
@@ -272,6 +272,9 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
         path.write_text(msgspec.json.encode(msgspec.structs.replace(jon, id=f"jon-copy{n}")).decode() + "\n")
         report = import_items_jsonl(path, inbox, Policy(), existing=existing).as_dict()
         assert report["accepted"] == 1, report
+    # standing beside the importer's own claim it contradicts, it names it: recall shows both
+    stood = fold_events(inbox.read_after(0)).items["jon-copy0"]
+    assert stood.metadata.get(DISAGREES_WITH) == ["jon0"] and not in_quarantine(stood), stood
 
 
 def test_a_forgotten_item_held_on_import_stays_forgotten(inbox, tmp_path):
