@@ -341,15 +341,16 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     assert echoes(echo, [mine], 0.9) and not echoes(other, [mine], 0.9) and not echoes(echo, [], 0.9)
     # A more confident echo would outrank the correction in recall: no echo, held as before.
     assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
-    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo],
-                                                   scope_kind="project", author_user_id="maya")
+    verdict, replaced, held_against, disagrees = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo],
+                                                              scope_kind="project", author_user_id="maya")
     assert (verdict.action, replaced.replaced, replaced.in_part, held_against) == ("accept", ["a"], [], []), verdict
-    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
+    assert disagrees == [echo.id]  # the echo stands beside it: named, recall shows the two together
+    verdict, replaced, held_against, _ = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
                                                    scope_kind="project", author_user_id="maya")
     assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict
     assert held_against == ["c"]  # what its item links to (`contradicts`): recall reads the link from "c"
     # Without a claim of her own to correct, Jon's note is someone else's claim: held, as before.
-    verdict, _, held_against = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
+    verdict, _, held_against, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
                                             author_user_id="maya")
     assert verdict.action == "quarantine" and held_against == ["b"], (verdict, held_against)
 
