@@ -329,17 +329,19 @@ def govern_claim(
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
     accepted = verdict.action == "accept"
-    # One check for both: what a held claim contradicts in its scope kind, what an accepted
-    # one disagrees with anywhere it was checked against (never what it corrects).
-    against = sorted({old.id for old, _ in contradictions_of(proposal, [
-        it for it in found if it.id not in replaced and not in_quarantine(it)])}) if held or accepted else []
-    in_scope = {it.id for it in existing}
-    contradicts = [i for i in against if i in in_scope] if held else []
+    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
+    # Accepted, it contradicts nothing the policy checked (`existing`): what it disagrees
+    # with is among the rest it was not checked against (another scope kind, an echo),
+    # never what it corrects.
+    checked = {it.id for it in existing}
+    disagrees = sorted({old.id for old, _ in contradictions_of(proposal, [
+        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)])}
+    ) if accepted else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.
     return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
-                         contradicts, against if accepted else [])
+                         contradicts, disagrees)
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
