@@ -687,6 +687,8 @@ class ToolDispatcher:
             payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at,
                      **({"as_reviewer": True} if vouched and says else {}),
                      **_corrections_payload(fixes),
+                     # what it now says disagrees with (replacing what it said before)
+                     **({DISAGREES_WITH: governed.disagrees} if says and verdict.action == "accept" else {}),
                      **({HELD_AGAINST: governed.contradicts}
                         if verdict.action == "quarantine" and governed.contradicts else {})},
         )])[0]

@@ -527,6 +527,10 @@ class _Fold:
             return  # the service validated it; a bad row is skipped, not fatal
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = with_corrections(updated, p)
+            if DISAGREES_WITH in p:  # and what it disagrees with is named anew
+                kept = {k: v for k, v in updated.metadata.items() if k != DISAGREES_WITH}
+                updated = msgspec.structs.replace(updated, metadata={
+                    **kept, **({DISAGREES_WITH: [str(i) for i in p[DISAGREES_WITH]]} if p[DISAGREES_WITH] else {})})
             self.out.links.extend((updated.id, link.to, link.rel) for link in correction_links(p))
         self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
 

@@ -36,3 +36,16 @@ def test_a_claim_found_alone_is_shown_with_the_claim_it_disagrees_with(service) 
     assert hits[user]["conflict_with"] == [project] and hits[project]["conflict_with"] == [user], hits
     shown = entries(found["injection"])
     assert f"SCOPE=project | CONFLICT={user}" in shown[project] and f"CONFLICT={project}" in shown[user], shown
+
+
+def test_an_edit_that_now_disagrees_names_it_too(service) -> None:
+    """An edit of what a claim says is a write: what it now disagrees with is named anew."""
+    client, _ = service
+    project = write(client, "project", "Ferry", "The ferry to Ashford leaves at 7:15.")
+    note = write(client, "user", "Lighthouse", "The lighthouse by the green shed is red.")
+    edit = tool(client, IRIS, "memory.update", {"id": note, "patch": {
+        "title": "Slipway boat",
+        "content": "The ferry to Ashford leaves at 9:05, from the old slipway by the green shed."}})
+    assert edit["verdict"]["action"] == "accept", edit
+    hits = {h["id"]: h for h in recall(client, IRIS, "green shed slipway", mode="hybrid")["hits"]}
+    assert set(hits) == {project, note} and hits[note]["conflict_with"] == [project], hits
