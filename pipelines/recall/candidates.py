@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pipelines.materialize import in_quarantine, message_item_id
+from pipelines.message_context import answered_turn
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
@@ -291,19 +292,10 @@ class CandidateSearch:
         if loc is None:
             return set()
         said = self.view.corpora[loc[0]].items[loc[1]]
-        session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
-        if not isinstance(seq, int):
-            return {said.id}
-        answered: tuple[int, str] | None = None
-        for ci, c in enumerate(self.view.corpora):
-            for row in c.audience_rows(said.scope.audience_key(), self.view.allowed[ci]):
-                it = c.items[row]
-                at = it.metadata.get("inbox_seq")
-                if (isinstance(at, int) and at < seq and (answered is None or at > answered[0])
-                        and it.type == "message" and it.metadata.get("role") == "user"
-                        and it.metadata.get("session_id") == session):
-                    answered = (at, it.id)
-        return {said.id} if answered is None else {said.id, answered[1]}
+        audience = said.scope.audience_key()
+        answered = answered_turn(said, (c.items[row] for ci, c in enumerate(self.view.corpora)
+                                        for row in c.audience_rows(audience, self.view.allowed[ci])))
+        return {said.id} if answered is None else {said.id, answered.id}
 
     def admissible(self, ci: int, row: int) -> bool:
         return self.not_admitted(ci, row) is None
