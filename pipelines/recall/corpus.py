@@ -38,7 +38,7 @@ from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
-from .episodic import is_small_talk
+from .episodic import is_small_talk, said_date
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
 
@@ -138,6 +138,7 @@ class MemoryCorpus:
         self._small_talk_cache: dict[int, bool] = {}
         self._partnered_cache: dict[int, bool] = {}
         self._corrections: np.ndarray | None = None
+        self._said_days: np.ndarray | None = None
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -378,6 +379,14 @@ class MemoryCorpus:
         """Rows whose item type is one of `types`."""
         codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
         return np.isin(self._type_of, codes)
+
+    def said_days(self) -> np.ndarray:
+        """Per row, the day it was said (`episodic.said_date`) as a proleptic ordinal, 0 when
+        unknown; read when a question first places something in time."""
+        if self._said_days is None:
+            days = [said_date(it) for it in self.items]
+            self._said_days = np.fromiter((d.toordinal() if d else 0 for d in days), np.int64, self.n)
+        return self._said_days
 
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)
