@@ -266,8 +266,10 @@ def _named_subject_in_scope_order(ranked: list[Candidate], titles: dict[str, fro
     itself ("Atlas indentation", "My indentation"; `conflicts._qualified_apart`). They take
     the named tier together, in scope order (session > project > user > org), so the
     broader claim the question happens to name word for word does not come before the ones
-    that override it here. In one scope kind the title named still comes first ("Deploy
-    window" before "Hotfix deploy window")."""
+    that override it here. Each is marked with its scope (`resolution` "scope": the block's
+    SCOPE=, where they differ the most specific applies), in words the conflict rule may not
+    compare ("tabs" / "4-space"), so no CONFLICT is claimed. In one scope kind the title named
+    still comes first ("Deploy window" before "Hotfix deploy window")."""
     named = [c for c in ranked if c.tier == NAMED_TIER]
     for head in named:
         subject = [head, *(c for c in ranked if c.id in titles and c.id != head.id
@@ -275,6 +277,7 @@ def _named_subject_in_scope_order(ranked: list[Candidate], titles: dict[str, fro
         if len(subject) > 1:
             for c in subject:
                 c.tier = NAMED_TIER
+                c.resolution = c.resolution or "scope"
             _order_by_scope(subject)
 
 

@@ -11,13 +11,17 @@ the way the chat loop meets it (what `/v1/recall` injects):
 
 - Decisions outrank chatter, and the chatter stays, labelled as what was said (kept).
 - Scope priority: in atlas the project's convention, then Ben's own wish, then the org's
-  rule; in Ben's sandbox his wish before the org's rule (broken: the org's "Indentation"
-  came first in both, because the question names its title word for word and that put it
-  before every other curated memory, whatever its scope).
+  rule; in Ben's sandbox his wish before the org's rule, each marked with its scope (broken:
+  the org's "Indentation" came first in both, because the question names its title word for
+  word and that put it before every other curated memory, whatever its scope; and nothing
+  told the model that the rule in "tabs", which the conflict rule cannot compare with
+  "4-space", was the broader of one subject).
 - A decision changed under another title supersedes the old one, which is no longer
-  injected and keeps its history: who replaced it, when, by which correction (kept).
-- A merged cluster keeps its members' provenance (ids, authors, inbox events) and each
-  member's history (kept).
+  injected and keeps its history: who replaced it, when, by which correction (kept), and
+  who wrote it (broken: once a consolidation retired it, its card's inbox events were
+  empty: the service looked them up from the item as served, and it was served no more).
+- A merged cluster keeps its members' provenance (ids, authors, inbox events), and each
+  member's card its own write (broken the same way: "Inbox events: None").
 - Forgetting survives every later consolidation (kept).
 """
 
@@ -150,6 +154,12 @@ def test_the_project_convention_comes_before_my_wish_and_my_wish_before_the_org_
     assert sandbox[:2] == [ids["mine"], ids["org"]], weeks["seen"][name]["sandbox indent"]["hits"]
     injected = weeks["seen"][name]["atlas indent"]["injection"]
     assert injected.index("4-space") < injected.index("2-space") < injected.index("tabs")
+    # each marked with its scope: where they differ, the block says the most specific applies
+    for answer, kinds in ((weeks["seen"][name]["atlas indent"], ("project", "user", "org")),
+                          (weeks["seen"][name]["sandbox indent"], ("user", "org"))):
+        headers = [line for line in answer["injection"].splitlines() if line.startswith("[MEMORY:")]
+        assert [line.split("SCOPE=")[1].split(" ")[0].rstrip("]") for line in headers[:len(kinds)]] == list(kinds)
+        assert "Entries marked SCOPE speak of one subject from several scopes" in answer["injection"]
 
 
 def test_a_decision_changed_under_another_title_replaces_the_old_which_keeps_its_history(weeks) -> None:
@@ -164,6 +174,12 @@ def test_a_decision_changed_under_another_title_replaces_the_old_which_keeps_its
     assert card.status_code == 200
     history = page_text(card.text.split('id="history"')[1].split("</table>")[0])
     assert f"ana supersede (superseded) {ids['grpc_seq']}" in history and ids["grpc"] in history, history
+    assert "ana memory.write verdict accept" in inbox_events(card.text)  # who wrote it, once retired too
+
+
+def inbox_events(page: str) -> str:
+    """The card's "Inbox events" table: the writes that created or changed the memory."""
+    return page_text(page.split("Inbox events", 1)[1])
 
 
 def test_a_merged_cluster_keeps_its_members_provenance_and_history(weeks) -> None:
@@ -181,7 +197,7 @@ def test_a_merged_cluster_keeps_its_members_provenance_and_history(weeks) -> Non
         gone = client.get(f"/v1/items/{member}", params=week(BEN, 3)).json()["error"]
         assert f"merged it into {merged['id']!r}" in gone
         card = client.get(f"/ui/items/{member}", params=week(BEN, 3))
-        assert card.status_code == 200 and "memory.write" in page_text(card.text), member
+        assert card.status_code == 200 and "ana memory.write verdict accept" in inbox_events(card.text), member
 
 
 def test_a_forgotten_note_stays_forgotten_through_later_consolidations(weeks) -> None:
