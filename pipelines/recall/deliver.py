@@ -87,7 +87,8 @@ def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = ()) -> 
     if c.resolution == CORRECTED:  # a note a correction of one detail left standing
         return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending), True)
     flagged = _flagged_with(c, held)
-    return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope", pending=pending), bool(flagged))
+    scoped = c.resolution == "scope"
+    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending), bool(flagged) or scoped)
 
 
 def _hit(c: Candidate, delivery: str, low: bool, held: _Held) -> Hit:
