@@ -8,6 +8,7 @@ schema documents is exactly what is serialised.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -87,6 +88,10 @@ class TurnRequest(Request):
     turn_ref: ShortId | None = None
     speaker: Annotated[str, Meta(max_length=200)] | None = None
     default_scope: ScopeKind = "project"
+    # When the turn was said, for a loop that captures a conversation after the fact (no
+    # zone = UTC); recall reads it for "what did we decide yesterday?". Default: now.
+    at: Annotated[datetime, Meta(description="ISO-8601 time the turn was said (default: now; not in the future).")
+                  ] | None = None
 
 
 class TurnResponse(msgspec.Struct, kw_only=True):

@@ -391,12 +391,14 @@ class MemoryService:
         return item, replaced, history
 
     @staticmethod
-    def _last_stored(item_id: str, history: ItemHistory) -> MemoryItem | None:
-        """The item as its last published revision stored it, or None."""
-        if not history.revisions:
+    def _last_stored(item_id: str, history: ItemHistory | list[dict]) -> MemoryItem | None:
+        """The item as its last published revision (of `history`, or of a list of revisions)
+        stored it, or None."""
+        revisions = history.revisions if isinstance(history, ItemHistory) else history
+        if not revisions:
             return None
         try:
-            item = msgspec.convert(history.revisions[-1]["snapshot"], MemoryItem)
+            item = msgspec.convert(revisions[-1]["snapshot"], MemoryItem)
         except (msgspec.ValidationError, TypeError):
             return None
         return item if item.id == item_id else None
@@ -408,7 +410,9 @@ class MemoryService:
         published = view.snap.loaded.history(item_id) if view.snap.loaded is not None else None
         revisions, audit = published if published is not None else ([], [])
         events: dict[str, Event] = {}
-        item = view.get(item_id)
+        # One that left recall (superseded, merged, archived) names its events as last stored:
+        # who wrote it, when and why stay on its card after a consolidation retired it.
+        item = view.get(item_id) or self._last_stored(item_id, revisions)
         if item is not None:
             for event_id in item.provenance.event_ids[:50]:
                 found = self.inbox.get(event_id)

@@ -31,9 +31,10 @@ from msgspec import Meta
 
 from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService, View
-from pipelines.capture import approval_corrects, govern_claim
+from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
+    DISAGREES_WITH,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
@@ -49,7 +50,7 @@ from pipelines.materialize import (
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
-from pipelines.recall.conflicts import authors
+from pipelines.recall.conflicts import Corrections, authors
 from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
@@ -440,6 +441,20 @@ def _check_supersedes(src: MemoryItem, dst: MemoryItem, who: Identity) -> None:
                              "memory.write (a contradiction of it is held for review; the approval supersedes it)")
 
 
+def _corrections_payload(fixes: Corrections) -> dict[str, list[str]]:
+    """An edit's or an approval's corrections as its inbox event carries them (as a
+    proposal's do): `supersedes` the claims it replaces, `refines` those it corrects a
+    detail of (`pipelines.materialize` folds them into links)."""
+    return {**({"supersedes": fixes.replaced} if fixes.replaced else {}),
+            **({"refines": fixes.in_part} if fixes.in_part else {})}
+
+
+def _corrections_out(fixes: Corrections) -> dict[str, list[str]]:
+    """What the caller is told of them (the names a write's answer uses)."""
+    return {**({"supersedes": fixes.replaced} if fixes.replaced else {}),
+            **({"corrects_in_part": fixes.in_part} if fixes.in_part else {})}
+
+
 def _vouched(item: MemoryItem, who: Identity) -> bool:
     """Whether `who` approved `item` in review (`metadata["review"]`; an approved held edit
     included): the approver vouched for what it says, so their correction of it (a typo, a
@@ -516,7 +531,7 @@ class ToolDispatcher:
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
-        verdict, fixes, contradicts = govern_claim(
+        verdict, fixes, contradicts, disagrees = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (),
@@ -552,7 +567,8 @@ class ToolDispatcher:
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
                       "requested_tier": args.item.tier,
                       **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
-                      **({HELD_AGAINST: contradicts} if contradicts else {})},
+                      **({HELD_AGAINST: contradicts} if contradicts else {}),
+                      **({DISAGREES_WITH: disagrees} if disagrees else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
@@ -571,7 +587,8 @@ class ToolDispatcher:
             raise ToolError(404, self.service.no_item(item_id, who, view))
         return current
 
-    def _governed(self, item: MemoryItem, edited_by: tuple[Identity, View, MemoryItem, bool] | None = None) -> Any:
+    def _governed(self, item: MemoryItem,
+                  edited_by: tuple[Identity, View, MemoryItem, bool] | None = None) -> GovernedClaim:
         """The policy's verdict on an item as it would be stored (an edit, an approval). An
         edit of what it says (`edited_by`: the editor, the view and the item before the edit)
         is checked against the claims in its scope as a write is (`govern_claim`), the item
@@ -580,7 +597,9 @@ class ToolDispatcher:
         value), it is held for review (`pipelines.materialize.held_by_edit` folds the hold;
         the author's edit of their own claim is their correction, and so is the edit of the
         reviewer who approved it: `edited_by`'s last part, the item is not checked against
-        what it said)."""
+        what it said). Its corrections are a write's (`GovernedClaim.fixes`): the editor's
+        own claims it now replaces or corrects a detail of, never the item itself; held, it
+        names the claims it contradicts (`GovernedClaim.contradicts`), as a held write does."""
         proposal = ProposedItem(
             type=item.type, title=item.title, content=item.content, tags=list(item.tags),
             entities=list(item.entities), importance=item.importance,
@@ -590,12 +609,17 @@ class ToolDispatcher:
             who, view, before, vouched = edited_by
             found = [*([] if vouched else [before]),
                      *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
-            return govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
-                                scope_kind=item.scope.kind, author_user_id=who.user_id).verdict
-        return self.service.policy.evaluate(
+            governed = govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
+                                    scope_kind=item.scope.kind, author_user_id=who.user_id)
+            fixes = governed.fixes
+            return governed._replace(
+                fixes=fixes._replace(replaced=[i for i in fixes.replaced if i != item.id],
+                                     in_part=[i for i in fixes.in_part if i != item.id]),
+                contradicts=[i for i in governed.contradicts if i != item.id])
+        return GovernedClaim(self.service.policy.evaluate(
             proposal, target_tier=item.tier, provenance=item.provenance,
             source_trusted=item.provenance.source_kind != "doc",
-        )
+        ), Corrections([], [], []), [])
 
     def update(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(UpdateArgs, raw, "memory.update")
@@ -635,7 +659,8 @@ class ToolDispatcher:
         # The reviewer who approved a claim vouched for what it says: their correction of it
         # is checked against the other claims in its scope, not against itself (`_vouched`).
         vouched = _vouched(current, who)
-        verdict = self._governed(updated, (who, view, current, vouched) if says else None)
+        governed = self._governed(updated, (who, view, current, vouched) if says else None)
+        verdict = governed.verdict
         if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
                 and authors(current) != {who.user_id} and not vouched):
             verdict = _held_retraction(verdict, authors(current), self.service.policy.settings.quarantine_days)
@@ -653,13 +678,21 @@ class ToolDispatcher:
             raise ToolError(409, f"memory.update: an edit of {args.id!r} by {waiting.get('by')} is already held "
                                  "for review; it is decided first with memory.review (its editor may reject it), "
                                  "then edit again", {"held_edit": waiting})
+        # What it now says corrects as a write would (applied with it), or, held for
+        # contradicting someone else's claims, names them (the hold waits beside the item).
+        fixes = governed.fixes if verdict.action == "accept" else Corrections([], [], [])
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
             payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at,
-                     **({"as_reviewer": True} if vouched and says else {})},
+                     **({"as_reviewer": True} if vouched and says else {}),
+                     **_corrections_payload(fixes),
+                     # what it now says disagrees with (replacing what it said before)
+                     **({DISAGREES_WITH: governed.disagrees} if says and verdict.action == "accept" else {}),
+                     **({HELD_AGAINST: governed.contradicts}
+                        if verdict.action == "quarantine" and governed.contradicts else {})},
         )])[0]
-        out = {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict)}
+        out = {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict), **_corrections_out(fixes)}
         return {**out, "as_reviewer": True} if vouched and says else out
 
     def forget(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
@@ -692,15 +725,15 @@ class ToolDispatcher:
                                  "its author cannot approve it (another reviewer does; its author may reject it)")
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
-        replaced: list[str] = []
+        fixes = Corrections([], [], [])
         if findings:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
         elif args.decision == "approve":
             decided = with_held_edit(current)
-            verdict = _verdict(self._governed(decided))
+            verdict = _verdict(self._governed(decided).verdict)
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
-            replaced = approval_corrects(decided, self.service.existing_like(who, view)(ProposedItem(
+            fixes = approval_corrects(decided, self.service.existing_like(who, view)(ProposedItem(
                 type=decided.type, title=decided.title, content=decided.content)))
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
@@ -711,10 +744,10 @@ class ToolDispatcher:
             event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
             identity=who, at=at,
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
-                     "at": at, **({"supersedes": replaced} if replaced else {})},
+                     "at": at, **_corrections_payload(fixes)},
         )])[0]
-        out = {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict}
-        return {**out, "supersedes": replaced} if replaced else out
+        return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict,
+                **_corrections_out(fixes)}
 
     def palace_assign(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """An edit like memory.update: the caller must see the item, the location's words are

@@ -17,6 +17,7 @@ from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
+    DISAGREES_WITH,
     HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
@@ -29,7 +30,7 @@ from pipelines.recall.conflicts import (
     RETIRED_BY_USER,
     Corrections,
     conflict_reason,
-    contradicted,
+    corrected,
     corrections,
     is_claim,
     read_claim,
@@ -283,6 +284,10 @@ class GovernedClaim(NamedTuple):
     # them (`pipelines.materialize.HELD_AGAINST`), so each delivered one says a change to it
     # waits, whatever recall's query found (`VisibleCorpora.held_against`).
     contradicts: list[str]
+    # Accepted, the stored claims it still disagrees with (another scope kind, someone's echo
+    # of what the author corrects): its item names them (`materialize.DISAGREES_WITH`), so
+    # recall brings the two in together, whichever the query found.
+    disagrees: list[str] = []
 
 
 def govern_claim(
@@ -323,12 +328,20 @@ def govern_claim(
         existing=existing,
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
+    accepted = verdict.action == "accept"
     contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
+    # Accepted, it contradicts nothing the policy checked (`existing`): what it disagrees
+    # with is among the rest it was not checked against (another scope kind, an echo),
+    # never what it corrects.
+    checked = {it.id for it in existing}
+    disagrees = sorted({old.id for old, _ in contradictions_of(proposal, [
+        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)])}
+    ) if accepted else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.
-    return GovernedClaim(verdict, fixes if verdict.action == "accept" else Corrections([], [], fixes.retiring),
-                         contradicts)
+    return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
+                         contradicts, disagrees)
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -351,18 +364,20 @@ def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float
                for old in corrected)
 
 
-def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> list[str]:
-    """Ids of the claims in `item`'s own scope (same kind, same owners) that `item`
-    contradicts, among `found`: when a reviewer approves a claim held for contradicting
-    someone else's, the approval is the correction, so it supersedes them as an author's
-    correction of their own claim does (they leave recall and keep their history)."""
+def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> Corrections:
+    """What `item` corrects among the claims in its own scope (same kind, same owners) in
+    `found`: when a reviewer approves a claim (or an edit) held for contradicting someone
+    else's, the approval is the correction, so it corrects them as an author's correction
+    of their own claim does (`conflicts.corrected`): those it replaces leave recall and keep
+    their history, a note it corrects a detail of stays, linked with `refines`."""
     if not is_claim(item):
-        return []
+        return Corrections([], [], [])
     owner = Identity(user_id=item.scope.user_id, project_id=item.scope.project_id,
                      session_id=item.scope.session_id, org_id=item.scope.org_id)
     same_scope = [old for old in found if old.id != item.id and old.scope.kind == item.scope.kind
                   and old.scope.visible_to(owner) and not in_quarantine(old)]
-    return sorted(old.id for old, _ in contradicted(read_claim(item), same_scope))
+    replaced, in_part = corrected(read_claim(item), same_scope)
+    return Corrections(replaced, in_part, [])
 
 
 def _evidence(proposal: ProposedItem, turn_ref: str | None, answers: str | None,
@@ -393,13 +408,15 @@ def _govern_proposal(
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
-    verdict, fixes, contradicts = govern_claim(
+    verdict, fixes, contradicts, disagrees = govern_claim(
         policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
         author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
     title = shown_title(policy, proposal, verdict)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
     if contradicts:
         payload[HELD_AGAINST] = contradicts
+    if disagrees:
+        payload[DISAGREES_WITH] = disagrees
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)

@@ -22,7 +22,7 @@ import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import HELD_AGAINST, is_tombstone
+from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, is_tombstone
 from pipelines.recall.conflicts import is_claim
 from pipelines.records import (
     Event,
@@ -270,8 +270,9 @@ def import_items_jsonl(
     claims its owner may see as a write is (`govern_claim`): contradicting someone else's in
     its scope kind, it is held for review. An imported claim corrects nothing: an export is
     what was said then, so one contradicting its owner's own stored claim stands beside it
-    (recall weighs the two), neither held nor replacing it. An item imported before (its
-    event id is stable) lands nothing and is counted under `already`, not again as accepted."""
+    (recall weighs the two, brought in together: `DISAGREES_WITH`), neither held nor
+    replacing it. An item imported before (its event id is stable) lands nothing and is
+    counted under `already`, not again as accepted."""
     report = IngestReport.starting_at(inbox)
     decoder = msgspec.json.Decoder(MemoryItem)
     for number, line in _iter_lines(Path(path)):
@@ -290,10 +291,16 @@ def import_items_jsonl(
             verdict = Verdict(action="accept", reasons=["forgotten in the exported store"])
         elif existing is not None and is_claim(item) and item.validation != "retracted":
             found = [it for it in existing(who)(proposal) if it.id != item.id]  # itself, imported again
-            verdict, _, contradicts = govern_claim(policy, proposal, provenance=item.provenance, found=found,
-                                                   scope_kind=item.scope.kind, author_user_id=who.user_id)
+            verdict, fixes, contradicts, disagrees = govern_claim(
+                policy, proposal, provenance=item.provenance, found=found, scope_kind=item.scope.kind,
+                author_user_id=who.user_id)
+            # An export corrects nothing: what it would correct it stands beside, named as a
+            # disagreement (recall brings the two in together, `DISAGREES_WITH`).
+            disagrees = sorted({*disagrees, *fixes.replaced, *fixes.in_part})
             if contradicts:  # held: the claims it contradicts say a change waits
                 item = msgspec.structs.replace(item, metadata={**item.metadata, HELD_AGAINST: contradicts})
+            elif disagrees:
+                item = msgspec.structs.replace(item, metadata={**item.metadata, DISAGREES_WITH: disagrees})
         else:
             verdict = policy.evaluate(proposal, target_tier=item.tier, provenance=item.provenance)
         event = Event(

@@ -159,9 +159,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
         tags=[str(t) for t in proposal.tags],
         entities=[str(e) for e in proposal.entities],
         # The author's own earlier claims this one corrects (decided when it was captured).
-        links=[*(Link(rel="supersedes", to=str(old)) for old in p.get("supersedes") or ()),
-               # and the notes it corrects a detail of (they stay)
-               *(Link(rel="refines", to=str(old)) for old in p.get("refines") or ())],
+        links=correction_links(p),
         provenance=prov,
         confidence=max(0.0, min(1.0, float(confidence))),
         importance=_clamp_importance(proposal.importance if proposal.importance is not None else 5),
@@ -183,8 +181,24 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             # what the user's words it records retired (`conflicts.retired_by_evidence`)
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
             **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
+            **({DISAGREES_WITH: [str(old) for old in p[DISAGREES_WITH]]} if p.get(DISAGREES_WITH) else {}),
         },
     )
+
+
+def correction_links(payload: dict[str, Any], known: Iterable[Link] = ()) -> list[Link]:
+    """The links of what an event's claim corrects, as capture, an edit or an approval
+    decided it (`conflicts.corrected`): `supersedes` the claims it replaces, `refines` the
+    notes it corrects a detail of (they stay); none already in `known`."""
+    have = {(link.rel, link.to) for link in known}
+    return [Link(rel=rel, to=str(old)) for key, rel in (("supersedes", "supersedes"), ("refines", "refines"))
+            for old in payload.get(key) or () if (rel, str(old)) not in have]
+
+
+def with_corrections(item: MemoryItem, payload: dict[str, Any]) -> MemoryItem:
+    """`item` linked to what the event (an edit, an approval) says it corrects."""
+    added = correction_links(payload, item.links)
+    return msgspec.structs.replace(item, links=[*item.links, *added]) if added else item
 
 
 def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
@@ -210,6 +224,11 @@ HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside
 # found. Not a `contradicts` link: that would make the conflict rule name the link, not
 # what differs, as the reason (/v1/conflicts, the review page).
 HELD_AGAINST = "held_against"
+# Metadata key of an accepted claim that still disagrees with stored claims when written (in
+# another scope kind, or someone's echo of what its author corrected): their ids
+# (`pipelines.capture.GovernedClaim.disagrees`). Recall pulls the two in together
+# (`MemoryCorpus.disagreed_rows`), so the claim the query found is shown with its conflict.
+DISAGREES_WITH = "disagrees_with"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,
@@ -227,7 +246,10 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
         return updated
     held = {"patch": dict(patch), "by": event.identity.user_id, "at": event.payload.get("at") or event.at,
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
-            "expires_at": verdict.expires_at}
+            "expires_at": verdict.expires_at,
+            # the claims the edited item would contradict: each delivered one says a change waits
+            **({HELD_AGAINST: [str(i) for i in event.payload[HELD_AGAINST]]}
+               if event.payload.get(HELD_AGAINST) else {})}
     return msgspec.structs.replace(before, metadata={**before.metadata, HELD_EDIT: held})
 
 
@@ -249,17 +271,51 @@ def with_held_edit(item: MemoryItem) -> MemoryItem:
     return apply_patch(item, held["patch"], str(held["at"]))
 
 
+def held_against_ids(item: MemoryItem) -> list[str]:
+    """The claims `item` waits for a reviewer for contradicting (`HELD_AGAINST`): as a claim
+    held in quarantine, or through the edit held beside it (an edit that made it contradict
+    someone else's claim), as it was stored (not checked for still waiting: `held_against`
+    is, on the newest version)."""
+    edit = item.metadata.get(HELD_EDIT)
+    named = [*(item.metadata.get(HELD_AGAINST) or ()),
+             *((edit.get(HELD_AGAINST) or ()) if isinstance(edit, dict) else ())]
+    return [str(i) for i in dict.fromkeys(named)]
+
+
+def held_unnamed(item: MemoryItem) -> bool:
+    """A claim held in quarantine for contradicting stored claims (`CONTRADICTION_RULE`)
+    that does not name them: stored before `HELD_AGAINST` was kept. Recall finds what it
+    contradicts by the policy's own check instead (`VisibleCorpora.held_against`)."""
+    return (in_quarantine(item) and CONTRADICTION_RULE in (item.metadata.get("rule_ids") or ())
+            and not item.metadata.get(HELD_AGAINST))
+
+
+def held_against(rival: MemoryItem, item_id: str) -> bool:
+    """Whether `rival` waits for a reviewer now for contradicting the claim `item_id`: held
+    in quarantine for it, or carrying an edit held for it (`held_by_edit`)."""
+    if in_quarantine(rival):
+        return item_id in (rival.metadata.get(HELD_AGAINST) or ())
+    edit = held_edit(rival)
+    return edit is not None and item_id in (edit.get(HELD_AGAINST) or ())
+
+
 def pending_changes(item: MemoryItem, rivals: Iterable[MemoryItem] = ()) -> list[tuple[str, str, str]]:
     """(kind, by, at) of each change to `item` waiting for a reviewer, what every surface
     says of it (`pipelines.recall.render.pending_note`): its held edit ("edit", or
-    "retraction" when it would retract the item) and each claim among `rivals` (the claims
-    contradicting it) held in quarantine ("claim")."""
+    "retraction" when it would retract the item), each claim among `rivals` (the claims
+    contradicting it) held in quarantine ("claim"), and each rival whose held edit would
+    make it contradict `item` ("rival edit")."""
     out = []
     edit = held_edit(item)
     if edit is not None:
         kind = "retraction" if (edit.get("patch") or {}).get("validation") == "retracted" else "edit"
         out.append((kind, str(edit.get("by") or ""), str(edit.get("at") or "")))
-    out.extend(("claim", rival.scope.user_id, rival.created_at) for rival in rivals if in_quarantine(rival))
+    for rival in rivals:
+        rival_edit = held_edit(rival)
+        if in_quarantine(rival):
+            out.append(("claim", rival.scope.user_id, rival.created_at))
+        elif rival_edit is not None and item.id in (rival_edit.get(HELD_AGAINST) or ()):
+            out.append(("rival edit", str(rival_edit.get("by") or ""), str(rival_edit.get("at") or "")))
     return out
 
 
@@ -349,12 +405,9 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
     if decision == "approve":
         # The claims it contradicted in its scope (`pipelines.capture.approval_corrects`):
         # the approval corrects them, as the author's own correction would.
-        known = {(link.rel, link.to) for link in item.links}
-        links = [*item.links, *(Link(rel="supersedes", to=str(old)) for old in payload.get("supersedes") or ()
-                                if ("supersedes", str(old)) not in known)]
-        return msgspec.structs.replace(
+        return with_corrections(msgspec.structs.replace(
             item, validation="verified", expires_at=expires_at, metadata=metadata, updated_at=at,
-            confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE), links=links)
+            confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE)), payload)
     return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
 
 
@@ -472,6 +525,13 @@ class _Fold:
             updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
+        if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
+            updated = with_corrections(updated, p)
+            if DISAGREES_WITH in p:  # and what it disagrees with is named anew
+                kept = {k: v for k, v in updated.metadata.items() if k != DISAGREES_WITH}
+                updated = msgspec.structs.replace(updated, metadata={
+                    **kept, **({DISAGREES_WITH: [str(i) for i in p[DISAGREES_WITH]]} if p[DISAGREES_WITH] else {})})
+            self.out.links.extend((updated.id, link.to, link.rel) for link in correction_links(p))
         self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
 
     def palace_assign(self, ev: Event) -> None:
@@ -484,9 +544,8 @@ class _Fold:
         reviewed = review_item(current, ev.payload, ev) if current is not None else None
         if reviewed is not None:
             self.out.items[reviewed.id] = reviewed
-            if reviewed.validation == "verified":  # approved: what it corrects leaves recall
-                self.out.links.extend((reviewed.id, str(old), "supersedes")
-                                      for old in ev.payload.get("supersedes") or ())
+            if reviewed.validation == "verified":  # approved: what it corrects leaves recall, or is marked
+                self.out.links.extend((reviewed.id, link.to, link.rel) for link in correction_links(ev.payload))
 
     def link(self, ev: Event) -> None:
         p = ev.payload

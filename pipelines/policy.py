@@ -30,7 +30,11 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        concealment, outside targets or credentials). Since 2026.11-13 a card
                        number followed by its expiry written in digits ("4539... 12/28") is
                        still found (the run of digits is cut back to whole groups for the
-                       Luhn check).
+                       Luhn check). Since 2026.11-14 a credential stated the other way round
+                       is one too ("4471 is my PIN", "I changed my wifi password to ...",
+                       "my PIN for the new debit card is 4471"), and so is a title naming a
+                       credential over content that is its value (title "Bank PIN", content
+                       "4471": `find_labelled_value`).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -80,13 +84,13 @@ from pipelines.policy_rules.preferences import (
     is_style_preference,
     is_work_convention,
 )
-from pipelines.policy_rules.secrets import find_secrets
+from pipelines.policy_rules.secrets import SecretHit, find_labelled_value, find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-13"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-14"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -383,7 +387,7 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
     """Rule findings of every field, then the learned layer's decision on each non-blank
     field whose verdict a probability can change (`needs_scores`; one batched model pass per
     item)."""
-    per_field = [(field, text, _scan(text, field)) for field, text in fields]
+    per_field = _with_labelled_value([(field, text, _scan(text, field)) for field, text in fields])
     judged = [
         i for i, (_, text, found) in enumerate(per_field)
         if text.strip() and learned is not None and learned.needs_scores([f.rule_id for f in found], text)
@@ -402,6 +406,26 @@ def _scan_fields(fields: Sequence[tuple[str, str]], learned: learned_layer.Learn
         out.extend(f for f in found if f.rule_id in kept_ids)
         out.extend(_model_finding(rule_id, text, field, found) for rule_id in added)
     return out
+
+
+def _with_labelled_value(per_field: list[tuple[str, str, list[Finding]]]) -> list[tuple[str, str, list[Finding]]]:
+    """The content's findings with the credential its title names (`find_labelled_value`: title
+    "Bank PIN", content "4471"), when the content alone shows no secret."""
+    by_field = {field: i for i, (field, _, _) in enumerate(per_field)}
+    if "title" not in by_field or "content" not in by_field:
+        return per_field
+    title, (field, content, found) = per_field[by_field["title"]][1], per_field[by_field["content"]]
+    if any(f.kind == "secret" for f in found):
+        return per_field
+    labelled = _secret_findings(find_labelled_value(title, content), field)
+    if labelled:
+        per_field[by_field["content"]] = (field, content, [*found, *labelled])
+    return per_field
+
+
+def _secret_findings(hits: Sequence[SecretHit], field: str) -> list[Finding]:
+    return [Finding(h.rule_id, "secret", h.start, h.end, redact_secret(h.rule_id, h.end - h.start), field)
+            for h in hits]
 
 
 def _model_finding(rule_id: str, text: str, field: str, found: Sequence[Finding]) -> Finding:
@@ -424,10 +448,7 @@ def _scan(text: str, field: str, injections: bool = True) -> list[Finding]:
         return head + tail
     secret_hits = find_secrets(text)
     spans = [(h.start, h.end) for h in secret_hits]
-    findings = [
-        Finding(h.rule_id, "secret", h.start, h.end, redact_secret(h.rule_id, h.end - h.start), field)
-        for h in secret_hits
-    ]
+    findings = _secret_findings(secret_hits, field)
     if injections and text.strip():
         unfolded = unfold(text)
         norm = fold_lookalikes(unfolded)

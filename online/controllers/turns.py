@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
 from typing import Annotated
 
 import msgspec
 from litestar import Controller, post
 from litestar.di import Provide
+from litestar.exceptions import ClientException
 from litestar.params import Body
 
 from online.controllers.deps import error_responses, provide_service
@@ -14,6 +16,19 @@ from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
 from online.tools import ToolError
 from pipelines.capture import TurnIdConflict
+
+# A turn "said" this far ahead of the service's clock is a mistake, not clock skew.
+FUTURE_SLACK = timedelta(minutes=5)
+
+
+def said_at(at: datetime | None) -> str | None:
+    """The ISO-8601 UTC text of when a turn was said (naive = UTC); 400 when in the future."""
+    if at is None:
+        return None
+    at = at.replace(tzinfo=timezone.utc) if at.tzinfo is None else at.astimezone(timezone.utc)
+    if at > datetime.now(timezone.utc) + FUTURE_SLACK:
+        raise ClientException(f"at is in the future ({at.isoformat()}): a turn is captured when or after it is said")
+    return at.isoformat(timespec="microseconds")
 
 
 class TurnsController(Controller):
@@ -32,6 +47,7 @@ class TurnsController(Controller):
             result = service.capture(
                 data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
                 turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
+                at=said_at(data.at),
             )
         except TurnIdConflict as exc:
             raise ToolError(409, str(exc)) from None

@@ -315,7 +315,8 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
         [e for e in batch if e.kind not in EDIT_KINDS], warehouse.get_item, policy)
     wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
                                  *(str(e.payload.get("item_id")) for e in updates),
-                                 *(str(old) for e in updates for old in e.payload.get("supersedes") or ())]))
+                                 *(str(old) for e in updates for key in ("supersedes", "refines")
+                                   for old in e.payload.get(key) or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
     new_items, patches = _split_overlay(overlay.items, stored, settings)
     edits, edit_links = replay_edits(updates, {**stored, **new_items}, report.skipped)
@@ -347,9 +348,9 @@ def _store(warehouse: Warehouse, w: _Writes) -> None:
                              origin=step.origin, details=step.details)
     link_origins = {(e.payload.get("src_id"), e.payload.get("dst_id"), e.payload.get("rel")): origin_of(e)
                     for e in reversed(w.batch) if e.kind == "memory.link"}
-    link_origins.update({(e.payload.get("item_id"), old, "supersedes"): origin_of(e)  # an approval's correction
-                         for e in reversed(w.batch) if e.kind == "memory.review"
-                         for old in e.payload.get("supersedes") or ()})
+    link_origins.update({(e.payload.get("item_id"), old, rel): origin_of(e)  # an approval's or edit's correction
+                         for e in reversed(w.batch) if e.kind in ("memory.review", "memory.update")
+                         for rel in ("supersedes", "refines") for old in e.payload.get(rel) or ()})
     bookkeeping = {item_id: patch for item_id, patch in w.later.items() if "superseded_by" not in patch}
     if bookkeeping:
         warehouse.update_items(bookkeeping, reason="inbox_update", touch=False)

@@ -21,7 +21,9 @@ Layers, most specific first:
    not count (layer 4 still catches a weak password stated in a sentence).
 4. Plain-sentence secrets, which no code scanner looks for: "my wifi password is
    BlueFalcon!2024", "the PIN is 4921", "door code: 0000", card numbers (Luhn-checked,
-   with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN".
+   with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN"; the other
+   way round too ("4471 is my PIN", "I changed my wifi password to ..."), and across two
+   fields (`find_labelled_value`: a title "Bank PIN" over the content "4471").
 5. Long generated-looking tokens anywhere (mixed case + digits, entropy >= 4.5 bits/char,
    detect-secrets' base64 limit applied by us; hex alone never, commit ids are common),
    except in public key / certificate blocks, password hashes and values of names that
@@ -272,17 +274,20 @@ _CODE_REFERENCE = re.compile(
 
 # --------------------------------------------------------------------------- sentences
 
-# keyword, what it is of, and the verb: every match of `_SENTENCE_KEYWORD` starts with one
-_SENTENCE_HEAD = (
-    r"\b(?P<kw>"
+# The words that name a credential a person states in a sentence.
+_SENTENCE_KW = (
     r"pass\s?words?|passcodes?|pass\s?phrases?|pins?(?:\s?(?:code|number))?|pw|pwd|"
     r"passw[oö]rt|wachtwoord|mot\s+de\s+passe|l[öo]senord|has[łl]o|contrase[nñ]a|senha|kennwort|"
     r"(?:door|gate|alarm|safe|lock|garage|locker|access|security|verification|login|"
     r"otp|2fa|mfa|backup|recovery|unlock|entry|keypad|wifi|wi-fi|bank|atm|puk|sim|master)\s?codes?|"
     r"combination|seed\s?phrase|recovery\s?phrase|mnemonic|security\s?answer|"
     r"(?:api|access|secret|private)\s?key|(?:auth|access|api|bearer)\s?token"
-    r")\b"
-    r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+)?)?)"
+)
+# keyword, what it is of (up to four words: "the PIN for the new debit card", "the password for
+# the shared family netflix account"), and the verb: every match of `_SENTENCE_KEYWORD` starts with one
+_SENTENCE_HEAD = (
+    r"\b(?P<kw>" + _SENTENCE_KW + r")\b"
+    r"(?P<mid>(?:\s+(?:for|to|of|on)\s+(?:the\s+|my\s+|our\s+)?[\w'\-]+(?:\s+[\w'\-]+){0,3})?)"
     r"\s*(?P<verb>(?:is|was|has\s+been|have\s+been|got|gets)\s+(?:set|changed|reset|updated)\s+to|"
     r"(?:set|changed|reset|updated)\s+to|is\s+now|was\s+now|will\s+be|(?:ist|lautet|est|es|é|är|jest|è)(?=[ \t])|"
     r"is|was|are|=|:|-|became|reads)[ \t]*"
@@ -295,6 +300,21 @@ _SENTENCE_KEYWORD = re.compile(
 # What the one pass screens for it (its value's curly quotes and verbose flag are no
 # Hyperscan's): where no head matches, no sentence does.
 _SENTENCE_SCREEN = re.compile(r"(?i)" + _SENTENCE_HEAD)
+# The same credential stated the other way round: set to a value ("I changed my wifi password to
+# BlueFalcon!2024", "set the alarm code to 5812"), or the value first ("4471 is my PIN",
+# "BlueFalcon!2024 is the wifi password"). Between the determiner and the keyword stand at most
+# three words that are not determiners or verbs ("2019 was the year my PIN changed" is no PIN).
+_OWNER = r"(?:my|the|our|his|her|their|your)\s+"
+_DESCRIBING = r"(?:(?!(?:my|the|our|his|her|their|your|a|an|is|was|are)\b)[\w'\-]+\s+){0,3}?"
+_SET_TO = re.compile(
+    r"(?i)\b(?:set|changed?|reset|updated?|switched)\s+" + _OWNER + _DESCRIBING +
+    r"(?P<kw>" + _SENTENCE_KW + r")\s+to\s*:?[ \t]*"
+    r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]|(?P<val>[^\s\"'`]{1,100}))"
+)
+_VALUE_FIRST = re.compile(
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64})\s+(?:is|was|will\s+be)\s+" + _OWNER + r"(?:new\s+)?" + _DESCRIBING +
+    r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])"
+)
 _STATUS_WORDS = frozenset(
     """
     a an the my your his her our their its this that these those it not no none
@@ -384,7 +404,7 @@ def _one_pass() -> OnePass:
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
                     _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
-                    _CARD, _SSN])
+                    _SET_TO, _VALUE_FIRST, _CARD, _SSN])
 
 
 def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
@@ -1064,7 +1084,7 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
             and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
-            and not _HUMAN_PASSWORD.fullmatch(v):
+            and not _HUMAN_PASSWORD.fullmatch(v) and not _random_letter_groups(v):
         return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
         return False  # "$USER:$PASS", "${HOST}/$DB": variables expanded by a shell or template
@@ -1073,6 +1093,16 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if re.fullmatch(r"\d{1,3}|[\d.]+[smhdSMHD]?|0x[0-9a-fA-F]+", v):
         return False  # lengths, durations, small numbers, flags
     return True
+
+
+def _random_letter_groups(v: str) -> bool:
+    """Groups of lower-case letters joined by dashes or underscores, none of them a word
+    ("rediz-pkyu-nephaczm"): a generated password, which a name's shape fits; a name in code
+    is words ("db_host_name", "some-password")."""
+    parts = re.split(r"[-_]", v)
+    return (len(parts) >= 2 and sum(map(len, parts)) >= 10 and all(len(p) >= 4 and p.isalpha() and p.islower()
+                                                                 for p in parts)
+            and not any(is_words(p) for p in parts))
 
 
 def _generated_capitals(v: str) -> bool:
@@ -1316,6 +1346,25 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
         if m.group("verb") == "-" and text[m.start("kw") - 1 : m.start("kw")] in ("-", "_"):
             continue  # "to-set-a-password-for-your-vm": a slug or identifier, not a sentence
         if _sentence_value_is_secret(text, value, quoted, kw, start + len(value), m.group("verb")):
+            yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+    yield from _other_order_hits(text, out)
+
+
+def _other_order_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+    """`_SET_TO` and `_VALUE_FIRST`, their values judged as the sentence rule judges a value
+    after "set to" (a bare word never counts: "set the password to expire")."""
+    for m in _scan(_SET_TO, text, out):
+        quoted = m.group("qval") is not None
+        value = m.group("qval") if quoted else m.group("val").rstrip(".,;:!?)]}")
+        start = m.start("qval") if quoted else m.start("val")
+        kw = m.group("kw").lower()
+        if value and _sentence_value_is_secret(text, value, quoted, kw, start + len(value), "set to"):
+            yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+    for m in _scan(_VALUE_FIRST, text, out):
+        raw = m.group("val").rstrip(",;:")
+        value = raw.lstrip("([{")
+        start = m.start("val") + len(raw) - len(value)
+        if value and _sentence_value_is_secret(text, value, False, m.group("kw").lower(), start + len(value), "set to"):
             yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
 
 
@@ -1728,6 +1777,31 @@ def _word_start(text: str, pos: int, stops: str, limit: int) -> int:
     while start > 0 and not text[start - 1].isspace() and text[start - 1] not in stops and pos - start < limit:
         start -= 1
     return start
+
+
+# --------------------------------------------------------------------------- two fields
+
+
+_LABEL_KEYWORD = re.compile(r"(?i)\b(?:" + _SENTENCE_KW + r")\b")
+_MAX_LABELLED_VALUE = 200  # a value, not a note that happens to sit under such a title
+
+
+def find_labelled_value(label: str, value: str) -> list[SecretHit]:
+    """A credential whose name is one field and whose value is another: a memory titled "Bank
+    PIN" holding "4471", or "Wifi password" holding "BlueFalcon!2024". The two are read as one
+    `label: value` line, and the hits inside the value are returned in its offsets (the value
+    alone is a bare number or word, which no rule may block)."""
+    label = label.strip()
+    if not value.strip() or len(value) > _MAX_LABELLED_VALUE or not _LABEL_KEYWORD.search(label):
+        return []
+    said = _IT_IS.match(value)  # "it is 4471": the value refers to the title
+    cut = said.end() if said else 0
+    offset = len(label) + 2 - cut
+    return [SecretHit(h.rule_id, h.start - offset, h.end - offset)
+            for h in find_secrets(f"{label}: {value[cut:]}") if h.start - offset >= cut]
+
+
+_IT_IS = re.compile(r"(?i)[ \t]*(?:it(?:'s|\u2019s|[ \t]+is)|(?:that|this)(?:'s|[ \t]+is)|is)[ \t]+(?:now[ \t]+)?")
 
 
 # --------------------------------------------------------------------------- stored records

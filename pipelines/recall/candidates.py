@@ -26,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.materialize import in_quarantine, message_item_id
-from pipelines.records import SCOPE_RANK, Identity, MemoryItem, Scope
+from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
+from pipelines.message_context import answered_turn
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
@@ -68,6 +69,9 @@ class Candidate:
     resolution: str | None = None
     suppressed: str | None = None
     tier: int = 1  # 0: ranked before every tier-1 candidate whatever the scores
+    # Said when the question asks about and the question names no subject ("what did we
+    # talk about yesterday?"): it answers the question whatever its words.
+    said_then: bool = False
 
     @property
     def id(self) -> str:
@@ -75,6 +79,18 @@ class Candidate:
 
     def key(self) -> tuple:
         return (self.tier, -self.score, SCOPE_RANK[self.item.scope.kind], self.item.id)
+
+
+def _held_for(held: MemoryItem, item: MemoryItem) -> bool:
+    """Whether the write policy's contradiction check (`pipelines.policy.contradictions`,
+    the one that held it) finds `held` contradicting `item`, as it checked a proposal
+    against the stored claims of its scope kind (not those in quarantine)."""
+    from pipelines.policy import contradictions  # a module-level import would cycle (policy reads conflicts)
+
+    if held.id == item.id or held.scope.kind != item.scope.kind or in_quarantine(item):
+        return False
+    said = ProposedItem(type=held.type, title=held.title, content=held.content, scope=held.scope.kind)
+    return any(True for _ in contradictions(said, [item]))
 
 
 class VisibleCorpora:
@@ -106,8 +122,9 @@ class VisibleCorpora:
         return None
 
     def held_against(self, item: MemoryItem) -> list[MemoryItem]:
-        """The claims the caller may see held in quarantine for contradicting `item`, or a
-        claim consolidation merged into it (`merged_from`), by their `HELD_AGAINST` whether
+        """The claims the caller may see held in quarantine (or carrying an edit held) for
+        contradicting `item`, or a claim consolidation merged into it (`merged_from`), by
+        their `HELD_AGAINST` (`materialize.held_against_ids`) whether
         or not the query found them: an index lookup per delivered claim. Approved or
         rejected since (a newer version), they wait no more."""
         out: dict[str, MemoryItem] = {}
@@ -115,8 +132,13 @@ class VisibleCorpora:
         for c in self.corpora:
             for row in (row for item_id in contested for row in c.held_against_rows.get(item_id, ())):
                 held = self.newest(c.items[row].id)
-                if (held is not None and held.id not in out and in_quarantine(held)
-                        and held.scope.visible_to(self.who)):
+                if (held is not None and held.id not in out and held.scope.visible_to(self.who)
+                        and any(held_against(held, i) for i in contested)):
+                    out[held.id] = held
+            for row in c.held_unnamed_rows:  # held before the ids were kept: asked as the policy did
+                held = self.newest(c.items[row].id)
+                if (held is not None and held.id not in out and held_unnamed(held)
+                        and held.scope.visible_to(self.who) and _held_for(held, item)):
                     out[held.id] = held
         return list(out.values())
 
@@ -177,7 +199,8 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
+                 said_in: Sequence[DateRange] = (), said_only: bool = False, asks_time: bool = False,
+                 about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -187,6 +210,13 @@ class CandidateSearch:
         self.now_ts = now_ts
         self.now = datetime.fromtimestamp(now_ts, tz=timezone.utc)
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
+        # Days the question places what was said in, from the time of asking ("what did we
+        # decide yesterday?"): the "said_when" channel and the same boost, any item type.
+        self.said_in = [(a.toordinal(), b.toordinal()) for a, b in said_in]
+        # Channels each of whose entries answers the question (a relevance floor, `_finish`):
+        # the caller's own memories, a kind of memory, or, when it asks what was said at a
+        # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
+        self.listed = ("said_when",) if said_only and self.said_in else ("self", "listing")
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.listing = listing  # item types the question asks for as a kind: the "listing" channel
@@ -302,19 +332,10 @@ class CandidateSearch:
         if loc is None:
             return set()
         said = self.view.corpora[loc[0]].items[loc[1]]
-        session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
-        if not isinstance(seq, int):
-            return {said.id}
-        answered: tuple[int, str] | None = None
-        for ci, c in enumerate(self.view.corpora):
-            for row in c.audience_rows(said.scope.audience_key(), self.view.allowed[ci]):
-                it = c.items[row]
-                at = it.metadata.get("inbox_seq")
-                if (isinstance(at, int) and at < seq and (answered is None or at > answered[0])
-                        and it.type == "message" and it.metadata.get("role") == "user"
-                        and it.metadata.get("session_id") == session):
-                    answered = (at, it.id)
-        return {said.id} if answered is None else {said.id, answered[1]}
+        audience = said.scope.audience_key()
+        answered = answered_turn(said, (c.items[row] for ci, c in enumerate(self.view.corpora)
+                                        for row in c.audience_rows(audience, self.view.allowed[ci])))
+        return {said.id} if answered is None else {said.id, answered.id}
 
     def admissible(self, ci: int, row: int) -> bool:
         return self.not_admitted(ci, row) is None
@@ -389,11 +410,28 @@ class CandidateSearch:
                         for row in rows.tolist()]
         return entries
 
+    def _said_in_mask(self, days: np.ndarray) -> np.ndarray:
+        inside = np.zeros(len(days), dtype=bool)
+        for first, last in self.said_in:
+            inside |= (days >= first) & (days <= last)
+        return inside
+
+    def _said_when_channel(self) -> Ranked:
+        """The visible items said on the days the question places them ("yesterday", "last
+        week"), the latest first."""
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(c.said_days()))
+            days = c.said_days()
+            entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
+        return entries
+
     def channels(self, only: Collection[str] | None = None) -> dict[str, Ranked]:
         """Each channel's best `candidate_k` entries (`only`: just these channels)."""
         opts = self.opts
         searched = (("self", self.about_self, self._self_channel),
                     ("listing", bool(self.listing), self._listing_channel),
+                    ("said_when", bool(self.said_in), self._said_when_channel),
                     ("dense", self.qvec is not None, self._dense_channel),
                     ("lexical", opts.lexical and bool(self.terms), self._lexical_channel),
                     ("labels", opts.labels and bool(self.grams), self._label_channel))
@@ -431,13 +469,19 @@ class CandidateSearch:
         if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
             # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
             title = own.title_key(cand.row)
-            if not any(item_id in c.links_in or (title and title in c.title_rows)
+            if not any(item_id in c.links_in or item_id in c.disagreed_rows or (title and title in c.title_rows)
                        for ci, c in enumerate(view.corpora) if ci != cand.ci):
                 return []
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
+        # the claims it disagreed with when written, and those that disagreed with it
+        partners.extend(loc for other in cand.item.metadata.get(DISAGREES_WITH) or ()
+                        for loc in [view.locate(str(other))] if loc)
         title = view.corpora[cand.ci].title_key(cand.row)
         for ci, c in enumerate(view.corpora):
+            disagreed = c.disagreed_rows.get(item_id)
+            if disagreed:
+                partners.extend((ci, row) for row in disagreed if view.allowed[ci][row])
             linked = c.links_in.get(item_id)
             if linked:
                 allowed = view.allowed[ci]
@@ -566,6 +610,9 @@ class CandidateSearch:
         importance = item.importance if item.importance < 10 else 10
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
+        if self.said_in and opts.w_date and self._said_in_mask(
+                self.view.corpora[cand.ci].said_days()[cand.row:cand.row + 1])[0]:
+            boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):
                 boosts["speaker"] = opts.w_speaker
@@ -593,9 +640,11 @@ class CandidateSearch:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
         ranks = cand.ranks
-        if "self" in ranks or "listing" in ranks:
-            # A question about the caller or a kind of memory: each one listed answers it.
-            own = min(ranks[ch] for ch in ("self", "listing") if ch in ranks)
+        listed = [ranks[ch] for ch in self.listed if ch in ranks]
+        cand.said_then = "said_when" in ranks and "said_when" in self.listed
+        if listed:
+            # A question about the caller, a kind of memory or a time: each one listed answers it.
+            own = min(listed)
             relevance = cand.relevance = max(relevance, SELF_RELEVANCE / (1.0 + SELF_DECAY * (own - 1)))
         fused = cand.fused = self._fused(cand) if opts.fusion == "rrf" else relevance
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),

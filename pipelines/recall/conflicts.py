@@ -146,7 +146,10 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
-    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became)\b",
+    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
+    # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
+    r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
+    r"pushed\s+(?:back|out|up|forward|to))\b",
     re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
@@ -349,7 +352,7 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
+MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -600,7 +603,7 @@ def _ends(a: Claim, b: Claim) -> bool:
 def _measures(values: Iterable[str]) -> frozenset[str]:
     """The values that are numbers with a unit ("4 space"); not a day of a month ("14
     march": "14 March" and "28 March" are two days, not two counts in one unit)."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in _MONTH_STEMS)
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS)
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:
@@ -1715,10 +1718,19 @@ def corrections(title: str, content: str, item_type: str, scope_kind: str, autho
     if retiring:
         new = proposed_claim(title, content, item_type, scope_kind, retiring)
     own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
+    replaced, in_part = corrected(new, own)
+    return Corrections(replaced, in_part, retiring)
+
+
+def corrected(new: Claim, existing: Iterable[MemoryItem]) -> tuple[list[str], list[str]]:
+    """Ids of the claims among `existing` (those `new` may correct) that it replaces whole
+    and those it corrects a detail of (`corrects_in_part`: linked with `refines`, they
+    stay). The one place every door that corrects decides it: a write, a turn's proposal,
+    an edit of what an item says, a reviewer's approval of a held claim or edit."""
     replaced, in_part = [], []
-    for old, reason in contradicted(new, own):
+    for old, reason in contradicted(new, existing):
         (in_part if reason == SAME_SUBJECT and corrects_in_part(new, read_claim(old)) else replaced).append(old.id)
-    return Corrections(sorted(replaced), sorted(in_part), retiring)
+    return sorted(replaced), sorted(in_part)
 
 
 def corrected_by(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
@@ -1773,6 +1785,6 @@ def _value_stems(values: Iterable[str]) -> frozenset[str]:
     return frozenset(_STEMS(sorted(_value_words(values))))
 
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected_by",
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
            "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
            "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]

@@ -32,13 +32,13 @@ from typing import Any
 import faiss
 import numpy as np
 
-from pipelines.materialize import HELD_AGAINST
+from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
-from .episodic import is_small_talk
+from .episodic import is_small_talk, said_date
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
 
@@ -138,6 +138,7 @@ class MemoryCorpus:
         self._small_talk_cache: dict[int, bool] = {}
         self._partnered_cache: dict[int, bool] = {}
         self._corrections: np.ndarray | None = None
+        self._said_days: np.ndarray | None = None
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -153,6 +154,8 @@ class MemoryCorpus:
         summaries_by_turn: dict[str, list[int]] = defaultdict(list)
         links_in: dict[str, list[tuple[str, int]]] = defaultdict(list)
         held_against: dict[str, list[int]] = defaultdict(list)
+        unnamed: list[int] = []
+        disagreed: dict[str, list[int]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
             by_audience[it.scope.audience_key()].append(row)
@@ -168,8 +171,12 @@ class MemoryCorpus:
                     summaries_by_turn[ref].append(row)
             for link in it.links:
                 links_in[link.to].append((link.rel, row))
-            for contested in it.metadata.get(HELD_AGAINST) or ():  # a claim held for contradicting it
-                held_against[str(contested)].append(row)
+            for contested in held_against_ids(it):  # a claim (or an edit of one) held for contradicting it
+                held_against[contested].append(row)
+            if held_unnamed(it):  # held before the ids were kept: checked on read
+                unnamed.append(row)
+            for other in it.metadata.get(DISAGREES_WITH) or ():  # a claim that disagreed with it when written
+                disagreed[str(other)].append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
@@ -178,6 +185,8 @@ class MemoryCorpus:
         self.summary_rows_by_turn = dict(summaries_by_turn)
         self.links_in = dict(links_in)
         self.held_against_rows = dict(held_against)  # contested id -> rows held against it
+        self.disagreed_rows = dict(disagreed)  # id -> rows that disagreed with it when written
+        self.held_unnamed_rows = unnamed  # held for contradicting claims they do not name (`held_unnamed`)
 
     def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
         """Palace rooms: explicit locations win over item.metadata["palace"]."""
@@ -340,6 +349,7 @@ class MemoryCorpus:
             found = self._partnered_cache[row] = (
                 any(link.rel in rels for link in item.links)
                 or any(rel in rels for rel, _ in self.links_in.get(item.id, ()))
+                or bool(item.metadata.get(DISAGREES_WITH)) or item.id in self.disagreed_rows
                 or (rows is not None and len(rows) <= max_title and not (len(rows) == 1 and int(rows[0]) == row)))
         return found
 
@@ -373,6 +383,14 @@ class MemoryCorpus:
         """Rows whose item type is one of `types`."""
         codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
         return np.isin(self._type_of, codes)
+
+    def said_days(self) -> np.ndarray:
+        """Per row, the day it was said (`episodic.said_date`) as a proleptic ordinal, 0 when
+        unknown; read when a question first places something in time."""
+        if self._said_days is None:
+            days = [said_date(it) for it in self.items]
+            self._said_days = np.fromiter((d.toordinal() if d else 0 for d in days), np.int64, self.n)
+        return self._said_days
 
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)

@@ -127,6 +127,74 @@ def question_dates(text: str) -> list[DateRange]:
     return ranges
 
 
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+# Words that place what was said relative to the time of asking, in the past only: "what
+# did we decide yesterday?" asks about what was said then; "what's on tomorrow?" or "on
+# Monday" (past or coming?) do not say when it was said.
+_SAID_WHEN = re.compile(
+    r"\b(?:(?P<yesterday>yesterday|last\s+night)"
+    r"|(?P<today>earlier\s+today|this\s+(?:morning|afternoon))"
+    r"|(?P<n>an?|one|two|three|four|five|six|\d)\s+(?P<unit>days?|weeks?)\s+ago"
+    r"|(?P<few>a\s+few|a\s+couple\s+of|couple\s+of)\s+days\s+ago"
+    r"|(?P<past>past|last)\s+(?P<span>\d|two|three|few)?\s*(?P<period>days?|weeks?|month|weekend"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
+    re.IGNORECASE,
+)
+
+
+def without_said_when(text: str) -> str:
+    """`text` without the words that place what was said in time (`said_dates`)."""
+    return _SAID_WHEN.sub(" ", text)
+
+
+def said_dates(text: str, today: date) -> list[DateRange]:
+    """The days a question places what was said in, relative to `today` (the day it is
+    asked): "yesterday", "this morning", "two days ago", "last week" (the calendar week
+    before this one), "the past few days", "last Friday" (the latest Friday before today),
+    "last month", "last weekend". Past words only; absolute dates are `question_dates`."""
+    found: list[DateRange] = []
+    for m in _SAID_WHEN.finditer(text):
+        if len(found) >= MAX_DATES:
+            break
+        g = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
+        if g["yesterday"]:
+            found.append((today - timedelta(days=1), today - timedelta(days=1)))
+        elif g["today"]:
+            found.append((today, today))
+        elif g["n"]:
+            n = _COUNTS.get(g["n"]) or int(g["n"])
+            if g["unit"].startswith("day"):
+                found.append((today - timedelta(days=n), today - timedelta(days=n)))
+            else:  # "two weeks ago": that week, give or take a few days
+                found.append((today - timedelta(days=7 * n + 3), today - timedelta(days=max(7 * n - 3, 1))))
+        elif g["few"]:
+            found.append((today - timedelta(days=5), today - timedelta(days=2)))
+        elif g["period"]:
+            period, span = g["period"].rstrip("s") if g["period"] != "days" else "day", g["span"]
+            if period == "day":
+                n = _COUNTS.get(span or "", 0) or (int(span) if span and span.isdigit() else 4)
+                found.append((today - timedelta(days=n), today))
+            elif period == "week" and (g["past"] == "past" or span):
+                n = _COUNTS.get(span or "", 0) or (int(span) if span and span.isdigit() else 1)
+                found.append((today - timedelta(days=7 * n), today))
+            elif period == "week":
+                monday = today - timedelta(days=today.weekday() + 7)
+                found.append((monday, monday + timedelta(days=6)))
+            elif period == "weekend":
+                saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+                if saturday + timedelta(days=1) >= today:
+                    saturday -= timedelta(days=7)
+                found.append((saturday, saturday + timedelta(days=1)))
+            elif period == "month":
+                last = today.replace(day=1) - timedelta(days=1)
+                found.append((last.replace(day=1), last))
+            else:  # a weekday: the latest one before today
+                back = (today.weekday() - _WEEKDAYS.index(period)) % 7 or 7
+                found.append((today - timedelta(days=back), today - timedelta(days=back)))
+    return found
+
+
 _WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _PERIOD = rf"(?:night|morning|evening|afternoon|week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAY})"
@@ -162,4 +230,4 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asks_when", "question_dates", "said_within", "states_time"]
+__all__ = ["DateRange", "asks_when", "question_dates", "said_dates", "said_within", "without_said_when", "states_time"]

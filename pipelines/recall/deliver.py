@@ -87,7 +87,8 @@ def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = ()) -> 
     if c.resolution == CORRECTED:  # a note a correction of one detail left standing
         return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending), True)
     flagged = _flagged_with(c, held)
-    return Entry(c.id, format_entry(c.item, flagged, scope=c.resolution == "scope", pending=pending), bool(flagged))
+    scoped = c.resolution == "scope"
+    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending), bool(flagged) or scoped)
 
 
 def _hit(c: Candidate, delivery: str, low: bool, held: _Held) -> Hit:
@@ -134,9 +135,10 @@ def later_first(shown: list[Candidate], turn_ids: Iterable[str]) -> tuple[list[C
     return out, later
 
 
-def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str]) -> bool:
-    """A raw turn that only asks, or whose own words share none with the query: never injected."""
-    return bool(opts.episodic) and (only_asks(item) or not says_something_asked(item, query_terms))
+def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], said_then: bool = False) -> bool:
+    """A raw turn that only asks, or whose own words share none with the query (unless it
+    was said when the question asks about, `Candidate.said_then`): never injected."""
+    return bool(opts.episodic) and (only_asks(item) or not (said_then or says_something_asked(item, query_terms)))
 
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
@@ -160,7 +162,8 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injected: list[str] = []
     injection = ""
     if mode in ("inject", "hybrid"):
-        shown = [c for c in ordered if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms)]
+        shown = [c for c in ordered
+                 if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.said_then)]
         injection, injected = pack_injection([_entry(c, held) for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room

@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
@@ -41,12 +42,20 @@ from pipelines.settings import Settings
 from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
-from .dates import asks_when, question_dates
+from .dates import asks_when, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
-from .query import RecallError, RecallFilters, asked_types, asks_about_self, check_request, parse_now
+from .query import (
+    RecallError,
+    RecallFilters,
+    asked_types,
+    asks_about_self,
+    asks_what_was_said,
+    check_request,
+    parse_now,
+)
 from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
 
 
@@ -347,8 +356,11 @@ class RecallEngine:
         q.grams = label_ngrams(q.text)
         if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
             q.qvec = self._embed(vector_text(q.text, q.view, q.grams, q.opts), q.corpora, q.degraded)
+        asked_on = datetime.fromtimestamp(q.now_ts, timezone.utc).date()
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
+                                   said_in=said_dates(q.text, asked_on) if q.opts.w_date else [],
+                                   said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))
 
@@ -456,7 +468,7 @@ class RecallEngine:
         answers nothing."""
         if q.mode != "inject":
             return len(q.ranked)
-        return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms) for c in q.ranked)
+        return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms, c.said_then) for c in q.ranked)
 
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:

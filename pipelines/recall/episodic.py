@@ -39,7 +39,8 @@ import msgspec
 
 from pipelines.records import MemoryItem, parse_time
 
-from .conflicts import DENIES, MAY_UPDATE, Claim, conflict_reason, read_claim
+from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
+from .dates import MONTHS
 from .lexical import STOPWORDS, Stems, tokenize, words
 
 # Words that make up acknowledgements, greetings and small talk.
@@ -206,7 +207,47 @@ def _otherwise(new: Claim, old: Claim) -> bool:
         # negation in an earlier, chattier turn is often about something else ("dairy-free
         # for people who can't have lactose" / "I made it lactose-free", on LoCoMo).
         return new.negated
-    return reason is not None and reason != MAY_UPDATE
+    if reason is None or reason == MAY_UPDATE:
+        return False
+    return not _another_time(new, old)
+
+
+# When a thing happens: a weekday, a month, a date, a time of day, a day of a month.
+_WHEN_UNITS = frozenset({"am", "pm", "th", "st", "nd", "rd", "h", "oclock"}) | MONTH_STEMS
+_WEEKDAYS = frozenset(f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun"))
+_WHEN_WORD = re.compile(
+    r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
+    + "|".join(sorted((m for m in MONTHS if len(m) > 3), key=len, reverse=True))
+    + r"|\d{4}-\d\d|\d{1,2}(?::\d\d|\s*(?:am|pm)\b|st|nd|rd|th))", re.IGNORECASE)
+_ISO_DAY = re.compile(r"\d{4}-\d\d")
+_WRITER_ACTS = re.compile(r"\b(?:i|we)\b", re.IGNORECASE)  # "I'm going hiking", "we met Sam"
+_DEFINITE = re.compile(r"\b(?:the|my|our|his|her|their|your|this|that)\b", re.IGNORECASE)  # "the release", "my flight"
+
+
+def _when(value: str) -> bool:
+    head, _, unit = value.partition(" ")
+    return (value in _WEEKDAYS or value in MONTH_STEMS or value in MONTHS or _ISO_DAY.match(value) is not None
+            or (head[:1].isdigit() and (":" in head or unit in _WHEN_UNITS)))
+
+
+def _another_time(new: Claim, old: Claim) -> bool:
+    """Two turns that differ only in when (a day, a date, a time; a bare number counts as
+    the day of a month either names) tell of two events, not a correction, unless the
+    later says something changed (`Claim.changes`: "slipped", "moved", "now"), names the
+    earlier time as replaced ("not Saturday"), or the earlier speaks of one definite thing
+    and not of what the speaker does: "The billing-api release is on Friday" then "... on
+    Tuesday" corrects it; "I'm going hiking on Saturday" then "... on Sunday" are two
+    hikes, as are "I met Sam for lunch on Tuesday" and "... for coffee on Thursday"."""
+    if new.changes is not None or new.retired & old.values:
+        return False
+    differ = new.values ^ old.values
+    if not differ:
+        return False
+    dated = any(_when(v) and not v.isdigit() for v in new.values | old.values)
+    if not all(_when(v) or (dated and v.isdigit()) for v in differ):
+        return False
+    head = _WHEN_WORD.split(old.item.content, 1)[0]
+    return _WRITER_ACTS.search(head) is not None or _DEFINITE.search(head) is None
 
 
 def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:

@@ -11,6 +11,7 @@ import msgspec
 
 from pipelines.records import ITEM_TYPES, SCOPE_KINDS, TIERS, Identity, parse_time
 
+from .dates import without_said_when
 from .lexical import QUERY_FILLERS, tokenize
 
 MODES = ("inject", "catalog", "hybrid")
@@ -85,13 +86,31 @@ _LISTING_WORDS = frozenset({
 def asked_types(query: str) -> tuple[str, ...]:
     """The item types a question asks for as a kind, or () when it names no type or also
     names a subject ("what did we decide about the API?"). Read from its words with the
-    recall fillers ("Do you remember what we decided?": "decided" is one)."""
-    toks = tokenize(query)
+    recall fillers ("Do you remember what we decided?": "decided" is one); when it was
+    said ("what did we decide yesterday?") is no subject."""
+    toks = tokenize(without_said_when(query))
     types = [t for t, word in _ASKED_TYPES.items() if any(word.match(w) for w in toks)]
-    if not types or any(not any(word.match(w) for word in _ASKED_TYPES.values())
-                        and w not in _LISTING_WORDS and w not in QUERY_FILLERS for w in toks):
+    if not types or _names_a_subject(toks):
         return ()
     return tuple(types)
+
+
+# Words of a question about what was said then ("what did we talk about yesterday?").
+_TALK_WORDS = frozenset({"talk", "talked", "discuss", "chat", "chatted", "happened", "happen", "told",
+                         "tell", "say", "said", "ask", "asked", "conversation", "conversations", "covered"})
+
+
+def asks_what_was_said(query: str) -> bool:
+    """The question asks what was said at a time it names and names no subject ("what did
+    we talk about yesterday?", "what did we decide last week?"): each thing said then
+    answers it, as each decision answers "what did we decide?" (`asked_types`)."""
+    rest = without_said_when(query)
+    return rest != query and not _names_a_subject([w for w in tokenize(rest) if w not in _TALK_WORDS])
+
+
+def _names_a_subject(toks: list[str]) -> bool:
+    return any(not any(word.match(w) for word in _ASKED_TYPES.values())
+               and w not in _LISTING_WORDS and w not in QUERY_FILLERS for w in toks)
 
 
 def parse_now(now: str | None) -> float:

@@ -13,7 +13,7 @@ from loci.cli import app as cli_app
 from pipelines.inbox import open_inbox
 from pipelines.materialize import fold_events
 from tests.assets.support import make_settings
-from tests.e2e.chat import consolidate, tool
+from tests.e2e.chat import consolidate, recall, tool, turn
 
 ANN = {"user_id": "ann", "project_id": "home", "session_id": "a1"}
 SECRET_SPOT = "the blue flowerpot by the back door"
@@ -61,3 +61,26 @@ def test_a_forgotten_memory_leaves_a_default_export_as_a_tombstone_only(service,
     restored = make_settings(tmp_path / "restored")
     cli("import", str(backup), "--data-dir", restored.data_dir)
     assert stored(restored, spot["item_id"]).validation == "retracted"
+
+
+def test_the_turns_that_said_a_forgotten_memory_leave_a_default_export_too(service, tmp_path) -> None:
+    """Recall never shows the raw turns that said a forgotten memory; a default export kept
+    their text (a trial found the spare key's hiding place in the chat turns of an export
+    whose memory was a tombstone)."""
+    client, settings = service
+    turn(client, ANN, "user", f"Note this: the spare key is under {SECRET_SPOT}.")
+    (spot,) = tool(client, ANN, "memory.propose", {"items": [
+        {"type": "fact", "title": "Spare key", "content": f"The spare key is under {SECRET_SPOT}."}]})["proposals"]
+    turn(client, ANN, "user", "Also, the bins go out on Tuesday evenings.")
+    consolidate(client, settings)
+    tool(client, ANN, "memory.forget", {"id": spot["item_id"]})
+    consolidate(client, settings)
+    assert "flowerpot" not in json.dumps(recall(client, ANN, "Where is the spare key?", mode="catalog"))
+
+    out = tmp_path / "after.jsonl"
+    cli("export", "--out", str(out), "--data-dir", settings.data_dir)
+    assert "flowerpot" not in out.read_text()  # before the fix: in the user's raw turn
+    rows = list(map(json.loads, out.read_text().splitlines()))
+    assert any("bins go out" in r["content"] for r in rows if r["type"] == "message")  # other turns stay
+    said = [r for r in rows if r["type"] == "message" and r["validation"] == "retracted"]
+    assert said and all(r["content"] == "" for r in said)  # the exchange that said it, as tombstones

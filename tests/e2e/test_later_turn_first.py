@@ -5,7 +5,9 @@ as conversation excerpts for "When is the billing-api release?". They came oldes
 nothing saying the Friday turn was out of date. Now the later turn comes first and the
 earlier one is marked as said earlier, a later turn saying otherwise. Two turns of one
 subject that do not contradict (hiking on Saturday, hiking again on Sunday) are both shown
-unmarked: two events, not a correction."""
+unmarked: two events, not a correction. Nor are two plans of the speaker's that differ only
+in the day ("I'll be at the climbing gym on Monday" / "... on Wednesday", which was marked),
+unless the later says the plan moved ("got pushed back to Friday")."""
 
 from __future__ import annotations
 
@@ -45,6 +47,10 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
         ("2026-11-20T10:05:00Z", "I went hiking with my sister on Saturday."),
         ("2026-11-26T10:00:00Z", "the billing-api release slipped to Tuesday, December 8."),
         ("2026-11-26T10:05:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
+        ("2026-11-20T10:10:00Z", "I'll be at the climbing gym on Monday."),
+        ("2026-11-26T10:10:00Z", "I'll be at the climbing gym on Wednesday."),
+        ("2026-11-20T10:15:00Z", "I'm having dinner with Priya on Thursday."),
+        ("2026-11-26T10:15:00Z", "Dinner with Priya got pushed back to Friday."),
     ])
     found = recall(client, DEV, "When is the billing-api release?")
     shown = excerpts(found)
@@ -58,3 +64,11 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
     found = recall(client, DEV, "When did I go hiking?")
     shown = excerpts(found)
     assert len(shown) == 2 and MARK not in found["injection"], shown
+    # two plans that differ only in the day, nothing said to change: two visits, unmarked
+    found = recall(client, DEV, "When will I be at the climbing gym?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and MARK not in found["injection"], shown
+    # a plan of the speaker's the later turn says was moved ("pushed back"): marked
+    found = recall(client, DEV, "When is dinner with Priya?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and "Friday" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown

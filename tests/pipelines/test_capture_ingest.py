@@ -253,7 +253,7 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
     export imported again lands nothing (counted as already in the inbox)."""
     import msgspec
 
-    from pipelines.materialize import HELD_AGAINST, QUARANTINE_MAX_CONFIDENCE, in_quarantine
+    from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, QUARANTINE_MAX_CONFIDENCE, in_quarantine
 
     maya = _household_claim("maya1", "maya", "Leo bedtime", "Leo's bedtime is 8:30pm on school nights.")
     jon_old = _household_claim("jon0", "jon", "Bedtime", "Leo goes to bed at 10pm on school nights.")
@@ -272,6 +272,9 @@ def test_an_imported_claim_contradicting_someone_elses_is_held_and_the_hold_is_f
         path.write_text(msgspec.json.encode(msgspec.structs.replace(jon, id=f"jon-copy{n}")).decode() + "\n")
         report = import_items_jsonl(path, inbox, Policy(), existing=existing).as_dict()
         assert report["accepted"] == 1, report
+    # standing beside the importer's own claim it contradicts, it names it: recall shows both
+    stood = fold_events(inbox.read_after(0)).items["jon-copy0"]
+    assert stood.metadata.get(DISAGREES_WITH) == ["jon0"] and not in_quarantine(stood), stood
 
 
 def test_a_forgotten_item_held_on_import_stays_forgotten(inbox, tmp_path):
@@ -338,15 +341,16 @@ def test_an_author_s_correction_is_not_held_for_someone_else_s_echo_of_the_corre
     assert echoes(echo, [mine], 0.9) and not echoes(other, [mine], 0.9) and not echoes(echo, [], 0.9)
     # A more confident echo would outrank the correction in recall: no echo, held as before.
     assert not echoes(echo, [mine], 0.8) and not echoes(echo, [mine])
-    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo],
-                                                   scope_kind="project", author_user_id="maya")
+    verdict, replaced, held_against, disagrees = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo],
+                                                              scope_kind="project", author_user_id="maya")
     assert (verdict.action, replaced.replaced, replaced.in_part, held_against) == ("accept", ["a"], [], []), verdict
-    verdict, replaced, held_against = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
+    assert disagrees == [echo.id]  # the echo stands beside it: named, recall shows the two together
+    verdict, replaced, held_against, _ = govern_claim(Policy(), fix, provenance=prov, found=[mine, echo, other],
                                                    scope_kind="project", author_user_id="maya")
     assert verdict.action == "quarantine" and "contradicts item c" in " ".join(verdict.reasons), verdict
     assert held_against == ["c"]  # what its item links to (`contradicts`): recall reads the link from "c"
     # Without a claim of her own to correct, Jon's note is someone else's claim: held, as before.
-    verdict, _, held_against = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
+    verdict, _, held_against, _ = govern_claim(Policy(), fix, provenance=prov, found=[echo], scope_kind="project",
                                             author_user_id="maya")
     assert verdict.action == "quarantine" and held_against == ["b"], (verdict, held_against)
 

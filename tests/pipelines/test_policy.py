@@ -59,6 +59,15 @@ def policy() -> Policy:
         ("pw: Xk9#mQ2vL", "hard.secret.keyword_assignment"),
         ("The garage door code is 0000.", "hard.secret.plain_sentence"),
         ("Our Netflix password is swordfish.", "hard.secret.plain_sentence"),
+        # the credential named after a longer "for ..." phrase, set to a value, or after its value
+        ("Remember my PIN for the new debit card is 4471.", "hard.secret.plain_sentence"),
+        ("the password for the shared family netflix account is Willow.pebble69", "hard.secret.plain_sentence"),
+        ("I changed my wifi password to BlueFalcon!2024", "hard.secret.plain_sentence"),
+        ("I set the alarm code to 5812", "hard.secret.plain_sentence"),
+        ("4471 is my PIN", "hard.secret.plain_sentence"),
+        ("Xk9#mQ2vL is the password for the staging box", "hard.secret.plain_sentence"),
+        # groups of random letters fit a name's shape ("db_host_name") but are no words
+        ("sentinel_password: sentktko-yplemf-cpagceeh", "hard.secret.keyword_assignment"),
         ("Card 4539 1488 0343 6467, exp 09/27", "hard.secret.payment_card"),
         ("her SSN is 123-45-6789", "hard.secret.national_id"),
     ],
@@ -78,6 +87,12 @@ def test_blocks_secrets(policy, text, rule):
         "The password is stored in 1Password.",
         "Remember to rotate the password every 90 days.",
         "The PIN is required at checkout.",
+        "2019 was the year my PIN changed.",
+        "Set the password to expire after 90 days.",
+        "I set my password to something stronger.",
+        "Set the PIN to 4 digits.",
+        "That is my password manager.",
+        "password: db_host_name",
         "Commit 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed the bug.",
         "The API key lives in the vault under kv/prod/api.",
         "Set the password length to 16 characters.",
@@ -88,6 +103,30 @@ def test_blocks_secrets(policy, text, rule):
 def test_benign_text_with_secret_words_is_accepted(policy, text):
     assert policy.scan_text(text) == []
     assert policy.evaluate(item(text), provenance=PROV).action == "accept"
+
+
+@pytest.mark.parametrize(("title", "content"), [
+    ("Bank PIN", "4471"),
+    ("phone unlock PIN", "it is 4471"),
+    ("Wifi password", "BlueFalcon!2024"),
+    ("API token", "q8Zr2LmX0pVt7KcN4sWy"),
+])
+def test_a_credential_named_in_the_title_with_its_value_as_content_is_blocked(policy, title, content):
+    verdict = policy.evaluate(item(content, title=title), provenance=PROV)
+    assert verdict.action == "reject" and verdict.hard_block
+    assert any(r.startswith("content: secret") for r in verdict.reasons), verdict.reasons
+    assert all(content.split()[-1] not in r for r in verdict.reasons)
+
+
+@pytest.mark.parametrize(("title", "content"), [
+    ("Wifi password", "on the fridge"),
+    ("PIN", "4 digits"),
+    ("Bank PIN", "Call the bank to reset it"),
+    ("Password policy", "12 characters minimum"),
+    ("Flight", "UA 1234"),
+])
+def test_a_title_naming_a_credential_over_content_that_is_no_value_is_accepted(policy, title, content):
+    assert policy.evaluate(item(content, title=title), provenance=PROV).action == "accept"
 
 
 def test_one_reason_per_secret_value_however_many_detectors_found_it(policy):

@@ -6,7 +6,8 @@ from datetime import date
 
 import pytest
 
-from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_within, states_time
+from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_dates, said_within, states_time
+from pipelines.recall.query import asks_what_was_said
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -76,3 +77,32 @@ def test_a_text_that_states_no_time(text):
 ])
 def test_questions_that_ask_when(question, asks):
     assert asks_when(question) is asks
+
+
+SATURDAY = date(2026, 11, 28)
+
+
+@pytest.mark.parametrize(("question", "days"), [
+    ("What did we decide yesterday?", [(date(2026, 11, 27), date(2026, 11, 27))]),
+    ("what did I say this morning", [(SATURDAY, SATURDAY)]),
+    ("the thing from two days ago", [(date(2026, 11, 26), date(2026, 11, 26))]),
+    ("what did we discuss last week?", [(date(2026, 11, 16), date(2026, 11, 22))]),  # the calendar week
+    ("anything new in the past week?", [(date(2026, 11, 21), SATURDAY)]),
+    ("what did we do last weekend?", [(date(2026, 11, 21), date(2026, 11, 22))]),  # not this one
+    ("what did Ann say last Friday?", [(date(2026, 11, 27), date(2026, 11, 27))]),
+    ("what did Ann say last Saturday?", [(date(2026, 11, 21), date(2026, 11, 21))]),  # a week back
+    ("what came up last month?", [(date(2026, 10, 1), date(2026, 10, 31))]),
+    ("What is on tomorrow?", []), ("What's the plan for next week?", []), ("What did she do in 2022?", []),
+])
+def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
+    assert said_dates(question, SATURDAY) == days
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("What did we talk about yesterday?", True), ("What did we decide last week?", True),
+    ("what did I tell you this morning?", True),
+    ("What did we decide about payments yesterday?", False),  # a subject: matched by its words
+    ("What did we talk about?", False),  # no time
+])
+def test_questions_that_ask_what_was_said_then(question, asks):
+    assert asks_what_was_said(question) is asks
