@@ -325,9 +325,8 @@ def _quantize_int8(source: Path, out: Path) -> None:
             quiet.setLevel(level)
 
 
-# The int8 model for batches: the quantized export with its attention run one sequence at a
-# time (`pipelines.onnx_attention`): the same vectors in ~6% fewer CPU-seconds on LoCoMo
-# windows, ~10% slower for one text alone (a recall question), which keeps the plain model.
+# The int8 model as run: the quantized export with its attention run one sequence at a time
+# (`pipelines.onnx_attention`): the same vectors in about 10% fewer CPU-seconds (README).
 INT8_GRAPH = "seqattn"
 
 
@@ -341,37 +340,24 @@ def minilm_onnx_path(precision: str, model_dir: Path | None = None) -> Path:
     model_dir = model_dir or minilm_model_dir()
     key = _weights_fingerprint(model_dir)
     float_path = model_cache_dir() / f"{MINILM_NAME}-{key}-float32.onnx"
-    wanted = model_cache_dir() / f"{MINILM_NAME}-{key}-{precision}.onnx"
+    plain = model_cache_dir() / f"{MINILM_NAME}-{key}-{precision}.onnx"
+    wanted = plain if precision == "float32" else plain.with_name(f"{plain.stem}-{INT8_GRAPH}.onnx")
     if wanted.is_file():
         return wanted
     try:
         if not float_path.is_file():
             _replace_atomically(lambda tmp: _export_float_onnx(model_dir, tmp), float_path)
-        if precision == "int8" and not wanted.is_file():
-            _replace_atomically(lambda tmp: _quantize_int8(float_path, tmp), wanted)
+        if precision == "int8":
+            if not plain.is_file():
+                _replace_atomically(lambda tmp: _quantize_int8(float_path, tmp), plain)
+            if not _write_per_sequence_attention(plain, wanted, model_dir):
+                return plain
     except ImportError as exc:
         raise EmbedderUnavailable(
             MINILM_NAME, f"package missing to export the model ({exc.name or exc})",
             "pip install torch transformers onnx onnxruntime",
         ) from exc
     return wanted
-
-
-def minilm_batched_onnx_path(precision: str, model_dir: Path | None = None) -> Path | None:
-    """The model for batches of several texts at `precision`: for int8 the per-sequence
-    attention rewrite of `minilm_onnx_path` (built once, cached beside it); None when there
-    is none (float32, or a graph the rewrite does not recognise: the plain model runs)."""
-    if precision != "int8":
-        return None
-    model_dir = model_dir or minilm_model_dir()
-    plain = minilm_onnx_path(precision, model_dir)
-    out = plain.with_name(f"{plain.stem}-{INT8_GRAPH}.onnx")
-    try:
-        if out.is_file() or _write_per_sequence_attention(plain, out, model_dir):
-            return out
-    except Exception:  # noqa: BLE001 - an optimisation only: the plain model gives the same vectors
-        pass
-    return None
 
 
 def _write_per_sequence_attention(plain: Path, out: Path, model_dir: Path) -> bool:
@@ -400,41 +386,23 @@ def _write_per_sequence_attention(plain: Path, out: Path, model_dir: Path) -> bo
     return True
 
 
-def _onnx_session(model: Path | bytes) -> Any:
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.inter_op_num_threads = 1
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    source = model if isinstance(model, bytes) else str(model)
-    return ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-
-
 class _OnnxEncoder:
-    """MiniLM's encoder as an ONNX Runtime session on one thread (see `_MiniLMRunner`):
-    `(input_ids, attention_mask)` -> last hidden state, float32 (batch, tokens, 384).
-    `batched` (`minilm_batched_onnx_path`, called on the first input of several rows):
-    the model with the same outputs that runs such inputs in fewer CPU-seconds."""
+    """MiniLM's encoder as one ONNX Runtime session on one thread (see `_MiniLMRunner`):
+    `(input_ids, attention_mask)` -> last hidden state, float32 (batch, tokens, 384)."""
 
-    def __init__(self, model: Path | bytes, batched: Callable[[], Path | None] | None = None) -> None:
-        self.session = _onnx_session(model)
-        self._find_batched = batched
-        self._batched: Any = None
-        self._batched_lock = threading.Lock()
+    def __init__(self, model: Path | bytes) -> None:
+        import onnxruntime as ort
 
-    def _batched_session(self) -> Any:
-        if self._find_batched is not None:
-            with self._batched_lock:
-                if self._find_batched is not None:
-                    path = self._find_batched()
-                    self._batched = _onnx_session(path) if path is not None else self.session
-                    self._find_batched = None
-        return self._batched or self.session
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        source = model if isinstance(model, bytes) else str(model)
+        self.session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        session = self._batched_session() if len(ids) >= 2 else self.session
-        return session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        return self.session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                       "token_type_ids": np.zeros_like(ids)})[0]
 
 
 class _TorchBF16Encoder:
@@ -714,8 +682,7 @@ class MiniLMEmbedder(Embedder):
                                           "pip install torch transformers tokenizers") from exc
         path = minilm_onnx_path(precision, model_dir)
         try:
-            encoder = _OnnxEncoder(path, batched=lambda: minilm_batched_onnx_path(precision, model_dir))
-            return _MiniLMRunner(encoder, model_dir, batch_size=self.batch_size)
+            return _MiniLMRunner(_OnnxEncoder(path), model_dir, batch_size=self.batch_size)
         except ImportError as exc:
             raise EmbedderUnavailable(self.name, f"package missing ({exc.name or exc})",
                                       "pip install onnxruntime tokenizers") from exc

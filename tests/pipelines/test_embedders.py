@@ -276,23 +276,20 @@ def test_int8_quantization_never_writes_beside_the_shared_float_model(tmp_path, 
     assert onnx.load(str(out)).graph.node  # a loadable quantized model
 
 
-def test_int8_batches_run_attention_per_sequence_with_the_plain_exports_vectors(minilm_embedder):
-    """Inputs of several rows run the int8 model whose attention is a Scan over the batch
-    (`onnx_attention.per_sequence_attention`) and get the plain quantized export's hidden
-    states, with padded rows (the mask reaches every attention); one text alone runs the
-    plain model (cheaper for a recall question)."""
-    batched = emb.minilm_batched_onnx_path("int8")
-    assert batched is not None and batched.name.endswith(f"-int8-{emb.INT8_GRAPH}.onnx")
-    assert emb.minilm_batched_onnx_path("float32") is None
+def test_int8_model_runs_attention_per_sequence_with_the_plain_exports_vectors(minilm_embedder):
+    """The int8 model as run has each layer's attention as a Scan over the batch
+    (`onnx_attention.per_sequence_attention`) and gives the plain quantized export's
+    vectors, in batches whose rows are padded (the mask reaches every attention)."""
+    path = emb.minilm_onnx_path("int8")
+    assert path.name.endswith(f"-int8-{emb.INT8_GRAPH}.onnx")
+    plain = path.with_name(path.name.replace(f"-{emb.INT8_GRAPH}", ""))
     rows = [[101, *range(2000, 2000 + n), 102] for n in (30, 7, 18)]
     ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
     for r, row in enumerate(rows):
         ids[r, :len(row)] = row
     mask = (ids != 0).astype(np.int64)
-    encoder = minilm_embedder.runner("int8").hidden  # the encoder the product runs
-    got = encoder(ids, mask)
-    assert encoder._batched is not None and encoder._batched is not encoder.session
-    expected = emb._OnnxEncoder(emb.minilm_onnx_path("int8"))(ids, mask)
+    got = minilm_embedder.runner("int8").hidden(ids, mask)  # the session the product runs
+    expected = emb._OnnxEncoder(plain)(ids, mask)
     np.testing.assert_allclose(got[mask == 1], expected[mask == 1], rtol=0, atol=1e-6)
 
 
