@@ -325,11 +325,6 @@ def _quantize_int8(source: Path, out: Path) -> None:
             quiet.setLevel(level)
 
 
-# The int8 model as run: the quantized export with its attention run one sequence at a time
-# (`pipelines.onnx_attention`): the same vectors in about 10% fewer CPU-seconds (README).
-INT8_GRAPH = "seqattn"
-
-
 def minilm_onnx_path(precision: str, model_dir: Path | None = None) -> Path:
     """The ONNX file of MiniLM at `precision` (one of ONNX_PRECISIONS), exported (and
     quantized) on first use and cached by a fingerprint of the packaged weights. Raises
@@ -340,18 +335,14 @@ def minilm_onnx_path(precision: str, model_dir: Path | None = None) -> Path:
     model_dir = model_dir or minilm_model_dir()
     key = _weights_fingerprint(model_dir)
     float_path = model_cache_dir() / f"{MINILM_NAME}-{key}-float32.onnx"
-    plain = model_cache_dir() / f"{MINILM_NAME}-{key}-{precision}.onnx"
-    wanted = plain if precision == "float32" else plain.with_name(f"{plain.stem}-{INT8_GRAPH}.onnx")
+    wanted = model_cache_dir() / f"{MINILM_NAME}-{key}-{precision}.onnx"
     if wanted.is_file():
         return wanted
     try:
         if not float_path.is_file():
             _replace_atomically(lambda tmp: _export_float_onnx(model_dir, tmp), float_path)
-        if precision == "int8":
-            if not plain.is_file():
-                _replace_atomically(lambda tmp: _quantize_int8(float_path, tmp), plain)
-            if not _write_per_sequence_attention(plain, wanted, model_dir):
-                return plain
+        if precision == "int8" and not wanted.is_file():
+            _replace_atomically(lambda tmp: _quantize_int8(float_path, tmp), wanted)
     except ImportError as exc:
         raise EmbedderUnavailable(
             MINILM_NAME, f"package missing to export the model ({exc.name or exc})",
@@ -360,45 +351,18 @@ def minilm_onnx_path(precision: str, model_dir: Path | None = None) -> Path:
     return wanted
 
 
-def _write_per_sequence_attention(plain: Path, out: Path, model_dir: Path) -> bool:
-    """`plain` rewritten by `onnx_attention.per_sequence_attention` into `out`, kept only if
-    it gives the plain model's hidden states on a padded sample batch; False (nothing
-    written) when the export's graph is not the expected one or the outputs differ."""
-    import json
-
-    import onnx
-
-    from pipelines.onnx_attention import per_sequence_attention
-
-    config = json.loads((model_dir / "config.json").read_text())
-    model = onnx.load(str(plain))
-    if not per_sequence_attention(model, int(config["num_attention_heads"]), int(config["hidden_size"])):
-        return False
-    rng = np.random.default_rng(0)
-    ids = rng.integers(1000, 20000, size=(3, 40), dtype=np.int64)
-    mask = np.ones_like(ids)
-    mask[1, 25:], mask[2, 9:] = 0, 0  # padded rows: the mask reaches the attention
-    ids[mask == 0] = 0
-    rewritten = _OnnxEncoder(model.SerializeToString())(ids, mask)
-    if not np.allclose(rewritten, _OnnxEncoder(plain)(ids, mask), rtol=1e-4, atol=1e-4):
-        return False
-    _replace_atomically(lambda tmp: onnx.save(model, str(tmp)), out)
-    return True
-
-
 class _OnnxEncoder:
     """MiniLM's encoder as one ONNX Runtime session on one thread (see `_MiniLMRunner`):
     `(input_ids, attention_mask)` -> last hidden state, float32 (batch, tokens, 384)."""
 
-    def __init__(self, model: Path | bytes) -> None:
+    def __init__(self, model_path: Path) -> None:
         import onnxruntime as ort
 
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        source = model if isinstance(model, bytes) else str(model)
-        self.session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
 
     def __call__(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self.session.run(None, {"input_ids": ids, "attention_mask": mask,

