@@ -119,6 +119,10 @@ class _ProgressHandler(logging.Handler):
         super().__init__(level=logging.DEBUG)  # Dagster logs its structured events at DEBUG
         self.callback = callback
         self.metadata: dict[str, dict[str, Any]] = {}
+        # Process CPU seconds (every thread) from each step's start to its end: the
+        # in-process executor runs one step at a time, so this is the step's own CPU time.
+        self.started_cpu: dict[str, float] = {}
+        self.step_cpu_s: dict[str, float] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -136,6 +140,10 @@ class _ProgressHandler(logging.Handler):
             return
         kind = event.event_type_value
         data = event.event_specific_data
+        if kind == "STEP_START":
+            self.started_cpu[step] = time.process_time()
+        elif kind in ("STEP_SUCCESS", "STEP_FAILURE") and step in self.started_cpu:
+            self.step_cpu_s[step] = round(time.process_time() - self.started_cpu.pop(step), 3)
         if kind == "ASSET_MATERIALIZATION":
             mat = data.materialization
             self.metadata[mat.asset_key.to_user_string()] = {k: _value(v) for k, v in mat.metadata.items()}
@@ -147,11 +155,11 @@ class _ProgressHandler(logging.Handler):
             self.callback(f"check {data.check_name} FAILED")
 
 
-def _progress_logger(callback: Progress) -> dg.LoggerDefinition:
+def _progress_logger(handler: _ProgressHandler) -> dg.LoggerDefinition:
     @dg.logger(description="Forwards run progress to a callback (loci consolidate).")
     def progress(_init_context) -> logging.Logger:
         log = logging.Logger("loci.consolidate.progress", level=logging.DEBUG)
-        log.addHandler(_ProgressHandler(callback))
+        log.addHandler(handler)
         return log
 
     return progress
@@ -258,7 +266,8 @@ def run_consolidation(
         if settings.shard < 0:
             raise ValueError(f"{settings.shards} shards: name the shard to consolidate (Settings.for_shard)")
         partition = partition_key(settings.shard)
-    loggers = {"progress": _progress_logger(progress or (lambda _msg: None))}
+    handler = _ProgressHandler(progress or (lambda _msg: None))
+    loggers = {"progress": _progress_logger(handler)}
     job = build_definitions(settings, loggers=loggers, resources=resources).resolve_job_def("consolidate_job")
     started = time.monotonic()
 
@@ -271,7 +280,9 @@ def run_consolidation(
             tags={"loci/trigger": "cli"},
             partition_key=partition,
         )
-        return summarise(result, duration_s=time.monotonic() - started)
+        summary = summarise(result, duration_s=time.monotonic() - started)
+        summary["step_cpu_s"] = dict(handler.step_cpu_s)  # stages and asset checks, by step key
+        return summary
 
     if isinstance(instance, dg.DagsterInstance):
         return execute(instance)

@@ -78,6 +78,18 @@ class StepClock:
         return out
 
 
+def stage_cpu(step_cpu_s: dict[str, float], total_cpu_s: float) -> dict[str, float]:
+    """Per-stage CPU seconds from the run summary's `step_cpu_s` (every step, checks
+    included): each stage's own, the asset checks together (`checks`), and what no step
+    accounts for (`other`: Dagster's start-up and bookkeeping)."""
+    from assets.run import STAGE_COUNTS
+
+    out = {step: round(secs, 3) for step, secs in step_cpu_s.items() if step in STAGE_COUNTS}
+    out["checks"] = round(sum(secs for step, secs in step_cpu_s.items() if step not in STAGE_COUNTS), 3)
+    out["other"] = round(max(0.0, total_cpu_s - sum(step_cpu_s.values())), 3)
+    return out
+
+
 def _settings(data_dir: Path, args: argparse.Namespace):
     from pipelines.settings import Settings
 
@@ -124,6 +136,7 @@ def consolidate(settings) -> dict[str, Any]:
     # CPU seconds of the whole process (every thread): far less sensitive than wall time
     # to the other work on a shared machine.
     return {"wall_s": round(end - clock.t0, 3), "cpu_s": round(cpu_s, 3), "steps_s": steps,
+            "steps_cpu_s": stage_cpu(summary.get("step_cpu_s") or {}, cpu_s),
             "after_last_step_s": round(end - (clock.ends[-1][1] if clock.ends else clock.t0), 3),
             "summary": summary}
 
@@ -262,6 +275,7 @@ def locomo_run(path: Path, workdir: Path, args: argparse.Namespace, say) -> dict
         "turns_per_cpu_s": round(turns / run["cpu_s"], 1) if run["cpu_s"] else None,
         "steps_s": run["steps_s"],
         "steps_share": {k: round(v / wall, 3) for k, v in run["steps_s"].items()} if wall else {},
+        "steps_cpu_s": run["steps_cpu_s"],
         "after_last_step_s": run["after_last_step_s"],
         "target_turns_per_s": TARGET_LOCOMO_TURNS_PER_S,
         "summary": run["summary"],
@@ -395,15 +409,22 @@ def _print(out: dict[str, Any]) -> None:
     console = driver.console()
     if "locomo" in out:
         lo = out["locomo"]
-        rows = [(step, secs, f"{100 * lo['steps_share'].get(step, 0):.1f}%") for step, secs in lo["steps_s"].items()]
-        rows.append(("total", lo["consolidate_s"], "100%"))
+        cpu = lo.get("steps_cpu_s", {})
+        total_cpu = lo["consolidate_cpu_s"]
+        per_1k = 1000.0 / lo["turns"] if lo["turns"] else 0.0
+        rows = [(step, lo["steps_s"].get(step, 0.0), f"{100 * lo['steps_share'].get(step, 0):.1f}%",
+                 cpu.get(step, 0.0), f"{100 * cpu.get(step, 0.0) / total_cpu:.1f}%" if total_cpu else "",
+                 round(cpu.get(step, 0.0) * per_1k, 2))
+                for step in dict.fromkeys([*lo["steps_s"], *cpu])]
+        rows.append(("total", lo["consolidate_s"], "100%", total_cpu, "100%", round(total_cpu * per_1k, 2)))
         console.print(driver.table(
             f"LoCoMo import: {lo['turns']} turns, embedder {out['config']['embedder']} "
             f"({out['config']['minilm_precision']}): "
             f"{lo['consolidate_turns_per_s']} turns/s (target {lo['target_turns_per_s']:g}), "
             f"{lo['consolidate_cpu_s']:.1f} CPU s ({lo['turns_per_cpu_s']} turns per CPU s); "
             f"ingest {lo['ingest_s']:.1f}s",
-            ("stage (other: Dagster start-up, checks)", "seconds", "share"), rows))
+            ("stage (other: Dagster start-up, checks)", "seconds", "share", "CPU s", "CPU share",
+             "CPU s per 1k turns"), rows))
     steps = list(dict.fromkeys(s for r in [*out["runs"].values(), *out.get("incremental", {}).get("rounds", [])]
                                for s in r["steps_s"]))  # run order
     runs = list(out["runs"].values())

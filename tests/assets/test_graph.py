@@ -14,7 +14,7 @@ from assets.checks import CONSOLIDATION_CHECKS
 from assets.definitions import build_definitions
 from assets.graph import CONSOLIDATION_ASSETS
 from assets.resources import resources_from_settings
-from assets.run import reembed_all, run_consolidation
+from assets.run import STAGE_COUNTS, reembed_all, run_consolidation
 from pipelines import consolidate as stages
 from pipelines.embedders import HashEmbedder
 from pipelines.policy import POLICY_VERSION
@@ -187,6 +187,10 @@ def test_whole_graph_then_idempotent_then_new_events(tmp_path):
     assert first["checks"] and set(first["checks"].values()) == {"passed"}
     assert first["snapshot_published"] and first["merged"] >= 1 and first["promoted"] >= 1
     assert first["snapshot_items"] == sum(first["tiers"].values())
+    # each step's own process CPU time, stages and checks alike (the pipeline bench's breakdown)
+    assert set(STAGE_COUNTS) <= set(first["step_cpu_s"])
+    assert all(step in STAGE_COUNTS or any(step.endswith(c) for c in first["checks"]) for step in first["step_cpu_s"])
+    assert all(secs >= 0 for secs in first["step_cpu_s"].values())
     before, snap_before = warehouse_state(settings), snapshot_state(settings)
 
     # Nothing new: nothing written (only the run log), the snapshot is not republished.

@@ -280,3 +280,21 @@ def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_unt
     run = consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0))
     assert run["embed"].embedded == 0 and run["snapshot"].embedder == int8
     assert served(old) == int8
+
+
+def test_each_distinct_window_part_is_tokenized_once_and_windows_pool_as_alone() -> None:
+    encoder = StandInEncoder(16)
+    calls: list[list[str]] = []
+    tokenizer = encoder.runner_.tokenizer
+    encode = tokenizer.encode_batch
+    tokenizer.encode_batch = lambda texts, **kw: calls.append(list(texts)) or encode(texts, **kw)
+    a, b, c, d = "a: hi there", "b: hello", "a: lunch?", "b: sure"
+    windows = [[a, b, c, d, "(said on 1 May 2023)"], [c, d, "(said on 1 May 2023)"], [a, a, ""]]
+    together = encoder.runner_.pool_windows(windows)
+    assert calls == [[a, b, c, d, "(said on 1 May 2023)", ""]]  # one call, each part once
+    for window, (whole, parts) in zip(windows, together):
+        alone_whole, alone_parts = encoder.runner_.pool_windows([window])[0]
+        np.testing.assert_array_equal(whole, alone_whole)
+        assert len(parts) == len(alone_parts) == len(window) - 1
+        for mine, alone in zip(parts, alone_parts):
+            np.testing.assert_array_equal(mine, alone)
