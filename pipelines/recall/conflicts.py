@@ -1382,6 +1382,17 @@ def _components(nodes: int, a: Sequence[int], b: Sequence[int]) -> list[int]:
     return [root(x) for x in range(nodes)]
 
 
+def titles_may_stand_apart(a: str, b: str) -> bool:
+    """Whether claims titled `a` and `b` (normalised, `Claim.title`) may be shown side by
+    side by `names_a_case` or `_beside_under_one_title`: one title, or one title's words
+    within the other's. Asked first, so most rivals are ranked without reading a claim
+    (unpacking the members' claims was a tenth of a recall's conflict stage)."""
+    if a and a == b:
+        return True
+    a_words, b_words = set(a.split()), set(b.split())
+    return a_words < b_words or b_words < a_words
+
+
 def _beside_under_one_title(a: Claim, b: Claim) -> bool:
     """Two claims share a title, their contents do not compare, and `a` (the one that would
     win) does not say what changed: neither corrects the other."""
@@ -1458,22 +1469,31 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
     related: dict[str, list[str]] = {}  # standing id -> the notes under its title it stays beside
     out: dict[str, Outcome] = {}
     claim: dict[str, Claim] = {}  # each member's claim read once, only when a rival asks
+    title: dict[str, str] = {}  # each member's title as its claim has it (`Claim.title`)
 
     def claim_of(it: MemoryItem) -> Claim | None:
         if it.id not in claim:  # None: a turn, grouped only by a claim's "contradicts" link to it
             claim[it.id] = claims(it) if is_claim(it) else None
         return claim[it.id]
 
+    def title_of(it: MemoryItem) -> str:
+        if it.id not in title:
+            title[it.id] = normalise_label(it.title)
+        return title[it.id]
+
     def beside(s: MemoryItem, m: MemoryItem) -> bool:
         """Two notes under one title, each standing (`_beside_under_one_title`)."""
+        if not title_of(s) or title_of(s) != title_of(m):
+            return False  # told by the titles alone: no claim read
         a, b = claim_of(s), claim_of(m)
         return a is not None and b is not None and _beside_under_one_title(a, b)
 
     def beats(s: MemoryItem, m: MemoryItem) -> str | None:
         """Why the standing `s` (ranked above `m`) beats `m`, or None when both stay."""
-        a, b = claim_of(s), claim_of(m)
-        if a is not None and b is not None and (names_a_case(a, b) or _beside_under_one_title(a, b)):
-            return None  # a case beside the rule, or a note beside another: shown both
+        if titles_may_stand_apart(title_of(s), title_of(m)):
+            a, b = claim_of(s), claim_of(m)
+            if a is not None and b is not None and (names_a_case(a, b) or _beside_under_one_title(a, b)):
+                return None  # a case beside the rule, or a note beside another: shown both
         if s.confidence > m.confidence + 1e-9:
             return "confidence"
         if when[id(s)] > when[id(m)]:  # the winner is newer

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from pipelines.records import SCOPE_RANK
 
 from . import conflicts
@@ -31,10 +33,13 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     locations = list(where.values())  # the table's rows, in order
     table = search.view.claims(locations)
     report = []
-    updated: dict[str, float] = {}  # the members' update times, from the corpora's arrays (-inf: none)
-    for c in live:
-        t = float(search.view.corpora[c.ci].updated_ts[c.row])
-        updated[c.id] = t if t == t else float("-inf")
+    # the members' update times, from the corpora's arrays, one gather per corpus (-inf: none)
+    cis, rows = np.array(locations, np.int64).T
+    stamps = np.empty(len(live))
+    for ci in np.unique(cis).tolist():
+        mine = cis == ci
+        stamps[mine] = search.view.corpora[ci].updated_ts[rows[mine]]
+    updated = dict(zip(where, np.where(np.isnan(stamps), -np.inf, stamps).tolist()))
     row_of = {it.id: row for row, it in enumerate(table.items)}  # a member's claim: unpacked, not read again
     for group, pairs in conflicts.groups_with_pairs(
             table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,

@@ -1087,3 +1087,45 @@ def test_a_wish_restated_under_its_title_replaces_the_old_one(old, new, revised)
     assert corrected_by("Answers", new, "preference", "project", "u1", found) == (["old"] if revised else [])
     assert corrected_by("Answers", new, "fact", "project", "u1",  # a fact under one title may add to another
                         [claim("old", "Answers", old)]) == []
+
+
+TITLED = [
+    claim("a", "Deploy window", "Production deploys happen on Tuesdays at 14:00 UTC.", confidence=0.9),
+    claim("b", "Hotfix deploy window", "Hotfixes may deploy on Fridays at 09:00 UTC.", confidence=0.8),
+    claim("c", "Deploy window", "The deploy window moved to Thursdays at 14:00 UTC.", confidence=0.7),
+    claim("d", "Release slot", "Releases ship on Mondays at 10:00 UTC.", confidence=0.6),
+    claim("e", "", "Deploys happen on Wednesdays at 11:00 UTC.", confidence=0.5),
+    claim("f", "Window deploy", "Deploys happen on Saturdays at 08:00 UTC.", confidence=0.4),
+]
+
+
+def test_titles_tell_which_rivals_may_stand_side_by_side_without_reading_claims():
+    # The pre-filter `_resolve_one_scope` asks before reading claims: it never misses a case
+    # beside its rule or two notes under one title.
+    from pipelines.recall.conflicts import _beside_under_one_title, names_a_case, titles_may_stand_apart
+
+    read = [read_claim(it) for it in TITLED]
+    for a in read:
+        for b in read:
+            if a is not b and (names_a_case(a, b) or _beside_under_one_title(a, b)):
+                assert titles_may_stand_apart(a.title, b.title), (a.item.id, b.item.id)
+    assert titles_may_stand_apart("deploy window", "hotfix deploy window")
+    assert titles_may_stand_apart("deploy window", "deploy window")
+    assert not titles_may_stand_apart("deploy window", "release slot")
+    assert not titles_may_stand_apart("deploy window", "window deploy")  # the same words: neither within
+    assert titles_may_stand_apart("", "release slot") and not titles_may_stand_apart("", "")
+
+
+def test_resolving_reads_a_claim_only_for_rivals_whose_titles_relate():
+    asked: list[str] = []
+
+    def counting(it: MemoryItem):
+        asked.append(it.id)
+        return read_claim(it)
+
+    unrelated = [TITLED[0], TITLED[3], TITLED[5]]  # three titles, none within another
+    assert resolve(unrelated, claims=counting) == resolve(unrelated)
+    assert asked == []
+    related = [TITLED[0], TITLED[1], TITLED[2]]
+    assert resolve(related, claims=counting) == resolve(related)
+    assert set(asked) == {"a", "b", "c"}
