@@ -18,9 +18,11 @@ def test_locomo_run_reports_cpu_seconds_and_turns_per_cpu_second(tmp_path, monke
     data.write_text(json.dumps([sample]))
     monkeypatch.setattr(pipeline, "consolidate", lambda settings: {
         "wall_s": 4.0, "cpu_s": 2.0, "steps_s": {"item_embeddings": 3.0, "other": 1.0},
+        "steps_cpu_s": {"item_embeddings": 1.5, "other": 0.5},
         "after_last_step_s": 0.1, "summary": {"status": "success"}})
     args = argparse.Namespace(embedder="hash", precision=None, composed=None, merger="extractive")
     block = pipeline.locomo_run(data, tmp_path, args, lambda *a, **k: None)
     assert block["turns"] == 2
     assert block["consolidate_cpu_s"] == 2.0 and block["turns_per_cpu_s"] == 1.0
     assert block["consolidate_turns_per_s"] == 0.5
+    assert block["steps_cpu_s"] == {"item_embeddings": 1.5, "other": 0.5}  # each stage's own CPU, passed on
