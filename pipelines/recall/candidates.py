@@ -112,6 +112,18 @@ class VisibleCorpora:
                 return (ci, row) if self.allowed[ci][row] else None
         return None
 
+    def locate_current(self, item_id: str) -> tuple[int, int] | None:
+        """Where the caller may read this id, or, consolidation having merged it, the
+        claim it was merged into (`merged_from`)."""
+        found = self.locate(item_id)
+        if found is not None:
+            return found
+        for ci in range(len(self.corpora) - 1, -1, -1):
+            for row in self.corpora[ci].merged_into_rows.get(item_id, ()):
+                if self.allowed[ci][row]:
+                    return ci, row
+        return None
+
     def newest(self, item_id: str) -> MemoryItem | None:
         """The newest version of an id in any state (a delta's hides the snapshot's), seen
         or not."""
@@ -465,23 +477,27 @@ class CandidateSearch:
 
     def _partners_of(self, cand: Candidate) -> list[tuple[int, int]]:
         view, item_id = self.view, cand.item.id
+        contested = [item_id, *(str(i) for i in cand.item.metadata.get("merged_from") or ())]
         own = view.corpora[cand.ci]
         if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
             # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
             title = own.title_key(cand.row)
-            if not any(item_id in c.links_in or item_id in c.disagreed_rows or (title and title in c.title_rows)
+            if not any(item_id in c.links_in or any(i in c.disagreed_rows for i in contested)
+                       or (title and title in c.title_rows)
                        for ci, c in enumerate(view.corpora) if ci != cand.ci):
                 return []
         partners = [loc for link in cand.item.links if link.rel in PARTNER_LINKS
                     for loc in [view.locate(link.to)] if loc]
-        # the claims it disagreed with when written, and those that disagreed with it
+        # the claims it disagreed with when written (or what consolidation merged them
+        # into), and those that disagreed with it (or with a claim merged into it)
         partners.extend(loc for other in cand.item.metadata.get(DISAGREES_WITH) or ()
-                        for loc in [view.locate(str(other))] if loc)
+                        for loc in [view.locate_current(str(other))] if loc)
         title = view.corpora[cand.ci].title_key(cand.row)
         for ci, c in enumerate(view.corpora):
-            disagreed = c.disagreed_rows.get(item_id)
-            if disagreed:
-                partners.extend((ci, row) for row in disagreed if view.allowed[ci][row])
+            for contested_id in contested:
+                disagreed = c.disagreed_rows.get(contested_id)
+                if disagreed:
+                    partners.extend((ci, row) for row in disagreed if view.allowed[ci][row])
             linked = c.links_in.get(item_id)
             if linked:
                 allowed = view.allowed[ci]

@@ -156,6 +156,7 @@ class MemoryCorpus:
         held_against: dict[str, list[int]] = defaultdict(list)
         unnamed: list[int] = []
         disagreed: dict[str, list[int]] = defaultdict(list)
+        merged_into: dict[str, list[int]] = defaultdict(list)
         for row in np.flatnonzero(self.active).tolist():
             it = self.items[row]
             by_audience[it.scope.audience_key()].append(row)
@@ -177,6 +178,8 @@ class MemoryCorpus:
                 unnamed.append(row)
             for other in it.metadata.get(DISAGREES_WITH) or ():  # a claim that disagreed with it when written
                 disagreed[str(other)].append(row)
+            for member in it.metadata.get("merged_from") or ():  # consolidation merged it into this row
+                merged_into[str(member)].append(row)
         # Arrays, not lists: a caller's mask is set from them on each new identity.
         self._by_audience = {k: np.asarray(v, dtype=np.int64) for k, v in by_audience.items()}
         self.tag_rows = {k: np.asarray(v, dtype=np.int64) for k, v in tags.items()}
@@ -186,6 +189,7 @@ class MemoryCorpus:
         self.links_in = dict(links_in)
         self.held_against_rows = dict(held_against)  # contested id -> rows held against it
         self.disagreed_rows = dict(disagreed)  # id -> rows that disagreed with it when written
+        self.merged_into_rows = dict(merged_into)  # merged id -> the rows consolidation merged it into
         self.held_unnamed_rows = unnamed  # held for contradicting claims they do not name (`held_unnamed`)
 
     def _index_rooms(self, locations: Mapping[str, PalaceLocation] | Sequence[PalaceLocation] | None) -> None:
@@ -350,6 +354,7 @@ class MemoryCorpus:
                 any(link.rel in rels for link in item.links)
                 or any(rel in rels for rel, _ in self.links_in.get(item.id, ()))
                 or bool(item.metadata.get(DISAGREES_WITH)) or item.id in self.disagreed_rows
+                or any(str(m) in self.disagreed_rows for m in item.metadata.get("merged_from") or ())
                 or (rows is not None and len(rows) <= max_title and not (len(rows) == 1 and int(rows[0]) == row)))
         return found
 

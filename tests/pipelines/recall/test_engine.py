@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from pipelines.embedders import Embedder
-from pipelines.materialize import HELD_AGAINST
+from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST
 from pipelines.recall import (
     MemoryCorpus,
     RecallEngine,
@@ -829,3 +829,20 @@ def test_a_turn_that_said_what_a_correction_replaced_gives_way_to_the_correction
     again = mem("msg_again", "sam", "Dr. Okafor put me back on amlodipine 5 mg every morning for my blood pressure.",
                 kind="user", type="message", created_at="2025-04-01T00:00:00+00:00")
     assert "msg_again" in ids(engine().recall(question, ME, [corpus([old_turn, fix, again])], now=NOW))
+
+
+def test_a_disagreement_with_a_claim_consolidation_merged_follows_it_into_the_merged_claim():
+    """A user claim that disagreed with a project claim when written (`disagrees_with`),
+    after consolidation merged that project claim with its duplicate into a new item: found
+    from either side, the two come in together and are marked, as before the merge."""
+    mine = mem("mine", "Morning boat", "The ferry to Ashford leaves at 8:40, from the pier by the blue kiosk.",
+               kind="user", metadata={DISAGREES_WITH: ["ferry1"]})
+    merged = mem("merged", "Ferry", "The ferry to Ashford leaves at 7:15.",
+                 metadata={"merged_from": ["ferry1", "ferry2"]})
+    c = corpus([mine, merged, *store()])
+    r = engine().recall("blue kiosk pier", ME, [c], mode="hybrid", now=NOW)
+    by = {h.item.id: h for h in r.hits}
+    assert set(by) >= {"mine", "merged"}, r.hits  # before: the merged claim stayed out
+    assert by["mine"].conflict_with == ["merged"] and by["merged"].conflict_with == ["mine"], r.hits
+    r = engine().recall("Ferry to Ashford", ME, [c], mode="hybrid", now=NOW)
+    assert {"mine", "merged"} <= {h.item.id for h in r.hits}, r.hits  # from the merged side too
