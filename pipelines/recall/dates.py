@@ -143,22 +143,43 @@ _SAID_WHEN = re.compile(
 )
 
 
+# "today" and "on Monday" place what was said only in a question about the past ("what did
+# we decide today?", "what did Ann say on Monday?"; not "what's on today?").
+_SAID_WHEN_IN_PAST = re.compile(
+    r"\b(?:(?P<today>today)|on\s+(?P<weekday>(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b", re.IGNORECASE)
+_PAST = re.compile(r"\b(?:did|was|were|said|told|decided|discussed|talked|agreed|mentioned|asked|chatted)\b",
+                   re.IGNORECASE)
+
+
+def _said_when_matches(text: str) -> list[re.Match[str]]:
+    found = list(_SAID_WHEN.finditer(text))
+    if _PAST.search(text):
+        found += _SAID_WHEN_IN_PAST.finditer(text)
+    return sorted(found, key=lambda m: m.start())
+
+
 def without_said_when(text: str) -> str:
     """`text` without the words that place what was said in time (`said_dates`)."""
-    return _SAID_WHEN.sub(" ", text)
+    for m in reversed(_said_when_matches(text)):
+        text = text[:m.start()] + " " + text[m.end():]
+    return text
 
 
 def said_dates(text: str, today: date) -> list[DateRange]:
     """The days a question places what was said in, relative to `today` (the day it is
     asked): "yesterday", "this morning", "two days ago", "last week" (the calendar week
     before this one), "the past few days", "last Friday" (the latest Friday before today),
-    "last month", "last weekend". Past words only; absolute dates are `question_dates`."""
+    "last month", "last weekend"; in a question about the past ("did", "said", ...) also
+    "today" and "on Monday". Past words only; absolute dates are `question_dates`."""
     found: list[DateRange] = []
-    for m in _SAID_WHEN.finditer(text):
+    for m in _said_when_matches(text):
         if len(found) >= MAX_DATES:
             break
         g = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
-        if g["yesterday"]:
+        if g.get("weekday"):  # "on Monday" in a question about the past: the latest Monday, today included
+            back = (today.weekday() - _WEEKDAYS.index(g["weekday"])) % 7
+            found.append((today - timedelta(days=back), today - timedelta(days=back)))
+        elif g.get("yesterday"):
             found.append((today - timedelta(days=1), today - timedelta(days=1)))
         elif g["today"]:
             found.append((today, today))

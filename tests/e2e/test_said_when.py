@@ -27,7 +27,7 @@ def test_what_was_said_yesterday_is_found_by_the_day_it_was_said(service) -> Non
     said(client, 5, "user", "Shipping to Canada starts in January, rates from the carrier table.")
     said(client, 1, "user", "OK, final call: the launch sale runs 20% off for the first week.")
     said(client, 1, "user", "And the newsletter goes out every second Thursday.")
-    said(client, 0.01, "user", "Morning! Coffee first, then the inventory count.")
+    said(client, 0, "user", "Morning! Coffee first, then the inventory count.")
     decision = {"type": "decision", "title": "Launch sale", "content": "The launch sale is 20% off for the first week."}
     old = {"type": "decision", "title": "Payment provider", "content": "Card payments go through Stripe."}
     said(client, 9, "assistant", "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([old]) + "</MEMORY_PROPOSALS_JSON>")
@@ -39,6 +39,9 @@ def test_what_was_said_yesterday_is_found_by_the_day_it_was_said(service) -> Non
     assert "launch sale" in top and "newsletter" in top, [h["content"] for h in hits]
     assert "Payment provider" not in [h["title"] for h in hits[:3]]  # an older decision after that day's
     assert "20% off" in recall(client, DAN, "What did we decide yesterday?")["injection"]
+
+    hits = recall(client, DAN, "What did we talk about today?", mode="catalog")["hits"]
+    assert "inventory count" in hits[0]["content"], [h["content"] for h in hits]
 
     hits = recall(client, DAN, "What did I tell you about payments last week?", mode="catalog")["hits"]
     assert "Stripe" in hits[0]["content"], [h["content"] for h in hits]

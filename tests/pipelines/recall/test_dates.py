@@ -92,6 +92,10 @@ SATURDAY = date(2026, 11, 28)
     ("what did Ann say last Friday?", [(date(2026, 11, 27), date(2026, 11, 27))]),
     ("what did Ann say last Saturday?", [(date(2026, 11, 21), date(2026, 11, 21))]),  # a week back
     ("what came up last month?", [(date(2026, 10, 1), date(2026, 10, 31))]),
+    ("What did we talk about today?", [(SATURDAY, SATURDAY)]),  # about the past: today counts
+    ("what did Ann say on Monday?", [(date(2026, 11, 23), date(2026, 11, 23))]),
+    ("what did we decide on Saturday?", [(SATURDAY, SATURDAY)]),  # today is a Saturday
+    ("What's on today?", []), ("What are we doing on Monday?", []),  # not about what was said
     ("What is on tomorrow?", []), ("What's the plan for next week?", []), ("What did she do in 2022?", []),
 ])
 def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
@@ -103,6 +107,7 @@ def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
     ("what did I tell you this morning?", True),
     ("What did we decide about payments yesterday?", False),  # a subject: matched by its words
     ("What did we talk about?", False),  # no time
+    ("What did we talk about today?", True), ("What's on the agenda today?", False),
 ])
 def test_questions_that_ask_what_was_said_then(question, asks):
     assert asks_what_was_said(question) is asks
