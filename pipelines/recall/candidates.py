@@ -428,13 +428,17 @@ class CandidateSearch:
             inside |= (days >= first) & (days <= last)
         return inside
 
+    def _said_then(self, day: int) -> bool:
+        """The day (an ordinal) is one the question places what was said in."""
+        return any(first <= day <= last for first, last in self.said_in)
+
     def _said_when_channel(self) -> Ranked:
         """The visible items said on the days the question places them ("yesterday", "last
         week"), the latest first."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
-            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(c.said_days()))
             days = c.said_days()
+            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(days))
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
 
@@ -626,8 +630,7 @@ class CandidateSearch:
         importance = item.importance if item.importance < 10 else 10
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
-        if self.said_in and opts.w_date and self._said_in_mask(
-                self.view.corpora[cand.ci].said_days()[cand.row:cand.row + 1])[0]:
+        if self.said_in and opts.w_date and self._said_then(int(self.view.corpora[cand.ci].said_days()[cand.row])):
             boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):
