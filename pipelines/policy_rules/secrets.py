@@ -22,7 +22,8 @@ Layers, most specific first:
 4. Plain-sentence secrets, which no code scanner looks for: "my wifi password is
    BlueFalcon!2024", "the PIN is 4921", "door code: 0000", card numbers (Luhn-checked,
    with a card keyword or 4-4-4-4 grouping), social security numbers next to "SSN"; the other
-   way round too ("4471 is my PIN", "I changed my wifi password to ..."), and across two
+   way round too ("4471 is my PIN", "I changed my wifi password to ..."), beside its name in
+   any order ("use 4471 as the PIN", "my PIN, 4471", "5812 (the door code)"), and across two
    fields (`find_labelled_value`: a title "Bank PIN" over the content "4471").
 5. Long generated-looking tokens anywhere (mixed case + digits, entropy >= 4.5 bits/char,
    detect-secrets' base64 limit applied by us; hex alone never, commit ids are common),
@@ -311,9 +312,36 @@ _SET_TO = re.compile(
     r"(?P<kw>" + _SENTENCE_KW + r")\s+to\s*:?[ \t]*"
     r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]|(?P<val>[^\s\"'`]{1,100}))"
 )
+# Where the noun phrase naming the credential ends: the clause ends, or a conjunction or a
+# preposition follows ("4471 is my PIN for the bank"), not another noun ("Bitwarden2 is my
+# password manager": the keyword only describes that noun).
+_KW_ENDS = (r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but|so|now|too|again|instead|please|today|"
+            r"tonight|here|for|on|of|at|in|from|to|with|until|since|when|if|because)\b))")
 _VALUE_FIRST = re.compile(
     r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64})\s+(?:is|was|will\s+be)\s+" + _OWNER + r"(?:new\s+)?" + _DESCRIBING +
-    r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])"
+    r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _KW_ENDS
+)
+# The value named by its role ("use 4471 as the PIN", "with hunter2! as password": after "as"
+# the determiner may be left out), or set off before its name by a comma, a parenthesis or a
+# dash ("4471, my PIN", "5812 (the door code)"), the name ending the clause there (not "room
+# 1234, the access code for which ...").
+_VALUE_AS = re.compile(
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64})\s+as\s+(?:" + _OWNER + r")?(?:new\s+)?" + _DESCRIBING +
+    r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _KW_ENDS
+)
+_CLAUSE_ENDS = r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but)\b))"
+_VALUE_APPOSED = re.compile(
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`,(]{3,64})[ \t]*(?:,|\(|--|[\u2014\u2013])[ \t]*" + _OWNER + r"(?:new\s+)?"
+    + _DESCRIBING + r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _CLAUSE_ENDS
+)
+# The credential, then its value set off by a comma, a parenthesis or a dash ("my PIN, 4471",
+# "the wifi password (BlueFalcon!2024)", "the door code, which is 5812"), the value standing
+# alone: the clause, a conjunction or a verb after it.
+_APPOSITION = re.compile(
+    r"(?i)\b" + _OWNER + _DESCRIBING + r"(?P<kw>" + _SENTENCE_KW + r")[ \t]*(?:,|\(|--|[\u2014\u2013])[ \t]*"
+    r"(?:(?:which|that)[ \t]+(?:is|was)[ \t]+(?:now[ \t]+)?|i\.e\.,?[ \t]*|namely[ \t]+)?"
+    r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]|(?P<val>[^\s\"'`,()]{3,100}))"
+    r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but|is|was|are|for|on|in)\b))"
 )
 _STATUS_WORDS = frozenset(
     """
@@ -404,7 +432,7 @@ def _one_pass() -> OnePass:
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
                     _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
-                    _SET_TO, _VALUE_FIRST, _CARD, _SSN])
+                    _SET_TO, _VALUE_FIRST, _VALUE_AS, _VALUE_APPOSED, _APPOSITION, _CARD, _SSN])
 
 
 def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
@@ -1351,21 +1379,26 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
 
 
 def _other_order_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
-    """`_SET_TO` and `_VALUE_FIRST`, their values judged as the sentence rule judges a value
-    after "set to" (a bare word never counts: "set the password to expire")."""
-    for m in _scan(_SET_TO, text, out):
-        quoted = m.group("qval") is not None
-        value = m.group("qval") if quoted else m.group("val").rstrip(".,;:!?)]}")
-        start = m.start("qval") if quoted else m.start("val")
-        kw = m.group("kw").lower()
-        if value and _sentence_value_is_secret(text, value, quoted, kw, start + len(value), "set to"):
-            yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
-    for m in _scan(_VALUE_FIRST, text, out):
-        raw = m.group("val").rstrip(",;:")
-        value = raw.lstrip("([{")
-        start = m.start("val") + len(raw) - len(value)
-        if value and _sentence_value_is_secret(text, value, False, m.group("kw").lower(), start + len(value), "set to"):
-            yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+    """The value and the credential's name in other orders (`_SET_TO` and `_APPOSITION`: the
+    name first, the value quoted or bare; `_VALUE_FIRST`, `_VALUE_AS`, `_VALUE_APPOSED`: the
+    value first), each value judged as the sentence rule judges a value after "set to" (a bare
+    word never counts: "set the password to expire")."""
+    for rx in (_SET_TO, _APPOSITION):
+        for m in _scan(rx, text, out):
+            quoted = m.group("qval") is not None
+            value = m.group("qval") if quoted else m.group("val").rstrip(".,;:!?)]}")
+            start = m.start("qval") if quoted else m.start("val")
+            kw = m.group("kw").lower()
+            if value and _sentence_value_is_secret(text, value, quoted, kw, start + len(value), "set to"):
+                yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
+    for rx in (_VALUE_FIRST, _VALUE_AS, _VALUE_APPOSED):
+        for m in _scan(rx, text, out):
+            raw = m.group("val").rstrip(",;:")
+            value = raw.lstrip("([{")
+            start = m.start("val") + len(raw) - len(value)
+            kw = m.group("kw").lower()
+            if value and _sentence_value_is_secret(text, value, False, kw, start + len(value), "set to"):
+                yield SecretHit("hard.secret.plain_sentence", start, start + len(value))
 
 
 # Every match holds one of these (a cheap test before the case-blind scan).
