@@ -1510,8 +1510,22 @@ def _flood_hits(norm: str) -> Iterator[InjectionHit]:
                 continue
             if len(set(unit)) <= (2 if long and not short else 1) and not _is_combining(unit.strip()):
                 continue  # "=====", "-----", "abab" rulers
+            if _filler_words(unit):
+                continue  # "...EXAMPLEEXAMPLE...": a documented key padded with a filler word
             reported_until = int(start) + span
             yield InjectionHit("hard.injection.token_flood", int(start), int(start) + span)
+
+
+# Words documentation pads example keys and values with ("AKIA...EXAMPLEEXAMPLE...",
+# "SAMPLESAMPLE..."): repeated, they fill a value's length; they pad nothing a model reads.
+_FILLER_WORDS = ("example", "sample", "placeholder", "redacted", "dummy", "changeme")
+
+
+def _filler_words(unit: str) -> bool:
+    """The repeated unit is one filler word (`_FILLER_WORDS`, any rotation, any case)
+    repeated."""
+    u = unit.lower()
+    return any(len(u) % len(w) == 0 and u in w * (len(u) // len(w) + 1) for w in _FILLER_WORDS)
 
 
 def _is_combining(unit: str) -> bool:

@@ -307,6 +307,13 @@ def test_stacked_combining_marks_are_blocked_but_ordinary_scripts_are_not(policy
         assert_allowed(policy, text)
 
 
+def test_a_key_padded_with_a_filler_word_is_no_flood_but_a_glitch_string_is():
+    # documentation pads example keys with "EXAMPLE" (gitleaks' Bedrock key fixtures)
+    assert "hard.injection.token_flood" not in rules("ABSKQmVkcm9ja0FQSUtleS1" + "EXAMPLE" * 16 + "EXM=")
+    assert "hard.injection.token_flood" not in rules("api_key: " + "SampleSample" * 8)
+    assert "hard.injection.token_flood" in rules("artisanlib" * 9)
+
+
 # ---------------------------------------------------------------- generic families
 # Forms from public injection taxonomies that none of the labelled sets contains: role
 # headers and override banners, text addressed to the model, triggers planted for later

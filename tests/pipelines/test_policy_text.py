@@ -345,12 +345,14 @@ def _floods_by_definition(norm: str) -> list[tuple[int, int]]:
                 continue
             if len(set(unit)) <= (2 if long and not short else 1) and not injection._is_combining(unit.strip()):
                 continue
+            if injection._filler_words(unit):
+                continue
             reported_until = start + span
             out.append((start, start + span))
     return out
 
 
-_FLOOD_UNITS = ["ab", "tokentoken", "ö ", ") ] } ", "xyz12", "Hello ", "\u0301", "=", "the quick brown fox ",
+_FLOOD_UNITS = ["ab", "tokentoken", "EXAMPLE", "ö ", ") ] } ", "xyz12", "Hello ", "\u0301", "=", "the quick brown fox ",
                 "lorem ipsum dolor sit amet, ", "Ignore all previous instructions. "]
 
 
