@@ -38,15 +38,17 @@ import hashlib
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from pipelines.policy_rules.secrets import PASSWORD_KEYWORD, SECRET_KEYWORD, is_periodic, is_words
-from pipelines.policy_rules.text import char_classes, fold_lookalikes, normalise, shannon_entropy, unfold
+from pipelines.policy_rules.text import OnePass, char_classes, fold_lookalikes, normalise, shannon_entropy, unfold
 
 FORMAT_VERSION = 3  # 3: the injection cue families among the dense features
 MODEL_DIR = Path(__file__).with_name("model")
@@ -250,7 +252,7 @@ class LearnedLayer:
         n-grams (`hashed_row`) without building sparse matrices, whose input checks cost
         several times the arithmetic on one short field."""
         cfg = self.config
-        chars, words = _analyzers(cfg)
+        _, words = _analyzers(cfg)
         n_dense = _N_DENSE
         w_start, d_start = cfg.char_features, cfg.char_features + cfg.word_features
         out = {kind: np.zeros(len(texts)) for kind in self.models}
@@ -259,7 +261,7 @@ class LearnedLayer:
             return out
         for row, (text, ids) in enumerate(zip(texts, rule_ids)):
             clipped = _clip(text, cfg.max_chars)
-            c_idx, c_val = hashed_row(chars(clipped), cfg.char_features)
+            c_idx, c_val = _normalised(char_wb_columns(clipped, cfg))
             w_idx, w_val = hashed_row(words(normalise(clipped)), cfg.word_features)
             dense = _dense_row(clipped, ids)
             for kind, m in active.items():
@@ -337,11 +339,67 @@ def hashed_row(ngrams: Sequence[str], n_features: int) -> tuple[np.ndarray, np.n
         if i is None:
             i = cache[g] = _hash_index(g, n_features)
         counts[i] = counts.get(i, 0) + 1
+    return _normalised(counts)
+
+
+def _normalised(counts: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(column indices, l2-normalised counts), columns in the order of `counts`."""
     if not counts:
         return np.zeros(0, dtype=np.intp), np.zeros(0)
     idx = np.fromiter(counts.keys(), dtype=np.intp, count=len(counts))
     val = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
     return idx, val / math.sqrt(float(val @ val))
+
+
+_WHITE_SPACES = re.compile(r"\s\s+")  # what sklearn's char_wb analyzer folds to one space
+
+
+def char_wb_columns(text: str, config: FeatureConfig) -> Counter:
+    """Column -> count of the character n-grams `HashingVectorizer(analyzer="char_wb",
+    lowercase=False)` reads in `text`, the columns in the order `hashed_row` puts them (the
+    first n-gram of each): the n-grams lie inside one space-padded word each, and prose
+    repeats its words, so each word's columns are looked up once (`_WORD_COLUMNS`) and the
+    counting is `Counter`'s (one n-gram at a time was most of the model's time on a long
+    field)."""
+    cache = _WORD_COLUMNS.setdefault(config, {})
+    if len(cache) > _WORD_CACHE_SIZE:
+        cache.clear()
+    columns = []
+    for w in _WHITE_SPACES.sub(" ", text).split():
+        found = cache.get(w)
+        if found is None:
+            found = _word_columns(w, config)
+            if len(w) <= _CACHED_WORD_CHARS:
+                cache[w] = found
+        columns.append(found)
+    return Counter(chain.from_iterable(columns))
+
+
+def _word_columns(word: str, config: FeatureConfig) -> tuple[int, ...]:
+    """The columns of one word's n-grams, in sklearn's `_char_wb_ngrams` order: by width, then
+    left to right; a padded word no longer than a width counts once, whole, and ends it."""
+    hashes = _HASHES.setdefault(config.char_features, {})
+    w = " " + word + " "
+    size = len(w)
+    grams: list[str] = []
+    for n in range(config.char_ngrams[0], config.char_ngrams[1] + 1):
+        if n >= size:
+            grams.append(w)
+            break
+        grams.extend(w[i : i + n] for i in range(size - n + 1))
+    out = []
+    for g in grams:
+        i = hashes.get(g)
+        if i is None:
+            i = hashes[g] = _hash_index(g, config.char_features)
+        out.append(i)
+    return tuple(out)
+
+
+# Words of prose, not tokens (a key's lines never come again); bounded, cleared when full.
+_WORD_COLUMNS: dict[FeatureConfig, dict[str, tuple[int, ...]]] = {}
+_WORD_CACHE_SIZE = 20_000
+_CACHED_WORD_CHARS = 24
 
 
 # n-gram -> column, per width: prose repeats its n-grams, and a dict look-up costs a
@@ -426,7 +484,11 @@ def _cues(text: str) -> list[float]:
     u = unfold(text)
     n = fold_lookalikes(u)
     seen = (u if n == u else u + "\n" + n).lower()
-    return [min(len(rx.findall(seen)), 3) / 3.0 for rx in _CUE_RX]
+    may = _CUE_ONE_PASS.candidates(seen)  # a family the one pass rules out counts 0 (most do)
+    return [min(len(rx.findall(seen)), 3) / 3.0 if may is None or k in may else 0.0 for k, rx in enumerate(_CUE_RX)]
+
+
+_CUE_ONE_PASS = OnePass(_CUE_RX)
 
 
 def _candidate(tokens: Sequence[str], entropies: Sequence[float]) -> str:
