@@ -1285,9 +1285,8 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     With `decode`, Base64, hex and 8-bit binary payloads are decoded and scanned too (one level)."""
     hits = []
     folded = fold_case(norm) if len(norm) > _PREFILTER_CHARS else ""
-    low = norm.lower()
-    skip = {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
     screened = _ONE_PASS.candidates(norm) if folded else None
+    skip = absent_families(norm.lower(), screened)
     seen: dict[str, bool] = {}
     starts: dict[str, list[int]] = {}
     ascii_only = norm.isascii()
@@ -1340,7 +1339,18 @@ _HEX = re.compile(
 
 
 _ENCODED = (_BASE64, _BINARY, _HEX)
-_ONE_PASS = OnePass([*(_RULES[k][1] for k in _ONE_PASS_INDEX), *_ENCODED])
+# Each family's anchors as one pattern, screened in the same pass: a family it rules out needs
+# no look-up of its anchors one by one (most are absent from most long texts).
+_ANCHOR_PATTERNS = tuple(re.compile("|".join(map(re.escape, anchors)), re.IGNORECASE) for anchors in _ANCHORS.values())
+_ONE_PASS = OnePass([*(_RULES[k][1] for k in _ONE_PASS_INDEX), *_ENCODED, *_ANCHOR_PATTERNS])
+_FIRST_ANCHOR = len(_ONE_PASS_INDEX) + len(_ENCODED)
+
+
+def absent_families(low: str, screened: set[int] | None = None) -> set[str]:
+    """The families of `_ANCHORS` none of whose anchors `low` (lower-cased text) holds.
+    `screened`: the one pass's candidates for the text (None: every family looked up)."""
+    return {family for n, (family, anchors) in enumerate(_ANCHORS.items())
+            if (screened is not None and _FIRST_ANCHOR + n not in screened) or not any(a in low for a in anchors)}
 
 
 def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[InjectionHit]:

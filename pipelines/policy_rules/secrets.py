@@ -318,7 +318,7 @@ _SET_TO = re.compile(
 _KW_ENDS = (r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but|so|now|too|again|instead|please|today|"
             r"tonight|here|for|on|of|at|in|from|to|with|until|since|when|if|because)\b))")
 _VALUE_FIRST = re.compile(
-    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64})\s+(?:is|was|will\s+be)\s+" + _OWNER + r"(?:new\s+)?" + _DESCRIBING +
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64}+)\s+(?:is|was|will\s+be)\s+" + _OWNER + r"(?:new\s+)?" + _DESCRIBING +
     r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _KW_ENDS
 )
 # The value named by its role ("use 4471 as the PIN", "with hunter2! as password": after "as"
@@ -326,13 +326,13 @@ _VALUE_FIRST = re.compile(
 # dash ("4471, my PIN", "5812 (the door code)"), the name ending the clause there (not "room
 # 1234, the access code for which ...").
 _VALUE_AS = re.compile(
-    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64})\s+as\s+(?:" + _OWNER + r")?(?:new\s+)?" + _DESCRIBING +
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`]{3,64}+)\s+as\s+(?:" + _OWNER + r")?(?:new\s+)?" + _DESCRIBING +
     r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _KW_ENDS
 )
 _CLAUSE_ENDS = r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but)\b))"
 _VALUE_APPOSED = re.compile(
-    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`,(]{3,64})[ \t]*(?:,|\(|--|[\u2014\u2013])[ \t]*" + _OWNER + r"(?:new\s+)?"
-    + _DESCRIBING + r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _CLAUSE_ENDS
+    r"(?i)(?<![\w@.$/\-])(?P<val>[^\s\"'`,(\u2014\u2013]{3,64}+)[ \t]*(?:,|\(|--|[\u2014\u2013])[ \t]*"
+    + _OWNER + r"(?:new\s+)?" + _DESCRIBING + r"(?P<kw>" + _SENTENCE_KW + r")\b(?![\-'])" + _CLAUSE_ENDS
 )
 # The credential, then its value set off by a comma, a parenthesis or a dash ("my PIN, 4471",
 # "the wifi password (BlueFalcon!2024)", "the door code, which is 5812"), the value standing
@@ -343,6 +343,13 @@ _APPOSITION = re.compile(
     r"(?:(?P<q>[\"'`\u201c\u2018])(?P<qval>[^\"'`\u201d\u2019\n]{1,100})[\"'`\u201d\u2019]|(?P<val>[^\s\"'`,()]{3,100}))"
     r"(?=[ \t]*(?:$|[.,;:!?)\]\n\u2014\u2013]|(?:and|or|but|is|was|are|for|on|in)\b))"
 )
+# A word naming a credential: every match of the patterns above holds one (`_OTHER_ORDERS`).
+# (A value-first pattern's value is possessive: only a whole run of its characters can be
+# followed by the space that ends it, and trying shorter ones cost most of a long token's scan.)
+_CREDENTIAL_NOUN = re.compile(r"(?i)\b(?:" + _SENTENCE_KW + r")\b")
+# The patterns stating a value in another order; their values make them no Hyperscan's (a
+# class without spaces), so the one pass screens them by the credential noun they all hold.
+_OTHER_ORDERS = (_SET_TO, _APPOSITION, _VALUE_FIRST, _VALUE_AS, _VALUE_APPOSED)
 _STATUS_WORDS = frozenset(
     """
     a an the my your his her our their its this that these those it not no none
@@ -432,7 +439,7 @@ def _one_pass() -> OnePass:
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
                     _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
-                    _SET_TO, _VALUE_FIRST, _VALUE_AS, _VALUE_APPOSED, _APPOSITION, _CARD, _SSN])
+                    *_OTHER_ORDERS, _CREDENTIAL_NOUN, _CARD, _SSN])
 
 
 def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
@@ -444,10 +451,12 @@ def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
     found = one.candidates(text)
     if found is None:
         return None
-    return frozenset(_SCREENED_FOR.get(rx, rx) for k, rx in enumerate(one.patterns) if k not in found)
+    return frozenset(ruled for k, rx in enumerate(one.patterns) if k not in found
+                     for ruled in _SCREENED_FOR.get(rx, (rx,)))
 
 
-_SCREENED_FOR = {_SENTENCE_SCREEN: _SENTENCE_KEYWORD}  # screen -> the pattern it rules out
+# screen -> the patterns it rules out
+_SCREENED_FOR = {_SENTENCE_SCREEN: (_SENTENCE_KEYWORD,), _CREDENTIAL_NOUN: _OTHER_ORDERS}
 
 
 def _scan(rx: re.Pattern, text: str, out: frozenset[re.Pattern]) -> Iterator[re.Match]:
@@ -1815,7 +1824,6 @@ def _word_start(text: str, pos: int, stops: str, limit: int) -> int:
 # --------------------------------------------------------------------------- two fields
 
 
-_LABEL_KEYWORD = re.compile(r"(?i)\b(?:" + _SENTENCE_KW + r")\b")
 _MAX_LABELLED_VALUE = 200  # a value, not a note that happens to sit under such a title
 
 
@@ -1825,7 +1833,7 @@ def find_labelled_value(label: str, value: str) -> list[SecretHit]:
     `label: value` line, and the hits inside the value are returned in its offsets (the value
     alone is a bare number or word, which no rule may block)."""
     label = label.strip()
-    if not value.strip() or len(value) > _MAX_LABELLED_VALUE or not _LABEL_KEYWORD.search(label):
+    if not value.strip() or len(value) > _MAX_LABELLED_VALUE or not _CREDENTIAL_NOUN.search(label):
         return []
     said = _IT_IS.match(value)  # "it is 4471": the value refers to the title
     cut = said.end() if said else 0

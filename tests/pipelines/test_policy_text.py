@@ -163,6 +163,7 @@ def test_patterns_hyperscan_cannot_compile_stay_candidates():
 
 
 _SECRET_TEXTS = [
+    "Use 4471 as the PIN for the side door; my bank PIN, 4471; 5812 (the alarm code)",
     "password = 'Xk9#mQ2$vL7p' and token: ghp_" + "a1B2c3D4e5" * 4,
     "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
     "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
@@ -200,6 +201,17 @@ def test_long_texts_keep_their_secrets_with_and_without_the_screen(monkeypatch):
             m.setattr(secrets._one_pass(), "candidates", lambda text: set())
             assert len(secrets.find_secrets(long)) < len(screened) or not any(
                 h.rule_id != "hard.secret.high_entropy" for h in screened)
+
+
+def test_the_other_orders_are_screened_by_the_credential_noun():
+    # a value beside its credential's name in another order: ruled out where no such noun
+    # stands, kept where one does
+    pytest.importorskip("hyperscan")
+    padding = " Notes on the garden, the shed, the fence and the café (naïve 说话)." * 6
+    assert set(secrets._OTHER_ORDERS) <= secrets._ruled_out(padding)
+    text = padding + " Use 4471 as the PIN." + padding
+    assert not set(secrets._OTHER_ORDERS) & secrets._ruled_out(text)
+    assert [text[h.start:h.end] for h in secrets.find_secrets(text)] == ["4471"]
 
 
 def test_the_sentence_keywords_are_screened_by_their_head():
