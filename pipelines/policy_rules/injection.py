@@ -1315,7 +1315,7 @@ def find_injections_normalised(norm: str, *, decode: bool = True) -> list[Inject
     )
     if decode:
         hits.extend(_encoded_hits(norm, screened))
-        hits.extend(_deobfuscated_hits(norm))
+        hits.extend(_deobfuscated_hits(norm, screened))
     hits.sort(key=lambda h: (h.start, h.end))
     return hits
 
@@ -1342,7 +1342,6 @@ _ENCODED = (_BASE64, _BINARY, _HEX)
 # Each family's anchors as one pattern, screened in the same pass: a family it rules out needs
 # no look-up of its anchors one by one (most are absent from most long texts).
 _ANCHOR_PATTERNS = tuple(re.compile("|".join(map(re.escape, anchors)), re.IGNORECASE) for anchors in _ANCHORS.values())
-_ONE_PASS = OnePass([*(_RULES[k][1] for k in _ONE_PASS_INDEX), *_ENCODED, *_ANCHOR_PATTERNS])
 _FIRST_ANCHOR = len(_ONE_PASS_INDEX) + len(_ENCODED)
 
 
@@ -1405,12 +1404,17 @@ _SPACED_MAX = 240  # longer runs of single letters are padding ("A A A ... B C")
 _COMMON_WORDS = frozenset("the and you your is to of all this that with for are".split())
 # the common words as ROT13 writes them ("gur", "naq", "lbhe"), none an English word
 _ROT13_COMMON = re.compile(rf"\b(?:{'|'.join(sorted(w.translate(_ROT13) for w in _COMMON_WORDS))})\b", re.IGNORECASE)
+# What `_views` looks for first, screened in the one pass too: a view whose pattern it rules
+# out is not made.
+_VIEW_SCREENS = (_LEET_INSIDE, _SPACED_RUN, _ROT13_COMMON)
+_ONE_PASS = OnePass([*(_RULES[k][1] for k in _ONE_PASS_INDEX), *_ENCODED, *_ANCHOR_PATTERNS, *_VIEW_SCREENS])
+_FIRST_VIEW_SCREEN = _FIRST_ANCHOR + len(_ANCHOR_PATTERNS)
 
 
-def _deobfuscated_hits(norm: str) -> Iterator[InjectionHit]:
+def _deobfuscated_hits(norm: str, screened: set[int] | None = None) -> Iterator[InjectionHit]:
     if not any(c.isascii() and c.isalpha() for c in norm):
         return
-    for view, index, changed in _views(norm):
+    for view, index, changed in _views(norm, screened):
         # only the undone part and a sentence or two around it are scanned again
         marks = [k for k, c in enumerate(changed) if c]
         lo, hi = max(0, marks[0] - _VIEW_MARGIN), marks[-1] + _VIEW_MARGIN
@@ -1425,13 +1429,16 @@ def _word_start(norm: str, k: int) -> int:
     return k
 
 
-def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
-    """(view, position in `norm` of each view character, whether it was changed)."""
+def _views(norm: str, screened: set[int] | None = None) -> Iterator[tuple[str, list[int], list[bool]]]:
+    """(view, position in `norm` of each view character, whether it was changed). `screened`:
+    the one pass's candidates for `norm` (a view whose `_VIEW_SCREENS` pattern it rules out
+    would be none)."""
+    leet, spaced, rot13 = (screened is None or _FIRST_VIEW_SCREEN + n in screened for n in range(3))
     identity = range(len(norm))
     # leetspeak: one character for one, offsets kept; only when some word has a stand-in
     # between two letters ("1gn0r3", "prev!ous"; not "3pm", "mp3", "4b")
-    if any(not _HEX_WORD.fullmatch(w.group()) for m in _LEET_INSIDE.finditer(norm)
-           for w in [_LEET_WORD.search(norm, _word_start(norm, m.start()))] if w):
+    if leet and any(not _HEX_WORD.fullmatch(w.group()) for m in _LEET_INSIDE.finditer(norm)
+                    for w in [_LEET_WORD.search(norm, _word_start(norm, m.start()))] if w):
         chars, changed = list(norm), [False] * len(norm)
         for w in _LEET_WORD.finditer(norm):
             if _HEX_WORD.fullmatch(w.group()):
@@ -1441,7 +1448,7 @@ def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
                 chars[k], changed[k] = _LEET[norm[k]], True
         yield "".join(chars), list(identity), changed
     # spaced letters: the run's commonest separator joins, the others break words
-    runs = [m for m in _SPACED_RUN.finditer(norm) if len(m.group()) <= _SPACED_MAX
+    runs = [m for m in (_SPACED_RUN.finditer(norm) if spaced else ()) if len(m.group()) <= _SPACED_MAX
             and len({c.lower() for c in m.group() if c.isalpha()}) >= 3]
     if runs:
         out, index, flags, pos = [], [], [], 0
@@ -1463,7 +1470,7 @@ def _views(norm: str) -> Iterator[tuple[str, list[int], list[bool]]]:
         flags.extend([False] * (len(norm) - pos))
         yield "".join(out), index, flags
     # ROT13
-    if len(_ROT13_COMMON.findall(norm)) >= 3:
+    if rot13 and len(_ROT13_COMMON.findall(norm)) >= 3:
         yield norm.translate(_ROT13), list(identity), [True] * len(norm)
 
 

@@ -401,7 +401,7 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
         hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
-    hits.extend(_context_hits(text))
+    hits.extend(_context_hits(text, out))
     if not stand_ins:
         hits = [h for h in hits if not _public_by_design(text, h)]
     return _dedupe(hits)
@@ -439,7 +439,8 @@ def _one_pass() -> OnePass:
     numbers), screened together in one pass over a long text."""
     return OnePass([*(rx for _, rx, _ in _vendor_patterns()), _PEM_PRIVATE, _URL_CREDENTIALS, _AUTH_HEADER,
                     _SCHEME_TOKEN, _BASIC_ENCODE, _CURL_USER, _KW, _REVERSE_COMPARE, _BARE_PIN, _SENTENCE_SCREEN,
-                    *_OTHER_ORDERS, _CREDENTIAL_NOUN, _CARD, _SSN])
+                    *_OTHER_ORDERS, _CREDENTIAL_NOUN, _CARD, _SSN,
+                    *(rx for _, context, value in _CONTEXT_VALUES for rx in (context, value)), _PHRASE_CONTEXT])
 
 
 def _ruled_out(text: str) -> frozenset[re.Pattern] | None:
@@ -1622,14 +1623,15 @@ _CONTEXT_LITERALS = ("key", "Key", "KEY", "allet", "igner", "WIF", "otp", "OTP",
                      "nemonic", "hrase", "ecret", "ALLET")
 
 
-def _context_hits(text: str) -> Iterator[SecretHit]:
+def _context_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
     """Values of a credential's shape with a word naming that credential just before them
     (`_CONTEXT_VALUES`), and recovery phrases after a word naming one; a word saying the value
-    is public, a hash or an example (`_CONTEXT_AGAINST`) between them rules it out."""
+    is public, a hash or an example (`_CONTEXT_AGAINST`) between them rules it out. `out`:
+    patterns the one pass ruled out (a context or value pattern among them: no hit)."""
     if not any(w in text for w in _CONTEXT_LITERALS):
         return
     for rule_id, context, value in _CONTEXT_VALUES:
-        if context.search(text) is None:
+        if context in out or value in out or context.search(text) is None:
             continue  # (the cheaper test first: most texts name none of these)
         for m in value.finditer(text):
             before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
@@ -1647,7 +1649,7 @@ def _context_hits(text: str) -> Iterator[SecretHit]:
             if _is_placeholder(bare) or _is_placeholder_token(bare) or _is_sequential(bare):
                 continue
             yield SecretHit(rule_id, m.start(), m.end())
-    for m in (_PHRASE_WORDS.finditer(text) if _PHRASE_CONTEXT.search(text) else ()):
+    for m in (_PHRASE_WORDS.finditer(text) if _PHRASE_CONTEXT not in out and _PHRASE_CONTEXT.search(text) else ()):
         words = m.group().replace(",", " ").split()
         if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
             continue
