@@ -1339,17 +1339,22 @@ _HEX = re.compile(
 
 
 _ENCODED = (_BASE64, _BINARY, _HEX)
-# Each family's anchors as one pattern, screened in the same pass: a family it rules out needs
-# no look-up of its anchors one by one (most are absent from most long texts).
-_ANCHOR_PATTERNS = tuple(re.compile("|".join(map(re.escape, anchors)), re.IGNORECASE) for anchors in _ANCHORS.values())
+_NOT_ALL_LOWER = re.compile(r"[0-9+/=A-Z]")  # Base64 of text has one; a run of lower-case letters is a word
+# Every anchor as a pattern of its own, screened in the same pass: only those it reports are
+# looked up (most are absent from most long texts).
 _FIRST_ANCHOR = len(_ONE_PASS_INDEX) + len(_ENCODED)
+_ANCHOR_LIST = tuple((family, anchor) for family, anchors in _ANCHORS.items() for anchor in anchors)
+_ANCHOR_PATTERNS = tuple(re.compile(re.escape(anchor), re.IGNORECASE) for _, anchor in _ANCHOR_LIST)
 
 
 def absent_families(low: str, screened: set[int] | None = None) -> set[str]:
     """The families of `_ANCHORS` none of whose anchors `low` (lower-cased text) holds.
-    `screened`: the one pass's candidates for the text (None: every family looked up)."""
-    return {family for n, (family, anchors) in enumerate(_ANCHORS.items())
-            if (screened is not None and _FIRST_ANCHOR + n not in screened) or not any(a in low for a in anchors)}
+    `screened`: the one pass's candidates for the text (None: every anchor looked up)."""
+    if screened is None:
+        return {family for family, anchors in _ANCHORS.items() if not any(a in low for a in anchors)}
+    present = {family for n, (family, anchor) in enumerate(_ANCHOR_LIST, _FIRST_ANCHOR)
+               if n in screened and anchor in low}
+    return set(_ANCHORS).difference(present)
 
 
 def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[InjectionHit]:
@@ -1362,7 +1367,7 @@ def _encoded_hits(norm: str, screened: set[int] | None = None) -> Iterator[Injec
     )
     for m in base64_.finditer(norm):
         token = m.group()
-        if not (any(c.isdigit() or c in "+/=" for c in token) or token != token.lower()):
+        if _NOT_ALL_LOWER.search(token) is None:
             continue
         try:
             raw = base64.b64decode(token + "=" * (-len(token) % 4), validate=True)
@@ -1416,8 +1421,8 @@ def _deobfuscated_hits(norm: str, screened: set[int] | None = None) -> Iterator[
         return
     for view, index, changed in _views(norm, screened):
         # only the undone part and a sentence or two around it are scanned again
-        marks = [k for k, c in enumerate(changed) if c]
-        lo, hi = max(0, marks[0] - _VIEW_MARGIN), marks[-1] + _VIEW_MARGIN
+        first, last = changed.index(True), len(changed) - 1 - changed[::-1].index(True)
+        lo, hi = max(0, first - _VIEW_MARGIN), last + _VIEW_MARGIN
         for h in find_injections_normalised(view[lo:hi], decode=False):
             if any(changed[lo + h.start : lo + h.end]):
                 yield InjectionHit("hard.injection.obfuscated", index[lo + h.start], index[lo + h.end - 1] + 1)
