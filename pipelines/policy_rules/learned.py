@@ -358,42 +358,53 @@ def char_wb_columns(text: str, config: FeatureConfig) -> Counter:
     """Column -> count of the character n-grams `HashingVectorizer(analyzer="char_wb",
     lowercase=False)` reads in `text`, the columns in the order `hashed_row` puts them (the
     first n-gram of each): the n-grams lie inside one space-padded word each, and prose
-    repeats its words, so each word's columns are looked up once (`_WORD_COLUMNS`) and the
-    counting is `Counter`'s (one n-gram at a time was most of the model's time on a long
-    field)."""
+    repeats its words, so each word's columns are looked up once (`_WORD_COLUMNS`), the
+    n-grams of the words not seen before hashed in one batch, and the counting is `Counter`'s
+    (one n-gram at a time was most of the model's time on a long field)."""
     cache = _WORD_COLUMNS.setdefault(config, {})
     if len(cache) > _WORD_CACHE_SIZE:
         cache.clear()
-    columns = []
-    for w in _WHITE_SPACES.sub(" ", text).split():
-        found = cache.get(w)
-        if found is None:
-            found = _word_columns(w, config)
+    words = _WHITE_SPACES.sub(" ", text).split()
+    new = [w for w in dict.fromkeys(words) if w not in cache]
+    fresh: dict[str, tuple[int, ...]] = {}
+    if new:
+        grams = [_word_ngrams(w, config.char_ngrams) for w in new]
+        flat = hash_columns([g for gs in grams for g in gs], config.char_features)
+        at = 0
+        for w, gs in zip(new, grams):
+            fresh[w] = tuple(flat[at : at + len(gs)])
+            at += len(gs)
             if len(w) <= _CACHED_WORD_CHARS:
-                cache[w] = found
-        columns.append(found)
-    return Counter(chain.from_iterable(columns))
+                cache[w] = fresh[w]
+    return Counter(chain.from_iterable(cache.get(w) or fresh[w] for w in words))
 
 
-def _word_columns(word: str, config: FeatureConfig) -> tuple[int, ...]:
-    """The columns of one word's n-grams, in sklearn's `_char_wb_ngrams` order: by width, then
-    left to right; a padded word no longer than a width counts once, whole, and ends it."""
-    hashes = _HASHES.setdefault(config.char_features, {})
+def _word_ngrams(word: str, ngram_range: tuple[int, int]) -> list[str]:
+    """One word's n-grams in sklearn's `_char_wb_ngrams` order: by width, then left to right;
+    a padded word no longer than a width counts once, whole, and ends it."""
     w = " " + word + " "
     size = len(w)
     grams: list[str] = []
-    for n in range(config.char_ngrams[0], config.char_ngrams[1] + 1):
+    for n in range(ngram_range[0], ngram_range[1] + 1):
         if n >= size:
             grams.append(w)
             break
         grams.extend(w[i : i + n] for i in range(size - n + 1))
-    out = []
-    for g in grams:
-        i = hashes.get(g)
-        if i is None:
-            i = hashes[g] = _hash_index(g, config.char_features)
-        out.append(i)
-    return tuple(out)
+    return grams
+
+
+def hash_columns(grams: Sequence[str], n_features: int) -> list[int]:
+    """Each n-gram's column (`_hash_index`), in one call of sklearn's own hashing loop (what
+    `FeatureHasher` runs; ~4x faster than a call per n-gram) when this sklearn has it."""
+    if _HASH_BATCH is not None:
+        return list(_HASH_BATCH([[(g, 1) for g in grams]], n_features, np.float64, False, 0)[0])
+    return [_hash_index(g, n_features) for g in grams]
+
+
+try:  # private to sklearn: checked against `_hash_index` by the tests, a call per n-gram without it
+    from sklearn.feature_extraction._hashing_fast import transform as _HASH_BATCH
+except ImportError:  # pragma: no cover
+    _HASH_BATCH = None
 
 
 # Words of prose, not tokens (a key's lines never come again); bounded, cleared when full.

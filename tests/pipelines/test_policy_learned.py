@@ -260,6 +260,11 @@ def test_character_columns_per_word_are_sklearns_char_wb_n_grams(text):
         assert got[0].tolist() == want[0].tolist() and got[1].tobytes() == want[1].tobytes()
 
 
+def test_batch_hashing_gives_each_n_grams_column():
+    grams = ["a", " ab", "Ｆｕｌ", "ünï ", "说话", "-----", "x" * 40]
+    assert learned.hash_columns(grams, 2**16) == [learned._hash_index(g, 2**16) for g in grams]
+
+
 def test_an_inert_kind_is_not_scored():
     layer = learned.shipped()
     inert = learned.LearnedLayer(layer.config, {k: learned.KindModel(m.coef, m.intercept, learned.NEVER, 0.0)
