@@ -35,8 +35,10 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
 - one denies what the other says (`DENIES`): "I'm not allergic to penicillin" / "I'm
   allergic to penicillin", "We don't deploy on Fridays" / "We deploy on Fridays": the same
   values (or none), most words shared, one negated ("not", "n't", "never", "no", or saying
-  it ended) and the other not; a negation that only retires a value ("REST, not GraphQL")
-  denies nothing.
+  it ended) and the other not, and what it negates is what the other says (most words of
+  its clauses that negate, and of its title, are the other's: "Long time no see!" in a
+  long chat turn denies nothing of "Good to see you!"); a negation that only retires a
+  value ("REST, not GraphQL") denies nothing.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible. Nor is a `refines` link, a correction of one
@@ -218,6 +220,7 @@ class Claim:
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
+    denied: frozenset[str] = frozenset()  # the words of what it denies (`_denied`), of `words`
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -436,8 +439,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
     # (the retiring clauses are blanked only in the few contents that hold a negation at all:
     # every claim of a snapshot is read when it loads)
-    negated = bool(ended) or (_NEGATION.search(stated) is not None and bool(_NEGATION.search(
-        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), stated))))
+    denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), stated)
+               if _NEGATION.search(stated) else "")
+    negated = bool(ended) or (bool(denying) and _NEGATION.search(denying) is not None)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -445,7 +449,18 @@ def _read_claim(item: MemoryItem) -> Claim:
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
-                 negated=negated)
+                 negated=negated,
+                 denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:
+    """The words (stems, of `own_words`) of the clauses of `content` that negate or say
+    something ended, and of the title, which names what they speak of: what the claim
+    denies. "Thanks! I won't give up on it. What got you into books?" denies giving up,
+    not books."""
+    found = [w for clause in _CLAUSE.finditer(content) if _NEGATION.search(clause.group(0)) or _ENDED.search(
+        clause.group(0)) for w in words(clause.group(0)) if w not in STOPWORDS]
+    return (frozenset(_STEMS(found)) | title_words) & own_words
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -586,7 +601,18 @@ def _denies(a: Claim, b: Claim) -> bool:
     if a.negated == b.negated or a.values != b.values or a.adds or b.adds:
         return False
     shared, overlap = _overlap(a.words, b.words)
-    return shared >= 2 and overlap >= SUBJECT_OVERLAP and not _qualified_apart(a, b)
+    return (shared >= 2 and overlap >= SUBJECT_OVERLAP and _denies_said(a, b) and _denies_said(b, a)
+            and not _qualified_apart(a, b))
+
+
+def _denies_said(a: Claim, b: Claim) -> bool:
+    """If `a` is the negated one, what it denies (`Claim.denied`) is what `b` says: two
+    words at least, most of them shared ("Long time no see!" in a long turn denies nothing
+    of "Good to see you!")."""
+    if not a.negated:
+        return True
+    shared, overlap = _overlap(a.denied, b.words)
+    return shared >= 2 and overlap >= SUBJECT_OVERLAP
 
 
 def _retires(a: Claim, b: Claim) -> bool:
@@ -1068,6 +1094,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
     if len(denies) and table.qualifiers.nnz:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
+    if len(denies):  # what the negated one denies is what the other says (`_denies_said`), asked of the few
+        denies = denies[_denies_said_rows(table, i[denies], j[denies])]
     reason[denies] = 5
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
@@ -1077,6 +1105,19 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding & (reason == 0)] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason, ids)
+
+
+def _denies_said_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_denies_said` both ways for the row pairs (i, j), from the rows' claims."""
+    claims: dict[int, Claim] = {}
+
+    def claim(row: int) -> Claim:
+        if row not in claims:
+            claims[row] = table.claim(row)  # type: ignore[assignment]
+        return claims[row]
+
+    return np.fromiter((_denies_said(claim(x), claim(y)) and _denies_said(claim(y), claim(x))
+                        for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
 
 
 def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:

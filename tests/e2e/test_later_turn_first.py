@@ -72,3 +72,25 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
     found = recall(client, DEV, "When is dinner with Priya?")
     shown = excerpts(found)
     assert len(shown) == 2 and "Friday" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown
+
+
+def test_a_later_turn_marks_an_earlier_one_only_when_it_denies_what_that_one_said(service, tmp_path,
+                                                                                  monkeypatch) -> None:
+    """A negation elsewhere in a chatty turn ("Didn't expect them to love fishing") denies
+    nothing of an earlier turn it shares words with (on LoCoMo every pair marked as said
+    otherwise by a denial was such a pair); a turn whose negation is about what the earlier
+    one said ("not actually allergic to penicillin") still marks it."""
+    client, settings = service
+    ingest(settings, tmp_path, monkeypatch, [
+        ("2026-11-20T10:00:00Z", "Camping at the lake with the kids was so much fun!"),
+        ("2026-11-27T10:00:00Z", "We went camping at the lake with the kids again, so fun. "
+                                 "Didn't expect them to love fishing that much."),
+        ("2026-11-20T10:05:00Z", "I'm allergic to penicillin."),
+        ("2026-11-27T10:05:00Z", "The allergy test came back negative, I'm not actually allergic to penicillin."),
+    ])
+    found = recall(client, DEV, "How was camping at the lake with the kids?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and MARK not in found["injection"], shown
+    found = recall(client, DEV, "Am I allergic to penicillin?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and "negative" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown

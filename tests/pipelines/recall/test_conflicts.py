@@ -529,6 +529,12 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
             content = content[:-1] + f", {rng.choice(['replacing', 'not', 'instead of'])} {rng.choice(values)}."
         if rng.random() < 0.15:
             content += rng.choice(endings)
+        title = rng.choice(titles)
+        if items and rng.random() < 0.1:  # one that denies (`_denies`) what another says
+            twin = rng.choice(items)
+            title, content = twin.title, re.sub(r"\b(is|are|opens|listens|runs)\b", r"\1 never", twin.content, count=1)
+        elif rng.random() < 0.1:  # or says one thing and denies another
+            content += rng.choice([" Telemetry retention is not kept.", " We never use the staging environment."])
         if rng.random() < 0.1:  # a sentence that only weighs an option (`_TENTATIVE`)
             content += rng.choice([" We might move it to InfluxDB.",
                                    " Maybe we no longer need the staging environment."])
@@ -539,7 +545,7 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
         links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
                  for _ in range(rng.choice([0, 0, 0, 1]))]
         superseded_by = f"c{rng.randrange(n):03d}" if rng.random() < 0.05 else None
-        items.append(claim(f"c{x:03d}", rng.choice(titles), content, links=links, superseded_by=superseded_by,
+        items.append(claim(f"c{x:03d}", title, content, links=links, superseded_by=superseded_by,
                            kind=rng.choice(["project", "user", "session"])))
     return items
 
@@ -932,6 +938,12 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
     # other values, or a claim that adds: the value and adding rules decide, not the negation
     assert conflict_reason(read_claim(claim("s", "Standup", "Standup is not at 9:30.")),
                            read_claim(claim("t", "Standup", "Standup is at 10:00."))) != conflicts.DENIES
+    # a negation in another clause denies something else: what it negates is not what the other says
+    fun = claim("g", "", "Camping at the lake with the kids was so much fun!")
+    fishing = claim("h", "", "We went camping at the lake with the kids again, so fun. "
+                             "Didn't expect them to love fishing that much.")
+    assert read_claim(fishing).negated and conflict_reason(read_claim(fishing), read_claim(fun)) is None
+    assert pairs([fun, fishing]) == set()
 
 
 @pytest.mark.parametrize(("old", "new", "replaces"), [
