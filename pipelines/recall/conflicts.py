@@ -16,7 +16,9 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
   retention is 90 days in orion"), or most of their non-value words are shared (the
   overlap coefficient of the smaller set, at least two words), or half of them when one
-  names as replaced a value the other states or both count in one unit with different
+  names as replaced a value the other states, or says that what the other names changed
+  ("Dinner with Priya got pushed back to Friday" / "I'm meeting Priya for dinner on
+  Thursday"), or both count in one unit with different
   numbers ("4 spaces" / "2-space indentation"), or their embeddings are very close and half
   their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
   title (the title names the subject: "Ship date" / "Release date"); a name is a word too
@@ -145,14 +147,17 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # "stopped drinking coffee"), under the title of an older claim whose content the value rule
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
-_CHANGED = re.compile(
-    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
+_CHANGE = (
+    r"any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
     r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
-    r"pushed\s+(?:back|out|up|forward|to))\b",
-    re.IGNORECASE)
+    r"pushed\s+(?:back|out|up|forward|to)")
+_CHANGED = re.compile(rf"\b(?:now|{_CHANGE})\b", re.IGNORECASE)
+# ... and without "now", which mostly only dates what is said ("I've had them for 3 years
+# now"): a claim that says so is about what the other states (`_says_changed`).
+_MOVED = re.compile(rf"\b(?:{_CHANGE})\b", re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
@@ -718,11 +723,28 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if shared < 2 or overlap < 0.5:
         return False
-    if retiring and overlap >= RETIRED_SUBJECT_OVERLAP:
+    if (retiring or _says_changed(a, b)) and overlap >= RETIRED_SUBJECT_OVERLAP:
         return True
     if callable(cosine):
         cosine = cosine()
     return cosine is not None and cosine >= SUBJECT_COSINE
+
+
+def _says_changed(a: Claim, b: Claim) -> bool:
+    """One says the value of what the other names changed: it says something changed
+    (`_MOVED`: "Dinner with Priya got pushed back to Friday", "Standup moved to 10:15"), and
+    what it names before its first value, the words of the change left out, the other says
+    ("dinner", "standup"; not "Orion v2 launch party moved to April 14" / "Orion v2 beta
+    review is on March 3"): like naming the old value as replaced, it says it is about what
+    the other states."""
+    for c, other in ((a, b), (b, a)):
+        if c.changes is None or not c.subject:
+            continue
+        moved = [w for m in _MOVED.finditer(_stance(c.item.content)) for w in words(m.group(0))]
+        named = set(c.subject) - set(_STEMS(moved))
+        if moved and named and named <= other.words:
+            return True
+    return False
 
 
 def _value_kinds(values: Iterable[str]) -> int:
@@ -1082,6 +1104,10 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
+    if len(ask):  # one says it changed (`_says_changed`), else very close embeddings
+        changed = _says_changed_rows(table, i[ask], j[ask])
+        subject[ask[changed]] = True
+        ask = ask[~changed]
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
@@ -1107,8 +1133,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     return _Pairs(i, j, replaces, reason, ids)
 
 
-def _denies_said_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """`_denies_said` both ways for the row pairs (i, j), from the rows' claims."""
+def _claims_of(table: ClaimTable) -> Callable[[int], Claim]:
+    """A row's claim, unpacked once (for the few pairs a question is asked of by claim)."""
     claims: dict[int, Claim] = {}
 
     def claim(row: int) -> Claim:
@@ -1116,8 +1142,20 @@ def _denies_said_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.nda
             claims[row] = table.claim(row)  # type: ignore[assignment]
         return claims[row]
 
+    return claim
+
+
+def _denies_said_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_denies_said` both ways for the row pairs (i, j), from the rows' claims."""
+    claim = _claims_of(table)
     return np.fromiter((_denies_said(claim(x), claim(y)) and _denies_said(claim(y), claim(x))
                         for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
+
+
+def _says_changed_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_says_changed` for the row pairs (i, j), from the rows' claims."""
+    claim = _claims_of(table)
+    return np.fromiter((_says_changed(claim(x), claim(y)) for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
 
 
 def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:

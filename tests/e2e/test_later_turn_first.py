@@ -7,7 +7,8 @@ earlier one is marked as said earlier, a later turn saying otherwise. Two turns 
 subject that do not contradict (hiking on Saturday, hiking again on Sunday) are both shown
 unmarked: two events, not a correction. Nor are two plans of the speaker's that differ only
 in the day ("I'll be at the climbing gym on Monday" / "... on Wednesday", which was marked),
-unless the later says the plan moved ("got pushed back to Friday")."""
+unless the later says the plan moved ("got pushed back to Friday"), however the two word it
+("I'm meeting Priya for dinner on Thursday" / "Dinner with Priya got pushed back to Friday")."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
         ("2026-11-26T10:05:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
         ("2026-11-20T10:10:00Z", "I'll be at the climbing gym on Monday."),
         ("2026-11-26T10:10:00Z", "I'll be at the climbing gym on Wednesday."),
-        ("2026-11-20T10:15:00Z", "I'm having dinner with Priya on Thursday."),
+        ("2026-11-20T10:15:00Z", "I'm meeting Priya for dinner on Thursday."),
         ("2026-11-26T10:15:00Z", "Dinner with Priya got pushed back to Friday."),
     ])
     found = recall(client, DEV, "When is the billing-api release?")

@@ -97,7 +97,7 @@ def test_no_denies_what_follows():
 
 def test_one_subject_worded_differently_under_other_titles_conflicts():
     """Titles name the subject too, words compare as stems, and a claim retiring a value the
-    other states needs only half the words shared."""
+    other states, or saying that what the other names changed, needs only half the words shared."""
     assert pairs([claim("a", "Release date", "Orion v2 ships on March 3, 2027."),
                   claim("b", "Ship date", "Orion v2 release slipped to April 14, 2027.")]) == {frozenset("ab")}
     assert pairs([claim("a", "Orders database", "The orders service uses PostgreSQL 16."),
@@ -106,6 +106,14 @@ def test_one_subject_worded_differently_under_other_titles_conflicts():
     # Half the words shared and different dates, nothing retired: two events, not one claim.
     assert pairs([claim("a", "Beta review", "Orion v2 beta review is on March 3, 2027."),
                   claim("b", "Launch party", "Orion v2 launch party is on April 14, 2027.")]) == set()
+    # One saying what it names moved (or slipped, was pushed back) needs only half the words too;
+    # not when what it says moved is something the other never names.
+    assert pairs([claim("a", "Standup time", "Daily standup is at 9:30."),
+                  claim("b", "Daily sync", "Standup moved to 10:15 starting next week.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "", "I'm meeting Priya for dinner on Thursday."),
+                  claim("b", "", "Dinner with Priya got pushed back to Friday.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "", "Orion v2 beta review is on March 3, 2027."),
+                  claim("b", "", "Orion v2 launch party moved to April 14, 2027.")]) == set()
     # A retired value on another subject is no correction of it.
     assert pairs([claim("a", "Dashboard port", "The dashboard listens on port 8080."),
                   claim("b", "API port", "The API no longer uses port 8080; it uses 9090.")]) == set()
