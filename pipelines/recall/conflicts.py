@@ -14,15 +14,15 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   says what changed (`CHANGED`: "ci moved to github actions, jenkins is gone"); or
 - they are about the same subject and state different values. Same subject: the words
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
-  retention is 90 days in orion"), or most of their non-value words are shared (the
-  overlap coefficient of the smaller set, at least two words), or half of them when one
-  names as replaced a value the other states, or says that what the other names changed
-  ("Dinner with Priya got pushed back to Friday" / "I'm meeting Priya for dinner on
-  Thursday"), or both count in one unit with different
-  numbers ("4 spaces" / "2-space indentation"), or their embeddings are very close and half
-  their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
-  title (the title names the subject: "Ship date" / "Release date"); a name is a word too
-  ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
+  retention is 90 days in orion"; an opener alone, "Thanks!", "Wow,", names none), or
+  most of their non-value words are shared (the overlap coefficient of the smaller set,
+  at least two words), or half of them when one names as replaced a value the other
+  states, or says that what the other names changed ("Dinner with Priya got pushed back
+  to Friday" / "I'm meeting Priya for dinner on Thursday"), or both count in one unit
+  with different numbers ("4 spaces" / "2-space indentation"), or their embeddings are
+  very close and half their words shared. Words are Snowball stems ("ships" / "ship") of
+  the content and the title (the title names the subject: "Ship date" / "Release date");
+  a name is a word too ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
   are one value, "30 minutes" and "2 hours" count in one unit), dates (ISO, or with their month: "March 3, 2027" is
   2027-03-03), and capitalised names inside a sentence ("two" is 2);
@@ -76,7 +76,7 @@ from scipy import sparse
 from pipelines.records import RETIRED_BY_USER, SCOPE_RANK, MemoryItem, Scope, timestamp
 
 from .dates import MONTHS, written_dates
-from .lexical import STOPWORDS, Stems, normalise_label, words
+from .lexical import SMALL_TALK, STOPWORDS, Stems, normalise_label, words
 
 # Two claims under one title whose contents do not compare: one may add to or update the
 # other. Recall shows both, flagged; a write neither corrects nor holds the older for it.
@@ -237,7 +237,8 @@ def is_claim(item: MemoryItem) -> bool:
 def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit (also written as words: "two" is 2), ISO dates, and
     names capitalised mid-sentence, except those named only as replaced or denied."""
-    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), text))
+    # whom it answers first: "No problem, John!" names no value, nor retires "problem, John"
+    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), _unaddressed(text)))
 
 
 def retired_values(text: str) -> frozenset[str]:
@@ -253,8 +254,7 @@ def _stance(text: str) -> str:
 
 def _values(text: str) -> frozenset[str]:
     found: set[str] = set()
-    if _VOCATIVE.search(text):
-        text = _VOCATIVE.sub(_blank_vocative, text)
+    text = _unaddressed(text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}
@@ -274,10 +274,17 @@ def _values(text: str) -> frozenset[str]:
     names = [m.group(0) for m in _NAME.finditer(text)]
     if names:
         starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-        named = {name for name in names if name not in starts}
+        # not a function word capitalised after a comma ("I appreciate your support, It means a lot")
+        named = {name for name in names if name not in starts
+                 and not (name.lower() in STOPWORDS and _NAMED_FORM.fullmatch(name))}
         found |= {name.lower() for name in named}
         found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _unaddressed(text: str) -> str:
+    """`text` with whom it greets, thanks or answers blanked (`_VOCATIVE`)."""
+    return _VOCATIVE.sub(_blank_vocative, text) if _VOCATIVE.search(text) else text
 
 
 def _blank_vocative(m: re.Match[str]) -> str:
@@ -418,6 +425,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     # Light verbs say nothing of the subject ("the orders service uses PostgreSQL" / "the orders
     # service runs on CockroachDB"); only they: "I take 50 mg of sertraline", the subject follows.
     subject = [w for w in toks[:first_value] if w not in skip and w not in _LIGHT_VERBS]
+    if SMALL_TALK.issuperset(subject):  # "Thanks! The Wolves ...", "Wow, Chicago ...": an opener names no subject
+        subject = []
     title_values = stated_values(item.title)
     title_skip = _value_words(title_values) | _date_words(item.title)
     # The title names the subject too ("Ship date" / "Release date"), and words compare as

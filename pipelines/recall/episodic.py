@@ -41,18 +41,8 @@ from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
 from .dates import MONTHS
-from .lexical import STOPWORDS, Stems, tokenize, words
+from .lexical import SMALL_TALK, STOPWORDS, Stems, tokenize, words
 
-# Words that make up acknowledgements, greetings and small talk.
-SMALL_TALK = frozenset(
-    "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
-    "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
-    "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
-    "wow oh ah hmm much very so well lots many "
-    # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
-    # course, I'll keep that in mind"): it says nothing on its own
-    "use course keep mind remember absolutely certainly definitely".split()
-)
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+")

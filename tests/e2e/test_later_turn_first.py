@@ -95,3 +95,23 @@ def test_a_later_turn_marks_an_earlier_one_only_when_it_denies_what_that_one_sai
     found = recall(client, DEV, "Am I allergic to penicillin?")
     shown = excerpts(found)
     assert len(shown) == 2 and "negative" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown
+
+
+def test_turns_that_open_alike_or_answer_someone_are_not_marked_as_said_otherwise(service, tmp_path,
+                                                                                 monkeypatch) -> None:
+    """Chat turns open with thanks and answer someone by name ("Thanks! The Nike and Gatorade
+    deals ...", "No problem, John! ..."): the opener is no subject they share, nor is whom
+    they answer a value they state, so a later turn that opens alike is not taken to say
+    otherwise of an earlier one (on LoCoMo most pairs of turns marked so were such pairs)."""
+    client, settings = service
+    ingest(settings, tmp_path, monkeypatch, [
+        ("2026-11-20T10:00:00Z", "Thanks! The Nike and Gatorade deals have me stoked!"),
+        ("2026-11-27T10:00:00Z", "Thanks! The Wolves are my team for sure, and LeBron is the man."),
+        ("2026-11-20T10:05:00Z", "No problem, John! It's great to feel this sense of community."),
+        ("2026-11-27T10:05:00Z", "No problem, Maria! Working with passionate people like you is great."),
+    ])
+    for question in ("What did I say about Nike, Gatorade, the Wolves and LeBron?",
+                     "What did I say about community and working with passionate people?"):
+        found = recall(client, DEV, question)
+        shown = excerpts(found)
+        assert len(shown) == 2 and MARK not in found["injection"], shown

@@ -95,6 +95,22 @@ def test_no_denies_what_follows():
         frozenset("ab")}
 
 
+def test_an_opener_or_whom_a_turn_answers_is_neither_subject_nor_value():
+    """Chat turns open with thanks or an exclamation and answer someone by name: the words of
+    an opener alone name no subject ("Thanks! The Nike and Gatorade deals ..." / "Thanks!
+    The Wolves are my team ..."), whom a turn answers is no value even after a "No" ("No
+    problem, John!"), and a function word capitalised after a comma is no name ("..., It
+    means a lot")."""
+    assert read_claim(claim("a", "", "Thanks! The Nike and Gatorade deals have me stoked!")).subject == ()
+    assert pairs([claim("a", "", "Thanks! The Nike and Gatorade deals have me stoked!"),
+                  claim("b", "", "Thanks! The Wolves are my team for sure, and LeBron is the man.")]) == set()
+    assert pairs([claim("a", "", "Wow, Chicago sounds great!"), claim("b", "", "Wow, Gondor sounds great!")]
+                 ) == {frozenset("ab")}  # the words after the opener still make one subject
+    assert stated_values("No problem, John! It's great to feel this sense of community.") == set()
+    assert stated_values("I really appreciate your support, It means a lot to me.") == set()
+    assert stated_values("We moved it to the US, It was cheaper.") == {"us"}  # an acronym is still a name
+
+
 def test_one_subject_worded_differently_under_other_titles_conflicts():
     """Titles name the subject too, words compare as stems, and a claim retiring a value the
     other states, or saying that what the other names changed, needs only half the words shared."""
