@@ -36,8 +36,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
 
 - one denies what the other says (`DENIES`): "I'm not allergic to penicillin" / "I'm
   allergic to penicillin", "We don't deploy on Fridays" / "We deploy on Fridays": the same
-  values (or none), most words shared, one negated ("not", "n't", "never", "no", or saying
-  it ended) and the other not, and what it negates is what the other says (most words of
+  values (or none), most words shared, one negated ("not", "n't", "never", "no", "nobody",
+  "nothing", ..., or saying it ended) and the other not, and what it negates is what the other says (most words of
   its clauses that negate, and of its title, are the other's: "Long time no see!" in a
   long chat turn denies nothing of "Good to see you!"); a negation that only retires a
   value ("REST, not GraphQL") denies nothing.
@@ -179,7 +179,7 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 # A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
 # pushes"): a claim that says it of what another states without it denies it (`_denies`). One
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
-_NEGATION = re.compile(r"\b(?:not|never|no|cannot)\b|n[’']t\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
 DENIES = "same subject, one denies it"
 SAME_SUBJECT = "same subject, different values"
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.

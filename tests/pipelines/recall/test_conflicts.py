@@ -495,7 +495,7 @@ def test_a_claim_read_before_is_read_again_with_its_current_links():
     """Claims are cached per item version, links are not: an item that gains a
     `contradicts` or `supersedes` link is judged with it, and a new version afresh."""
     a = claim("a", "Cache", "Tiles are cached.")
-    d = claim("d", "Tile cache", "Nothing is cached.")
+    d = claim("d", "Tile cache", "Tiles are cached in Redis.")  # adds a value: no conflict
     assert pairs([a, d]) == set()
     linked = claim("a", "Cache", "Tiles are cached.", links=[Link(rel="contradicts", to="d")])
     assert pairs([linked, d]) == {frozenset("ad")}
@@ -951,6 +951,9 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
     assert pairs([allergic, denied]) == {frozenset("ab")}
     assert corrected_by("Deploys", "We don't deploy on Fridays.", "fact", "project", "u1",
                         [claim("f", "Friday deploys", "We deploy on Fridays.")]) == ["f"]
+    allowed = claim("f", "Force pushes", "Force-pushing to main is allowed for maintainers.")
+    assert corrected_by("Main branch protection", "Nobody may force-push to main, maintainers included.", "fact",
+                        "project", "u1", [allowed]) == ["f"]  # "nobody", "none", "nothing", "neither", "nor" negate
     # both deny: they agree; a negation that only retires a value states the rest
     assert pairs([denied, claim("c", "Allergy", "Not allergic to penicillin after all.")]) == set()
     assert not read_claim(claim("d", "API", "The public API is REST, not GraphQL.")).negated
