@@ -147,17 +147,14 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # "stopped drinking coffee"), under the title of an older claim whose content the value rule
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
-_CHANGE = (
-    r"any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
+_CHANGED = re.compile(
+    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
     r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
-    r"pushed\s+(?:back|out|up|forward|to)")
-_CHANGED = re.compile(rf"\b(?:now|{_CHANGE})\b", re.IGNORECASE)
-# ... and without "now", which mostly only dates what is said ("I've had them for 3 years
-# now"): a claim that says so is about what the other states (`_says_changed`).
-_MOVED = re.compile(rf"\b(?:{_CHANGE})\b", re.IGNORECASE)
+    r"pushed\s+(?:back|out|up|forward|to))\b",
+    re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
@@ -741,15 +738,15 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
 
 def _says_changed(a: Claim, b: Claim) -> bool:
     """One says the value of what the other names changed: it says something changed
-    (`_MOVED`: "Dinner with Priya got pushed back to Friday", "Standup moved to 10:15"), and
-    what it names before its first value, the words of the change left out, the other says
-    ("dinner", "standup"; not "Orion v2 launch party moved to April 14" / "Orion v2 beta
-    review is on March 3"): like naming the old value as replaced, it says it is about what
-    the other states."""
+    (`_CHANGED`: "Dinner with Priya got pushed back to Friday", "Standup moved to 10:15"),
+    and what it names before its first value, the words of the change left out, the other
+    says ("dinner", "standup"; not "Orion v2 launch party moved to April 14" / "Orion v2
+    beta review is on March 3", nor "I've had them for 3 years now" / "... bring joy"):
+    like naming the old value as replaced, it says it is about what the other states."""
     for c, other in ((a, b), (b, a)):
         if c.changes is None or not c.subject:
             continue
-        moved = [w for m in _MOVED.finditer(_stance(c.item.content)) for w in words(m.group(0))]
+        moved = [w for m in _CHANGED.finditer(_stance(c.item.content)) for w in words(m.group(0))]
         named = set(c.subject) - set(_STEMS(moved))
         if moved and named and named <= other.words:
             return True
