@@ -178,7 +178,16 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
 _NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
 DENIES = "same subject, one denies it"
+# What negates nothing though it holds a negation word (NegEx's pseudo-negations): a tag
+# question ("Nature is amazing, isn't it?"), an idiom ("can't wait for", "no matter what",
+# "not only", "no doubt", "no problem").
+_NOT_NEGATING = re.compile(
+    r",\s*\w+n[’']t\s+(?:it|he|she|they|we|you|i|there|that|this)\s*\?|"
+    r"\b(?:(?:cannot|can[’']t|couldn[’']t)\s+wait|no\s+(?:matter|doubt|problem|worries)|not\s+only|never\s+mind)\b",
+    re.IGNORECASE)
 SAME_SUBJECT = "same subject, different values"
+# "and" / "but" right before a negation ("... and don't quit", "but we never"): what comes before is not denied.
+_CONJOINED = re.compile(r"\b(?:and|but|or)\s+(?:(?:i|we|you|they|he|she|it)\s+)?\w*$", re.IGNORECASE)
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
                              "previously"})
@@ -450,7 +459,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
     # (the retiring clauses are blanked only in the few contents that hold a negation at all:
     # every claim of a snapshot is read when it loads)
-    denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), stated)
+    denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), _NOT_NEGATING.sub(" ", stated))
                if _NEGATION.search(stated) else "")
     negated = bool(ended) or (bool(denying) and _NEGATION.search(denying) is not None)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
@@ -469,9 +478,17 @@ def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]
     something ended, and of the title, which names what they speak of: what the claim
     denies. "Thanks! I won't give up on it. What got you into books?" denies giving up,
     not books."""
-    found = [w for clause in _CLAUSE.finditer(content) if _NEGATION.search(clause.group(0)) or _ENDED.search(
-        clause.group(0)) for w in words(clause.group(0)) if w not in STOPWORDS]
-    return (frozenset(_STEMS(found)) | title_words) & own_words
+    found: list[str] = []
+    for clause in _CLAUSE.finditer(content):
+        text = clause.group(0)
+        negation = _NEGATION.search(text)
+        if _ENDED.search(text):
+            found += words(text)
+        elif negation:
+            # a negation after "and" / "but" denies what follows it: "Keep going and don't quit" denies quitting
+            conjoined = _CONJOINED.search(text, 0, negation.start())
+            found += words(text[conjoined.start():] if conjoined else text)
+    return (frozenset(_STEMS([w for w in found if w not in STOPWORDS])) | title_words) & own_words
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:

@@ -77,10 +77,11 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
 
 def test_a_later_turn_marks_an_earlier_one_only_when_it_denies_what_that_one_said(service, tmp_path,
                                                                                   monkeypatch) -> None:
-    """A negation elsewhere in a chatty turn ("Didn't expect them to love fishing") denies
-    nothing of an earlier turn it shares words with (on LoCoMo every pair marked as said
-    otherwise by a denial was such a pair); a turn whose negation is about what the earlier
-    one said ("not actually allergic to penicillin") still marks it."""
+    """A negation elsewhere in a chatty turn ("Didn't expect them to love fishing"), after
+    "and" ("... and never quit"), in a tag question ("isn't it?") or an idiom ("Can't wait
+    for ...") denies nothing of an earlier turn it shares words with (on LoCoMo every pair
+    marked as said otherwise by a denial was such a pair); a turn whose negation is about
+    what the earlier one said ("not actually allergic to penicillin") still marks it."""
     client, settings = service
     ingest(settings, tmp_path, monkeypatch, [
         ("2026-11-20T10:00:00Z", "Camping at the lake with the kids was so much fun!"),
@@ -88,10 +89,19 @@ def test_a_later_turn_marks_an_earlier_one_only_when_it_denies_what_that_one_sai
                                  "Didn't expect them to love fishing that much."),
         ("2026-11-20T10:05:00Z", "I'm allergic to penicillin."),
         ("2026-11-27T10:05:00Z", "The allergy test came back negative, I'm not actually allergic to penicillin."),
+        # a negation after "and" denies what follows it; a tag question or "can't wait" denies nothing
+        ("2026-11-20T10:10:00Z", "I'm gonna keep going after my dreams."),
+        ("2026-11-27T10:10:00Z", "Keep going after your dreams and never quit!"),
+        ("2026-11-20T10:15:00Z", "The lake was so calm this morning."),
+        ("2026-11-27T10:15:00Z", "The lake is so calm in the morning, isn't it?"),
+        ("2026-11-20T10:20:00Z", "We're going to the grand opening tomorrow!"),
+        ("2026-11-27T10:20:00Z", "Can't wait for the grand opening tomorrow!"),
     ])
-    found = recall(client, DEV, "How was camping at the lake with the kids?")
-    shown = excerpts(found)
-    assert len(shown) == 2 and MARK not in found["injection"], shown
+    for question in ("How was camping at the lake with the kids?", "Should I keep going after my dreams?",
+                     "Is the lake calm in the morning?", "When is the grand opening?"):
+        found = recall(client, DEV, question)
+        shown = excerpts(found)
+        assert len(shown) >= 2 and MARK not in found["injection"], (question, shown)
     found = recall(client, DEV, "Am I allergic to penicillin?")
     shown = excerpts(found)
     assert len(shown) == 2 and "negative" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown

@@ -971,6 +971,13 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
                              "Didn't expect them to love fishing that much.")
     assert read_claim(fishing).negated and conflict_reason(read_claim(fishing), read_claim(fun)) is None
     assert pairs([fun, fishing]) == set()
+    # a negation after "and" denies what follows it; a tag question or an idiom denies nothing
+    assert pairs([claim("g", "", "I'm gonna keep going after my dreams."),
+                  claim("h", "", "Keep going after your dreams and never quit!")]) == set()
+    assert pairs([claim("g", "", "Force pushes are allowed on main."),
+                  claim("h", "", "Force pushes and rebases are never allowed on main.")]) == {frozenset("gh")}
+    assert not read_claim(claim("i", "", "The lake is so calm in the morning, isn't it?")).negated
+    assert not read_claim(claim("j", "", "Can't wait for the grand opening tomorrow!")).negated
 
 
 @pytest.mark.parametrize(("old", "new", "replaces"), [
