@@ -244,7 +244,7 @@ def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit (also written as words: "two" is 2), ISO dates, and
     names capitalised mid-sentence, except those named only as replaced or denied."""
     # whom it answers first: "No problem, John!" names no value, nor retires "problem, John"
-    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), _unaddressed(text)))
+    return _unaddressed_values(_RETIRED.sub(lambda m: " " * len(m.group(0)), _unaddressed(text)))
 
 
 def retired_values(text: str) -> frozenset[str]:
@@ -259,8 +259,12 @@ def _stance(text: str) -> str:
 
 
 def _values(text: str) -> frozenset[str]:
+    return _unaddressed_values(_unaddressed(text))
+
+
+def _unaddressed_values(text: str) -> frozenset[str]:
+    """`_values` of a text whose vocatives are blanked already (`_unaddressed`)."""
     found: set[str] = set()
-    text = _unaddressed(text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}
