@@ -22,8 +22,9 @@ from pipelines.materialize import (
     message_item_id,
     recall_state,
 )
-from pipelines.message_context import answered_turn, context_of, with_context
+from pipelines.message_context import context_of, with_context
 from pipelines.recall.conflicts import CLAIM_TYPES, restates
+from pipelines.recall.episodic import answered_turn
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -276,7 +277,7 @@ def forgotten_turns(items: list[MemoryItem]) -> set[str]:
         if said is not None and claim.provenance.source_kind == "chat":
             hidden.add(said.id)
             audience = said.scope.audience_key()
-            answered = answered_turn(said, (t for t in turns if t.scope.audience_key() == audience))
+            answered = answered_turn(said, claim, (t for t in turns if t.scope.audience_key() == audience))
             if answered is not None:
                 hidden.add(answered.id)
         hidden.update(t.id for t in turns if restates(t, claim))

@@ -413,22 +413,6 @@ def turn_order(item: MemoryItem) -> tuple[int, str, str]:
     return (int(seq) if isinstance(seq, int) else 0, item.created_at, item.id)
 
 
-def answered_turn(said: MemoryItem, items: Iterable[MemoryItem]) -> MemoryItem | None:
-    """The user turn that the assistant turn `said` answered: among `items`, the same
-    session's latest user message before it (by inbox sequence); None without one."""
-    session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
-    if not isinstance(seq, int):
-        return None
-    answered: MemoryItem | None = None
-    for it in items:
-        at = it.metadata.get("inbox_seq")
-        if (isinstance(at, int) and at < seq and it.type == "message" and it.metadata.get("role") == "user"
-                and it.metadata.get("session_id") == session
-                and (answered is None or at > answered.metadata["inbox_seq"])):
-            answered = it
-    return answered
-
-
 def contextualise(
     new_items: Mapping[str, MemoryItem],
     stored_tails: Iterable[MemoryItem],
