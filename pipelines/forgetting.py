@@ -1,0 +1,75 @@
+"""What forgetting a memory does to the raw chat turns: the one rule the service's delta,
+consolidation and `loci export` apply alike.
+
+When a user forgets (retracts) a claim, the turns that said it are forgotten with it (set
+`retracted`: kept with their history, never recalled, a tombstone in an export): the
+exchange a chat proposal came from (`episodic.answered_turn`) and any turn said before the
+retraction that states it (`conflicts.restates`). A turn is indexed with its neighbours as
+retrieval context (`message_context`), so each neighbour quoting a forgotten turn gets its
+context without it (`context_without`): else searching for the forgotten words still finds
+the neighbour (it never showed them, but it was found by them). Later turns' contexts leave
+forgotten turns out (`message_context.build_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import msgspec
+
+from pipelines.materialize import is_tombstone, message_item_id
+from pipelines.message_context import context_without, with_context
+from pipelines.recall.conflicts import CLAIM_TYPES, restates
+from pipelines.recall.episodic import answered_turn
+from pipelines.records import MemoryItem
+
+
+def is_forgotten_claim(item: MemoryItem) -> bool:
+    """A claim a user asked to forget (retracted), with its text (not an import's tombstone)."""
+    return item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
+
+
+def newly_forgotten(after: Iterable[MemoryItem], before: Mapping[str, MemoryItem | None]) -> list[MemoryItem]:
+    """The claims among `after` (new versions) forgotten by them: `before` (id -> the
+    version before, None when new) was not."""
+    return [it for it in after if is_forgotten_claim(it)
+            and not ((old := before.get(it.id)) is not None and old.validation == "retracted")]
+
+
+def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> set[str]:
+    """Ids of the raw chat turns among `turns` (not yet forgotten) that said the forgotten
+    `claims`: the exchange a chat proposal came from (the turn that proposed it and the user
+    turn it came from, `answered_turn`) and any turn said before the retraction that states
+    it (`restates`): what recall never shows either."""
+    turns = [t for t in turns if t.type == "message" and t.validation != "retracted"]
+    by_id = {t.id: t for t in turns}
+    hidden: set[str] = set()
+    for claim in claims:
+        said = by_id.get(message_item_id(claim.provenance.source_id))
+        if said is not None and claim.provenance.source_kind == "chat":
+            hidden.add(said.id)
+            audience = said.scope.audience_key()
+            answered = answered_turn(said, claim, (t for t in turns if t.scope.audience_key() == audience))
+            if answered is not None:
+                hidden.add(answered.id)
+        hidden.update(t.id for t in turns if restates(t, claim))
+    return hidden
+
+
+def forget_turns(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> dict[str, MemoryItem]:
+    """What forgetting `claims` changes among the raw `turns` (messages; any other item is
+    passed over): {id: its new version}, the turns that said them retracted
+    (`turns_saying`) and each other turn whose retrieval context quoted one, without it."""
+    claims = list(claims)
+    turns = [t for t in turns if t.type == "message"]
+    if not claims or not turns:
+        return {}
+    hidden = turns_saying(claims, turns)
+    gone = [t for t in turns if t.id in hidden]
+    out = {t.id: msgspec.structs.replace(t, validation="retracted") for t in gone}
+    if gone:
+        for turn in turns:
+            fields = None if turn.id in hidden else context_without(turn, gone)
+            if fields is not None:
+                out[turn.id] = msgspec.structs.replace(turn, metadata=with_context(turn.metadata, fields))
+    return out
