@@ -187,7 +187,7 @@ class DeltaLog:
         known = prev.items
         overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
         made = overlay.items
-        forgotten = newly_forgotten(made.values(), {i: known.get(i) or snap.get(i) for i in made})
+        forgotten = newly_forgotten(made.values(), lambda i: known.get(i) or snap.get(i))
         if forgotten:  # the turns that said it, and their neighbours' contexts, forget it now
             made = {**made, **forget_turns(forgotten, _turns(snap, {**known, **made}))}
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS

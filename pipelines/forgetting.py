@@ -13,7 +13,7 @@ forgotten turns out (`message_context.build_context`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -29,11 +29,11 @@ def is_forgotten_claim(item: MemoryItem) -> bool:
     return item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
 
 
-def newly_forgotten(after: Iterable[MemoryItem], before: Mapping[str, MemoryItem | None]) -> list[MemoryItem]:
-    """The claims among `after` (new versions) forgotten by them: `before` (id -> the
-    version before, None when new) was not."""
+def newly_forgotten(after: Iterable[MemoryItem], before: Callable[[str], MemoryItem | None]) -> list[MemoryItem]:
+    """The claims among `after` (new versions) forgotten by them: their version `before`
+    (by id; None when new) was not."""
     return [it for it in after if is_forgotten_claim(it)
-            and not ((old := before.get(it.id)) is not None and old.validation == "retracted")]
+            and not ((old := before(it.id)) is not None and old.validation == "retracted")]
 
 
 def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> set[str]:

@@ -319,7 +319,7 @@ def _forget(warehouse: Warehouse, batch: list[Event], stored: dict[str, MemoryIt
     changed in `new_items` (before they get their context), stored ones are edits made by
     the event that forgot the claim, stored in its inbox order (and returned as they
     become, for the new turns' context)."""
-    forgotten = newly_forgotten(final.values(), stored)
+    forgotten = newly_forgotten(final.values(), stored.get)
     if not forgotten:
         return new_items, [], {}
     turns = {t.id: t for t in warehouse.active_items(types=["message"])}
