@@ -346,8 +346,8 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
     stored = {i.id: i for i in warehouse.get_items(wanted)}
     new_items, patches = _split_overlay(overlay.items, stored, settings)
     edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped)
-    new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, {**overlay.items, **edited},
-                                                     new_items)
+    final = {**overlay.items, **{e.item_id: edited[e.item_id] for e in edits}}
+    new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, final, new_items)
     later: dict[str, dict[str, Any]] = {}
     _usage(batch, overlay.usage, new_items, stored, later, report)
     links = _links(overlay.links, new_items, stored, later, report, edit_links)
