@@ -27,7 +27,7 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
-from pipelines.forgetting import forget_turns, newly_forgotten
+from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.inbox import InboxBackend, InboxError
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
@@ -43,11 +43,15 @@ HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", 
                            "memory.palace.assign", "memory.review"})
 
 
-def _turns(snap: SnapshotState, delta: Mapping[str, MemoryItem]) -> list[MemoryItem]:
-    """Every raw chat turn served: the snapshot's, the delta's copy where it has one. Read
-    when a fold forgets a claim (rare): which turns said it, which quote those."""
-    served = {it.id: it for it in (snap.loaded.items if snap.loaded else ()) if it.type == "message"}
-    served.update((i, it) for i, it in delta.items() if it.type == "message")
+def _turns(snap: SnapshotState, delta: Mapping[str, MemoryItem], owners: set[tuple[str, str]]) -> list[MemoryItem]:
+    """The raw chat turns served of each (org, user) in `owners`: the snapshot's, the
+    delta's copy where it has one. Read when a fold forgets a claim (rare): which turns
+    said it, which quote those."""
+    def owned(it: MemoryItem) -> bool:
+        return it.type == "message" and (it.scope.org_id, it.scope.user_id) in owners
+
+    served = {it.id: it for it in (snap.loaded.items if snap.loaded else ()) if owned(it)}
+    served.update((i, it) for i, it in delta.items() if owned(it))
     return list(served.values())
 
 
@@ -189,7 +193,7 @@ class DeltaLog:
         made = overlay.items
         forgotten = newly_forgotten(made.values(), lambda i: known.get(i) or snap.get(i))
         if forgotten:  # the turns that said it, and their neighbours' contexts, forget it now
-            made = {**made, **forget_turns(forgotten, _turns(snap, {**known, **made}))}
+            made = {**made, **forget_turns(forgotten, _turns(snap, {**known, **made}, owners(forgotten)))}
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches

@@ -19,8 +19,8 @@ import msgspec
 
 from pipelines.materialize import is_tombstone, message_item_id
 from pipelines.message_context import context_without, with_context
-from pipelines.recall.conflicts import CLAIM_TYPES, restates
-from pipelines.recall.episodic import answered_turn
+from pipelines.recall.conflicts import CLAIM_TYPES, authors, restates
+from pipelines.recall.episodic import answered_turn, said_stems
 from pipelines.records import MemoryItem
 
 
@@ -36,15 +36,24 @@ def newly_forgotten(after: Iterable[MemoryItem], before: Callable[[str], MemoryI
             and not ((old := before(it.id)) is not None and old.validation == "retracted")]
 
 
+def owners(claims: Iterable[MemoryItem]) -> set[tuple[str, str]]:
+    """(org, user) of whoever said the `claims` (`authors`): whose turns forgetting them
+    reads. Another user's turns are their own record, never changed by someone's forgetting
+    (recall still leaves out one of them that restates a forgotten claim it meets)."""
+    return {(c.scope.org_id, who) for c in claims for who in authors(c)}
+
+
 def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> set[str]:
     """Ids of the raw chat turns among `turns` (not yet forgotten) that said the forgotten
-    `claims`: the exchange a chat proposal came from (the turn that proposed it and the user
-    turn it came from, `answered_turn`) and any turn said before the retraction that states
-    it (`restates`): what recall never shows either."""
-    turns = [t for t in turns if t.type == "message" and t.validation != "retracted"]
-    by_id = {t.id: t for t in turns}
+    `claims`, each among its `owners`' turns: the exchange a chat proposal came from (the
+    turn that proposed it and the user turn it came from, `answered_turn`) and any turn said
+    before the retraction that states it (`restates`): what recall never shows either."""
+    every = [t for t in turns if t.type == "message" and t.validation != "retracted"]
+    by_id = {t.id: t for t in every}
     hidden: set[str] = set()
     for claim in claims:
+        mine = owners([claim])
+        turns = [t for t in every if (t.scope.org_id, t.scope.user_id) in mine]
         said = by_id.get(message_item_id(claim.provenance.source_id))
         if said is not None and claim.provenance.source_kind == "chat":
             hidden.add(said.id)
@@ -52,16 +61,20 @@ def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> s
             answered = answered_turn(said, claim, (t for t in turns if t.scope.audience_key() == audience))
             if answered is not None:
                 hidden.add(answered.id)
-        hidden.update(t.id for t in turns if restates(t, claim))
+        # Only a turn sharing a word with it can restate it (reading a turn's claim is regex work).
+        stems = said_stems(f"{claim.title} {claim.content}")
+        hidden.update(t.id for t in turns if not stems.isdisjoint(said_stems(t.content) | said_stems(t.title))
+                      and restates(t, claim))
     return hidden
 
 
 def forget_turns(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> dict[str, MemoryItem]:
-    """What forgetting `claims` changes among the raw `turns` (messages; any other item is
-    passed over): {id: its new version}, the turns that said them retracted
+    """What forgetting `claims` changes among the raw `turns` (their `owners`' messages; any
+    other item is passed over): {id: its new version}, the turns that said them retracted
     (`turns_saying`) and each other turn whose retrieval context quoted one, without it."""
     claims = list(claims)
-    turns = [t for t in turns if t.type == "message"]
+    mine = owners(claims)
+    turns = [t for t in turns if t.type == "message" and (t.scope.org_id, t.scope.user_id) in mine]
     if not claims or not turns:
         return {}
     hidden = turns_saying(claims, turns)

@@ -26,7 +26,7 @@ from pipelines.consolidate.common import (
     last_successful_run,
     read_window,
 )
-from pipelines.forgetting import forget_turns, newly_forgotten
+from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
     fold_events,
     message_item_id,
@@ -322,7 +322,7 @@ def _forget(warehouse: Warehouse, batch: list[Event], stored: dict[str, MemoryIt
     forgotten = newly_forgotten(final.values(), stored.get)
     if not forgotten:
         return new_items, [], {}
-    turns = {t.id: t for t in warehouse.active_items(types=["message"])}
+    turns = {t.id: t for t in warehouse.owned_messages(sorted(owners(forgotten)))}
     turns.update((i, t) for i, t in new_items.items() if t.type == "message")
     changed = forget_turns(forgotten, turns.values())
     by = {e.payload.get("item_id") or (e.payload.get("item") or {}).get("id"): origin_of(e)

@@ -98,8 +98,8 @@ def answered_turn(said: MemoryItem, claim: MemoryItem, items: Iterable[MemoryIte
                      and it.type == "message" and it.metadata.get("role") == "user"
                      and it.metadata.get("session_id") == session),
                     key=lambda it: it.metadata["inbox_seq"], reverse=True)[:ANSWER_LOOKBACK]
-    claimed = _said_stems(f"{claim.title} {claim.content}")
-    return next((t for t in before if not _said_stems(t.content).isdisjoint(claimed)),
+    claimed = said_stems(f"{claim.title} {claim.content}")
+    return next((t for t in before if not said_stems(t.content).isdisjoint(claimed)),
                 before[0] if before else None)
 
 
@@ -132,11 +132,11 @@ def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
     its neighbour, which says it, is the evidence."""
     if not is_message(item) or not query_terms:
         return True
-    return not _said_stems(item.content).isdisjoint(_STEMS(query_terms))
+    return not said_stems(item.content).isdisjoint(_STEMS(query_terms))
 
 
 @lru_cache(maxsize=65536)
-def _said_stems(text: str) -> frozenset[str]:
+def said_stems(text: str) -> frozenset[str]:
     """Stems of a turn's words, read once: a recall asks of each turn it delivers twice (what
     is injected, and what counts as withheld)."""
     return frozenset(_STEMS(tokenize(text)))
