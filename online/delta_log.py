@@ -27,7 +27,7 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
-from pipelines.forgetting import forget_turns, newly_forgotten, owners
+from pipelines.forgetting import with_forgetting
 from pipelines.inbox import InboxBackend, InboxError
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
@@ -190,10 +190,9 @@ class DeltaLog:
         `audit` event: then nothing is copied and the corpus is reused as it is."""
         known = prev.items
         overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
-        made = overlay.items
-        forgotten = newly_forgotten(made.values(), lambda i: known.get(i) or snap.get(i))
-        if forgotten:  # the turns that said it, and their neighbours' contexts, forget it now
-            made = {**made, **forget_turns(forgotten, _turns(snap, {**known, **made}, owners(forgotten)))}
+        # A claim forgotten: the turns that said it, and their neighbours' contexts, forget it now.
+        made = with_forgetting(overlay.items, lambda i: known.get(i) or snap.get(i),
+                               lambda owners: _turns(snap, {**known, **overlay.items}, owners))
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches

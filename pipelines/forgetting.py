@@ -13,7 +13,7 @@ forgotten turns out (`message_context.build_context`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 
@@ -86,3 +86,14 @@ def forget_turns(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> d
             if fields is not None:
                 out[turn.id] = msgspec.structs.replace(turn, metadata=with_context(turn.metadata, fields))
     return out
+
+
+def with_forgetting(made: Mapping[str, MemoryItem], before: Callable[[str], MemoryItem | None],
+                    served: Callable[[set[tuple[str, str]]], Iterable[MemoryItem]]) -> Mapping[str, MemoryItem]:
+    """Items an inbox fold `made` over what is served (the service's delta), with what the
+    claims they forget change among the turns (`forget_turns`): `before` finds an item's
+    served version by id, `served(owners)` the served turns of those (org, user)."""
+    forgotten = newly_forgotten(made.values(), before)
+    if not forgotten:
+        return made
+    return {**made, **forget_turns(forgotten, served(owners(forgotten)))}

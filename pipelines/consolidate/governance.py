@@ -356,7 +356,7 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
     refused = refusals(batch)
     report.messages = sum(1 for i in new_items.values() if i.type == "message")
     report.created = len(new_items)
-    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in edits})
+    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in [*edits, *forgetting]})
     report.edits, report.refused, report.links = len(edits), len(refused), len(links)
     asked = sorted([*edits, *refused, *forgetting], key=lambda step: step.origin.inbox_seq or 0)
     return _Writes(batch, new_items, patches, asked, later, context_patches, links)
