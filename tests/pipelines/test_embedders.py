@@ -531,3 +531,26 @@ def test_a_prefetch_is_taken_by_the_same_windows_and_dropped_by_any_other_call(m
     dropped.result(timeout=10)
     assert sorted(map(str, runs)) == sorted(map(str, [[["ab", ""], ["abc", ""]], [["ab", ""]], [["abcd", ""]],
                                                        [["ab", ""]]]))
+
+
+def test_a_cpu_meter_counts_work_on_another_thread_while_it_runs():
+    """`CpuMeter` (the prefetch's CPU, which a run gives to its embedding stage): a piece
+    of work on another thread counts while it is still running, and once it is over."""
+    meter = emb.CpuMeter()
+    busy, release = threading.Event(), threading.Event()
+
+    def work() -> None:
+        with meter.thread():
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
+            busy.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    assert busy.wait(10)
+    assert meter.seconds >= 0.05
+    release.set()
+    worker.join()
+    assert 0.05 <= meter.seconds < 5
