@@ -636,9 +636,14 @@ class ToolDispatcher:
             raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
                                  f"{_patch_choices(str(exc))}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
-        if current.type == "message":
+        # What was said is not edited, but it may be forgotten: a turn is its speaker's own
+        # (user scope, so only they see it), and an imported chat holds no claim whose
+        # retraction would take it out of recall.
+        forgets_a_turn = current.type == "message" and args.patch == {"validation": "retracted"}
+        if current.type == "message" and not forgets_a_turn:
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
-                                 "and is not edited; write a new memory instead")
+                                 "and is not edited: write a new memory for what holds now, or forget the "
+                                 "turn (memory.forget)")
         raised = (args.patch.get("confidence") or 0) > QUARANTINE_MAX_CONFIDENCE
         lifts = raised or args.patch.get("validation") == "verified"
         if in_quarantine(current) and lifts:  # else an edit is an approval without the review (recall injects it)
@@ -659,7 +664,10 @@ class ToolDispatcher:
         # The reviewer who approved a claim vouched for what it says: their correction of it
         # is checked against the other claims in its scope, not against itself (`_vouched`).
         vouched = _vouched(current, who)
-        governed = self._governed(updated, (who, view, current, vouched) if says else None)
+        governed = (GovernedClaim(Verdict(action="accept", reasons=["the speaker forgets what they said"]),
+                                  Corrections([], [], []), [])
+                    if forgets_a_turn  # its words were never a claim: nothing for the policy to judge
+                    else self._governed(updated, (who, view, current, vouched) if says else None))
         verdict = governed.verdict
         if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
                 and authors(current) != {who.user_id} and not vouched):
