@@ -688,7 +688,7 @@ def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     each tier, and answer a recall."""
     settings = _settings(data_dir)
     console.rule("1. ingest the sample chats")
-    ingest(path=SAMPLE_CHATS, format="chat", data_dir=settings.data_dir)
+    _land(SAMPLE_CHATS, "chat", settings.data_dir, usual="chat", owner=(None, None, None))
     console.rule("2. consolidate (Dagster job, in-process)")
     consolidate(data_dir=settings.data_dir, shard=None)  # a direct call: every option named
     console.rule("3. what is in each tier")
