@@ -33,6 +33,8 @@ USER_OPT = typer.Option(None, "--user", help="Owner of the turns (LoCoMo: instea
 PROJECT_OPT = typer.Option(None, "--project", help="Project the turns were said in (LoCoMo: instead of "
                            "'locomo'; chat: rows without project_id).")
 ORG_OPT = typer.Option(None, "--org", help="Org of the turns (rows without org_id).")
+SPEAKER_OPT = typer.Option(None, "--speaker", help="LoCoMo: your own name among the speakers; your turns land "
+                           "as the user's, as in a live chat.")
 SAMPLE_CHATS = Path(__file__).resolve().parents[1] / "data" / "samples" / "chats.jsonl"
 
 
@@ -134,17 +136,19 @@ def ingest(
     user: Optional[str] = USER_OPT,
     project: Optional[str] = PROJECT_OPT,
     org: Optional[str] = ORG_OPT,
+    speaker: Optional[str] = SPEAKER_OPT,
 ) -> None:
     """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
-    _land(path, format, data_dir, usual="chat", owner=(user, project, org))
+    _land(path, format, data_dir, usual="chat", owner=(user, project, org), speaker=speaker)
 
 
 def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: str,
-          owner: tuple[Optional[str], Optional[str], Optional[str]]) -> None:
+          owner: tuple[Optional[str], Optional[str], Optional[str]], speaker: Optional[str] = None) -> None:
     """`loci ingest` and `loci import`: one reader per format; with no --format, the one
     the file's first row names (a chat export given to `import`, an items export given to
     `ingest`, is read as what it is, with a note), else the command's `usual` one. `owner`:
-    --user/--project/--org, whose turns they are where the file does not say."""
+    --user/--project/--org, whose turns they are where the file does not say; `speaker`:
+    the importer's own name among a LoCoMo file's speakers."""
     from pipelines.inbox import open_inbox
     from pipelines.ingest import Owner, file_format, import_items_jsonl, ingest_chat_jsonl, ingest_locomo
     from pipelines.policy import Policy
@@ -165,7 +169,9 @@ def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: 
                   "an export names each item's own scope", 2)
         _identity(*(v or "default" for v in (given["user_id"], given["project_id"], "default", given["org_id"])),
                   "--user/--project/--org")
-    whose = Owner(**given)
+    if speaker is not None and format != "locomo":
+        _fail("--speaker names the importer among a LoCoMo file's speakers; a chat row says its role", 2)
+    whose = Owner(**given, speaker=speaker)
     settings = _settings(data_dir)
     with open_inbox(settings) as inbox:
         try:
@@ -198,10 +204,11 @@ def import_(
     user: Optional[str] = USER_OPT,
     project: Optional[str] = PROJECT_OPT,
     org: Optional[str] = ORG_OPT,
+    speaker: Optional[str] = SPEAKER_OPT,
 ) -> None:
     """Import items exported with `loci export` (governed again on the way in); an exported
     chat (chat JSONL) or a LoCoMo file is imported as `loci ingest` lands it."""
-    _land(path, format, data_dir, usual="items", owner=(user, project, org))
+    _land(path, format, data_dir, usual="items", owner=(user, project, org), speaker=speaker)
 
 
 @app.command()

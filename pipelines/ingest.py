@@ -157,6 +157,10 @@ class Owner:
     user_id: str | None = None
     project_id: str | None = None
     org_id: str | None = None
+    # The importer's own name among a LoCoMo file's speakers (`--speaker Nora`): their turns
+    # are the user's, as a live chat's are ("user", no name), so a later live turn that says
+    # otherwise is read as the same person's (`episodic.said_otherwise_by`).
+    speaker: str | None = None
 
     def of_row(self, row: ChatRow) -> Identity:
         """A chat row's caller; an identity part the row leaves out ("default") is the owner's."""
@@ -252,6 +256,14 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
         raise ValueError(f"{path}: not a LoCoMo JSON file ({_error_text(exc)})") from exc
     if not isinstance(samples, list):
         raise ValueError(f"{path}: expected a list of LoCoMo samples")
+    if owner.speaker is not None:  # a misspelt name would land the importer's turns as someone else's
+        named = sorted({str(t.get("speaker")) for s in samples if isinstance(s, dict)
+                        and isinstance(s.get("conversation"), dict)
+                        for _, _, turns in locomo_sessions(s["conversation"]) for t in turns
+                        if isinstance(t, dict) and t.get("speaker")})
+        if owner.speaker not in named:
+            raise ValueError(f"{path}: speaker {owner.speaker!r} is none of the file's speakers "
+                             f"({', '.join(named) or 'none named'}); nothing was imported")
     for index, sample in enumerate(samples):
         conv = sample.get("conversation") if isinstance(sample, dict) else None
         if not isinstance(conv, dict):
@@ -277,7 +289,8 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
                     result = capture_turn(
                         inbox, policy, who, "user", text,
                         turn_id=stable_id("turn", *ids, dia_id),
-                        turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
+                        turn_ref=dia_id, at=date, parse=False,
+                        speaker=None if owner.speaker and turn.get("speaker") == owner.speaker else turn.get("speaker"),
                         default_scope="user",
                     )
                 except TurnIdConflict:  # a dia_id used twice in one conversation

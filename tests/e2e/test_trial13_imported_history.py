@@ -6,20 +6,24 @@ consolidation (`run_consolidation`) and a snapshot hot-swap between the weeks. N
 from another assistant: she exports her October chats with it as a LoCoMo file (her and
 "Assistant"), imports them, and goes on in her own project "home". Promises checked:
 
-- An imported history is the importer's: `loci import --user nora --project home` lands
-  the conversations as Nora's turns in her project, and "what did I tell you about my
-  sister last month?" answers from them, labelled as what was said on its day (broken: a
-  LoCoMo file always landed as user "<sample_id>" in project "locomo": nothing of it was
-  ever recalled for Nora, and no option said otherwise).
+- An imported history is the importer's: `loci import --user nora --project home --speaker
+  Nora` lands the conversations as Nora's turns in her project, her own as the user's, and
+  "what did I tell you about my sister last month?" answers from them, labelled as what
+  was said on its day (broken: a LoCoMo file always landed as user "<sample_id>" in project
+  "locomo": nothing of it was ever recalled for Nora, and no option said otherwise).
+- A correction of an imported fact: "my rent went up, it's 1520 euros" is the authoritative
+  answer, her live turn comes before the imported one, which is marked as said earlier
+  (broken: "Nora" in the file and "user" in the chat were two speakers, so the imported
+  turn came first, unmarked, as if someone else had said it).
 - Forgetting reaches what was said: asked to forget what she told the old assistant about
   her landlord (an imported turn, no claim to retract), the MCP agent's `memory_forget`
   of the turn takes it out of recall, before and after consolidation, and the export
-  keeps only its tombstone (broken: a 400, "a verbatim record ... write a new memory
-  instead": a turn said or imported without a claim could never be forgotten).
+  keeps only its tombstone, no neighbouring turn's context quoting it (broken: a 400, "a
+  verbatim record ... write a new memory instead": a turn said or imported without a claim
+  could never be forgotten).
 - Kept, checked on the way: a secret in the imported chat and one typed by accident in a
-  live chat are masked in every turn shown; a correction of an imported fact ("my rent went
-  up") is the authoritative answer; a tag narrows an MCP search; a pinned wish (importance
-  9) is injected on any question.
+  live chat are masked in every turn shown; a tag narrows an MCP search; a pinned wish
+  (importance 9) is injected on any question.
 """
 
 from __future__ import annotations
@@ -78,7 +82,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     old = tmp / "old-assistant.json"
     old.write_text(json.dumps(OLD_CHATS))
     seen: dict[str, Any] = {"import": land(settings.data_dir, "import", str(old), "--user", "nora",
-                                           "--project", "home")}
+                                           "--project", "home", "--speaker", "Nora")}
     with TestClient(app) as client, FakeOllama() as fake:
         service = client.app.state.service
         with serve(create_proxy_app(settings, service=service, upstream=fake.url,
@@ -131,7 +135,7 @@ def test_an_imported_history_is_the_importers_and_answers_what_she_said_last_mon
     assert "5 turns landed" in " ".join(month["import"].output.split())
     for shown in (month["sister"], month["sister later"]["injection"]):
         said = excerpts(shown)
-        assert "| Nora | 2026-10-20]" in said and "Lena's wedding is on June 12, 2027" in said, shown
+        assert "| user | 2026-10-20]" in said and "Lena's wedding is on June 12, 2027" in said, shown
     assert "half marathon" in month["marathon later"]["injection"]
 
 
@@ -140,9 +144,13 @@ def test_imported_and_typed_secrets_are_masked_wherever_a_turn_is_shown(month) -
     assert "4471" not in month["pin"], month["pin"]
 
 
-def test_a_correction_of_an_imported_fact_is_the_authoritative_answer(month) -> None:
-    authoritative = month["rent"].split("CONVERSATION EXCERPTS")[0]
+def test_a_correction_of_an_imported_fact_answers_and_the_imported_turn_says_it_was_said_earlier(month) -> None:
+    authoritative, said = month["rent"].split("CONVERSATION EXCERPTS")
     assert "1520 euros" in authoritative and "1450" not in authoritative, month["rent"]
+    # her live turn first; the imported one after it, marked as said earlier (it was
+    # "Nora" beside "user": two speakers, neither placed nor marked)
+    assert said.index("went up, it's 1520") < said.index("1450 euros"), said
+    assert "(Said earlier; a later turn, " in said.split("1450 euros")[1], said
     failed, found = month["tagged"]
     assert not failed and [h["title"] for h in found["hits"]] == ["Rent"], found
 
@@ -171,3 +179,9 @@ def test_a_turn_is_forgotten_never_edited_and_an_export_owns_its_own_scopes(serv
     export.write_text("")
     refused = land(settings.data_dir, "import", str(export), "--format", "items", "--user", "nora")
     assert refused.exit_code == 2 and "an export names each item's own scope" in " ".join(refused.output.split())
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(OLD_CHATS))
+    misspelt = land(settings.data_dir, "import", str(old), "--user", "nora", "--speaker", "nora")
+    assert misspelt.exit_code == 1 and "none of the file's speakers (Assistant, Nora)" in " ".join(
+        misspelt.output.split()), misspelt.output
+    assert client.get("/v1/stats", params=NORA).json()["last_seq"] == 1  # nothing imported
