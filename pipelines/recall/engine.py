@@ -55,6 +55,7 @@ from .query import (
     asks_what_was_said,
     check_request,
     parse_now,
+    subject_text,
 )
 from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
 
@@ -210,6 +211,7 @@ class RecallQuery:
     now_ts: float
     trace: list[dict[str, Any]] | None
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
+    subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     suppressed: list[dict[str, Any]] = field(default_factory=list)
@@ -303,7 +305,8 @@ class RecallEngine:
         q = self._request(query, identity, corpora, "catalog", None, False, None, options,
                           self._filters((), None, None, None, options))
         self._scope(q)
-        return vector_text(q.text, q.view, label_ngrams(q.text), q.opts)
+        subject = subject_text(q.text)
+        return vector_text(subject, q.view, label_ngrams(subject), q.opts)
 
     def ranking(self, query: str, identity: Identity, corpora: Sequence[MemoryCorpus] | MemoryCorpus,
                 options: RecallOptions | None = None) -> RecallQuery:
@@ -352,10 +355,11 @@ class RecallEngine:
         return q.view.trace() if q.trace is not None else None  # a trace entry only when asked
 
     def _embed_query(self, q: RecallQuery) -> None:
-        q.terms = query_terms(q.text)
-        q.grams = label_ngrams(q.text)
-        if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
-            q.qvec = self._embed(vector_text(q.text, q.view, q.grams, q.opts), q.corpora, q.degraded)
+        q.subject = subject_text(q.text)  # without the time words of "what did I tell you last month?"
+        q.terms = query_terms(q.subject)
+        q.grams = label_ngrams(q.subject)
+        if q.opts.dense and q.subject.strip() and any(c.vectors is not None for c in q.corpora):
+            q.qvec = self._embed(vector_text(q.subject, q.view, q.grams, q.opts), q.corpora, q.degraded)
         asked_on = datetime.fromtimestamp(q.now_ts, timezone.utc).date()
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
@@ -422,7 +426,7 @@ class RecallEngine:
         q.always, q.ranked = select.rank(q.search, q.opts.max_always_inject,
                                          q.opts.curated_floor if q.opts.episodic else 2.0)
         if q.opts.rerank_pool > 0:
-            q.ranked = rerank_turns(q.search, q.ranked, q.text, q.opts.rerank_pool,
+            q.ranked = rerank_turns(q.search, q.ranked, q.subject, q.opts.rerank_pool,
                                     session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
@@ -431,7 +435,7 @@ class RecallEngine:
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:
         if not (q.opts.qstar and q.selected):
             return None
-        q.selected, result = run_qstar(q.search, q.selected, q.k, q.text, self, q.suppressed)
+        q.selected, result = run_qstar(q.search, q.selected, q.k, q.subject, self, q.suppressed)
         return qstar_trace(result)
 
     def _render(self, q: RecallQuery) -> dict[str, Any] | None:

@@ -10,7 +10,10 @@ from another assistant: she exports her October chats with it as a LoCoMo file (
   Nora` lands the conversations as Nora's turns in her project, her own as the user's, and
   "what did I tell you about my sister last month?" answers from them, labelled as what
   was said on its day (broken: a LoCoMo file always landed as user "<sample_id>" in project
-  "locomo": nothing of it was ever recalled for Nora, and no option said otherwise).
+  "locomo": nothing of it was ever recalled for Nora, and no option said otherwise). The
+  time words of a question about the conversation itself are not its subject (broken:
+  "month" made "Nora's rent is 1520 euros a month" the first, authoritative, answer; "last
+  week" brought "three times a week" the same way).
 - A correction of an imported fact: "my rent went up, it's 1520 euros" is the authoritative
   answer, her live turn comes before the imported one, which is marked as said earlier
   (broken: "Nora" in the file and "user" in the chat were two speakers, so the imported
@@ -137,6 +140,9 @@ def test_an_imported_history_is_the_importers_and_answers_what_she_said_last_mon
         said = excerpts(shown)
         assert "| user | 2026-10-20]" in said and "Lena's wedding is on June 12, 2027" in said, shown
     assert "half marathon" in month["marathon later"]["injection"]
+    # "last month" says when she told it, not what about: her rent "a month" is no answer
+    assert [h["title"] for h in month["sister later"]["hits"] if h["type"] != "message"] == ["Units"]
+    assert "1520" not in month["sister later"]["injection"], month["sister later"]["injection"]
 
 
 def test_imported_and_typed_secrets_are_masked_wherever_a_turn_is_shown(month) -> None:
