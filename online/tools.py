@@ -289,7 +289,8 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
                      "Checked by the memory policy; a change to someone else's memory is held for review "
                      "(the answer's verdict says `quarantine`: tell the user it awaits review). To forget an "
                      "entry, use memory_forget (the same as setting `validation` to \"retracted\").",
-    "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search. "
+    "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search, "
+                     "a stored fact or a turn of the user's conversation (type `message`: what was said). "
                      "It is retracted (kept with its history, never recalled again); someone else's memory "
                      "is held for review instead (verdict `quarantine`: tell the user it awaits review).",
     "memory.palace.assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
