@@ -111,3 +111,17 @@ def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
 ])
 def test_questions_that_ask_what_was_said_then(question, asks):
     assert asks_what_was_said(question) is asks
+
+
+def test_the_day_of_asking_is_the_askers_day_with_their_offset() -> None:
+    from datetime import datetime, timezone
+
+    from pipelines.recall.dates import asking_day
+
+    late_friday_utc = datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc).timestamp()  # Saturday 05:00 in Tokyo
+    assert asking_day(late_friday_utc, "UTC") == (date(2026, 11, 27), 0)
+    assert asking_day(late_friday_utc, "Asia/Tokyo") == (date(2026, 11, 28), 9 * 3600)
+    assert asking_day(late_friday_utc, "America/Los_Angeles") == (date(2026, 11, 27), -8 * 3600)
+    with pytest.raises(ValueError, match="time zone"):
+        asking_day(late_friday_utc, "Nowhere/Special")
+
