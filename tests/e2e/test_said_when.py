@@ -6,10 +6,10 @@ the fact says when each turn was said (`at` on /v1/turns)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, time, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from tests.e2e.chat import recall
+from tests.e2e.chat import on_their_yesterday_not_utcs, recall
 
 DAN = {"user_id": "dan", "project_id": "shop", "session_id": "s1"}
 
@@ -60,23 +60,11 @@ def test_a_turn_said_in_the_future_or_at_no_time_is_refused(service) -> None:
     assert resp.status_code == 201, resp.text
 
 
-def _local_yesterday_not_utc_yesterday(zone: ZoneInfo) -> datetime:
-    """A time on the asker's yesterday in `zone` (UTC+9) whose UTC day is not UTC's
-    yesterday, whatever the hour the test runs: 00:30 there when both calendars share
-    today, else 23:30."""
-    now = datetime.now(timezone.utc)
-    local_yesterday = now.astimezone(zone).date() - timedelta(days=1)
-    clock = time(0, 30) if now.astimezone(zone).date() == now.date() else time(23, 30)
-    when = datetime.combine(local_yesterday, clock, zone)
-    assert when.astimezone(timezone.utc).date() != now.date() - timedelta(days=1)
-    return when
-
-
 def test_yesterday_is_the_askers_yesterday_in_their_time_zone(service) -> None:
     client, _ = service
     tokyo = ZoneInfo("Asia/Tokyo")  # UTC+9 all year: the test is the same in every season
     who = {"user_id": "kenji", "project_id": "shop", "session_id": "s1"}
-    at = _local_yesterday_not_utc_yesterday(tokyo)
+    at = on_their_yesterday_not_utcs(tokyo)
     resp = client.post("/v1/turns", json={"identity": who, "role": "user", "at": at.isoformat(),
                                           "text": "We moved the warehouse pickup to Wednesdays."})
     assert resp.status_code == 201, resp.text
