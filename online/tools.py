@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from online.schemas import MAX_QUERY_CHARS
+from online.schemas import MAX_QUERY_CHARS, TimeZoneName
 from online.state import MemoryService, View
 from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
@@ -74,6 +74,7 @@ from pipelines.records import (
     sha256_text,
     stable_id,
     time_problems,
+    time_zone,
     utcnow,
 )
 
@@ -152,6 +153,7 @@ class SearchArgs(Args):
     type: ItemType | None = None
     scope: ScopeKind | None = None
     k: Annotated[int, Meta(ge=1, le=100)] | None = None
+    tz: TimeZoneName | None = None
 
 
 class ReadArgs(Args):
@@ -825,10 +827,15 @@ class ToolDispatcher:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
+        if args.tz is not None:
+            try:
+                time_zone(args.tz)
+            except ValueError as exc:
+                raise ToolError(400, f"memory.search: tz: {exc}") from exc
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False)
+                                     record_usage=False, tz=args.tz)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)

@@ -30,19 +30,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from pipelines.records import Identity
+from pipelines.records import Identity, time_zone
 from pipelines.settings import Settings
 
 from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
-from .dates import asks_when, question_dates, said_dates
+from .dates import asking_day, asks_when, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
@@ -210,6 +209,7 @@ class RecallQuery:
     opts: RecallOptions
     now_ts: float
     trace: list[dict[str, Any]] | None
+    zone: str = "UTC"  # the asker's time zone: their "yesterday"
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
     subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
     timings: dict[str, float] = field(default_factory=dict)
@@ -280,15 +280,18 @@ class RecallEngine:
         now: str | None = None,
         options: RecallOptions | None = None,
         said: Sequence[str] = (),
+        tz: str | None = None,
     ) -> RecallResult:
         """Recall for `identity` over `corpora` (oldest first). Filters come either as one
         `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords. `said`: the
         messages of the conversation the question is asked in (a chat client resends them
         with each question): a stored turn saying the same is in the model's context
-        already, so it is not recalled."""
+        already, so it is not recalled. `tz`: the asker's IANA time zone, in which
+        "yesterday" and "last week" are read (default `Settings.timezone`)."""
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
+        q.zone = self._zone(tz)
         q.said = tuple(said)
         for name, stage in self.stages:
             started = time.perf_counter()
@@ -333,6 +336,15 @@ class RecallEngine:
         except (TypeError, msgspec.ValidationError) as exc:
             raise RecallError(f"bad filters: {exc}") from exc
 
+    def _zone(self, tz: str | None) -> str:
+        if tz is None:
+            return self.settings.timezone
+        try:
+            time_zone(tz)
+        except (TypeError, ValueError) as exc:
+            raise RecallError(f"tz: {exc}") from exc
+        return tz
+
     def _request(self, query: str, identity: Identity, corpora: Any, mode: str | None,
                  k: int | None, trace: bool, now: str | None, options: RecallOptions | None,
                  filters: RecallFilters) -> RecallQuery:
@@ -360,10 +372,11 @@ class RecallEngine:
         q.grams = label_ngrams(q.subject)
         if q.opts.dense and q.subject.strip() and any(c.vectors is not None for c in q.corpora):
             q.qvec = self._embed(vector_text(q.subject, q.view, q.grams, q.opts), q.corpora, q.degraded)
-        asked_on = datetime.fromtimestamp(q.now_ts, timezone.utc).date()
+        asked_on, offset_s = asking_day(q.now_ts, q.zone)
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    said_in=said_dates(q.text, asked_on) if q.opts.w_date else [],
+                                   said_offset_s=offset_s,
                                    said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))

@@ -122,3 +122,16 @@ def test_questions_that_ask_what_was_said_then(question, asks):
 ])
 def test_a_question_about_our_conversation_searches_without_the_time_it_names(question, searched) -> None:
     assert subject_text(question) == searched
+
+
+def test_the_day_of_asking_is_the_askers_day_with_their_offset() -> None:
+    from datetime import datetime, timezone
+
+    from pipelines.recall.dates import asking_day
+
+    late_friday_utc = datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc).timestamp()  # Saturday 05:00 in Tokyo
+    assert asking_day(late_friday_utc, "UTC") == (date(2026, 11, 27), 0)
+    assert asking_day(late_friday_utc, "Asia/Tokyo") == (date(2026, 11, 28), 9 * 3600)
+    assert asking_day(late_friday_utc, "America/Los_Angeles") == (date(2026, 11, 27), -8 * 3600)
+    with pytest.raises(ValueError, match="time zone"):
+        asking_day(late_friday_utc, "Nowhere/Special")
