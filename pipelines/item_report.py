@@ -247,7 +247,10 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
     hidden = set() if include_inactive else forgotten_turns(items)
-    hidden_texts = [it.content for it in items if it.id in hidden and it.content]
+    # what a neighbour's context must not quote: the turns said of a forgotten claim, and
+    # those forgotten themselves (a speaker's own `memory.forget` of a turn)
+    hidden_texts = [it.content for it in items if it.content and (
+        it.id in hidden or (it.type == "message" and it.validation == "retracted"))]
     n = 0
     for item in items:
         if not include_inactive and (item.validation == "retracted" or item.id in hidden):
