@@ -291,7 +291,8 @@ class RecallEngine:
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
-        q.zone = self._zone(tz)
+        if tz is not None:
+            q.zone = self._zone(tz)
         q.said = tuple(said)
         for name, stage in self.stages:
             started = time.perf_counter()
@@ -336,9 +337,7 @@ class RecallEngine:
         except (TypeError, msgspec.ValidationError) as exc:
             raise RecallError(f"bad filters: {exc}") from exc
 
-    def _zone(self, tz: str | None) -> str:
-        if tz is None:
-            return self.settings.timezone
+    def _zone(self, tz: str) -> str:
         try:
             time_zone(tz)
         except (TypeError, ValueError) as exc:
@@ -358,7 +357,7 @@ class RecallEngine:
             k = self.settings.catalog_k if mode == "catalog" else self.settings.recall_k
         return RecallQuery(text=query, identity=identity, corpora=corpora, mode=mode, k=k,
                            filters=filters.check(), opts=options or self.options,
-                           now_ts=parse_now(now), trace=[] if trace else None)
+                           now_ts=parse_now(now), trace=[] if trace else None, zone=self.settings.timezone)
 
     # -- stages ---------------------------------------------------------------------------
 
