@@ -5,10 +5,11 @@ When a user forgets (retracts) a claim, the turns that said it are forgotten wit
 `retracted`: kept with their history, never recalled, a tombstone in an export): the
 exchange a chat proposal came from (`episodic.answered_turn`) and any turn said before the
 retraction that states it (`conflicts.restates`). A turn is indexed with its neighbours as
-retrieval context (`message_context`), so each neighbour quoting a forgotten turn gets its
-context without it (`context_without`): else searching for the forgotten words still finds
-the neighbour (it never showed them, but it was found by them). Later turns' contexts leave
-forgotten turns out (`message_context.build_context`).
+retrieval context (`message_context`), so each neighbour quoting a forgotten turn (or a
+turn its speaker forgot, `memory.forget` on the turn itself) gets its context without it
+(`context_without`): else searching for the forgotten words still finds the neighbour (it
+never showed them, but it was found by them). Later turns' contexts leave forgotten turns
+out (`message_context.build_context`).
 """
 
 from __future__ import annotations
@@ -29,18 +30,30 @@ def is_forgotten_claim(item: MemoryItem) -> bool:
     return item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
 
 
+def is_forgotten_turn(item: MemoryItem) -> bool:
+    """A raw chat turn its speaker forgot (retracted), with its text."""
+    return item.validation == "retracted" and item.type == "message" and not is_tombstone(item)
+
+
+def is_forgotten(item: MemoryItem) -> bool:
+    """A claim or a raw turn a user asked to forget: what `forget_turns` reads."""
+    return is_forgotten_claim(item) or is_forgotten_turn(item)
+
+
 def newly_forgotten(after: Iterable[MemoryItem], before: Callable[[str], MemoryItem | None]) -> list[MemoryItem]:
-    """The claims among `after` (new versions) forgotten by them: their version `before`
-    (by id; None when new) was not."""
-    return [it for it in after if is_forgotten_claim(it)
+    """The claims and turns among `after` (new versions) forgotten by them: their version
+    `before` (by id; None when new) was not."""
+    return [it for it in after if is_forgotten(it)
             and not ((old := before(it.id)) is not None and old.validation == "retracted")]
 
 
-def owners(claims: Iterable[MemoryItem]) -> set[tuple[str, str]]:
-    """(org, user) of whoever said the `claims` (`authors`): whose turns forgetting them
-    reads. Another user's turns are their own record, never changed by someone's forgetting
-    (recall still leaves out one of them that restates a forgotten claim it meets)."""
-    return {(c.scope.org_id, who) for c in claims for who in authors(c)}
+def owners(forgotten: Iterable[MemoryItem]) -> set[tuple[str, str]]:
+    """(org, user) of whoever said the `forgotten` claims (`authors`) or turns: whose turns
+    forgetting them reads. Another user's turns are their own record, never changed by
+    someone's forgetting (recall still leaves out one of them that restates a forgotten
+    claim it meets)."""
+    return {(c.scope.org_id, who) for c in forgotten
+            for who in ((c.scope.user_id,) if c.type == "message" else authors(c))}
 
 
 def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> set[str]:
@@ -68,21 +81,25 @@ def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> s
     return hidden
 
 
-def forget_turns(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> dict[str, MemoryItem]:
-    """What forgetting `claims` changes among the raw `turns` (their `owners`' messages; any
-    other item is passed over): {id: its new version}, the turns that said them retracted
-    (`turns_saying`) and each other turn whose retrieval context quoted one, without it."""
-    claims = list(claims)
-    mine = owners(claims)
+def forget_turns(forgotten: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> dict[str, MemoryItem]:
+    """What forgetting the `forgotten` claims and turns changes among the raw `turns` (their
+    `owners`' messages; any other item is passed over): {id: its new version}, the turns
+    that said the claims retracted (`turns_saying`) and each other turn whose retrieval
+    context quoted a forgotten turn, without it."""
+    forgotten = list(forgotten)
+    claims = [c for c in forgotten if c.type != "message"]
+    direct = {t.id: t for t in forgotten if t.type == "message"}
+    mine = owners(forgotten)
     turns = [t for t in turns if t.type == "message" and (t.scope.org_id, t.scope.user_id) in mine]
-    if not claims or not turns:
+    if not forgotten or not turns:
         return {}
-    hidden = turns_saying(claims, turns)
-    gone = [t for t in turns if t.id in hidden]
-    out = {t.id: msgspec.structs.replace(t, validation="retracted") for t in gone}
+    hidden = turns_saying(claims, turns) if claims else set()
+    said = [t for t in turns if t.id in hidden and t.id not in direct]
+    out = {t.id: msgspec.structs.replace(t, validation="retracted") for t in said}
+    gone = [*said, *direct.values()]
     if gone:
         for turn in turns:
-            fields = None if turn.id in hidden else context_without(turn, gone)
+            fields = None if turn.id in hidden or turn.id in direct else context_without(turn, gone)
             if fields is not None:
                 out[turn.id] = msgspec.structs.replace(turn, metadata=with_context(turn.metadata, fields))
     return out

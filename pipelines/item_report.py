@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import msgspec
 
-from pipelines.forgetting import forget_turns, is_forgotten_claim
+from pipelines.forgetting import forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import (
     HELD_EDIT_RULES,
@@ -240,11 +240,11 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
     forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text,
     nor do the raw turns that said it, nor the retrieval context of the turns next to them
-    (`forget_turns`, as the service and consolidation apply it; here again for what a store
-    forgot before they did)."""
+    or to a turn its speaker forgot (`forget_turns`, as the service and consolidation apply
+    it; here again for what a store forgot before they did)."""
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
-    changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten_claim(it)], items)
+    changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten(it)], items)
     n = 0
     for item in items:
         item = changed.get(item.id, item)

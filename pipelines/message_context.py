@@ -282,6 +282,33 @@ def embedding_hash(item: MemoryItem) -> str:
     return sha256_text(f"{item.content_hash}\n{context}\n{COMPOSITION.recipe}")
 
 
+def _window_plan(items: Sequence[MemoryItem], neighbour: Callable[[str], MemoryItem | None]
+                 ) -> tuple[dict[tuple[str, ...], tuple[int, list[str]]], dict[int, list[tuple[tuple[str, ...], int]]]]:
+    """The distinct pooled windows of `items` (turn ids -> (order, part texts)), each read
+    once, and per pooled item (its index) its windows and its place in each."""
+    windows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
+    pooled: dict[int, list[tuple[tuple[str, ...], int]]] = {}
+    for k, item in enumerate(items):
+        recorded = pooled_windows(item)
+        if recorded is None:
+            continue
+        held = []
+        for ids in recorded:
+            found = [item if i == item.id else neighbour(i) for i in ids]
+            turns = [t for t in found if t is not None]
+            key = tuple(t.id for t in turns)
+            windows.setdefault(key, (len(windows), window_parts(turns)))
+            held.append((key, key.index(item.id)))
+        pooled[k] = held
+    return windows, pooled
+
+
+def item_windows(items: Sequence[MemoryItem], neighbour: Callable[[str], MemoryItem | None]) -> list[list[str]]:
+    """The windows `item_vectors` gives an embedder's `pool_windows` for `items`, in its
+    order (what a prefetch of those vectors must read: `MiniLMEmbedder.prefetch_windows`)."""
+    return [parts for _, parts in _window_plan(items, neighbour)[0].values()]
+
+
 def item_vectors(
     items: Sequence[MemoryItem],
     embed: Callable[[list[str]], np.ndarray],
@@ -298,24 +325,14 @@ def item_vectors(
     `pooled_vector` of its own-token pools, each distinct window read once; without it such
     a message gets its default text vector (`embedding_text`)."""
     rows: dict[str, int] = {}
-    windows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
 
     def row(text: str) -> int:
         return rows.setdefault(text, len(rows))
 
+    windows, pooled = _window_plan(items, neighbour) if pool is not None else ({}, {})
     plans: list[tuple[int, list[int], list[int]]] = []
-    pooled: dict[int, list[tuple[tuple[str, ...], int]]] = {}
     for k, item in enumerate(items):
-        recorded = pooled_windows(item) if pool is not None else None
-        if recorded is not None:
-            held = []
-            for ids in recorded:
-                found = [item if i == item.id else neighbour(i) for i in ids]
-                turns = [t for t in found if t is not None]
-                key = tuple(t.id for t in turns)
-                windows.setdefault(key, (len(windows), window_parts(turns)))
-                held.append((key, key.index(item.id)))
-            pooled[k] = held
+        if k in pooled:
             plans.append((-1, [], []))
             continue
         turns = context_turns(item)

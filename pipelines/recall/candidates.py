@@ -217,8 +217,8 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 said_in: Sequence[DateRange] = (), said_only: bool = False, asks_time: bool = False,
-                 about_self: bool = False, listing: tuple[str, ...] = ()):
+                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, said_only: bool = False,
+                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -231,6 +231,7 @@ class CandidateSearch:
         # Days the question places what was said in, from the time of asking ("what did we
         # decide yesterday?"): the "said_when" channel and the same boost, any item type.
         self.said_in = [(a.toordinal(), b.toordinal()) for a, b in said_in]
+        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC: turns' days are theirs
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
         # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
@@ -443,7 +444,7 @@ class CandidateSearch:
         week"), the latest first."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
-            days = c.said_days()
+            days = c.said_days(self.said_offset_s)
             rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(days))
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
@@ -636,7 +637,8 @@ class CandidateSearch:
         importance = item.importance if item.importance < 10 else 10
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
-        if self.said_in and opts.w_date and self._said_then(int(self.view.corpora[cand.ci].said_days()[cand.row])):
+        if self.said_in and opts.w_date and self._said_then(
+                int(self.view.corpora[cand.ci].said_days(self.said_offset_s)[cand.row])):
             boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):
