@@ -330,6 +330,10 @@ def _forget(warehouse: Warehouse, batch: list[Event], stored: dict[str, MemoryIt
     first = min((by[c.id] for c in forgotten if c.id in by), key=lambda o: o.inbox_seq or 0, default=None)
     origin = first or Origin(inbox_seq=batch[-1].seq)
     edits = [Edit(i, _diff(turns[i], t), origin, "forgotten") for i, t in changed.items() if i not in new_items]
+    # A new turn its speaker forgot in this batch is retracted before the new turns get
+    # their context (`_context`), which then leaves it out, as it leaves a stored one out.
+    new_items = {**new_items, **{t.id: msgspec.structs.replace(new_items[t.id], validation="retracted")
+                                 for t in forgotten if t.type == "message" and t.id in new_items}}
     return ({**new_items, **{i: t for i, t in changed.items() if i in new_items}}, [e for e in edits if e.patch],
             {i: t for i, t in changed.items() if i not in new_items})
 
