@@ -22,6 +22,7 @@ def test_what_you_know_about_me_lists_what_she_said_of_herself(service) -> None:
     turn(client, MIA, "user", "Thanks!")
     turn(client, MIA, "user", "What's the weather like in Porto tomorrow?")
     smoked = turn(client, MIA, "user", "I used to smoke a pack a day.")
+    turn(client, MIA, "user", "My wifi password is BlueFalcon!2024 by the way.")
     turn(client, TOM, "user", "I'm vegetarian and I live in Oslo.")
     assert tool(client, MIA, "memory.forget", {"id": message_item_id(smoked["turn_id"])})
 
@@ -30,9 +31,10 @@ def test_what_you_know_about_me_lists_what_she_said_of_herself(service) -> None:
     assert "I'm allergic to penicillin, so never suggest it." in said, about
     assert "My sister Lena moved to Porto last spring." in said, about
     assert "penicillin" in about["injection"] and "Lena" in about["injection"], about["injection"]
-    for not_about_her in ("Understood", "Thanks", "weather", "smoke", "vegetarian", "Oslo"):
+    for not_about_her in ("Understood", "Thanks", "weather", "smoke", "vegetarian", "Oslo", "BlueFalcon"):
         assert not any(not_about_her in s for s in said), (not_about_her, said)
         assert not_about_her not in about["injection"], (not_about_her, about["injection"])
+    assert "BlueFalcon" not in str(about), about  # a secret she typed stays masked
     # the latest first
     assert said.index("My sister Lena moved to Porto last spring.") < said.index(
         "I'm allergic to penicillin, so never suggest it."), said
