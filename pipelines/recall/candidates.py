@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
-from pipelines.message_context import answered_turn
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
 from .episodic import (
+    answered_turn,
     for_another_chat,
     for_another_project,
     is_proposal_carrier,
@@ -350,8 +350,8 @@ class CandidateSearch:
 
     def _exchange_of(self, claim: MemoryItem) -> set[str]:
         """Ids of the raw turns of the exchange a chat proposal came from: the assistant turn
-        that proposed it and the user turn that turn answered (the user's latest turn before
-        it in that session), however differently they worded it."""
+        that proposed it and the user turn it came from (`answered_turn`), however
+        differently they worded it."""
         if claim.provenance.source_kind != "chat":
             return set()
         loc = self.view.locate(message_item_id(claim.provenance.source_id))
@@ -359,7 +359,7 @@ class CandidateSearch:
             return set()
         said = self.view.corpora[loc[0]].items[loc[1]]
         audience = said.scope.audience_key()
-        answered = answered_turn(said, (c.items[row] for ci, c in enumerate(self.view.corpora)
+        answered = answered_turn(said, claim, (c.items[row] for ci, c in enumerate(self.view.corpora)
                                         for row in c.audience_rows(audience, self.view.allowed[ci])))
         return {said.id} if answered is None else {said.id, answered.id}
 

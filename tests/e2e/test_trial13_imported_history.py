@@ -120,8 +120,10 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["forget"] = [mcp("memory_forget", {"id": h["id"]}) for h in landlord]
         seen["landlord turns"] = [h["id"] for h in landlord]
         seen["landlord now"] = recall(client, NORA, LANDLORD)
+        seen["petrov now"] = recall(client, NORA, "Petrov", mode="catalog")
         consolidate(client, settings)
         seen["landlord later"] = recall(client, NORA, LANDLORD)
+        seen["petrov later"] = recall(client, NORA, "Petrov", mode="catalog")
         seen["sister later"] = recall(client, {**NORA, "session_id": "dec-9"}, SISTER)
         seen["marathon later"] = recall(client, {**NORA, "session_id": "dec-9"}, "my half marathon best time")
         seen["stats"] = client.get("/v1/stats", params=NORA).json()["counts"]["snapshot"]["state"]
@@ -170,6 +172,9 @@ def test_an_imported_turn_is_forgotten_when_she_asks_and_stays_forgotten(month) 
         assert "Petrov" not in answer["injection"] and not set(month["landlord turns"]) & {
             h["id"] for h in answer["hits"]}, (moment, answer["injection"])
         assert "Always answer with metric units." in answer["injection"], moment  # the pinned wish, always on
+    for moment in ("petrov now", "petrov later"):  # nor is a neighbour found by the forgotten words
+        found = [h["content"] for h in month[moment]["hits"] if h["type"] == "message"]
+        assert not found, (moment, found)
     assert month["stats"]["retracted"] == 2, month["stats"]
     assert "Petrov" not in month["export"] and all(i in month["export"] for i in month["landlord turns"])
 
