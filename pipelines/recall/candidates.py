@@ -37,7 +37,9 @@ from .episodic import (
     for_another_chat,
     for_another_project,
     is_proposal_carrier,
+    said_by_the_user,
     said_date,
+    stated_of_self,
     stated_words,
 )
 from .lexical import normalise_label
@@ -51,6 +53,10 @@ CHANNELS = ("dense", "lexical", "labels")
 # order (importance, then confidence), so the order survives the scoring.
 SELF_RELEVANCE = 0.5
 SELF_DECAY = 0.02
+# A caller with fewer curated memories than this is shown what they said of themselves too
+# (first person, at least `SELF_MIN_WORDS` words of it), to make up this many.
+SELF_FEW = 5
+SELF_MIN_WORDS = 3
 PARTNER_LINKS = ("contradicts", "supersedes", "refines")  # `refines`: a correction of a detail
 MAX_TITLE_PARTNERS = 50
 
@@ -75,9 +81,10 @@ class Candidate:
     resolution: str | None = None
     suppressed: str | None = None
     tier: int = 1  # 0: ranked before every tier-1 candidate whatever the scores
-    # Said when the question asks about and the question names no subject ("what did we
-    # talk about yesterday?"): it answers the question whatever its words.
-    said_then: bool = False
+    # Listed by a channel each of whose entries answers the question whatever its words: said
+    # when the question asks about, naming no subject ("what did we talk about yesterday?"),
+    # or what the caller said of themselves, asked what is known about them.
+    answers_as_listed: bool = False
 
     @property
     def id(self) -> str:
@@ -409,15 +416,33 @@ class CandidateSearch:
 
     def _self_channel(self) -> Ranked:
         """The caller's own curated memories (their user scope, no raw turns), most
-        important, then most confident first: what "what do you know about me?" asks for."""
+        important, then most confident first: what "what do you know about me?" asks for.
+        When they are fewer than `SELF_FEW`, what the caller said of themselves fills up to
+        it, after them (`_said_of_self`)."""
         own = Scope.for_identity("user", self.view.who).audience_key()
         entries: Ranked = []
+        turns: list[tuple[int, int]] = []
         for ci, c in enumerate(self.view.corpora):
             for row in c.audience_rows(own, self.view.allowed[ci]):
                 item = c.items[row]
                 if item.type != "message":
                     entries.append((item.importance + item.confidence, item.id, ci, row))
+                elif said_by_the_user(item):
+                    turns.append((ci, row))
+        if len(entries) < SELF_FEW:
+            entries += self._said_of_self(turns, SELF_FEW - len(entries))
         return entries
+
+    def _said_of_self(self, turns: Sequence[tuple[int, int]], few: int) -> Ranked:
+        """Of the caller's own turns, the `few` admissible ones that state the most of the
+        caller (`stated_of_self`: no question, no small talk, nothing forgotten), the latest
+        first, each ranked below every curated memory (scores below 0)."""
+        told = [(n, ci, row) for ci, row in turns
+                if (n := stated_of_self(self.view.corpora[ci].items[row].content)) >= SELF_MIN_WORDS
+                and not self.view.corpora[ci].small_talk(row) and self.admissible(ci, row)]
+        told = sorted(told, key=lambda t: (-t[0], self.view.corpora[t[1]].ids[t[2]]))[:few]
+        told.sort(key=lambda t: -np.nan_to_num(self.view.corpora[t[1]].updated_ts[t[2]], nan=-np.inf))  # undated last
+        return [(-1.0 - k, self.view.corpora[ci].ids[row], ci, row) for k, (_, ci, row) in enumerate(told)]
 
     def _listing_channel(self) -> Ranked:
         """The visible curated memories of the types the question asks for ("what did we
@@ -668,7 +693,8 @@ class CandidateSearch:
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
         ranks = cand.ranks
         listed = [ranks[ch] for ch in self.listed if ch in ranks]
-        cand.said_then = "said_when" in ranks and "said_when" in self.listed
+        cand.answers_as_listed = ("said_when" in ranks and "said_when" in self.listed) or (
+            "self" in ranks and "self" in self.listed and cand.item.type == "message")
         if listed:
             # A question about the caller, a kind of memory or a time: each one listed answers it.
             own = min(listed)

@@ -135,10 +135,10 @@ def later_first(shown: list[Candidate], turn_ids: Iterable[str]) -> tuple[list[C
     return out, later
 
 
-def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], said_then: bool = False) -> bool:
-    """A raw turn that only asks, or whose own words share none with the query (unless it
-    was said when the question asks about, `Candidate.said_then`): never injected."""
-    return bool(opts.episodic) and (only_asks(item) or not (said_then or says_something_asked(item, query_terms)))
+def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], as_listed: bool = False) -> bool:
+    """A raw turn that only asks, or whose own words share none with the query (unless a
+    channel listing answers lists it, `Candidate.answers_as_listed`): never injected."""
+    return bool(opts.episodic) and (only_asks(item) or not (as_listed or says_something_asked(item, query_terms)))
 
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
@@ -163,7 +163,7 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     injection = ""
     if mode in ("inject", "hybrid"):
         shown = [c for c in ordered
-                 if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.said_then)]
+                 if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
         injection, injected = pack_injection([_entry(c, held) for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room

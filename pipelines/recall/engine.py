@@ -381,10 +381,10 @@ class RecallEngine:
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))
 
     def _candidates(self, q: RecallQuery) -> dict[str, Any] | None:
+        if q.opts.episodic:  # before the channels: the "self" channel lists admissible turns only
+            q.search.exclude_empty_turns(q.text, q.said)
         lists = q.search.channels()
         q.search.gather(lists)
-        if q.opts.episodic:
-            q.search.exclude_empty_turns(q.text, q.said)
         dropped = [d for d in q.search.drop_not_admitted() if d["reason"] != "retracted"]
         docs, dense = q.opts.prf_docs, True
         if docs <= 0 and q.opts.prf_several_docs > 0 and asks_for_several(q.text):
@@ -484,7 +484,7 @@ class RecallEngine:
         answers nothing."""
         if q.mode != "inject":
             return len(q.ranked)
-        return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms, c.said_then) for c in q.ranked)
+        return sum(not shows_nothing_asked(c.item, q.opts, q.search.terms, c.answers_as_listed) for c in q.ranked)
 
     def _embed(self, query: str, corpora: Sequence[MemoryCorpus], degraded: list[str]):
         try:

@@ -18,6 +18,10 @@
 - Of several turns with the same text, only the best-ranked one is kept.
 - A turn that only asks states nothing: it may be catalogued, never injected. Nor is a turn
   whose own words share none with the query: it was found through its retrieval context.
+- Asked what is known about them ("what do you know about me?"), the caller is shown, after
+  their curated memories and when those are few, the turns in their own voice that state
+  something of themselves (`said_by_the_user`, `stated_of_self`): the most telling few,
+  the latest first, as what was said.
 - How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
   off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
@@ -138,6 +142,19 @@ def stated_words(text: str) -> int:
     return sum(len(p.split()) for p in _sentences(text) if not p.endswith("?"))
 
 
+# Words in which a writer speaks of themselves ("I'm allergic", "my sister Lena").
+_FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself"})
+
+
+@lru_cache(maxsize=65536)
+def stated_of_self(text: str) -> int:
+    """How many words the text states of its writer: the words of its sentences that are not
+    questions and speak in the first person singular ("I'm allergic to penicillin", "My
+    sister Lena moved to Porto"); 0: it says nothing of the writer."""
+    return sum(len(p.split()) for p in _sentences(text)
+               if not p.endswith("?") and not _FIRST_PERSON_SINGULAR.isdisjoint(words(p)))
+
+
 @lru_cache(maxsize=65536)
 def named_words(text: str) -> frozenset[str]:
     """The capitalised words inside the sentences the text states (lower-cased): the names
@@ -182,6 +199,13 @@ def speaker_of(item: MemoryItem) -> str:
     if role and speaker.lower() != role.lower() and role != "user":
         return f"{speaker} ({role})"
     return speaker
+
+
+def said_by_the_user(item: MemoryItem) -> bool:
+    """A raw turn in the caller's own voice: the user role under no other speaker's name (an
+    imported conversation names its other speakers; `loci import --speaker` leaves the
+    importer's own turns unnamed)."""
+    return is_message(item) and item.metadata.get("role") == "user" and speaker_of(item) == "user"
 
 
 def said_time(item: MemoryItem) -> datetime | None:
@@ -298,5 +322,5 @@ def turn_title(item: MemoryItem) -> str:
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
            "is_small_talk", "limits_to_its_chat", "named_words",
            "only_asks", "proposal_carrier_text",
-           "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
-           "says_something_asked", "speaker_of", "stated_words", "turn_title"]
+           "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
+           "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title"]

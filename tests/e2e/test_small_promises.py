@@ -394,7 +394,7 @@ def test_a_teams_convention_is_remembered_and_an_order_to_the_assistant_is_not(c
 def test_what_do_you_know_about_me_lists_the_callers_own_memories(client: TestClient) -> None:
     """"What do you know about me?" shares no word with any memory; recall answers it with
     the caller's own curated memories (their user scope), not another user's, not the
-    project's, not raw turns."""
+    project's; its own turns only after them (`test_what_you_know_about_me`)."""
     ann = {**DANA, "user_id": "ann"}
     for who, scope, title, content in [
         (DANA, "user", "Dana's city", "Dana lives in Lyon."),

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from pipelines.recall import MemoryCorpus, RecallEngine
 from pipelines.recall.episodic import (
     for_another_chat,
     is_small_talk,
     only_asks,
+    said_by_the_user,
     said_date,
     says_otherwise,
     says_something_asked,
+    stated_of_self,
     stated_words,
     turn_title,
 )
@@ -165,3 +169,18 @@ def test_a_turn_limited_to_its_chat_is_for_that_chat_only():
     other = turn("I answer emails in French.")
     other.metadata["session_id"] = "trip"
     assert not for_another_chat(other, "budget")
+
+
+def test_what_a_turn_states_of_its_writer():
+    assert stated_of_self("I'm allergic to penicillin.") == 4
+    assert stated_of_self("Nice weather. My sister Lena moved to Porto. Do you know it?") == 6
+    assert stated_of_self("What do I need for the trip?") == 0  # a question states nothing
+    assert stated_of_self("The release is on Friday.") == 0  # nothing of the writer
+
+
+def test_a_turn_in_the_callers_own_voice():
+    assert said_by_the_user(turn("I run marathons.", speaker="user"))
+    # an imported conversation's other speaker, and the assistant, are not the caller
+    assert not said_by_the_user(turn("I run marathons.", speaker="Caroline"))
+    assistant = turn("I can help.", speaker="assistant")
+    assert not said_by_the_user(msgspec.structs.replace(assistant, metadata={"role": "assistant"}))
