@@ -775,7 +775,9 @@ class ClaimTable:
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
         # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0,
-        # negated: 1 or 0, the kinds of value it states: `_value_kinds`)
+        # negated: 1 or 0, the kinds of value it states: `_value_kinds`; and of every row's item: its
+        # scope kind, its id, whether it links anywhere or is superseded: 1 or 0), so a recall's
+        # table reads them with its rows instead of from each item
         self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
@@ -817,7 +819,10 @@ class ClaimTable:
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 9), -1, np.int64)
+        codes = np.full((n, CODES), -1, np.int64)
+        codes[:, KIND] = _codes((it.scope.kind for it in items), n)
+        codes[:, ID] = _codes((it.id for it in items), n)
+        codes[:, LINKED] = np.fromiter((bool(it.links or it.superseded_by) for it in items), bool, n)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -830,7 +835,7 @@ class ClaimTable:
             subjects.add(c.subject if c is not None else ())
             titles.add(_title_words(c) if c is not None else ())
             if c is not None:
-                codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
+                codes[row, :KIND] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
@@ -871,6 +876,10 @@ class ClaimTable:
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
                           qualifiers, ended, ended_values, persons, subjects, titles,
                           None if self.kept is None else [self.kept[r] for r in at])
+
+
+# `ClaimTable.codes` columns read by number elsewhere: the item's scope kind, id, and links
+KIND, ID, LINKED, CODES = 9, 10, 11, 12
 
 
 class _Pairs(NamedTuple):
@@ -997,16 +1006,17 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     `_shared_counts`), the embedding cosine computed only for pairs whose
     values disagree and whose words half match."""
     n, items = len(table), table.items
+    # one code per distinct item id (`_components` makes a node per code: numbered from 0 here)
+    ids = np.unique(table.codes[:, ID], return_inverse=True)[1].reshape(n).astype(np.int64)
     if n < 2:
         none = np.zeros(0, np.int64)
-        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), _codes((it.id for it in items), n))
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), ids)
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes[:, :KIND].T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
-    ids = _codes((it.id for it in items), n)
-    if any(it.links or it.superseded_by for it in items):
+    if table.codes[:, LINKED].any():
         replacing = _linked(items, _replaced)
         contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     else:  # most recalls' claims link nowhere: no pair to look for
@@ -1110,7 +1120,7 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
     lacks and the other speaks of the writer. `lacking`: the table's `_Lacking`, shared by
     the calls of one `_pairs` (each product made once)."""
     lacks = lacking or _Lacking(table)
-    kind = lacks.kinds()
+    kind = table.codes[:, KIND]
     same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
@@ -1136,17 +1146,11 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
 class _Lacking:
     """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
-    matrix and read for every pair and both orders; the scope kind code of each row, once."""
+    matrix and read for every pair and both orders."""
 
     def __init__(self, table: ClaimTable) -> None:
         self.table = table
         self._matched: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._kinds: np.ndarray | None = None
-
-    def kinds(self) -> np.ndarray:
-        if self._kinds is None:
-            self._kinds = _codes((it.scope.kind for it in self.table.items), len(self.table))  # per row, not per pair
-        return self._kinds
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         q, w = getattr(self.table, name), self.table.words

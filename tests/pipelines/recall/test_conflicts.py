@@ -689,6 +689,27 @@ def test_a_snapshot_table_keeps_its_claims_so_resolving_a_recall_reads_none_agai
             for group, joined in found] == resolved
 
 
+def test_table_codes_carry_each_items_scope_kind_id_and_links():
+    """A recall's table reads its rows' scope kinds, ids and whether they link anywhere with
+    the rows (`ClaimTable.codes`), not from the items: equal codes for equal kinds and ids,
+    a non-claim row included, and a taken table's codes are the same rows'."""
+    items = [claim("a", "Standup", "The standup is at 09:30.", kind="project"),
+             claim("b", "Standup", "The standup is at 10:15.", kind="user", superseded_by="a"),
+             claim("c", "Standup", "The standup is at 11:00.", kind="project",
+                   links=[Link(rel="contradicts", to="a")]),
+             MemoryItem(id="d", tier="stm", type="message", title="x", content="hi there",
+                        scope=Scope.for_identity("user", ME))]
+    table = ClaimTable.read(items)
+    kind, ids, linked = (table.codes[:, c] for c in (conflicts.KIND, conflicts.ID, conflicts.LINKED))
+    assert kind[0] == kind[2] != kind[1] == kind[3]
+    assert len(set(ids.tolist())) == 4
+    assert linked.tolist() == [0, 1, 1, 0]
+    taken = table.take([2, 0, 2])
+    assert (taken.codes == table.codes[[2, 0, 2]]).all()
+    node = conflicts._pairs(taken, None).ids.tolist()  # one node per id, numbered from 0
+    assert node[0] == node[2] != node[1] and sorted(set(node)) == [0, 1]
+
+
 def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
     """`take` gathers rows straight from the CSR arrays: the same matrices (words, values,
     retired values, keys) as scipy's row indexing with unused columns dropped (values and
