@@ -997,6 +997,9 @@ DENSE_MAX_WORK = 30_000_000
 # pair up to this many pairs, else as sparse products
 FEW_PAIRS = 64
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
+# `_Lacking.words` keeps a table's words as one dense matrix up to this many cells (a
+# recall's ~90 claims x a few hundred words); past it each product makes its own columns
+DENSE_WORDS_MAX_CELLS = 1_000_000
 
 
 def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf | None = None) -> _Pairs:
@@ -1023,7 +1026,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         replacing = contradicting = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     retired = table.retired if table.retired.nnz else None
     parts = []
-    for start, stop, counts in _shared_counts(table, big, retired):
+    lacking = _Lacking(table)  # shared by the products and questions below (each made once)
+    for start, stop, counts in _shared_counts(table, big, retired, lacking.words):
         (shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by, shared_unit,
          shared_measure) = counts
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
@@ -1053,7 +1057,6 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
-    lacking = _Lacking(table)  # shared by the questions below (each product made once)
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
@@ -1146,11 +1149,23 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
 class _Lacking:
     """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
-    matrix and read for every pair and both orders."""
+    matrix and read for every pair and both orders; the words as one dense matrix, once, read
+    over the columns each product needs."""
 
     def __init__(self, table: ClaimTable) -> None:
         self.table = table
         self._matched: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._words: np.ndarray | None = None
+
+    def words(self, columns: np.ndarray) -> np.ndarray:
+        """The table's words as dense float32 rows over the columns `columns` marks
+        (`_dense_columns`)."""
+        w = self.table.words
+        if w.shape[0] * w.shape[1] > DENSE_WORDS_MAX_CELLS:
+            return _dense_columns([w], columns)[0]
+        if self._words is None:
+            (self._words,) = _dense_columns([w], np.ones(w.shape[1], bool))
+        return self._words[:, columns]
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         q, w = getattr(self.table, name), self.table.words
@@ -1158,9 +1173,9 @@ class _Lacking:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
             if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
-                dense_q, dense_w = _dense_columns([q, w], columns)
+                (dense_q,) = _dense_columns([q], columns)
                 # rows x rows: columns of one row of q among the other's words
-                self._matched[name] = (np.diff(q.indptr), dense_q @ dense_w.T)
+                self._matched[name] = (np.diff(q.indptr), dense_q @ self.words(columns).T)
             else:
                 self._matched[name] = None
         found = self._matched[name]
@@ -1182,14 +1197,16 @@ def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndar
     return np.diff(q.indptr)[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
 
 
-def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
+def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None,
+                   dense_words: Callable[[np.ndarray], np.ndarray] | None = None):
     """Per block of rows (start, stop, counts): how many words, proposing words, keys and
     values each row of the block shares with every row, how many values it retires of
     each row's / each row retires of its (None without retired values), and how many
     units and numbers with a unit it shares with every row (None without units). A small table (a
     recall's claims, see DENSE_MAX_WORK) in one dense product each over only the columns
     two or more rows hold (a column one row holds adds to no pair), which costs less than
-    scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time."""
+    scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time.
+    `dense_words`: the words as dense rows over the columns marked (`_Lacking.words`)."""
     n, words, values, keys = len(table), table.words, table.values, table.keys
     units = table.units if table.units.nnz else None
     held = np.bincount(words.indices, minlength=words.shape[1])
@@ -1198,7 +1215,7 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
     held_values = sum(np.bincount(m.indices, minlength=values.shape[1]) for m in both)
     shared_columns = int((held >= 2).sum() + (held_keys >= 2).sum() + (held_values >= 2).sum())
     if n * n * shared_columns <= DENSE_MAX_WORK:
-        (w,) = _dense_columns([words], held >= 2)
+        w = dense_words(held >= 2) if dense_words is not None else _dense_columns([words], held >= 2)[0]
         (dense_keys,) = _dense_columns([keys], held_keys >= 2)
         dense_values = _dense_columns(both, held_values >= 2)
         v = dense_values[0]

@@ -589,6 +589,24 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
 
 
+def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(monkeypatch):
+    """`_pairs` on a recall-sized table makes its words dense once (`_Lacking.words`) and
+    reads the columns each product needs: the same pairs and reasons as each product
+    making its own columns (`DENSE_WORDS_MAX_CELLS` 0)."""
+    items = _random_claims(random.Random(7), 60, False)
+    claims = [read_claim(it) for it in items]
+    table = ClaimTable.of(items, claims)
+    columns = np.zeros(table.words.shape[1], bool)
+    columns[::3] = True
+    assert (conflicts._Lacking(table).words(columns) == conflicts._dense_columns([table.words], columns)[0]).all()
+    once = _pairs(table, None)
+    monkeypatch.setattr(conflicts, "DENSE_WORDS_MAX_CELLS", 0)
+    apart = _pairs(ClaimTable.of(items, claims), None)
+    assert set(REASONS[1:]) & {REASONS[int(r)] for r in once.reason}
+    for field in ("i", "j", "replaces", "reason"):
+        assert (getattr(once, field) == getattr(apart, field)).all(), field
+
+
 @pytest.mark.parametrize(("dense", "few"), [(10**12, conflicts.FEW_PAIRS), (0, 0), (0, 10**9)])
 def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
     """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
