@@ -1375,13 +1375,15 @@ def groups_with_pairs(table: ClaimTable, vector_of: VectorOf | None = None, vect
     joined = found.replaces | (found.reason > 0)
     ids = found.ids  # one node per id, as the items are keyed
     ji, jj = found.i[joined].tolist(), found.j[joined].tolist()
-    label = _components(int(ids.max()) + 1, ids[ji].tolist(), ids[jj].tolist())
+    label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
+    row_label = [label[node] for node in ids.tolist()]  # per row, read as lists (no numpy scalar per pair)
     by_label: dict[int, list[MemoryItem]] = {}
-    for it, node in zip(table.items, ids.tolist()):
-        by_label.setdefault(label[node], []).append(it)
+    for it, key in zip(table.items, row_label):
+        by_label.setdefault(key, []).append(it)
+    item_ids = [it.id for it in table.items]
     pairs: dict[int, set[frozenset[str]]] = {}
     for a, b in zip(ji, jj):
-        pairs.setdefault(label[int(ids[a])], set()).add(frozenset((table.items[a].id, table.items[b].id)))
+        pairs.setdefault(row_label[a], set()).add(frozenset((item_ids[a], item_ids[b])))
     return [(sorted(g, key=lambda it: it.id), pairs.get(key, set())) for key, g in by_label.items() if len(g) > 1]
 
 
