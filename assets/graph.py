@@ -92,6 +92,7 @@ def governed_items(
     loci: LociSettingsResource,
     inbox: InboxResource,
     warehouse: WarehouseResource,
+    embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
     from pipelines.policy import Policy
 
@@ -110,6 +111,7 @@ def governed_items(
     # The next run's policy check starts here: what this run writes later is either a
     # merge governed on creation or a revision that leaves the text alone.
     governed_until = utcnow()
+    prefetched = _prefetch_vectors(context, warehouse, embedder)
     context.log.info(
         f"governed {report.events} events: {report.accepted} accepted, {report.quarantined} "
         f"quarantined, {report.rejected} rejected, {report.messages} messages"
@@ -133,8 +135,28 @@ def governed_items(
             "policy_version": report.policy_version,
             "message_vectors": report.message_vectors,
             "governed_until": governed_until,
+            "windows_prefetched": prefetched,
         })
     )
+
+
+def _embedding_since(wh: Any, model: Any) -> str | None:
+    """Where `item_embeddings` compares content hashes (`embedding_check_since`)."""
+    return stages.embedding_check_since(wh, model.name, vector_recipe(model))
+
+
+def _prefetch_vectors(context: dg.AssetExecutionContext, warehouse: WarehouseResource,
+                      embedder: EmbedderResource) -> int:
+    """Start the embedding stage's model work now (`prefetch_item_vectors`), beside the
+    policy check and Dagster's step changes; never fails governance (the embedding stage
+    does the work itself, and reports its errors, when no prefetch matches)."""
+    try:
+        wh = warehouse.get()
+        model = stages.store_embedder(embedder.get(), wh)
+        return stages.prefetch_item_vectors(wh, model, since=_embedding_since(wh, model))
+    except Exception as exc:  # noqa: BLE001 - an optimisation only
+        context.log.warning(f"no embedding prefetch: {exc}")
+        return 0
 
 
 @dg.asset(
@@ -159,8 +181,7 @@ def item_embeddings(
     try:
         # Hashes compared for what was written since the last successful run checked (a
         # full comparison hashes every item's text: the whole store, every run).
-        report = stages.embed_items(wh, model, hook=faults.reached,
-                                    since=stages.embedding_check_since(wh, model.name, vector_recipe(model)))
+        report = stages.embed_items(wh, model, hook=faults.reached, since=_embedding_since(wh, model))
     except stages.EmbedderChanged as exc:
         raise dg.Failure(
             description=str(exc),

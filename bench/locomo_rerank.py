@@ -69,13 +69,15 @@ def collect(service, view, conversations, pool: int) -> list[Ranked]:
                 continue
             rq = service.engine.ranking(q.question, ident, view.corpora, opts)
             turns = rerankable(rq.ranked, pool)
-            signals = np.asarray(turn_signals(rq.search, turns, asks_for_several(q.question)), dtype=np.float64)
+            # the product re-ranks on the question's subject (without the time words of one
+            # about our own conversation), so the inputs and the 'when' gate read it too
+            signals = np.asarray(turn_signals(rq.search, turns, asks_for_several(rq.subject)), dtype=np.float64)
             wanted = set(q.evidence)
             labels = np.asarray([any(normalise_dia_id(r) in wanted for r in c.item.provenance.turn_refs)
                                  for _, c in turns], dtype=np.int64)
             out.append(Ranked(conv.sample_id, str(q.category), q.question, list(q.evidence), rq,
                               signals.reshape(len(turns), -1), labels,
-                              str(q.category) != "5" and not asks_when(q.question)))
+                              str(q.category) != "5" and not asks_when(rq.subject)))
     return out
 
 
@@ -100,7 +102,8 @@ def score(rows: Sequence[Ranked], weights_for, pool: int, tune: Collection[str],
         weights = weights_for(r.conv)
         ranked = r.query.ranked
         if weights is not None:
-            ranked = rerank_turns(r.query.search, list(ranked), r.question, pool, weights, session_penalty)
+            ranked = rerank_turns(r.query.search, list(ranked), r.query.subject, pool, weights,
+                                  session_penalty)
         accs["tune" if r.conv in tune else "held_out"].add(r.category, r.evidence, _refs(ranked))
     merged = RecallAccumulator(ks=(K,))
     for acc in accs.values():

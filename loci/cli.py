@@ -27,6 +27,14 @@ console = Console()
 err = Console(stderr=True)
 
 DATA_OPT = typer.Option(None, "--data-dir", help="Data directory (default: settings.data_dir).")
+# Whose the turns of an imported chat or LoCoMo file are, where the file does not say.
+USER_OPT = typer.Option(None, "--user", help="Owner of the turns (LoCoMo: instead of each sample's id; chat: "
+                        "rows without user_id).")
+PROJECT_OPT = typer.Option(None, "--project", help="Project the turns were said in (LoCoMo: instead of "
+                           "'locomo'; chat: rows without project_id).")
+ORG_OPT = typer.Option(None, "--org", help="Org of the turns (rows without org_id).")
+SPEAKER_OPT = typer.Option(None, "--speaker", help="LoCoMo: your own name among the speakers; your turns land "
+                           "as the user's, as in a live chat.")
 SAMPLE_CHATS = Path(__file__).resolve().parents[1] / "data" / "samples" / "chats.jsonl"
 
 
@@ -125,17 +133,24 @@ def ingest(
     format: Optional[str] = typer.Option(None, "--format",
                                          help="chat | locomo | items (default: read from the file, else chat)"),
     data_dir: Optional[str] = DATA_OPT,
+    user: Optional[str] = USER_OPT,
+    project: Optional[str] = PROJECT_OPT,
+    org: Optional[str] = ORG_OPT,
+    speaker: Optional[str] = SPEAKER_OPT,
 ) -> None:
     """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
-    _land(path, format, data_dir, usual="chat")
+    _land(path, format, data_dir, usual="chat", owner=(user, project, org), speaker=speaker)
 
 
-def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: str) -> None:
+def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: str,
+          owner: tuple[Optional[str], Optional[str], Optional[str]], speaker: Optional[str] = None) -> None:
     """`loci ingest` and `loci import`: one reader per format; with no --format, the one
     the file's first row names (a chat export given to `import`, an items export given to
-    `ingest`, is read as what it is, with a note), else the command's `usual` one."""
+    `ingest`, is read as what it is, with a note), else the command's `usual` one. `owner`:
+    --user/--project/--org, whose turns they are where the file does not say; `speaker`:
+    the importer's own name among a LoCoMo file's speakers."""
     from pipelines.inbox import open_inbox
-    from pipelines.ingest import file_format, import_items_jsonl, ingest_chat_jsonl, ingest_locomo
+    from pipelines.ingest import Owner, file_format, import_items_jsonl, ingest_chat_jsonl, ingest_locomo
     from pipelines.policy import Policy
 
     if not path.is_file():
@@ -147,6 +162,16 @@ def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: 
         format = file_format(path) or usual
         if format != usual:
             err.print(f"{path} holds {_FORMAT_NAMES[format]}: read as such (--format {format})")
+    given = dict(zip(("user_id", "project_id", "org_id"), owner))
+    if any(v is not None for v in given.values()):
+        if format == "items":
+            _fail("--user/--project/--org name whose turns a chat or LoCoMo file holds; "
+                  "an export names each item's own scope", 2)
+        _identity(*(v or "default" for v in (given["user_id"], given["project_id"], "default", given["org_id"])),
+                  "--user/--project/--org")
+    if speaker is not None and format != "locomo":
+        _fail("--speaker names the importer among a LoCoMo file's speakers; a chat row says its role", 2)
+    whose = Owner(**given, speaker=speaker)
     settings = _settings(data_dir)
     with open_inbox(settings) as inbox:
         try:
@@ -155,9 +180,10 @@ def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: 
 
                 with MemoryService(settings) as service:
                     report = readers[format](path, inbox, service.policy, existing=lambda who: (
-                        lambda proposal: service.existing_like(who, service.view())(proposal)))
+                        lambda proposal: service.existing_like(who, service.view())(proposal)),
+                        **({"owner": whose} if format == "chat" else {}))
             else:
-                report = readers[format](path, inbox, Policy(settings))
+                report = readers[format](path, inbox, Policy(settings), owner=whose)
         except ValueError as exc:
             _fail(str(exc))
     _print_report(report.as_dict(), turns=format != "items")
@@ -175,10 +201,14 @@ def import_(
     format: Optional[str] = typer.Option(None, "--format",
                                          help="items | chat | locomo (default: read from the file, else items)"),
     data_dir: Optional[str] = DATA_OPT,
+    user: Optional[str] = USER_OPT,
+    project: Optional[str] = PROJECT_OPT,
+    org: Optional[str] = ORG_OPT,
+    speaker: Optional[str] = SPEAKER_OPT,
 ) -> None:
     """Import items exported with `loci export` (governed again on the way in); an exported
     chat (chat JSONL) or a LoCoMo file is imported as `loci ingest` lands it."""
-    _land(path, format, data_dir, usual="items")
+    _land(path, format, data_dir, usual="items", owner=(user, project, org), speaker=speaker)
 
 
 @app.command()
@@ -665,7 +695,7 @@ def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     each tier, and answer a recall."""
     settings = _settings(data_dir)
     console.rule("1. ingest the sample chats")
-    ingest(path=SAMPLE_CHATS, format="chat", data_dir=settings.data_dir)
+    _land(SAMPLE_CHATS, "chat", settings.data_dir, usual="chat", owner=(None, None, None))
     console.rule("2. consolidate (Dagster job, in-process)")
     consolidate(data_dir=settings.data_dir, shard=None)  # a direct call: every option named
     console.rule("3. what is in each tier")

@@ -27,6 +27,7 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
+from pipelines.forgetting import with_forgetting
 from pipelines.inbox import InboxBackend, InboxError
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
@@ -40,6 +41,18 @@ FREEZE_SEGMENT_ITEMS = 256
 POOLED_KEPT = 256  # pooled windows remembered between a write's `share` and its fold
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
                            "memory.palace.assign", "memory.review"})
+
+
+def _turns(snap: SnapshotState, delta: Mapping[str, MemoryItem], owners: set[tuple[str, str]]) -> list[MemoryItem]:
+    """The raw chat turns served of each (org, user) in `owners`: the snapshot's, the
+    delta's copy where it has one. Read when a fold forgets a claim (rare): which turns
+    said it, which quote those."""
+    def owned(it: MemoryItem) -> bool:
+        return it.type == "message" and (it.scope.org_id, it.scope.user_id) in owners
+
+    served = {it.id: it for it in (snap.loaded.items if snap.loaded else ()) if owned(it)}
+    served.update((i, it) for i, it in delta.items() if owned(it))
+    return list(served.values())
 
 
 @dataclass(frozen=True)
@@ -177,6 +190,9 @@ class DeltaLog:
         `audit` event: then nothing is copied and the corpus is reused as it is."""
         known = prev.items
         overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
+        # A claim forgotten: the turns that said it, and their neighbours' contexts, forget it now.
+        made = with_forgetting(overlay.items, lambda i: known.get(i) or snap.get(i),
+                               lambda owners: _turns(snap, {**known, **overlay.items}, owners))
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches
@@ -186,12 +202,12 @@ class DeltaLog:
                 grown.setdefault(item_id, []).append(ev)
             touches = MappingProxyType({k: tuple(v) for k, v in grown.items()})
         max_seq = max(prev.max_seq, overlay.max_seq, events[-1].seq)
-        if not overlay.items:  # usage / audit / rejections only: the corpus is unchanged
+        if not made:  # usage / audit / rejections only: the corpus is unchanged
             return DeltaState(prev.items, prev.segments, max_seq, touches, prev.events + len(events),
                               prev.embed_problem)
-        items = {**prev.items, **overlay.items}
+        items = {**prev.items, **made}
         every = list(items.values())
-        segment, problem = self._segment([items[i] for i in overlay.items], every, snap)
+        segment, problem = self._segment([items[i] for i in made], every, snap)
         segments = [*prev.segments, segment]
         while len(segments) > 1 and 2 * segments[-1].n >= segments[-2].n:
             merged_ids = dict.fromkeys(it.id for seg in segments[-2:] for it in seg.items)

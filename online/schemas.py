@@ -21,6 +21,10 @@ from pipelines.records import Identity, ItemType, ScopeKind, Tier
 Text = Annotated[str, Meta(min_length=1, max_length=200_000, description="Turn text (non-empty).")]
 MAX_QUERY_CHARS = 10_000  # what one recall reads of a question (the API refuses longer)
 Query = Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS, description="What to recall (non-empty).")]
+# The asker's IANA zone: "yesterday" is theirs, not UTC's (checked by `records.time_zone`).
+TimeZoneName = Annotated[str, Meta(min_length=1, max_length=64, examples=["Europe/Berlin"],
+                                   description="IANA time zone a question's 'yesterday', 'last week' are read in "
+                                               "(default: the service's `timezone` setting, UTC).")]
 ShortId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.:@/\-]+$")]
 TagList = Annotated[list[Annotated[str, Meta(min_length=1, max_length=100)]], Meta(max_length=50)]
 Conversation = Annotated[
@@ -118,6 +122,7 @@ class RecallRequest(Request):
     scope: ScopeKind | None = None
     trace: bool = False
     conversation: Conversation = []
+    tz: TimeZoneName | None = None
 
 
 class HitOut(msgspec.Struct, kw_only=True):

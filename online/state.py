@@ -273,14 +273,15 @@ class MemoryService:
         record_usage: bool = True,
         view: View | None = None,
         said: Sequence[str] = (),
+        tz: str | None = None,
     ) -> RecallResult:
         """Recall over snapshot + delta for `identity`; queues one `usage` event with the
         returned ids (`record_usage`). `said`: the conversation's messages, whose turns are
-        not recalled (`RecallEngine.recall`)."""
+        not recalled; `tz`: the asker's time zone (`RecallEngine.recall`)."""
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
-            type=type, scope=scope, filters=filters, trace=trace, said=said,
+            type=type, scope=scope, filters=filters, trace=trace, said=said, tz=tz,
         )
         if record_usage and result.used_ids:
             self.record_usage(identity, list(result.used_ids), query)

@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
-from online.schemas import MAX_QUERY_CHARS
+from online.schemas import MAX_QUERY_CHARS, TimeZoneName
 from online.state import MemoryService, View
 from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
@@ -74,6 +74,7 @@ from pipelines.records import (
     sha256_text,
     stable_id,
     time_problems,
+    time_zone,
     utcnow,
 )
 
@@ -152,6 +153,7 @@ class SearchArgs(Args):
     type: ItemType | None = None
     scope: ScopeKind | None = None
     k: Annotated[int, Meta(ge=1, le=100)] | None = None
+    tz: TimeZoneName | None = None
 
 
 class ReadArgs(Args):
@@ -289,7 +291,8 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
                      "Checked by the memory policy; a change to someone else's memory is held for review "
                      "(the answer's verdict says `quarantine`: tell the user it awaits review). To forget an "
                      "entry, use memory_forget (the same as setting `validation` to \"retracted\").",
-    "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search. "
+    "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search, "
+                     "a stored fact or a turn of the user's conversation (type `message`: what was said). "
                      "It is retracted (kept with its history, never recalled again); someone else's memory "
                      "is held for review instead (verdict `quarantine`: tell the user it awaits review).",
     "memory.palace.assign": "Put a memory entry you can see at a palace location \"domain/room/shelf\" "
@@ -636,9 +639,14 @@ class ToolDispatcher:
             raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
                                  f"{_patch_choices(str(exc))}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
-        if current.type == "message":
+        # What was said is not edited, but it may be forgotten: a turn is its speaker's own
+        # (user scope, so only they see it), and an imported chat holds no claim whose
+        # retraction would take it out of recall.
+        forgets_a_turn = current.type == "message" and args.patch == {"validation": "retracted"}
+        if current.type == "message" and not forgets_a_turn:
             raise ToolError(400, f"memory.update: {args.id!r} is a verbatim record of what was said "
-                                 "and is not edited; write a new memory instead")
+                                 "and is not edited: write a new memory for what holds now, or forget the "
+                                 "turn (memory.forget)")
         raised = (args.patch.get("confidence") or 0) > QUARANTINE_MAX_CONFIDENCE
         lifts = raised or args.patch.get("validation") == "verified"
         if in_quarantine(current) and lifts:  # else an edit is an approval without the review (recall injects it)
@@ -659,7 +667,10 @@ class ToolDispatcher:
         # The reviewer who approved a claim vouched for what it says: their correction of it
         # is checked against the other claims in its scope, not against itself (`_vouched`).
         vouched = _vouched(current, who)
-        governed = self._governed(updated, (who, view, current, vouched) if says else None)
+        governed = (GovernedClaim(Verdict(action="accept", reasons=["the speaker forgets what they said"]),
+                                  Corrections([], [], []), [])
+                    if forgets_a_turn  # its words were never a claim: nothing for the policy to judge
+                    else self._governed(updated, (who, view, current, vouched) if says else None))
         verdict = governed.verdict
         if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
                 and authors(current) != {who.user_id} and not vouched):
@@ -816,10 +827,15 @@ class ToolDispatcher:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
+        if args.tz is not None:
+            try:
+                time_zone(args.tz)
+            except ValueError as exc:
+                raise ToolError(400, f"memory.search: tz: {exc}") from exc
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False)
+                                     record_usage=False, tz=args.tz)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)

@@ -11,14 +11,17 @@ hash differs from the stored one are embedded again.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import os
 import re
 import tempfile
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -403,6 +406,48 @@ class _TorchBF16Encoder:
             return hidden.float().numpy()
 
 
+class CpuMeter:
+    """CPU seconds of work done on several threads, added up (`thread()` around a piece of
+    work on one thread: its thread CPU clock); `seconds` counts work still running too."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._total = 0.0
+        self._running: dict[int, tuple[int, float]] = {}  # per piece: (its thread's CPU clock, start)
+
+    @property
+    def seconds(self) -> float:
+        with self._lock:
+            return self._total + sum(time.clock_gettime(clock) - start for clock, start in self._running.values())
+
+    @contextlib.contextmanager
+    def thread(self) -> Iterator[None]:
+        if not hasattr(time, "pthread_getcpuclockid"):  # not on every platform: counted at the end
+            started = time.thread_time()
+            try:
+                yield
+            finally:
+                with self._lock:
+                    self._total += time.thread_time() - started
+            return
+        clock = time.pthread_getcpuclockid(threading.get_ident())
+        piece = object()
+        with self._lock:
+            self._running[id(piece)] = (clock, time.clock_gettime(clock))
+        try:
+            yield
+        finally:
+            with self._lock:
+                _, start = self._running.pop(id(piece))
+                self._total += time.clock_gettime(clock) - start
+
+
+# The CPU seconds of this process's `prefetch_windows` work, off the thread that asked for
+# it: a consolidation run gives them to its embedding stage (`assets.run`), not to the
+# stages they ran beside.
+PREFETCH_CPU = CpuMeter()
+
+
 class _MiniLMRunner:
     """One encoder of MiniLM (`_OnnxEncoder` or `_TorchBF16Encoder`) plus its tokenizer:
     texts in, unit vectors out.
@@ -455,8 +500,8 @@ class _MiniLMRunner:
         if parallel > 1 and len(batches) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:
-                pooled = list(pool.map(lambda rows: self._run(encodings, lengths, rows), batches))
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:  # longest first
+                pooled = list(pool.map(lambda rows: self._run(encodings, lengths, rows), batches[::-1]))[::-1]
         else:
             pooled = [self._run(encodings, lengths, rows) for rows in batches]
         out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
@@ -465,11 +510,14 @@ class _MiniLMRunner:
         return l2_normalise(out)
 
 
-    def pool_windows(self, windows: list[list[str]], parallel: int = 1) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    def pool_windows(self, windows: list[list[str]], parallel: int = 1, meter: CpuMeter | None = None
+                     ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """Per window (its part texts, `message_context.window_parts`): the mean last hidden
         state over the window and over each part's own tokens but the last
         (`message_context.pool_spans`). The parts are read together, in one model input per
-        window ([CLS] parts [SEP], cut at `max_tokens`); batched by length like `encode`."""
+        window ([CLS] parts [SEP], cut at `max_tokens`); batched by length like `encode`.
+        `meter` adds up the CPU seconds of the batches run on threads of their own (the
+        caller's thread is the caller's to measure)."""
         from pipelines.message_context import pool_spans, window_tokens
 
         cls, sep = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
@@ -484,6 +532,12 @@ class _MiniLMRunner:
         order = np.argsort(lengths, kind="stable")
         batches = [order[i:i + self.batch_size] for i in range(0, len(inputs), self.batch_size)]
 
+        def on_worker(rows: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+            if meter is None:
+                return run(rows)
+            with meter.thread():
+                return run(rows)
+
         def run(rows: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
             width = int(lengths[rows].max())
             ids = np.zeros((len(rows), width), dtype=np.int64)
@@ -497,8 +551,10 @@ class _MiniLMRunner:
         if parallel > 1 and len(batches) > 1:
             from concurrent.futures import ThreadPoolExecutor
 
+            # Longest batches first: the last ones, which one thread may run while the
+            # other has nothing left, are then the shortest (the batches are the same).
             with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:
-                done = list(pool.map(run, batches))
+                done = list(pool.map(on_worker, batches[::-1]))[::-1]
         else:
             done = [run(rows) for rows in batches]
         out: list[Any] = [None] * len(inputs)
@@ -577,6 +633,8 @@ class MiniLMEmbedder(Embedder):
         self._online_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._int8_store: MiniLMEmbedder | None = None  # `for_store`'s, built once
+        self._prefetched: tuple[list[list[str]], Future] | None = None  # `prefetch_windows`'
+        self._prefetch_lock = threading.Lock()
 
     @property
     def online_precision(self) -> str:
@@ -605,6 +663,7 @@ class MiniLMEmbedder(Embedder):
                 sibling = copy.copy(self)
                 sibling.precision, sibling.name = "int8", MINILM_NAMES["int8"]
                 sibling._cache = OrderedDict()  # another model's vectors than this one's stored ones
+                sibling._prefetched, sibling._prefetch_lock = None, threading.Lock()
                 sibling._int8_store = sibling
                 self._int8_store = sibling
         return self._int8_store
@@ -680,21 +739,48 @@ class MiniLMEmbedder(Embedder):
 
     def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """Token-state pooling of pooled message windows with the stored-vector model
-        (`_MiniLMRunner.pool_windows`; `message_context.POOLING`)."""
+        (`_MiniLMRunner.pool_windows`; `message_context.POOLING`); the result of a
+        `prefetch_windows` of the same windows when there is one."""
+        with self._prefetch_lock:
+            pending, self._prefetched = self._prefetched, None
+        if pending is not None and pending[0] == windows:
+            return pending[1].result()
         return self._pool_with(windows, self.stored_precision(len(windows)))
+
+    def prefetch_windows(self, windows: Sequence[Sequence[str]]) -> None:
+        """Start `pool_windows(windows)` on a thread of its own and return at once; the
+        next `pool_windows` call takes the result if it asks for the same windows (the same
+        batches, so the same vectors), else drops it. The consolidation starts its
+        embedding stage's model work this way as soon as governance has committed
+        (`consolidate.prefetch_item_vectors`), so the single-threaded work in between runs
+        beside the model."""
+        wanted = [list(parts) for parts in windows]
+        result: Future = Future()
+
+        def run() -> None:
+            try:
+                with PREFETCH_CPU.thread():  # this thread's own (loading, tokenizing, waiting)
+                    result.set_result(self._pool_with(wanted, self.stored_precision(len(wanted)), PREFETCH_CPU))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller that takes it
+                result.set_exception(exc)
+
+        with self._prefetch_lock:
+            self._prefetched = (wanted, result)
+        threading.Thread(target=run, name="loci-embed-prefetch", daemon=True).start()
 
     def pool_windows_online(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """`pool_windows` with the online model (`int8_online`): the service's delta, whose
         vectors the next snapshot replaces, as `embed_online` is for texts."""
         return self._pool_with(windows, self.online_precision)
 
-    def _pool_with(self, windows: list[list[str]], precision: str) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+    def _pool_with(self, windows: list[list[str]], precision: str, meter: CpuMeter | None = None
+                   ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         if not windows:
             return []
         parallel = self.batch_threads if len(windows) >= self.batch_min else self.threads
         runner = self.runner(precision)
         with self._encode_lock:
-            return runner.pool_windows(windows, parallel)
+            return runner.pool_windows(windows, parallel, meter)
 
     def _encode(self, texts: list[str], precision: str) -> np.ndarray:
         parallel = self.batch_threads if len(texts) >= self.batch_min else self.threads

@@ -146,13 +146,39 @@ def _row_problem(row: ChatRow) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Owner:
+    """Whose the turns of a file are where the file does not say (`loci import --user nora
+    --project home`): a person importing their own past chats lands them as theirs, in the
+    project they will ask from (a turn is evidence only in the project it was said in), not
+    as user "default" or a LoCoMo sample's id in project "locomo". None: the file's own, or
+    the format's default."""
+
+    user_id: str | None = None
+    project_id: str | None = None
+    org_id: str | None = None
+    # The importer's own name among a LoCoMo file's speakers (`--speaker Nora`): their turns
+    # are the user's, as a live chat's are ("user", no name), so a later live turn that says
+    # otherwise is read as the same person's (`episodic.said_otherwise_by`).
+    speaker: str | None = None
+
+    def of_row(self, row: ChatRow) -> Identity:
+        """A chat row's caller; an identity part the row leaves out ("default") is the owner's."""
+        def part(name: str) -> str:
+            said, given = getattr(row, name), getattr(self, name, None)
+            return given if said == "default" and given else said
+        return Identity(part("user_id"), part("project_id"), row.session_id, part("org_id"))
+
+
 def ingest_chat_jsonl(
     path: str | Path, inbox: InboxBackend, policy: Any,
     existing: Callable[[Identity], Callable[[ProposedItem], Sequence[MemoryItem]]] | None = None,
+    owner: Owner = Owner(),
 ) -> IngestReport:
     """Land a chat JSONL file. `existing(who)` finds the stored claims a proposal of `who`'s
     is checked against (`capture_turn`), as they stand when it is checked (earlier rows
-    included); without it proposals are governed by the policy alone."""
+    included); without it proposals are governed by the policy alone. `owner`: the identity
+    parts of rows that name none."""
     path = Path(path)
     report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
@@ -162,7 +188,7 @@ def ingest_chat_jsonl(
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
             report.bad_rows.append(f"line {number}: {_error_text(exc)}")
             continue
-        who = Identity(row.user_id, row.project_id, row.session_id, row.org_id)
+        who = owner.of_row(row)
         ordinal[who] += 1  # counted for a refused row too: fixing it keeps the others' ids
         problem = _row_problem(row)
         if problem:
@@ -217,9 +243,12 @@ def locomo_user_id(sample: dict[str, Any], index: int) -> str:
     return str(sample.get("sample_id") or f"locomo-{index}")
 
 
-def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project_id: str = "locomo") -> IngestReport:
-    """Every conversation is one user's scope, every session a session, every turn a chat
-    turn with its dia_id kept in provenance and the session date as the turn time."""
+def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project_id: str = "locomo",
+                  owner: Owner = Owner()) -> IngestReport:
+    """Every conversation is one user's scope (its sample id's, or `owner`'s: one person's
+    own history), every session a session, every turn a chat turn with its dia_id kept in
+    provenance and the session date as the turn time."""
+    project_id = owner.project_id or project_id
     report = IngestReport.starting_at(inbox)
     try:
         samples = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -227,14 +256,27 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
         raise ValueError(f"{path}: not a LoCoMo JSON file ({_error_text(exc)})") from exc
     if not isinstance(samples, list):
         raise ValueError(f"{path}: expected a list of LoCoMo samples")
+    if owner.speaker is not None:  # a misspelt name would land the importer's turns as someone else's
+        named = sorted({str(t.get("speaker")) for s in samples if isinstance(s, dict)
+                        and isinstance(s.get("conversation"), dict)
+                        for _, _, turns in locomo_sessions(s["conversation"]) for t in turns
+                        if isinstance(t, dict) and t.get("speaker")})
+        if owner.speaker not in named:
+            raise ValueError(f"{path}: speaker {owner.speaker!r} is none of the file's speakers "
+                             f"({', '.join(named) or 'none named'}); nothing was imported")
     for index, sample in enumerate(samples):
         conv = sample.get("conversation") if isinstance(sample, dict) else None
         if not isinstance(conv, dict):
             report.bad_rows.append(f"sample {index}: no conversation")
             continue
-        user_id = locomo_user_id(sample, index)
+        sample_user = locomo_user_id(sample, index)
+        user_id = owner.user_id or sample_user
+        # One owner's several conversations keep their sessions and turns apart by the sample.
+        ids = (sample_user,) if owner.user_id is None else (owner.user_id, sample_user)
         for number, date, turns in locomo_sessions(conv):
-            who = Identity(user_id=user_id, project_id=project_id, session_id=f"session_{number}")
+            session = f"session_{number}" if owner.user_id is None else f"{sample_user}/session_{number}"
+            who = Identity(user_id=user_id, project_id=project_id, session_id=session,
+                           org_id=owner.org_id or "default")
             for position, turn in enumerate(turns):
                 if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
                     report.bad_rows.append(f"sample {index} session {number} turn {position}: malformed")
@@ -246,8 +288,9 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
                 try:
                     result = capture_turn(
                         inbox, policy, who, "user", text,
-                        turn_id=stable_id("turn", user_id, dia_id),
-                        turn_ref=dia_id, speaker=turn.get("speaker"), at=date, parse=False,
+                        turn_id=stable_id("turn", *ids, dia_id),
+                        turn_ref=dia_id, at=date, parse=False,
+                        speaker=None if owner.speaker and turn.get("speaker") == owner.speaker else turn.get("speaker"),
                         default_scope="user",
                     )
                 except TurnIdConflict:  # a dia_id used twice in one conversation

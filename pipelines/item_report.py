@@ -12,18 +12,15 @@ from typing import IO, Any
 
 import msgspec
 
+from pipelines.forgetting import forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import (
     HELD_EDIT_RULES,
     fold_events,
     forgotten_tombstone,
-    is_tombstone,
     item_ids_touched,
-    message_item_id,
     recall_state,
 )
-from pipelines.message_context import answered_turn, context_of, with_context
-from pipelines.recall.conflicts import CLAIM_TYPES, restates
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
@@ -242,45 +239,20 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
     forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text,
-    nor do the raw turns that said it (`forgotten_turns`), as recall leaves them out, nor
-    the retrieval context of the turns next to them."""
+    nor do the raw turns that said it, nor the retrieval context of the turns next to them
+    or to a turn its speaker forgot (`forget_turns`, as the service and consolidation apply
+    it; here again for what a store forgot before they did)."""
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
-    hidden = set() if include_inactive else forgotten_turns(items)
-    hidden_texts = [it.content for it in items if it.id in hidden and it.content]
+    changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten(it)], items)
     n = 0
     for item in items:
-        if not include_inactive and (item.validation == "retracted" or item.id in hidden):
+        item = changed.get(item.id, item)
+        if not include_inactive and item.validation == "retracted":
             item = forgotten_tombstone(item)
-        elif any(text in context_of(item) for text in hidden_texts):
-            # a neighbour's retrieval context quotes the forgotten turn: it goes without it
-            item = msgspec.structs.replace(item, metadata=with_context(item.metadata, {}))
         handle.write(encoder.encode(item).decode("utf-8") + "\n")
         n += 1
     return n
-
-
-def forgotten_turns(items: list[MemoryItem]) -> set[str]:
-    """Ids of the raw chat turns among `items` that said a forgotten (retracted) claim: the
-    exchange a chat proposal came from (the assistant turn that proposed it and the user turn
-    it answered) and any earlier turn that restates it: what recall never shows either
-    (`recall.candidates`)."""
-    forgotten = [it for it in items if it.validation == "retracted" and it.type in CLAIM_TYPES and not is_tombstone(it)]
-    if not forgotten:
-        return set()
-    turns = [it for it in items if it.type == "message" and it.validation != "retracted"]
-    by_id = {t.id: t for t in turns}
-    hidden: set[str] = set()
-    for claim in forgotten:
-        said = by_id.get(message_item_id(claim.provenance.source_id))
-        if said is not None and claim.provenance.source_kind == "chat":
-            hidden.add(said.id)
-            audience = said.scope.audience_key()
-            answered = answered_turn(said, (t for t in turns if t.scope.audience_key() == audience))
-            if answered is not None:
-                hidden.add(answered.id)
-        hidden.update(t.id for t in turns if restates(t, claim))
-    return hidden
 
 
 def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> dict[str, list[dict[str, str]]]:

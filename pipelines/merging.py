@@ -40,6 +40,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from pipelines.materialize import DISAGREES_WITH
 from pipelines.recall.conflicts import authors, conflict_reason, find_conflicts, is_claim, read_claim, supersedes
 from pipelines.records import (
     ITEM_TYPES,
@@ -647,6 +648,13 @@ def _merged_links(
     return links, item_links
 
 
+def _disagreed(items: Sequence[MemoryItem], ids: Sequence[str]) -> list[str]:
+    """The claims outside the cluster its members disagree with (`DISAGREES_WITH`), once,
+    in order."""
+    return [other for other in union_exact([[str(i) for i in it.metadata.get(DISAGREES_WITH) or ()]
+                                             for it in items]) if other not in ids]
+
+
 def merge_cluster(
     cluster: Sequence[MemoryItem],
     merger: Merger,
@@ -719,6 +727,9 @@ def merge_cluster(
             "verdict": verdict.action,
             "merge_confidence": round(confidence, 6),
             "source_ids": source_ids,
+            # What its members disagreed with when written stays disagreed with: the merged
+            # claim is what answers for them now (recall pulls the two in together).
+            **({DISAGREES_WITH: disagreed} if (disagreed := _disagreed(items, ids)) else {}),
         },
     )
     return MergeOutcome(new_item, tuple(ids), links, MERGE_REASON, verdict, None, draft, confidence, refused)

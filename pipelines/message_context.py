@@ -282,6 +282,33 @@ def embedding_hash(item: MemoryItem) -> str:
     return sha256_text(f"{item.content_hash}\n{context}\n{COMPOSITION.recipe}")
 
 
+def _window_plan(items: Sequence[MemoryItem], neighbour: Callable[[str], MemoryItem | None]
+                 ) -> tuple[dict[tuple[str, ...], tuple[int, list[str]]], dict[int, list[tuple[tuple[str, ...], int]]]]:
+    """The distinct pooled windows of `items` (turn ids -> (order, part texts)), each read
+    once, and per pooled item (its index) its windows and its place in each."""
+    windows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
+    pooled: dict[int, list[tuple[tuple[str, ...], int]]] = {}
+    for k, item in enumerate(items):
+        recorded = pooled_windows(item)
+        if recorded is None:
+            continue
+        held = []
+        for ids in recorded:
+            found = [item if i == item.id else neighbour(i) for i in ids]
+            turns = [t for t in found if t is not None]
+            key = tuple(t.id for t in turns)
+            windows.setdefault(key, (len(windows), window_parts(turns)))
+            held.append((key, key.index(item.id)))
+        pooled[k] = held
+    return windows, pooled
+
+
+def item_windows(items: Sequence[MemoryItem], neighbour: Callable[[str], MemoryItem | None]) -> list[list[str]]:
+    """The windows `item_vectors` gives an embedder's `pool_windows` for `items`, in its
+    order (what a prefetch of those vectors must read: `MiniLMEmbedder.prefetch_windows`)."""
+    return [parts for _, parts in _window_plan(items, neighbour)[0].values()]
+
+
 def item_vectors(
     items: Sequence[MemoryItem],
     embed: Callable[[list[str]], np.ndarray],
@@ -298,24 +325,14 @@ def item_vectors(
     `pooled_vector` of its own-token pools, each distinct window read once; without it such
     a message gets its default text vector (`embedding_text`)."""
     rows: dict[str, int] = {}
-    windows: dict[tuple[str, ...], tuple[int, list[str]]] = {}
 
     def row(text: str) -> int:
         return rows.setdefault(text, len(rows))
 
+    windows, pooled = _window_plan(items, neighbour) if pool is not None else ({}, {})
     plans: list[tuple[int, list[int], list[int]]] = []
-    pooled: dict[int, list[tuple[tuple[str, ...], int]]] = {}
     for k, item in enumerate(items):
-        recorded = pooled_windows(item) if pool is not None else None
-        if recorded is not None:
-            held = []
-            for ids in recorded:
-                found = [item if i == item.id else neighbour(i) for i in ids]
-                turns = [t for t in found if t is not None]
-                key = tuple(t.id for t in turns)
-                windows.setdefault(key, (len(windows), window_parts(turns)))
-                held.append((key, key.index(item.id)))
-            pooled[k] = held
+        if k in pooled:
             plans.append((-1, [], []))
             continue
         turns = context_turns(item)
@@ -356,21 +373,31 @@ def turn_line(item: MemoryItem) -> str:
     return f"{item.title}: {content}"
 
 
+def forgotten(turn: MemoryItem) -> bool:
+    """A turn that said what a user asked to forget (`pipelines.forgetting`): no one's context."""
+    return turn.validation == "retracted"
+
+
 def _neighbours(turns: Sequence[MemoryItem], i: int, window: ContextWindow
                 ) -> tuple[Sequence[MemoryItem], Sequence[MemoryItem]]:
     before = turns[max(0, i - window.previous):i] if window.previous else []
     after = turns[i + 1:i + 1 + window.following] if window.following else []
-    return before, after
+    return [t for t in before if not forgotten(t)], [t for t in after if not forgotten(t)]
+
+
+# How a context names its neighbours (`build_context`; `context_without` reads them back).
+REPLY_TO, ANSWERED_BY, TURN_SEPARATOR = "(in reply to ", "(answered by ", " / "
 
 
 def build_context(turns: Sequence[MemoryItem], i: int, window: ContextWindow) -> str:
-    """The retrieval context of turns[i], given its session's turns in order."""
+    """The retrieval context of turns[i], given its session's turns in order (a forgotten
+    turn left out: its place stays empty)."""
     before, after = _neighbours(turns, i, window)
     parts = []
     if before:
-        parts.append("(in reply to " + " / ".join(turn_line(t) for t in before) + ")")
+        parts.append(REPLY_TO + TURN_SEPARATOR.join(turn_line(t) for t in before) + ")")
     if after:
-        parts.append("(answered by " + " / ".join(turn_line(t) for t in after) + ")")
+        parts.append(ANSWERED_BY + TURN_SEPARATOR.join(turn_line(t) for t in after) + ")")
     said = said_on(turns[i].created_at) if window.date else None
     if said:
         parts.append(f"(said on {said})")
@@ -388,13 +415,63 @@ def context_fields(turns: Sequence[MemoryItem], i: int, window: ContextWindow, f
     if window.vectors == "pooled":
         index = first + i
         return {CONTEXT_KEY: context, TURN_INDEX_KEY: index,
-                CONTEXT_WINDOWS_KEY: [[t.id for t in turns[max(0, s - first):s - first + POOLING.size]]
+                CONTEXT_WINDOWS_KEY: [[t.id for t in turns[max(0, s - first):s - first + POOLING.size]
+                                       if t is turns[i] or not forgotten(t)]
                                       for s in POOLING.starts(index)]}
     if not window.composed:
         return {CONTEXT_KEY: context}
     before, after = _neighbours(turns, i, window)
     return {CONTEXT_KEY: context,
             CONTEXT_TURNS_KEY: {"previous": [t.id for t in before], "following": [t.id for t in after]}}
+
+
+def context_without(item: MemoryItem, gone: Sequence[MemoryItem]) -> dict[str, Any] | None:
+    """The context fields (`context_fields`) of the message `item` once the turns `gone` are
+    forgotten: each left out of its context text, its recorded context turns and pooled
+    windows, as `build_context` leaves a forgotten turn out (its place stays empty, nothing
+    further away comes in); {} when nothing is left. None when its context names none of
+    them. Read from the item alone: its session is not needed."""
+    context = context_of(item)
+    ids = {g.id for g in gone if g.id != item.id}
+    lines = [turn_line(g) for g in gone if g.id in ids]
+    if not context or not (recorded_turns(item) & ids or any(line in context for line in lines)):
+        return None
+    parts = []
+    for part in context.split("\n"):
+        for head in (REPLY_TO, ANSWERED_BY):
+            if part.startswith(head) and part.endswith(")"):
+                named = _without_lines(part[len(head):-1], lines)
+                part = f"{head}{named})" if named else ""
+        if part:
+            parts.append(part)
+    if not parts:
+        return {}
+    fields: dict[str, Any] = {CONTEXT_KEY: "\n".join(parts)}
+    if TURN_INDEX_KEY in item.metadata:
+        fields[TURN_INDEX_KEY] = item.metadata[TURN_INDEX_KEY]
+    windows = pooled_windows(item)
+    if windows is not None:
+        fields[CONTEXT_WINDOWS_KEY] = [[i for i in w if i not in ids] for w in windows]
+    turns = context_turns(item)
+    if turns is not None:
+        fields[CONTEXT_TURNS_KEY] = {"previous": [i for i in turns[0] if i not in ids],
+                                     "following": [i for i in turns[1] if i not in ids]}
+    return fields
+
+
+def _without_lines(named: str, lines: Sequence[str]) -> str:
+    """`named` ("line / line / ...", `build_context`) without each of `lines` (once each)."""
+    sep = TURN_SEPARATOR
+    for line in lines:
+        if named == line:
+            return ""
+        if named.startswith(line + sep):
+            named = named[len(line + sep):]
+        elif named.endswith(sep + line):
+            named = named[:-len(sep + line)]
+        elif sep + line + sep in named:
+            named = named.replace(sep + line + sep, sep, 1)
+    return named
 
 
 def with_context(metadata: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -411,22 +488,6 @@ def session_key(item: MemoryItem) -> tuple[str, str, str]:
 def turn_order(item: MemoryItem) -> tuple[int, str, str]:
     seq = item.metadata.get("inbox_seq")
     return (int(seq) if isinstance(seq, int) else 0, item.created_at, item.id)
-
-
-def answered_turn(said: MemoryItem, items: Iterable[MemoryItem]) -> MemoryItem | None:
-    """The user turn that the assistant turn `said` answered: among `items`, the same
-    session's latest user message before it (by inbox sequence); None without one."""
-    session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
-    if not isinstance(seq, int):
-        return None
-    answered: MemoryItem | None = None
-    for it in items:
-        at = it.metadata.get("inbox_seq")
-        if (isinstance(at, int) and at < seq and it.type == "message" and it.metadata.get("role") == "user"
-                and it.metadata.get("session_id") == session
-                and (answered is None or at > answered.metadata["inbox_seq"])):
-            answered = it
-    return answered
 
 
 def contextualise(

@@ -11,7 +11,9 @@ import hashlib
 import json
 import re
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -58,6 +60,15 @@ def parse_time(value: str | None) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=timezone.utc)
+
+
+@lru_cache(maxsize=64)
+def time_zone(name: str) -> ZoneInfo:
+    """The IANA zone `name` ("Europe/Berlin", "UTC"); ValueError naming it when unknown."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # a malformed key ("../x"), a folder ("America")
+        raise ValueError(f"unknown time zone {name!r} (an IANA name such as 'Europe/Berlin' or 'UTC')") from exc
 
 
 def says_something(text: str) -> bool:

@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from .records import time_zone
+
 # Feature flags and their defaults: the one list the CLI, the proxy and the in-process
 # middleware read. `enabled` is the master switch (off: memory does nothing at all);
 # `memory_tools` offers Loci's memory.* tools to the model and is off by default.
@@ -117,6 +119,9 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Recall
     recall_mode: str = "hybrid"  # inject | catalog | hybrid
     recall_k: int = 10
+    # The zone "yesterday", "last week" and "on Monday" are read in (an IANA name): the
+    # asker's days, not UTC's. A recall may name its own (`tz` on /v1/recall).
+    timezone: str = "UTC"
     catalog_k: int = 20
     inject_budget_tokens: int = 800
     confidence_threshold: float = 0.7
@@ -145,6 +150,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             raise ValueError("shards must be >= 1")
         if self.shard >= self.shards or self.shard < -1:
             raise ValueError(f"shard must be -1 (none) or within 0..{self.shards - 1}")
+        time_zone(self.timezone)  # an unknown zone fails at start, not at the first question
 
     def path(self, name: str) -> Path:
         p = Path(name)

@@ -217,6 +217,7 @@ class Exchange:
     dialect: Dialect
     body: dict[str, Any]
     answers_nothing_found: bool = False
+    tz: str | None = None  # the user's IANA zone ("yesterday" is theirs); None: `Settings.timezone`
     flags: dict[str, bool] = field(init=False)
     injected_ids: list[str] = field(default_factory=list)
     intercepted: bool = False
@@ -267,7 +268,7 @@ class Exchange:
             else:
                 blocks.append(self._nothing_found(repr(intent.query), intent.query))
         elif text.strip() and self.flags["context_injection"]:
-            result = self.service.recall(recall_query(text), self.identity, said=self.said)
+            result = self.service.recall(recall_query(text), self.identity, said=self.said, tz=self.tz)
             if result.injection:
                 blocks.append(result.injection)
                 self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"]
@@ -473,6 +474,8 @@ class Exchange:
     # -- memory reads ------------------------------------------------------------------------------
 
     def _dispatch(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
+        if action == "memory.search" and self.tz is not None and isinstance(args, dict) and "tz" not in args:
+            args = {**args, "tz": self.tz}  # the model's search too reads "yesterday" as the user's
         try:
             result = self.tools.dispatch(action, args, self.identity)["result"]
         except ToolError as exc:
@@ -581,7 +584,8 @@ class Exchange:
         query = f"{recall_query(self.user_text)}\n{recall_query(visible)}".strip()
         if not query:
             return {"memory_catalog": []}
-        result = self.service.recall(query, self.identity, mode="catalog", record_usage=False, said=self.said)
+        result = self.service.recall(query, self.identity, mode="catalog", record_usage=False, said=self.said,
+                                     tz=self.tz)
         entries = [e for e in (result.catalog or {}).get("memory_catalog", []) if e.get("id") not in current]
         return {**dict(result.catalog or {}), "memory_catalog": entries}
 

@@ -31,7 +31,7 @@ from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
 from online.proxy.forward import forward
-from online.proxy.identity import IdentityError, conversation_session, identity_from_headers
+from online.proxy.identity import IdentityError, conversation_session, identity_from_headers, timezone_from_headers
 from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
@@ -97,6 +97,7 @@ class MemoryHandlers:
             identity = identity_from_headers(request.headers, self.config.default_identity,
                                              openwebui=self.config.openwebui_headers,
                                              session=conversation_session(body.get("messages")))
+            tz = timezone_from_headers(request.headers)
         except IdentityError as exc:
             return dialect_error(dialect, 400, f"loci proxy: {exc}")
         headers = request_headers(request.headers.multi_items(), keep_encoding=False, hop_id=upstream.hop_id)
@@ -104,7 +105,7 @@ class MemoryHandlers:
         if dialect.supports_reset and flag(self.settings, "reset_summarize") \
                 and reset.is_reset(body, self.config):
             return await self.reset(request, dialect, body, identity, headers, streaming)
-        ex = Exchange(service, self.settings, self.config, identity, dialect, body)
+        ex = Exchange(service, self.settings, self.config, identity, dialect, body, tz=tz)
         first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
         problems = [problem] if problem else []
         if streaming:

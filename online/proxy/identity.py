@@ -1,12 +1,13 @@
 """Whose memory a proxied request uses, from its headers.
 
 The same headers as the recall service (`X-Loci-User`, `X-Loci-Project`, `X-Loci-Session`,
-`X-Loci-Org`). Ollama clients cannot add query parameters, so headers are the only way in;
-an id given in no header takes the configured default ("default" everywhere, the single-user
-setup). Open WebUI, started with `ENABLE_FORWARD_USER_INFO_HEADERS=true`, sends
-`X-OpenWebUI-User-Id` and `X-OpenWebUI-Chat-Id`; they are used for user and session when
-the Loci headers are absent. A chat request that names no session at all is its own
-conversation's (`conversation_session`), so session-scoped memory stays in that chat.
+`X-Loci-Org`; `X-Loci-Timezone` names the user's zone). Ollama clients cannot add query
+parameters, so headers are the only way in; an id given in no header takes the configured
+default ("default" everywhere, the single-user setup). Open WebUI, started with
+`ENABLE_FORWARD_USER_INFO_HEADERS=true`, sends `X-OpenWebUI-User-Id` and
+`X-OpenWebUI-Chat-Id`; they are used for user and session when the Loci headers are absent.
+A chat request that names no session at all is its own conversation's
+(`conversation_session`), so session-scoped memory stays in that chat.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from online.proxy.dialects import content_text
-from pipelines.records import Identity, sha256_text
+from pipelines.records import Identity, sha256_text, time_zone
 
 HEADERS = {
     "user_id": "x-loci-user",
@@ -25,6 +26,7 @@ HEADERS = {
     "org_id": "x-loci-org",
 }
 OPENWEBUI_HEADERS = {"user_id": "x-openwebui-user-id", "session_id": "x-openwebui-chat-id"}
+TIMEZONE_HEADER = "x-loci-timezone"  # the user's IANA zone: their "yesterday" (`timezone_from_headers`)
 MAX_ID_CHARS = 200
 _VALID = re.compile(r"^[^\x00-\x1f\x7f]+$")  # printable, no control characters
 
@@ -93,3 +95,18 @@ def identity_from_headers(
         if field_name not in ids:
             ids[field_name] = getattr(base, field_name)
     return Identity(**ids)
+
+
+def timezone_from_headers(headers: Mapping[str, str]) -> str | None:
+    """The user's IANA time zone from `X-Loci-Timezone` ("Europe/Berlin"), in which recall
+    reads "what did we decide yesterday?"; None when absent (the `timezone` setting).
+    Raises `IdentityError` for a zone that does not exist."""
+    value = next((v for k, v in headers.items() if k.lower() == TIMEZONE_HEADER), None)
+    if value is None:
+        return None
+    value = header_text(value).strip()
+    try:
+        time_zone(value)
+    except ValueError as exc:
+        raise IdentityError(f"header {TIMEZONE_HEADER}: {exc}") from exc
+    return value

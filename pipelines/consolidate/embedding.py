@@ -21,6 +21,7 @@ from pipelines.message_context import (
     ContextWindow,
     embedding_hash,
     item_vectors,
+    item_windows,
     recontextualise,
     recorded_turns,
     vector_recipe,
@@ -67,16 +68,47 @@ def embed_batched(embedder: Any, texts: Sequence[str]) -> np.ndarray:
     return out
 
 
-def vectors_for(items: Sequence[MemoryItem], embedder: Any, warehouse: Warehouse | None = None) -> np.ndarray:
-    """Stored-space vectors of `items` (`message_context.item_vectors`): a message's
-    neighbouring turns are found among `items`, else in `warehouse`."""
+def _neighbour(items: Sequence[MemoryItem], warehouse: Warehouse | None) -> Callable[[str], MemoryItem | None]:
+    """Finds a message's neighbouring turns among `items`, else in `warehouse`."""
     by_id = {i.id: i for i in items}
     wanted = sorted({n for i in items for n in recorded_turns(i)} - set(by_id))
     if wanted and warehouse is not None:
         by_id.update((i.id, i) for i in warehouse.get_items(wanted))
-    vectors = item_vectors(items, lambda texts: embed_batched(embedder, texts), by_id.get,
+    return by_id.get
+
+
+def vectors_for(items: Sequence[MemoryItem], embedder: Any, warehouse: Warehouse | None = None) -> np.ndarray:
+    """Stored-space vectors of `items` (`message_context.item_vectors`): a message's
+    neighbouring turns are found among `items`, else in `warehouse`."""
+    vectors = item_vectors(items, lambda texts: embed_batched(embedder, texts), _neighbour(items, warehouse),
                            pool=getattr(embedder, "pool_windows", None))
     return vectors if len(items) else np.zeros((0, int(embedder.dim)), dtype=np.float32)
+
+
+def _stale_items(warehouse: Warehouse, embedder: Any, since: str | None) -> list[MemoryItem]:
+    return warehouse.get_items(warehouse.stale_embedding_ids(embedder.name, written_since=since))
+
+
+def prefetch_item_vectors(warehouse: Warehouse, embedder: Any, *, since: str | None = None) -> int:
+    """Start the model on the windows `embed_items` (same `since`) will read, on threads of
+    the embedder's own (`prefetch_windows`; an embedder without it: nothing), and return
+    the number of windows. Called when governance has committed: the policy check and
+    Dagster's step changes then run beside the model instead of before it (ONNX Runtime
+    releases the GIL), and `embed_items` takes the result if nothing changed in between
+    (the same windows, so the same batches and vectors). Nothing starts when the stored
+    vectors are another embedder's (`embed_items` fails on them)."""
+    prefetch = getattr(embedder, "prefetch_windows", None)
+    if prefetch is None:
+        return 0
+    try:
+        ensure_same_embedder(warehouse, embedder)
+    except EmbedderChanged:
+        return 0
+    todo = _stale_items(warehouse, embedder, since)
+    windows = item_windows(todo, _neighbour(todo, warehouse))
+    if windows:
+        prefetch(windows)
+    return len(windows)
 
 
 def embedding_check_since(warehouse: Warehouse, model_name: str, recipe: str | None = None) -> str | None:
@@ -107,7 +139,7 @@ def embed_items(
     if check_model:
         ensure_same_embedder(warehouse, embedder)
     checked_at = utcnow()
-    todo = warehouse.get_items(warehouse.stale_embedding_ids(embedder.name, written_since=since))
+    todo = _stale_items(warehouse, embedder, since)
     active = warehouse.count_items()
     if not todo:
         dims = [d for m, d in warehouse.stored_embedding_models() if m == embedder.name]

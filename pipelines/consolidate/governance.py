@@ -26,6 +26,7 @@ from pipelines.consolidate.common import (
     last_successful_run,
     read_window,
 )
+from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
     fold_events,
     message_item_id,
@@ -129,11 +130,11 @@ def _creators(batch: list[Event]) -> dict[str, Origin]:
 
 def replay_edits(
     events: list[Event], items: dict[str, MemoryItem], skipped: list[str]
-) -> tuple[list[Edit], list[tuple[str, str, str]]]:
+) -> tuple[list[Edit], list[tuple[str, str, str]], dict[str, MemoryItem]]:
     """The edit events (`EDIT_KINDS`) in inbox order, each folded (the same fold the
     service's delta uses) into the item as the edit before it left it. Returns the edits to
-    store, as the fields each one changed, and the links they make (src, dst, rel): an
-    approval supersedes the claims it corrects."""
+    store, as the fields each one changed, the links they make (src, dst, rel): an
+    approval supersedes the claims it corrects, and `items` as the edits leave them."""
     current = dict(items)
     edits: list[Edit] = []
     links: list[tuple[str, str, str]] = []
@@ -156,7 +157,7 @@ def replay_edits(
         current[item_id] = after
         edits.append(Edit(item_id, patch, origin_of(e), _edit_reason(e)))
         links.extend(folded.links)
-    return edits, links
+    return edits, links, current
 
 
 @dataclass
@@ -258,16 +259,18 @@ def _count_verdicts(batch: list[Event], items: dict[str, MemoryItem], report: Go
 
 
 def _context(warehouse: Warehouse, new_items: dict[str, MemoryItem],
-             patches: dict[str, dict[str, Any]], settings: Settings
+             patches: dict[str, dict[str, Any]], settings: Settings,
+             forgotten: dict[str, MemoryItem] | None = None,
              ) -> tuple[dict[str, MemoryItem], dict[str, dict[str, Any]]]:
     """Messages get their conversational retrieval context; the last stored turn of a
-    session gains the turn that answers it (a metadata update, then a new vector)."""
+    session gains the turn that answers it (a metadata update, then a new vector).
+    `forgotten`: stored turns as this batch's forgetting leaves them (`_forget`)."""
     context_patches: dict[str, dict[str, Any]] = {}
     window = ContextWindow.of(settings)
     if not window.enabled:
         return new_items, context_patches
     touched = {session_key(i) for i in new_items.values() if i.type == "message"}
-    tails = warehouse.session_tails(sorted(touched), tail_size(window))
+    tails = [(forgotten or {}).get(t.id, t) for t in warehouse.session_tails(sorted(touched), tail_size(window))]
     new_items, recontext = contextualise(new_items, tails, window)
     by_id = {t.id: t for t in tails}
     for item_id, fields in recontext.items():
@@ -308,6 +311,33 @@ def _split_overlay(items: dict[str, MemoryItem], stored: dict[str, MemoryItem], 
     return new_items, patches
 
 
+def _forget(warehouse: Warehouse, batch: list[Event], stored: dict[str, MemoryItem],
+            final: dict[str, MemoryItem], new_items: dict[str, MemoryItem]
+            ) -> tuple[dict[str, MemoryItem], list[Edit], dict[str, MemoryItem]]:
+    """The claims this batch forgets (`final`: items as the batch leaves them), and what
+    that changes among the stored and new raw turns (`forget_turns`): new turns are
+    changed in `new_items` (before they get their context), stored ones are edits made by
+    the event that forgot the claim, stored in its inbox order (and returned as they
+    become, for the new turns' context)."""
+    forgotten = newly_forgotten(final.values(), stored.get)
+    if not forgotten:
+        return new_items, [], {}
+    turns = {t.id: t for t in warehouse.owned_messages(sorted(owners(forgotten)))}
+    turns.update((i, t) for i, t in new_items.items() if t.type == "message")
+    changed = forget_turns(forgotten, turns.values())
+    by = {e.payload.get("item_id") or (e.payload.get("item") or {}).get("id"): origin_of(e)
+          for e in batch if e.kind in ("memory.update", "memory.review", "memory.write")}
+    first = min((by[c.id] for c in forgotten if c.id in by), key=lambda o: o.inbox_seq or 0, default=None)
+    origin = first or Origin(inbox_seq=batch[-1].seq)
+    edits = [Edit(i, _diff(turns[i], t), origin, "forgotten") for i, t in changed.items() if i not in new_items]
+    # A new turn its speaker forgot in this batch is retracted before the new turns get
+    # their context (`_context`), which then leaves it out, as it leaves a stored one out.
+    new_items = {**new_items, **{t.id: msgspec.structs.replace(new_items[t.id], validation="retracted")
+                                 for t in forgotten if t.type == "message" and t.id in new_items}}
+    return ({**new_items, **{i: t for i, t in changed.items() if i in new_items}}, [e for e in edits if e.patch],
+            {i: t for i, t in changed.items() if i not in new_items})
+
+
 def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Settings,
           report: GovernReport) -> _Writes:
     updates = [e for e in batch if e.kind in EDIT_KINDS]
@@ -319,18 +349,20 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
                                    for old in e.payload.get(key) or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
     new_items, patches = _split_overlay(overlay.items, stored, settings)
-    edits, edit_links = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    final = {**overlay.items, **{e.item_id: edited[e.item_id] for e in edits}}
+    new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, final, new_items)
     later: dict[str, dict[str, Any]] = {}
     _usage(batch, overlay.usage, new_items, stored, later, report)
     links = _links(overlay.links, new_items, stored, later, report, edit_links)
     _count_verdicts(batch, overlay.items, report)
-    new_items, context_patches = _context(warehouse, new_items, later, settings)
+    new_items, context_patches = _context(warehouse, new_items, later, settings, forgotten_turns)
     refused = refusals(batch)
     report.messages = sum(1 for i in new_items.values() if i.type == "message")
     report.created = len(new_items)
-    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in edits})
+    report.updated = len(patches.keys() | later.keys() | {e.item_id for e in [*edits, *forgetting]})
     report.edits, report.refused, report.links = len(edits), len(refused), len(links)
-    asked = sorted([*edits, *refused], key=lambda step: step.origin.inbox_seq or 0)
+    asked = sorted([*edits, *refused, *forgetting], key=lambda step: step.origin.inbox_seq or 0)
     return _Writes(batch, new_items, patches, asked, later, context_patches, links)
 
 

@@ -27,13 +27,19 @@ from typing import Any
 import numpy as np
 
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
-from pipelines.message_context import answered_turn
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, said_within, states_time
-from .episodic import for_another_chat, for_another_project, is_proposal_carrier, said_date, stated_words
+from .episodic import (
+    answered_turn,
+    for_another_chat,
+    for_another_project,
+    is_proposal_carrier,
+    said_date,
+    stated_words,
+)
 from .lexical import normalise_label
 from .query import RecallFilters
 
@@ -211,8 +217,8 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 said_in: Sequence[DateRange] = (), said_only: bool = False, asks_time: bool = False,
-                 about_self: bool = False, listing: tuple[str, ...] = ()):
+                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, said_only: bool = False,
+                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -225,6 +231,7 @@ class CandidateSearch:
         # Days the question places what was said in, from the time of asking ("what did we
         # decide yesterday?"): the "said_when" channel and the same boost, any item type.
         self.said_in = [(a.toordinal(), b.toordinal()) for a, b in said_in]
+        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC: turns' days are theirs
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
         # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
@@ -336,8 +343,8 @@ class CandidateSearch:
 
     def _exchange_of(self, claim: MemoryItem) -> set[str]:
         """Ids of the raw turns of the exchange a chat proposal came from: the assistant turn
-        that proposed it and the user turn that turn answered (the user's latest turn before
-        it in that session), however differently they worded it."""
+        that proposed it and the user turn it came from (`answered_turn`), however
+        differently they worded it."""
         if claim.provenance.source_kind != "chat":
             return set()
         loc = self.view.locate(message_item_id(claim.provenance.source_id))
@@ -345,7 +352,7 @@ class CandidateSearch:
             return set()
         said = self.view.corpora[loc[0]].items[loc[1]]
         audience = said.scope.audience_key()
-        answered = answered_turn(said, (c.items[row] for ci, c in enumerate(self.view.corpora)
+        answered = answered_turn(said, claim, (c.items[row] for ci, c in enumerate(self.view.corpora)
                                         for row in c.audience_rows(audience, self.view.allowed[ci])))
         return {said.id} if answered is None else {said.id, answered.id}
 
@@ -437,7 +444,7 @@ class CandidateSearch:
         week"), the latest first."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
-            days = c.said_days()
+            days = c.said_days(self.said_offset_s)
             rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(days))
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
@@ -630,7 +637,8 @@ class CandidateSearch:
         importance = item.importance if item.importance < 10 else 10
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
-        if self.said_in and opts.w_date and self._said_then(int(self.view.corpora[cand.ci].said_days()[cand.row])):
+        if self.said_in and opts.w_date and self._said_then(
+                int(self.view.corpora[cand.ci].said_days(self.said_offset_s)[cand.row])):
             boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):

@@ -14,13 +14,15 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   says what changed (`CHANGED`: "ci moved to github actions, jenkins is gone"); or
 - they are about the same subject and state different values. Same subject: the words
   before the first stated value agree ("Telemetry retention is 30 days" / "Telemetry
-  retention is 90 days in orion"), or most of their non-value words are shared (the
-  overlap coefficient of the smaller set, at least two words), or half of them when one
-  names as replaced a value the other states or both count in one unit with different
-  numbers ("4 spaces" / "2-space indentation"), or their embeddings are very close and half
-  their words shared. Words are Snowball stems ("ships" / "ship") of the content and the
-  title (the title names the subject: "Ship date" / "Release date"); a name is a word too
-  ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
+  retention is 90 days in orion"; an opener alone, "Thanks!", "Wow,", names none), or
+  most of their non-value words are shared (the overlap coefficient of the smaller set,
+  at least two words), or half of them when one names as replaced a value the other
+  states, or says that what the other names changed ("Dinner with Priya got pushed back
+  to Friday" / "I'm meeting Priya for dinner on Thursday"), or both count in one unit
+  with different numbers ("4 spaces" / "2-space indentation"), or their embeddings are
+  very close and half their words shared. Words are Snowball stems ("ships" / "ship") of
+  the content and the title (the title names the subject: "Ship date" / "Release date");
+  a name is a word too ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
   are one value, "30 minutes" and "2 hours" count in one unit), dates (ISO, or with their month: "March 3, 2027" is
   2027-03-03), and capitalised names inside a sentence ("two" is 2);
@@ -34,9 +36,11 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
 
 - one denies what the other says (`DENIES`): "I'm not allergic to penicillin" / "I'm
   allergic to penicillin", "We don't deploy on Fridays" / "We deploy on Fridays": the same
-  values (or none), most words shared, one negated ("not", "n't", "never", "no", or saying
-  it ended) and the other not; a negation that only retires a value ("REST, not GraphQL")
-  denies nothing.
+  values (or none), most words shared, one negated ("not", "n't", "never", "no", "nobody",
+  "nothing", ..., or saying it ended) and the other not, and what it negates is what the other says (most words of
+  its clauses that negate, and of its title, are the other's: "Long time no see!" in a
+  long chat turn denies nothing of "Good to see you!"); a negation that only retires a
+  value ("REST, not GraphQL") denies nothing.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible. Nor is a `refines` link, a correction of one
@@ -72,7 +76,7 @@ from scipy import sparse
 from pipelines.records import RETIRED_BY_USER, SCOPE_RANK, MemoryItem, Scope, timestamp
 
 from .dates import MONTHS, written_dates
-from .lexical import STOPWORDS, Stems, normalise_label, words
+from .lexical import SMALL_TALK, STOPWORDS, Stems, normalise_label, words
 
 # Two claims under one title whose contents do not compare: one may add to or update the
 # other. Recall shows both, flagged; a write neither corrects nor holds the older for it.
@@ -172,9 +176,18 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 # A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
 # pushes"): a claim that says it of what another states without it denies it (`_denies`). One
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
-_NEGATION = re.compile(r"\b(?:not|never|no|cannot)\b|n[’']t\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
 DENIES = "same subject, one denies it"
+# What negates nothing though it holds a negation word (NegEx's pseudo-negations): a tag
+# question ("Nature is amazing, isn't it?"), an idiom ("can't wait for", "no matter what",
+# "not only", "no doubt", "no problem").
+_NOT_NEGATING = re.compile(
+    r",\s*\w+n[’']t\s+(?:it|he|she|they|we|you|i|there|that|this)\s*\?|"
+    r"\b(?:(?:cannot|can[’']t|couldn[’']t)\s+wait|no\s+(?:matter|doubt|problem|worries)|not\s+only|never\s+mind)\b",
+    re.IGNORECASE)
 SAME_SUBJECT = "same subject, different values"
+# "and" / "but" right before a negation ("... and don't quit", "but we never"): what comes before is not denied.
+_CONJOINED = re.compile(r"\b(?:and|but|or)\s+(?:(?:i|we|you|they|he|she|it)\s+)?\w*$", re.IGNORECASE)
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
                              "previously"})
@@ -218,6 +231,7 @@ class Claim:
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
+    denied: frozenset[str] = frozenset()  # the words of what it denies (`_denied`), of `words`
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
 
@@ -229,7 +243,8 @@ def is_claim(item: MemoryItem) -> bool:
 def stated_values(text: str) -> frozenset[str]:
     """Numbers and times with their unit (also written as words: "two" is 2), ISO dates, and
     names capitalised mid-sentence, except those named only as replaced or denied."""
-    return _values(_RETIRED.sub(lambda m: " " * len(m.group(0)), text))
+    # whom it answers first: "No problem, John!" names no value, nor retires "problem, John"
+    return _unaddressed_values(_RETIRED.sub(lambda m: " " * len(m.group(0)), _unaddressed(text)))
 
 
 def retired_values(text: str) -> frozenset[str]:
@@ -244,9 +259,12 @@ def _stance(text: str) -> str:
 
 
 def _values(text: str) -> frozenset[str]:
+    return _unaddressed_values(_unaddressed(text))
+
+
+def _unaddressed_values(text: str) -> frozenset[str]:
+    """`_values` of a text whose vocatives are blanked already (`_unaddressed`)."""
     found: set[str] = set()
-    if _VOCATIVE.search(text):
-        text = _VOCATIVE.sub(_blank_vocative, text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}
@@ -266,10 +284,17 @@ def _values(text: str) -> frozenset[str]:
     names = [m.group(0) for m in _NAME.finditer(text)]
     if names:
         starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
-        named = {name for name in names if name not in starts}
+        # not a function word capitalised after a comma ("I appreciate your support, It means a lot")
+        named = {name for name in names if name not in starts
+                 and not (name.lower() in STOPWORDS and _NAMED_FORM.fullmatch(name))}
         found |= {name.lower() for name in named}
         found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _unaddressed(text: str) -> str:
+    """`text` with whom it greets, thanks or answers blanked (`_VOCATIVE`)."""
+    return _VOCATIVE.sub(_blank_vocative, text) if _VOCATIVE.search(text) else text
 
 
 def _blank_vocative(m: re.Match[str]) -> str:
@@ -410,6 +435,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     # Light verbs say nothing of the subject ("the orders service uses PostgreSQL" / "the orders
     # service runs on CockroachDB"); only they: "I take 50 mg of sertraline", the subject follows.
     subject = [w for w in toks[:first_value] if w not in skip and w not in _LIGHT_VERBS]
+    if SMALL_TALK.issuperset(subject):  # "Thanks! The Wolves ...", "Wow, Chicago ...": an opener names no subject
+        subject = []
     title_values = stated_values(item.title)
     title_skip = _value_words(title_values) | _date_words(item.title)
     # The title names the subject too ("Ship date" / "Release date"), and words compare as
@@ -436,8 +463,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
     # (the retiring clauses are blanked only in the few contents that hold a negation at all:
     # every claim of a snapshot is read when it loads)
-    negated = bool(ended) or (_NEGATION.search(stated) is not None and bool(_NEGATION.search(
-        _RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), stated))))
+    denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), _NOT_NEGATING.sub(" ", stated))
+               if _NEGATION.search(stated) else "")
+    negated = bool(ended) or (bool(denying) and _NEGATION.search(denying) is not None)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -445,7 +473,26 @@ def _read_claim(item: MemoryItem) -> Claim:
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
-                 negated=negated)
+                 negated=negated,
+                 denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:
+    """The words (stems, of `own_words`) of the clauses of `content` that negate or say
+    something ended, and of the title, which names what they speak of: what the claim
+    denies. "Thanks! I won't give up on it. What got you into books?" denies giving up,
+    not books."""
+    found: list[str] = []
+    for clause in _CLAUSE.finditer(content):
+        text = clause.group(0)
+        negation = _NEGATION.search(text)
+        if _ENDED.search(text):
+            found += words(text)
+        elif negation:
+            # a negation after "and" / "but" denies what follows it: "Keep going and don't quit" denies quitting
+            conjoined = _CONJOINED.search(text, 0, negation.start())
+            found += words(text[conjoined.start():] if conjoined else text)
+    return (frozenset(_STEMS([w for w in found if w not in STOPWORDS])) | title_words) & own_words
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -586,7 +633,18 @@ def _denies(a: Claim, b: Claim) -> bool:
     if a.negated == b.negated or a.values != b.values or a.adds or b.adds:
         return False
     shared, overlap = _overlap(a.words, b.words)
-    return shared >= 2 and overlap >= SUBJECT_OVERLAP and not _qualified_apart(a, b)
+    return (shared >= 2 and overlap >= SUBJECT_OVERLAP and _denies_said(a, b) and _denies_said(b, a)
+            and not _qualified_apart(a, b))
+
+
+def _denies_said(a: Claim, b: Claim) -> bool:
+    """If `a` is the negated one, what it denies (`Claim.denied`) is what `b` says: two
+    words at least, most of them shared ("Long time no see!" in a long turn denies nothing
+    of "Good to see you!")."""
+    if not a.negated:
+        return True
+    shared, overlap = _overlap(a.denied, b.words)
+    return shared >= 2 and overlap >= SUBJECT_OVERLAP
 
 
 def _retires(a: Claim, b: Claim) -> bool:
@@ -692,11 +750,28 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if shared < 2 or overlap < 0.5:
         return False
-    if retiring and overlap >= RETIRED_SUBJECT_OVERLAP:
+    if (retiring or _says_changed(a, b)) and overlap >= RETIRED_SUBJECT_OVERLAP:
         return True
     if callable(cosine):
         cosine = cosine()
     return cosine is not None and cosine >= SUBJECT_COSINE
+
+
+def _says_changed(a: Claim, b: Claim) -> bool:
+    """One says the value of what the other names changed: it says something changed
+    (`_CHANGED`: "Dinner with Priya got pushed back to Friday", "Standup moved to 10:15"),
+    and what it names before its first value, the words of the change left out, the other
+    says ("dinner", "standup"; not "Orion v2 launch party moved to April 14" / "Orion v2
+    beta review is on March 3", nor "I've had them for 3 years now" / "... bring joy"):
+    like naming the old value as replaced, it says it is about what the other states."""
+    for c, other in ((a, b), (b, a)):
+        if c.changes is None or not c.subject:
+            continue
+        moved = [w for m in _CHANGED.finditer(_stance(c.item.content)) for w in words(m.group(0))]
+        named = set(c.subject) - set(_STEMS(moved))
+        if moved and named and named <= other.words:
+            return True
+    return False
 
 
 def _value_kinds(values: Iterable[str]) -> int:
@@ -1069,6 +1144,10 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
+    if len(ask):  # one says it changed (`_says_changed`), else very close embeddings
+        changed = _says_changed_rows(table, i[ask], j[ask])
+        subject[ask[changed]] = True
+        ask = ask[~changed]
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
     if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
@@ -1081,6 +1160,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
     if len(denies) and table.qualifiers.nnz:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
+    if len(denies):  # what the negated one denies is what the other says (`_denies_said`), asked of the few
+        denies = denies[_denies_said_rows(table, i[denies], j[denies])]
     reason[denies] = 5
     if table.ended.nnz:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
@@ -1090,6 +1171,31 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding & (reason == 0)] = 2
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason, ids)
+
+
+def _claims_of(table: ClaimTable) -> Callable[[int], Claim]:
+    """A row's claim, unpacked once (for the few pairs a question is asked of by claim)."""
+    claims: dict[int, Claim] = {}
+
+    def claim(row: int) -> Claim:
+        if row not in claims:
+            claims[row] = table.claim(row)  # type: ignore[assignment]
+        return claims[row]
+
+    return claim
+
+
+def _denies_said_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_denies_said` both ways for the row pairs (i, j), from the rows' claims."""
+    claim = _claims_of(table)
+    return np.fromiter((_denies_said(claim(x), claim(y)) and _denies_said(claim(y), claim(x))
+                        for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
+
+
+def _says_changed_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """`_says_changed` for the row pairs (i, j), from the rows' claims."""
+    claim = _claims_of(table)
+    return np.fromiter((_says_changed(claim(x), claim(y)) for x, y in zip(i.tolist(), j.tolist())), bool, len(i))
 
 
 def _ended_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray) -> np.ndarray:

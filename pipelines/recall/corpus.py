@@ -26,6 +26,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import date
 from functools import lru_cache
 from typing import Any
 
@@ -38,9 +39,11 @@ from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
-from .episodic import is_small_talk, said_date
+from .episodic import is_small_talk, said_time
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
+
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()  # day 0 of POSIX time as a proleptic ordinal
 
 # Below this many allowed rows the exact matmul is cheaper and exact; above, FAISS.
 EXACT_MAX_ROWS = 8192
@@ -138,7 +141,8 @@ class MemoryCorpus:
         self._small_talk_cache: dict[int, bool] = {}
         self._partnered_cache: dict[int, bool] = {}
         self._corrections: np.ndarray | None = None
-        self._said_days: np.ndarray | None = None
+        self._said_seconds: np.ndarray | None = None  # POSIX seconds each row was said, NaN unknown
+        self._said_days: dict[int, np.ndarray] = {}  # per UTC offset of the asker
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -389,13 +393,22 @@ class MemoryCorpus:
         codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
         return np.isin(self._type_of, codes)
 
-    def said_days(self) -> np.ndarray:
-        """Per row, the day it was said (`episodic.said_date`) as a proleptic ordinal, 0 when
-        unknown; read when a question first places something in time."""
-        if self._said_days is None:
-            days = [said_date(it) for it in self.items]
-            self._said_days = np.fromiter((d.toordinal() if d else 0 for d in days), np.int64, self.n)
-        return self._said_days
+    def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
+        """Per row, the day it was said (`episodic.said_time`) where the clock is
+        `utc_offset_s` ahead of UTC, as a proleptic ordinal, 0 when unknown; read when a
+        question first places something in time."""
+        days = self._said_days.get(utc_offset_s)
+        if days is None:
+            if self._said_seconds is None:
+                times = (said_time(it) for it in self.items)
+                self._said_seconds = np.fromiter((t.timestamp() if t else np.nan for t in times),
+                                                 np.float64, self.n)
+            local = np.floor((self._said_seconds + utc_offset_s) / 86400.0)
+            known = ~np.isnan(local)
+            days = np.zeros(self.n, np.int64)
+            days[known] = local[known].astype(np.int64) + _EPOCH_ORDINAL
+            self._said_days[utc_offset_s] = days
+        return days
 
     def _visible_uncached(self, who: Identity) -> np.ndarray:
         mask = np.zeros(self.n, dtype=bool)

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import calendar
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from functools import lru_cache
+
+from ..records import time_zone
 
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
@@ -165,6 +167,16 @@ def without_said_when(text: str) -> str:
     return text
 
 
+def asking_day(now_ts: float, zone: str) -> tuple[date, int]:
+    """(the day it is at `now_ts` in `zone`, that zone's offset from UTC in seconds then).
+    "Yesterday" is the asker's yesterday; what was said is placed in the same zone with
+    the offset of the time of asking (a daylight-saving change inside "last month" moves
+    an edge by an hour, not worth a lookup per turn)."""
+    local = datetime.fromtimestamp(now_ts, time_zone(zone))
+    offset = local.utcoffset()
+    return local.date(), int(offset.total_seconds()) if offset is not None else 0
+
+
 def said_dates(text: str, today: date) -> list[DateRange]:
     """The days a question places what was said in, relative to `today` (the day it is
     asked): "yesterday", "this morning", "two days ago", "last week" (the calendar week
@@ -251,4 +263,5 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asks_when", "question_dates", "said_dates", "said_within", "without_said_when", "states_time"]
+__all__ = ["DateRange", "asking_day", "asks_when", "question_dates", "said_dates", "said_within", "states_time",
+           "without_said_when"]

@@ -30,19 +30,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from pipelines.records import Identity
+from pipelines.records import Identity, time_zone
 from pipelines.settings import Settings
 
 from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
-from .dates import asks_when, question_dates, said_dates
+from .dates import asking_day, asks_when, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
@@ -55,6 +54,7 @@ from .query import (
     asks_what_was_said,
     check_request,
     parse_now,
+    subject_text,
 )
 from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
 
@@ -209,7 +209,9 @@ class RecallQuery:
     opts: RecallOptions
     now_ts: float
     trace: list[dict[str, Any]] | None
+    zone: str = "UTC"  # the asker's time zone: their "yesterday"
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
+    subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     suppressed: list[dict[str, Any]] = field(default_factory=list)
@@ -278,15 +280,19 @@ class RecallEngine:
         now: str | None = None,
         options: RecallOptions | None = None,
         said: Sequence[str] = (),
+        tz: str | None = None,
     ) -> RecallResult:
         """Recall for `identity` over `corpora` (oldest first). Filters come either as one
         `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords. `said`: the
         messages of the conversation the question is asked in (a chat client resends them
         with each question): a stored turn saying the same is in the model's context
-        already, so it is not recalled."""
+        already, so it is not recalled. `tz`: the asker's IANA time zone, in which
+        "yesterday" and "last week" are read (default `Settings.timezone`)."""
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
+        if tz is not None:
+            q.zone = self._zone(tz)
         q.said = tuple(said)
         for name, stage in self.stages:
             started = time.perf_counter()
@@ -303,7 +309,8 @@ class RecallEngine:
         q = self._request(query, identity, corpora, "catalog", None, False, None, options,
                           self._filters((), None, None, None, options))
         self._scope(q)
-        return vector_text(q.text, q.view, label_ngrams(q.text), q.opts)
+        subject = subject_text(q.text)
+        return vector_text(subject, q.view, label_ngrams(subject), q.opts)
 
     def ranking(self, query: str, identity: Identity, corpora: Sequence[MemoryCorpus] | MemoryCorpus,
                 options: RecallOptions | None = None) -> RecallQuery:
@@ -330,6 +337,13 @@ class RecallEngine:
         except (TypeError, msgspec.ValidationError) as exc:
             raise RecallError(f"bad filters: {exc}") from exc
 
+    def _zone(self, tz: str) -> str:
+        try:
+            time_zone(tz)
+        except (TypeError, ValueError) as exc:
+            raise RecallError(f"tz: {exc}") from exc
+        return tz
+
     def _request(self, query: str, identity: Identity, corpora: Any, mode: str | None,
                  k: int | None, trace: bool, now: str | None, options: RecallOptions | None,
                  filters: RecallFilters) -> RecallQuery:
@@ -343,7 +357,7 @@ class RecallEngine:
             k = self.settings.catalog_k if mode == "catalog" else self.settings.recall_k
         return RecallQuery(text=query, identity=identity, corpora=corpora, mode=mode, k=k,
                            filters=filters.check(), opts=options or self.options,
-                           now_ts=parse_now(now), trace=[] if trace else None)
+                           now_ts=parse_now(now), trace=[] if trace else None, zone=self.settings.timezone)
 
     # -- stages ---------------------------------------------------------------------------
 
@@ -352,14 +366,16 @@ class RecallEngine:
         return q.view.trace() if q.trace is not None else None  # a trace entry only when asked
 
     def _embed_query(self, q: RecallQuery) -> None:
-        q.terms = query_terms(q.text)
-        q.grams = label_ngrams(q.text)
-        if q.opts.dense and q.text.strip() and any(c.vectors is not None for c in q.corpora):
-            q.qvec = self._embed(vector_text(q.text, q.view, q.grams, q.opts), q.corpora, q.degraded)
-        asked_on = datetime.fromtimestamp(q.now_ts, timezone.utc).date()
+        q.subject = subject_text(q.text)  # without the time words of "what did I tell you last month?"
+        q.terms = query_terms(q.subject)
+        q.grams = label_ngrams(q.subject)
+        if q.opts.dense and q.subject.strip() and any(c.vectors is not None for c in q.corpora):
+            q.qvec = self._embed(vector_text(q.subject, q.view, q.grams, q.opts), q.corpora, q.degraded)
+        asked_on, offset_s = asking_day(q.now_ts, q.zone)
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    said_in=said_dates(q.text, asked_on) if q.opts.w_date else [],
+                                   said_offset_s=offset_s,
                                    said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))
@@ -422,7 +438,7 @@ class RecallEngine:
         q.always, q.ranked = select.rank(q.search, q.opts.max_always_inject,
                                          q.opts.curated_floor if q.opts.episodic else 2.0)
         if q.opts.rerank_pool > 0:
-            q.ranked = rerank_turns(q.search, q.ranked, q.text, q.opts.rerank_pool,
+            q.ranked = rerank_turns(q.search, q.ranked, q.subject, q.opts.rerank_pool,
                                     session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
@@ -431,7 +447,7 @@ class RecallEngine:
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:
         if not (q.opts.qstar and q.selected):
             return None
-        q.selected, result = run_qstar(q.search, q.selected, q.k, q.text, self, q.suppressed)
+        q.selected, result = run_qstar(q.search, q.selected, q.k, q.subject, self, q.suppressed)
         return qstar_trace(result)
 
     def _render(self, q: RecallQuery) -> dict[str, Any] | None:

@@ -31,7 +31,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 
@@ -41,18 +41,8 @@ from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
 from .dates import MONTHS
-from .lexical import STOPWORDS, Stems, tokenize, words
+from .lexical import SMALL_TALK, STOPWORDS, Stems, tokenize, words
 
-# Words that make up acknowledgements, greetings and small talk.
-SMALL_TALK = frozenset(
-    "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
-    "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
-    "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
-    "wow oh ah hmm much very so well lots many "
-    # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
-    # course, I'll keep that in mind"): it says nothing on its own
-    "use course keep mind remember absolutely certainly definitely".split()
-)
 GIST_CHARS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _CAPITALISED = re.compile(r"\b[A-Z][a-z]+")
@@ -75,6 +65,32 @@ def is_proposal_carrier(item: MemoryItem) -> bool:
     """A `memory.propose` call's carrier turn (`proposal_carrier_text`), not conversation."""
     return (is_message(item) and item.metadata.get("role") == "system"
             and _CARRIER.fullmatch(item.content) is not None)
+
+
+# How many of the session's user turns before a proposal the exchange rule looks back over.
+ANSWER_LOOKBACK = 3
+
+
+def answered_turn(said: MemoryItem, claim: MemoryItem, items: Iterable[MemoryItem]) -> MemoryItem | None:
+    """The user turn the proposal `claim`, made in the assistant (or tool-call carrier) turn
+    `said`, came from: among `items`, of the same session's last ANSWER_LOOKBACK user turns
+    before `said` (by inbox sequence), the latest sharing a word (as stems) with the claim,
+    however differently worded otherwise ("Note this: the key's under the flowerpot" for
+    "Spare key: The spare key is under the blue flowerpot"). A user turn in between that
+    shares none ("what's the weather?") is another subject, and is not hidden with it. When
+    none shares a word ("yes, save that"), privacy first: the latest user turn before it,
+    as the proposal answered it. None without a user turn before it."""
+    session, seq = said.metadata.get("session_id"), said.metadata.get("inbox_seq")
+    if not isinstance(seq, int):
+        return None
+    before = sorted((it for it in items
+                     if isinstance(it.metadata.get("inbox_seq"), int) and it.metadata["inbox_seq"] < seq
+                     and it.type == "message" and it.metadata.get("role") == "user"
+                     and it.metadata.get("session_id") == session),
+                    key=lambda it: it.metadata["inbox_seq"], reverse=True)[:ANSWER_LOOKBACK]
+    claimed = said_stems(f"{claim.title} {claim.content}")
+    return next((t for t in before if not said_stems(t.content).isdisjoint(claimed)),
+                before[0] if before else None)
 
 
 def is_small_talk(text: str) -> bool:
@@ -106,11 +122,11 @@ def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
     its neighbour, which says it, is the evidence."""
     if not is_message(item) or not query_terms:
         return True
-    return not _said_stems(item.content).isdisjoint(_STEMS(query_terms))
+    return not said_stems(item.content).isdisjoint(_STEMS(query_terms))
 
 
 @lru_cache(maxsize=65536)
-def _said_stems(text: str) -> frozenset[str]:
+def said_stems(text: str) -> frozenset[str]:
     """Stems of a turn's words, read once: a recall asks of each turn it delivers twice (what
     is injected, and what counts as withheld)."""
     return frozenset(_STEMS(tokenize(text)))

@@ -23,6 +23,17 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 _WORD = re.compile(r"[^\W_]+")
 STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
+
+# Words that make up acknowledgements, greetings and small talk.
+SMALL_TALK = frozenset(
+    "ok okay k kk thanks thank thx ty you great cool sure yes yeah yep yup no nope nah hi hello "
+    "hey bye goodbye good morning evening night afternoon got it sounds perfect awesome nice "
+    "right alright fine lol haha welcome np problem cheers noted done agreed indeed exactly "
+    "wow oh ah hmm much very so well lots many "
+    # an assistant's promise to comply, which names nothing ("Sure, I'll use that!", "Of
+    # course, I'll keep that in mind"): it says nothing on its own
+    "use course keep mind remember absolutely certainly definitely".split()
+)
 # Words that only signal a recall request; kept in documents, dropped from queries.
 QUERY_FILLERS: frozenset[str] = frozenset(
     {

@@ -108,6 +108,26 @@ def asks_what_was_said(query: str) -> bool:
     return rest != query and not _names_a_subject([w for w in tokenize(rest) if w not in _TALK_WORDS])
 
 
+# A question about the conversation with the assistant itself: "what did I tell you ...",
+# "what did we decide ...", "what have you said ..." (not "what did John do ...").
+_ASKS_OUR_CONVERSATION = re.compile(
+    r"\b(?:did|do|have|had)\s+(?:i|we|you)\b|\b(?:i|we|you)\s+(?:told|said|mentioned|talked|discussed|decided)\b",
+    re.IGNORECASE)
+
+
+def subject_text(query: str) -> str:
+    """The words a question searches with. One about our own conversation at a time ("what
+    did I tell you about my sister last month?") places the conversation with its time
+    words, not what it was about: "month" is no word of the sister's wedding (it found "the
+    rent is 1520 euros a month" first), and what was said then is found by the day it was
+    said (`dates.said_dates`). One about someone's doings keeps them: "What did John
+    volunteer at last weekend?" may be answered by a turn saying "last weekend"."""
+    if not _ASKS_OUR_CONVERSATION.search(query):
+        return query
+    rest = without_said_when(query)
+    return rest if rest.strip() else query
+
+
 def _names_a_subject(toks: list[str]) -> bool:
     return any(not any(word.match(w) for word in _ASKED_TYPES.values())
                and w not in _LISTING_WORDS and w not in QUERY_FILLERS for w in toks)

@@ -24,8 +24,10 @@ answer's session together (its evidence is mostly several turns of one session).
 linear model over those signals and its position, and re-orders the turns among their own
 slots (other items keep theirs). The turns keep the ranking's scores in the new order, so
 scores still fall with rank. The weights were fitted by logistic regression (L2, C = 0.1)
-on the evidence of three LoCoMo conversations (questions that ask when left out), inputs as
-computed here; bench/README.md has the cross-validated and held-out numbers.
+on the evidence of three LoCoMo conversations (questions that ask when left out), before the
+query vector left out the speakers a question names; refitted on the inputs as computed now
+they did no better out of sample (2026-11-28), so they stay. bench/README.md has the
+cross-validated and held-out numbers.
 """
 
 from __future__ import annotations

@@ -219,6 +219,20 @@ class ItemReads(ItemJournal):
             found = self._load_items([r[0] for r in rows])
         return list(found.values())
 
+    def owned_messages(self, owners: Sequence[tuple[str, str]]) -> list[MemoryItem]:
+        """The active `message` items of each (org, user) in `owners`, ordered by id: the turns
+        a forgetting reads (`pipelines.forgetting.owners`)."""
+        owners = list(dict.fromkeys(owners))
+        if not owners:
+            return []
+        for org_id, user_id in owners:
+            check_id(org_id, "org_id")
+            check_id(user_id, "user_id")
+        pairs = " OR ".join("(i.org_id = ? AND i.user_id = ?)" for _ in owners)
+        with self.transaction():
+            return self._items_selected(f"WHERE i.type = 'message' AND {ACTIVE_SQL} AND ({pairs})",
+                                        [v for pair in owners for v in pair])
+
     def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
         _check_tier(tier)
         conditions, params = [], []

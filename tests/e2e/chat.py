@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import datetime, time, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 from litestar.testing import TestClient
 
@@ -41,3 +43,15 @@ def recall(client, who: dict, query: str, mode: str = "inject") -> dict:
     resp = client.post("/v1/recall", json={"identity": who, "query": query, "mode": mode})
     assert resp.status_code == 200, resp.text
     return resp.json()
+
+
+def on_their_yesterday_not_utcs(zone: ZoneInfo) -> datetime:
+    """A time on the asker's yesterday in `zone` (hours ahead of UTC) whose UTC day is not
+    UTC's yesterday, whatever the hour the test runs: 00:30 there when both calendars share
+    today, else 23:30."""
+    now = datetime.now(timezone.utc)
+    local_yesterday = now.astimezone(zone).date() - timedelta(days=1)
+    clock = time(0, 30) if now.astimezone(zone).date() == now.date() else time(23, 30)
+    when = datetime.combine(local_yesterday, clock, zone)
+    assert when.astimezone(timezone.utc).date() != now.date() - timedelta(days=1)
+    return when

@@ -120,3 +120,22 @@ def test_a_longer_restatement_under_another_title_corrects_and_a_weighed_option_
     ids = [h["id"] for h in hits]
     assert ledger["item_id"] in ids and plan["item_id"] in ids, hits
     assert not any(h.get("conflict") for h in hits if h["id"] in (ledger["item_id"], plan["item_id"])), hits
+
+
+def test_a_rule_moved_or_taken_back_in_other_words_under_another_title_replaces_the_old_one(service) -> None:
+    """"Standup moved to 10:15" under "Daily sync" shares only half its words with "Daily
+    standup is at 9:30" under "Standup time", and "Nobody may force-push to main" denies with
+    a word that was not read as a negation: both were stored beside the rule they change."""
+    client, _ = service
+    for (old_title, old_text), (new_title, new_text), asked, stale in (
+            (("Standup time", "Daily standup is at 9:30."),
+             ("Daily sync", "Standup moved to 10:15 starting next week."), "when is the daily standup?", "9:30"),
+            (("Force pushes", "Force-pushing to main is allowed for maintainers."),
+             ("Main branch protection", "Nobody may force-push to main, maintainers included."),
+             "may maintainers force-push to main?", "is allowed")):
+        old = tool(client, DEV, "memory.write", {"item": {"type": "decision", "title": old_title, "content": old_text}})
+        new = tool(client, LATER, "memory.write", {"item": {"type": "decision", "title": new_title,
+                                                            "content": new_text}})
+        assert new["supersedes"] == [old["item_id"]], (new_text, new)
+        block = recall(client, DEV, asked)["injection"]
+        assert new_text in block and stale not in block, block

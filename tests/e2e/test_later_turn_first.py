@@ -7,7 +7,8 @@ earlier one is marked as said earlier, a later turn saying otherwise. Two turns 
 subject that do not contradict (hiking on Saturday, hiking again on Sunday) are both shown
 unmarked: two events, not a correction. Nor are two plans of the speaker's that differ only
 in the day ("I'll be at the climbing gym on Monday" / "... on Wednesday", which was marked),
-unless the later says the plan moved ("got pushed back to Friday")."""
+unless the later says the plan moved ("got pushed back to Friday"), however the two word it
+("I'm meeting Priya for dinner on Thursday" / "Dinner with Priya got pushed back to Friday")."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
         ("2026-11-26T10:05:00Z", "I'm going hiking at Mount Tam on Sunday with Ben."),
         ("2026-11-20T10:10:00Z", "I'll be at the climbing gym on Monday."),
         ("2026-11-26T10:10:00Z", "I'll be at the climbing gym on Wednesday."),
-        ("2026-11-20T10:15:00Z", "I'm having dinner with Priya on Thursday."),
+        ("2026-11-20T10:15:00Z", "I'm meeting Priya for dinner on Thursday."),
         ("2026-11-26T10:15:00Z", "Dinner with Priya got pushed back to Friday."),
     ])
     found = recall(client, DEV, "When is the billing-api release?")
@@ -72,3 +73,55 @@ def test_the_later_of_two_contradicting_turns_comes_first_and_the_earlier_is_mar
     found = recall(client, DEV, "When is dinner with Priya?")
     shown = excerpts(found)
     assert len(shown) == 2 and "Friday" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown
+
+
+def test_a_later_turn_marks_an_earlier_one_only_when_it_denies_what_that_one_said(service, tmp_path,
+                                                                                  monkeypatch) -> None:
+    """A negation elsewhere in a chatty turn ("Didn't expect them to love fishing"), after
+    "and" ("... and never quit"), in a tag question ("isn't it?") or an idiom ("Can't wait
+    for ...") denies nothing of an earlier turn it shares words with (on LoCoMo every pair
+    marked as said otherwise by a denial was such a pair); a turn whose negation is about
+    what the earlier one said ("not actually allergic to penicillin") still marks it."""
+    client, settings = service
+    ingest(settings, tmp_path, monkeypatch, [
+        ("2026-11-20T10:00:00Z", "Camping at the lake with the kids was so much fun!"),
+        ("2026-11-27T10:00:00Z", "We went camping at the lake with the kids again, so fun. "
+                                 "Didn't expect them to love fishing that much."),
+        ("2026-11-20T10:05:00Z", "I'm allergic to penicillin."),
+        ("2026-11-27T10:05:00Z", "The allergy test came back negative, I'm not actually allergic to penicillin."),
+        # a negation after "and" denies what follows it; a tag question or "can't wait" denies nothing
+        ("2026-11-20T10:10:00Z", "I'm gonna keep going after my dreams."),
+        ("2026-11-27T10:10:00Z", "Keep going after your dreams and never quit!"),
+        ("2026-11-20T10:15:00Z", "The lake was so calm this morning."),
+        ("2026-11-27T10:15:00Z", "The lake is so calm in the morning, isn't it?"),
+        ("2026-11-20T10:20:00Z", "We're going to the grand opening tomorrow!"),
+        ("2026-11-27T10:20:00Z", "Can't wait for the grand opening tomorrow!"),
+    ])
+    for question in ("How was camping at the lake with the kids?", "Should I keep going after my dreams?",
+                     "Is the lake calm in the morning?", "When is the grand opening?"):
+        found = recall(client, DEV, question)
+        shown = excerpts(found)
+        assert len(shown) >= 2 and MARK not in found["injection"], (question, shown)
+    found = recall(client, DEV, "Am I allergic to penicillin?")
+    shown = excerpts(found)
+    assert len(shown) == 2 and "negative" in shown[0] and MARK in found["injection"].split(shown[1], 1)[1], shown
+
+
+def test_turns_that_open_alike_or_answer_someone_are_not_marked_as_said_otherwise(service, tmp_path,
+                                                                                 monkeypatch) -> None:
+    """Chat turns open with thanks and answer someone by name ("Thanks! The Nike and Gatorade
+    deals ...", "No problem, John! ..."): the opener is no subject they share, nor is whom
+    they answer a value they state, so a later turn that opens alike is not taken to say
+    otherwise of an earlier one (on LoCoMo most pairs of turns marked so were such pairs)."""
+    client, settings = service
+    ingest(settings, tmp_path, monkeypatch, [
+        ("2026-11-20T10:00:00Z", "Thanks! The Nike and Gatorade deals have me stoked!"),
+        ("2026-11-27T10:00:00Z", "Thanks! The Wolves are my team for sure, and LeBron is the man."),
+        ("2026-11-20T10:05:00Z", "No problem, John! It's great to feel this sense of community."),
+        ("2026-11-27T10:05:00Z", "No problem, Maria! Working with passionate people like you is great."),
+    ])
+    for question in ("What did I say about Nike, Gatorade, the Wolves and LeBron?",
+                     "What did I say about community and working with passionate people?"):
+        found = recall(client, DEV, question)
+        shown = excerpts(found)
+        assert len(shown) == 2 and MARK not in found["injection"], shown

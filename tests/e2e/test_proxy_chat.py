@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import ollama
 import openai
@@ -30,6 +31,7 @@ from online.proxy.config import NOTHING_NEW_NOTE, RESULTS_INSTRUCTION
 from online.state import MemoryService
 from pipelines.records import Identity
 from pipelines.settings import FLAG_DEFAULTS
+from tests.e2e.chat import on_their_yesterday_not_utcs
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
     answer_from_memory,
@@ -244,3 +246,21 @@ def test_an_openai_client_chat_loop_remembers_across_conversations(proxy, fake, 
     assert reply.choices[0].message.content.startswith("Sure. <MEMORY_PROPOSALS_JSON>")
     assert sent()[-1]["messages"] == messages and "loci" not in (reply.model_extra or {})
     assert service.inbox.max_seq() == landed
+
+
+def test_a_chat_client_names_its_time_zone_and_yesterday_is_the_users(proxy, fake, service) -> None:
+    url = proxy()
+    at = on_their_yesterday_not_utcs(ZoneInfo("Asia/Tokyo"))
+    service.capture(WHO, "user", "We moved the warehouse pickup to Wednesdays.", at=at.isoformat())
+    fake.chat_reply = answer_from_memory
+
+    def asked(headers: dict[str, str]) -> str:
+        chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0,
+                             default_headers=headers).chat.completions
+        chat.create(model=MODEL, messages=[{"role": "user", "content": "What did we talk about yesterday?"}])
+        return system_text([b for p, b in fake.requests if p == "/v1/chat/completions"][-1])
+
+    assert "warehouse pickup" in asked(HEADERS | {"X-Loci-Timezone": "Asia/Tokyo"})
+    assert "warehouse pickup" not in asked(HEADERS)  # on UTC's calendar it was not yesterday
+    with pytest.raises(openai.BadRequestError, match="Mars/Olympus"):
+        asked(HEADERS | {"X-Loci-Timezone": "Mars/Olympus"})

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
-from tests.e2e.chat import recall
+from tests.e2e.chat import on_their_yesterday_not_utcs, recall
 
 DAN = {"user_id": "dan", "project_id": "shop", "session_id": "s1"}
 
@@ -57,3 +58,32 @@ def test_a_turn_said_in_the_future_or_at_no_time_is_refused(service) -> None:
     naive = (datetime.now(timezone.utc) - timedelta(hours=1)).replace(tzinfo=None).isoformat()
     resp = client.post("/v1/turns", json={"identity": DAN, "role": "user", "text": "an hour ago", "at": naive})
     assert resp.status_code == 201, resp.text
+
+
+def test_yesterday_is_the_askers_yesterday_in_their_time_zone(service) -> None:
+    client, _ = service
+    tokyo = ZoneInfo("Asia/Tokyo")  # UTC+9 all year: the test is the same in every season
+    who = {"user_id": "kenji", "project_id": "shop", "session_id": "s1"}
+    at = on_their_yesterday_not_utcs(tokyo)
+    resp = client.post("/v1/turns", json={"identity": who, "role": "user", "at": at.isoformat(),
+                                          "text": "We moved the warehouse pickup to Wednesdays."})
+    assert resp.status_code == 201, resp.text
+
+    def hits(tz: str | None) -> list[dict]:
+        body = {"identity": who, "query": "What did we talk about yesterday?", "mode": "catalog"}
+        resp = client.post("/v1/recall", json=body | ({"tz": tz} if tz else {}))
+        assert resp.status_code == 200, resp.text
+        return resp.json()["hits"]
+
+    in_tokyo = hits("Asia/Tokyo")
+    assert "warehouse pickup" in in_tokyo[0]["content"] and in_tokyo[0]["components"]["date"] > 0, in_tokyo
+    assert not any(h["components"].get("date") for h in hits(None))  # on UTC's calendar it was not yesterday
+
+    resp = client.post("/v1/recall", json={"identity": who, "query": "yesterday?", "tz": "Mars/Olympus"})
+    assert resp.status_code == 400 and "Mars/Olympus" in resp.json()["error"], resp.text
+    resp = client.post("/v1/tools", json={"identity": who, "action": "memory.search",
+                                          "args": {"query": "what did we talk about yesterday?", "tz": "Asia/Tokyo"}})
+    assert resp.status_code == 200 and "warehouse pickup" in resp.json()["result"]["hits"][0]["content"], resp.text
+    resp = client.post("/v1/tools", json={"identity": who, "action": "memory.search",
+                                          "args": {"query": "yesterday?", "tz": "America"}})
+    assert resp.status_code == 400 and "time zone" in resp.json()["error"], resp.text  # a folder of zones

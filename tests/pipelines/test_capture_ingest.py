@@ -7,7 +7,7 @@ import pytest
 
 from pipelines.capture import capture_turn
 from pipelines.inbox import Inbox
-from pipelines.ingest import import_items_jsonl, ingest_chat_jsonl, ingest_locomo, parse_locomo_date
+from pipelines.ingest import Owner, import_items_jsonl, ingest_chat_jsonl, ingest_locomo, parse_locomo_date
 from pipelines.materialize import apply_patch, fold_events, message_item_id
 from pipelines.policy import Policy
 from pipelines.records import Event, Identity, MemoryItem, Scope
@@ -215,6 +215,32 @@ def test_locomo_import_keeps_dia_ids_dates_and_scope(inbox, tmp_path):
     assert first.title == "Ann"
     caption = next(i for i in items if "D1:2" in i.provenance.turn_refs)
     assert "a dog on grass" in caption.content
+
+
+def test_ones_own_history_lands_as_the_importers_in_their_project(inbox, tmp_path):
+    """`loci import --user nora --project home --speaker Ann`: two LoCoMo conversations of
+    one owner keep their sessions and turns apart (both have a D1:1); chat rows naming no
+    owner take hers, a row naming its own keeps it. A speaker the file never names is an
+    error before anything lands."""
+    path = _locomo_file(tmp_path)
+    other = json.loads(path.read_text())[0] | {"sample_id": "conv-y"}
+    path.write_text(json.dumps([json.loads(path.read_text())[0], other]))
+    nora = Owner(user_id="nora", project_id="home", speaker="Ann")  # she is Ann in the file
+    assert ingest_locomo(path, inbox, Policy(), owner=nora).turns == 6
+    said = fold_events(inbox.read_after(0)).items.values()
+    assert sorted({i.title for i in said}) == ["Bo", "user"]  # her turns are the user's, as in a live chat
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(json.dumps({"role": "user", "text": "I moved to Porto."}) + "\n"
+                    + json.dumps({"role": "user", "text": "Hi.", "user_id": "bo"}) + "\n")
+    assert ingest_chat_jsonl(chat, inbox, Policy(), owner=nora).turns == 2
+    scopes = {(i.scope.user_id, i.metadata.get("project_id"), i.scope.session_id)
+              for i in fold_events(inbox.read_after(0)).items.values()}
+    assert {s[:2] for s in scopes} == {("nora", "home"), ("bo", "home")}
+    assert {s[2] for s in scopes} >= {"conv-x/session_1", "conv-y/session_1", "conv-x/session_2"}
+    before = inbox.max_seq()
+    with pytest.raises(ValueError, match="speaker 'ann' is none of the file's speakers"):
+        ingest_locomo(path, inbox, Policy(), owner=Owner(user_id="nora", speaker="ann"))
+    assert inbox.max_seq() == before
 
 
 def test_locomo_bad_file_is_a_clear_error(inbox, tmp_path):

@@ -462,7 +462,7 @@ def test_auto_precision_runs_bf16_for_a_large_call_on_a_cpu_that_does_bf16(tmp_p
         def encode(self, texts, parallel):
             return np.ones((len(texts), 384), dtype=np.float32)
 
-        def pool_windows(self, windows, parallel):
+        def pool_windows(self, windows, parallel, meter=None):
             return []
 
     auto = MiniLMEmbedder(cache_size=0)
@@ -507,3 +507,50 @@ def test_auto_precision_follows_the_store_it_embeds_for():
         assert fixed.for_store(()) is fixed and fixed.stored_names == (fixed.name,)
     hashed = HashEmbedder(8)
     assert hashed.for_store(()) is hashed and hashed.stored_names == ("hash-8",)
+
+
+def test_a_prefetch_is_taken_by_the_same_windows_and_dropped_by_any_other_call(monkeypatch):
+    """`prefetch_windows` runs `pool_windows` on a thread of its own; the next call with the
+    same windows takes that result (one model run), a call with others runs its own."""
+    runs: list[list[list[str]]] = []
+
+    class Runner:
+        def pool_windows(self, windows, parallel, meter=None):
+            runs.append(windows)
+            return [(np.full(3, float(len(w[0]))), []) for w in windows]
+
+    model = MiniLMEmbedder(cache_size=0, precision="int8")
+    monkeypatch.setattr(model, "runner", lambda precision: Runner())
+    model.prefetch_windows([["ab", ""], ["abc", ""]])
+    assert [float(v[0]) for v, _ in model.pool_windows([["ab", ""], ["abc", ""]])] == [2.0, 3.0]
+    assert len(runs) == 1
+    model.prefetch_windows([["ab", ""]])
+    dropped = model._prefetched[1]
+    assert [float(v[0]) for v, _ in model.pool_windows([["abcd", ""]])] == [4.0]  # not the prefetched windows
+    model.pool_windows([["ab", ""]])  # the dropped prefetch is not taken later either
+    dropped.result(timeout=10)
+    assert sorted(map(str, runs)) == sorted(map(str, [[["ab", ""], ["abc", ""]], [["ab", ""]], [["abcd", ""]],
+                                                       [["ab", ""]]]))
+
+
+def test_a_cpu_meter_counts_work_on_another_thread_while_it_runs():
+    """`CpuMeter` (the prefetch's CPU, which a run gives to its embedding stage): a piece
+    of work on another thread counts while it is still running, and once it is over."""
+    meter = emb.CpuMeter()
+    busy, release = threading.Event(), threading.Event()
+
+    def work() -> None:
+        with meter.thread():
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
+            busy.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    assert busy.wait(10)
+    assert meter.seconds >= 0.05
+    release.set()
+    worker.join()
+    assert 0.05 <= meter.seconds < 5

@@ -19,6 +19,7 @@ from pipelines.message_context import (
     VectorComposition,
     bare_text,
     build_context,
+    context_without,
     contextualise,
     embedding_hash,
     embedding_text,
@@ -271,3 +272,22 @@ def test_by_default_a_message_is_embedded_with_its_context_in_one_text(tmp_path:
     refreshed = msgspec.structs.replace(composed, metadata=with_context(composed.metadata, changed[composed.id]))
     assert CONTEXT_TURNS_KEY not in refreshed.metadata
     assert embedding_text(refreshed).endswith("(answered by Dana: later)\n(said on 8 May 2023)")
+
+
+def test_a_forgotten_turn_leaves_a_stored_context_as_a_new_read_of_the_session_leaves_it_out() -> None:
+    """`context_without` (what forgetting does to the contexts already stored) and a session
+    read again with the turn retracted (`build_context`: later turns, `loci reembed`) agree,
+    for each way a message vector is made: the forgotten words are in neither."""
+    for window in (ContextWindow(), ContextWindow(composed=True), ContextWindow(pooled=True)):
+        stored = session_with_context(6, window)
+        gone = msgspec.structs.replace(stored[2], validation="retracted")
+        reread = session_with_context(6, window)[:2] + [gone] + session_with_context(6, window)[3:]
+        again, _ = contextualise({t.id: msgspec.structs.replace(t, metadata={
+            k: v for k, v in t.metadata.items() if k in ("session_id", "inbox_seq")}) for t in reread}, [], window)
+        for k in (0, 1, 3, 4, 5):
+            fields = context_without(stored[k], [gone])
+            if fields is None:  # its context never named the forgotten turn
+                assert stored[k].metadata == again[stored[k].id].metadata, (window, k)
+                continue
+            assert "last Tuesday" not in fields.get(CONTEXT_KEY, ""), (window, k)
+            assert with_context(stored[k].metadata, fields) == again[stored[k].id].metadata, (window, k)

@@ -298,3 +298,36 @@ def test_each_distinct_window_part_is_tokenized_once_and_windows_pool_as_alone()
         assert len(parts) == len(alone_parts) == len(window) - 1
         for mine, alone in zip(parts, alone_parts):
             np.testing.assert_array_equal(mine, alone)
+
+
+def test_a_prefetch_after_governance_is_what_the_embedding_stage_reads(tmp_path: Path, monkeypatch) -> None:
+    """The Dagster job starts the embedding stage's model work as soon as governance has
+    committed (`prefetch_item_vectors`, so the policy check runs beside the model); the
+    stage then takes that result: the windows are read once, the vectors are the same."""
+    from pipelines.consolidate import embed_items, govern_items, land_events, prefetch_item_vectors
+    from pipelines.embedders import PREFETCH_CPU, MiniLMEmbedder
+    from pipelines.inbox import open_inbox
+    from pipelines.policy import Policy
+    from pipelines.warehouse import Warehouse
+
+    settings = make_settings(tmp_path, message_context_pooled=True)
+    stand_in = StandInEncoder()
+    reads: list[int] = []
+    runner_pool = stand_in.runner_.pool_windows
+    monkeypatch.setattr(stand_in.runner_, "pool_windows",
+                        lambda windows, parallel=1, meter=None: reads.append(len(windows))
+                        or runner_pool(windows, parallel, meter))
+    model = MiniLMEmbedder(cache_size=0, precision="float32")
+    monkeypatch.setattr(model, "runner", lambda precision: stand_in.runner_)
+    conversation(settings, TEXTS, "one.jsonl")
+    metered = PREFETCH_CPU.seconds
+    with Warehouse(settings.warehouse_path) as wh, open_inbox(settings) as inbox:
+        land_events(inbox, wh, run_id="r1")
+        govern_items(inbox, wh, Policy(settings), settings=settings)
+        assert prefetch_item_vectors(wh, model) == 4  # windows at turns 0, 2, 4, 6
+        assert embed_items(wh, model).embedded == len(TEXTS)
+    assert reads == [4]  # the prefetch's, taken by the stage
+    assert PREFETCH_CPU.seconds >= metered  # its CPU metered apart (the run gives it to the stage)
+    msgs, stored = stored_message_vectors(settings, model.name)
+    expected = item_vectors(msgs, stand_in.embed, {m.id: m for m in msgs}.get, pool=stand_in.pool_windows)
+    np.testing.assert_array_equal(stored, expected)

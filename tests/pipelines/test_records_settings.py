@@ -120,3 +120,9 @@ def test_orgs_are_separate_tenants_even_when_they_reuse_user_ids() -> None:
     # The audience key is also the clustering partition: nothing merges across audiences.
     assert Scope.for_identity("user", ann_acme).partition_key() == "user:acme/ann"
     assert Scope.for_identity("session", ann_acme).partition_key() == "session:acme/ann/s1"
+
+
+def test_settings_name_a_known_time_zone(tmp_path):
+    assert load_settings(tmp_path / "none.toml", environ={"LOCI_TIMEZONE": "Asia/Tokyo"}).timezone == "Asia/Tokyo"
+    with pytest.raises((ValueError, msgspec.ValidationError), match="Mars/Olympus"):
+        load_settings(tmp_path / "none.toml", environ={"LOCI_TIMEZONE": "Mars/Olympus"})

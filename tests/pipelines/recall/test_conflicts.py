@@ -95,9 +95,25 @@ def test_no_denies_what_follows():
         frozenset("ab")}
 
 
+def test_an_opener_or_whom_a_turn_answers_is_neither_subject_nor_value():
+    """Chat turns open with thanks or an exclamation and answer someone by name: the words of
+    an opener alone name no subject ("Thanks! The Nike and Gatorade deals ..." / "Thanks!
+    The Wolves are my team ..."), whom a turn answers is no value even after a "No" ("No
+    problem, John!"), and a function word capitalised after a comma is no name ("..., It
+    means a lot")."""
+    assert read_claim(claim("a", "", "Thanks! The Nike and Gatorade deals have me stoked!")).subject == ()
+    assert pairs([claim("a", "", "Thanks! The Nike and Gatorade deals have me stoked!"),
+                  claim("b", "", "Thanks! The Wolves are my team for sure, and LeBron is the man.")]) == set()
+    assert pairs([claim("a", "", "Wow, Chicago sounds great!"), claim("b", "", "Wow, Gondor sounds great!")]
+                 ) == {frozenset("ab")}  # the words after the opener still make one subject
+    assert stated_values("No problem, John! It's great to feel this sense of community.") == set()
+    assert stated_values("I really appreciate your support, It means a lot to me.") == set()
+    assert stated_values("We moved it to the US, It was cheaper.") == {"us"}  # an acronym is still a name
+
+
 def test_one_subject_worded_differently_under_other_titles_conflicts():
     """Titles name the subject too, words compare as stems, and a claim retiring a value the
-    other states needs only half the words shared."""
+    other states, or saying that what the other names changed, needs only half the words shared."""
     assert pairs([claim("a", "Release date", "Orion v2 ships on March 3, 2027."),
                   claim("b", "Ship date", "Orion v2 release slipped to April 14, 2027.")]) == {frozenset("ab")}
     assert pairs([claim("a", "Orders database", "The orders service uses PostgreSQL 16."),
@@ -106,6 +122,14 @@ def test_one_subject_worded_differently_under_other_titles_conflicts():
     # Half the words shared and different dates, nothing retired: two events, not one claim.
     assert pairs([claim("a", "Beta review", "Orion v2 beta review is on March 3, 2027."),
                   claim("b", "Launch party", "Orion v2 launch party is on April 14, 2027.")]) == set()
+    # One saying what it names moved (or slipped, was pushed back) needs only half the words too;
+    # not when what it says moved is something the other never names.
+    assert pairs([claim("a", "Standup time", "Daily standup is at 9:30."),
+                  claim("b", "Daily sync", "Standup moved to 10:15 starting next week.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "", "I'm meeting Priya for dinner on Thursday."),
+                  claim("b", "", "Dinner with Priya got pushed back to Friday.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "", "Orion v2 beta review is on March 3, 2027."),
+                  claim("b", "", "Orion v2 launch party moved to April 14, 2027.")]) == set()
     # A retired value on another subject is no correction of it.
     assert pairs([claim("a", "Dashboard port", "The dashboard listens on port 8080."),
                   claim("b", "API port", "The API no longer uses port 8080; it uses 9090.")]) == set()
@@ -471,7 +495,7 @@ def test_a_claim_read_before_is_read_again_with_its_current_links():
     """Claims are cached per item version, links are not: an item that gains a
     `contradicts` or `supersedes` link is judged with it, and a new version afresh."""
     a = claim("a", "Cache", "Tiles are cached.")
-    d = claim("d", "Tile cache", "Nothing is cached.")
+    d = claim("d", "Tile cache", "Tiles are cached in Redis.")  # adds a value: no conflict
     assert pairs([a, d]) == set()
     linked = claim("a", "Cache", "Tiles are cached.", links=[Link(rel="contradicts", to="d")])
     assert pairs([linked, d]) == {frozenset("ad")}
@@ -529,6 +553,12 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
             content = content[:-1] + f", {rng.choice(['replacing', 'not', 'instead of'])} {rng.choice(values)}."
         if rng.random() < 0.15:
             content += rng.choice(endings)
+        title = rng.choice(titles)
+        if items and rng.random() < 0.1:  # one that denies (`_denies`) what another says
+            twin = rng.choice(items)
+            title, content = twin.title, re.sub(r"\b(is|are|opens|listens|runs)\b", r"\1 never", twin.content, count=1)
+        elif rng.random() < 0.1:  # or says one thing and denies another
+            content += rng.choice([" Telemetry retention is not kept.", " We never use the staging environment."])
         if rng.random() < 0.1:  # a sentence that only weighs an option (`_TENTATIVE`)
             content += rng.choice([" We might move it to InfluxDB.",
                                    " Maybe we no longer need the staging environment."])
@@ -539,7 +569,7 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
         links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
                  for _ in range(rng.choice([0, 0, 0, 1]))]
         superseded_by = f"c{rng.randrange(n):03d}" if rng.random() < 0.05 else None
-        items.append(claim(f"c{x:03d}", rng.choice(titles), content, links=links, superseded_by=superseded_by,
+        items.append(claim(f"c{x:03d}", title, content, links=links, superseded_by=superseded_by,
                            kind=rng.choice(["project", "user", "session"])))
     return items
 
@@ -960,6 +990,9 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
     assert pairs([allergic, denied]) == {frozenset("ab")}
     assert corrected_by("Deploys", "We don't deploy on Fridays.", "fact", "project", "u1",
                         [claim("f", "Friday deploys", "We deploy on Fridays.")]) == ["f"]
+    allowed = claim("f", "Force pushes", "Force-pushing to main is allowed for maintainers.")
+    assert corrected_by("Main branch protection", "Nobody may force-push to main, maintainers included.", "fact",
+                        "project", "u1", [allowed]) == ["f"]  # "nobody", "none", "nothing", "neither", "nor" negate
     # both deny: they agree; a negation that only retires a value states the rest
     assert pairs([denied, claim("c", "Allergy", "Not allergic to penicillin after all.")]) == set()
     assert not read_claim(claim("d", "API", "The public API is REST, not GraphQL.")).negated
@@ -971,6 +1004,19 @@ def test_a_claim_that_denies_what_another_says_conflicts_with_it():
     # other values, or a claim that adds: the value and adding rules decide, not the negation
     assert conflict_reason(read_claim(claim("s", "Standup", "Standup is not at 9:30.")),
                            read_claim(claim("t", "Standup", "Standup is at 10:00."))) != conflicts.DENIES
+    # a negation in another clause denies something else: what it negates is not what the other says
+    fun = claim("g", "", "Camping at the lake with the kids was so much fun!")
+    fishing = claim("h", "", "We went camping at the lake with the kids again, so fun. "
+                             "Didn't expect them to love fishing that much.")
+    assert read_claim(fishing).negated and conflict_reason(read_claim(fishing), read_claim(fun)) is None
+    assert pairs([fun, fishing]) == set()
+    # a negation after "and" denies what follows it; a tag question or an idiom denies nothing
+    assert pairs([claim("g", "", "I'm gonna keep going after my dreams."),
+                  claim("h", "", "Keep going after your dreams and never quit!")]) == set()
+    assert pairs([claim("g", "", "Force pushes are allowed on main."),
+                  claim("h", "", "Force pushes and rebases are never allowed on main.")]) == {frozenset("gh")}
+    assert not read_claim(claim("i", "", "The lake is so calm in the morning, isn't it?")).negated
+    assert not read_claim(claim("j", "", "Can't wait for the grand opening tomorrow!")).negated
 
 
 @pytest.mark.parametrize(("old", "new", "replaces"), [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from datetime import date
 
 import faiss
 import numpy as np
@@ -311,3 +312,13 @@ def test_label_counts_are_the_normalised_tags_and_entities_each_row_shares_with_
     expected = [len(({normalise_label(x) for x in (*items[r].tags, *items[r].entities)} - {""}) & grams)
                 for r in rows.tolist()]
     assert c.label_counts(rows, grams).tolist() == expected and max(expected) >= 2
+
+
+def test_the_day_a_turn_was_said_is_read_on_the_askers_calendar() -> None:
+    turns = [item(f"m{i}", "user", "hi", type="message", valid_from=at)
+             for i, at in enumerate(["2026-11-27T20:00:00Z", "2026-11-27T23:30:00-08:00"])]
+    corpus = MemoryCorpus(turns)
+    friday, saturday = date(2026, 11, 27).toordinal(), date(2026, 11, 28).toordinal()
+    assert corpus.said_days().tolist() == [friday, saturday]  # UTC's days
+    assert corpus.said_days(9 * 3600).tolist() == [saturday, saturday]  # Tokyo's
+    assert corpus.said_days(-8 * 3600).tolist() == [friday, friday]  # Los Angeles'

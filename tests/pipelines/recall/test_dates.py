@@ -7,7 +7,7 @@ from datetime import date
 import pytest
 
 from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_dates, said_within, states_time
-from pipelines.recall.query import asks_what_was_said
+from pipelines.recall.query import asks_what_was_said, subject_text
 
 
 @pytest.mark.parametrize(("question", "expected"), [
@@ -111,3 +111,27 @@ def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
 ])
 def test_questions_that_ask_what_was_said_then(question, asks):
     assert asks_what_was_said(question) is asks
+
+
+@pytest.mark.parametrize("question, searched", [
+    ("What did I tell you about my sister last month?", "What did I tell you about my sister  ?"),
+    ("what did we decide about the API yesterday?", "what did we decide about the API  ?"),
+    # someone's doings at a time: a turn may say "last weekend" too
+    ("What event did John volunteer at last weekend?", "What event did John volunteer at last weekend?"),
+    ("What did I tell you about my sister?", "What did I tell you about my sister?"),
+])
+def test_a_question_about_our_conversation_searches_without_the_time_it_names(question, searched) -> None:
+    assert subject_text(question) == searched
+
+
+def test_the_day_of_asking_is_the_askers_day_with_their_offset() -> None:
+    from datetime import datetime, timezone
+
+    from pipelines.recall.dates import asking_day
+
+    late_friday_utc = datetime(2026, 11, 27, 20, 0, tzinfo=timezone.utc).timestamp()  # Saturday 05:00 in Tokyo
+    assert asking_day(late_friday_utc, "UTC") == (date(2026, 11, 27), 0)
+    assert asking_day(late_friday_utc, "Asia/Tokyo") == (date(2026, 11, 28), 9 * 3600)
+    assert asking_day(late_friday_utc, "America/Los_Angeles") == (date(2026, 11, 27), -8 * 3600)
+    with pytest.raises(ValueError, match="time zone"):
+        asking_day(late_friday_utc, "Nowhere/Special")

@@ -104,6 +104,14 @@ def test_a_later_turn_of_one_speaker_says_otherwise_by_the_conflict_rule():
     assert not says_otherwise(made, chatty)  # a denial, held by the earlier turn
     allergic = turn("I'm allergic to penicillin.", at="2026-03-01T10:00:00+00:00", id_="h")
     assert says_otherwise(turn("I'm not allergic to penicillin.", id_="i"), allergic)
+    # one plan worded apart ("meeting Priya for dinner" / "dinner with Priya"), the later saying it moved
+    dinner = turn("I'm meeting Priya for dinner on Thursday.", at="2026-11-20T10:00:00+00:00", id_="j")
+    moved = turn("Dinner with Priya got pushed back to Friday.", at="2026-11-26T10:00:00+00:00", id_="k")
+    assert says_otherwise(moved, dinner)
+    # "now" that only dates what is said names no change
+    had = turn("I've had them for 3 years now and they bring me tons of joy!", at="2026-11-20T10:00:00+00:00", id_="l")
+    assert not says_otherwise(turn("Turtles really bring me joy and peace. I saw another at a pet store. The tank "
+                                   "is big enough now for three.", id_="m"), had)
 
 
 def test_a_turn_a_later_one_says_otherwise_of_is_marked():

@@ -1,0 +1,116 @@
+"""What forgetting a memory does to the raw chat turns: the one rule the service's delta,
+consolidation and `loci export` apply alike.
+
+When a user forgets (retracts) a claim, the turns that said it are forgotten with it (set
+`retracted`: kept with their history, never recalled, a tombstone in an export): the
+exchange a chat proposal came from (`episodic.answered_turn`) and any turn said before the
+retraction that states it (`conflicts.restates`). A turn is indexed with its neighbours as
+retrieval context (`message_context`), so each neighbour quoting a forgotten turn (or a
+turn its speaker forgot, `memory.forget` on the turn itself) gets its context without it
+(`context_without`): else searching for the forgotten words still finds the neighbour (it
+never showed them, but it was found by them). Later turns' contexts leave forgotten turns
+out (`message_context.build_context`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+import msgspec
+
+from pipelines.materialize import is_tombstone, message_item_id
+from pipelines.message_context import context_without, with_context
+from pipelines.recall.conflicts import CLAIM_TYPES, authors, restates
+from pipelines.recall.episodic import answered_turn, said_stems
+from pipelines.records import MemoryItem
+
+
+def is_forgotten_claim(item: MemoryItem) -> bool:
+    """A claim a user asked to forget (retracted), with its text (not an import's tombstone)."""
+    return item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
+
+
+def is_forgotten_turn(item: MemoryItem) -> bool:
+    """A raw chat turn its speaker forgot (retracted), with its text."""
+    return item.validation == "retracted" and item.type == "message" and not is_tombstone(item)
+
+
+def is_forgotten(item: MemoryItem) -> bool:
+    """A claim or a raw turn a user asked to forget: what `forget_turns` reads."""
+    return is_forgotten_claim(item) or is_forgotten_turn(item)
+
+
+def newly_forgotten(after: Iterable[MemoryItem], before: Callable[[str], MemoryItem | None]) -> list[MemoryItem]:
+    """The claims and turns among `after` (new versions) forgotten by them: their version
+    `before` (by id; None when new) was not."""
+    return [it for it in after if is_forgotten(it)
+            and not ((old := before(it.id)) is not None and old.validation == "retracted")]
+
+
+def owners(forgotten: Iterable[MemoryItem]) -> set[tuple[str, str]]:
+    """(org, user) of whoever said the `forgotten` claims (`authors`) or turns: whose turns
+    forgetting them reads. Another user's turns are their own record, never changed by
+    someone's forgetting (recall still leaves out one of them that restates a forgotten
+    claim it meets)."""
+    return {(c.scope.org_id, who) for c in forgotten
+            for who in ((c.scope.user_id,) if c.type == "message" else authors(c))}
+
+
+def turns_saying(claims: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> set[str]:
+    """Ids of the raw chat turns among `turns` (not yet forgotten) that said the forgotten
+    `claims`, each among its `owners`' turns: the exchange a chat proposal came from (the
+    turn that proposed it and the user turn it came from, `answered_turn`) and any turn said
+    before the retraction that states it (`restates`): what recall never shows either."""
+    every = [t for t in turns if t.type == "message" and t.validation != "retracted"]
+    by_id = {t.id: t for t in every}
+    hidden: set[str] = set()
+    for claim in claims:
+        mine = owners([claim])
+        turns = [t for t in every if (t.scope.org_id, t.scope.user_id) in mine]
+        said = by_id.get(message_item_id(claim.provenance.source_id))
+        if said is not None and claim.provenance.source_kind == "chat":
+            hidden.add(said.id)
+            audience = said.scope.audience_key()
+            answered = answered_turn(said, claim, (t for t in turns if t.scope.audience_key() == audience))
+            if answered is not None:
+                hidden.add(answered.id)
+        # Only a turn sharing a word with it can restate it (reading a turn's claim is regex work).
+        stems = said_stems(f"{claim.title} {claim.content}")
+        hidden.update(t.id for t in turns if not stems.isdisjoint(said_stems(t.content) | said_stems(t.title))
+                      and restates(t, claim))
+    return hidden
+
+
+def forget_turns(forgotten: Iterable[MemoryItem], turns: Iterable[MemoryItem]) -> dict[str, MemoryItem]:
+    """What forgetting the `forgotten` claims and turns changes among the raw `turns` (their
+    `owners`' messages; any other item is passed over): {id: its new version}, the turns
+    that said the claims retracted (`turns_saying`) and each other turn whose retrieval
+    context quoted a forgotten turn, without it."""
+    forgotten = list(forgotten)
+    claims = [c for c in forgotten if c.type != "message"]
+    direct = {t.id: t for t in forgotten if t.type == "message"}
+    mine = owners(forgotten)
+    turns = [t for t in turns if t.type == "message" and (t.scope.org_id, t.scope.user_id) in mine]
+    if not forgotten or not turns:
+        return {}
+    hidden = turns_saying(claims, turns) if claims else set()
+    said = [t for t in turns if t.id in hidden and t.id not in direct]
+    out = {t.id: msgspec.structs.replace(t, validation="retracted") for t in said}
+    gone = [*said, *direct.values()]
+    if gone:
+        for turn in turns:
+            fields = None if turn.id in hidden or turn.id in direct else context_without(turn, gone)
+            if fields is not None:
+                out[turn.id] = msgspec.structs.replace(turn, metadata=with_context(turn.metadata, fields))
+    return out
+
+
+def with_forgetting(made: Mapping[str, MemoryItem], before: Callable[[str], MemoryItem | None],
+                    served: Callable[[set[tuple[str, str]]], Iterable[MemoryItem]]) -> Mapping[str, MemoryItem]:
+    """Items an inbox fold `made` over what is served (the service's delta), with what the
+    claims they forget change among the turns (`forget_turns`): `before` finds an item's
+    served version by id, `served(owners)` the served turns of those (org, user)."""
+    forgotten = newly_forgotten(made.values(), before)
+    if not forgotten:
+        return made
+    return {**made, **forget_turns(forgotten, served(owners(forgotten)))}
