@@ -850,7 +850,9 @@ class ClaimTable:
         # Values a claim names as replaced or denied, over the same columns as `values`.
         self.retired = retired
         # rows x (title, content, subject, title values, adds: 1 or 0, what it measures, first person: 1 or 0,
-        # negated: 1 or 0, the kinds of value it states: `_value_kinds`)
+        # negated: 1 or 0, the kinds of value it states: `_value_kinds`; and of every row's item: its
+        # scope kind, its id, whether it links anywhere or is superseded: 1 or 0), so a recall's
+        # table reads them with its rows instead of from each item
         self.codes = codes
         # What else proposes a pair (`_keys`: the title, its own id, the ids it links to), read
         # with the rest so a recall's table takes these rows too.
@@ -892,7 +894,10 @@ class ClaimTable:
         def code(field: int, key: Hashable) -> int:
             return tables[field].setdefault(key, len(tables[field]))
 
-        codes = np.full((n, 9), -1, np.int64)
+        codes = np.full((n, CODES), -1, np.int64)
+        codes[:, KIND] = _codes((it.scope.kind for it in items), n)
+        codes[:, ID] = _codes((it.id for it in items), n)
+        codes[:, LINKED] = np.fromiter((bool(it.links or it.superseded_by) for it in items), bool, n)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -905,7 +910,7 @@ class ClaimTable:
             subjects.add(c.subject if c is not None else ())
             titles.add(_title_words(c) if c is not None else ())
             if c is not None:
-                codes[row] = (code(0, c.title) if c.title else -1, code(1, c.content),
+                codes[row, :KIND] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
@@ -946,6 +951,10 @@ class ClaimTable:
                           _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
                           qualifiers, ended, ended_values, persons, subjects, titles,
                           None if self.kept is None else [self.kept[r] for r in at])
+
+
+# `ClaimTable.codes` columns read by number elsewhere: the item's scope kind, id, and links
+KIND, ID, LINKED, CODES = 9, 10, 11, 12
 
 
 class _Pairs(NamedTuple):
@@ -1063,6 +1072,9 @@ DENSE_MAX_WORK = 30_000_000
 # pair up to this many pairs, else as sparse products
 FEW_PAIRS = 64
 GRAM_MAX_ROWS = 1024  # `_close` multiplies all vectors at once up to this many claims
+# `_Lacking.words` keeps a table's words as one dense matrix up to this many cells (a
+# recall's ~90 claims x a few hundred words); past it each product makes its own columns
+DENSE_WORDS_MAX_CELLS = 1_000_000
 
 
 def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf | None = None) -> _Pairs:
@@ -1072,23 +1084,25 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     `_shared_counts`), the embedding cosine computed only for pairs whose
     values disagree and whose words half match."""
     n, items = len(table), table.items
+    # one code per distinct item id (`_components` makes a node per code: numbered from 0 here)
+    ids = np.unique(table.codes[:, ID], return_inverse=True)[1].reshape(n).astype(np.int64)
     if n < 2:
         none = np.zeros(0, np.int64)
-        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), _codes((it.id for it in items), n))
+        return _Pairs(none, none, none.astype(bool), none.astype(np.int8), ids)
     words = table.words
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
-    title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes.T
+    title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes[:, :KIND].T
     n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
-    ids = _codes((it.id for it in items), n)
-    if any(it.links or it.superseded_by for it in items):
+    if table.codes[:, LINKED].any():
         replacing = _linked(items, _replaced)
         contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     else:  # most recalls' claims link nowhere: no pair to look for
         replacing = contradicting = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     retired = table.retired if table.retired.nnz else None
     parts = []
-    for start, stop, counts in _shared_counts(table, big, retired):
+    lacking = _Lacking(table)  # shared by the products and questions below (each made once)
+    for start, stop, counts in _shared_counts(table, big, retired, lacking.words):
         (shared_all, proposed_by_word, shared_key, shared_value, retires, retired_by, shared_unit,
          shared_measure) = counts
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
@@ -1118,7 +1132,6 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
-    lacking = _Lacking(table)  # shared by the questions below (each product made once)
     n_subject = np.diff(table.subjects.indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
@@ -1216,7 +1229,7 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
     lacks and the other speaks of the writer. `lacking`: the table's `_Lacking`, shared by
     the calls of one `_pairs` (each product made once)."""
     lacks = lacking or _Lacking(table)
-    kind = lacks.kinds()
+    kind = table.codes[:, KIND]
     same = kind[i] == kind[j]
     i, j = i[same], j[same]
     out = np.zeros(len(same), bool)
@@ -1242,17 +1255,23 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
 class _Lacking:
     """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
-    matrix and read for every pair and both orders; the scope kind code of each row, once."""
+    matrix and read for every pair and both orders; the words as one dense matrix, once, read
+    over the columns each product needs."""
 
     def __init__(self, table: ClaimTable) -> None:
         self.table = table
         self._matched: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-        self._kinds: np.ndarray | None = None
+        self._words: np.ndarray | None = None
 
-    def kinds(self) -> np.ndarray:
-        if self._kinds is None:
-            self._kinds = _codes((it.scope.kind for it in self.table.items), len(self.table))  # per row, not per pair
-        return self._kinds
+    def words(self, columns: np.ndarray) -> np.ndarray:
+        """The table's words as dense float32 rows over the columns `columns` marks
+        (`_dense_columns`)."""
+        w = self.table.words
+        if w.shape[0] * w.shape[1] > DENSE_WORDS_MAX_CELLS:
+            return _dense_columns([w], columns)[0]
+        if self._words is None:
+            (self._words,) = _dense_columns([w], np.ones(w.shape[1], bool))
+        return self._words[:, columns]
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         q, w = getattr(self.table, name), self.table.words
@@ -1260,9 +1279,9 @@ class _Lacking:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
             if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
-                dense_q, dense_w = _dense_columns([q, w], columns)
+                (dense_q,) = _dense_columns([q], columns)
                 # rows x rows: columns of one row of q among the other's words
-                self._matched[name] = (np.diff(q.indptr), dense_q @ dense_w.T)
+                self._matched[name] = (np.diff(q.indptr), dense_q @ self.words(columns).T)
             else:
                 self._matched[name] = None
         found = self._matched[name]
@@ -1284,14 +1303,16 @@ def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndar
     return np.diff(q.indptr)[i] > np.asarray(q[i].multiply(w[j]).sum(axis=1)).ravel()
 
 
-def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None):
+def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matrix | None,
+                   dense_words: Callable[[np.ndarray], np.ndarray] | None = None):
     """Per block of rows (start, stop, counts): how many words, proposing words, keys and
     values each row of the block shares with every row, how many values it retires of
     each row's / each row retires of its (None without retired values), and how many
     units and numbers with a unit it shares with every row (None without units). A small table (a
     recall's claims, see DENSE_MAX_WORK) in one dense product each over only the columns
     two or more rows hold (a column one row holds adds to no pair), which costs less than
-    scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time."""
+    scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time.
+    `dense_words`: the words as dense rows over the columns marked (`_Lacking.words`)."""
     n, words, values, keys = len(table), table.words, table.values, table.keys
     units = table.units if table.units.nnz else None
     held = np.bincount(words.indices, minlength=words.shape[1])
@@ -1300,7 +1321,7 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
     held_values = sum(np.bincount(m.indices, minlength=values.shape[1]) for m in both)
     shared_columns = int((held >= 2).sum() + (held_keys >= 2).sum() + (held_values >= 2).sum())
     if n * n * shared_columns <= DENSE_MAX_WORK:
-        (w,) = _dense_columns([words], held >= 2)
+        w = dense_words(held >= 2) if dense_words is not None else _dense_columns([words], held >= 2)[0]
         (dense_keys,) = _dense_columns([keys], held_keys >= 2)
         dense_values = _dense_columns(both, held_values >= 2)
         v = dense_values[0]
@@ -1460,13 +1481,15 @@ def groups_with_pairs(table: ClaimTable, vector_of: VectorOf | None = None, vect
     joined = found.replaces | (found.reason > 0)
     ids = found.ids  # one node per id, as the items are keyed
     ji, jj = found.i[joined].tolist(), found.j[joined].tolist()
-    label = _components(int(ids.max()) + 1, ids[ji].tolist(), ids[jj].tolist())
+    label = _components(int(ids.max()) + 1, ids[found.i[joined]].tolist(), ids[found.j[joined]].tolist())
+    row_label = [label[node] for node in ids.tolist()]  # per row, read as lists (no numpy scalar per pair)
     by_label: dict[int, list[MemoryItem]] = {}
-    for it, node in zip(table.items, ids.tolist()):
-        by_label.setdefault(label[node], []).append(it)
+    for it, key in zip(table.items, row_label):
+        by_label.setdefault(key, []).append(it)
+    item_ids = [it.id for it in table.items]
     pairs: dict[int, set[frozenset[str]]] = {}
     for a, b in zip(ji, jj):
-        pairs.setdefault(label[int(ids[a])], set()).add(frozenset((table.items[a].id, table.items[b].id)))
+        pairs.setdefault(row_label[a], set()).add(frozenset((item_ids[a], item_ids[b])))
     return [(sorted(g, key=lambda it: it.id), pairs.get(key, set())) for key, g in by_label.items() if len(g) > 1]
 
 

@@ -619,6 +619,24 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
 
 
+def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(monkeypatch):
+    """`_pairs` on a recall-sized table makes its words dense once (`_Lacking.words`) and
+    reads the columns each product needs: the same pairs and reasons as each product
+    making its own columns (`DENSE_WORDS_MAX_CELLS` 0)."""
+    items = _random_claims(random.Random(7), 60, False)
+    claims = [read_claim(it) for it in items]
+    table = ClaimTable.of(items, claims)
+    columns = np.zeros(table.words.shape[1], bool)
+    columns[::3] = True
+    assert (conflicts._Lacking(table).words(columns) == conflicts._dense_columns([table.words], columns)[0]).all()
+    once = _pairs(table, None)
+    monkeypatch.setattr(conflicts, "DENSE_WORDS_MAX_CELLS", 0)
+    apart = _pairs(ClaimTable.of(items, claims), None)
+    assert set(REASONS[1:]) & {REASONS[int(r)] for r in once.reason}
+    for field in ("i", "j", "replaces", "reason"):
+        assert (getattr(once, field) == getattr(apart, field)).all(), field
+
+
 @pytest.mark.parametrize(("dense", "few"), [(10**12, conflicts.FEW_PAIRS), (0, 0), (0, 10**9)])
 def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
     """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
@@ -717,6 +735,27 @@ def test_a_snapshot_table_keeps_its_claims_so_resolving_a_recall_reads_none_agai
     row_of = {it.id: row for row, it in enumerate(taken.items)}
     assert [resolve(group, pairs=joined, claims=lambda it: taken.claim(row_of[it.id]))
             for group, joined in found] == resolved
+
+
+def test_table_codes_carry_each_items_scope_kind_id_and_links():
+    """A recall's table reads its rows' scope kinds, ids and whether they link anywhere with
+    the rows (`ClaimTable.codes`), not from the items: equal codes for equal kinds and ids,
+    a non-claim row included, and a taken table's codes are the same rows'."""
+    items = [claim("a", "Standup", "The standup is at 09:30.", kind="project"),
+             claim("b", "Standup", "The standup is at 10:15.", kind="user", superseded_by="a"),
+             claim("c", "Standup", "The standup is at 11:00.", kind="project",
+                   links=[Link(rel="contradicts", to="a")]),
+             MemoryItem(id="d", tier="stm", type="message", title="x", content="hi there",
+                        scope=Scope.for_identity("user", ME))]
+    table = ClaimTable.read(items)
+    kind, ids, linked = (table.codes[:, c] for c in (conflicts.KIND, conflicts.ID, conflicts.LINKED))
+    assert kind[0] == kind[2] != kind[1] == kind[3]
+    assert len(set(ids.tolist())) == 4
+    assert linked.tolist() == [0, 1, 1, 0]
+    taken = table.take([2, 0, 2])
+    assert (taken.codes == table.codes[[2, 0, 2]]).all()
+    node = conflicts._pairs(taken, None).ids.tolist()  # one node per id, numbered from 0
+    assert node[0] == node[2] != node[1] and sorted(set(node)) == [0, 1]
 
 
 def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
