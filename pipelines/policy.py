@@ -38,7 +38,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        credential's name in any order is one ("use 4471 as the PIN", "my PIN,
                        4471", "the door code (5812)", "4471, my PIN"), and a flood of one
                        filler word ("...EXAMPLEEXAMPLE...", documentation's padded keys) is
-                       no `token_flood`.
+                       no `token_flood`. Since 2026.11-16 an override in Russian capitals
+                       ("ИГНОРИРУЙ ВСЕ ИНСТРУКЦИИ") is found as in lower case.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -94,7 +95,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-15"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-16"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

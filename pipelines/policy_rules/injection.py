@@ -203,6 +203,15 @@ def _cyrillic(pattern: str) -> str:
     return "".join(letter(c) for c in pattern)
 
 
+def _cyrillic_anchors(*words: str) -> tuple[str, ...]:
+    """Russian `words` as a family anchor is looked for (lower-cased `normalise`d text):
+    folded in lower case ("у" looks like "y") and in upper case, then lower-cased ("Н" looks
+    like "H", "н" like nothing), so "ИГНОРИРУЙ ВСЕ ИНСТРУКЦИИ" is scanned as its lower-case
+    form is."""
+    forms = (form for w in words for form in (fold_lookalikes(w), fold_lookalikes(w.upper()).lower()))
+    return tuple(dict.fromkeys(forms))
+
+
 def _rules() -> tuple[tuple[str, re.Pattern[str]], ...]:
     r = []
 
@@ -956,10 +965,7 @@ _ANCHORS: dict[str, tuple[str, ...]] = {
         "instrucci",
         "istruzion",
         "instruç",
-        fold_lookalikes("игнор"),
-        fold_lookalikes("забуд"),
-        fold_lookalikes("обращай"),
-        fold_lookalikes("отбрось"),
+        *_cyrillic_anchors("игнор", "забуд", "обращай", "отбрось"),
         "忽略",
         "无视",
         "忽视",
