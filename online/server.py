@@ -1,7 +1,8 @@
 """`serve(settings)`: run the recall service on uvicorn (`loci serve` calls it).
 
 `workers=1` serves the app in this process. `workers=N` starts N uvicorn worker processes
-on one port, each accepting connections from its own queue (`PerWorkerListener`): each
+on one port, each accepting connections from its own queue (`PerWorkerListener`) and
+keeping its share of keep-alive clients (`online.balance`): each
 loads the published snapshot itself, but the index (and with it every vector) is
 memory-mapped read-only, so the workers share one copy in the page cache; the inbox is
 SQLite in WAL mode and every worker reads the same delta, so a write through one worker is
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
 
 import msgspec
 import uvicorn
@@ -21,15 +23,19 @@ from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import Multiprocess
 
 from online.app import create_app
+from online.balance import WorkerBalance, balancing, create_balance_file
 from online.listener import listener_for_workers
 from pipelines.settings import Settings
 
 SETTINGS_ENV = "LOCI_SERVE_SETTINGS"  # how the worker processes get the parent's settings
+BALANCE_ENV = "LOCI_SERVE_BALANCE"  # the workers' shared balance file (`online.balance`)
 
 
 def app_from_env():
     """The app of one worker process (uvicorn's factory for `workers > 1`)."""
-    return create_app(msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings))
+    app = create_app(msgspec.json.decode(os.environ[SETTINGS_ENV], type=Settings))
+    path = os.environ.get(BALANCE_ENV)
+    return balancing(app, WorkerBalance(path)) if path else app
 
 
 def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> None:
@@ -58,4 +64,9 @@ def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> N
         sys.exit(STARTUP_FAILURE)
     uvicorn_log.info("Uvicorn running on http://%s:%d with %d workers, one accept queue each "
                      "(Press CTRL+C to quit)", settings.host, listener.getsockname()[1], workers)
-    Multiprocess(config, sockets=[listener]).run()
+    balance = create_balance_file("/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    os.environ[BALANCE_ENV] = str(balance)
+    try:
+        Multiprocess(config, sockets=[listener]).run()
+    finally:
+        balance.unlink(missing_ok=True)

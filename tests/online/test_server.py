@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -52,22 +53,20 @@ def test_serve_answers_health_and_recall_over_http(tmp_path: Path) -> None:
     assert proc.returncode in (0, -15)
 
 
-def answering_pids(base: str, connections: int) -> set[int]:
-    """The worker pids behind `connections` keep-alive connections all opened before the first
-    request, as concurrent chat loops open them (each asks twice: a connection stays with its worker)."""
+def answering_pids(base: str, connections: int, rounds: int = 2) -> list[int]:
+    """The worker pid behind each of `connections` keep-alive connections all opened before
+    the first request, as concurrent chat loops open them, after `rounds` requests each (a
+    connection a busier worker closes is opened again, as HTTP clients do)."""
     host, port = base.removeprefix("http://").split(":")
     opened = [http.client.HTTPConnection(host, int(port), timeout=30) for _ in range(connections)]
     for conn in opened:
         conn.connect()
-    pids = set()
+    pids = [0] * connections
     try:
-        for conn in opened:
-            asked = []
-            for _ in range(2):
+        for _ in range(rounds):
+            for n, conn in enumerate(opened):
                 conn.request("GET", "/healthz")
-                asked.append(json.loads(conn.getresponse().read())["pid"])
-            assert asked[0] == asked[1]
-            pids.add(asked[0])
+                pids[n] = json.loads(conn.getresponse().read())["pid"]
     finally:
         for conn in opened:
             conn.close()
@@ -85,7 +84,10 @@ def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -
     try:
         workers = set(service.serving_pids())
         assert len(workers) == 2
-        assert answering_pids(service.url, connections=16) == workers
+        assert set(answering_pids(service.url, connections=16)) == workers
+        # Four chat loops' keep-alive connections end two on each worker, however the
+        # kernel's hash placed them at first (all four on one: one time in eight).
+        assert sorted(Counter(answering_pids(service.url, connections=4, rounds=40)).values()) == [2, 2]
         ident = {"user_id": "dana", "project_id": "atlas"}
         with httpx.Client(base_url=service.url, timeout=30) as client:
             for n in range(6):
