@@ -758,6 +758,29 @@ def test_table_codes_carry_each_items_scope_kind_id_and_links():
     assert node[0] == node[2] != node[1] and sorted(set(node)) == [0, 1]
 
 
+def test_only_pairs_with_a_claim_that_says_something_changed_are_asked_whether_it_did(monkeypatch):
+    """`_says_changed_rows` asks `_says_changed` only of the pairs where a row says something
+    changed of a subject it names (`ClaimTable.codes`, CHANGES), and answers every pair as
+    asking each would."""
+    items = [*_random_claims(random.Random(11), 60, False),
+             claim("m1", "Daily sync", "Standup moved to 10:15 starting next week."),
+             claim("m2", "Standup time", "The team standup is at 09:30."),
+             claim("m3", "", "Dinner with Priya got pushed back to Friday."),
+             claim("m4", "Dinner", "Dinner with Priya is on Thursday.")]
+    claims = [read_claim(it) for it in items]
+    table = ClaimTable.of(items, claims)
+    changes = table.codes[:, conflicts.CHANGES] > 0
+    assert changes.tolist() == [c.changes is not None and bool(c.subject) for c in claims]
+    assert 0 < changes.sum() < len(items)
+    i, j = (np.array(x, np.int64) for x in zip(*((x, y) for x in range(len(items)) for y in range(x + 1, len(items)))))
+    expected = [conflicts._says_changed(claims[x], claims[y]) for x, y in zip(i.tolist(), j.tolist())]
+    asked = []
+    says_changed = conflicts._says_changed
+    monkeypatch.setattr(conflicts, "_says_changed", lambda a, b: asked.append(1) or says_changed(a, b))
+    assert conflicts._says_changed_rows(table, i, j).tolist() == expected
+    assert any(expected) and len(asked) == int((changes[i] | changes[j]).sum()) < len(i)
+
+
 def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
     """`take` gathers rows straight from the CSR arrays: the same matrices (words, values,
     retired values, keys) as scipy's row indexing with unused columns dropped (values and
