@@ -30,7 +30,7 @@ from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
-from .corpus import MemoryCorpus
+from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
 from .dates import DateRange, said_within, states_time
 from .episodic import (
     answered_turn,
@@ -57,8 +57,6 @@ SELF_DECAY = 0.02
 # (first person, at least `SELF_MIN_WORDS` words of it), to make up this many.
 SELF_FEW = 5
 SELF_MIN_WORDS = 3
-PARTNER_LINKS = ("contradicts", "supersedes", "refines")  # `refines`: a correction of a detail
-MAX_TITLE_PARTNERS = 50
 
 
 @dataclass(slots=True)  # ~120 a recall: slots make them smaller and their attributes faster

@@ -43,6 +43,11 @@ from .episodic import is_small_talk, said_time
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
 
+# What makes a claim's conflict partner besides a shared title (`refines`: a correction of a
+# detail), and how many rows may share a title for it to name partners.
+PARTNER_LINKS = ("contradicts", "supersedes", "refines")
+MAX_TITLE_PARTNERS = 50
+
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()  # day 0 of POSIX time as a proleptic ordinal
 
 # Below this many allowed rows the exact matmul is cheaper and exact; above, FAISS.
@@ -251,6 +256,10 @@ class MemoryCorpus:
         """Build the lazy BM25 index and claim table now (seconds for 100k items) instead of
         on the first query."""
         _ = self.lexical, self.claims, self.id_rank
+        # Which rows can have a conflict partner, read for every row now: a recall asks it of
+        # its ~90 claims, and distinct questions would each meet rows not read before.
+        for row in range(self.n):
+            self.may_have_partners(row)
         return self
 
     # -- basic access ---------------------------------------------------------------------
@@ -346,7 +355,8 @@ class MemoryCorpus:
                                                    if rel in ("supersedes", "refines")}), np.int64)
         return self._corrections
 
-    def may_have_partners(self, row: int, rels: Sequence[str], max_title: int) -> bool:
+    def may_have_partners(self, row: int, rels: Sequence[str] = PARTNER_LINKS,
+                          max_title: int = MAX_TITLE_PARTNERS) -> bool:
         """Whether the row links to anything with one of `rels`, is linked to with one of them
         from this corpus, or shares its title with 2..`max_title` rows here: the rows that can
         have a conflict partner (most claims have none; kept per row)."""

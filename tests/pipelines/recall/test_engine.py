@@ -306,6 +306,21 @@ def test_conflict_partners_held_only_by_another_corpus_are_still_pulled_in():
     assert "fix" in ids(r) and r.suppressed and r.suppressed[0]["id"] == "old"
 
 
+def test_a_warmed_corpus_knows_which_rows_may_have_partners_as_asking_each_row_would():
+    """`warm` reads for every row whether it can have a conflict partner (a partner link
+    either way, a title shared by 2..MAX_TITLE_PARTNERS rows), so a recall meeting a row
+    for the first time does not read it: the same answers as a corpus asked row by row."""
+    items = [mem("a", "Deploy window", "Deploys run on Tuesday."), mem("b", "Deploy window", "Deploys run on Friday."),
+             mem("c", "Backup window", "Backups run nightly."),
+             mem("d", "Fix", "Backups moved.", links=[Link(rel="supersedes", to="c")]),
+             mem("e", "Note", "Unrelated.", links=[Link(rel="related", to="c")]), mem("f", "Alone", "Nothing else.")]
+    lazy, warmed = corpus(items), corpus(items).warm()
+    assert len(warmed._partnered_cache) == len(items)
+    asked = [lazy.may_have_partners(row) for row in range(len(items))]
+    assert asked == [warmed.may_have_partners(row) for row in range(len(items))]
+    assert asked == [True, True, True, True, False, False]
+
+
 def test_same_title_same_content_is_not_a_conflict():
     items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
              mem("b", "inbox  ENGINE", "the inbox uses sqlite")]
