@@ -96,6 +96,8 @@ class TurnRequest(Request):
     # zone = UTC); recall reads it for "what did we decide yesterday?". Default: now.
     at: Annotated[datetime, Meta(description="ISO-8601 time the turn was said (default: now; not in the future).")
                   ] | None = None
+    # The speaker's zone: a proposal's "until Friday", "next week" are read on its calendar.
+    tz: TimeZoneName | None = None
 
 
 class TurnResponse(msgspec.Struct, kw_only=True):

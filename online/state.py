@@ -513,6 +513,8 @@ class MemoryService:
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
         kw.setdefault("user_said", self.user_said(identity))
+        if kw.get("zone") is None:  # the speaker's zone, or the service's
+            kw["zone"] = self.settings.timezone
         chat = (identity.user_id, identity.project_id, identity.session_id)
         if role == "assistant":  # its proposals record what the user just said in this chat
             kw.setdefault("answers", self._answered.get(chat))

@@ -44,10 +44,12 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Verdict,
+    apart_in_time,
     sha256_text,
     stable_id,
     utcnow,
 )
+from pipelines.validity import SAID_DATES, with_window
 
 REDACTED = "[REDACTED]"
 
@@ -117,6 +119,7 @@ def capture_turn(
     append: Callable[..., list[Event]] | None = None,
     answers: str | None = None,
     user_said: Callable[[str], str | None] | None = None,
+    zone: str = "UTC",
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
@@ -126,7 +129,8 @@ def capture_turn(
     records, read for the values it names as replaced): `answers`, the user's words this
     assistant turn answers, and the user turns it names (`turn_ref`, the proposal's
     `provenance_hint` source or chunk ids), read by `user_said` (a turn id -> the text of
-    that turn of this user, or None)."""
+    that turn of this user, or None). `zone`: the speaker's time zone, whose calendar a
+    proposal's "next week" or "until Friday" is read on (`validity.with_window`)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -156,7 +160,8 @@ def capture_turn(
         },
     )
     turn = _Turn(identity=identity, turn_id=turn_id, turn_ref=turn_ref, raw_text=text, at=at,
-                 learned_at=learned_at, event_id=turn_event.event_id, default_scope=default_scope)
+                 learned_at=learned_at, event_id=turn_event.event_id, default_scope=default_scope,
+                 zone=zone)
     forms_items: list[tuple[str, ProposedItem]] = []
     if parsed:
         forms_items += [(pp.form, pp.item) for pp in parsed.proposals]
@@ -231,6 +236,7 @@ class _Turn:
     learned_at: str
     event_id: str
     default_scope: str
+    zone: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -313,6 +319,9 @@ def govern_claim(
     it. `evidence`: what the user said that the proposal records (the values it names as
     replaced count as the proposal's own, `conflicts.retired_by_evidence`). Held for
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
+    # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
+    # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
+    found = [it for it in found if not apart_in_time(proposal, it)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     replaced = [*fixes.replaced, *fixes.in_part]
@@ -405,6 +414,8 @@ def _govern_proposal(
             and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
         # "In this chat, answer in French.", no scope named: this chat's wish, not the project's.
         proposal = msgspec.structs.replace(proposal, scope="session")
+    # "until Friday", "next week": read on the day the turn was said, in the speaker's zone
+    proposal, said_dates = with_window(proposal, turn.at, turn.zone)
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
@@ -417,6 +428,8 @@ def _govern_proposal(
         payload[HELD_AGAINST] = contradicts
     if disagrees:
         payload[DISAGREES_WITH] = disagrees
+    if said_dates and verdict.action != "reject":
+        payload[SAID_DATES] = said_dates
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)

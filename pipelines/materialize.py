@@ -182,6 +182,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
             **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
             **({DISAGREES_WITH: [str(old) for old in p[DISAGREES_WITH]]} if p.get(DISAGREES_WITH) else {}),
+            **({SAID_DATES: p[SAID_DATES]} if p.get(SAID_DATES) else {}),
         },
     )
 
@@ -229,6 +230,9 @@ HELD_AGAINST = "held_against"
 # (`pipelines.capture.GovernedClaim.disagrees`). Recall pulls the two in together
 # (`MemoryCorpus.disagreed_rows`), so the claim the query found is shown with its conflict.
 DISAGREES_WITH = "disagrees_with"
+# Payload and metadata key of a claim whose time words ("next Tuesday", "in March") were read
+# on the day it was said: {"on": that day, "meant": {word: day}} (`pipelines.validity`).
+SAID_DATES = "said_dates"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,

@@ -16,6 +16,7 @@ from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
 from online.tools import ToolError
 from pipelines.capture import TurnIdConflict
+from pipelines.records import time_zone
 
 # A turn "said" this far ahead of the service's clock is a mistake, not clock skew.
 FUTURE_SLACK = timedelta(minutes=5)
@@ -43,11 +44,16 @@ class TurnsController(Controller):
                       "Secrets in the turn text are redacted before storage.")
     def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)],
                 service: MemoryService) -> TurnResponse:
+        if data.tz is not None:
+            try:
+                time_zone(data.tz)
+            except ValueError as exc:
+                raise ClientException(f"tz: {exc}") from exc
         try:
             result = service.capture(
                 data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
                 turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
-                at=said_at(data.at),
+                at=said_at(data.at), zone=data.tz,
             )
         except TurnIdConflict as exc:
             raise ToolError(409, str(exc)) from None

@@ -569,7 +569,8 @@ class Exchange:
             if raw.strip() or self.proposing:
                 return self.service.capture(self.identity, "assistant", raw,
                                             tool_calls=self.proposing or None,
-                                            turn_id=self.assistant_turn_id(raw), answers=self.user_text)
+                                            turn_id=self.assistant_turn_id(raw), answers=self.user_text,
+                                            zone=self.tz)
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
@@ -456,7 +457,8 @@ class RecallEngine:
         # Defence in depth: re-check visibility on the way out.
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
-                                                 pool=q.search.cands.values(), held_against=q.view.held_against)
+                                                 pool=q.search.cands.values(), held_against=q.view.held_against,
+                                                 now=datetime.fromtimestamp(q.now_ts, timezone.utc))
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}
