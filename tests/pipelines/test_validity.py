@@ -1,0 +1,84 @@
+"""What a claim's time words meant when said (`pipelines.validity`), and when two claims
+hold at different times (`records.apart_in_time`, `MemoryItem.window_state`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
+from pipelines.validity import anchor, with_window
+
+SAO_PAULO = ZoneInfo("America/Sao_Paulo")  # UTC-3 all year
+SUNDAY_EVENING = datetime(2026, 11, 15, 21, 30, tzinfo=SAO_PAULO)  # Monday 00:30 in UTC
+
+
+def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO) -> tuple:
+    got = anchor(text, at, zone)
+    return (got.valid_from or "")[:10], (got.valid_to or "")[:10]
+
+
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("Maya is in Lisbon from Monday to Thursday next week.", ("2026-11-16", "2026-11-19")),
+    ("Until Friday, reports go to Ana instead of Maya.", ("", "2026-11-20")),
+    ("Maya is on call this week.", ("2026-11-09", "2026-11-15")),
+    ("I am away next week.", ("2026-11-16", "2026-11-22")),
+    ("Dentist appointment next Tuesday at 3pm.", ("", "2026-11-17")),
+    ("We meet tomorrow.", ("", "2026-11-16")),
+    ("From December 1, the address is Rua Nova 5.", ("2026-12-01", "")),
+    ("Between May 3 and May 9 the office is closed.", ("2027-05-03", "2027-05-09")),
+    ("The office is closed until 2026-12-24.", ("", "2026-12-24")),
+])
+def test_the_words_bound_a_window_read_on_the_day_said_in_the_speakers_zone(text: str, wanted: tuple) -> None:
+    assert window(text) == wanted
+
+
+def test_the_day_said_is_the_speakers_not_utcs() -> None:
+    # Sunday 21:30 in Sao Paulo is Monday in UTC: there "next week" is the week after
+    assert window("in Lisbon from Monday to Thursday next week", zone=ZoneInfo("UTC")) == ("2026-11-23", "2026-11-26")
+    bound = anchor("until Friday", SUNDAY_EVENING, SAO_PAULO).valid_to
+    assert bound == "2026-11-20T23:59:59-03:00"  # the end of her Friday, in her offset
+
+
+@pytest.mark.parametrize("text", [
+    "Standup every weekday at 9:30.", "Gym on Mondays and Thursdays.", "My birthday is on March 3.",
+    "Maya's passport expires in March.", "Rua Velha 12 is the address.", "I may go in May or march on.",
+    "The release is on 2026-12-03.",
+])
+def test_a_recurrence_a_yearly_date_or_a_mere_mention_bounds_nothing(text: str) -> None:
+    assert window(text) == ("", "")
+
+
+def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
+    assert anchor("Dentist next Tuesday at 3pm, passport expires in March.", SUNDAY_EVENING, SAO_PAULO).dates == {
+        "next Tuesday": "Tue 2026-11-17", "March": "March 2027"}
+    assert anchor("Standup every Monday at 9:30.", SUNDAY_EVENING, SAO_PAULO).dates == {}
+    assert anchor("My birthday is on March 3.", SUNDAY_EVENING, SAO_PAULO).dates == {}
+
+
+def test_a_window_the_proposal_names_is_kept_and_the_day_said_is_recorded() -> None:
+    said = SUNDAY_EVENING.astimezone(timezone.utc).isoformat()
+    named = ProposedItem(content="On call until Friday.", valid_to="2026-12-31")
+    kept, meant = with_window(named, said, "America/Sao_Paulo")
+    assert kept.valid_to == "2026-12-31" and meant == {"on": "Sun 2026-11-15", "meant": {"Friday": "Fri 2026-11-20"}}
+    plain, meant = with_window(ProposedItem(content="Standup every weekday."), said, "America/Sao_Paulo")
+    assert plain.valid_from is None and plain.valid_to is None and meant is None
+
+
+def claim(valid_from: str | None = None, valid_to: str | None = None) -> MemoryItem:
+    return MemoryItem(id="m", tier="stm", type="fact", title="t", content="c", scope=Scope(kind="user", user_id="u"),
+                      valid_from=valid_from, valid_to=valid_to)
+
+
+def test_claims_for_different_times_are_apart_and_windows_are_read_against_now() -> None:
+    standing, stand_in = claim(), claim(valid_to="2026-11-20T23:59:59-03:00")
+    assert apart_in_time(standing, stand_in) and apart_in_time(stand_in, standing)
+    assert not apart_in_time(standing, claim(valid_from="2026-12-01"))  # a move: the old address until then
+    lisbon, porto = claim("2026-11-16", "2026-11-19T23:59:59"), claim("2026-12-01", "2026-12-04T23:59:59")
+    assert apart_in_time(lisbon, porto)
+    assert not apart_in_time(lisbon, claim("2026-11-18", "2026-11-20"))  # overlapping plans do disagree
+    now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+    assert (lisbon.window_state(now), porto.window_state(now), standing.window_state(now)) == ("ENDED", "UPCOMING", "")
+    assert lisbon.window_state(None) == ""
