@@ -40,6 +40,7 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     RETRACTION_RULE,
+    SAID_DATES,
     apply_patch,
     awaits_review,
     held_against_others,
@@ -77,6 +78,7 @@ from pipelines.records import (
     time_zone,
     utcnow,
 )
+from pipelines.validity import with_window
 
 # What a caller may write: every item type except `message` (a verbatim chat record is only
 # ever made from a captured turn, never forged through the API).
@@ -139,11 +141,13 @@ class ProposeArgs(Args):
     items: Annotated[list[ItemIn], Meta(min_length=1, max_length=20)]
     default_scope: ScopeKind = "project"
     turn_ref: ItemId | None = None
+    tz: TimeZoneName | None = None  # the speaker's zone: "until Friday" is read on its calendar
 
 
 class WriteArgs(Args):
     item: ItemIn
     default_scope: ScopeKind = "project"
+    tz: TimeZoneName | None = None  # as ProposeArgs.tz
 
 
 class SearchArgs(Args):
@@ -516,7 +520,7 @@ class ToolDispatcher:
         outcome = self.service.capture(
             who, "system", proposal_carrier_text(len(args.items)),
             parse=False, extra_proposals=[i.proposed() for i in args.items],
-            default_scope=args.default_scope, turn_ref=args.turn_ref,
+            default_scope=args.default_scope, turn_ref=args.turn_ref, zone=self._zone(args.tz, "memory.propose"),
         )
         return {
             "turn_id": outcome.turn_id,
@@ -531,6 +535,8 @@ class ToolDispatcher:
         hint = proposal.provenance_hint or {}
         kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "tool"
         at = utcnow()
+        # "until Friday", "next week": read on today's calendar in the writer's zone
+        proposal, said_dates = with_window(proposal, at, self._zone(args.tz, "memory.write"))
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
@@ -571,7 +577,8 @@ class ToolDispatcher:
                       "requested_tier": args.item.tier,
                       **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
                       **({HELD_AGAINST: contradicts} if contradicts else {}),
-                      **({DISAGREES_WITH: disagrees} if disagrees else {})},
+                      **({DISAGREES_WITH: disagrees} if disagrees else {}),
+                      **({SAID_DATES: said_dates} if said_dates else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
@@ -823,15 +830,21 @@ class ToolDispatcher:
 
     # reads --------------------------------------------------------------------------------
 
+    def _zone(self, tz: str | None, action: str) -> str:
+        """The caller's zone `tz` (checked), or the service's `timezone` setting."""
+        if tz is None:
+            return self.service.settings.timezone
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ToolError(400, f"{action}: tz: {exc}") from exc
+        return tz
+
     def search(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
-        if args.tz is not None:
-            try:
-                time_zone(args.tz)
-            except ValueError as exc:
-                raise ToolError(400, f"memory.search: tz: {exc}") from exc
+        self._zone(args.tz, "memory.search")
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,

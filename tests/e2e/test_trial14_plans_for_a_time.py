@@ -23,6 +23,9 @@ Friday"): it is not told the date. Promises checked, after each consolidation:
 - A move "from <date>" is UPCOMING beside the address that holds until then (kept).
 - A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
   is no date: no window, no ENDED, no "said on" line (kept).
+- Every door reads the words in the speaker's zone: the proxy's chat with `X-Loci-Timezone`
+  and an MCP agent's `memory_propose` with `tz` (broken: neither passed a zone to capture),
+  in a zone whose calendar day is not UTC's when the test runs.
 - A zone that is no zone is a 400 naming it, on `/v1/turns` as on `/v1/recall`.
 """
 
@@ -30,17 +33,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 from litestar.testing import TestClient
 
 from online.app import create_app
+from online.mcp_server import call as mcp_call
+from online.proxy import ProxyConfig, create_proxy_app
+from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
+from pipelines.records import Identity
 from tests.assets.support import make_settings
 from tests.e2e.test_trial12_weeks import consolidate
+from tests.fakes.ollama_server import FakeOllama
+from tests.online.test_proxy import block, serve
 
 TZ = "America/Sao_Paulo"
 ZONE = ZoneInfo(TZ)
@@ -136,10 +146,38 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
              fact("Invoice recipient", "Until tomorrow, invoices go to Bruno instead of Maya."))
         consolidate(client, settings)
         look("week 2")
+        far = far_zone()
+        with FakeOllama() as fake, serve(create_proxy_app(
+                settings, service=client.app.state.service, upstream=fake.url,
+                config=ProxyConfig(flags_check_interval_s=0))) as url:
+            fake.chat_reply = lambda req: "Okay. " + block(fact("Working from home",
+                                                                 "Maya works from home until tomorrow."))
+            said = {"role": "user", "content": "I'm working from home until tomorrow."}
+            resp = httpx.post(f"{url}/v1/chat/completions", timeout=30, headers={
+                "X-Loci-User": "maya", "X-Loci-Project": "life", "X-Loci-Timezone": far},
+                json={"model": "llama3.2", "messages": [said]})
+            assert resp.status_code == 200, resp.text
+            (proposed,) = resp.json()["loci"]["proposals"]
+            ids["from home"] = proposed["item_id"]
+        failed, answer = mcp(client, "memory_propose", {"tz": far, "items": [
+            fact("Car", "Maya's car is at the garage until tomorrow.")]})
+        assert not failed, answer
+        ids["car"] = answer["proposals"][0]["item_id"]
         items = {name: client.get(f"/v1/items/{item_id}", params=MAYA).json()["item"] for name, item_id in ids.items()}
         bad = [client.post(path, json=body | {"identity": MAYA, "tz": "Mars/Olympus"}) for path, body in (
             ("/v1/turns", {"role": "user", "text": "hello"}), ("/v1/recall", {"query": "where am I?"}))]
-        yield {"maya": maya, "ids": ids, "seen": seen, "items": items, "bad": bad}
+        yield {"maya": maya, "ids": ids, "seen": seen, "items": items, "bad": bad, "far": far}
+
+
+def far_zone() -> str:
+    """A zone whose calendar day is not UTC's now: 14 hours ahead from 10:00 UTC, else 12 behind."""
+    return "Etc/GMT-14" if datetime.now(timezone.utc).hour >= 10 else "Etc/GMT+12"
+
+
+def mcp(client: TestClient, name: str, args: dict) -> tuple[bool, dict]:
+    """An MCP agent's call (the dispatcher behind `loci mcp`), as Maya."""
+    result = mcp_call(ToolDispatcher(client.app.state.service), name, args, Identity(**MAYA))
+    return bool(result.is_error), json.loads(result.content[0].text)
 
 
 def entries(answer: dict) -> dict[str, str]:
@@ -169,7 +207,8 @@ def test_time_words_are_read_on_the_day_they_were_said_in_her_zone(weeks) -> Non
     assert items["on call"]["valid_from"][:10] == week.isoformat()
     assert items["on call"]["valid_to"][:10] == (week + timedelta(days=6)).isoformat()
     friday = maya.sunday + timedelta(days=5)
-    assert items["reports to ana"]["valid_from"] is None and items["reports to ana"]["valid_to"][:10] == friday.isoformat()
+    stand_in = items["reports to ana"]
+    assert stand_in["valid_from"] is None and stand_in["valid_to"][:10] == friday.isoformat(), stand_in
     said = maya.today - timedelta(days=1)
     tuesday = said + timedelta(days=(1 - said.weekday()) % 7 or 7)
     assert items["dentist"]["valid_to"][:10] == tuesday.isoformat(), items["dentist"]
@@ -228,6 +267,15 @@ def test_a_recurring_schedule_is_no_date(weeks) -> None:
         assert "said_dates" not in items[name]["metadata"]
     standup = entries(weeks["seen"]["week 2"]["standup"])[ids["standup"]]
     assert "VALID=" not in header(standup) and "(Said on" not in standup, standup
+
+
+def test_the_proxy_and_an_mcp_agent_read_the_words_in_the_speakers_zone(weeks) -> None:
+    here = datetime.now(ZoneInfo(weeks["far"])).date()
+    assert here != datetime.now(timezone.utc).date()
+    for name in ("from home", "car"):
+        item = weeks["items"][name]
+        assert item["valid_to"][:10] == (here + timedelta(days=1)).isoformat(), item
+        assert item["metadata"]["said_dates"]["on"].endswith(here.isoformat()), item["metadata"]
 
 
 def test_a_zone_that_is_no_zone_is_refused(weeks) -> None:
