@@ -20,6 +20,8 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
   rule recall and `/v1/conflicts` use. They are kept out of the merge: similar wording is
   what clusters them ("metrics go to TimescaleDB" / "... to ClickHouse"), and one merged
   item holding both would hide the contradiction that recall resolves and reports.
+- `for_other_times`: members that hold at different times (two weeks on call) are kept
+  out of the merge too: one item would hold over the span between them.
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
   confidence, links) and sends the draft through the write policy like any proposal.
 
@@ -49,6 +51,7 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Verdict,
+    apart_in_time,
     parse_time,
     stable_id,
 )
@@ -115,6 +118,14 @@ def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
                     and conflict_reason(a, b, one_subject=True)):
                 apart.update((a.item.id, b.item.id))
     return apart
+
+
+def for_other_times(cluster: Sequence[MemoryItem]) -> set[str]:
+    """Ids of the members that hold at another time than some other member
+    (`records.apart_in_time`: "on call this week" said in three different weeks, a stand-in
+    until Friday beside the standing rule). They are kept out of the merge: one item would
+    hold over the whole span, between the windows too, or lose the stand-in's end."""
+    return {it.id for n, a in enumerate(cluster) for b in cluster[n + 1:] if apart_in_time(a, b) for it in (a, b)}
 
 
 def canonical_order(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:

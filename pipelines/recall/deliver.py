@@ -125,11 +125,12 @@ def _once_each(ordered: list[Candidate]) -> list[Candidate]:
     """A curated memory stored twice in one scope with the same title and content (a model
     that repeats a proposal, before consolidation merges them) is shown once: the better
     ranked copy (the caller sees one scope of each kind, so the kind names it). Raw turns are
-    left alone: the same words said on two dates are two pieces of evidence."""
-    seen: set[tuple[str, str]] = set()
+    left alone: the same words said on two dates are two pieces of evidence; so are the
+    same words holding in two windows ("on call this week", said in two weeks)."""
+    seen: set[tuple[str, str, str | None, str | None]] = set()
     out = []
     for c in ordered:
-        key = (c.item.content_hash, c.item.scope.kind)
+        key = (c.item.content_hash, c.item.scope.kind, c.item.valid_from, c.item.valid_to)
         if is_message(c.item) or key not in seen:
             seen.add(key)
             out.append(c)

@@ -14,7 +14,10 @@ Friday"): it is not told the date. Promises checked, after each consolidation:
 - A plan that has passed is kept as history, marked ENDED, after what holds now: "where am
   I next week?" answers next week's Porto trip (UPCOMING) before the Lisbon trip that is
   over; "am I on call?" finds last week's duty marked ENDED (broken: both injected as
-  current, unmarked, the trip that is over first).
+  current, unmarked, the trip that is over first). Said again for this week in the same
+  words, the duty is a memory of its own, current, before last week's (broken once windows
+  were set: the consolidation merged the two into one item holding over both weeks, and
+  recall showed one copy of the same words, whichever ranked first).
 - "Until Friday, send reports to Ana instead of me" ends on Friday: after it, her standing
   "reports go to Maya" is the current answer and Ana's stand-in is marked ENDED; while a
   stand-in holds (invoices to Bruno until tomorrow), both are shown, the stand-in not ended
@@ -144,6 +147,8 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         land("invoices to bruno", datetime.now(ZONE) - timedelta(hours=1),
              "Until tomorrow, send invoices to Bruno instead of me.",
              fact("Invoice recipient", "Until tomorrow, invoices go to Bruno instead of Maya."))
+        land("on call again", datetime.now(ZONE) - timedelta(minutes=30), "I'm on call again this week.",
+             fact("On call", "Maya is on call this week."))
         consolidate(client, settings)
         look("week 2")
         far = far_zone()
@@ -234,6 +239,10 @@ def test_a_plan_that_has_passed_is_history_after_what_holds_now(weeks, week: str
         assert " | UPCOMING" in header(where[ids["porto"]]) and " | ENDED" not in header(where[ids["porto"]])
     on_call = entries(seen["on call"])
     assert " | ENDED" in header(on_call[ids["on call"]]), seen["on call"]["injection"]
+    if week == "week 2":  # the same words for this week: its own memory, current, before last week's
+        assert curated(seen["on call"])[:2] == [ids["on call again"], ids["on call"]], seen["on call"]["hits"]
+        assert " | ENDED" not in header(on_call[ids["on call again"]]), seen["on call"]["injection"]
+        assert weeks["items"]["on call again"]["tier"] == "stm" and weeks["items"]["on call"]["superseded_by"] is None
 
 
 @pytest.mark.parametrize("week", ["week 1", "week 2"])
