@@ -420,3 +420,15 @@ def test_claims_of_one_cluster_whose_values_disagree_are_kept_apart_however_word
     assert contradicting_ids([rest, agreeing]) == set()  # one adds a value: it refines
     assert contradicting_ids([graphql, mem("d", "GraphQL schema lives in api/schema.", type="note",
                                            links=[Link(rel="supersedes", to="b")])]) == set()
+
+
+def test_claims_for_different_times_are_kept_out_of_a_merge():
+    from pipelines.merging import for_other_times
+
+    def on_call(id_: str, start: str | None, end: str | None) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="On call", content="Maya is on call this week.",
+                          scope=Scope(kind="user", user_id="maya"), valid_from=start, valid_to=end)
+    weeks = [on_call("a", "2026-11-02", "2026-11-08T23:59:59"), on_call("b", "2026-11-09", "2026-11-15T23:59:59")]
+    assert for_other_times(weeks) == {"a", "b"}
+    same = [on_call("c", "2026-11-09", "2026-11-15T23:59:59"), on_call("d", "2026-11-09", "2026-11-15T23:59:59")]
+    assert for_other_times(same) == set() and for_other_times([on_call("e", None, None), *same]) == {"c", "d", "e"}
