@@ -146,6 +146,11 @@ class HitOut(msgspec.Struct, kw_only=True):
     delivery: str = "catalog"  # inject | catalog
     # A change to it held for review (`pipelines.recall.render.pending_note`), "" when none.
     pending_review: str = ""
+    # When it holds (ISO-8601, None: open), and "ENDED" / "UPCOMING" when the time of asking is
+    # after / before that window ("" when it holds then or has none).
+    valid_from: str | None = None
+    valid_to: str | None = None
+    window: str = ""
 
 
 class RecallResponse(msgspec.Struct, kw_only=True):

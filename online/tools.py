@@ -398,6 +398,9 @@ def hit_out(hit: Any) -> dict[str, Any]:
         "same_title": list(getattr(hit, "same_title", []) or []),
         "delivery": str(getattr(hit, "delivery", "catalog")),
         **({"pending_review": hit.pending_review} if getattr(hit, "pending_review", "") else {}),
+        # when it holds, and whether that is over (or yet to come) at the time of asking
+        **({"valid_from": item.valid_from, "valid_to": item.valid_to} if item.valid_from or item.valid_to else {}),
+        **({"window": hit.window} if getattr(hit, "window", "") else {}),
     }
 
 

@@ -57,6 +57,7 @@ class Hit(msgspec.Struct, kw_only=True):
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
     pending_review: str = ""  # `render.pending_note`: a change to it held for review
+    window: str = ""  # its validity window at the time of asking: ENDED / UPCOMING / "" (`MemoryItem.window_state`)
 
 
 HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
@@ -111,14 +112,14 @@ def current_first(ordered: list[Candidate], now: datetime | None) -> list[Candid
     return [c for c, e in zip(ordered, ended) if not e] + [c for c, e in zip(ordered, ended) if e]
 
 
-def _hit(c: Candidate, delivery: str, low: bool, held: _Held) -> Hit:
+def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None) -> Hit:
     # A hit (for programs) names every claim contesting it, the held ones too.
     related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
                conflict=bool(c.conflict_with) and not related, conflict_with=[] if related else list(c.conflict_with),
                same_title=list(c.conflict_with) if related else [],
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low,
-               pending_review="" if is_message(c.item) else held.pending(c))
+               pending_review="" if is_message(c.item) else held.pending(c), window=c.item.window_state(now))
 
 
 def _once_each(ordered: list[Candidate]) -> list[Candidate]:
@@ -196,18 +197,18 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
-    hits = [_hit(c, "inject", False, held) for c in in_block]
+    hits = [_hit(c, "inject", False, held, now) for c in in_block]
     entries: list[dict[str, Any]] = []
     if mode != "inject":
         for c in ordered:
             if c.id in chosen or len(entries) >= settings.catalog_k:
                 continue
             low = not injectable(c)
-            hits.append(_hit(c, "catalog", low, held))
+            hits.append(_hit(c, "catalog", low, held, now))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
                                          corrected_by=c.conflict_with if c.resolution == CORRECTED else (),
-                                         pending="" if is_message(c.item) else held.pending(c)))
+                                         pending="" if is_message(c.item) else held.pending(c), now=now))
     return hits, injection, catalog(entries)
 
 

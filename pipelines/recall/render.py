@@ -302,9 +302,11 @@ def catalog_entry(
     same_title: Sequence[str] = (),
     corrected_by: Sequence[str] = (),
     pending: str = "",
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` /
-    `pending_review` (its `pending_note`) only appear when set."""
+    `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
+    UPCOMING at `now`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
@@ -323,6 +325,10 @@ def catalog_entry(
         entry["low_confidence"] = True
     if pending:
         entry["pending_review"] = pending
+    if item.valid_from or item.valid_to:
+        entry["valid"] = f"{(item.valid_from or '')[:10]}..{(item.valid_to or '')[:10]}"
+        if state := item.window_state(now):
+            entry["window"] = state
     return entry
 
 

@@ -23,6 +23,8 @@ Friday"): it is not told the date. Promises checked, after each consolidation:
   stand-in holds (invoices to Bruno until tomorrow), both are shown, the stand-in not ended
   (broken: the stand-in superseded the standing rule when said, so after Friday the only
   answer was Ana; and recall's conflict rule kept the newer of the two on recency).
+  An MCP agent's `memory_search` says so too: each hit's window and whether it has ENDED
+  (broken: hits carried no window at all).
 - A move "from <date>" is UPCOMING beside the address that holds until then (kept).
 - A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
   is no date: no window, no ENDED, no "said on" line (kept).
@@ -168,6 +170,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             fact("Car", "Maya's car is at the garage until tomorrow.")]})
         assert not failed, answer
         ids["car"] = answer["proposals"][0]["item_id"]
+        seen["agent reports"] = mcp(client, "memory_search", {"query": QUESTIONS["reports"], "tz": TZ})
         items = {name: client.get(f"/v1/items/{item_id}", params=MAYA).json()["item"] for name, item_id in ids.items()}
         bad = [client.post(path, json=body | {"identity": MAYA, "tz": "Mars/Olympus"}) for path, body in (
             ("/v1/turns", {"role": "user", "text": "hello"}), ("/v1/recall", {"query": "where am I?"}))]
@@ -253,11 +256,22 @@ def test_until_friday_ends_and_the_standing_rule_holds_again(weeks, week: str) -
     assert " | ENDED" not in header(shown[ids["reports to maya"]])
     assert " | ENDED" in header(shown[ids["reports to ana"]]), shown
     assert weeks["items"]["reports to maya"]["superseded_by"] is None
+    hits = {h["id"]: h for h in seen["reports"]["hits"]}
+    assert hits[ids["reports to ana"]]["window"] == "ENDED" and hits[ids["reports to maya"]]["window"] == ""
     if week == "week 2":  # a stand-in that still holds: both shown, neither ended
         invoices = entries(seen["invoices"])
         assert {ids["invoices to maya"], ids["invoices to bruno"]} <= set(invoices), seen["invoices"]["injection"]
         assert not any(" | ENDED" in header(e) for e in invoices.values()), invoices
         assert "VALID=.." in header(invoices[ids["invoices to bruno"]])
+
+
+def test_an_agents_search_says_which_stand_in_has_ended(weeks) -> None:
+    failed, found = weeks["seen"]["agent reports"]
+    hits = {h["id"]: h for h in found["hits"]}
+    assert not failed and {weeks["ids"]["reports to maya"], weeks["ids"]["reports to ana"]} <= set(hits), found
+    ended = hits[weeks["ids"]["reports to ana"]]
+    assert ended["window"] == "ENDED" and ended["valid_to"] == weeks["items"]["reports to ana"]["valid_to"], ended
+    assert "window" not in hits[weeks["ids"]["reports to maya"]]
 
 
 def test_a_move_from_a_date_is_upcoming_beside_the_address_that_holds_until_then(weeks) -> None:

@@ -130,3 +130,13 @@ def test_a_window_is_marked_against_the_time_of_asking_with_what_its_words_meant
     assert " | UPCOMING]" in format_entry(mem(valid_from="2026-12-01"), now=now)
     assert "| ENDED" not in format_entry(trip)  # no time of asking: the window alone
     assert WINDOW_NOTE in frame([ended]) and WINDOW_NOTE not in frame([format_entry(mem())])
+
+
+def test_a_catalog_entry_gives_its_window_and_whether_it_has_ended():
+    from datetime import datetime, timezone
+
+    now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+    stand_in = catalog_entry(mem(valid_to="2026-11-20T23:59:59-03:00"), 0.5, now=now)
+    assert stand_in["valid"] == "..2026-11-20" and stand_in["window"] == "ENDED"
+    assert "window" not in catalog_entry(mem(valid_from="2026-11-01"), 0.5, now=now)
+    assert "valid" not in catalog_entry(mem(), 0.5, now=now)
