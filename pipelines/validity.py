@@ -7,9 +7,11 @@ something against the day they were said, in the speaker's time zone. Read a wee
 time (`anchor`) and keeps what they meant:
 
 - its validity window (`valid_from` / `valid_to`), when the words bound it: "until
-  Friday", "from December 1", "from Monday to Thursday next week", "between X and Y", a
-  claim about "this week" / "next week" as a whole, and an event on one near day ("the
-  dentist is next Tuesday at 3": it is over after that day);
+  Friday" (a near day: "the lease runs until 31 October" states the lease's end, not the
+  claim's), "from December 1", "as of last Friday", "from Monday to Thursday next week",
+  "between X and Y", a claim about "this week" / "next week" as a whole, and an event on a
+  day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over after that day;
+  a bare weekday may be a habit or past: "the Friday babysitter", "passed away on Sunday");
 - each relative or yearless time word with the day it meant ("next Tuesday" = Tue
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
@@ -43,7 +45,7 @@ _WHEN = (
     r"(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)"
     r"|(?P<rel>today|tonight|tomorrow)"
     r"|(?P<wk>(?:this|next|the\s+coming|coming)\s+week(?:end)?)"
-    rf"|(?:(?P<wd_mod>this|next|coming|on)\s+)?(?P<wd>{_WEEKDAY})(?!s)"
+    rf"|(?:(?P<wd_mod>this|next|coming|last|on)\s+)?(?P<wd>{_WEEKDAY})(?!s)"
     rf"|(?P<md_m>{_MONTH})\.?\s+(?P<md_d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>(?:19|20)\d\d))?"
     rf"|(?P<dm_d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>{_MONTH})\b\.?(?:,?\s+(?P<dm_y>(?:19|20)\d\d))?"
     rf"|(?P<mo_pre>in|by|from|until|till|since|early|late|mid|end\s+of)[\s-]+(?P<mo>{_MONTH})\b(?!\.?\s+[0-3]?\d\b)"
@@ -53,7 +55,8 @@ _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
 _RECURRING = re.compile(
-    rf"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|{_WEEKDAY}s)\b", re.IGNORECASE)
+    rf"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|{_WEEKDAY}s"
+    rf"|{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)|of\s+(?:the|each|every)\s+month)\b", re.IGNORECASE)
 
 
 class Span(NamedTuple):
@@ -111,7 +114,8 @@ def _spans(text: str, day: date) -> list[Span]:
             out.append(Span(m.start(), m.end(), said, d, d, False, False))
         elif g["rel"]:
             d = day + timedelta(days=1 if g["rel"] == "tomorrow" else 0)
-            out.append(Span(m.start(), m.end(), said, d, d, True, True))
+            # "today" dates what is said, it does not end it ("the GP letter came today")
+            out.append(Span(m.start(), m.end(), said, d, d, True, g["rel"] != "today"))
         elif g["wk"]:
             nxt = not g["wk"].startswith("this")
             if g["wk"].endswith("weekend"):  # the coming Saturday and Sunday (today's on a Sunday)
@@ -123,15 +127,19 @@ def _spans(text: str, day: date) -> list[Span]:
                 first = monday + timedelta(days=7 if nxt else 0)
                 out.append(Span(m.start(), m.end(), said, first, first + timedelta(days=6), True, False))
         elif g["wd"]:
-            index = WEEKDAYS.index(g["wd"])
-            if week_of_weekdays is not None and g["wd_mod"] in (None, "on"):
+            index, mod = WEEKDAYS.index(g["wd"]), g["wd_mod"]
+            if mod == "last":  # the latest such day before the day said
+                d = day - timedelta(days=(day.weekday() - index) % 7 or 7)
+            elif week_of_weekdays is not None and mod in (None, "on"):
                 d = week_of_weekdays + timedelta(days=index)
             else:  # the first such day after the day said ("this", "on" and bare: that day too)
                 ahead = (index - day.weekday()) % 7
-                if g["wd_mod"] == "next" and ahead == 0:
+                if mod == "next" and ahead == 0:
                     ahead = 7
                 d = day + timedelta(days=ahead)
-            out.append(Span(m.start(), m.end(), said, d, d, True, True))
+            # Only "next Tuesday", "this Friday" name one coming day for sure: a bare weekday
+            # may be a habit ("the Friday babysitter") or past ("passed away on Sunday").
+            out.append(Span(m.start(), m.end(), said, d, d, True, mod in ("next", "this", "coming")))
         elif g["md_m"] or g["dm_m"]:
             month = MONTHS[g["md_m"] or g["dm_m"]]
             dom, year = int(g["md_d"] or g["dm_d"]), g["md_y"] or g["dm_y"]
@@ -183,15 +191,20 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo) -> Anchored:
     for n, span in enumerate(spans):
         nxt = spans[n + 1] if n + 1 < len(spans) else None
         if _before(text, span, _START) or (n == 0 and _before(text, span, r"between")):
-            first = span.first
             joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
-            if joined:
-                last = nxt.last
+            if joined:  # "from Monday to Thursday", "between May 3 and May 9": a range said as one
+                first, last = span.first, nxt.last
+            elif span.first == span.last or (span.relative and span.last - span.first <= timedelta(days=6)):
+                # "from December 1", "as of last Friday", "starting next week"; not "from April"
+                # (of which year? a raise "from April" said in November may be last April's)
+                first = span.first
             break
-        if _before(text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of|before)"):
-            last = span.last if not _before(text, span, "before") else span.first - timedelta(days=1)
+        if span.relative and _before(text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
+            # a stand-in for a while ("until Friday"); "the lease runs until 31 October" states
+            # the lease's end, not the claim's
+            last = span.last
             break
-    if first is None and last is None and len(spans) == 1:
+    if first is None and last is None and len(spans) == 1 and spans[0].first >= day - timedelta(days=7):
         (span,) = spans
         if span.relative and span.first != span.last and span.last - span.first <= timedelta(days=6):
             first, last = span.first, span.last  # "on call this week": the week is its window
