@@ -25,7 +25,8 @@ Friday"): it is not told the date. Promises checked, after each consolidation:
   answer was Ana; and recall's conflict rule kept the newer of the two on recency).
   An MCP agent's `memory_search` says so too: each hit's window and whether it has ENDED
   (broken: hits carried no window at all).
-- A move "from <date>" is UPCOMING beside the address that holds until then (kept).
+- A move "from <date>" is UPCOMING beside the address that holds until then (both were
+  shown before, the move unmarked, as if it held already).
 - A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
   is no date: no window, no ENDED, no "said on" line (kept).
 - Every door reads the words in the speaker's zone: the proxy's chat with `X-Loci-Timezone`
@@ -149,7 +150,9 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         land("invoices to bruno", datetime.now(ZONE) - timedelta(hours=1),
              "Until tomorrow, send invoices to Bruno instead of me.",
              fact("Invoice recipient", "Until tomorrow, invoices go to Bruno instead of Maya."))
-        land("on call again", datetime.now(ZONE) - timedelta(minutes=30), "I'm on call again this week.",
+        # today in her zone, whatever the hour ("this week" said at 23:50 last Sunday is over)
+        this_morning = max(datetime.now(ZONE) - timedelta(minutes=30), maya.on(maya.today, 0, 1))
+        land("on call again", this_morning, "I'm on call again this week.",
              fact("On call", "Maya is on call this week."))
         consolidate(client, settings)
         look("week 2")
