@@ -494,11 +494,15 @@ class _Fold:
             item = msgspec.convert(p["item"], MemoryItem)
         except (KeyError, msgspec.ValidationError):
             return
+        current = self.lookup(item.id)
         if is_tombstone(item):  # forgotten where it was exported: forgotten here too, if held here
-            current = self.lookup(item.id)
             if current is not None and current.validation != "retracted":
                 self.out.items[current.id] = msgspec.structs.replace(current, validation="retracted",
                                                                      updated_at=ev.at)
+            return
+        if current is not None and current.validation == "retracted" and item.validation != "retracted":
+            # Forgotten here: a live copy (an export from before the forgetting, another store's)
+            # brings back neither a claim nor a turn that said it: it is said or written again.
             return
         if verdict.action == "quarantine":
             # Held as a proposal is (`item_from_proposal`): an imported item carries the
