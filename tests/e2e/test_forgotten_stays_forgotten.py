@@ -34,6 +34,7 @@ def test_a_forgotten_memory_comes_back_only_as_a_new_one_and_its_turns_stay_forg
                                                      "by the back door.")["turn_id"])
     (spot,) = tool(client, ANN, "memory.propose", {"items": [
         {"type": "fact", "title": "Spare key", "content": SPOT}]})["proposals"]
+    bins = message_item_id(turn(client, ANN, "user", "Also, the bins go out on Tuesday evenings.")["turn_id"])
     consolidate(client, settings)
     before = tmp_path / "before.jsonl"
     cli("export", "--out", str(before), "--data-dir", settings.data_dir)
@@ -52,7 +53,8 @@ def test_a_forgotten_memory_comes_back_only_as_a_new_one_and_its_turns_stay_forg
     cli("import", str(before), "--data-dir", settings.data_dir)  # her export from before the forgetting
     consolidate(client, settings)
     # before: the claim and the turn that said it, brought back by the import
-    assert recall(client, ANN, ASKED, mode="catalog")["hits"] == []
+    assert recall(client, ANN, ASKED, mode="catalog")["hits"] == []  # nor the bins turn, by its old context
+    assert bins in {h["id"] for h in recall(client, ANN, "When do the bins go out?", mode="catalog")["hits"]}
     (kept,) = tool(client, ANN, "memory.read", {"ids": [spot["item_id"]]})["items"]
     assert kept["validation"] == "retracted", kept
 
