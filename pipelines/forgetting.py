@@ -11,9 +11,9 @@ turn its speaker forgot, `memory.forget` on the turn itself) gets its context wi
 never showed them, but it was found by them). Later turns' contexts leave forgotten turns
 out (`message_context.build_context`).
 
-Whatever shows the inbox folded over what is served (the service's delta, `loci stats`,
-`loci list`, `loci show` while a run holds the warehouse) folds it with `fold_served`, so
-a forgetting is applied there as in consolidation.
+Whatever shows the inbox folded over what is served (the service's delta; `loci stats` and
+`loci list` while a run holds the warehouse; `loci show` of an item not consolidated yet)
+folds it with `fold_served`, so a forgetting is applied there as in consolidation.
 """
 
 from __future__ import annotations
