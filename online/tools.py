@@ -664,7 +664,8 @@ class ToolDispatcher:
                                  f"{QUARANTINE_MAX_CONFIDENCE}); a reviewer approves it with memory.review")
         if current.validation == "retracted":  # else an edit (validation, or a review's) revives it
             raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
-                                 "recalled) and is not changed; write a new memory instead")
+                                 "recalled) and is not changed; write a new memory instead (nothing brings a forgotten "
+                                 "memory back, nor the turns that said it)")
         at = utcnow()
         try:
             updated = apply_patch(current, args.patch, at)

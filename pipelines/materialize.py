@@ -498,9 +498,16 @@ class _Fold:
             item = msgspec.convert(p["item"], MemoryItem)
         except (KeyError, msgspec.ValidationError):
             return
-        if is_tombstone(item):  # forgotten where it was exported: forgotten here too, if held here
-            current = self.lookup(item.id)
-            if current is not None and current.validation != "retracted":
+        current = self.lookup(item.id)
+        if current is not None and current.validation == "retracted" and item.validation != "retracted":
+            # Forgotten here: a live copy (an export from before the forgetting, another store's)
+            # brings back neither a claim nor a turn that said it: it is said or written again.
+            return
+        if is_tombstone(item) or (current is not None and item.type == "message"):
+            # Forgotten where it was exported (a tombstone), or a turn held here (the same words;
+            # its retrieval context is this store's, a copy's may quote a turn forgotten here):
+            # either can only forget what is held here.
+            if current is not None and item.validation == "retracted" and current.validation != "retracted":
                 self.out.items[current.id] = msgspec.structs.replace(current, validation="retracted",
                                                                      updated_at=ev.at)
             return

@@ -31,7 +31,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Sc
 
 from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
-from .dates import DateRange, said_within, states_time
+from .dates import DateRange, day_spans, said_within, states_time
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -224,7 +224,8 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, said_only: bool = False,
+                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, zone: str = "UTC",
+                 said_only: bool = False,
                  asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
@@ -237,8 +238,9 @@ class CandidateSearch:
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         # Days the question places what was said in, from the time of asking ("what did we
         # decide yesterday?"): the "said_when" channel and the same boost, any item type.
-        self.said_in = [(a.toordinal(), b.toordinal()) for a, b in said_in]
-        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC: turns' days are theirs
+        # Read as the asker's days in `zone` (POSIX seconds, each edge with its own offset).
+        self.said_in = day_spans(list(said_in), zone)
+        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC now: orders turns by their day
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
         # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
@@ -454,15 +456,15 @@ class CandidateSearch:
                         for row in rows.tolist()]
         return entries
 
-    def _said_in_mask(self, days: np.ndarray) -> np.ndarray:
-        inside = np.zeros(len(days), dtype=bool)
-        for first, last in self.said_in:
-            inside |= (days >= first) & (days <= last)
+    def _said_in_mask(self, seconds: np.ndarray) -> np.ndarray:
+        inside = np.zeros(len(seconds), dtype=bool)
+        for start, end in self.said_in:
+            inside |= (seconds >= start) & (seconds < end)  # NaN (unknown) is neither
         return inside
 
-    def _said_then(self, day: int) -> bool:
-        """The day (an ordinal) is one the question places what was said in."""
-        return any(first <= day <= last for first, last in self.said_in)
+    def _said_then(self, second: float) -> bool:
+        """The time (POSIX seconds) falls on the days the question places what was said in."""
+        return any(start <= second < end for start, end in self.said_in)
 
     def _said_when_channel(self) -> Ranked:
         """The visible items said on the days the question places them ("yesterday", "last
@@ -470,7 +472,7 @@ class CandidateSearch:
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             days = c.said_days(self.said_offset_s)
-            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(days))
+            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(c.said_seconds()))
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
 
@@ -663,7 +665,7 @@ class CandidateSearch:
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
         if self.said_in and opts.w_date and self._said_then(
-                int(self.view.corpora[cand.ci].said_days(self.said_offset_s)[cand.row])):
+                float(self.view.corpora[cand.ci].said_seconds()[cand.row])):
             boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):

@@ -376,7 +376,7 @@ class RecallEngine:
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    said_in=said_dates(q.text, asked_on) if q.opts.w_date else [],
-                                   said_offset_s=offset_s,
+                                   said_offset_s=offset_s, zone=q.zone,
                                    said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))

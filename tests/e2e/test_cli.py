@@ -137,7 +137,8 @@ def test_read_commands_answer_from_snapshot_and_inbox_while_a_run_holds_the_ware
         assert stats.exit_code == 0 and "Traceback" not in stats.output
         assert stats.stderr.count(note) == 1 and len(stats.stderr.strip().splitlines()) == 1
         served = json.loads(stats.stdout)["served"]
-        assert served == {"active_items": 3, "by_tier_type": {"stm/decision": 1, "stm/message": 2}}
+        assert served == {"active_items": 3, "by_tier_type": {"stm/decision": 1, "stm/message": 2},
+                          "by_state": {"recallable": 3}}
 
         listed = run("list", "--tier", "stm", "--data-dir", data_dir)
         assert listed.exit_code == 0 and note in listed.stderr
