@@ -201,6 +201,18 @@ def _patch_choices(error: str) -> str:
     return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
 
 
+def asker_zone(tz: str | None, where: str) -> str | None:
+    """The asker's IANA zone `tz` as given (None: the service's), or a 400 naming it when no
+    zone has that name (`records.time_zone`); `where` prefixes the message ("tz",
+    "memory.search: tz"). `/v1/recall` and `memory.search` both check it so."""
+    if tz is not None:
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ToolError(400, f"{where}: {exc}") from exc
+    return tz
+
+
 def _check_times(args: Any) -> None:
     """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
     before it starts (`pipelines.records.time_problems`)."""
@@ -828,15 +840,11 @@ class ToolDispatcher:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
-        if args.tz is not None:
-            try:
-                time_zone(args.tz)
-            except ValueError as exc:
-                raise ToolError(400, f"memory.search: tz: {exc}") from exc
+        tz = asker_zone(args.tz, "memory.search: tz")
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False, tz=args.tz)
+                                     record_usage=False, tz=tz)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)
