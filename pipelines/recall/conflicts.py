@@ -166,6 +166,10 @@ _ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|C
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
+# A name set beside what a possessive names ("My sister Lena is vegan", "our dog Biscuit's
+# food", "my friend, Tom,"): whom the claim is about, a subject word as "sister" is, not a
+# value it states ("Lena is not vegan anymore" denies it). Not a day or a month ("our standup Tuesday").
+_APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+([a-z][\w-]*),?\s+([A-Z][a-z][\w-]*)\b")
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
@@ -378,6 +382,7 @@ UNIT_SCALE = {
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
+_WHEN_NAMES = frozenset(MONTHS) | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -423,6 +428,8 @@ def _read_claim(item: MemoryItem) -> Claim:
         item = msgspec.structs.replace(item, content=f"{item.content.rstrip(' .;')}; {'; '.join(map(str, retiring))}")
     stated = _stance(item.content)
     values, retired = stated_values(stated), retired_values(stated)
+    apposed = _apposed(item.content) & values if "y " in item.content or "r " in item.content else frozenset()
+    values -= apposed
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
@@ -458,6 +465,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     ended, ended_values, ended_names = (_ended(stated, word_set, values | retired)
                                         if _ENDED.search(stated) else ((), (), ()))
     named, persons = _named(item.content, set(before))
+    if apposed:
+        named |= frozenset(_STEMS(sorted(apposed)))
+        persons |= frozenset(_STEMS(sorted(apposed & _first_names())))
     if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
@@ -475,6 +485,12 @@ def _read_claim(item: MemoryItem) -> Claim:
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _apposed(content: str) -> frozenset[str]:
+    """The names (lower-case) `content` sets beside what a possessive names (`_APPOSED`)."""
+    return frozenset(m.group(2).lower() for m in _APPOSED.finditer(content)
+                     if m.group(1) not in STOPWORDS and m.group(2).lower() not in _WHEN_NAMES)
 
 
 def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:

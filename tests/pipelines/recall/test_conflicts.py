@@ -329,6 +329,19 @@ def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
                   claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
 
 
+def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
+    """"My sister Lena is vegan": Lena is whom the claim is about, as "sister" is, not a value
+    it states, so "Lena isn't vegan" denies it (a value only one states would tell them
+    apart); and she is someone, so "My sister Mia is vegan" is about another sister. A day
+    beside a possessive ("our standup Tuesday") stays a value."""
+    lena = read_claim(claim("a", "", "My sister Lena is vegan.", kind="user"))
+    assert "lena" not in lena.values and {"lena", "sister"} <= lena.words and "lena" in lena.persons
+    assert pairs([lena.item, claim("b", "", "Lena isn't vegan.", kind="user")]) == {frozenset("ab")}
+    assert pairs([lena.item, claim("c", "", "My sister Mia is vegan.", kind="user")]) == set()
+    assert read_claim(claim("d", "", "Our dog Biscuit's food is 200 g a day.")).named == {"biscuit"}
+    assert "tuesday" in read_claim(claim("e", "", "We moved our standup Tuesday to 10:00.")).values
+
+
 def test_a_day_of_a_month_is_not_a_count_in_one_unit():
     """"leaves on 14 March" / "back from Tokyo on 28 March": two days (without a year, read as
     "14 march"), not two counts of one unit, so sharing half their words does not make the
