@@ -363,10 +363,19 @@ def _date_words(text: str) -> set[str]:
     return {w for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS) for w in words(text[start:end])}
 
 
-_STEMS = Stems(max_memo=200_000)  # units are stems too: "4 spaces" is "4 space"
-# Words that date a claim, not qualify its subject (`names_a_case`).
-_NOT_QUALIFIERS = frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
-                                   "final now today old previous official".split()))
+# Words compare as the stems of their lemmas ("kept" / "keep", "ships" / "ship"); units are
+# stems too: "4 spaces" is "4 space"
+_STEMS = Stems(max_memo=200_000, lemmas=True)
+
+
+@cache
+def _not_qualifiers() -> frozenset[str]:
+    """Words that date a claim, not qualify its subject (`names_a_case`); read at first use,
+    as the lemmas' dictionary loads then (not when a command that reads no claim starts)."""
+    return frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
+                            "final now today old previous official".split()))
+
+
 # Units of one dimension, by stem, as (base unit, factor): durations and sizes compare as one
 # value ("200 ms" / "0.2 seconds"), and two of one dimension count in one unit ("30 minutes"
 # / "2 hours"). Months and years are 30 and 365 days.
@@ -381,7 +390,8 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
+# "14 March" without a year reads as "14 march" (a month's lemma is a month: "sept" is "september")
+MONTH_STEMS = frozenset(Stems()(sorted(MONTHS)))
 _WHEN_NAMES = frozenset(MONTHS) | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
@@ -747,9 +757,9 @@ def names_a_case(a: Claim, b: Claim) -> bool:
         return False
     a_title, b_title = set(a.title.split()), set(b.title.split())
     if a_title < b_title:
-        return bool(b.qualifiers - _NOT_QUALIFIERS - a.words)
+        return bool(b.qualifiers - _not_qualifiers() - a.words)
     if b_title < a_title:
-        return bool(a.qualifiers - _NOT_QUALIFIERS - b.words)
+        return bool(a.qualifiers - _not_qualifiers() - b.words)
     return False
 
 

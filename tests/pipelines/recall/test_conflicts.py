@@ -31,6 +31,7 @@ from pipelines.recall.conflicts import (
     stated_values,
     supersedes,
 )
+from pipelines.recall.lexical import lemma
 from pipelines.records import Identity, Link, MemoryItem, Scope
 
 ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
@@ -327,6 +328,17 @@ def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
     assert pairs([jenkins.item, we]) == {frozenset("hi")}
     assert pairs([claim("f", "Ben's passport", "Ben's passport expires in August 2031.", kind="user"),
                   claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
+
+
+def test_words_compare_as_the_stems_of_their_lemmas():
+    """"kept" and "keep" are one word, as "ships" and "ship" are (simplemma's lemma, then
+    Snowball's stem), so "Nightly snapshots are kept for 30 days" and a title "How long we keep
+    snapshots" share what they are about; a short word keeps its own ("am" is no "be")."""
+    assert "keep" in read_claim(claim("a", "", "Snapshots are kept for 30 days.")).words
+    assert "go" in read_claim(claim("a", "", "Sam went to the canteen at noon.")).words
+    assert lemma("am") == "am" and lemma("children") == "child"
+    assert pairs([claim("a", "Snapshot retention", "Nightly snapshots are kept for 30 days."),
+                  claim("b", "How long we keep snapshots", "Snapshots are held for 6 months.")]) == {frozenset("ab")}
 
 
 def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
