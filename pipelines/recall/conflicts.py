@@ -359,8 +359,17 @@ def _value_words(values: Iterable[str]) -> set[str]:
 
 
 def _date_words(text: str) -> set[str]:
-    """The words of the dates `text` names with their month ("march", "3", "2027")."""
-    return {w for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS) for w in words(text[start:end])}
+    """The words of the dates `text` names with their month ("march", "3", "2027"), and of
+    what places a day in one ("at the end of June 2026", "early March 2027")."""
+    out: set[str] = set()
+    for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS):
+        part = _PART_OF.search(text, 0, start)
+        out.update(words(text[part.start() if part else start:end]))
+    return out
+
+
+# "the end of", "early", "mid-" before a date: which part of it, a word of the date
+_PART_OF = re.compile(r"\b(?:(?:the\s+)?(?:end|start|beginning|middle)\s+of|early|late|mid)[\s-]*$", re.IGNORECASE)
 
 
 # Words compare as the stems of their lemmas ("kept" / "keep", "ships" / "ship"); units are

@@ -86,6 +86,10 @@ def test_a_date_written_with_its_month_is_one_value_equal_to_its_iso_form():
     assert pairs(same) == set()
     assert pairs([*same, claim("c", "Ship date moved", "Orion v2 ships on April 14, 2027.")]) == {
         frozenset("ac"), frozenset("bc")}
+    # which part of a month ("at the end of June 2026") is a word of the date, not of the subject
+    assert read_claim(claim("d", "", "The audit is due at the end of June 2027.")).words == {"audit", "due"}
+    assert pairs([claim("e", "Contract renewal", "The lease renews on 2026-01-31."),
+                  claim("f", "Lease", "The lease renews at the end of June 2026.")]) == {frozenset("ef")}
 
 
 def test_no_denies_what_follows():
