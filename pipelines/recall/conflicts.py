@@ -128,6 +128,10 @@ _VOCATIVE = re.compile(
     r"yes|yep|oh|ah|aw+|haha|omg|ok|okay|well|hmm|sure|cool|nice|awesome|great|bye|good\s+(?:morning|night|luck)|"
     r"see\s+ya)[\s,]+(?P<to>)|[A-Za-z][\w'’]*(?:\s+(?:I|[a-z][\w'’]*)){0,4},\s*)"
     r"(?P<name>(?:[A-Z][\w'’-]*\s*)+)(?=[,!.?]|$)")
+# After the word that says it ended, a number or a date a preposition brings in says when
+# ("IE11 support was dropped in the 5.0 release", "discontinued on March 3, 2026", "since v2").
+_ENDED_WHEN = re.compile(r"\b(?:in|on|since|as\s+of|after|during|by)\s+(?:the\s+)?(?=v?\d|[A-Z][a-z]+\.?\s+\d)",
+                         re.IGNORECASE)
 # Words of such a clause that say when, not what ("discontinued last month").
 _ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
                                "today", "now", "anymore", "ever", "earlier", "since", "already"})
@@ -596,7 +600,8 @@ def _ended(content: str, own_words: frozenset[str],
     """The words (stems, of `own_words`) and values of the clauses of `content` that say
     something ended, the ending words and time words left out (nothing when they name fewer
     than ENDED_MIN_WORDS words), and the names in them ("the Elasticsearch cluster was shut
-    down", "Opsgenie was turned off"): named as over, like a retired value."""
+    down", "Opsgenie was turned off") and the values that say when (`_ENDED_WHEN`): named as
+    over, like a retired value."""
     found_words: set[str] = set()
     found_values: set[str] = set()
     found_names: set[str] = set()
@@ -608,6 +613,12 @@ def _ended(content: str, own_words: frozenset[str],
         # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
         named = _values(rest) & own_values
         clause_values = {v for v in named if _DIGIT.search(v)}
+        when = _ENDED_WHEN.search(text, _ENDED.search(text).end())
+        if when:  # "dropped in the 5.0 release", "shut down on March 3, 2026": when it ended, not what
+            when_values = named & _values(text[when.start():])
+            named -= when_values
+            clause_values -= when_values
+            found_names |= when_values  # stated of the ending, not of the subject: like a name in it
         # a name that counts a number of it ended only in that version ("Python 3.8 was dropped")
         versioned = {v.split(" ", 1)[1] for v in clause_values if " " in v}
         found_names |= {v for v in named - clause_values if v not in versioned and _STEMS([v])[0] not in versioned}

@@ -253,6 +253,14 @@ def test_a_claim_that_something_ended_conflicts_with_one_stating_it():
                   claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == set()
     assert pairs([claim("a", "Python", "The service supports Python 3.8."),
                   claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == {frozenset("ab")}
+    # a number or a date that says when it ended is no part of what ended
+    assert pairs([claim("a", "Python", "The service supports Python 3.8."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped in the 2.0 release.")]
+                 ) == {frozenset("ab")}
+    assert pairs([claim("a", "Staging", "The staging cluster runs on Kubernetes."),
+                  claim("b", "Clusters", "The staging cluster was shut down on March 3, 2026.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Python", "The service supports Python 3.11."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped in the 2.0 release.")]) == set()
     # one word is too little to know what ended; "dropped to" is a new value, not an end
     assert pairs([claim("a", "Offsite", "The offsite is in Lisbon."),
                   claim("b", "Plans", "Offsite cancelled.")]) == set()
