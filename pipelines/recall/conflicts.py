@@ -170,10 +170,11 @@ _ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|C
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
-# A name set beside what a possessive names ("My sister Lena is vegan", "our dog Biscuit's
-# food", "my friend, Tom,"): whom the claim is about, a subject word as "sister" is, not a
-# value it states ("Lena is not vegan anymore" denies it). Not a day or a month ("our standup Tuesday").
-_APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+([a-z][\w-]*),?\s+([A-Z][a-z][\w-]*)\b")
+# A name a possessive names, or sets beside what it names ("Our CI is CircleCI", "My sister
+# Lena is vegan", "our dog Biscuit's food", "my friend, Tom,"): what the claim is about, a
+# subject word as "sister" is, not a value it states ("Lena is not vegan" denies it). Not a
+# day or a month ("our standup Tuesday").
+_APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+(?:([a-z][\w-]*),?\s+)?([A-Z][\w-]*)\b")
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).

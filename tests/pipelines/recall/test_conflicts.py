@@ -364,6 +364,9 @@ def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
     assert pairs([lena.item, claim("c", "", "My sister Mia is vegan.", kind="user")]) == set()
     assert read_claim(claim("d", "", "Our dog Biscuit's food is 200 g a day.")).named == {"biscuit"}
     assert "tuesday" in read_claim(claim("e", "", "We moved our standup Tuesday to 10:00.")).values
+    # so is a name the possessive names itself: "Our CI is CircleCI" is about CI, as "CI runs on ..." is
+    assert pairs([claim("f", "CI", "CI runs on Jenkins."), claim("g", "Builds", "Our CI is Buildkite.")]
+                 ) == {frozenset("fg")}
 
 
 def test_a_day_of_a_month_is_not_a_count_in_one_unit():
