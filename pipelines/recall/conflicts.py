@@ -199,7 +199,7 @@ SAME_SUBJECT = "same subject, different values"
 _CONJOINED = re.compile(r"\b(?:and|but|or)\s+(?:(?:i|we|you|they|he|she|it)\s+)?\w*$", re.IGNORECASE)
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
-                             "previously"})
+                             "previously", "anymore"})  # "not ... anymore" says "no longer"
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
 # "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).

@@ -361,6 +361,8 @@ def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
     lena = read_claim(claim("a", "", "My sister Lena is vegan.", kind="user"))
     assert "lena" not in lena.values and {"lena", "sister"} <= lena.words and "lena" in lena.persons
     assert pairs([lena.item, claim("b", "", "Lena isn't vegan.", kind="user")]) == {frozenset("ab")}
+    # "anymore" says when, as the "longer" of "no longer" does: no word of what it denies
+    assert pairs([lena.item, claim("b", "", "Lena is not vegan anymore.", kind="user")]) == {frozenset("ab")}
     assert pairs([lena.item, claim("c", "", "My sister Mia is vegan.", kind="user")]) == set()
     assert read_claim(claim("d", "", "Our dog Biscuit's food is 200 g a day.")).named == {"biscuit"}
     assert "tuesday" in read_claim(claim("e", "", "We moved our standup Tuesday to 10:00.")).values
