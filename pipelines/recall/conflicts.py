@@ -452,7 +452,7 @@ def _read_claim(item: MemoryItem) -> Claim:
         item = msgspec.structs.replace(item, content=f"{item.content.rstrip(' .;')}; {'; '.join(map(str, retiring))}")
     stated = _stance(item.content)
     values, retired = stated_values(stated), retired_values(stated)
-    apposed = _apposed(item.content) & values if "y " in item.content or "r " in item.content else frozenset()
+    apposed = _apposed(item.content) & values
     values -= apposed
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)

@@ -359,6 +359,7 @@ def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
     apart); and she is someone, so "My sister Mia is vegan" is about another sister. A day
     beside a possessive ("our standup Tuesday") stays a value."""
     lena = read_claim(claim("a", "", "My sister Lena is vegan.", kind="user"))
+    assert "tom" not in read_claim(claim("h", "", "His brother Tom is vegan.")).values
     assert "lena" not in lena.values and {"lena", "sister"} <= lena.words and "lena" in lena.persons
     assert pairs([lena.item, claim("b", "", "Lena isn't vegan.", kind="user")]) == {frozenset("ab")}
     # "anymore" says when, as the "longer" of "no longer" does: no word of what it denies
