@@ -20,7 +20,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   states, or says that what the other names changed ("Dinner with Priya got pushed back
   to Friday" / "I'm meeting Priya for dinner on Thursday"), or both count in one unit
   with different numbers ("4 spaces" / "2-space indentation"), or their embeddings are
-  very close and half their words shared. Words are Snowball stems ("ships" / "ship") of
+  very close and half their words shared. Words are Snowball stems of their lemmas
+  (simplemma: "ships" / "ship", "kept" / "keep") of
   the content and the title (the title names the subject: "Ship date" / "Release date");
   a name is a word too ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
