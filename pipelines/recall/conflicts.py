@@ -205,7 +205,7 @@ _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "ra
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
 # "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).
 _RETIRED = re.compile(
-    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|in\s+place\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
     r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 

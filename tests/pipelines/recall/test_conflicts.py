@@ -153,6 +153,7 @@ def test_a_name_both_say_is_their_subject_and_one_unit_counted_differently_needs
     # Each names as replaced what the other states, and both say "API": one argument.
     assert pairs([claim("a", "API style", "The public API is REST; no GraphQL."),
                   claim("b", "API", "We expose a GraphQL API instead of REST.")]) == {frozenset("ab")}
+    assert stated_values("Dependencies are managed with Poetry in place of Pipenv.") == {"poetry"}
     # One unit, different numbers, but only the unit and one word in common: two things.
     assert pairs([claim("a", "Retention", "Telemetry is kept 30 days."),
                   claim("b", "Backups", "Backups are kept 90 days.")]) == set()
