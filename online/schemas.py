@@ -198,12 +198,21 @@ class ToolResponse(msgspec.Struct, kw_only=True):
 # -- items, conflicts, stats, health --------------------------------------------------------
 
 
+class ReplacedBy(msgspec.Struct, kw_only=True):
+    id: str  # the item that took its place (the caller may read it)
+    how: Literal["superseded", "merged"]  # a correction superseded it / consolidation merged it
+
+
 class ItemResponse(msgspec.Struct, kw_only=True):
     item: dict[str, Any]
-    source: Literal["snapshot", "delta", "history"]  # history: archived, as last stored
+    # history: it left recall (archived, superseded, merged), as last stored
+    source: Literal["snapshot", "delta", "history"]
     revisions: list[dict[str, Any]]  # published with the snapshot, oldest first
     history: list[dict[str, Any]]  # inbox events that created or changed it
     events: list[dict[str, Any]] = []  # the warehouse's audit events, published with the snapshot
+    # recallable | quarantined (held for review) | retracted | archived | superseded | merged
+    state: str = "recallable"
+    replaced_by: ReplacedBy | None = None  # superseded or merged: what to read now
 
 
 class ConflictOut(msgspec.Struct, kw_only=True):

@@ -205,6 +205,18 @@ def _patch_choices(error: str) -> str:
     return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
 
 
+def asker_zone(tz: str | None, where: str) -> str | None:
+    """The asker's IANA zone `tz` as given (None: the service's), or a 400 naming it when no
+    zone has that name (`records.time_zone`); `where` prefixes the message ("tz",
+    "memory.search: tz"). `/v1/recall` and `memory.search` both check it so."""
+    if tz is not None:
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ToolError(400, f"{where}: {exc}") from exc
+    return tz
+
+
 def _check_times(args: Any) -> None:
     """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
     before it starts (`pipelines.records.time_problems`)."""
@@ -835,24 +847,18 @@ class ToolDispatcher:
     # reads --------------------------------------------------------------------------------
 
     def _zone(self, tz: str | None, action: str) -> str:
-        """The caller's zone `tz` (checked), or the service's `timezone` setting."""
-        if tz is None:
-            return self.service.settings.timezone
-        try:
-            time_zone(tz)
-        except ValueError as exc:
-            raise ToolError(400, f"{action}: tz: {exc}") from exc
-        return tz
+        """The caller's zone `tz` (checked, `asker_zone`), or the service's `timezone` setting."""
+        return asker_zone(tz, f"{action}: tz") or self.service.settings.timezone
 
     def search(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
-        self._zone(args.tz, "memory.search")
+        tz = asker_zone(args.tz, "memory.search: tz")
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False, tz=args.tz)
+                                     record_usage=False, tz=tz)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)

@@ -24,6 +24,7 @@ from pipelines.materialize import (
     proposal_item_id,
 )
 from pipelines.policy import contradictions as contradictions_of
+from pipelines.policy_rules.findings import REDACTED
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (
@@ -50,8 +51,6 @@ from pipelines.records import (
     utcnow,
 )
 from pipelines.validity import SAID_DATES, with_window
-
-REDACTED = "[REDACTED]"
 
 
 class ProposalOutcome(msgspec.Struct):

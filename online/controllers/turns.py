@@ -14,9 +14,8 @@ from litestar.params import Body
 from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
-from online.tools import ToolError
+from online.tools import ToolError, asker_zone
 from pipelines.capture import TurnIdConflict
-from pipelines.records import time_zone
 
 # A turn "said" this far ahead of the service's clock is a mistake, not clock skew.
 FUTURE_SLACK = timedelta(minutes=5)
@@ -44,11 +43,7 @@ class TurnsController(Controller):
                       "Secrets in the turn text are redacted before storage.")
     def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)],
                 service: MemoryService) -> TurnResponse:
-        if data.tz is not None:
-            try:
-                time_zone(data.tz)
-            except ValueError as exc:
-                raise ClientException(f"tz: {exc}") from exc
+        asker_zone(data.tz, "tz")
         try:
             result = service.capture(
                 data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,

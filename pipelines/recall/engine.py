@@ -52,12 +52,13 @@ from .query import (
     RecallFilters,
     asked_types,
     asks_about_self,
+    asks_what_i_said,
     asks_what_was_said,
     check_request,
     parse_now,
     subject_text,
 )
-from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
+from .rerank import SESSION_PENALTY, asks_for_several, own_words_first, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -443,6 +444,8 @@ class RecallEngine:
                                     session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
+        if asks_what_i_said(q.text):  # "What did I tell you about ...?": the caller's words first
+            q.ranked = own_words_first(q.ranked, q.search.terms)
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:

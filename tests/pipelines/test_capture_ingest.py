@@ -243,6 +243,33 @@ def test_ones_own_history_lands_as_the_importers_in_their_project(inbox, tmp_pat
     assert inbox.max_seq() == before
 
 
+def test_a_file_imported_before_as_another_speaker_is_a_clear_error_naming_how(inbox, tmp_path):
+    """Each turn's id is its dia_id's: imported again as another speaker, every turn would
+    count as already landed and keep its old speaker, and the importer would be told nothing.
+    It is an error naming how the file was imported, before anything lands; imported the same
+    way again, it lands what is new."""
+    path = _locomo_file(tmp_path)
+    nora = Owner(user_id="nora", project_id="home", speaker="Ann")
+    assert ingest_locomo(path, inbox, Policy(), owner=nora).turns == 3
+    before = inbox.max_seq()
+    told = r"imported before with --speaker Ann \(e\.g\. D1:1\).*nothing was imported"
+    for speaker in ("Bo", None):
+        with pytest.raises(ValueError, match=told):
+            ingest_locomo(path, inbox, Policy(), owner=Owner(user_id="nora", project_id="home", speaker=speaker))
+    assert inbox.max_seq() == before
+    again = ingest_locomo(path, inbox, Policy(), owner=nora)
+    assert (again.turns, again.already) == (0, 3)
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with Inbox(plain / "inbox.sqlite3") as other:
+        ingest_locomo(path, other, Policy(), owner=Owner(user_id="nora"))
+        with pytest.raises(ValueError, match="imported before without --speaker"):
+            ingest_locomo(path, other, Policy(), owner=Owner(user_id="nora", speaker="Ann"))
+    # another owner's import of the same file is its own
+    assert ingest_locomo(path, inbox, Policy(), owner=Owner(user_id="bo", speaker="Bo")).turns == 3
+
+
 def test_locomo_bad_file_is_a_clear_error(inbox, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
