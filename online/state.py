@@ -274,14 +274,16 @@ class MemoryService:
         view: View | None = None,
         said: Sequence[str] = (),
         tz: str | None = None,
+        own_words: bool = False,
     ) -> RecallResult:
         """Recall over snapshot + delta for `identity`; queues one `usage` event with the
         returned ids (`record_usage`). `said`: the conversation's messages, whose turns are
-        not recalled; `tz`: the asker's time zone (`RecallEngine.recall`)."""
+        not recalled; `tz`: the asker's time zone; `own_words`: the caller asks what they
+        said themselves (`RecallEngine.recall`)."""
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
-            type=type, scope=scope, filters=filters, trace=trace, said=said, tz=tz,
+            type=type, scope=scope, filters=filters, trace=trace, said=said, tz=tz, own_words=own_words,
         )
         if record_usage and result.used_ids:
             self.record_usage(identity, list(result.used_ids), query)

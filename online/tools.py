@@ -158,6 +158,10 @@ class SearchArgs(Args):
     scope: ScopeKind | None = None
     k: Annotated[int, Meta(ge=1, le=100)] | None = None
     tz: TimeZoneName | None = None
+    # A caller that searches a question's subject ("penicillin" for "What did I tell you about
+    # penicillin?") says that the question asked what the user said themselves.
+    own_words: Annotated[bool, Meta(description="The user asks what they said themselves: their own words "
+                                                "come before another speaker's echo of them.")] = False
 
 
 class ReadArgs(Args):
@@ -858,7 +862,7 @@ class ToolDispatcher:
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False, tz=tz)
+                                     record_usage=False, tz=tz, own_words=args.own_words)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)

@@ -186,14 +186,16 @@ def capture_turn(
 
 
 class TurnIdConflict(ValueError):
-    """A turn id sent again with another caller, role or text."""
+    """A turn id sent again with another caller, role, text or speaker."""
 
 
 def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) -> None:
     """A turn id sent again is a retry (answered as stored) only for the same caller, role,
-    words and proposals (tool calls, default scope): the inbox keeps the first event of an
-    id, so anything else would be acknowledged and silently dropped. Run by the inbox under
-    its write lock (`stored` = what its ids hold), so two writers of one id cannot both pass."""
+    words, speaker and proposals (tool calls, default scope): the inbox keeps the first
+    event of an id, so anything else would be acknowledged and silently dropped (a chat
+    export imported again with its rows' `speaker` changed kept the old speakers, without a
+    word). Run by the inbox under its write lock (`stored` = what its ids hold), so two
+    writers of one id cannot both pass."""
     turn, first = batch[0], stored[0]
     if first is None:
         return
@@ -203,6 +205,15 @@ def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) 
     if not same:
         raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} is already taken by another turn; "
                              "give each turn its own id")
+    landed, now = first.payload.get("speaker") or None, turn.payload.get("speaker") or None
+    if landed != now:  # the same turn said by someone else: name how it landed, as `ingest_locomo` does
+        raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} landed before {_as_said_by(landed)}, not "
+                             f"{_as_said_by(now)}: a turn keeps the speaker it landed with; send it as it "
+                             "landed, or give the turn its own id")
+
+
+def _as_said_by(speaker: str | None) -> str:
+    return f"with speaker {speaker!r}" if speaker else "without a speaker (the caller's own)"
 
 
 def _proposal_key(event: Event | None) -> tuple[Any, ...] | None:

@@ -213,6 +213,7 @@ class RecallQuery:
     trace: list[dict[str, Any]] | None
     zone: str = "UTC"  # the asker's time zone: their "yesterday"
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
+    own_words: bool = False  # the caller asks what they said themselves (`RecallEngine.recall`)
     subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
@@ -283,19 +284,25 @@ class RecallEngine:
         options: RecallOptions | None = None,
         said: Sequence[str] = (),
         tz: str | None = None,
+        own_words: bool = False,
     ) -> RecallResult:
         """Recall for `identity` over `corpora` (oldest first). Filters come either as one
         `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords. `said`: the
         messages of the conversation the question is asked in (a chat client resends them
         with each question): a stored turn saying the same is in the model's context
         already, so it is not recalled. `tz`: the asker's IANA time zone, in which
-        "yesterday" and "last week" are read (default `Settings.timezone`)."""
+        "yesterday" and "last week" are read (default `Settings.timezone`). `own_words`:
+        the caller asks what they said themselves, as a question that says so does ("What
+        did I tell you about penicillin?", `query.asks_what_i_said`), though the query is
+        only its subject ("penicillin", searched so by the chat proxy): their own turns
+        saying the query's words come first (`rerank.own_words_first`)."""
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
         if tz is not None:
             q.zone = self._zone(tz)
         q.said = tuple(said)
+        q.own_words = own_words or asks_what_i_said(query)
         for name, stage in self.stages:
             started = time.perf_counter()
             q.note(stage(q))
@@ -444,7 +451,7 @@ class RecallEngine:
                                     session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
-        if asks_what_i_said(q.text):  # "What did I tell you about ...?": the caller's words first
+        if q.own_words:  # "What did I tell you about ...?": the caller's words first
             q.ranked = own_words_first(q.ranked, q.search.terms)
         q.selected = q.ranked[: q.k]
 

@@ -419,3 +419,22 @@ def test_a_files_format_is_read_from_its_first_row(tmp_path):
         path = tmp_path / f"{expected}.jsonl"
         path.write_text(text)
         assert file_format(path) == expected, text
+
+
+def test_a_chat_export_imported_again_with_another_speaker_names_how_each_turn_landed(inbox, tmp_path):
+    # Before, each re-imported row counted as already landed and kept its old speaker, silently.
+    path = tmp_path / "chats.jsonl"
+    rows = [{"role": "user", "text": "I moved to Porto.", "speaker": "Nora", "turn_id": "t1"},
+            {"role": "user", "text": "Lisbon is next.", "turn_id": "t2"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ingest_chat_jsonl(path, inbox, Policy()).turns == 2
+    path.write_text("".join(json.dumps({**r, "speaker": "Ana"}) + "\n" for r in rows))
+    again = ingest_chat_jsonl(path, inbox, Policy())
+    assert again.bad_rows == [
+        "line 1: turn_id 't1' landed before with speaker 'Nora', not with speaker 'Ana': a turn keeps the speaker "
+        "it landed with; send it as it landed, or give the turn its own id",
+        "line 2: turn_id 't2' landed before without a speaker (the caller's own), not with speaker 'Ana': a turn "
+        "keeps the speaker it landed with; send it as it landed, or give the turn its own id"]
+    assert [e.payload["speaker"] for e in inbox.read_after(0) if e.kind == "turn"] == ["Nora", None]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # as it landed: a retry
+    assert ingest_chat_jsonl(path, inbox, Policy()).bad_rows == []
