@@ -35,6 +35,7 @@ from pipelines.recall.conflicts import (
     corrections,
     is_claim,
     read_claim,
+    reschedules,
 )
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
@@ -320,7 +321,9 @@ def govern_claim(
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
-    found = [it for it in found if not apart_in_time(proposal, it)]
+    # A move with no window of its own ("Dentist moved to Thursday") moves the dated plan.
+    moves = reschedules(proposal.content) and proposal.valid_from is None and proposal.valid_to is None
+    found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     replaced = [*fixes.replaced, *fixes.in_part]

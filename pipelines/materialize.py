@@ -536,6 +536,10 @@ class _Fold:
             updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
+        if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
+            kept = {k: v for k, v in updated.metadata.items() if k != SAID_DATES}
+            updated = msgspec.structs.replace(updated, metadata={
+                **kept, **({SAID_DATES: p[SAID_DATES]} if p[SAID_DATES] else {})})
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = with_corrections(updated, p)
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew

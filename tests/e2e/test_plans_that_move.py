@@ -1,0 +1,140 @@
+"""Plans that move, over HTTP (left open by the fourteenth trial): Ines's turns and her chat
+model's proposals land on `/v1/turns` with `at` and her zone; `/v1/recall` is asked in the
+same zone. No consolidation: what is checked is decided when a turn lands or an edit is made.
+
+- A rescheduled appointment replaces the first one: "The dentist is next Tuesday at 3pm",
+  then "Dentist moved to Thursday", kept by the model as to-dos (not claims), leaves
+  Thursday's, and Tuesday's is superseded (broken: Tuesday's stood, shown first: to-dos
+  were never corrected, and Tuesday's window kept the move "apart in time" from it).
+- A move from a date ends the old address the day before: before it, the old address is
+  current and the new one UPCOMING; the old one's window ends the day before the move
+  (broken: the two were shown with nothing ending the old one).
+- An edit of what a memory says reads its time words again, on the day of the edit, in
+  the editor's zone: "Call the bank next Monday" edited to "Call the bank next Friday" ends
+  on that Friday (broken: its window stayed Monday's); an edit that names the window
+  itself keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from tests.assets.support import make_settings
+
+TZ = "Europe/Lisbon"
+ZONE = ZoneInfo(TZ)
+INES = {"user_id": "ines", "project_id": "home", "session_id": "chat"}
+
+
+def coming(day: date, weekday: int) -> date:
+    """`next <weekday>` said on `day`: the first such day after it."""
+    return day + timedelta(days=(weekday - day.weekday()) % 7 or 7)
+
+
+def proposal(type_: str, title: str, content: str) -> dict:
+    return {"type": type_, "title": title, "content": content, "why_store": "she said so"}
+
+
+@pytest.fixture(scope="module")
+def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    settings = make_settings(tmp_path_factory.mktemp("moves"))
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    today = datetime.now(ZONE).date()
+    yesterday = datetime.combine(today - timedelta(days=1), time(10), ZONE)
+    move = today + timedelta(days=3)
+    out: dict[str, Any] = {"today": today, "said": yesterday.date(), "move": move, "ids": {}}
+
+    with TestClient(app) as client:
+        def say(name: str, when: datetime, text: str, item: dict) -> dict:
+            for role, said, at in (("user", text, when), ("assistant", "Noted. <MEMORY_PROPOSALS_JSON>"
+                                                          + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>",
+                                                          when + timedelta(seconds=20))):
+                resp = client.post("/v1/turns", json={"identity": INES, "role": role, "text": said,
+                                                      "at": at.isoformat(), "tz": TZ})
+                assert resp.status_code == 201, resp.text
+            (outcome,) = resp.json()["proposals"]
+            assert outcome["action"] == "accept", outcome
+            out["ids"][name] = outcome["item_id"]
+            return outcome
+
+        def tool(action: str, args: dict) -> dict:
+            resp = client.post("/v1/tools", json={"action": action, "identity": INES, "args": args})
+            assert resp.status_code == 200, resp.text
+            return resp.json()["result"]
+
+        def item(name: str) -> dict:
+            return client.get(f"/v1/items/{out['ids'][name]}", params=INES).json()["item"]
+
+        def recall(query: str) -> dict:
+            resp = client.post("/v1/recall", json={"identity": INES, "query": query, "tz": TZ})
+            assert resp.status_code == 200, resp.text
+            return resp.json()
+
+        say("tuesday", yesterday, "The dentist is next Tuesday at 3pm.",
+            proposal("todo", "Dentist", "Dentist appointment next Tuesday at 3pm."))
+        out["moved"] = say("thursday", yesterday + timedelta(hours=2), "Dentist moved to Thursday.",
+                           proposal("todo", "Dentist", "Dentist moved to Thursday."))
+        out["dentist"] = recall("when is the dentist?")
+
+        say("old address", yesterday - timedelta(days=20), "I live at Rua Velha 12, Lisbon.",
+            proposal("fact", "Home address", "Ines lives at Rua Velha 12, Lisbon."))
+        out["address said"] = say(
+            "new address", yesterday + timedelta(hours=3), f"My new address from {move:%B} {move.day} is Rua Nova 5.",
+            proposal("fact", "Home address", f"From {move:%B} {move.day}, Ines's address is Rua Nova 5, Lisbon."))
+        out["address"] = recall("what's my address?")
+
+        say("bank", yesterday, "Remind me to call the bank next Monday.",
+            proposal("todo", "Call the bank", "Call the bank next Monday."))
+        tool("memory.update", {"id": out["ids"]["bank"], "patch": {"content": "Call the bank next Friday."},
+                               "tz": TZ})
+        say("passport", yesterday, "Renew my passport next Wednesday.",
+            proposal("todo", "Passport", "Renew the passport next Wednesday."))
+        tool("memory.update", {"id": out["ids"]["passport"], "patch": {
+            "content": "Renew the passport next Friday.", "valid_to": "2031-01-31T23:59:59+00:00"}})
+        out["items"] = {name: item(name) for name in out["ids"]}
+        yield out
+
+
+def curated(answer: dict) -> list[str]:
+    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
+
+
+def test_a_rescheduled_appointment_replaces_the_first(ines) -> None:
+    ids, items = ines["ids"], ines["items"]
+    assert ines["moved"]["supersedes"] == [ids["tuesday"]], ines["moved"]
+    assert items["tuesday"]["superseded_by"] == ids["thursday"], items["tuesday"]
+    shown = curated(ines["dentist"])
+    assert ids["thursday"] in shown and ids["tuesday"] not in shown, ines["dentist"]["hits"]
+
+
+def test_a_move_from_a_date_ends_the_old_address_the_day_before(ines) -> None:
+    ids, items, move = ines["ids"], ines["items"], ines["move"]
+    assert items["new address"]["valid_from"][:10] == move.isoformat(), items["new address"]
+    assert items["old address"]["superseded_by"] is None, items["old address"]
+    assert items["old address"]["valid_to"][:10] == (move - timedelta(days=1)).isoformat(), items["old address"]
+    answer = ines["address"]
+    assert curated(answer)[:2] == [ids["old address"], ids["new address"]], answer["hits"]
+    block = answer["injection"]
+    old = block.split(f"[MEMORY: {ids['old address']}")[1].split("\n", 1)[0]
+    new = block.split(f"[MEMORY: {ids['new address']}")[1].split("\n", 1)[0]
+    assert " | UPCOMING" in new and " | ENDED" not in old and " | UPCOMING" not in old, block
+
+
+def test_an_edit_reads_its_time_words_again(ines) -> None:
+    items, said, today = ines["items"], ines["said"], ines["today"]
+    friday = coming(today, 4)
+    assert items["bank"]["content"] == "Call the bank next Friday."
+    assert items["bank"]["valid_to"][:10] == friday.isoformat(), items["bank"]
+    assert items["bank"]["metadata"]["said_dates"]["meant"] == {"next Friday": f"Fri {friday.isoformat()}"}
+    assert coming(said, 0) != friday
+    # an edit that names the window keeps it
+    assert items["passport"]["valid_to"] == "2031-01-31T23:59:59+00:00", items["passport"]
