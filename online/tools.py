@@ -35,6 +35,7 @@ from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
@@ -598,7 +599,8 @@ class ToolDispatcher:
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
-            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
+            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict),
+                     **({ENDS: dict(fixes.ends)} if fixes.ends else {})},
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
                 "corrects_in_part": fixes.in_part}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
@@ -18,6 +19,7 @@ from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
@@ -28,12 +30,15 @@ from pipelines.policy_rules.findings import REDACTED
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (
+    MAY_UPDATE,
     RETIRED_BY_USER,
     Corrections,
+    authors,
     conflict_reason,
     corrected,
     corrections,
     is_claim,
+    proposed_claim,
     read_claim,
     reschedules,
 )
@@ -47,6 +52,7 @@ from pipelines.records import (
     Provenance,
     Verdict,
     apart_in_time,
+    parse_time,
     sha256_text,
     stable_id,
     utcnow,
@@ -326,6 +332,7 @@ def govern_claim(
     found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
+    fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
     replaced = [*fixes.replaced, *fixes.in_part]
     corrected = [it for it in found if it.id in replaced]
     # A claim held in quarantine is not established yet: it contradicts nothing.
@@ -353,6 +360,29 @@ def govern_claim(
     # What the user's words retired is said by the claim however the verdict goes.
     return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
                          contradicts, disagrees)
+
+
+def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[MemoryItem], scope_kind: str,
+               author_user_id: str) -> Corrections:
+    """`fixes` with the author's claims that `proposal`, holding from a day on with no end
+    ("From December 1, Maya's address is Rua Nova 5"), takes over from that day: those it
+    corrects, and those under its title it may update (`conflicts.MAY_UPDATE`), that hold
+    with no end from before. They are not replaced now: each ends the instant before
+    (`Corrections.ends`), and holds until then; after, it is history (ENDED)."""
+    start = parse_time(proposal.valid_from)
+    if start is None or proposal.valid_to is not None:
+        return fixes
+    new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
+    end = (start - timedelta(microseconds=1)).isoformat()
+
+    def updates(old: MemoryItem) -> bool:
+        return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
+                and authors(old) == {author_user_id} and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
+    ends = [old.id for old in found if old.valid_to is None and (old.id in fixes.replaced or updates(old))
+            and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
+    if not ends:
+        return fixes
+    return fixes._replace(replaced=[i for i in fixes.replaced if i not in ends], ends=tuple((i, end) for i in ends))
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -472,6 +502,8 @@ def _proposal_payload(
         payload["refines"] = fixes.in_part
     if fixes.retiring:
         payload[RETIRED_BY_USER] = fixes.retiring
+    if fixes.ends:
+        payload[ENDS] = dict(fixes.ends)
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

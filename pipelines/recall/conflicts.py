@@ -1916,6 +1916,9 @@ class Corrections(NamedTuple):
     replaced: list[str]  # ids it supersedes: they leave recall (their history stays)
     in_part: list[str]  # ids it corrects in part: they stay, shown with it (`corrects_in_part`)
     retiring: list[str]  # what the user's words retired that it leaves out (`retired_by_evidence`)
+    # (id, when it ends): claims it takes over from a day on, which hold until then
+    # (`capture.takes_over`: "From December 1, my address is ...")
+    ends: tuple[tuple[str, str], ...] = ()
 
 
 def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,

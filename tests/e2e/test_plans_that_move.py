@@ -7,8 +7,9 @@ same zone. No consolidation: what is checked is decided when a turn lands or an 
   Thursday's, and Tuesday's is superseded (broken: Tuesday's stood, shown first: to-dos
   were never corrected, and Tuesday's window kept the move "apart in time" from it).
 - A move from a date ends the old address the day before: before it, the old address is
-  current and the new one UPCOMING; the old one's window ends the day before the move
-  (broken: the two were shown with nothing ending the old one).
+  current (its window ends the day before the move) and the new one UPCOMING; after it,
+  the new office holds and comes first, the old one is ENDED (broken: the two were shown
+  flagged as one title's notes, nothing ending the old one, which never became history).
 - An edit of what a memory says reads its time words again, on the day of the edit, in
   the editor's zone: "Call the bank next Monday" edited to "Call the bank next Friday" ends
   on that Friday (broken: its window stayed Monday's); an edit that names the window
@@ -91,6 +92,14 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "new address", yesterday + timedelta(hours=3), f"My new address from {move:%B} {move.day} is Rua Nova 5.",
             proposal("fact", "Home address", f"From {move:%B} {move.day}, Ines's address is Rua Nova 5, Lisbon."))
         out["address"] = recall("what's my address?")
+        # a move that has happened: said twelve days ago, from five days ago
+        moved = today - timedelta(days=5)
+        out["moved on"] = moved
+        say("old office", yesterday - timedelta(days=40), "My office is at Avenida da Liberdade 10.",
+            proposal("fact", "Office", "Ines's office is at Avenida da Liberdade 10."))
+        say("new office", yesterday - timedelta(days=11), f"From {moved:%B} {moved.day} my office is Rua do Ouro 7.",
+            proposal("fact", "Office", f"From {moved:%B} {moved.day}, Ines's office is at Rua do Ouro 7."))
+        out["office"] = recall("where is my office?")
 
         say("bank", yesterday, "Remind me to call the bank next Monday.",
             proposal("todo", "Call the bank", "Call the bank next Monday."))
@@ -121,12 +130,22 @@ def test_a_move_from_a_date_ends_the_old_address_the_day_before(ines) -> None:
     assert items["new address"]["valid_from"][:10] == move.isoformat(), items["new address"]
     assert items["old address"]["superseded_by"] is None, items["old address"]
     assert items["old address"]["valid_to"][:10] == (move - timedelta(days=1)).isoformat(), items["old address"]
-    answer = ines["address"]
-    assert curated(answer)[:2] == [ids["old address"], ids["new address"]], answer["hits"]
-    block = answer["injection"]
-    old = block.split(f"[MEMORY: {ids['old address']}")[1].split("\n", 1)[0]
-    new = block.split(f"[MEMORY: {ids['new address']}")[1].split("\n", 1)[0]
-    assert " | UPCOMING" in new and " | ENDED" not in old and " | UPCOMING" not in old, block
+    # before the move: the old address holds, marked with its end; the new one is UPCOMING
+    old, new = header(ines["address"], ids["old address"]), header(ines["address"], ids["new address"])
+    assert f"VALID=..{(move - timedelta(days=1)).isoformat()}" in old and " | ENDED" not in old, old
+    assert " | UPCOMING" in new and "SAME_TITLE" not in new, new
+    # after it: the new office holds, first; the old one is history
+    moved, answer = ines["moved on"], ines["office"]
+    assert curated(answer)[:2] == [ids["new office"], ids["old office"]], answer["hits"]
+    assert items["old office"]["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), items["old office"]
+    assert " | ENDED" in header(answer, ids["old office"]), answer["injection"]
+    new = header(answer, ids["new office"])
+    assert " | ENDED" not in new and " | UPCOMING" not in new, new
+
+
+def header(answer: dict, item_id: str) -> str:
+    """The header line of `item_id`'s entry in the recall block."""
+    return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]
 
 
 def test_an_edit_reads_its_time_words_again(ines) -> None:
