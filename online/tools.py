@@ -603,7 +603,7 @@ class ToolDispatcher:
                      **({ENDS: dict(fixes.ends)} if fixes.ends else {})},
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
-                "corrects_in_part": fixes.in_part}
+                "corrects_in_part": fixes.in_part, **({"ends": [i for i, _ in fixes.ends]} if fixes.ends else {})}
 
     def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
         """The item an edit targets; one the caller cannot see is answered exactly like an

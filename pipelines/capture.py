@@ -72,6 +72,8 @@ class ProposalOutcome(msgspec.Struct):
     supersedes: list[str] = msgspec.field(default_factory=list)
     # The author's own notes it corrects a detail of: they stay in recall, shown with it.
     corrects_in_part: list[str] = msgspec.field(default_factory=list)
+    # The author's own claims it takes over from the day it holds from: they hold until then.
+    ends: list[str] = msgspec.field(default_factory=list)
     # The scope kind it is stored in ("session" for a wish for this chat only that named none).
     scope: str | None = None
 
@@ -267,6 +269,7 @@ class _Governed:
             event_id=event_id,
             supersedes=list(self.event.payload.get("supersedes", [])),
             corrects_in_part=list(self.event.payload.get("refines", [])),
+            ends=list(self.event.payload.get(ENDS) or {}),
             scope=None if verdict.action == "reject" else self.event.payload.get("default_scope"),
         )
 
@@ -333,7 +336,7 @@ def govern_claim(
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
-    replaced = [*fixes.replaced, *fixes.in_part]
+    replaced = [*fixes.replaced, *fixes.in_part, *(i for i, _ in fixes.ends)]
     corrected = [it for it in found if it.id in replaced]
     # A claim held in quarantine is not established yet: it contradicts nothing.
     existing = [it for it in found if it.id not in replaced and it.scope.kind == scope_kind

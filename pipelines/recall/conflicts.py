@@ -1607,10 +1607,10 @@ def _updates(new: Claim, old: Claim) -> bool:
     if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
         # ("now runs on CockroachDB" / "uses PostgreSQL 16").
-        # A clock time is a time, whatever its unit ("moved to Thursday" / "next Tuesday at 3pm").
-        new_units, old_units = new.units - new.values - _CLOCK_UNITS, old.units - old.values - _CLOCK_UNITS
+        new_units, old_units = new.units - new.values, old.units - old.values
+        # a day the time of which is left unsaid moves it ("moved to Thursday" / "Tuesday at 3pm")
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
-                and (bool(new_units & old_units) or not (new_units or old_units)))
+                and (bool(new_units & old_units) or not (new_units or old_units - _CLOCK_UNITS)))
     return bool(new.changes & old.words)
 
 
