@@ -376,7 +376,7 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     if start is None or proposal.valid_to is not None:
         return fixes
     new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
-    end = (start - timedelta(microseconds=1)).isoformat()
+    end = (start - timedelta(seconds=1)).isoformat(timespec="seconds")  # as `validity` ends a day
 
     def updates(old: MemoryItem) -> bool:
         return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
