@@ -1,6 +1,7 @@
 """Plans that move, over HTTP (left open by the fourteenth trial): Ines's turns and her chat
 model's proposals land on `/v1/turns` with `at` and her zone; `/v1/recall` is asked in the
-same zone. No consolidation: what is checked is decided when a turn lands or an edit is made.
+same zone. What is decided when a turn lands or an edit is made is checked then, and again
+after a real Dagster consolidation (`run_consolidation`) and the snapshot swap.
 
 - A rescheduled appointment replaces the first one: "The dentist is next Tuesday at 3pm",
   then "Dentist moved to Thursday", kept by the model as to-dos (not claims), leaves
@@ -14,6 +15,8 @@ same zone. No consolidation: what is checked is decided when a turn lands or an 
   the editor's zone: "Call the bank next Monday" edited to "Call the bank next Friday" ends
   on that Friday (broken: its window stayed Monday's); an edit that names the window
   itself keeps it.
+- A plan said twice, merged by consolidation, still says what its time words meant the day
+  they were said (broken: the merged item lost its members' "Said on ..." note).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from litestar.testing import TestClient
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from tests.assets.support import make_settings
+from tests.e2e.test_trial12_weeks import consolidate
 
 TZ = "Europe/Lisbon"
 ZONE = ZoneInfo(TZ)
@@ -109,7 +113,14 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             proposal("todo", "Passport", "Renew the passport next Wednesday."))
         tool("memory.update", {"id": out["ids"]["passport"], "patch": {
             "content": "Renew the passport next Friday.", "valid_to": "2031-01-31T23:59:59+00:00"}})
+        # said twice the same day: one plan, merged by consolidation
+        for n in (1, 2):
+            say(f"parcel {n}", yesterday + timedelta(hours=n), "Pick up the parcel tomorrow.",
+                proposal("todo", "Parcel", "Pick up the parcel at the post office tomorrow."))
         out["items"] = {name: item(name) for name in out["ids"]}
+        consolidate(client, settings)
+        out["after"] = {"items": {name: item(name) for name in out["ids"]}, "dentist": recall("when is the dentist?"),
+                        "office": recall("where is my office?"), "parcel": recall("when do I pick up the parcel?")}
         yield out
 
 
@@ -157,3 +168,18 @@ def test_an_edit_reads_its_time_words_again(ines) -> None:
     assert coming(said, 0) != friday
     # an edit that names the window keeps it
     assert items["passport"]["valid_to"] == "2031-01-31T23:59:59+00:00", items["passport"]
+
+
+def test_what_was_decided_holds_after_consolidation_and_a_merge_keeps_the_said_dates(ines) -> None:
+    ids, after = ines["ids"], ines["after"]
+    items = after["items"]
+    assert items["tuesday"]["superseded_by"] == ids["thursday"] and items["thursday"]["superseded_by"] is None
+    assert ids["tuesday"] not in curated(after["dentist"]) and ids["thursday"] in curated(after["dentist"])
+    assert items["old office"]["valid_to"] == ines["items"]["old office"]["valid_to"], items["old office"]
+    order = curated(after["office"])
+    assert order.index(ids["new office"]) < order.index(ids["old office"]), after["office"]["hits"]
+    merged = items["parcel 1"]["superseded_by"]
+    assert merged and merged == items["parcel 2"]["superseded_by"], items["parcel 1"]
+    said, tomorrow = ines["said"], ines["said"] + timedelta(days=1)
+    entry = after["parcel"]["injection"].split(f"[MEMORY: {merged}")[1].split("[/MEMORY]")[0]
+    assert f"(Said on {said:%a} {said.isoformat()}: tomorrow = {tomorrow:%a} {tomorrow.isoformat()}.)" in entry, entry
