@@ -35,6 +35,7 @@ from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
@@ -78,7 +79,7 @@ from pipelines.records import (
     time_zone,
     utcnow,
 )
-from pipelines.validity import with_window
+from pipelines.validity import reread, with_window
 
 # What a caller may write: every item type except `message` (a verbatim chat record is only
 # ever made from a captured turn, never forged through the API).
@@ -171,6 +172,7 @@ class ReadArgs(Args):
 class UpdateArgs(Args):
     id: ItemId
     patch: Annotated[dict[str, Any], Meta(min_length=1)]
+    tz: TimeZoneName | None = None  # the editor's zone: new time words are read on its calendar
 
 
 class ItemPatch(Args):
@@ -601,10 +603,11 @@ class ToolDispatcher:
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
-            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
+            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict),
+                     **({ENDS: dict(fixes.ends)} if fixes.ends else {})},
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
-                "corrects_in_part": fixes.in_part}
+                "corrects_in_part": fixes.in_part, **({"ends": [i for i, _ in fixes.ends]} if fixes.ends else {})}
 
     def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
         """The item an edit targets; one the caller cannot see is answered exactly like an
@@ -682,9 +685,17 @@ class ToolDispatcher:
             raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
                                  "recalled) and is not changed; write a new memory instead (nothing brings a forgotten "
                                  "memory back, nor the turns that said it)")
-        at = utcnow()
+        at, patch, said_dates = utcnow(), dict(args.patch), {}
+        if (isinstance(patch.get("content"), str) and patch["content"] != current.content
+                and not {"valid_from", "valid_to"} & set(patch)):
+            # new words, read as said now: "next Friday" for "next Monday" moves the window
+            window, meant = reread(current.content, patch["content"], (current.valid_from, current.valid_to),
+                                   current.created_at, at, self._zone(args.tz, "memory.update"))
+            patch, said_dates = {**patch, **window}, {SAID_DATES: meant}
+        elif args.tz is not None:
+            self._zone(args.tz, "memory.update")
         try:
-            updated = apply_patch(current, args.patch, at)
+            updated = apply_patch(current, patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
             raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
         window = time_problems(updated.valid_from, updated.valid_to)
@@ -722,7 +733,7 @@ class ToolDispatcher:
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
-            payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at,
+            payload={"item_id": args.id, "patch": patch, "verdict": _verdict(verdict), "at": at, **said_dates,
                      **({"as_reviewer": True} if vouched and says else {}),
                      **_corrections_payload(fixes),
                      # what it now says disagrees with (replacing what it said before)

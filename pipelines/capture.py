@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
@@ -18,6 +19,7 @@ from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
@@ -28,13 +30,17 @@ from pipelines.policy_rules.findings import REDACTED
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (
+    MAY_UPDATE,
     RETIRED_BY_USER,
     Corrections,
+    authors,
     conflict_reason,
     corrected,
     corrections,
     is_claim,
+    proposed_claim,
     read_claim,
+    reschedules,
 )
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
@@ -46,6 +52,7 @@ from pipelines.records import (
     Provenance,
     Verdict,
     apart_in_time,
+    parse_time,
     sha256_text,
     stable_id,
     utcnow,
@@ -65,6 +72,8 @@ class ProposalOutcome(msgspec.Struct):
     supersedes: list[str] = msgspec.field(default_factory=list)
     # The author's own notes it corrects a detail of: they stay in recall, shown with it.
     corrects_in_part: list[str] = msgspec.field(default_factory=list)
+    # The author's own claims it takes over from the day it holds from: they hold until then.
+    ends: list[str] = msgspec.field(default_factory=list)
     # The scope kind it is stored in ("session" for a wish for this chat only that named none).
     scope: str | None = None
 
@@ -271,6 +280,7 @@ class _Governed:
             event_id=event_id,
             supersedes=list(self.event.payload.get("supersedes", [])),
             corrects_in_part=list(self.event.payload.get("refines", [])),
+            ends=list(self.event.payload.get(ENDS) or {}),
             scope=None if verdict.action == "reject" else self.event.payload.get("default_scope"),
         )
 
@@ -331,10 +341,13 @@ def govern_claim(
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
-    found = [it for it in found if not apart_in_time(proposal, it)]
+    # A move with no window of its own ("Dentist moved to Thursday") moves the dated plan.
+    moves = reschedules(proposal.content) and proposal.valid_from is None and proposal.valid_to is None
+    found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
-    replaced = [*fixes.replaced, *fixes.in_part]
+    fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
+    replaced = [*fixes.replaced, *fixes.in_part, *(i for i, _ in fixes.ends)]
     corrected = [it for it in found if it.id in replaced]
     # A claim held in quarantine is not established yet: it contradicts nothing.
     existing = [it for it in found if it.id not in replaced and it.scope.kind == scope_kind
@@ -361,6 +374,29 @@ def govern_claim(
     # What the user's words retired is said by the claim however the verdict goes.
     return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
                          contradicts, disagrees)
+
+
+def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[MemoryItem], scope_kind: str,
+               author_user_id: str) -> Corrections:
+    """`fixes` with the author's claims that `proposal`, holding from a day on with no end
+    ("From December 1, Maya's address is Rua Nova 5"), takes over from that day: those it
+    corrects, and those under its title it may update (`conflicts.MAY_UPDATE`), that hold
+    with no end from before. They are not replaced now: each ends the instant before
+    (`Corrections.ends`), and holds until then; after, it is history (ENDED)."""
+    start = parse_time(proposal.valid_from)
+    if start is None or proposal.valid_to is not None:
+        return fixes
+    new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
+    end = (start - timedelta(seconds=1)).isoformat(timespec="seconds")  # as `validity` ends a day
+
+    def updates(old: MemoryItem) -> bool:
+        return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
+                and authors(old) == {author_user_id} and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
+    ends = [old.id for old in found if old.valid_to is None and (old.id in fixes.replaced or updates(old))
+            and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
+    if not ends:
+        return fixes
+    return fixes._replace(replaced=[i for i in fixes.replaced if i not in ends], ends=tuple((i, end) for i in ends))
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -480,6 +516,8 @@ def _proposal_payload(
         payload["refines"] = fixes.in_part
     if fixes.retiring:
         payload[RETIRED_BY_USER] = fixes.retiring
+    if fixes.ends:
+        payload[ENDS] = dict(fixes.ends)
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

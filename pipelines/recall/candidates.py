@@ -29,7 +29,7 @@ import numpy as np
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
-from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
+from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MemoryCorpus
 from .dates import DateRange, day_spans, said_within, states_time
 from .episodic import (
@@ -264,6 +264,7 @@ class CandidateSearch:
         # The visible claims that replaced others (read when first needed): turns said before
         # them stating what they replaced are out, and those corrections are pulled in.
         self._corrections: list[tuple[int, int, MemoryItem]] | None = None
+        self._moved: set[str] | None = None  # to-dos a visible correction moved (`moved`)
         self.correcting: dict[str, tuple[int, int]] = {}  # corrections that put a turn out
 
     def feedback(self, docs: int, dense: bool = True) -> list[str]:
@@ -314,6 +315,8 @@ class CandidateSearch:
             return "retracted"  # known false: never recalled
         if item.expires_at is not None and item.expired(self.now):
             return "expired"  # no longer holds: consolidation archives it
+        if item.type in DATED_TYPES and self.moved(item):
+            return "superseded"  # "Dentist moved to Thursday": Tuesday's is no plan now
         if self.question_key is None or item.type != "message":
             return None
         if c.small_talk(row):
@@ -333,6 +336,16 @@ class CandidateSearch:
         if self.corrected(item):
             return "says what a correction replaced"  # the correction is the evidence now
         return None
+
+    def moved(self, item: MemoryItem) -> bool:
+        """Whether a visible correction supersedes `item`, a to-do (`conflicts.DATED_TYPES`):
+        the conflict rule resolves claims only, and consolidation marks it superseded only
+        at its next run."""
+        if self._moved is None:
+            self._moved = {link.to for ci, c in enumerate(self.view.corpora)
+                           for row in c.correction_rows()[self.view.allowed[ci][c.correction_rows()]].tolist()
+                           for link in c.items[row].links if link.rel == "supersedes"}
+        return item.id in self._moved
 
     def corrected(self, turn: MemoryItem) -> bool:
         """Whether a visible correction (a claim that replaced another) was made after the raw

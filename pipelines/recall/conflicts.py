@@ -152,14 +152,22 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # "stopped drinking coffee"), under the title of an older claim whose content the value rule
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
+# A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
+# "is now on Thursday".
+_MOVED_IN_TIME = (r"moved|slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|now\s+(?:on|at|for)")
+_RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 _CHANGED = re.compile(
-    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
+    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
-    # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
-    r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
-    r"pushed\s+(?:back|out|up|forward|to))\b",
+    rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
+# A to-do is no claim (two to-dos do not disagree: "buy milk" / "buy bread"), but an
+# appointment kept as one can move: a claim or a to-do saying its time changed ("Dentist
+# moved to Thursday") corrects the earlier one of its subject as a claim saying so does
+# (`CHANGED`).
+DATED_TYPES = frozenset({"todo"})
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
@@ -248,6 +256,16 @@ class Claim:
 
 def is_claim(item: MemoryItem) -> bool:
     return item.type in CLAIM_TYPES and item.validation != "retracted"
+
+
+def reschedules(text: str) -> bool:
+    """It says that the date or time of what it names changed ("moved to Thursday")."""
+    return _RESCHEDULED.search(_stance(text or "")) is not None
+
+
+def _moves(new: Claim, old: MemoryItem) -> bool:
+    """`new` says the time of what `old`, a to-do, is about changed (`DATED_TYPES`)."""
+    return old.type in DATED_TYPES and old.validation != "retracted" and reschedules(new.item.content)
 
 
 def stated_values(text: str) -> frozenset[str]:
@@ -1590,8 +1608,9 @@ def _updates(new: Claim, old: Claim) -> bool:
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
         # ("now runs on CockroachDB" / "uses PostgreSQL 16").
         new_units, old_units = new.units - new.values, old.units - old.values
+        # a day the time of which is left unsaid moves it ("moved to Thursday" / "Tuesday at 3pm")
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
-                and (bool(new_units & old_units) or not (new_units or old_units)))
+                and (bool(new_units & old_units) or not (new_units or old_units - _CLOCK_UNITS)))
     return bool(new.changes & old.words)
 
 
@@ -1838,7 +1857,7 @@ def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "
     (what tells two things of one kind apart holds within one kind, `_qualified_apart`).
     `retiring`: the clauses of the user's words it records that retire a value
     (`retired_by_evidence`, kept with the item as RETIRED_BY_USER)."""
-    if item_type not in CLAIM_TYPES:
+    if item_type not in CLAIM_TYPES and not (item_type in DATED_TYPES and reschedules(content)):
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
                                  title=title, content=content, scope=Scope(kind=scope_kind),  # type: ignore[arg-type]
@@ -1871,7 +1890,7 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
     (`CHANGED`, `Claim.changes`): neither corrects the other, nor is held for contradicting it
     (recall shows both, flagged)."""
     for old in existing:
-        if isinstance(old, MemoryItem) and old.active and is_claim(old):
+        if isinstance(old, MemoryItem) and old.active and (is_claim(old) or _moves(new, old)):
             claim = read_claim(old)
             reason = conflict_reason(new, claim)
             if reason == MAY_UPDATE:
@@ -1897,6 +1916,9 @@ class Corrections(NamedTuple):
     replaced: list[str]  # ids it supersedes: they leave recall (their history stays)
     in_part: list[str]  # ids it corrects in part: they stay, shown with it (`corrects_in_part`)
     retiring: list[str]  # what the user's words retired that it leaves out (`retired_by_evidence`)
+    # (id, when it ends): claims it takes over from a day on, which hold until then
+    # (`capture.takes_over`: "From December 1, my address is ...")
+    ends: tuple[tuple[str, str], ...] = ()
 
 
 def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
@@ -1984,4 +2006,4 @@ def _value_stems(values: Iterable[str]) -> frozenset[str]:
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
            "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
-           "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]
+           "reschedules", "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]

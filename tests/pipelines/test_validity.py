@@ -6,10 +6,13 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from zoneinfo import ZoneInfo
 
+import msgspec
 import pytest
 
+from pipelines.capture import takes_over
+from pipelines.recall.conflicts import Corrections
 from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
-from pipelines.validity import anchor, with_window
+from pipelines.validity import anchor, reread, with_window
 
 SAO_PAULO = ZoneInfo("America/Sao_Paulo")  # UTC-3 all year
 SUNDAY_EVENING = datetime(2026, 11, 15, 21, 30, tzinfo=SAO_PAULO)  # Monday 00:30 in UTC
@@ -89,3 +92,39 @@ def test_claims_for_different_times_are_apart_and_windows_are_read_against_now()
     now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
     assert (lisbon.window_state(now), porto.window_state(now), standing.window_state(now)) == ("ENDED", "UPCOMING", "")
     assert lisbon.window_state(None) == ""
+
+
+def test_an_edit_reads_its_new_time_words_on_the_day_of_the_edit() -> None:
+    """`reread`: new words bounding a window set it, read when edited; new words bounding none
+    drop the window the old words had set, and keep one set otherwise (named with the item)."""
+    first = SUNDAY_EVENING.astimezone(timezone.utc).isoformat()
+    edited = datetime(2026, 11, 18, 9, tzinfo=SAO_PAULO).isoformat()  # a Wednesday
+    old = with_window(ProposedItem(content="Call the bank next Monday."), first, "America/Sao_Paulo")[0]
+    stored = (old.valid_from, old.valid_to)
+    patch, meant = reread("Call the bank next Monday.", "Call the bank next Friday.", stored, first, edited,
+                          "America/Sao_Paulo")
+    assert patch == {"valid_from": None, "valid_to": "2026-11-20T23:59:59-03:00"}
+    assert meant == {"on": "Wed 2026-11-18", "meant": {"next Friday": "Fri 2026-11-20"}}
+    assert reread("Call the bank next Monday.", "Call the bank.", stored, first, edited, "America/Sao_Paulo") == (
+        {"valid_from": None, "valid_to": None}, None)
+    named = (None, "2031-01-31T00:00:00+00:00")
+    assert reread("Call the bank next Monday.", "Call the bank.", named, first, edited, "America/Sao_Paulo") == (
+        {}, None)
+
+
+def test_a_claim_from_a_day_on_takes_over_then() -> None:
+    """`capture.takes_over`: "From December 1, ..." ends the address it corrects, or may update
+    under its title, the second before that day, instead of replacing it now; one that holds
+    for a while, or starts later than it, or is someone else's, is left as it was."""
+    def item(id_: str, content: str, user: str = "u", **kw) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Home address", content=content,
+                          scope=Scope(kind="user", user_id=user), **kw)
+    old, theirs = item("old", "Maya lives at Rua Velha 12."), item("theirs", "Maya lives at Rua Velha 12.", "v")
+    later = item("later", "Maya lives at Rua Alta 3.", valid_from="2027-01-01T00:00:00-03:00")
+    moved = ProposedItem(type="fact", title="Home address", content="From December 1, Maya's address is Rua Nova 5.",
+                         valid_from="2026-12-01T00:00:00-03:00")
+    got = takes_over(moved, Corrections([], [], []), [old, theirs, later], "user", "u")
+    assert got.ends == (("old", "2026-11-30T23:59:59-03:00"),) and got.replaced == []
+    assert takes_over(moved, Corrections(["old"], [], []), [old], "user", "u") == Corrections([], [], [], got.ends)
+    for_a_while = msgspec.structs.replace(moved, valid_to="2026-12-24T23:59:59-03:00")
+    assert takes_over(for_a_while, Corrections([], [], []), [old], "user", "u").ends == ()

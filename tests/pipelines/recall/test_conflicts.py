@@ -494,6 +494,24 @@ def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
     assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
 
 
+def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
+    """A to-do is no claim, but an appointment kept as one moves: "Dentist moved to Thursday"
+    replaces "Dentist appointment next Tuesday at 3pm" (a to-do or a fact saying so, `CHANGED`);
+    a to-do that says nothing moved, or moves something else, replaces nothing."""
+    tuesday = claim("tue", "Dentist", "Dentist appointment next Tuesday at 3pm.", type_="todo")
+    milk = claim("milk", "Shopping", "Buy milk on Tuesday.", type_="todo")
+    for type_ in ("todo", "fact"):
+        assert corrected_by("Dentist", "Dentist moved to Thursday.", type_, "project", "u1", [tuesday, milk]) == ["tue"]
+    assert corrected_by("Dentist", "Dentist on Thursday at 4pm.", "todo", "project", "u1", [tuesday]) == []
+    assert corrected_by("Haircut", "Haircut moved to Thursday.", "todo", "project", "u1", [tuesday]) == []
+    assert corrected_by("Shopping", "Buy bread on Tuesday.", "todo", "project", "u1", [milk]) == []
+    assert conflicts.reschedules("The review was pushed back to May 3.") and not conflicts.reschedules("Buy milk.")
+    # a stand-in at another hour for one week is no move of the habit (no time left unsaid)
+    gym = claim("gym", "Gym", "I go to the gym at 6am on weekdays.")
+    assert corrected_by("Gym", "This week I'm going at 7pm instead because of the early shifts.", "fact",
+                        "project", "u1", [gym]) == []
+
+
 def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
     """Consolidation files a merged claim under one member's owner; `authors` names them all."""
     ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
