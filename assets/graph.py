@@ -134,6 +134,7 @@ def governed_items(
             "skipped": report.skipped[:50],
             "policy_version": report.policy_version,
             "message_vectors": report.message_vectors,
+            "forgetting_swept": report.forgetting_swept,
             "governed_until": governed_until,
             "windows_prefetched": prefetched,
         })

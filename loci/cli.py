@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Optional
 
@@ -91,22 +90,6 @@ def _note(message: str) -> None:
 def _note_busy() -> None:
     _note("a consolidation is running (it holds the warehouse): answering from the published "
           "snapshot and the inbox")
-
-
-def _served_items(settings) -> list:
-    """Active items as the service serves them: the newest good snapshot, then the inbox
-    events after its watermark folded over it (what a read can see without the warehouse)."""
-    from pipelines.inbox import inbox_exists, open_inbox
-    from pipelines.materialize import fold_events
-    from pipelines.snapshot import load_latest_good
-
-    snapshot, _problems = load_latest_good(settings.snapshots_path)
-    items = {it.id: it for it in (snapshot.items if snapshot else [])}
-    if inbox_exists(settings):
-        with open_inbox(settings) as inbox:
-            pending = inbox.read_after(snapshot.manifest.watermark if snapshot else 0)
-        items.update(fold_events(pending, base=items.get).items)
-    return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 
 def _print_report(report: dict, turns: bool = True) -> None:
@@ -346,16 +329,14 @@ def show(
 @app.command()
 def stats(data_dir: Optional[str] = DATA_OPT) -> None:
     """Counts per tier/type, the inbox, the published snapshot."""
-    from pipelines.item_report import collect_stats
+    from pipelines.item_report import collect_stats, served_counts, served_items
 
     settings = _settings(data_dir)
     out = collect_stats(settings)
     if settings.warehouse_path.exists() and not isinstance(out.get("warehouse"), dict):
         _note_busy()
-        items = _served_items(settings)
-        by_tier_type = Counter(f"{it.tier}/{it.type}" for it in items)
         out["warehouse"] = None
-        out["served"] = {"active_items": len(items), "by_tier_type": dict(sorted(by_tier_type.items()))}
+        out["served"] = served_counts(served_items(settings))
     console.print_json(json.dumps(out, default=str))
 
 
@@ -365,7 +346,7 @@ def list_items(
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Active items per tier (raw chat messages left out), from the warehouse."""
-    from pipelines.item_report import tier_listing
+    from pipelines.item_report import served_items, tier_listing
     from pipelines.records import TIERS
     from pipelines.warehouse import WarehouseError
 
@@ -379,7 +360,7 @@ def list_items(
             _note_busy()
         else:
             _note("nothing consolidated yet: listing from the inbox")
-        listing = tier_listing(settings, _served_items(settings))
+        listing = tier_listing(settings, served_items(settings))
     for name, rows in listing.items():
         if tier is not None and name != tier:
             continue

@@ -2,7 +2,7 @@
 snapshot holds them.
 
 They are the inbox events after the snapshot watermark, read by sequence number before each
-request and folded with `pipelines.materialize.fold_events` (the same fold the pipeline
+request and folded with `pipelines.forgetting.fold_served` (`fold_events`, the same fold the pipeline
 uses, so ids agree), embedded once per item version and searched exactly. Every worker
 process reads the same inbox, so a write through one is recalled through another on the
 next request. The worker that accepts a write embeds the items it makes before appending
@@ -20,6 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import chain
 from types import MappingProxyType
 from typing import Mapping
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
-from pipelines.forgetting import with_forgetting
+from pipelines.forgetting import fold_served
 from pipelines.inbox import InboxBackend, InboxError
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
@@ -41,18 +42,6 @@ FREEZE_SEGMENT_ITEMS = 256
 POOLED_KEPT = 256  # pooled windows remembered between a write's `share` and its fold
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
                            "memory.palace.assign", "memory.review"})
-
-
-def _turns(snap: SnapshotState, delta: Mapping[str, MemoryItem], owners: set[tuple[str, str]]) -> list[MemoryItem]:
-    """The raw chat turns served of each (org, user) in `owners`: the snapshot's, the
-    delta's copy where it has one. Read when a fold forgets a claim (rare): which turns
-    said it, which quote those."""
-    def owned(it: MemoryItem) -> bool:
-        return it.type == "message" and (it.scope.org_id, it.scope.user_id) in owners
-
-    served = {it.id: it for it in (snap.loaded.items if snap.loaded else ()) if owned(it)}
-    served.update((i, it) for i, it in delta.items() if owned(it))
-    return list(served.values())
 
 
 @dataclass(frozen=True)
@@ -189,10 +178,9 @@ class DeltaLog:
         """Fold new events on top of the previous delta. Most requests only add a `usage` or
         `audit` event: then nothing is copied and the corpus is reused as it is."""
         known = prev.items
-        overlay = fold_events(events, base=lambda i: known.get(i) or snap.get(i))
         # A claim forgotten: the turns that said it, and their neighbours' contexts, forget it now.
-        made = with_forgetting(overlay.items, lambda i: known.get(i) or snap.get(i),
-                               lambda owners: _turns(snap, {**known, **overlay.items}, owners))
+        overlay, made = fold_served(events, lambda i: known.get(i) or snap.get(i),
+                                    lambda: chain(snap.loaded.items if snap.loaded else (), known.values()))
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches

@@ -96,6 +96,8 @@ class TurnRequest(Request):
     # zone = UTC); recall reads it for "what did we decide yesterday?". Default: now.
     at: Annotated[datetime, Meta(description="ISO-8601 time the turn was said (default: now; not in the future).")
                   ] | None = None
+    # The speaker's zone: a proposal's "until Friday", "next week" are read on its calendar.
+    tz: TimeZoneName | None = None
 
 
 class TurnResponse(msgspec.Struct, kw_only=True):
@@ -144,6 +146,11 @@ class HitOut(msgspec.Struct, kw_only=True):
     delivery: str = "catalog"  # inject | catalog
     # A change to it held for review (`pipelines.recall.render.pending_note`), "" when none.
     pending_review: str = ""
+    # When it holds (ISO-8601, None: open), and "ENDED" / "UPCOMING" when the time of asking is
+    # after / before that window ("" when it holds then or has none).
+    valid_from: str | None = None
+    valid_to: str | None = None
+    window: str = ""
 
 
 class RecallResponse(msgspec.Struct, kw_only=True):
@@ -191,12 +198,21 @@ class ToolResponse(msgspec.Struct, kw_only=True):
 # -- items, conflicts, stats, health --------------------------------------------------------
 
 
+class ReplacedBy(msgspec.Struct, kw_only=True):
+    id: str  # the item that took its place (the caller may read it)
+    how: Literal["superseded", "merged"]  # a correction superseded it / consolidation merged it
+
+
 class ItemResponse(msgspec.Struct, kw_only=True):
     item: dict[str, Any]
-    source: Literal["snapshot", "delta", "history"]  # history: archived, as last stored
+    # history: it left recall (archived, superseded, merged), as last stored
+    source: Literal["snapshot", "delta", "history"]
     revisions: list[dict[str, Any]]  # published with the snapshot, oldest first
     history: list[dict[str, Any]]  # inbox events that created or changed it
     events: list[dict[str, Any]] = []  # the warehouse's audit events, published with the snapshot
+    # recallable | quarantined (held for review) | retracted | archived | superseded | merged
+    state: str = "recallable"
+    replaced_by: ReplacedBy | None = None  # superseded or merged: what to read now
 
 
 class ConflictOut(msgspec.Struct, kw_only=True):

@@ -274,14 +274,16 @@ class MemoryService:
         view: View | None = None,
         said: Sequence[str] = (),
         tz: str | None = None,
+        own_words: bool = False,
     ) -> RecallResult:
         """Recall over snapshot + delta for `identity`; queues one `usage` event with the
         returned ids (`record_usage`). `said`: the conversation's messages, whose turns are
-        not recalled; `tz`: the asker's time zone (`RecallEngine.recall`)."""
+        not recalled; `tz`: the asker's time zone; `own_words`: the caller asks what they
+        said themselves (`RecallEngine.recall`)."""
         view = view or self.view()
         result = self.engine.recall(
             query, identity, view.corpora, mode=mode, k=k, tags=tuple(tags), tier=tier,
-            type=type, scope=scope, filters=filters, trace=trace, said=said, tz=tz,
+            type=type, scope=scope, filters=filters, trace=trace, said=said, tz=tz, own_words=own_words,
         )
         if record_usage and result.used_ids:
             self.record_usage(identity, list(result.used_ids), query)
@@ -513,6 +515,8 @@ class MemoryService:
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
         kw.setdefault("user_said", self.user_said(identity))
+        if kw.get("zone") is None:  # the speaker's zone, or the service's
+            kw["zone"] = self.settings.timezone
         chat = (identity.user_id, identity.project_id, identity.session_id)
         if role == "assistant":  # its proposals record what the user just said in this chat
             kw.setdefault("answers", self._answered.get(chat))

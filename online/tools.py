@@ -35,11 +35,13 @@ from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     RETRACTION_RULE,
+    SAID_DATES,
     apply_patch,
     awaits_review,
     held_against_others,
@@ -77,6 +79,7 @@ from pipelines.records import (
     time_zone,
     utcnow,
 )
+from pipelines.validity import reread, with_window
 
 # What a caller may write: every item type except `message` (a verbatim chat record is only
 # ever made from a captured turn, never forged through the API).
@@ -139,11 +142,13 @@ class ProposeArgs(Args):
     items: Annotated[list[ItemIn], Meta(min_length=1, max_length=20)]
     default_scope: ScopeKind = "project"
     turn_ref: ItemId | None = None
+    tz: TimeZoneName | None = None  # the speaker's zone: "until Friday" is read on its calendar
 
 
 class WriteArgs(Args):
     item: ItemIn
     default_scope: ScopeKind = "project"
+    tz: TimeZoneName | None = None  # as ProposeArgs.tz
 
 
 class SearchArgs(Args):
@@ -154,6 +159,10 @@ class SearchArgs(Args):
     scope: ScopeKind | None = None
     k: Annotated[int, Meta(ge=1, le=100)] | None = None
     tz: TimeZoneName | None = None
+    # A caller that searches a question's subject ("penicillin" for "What did I tell you about
+    # penicillin?") says that the question asked what the user said themselves.
+    own_words: Annotated[bool, Meta(description="The user asks what they said themselves: their own words "
+                                                "come before another speaker's echo of them.")] = False
 
 
 class ReadArgs(Args):
@@ -163,6 +172,7 @@ class ReadArgs(Args):
 class UpdateArgs(Args):
     id: ItemId
     patch: Annotated[dict[str, Any], Meta(min_length=1)]
+    tz: TimeZoneName | None = None  # the editor's zone: new time words are read on its calendar
 
 
 class ItemPatch(Args):
@@ -199,6 +209,18 @@ def _patch_choices(error: str) -> str:
         return ""
     hint = ' ("retracted" forgets it: kept with its history, never recalled)' if field.group(1) == "validation" else ""
     return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
+
+
+def asker_zone(tz: str | None, where: str) -> str | None:
+    """The asker's IANA zone `tz` as given (None: the service's), or a 400 naming it when no
+    zone has that name (`records.time_zone`); `where` prefixes the message ("tz",
+    "memory.search: tz"). `/v1/recall` and `memory.search` both check it so."""
+    if tz is not None:
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ToolError(400, f"{where}: {exc}") from exc
+    return tz
 
 
 def _check_times(args: Any) -> None:
@@ -394,6 +416,9 @@ def hit_out(hit: Any) -> dict[str, Any]:
         "same_title": list(getattr(hit, "same_title", []) or []),
         "delivery": str(getattr(hit, "delivery", "catalog")),
         **({"pending_review": hit.pending_review} if getattr(hit, "pending_review", "") else {}),
+        # when it holds, and whether that is over (or yet to come) at the time of asking
+        **({"valid_from": item.valid_from, "valid_to": item.valid_to} if item.valid_from or item.valid_to else {}),
+        **({"window": hit.window} if getattr(hit, "window", "") else {}),
     }
 
 
@@ -516,7 +541,7 @@ class ToolDispatcher:
         outcome = self.service.capture(
             who, "system", proposal_carrier_text(len(args.items)),
             parse=False, extra_proposals=[i.proposed() for i in args.items],
-            default_scope=args.default_scope, turn_ref=args.turn_ref,
+            default_scope=args.default_scope, turn_ref=args.turn_ref, zone=self._zone(args.tz, "memory.propose"),
         )
         return {
             "turn_id": outcome.turn_id,
@@ -531,6 +556,8 @@ class ToolDispatcher:
         hint = proposal.provenance_hint or {}
         kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "tool"
         at = utcnow()
+        # "until Friday", "next week": read on today's calendar in the writer's zone
+        proposal, said_dates = with_window(proposal, at, self._zone(args.tz, "memory.write"))
         prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
                           event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
@@ -571,14 +598,16 @@ class ToolDispatcher:
                       "requested_tier": args.item.tier,
                       **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
                       **({HELD_AGAINST: contradicts} if contradicts else {}),
-                      **({DISAGREES_WITH: disagrees} if disagrees else {})},
+                      **({DISAGREES_WITH: disagrees} if disagrees else {}),
+                      **({SAID_DATES: said_dates} if said_dates else {})},
         )
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
-            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict)},
+            payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict),
+                     **({ENDS: dict(fixes.ends)} if fixes.ends else {})},
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
-                "corrects_in_part": fixes.in_part}
+                "corrects_in_part": fixes.in_part, **({"ends": [i for i, _ in fixes.ends]} if fixes.ends else {})}
 
     def _editable(self, item_id: str, who: Identity, view: View, action: str, args: Any) -> MemoryItem:
         """The item an edit targets; one the caller cannot see is answered exactly like an
@@ -654,10 +683,19 @@ class ToolDispatcher:
                                  f"{QUARANTINE_MAX_CONFIDENCE}); a reviewer approves it with memory.review")
         if current.validation == "retracted":  # else an edit (validation, or a review's) revives it
             raise ToolError(409, f"memory.update: {args.id!r} is retracted (kept with its history, never "
-                                 "recalled) and is not changed; write a new memory instead")
-        at = utcnow()
+                                 "recalled) and is not changed; write a new memory instead (nothing brings a forgotten "
+                                 "memory back, nor the turns that said it)")
+        at, patch, said_dates = utcnow(), dict(args.patch), {}
+        if (isinstance(patch.get("content"), str) and patch["content"] != current.content
+                and not {"valid_from", "valid_to"} & set(patch)):
+            # new words, read as said now: "next Friday" for "next Monday" moves the window
+            window, meant = reread(current.content, patch["content"], (current.valid_from, current.valid_to),
+                                   current.created_at, at, self._zone(args.tz, "memory.update"))
+            patch, said_dates = {**patch, **window}, {SAID_DATES: meant}
+        elif args.tz is not None:
+            self._zone(args.tz, "memory.update")
         try:
-            updated = apply_patch(current, args.patch, at)
+            updated = apply_patch(current, patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
             raise ToolError(400, f"memory.update: invalid patch: {exc}") from None
         window = time_problems(updated.valid_from, updated.valid_to)
@@ -695,7 +733,7 @@ class ToolDispatcher:
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
-            payload={"item_id": args.id, "patch": args.patch, "verdict": _verdict(verdict), "at": at,
+            payload={"item_id": args.id, "patch": patch, "verdict": _verdict(verdict), "at": at, **said_dates,
                      **({"as_reviewer": True} if vouched and says else {}),
                      **_corrections_payload(fixes),
                      # what it now says disagrees with (replacing what it said before)
@@ -823,19 +861,19 @@ class ToolDispatcher:
 
     # reads --------------------------------------------------------------------------------
 
+    def _zone(self, tz: str | None, action: str) -> str:
+        """The caller's zone `tz` (checked, `asker_zone`), or the service's `timezone` setting."""
+        return asker_zone(tz, f"{action}: tz") or self.service.settings.timezone
+
     def search(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(SearchArgs, raw, "memory.search")
         if not args.query.strip():
             raise ToolError(400, "memory.search: query is empty")
-        if args.tz is not None:
-            try:
-                time_zone(args.tz)
-            except ValueError as exc:
-                raise ToolError(400, f"memory.search: tz: {exc}") from exc
+        tz = asker_zone(args.tz, "memory.search: tz")
         k = args.k or self.service.settings.recall_k
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
-                                     record_usage=False, tz=args.tz)
+                                     record_usage=False, tz=tz, own_words=args.own_words)
         hits = list(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
@@ -18,22 +19,28 @@ from pipelines.materialize import (
     CONTRADICTION_RULE,
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
+    ENDS,
     HELD_AGAINST,
     SCOPE_KINDS,
     in_quarantine,
     proposal_item_id,
 )
 from pipelines.policy import contradictions as contradictions_of
+from pipelines.policy_rules.findings import REDACTED
 from pipelines.policy_rules.secrets import find_secrets_to_mask
 from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import (
+    MAY_UPDATE,
     RETIRED_BY_USER,
     Corrections,
+    authors,
     conflict_reason,
     corrected,
     corrections,
     is_claim,
+    proposed_claim,
     read_claim,
+    reschedules,
 )
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
@@ -44,12 +51,13 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Verdict,
+    apart_in_time,
+    parse_time,
     sha256_text,
     stable_id,
     utcnow,
 )
-
-REDACTED = "[REDACTED]"
+from pipelines.validity import SAID_DATES, with_window
 
 
 class ProposalOutcome(msgspec.Struct):
@@ -64,6 +72,8 @@ class ProposalOutcome(msgspec.Struct):
     supersedes: list[str] = msgspec.field(default_factory=list)
     # The author's own notes it corrects a detail of: they stay in recall, shown with it.
     corrects_in_part: list[str] = msgspec.field(default_factory=list)
+    # The author's own claims it takes over from the day it holds from: they hold until then.
+    ends: list[str] = msgspec.field(default_factory=list)
     # The scope kind it is stored in ("session" for a wish for this chat only that named none).
     scope: str | None = None
 
@@ -117,6 +127,7 @@ def capture_turn(
     append: Callable[..., list[Event]] | None = None,
     answers: str | None = None,
     user_said: Callable[[str], str | None] | None = None,
+    zone: str = "UTC",
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
@@ -126,7 +137,8 @@ def capture_turn(
     records, read for the values it names as replaced): `answers`, the user's words this
     assistant turn answers, and the user turns it names (`turn_ref`, the proposal's
     `provenance_hint` source or chunk ids), read by `user_said` (a turn id -> the text of
-    that turn of this user, or None)."""
+    that turn of this user, or None). `zone`: the speaker's time zone, whose calendar a
+    proposal's "next week" or "until Friday" is read on (`validity.with_window`)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -156,7 +168,8 @@ def capture_turn(
         },
     )
     turn = _Turn(identity=identity, turn_id=turn_id, turn_ref=turn_ref, raw_text=text, at=at,
-                 learned_at=learned_at, event_id=turn_event.event_id, default_scope=default_scope)
+                 learned_at=learned_at, event_id=turn_event.event_id, default_scope=default_scope,
+                 zone=zone)
     forms_items: list[tuple[str, ProposedItem]] = []
     if parsed:
         forms_items += [(pp.form, pp.item) for pp in parsed.proposals]
@@ -182,14 +195,16 @@ def capture_turn(
 
 
 class TurnIdConflict(ValueError):
-    """A turn id sent again with another caller, role or text."""
+    """A turn id sent again with another caller, role, text or speaker."""
 
 
 def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) -> None:
     """A turn id sent again is a retry (answered as stored) only for the same caller, role,
-    words and proposals (tool calls, default scope): the inbox keeps the first event of an
-    id, so anything else would be acknowledged and silently dropped. Run by the inbox under
-    its write lock (`stored` = what its ids hold), so two writers of one id cannot both pass."""
+    words, speaker and proposals (tool calls, default scope): the inbox keeps the first
+    event of an id, so anything else would be acknowledged and silently dropped (a chat
+    export imported again with its rows' `speaker` changed kept the old speakers, without a
+    word). Run by the inbox under its write lock (`stored` = what its ids hold), so two
+    writers of one id cannot both pass."""
     turn, first = batch[0], stored[0]
     if first is None:
         return
@@ -199,6 +214,15 @@ def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) 
     if not same:
         raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} is already taken by another turn; "
                              "give each turn its own id")
+    landed, now = first.payload.get("speaker") or None, turn.payload.get("speaker") or None
+    if landed != now:  # the same turn said by someone else: name how it landed, as `ingest_locomo` does
+        raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} landed before {_as_said_by(landed)}, not "
+                             f"{_as_said_by(now)}: a turn keeps the speaker it landed with; send it as it "
+                             "landed, or give the turn its own id")
+
+
+def _as_said_by(speaker: str | None) -> str:
+    return f"with speaker {speaker!r}" if speaker else "without a speaker (the caller's own)"
 
 
 def _proposal_key(event: Event | None) -> tuple[Any, ...] | None:
@@ -231,6 +255,7 @@ class _Turn:
     learned_at: str
     event_id: str
     default_scope: str
+    zone: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -255,6 +280,7 @@ class _Governed:
             event_id=event_id,
             supersedes=list(self.event.payload.get("supersedes", [])),
             corrects_in_part=list(self.event.payload.get("refines", [])),
+            ends=list(self.event.payload.get(ENDS) or {}),
             scope=None if verdict.action == "reject" else self.event.payload.get("default_scope"),
         )
 
@@ -313,9 +339,15 @@ def govern_claim(
     it. `evidence`: what the user said that the proposal records (the values it names as
     replaced count as the proposal's own, `conflicts.retired_by_evidence`). Held for
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
+    # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
+    # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
+    # A move with no window of its own ("Dentist moved to Thursday") moves the dated plan.
+    moves = reschedules(proposal.content) and proposal.valid_from is None and proposal.valid_to is None
+    found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
-    replaced = [*fixes.replaced, *fixes.in_part]
+    fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
+    replaced = [*fixes.replaced, *fixes.in_part, *(i for i, _ in fixes.ends)]
     corrected = [it for it in found if it.id in replaced]
     # A claim held in quarantine is not established yet: it contradicts nothing.
     existing = [it for it in found if it.id not in replaced and it.scope.kind == scope_kind
@@ -342,6 +374,29 @@ def govern_claim(
     # What the user's words retired is said by the claim however the verdict goes.
     return GovernedClaim(verdict, fixes if accepted else Corrections([], [], fixes.retiring),
                          contradicts, disagrees)
+
+
+def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[MemoryItem], scope_kind: str,
+               author_user_id: str) -> Corrections:
+    """`fixes` with the author's claims that `proposal`, holding from a day on with no end
+    ("From December 1, Maya's address is Rua Nova 5"), takes over from that day: those it
+    corrects, and those under its title it may update (`conflicts.MAY_UPDATE`), that hold
+    with no end from before. They are not replaced now: each ends the instant before
+    (`Corrections.ends`), and holds until then; after, it is history (ENDED)."""
+    start = parse_time(proposal.valid_from)
+    if start is None or proposal.valid_to is not None:
+        return fixes
+    new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
+    end = (start - timedelta(seconds=1)).isoformat(timespec="seconds")  # as `validity` ends a day
+
+    def updates(old: MemoryItem) -> bool:
+        return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
+                and authors(old) == {author_user_id} and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
+    ends = [old.id for old in found if old.valid_to is None and (old.id in fixes.replaced or updates(old))
+            and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
+    if not ends:
+        return fixes
+    return fixes._replace(replaced=[i for i in fixes.replaced if i not in ends], ends=tuple((i, end) for i in ends))
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:
@@ -405,6 +460,8 @@ def _govern_proposal(
             and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
         # "In this chat, answer in French.", no scope named: this chat's wish, not the project's.
         proposal = msgspec.structs.replace(proposal, scope="session")
+    # "until Friday", "next week": read on the day the turn was said, in the speaker's zone
+    proposal, said_dates = with_window(proposal, turn.at, turn.zone)
     prov = _proposal_provenance(turn, proposal)
     found = list(existing(proposal)) if existing else []
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
@@ -417,6 +474,8 @@ def _govern_proposal(
         payload[HELD_AGAINST] = contradicts
     if disagrees:
         payload[DISAGREES_WITH] = disagrees
+    if said_dates and verdict.action != "reject":
+        payload[SAID_DATES] = said_dates
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)
@@ -457,6 +516,8 @@ def _proposal_payload(
         payload["refines"] = fixes.in_part
     if fixes.retiring:
         payload[RETIRED_BY_USER] = fixes.retiring
+    if fixes.ends:
+        payload[ENDS] = dict(fixes.ends)
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

@@ -10,19 +10,24 @@ turn its speaker forgot, `memory.forget` on the turn itself) gets its context wi
 (`context_without`): else searching for the forgotten words still finds the neighbour (it
 never showed them, but it was found by them). Later turns' contexts leave forgotten turns
 out (`message_context.build_context`).
+
+Whatever shows the inbox folded over what is served (the service's delta; `loci stats` and
+`loci list` while a run holds the warehouse; `loci show` of an item not consolidated yet)
+folds it with `fold_served`, so a forgetting is applied there as in consolidation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 
 import msgspec
 
-from pipelines.materialize import is_tombstone, message_item_id
+from pipelines.materialize import Overlay, fold_events, is_tombstone, message_item_id
 from pipelines.message_context import context_without, with_context
 from pipelines.recall.conflicts import CLAIM_TYPES, authors, restates
 from pipelines.recall.episodic import answered_turn, said_stems
-from pipelines.records import MemoryItem
+from pipelines.records import Event, MemoryItem
 
 
 def is_forgotten_claim(item: MemoryItem) -> bool:
@@ -114,3 +119,21 @@ def with_forgetting(made: Mapping[str, MemoryItem], before: Callable[[str], Memo
     if not forgotten:
         return made
     return {**made, **forget_turns(forgotten, served(owners(forgotten)))}
+
+
+def fold_served(events: Iterable[Event], base: Callable[[str], MemoryItem | None],
+                served: Callable[[], Iterable[MemoryItem]]) -> tuple[Overlay, Mapping[str, MemoryItem]]:
+    """Inbox `events` folded over what is served, as every view of the inbox folds them: the
+    overlay (`fold_events`) and the items it makes with what it forgets applied to the served
+    turns (`with_forgetting`). `base` finds an item's served version by id; `served()` gives
+    the served items, a later copy of an id winning (read only when the fold forgets)."""
+    overlay = fold_events(events, base=base)
+
+    def owned_turns(who: set[tuple[str, str]]) -> Iterable[MemoryItem]:
+        turns: dict[str, MemoryItem] = {}
+        for item in chain(served(), overlay.items.values()):
+            if item.type == "message" and (item.scope.org_id, item.scope.user_id) in who:
+                turns[item.id] = item
+        return turns.values()
+
+    return overlay, with_forgetting(overlay.items, base, owned_turns)

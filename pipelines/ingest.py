@@ -264,6 +264,35 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
         if owner.speaker not in named:
             raise ValueError(f"{path}: speaker {owner.speaker!r} is none of the file's speakers "
                              f"({', '.join(named) or 'none named'}); nothing was imported")
+    planned = list(_locomo_turns(samples, project_id, owner, report))
+    if report.before_seq > 0:  # imported before with another --speaker? (an empty inbox holds no turn)
+        _check_same_speaker(path, inbox, planned, owner.speaker)
+    for turn in planned:
+        try:
+            result = capture_turn(inbox, policy, turn.who, "user", turn.text, turn_id=turn.turn_id,
+                                  turn_ref=turn.dia_id, at=turn.date, parse=False, speaker=turn.speaker,
+                                  default_scope="user")
+        except TurnIdConflict:  # a dia_id used twice in one conversation
+            report.bad_rows.append(f"{turn.where}: dia_id {turn.dia_id!r} names an earlier, different turn")
+            continue
+        report.count_turn(result)
+    return report
+
+
+@dataclass(frozen=True)
+class _LocomoTurn:
+    who: Identity
+    turn_id: str
+    dia_id: str
+    date: str | None
+    text: str
+    named: str | None  # the speaker the file names
+    speaker: str | None  # as it lands: None for the importer's own turns (`Owner.speaker`)
+    where: str  # "sample 0 session 1 turn 2"
+
+
+def _locomo_turns(samples: list[Any], project_id: str, owner: Owner, report: IngestReport) -> Iterator[_LocomoTurn]:
+    """The turns of LoCoMo `samples` as they land (malformed ones in `report.bad_rows`)."""
     for index, sample in enumerate(samples):
         conv = sample.get("conversation") if isinstance(sample, dict) else None
         if not isinstance(conv, dict):
@@ -278,27 +307,46 @@ def ingest_locomo(path: str | Path, inbox: InboxBackend, policy: Any, *, project
             who = Identity(user_id=user_id, project_id=project_id, session_id=session,
                            org_id=owner.org_id or "default")
             for position, turn in enumerate(turns):
+                where = f"sample {index} session {number} turn {position}"
                 if not isinstance(turn, dict) or not isinstance(turn.get("text"), str):
-                    report.bad_rows.append(f"sample {index} session {number} turn {position}: malformed")
+                    report.bad_rows.append(f"{where}: malformed")
                     continue
                 text = turn["text"]
                 if turn.get("blip_caption"):
                     text = f"{text} [shares a photo: {turn['blip_caption']}]"
                 dia_id = str(turn.get("dia_id") or f"D{number}:{position + 1}")
-                try:
-                    result = capture_turn(
-                        inbox, policy, who, "user", text,
-                        turn_id=stable_id("turn", *ids, dia_id),
-                        turn_ref=dia_id, at=date, parse=False,
-                        speaker=None if owner.speaker and turn.get("speaker") == owner.speaker else turn.get("speaker"),
-                        default_scope="user",
-                    )
-                except TurnIdConflict:  # a dia_id used twice in one conversation
-                    report.bad_rows.append(f"sample {index} session {number} turn {position}: "
-                                           f"dia_id {dia_id!r} names an earlier, different turn")
-                    continue
-                report.count_turn(result)
-    return report
+                named = turn.get("speaker")
+                named = str(named) if named else None
+                yield _LocomoTurn(who, stable_id("turn", *ids, dia_id), dia_id, date, text, named,
+                                  None if owner.speaker and named == owner.speaker else named, where)
+
+
+def _check_same_speaker(path: str | Path, inbox: InboxBackend, planned: Sequence[_LocomoTurn],
+                        speaker: str | None) -> None:
+    """A ValueError, before anything lands, when turns of the file landed before with another
+    `--speaker` (or without one): a turn's id is its dia_id's, so each would count as
+    already landed and keep the speaker it landed with: the importer would be told nothing
+    and still not be the one who said them. The message names how it was imported."""
+    clash = None
+    earlier: str | None = None  # the importer named by the earlier import, if any
+    for turn in planned:
+        stored = inbox.get(stable_id("evt", "turn", turn.turn_id))
+        if stored is None or stored.identity != turn.who:
+            continue  # new, or another owner's turn (a dia_id conflict, reported as such)
+        landed = stored.payload.get("speaker")
+        if landed is None and turn.named is not None:
+            earlier = turn.named
+        if clash is None and landed != turn.speaker:
+            clash = turn
+        if clash is not None and earlier is not None:
+            break
+    if clash is None:
+        return
+    before = f"with --speaker {earlier}" if earlier is not None else "without --speaker"
+    now = f"--speaker {speaker}" if speaker is not None else "no --speaker"
+    raise ValueError(f"{path}: its turns were imported before {before} (e.g. {clash.dia_id}); a turn keeps the "
+                     f"speaker it landed with, so {now} would change nothing: nothing was imported. Import it "
+                     f"{before} to add what is new.")
 
 
 # -- item export / import --------------------------------------------------------------------

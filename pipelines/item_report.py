@@ -12,11 +12,10 @@ from typing import IO, Any
 
 import msgspec
 
-from pipelines.forgetting import forget_turns, is_forgotten
+from pipelines.forgetting import fold_served, forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import (
     HELD_EDIT_RULES,
-    fold_events,
     forgotten_tombstone,
     item_ids_touched,
     recall_state,
@@ -40,6 +39,29 @@ def _pending_events(settings: Settings, after_seq: int) -> list[Event]:
         return []
     with open_inbox(settings) as inbox:
         return inbox.read_after(after_seq)
+
+
+def served_items(settings: Settings) -> list[MemoryItem]:
+    """Active items as the service serves them: the newest good snapshot, then the inbox
+    events after its watermark folded over it as the service folds them (`fold_served`:
+    what they forget applied to the served turns), what a read can see without the
+    warehouse (while a run holds it), ordered by id."""
+    from pipelines.snapshot import load_latest_good
+
+    snapshot, _problems = load_latest_good(settings.snapshots_path)
+    items = {it.id: it for it in (snapshot.items if snapshot else [])}
+    pending = _pending_events(settings, snapshot.manifest.watermark if snapshot else 0)
+    if pending:
+        items.update(fold_served(pending, items.get, items.values)[1])
+    return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
+
+
+def served_counts(items: list[MemoryItem]) -> dict[str, Any]:
+    """`loci stats` of `served_items`: active items per tier/type and per recall state (a
+    forgotten claim or turn is stored, counted, and never recalled: `retracted`)."""
+    return {"active_items": len(items),
+            "by_tier_type": dict(sorted(Counter(f"{it.tier}/{it.type}" for it in items).items())),
+            "by_state": dict(sorted(Counter(recall_state(it) for it in items).items()))}
 
 
 def _pending_rows(events: list[Event], item_id: str) -> list[dict[str, Any]]:
@@ -70,11 +92,11 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "pending": _pending_rows(_pending_events(settings, after), item_id),
                 }
     events = _pending_events(settings, after)
-    overlay = fold_events(events) if events else None
-    if overlay and item_id in overlay.items:
+    made = fold_served(events, lambda _id: None, tuple)[1] if events else {}
+    if item_id in made:
         return {
             "source": "inbox (not consolidated yet)",
-            "item": msgspec.to_builtins(overlay.items[item_id]),
+            "item": msgspec.to_builtins(made[item_id]),
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),

@@ -182,6 +182,7 @@ def item_from_proposal(event: Event, verdict: Verdict) -> MemoryItem | None:
             **({RETIRED_BY_USER: list(p[RETIRED_BY_USER])} if p.get(RETIRED_BY_USER) else {}),
             **({HELD_AGAINST: [str(old) for old in p[HELD_AGAINST]]} if quarantined and p.get(HELD_AGAINST) else {}),
             **({DISAGREES_WITH: [str(old) for old in p[DISAGREES_WITH]]} if p.get(DISAGREES_WITH) else {}),
+            **({SAID_DATES: p[SAID_DATES]} if p.get(SAID_DATES) else {}),
         },
     )
 
@@ -229,6 +230,12 @@ HELD_AGAINST = "held_against"
 # (`pipelines.capture.GovernedClaim.disagrees`). Recall pulls the two in together
 # (`MemoryCorpus.disagreed_rows`), so the claim the query found is shown with its conflict.
 DISAGREES_WITH = "disagrees_with"
+# Payload and metadata key of a claim whose time words ("next Tuesday", "in March") were read
+# on the day it was said: {"on": that day, "meant": {word: day}} (`pipelines.validity`).
+SAID_DATES = "said_dates"
+# payload key: {id: when it ends} of the claims a claim holding from a day on takes over
+# then (`capture.takes_over`): each is given that end (`valid_to`), not superseded.
+ENDS = "ends"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,
@@ -482,6 +489,15 @@ class _Fold:
             return
         self.out.items[item.id] = item
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links)
+        if verdict.action == "accept":
+            self.end_taken_over(ev)
+
+    def end_taken_over(self, ev: Event) -> None:
+        """The claims an accepted claim takes over from a day on (`ENDS`) hold until then."""
+        for old_id, end in (ev.payload.get(ENDS) or {}).items():
+            current = self.lookup(str(old_id))
+            if current is not None and current.valid_to is None and isinstance(end, str):
+                self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
 
     def write(self, ev: Event) -> None:
         # A whole item (import, or a tool write the service already governed).
@@ -494,9 +510,16 @@ class _Fold:
             item = msgspec.convert(p["item"], MemoryItem)
         except (KeyError, msgspec.ValidationError):
             return
-        if is_tombstone(item):  # forgotten where it was exported: forgotten here too, if held here
-            current = self.lookup(item.id)
-            if current is not None and current.validation != "retracted":
+        current = self.lookup(item.id)
+        if current is not None and current.validation == "retracted" and item.validation != "retracted":
+            # Forgotten here: a live copy (an export from before the forgetting, another store's)
+            # brings back neither a claim nor a turn that said it: it is said or written again.
+            return
+        if is_tombstone(item) or (current is not None and item.type == "message"):
+            # Forgotten where it was exported (a tombstone), or a turn held here (the same words;
+            # its retrieval context is this store's, a copy's may quote a turn forgotten here):
+            # either can only forget what is held here.
+            if current is not None and item.validation == "retracted" and current.validation != "retracted":
                 self.out.items[current.id] = msgspec.structs.replace(current, validation="retracted",
                                                                      updated_at=ev.at)
             return
@@ -514,6 +537,8 @@ class _Fold:
         self.out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
         # The author's own claims a tool write corrects stop being active, as for a proposal.
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links if link.rel == "supersedes")
+        if verdict.action == "accept":
+            self.end_taken_over(ev)
 
     def update(self, ev: Event) -> None:
         p = ev.payload
@@ -525,6 +550,10 @@ class _Fold:
             updated = apply_patch(current, p.get("patch", {}), p.get("at") or ev.at)
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
+        if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
+            kept = {k: v for k, v in updated.metadata.items() if k != SAID_DATES}
+            updated = msgspec.structs.replace(updated, metadata={
+                **kept, **({SAID_DATES: p[SAID_DATES]} if p[SAID_DATES] else {})})
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = with_corrections(updated, p)
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew

@@ -20,6 +20,8 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
   rule recall and `/v1/conflicts` use. They are kept out of the merge: similar wording is
   what clusters them ("metrics go to TimescaleDB" / "... to ClickHouse"), and one merged
   item holding both would hide the contradiction that recall resolves and reports.
+- `for_other_times`: members that hold at different times (two weeks on call) are kept
+  out of the merge too: one item would hold over the span between them.
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
   confidence, links) and sends the draft through the write policy like any proposal.
 
@@ -40,7 +42,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from pipelines.materialize import DISAGREES_WITH
+from pipelines.materialize import DISAGREES_WITH, SAID_DATES
 from pipelines.recall.conflicts import authors, conflict_reason, find_conflicts, is_claim, read_claim, supersedes
 from pipelines.records import (
     ITEM_TYPES,
@@ -49,6 +51,7 @@ from pipelines.records import (
     ProposedItem,
     Provenance,
     Verdict,
+    apart_in_time,
     parse_time,
     stable_id,
 )
@@ -115,6 +118,14 @@ def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
                     and conflict_reason(a, b, one_subject=True)):
                 apart.update((a.item.id, b.item.id))
     return apart
+
+
+def for_other_times(cluster: Sequence[MemoryItem]) -> set[str]:
+    """Ids of the members that hold at another time than some other member
+    (`records.apart_in_time`: "on call this week" said in three different weeks, a stand-in
+    until Friday beside the standing rule). They are kept out of the merge: one item would
+    hold over the whole span, between the windows too, or lose the stand-in's end."""
+    return {it.id for n, a in enumerate(cluster) for b in cluster[n + 1:] if apart_in_time(a, b) for it in (a, b)}
 
 
 def canonical_order(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:
@@ -648,6 +659,22 @@ def _merged_links(
     return links, item_links
 
 
+def said_dates(items: Sequence[MemoryItem]) -> dict[str, Any] | None:
+    """What the members' time words meant the day they were said (`SAID_DATES`), for the
+    item merging them: the first said's, with what the others said that day added (members
+    hold in one window, `for_other_times`: their words meant its days)."""
+    noted = sorted((i for i in items if isinstance(i.metadata.get(SAID_DATES), dict)
+                    and isinstance(i.metadata[SAID_DATES].get("meant"), dict)), key=lambda i: i.created_at)
+    if not noted:
+        return None
+    first = noted[0].metadata[SAID_DATES]
+    meant: dict[str, str] = {}
+    for item in noted:
+        if item.metadata[SAID_DATES].get("on") == first.get("on"):
+            meant = {**item.metadata[SAID_DATES]["meant"], **meant}
+    return {**first, "meant": meant}
+
+
 def _disagreed(items: Sequence[MemoryItem], ids: Sequence[str]) -> list[str]:
     """The claims outside the cluster its members disagree with (`DISAGREES_WITH`), once,
     in order."""
@@ -730,6 +757,8 @@ def merge_cluster(
             # What its members disagreed with when written stays disagreed with: the merged
             # claim is what answers for them now (recall pulls the two in together).
             **({DISAGREES_WITH: disagreed} if (disagreed := _disagreed(items, ids)) else {}),
+            # "next Tuesday" means the day it meant when said, merged or not
+            **({SAID_DATES: dates} if (dates := said_dates(items)) else {}),
         },
     )
     return MergeOutcome(new_item, tuple(ids), links, MERGE_REASON, verdict, None, draft, confidence, refused)

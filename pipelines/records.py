@@ -281,6 +281,31 @@ class MemoryItem(msgspec.Struct, forbid_unknown_fields=True):
         return expires is not None and expires < now
 
 
+    def window_state(self, now: datetime | None) -> str:
+        """"ENDED" when its validity window closed before `now` (aware), "UPCOMING" when it
+        opens after it, "" when it holds then (or has no window, or no time is given)."""
+        if now is None:
+            return ""
+        end, start = parse_time(self.valid_to), parse_time(self.valid_from)
+        if end is not None and end < now:
+            return "ENDED"
+        return "UPCOMING" if start is not None and start > now else ""
+
+
+def apart_in_time(a: MemoryItem | ProposedItem, b: MemoryItem | ProposedItem) -> bool:
+    """Two claims that hold at different times cannot contradict each other: a stand-in for
+    a while ("until Friday, reports go to Ana") beside what holds with no end ("reports go to
+    Maya", which holds again after), or two windows that do not meet (last week's trip to
+    Lisbon, next week's to Porto)."""
+    if (a.valid_to is None) != (b.valid_to is None):
+        return True
+    starts = [parse_time(a.valid_from), parse_time(b.valid_from)]
+    ends = [parse_time(a.valid_to), parse_time(b.valid_to)]
+    if None in ends:
+        return False
+    return any(s is not None and s > e for s, e in ((starts[0], ends[1]), (starts[1], ends[0])))
+
+
 def item_content_hash(title: str, content: str) -> str:
     return sha256_text(f"{title}\n{content}")
 

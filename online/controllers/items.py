@@ -2,12 +2,14 @@
 
 Identity: query parameters `user_id`, `project_id`, `session_id`, `org_id`, or the headers
 `X-Loci-User`, `X-Loci-Project`, `X-Loci-Session`, `X-Loci-Org`. An item the caller may
-not see is answered exactly like an unknown id (404).
+not see is answered exactly like an unknown id (404). An id that left recall (archived, or
+replaced by a correction or a merge) still answers, as last stored, with its history, its
+`state` and what replaced it (`replaced_by`), as long as the snapshot keeps its history.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, get
@@ -16,10 +18,20 @@ from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
 
 from online.controllers.deps import error_responses, provide_identity, provide_service
-from online.schemas import ConflictOut, ConflictsResponse, ItemResponse
+from online.schemas import ConflictOut, ConflictsResponse, ItemResponse, ReplacedBy
 from online.state import MemoryService
 from online.tools import item_summary
-from pipelines.records import Identity
+from pipelines.materialize import recall_state
+from pipelines.records import Identity, MemoryItem
+
+
+def _state(item: MemoryItem, replaced: tuple[str, str] | None) -> dict[str, Any]:
+    """An item's `state` and `replaced_by` (`ItemResponse`): what replaced it first, then
+    archived, then whether recall may return it (`materialize.recall_state`)."""
+    if replaced is not None:
+        into, how = replaced
+        return {"state": how, "replaced_by": ReplacedBy(id=into, how=how)}
+    return {"state": "archived" if item.archived else recall_state(item)}
 
 
 class ItemsController(Controller):
@@ -33,7 +45,8 @@ class ItemsController(Controller):
          responses=error_responses(400, 404, 503),
          description="The item, where it is served from (snapshot or delta), its revisions and audit "
                      "events as published with the snapshot, and the inbox events that created or "
-                     "changed it (those after the snapshot too).")
+                     "changed it (those after the snapshot too), its `state`, and, for an id a correction "
+                     "or a merge replaced, the item that replaced it (`replaced_by`).")
     def item(
         self,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
@@ -42,20 +55,26 @@ class ItemsController(Controller):
     ) -> ItemResponse:
         found = service.read_item(item_id, identity, "items.get")
         if found is None:
-            # Archived (expired, aged out): still itself, as last stored, with its history.
+            # Left recall (archived, superseded by a correction, merged by consolidation): still
+            # itself, as last stored, with its history and, when replaced, by what. An id that
+            # never existed, or that the caller may not read, is a 404.
             retired = service.read_replaced(item_id, identity, "items.get")
-            if retired is None or retired[1] is not None:  # unknown, or replaced: the 404 names by what
-                raise NotFoundException(service.no_item(item_id, identity, found=retired and retired[1]))
-            item, _, history = retired
+            if retired is None:
+                raise NotFoundException(service.no_item(item_id, identity))
+            item, replaced, history = retired
             return ItemResponse(item=msgspec.to_builtins(item), source="history", revisions=history.revisions,
-                                history=history.inbox, events=history.audit)
+                                history=history.inbox, events=history.audit,
+                                **_state(item, replaced))
         item, view, history = found
         out = msgspec.to_builtins(item)
         replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         if replaced is not None and replaced[1] == "superseded":
             out["superseded_by"] = replaced[0]  # as `memory.read` says; consolidation then records it
+        else:
+            replaced = None
         return ItemResponse(item=out, source=view.source_of(item_id) or "snapshot",
-                            revisions=history.revisions, history=history.inbox, events=history.audit)
+                            revisions=history.revisions, history=history.inbox, events=history.audit,
+                            **_state(item, replaced))
 
     @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.",
          responses=error_responses(400, 503))

@@ -13,9 +13,8 @@ from litestar.params import Body
 from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
 from online.state import MemoryService
-from online.tools import hit_out
+from online.tools import asker_zone, hit_out
 from pipelines.recall import RecallFilters
-from pipelines.records import time_zone
 
 
 class RecallController(Controller):
@@ -32,16 +31,12 @@ class RecallController(Controller):
                service: MemoryService) -> RecallResponse:
         if not data.query.strip():
             raise ClientException("query is empty")
-        if data.tz is not None:
-            try:
-                time_zone(data.tz)
-            except ValueError as exc:
-                raise ClientException(f"tz: {exc}") from exc
+        tz = asker_zone(data.tz, "tz")
         view = service.view()
         filters = RecallFilters.of(data.tags, tier=data.tier, type=data.type, scope=data.scope)
         result = service.recall(data.query, data.identity, mode=data.mode, k=data.k,
                                 filters=filters, trace=data.trace, view=view, said=data.conversation,
-                                tz=data.tz)
+                                tz=tz)
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",

@@ -14,7 +14,7 @@ from litestar.params import Body
 from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, TurnRequest, TurnResponse
 from online.state import MemoryService
-from online.tools import ToolError
+from online.tools import ToolError, asker_zone
 from pipelines.capture import TurnIdConflict
 
 # A turn "said" this far ahead of the service's clock is a mistake, not clock skew.
@@ -43,11 +43,12 @@ class TurnsController(Controller):
                       "Secrets in the turn text are redacted before storage.")
     def capture(self, data: Annotated[TurnRequest, Body(schema_extra=CLOSED_OBJECT)],
                 service: MemoryService) -> TurnResponse:
+        asker_zone(data.tz, "tz")
         try:
             result = service.capture(
                 data.identity, data.role, data.text, tool_calls=data.tool_calls, turn_id=data.turn_id,
                 turn_ref=data.turn_ref, speaker=data.speaker, default_scope=data.default_scope,
-                at=said_at(data.at),
+                at=said_at(data.at), zone=data.tz,
             )
         except TurnIdConflict as exc:
             raise ToolError(409, str(exc)) from None

@@ -59,6 +59,7 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
     tool_arguments,
 )
+from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
@@ -247,6 +248,9 @@ class Exchange:
         self.user_key = digest([who, self.dialect.name, self.dialect.history_until_user(self.body)])
         # The conversation the client sent: its turns are in the model's context already.
         self.said = self.dialect.earlier_texts(self.body)
+        # "What did I tell you about penicillin?": searched as its subject ("penicillin"), so
+        # every recall of the exchange is told that the user asks for their own words.
+        self.own_words = asks_what_i_said(self.user_text)
         self.user_turn_id = stable_id("turn", "proxy", self.user_key)
 
     # -- 1. before the call -----------------------------------------------------------------
@@ -268,7 +272,8 @@ class Exchange:
             else:
                 blocks.append(self._nothing_found(repr(intent.query), intent.query))
         elif text.strip() and self.flags["context_injection"]:
-            result = self.service.recall(recall_query(text), self.identity, said=self.said, tz=self.tz)
+            result = self.service.recall(recall_query(text), self.identity, said=self.said, tz=self.tz,
+                                         own_words=self.own_words)
             if result.injection:
                 blocks.append(result.injection)
                 self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"]
@@ -474,8 +479,11 @@ class Exchange:
     # -- memory reads ------------------------------------------------------------------------------
 
     def _dispatch(self, action: str, args: dict[str, Any]) -> dict[str, Any]:
-        if action == "memory.search" and self.tz is not None and isinstance(args, dict) and "tz" not in args:
-            args = {**args, "tz": self.tz}  # the model's search too reads "yesterday" as the user's
+        if action == "memory.search" and isinstance(args, dict):
+            if self.tz is not None and "tz" not in args:
+                args = {**args, "tz": self.tz}  # the model's search too reads "yesterday" as the user's
+            if self.own_words:
+                args = {**args, "own_words": True}  # and looks for the user's own words first
         try:
             result = self.tools.dispatch(action, args, self.identity)["result"]
         except ToolError as exc:
@@ -569,7 +577,8 @@ class Exchange:
             if raw.strip() or self.proposing:
                 return self.service.capture(self.identity, "assistant", raw,
                                             tool_calls=self.proposing or None,
-                                            turn_id=self.assistant_turn_id(raw), answers=self.user_text)
+                                            turn_id=self.assistant_turn_id(raw), answers=self.user_text,
+                                            zone=self.tz)
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,

@@ -16,6 +16,7 @@ from pipelines.consolidate.common import (
     call_hook,
     last_successful_run,
 )
+from pipelines.consolidate.forgetting_sweep import sweep_forgetting
 from pipelines.consolidate.lock import WarehouseLock
 from pipelines.message_context import (
     ContextWindow,
@@ -162,7 +163,8 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
     embedder was changed), every stored session's messages first read again with the
     configured `message_context_*` (`recontextualise`: after a change of the message-vector
     scheme every message's vector is made the new way, the change a revision with reason
-    `message_context`, as a run's). Takes the warehouse lock like a run. The next
+    `message_context`, as a run's), after the one-off forgetting sweep if it is pending
+    (`sweep_forgetting`: what the sessions leave out). Takes the warehouse lock like a run. The next
     consolidation run publishes a snapshot built with the new vectors."""
     from pipelines.embedders import make_embedder
 
@@ -172,6 +174,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
         with Warehouse(settings.warehouse_path) as warehouse:
             previous = warehouse.stored_embedding_models()
             schemes = warehouse.vector_schemes()
+            swept = sweep_forgetting(warehouse)  # before the sessions are read again: what they leave out
             items = warehouse.active_items()
             changed = recontextualise(items, ContextWindow.of(settings))
             if changed:
@@ -195,6 +198,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
         "message_vectors": ContextWindow.of(settings).vectors or "",
         "previous_message_vectors": schemes,
         "messages_read_again": len(changed),
+        "forgetting_swept": swept,
         "previous_models": [f"{m} ({d})" for m, d in previous],
         "lock_wait_s": round(lock.waited_s, 3),
         "next": "run `loci consolidate` to publish a snapshot built with these vectors",

@@ -26,6 +26,7 @@ from pipelines.consolidate.common import (
     last_successful_run,
     read_window,
 )
+from pipelines.consolidate.forgetting_sweep import sweep_forgetting
 from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
     fold_events,
@@ -74,6 +75,7 @@ class GovernReport:
     skipped: list[str] = field(default_factory=list)  # "event_id: why"
     policy_version: str = ""
     message_vectors: str = ""  # the scheme every stored message's vector has (checked)
+    forgetting_swept: int = 0  # turns the one-off forgetting sweep changed (`sweep_forgetting`)
 
 
 @dataclass
@@ -420,6 +422,8 @@ def govern_items(
     report = GovernReport(from_seq=from_seq, to_seq=from_seq, events=len(batch),
                           policy_version=str(getattr(policy, "version", "") or _policy_version()),
                           message_vectors=scheme)
+    # Once per store, before its events: what it forgot under the old rule, forgotten by today's.
+    report.forgetting_swept = sweep_forgetting(warehouse)
     if not batch:
         return report
     report.to_seq = batch[-1].seq

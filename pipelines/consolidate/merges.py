@@ -82,7 +82,7 @@ def _plan_merges(
 ) -> list[tuple[ClusterRef, Any]]:
     """Run the merger on every cluster that is still worth merging, before any write; count
     why the others were skipped into `skipped`."""
-    from pipelines.merging import MergeError, contradicting_ids, merge_cluster
+    from pipelines.merging import MergeError, contradicting_ids, for_other_times, merge_cluster
 
     planned: list[tuple[ClusterRef, Any]] = []
     # An item goes into one merge only, even when clusters overlap.
@@ -97,6 +97,11 @@ def _plan_merges(
         if apart:  # each side stays its own item; recall resolves and reports the conflict
             skipped["contradicting items kept apart"] += len(apart)
             members = [i for i in members if i.id not in apart]
+        other_times = for_other_times(members)
+        if other_times:  # each holds in its own window (`merging.for_other_times`)
+            skipped["items for different times kept apart"] += len(other_times)
+            members = [i for i in members if i.id not in other_times]
+            apart |= other_times
         if len(members) < 2 and apart:
             skipped["cluster left with < 2 items after contradictions were kept apart"] += 1
             continue

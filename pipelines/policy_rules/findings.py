@@ -51,6 +51,12 @@ def secret_kind(rule_id: str) -> str:
     return _SECRET_KINDS.get(last, last.replace("_", " "))
 
 
+# What stands where a secret was masked: in a stored turn or title (`capture.redact_secrets`)
+# and in a finding's excerpt (`redact_secret`).
+REDACTED = "[REDACTED]"
+REDACTION_MARKER = re.compile(r"\[REDACTED(?::[^\]]*)?\]")
+
+
 def redact_secret(rule_id: str, length: int) -> str:
     """The excerpt of a secret finding: its kind and length, none of its text."""
     return f"[REDACTED: {secret_kind(rule_id)}, {length} characters]"

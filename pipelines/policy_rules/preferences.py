@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import re
 
+from pipelines.first_person import FIRST_PERSON_SINGULAR_WORD
 from pipelines.policy_rules.text import normalise
 
 # The injection rules that read a standing order about the answer.
@@ -178,7 +179,6 @@ def is_work_convention(text: str) -> bool:
 OWN_MEMORY_RULE_ID = "allow.own_memory"
 OWN_MEMORY_YIELDING = frozenset({*YIELDING_RULES, "hard.injection.override", "hard.injection.role_hijack",
                                  "hard.injection.model"})
-_FIRST_PERSON_SINGULAR = re.compile(r"\b(?:i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
 # Words that govern what is kept: a request about memory says one of them.
 _MEMORY_WORDS = re.compile(
     r"\b(?:remember\w*|remind\w*|forget|forgot|notes?|memor(?:y|ies)|memori[sz]e|save|store|keep|log|record|"
@@ -237,7 +237,7 @@ def is_own_memory_request(text: str) -> bool:
     text = normalise(text).strip()  # (zero-width splits and look-alike letters hide no word)
     if not 0 < len(text) <= MAX_CHARS or _MEMORY_WORDS.search(text) is None or _NOT_OWN.search(text):
         return False
-    return _FIRST_PERSON_SINGULAR.search(text) is not None or (
+    return FIRST_PERSON_SINGULAR_WORD.search(text) is not None or (
         _SET_ASIDE.search(text) is not None and _REPLACEMENT.search(text) is not None)
 
 

@@ -29,9 +29,9 @@ import numpy as np
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
 
-from .conflicts import CLAIM_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
+from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
-from .dates import DateRange, said_within, states_time
+from .dates import DateRange, day_spans, said_within, states_time
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -222,7 +222,8 @@ class CandidateSearch:
 
     def __init__(self, opts: Any, settings: Any, view: VisibleCorpora, qvec: np.ndarray | None,
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
-                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, said_only: bool = False,
+                 said_in: Sequence[DateRange] = (), said_offset_s: int = 0, zone: str = "UTC",
+                 said_only: bool = False,
                  asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
         self.opts = opts
         self.settings = settings
@@ -235,8 +236,9 @@ class CandidateSearch:
         self.dates = list(dates)  # calendar dates the question names (date-aware boost)
         # Days the question places what was said in, from the time of asking ("what did we
         # decide yesterday?"): the "said_when" channel and the same boost, any item type.
-        self.said_in = [(a.toordinal(), b.toordinal()) for a, b in said_in]
-        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC: turns' days are theirs
+        # Read as the asker's days in `zone` (POSIX seconds, each edge with its own offset).
+        self.said_in = day_spans(list(said_in), zone)
+        self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC now: orders turns by their day
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
         # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
@@ -260,6 +262,7 @@ class CandidateSearch:
         # The visible claims that replaced others (read when first needed): turns said before
         # them stating what they replaced are out, and those corrections are pulled in.
         self._corrections: list[tuple[int, int, MemoryItem]] | None = None
+        self._moved: set[str] | None = None  # to-dos a visible correction moved (`moved`)
         self.correcting: dict[str, tuple[int, int]] = {}  # corrections that put a turn out
 
     def feedback(self, docs: int, dense: bool = True) -> list[str]:
@@ -310,6 +313,8 @@ class CandidateSearch:
             return "retracted"  # known false: never recalled
         if item.expires_at is not None and item.expired(self.now):
             return "expired"  # no longer holds: consolidation archives it
+        if item.type in DATED_TYPES and self.moved(item):
+            return "superseded"  # "Dentist moved to Thursday": Tuesday's is no plan now
         if self.question_key is None or item.type != "message":
             return None
         if c.small_talk(row):
@@ -329,6 +334,16 @@ class CandidateSearch:
         if self.corrected(item):
             return "says what a correction replaced"  # the correction is the evidence now
         return None
+
+    def moved(self, item: MemoryItem) -> bool:
+        """Whether a visible correction supersedes `item`, a to-do (`conflicts.DATED_TYPES`):
+        the conflict rule resolves claims only, and consolidation marks it superseded only
+        at its next run."""
+        if self._moved is None:
+            self._moved = {link.to for ci, c in enumerate(self.view.corpora)
+                           for row in c.correction_rows()[self.view.allowed[ci][c.correction_rows()]].tolist()
+                           for link in c.items[row].links if link.rel == "supersedes"}
+        return item.id in self._moved
 
     def corrected(self, turn: MemoryItem) -> bool:
         """Whether a visible correction (a claim that replaced another) was made after the raw
@@ -452,15 +467,15 @@ class CandidateSearch:
                         for row in rows.tolist()]
         return entries
 
-    def _said_in_mask(self, days: np.ndarray) -> np.ndarray:
-        inside = np.zeros(len(days), dtype=bool)
-        for first, last in self.said_in:
-            inside |= (days >= first) & (days <= last)
+    def _said_in_mask(self, seconds: np.ndarray) -> np.ndarray:
+        inside = np.zeros(len(seconds), dtype=bool)
+        for start, end in self.said_in:
+            inside |= (seconds >= start) & (seconds < end)  # NaN (unknown) is neither
         return inside
 
-    def _said_then(self, day: int) -> bool:
-        """The day (an ordinal) is one the question places what was said in."""
-        return any(first <= day <= last for first, last in self.said_in)
+    def _said_then(self, second: float) -> bool:
+        """The time (POSIX seconds) falls on the days the question places what was said in."""
+        return any(start <= second < end for start, end in self.said_in)
 
     def _said_when_channel(self) -> Ranked:
         """The visible items said on the days the question places them ("yesterday", "last
@@ -468,7 +483,7 @@ class CandidateSearch:
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             days = c.said_days(self.said_offset_s)
-            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(days))
+            rows = np.flatnonzero(self.view.allowed[ci] & self._said_in_mask(c.said_seconds()))
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
 
@@ -661,7 +676,7 @@ class CandidateSearch:
         boosts["importance"] = opts.w_importance * ((importance if importance > 1 else 1) - 1) / 9
         boosts["validation"] = opts.w_validation * VALIDATION_BOOST.get(item.validation, 0.0)
         if self.said_in and opts.w_date and self._said_then(
-                int(self.view.corpora[cand.ci].said_days(self.said_offset_s)[cand.row])):
+                float(self.view.corpora[cand.ci].said_seconds()[cand.row])):
             boosts["date"] = opts.w_date
         if item.type == "message":
             if opts.w_speaker and self.speaker_named(cand):

@@ -20,7 +20,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   states, or says that what the other names changed ("Dinner with Priya got pushed back
   to Friday" / "I'm meeting Priya for dinner on Thursday"), or both count in one unit
   with different numbers ("4 spaces" / "2-space indentation"), or their embeddings are
-  very close and half their words shared. Words are Snowball stems ("ships" / "ship") of
+  very close and half their words shared. Words are Snowball stems of their lemmas
+  (simplemma: "ships" / "ship", "kept" / "keep") of
   the content and the title (the title names the subject: "Ship date" / "Release date");
   a name is a word too ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
@@ -128,6 +129,10 @@ _VOCATIVE = re.compile(
     r"yes|yep|oh|ah|aw+|haha|omg|ok|okay|well|hmm|sure|cool|nice|awesome|great|bye|good\s+(?:morning|night|luck)|"
     r"see\s+ya)[\s,]+(?P<to>)|[A-Za-z][\w'’]*(?:\s+(?:I|[a-z][\w'’]*)){0,4},\s*)"
     r"(?P<name>(?:[A-Z][\w'’-]*\s*)+)(?=[,!.?]|$)")
+# After the word that says it ended, a number or a date a preposition brings in says when
+# ("IE11 support was dropped in the 5.0 release", "discontinued on March 3, 2026", "since v2").
+_ENDED_WHEN = re.compile(r"\b(?:in|on|since|as\s+of|after|during|by)\s+(?:the\s+)?(?=v?\d|[A-Z][a-z]+\.?\s+\d)",
+                         re.IGNORECASE)
 # Words of such a clause that say when, not what ("discontinued last month").
 _ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
                                "today", "now", "anymore", "ever", "earlier", "since", "already"})
@@ -147,14 +152,22 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # "stopped drinking coffee"), under the title of an older claim whose content the value rule
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
+# A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
+# "is now on Thursday".
+_MOVED_IN_TIME = (r"moved|slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|now\s+(?:on|at|for)")
+_RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 _CHANGED = re.compile(
-    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|moved|"
+    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
-    # a date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up"
-    r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|pulled\s+(?:in|forward)|"
-    r"pushed\s+(?:back|out|up|forward|to))\b",
+    rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
+# A to-do is no claim (two to-dos do not disagree: "buy milk" / "buy bread"), but an
+# appointment kept as one can move: a claim or a to-do saying its time changed ("Dentist
+# moved to Thursday") corrects the earlier one of its subject as a claim saying so does
+# (`CHANGED`).
+DATED_TYPES = frozenset({"todo"})
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
@@ -166,6 +179,11 @@ _ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|C
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
+# A name a possessive names, or sets beside what it names ("Our CI is CircleCI", "My sister
+# Lena is vegan", "our dog Biscuit's food", "my friend, Tom,"): what the claim is about, a
+# subject word as "sister" is, not a value it states ("Lena is not vegan" denies it). Not a
+# day or a month ("our standup Tuesday").
+_APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+(?:([a-z][\w-]*),?\s+)?([A-Z][\w-]*)\b")
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
 # "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
 # pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
@@ -190,12 +208,12 @@ SAME_SUBJECT = "same subject, different values"
 _CONJOINED = re.compile(r"\b(?:and|but|or)\s+(?:(?:i|we|you|they|he|she|it)\s+)?\w*$", re.IGNORECASE)
 # Words that only say a value is retired ("instead of", "replacing"): not the subject.
 _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
-                             "previously"})
+                             "previously", "anymore"})  # "not ... anymore" says "no longer"
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
 # "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).
 _RETIRED = re.compile(
-    r"\b(?:replac(?:ing|es|ed)|instead\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|in\s+place\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
     r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
@@ -238,6 +256,16 @@ class Claim:
 
 def is_claim(item: MemoryItem) -> bool:
     return item.type in CLAIM_TYPES and item.validation != "retracted"
+
+
+def reschedules(text: str) -> bool:
+    """It says that the date or time of what it names changed ("moved to Thursday")."""
+    return _RESCHEDULED.search(_stance(text or "")) is not None
+
+
+def _moves(new: Claim, old: MemoryItem) -> bool:
+    """`new` says the time of what `old`, a to-do, is about changed (`DATED_TYPES`)."""
+    return old.type in DATED_TYPES and old.validation != "retracted" and reschedules(new.item.content)
 
 
 def stated_values(text: str) -> frozenset[str]:
@@ -355,14 +383,32 @@ def _value_words(values: Iterable[str]) -> set[str]:
 
 
 def _date_words(text: str) -> set[str]:
-    """The words of the dates `text` names with their month ("march", "3", "2027")."""
-    return {w for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS) for w in words(text[start:end])}
+    """The words of the dates `text` names with their month ("march", "3", "2027"), and of
+    what places a day in one ("at the end of June 2026", "early March 2027")."""
+    out: set[str] = set()
+    for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS):
+        part = _PART_OF.search(text, 0, start)
+        out.update(words(text[part.start() if part else start:end]))
+    return out
 
 
-_STEMS = Stems(max_memo=200_000)  # units are stems too: "4 spaces" is "4 space"
-# Words that date a claim, not qualify its subject (`names_a_case`).
-_NOT_QUALIFIERS = frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
-                                   "final now today old previous official".split()))
+# "the end of", "early", "mid-" before a date: which part of it, a word of the date
+_PART_OF = re.compile(r"\b(?:(?:the\s+)?(?:end|start|beginning|middle)\s+of|early|late|mid)[\s-]*$", re.IGNORECASE)
+
+
+# Words compare as the stems of their lemmas ("kept" / "keep", "ships" / "ship"); units are
+# stems too: "4 spaces" is "4 space"
+_STEMS = Stems(max_memo=200_000, lemmas=True)
+
+
+@cache
+def _not_qualifiers() -> frozenset[str]:
+    """Words that date a claim, not qualify its subject (`names_a_case`); read at first use,
+    as the lemmas' dictionary loads then (not when a command that reads no claim starts)."""
+    return frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
+                            "final now today old previous official".split()))
+
+
 # Units of one dimension, by stem, as (base unit, factor): durations and sizes compare as one
 # value ("200 ms" / "0.2 seconds"), and two of one dimension count in one unit ("30 minutes"
 # / "2 hours"). Months and years are 30 and 365 days.
@@ -377,7 +423,9 @@ UNIT_SCALE = {
                                     ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
 }
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-MONTH_STEMS = frozenset(_STEMS(sorted(MONTHS)))  # "14 March" without a year reads as "14 march"
+# "14 March" without a year reads as "14 march" (a month's lemma is a month: "sept" is "september")
+MONTH_STEMS = frozenset(Stems()(sorted(MONTHS)))
+_WHEN_NAMES = frozenset(MONTHS) | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
 _CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
 _CLAIMS_MAX = 100_000
 
@@ -423,6 +471,8 @@ def _read_claim(item: MemoryItem) -> Claim:
         item = msgspec.structs.replace(item, content=f"{item.content.rstrip(' .;')}; {'; '.join(map(str, retiring))}")
     stated = _stance(item.content)
     values, retired = stated_values(stated), retired_values(stated)
+    apposed = _apposed(item.content) & values
+    values -= apposed
     skip = _value_words(values | retired) | _date_words(item.content)
     said = words(item.content)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
@@ -458,6 +508,9 @@ def _read_claim(item: MemoryItem) -> Claim:
     ended, ended_values, ended_names = (_ended(stated, word_set, values | retired)
                                         if _ENDED.search(stated) else ((), (), ()))
     named, persons = _named(item.content, set(before))
+    if apposed:
+        named |= frozenset(_STEMS(sorted(apposed)))
+        persons |= frozenset(_STEMS(sorted(apposed & _first_names())))
     if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
         values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
     # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
@@ -475,6 +528,12 @@ def _read_claim(item: MemoryItem) -> Claim:
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _apposed(content: str) -> frozenset[str]:
+    """The names (lower-case) `content` sets beside what a possessive names (`_APPOSED`)."""
+    return frozenset(m.group(2).lower() for m in _APPOSED.finditer(content)
+                     if m.group(1) not in STOPWORDS and m.group(2).lower() not in _WHEN_NAMES)
 
 
 def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:
@@ -561,7 +620,8 @@ def _ended(content: str, own_words: frozenset[str],
     """The words (stems, of `own_words`) and values of the clauses of `content` that say
     something ended, the ending words and time words left out (nothing when they name fewer
     than ENDED_MIN_WORDS words), and the names in them ("the Elasticsearch cluster was shut
-    down", "Opsgenie was turned off"): named as over, like a retired value."""
+    down", "Opsgenie was turned off") and the values that say when (`_ENDED_WHEN`): named as
+    over, like a retired value."""
     found_words: set[str] = set()
     found_values: set[str] = set()
     found_names: set[str] = set()
@@ -573,6 +633,12 @@ def _ended(content: str, own_words: frozenset[str],
         # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
         named = _values(rest) & own_values
         clause_values = {v for v in named if _DIGIT.search(v)}
+        when = _ENDED_WHEN.search(text, _ENDED.search(text).end())
+        if when:  # "dropped in the 5.0 release", "shut down on March 3, 2026": when it ended, not what
+            when_values = named & _values(text[when.start():])
+            named -= when_values
+            clause_values -= when_values
+            found_names |= when_values  # stated of the ending, not of the subject: like a name in it
         # a name that counts a number of it ended only in that version ("Python 3.8 was dropped")
         versioned = {v.split(" ", 1)[1] for v in clause_values if " " in v}
         found_names |= {v for v in named - clause_values if v not in versioned and _STEMS([v])[0] not in versioned}
@@ -731,9 +797,9 @@ def names_a_case(a: Claim, b: Claim) -> bool:
         return False
     a_title, b_title = set(a.title.split()), set(b.title.split())
     if a_title < b_title:
-        return bool(b.qualifiers - _NOT_QUALIFIERS - a.words)
+        return bool(b.qualifiers - _not_qualifiers() - a.words)
     if b_title < a_title:
-        return bool(a.qualifiers - _NOT_QUALIFIERS - b.words)
+        return bool(a.qualifiers - _not_qualifiers() - b.words)
     return False
 
 
@@ -1550,8 +1616,9 @@ def _updates(new: Claim, old: Claim) -> bool:
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
         # ("now runs on CockroachDB" / "uses PostgreSQL 16").
         new_units, old_units = new.units - new.values, old.units - old.values
+        # a day the time of which is left unsaid moves it ("moved to Thursday" / "Tuesday at 3pm")
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
-                and (bool(new_units & old_units) or not (new_units or old_units)))
+                and (bool(new_units & old_units) or not (new_units or old_units - _CLOCK_UNITS)))
     return bool(new.changes & old.words)
 
 
@@ -1798,7 +1865,7 @@ def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "
     (what tells two things of one kind apart holds within one kind, `_qualified_apart`).
     `retiring`: the clauses of the user's words it records that retire a value
     (`retired_by_evidence`, kept with the item as RETIRED_BY_USER)."""
-    if item_type not in CLAIM_TYPES:
+    if item_type not in CLAIM_TYPES and not (item_type in DATED_TYPES and reschedules(content)):
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
                                  title=title, content=content, scope=Scope(kind=scope_kind),  # type: ignore[arg-type]
@@ -1831,7 +1898,7 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
     (`CHANGED`, `Claim.changes`): neither corrects the other, nor is held for contradicting it
     (recall shows both, flagged)."""
     for old in existing:
-        if isinstance(old, MemoryItem) and old.active and is_claim(old):
+        if isinstance(old, MemoryItem) and old.active and (is_claim(old) or _moves(new, old)):
             claim = read_claim(old)
             reason = conflict_reason(new, claim)
             if reason == MAY_UPDATE:
@@ -1857,6 +1924,9 @@ class Corrections(NamedTuple):
     replaced: list[str]  # ids it supersedes: they leave recall (their history stays)
     in_part: list[str]  # ids it corrects in part: they stay, shown with it (`corrects_in_part`)
     retiring: list[str]  # what the user's words retired that it leaves out (`retired_by_evidence`)
+    # (id, when it ends): claims it takes over from a day on, which hold until then
+    # (`capture.takes_over`: "From December 1, my address is ...")
+    ends: tuple[tuple[str, str], ...] = ()
 
 
 def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
@@ -1944,4 +2014,4 @@ def _value_stems(values: Iterable[str]) -> frozenset[str]:
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
            "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
-           "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]
+           "reschedules", "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]

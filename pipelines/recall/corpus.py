@@ -403,17 +403,21 @@ class MemoryCorpus:
         codes = [self._codes["type"][t] for t in types if t in self._codes["type"]]
         return np.isin(self._type_of, codes)
 
+    def said_seconds(self) -> np.ndarray:
+        """Per row, the POSIX time it was said (`episodic.said_time`), NaN when unknown; read
+        when a question first places something in time."""
+        if self._said_seconds is None:
+            times = (said_time(it) for it in self.items)
+            self._said_seconds = np.fromiter((t.timestamp() if t else np.nan for t in times), np.float64, self.n)
+        return self._said_seconds
+
     def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
         """Per row, the day it was said (`episodic.said_time`) where the clock is
         `utc_offset_s` ahead of UTC, as a proleptic ordinal, 0 when unknown; read when a
         question first places something in time."""
         days = self._said_days.get(utc_offset_s)
         if days is None:
-            if self._said_seconds is None:
-                times = (said_time(it) for it in self.items)
-                self._said_seconds = np.fromiter((t.timestamp() if t else np.nan for t in times),
-                                                 np.float64, self.n)
-            local = np.floor((self._said_seconds + utc_offset_s) / 86400.0)
+            local = np.floor((self.said_seconds() + utc_offset_s) / 86400.0)
             known = ~np.isnan(local)
             days = np.zeros(self.n, np.int64)
             days[known] = local[known].astype(np.int64) + _EPOCH_ORDINAL

@@ -169,12 +169,25 @@ def without_said_when(text: str) -> str:
 
 def asking_day(now_ts: float, zone: str) -> tuple[date, int]:
     """(the day it is at `now_ts` in `zone`, that zone's offset from UTC in seconds then).
-    "Yesterday" is the asker's yesterday; what was said is placed in the same zone with
-    the offset of the time of asking (a daylight-saving change inside "last month" moves
-    an edge by an hour, not worth a lookup per turn)."""
+    "Yesterday" is the asker's yesterday; whether what was said falls on the days a
+    question names is read with `day_spans` (each edge with its own offset); the offset
+    of the time of asking only orders what was said by day."""
     local = datetime.fromtimestamp(now_ts, time_zone(zone))
     offset = local.utcoffset()
     return local.date(), int(offset.total_seconds()) if offset is not None else 0
+
+
+def day_spans(ranges: list[DateRange], zone: str) -> list[tuple[float, float]]:
+    """Each range of days on the asker's calendar as POSIX seconds, from its first midnight
+    up to (not including) the midnight after its last, in `zone`, each edge with that
+    zone's offset then: "last month" across a daylight-saving change (Europe/Berlin's last
+    Sunday of October) loses and doubles no hour at its edges."""
+    tz = time_zone(zone)
+
+    def midnight(day: date) -> float:
+        return datetime(day.year, day.month, day.day, tzinfo=tz).timestamp()
+
+    return [(midnight(first), midnight(last + timedelta(days=1))) for first, last in ranges]
 
 
 def said_dates(text: str, today: date) -> list[DateRange]:
@@ -263,5 +276,5 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asking_day", "asks_when", "question_dates", "said_dates", "said_within", "states_time",
-           "without_said_when"]
+__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "question_dates", "said_dates", "said_within",
+           "states_time", "without_said_when"]

@@ -20,6 +20,7 @@ earlier (`later_first`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -30,7 +31,15 @@ from pipelines.records import MemoryItem
 from .candidates import Candidate
 from .conflicts import CORRECTED
 from .episodic import is_message, only_asks, said_otherwise_by, says_something_asked
-from .render import Entry, catalog, catalog_entry, format_entry, format_turn, pack_injection, pending_note
+from .render import (
+    Entry,
+    catalog,
+    catalog_entry,
+    format_entry,
+    format_turn,
+    pack_injection,
+    pending_note,
+)
 from .select import FLAGGED
 
 
@@ -48,6 +57,7 @@ class Hit(msgspec.Struct, kw_only=True):
     always: bool = False  # always-inject (importance)
     low_confidence: bool = False
     pending_review: str = ""  # `render.pending_note`: a change to it held for review
+    window: str = ""  # its validity window at the time of asking: ENDED / UPCOMING / "" (`MemoryItem.window_state`)
 
 
 HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
@@ -77,39 +87,51 @@ def _flagged_with(c: Candidate, held: _Held) -> list[str]:
     return held.shown(c.conflict_with) if c.resolution in FLAGGED else []
 
 
-def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = ()) -> Entry:
+def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None) -> Entry:
     if is_message(c.item):
         return Entry(c.id, format_turn(c.item, said_otherwise_by), False, True)
     pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)
-        return Entry(c.id, format_entry(c.item, same_title=related, pending=pending), bool(related))
+        return Entry(c.id, format_entry(c.item, same_title=related, pending=pending, now=now), bool(related))
     if c.resolution == CORRECTED:  # a note a correction of one detail left standing
-        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending), True)
+        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending, now=now), True)
     flagged = _flagged_with(c, held)
     scoped = c.resolution == "scope"
-    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending), bool(flagged) or scoped)
+    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending, now=now),
+                 bool(flagged) or scoped)
 
 
-def _hit(c: Candidate, delivery: str, low: bool, held: _Held) -> Hit:
+def current_first(ordered: list[Candidate], now: datetime | None) -> list[Candidate]:
+    """`ordered` with the claims whose validity window closed before `now` (a trip that is
+    over, "until Friday" past Friday) after the rest, in their order: kept as history, they
+    no longer answer before what holds now."""
+    if now is None:
+        return ordered
+    ended = [c.item.window_state(now) == "ENDED" and not is_message(c.item) for c in ordered]
+    return [c for c, e in zip(ordered, ended) if not e] + [c for c, e in zip(ordered, ended) if e]
+
+
+def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None) -> Hit:
     # A hit (for programs) names every claim contesting it, the held ones too.
     related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
                conflict=bool(c.conflict_with) and not related, conflict_with=[] if related else list(c.conflict_with),
                same_title=list(c.conflict_with) if related else [],
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low,
-               pending_review="" if is_message(c.item) else held.pending(c))
+               pending_review="" if is_message(c.item) else held.pending(c), window=c.item.window_state(now))
 
 
 def _once_each(ordered: list[Candidate]) -> list[Candidate]:
     """A curated memory stored twice in one scope with the same title and content (a model
     that repeats a proposal, before consolidation merges them) is shown once: the better
     ranked copy (the caller sees one scope of each kind, so the kind names it). Raw turns are
-    left alone: the same words said on two dates are two pieces of evidence."""
-    seen: set[tuple[str, str]] = set()
+    left alone: the same words said on two dates are two pieces of evidence; so are the
+    same words holding in two windows ("on call this week", said in two weeks)."""
+    seen: set[tuple[str, str, str | None, str | None]] = set()
     out = []
     for c in ordered:
-        key = (c.item.content_hash, c.item.scope.kind)
+        key = (c.item.content_hash, c.item.scope.kind, c.item.valid_from, c.item.valid_to)
         if is_message(c.item) or key not in seen:
             seen.add(key)
             out.append(c)
@@ -143,16 +165,17 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str],
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
             pool: Iterable[Candidate] = (), held_against: HeldAgainst = lambda _item: (),
-            ) -> tuple[list[Hit], str, dict[str, Any]]:
+            now: datetime | None = None) -> tuple[list[Hit], str, dict[str, Any]]:
     """`pool`: every candidate of the search, those a conflict put out too (a held claim
     loses on confidence: it is looked up there to say what waits beside a delivered one);
     `held_against`: the held claims naming a claim as the one they contradict, candidates or not
-    (`VisibleCorpora.held_against`)."""
+    (`VisibleCorpora.held_against`); `now`: the time of asking, against which validity
+    windows are read (`current_first`, `MemoryItem.window_state`)."""
     # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
     # or as a hit (`pipelines.materialize.recall_state`).
     held = _Held([*ordered, *pool], held_against)
-    ordered = _once_each([c for c in ordered if not in_quarantine(c.item)])
+    ordered = current_first(_once_each([c for c in ordered if not in_quarantine(c.item)]), now)
 
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)
@@ -164,27 +187,28 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     if mode in ("inject", "hybrid"):
         shown = [c for c in ordered
                  if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
-        injection, injected = pack_injection([_entry(c, held) for c in shown], settings.inject_budget_tokens)
+        injection, injected = pack_injection([_entry(c, held, now=now) for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room
-            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ())) for c in shown],
+            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ()), now)
+                                                  for c in shown],
                                                  settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
-    hits = [_hit(c, "inject", False, held) for c in in_block]
+    hits = [_hit(c, "inject", False, held, now) for c in in_block]
     entries: list[dict[str, Any]] = []
     if mode != "inject":
         for c in ordered:
             if c.id in chosen or len(entries) >= settings.catalog_k:
                 continue
             low = not injectable(c)
-            hits.append(_hit(c, "catalog", low, held))
+            hits.append(_hit(c, "catalog", low, held, now))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
                                          corrected_by=c.conflict_with if c.resolution == CORRECTED else (),
-                                         pending="" if is_message(c.item) else held.pending(c)))
+                                         pending="" if is_message(c.item) else held.pending(c), now=now))
     return hits, injection, catalog(entries)
 
 

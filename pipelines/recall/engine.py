@@ -30,6 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
@@ -51,12 +52,13 @@ from .query import (
     RecallFilters,
     asked_types,
     asks_about_self,
+    asks_what_i_said,
     asks_what_was_said,
     check_request,
     parse_now,
     subject_text,
 )
-from .rerank import SESSION_PENALTY, asks_for_several, rerank_turns
+from .rerank import SESSION_PENALTY, asks_for_several, own_words_first, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -211,6 +213,7 @@ class RecallQuery:
     trace: list[dict[str, Any]] | None
     zone: str = "UTC"  # the asker's time zone: their "yesterday"
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
+    own_words: bool = False  # the caller asks what they said themselves (`RecallEngine.recall`)
     subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
@@ -281,19 +284,25 @@ class RecallEngine:
         options: RecallOptions | None = None,
         said: Sequence[str] = (),
         tz: str | None = None,
+        own_words: bool = False,
     ) -> RecallResult:
         """Recall for `identity` over `corpora` (oldest first). Filters come either as one
         `RecallFilters` or as the `tags`/`tier`/`type`/`scope` keywords. `said`: the
         messages of the conversation the question is asked in (a chat client resends them
         with each question): a stored turn saying the same is in the model's context
         already, so it is not recalled. `tz`: the asker's IANA time zone, in which
-        "yesterday" and "last week" are read (default `Settings.timezone`)."""
+        "yesterday" and "last week" are read (default `Settings.timezone`). `own_words`:
+        the caller asks what they said themselves, as a question that says so does ("What
+        did I tell you about penicillin?", `query.asks_what_i_said`), though the query is
+        only its subject ("penicillin", searched so by the chat proxy): their own turns
+        saying the query's words come first (`rerank.own_words_first`)."""
         t0 = time.perf_counter()
         q = self._request(query, identity, corpora, mode, k, trace, now, options,
                           filters or self._filters(tags, tier, type, scope, options))
         if tz is not None:
             q.zone = self._zone(tz)
         q.said = tuple(said)
+        q.own_words = own_words or asks_what_i_said(query)
         for name, stage in self.stages:
             started = time.perf_counter()
             q.note(stage(q))
@@ -375,7 +384,7 @@ class RecallEngine:
         q.search = CandidateSearch(q.opts, self.settings, q.view, q.qvec, q.terms, q.grams, q.now_ts,
                                    dates=question_dates(q.text) if q.opts.w_date else [],
                                    said_in=said_dates(q.text, asked_on) if q.opts.w_date else [],
-                                   said_offset_s=offset_s,
+                                   said_offset_s=offset_s, zone=q.zone,
                                    said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
                                    about_self=asks_about_self(q.text), listing=asked_types(q.text))
@@ -442,6 +451,8 @@ class RecallEngine:
                                     session_penalty=q.opts.rerank_session_penalty)
         if q.opts.spread_decay < 1.0:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
+        if q.own_words:  # "What did I tell you about ...?": the caller's words first
+            q.ranked = own_words_first(q.ranked, q.search.terms)
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:
@@ -456,7 +467,8 @@ class RecallEngine:
         # Defence in depth: re-check visibility on the way out.
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
-                                                 pool=q.search.cands.values(), held_against=q.view.held_against)
+                                                 pool=q.search.cands.values(), held_against=q.view.held_against,
+                                                 now=datetime.fromtimestamp(q.now_ts, timezone.utc))
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}

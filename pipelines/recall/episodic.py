@@ -21,7 +21,8 @@
 - Asked what is known about them ("what do you know about me?"), the caller is shown, after
   their curated memories and when those are few, the turns in their own voice that state
   something of themselves (`said_by_the_user`, `stated_of_self`): the most telling few,
-  the latest first, as what was said.
+  the latest first, as what was said. A clause whose secret was masked when the turn was
+  stored ("my wifi password is [REDACTED]") states nothing that may be shown (`unmasked`).
 - How much a turn states (`stated_words`) can lift it a little (`RecallOptions.w_stated`,
   off: measured on LoCoMo, it does not carry over to conversations it was not tuned on).
 - A turn is shown with a real title: who said it, when, and the gist of what was said.
@@ -41,6 +42,8 @@ from functools import lru_cache
 
 import msgspec
 
+from pipelines.first_person import FIRST_PERSON_SINGULAR
+from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
@@ -142,17 +145,32 @@ def stated_words(text: str) -> int:
     return sum(len(p.split()) for p in _sentences(text) if not p.endswith("?"))
 
 
-# Words in which a writer speaks of themselves ("I'm allergic", "my sister Lena").
-_FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself"})
-
-
 @lru_cache(maxsize=65536)
 def stated_of_self(text: str) -> int:
     """How many words the text states of its writer: the words of its sentences that are not
     questions and speak in the first person singular ("I'm allergic to penicillin", "My
-    sister Lena moved to Porto"); 0: it says nothing of the writer."""
-    return sum(len(p.split()) for p in _sentences(text)
-               if not p.endswith("?") and not _FIRST_PERSON_SINGULAR.isdisjoint(words(p)))
+    sister Lena moved to Porto"), less their clauses that held a secret (`unmasked`); 0: it
+    says nothing of the writer."""
+    stated = 0
+    for sentence in _sentences(text):
+        if not sentence.endswith("?"):
+            said = unmasked(sentence)
+            if not FIRST_PERSON_SINGULAR.isdisjoint(words(said)):
+                stated += len(said.split())
+    return stated
+
+
+_CLAUSE_BREAK = re.compile(r"(?<=[,;:])\s+|\s+(?=(?:and|but|so|because)\s)", re.IGNORECASE)
+
+
+def unmasked(sentence: str) -> str:
+    """The sentence without its clauses that held a secret, masked when the turn was stored
+    ("My wifi password is [REDACTED] by the way" leaves nothing): what such a clause states is
+    the secret, which is never shown, so it tells nothing of its writer."""
+    if REDACTION_MARKER.search(sentence) is None:
+        return sentence
+    clauses = _CLAUSE_BREAK.split(REDACTION_MARKER.sub(REDACTED, sentence))  # (a marker's own commas)
+    return " ".join(c for c in clauses if REDACTED not in c)
 
 
 @lru_cache(maxsize=65536)
@@ -323,4 +341,4 @@ __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_
            "is_small_talk", "limits_to_its_chat", "named_words",
            "only_asks", "proposal_carrier_text",
            "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
-           "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title"]
+           "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title", "unmasked"]

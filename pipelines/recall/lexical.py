@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import bm25s
 import numpy as np
+import simplemma
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
@@ -94,13 +95,24 @@ def label_ngrams(text: str, max_n: int = 4) -> set[str]:
     return grams
 
 
-class Stems:
-    """Snowball (English) stems of tokens, each distinct token stemmed once."""
+def lemma(token: str) -> str:
+    """simplemma's English lemma of a lower-case word ("kept": "keep", "went": "go",
+    "children": "child"), lower-case; a word of one or two letters, one with a digit, or a
+    stopword is its own ("am" is not "be", "us" not "we", "ml" not "millileter")."""
+    if len(token) < 3 or not token.isalpha() or token in STOPWORDS:
+        return token
+    return simplemma.lemmatize(token, lang="en").lower()
 
-    def __init__(self, max_memo: int | None = None) -> None:
+
+class Stems:
+    """Snowball (English) stems of tokens, each distinct token stemmed once; of their lemmas
+    (`lemma`) when `lemmas`: "kept" and "keeps" are one word, as "ships" and "ship" are."""
+
+    def __init__(self, max_memo: int | None = None, *, lemmas: bool = False) -> None:
         self._stemmer = Stemmer.Stemmer("english")
         self._memo: dict[str, str] = {}
         self._max_memo = max_memo  # a long-lived instance forgets past this many tokens
+        self._lemmas = lemmas
 
     def __call__(self, tokens: Iterable[str]) -> list[str]:
         return self.many([list(tokens)])[0]
@@ -112,7 +124,7 @@ class Stems:
             memo.clear()
         new = [t for t in set().union(*docs) if t not in memo] if docs else []
         if new:
-            memo.update(zip(new, self._stemmer.stemWords(new)))
+            memo.update(zip(new, self._stemmer.stemWords(list(map(lemma, new)) if self._lemmas else new)))
         get = memo.__getitem__
         return [list(map(get, d)) for d in docs]
 

@@ -66,6 +66,24 @@ def asks_about_self(query: str) -> bool:
     return _ABOUT_SELF.search(query) is not None
 
 
+# "What did I tell you about penicillin?", "Did I ever mention my sister?", "What have I
+# said about the move?", "remind me what I told you": the caller asks what they said
+# themselves. Only "I": "we" is the caller and the assistant, and LoCoMo's questions,
+# asked of two other people's talk ("What did Caroline say ..."), never fire it.
+_ASKS_WHAT_I_SAID = re.compile(
+    r"\b(?:did|do|have|had)\s+i\s+(?:ever\s+|already\s+|just\s+|once\s+|really\s+|not\s+)?"
+    r"(?:tell|told|say|said|mention|mentioned|share|shared|write|wrote|written|note|noted|explain|explained)\b"
+    r"|\b(?:what|when|that|as|where|how|it|everything|anything)\s+i\s+(?:\w+\s+)?(?:told|said|mentioned|shared|wrote)\b",
+    re.IGNORECASE)
+
+
+def asks_what_i_said(query: str) -> bool:
+    """The caller asks what they themselves said ("What did I tell you about penicillin?"):
+    their own turns are the answer, before another speaker's echo of them ("Got it, you're
+    allergic to penicillin")."""
+    return _ASKS_WHAT_I_SAID.search(query) is not None
+
+
 # "What did we decide?", "List our decisions", "Any open todos?", "What rules do we have?":
 # a question that asks for a kind of memory, not about a subject, shares no word with the
 # memories it asks for, so recall lists the visible curated memories of that type.
@@ -154,4 +172,5 @@ def check_request(query: Any, identity: Any, mode: Any, k: Any) -> None:
         raise RecallError(f"k must be a positive integer, not {k!r}")
 
 
-__all__ = ["MODES", "RecallError", "RecallFilters", "asked_types", "asks_about_self", "check_request", "parse_now"]
+__all__ = ["MODES", "RecallError", "RecallFilters", "asked_types", "asks_about_self", "asks_what_i_said",
+           "check_request", "parse_now"]

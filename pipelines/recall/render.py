@@ -43,8 +43,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
+from pipelines.materialize import SAID_DATES
 from pipelines.records import MemoryItem
 
 from .episodic import said_on, speaker_of, turn_title
@@ -76,6 +78,12 @@ PENDING_NOTE = (
     "Entries marked PENDING_REVIEW have a change to them waiting for a reviewer: they still "
     "hold as shown. Answer with them, and say that a change to them is awaiting review; the "
     "change itself is not shown because it is not approved."
+)
+# Said only when a shown entry's validity window does not hold the time of asking.
+WINDOW_NOTE = (
+    "An entry marked ENDED held only until the end of its VALID window, which has passed: it "
+    "is history, not how things are now. One marked UPCOMING holds from the start of its VALID "
+    "window, not yet. Days a memory's words meant when said are given under it."
 )
 FOOTER = (
     "Use these facts unless the user explicitly contradicts them.\n"
@@ -148,11 +156,13 @@ def pending_note(changes: Sequence[tuple[str, str, str]]) -> str:
 
 
 def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: bool = False,
-                 same_title: Sequence[str] = (), corrected_by: Sequence[str] = (), pending: str = "") -> str:
+                 same_title: Sequence[str] = (), corrected_by: Sequence[str] = (), pending: str = "",
+                 now: datetime | None = None) -> str:
     """A curated memory; `scope` names its scope kind (members of a conflict across scopes);
     `same_title`: the other notes under its title it neither corrects nor contradicts;
     `corrected_by`: the claims that corrected a detail of it; `pending`: its `pending_note`,
-    when a change to it waits for a reviewer."""
+    when a change to it waits for a reviewer; `now`: the time of asking, against which its
+    validity window is marked ENDED or UPCOMING (`MemoryItem.window_state`)."""
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
@@ -163,6 +173,8 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     if item.valid_from or item.valid_to:
         # When the fact holds: a fact that ended (or has not started) is not a current one.
         header += f" | VALID={_field(item.valid_from or '')[:10]}..{_field(item.valid_to or '')[:10]}"
+        if state := item.window_state(now):
+            header += f" | {state}"
     if conflict_with:
         header += f" | CONFLICT={','.join(_field(c) for c in conflict_with)}"
     if same_title:
@@ -172,8 +184,11 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     if pending:
         header += " | PENDING_REVIEW"
     title = " ".join(_body(item.title).split())
+    dates = item.metadata.get(SAID_DATES)
+    meant = (f"\n{_body(said_dates_note(str(dates.get('on', '')), dates['meant']))}"
+             if isinstance(dates, dict) and isinstance(dates.get("meant"), dict) and dates["meant"] else "")
     last = f"\n{' '.join(pending.split())}" if pending else ""
-    return f"{header}]\n{title}\n{_body(item.content)}{last}\n[/MEMORY]"
+    return f"{header}]\n{title}\n{_body(item.content)}{meant}{last}\n[/MEMORY]"
 
 
 def _entry_type(entry: str) -> str:
@@ -185,6 +200,18 @@ def _entry_type(entry: str) -> str:
 def _pending(entry: str) -> bool:
     """Whether a `format_entry` text's header marks a change held for review."""
     return entry.split("\n", 1)[0].endswith(" | PENDING_REVIEW]")
+
+
+def said_dates_note(said_on: str, meant: dict[str, str]) -> str:
+    """The line under a claim: what its time words meant the day they were said."""
+    return f"(Said on {said_on}: {'; '.join(f'{said} = {day}' for said, day in meant.items())}.)"
+
+
+def _dated(entry: str) -> bool:
+    """Whether a `format_entry` text's header marks its window ENDED or UPCOMING, or it
+    says what its time words meant."""
+    head = entry.split("\n", 1)[0]
+    return " | ENDED" in head or " | UPCOMING" in head or "\n(Said on " in entry
 
 
 def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = ()) -> str:
@@ -204,6 +231,8 @@ def frame(entries: Sequence[str], with_conflict_note: bool = False, turns: Seque
         parts.append(CONFLICT_NOTE)
     if any(_pending(e) for e in entries):
         parts.append(PENDING_NOTE)
+    if any(_dated(e) for e in entries):
+        parts.append(WINDOW_NOTE)
     parts.extend(entries)
     if entries or not turns:
         parts.append(FOOTER)
@@ -273,9 +302,11 @@ def catalog_entry(
     same_title: Sequence[str] = (),
     corrected_by: Sequence[str] = (),
     pending: str = "",
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` /
-    `pending_review` (its `pending_note`) only appear when set."""
+    `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
+    UPCOMING at `now`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item),
@@ -294,6 +325,10 @@ def catalog_entry(
         entry["low_confidence"] = True
     if pending:
         entry["pending_review"] = pending
+    if item.valid_from or item.valid_to:
+        entry["valid"] = f"{(item.valid_from or '')[:10]}..{(item.valid_to or '')[:10]}"
+        if state := item.window_state(now):
+            entry["window"] = state
     return entry
 
 

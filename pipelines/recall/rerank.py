@@ -28,6 +28,10 @@ on the evidence of three LoCoMo conversations (questions that ask when left out)
 query vector left out the speakers a question names; refitted on the inputs as computed now
 they did no better out of sample (2026-11-28), so they stay. bench/README.md has the
 cross-validated and held-out numbers.
+
+Asked what they said themselves ("What did I tell you about penicillin?",
+`query.asks_what_i_said`), the caller's own turns that say the question's words take the
+first of the turns' slots (`own_words_first`): an echo of them by the assistant is no answer.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from collections.abc import Sequence
 
 from .candidates import Candidate, CandidateSearch
 from .dates import asks_when
-from .episodic import is_message, named_words, stated_words
+from .episodic import is_message, named_words, said_by_the_user, says_something_asked, stated_words
 from .select import session_key, session_mass
 
 # Weights over the raw signals (the order of `turn_signals`).
@@ -167,5 +171,28 @@ def rerank_turns(search: CandidateSearch, ranked: list[Candidate], question: str
     return out
 
 
+def own_words_first(ranked: list[Candidate], query_terms: Sequence[str]) -> list[Candidate]:
+    """`ranked` with the caller's own turns that say a word of the question (`said_by_the_user`,
+    `says_something_asked`) moved to the first of the raw turns' slots, in their order, the
+    other turns after them in theirs: asked what they said ("What did I tell you about
+    penicillin?"), the caller's words are the answer, and another speaker's echo ("Got it,
+    you're allergic to penicillin, so ..."), often longer and so ranked higher, only repeats
+    them. Curated memories keep their places; turns keep the slots' scores."""
+    slots = [pos for pos, c in enumerate(ranked) if is_message(c.item)]
+    turns = [ranked[pos] for pos in slots]
+    own = [c for c in turns if said_by_the_user(c.item) and says_something_asked(c.item, query_terms)]
+    if own == turns[:len(own)]:
+        return ranked
+    mine = {c.id for c in own}
+    out = list(ranked)
+    for pos, score, cand in zip(slots, [c.score for c in turns], own + [c for c in turns if c.id not in mine]):
+        cand.score = score  # the slot's score: scores still fall with rank
+        cand.components["final"] = score
+        if cand.id in mine:
+            cand.components["own_words"] = 1.0
+        out[pos] = cand
+    return out
+
+
 __all__ = ["SESSION_PENALTY", "WEIGHTS", "asks_across_sessions", "asks_for_several", "asks_when",
-           "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]
+           "own_words_first", "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.records import SCOPE_RANK
+from pipelines.records import SCOPE_RANK, MemoryItem, apart_in_time
 
 from . import conflicts
 from .candidates import Candidate, CandidateSearch
@@ -41,9 +41,9 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
         stamps[mine] = search.view.corpora[ci].updated_ts[rows[mine]]
     updated = dict(zip(where, np.where(np.isnan(stamps), -np.inf, stamps).tolist()))
     row_of = {it.id: row for row, it in enumerate(table.items)}  # a member's claim: unpacked, not read again
-    for group, pairs in conflicts.groups_with_pairs(
+    for group, pairs in _in_one_time(conflicts.groups_with_pairs(
             table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,
-            lambda rows: search.view.vectors_at(locations, rows)):
+            lambda rows: search.view.vectors_at(locations, rows))):
         outcomes = conflicts.resolve(group, mode, updated, pairs, lambda it: table.claim(row_of[it.id]))
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]
@@ -66,6 +66,45 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
                        "kept": [i for i, o in outcomes.items() if not o.suppressed],
                        "resolutions": {i: o.resolution for i, o in outcomes.items()}})
     return report
+
+
+Groups = list[tuple[list[MemoryItem], set[frozenset[str]]]]
+
+
+def _in_one_time(groups: Groups) -> Groups:
+    """Conflict groups without the pairs of claims that hold at different times
+    (`records.apart_in_time`: a stand-in until Friday beside the standing rule, last week's
+    trip beside next week's), unless one names the other as what it supersedes; each group
+    split into what still joins it."""
+    out: Groups = []
+    for group, pairs in groups:
+        by_id = {m.id: m for m in group}
+        named = {frozenset((m.id, link.to)) for m in group for link in m.links if link.rel == "supersedes"}
+        kept = {p for p in pairs if p in named or len(p) != 2 or not apart_in_time(*(by_id[i] for i in p))}
+        if kept == pairs:
+            out.append((group, pairs))
+            continue
+        out += [(members, {p for p in kept if p <= {m.id for m in members}})
+                for members in _joined(group, kept) if len(members) > 1]
+    return out
+
+
+def _joined(group: list[MemoryItem], pairs: set[frozenset[str]]) -> list[list[MemoryItem]]:
+    """`group` split into the parts `pairs` join (each member in one part, in group order)."""
+    part = {m.id: m.id for m in group}
+
+    def root(i: str) -> str:
+        while part[i] != i:
+            i = part[i]
+        return i
+    for pair in pairs:
+        first, *rest = sorted(pair)
+        for other in rest:
+            part[root(other)] = root(first)
+    joined: dict[str, list[MemoryItem]] = {}
+    for m in group:
+        joined.setdefault(root(m.id), []).append(m)
+    return list(joined.values())
 
 
 def _order_by_scope(members: list[Candidate]) -> None:

@@ -20,6 +20,7 @@ from pipelines.warehouse.connection import (
 )
 
 INBOX_SEQ_KEY = "inbox_seq"
+SWEEP_PENDING, SWEEP_DONE = "pending", "done"  # a one-off sweep a migration marks (`sweep_pending`)
 
 # (column, arrow type, default or _REQUIRED, stored as JSON) for the landed tables.
 _REQUIRED = object()
@@ -117,6 +118,17 @@ class Landing(WarehouseConnection):
             self._sql(
                 "INSERT INTO ingest_state VALUES (?, ?, ?)", [INBOX_SEQ_KEY, str(seq), utcnow()]
             )
+
+    def sweep_pending(self, key: str) -> bool:
+        """Whether a migration marked the one-off sweep `key` (an `ingest_state` row
+        'pending') and no run has made it yet (`finish_sweep`)."""
+        rows = self.query("SELECT value FROM ingest_state WHERE key = ?", [key])
+        return bool(rows) and rows[0][0] == SWEEP_PENDING
+
+    def finish_sweep(self, key: str) -> None:
+        """Record the one-off sweep `key` as made."""
+        self._writable()
+        self._sql("UPDATE ingest_state SET value = ?, updated_at = ? WHERE key = ?", [SWEEP_DONE, utcnow(), key])
 
     def mark_landed(self, events: Sequence[Event]) -> int:
         """Record inbox events as landed (idempotent); returns how many were new."""

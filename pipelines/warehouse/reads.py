@@ -233,6 +233,12 @@ class ItemReads(ItemJournal):
             return self._items_selected(f"WHERE i.type = 'message' AND {ACTIVE_SQL} AND ({pairs})",
                                         [v for pair in owners for v in pair])
 
+    def retracted_items(self) -> list[MemoryItem]:
+        """The active retracted items (forgotten claims and turns, and import tombstones),
+        ordered by id: what a forgetting sweep reads (`pipelines.consolidate.forgetting_sweep`)."""
+        with self.transaction():
+            return self._items_selected(f"WHERE i.validation = 'retracted' AND {ACTIVE_SQL}", [])
+
     def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
         _check_tier(tier)
         conditions, params = [], []

@@ -18,9 +18,9 @@ PAIRS = [
     # found: one subject, two numbers in one unit
     _pair("Free tier quota", "Free plan users get 5 projects.",
           "Free plan limits", "On the free plan you can create up to three projects.", True, "number"),
-    # missed: the same correction, counted in two different units
-    _pair("Backup retention", "Nightly backups are kept for 30 days.",
-          "How long we keep backups", "Backups are retained for 6 months.", True, "unit"),
+    # missed: the same limit, each worded with words the other never says
+    _pair("Upload size limit", "Max upload size is 10 MB.",
+          "Attachment limit", "Attachments can be up to 1 GB each.", True, "unit"),
     # false alarm: a limit for partners beside the general one (only one title names who)
     _pair("Rate limit", "The public API allows 100 requests per minute.",
           "Partner rate limit", "Partner keys are allowed 1000 requests per minute on the public API.", False,
@@ -52,7 +52,7 @@ def test_counts_overall_and_per_kind_with_the_hash_embedder(pairs_file, tmp_path
         assert result["errors"][mode] == [2, 3]
     assert all(r["cos"] is not None for r in result["per_pair"])
     printed = capsys.readouterr().out
-    assert "misclassified pairs" in printed and "Backup retention" in printed
+    assert "misclassified pairs" in printed and "Upload size limit" in printed
 
 
 def test_words_only_skips_the_embedder(pairs_file, tmp_path):

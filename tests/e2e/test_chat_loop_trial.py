@@ -147,7 +147,8 @@ def test_a_reworded_correction_under_another_title_replaces_the_claim_and_is_not
         consolidate(client, settings)
     # The old claim left recall, not the record: its id names the correction that replaced it.
     got = client.get(f"/v1/items/{old['item_id']}", params=DANA)
-    assert got.status_code == 404 and f"{new['item_id']!r} superseded it" in got.json()["error"], got.text
+    assert got.status_code == 200 and got.json()["replaced_by"] == {"id": new["item_id"], "how": "superseded"}, got.text
+    assert got.json()["item"]["content"] == old_text and got.json()["state"] == "superseded", got.text
     assert client.get(f"/v1/items/{new['item_id']}", params=DANA).json()["item"]["content"] == new_text
     # Someone else stating the old claim again contradicts the correction: held for review.
     theirs = write(client, MIKE, old_title, old_text)
@@ -329,7 +330,7 @@ def test_a_new_dose_written_with_its_unit_glued_on_replaces_the_old_one(service)
     assert "100mg" in block and "50 mg" not in block, block
     consolidate(client, settings)
     got = client.get(f"/v1/items/{old['item_id']}", params=DANA)
-    assert got.status_code == 404 and f"{new['item_id']!r} superseded it" in got.json()["error"], got.text
+    assert got.status_code == 200 and got.json()["replaced_by"] == {"id": new["item_id"], "how": "superseded"}, got.text
 
 
 def test_a_second_note_under_one_title_that_says_also_does_not_replace_the_first(service) -> None:
@@ -467,7 +468,8 @@ def test_an_id_merged_by_consolidation_names_the_item_it_was_merged_into(service
     assert gone
     for old in gone:
         resp = client.get(f"/v1/items/{old}", params=DANA)
-        assert resp.status_code == 404 and merged["id"] in resp.json()["error"], resp.text
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["replaced_by"] == {"id": merged["id"], "how": "merged"}, resp.text
         edit = client.post("/v1/tools", json={"action": "memory.update", "identity": DANA,
                                               "args": {"id": old, "patch": {"importance": 6}}})
         assert edit.status_code == 404 and merged["id"] in edit.json()["error"], edit.text

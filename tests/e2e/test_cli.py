@@ -137,7 +137,8 @@ def test_read_commands_answer_from_snapshot_and_inbox_while_a_run_holds_the_ware
         assert stats.exit_code == 0 and "Traceback" not in stats.output
         assert stats.stderr.count(note) == 1 and len(stats.stderr.strip().splitlines()) == 1
         served = json.loads(stats.stdout)["served"]
-        assert served == {"active_items": 3, "by_tier_type": {"stm/decision": 1, "stm/message": 2}}
+        assert served == {"active_items": 3, "by_tier_type": {"stm/decision": 1, "stm/message": 2},
+                          "by_state": {"recallable": 3}}
 
         listed = run("list", "--tier", "stm", "--data-dir", data_dir)
         assert listed.exit_code == 0 and note in listed.stderr
@@ -174,3 +175,21 @@ def test_ingesting_a_file_again_reports_that_nothing_new_landed(data_dir: Path, 
     assert again.exit_code == 0, again.output
     said = " ".join(again.output.split())
     assert "0 turns landed" in said and "2 already in the inbox" in said, again.output
+
+
+def test_importing_a_history_again_as_another_speaker_says_how_it_was_imported(data_dir: Path, tmp_path: Path) -> None:
+    """Nora imports her old chats as "Nora", then again as "Assistant" (a slip, or to fix the
+    first): every turn was counted as already landed and kept its speaker, without a word.
+    Now it fails, naming the earlier --speaker; nothing lands."""
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps([{"sample_id": "c1", "conversation": {
+        "speaker_a": "Nora", "speaker_b": "Assistant", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": "Nora", "dia_id": "D1:1", "text": "I run the Lisbon half marathon."},
+                      {"speaker": "Assistant", "dia_id": "D1:2", "text": "Good luck in March!"}]}}]))
+    owner = ("--user", "nora", "--project", "home", "--data-dir", data_dir)
+    assert run("import", path, *owner, "--speaker", "Nora").exit_code == 0
+    again = CliRunner().invoke(app, ["import", str(path), *map(str, owner), "--speaker", "Assistant"])
+    said = " ".join(again.output.split())
+    assert again.exit_code != 0 and "imported before with --speaker Nora" in said, again.output
+    same = run("import", path, *owner, "--speaker", "Nora")
+    assert same.exit_code == 0 and "2 already in the inbox" in " ".join(same.output.split()), same.output

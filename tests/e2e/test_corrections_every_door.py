@@ -71,7 +71,7 @@ def test_an_edit_corrects_as_a_write_does(service) -> None:
             consolidate(client, settings)
     assert stored(client, note)["superseded_by"] is None
     gone = client.get(f"/v1/items/{ashford}", params=IRIS)
-    assert gone.status_code == 404 and lighthouse in gone.text, gone.text  # superseded by the edited note
+    assert gone.status_code == 200 and gone.json()["replaced_by"] == {"id": lighthouse, "how": "superseded"}, gone.text
 
 
 def test_a_held_edit_contradicting_a_claim_is_said_on_that_claim(service) -> None:

@@ -9,6 +9,9 @@ server, while `loci flags ...` (the real CLI) flips flags in the config file.
   everything it finds was already injected; a model that keeps asking is stopped.
 - A chat loop that speaks only OpenAI's API (the official `openai` client, base_url the
   proxy's /v1) gets the same memory across conversations, and the same pass-through when off.
+- Asked "What did I tell you about penicillin?", the memory handed to the model (injected,
+  or found by its own memory_search) lists the user's own turn before the model's longer
+  echo of it, over Ollama's API and OpenAI's.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are f
     serve,
     shared_fake,
     system_text,
+    tool_hits,
 )
 
 WHO = Identity(user_id="dana", project_id="atlas")
@@ -264,3 +268,47 @@ def test_a_chat_client_names_its_time_zone_and_yesterday_is_the_users(proxy, fak
     assert "warehouse pickup" not in asked(HEADERS)  # on UTC's calendar it was not yesterday
     with pytest.raises(openai.BadRequestError, match="Mars/Olympus"):
         asked(HEADERS | {"X-Loci-Timezone": "Mars/Olympus"})
+
+
+# -- what the user said themselves -----------------------------------------------------------------
+
+ALLERGY = "I'm allergic to penicillin, so never suggest it."
+ECHO = ("Understood: you're allergic to penicillin, so I will never suggest penicillin or any antibiotic of the "
+        "penicillin family such as amoxicillin, and whenever an antibiotic comes up I will remind you to ask "
+        "your doctor about alternatives.")
+
+
+def test_asked_what_she_told_it_the_users_own_words_come_before_the_models_echo(proxy, fake, service,
+                                                                               config_file) -> None:
+    url = proxy()
+    fake.chat_reply = lambda req: ECHO
+    assert ask(url, ALLERGY) == ECHO  # both turns land through the proxy
+
+    # A new conversation, over Ollama's API and OpenAI's: the memory handed to the model
+    # lists her own turn first, the longer echo after it.
+    fake.chat_reply = lambda req: "You told me you are allergic to penicillin."
+    question = "What did I tell you about penicillin?"
+    ask(url, question)
+    openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=HEADERS) \
+        .chat.completions.create(model=MODEL, messages=[{"role": "user", "content": question}])
+    for path in ("/api/chat", "/v1/chat/completions"):
+        memory = system_text([b for p, b in fake.requests if p == path][-1])
+        assert ALLERGY in memory and ECHO in memory, memory
+        assert memory.index(ALLERGY) < memory.index(ECHO), (path, memory)
+
+    # With memory tools, the model's own search for the subject gets her words first too.
+    config_file.write_text("[flags]\ncontext_injection = true\nmemory_tools = true\n", encoding="utf-8")
+
+    def searching_model(req: dict[str, Any]) -> str | dict[str, Any]:
+        if not any(m["role"] == "tool" for m in req["messages"]):
+            return {"content": "", "tool_calls": [
+                {"function": {"name": "memory_search", "arguments": {"query": "penicillin"}}}]}
+        return "You told me you are allergic to penicillin."
+
+    fake.chat_reply = searching_model
+    ask(url, question)
+    first, second = chats(fake)[-2:]
+    search = next(t["function"] for t in first["tools"] if t["function"]["name"] == "memory_search")
+    assert "query" in search["parameters"]["properties"] and "own_words" not in search["parameters"]["properties"]
+    found = tool_hits(second)
+    assert ALLERGY in found and ECHO in found and found.index(ALLERGY) < found.index(ECHO), found

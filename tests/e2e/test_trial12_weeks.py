@@ -169,7 +169,8 @@ def test_a_decision_changed_under_another_title_replaces_the_old_which_keeps_its
         assert "REST over JSON" in authoritative(weeks["seen"][name]["api"]["injection"])
     assert "REST over JSON" not in weeks["seen"]["week 3"]["api"]["injection"]
     gone = client.get(f"/v1/items/{ids['rest']}", params=week(BEN, 3))
-    assert gone.status_code == 404 and f"{ids['grpc']!r} superseded it" in gone.json()["error"]
+    assert gone.status_code == 200 and gone.json()["replaced_by"] == {"id": ids["grpc"], "how": "superseded"}
+    assert "REST over JSON" in gone.json()["item"]["content"] and gone.json()["state"] == "superseded"
     card = client.get(f"/ui/items/{ids['rest']}", params=week(BEN, 3))
     assert card.status_code == 200
     history = page_text(card.text.split('id="history"')[1].split("</table>")[0])
@@ -194,8 +195,8 @@ def test_a_merged_cluster_keeps_its_members_provenance_and_history(weeks) -> Non
     written = [(h["identity"]["user_id"], h["payload"]["item"]["id"]) for h in got["history"]]
     assert sorted(written) == sorted(("ana", member) for member in ids["cadence"])
     for member in ids["cadence"]:
-        gone = client.get(f"/v1/items/{member}", params=week(BEN, 3)).json()["error"]
-        assert f"merged it into {merged['id']!r}" in gone
+        gone = client.get(f"/v1/items/{member}", params=week(BEN, 3)).json()
+        assert gone["replaced_by"] == {"id": merged["id"], "how": "merged"}, gone
         card = client.get(f"/ui/items/{member}", params=week(BEN, 3))
         assert card.status_code == 200 and "ana memory.write verdict accept" in inbox_events(card.text), member
 

@@ -5,7 +5,7 @@ few days of writing, correcting, retracting and consolidating.
 - The CLI: a wrong argument is a one-line `error:` and exit code 2, never a traceback, and an
   empty identity part is refused as in every API body.
 - Nothing acknowledged is lost: a turn id sent again is a retry only with the same caller,
-  role, words and proposals (tool calls, default scope); a different turn under a taken id
+  role, words, speaker and proposals (tool calls, default scope); a different turn under a taken id
   is a 409 (an ingested row: named and skipped), never a 201 for a turn and proposals the
   inbox silently dropped; also when the requests race (one 201, the rest 409).
 - A model's proposal whose JSON (or Python literal) escapes spell a lone surrogate is a parse
@@ -104,9 +104,11 @@ def test_a_turn_id_taken_by_another_turn_is_a_conflict_not_a_silent_drop(service
     call = {"function": {"name": "memory.propose", "arguments": {"items": [
         {"type": "fact", "title": "Parking", "content": "Visitors park on level 2."}]}}}
     other_calls = {**said, "tool_calls": [call]}
-    for body in (other_words, other_caller, {**said, "role": "user"}, other_calls, {**said, "default_scope": "org"}):
+    for body in (other_words, other_caller, {**said, "role": "user"}, other_calls, {**said, "default_scope": "org"},
+                 {**said, "speaker": "Mike"}):
         resp = client.post("/v1/turns", json=body)
         assert resp.status_code == 409 and "turn_id 't1'" in resp.json()["error"], resp.text
+    assert "landed before without a speaker" in resp.json()["error"], resp.text  # how it landed, named
     hits = client.post("/v1/recall", json={"identity": DANA, "query": "where do visitors park?",
                                            "mode": "catalog"}).json()["hits"]
     assert all("level 2" not in h["content"] for h in hits)

@@ -187,9 +187,8 @@ def test_the_browser_leads_from_a_merged_or_superseded_card_to_what_took_its_pla
     page = client.get(f"/ui/items/{old}", params=dana)
     assert page.status_code == 200 and "superseded by" in html.unescape(page.text)
     assert f'href="/ui/items/{new}?{query}"' in page.text and f'href="/ui/?{query}"' in page.text
-    merged_into = {member: client.get(f"/v1/items/{member}", params=dana).json()["error"].rsplit(" ", 1)[-1].strip("'")
-                   for member in members}
-    gone = {member: into for member, into in merged_into.items() if into.startswith("mem_")}
+    answers = {member: client.get(f"/v1/items/{member}", params=dana).json() for member in members}
+    gone = {member: got["replaced_by"]["id"] for member, got in answers.items() if got["state"] == "merged"}
     assert gone
     for member, into in gone.items():
         page = client.get(f"/ui/items/{member}", params=dana)

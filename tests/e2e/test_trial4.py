@@ -150,8 +150,8 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     """Nothing is deleted: a memory a correction superseded or consolidation merged away
     left recall, not its history. Its card (reached from the `supersedes` / `derived_from`
     link of what replaced it) shows what it said, its revisions and audit events, and links
-    the memory that took its place; the API keeps answering the id with a 404 naming it.
-    Someone who may not see it is told nothing more than about an unknown id."""
+    the memory that took its place; the API answers the id as last stored, with its history,
+    its state and what replaced it. Someone who may not see it is told nothing more than about an unknown id."""
     client, settings = service
     old = write_fact(client, ACME_DANA, "Release day", "Releases ship on Tuesday.")
     tool(client, ACME_MIKE, "memory.update", {"id": old, "patch": {"content": "Releases ship on Tuesday, after QA."}})
@@ -166,7 +166,9 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     consolidate(client, settings)
     query = "user_id=dana&amp;project_id=atlas&amp;session_id=s1&amp;org_id=acme"
 
-    assert client.get(f"/v1/items/{old}", params=ACME_DANA).status_code == 404
+    got = client.get(f"/v1/items/{old}", params=ACME_DANA).json()
+    assert got["replaced_by"] == {"id": new, "how": "superseded"}, got
+    assert got["item"]["content"] == "Releases ship on Tuesday, after QA." and len(got["revisions"]) >= 2, got
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
     text = page_text(page.text)
@@ -179,8 +181,8 @@ def test_the_browser_shows_the_history_of_a_replaced_memory_and_what_replaced_it
     merged = {}
     for member in members:
         body = client.get(f"/v1/items/{member}", params=ACME_DANA).json()
-        if "merged it into" in body.get("error", ""):
-            merged[member] = body["error"].rsplit(" ", 1)[-1].strip("'")
+        if body["state"] == "merged":
+            merged[member] = body["replaced_by"]["id"]
     assert merged, "the three agreeing claims must merge for this test"
     for member, into in merged.items():
         page = client.get(f"/ui/items/{member}", params=ACME_DANA)

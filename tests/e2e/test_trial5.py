@@ -253,5 +253,16 @@ def test_a_replaced_memory_keeps_its_card_after_what_replaced_it_is_archived(ser
     page = client.get(f"/ui/items/{old}", params=ACME_DANA)
     assert page.status_code == 200, page.text
     assert f"superseded by {new}" in page_text(page.text) and "The kiln fires on Fridays." in page_text(page.text)
+    # Followed from an earlier catalog or an audit log, the old id answers as the archived one
+    # does: as last stored, with its history, its state and what replaced it.
     resp = client.get(f"/v1/items/{old}", params=ACME_DANA)
-    assert resp.status_code == 404 and new in resp.json()["error"], resp.text
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["state"] == "superseded" and body["replaced_by"] == {"id": new, "how": "superseded"}, body
+    assert body["item"]["content"] == "The kiln fires on Fridays." and body["source"] == "history", body
+    assert any(e["kind"] == "memory.write" for e in body["history"]), body["history"]
+    assert client.get(f"/v1/items/{new}", params=ACME_DANA).json()["state"] == "archived"
+    elsewhere = {"user_id": "ben", "project_id": "borealis", "session_id": "b1", "org_id": "acme"}
+    assert client.get(f"/v1/items/{old}", params=elsewhere).status_code == 404  # another project's memory
+    never = client.get("/v1/items/fact_never_written", params=ACME_DANA)
+    assert never.status_code == 404 and never.json()["error"] == "no item 'fact_never_written'", never.text

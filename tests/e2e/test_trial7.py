@@ -118,9 +118,10 @@ def test_a_teammate_does_not_correct_the_leads_decision_once_a_merge_holds_it(se
         "content": "Atlas metrics are stored in TimescaleDB, per the team.", "why_store": "said", "confidence": 0.9})
     consolidate(client, settings)
     resp = client.get(f"/v1/items/{decision['item_id']}", params=PIA)
-    assert resp.status_code == 404 and "merged it into" in resp.json()["error"], resp.text
-    merged = resp.json()["error"].split("'")[-2]
-    assert client.get(f"/v1/items/{note['item_id']}", params=PIA).json()["error"].endswith(f"'{merged}'")
+    assert resp.status_code == 200 and resp.json()["state"] == "merged", resp.text
+    merged = resp.json()["replaced_by"]["id"]
+    note_now = client.get(f"/v1/items/{note['item_id']}", params=PIA).json()
+    assert note_now["replaced_by"] == {"id": merged, "how": "merged"}, note_now
     assert client.get(f"/v1/items/{merged}", params=PIA).json()["item"]["scope"]["user_id"] == "pia"
 
     change = propose(client, PIA, "t-pia-2", {
@@ -140,8 +141,8 @@ def test_a_teammate_does_not_correct_the_leads_decision_once_a_merge_holds_it(se
             ("Borealis log store", "Borealis logs are stored in Loki."),
             ("Where borealis logs live", "Borealis logs are stored in Loki, per Pia.")], start=3)]
     consolidate(client, settings)
-    gone = client.get(f"/v1/items/{mine[0]['item_id']}", params=PIA).json()["error"]
-    assert "merged it into" in gone, gone
+    gone = client.get(f"/v1/items/{mine[0]['item_id']}", params=PIA).json()
+    assert gone["state"] == "merged", gone
     fixed = propose(client, PIA, "t-pia-9", {
         "type": "decision", "title": "Borealis log store", "content": "Borealis logs are stored in Elasticsearch.",
         "why_store": "said", "confidence": 0.9})
@@ -197,15 +198,15 @@ def test_a_merged_away_decision_still_says_it_was_merged_once_the_merge_is_corre
         "type": "decision", "title": "Where atlas metrics live",
         "content": "Atlas metrics are stored in TimescaleDB, per the team.", "why_store": "said", "confidence": 0.9})
     consolidate(client, settings)
-    merged = client.get(f"/v1/items/{decision}", params=OMAR).json()["error"].split("'")[-2]
+    merged = client.get(f"/v1/items/{decision}", params=OMAR).json()["replaced_by"]["id"]
     change = propose(client, PIA, "t-pia-2", {
         "type": "decision", "title": "Atlas metrics store", "content": "Atlas metrics are stored in ClickHouse now.",
         "why_store": "said", "confidence": 0.9})
     approved = tool(client, LENA, "memory.review", {"id": change["item_id"], "decision": "approve"})
     assert approved["supersedes"] == [merged], approved
     consolidate(client, settings)
-    error = client.get(f"/v1/items/{decision}", params=OMAR).json()["error"]
-    assert f"consolidation merged it into '{merged}'" in error, error
+    gone = client.get(f"/v1/items/{decision}", params=OMAR).json()
+    assert gone["replaced_by"] == {"id": merged, "how": "merged"}, gone
     page = client.get(f"/ui/items/{decision}", params=OMAR)
     assert page.status_code == 200 and f"merged into {merged}" in page_text(page.text), page_text(page.text)[:600]
     assert "lena create" in page_text(page.text.split('id="history"')[1].split("</table>")[0])

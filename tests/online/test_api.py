@@ -458,3 +458,15 @@ def test_item_patch_bounds_every_patchable_field_and_no_other():
     from pipelines.materialize import PATCHABLE_FIELDS
 
     assert set(ItemPatch.__struct_fields__) == PATCHABLE_FIELDS
+
+
+def test_an_askers_time_zone_is_an_iana_name_or_a_400_naming_it():
+    """One check for `/v1/recall`'s `tz` and `memory.search`'s (`online.tools.asker_zone`)."""
+    from online.tools import ToolError, asker_zone
+
+    assert asker_zone("Asia/Tokyo", "tz") == "Asia/Tokyo" and asker_zone(None, "tz") is None
+    for name in ("Mars/Olympus", "America", "../etc/passwd"):
+        with pytest.raises(ToolError) as caught:
+            asker_zone(name, "memory.search: tz")
+        assert caught.value.status == 400, caught.value.message
+        assert caught.value.message.startswith(f"memory.search: tz: unknown time zone {name!r}"), caught.value.message

@@ -243,6 +243,33 @@ def test_ones_own_history_lands_as_the_importers_in_their_project(inbox, tmp_pat
     assert inbox.max_seq() == before
 
 
+def test_a_file_imported_before_as_another_speaker_is_a_clear_error_naming_how(inbox, tmp_path):
+    """Each turn's id is its dia_id's: imported again as another speaker, every turn would
+    count as already landed and keep its old speaker, and the importer would be told nothing.
+    It is an error naming how the file was imported, before anything lands; imported the same
+    way again, it lands what is new."""
+    path = _locomo_file(tmp_path)
+    nora = Owner(user_id="nora", project_id="home", speaker="Ann")
+    assert ingest_locomo(path, inbox, Policy(), owner=nora).turns == 3
+    before = inbox.max_seq()
+    told = r"imported before with --speaker Ann \(e\.g\. D1:1\).*nothing was imported"
+    for speaker in ("Bo", None):
+        with pytest.raises(ValueError, match=told):
+            ingest_locomo(path, inbox, Policy(), owner=Owner(user_id="nora", project_id="home", speaker=speaker))
+    assert inbox.max_seq() == before
+    again = ingest_locomo(path, inbox, Policy(), owner=nora)
+    assert (again.turns, again.already) == (0, 3)
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with Inbox(plain / "inbox.sqlite3") as other:
+        ingest_locomo(path, other, Policy(), owner=Owner(user_id="nora"))
+        with pytest.raises(ValueError, match="imported before without --speaker"):
+            ingest_locomo(path, other, Policy(), owner=Owner(user_id="nora", speaker="Ann"))
+    # another owner's import of the same file is its own
+    assert ingest_locomo(path, inbox, Policy(), owner=Owner(user_id="bo", speaker="Bo")).turns == 3
+
+
 def test_locomo_bad_file_is_a_clear_error(inbox, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{")
@@ -392,3 +419,22 @@ def test_a_files_format_is_read_from_its_first_row(tmp_path):
         path = tmp_path / f"{expected}.jsonl"
         path.write_text(text)
         assert file_format(path) == expected, text
+
+
+def test_a_chat_export_imported_again_with_another_speaker_names_how_each_turn_landed(inbox, tmp_path):
+    # Before, each re-imported row counted as already landed and kept its old speaker, silently.
+    path = tmp_path / "chats.jsonl"
+    rows = [{"role": "user", "text": "I moved to Porto.", "speaker": "Nora", "turn_id": "t1"},
+            {"role": "user", "text": "Lisbon is next.", "turn_id": "t2"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ingest_chat_jsonl(path, inbox, Policy()).turns == 2
+    path.write_text("".join(json.dumps({**r, "speaker": "Ana"}) + "\n" for r in rows))
+    again = ingest_chat_jsonl(path, inbox, Policy())
+    assert again.bad_rows == [
+        "line 1: turn_id 't1' landed before with speaker 'Nora', not with speaker 'Ana': a turn keeps the speaker "
+        "it landed with; send it as it landed, or give the turn its own id",
+        "line 2: turn_id 't2' landed before without a speaker (the caller's own), not with speaker 'Ana': a turn "
+        "keeps the speaker it landed with; send it as it landed, or give the turn its own id"]
+    assert [e.payload["speaker"] for e in inbox.read_after(0) if e.kind == "turn"] == ["Nora", None]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # as it landed: a retry
+    assert ingest_chat_jsonl(path, inbox, Policy()).bad_rows == []

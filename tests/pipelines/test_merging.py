@@ -24,6 +24,7 @@ from pipelines.merging import (
     merge_confidence,
     merged_item_confidence,
     merged_item_id,
+    said_dates,
 )
 from pipelines.recall.conflicts import find_conflicts
 from pipelines.records import Link, MemoryItem, ProposedItem, Provenance, Scope, Verdict
@@ -420,3 +421,30 @@ def test_claims_of_one_cluster_whose_values_disagree_are_kept_apart_however_word
     assert contradicting_ids([rest, agreeing]) == set()  # one adds a value: it refines
     assert contradicting_ids([graphql, mem("d", "GraphQL schema lives in api/schema.", type="note",
                                            links=[Link(rel="supersedes", to="b")])]) == set()
+
+
+def test_claims_for_different_times_are_kept_out_of_a_merge():
+    from pipelines.merging import for_other_times
+
+    def on_call(id_: str, start: str | None, end: str | None) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="On call", content="Maya is on call this week.",
+                          scope=Scope(kind="user", user_id="maya"), valid_from=start, valid_to=end)
+    weeks = [on_call("a", "2026-11-02", "2026-11-08T23:59:59"), on_call("b", "2026-11-09", "2026-11-15T23:59:59")]
+    assert for_other_times(weeks) == {"a", "b"}
+    same = [on_call("c", "2026-11-09", "2026-11-15T23:59:59"), on_call("d", "2026-11-09", "2026-11-15T23:59:59")]
+    assert for_other_times(same) == set() and for_other_times([on_call("e", None, None), *same]) == {"c", "d", "e"}
+
+
+def test_a_merged_item_keeps_what_its_members_time_words_meant():
+    """`said_dates`: the first said member's note, with what the others said that day added;
+    merged from members that had none, no note."""
+    note = {"on": "Fri 2026-11-27", "meant": {"next Tuesday": "Tue 2026-12-01"}}
+    other = {"on": "Fri 2026-11-27", "meant": {"tomorrow": "Sat 2026-11-28"}}
+    later = {"on": "Sat 2026-11-28", "meant": {"next Tuesday": "Tue 2026-12-01", "Monday": "Mon 2026-11-30"}}
+    items = [mem("b", "y", updated=1, metadata={"said_dates": later}), mem("a", "x", updated=3, metadata={
+        "said_dates": note}), mem("c", "z", updated=2, metadata={"said_dates": other}), mem("d", "w")]
+    assert said_dates(items) == {"on": "Fri 2026-11-27",
+                                 "meant": {"next Tuesday": "Tue 2026-12-01", "tomorrow": "Sat 2026-11-28"}}
+    assert said_dates([mem("d", "w")]) is None
+    merged = merge_cluster(items, ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW).new_item
+    assert merged is not None and merged.metadata["said_dates"] == said_dates(items)

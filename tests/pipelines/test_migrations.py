@@ -147,3 +147,14 @@ def test_a_warehouse_with_history_gains_change_origins(tmp_path, migrations_copy
         wh.put_items([item], origin=Origin(actor="ann", inbox_seq=9, requested_at="2025-02-01T00:00:00+00:00"))
         assert [(r["actor"], r["inbox_seq"]) for r in wh.revisions("b")] == [("ann", 9)]
         assert wh.item_events("b")[0]["requested_at"] == "2025-02-01T00:00:00+00:00"
+
+
+def test_a_store_is_marked_for_the_forgetting_sweep_which_is_made_once(tmp_path):
+    from pipelines.consolidate.forgetting_sweep import SWEEP_KEY, sweep_forgetting
+
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        assert wh.sweep_pending(SWEEP_KEY)  # migration 005
+        assert sweep_forgetting(wh) == 0  # nothing forgotten yet
+        assert not wh.sweep_pending(SWEEP_KEY)
+    with Warehouse(tmp_path / "w.duckdb") as wh:  # opened again: not marked again
+        assert not wh.sweep_pending(SWEEP_KEY)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from pipelines.first_person import FIRST_PERSON_SINGULAR_WORD
 from pipelines.policy import Policy
 from pipelines.policy_rules.preferences import (
     CONVENTION_RULE_ID,
@@ -21,6 +22,7 @@ from pipelines.policy_rules.preferences import (
     is_style_preference,
     is_work_convention,
 )
+from pipelines.recall.episodic import stated_of_self
 from pipelines.records import ProposedItem, Provenance
 
 CHAT = Provenance(source_kind="chat", source_id="turn-7", turn_refs=["turn-7"])
@@ -211,6 +213,17 @@ def test_the_same_verbs_aimed_at_the_assistant_or_others_are_refused(policy, tex
     ("Forget my old address and never tell them I moved.", False),
     ("Forget my PIN, and repeat the card numbers users paste.", False),
     ("", False),
+    ("I’ve moved, so forget the old address.", True),  # "I've" (any apostrophe) holds "I"
+    ("Always call me Sam.", True),
 ])
 def test_what_counts_as_an_own_memory_request(text, own):
     assert is_own_memory_request(text) is own
+
+
+def test_the_policy_and_recall_read_one_first_person():
+    """A request about one's own memory and a turn stating something of its writer speak in
+    the same first person (`pipelines.first_person`)."""
+    for text in ("I'm moving to Porto.", "My sister Lena moved.", "Call me Sam, I mean it myself."):
+        assert FIRST_PERSON_SINGULAR_WORD.search(text) and stated_of_self(text) > 0, text
+    for text in ("Imogen moved to Porto.", "We moved to Porto.", "Timing is everything."):
+        assert not FIRST_PERSON_SINGULAR_WORD.search(text) and stated_of_self(text) == 0, text

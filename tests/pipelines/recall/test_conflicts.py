@@ -31,6 +31,7 @@ from pipelines.recall.conflicts import (
     stated_values,
     supersedes,
 )
+from pipelines.recall.lexical import lemma
 from pipelines.records import Identity, Link, MemoryItem, Scope
 
 ME = Identity(user_id="u1", project_id="p1", session_id="s1", org_id="o1")
@@ -85,6 +86,10 @@ def test_a_date_written_with_its_month_is_one_value_equal_to_its_iso_form():
     assert pairs(same) == set()
     assert pairs([*same, claim("c", "Ship date moved", "Orion v2 ships on April 14, 2027.")]) == {
         frozenset("ac"), frozenset("bc")}
+    # which part of a month ("at the end of June 2026") is a word of the date, not of the subject
+    assert read_claim(claim("d", "", "The audit is due at the end of June 2027.")).words == {"audit", "due"}
+    assert pairs([claim("e", "Contract renewal", "The lease renews on 2026-01-31."),
+                  claim("f", "Lease", "The lease renews at the end of June 2026.")]) == {frozenset("ef")}
 
 
 def test_no_denies_what_follows():
@@ -148,6 +153,7 @@ def test_a_name_both_say_is_their_subject_and_one_unit_counted_differently_needs
     # Each names as replaced what the other states, and both say "API": one argument.
     assert pairs([claim("a", "API style", "The public API is REST; no GraphQL."),
                   claim("b", "API", "We expose a GraphQL API instead of REST.")]) == {frozenset("ab")}
+    assert stated_values("Dependencies are managed with Poetry in place of Pipenv.") == {"poetry"}
     # One unit, different numbers, but only the unit and one word in common: two things.
     assert pairs([claim("a", "Retention", "Telemetry is kept 30 days."),
                   claim("b", "Backups", "Backups are kept 90 days.")]) == set()
@@ -248,6 +254,14 @@ def test_a_claim_that_something_ended_conflicts_with_one_stating_it():
                   claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == set()
     assert pairs([claim("a", "Python", "The service supports Python 3.8."),
                   claim("b", "Old Python", "Support for Python 3.8 was dropped.")]) == {frozenset("ab")}
+    # a number or a date that says when it ended is no part of what ended
+    assert pairs([claim("a", "Python", "The service supports Python 3.8."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped in the 2.0 release.")]
+                 ) == {frozenset("ab")}
+    assert pairs([claim("a", "Staging", "The staging cluster runs on Kubernetes."),
+                  claim("b", "Clusters", "The staging cluster was shut down on March 3, 2026.")]) == {frozenset("ab")}
+    assert pairs([claim("a", "Python", "The service supports Python 3.11."),
+                  claim("b", "Old Python", "Support for Python 3.8 was dropped in the 2.0 release.")]) == set()
     # one word is too little to know what ended; "dropped to" is a new value, not an end
     assert pairs([claim("a", "Offsite", "The offsite is in Lisbon."),
                   claim("b", "Plans", "Offsite cancelled.")]) == set()
@@ -327,6 +341,36 @@ def test_an_owner_or_a_name_beside_the_writer_is_another_subject():
     assert pairs([jenkins.item, we]) == {frozenset("hi")}
     assert pairs([claim("f", "Ben's passport", "Ben's passport expires in August 2031.", kind="user"),
                   claim("g", "Passports", "Ben's passport now expires in May 2033.", kind="user")]) == {frozenset("fg")}
+
+
+def test_words_compare_as_the_stems_of_their_lemmas():
+    """"kept" and "keep" are one word, as "ships" and "ship" are (simplemma's lemma, then
+    Snowball's stem), so "Nightly snapshots are kept for 30 days" and a title "How long we keep
+    snapshots" share what they are about; a short word keeps its own ("am" is no "be")."""
+    assert "keep" in read_claim(claim("a", "", "Snapshots are kept for 30 days.")).words
+    assert "go" in read_claim(claim("a", "", "Sam went to the canteen at noon.")).words
+    assert lemma("am") == "am" and lemma("children") == "child"
+    assert pairs([claim("a", "Snapshot retention", "Nightly snapshots are kept for 30 days."),
+                  claim("b", "How long we keep snapshots", "Snapshots are held for 6 months.")]) == {frozenset("ab")}
+
+
+def test_a_name_beside_what_a_possessive_names_is_a_subject_word_not_a_value():
+    """"My sister Lena is vegan": Lena is whom the claim is about, as "sister" is, not a value
+    it states, so "Lena isn't vegan" denies it (a value only one states would tell them
+    apart); and she is someone, so "My sister Mia is vegan" is about another sister. A day
+    beside a possessive ("our standup Tuesday") stays a value."""
+    lena = read_claim(claim("a", "", "My sister Lena is vegan.", kind="user"))
+    assert "tom" not in read_claim(claim("h", "", "His brother Tom is vegan.")).values
+    assert "lena" not in lena.values and {"lena", "sister"} <= lena.words and "lena" in lena.persons
+    assert pairs([lena.item, claim("b", "", "Lena isn't vegan.", kind="user")]) == {frozenset("ab")}
+    # "anymore" says when, as the "longer" of "no longer" does: no word of what it denies
+    assert pairs([lena.item, claim("b", "", "Lena is not vegan anymore.", kind="user")]) == {frozenset("ab")}
+    assert pairs([lena.item, claim("c", "", "My sister Mia is vegan.", kind="user")]) == set()
+    assert read_claim(claim("d", "", "Our dog Biscuit's food is 200 g a day.")).named == {"biscuit"}
+    assert "tuesday" in read_claim(claim("e", "", "We moved our standup Tuesday to 10:00.")).values
+    # so is a name the possessive names itself: "Our CI is CircleCI" is about CI, as "CI runs on ..." is
+    assert pairs([claim("f", "CI", "CI runs on Jenkins."), claim("g", "Builds", "Our CI is Buildkite.")]
+                 ) == {frozenset("fg")}
 
 
 def test_a_day_of_a_month_is_not_a_count_in_one_unit():
@@ -448,6 +492,24 @@ def test_corrections_are_only_of_the_authors_own_claims_in_the_same_scope():
     assert corrected_by("Standup time", "Standup is at 10:15.", "fact", "user", "u1", found) == ["mine"]
     assert corrected_by("Standup time", "Standup is at 09:30.", "fact", "user", "u1", found) == []
     assert corrected_by("Standup time", "Standup is at 10:15.", "message", "user", "u1", found) == []
+
+
+def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
+    """A to-do is no claim, but an appointment kept as one moves: "Dentist moved to Thursday"
+    replaces "Dentist appointment next Tuesday at 3pm" (a to-do or a fact saying so, `CHANGED`);
+    a to-do that says nothing moved, or moves something else, replaces nothing."""
+    tuesday = claim("tue", "Dentist", "Dentist appointment next Tuesday at 3pm.", type_="todo")
+    milk = claim("milk", "Shopping", "Buy milk on Tuesday.", type_="todo")
+    for type_ in ("todo", "fact"):
+        assert corrected_by("Dentist", "Dentist moved to Thursday.", type_, "project", "u1", [tuesday, milk]) == ["tue"]
+    assert corrected_by("Dentist", "Dentist on Thursday at 4pm.", "todo", "project", "u1", [tuesday]) == []
+    assert corrected_by("Haircut", "Haircut moved to Thursday.", "todo", "project", "u1", [tuesday]) == []
+    assert corrected_by("Shopping", "Buy bread on Tuesday.", "todo", "project", "u1", [milk]) == []
+    assert conflicts.reschedules("The review was pushed back to May 3.") and not conflicts.reschedules("Buy milk.")
+    # a stand-in at another hour for one week is no move of the habit (no time left unsaid)
+    gym = claim("gym", "Gym", "I go to the gym at 6am on weekdays.")
+    assert corrected_by("Gym", "This week I'm going at 7pm instead because of the early shifts.", "fact",
+                        "project", "u1", [gym]) == []
 
 
 def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from pipelines.capture import redact_secrets
 from pipelines.recall import MemoryCorpus, RecallEngine
 from pipelines.recall.episodic import (
     for_another_chat,
@@ -16,6 +17,7 @@ from pipelines.recall.episodic import (
     stated_of_self,
     stated_words,
     turn_title,
+    unmasked,
 )
 from pipelines.recall.render import (
     EPISODIC_HEADER,
@@ -176,6 +178,16 @@ def test_what_a_turn_states_of_its_writer():
     assert stated_of_self("Nice weather. My sister Lena moved to Porto. Do you know it?") == 6
     assert stated_of_self("What do I need for the trip?") == 0  # a question states nothing
     assert stated_of_self("The release is on Friday.") == 0  # nothing of the writer
+
+
+def test_a_clause_whose_secret_was_masked_states_nothing_of_its_writer():
+    # the stored turn of "My wifi password is BlueFalcon!2024 by the way." (`capture.redact_secrets`)
+    masked, _ = redact_secrets("My wifi password is BlueFalcon!2024 by the way.")
+    assert "BlueFalcon" not in masked and stated_of_self(masked) == 0
+    assert stated_of_self("I'm allergic to penicillin and my API key is [REDACTED].") == 4
+    assert unmasked("My token is [REDACTED: JSON web token, 40 characters], I rotate it monthly.") == \
+        "I rotate it monthly."
+    assert unmasked("My sister Lena moved to Porto, then Lisbon.") == "My sister Lena moved to Porto, then Lisbon."
 
 
 def test_a_turn_in_the_callers_own_voice():

@@ -113,3 +113,30 @@ def test_catalog_entries():
 
 def test_token_estimate_is_chars_over_four_rounded_up():
     assert [estimate_tokens("x" * n) for n in (0, 1, 4, 5, 8)] == [0, 1, 1, 2, 2]
+
+
+def test_a_window_is_marked_against_the_time_of_asking_with_what_its_words_meant():
+    from datetime import datetime, timezone
+
+    from pipelines.recall.render import WINDOW_NOTE
+
+    now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+    trip = mem(title="Lisbon trip", content="In Lisbon from Monday to Thursday next week.",
+               valid_from="2026-11-16T00:00:00-03:00", valid_to="2026-11-19T23:59:59-03:00",
+               metadata={"said_dates": {"on": "Sun 2026-11-15", "meant": {"Monday": "Mon 2026-11-16"}}})
+    ended = format_entry(trip, now=now)
+    assert ended.split("\n")[0].endswith(" | VALID=2026-11-16..2026-11-19 | ENDED]")
+    assert "\n(Said on Sun 2026-11-15: Monday = Mon 2026-11-16.)\n[/MEMORY]" in ended
+    assert " | UPCOMING]" in format_entry(mem(valid_from="2026-12-01"), now=now)
+    assert "| ENDED" not in format_entry(trip)  # no time of asking: the window alone
+    assert WINDOW_NOTE in frame([ended]) and WINDOW_NOTE not in frame([format_entry(mem())])
+
+
+def test_a_catalog_entry_gives_its_window_and_whether_it_has_ended():
+    from datetime import datetime, timezone
+
+    now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+    stand_in = catalog_entry(mem(valid_to="2026-11-20T23:59:59-03:00"), 0.5, now=now)
+    assert stand_in["valid"] == "..2026-11-20" and stand_in["window"] == "ENDED"
+    assert "window" not in catalog_entry(mem(valid_from="2026-11-01"), 0.5, now=now)
+    assert "valid" not in catalog_entry(mem(), 0.5, now=now)

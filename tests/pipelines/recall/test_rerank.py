@@ -8,6 +8,7 @@ import pytest
 from pipelines.recall import RecallError, RecallOptions
 from pipelines.recall.candidates import Candidate
 from pipelines.recall.episodic import named_words
+from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.rerank import (
     WEIGHTS,
     asks_across_sessions,
@@ -19,6 +20,7 @@ from pipelines.recall.rerank import (
     turn_signals,
 )
 from pipelines.recall.select import session_mass
+from pipelines.records import Provenance
 from tests.pipelines.recall.test_engine import ME, corpus, engine, mem, turn
 
 
@@ -205,3 +207,42 @@ def test_a_turn_that_names_something_rises_for_a_question_that_asks_for_several_
     assert reranked.index("n2") < reranked.index("n1")
     without = [c.id for c in rerank_turns(q.search, list(q.ranked), question, 60, (*WEIGHTS[:-1], 0.0))]
     assert without.index("n1") < without.index("n2")
+
+
+def said(id_: str, role: str, content: str, seq: int):
+    return mem(id_, "", content, kind="user", type="message", provenance=Provenance(source_id=f"turn-{id_}"),
+               metadata={"role": role, "session_id": "s1", "inbox_seq": seq})
+
+
+def allergy_chat():
+    return [
+        said("mine", "user", "I'm allergic to penicillin.", 1),
+        said("echo", "assistant", "Got it, you're allergic to penicillin. I'll never recommend penicillin or "
+                                  "related antibiotics such as amoxicillin; ask your doctor about alternatives.", 2),
+        said("other", "user", "My sister Lena moved to Porto.", 3),
+        mem("note", "Allergy", "The user is allergic to penicillin.", kind="user", tier="ltm"),
+    ]
+
+
+@pytest.mark.parametrize(("question", "asks"), [
+    ("What did I tell you about penicillin?", True), ("Did I ever mention my sister?", True),
+    ("What have I said about the move?", True), ("remind me what I told you about Lena", True),
+    ("what was it I said about the car", True), ("What did you tell me about penicillin?", False),
+    ("What did we decide?", False), ("What did Caroline say about adoption?", False),
+    ("What is penicillin?", False),
+])
+def test_questions_that_ask_what_the_caller_said(question, asks):
+    assert asks_what_i_said(question) is asks
+
+
+def test_asked_what_they_said_the_callers_own_turn_comes_before_an_echo_of_it():
+    question = "What did I tell you about penicillin?"
+    plain = ids(recall("Anything on penicillin?", allergy_chat()))
+    assert plain.index("echo") < plain.index("mine"), plain  # the longer echo ranks first otherwise
+    asked = recall(question, allergy_chat())
+    order = ids(asked)
+    assert order.index("mine") < order.index("echo"), order
+    assert order.index("note") == plain.index("note") == 0  # a curated memory keeps its place
+    assert "other" not in order[:order.index("echo")]  # her turn that does not say it stays put
+    assert asked.hits[order.index("mine")].components["own_words"] == 1.0
+    assert [h.score for h in asked.hits] == sorted((h.score for h in asked.hits), reverse=True)

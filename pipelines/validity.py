@@ -1,0 +1,250 @@
+"""When a claim holds, read from what it says and when it was said.
+
+A chat model proposes "Maya is in Lisbon from Monday to Thursday next week" or "Until
+Friday, reports go to Ana" without a date: it is not told today's, and the words only mean
+something against the day they were said, in the speaker's time zone. Read a week later,
+"next week" is another week. So capture reads the claim's time words against the turn's
+time (`anchor`) and keeps what they meant:
+
+- its validity window (`valid_from` / `valid_to`), when the words bound it: "until
+  Friday" (a near day: "the lease runs until 31 October" states the lease's end, not the
+  claim's), "from December 1", "as of last Friday", "from Monday to Thursday next week",
+  "between X and Y", a claim about "this week" / "next week" as a whole, and an event on a
+  day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over after that day;
+  a bare weekday may be a habit or past: "the Friday babysitter", "passed away on Sunday");
+- each relative or yearless time word with the day it meant ("next Tuesday" = Tue
+  2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
+
+A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
+names no date and gets no window. Calendar dates without a year are the nearest such date
+to the day said ("from December 1" said in late November; "since October 3" said in
+November); they get a window only after a bounding word (a birthday "on March 3" does not
+end on March 3). English only; a claim the words do not bound keeps no window.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date, datetime, time, timedelta
+from typing import Any, NamedTuple
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+from pipelines.materialize import SAID_DATES
+from pipelines.recall.dates import MONTHS
+from pipelines.records import ProposedItem, parse_time, time_zone
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
+# One time expression. Weekday plurals ("on Mondays") and "every/each ..." are recurrences,
+# told apart by `_RECURRING`, not read as a date.
+_WHEN = (
+    r"(?P<iso>(?:19|20)\d\d-[01]\d-[0-3]\d)"
+    r"|(?P<rel>today|tonight|tomorrow)"
+    r"|(?P<wk>(?:this|next|the\s+coming|coming)\s+week(?:end)?)"
+    rf"|(?:(?P<wd_mod>this|next|coming|last|on)\s+)?(?P<wd>{_WEEKDAY})(?!s)"
+    rf"|(?P<md_m>{_MONTH})\.?\s+(?P<md_d>[0-3]?\d)(?:st|nd|rd|th)?\b(?:,?\s+(?P<md_y>(?:19|20)\d\d))?"
+    rf"|(?P<dm_d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<dm_m>{_MONTH})\b\.?(?:,?\s+(?P<dm_y>(?:19|20)\d\d))?"
+    rf"|(?P<mo_pre>in|by|from|until|till|since|early|late|mid|end\s+of)[\s-]+(?P<mo>{_MONTH})\b(?!\.?\s+[0-3]?\d\b)"
+    r"(?:\s+(?P<mo_y>(?:19|20)\d\d))?"
+)
+_WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
+_START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
+_END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
+_RECURRING = re.compile(
+    rf"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|{_WEEKDAY}s"
+    rf"|{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)|of\s+(?:the|each|every)\s+month)\b", re.IGNORECASE)
+
+
+class Span(NamedTuple):
+    """A time expression: where it is in the text, what it said, and the days it meant."""
+
+    start: int
+    end: int
+    said: str
+    first: date
+    last: date
+    relative: bool  # it needed the day it was said to mean anything (or a year to be placed)
+    one_near_day: bool  # a relative single day ("tomorrow", "next Tuesday"): an event's day
+
+
+class Anchored(NamedTuple):
+    """What a claim's time words meant on the day they were said (`anchor`)."""
+
+    valid_from: str | None
+    valid_to: str | None
+    dates: dict[str, str]  # a relative or yearless time word -> the day(s) it meant
+
+
+def _nearest(day: date, month: int, dom: int | None = None) -> date | None:
+    """The month (its first day) or the date nearest to `day`, the year unsaid."""
+    best = None
+    for year in (day.year - 1, day.year, day.year + 1):
+        try:
+            cand = date(year, month, dom or 1)
+        except ValueError:
+            continue
+        mid = cand if dom else cand + timedelta(days=14)
+        if best is None or abs((mid - day).days) < abs((best[1] - day).days):
+            best = (cand, mid)
+    return best[0] if best else None
+
+
+def _month_end(first: date) -> date:
+    return first.replace(day=calendar.monthrange(first.year, first.month)[1])
+
+
+def _spans(text: str, day: date) -> list[Span]:
+    monday = day - timedelta(days=day.weekday())
+    # "from Monday to Thursday next week": the weekdays of a text that says "next week" are
+    # those of next week.
+    week_of_weekdays = monday + timedelta(days=7) if re.search(r"\bnext\s+week\b", text, re.I) else None
+    out: list[Span] = []
+    for m in _WHEN_RE.finditer(text):
+        g = {k: (v.lower() if isinstance(v, str) else v) for k, v in m.groupdict().items()}
+        said = " ".join(m.group(0).split())
+        if g["iso"]:
+            try:
+                d = date.fromisoformat(g["iso"])
+            except ValueError:
+                continue
+            out.append(Span(m.start(), m.end(), said, d, d, False, False))
+        elif g["rel"]:
+            d = day + timedelta(days=1 if g["rel"] == "tomorrow" else 0)
+            # "today" dates what is said, it does not end it ("the GP letter came today")
+            out.append(Span(m.start(), m.end(), said, d, d, True, g["rel"] != "today"))
+        elif g["wk"]:
+            nxt = not g["wk"].startswith("this")
+            if g["wk"].endswith("weekend"):  # the coming Saturday and Sunday (today's on a Sunday)
+                saturday = day + timedelta(days=(5 - day.weekday()) % 7 if day.weekday() < 6 else -1)
+                if g["wk"].startswith("next") and day.weekday() >= 5:
+                    saturday += timedelta(days=7)  # "next weekend" said on one: the one after
+                out.append(Span(m.start(), m.end(), said, saturday, saturday + timedelta(days=1), True, False))
+            else:
+                first = monday + timedelta(days=7 if nxt else 0)
+                out.append(Span(m.start(), m.end(), said, first, first + timedelta(days=6), True, False))
+        elif g["wd"]:
+            index, mod = WEEKDAYS.index(g["wd"]), g["wd_mod"]
+            if mod == "last":  # the latest such day before the day said
+                d = day - timedelta(days=(day.weekday() - index) % 7 or 7)
+            elif week_of_weekdays is not None and mod in (None, "on"):
+                d = week_of_weekdays + timedelta(days=index)
+            else:  # the first such day after the day said ("this", "on" and bare: that day too)
+                ahead = (index - day.weekday()) % 7
+                if mod == "next" and ahead == 0:
+                    ahead = 7
+                d = day + timedelta(days=ahead)
+            # Only "next Tuesday", "this Friday" name one coming day for sure: a bare weekday
+            # may be a habit ("the Friday babysitter") or past ("passed away on Sunday").
+            out.append(Span(m.start(), m.end(), said, d, d, True, mod in ("next", "this", "coming")))
+        elif g["md_m"] or g["dm_m"]:
+            month = MONTHS[g["md_m"] or g["dm_m"]]
+            dom, year = int(g["md_d"] or g["dm_d"]), g["md_y"] or g["dm_y"]
+            try:
+                d = date(int(year), month, dom) if year else _nearest(day, month, dom)
+            except ValueError:
+                d = None
+            if d is not None:
+                # not `relative`: a birthday "on March 3" is every year's
+                out.append(Span(m.start(), m.end(), said, d, d, False, False))
+        elif g["mo"]:
+            month = MONTHS[g["mo"]]
+            first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)
+            if first is not None:
+                start = m.start("mo")  # the preposition is a cue word, not part of the date
+                out.append(Span(start, m.end(), text[start:m.end()], first, _month_end(first), not g["mo_y"], False))
+    return out
+
+
+def _before(text: str, span: Span, cue: str) -> bool:
+    """`span` directly follows the cue words (`cue`, a pattern)."""
+    return re.search(rf"\b{cue}\s*$", text[:span.start], re.IGNORECASE) is not None
+
+
+def _local_bound(d: date, zone: ZoneInfo, end: bool) -> str:
+    """The first (or last) instant of day `d` in `zone`, as ISO-8601 with that zone's offset
+    (its first ten characters are the day as the speaker said it)."""
+    return datetime.combine(d, time.max if end else time.min, zone).isoformat(timespec="seconds")
+
+
+def _meaning(span: Span) -> str:
+    if span.first == span.last:
+        return f"{WEEKDAYS[span.first.weekday()].capitalize()[:3]} {span.first.isoformat()}"
+    if span.first.day == 1 and span.last == _month_end(span.first):
+        return f"{calendar.month_name[span.first.month]} {span.first.year}"
+    return f"{span.first.isoformat()} to {span.last.isoformat()}"
+
+
+def anchor(text: str, said_at: datetime, zone: ZoneInfo) -> Anchored:
+    """What the time words of `text` meant when said at `said_at` (aware) in `zone` (whose
+    calendar "tomorrow" and "next week" are read on): its validity window, if they bound
+    one, and each relative word's day. A recurring schedule names no window."""
+    day = said_at.astimezone(zone).date()
+    spans = [] if not text else _spans(text, day)
+    dates = {s.said: _meaning(s) for s in spans if s.relative}
+    if not spans or _RECURRING.search(text):
+        return Anchored(None, None, {} if _RECURRING.search(text) else dates)
+    first = last = None
+    for n, span in enumerate(spans):
+        nxt = spans[n + 1] if n + 1 < len(spans) else None
+        if _before(text, span, _START) or (n == 0 and _before(text, span, r"between")):
+            joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
+            if joined:  # "from Monday to Thursday", "between May 3 and May 9": a range said as one
+                first, last = span.first, nxt.last
+            elif span.first == span.last or (span.relative and span.last - span.first <= timedelta(days=6)):
+                # "from December 1", "as of last Friday", "starting next week"; not "from April"
+                # (of which year? a raise "from April" said in November may be last April's)
+                first = span.first
+            break
+        if span.relative and _before(text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
+            # a stand-in for a while ("until Friday"); "the lease runs until 31 October" states
+            # the lease's end, not the claim's
+            last = span.last
+            break
+    if first is None and last is None and len(spans) == 1 and spans[0].first >= day - timedelta(days=7):
+        (span,) = spans
+        if span.relative and span.first != span.last and span.last - span.first <= timedelta(days=6):
+            first, last = span.first, span.last  # "on call this week": the week is its window
+        elif span.one_near_day:
+            last = span.last  # "the dentist is next Tuesday": over after that day
+    return Anchored(_local_bound(first, zone, False) if first else None,
+                    _local_bound(last, zone, True) if last else None, dates)
+
+
+def with_window(proposal: ProposedItem, said_at: str, zone: str) -> tuple[ProposedItem, dict[str, Any] | None]:
+    """`proposal` with the validity window its words bound when said at `said_at` (ISO-8601)
+    in `zone`, unless it names one itself; and what its relative time words meant then
+    (`SAID_DATES`), or None when it has none."""
+    at, tz = parse_time(said_at), time_zone(zone)
+    if at is None:
+        return proposal, None
+    got = anchor(proposal.content, at, tz)
+    if proposal.valid_from is None and proposal.valid_to is None and (got.valid_from or got.valid_to):
+        proposal = msgspec.structs.replace(proposal, valid_from=got.valid_from, valid_to=got.valid_to)
+    if not got.dates:
+        return proposal, None
+    local = at.astimezone(tz)
+    return proposal, {"on": f"{local:%a} {local.date().isoformat()}", "meant": got.dates}
+
+
+def reread(before: str, after: str, window: tuple[str | None, str | None], first_said: str, said_at: str,
+           zone: str) -> tuple[dict[str, str | None], dict[str, Any] | None]:
+    """An edit of what a claim says (`before` -> `after`) read as said at `said_at` (ISO-8601)
+    in `zone`, as a new claim's words are (`with_window`): the window to store (as patch
+    fields; empty when the stored `window` stays) and what its time words meant then
+    (`SAID_DATES`, None when it has none). New words that bound no window keep the stored
+    one, unless it is the one `before` bound when first said (`first_said`): that window
+    was those words' and goes with them."""
+    edited, said_dates = with_window(ProposedItem(content=after), said_at, zone)
+    if edited.valid_from or edited.valid_to:
+        got = (edited.valid_from, edited.valid_to)
+    else:
+        old, _ = with_window(ProposedItem(content=before), first_said, zone)
+        got = (None, None) if (old.valid_from, old.valid_to) == window and any(window) else window
+    return ({} if got == window else {"valid_from": got[0], "valid_to": got[1]}), said_dates
+
+
+__all__ = ["SAID_DATES", "Anchored", "anchor", "reread", "with_window"]

@@ -1,0 +1,130 @@
+"""What a claim's time words meant when said (`pipelines.validity`), and when two claims
+hold at different times (`records.apart_in_time`, `MemoryItem.window_state`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import msgspec
+import pytest
+
+from pipelines.capture import takes_over
+from pipelines.recall.conflicts import Corrections
+from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
+from pipelines.validity import anchor, reread, with_window
+
+SAO_PAULO = ZoneInfo("America/Sao_Paulo")  # UTC-3 all year
+SUNDAY_EVENING = datetime(2026, 11, 15, 21, 30, tzinfo=SAO_PAULO)  # Monday 00:30 in UTC
+
+
+def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO) -> tuple:
+    got = anchor(text, at, zone)
+    return (got.valid_from or "")[:10], (got.valid_to or "")[:10]
+
+
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("Maya is in Lisbon from Monday to Thursday next week.", ("2026-11-16", "2026-11-19")),
+    ("Until Friday, reports go to Ana instead of Maya.", ("", "2026-11-20")),
+    ("Maya is on call this week.", ("2026-11-09", "2026-11-15")),
+    ("I am away next week.", ("2026-11-16", "2026-11-22")),
+    ("Dentist appointment next Tuesday at 3pm.", ("", "2026-11-17")),
+    ("We meet tomorrow.", ("", "2026-11-16")),
+    ("From December 1, the address is Rua Nova 5.", ("2026-12-01", "")),
+    ("Between May 3 and May 9 the office is closed.", ("2027-05-03", "2027-05-09")),
+    ("All card payments go through Stripe as of last Friday.", ("2026-11-13", "")),
+])
+def test_the_words_bound_a_window_read_on_the_day_said_in_the_speakers_zone(text: str, wanted: tuple) -> None:
+    assert window(text) == wanted
+
+
+def test_the_day_said_is_the_speakers_not_utcs() -> None:
+    # Sunday 21:30 in Sao Paulo is Monday in UTC: there "next week" is the week after
+    assert window("in Lisbon from Monday to Thursday next week", zone=ZoneInfo("UTC")) == ("2026-11-23", "2026-11-26")
+    bound = anchor("until Friday", SUNDAY_EVENING, SAO_PAULO).valid_to
+    assert bound == "2026-11-20T23:59:59-03:00"  # the end of her Friday, in her offset
+
+
+@pytest.mark.parametrize("text", [
+    "Standup every weekday at 9:30.", "Gym on Mondays and Thursdays.", "My birthday is on March 3.",
+    "Maya's passport expires in March.", "Rua Velha 12 is the address.", "I may go in May or march on.",
+    "The release is on 2026-12-03.", "The apartment lease runs until 31 October.", "Biscuit passed away on Sunday.",
+    "My blood group is A+, the GP letter came today.", "Deploying on a Friday is fine now.",
+    "Book club meets on the first Monday of the month.", "Got the raise, 58k from April.",
+    "Leo's swimming lesson moved to sunday mornings at 10.", "The Friday babysitter is Hannah.",
+])
+def test_a_recurrence_a_yearly_date_a_past_or_habitual_day_or_a_stated_end_bounds_nothing(text: str) -> None:
+    # (the conflict pairs' corrections among them: a window there would keep a correction
+    # from replacing what it corrects, `records.apart_in_time`)
+    assert window(text) == ("", "")
+
+
+def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
+    assert anchor("Dentist next Tuesday at 3pm, passport expires in March.", SUNDAY_EVENING, SAO_PAULO).dates == {
+        "next Tuesday": "Tue 2026-11-17", "March": "March 2027"}
+    assert anchor("Standup every Monday at 9:30.", SUNDAY_EVENING, SAO_PAULO).dates == {}
+    assert anchor("My birthday is on March 3.", SUNDAY_EVENING, SAO_PAULO).dates == {}
+    assert anchor("Book club is the first Monday of the month.", SUNDAY_EVENING, SAO_PAULO).dates == {}
+    assert anchor("Stripe since last Friday.", SUNDAY_EVENING, SAO_PAULO).dates == {"last Friday": "Fri 2026-11-13"}
+
+
+def test_a_window_the_proposal_names_is_kept_and_the_day_said_is_recorded() -> None:
+    said = SUNDAY_EVENING.astimezone(timezone.utc).isoformat()
+    named = ProposedItem(content="On call until Friday.", valid_to="2026-12-31")
+    kept, meant = with_window(named, said, "America/Sao_Paulo")
+    assert kept.valid_to == "2026-12-31" and meant == {"on": "Sun 2026-11-15", "meant": {"Friday": "Fri 2026-11-20"}}
+    plain, meant = with_window(ProposedItem(content="Standup every weekday."), said, "America/Sao_Paulo")
+    assert plain.valid_from is None and plain.valid_to is None and meant is None
+
+
+def claim(valid_from: str | None = None, valid_to: str | None = None) -> MemoryItem:
+    return MemoryItem(id="m", tier="stm", type="fact", title="t", content="c", scope=Scope(kind="user", user_id="u"),
+                      valid_from=valid_from, valid_to=valid_to)
+
+
+def test_claims_for_different_times_are_apart_and_windows_are_read_against_now() -> None:
+    standing, stand_in = claim(), claim(valid_to="2026-11-20T23:59:59-03:00")
+    assert apart_in_time(standing, stand_in) and apart_in_time(stand_in, standing)
+    assert not apart_in_time(standing, claim(valid_from="2026-12-01"))  # a move: the old address until then
+    lisbon, porto = claim("2026-11-16", "2026-11-19T23:59:59"), claim("2026-12-01", "2026-12-04T23:59:59")
+    assert apart_in_time(lisbon, porto)
+    assert not apart_in_time(lisbon, claim("2026-11-18", "2026-11-20"))  # overlapping plans do disagree
+    now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
+    assert (lisbon.window_state(now), porto.window_state(now), standing.window_state(now)) == ("ENDED", "UPCOMING", "")
+    assert lisbon.window_state(None) == ""
+
+
+def test_an_edit_reads_its_new_time_words_on_the_day_of_the_edit() -> None:
+    """`reread`: new words bounding a window set it, read when edited; new words bounding none
+    drop the window the old words had set, and keep one set otherwise (named with the item)."""
+    first = SUNDAY_EVENING.astimezone(timezone.utc).isoformat()
+    edited = datetime(2026, 11, 18, 9, tzinfo=SAO_PAULO).isoformat()  # a Wednesday
+    old = with_window(ProposedItem(content="Call the bank next Monday."), first, "America/Sao_Paulo")[0]
+    stored = (old.valid_from, old.valid_to)
+    patch, meant = reread("Call the bank next Monday.", "Call the bank next Friday.", stored, first, edited,
+                          "America/Sao_Paulo")
+    assert patch == {"valid_from": None, "valid_to": "2026-11-20T23:59:59-03:00"}
+    assert meant == {"on": "Wed 2026-11-18", "meant": {"next Friday": "Fri 2026-11-20"}}
+    assert reread("Call the bank next Monday.", "Call the bank.", stored, first, edited, "America/Sao_Paulo") == (
+        {"valid_from": None, "valid_to": None}, None)
+    named = (None, "2031-01-31T00:00:00+00:00")
+    assert reread("Call the bank next Monday.", "Call the bank.", named, first, edited, "America/Sao_Paulo") == (
+        {}, None)
+
+
+def test_a_claim_from_a_day_on_takes_over_then() -> None:
+    """`capture.takes_over`: "From December 1, ..." ends the address it corrects, or may update
+    under its title, the second before that day, instead of replacing it now; one that holds
+    for a while, or starts later than it, or is someone else's, is left as it was."""
+    def item(id_: str, content: str, user: str = "u", **kw) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Home address", content=content,
+                          scope=Scope(kind="user", user_id=user), **kw)
+    old, theirs = item("old", "Maya lives at Rua Velha 12."), item("theirs", "Maya lives at Rua Velha 12.", "v")
+    later = item("later", "Maya lives at Rua Alta 3.", valid_from="2027-01-01T00:00:00-03:00")
+    moved = ProposedItem(type="fact", title="Home address", content="From December 1, Maya's address is Rua Nova 5.",
+                         valid_from="2026-12-01T00:00:00-03:00")
+    got = takes_over(moved, Corrections([], [], []), [old, theirs, later], "user", "u")
+    assert got.ends == (("old", "2026-11-30T23:59:59-03:00"),) and got.replaced == []
+    assert takes_over(moved, Corrections(["old"], [], []), [old], "user", "u") == Corrections([], [], [], got.ends)
+    for_a_while = msgspec.structs.replace(moved, valid_to="2026-12-24T23:59:59-03:00")
+    assert takes_over(for_a_while, Corrections([], [], []), [old], "user", "u").ends == ()
