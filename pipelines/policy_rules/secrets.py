@@ -47,6 +47,7 @@ import numpy as np
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
+from pipelines.policy_rules.recovery_phrases import find_recovery_phrases
 from pipelines.policy_rules.text import (
     OnePass,
     char_classes,
@@ -402,6 +403,8 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
     hits.extend(_context_hits(text, out))
+    hits.extend(SecretHit("hard.secret.seed_phrase", p.start, p.end)
+                for p in find_recovery_phrases(text) if not p.test_vector)
     if not stand_ins:
         hits = [h for h in hits if not _public_by_design(text, h)]
     return _dedupe(hits)
@@ -637,12 +640,19 @@ def _is_placeholder_token(token: str) -> bool:
     return "example" in low and "examplekey" not in low or "placeholder" in low
 
 
+_AWS_EXAMPLE_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{9}EXAMPLE")
+
+
 def _is_filler_token(token: str) -> bool:
     """A vendor-format match whose body is a filler: a run of x ("ghp_xxxx..."), one character
     for most of it ("AKIAZZZZ...", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"), or a short
     unit repeated ("GR1348941231231231...", "abcd1234abcd1234..."): generated keys repeat
-    nothing; or words (`_reads_as_words`). The AWS documentation's "...EXAMPLE" keys still
-    count: they are used as real configuration values often enough."""
+    nothing; or words (`_reads_as_words`); or the AWS documentation's example access key id
+    ("AKIAIOSFODNN7EXAMPLE": an id, public, printed in every AWS guide). Its example secret
+    key ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") still counts: the sources label it a
+    secret."""
+    if _AWS_EXAMPLE_KEY_ID.fullmatch(token):
+        return True
     body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
     if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
         return True
@@ -1374,6 +1384,8 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
         if _PHRASE_KEYWORD.match(m.group("kw")):
             words = _MNEMONIC.match(text, start)
             if words is not None and len(words.group().replace(",", " ").split()) % 3 == 0:
+                if _bip39_test_vector(words.group()):
+                    continue  # the standard's own example ("abandon abandon ... about"): public
                 yield SecretHit("hard.secret.plain_sentence", start, words.end())
                 continue
         if not quoted:
@@ -1654,8 +1666,14 @@ def _context_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterat
         if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
             continue
         before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
-        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2:
+        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2 \
+                and not _bip39_test_vector(m.group()):
             yield SecretHit("hard.secret.plain_sentence", m.start(), m.end())
+
+
+def _bip39_test_vector(words: str) -> bool:
+    """The words are a BIP-39 test vector (`recovery_phrases`): public, no secret."""
+    return any(p.test_vector for p in find_recovery_phrases(words))
 
 
 def _code_list(found: str) -> bool:

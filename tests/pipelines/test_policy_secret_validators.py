@@ -80,7 +80,6 @@ def test_filler_vendor_tokens_are_not_blocked_but_are_masked(filler):
 @pytest.mark.parametrize("token, rule", [
     ("ghp_R7kQ2mX9vL4pT8wZ3nY6cB1hJ5sD0fGaE2uK", "hard.secret.github_token"),
     ("AKIAQ7V3XK2LMN4PRS5T", "hard.secret.aws_key"),
-    ("AKIAIOSFODNN7EXAMPLE", "hard.secret.aws_key"),  # the AWS docs' key is used for real too often
 ])
 def test_generated_vendor_tokens_are_still_found(token, rule):
     assert rule in rule_ids(f"key {token} here")
@@ -507,3 +506,49 @@ def test_a_card_number_followed_by_its_expiry_is_still_a_card(text):
 
 def test_digits_after_a_failed_card_number_make_no_card_of_it():
     assert rule_ids("order 45391488034364671 22 shipped") == set()
+
+
+# BIP-39 phrases built from fixed entropy with the reference implementation (`mnemonic`), so
+# their checksum word is right: 00 01 02 ... 0f is no repeated unit, all-zero entropy is the
+# standard's first test vector ("abandon abandon ... about").
+def _phrase(entropy: bytes) -> str:
+    from mnemonic import Mnemonic
+
+    return Mnemonic("english").to_mnemonic(entropy)
+
+
+@pytest.mark.parametrize("text", [
+    _phrase(bytes(range(16))),
+    "backup of the hardware wallet: " + _phrase(bytes(range(32))),
+    "\n".join(f"{i}. {w}" for i, w in enumerate(_phrase(bytes(range(16, 32))).split(), 1)),
+])
+def test_a_checksum_valid_recovery_phrase_is_a_secret_without_a_word_naming_it(text):
+    # (after a word naming it, the sentence rule finds the same span first)
+    assert rule_ids(text) & {"hard.secret.seed_phrase", "hard.secret.plain_sentence"}
+
+
+@pytest.mark.parametrize("text", [
+    "BIP39 test vector: " + _phrase(bytes(16)),
+    "my seed phrase is " + _phrase(bytes(16)),
+    "seed words: " + _phrase(b"\x7f" * 16),  # "legal winner thank year ..."
+    _phrase(b"\xff" * 32),  # "zoo zoo ... vote"
+])
+def test_the_standards_test_vectors_are_no_secrets(text):
+    assert rule_ids(text) == set()
+
+
+def test_twelve_list_words_failing_the_checksum_are_no_phrase_without_a_word_naming_one():
+    from mnemonic import Mnemonic
+
+    words = _phrase(bytes(range(16))).split()
+    broken = next(p for w in ("zoo", "zone", "zero") if not Mnemonic("english").check(p := " ".join([*words[:-1], w])))
+    assert "hard.secret.seed_phrase" not in rule_ids(broken)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("aws_access_key: AKIAIOSFODNN7EXAMPLE", False),  # the AWS guides' example id
+    ("aws_access_key_id = AKIAQYLPMN5HHHFPZAM2", True),
+    ('aws_secret_access_key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"', True),  # the sources call it one
+])
+def test_the_aws_documentation_example_access_key_id_is_no_secret(text, found):
+    assert bool(rule_ids(text)) is found
