@@ -43,8 +43,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        2026.11-17 a checksum-valid BIP-39 recovery phrase is a secret
                        without a word naming it (`hard.secret.seed_phrase`), and the
                        standard's test vectors ("abandon abandon ... about", entropy of one
-                       repeated byte) are neither a secret nor a `token_flood`; the AWS
-                       guides' example access key id ("AKIAIOSFODNN7EXAMPLE") is no secret.
+                       repeated byte) are neither a secret nor a `token_flood`; 32 more
+                       vendors' documented token prefixes are found by the prefix alone.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject

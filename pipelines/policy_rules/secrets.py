@@ -151,8 +151,54 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hard.secret.sendgrid_key", r"SG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}"),
         ("hard.secret.nats_nkey", r"S[UOACNX][A-Z0-9]{56}"),
         ("hard.secret.age_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        # More vendors' documented prefixes (2026.11-17): bodies of hex or of one letter case
+        # are below the high-entropy rule's bar, so without a credential word beside them
+        # these were found only by their prefix. Each prefix is long or structured enough
+        # that prose and code names do not spell it.
+        ("hard.secret.newrelic_key", r"NR(?:AK|II|AA|JS)-[A-Z0-9]{27}"),
+        ("hard.secret.postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+        ("hard.secret.doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+        ("hard.secret.databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?"),
+        ("hard.secret.pulumi_token", r"pul-[a-f0-9]{40}"),
+        ("hard.secret.terraform_token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"),
+        ("hard.secret.sentry_token", r"sntry[su]_[A-Za-z0-9+/=_\-]{64,}"),
+        ("hard.secret.supabase_token", r"sbp_[a-f0-9]{40}"),
+        ("hard.secret.perplexity_key", r"pplx-[A-Za-z0-9]{48}"),
+        ("hard.secret.xai_key", r"xai-[A-Za-z0-9]{80}"),
+        ("hard.secret.groq_key", r"gsk_[A-Za-z0-9]{52}"),
+        ("hard.secret.dynatrace_token", r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}"),
+        ("hard.secret.flutterwave_key", r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X"),
+        ("hard.secret.readme_key", r"rdme_[a-z0-9]{70}"),
+        ("hard.secret.rubygems_key", r"rubygems_[a-f0-9]{48}"),
+        ("hard.secret.sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+        ("hard.secret.shippo_token", r"shippo_(?:live|test)_[a-f0-9]{40}"),
+        ("hard.secret.buildkite_token", r"bkua_[a-f0-9]{40}"),
+        ("hard.secret.docker_token", r"dckr_pat_[A-Za-z0-9_\-]{27}"),
+        ("hard.secret.typeform_token", r"tfp_[A-Za-z0-9_\-.]{59}"),
+        ("hard.secret.adafruit_key", r"aio_[A-Za-z0-9]{28}"),
+        ("hard.secret.atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{150,}"),
+        ("hard.secret.square_token", r"EAAA[A-Za-z0-9_\-]{60}"),
+        ("hard.secret.google_client_secret", r"GOCSPX-[A-Za-z0-9_\-]{28}"),
+        ("hard.secret.google_refresh_token", r"1//0[A-Za-z0-9_\-]{40,}"),
+        ("hard.secret.alibaba_key", r"LTAI[A-Za-z0-9]{17,21}"),
+        ("hard.secret.tencent_key", r"AKID[A-Za-z0-9]{32}"),
+        ("hard.secret.mapbox_secret", r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}"),
+        ("hard.secret.jfrog_token", r"cmVmdGtuOjAx[A-Za-z0-9]{50,}"),
+        ("hard.secret.grafana_token", r"glc_eyJ[A-Za-z0-9+/]{32,}={0,2}"),
+        ("hard.secret.webhook_url", r"discord(?:app)?\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_\-]{60,70}"),
+        ("hard.secret.webhook_url",
+         r"(?:outlook\.office(?:365)?\.com/webhook|[\w\-]+\.webhook\.office\.com/webhookb2)/[a-f0-9\-]{36}@"
+         r"[a-f0-9\-]{36}/IncomingWebhook/[a-f0-9]{32}/[a-f0-9\-]{36}"),
+        # An Azure shared access signature: the signature of a URL that names its version
+        ("hard.secret.azure_sas", r"\bsv=\d{4}-\d{2}-\d{2}&[^\s\"'<>]{0,300}?\bsig=[A-Za-z0-9%+/]{40,}"),
     )
 )
+
+# The prefixes added in 2026.11-17: a body of words after them is a placeholder
+# ("GOCSPX-your-client-secret-goes-here"); their single-case or hex bodies are not held to
+# the weak formats' random-body test, which long single-case keys fail by chance.
+_NEWER_FORMATS = frozenset(rule_id for rule_id, _ in
+                           _VENDOR_PATTERNS[[r for r, _ in _VENDOR_PATTERNS].index("hard.secret.newrelic_key"):])
 
 _VENDOR_RULES = frozenset({*_DETECT_SECRETS_PLUGINS.values(), *(rule_id for rule_id, _ in _VENDOR_PATTERNS)})
 
@@ -580,11 +626,22 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
             # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
             if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
+            if rule_id in _NEWER_FORMATS and _placeholder_body(token):
+                continue
             if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
                 continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _placeholder_body(token: str) -> bool:
+    """Past its prefix the token is a placeholder or dictionary words joined by separators
+    ("GOCSPX-your-client-secret-goes-here", "sk.eyJexample...")."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", token)[1:] if p]
+    if len(parts) >= 2 and all(p.isalpha() and is_words(p) for p in parts):
+        return True
+    return _is_placeholder(token)
 
 
 def _broken_jwt_header(segment: str) -> bool:
@@ -640,19 +697,12 @@ def _is_placeholder_token(token: str) -> bool:
     return "example" in low and "examplekey" not in low or "placeholder" in low
 
 
-_AWS_EXAMPLE_KEY_ID = re.compile(r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{9}EXAMPLE")
-
-
 def _is_filler_token(token: str) -> bool:
     """A vendor-format match whose body is a filler: a run of x ("ghp_xxxx..."), one character
     for most of it ("AKIAZZZZ...", "sgp_5555555dAAAAA7777777CcccCFaaaaaaaaaaaaaa"), or a short
     unit repeated ("GR1348941231231231...", "abcd1234abcd1234..."): generated keys repeat
-    nothing; or words (`_reads_as_words`); or the AWS documentation's example access key id
-    ("AKIAIOSFODNN7EXAMPLE": an id, public, printed in every AWS guide). Its example secret
-    key ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY") still counts: the sources label it a
-    secret."""
-    if _AWS_EXAMPLE_KEY_ID.fullmatch(token):
-        return True
+    nothing; or words (`_reads_as_words`). The AWS documentation's "...EXAMPLE" keys still
+    count: they are used as real configuration values often enough."""
     body = re.sub(r"^[A-Za-z]{2,5}\d?[_\-.]?|^[A-Z]{2,4}\d*", "", token)
     if re.search(r"(?i)x{6,}", body) or (body and max(body.count(c) for c in set(body)) > 0.6 * len(body)):
         return True
