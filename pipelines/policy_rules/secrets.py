@@ -223,7 +223,7 @@ _CURL_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)[\s=]*(?P<cred>\"[^\"\n]*\"(?
 
 # --------------------------------------------------------------------------- keywords
 
-_PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|contrase[nñ]a|senha|kennwort|secret"
+_PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|psk|contrase[nñ]a|senha|kennwort|secret"
 _TOKEN_WORDS = (
     r"token|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?key|private[_\-]?key|"
     r"client[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|credentials?|"
@@ -309,7 +309,7 @@ _TEST_VALUE = re.compile(
     r"[-_]?\d{0,6}$"
 )
 _HASHED_VALUE = re.compile(
-    r"^(?:\$(?:2[abxy]?|1|5|6|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
+    r"^(?:\$(?:2[abxy]?|\d{1,2}|md5|sha1|gy|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
 )
 _CODE_REFERENCE = re.compile(
     r"^(?:[A-Za-z_$][\w$]*(?:(?:!!)?(?:\??\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr, a!!.b, a?.b
@@ -1006,7 +1006,11 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
         return SecretHit("hard.secret.keyword_assignment", held.start("lit"), held.end("lit")) if ok else None
     a = _ASSIGN.match(text, pos)
     if a is None:
-        return None
+        pair = _QUOTED_PAIR.match(text, pos)
+        if pair is None:
+            return None
+        return _literal_hit(pair.group("qval"), pair.start("qval"), True, password_like, bare_key,
+                            text[_name_start(text, pos):pos])
     quoted = a.group("qval") is not None
     value = _assigned_literal(text, pos, a, password_like)
     if value:
@@ -1020,6 +1024,13 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
     return _wrapped_token_hit(text, pos)
+
+
+# A quoted name and a quoted value as the two arguments of a call or the two items of a pair:
+# `define('DB_PASSWORD', '...')` (PHP's constants, WordPress' wp-config.php), `os.environ.setdefault(
+# "API_TOKEN", "...")`, `("password", "...")`. The pair must close there: a longer list of
+# names (`('username', 'password', 'email')`) is none.
+_QUOTED_PAIR = re.compile(r"(?P<close>[\"'])[ \t]*,[ \t]*(?P<q>[\"'])(?P<qval>[^\"'\n]{1,200})(?P=q)[ \t]*[)\]]")
 
 
 # A literal handed to a type made to hold a secret (`SecretStr("...")`, `new SecureString("...")`,

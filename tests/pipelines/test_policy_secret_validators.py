@@ -583,3 +583,20 @@ def test_documented_vendor_prefixes_are_found_in_prose(token, rule):
 ])
 def test_a_placeholder_after_a_vendor_prefix_is_none(text):
     assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("define('DB_PASSWORD', 'iBv*OHr2%Je%KXvu');", True),  # wp-config.php
+    ("os.environ.setdefault('API_TOKEN', '8f2kQ7vN2xLp9RtK4mWs8YbE3h')", True),
+    ("define('DB_PASSWORD', 'password_here');", False),
+    ("fields = ('username', 'password', 'email')", False),
+    ("config.get('password', 'default')", False),
+    ('ok, err := CheckPassword("password", "$8$rounds=50000$aFr56HjK3DrB8t3S$zhPQiS85cgBlNhUKKE6n")', False),
+])
+def test_a_credential_name_and_its_value_as_a_pair_of_quoted_arguments(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_a_wifi_pre_shared_key_is_a_password():
+    assert rule_ids("wifi psk=Qm7Lp2xV9rKt4Wn") == {"hard.secret.keyword_assignment"}
+    assert rule_ids("psk_length = 63") == set()
