@@ -1419,7 +1419,8 @@ _PHRASE_KEYWORD = re.compile(r"(?i)seed|recovery|mnemonic")
 # "the passcode BdDS7y", "bot token 8f2Kq...". The value must look generated.
 _KEYWORD_THEN_VALUE = re.compile(
     r"(?i)\b(?P<kw>(?:api|access|secret|private|auth|bearer|bot|app|personal[ \t]+access)[ \t]?(?:key|token)s?|"
-    r"client[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+(?P<val>[^\s\"'`]{6,200})"
+    r"(?:client|shared|signing|webhook|app|api|consumer)[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+"
+    r"(?P<val>[^\s\"'`]{6,200})"
 )
 # An account and its password side by side: "robert@icloud.com / c#i8vaHYdK", "user@x.io, pw9!Lk2m"
 # (not after a colon: "me@host.example.com:backup2024Q1" is an scp or ssh target).

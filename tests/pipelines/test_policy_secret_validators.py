@@ -600,3 +600,13 @@ def test_a_credential_name_and_its_value_as_a_pair_of_quoted_arguments(text, fou
 def test_a_wifi_pre_shared_key_is_a_password():
     assert rule_ids("wifi psk=Qm7Lp2xV9rKt4Wn") == {"hard.secret.keyword_assignment"}
     assert rule_ids("psk_length = 63") == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("the shared secret 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d", True),
+    ("signing secret 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d for stripe", True),
+    ("the shared secret between us is that I hate cake", False),
+    ("the webhook secret rotates monthly", False),
+])
+def test_a_named_secret_followed_at_once_by_a_generated_value(text, found):
+    assert bool(rule_ids(text)) is found
