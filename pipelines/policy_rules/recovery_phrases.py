@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 PHRASE_LENGTHS = (24, 21, 18, 15, 12)
+# A phrase stands alone, or with a few list words of its sentence beside it ("wallet seed:
+# ..."); a longer run of list words is text written in them, and judging every window of it
+# would cost a checksum per word (a 150,000-word dump of ten list words).
+_LONGEST_RUN = 30
 # A list item's number ahead of a word ("1.", "2)", "03:"): phrases are often written numbered.
 _NUMBERING = re.compile(r"\d{1,2}[.):]?")
 _TOKEN = re.compile(r"\S+")
@@ -53,15 +57,15 @@ def find_recovery_phrases(text: str) -> list[RecoveryPhrase]:
         return []
     mnemo, words = _bip39()
     # A cheap first look: twelve list words in a row must be there (split() runs in C).
-    run = best = 0
+    run = 0
+    fits = False
     for token in text.split():
-        w = _word(token)
-        if w in words:
+        if _word(token) in words:
             run += 1
-            best = max(best, run)
         elif not _NUMBERING.fullmatch(token):
+            fits = fits or 12 <= run <= _LONGEST_RUN
             run = 0
-    if best < 12:
+    if not (fits or 12 <= run <= _LONGEST_RUN):
         return []
     found: list[RecoveryPhrase] = []
     for run_tokens in _runs(text, words):
@@ -72,9 +76,10 @@ def find_recovery_phrases(text: str) -> list[RecoveryPhrase]:
                     continue
                 chunk = [w for w, _, _ in run_tokens[i : i + n]]
                 if mnemo.check(" ".join(chunk)):
-                    entropy = mnemo.to_entropy(chunk)
-                    found.append(RecoveryPhrase(run_tokens[i][1], run_tokens[i + n - 1][2], n,
-                                                _repeated_unit(entropy)))
+                    test_vector = _repeated_unit(mnemo.to_entropy(chunk))
+                    if not test_vector and len(set(chunk)) * 3 < n * 2:
+                        continue  # a generated phrase repeats few words; text in list words many
+                    found.append(RecoveryPhrase(run_tokens[i][1], run_tokens[i + n - 1][2], n, test_vector))
                     i += n
                     break
             else:
@@ -83,7 +88,8 @@ def find_recovery_phrases(text: str) -> list[RecoveryPhrase]:
 
 
 def _runs(text: str, words: frozenset[str]) -> list[list[tuple[str, int, int]]]:
-    """Runs of list words (word, start, end), list numbers skipped, anything else ending a run."""
+    """Runs of 12 to `_LONGEST_RUN` list words (word, start, end), list numbers skipped,
+    anything else ending a run."""
     runs: list[list[tuple[str, int, int]]] = []
     current: list[tuple[str, int, int]] = []
     for m in _TOKEN.finditer(text):
@@ -93,10 +99,10 @@ def _runs(text: str, words: frozenset[str]) -> list[list[tuple[str, int, int]]]:
             lead = len(token) - len(token.lstrip(_EDGE))
             current.append((w, m.start() + lead, m.start() + lead + len(w)))
         elif not _NUMBERING.fullmatch(token):
-            if len(current) >= 12:
+            if 12 <= len(current) <= _LONGEST_RUN:
                 runs.append(current)
             current = []
-    if len(current) >= 12:
+    if 12 <= len(current) <= _LONGEST_RUN:
         runs.append(current)
     return runs
 

@@ -610,3 +610,9 @@ def test_a_wifi_pre_shared_key_is_a_password():
 ])
 def test_a_named_secret_followed_at_once_by_a_generated_value(text, found):
     assert bool(rule_ids(text)) is found
+
+
+def test_a_long_text_written_in_list_words_holds_no_phrase():
+    # (every window of it would be a checksum to try, and one in sixteen passes)
+    words = _phrase(bytes(range(16))).split()
+    assert "hard.secret.seed_phrase" not in rule_ids(" ".join(words * 10))
