@@ -59,10 +59,11 @@ def find_recovery_phrases(text: str) -> list[RecoveryPhrase]:
     # A cheap first look: twelve list words in a row must be there (split() runs in C).
     run = 0
     fits = False
-    for token in text.split():
-        if _word(token) in words:
+    numbering = _NUMBERING.fullmatch
+    for token in text.lower().split():
+        if token.strip(_EDGE) in words:
             run += 1
-        elif not _NUMBERING.fullmatch(token):
+        elif run and not numbering(token):
             fits = fits or 12 <= run <= _LONGEST_RUN
             run = 0
     if not (fits or 12 <= run <= _LONGEST_RUN):
