@@ -1774,11 +1774,26 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
         if _encoded_json_without_secret(token):
             continue  # base64 of a JSON document (settings, a JWT's header alone): data
+        if _fernet_ciphertext(token):
+            continue  # data encrypted with a key that is not here
         if _public_by_context(text, m.start(), token):
             continue  # inline data, a module hash, a public address or a payment object's id
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+def _fernet_ciphertext(token: str) -> bool:
+    """A Fernet token (Python's `cryptography`): version byte 0x80, a timestamp, an IV, AES
+    blocks and an HMAC, 57 + 16k bytes in URL-safe base64. It is ciphertext, readable only
+    with a key that is not in it."""
+    if not token.startswith("gAAAAA"):
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (ValueError, binascii.Error):
+        return False
+    return raw[:1] == b"\x80" and len(raw) >= 73 and (len(raw) - 57) % 16 == 0
 
 
 # Right before a token: a data URI's base64 marker (an inlined image or font), or an

@@ -616,3 +616,15 @@ def test_a_long_text_written_in_list_words_holds_no_phrase():
     # (every window of it would be a checksum to try, and one in sixteen passes)
     words = _phrase(bytes(range(16))).split()
     assert "hard.secret.seed_phrase" not in rule_ids(" ".join(words * 10))
+
+
+def test_a_fernet_ciphertext_is_data_not_a_key():
+    import random
+
+    rng = random.Random(11)
+    # version 0x80, a 64-bit timestamp (its high bytes zero), an IV, two AES blocks, an HMAC
+    raw = b"\x80" + bytes(4) + bytes(rng.getrandbits(8) for _ in range(4 + 16 + 32 + 32))
+    fernet = base64.urlsafe_b64encode(raw).decode()
+    assert fernet.startswith("gAAAAA")
+    assert rule_ids(f"http://host:2540/image?q={fernet}") == set()
+    assert rule_ids(f"http://host:2540/image?q={fernet[:-8]}") == {"hard.secret.high_entropy"}  # not 57 + 16k bytes
