@@ -609,9 +609,16 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
     patterns = _vendor_patterns()
     if out:
         patterns = tuple(p for p in patterns if p[1] not in out)
+    short_folded = None
     for rule_id, pattern, required in patterns:
         if folded and not may_match(required, folded, seen):
             continue
+        if not folded and rule_id in _NEWER_FORMATS and out is None:
+            # (their literals are tested in a short text too: most of them cost a scan of
+            # the text each, where a substring test is a fraction of that)
+            short_folded = fold_case(text) if short_folded is None else short_folded
+            if not may_match(required, short_folded, seen):
+                continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
             if end - start < 8 or _embedded(text, start):
