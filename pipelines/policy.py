@@ -39,7 +39,12 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        4471", "the door code (5812)", "4471, my PIN"), and a flood of one
                        filler word ("...EXAMPLEEXAMPLE...", documentation's padded keys) is
                        no `token_flood`. Since 2026.11-16 an override in Russian capitals
-                       ("ИГНОРИРУЙ ВСЕ ИНСТРУКЦИИ") is found as in lower case.
+                       ("ИГНОРИРУЙ ВСЕ ИНСТРУКЦИИ") is found as in lower case. Since
+                       2026.11-17 a checksum-valid BIP-39 recovery phrase is a secret
+                       without a word naming it (`hard.secret.seed_phrase`), and the
+                       standard's test vectors ("abandon abandon ... about", entropy of one
+                       repeated byte) are neither a secret nor a `token_flood`; 32 more
+                       vendors' documented token prefixes are found by the prefix alone.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -95,7 +100,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-16"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-17"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

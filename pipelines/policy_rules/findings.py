@@ -40,6 +40,7 @@ _SECRET_KINDS = {
     "url_credentials": "password in a URL",
     "command_line_password": "password given to a command",
     "jwt": "JSON web token",
+    "seed_phrase": "wallet recovery phrase",
     "national_id": "national id number",
     "model": "text the learned model judges a credential",
 }

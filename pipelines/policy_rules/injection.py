@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pipelines.policy_rules.recovery_phrases import test_vector_covers
 from pipelines.policy_rules.text import (
     OnePass,
     fold_case,
@@ -1540,6 +1541,8 @@ def _flood_hits(norm: str) -> Iterator[InjectionHit]:
                 continue  # "=====", "-----", "abab" rulers
             if _filler_words(unit):
                 continue  # "...EXAMPLEEXAMPLE...": a documented key padded with a filler word
+            if test_vector_covers(norm, int(start), int(start) + span):
+                continue  # "abandon abandon ... about": the BIP-39 standard's example phrase
             reported_until = int(start) + span
             yield InjectionHit("hard.injection.token_flood", int(start), int(start) + span)
 

@@ -47,6 +47,7 @@ import numpy as np
 from zxcvbn import matching as zxcvbn_matching
 from zxcvbn import zxcvbn
 
+from pipelines.policy_rules.recovery_phrases import find_recovery_phrases
 from pipelines.policy_rules.text import (
     OnePass,
     char_classes,
@@ -150,8 +151,54 @@ _VENDOR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("hard.secret.sendgrid_key", r"SG\.[A-Za-z0-9_\-]{20,24}\.[A-Za-z0-9_\-]{39,50}"),
         ("hard.secret.nats_nkey", r"S[UOACNX][A-Z0-9]{56}"),
         ("hard.secret.age_key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}"),
+        # More vendors' documented prefixes (2026.11-17): bodies of hex or of one letter case
+        # are below the high-entropy rule's bar, so without a credential word beside them
+        # these were found only by their prefix. Each prefix is long or structured enough
+        # that prose and code names do not spell it.
+        ("hard.secret.newrelic_key", r"NR(?:AK|II|AA|JS)-[A-Z0-9]{27}"),
+        ("hard.secret.postman_key", r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}"),
+        ("hard.secret.doppler_token", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,44}"),
+        ("hard.secret.databricks_token", r"dapi[a-f0-9]{32}(?:-\d)?"),
+        ("hard.secret.pulumi_token", r"pul-[a-f0-9]{40}"),
+        ("hard.secret.terraform_token", r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=\-]{60,70}"),
+        ("hard.secret.sentry_token", r"sntry[su]_[A-Za-z0-9+/=_\-]{64,}"),
+        ("hard.secret.supabase_token", r"sbp_[a-f0-9]{40}"),
+        ("hard.secret.perplexity_key", r"pplx-[A-Za-z0-9]{48}"),
+        ("hard.secret.xai_key", r"xai-[A-Za-z0-9]{80}"),
+        ("hard.secret.groq_key", r"gsk_[A-Za-z0-9]{52}"),
+        ("hard.secret.dynatrace_token", r"dt0c01\.[A-Z0-9]{24}\.[A-Z0-9]{64}"),
+        ("hard.secret.flutterwave_key", r"FLWSECK(?:_TEST)?-[a-f0-9]{32}-X"),
+        ("hard.secret.readme_key", r"rdme_[a-z0-9]{70}"),
+        ("hard.secret.rubygems_key", r"rubygems_[a-f0-9]{48}"),
+        ("hard.secret.sendinblue_key", r"xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}"),
+        ("hard.secret.shippo_token", r"shippo_(?:live|test)_[a-f0-9]{40}"),
+        ("hard.secret.buildkite_token", r"bkua_[a-f0-9]{40}"),
+        ("hard.secret.docker_token", r"dckr_pat_[A-Za-z0-9_\-]{27}"),
+        ("hard.secret.typeform_token", r"tfp_[A-Za-z0-9_\-.]{59}"),
+        ("hard.secret.adafruit_key", r"aio_[A-Za-z0-9]{28}"),
+        ("hard.secret.atlassian_token", r"ATATT3[A-Za-z0-9_\-=]{150,}"),
+        ("hard.secret.square_token", r"EAAA[A-Za-z0-9_\-]{60}"),
+        ("hard.secret.google_client_secret", r"GOCSPX-[A-Za-z0-9_\-]{28}"),
+        ("hard.secret.google_refresh_token", r"1//0[A-Za-z0-9_\-]{40,}"),
+        ("hard.secret.alibaba_key", r"LTAI[A-Za-z0-9]{17,21}"),
+        ("hard.secret.tencent_key", r"AKID[A-Za-z0-9]{32}"),
+        ("hard.secret.mapbox_secret", r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{20,}"),
+        ("hard.secret.jfrog_token", r"cmVmdGtuOjAx[A-Za-z0-9]{50,}"),
+        ("hard.secret.grafana_token", r"glc_eyJ[A-Za-z0-9+/]{32,}={0,2}"),
+        ("hard.secret.webhook_url", r"discord(?:app)?\.com/api/webhooks/\d{17,20}/[A-Za-z0-9_\-]{60,70}"),
+        ("hard.secret.webhook_url",
+         r"(?:outlook\.office(?:365)?\.com/webhook|[\w\-]+\.webhook\.office\.com/webhookb2)/[a-f0-9\-]{36}@"
+         r"[a-f0-9\-]{36}/IncomingWebhook/[a-f0-9]{32}/[a-f0-9\-]{36}"),
+        # An Azure shared access signature: the signature of a URL that names its version
+        ("hard.secret.azure_sas", r"\bsv=\d{4}-\d{2}-\d{2}&[^\s\"'<>]{0,300}?\bsig=[A-Za-z0-9%+/]{40,}"),
     )
 )
+
+# The prefixes added in 2026.11-17: a body of words after them is a placeholder
+# ("GOCSPX-your-client-secret-goes-here"); their single-case or hex bodies are not held to
+# the weak formats' random-body test, which long single-case keys fail by chance.
+_NEWER_FORMATS = frozenset(rule_id for rule_id, _ in
+                           _VENDOR_PATTERNS[[r for r, _ in _VENDOR_PATTERNS].index("hard.secret.newrelic_key"):])
 
 _VENDOR_RULES = frozenset({*_DETECT_SECRETS_PLUGINS.values(), *(rule_id for rule_id, _ in _VENDOR_PATTERNS)})
 
@@ -176,7 +223,7 @@ _CURL_USER = re.compile(r"(?i)(?:^|\s)(?:-u|--user)[\s=]*(?P<cred>\"[^\"\n]*\"(?
 
 # --------------------------------------------------------------------------- keywords
 
-_PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|contrase[nñ]a|senha|kennwort|secret"
+_PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|psk|contrase[nñ]a|senha|kennwort|secret"
 _TOKEN_WORDS = (
     r"token|api[_\-]?key|apikey|access[_\-]?key|auth[_\-]?key|private[_\-]?key|"
     r"client[_\-]?key|signing[_\-]?key|encryption[_\-]?key|master[_\-]?key|credentials?|"
@@ -262,7 +309,7 @@ _TEST_VALUE = re.compile(
     r"[-_]?\d{0,6}$"
 )
 _HASHED_VALUE = re.compile(
-    r"^(?:\$(?:2[abxy]?|1|5|6|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
+    r"^(?:\$(?:2[abxy]?|\d{1,2}|md5|sha1|gy|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*|y|7)\$|\{(?:CRYPT|SSHA|SHA|SMD5|MD5|ARGON2|PBKDF2)\})"
 )
 _CODE_REFERENCE = re.compile(
     r"^(?:[A-Za-z_$][\w$]*(?:(?:!!)?(?:\??\.|::|->)[A-Za-z_$][\w$]*)+(?:\(\))?"  # obj.attr, a!!.b, a?.b
@@ -402,6 +449,8 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     hits.extend(_sentence_hits(text, out))
     hits.extend(_number_hits(text, out))
     hits.extend(_context_hits(text, out))
+    hits.extend(SecretHit("hard.secret.seed_phrase", p.start, p.end)
+                for p in find_recovery_phrases(text) if not p.test_vector)
     if not stand_ins:
         hits = [h for h in hits if not _public_by_design(text, h)]
     return _dedupe(hits)
@@ -560,9 +609,16 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
     patterns = _vendor_patterns()
     if out:
         patterns = tuple(p for p in patterns if p[1] not in out)
+    short_folded = None
     for rule_id, pattern, required in patterns:
         if folded and not may_match(required, folded, seen):
             continue
+        if not folded and rule_id in _NEWER_FORMATS and out is None:
+            # (their literals are tested in a short text too: most of them cost a scan of
+            # the text each, where a substring test is a fraction of that)
+            short_folded = fold_case(text) if short_folded is None else short_folded
+            if not may_match(required, short_folded, seen):
+                continue
         for m in pattern.finditer(text):
             start, end = _trim(text, m.start(), m.end())
             if end - start < 8 or _embedded(text, start):
@@ -577,11 +633,22 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
             # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
             if _is_sequential(token) or (not fillers and _is_filler_token(token)):
                 continue
+            if rule_id in _NEWER_FORMATS and _placeholder_body(token):
+                continue
             if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
                 continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _placeholder_body(token: str) -> bool:
+    """Past its prefix the token is a placeholder or dictionary words joined by separators
+    ("GOCSPX-your-client-secret-goes-here", "sk.eyJexample...")."""
+    parts = [p for p in re.split(r"[^A-Za-z0-9]+", token)[1:] if p]
+    if len(parts) >= 2 and all(p.isalpha() and is_words(p) for p in parts):
+        return True
+    return _is_placeholder(token)
 
 
 def _broken_jwt_header(segment: str) -> bool:
@@ -946,7 +1013,11 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
         return SecretHit("hard.secret.keyword_assignment", held.start("lit"), held.end("lit")) if ok else None
     a = _ASSIGN.match(text, pos)
     if a is None:
-        return None
+        pair = _QUOTED_PAIR.match(text, pos)
+        if pair is None:
+            return None
+        return _literal_hit(pair.group("qval"), pair.start("qval"), True, password_like, bare_key,
+                            text[_name_start(text, pos):pos])
     quoted = a.group("qval") is not None
     value = _assigned_literal(text, pos, a, password_like)
     if value:
@@ -960,6 +1031,13 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
     if password_like or bare_key or (value is not None and value[:1] not in "{[\\"):
         return None
     return _wrapped_token_hit(text, pos)
+
+
+# A quoted name and a quoted value as the two arguments of a call or the two items of a pair:
+# `define('DB_PASSWORD', '...')` (PHP's constants, WordPress' wp-config.php), `os.environ.setdefault(
+# "API_TOKEN", "...")`, `("password", "...")`. The pair must close there: a longer list of
+# names (`('username', 'password', 'email')`) is none.
+_QUOTED_PAIR = re.compile(r"(?P<close>[\"'])[ \t]*,[ \t]*(?P<q>[\"'])(?P<qval>[^\"'\n]{1,200})(?P=q)[ \t]*[)\]]")
 
 
 # A literal handed to a type made to hold a secret (`SecretStr("...")`, `new SecureString("...")`,
@@ -1348,7 +1426,8 @@ _PHRASE_KEYWORD = re.compile(r"(?i)seed|recovery|mnemonic")
 # "the passcode BdDS7y", "bot token 8f2Kq...". The value must look generated.
 _KEYWORD_THEN_VALUE = re.compile(
     r"(?i)\b(?P<kw>(?:api|access|secret|private|auth|bearer|bot|app|personal[ \t]+access)[ \t]?(?:key|token)s?|"
-    r"client[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+(?P<val>[^\s\"'`]{6,200})"
+    r"(?:client|shared|signing|webhook|app|api|consumer)[ \t]secret|pass(?:\s?(?:word|code|phrase))?)[ \t]+"
+    r"(?P<val>[^\s\"'`]{6,200})"
 )
 # An account and its password side by side: "robert@icloud.com / c#i8vaHYdK", "user@x.io, pw9!Lk2m"
 # (not after a colon: "me@host.example.com:backup2024Q1" is an scp or ssh target).
@@ -1374,6 +1453,8 @@ def _sentence_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Itera
         if _PHRASE_KEYWORD.match(m.group("kw")):
             words = _MNEMONIC.match(text, start)
             if words is not None and len(words.group().replace(",", " ").split()) % 3 == 0:
+                if _bip39_test_vector(words.group()):
+                    continue  # the standard's own example ("abandon abandon ... about"): public
                 yield SecretHit("hard.secret.plain_sentence", start, words.end())
                 continue
         if not quoted:
@@ -1654,8 +1735,14 @@ def _context_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterat
         if len(words) not in (12, 15, 18, 21, 24) or any(w in _PROSE_WORDS for w in words):
             continue
         before = text[max(0, m.start() - _CONTEXT_WINDOW) : m.start()]
-        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2:
+        if _PHRASE_CONTEXT.search(before) and not _CONTEXT_AGAINST.search(before) and len(set(words)) > 2 \
+                and not _bip39_test_vector(m.group()):
             yield SecretHit("hard.secret.plain_sentence", m.start(), m.end())
+
+
+def _bip39_test_vector(words: str) -> bool:
+    """The words are a BIP-39 test vector (`recovery_phrases`): public, no secret."""
+    return any(p.test_vector for p in find_recovery_phrases(words))
 
 
 def _code_list(found: str) -> bool:
@@ -1694,11 +1781,26 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
         if _encoded_json_without_secret(token):
             continue  # base64 of a JSON document (settings, a JWT's header alone): data
+        if _fernet_ciphertext(token):
+            continue  # data encrypted with a key that is not here
         if _public_by_context(text, m.start(), token):
             continue  # inline data, a module hash, a public address or a payment object's id
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+def _fernet_ciphertext(token: str) -> bool:
+    """A Fernet token (Python's `cryptography`): version byte 0x80, a timestamp, an IV, AES
+    blocks and an HMAC, 57 + 16k bytes in URL-safe base64. It is ciphertext, readable only
+    with a key that is not in it."""
+    if not token.startswith("gAAAAA"):
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    except (ValueError, binascii.Error):
+        return False
+    return raw[:1] == b"\x80" and len(raw) >= 73 and (len(raw) - 57) % 16 == 0
 
 
 # Right before a token: a data URI's base64 marker (an inlined image or font), or an

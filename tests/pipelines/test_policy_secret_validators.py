@@ -373,7 +373,9 @@ def test_a_token_after_an_escaped_line_break_starts_after_it():
 
 def test_a_dotted_token_of_generated_parts_is_a_value_not_a_qualified_name():
     token = "sk.eyJ1Ijoi8fQ2LmZ7xVr4TnP9wB3kRy6HsUd0GjEc5NaW1tXq.Qm7Lp2xV9rKt4WnZ8bHc3D"
-    assert rule_ids(f"export MAPBOX_SECRET_TOKEN={token}") == {"hard.secret.keyword_assignment"}
+    other = token.replace("sk.", "tk.", 1)  # (with "sk." the Mapbox secret-token rule finds it first)
+    assert rule_ids(f"export MAPBOX_SECRET_TOKEN={other}") == {"hard.secret.keyword_assignment"}
+    assert rule_ids(f"export MAPBOX_SECRET_TOKEN={token}") == {"hard.secret.mapbox_secret"}
     assert rule_ids("token = jwt.encode") == set()
     assert rule_ids("var signer PrivateKey = rsa.PrivateKey") == set()
 
@@ -507,3 +509,122 @@ def test_a_card_number_followed_by_its_expiry_is_still_a_card(text):
 
 def test_digits_after_a_failed_card_number_make_no_card_of_it():
     assert rule_ids("order 45391488034364671 22 shipped") == set()
+
+
+# BIP-39 phrases built from fixed entropy with the reference implementation (`mnemonic`), so
+# their checksum word is right: 00 01 02 ... 0f is no repeated unit, all-zero entropy is the
+# standard's first test vector ("abandon abandon ... about").
+def _phrase(entropy: bytes) -> str:
+    from mnemonic import Mnemonic
+
+    return Mnemonic("english").to_mnemonic(entropy)
+
+
+@pytest.mark.parametrize("text", [
+    _phrase(bytes(range(16))),
+    "backup of the hardware wallet: " + _phrase(bytes(range(32))),
+    "\n".join(f"{i}. {w}" for i, w in enumerate(_phrase(bytes(range(16, 32))).split(), 1)),
+])
+def test_a_checksum_valid_recovery_phrase_is_a_secret_without_a_word_naming_it(text):
+    # (after a word naming it, the sentence rule finds the same span first)
+    assert rule_ids(text) & {"hard.secret.seed_phrase", "hard.secret.plain_sentence"}
+
+
+@pytest.mark.parametrize("text", [
+    "BIP39 test vector: " + _phrase(bytes(16)),
+    "my seed phrase is " + _phrase(bytes(16)),
+    "seed words: " + _phrase(b"\x7f" * 16),  # "legal winner thank year ..."
+    _phrase(b"\xff" * 32),  # "zoo zoo ... vote"
+])
+def test_the_standards_test_vectors_are_no_secrets(text):
+    assert rule_ids(text) == set()
+
+
+def test_twelve_list_words_failing_the_checksum_are_no_phrase_without_a_word_naming_one():
+    from mnemonic import Mnemonic
+
+    words = _phrase(bytes(range(16))).split()
+    broken = next(p for w in ("zoo", "zone", "zero") if not Mnemonic("english").check(p := " ".join([*words[:-1], w])))
+    assert "hard.secret.seed_phrase" not in rule_ids(broken)
+
+
+# Vendors' documented prefixes whose bodies (hex, one letter case) are below the
+# high-entropy bar: found by the prefix alone, in prose as in code. Bodies from a seeded
+# generator; a placeholder after the prefix is none.
+def _body(chars: str, n: int, seed: int = 3) -> str:
+    import random
+
+    rng = random.Random(seed)
+    return "".join(rng.choice(chars) for _ in range(n))
+
+
+_HEX = "0123456789abcdef"
+_UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+@pytest.mark.parametrize("token, rule", [
+    ("NRAK-" + _body(_UPPER_DIGITS, 27), "hard.secret.newrelic_key"),
+    ("dapi" + _body(_HEX, 32), "hard.secret.databricks_token"),
+    ("PMAK-" + _body(_HEX, 24) + "-" + _body(_HEX, 34, 4), "hard.secret.postman_key"),
+    ("sbp_" + _body(_HEX, 40), "hard.secret.supabase_token"),
+    ("dt0c01." + _body(_UPPER_DIGITS, 24) + "." + _body(_UPPER_DIGITS, 64, 4), "hard.secret.dynatrace_token"),
+    ("https://discord.com/api/webhooks/112233445566778899/" + _body(_HEX + "ABCDEFGHIJ_-", 68),
+     "hard.secret.webhook_url"),
+])
+def test_documented_vendor_prefixes_are_found_in_prose(token, rule):
+    assert rule in rule_ids(f"sent {token} to the channel")
+
+
+@pytest.mark.parametrize("text", [
+    "GOCSPX-your-client-secret-goes-here",
+    "NRAK-" + "X" * 27,
+    "dapi" + "0" * 32,
+    "the token dckr_pat_your_docker_token_goes_here_x is a placeholder",
+])
+def test_a_placeholder_after_a_vendor_prefix_is_none(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("define('DB_PASSWORD', 'iBv*OHr2%Je%KXvu');", True),  # wp-config.php
+    ("os.environ.setdefault('API_TOKEN', '8f2kQ7vN2xLp9RtK4mWs8YbE3h')", True),
+    ("define('DB_PASSWORD', 'password_here');", False),
+    ("fields = ('username', 'password', 'email')", False),
+    ("config.get('password', 'default')", False),
+    ('ok, err := CheckPassword("password", "$8$rounds=50000$aFr56HjK3DrB8t3S$zhPQiS85cgBlNhUKKE6n")', False),
+])
+def test_a_credential_name_and_its_value_as_a_pair_of_quoted_arguments(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_a_wifi_pre_shared_key_is_a_password():
+    assert rule_ids("wifi psk=Qm7Lp2xV9rKt4Wn") == {"hard.secret.keyword_assignment"}
+    assert rule_ids("psk_length = 63") == set()
+
+
+@pytest.mark.parametrize("text, found", [
+    ("the shared secret 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d", True),
+    ("signing secret 3f9a2c1d8e7b6a5f4e3d2c1b0a9f8e7d for stripe", True),
+    ("the shared secret between us is that I hate cake", False),
+    ("the webhook secret rotates monthly", False),
+])
+def test_a_named_secret_followed_at_once_by_a_generated_value(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+def test_a_long_text_written_in_list_words_holds_no_phrase():
+    # (every window of it would be a checksum to try, and one in sixteen passes)
+    words = _phrase(bytes(range(16))).split()
+    assert "hard.secret.seed_phrase" not in rule_ids(" ".join(words * 10))
+
+
+def test_a_fernet_ciphertext_is_data_not_a_key():
+    import random
+
+    rng = random.Random(11)
+    # version 0x80, a 64-bit timestamp (its high bytes zero), an IV, two AES blocks, an HMAC
+    raw = b"\x80" + bytes(4) + bytes(rng.getrandbits(8) for _ in range(4 + 16 + 32 + 32))
+    fernet = base64.urlsafe_b64encode(raw).decode()
+    assert fernet.startswith("gAAAAA")
+    assert rule_ids(f"http://host:2540/image?q={fernet}") == set()
+    assert rule_ids(f"http://host:2540/image?q={fernet[:-8]}") == {"hard.secret.high_entropy"}  # not 57 + 16k bytes
