@@ -528,7 +528,7 @@ class CandidateSearch:
         view, item_id = self.view, cand.item.id
         contested = [item_id, *(str(i) for i in cand.item.metadata.get("merged_from") or ())]
         own = view.corpora[cand.ci]
-        if not own.may_have_partners(cand.row, PARTNER_LINKS, MAX_TITLE_PARTNERS):
+        if not own.may_have_partners(cand.row):
             # Nothing in its own corpus: only another corpus (the delta) could hold a partner.
             title = own.title_key(cand.row)
             if not any(item_id in c.links_in or any(i in c.disagreed_rows for i in contested)

@@ -355,21 +355,22 @@ class MemoryCorpus:
                                                    if rel in ("supersedes", "refines")}), np.int64)
         return self._corrections
 
-    def may_have_partners(self, row: int, rels: Sequence[str] = PARTNER_LINKS,
-                          max_title: int = MAX_TITLE_PARTNERS) -> bool:
-        """Whether the row links to anything with one of `rels`, is linked to with one of them
-        from this corpus, or shares its title with 2..`max_title` rows here: the rows that can
-        have a conflict partner (most claims have none; kept per row)."""
+    def may_have_partners(self, row: int) -> bool:
+        """Whether the row links to anything with one of `PARTNER_LINKS`, is linked to with one
+        of them from this corpus, or shares its title with 2..`MAX_TITLE_PARTNERS` rows here:
+        the rows that can have a conflict partner (most claims have none; kept per row, so
+        the two bounds are constants, not arguments a caller could vary)."""
         found = self._partnered_cache.get(row)
         if found is None:
             item, title = self.items[row], self.title_key(row)
             rows = self.title_rows.get(title) if title else None
             found = self._partnered_cache[row] = (
-                any(link.rel in rels for link in item.links)
-                or any(rel in rels for rel, _ in self.links_in.get(item.id, ()))
+                any(link.rel in PARTNER_LINKS for link in item.links)
+                or any(rel in PARTNER_LINKS for rel, _ in self.links_in.get(item.id, ()))
                 or bool(item.metadata.get(DISAGREES_WITH)) or item.id in self.disagreed_rows
                 or any(str(m) in self.disagreed_rows for m in item.metadata.get("merged_from") or ())
-                or (rows is not None and len(rows) <= max_title and not (len(rows) == 1 and int(rows[0]) == row)))
+                or (rows is not None and len(rows) <= MAX_TITLE_PARTNERS
+                    and not (len(rows) == 1 and int(rows[0]) == row)))
         return found
 
     def title_key(self, row: int) -> str:

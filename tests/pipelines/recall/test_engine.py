@@ -295,7 +295,7 @@ def test_conflict_partners_held_only_by_another_corpus_are_still_pulled_in():
     the partner in."""
     snap = corpus([mem("old", "Deploy window", "Deploys run on Tuesday at 10:00.", confidence=0.8),
                    mem("other", "Backup window", "Backups run nightly at 02:00.")])
-    assert not snap.may_have_partners(snap.row_of["old"], ("contradicts", "supersedes"), 50)
+    assert not snap.may_have_partners(snap.row_of["old"])
     same_title = corpus([mem("new", "Deploy window", "Deploys run on Thursday at 15:00.", confidence=0.95)],
                         source="delta")
     r = engine().recall("tuesday", ME, [snap, same_title], now=NOW)  # matches "old" only
