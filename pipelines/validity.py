@@ -33,10 +33,9 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from pipelines.materialize import SAID_DATES
-from pipelines.recall.dates import MONTHS
+from pipelines.recall.dates import MONTHS, WEEKDAYS
 from pipelines.records import ProposedItem, parse_time, time_zone
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 # One time expression. Weekday plurals ("on Mondays") and "every/each ..." are recurrences,

@@ -129,7 +129,7 @@ def question_dates(text: str) -> list[DateRange]:
     return ranges
 
 
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")  # by date.weekday()
 _COUNTS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 # Words that place what was said relative to the time of asking, in the past only: "what
 # did we decide yesterday?" asks about what was said then; "what's on tomorrow?" or "on
@@ -202,7 +202,7 @@ def said_dates(text: str, today: date) -> list[DateRange]:
             break
         g = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
         if g.get("weekday"):  # "on Monday" in a question about the past: the latest Monday, today included
-            back = (today.weekday() - _WEEKDAYS.index(g["weekday"])) % 7
+            back = (today.weekday() - WEEKDAYS.index(g["weekday"])) % 7
             found.append((today - timedelta(days=back), today - timedelta(days=back)))
         elif g.get("yesterday"):
             found.append((today - timedelta(days=1), today - timedelta(days=1)))
@@ -236,7 +236,7 @@ def said_dates(text: str, today: date) -> list[DateRange]:
                 last = today.replace(day=1) - timedelta(days=1)
                 found.append((last.replace(day=1), last))
             else:  # a weekday: the latest one before today
-                back = (today.weekday() - _WEEKDAYS.index(period)) % 7 or 7
+                back = (today.weekday() - WEEKDAYS.index(period)) % 7 or 7
                 found.append((today - timedelta(days=back), today - timedelta(days=back)))
     return found
 

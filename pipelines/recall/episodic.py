@@ -47,7 +47,7 @@ from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
-from .dates import MONTHS
+from .dates import MONTHS, WEEKDAYS
 from .lexical import SMALL_TALK, STOPWORDS, Stems, tokenize, words
 
 GIST_CHARS = 60
@@ -272,7 +272,7 @@ def _otherwise(new: Claim, old: Claim) -> bool:
 
 # When a thing happens: a weekday, a month, a date, a time of day, a day of a month.
 _WHEN_UNITS = frozenset({"am", "pm", "th", "st", "nd", "rd", "h", "oclock"}) | MONTH_STEMS
-_WEEKDAYS = frozenset(f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun"))
+_WEEKDAYS = frozenset(WEEKDAYS)
 _WHEN_WORD = re.compile(
     r"\b(?:(?:mon|tues|wednes|thurs|fri|satur|sun)days?|"
     + "|".join(sorted((m for m in MONTHS if len(m) > 3), key=len, reverse=True))
