@@ -1239,7 +1239,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
-            and not _generated_capitals(v) and not _symbol_alphabet_key(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
+            and not _generated_capitals(v) and not _symbol_alphabet_key(v) \
+            and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
             and not _HUMAN_PASSWORD.fullmatch(v) and not _random_letter_groups(v):
         return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
@@ -1948,11 +1949,14 @@ def _encoded_public_data(token: str) -> bool:
     if 7 <= n <= 44 and _SSH_KEY_TYPE.fullmatch(raw[4 : 4 + n]):
         return True
     text = _utf8_text(raw)
-    if text is None or len(text) < 16 or sum(c.isprintable() or c in "\n\r\t" for c in text) < _PRINTABLE_SHARE * len(text):
+    if text is None or len(text) < 16:
+        return False
+    if sum(c.isprintable() or c in "\n\r\t" for c in text) < _PRINTABLE_SHARE * len(text):
         return False
     begin = _PEM_BEGIN.match(text)
     if begin is not None:
-        return "PRIVATE" not in begin.group(1) and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", begin.group(1)) is not None
+        kind = begin.group(1)
+        return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
     return len(text.split()) >= 4 and "PRIVATE KEY" not in text and not find_secrets(text)
 
 
