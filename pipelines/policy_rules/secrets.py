@@ -1955,8 +1955,7 @@ def _encoded_public_data(token: str) -> bool:
         return False
     begin = _PEM_BEGIN.match(text)
     if begin is not None:
-        kind = begin.group(1)
-        return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
+        return _public_armour(begin.group(1))
     return len(text.split()) >= 4 and "PRIVATE KEY" not in text and not find_secrets(text)
 
 
@@ -2002,7 +2001,11 @@ def _in_public_block(text: str, pos: int) -> bool:
     if begin < 0 or "-----END " in text[begin:pos]:
         return False
     m = _PEM_BEGIN.match(text, begin)
-    kind = m.group(1) if m else "PRIVATE"
+    return _public_armour(m.group(1) if m else "PRIVATE")
+
+
+def _public_armour(kind: str) -> bool:
+    """An armoured block's kind ("PGP PUBLIC KEY BLOCK", "CERTIFICATE") is public by design."""
     return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
 
 
