@@ -804,7 +804,7 @@ def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Ite
         # "user:password" base64-encoded in code is an HTTP Basic credential being built
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
-    yield from _encoded_pair_hits(text)
+    yield from _encoded_credential_hits(text)
     for m in _scan(_CURL_USER, text, out):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
@@ -821,33 +821,40 @@ def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Ite
             yield SecretHit("hard.secret.url_credentials", at, at + len(pw))
 
 
-# A base64 run that may encode a `user:password` pair (4 to 200 characters of the standard
-# alphabet, padded to a multiple of four): an HTTP Basic credential outside its header
-# (`echo ... | base64 -d`, a config's `auth:` field, a docker `config.json`).
-_BASE64_PAIR = re.compile(r"(?<![\w+/=\-.])(?:[A-Za-z0-9+/]{4}){3,50}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
-                          r"(?![\w+/=\-.])")
+# A base64 run (12 to 1,000 characters of the standard alphabet, padded to a multiple of
+# four) that may encode a credential: a `user:password` pair (an HTTP Basic credential outside
+# its header: `echo ... | base64 -d`, a docker `config.json`'s `auth`) or a text holding one (a
+# Kubernetes secret's file, an encoded `.env`).
+_BASE64_RUN_PADDED = re.compile(r"(?<![\w+/=\-.])(?:[A-Za-z0-9+/]{4}){3,250}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+                                r"(?![\w+/=\-.])")
 _DECODED_PAIR = re.compile(r"(?P<user>[\w.@+\-]{1,64}):(?P<pw>[^\s:]{4,128})")
 
 
-def _encoded_pair_hits(text: str) -> Iterator[SecretHit]:
-    """`user:password` base64-encoded, anywhere: decoded once, the password judged as a
-    password value in code (a guessable or self-describing one is a stand-in: "Zm9vOmJhcg=="
-    is "foo:bar")."""
-    for m in _BASE64_PAIR.finditer(text):
+def _encoded_credential_hits(text: str) -> Iterator[SecretHit]:
+    """Base64 decoded once: `user:password` whose password is judged as a password value in
+    code (a guessable or self-describing one is a stand-in: "Zm9vOmJhcg==" is "foo:bar"), or
+    a text in which a secret is found."""
+    for m in _BASE64_RUN_PADDED.finditer(text):
         token = m.group()
         if token.isalpha() and (token.islower() or token.isupper()):
             continue  # a long word, not base64
         try:
-            decoded = base64.b64decode(token, validate=True).decode("ascii")
-        except (ValueError, binascii.Error, UnicodeDecodeError):
+            raw = base64.b64decode(token, validate=True)
+        except (ValueError, binascii.Error):
+            continue
+        decoded = _utf8_text(raw)
+        if decoded is None or not _readable(decoded):
             continue
         pair = _DECODED_PAIR.fullmatch(decoded)
-        if pair is None or pair.group("user").lower() in ("http", "https", "urn", "mailto"):
-            continue
-        pw = pair.group("pw")
-        hit = SecretHit("hard.secret.url_credentials", m.start(), m.end())
-        if _is_password_value(pw, quoted=True) and not _stand_in_password(hit, pw):
-            yield hit
+        if pair is not None:
+            pw = pair.group("pw")
+            found = (pair.group("user").lower() not in ("http", "https", "urn", "mailto")
+                     and _is_password_value(pw, quoted=True)
+                     and not (is_guessable(pw) or names_a_credential(pw) or _TEST_VALUE.match(pw)))
+        else:
+            found = len(decoded) >= 16 and bool(find_secrets(decoded))
+        if found:
+            yield SecretHit("hard.secret.encoded_credential", m.start(), m.end())
 
 
 # --------------------------------------------------------------------------- layer 3
@@ -1949,9 +1956,7 @@ def _encoded_public_data(token: str) -> bool:
     if 7 <= n <= 44 and _SSH_KEY_TYPE.fullmatch(raw[4 : 4 + n]):
         return True
     text = _utf8_text(raw)
-    if text is None or len(text) < 16:
-        return False
-    if sum(c.isprintable() or c in "\n\r\t" for c in text) < _PRINTABLE_SHARE * len(text):
+    if text is None or len(text) < 16 or not _readable(text):
         return False
     begin = _PEM_BEGIN.match(text)
     if begin is not None:
@@ -1968,6 +1973,11 @@ def _utf8_text(raw: bytes) -> str | None:
         except UnicodeDecodeError:
             continue
     return None
+
+
+def _readable(text: str) -> bool:
+    """Nearly all printable characters and line breaks: text, not bytes that happen to decode."""
+    return sum(c.isprintable() or c in "\n\r\t" for c in text) >= _PRINTABLE_SHARE * len(text)
 
 
 _BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"

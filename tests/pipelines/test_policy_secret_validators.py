@@ -711,4 +711,10 @@ def test_a_generated_key_of_punctuation_and_letters_is_a_value_unquoted(text, fo
     ("The word Internationalization is long", False),
 ])
 def test_a_base64_user_password_pair_is_decoded_once(text, found):
-    assert bool(rule_ids(text)) is found
+    assert rule_ids(text) == ({"hard.secret.encoded_credential"} if found else set())
+
+
+def test_base64_of_a_text_holding_a_secret_is_one():
+    env = b"export AWS_SECRET_ACCESS_KEY=Dtc2KZ1Dw0gBEHum3adzqxMhGx3taeY5jvDR3q9lV\nexport REGION=eu-west-1"
+    assert rule_ids(f"creds.txt is {_base64(env)}") == {"hard.secret.encoded_credential"}
+    assert rule_ids(f"env.txt is {_base64(b'export REGION=eu-west-1' + bytes([10]) + b'export DEBUG=false')}") == set()
