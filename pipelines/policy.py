@@ -48,7 +48,8 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        Since 2026.11-18 a random-looking run is decoded once: base64 of a
                        media file, an SSH public key, a public PEM block or readable text
                        with no secret in it is data, base58 of a multihash (an IPFS
-                       content id) a hash; base64 of `user:password` is a credential; an
+                       content id) a hash; base64 of `user:password` or of a text holding
+                       a secret is one (`hard.secret.encoded_credential`); an
                        unquoted generated key of letters and punctuation (Django's alphabet)
                        is a value though it holds brackets or `&`.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
