@@ -45,6 +45,13 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        standard's test vectors ("abandon abandon ... about", entropy of one
                        repeated byte) are neither a secret nor a `token_flood`; 32 more
                        vendors' documented token prefixes are found by the prefix alone.
+                       Since 2026.11-18 a random-looking run is decoded once: base64 of a
+                       media file, an SSH public key, a public PEM block or readable text
+                       with no secret in it is data, base58 of a multihash (an IPFS
+                       content id) a hash; base64 of `user:password` or of a text holding
+                       a secret is one (`hard.secret.encoded_credential`); an
+                       unquoted generated key of letters and punctuation (Django's alphabet)
+                       is a value though it holds brackets or `&`.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -100,7 +107,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-17"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-18"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

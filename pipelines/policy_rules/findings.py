@@ -38,6 +38,7 @@ _SECRET_KINDS = {
     "high_entropy": "random-looking token",
     "auth_header": "authorization header credential",
     "url_credentials": "password in a URL",
+    "encoded_credential": "credential encoded in base64",
     "command_line_password": "password given to a command",
     "jwt": "JSON web token",
     "seed_phrase": "wallet recovery phrase",

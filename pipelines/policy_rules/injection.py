@@ -1334,7 +1334,8 @@ _COMBINING_STACK = re.compile(
     "\u0eb1\u0eb4-\u0ebc\u0ec8-\u0ecd\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]{6,}"
 )
 # Encoded payloads: a Base64 run (16+ characters) or six or more 8-bit binary groups.
-_BASE64 = re.compile(r"(?<![\w+/=])[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=])")
+# (a run may follow `=` or `:`: `payload=<base64>`, a query or config value)
+_BASE64 = re.compile(r"(?<![\w+/])(?<![\w+/]==)[A-Za-z0-9+/]{16,}={0,2}(?![\w+/=])")
 _BINARY = re.compile(r"\b[01]{8}(?:[ \t]+[01]{8}){5,}\b")
 # Hex: 16+ bytes as one run, separated by spaces or colons, or as \x escapes.
 _NO_MATCH = re.compile(r"(?!)")

@@ -804,6 +804,7 @@ def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Ite
         # "user:password" base64-encoded in code is an HTTP Basic credential being built
         if _is_password_value(m.group("pw"), quoted=True):
             yield SecretHit("hard.secret.url_credentials", m.start("pw"), m.end("pw"))
+    yield from _encoded_credential_hits(text)
     for m in _scan(_CURL_USER, text, out):
         # `-u user` alone makes curl prompt for the password: only `user:password` holds one,
         # or `token:` (an API key as the user name, no password).
@@ -818,6 +819,42 @@ def _structural_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Ite
             at = text.find(pw, m.start("cred"))
             at = m.start("cred") if at < 0 else at
             yield SecretHit("hard.secret.url_credentials", at, at + len(pw))
+
+
+# A base64 run (12 to 1,000 characters of the standard alphabet, padded to a multiple of
+# four) that may encode a credential: a `user:password` pair (an HTTP Basic credential outside
+# its header: `echo ... | base64 -d`, a docker `config.json`'s `auth`) or a text holding one (a
+# Kubernetes secret's file, an encoded `.env`).
+_BASE64_RUN_PADDED = re.compile(r"(?<![\w+/=\-.])(?:[A-Za-z0-9+/]{4}){3,250}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+                                r"(?![\w+/=\-.])")
+_DECODED_PAIR = re.compile(r"(?P<user>[\w.@+\-]{1,64}):(?P<pw>[^\s:]{4,128})")
+
+
+def _encoded_credential_hits(text: str) -> Iterator[SecretHit]:
+    """Base64 decoded once: `user:password` whose password is judged as a password value in
+    code (a guessable or self-describing one is a stand-in: "Zm9vOmJhcg==" is "foo:bar"), or
+    a text in which a secret is found."""
+    for m in _BASE64_RUN_PADDED.finditer(text):
+        token = m.group()
+        if token.isalpha() and (token.islower() or token.isupper()):
+            continue  # a long word, not base64
+        try:
+            raw = base64.b64decode(token, validate=True)
+        except (ValueError, binascii.Error):
+            continue
+        decoded = _utf8_text(raw)
+        if decoded is None or not _readable(decoded):
+            continue
+        pair = _DECODED_PAIR.fullmatch(decoded)
+        if pair is not None:
+            pw = pair.group("pw")
+            found = (pair.group("user").lower() not in ("http", "https", "urn", "mailto")
+                     and _is_password_value(pw, quoted=True)
+                     and not (is_guessable(pw) or names_a_credential(pw) or _TEST_VALUE.match(pw)))
+        else:
+            found = len(decoded) >= 16 and bool(find_secrets(decoded))
+        if found:
+            yield SecretHit("hard.secret.encoded_credential", m.start(), m.end())
 
 
 # --------------------------------------------------------------------------- layer 3
@@ -1060,7 +1097,17 @@ def _assigned_literal(text: str, pos: int, a: re.Match[str], password_like: bool
     value = a.group("val")
     if value is None or _unquoted_value_is_not_literal(text, pos, a, value):
         return None
+    if text.startswith("&", a.end("val")):
+        # `&` ends a value in a query string or before an HTML entity; inside a generated key
+        # of punctuation and letters it is one more character of the key
+        whole = _UNQUOTED_RUN.match(text, a.start("val"))
+        if whole is not None and _symbol_alphabet_key(whole.group()) and not _QUERY_PARAMETER.search(whole.group()):
+            return whole.group()
     return value
+
+
+_UNQUOTED_RUN = re.compile(r"[^\s,;\"'`<>|]{1,300}")
+_QUERY_PARAMETER = re.compile(r"&(?:[A-Za-z_][\w.\-]*=|[a-z]+;|#\d+;)")
 
 
 def _unquoted_value_is_not_literal(text: str, pos: int, a: re.Match[str], value: str) -> bool:
@@ -1199,7 +1246,8 @@ def _is_password_value(value: str, *, quoted: bool) -> bool:
     if not re.search(r"[A-Za-z0-9]", v):
         return False  # punctuation only, or not Latin at all
     if not quoted and (_CODE_REFERENCE.match(v) or re.fullmatch(r"_?[A-Z][A-Z0-9_]*_?|[a-z]+(?:-[a-z]+)+", v)) \
-            and not _generated_capitals(v) and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
+            and not _generated_capitals(v) and not _symbol_alphabet_key(v) \
+            and not (_DOTTED.fullmatch(v) and not _dotted_name(v)) \
             and not _HUMAN_PASSWORD.fullmatch(v) and not _random_letter_groups(v):
         return False  # variables, constants, expressions (not generated values they happen to fit)
     if _SHELL_REFERENCES.fullmatch(v):
@@ -1327,11 +1375,26 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
         return False  # generated tokens are ASCII; ideographs make it prose
     if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
         return False
-    if not quoted and (re.search(r"[(){}\[\]&]", v) or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
+    if not quoted and (re.search(r"[(){}\[\]&]", v) and not _symbol_alphabet_key(v)
+                       or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
         return False
     if _dotted_name(v):
         return False  # "ed25519.PrivateKey": a qualified name
     return _looks_generated(v, min_len=10)
+
+
+# Generated keys drawn from letters, digits and punctuation (Django's `get_random_secret_key`,
+# WordPress salts, password managers' strong passwords) hold brackets and `&` that in a short
+# unquoted value mean code. A long run of them, several kinds of punctuation scattered among
+# letters and digits with no space and not starting like a call, is such a key.
+_KEY_PUNCTUATION = frozenset("!@#$%^&*()-_=+")
+_CALL_START = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*[(\[{]")
+
+
+def _symbol_alphabet_key(v: str) -> bool:
+    return (len(v) >= 30 and not _SPACE.search(v) and len(_KEY_PUNCTUATION.intersection(v)) >= 4
+            and _digits(v) >= 2 and sum(c.isalpha() for c in v) >= 12 and not _CALL_START.match(v)
+            and shannon_entropy(v) >= 4.5)
 
 
 _DOTTED = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
@@ -1779,8 +1842,10 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _HASH_SOURCE.match(token):
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file
-        if _encoded_json_without_secret(token):
-            continue  # base64 of a JSON document (settings, a JWT's header alone): data
+        if _encoded_json_without_secret(token) or _encoded_public_data(token):
+            continue  # base64 of a document, a file, text or a public key, with no secret in it: data
+        if _content_address(token):
+            continue  # an IPFS content id (a hash of a file), written in base58
         if _fernet_ciphertext(token):
             continue  # data encrypted with a key that is not here
         if _public_by_context(text, m.start(), token):
@@ -1851,6 +1916,91 @@ def _encoded_json_without_secret(token: str) -> bool:
     return not find_secrets(decoded)
 
 
+def _base64_bytes(token: str) -> bytes | None:
+    """`token` decoded as base64 (standard or URL-safe, padding optional; a token cut short
+    loses its last incomplete group), or None when it is not base64."""
+    raw = token.rstrip("=").replace("-", "+").replace("_", "/")
+    raw = raw[: len(raw) - len(raw) % 4] if len(raw) % 4 == 1 else raw + "=" * (-len(raw) % 4)
+    try:
+        return base64.b64decode(raw, validate=True)
+    except (ValueError, binascii.Error):
+        return None
+
+
+# The first bytes of media files (PNG, JPEG, GIF, WebP and other RIFF, PDF, WOFF, WOFF2, OpenType,
+# ICO, MP3 with ID3, Ogg, FLAC, ISO media "ftyp" at offset 4): base64 of one is an inlined image,
+# font or sound (a thumbnail, an icon, an e-mail attachment), never a generated key. Random
+# bytes start with one of these 4-8 byte signatures about once in 10^8 (JPEG's three in 10^7).
+# Archives (gzip, zip) are left out: they may hold anything.
+_MEDIA_SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"RIFF", b"%PDF-", b"wOFF",
+                     b"wOF2", b"OTTO", b"\x00\x01\x00\x00\x00", b"\x00\x00\x01\x00", b"ID3", b"OggS", b"fLaC")
+# An SSH public key's wire format (RFC 4253 6.6, RFC 5656, OpenSSH's PROTOCOL.u2f): a 4-byte
+# length, then the key type's name. Base64 of it ("AAAAC3NzaC1lZDI1NTE5...") is the public half
+# of a key pair, made to be shared (authorized_keys, known_hosts).
+_SSH_KEY_TYPE = re.compile(rb"(?:ssh|ecdsa|sk|rsa|x509v3)-[a-z0-9@.\-]{2,40}")
+_PRINTABLE_SHARE = 0.95
+
+
+def _encoded_public_data(token: str) -> bool:
+    """`token` is base64 of something that is no credential, decoded once: a media file (by
+    its first bytes), an SSH public key (by its wire format), a public PEM block (a certificate,
+    as in a kubeconfig's `certificate-authority-data`), or readable text of several words with
+    no secret found in it. Generated keys decode to random bytes; a base64 password or
+    `user:password` pair decodes to one word, which is not released."""
+    raw = _base64_bytes(token)
+    if raw is None or len(raw) < 16:
+        return False
+    if raw.startswith(_MEDIA_SIGNATURES) or raw[4:8] == b"ftyp":
+        return True
+    n = int.from_bytes(raw[:4], "big")
+    if 7 <= n <= 44 and _SSH_KEY_TYPE.fullmatch(raw[4 : 4 + n]):
+        return True
+    text = _utf8_text(raw)
+    if text is None or len(text) < 16 or not _readable(text):
+        return False
+    begin = _PEM_BEGIN.match(text)
+    if begin is not None:
+        return _public_armour(begin.group(1))
+    return len(text.split()) >= 4 and "PRIVATE KEY" not in text and not find_secrets(text)
+
+
+def _utf8_text(raw: bytes) -> str | None:
+    """`raw` as UTF-8 text, allowing only its last character to be cut off (a base64 run cut
+    short), or None when it is not UTF-8."""
+    for cut in range(4):
+        try:
+            return raw[: len(raw) - cut].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
+
+
+def _readable(text: str) -> bool:
+    """Nearly all printable characters and line breaks: text, not bytes that happen to decode."""
+    return sum(c.isprintable() or c in "\n\r\t" for c in text) >= _PRINTABLE_SHARE * len(text)
+
+
+_BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_BASE58_VALUE = {c: i for i, c in enumerate(_BASE58_ALPHABET)}
+# Multihash function codes (the multiformats table): SHA-1, SHA2-256/512, SHA3-512/384/256/224,
+# Keccak-256. An IPFS v0 content id is base58 of one ("Qm" and 44 characters for SHA2-256).
+_MULTIHASH_CODES = frozenset({0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x1B})
+
+
+def _content_address(token: str) -> bool:
+    """`token` is base58 of a multihash: a function code, the digest's length, the digest
+    (the length byte must match, which random base58 does about once in 10^4 tokens that
+    start with a code). A content id names a file by its hash; it gives access to nothing
+    that its holder could not fetch anyway."""
+    if len(token) < 30 or len(token) > 100 or not _BASE58.fullmatch(token):
+        return False
+    value = 0
+    for c in token:
+        value = value * 58 + _BASE58_VALUE[c]
+    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
+    return len(raw) >= 22 and raw[0] in _MULTIHASH_CODES and raw[1] == len(raw) - 2
+
+
 _PEM_BEGIN = re.compile(r"-----BEGIN ([A-Z0-9 ]{1,40})-----")
 
 
@@ -1861,7 +2011,11 @@ def _in_public_block(text: str, pos: int) -> bool:
     if begin < 0 or "-----END " in text[begin:pos]:
         return False
     m = _PEM_BEGIN.match(text, begin)
-    kind = m.group(1) if m else "PRIVATE"
+    return _public_armour(m.group(1) if m else "PRIVATE")
+
+
+def _public_armour(kind: str) -> bool:
+    """An armoured block's kind ("PGP PUBLIC KEY BLOCK", "CERTIFICATE") is public by design."""
     return "PRIVATE" not in kind and re.search(r"PUBLIC|CERTIFICATE|SIGNATURE", kind) is not None
 
 

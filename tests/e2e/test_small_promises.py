@@ -246,6 +246,24 @@ def test_a_refusal_names_the_kind_of_secret_and_no_character_of_it(client: TestC
     assert "ghp_" not in reasons and "R8x2" not in reasons and "E9u" not in reasons and "12ab" not in reasons
 
 
+# An SSH public key made to be shared (its base64 is the key's wire format, "ssh-ed25519" and 32
+# bytes; these are 32 fixed bytes, no one's key) and the same person's `user:password`, base64.
+SSH_PUBLIC_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH5Hn0fmBArOn7uTDyCdMYbN1j8gnQz7RZTg2r6eUUlq dana@laptop"
+ENCODED_LOGIN = "ZGFuYTpYazkjbVEydkxwOHpSNw=="  # base64 of "dana:Xk9#mQ2vLp8zR7"
+
+
+def test_a_public_key_is_remembered_and_an_encoded_login_is_not(client: TestClient) -> None:
+    note = f"Add this to authorized_keys on new servers: {SSH_PUBLIC_KEY}"
+    kept = tool(client, "memory.write", {"item": {"title": "My laptop's SSH key", "why_store": "server setup",
+                                                  "content": note}})
+    assert kept.status_code == 200, kept.text
+    refused = tool(client, "memory.write", {"item": {"title": "Registry login", "why_store": "ci", "content":
+                                                     f"the registry auth string is {ENCODED_LOGIN}"}})
+    assert refused.status_code == 422, refused.text
+    reasons = " ".join(refused.json()["detail"]["verdict"]["reasons"])
+    assert "ZGFu" not in reasons and "Nw==" not in reasons
+
+
 # -- what was said stays what was said ------------------------------------------------------------
 
 

@@ -628,3 +628,93 @@ def test_a_fernet_ciphertext_is_data_not_a_key():
     assert fernet.startswith("gAAAAA")
     assert rule_ids(f"http://host:2540/image?q={fernet}") == set()
     assert rule_ids(f"http://host:2540/image?q={fernet[:-8]}") == {"hard.secret.high_entropy"}  # not 57 + 16k bytes
+
+
+# ---- decoded once: what a random-looking base64 or base58 run holds (2026.11-18)
+
+def _rng_bytes(seed: int, n: int) -> bytes:
+    import random
+
+    return random.Random(seed).randbytes(n)
+
+
+def _base64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def test_base64_of_a_media_file_is_data():
+    jpeg = _base64(bytes([0xFF, 0xD8, 0xFF, 0xE0, 0, 16]) + b"JFIF" + _rng_bytes(6, 50))
+    png = _base64(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + _rng_bytes(2, 60))
+    assert rule_ids(f'"thumbnail": "{jpeg}"') == set()
+    assert rule_ids(f"icon = {png}") == set()
+    # the same bytes without the file's signature are as random as a key
+    assert rule_ids(f'"thumbnail": "{_base64(_rng_bytes(3, 60))}"') == {"hard.secret.high_entropy"}
+
+
+def test_base64_of_an_ssh_public_key_is_public():
+    blob = b"\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20" + _rng_bytes(6, 32)
+    assert rule_ids(f"Added my key to authorized_keys: ssh-ed25519 {_base64(blob)} bob@work") == set()
+    # a wire-format length that does not hold a key type's name is not a public key
+    broken = b"\x00\x00\x00\x0bxyz-ed25519\x00\x00\x00\x20" + _rng_bytes(6, 32)
+    assert rule_ids(f"key: {_base64(broken)}") != set()
+
+
+def test_base64_of_readable_text_is_data_unless_it_holds_a_secret():
+    note = b"Hello team, the standup moves to 10:30 tomorrow, bring the slides please."
+    assert rule_ids(f"message: {_base64(note)}") == set()
+    cert = "-----BEGIN CERTIFICATE-----\n" + _base64(_rng_bytes(4, 300)) + "\n-----END CERTIFICATE-----\n"
+    assert rule_ids(f"certificate-authority-data: {_base64(cert.encode())}") == set()
+    private = cert.replace("CERTIFICATE", "RSA PRIVATE KEY")
+    assert rule_ids(f"client-key-data: {_base64(private.encode())}") != set()
+    leaked = b"deploy notes: export GITHUB_TOKEN=ghp_" + b"aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"
+    assert rule_ids(f"notes: {_base64(leaked)}") != set()
+
+
+def _b58(raw: bytes) -> str:
+    alphabet = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+    n, out = int.from_bytes(raw, "big"), ""
+    while n:
+        n, r = divmod(n, 58)
+        out = alphabet[r] + out
+    return out
+
+
+def test_an_ipfs_content_id_is_a_hash_not_a_key():
+    import hashlib
+
+    cid = _b58(bytes([0x12, 0x20]) + hashlib.sha256(b"a file").digest())
+    assert cid.startswith("Qm") and len(cid) == 46
+    assert rule_ids(f"pinned the page as CID {cid}") == set()
+    # base58 of 34 random bytes is no multihash (its length byte does not match)
+    not_cid = _b58(bytes([0x12, 0x21]) + hashlib.sha256(b"a file").digest())
+    assert rule_ids(f"pinned the page as CID {not_cid}") == {"hard.secret.high_entropy"}
+
+
+@pytest.mark.parametrize("text, found", [
+    ("SECRET_KEY=4#_z27MsubBVv)xt4lXKE=Bv@#aKTCog^c*MN5xVz@zyi*MX-b", True),  # Django's key alphabet
+    ("SECRET_KEY=osl))vaj+!_h&uc*_#19x%0&^h@b1-lbm2uow8)ze@*k+y!i$6", True),  # `&` inside the key
+    ("SECRET_KEY=get_random_secret_key()", False),
+    ("SECRET_KEY=os.environ.get(DJANGO_SECRET_KEY_FROM_ENV_1, default_2)", False),
+    ("password=(a+b)*(c-d)^e!=f@g#h_1_2_3_long_expression_here", False),
+    ("https://x.io/cb?token=${T}&redirect_uri=https%3A%2F%2Fexample.com%2Fcallback%3Fa%3D1&state=xyz", False),
+])
+def test_a_generated_key_of_punctuation_and_letters_is_a_value_unquoted(text, found):
+    assert bool(rule_ids(text)) is found
+
+
+@pytest.mark.parametrize("text, found", [
+    ("echo " + _base64(b"admin:ftnsWTaL2Cme73") + " | base64 -d", True),
+    ('"auth": "' + _base64(b"deploy:Xk9#mQ2vLp8z") + '"', True),
+    ("echo " + _base64(b"foo:bar") + " | base64 -d", False),  # a guessable stand-in
+    ("echo " + _base64(b"admin:password123") + " | base64 -d", False),
+    (_base64(b"time:12:30 sharp"), False),
+    ("The word Internationalization is long", False),
+])
+def test_a_base64_user_password_pair_is_decoded_once(text, found):
+    assert rule_ids(text) == ({"hard.secret.encoded_credential"} if found else set())
+
+
+def test_base64_of_a_text_holding_a_secret_is_one():
+    env = b"export AWS_SECRET_ACCESS_KEY=Dtc2KZ1Dw0gBEHum3adzqxMhGx3taeY5jvDR3q9lV\nexport REGION=eu-west-1"
+    assert rule_ids(f"creds.txt is {_base64(env)}") == {"hard.secret.encoded_credential"}
+    assert rule_ids(f"env.txt is {_base64(b'export REGION=eu-west-1' + bytes([10]) + b'export DEBUG=false')}") == set()
