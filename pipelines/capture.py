@@ -341,9 +341,10 @@ def govern_claim(
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
-    # A move with no window of its own ("Dentist moved to Thursday") moves the dated plan.
-    moves = reschedules(proposal.content) and proposal.valid_from is None and proposal.valid_to is None
-    found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
+    # A move ("Dentist moved to Thursday", over after that Thursday) moves the plan, whatever
+    # window each has: the new day's is not the old day's.
+    moves = reschedules(proposal.content)
+    found = [it for it in found if moves or not apart_in_time(proposal, it)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
