@@ -312,7 +312,9 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
     "memory.update": "Change a memory entry when the user asks to correct it (\"change X to Y\"): `id` from "
                      "memory_search, `patch` the fields to set (" + ", ".join(sorted(PATCHABLE_FIELDS)) + "). "
                      "Checked by the memory policy; a change to someone else's memory is held for review "
-                     "(the answer's verdict says `quarantine`: tell the user it awaits review). To forget an "
+                     "(the answer's verdict says `quarantine`: tell the user it awaits review). New words that "
+                     "hold from a later day (\"from December 1, ...\") become a new entry (the answer's `item_id`); "
+                     "the old one holds until then (`ends`). To forget an "
                      "entry, use memory_forget (the same as setting `validation` to \"retracted\").",
     "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search, "
                      "a stored fact or a turn of the user's conversation (type `message`: what was said). "
@@ -718,7 +720,7 @@ class ToolDispatcher:
             # new words, read as said now: "next Friday" for "next Monday" moves the window
             zone = self._zone(args.tz, "memory.update")
             window, meant = reread(current.content, patch["content"], (current.valid_from, current.valid_to),
-                                   current.created_at, at, zone)
+                                   current.created_at, at, zone, patch.get("type", current.type))
             patch, said_dates = {**patch, **window}, {SAID_DATES: meant}
             if _holds_from_later(current, patch, who):
                 # "From December 1, my address is ...": what it said holds until then (as a

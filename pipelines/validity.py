@@ -234,18 +234,18 @@ def with_window(proposal: ProposedItem, said_at: str, zone: str) -> tuple[Propos
 
 
 def reread(before: str, after: str, window: tuple[str | None, str | None], first_said: str, said_at: str,
-           zone: str) -> tuple[dict[str, str | None], dict[str, Any] | None]:
+           zone: str, item_type: str = "note") -> tuple[dict[str, str | None], dict[str, Any] | None]:
     """An edit of what a claim says (`before` -> `after`) read as said at `said_at` (ISO-8601)
     in `zone`, as a new claim's words are (`with_window`): the window to store (as patch
     fields; empty when the stored `window` stays) and what its time words meant then
     (`SAID_DATES`, None when it has none). New words that bound no window keep the stored
     one, unless it is the one `before` bound when first said (`first_said`): that window
-    was those words' and goes with them."""
-    edited, said_dates = with_window(ProposedItem(content=after), said_at, zone)
+    was those words' and goes with them. `item_type`: the item's (a to-do's weekday is a coming day)."""
+    edited, said_dates = with_window(ProposedItem(type=item_type, content=after), said_at, zone)
     if edited.valid_from or edited.valid_to:
         got = (edited.valid_from, edited.valid_to)
     else:
-        old, _ = with_window(ProposedItem(content=before), first_said, zone)
+        old, _ = with_window(ProposedItem(type=item_type, content=before), first_said, zone)
         got = (None, None) if (old.valid_from, old.valid_to) == window and any(window) else window
     return ({} if got == window else {"valid_from": got[0], "valid_to": got[1]}), said_dates
 

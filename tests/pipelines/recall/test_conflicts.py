@@ -512,6 +512,23 @@ def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
                         "project", "u1", [gym]) == []
 
 
+def test_a_move_names_its_plan_short_under_another_title():
+    """"The dentist got moved to Thursday" ("Dentist") moves "Dentist appointment on Tuesday
+    at 3pm": one word names what moved when both say a day or a time, whatever the other's
+    title adds; found alike by a write (`corrected_by`) and by recall's pair table
+    (`find_conflicts`). A move of something the other never names, or a value that is no
+    time ("Lunch budget is 20 euros"), moves nothing."""
+    appointment = claim("appt", "Dentist appointment", "Dentist appointment on Tuesday at 3pm.", type_="todo")
+    budget = claim("budget", "Lunch budget", "Lunch budget is 20 euros.")
+    moved = claim("moved", "Dentist", "The dentist got moved to Thursday.", type_="todo")
+    assert corrected_by("Dentist", moved.content, "todo", "project", "u1", [appointment, budget]) == ["appt"]
+    assert corrected_by("Lunch", "Lunch moved to 1pm.", "fact", "project", "u1", [budget]) == []
+    assert corrected_by("Haircut", "Haircut moved to Thursday.", "todo", "project", "u1", [appointment]) == []
+    # kept as facts (a to-do is no claim recall compares)
+    said = [claim(c.id, c.title, c.content) for c in (appointment, budget, moved)]
+    assert pairs([*said, claim("lunch", "Lunch", "Lunch moved to 1pm.")]) == {frozenset(("appt", "moved"))}
+
+
 def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
     """Consolidation files a merged claim under one member's owner; `authors` names them all."""
     ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
