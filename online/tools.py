@@ -488,14 +488,15 @@ def _corrections_out(fixes: Corrections) -> dict[str, list[str]]:
 
 def _holds_from_later(current: MemoryItem, patch: dict[str, Any], who: Identity) -> bool:
     """Whether an edit's new words (`patch`, its window read from them) hold from a day after
-    `current` began, with no end: the author's own claim, in a scope the editor's identity
-    writes to, holding with no end itself, not held for review (an edit of such a claim is
-    the author's correction in place)."""
-    start = parse_time(patch.get("valid_from"))
+    `current` began, with no end, while `current` holds already: the author's own claim, in a
+    scope the editor's identity writes to, holding with no end, not held for review. Else the
+    edit is the author's correction in place (of a plan not begun yet: "from January 1, not
+    December 1")."""
+    start, began = parse_time(patch.get("valid_from")), parse_time(current.valid_from)
     return (start is not None and patch.get("valid_to") is None and current.valid_to is None
+            and (began is None or began <= datetime.now(timezone.utc) and began < start)
             and is_claim(current) and not in_quarantine(current) and authors(current) == {who.user_id}
-            and Scope.for_identity(current.scope.kind, who).audience_key() == current.scope.audience_key()
-            and (parse_time(current.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start)
+            and Scope.for_identity(current.scope.kind, who).audience_key() == current.scope.audience_key())
 
 
 def _vouched(item: MemoryItem, who: Identity) -> bool:

@@ -13,7 +13,8 @@ they land, and again after a real Dagster consolidation and the snapshot swap.
   Rua Nova 5", made with `memory.update` on the address) takes over then, as a proposal
   saying so does: the address stands, current, until the day before, and the new words are
   a memory of their own, UPCOMING until that day (broken: the edit rewrote the address in
-  place, so the only address known until the move was the one that did not hold yet).
+  place, so the only address known until the move was the one that did not hold yet). A plan
+  corrected before it holds ("from <a day later>") is corrected in place.
 - What holds now comes before what takes it over later (broken: the UPCOMING address could
   rank first).
 - A turn sent again under its id with another `at` is a 409 naming both times, not a
@@ -99,6 +100,16 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out["edit"] = resp.json()["result"]
         out["ids"]["new address"] = out["edit"]["item_id"]
         out["address"] = recall("what's my address?")
+        # a plan corrected before it holds: in place ("from <a day later>", not "from <move>")
+        later = move + timedelta(days=1)
+        say("gym", yesterday, f"From {move:%B} {move.day}, my gym membership is 40 euros a month.",
+            {"type": "fact", "title": "Gym membership", "why_store": "she said so",
+             "content": f"From {move:%B} {move.day}, Noor's gym membership is 40 euros a month."})
+        resp = client.post("/v1/tools", json={"action": "memory.update", "identity": NOOR, "args": {
+            "id": out["ids"]["gym"], "tz": TZ,
+            "patch": {"content": f"From {later:%B} {later.day}, Noor's gym membership is 40 euros a month."}}})
+        assert resp.status_code == 200, resp.text
+        out["correction"] = resp.json()["result"]
         out["items"] = {name: item(item_id) for name, item_id in out["ids"].items()}
 
         def resend(at: str | None) -> Any:
@@ -141,6 +152,9 @@ def test_an_edit_holding_from_a_later_day_takes_over_then(noor) -> None:
     assert old["content"] == "Noor lives at Rua Velha 12, Lisbon." and old["superseded_by"] is None, old
     assert old["valid_to"][:10] == (move - timedelta(days=1)).isoformat(), old
     assert new["valid_from"][:10] == move.isoformat() and new["valid_to"] is None, new
+    correction, gym = noor["correction"], items["gym"]["item"]
+    assert correction["item_id"] == ids["gym"] and "ends" not in correction, correction
+    assert gym["valid_from"][:10] == (move + timedelta(days=1)).isoformat(), gym
     assert new["metadata"]["takes_over"] == ids["address"] and new["scope"]["kind"] == old["scope"]["kind"], new
     # the old address's history says who ended it, and keeps what it said
     history = noor["history"]
