@@ -812,7 +812,7 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if (_subject_within(a, b) or _subject_within(b, a)) and _comparable(a, b):
         return True
-    if _moved_within(a, b) or _moved_within(b, a):
+    if _moved_within(a, b) or _moved_within(b, a) or _counted_alike_across_scopes(a, b):
         return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
@@ -888,6 +888,24 @@ def _moved_within(a: Claim, b: Claim) -> bool:
     moved = {w for m in _RESCHEDULED.finditer(_stance(a.content)) for w in _STEMS(words(m.group(0)))}
     named = set(a.subject) - moved - _MOVED_TO
     return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+# a count in a unit and what it counts, said as one: "2-space indentation", "30-day retention"
+_COUNTED = re.compile(r"(?<![\w.])\d[\d.,]*[\s-]*([a-z]+)[\s-]+([a-z][\w-]*)", re.IGNORECASE)
+
+
+def _counted(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset((unit.lower(), _STEMS([thing.lower()])[0]) for unit, thing in _COUNTED.findall(text))
+
+
+def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:
+    """In two scope kinds, both count the same thing in one unit, differently ("The atlas
+    codebase uses 4-space indentation" / "Priya prefers 2-space indentation"): one subject,
+    which scope priority orders (each scope's own words, "atlas codebase", "Priya prefers",
+    are mostly the scope). In one scope kind, two counts may be two things ("a 2-hour
+    planning meeting" / "a 1-hour retro meeting"), so this does not make one subject there."""
+    return (a.item.scope.kind != b.item.scope.kind and _unit_differs(a, b)
+            and bool(_counted(a.item.content) & _counted(b.item.content)))
 
 
 def _times(values: Iterable[str]) -> bool:
@@ -1241,6 +1259,13 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     if len(ask):  # one says the time of what the other names moved (`_moved_within`)
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_moved_within(claim(x), claim(y)) or _moved_within(claim(y), claim(x))
+                                    for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
+    n_units = np.diff(table.units.indptr)
+    ask = np.flatnonzero(open_ & ~subject & (table.codes[i, KIND] != table.codes[j, KIND])
+                         & (n_units[i] > 0) & (n_units[j] > 0))
+    if len(ask):  # two scopes count one thing in one unit (`_counted_alike_across_scopes`)
+        claim = _claims_of(table)
+        subject[ask] = np.fromiter((_counted_alike_across_scopes(claim(x), claim(y))
                                     for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     if len(ask):  # one says it changed (`_says_changed`), else very close embeddings

@@ -17,6 +17,8 @@ they land, and again after a real Dagster consolidation and the snapshot swap.
   corrected before it holds ("from <a day later>") is corrected in place.
 - What holds now comes before what takes it over later (broken: the UPCOMING address could
   rank first).
+- Scope priority counts when the words barely meet: the project's "4-space indentation"
+  comes before her own "2-space" habit, both marked SCOPE.
 - A turn sent again under its id with another `at` is a 409 naming both times, not a
   silent 201 that keeps the first (a retry without `at`, or with the same instant written
   otherwise, is answered as stored).
@@ -112,6 +114,15 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out["correction"] = resp.json()["result"]
         out["items"] = {name: item(item_id) for name, item_id in out["ids"].items()}
 
+        # her own habit beside her project's rule, on one subject the question never names
+        say("atlas indentation", yesterday, "In atlas the team agreed on 4-space indentation.",
+            {"type": "decision", "title": "Atlas indentation", "why_store": "team decision",
+             "content": "The atlas codebase uses 4-space indentation."})
+        say("my indentation", yesterday, "For myself I like 2-space indentation.",
+            {"type": "preference", "title": "Indentation", "scope": "user", "why_store": "her habit",
+             "content": "Noor prefers 2-space indentation."})
+        out["indent"] = recall("how many spaces do I indent with?")
+
         def resend(at: str | None) -> Any:
             return client.post("/v1/turns", json={"identity": NOOR, "role": "user", "text": "Back from the dentist.",
                                                   "turn_id": "turn_noor_1", **({"at": at} if at else {})})
@@ -174,6 +185,15 @@ def test_what_holds_now_comes_before_what_takes_it_over(noor) -> None:
         assert curated(answer)[:2] == [ids["address"], ids["new address"]], answer["hits"]
         old, new = header(answer, ids["address"]), header(answer, ids["new address"])
         assert " | ENDED" not in old and " | UPCOMING" not in old and " | UPCOMING" in new, (old, new)
+
+
+def test_the_projects_rule_comes_before_her_own_habit_both_marked(noor) -> None:
+    # (broken: "Noor prefers 2-space" and "the atlas codebase uses 4-space" shared one word,
+    # so they were two subjects: her habit first, unmarked, and the block said to follow it)
+    ids, answer = noor["ids"], noor["indent"]
+    assert curated(answer)[:2] == [ids["atlas indentation"], ids["my indentation"]], answer["hits"]
+    assert "SCOPE=project" in header(answer, ids["atlas indentation"]), answer["injection"]
+    assert "SCOPE=user" in header(answer, ids["my indentation"]), answer["injection"]
 
 
 def test_a_turn_resent_with_another_time_is_a_conflict(noor) -> None:

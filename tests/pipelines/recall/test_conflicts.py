@@ -529,6 +529,20 @@ def test_a_move_names_its_plan_short_under_another_title():
     assert pairs([*said, claim("lunch", "Lunch", "Lunch moved to 1pm.")]) == {frozenset(("appt", "moved"))}
 
 
+def test_two_scopes_counting_one_thing_in_one_unit_are_one_subject():
+    """"The atlas codebase uses 4-space indentation" (project) / "Ben prefers 2-space
+    indentation" (user): one subject, which scope priority orders, however few words the two
+    share; in one scope kind two such counts may be two things, so the count alone does not
+    make one subject there."""
+    rule = claim("rule", "Atlas indentation", "The atlas codebase uses 4-space indentation.")
+    habit = claim("habit", "Indentation", "Ben prefers 2-space indentation.", kind="user", type_="preference")
+    assert conflicts.conflict_reason(read_claim(rule), read_claim(habit)) == conflicts.SAME_SUBJECT
+    assert pairs([rule, habit]) == {frozenset(("rule", "habit"))}
+    planning = claim("plan", "Planning", "Mondays we hold a 2-hour planning meeting.")
+    retro = claim("retro", "Retro", "Fridays the team has a 1-hour retro meeting.")
+    assert pairs([planning, retro]) == set()
+
+
 def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
     """Consolidation files a merged claim under one member's owner; `authors` names them all."""
     ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
