@@ -44,7 +44,7 @@ from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.inbox import AppendCheck, open_inbox
 from pipelines.materialize import in_quarantine, recall_state
 from pipelines.message_context import embedding_text
-from pipelines.recall.conflicts import CLAIM_TYPES, find_conflicts, is_claim
+from pipelines.recall.conflicts import CLAIM_TYPES, DATED_TYPES, find_conflicts, is_claim, reschedules
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult
 from pipelines.recall.lexical import normalise_label, query_terms
@@ -454,7 +454,9 @@ class MemoryService:
             for item in view.delta.items.values():
                 if item.content.strip() == content and item.scope.visible_to(identity):
                     out[item.id] = item
-            for item in self._claims_like(f"{proposal.title} {proposal.content}", identity, view):
+            # a move ("Dentist moved to Thursday") may name a to-do under another title
+            moves = DATED_TYPES if reschedules(proposal.content) else frozenset()
+            for item in self._claims_like(f"{proposal.title} {proposal.content}", identity, view, moves):
                 out.setdefault(item.id, item)
             # A claim a correction replaced since the snapshot is no longer established: nothing
             # contradicts it and nothing corrects it again (consolidation then marks it).
@@ -464,22 +466,23 @@ class MemoryService:
         return find
 
     @staticmethod
-    def _claims_like(text: str, identity: Identity, view: View) -> list[MemoryItem]:
-        """The SIMILAR_CLAIMS visible claims with the highest BM25 score for `text`, each in
-        its newest version."""
+    def _claims_like(text: str, identity: Identity, view: View, also: frozenset[str] = frozenset()) -> list[MemoryItem]:
+        """The SIMILAR_CLAIMS visible claims (and items of the types `also`) with the highest
+        BM25 score for `text`, each in its newest version."""
         terms = query_terms(text)
         scored: list[tuple[float, str]] = []
         for corpus in view.corpora:
             scores = corpus.lexical.scores(terms) if corpus.n and terms else None
             if scores is None:
                 continue
-            rows = np.flatnonzero(corpus.visible_mask(identity) & corpus.type_mask(CLAIM_TYPES) & (scores > 0))
+            rows = np.flatnonzero(corpus.visible_mask(identity) & corpus.type_mask(CLAIM_TYPES | also) & (scores > 0))
             top = rows[np.argsort(-scores[rows], kind="stable")[:SIMILAR_CLAIMS]]
             scored += [(float(scores[r]), corpus.items[int(r)].id) for r in top]
         out: dict[str, MemoryItem] = {}
         for _, item_id in sorted(scored, key=lambda s: -s[0]):
             item = view.get(item_id)  # a delta version hides the snapshot's
-            if item is not None and item.active and is_claim(item) and item.scope.visible_to(identity):
+            if (item is not None and item.active and (is_claim(item) or item.type in also)
+                    and item.scope.visible_to(identity)):
                 out.setdefault(item_id, item)
         return list(out.values())[:SIMILAR_CLAIMS]
 

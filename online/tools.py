@@ -31,7 +31,7 @@ from msgspec import Meta
 
 from online.schemas import MAX_QUERY_CHARS, TimeZoneName
 from online.state import MemoryService, View
-from pipelines.capture import GovernedClaim, approval_corrects, govern_claim
+from pipelines.capture import GovernedClaim, approval_corrects, end_before, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
@@ -52,7 +52,7 @@ from pipelines.materialize import (
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
-from pipelines.recall.conflicts import Corrections, authors
+from pipelines.recall.conflicts import Corrections, authors, is_claim
 from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
@@ -72,6 +72,7 @@ from pipelines.records import (
     Validation,
     Verdict,
     holds_lone_surrogate,
+    parse_time,
     says_something,
     sha256_text,
     stable_id,
@@ -311,7 +312,9 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
     "memory.update": "Change a memory entry when the user asks to correct it (\"change X to Y\"): `id` from "
                      "memory_search, `patch` the fields to set (" + ", ".join(sorted(PATCHABLE_FIELDS)) + "). "
                      "Checked by the memory policy; a change to someone else's memory is held for review "
-                     "(the answer's verdict says `quarantine`: tell the user it awaits review). To forget an "
+                     "(the answer's verdict says `quarantine`: tell the user it awaits review). New words that "
+                     "hold from a later day (\"from December 1, ...\") become a new entry (the answer's `item_id`); "
+                     "the old one holds until then (`ends`). To forget an "
                      "entry, use memory_forget (the same as setting `validation` to \"retracted\").",
     "memory.forget": "Forget a memory entry when the user asks to (\"forget X\"): `id` from memory_search, "
                      "a stored fact or a turn of the user's conversation (type `message`: what was said). "
@@ -483,6 +486,19 @@ def _corrections_out(fixes: Corrections) -> dict[str, list[str]]:
             **({"corrects_in_part": fixes.in_part} if fixes.in_part else {})}
 
 
+def _holds_from_later(current: MemoryItem, patch: dict[str, Any], who: Identity) -> bool:
+    """Whether an edit's new words (`patch`, its window read from them) hold from a day after
+    `current` began, with no end, while `current` holds already: the author's own claim, in a
+    scope the editor's identity writes to, holding with no end, not held for review. Else the
+    edit is the author's correction in place (of a plan not begun yet: "from January 1, not
+    December 1")."""
+    start, began = parse_time(patch.get("valid_from")), parse_time(current.valid_from)
+    return (start is not None and patch.get("valid_to") is None and current.valid_to is None
+            and (began is None or began <= datetime.now(timezone.utc) and began < start)
+            and is_claim(current) and not in_quarantine(current) and authors(current) == {who.user_id}
+            and Scope.for_identity(current.scope.kind, who).audience_key() == current.scope.audience_key())
+
+
 def _vouched(item: MemoryItem, who: Identity) -> bool:
     """Whether `who` approved `item` in review (`metadata["review"]`; an approved held edit
     included): the approver vouched for what it says, so their correction of it (a typo, a
@@ -551,25 +567,38 @@ class ToolDispatcher:
 
     def write(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(WriteArgs, raw, "memory.write")
-        proposal = args.item.proposed()
+        return self._write(args.item.proposed(), who, view, args.default_scope, self._zone(args.tz, "memory.write"),
+                           msgspec.to_builtins(args), args.item.tier)
+
+    def _write(self, proposal: ProposedItem, who: Identity, view: View, default_scope: str, zone: str,
+               audited: Any, requested_tier: str | None, takes_over: MemoryItem | None = None) -> dict[str, Any]:
+        """Store a new item (`memory.write`, or an edit that holds from a later day: `takes_over`
+        is then the edited item, which the new one ends the instant before its start)."""
+        action = "memory.write" if takes_over is None else "memory.update"
         event_id = stable_id("evt", "memory.write", uuid.uuid4().hex)
         hint = proposal.provenance_hint or {}
         kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "tool"
         at = utcnow()
         # "until Friday", "next week": read on today's calendar in the writer's zone
-        proposal, said_dates = with_window(proposal, at, self._zone(args.tz, "memory.write"))
-        prov = Provenance(source_kind=kind, source_id=str(hint.get("source_id") or f"memory.write:{event_id}"),
-                          event_ids=[event_id], created_at=at)
+        proposal, said_dates = with_window(proposal, at, zone)
+        source = hint.get("source_id") or (f"memory.update:{takes_over.id}" if takes_over
+                                           else f"memory.write:{event_id}")
+        prov = Provenance(source_kind=kind, source_id=str(source), event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
         verdict, fixes, contradicts, disagrees = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
-            scope_kind=proposal.scope or args.default_scope, author_user_id=who.user_id,
+            scope_kind=proposal.scope or default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (),
         )
+        if takes_over is not None and verdict.action == "accept" and proposal.valid_from is not None:
+            # the edited item holds until the edit does: ended then, neither replaced nor a detail
+            fixes = fixes._replace(replaced=[i for i in fixes.replaced if i != takes_over.id],
+                                   in_part=[i for i in fixes.in_part if i != takes_over.id],
+                                   ends=(*((i, e) for i, e in fixes.ends if i != takes_over.id),
+                                         (takes_over.id, end_before(proposal.valid_from))))
         if verdict.action == "reject":
-            self.service.audit(who, "memory.write", msgspec.to_builtins(args), verdict=_verdict(verdict),
-                               outcome="rejected")
-            raise ToolError(422, "memory.write rejected by the policy; nothing was stored",
+            self.service.audit(who, action, audited, verdict=_verdict(verdict), outcome="rejected")
+            raise ToolError(422, f"{action} rejected by the policy; nothing was stored",
                             {"verdict": _verdict(verdict)})
         quarantined = verdict.action == "quarantine"
         if verdict.rewritten_type == "pointer":
@@ -584,7 +613,7 @@ class ToolDispatcher:
             type=proposal.type if proposal.type != "message" else "note",  # type: ignore[arg-type]
             title=proposal.title or proposal.content[:80],
             content=proposal.content,
-            scope=Scope.for_identity(proposal.scope or args.default_scope, who),  # type: ignore[arg-type]
+            scope=Scope.for_identity(proposal.scope or default_scope, who),  # type: ignore[arg-type]
             tags=list(proposal.tags), entities=list(proposal.entities), provenance=prov,
             # the author's own claims it corrects, and those it corrects a detail of (they stay)
             links=[*(Link(rel="supersedes", to=old) for old in fixes.replaced),
@@ -595,7 +624,8 @@ class ToolDispatcher:
             expires_at=verdict.expires_at if quarantined else None,
             metadata={"policy_version": verdict.policy_version, "verdict": verdict.action,
                       "rule_ids": list(verdict.rule_ids), "form": "api", "why_store": proposal.why_store,
-                      "requested_tier": args.item.tier,
+                      "requested_tier": requested_tier,
+                      **({"takes_over": takes_over.id} if takes_over is not None else {}),
                       **({RETIRED_BY_USER: fixes.retiring} if fixes.retiring else {}),
                       **({HELD_AGAINST: contradicts} if contradicts else {}),
                       **({DISAGREES_WITH: disagrees} if disagrees else {}),
@@ -689,9 +719,19 @@ class ToolDispatcher:
         if (isinstance(patch.get("content"), str) and patch["content"] != current.content
                 and not {"valid_from", "valid_to"} & set(patch)):
             # new words, read as said now: "next Friday" for "next Monday" moves the window
+            zone = self._zone(args.tz, "memory.update")
             window, meant = reread(current.content, patch["content"], (current.valid_from, current.valid_to),
-                                   current.created_at, at, self._zone(args.tz, "memory.update"))
+                                   current.created_at, at, zone, patch.get("type", current.type))
             patch, said_dates = {**patch, **window}, {SAID_DATES: meant}
+            if _holds_from_later(current, patch, who):
+                # "From December 1, my address is ...": what it said holds until then (as a
+                # proposal saying so takes over, `capture.takes_over`), so the edit is a new memory
+                edited = {**msgspec.to_builtins(current), **patch}
+                return self._write(ProposedItem(
+                    type=edited["type"], title=edited["title"], content=edited["content"], tags=edited["tags"],
+                    entities=edited["entities"], importance=edited["importance"], confidence=edited["confidence"],
+                    scope=current.scope.kind, why_store=f"edit of {current.id}"), who, view, current.scope.kind,
+                    zone, {"id": args.id, "fields": sorted(args.patch)}, None, takes_over=current)
         elif args.tz is not None:
             self._zone(args.tz, "memory.update")
         try:

@@ -145,6 +145,7 @@ def capture_turn(
     # temporal questions) and when Loci learned it (the events' own time, which aging
     # counts from): an imported history is months old when it is said, new when learned.
     learned_at = utcnow()
+    said_when = at  # as the caller gave it (None: now)
     at = at or learned_at
     do_parse = (role == "assistant") if parse is None else parse
     parsed = parse_assistant_output(text, tool_calls) if do_parse else None
@@ -181,7 +182,7 @@ def capture_turn(
         for index, (form, proposal) in enumerate(forms_items)
     ]
     batch = [turn_event, *(g.event for g in governed)]
-    landed = (append or inbox.append)(batch, check=lambda stored: _check_turn_id_free(batch, stored))
+    landed = (append or inbox.append)(batch, check=lambda stored: _check_turn_id_free(batch, stored, said_when))
     return CaptureResult(
         turn_id=turn_id,
         turn_event_id=turn_event.event_id,
@@ -198,9 +199,10 @@ class TurnIdConflict(ValueError):
     """A turn id sent again with another caller, role, text or speaker."""
 
 
-def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) -> None:
+def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None], said_at: str | None = None) -> None:
     """A turn id sent again is a retry (answered as stored) only for the same caller, role,
-    words, speaker and proposals (tool calls, default scope): the inbox keeps the first
+    words, speaker, proposals (tool calls, default scope) and, when the retry says when the
+    turn was said (`said_at`), that time: the inbox keeps the first
     event of an id, so anything else would be acknowledged and silently dropped (a chat
     export imported again with its rows' `speaker` changed kept the old speakers, without a
     word). Run by the inbox under its write lock (`stored` = what its ids hold), so two
@@ -219,6 +221,16 @@ def _check_turn_id_free(batch: Sequence[Event], stored: Sequence[Event | None]) 
         raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} landed before {_as_said_by(landed)}, not "
                              f"{_as_said_by(now)}: a turn keeps the speaker it landed with; send it as it "
                              "landed, or give the turn its own id")
+    landed_at = first.payload.get("at")
+    if said_at is not None and not _same_instant(landed_at, said_at):  # a retry may leave `at` out
+        raise TurnIdConflict(f"turn_id {turn.payload['turn_id']!r} landed said at {landed_at}, not {said_at}: "
+                             "a turn keeps the time it landed with; send it as it landed, or give the turn "
+                             "its own id")
+
+
+def _same_instant(a: Any, b: str) -> bool:
+    first, second = parse_time(a) if isinstance(a, str) else None, parse_time(b)
+    return a == b if first is None or second is None else first == second
 
 
 def _as_said_by(speaker: str | None) -> str:
@@ -341,9 +353,10 @@ def govern_claim(
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
-    # A move with no window of its own ("Dentist moved to Thursday") moves the dated plan.
-    moves = reschedules(proposal.content) and proposal.valid_from is None and proposal.valid_to is None
-    found = [it for it in found if not apart_in_time(proposal, it) or (moves and it.valid_to is not None)]
+    # A move ("Dentist moved to Thursday", over after that Thursday) moves the plan, whatever
+    # window each has: the new day's is not the old day's.
+    moves = reschedules(proposal.content)
+    found = [it for it in found if moves or not apart_in_time(proposal, it)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
     fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
@@ -387,7 +400,7 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     if start is None or proposal.valid_to is not None:
         return fixes
     new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
-    end = (start - timedelta(seconds=1)).isoformat(timespec="seconds")  # as `validity` ends a day
+    end = end_before(proposal.valid_from)
 
     def updates(old: MemoryItem) -> bool:
         return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
@@ -397,6 +410,12 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     if not ends:
         return fixes
     return fixes._replace(replaced=[i for i in fixes.replaced if i not in ends], ends=tuple((i, end) for i in ends))
+
+
+def end_before(start: str) -> str:
+    """The instant before `start` (ISO-8601), as `validity` ends a day: when a claim taken
+    over from `start` on ends."""
+    return (parse_time(start) - timedelta(seconds=1)).isoformat(timespec="seconds")
 
 
 def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float | None = None) -> bool:

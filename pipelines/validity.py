@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo
 import msgspec
 
 from pipelines.materialize import SAID_DATES
+from pipelines.recall.conflicts import DATED_TYPES, reschedules
 from pipelines.recall.dates import MONTHS, WEEKDAYS
 from pipelines.records import ProposedItem, parse_time, time_zone
 
@@ -96,7 +97,7 @@ def _month_end(first: date) -> date:
     return first.replace(day=calendar.monthrange(first.year, first.month)[1])
 
 
-def _spans(text: str, day: date) -> list[Span]:
+def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
     monday = day - timedelta(days=day.weekday())
     # "from Monday to Thursday next week": the weekdays of a text that says "next week" are
     # those of next week.
@@ -137,8 +138,10 @@ def _spans(text: str, day: date) -> list[Span]:
                     ahead = 7
                 d = day + timedelta(days=ahead)
             # Only "next Tuesday", "this Friday" name one coming day for sure: a bare weekday
-            # may be a habit ("the Friday babysitter") or past ("passed away on Sunday").
-            out.append(Span(m.start(), m.end(), said, d, d, True, mod in ("next", "this", "coming")))
+            # may be a habit ("the Friday babysitter") or past ("passed away on Sunday"), but
+            # not in a `plan`: a to-do's or a move's day is coming ("moved to Thursday").
+            out.append(Span(m.start(), m.end(), said, d, d, True,
+                            mod in ("next", "this", "coming") or (plan and mod != "last")))
         elif g["md_m"] or g["dm_m"]:
             month = MONTHS[g["md_m"] or g["dm_m"]]
             dom, year = int(g["md_d"] or g["dm_d"]), g["md_y"] or g["dm_y"]
@@ -177,12 +180,13 @@ def _meaning(span: Span) -> str:
     return f"{span.first.isoformat()} to {span.last.isoformat()}"
 
 
-def anchor(text: str, said_at: datetime, zone: ZoneInfo) -> Anchored:
+def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> Anchored:
     """What the time words of `text` meant when said at `said_at` (aware) in `zone` (whose
     calendar "tomorrow" and "next week" are read on): its validity window, if they bound
-    one, and each relative word's day. A recurring schedule names no window."""
+    one, and each relative word's day. A recurring schedule names no window. `plan`: the
+    text is a to-do, whose weekday is a coming day ("Dentist on Tuesday at 3pm")."""
     day = said_at.astimezone(zone).date()
-    spans = [] if not text else _spans(text, day)
+    spans = [] if not text else _spans(text, day, plan or reschedules(text))
     dates = {s.said: _meaning(s) for s in spans if s.relative}
     if not spans or _RECURRING.search(text):
         return Anchored(None, None, {} if _RECURRING.search(text) else dates)
@@ -220,7 +224,7 @@ def with_window(proposal: ProposedItem, said_at: str, zone: str) -> tuple[Propos
     at, tz = parse_time(said_at), time_zone(zone)
     if at is None:
         return proposal, None
-    got = anchor(proposal.content, at, tz)
+    got = anchor(proposal.content, at, tz, proposal.type in DATED_TYPES)
     if proposal.valid_from is None and proposal.valid_to is None and (got.valid_from or got.valid_to):
         proposal = msgspec.structs.replace(proposal, valid_from=got.valid_from, valid_to=got.valid_to)
     if not got.dates:
@@ -230,18 +234,18 @@ def with_window(proposal: ProposedItem, said_at: str, zone: str) -> tuple[Propos
 
 
 def reread(before: str, after: str, window: tuple[str | None, str | None], first_said: str, said_at: str,
-           zone: str) -> tuple[dict[str, str | None], dict[str, Any] | None]:
+           zone: str, item_type: str = "note") -> tuple[dict[str, str | None], dict[str, Any] | None]:
     """An edit of what a claim says (`before` -> `after`) read as said at `said_at` (ISO-8601)
     in `zone`, as a new claim's words are (`with_window`): the window to store (as patch
     fields; empty when the stored `window` stays) and what its time words meant then
     (`SAID_DATES`, None when it has none). New words that bound no window keep the stored
     one, unless it is the one `before` bound when first said (`first_said`): that window
-    was those words' and goes with them."""
-    edited, said_dates = with_window(ProposedItem(content=after), said_at, zone)
+    was those words' and goes with them. `item_type`: the item's (a to-do's weekday is a coming day)."""
+    edited, said_dates = with_window(ProposedItem(type=item_type, content=after), said_at, zone)
     if edited.valid_from or edited.valid_to:
         got = (edited.valid_from, edited.valid_to)
     else:
-        old, _ = with_window(ProposedItem(content=before), first_said, zone)
+        old, _ = with_window(ProposedItem(type=item_type, content=before), first_said, zone)
         got = (None, None) if (old.valid_from, old.valid_to) == window and any(window) else window
     return ({} if got == window else {"valid_from": got[0], "valid_to": got[1]}), said_dates
 

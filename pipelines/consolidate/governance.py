@@ -29,7 +29,9 @@ from pipelines.consolidate.common import (
 from pipelines.consolidate.forgetting_sweep import sweep_forgetting
 from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
+    ENDS,
     fold_events,
+    item_ids_touched,
     message_item_id,
     proposal_item_id,
     quarantine_expiry,
@@ -160,6 +162,31 @@ def replay_edits(
         edits.append(Edit(item_id, patch, origin_of(e), _edit_reason(e)))
         links.extend(folded.links)
     return edits, links, current
+
+
+def replay_ends(events: list[Event], items: dict[str, MemoryItem], created: dict[str, MemoryItem]) -> list[Edit]:
+    """The claims that accepted claims among `events` (as folded: `created`) take over from a
+    day on (`ENDS`: "From December 1, my address is ..."), each ended as a revision of its
+    own by whoever said the new claim (folded with the rest, the end was the pipeline's, or
+    part of the old claim's creation when both landed in one window). `items` is updated."""
+    out: list[Edit] = []
+    for e in events:
+        ends = e.payload.get(ENDS) or {}
+        new = created.get(next(iter(item_ids_touched(e)), "")) if ends else None
+        if new is None or new.metadata.get("verdict") != "accept":
+            continue
+        for old_id, end in ends.items():
+            before = items.get(str(old_id))
+            if before is not None and before.valid_to is None and isinstance(end, str):
+                items[before.id] = msgspec.structs.replace(before, valid_to=end, updated_at=e.at)
+                out.append(Edit(before.id, {"valid_to": end, "updated_at": e.at}, origin_of(e), "ended"))
+    return out
+
+
+def _without_ends(event: Event) -> Event:
+    if ENDS not in event.payload:
+        return event
+    return msgspec.structs.replace(event, payload={k: v for k, v in event.payload.items() if k != ENDS})
 
 
 @dataclass
@@ -343,15 +370,18 @@ def _forget(warehouse: Warehouse, batch: list[Event], stored: dict[str, MemoryIt
 def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Settings,
           report: GovernReport) -> _Writes:
     updates = [e for e in batch if e.kind in EDIT_KINDS]
+    # what a claim takes over from a day on ends as a step of its own (`replay_ends`)
     overlay, report.skipped = fold_skipping_bad(
-        [e for e in batch if e.kind not in EDIT_KINDS], warehouse.get_item, policy)
+        [_without_ends(e) for e in batch if e.kind not in EDIT_KINDS], warehouse.get_item, policy)
     wanted = list(dict.fromkeys([*overlay.items, *overlay.usage, *(d for _, d, _ in overlay.links),
                                  *(str(e.payload.get("item_id")) for e in updates),
+                                 *(str(old) for e in batch for old in e.payload.get(ENDS) or ()),
                                  *(str(old) for e in updates for key in ("supersedes", "refines")
                                    for old in e.payload.get(key) or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
     new_items, patches = _split_overlay(overlay.items, stored, settings)
     edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    edits += replay_ends(batch, edited, overlay.items)
     final = {**overlay.items, **{e.item_id: edited[e.item_id] for e in edits}}
     new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, final, new_items)
     later: dict[str, dict[str, Any]] = {}

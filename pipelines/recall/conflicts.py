@@ -812,6 +812,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if (_subject_within(a, b) or _subject_within(b, a)) and _comparable(a, b):
         return True
+    if _moved_within(a, b) or _moved_within(b, a) or _counted_alike_across_scopes(a, b):
+        return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
     if shared < 2 or overlap < 0.5:
@@ -870,6 +872,47 @@ def _subject_within(a: Claim, b: Claim) -> bool:
     # ("Staging database: Helios staging runs on PostgreSQL 16" / "Staging resets: Helios
     # staging is reset every Monday at 06:00")
     return not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+_MOVED_TO = frozenset(_STEMS(["next", "this", "coming", "following", "back", "forward", "out", "up", "now"]))
+
+
+def _moved_within(a: Claim, b: Claim) -> bool:
+    """Under two titles, `a` says that the time of what `b` names moved ("Dentist moved to
+    Thursday" / "Dentist appointment on Tuesday at 3pm"): the words before its first value,
+    those of the move left out, are among `b`'s (one is enough: a move names its subject
+    short), and both state a day or a time. A move states only the new time, so the word
+    count of `_subject_within` would never find its subject."""
+    if a.title == b.title or not reschedules(a.content) or not (_times(a.values) and _times(b.values)):
+        return False
+    moved = {w for m in _RESCHEDULED.finditer(_stance(a.content)) for w in _STEMS(words(m.group(0)))}
+    named = set(a.subject) - moved - _MOVED_TO
+    return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+# a count in a unit and what it counts, said as one: "2-space indentation", "30-day retention"
+_COUNTED = re.compile(r"(?<![\w.])\d[\d.,]*[\s-]*([a-z]+)[\s-]+([a-z][\w-]*)", re.IGNORECASE)
+
+
+def _counted(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset((unit.lower(), _STEMS([thing.lower()])[0]) for unit, thing in _COUNTED.findall(text))
+
+
+def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:
+    """In two scope kinds, both count the same thing in one unit, differently ("The atlas
+    codebase uses 4-space indentation" / "Priya prefers 2-space indentation"): one subject,
+    which scope priority orders (each scope's own words, "atlas codebase", "Priya prefers",
+    are mostly the scope). In one scope kind, two counts may be two things ("a 2-hour
+    planning meeting" / "a 1-hour retro meeting"), so this does not make one subject there."""
+    return (a.item.scope.kind != b.item.scope.kind and _unit_differs(a, b)
+            and bool(_counted(a.item.content) & _counted(b.item.content)))
+
+
+def _times(values: Iterable[str]) -> bool:
+    """Whether one of the values is a day or a time ("thursday", "8 decemb", "2026-12-03",
+    "4:30 pm", "10:15")."""
+    return any(v in _WHEN_NAMES or _DATE.fullmatch(v) or ":" in v
+               or (" " in v and v.split(" ", 1)[1] in _CLOCK_UNITS | MONTH_STEMS) for v in values)
 
 
 def _title_words(c: Claim) -> frozenset[str]:
@@ -1211,6 +1254,19 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
+    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j])
+                         & ((table.codes[i, CHANGES] > 0) | (table.codes[j, CHANGES] > 0)))
+    if len(ask):  # one says the time of what the other names moved (`_moved_within`)
+        claim = _claims_of(table)
+        subject[ask] = np.fromiter((_moved_within(claim(x), claim(y)) or _moved_within(claim(y), claim(x))
+                                    for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
+    n_units = np.diff(table.units.indptr)
+    ask = np.flatnonzero(open_ & ~subject & (table.codes[i, KIND] != table.codes[j, KIND])
+                         & (n_units[i] > 0) & (n_units[j] > 0))
+    if len(ask):  # two scopes count one thing in one unit (`_counted_alike_across_scopes`)
+        claim = _claims_of(table)
+        subject[ask] = np.fromiter((_counted_alike_across_scopes(claim(x), claim(y))
+                                    for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     if len(ask):  # one says it changed (`_says_changed`), else very close embeddings
         changed = _says_changed_rows(table, i[ask], j[ask])
@@ -1904,7 +1960,8 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
             if reason == MAY_UPDATE:
                 if _updates(new, claim):
                     yield old, CHANGED
-            elif reason and not names_a_case(new, claim):
+            elif reason and (not names_a_case(new, claim) or _moves(new, old)):
+                # a plan's title names no case of it: "Dentist" moved "Dentist appointment"
                 yield old, reason
 
 

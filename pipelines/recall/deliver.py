@@ -20,17 +20,18 @@ earlier (`later_first`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
 
 from pipelines.materialize import in_quarantine, pending_changes
-from pipelines.records import MemoryItem
+from pipelines.records import MemoryItem, parse_time
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
 from .episodic import is_message, only_asks, said_otherwise_by, says_something_asked
+from .lexical import normalise_label
 from .render import (
     Entry,
     catalog,
@@ -108,8 +109,25 @@ def current_first(ordered: list[Candidate], now: datetime | None) -> list[Candid
     no longer answer before what holds now."""
     if now is None:
         return ordered
-    ended = [c.item.window_state(now) == "ENDED" and not is_message(c.item) for c in ordered]
-    return [c for c, e in zip(ordered, ended) if not e] + [c for c, e in zip(ordered, ended) if e]
+    state = {c.id: "" if is_message(c.item) else c.item.window_state(now) for c in ordered}
+    out = [c for c in ordered if state[c.id] != "ENDED"]
+    for later in [c for c in out if state[c.id] == "UPCOMING"]:
+        # what holds now comes before what takes it over later on (the address until
+        # November 30 before the one from December 1)
+        at = out.index(later)
+        holding = [n for n, c in enumerate(out) if n > at and state[c.id] == "" and not is_message(c.item)
+                   and _taken_over(c.item, later.item)]
+        if holding:
+            out.insert(holding[-1], out.pop(at))
+    return out + [c for c in ordered if state[c.id] == "ENDED"]
+
+
+def _taken_over(now_item: MemoryItem, later: MemoryItem) -> bool:
+    """`later` (holding from a day on) is on `now_item`'s subject: the same title, or
+    `now_item` ends when it begins."""
+    ends, starts = parse_time(now_item.valid_to), parse_time(later.valid_from)
+    return (normalise_label(now_item.title) == normalise_label(later.title)
+            or (ends is not None and starts is not None and timedelta(0) < starts - ends <= timedelta(seconds=1)))
 
 
 def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None) -> Hit:

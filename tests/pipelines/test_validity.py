@@ -59,6 +59,20 @@ def test_a_recurrence_a_yearly_date_a_past_or_habitual_day_or_a_stated_end_bound
     assert window(text) == ("", "")
 
 
+def test_a_to_dos_weekday_and_the_day_a_plan_moved_to_are_coming_days() -> None:
+    # said on Sunday 2026-11-15: a bare weekday may be a habit or past, not in a plan
+    assert window("Dentist appointment on Tuesday at 3pm.") == ("", "")
+    got = anchor("Dentist appointment on Tuesday at 3pm.", SUNDAY_EVENING, SAO_PAULO, plan=True)
+    assert (got.valid_from, (got.valid_to or "")[:10]) == (None, "2026-11-17")
+    assert window("The dentist got moved to Thursday.") == ("", "2026-11-19")
+    assert window("Dinner with Priya got pushed back to Friday.") == ("", "2026-11-20")
+    todo, _ = with_window(ProposedItem(type="todo", content="Call the bank on Wednesday."), SUNDAY_EVENING.isoformat(),
+                          "America/Sao_Paulo")
+    note, _ = with_window(ProposedItem(type="note", content="Call the bank on Wednesday."), SUNDAY_EVENING.isoformat(),
+                          "America/Sao_Paulo")
+    assert (todo.valid_to or "")[:10] == "2026-11-18" and note.valid_to is None
+
+
 def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
     assert anchor("Dentist next Tuesday at 3pm, passport expires in March.", SUNDAY_EVENING, SAO_PAULO).dates == {
         "next Tuesday": "Tue 2026-11-17", "March": "March 2027"}

@@ -512,6 +512,37 @@ def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
                         "project", "u1", [gym]) == []
 
 
+def test_a_move_names_its_plan_short_under_another_title():
+    """"The dentist got moved to Thursday" ("Dentist") moves "Dentist appointment on Tuesday
+    at 3pm": one word names what moved when both say a day or a time, whatever the other's
+    title adds; found alike by a write (`corrected_by`) and by recall's pair table
+    (`find_conflicts`). A move of something the other never names, or a value that is no
+    time ("Lunch budget is 20 euros"), moves nothing."""
+    appointment = claim("appt", "Dentist appointment", "Dentist appointment on Tuesday at 3pm.", type_="todo")
+    budget = claim("budget", "Lunch budget", "Lunch budget is 20 euros.")
+    moved = claim("moved", "Dentist", "The dentist got moved to Thursday.", type_="todo")
+    assert corrected_by("Dentist", moved.content, "todo", "project", "u1", [appointment, budget]) == ["appt"]
+    assert corrected_by("Lunch", "Lunch moved to 1pm.", "fact", "project", "u1", [budget]) == []
+    assert corrected_by("Haircut", "Haircut moved to Thursday.", "todo", "project", "u1", [appointment]) == []
+    # kept as facts (a to-do is no claim recall compares)
+    said = [claim(c.id, c.title, c.content) for c in (appointment, budget, moved)]
+    assert pairs([*said, claim("lunch", "Lunch", "Lunch moved to 1pm.")]) == {frozenset(("appt", "moved"))}
+
+
+def test_two_scopes_counting_one_thing_in_one_unit_are_one_subject():
+    """"The atlas codebase uses 4-space indentation" (project) / "Ben prefers 2-space
+    indentation" (user): one subject, which scope priority orders, however few words the two
+    share; in one scope kind two such counts may be two things, so the count alone does not
+    make one subject there."""
+    rule = claim("rule", "Atlas indentation", "The atlas codebase uses 4-space indentation.")
+    habit = claim("habit", "Indentation", "Ben prefers 2-space indentation.", kind="user", type_="preference")
+    assert conflicts.conflict_reason(read_claim(rule), read_claim(habit)) == conflicts.SAME_SUBJECT
+    assert pairs([rule, habit]) == {frozenset(("rule", "habit"))}
+    planning = claim("plan", "Planning", "Mondays we hold a 2-hour planning meeting.")
+    retro = claim("retro", "Retro", "Fridays the team has a 1-hour retro meeting.")
+    assert pairs([planning, retro]) == set()
+
+
 def test_a_merged_claim_is_its_authors_own_only_when_every_member_was():
     """Consolidation files a merged claim under one member's owner; `authors` names them all."""
     ours = claim("ours", "Standup time", "Standup is at 09:30.", metadata={"authors": ["u1", "u2"]})
