@@ -299,6 +299,8 @@ def apart_in_time(a: MemoryItem | ProposedItem, b: MemoryItem | ProposedItem) ->
     Lisbon, next week's to Porto)."""
     if (a.valid_to is None) != (b.valid_to is None):
         return True
+    if a.valid_to is None:  # neither ends (most claims): they meet whenever they start
+        return False
     starts = [parse_time(a.valid_from), parse_time(b.valid_from)]
     ends = [parse_time(a.valid_to), parse_time(b.valid_to)]
     if None in ends:

@@ -74,14 +74,18 @@ class _Held:
                  held_against: HeldAgainst = lambda _item: ()) -> None:
         self.items = {c.id: c.item for c in cands if in_quarantine(c.item)}
         self.held_against = held_against
+        self._pending: dict[str, str] = {}  # a claim is asked up to three times (block, hit, catalog)
 
     def shown(self, ids: Sequence[str]) -> list[str]:
         return [i for i in ids if i not in self.items]
 
     def pending(self, c: Candidate) -> str:
-        rivals = {i: self.items[i] for i in c.conflict_with if i in self.items}
-        rivals.update((it.id, it) for it in self.held_against(c.item) if it.id not in rivals)
-        return pending_note(pending_changes(c.item, rivals.values()))
+        note = self._pending.get(c.id)
+        if note is None:
+            rivals = {i: self.items[i] for i in c.conflict_with if i in self.items}
+            rivals.update((it.id, it) for it in self.held_against(c.item) if it.id not in rivals)
+            note = self._pending[c.id] = pending_note(pending_changes(c.item, rivals.values()))
+        return note
 
 
 def _flagged_with(c: Candidate, held: _Held) -> list[str]:

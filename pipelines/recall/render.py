@@ -104,7 +104,11 @@ _HEADER_UNSAFE = re.compile(r"[|\]\[\n\r]+")
 
 def estimate_tokens(text: str) -> int:
     """Deterministic token estimate: ceil(characters / 4)."""
-    return math.ceil(len(text) / 4)
+    return _tokens(len(text))
+
+
+def _tokens(chars: int) -> int:
+    return math.ceil(chars / 4)
 
 
 def _field(value: str) -> str:
@@ -256,6 +260,49 @@ class Entry(NamedTuple):
     turn: bool = False
 
 
+class _Size:
+    """The length of `_render(chosen)` as entries join `chosen`, counted instead of rendered:
+    packing tries every candidate entry against the block so far (the frame's notes appear
+    with the first entry that needs them; parts are joined by one newline)."""
+
+    _BASE = (HEADER, RULE, PREAMBLE, RULE)
+    _NOTES = (PREFERENCE_NOTE, CONFLICT_NOTE, PENDING_NOTE, WINDOW_NOTE)
+
+    def __init__(self) -> None:
+        self.notes = [False] * len(self._NOTES)  # preference, conflict, pending, dated
+        self.curated = self.turns = 0  # entries of each part
+        self.chars = 0  # of the entries' texts
+
+    @staticmethod
+    def _notes_of(entry: tuple) -> tuple[bool, bool, bool, bool]:
+        turn = len(entry) > 3 and entry[3]
+        text = entry[1]
+        return (not turn and _entry_type(text) == "preference", bool(entry[2]),
+                not turn and _pending(text), not turn and _dated(text))
+
+    def _length(self, notes: Sequence[bool], curated: int, turns: int, chars: int) -> int:
+        parts = [*self._BASE, *(note for note, on in zip(self._NOTES, notes) if on)]
+        if curated or not turns:
+            parts.append(FOOTER)
+        if turns:
+            parts.append(EPISODIC_HEADER)
+        count = len(parts) + curated + turns
+        return sum(map(len, parts)) + chars + count - 1
+
+    def adding(self, entry: tuple) -> int:
+        """The rendered length with `entry` added."""
+        turn = bool(len(entry) > 3 and entry[3])
+        notes = [a or b for a, b in zip(self.notes, self._notes_of(entry))]
+        return self._length(notes, self.curated + (not turn), self.turns + turn, self.chars + len(entry[1]))
+
+    def add(self, entry: tuple) -> None:
+        turn = bool(len(entry) > 3 and entry[3])
+        self.notes = [a or b for a, b in zip(self.notes, self._notes_of(entry))]
+        self.curated += not turn
+        self.turns += turn
+        self.chars += len(entry[1])
+
+
 def _render(chosen: Sequence[tuple]) -> str:
     note = any(e[2] for e in chosen)
     curated = [e[1] for e in chosen if not (len(e) > 3 and e[3])]
@@ -281,10 +328,11 @@ def pack_injection(entries: Sequence[tuple], budget_tokens: int) -> tuple[str, l
     one fits the full frame, the first is shortened into a one-line frame. Returns (block,
     keys injected); an empty block when nothing fits at all."""
     chosen: list[tuple] = []
+    size = _Size()
     for entry in entries:
-        trial = chosen + [entry]
-        if estimate_tokens(_render(trial)) <= budget_tokens:
-            chosen = trial
+        if _tokens(size.adding(entry)) <= budget_tokens:
+            size.add(entry)
+            chosen.append(entry)
     if chosen:
         return _render(chosen), [e[0] for e in chosen]
     for entry in entries[:1]:

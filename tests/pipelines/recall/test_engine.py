@@ -480,6 +480,32 @@ def test_a_claim_held_against_one_consolidation_merged_still_says_a_change_waits
     assert "PENDING_REVIEW" in r.injection and "10 ml" not in r.injection, r.injection
 
 
+def test_a_claim_s_pending_review_is_looked_up_once_wherever_it_is_shown(monkeypatch):
+    """Hybrid mode renders a claim for the block, its hit and its catalog entry: the held
+    claims against it (an index lookup each, `VisibleCorpora.held_against`) are read once
+    per claim, and every place says the same change waits."""
+    from pipelines.recall.candidates import VisibleCorpora
+
+    asked: list[str] = []
+    looked_up = VisibleCorpora.held_against
+
+    def counting(self, item):
+        asked.append(item.id)
+        return looked_up(self, item)
+
+    monkeypatch.setattr(VisibleCorpora, "held_against", counting)
+    held = mem("held", "Amoxicillin", "Leo takes 10 ml of amoxicillin twice a day.", confidence=0.5,
+               metadata={"verdict": "quarantine", "rule_ids": ["soft.contradiction"], HELD_AGAINST: ["dose"]})
+    dose = mem("dose", "Leo amoxicillin dose", "Leo takes 5 ml of amoxicillin twice a day.", tags=["medication"])
+    other = mem("other", "Leo amoxicillin course", "Leo takes amoxicillin for ten days.", tags=["medication"])
+    r = engine(catalog_k=10).recall("amoxicillin dose", ME, [corpus([held, dose, other])], mode="hybrid",
+                                    now=NOW, tags=["medication"])
+    assert sorted(asked) == sorted(set(asked)) and "dose" in asked, asked
+    by = {h.item.id: h for h in r.hits}
+    assert "PENDING_REVIEW" in r.injection and by["dose"].pending_review, (r.injection, r.hits)
+    assert by.get("other") is None or not by["other"].pending_review
+
+
 def test_modes_and_the_injection_budget():
     c = corpus(store())
     q = "storage inbox warehouse snapshot proxy schedule index"

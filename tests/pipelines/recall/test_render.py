@@ -140,3 +140,35 @@ def test_a_catalog_entry_gives_its_window_and_whether_it_has_ended():
     assert stand_in["valid"] == "..2026-11-20" and stand_in["window"] == "ENDED"
     assert "window" not in catalog_entry(mem(valid_from="2026-11-01"), 0.5, now=now)
     assert "valid" not in catalog_entry(mem(), 0.5, now=now)
+
+
+def test_packing_counts_the_block_it_would_render():
+    """`pack_injection` counts the block's length as entries join it instead of rendering
+    every trial: the same entries as packing by the rendered block, for blocks with and
+    without each note (preference, conflict, pending review, dated), turns and budgets."""
+    import random
+
+    from pipelines.recall.render import Entry, _render, estimate_tokens, pack_injection
+
+    def by_rendering(entries, budget):
+        chosen = []
+        for e in entries:
+            if estimate_tokens(_render([*chosen, e])) <= budget:
+                chosen.append(e)
+        return chosen
+
+    rng = random.Random(7)
+    for _ in range(150):
+        entries = []
+        for i in range(rng.randint(1, 8)):
+            body = "word " * rng.randint(0, 80)
+            if rng.random() < 0.4:
+                entries.append(Entry(f"t{i}", f"[TURN: t{i} | Bo | 2025-01-01]\n{body}\n[/TURN]", False, True))
+                continue
+            head = f"[MEMORY: m{i} | {rng.choice(['fact', 'preference'])} | ltm"
+            head += " | ENDED" * (rng.random() < 0.2) + " | PENDING_REVIEW" * (rng.random() < 0.2) + "]"
+            entries.append(Entry(f"m{i}", f"{head}\nTitle\n{body}\n[/MEMORY]", rng.random() < 0.2))
+        for budget in (150, 250, 400, 700):
+            chosen = by_rendering(entries, budget)
+            if chosen:
+                assert pack_injection(entries, budget) == (_render(chosen), [e.key for e in chosen])
