@@ -44,6 +44,7 @@ import msgspec
 
 from pipelines.materialize import DISAGREES_WITH, SAID_DATES
 from pipelines.recall.conflicts import authors, conflict_reason, find_conflicts, is_claim, read_claim, supersedes
+from pipelines.recall.lexical import Stems, words
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -175,7 +176,10 @@ def _checked_cluster(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:
 # -- extractive ------------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TOKEN = re.compile(r"\w+")
+# Sentences compare as the Snowball stems of their words' lemmas (recall's tokeniser and
+# simplemma), so a restatement in another inflection ("In the mornings Priya prefers tea" /
+# "Priya prefers tea in the morning") says nothing new. Stopwords stay: "not" is a fact.
+_STEMS = Stems(max_memo=50_000, lemmas=True)
 
 
 def _sentences(text: str) -> list[str]:
@@ -183,7 +187,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(_TOKEN.findall(text.lower()))
+    return frozenset(_STEMS(words(text or "")))
 
 
 class ExtractiveMerger:
