@@ -122,6 +122,16 @@ def test_extractive_drops_a_restated_sentence_in_other_inflections_and_keeps_pro
     assert outcome.new_item.provenance.turn_refs == ["D1:1", "D2:4"]
 
 
+def test_extractive_a_sentence_saying_more_takes_the_place_of_the_one_it_extends():
+    head = mem("h", "Orion metrics are stored in TimescaleDB.\nRetention is 30 days.", confidence=0.9)
+    more = mem("m", "Orion metrics are stored in TimescaleDB, per the team. Dashboards use Grafana.")
+    assert ExtractiveMerger().draft([head, more]).content == (
+        "Orion metrics are stored in TimescaleDB, per the team.\nRetention is 30 days. Dashboards use Grafana.")
+    # ... but not one that denies it: "does not" is not more of "likes tea"
+    likes, denies = mem("a", "Priya likes tea.", confidence=0.9), mem("b", "Priya does not like tea at all.")
+    assert ExtractiveMerger().draft([likes, denies]).content == "Priya likes tea. Priya does not like tea at all."
+
+
 @pytest.mark.parametrize(("kept", "later"), [
     ("Priya drinks tea at 8.", "Priya drinks tea at 9."),  # another time is another fact
     ("Priya prefers tea in the morning.", "Priya prefers tea in the evening."),
