@@ -8,7 +8,8 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 
 - `ExtractiveMerger`: deterministic, no model. The canonical item (highest confidence, then
   newest, then smallest id) gives title and first sentences; other items add only the
-  sentences not already covered, within `max_chars`.
+  sentences not already covered (words compared as lemma stems), within `max_chars`; a
+  sentence that says all a kept one says and more replaces it.
 - `OllamaMerger`: Granite through the official `ollama` client with a JSON-schema `format`
   (structured output) at temperature 0. Output is validated; an invalid answer is retried
   once. Connection refused, timeout, HTTP error, invalid output twice: the fallback
