@@ -8,7 +8,8 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 
 - `ExtractiveMerger`: deterministic, no model. The canonical item (highest confidence, then
   newest, then smallest id) gives title and first sentences; other items add only the
-  sentences not already covered, within `max_chars`.
+  sentences not already covered (words compared as lemma stems), within `max_chars`; a
+  sentence that says all a kept one says and more replaces it.
 - `OllamaMerger`: Granite through the official `ollama` client with a JSON-schema `format`
   (structured output) at temperature 0. Output is validated; an invalid answer is retried
   once. Connection refused, timeout, HTTP error, invalid output twice: the fallback
@@ -43,7 +44,16 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from pipelines.materialize import DISAGREES_WITH, SAID_DATES
-from pipelines.recall.conflicts import authors, conflict_reason, find_conflicts, is_claim, read_claim, supersedes
+from pipelines.recall.conflicts import (
+    NEGATION,
+    authors,
+    conflict_reason,
+    find_conflicts,
+    is_claim,
+    read_claim,
+    supersedes,
+)
+from pipelines.recall.lexical import Stems, words
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -175,7 +185,11 @@ def _checked_cluster(cluster: Sequence[MemoryItem]) -> list[MemoryItem]:
 # -- extractive ------------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-_TOKEN = re.compile(r"\w+")
+_SENTENCE_SPLIT = re.compile(r"((?<=[.!?])\s+|\n+)")  # the same, keeping the separators
+# Sentences compare as the Snowball stems of their words' lemmas (recall's tokeniser and
+# simplemma), so a restatement in another inflection ("In the mornings Priya prefers tea" /
+# "Priya prefers tea in the morning") says nothing new. Stopwords stay: "not" is a fact.
+_STEMS = Stems(max_memo=50_000, lemmas=True)
 
 
 def _sentences(text: str) -> list[str]:
@@ -183,12 +197,14 @@ def _sentences(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(_TOKEN.findall(text.lower()))
+    return frozenset(_STEMS(words(text or "")))
 
 
 class ExtractiveMerger:
     """Deterministic merge without a model: the canonical item's text plus every other
-    item's sentences not already covered, lossless up to `max_chars`."""
+    item's sentences not already covered, lossless up to `max_chars`. A later sentence that
+    says all a kept one says and more ("Orion metrics are stored in TimescaleDB, per the
+    team" after "... in TimescaleDB.") takes its place rather than repeating it."""
 
     name = EXTRACTIVE_NAME
 
@@ -200,26 +216,30 @@ class ExtractiveMerger:
     def draft(self, cluster: Sequence[MemoryItem]) -> MergeDraft:
         items = canonical_order(_checked_cluster(cluster))
         head = items[0]
-        kept_tokens: list[frozenset[str]] = []
-        covered: set[str] = set()
-        content = head.content.strip()
-        for s in _sentences(head.content):
-            kept_tokens.append(_tokens(s))
-        covered.update(_tokens(head.content) | _tokens(head.title))
+        # The head's text as it was written: sentences at even places, what separated them
+        # (spaces, line breaks) at odd ones; later sentences are appended after a space.
+        parts = _SENTENCE_SPLIT.split(head.content.strip())
+        kept = {n: _tokens(part) for n, part in enumerate(parts) if n % 2 == 0 and part.strip()}
+        covered = set(_tokens(head.content) | _tokens(head.title))
         for item in items[1:]:
             for s in _sentences(item.content):
                 toks = _tokens(s)
-                if _is_covered(toks, covered, kept_tokens):
+                if _is_covered(toks, covered, list(kept.values())):
                     continue
-                candidate = f"{content} {s}" if content else s
-                if len(candidate) > self.max_chars:
+                length = sum(map(len, parts))
+                wider = next((n for n, k in kept.items() if k < toks and _negated(s) == _negated(parts[n])), None)
+                if wider is not None and length - len(parts[wider]) + len(s) <= self.max_chars:
+                    parts[wider] = s
+                    kept[wider] = toks
+                elif wider is None and length + len(s) + 1 <= self.max_chars:
+                    parts.extend((" ", s) if length else ("", s))
+                    kept[len(parts) - 1] = toks
+                else:
                     continue  # a shorter later sentence may still fit
-                content = candidate
-                kept_tokens.append(toks)
                 covered |= toks
         return MergeDraft(
             title=head.title,
-            content=content,
+            content="".join(parts).strip(),
             type=majority_type(items),
             tags=union_stable([i.tags for i in items]),
             entities=union_stable([i.entities for i in items]),
@@ -237,6 +257,10 @@ def _is_covered(toks: frozenset[str], covered: set[str], kept: list[frozenset[st
     if any(c.isdigit() for t in toks - covered for c in t):
         return False
     return any(_jaccard(toks, k) >= _COVERED_JACCARD for k in kept)
+
+
+def _negated(sentence: str) -> bool:
+    return NEGATION.search(sentence) is not None
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -194,7 +194,7 @@ _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)"
 # A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
 # pushes"): a claim that says it of what another states without it denies it (`_denies`). One
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
-_NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
+NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
 DENIES = "same subject, one denies it"
 # What negates nothing though it holds a negation word (NegEx's pseudo-negations): a tag
 # question ("Nature is amazing, isn't it?"), an idiom ("can't wait for", "no matter what",
@@ -517,8 +517,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     # (the retiring clauses are blanked only in the few contents that hold a negation at all:
     # every claim of a snapshot is read when it loads)
     denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), _NOT_NEGATING.sub(" ", stated))
-               if _NEGATION.search(stated) else "")
-    negated = bool(ended) or (bool(denying) and _NEGATION.search(denying) is not None)
+               if NEGATION.search(stated) else "")
+    negated = bool(ended) or (bool(denying) and NEGATION.search(denying) is not None)
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -544,7 +544,7 @@ def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]
     found: list[str] = []
     for clause in _CLAUSE.finditer(content):
         text = clause.group(0)
-        negation = _NEGATION.search(text)
+        negation = NEGATION.search(text)
         if _ENDED.search(text):
             found += words(text)
         elif negation:

@@ -66,7 +66,8 @@ def test_a_users_change_of_decision_under_another_title_replaces_their_own(servi
 
 def test_agreeing_claims_merge_and_someone_elses_contradiction_stays_apart(service) -> None:
     client, settings = service
-    agreeing = [write(client, MAYA, *pair)["item_id"] for pair in TIMESCALE]
+    # the longer said first: the newer, shorter one leads the merge
+    agreeing = [write(client, MAYA, *pair)["item_id"] for pair in TIMESCALE[::-1]]
     theirs = write(client, LEE, *CLICKHOUSE)
     assert theirs["verdict"]["action"] == "quarantine" and "soft.contradiction" in theirs["verdict"]["rule_ids"]
     consolidate_once(settings)
@@ -75,6 +76,9 @@ def test_agreeing_claims_merge_and_someone_elses_contradiction_stays_apart(servi
         (merged,) = [it for it in wh.active_items() if it.metadata.get("merged_from")]
         assert sorted(merged.metadata["merged_from"]) == sorted(agreeing) and "ClickHouse" not in merged.content
         assert wh.get_item(theirs["item_id"]).superseded_by is None
+    # the merge says the agreed point once, in the words of the member that says most
+    got = client.get(f"/v1/items/{merged.id}", params=MAYA).json()["item"]
+    assert got["content"] == TIMESCALE[1][1] and got["metadata"]["merger"] == "extractive"
     hits, injected = decisions(client, LATER)
     assert hits[0]["id"] == merged.id and hits[0]["conflict"]
     assert "ClickHouse" not in authoritative(injected)

@@ -108,6 +108,41 @@ def test_extractive_draft_keeps_canonical_and_adds_only_new_sentences(cluster):
     assert isinstance(ExtractiveMerger(), Merger)
 
 
+def test_extractive_drops_a_restated_sentence_in_other_inflections_and_keeps_provenance():
+    # the same point in another word order and inflection ("mornings", "drank"/"drinks")
+    first = mem("p1", "Priya prefers tea in the morning. She drinks it black.", confidence=0.9,
+                turn_refs=("D1:1",), metadata={"authors": ["priya"]})
+    again = mem("p2", "In the mornings Priya prefers tea. She drank it with Sam at 8.",
+                turn_refs=("D2:4",), metadata={"authors": ["sam"]})
+    draft = ExtractiveMerger().draft([first, again])
+    assert draft.content == "Priya prefers tea in the morning. She drinks it black. She drank it with Sam at 8."
+    outcome = merge_cluster([first, again], ExtractiveMerger(), FakePolicy(), settings=SETTINGS, now=NOW)
+    assert outcome.new_item is not None and outcome.new_item.content == draft.content
+    assert outcome.new_item.metadata["merged_from"] == ["p1", "p2"]
+    assert outcome.new_item.provenance.turn_refs == ["D1:1", "D2:4"]
+
+
+def test_extractive_a_sentence_saying_more_takes_the_place_of_the_one_it_extends():
+    head = mem("h", "Orion metrics are stored in TimescaleDB.\nRetention is 30 days.", confidence=0.9)
+    more = mem("m", "Orion metrics are stored in TimescaleDB, per the team. Dashboards use Grafana.")
+    assert ExtractiveMerger().draft([head, more]).content == (
+        "Orion metrics are stored in TimescaleDB, per the team.\nRetention is 30 days. Dashboards use Grafana.")
+    # ... but not one that denies it: "does not" is not more of "likes tea"
+    likes, denies = mem("a", "Priya likes tea.", confidence=0.9), mem("b", "Priya does not like tea at all.")
+    assert ExtractiveMerger().draft([likes, denies]).content == "Priya likes tea. Priya does not like tea at all."
+
+
+@pytest.mark.parametrize(("kept", "later"), [
+    ("Priya drinks tea at 8.", "Priya drinks tea at 9."),  # another time is another fact
+    ("Priya prefers tea in the morning.", "Priya prefers tea in the evening."),
+    ("Priya likes tea.", "Priya does not like tea."),  # "not" is not a stopword here
+    ("Maria is vegetarian.", "Maria is vegan."),
+])
+def test_extractive_keeps_a_sentence_that_changes_a_value(kept, later):
+    draft = ExtractiveMerger().draft([mem("a", kept, confidence=0.9), mem("b", later)])
+    assert draft.content == f"{kept} {later}"
+
+
 def test_extractive_canonical_ties_break_on_newest_then_id():
     older = mem("x", "Old wording.", confidence=0.8, updated=9)
     newer = mem("y", "New wording.", confidence=0.8, updated=2)
