@@ -30,12 +30,13 @@ hidden state over its own tokens. A message records its index in its session
 (`metadata["turn_index"]`, so later turns continue the cut), its windows' turn ids
 (`metadata["context_windows"]`, hashed into `embedding_hash`), so the pipeline, `loci
 reembed` and the delta make the same vector, and the cut (`metadata["pooling"]`,
-`WindowPooling.name`; a message pooled before it was recorded was cut 4/2). Well under
-half the model work of text vectors at the same recall (README). Embedders without token states (`pool_windows`) give such a
-message its text vector. A store holds one scheme (`vector_scheme`): consolidation refuses a
-change of setting until `loci reembed` reads every session again (`recontextualise`); a
-store half one way and half the other lost up to 0.006 LoCoMo recall@10 (README). Pooled
-windows of another cut are another scheme ("pooled 4/2"): refused the same way.
+`WindowPooling.name`; a message pooled before it was recorded was cut 4/2). Well under half
+the model work of text vectors at the same recall (README). Embedders without token states
+(`pool_windows`) give such a message its text vector. A store holds one scheme
+(`vector_scheme`): consolidation refuses a change of setting until `loci reembed` reads
+every session again (`recontextualise`); a store half one way and half the other lost up to
+0.006 LoCoMo recall@10 (README). Pooled windows of another cut are another scheme ("pooled
+4/2"): refused the same way.
 """
 
 from __future__ import annotations
