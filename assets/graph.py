@@ -24,6 +24,7 @@ from assets.resources import (
     WarehouseResource,
 )
 from pipelines import consolidate as stages
+from pipelines.consolidate.governance import pooling_record
 from pipelines.message_context import vector_recipe
 from pipelines.records import utcnow
 
@@ -134,6 +135,7 @@ def governed_items(
             "skipped": report.skipped[:50],
             "policy_version": report.policy_version,
             "message_vectors": report.message_vectors,
+            "pooling": pooling_record(report.message_vectors),  # governance.POOLING_COUNT
             "forgetting_swept": report.forgetting_swept,
             "governed_until": governed_until,
             "windows_prefetched": prefetched,

@@ -11,6 +11,8 @@ The composed product mode (`message_context_composed`) is measured end to end wi
 
 from __future__ import annotations
 
+import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -228,7 +230,7 @@ _POOLED: dict[tuple[Any, ...], dict[str, tuple[np.ndarray, list[np.ndarray]]]] =
 
 def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray], embedder: Any,
                    size: int = 4, stride: int = 2, own: float | None = 1.0, aligned: bool = False,
-                   offset: int = 0) -> np.ndarray:
+                   offset: int = 0, timed: bool = False) -> np.ndarray:
     """Shared windows, each read once by the model, pooled twice: over the whole window
     (the `shared_windows` vector) and over each turn's own tokens in it (a late-chunking
     read of the turn, with its neighbours attended). A turn's vector: the mean over the
@@ -256,7 +258,11 @@ def pooled_windows(items: Sequence[Any], embed: Callable[[list[str]], np.ndarray
                 todo[key] = window_parts(turns[s:e])
         for i, it in enumerate(turns):
             plans.append((row[it.id], [(_window_text(turns[s:e]), i - s) for s, e in spans if s <= i < e]))
+    cpu = time.process_time()
     memo.update(zip(todo, embedder.pool_windows(list(todo.values()))))  # the product's token pooling
+    if timed:
+        cpu = time.process_time() - cpu
+        print(f"pooled {size}s{stride}: {len(todo)} windows, model CPU {cpu:.2f} s", file=sys.stderr)
     for k, held in plans:  # (not aligned, a session's last turn can be in no window: a zero vector, as measured)
         vectors[k] = pooled_vector([(memo[key][0], memo[key][1][pos]) for key, pos in held], own) if held else 0.0
     return vectors
@@ -281,6 +287,10 @@ for _offset in (1, 2, 3):
 VECTOR_VARIANTS["vec_pooled4s2_owntokens_aligned"] = (
     _variant(pooled_windows, size=4, stride=2, own=None, aligned=True),
     "pooled windows of 4 every 2 at even turns, own tokens only: the product's message_context_pooled")
+for _size, _stride in ((4, 3), (3, 2), (5, 3), (6, 4), (5, 4), (4, 2)):
+    VECTOR_VARIANTS[f"vec_pooled{_size}s{_stride}_owntokens_aligned_timed"] = (
+        _variant(pooled_windows, size=_size, stride=_stride, own=None, aligned=True, timed=True),
+        f"pooled windows of {_size} every {_stride} (aligned), own tokens only; model CPU-s printed")
 VECTOR_VARIANTS["vec_pooled4s2_own1000_offset1"] = (
     _variant(pooled_windows, size=4, stride=2, own=1000.0, aligned=True, offset=1),
     "pooled windows of 4 every 2 cut at odd turns: the turn's own tokens")

@@ -23,16 +23,20 @@ on LoCoMo: several times less model work, but turn recall@10 0.787 against 0.804
 model reading a turn with its neighbours beats adding their vectors), so it stays off.
 
 With `ContextWindow.pooled` (setting `message_context_pooled`, on by default) a session is
-cut into *pooled windows* (`POOLING`): 4 turns starting at every even turn index, each window read by
-the model once; a turn's vector is the normalised mean, over the one or two windows holding
-it, of the mean last hidden state over its own tokens. A message records its index in its
-session (`metadata["turn_index"]`, so later turns continue the cut) and its windows' turn ids
+cut into *pooled windows* (`POOLING`): 5 turns starting at every third turn index (4 at
+every even one before 2026-11-28 evening), each window read by the model once; a turn's
+vector is the normalised mean, over the one or two windows holding it, of the mean last
+hidden state over its own tokens. A message records its index in its session
+(`metadata["turn_index"]`, so later turns continue the cut), its windows' turn ids
 (`metadata["context_windows"]`, hashed into `embedding_hash`), so the pipeline, `loci
-reembed` and the delta make the same vector. About half the model work of the default at
-the same recall (README). Embedders without token states (`pool_windows`) give such a
-message its text vector. A store holds one scheme (`vector_scheme`): consolidation refuses a
-change of setting until `loci reembed` reads every session again (`recontextualise`); a
-store half one way and half the other lost up to 0.006 LoCoMo recall@10 (README).
+reembed` and the delta make the same vector, and the cut (`metadata["pooling"]`,
+`WindowPooling.name`; a message pooled before it was recorded was cut 4/2). Well under half
+the model work of text vectors at the same recall (README). Embedders without token states
+(`pool_windows`) give such a message its text vector. A store holds one scheme
+(`vector_scheme`): consolidation refuses a change of setting until `loci reembed` reads
+every session again (`recontextualise`); a store half one way and half the other lost up to
+0.006 LoCoMo recall@10 (README). Pooled windows of another cut are another scheme ("pooled
+4/2"): refused the same way.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ CONTEXT_KEY = "context"
 CONTEXT_TURNS_KEY = "context_turns"  # {"previous": [item id, ...], "following": [...]}
 CONTEXT_WINDOWS_KEY = "context_windows"  # pooled: [[item id, ...] per window holding the turn]
 TURN_INDEX_KEY = "turn_index"  # pooled: the turn's index in its session (where windows are cut)
+POOLING_KEY = "pooling"  # pooled: the cut its windows were made with (`WindowPooling.name`)
 NEIGHBOUR_MAX_CHARS = 400  # a long neighbour would drown the turn itself in its vector
 
 
@@ -131,8 +136,16 @@ def vector_scheme(item: MemoryItem) -> str | None:
     if not context_of(item):
         return None
     if pooled_windows(item) is not None:
-        return "pooled"
+        cut = pooling_of(item)
+        return "pooled" if cut == POOLING.name else f"pooled {cut}"
     return "composed" if context_turns(item) is not None else "text"
+
+
+def pooling_of(item: MemoryItem) -> str:
+    """The cut a pooled message's windows were made with (`WindowPooling.name`); a message
+    pooled before the cut was recorded has windows of 4 every 2 (`UNMARKED_POOLING`)."""
+    value = item.metadata.get(POOLING_KEY)
+    return value if isinstance(value, str) and value else UNMARKED_POOLING
 
 
 def recontextualise(items: Iterable[MemoryItem], window: ContextWindow) -> dict[str, dict[str, Any]]:
@@ -200,11 +213,19 @@ class WindowPooling:
     """Pooled windows: a session cut into windows of `size` turns at every `stride`-th turn
     index (the last ones shorter), each read once; a turn's vector is normalise(sum over its
     windows of normalise(mean hidden state over its own tokens)). Measured on LoCoMo
-    (bench/message_vectors.py `vec_pooled4s2_owntokens_aligned`): recall@10 as the default
-    at 72 word pieces per turn against 157."""
+    (bench/message_vectors.py `vec_pooled{size}s{stride}_owntokens_aligned_timed`, int8,
+    2026-11-28 evening; all / tune / held out recall@10, model CPU-s of one pass): 4/2 (the
+    cut before) 0.834 / 0.852 / 0.816, 61.4 s; **5/3** 0.841 / **0.860** / 0.821, 45.9 s
+    (the best on tune, -25%); 6/4 0.838 / 0.851 / 0.824, 44.5 s; 4/3 0.832 / 0.843 / 0.822,
+    42.0 s; 3/2 0.829 / 0.849 / 0.809, 42.4 s. A new cut is a new scheme (`vector_scheme`)."""
 
-    size: int = 4
-    stride: int = 2
+    size: int = 5
+    stride: int = 3
+
+    @property
+    def name(self) -> str:
+        """The cut, as a pooled message records it (`POOLING_KEY`) and a scheme names it."""
+        return f"{self.size}/{self.stride}"
 
     @property
     def recipe(self) -> str:
@@ -218,6 +239,9 @@ class WindowPooling:
 
 
 POOLING = WindowPooling()
+# Messages pooled before the cut was recorded on them (2026-11-28 evening) have windows of 4
+# every 2: their scheme is "pooled 4/2", refused beside another cut until `loci reembed`.
+UNMARKED_POOLING = "4/2"
 
 
 def vector_recipe(embedder: Any) -> str:
@@ -414,7 +438,7 @@ def context_fields(turns: Sequence[MemoryItem], i: int, window: ContextWindow, f
         return {}
     if window.vectors == "pooled":
         index = first + i
-        return {CONTEXT_KEY: context, TURN_INDEX_KEY: index,
+        return {CONTEXT_KEY: context, TURN_INDEX_KEY: index, POOLING_KEY: POOLING.name,
                 CONTEXT_WINDOWS_KEY: [[t.id for t in turns[max(0, s - first):s - first + POOLING.size]
                                        if t is turns[i] or not forgotten(t)]
                                       for s in POOLING.starts(index)]}
@@ -447,8 +471,9 @@ def context_without(item: MemoryItem, gone: Sequence[MemoryItem]) -> dict[str, A
     if not parts:
         return {}
     fields: dict[str, Any] = {CONTEXT_KEY: "\n".join(parts)}
-    if TURN_INDEX_KEY in item.metadata:
-        fields[TURN_INDEX_KEY] = item.metadata[TURN_INDEX_KEY]
+    for key in (TURN_INDEX_KEY, POOLING_KEY):
+        if key in item.metadata:
+            fields[key] = item.metadata[key]
     windows = pooled_windows(item)
     if windows is not None:
         fields[CONTEXT_WINDOWS_KEY] = [[i for i in w if i not in ids] for w in windows]
@@ -477,7 +502,7 @@ def _without_lines(named: str, lines: Sequence[str]) -> str:
 def with_context(metadata: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any]:
     """`metadata` with a message's context replaced by `fields` (`context_fields`)."""
     kept = {k: v for k, v in metadata.items()
-            if k not in (CONTEXT_KEY, CONTEXT_TURNS_KEY, CONTEXT_WINDOWS_KEY, TURN_INDEX_KEY)}
+            if k not in (CONTEXT_KEY, CONTEXT_TURNS_KEY, CONTEXT_WINDOWS_KEY, TURN_INDEX_KEY, POOLING_KEY)}
     return {**kept, **fields}
 
 
@@ -523,7 +548,7 @@ def contextualise(
         # `size - 1`, whose windows can reach a new turn); older ones keep theirs (their own
         # earlier turns are not loaded, so their context is not rebuilt here).
         later = max(window.following, POOLING.size - 1 if window.vectors == "pooled" else 0)
-        rebuild = {t.id for t in tail[len(tail) - later:]} if later else set()
+        rebuild = {t.id for t in tail[max(0, len(tail) - later):]} if later else set()
         for i, turn in enumerate(turns):
             if turn.id in fresh:
                 fields = context_fields(turns, i, window, first)

@@ -104,8 +104,8 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # On: each turn is embedded once, bare, and a message's vector composed from its own and
     # its neighbours' (several times faster consolidation, lower recall: see README).
     message_context_composed: bool = False
-    # On (default since 2026-11-28): pooled windows (message_context.POOLING): windows of 4
-    # turns at even turns, each read once; a turn's vector pools its own tokens (half the
+    # On (default since 2026-11-28): pooled windows (message_context.POOLING): windows of 5
+    # turns at every third turn, each read once; a turn's vector pools its own tokens (half the
     # model work of a text vector, the same recall: see README). Needs an embedder with
     # token states (MiniLM); others give such turns the text vector. Off: the text vector
     # (message + context in one text). A store holds one scheme: changing this (or

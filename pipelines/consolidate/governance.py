@@ -36,7 +36,7 @@ from pipelines.materialize import (
     proposal_item_id,
     quarantine_expiry,
 )
-from pipelines.message_context import ContextWindow, contextualise, session_key, tail_size, with_context
+from pipelines.message_context import POOLING, ContextWindow, contextualise, session_key, tail_size, with_context
 from pipelines.records import Event, MemoryItem, parse_time
 from pipelines.settings import Settings
 from pipelines.warehouse import LINK_RELS, PATCHABLE_FIELDS, Origin, Warehouse
@@ -466,6 +466,13 @@ def govern_items(
 
 
 MESSAGE_VECTORS_COUNT = "governed_items.message_vectors"  # the run record's key (assets.graph)
+POOLING_COUNT = "governed_items.pooling"  # and the pooled windows' cut (`WindowPooling.name`)
+
+
+def pooling_record(scheme: str) -> str:
+    """What a run records under `POOLING_COUNT` for the scheme it checked: the cut of the
+    pooled windows ("" for another scheme), so a store pooled with another cut is read."""
+    return POOLING.name if scheme == "pooled" else ""
 
 
 def check_vector_scheme(warehouse: Warehouse, settings: Settings) -> str:
@@ -479,7 +486,8 @@ def check_vector_scheme(warehouse: Warehouse, settings: Settings) -> str:
     if wanted is None:
         return ""
     run = last_successful_run(warehouse)
-    if run is not None and (run.get("counts") or {}).get(MESSAGE_VECTORS_COUNT) == wanted:
+    counts = (run or {}).get("counts") or {}
+    if counts.get(MESSAGE_VECTORS_COUNT) == wanted and (counts.get(POOLING_COUNT) or "") == pooling_record(wanted):
         return wanted
     other = {s: n for s, n in warehouse.vector_schemes().items() if s != wanted}
     if other:

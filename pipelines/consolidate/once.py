@@ -8,7 +8,7 @@ from typing import Any
 from pipelines.consolidate.clusters import cluster_stm
 from pipelines.consolidate.common import Hook
 from pipelines.consolidate.embedding import embed_items, store_embedder
-from pipelines.consolidate.governance import MESSAGE_VECTORS_COUNT, govern_items
+from pipelines.consolidate.governance import MESSAGE_VECTORS_COUNT, POOLING_COUNT, govern_items, pooling_record
 from pipelines.consolidate.landing import land_events
 from pipelines.consolidate.lifecycle import apply_lifecycle
 from pipelines.consolidate.locations import build_palace
@@ -56,5 +56,7 @@ def consolidate_once(
         out["lifecycle"] = apply_lifecycle(wh, settings, now=now, hook=hook)
         out["palace"] = build_palace(wh, out["cluster"].clusters, hook=hook)
         out["snapshot"] = publish_snapshot(wh, embedder, settings, extra={"run_id": run_id})
-        finish_run(wh, run_id, out["snapshot"], counts={MESSAGE_VECTORS_COUNT: out["govern"].message_vectors})
+        scheme = out["govern"].message_vectors
+        finish_run(wh, run_id, out["snapshot"],
+                   counts={MESSAGE_VECTORS_COUNT: scheme, POOLING_COUNT: pooling_record(scheme)})
     return out

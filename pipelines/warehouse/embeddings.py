@@ -9,7 +9,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from pipelines.message_context import COMPOSITION, CONTEXT_TURNS_KEY, CONTEXT_WINDOWS_KEY, POOLING
+from pipelines.message_context import (
+    COMPOSITION,
+    CONTEXT_TURNS_KEY,
+    CONTEXT_WINDOWS_KEY,
+    POOLING,
+    POOLING_KEY,
+    UNMARKED_POOLING,
+)
 from pipelines.records import sha256_text, utcnow
 from pipelines.warehouse.connection import (
     STRING,
@@ -43,7 +50,9 @@ EMBEDDING_HASH_SQL = (
 )
 # pipelines.message_context.vector_scheme in SQL: how a message's vector is made (NULL: no
 # retrieval context).
-VECTOR_SCHEME_SQL = (f"CASE WHEN {_HAS_CONTEXT_SQL} THEN CASE WHEN {_POOLED_SQL} THEN 'pooled' "
+_POOLING_SQL = f"coalesce(json_extract_string(i.metadata, '$.{POOLING_KEY}'), '{UNMARKED_POOLING}')"
+VECTOR_SCHEME_SQL = (f"CASE WHEN {_HAS_CONTEXT_SQL} THEN CASE WHEN {_POOLED_SQL} THEN "
+                     f"CASE WHEN {_POOLING_SQL} = '{POOLING.name}' THEN 'pooled' ELSE 'pooled ' || {_POOLING_SQL} END "
                      f"WHEN {_COMPOSED_SQL} THEN 'composed' ELSE 'text' END END")
 
 

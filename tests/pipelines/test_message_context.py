@@ -109,8 +109,9 @@ def test_consolidation_stores_context_and_reembeds_a_turn_when_its_answer_arrive
     assert "answered by user: Did she like it?" in last_before.metadata[CONTEXT_KEY]
     assert last_before.content == msgs[1].content  # the turn itself is untouched
     assert vectors[msgs[1].id] == embedding_hash(last_before) != first_vectors[msgs[1].id]
-    assert vectors[msgs[0].id] == first_vectors[msgs[0].id]  # older turns are not redone
-    assert reasons[-1] == "message_context" and second["embed"].embedded == 2  # the new turn and the refreshed one
+    # The first turn's context text is the same, but its pooled window (turns 0-4) gained the new turn.
+    assert vectors[msgs[0].id] != first_vectors[msgs[0].id]
+    assert reasons[-1] == "message_context" and second["embed"].embedded == 3  # the new turn and the refreshed ones
 
 
 # -- composed vectors ------------------------------------------------------------------------

@@ -1,5 +1,5 @@
-"""Pooled message windows (setting `message_context_pooled`): windows of 4 turns at even
-turn indices, each read once; a turn's vector pools its own tokens over the windows holding
+"""Pooled message windows (setting `message_context_pooled`): windows of 5 turns at every
+third turn index, each read once; a turn's vector pools its own tokens over the windows holding
 it. The windows are recorded on the items, so the pipeline, reembed and the service's
 delta make the same vector, and a window that changes re-embeds its turns. A stand-in
 encoder (word hashes, each token attending its window by a mean) replaces MiniLM."""
@@ -73,13 +73,14 @@ def session(n: int = len(TEXTS)) -> list:
     return [out[t.id] for t in turns]
 
 
-def test_windows_of_four_at_even_turns_are_recorded_on_each_turn() -> None:
+def test_windows_of_five_at_every_third_turn_are_recorded_on_each_turn() -> None:
     turns = session()
     ids = [t.id for t in turns]
     assert [t.metadata[TURN_INDEX_KEY] for t in turns] == list(range(7))
-    assert turns[0].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:4]]
-    assert turns[3].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:4], ids[2:6]]
-    assert turns[6].metadata[CONTEXT_WINDOWS_KEY] == [ids[4:7], ids[6:7]]  # the last ones shorter
+    assert turns[0].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:5]]
+    assert turns[2].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:5]]
+    assert turns[3].metadata[CONTEXT_WINDOWS_KEY] == [ids[0:5], ids[3:8]]
+    assert turns[6].metadata[CONTEXT_WINDOWS_KEY] == [ids[3:8], ids[6:7]]  # the last ones shorter
 
 
 def test_a_session_arriving_turn_by_turn_gets_the_windows_of_one_batch() -> None:
@@ -93,15 +94,30 @@ def test_a_session_arriving_turn_by_turn_gets_the_windows_of_one_batch() -> None
     assert {i: t.metadata for i, t in stored.items()} == {i: t.metadata for i, t in whole.items()}
 
 
+def test_a_session_arriving_in_batches_gets_the_windows_of_one_batch() -> None:
+    """Every stored turn whose window a new batch reaches is cut again, also when fewer
+    turns are stored than a window reaches back (two stored, then five: turn 0's window
+    [0, 5) gains three; it was once left with its window of two)."""
+    whole = {t.id: t for t in session()}
+    turns = [turn(k + 1, text) for k, text in enumerate(TEXTS)]
+    for first in (1, 2, 3, 4):
+        stored, _ = contextualise({t.id: t for t in turns[:first]}, [], POOLED)
+        out, changed = contextualise({t.id: t for t in turns[first:]}, list(stored.values()), POOLED)
+        for i, fields in changed.items():
+            stored[i] = msgspec.structs.replace(stored[i], metadata=with_context(stored[i].metadata, fields))
+        stored.update(out)
+        assert {i: t.metadata for i, t in stored.items()} == {i: t.metadata for i, t in whole.items()}, first
+
+
 def test_the_pooled_vector_is_the_prototypes_own_tokens_vector() -> None:
     from bench.message_vectors import _POOLED, pooled_windows
 
     turns = session()
     encoder = StandInEncoder(64)
     product = item_vectors(turns, encoder.embed, {t.id: t for t in turns}.get, pool=encoder.pool_windows)
-    assert encoder.windows_read == 4  # windows at turns 0, 2, 4, 6, each read once
+    assert encoder.windows_read == 3  # windows at turns 0, 3, 6, each read once
     _POOLED.clear()
-    prototype = pooled_windows(turns, encoder.embed, encoder, size=4, stride=2, own=None, aligned=True)
+    prototype = pooled_windows(turns, encoder.embed, encoder, size=5, stride=3, own=None, aligned=True)
     np.testing.assert_allclose(product, prototype, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(product, axis=1), 1.0, rtol=1e-5)
     # Not the default text vector, and an embedder without token states falls back to it.
@@ -114,7 +130,7 @@ def test_the_hash_changes_when_a_window_gains_a_turn() -> None:
     turns = session(3)
     later = turn(4, "Lovely.")
     _, changed = contextualise({later.id: later}, turns, POOLED)
-    # Turn 2's context text (one before, one after) is unchanged; its window [0, 4) gained turn 4.
+    # Turn 2's context text (one before, one after) is unchanged; its window [0, 5) gained turn 4.
     assert turns[1].id in changed and changed[turns[1].id]["context"] == turns[1].metadata["context"]
     refreshed = msgspec.structs.replace(turns[1], metadata=with_context(turns[1].metadata, changed[turns[1].id]))
     assert embedding_hash(refreshed) != embedding_hash(turns[1])
@@ -324,10 +340,55 @@ def test_a_prefetch_after_governance_is_what_the_embedding_stage_reads(tmp_path:
     with Warehouse(settings.warehouse_path) as wh, open_inbox(settings) as inbox:
         land_events(inbox, wh, run_id="r1")
         govern_items(inbox, wh, Policy(settings), settings=settings)
-        assert prefetch_item_vectors(wh, model) == 4  # windows at turns 0, 2, 4, 6
+        assert prefetch_item_vectors(wh, model) == 3  # windows at turns 0, 3, 6
         assert embed_items(wh, model).embedded == len(TEXTS)
-    assert reads == [4]  # the prefetch's, taken by the stage
+    assert reads == [3]  # the prefetch's, taken by the stage
     assert PREFETCH_CPU.seconds >= metered  # its CPU metered apart (the run gives it to the stage)
     msgs, stored = stored_message_vectors(settings, model.name)
     expected = item_vectors(msgs, stand_in.embed, {m.id: m for m in msgs}.get, pool=stand_in.pool_windows)
     np.testing.assert_array_equal(stored, expected)
+
+
+def test_a_store_pooled_with_another_cut_is_refused_until_reembed(tmp_path: Path, monkeypatch) -> None:
+    """A store whose messages were pooled before the cut was recorded on them (windows of 4
+    every 2, no `pooling` field, a run record saying only "pooled") is another scheme:
+    consolidation refuses it though the last run says "pooled", `loci reembed` cuts again."""
+    import pytest
+
+    from pipelines import message_context
+    from pipelines.consolidate import MessageVectorsChanged, once, reembed_all
+    from pipelines.message_context import POOLING, POOLING_KEY, UNMARKED_POOLING, WindowPooling, vector_scheme
+    from pipelines.warehouse import Warehouse, embeddings
+
+    settings = make_settings(tmp_path, message_context_pooled=True)
+    encoder = StandInEncoder(settings.embedder_dim)
+    unmarked = message_context.context_fields
+
+    def old_fields(*args, **kwargs):
+        return {k: v for k, v in unmarked(*args, **kwargs).items() if k != POOLING_KEY}
+
+    before = WindowPooling(*map(int, UNMARKED_POOLING.split("/")))
+    with monkeypatch.context() as old:  # the code of before: no cut recorded on items or runs
+        old.setattr(message_context, "POOLING", before)
+        hash_sql = embeddings.EMBEDDING_HASH_SQL.replace(POOLING.recipe, before.recipe)
+        old.setattr(embeddings, "EMBEDDING_HASH_SQL", hash_sql)
+        old.setattr(message_context, "context_fields", old_fields)
+        old.setattr(once, "pooling_record", lambda scheme: "")
+        conversation(settings, TEXTS[:5], "one.jsonl")
+        consolidate_once(settings, embedder=encoder)
+    msgs, _ = stored_message_vectors(settings, encoder.name)
+    assert {vector_scheme(m) for m in msgs} == {"pooled" if POOLING.name == UNMARKED_POOLING else "pooled 4/2"}
+    if POOLING.name == UNMARKED_POOLING:
+        return  # the cut of before is the cut of now: nothing to refuse
+    conversation(settings, TEXTS[5:], "two.jsonl")
+    with pytest.raises(MessageVectorsChanged, match="loci reembed") as refused:
+        consolidate_once(settings, embedder=encoder)
+    assert refused.value.stored == {"pooled 4/2": 5}
+    reembed_all(settings, embedder=encoder)
+    msgs, stored = stored_message_vectors(settings, encoder.name)
+    assert [m.metadata[POOLING_KEY] for m in msgs] == [POOLING.name] * 5
+    expected = item_vectors(msgs, encoder.embed, {m.id: m for m in msgs}.get, pool=encoder.pool_windows)
+    np.testing.assert_allclose(stored, expected, rtol=1e-5, atol=1e-6)
+    assert consolidate_once(settings, embedder=encoder)["govern"].message_vectors == "pooled"
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:
+        assert wh.vector_schemes() == {"pooled": 7}
