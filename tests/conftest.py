@@ -15,16 +15,20 @@ from pipelines.embedders import HashEmbedder, MiniLMEmbedder
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "real_gc_freeze: runs the service's real freeze_long_lived (a full collection)")
-    # Importing the test modules (Dagster, Hypothesis, schemathesis, ...) allocates hundreds
-    # of thousands of long-lived objects: the cyclic GC's full passes over them were ~4 s of
-    # CPU per worker. Collect once at the end instead, and keep what is loaded frozen.
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Importing the test modules (Dagster, Hypothesis, schemathesis, ...) allocates hundreds
+    of thousands of long-lived objects: the cyclic GC's full passes over them were ~4 s of
+    CPU per worker. Collect once at the end instead, and keep what is loaded frozen."""
     gc.disable()
-
-
-def pytest_collection_finish(session) -> None:
-    gc.enable()
-    gc.collect()
-    gc.freeze()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
 
 
 def pytest_unconfigure(config) -> None:
