@@ -2,11 +2,56 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
 
+import online.snapshot_holder
+import online.state
 from pipelines.embedders import HashEmbedder, MiniLMEmbedder
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "real_gc_freeze: runs the service's real freeze_long_lived (a full collection)")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """Importing the test modules (Dagster, Hypothesis, schemathesis, ...) allocates hundreds
+    of thousands of long-lived objects: the cyclic GC's full passes over them were ~4 s of
+    CPU per worker. Collect once at the end instead, and keep what is loaded frozen."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.enable()
+        gc.collect()
+        gc.freeze()
+
+
+def pytest_unconfigure(config) -> None:
+    gc.unfreeze()  # the interpreter's final collection sees everything (nanobind reports leaks otherwise)
+
+
+def _freeze_without_collecting() -> None:
+    """`freeze_long_lived` less its full collection: the objects alive are frozen all the
+    same, cyclic garbage is only collected at a later unfreeze."""
+    gc.unfreeze()
+    gc.freeze()
+
+
+@pytest.fixture(autouse=True)
+def _no_full_collection_per_service(request, monkeypatch) -> None:
+    """Every MemoryService start and snapshot swap runs a full cyclic collection
+    (`freeze_long_lived`). In a test worker that walks the whole suite's heap (pytest,
+    Dagster, Hypothesis, every collected module: ~0.3-0.5 s CPU each time, ~90% of the CPU
+    of a scenario file), not the service's. Tests that assert what the collection does are
+    marked `real_gc_freeze` and run the real one."""
+    if request.node.get_closest_marker("real_gc_freeze") is None:
+        monkeypatch.setattr(online.snapshot_holder, "freeze_long_lived", _freeze_without_collecting)
+        monkeypatch.setattr(online.state, "freeze_long_lived", _freeze_without_collecting)
 
 
 @pytest.fixture(scope="session")

@@ -371,6 +371,7 @@ def test_delta_is_a_log_of_segments_with_later_versions_shadowing_earlier(servic
     assert len(service.view().visible_items(WHO)) == 40
 
 
+@pytest.mark.real_gc_freeze
 def test_snapshot_objects_are_frozen_out_of_the_gc_and_still_freed_after_a_swap(service: MemoryService,
                                                                                 settings: Settings) -> None:
     """The loaded snapshot is moved out of the cyclic GC's full passes (their pauses were the
