@@ -1207,7 +1207,9 @@ def load_snapshot(
     if version is not None:
         return _load_version(root, version, expected_embedder)
     # CURRENT can move (and the old folder be pruned) while we read: retry on the new one.
-    attempts = 3
+    # A retry happens only when CURRENT moved, i.e. a publisher made progress; the bound is
+    # for a publisher faster than a loaded reader (3 was overtaken under a load of 15).
+    attempts = 20
     for attempt in range(attempts):
         chosen = current_version(root)
         if chosen is None:
