@@ -53,7 +53,7 @@ from pipelines.recall.conflicts import (
     read_claim,
     supersedes,
 )
-from pipelines.recall.lexical import Stems, words
+from pipelines.recall.lexical import Stems, lemma, words
 from pipelines.records import (
     ITEM_TYPES,
     Link,
@@ -197,7 +197,17 @@ def _sentences(text: str) -> list[str]:
 
 
 def _tokens(text: str) -> frozenset[str]:
-    return frozenset(_STEMS(words(text or "")))
+    """Lemma stems, except that a word in the past keeps its own form: "Sam worked at Acme"
+    is news beside "Sam works at Acme" (the job may have ended), not a restatement."""
+    said = words(text or "")
+    return frozenset(w if _in_the_past(w) else s for w, s in zip(said, _STEMS(said), strict=True))
+
+
+def _in_the_past(word: str) -> bool:
+    """A word whose lemma is another word and which is no plural or -ing form: "worked",
+    "went", "drank" (a plural such as "children" is read alike: it only keeps a sentence)."""
+    base = lemma(word)
+    return base != word and (word.endswith("ed") or not word.endswith(("s", "ing")))
 
 
 class ExtractiveMerger:

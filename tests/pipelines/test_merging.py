@@ -137,6 +137,9 @@ def test_extractive_a_sentence_saying_more_takes_the_place_of_the_one_it_extends
     ("Priya prefers tea in the morning.", "Priya prefers tea in the evening."),
     ("Priya likes tea.", "Priya does not like tea."),  # "not" is not a stopword here
     ("Maria is vegetarian.", "Maria is vegan."),
+    ("Sam works at Acme.", "Sam worked at Acme."),  # the past may say the job ended
+    ("Sam worked at Acme.", "Sam works at Acme."),
+    ("Ben runs the Berlin office.", "Ben ran the Berlin office."),
 ])
 def test_extractive_keeps_a_sentence_that_changes_a_value(kept, later):
     draft = ExtractiveMerger().draft([mem("a", kept, confidence=0.9), mem("b", later)])
