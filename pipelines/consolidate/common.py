@@ -51,6 +51,9 @@ class MessageVectorsChanged(ConsolidationError):
             f"rank unevenly against each other. Run `{REEMBED_COMMAND}` to read every stored "
             f"session again the configured way and re-embed it, or set the setting back "
             f"(LOCI_MESSAGE_CONTEXT_POOLED=false for 'text', the default before 2026-11-28)."
+            + (" A store pooled with another cut ('pooled 4/2': windows of 4 turns every 2, "
+               "before the evening of 2026-11-28) has no setting to go back to: run "
+               f"`{REEMBED_COMMAND}`." if any(s.startswith("pooled ") for s in self.stored) else "")
         )
 
 

@@ -384,6 +384,7 @@ def test_a_store_pooled_with_another_cut_is_refused_until_reembed(tmp_path: Path
     with pytest.raises(MessageVectorsChanged, match="loci reembed") as refused:
         consolidate_once(settings, embedder=encoder)
     assert refused.value.stored == {"pooled 4/2": 5}
+    assert "has no setting to go back to: run `loci reembed`" in str(refused.value)
     reembed_all(settings, embedder=encoder)
     msgs, stored = stored_message_vectors(settings, encoder.name)
     assert [m.metadata[POOLING_KEY] for m in msgs] == [POOLING.name] * 5
