@@ -1376,7 +1376,7 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
     if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
         return False
     if not quoted and (re.search(r"[(){}\[\]&]", v) and not _symbol_alphabet_key(v)
-                       or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
+                       or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v) and not random_letters(v))):
         return False
     if _dotted_name(v):
         return False  # "ed25519.PrivateKey": a qualified name
@@ -1419,7 +1419,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
             len(v) >= max(min_len, 24)
             and char_classes(v) >= 3
             and _digits(v) >= 2
-            and not _ONE_CASE_RUN.search(v)
+            and not _word_run(v)
             and not _SPACE.search(v)
             and not _HEX_LIKE.fullmatch(v)
             and not _is_sequential(v)
@@ -1430,7 +1430,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v) and not random_letters(v):
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
@@ -1443,6 +1443,32 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
 
 
 _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
+
+
+def _word_run(v: str) -> bool:
+    """A run of 7+ letters of one case that is dictionary words ("Configuration", "TOKEN"), or
+    too long to be chance (17+): a name in the value. Random base64 holds runs of 7 one-case
+    letters often (one 64-character token in five) but almost never a word."""
+    return any(len(m.group()) > _GUESSABLE_MAX_CHARS or is_words(m.group()) for m in _ONE_CASE_RUN.finditer(v))
+
+
+# An identifier's parts: an acronym before a capitalised word ("HTTP" of "HTTPResponse"), a
+# word with its capital, a run of capitals.
+_IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def random_letters(v: str) -> bool:
+    """Letters only, both cases, 20+, and under a quarter of them in parts of 3+ letters that
+    are dictionary words: a key drawn from the 52 letters ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll";
+    one 32-character alphanumeric key in 300 has no digit). The camelCase and PascalCase names
+    it could pass for are words for the most part ("AbstractSingletonProxyFactoryBean" all of
+    it, "IOErrorIdToUrlMapV" over a quarter); random letters' parts are short and not words
+    (under a quarter in 2997 of 3000 seeded keys)."""
+    if len(v) < 20 or not v.isascii() or not v.isalpha() or v.islower() or v.isupper():
+        return False
+    parts = _IDENTIFIER_PART.findall(v)
+    in_words = sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
+    return in_words * 4 < len(v)
 _SPACE = re.compile(r"\s")
 _HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 
