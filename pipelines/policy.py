@@ -55,7 +55,9 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        key of letters only (both cases, no digit) under a token's name is
                        one unless its parts are mostly dictionary words (a camelCase name),
                        and a 7-letter run of one case rules a bare token out only when it is
-                       words (random base64 holds such runs often).
+                       words in a token of 52+ characters (random base64 holds such runs
+                       often); a JSON Web Key's public members ("n", "e", "x", "y" beside
+                       "kty", no private member) are public key data.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject

@@ -471,8 +471,11 @@ _JWT_VALUE = re.compile(r"(?:Bearer\s+)?eyJ[\w-]+\.eyJ[\w-]+\.")
 
 def _public_by_design(text: str, hit: SecretHit) -> bool:
     """A hit on a value that is public by design: a Mapbox public token (as a JWT or as the
-    value of an access-token name), or a JWT its own line calls a documentation example."""
+    value of an access-token name), a public member of a JSON Web Key, or a JWT its own line
+    calls a documentation example."""
     if text.startswith(_MAPBOX_PUBLIC, hit.start) or text.startswith(_MAPBOX_PUBLIC, max(0, hit.start - 3)):
+        return True
+    if _jwk_public_member(text, hit):
         return True
     if hit.rule_id != "hard.secret.jwt" and not _JWT_VALUE.match(text, hit.start, hit.end):
         return False  # (a JWT is also the value of an auth header or a token name)
@@ -480,6 +483,24 @@ def _public_by_design(text: str, hit: SecretHit) -> bool:
     line_end = text.find("\n", hit.end)
     line = text[line_start:hit.start] + " " + text[hit.end:len(text) if line_end < 0 else line_end]
     return _EXAMPLE_JWT_CONTEXT.search(line) is not None
+
+
+# RFC 7517/7518: a JSON Web Key's public members are "n" and "e" (RSA), "x" and "y" (EC, OKP);
+# its private ones "d", "p", "q", "dp", "dq", "qi", "oth" and "k" (a symmetric key).
+_JWK_PUBLIC_MEMBER = re.compile(r"[\"'](?:n|e|x|y)[\"'][ \t]*:[ \t]*[\"']$")
+_JWK_PRIVATE_MEMBER = re.compile(r"[\"'](?:d|p|q|dp|dq|qi|oth|k)[\"'][ \t]*:")
+
+
+def _jwk_public_member(text: str, hit: SecretHit) -> bool:
+    """A random-looking run that is the modulus or a curve point of a JSON Web Key (a JWKS
+    endpoint's `{"kty": "RSA", "n": ...}`) with no private member beside it: public key data."""
+    if hit.rule_id != "hard.secret.high_entropy":
+        return False
+    if not _JWK_PUBLIC_MEMBER.search(text, max(0, hit.start - 12), hit.start):
+        return False
+    end = text.find("}", hit.end)
+    key = text[text.rfind("{", 0, hit.start) : len(text) if end < 0 else end]
+    return re.search(r"[\"']kty[\"']", key) is not None and _JWK_PRIVATE_MEMBER.search(key) is None
 
 
 @lru_cache(maxsize=1)
@@ -1446,10 +1467,15 @@ _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
 
 
 def _word_run(v: str) -> bool:
-    """A run of 7+ letters of one case that is dictionary words ("Configuration", "TOKEN"), or
-    too long to be chance (17+): a name in the value. Random base64 holds runs of 7 one-case
-    letters often (one 64-character token in five) but almost never a word."""
+    """A run of 7+ letters of one case: a name in the value ("Configuration", "TOKEN"). From
+    52 characters on, random base64 holds such a run one time in ten or more (one 64-character
+    token in eight), so there the run must be dictionary words or too long for chance (17+)."""
+    if len(v) < _CHANCE_RUN_LENGTH:
+        return _ONE_CASE_RUN.search(v) is not None
     return any(len(m.group()) > _GUESSABLE_MAX_CHARS or is_words(m.group()) for m in _ONE_CASE_RUN.finditer(v))
+
+
+_CHANCE_RUN_LENGTH = 52
 
 
 # An identifier's parts: an acronym before a capitalised word ("HTTP" of "HTTPResponse"), a

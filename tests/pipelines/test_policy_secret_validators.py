@@ -747,9 +747,23 @@ def test_an_identifier_under_a_token_name_is_no_key(value):
 
 
 def test_a_bare_token_with_a_random_run_of_one_case_is_one_and_with_a_word_is_none():
-    # 48 random bytes in base64 hold a 7-letter run of one case about one time in five
+    # 48 random bytes in base64 (64 characters) hold a 7-letter run of one case one time in eight
     token = "e2KjHOvD5DQWjzkfscaxfhC2VuQzCnIGXRzd2VVX5A7a9P0j6g7Z0e+u0yweorig"
     assert rule_ids(f"here it is {token} ok") == {"hard.secret.high_entropy"}
     # the same token with a word in that run is a name with a random part, not a key
     named = token.replace("jzkfscaxfh", "configuration")
     assert rule_ids(f"here it is {named} ok") == set()
+
+
+def test_a_shorter_bare_token_with_a_run_of_one_case_is_still_none():
+    # under 52 characters a 7-letter run is more likely a name than chance
+    assert rule_ids("here it is 0023452Lllk2KqjLBvaxANWEgTd7bqjsxjo8aZj0wd ok") == set()
+
+
+def test_a_json_web_keys_public_members_are_data_and_its_private_ones_a_secret():
+    n = "WCxf6DzIshOd8rDQ3_Q1uVJTD37xXRBuOd38D9tpxvrFPwyGJf3ul58i3nx5jgbWMsMlzszWs1Ujl77j9C-m3SMFScVTmiXRncf0kM6f"
+    public = '{"keys": [{"kty": "RSA", "kid": "k1", "use": "sig", "n": "%s", "e": "AQAB"}]}' % n
+    assert rule_ids(f"jwks: {public}") == set()
+    private = public.replace('"e": "AQAB"', '"e": "AQAB", "d": "%s"' % n[::-1])
+    assert "hard.secret.high_entropy" in rule_ids(f"jwks: {private}")
+    assert "hard.secret.high_entropy" in rule_ids(f'config: {{"n": "{n}"}}')  # no "kty": not a key's member
