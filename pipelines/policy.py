@@ -51,7 +51,13 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        content id) a hash; base64 of `user:password` or of a text holding
                        a secret is one (`hard.secret.encoded_credential`); an
                        unquoted generated key of letters and punctuation (Django's alphabet)
-                       is a value though it holds brackets or `&`.
+                       is a value though it holds brackets or `&`. Since 2026.11-19 a
+                       key of letters only (both cases, no digit) under a token's name is
+                       one unless its parts are mostly dictionary words (a camelCase name),
+                       and a 7-letter run of one case rules a bare token out only when it is
+                       words in a token of 52+ characters (random base64 holds such runs
+                       often); a JSON Web Key's public members ("n", "e", "x", "y" beside
+                       "kty", no private member) are public key data.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -107,7 +113,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-18"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-19"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

@@ -471,8 +471,11 @@ _JWT_VALUE = re.compile(r"(?:Bearer\s+)?eyJ[\w-]+\.eyJ[\w-]+\.")
 
 def _public_by_design(text: str, hit: SecretHit) -> bool:
     """A hit on a value that is public by design: a Mapbox public token (as a JWT or as the
-    value of an access-token name), or a JWT its own line calls a documentation example."""
+    value of an access-token name), a public member of a JSON Web Key, or a JWT its own line
+    calls a documentation example."""
     if text.startswith(_MAPBOX_PUBLIC, hit.start) or text.startswith(_MAPBOX_PUBLIC, max(0, hit.start - 3)):
+        return True
+    if _jwk_public_member(text, hit):
         return True
     if hit.rule_id != "hard.secret.jwt" and not _JWT_VALUE.match(text, hit.start, hit.end):
         return False  # (a JWT is also the value of an auth header or a token name)
@@ -480,6 +483,24 @@ def _public_by_design(text: str, hit: SecretHit) -> bool:
     line_end = text.find("\n", hit.end)
     line = text[line_start:hit.start] + " " + text[hit.end:len(text) if line_end < 0 else line_end]
     return _EXAMPLE_JWT_CONTEXT.search(line) is not None
+
+
+# RFC 7517/7518: a JSON Web Key's public members are "n" and "e" (RSA), "x" and "y" (EC, OKP);
+# its private ones "d", "p", "q", "dp", "dq", "qi", "oth" and "k" (a symmetric key).
+_JWK_PUBLIC_MEMBER = re.compile(r"[\"'](?:n|e|x|y)[\"'][ \t]*:[ \t]*[\"']$")
+_JWK_PRIVATE_MEMBER = re.compile(r"[\"'](?:d|p|q|dp|dq|qi|oth|k)[\"'][ \t]*:")
+
+
+def _jwk_public_member(text: str, hit: SecretHit) -> bool:
+    """A random-looking run that is the modulus or a curve point of a JSON Web Key (a JWKS
+    endpoint's `{"kty": "RSA", "n": ...}`) with no private member beside it: public key data."""
+    if hit.rule_id != "hard.secret.high_entropy":
+        return False
+    if not _JWK_PUBLIC_MEMBER.search(text, max(0, hit.start - 12), hit.start):
+        return False
+    end = text.find("}", hit.end)
+    key = text[text.rfind("{", 0, hit.start) : len(text) if end < 0 else end]
+    return re.search(r"[\"']kty[\"']", key) is not None and _JWK_PRIVATE_MEMBER.search(key) is None
 
 
 @lru_cache(maxsize=1)
@@ -1376,7 +1397,7 @@ def _is_token_value(value: str, *, quoted: bool) -> bool:
     if _is_placeholder(v) or _is_placeholder_token(v) or "://" in v or _HASHED_VALUE.match(v):
         return False
     if not quoted and (re.search(r"[(){}\[\]&]", v) and not _symbol_alphabet_key(v)
-                       or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v))):
+                       or (_CODE_REFERENCE.match(v) and not re.search(r"\d", v) and not random_letters(v))):
         return False
     if _dotted_name(v):
         return False  # "ed25519.PrivateKey": a qualified name
@@ -1419,7 +1440,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
             len(v) >= max(min_len, 24)
             and char_classes(v) >= 3
             and _digits(v) >= 2
-            and not _ONE_CASE_RUN.search(v)
+            and not _word_run(v)
             and not _SPACE.search(v)
             and not _HEX_LIKE.fullmatch(v)
             and not _is_sequential(v)
@@ -1430,7 +1451,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v) and not random_letters(v):
         return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
     if _is_sequential(v):
         return False
@@ -1443,6 +1464,37 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
 
 
 _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
+
+
+def _word_run(v: str) -> bool:
+    """A run of 7+ letters of one case: a name in the value ("Configuration", "TOKEN"). From
+    52 characters on, random base64 holds such a run one time in ten or more (one 64-character
+    token in eight), so there the run must be dictionary words or too long for chance (17+)."""
+    if len(v) < _CHANCE_RUN_LENGTH:
+        return _ONE_CASE_RUN.search(v) is not None
+    return any(len(m.group()) > _GUESSABLE_MAX_CHARS or is_words(m.group()) for m in _ONE_CASE_RUN.finditer(v))
+
+
+_CHANCE_RUN_LENGTH = 52
+
+
+# An identifier's parts: an acronym before a capitalised word ("HTTP" of "HTTPResponse"), a
+# word with its capital, a run of capitals.
+_IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
+
+
+def random_letters(v: str) -> bool:
+    """Letters only, both cases, 20+, and under a quarter of them in parts of 3+ letters that
+    are dictionary words: a key drawn from the 52 letters ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll";
+    one 32-character alphanumeric key in 300 has no digit). The camelCase and PascalCase names
+    it could pass for are words for the most part ("AbstractSingletonProxyFactoryBean" all of
+    it, "IOErrorIdToUrlMapV" over a quarter); random letters' parts are short and not words
+    (under a quarter in 2997 of 3000 seeded keys)."""
+    if len(v) < 20 or not v.isascii() or not v.isalpha() or v.islower() or v.isupper():
+        return False
+    parts = _IDENTIFIER_PART.findall(v)
+    in_words = sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
+    return in_words * 4 < len(v)
 _SPACE = re.compile(r"\s")
 _HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 

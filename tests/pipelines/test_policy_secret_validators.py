@@ -718,3 +718,52 @@ def test_base64_of_a_text_holding_a_secret_is_one():
     env = b"export AWS_SECRET_ACCESS_KEY=Dtc2KZ1Dw0gBEHum3adzqxMhGx3taeY5jvDR3q9lV\nexport REGION=eu-west-1"
     assert rule_ids(f"creds.txt is {_base64(env)}") == {"hard.secret.encoded_credential"}
     assert rule_ids(f"env.txt is {_base64(b'export REGION=eu-west-1' + bytes([10]) + b'export DEBUG=false')}") == set()
+
+
+# ---- random letters judged by their parts, not by the absence of digits (2026.11-19)
+
+@pytest.mark.parametrize("text", [
+    'api_key = "ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll"',  # 32 of the 52 letters: no digit drawn
+    "API_TOKEN=qWfKpLmZxRtYbNvHgJcDsAeUoIiP",
+    '{"access_token": "hUsnEwQoPzXcVbMlKjHgFdSa"}',
+])
+def test_a_key_of_letters_only_under_a_token_name_is_one(text):
+    assert rule_ids(text) == {"hard.secret.keyword_assignment"}
+
+
+@pytest.mark.parametrize("value", [
+    "AbstractSingletonProxyFactoryBean",  # a long PascalCase class name
+    "getUserIdFromAuthTokenHeader",
+    "XMLHttpRequestEventTarget",  # acronyms before words
+    "IOErrorIdToUrlMapV",  # short parts, still a quarter of it words
+    "org.apache.commons.lang3.StringUtils",  # a Java package
+    "btn btn-primary btn-lg active",  # CSS classes
+    "settings.apiKey.placeholderText",  # an i18n key
+    "ReplaceWithYourOwnSecretValue",
+])
+def test_an_identifier_under_a_token_name_is_no_key(value):
+    assert rule_ids(f'api_key = "{value}"') == set()
+    assert rule_ids(f"API_TOKEN={value}") == set()
+
+
+def test_a_bare_token_with_a_random_run_of_one_case_is_one_and_with_a_word_is_none():
+    # 48 random bytes in base64 (64 characters) hold a 7-letter run of one case one time in eight
+    token = "e2KjHOvD5DQWjzkfscaxfhC2VuQzCnIGXRzd2VVX5A7a9P0j6g7Z0e+u0yweorig"
+    assert rule_ids(f"here it is {token} ok") == {"hard.secret.high_entropy"}
+    # the same token with a word in that run is a name with a random part, not a key
+    named = token.replace("jzkfscaxfh", "configuration")
+    assert rule_ids(f"here it is {named} ok") == set()
+
+
+def test_a_shorter_bare_token_with_a_run_of_one_case_is_still_none():
+    # under 52 characters a 7-letter run is more likely a name than chance
+    assert rule_ids("here it is 0023452Lllk2KqjLBvaxANWEgTd7bqjsxjo8aZj0wd ok") == set()
+
+
+def test_a_json_web_keys_public_members_are_data_and_its_private_ones_a_secret():
+    n = "WCxf6DzIshOd8rDQ3_Q1uVJTD37xXRBuOd38D9tpxvrFPwyGJf3ul58i3nx5jgbWMsMlzszWs1Ujl77j9C-m3SMFScVTmiXRncf0kM6f"
+    public = '{"keys": [{"kty": "RSA", "kid": "k1", "use": "sig", "n": "%s", "e": "AQAB"}]}' % n
+    assert rule_ids(f"jwks: {public}") == set()
+    private = public.replace('"e": "AQAB"', '"e": "AQAB", "d": "%s"' % n[::-1])
+    assert "hard.secret.high_entropy" in rule_ids(f"jwks: {private}")
+    assert "hard.secret.high_entropy" in rule_ids(f'config: {{"n": "{n}"}}')  # no "kty": not a key's member
