@@ -1074,10 +1074,23 @@ class ClaimTable:
         setattr(self, name, matrix)
         return matrix
 
-    def indptr(self, name: str) -> np.ndarray:
-        """The row pointers of the matrix `name` (its entries per row: np.diff), without making it."""
+    def rows(self, name: str) -> _Rows | sparse.csr_matrix:
+        """The matrix `name` where only its arrays are read (its entries per row, a dense copy):
+        a taken table's parts, without making the matrix."""
         parts = self.__dict__.get("_parts")
-        return parts[name][2] if parts is not None and name in parts else getattr(self, name).indptr
+        if parts is None or name not in parts:
+            return getattr(self, name)
+        data, indices, indptr, n_columns = parts[name]
+        return _Rows(data, indices, indptr, (len(indptr) - 1, n_columns))
+
+
+class _Rows(NamedTuple):
+    """A csr matrix's arrays and shape (`ClaimTable.rows`)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
 
 
 class _Gathered:
@@ -1232,17 +1245,18 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     if n < 2:
         none = np.zeros(0, np.int64)
         return _Pairs(none, none, none.astype(bool), none.astype(np.int8), ids)
-    words = table.words
+    words = table.rows("words")
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
     title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes[:, :KIND].T
-    n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
+    n_values, n_words = np.diff(table.rows("values").indptr), np.diff(words.indptr)
     if table.codes[:, LINKED].any():
         replacing = _linked(items, _replaced)
         contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     else:  # most recalls' claims link nowhere: no pair to look for
         replacing = contradicting = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    retired = table.retired if table.indptr("retired")[-1] else None
+    retired = table.rows("retired")
+    retired = retired if retired.indptr[-1] else None
     parts = []
     lacking = _Lacking(table)  # shared by the products and questions below (each made once)
     for start, stop, counts in _shared_counts(table, big, retired, lacking.words):
@@ -1275,12 +1289,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
-    n_subject = np.diff(table.indptr("subjects"))
+    n_subject = np.diff(table.rows("subjects").indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
         comparable = (kinds[x] & kinds[y]) > 0
-        if table.indptr("units")[-1]:
+        if table.rows("units").indptr[-1]:
             comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
@@ -1292,7 +1306,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_moved_within(claim(x), claim(y)) or _moved_within(claim(y), claim(x))
                                     for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
-    n_units = np.diff(table.indptr("units"))
+    n_units = np.diff(table.rows("units").indptr)
     ask = np.flatnonzero(open_ & ~subject & (table.codes[i, KIND] != table.codes[j, KIND])
                          & (n_units[i] > 0) & (n_units[j] > 0))
     if len(ask):  # two scopes count one thing in one unit (`_counted_alike_across_scopes`)
@@ -1305,7 +1319,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         subject[ask[changed]] = True
         ask = ask[~changed]
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
-    if table.indptr("qualifiers")[-1]:  # titles that name two things of one kind (`_qualified_apart`):
+    if table.rows("qualifiers").indptr[-1]:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
         open_[ask[_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = False
     reason = np.zeros(len(i), np.int8)
@@ -1314,12 +1328,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     denies = np.flatnonzero(other & ~contradicts & (negated[i] != negated[j]) & ~adding
                             & (shared_values == n_values[i]) & (shared_values == n_values[j])
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
-    if len(denies) and table.indptr("qualifiers")[-1]:
+    if len(denies) and table.rows("qualifiers").indptr[-1]:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
     if len(denies):  # what the negated one denies is what the other says (`_denies_said`), asked of the few
         denies = denies[_denies_said_rows(table, i[denies], j[denies])]
     reason[denies] = 5
-    if table.indptr("ended")[-1]:  # one says something ended that the other names (`_ends`)
+    if table.rows("ended").indptr[-1]:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
     # Under one title, what the contents say decides; contents that do not compare are only
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
@@ -1399,14 +1413,14 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
         return out
     apart = lacks("qualifiers", i, j) & lacks("qualifiers", j, i)
     title = table.codes[:, 0]
-    n_subject = np.diff(table.indptr("subjects"))
+    n_subject = np.diff(table.rows("subjects").indptr)
     ask = np.flatnonzero(~apart & (title[i] >= 0) & (title[i] == title[j]) & (n_subject[i] > 0) & (n_subject[j] > 0))
     if len(ask):  # under one title, two items of the list (`_two_items`)
         apart[ask] = lacks("subjects", i[ask], j[ask]) & lacks("subjects", j[ask], i[ask])
     first_person = table.codes[:, 6] > 0
     # asked of the pairs where one names someone, the other the writer
-    if table.indptr("persons")[-1] and first_person.any():
-        n_persons = np.diff(table.indptr("persons"))
+    if table.rows("persons").indptr[-1] and first_person.any():
+        n_persons = np.diff(table.rows("persons").indptr)
         for x, y in ((i, j), (j, i)):
             ask = np.flatnonzero(~apart & (n_persons[x] > 0) & first_person[y])
             if len(ask):
@@ -1429,7 +1443,7 @@ class _Lacking:
     def words(self, columns: np.ndarray) -> np.ndarray:
         """The table's words as dense float32 rows over the columns `columns` marks
         (`_dense_columns`)."""
-        w = self.table.words
+        w = self.table.rows("words")
         if w.shape[0] * w.shape[1] > DENSE_WORDS_MAX_CELLS:
             return _dense_columns([w], columns)[0]
         if self._words is None:
@@ -1437,7 +1451,7 @@ class _Lacking:
         return self._words[:, columns]
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        q, w = getattr(self.table, name), self.table.words
+        q, w = self.table.rows(name), self.table.rows("words")
         if name not in self._matched:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
@@ -1449,7 +1463,7 @@ class _Lacking:
                 self._matched[name] = None
         found = self._matched[name]
         if found is None:
-            return _lacks(q, w, i, j)
+            return _lacks(getattr(self.table, name), self.table.words, i, j)
         n_held, matched = found
         return n_held[i] > matched[i, j]
 
@@ -1476,8 +1490,10 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
     two or more rows hold (a column one row holds adds to no pair), which costs less than
     scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time.
     `dense_words`: the words as dense rows over the columns marked (`_Lacking.words`)."""
-    n, words, values, keys = len(table), table.words, table.values, table.keys
-    units = table.units if table.indptr("units")[-1] else None
+    # read as arrays (`ClaimTable.rows`) for the dense products, as scipy matrices for the sparse ones
+    n, words, values, keys = len(table), table.rows("words"), table.rows("values"), table.rows("keys")
+    units = table.rows("units")
+    units = units if units.indptr[-1] else None
     held = np.bincount(words.indices, minlength=words.shape[1])
     held_keys = np.bincount(keys.indices, minlength=keys.shape[1])
     both = [values] + ([retired] if retired is not None else [])
@@ -1503,6 +1519,8 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
                           for m in (shared_all, proposed, dense_keys @ dense_keys.T, v @ v.T, retires, retired_by,
                                     shared_units, shared_measures))
         return
+    words, values, keys = table.words, table.values, table.keys
+    retired, units = (None if retired is None else table.retired), (None if units is None else table.units)
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     measures = values[:, np.flatnonzero(table.measures)] if units is not None else None
     # Each right-hand side is transposed once (values.T serves two products).
