@@ -1057,8 +1057,8 @@ class ClaimTable:
         parts, used_values = self._gathered.take(idx)
         at = idx.tolist()
         taken = ClaimTable.__new__(ClaimTable)
-        taken.items, taken.codes, taken.measures = list(map(self.items.__getitem__, at)), self.codes[idx], \
-            self.measures[used_values]
+        taken.items = list(map(self.items.__getitem__, at))
+        taken.codes, taken.measures = self.codes[idx], self.measures[used_values]
         taken.kept = None if self.kept is None else list(map(self.kept.__getitem__, at))
         taken._gathered, taken._parts = None, parts
         return taken
@@ -1075,8 +1075,8 @@ class ClaimTable:
         return matrix
 
     def rows(self, name: str) -> _Rows | sparse.csr_matrix:
-        """The matrix `name` where only its arrays are read (its entries per row, a dense copy):
-        a taken table's parts, without making the matrix."""
+        """The matrix `name` for a reader of its arrays only (entries per row, a dense copy): a
+        taken table's parts as they are, without making the matrix; else the matrix."""
         parts = self.__dict__.get("_parts")
         if parts is None or name not in parts:
             return getattr(self, name)
@@ -1120,7 +1120,7 @@ class _Gathered:
         np.cumsum(lengths, out=indptr[1:])
         at = np.repeat(starts.ravel() - indptr[:-1], lengths) + np.arange(indptr[-1])
         indices = self.indices[at]
-        ones = np.ones(len(at), np.int32) if self.data is None else None
+        ones = np.ones(len(at), np.int32) if self.data is None else None  # each matrix's data: a slice
         out, m, used_values = {}, 0, None
         for family, width in zip(_GATHERED, self.widths):
             lo, hi = int(indptr[m * k]), int(indptr[(m + len(family)) * k])
