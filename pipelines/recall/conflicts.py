@@ -974,6 +974,7 @@ class ClaimTable:
         self.titles = titles  # rows x the columns of `words` (`_title_words`)
         self.ended = ended  # rows x the columns of `words` (`Claim.ended`)
         self.ended_values = ended_values  # rows x the columns of `values` (`Claim.ended_values`)
+        self._gathered: _Gathered | None = None  # made by the first `take`
 
     @classmethod
     def read(cls, items: Sequence[MemoryItem], cached: bool = False) -> ClaimTable:
@@ -1051,16 +1052,94 @@ class ClaimTable:
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
         idx = np.asarray(rows, np.int64)
-        # values, retired and ended values share their columns (one value, one column in all)
-        (values, retired, ended_values), used = _take_shared(idx, self.values, self.retired, self.ended_values)
-        # and so do words, qualifiers, what ended and who it names
-        (words, qualifiers, ended, persons, subjects, titles), _ = _take_shared(
-            idx, self.words, self.qualifiers, self.ended, self.persons, self.subjects, self.titles)
+        if self._gathered is None:  # a table taken from once is taken from again (a snapshot's, per recall)
+            self._gathered = _Gathered(self)
+        parts, used_values = self._gathered.take(idx)
         at = idx.tolist()
-        return ClaimTable([self.items[r] for r in at], words, values, self.codes[idx], retired,
-                          _csr(*_take_rows(self.keys, idx)), _csr(*_take_rows(self.units, idx)), self.measures[used],
-                          qualifiers, ended, ended_values, persons, subjects, titles,
-                          None if self.kept is None else [self.kept[r] for r in at])
+        taken = ClaimTable.__new__(ClaimTable)
+        taken.items = list(map(self.items.__getitem__, at))
+        taken.codes, taken.measures = self.codes[idx], self.measures[used_values]
+        taken.kept = None if self.kept is None else list(map(self.kept.__getitem__, at))
+        taken._gathered, taken._parts = None, parts
+        return taken
+
+    def __getattr__(self, name: str) -> sparse.csr_matrix:
+        # A taken table makes each matrix the first time it is asked for (a recall asks for few of
+        # them; scipy's constructor costs more than the gathering): its parts are kept (`take`).
+        parts = self.__dict__.get("_parts")
+        if parts is None or name not in parts:
+            raise AttributeError(name)
+        data, indices, indptr, n_columns = parts[name]
+        matrix = sparse.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, n_columns))
+        setattr(self, name, matrix)
+        return matrix
+
+    def rows(self, name: str) -> _Rows | sparse.csr_matrix:
+        """The matrix `name` for a reader of its arrays only (entries per row, a dense copy): a
+        taken table's parts as they are, without making the matrix; else the matrix."""
+        parts = self.__dict__.get("_parts")
+        if parts is None or name not in parts:
+            return getattr(self, name)
+        data, indices, indptr, n_columns = parts[name]
+        return _Rows(data, indices, indptr, (len(indptr) - 1, n_columns))
+
+
+class _Rows(NamedTuple):
+    """A csr matrix's arrays and shape (`ClaimTable.rows`)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+
+class _Gathered:
+    """A table's matrices that `take` reads (`_GATHERED`), laid end to end: the rows of all
+    are gathered in one go rather than matrix by matrix."""
+
+    def __init__(self, table: ClaimTable) -> None:
+        matrices = [getattr(table, name) for family in _GATHERED for name in family]
+        nnz = [int(m.indptr[-1]) for m in matrices]
+        self.starts = np.concatenate([[0], np.cumsum(nnz)[:-1]]).astype(np.int64)  # of each matrix's entries
+        small = np.int32 if sum(nnz) < 2**31 else np.int64
+        self.offsets = np.stack([m.indptr.astype(np.int64) + start
+                                 for m, start in zip(matrices, self.starts)]).astype(small)  # matrices x rows + 1
+        self.indices = np.concatenate([m.indices[:k] for m, k in zip(matrices, nnz)]).astype(np.int32)
+        ones = all(m.data.dtype == np.int32 and bool((m.data[:k] == 1).all()) for m, k in zip(matrices, nnz))
+        self.data = None if ones else [m.data[:k] for m, k in zip(matrices, nnz)]  # `_Columns`' rows: all 1
+        self.widths = [getattr(table, family[0]).shape[1] for family in _GATHERED]
+
+    def take(self, idx: np.ndarray) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, int]], np.ndarray]:
+        """The matrices' rows `idx` by name, as csr parts (data, indices, indptr, columns), each
+        family's columns renumbered densely (in column order); and the old column of each new
+        column of the values."""
+        k = len(idx)
+        starts = self.offsets[:, idx].astype(np.int64)
+        lengths = (self.offsets[:, idx + 1] - starts).ravel()
+        indptr = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        at = np.repeat(starts.ravel() - indptr[:-1], lengths) + np.arange(indptr[-1])
+        indices = self.indices[at]
+        ones = np.ones(len(at), np.int32) if self.data is None else None  # each matrix's data: a slice
+        out, m, used_values = {}, 0, None
+        for family, width in zip(_GATHERED, self.widths):
+            lo, hi = int(indptr[m * k]), int(indptr[(m + len(family)) * k])
+            used, columns = _renumber(indices[lo:hi], width)
+            columns = columns.astype(np.int32)
+            if family[0] == "values":
+                used_values = used
+            for name in family:
+                start, stop = int(indptr[m * k]), int(indptr[(m + 1) * k])
+                data = ones[start:stop] if ones is not None else self.data[m][at[start:stop] - self.starts[m]]
+                rows = (indptr[m * k:(m + 1) * k + 1] - start).astype(np.int32)
+                out[name] = (data, columns[start - lo:stop - lo], rows, len(used))
+                m += 1
+        return out, used_values
+
+
+# The matrices `ClaimTable.take` gathers, by families of matrices over one set of columns.
+_GATHERED = (("words", "qualifiers", "ended", "persons", "subjects", "titles"), ("values", "retired", "ended_values"),
+             ("keys",), ("units",))
 
 
 # `ClaimTable.codes` columns read by number elsewhere: the item's scope kind, id, and links;
@@ -1108,29 +1187,6 @@ class _Columns:
                                   columns.indptr), shape=(len(columns.indptr) - 1, n_columns))
 
 
-def _take_shared(idx: np.ndarray, *matrices: sparse.csr_matrix) -> tuple[list[sparse.csr_matrix], np.ndarray]:
-    """The rows `idx` of matrices over one set of columns, the columns they use renumbered
-    densely in all alike; and the old column of each new one."""
-    taken = [_take_rows(m, idx) for m in matrices]
-    used, columns = _renumber(np.concatenate([t[1] for t in taken]), matrices[0].shape[1])
-    out, at = [], 0
-    for data, _, indptr in taken:
-        out.append(_csr(data, columns[at:at + len(data)], indptr, len(used)))
-        at += len(data)
-    return out, used
-
-
-def _take_rows(m: sparse.csr_matrix, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(data, column indices, indptr) of these rows of `m`, in this order: scipy's row
-    indexing without its per-call checks and copies (a recall takes ~100 rows three times)."""
-    starts = m.indptr[idx]
-    lengths = m.indptr[idx + 1] - starts
-    indptr = np.zeros(len(idx) + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    at = np.repeat(starts - indptr[:-1], lengths) + np.arange(indptr[-1])
-    return m.data[at], m.indices[at], indptr
-
-
 def _renumber(columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarray]:
     """`np.unique(columns, return_inverse=True)` for column ids below `n_columns`: through a
     mark per column when there are few columns for the ids (no sort), else np.unique."""
@@ -1142,17 +1198,6 @@ def _renumber(columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarr
     at = np.empty(n_columns, np.int64)
     at[used] = np.arange(len(used))
     return used, at[columns]
-
-
-def _csr(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray, n_columns: int | None = None
-         ) -> sparse.csr_matrix:
-    """Rows over only the columns they use (renumbered densely, in column order), unless
-    `indices` are already dense over `n_columns`."""
-    if n_columns is None:
-        used, indices = np.unique(indices, return_inverse=True)
-        n_columns = len(used)
-    return sparse.csr_matrix((data, indices.astype(np.int32), indptr.astype(np.int32)),
-                             shape=(len(indptr) - 1, n_columns))
 
 
 def _linked(items: Sequence[MemoryItem], links: Callable[[MemoryItem], Iterable[str]]
@@ -1200,17 +1245,18 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     if n < 2:
         none = np.zeros(0, np.int64)
         return _Pairs(none, none, none.astype(bool), none.astype(np.int8), ids)
-    words = table.words
+    words = table.rows("words")
     # What proposes a pair: a word held by at most MAX_BUCKET claims, the title, a link.
     big = np.bincount(words.indices, minlength=words.shape[1]) > MAX_BUCKET
     title, content, subject_code, title_values, adds, measured, _, negated, kinds = table.codes[:, :KIND].T
-    n_values, n_words = np.diff(table.values.indptr), np.diff(words.indptr)
+    n_values, n_words = np.diff(table.rows("values").indptr), np.diff(words.indptr)
     if table.codes[:, LINKED].any():
         replacing = _linked(items, _replaced)
         contradicting = _linked(items, lambda it: (lk.to for lk in it.links if lk.rel == "contradicts"))
     else:  # most recalls' claims link nowhere: no pair to look for
         replacing = contradicting = (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    retired = table.retired if table.retired.nnz else None
+    retired = table.rows("retired")
+    retired = retired if retired.indptr[-1] else None
     parts = []
     lacking = _Lacking(table)  # shared by the products and questions below (each made once)
     for start, stop, counts in _shared_counts(table, big, retired, lacking.words):
@@ -1243,12 +1289,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         relaxed & (shared >= 2) & (overlap >= RETIRED_SUBJECT_OVERLAP)) | (
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
-    n_subject = np.diff(table.subjects.indptr)
+    n_subject = np.diff(table.rows("subjects").indptr)
     ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
         comparable = (kinds[x] & kinds[y]) > 0
-        if table.units.nnz:
+        if table.rows("units").indptr[-1]:
             comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
@@ -1260,7 +1306,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_moved_within(claim(x), claim(y)) or _moved_within(claim(y), claim(x))
                                     for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
-    n_units = np.diff(table.units.indptr)
+    n_units = np.diff(table.rows("units").indptr)
     ask = np.flatnonzero(open_ & ~subject & (table.codes[i, KIND] != table.codes[j, KIND])
                          & (n_units[i] > 0) & (n_units[j] > 0))
     if len(ask):  # two scopes count one thing in one unit (`_counted_alike_across_scopes`)
@@ -1273,7 +1319,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         subject[ask[changed]] = True
         ask = ask[~changed]
     subject[ask] = _close(items, i[ask], j[ask], vector_of, vectors_of)
-    if table.qualifiers.nnz:  # titles that name two things of one kind (`_qualified_apart`):
+    if table.rows("qualifiers").indptr[-1]:  # titles that name two things of one kind (`_qualified_apart`):
         ask = np.flatnonzero(open_ & subject & ~retiring)  # asked of the pairs found only
         open_[ask[_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = False
     reason = np.zeros(len(i), np.int8)
@@ -1282,12 +1328,12 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     denies = np.flatnonzero(other & ~contradicts & (negated[i] != negated[j]) & ~adding
                             & (shared_values == n_values[i]) & (shared_values == n_values[j])
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
-    if len(denies) and table.qualifiers.nnz:
+    if len(denies) and table.rows("qualifiers").indptr[-1]:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
     if len(denies):  # what the negated one denies is what the other says (`_denies_said`), asked of the few
         denies = denies[_denies_said_rows(table, i[denies], j[denies])]
     reason[denies] = 5
-    if table.ended.nnz:  # one says something ended that the other names (`_ends`)
+    if table.rows("ended").indptr[-1]:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
     # Under one title, what the contents say decides; contents that do not compare are only
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
@@ -1367,13 +1413,14 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
         return out
     apart = lacks("qualifiers", i, j) & lacks("qualifiers", j, i)
     title = table.codes[:, 0]
-    n_subject = np.diff(table.subjects.indptr)
+    n_subject = np.diff(table.rows("subjects").indptr)
     ask = np.flatnonzero(~apart & (title[i] >= 0) & (title[i] == title[j]) & (n_subject[i] > 0) & (n_subject[j] > 0))
     if len(ask):  # under one title, two items of the list (`_two_items`)
         apart[ask] = lacks("subjects", i[ask], j[ask]) & lacks("subjects", j[ask], i[ask])
     first_person = table.codes[:, 6] > 0
-    if table.persons.nnz and first_person.any():  # asked of the pairs where one names someone, the other the writer
-        n_persons = np.diff(table.persons.indptr)
+    # asked of the pairs where one names someone, the other the writer
+    if table.rows("persons").indptr[-1] and first_person.any():
+        n_persons = np.diff(table.rows("persons").indptr)
         for x, y in ((i, j), (j, i)):
             ask = np.flatnonzero(~apart & (n_persons[x] > 0) & first_person[y])
             if len(ask):
@@ -1396,7 +1443,7 @@ class _Lacking:
     def words(self, columns: np.ndarray) -> np.ndarray:
         """The table's words as dense float32 rows over the columns `columns` marks
         (`_dense_columns`)."""
-        w = self.table.words
+        w = self.table.rows("words")
         if w.shape[0] * w.shape[1] > DENSE_WORDS_MAX_CELLS:
             return _dense_columns([w], columns)[0]
         if self._words is None:
@@ -1404,7 +1451,7 @@ class _Lacking:
         return self._words[:, columns]
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        q, w = getattr(self.table, name), self.table.words
+        q, w = self.table.rows(name), self.table.rows("words")
         if name not in self._matched:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
@@ -1416,7 +1463,7 @@ class _Lacking:
                 self._matched[name] = None
         found = self._matched[name]
         if found is None:
-            return _lacks(q, w, i, j)
+            return _lacks(getattr(self.table, name), self.table.words, i, j)
         n_held, matched = found
         return n_held[i] > matched[i, j]
 
@@ -1443,8 +1490,10 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
     two or more rows hold (a column one row holds adds to no pair), which costs less than
     scipy's per-call overhead; bigger tables as sparse products, a block of rows at a time.
     `dense_words`: the words as dense rows over the columns marked (`_Lacking.words`)."""
-    n, words, values, keys = len(table), table.words, table.values, table.keys
-    units = table.units if table.units.nnz else None
+    # read as arrays (`ClaimTable.rows`) for the dense products, as scipy matrices for the sparse ones
+    n, words, values, keys = len(table), table.rows("words"), table.rows("values"), table.rows("keys")
+    units = table.rows("units")
+    units = units if units.indptr[-1] else None
     held = np.bincount(words.indices, minlength=words.shape[1])
     held_keys = np.bincount(keys.indices, minlength=keys.shape[1])
     both = [values] + ([retired] if retired is not None else [])
@@ -1470,6 +1519,8 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
                           for m in (shared_all, proposed, dense_keys @ dense_keys.T, v @ v.T, retires, retired_by,
                                     shared_units, shared_measures))
         return
+    words, values, keys = table.words, table.values, table.keys
+    retired, units = (None if retired is None else table.retired), (None if units is None else table.units)
     proposing = words[:, np.flatnonzero(~big)] if big.any() else None
     measures = values[:, np.flatnonzero(table.measures)] if units is not None else None
     # Each right-hand side is transposed once (values.T serves two products).

@@ -894,7 +894,11 @@ def test_taken_rows_are_the_tables_rows_over_the_columns_they_use():
         return sparse.csr_matrix((m.data, columns, m.indptr), shape=(m.shape[0], len(used)))
 
     for rows in ([5, 3, 90, 5, 0, 9], list(range(119, -1, -3)), [9], []):
+        # a taken table gives each matrix's arrays before making the matrix
+        counts = {name: np.diff(table.take(rows).rows(name).indptr)
+                  for name in ("retired", "units", "qualifiers", "ended", "persons", "subjects")}
         taken = table.take(rows)
+        assert all((np.diff(getattr(taken, name).indptr) == n).all() for name, n in counts.items())
         both = dense_columns(sparse.vstack([table.values[rows], table.retired[rows]], format="csr"))
         for got, want in ((taken.words, dense_columns(table.words[rows])), (taken.values, both[: len(rows)]),
                           (taken.retired, both[len(rows):]), (taken.keys, dense_columns(table.keys[rows])),
