@@ -1049,11 +1049,17 @@ class ClaimTable:
             return _unpack(kept, item) if isinstance(kept, bytes) else kept
         return read_claim(item) if is_claim(item) else None
 
+    def ready_to_take(self) -> ClaimTable:
+        """Lay the matrices end to end for `take` now (~40 ms at 100k claims) rather than in
+        the first recall after a snapshot loads."""
+        if self._gathered is None:  # a table taken from once is taken from again (a snapshot's, per recall)
+            self._gathered = _Gathered(self)
+        return self
+
     def take(self, rows: Sequence[int]) -> ClaimTable:
         """These rows, in this order (their columns renumbered densely)."""
         idx = np.asarray(rows, np.int64)
-        if self._gathered is None:  # a table taken from once is taken from again (a snapshot's, per recall)
-            self._gathered = _Gathered(self)
+        self.ready_to_take()
         parts, used_values = self._gathered.take(idx)
         at = idx.tolist()
         taken = ClaimTable.__new__(ClaimTable)

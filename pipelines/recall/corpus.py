@@ -255,7 +255,7 @@ class MemoryCorpus:
     def warm(self) -> "MemoryCorpus":
         """Build the lazy BM25 index and claim table now (seconds for 100k items) instead of
         on the first query."""
-        _ = self.lexical, self.claims, self.id_rank
+        _ = self.lexical, self.claims.ready_to_take(), self.id_rank
         # Which rows can have a conflict partner, read for every row now: a recall asks it of
         # its ~90 claims, and distinct questions would each meet rows not read before.
         for row in range(self.n):

@@ -316,6 +316,8 @@ def test_a_warmed_corpus_knows_which_rows_may_have_partners_as_asking_each_row_w
              mem("e", "Note", "Unrelated.", links=[Link(rel="related", to="c")]), mem("f", "Alone", "Nothing else.")]
     lazy, warmed = corpus(items), corpus(items).warm()
     assert len(warmed._partnered_cache) == len(items)
+    assert warmed.claims._gathered is not None and lazy.claims._gathered is None  # `take` laid out at load
+    assert [c.items for c in (lazy.claims.take([3, 0]), warmed.claims.take([3, 0]))] == [[items[3], items[0]]] * 2
     asked = [lazy.may_have_partners(row) for row in range(len(items))]
     assert asked == [warmed.may_have_partners(row) for row in range(len(items))]
     assert asked == [True, True, True, True, False, False]
