@@ -5,6 +5,7 @@ text as a person does, and the chat loop's calls (turn, tool, recall)."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
@@ -31,6 +32,19 @@ def turn(client, who: dict, role: str, text: str) -> dict:
     resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
     assert resp.status_code == 201, resp.text
     return resp.json()
+
+
+def said_with_proposal(client, who: dict, when: datetime, text: str, item: dict, tz: str) -> dict:
+    """The user says `text` at `when` (in zone `tz`) and the assistant, 20 s later, proposes
+    `item`; returns the proposal's outcome, asserted accepted."""
+    reply = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+    for role, said, at in (("user", text, when), ("assistant", reply, when + timedelta(seconds=20))):
+        resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": said,
+                                              "at": at.isoformat(), "tz": tz})
+        assert resp.status_code == 201, resp.text
+    (outcome,) = resp.json()["proposals"]
+    assert outcome["action"] == "accept", outcome
+    return outcome
 
 
 def tool(client, who: dict, action: str, args: dict) -> dict:

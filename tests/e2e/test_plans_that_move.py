@@ -21,7 +21,6 @@ after a real Dagster consolidation (`run_consolidation`) and the snapshot swap.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -33,6 +32,7 @@ from litestar.testing import TestClient
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from tests.assets.support import make_settings
+from tests.e2e.chat import said_with_proposal
 from tests.e2e.test_trial12_weeks import consolidate
 
 TZ = "Europe/Lisbon"
@@ -60,14 +60,7 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     with TestClient(app) as client:
         def say(name: str, when: datetime, text: str, item: dict) -> dict:
-            for role, said, at in (("user", text, when), ("assistant", "Noted. <MEMORY_PROPOSALS_JSON>"
-                                                          + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>",
-                                                          when + timedelta(seconds=20))):
-                resp = client.post("/v1/turns", json={"identity": INES, "role": role, "text": said,
-                                                      "at": at.isoformat(), "tz": TZ})
-                assert resp.status_code == 201, resp.text
-            (outcome,) = resp.json()["proposals"]
-            assert outcome["action"] == "accept", outcome
+            outcome = said_with_proposal(client, INES, when, text, item, TZ)
             out["ids"][name] = outcome["item_id"]
             return outcome
 

@@ -26,7 +26,6 @@ they land, and again after a real Dagster consolidation and the snapshot swap.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
@@ -39,6 +38,7 @@ from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from pipelines.recall.dates import WEEKDAYS
 from tests.assets.support import make_settings
+from tests.e2e.chat import said_with_proposal
 from tests.e2e.test_trial12_weeks import consolidate
 
 TZ = "Asia/Karachi"  # UTC+5 all year
@@ -61,14 +61,7 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
     with TestClient(app) as client:
         def say(name: str, when: datetime, text: str, item: dict) -> dict:
-            for role, said, at in (("user", text, when), ("assistant", "Noted. <MEMORY_PROPOSALS_JSON>"
-                                                          + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>",
-                                                          when + timedelta(seconds=20))):
-                resp = client.post("/v1/turns", json={"identity": NOOR, "role": role, "text": said,
-                                                      "at": at.isoformat(), "tz": TZ})
-                assert resp.status_code == 201, resp.text
-            (outcome,) = resp.json()["proposals"]
-            assert outcome["action"] == "accept", outcome
+            outcome = said_with_proposal(client, NOOR, when, text, item, TZ)
             out["ids"][name] = outcome["item_id"]
             return outcome
 
