@@ -83,13 +83,18 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             after = wh.last_ingested_seq()
             if item is not None:
                 loc = wh.location_of(item_id)
+                pending = _pending_events(settings, after)
+                # Shown as served now: a forgetting in the inbox rebuilds a neighbour's
+                # context at once in the service, so the stored one may quote what is gone.
+                owner = [(item.scope.org_id, item.scope.user_id)]
+                served = fold_served(pending, wh.get_item, lambda: wh.owned_messages(owner))[1].get(item_id)
                 return {
-                    "source": "warehouse",
-                    "item": msgspec.to_builtins(item),
+                    "source": "warehouse" if served is None else "warehouse, with inbox changes not consolidated yet",
+                    "item": msgspec.to_builtins(served or item),
                     "palace": loc.path if loc else None,
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
-                    "pending": _pending_rows(_pending_events(settings, after), item_id),
+                    "pending": _pending_rows(pending, item_id),
                 }
     events = _pending_events(settings, after)
     made = fold_served(events, lambda _id: None, tuple)[1] if events else {}

@@ -69,6 +69,7 @@ def forgetting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
     ids: dict[str, str] = {}
     found: dict[str, dict[str, list[dict]]] = {}
+    shown: dict[str, Any] = {}  # `loci show --json` of the bins turn, whose context quoted the key
     with TestClient(app) as client:
         turn(client, ANN, "user", "Note this: the spare key is under the blue flowerpot by the back door.")
         ids["key"] = propose(client, ANN, "Spare key", "The spare key is under the blue flowerpot.")
@@ -90,11 +91,14 @@ def forgetting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
             if moment != "at once":
                 consolidate(client, settings)
             found[moment] = {name: hits(client, query) for name, query in ASKED.items()}
+            shown[moment] = CliRunner().invoke(
+                cli_app, ["show", ids["bins"], "--json", "--data-dir", settings.data_dir])
     assert app.state.internal_errors == 0
     out = tmp / "export.jsonl"
     result = CliRunner().invoke(cli_app, ["export", "--out", str(out), "--data-dir", settings.data_dir])
     assert result.exit_code == 0, result.output
-    yield {"ids": ids, "found": found, "export": {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}}
+    yield {"ids": ids, "found": found, "shown": shown,
+           "export": {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}}
 
 
 @pytest.mark.parametrize("moment", MOMENTS)
@@ -112,6 +116,19 @@ def test_an_export_keeps_no_forgotten_words_in_a_neighbours_context_and_the_rest
     said = json.dumps(rows)
     assert "flowerpot" not in said and "north rack" not in said and "Riverside" not in said
     assert "Noted: Tuesday evenings" in rows[forgetting["ids"]["bins"]]["metadata"]["context"]
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+def test_loci_show_of_a_neighbour_shows_the_context_the_service_serves(forgetting, moment) -> None:
+    """Between a forgetting and the next consolidation `loci show` printed the stored
+    context, still quoting the forgotten turn; now the inbox is folded over it as served."""
+    result = forgetting["shown"][moment]
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert "flowerpot" not in json.dumps(shown["item"]), shown["item"]["metadata"].get("context")
+    assert "Noted: Tuesday evenings" in shown["item"]["metadata"]["context"]
+    assert shown["source"] == ("warehouse, with inbox changes not consolidated yet" if moment == "at once"
+                               else "warehouse")
 
 
 @pytest.mark.parametrize("moment", MOMENTS)
