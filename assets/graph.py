@@ -42,6 +42,27 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _warehouse_asset(**options: Any) -> Any:
+    """`dg.asset` for a stage of this graph: in the consolidation group and the one-writer
+    warehouse pool (`WAREHOUSE_POOL`)."""
+    return dg.asset(group_name=GROUP, pool=WAREHOUSE_POOL, **options)
+
+
+def _reembed_failure(exc: Exception, configured: Any, stored: Any) -> dg.Failure:
+    """The failure of a stage that met vectors of another embedder or recipe than the
+    configured one: not retried, the fix is a re-embed (`REEMBED_COMMAND`)."""
+    return dg.Failure(
+        description=str(exc),
+        metadata={"configured": configured, "stored": dg.MetadataValue.json(stored), "fix": stages.REEMBED_COMMAND},
+        allow_retries=False,
+    )
+
+
+def _materialized(values: dict[str, Any]) -> dg.MaterializeResult:
+    """A stage's result, its report's numbers as materialization metadata."""
+    return dg.MaterializeResult(metadata=_md(values))
+
+
 def _md(values: dict[str, Any]) -> dict[str, Any]:
     """Metadata values Dagster can render (dicts and lists as JSON)."""
     out: dict[str, Any] = {}
@@ -50,9 +71,7 @@ def _md(values: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"sqlite", "duckdb"},
     description="Inbox events after the warehouse's last ingested seq, landed into "
     "chat_turns / proposals / landed_events (idempotent by event id).",
@@ -66,22 +85,18 @@ def landed_events(
     faults.reached("landed_events:start")
     report = stages.land_events(inbox.get(), warehouse.get(), run_id=context.run_id, hook=faults.reached)
     context.log.info(f"landed {report.landed} events (seq {report.from_seq}..{report.to_seq})")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "events_landed": report.landed,
-            "from_seq": report.from_seq,
-            "to_seq": report.to_seq,
-            "by_kind": report.by_kind,
-            "malformed": len(report.malformed),
-            "abandoned_runs_closed": len(report.abandoned_runs),
-            "lock_wait_s": round(warehouse.lock_wait_s, 3),
-        })
-    )
+    return _materialized({
+        "events_landed": report.landed,
+        "from_seq": report.from_seq,
+        "to_seq": report.to_seq,
+        "by_kind": report.by_kind,
+        "malformed": len(report.malformed),
+        "abandoned_runs_closed": len(report.abandoned_runs),
+        "lock_wait_s": round(warehouse.lock_wait_s, 3),
+    })
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"duckdb"},
     deps=[landed_events],
     description="Landed events applied to memory items with the current policy re-run on "
@@ -103,12 +118,7 @@ def governed_items(
         report = stages.govern_items(inbox.get(), warehouse.get(), Policy(settings), settings=settings,
                                      hook=faults.reached)
     except stages.MessageVectorsChanged as exc:
-        raise dg.Failure(
-            description=str(exc),
-            metadata={"configured": exc.configured, "stored": dg.MetadataValue.json(exc.stored),
-                      "fix": stages.REEMBED_COMMAND},
-            allow_retries=False,
-        ) from exc
+        raise _reembed_failure(exc, exc.configured, exc.stored) from exc
     # The next run's policy check starts here: what this run writes later is either a
     # merge governed on creation or a revision that leaves the text alone.
     governed_until = utcnow()
@@ -117,30 +127,28 @@ def governed_items(
         f"governed {report.events} events: {report.accepted} accepted, {report.quarantined} "
         f"quarantined, {report.rejected} rejected, {report.messages} messages"
     )
-    return dg.MaterializeResult(
-        metadata=_md({
-            "events": report.events,
-            "from_seq": report.from_seq,
-            "to_seq": report.to_seq,
-            "items_created": report.created,
-            "messages": report.messages,
-            "accepted": report.accepted,
-            "quarantined": report.quarantined,
-            "rejected": report.rejected,
-            "tightened_by_policy": report.tightened,
-            "rejected_now_event_ids": report.rejected_now[:50],
-            "items_updated": report.updated,
-            "links_added": report.links,
-            "usage_applied": report.usage,
-            "skipped": report.skipped[:50],
-            "policy_version": report.policy_version,
-            "message_vectors": report.message_vectors,
-            "pooling": pooling_record(report.message_vectors),  # governance.POOLING_COUNT
-            "forgetting_swept": report.forgetting_swept,
-            "governed_until": governed_until,
-            "windows_prefetched": prefetched,
-        })
-    )
+    return _materialized({
+        "events": report.events,
+        "from_seq": report.from_seq,
+        "to_seq": report.to_seq,
+        "items_created": report.created,
+        "messages": report.messages,
+        "accepted": report.accepted,
+        "quarantined": report.quarantined,
+        "rejected": report.rejected,
+        "tightened_by_policy": report.tightened,
+        "rejected_now_event_ids": report.rejected_now[:50],
+        "items_updated": report.updated,
+        "links_added": report.links,
+        "usage_applied": report.usage,
+        "skipped": report.skipped[:50],
+        "policy_version": report.policy_version,
+        "message_vectors": report.message_vectors,
+        "pooling": pooling_record(report.message_vectors),  # governance.POOLING_COUNT
+        "forgetting_swept": report.forgetting_swept,
+        "governed_until": governed_until,
+        "windows_prefetched": prefetched,
+    })
 
 
 def _embedding_since(wh: Any, model: Any) -> str | None:
@@ -162,9 +170,7 @@ def _prefetch_vectors(context: dg.AssetExecutionContext, warehouse: WarehouseRes
         return 0
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"duckdb", "numpy"},
     deps=[governed_items],
     description="Vectors for active items whose content changed (content hash), with the "
@@ -186,31 +192,22 @@ def item_embeddings(
         # full comparison hashes every item's text: the whole store, every run).
         report = stages.embed_items(wh, model, hook=faults.reached, since=_embedding_since(wh, model))
     except stages.EmbedderChanged as exc:
-        raise dg.Failure(
-            description=str(exc),
-            metadata={"configured": model.name, "stored": dg.MetadataValue.json([list(s) for s in exc.stored]),
-                      "fix": stages.REEMBED_COMMAND},
-            allow_retries=False,
-        ) from exc
+        raise _reembed_failure(exc, model.name, [list(s) for s in exc.stored]) from exc
     except EmbedderUnavailable as exc:
         raise dg.Failure(description=str(exc), allow_retries=True) from exc
     context.log.info(f"embedded {report.embedded} items with {report.model}")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "embedded": report.embedded,
-            "active_items": report.current,
-            "model": report.model,
-            "dimension": report.dim,
-            "recipe": vector_recipe(model),
-            "checked_at": report.checked_at,
-            "scope": "all items" if report.since is None else f"written since {report.since}",
-        })
-    )
+    return _materialized({
+        "embedded": report.embedded,
+        "active_items": report.current,
+        "model": report.model,
+        "dimension": report.dim,
+        "recipe": vector_recipe(model),
+        "checked_at": report.checked_at,
+        "scope": "all items" if report.since is None else f"written since {report.since}",
+    })
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"hdbscan"},
     deps=[item_embeddings],
     description="HDBSCAN clusters of active short-term items per owner partition.",
@@ -250,9 +247,7 @@ def stm_clusters(
     )
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"ollama", "duckdb"},
     description="Each cluster of >= 2 STM items merged into one canonical MTM item (Granite "
     "via Ollama, extractive fallback); originals superseded and linked, never deleted.",
@@ -277,22 +272,18 @@ def merged_items(
         hook=faults.reached,
     )  # fmt: skip
     context.log.info(f"merged {report.merged} clusters ({report.by_llm} by LLM, {report.by_fallback} by fallback)")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "merged": report.merged,
-            "by_llm": report.by_llm,
-            "by_fallback": report.by_fallback,
-            "fallback_reasons": report.fallback_reasons,
-            "superseded": report.superseded,
-            "skipped": report.skipped,
-            "merged_item_ids": report.new_ids[:50],
-        })
-    )
+    return _materialized({
+        "merged": report.merged,
+        "by_llm": report.by_llm,
+        "by_fallback": report.by_fallback,
+        "fallback_reasons": report.fallback_reasons,
+        "superseded": report.superseded,
+        "skipped": report.skipped,
+        "merged_item_ids": report.new_ids[:50],
+    })
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"duckdb"},
     deps=[merged_items],
     description="Promotions (STM -> MTM -> LTM), expiry archive, aging and decay.",
@@ -306,19 +297,15 @@ def lifecycle(
     faults.reached("lifecycle:start")
     report = stages.apply_lifecycle(warehouse.get(), loci.get(), now=_now(), hook=faults.reached)
     context.log.info(f"lifecycle: {report.counts}")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "promoted": report.counts.get("promote", 0),
-            "archived": report.counts.get("archive", 0),
-            "decayed": report.counts.get("decay", 0),
-            "by_reason": report.by_reason,
-        })
-    )
+    return _materialized({
+        "promoted": report.counts.get("promote", 0),
+        "archived": report.counts.get("archive", 0),
+        "decayed": report.counts.get("decay", 0),
+        "by_reason": report.by_reason,
+    })
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"duckdb"},
     deps=[lifecycle],
     description="Memory-palace locations (domain/room/shelf/card) of active items, stored "
@@ -335,18 +322,14 @@ def palace_locations(
         warehouse.get(), [stages.ClusterRef.from_dict(c) for c in stm_clusters], hook=faults.reached
     )
     context.log.info(f"palace: {report.assigned} active items, {report.moved} new or moved")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "assigned": report.assigned,
-            "new_or_moved": report.moved,
-            "rooms": report.rooms,
-        })
-    )
+    return _materialized({
+        "assigned": report.assigned,
+        "new_or_moved": report.moved,
+        "rooms": report.rooms,
+    })
 
 
-@dg.asset(
-    group_name=GROUP,
-    pool=WAREHOUSE_POOL,
+@_warehouse_asset(
     kinds={"faiss", "parquet"},
     deps=[palace_locations],
     description="The published FAISS snapshot of active items (CURRENT replaced atomically); "
@@ -367,19 +350,17 @@ def memory_snapshot(
     stages.finish_run(wh, context.run_id, report, counts=_run_counts(context))
     state = "published" if report.published else "unchanged, not republished"
     context.log.info(f"snapshot {report.version} {state}: {report.count} items ({report.index_kind})")
-    return dg.MaterializeResult(
-        metadata=_md({
-            "version": report.version or "",
-            "published": report.published,
-            "count": report.count,
-            "tier_counts": report.tier_counts,
-            "index_kind": report.index_kind,
-            "watermark": report.watermark,
-            "embedder": report.embedder,
-            "dimension": report.dim,
-            "stm_by_partition": report.stm_by_partition,
-        })
-    )
+    return _materialized({
+        "version": report.version or "",
+        "published": report.published,
+        "count": report.count,
+        "tier_counts": report.tier_counts,
+        "index_kind": report.index_kind,
+        "watermark": report.watermark,
+        "embedder": report.embedder,
+        "dimension": report.dim,
+        "stm_by_partition": report.stm_by_partition,
+    })
 
 
 def _run_counts(context: dg.AssetExecutionContext) -> dict[str, Any]:

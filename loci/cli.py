@@ -110,21 +110,6 @@ def _print_report(report: dict, turns: bool = True) -> None:
         err.print(f"[yellow]skipped[/yellow] {bad}")
 
 
-@app.command()
-def ingest(
-    path: Path = typer.Argument(..., help="A chat JSONL file (see README), or a LoCoMo JSON file."),
-    format: Optional[str] = typer.Option(None, "--format",
-                                         help="chat | locomo | items (default: read from the file, else chat)"),
-    data_dir: Optional[str] = DATA_OPT,
-    user: Optional[str] = USER_OPT,
-    project: Optional[str] = PROJECT_OPT,
-    org: Optional[str] = ORG_OPT,
-    speaker: Optional[str] = SPEAKER_OPT,
-) -> None:
-    """Land turns and governed proposals in the inbox; report accepted/quarantined/rejected."""
-    _land(path, format, data_dir, usual="chat", owner=(user, project, org), speaker=speaker)
-
-
 def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: str,
           owner: tuple[Optional[str], Optional[str], Optional[str]], speaker: Optional[str] = None) -> None:
     """`loci ingest` and `loci import`: one reader per format; with no --format, the one
@@ -178,20 +163,30 @@ _FORMAT_NAMES = {"chat": "chat turns (rows with role and text)", "locomo": "LoCo
                  "items": "exported items (rows of `loci export`)"}
 
 
-@app.command("import")
-def import_(
-    path: Path,
-    format: Optional[str] = typer.Option(None, "--format",
-                                         help="items | chat | locomo (default: read from the file, else items)"),
-    data_dir: Optional[str] = DATA_OPT,
-    user: Optional[str] = USER_OPT,
-    project: Optional[str] = PROJECT_OPT,
-    org: Optional[str] = ORG_OPT,
-    speaker: Optional[str] = SPEAKER_OPT,
-) -> None:
-    """Import items exported with `loci export` (governed again on the way in); an exported
-    chat (chat JSONL) or a LoCoMo file is imported as `loci ingest` lands it."""
-    _land(path, format, data_dir, usual="items", owner=(user, project, org), speaker=speaker)
+def _land_command(usual: str, path_help: Optional[str] = None):
+    """`loci ingest` and `loci import`: the same arguments, the format read by default
+    (`usual`, listed first in --format's help) aside."""
+    formats = " | ".join([usual, *(name for name in _FORMAT_NAMES if name != usual)])
+
+    def land(
+        path: Path = typer.Argument(..., help=path_help),
+        format: Optional[str] = typer.Option(None, "--format",
+                                             help=f"{formats} (default: read from the file, else {usual})"),
+        data_dir: Optional[str] = DATA_OPT,
+        user: Optional[str] = USER_OPT,
+        project: Optional[str] = PROJECT_OPT,
+        org: Optional[str] = ORG_OPT,
+        speaker: Optional[str] = SPEAKER_OPT,
+    ) -> None:
+        _land(path, format, data_dir, usual=usual, owner=(user, project, org), speaker=speaker)
+
+    return land
+
+
+app.command("ingest", help="Land turns and governed proposals in the inbox; report accepted/quarantined/rejected.")(
+    _land_command("chat", path_help="A chat JSONL file (see README), or a LoCoMo JSON file."))
+app.command("import", help="Import items exported with `loci export` (governed again on the way in); an exported\n"
+            "chat (chat JSONL) or a LoCoMo file is imported as `loci ingest` lands it.")(_land_command("items"))
 
 
 @app.command()

@@ -122,11 +122,9 @@ class MemoryMiddleware:
             raw, calls = split_reply(out.raw_reply)
             visible = visible_of(raw)
             step = ex.after_round(sent, raw, visible, calls)
-            shown.emit(step.shown(visible))
-            if step.reask is None:
+            sent = shown.end_round(step, visible)
+            if sent is None:
                 break
-            shown.start_round()
-            sent = step.reask
         ex.add_closing(shown)
         out.text = shown.text
         self._report(ex, ex.finish(shown.text), out)

@@ -321,29 +321,16 @@ def _renumber(labels: np.ndarray) -> np.ndarray:
 # -- coarse: items -> clusters -------------------------------------------------------------
 
 
-def cluster_items(
-    items: Sequence[MemoryItem],
-    vectors: np.ndarray,
-    *,
-    min_cluster_size: int = 2,
-    reduce_dim: int = 32,
-    seed: int = 0,
-    min_similarity: float = DEFAULT_MIN_SIMILARITY,
-    max_block: int = EXACT_MAX_N,
-    families: Mapping[str, str] | None = None,
-) -> list[Cluster]:
+def cluster_items(items: Sequence[MemoryItem], vectors: np.ndarray, **options: Any) -> list[Cluster]:
     """Clusters of `items` (row i of `vectors` is item i's embedding), never across owner
     partitions or type families; noise stays unclustered. The result does not depend on
-    the order of `items`. Sorted by (partition, label)."""
+    the order of `items`. Sorted by (partition, label). `options`: those of `cluster_keyed`."""
     items = list(items)
     for item in items:
         if not isinstance(item, MemoryItem):
             raise ClusteringError(f"items must be MemoryItem records, not {type(item).__name__}")
     return cluster_keyed(
-        [i.id for i in items], [i.scope.partition_key() for i in items], [i.type for i in items], vectors,
-        min_cluster_size=min_cluster_size, reduce_dim=reduce_dim, seed=seed, min_similarity=min_similarity,
-        max_block=max_block, families=families,
-    )  # fmt: skip
+        [i.id for i in items], [i.scope.partition_key() for i in items], [i.type for i in items], vectors, **options)
 
 
 def cluster_keyed(
@@ -352,16 +339,13 @@ def cluster_keyed(
     types: Sequence[str],
     vectors: np.ndarray,
     *,
-    min_cluster_size: int = 2,
-    reduce_dim: int = 32,
-    seed: int = 0,
-    min_similarity: float = DEFAULT_MIN_SIMILARITY,
-    max_block: int = EXACT_MAX_N,
     families: Mapping[str, str] | None = None,
+    **options: Any,
 ) -> list[Cluster]:
     """`cluster_items` from what it reads of an item: its id, owner partition
     (`Scope.partition_key`) and type, one of each per row of `vectors` (a store's short-term
-    items need not be decoded to be clustered)."""
+    items need not be decoded to be clustered). `options`: those of `cluster_vectors`, for
+    each (partition, type family) group."""
     x = _checked_matrix(vectors)
     ids = [str(i) for i in ids]
     if not len(ids) == len(partitions) == len(types) == x.shape[0]:
@@ -379,10 +363,7 @@ def cluster_keyed(
     found: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
     for (partition, family), rows in sorted(groups.items()):
         rows = sorted(rows, key=lambda r: ids[r])  # order-independent input
-        labels = cluster_vectors(
-            x[rows], min_cluster_size=min_cluster_size, reduce_dim=reduce_dim, seed=seed,
-            min_similarity=min_similarity, max_block=max_block,
-        )  # fmt: skip
+        labels = cluster_vectors(x[rows], **options)
         for members in _groups(labels):
             member_ids = tuple(sorted(ids[rows[m]] for m in members))
             found.setdefault(partition, []).append((family, member_ids))

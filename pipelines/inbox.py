@@ -50,9 +50,12 @@ from pipelines.records import Event, EventKind, Identity, utcnow
 AppendCheck = Callable[[list["Event | None"]], None]
 EVENT_KINDS: frozenset[str] = frozenset(EventKind.__args__)  # type: ignore[attr-defined]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS events (
-    seq         INTEGER PRIMARY KEY AUTOINCREMENT,
+
+def events_table_sql(table: str, *, seq: str, json_check: str) -> str:
+    """The event log's table, the same in every store but for the type of `seq` (assigned
+    by the store) and the SQL that checks that `payload` is JSON text."""
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+    seq         {seq},
     event_id    TEXT NOT NULL UNIQUE,
     kind        TEXT NOT NULL,
     user_id     TEXT NOT NULL,
@@ -60,10 +63,13 @@ CREATE TABLE IF NOT EXISTS events (
     session_id  TEXT NOT NULL,
     org_id      TEXT NOT NULL,
     at          TEXT NOT NULL,
-    payload     TEXT NOT NULL CHECK (json_valid(payload)),
+    payload     TEXT NOT NULL CHECK ({json_check}),
     sha256      TEXT NOT NULL,
     appended_at TEXT NOT NULL
-);
+)"""
+
+
+_SCHEMA = events_table_sql("events", seq="INTEGER PRIMARY KEY AUTOINCREMENT", json_check="json_valid(payload)") + """;
 CREATE INDEX IF NOT EXISTS events_kind_seq ON events (kind, seq);
 CREATE TABLE IF NOT EXISTS vectors (
     key         TEXT PRIMARY KEY,

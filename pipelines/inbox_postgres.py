@@ -45,6 +45,7 @@ from pipelines.inbox import (
     InboxError,
     as_list,
     event_rows,
+    events_table_sql,
     is_postgres_url,
     normalise_event,
     read_after_sql,
@@ -55,19 +56,7 @@ from pipelines.records import Event, utcnow
 EVENTS = "loci_inbox_events"
 VECTORS = "loci_inbox_vectors"  # `share_vectors`: a cache beside the log
 _SCHEMA = [
-    f"""CREATE TABLE IF NOT EXISTS {EVENTS} (
-        seq         BIGINT PRIMARY KEY,
-        event_id    TEXT NOT NULL UNIQUE,
-        kind        TEXT NOT NULL,
-        user_id     TEXT NOT NULL,
-        project_id  TEXT NOT NULL,
-        session_id  TEXT NOT NULL,
-        org_id      TEXT NOT NULL,
-        at          TEXT NOT NULL,
-        payload     TEXT NOT NULL CHECK (payload::json IS NOT NULL),
-        sha256      TEXT NOT NULL,
-        appended_at TEXT NOT NULL
-    )""",
+    events_table_sql(EVENTS, seq="BIGINT PRIMARY KEY", json_check="payload::json IS NOT NULL"),
     f"CREATE INDEX IF NOT EXISTS {EVENTS}_kind_seq ON {EVENTS} (kind, seq)",
     f"""CREATE TABLE IF NOT EXISTS {VECTORS} (
         key         TEXT PRIMARY KEY,

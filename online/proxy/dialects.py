@@ -44,7 +44,7 @@ def content_text(content: Any) -> str:
 
 
 class OllamaWire:
-    """How Ollama frames answers: NDJSON lines, the last one `done`; errors `{"error": text}`."""
+    """How Ollama frames requests and answers: NDJSON lines, the last one `done`; errors `{"error": text}`."""
 
     media_type = NDJSON_TYPE
     supports_reset = False
@@ -56,6 +56,11 @@ class OllamaWire:
     @staticmethod
     def streams(body: dict[str, Any]) -> bool:
         return body.get("stream") is not False  # Ollama streams unless told not to
+
+    @staticmethod
+    def structured(body: dict[str, Any]) -> bool:
+        """Whether the answer is asked for as structured output (Ollama's `format`)."""
+        return bool(body.get("format"))
 
     @staticmethod
     def with_stream(body: dict[str, Any], stream: bool) -> dict[str, Any]:
@@ -113,10 +118,6 @@ class ChatDialect(OllamaWire):
         if not isinstance(body.get("model"), str):
             return "no model"
         return None
-
-    @staticmethod
-    def structured(body: dict[str, Any]) -> bool:
-        return bool(body.get("format"))
 
     @staticmethod
     def user_text(body: dict[str, Any]) -> str:
@@ -284,10 +285,6 @@ class GenerateDialect(OllamaWire):
         if not _is_text(body.get("system")):
             return "system is not a string"
         return None
-
-    @staticmethod
-    def structured(body: dict[str, Any]) -> bool:
-        return bool(body.get("format"))
 
     @staticmethod
     def user_text(body: dict[str, Any]) -> str:

@@ -4,7 +4,7 @@ model call, without any HTTP.
     ex = Exchange(service, settings, config, identity, CHAT, body)
     sent = ex.prepare()                         # 1. recall + READ-ONLY block + instruction
     step = ex.after_round(sent, raw, visible, calls)   # 4. intercept: re-ask with step.reask?
-    shown.emit(step.shown(visible))             # a request to memory is never shown
+    sent = shown.end_round(step, visible)       # a request to memory is never shown; re-ask?
     ex.add_closing(shown)                       # the engine's own last paragraph, if any
     loci = ex.finish(visible_text)              # 2. land turns + proposals, 3. Q* catalog
 
@@ -126,6 +126,14 @@ class VisibleText:
                 piece = "\n\n" + piece
         self.parts.append(piece)
         return piece
+
+    def end_round(self, step: RoundResult, visible: str) -> dict[str, Any] | None:
+        """Show what a round's text shows (`RoundResult.shown`); the body of the next round
+        (started here) when the round asked again, else None: that was the last round."""
+        self.emit(step.shown(visible))
+        if step.reask is not None:
+            self.start_round()
+        return step.reask
 
 
 class RequestHold:

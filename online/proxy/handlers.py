@@ -137,11 +137,9 @@ class MemoryHandlers:
                 "recall interception", ex.after_round, sent, raw, visible, dialect.calls(obj),
                 fallback=RoundResult(None, dialect.calls(obj)))
             problems += [problem] if problem else []
-            shown.emit(step.shown(visible))
-            if step.reask is None:
+            sent = shown.end_round(step, visible)
+            if sent is None:
                 break
-            shown.start_round()
-            sent = step.reask
         ex.add_closing(shown)
         out = dialect.rewrite(obj, shown.text, step.client_calls)
         await self.attach(ex, out, shown.text, problems)

@@ -238,16 +238,8 @@ class Upstream:
         breaks or times out, and for a line that is not a JSON object."""
         try:
             async for line in self.paced(response, response.aiter_lines()):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise UpstreamError(502, f"loci proxy: upstream sent a line that is not JSON: "
-                                             f"{line[:80]!r} ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise UpstreamError(502, "loci proxy: upstream sent a JSON line that is not an object")
-                yield obj
+                if line.strip():
+                    yield _json_object(line, "a line")
         except httpx.HTTPError as exc:
             raise self.error_for(exc) from exc
 
@@ -264,19 +256,21 @@ class Upstream:
                     event, data = "\n".join(data), []
                     if event.strip() == "[DONE]":
                         return
-                    yield _event_object(event)
+                    yield _json_object(event, "an event")
             if data and "\n".join(data).strip() != "[DONE]":  # the last event, unterminated
-                yield _event_object("\n".join(data))
+                yield _json_object("\n".join(data), "an event")
         except httpx.HTTPError as exc:
             raise self.error_for(exc) from exc
 
 
-def _event_object(event: str) -> dict[str, Any]:
+def _json_object(text: str, what: str) -> dict[str, Any]:
+    """The JSON object an NDJSON line or an SSE event (`what`) holds; `UpstreamError` (502)
+    when it is not JSON or not an object."""
     try:
-        obj = json.loads(event)
+        obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise UpstreamError(502, f"loci proxy: upstream sent an event that is not JSON: "
-                                 f"{event[:80]!r} ({exc.msg})") from None
+        raise UpstreamError(502, f"loci proxy: upstream sent {what} that is not JSON: "
+                                 f"{text[:80]!r} ({exc.msg})") from None
     if not isinstance(obj, dict):
-        raise UpstreamError(502, "loci proxy: upstream sent an event that is not a JSON object")
+        raise UpstreamError(502, f"loci proxy: upstream sent {what} that is not a JSON object")
     return obj

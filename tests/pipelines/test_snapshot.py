@@ -335,7 +335,7 @@ def test_empty_snapshot(tmp_path):
 
 
 def test_load_current_follows_current_when_it_moves_mid_read(tmp_path, monkeypatch):
-    import pipelines.snapshot as snapshot_module
+    import pipelines.snapshot.load as snapshot_module
 
     good, _ = build(tmp_path, 3, watermark=7)
     answers = iter(["20000101T000000000000Z-0000000000aa", good.version, good.version, good.version])
