@@ -450,6 +450,27 @@ def verdict_of(event: Event, policy: Governs | None) -> Verdict:
     return stored if order[stored.action] > order[fresh.action] else fresh
 
 
+def taken_over(new: MemoryItem, ends: dict[str, Any], lookup: Callable[[str], MemoryItem | None],
+               ) -> list[tuple[MemoryItem, str]]:
+    """The claims an accepted claim `new` ends (`ENDS`: id -> its end) as they stand
+    (`lookup`), each with its end. One ended already is ended anew only when a plan `new`
+    replaces ended it, the instant before the plan's start (`capture.takes_over`: the move
+    date was corrected, so what the plan took over holds until the new start)."""
+    moved = set()
+    for link in new.links:
+        plan = lookup(link.to) if link.rel == "supersedes" else None
+        start = parse_time(plan.valid_from) if plan is not None else None
+        if start is not None:
+            moved.add(start - timedelta(seconds=1))
+    out = []
+    for old_id, end in ends.items():
+        current = lookup(str(old_id))
+        if (current is not None and isinstance(end, str)
+                and (current.valid_to is None or parse_time(current.valid_to) in moved)):
+            out.append((current, end))
+    return out
+
+
 def fold_events(
     events: Iterable[Event],
     base: Callable[[str], MemoryItem | None] = lambda _id: None,
@@ -490,14 +511,12 @@ class _Fold:
         self.out.items[item.id] = item
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links)
         if verdict.action == "accept":
-            self.end_taken_over(ev)
+            self.end_taken_over(ev, item)
 
-    def end_taken_over(self, ev: Event) -> None:
-        """The claims an accepted claim takes over from a day on (`ENDS`) hold until then."""
-        for old_id, end in (ev.payload.get(ENDS) or {}).items():
-            current = self.lookup(str(old_id))
-            if current is not None and current.valid_to is None and isinstance(end, str):
-                self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
+    def end_taken_over(self, ev: Event, new: MemoryItem) -> None:
+        """The claims an accepted claim (`new`) takes over from a day on (`ENDS`) hold until then."""
+        for current, end in taken_over(new, ev.payload.get(ENDS) or {}, self.lookup):
+            self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
 
     def write(self, ev: Event) -> None:
         # A whole item (import, or a tool write the service already governed).
@@ -538,7 +557,7 @@ class _Fold:
         # The author's own claims a tool write corrects stop being active, as for a proposal.
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links if link.rel == "supersedes")
         if verdict.action == "accept":
-            self.end_taken_over(ev)
+            self.end_taken_over(ev, item)
 
     def update(self, ev: Event) -> None:
         p = ev.payload
