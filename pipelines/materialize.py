@@ -252,12 +252,21 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
     if verdict.action != "quarantine" or not HELD_EDIT_RULES & set(verdict.rule_ids):
         return updated
     held = {"patch": dict(patch), "by": event.identity.user_id, "at": event.payload.get("at") or event.at,
+            # what its new words' time words meant when edited: the item's once approved
+            **({SAID_DATES: event.payload[SAID_DATES]} if SAID_DATES in event.payload else {}),
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
             "expires_at": verdict.expires_at,
             # the claims the edited item would contradict: each delivered one says a change waits
             **({HELD_AGAINST: [str(i) for i in event.payload[HELD_AGAINST]]}
                if event.payload.get(HELD_AGAINST) else {})}
     return msgspec.structs.replace(before, metadata={**before.metadata, HELD_EDIT: held})
+
+
+def with_said_dates(item: MemoryItem, said_dates: dict[str, Any] | None) -> MemoryItem:
+    """`item` with what its words' time words meant when said (`SAID_DATES`, from an edit
+    applied: none when its new words have none)."""
+    kept = {k: v for k, v in item.metadata.items() if k != SAID_DATES}
+    return msgspec.structs.replace(item, metadata={**kept, **({SAID_DATES: said_dates} if said_dates else {})})
 
 
 def held_edit(item: MemoryItem) -> dict[str, Any] | None:
@@ -405,6 +414,8 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
         if decision == "reject":
             return msgspec.structs.replace(item, metadata=metadata, updated_at=at)
         item = apply_patch(msgspec.structs.replace(item, metadata=metadata), edit["patch"], at)
+        if SAID_DATES in edit:
+            metadata = with_said_dates(item, edit[SAID_DATES]).metadata
         expires_at = item.expires_at
     else:
         metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
@@ -570,9 +581,7 @@ class _Fold:
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
         if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
-            kept = {k: v for k, v in updated.metadata.items() if k != SAID_DATES}
-            updated = msgspec.structs.replace(updated, metadata={
-                **kept, **({SAID_DATES: p[SAID_DATES]} if p[SAID_DATES] else {})})
+            updated = with_said_dates(updated, p[SAID_DATES])
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = with_corrections(updated, p)
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew
