@@ -21,6 +21,7 @@ from pipelines.materialize import (
     DISAGREES_WITH,
     ENDS,
     HELD_AGAINST,
+    MOVED_FROM,
     SCOPE_KINDS,
     in_quarantine,
     proposal_item_id,
@@ -399,9 +400,9 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     (`Corrections.ends`), and holds until then; after, it is history (ENDED).
 
     Such a claim not begun yet is a plan: the same values said from another day ("the move
-    is on the 5th, not the 1st") correct it (replaced), and what the plan was to take over (among `seen`, the
-    claims found before those apart in time were left out: ended the instant before the
-    plan's start) holds until the new start instead, so no day is left with nothing current."""
+    is on the 5th, not the 1st") correct it (replaced), and what the plan was to take over
+    (`ended_by_plan`, among `seen`: the claims found before those apart in time were left
+    out) holds until the new start instead, so no day is left with nothing current."""
     start = parse_time(proposal.valid_from)
     if start is None or proposal.valid_to is not None:
         return fixes
@@ -429,14 +430,27 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     ends = [old.id for old in found if old.valid_to is None and old not in plans
             and (old.id in fixes.replaced or updates(old))
             and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
-    # what a corrected plan was to take over: ended the instant before the plan's start
-    plan_starts = {parse_time(plan.valid_from) - timedelta(seconds=1) for plan in plans}
-    ends += [old.id for old in seen if own(old) and old.id not in ends and parse_time(old.valid_to) in plan_starts
-             and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
+    ends += [i for plan in plans for i in ended_by_plan(plan, proposal.valid_from, seen) if i not in ends]
     if not ends and not plans:
         return fixes
     replaced = [*(i for i in fixes.replaced if i not in ends), *(p.id for p in plans if p.id not in fixes.replaced)]
-    return fixes._replace(replaced=replaced, ends=tuple((i, end) for i in ends))
+    return fixes._replace(replaced=replaced, ends=tuple((i, end) for i in ends),
+                          moved_from=tuple(str(p.valid_from) for p in plans))
+
+
+def ended_by_plan(plan: MemoryItem, new_start: str, seen: Sequence[MemoryItem]) -> list[str]:
+    """What `plan` (a claim not begun yet) was to take over, among `seen`: its author's claims
+    in its scope kind, under its title or in conflict with it, ended the instant before its
+    start, begun before `new_start`. The plan
+    moved to `new_start`, they hold until then instead (`takes_over`, and an edit moving it)."""
+    start, moved = parse_time(plan.valid_from), parse_time(new_start)
+    if start is None or moved is None:
+        return []
+    ended = start - timedelta(seconds=1)
+    return [old.id for old in seen if old.id != plan.id and is_claim(old) and old.scope.kind == plan.scope.kind
+            and authors(old) == authors(plan) and parse_time(old.valid_to) == ended
+            and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < moved
+            and (old.title == plan.title or conflict_reason(read_claim(plan), read_claim(old)) is not None)]
 
 
 def end_before(start: str) -> str:
@@ -564,6 +578,8 @@ def _proposal_payload(
         payload[RETIRED_BY_USER] = fixes.retiring
     if fixes.ends:
         payload[ENDS] = dict(fixes.ends)
+    if fixes.moved_from:
+        payload[MOVED_FROM] = list(fixes.moved_from)
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

@@ -236,6 +236,9 @@ SAID_DATES = "said_dates"
 # payload key: {id: when it ends} of the claims a claim holding from a day on takes over
 # then (`capture.takes_over`): each is given that end (`valid_to`), not superseded.
 ENDS = "ends"
+# payload key: the starts of the plans a claim (or an edit) moves to another day: a claim one
+# of them ended then (`ENDS` names it) is ended anew (`taken_over`)
+MOVED_FROM = "moved_from"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,
@@ -461,20 +464,16 @@ def verdict_of(event: Event, policy: Governs | None) -> Verdict:
     return stored if order[stored.action] > order[fresh.action] else fresh
 
 
-def taken_over(new: MemoryItem, ends: dict[str, Any], lookup: Callable[[str], MemoryItem | None],
-               ) -> list[tuple[MemoryItem, str]]:
-    """The claims an accepted claim `new` ends (`ENDS`: id -> its end) as they stand
-    (`lookup`), each with its end. One ended already is ended anew only when a plan `new`
-    replaces ended it, the instant before the plan's start (`capture.takes_over`: the move
-    date was corrected, so what the plan took over holds until the new start)."""
-    moved = set()
-    for link in new.links:
-        plan = lookup(link.to) if link.rel == "supersedes" else None
-        start = parse_time(plan.valid_from) if plan is not None else None
-        if start is not None:
-            moved.add(start - timedelta(seconds=1))
+def taken_over(payload: dict[str, Any], lookup: Callable[[str], MemoryItem | None]) -> list[tuple[MemoryItem, str]]:
+    """The claims an accepted claim's or edit's event (`payload`) ends (`ENDS`: id -> its
+    end) as they stand (`lookup`), each with its end. One ended already is ended anew only
+    when a plan the event moves ended it, the instant before the plan's start (`MOVED_FROM`,
+    `capture.takes_over`: the move date was corrected, so what the plan took over holds
+    until the new start)."""
+    starts = (parse_time(s) for s in payload.get(MOVED_FROM) or () if isinstance(s, str))
+    moved = {start - timedelta(seconds=1) for start in starts if start is not None}
     out = []
-    for old_id, end in ends.items():
+    for old_id, end in (payload.get(ENDS) or {}).items():
         current = lookup(str(old_id))
         if (current is not None and isinstance(end, str)
                 and (current.valid_to is None or parse_time(current.valid_to) in moved)):
@@ -522,11 +521,11 @@ class _Fold:
         self.out.items[item.id] = item
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links)
         if verdict.action == "accept":
-            self.end_taken_over(ev, item)
+            self.end_taken_over(ev)
 
-    def end_taken_over(self, ev: Event, new: MemoryItem) -> None:
-        """The claims an accepted claim (`new`) takes over from a day on (`ENDS`) hold until then."""
-        for current, end in taken_over(new, ev.payload.get(ENDS) or {}, self.lookup):
+    def end_taken_over(self, ev: Event) -> None:
+        """The claims an accepted claim or edit takes over from a day on (`ENDS`) hold until then."""
+        for current, end in taken_over(ev.payload, self.lookup):
             self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
 
     def write(self, ev: Event) -> None:
@@ -568,7 +567,7 @@ class _Fold:
         # The author's own claims a tool write corrects stop being active, as for a proposal.
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links if link.rel == "supersedes")
         if verdict.action == "accept":
-            self.end_taken_over(ev, item)
+            self.end_taken_over(ev)
 
     def update(self, ev: Event) -> None:
         p = ev.payload
@@ -589,6 +588,7 @@ class _Fold:
                 updated = msgspec.structs.replace(updated, metadata={
                     **kept, **({DISAGREES_WITH: [str(i) for i in p[DISAGREES_WITH]]} if p[DISAGREES_WITH] else {})})
             self.out.links.extend((updated.id, link.to, link.rel) for link in correction_links(p))
+            self.end_taken_over(ev)  # a plan moved: what it ended holds until its new start
         self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
 
     def palace_assign(self, ev: Event) -> None:

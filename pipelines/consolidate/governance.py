@@ -172,11 +172,16 @@ def replay_ends(events: list[Event], items: dict[str, MemoryItem], created: dict
     part of the old claim's creation when both landed in one window). `items` is updated."""
     out: list[Edit] = []
     for e in events:
-        ends = e.payload.get(ENDS) or {}
-        new = created.get(next(iter(item_ids_touched(e)), "")) if ends else None
-        if new is None or new.metadata.get("verdict") != "accept":
+        if not e.payload.get(ENDS):
             continue
-        for before, end in taken_over(new, ends, lambda i: items.get(i) or created.get(i)):
+        if e.kind == "memory.update":  # an edit moving a plan (`MOVED_FROM`)
+            accepted = (e.payload.get("verdict") or {}).get("action", "accept") == "accept"
+        else:
+            new = created.get(next(iter(item_ids_touched(e)), ""))
+            accepted = new is not None and new.metadata.get("verdict") == "accept"
+        if not accepted:
+            continue
+        for before, end in taken_over(e.payload, lambda i: items.get(i) or created.get(i)):
             items[before.id] = msgspec.structs.replace(before, valid_to=end, updated_at=e.at)
             out.append(Edit(before.id, {"valid_to": end, "updated_at": e.at}, origin_of(e), "ended"))
     return out

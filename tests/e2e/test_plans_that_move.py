@@ -14,7 +14,9 @@ after a real Dagster consolidation (`run_consolidation`) and the snapshot swap.
 - A move whose date is corrected leaves no day with nothing current: "From <day> my studio
   is Rua do Sol 3", then "the studio move is two days later: from <day+2>", replaces the
   first plan, and the old studio holds until the day before the new start (broken: the old
-  one still ended before the first date, the first plan held two days, both shown).
+  one still ended before the first date, the first plan held two days, both shown). The
+  same move made by editing the plan (`memory.update`, "from <day+2>") keeps the old
+  locker until the day before the new start too.
 - An edit of what a memory says reads its time words again, on the day of the edit, in
   the editor's zone: "Call the bank next Monday" edited to "Call the bank next Friday" ends
   on that Friday (broken: its window stayed Monday's); an edit that names the window
@@ -115,6 +117,12 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                                            f"From {moved_plan:%B} {moved_plan.day}, Ines's studio is at Rua do Sol 3, "
                                            "Lisbon."))
         out["studio"] = recall("where is my studio?")
+        say("old locker", yesterday - timedelta(days=30), "My locker is number 12.",
+            proposal("fact", "Locker", "Ines's locker is number 12."))
+        say("locker plan", yesterday, f"From {plan:%B} {plan.day} my locker is number 40.",
+            proposal("fact", "Locker", f"From {plan:%B} {plan.day}, Ines's locker is number 40."))
+        out["locker edit"] = tool("memory.update", {"id": out["ids"]["locker plan"], "tz": TZ, "patch": {
+            "content": f"From {moved_plan:%B} {moved_plan.day}, Ines's locker is number 40."}})
 
         say("bank", yesterday, "Remind me to call the bank next Monday.",
             proposal("todo", "Call the bank", "Call the bank next Monday."))
@@ -177,6 +185,9 @@ def test_a_corrected_move_date_leaves_no_day_without_a_studio(ines) -> None:
         assert new["valid_from"][:10] == moved.isoformat() and new["valid_to"] is None, new
         assert curated(answer)[:2] == [ids["old studio"], ids["studio moved"]], answer["hits"]
         assert ids["studio plan"] not in curated(answer), answer["hits"]
+        assert items["old locker"]["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), items["old locker"]
+        assert items["locker plan"]["valid_from"][:10] == moved.isoformat(), items["locker plan"]
+    assert ines["locker edit"]["ends"] == [ids["old locker"]], ines["locker edit"]
 
 
 def header(answer: dict, item_id: str) -> str:

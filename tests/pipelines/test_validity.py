@@ -159,6 +159,9 @@ def test_a_plan_said_from_another_day_is_corrected_and_what_it_ended_holds_until
     other = item("other", "Maya lives at Rua Alta 3.", valid_from=day(9).isoformat())
     moved = ProposedItem(type="fact", title="Home address", content="Maya moves to Rua Nova 5 on December 5.",
                          valid_from=day(5).isoformat())
-    got = takes_over(moved, Corrections([], [], []), [plan, other], "user", "u", [old, plan, other])
+    # ended the same instant but not what the plan takes over: another title, no conflict
+    gym = msgspec.structs.replace(item("gym", "Maya's gym costs 30 euros."), title="Gym", valid_to=old.valid_to)
+    got = takes_over(moved, Corrections([], [], []), [plan, other], "user", "u", [old, gym, plan, other])
     assert got.replaced == ["plan"] and got.ends == (("old", (day(5) - timedelta(seconds=1)).isoformat()),), got
+    assert got.moved_from == (plan.valid_from,), got
     assert undated("From 3 December, the rent is 900 euros.").split() == [",", "the", "rent", "is", "900", "euros."]
