@@ -441,8 +441,8 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
 def ended_by_plan(plan: MemoryItem, new_start: str, seen: Sequence[MemoryItem]) -> list[str]:
     """What `plan` (a claim not begun yet) was to take over, among `seen`: its author's claims
     in its scope kind, under its title or in conflict with it, ended the instant before its
-    start, begun before `new_start`. The plan
-    moved to `new_start`, they hold until then instead (`takes_over`, and an edit moving it)."""
+    start, begun before `new_start`. The plan moved to `new_start`: they hold until then
+    instead (`takes_over`, and an edit moving it, `online.tools`)."""
     start, moved = parse_time(plan.valid_from), parse_time(new_start)
     if start is None or moved is None:
         return []
