@@ -31,13 +31,14 @@ from msgspec import Meta
 
 from online.schemas import MAX_QUERY_CHARS, TimeZoneName
 from online.state import MemoryService, View
-from pipelines.capture import GovernedClaim, approval_corrects, end_before, govern_claim
+from pipelines.capture import GovernedClaim, approval_corrects, end_before, ended_by_plan, govern_claim
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
     ENDS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
+    MOVED_FROM,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     RETRACTION_RULE,
@@ -499,6 +500,22 @@ def _holds_from_later(current: MemoryItem, patch: dict[str, Any], who: Identity)
             and Scope.for_identity(current.scope.kind, who).audience_key() == current.scope.audience_key())
 
 
+def _moves_plan(current: MemoryItem, patch: dict[str, Any], who: Identity, view: View,
+                service: MemoryService) -> dict[str, Any]:
+    """An edit giving a plan not begun yet (`current`: a claim holding from a later day) another
+    start: what the plan was to take over holds until the new start (`capture.ended_by_plan`),
+    as when a new claim moves it; the update event's `ENDS` and `MOVED_FROM`, or nothing."""
+    start, began = parse_time(patch.get("valid_from")), parse_time(current.valid_from)
+    if start is None or began is None or start == began or began <= datetime.now(timezone.utc):
+        return {}
+    like = ProposedItem(type=current.type, title=current.title, content=current.content, scope=current.scope.kind)
+    ended = ended_by_plan(current, str(patch["valid_from"]), service.existing_like(who, view)(like))
+    if not ended:
+        return {}
+    end = end_before(str(patch["valid_from"]))
+    return {ENDS: {i: end for i in ended}, MOVED_FROM: [current.valid_from]}
+
+
 def _vouched(item: MemoryItem, who: Identity) -> bool:
     """Whether `who` approved `item` in review (`metadata["review"]`; an approved held edit
     included): the approver vouched for what it says, so their correction of it (a typo, a
@@ -634,7 +651,8 @@ class ToolDispatcher:
         landed = self.service.append([Event(
             event_id=event_id, kind="memory.write", identity=who, at=at,
             payload={"item": msgspec.to_builtins(item), "verdict": _verdict(verdict),
-                     **({ENDS: dict(fixes.ends)} if fixes.ends else {})},
+                     **({ENDS: dict(fixes.ends)} if fixes.ends else {}),
+                     **({MOVED_FROM: list(fixes.moved_from)} if fixes.moved_from else {})},
         )])[0]
         return {"item_id": item.id, "seq": landed.seq, "verdict": _verdict(verdict), "supersedes": fixes.replaced,
                 "corrects_in_part": fixes.in_part, **({"ends": [i for i, _ in fixes.ends]} if fixes.ends else {})}
@@ -734,6 +752,7 @@ class ToolDispatcher:
                     zone, {"id": args.id, "fields": sorted(args.patch)}, None, takes_over=current)
         elif args.tz is not None:
             self._zone(args.tz, "memory.update")
+        moves = _moves_plan(current, patch, who, view, self.service)
         try:
             updated = apply_patch(current, patch, at)
         except (ValueError, msgspec.ValidationError) as exc:
@@ -775,13 +794,14 @@ class ToolDispatcher:
             identity=who, at=at,
             payload={"item_id": args.id, "patch": patch, "verdict": _verdict(verdict), "at": at, **said_dates,
                      **({"as_reviewer": True} if vouched and says else {}),
-                     **_corrections_payload(fixes),
+                     **_corrections_payload(fixes), **(moves if verdict.action == "accept" else {}),
                      # what it now says disagrees with (replacing what it said before)
                      **({DISAGREES_WITH: governed.disagrees} if says and verdict.action == "accept" else {}),
                      **({HELD_AGAINST: governed.contradicts}
                         if verdict.action == "quarantine" and governed.contradicts else {})},
         )])[0]
-        out = {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict), **_corrections_out(fixes)}
+        out = {"item_id": args.id, "seq": landed.seq, "verdict": _verdict(verdict), **_corrections_out(fixes),
+               **({"ends": list(moves[ENDS])} if moves and verdict.action == "accept" else {})}
         return {**out, "as_reviewer": True} if vouched and says else out
 
     def forget(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pipelines.materialize import (
     DISAGREES_WITH,
     ENDS,
     HELD_AGAINST,
+    MOVED_FROM,
     SCOPE_KINDS,
     in_quarantine,
     proposal_item_id,
@@ -41,6 +42,7 @@ from pipelines.recall.conflicts import (
     proposed_claim,
     read_claim,
     reschedules,
+    stated_values,
 )
 from pipelines.recall.episodic import limits_to_its_chat
 from pipelines.records import (
@@ -57,7 +59,7 @@ from pipelines.records import (
     stable_id,
     utcnow,
 )
-from pipelines.validity import SAID_DATES, with_window
+from pipelines.validity import SAID_DATES, undated, with_window
 
 
 class ProposalOutcome(msgspec.Struct):
@@ -356,10 +358,10 @@ def govern_claim(
     # A move ("Dentist moved to Thursday", over after that Thursday) moves the plan, whatever
     # window each has: the new day's is not the old day's.
     moves = reschedules(proposal.content)
-    found = [it for it in found if moves or not apart_in_time(proposal, it)]
+    seen, found = found, [it for it in found if moves or not apart_in_time(proposal, it)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
                         evidence)
-    fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id)
+    fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id, seen)
     replaced = [*fixes.replaced, *fixes.in_part, *(i for i, _ in fixes.ends)]
     corrected = [it for it in found if it.id in replaced]
     # A claim held in quarantine is not established yet: it contradicts nothing.
@@ -390,26 +392,65 @@ def govern_claim(
 
 
 def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[MemoryItem], scope_kind: str,
-               author_user_id: str) -> Corrections:
+               author_user_id: str, seen: Sequence[MemoryItem] = ()) -> Corrections:
     """`fixes` with the author's claims that `proposal`, holding from a day on with no end
     ("From December 1, Maya's address is Rua Nova 5"), takes over from that day: those it
     corrects, and those under its title it may update (`conflicts.MAY_UPDATE`), that hold
     with no end from before. They are not replaced now: each ends the instant before
-    (`Corrections.ends`), and holds until then; after, it is history (ENDED)."""
+    (`Corrections.ends`), and holds until then; after, it is history (ENDED).
+
+    Such a claim not begun yet is a plan: the same values said from another day ("the move
+    is on the 5th, not the 1st") correct it (replaced), and what the plan was to take over
+    (`ended_by_plan`, among `seen`: the claims found before those apart in time were left
+    out) holds until the new start instead, so no day is left with nothing current."""
     start = parse_time(proposal.valid_from)
     if start is None or proposal.valid_to is not None:
         return fixes
     new = proposed_claim(proposal.title, proposal.content, proposal.type, scope_kind)
     end = end_before(proposal.valid_from)
+    now = datetime.now(timezone.utc)
+
+    def own(old: MemoryItem) -> bool:
+        return is_claim(old) and old.scope.kind == scope_kind and authors(old) == {author_user_id}
 
     def updates(old: MemoryItem) -> bool:
-        return (new is not None and is_claim(old) and old.title == proposal.title and old.scope.kind == scope_kind
-                and authors(old) == {author_user_id} and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
-    ends = [old.id for old in found if old.valid_to is None and (old.id in fixes.replaced or updates(old))
+        return (new is not None and own(old) and old.title == proposal.title
+                and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
+
+    says = stated_values(undated(proposal.content))
+
+    def planned(old: MemoryItem) -> bool:  # the same plan, said for another day
+        began = parse_time(old.valid_from)
+        said = stated_values(undated(old.content))
+        return (began is not None and began > now and began != start and own(old)
+                and bool(said and says) and (said <= says or says <= said))
+
+    plans = [old for old in found if old.valid_to is None and planned(old)
+             and (old.id in fixes.replaced or old.title == proposal.title)]
+    ends = [old.id for old in found if old.valid_to is None and old not in plans
+            and (old.id in fixes.replaced or updates(old))
             and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < start]
-    if not ends:
+    ends += [i for plan in plans for i in ended_by_plan(plan, proposal.valid_from, seen) if i not in ends]
+    if not ends and not plans:
         return fixes
-    return fixes._replace(replaced=[i for i in fixes.replaced if i not in ends], ends=tuple((i, end) for i in ends))
+    replaced = [*(i for i in fixes.replaced if i not in ends), *(p.id for p in plans if p.id not in fixes.replaced)]
+    return fixes._replace(replaced=replaced, ends=tuple((i, end) for i in ends),
+                          moved_from=tuple(str(p.valid_from) for p in plans))
+
+
+def ended_by_plan(plan: MemoryItem, new_start: str, seen: Sequence[MemoryItem]) -> list[str]:
+    """What `plan` (a claim not begun yet) was to take over, among `seen`: its author's claims
+    in its scope kind, under its title or in conflict with it, ended the instant before its
+    start, begun before `new_start`. The plan moved to `new_start`: they hold until then
+    instead (`takes_over`, and an edit moving it, `online.tools`)."""
+    start, moved = parse_time(plan.valid_from), parse_time(new_start)
+    if start is None or moved is None:
+        return []
+    ended = start - timedelta(seconds=1)
+    return [old.id for old in seen if old.id != plan.id and is_claim(old) and old.scope.kind == plan.scope.kind
+            and authors(old) == authors(plan) and parse_time(old.valid_to) == ended
+            and (parse_time(old.valid_from) or datetime.min.replace(tzinfo=timezone.utc)) < moved
+            and (old.title == plan.title or conflict_reason(read_claim(plan), read_claim(old)) is not None)]
 
 
 def end_before(start: str) -> str:
@@ -537,6 +578,8 @@ def _proposal_payload(
         payload[RETIRED_BY_USER] = fixes.retiring
     if fixes.ends:
         payload[ENDS] = dict(fixes.ends)
+    if fixes.moved_from:
+        payload[MOVED_FROM] = list(fixes.moved_from)
     if verdict.action == "reject":
         # Never keep the rejected text itself (it may be a secret): its hash suffices.
         payload["proposal"] = {

@@ -236,6 +236,9 @@ SAID_DATES = "said_dates"
 # payload key: {id: when it ends} of the claims a claim holding from a day on takes over
 # then (`capture.takes_over`): each is given that end (`valid_to`), not superseded.
 ENDS = "ends"
+# payload key: the starts of the plans a claim (or an edit) moves to another day: a claim one
+# of them ended then (`ENDS` names it) is ended anew (`taken_over`)
+MOVED_FROM = "moved_from"
 
 
 def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any], verdict: Verdict,
@@ -252,12 +255,21 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
     if verdict.action != "quarantine" or not HELD_EDIT_RULES & set(verdict.rule_ids):
         return updated
     held = {"patch": dict(patch), "by": event.identity.user_id, "at": event.payload.get("at") or event.at,
+            # what its new words' time words meant when edited: the item's once approved
+            **({SAID_DATES: event.payload[SAID_DATES]} if SAID_DATES in event.payload else {}),
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
             "expires_at": verdict.expires_at,
             # the claims the edited item would contradict: each delivered one says a change waits
             **({HELD_AGAINST: [str(i) for i in event.payload[HELD_AGAINST]]}
                if event.payload.get(HELD_AGAINST) else {})}
     return msgspec.structs.replace(before, metadata={**before.metadata, HELD_EDIT: held})
+
+
+def with_said_dates(item: MemoryItem, said_dates: dict[str, Any] | None) -> MemoryItem:
+    """`item` with what its words' time words meant when said (`SAID_DATES`, from an edit
+    applied: none when its new words have none)."""
+    kept = {k: v for k, v in item.metadata.items() if k != SAID_DATES}
+    return msgspec.structs.replace(item, metadata={**kept, **({SAID_DATES: said_dates} if said_dates else {})})
 
 
 def held_edit(item: MemoryItem) -> dict[str, Any] | None:
@@ -405,6 +417,8 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
         if decision == "reject":
             return msgspec.structs.replace(item, metadata=metadata, updated_at=at)
         item = apply_patch(msgspec.structs.replace(item, metadata=metadata), edit["patch"], at)
+        if SAID_DATES in edit:
+            metadata = with_said_dates(item, edit[SAID_DATES]).metadata
         expires_at = item.expires_at
     else:
         metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
@@ -450,6 +464,23 @@ def verdict_of(event: Event, policy: Governs | None) -> Verdict:
     return stored if order[stored.action] > order[fresh.action] else fresh
 
 
+def taken_over(payload: dict[str, Any], lookup: Callable[[str], MemoryItem | None]) -> list[tuple[MemoryItem, str]]:
+    """The claims an accepted claim's or edit's event (`payload`) ends (`ENDS`: id -> its
+    end) as they stand (`lookup`), each with its end. One ended already is ended anew only
+    when a plan the event moves ended it, the instant before the plan's start (`MOVED_FROM`,
+    `capture.takes_over`: the move date was corrected, so what the plan took over holds
+    until the new start)."""
+    starts = (parse_time(s) for s in payload.get(MOVED_FROM) or () if isinstance(s, str))
+    moved = {start - timedelta(seconds=1) for start in starts if start is not None}
+    out = []
+    for old_id, end in (payload.get(ENDS) or {}).items():
+        current = lookup(str(old_id))
+        if (current is not None and isinstance(end, str)
+                and (current.valid_to is None or parse_time(current.valid_to) in moved)):
+            out.append((current, end))
+    return out
+
+
 def fold_events(
     events: Iterable[Event],
     base: Callable[[str], MemoryItem | None] = lambda _id: None,
@@ -493,11 +524,9 @@ class _Fold:
             self.end_taken_over(ev)
 
     def end_taken_over(self, ev: Event) -> None:
-        """The claims an accepted claim takes over from a day on (`ENDS`) hold until then."""
-        for old_id, end in (ev.payload.get(ENDS) or {}).items():
-            current = self.lookup(str(old_id))
-            if current is not None and current.valid_to is None and isinstance(end, str):
-                self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
+        """The claims an accepted claim or edit takes over from a day on (`ENDS`) hold until then."""
+        for current, end in taken_over(ev.payload, self.lookup):
+            self.out.items[current.id] = msgspec.structs.replace(current, valid_to=end, updated_at=ev.at)
 
     def write(self, ev: Event) -> None:
         # A whole item (import, or a tool write the service already governed).
@@ -551,9 +580,7 @@ class _Fold:
         except (ValueError, msgspec.ValidationError):
             return  # the service validated it; a bad row is skipped, not fatal
         if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
-            kept = {k: v for k, v in updated.metadata.items() if k != SAID_DATES}
-            updated = msgspec.structs.replace(updated, metadata={
-                **kept, **({SAID_DATES: p[SAID_DATES]} if p[SAID_DATES] else {})})
+            updated = with_said_dates(updated, p[SAID_DATES])
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = with_corrections(updated, p)
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew
@@ -561,6 +588,7 @@ class _Fold:
                 updated = msgspec.structs.replace(updated, metadata={
                     **kept, **({DISAGREES_WITH: [str(i) for i in p[DISAGREES_WITH]]} if p[DISAGREES_WITH] else {})})
             self.out.links.extend((updated.id, link.to, link.rel) for link in correction_links(p))
+            self.end_taken_over(ev)  # a plan moved: what it ended holds until its new start
         self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
 
     def palace_assign(self, ev: Event) -> None:

@@ -54,6 +54,7 @@ _WHEN = (
 _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
+_DATED = re.compile(rf"\b(?:(?:{_START}|{_END}|on|since|by)\s+)?(?:{_WHEN})", re.IGNORECASE)  # `undated`
 _RECURRING = re.compile(
     rf"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|{_WEEKDAY}s"
     rf"|{_WEEKDAY}\s+(?:mornings|afternoons|evenings|nights)|of\s+(?:the|each|every)\s+month)\b", re.IGNORECASE)
@@ -217,6 +218,13 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
                     _local_bound(last, zone, True) if last else None, dates)
 
 
+def undated(text: str) -> str:
+    """`text` without its time expressions and the cue words before them ("From December 1,
+    Maya's address is Rua Nova 5" -> ", Maya's address is Rua Nova 5"): what it says
+    whatever the day, to compare two claims said for different days."""
+    return _DATED.sub(" ", text)
+
+
 def with_window(proposal: ProposedItem, said_at: str, zone: str) -> tuple[ProposedItem, dict[str, Any] | None]:
     """`proposal` with the validity window its words bound when said at `said_at` (ISO-8601)
     in `zone`, unless it names one itself; and what its relative time words meant then
@@ -250,4 +258,4 @@ def reread(before: str, after: str, window: tuple[str | None, str | None], first
     return ({} if got == window else {"valid_from": got[0], "valid_to": got[1]}), said_dates
 
 
-__all__ = ["SAID_DATES", "Anchored", "anchor", "reread", "with_window"]
+__all__ = ["SAID_DATES", "Anchored", "anchor", "reread", "undated", "with_window"]

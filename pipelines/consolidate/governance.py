@@ -35,6 +35,7 @@ from pipelines.materialize import (
     message_item_id,
     proposal_item_id,
     quarantine_expiry,
+    taken_over,
 )
 from pipelines.message_context import POOLING, ContextWindow, contextualise, session_key, tail_size, with_context
 from pipelines.records import Event, MemoryItem, parse_time
@@ -171,15 +172,18 @@ def replay_ends(events: list[Event], items: dict[str, MemoryItem], created: dict
     part of the old claim's creation when both landed in one window). `items` is updated."""
     out: list[Edit] = []
     for e in events:
-        ends = e.payload.get(ENDS) or {}
-        new = created.get(next(iter(item_ids_touched(e)), "")) if ends else None
-        if new is None or new.metadata.get("verdict") != "accept":
+        if not e.payload.get(ENDS):
             continue
-        for old_id, end in ends.items():
-            before = items.get(str(old_id))
-            if before is not None and before.valid_to is None and isinstance(end, str):
-                items[before.id] = msgspec.structs.replace(before, valid_to=end, updated_at=e.at)
-                out.append(Edit(before.id, {"valid_to": end, "updated_at": e.at}, origin_of(e), "ended"))
+        if e.kind == "memory.update":  # an edit moving a plan (`MOVED_FROM`)
+            accepted = (e.payload.get("verdict") or {}).get("action", "accept") == "accept"
+        else:
+            new = created.get(next(iter(item_ids_touched(e)), ""))
+            accepted = new is not None and new.metadata.get("verdict") == "accept"
+        if not accepted:
+            continue
+        for before, end in taken_over(e.payload, lambda i: items.get(i) or created.get(i)):
+            items[before.id] = msgspec.structs.replace(before, valid_to=end, updated_at=e.at)
+            out.append(Edit(before.id, {"valid_to": end, "updated_at": e.at}, origin_of(e), "ended"))
     return out
 
 

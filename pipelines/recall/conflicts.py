@@ -2041,6 +2041,9 @@ class Corrections(NamedTuple):
     # (id, when it ends): claims it takes over from a day on, which hold until then
     # (`capture.takes_over`: "From December 1, my address is ...")
     ends: tuple[tuple[str, str], ...] = ()
+    # the starts of the plans it moves to another day (`capture.takes_over`): a claim one of
+    # them ended the instant before its start is among `ends`, ended anew
+    moved_from: tuple[str, ...] = ()
 
 
 def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,

@@ -104,3 +104,23 @@ def test_a_claim_held_before_it_named_what_it_contradicts_is_still_said(service,
     assert [h["id"] for h in found["hits"]] == [ashford], found["hits"]
     shown = entries(found["injection"])
     assert "| PENDING_REVIEW]" in shown[ashford] and "a claim contradicting this memory by tom" in shown[ashford], shown
+
+
+def test_an_approved_held_edit_says_what_its_time_words_meant(service) -> None:
+    """Tom's edit of his plan ("next Tuesday" to "next Thursday", in the town Iris's claim
+    names otherwise) waits for a reviewer; approved, the plan says the day its new words
+    meant, and holds until then (broken: its "Said on" note still named Tuesday's day)."""
+    client, settings = service
+    propose(client, IRIS, "fact", "Offsite", "The team offsite is in Porto.")
+    plan = propose(client, TOM, "fact", "Offsite trip", "The offsite trip is next Tuesday.")["item_id"]
+    edit = tool(client, TOM, "memory.update", {"id": plan, "patch": {
+        "title": "Offsite", "content": "The team offsite is in Braga next Thursday."}})
+    assert edit["verdict"]["action"] == "quarantine", edit  # it contradicts Iris's claim
+    assert list(stored(client, plan)["metadata"]["said_dates"]["meant"]) == ["next Tuesday"]
+    tool(client, IRIS, "memory.review", {"id": plan, "decision": "approve"})
+    for moment in ("approved", "after consolidation"):
+        item = stored(client, plan)
+        meant = item["metadata"]["said_dates"]["meant"]
+        assert list(meant) == ["next Thursday"] and meant["next Thursday"][4:] == item["valid_to"][:10], (moment, item)
+        if moment == "approved":
+            consolidate(client, settings)

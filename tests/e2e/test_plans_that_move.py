@@ -11,6 +11,12 @@ after a real Dagster consolidation (`run_consolidation`) and the snapshot swap.
   current (its window ends the day before the move) and the new one UPCOMING; after it,
   the new office holds and comes first, the old one is ENDED (broken: the two were shown
   flagged as one title's notes, nothing ending the old one, which never became history).
+- A move whose date is corrected leaves no day with nothing current: "From <day> my studio
+  is Rua do Sol 3", then "the studio move is two days later: from <day+2>", replaces the
+  first plan, and the old studio holds until the day before the new start (broken: the old
+  one still ended before the first date, the first plan held two days, both shown). The
+  same move made by editing the plan (`memory.update`, "from <day+2>") keeps the old
+  locker until the day before the new start too.
 - An edit of what a memory says reads its time words again, on the day of the edit, in
   the editor's zone: "Call the bank next Monday" edited to "Call the bank next Friday" ends
   on that Friday (broken: its window stayed Monday's); an edit that names the window
@@ -98,6 +104,26 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             proposal("fact", "Office", f"From {moved:%B} {moved.day}, Ines's office is at Rua do Ouro 7."))
         out["office"] = recall("where is my office?")
 
+        # a move whose date is corrected before it: one plan, the old studio holds until then
+        plan, moved_plan = today + timedelta(days=4), today + timedelta(days=6)
+        out["studio moves"] = (plan, moved_plan)
+        say("old studio", yesterday - timedelta(days=30), "My studio is at Rua Larga 2.",
+            proposal("fact", "Studio", "Ines's studio is at Rua Larga 2, Lisbon."))
+        say("studio plan", yesterday, f"From {plan:%B} {plan.day} my studio is Rua do Sol 3.",
+            proposal("fact", "Studio", f"From {plan:%B} {plan.day}, Ines's studio is at Rua do Sol 3, Lisbon."))
+        out["studio moved"] = say(
+            "studio moved", yesterday + timedelta(hours=4), f"The studio move is later: from {moved_plan:%B} "
+            f"{moved_plan.day}.", proposal("fact", "Studio",
+                                           f"From {moved_plan:%B} {moved_plan.day}, Ines's studio is at Rua do Sol 3, "
+                                           "Lisbon."))
+        out["studio"] = recall("where is my studio?")
+        say("old locker", yesterday - timedelta(days=30), "My locker is number 12.",
+            proposal("fact", "Locker", "Ines's locker is number 12."))
+        say("locker plan", yesterday, f"From {plan:%B} {plan.day} my locker is number 40.",
+            proposal("fact", "Locker", f"From {plan:%B} {plan.day}, Ines's locker is number 40."))
+        out["locker edit"] = tool("memory.update", {"id": out["ids"]["locker plan"], "tz": TZ, "patch": {
+            "content": f"From {moved_plan:%B} {moved_plan.day}, Ines's locker is number 40."}})
+
         say("bank", yesterday, "Remind me to call the bank next Monday.",
             proposal("todo", "Call the bank", "Call the bank next Monday."))
         tool("memory.update", {"id": out["ids"]["bank"], "patch": {"content": "Call the bank next Friday."},
@@ -113,7 +139,8 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out["items"] = {name: item(name) for name in out["ids"]}
         consolidate(client, settings)
         out["after"] = {"items": {name: item(name) for name in out["ids"]}, "dentist": recall("when is the dentist?"),
-                        "office": recall("where is my office?"), "parcel": recall("when do I pick up the parcel?")}
+                        "office": recall("where is my office?"), "parcel": recall("when do I pick up the parcel?"),
+                        "studio": recall("where is my studio?")}
         yield out
 
 
@@ -145,6 +172,22 @@ def test_a_move_from_a_date_ends_the_old_address_the_day_before(ines) -> None:
     assert " | ENDED" in header(answer, ids["old office"]), answer["injection"]
     new = header(answer, ids["new office"])
     assert " | ENDED" not in new and " | UPCOMING" not in new, new
+
+
+def test_a_corrected_move_date_leaves_no_day_without_a_studio(ines) -> None:
+    ids, (plan, moved) = ines["ids"], ines["studio moves"]
+    assert ines["studio moved"]["supersedes"] == [ids["studio plan"]], ines["studio moved"]
+    assert ines["studio moved"]["ends"] == [ids["old studio"]], ines["studio moved"]
+    for items, answer in ((ines["items"], ines["studio"]), (ines["after"]["items"], ines["after"]["studio"])):
+        old, first, new = items["old studio"], items["studio plan"], items["studio moved"]
+        assert old["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), old
+        assert first["superseded_by"] == ids["studio moved"] and first["valid_from"][:10] == plan.isoformat(), first
+        assert new["valid_from"][:10] == moved.isoformat() and new["valid_to"] is None, new
+        assert curated(answer)[:2] == [ids["old studio"], ids["studio moved"]], answer["hits"]
+        assert ids["studio plan"] not in curated(answer), answer["hits"]
+        assert items["old locker"]["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), items["old locker"]
+        assert items["locker plan"]["valid_from"][:10] == moved.isoformat(), items["locker plan"]
+    assert ines["locker edit"]["ends"] == [ids["old locker"]], ines["locker edit"]
 
 
 def header(answer: dict, item_id: str) -> str:

@@ -3,7 +3,7 @@ hold at different times (`records.apart_in_time`, `MemoryItem.window_state`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import msgspec
@@ -12,7 +12,7 @@ import pytest
 from pipelines.capture import takes_over
 from pipelines.recall.conflicts import Corrections
 from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
-from pipelines.validity import anchor, reread, with_window
+from pipelines.validity import anchor, reread, undated, with_window
 
 SAO_PAULO = ZoneInfo("America/Sao_Paulo")  # UTC-3 all year
 SUNDAY_EVENING = datetime(2026, 11, 15, 21, 30, tzinfo=SAO_PAULO)  # Monday 00:30 in UTC
@@ -142,3 +142,26 @@ def test_a_claim_from_a_day_on_takes_over_then() -> None:
     assert takes_over(moved, Corrections(["old"], [], []), [old], "user", "u") == Corrections([], [], [], got.ends)
     for_a_while = msgspec.structs.replace(moved, valid_to="2026-12-24T23:59:59-03:00")
     assert takes_over(for_a_while, Corrections([], [], []), [old], "user", "u").ends == ()
+
+
+def test_a_plan_said_from_another_day_is_corrected_and_what_it_ended_holds_until_then() -> None:
+    """`capture.takes_over`: the same values said from another day correct a plan not begun
+    yet, and what the plan ended the second before its start is ended before the new one's
+    (read among `seen`, before claims apart in time are left out); another plan stays."""
+    def day(n: int) -> datetime:
+        return datetime.now(timezone.utc).replace(microsecond=0) + timedelta(days=n)
+
+    def item(id_: str, content: str, **kw) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Home address", content=content,
+                          scope=Scope(kind="user", user_id="u"), **kw)
+    old = item("old", "Maya lives at Rua Velha 12.", valid_to=(day(3) - timedelta(seconds=1)).isoformat())
+    plan = item("plan", "From December 1, Maya's address is Rua Nova 5.", valid_from=day(3).isoformat())
+    other = item("other", "Maya lives at Rua Alta 3.", valid_from=day(9).isoformat())
+    moved = ProposedItem(type="fact", title="Home address", content="Maya moves to Rua Nova 5 on December 5.",
+                         valid_from=day(5).isoformat())
+    # ended the same instant but not what the plan takes over: another title, no conflict
+    gym = msgspec.structs.replace(item("gym", "Maya's gym costs 30 euros."), title="Gym", valid_to=old.valid_to)
+    got = takes_over(moved, Corrections([], [], []), [plan, other], "user", "u", [old, gym, plan, other])
+    assert got.replaced == ["plan"] and got.ends == (("old", (day(5) - timedelta(seconds=1)).isoformat()),), got
+    assert got.moved_from == (plan.valid_from,), got
+    assert undated("From 3 December, the rent is 900 euros.").split() == [",", "the", "rent", "is", "900", "euros."]
