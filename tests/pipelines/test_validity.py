@@ -130,17 +130,18 @@ def test_a_claim_from_a_day_on_takes_over_then() -> None:
     """`capture.takes_over`: "From December 1, ..." ends the address it corrects, or may update
     under its title, the second before that day, instead of replacing it now; one that holds
     for a while, or starts later than it, or is someone else's, is left as it was."""
+    year = datetime.now(timezone.utc).year + 1  # a day still to come whenever the test runs
     def item(id_: str, content: str, user: str = "u", **kw) -> MemoryItem:
         return MemoryItem(id=id_, tier="stm", type="fact", title="Home address", content=content,
                           scope=Scope(kind="user", user_id=user), **kw)
     old, theirs = item("old", "Maya lives at Rua Velha 12."), item("theirs", "Maya lives at Rua Velha 12.", "v")
-    later = item("later", "Maya lives at Rua Alta 3.", valid_from="2027-01-01T00:00:00-03:00")
+    later = item("later", "Maya lives at Rua Alta 3.", valid_from=f"{year + 1}-01-01T00:00:00-03:00")
     moved = ProposedItem(type="fact", title="Home address", content="From December 1, Maya's address is Rua Nova 5.",
-                         valid_from="2026-12-01T00:00:00-03:00")
+                         valid_from=f"{year}-12-01T00:00:00-03:00")
     got = takes_over(moved, Corrections([], [], []), [old, theirs, later], "user", "u")
-    assert got.ends == (("old", "2026-11-30T23:59:59-03:00"),) and got.replaced == []
+    assert got.ends == (("old", f"{year}-11-30T23:59:59-03:00"),) and got.replaced == []
     assert takes_over(moved, Corrections(["old"], [], []), [old], "user", "u") == Corrections([], [], [], got.ends)
-    for_a_while = msgspec.structs.replace(moved, valid_to="2026-12-24T23:59:59-03:00")
+    for_a_while = msgspec.structs.replace(moved, valid_to=f"{year}-12-24T23:59:59-03:00")
     assert takes_over(for_a_while, Corrections([], [], []), [old], "user", "u").ends == ()
 
 
