@@ -656,11 +656,34 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
                 continue
             if rule_id in _NEWER_FORMATS and _placeholder_body(token):
                 continue
+            if not fillers and _prefix_then_words(token, pattern):
+                continue  # "LTAI5tSomethingVeryLong", "AKIASEARCHSTUBMOCKID": a made-up example (masked all the same)
             if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
                 continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _prefix_then_words(token: str, pattern: re.Pattern[str]) -> bool:
+    """Past the format's literal prefix, letters and digits alone, 8+ letters and at least half
+    of them in dictionary words (`dictionary_share`: camelCase parts or one-case runs): a
+    made-up example. A key's body is drawn at random from its alphabet: in 1000 seeded bodies
+    of each of LTAI (12 and 20), AKID, AKIA and ghp_ none reads so. (Words between separators,
+    "glpat-hellOworld380_testin", are `_placeholder_body`'s to judge, for the newer formats
+    only: detect-secrets' own test cases count them as tokens of the older ones.)"""
+    low = token.lower()
+    body = token[max((len(p) for p in _prefixes(pattern) if low.startswith(p)), default=0):]
+    body = _PREFIX_REST.sub("", body, count=1)  # the rest of a prefix the literal leaves: "p_" of "gh[pousr]_"
+    return body.isalnum() and sum(c.isalpha() for c in body) >= 8 and dictionary_share(body) >= 0.5
+
+
+_PREFIX_REST = re.compile(r"^[A-Za-z0-9]{0,3}[_\-.]")
+
+
+@lru_cache(maxsize=None)
+def _prefixes(pattern: re.Pattern[str]) -> frozenset[str]:
+    return leading_literals(pattern) or frozenset()
 
 
 def _placeholder_body(token: str) -> bool:
@@ -1451,8 +1474,11 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v) and not random_letters(v):
-        return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
+    letters_key = False
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+        if not random_letters(v):
+            return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
+        letters_key = True  # (one case of letters is one class of characters, and still a key)
     if _is_sequential(v):
         return False
     hex_like = bool(_HEX_LIKE.fullmatch(v))
@@ -1460,7 +1486,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
-    return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+    return (char_classes(v) >= 2 or letters_key) and enough and bool(re.search(r"\d", v) or len(v) >= 20)
 
 
 _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
@@ -1484,17 +1510,54 @@ _IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
 def random_letters(v: str) -> bool:
-    """Letters only, both cases, 20+, and under a quarter of them in parts of 3+ letters that
-    are dictionary words: a key drawn from the 52 letters ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll";
-    one 32-character alphanumeric key in 300 has no digit). The camelCase and PascalCase names
-    it could pass for are words for the most part ("AbstractSingletonProxyFactoryBean" all of
-    it, "IOErrorIdToUrlMapV" over a quarter); random letters' parts are short and not words
-    (under a quarter in 2997 of 3000 seeded keys)."""
-    if len(v) < 20 or not v.isascii() or not v.isalpha() or v.islower() or v.isupper():
+    """Letters only, 20+, and not words: a key drawn from the 52 letters or from one case's 26
+    ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll", "xsmzukxrezozsmgviabp"). In both cases: under a
+    quarter of the letters in camelCase parts of 3+ letters that are dictionary words
+    (`word_letters`): the camelCase and PascalCase names it could pass for are words for the
+    most part ("AbstractSingletonProxyFactoryBean" all of it, "IOErrorIdToUrlMapV" over a
+    quarter), random letters' parts are short and not words (under a quarter in 2997 of 3000
+    seeded keys). In one case, a single part, under half of the letters inside dictionary words
+    of 3+ letters found anywhere in it (`dictionary_share`): words run together
+    ("sessioncookiesigningkey", "SHIPPINGBUCKETENTITY") are covered all through, even with
+    abbreviations among them (98.6% of 2000 compounds of Wikipedia words and 35% "svc", "k8s",
+    "grpc"...), random letters hardly (no seeded key of 3000 reached half)."""
+    if len(v) < 20 or not v.isascii() or not v.isalpha():
         return False
+    if v.islower() or v.isupper():
+        return dictionary_share(v) < 0.5
+    letters, in_words = word_letters(v)
+    return in_words * 4 < letters
+
+
+def word_letters(v: str) -> tuple[int, int]:
+    """How many letters `v` has, and how many of them lie in its camelCase parts of 3+ letters
+    that are dictionary words (`is_words`): "5tSomethingVeryLong" 18 and 17."""
     parts = _IDENTIFIER_PART.findall(v)
-    in_words = sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
-    return in_words * 4 < len(v)
+    return sum(map(len, parts)), sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
+
+
+def dictionary_share(v: str) -> float:
+    """The share of `v`'s letters inside zxcvbn dictionary words of 3+ letters, the words
+    looked for in each camelCase part (a one-case run is one part): "sessioncookiesigningkey"
+    1.0, "5tSerializerProviderFeatureLogge" 0.74 ("serial" of "Serializer"), random letters
+    and base64 near 0."""
+    letters = covered = 0
+    for part in _IDENTIFIER_PART.findall(v[:64]):
+        letters += len(part)
+        if len(part) >= 3:
+            covered += _covered_letters(part.lower())
+    return covered / max(1, letters)
+
+
+@lru_cache(maxsize=4096)
+def _covered_letters(part: str) -> int:
+    covered = bytearray(len(part))
+    for m in zxcvbn_matching.dictionary_match(part):
+        if m["j"] - m["i"] >= 2:
+            covered[m["i"] : m["j"] + 1] = b"\x01" * (m["j"] - m["i"] + 1)
+    return sum(covered)
+
+
 _SPACE = re.compile(r"\s")
 _HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 
@@ -1631,7 +1694,15 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.start("val") + len(value))
 
 
+# The sentence keywords that, written as one word ("apiKey", "ACCESSTOKEN", "authToken"), are a
+# name in code: its value is judged as layer 3 judges a token-like name's (`_is_token_value`),
+# so a name made of words ("AbstractSingletonProxyFactoryBean") is no key there either.
+_CODE_NAME_KW = re.compile(r"(?:api|access|private)key|(?:auth|access|api|bearer)token")
+
+
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
+    if _CODE_NAME_KW.fullmatch(kw):
+        return not _sentence_value_is_stand_in(value) and _is_token_value(value, quoted=quoted)
     numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
@@ -1886,7 +1957,7 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             if m is None:
                 continue
             token = m.group()
-        if token.count("/") >= 2 and not re.search(r"[+=]", token):
+        if _path_like(token):
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
@@ -1905,6 +1976,21 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+def _path_like(token: str) -> bool:
+    """Two or more slashes between names: a path or a URL's path ("src/main/java/com/acme",
+    "api/v2/users/12345"). Base64 holds slashes too (one character in 64: 48 random bytes
+    hold two or more one time in four), between random runs: a part of 8+ letters and digits
+    in both cases, under half of its letters in dictionary words (`dictionary_share`), is such
+    a run ("MyApp2Config" is words)."""
+    if token.count("/") < 2 or "+" in token or "=" in token:
+        return False
+    for part in token.split("/"):
+        if len(part) >= 8 and part.isalnum() and not part.islower() and not part.isupper() \
+                and dictionary_share(part) < 0.5:
+            return False
+    return True
 
 
 def _fernet_ciphertext(token: str) -> bool:
