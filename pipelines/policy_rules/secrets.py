@@ -45,7 +45,7 @@ from functools import lru_cache
 
 import numpy as np
 from zxcvbn import matching as zxcvbn_matching
-from zxcvbn import zxcvbn
+from zxcvbn import scoring as zxcvbn_scoring
 
 from pipelines.policy_rules.recovery_phrases import find_recovery_phrases
 from pipelines.policy_rules.text import (
@@ -894,7 +894,7 @@ def _encoded_credential_hits(text: str) -> Iterator[SecretHit]:
             pw = pair.group("pw")
             found = (pair.group("user").lower() not in ("http", "https", "urn", "mailto")
                      and _is_password_value(pw, quoted=True)
-                     and not (is_guessable(pw) or names_a_credential(pw) or _TEST_VALUE.match(pw)))
+                     and not (_TEST_VALUE.match(pw) or names_a_credential(pw) or is_guessable(pw)))
         else:
             found = len(decoded) >= 16 and bool(find_secrets(decoded))
         if found:
@@ -1339,7 +1339,7 @@ def _stand_in_password(hit: SecretHit, value: str) -> bool:
     Netflix password is swordfish") are the sentence rule's, which keeps them. A test word
     with a short number ("test123456", "demo42") is a stand-in in code as in sentences."""
     return hit.rule_id in _PASSWORD_VALUE_RULES and (
-        is_guessable(value) or names_a_credential(value) or bool(_TEST_VALUE.match(value)))
+        bool(_TEST_VALUE.match(value)) or names_a_credential(value) or is_guessable(value))  # zxcvbn last
 
 
 # zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
@@ -1397,11 +1397,30 @@ def is_words(part: str) -> bool:
     letters = part.rstrip("0123456789")
     if len(part) - len(letters) > 4 or not letters:
         return False
-    covered = [False] * len(letters)
-    for m in zxcvbn_matching.dictionary_match(letters.lower()):
-        for k in range(m["i"], m["j"] + 1):
-            covered[k] = True
-    return all(covered)
+    return all(dictionary_coverage(letters.lower()))
+
+
+def dictionary_coverage(low: str, min_len: int = 1) -> bytearray:
+    """Which characters of `low` (lower case) lie inside a zxcvbn dictionary word of `min_len`+
+    characters: the spans `zxcvbn.matching.dictionary_match` finds, looked up in one set of all
+    its frequency lists' words and only up to the longest word's length (the same spans, a
+    fraction of the cost: it looks each substring up in every list and builds a match for each
+    hit, most of the policy's cost on a token it has not seen before)."""
+    words, longest = _dictionary_words()
+    n = len(low)
+    covered = bytearray(n)
+    for i in range(n):
+        for j in range(i + min_len, min(n, i + longest) + 1):
+            if low[i:j] in words:
+                covered[i:j] = b"\x01" * (j - i)
+    return covered
+
+
+@lru_cache(maxsize=1)
+def _dictionary_words() -> tuple[frozenset[str], int]:
+    words = frozenset(w for name, ranked in zxcvbn_matching.RANKED_DICTIONARIES.items() if name != "user_inputs"
+                      for w in ranked)
+    return words, max(map(len, words))
 
 
 @lru_cache(maxsize=4096)
@@ -1410,7 +1429,26 @@ def is_guessable(value: str) -> bool:
     words, names, keyboard patterns, l33t and sequences) needs fewer than 10^4 guesses."""
     if len(value) > _GUESSABLE_MAX_CHARS:
         return False
-    return float(zxcvbn(value)["guesses_log10"]) < GUESSABLE_LOG10
+    return guesses_log10(value) < GUESSABLE_LOG10
+
+
+def guesses_log10(value: str) -> float:
+    """zxcvbn's `guesses_log10` for `value` (no user inputs), without its feedback and attack
+    times, and with its word lists merged into one (each word at its best rank): the same
+    number, since of matches on one span the search keeps the fewest guesses, and a third of
+    the cost (three matchers look every substring up in every list)."""
+    matches = zxcvbn_matching.omnimatch(value, _merged_dictionaries())
+    return float(zxcvbn_scoring.most_guessable_match_sequence(value, matches)["guesses_log10"])
+
+
+@lru_cache(maxsize=1)
+def _merged_dictionaries() -> dict[str, dict[str, int]]:
+    merged: dict[str, int] = {}
+    for name, ranked in zxcvbn_matching.RANKED_DICTIONARIES.items():
+        if name != "user_inputs":
+            for word, rank in ranked.items():
+                merged[word] = min(rank, merged.get(word, rank))
+    return {"merged": merged}
 
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
@@ -1551,11 +1589,7 @@ def dictionary_share(v: str) -> float:
 
 @lru_cache(maxsize=4096)
 def _covered_letters(part: str) -> int:
-    covered = bytearray(len(part))
-    for m in zxcvbn_matching.dictionary_match(part):
-        if m["j"] - m["i"] >= 2:
-            covered[m["i"] : m["j"] + 1] = b"\x01" * (m["j"] - m["i"] + 1)
-    return sum(covered)
+    return sum(dictionary_coverage(part, 3))
 
 
 _SPACE = re.compile(r"\s")
