@@ -12,8 +12,10 @@ import json
 import pytest
 
 from pipelines.policy_rules.secrets import (
+    dictionary_coverage,
     find_secrets,
     find_secrets_to_mask,
+    guesses_log10,
     is_guessable,
     is_words,
     names_a_credential,
@@ -813,3 +815,15 @@ def test_a_vendor_prefix_followed_by_words_is_a_made_up_example(made_up):
     assert rule_ids(f"the key id is like {made_up} in the docs") == set()
     assert find_secrets_to_mask(made_up)  # a stored turn masks it all the same
     assert rule_ids("key id LTAI08vDuPngU30ZP7Thnp5y") == {"hard.secret.alibaba_key"}  # a random body
+
+
+@pytest.mark.parametrize("value", ["sessioncookiesigningkey", "xsmzukxrezozsmgviabp", "p4ssw0rd", "Tr0ub4dor&3",
+                                   "qwerty123", "2024-01-15", "drowssap", "aaaaaa"])
+def test_the_zxcvbn_shortcuts_give_zxcvbns_own_answers(value):
+    from zxcvbn import matching, zxcvbn
+
+    spans = bytearray(len(value))
+    for m in matching.dictionary_match(value.lower()):
+        spans[m["i"] : m["j"] + 1] = b"\x01" * (m["j"] - m["i"] + 1)
+    assert dictionary_coverage(value.lower()) == spans
+    assert guesses_log10(value) == pytest.approx(float(zxcvbn(value)["guesses_log10"]), abs=1e-9)
