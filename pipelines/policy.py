@@ -57,7 +57,14 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        and a 7-letter run of one case rules a bare token out only when it is
                        words in a token of 52+ characters (random base64 holds such runs
                        often); a JSON Web Key's public members ("n", "e", "x", "y" beside
-                       "kty", no private member) are public key data.
+                       "kty", no private member) are public key data. Since 2026.11-20
+                       a credential's name written as one word in code ("apiKey",
+                       "authToken") holds a key only when its value is one as under
+                       `api_key` (a name made of words is none); a key of one case's
+                       letters under a token's name is one unless half of it lies in
+                       dictionary words; base64 holding two or more slashes is no path
+                       unless its parts are words; a vendor prefix followed by words
+                       ("LTAI5tSomethingVeryLong") is a made-up example (still masked).
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -113,7 +120,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-19"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-20"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

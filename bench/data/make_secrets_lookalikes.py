@@ -10,11 +10,12 @@ not from any dev file; written before the 2026.11-18 rules (which it showed were
 
 import base64
 import hashlib
-import json
 import random
 import string
 import sys
 import uuid
+
+from probe_rows import ProbeRows
 
 R = random.Random(20261128)
 HEX = "0123456789abcdef"
@@ -69,7 +70,8 @@ def png_b64():
     return base64.b64encode(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + R.randbytes(60)).decode()
 
 
-rows = []
+rows = ProbeRows("probe")
+add = rows.add
 
 
 def b58(b):
@@ -99,11 +101,6 @@ def CSV():
 
 
 EVENT_B64 = base64.b64encode(b'{"event":"page_view","path":"/pricing","ts":1732800000}').decode()
-
-
-def add(kind, label, texts):
-    for t in texts:
-        rows.append({"text": t, "label": label, "source": "probe", "kind": kind})
 
 
 N = 4
@@ -304,7 +301,4 @@ for _ in range(N):
             f"SECRET_KEY={rs(string.ascii_lowercase + string.digits + '!@#$%^&*(-_=+)', 50)}",
         ],
     )
-with open(sys.argv[1], "w") as fh:
-    for r in rows:
-        fh.write(json.dumps(r) + "\n")
-print(len(rows), sum(r["label"] for r in rows))
+rows.write(sys.argv[1])

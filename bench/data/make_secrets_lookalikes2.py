@@ -8,10 +8,11 @@ bytes). Seeded. Run as `make_secrets_lookalikes.py`."""
 
 import base64
 import hashlib
-import json
 import random
 import string
 import sys
+
+from probe_rows import ProbeRows
 
 R = random.Random(99)
 ALNUM = string.ascii_letters + string.digits
@@ -48,7 +49,8 @@ def pem(label, n):
     )
 
 
-rows = []
+rows = ProbeRows("probe2")
+add = rows.add
 
 
 def SAML():
@@ -71,10 +73,6 @@ def CREDS():
             + rs(string.ascii_uppercase + "234567", 16)
         ).encode()
     )
-
-
-def add(kind, label, texts):
-    rows.extend({"text": t, "label": label, "source": "probe2", "kind": kind} for t in texts)
 
 
 for _ in range(5):
@@ -136,7 +134,4 @@ for _ in range(5):
             f"random key {b64(R.randbytes(48))}",
         ],
     )
-with open(sys.argv[1], "w") as fh:
-    for r in rows:
-        fh.write(json.dumps(r) + "\n")
-print(len(rows), sum(r["label"] for r in rows))
+rows.write(sys.argv[1])

@@ -45,7 +45,7 @@ from functools import lru_cache
 
 import numpy as np
 from zxcvbn import matching as zxcvbn_matching
-from zxcvbn import zxcvbn
+from zxcvbn import scoring as zxcvbn_scoring
 
 from pipelines.policy_rules.recovery_phrases import find_recovery_phrases
 from pipelines.policy_rules.text import (
@@ -656,11 +656,34 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
                 continue
             if rule_id in _NEWER_FORMATS and _placeholder_body(token):
                 continue
+            if not fillers and _prefix_then_words(token, pattern):
+                continue  # "LTAI5tSomethingVeryLong", "AKIASEARCHSTUBMOCKID": a made-up example (masked all the same)
             if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
                 continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _prefix_then_words(token: str, pattern: re.Pattern[str]) -> bool:
+    """Past the format's literal prefix, letters and digits alone, 8+ letters and at least half
+    of them in dictionary words (`dictionary_share`: camelCase parts or one-case runs): a
+    made-up example. A key's body is drawn at random from its alphabet: in 1000 seeded bodies
+    of each of LTAI (12 and 20), AKID, AKIA and ghp_ none reads so. (Words between separators,
+    "glpat-hellOworld380_testin", are `_placeholder_body`'s to judge, for the newer formats
+    only: detect-secrets' own test cases count them as tokens of the older ones.)"""
+    low = token.lower()
+    body = token[max((len(p) for p in _prefixes(pattern) if low.startswith(p)), default=0):]
+    body = _PREFIX_REST.sub("", body, count=1)  # the rest of a prefix the literal leaves: "p_" of "gh[pousr]_"
+    return body.isalnum() and sum(c.isalpha() for c in body) >= 8 and dictionary_share(body) >= 0.5
+
+
+_PREFIX_REST = re.compile(r"^[A-Za-z0-9]{0,3}[_\-.]")
+
+
+@lru_cache(maxsize=None)
+def _prefixes(pattern: re.Pattern[str]) -> frozenset[str]:
+    return leading_literals(pattern) or frozenset()
 
 
 def _placeholder_body(token: str) -> bool:
@@ -871,7 +894,7 @@ def _encoded_credential_hits(text: str) -> Iterator[SecretHit]:
             pw = pair.group("pw")
             found = (pair.group("user").lower() not in ("http", "https", "urn", "mailto")
                      and _is_password_value(pw, quoted=True)
-                     and not (is_guessable(pw) or names_a_credential(pw) or _TEST_VALUE.match(pw)))
+                     and not (_TEST_VALUE.match(pw) or names_a_credential(pw) or is_guessable(pw)))
         else:
             found = len(decoded) >= 16 and bool(find_secrets(decoded))
         if found:
@@ -1316,7 +1339,7 @@ def _stand_in_password(hit: SecretHit, value: str) -> bool:
     Netflix password is swordfish") are the sentence rule's, which keeps them. A test word
     with a short number ("test123456", "demo42") is a stand-in in code as in sentences."""
     return hit.rule_id in _PASSWORD_VALUE_RULES and (
-        is_guessable(value) or names_a_credential(value) or bool(_TEST_VALUE.match(value)))
+        bool(_TEST_VALUE.match(value)) or names_a_credential(value) or is_guessable(value))  # zxcvbn last
 
 
 # zxcvbn's estimate below which a password value is a stand-in: under 10^4 guesses is a
@@ -1374,11 +1397,30 @@ def is_words(part: str) -> bool:
     letters = part.rstrip("0123456789")
     if len(part) - len(letters) > 4 or not letters:
         return False
-    covered = [False] * len(letters)
-    for m in zxcvbn_matching.dictionary_match(letters.lower()):
-        for k in range(m["i"], m["j"] + 1):
-            covered[k] = True
-    return all(covered)
+    return all(dictionary_coverage(letters.lower()))
+
+
+def dictionary_coverage(low: str, min_len: int = 1) -> bytearray:
+    """Which characters of `low` (lower case) lie inside a zxcvbn dictionary word of `min_len`+
+    characters: the spans `zxcvbn.matching.dictionary_match` finds, looked up in one set of all
+    its frequency lists' words and only up to the longest word's length (the same spans, a
+    fraction of the cost: it looks each substring up in every list and builds a match for each
+    hit, most of the policy's cost on a token it has not seen before)."""
+    words, longest = _dictionary_words()
+    n = len(low)
+    covered = bytearray(n)
+    for i in range(n):
+        for j in range(i + min_len, min(n, i + longest) + 1):
+            if low[i:j] in words:
+                covered[i:j] = b"\x01" * (j - i)
+    return covered
+
+
+@lru_cache(maxsize=1)
+def _dictionary_words() -> tuple[frozenset[str], int]:
+    words = frozenset(w for name, ranked in zxcvbn_matching.RANKED_DICTIONARIES.items() if name != "user_inputs"
+                      for w in ranked)
+    return words, max(map(len, words))
 
 
 @lru_cache(maxsize=4096)
@@ -1387,7 +1429,26 @@ def is_guessable(value: str) -> bool:
     words, names, keyboard patterns, l33t and sequences) needs fewer than 10^4 guesses."""
     if len(value) > _GUESSABLE_MAX_CHARS:
         return False
-    return float(zxcvbn(value)["guesses_log10"]) < GUESSABLE_LOG10
+    return guesses_log10(value) < GUESSABLE_LOG10
+
+
+def guesses_log10(value: str) -> float:
+    """zxcvbn's `guesses_log10` for `value` (no user inputs), without its feedback and attack
+    times, and with its word lists merged into one (each word at its best rank): the same
+    number, since of matches on one span the search keeps the fewest guesses, and a third of
+    the cost (three matchers look every substring up in every list)."""
+    matches = zxcvbn_matching.omnimatch(value, _merged_dictionaries())
+    return float(zxcvbn_scoring.most_guessable_match_sequence(value, matches)["guesses_log10"])
+
+
+@lru_cache(maxsize=1)
+def _merged_dictionaries() -> dict[str, dict[str, int]]:
+    merged: dict[str, int] = {}
+    for name, ranked in zxcvbn_matching.RANKED_DICTIONARIES.items():
+        if name != "user_inputs":
+            for word, rank in ranked.items():
+                merged[word] = min(rank, merged.get(word, rank))
+    return {"merged": merged}
 
 
 def _is_token_value(value: str, *, quoted: bool) -> bool:
@@ -1451,8 +1512,11 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return False
     if re.fullmatch(r"\d+", v):
         return False
-    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v) and not random_letters(v):
-        return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
+    letters_key = False
+    if re.fullmatch(r"-{0,2}[A-Za-z]+(?:[_\-.]+[A-Za-z]+)*", v):
+        if not random_letters(v):
+            return False  # words, identifiers and flags: "session_secret", "mqtt-token", "--dry-run"
+        letters_key = True  # (one case of letters is one class of characters, and still a key)
     if _is_sequential(v):
         return False
     hex_like = bool(_HEX_LIKE.fullmatch(v))
@@ -1460,7 +1524,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
     if hex_like:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
-    return char_classes(v) >= 2 and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+    return (char_classes(v) >= 2 or letters_key) and enough and bool(re.search(r"\d", v) or len(v) >= 20)
 
 
 _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")
@@ -1484,17 +1548,50 @@ _IDENTIFIER_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+")
 
 
 def random_letters(v: str) -> bool:
-    """Letters only, both cases, 20+, and under a quarter of them in parts of 3+ letters that
-    are dictionary words: a key drawn from the 52 letters ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll";
-    one 32-character alphanumeric key in 300 has no digit). The camelCase and PascalCase names
-    it could pass for are words for the most part ("AbstractSingletonProxyFactoryBean" all of
-    it, "IOErrorIdToUrlMapV" over a quarter); random letters' parts are short and not words
-    (under a quarter in 2997 of 3000 seeded keys)."""
-    if len(v) < 20 or not v.isascii() or not v.isalpha() or v.islower() or v.isupper():
+    """Letters only, 20+, and not words: a key drawn from the 52 letters or from one case's 26
+    ("ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll", "xsmzukxrezozsmgviabp"). In both cases: under a
+    quarter of the letters in camelCase parts of 3+ letters that are dictionary words
+    (`word_letters`): the camelCase and PascalCase names it could pass for are words for the
+    most part ("AbstractSingletonProxyFactoryBean" all of it, "IOErrorIdToUrlMapV" over a
+    quarter), random letters' parts are short and not words (under a quarter in 2997 of 3000
+    seeded keys). In one case, a single part, under half of the letters inside dictionary words
+    of 3+ letters found anywhere in it (`dictionary_share`): words run together
+    ("sessioncookiesigningkey", "SHIPPINGBUCKETENTITY") are covered all through, even with
+    abbreviations among them (98.6% of 2000 compounds of Wikipedia words and 35% "svc", "k8s",
+    "grpc"...), random letters hardly (no seeded key of 3000 reached half)."""
+    if len(v) < 20 or not v.isascii() or not v.isalpha():
         return False
+    if v.islower() or v.isupper():
+        return dictionary_share(v) < 0.5
+    letters, in_words = word_letters(v)
+    return in_words * 4 < letters
+
+
+def word_letters(v: str) -> tuple[int, int]:
+    """How many letters `v` has, and how many of them lie in its camelCase parts of 3+ letters
+    that are dictionary words (`is_words`): "5tSomethingVeryLong" 18 and 17."""
     parts = _IDENTIFIER_PART.findall(v)
-    in_words = sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
-    return in_words * 4 < len(v)
+    return sum(map(len, parts)), sum(len(p) for p in parts if len(p) >= 3 and is_words(p))
+
+
+def dictionary_share(v: str) -> float:
+    """The share of `v`'s letters inside zxcvbn dictionary words of 3+ letters, the words
+    looked for in each camelCase part (a one-case run is one part): "sessioncookiesigningkey"
+    1.0, "5tSerializerProviderFeatureLogge" 0.74 ("serial" of "Serializer"), random letters
+    and base64 near 0."""
+    letters = covered = 0
+    for part in _IDENTIFIER_PART.findall(v[:64]):
+        letters += len(part)
+        if len(part) >= 3:
+            covered += _covered_letters(part.lower())
+    return covered / max(1, letters)
+
+
+@lru_cache(maxsize=4096)
+def _covered_letters(part: str) -> int:
+    return sum(dictionary_coverage(part, 3))
+
+
 _SPACE = re.compile(r"\s")
 _HEX_LIKE = re.compile(r"[0-9a-fA-F\-]+")
 
@@ -1631,7 +1728,15 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
             yield SecretHit("hard.secret.plain_sentence", m.start("val"), m.start("val") + len(value))
 
 
+# The sentence keywords that, written as one word ("apiKey", "ACCESSTOKEN", "authToken"), are a
+# name in code: its value is judged as layer 3 judges a token-like name's (`_is_token_value`),
+# so a name made of words ("AbstractSingletonProxyFactoryBean") is no key there either.
+_CODE_NAME_KW = re.compile(r"(?:api|access|private)key|(?:auth|access|api|bearer)token")
+
+
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
+    if _CODE_NAME_KW.fullmatch(kw):
+        return not _sentence_value_is_stand_in(value) and _is_token_value(value, quoted=quoted)
     numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"
@@ -1886,7 +1991,7 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             if m is None:
                 continue
             token = m.group()
-        if token.count("/") >= 2 and not re.search(r"[+=]", token):
+        if _path_like(token):
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
@@ -1905,6 +2010,21 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
         if _in_public_block(text, m.start()) or _in_password_hash(text, m.start()) or _public_by_name(text, m.start()):
             continue  # public keys, certificates, password hashes, CSRF tokens and the like
         yield SecretHit("hard.secret.high_entropy", m.start(), m.end())
+
+
+def _path_like(token: str) -> bool:
+    """Two or more slashes between names: a path or a URL's path ("src/main/java/com/acme",
+    "api/v2/users/12345"). Base64 holds slashes too (one character in 64: 48 random bytes
+    hold two or more one time in four), between random runs: a part of 8+ letters and digits
+    in both cases, under half of its letters in dictionary words (`dictionary_share`), is such
+    a run ("MyApp2Config" is words)."""
+    if token.count("/") < 2 or "+" in token or "=" in token:
+        return False
+    for part in token.split("/"):
+        if len(part) >= 8 and part.isalnum() and not part.islower() and not part.isupper() \
+                and dictionary_share(part) < 0.5:
+            return False
+    return True
 
 
 def _fernet_ciphertext(token: str) -> bool:

@@ -7,7 +7,8 @@
   the same query parameters or `X-Loci-*` headers.
 - `memory.palace.assign` is a tool action, governed like every other edit.
 - A captured turn keeps no credential text (documentation example keys included), and no
-  policy reason repeats any part of a secret.
+  policy reason repeats any part of a secret. A class name under a credential's name in code
+  (`authToken = "SessionCookieSigningKey"`) is remembered; random letters there are not.
 - A question that asks when ranks the turn that states a time above chatter on the subject.
 - A user's style preference ("always answer in French") is stored; a standing order that
   does more than style, or is typed as a fact, is refused as an injection.
@@ -262,6 +263,19 @@ def test_a_public_key_is_remembered_and_an_encoded_login_is_not(client: TestClie
     assert refused.status_code == 422, refused.text
     reasons = " ".join(refused.json()["detail"]["verdict"]["reasons"])
     assert "ZGFu" not in reasons and "Nw==" not in reasons
+
+
+def test_a_class_name_under_a_key_name_is_remembered_and_random_letters_there_are_not(client: TestClient) -> None:
+    note = ('The Spring context wires authToken = "SessionCookieSigningKey" and apiKey = '
+            '"AbstractSingletonProxyFactoryBean": bean names, the values come from the vault.')
+    kept = tool(client, "memory.write", {"item": {"title": "Bean wiring", "why_store": "setup", "content": note}})
+    assert kept.status_code == 200, kept.text
+    assert "SessionCookieSigningKey" in tool(client, "memory.search", {"query": "Spring context bean wiring"}).text
+    # letters of one case drawn at random (seeded), under the same name: a key
+    refused = tool(client, "memory.write", {"item": {"title": "Staging", "why_store": "setup", "content":
+                                                     'staging apiKey = "skgeeplbwcifdopignmuqpvk"'}})
+    assert refused.status_code == 422, refused.text
+    assert "skgeep" not in " ".join(refused.json()["detail"]["verdict"]["reasons"])
 
 
 # -- what was said stays what was said ------------------------------------------------------------

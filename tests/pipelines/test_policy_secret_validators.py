@@ -12,8 +12,10 @@ import json
 import pytest
 
 from pipelines.policy_rules.secrets import (
+    dictionary_coverage,
     find_secrets,
     find_secrets_to_mask,
+    guesses_log10,
     is_guessable,
     is_words,
     names_a_credential,
@@ -744,6 +746,9 @@ def test_a_key_of_letters_only_under_a_token_name_is_one(text):
 def test_an_identifier_under_a_token_name_is_no_key(value):
     assert rule_ids(f'api_key = "{value}"') == set()
     assert rule_ids(f"API_TOKEN={value}") == set()
+    # the name in camelCase is the sentence rule's keyword too ("apiKey", "authToken"): the same judgement
+    assert rule_ids(f'apiKey = "{value}"') == set()
+    assert rule_ids(f'"authToken": "{value}"') == set()
 
 
 def test_a_bare_token_with_a_random_run_of_one_case_is_one_and_with_a_word_is_none():
@@ -767,3 +772,58 @@ def test_a_json_web_keys_public_members_are_data_and_its_private_ones_a_secret()
     private = public.replace('"e": "AQAB"', '"e": "AQAB", "d": "%s"' % n[::-1])
     assert "hard.secret.high_entropy" in rule_ids(f"jwks: {private}")
     assert "hard.secret.high_entropy" in rule_ids(f'config: {{"n": "{n}"}}')  # no "kty": not a key's member
+
+
+# ---- 2026.11-20: names in camelCase, one-case letter keys, base64 with slashes, prefix + words
+
+@pytest.mark.parametrize("text", [
+    'apiKey = "ZdHeICdTjPJWIPhCWEHdbRMdDjLatVll"',
+    'authToken: "tR7pQ2mX9kLw4ZbN8vYc3HsD"',
+])
+def test_a_key_under_a_camel_case_name_is_still_one(text):
+    assert rule_ids(text)
+
+
+@pytest.mark.parametrize("text", [
+    'api_key = "skgeeplbwcifdopignmuqpvk"',  # 24 of the 26 lower-case letters, seeded
+    "API_TOKEN=WTOKCBITBVWISLJUZSAUEMOGAYIHYEZB",
+    'accessToken: "udoduruuzlcvggpifwayprwb"',
+])
+def test_a_key_of_one_case_letters_under_a_token_name_is_one(text):
+    assert rule_ids(text)
+
+
+@pytest.mark.parametrize("text", [
+    'api_key = "sessioncookiesigningkey"',  # words run together
+    "API_TOKEN=SHIPPINGBUCKETENTITYSTORE",
+    'authToken: "kubeletgrpcapikeyrotator"',  # with abbreviations among them
+])
+def test_words_run_together_in_one_case_are_no_key(text):
+    assert rule_ids(text) == set()
+
+
+def test_base64_holding_two_slashes_is_a_key_and_a_path_of_names_is_none():
+    token = "7V7d56arr1fFGvWoHjwo7rJ8InHoT5F/PDdI5ETg0T3/sLNTYSqeZ2FceKqkRidA"  # 48 random bytes
+    assert rule_ids(f"here it is {token} ok") == {"hard.secret.high_entropy"}
+    for path in ("src/main/java/com/acme/security/MyApp2Config", "Users/jsmith/Library/Keychains/SessionStore"):
+        assert rule_ids(f"the file lives in {path} now") == set()
+
+
+@pytest.mark.parametrize("made_up", ["LTAI5tSomethingVeryLong", "AKIASEARCHSTUBMOCKID",
+                                     "ghp_DeployAnalyticsEncoderPaymentDocumen"])
+def test_a_vendor_prefix_followed_by_words_is_a_made_up_example(made_up):
+    assert rule_ids(f"the key id is like {made_up} in the docs") == set()
+    assert find_secrets_to_mask(made_up)  # a stored turn masks it all the same
+    assert rule_ids("key id LTAI08vDuPngU30ZP7Thnp5y") == {"hard.secret.alibaba_key"}  # a random body
+
+
+@pytest.mark.parametrize("value", ["sessioncookiesigningkey", "xsmzukxrezozsmgviabp", "p4ssw0rd", "Tr0ub4dor&3",
+                                   "qwerty123", "2024-01-15", "drowssap", "aaaaaa"])
+def test_the_zxcvbn_shortcuts_give_zxcvbns_own_answers(value):
+    from zxcvbn import matching, zxcvbn
+
+    spans = bytearray(len(value))
+    for m in matching.dictionary_match(value.lower()):
+        spans[m["i"] : m["j"] + 1] = b"\x01" * (m["j"] - m["i"] + 1)
+    assert dictionary_coverage(value.lower()) == spans
+    assert guesses_log10(value) == pytest.approx(float(zxcvbn(value)["guesses_log10"]), abs=1e-9)
