@@ -280,7 +280,7 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
             c.components["curated_first"] = 1.0
             if named:
                 c.components["title_named"] = 1.0
-    _named_subject_in_scope_order(rest, titles)
+    _subject_in_scope_order(rest, titles)
     _share_tier_with_rivals(rest)
     _preferences_most_specific_first(rest)
     return always, sorted(rest, key=Candidate.key)
@@ -303,24 +303,28 @@ def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
 NAMED_TIER = -1  # a curated memory whose title the question names: before the other curated ones
 
 
-def _named_subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]]) -> None:
-    """A subject the question names by a claim's whole title ("what indentation should I
-    use?": the org's "Indentation") is also the subject of the curated claims in other scope
-    kinds whose titles say it and more: across scopes the extra word is mostly the scope
-    itself ("Atlas indentation", "My indentation"; `conflicts._qualified_apart`). They take
-    the named tier together, in scope order (session > project > user > org), so the
-    broader claim the question happens to name word for word does not come before the ones
-    that override it here. Each is marked with its scope (`resolution` "scope": the block's
-    SCOPE=, where they differ the most specific applies), in words the conflict rule may not
-    compare ("tabs" / "4-space"), so no CONFLICT is claimed. In one scope kind the title named
-    still comes first ("Deploy window" before "Hotfix deploy window")."""
-    named = [c for c in ranked if c.tier == NAMED_TIER]
-    for head in named:
-        subject = [head, *(c for c in ranked if c.id in titles and c.id != head.id
+def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]]) -> None:
+    """A curated claim's title names a subject; the curated claims shown in other scope kinds
+    whose titles say it and more are on that subject: across scopes the extra word is mostly
+    the scope itself ("Atlas indentation", "My indentation" beside the org's "Indentation";
+    `conflicts._qualified_apart`). They take the best tier among them together (the named
+    tier when the question names one's whole title, "what indentation should I use?"), in
+    scope order (session > project > user > org), so the broader claim does not come before
+    the ones that override it here. Each is marked with its scope (`resolution` "scope": the
+    block's SCOPE=, where they differ the most specific applies), whether or not the question
+    names a title word for word ("where does atlas customer data live?": the project's
+    "Atlas customer data region" before the org's "Customer data region", both marked), in
+    words the conflict rule may not compare ("tabs" / "4-space"), so no CONFLICT is claimed.
+    In one scope kind the title named still comes first ("Deploy window" before "Hotfix
+    deploy window")."""
+    shown = [c for c in ranked if c.id in titles]
+    for head in shown:
+        subject = [head, *(c for c in shown if c.id != head.id
                            and c.item.scope.kind != head.item.scope.kind and titles[head.id] < titles[c.id])]
         if len(subject) > 1:
+            tier = min(c.tier for c in subject)
             for c in subject:
-                c.tier = NAMED_TIER
+                c.tier = tier
                 c.resolution = c.resolution or "scope"
             _order_by_scope(subject)
 
