@@ -283,7 +283,35 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     _subject_in_scope_order(rest, titles)
     _share_tier_with_rivals(rest)
     _preferences_most_specific_first(rest)
+    always, rest = _overrides_before_always(always, rest, lambda c: frozenset(
+        search.view.corpora[c.ci].title_key(c.row).split()))
     return always, sorted(rest, key=Candidate.key)
+
+
+def _overrides_before_always(always: list[Candidate], rest: list[Candidate],
+                             title_of: Callable[[Candidate], frozenset[str]]
+                             ) -> tuple[list[Candidate], list[Candidate]]:
+    """An always-injected claim (importance) comes before everything ranked, so a broader
+    one would come before the narrower claims that override it here (the org's important
+    "Customer data region" before atlas's "Atlas customer data region"). The curated claims
+    among the candidates in a more specific scope kind on its subject (a title saying its
+    title and more, as `_subject_in_scope_order` reads it, or a conflict with it) come right
+    before it, in scope order, all marked with their scope."""
+    out: list[Candidate] = []
+    taken: set[str] = set()
+    for head in always:
+        narrower = sorted((c for c in rest if c.id not in taken and not is_message(c.item)
+                           and SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
+                           and (c.id in head.conflict_with or title_of(head) < title_of(c))),
+                          key=lambda c: (SCOPE_RANK[c.item.scope.kind], c.key()))
+        for c in (*narrower, head) if narrower else ():
+            c.resolution = c.resolution or "scope"
+        for c in narrower:
+            c.components["before_always"] = 1.0
+        out += narrower
+        taken.update(c.id for c in narrower)
+        out.append(head)
+    return out, [c for c in rest if c.id not in taken]
 
 
 def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
