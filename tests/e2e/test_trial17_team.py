@@ -122,6 +122,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                            (PRIYA, {"importance": 9}), (LENA, {"tags": ["gdpr"]})]:
             assert tool(client, who, "memory.update", {"id": ids["rule"], "patch": patch})["verdict"]["action"] \
                 == "accept", (who, patch)
+        seen["rule pending"] = client.get(f"/v1/items/{ids['rule']}", params=OMAR).json()
         consolidate(client, settings)
         seen["day 2"] = {name: recall(client, who, q) for name, (who, q) in QUESTIONS.items()}
         seen["rule record"] = client.get(f"/v1/items/{ids['rule']}", params=PRIYA).json()
@@ -203,6 +204,10 @@ def test_the_history_shows_every_change_with_its_actor_and_time(team) -> None:
     assert all(r["requested_at"] for r in record["revisions"] if r["actor"])
     events = [(e["action"], e["actor"]) for e in record["events"] if e["actor"]]
     assert events == [("create", "lena"), ("update", "omar"), ("update", "priya"), ("update", "lena")], events
+    # before the consolidation, the inbox events say the same (pending)
+    pending = [(e["kind"], e["identity"]["user_id"]) for e in team["seen"]["rule pending"]["history"]
+               if e["kind"] == "memory.update" and e["at"]]
+    assert pending[-3:] == [("memory.update", "omar"), ("memory.update", "priya"), ("memory.update", "lena")], pending
     shown = team["seen"]["show"]
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
