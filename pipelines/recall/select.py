@@ -302,7 +302,7 @@ def _overrides_before_always(always: list[Candidate], rest: list[Candidate],
     for head in always:
         narrower = sorted((c for c in rest if c.id not in taken and not is_message(c.item)
                            and SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
-                           and (c.id in head.conflict_with or title_of(head) < title_of(c))),
+                           and (c.id in head.conflict_with or bool(title_of(head)) and title_of(head) < title_of(c))),
                           key=lambda c: (SCOPE_RANK[c.item.scope.kind], c.key()))
         for c in (*narrower, head) if narrower else ():
             c.resolution = c.resolution or "scope"
@@ -347,6 +347,8 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     deploy window")."""
     shown = [c for c in ranked if c.id in titles]
     for head in shown:
+        if not titles[head.id]:  # no title names no subject
+            continue
         subject = [head, *(c for c in shown if c.id != head.id
                            and c.item.scope.kind != head.item.scope.kind and titles[head.id] < titles[c.id])]
         if len(subject) > 1:
