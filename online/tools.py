@@ -830,8 +830,10 @@ class ToolDispatcher:
             # Its approval supersedes someone else's claim: a review by its own author would ask no one.
             self.service.audit(who, "memory.review", audited, [args.id], outcome="refused",
                                reason="held for contradicting someone else's claim: approved by another reviewer")
-            raise ToolError(409, f"memory.review: {args.id!r} is held for contradicting someone else's claim; "
-                                 "its author cannot approve it (another reviewer does; its author may reject it)")
+            held = ("an edit held for contradicting someone else's claim waits on it; its editor"
+                    if edit is not None else "it is held for contradicting someone else's claim; its author")
+            raise ToolError(409, f"memory.review: {args.id!r}: {held} cannot approve it "
+                                 "(another reviewer does; they may reject it)")
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
         fixes = Corrections([], [], [])

@@ -7,6 +7,7 @@ back to the published snapshot plus the inbox (what the service serves), saying 
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from typing import IO, Any
 
@@ -135,8 +136,22 @@ def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
             parts += [f"{name}.{k}: {_short(old.get(k))} -> {_short(new.get(k))}"
                       for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
         else:
-            parts.append(f"{name}: {_short(old)} -> {_short(new)}")
+            parts.append(f"{name}: {_text_change(old, new)}")
     return "; ".join(parts) or "(no field changed)"
+
+
+def _text_change(old: Any, new: Any, width: int = 40) -> str:
+    """`old -> new`, each cut to `width`; two long texts that open alike are shown from the
+    word where they part ("'…EU region.' -> '…EU region, backups included.'"): cut at the
+    same width, an edit after the opening words would read as no change at all."""
+    if isinstance(old, str) and isinstance(new, str):
+        a, b = " ".join(old.split()), " ".join(new.split())
+        if max(len(a), len(b)) > width:
+            same = len(os.path.commonprefix([a, b]))
+            start = a.rfind(" ", 0, max(0, same - width // 3)) + 1  # a word or two of context, from a word start
+            if start > 0:
+                return f"{_short('…' + a[start:], width)} -> {_short('…' + b[start:], width)}"
+    return f"{_short(old, width)} -> {_short(new, width)}"
 
 
 def _event_note(event: dict[str, Any]) -> str:

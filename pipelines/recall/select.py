@@ -280,10 +280,38 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
             c.components["curated_first"] = 1.0
             if named:
                 c.components["title_named"] = 1.0
-    _named_subject_in_scope_order(rest, titles)
+    _subject_in_scope_order(rest, titles)
     _share_tier_with_rivals(rest)
     _preferences_most_specific_first(rest)
+    always, rest = _overrides_before_always(always, rest, lambda c: frozenset(
+        search.view.corpora[c.ci].title_key(c.row).split()))
     return always, sorted(rest, key=Candidate.key)
+
+
+def _overrides_before_always(always: list[Candidate], rest: list[Candidate],
+                             title_of: Callable[[Candidate], frozenset[str]]
+                             ) -> tuple[list[Candidate], list[Candidate]]:
+    """An always-injected claim (importance) comes before everything ranked, so a broader
+    one would come before the narrower claims that override it here (the org's important
+    "Customer data region" before atlas's "Atlas customer data region"). The curated claims
+    among the candidates in a more specific scope kind on its subject (a title saying its
+    title and more, as `_subject_in_scope_order` reads it, or a conflict with it) come right
+    before it, in scope order, all marked with their scope."""
+    out: list[Candidate] = []
+    taken: set[str] = set()
+    for head in always:
+        narrower = sorted((c for c in rest if c.id not in taken and not is_message(c.item)
+                           and SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
+                           and (c.id in head.conflict_with or bool(title_of(head)) and title_of(head) < title_of(c))),
+                          key=lambda c: (SCOPE_RANK[c.item.scope.kind], c.key()))
+        for c in (*narrower, head) if narrower else ():
+            c.resolution = c.resolution or "scope"
+        for c in narrower:
+            c.components["before_always"] = 1.0
+        out += narrower
+        taken.update(c.id for c in narrower)
+        out.append(head)
+    return out, [c for c in rest if c.id not in taken]
 
 
 def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
@@ -303,24 +331,30 @@ def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
 NAMED_TIER = -1  # a curated memory whose title the question names: before the other curated ones
 
 
-def _named_subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]]) -> None:
-    """A subject the question names by a claim's whole title ("what indentation should I
-    use?": the org's "Indentation") is also the subject of the curated claims in other scope
-    kinds whose titles say it and more: across scopes the extra word is mostly the scope
-    itself ("Atlas indentation", "My indentation"; `conflicts._qualified_apart`). They take
-    the named tier together, in scope order (session > project > user > org), so the
-    broader claim the question happens to name word for word does not come before the ones
-    that override it here. Each is marked with its scope (`resolution` "scope": the block's
-    SCOPE=, where they differ the most specific applies), in words the conflict rule may not
-    compare ("tabs" / "4-space"), so no CONFLICT is claimed. In one scope kind the title named
-    still comes first ("Deploy window" before "Hotfix deploy window")."""
-    named = [c for c in ranked if c.tier == NAMED_TIER]
-    for head in named:
-        subject = [head, *(c for c in ranked if c.id in titles and c.id != head.id
+def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]]) -> None:
+    """A curated claim's title names a subject; the curated claims shown in other scope kinds
+    whose titles say it and more are on that subject: across scopes the extra word is mostly
+    the scope itself ("Atlas indentation", "My indentation" beside the org's "Indentation";
+    `conflicts._qualified_apart`). They take the best tier among them together (the named
+    tier when the question names one's whole title, "what indentation should I use?"), in
+    scope order (session > project > user > org), so the broader claim does not come before
+    the ones that override it here. Each is marked with its scope (`resolution` "scope": the
+    block's SCOPE=, where they differ the most specific applies), whether or not the question
+    names a title word for word ("where does atlas customer data live?": the project's
+    "Atlas customer data region" before the org's "Customer data region", both marked), in
+    words the conflict rule may not compare ("tabs" / "4-space"), so no CONFLICT is claimed.
+    In one scope kind the title named still comes first ("Deploy window" before "Hotfix
+    deploy window")."""
+    shown = [c for c in ranked if c.id in titles]
+    for head in shown:
+        if not titles[head.id]:  # no title names no subject
+            continue
+        subject = [head, *(c for c in shown if c.id != head.id
                            and c.item.scope.kind != head.item.scope.kind and titles[head.id] < titles[c.id])]
         if len(subject) > 1:
+            tier = min(c.tier for c in subject)
             for c in subject:
-                c.tier = NAMED_TIER
+                c.tier = tier
                 c.resolution = c.resolution or "scope"
             _order_by_scope(subject)
 

@@ -172,7 +172,7 @@ def test_an_edit_that_contradicts_someone_elses_claim_is_held_for_review(client_
     assert status == 200 and body["result"]["verdict"]["action"] == "accept", body  # contradicts only his own claim
     # Held for contradicting Dana's claim: its author's approval would ask no one.
     status, body = tool(client, OMAR, "memory.review", {"id": omar, "decision": "approve"})
-    assert status == 409 and "its author cannot approve it" in body["error"], body
+    assert status == 409 and "its editor cannot approve it" in body["error"], body
     # Nor the approval of whoever edited someone else's item into the contradiction.
     kept = write(DANA, "Backup retention", "Orion keeps backups for 30 days.")
     mine = write(EVE_ORION, "Backup notes", "The backup notes live in the wiki.")

@@ -889,3 +889,28 @@ def test_a_disagreement_with_a_claim_consolidation_merged_follows_it_into_the_me
     assert by["mine"].conflict_with == ["merged"] and by["merged"].conflict_with == ["mine"], r.hits
     r = engine().recall("Ferry to Ashford", ME, [c], mode="hybrid", now=NOW)
     assert {"mine", "merged"} <= {h.item.id for h in r.hits}, r.hits  # from the merged side too
+
+
+# -- one subject across scopes -------------------------------------------------------------------
+
+
+def test_a_narrower_claim_on_an_always_injected_rules_subject_comes_before_it():
+    """The org's important rule is always injected, first; atlas's decision that narrows it
+    (its title says the rule's and more) comes right before it, both marked with their scope,
+    whether or not the question names a title."""
+    rule = mem("rule", "Customer data region", "All customer data stays in the EU region.",
+               kind="org", importance=9)
+    narrow = mem("narrow", "Atlas customer data region", "Atlas customer data stays in eu-central-1.")
+    other = mem("other", "Atlas API timeout", "The atlas API timeout is 30 seconds.")
+    for question in ("where does customer data live?", "atlas customer data region"):
+        r = engine().recall(question, ME, [corpus([rule, narrow, other])], now=NOW)
+        assert ids(r)[:2] == ["narrow", "rule"], (question, ids(r))
+        assert [h.resolution for h in r.hits[:2]] == ["scope", "scope"], question
+        assert "| SCOPE=project" in r.injection and "| SCOPE=org" in r.injection, question
+
+
+def test_an_untitled_claim_names_no_subject_across_scopes():
+    untitled = mem("untitled", "", "Customer data stays in the EU region.", kind="org", importance=9)
+    narrow = mem("narrow", "Atlas customer data region", "Atlas customer data stays in eu-central-1.")
+    r = engine().recall("where does customer data live?", ME, [corpus([untitled, narrow])], now=NOW)
+    assert "SCOPE=" not in r.injection and ids(r)[0] == "untitled", ids(r)

@@ -22,10 +22,11 @@ def mem(id_="m1", title="Inbox storage", content="SQLite in WAL mode.", **kw) ->
 
 
 def test_entry_format_is_the_seed_format():
-    item = mem(tags=["inbox", "storage"], provenance=Provenance(source_kind="chat",
-                                                                source_id="turn_42"))
+    """The seed's five fields, then who stated it and on which day (`render.authorship`)."""
+    item = mem(tags=["inbox", "storage"], provenance=Provenance(source_kind="chat", source_id="turn_42",
+                                                                created_at="2026-11-20T09:00:00+00:00"))
     assert format_entry(item) == (
-        "[MEMORY: m1 | decision | ltm | tags=inbox,storage | provenance=chat:turn_42]\n"
+        "[MEMORY: m1 | decision | ltm | tags=inbox,storage | provenance=chat:turn_42 | by=default on 2026-11-20]\n"
         "Inbox storage\n"
         "SQLite in WAL mode.\n"
         "[/MEMORY]"
@@ -52,7 +53,7 @@ def test_stored_text_cannot_forge_block_markers():
                tags=["a|b", "c]"])
     text = format_entry(evil)
     lines = text.splitlines()
-    assert lines[0].count("|") == 4  # id, type, tier, tags, provenance separators only
+    assert lines[0].count("|") == 5  # id, type, tier, tags, provenance, by separators only
     assert lines[-1] == "[/MEMORY]"
     assert sum(1 for line in lines if line.startswith("[/MEMORY]")) == 1
     assert sum(1 for line in lines if line.startswith("[MEMORY:")) == 1
