@@ -321,7 +321,8 @@ def _window_plan(items: Sequence[MemoryItem], neighbour: Callable[[str], MemoryI
             found = [item if i == item.id else neighbour(i) for i in ids]
             turns = [t for t in found if t is not None]
             key = tuple(t.id for t in turns)
-            windows.setdefault(key, (len(windows), window_parts(turns)))
+            if key not in windows:  # a window holds several items: its texts are built once
+                windows[key] = (len(windows), window_parts(turns))
             held.append((key, key.index(item.id)))
         pooled[k] = held
     return windows, pooled
