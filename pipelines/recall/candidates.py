@@ -180,22 +180,18 @@ class VisibleCorpora:
         c = self.corpora[ci]
         return c.vectors[row] if c.vectors is not None else None
 
-    def vectors_at(self, locations: Sequence[tuple[int, int]], which: np.ndarray
-                   ) -> tuple[np.ndarray | None, np.ndarray]:
-        """The vectors at `locations[k]` for k in `which`, one gather per corpus: (len(which)
+    def vectors_at(self, cis: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+        """The vectors at the locations (cis[k], rows[k]), one gather per corpus: (len(rows)
         x dim float32, zero rows where a corpus has no vectors; which of them have one)."""
-        at = [locations[k] for k in which.tolist()]
-        cis = np.fromiter((ci for ci, _ in at), np.int64, len(at))
-        rows = np.fromiter((row for _, row in at), np.int64, len(at))
-        has = np.zeros(len(at), bool)
+        has = np.zeros(len(rows), bool)
         out: np.ndarray | None = None
-        for ci in np.unique(cis).tolist():
+        for ci in ([int(cis[0])] if len(cis) and (cis == cis[0]).all() else np.unique(cis).tolist()):
             vectors = self.corpora[ci].vectors
             if vectors is None:
                 continue
             mine = np.flatnonzero(cis == ci)
             if out is None:
-                out = np.zeros((len(at), vectors.shape[1]), np.float32)
+                out = np.zeros((len(rows), vectors.shape[1]), np.float32)
             out[mine] = vectors[rows[mine]]
             has[mine] = True
         return out, has

@@ -1439,22 +1439,24 @@ class _Lacking:
     """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
     matrix and read for every pair and both orders; the words as one dense matrix, once, read
-    over the columns each product needs."""
+    over the columns each product needs (a small table's: all of them, no copy)."""
 
     def __init__(self, table: ClaimTable) -> None:
         self.table = table
-        self._matched: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._matched: dict[str, np.ndarray | None] = {}
         self._words: np.ndarray | None = None
+        self._words_t: np.ndarray | None = None
 
     def words(self, columns: np.ndarray) -> np.ndarray:
         """The table's words as dense float32 rows over the columns `columns` marks
-        (`_dense_columns`)."""
+        (`_dense_columns`); a small table's over all its columns (a column no row of the other
+        side holds adds nothing to a product, and there are few)."""
         w = self.table.rows("words")
         if w.shape[0] * w.shape[1] > DENSE_WORDS_MAX_CELLS:
             return _dense_columns([w], columns)[0]
         if self._words is None:
-            (self._words,) = _dense_columns([w], np.ones(w.shape[1], bool))
-        return self._words[:, columns]
+            (self._words,) = _dense_columns([w], None)
+        return self._words
 
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         q, w = self.table.rows(name), self.table.rows("words")
@@ -1462,16 +1464,23 @@ class _Lacking:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
             if q.shape[0] ** 2 * int(columns.sum()) <= DENSE_MAX_WORK:  # a recall's claims: one small product
-                (dense_q,) = _dense_columns([q], columns)
-                # rows x rows: columns of one row of q among the other's words
-                self._matched[name] = (np.diff(q.indptr), dense_q @ self.words(columns).T)
+                words = self.words(columns)
+                if words.shape[1] == len(columns):  # all columns: q's rows over them too
+                    if self._words_t is None:
+                        self._words_t = np.ascontiguousarray(words.T)
+                    (dense_q,) = _dense_columns([q], None)
+                    product = dense_q @ self._words_t
+                else:
+                    (dense_q,) = _dense_columns([q], columns)
+                    product = dense_q @ words.T
+                # rows x rows: row x of q holds a column row y's words lack
+                self._matched[name] = np.diff(q.indptr)[:, None] > product
             else:
                 self._matched[name] = None
-        found = self._matched[name]
-        if found is None:
+        lacks = self._matched[name]
+        if lacks is None:
             return _lacks(getattr(self.table, name), self.table.words, i, j)
-        n_held, matched = found
-        return n_held[i] > matched[i, j]
+        return lacks[i, j]
 
 
 def _lacks(q: sparse.csr_matrix, w: sparse.csr_matrix, i: np.ndarray, j: np.ndarray) -> np.ndarray:
@@ -1507,18 +1516,19 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
     shared_columns = int((held >= 2).sum() + (held_keys >= 2).sum() + (held_values >= 2).sum())
     if n * n * shared_columns <= DENSE_MAX_WORK:
         w = dense_words(held >= 2) if dense_words is not None else _dense_columns([words], held >= 2)[0]
+        # (the dense words may hold every column: one held by a single row adds to no pair)
+        common = big if w.shape[1] == len(held) else big[held >= 2]
         (dense_keys,) = _dense_columns([keys], held_keys >= 2)
         dense_values = _dense_columns(both, held_values >= 2)
         v = dense_values[0]
         shared_all = w @ w.T
-        common = big[held >= 2]
         proposed = (w[:, ~common] @ w[:, ~common].T) if common.any() else None
         retires = retired_by = shared_units = shared_measures = None
         if retired is not None:
             r = dense_values[1]
             retires, retired_by = r @ v.T, v @ r.T
         if units is not None:
-            (u,) = _dense_columns([units], np.ones(units.shape[1], bool))
+            (u,) = _dense_columns([units], None)
             m = v[:, table.measures[held_values >= 2]]
             shared_units, shared_measures = u @ u.T, m @ m.T
         yield 0, n, tuple(None if m is None else m.astype(np.int32)
@@ -1543,16 +1553,20 @@ def _shared_counts(table: ClaimTable, big: np.ndarray, retired: sparse.csr_matri
                                  if m is not None and right in transposed else None for m, right in products)
 
 
-def _dense_columns(matrices: Sequence[sparse.csr_matrix], keep: np.ndarray) -> list[np.ndarray]:
+def _dense_columns(matrices: Sequence[sparse.csr_matrix], keep: np.ndarray | None) -> list[np.ndarray]:
     """These matrices (the same columns) as dense float32 rows over the columns `keep`
-    marks (counts of shared 0/1 columns stay exact in float32)."""
-    column = np.cumsum(keep) - 1
+    marks (None: all; counts of shared 0/1 columns stay exact in float32)."""
+    column = None if keep is None else np.cumsum(keep) - 1
     out = []
     for m in matrices:
         rows = np.repeat(np.arange(m.shape[0]), np.diff(m.indptr))
-        inside = keep[m.indices]
-        dense = np.zeros((m.shape[0], int(keep.sum())), np.float32)
-        dense[rows[inside], column[m.indices[inside]]] = m.data[inside]
+        if keep is None:
+            dense = np.zeros(m.shape, np.float32)
+            dense[rows, m.indices] = m.data
+        else:
+            inside = keep[m.indices]
+            dense = np.zeros((m.shape[0], int(keep.sum())), np.float32)
+            dense[rows[inside], column[m.indices[inside]]] = m.data[inside]
         out.append(dense)
     return out
 
@@ -1579,7 +1593,11 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
     out = np.zeros(len(i), bool)
     if vector_of is None or not len(i):
         return out
-    rows = np.unique(np.concatenate([i, j]))
+    # the rows asked, ascending, and each pair's positions among them (a mark per row: no sort)
+    mark = np.zeros(max(int(i.max()), int(j.max())) + 1, bool)
+    mark[i] = mark[j] = True
+    rows = np.flatnonzero(mark)
+    position = np.cumsum(mark) - 1
     if vectors_of is not None:
         matrix, has = vectors_of(rows)
         if matrix is None or not has.any():
@@ -1591,7 +1609,7 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
             return out
         matrix = np.stack([v if v is not None else vectors[int(np.argmax(has))] for v in vectors]).astype(
             np.float32, copy=False)
-    a, b = np.searchsorted(rows, i), np.searchsorted(rows, j)
+    a, b = position[i], position[j]
     known = has[a] & has[b]
     if len(rows) <= GRAM_MAX_ROWS:  # a recall's few claims: all their cosines at once, no copied pair rows
         cosine = (matrix @ matrix.T)[a[known], b[known]]

@@ -43,7 +43,7 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     row_of = {it.id: row for row, it in enumerate(table.items)}  # a member's claim: unpacked, not read again
     for group, pairs in _in_one_time(conflicts.groups_with_pairs(
             table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,
-            lambda rows: search.view.vectors_at(locations, rows))):
+            lambda which: search.view.vectors_at(cis[which], rows[which]))):
         outcomes = conflicts.resolve(group, mode, updated, pairs, lambda it: table.claim(row_of[it.id]))
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]

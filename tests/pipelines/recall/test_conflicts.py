@@ -713,15 +713,16 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
 
 
 def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(monkeypatch):
-    """`_pairs` on a recall-sized table makes its words dense once (`_Lacking.words`) and
-    reads the columns each product needs: the same pairs and reasons as each product
-    making its own columns (`DENSE_WORDS_MAX_CELLS` 0)."""
+    """`_pairs` on a recall-sized table makes its words dense once (`_Lacking.words`), over
+    all their columns: the same pairs and reasons as each product making only the columns
+    it needs (`DENSE_WORDS_MAX_CELLS` 0)."""
     items = _random_claims(random.Random(7), 60, False)
     claims = [read_claim(it) for it in items]
     table = ClaimTable.of(items, claims)
     columns = np.zeros(table.words.shape[1], bool)
     columns[::3] = True
-    assert (conflicts._Lacking(table).words(columns) == conflicts._dense_columns([table.words], columns)[0]).all()
+    assert (conflicts._Lacking(table).words(columns) == table.words.toarray()).all()
+    assert (conflicts._dense_columns([table.words], columns)[0] == table.words.toarray()[:, columns]).all()
     once = _pairs(table, None)
     monkeypatch.setattr(conflicts, "DENSE_WORDS_MAX_CELLS", 0)
     apart = _pairs(ClaimTable.of(items, claims), None)
