@@ -130,6 +130,7 @@ class MemoryCorpus:
 
         # Normalised titles, read once here for the title index (None: not read yet).
         self._title_keys: list[str | None] = [None] * n
+        self._title_words: list[frozenset[str] | None] = [None] * n
         self._index_labels_and_owners()
         self._index_rooms(locations)
 
@@ -379,6 +380,14 @@ class MemoryCorpus:
         if key is None:
             key = self._title_keys[row] = normalise_label(self.items[row].title)
         return key
+
+    def title_words(self, row: int) -> frozenset[str]:
+        """The normalised title's words: one title saying another's and more names its subject
+        with more (`select.rank`'s subjects across scopes), read at every recall that shows it."""
+        words = self._title_words[row]
+        if words is None:
+            words = self._title_words[row] = frozenset(self.title_key(row).split())
+        return words
 
     def label_counts(self, rows: np.ndarray, grams: Iterable[str]) -> np.ndarray:
         """Per (active) row, how many of the normalised `grams` equal one of its tags or

@@ -274,7 +274,7 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     for c in rest:
         if not is_message(c.item) and c.relevance >= curated_floor * best > 0:
             title = search.view.corpora[c.ci].title_key(c.row)
-            titles[c.id] = frozenset(title.split())
+            titles[c.id] = search.view.corpora[c.ci].title_words(c.row)
             named = title in search.grams
             c.tier = NAMED_TIER if named else 0
             c.components["curated_first"] = 1.0
@@ -283,8 +283,7 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     _subject_in_scope_order(rest, titles)
     _share_tier_with_rivals(rest)
     _preferences_most_specific_first(rest)
-    always, rest = _overrides_before_always(always, rest, lambda c: frozenset(
-        search.view.corpora[c.ci].title_key(c.row).split()))
+    always, rest = _overrides_before_always(always, rest, lambda c: search.view.corpora[c.ci].title_words(c.row))
     return always, sorted(rest, key=Candidate.key)
 
 
@@ -297,12 +296,15 @@ def _overrides_before_always(always: list[Candidate], rest: list[Candidate],
     among the candidates in a more specific scope kind on its subject (a title saying its
     title and more, as `_subject_in_scope_order` reads it, or a conflict with it) come right
     before it, in scope order, all marked with their scope."""
+    if not always:
+        return always, rest
     out: list[Candidate] = []
     taken: set[str] = set()
+    claims = [(c, SCOPE_RANK[c.item.scope.kind], title_of(c)) for c in rest if not is_message(c.item)]
     for head in always:
-        narrower = sorted((c for c in rest if c.id not in taken and not is_message(c.item)
-                           and SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
-                           and (c.id in head.conflict_with or bool(title_of(head)) and title_of(head) < title_of(c))),
+        head_words, head_rank = title_of(head), SCOPE_RANK[head.item.scope.kind]
+        narrower = sorted((c for c, rank, words in claims if rank < head_rank and c.id not in taken
+                           and (c.id in head.conflict_with or bool(head_words) and head_words < words)),
                           key=lambda c: (SCOPE_RANK[c.item.scope.kind], c.key()))
         for c in (*narrower, head) if narrower else ():
             c.resolution = c.resolution or "scope"
@@ -346,11 +348,19 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     In one scope kind the title named still comes first ("Deploy window" before "Hotfix
     deploy window")."""
     shown = [c for c in ranked if c.id in titles]
+    holding: dict[str, set[int]] = {}  # the shown claims holding a title word: a subject's are among them
+    for i, c in enumerate(shown):
+        for word in titles[c.id]:
+            holding.setdefault(word, set()).add(i)
     for head in shown:
-        if not titles[head.id]:  # no title names no subject
+        words = titles[head.id]
+        if not words:  # no title names no subject
             continue
-        subject = [head, *(c for c in shown if c.id != head.id
-                           and c.item.scope.kind != head.item.scope.kind and titles[head.id] < titles[c.id])]
+        alike = set.intersection(*(holding[w] for w in words))
+        if len(alike) < 2:
+            continue
+        subject = [head, *(c for c in (shown[i] for i in sorted(alike)) if c.id != head.id
+                           and c.item.scope.kind != head.item.scope.kind and words < titles[c.id])]
         if len(subject) > 1:
             tier = min(c.tier for c in subject)
             for c in subject:
