@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -468,7 +468,7 @@ class RecallEngine:
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
                                                  pool=q.search.cands.values(), held_against=q.view.held_against,
-                                                 now=datetime.fromtimestamp(q.now_ts, timezone.utc))
+                                                 now=datetime.fromtimestamp(q.now_ts, time_zone(q.zone)))
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}

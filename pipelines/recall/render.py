@@ -43,7 +43,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any, NamedTuple
 
 from pipelines.materialize import SAID_DATES
@@ -160,17 +160,20 @@ def pending_note(changes: Sequence[tuple[str, str, str]]) -> str:
             f"{'the pending change is not a fact' if len(said) == 1 else 'the pending changes are not facts'}.")
 
 
-def authorship(item: MemoryItem) -> str:
+def authorship(item: MemoryItem, zone: tzinfo | None = None) -> str:
     """Who stated a curated memory and on which day, and who approved it in review (an edit
     of someone else's approved: its editor too), as its header says it: "who decided this,
     and when?" is answered from the block, as a turn's speaker and date answer it for what
-    was said. `by=lena on 2026-11-28 | approved by priya on 2026-11-29, edit by omar`."""
-    said = parse_time(item.provenance.created_at) or parse_time(item.created_at)
+    was said. Days are the asker's (`zone`, else UTC's).
+    `by=lena on 2026-11-28 | approved by priya on 2026-11-29, edit by omar`."""
+    def day(moment: datetime | None) -> str:
+        return (moment.astimezone(zone) if zone else moment).date().isoformat() if moment else "undated"
+
     who = ",".join(sorted(_field(a) for a in authors(item)))
-    text = f"by={who} on {said.date().isoformat() if said else 'undated'}"
+    text = f"by={who} on {day(parse_time(item.provenance.created_at) or parse_time(item.created_at))}"
     review = item.metadata.get("review")
     if isinstance(review, dict) and review.get("decision") == "approve" and review.get("by"):
-        text += f" | approved by {_field(str(review['by']))} on {_field(str(review.get('at') or ''))[:10]}"
+        text += f" | approved by {_field(str(review['by']))} on {day(parse_time(str(review.get('at') or '')))}"
         if review.get("edit_by"):
             text += f", edit by {_field(str(review['edit_by']))}"
     return text
@@ -187,7 +190,7 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
-        f"| provenance={provenance_label(item)} | {authorship(item)}"
+        f"| provenance={provenance_label(item)} | {authorship(item, now.tzinfo if now else None)}"
     )
     if scope:
         header += f" | SCOPE={item.scope.kind}"

@@ -9,7 +9,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
-from tests.e2e.chat import on_their_yesterday_not_utcs, recall
+from tests.e2e.chat import on_their_yesterday_not_utcs, recall, tool
 
 DAN = {"user_id": "dan", "project_id": "shop", "session_id": "s1"}
 
@@ -87,3 +87,19 @@ def test_yesterday_is_the_askers_yesterday_in_their_time_zone(service) -> None:
     resp = client.post("/v1/tools", json={"identity": who, "action": "memory.search",
                                           "args": {"query": "yesterday?", "tz": "America"}})
     assert resp.status_code == 400 and "time zone" in resp.json()["error"], resp.text  # a folder of zones
+
+
+def test_who_decided_and_when_is_dated_on_the_askers_calendar(service) -> None:
+    """The block's `by=... on <day>` answers "who decided this, and when?" in the asker's zone
+    (`tz`), as their "yesterday" is read: UTC's day was shown to everyone. Kiritimati (UTC+14)
+    and Baker Island (UTC-12) are 26 hours apart, so their days always differ, and at least
+    one differs from UTC's whatever the hour the test runs."""
+    client, _ = service
+    tool(client, DAN, "memory.write", {"item": {"type": "decision", "title": "Launch sale",
+                                                "content": "The launch sale is 20% off for the first week."}})
+    for zone in ("Pacific/Kiritimati", "Etc/GMT+12"):
+        resp = client.post("/v1/recall", json={"identity": DAN, "query": "What did we decide about the launch sale?",
+                                               "tz": zone})
+        assert resp.status_code == 200, resp.text
+        today = datetime.now(ZoneInfo(zone)).date().isoformat()
+        assert f"| by=dan on {today}]" in resp.json()["injection"], (zone, resp.json()["injection"])

@@ -33,6 +33,20 @@ def test_entry_format_is_the_seed_format():
     )
 
 
+def test_the_day_a_memory_was_stated_and_approved_is_the_askers():
+    """Stated at 23:30 UTC on Nov 20 and approved at 22:00 UTC on Nov 21 is Nov 21 and 22 in
+    Tokyo: the header's days are read in the asker's zone (`now`'s), as "yesterday" is."""
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    item = mem(provenance=Provenance(created_at="2026-11-20T23:30:00+00:00"),
+               metadata={"review": {"decision": "approve", "by": "priya", "at": "2026-11-21T22:00:00+00:00"}})
+    utc = datetime(2026, 11, 25, 12, tzinfo=ZoneInfo("UTC"))
+    tokyo = utc.astimezone(ZoneInfo("Asia/Tokyo"))
+    assert "| by=default on 2026-11-20 | approved by priya on 2026-11-21]" in format_entry(item, now=utc)
+    assert "| by=default on 2026-11-21 | approved by priya on 2026-11-22]" in format_entry(item, now=tokyo)
+
+
 def test_provenance_label_variants():
     assert provenance_label(mem(provenance=Provenance(source_kind="doc",
                                                       source_id="doc://a"))) == "doc:doc://a"
