@@ -676,10 +676,10 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
     pairs, the same replacements and the same reasons as the rule applied to each pair
     sharing a key, including the embedding cosine (all at once or pair by pair) and the
     MAX_BUCKET cut of over-common words."""
-    monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
-    monkeypatch.setattr(conflicts, "GRAM_MAX_ROWS", gram)
-    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
-    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    monkeypatch.setattr(conflicts.pairs, "PAIR_BLOCK", block)
+    monkeypatch.setattr(conflicts.pairs, "GRAM_MAX_ROWS", gram)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts.pairs, "FEW_PAIRS", few)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
@@ -724,7 +724,7 @@ def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(mon
     assert (conflicts._Lacking(table).words(columns) == table.words.toarray()).all()
     assert (conflicts._dense_columns([table.words], columns)[0] == table.words.toarray()[:, columns]).all()
     once = _pairs(table, None)
-    monkeypatch.setattr(conflicts, "DENSE_WORDS_MAX_CELLS", 0)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_WORDS_MAX_CELLS", 0)
     apart = _pairs(ClaimTable.of(items, claims), None)
     assert set(REASONS[1:]) & {REASONS[int(r)] for r in once.reason}
     for field in ("i", "j", "replaces", "reason"):
@@ -735,8 +735,8 @@ def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(mon
 def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
     """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
     `Claim.named`, `Claim.first_person`) as the rule does pair by pair, dense or sparse."""
-    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
-    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts.pairs, "FEW_PAIRS", few)
     named = ["Leo goes to bed at", "Mia goes to bed at", "Ben's bedtime is at", "My bedtime is at",
              "The bedtime is at", "I go to bed at"]
     for seed in (1, 2):
@@ -823,8 +823,8 @@ def test_a_snapshot_table_keeps_its_claims_so_resolving_a_recall_reads_none_agai
     def read_again(item):
         raise AssertionError(f"{item.id} read again")
 
-    monkeypatch.setattr(conflicts, "_read_claim", read_again)
-    monkeypatch.setattr(conflicts, "_CLAIMS", {})
+    monkeypatch.setattr(conflicts.claim, "_read_claim", read_again)
+    monkeypatch.setattr(conflicts.claim, "_CLAIMS", {})
     assert [taken.claim(row) for row in range(len(taken))] == want
     row_of = {it.id: row for row, it in enumerate(taken.items)}
     assert [resolve(group, pairs=joined, claims=lambda it: taken.claim(row_of[it.id]))
@@ -870,7 +870,7 @@ def test_only_pairs_with_a_claim_that_says_something_changed_are_asked_whether_i
     expected = [conflicts._says_changed(claims[x], claims[y]) for x, y in zip(i.tolist(), j.tolist())]
     asked = []
     says_changed = conflicts._says_changed
-    monkeypatch.setattr(conflicts, "_says_changed", lambda a, b: asked.append(1) or says_changed(a, b))
+    monkeypatch.setattr(conflicts.pairs, "_says_changed", lambda a, b: asked.append(1) or says_changed(a, b))
     assert conflicts._says_changed_rows(table, i, j).tolist() == expected
     assert any(expected) and len(asked) == int((changes[i] | changes[j]).sum()) < len(i)
 
