@@ -220,6 +220,7 @@ from .rule import (
     _values_disagree,
     conflict_reason,
     names_a_case,
+    says_the_same,
     supersedes,
 )
 from .table import (

@@ -247,6 +247,15 @@ def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:
             and bool(_counted(a.item.content) & _counted(b.item.content)))
 
 
+def says_the_same(a: Claim, b: Claim) -> bool:
+    """Two claims say one thing: the same values (or none), most of their words alike (two
+    at least), neither denying what the other says ("I work remotely" / "Actually, I work
+    remotely"). What tells two plans with no value apart from one plan said twice for
+    different days (`capture.takes_over`, their time words left out)."""
+    shared, overlap = _overlap(a.words, b.words)
+    return a.values == b.values and a.negated == b.negated and shared >= 2 and overlap >= SUBJECT_OVERLAP
+
+
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:
     """`a` declares that it replaces `b`."""
     return any(link.rel == "supersedes" and link.to == b.id for link in a.links) or b.superseded_by == a.id

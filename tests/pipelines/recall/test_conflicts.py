@@ -1335,3 +1335,15 @@ def test_resolving_reads_a_claim_only_for_rivals_whose_titles_relate():
     related = [TITLED[0], TITLED[1], TITLED[2]]
     assert resolve(related, claims=counting) == resolve(related)
     assert set(asked) == {"a", "b", "c"}
+
+
+def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
+    """`says_the_same`: no value on either side, most words alike, neither denying the
+    other (what tells one plan said for two days from two plans, `capture.takes_over`)."""
+    def said(text: str):
+        return read_claim(claim("x", "", text))
+
+    assert conflicts.says_the_same(said("I work remotely."), said("Actually, I work remotely."))
+    assert not conflicts.says_the_same(said("I work remotely."), said("I'm back in the office."))
+    assert not conflicts.says_the_same(said("I work remotely."), said("I don't work remotely."))
+    assert not conflicts.says_the_same(said("I work remotely in Porto."), said("I work remotely in Braga."))
