@@ -43,6 +43,13 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   long chat turn denies nothing of "Good to see you!"); a negation that only retires a
   value ("REST, not GraphQL") denies nothing.
 
+- one says something changed and the two are close in meaning (`CHANGED_CLOSE`: embedding
+  cosine at least CHANGED_COSINE; "My usual is an oat milk latte" / "Doctor told me to cut
+  caffeine, so my usual is a decaf americano now"), unless they say the same values (or one
+  set holds the other's), one adds, or they are two things (values in the titles, what
+  they measure, `_qualified_apart`). Recall and `/v1/conflicts` only: a write has no
+  vectors, so it corrects nothing by this.
+
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible. Nor is a `refines` link, a correction of one
 detail of a note that says more (`corrects_in_part`): the note stays, marked `CORRECTED`,
@@ -180,7 +187,7 @@ from .patterns import (
     _first_names,
     _not_qualifiers,
 )
-from .reasons import CHANGED, CORRECTED, DENIES, MAY_UPDATE, REASONS, SAME_SUBJECT
+from .reasons import CHANGED, CHANGED_CLOSE, CORRECTED, DENIES, MAY_UPDATE, REASONS, SAME_SUBJECT
 from .resolution import (
     Outcome,
     _beside_under_one_title,
@@ -193,6 +200,7 @@ from .resolution import (
     titles_may_stand_apart,
 )
 from .rule import (
+    CHANGED_COSINE,
     RETIRED_SUBJECT_OVERLAP,
     RETIRING_SUBJECT_OVERLAP,
     SUBJECT_COSINE,
@@ -205,6 +213,7 @@ from .rule import (
     _denies,
     _denies_said,
     _ends,
+    _may_have_changed,
     _moved_within,
     _moves,
     _overlap,
@@ -230,6 +239,7 @@ from .table import (
     ID,
     KIND,
     LINKED,
+    SAYS_CHANGED,
     ClaimTable,
     _codes,
     _Columns,

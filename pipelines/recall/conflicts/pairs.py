@@ -13,6 +13,7 @@ from pipelines.records import MemoryItem
 from .claim import Claim, is_claim
 from .reasons import REASONS
 from .rule import (
+    CHANGED_COSINE,
     RETIRED_SUBJECT_OVERLAP,
     RETIRING_SUBJECT_OVERLAP,
     SUBJECT_COSINE,
@@ -22,7 +23,7 @@ from .rule import (
     _moved_within,
     _says_changed,
 )
-from .table import CHANGES, ID, KIND, LINKED, ClaimTable
+from .table import CHANGES, ID, KIND, LINKED, SAYS_CHANGED, ClaimTable
 
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 
@@ -180,6 +181,18 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[denies] = 5
     if table.rows("ended").indptr[-1]:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
+    # close in meaning, one saying something changed (`_may_have_changed`, then the cosine): asked of the pairs
+    # no other reason joined
+    says_changed = table.codes[:, SAYS_CHANGED] > 0
+    ask = np.flatnonzero((reason == 0) & other & ~contradicts & ~adding & (says_changed[i] | says_changed[j])
+                         & (content[i] != content[j])
+                         & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
+                         & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))
+                         & ~((n_values[i] > 0) & (n_values[j] > 0) & ~retiring
+                             & ((shared_values == n_values[i]) | (shared_values == n_values[j]))))
+    if len(ask) and vector_of is not None:
+        ask = ask[~_qualified_apart_rows(table, i[ask], j[ask], lacking)]
+        reason[ask[_close(items, i[ask], j[ask], vector_of, vectors_of, CHANGED_COSINE)]] = 6
     # Under one title, what the contents say decides; contents that do not compare are only
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
     reason[same_title & ((content[i] == content[j]) | adding)] = 0
@@ -419,8 +432,8 @@ def _replaced(it: MemoryItem) -> Iterable[str]:
 
 
 def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of: VectorOf | None,
-           vectors_of: VectorsOf | None = None) -> np.ndarray:
-    """cosine >= SUBJECT_COSINE per pair (False without both vectors). Computed in one
+           vectors_of: VectorsOf | None = None, threshold: float = SUBJECT_COSINE) -> np.ndarray:
+    """cosine >= `threshold` per pair (False without both vectors). Computed in one
     product; pairs within rounding of the threshold are decided by `_cosine` itself.
     `vectors_of` (optional) gathers the rows' vectors at once; `vector_of` still decides
     the pairs near the threshold."""
@@ -449,10 +462,10 @@ def _close(items: Sequence[MemoryItem], i: np.ndarray, j: np.ndarray, vector_of:
         cosine = (matrix @ matrix.T)[a[known], b[known]]
     else:
         cosine = np.einsum("ij,ij->i", matrix[a[known]], matrix[b[known]])
-    close = cosine >= SUBJECT_COSINE
-    for x in np.flatnonzero(np.abs(cosine - SUBJECT_COSINE) < 1e-3).tolist():
+    close = cosine >= threshold
+    for x in np.flatnonzero(np.abs(cosine - threshold) < 1e-3).tolist():
         exact = _cosine(vector_of, items[int(i[known][x])], items[int(j[known][x])])
-        close[x] = exact is not None and exact >= SUBJECT_COSINE
+        close[x] = exact is not None and exact >= threshold
     out[known] = close
     return out
 

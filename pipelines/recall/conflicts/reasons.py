@@ -11,5 +11,10 @@ CHANGED = "same title, the newer says it changed"
 CORRECTED = "corrected"
 DENIES = "same subject, one denies it"
 SAME_SUBJECT = "same subject, different values"
+# Close in meaning, and one says something changed ("I avoid gluten" / "I'm not gluten-free
+# anymore", "My usual is an oat milk latte" / "... so my usual is a decaf americano now"):
+# found only with the embeddings (recall), as the words need not compare.
+CHANGED_CLOSE = "close in meaning, one says it changed"
+
 REASONS = (None, "linked: contradicts", MAY_UPDATE, SAME_SUBJECT,
-           "same subject, one says it ended", DENIES)
+           "same subject, one says it ended", DENIES, CHANGED_CLOSE)

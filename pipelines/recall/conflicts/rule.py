@@ -9,7 +9,7 @@ from pipelines.records import MemoryItem
 from ..lexical import STOPWORDS, words
 from .claim import DATED_TYPES, Claim, _title_words
 from .patterns import _CHANGED, _CLOCK_UNITS, _MOVED_TO, _RESCHEDULED, _STEMS, _WRITTEN_WORD, _not_qualifiers
-from .reasons import DENIES, MAY_UPDATE, SAME_SUBJECT
+from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
 from .values import _counted, _measures, _stance, _times, _value_kinds, reschedules
 
 SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
@@ -20,6 +20,11 @@ RETIRED_SUBJECT_OVERLAP = 0.5
 # Naming as replaced the very value the other states ("We use MkDocs rather than Sphinx" /
 # "Documentation is built with Sphinx") is most of the evidence: a third of the words will do.
 RETIRING_SUBJECT_OVERLAP = 1 / 3
+# Embedding similarity (MiniLM) at which two claims, one saying something changed, are one
+# subject whatever their words (`CHANGED_CLOSE`): set on the tuned pairs (bench/data/
+# conflict_pairs.jsonl, the changed pairs the words missed: conflicts 0.52-0.66, a
+# non-conflict 0.50), checked on the held-out and blind sets.
+CHANGED_COSINE = 0.51
 
 
 def _moves(new: Claim, old: MemoryItem) -> bool:
@@ -60,11 +65,31 @@ def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> st
         return "same subject, one says it ended"
     if _denies(a, b):
         return DENIES
-    if not _values_disagree(a, b, one_subject) or ((a.adds or b.adds) and not _retires(a, b)):
-        return None
-    if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
-        return SAME_SUBJECT
+    if _values_disagree(a, b, one_subject) and not ((a.adds or b.adds) and not _retires(a, b)):
+        if one_subject or _same_subject(a, b, cosine, _retires(a, b) or _unit_differs(a, b)):
+            return SAME_SUBJECT
+    if _may_have_changed(a, b):
+        if callable(cosine):
+            cosine = cosine()
+        if cosine is not None and cosine >= CHANGED_COSINE:
+            return CHANGED_CLOSE
     return None
+
+
+def _may_have_changed(a: Claim, b: Claim) -> bool:
+    """What the words allow of `CHANGED_CLOSE`, asked before the cosine: one says something
+    changed (`Claim.changes`), neither adds, their contents differ, and they say different
+    things (not both values with one set holding the other's, unless one retires the other's
+    value), not of two things (values in the titles, what they measure, `_qualified_apart`)."""
+    if (a.changes is None and b.changes is None) or a.adds or b.adds or a.content == b.content:
+        return False
+    if a.title_values and b.title_values and a.title_values != b.title_values:
+        return False
+    if a.measured and b.measured and a.measured != b.measured:
+        return False
+    if a.values and b.values and (a.values <= b.values or b.values <= a.values) and not _retires(a, b):
+        return False
+    return not _qualified_apart(a, b)
 
 
 def _denies(a: Claim, b: Claim) -> bool:

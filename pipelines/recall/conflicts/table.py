@@ -103,6 +103,7 @@ class ClaimTable:
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
                               _value_kinds(c.values))
                 codes[row, CHANGES] = c.changes is not None and bool(c.subject)  # `_says_changed` may ask it
+                codes[row, SAYS_CHANGED] = c.changes is not None  # `_may_have_changed` may ask it
             keys.add(_keys(items[row], int(codes[row, 0])))
             if kept is not None:
                 kept.append(_pack(c) if keep == "packed" and c is not None else c)
@@ -226,8 +227,9 @@ _GATHERED = (("words", "qualifiers", "ended", "persons", "subjects", "titles"), 
 
 
 # `ClaimTable.codes` columns read by number elsewhere: the item's scope kind, id, and links;
-# and whether the claim says something changed of a subject it names (1 or 0)
-KIND, ID, LINKED, CHANGES, CODES = 9, 10, 11, 12, 13
+# whether the claim says something changed of a subject it names (1 or 0); and whether it
+# says something changed at all (1 or 0)
+KIND, ID, LINKED, CHANGES, SAYS_CHANGED, CODES = 9, 10, 11, 12, 13, 14
 
 
 def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:
