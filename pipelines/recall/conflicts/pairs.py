@@ -190,9 +190,9 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                          & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))
                          & ~((n_values[i] > 0) & (n_values[j] > 0) & ~retiring
                              & ((shared_values == n_values[i]) | (shared_values == n_values[j]))))
-    if len(ask) and vector_of is not None:
-        ask = ask[~_qualified_apart_rows(table, i[ask], j[ask], lacking)]
-        reason[ask[_close(items, i[ask], j[ask], vector_of, vectors_of, CHANGED_COSINE)]] = 6
+    if len(ask) and vector_of is not None:  # the cosine first: two things of one kind asked of the close only
+        ask = ask[_close(items, i[ask], j[ask], vector_of, vectors_of, CHANGED_COSINE)]
+        reason[ask[~_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = 6
     # Under one title, what the contents say decides; contents that do not compare are only
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
     reason[same_title & ((content[i] == content[j]) | adding)] = 0
