@@ -55,4 +55,15 @@ def review_entry(item: MemoryItem) -> dict[str, Any]:
             "created_at": at, "author": by}
 
 
-__all__ = ["awaiting_review", "review_entry"]
+def pending_review(item: MemoryItem) -> dict[str, Any]:
+    """`review_entry` of `item` as the JSON listings name it (`online.schemas.PendingReview`:
+    `GET /v1/review`, the `memory.review.list` action)."""
+    entry = review_entry(item)
+    return {"id": entry["id"], "kind": entry["kind"], "type": entry["type"], "title": entry["title"],
+            "scope": entry["scope"], "proposed_by": entry["author"], "proposed_at": str(entry["created_at"]),
+            "new_content": entry["content"], "old_content": entry["old_content"], "old_title": entry["old_title"],
+            "fields": entry["fields"], "rule_ids": entry["rule_ids"], "held_against": entry["held_against"],
+            "expires_at": entry["expires_at"]}
+
+
+__all__ = ["awaiting_review", "pending_review", "review_entry"]

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
+import msgspec
 from litestar import Controller, get
 from litestar.di import Provide
 
 from online.controllers.deps import error_responses, provide_identity, provide_service
-from online.review import awaiting_review, review_entry
-from online.schemas import PendingReview, ReviewResponse
+from online.schemas import ReviewResponse
 from online.state import MemoryService
+from online.tools import ToolDispatcher
 from pipelines.records import Identity
-
-
-def pending_review(entry: dict) -> PendingReview:
-    """`review_entry`'s description in the response's names."""
-    return PendingReview(
-        id=entry["id"], kind=entry["kind"], type=entry["type"], title=entry["title"], scope=entry["scope"],
-        proposed_by=entry["author"], proposed_at=str(entry["created_at"]), new_content=entry["content"],
-        old_content=entry["old_content"], old_title=entry["old_title"], fields=entry["fields"],
-        rule_ids=entry["rule_ids"], held_against=entry["held_against"], expires_at=entry["expires_at"])
 
 
 class ReviewController(Controller):
@@ -33,8 +25,8 @@ class ReviewController(Controller):
          description="Each claim held in quarantine and each edit (or retraction) held beside an item, among "
                      "the items the caller may see (named like on every GET endpoint), newest first: who "
                      "proposed it and when, an edit's old and new text. Decide one with the `memory.review` "
-                     "action (`POST /v1/tools`) and its `id`. The listing is audited (ids only).")
+                     "action (`POST /v1/tools`) and its `id`. The same list as the `memory.review.list` "
+                     "action; audited (ids only).")
     def review(self, service: MemoryService, identity: Identity) -> ReviewResponse:
-        held = awaiting_review(service.view(), identity)
-        service.audit(identity, "review.list", {}, [it.id for it in held])
-        return ReviewResponse(count=len(held), pending=[pending_review(review_entry(it)) for it in held])
+        listed = ToolDispatcher(service).dispatch("memory.review.list", {}, identity)["result"]
+        return msgspec.convert(listed, ReviewResponse)

@@ -7,8 +7,9 @@ confidence). Promises checked, as a new team meets them:
 
 - A chat loop or a script can list what waits for review as JSON: `GET /v1/review` gives
   each held proposal and held edit with its id, kind, who proposed it and when, an edit's
-  old and new text, and its scope; the caller sees only what they may read (broken: only
-  the browser's /ui/quarantine page listed them).
+  old and new text, and its scope; the caller sees only what they may read; an MCP client
+  gets the same list (`memory_review_list`) (broken: only the browser's /ui/quarantine page
+  listed them).
 - `loci show` of an item with a held edit shows the edit's new text beside the old, and
   who proposed it (broken: it showed the item as if nothing waited but an inbox line).
 - An org-wide rule lives under the org's place in the palace (broken: under the project of
@@ -31,7 +32,10 @@ from typer.testing import CliRunner
 
 from loci.cli import app as cli_app
 from online.app import create_app
+from online.mcp_server import call as mcp_call
+from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
+from pipelines.records import Identity
 from tests.assets.support import block, make_settings
 from tests.e2e.chat import consolidate, said_with_proposal, tool, turn
 
@@ -99,6 +103,7 @@ def trial(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                                                                      "X-Loci-Project": "atlas"})
         seen["review bad caller"] = client.get("/v1/review", params={**LENA, "user_id": ""})
         seen["schema"] = client.get("/schema/openapi.json").json()
+        seen["mcp"] = mcp_call(ToolDispatcher(app.state.service), "memory_review_list", {}, Identity(**OMAR))
         consolidate(client, settings)
         seen["rule as priya"] = client.get(f"/v1/items/{ids['rule']}", params=PRIYA).json()
         seen["palace as priya"] = tool(client, PRIYA, "memory.palace.list", {"path": ""})["children"]
@@ -132,6 +137,8 @@ def test_what_waits_for_review_is_listed_as_json_for_whoever_may_see_it(trial) -
     assert seen["review"]["priya"].json() == {"count": 0, "pending": []}  # atlas's queue is not borealis's
     assert seen["review bad caller"].status_code == 400, seen["review bad caller"].text
     assert "/v1/review" in seen["schema"]["paths"], sorted(seen["schema"]["paths"])
+    # an MCP client lists the same queue (the `memory.review.list` action)
+    assert not seen["mcp"].is_error and seen["mcp"].structured_content == seen["review"]["omar"].json()
     assert seen["review after"]["count"] == 2  # consolidation keeps them waiting
 
 
