@@ -175,7 +175,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
-    "memory.palace.assign", "memory.review", "memory.stats", "memory.forget",
+    "memory.palace.assign", "memory.review", "memory.stats", "memory.forget", "memory.review.list",
 )
 
 
