@@ -40,7 +40,7 @@ Modules, one job each:
 - `placeholders`   placeholders, fillers, test values and hashes standing in for a value.
 - `generated`      whether a value looks generated (entropy, classes, runs).
 - `dictionary`     zxcvbn words: guessable values, words naming a credential.
-- `encoded`        base64 / base58 payloads decoded once; `armour` PEM blocks.
+- `encoded`        base64 / base58 payloads decoded once (`rescan`); `armour` PEM blocks.
 - `published`, `elided`  hits ruled out: public by design, masked or cut short.
 - `labelled`       a credential's name in one field, its value in another.
 - `masking`        what a stored record must not keep (`find_secrets_to_mask`).

@@ -15,15 +15,8 @@ from pipelines.policy_rules.secrets.armour import _PEM_BEGIN, _public_armour
 from pipelines.policy_rules.secrets.dictionary import is_guessable, names_a_credential
 from pipelines.policy_rules.secrets.hit import SecretHit
 from pipelines.policy_rules.secrets.placeholders import _TEST_VALUE
+from pipelines.policy_rules.secrets.rescan import find_secrets
 from pipelines.policy_rules.secrets.values import _is_password_value
-
-
-def _find_secrets(text: str) -> list[SecretHit]:
-    """`find.find_secrets` on a decoded payload (imported here: `find` runs the layers that
-    decode, so it imports this module)."""
-    from pipelines.policy_rules.secrets.find import find_secrets
-
-    return find_secrets(text)
 
 
 def _broken_jwt_header(segment: str) -> bool:
@@ -72,7 +65,7 @@ def _encoded_credential_hits(text: str) -> Iterator[SecretHit]:
                      and _is_password_value(pw, quoted=True)
                      and not (_TEST_VALUE.match(pw) or names_a_credential(pw) or is_guessable(pw)))
         else:
-            found = len(decoded) >= 16 and bool(_find_secrets(decoded))
+            found = len(decoded) >= 16 and bool(find_secrets(decoded))
         if found:
             yield SecretHit("hard.secret.encoded_credential", m.start(), m.end())
 
@@ -107,7 +100,7 @@ def _encoded_json_without_secret(token: str) -> bool:
         return False
     if not isinstance(doc, (dict, list)):
         return False
-    return not _find_secrets(decoded)
+    return not find_secrets(decoded)
 
 
 def _base64_bytes(token: str) -> bytes | None:
@@ -155,7 +148,7 @@ def _encoded_public_data(token: str) -> bool:
     begin = _PEM_BEGIN.match(text)
     if begin is not None:
         return _public_armour(begin.group(1))
-    return len(text.split()) >= 4 and "PRIVATE KEY" not in text and not _find_secrets(text)
+    return len(text.split()) >= 4 and "PRIVATE KEY" not in text and not find_secrets(text)
 
 
 def _utf8_text(raw: bytes) -> str | None:
