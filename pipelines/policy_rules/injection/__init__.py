@@ -18,7 +18,7 @@ not hide them. No pattern quotes a dataset string.
 
 Modules, one job each:
 - `find`         `find_injections`: every scan over one text, screened by one pass over a long one.
-- `rules`        the rule table, built from `vocabulary`'s phrase fragments.
+- `rules`        the rule table: `families` add their rules, built from `vocabulary`'s fragments.
 - `anchors`      per family, literals one of which every rule needs; `screen` the one pass's layout.
 - `mentions`     matches that are no order (negated, the writer's own, quoted as a mention).
 - `encoded`, `obfuscation`  payloads decoded and words undone, scanned again (`rescan`).
