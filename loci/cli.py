@@ -296,9 +296,10 @@ def show(
     as_json: bool = typer.Option(False, "--json", help="The raw record: item, revisions, events."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """Show one item and its history: one line per change (time, actor, action, inbox
-    seq, what changed), refused attempts included."""
-    from pipelines.item_report import describe_item, history_lines
+    """Show one item, a change held for review beside it (old -> new, who proposed it), and
+    its history: one line per change (time, actor, action, inbox seq, what changed), refused
+    attempts included."""
+    from pipelines.item_report import describe_item, held_lines, history_lines
 
     settings = _settings(data_dir)
     found = describe_item(settings, item_id)
@@ -315,6 +316,8 @@ def show(
     typer.echo(f"  {item['content']}")
     if found.get("palace"):
         typer.echo(f"  palace: {found['palace']}")
+    for line in held_lines(found):
+        typer.echo(f"  {line}")
     lines = history_lines(found)
     typer.echo("history (time, actor, action, inbox seq, change):" if lines else "no history yet")
     for line in lines:

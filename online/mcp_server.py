@@ -48,12 +48,13 @@ HTTP_PATH = "/mcp"
 # The tools an MCP client gets, in the order it lists them (described and given arguments by
 # the dispatcher's registry, `online.tools.ACTION_DESCRIPTIONS` / `ACTION_ARGS`).
 MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update", "memory.forget",
-               "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats")
+               "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats",
+               "memory.review.list")
 
 
 # Hints for the client (whether to ask the user first): reads change no memory (their audit
 # events aside); proposals and palace moves add, an update may rewrite or retract an entry.
-_READ_ONLY = READ_ACTIONS | {"memory.stats"}
+_READ_ONLY = READ_ACTIONS | {"memory.stats", "memory.review.list"}
 _DESTRUCTIVE = frozenset({"memory.update", "memory.forget"})
 
 

@@ -175,7 +175,7 @@ class RecallResponse(msgspec.Struct, kw_only=True):
 TOOL_ACTIONS = (
     "memory.propose", "memory.write", "memory.search", "memory.read", "memory.update",
     "memory.link", "memory.consolidate", "memory.palace.list", "memory.palace.get",
-    "memory.palace.assign", "memory.review", "memory.stats", "memory.forget",
+    "memory.palace.assign", "memory.review", "memory.stats", "memory.forget", "memory.review.list",
 )
 
 
@@ -224,6 +224,35 @@ class ConflictOut(msgspec.Struct, kw_only=True):
 class ConflictsResponse(msgspec.Struct, kw_only=True):
     count: int
     conflicts: list[ConflictOut]
+
+
+class PendingReview(msgspec.Struct, kw_only=True):
+    """One thing waiting for a reviewer (`online.review.review_entry`); `memory.review` with
+    its `id` approves or rejects it."""
+
+    id: Annotated[str, Meta(description="The item's id: what `memory.review` takes.")]
+    kind: Annotated[Literal["proposal", "edit", "retraction"],
+                    Meta(description="`proposal`: the item itself is held (as proposed or written); `edit`: a "
+                                     "change held beside the item, which answers as before until a review; "
+                                     "`retraction`: a held request to forget it.")]
+    type: ItemType
+    title: Annotated[str, Meta(description="The title once approved.")]
+    scope: ScopeKind
+    proposed_by: Annotated[str, Meta(description="The user who proposed it (an edit's editor).")]
+    proposed_at: Annotated[str, Meta(description="When (ISO-8601).")]
+    new_content: Annotated[str, Meta(description="What the item says once approved.")]
+    old_content: Annotated[str | None, Meta(description="What it says now (an edit or retraction), "
+                                                        "null for a proposal.")]
+    old_title: str | None
+    fields: Annotated[list[str], Meta(description="The fields a held change sets ([] for a proposal).")]
+    rule_ids: Annotated[list[str], Meta(description="The policy rules that held it.")]
+    held_against: Annotated[list[str], Meta(description="Ids of the claims it contradicts, if so held.")]
+    expires_at: Annotated[str | None, Meta(description="When the hold lapses undecided.")]
+
+
+class ReviewResponse(msgspec.Struct, kw_only=True):
+    count: int
+    pending: list[PendingReview]
 
 
 class ErrorResponse(msgspec.Struct, kw_only=True):

@@ -281,6 +281,10 @@ class StatsArgs(Args):
     """No arguments: the counts cover what the caller may see."""
 
 
+class ReviewListArgs(Args):
+    """No arguments: what waits for review among what the caller may see."""
+
+
 class ForgetArgs(Args):
     """Forget a memory: retract it (kept with its history, never recalled). Someone else's
     claim is not retracted at once: the retraction is held for review."""
@@ -295,6 +299,7 @@ ACTION_ARGS: dict[str, type[Args]] = {
     "memory.consolidate": ConsolidateArgs, "memory.palace.list": PalaceListArgs,
     "memory.palace.get": PalaceGetArgs, "memory.palace.assign": PalaceAssignArgs,
     "memory.review": ReviewArgs, "memory.stats": StatsArgs, "memory.forget": ForgetArgs,
+    "memory.review.list": ReviewListArgs,
 }
 
 # What a model is told of each action offered to it as a tool: the proxy's tools (`online.proxy.
@@ -325,6 +330,10 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
                             "(the card is the entry id); the words are checked by the memory policy.",
     "memory.stats": "What the memory service holds for you: item counts per tier and type, the snapshot "
                     "version and any problems.",
+    "memory.review.list": "What waits for review among the memory entries you may see: claims held when "
+                          "proposed (`kind` proposal) and changes held beside an entry (`edit`, `retraction`), "
+                          "each with who proposed it and when, and an edit's old and new text. Tell the user; "
+                          "a reviewer other than its proposer approves or rejects each in the memory browser.",
 }
 
 
@@ -552,6 +561,7 @@ class ToolDispatcher:
             "memory.palace.get": self.palace_get,
             "memory.palace.assign": self.palace_assign,
             "memory.review": self.review,
+            "memory.review.list": self.review_list,
             "memory.stats": self.stats,
             "memory.forget": self.forget,
         }
@@ -996,6 +1006,16 @@ class ToolDispatcher:
         ids = [i for i in found if i in visible]
         self.service.audit(who, "memory.palace.get", msgspec.to_builtins(args), ids)
         return {"location": args.location, "items": [item_summary(visible[i]) for i in ids]}
+
+    def review_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
+        """What waits for a reviewer among what the caller may see (`online.review`, the one
+        queue `GET /v1/review` and the browser list), audited by ids."""
+        from online.review import awaiting_review, pending_review  # online.review lists with item_summary
+
+        args = _decode(ReviewListArgs, raw, "memory.review.list")
+        held = awaiting_review(view, who)
+        self.service.audit(who, "memory.review.list", msgspec.to_builtins(args), [it.id for it in held])
+        return {"count": len(held), "pending": [pending_review(it) for it in held]}
 
     def stats(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """What the service serves, item counts limited to the caller's (like /v1/stats)."""

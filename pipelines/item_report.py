@@ -18,8 +18,10 @@ from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import (
     HELD_EDIT_RULES,
     forgotten_tombstone,
+    held_edit,
     item_ids_touched,
     recall_state,
+    with_held_edit,
 )
 from pipelines.records import Event, MemoryItem
 from pipelines.settings import Settings
@@ -92,6 +94,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                 return {
                     "source": "warehouse" if served is None else "warehouse, with inbox changes not consolidated yet",
                     "item": msgspec.to_builtins(served or item),
+                    "held_edit": held_change(served or item),
                     "palace": loc.path if loc else None,
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
@@ -103,11 +106,42 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
         return {
             "source": "inbox (not consolidated yet)",
             "item": msgspec.to_builtins(made[item_id]),
+            "held_edit": held_change(made[item_id]),
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),
         }
     return None
+
+
+def held_change(item: MemoryItem) -> dict[str, Any] | None:
+    """The change held for review beside `item` (`materialize.held_edit`), None when none
+    waits: its `kind` ("edit", or "retraction"), who proposed it and when, the rules that
+    held it, and each field it sets with its value now (`old`) and once approved (`new`)."""
+    edit = held_edit(item)
+    if edit is None:
+        return None
+    patch = dict(edit.get("patch") or {})
+    before, after = msgspec.to_builtins(item), msgspec.to_builtins(with_held_edit(item))
+    return {"kind": "retraction" if patch.get("validation") == "retracted" else "edit",
+            "by": edit.get("by"), "at": edit.get("at"), "rule_ids": list(edit.get("rule_ids") or []),
+            "changes": {name: {"old": before.get(name), "new": after.get(name)} for name in sorted(patch)}}
+
+
+def held_lines(found: dict[str, Any]) -> list[str]:
+    """`describe_item`'s held change as text (`loci show`): who proposed what, then each
+    field's old -> new value (the item answers as before until a review)."""
+    held = found.get("held_edit")
+    if not held:
+        return []
+    rules = f" ({', '.join(held['rule_ids'])})" if held["rule_ids"] else ""
+    lines = [f"held for review: {held['kind']} by {held['by']}, {str(held['at'])[:19].replace('T', ' ')}{rules}; "
+             "the item reads as above until a reviewer decides"]
+    return lines + [f"  {name}: {_text_change(change['old'], change['new'], width=_HELD_WIDTH)}"
+                    for name, change in held["changes"].items()]
+
+
+_HELD_WIDTH = 200  # a held value is what the reviewer decides on: shown whole unless very long
 
 
 # Audit actions that write a revision of the item (one revision each, in the same order).

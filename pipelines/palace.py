@@ -1,7 +1,8 @@
 """Memory palace: a deterministic location index `domain/room/shelf/card` of every active item.
 
-- domain: the corpus (`metadata["corpus"]`, for document-derived items) else the project
-  (`scope.project_id`);
+- domain: the corpus (`metadata["corpus"]`, for document-derived items) else the place of
+  the item's audience (`scope_domain`): the org for an org-wide item, the user for a
+  user's own memory, else the project (a session's items and chat turns are its project's);
 - room: the topic cluster — `room_of` (from clustering: item id -> topic, as a dict or a
   function of the item) when it names one, else the item's most salient tag (models list
   the main tag first), else its first entity, else "general";
@@ -56,6 +57,22 @@ def salient_topic(item: MemoryItem) -> str | None:
     return None
 
 
+def scope_domain(item: MemoryItem) -> str:
+    """The palace domain of `item` by its scope: the place of those who read it, so an
+    org-wide rule is not filed under the project of whoever stated it, nor a user's own
+    memory (a preference that follows them everywhere) under the project they said it in,
+    which others who read it may not even see. A chat turn (user-scoped so its speaker
+    recalls it anywhere) stays in the project it was said in, as a session's items do."""
+    scope = item.scope
+    if scope.kind == "org":
+        owner = scope.org_id
+    elif scope.kind == "user" and item.type != "message":
+        owner = scope.user_id
+    else:
+        owner = scope.project_id
+    return slugify(owner) or DEFAULT_DOMAIN
+
+
 def location_of(item: MemoryItem, room: str | None = None) -> PalaceLocation:
     """Where `item` lives: a location a caller assigned (`metadata["palace_pin"]`, set by
     the memory.palace.assign action) wins over the derived one."""
@@ -65,7 +82,7 @@ def location_of(item: MemoryItem, room: str | None = None) -> PalaceLocation:
         return PalaceLocation(item_id=item.id, domain=slugify(pin["domain"]), room=slugify(pin["room"]),
                               shelf=slugify(pin["shelf"]), card=card)
     corpus = item.metadata.get("corpus") if isinstance(item.metadata.get("corpus"), str) else None
-    domain = slugify(corpus or "") or slugify(item.scope.project_id) or DEFAULT_DOMAIN
+    domain = slugify(corpus or "") or scope_domain(item)
     room_slug = slugify(room or "") or salient_topic(item) or GENERAL_ROOM
     card = _CARD_UNSAFE.sub("_", item.id.strip()) or "_"
     return PalaceLocation(item_id=item.id, domain=domain, room=room_slug, shelf=slugify(item.type) or "note", card=card)

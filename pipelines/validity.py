@@ -35,6 +35,7 @@ import msgspec
 from pipelines.materialize import SAID_DATES
 from pipelines.recall.conflicts import DATED_TYPES, reschedules
 from pipelines.recall.dates import MONTHS, WEEKDAYS
+from pipelines.recall.lexical import lemma, words
 from pipelines.records import ProposedItem, parse_time, time_zone
 
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
@@ -98,6 +99,42 @@ def _month_end(first: date) -> date:
     return first.replace(day=calendar.monthrange(first.year, first.month)[1])
 
 
+# A word that makes the noun after it: "the Friday babysitter", "Lena's Monday class".
+_DETERMINED = re.compile(r"(?:\b(?:the|a|an|my|our|your|his|her|their|its|that|which)|['’]s)\s+$", re.IGNORECASE)
+_PAST_AUXILIARIES = frozenset({"was", "were", "had", "did"})  # simplemma keeps them as they are
+_FUTURE = frozenset({"will", "would", "ll", "d", "shall", "gonna"})  # "said she'd be off on Friday": to come
+# Before a participle, these make it no past: "is booked", "have planned", "will be moved".
+_PRESENT_BEFORE = frozenset({"is", "are", "am", "m", "re", "be", "been", "has", "have", "ve", "will", "ll"})
+_SENTENCE = re.compile(r"[^.!?;\n]+")
+
+
+def _names_a_kind_of_day(text: str, start: int) -> bool:
+    """The weekday at `start` follows a determiner: it names a kind of day, a habit ("the
+    Friday babysitter"), not one day."""
+    return _DETERMINED.search(text[:start]) is not None
+
+
+def _told_as_past(text: str, start: int, end: int) -> bool:
+    """The sentence holding `text[start:end]` is told in the past: a past auxiliary, or a
+    verb whose lemma is another word (simplemma: "passed" -> "pass", "met" -> "meet"),
+    neither a plural nor an -ing form, not after an article ("the children") nor a present
+    auxiliary ("is booked", "have planned"); and nothing in it to come ("said she would be
+    off on Friday")."""
+    sentence = next((m for m in _SENTENCE.finditer(text) if m.start() <= start and end <= m.end()), None)
+    said = words(sentence.group(0) if sentence else text)
+    if _FUTURE.intersection(said):
+        return False
+    for n, word in enumerate(said):
+        before = said[n - 1] if n else ""
+        if word in _PAST_AUXILIARIES:
+            return True
+        base = lemma(word)
+        if (base != word and (word.endswith("ed") or not word.endswith(("s", "ing")))
+                and before not in _PRESENT_BEFORE and not _DETERMINED.search(f"{before} ")):
+            return True
+    return False
+
+
 def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
     monday = day - timedelta(days=day.weekday())
     # "from Monday to Thursday next week": the weekdays of a text that says "next week" are
@@ -138,11 +175,17 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                 if mod == "next" and ahead == 0:
                     ahead = 7
                 d = day + timedelta(days=ahead)
-            # Only "next Tuesday", "this Friday" name one coming day for sure: a bare weekday
-            # may be a habit ("the Friday babysitter") or past ("passed away on Sunday"), but
-            # not in a `plan`: a to-do's or a move's day is coming ("moved to Thursday").
-            out.append(Span(m.start(), m.end(), said, d, d, True,
-                            mod in ("next", "this", "coming") or (plan and mod != "last")))
+            # "next Tuesday", "this Friday" name one coming day, and so does a bare weekday in a
+            # `plan` (a to-do's or a move's day: "moved to Thursday") or told as one coming
+            # thing ("I'm off on Friday"), unless it names a kind of day ("the Friday
+            # babysitter") or is told in the past ("passed away on Sunday": the latest one).
+            if mod in (None, "on") and not plan and _told_as_past(text, m.start("wd"), m.end()):
+                d = day - timedelta(days=(day.weekday() - index) % 7)
+                one_day = False
+            else:
+                one_day = mod in ("next", "this", "coming") or (
+                    mod != "last" and (plan or not _names_a_kind_of_day(text, m.start("wd"))))
+            out.append(Span(m.start(), m.end(), said, d, d, True, one_day))
         elif g["md_m"] or g["dm_m"]:
             month = MONTHS[g["md_m"] or g["dm_m"]]
             dom, year = int(g["md_d"] or g["dm_d"]), g["md_y"] or g["dm_y"]

@@ -26,11 +26,12 @@ from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
 from online.controllers.deps import provide_identity, provide_service
+from online.review import awaiting_review, review_entry
 from online.schemas import ID_PART_PATTERN
-from online.state import MemoryService, View
+from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
 from pipelines.item_report import history_rows, inbox_note
-from pipelines.materialize import awaits_review, held_edit, in_quarantine, pending_changes, with_held_edit
+from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
 from pipelines.records import Identity, MemoryItem
@@ -140,7 +141,7 @@ class UIController(Controller):
     def home(self, service: MemoryService, identity: Identity) -> Template:
         view = service.view()
         report = service.visible_report(identity, view)
-        quarantined = sum(1 for it in view.visible_items(identity) if awaits_review(it))
+        quarantined = len(awaiting_review(view, identity))
         return _page("home", identity, report=report, quarantined=quarantined)
 
     @get("/palace", sync_to_thread=True)
@@ -200,9 +201,9 @@ class UIController(Controller):
         rivals = [] if replaced is not None or source == "history" else service.held_rivals(item, identity)
         return _page("card", identity, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
-                     held=_queue_entry(item) if edit is not None else None,
+                     held=review_entry(item) if edit is not None else None,
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
-                     rivals=[_queue_entry(it) for it in rivals],
+                     rivals=[review_entry(it) for it in rivals],
                      published=published, inbox=inbox, history_published=history.published,
                      watermark=history.watermark)
 
@@ -210,7 +211,7 @@ class UIController(Controller):
     def conflicts(self, service: MemoryService, identity: Identity, page: PageNumber = 1) -> Template:
         pairs, pager = paged(service.conflicts(identity), page)
         return _page("conflicts", identity, pager=pager,
-                     conflicts=[{"a": _queue_entry(a), "b": _queue_entry(b), "reason": why} for a, b, why in pairs])
+                     conflicts=[{"a": review_entry(a), "b": review_entry(b), "reason": why} for a, b, why in pairs])
 
     @get("/quarantine", sync_to_thread=True)
     def quarantine(
@@ -221,9 +222,9 @@ class UIController(Controller):
         page: PageNumber = 1,
     ) -> Template:
         view = service.view()
-        held, pager = paged(_quarantined(view, identity), page)
+        held, pager = paged(awaiting_review(view, identity), page)
         service.audit(identity, "ui.quarantine", {"page": page}, [it.id for it in held])
-        return _page("quarantine", identity, items=[_queue_entry(it) for it in held], done=done, pager=pager)
+        return _page("quarantine", identity, items=[review_entry(it) for it in held], done=done, pager=pager)
 
     @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
     def review(
@@ -239,24 +240,6 @@ class UIController(Controller):
                                                            "note": data.note}, identity)
         done = f"{'approved' if data.decision == 'approve' else 'rejected'} {item_id}"
         return Redirect(path=f"/ui/quarantine?{identity_query(identity, done=done)}", status_code=303)
-
-
-def _quarantined(view: View, who: Identity) -> list[MemoryItem]:
-    return sorted((it for it in view.visible_items(who) if awaits_review(it)),
-                  key=lambda it: it.created_at, reverse=True)
-
-
-def _queue_entry(item: MemoryItem) -> dict[str, Any]:
-    """A held item, or an item's held edit as it would leave the item (by its editor)."""
-    edit = held_edit(item)
-    if edit is not None:
-        shown = with_held_edit(item)
-        return {**item_summary(shown), "content": shown.content, "confidence": item.confidence,
-                "rule_ids": list(edit.get("rule_ids") or []), "expires_at": edit.get("expires_at"),
-                "created_at": edit.get("at"), "author": edit.get("by")}
-    return {**item_summary(item), "content": item.content, "confidence": item.confidence,
-            "rule_ids": list(item.metadata.get("rule_ids") or []), "expires_at": item.expires_at,
-            "created_at": item.created_at, "author": item.scope.user_id}
 
 
 __all__ = ["UIController", "error_page", "identity_query", "inbox_note"]

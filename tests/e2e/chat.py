@@ -1,18 +1,25 @@
 """What the e2e scenarios do between turns, in one place: run a consolidation the way the
 scheduled job does and have the service load what it published, and read a browser page's
-text as a person does, and the chat loop's calls (turn, tool, recall)."""
+text as a person does, and the chat loop's calls (turn, tool, recall); one user's chat in
+their zone over a fresh app (`zoned_chat`), and what a recall answer shows."""
 
 from __future__ import annotations
 
 import html
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+import pytest
 from litestar.testing import TestClient
 
+from online.app import create_app
 from pipelines.consolidate import consolidate_once
+from pipelines.embedders import HashEmbedder
+from tests.assets.support import make_settings
 
 
 def consolidate(client: TestClient, settings) -> None:
@@ -69,3 +76,54 @@ def on_their_yesterday_not_utcs(zone: ZoneInfo) -> datetime:
     when = datetime.combine(local_yesterday, clock, zone)
     assert when.astimezone(timezone.utc).date() != now.date() - timedelta(days=1)
     return when
+
+
+class ZonedChat:
+    """One user's chat in zone `tz` over a running app: turns said at a time with the chat
+    model's proposal, tool calls, items read back and recalls asked in that zone. `ids`: the
+    stored item of each named proposal; `yesterday`: 10:00 on the user's yesterday."""
+
+    def __init__(self, client: TestClient, settings, who: dict, tz: str) -> None:
+        self.client, self.settings, self.who, self.tz = client, settings, who, tz
+        self.today = datetime.now(ZoneInfo(tz)).date()
+        self.yesterday = datetime.combine(self.today - timedelta(days=1), time(10), ZoneInfo(tz))
+        self.ids: dict[str, str] = {}
+
+    def say(self, name: str, when: datetime, text: str, item: dict) -> dict:
+        outcome = said_with_proposal(self.client, self.who, when, text, item, self.tz)
+        self.ids[name] = outcome["item_id"]
+        return outcome
+
+    def tool(self, action: str, args: dict) -> dict:
+        resp = self.client.post("/v1/tools", json={"action": action, "identity": self.who, "args": args})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["result"]
+
+    def item(self, item_id: str) -> dict:
+        resp = self.client.get(f"/v1/items/{item_id}", params=self.who)
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+    def recall(self, query: str) -> dict:
+        resp = self.client.post("/v1/recall", json={"identity": self.who, "query": query, "tz": self.tz})
+        assert resp.status_code == 200, resp.text
+        return resp.json()
+
+
+@contextmanager
+def zoned_chat(tmp_path_factory: pytest.TempPathFactory, name: str, who: dict, tz: str) -> Iterator[ZonedChat]:
+    """A fresh app (hash embedder) in a temporary directory named `name`, and `who`'s chat in it."""
+    settings = make_settings(tmp_path_factory.mktemp(name))
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    with TestClient(app) as client:
+        yield ZonedChat(client, settings, who, tz)
+
+
+def curated(answer: dict) -> list[str]:
+    """The ids of a recall answer's curated hits (not turns), in its order."""
+    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
+
+
+def entry_header(answer: dict, item_id: str) -> str:
+    """The header line of `item_id`'s entry in the recall block."""
+    return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]

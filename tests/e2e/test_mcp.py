@@ -32,7 +32,7 @@ from tests.fakes.ports import free_port
 ROOT = Path(__file__).resolve().parents[2]
 ANN = ["--user", "ann", "--project", "garden"]
 TOOLS = {"memory_search", "memory_read", "memory_propose", "memory_update", "memory_forget", "memory_palace_list",
-         "memory_palace_get", "memory_palace_assign", "memory_stats"}
+         "memory_palace_get", "memory_palace_assign", "memory_stats", "memory_review_list"}
 HYDRANGEAS = {"type": "decision", "title": "Hydrangeas",
               "content": "We planted the blue hydrangeas along the north fence."}
 
@@ -98,6 +98,9 @@ def test_every_tool_over_stdio_and_bad_arguments_are_tool_errors(tmp_path: Path)
             assert not failed and [i["id"] for i in shelf["items"]] == [item_id]
             failed, stats = await call(session, "memory_stats", {})
             assert not failed and stats["counts"]["delta"]["type"].get("decision") == 1
+            failed, queue = await call(session, "memory_review_list", {})
+            assert not failed and queue == {"count": 0, "pending": []}, queue  # her own edits wait for no one
+            assert listed["memory_review_list"].annotations.read_only_hint is True
             # The caller is ann of garden, from LOCI_USER / LOCI_PROJECT.
             scope = read["items"][0]["scope"]
             assert (scope["kind"], scope["user_id"], scope["project_id"]) == ("project", "ann", "garden")

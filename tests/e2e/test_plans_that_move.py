@@ -28,17 +28,13 @@ after a real Dagster consolidation (`run_consolidation`) and the snapshot swap.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from litestar.testing import TestClient
 
-from online.app import create_app
-from pipelines.embedders import HashEmbedder
-from tests.assets.support import make_settings
-from tests.e2e.chat import said_with_proposal
+from tests.e2e.chat import curated, entry_header, zoned_chat
 from tests.e2e.test_trial12_weeks import consolidate
 
 TZ = "Europe/Lisbon"
@@ -57,31 +53,14 @@ def proposal(type_: str, title: str, content: str) -> dict:
 
 @pytest.fixture(scope="module")
 def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    settings = make_settings(tmp_path_factory.mktemp("moves"))
-    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
-    today = datetime.now(ZONE).date()
-    yesterday = datetime.combine(today - timedelta(days=1), time(10), ZONE)
-    move = today + timedelta(days=3)
-    out: dict[str, Any] = {"today": today, "said": yesterday.date(), "move": move, "ids": {}}
-
-    with TestClient(app) as client:
-        def say(name: str, when: datetime, text: str, item: dict) -> dict:
-            outcome = said_with_proposal(client, INES, when, text, item, TZ)
-            out["ids"][name] = outcome["item_id"]
-            return outcome
-
-        def tool(action: str, args: dict) -> dict:
-            resp = client.post("/v1/tools", json={"action": action, "identity": INES, "args": args})
-            assert resp.status_code == 200, resp.text
-            return resp.json()["result"]
+    with zoned_chat(tmp_path_factory, "moves", INES, TZ) as chat:
+        client, today, yesterday, say, tool, recall = chat.client, chat.today, chat.yesterday, chat.say, chat.tool, \
+            chat.recall
+        move = today + timedelta(days=3)
+        out: dict[str, Any] = {"today": today, "said": yesterday.date(), "move": move, "ids": chat.ids}
 
         def item(name: str) -> dict:
-            return client.get(f"/v1/items/{out['ids'][name]}", params=INES).json()["item"]
-
-        def recall(query: str) -> dict:
-            resp = client.post("/v1/recall", json={"identity": INES, "query": query, "tz": TZ})
-            assert resp.status_code == 200, resp.text
-            return resp.json()
+            return chat.item(chat.ids[name])["item"]
 
         say("tuesday", yesterday, "The dentist is next Tuesday at 3pm.",
             proposal("todo", "Dentist", "Dentist appointment next Tuesday at 3pm."))
@@ -137,15 +116,11 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             say(f"parcel {n}", yesterday + timedelta(hours=n), "Pick up the parcel tomorrow.",
                 proposal("todo", "Parcel", "Pick up the parcel at the post office tomorrow."))
         out["items"] = {name: item(name) for name in out["ids"]}
-        consolidate(client, settings)
+        consolidate(client, chat.settings)
         out["after"] = {"items": {name: item(name) for name in out["ids"]}, "dentist": recall("when is the dentist?"),
                         "office": recall("where is my office?"), "parcel": recall("when do I pick up the parcel?"),
                         "studio": recall("where is my studio?")}
         yield out
-
-
-def curated(answer: dict) -> list[str]:
-    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
 
 
 def test_a_rescheduled_appointment_replaces_the_first(ines) -> None:
@@ -162,15 +137,15 @@ def test_a_move_from_a_date_ends_the_old_address_the_day_before(ines) -> None:
     assert items["old address"]["superseded_by"] is None, items["old address"]
     assert items["old address"]["valid_to"][:10] == (move - timedelta(days=1)).isoformat(), items["old address"]
     # before the move: the old address holds, marked with its end; the new one is UPCOMING
-    old, new = header(ines["address"], ids["old address"]), header(ines["address"], ids["new address"])
+    old, new = entry_header(ines["address"], ids["old address"]), entry_header(ines["address"], ids["new address"])
     assert f"VALID=..{(move - timedelta(days=1)).isoformat()}" in old and " | ENDED" not in old, old
     assert " | UPCOMING" in new and "SAME_TITLE" not in new, new
     # after it: the new office holds, first; the old one is history
     moved, answer = ines["moved on"], ines["office"]
     assert curated(answer)[:2] == [ids["new office"], ids["old office"]], answer["hits"]
     assert items["old office"]["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), items["old office"]
-    assert " | ENDED" in header(answer, ids["old office"]), answer["injection"]
-    new = header(answer, ids["new office"])
+    assert " | ENDED" in entry_header(answer, ids["old office"]), answer["injection"]
+    new = entry_header(answer, ids["new office"])
     assert " | ENDED" not in new and " | UPCOMING" not in new, new
 
 
@@ -188,11 +163,6 @@ def test_a_corrected_move_date_leaves_no_day_without_a_studio(ines) -> None:
         assert items["old locker"]["valid_to"][:10] == (moved - timedelta(days=1)).isoformat(), items["old locker"]
         assert items["locker plan"]["valid_from"][:10] == moved.isoformat(), items["locker plan"]
     assert ines["locker edit"]["ends"] == [ids["old locker"]], ines["locker edit"]
-
-
-def header(answer: dict, item_id: str) -> str:
-    """The header line of `item_id`'s entry in the recall block."""
-    return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]
 
 
 def test_an_edit_reads_its_time_words_again(ines) -> None:

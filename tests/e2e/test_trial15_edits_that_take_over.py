@@ -27,18 +27,14 @@ they land, and again after a real Dagster consolidation and the snapshot swap.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from litestar.testing import TestClient
 
-from online.app import create_app
-from pipelines.embedders import HashEmbedder
 from pipelines.recall.dates import WEEKDAYS
-from tests.assets.support import make_settings
-from tests.e2e.chat import said_with_proposal
+from tests.e2e.chat import curated, entry_header, zoned_chat
 from tests.e2e.test_trial12_weeks import consolidate
 
 TZ = "Asia/Karachi"  # UTC+5 all year
@@ -52,28 +48,11 @@ def weekday(day: date) -> str:
 
 @pytest.fixture(scope="module")
 def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    settings = make_settings(tmp_path_factory.mktemp("takeover"))
-    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
-    today = datetime.now(ZONE).date()
-    yesterday = datetime.combine(today - timedelta(days=1), time(10), ZONE)
-    out: dict[str, Any] = {"today": today, "ids": {}, "first": today + timedelta(days=2),
-                           "moved to": today + timedelta(days=4), "move": today + timedelta(days=3)}
-
-    with TestClient(app) as client:
-        def say(name: str, when: datetime, text: str, item: dict) -> dict:
-            outcome = said_with_proposal(client, NOOR, when, text, item, TZ)
-            out["ids"][name] = outcome["item_id"]
-            return outcome
-
-        def item(item_id: str) -> dict:
-            resp = client.get(f"/v1/items/{item_id}", params=NOOR)
-            assert resp.status_code == 200, resp.text
-            return resp.json()
-
-        def recall(query: str) -> dict:
-            resp = client.post("/v1/recall", json={"identity": NOOR, "query": query, "tz": TZ})
-            assert resp.status_code == 200, resp.text
-            return resp.json()
+    with zoned_chat(tmp_path_factory, "takeover", NOOR, TZ) as chat:
+        client, today, yesterday, say, item, recall = chat.client, chat.today, chat.yesterday, chat.say, chat.item, \
+            chat.recall
+        out: dict[str, Any] = {"today": today, "ids": chat.ids, "first": today + timedelta(days=2),
+                               "moved to": today + timedelta(days=4), "move": today + timedelta(days=3)}
 
         first, moved_to = out["first"], out["moved to"]
         say("appointment", yesterday, f"I have a dentist appointment on {weekday(first)} at 3pm.",
@@ -88,11 +67,9 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             {"type": "fact", "title": "Home address", "content": "Noor lives at Rua Velha 12, Lisbon.",
              "why_store": "she said so"})
         move = out["move"]
-        resp = client.post("/v1/tools", json={"action": "memory.update", "identity": NOOR, "args": {
+        out["edit"] = chat.tool("memory.update", {
             "id": out["ids"]["address"], "tz": TZ,
-            "patch": {"content": f"From {move:%B} {move.day}, Noor's address is Rua Nova 5, Lisbon."}}})
-        assert resp.status_code == 200, resp.text
-        out["edit"] = resp.json()["result"]
+            "patch": {"content": f"From {move:%B} {move.day}, Noor's address is Rua Nova 5, Lisbon."}})
         out["ids"]["new address"] = out["edit"]["item_id"]
         out["address"] = recall("what's my address?")
         # a plan corrected before it holds: in place ("from <a day later>", not "from <move>")
@@ -100,11 +77,9 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         say("gym", yesterday, f"From {move:%B} {move.day}, my gym membership is 40 euros a month.",
             {"type": "fact", "title": "Gym membership", "why_store": "she said so",
              "content": f"From {move:%B} {move.day}, Noor's gym membership is 40 euros a month."})
-        resp = client.post("/v1/tools", json={"action": "memory.update", "identity": NOOR, "args": {
+        out["correction"] = chat.tool("memory.update", {
             "id": out["ids"]["gym"], "tz": TZ,
-            "patch": {"content": f"From {later:%B} {later.day}, Noor's gym membership is 40 euros a month."}}})
-        assert resp.status_code == 200, resp.text
-        out["correction"] = resp.json()["result"]
+            "patch": {"content": f"From {later:%B} {later.day}, Noor's gym membership is 40 euros a month."}})
         out["items"] = {name: item(item_id) for name, item_id in out["ids"].items()}
 
         # her own habit beside her project's rule, on one subject the question never names
@@ -123,19 +98,11 @@ def noor(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out["resent"] = [resend(said.isoformat()), resend(said.astimezone(ZONE).isoformat()), resend(None),
                          resend((said - timedelta(hours=1)).isoformat())]
 
-        consolidate(client, settings)
+        consolidate(client, chat.settings)
         out["history"] = item(out["ids"]["address"])["revisions"]
         out["after"] = {"items": {name: item(item_id)["item"] for name, item_id in out["ids"].items()},
                         "address": recall("what's my address?"), "dentist": recall("when is the dentist?")}
         yield out
-
-
-def curated(answer: dict) -> list[str]:
-    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
-
-
-def header(answer: dict, item_id: str) -> str:
-    return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]
 
 
 def test_a_move_replaces_the_plan_it_names_under_another_title(noor) -> None:
@@ -176,7 +143,7 @@ def test_what_holds_now_comes_before_what_takes_it_over(noor) -> None:
     ids = noor["ids"]
     for answer in (noor["address"], noor["after"]["address"]):
         assert curated(answer)[:2] == [ids["address"], ids["new address"]], answer["hits"]
-        old, new = header(answer, ids["address"]), header(answer, ids["new address"])
+        old, new = entry_header(answer, ids["address"]), entry_header(answer, ids["new address"])
         assert " | ENDED" not in old and " | UPCOMING" not in old and " | UPCOMING" in new, (old, new)
 
 
@@ -185,8 +152,8 @@ def test_the_projects_rule_comes_before_her_own_habit_both_marked(noor) -> None:
     # so they were two subjects: her habit first, unmarked, and the block said to follow it)
     ids, answer = noor["ids"], noor["indent"]
     assert curated(answer)[:2] == [ids["atlas indentation"], ids["my indentation"]], answer["hits"]
-    assert "SCOPE=project" in header(answer, ids["atlas indentation"]), answer["injection"]
-    assert "SCOPE=user" in header(answer, ids["my indentation"]), answer["injection"]
+    assert "SCOPE=project" in entry_header(answer, ids["atlas indentation"]), answer["injection"]
+    assert "SCOPE=user" in entry_header(answer, ids["my indentation"]), answer["injection"]
 
 
 def test_a_turn_resent_with_another_time_is_a_conflict(noor) -> None:

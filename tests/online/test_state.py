@@ -98,14 +98,15 @@ def test_the_service_collects_the_young_generation_less_often(settings: Settings
 
 
 def test_warm_loads_what_the_first_write_would_otherwise_wait_for(service: MemoryService) -> None:
-    from pipelines.policy_rules import secrets
+    from pipelines.policy_rules.secrets.find import _one_pass
+    from pipelines.policy_rules.secrets.vendors import _detect_secrets_patterns, _vendor_patterns
 
-    secrets._vendor_patterns.cache_clear()
-    secrets._detect_secrets_patterns.cache_clear()
-    secrets._one_pass.cache_clear()
+    _vendor_patterns.cache_clear()
+    _detect_secrets_patterns.cache_clear()
+    _one_pass.cache_clear()
     assert service.warm() == []
-    assert secrets._vendor_patterns.cache_info().currsize == 1  # detect-secrets' plugins imported
-    assert secrets._one_pass.cache_info().currsize == 1  # the long-text screen built or loaded
+    assert _vendor_patterns.cache_info().currsize == 1  # detect-secrets' plugins imported
+    assert _one_pass.cache_info().currsize == 1  # the long-text screen built or loaded
 
 
 def test_snapshot_loaded_at_start_and_recalled(settings: Settings) -> None:

@@ -10,6 +10,7 @@ import pytest
 from pipelines.palace import (
     PalaceError,
     assign_locations,
+    location_of,
     palace_get,
     palace_list,
     slugify,
@@ -148,3 +149,18 @@ def test_build_palace_after_a_run_looks_only_at_what_changed(tmp_path, items):
             if item.id != "m2":
                 assert wh.location_of(item.id) == location_of(item)
                 assert item.metadata["palace"] == location_of(item).path
+
+
+def test_the_domain_is_the_place_of_those_who_read_it():
+    """An org-wide item lives under the org, a user's own under the user, a project's, a
+    session's and a chat turn under the project; a document's corpus still wins."""
+    owners = {"org_id": "Acme", "user_id": "omar", "project_id": "Atlas", "session_id": "s1"}
+    def placed(kind: str, type: str = "fact", **kw: Any) -> str:
+        item = MemoryItem(id=f"m-{kind}", tier="stm", type=type, title="t", content="c",  # type: ignore[arg-type]
+                          scope=Scope(kind=kind, **owners), **kw)  # type: ignore[arg-type]
+        return location_of(item).domain
+
+    assert {kind: placed(kind) for kind in ("org", "user", "project", "session")} == {
+        "org": "acme", "user": "omar", "project": "atlas", "session": "atlas"}
+    assert placed("user", type="message") == "atlas"  # a chat turn: where it was said
+    assert placed("org", metadata={"corpus": "Handbook"}) == "handbook"

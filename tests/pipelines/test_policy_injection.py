@@ -327,7 +327,8 @@ def test_the_bip39_test_vector_is_no_flood_but_the_word_repeated_past_a_phrase_i
     "\u212a" * 400,
 ])
 def test_families_ruled_out_in_the_one_pass_are_those_without_an_anchor(text):
-    from pipelines.policy_rules.injection import _ONE_PASS, absent_families
+    from pipelines.policy_rules.injection.find import _ONE_PASS
+    from pipelines.policy_rules.injection.screen import absent_families
     from pipelines.policy_rules.text import normalise
 
     norm = normalise(text)
@@ -451,7 +452,7 @@ def test_family_anchors_skip_no_hit_on_any_text_of_this_module(monkeypatch):
     """`_ANCHORS` lets a family be skipped when none of its literals is in the text: a rule
     whose matches can lack them would be skipped on short texts (it was, for "rather than
     ..."). Every text of this module's cases is judged the same with no family skipped."""
-    from pipelines.policy_rules import injection
+    from pipelines.policy_rules.injection import find
 
     texts = []
     for obj in list(globals().values()):
@@ -461,7 +462,7 @@ def test_family_anchors_skip_no_hit_on_any_text_of_this_module(monkeypatch):
     texts = [t for t in texts if isinstance(t, str)]
     assert len(texts) > 100
     with_anchors = [rules(t) for t in texts]
-    monkeypatch.setattr(injection, "absent_families", lambda low, screened=None: set())
+    monkeypatch.setattr(find, "absent_families", lambda low, screened=None: set())  # as `find` calls it
     assert [rules(t) for t in texts] == with_anchors
 
 
@@ -626,7 +627,7 @@ def test_orders_next_to_those_corrections_are_blocked(policy, text):
 def test_padding_and_hex_ids_are_not_read_back_as_words():
     """The obfuscation views are rescanned only where words may hide: runs of one or two
     single letters are padding, hex ids are no leetspeak (a rescan each would only cost)."""
-    from pipelines.policy_rules.injection import _views
+    from pipelines.policy_rules.injection.obfuscation import _views
     from pipelines.policy_rules.text import normalise
 
     assert not list(_views(normalise("k " * 200)))

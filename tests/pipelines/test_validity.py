@@ -60,17 +60,31 @@ def test_a_recurrence_a_yearly_date_a_past_or_habitual_day_or_a_stated_end_bound
 
 
 def test_a_to_dos_weekday_and_the_day_a_plan_moved_to_are_coming_days() -> None:
-    # said on Sunday 2026-11-15: a bare weekday may be a habit or past, not in a plan
-    assert window("Dentist appointment on Tuesday at 3pm.") == ("", "")
+    # said on Sunday 2026-11-15: a bare weekday told as one thing to come is that coming day
+    assert window("Dentist appointment on Tuesday at 3pm.") == ("", "2026-11-17")
     got = anchor("Dentist appointment on Tuesday at 3pm.", SUNDAY_EVENING, SAO_PAULO, plan=True)
     assert (got.valid_from, (got.valid_to or "")[:10]) == (None, "2026-11-17")
-    assert window("The dentist got moved to Thursday.") == ("", "2026-11-19")
+    assert window("The dentist got moved to Thursday.") == ("", "2026-11-19")  # "moved": a move, not the past
     assert window("Dinner with Priya got pushed back to Friday.") == ("", "2026-11-20")
-    todo, _ = with_window(ProposedItem(type="todo", content="Call the bank on Wednesday."), SUNDAY_EVENING.isoformat(),
-                          "America/Sao_Paulo")
-    note, _ = with_window(ProposedItem(type="note", content="Call the bank on Wednesday."), SUNDAY_EVENING.isoformat(),
-                          "America/Sao_Paulo")
-    assert (todo.valid_to or "")[:10] == "2026-11-18" and note.valid_to is None
+    for kind in ("todo", "note"):
+        item, _ = with_window(ProposedItem(type=kind, content="Call the bank on Wednesday."),
+                              SUNDAY_EVENING.isoformat(), "America/Sao_Paulo")
+        assert (item.valid_to or "")[:10] == "2026-11-18", kind
+
+
+@pytest.mark.parametrize(("text", "wanted", "meant"), [
+    ("I'm off on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),
+    ("The demo is on Wednesday.", ("", "2026-11-18"), "Wed 2026-11-18"),
+    ("Ana said she'd be off on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),  # reported, still to come
+    ("The meeting is scheduled for Thursday.", ("", "2026-11-19"), "Thu 2026-11-19"),
+    ("We met on Thursday.", ("", ""), "Thu 2026-11-12"),  # the past: the latest Thursday
+    ("The party on Saturday was fun.", ("", ""), "Sat 2026-11-14"),
+    ("Lena's Monday class is yoga.", ("", ""), "Mon 2026-11-16"),  # a kind of day, no window
+])
+def test_a_bare_weekday_is_the_coming_day_unless_told_in_the_past_or_naming_a_kind_of_day(
+        text: str, wanted: tuple, meant: str) -> None:
+    assert window(text) == wanted
+    assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == [meant]
 
 
 def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
