@@ -20,7 +20,8 @@ turns and her chat model's proposals land on `/v1/turns` with `at` and her zone,
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -28,10 +29,9 @@ from litestar.testing import TestClient
 
 from online.app import create_app
 from tests.assets.support import make_settings
-from tests.e2e.chat import said_with_proposal
+from tests.e2e.chat import ZonedChat, curated, zoned_chat
 
 TZ = "Europe/Lisbon"
-ZONE = ZoneInfo(TZ)
 INES = {"user_id": "ines", "project_id": "home", "session_id": "chat"}
 
 
@@ -39,65 +39,52 @@ def proposal(type_: str, title: str, content: str) -> dict:
     return {"type": type_, "title": title, "content": content, "why_store": "she said so"}
 
 
-def recall(client, query: str) -> dict:
-    resp = client.post("/v1/recall", json={"identity": INES, "query": query, "tz": TZ})
-    assert resp.status_code == 200, resp.text
-    return resp.json()
-
-
-def item(client, item_id: str) -> dict:
-    return client.get(f"/v1/items/{item_id}", params=INES).json()["item"]
-
-
-def curated(answer: dict) -> list[str]:
-    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
-
-
 @pytest.fixture
-def product_service(tmp_path, minilm_embedder):
-    """The real app with the product's embedder (MiniLM, loaded once per test session)."""
+def product_chat(tmp_path, minilm_embedder) -> Iterator[ZonedChat]:
+    """Ines's chat over the real app with the product's embedder (MiniLM, loaded once per session)."""
     settings = make_settings(tmp_path)
     app = create_app(settings, embedder=minilm_embedder, check_interval_ms=0)
     with TestClient(app) as client:
-        yield client
+        yield ZonedChat(client, settings, INES, TZ)
     assert app.state.internal_errors == 0
 
 
-def test_a_preference_changed_in_other_words_under_another_title_wins_recall(product_service) -> None:
-    client = product_service
-    yesterday = datetime.combine(datetime.now(ZONE).date() - timedelta(days=1), time(9), ZONE)
-    old = said_with_proposal(client, INES, yesterday - timedelta(days=20), "I always get an oat flat white.",
-                             proposal("preference", "Coffee", "I drink oat flat whites."), TZ)
-    tea = said_with_proposal(client, INES, yesterday - timedelta(days=10), "In the afternoon I have green tea.",
-                             proposal("preference", "Tea", "I drink green tea in the afternoon."), TZ)
-    new = said_with_proposal(client, INES, yesterday, "I switched from flat whites to black americanos.",
-                             proposal("preference", "Morning drink",
-                                      "I've switched from flat whites to black americanos."), TZ)
-    answer = recall(client, "what coffee do I drink?")
+def test_a_preference_changed_in_other_words_under_another_title_wins_recall(product_chat) -> None:
+    chat = product_chat
+    old = chat.say("coffee", chat.yesterday - timedelta(days=20), "I always get an oat flat white.",
+                   proposal("preference", "Coffee", "I drink oat flat whites."))
+    tea = chat.say("tea", chat.yesterday - timedelta(days=10), "In the afternoon I have green tea.",
+                   proposal("preference", "Tea", "I drink green tea in the afternoon."))
+    new = chat.say("americano", chat.yesterday, "I switched from flat whites to black americanos.",
+                   proposal("preference", "Morning drink", "I've switched from flat whites to black americanos."))
+    answer = chat.recall("what coffee do I drink?")
     shown = curated(answer)
     assert new["item_id"] in shown and old["item_id"] not in shown, answer["hits"]
     winner = next(h for h in answer["hits"] if h["id"] == new["item_id"])
     assert winner["conflict_with"] == [old["item_id"]], winner  # the older lost to it
-    hits = {h["id"]: h for h in recall(client, "what do I drink in the afternoon?")["hits"]}
+    hits = {h["id"]: h for h in chat.recall("what do I drink in the afternoon?")["hits"]}
     assert tea["item_id"] in hits and not hits[tea["item_id"]].get("conflict"), hits
 
 
-def test_a_plan_said_again_for_another_day_without_values_replaces_the_first(service) -> None:
-    client, _ = service
-    yesterday = datetime.combine(datetime.now(ZONE).date() - timedelta(days=1), time(10), ZONE)
-    office = said_with_proposal(client, INES, yesterday - timedelta(days=30), "I work at the office.",
-                                proposal("fact", "Work location", "I work at the office."), TZ)
-    monday = said_with_proposal(client, INES, yesterday, "From Monday I work remotely.",
-                                proposal("fact", "Work location", "From Monday I work remotely."), TZ)
-    wednesday = said_with_proposal(client, INES, yesterday + timedelta(hours=1),
-                                   "Actually, from Wednesday I work remotely, not Monday.",
-                                   proposal("fact", "Work location", "Actually, from Wednesday I work remotely."), TZ)
-    first, moved = item(client, monday["item_id"]), item(client, wednesday["item_id"])
-    assert first["valid_from"] and moved["valid_from"] and first["valid_from"] < moved["valid_from"], (first, moved)
-    assert wednesday["supersedes"] == [monday["item_id"]], wednesday
-    assert first["superseded_by"] == wednesday["item_id"], first
-    start = datetime.fromisoformat(moved["valid_from"])
-    assert wednesday["ends"] == [office["item_id"]], wednesday
-    assert item(client, office["item_id"])["valid_to"] == (start - timedelta(seconds=1)).isoformat(), office
-    shown = curated(recall(client, "where do I work?"))
-    assert wednesday["item_id"] in shown and monday["item_id"] not in shown, shown
+def test_a_plan_said_again_for_another_day_without_values_replaces_the_first(tmp_path_factory) -> None:
+    with zoned_chat(tmp_path_factory, "plans", INES, TZ) as chat:
+        now = datetime.now(ZoneInfo(TZ))
+        # two days to come, in order, named by their weekday ("From Monday", "from Wednesday")
+        first_day, moved_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
+        office = chat.say("office", chat.yesterday - timedelta(days=30), "I work at the office.",
+                          proposal("fact", "Work location", "I work at the office."))
+        plan = chat.say("plan", now - timedelta(minutes=30), f"From {first_day} I work remotely.",
+                        proposal("fact", "Work location", f"From {first_day} I work remotely."))
+        moved = chat.say("moved", now - timedelta(minutes=20),
+                         f"Actually, from {moved_day} I work remotely, not {first_day}.",
+                         proposal("fact", "Work location", f"Actually, from {moved_day} I work remotely."))
+        first, second = chat.item(plan["item_id"])["item"], chat.item(moved["item_id"])["item"]
+        assert first["valid_from"] and second["valid_from"] and first["valid_from"] < second["valid_from"], (
+            first, second)
+        assert moved["supersedes"] == [plan["item_id"]], moved
+        assert first["superseded_by"] == moved["item_id"], first
+        assert moved["ends"] == [office["item_id"]], moved
+        start = datetime.fromisoformat(second["valid_from"])
+        assert chat.item(office["item_id"])["item"]["valid_to"] == (start - timedelta(seconds=1)).isoformat()
+        shown = curated(chat.recall("where do I work?"))
+        assert moved["item_id"] in shown and plan["item_id"] not in shown, shown
