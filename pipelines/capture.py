@@ -42,6 +42,7 @@ from pipelines.recall.conflicts import (
     proposed_claim,
     read_claim,
     reschedules,
+    says_the_same,
     stated_values,
 )
 from pipelines.recall.episodic import limits_to_its_chat
@@ -418,12 +419,18 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
                 and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
 
     says = stated_values(undated(proposal.content))
+    plan = proposed_claim("", undated(proposal.content), proposal.type, scope_kind)
 
     def planned(old: MemoryItem) -> bool:  # the same plan, said for another day
         began = parse_time(old.valid_from)
+        if began is None or began <= now or began == start or not own(old):
+            return False
         said = stated_values(undated(old.content))
-        return (began is not None and began > now and began != start and own(old)
-                and bool(said and says) and (said <= says or says <= said))
+        if said or says:
+            return bool(said and says) and (said <= says or says <= said)
+        # no value to compare ("From Monday I work remotely" / "from Wednesday I work remotely"): what it says
+        was = proposed_claim("", undated(old.content), old.type, scope_kind)
+        return plan is not None and was is not None and says_the_same(plan, was)
 
     plans = [old for old in found if old.valid_to is None and planned(old)
              and (old.id in fixes.replaced or old.title == proposal.title)]

@@ -657,6 +657,8 @@ def _random_claims(rng: random.Random, n: int, common_word: bool, subjects: Sequ
                                    " Maybe we no longer need the staging environment."])
         if rng.random() < 0.1:  # one that says it adds (`_ADDS`)
             content += rng.choice([" It also runs on Fridays.", " Paris too.", " That applies as well."])
+        if rng.random() < 0.15:  # one that says something changed, with no value (`CHANGED_CLOSE` by the cosine)
+            content = rng.choice(["We switched the staging environment.", "Telemetry retention changed for the team."])
         if common_word:
             content += " Shared note."
         links = [Link(rel=rng.choice(["contradicts", "supersedes", "related"]), to=f"c{rng.randrange(n):03d}")
@@ -676,10 +678,10 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
     pairs, the same replacements and the same reasons as the rule applied to each pair
     sharing a key, including the embedding cosine (all at once or pair by pair) and the
     MAX_BUCKET cut of over-common words."""
-    monkeypatch.setattr(conflicts, "PAIR_BLOCK", block)
-    monkeypatch.setattr(conflicts, "GRAM_MAX_ROWS", gram)
-    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
-    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    monkeypatch.setattr(conflicts.pairs, "PAIR_BLOCK", block)
+    monkeypatch.setattr(conflicts.pairs, "GRAM_MAX_ROWS", gram)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts.pairs, "FEW_PAIRS", few)
     for seed, n, common in ((1, 40, False), (2, 120, False), (3, 260, True), (4, 2, False), (5, 1, False)):
         rng = random.Random(seed)
         items = _random_claims(rng, n, common)
@@ -707,7 +709,8 @@ def test_all_pairs_at_once_match_the_rule_pair_by_pair(block, gram, dense, few, 
             assert (gathered.reason == found.reason).all() and (gathered.i == found.i).all(), seed
         reasons = {why for _, why in expected.values()}
         if n >= 40:  # the generator reaches every branch of the rule, the cosine included
-            assert set(REASONS) <= reasons and any(r for r, _ in expected.values()), reasons
+            reachable = set(REASONS) - (set() if vector_of is not None else {conflicts.CHANGED_CLOSE})  # cosine only
+            assert reachable <= reasons and any(r for r, _ in expected.values()), reasons
             if vector_of is not None:
                 assert (found.reason != _pairs(ClaimTable.of(items, claims), None).reason).any()
 
@@ -724,7 +727,7 @@ def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(mon
     assert (conflicts._Lacking(table).words(columns) == table.words.toarray()).all()
     assert (conflicts._dense_columns([table.words], columns)[0] == table.words.toarray()[:, columns]).all()
     once = _pairs(table, None)
-    monkeypatch.setattr(conflicts, "DENSE_WORDS_MAX_CELLS", 0)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_WORDS_MAX_CELLS", 0)
     apart = _pairs(ClaimTable.of(items, claims), None)
     assert set(REASONS[1:]) & {REASONS[int(r)] for r in once.reason}
     for field in ("i", "j", "replaces", "reason"):
@@ -735,8 +738,8 @@ def test_the_words_made_dense_once_give_the_pairs_they_give_made_per_product(mon
 def test_all_pairs_at_once_tell_named_subjects_apart_as_the_rule_does(dense, few, monkeypatch):
     """`_pairs` tells two named subjects, an owner and the writer apart (`_qualified_apart`:
     `Claim.named`, `Claim.first_person`) as the rule does pair by pair, dense or sparse."""
-    monkeypatch.setattr(conflicts, "DENSE_MAX_WORK", dense)
-    monkeypatch.setattr(conflicts, "FEW_PAIRS", few)
+    monkeypatch.setattr(conflicts.pairs, "DENSE_MAX_WORK", dense)
+    monkeypatch.setattr(conflicts.pairs, "FEW_PAIRS", few)
     named = ["Leo goes to bed at", "Mia goes to bed at", "Ben's bedtime is at", "My bedtime is at",
              "The bedtime is at", "I go to bed at"]
     for seed in (1, 2):
@@ -823,8 +826,8 @@ def test_a_snapshot_table_keeps_its_claims_so_resolving_a_recall_reads_none_agai
     def read_again(item):
         raise AssertionError(f"{item.id} read again")
 
-    monkeypatch.setattr(conflicts, "_read_claim", read_again)
-    monkeypatch.setattr(conflicts, "_CLAIMS", {})
+    monkeypatch.setattr(conflicts.claim, "_read_claim", read_again)
+    monkeypatch.setattr(conflicts.claim, "_CLAIMS", {})
     assert [taken.claim(row) for row in range(len(taken))] == want
     row_of = {it.id: row for row, it in enumerate(taken.items)}
     assert [resolve(group, pairs=joined, claims=lambda it: taken.claim(row_of[it.id]))
@@ -870,7 +873,7 @@ def test_only_pairs_with_a_claim_that_says_something_changed_are_asked_whether_i
     expected = [conflicts._says_changed(claims[x], claims[y]) for x, y in zip(i.tolist(), j.tolist())]
     asked = []
     says_changed = conflicts._says_changed
-    monkeypatch.setattr(conflicts, "_says_changed", lambda a, b: asked.append(1) or says_changed(a, b))
+    monkeypatch.setattr(conflicts.pairs, "_says_changed", lambda a, b: asked.append(1) or says_changed(a, b))
     assert conflicts._says_changed_rows(table, i, j).tolist() == expected
     assert any(expected) and len(asked) == int((changes[i] | changes[j]).sum()) < len(i)
 
@@ -1335,3 +1338,34 @@ def test_resolving_reads_a_claim_only_for_rivals_whose_titles_relate():
     related = [TITLED[0], TITLED[1], TITLED[2]]
     assert resolve(related, claims=counting) == resolve(related)
     assert set(asked) == {"a", "b", "c"}
+
+
+def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
+    """`says_the_same`: no value on either side, most words alike, neither denying the
+    other (what tells one plan said for two days from two plans, `capture.takes_over`)."""
+    def said(text: str):
+        return read_claim(claim("x", "", text))
+
+    assert conflicts.says_the_same(said("I work remotely."), said("Actually, I work remotely."))
+    assert not conflicts.says_the_same(said("I work remotely."), said("I'm back in the office."))
+    assert not conflicts.says_the_same(said("I work remotely."), said("I don't work remotely."))
+    assert not conflicts.says_the_same(said("I work remotely in Porto."), said("I work remotely in Braga."))
+
+
+def test_a_change_close_in_meaning_conflicts_only_with_the_cosine():
+    """`CHANGED_CLOSE`: one says something changed, the embeddings are close (CHANGED_COSINE),
+    whatever the words; not without the cosine (a write), not below it, not when one adds,
+    not when they say the same values, not of two people."""
+    latte = read_claim(claim("a", "Coffee", "My usual is an oat milk latte."))
+    decaf = read_claim(claim("b", "Morning drink",
+                             "Doctor told me to cut caffeine, so my usual is a decaf americano now."))
+    close = conflicts.CHANGED_COSINE + 0.01
+    assert conflict_reason(latte, decaf, close) == conflicts.CHANGED_CLOSE == conflict_reason(decaf, latte, close)
+    assert conflict_reason(latte, decaf) is None and conflict_reason(latte, decaf, close - 0.02) is None
+    also = read_claim(claim("c", "Morning drink", "I've also switched to decaf americanos."))
+    assert conflict_reason(latte, also, close) is None
+    same = read_claim(claim("d", "Standup", "The standup moved to 10:15."))
+    assert conflict_reason(read_claim(claim("e", "Daily", "Standup is at 10:15.")), same, close) is None
+    leo = read_claim(claim("f", "Bedtimes", "Leo goes to bed early."))
+    mia = read_claim(claim("g", "Bedtimes", "Mia switched to a later bedtime."))
+    assert conflict_reason(leo, mia, 0.99) == conflicts.MAY_UPDATE  # two children under one title: only flagged

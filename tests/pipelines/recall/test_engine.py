@@ -233,7 +233,8 @@ def test_conflict_recency_reads_update_times_from_the_corpus(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("update time parsed during recall")
 
-    monkeypatch.setattr(conflicts, "timestamp", refuse)
+    monkeypatch.setattr(conflicts.resolution, "timestamp", refuse)
+    monkeypatch.setattr(conflicts.turns, "timestamp", refuse)
     r = engine().recall("inbox engine", ME, [c], now=NOW)
     assert ids(r) == ["new"] and r.hits[0].resolution == "recency"
     assert {s["id"]: s["reason"] for s in r.suppressed} == {

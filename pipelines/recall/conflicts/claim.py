@@ -1,0 +1,300 @@
+"""What the rule reads of one item (`Claim`): its subject words and values, read once per item version."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, fields, replace
+
+import msgspec
+
+from pipelines.records import RETIRED_BY_USER, MemoryItem
+
+from ..lexical import SMALL_TALK, STOPWORDS, normalise_label, words
+from .patterns import (
+    _ABBREVIATED,
+    _ADDS,
+    _APPOSED,
+    _CHANGED,
+    _CLAUSE,
+    _CONJOINED,
+    _DIGIT,
+    _ENDED,
+    _ENDED_TIME_WORDS,
+    _ENDED_WHEN,
+    _FIRST_PERSON,
+    _LIGHT_VERBS,
+    _NAME,
+    _NAMED_FORM,
+    _NOT_NEGATING,
+    _NUMBER_WORDS,
+    _OWNER,
+    _POSSESSIVE,
+    _RETIRED,
+    _RETIRING_WORDS,
+    _SENTENCE_START,
+    _STEMS,
+    _WHEN_NAMES,
+    NEGATION,
+    _common_words,
+    _first_names,
+)
+from .values import (
+    _date_words,
+    _measured,
+    _stance,
+    _unit_words,
+    _units,
+    _value_words,
+    _values,
+    retired_values,
+    stated_values,
+)
+
+# Types whose title names a claim, so two of them can disagree.
+CLAIM_TYPES = frozenset({"fact", "decision", "definition", "constraint", "preference",
+                         "pattern", "note"})
+# A to-do is no claim (two to-dos do not disagree: "buy milk" / "buy bread"), but an
+# appointment kept as one can move: a claim or a to-do saying its time changed ("Dentist
+# moved to Thursday") corrects the earlier one of its subject as a claim saying so does
+# (`CHANGED`).
+DATED_TYPES = frozenset({"todo"})
+ENDED_MIN_WORDS = 2  # what ended is named by two words at least ("staging environment", "Dana ... payments")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What the rule reads of one item: its subject words and the values it states."""
+
+    item: MemoryItem
+    title: str
+    content: str
+    subject: tuple[str, ...]
+    words: frozenset[str]
+    values: frozenset[str]
+    title_values: frozenset[str]
+    retired: frozenset[str] = frozenset()  # values it names as replaced or denied
+    units: frozenset[str] = frozenset()  # the units of the numbers it states ("4 space": "space")
+    qualifiers: frozenset[str] = frozenset()  # words its title names and its content repeats
+    adds: bool = False  # it says it adds to the subject (`_ADDS`)
+    # Its content words beyond its title's, when it says something changed (`_CHANGED`); else None.
+    changes: frozenset[str] | None = None
+    measured: frozenset[str] = frozenset()  # what its numbers measure (`_MEASURED`: "of sertraline")
+    named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
+    persons: frozenset[str] = frozenset()  # of `named`, those who are someone (`_named`: "Leo", "Ben's")
+    first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
+    ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
+    ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
+    negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
+    denied: frozenset[str] = frozenset()  # the words of what it denies (`_denied`), of `words`
+    contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
+    supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
+
+
+def is_claim(item: MemoryItem) -> bool:
+    return item.type in CLAIM_TYPES and item.validation != "retracted"
+
+
+_CLAIMS: dict[tuple[str, str, str, str], Claim] = {}
+_CLAIMS_MAX = 100_000
+
+
+def read_claim(item: MemoryItem) -> Claim:
+    """The claim of `item`, read once per item version: recall meets the same items request
+    after request, and reading is regex work. Links are read afresh each time."""
+    key = (item.id, item.updated_at, item.title, item.content)
+    cached = _CLAIMS.get(key)
+    if cached is None:
+        if len(_CLAIMS) >= _CLAIMS_MAX:
+            _CLAIMS.clear()
+        cached = _CLAIMS[key] = _read_claim(item)
+    return replace(cached, item=item, **_links(item))
+
+
+def _links(item: MemoryItem) -> dict[str, frozenset[str]]:
+    """The claim's fields `item`'s links give, read afresh with each item version's links."""
+    return {"contradicts": frozenset(link.to for link in item.links if link.rel == "contradicts"),
+            "supersedes": frozenset(link.to for link in item.links if link.rel == "supersedes")}
+
+
+# What a packed claim keeps (`_pack`): every field but the item and what its links give.
+_PACKED = tuple(f.name for f in fields(Claim) if f.name not in ("item", "contradicts", "supersedes"))
+
+
+def _pack(claim: Claim) -> bytes:
+    """A claim as a few hundred bytes, unpacked (`_unpack`) in microseconds where reading it
+    again is regex work (~0.3 ms): what a snapshot's table keeps per row for the members
+    of a recall's conflict groups, and for recalls over several corpora."""
+    return pickle.dumps(tuple(getattr(claim, name) for name in _PACKED), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _unpack(data: bytes, item: MemoryItem) -> Claim:
+    return Claim(item=item, **dict(zip(_PACKED, pickle.loads(data))), **_links(item))
+
+
+def _read_claim(item: MemoryItem) -> Claim:
+    retiring = item.metadata.get(RETIRED_BY_USER) if item.metadata else None
+    if retiring and isinstance(retiring, list):
+        item = msgspec.structs.replace(item, content=f"{item.content.rstrip(' .;')}; {'; '.join(map(str, retiring))}")
+    stated = _stance(item.content)
+    values, retired = stated_values(stated), retired_values(stated)
+    apposed = _apposed(item.content) & values
+    values -= apposed
+    skip = _value_words(values | retired) | _date_words(item.content)
+    said = words(item.content)
+    # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
+    # also glued to its unit ("100mg", "8pm")
+    skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
+    skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
+    toks = [w for w in said if w not in STOPWORDS]
+    first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
+    before = said[:next((i for i, w in enumerate(said) if w in skip and w not in STOPWORDS), len(said))]
+    # Light verbs say nothing of the subject ("the orders service uses PostgreSQL" / "the orders
+    # service runs on CockroachDB"); only they: "I take 50 mg of sertraline", the subject follows.
+    subject = [w for w in toks[:first_value] if w not in skip and w not in _LIGHT_VERBS]
+    if SMALL_TALK.issuperset(subject):  # "Thanks! The Wolves ...", "Wow, Chicago ...": an opener names no subject
+        subject = []
+    title_values = stated_values(item.title)
+    title_skip = _value_words(title_values) | _date_words(item.title)
+    # The title names the subject too ("Ship date" / "Release date"), and words compare as
+    # stems ("ships" / "ship"), so one subject worded twice is still one; a unit is not
+    # the subject in the title either ("2 approvals" / title "PR approvals").
+    # A name is a subject word too: "Python" or "the API" said by both is what they are about
+    # (a name one states and the other does not is a value that differs, all the same).
+    names = {w for v in values | retired if not _DIGIT.search(v) for w in words(v)}
+    content_words = [w for w in toks if (w not in skip or w in names) and w not in _RETIRING_WORDS]
+    title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
+    stemmed_subject, stemmed_content, stemmed_title, stemmed_skip, stemmed_names = _STEMS.many(
+        [subject, content_words, title_words, sorted(skip), sorted(names)])
+    skipped = set(stemmed_skip)  # units are stems in values ("4 space"), words in the text ("spaces")
+    said_words = [w for w in stemmed_content if w not in skipped or w in stemmed_names]  # "Jenkins": "jenkin"
+    stemmed_words = said_words + [w for w in stemmed_title if w not in skipped]
+    title = normalise_label(item.title)
+    word_set = frozenset(stemmed_words)
+    qualifiers = frozenset(stemmed_title) & frozenset(said_words)
+    ended, ended_values, ended_names = (_ended(stated, word_set, values | retired)
+                                        if _ENDED.search(stated) else ((), (), ()))
+    named, persons = _named(item.content, set(before))
+    if apposed:
+        named |= frozenset(_STEMS(sorted(apposed)))
+        persons |= frozenset(_STEMS(sorted(apposed & _first_names())))
+    if ended_values or ended_names:  # "port 9000 was removed": named as over, like a retired value
+        values, retired = values - ended_values - ended_names, retired | ended_values | ended_names
+    # saying something ended denies it too ("Staging was retired" agrees with "We no longer have staging")
+    # (the retiring clauses are blanked only in the few contents that hold a negation at all:
+    # every claim of a snapshot is read when it loads)
+    denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), _NOT_NEGATING.sub(" ", stated))
+               if NEGATION.search(stated) else "")
+    negated = bool(ended) or (bool(denying) and NEGATION.search(denying) is not None)
+    return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
+                 subject=tuple(stemmed_subject) if values else (), words=word_set,
+                 values=values, retired=retired, title_values=title_values, units=_units(values),
+                 qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
+                 adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
+                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
+                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
+                 negated=negated,
+                 denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _apposed(content: str) -> frozenset[str]:
+    """The names (lower-case) `content` sets beside what a possessive names (`_APPOSED`)."""
+    return frozenset(m.group(2).lower() for m in _APPOSED.finditer(content)
+                     if m.group(1) not in STOPWORDS and m.group(2).lower() not in _WHEN_NAMES)
+
+
+def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:
+    """The words (stems, of `own_words`) of the clauses of `content` that negate or say
+    something ended, and of the title, which names what they speak of: what the claim
+    denies. "Thanks! I won't give up on it. What got you into books?" denies giving up,
+    not books."""
+    found: list[str] = []
+    for clause in _CLAUSE.finditer(content):
+        text = clause.group(0)
+        negation = NEGATION.search(text)
+        if _ENDED.search(text):
+            found += words(text)
+        elif negation:
+            # a negation after "and" / "but" denies what follows it: "Keep going and don't quit" denies quitting
+            conjoined = _CONJOINED.search(text, 0, negation.start())
+            found += words(text[conjoined.start():] if conjoined else text)
+    return (frozenset(_STEMS([w for w in found if w not in STOPWORDS])) | title_words) & own_words
+
+
+def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The stems of the names `content`'s sentences start with ("Leo goes to bed at 8pm",
+    "Biscuit eats 200 g"): a word written as a name ("Leo"; not "CI" or "GitHub") that is not
+    a common English word (`_common_words`: "Our", "Daily", "Production" start sentences
+    too), unless the content capitalises it inside a sentence as well ("Chloe ... with
+    Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car"); and of
+    the owners it names before its first value (`before`, its words up to there: "The design
+    team's standup is at 10:15"). And which of them are someone: an owner, or a first name
+    (zxcvbn's lists of first names: "Leo", "Ben"; not "Prod" or "Jenkins")."""
+    owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "'" in content or "’" in content else []
+    owners = [w for w in owners if w in before and w not in STOPWORDS and w != "let"]
+    # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
+    starts = [m for m in _SENTENCE_START.finditer(content)
+              if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
+    if not starts and not owners:
+        return frozenset(), frozenset()
+    common, inside = _common_words(), None
+    found, persons = list(owners), list(owners)
+    for m in starts:
+        w = m.group(1).lower()
+        if w in STOPWORDS:
+            continue
+        owns = w != "let" and _POSSESSIVE.match(content, m.end(1))  # "Let's": "let us"
+        if w in common and not owns:
+            if inside is None:
+                inside = {n.group(0) for n in _NAME.finditer(content)}  # never a sentence start (`_NAME`)
+            if m.group(1) not in inside:
+                continue
+        found.append(w)
+        if owns or w in _first_names():
+            persons.append(w)
+    return frozenset(_STEMS(found)), frozenset(_STEMS(persons))
+
+
+def _ended(content: str, own_words: frozenset[str],
+           own_values: frozenset[str]) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The words (stems, of `own_words`) and values of the clauses of `content` that say
+    something ended, the ending words and time words left out (nothing when they name fewer
+    than ENDED_MIN_WORDS words), and the names in them ("the Elasticsearch cluster was shut
+    down", "Opsgenie was turned off") and the values that say when (`_ENDED_WHEN`): named as
+    over, like a retired value."""
+    found_words: set[str] = set()
+    found_values: set[str] = set()
+    found_names: set[str] = set()
+    for clause in _CLAUSE.finditer(content):
+        text = clause.group(0)
+        if not _ENDED.search(text):
+            continue
+        rest = _ENDED.sub(" ", text)
+        # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
+        named = _values(rest) & own_values
+        clause_values = {v for v in named if _DIGIT.search(v)}
+        when = _ENDED_WHEN.search(text, _ENDED.search(text).end())
+        if when:  # "dropped in the 5.0 release", "shut down on March 3, 2026": when it ended, not what
+            when_values = named & _values(text[when.start():])
+            named -= when_values
+            clause_values -= when_values
+            found_names |= when_values  # stated of the ending, not of the subject: like a name in it
+        # a name that counts a number of it ended only in that version ("Python 3.8 was dropped")
+        versioned = {v.split(" ", 1)[1] for v in clause_values if " " in v}
+        found_names |= {v for v in named - clause_values if v not in versioned and _STEMS([v])[0] not in versioned}
+        # the numbers are values; a unit that is a name ("3.8 python") stays a word of it
+        skip = _value_words(v.split(" ", 1)[0] for v in clause_values) | _ENDED_TIME_WORDS
+        found_values |= clause_values
+        found_words |= {w for w in _STEMS.many([[w for w in words(rest) if w not in STOPWORDS and w not in skip
+                                                 and w not in _RETIRING_WORDS]])[0]} & own_words
+    if len(found_words) < ENDED_MIN_WORDS:
+        return frozenset(), frozenset(), frozenset(found_names)
+    return frozenset(found_words), frozenset(found_values), frozenset(found_names)
+
+
+def _title_words(c: Claim) -> frozenset[str]:
+    """The claim's words its title says (no value: those are not words of a claim)."""
+    return frozenset(_STEMS([w for w in words(c.title) if w not in STOPWORDS])) & c.words
+
+
+def replace_content(item: MemoryItem, content: str) -> MemoryItem:
+    return msgspec.structs.replace(item, id="\x00detail", title="", content=content, links=[])

@@ -1,0 +1,187 @@
+"""The words and patterns the conflict rule reads claims with: values, endings, changes, denials, names."""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from ..dates import MONTHS
+from ..lexical import STOPWORDS, Stems
+
+# The leading lookaheads only skip, cheaply, positions where no value can start.
+_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
+_DIGIT = re.compile(r"\d")
+_RANGE = re.compile(r"(?<![\w.:-])(\d+(?:[.,]\d+)?)\s*(?:-|–|to)\s*(\d+(?:[.,]\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
+_CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "20:00" is
+_UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
+_NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing", "since",
+                          "till", "unless", "via", "without", "yet", "still", "already"}
+# A name right before a bare number is what the number counts ("Python 3.11", "Node 18"): a
+# version, read as a number with a unit, so "Python 3.12" differs from it in one unit.
+_NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
+# A clause saying something ended ("we no longer have a staging environment", "the newsletter
+# was discontinued"): what it names ended, and a claim stating that thing as current conflicts
+# with it though neither states a value. "dropped to 50%" is a change, not an end.
+_ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|"
+                    r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
+                    r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
+# Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
+# "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no
+# value it states.
+_VOCATIVE = re.compile(
+    r"(?:^|(?<=[.!?]\s))(?:(?i:hey|hi|hello|thanks|thank\s+you|congrats|congratulations|dear|sorry|wow|whoa|yeah|"
+    r"yes|yep|oh|ah|aw+|haha|omg|ok|okay|well|hmm|sure|cool|nice|awesome|great|bye|good\s+(?:morning|night|luck)|"
+    r"see\s+ya)[\s,]+(?P<to>)|[A-Za-z][\w'’]*(?:\s+(?:I|[a-z][\w'’]*)){0,4},\s*)"
+    r"(?P<name>(?:[A-Z][\w'’-]*\s*)+)(?=[,!.?]|$)")
+# After the word that says it ended, a number or a date a preposition brings in says when
+# ("IE11 support was dropped in the 5.0 release", "discontinued on March 3, 2026", "since v2").
+_ENDED_WHEN = re.compile(r"\b(?:in|on|since|as\s+of|after|during|by)\s+(?:the\s+)?(?=v?\d|[A-Z][a-z]+\.?\s+\d)",
+                         re.IGNORECASE)
+# Words of such a clause that say when, not what ("discontinued last month").
+_ENDED_TIME_WORDS = frozenset({"last", "month", "week", "year", "day", "ago", "recent", "recently", "yesterday",
+                               "today", "now", "anymore", "ever", "earlier", "since", "already"})
+# Verbs that say little before a value ("I take 50 mg of X", "we pay 40 euros for Y", "I
+# have 2 cats"): words before the first value that are only these do not name the subject.
+_LIGHT_VERBS = frozenset({"take", "takes", "took", "taking", "use", "uses", "used", "using", "pay", "pays", "paid",
+                          "paying", "get", "gets", "got", "getting", "need", "needs", "needed", "want", "wants",
+                          "eat", "eats", "drink", "drinks", "spend", "spends", "spent", "buy", "buys", "bought",
+                          "keep", "keeps", "kept", "run", "runs", "ran", "like", "likes", "love", "loves", "make",
+                          "makes", "made", "go", "goes", "went", "see", "sees", "saw", "give", "gives", "gave",
+                          "put", "puts", "set", "sets", "add", "adds", "added"})
+# A claim that says it adds ("I'm also allergic to shellfish", "GitHub Actions also runs the
+# nightly suite", "... as well") is more of the subject, not a correction of what was said of it.
+_ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\btoo(?=\s*(?:[.,;!?]|$))",
+                   re.IGNORECASE)
+# A claim that says something changed ("ci moved to github actions, jenkins is gone",
+# "stopped drinking coffee"), under the title of an older claim whose content the value rule
+# cannot compare with it, updates that claim rather than adding to it when it names
+# something the older one said beyond the title (`Claim.changes`).
+# A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
+# "is now on Thursday".
+_MOVED_IN_TIME = (r"moved|slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|now\s+(?:on|at|for)")
+_RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
+_CHANGED = re.compile(
+    r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
+    r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
+    r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
+    rf"{_MOVED_IN_TIME})\b",
+    re.IGNORECASE)
+# "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
+# is what the number measures, so a claim measuring another thing is about another subject.
+_MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
+                       r"([a-z][\w-]*)", re.IGNORECASE)
+_SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+# An honorific's full stop ends no sentence ("Dr. Patel"); a short name's does ("We adopted Max. Max eats ...").
+_ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|Col|Gen)\.\s+$")
+_POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
+_OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
+_FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
+# A name a possessive names, or sets beside what it names ("Our CI is CircleCI", "My sister
+# Lena is vegan", "our dog Biscuit's food", "my friend, Tom,"): what the claim is about, a
+# subject word as "sister" is, not a value it states ("Lena is not vegan" denies it). Not a
+# day or a month ("our standup Tuesday").
+_APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+(?:([a-z][\w-]*),?\s+)?([A-Z][\w-]*)\b")
+_NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
+# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
+# pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
+_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+# A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
+# pushes"): a claim that says it of what another states without it denies it (`_denies`). One
+# that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
+NEGATION = re.compile(r"\b(?:not|never|no|cannot|nobody|none|nothing|neither|nor)\b|n[’']t\b", re.IGNORECASE)
+# What negates nothing though it holds a negation word (NegEx's pseudo-negations): a tag
+# question ("Nature is amazing, isn't it?"), an idiom ("can't wait for", "no matter what",
+# "not only", "no doubt", "no problem").
+_NOT_NEGATING = re.compile(
+    r",\s*\w+n[’']t\s+(?:it|he|she|they|we|you|i|there|that|this)\s*\?|"
+    r"\b(?:(?:cannot|can[’']t|couldn[’']t)\s+wait|no\s+(?:matter|doubt|problem|worries)|not\s+only|never\s+mind)\b",
+    re.IGNORECASE)
+# "and" / "but" right before a negation ("... and don't quit", "but we never"): what comes before is not denied.
+_CONJOINED = re.compile(r"\b(?:and|but|or)\s+(?:(?:i|we|you|they|he|she|it)\s+)?\w*$", re.IGNORECASE)
+# Words that only say a value is retired ("instead of", "replacing"): not the subject.
+_RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "rather", "longer", "formerly",
+                             "previously", "anymore"})  # "not ... anymore" says "no longer"
+# "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
+# only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
+# "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).
+_RETIRED = re.compile(
+    r"\b(?:replac(?:ing|es|ed)|instead\s+of|in\s+place\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
+    r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
+    re.IGNORECASE)
+
+# A sentence that weighs an option states no value: "We're evaluating a move of the ledger
+# service to Postgres, nothing decided" neither corrects nor contradicts "runs on MySQL 5.7".
+_TENTATIVE = re.compile(
+    r"(?:^|(?<=[.;!?]\s)|(?<=\n))[^.;!?\n]*\b(?:evaluating|considering|thinking\s+(?:about|of)|might|maybe|perhaps|"
+    r"possibly|proposal|proposed|undecided|tentative(?:ly)?|nothing\s+(?:is\s+)?decided|not\s+(?:yet\s+)?decided)\b"
+    r"[^.;!?\n]*(?:[.;!?]|$)", re.IGNORECASE)
+
+
+# "the end of", "early", "mid-" before a date: which part of it, a word of the date
+_PART_OF = re.compile(r"\b(?:(?:the\s+)?(?:end|start|beginning|middle)\s+of|early|late|mid)[\s-]*$", re.IGNORECASE)
+
+
+# Words compare as the stems of their lemmas ("kept" / "keep", "ships" / "ship"); units are
+# stems too: "4 spaces" is "4 space"
+_STEMS = Stems(max_memo=200_000, lemmas=True)
+
+
+@cache
+def _not_qualifiers() -> frozenset[str]:
+    """Words that date a claim, not qualify its subject (`names_a_case`); read at first use,
+    as the lemmas' dictionary loads then (not when a command that reads no claim starts)."""
+    return frozenset(_STEMS("new newer updated update current revised latest corrected correct actual "
+                            "final now today old previous official".split()))
+
+
+# Units of one dimension, by stem, as (base unit, factor): durations and sizes compare as one
+# value ("200 ms" / "0.2 seconds"), and two of one dimension count in one unit ("30 minutes"
+# / "2 hours"). Months and years are 30 and 365 days.
+_DAY = 86_400
+UNIT_SCALE = {
+    **{u: ("second", f) for u, f in (("ms", 0.001), ("millisecond", 0.001), ("s", 1), ("sec", 1), ("second", 1),
+                                      ("min", 60), ("minut", 60), ("h", 3600), ("hr", 3600), ("hrs", 3600),
+                                      ("hour", 3600), ("day", _DAY), ("week", 7 * _DAY), ("month", 30 * _DAY),
+                                      ("year", 365 * _DAY))},
+    **{u: ("byte", f) for u, f in (("byte", 1), ("kb", 1e3), ("kilobyt", 1e3), ("kib", 2**10), ("mb", 1e6),
+                                    ("megabyt", 1e6), ("mib", 2**20), ("gb", 1e9), ("gigabyt", 1e9),
+                                    ("gib", 2**30), ("tb", 1e12), ("terabyt", 1e12), ("tib", 2**40))},
+}
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+# "14 March" without a year reads as "14 march" (a month's lemma is a month: "sept" is "september")
+MONTH_STEMS = frozenset(Stems()(sorted(MONTHS)))
+_WHEN_NAMES = frozenset(MONTHS) | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
+
+
+@cache
+def _first_names() -> frozenset[str]:
+    """zxcvbn's lists of first names (~4,700, lower-case)."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["male_names"]) | frozenset(FREQUENCY_LISTS["female_names"])
+
+
+@cache
+def _common_words() -> frozenset[str]:
+    """Common English words: zxcvbn's frequency lists of English Wikipedia and of US film and
+    TV (~49,000 words, lower-case). zxcvbn keeps a word in one of its lists only, so some
+    common words sit in its list of passwords instead ("coffee", "love") and read as names
+    here, as pets' names do ("Pepper", "Biscuit")."""
+    from zxcvbn.frequency_lists import FREQUENCY_LISTS
+    return frozenset(FREQUENCY_LISTS["english_wikipedia"]) | frozenset(FREQUENCY_LISTS["us_tv_and_film"])
+
+
+_MOVED_TO = frozenset(_STEMS(["next", "this", "coming", "following", "back", "forward", "out", "up", "now"]))
+
+
+# a count in a unit and what it counts, said as one: "2-space indentation", "30-day retention"
+_COUNTED = re.compile(r"(?<![\w.])\d[\d.,]*[\s-]*([a-z]+)[\s-]+([a-z][\w-]*)", re.IGNORECASE)
+
+
+_WRITTEN_WORD = re.compile(r"[\w'’-]+")

@@ -1,0 +1,217 @@
+"""The values a text states (numbers with their units, dates, names) and those it names as replaced."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import date
+
+from ..dates import written_dates
+from ..lexical import STOPWORDS, words
+from .patterns import (
+    _CLOCK_UNITS,
+    _COUNTED,
+    _DATE,
+    _DIGIT,
+    _MEASURED,
+    _NAME,
+    _NAMED_FORM,
+    _NAMED_NUMBER,
+    _NOT_UNITS,
+    _NUMBER,
+    _NUMBER_WORD,
+    _NUMBER_WORDS,
+    _PART_OF,
+    _PLAIN_NUMBER,
+    _RANGE,
+    _RESCHEDULED,
+    _RETIRED,
+    _SENTENCE_START,
+    _STEMS,
+    _TENTATIVE,
+    _UNIT_SPLIT,
+    _VOCATIVE,
+    _WHEN_NAMES,
+    MONTH_STEMS,
+    UNIT_SCALE,
+    _first_names,
+)
+
+MONTH_DATE_PATTERNS = 2  # `dates.written_dates`: a day or a month of a year, named with its month
+
+
+def reschedules(text: str) -> bool:
+    """It says that the date or time of what it names changed ("moved to Thursday")."""
+    return _RESCHEDULED.search(_stance(text or "")) is not None
+
+
+def stated_values(text: str) -> frozenset[str]:
+    """Numbers and times with their unit (also written as words: "two" is 2), ISO dates, and
+    names capitalised mid-sentence, except those named only as replaced or denied."""
+    # whom it answers first: "No problem, John!" names no value, nor retires "problem, John"
+    return _unaddressed_values(_RETIRED.sub(lambda m: " " * len(m.group(0)), _unaddressed(text)))
+
+
+def retired_values(text: str) -> frozenset[str]:
+    """The values `text` names as replaced or denied ("MySQL 8, replacing Postgres 16")."""
+    return _values(text) - stated_values(text) if _RETIRED.search(text) else frozenset()
+
+
+def _stance(text: str) -> str:
+    """`text` without its sentences that only weigh an option (`_TENTATIVE`): what it
+    states as so, the part whose values, denials and endings the rule reads."""
+    return _TENTATIVE.sub(lambda m: " " * len(m.group(0)), text) if _TENTATIVE.search(text) else text
+
+
+def _values(text: str) -> frozenset[str]:
+    return _unaddressed_values(_unaddressed(text))
+
+
+def _unaddressed_values(text: str) -> frozenset[str]:
+    """`_values` of a text whose vocatives are blanked already (`_unaddressed`)."""
+    found: set[str] = set()
+    dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
+    if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
+        found |= {_iso(first, last) for _, _, (first, last) in dates}
+        for start, end, _ in dates:
+            text = text[:start] + " " * (end - start) + text[end:]
+    if _NUMBER_WORD.search(text):
+        text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
+    if _DIGIT.search(text):
+        found.update(_DATE.findall(text))
+        rest = _DATE.sub(" ", text) if found else text
+        if "-" in rest or "–" in rest or " to " in rest:  # "200-300 ms": both ends, each in its unit
+            rest = _RANGE.sub(r"\1 \3, \2 \3", rest)
+        numbers = list(_NUMBER.finditer(rest))
+        found |= {_number_with_unit(m.group(0)) for m in numbers}
+    else:
+        rest, numbers = text, []
+    names = [m.group(0) for m in _NAME.finditer(text)]
+    if names:
+        starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}
+        # not a function word capitalised after a comma ("I appreciate your support, It means a lot")
+        named = {name for name in names if name not in starts
+                 and not (name.lower() in STOPWORDS and _NAMED_FORM.fullmatch(name))}
+        found |= {name.lower() for name in named}
+        found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
+    return frozenset(v.strip() for v in found if v.strip())
+
+
+def _unaddressed(text: str) -> str:
+    """`text` with whom it greets, thanks or answers blanked (`_VOCATIVE`)."""
+    return _VOCATIVE.sub(_blank_vocative, text) if _VOCATIVE.search(text) else text
+
+
+def _blank_vocative(m: re.Match[str]) -> str:
+    """A greeting with whom it greets, or a short answer with a first name after it
+    ("Sounds great, Mel!", not "the api uses json, Protobuf."), blanked."""
+    if m.group("to") is not None or m.group("name").split()[0].lower() in _first_names():
+        return " " * len(m.group(0))
+    return m.group(0)
+
+
+def _named_numbers(text: str, numbers: Iterable[re.Match[str]], names: set[str]) -> Iterable[tuple[str, str]]:
+    """(number, name) for each bare number right after a name mid-sentence ("on Python 3.11")."""
+    for m in numbers:
+        number = _number_with_unit(m.group(0))
+        if " " in number:
+            continue
+        before = _NAMED_NUMBER.search(text, 0, m.start())
+        if before and before.group(1) in names:
+            yield number, before.group(1)
+
+
+def _iso(first: date, last: date) -> str:
+    """A day as 2027-03-03, a month as 2027-03 (what ISO dates in the text read as too)."""
+    if first == last:
+        return first.isoformat()
+    return first.isoformat()[:7] if first.day == 1 and first.month == last.month else f"{first}..{last}"
+
+
+def _number_with_unit(match: str) -> str:
+    """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
+    the word after a number is its unit only when it is not a function word. A duration or a
+    size is one value in its base unit ("30 minutes" and "0.5 hours" are "1800 second")."""
+    number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
+    if not unit or unit in _NOT_UNITS:
+        return number
+    stem = _STEMS([unit])[0]
+    scale = UNIT_SCALE.get(stem)
+    if scale is not None and _PLAIN_NUMBER.fullmatch(number):
+        return f"{float(number) * scale[1]:.12g} {scale[0]}"
+    return f"{number} {stem}"
+
+
+def _unit_words(text: str) -> set[str]:
+    """The words `text` uses as the unit of a number ("minutes" in "30 minutes", "days" in
+    "seven days a week"; not "week")."""
+    if _NUMBER_WORD.search(text):
+        text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
+    out = set()
+    for m in _NUMBER.finditer(text):
+        unit = _UNIT_SPLIT.match(m.group(0).lower().replace(",", ".")).group(2)
+        if unit and unit not in _NOT_UNITS:
+            out.add(unit)
+    return out
+
+
+def _value_words(values: Iterable[str]) -> set[str]:
+    return {w for v in values for w in words(v)}
+
+
+def _date_words(text: str) -> set[str]:
+    """The words of the dates `text` names with their month ("march", "3", "2027"), and of
+    what places a day in one ("at the end of June 2026", "early March 2027")."""
+    out: set[str] = set()
+    for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS):
+        part = _PART_OF.search(text, 0, start)
+        out.update(words(text[part.start() if part else start:end]))
+    return out
+
+
+def _measured(content: str) -> frozenset[str]:
+    """The stems of what `content`'s numbers measure ("50 mg of sertraline": "sertralin")."""
+    if " of " not in content:
+        return frozenset()
+    if _NUMBER_WORD.search(content):  # "two cups of coffee"
+        content = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], content)
+    found = [m.group(1).lower() for m in _MEASURED.finditer(content)]
+    return frozenset(_STEMS(found)) if found else frozenset()
+
+
+def _measures(values: Iterable[str]) -> frozenset[str]:
+    """The values that are numbers with a unit ("4 space"); not a day of a month ("14
+    march": "14 March" and "28 March" are two days, not two counts in one unit)."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS)
+
+
+def _units(values: Iterable[str]) -> frozenset[str]:
+    """The unit words of numbers stated with one ("4 space" -> "space"; not dates, times)."""
+    return frozenset(v.split(" ", 1)[1] for v in _measures(values))
+
+
+def _value_kinds(values: Iterable[str]) -> int:
+    """What kinds of value a claim states, as bits: 1 a name ("InfluxDB", "Tuesdays"), 2 a
+    number or time without a unit ("13", "9:30", "8 pm"); numbers with a unit are their units."""
+    kinds = 0
+    for v in values:
+        if not _DIGIT.search(v):
+            kinds |= 1
+        elif v not in _measures((v,)) or ":" in v.split(" ", 1)[0] or v.split(" ", 1)[1] in _CLOCK_UNITS:
+            kinds |= 2
+    return kinds
+
+
+def _counted(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset((unit.lower(), _STEMS([thing.lower()])[0]) for unit, thing in _COUNTED.findall(text))
+
+
+def _times(values: Iterable[str]) -> bool:
+    """Whether one of the values is a day or a time ("thursday", "8 decemb", "2026-12-03",
+    "4:30 pm", "10:15")."""
+    return any(v in _WHEN_NAMES or _DATE.fullmatch(v) or ":" in v
+               or (" " in v and v.split(" ", 1)[1] in _CLOCK_UNITS | MONTH_STEMS) for v in values)
+
+
+def _value_stems(values: Iterable[str]) -> frozenset[str]:
+    return frozenset(_STEMS(sorted(_value_words(values))))

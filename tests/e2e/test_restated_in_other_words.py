@@ -1,0 +1,90 @@
+"""Governed memory in a real chat, when the user restates something in other words: Ines's
+turns and her chat model's proposals land on `/v1/turns` with `at` and her zone, and
+`/v1/recall` is asked in the same zone.
+
+- A preference restated under another title, in other words, saying it changed: "Coffee:
+  I drink oat flat whites", later "Morning drink: I've switched from flat whites to black
+  americanos". With the product's embedder (MiniLM) the two are close in meaning and the
+  newer says it changed (`conflicts.CHANGED_CLOSE`): recall gives the newer, the older
+  loses on recency (broken: neither title nor values matched, both were given as current,
+  the older first). A preference merely close in meaning (green tea in the afternoon) is
+  left alone. Not covered: the same change said with no word in common and a looser
+  likeness ("Coffee order: oat flat white" / "Morning drink: I've switched to black
+  americano", cosine ~0.40, below that of tea and coffee): the embedder cannot tell it.
+- A plan said again for another day, with no value to compare: "From Monday I work
+  remotely", then "Actually, from Wednesday I work remotely". The second is the same plan
+  moved: it replaces the first, and the office she works at now holds until the day before
+  Wednesday (broken: a plan was taken for the same plan only when both stated values, so
+  both plans stood, the Monday one taking over from Monday).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from tests.assets.support import make_settings
+from tests.e2e.chat import ZonedChat, curated, zoned_chat
+
+TZ = "Europe/Lisbon"
+INES = {"user_id": "ines", "project_id": "home", "session_id": "chat"}
+
+
+def proposal(type_: str, title: str, content: str) -> dict:
+    return {"type": type_, "title": title, "content": content, "why_store": "she said so"}
+
+
+@pytest.fixture
+def product_chat(tmp_path, minilm_embedder) -> Iterator[ZonedChat]:
+    """Ines's chat over the real app with the product's embedder (MiniLM, loaded once per session)."""
+    settings = make_settings(tmp_path)
+    app = create_app(settings, embedder=minilm_embedder, check_interval_ms=0)
+    with TestClient(app) as client:
+        yield ZonedChat(client, settings, INES, TZ)
+    assert app.state.internal_errors == 0
+
+
+def test_a_preference_changed_in_other_words_under_another_title_wins_recall(product_chat) -> None:
+    chat = product_chat
+    old = chat.say("coffee", chat.yesterday - timedelta(days=20), "I always get an oat flat white.",
+                   proposal("preference", "Coffee", "I drink oat flat whites."))
+    tea = chat.say("tea", chat.yesterday - timedelta(days=10), "In the afternoon I have green tea.",
+                   proposal("preference", "Tea", "I drink green tea in the afternoon."))
+    new = chat.say("americano", chat.yesterday, "I switched from flat whites to black americanos.",
+                   proposal("preference", "Morning drink", "I've switched from flat whites to black americanos."))
+    answer = chat.recall("what coffee do I drink?")
+    shown = curated(answer)
+    assert new["item_id"] in shown and old["item_id"] not in shown, answer["hits"]
+    winner = next(h for h in answer["hits"] if h["id"] == new["item_id"])
+    assert winner["conflict_with"] == [old["item_id"]], winner  # the older lost to it
+    hits = {h["id"]: h for h in chat.recall("what do I drink in the afternoon?")["hits"]}
+    assert tea["item_id"] in hits and not hits[tea["item_id"]].get("conflict"), hits
+
+
+def test_a_plan_said_again_for_another_day_without_values_replaces_the_first(tmp_path_factory) -> None:
+    with zoned_chat(tmp_path_factory, "plans", INES, TZ) as chat:
+        now = datetime.now(ZoneInfo(TZ))
+        # two days to come, in order, named by their weekday ("From Monday", "from Wednesday")
+        first_day, moved_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
+        office = chat.say("office", chat.yesterday - timedelta(days=30), "I work at the office.",
+                          proposal("fact", "Work location", "I work at the office."))
+        plan = chat.say("plan", now - timedelta(minutes=30), f"From {first_day} I work remotely.",
+                        proposal("fact", "Work location", f"From {first_day} I work remotely."))
+        moved = chat.say("moved", now - timedelta(minutes=20),
+                         f"Actually, from {moved_day} I work remotely, not {first_day}.",
+                         proposal("fact", "Work location", f"Actually, from {moved_day} I work remotely."))
+        first, second = chat.item(plan["item_id"])["item"], chat.item(moved["item_id"])["item"]
+        assert first["valid_from"] and second["valid_from"] and first["valid_from"] < second["valid_from"], (
+            first, second)
+        assert moved["supersedes"] == [plan["item_id"]], moved
+        assert first["superseded_by"] == moved["item_id"], first
+        assert moved["ends"] == [office["item_id"]], moved
+        start = datetime.fromisoformat(second["valid_from"])
+        assert chat.item(office["item_id"])["item"]["valid_to"] == (start - timedelta(seconds=1)).isoformat()
+        shown = curated(chat.recall("where do I work?"))
+        assert moved["item_id"] in shown and plan["item_id"] not in shown, shown
