@@ -195,7 +195,8 @@ def test_minilm_stored_vector_depends_on_its_text_only(minilm_embedder):
     """A stored vector is the same bytes whatever is embedded in the same call: alone, with
     others, in another order, on one thread or two (int8 activations are quantized over a
     whole model input: batched, a text's vector depended on its batch-mates). Pooled
-    windows alike. (float32 measured bit-identical batched too.)"""
+    windows alike, the service's delta pooling included. (float32 measured bit-identical
+    batched too.)"""
     texts = ["The deploy window is Tuesday at 10:00 UTC.", "ok", "word " * 60 + "long one"]
     model = MiniLMEmbedder(cache_size=0, precision="int8", batch_min=2, batch_threads=2)
     alone = np.vstack([model.embed([t]) for t in texts])
@@ -205,9 +206,10 @@ def test_minilm_stored_vector_depends_on_its_text_only(minilm_embedder):
     windows = [["a: hello there", "b: how was the trip?", "(said on 1 May 2023)"], ["c: " + "long words " * 40, ""]]
     one = [model.pool_windows([w])[0] for w in windows]
     together = model.pool_windows([["z: filler"] * 5, *windows[::-1]])[:0:-1]
-    for (whole, parts), (whole2, parts2) in zip(one, together):
-        assert whole.tobytes() == whole2.tobytes()
-        assert [p.tobytes() for p in parts] == [p.tobytes() for p in parts2]
+    online = model.pool_windows_online(windows)  # the service's delta: the same model, alike
+    for (whole, parts), (whole2, parts2), (whole3, parts3) in zip(one, together, online):
+        assert whole.tobytes() == whole2.tobytes() == whole3.tobytes()
+        assert [p.tobytes() for p in parts] == [p.tobytes() for p in parts2] == [p.tobytes() for p in parts3]
 
 
 def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
