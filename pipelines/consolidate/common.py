@@ -13,7 +13,7 @@ from pipelines.warehouse import Warehouse
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
-EMBED_BATCH = 4096  # texts per embed() call: bounded memory; the embedder sorts each call by length
+EMBED_BATCH = 4096  # texts per embed() call: bounded memory (MiniLM runs each text alone, longest first)
 
 
 class ConsolidationError(RuntimeError):
