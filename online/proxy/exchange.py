@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -61,7 +62,7 @@ from pipelines.recall.intents import (
 )
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
-from pipelines.records import Identity, sha256_text, stable_id
+from pipelines.records import Identity, sha256_text, stable_id, time_zone
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -525,14 +526,15 @@ class Exchange:
         entries: list[str] = []
         turns: list[str] = []
         view = self.service.current
+        now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
             if item is None:
                 continue
             if not is_message(item):
-                entries.append(format_entry(item, pending=hit.get("pending_review", "")))
+                entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
             elif not only_asks(item):
-                turns.append(format_turn(item))
+                turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))
         return found, (frame(entries, turns=turns) if found else ""), ids
