@@ -51,7 +51,7 @@ from online.tools import ToolDispatcher, ToolError
 from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.proposals import ProposalStreamFilter
-from pipelines.recall.episodic import is_message, only_asks
+from pipelines.recall.episodic import is_message, only_asks, says_something_asked
 from pipelines.recall.intents import (
     RecallIntent,
     ToolCallError,
@@ -60,6 +60,7 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
     tool_arguments,
 )
+from pipelines.recall.lexical import query_terms
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id, time_zone
@@ -517,8 +518,9 @@ class Exchange:
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
         """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
-        curated memories under the authoritative footer, raw turns apart as what was said,
-        and a turn that only asks left out (it states nothing; the search lists it)."""
+        curated memories under the authoritative footer, raw turns apart as what was said
+        (dated on the user's calendar), and a turn that only asks, or whose own words share
+        none with the query, left out (it states nothing asked; the search lists it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
@@ -527,13 +529,16 @@ class Exchange:
         turns: list[str] = []
         view = self.service.current
         now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
+        # As in an injected recall, a turn found only through its neighbours ("Good choice.")
+        # says nothing asked: its neighbour is the evidence (`says_something_asked`).
+        terms = query_terms(query)
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
             if item is None:
                 continue
             if not is_message(item):
                 entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
-            elif not only_asks(item):
+            elif not only_asks(item) and says_something_asked(item, terms):
                 turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))

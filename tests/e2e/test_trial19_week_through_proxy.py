@@ -255,6 +255,17 @@ def test_the_freeze_date_and_preferences_are_answered_from_curated_memory(week) 
         assert "Sam prefers tabs for indentation." in entries(parts(sent)[0])[0], (question, sent)
 
 
+def test_chatter_that_says_nothing_asked_is_not_handed_over_as_evidence(week) -> None:
+    """Put to memory itself, "what do you know about my preferences?" got the week's chatter
+    as excerpts ("Good choice.", "Traffic was awful this morning ...": found through their
+    neighbours, none of their words asked), which an injected recall never shows."""
+    sent, _ = week.asked["what do you know about my preferences?"]
+    turns = [t.split("\n")[1] for t in entries(parts(sent)[1])]
+    assert "Also, I prefer tabs for indentation in all my code." in turns, sent
+    assert not {"Good choice.", "Tabs it is.", "Traffic was awful this morning, I'm so done with flaky tests too",
+                "Ugh, the API freeze has me stressed, I need a vacation"} & set(turns), turns
+
+
 def test_the_forgotten_appointment_is_absent_from_everything_the_model_got_afterwards(week) -> None:
     dentist = week.ids["Dentist appointment"]
     assert len(week.blocks_after_forgetting) >= 6
@@ -286,4 +297,17 @@ def test_turns_are_dated_on_the_users_calendar(week) -> None:
             assert header.endswith(f"| {week.said_on[text].isoformat()}]"), (text, header)
             shown += 1
     assert shown >= 3
+
+
+def test_the_catalog_titles_turns_with_the_users_day(week) -> None:
+    """The `loci` field's catalog titles a turn `<speaker> on <date>: <gist>`: Sam's date."""
+    titled = 0
+    for sent, loci in week.asked.values():
+        for entry in loci["catalog"]["memory_catalog"]:
+            if entry["type"] == "message":
+                day, gist = re.fullmatch(r"\w+ on (\S+): (.*)", entry["title"], re.S).groups()
+                (said,) = {d for text, d in week.said_on.items() if text.startswith(gist.rstrip("…"))}
+                assert day == said.isoformat(), entry
+                titled += 1
+    assert titled >= 10
 
