@@ -78,6 +78,15 @@ def digest(value: Any) -> str:
     return sha256_text(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
 
 
+def listed_as_an_answer(hit: dict[str, Any]) -> bool:
+    """A searched turn a listing found as an answer whatever its words: said on the day the
+    question names ("what did we talk about yesterday?"), or the caller's own words about
+    themselves ("what do you know about me?"); ranked by that channel (`rank_said_when`,
+    `rank_self` in its components)."""
+    comps = hit.get("components") or {}
+    return bool(comps.get("rank_said_when") or comps.get("rank_self"))
+
+
 def max_rounds_text(rounds: int) -> str:
     return f"The memory lookup did not finish within {rounds} tool rounds."
 
@@ -530,7 +539,8 @@ class Exchange:
         view = self.service.current
         now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
         # As in an injected recall, a turn found only through its neighbours ("Good choice.")
-        # says nothing asked: its neighbour is the evidence (`says_something_asked`).
+        # says nothing asked: its neighbour is the evidence (`says_something_asked`), unless
+        # a listing found it as an answer.
         terms = query_terms(query)
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
@@ -538,7 +548,7 @@ class Exchange:
                 continue
             if not is_message(item):
                 entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
-            elif not only_asks(item) and says_something_asked(item, terms):
+            elif not only_asks(item) and (says_something_asked(item, terms) or listed_as_an_answer(hit)):
                 turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))

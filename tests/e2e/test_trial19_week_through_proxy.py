@@ -256,14 +256,13 @@ def test_the_freeze_date_and_preferences_are_answered_from_curated_memory(week) 
 
 
 def test_chatter_that_says_nothing_asked_is_not_handed_over_as_evidence(week) -> None:
-    """Put to memory itself, "what do you know about my preferences?" got the week's chatter
-    as excerpts ("Good choice.", "Traffic was awful this morning ...": found through their
-    neighbours, none of their words asked), which an injected recall never shows."""
+    """Put to memory itself, "what do you know about my preferences?" got the model's
+    chatter as excerpts ("Good choice.", "Tabs it is.": found through their neighbours, none
+    of their words asked, no listing's answer), which an injected recall never shows."""
     sent, _ = week.asked["what do you know about my preferences?"]
     turns = [t.split("\n")[1] for t in entries(parts(sent)[1])]
     assert "Also, I prefer tabs for indentation in all my code." in turns, sent
-    assert not {"Good choice.", "Tabs it is.", "Traffic was awful this morning, I'm so done with flaky tests too",
-                "Ugh, the API freeze has me stressed, I need a vacation"} & set(turns), turns
+    assert not {"Good choice.", "Tabs it is."} & set(turns), turns
 
 
 def test_the_forgotten_appointment_is_absent_from_everything_the_model_got_afterwards(week) -> None:
@@ -302,7 +301,7 @@ def test_turns_are_dated_on_the_users_calendar(week) -> None:
 def test_the_catalog_titles_turns_with_the_users_day(week) -> None:
     """The `loci` field's catalog titles a turn `<speaker> on <date>: <gist>`: Sam's date."""
     titled = 0
-    for sent, loci in week.asked.values():
+    for _sent, loci in week.asked.values():
         for entry in loci["catalog"]["memory_catalog"]:
             if entry["type"] == "message":
                 day, gist = re.fullmatch(r"\w+ on (\S+): (.*)", entry["title"], re.S).groups()
