@@ -13,13 +13,18 @@ dentist appointment is forgotten; Thursday and Friday Sam asks. What the model i
 - Curated memories come before raw turns, and turns only in the excerpts part, labelled as
   what was said (kept).
 - Chatter sharing the question's words never outranks the decision (kept).
-- The corrected decision: Postgres 17 first; Postgres 16, where it shows at all, after it
-  and marked as said earlier (kept).
+- The corrected decision: Postgres 17 first; the old claim is not handed over, and Postgres
+  16, where it shows at all, only after it and marked as said earlier (kept).
 - The forgotten appointment is absent from every later block and catalog (kept).
-- Dates are on Sam's calendar: a curated memory's header said the day in Sam's zone on the
-  injected path (kept), but UTC's when the question was put to memory ("what do you know
-  about my preferences?": the proxy's own search block had no zone), and a turn's date was
-  UTC's on both paths (broken: a Monday-evening turn was dated Tuesday).
+- Dates are on Sam's calendar (broken three ways): a turn's date in the block and its
+  catalog title were UTC's (a Monday-evening turn dated Tuesday), so was a curated
+  header's day when the question was put to memory ("what do you know about my
+  preferences?": the proxy's own search block had no zone), and "the API freeze deadline
+  is Friday December 11" said in November got the note "Friday = " the coming Friday (a weekday naming the
+  date after it was read as a day of its own).
+- Put to memory itself, the question got the model's chatter ("Good choice.", "Tabs it
+  is.") as excerpts, found only through its neighbours: an injected recall leaves such a
+  turn out (broken).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class Week:
     blocks_after_forgetting: list[str] = field(default_factory=list)
     said_on: dict[str, date] = field(default_factory=dict)  # each turn's text -> Sam's day it was said
     ids: dict[str, str] = field(default_factory=dict)
+    superseded: list[str] = field(default_factory=list)  # what the proposals' verdicts said they replaced
 
 
 class Clock:
@@ -143,6 +149,7 @@ def week(shared_fake, tmp_path_factory) -> Iterator[Week]:  # noqa: F811
                     for p in loci.get("proposals", []):
                         assert p["action"] == "accept", p
                         record.ids[p["title"]] = p["item_id"]
+                        record.superseded += p["supersedes"]
                     if ask in ("*", said):
                         record.asked[said] = (sent, loci)
                     if forgotten:
@@ -241,6 +248,8 @@ def test_the_corrected_decision_answers_and_chatter_does_not_outrank_it(week) ->
         if "Postgres 16" in entry and "Postgres 17" not in entry:
             assert sent.index(entry) > sent.index(first) and SAID_EARLIER.split(",")[0] in entry, sent
     assert "The billing service uses Postgres 16." not in sent, sent
+    (old,) = week.superseded  # Wednesday's correction replaced Monday's decision, and nothing else
+    assert old not in sent and old not in json.dumps(loci)
 
 
 def test_the_freeze_date_and_preferences_are_answered_from_curated_memory(week) -> None:
