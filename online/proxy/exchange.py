@@ -44,6 +44,7 @@ from online.proxy.memory_tools import (
     READ_ACTIONS,
     call_name,
     is_loci_call,
+    retracts,
 )
 from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService
@@ -245,6 +246,7 @@ class Exchange:
     rounds_done: int = 0
     tool_rounds: list[ToolRound] = field(default_factory=list)
     proposing: list[dict[str, Any]] = field(default_factory=list)  # memory.propose calls
+    forgot: list[str] = field(default_factory=list)  # what the model's calls retracted for the user
     ignored_calls: list[str] = field(default_factory=list)
     raw_texts: list[str] = field(default_factory=list)  # what the model said, per round
     visible_texts: list[str] = field(default_factory=list)
@@ -523,6 +525,9 @@ class Exchange:
             ([result["item_id"]] if action in CHANGE_ACTIONS and "item_id" in result else [])
         self.seen_ids.update(ids)
         self.tool_rounds.append(ToolRound(action, args, found, origin, ids))
+        accepted = (result.get("verdict") or {}).get("action") == "accept"  # not held for review
+        if action in CHANGE_ACTIONS and retracts(action, args) and accepted:
+            self.forgot.append(str(result["item_id"]))  # this round's turns are forgotten with it
         return found, json.dumps(compact(action, result), ensure_ascii=False)
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
@@ -574,7 +579,7 @@ class Exchange:
         own answers and the model's requests to memory are not landed as something said."""
         if self.user_text.strip():
             self.user_turn = self.service.capture(self.identity, "user", self.user_text,
-                                                  turn_id=self.user_turn_id)
+                                                  turn_id=self.user_turn_id, forgot=self.forgot)
         self.assistant_turn = self._land_assistant()
         assistant = self.assistant_turn
         out: dict[str, Any] = {
@@ -603,11 +608,11 @@ class Exchange:
                 return self.service.capture(self.identity, "assistant", raw,
                                             tool_calls=self.proposing or None,
                                             turn_id=self.assistant_turn_id(raw), answers=self.user_text,
-                                            zone=self.tz)
+                                            zone=self.tz, forgot=self.forgot)
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,
-                                        turn_id=self.assistant_turn_id(said))
+                                        turn_id=self.assistant_turn_id(said), forgot=self.forgot)
         return None
 
     def _catalog(self, visible: str, *turns: CaptureResult | None) -> dict[str, Any]:
