@@ -61,7 +61,7 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
     tool_arguments,
 )
-from pipelines.recall.lexical import query_terms
+from pipelines.recall.lexical import normalise_label, query_terms
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id, time_zone
@@ -534,7 +534,8 @@ class Exchange:
         """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
         curated memories under the authoritative footer, raw turns apart as what was said
         (dated on the user's calendar), and a turn that only asks, or whose own words share
-        none with the query, left out (it states nothing asked; the search lists it)."""
+        none with the query, left out (it states nothing asked; the search lists it), as is
+        a turn of this conversation (the model has it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
@@ -545,14 +546,17 @@ class Exchange:
         now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
         # As in an injected recall, a turn found only through its neighbours ("Good choice.")
         # says nothing asked: its neighbour is the evidence (`says_something_asked`), unless
-        # a listing found it as an answer.
+        # a listing found it as an answer; nor one of this conversation: the model has it.
         terms = query_terms(query)
+        in_chat = {normalise_label(text) for text in self.said}
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
             if item is None:
                 continue
             if not is_message(item):
                 entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
+            elif normalise_label(item.content) in in_chat:
+                continue
             elif not only_asks(item) and (says_something_asked(item, terms) or listed_as_an_answer(hit)):
                 turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)

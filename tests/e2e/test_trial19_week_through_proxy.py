@@ -26,6 +26,9 @@ dentist appointment is forgotten; Thursday and Friday Sam asks. What the model i
   appointment, that's private.") and the model's "Done, it's forgotten." were listed for
   "anything about my dentist?", at once and after consolidation: no detail, but proof an
   appointment existed (broken).
+- "What do you know about my preferences?" listed Sam's venting beside the preference (a
+  question about Sam, not about a kind of memory), and its search block the joke said in
+  the same chat (trial 20, broken).
 - Put to memory itself, the question got the model's chatter ("Good choice.", "Tabs it
   is.") as excerpts, found only through its neighbours: an injected recall leaves such a
   turn out (broken).
@@ -345,3 +348,17 @@ def test_the_request_to_forget_and_its_answer_are_forgotten_with_the_appointment
     if question != ASKED_AT_ONCE:  # said the day after
         sent, loci = week.asked[question]
         assert SAID_AGAIN in sent or SAID_AGAIN in json.dumps(loci), sent
+
+
+def test_a_question_naming_a_kind_of_memory_lists_that_kind_as_the_verb_does(week) -> None:
+    """"What do you know about my preferences?" (searched as "my preferences") was read as a
+    question about Sam, so whatever Sam said was listed beside the tabs preference ("Traffic
+    was awful ...", "Ugh, the API freeze has me stressed ..."); "What do I prefer?" listed the
+    preference alone. Naming the type asks for it as the verb does (trial 20); and the
+    search block left out no turn of the conversation itself (the Friday joke "Why do
+    programmers prefer dark mode?", said in this chat: the model has it), as an injected
+    recall does."""
+    def turns(question: str) -> set[str]:
+        return {t.split("\n")[1] for t in entries(parts(week.asked[question][0])[1])}
+    assert turns("what do you know about my preferences?") <= turns("What do I prefer?"), \
+        turns("what do you know about my preferences?")

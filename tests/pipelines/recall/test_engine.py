@@ -834,7 +834,9 @@ def test_stated_lift_prefers_the_turn_that_says_more():
 
 @pytest.mark.parametrize(("query", "about_self"), [
     ("What do you know about me?", True), ("Tell me about myself", True), ("me", True), ("Who am I?", True),
-    ("What are my preferences?", True), ("What do you know about me and the team?", False),
+    ("What do you know about me and the team?", False),
+    # naming a kind of memory asks for that kind (`asked_types`), not for everything said
+    ("What are my preferences?", False), ("What facts do you know about me?", False),
     ("Tell me about the release", False), ("What did Caroline say about me?", True),
     ("Send it to me", False),
 ])
@@ -850,6 +852,8 @@ def test_questions_about_the_caller(query, about_self):
     ("Any open todos?", ("todo",)), ("What tasks do I have?", ("todo",)),
     ("Do you remember what we decided?", ("decision",)), ("What did we discuss?", ()),
     ("What rules do we have?", ("constraint",)), ("What do I prefer?", ("preference",)),
+    ("what do you know about my preferences?", ("preference",)), ("What facts do you know about me?", ("fact",)),
+    ("What facts do you have on the API?", ()),
     ("What did we decide about the API?", ()), ("Which database did we decide on?", ()),
     ("How do tasks run in celery?", ()), ("What is the weather?", ()),
 ])
