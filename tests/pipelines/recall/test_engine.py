@@ -919,3 +919,19 @@ def test_an_untitled_claim_names_no_subject_across_scopes():
     narrow = mem("narrow", "Atlas customer data region", "Atlas customer data stays in eu-central-1.")
     r = engine().recall("where does customer data live?", ME, [corpus([untitled, narrow])], now=NOW)
     assert "SCOPE=" not in r.injection and ids(r)[0] == "untitled", ids(r)
+
+
+def test_a_named_date_lifts_the_turns_said_around_it_on_the_askers_calendar():
+    """"On November 16" lifts turns said from 7 days before to 30 after (`said_on_named_date`),
+    days on the asker's calendar, as the block headers date them: in Los Angeles a turn said
+    on December 16 at 20:00 is inside (UTC's December 17 was not), one said on November 8 at
+    20:00 is outside (UTC's November 9 was inside)."""
+    late = turn("late", "u1", "The boat needs new sails.", "s-a", 1)
+    early = turn("early", "u1", "The boat is back in the water.", "s-b", 2)
+    late = msgspec.structs.replace(late, created_at="2026-12-17T04:00:00+00:00", valid_from="2026-12-17T04:00:00+00:00")
+    early = msgspec.structs.replace(early, created_at="2026-11-09T04:00:00+00:00",
+                                    valid_from="2026-11-09T04:00:00+00:00")
+    hits = engine().recall("What did I say about the boat on November 16, 2026?", ME, corpus([late, early]),
+                           mode="catalog", k=5, now="2026-12-20T00:00:00+00:00", tz="America/Los_Angeles").hits
+    lifted = {h.item.id: "date" in h.components for h in hits}
+    assert lifted == {"late": True, "early": False}, lifted
