@@ -67,7 +67,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        ("LTAI5tSomethingVeryLong") is a made-up example (still masked).
                        Since 2026.11-21 a keyword inside a name run together in capitals
                        ("STRIPEAPIKEY", not "MONKEY") is read by a dictionary split, and a
-                       made-up vendor example is no key under a token's name either.
+                       made-up vendor example is no key under a token's name either; a
+                       bare token of 24-35 characters needs the entropy random base64 of
+                       its length has (less 0.15 bits), not a fixed 4.5, unless it is
+                       mostly dictionary words or one segment of a dotted token.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject

@@ -877,3 +877,34 @@ def test_a_vendor_prefix_and_words_under_a_token_name_is_a_made_up_example(text)
 ])
 def test_a_vendor_prefix_and_a_random_body_under_a_token_name_is_a_key(text):
     assert rule_ids(text)
+
+
+# ---- 2026.11-21: a bare token's entropy limit by its length
+
+@pytest.mark.parametrize("token", ["v5ZJr3J1TWDtkwtDDb+xHKas", "tmUdjAWtGSU8po+799NksnRH",  # 24 seeded, 4.2-4.3 bits
+                                   "9SsL5k1/LIpJHeLO3P+1qM5d/+aij9X9"])  # 32 (probe 3), 4.45 bits
+def test_a_short_random_token_under_the_fixed_limit_is_found_bare(token):
+    assert rule_ids(f"here it is {token} ok") == {"hard.secret.high_entropy"}
+
+
+@pytest.mark.parametrize("text", [
+    "call graphQueueNodeConfigV493 here",  # a camelCase name with a version: 4.14 bits, but words
+    "version id v5ZJr3J1TWDtkwtDDb+xHKas.o0Hq9Dj",  # one segment of a dotted token: the fixed limit
+])
+def test_words_and_token_segments_are_held_to_the_fixed_limit(text):
+    assert rule_ids(text) == set()
+
+
+def test_the_limit_is_a_random_runs_expected_entropy_up_to_detect_secrets_4_5():
+    import random
+    import statistics
+    import string
+
+    from pipelines.policy_rules.secrets.generated import strict_entropy_limit
+    from pipelines.policy_rules.text import shannon_entropy
+
+    rng = random.Random(24)
+    sample = [shannon_entropy("".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(24)))
+              for _ in range(400)]
+    assert strict_entropy_limit(24) == pytest.approx(statistics.mean(sample) - 0.15, abs=0.03)
+    assert strict_entropy_limit(36) == strict_entropy_limit(200) == 4.5
