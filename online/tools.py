@@ -23,7 +23,7 @@ import re
 import typing
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -417,11 +417,12 @@ def item_out(item: MemoryItem) -> dict[str, Any]:
     return msgspec.to_builtins(item)
 
 
-def hit_out(hit: Any) -> dict[str, Any]:
+def hit_out(hit: Any, zone: tzinfo | None = None) -> dict[str, Any]:
+    """A recall hit as the API gives it; a turn's title dates it on the asker's calendar (`zone`)."""
     item = hit.item
     return {
         "id": item.id, "score": round(float(hit.score), 6), "tier": item.tier, "type": item.type,
-        "title": turn_title(item), "content": item.content, "tags": list(item.tags),
+        "title": turn_title(item, zone), "content": item.content, "tags": list(item.tags),
         "scope": msgspec.to_builtins(item.scope), "source": str(getattr(hit, "source", "")),
         "conflict": bool(getattr(hit, "conflict", False)),
         "components": {k: float(v) for k, v in dict(getattr(hit, "components", {}) or {}).items()},
@@ -953,7 +954,8 @@ class ToolDispatcher:
             self.service.record_usage(who, ids, args.query)
         found = bool(hits)
         message = result.message if found else (result.message or f"No memory found for {args.query!r}.")
-        return {"found": found, "message": message, "hits": [hit_out(h) for h in hits]}
+        zone = time_zone(tz or self.service.settings.timezone)
+        return {"found": found, "message": message, "hits": [hit_out(h, zone) for h in hits]}
 
     def read(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = _decode(ReadArgs, raw, "memory.read")

@@ -74,7 +74,8 @@ class Embedder(Protocol):
     @property
     def stored_names(self) -> tuple[str, ...]:
         """The names stored vectors made by this configuration may carry (`for_store` picks
-        one per store): a snapshot built with any of them is served."""
+        one per store), or that it still serves until a store is re-embedded: a snapshot
+        built with any of them is served."""
         return (self.name,)
 
     def for_store(self, stored: Collection[str]) -> "Embedder":
@@ -201,7 +202,16 @@ MINILM_DEFAULT_PRECISION = "auto"
 # message vectors -0.001 to -0.005 by batch size, README) are named apart: a warehouse embedded with int8 is
 # re-embedded (`loci reembed`) before another precision is used for storage, and the other
 # way round. "auto" is named after float32 until `for_store` resolves it for a store.
-MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME, "int8": f"{MINILM_NAME}-int8"}
+# int8 vectors are made with every model input alone (`_MiniLMRunner`) since 2026-11-29;
+# before, in batches of 8, whose activations were quantized together, so a vector depended
+# on its batch-mates (cosine 0.993 between batchings) and could not be made again from its
+# text: those are named `MINILM_INT8_BATCHED`, and a store holding them is re-embedded
+# (`loci reembed`; consolidation refuses to add vectors beside them and says so) while the
+# service keeps serving its snapshots (`stored_names`) in the meantime. float32 and bf16
+# vectors were the same batched as alone (bit-identical float32, measured): no new name.
+MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME,
+                "int8": f"{MINILM_NAME}-int8-alone"}
+MINILM_INT8_BATCHED = f"{MINILM_NAME}-int8"
 # An "auto" call of at least this many texts (or pooled windows) runs bf16 where the CPU
 # has AVX512_BF16 or AMX: torch costs ~3.8 CPU-seconds to load, bf16 saves ~30% of
 # float32's (README), so a small consolidation or the service's delta stays on ONNX float32.
@@ -380,7 +390,7 @@ class _TorchBF16Encoder:
     the float32 ONNX model (1.64x; int8 53.5), cosine to the float32 vector 0.99995 mean,
     0.99990 min (int8: 0.9932 / 0.978). Without AVX512_BF16 (or AMX) torch emulates bf16
     and this is slower than float32. Intra-op threads are set to 1 for the process (torch
-    is not otherwise used at run time): batches run side by side instead (`parallel`)."""
+    is not otherwise used at run time): inputs run side by side instead (`parallel`)."""
 
     def __init__(self, model_dir: Path) -> None:
         import torch
@@ -452,20 +462,24 @@ class _MiniLMRunner:
     """One encoder of MiniLM (`_OnnxEncoder` or `_TorchBF16Encoder`) plus its tokenizer:
     texts in, unit vectors out.
 
-    Texts are tokenized once, sorted by length and run in batches padded only to the
-    longest text of the batch (a batch of similar lengths wastes almost nothing on
-    padding); the results go back in input order. Mean pooling over real tokens, then L2
-    normalisation: sentence-transformers' Pooling and Normalize modules.
+    Each model input (a text, or a pooled window) is run alone, never batched with others:
+    the int8 model quantizes its activations over the whole input tensor, so a batched
+    input's vector depended on its batch-mates (cosine 0.993 mean between two batchings),
+    and the pipeline, `loci reembed` and the service's delta stored different vectors for
+    one text. Alone, a vector is a function of its text only (bit-identical, whatever else
+    is embedded in the same call: tests/pipelines/test_embedders.py), and no padding is
+    run. Measured 2026-11-28 (int8, LoCoMo, quiet 2-core machine): model CPU-seconds -11
+    to -21% against batches of 8, consolidation the same; held-out turn recall@10 0.824
+    against 0.828 (within the noise of 377 questions). Mean pooling over the tokens, then
+    L2 normalisation: sentence-transformers' Pooling and Normalize modules.
 
-    Batches are small (8 by default): the int8 model ran 95-110 texts/s with batches of 2-8
-    against 81 with 32 and 73 with 64 (157 word pieces on average, quiet 2-core machine).
-    The encoder runs each operator on one thread; `parallel` > 1 runs that many batches at
-    once (ONNX Runtime and torch release the GIL). On a busy 2-core machine this beats intra-op
-    threads, which wait for each other at every operator (measured: 2 intra-op threads
-    17.6 texts/s, 2 batches at once 20-55/s, 1 thread 15-20/s, while other work ran)."""
+    The encoder runs each operator on one thread; `parallel` > 1 runs that many inputs at
+    once, longest first (ONNX Runtime and torch release the GIL). On a busy 2-core machine
+    this beats intra-op threads, which wait for each other at every operator (measured: 2
+    intra-op threads 17.6 texts/s, 2 batches at once 20-55/s, 1 thread 15-20/s, while other
+    work ran)."""
 
-    def __init__(self, encoder: Callable[[np.ndarray, np.ndarray], np.ndarray], model_dir: Path, *,
-                 batch_size: int) -> None:
+    def __init__(self, encoder: Callable[[np.ndarray, np.ndarray], np.ndarray], model_dir: Path) -> None:
         import json
 
         from tokenizers import Tokenizer
@@ -477,47 +491,52 @@ class _MiniLMRunner:
         self.tokenizer.enable_truncation(max_length=self.max_tokens)
         self._tokenizer_lock = threading.Lock()  # a tokenizer instance is not for two threads at once
         self.hidden = encoder  # (input_ids, attention_mask) -> last hidden state, float32
-        self.batch_size = max(1, batch_size)
 
-    def _run(self, encodings: list[Any], lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        width = int(lengths[rows].max())
-        ids = np.zeros((len(rows), width), dtype=np.int64)
-        mask = np.zeros((len(rows), width), dtype=np.int64)
-        for r, i in enumerate(rows):
-            n = int(lengths[i])
-            ids[r, :n] = encodings[i].ids
-            mask[r, :n] = 1
-        hidden = self.hidden(ids, mask)
-        weights = mask[..., None].astype(np.float32)
-        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+    def hidden_alone(self, ids: Sequence[int]) -> np.ndarray:
+        """The last hidden state (tokens, dim) of one model input, run alone."""
+        row = np.asarray([ids], dtype=np.int64)
+        return self.hidden(row, np.ones_like(row))[0]
+
+    @staticmethod
+    def _each(work: Callable[[int], Any], lengths: Sequence[int], parallel: int,
+              meter: CpuMeter | None = None) -> list[Any]:
+        """`work(i)` for every input i, on `parallel` threads, longest inputs first (the
+        last ones, which one thread may run while the other has nothing left, are then
+        the shortest); results in input order. `meter` adds up the CPU seconds of the
+        work run on threads of their own (the caller's thread is the caller's to measure)."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        if parallel > 1 and len(order) > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            def on_worker(i: int) -> Any:
+                if meter is None:
+                    return work(i)
+                with meter.thread():
+                    return work(i)
+
+            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:
+                done = list(pool.map(on_worker, order))
+        else:
+            done = [work(i) for i in order]
+        out: list[Any] = [None] * len(order)
+        for i, value in zip(order, done):
+            out[i] = value
+        return out
 
     def encode(self, texts: list[str], parallel: int = 1) -> np.ndarray:
         with self._tokenizer_lock:
             encodings = self.tokenizer.encode_batch(texts, add_special_tokens=True)
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        order = np.argsort(lengths, kind="stable")
-        batches = [order[i:i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
-        if parallel > 1 and len(batches) > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:  # longest first
-                pooled = list(pool.map(lambda rows: self._run(encodings, lengths, rows), batches[::-1]))[::-1]
-        else:
-            pooled = [self._run(encodings, lengths, rows) for rows in batches]
-        out = np.empty((len(texts), pooled[0].shape[1]), dtype=np.float32)
-        for rows, vectors in zip(batches, pooled):
-            out[rows] = vectors
-        return l2_normalise(out)
-
+        ids = [e.ids for e in encodings]
+        pooled = self._each(lambda i: self.hidden_alone(ids[i]).mean(axis=0), [len(t) for t in ids], parallel)
+        return l2_normalise(np.vstack(pooled))
 
     def pool_windows(self, windows: list[list[str]], parallel: int = 1, meter: CpuMeter | None = None
                      ) -> list[tuple[np.ndarray, list[np.ndarray]]]:
         """Per window (its part texts, `message_context.window_parts`): the mean last hidden
         state over the window and over each part's own tokens but the last
         (`message_context.pool_spans`). The parts are read together, in one model input per
-        window ([CLS] parts [SEP], cut at `max_tokens`); batched by length like `encode`.
-        `meter` adds up the CPU seconds of the batches run on threads of their own (the
-        caller's thread is the caller's to measure)."""
+        window ([CLS] parts [SEP], cut at `max_tokens`), each window alone like `encode`'s
+        texts. `meter`: as `_each`'s."""
         from pipelines.message_context import pool_spans, window_tokens
 
         cls, sep = self.tokenizer.token_to_id("[CLS]"), self.tokenizer.token_to_id("[SEP]")
@@ -528,40 +547,12 @@ class _MiniLMRunner:
             encoded = self.tokenizer.encode_batch(distinct, add_special_tokens=False)
         part_ids = {part: e.ids for part, e in zip(distinct, encoded)}
         inputs = [window_tokens([part_ids[part] for part in parts], cls, sep, self.max_tokens) for parts in windows]
-        lengths = np.fromiter((len(ids) for ids, _ in inputs), dtype=np.int64, count=len(inputs))
-        order = np.argsort(lengths, kind="stable")
-        batches = [order[i:i + self.batch_size] for i in range(0, len(inputs), self.batch_size)]
 
-        def on_worker(rows: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
-            if meter is None:
-                return run(rows)
-            with meter.thread():
-                return run(rows)
+        def run(i: int) -> tuple[np.ndarray, list[np.ndarray]]:
+            ids, spans = inputs[i]
+            return pool_spans(self.hidden_alone(ids), len(ids), spans)
 
-        def run(rows: np.ndarray) -> list[tuple[np.ndarray, list[np.ndarray]]]:
-            width = int(lengths[rows].max())
-            ids = np.zeros((len(rows), width), dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                ids[r, :lengths[i]] = inputs[i][0]
-                mask[r, :lengths[i]] = 1
-            hidden = self.hidden(ids, mask)
-            return [pool_spans(hidden[r], int(lengths[i]), inputs[i][1]) for r, i in enumerate(rows)]
-
-        if parallel > 1 and len(batches) > 1:
-            from concurrent.futures import ThreadPoolExecutor
-
-            # Longest batches first: the last ones, which one thread may run while the
-            # other has nothing left, are then the shortest (the batches are the same).
-            with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="loci-embed") as pool:
-                done = list(pool.map(on_worker, batches[::-1]))[::-1]
-        else:
-            done = [run(rows) for rows in batches]
-        out: list[Any] = [None] * len(inputs)
-        for rows, pooled in zip(batches, done):
-            for i, value in zip(rows, pooled):
-                out[int(i)] = value
-        return out
+        return self._each(run, [len(ids) for ids, _ in inputs], parallel, meter)
 
 
 class MiniLMEmbedder(Embedder):
@@ -581,17 +572,16 @@ class MiniLMEmbedder(Embedder):
     it shares float32's name) or "int8" (about twice float32's texts per CPU-second; LoCoMo
     turn recall@10 of pooled message vectors 0.834 against 0.835, 2026-11-28, where the
     message + context text vectors of before lost 0.006; named apart, `MINILM_NAMES`, so
-    switching to or from it needs `loci reembed`; README). int8
-    activations are quantized per batch, so a text's int8 vector varies slightly with its
-    batch-mates (cosine > 0.99).
+    switching to or from it needs `loci reembed`; README). Every model input runs alone
+    (`_MiniLMRunner`), so a stored vector depends on its text only.
     `int8_online`: `embed_online` — recall questions and the not-yet-consolidated delta
     items — runs the int8 model (in the same vector space; a delta item's transient vector
     is replaced by its stored one when the next snapshot is published).
 
-    Threads: a call with fewer than `batch_min` texts (a recall question) runs its batches
+    Threads: a call with fewer than `batch_min` texts (a recall question) runs its inputs
     on `threads` threads (default 1: on the shared 2-core target a second thread only
-    fights the service's other work); a larger batch (consolidation) on `batch_threads`
-    (default: every core), each batch on one thread (see `_MiniLMRunner`). One session per
+    fights the service's other work); a larger call (consolidation) on `batch_threads`
+    (default: every core), each input on one thread (see `_MiniLMRunner`). One session per
     precision, loaded lazily, once, under a lock. Short texts are kept in an LRU cache: recall embeds the query on every
     request and users repeat themselves. Inputs beyond 256 word pieces are truncated.
     """
@@ -604,7 +594,6 @@ class MiniLMEmbedder(Embedder):
         *,
         threads: int | None = 1,
         batch_threads: int | None = None,
-        batch_size: int = 8,
         batch_min: int = 32,
         cache_size: int = 2048,
         cache_max_chars: int = 512,
@@ -619,7 +608,6 @@ class MiniLMEmbedder(Embedder):
         self._bf16_native: bool | None = None
         self.threads = max(1, threads or 1)
         self.batch_threads = max(1, batch_threads or os.cpu_count() or 1)
-        self.batch_size = batch_size
         self.batch_min = batch_min
         self.int8_online = int8_online
         self.cache_size = cache_size
@@ -643,7 +631,9 @@ class MiniLMEmbedder(Embedder):
     @property
     def stored_names(self) -> tuple[str, ...]:
         if self.precision == "auto":
-            return (MINILM_NAMES["int8"], MINILM_NAME)
+            return (MINILM_NAMES["int8"], MINILM_NAME, MINILM_INT8_BATCHED)
+        if self.precision == "int8":
+            return (self.name, MINILM_INT8_BATCHED)
         return (self.name,)
 
     def for_store(self, stored: Collection[str]) -> "MiniLMEmbedder":
@@ -652,7 +642,8 @@ class MiniLMEmbedder(Embedder):
         store with float32 vectors (`all-MiniLM-L6-v2`: "auto" before 2026-11-28, "float32",
         "bf16") and no int8 ones keeps float32 (this embedder: bf16 for a large call where
         the CPU does bf16); any other store, a new one included, gets int8 vectors (named
-        `all-MiniLM-L6-v2-int8`) — about 1.5x fewer consolidation CPU-seconds than bf16 and
+        `all-MiniLM-L6-v2-int8-alone`; a store of `MINILM_INT8_BATCHED` ones is
+        re-embedded) — about 1.5x fewer consolidation CPU-seconds than bf16 and
         no torch, at LoCoMo recall@10 within 0.002 of float32 with pooled message vectors
         (README).
         The int8 embedder shares this one's loaded models and online cache."""
@@ -699,13 +690,13 @@ class MiniLMEmbedder(Embedder):
         model_dir = minilm_model_dir()
         if precision == "bf16":
             try:
-                return _MiniLMRunner(_TorchBF16Encoder(model_dir), model_dir, batch_size=self.batch_size)
+                return _MiniLMRunner(_TorchBF16Encoder(model_dir), model_dir)
             except ImportError as exc:
                 raise EmbedderUnavailable(self.name, f"package missing ({exc.name or exc})",
                                           "pip install torch transformers tokenizers") from exc
         path = minilm_onnx_path(precision, model_dir)
         try:
-            return _MiniLMRunner(_OnnxEncoder(path), model_dir, batch_size=self.batch_size)
+            return _MiniLMRunner(_OnnxEncoder(path), model_dir)
         except ImportError as exc:
             raise EmbedderUnavailable(self.name, f"package missing ({exc.name or exc})",
                                       "pip install onnxruntime tokenizers") from exc
@@ -749,8 +740,8 @@ class MiniLMEmbedder(Embedder):
 
     def prefetch_windows(self, windows: Sequence[Sequence[str]]) -> None:
         """Start `pool_windows(windows)` on a thread of its own and return at once; the
-        next `pool_windows` call takes the result if it asks for the same windows (the same
-        batches, so the same vectors), else drops it. The consolidation starts its
+        next `pool_windows` call takes the result if it asks for the same windows, else
+        drops it. The consolidation starts its
         embedding stage's model work this way as soon as governance has committed
         (`consolidate.prefetch_item_vectors`), so the single-threaded work in between runs
         beside the model."""

@@ -143,6 +143,20 @@ def _told_as_past(text: str, start: int, end: int) -> bool:
     return False
 
 
+# "Friday December 11", "Friday, 11 December": a weekday just before a calendar date is that
+# date's name, not a day of its own (read alone it would be the coming Friday).
+_NAMES_THE_DATE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def _with_its_weekday(text: str, start: int, out: list[Span]) -> int:
+    """Where the calendar date at `start` begins: at the weekday that names it, whose own
+    span (the last of `out`) is dropped; else at `start`."""
+    named = _NAMES_THE_DATE.search(text, 0, start)
+    if named is None or not out or not out[-1].start <= named.start() < out[-1].end:
+        return start
+    return out.pop().start
+
+
 def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
     monday = day - timedelta(days=day.weekday())
     # "from Monday to Thursday next week": the weekdays of a text that says "next week" are
@@ -158,7 +172,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                 d = date.fromisoformat(g["iso"])
             except ValueError:
                 continue
-            out.append(Span(m.start(), m.end(), said, d, d, False, False))
+            start = _with_its_weekday(text, m.start(), out)
+            out.append(Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, False))
         elif g["rel"]:
             d = day + timedelta(days=1 if g["rel"] == "tomorrow" else 0)
             # "today" dates what is said, it does not end it ("the GP letter came today")
@@ -206,7 +221,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                 d = None
             if d is not None:
                 # not `relative`: a birthday "on March 3" is every year's
-                out.append(Span(m.start(), m.end(), said, d, d, False, False))
+                start = _with_its_weekday(text, m.start(), out)
+                out.append(Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, False))
         elif g["mo"]:
             month = MONTHS[g["mo"]]
             first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)

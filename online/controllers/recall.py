@@ -15,6 +15,7 @@ from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
 from online.state import MemoryService
 from online.tools import asker_zone, hit_out
 from pipelines.recall import RecallFilters
+from pipelines.records import time_zone
 
 
 class RecallController(Controller):
@@ -32,6 +33,7 @@ class RecallController(Controller):
         if not data.query.strip():
             raise ClientException("query is empty")
         tz = asker_zone(data.tz, "tz")
+        zone = time_zone(tz or service.settings.timezone)  # a turn's title dates it on the asker's calendar
         view = service.view()
         filters = RecallFilters.of(data.tags, tier=data.tier, type=data.type, scope=data.scope)
         result = service.recall(data.query, data.identity, mode=data.mode, k=data.k,
@@ -40,7 +42,7 @@ class RecallController(Controller):
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",
-            hits=[msgspec.convert(hit_out(h), HitOut) for h in result.hits],
+            hits=[msgspec.convert(hit_out(h, zone), HitOut) for h in result.hits],
             injection=result.injection or "",
             catalog=dict(result.catalog or {}),
             used_ids=list(result.used_ids),

@@ -22,6 +22,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -50,7 +51,7 @@ from online.tools import ToolDispatcher, ToolError
 from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.proposals import ProposalStreamFilter
-from pipelines.recall.episodic import is_message, only_asks
+from pipelines.recall.episodic import is_message, only_asks, says_something_asked
 from pipelines.recall.intents import (
     RecallIntent,
     ToolCallError,
@@ -59,9 +60,10 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
     tool_arguments,
 )
+from pipelines.recall.lexical import query_terms
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
-from pipelines.records import Identity, sha256_text, stable_id
+from pipelines.records import Identity, sha256_text, stable_id, time_zone
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -74,6 +76,15 @@ REQUEST_START = re.compile(r"recall[\s:]", re.I)
 
 def digest(value: Any) -> str:
     return sha256_text(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+
+
+def listed_as_an_answer(hit: dict[str, Any]) -> bool:
+    """A searched turn a listing found as an answer whatever its words: said on the day the
+    question names ("what did we talk about yesterday?"), or the caller's own words about
+    themselves ("what do you know about me?"); ranked by that channel (`rank_said_when`,
+    `rank_self` in its components)."""
+    comps = hit.get("components") or {}
+    return bool(comps.get("rank_said_when") or comps.get("rank_self"))
 
 
 def max_rounds_text(rounds: int) -> str:
@@ -516,8 +527,9 @@ class Exchange:
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
         """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
-        curated memories under the authoritative footer, raw turns apart as what was said,
-        and a turn that only asks left out (it states nothing; the search lists it)."""
+        curated memories under the authoritative footer, raw turns apart as what was said
+        (dated on the user's calendar), and a turn that only asks, or whose own words share
+        none with the query, left out (it states nothing asked; the search lists it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
@@ -525,14 +537,19 @@ class Exchange:
         entries: list[str] = []
         turns: list[str] = []
         view = self.service.current
+        now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
+        # As in an injected recall, a turn found only through its neighbours ("Good choice.")
+        # says nothing asked: its neighbour is the evidence (`says_something_asked`), unless
+        # a listing found it as an answer.
+        terms = query_terms(query)
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
             if item is None:
                 continue
             if not is_message(item):
-                entries.append(format_entry(item, pending=hit.get("pending_review", "")))
-            elif not only_asks(item):
-                turns.append(format_turn(item))
+                entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
+            elif not only_asks(item) and (says_something_asked(item, terms) or listed_as_an_answer(hit)):
+                turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)
         self.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))
         return found, (frame(entries, turns=turns) if found else ""), ids

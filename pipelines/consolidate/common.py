@@ -13,7 +13,7 @@ from pipelines.warehouse import Warehouse
 
 Hook = Callable[[str], None]
 REEMBED_COMMAND = "loci reembed"
-EMBED_BATCH = 4096  # texts per embed() call: bounded memory; the embedder sorts each call by length
+EMBED_BATCH = 4096  # texts per embed() call: bounded memory (MiniLM runs each text alone, longest first)
 
 
 class ConsolidationError(RuntimeError):
@@ -32,8 +32,10 @@ class EmbedderChanged(ConsolidationError):
             f"embedded with ({names}); vectors of different models cannot be mixed. Run "
             f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
             f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=auto, "
-            f"float32 or bf16 names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8; a store "
-            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16)."
+            f"float32 or bf16 names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8-alone; a store "
+            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16, and one made with int8 "
+            f"before 2026-11-29 is all-MiniLM-L6-v2-int8: its vectors depended on which texts "
+            f"were embedded together, so it is re-embedded, and meanwhile its last snapshot is served)."
         )
 
 

@@ -96,7 +96,7 @@ def prefetch_item_vectors(warehouse: Warehouse, embedder: Any, *, since: str | N
     the number of windows. Called when governance has committed: the policy check and
     Dagster's step changes then run beside the model instead of before it (ONNX Runtime
     releases the GIL), and `embed_items` takes the result if nothing changed in between
-    (the same windows, so the same batches and vectors). Nothing starts when the stored
+    (the same windows, so the same vectors). Nothing starts when the stored
     vectors are another embedder's (`embed_items` fails on them)."""
     prefetch = getattr(embedder, "prefetch_windows", None)
     if prefetch is None:

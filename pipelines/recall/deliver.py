@@ -94,7 +94,7 @@ def _flagged_with(c: Candidate, held: _Held) -> list[str]:
 
 def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None) -> Entry:
     if is_message(c.item):
-        return Entry(c.id, format_turn(c.item, said_otherwise_by), False, True)
+        return Entry(c.id, format_turn(c.item, said_otherwise_by, now.tzinfo if now else None), False, True)
     pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)

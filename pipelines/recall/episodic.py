@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from datetime import date, datetime
+from datetime import date, datetime, tzinfo
 from functools import lru_cache
 
 import msgspec
@@ -231,10 +231,10 @@ def said_time(item: MemoryItem) -> datetime | None:
     return parse_time(item.valid_from) or parse_time(item.provenance.created_at) or parse_time(item.created_at)
 
 
-def said_date(item: MemoryItem) -> date | None:
-    """The day a turn was said (`said_time`)."""
+def said_date(item: MemoryItem, zone: tzinfo | None = None) -> date | None:
+    """The day a turn was said (`said_time`), on the calendar of `zone` (else UTC's)."""
     when = said_time(item)
-    return when.date() if when else None
+    return (when.astimezone(zone) if zone else when).date() if when else None
 
 
 def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
@@ -317,8 +317,9 @@ def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
     return later.id in said_otherwise_by([earlier, later]).get(earlier.id, ())
 
 
-def said_on(item: MemoryItem) -> str:
-    day = said_date(item)
+def said_on(item: MemoryItem, zone: tzinfo | None = None) -> str:
+    """The day a turn was said as the block and the catalog show it: the asker's (`zone`)."""
+    day = said_date(item, zone)
     return day.isoformat() if day else "undated"
 
 
@@ -330,11 +331,12 @@ def gist(text: str, limit: int = GIST_CHARS) -> str:
     return cut + "…"
 
 
-def turn_title(item: MemoryItem) -> str:
-    """`<speaker> on <date>: <gist>` for a raw turn; a curated item keeps its own title."""
+def turn_title(item: MemoryItem, zone: tzinfo | None = None) -> str:
+    """`<speaker> on <date>: <gist>` for a raw turn (the day on `zone`'s calendar, else
+    UTC's); a curated item keeps its own title."""
     if not is_message(item):
         return item.title
-    return f"{speaker_of(item)} on {said_on(item)}: {gist(item.content)}"
+    return f"{speaker_of(item)} on {said_on(item, zone)}: {gist(item.content)}"
 
 
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",

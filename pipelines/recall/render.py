@@ -238,10 +238,11 @@ def _dated(entry: str) -> bool:
     return " | ENDED" in head or " | UPCOMING" in head or "\n(Said on " in entry
 
 
-def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = ()) -> str:
-    """A raw chat turn: who said it and when, then what was said; `said_otherwise_by`: the
-    later turns of its speaker that say otherwise (`SAID_EARLIER`)."""
-    header = f"[TURN: {_field(item.id)} | {_field(speaker_of(item))} | {said_on(item)}]"
+def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: tzinfo | None = None) -> str:
+    """A raw chat turn: who said it and when (the day on the asker's calendar, `zone`; else
+    UTC's), then what was said; `said_otherwise_by`: the later turns of its speaker that say
+    otherwise (`SAID_EARLIER`)."""
+    header = f"[TURN: {_field(item.id)} | {_field(speaker_of(item))} | {said_on(item, zone)}]"
     last = f"\n{SAID_EARLIER.format(', '.join(_field(i) for i in said_otherwise_by))}" if said_otherwise_by else ""
     return f"{header}\n{_body(item.content)}{last}\n[/TURN]"
 
@@ -377,7 +378,7 @@ def catalog_entry(
     UPCOMING at `now`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
-        "title": turn_title(item),
+        "title": turn_title(item, now.tzinfo if now else None),
         "tags": list(item.tags),
         "tier": item.tier,
         "type": item.type,

@@ -110,12 +110,11 @@ class _Tokenizer:
         return [self.encode(t, add_special_tokens) for t in texts]
 
 
-class _Runner:
-    """A stand-in encoder whose hidden state of a token is a fixed vector of its id, so a
-    pooled vector says exactly which tokens it averaged."""
+class _Runner(_MiniLMRunner):
+    """MiniLM's runner with a stand-in encoder whose hidden state of a token is a fixed
+    vector of its id, so a pooled vector says exactly which tokens it averaged."""
 
     max_tokens = 256
-    batch_size = 1
 
     def __init__(self) -> None:
         self.tokenizer, self.calls = _Tokenizer(), 0
@@ -133,7 +132,7 @@ class _Embedder:
         self.run = _Runner()
 
     def pool_windows(self, windows: list[list[str]]) -> list[tuple[np.ndarray, list[np.ndarray]]]:
-        return _MiniLMRunner.pool_windows(self.run, windows)  # type: ignore[arg-type]  # MiniLM's code
+        return self.run.pool_windows(windows)  # MiniLM's code
 
 
 def test_pooled_windows_read_each_window_once_and_pool_a_turn_over_its_own_tokens() -> None:

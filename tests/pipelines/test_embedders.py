@@ -181,26 +181,47 @@ def test_minilm_onnx_gives_sentence_transformers_vectors(minilm_embedder):
     assert ((got * expected).sum(axis=1) > 0.9999).all()
 
 
-def test_minilm_batches_sorted_by_length_come_back_in_input_order(minilm_embedder):
-    """A consolidation-sized batch is run sorted by length, on every core: each row is
+def test_minilm_large_calls_come_back_in_input_order(minilm_embedder):
+    """A consolidation-sized call runs longest inputs first, on every core: each row is
     still the vector of its own text, equal to the text embedded alone."""
     texts = [("word " * (1 + (i * 37) % 90)) + f"item {i}" for i in range(70)]
     exact = MiniLMEmbedder(cache_size=0, precision="float32")
-    batched = MiniLMEmbedder(cache_size=0, batch_min=32, batch_size=8, precision="float32").embed(texts)
+    many = MiniLMEmbedder(cache_size=0, batch_min=32, precision="float32").embed(texts)
     alone = np.vstack([exact.embed([t]) for t in texts[::7]])
-    np.testing.assert_allclose(batched[::7], alone, atol=1e-5)
+    np.testing.assert_allclose(many[::7], alone, atol=1e-5)
+
+
+def test_minilm_stored_vector_depends_on_its_text_only(minilm_embedder):
+    """A stored vector is the same bytes whatever is embedded in the same call: alone, with
+    others, in another order, on one thread or two (int8 activations are quantized over a
+    whole model input: batched, a text's vector depended on its batch-mates). Pooled
+    windows alike, the service's delta pooling included. (float32 measured bit-identical
+    batched too.)"""
+    texts = ["The deploy window is Tuesday at 10:00 UTC.", "ok", "word " * 60 + "long one"]
+    model = MiniLMEmbedder(cache_size=0, precision="int8", batch_min=2, batch_threads=2)
+    alone = np.vstack([model.embed([t]) for t in texts])
+    assert model.embed(texts).tobytes() == alone.tobytes()
+    mixed = model.embed(["filler " * 30, texts[2], "x", texts[0], texts[1]])
+    assert mixed[[3, 4, 1]].tobytes() == alone.tobytes()
+    windows = [["a: hello there", "b: how was the trip?", "(said on 1 May 2023)"], ["c: " + "long words " * 40, ""]]
+    one = [model.pool_windows([w])[0] for w in windows]
+    together = model.pool_windows([["z: filler"] * 5, *windows[::-1]])[:0:-1]
+    online = model.pool_windows_online(windows)  # the service's delta: the same model, alike
+    for (whole, parts), (whole2, parts2), (whole3, parts3) in zip(one, together, online):
+        assert whole.tobytes() == whole2.tobytes() == whole3.tobytes()
+        assert [p.tobytes() for p in parts] == [p.tobytes() for p in parts2] == [p.tobytes() for p in parts3]
 
 
 def test_minilm_precision_names_the_stored_vectors(minilm_embedder):
     """auto (float32 vectors, bf16 for large batches where the CPU does bf16) is the default
     stored precision (the settings', the factory's and the class's alike); int8 stays
     selectable, under its own name, so a switch asks for reembed."""
-    assert MiniLMEmbedder(precision="int8").name == "all-MiniLM-L6-v2-int8"
+    assert MiniLMEmbedder(precision="int8").name == "all-MiniLM-L6-v2-int8-alone"
     assert MiniLMEmbedder().name == MiniLMEmbedder.name == "all-MiniLM-L6-v2"
     assert Settings().minilm_precision == emb.MINILM_DEFAULT_PRECISION == "auto"
     assert EmbedderResource().minilm_precision == emb.MINILM_DEFAULT_PRECISION
     assert make_embedder(Settings(embedder="minilm")).name == "all-MiniLM-L6-v2"
-    assert make_embedder(Settings(embedder="minilm", minilm_precision="int8")).name == "all-MiniLM-L6-v2-int8"
+    assert make_embedder(Settings(embedder="minilm", minilm_precision="int8")).name == "all-MiniLM-L6-v2-int8-alone"
     # int8 stored vectors stay close to float32 ones, whatever the batch.
     texts = ["The deploy window is Tuesday at 10:00 UTC.", "Dana prefers tea over coffee."] * 20
     close = (MiniLMEmbedder(precision="int8").embed(texts) * minilm_embedder.embed(texts)).sum(axis=1)
@@ -496,15 +517,18 @@ def test_auto_precision_follows_the_store_it_embeds_for():
     and other embedders are what they are. The int8 embedder shares the loaded models."""
     auto = MiniLMEmbedder(cache_size=0)
     int8_name = emb.MINILM_NAMES["int8"]
-    assert auto.name == emb.MINILM_NAME and set(auto.stored_names) == {emb.MINILM_NAME, int8_name}
-    for stored in ((), {"hash-384"}, {int8_name}, {int8_name, emb.MINILM_NAME}):
+    batched = emb.MINILM_INT8_BATCHED  # served until re-embedded, never stored again
+    assert auto.name == emb.MINILM_NAME and set(auto.stored_names) == {emb.MINILM_NAME, int8_name, batched}
+    for stored in ((), {"hash-384"}, {int8_name}, {int8_name, emb.MINILM_NAME}, {batched}):
         chosen = auto.for_store(stored)
-        assert (chosen.name, chosen.precision, chosen.stored_names) == (int8_name, "int8", (int8_name,))
+        assert (chosen.name, chosen.precision, chosen.stored_names) == (int8_name, "int8", (int8_name, batched))
         assert chosen is auto.for_store(()) and chosen._runners is auto._runners
     assert auto.for_store({emb.MINILM_NAME}) is auto
-    for precision in ("float32", "bf16", "int8"):
+    for precision in ("float32", "bf16"):
         fixed = MiniLMEmbedder(precision=precision)
         assert fixed.for_store(()) is fixed and fixed.stored_names == (fixed.name,)
+    fixed = MiniLMEmbedder(precision="int8")
+    assert fixed.for_store(()) is fixed and fixed.stored_names == (int8_name, batched)
     hashed = HashEmbedder(8)
     assert hashed.for_store(()) is hashed and hashed.stored_names == ("hash-8",)
 

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import msgspec
 import numpy as np
+import pytest
 
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder, _MiniLMRunner
@@ -57,7 +58,7 @@ class StandInEncoder(HashEmbedder):
             return rows + context
 
         runner = object.__new__(_MiniLMRunner)
-        runner.tokenizer, runner.hidden, runner.max_tokens, runner.batch_size = _WordTokenizer(), hidden, 256, 3
+        runner.tokenizer, runner.hidden, runner.max_tokens = _WordTokenizer(), hidden, 256
         runner._tokenizer_lock = threading.Lock()
         self.runner_ = runner
         self.windows_read = 0
@@ -251,11 +252,12 @@ def test_pooled_windows_are_the_default_and_composed_wins_when_asked_for() -> No
 def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_until_reembed(tmp_path, monkeypatch):
     """MiniLM "auto" follows the store (`MiniLMEmbedder.for_store`): a new store gets int8
     vectors, named apart; a store holding float32 ones (made by "auto" before) keeps
-    float32 — no `loci reembed` asked — until it is re-embedded, then int8; the service
-    configured "auto" serves either snapshot. The stand-in encoder replaces every model."""
+    float32 — no `loci reembed` asked — until it is re-embedded, then int8; a store of
+    int8 vectors made in batches is re-embedded; the service configured "auto" serves
+    every such snapshot. The stand-in encoder replaces every model."""
     from online.state import MemoryService
-    from pipelines.consolidate import reembed_all
-    from pipelines.embedders import MINILM_NAME, MINILM_NAMES, MiniLMEmbedder
+    from pipelines.consolidate import EmbedderChanged, reembed_all
+    from pipelines.embedders import MINILM_INT8_BATCHED, MINILM_NAME, MINILM_NAMES, MiniLMEmbedder
     from pipelines.warehouse import Warehouse
     from tests.pipelines.test_message_context import conversation
 
@@ -296,6 +298,22 @@ def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_unt
     run = consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0))
     assert run["embed"].embedded == 0 and run["snapshot"].embedder == int8
     assert served(old) == int8
+
+    # int8 vectors made in batches (before 2026-11-29, `MINILM_INT8_BATCHED`) could not be
+    # made again from their texts: consolidation asks for `loci reembed` instead of adding
+    # vectors beside them, the service keeps serving their snapshot meanwhile.
+    batched = make_settings(tmp_path / "batched", embedder="minilm")
+    conversation(batched)
+    before = MiniLMEmbedder(cache_size=0, precision="int8")
+    before.name = MINILM_INT8_BATCHED
+    consolidate_once(batched, embedder=before)
+    ingest(batched, [dana("And the week after?", role="user")], name="more.jsonl")
+    with pytest.raises(EmbedderChanged, match="loci reembed"):
+        consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0))
+    assert models(batched) == [MINILM_INT8_BATCHED] and served(batched) == MINILM_INT8_BATCHED
+    assert reembed_all(batched, embedder=MiniLMEmbedder(cache_size=0))["model"] == int8
+    assert consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0))["snapshot"].embedder == int8
+    assert served(batched) == int8
 
 
 def test_each_distinct_window_part_is_tokenized_once_and_windows_pool_as_alone() -> None:

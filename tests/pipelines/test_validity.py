@@ -101,6 +101,18 @@ def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
     assert anchor("Stripe since last Friday.", SUNDAY_EVENING, SAO_PAULO).dates == {"last Friday": "Fri 2026-11-13"}
 
 
+@pytest.mark.parametrize(("text", "wanted"), [
+    ("The API freeze deadline is Friday December 11.", ("", "")),
+    ("The API freeze deadline is Friday, 11 December.", ("", "")),
+    ("From Friday December 4, the office is in Lyon.", ("2026-12-04", "")),
+])
+def test_a_weekday_naming_the_calendar_date_after_it_is_that_date_not_the_coming_one(text, wanted) -> None:
+    """"Friday December 11" said on a Sunday in November is December 11, not the Friday
+    after the day said (which a note under the claim then contradicted)."""
+    assert window(text) == wanted
+    assert anchor(text, SUNDAY_EVENING, SAO_PAULO).dates == {}
+
+
 def test_a_window_the_proposal_names_is_kept_and_the_day_said_is_recorded() -> None:
     said = SUNDAY_EVENING.astimezone(timezone.utc).isoformat()
     named = ProposedItem(content="On call until Friday.", valid_to="2026-12-31")
