@@ -21,11 +21,13 @@ locations: `palace_list` gives the children one level below a path ("" lists dom
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from pipelines.records import MemoryItem, PalaceLocation
+from pipelines.records import MemoryItem, PalaceLocation, Scope
 
 GENERAL_ROOM = "general"
 DEFAULT_DOMAIN = "default"
@@ -86,6 +88,18 @@ def location_of(item: MemoryItem, room: str | None = None) -> PalaceLocation:
     room_slug = slugify(room or "") or salient_topic(item) or GENERAL_ROOM
     card = _CARD_UNSAFE.sub("_", item.id.strip()) or "_"
     return PalaceLocation(item_id=item.id, domain=domain, room=room_slug, shelf=slugify(item.type) or "note", card=card)
+
+
+def domain_of_inputs(inputs: Mapping[str, Any]) -> str:
+    """The domain `location_of` gives an item with these inputs (the warehouse's
+    `DOMAIN_INPUTS`: scope kind and owners, type, and the metadata's corpus and pin as JSON
+    text or None): what a store located under an older rule is compared against."""
+    metadata = {key: json.loads(inputs[name]) for key, name in (("corpus", "corpus"), ("palace_pin", "pin"))
+                if inputs.get(name) is not None}
+    scope = Scope(kind=inputs["scope_kind"], org_id=inputs["org_id"], user_id=inputs["user_id"],
+                  project_id=inputs["project_id"])
+    item = MemoryItem(id="_", tier="ltm", type=inputs["type"], title="", content="", scope=scope, metadata=metadata)
+    return location_of(item).domain
 
 
 def assign_locations(items: Sequence[MemoryItem], *, room_of: RoomOf | None = None) -> list[PalaceLocation]:

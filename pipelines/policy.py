@@ -65,6 +65,12 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
                        dictionary words; base64 holding two or more slashes is no path
                        unless its parts are words; a vendor prefix followed by words
                        ("LTAI5tSomethingVeryLong") is a made-up example (still masked).
+                       Since 2026.11-21 a keyword inside a name run together in capitals
+                       ("STRIPEAPIKEY", not "MONKEY") is read by a dictionary split, and a
+                       made-up vendor example is no key under a token's name either; a
+                       bare token of 24-35 characters needs the entropy random base64 of
+                       its length has (less 0.15 bits), not a fixed 4.5, unless it is
+                       mostly dictionary words or one segment of a dotted token.
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
@@ -120,7 +126,7 @@ from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-20"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-21"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300

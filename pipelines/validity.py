@@ -16,7 +16,8 @@ time (`anchor`) and keeps what they meant:
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
 A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
-names no date and gets no window. Calendar dates without a year are the nearest such date
+names no date and gets no window, nor does the bare weekday of a standing change
+("standup is on Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the nearest such date
 to the day said ("from December 1" said in late November; "since October 3" said in
 November); they get a window only after a bounding word (a birthday "on March 3" does not
 end on March 3). English only; a claim the words do not bound keeps no window.
@@ -55,6 +56,7 @@ _WHEN = (
 _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
+_BOUNDED = re.compile(rf"\b(?:{_START}|{_END}|by|since)\s*$", re.IGNORECASE)  # a cue that bounds what follows
 _DATED = re.compile(rf"\b(?:(?:{_START}|{_END}|on|since|by)\s+)?(?:{_WHEN})", re.IGNORECASE)  # `undated`
 _RECURRING = re.compile(
     rf"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|{_WEEKDAY}s"
@@ -106,6 +108,12 @@ _FUTURE = frozenset({"will", "would", "ll", "d", "shall", "gonna"})  # "said she
 # Before a participle, these make it no past: "is booked", "have planned", "will be moved".
 _PRESENT_BEFORE = frozenset({"is", "are", "am", "m", "re", "be", "been", "has", "have", "ve", "will", "ll"})
 _SENTENCE = re.compile(r"[^.!?;\n]+")
+# A standing change ("Standup is on Thursday from now on", "going forward", "henceforth"):
+# a bare weekday it names is the day of each week it holds on, as "on Thursdays" is, not one
+# coming day, though it says something changed (`conflicts.reschedules`: "now on").
+_STANDING = re.compile(
+    r"\b(?:from\s+(?:now|here|this\s+(?:day|point))\s+(?:on(?:wards?)?(?:\s+out)?|forward)|going\s+forward|"
+    r"henceforth|hereafter|until\s+further\s+notice|for\s+the\s+foreseeable\s+future)\b", re.IGNORECASE)
 
 
 def _names_a_kind_of_day(text: str, start: int) -> bool:
@@ -154,6 +162,7 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
     # "from Monday to Thursday next week": the weekdays of a text that says "next week" are
     # those of next week.
     week_of_weekdays = monday + timedelta(days=7) if re.search(r"\bnext\s+week\b", text, re.I) else None
+    standing = _STANDING.search(text) is not None
     out: list[Span] = []
     for m in _WHEN_RE.finditer(text):
         g = {k: (v.lower() if isinstance(v, str) else v) for k, v in m.groupdict().items()}
@@ -181,6 +190,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                 out.append(Span(m.start(), m.end(), said, first, first + timedelta(days=6), True, False))
         elif g["wd"]:
             index, mod = WEEKDAYS.index(g["wd"]), g["wd_mod"]
+            if standing and week_of_weekdays is None and mod in (None, "on") and not _BOUNDED.search(text[:m.start()]):
+                continue  # each week's, no date ("until Friday" still bounds)
             if mod == "last":  # the latest such day before the day said
                 d = day - timedelta(days=(day.weekday() - index) % 7 or 7)
             elif week_of_weekdays is not None and mod in (None, "on"):

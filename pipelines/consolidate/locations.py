@@ -10,6 +10,8 @@ from pipelines.consolidate.common import Hook, call_hook
 from pipelines.records import MemoryItem
 from pipelines.warehouse import Warehouse
 
+PALACE_KEY = "palace_domains"  # the `ingest_state` row migration 006 marks: relocate once
+
 
 @dataclass
 class PalaceReport:
@@ -35,11 +37,18 @@ def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
 
     A location is a function of the item and its cluster, so only items written since the
     last successful run finished, items without a location and this run's clusters are
-    looked at: the cost follows what changed, not the store."""
-    from pipelines.palace import assign_locations
+    looked at: the cost follows what changed, not the store. Once after the domain rule
+    changed (a migration marks PALACE_KEY pending), the items whose stored domain the rule
+    now places elsewhere are looked at too, found in SQL (`Warehouse.misplaced_domains`)."""
+    from pipelines.palace import assign_locations, domain_of_inputs
 
     rooms = {i: c.room for c in clusters if c.room for i in c.item_ids}
-    items = warehouse.items_to_locate(last_finished_run(warehouse), sorted(rooms))
+    since = last_finished_run(warehouse)
+    items = warehouse.items_to_locate(since, sorted(rooms))
+    relocating = warehouse.sweep_pending(PALACE_KEY)
+    if relocating and since is not None:  # with no run before, every item is located anyway
+        seen = {i.id for i in items}
+        items += warehouse.get_items([i for i in warehouse.misplaced_domains(domain_of_inputs) if i not in seen])
 
     def room_of(item: MemoryItem) -> str | None:
         hint = (item.metadata.get("cluster") or {}) if isinstance(item.metadata.get("cluster"), dict) else {}
@@ -56,6 +65,8 @@ def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
         moved = warehouse.put_locations(locations)
         if patches:
             warehouse.update_items(patches, reason="palace", touch=False)
+        if relocating:
+            warehouse.finish_sweep(PALACE_KEY)
         call_hook(hook, "palace:before_commit")
     return PalaceReport(assigned=len(locations), moved=max(moved, len(patches)),
                         rooms=len({(loc.domain, loc.room) for loc in locations}))

@@ -124,6 +124,12 @@ def curated(answer: dict) -> list[str]:
     return [h["id"] for h in answer["hits"] if h["type"] != "message"]
 
 
+def curated_text(answer: dict) -> str:
+    """The curated part of a recall answer's injected block, as the chat model reads it: the
+    text before the conversation excerpts ("" when nothing is injected)."""
+    return (answer["injection"] or "").split("CONVERSATION EXCERPTS")[0]
+
+
 def entry_header(answer: dict, item_id: str) -> str:
     """The header line of `item_id`'s entry in the recall block."""
     return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]

@@ -16,6 +16,11 @@ turns and her chat model's proposals land on `/v1/turns` with `at` and her zone,
   moved: it replaces the first, and the office she works at now holds until the day before
   Wednesday (broken: a plan was taken for the same plan only when both stated values, so
   both plans stood, the Monday one taking over from Monday).
+- A plan ended by another from a later day, under the same title: "From Monday I work
+  remotely", then "I'm back in the office from Wednesday": the remote plan holds until the
+  day before Wednesday and is not replaced (kept: the same title, contents that do not
+  compare, `conflicts.MAY_UPDATE`). Not covered: the two under other titles ("Remote work" /
+  "Office return"): no word or value of one compares with the other's.
 """
 
 from __future__ import annotations
@@ -66,25 +71,51 @@ def test_a_preference_changed_in_other_words_under_another_title_wins_recall(pro
     assert tea["item_id"] in hits and not hits[tea["item_id"]].get("conflict"), hits
 
 
-def test_a_plan_said_again_for_another_day_without_values_replaces_the_first(tmp_path_factory) -> None:
+@pytest.fixture(scope="module")
+def plans_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZonedChat]:
+    """One app (hash embedder) for the plan scenarios, each told by its own user."""
     with zoned_chat(tmp_path_factory, "plans", INES, TZ) as chat:
-        now = datetime.now(ZoneInfo(TZ))
-        # two days to come, in order, named by their weekday ("From Monday", "from Wednesday")
-        first_day, moved_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
-        office = chat.say("office", chat.yesterday - timedelta(days=30), "I work at the office.",
-                          proposal("fact", "Work location", "I work at the office."))
-        plan = chat.say("plan", now - timedelta(minutes=30), f"From {first_day} I work remotely.",
-                        proposal("fact", "Work location", f"From {first_day} I work remotely."))
-        moved = chat.say("moved", now - timedelta(minutes=20),
-                         f"Actually, from {moved_day} I work remotely, not {first_day}.",
-                         proposal("fact", "Work location", f"Actually, from {moved_day} I work remotely."))
-        first, second = chat.item(plan["item_id"])["item"], chat.item(moved["item_id"])["item"]
-        assert first["valid_from"] and second["valid_from"] and first["valid_from"] < second["valid_from"], (
-            first, second)
-        assert moved["supersedes"] == [plan["item_id"]], moved
-        assert first["superseded_by"] == moved["item_id"], first
-        assert moved["ends"] == [office["item_id"]], moved
-        start = datetime.fromisoformat(second["valid_from"])
-        assert chat.item(office["item_id"])["item"]["valid_to"] == (start - timedelta(seconds=1)).isoformat()
-        shown = curated(chat.recall("where do I work?"))
-        assert moved["item_id"] in shown and plan["item_id"] not in shown, shown
+        yield chat
+
+
+def test_a_plan_said_again_for_another_day_without_values_replaces_the_first(plans_app) -> None:
+    chat = plans_app
+    now = datetime.now(ZoneInfo(TZ))
+    # two days to come, in order, named by their weekday ("From Monday", "from Wednesday")
+    first_day, moved_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
+    office = chat.say("office", chat.yesterday - timedelta(days=30), "I work at the office.",
+                      proposal("fact", "Work location", "I work at the office."))
+    plan = chat.say("plan", now - timedelta(minutes=30), f"From {first_day} I work remotely.",
+                    proposal("fact", "Work location", f"From {first_day} I work remotely."))
+    moved = chat.say("moved", now - timedelta(minutes=20),
+                     f"Actually, from {moved_day} I work remotely, not {first_day}.",
+                     proposal("fact", "Work location", f"Actually, from {moved_day} I work remotely."))
+    first, second = chat.item(plan["item_id"])["item"], chat.item(moved["item_id"])["item"]
+    assert first["valid_from"] and second["valid_from"] and first["valid_from"] < second["valid_from"], (
+        first, second)
+    assert moved["supersedes"] == [plan["item_id"]], moved
+    assert first["superseded_by"] == moved["item_id"], first
+    assert moved["ends"] == [office["item_id"]], moved
+    start = datetime.fromisoformat(second["valid_from"])
+    assert chat.item(office["item_id"])["item"]["valid_to"] == (start - timedelta(seconds=1)).isoformat()
+    shown = curated(chat.recall("where do I work?"))
+    assert moved["item_id"] in shown and plan["item_id"] not in shown, shown
+
+
+def test_back_in_the_office_from_a_day_ends_a_plan_to_work_remotely_then(plans_app) -> None:
+    chat = ZonedChat(plans_app.client, plans_app.settings, {**INES, "user_id": "rui", "project_id": "rui-home"}, TZ)
+    now = datetime.now(ZoneInfo(TZ))
+    remote_day, back_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
+    office = chat.say("office", chat.yesterday - timedelta(days=30), "I work at the office.",
+                      proposal("fact", "Work location", "I work at the office."))
+    plan = chat.say("plan", now - timedelta(minutes=30), f"From {remote_day} I work remotely.",
+                    proposal("fact", "Work location", f"From {remote_day} I work remotely."))
+    back = chat.say("back", now - timedelta(minutes=20), f"I'm back in the office from {back_day}.",
+                    proposal("fact", "Work location", f"I'm back in the office from {back_day}."))
+    remote, returned = chat.item(plan["item_id"])["item"], chat.item(back["item_id"])["item"]
+    assert returned["valid_from"] and remote["valid_from"] < returned["valid_from"], (remote, returned)
+    assert back["ends"] == [plan["item_id"]] and not back.get("supersedes"), back  # not the same plan moved
+    start = datetime.fromisoformat(returned["valid_from"])
+    assert remote["valid_to"] == (start - timedelta(seconds=1)).isoformat(), remote
+    assert remote["superseded_by"] is None, remote
+    assert chat.item(office["item_id"])["item"]["valid_to"] < remote["valid_from"]  # the plan still ends it

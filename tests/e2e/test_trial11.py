@@ -46,7 +46,7 @@ from online.mcp_server import tools as mcp_tools
 from online.tools import ToolDispatcher
 from pipelines.records import Identity
 from tests.assets.support import block
-from tests.e2e.chat import consolidate, page_text, recall, turn
+from tests.e2e.chat import consolidate, curated_text, page_text, recall, turn
 from tests.online.test_proxy import fake, shared_fake, system_text  # noqa: F401 - fixtures
 
 API = {"user_id": "dev", "project_id": "billing-api", "session_id": "mon", "org_id": "default"}
@@ -68,10 +68,6 @@ def propose(client, who: dict, *items: dict) -> list[dict]:
         {"why_store": "engineering", "confidence": 0.9, **item} for item in items]})
     assert not failed, body
     return body["proposals"]
-
-
-def curated(found: dict) -> str:
-    return (found["injection"] or "").split("CONVERSATION EXCERPTS")[0]
 
 
 def test_an_agents_proposals_are_answers_not_evidence_and_the_current_values_win(service) -> None:
@@ -105,11 +101,11 @@ def test_an_agents_proposals_are_answers_not_evidence_and_the_current_values_win
     assert [p["supersedes"] for p in moved] == [[monday[0]["item_id"]], [monday[1]["item_id"]]], moved
     asks = {**API, "session_id": "wed"}
     for moment in ("at once", "after consolidation"):
-        queue = curated(recall(client, asks, "What did we decide about the queue?"))
+        queue = curated_text(recall(client, asks, "What did we decide about the queue?"))
         assert "RQ" in queue and "run on Celery" not in queue, (moment, queue)
-        release = curated(recall(client, asks, "When is the release?"))
+        release = curated_text(recall(client, asks, "When is the release?"))
         assert "December 8" in release and "December 4" not in release, (moment, release)
-        assert SHA in curated(recall(client, asks, "Which commit did we deploy last?")), moment
+        assert SHA in curated_text(recall(client, asks, "Which commit did we deploy last?")), moment
 
         failed, found = agent(client, asks, "memory_search", {"query": "what did I say about the flaky test?"})
         said = [h["content"] for h in found["hits"] if h["type"] == "message"]
@@ -146,12 +142,11 @@ def test_loci_import_of_an_old_chat_lands_the_chat(service, tmp_path, monkeypatc
     assert "chat turns" in output and "2 turns landed, 1 accepted" in output, output
     asks = {**API, "session_id": "thu"}
     found = recall(client, asks, "What did I say about the flaky test?")
-    assert "TZ pinned to UTC" in curated(found), found["injection"]
+    assert "TZ pinned to UTC" in curated_text(found), found["injection"]
     excerpts = found["injection"].split("CONVERSATION EXCERPTS")[1]
     assert "| user | 2026-11-18]" in excerpts and "whenever TZ is not UTC" in excerpts, excerpts
     elsewhere = recall(client, {**WEB, "session_id": "w2"}, "flaky test timezone TZ UTC")
     assert not elsewhere["hits"] and not elsewhere["injection"], elsewhere  # another repository
-
 
 
 def test_an_agent_asked_to_forget_finds_how_and_the_card_keeps_the_retraction(service) -> None:

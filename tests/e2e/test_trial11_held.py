@@ -33,7 +33,7 @@ from pipelines.materialize import held_edit
 from pipelines.recall import RecallOptions
 from pipelines.records import Identity
 from tests.assets.support import block
-from tests.e2e.chat import consolidate, page_text, recall, tool, turn
+from tests.e2e.chat import consolidate, curated_text, page_text, recall, tool, turn
 from tests.online.test_proxy import fake, shared_fake, system_text  # noqa: F401 - fixtures
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "m1", "org_id": "fam"}
@@ -50,10 +50,6 @@ def propose(client, who: dict, said: str, title: str, content: str, confidence: 
         "scope": "project", **({"tags": tags} if tags else {})}))
     (outcome,) = answer["proposals"]
     return outcome
-
-
-def curated(found: dict) -> str:
-    return (found["injection"] or "").split("CONVERSATION EXCERPTS")[0]
 
 
 def test_a_change_held_for_review_is_said_in_the_injected_text_the_catalog_and_the_card(service) -> None:
@@ -73,7 +69,7 @@ def test_a_change_held_for_review_is_said_in_the_injected_text_the_catalog_and_t
                     "Leo takes 10 ml of amoxicillin twice a day.")
     assert claim["action"] == "quarantine", claim
     for moment in ("at once", "after consolidation"):
-        shown = curated(recall(client, MAYA, "How much amoxicillin does Leo take?"))
+        shown = curated_text(recall(client, MAYA, "How much amoxicillin does Leo take?"))
         entry = shown[shown.index(f"[MEMORY: {dose}"):]
         entry = entry[:entry.index("[/MEMORY]")]
         assert "5 ml" in entry and "| PENDING_REVIEW]" in entry, (moment, shown)
@@ -91,7 +87,7 @@ def test_a_change_held_for_review_is_said_in_the_injected_text_the_catalog_and_t
         consolidate(client, settings)
     tool(client, MAYA, "memory.review", {"id": dose, "decision": "reject", "note": "still 5 ml"})
     tool(client, MAYA, "memory.review", {"id": claim["item_id"], "decision": "reject", "note": "asked the doctor"})
-    shown = curated(recall(client, MAYA, "How much amoxicillin does Leo take?"))
+    shown = curated_text(recall(client, MAYA, "How much amoxicillin does Leo take?"))
     assert "5 ml" in shown and "PENDING_REVIEW" not in shown and "Awaiting review" not in shown, shown
     assert "Awaiting review" not in page_text(client.get(f"/ui/items/{dose}", params=MAYA).text)
 
@@ -116,14 +112,14 @@ def test_the_reviewer_who_approved_a_claim_corrects_it_at_once_and_audited(servi
     card = page_text(client.get(f"/ui/items/{shoe}", params=MAYA).text)  # its inbox line, pending
     assert "changed content (a correction by the reviewer who approved it)" in card.split("Inbox events")[1], card
     for moment in ("at once", "after consolidation"):
-        shown = curated(recall(client, MAYA, "What is Leo's shoe size?"))
+        shown = curated_text(recall(client, MAYA, "What is Leo's shoe size?"))
         assert "13" in shown and "size is 12" not in shown and "PENDING_REVIEW" not in shown, (moment, shown)
         consolidate(client, settings)
     (change,) = client.app.state.service.inbox.read_after(0, kinds=["memory.update"])
     assert change.identity.user_id == "jon" and change.payload["as_reviewer"] is True, change
     held = tool(client, KIM, "memory.update", {"id": shoe, "patch": {"content": "Leo's shoe size is 14."}})
     assert held["verdict"]["action"] == "quarantine" and "as_reviewer" not in held, held
-    assert "13" in curated(recall(client, MAYA, "What is Leo's shoe size?"))
+    assert "13" in curated_text(recall(client, MAYA, "What is Leo's shoe size?"))
     waiting = client.post("/v1/tools", json={"action": "memory.forget", "identity": KIM, "args": {"id": shoe}})
     assert waiting.status_code == 409 and "already held for review" in waiting.json()["error"], waiting.text
     tool(client, MAYA, "memory.review", {"id": shoe, "decision": "reject", "note": "13 it is"})
@@ -198,7 +194,6 @@ def test_the_proxy_model_updates_and_forgets_governed_like_every_write(proxy, fa
     assert "8:15" in found.injection and "a request to forget this memory by jon" in found.injection, found.injection
 
 
-
 def test_a_held_contradiction_is_said_however_the_query_found_the_claim(service) -> None:
     """Jon's claim of another dose is held for contradicting Maya's. Asked in words only her
     claim has, among her other notes and with few candidates per channel (or with a tag
@@ -232,12 +227,12 @@ def test_a_held_contradiction_is_said_however_the_query_found_the_claim(service)
             hits = {h["id"]: h for h in found["hits"]}
             assert claim["item_id"] not in hits, (moment, tags, hits)
             assert "a claim contradicting this memory by jon" in hits[dose]["pending_review"], (moment, tags, hits)
-            shown = curated(found)
+            shown = curated_text(found)
             assert "| PENDING_REVIEW]" in shown and "10 ml" not in shown, (moment, tags, shown)
         if moment == "in the delta":
             consolidate(client, settings)
     tool(client, MAYA, "memory.review", {"id": claim["item_id"], "decision": "reject", "note": "asked the doctor"})
     for tags in ([], ["medication"]):  # the snapshot's held version, shadowed by the delta's rejected one
         found = asked(tags)
-        assert "5 ml" in curated(found) and "PENDING_REVIEW" not in curated(found), (tags, found)
+        assert "5 ml" in curated_text(found) and "PENDING_REVIEW" not in curated_text(found), (tags, found)
         assert not any(h["pending_review"] for h in found["hits"]), (tags, found["hits"])

@@ -54,6 +54,7 @@ from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
 from pipelines.records import Identity
 from tests.assets.support import make_settings
+from tests.e2e.chat import curated
 from tests.e2e.test_trial12_weeks import consolidate
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import block, serve
@@ -198,10 +199,6 @@ def entries(answer: dict) -> dict[str, str]:
     for part in block.split("[MEMORY: ")[1:]:
         out[part.split(" | ", 1)[0]] = part.split("[/MEMORY]")[0]
     return out
-
-
-def curated(answer: dict) -> list[str]:
-    return [h["id"] for h in answer["hits"] if h["type"] != "message"]
 
 
 def header(entry: str) -> str:

@@ -32,7 +32,7 @@ from loci.cli import app as cli_app
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from tests.assets.support import block, make_settings
-from tests.e2e.chat import consolidate, page_text, recall, tool, turn
+from tests.e2e.chat import consolidate, curated_text, page_text, recall, tool, turn
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "m1", "org_id": "fam"}
 JON = {"user_id": "jon", "project_id": "home", "session_id": "j1", "org_id": "fam"}
@@ -45,11 +45,6 @@ def propose(client, who: dict, said: str, type_: str, title: str, content: str, 
         "type": type_, "title": title, "content": content, "why_store": "family", "confidence": 0.9, "scope": scope}))
     (outcome,) = answer["proposals"]
     return outcome
-
-
-def curated(found: dict) -> str:
-    """The authoritative part of an injected block (before the conversation excerpts)."""
-    return (found["injection"] or "").split("CONVERSATION EXCERPTS")[0]
 
 
 def test_a_parents_correction_is_not_held_for_the_partners_echo_of_the_old_value(service) -> None:
@@ -71,7 +66,7 @@ def test_a_parents_correction_is_not_held_for_the_partners_echo_of_the_old_value
     assert fix["action"] == "accept" and fix["supersedes"] == [old["item_id"]], fix
     for moment in ("at once", "after consolidation"):
         for who in (JON, MAYA):
-            found = curated(recall(client, who, "What time is Leo's bedtime?"))
+            found = curated_text(recall(client, who, "What time is Leo's bedtime?"))
             assert "8:30pm" in found and "8pm" not in found, (moment, who["user_id"], found)
         kept = client.get(f"/v1/items/{echo['item_id']}", params=JON)
         assert kept.status_code == 200 and kept.json()["item"]["validation"] != "retracted", kept.text
@@ -108,7 +103,7 @@ def test_a_held_edit_is_shown_on_the_card_and_a_second_one_does_not_replace_it(s
         assert f'action="/ui/quarantine/{school}' in card, moment
         if moment == "at once":  # its inbox event, pending; consolidated, it is a revision of the item's metadata
             assert "changed content: held for review" in text.split("Inbox events")[1], text
-        assert "8:15" in curated(recall(client, JON, "When does Leo's school start?")), moment
+        assert "8:15" in curated_text(recall(client, JON, "When does Leo's school start?")), moment
         consolidate(client, settings)
     events = client.get(f"/v1/items/{school}", params=MAYA).json()["events"]
     assert ("refused", "jon") in [(e["action"], e["actor"]) for e in events], events
@@ -172,9 +167,9 @@ def test_an_import_contradicting_the_partners_claim_is_held_for_review(service, 
     counts = dict(zip(["turns", "accepted", "quarantined"], re.findall(r"│\s*(\d+)", result.output)))
     assert counts["quarantined"] == "1", result.output  # the bedtime; his chat turns and the number pass
     for moment in ("at once", "after consolidation"):
-        found = curated(recall(client, MAYA, "What time is Leo's bedtime?"))
+        found = curated_text(recall(client, MAYA, "What time is Leo's bedtime?"))
         assert "8:30pm" in found and "9pm" not in found, (moment, found)
-        assert "555-0142" in curated(recall(client, MAYA, "What is the pediatrician's phone number?")), moment
+        assert "555-0142" in curated_text(recall(client, MAYA, "What is the pediatrician's phone number?")), moment
         queue = page_text(client.get("/ui/quarantine", params=MAYA).text)
         assert "9pm" in queue, (moment, queue)
         consolidate(client, settings)

@@ -164,3 +164,29 @@ def test_the_domain_is_the_place_of_those_who_read_it():
         "org": "acme", "user": "omar", "project": "atlas", "session": "atlas"}
     assert placed("user", type="message") == "atlas"  # a chat turn: where it was said
     assert placed("org", metadata={"corpus": "Handbook"}) == "handbook"
+
+
+def test_a_store_located_under_an_older_rule_is_compared_in_sql(tmp_path, monkeypatch):
+    """`misplaced_domains` finds exactly the items whose stored domain today's rule places
+    elsewhere: not a document (its corpus wins), a chat turn or a pinned item, whose
+    domain the rule did not change; and nothing once they are moved."""
+    import pipelines.palace as palace
+    from pipelines.palace import domain_of_inputs
+    from pipelines.warehouse import Warehouse
+
+    owners = {"org_id": "Acme", "user_id": "omar", "project_id": "Atlas", "session_id": "s1"}
+    def made(item_id: str, kind: str, type: str = "fact", **kw: Any) -> MemoryItem:
+        return MemoryItem(id=item_id, tier="stm", type=type, title="t", content="c",  # type: ignore[arg-type]
+                          scope=Scope(kind=kind, **owners), **kw)  # type: ignore[arg-type]
+
+    stored = [made("org", "org"), made("mine", "user"), made("proj", "project"), made("turn", "user", "message"),
+              made("doc", "org", metadata={"corpus": "Handbook"}),
+              made("pinned", "org", metadata={"palace_pin": {"domain": "Atlas", "room": "r", "shelf": "s"}})]
+    with Warehouse(tmp_path / "w.duckdb") as wh:
+        wh.put_items(stored)
+        with monkeypatch.context() as old_rule:
+            old_rule.setattr(palace, "scope_domain", lambda item: slugify(item.scope.project_id))
+            wh.put_locations(assign_locations(stored))
+        assert wh.misplaced_domains(domain_of_inputs) == ["mine", "org"]
+        wh.put_locations(assign_locations(stored))
+        assert wh.misplaced_domains(domain_of_inputs) == []

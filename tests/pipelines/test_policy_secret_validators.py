@@ -827,3 +827,84 @@ def test_the_zxcvbn_shortcuts_give_zxcvbns_own_answers(value):
         spans[m["i"] : m["j"] + 1] = b"\x01" * (m["j"] - m["i"] + 1)
     assert dictionary_coverage(value.lower()) == spans
     assert guesses_log10(value) == pytest.approx(float(zxcvbn(value)["guesses_log10"]), abs=1e-9)
+
+
+# ---- 2026.11-21: names run together in capitals; the vendor rule's look-alikes under a token name
+
+@pytest.mark.parametrize("text", [
+    'export STRIPEAPIKEY="ttoaamkwpfhlbmlefhblcbyofnljumpkltpbjzlf"',  # probe 3, seeded random letters
+    "TWILIOAUTHTOKEN=skgeeplbwcifdopignmuqpvk",  # a random value the bare-token rule does not take
+    "SENDGRIDAPIKEY: hzbS5cLAZoTF59JWq1x7",
+])
+def test_a_keyword_inside_a_name_run_together_in_capitals_is_read(text):
+    assert rule_ids(text) == {"hard.secret.keyword_assignment"}
+
+
+@pytest.mark.parametrize("text", [
+    "MONKEY=skgeeplbwcifdopignmuqpvk",  # a word ending in a keyword ("key", "nkey") is no name of one
+    "HOCKEY: skgeeplbwcifdopignmuqpvk",
+    "BYPASS=skgeeplbwcifdopignmuqpvk",
+    "X509_PUBKEY = skgeeplbwcifdopignmuqpvk",  # a public key
+    "notes = \"Maven - io.jsonwebtoken:jjwt-jackson-0.11.2\"",  # lower case runs together in packages
+])
+def test_a_word_or_package_that_ends_in_a_keyword_names_no_credential(text):
+    assert rule_ids(text) == set()
+
+
+def test_word_starts_splits_a_run_at_its_cheapest_words():
+    from pipelines.policy_rules.secrets.dictionary import word_starts
+
+    assert word_starts("stripeapikey", frozenset({"api", "key"})) == {0, 6, 9}
+    assert word_starts("monkey", frozenset({"key"})) == {0}
+
+
+@pytest.mark.parametrize("text", [
+    "const access_key = 'ghp_8fAbstractEndpointSecretListenerKeyO';",  # probe 3's shapes, seeded
+    'export API_KEY="AKID3uValidatorFlagPrincipalParserTr"',
+    "const signing_key = 'LTAI2nServerKeyQueueImag';",
+    '"authToken": "AKIA7qPRODUCTSOMEENV",',  # AWS ids are capitals; a made-up one need not be
+    "accessToken: AKID7nModelSubscriptionUserToggleCli",  # the sentence rule's name in code too
+])
+def test_a_vendor_prefix_and_words_under_a_token_name_is_a_made_up_example(text):
+    assert rule_ids(text) == set()
+
+
+@pytest.mark.parametrize("text", [
+    'api_key = "LTAI08vDuPngU30ZP7Thnp5y"',  # random bodies of the same formats
+    'export API_KEY="AKIDsT517h3zOaoWG8Bfxc8judHbB2vdq94y"',
+    "accessToken: AKID7nMoqLSubBcrUeEYxgTgC1iwCliV0k2x",
+    'api_key = "tR7pQ2mX9kLw4ZbN8vYc3HsD"',  # no vendor prefix at all
+])
+def test_a_vendor_prefix_and_a_random_body_under_a_token_name_is_a_key(text):
+    assert rule_ids(text)
+
+
+# ---- 2026.11-21: a bare token's entropy limit by its length
+
+@pytest.mark.parametrize("token", ["v5ZJr3J1TWDtkwtDDb+xHKas", "tmUdjAWtGSU8po+799NksnRH",  # 24 seeded, 4.2-4.3 bits
+                                   "9SsL5k1/LIpJHeLO3P+1qM5d/+aij9X9"])  # 32 (probe 3), 4.45 bits
+def test_a_short_random_token_under_the_fixed_limit_is_found_bare(token):
+    assert rule_ids(f"here it is {token} ok") == {"hard.secret.high_entropy"}
+
+
+@pytest.mark.parametrize("text", [
+    "call graphQueueNodeConfigV493 here",  # a camelCase name with a version: 4.14 bits, but words
+    "version id v5ZJr3J1TWDtkwtDDb+xHKas.o0Hq9Dj",  # one segment of a dotted token: the fixed limit
+])
+def test_words_and_token_segments_are_held_to_the_fixed_limit(text):
+    assert rule_ids(text) == set()
+
+
+def test_the_limit_is_a_random_runs_expected_entropy_up_to_detect_secrets_4_5():
+    import random
+    import statistics
+    import string
+
+    from pipelines.policy_rules.secrets.generated import strict_entropy_limit
+    from pipelines.policy_rules.text import shannon_entropy
+
+    rng = random.Random(24)
+    sample = [shannon_entropy("".join(rng.choice(string.ascii_letters + string.digits + "+/") for _ in range(24)))
+              for _ in range(400)]
+    assert strict_entropy_limit(24) == pytest.approx(statistics.mean(sample) - 0.15, abs=0.03)
+    assert strict_entropy_limit(36) == strict_entropy_limit(200) == 4.5

@@ -33,6 +33,9 @@ def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO)
     ("From December 1, the address is Rua Nova 5.", ("2026-12-01", "")),
     ("Between May 3 and May 9 the office is closed.", ("2027-05-03", "2027-05-09")),
     ("All card payments go through Stripe as of last Friday.", ("2026-11-13", "")),
+    # a standing change still takes the days a cue bounds it with
+    ("From now on, until Friday, reports go to Ana.", ("", "2026-11-20")),
+    ("Going forward, starting next Monday, the standup is on Thursday.", ("2026-11-16", "")),
 ])
 def test_the_words_bound_a_window_read_on_the_day_said_in_the_speakers_zone(text: str, wanted: tuple) -> None:
     assert window(text) == wanted
@@ -52,6 +55,8 @@ def test_the_day_said_is_the_speakers_not_utcs() -> None:
     "My blood group is A+, the GP letter came today.", "Deploying on a Friday is fine now.",
     "Book club meets on the first Monday of the month.", "Got the raise, 58k from April.",
     "Leo's swimming lesson moved to sunday mornings at 10.", "The Friday babysitter is Hannah.",
+    "Standup is on Thursday from now on.", "Going forward, the design review is on Wednesday.",
+    "Henceforth payroll runs on Friday.", "Standup is on Thursday until further notice.",
 ])
 def test_a_recurrence_a_yearly_date_a_past_or_habitual_day_or_a_stated_end_bounds_nothing(text: str) -> None:
     # (the conflict pairs' corrections among them: a window there would keep a correction

@@ -4,6 +4,7 @@ is, how guessable it is, and whether it names a credential instead of being one.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
@@ -109,6 +110,45 @@ def guesses_log10(value: str) -> float:
     the cost (three matchers look every substring up in every list)."""
     matches = zxcvbn_matching.omnimatch(value, _merged_dictionaries())
     return float(zxcvbn_scoring.most_guessable_match_sequence(value, matches)["guesses_log10"])
+
+
+@lru_cache(maxsize=4096)
+def word_starts(run: str, known: frozenset[str] = frozenset()) -> frozenset[int]:
+    """Where words start in `run`, a one-case run of letters written without separators
+    ("stripeapikey" -> 0, 6, 9: "stripe api key"): the cheapest split into zxcvbn's words and
+    `known`, a word costing the log of its frequency rank (wordninja's unigram segmentation,
+    with zxcvbn's lists merged at best rank as the frequencies), a known word as much as a
+    common one (rank 1000), a letter in no word as much as the rarest. A longer common word
+    beats its parts ("monkey" is no "mon key", "bypass" no "by pass")."""
+    low = run.lower()
+    ranked = _merged_dictionaries()["merged"]
+    _, longest = _dictionary_words()
+    n = len(low)
+    log_n = math.log(len(ranked))
+    unknown = math.log((len(ranked) + 1) * log_n)
+    best = [0.0] + [math.inf] * n
+    back = [0] * (n + 1)
+    for j in range(1, n + 1):
+        for i in range(max(0, j - longest), j):
+            word = low[i:j]
+            rank = _KNOWN_RANK if word in known else ranked.get(word)
+            if rank is not None:
+                cost = math.log((min(rank, ranked.get(word, rank)) + 1) * log_n)
+            elif j - i == 1:
+                cost = unknown
+            else:
+                continue
+            if best[i] + cost < best[j]:
+                best[j], back[j] = best[i] + cost, i
+    starts = set()
+    j = n
+    while j > 0:
+        j = back[j]
+        starts.add(j)
+    return frozenset(starts)
+
+
+_KNOWN_RANK = 1000
 
 
 @lru_cache(maxsize=1)

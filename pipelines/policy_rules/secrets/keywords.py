@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from pipelines.policy_rules.secrets.dictionary import word_starts
 from pipelines.policy_rules.secrets.generated import _looks_generated, _symbol_alphabet_key
 from pipelines.policy_rules.secrets.hit import SecretHit
 from pipelines.policy_rules.secrets.placeholders import _is_placeholder_token
 from pipelines.policy_rules.secrets.scanning import _scan, tried_at_leading_literals
 from pipelines.policy_rules.secrets.values import _is_bare_key_value, _is_password_value, _is_token_value
+from pipelines.policy_rules.secrets.vendors import vendor_example
 
 _PASSWORD_WORDS = r"pass(?:word|wd|phrase|code)?|pwd|pw|psk|contrase[nñ]a|senha|kennwort|secret"
 _TOKEN_WORDS = (
@@ -30,6 +32,12 @@ _GLUE_PREFIXES = frozenset(
     bot ssh gpg pgp encryption signing refresh bearer oauth pass my new old sa service account
     database redis mysql postgres pg mongo smtp mail ftp sftp ldap vault hmac webhook x
     """.split()
+)
+# The keywords' words and the glue prefixes, as words of a name run together in capitals
+# ("STRIPEAPIKEY", "TWILIOAUTHTOKEN"): `word_starts` splits such a name with them.
+_NAME_WORDS = _GLUE_PREFIXES | frozenset(
+    """password passwd passphrase passcode pass pwd pw psk secret token api apikey key access auth
+    private client signing encryption master credential credentials session cookie""".split()
 )
 _NAME_CHARS = re.compile(r"[\w.\-$@]")
 _QUOTE = r"(?:``|\\?[\"'`]|&#3[49];|&quot;|&apos;)"
@@ -85,7 +93,7 @@ def _keyword_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterat
         kws = [m for m in _KW.finditer(name) if _keyword_stands_alone(name, 0, m.start())]
         last = kws[-1] if kws else k
         tail = name[last.end() :] if kws else text[k.end() : name_end]
-        if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|csrf|xsrf|nonce", name):
+        if tail and _DESCRIPTIVE_TAIL.match(tail) or re.search(r"(?i)public|pub_|pubkey|csrf|xsrf|nonce", name):
             continue
         if name == "pass" and re.match(r"[ \t]+`?[A-Za-z_][a-z0-9_]*(?:\.[A-Za-z_]\w*)*(?![\w$])", text[name_end:]):
             continue  # "pass `cache_dir` via ...": the verb (or Python's statement) before a name
@@ -119,18 +127,33 @@ def _name_start(text: str, kw_start: int) -> int:
 
 
 def _keyword_stands_alone(text: str, name_start: int, kw_start: int) -> bool:
-    """The keyword starts a word, a name segment or a camelCase hump, or is glued to a
-    known prefix ("apikey"); "monkey" and "Authentication" do not count."""
+    """The keyword starts a word, a name segment or a camelCase hump, is glued to a known
+    prefix ("apikey") or starts a word of a name in capitals ("STRIPEAPIKEY"); "monkey",
+    "MONKEY" and "Authentication" do not count."""
     if kw_start == 0 or not text[kw_start - 1].isalpha():
         return True
     if text[kw_start].isupper() and text[kw_start - 1].islower():
         return True
+    lower = text[kw_start].islower()
     j = kw_start
-    while j > name_start and text[j - 1].isalpha() and text[j - 1].islower() == text[kw_start].islower():
+    while j > name_start and text[j - 1].isalpha() and text[j - 1].islower() == lower:
         j -= 1
-    if j > name_start and text[kw_start].islower() and text[j - 1].isupper():
+    if j > name_start and lower and text[j - 1].isupper():
         j -= 1  # "Apitoken": a capitalised glued prefix
-    return text[j:kw_start].lower() in _GLUE_PREFIXES
+    if text[j:kw_start].lower() in _GLUE_PREFIXES:
+        return True
+    # A name of words run together in capitals ("STRIPEAPIKEY", "TWILIOAUTHTOKEN"): the keyword
+    # stands alone where a dictionary split of the run starts a word ("MONKEY", "BYPASS" do
+    # not). Only a whole word of capitals ("JWTSecret", "OAuth" go on in lower case: as before);
+    # lower case runs words together in package and type names too ("io.jsonwebtoken").
+    if lower:
+        return False
+    end = kw_start
+    while end < len(text) and end - j < 48 and text[end].isalpha() and text[end].isupper():
+        end += 1
+    if end - j >= 48 or (end < len(text) and text[end].isalpha()):
+        return False
+    return kw_start - j in word_starts(text[j:end].lower(), _NAME_WORDS)
 
 
 _CODE_WORDS = frozenset(
@@ -147,7 +170,7 @@ def _assignment_value(text: str, pos: int, password_like: bool, bare_key: bool =
         value = held.group("lit")
         if value.startswith("/"):
             return None  # a path naming where the credential lives
-        ok = _is_password_value(value, quoted=True) if password_like else _is_token_value(value, quoted=True)
+        ok = _is_password_value(value, quoted=True) if password_like else token_literal(value, quoted=True)
         return SecretHit("hard.secret.keyword_assignment", held.start("lit"), held.end("lit")) if ok else None
     a = _ASSIGN.match(text, pos)
     if a is None:
@@ -246,10 +269,16 @@ def _literal_hit(value: str, start: int, quoted: bool, password_like: bool, bare
     if password_like:
         ok = _is_password_value(value, quoted=quoted)
     elif bare_key:
-        ok = _is_bare_key_value(value, quoted=quoted)
+        ok = _is_bare_key_value(value, quoted=quoted) and not vendor_example(value)
     else:
-        ok = _is_token_value(value, quoted=quoted)
+        ok = token_literal(value, quoted=quoted)
     return SecretHit("hard.secret.keyword_assignment", start, start + len(value)) if ok else None
+
+
+def token_literal(value: str, *, quoted: bool) -> bool:
+    """A token-like name's literal: generated-looking (`_is_token_value`), and not a made-up
+    example of a vendor's format, which the vendor rule lets through (`vendor_example`)."""
+    return _is_token_value(value, quoted=quoted) and not vendor_example(value)
 
 
 def _wrapped_token_hit(text: str, pos: int) -> SecretHit | None:

@@ -12,6 +12,7 @@ from pipelines.policy_rules.recovery_phrases import find_recovery_phrases
 from pipelines.policy_rules.secrets.dictionary import _CAMEL_HUMP, is_words
 from pipelines.policy_rules.secrets.generated import _dotted_name, _is_sequential, _looks_generated
 from pipelines.policy_rules.secrets.hit import SecretHit
+from pipelines.policy_rules.secrets.keywords import token_literal
 from pipelines.policy_rules.secrets.placeholders import (
     _HASHED_VALUE,
     _TEST_VALUE,
@@ -24,7 +25,6 @@ from pipelines.policy_rules.secrets.values import (
     _HUMAN_PASSWORD,
     _is_passphrase,
     _is_password_value,
-    _is_token_value,
 )
 from pipelines.policy_rules.text import char_classes
 
@@ -225,14 +225,14 @@ def _keyword_then_value_hits(text: str) -> Iterator[SecretHit]:
 
 
 # The sentence keywords that, written as one word ("apiKey", "ACCESSTOKEN", "authToken"), are a
-# name in code: its value is judged as layer 3 judges a token-like name's (`_is_token_value`),
+# name in code: its value is judged as layer 3 judges a token-like name's (`token_literal`),
 # so a name made of words ("AbstractSingletonProxyFactoryBean") is no key there either.
 _CODE_NAME_KW = re.compile(r"(?:api|access|private)key|(?:auth|access|api|bearer)token")
 
 
 def _sentence_value_is_secret(text: str, value: str, quoted: bool, kw: str, end: int, verb: str = "is") -> bool:
     if _CODE_NAME_KW.fullmatch(kw):
-        return not _sentence_value_is_stand_in(value) and _is_token_value(value, quoted=quoted)
+        return not _sentence_value_is_stand_in(value) and token_literal(value, quoted=quoted)
     numeric_kw = _is_numeric_keyword(kw)
     if numeric_kw and re.fullmatch(r"\d[\d\s\-]{2,14}", value):
         return 3 <= len(re.sub(r"\D", "", value)) <= 12  # "the door code is 0000"

@@ -205,17 +205,38 @@ def _vendor_hits(text: str, fillers: bool = False, out: frozenset[re.Pattern] | 
                     continue
             # Keyboard walks ("...abcdefghijklmnop...") and format-valid fillers ("AKIAXXXX...",
             # "ghp_xxxx...", "GR1348941231231231...") are documentation, not keys.
-            if _is_sequential(token) or (not fillers and _is_filler_token(token)):
+            if _is_sequential(token) or (rule_id in _NEWER_FORMATS and _placeholder_body(token)):
                 continue
-            if rule_id in _NEWER_FORMATS and _placeholder_body(token):
-                continue
-            if not fillers and _prefix_then_words(token, pattern):
-                continue  # "LTAI5tSomethingVeryLong", "AKIASEARCHSTUBMOCKID": a made-up example (masked all the same)
+            if not fillers and _made_up_example(rule_id, token, pattern):
+                continue  # "LTAI5tSomethingVeryLong", "AKIASEARCHSTUBMOCKID", "ghp_xxxx...": masked all the same
             if rule_id in _WEAK_FORMATS and (not _random_body(token) or text[end : end + 1].isalnum()):
                 continue  # a short prefix ending mid-word ("s.makeKubeConfigController") names code
             if rule_id == "hard.secret.artifactory" and not (token.startswith("AKC") or re.search(r"\d", token[3:])):
                 continue  # "AP" + hex digit + letters also spells upper-case words ("APACHEKAFKA")
             yield SecretHit(rule_id, start, end)
+
+
+def _made_up_example(rule_id: str, token: str, pattern: re.Pattern[str]) -> bool:
+    """A match of a vendor's format that only stands in for a key: a filler body, words after
+    the prefix, or (newer formats) a placeholder body."""
+    return (_is_filler_token(token) or _prefix_then_words(token, pattern)
+            or (rule_id in _NEWER_FORMATS and _placeholder_body(token)))
+
+
+def vendor_example(value: str) -> bool:
+    """`value` starts in a vendor's format, letter case aside, and is a made-up example of it
+    (`_made_up_example`): what the vendor rule lets through is no key under a token's name
+    either (`api_key = "LTAI5tSomethingVeryLong"`, `"AKIA7qPRODUCTSOMEENV"`: an AWS id is
+    capitals, but a made-up one need not be)."""
+    v = value.strip()
+    return any(_made_up_example(rule_id, v[: m.end()], pattern)
+               for rule_id, pattern, any_case in _vendor_patterns_any_case() if (m := any_case.match(v)) is not None)
+
+
+@lru_cache(maxsize=1)
+def _vendor_patterns_any_case() -> tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...]:
+    return tuple((rule_id, rx, re.compile(rx.pattern, rx.flags | re.IGNORECASE))
+                 for rule_id, rx, _ in _vendor_patterns())
 
 
 def _prefix_then_words(token: str, pattern: re.Pattern[str]) -> bool:
