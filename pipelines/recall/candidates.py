@@ -391,7 +391,7 @@ class CandidateSearch:
     def _dense_channel(self) -> Ranked:
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
-            rows, sims = c.dense_search(self.qvec, self.view.allowed[ci], self.opts.candidate_k)
+            rows, sims = c.dense_search(self.qvec, self.view.allowed[ci], self.opts.candidate_k, self.view.who)
             keep = sims >= self.opts.min_similarity  # compared as float32, as element by element
             ids = c.ids
             entries += [(s, ids[r], ci, r) for r, s in zip(rows[keep].tolist(), sims[keep].tolist())]

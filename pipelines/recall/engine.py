@@ -13,7 +13,7 @@
 4. **pull_ins**: conflict partners, summaries of candidate turns, and (inject/hybrid)
    always-inject items with importance >= `always_inject_importance`.
 5. **score**: `fused * (1 + boosts) * weight` (a raw turn weighs `message_weight`).
-6. **conflicts**: the conflict rule of `conflicts.py`; members of one subject at several
+6. **conflicts**: the conflict rule of the `conflicts` package; members of one subject at several
    scopes are ordered most specific first.
 7. **summaries**: a turn covered by a summary is demoted below it.
 8. **repeats**: one copy of turns with the same text.

@@ -9,6 +9,7 @@ import faiss
 import numpy as np
 import pytest
 
+from pipelines.recall import corpus as corpus_module
 from pipelines.recall.corpus import CorpusError, MemoryCorpus
 from pipelines.recall.lexical import (
     LexicalIndex,
@@ -224,7 +225,7 @@ def test_faiss_search_matches_exact_search_and_respects_the_selector(kind):
     index.add_with_ids(vecs, np.arange(len(items), dtype=np.int64))
     exact = MemoryCorpus(items, vecs)
     # exact_max_rows=0 forces the FAISS path whenever an index is present.
-    via_faiss = MemoryCorpus(items, vecs, index, exact_max_rows=0, hnsw_ef_search=400)
+    via_faiss = MemoryCorpus(items, vecs, index, exact_max_rows=0, hnsw_ef_search=400, audience_scan_max_rows=0)
     who = Identity(user_id="u1", project_id="p1", org_id="o1")
     allowed = exact.visible_mask(who)
     assert 0 < allowed.sum() < len(items)
@@ -238,6 +239,30 @@ def test_faiss_search_matches_exact_search_and_respects_the_selector(kind):
         assert allowed[r_faiss].all()  # the selector never lets an invisible row through
         assert r_faiss.tolist() == r_exact.tolist()
         assert np.allclose(s_faiss, s_exact)
+
+
+def test_audience_scan_finds_the_exact_top_k_within_the_callers_mask(monkeypatch):
+    monkeypatch.setattr(corpus_module, "AUDIENCE_CODES_MIN_ROWS", 100)  # code the test's audiences
+    items, vecs = _store(600)
+    index = faiss.IndexIDMap2(faiss.IndexHNSWFlat(vecs.shape[1], 16, faiss.METRIC_INNER_PRODUCT))
+    index.add_with_ids(vecs, np.arange(len(items), dtype=np.int64))
+    exact = MemoryCorpus(items, vecs)
+    scan = MemoryCorpus(items, vecs, index, exact_max_rows=0)
+    monkeypatch.setattr(scan, "_faiss_search", lambda *a: pytest.fail("the filtered index was searched"))
+    codes = scan.audience_codes
+    assert codes is not None and sum(c is not None for c in codes.codes) >= 2
+    who = Identity(user_id="u1", project_id="p1", org_id="o1")
+    allowed = exact.visible_mask(who)
+    holes = allowed.copy()
+    holes[np.flatnonzero(allowed)[::3]] = False  # a filter takes part of each audience out
+    for mask in (allowed, holes):
+        for q in range(0, 600, 53):
+            query = embed([items[q].content + " w3"])[0]
+            r_exact, s_exact = exact.dense_search(query, mask, 8)
+            for r_scan, s_scan in (scan.dense_search(query, mask, 8, who), scan.dense_search(query, mask, 8)):
+                assert mask[r_scan].all()  # never a row outside the caller's mask
+                assert r_scan.tolist() == r_exact.tolist()
+                assert np.allclose(s_scan, s_exact)
 
 
 def test_dense_ties_break_by_id():
