@@ -20,6 +20,7 @@ from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
     ENDS,
+    FORGOT,
     HELD_AGAINST,
     MOVED_FROM,
     SCOPE_KINDS,
@@ -131,6 +132,7 @@ def capture_turn(
     answers: str | None = None,
     user_said: Callable[[str], str | None] | None = None,
     zone: str = "UTC",
+    forgot: Sequence[str] = (),
 ) -> CaptureResult:
     """Govern and land one turn. Assistant turns are parsed for proposals (tool call,
     JSON block, narrated memory_save); `extra_proposals` come from the memory.propose API.
@@ -141,7 +143,9 @@ def capture_turn(
     assistant turn answers, and the user turns it names (`turn_ref`, the proposal's
     `provenance_hint` source or chunk ids), read by `user_said` (a turn id -> the text of
     that turn of this user, or None). `zone`: the speaker's time zone, whose calendar a
-    proposal's "next week" or "until Friday" is read on (`validity.with_window`)."""
+    proposal's "next week" or "until Friday" is read on (`validity.with_window`). `forgot`:
+    the memories a request to forget, in the round this turn belongs to, retracted (the
+    turn lands forgotten with them, `materialize.item_from_turn`)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -169,6 +173,7 @@ def capture_turn(
             "speaker": speaker,
             "at": at,
             "redactions": redactions,
+            **({FORGOT: list(forgot)} if forgot else {}),
         },
     )
     turn = _Turn(identity=identity, turn_id=turn_id, turn_ref=turn_ref, raw_text=text, at=at,

@@ -9,7 +9,10 @@ retrieval context (`message_context`), so each neighbour quoting a forgotten tur
 turn its speaker forgot, `memory.forget` on the turn itself) gets its context without it
 (`context_without`): else searching for the forgotten words still finds the neighbour (it
 never showed them, but it was found by them). Later turns' contexts leave forgotten turns
-out (`message_context.build_context`).
+out (`message_context.build_context`). The turns of a proxy round whose tool call forgot
+something (the user's "please forget X", the model's "done") name what it forgot
+(`materialize.FORGOT`) and land forgotten (`item_from_turn`, the fold every view shares):
+a forgotten turn to this rule like any other.
 
 Whatever shows the inbox folded over what is served (the service's delta; `loci stats` and
 `loci list` while a run holds the warehouse; `loci show` of an item not consolidated yet)

@@ -35,6 +35,9 @@ DEFAULT_ACCEPTED_CONFIDENCE = 0.8
 # `created_at`, the time the turn it came from was said (an imported history). Aging counts
 # from here.
 LEARNED_AT = "learned_at"
+# A turn's payload and metadata key: the memories a request to forget, carried by the round
+# the turn belongs to, retracted (the user's "please forget X" and the model's "done").
+FORGOT = "forgot"
 TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item (`forgotten_tombstone`)
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
@@ -86,8 +89,11 @@ def item_ids_touched(event: Event) -> list[str]:
 
 def item_from_turn(event: Event) -> MemoryItem:
     """A captured chat turn as an episodic `message` record, user-scoped so the
-    owner can recall raw conversation across sessions before anything is consolidated."""
+    owner can recall raw conversation across sessions before anything is consolidated.
+    A turn of a round that forgot something (`FORGOT`) is forgotten as it lands: recalled,
+    it would show that what was forgotten existed (`pipelines.forgetting`)."""
     p = event.payload
+    forgot = [str(i) for i in p.get(FORGOT) or ()]
     turn_id = p["turn_id"]
     speaker = p.get("speaker") or p.get("role", "user")
     text = p.get("text", "")
@@ -111,13 +117,13 @@ def item_from_turn(event: Event) -> MemoryItem:
         ),
         confidence=1.0,  # a verbatim record of what was said, not a claim
         importance=3,
-        validation="verified",
+        validation="retracted" if forgot else "verified",
         valid_from=at,
         created_at=at,
         updated_at=at,
         metadata={"role": p.get("role", "user"), "session_id": event.identity.session_id,
                   "project_id": event.identity.project_id,
-                  "inbox_seq": event.seq, LEARNED_AT: event.at},
+                  "inbox_seq": event.seq, LEARNED_AT: event.at, **({FORGOT: forgot} if forgot else {})},
     )
 
 

@@ -44,6 +44,7 @@ from online.proxy.memory_tools import (
     READ_ACTIONS,
     call_name,
     is_loci_call,
+    retracts,
 )
 from online.schemas import MAX_QUERY_CHARS
 from online.state import MemoryService
@@ -60,7 +61,7 @@ from pipelines.recall.intents import (
     parse_memory_tool_call,
     tool_arguments,
 )
-from pipelines.recall.lexical import query_terms
+from pipelines.recall.lexical import normalise_label, query_terms
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import Identity, sha256_text, stable_id, time_zone
@@ -245,6 +246,7 @@ class Exchange:
     rounds_done: int = 0
     tool_rounds: list[ToolRound] = field(default_factory=list)
     proposing: list[dict[str, Any]] = field(default_factory=list)  # memory.propose calls
+    forgot: list[str] = field(default_factory=list)  # what the model's calls retracted for the user
     ignored_calls: list[str] = field(default_factory=list)
     raw_texts: list[str] = field(default_factory=list)  # what the model said, per round
     visible_texts: list[str] = field(default_factory=list)
@@ -523,13 +525,17 @@ class Exchange:
             ([result["item_id"]] if action in CHANGE_ACTIONS and "item_id" in result else [])
         self.seen_ids.update(ids)
         self.tool_rounds.append(ToolRound(action, args, found, origin, ids))
+        accepted = (result.get("verdict") or {}).get("action") == "accept"  # not held for review
+        if action in CHANGE_ACTIONS and retracts(action, args) and accepted:
+            self.forgot.append(str(result["item_id"]))  # this round's turns are forgotten with it
         return found, json.dumps(compact(action, result), ensure_ascii=False)
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
         """Search; (found, READ-ONLY block of the hits, hit ids). The block is recall's:
         curated memories under the authoritative footer, raw turns apart as what was said
         (dated on the user's calendar), and a turn that only asks, or whose own words share
-        none with the query, left out (it states nothing asked; the search lists it)."""
+        none with the query, left out (it states nothing asked; the search lists it), as is
+        a turn of this conversation (the model has it)."""
         self.searched.add(query.strip().lower())
         result = self._dispatch("memory.search", {"query": query})
         hits = result.get("hits", [])
@@ -540,14 +546,17 @@ class Exchange:
         now = datetime.now(time_zone(self.tz or self.settings.timezone))  # days on the user's calendar
         # As in an injected recall, a turn found only through its neighbours ("Good choice.")
         # says nothing asked: its neighbour is the evidence (`says_something_asked`), unless
-        # a listing found it as an answer.
+        # a listing found it as an answer; nor one of this conversation: the model has it.
         terms = query_terms(query)
+        in_chat = {normalise_label(text) for text in self.said}
         for hit in hits:
             item = self.service.get_item(hit["id"], self.identity, view)
             if item is None:
                 continue
             if not is_message(item):
                 entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
+            elif normalise_label(item.content) in in_chat:
+                continue
             elif not only_asks(item) and (says_something_asked(item, terms) or listed_as_an_answer(hit)):
                 turns.append(format_turn(item, zone=now.tzinfo))
         found = bool(entries or turns)
@@ -574,7 +583,7 @@ class Exchange:
         own answers and the model's requests to memory are not landed as something said."""
         if self.user_text.strip():
             self.user_turn = self.service.capture(self.identity, "user", self.user_text,
-                                                  turn_id=self.user_turn_id)
+                                                  turn_id=self.user_turn_id, forgot=self.forgot)
         self.assistant_turn = self._land_assistant()
         assistant = self.assistant_turn
         out: dict[str, Any] = {
@@ -603,11 +612,11 @@ class Exchange:
                 return self.service.capture(self.identity, "assistant", raw,
                                             tool_calls=self.proposing or None,
                                             turn_id=self.assistant_turn_id(raw), answers=self.user_text,
-                                            zone=self.tz)
+                                            zone=self.tz, forgot=self.forgot)
         elif said.strip():
             # Proposals are still kept from the user, but nothing proposed is stored.
             return self.service.capture(self.identity, "assistant", said, parse=False,
-                                        turn_id=self.assistant_turn_id(said))
+                                        turn_id=self.assistant_turn_id(said), forgot=self.forgot)
         return None
 
     def _catalog(self, visible: str, *turns: CaptureResult | None) -> dict[str, Any]:

@@ -56,6 +56,13 @@ MEMORY_TOOL_SPECS: list[dict[str, Any]] = [
 ]
 
 
+def retracts(action: str, args: Any) -> bool:
+    """Whether a change the model asked for forgets an entry (memory.forget, or memory.update
+    setting `validation` to "retracted")."""
+    patch = args.get("patch") if isinstance(args, dict) else None
+    return action == "memory.forget" or (isinstance(patch, dict) and patch.get("validation") == "retracted")
+
+
 def call_name(call: dict[str, Any]) -> str:
     fn = call.get("function", call)
     name = fn.get("name") if isinstance(fn, dict) else None

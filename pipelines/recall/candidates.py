@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
-from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope
+from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope, time_zone
 
 from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
@@ -234,6 +234,7 @@ class CandidateSearch:
         # decide yesterday?"): the "said_when" channel and the same boost, any item type.
         # Read as the asker's days in `zone` (POSIX seconds, each edge with its own offset).
         self.said_in = day_spans(list(said_in), zone)
+        self.zone = time_zone(zone)  # a turn's day, for the dates a question names, is the asker's
         self.said_offset_s = said_offset_s  # the asker's clock ahead of UTC now: orders turns by their day
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
@@ -689,8 +690,9 @@ class CandidateSearch:
         return boosts
 
     def said_on_named_date(self, item: MemoryItem) -> bool:
-        """The raw turn was said around a date the question names (see `dates.py`)."""
-        said = said_date(item)
+        """The raw turn was said around a date the question names (see `dates.py`), on the
+        asker's calendar (as the block headers date it)."""
+        said = said_date(item, self.zone)
         return said is not None and said_within(said, self.dates, self.opts.date_before_days,
                                                 self.opts.date_after_days)
 

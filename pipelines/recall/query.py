@@ -55,15 +55,17 @@ class RecallFilters(msgspec.Struct, frozen=True, kw_only=True):
 _ABOUT_SELF = re.compile(
     r"^\W*(?:me|myself)\W*$"
     r"|\babout\s+(?:me|myself)\b(?!\s+(?:and|or|&|to|from|with|in|on|at|for)\b)"
-    r"|\bwho\s+am\s+i\b|\bdescribe\s+me\b|\bmy\s+(?:profile|preferences)\b",
+    r"|\bwho\s+am\s+i\b|\bdescribe\s+me\b|\bmy\s+profile\b",
     re.IGNORECASE,
 )
 
 
 def asks_about_self(query: str) -> bool:
     """The caller asks what is known about them: recall lists their own memories (their
-    user scope), since such a question shares no word with any of them."""
-    return _ABOUT_SELF.search(query) is not None
+    user scope), since such a question shares no word with any of them. One that names a
+    kind of memory ("what do you know about my preferences?") asks for that kind
+    (`asked_types`), as "What do I prefer?" does: not for everything they said."""
+    return _ABOUT_SELF.search(query) is not None and not asked_types(query)
 
 
 # "What did I tell you about penicillin?", "Did I ever mention my sister?", "What have I
@@ -92,6 +94,7 @@ _ASKED_TYPES = {
     "todo": re.compile(r"^(?:todos?|tasks?|actions?)$"),
     "constraint": re.compile(r"^(?:constraints?|rules?)$"),
     "preference": re.compile(r"^(?:preferences?|prefer|preferred)$"),
+    "fact": re.compile(r"^facts?$"),
 }
 # Words such a question says besides the type ("list all our open decisions so far").
 _LISTING_WORDS = frozenset({

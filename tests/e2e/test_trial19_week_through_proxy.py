@@ -22,6 +22,13 @@ dentist appointment is forgotten; Thursday and Friday Sam asks. What the model i
   preferences?": the proxy's own search block had no zone), and "the API freeze deadline
   is Friday December 11" said in November got the note "Friday = " the coming Friday (a weekday naming the
   date after it was read as a day of its own).
+- Forgetting left its own traces (trial 20): the request ("Please forget my dentist
+  appointment, that's private.") and the model's "Done, it's forgotten." were listed for
+  "anything about my dentist?", at once and after consolidation: no detail, but proof an
+  appointment existed (broken).
+- "What do you know about my preferences?" listed Sam's venting beside the preference (a
+  question about Sam, not about a kind of memory), and its search block the joke said in
+  the same chat (trial 20, broken).
 - Put to memory itself, the question got the model's chatter ("Good choice.", "Tabs it
   is.") as excerpts, found only through its neighbours: an injected recall leaves such a
   turn out (broken).
@@ -196,10 +203,12 @@ def week(shared_fake, tmp_path_factory) -> Iterator[Week]:  # noqa: F811
                  "Got it. " + block(decision("Billing service database", "The billing service uses Postgres 17."))),
                 ("Please forget my dentist appointment, that's private.", forget_dentist),
             ])
+            chat(2, time(21, 40), [(ASKED_AT_ONCE, None)], ask=ASKED_AT_ONCE)  # a new chat, not consolidated yet
             consolidate()
             # Thursday
             chat(3, time(9, 30), [
                 ("Traffic was awful this morning, I'm so done with flaky tests too", "That sounds rough."),
+                (SAID_AGAIN, "Sounds like a plan."),
                 ("what database did we pick for billing?", None),
             ], ask="*")
             consolidate()
@@ -225,6 +234,9 @@ def entries(text: str) -> list[str]:
     return re.findall(r"\[(?:MEMORY|TURN): [^\n]*\n.*?\[/(?:MEMORY|TURN)\]", text, re.S)
 
 
+ASKED_AT_ONCE = "Is there anything left about my dentist?"
+SAID_AGAIN = "My dentist's office called, I'll look for a new dentist closer to home."
+FORGET_REQUEST = ("Please forget my dentist appointment, that's private.", "Done, it's forgotten.")
 QUESTIONS = ["what database did we pick for billing?", "when is the API freeze?",
              "what do you know about my preferences?", "What do I prefer?"]
 
@@ -319,3 +331,34 @@ def test_the_catalog_titles_turns_with_the_users_day(week) -> None:
                 titled += 1
     assert titled >= 10
 
+
+
+@pytest.mark.parametrize("question", ["Do you remember anything about my dentist?", ASKED_AT_ONCE])
+def test_the_request_to_forget_and_its_answer_are_forgotten_with_the_appointment(week, question) -> None:
+    """The turn that asked to forget and the model's answer of that round showed that an
+    appointment existed ("anything about my dentist?" listed both), at once and after
+    consolidation: they are forgotten with it (kept in the inbox's history). A turn said
+    later about the dentist is not: it is what Sam says now, on purpose, and names nothing
+    forgotten (as a turn restating a forgotten claim after the forgetting is kept)."""
+    sent, loci = week.asked[question]
+    for said in FORGET_REQUEST:
+        assert said not in sent and said not in json.dumps(loci), (question, sent)
+    for sent in week.blocks_after_forgetting:
+        assert not any(said in sent for said in FORGET_REQUEST), sent
+    if question != ASKED_AT_ONCE:  # said the day after
+        sent, loci = week.asked[question]
+        assert SAID_AGAIN in sent or SAID_AGAIN in json.dumps(loci), sent
+
+
+def test_a_question_naming_a_kind_of_memory_lists_that_kind_as_the_verb_does(week) -> None:
+    """"What do you know about my preferences?" (searched as "my preferences") was read as a
+    question about Sam, so whatever Sam said was listed beside the tabs preference ("Traffic
+    was awful ...", "Ugh, the API freeze has me stressed ..."); "What do I prefer?" listed the
+    preference alone. Naming the type asks for it as the verb does (trial 20); and the
+    search block left out no turn of the conversation itself (the Friday joke "Why do
+    programmers prefer dark mode?", said in this chat: the model has it), as an injected
+    recall does."""
+    def turns(question: str) -> set[str]:
+        return {t.split("\n")[1] for t in entries(parts(week.asked[question][0])[1])}
+    assert turns("what do you know about my preferences?") <= turns("What do I prefer?"), \
+        turns("what do you know about my preferences?")

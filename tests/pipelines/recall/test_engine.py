@@ -834,7 +834,9 @@ def test_stated_lift_prefers_the_turn_that_says_more():
 
 @pytest.mark.parametrize(("query", "about_self"), [
     ("What do you know about me?", True), ("Tell me about myself", True), ("me", True), ("Who am I?", True),
-    ("What are my preferences?", True), ("What do you know about me and the team?", False),
+    ("What do you know about me and the team?", False),
+    # naming a kind of memory asks for that kind (`asked_types`), not for everything said
+    ("What are my preferences?", False), ("What facts do you know about me?", False),
     ("Tell me about the release", False), ("What did Caroline say about me?", True),
     ("Send it to me", False),
 ])
@@ -850,6 +852,8 @@ def test_questions_about_the_caller(query, about_self):
     ("Any open todos?", ("todo",)), ("What tasks do I have?", ("todo",)),
     ("Do you remember what we decided?", ("decision",)), ("What did we discuss?", ()),
     ("What rules do we have?", ("constraint",)), ("What do I prefer?", ("preference",)),
+    ("what do you know about my preferences?", ("preference",)), ("What facts do you know about me?", ("fact",)),
+    ("What facts do you have on the API?", ()),
     ("What did we decide about the API?", ()), ("Which database did we decide on?", ()),
     ("How do tasks run in celery?", ()), ("What is the weather?", ()),
 ])
@@ -915,3 +919,19 @@ def test_an_untitled_claim_names_no_subject_across_scopes():
     narrow = mem("narrow", "Atlas customer data region", "Atlas customer data stays in eu-central-1.")
     r = engine().recall("where does customer data live?", ME, [corpus([untitled, narrow])], now=NOW)
     assert "SCOPE=" not in r.injection and ids(r)[0] == "untitled", ids(r)
+
+
+def test_a_named_date_lifts_the_turns_said_around_it_on_the_askers_calendar():
+    """"On November 16" lifts turns said from 7 days before to 30 after (`said_on_named_date`),
+    days on the asker's calendar, as the block headers date them: in Los Angeles a turn said
+    on December 16 at 20:00 is inside (UTC's December 17 was not), one said on November 8 at
+    20:00 is outside (UTC's November 9 was inside)."""
+    late = turn("late", "u1", "The boat needs new sails.", "s-a", 1)
+    early = turn("early", "u1", "The boat is back in the water.", "s-b", 2)
+    late = msgspec.structs.replace(late, created_at="2026-12-17T04:00:00+00:00", valid_from="2026-12-17T04:00:00+00:00")
+    early = msgspec.structs.replace(early, created_at="2026-11-09T04:00:00+00:00",
+                                    valid_from="2026-11-09T04:00:00+00:00")
+    hits = engine().recall("What did I say about the boat on November 16, 2026?", ME, corpus([late, early]),
+                           mode="catalog", k=5, now="2026-12-20T00:00:00+00:00", tz="America/Los_Angeles").hits
+    lifted = {h.item.id: "date" in h.components for h in hits}
+    assert lifted == {"late": True, "early": False}, lifted
