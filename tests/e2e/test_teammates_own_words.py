@@ -1,0 +1,106 @@
+"""Two teammates in one project, each speaking of themselves, over HTTP (Litestar's
+TestClient against `loci serve`'s app, hash embedder, a consolidation): what one says of
+themselves ("I", "my", "me") is about them, what the other says of themselves is about the
+other, so neither contradicts the other (broken: Rui's "My laptop is a MacBook" was held for
+review as contradicting Ines's "My laptop is a ThinkPad", and recall marked the two CONFLICT=
+and `/v1/conflicts` listed them). Kept: a claim of a subject they share ("our release day")
+is still one subject whoever says it, and one person contradicting themselves still corrects
+themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from online.app import create_app
+from pipelines.embedders import HashEmbedder
+from tests.assets.support import block, make_settings
+from tests.e2e.chat import consolidate, curated_text, recall, turn
+
+INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
+RUI = {"user_id": "rui", "project_id": "helios", "session_id": "r1", "org_id": "acme"}
+# (name, who, what they say = what the assistant proposes, title): each pair would conflict
+# if one person said both
+SAID = [
+    ("ines remote", INES, "I work from home on Wednesdays", "Remote days"),
+    ("rui remote", RUI, "I work from home on Fridays", "Remote days"),
+    ("ines plan", INES, "I work remotely from Wednesday", "Remote work"),
+    ("rui plan", RUI, "I'm in the office all week", "Office days"),
+    ("ines laptop", INES, "My laptop is a ThinkPad", "Laptop"),
+    ("rui laptop", RUI, "My laptop is a MacBook", "Laptop"),
+    ("ines release", INES, "Our release day is Friday", "Release day"),  # shared: one subject
+    ("rui release", RUI, "Our release day is Monday", "Release day"),
+    ("rui keyboard", RUI, "My keyboard layout is QWERTY", "Keyboard"),  # one person, corrected
+    ("rui keyboard again", RUI, "My keyboard layout is Dvorak", "Keyboard"),
+]
+OWN_WORDS = ["remote", "plan", "laptop"]
+
+
+def propose(client: TestClient, who: dict, said: str, title: str) -> dict:
+    turn(client, who, "user", said + ".")
+    answer = turn(client, who, "assistant", "Noted. " + block({
+        "type": "fact", "title": title, "content": said + ".", "why_store": "team", "confidence": 0.9,
+        "scope": "project"}))
+    (outcome,) = answer["proposals"]
+    return outcome
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    settings = make_settings(tmp_path_factory.mktemp("own-words"))
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    with TestClient(app) as client:
+        outcomes = {name: propose(client, who, said, title) for name, who, said, title in SAID}
+        consolidate(client, settings)
+        yield {
+            "outcomes": outcomes,
+            "recall": {topic: recall(client, who, question) for topic, who, question in [
+                ("remote", INES, "Who works from home on which days?"),
+                ("plan", RUI, "Who works remotely or in the office this week?"),
+                ("laptop", RUI, "What laptop does everyone have?"),
+                ("release", INES, "What is our release day?"),
+                ("keyboard", RUI, "What is my keyboard layout?")]},
+            "conflicts": client.get("/v1/conflicts", params=INES).json(),
+        }
+
+
+def conflicting_pairs(team: dict) -> set[frozenset[str]]:
+    return {frozenset((c["a"]["id"], c["b"]["id"])) for c in team["conflicts"]["conflicts"]}
+
+
+def test_a_teammates_own_words_are_not_held_against_anothers(team) -> None:
+    outcomes = team["outcomes"]
+    for topic in OWN_WORDS:
+        for name in (f"ines {topic}", f"rui {topic}"):
+            assert outcomes[name]["action"] == "accept", (name, outcomes[name])
+
+
+def test_a_teammates_own_words_are_neither_marked_nor_listed_as_a_conflict(team) -> None:
+    ids = {name: outcome["item_id"] for name, outcome in team["outcomes"].items()}
+    pairs = conflicting_pairs(team)
+    for topic in OWN_WORDS:
+        ines, rui = ids[f"ines {topic}"], ids[f"rui {topic}"]
+        assert frozenset((ines, rui)) not in pairs, (topic, team["conflicts"])
+        shown = curated_text(team["recall"][topic])
+        assert ines in shown and rui in shown, (topic, shown)  # both found, side by side
+        assert f"CONFLICT={ines}" not in shown and f"CONFLICT={rui}" not in shown, (topic, shown)
+
+
+def test_a_shared_subject_is_still_one_subject_whoever_says_it(team) -> None:
+    outcomes = team["outcomes"]
+    assert outcomes["ines release"]["action"] == "accept"
+    held = outcomes["rui release"]
+    assert held["action"] == "quarantine" and "soft.contradiction" in held["rule_ids"], held
+    assert frozenset((outcomes["ines release"]["item_id"], held["item_id"])) in conflicting_pairs(team)
+
+
+def test_one_person_contradicting_themselves_still_corrects_themselves(team) -> None:
+    outcomes = team["outcomes"]
+    assert outcomes["rui keyboard again"]["action"] == "accept", outcomes["rui keyboard again"]
+    shown = curated_text(team["recall"]["keyboard"])
+    assert outcomes["rui keyboard again"]["item_id"] in shown and "Dvorak" in shown, shown
+    assert outcomes["rui keyboard"]["item_id"] not in shown and "QWERTY" not in shown, shown
