@@ -374,17 +374,18 @@ def govern_claim(
         provenance=provenance,
         source_trusted=provenance.source_kind != "doc",
         existing=existing,
+        author=author_user_id,
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
     accepted = verdict.action == "accept"
-    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
+    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing, author_user_id)}) if held else []
     # Accepted, it contradicts nothing the policy checked (`existing`): what it disagrees
     # with is among the rest it was not checked against (another scope kind, an echo),
     # never what it corrects.
     checked = {it.id for it in existing}
     disagrees = sorted({old.id for old, _ in contradictions_of(proposal, [
-        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)])}
-    ) if accepted else []
+        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)],
+        author_user_id)}) if accepted else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.

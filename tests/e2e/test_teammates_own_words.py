@@ -86,7 +86,7 @@ def test_a_teammates_own_words_are_neither_marked_nor_listed_as_a_conflict(team)
         ines, rui = ids[f"ines {topic}"], ids[f"rui {topic}"]
         assert frozenset((ines, rui)) not in pairs, (topic, team["conflicts"])
         shown = curated_text(team["recall"][topic])
-        assert ines in shown and rui in shown, (topic, shown)  # both found, side by side
+        assert ines in shown and rui in shown, (topic, shown)  # both kept, each their own (not merged)
         assert f"CONFLICT={ines}" not in shown and f"CONFLICT={rui}" not in shown, (topic, shown)
 
 
