@@ -1,9 +1,11 @@
 """Two teammates in one project, each speaking of themselves, over HTTP (Litestar's
 TestClient against `loci serve`'s app, hash embedder, a consolidation): what one says of
 themselves ("I", "my", "me") is about them, what the other says of themselves is about the
-other, so neither contradicts the other (broken: Rui's "My laptop is a MacBook" was held for
-review as contradicting Ines's "My laptop is a ThinkPad", and recall marked the two CONFLICT=
-and `/v1/conflicts` listed them). Kept: a claim of a subject they share ("our release day")
+other, so neither contradicts the other (broken: Rui's "My laptop is a MacBook" and "I'm not
+on call this week" were held for review as contradicting Ines's "My laptop is a ThinkPad"
+and "I'm on call this week", recall marked such pairs CONFLICT= and `/v1/conflicts` listed
+them, "Work location" under one title too). Nor are the two merged into one item: it would
+say both of one person. Kept: a claim of a subject they share ("our release day")
 is still one subject whoever says it, and one person contradicting themselves still corrects
 themselves.
 """
@@ -28,8 +30,10 @@ RUI = {"user_id": "rui", "project_id": "helios", "session_id": "r1", "org_id": "
 SAID = [
     ("ines remote", INES, "I work from home on Wednesdays", "Remote days"),
     ("rui remote", RUI, "I work from home on Fridays", "Remote days"),
-    ("ines plan", INES, "I work remotely from Wednesday", "Remote work"),
-    ("rui plan", RUI, "I'm in the office all week", "Office days"),
+    ("ines location", INES, "From Wednesday I work remotely", "Work location"),
+    ("rui location", RUI, "I'm back in the office from Thursday", "Work location"),
+    ("ines on call", INES, "I'm on call this week", "On call"),
+    ("rui on call", RUI, "I'm not on call this week", "On call"),
     ("ines laptop", INES, "My laptop is a ThinkPad", "Laptop"),
     ("rui laptop", RUI, "My laptop is a MacBook", "Laptop"),
     ("ines release", INES, "Our release day is Friday", "Release day"),  # shared: one subject
@@ -37,7 +41,7 @@ SAID = [
     ("rui keyboard", RUI, "My keyboard layout is QWERTY", "Keyboard"),  # one person, corrected
     ("rui keyboard again", RUI, "My keyboard layout is Dvorak", "Keyboard"),
 ]
-OWN_WORDS = ["remote", "plan", "laptop"]
+OWN_WORDS = ["remote", "location", "on call", "laptop"]
 
 
 def propose(client: TestClient, who: dict, said: str, title: str) -> dict:
@@ -60,7 +64,8 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "outcomes": outcomes,
             "recall": {topic: recall(client, who, question) for topic, who, question in [
                 ("remote", INES, "Who works from home on which days?"),
-                ("plan", RUI, "Who works remotely or in the office this week?"),
+                ("location", INES, "Where does everyone work from Wednesday or Thursday?"),
+                ("on call", RUI, "Who is on call this week?"),
                 ("laptop", RUI, "What laptop does everyone have?"),
                 ("release", INES, "What is our release day?"),
                 ("keyboard", RUI, "What is my keyboard layout?")]},
