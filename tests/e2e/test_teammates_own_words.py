@@ -59,6 +59,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
     with TestClient(app) as client:
         outcomes = {name: propose(client, who, said, title) for name, who, said, title in SAID}
+        before = recall(client, RUI, "What laptop does everyone have?")  # from the inbox, not consolidated yet
         consolidate(client, settings)
         yield {
             "outcomes": outcomes,
@@ -70,6 +71,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 ("release", INES, "What is our release day?"),
                 ("keyboard", RUI, "What is my keyboard layout?")]},
             "conflicts": client.get("/v1/conflicts", params=INES).json(),
+            "laptop before consolidation": before,
         }
 
 
@@ -93,6 +95,8 @@ def test_a_teammates_own_words_are_neither_marked_nor_listed_as_a_conflict(team)
         shown = curated_text(team["recall"][topic])
         assert ines in shown and rui in shown, (topic, shown)  # both kept, each their own (not merged)
         assert f"CONFLICT={ines}" not in shown and f"CONFLICT={rui}" not in shown, (topic, shown)
+    shown = curated_text(team["laptop before consolidation"])
+    assert ids["ines laptop"] in shown and ids["rui laptop"] in shown and "CONFLICT=" not in shown, shown
 
 
 def test_a_shared_subject_is_still_one_subject_whoever_says_it(team) -> None:
