@@ -21,7 +21,7 @@ from litestar.testing import TestClient
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from tests.assets.support import block, make_settings
-from tests.e2e.chat import consolidate, curated_text, recall, turn
+from tests.e2e.chat import consolidate, curated_text, recall, tool, turn
 
 INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
 RUI = {"user_id": "rui", "project_id": "helios", "session_id": "r1", "org_id": "acme"}
@@ -61,7 +61,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         outcomes = {name: propose(client, who, said, title) for name, who, said, title in SAID}
         before = recall(client, RUI, "What laptop does everyone have?")  # from the inbox, not consolidated yet
         consolidate(client, settings)
-        yield {
+        seen = {
             "outcomes": outcomes,
             "recall": {topic: recall(client, who, question) for topic, who, question in [
                 ("remote", INES, "Who works from home on which days?"),
@@ -73,6 +73,10 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             "conflicts": client.get("/v1/conflicts", params=INES).json(),
             "laptop before consolidation": before,
         }
+        # Rui edits Ines's own words: they stay hers, so the edit contradicts what her item said
+        seen["rui's edit"] = tool(client, RUI, "memory.update", {"id": outcomes["ines laptop"]["item_id"],
+                                                                 "patch": {"content": "My laptop is a Dell."}})
+        yield seen
 
 
 def conflicting_pairs(team: dict) -> set[frozenset[str]]:
@@ -113,3 +117,8 @@ def test_one_person_contradicting_themselves_still_corrects_themselves(team) -> 
     shown = curated_text(team["recall"]["keyboard"])
     assert outcomes["rui keyboard again"]["item_id"] in shown and "Dvorak" in shown, shown
     assert outcomes["rui keyboard"]["item_id"] not in shown and "QWERTY" not in shown, shown
+
+
+def test_an_edit_of_a_teammates_own_words_is_still_held_against_what_they_said(team) -> None:
+    verdict = team["rui's edit"]["verdict"]
+    assert verdict["action"] == "quarantine" and "soft.contradiction" in verdict["rule_ids"], verdict
