@@ -53,7 +53,7 @@ from pipelines.materialize import (
 )
 from pipelines.palace import location_of, palace_get, palace_list, parse_path, slugify
 from pipelines.policy import pointer_for
-from pipelines.recall.conflicts import Corrections, authors, is_claim
+from pipelines.recall.conflicts import Corrections, authors, is_claim, speaker
 from pipelines.recall.episodic import proposal_carrier_text, turn_title
 from pipelines.records import (
     LONE_SURROGATE,
@@ -700,8 +700,11 @@ class ToolDispatcher:
             who, view, before, vouched = edited_by
             found = [*([] if vouched else [before]),
                      *(it for it in self.service.existing_like(who, view)(proposal) if it.id != item.id)]
+            # the edited words are still the item's author's (`said_by`): a teammate's edit of
+            # "My laptop is a ThinkPad" contradicts what the item said
             governed = govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
-                                    scope_kind=item.scope.kind, author_user_id=who.user_id)
+                                    scope_kind=item.scope.kind, author_user_id=who.user_id,
+                                    said_by=speaker(item) or "")
             fixes = governed.fixes
             return governed._replace(
                 fixes=fixes._replace(replaced=[i for i in fixes.replaced if i != item.id],

@@ -345,6 +345,7 @@ def govern_claim(
     scope_kind: str,
     author_user_id: str,
     evidence: Sequence[str] = (),
+    said_by: str | None = None,
 ) -> GovernedClaim:
     """The policy's verdict on a proposal (from a turn or `memory.write`) checked against the
     stored items `found`, and the ids of the author's own claims it corrects: a correction
@@ -358,7 +359,11 @@ def govern_claim(
     does not replace it: it links to it (`refines`), and recall shows the note, marked, after
     it. `evidence`: what the user said that the proposal records (the values it names as
     replaced count as the proposal's own, `conflicts.retired_by_evidence`). Held for
-    contradicting someone else's claims, it names them (`GovernedClaim.contradicts`)."""
+    contradicting someone else's claims, it names them (`GovernedClaim.contradicts`). `said_by`:
+    whose words the claim is, when not its author's (an edit of someone else's claim: still
+    theirs); what they say of themselves is not held against a teammate's own words
+    (`conflicts.own_words_apart`)."""
+    said_by = author_user_id if said_by is None else said_by
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
     # A move ("Dentist moved to Thursday", over after that Thursday) moves the plan, whatever
@@ -379,17 +384,18 @@ def govern_claim(
         provenance=provenance,
         source_trusted=provenance.source_kind != "doc",
         existing=existing,
+        author=said_by,
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
     accepted = verdict.action == "accept"
-    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing)}) if held else []
+    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing, said_by)}) if held else []
     # Accepted, it contradicts nothing the policy checked (`existing`): what it disagrees
     # with is among the rest it was not checked against (another scope kind, an echo),
     # never what it corrects.
     checked = {it.id for it in existing}
     disagrees = sorted({old.id for old, _ in contradictions_of(proposal, [
-        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)])}
-    ) if accepted else []
+        it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)],
+        said_by)}) if accepted else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.

@@ -50,6 +50,7 @@ from pipelines.recall.conflicts import (
     conflict_reason,
     find_conflicts,
     is_claim,
+    own_words_apart,
     read_claim,
     supersedes,
 )
@@ -119,13 +120,16 @@ def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
     rule recall uses. Members of one cluster are about one thing already (that is what
     clustering found), so two claims among them whose values disagree ("REST, no GraphQL"
     / "GraphQL instead of REST") are kept apart even when their wording shares too little
-    for the rule's own subject test."""
+    for the rule's own subject test. Two people each saying something different of
+    themselves (`own_words_apart`: "My laptop is a ThinkPad" / "My laptop is a MacBook") do
+    not contradict each other, but are about two people: one item would say both of one."""
     apart = {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
     claims = [read_claim(it) for it in cluster if it.active and is_claim(it)]
     for x, a in enumerate(claims):
         for b in claims[x + 1:]:
             if (not supersedes(a.item, b.item) and not supersedes(b.item, a.item)
-                    and conflict_reason(a, b, one_subject=True)):
+                    and (conflict_reason(a, b, one_subject=True)
+                         or (own_words_apart(a, b) and a.content != b.content))):
                 apart.update((a.item.id, b.item.id))
     return apart
 

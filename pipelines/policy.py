@@ -170,6 +170,7 @@ class RuleContext:
     source_trusted: bool
     existing: Sequence[MemoryItem]
     settings: Settings
+    author: str = ""  # who proposes it ("": not known): what they say of themselves is about them
 
 
 PolicyRule = Callable[[ProposedItem, RuleContext], Iterable[RuleHit]]
@@ -228,14 +229,18 @@ class Policy:
         source_trusted: bool = True,
         existing: Sequence[MemoryItem] = (),
         now: datetime | None = None,
+        author: str = "",
     ) -> Verdict:
         """Judge one proposal. Raises PolicyInputError for unusable arguments; any
-        string content, however large or odd, gets a verdict."""
+        string content, however large or odd, gets a verdict. `author`: who proposes it, so
+        what they say of themselves is not held against a teammate's own words
+        (`conflicts.own_words_apart`)."""
         item = _coerce_item(item)
         tier = _effective_tier(target_tier, item.tier)
         if provenance is not None and not isinstance(provenance, Provenance):
             raise PolicyInputError(f"provenance must be a Provenance, got {type(provenance).__name__}")
-        ctx = RuleContext(tier, provenance, bool(source_trusted), tuple(existing or ()), self.settings)
+        ctx = RuleContext(tier, provenance, bool(source_trusted), tuple(existing or ()), self.settings,
+                          str(author or ""))
 
         hits: list[RuleHit] = []
         hits.extend(self._hard_hits(item, ctx))
@@ -317,7 +322,7 @@ class Policy:
             )
         if not _has_provenance(ctx.provenance) and not item.why_store.strip():
             yield RuleHit("soft.no_evidence", "quarantine", "no provenance and no why_store")
-        for other, key in contradictions(item, ctx.existing):
+        for other, key in contradictions(item, ctx.existing, ctx.author):
             yield RuleHit(
                 "soft.contradiction",
                 "quarantine",
@@ -572,10 +577,12 @@ def _unique(values: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------- contradictions
 
 
-def contradictions(item: ProposedItem, existing: Sequence[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
-    """Stored claims the proposal conflicts with, by the one conflict rule recall and
-    /v1/conflicts use (pipelines.recall.conflicts)."""
+def contradictions(item: ProposedItem, existing: Sequence[MemoryItem],
+                   author: str = "") -> Iterable[tuple[MemoryItem, str]]:
+    """Stored claims the proposal (by `author`, "" when not known) conflicts with, by the one
+    conflict rule recall and /v1/conflicts use (pipelines.recall.conflicts)."""
     if not existing:
         return ()  # nothing to contradict: reading the proposal's claim costs ~1 ms on a long text
-    new = proposed_claim(item.title, item.content, item.type, item.scope if item.scope in SCOPE_KINDS else "project")
+    new = proposed_claim(item.title, item.content, item.type, item.scope if item.scope in SCOPE_KINDS else "project",
+                         author=author)
     return () if new is None else contradicted(new, existing)

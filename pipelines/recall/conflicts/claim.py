@@ -7,6 +7,7 @@ from dataclasses import dataclass, fields, replace
 
 import msgspec
 
+from pipelines.first_person import of_the_writer
 from pipelines.records import RETIRED_BY_USER, MemoryItem
 
 from ..lexical import SMALL_TALK, STOPWORDS, normalise_label, words
@@ -82,12 +83,31 @@ class Claim:
     named: frozenset[str] = frozenset()  # who or what it names as its subject (`_named`: "Leo"), of `words`
     persons: frozenset[str] = frozenset()  # of `named`, those who are someone (`_named`: "Leo", "Ben's")
     first_person: bool = False  # it speaks of the writer before its first value ("My passport", "I go")
+    # it speaks of its writer alone (`first_person.of_the_writer`: "I work from home on Fridays",
+    # not "our release day"): said by two people, two subjects (`rule.own_words_apart`)
+    of_writer: bool = False
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
     negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
     denied: frozenset[str] = frozenset()  # the words of what it denies (`_denied`), of `words`
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
     supersedes: frozenset[str] = frozenset()  # ids it replaces (its `supersedes` links)
+
+
+def authors(item: MemoryItem) -> frozenset[str]:
+    """Who said a claim: its owner, or for a claim consolidation merged, the author of every
+    member (`metadata["authors"]`; the merged item is filed under one member's owner)."""
+    named = item.metadata.get("authors")
+    if isinstance(named, list) and named and all(isinstance(a, str) for a in named):
+        return frozenset(named)
+    return frozenset((item.scope.user_id,))
+
+
+def speaker(item: MemoryItem) -> str | None:
+    """The one person who said a claim (`authors`); None for a claim merged from several
+    people's, or one whose author is not known (a proposal checked without one)."""
+    (one, *more) = authors(item)
+    return one if one and not more else None
 
 
 def is_claim(item: MemoryItem) -> bool:
@@ -192,6 +212,7 @@ def _read_claim(item: MemoryItem) -> Claim:
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
+                 of_writer=of_the_writer(item.content),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
 

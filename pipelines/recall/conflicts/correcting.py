@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
 
-from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, is_claim, read_claim, replace_content
+from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, authors, is_claim, read_claim, replace_content
 from .patterns import _RETIRED
 from .reasons import CHANGED, MAY_UPDATE, SAME_SUBJECT
 from .rule import _moves, _updates, conflict_reason, names_a_case
@@ -16,16 +16,18 @@ from .values import _stance, _value_stems, _value_words, _values, reschedules, s
 
 
 def proposed_claim(title: str, content: str, item_type: str, scope_kind: str = "project",
-                   retiring: Sequence[str] = ()) -> Claim | None:
+                   retiring: Sequence[str] = (), author: str = "") -> Claim | None:
     """The claim a proposal would make (None when its type is not a claim), to check it
     against stored claims before it is written; in the scope kind it will be written in
     (what tells two things of one kind apart holds within one kind, `_qualified_apart`).
     `retiring`: the clauses of the user's words it records that retire a value
-    (`retired_by_evidence`, kept with the item as RETIRED_BY_USER)."""
+    (`retired_by_evidence`, kept with the item as RETIRED_BY_USER). `author`: who proposes
+    it (what they say of themselves is about them, `rule.own_words_apart`); "" when not known."""
     if item_type not in CLAIM_TYPES and not (item_type in DATED_TYPES and reschedules(content)):
         return None
     return read_claim(MemoryItem(id="\x00proposed", tier="stm", type=item_type,  # type: ignore[arg-type]
-                                 title=title, content=content, scope=Scope(kind=scope_kind),  # type: ignore[arg-type]
+                                 title=title, content=content,
+                                 scope=Scope(kind=scope_kind, user_id=author),  # type: ignore[arg-type]
                                  metadata={RETIRED_BY_USER: list(retiring)} if retiring else {}))
 
 
@@ -64,15 +66,6 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[M
             elif reason and (not names_a_case(new, claim) or _moves(new, old)):
                 # a plan's title names no case of it: "Dentist" moved "Dentist appointment"
                 yield old, reason
-
-
-def authors(item: MemoryItem) -> frozenset[str]:
-    """Who said a claim: its owner, or for a claim consolidation merged, the author of every
-    member (`metadata["authors"]`; the merged item is filed under one member's owner)."""
-    named = item.metadata.get("authors")
-    if isinstance(named, list) and named and all(isinstance(a, str) for a in named):
-        return frozenset(named)
-    return frozenset((item.scope.user_id,))
 
 
 class Corrections(NamedTuple):

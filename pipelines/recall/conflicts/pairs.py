@@ -23,7 +23,7 @@ from .rule import (
     _moved_within,
     _says_changed,
 )
-from .table import CHANGES, ID, KIND, LINKED, SAYS_CHANGED, ClaimTable
+from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, SAYS_CHANGED, SPEAKER, ClaimTable
 
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 
@@ -197,6 +197,9 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
     reason[same_title & ((content[i] == content[j]) | adding)] = 0
     reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding & (reason == 0)] = 2
+    # two people each speaking of themselves (`own_words_apart`): two subjects, no conflict
+    of_writer, speakers = table.codes[:, OF_WRITER] > 0, table.codes[:, SPEAKER]
+    reason[of_writer[i] & of_writer[j] & (speakers[i] >= 0) & (speakers[j] >= 0) & (speakers[i] != speakers[j])] = 0
     reason[other & contradicts] = 1
     return _Pairs(i, j, replaces, reason, ids)
 

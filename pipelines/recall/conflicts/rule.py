@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pipelines.records import MemoryItem
 
 from ..lexical import STOPWORDS, words
-from .claim import DATED_TYPES, Claim, _title_words
+from .claim import DATED_TYPES, Claim, _title_words, speaker
 from .patterns import _CHANGED, _CLOCK_UNITS, _MOVED_TO, _RESCHEDULED, _STEMS, _WRITTEN_WORD, _not_qualifiers
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
 from .values import _counted, _measures, _stance, _times, _value_kinds, reschedules
@@ -49,6 +49,8 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         return None
     if b.item.id in a.contradicts or a.item.id in b.contradicts:
         return "linked: contradicts"
+    if own_words_apart(a, b):
+        return None
     if a.title and a.title == b.title:
         if a.content == b.content or a.adds or b.adds:  # one says it adds to the other
             return None
@@ -57,6 +59,20 @@ def conflict_reason(a: Claim, b: Claim, cosine: Cosine = None, *, one_subject: b
         # only flagged (`MAY_UPDATE`), never taken as a correction.
         return _content_reason(a, b, cosine, one_subject) or MAY_UPDATE
     return _content_reason(a, b, cosine, one_subject)
+
+
+def own_words_apart(a: Claim, b: Claim) -> bool:
+    """Two people each speak of themselves (`Claim.of_writer`: "I work from home on
+    Wednesdays" / "I work from home on Fridays", "My laptop is a ThinkPad" / "My laptop is a
+    MacBook"): two subjects, never one, whatever the words share; at write time (a teammate's
+    own words are not held against another's), at recall and in `/v1/conflicts` alike. What
+    a group shares ("our release day") is one subject whoever says it; one person's own
+    words, twice, are one subject too (a correction). Not when either's author is unknown or
+    several people's (`claim.speaker`)."""
+    if not (a.of_writer and b.of_writer):
+        return False
+    x, y = speaker(a.item), speaker(b.item)
+    return x is not None and y is not None and x != y
 
 
 def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:

@@ -10,7 +10,7 @@ from scipy import sparse
 
 from pipelines.records import MemoryItem
 
-from .claim import Claim, _pack, _read_claim, _title_words, _unpack, is_claim, read_claim
+from .claim import Claim, _pack, _read_claim, _title_words, _unpack, is_claim, read_claim, speaker
 from .values import _measures, _value_kinds
 
 
@@ -85,6 +85,9 @@ class ClaimTable:
         codes[:, KIND] = _codes((it.scope.kind for it in items), n)
         codes[:, ID] = _codes((it.id for it in items), n)
         codes[:, LINKED] = np.fromiter((bool(it.links or it.superseded_by) for it in items), bool, n)
+        speakers: dict[str, int] = {}
+        codes[:, SPEAKER] = np.fromiter((-1 if (s := speaker(it)) is None else speakers.setdefault(s, len(speakers))
+                                         for it in items), np.int64, n)
         for row, c in enumerate(claims):
             words.add(c.words if c is not None else ())
             values.add(c.values if c is not None else ())
@@ -104,6 +107,7 @@ class ClaimTable:
                               _value_kinds(c.values))
                 codes[row, CHANGES] = c.changes is not None and bool(c.subject)  # `_says_changed` may ask it
                 codes[row, SAYS_CHANGED] = c.changes is not None  # `_may_have_changed` may ask it
+                codes[row, OF_WRITER] = c.of_writer
             keys.add(_keys(items[row], int(codes[row, 0])))
             if kept is not None:
                 kept.append(_pack(c) if keep == "packed" and c is not None else c)
@@ -229,7 +233,10 @@ _GATHERED = (("words", "qualifiers", "ended", "persons", "subjects", "titles"), 
 # `ClaimTable.codes` columns read by number elsewhere: the item's scope kind, id, and links;
 # whether the claim says something changed of a subject it names (1 or 0); and whether it
 # says something changed at all (1 or 0)
-KIND, ID, LINKED, CHANGES, SAYS_CHANGED, CODES = 9, 10, 11, 12, 13, 14
+KIND, ID, LINKED, CHANGES, SAYS_CHANGED, CODES = 9, 10, 11, 12, 13, 16
+# and whether the claim speaks of its writer alone (1 or 0), and who that is (a code; -1: not
+# one known person): `rule.own_words_apart`
+OF_WRITER, SPEAKER = 14, 15
 
 
 def _codes(keys: Iterable[Hashable], n: int) -> np.ndarray:

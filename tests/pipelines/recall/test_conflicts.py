@@ -1369,3 +1369,26 @@ def test_a_change_close_in_meaning_conflicts_only_with_the_cosine():
     leo = read_claim(claim("f", "Bedtimes", "Leo goes to bed early."))
     mia = read_claim(claim("g", "Bedtimes", "Mia switched to a later bedtime."))
     assert conflict_reason(leo, mia, 0.99) == conflicts.MAY_UPDATE  # two children under one title: only flagged
+
+
+def test_two_peoples_own_words_are_two_subjects_by_the_pair_rule_and_the_table_alike():
+    def said(id_: str, user: str, content: str) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Laptop", content=content,
+                          scope=Scope.for_identity("project", msgspec.structs.replace(ME, user_id=user)))
+
+    ines, rui = said("a", "ines", "My laptop is a ThinkPad"), said("b", "rui", "My laptop is a MacBook")
+    rui_again = said("c", "rui", "My laptop is a Dell")
+    ours, theirs = said("d", "ines", "Our laptop is a ThinkPad"), said("e", "rui", "Our laptop is a MacBook")
+    vouched = said("f", "rui", "I think the laptop is a MacBook")
+    both = said("g", "rui", "My laptop is a Lenovo")
+    both = msgspec.structs.replace(both, metadata={"authors": ["ines", "rui"]})  # merged: no one speaker
+    reason = conflicts.conflict_reason
+    assert reason(read_claim(ines), read_claim(rui)) is None
+    assert reason(read_claim(rui), read_claim(rui_again))  # one person: one subject
+    assert reason(read_claim(ours), read_claim(theirs))  # shared: one subject whoever says it
+    assert reason(read_claim(ines), read_claim(vouched))  # "I think" vouches: not of the writer
+    assert reason(read_claim(ines), read_claim(both))  # several people's words: compared as before
+    # the table over many claims at once (recall, /v1/conflicts) answers as the pair rule does
+    items = [ines, rui, rui_again, ours, theirs, vouched, both]
+    assert pairs(items) == {frozenset((a.id, b.id)) for n, a in enumerate(items) for b in items[n + 1:]
+                            if reason(read_claim(a), read_claim(b))}
