@@ -29,7 +29,7 @@ import numpy as np
 from pipelines.materialize import DISAGREES_WITH, held_against, held_unnamed, in_quarantine, message_item_id
 from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Scope, time_zone
 
-from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, states_what_was_corrected
+from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, speaker, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
 from .dates import DateRange, day_spans, said_within, states_time
 from .episodic import (
@@ -101,7 +101,8 @@ def _held_for(held: MemoryItem, item: MemoryItem) -> bool:
     if held.id == item.id or held.scope.kind != item.scope.kind or in_quarantine(item):
         return False
     said = ProposedItem(type=held.type, title=held.title, content=held.content, scope=held.scope.kind)
-    return any(True for _ in contradictions(said, [item]))
+    # as its author proposed it: their own first-person words contradict no one else's
+    return any(True for _ in contradictions(said, [item], speaker(held) or ""))
 
 
 class VisibleCorpora:

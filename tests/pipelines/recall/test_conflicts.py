@@ -1392,3 +1392,18 @@ def test_two_peoples_own_words_are_two_subjects_by_the_pair_rule_and_the_table_a
     items = [ines, rui, rui_again, ours, theirs, vouched, both]
     assert pairs(items) == {frozenset((a.id, b.id)) for n, a in enumerate(items) for b in items[n + 1:]
                             if reason(read_claim(a), read_claim(b))}
+
+
+def test_a_held_claim_is_said_to_contradict_a_teammates_own_words_only_when_its_author_could():
+    """Recall says why a held proposal waits (`_held_for`) by the write check that held it, as
+    its author proposed it: held before two people's own words were two subjects, it is not
+    shown as contradicting a teammate's."""
+    from pipelines.recall.candidates import _held_for
+
+    def said(id_: str, user: str, content: str) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Laptop", content=content,
+                          scope=Scope.for_identity("project", msgspec.structs.replace(ME, user_id=user)))
+
+    ines, rui = said("a", "ines", "My laptop is a ThinkPad"), said("b", "rui", "My laptop is a MacBook")
+    assert not _held_for(rui, ines)
+    assert _held_for(said("c", "ines", "My laptop is a Dell"), ines)  # her own words again: one subject
