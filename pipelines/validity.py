@@ -15,12 +15,12 @@ time (`anchor`) and keeps what they meant:
 - each relative or yearless time word with the day it meant ("next Tuesday" = Tue
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
-A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays")
-names no date and gets no window, nor does the bare weekday of a standing change
-("standup is on Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the nearest such date
-to the day said ("from December 1" said in late November; "since October 3" said in
-November); they get a window only after a bounding word (a birthday "on March 3" does not
-end on March 3). English only; a claim the words do not bound keeps no window.
+A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays") names
+no date and gets no window, nor does the bare weekday of a standing change ("standup is on
+Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
+nearest such date to the day said ("from December 1" said in late November; "since October
+3" said in November); they get a window only after a bounding word (a birthday "on March 3"
+does not end on March 3). English only; a claim the words do not bound keeps no window.
 """
 
 from __future__ import annotations
