@@ -133,3 +133,17 @@ def curated_text(answer: dict) -> str:
 def entry_header(answer: dict, item_id: str) -> str:
     """The header line of `item_id`'s entry in the recall block."""
     return answer["injection"].split(f"[MEMORY: {item_id}")[1].split("\n", 1)[0]
+
+
+def back_to_schema(data_dir: str, version: int, pending: str) -> None:
+    """Put a store back at schema `version` as the code before the next migration left it:
+    the later migrations unrecorded and their one-off mark (`ingest_state` key `pending`) gone,
+    so the next consolidation upgrades it as it would a user's old store."""
+    import duckdb
+
+    con = duckdb.connect(f"{data_dir}/warehouse.duckdb")
+    try:
+        con.execute("DELETE FROM schema_version WHERE version > ?", [version])
+        con.execute("DELETE FROM ingest_state WHERE key = ?", [pending])
+    finally:
+        con.close()

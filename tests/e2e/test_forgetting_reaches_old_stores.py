@@ -28,7 +28,7 @@ from pipelines.materialize import message_item_id
 from pipelines.message_context import CONTEXT_KEY
 from pipelines.warehouse import Warehouse
 from tests.assets.support import make_settings
-from tests.e2e.chat import consolidate, recall, tool, turn
+from tests.e2e.chat import back_to_schema, consolidate, recall, tool, turn
 
 ANN = {"user_id": "ann", "project_id": "home", "session_id": "a1"}
 LOCKER = {**ANN, "session_id": "a2"}
@@ -59,12 +59,7 @@ def forget_the_old_way(data_dir: str, claim: str, turn_id: str) -> None:
     with Warehouse(f"{data_dir}/warehouse.duckdb") as wh:
         wh.update_items({claim: {"validation": "retracted"}, turn_id: {"validation": "retracted"}},
                         reason="inbox_update")
-    con = duckdb.connect(f"{data_dir}/warehouse.duckdb")
-    try:
-        con.execute("DELETE FROM schema_version WHERE version >= 5")
-        con.execute("DELETE FROM ingest_state WHERE key = ?", [SWEEP_KEY])
-    finally:
-        con.close()
+    back_to_schema(data_dir, 4, SWEEP_KEY)
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import duckdb
 import pytest
 from litestar.testing import TestClient
 
@@ -27,7 +26,7 @@ from pipelines.consolidate.locations import PALACE_KEY
 from pipelines.embedders import HashEmbedder
 from pipelines.warehouse import Warehouse
 from tests.assets.support import block, make_settings
-from tests.e2e.chat import tool, turn
+from tests.e2e.chat import back_to_schema, tool, turn
 
 LENA = {"user_id": "lena", "project_id": "atlas", "session_id": "l1", "org_id": "acme"}
 PRIYA = {"user_id": "priya", "project_id": "borealis", "session_id": "p1", "org_id": "acme"}
@@ -56,12 +55,7 @@ def places(client: TestClient, ids: dict[str, str]) -> dict[str, str]:
 
 def before_the_migration(data_dir: str) -> None:
     """The store at schema version 5, as the old code left it (no mark for the relocation)."""
-    con = duckdb.connect(f"{data_dir}/warehouse.duckdb")
-    try:
-        con.execute("DELETE FROM schema_version WHERE version >= 6")
-        con.execute("DELETE FROM ingest_state WHERE key = ?", [PALACE_KEY])
-    finally:
-        con.close()
+    back_to_schema(data_dir, 5, PALACE_KEY)
 
 
 @pytest.fixture(scope="module")
