@@ -230,9 +230,16 @@ class ReviewListArgs(Args):
 
 class ForgetArgs(Args):
     """Forget a memory: retract it (kept with its history, never recalled). Someone else's
-    claim is not retracted at once: the retraction is held for review."""
+    claim is not retracted at once: the retraction is held for review. `turn_ids`: the
+    caller's turns of this round that asked for or acknowledged the forgetting ("please
+    forget X", "Done, it's forgotten."), forgotten with it once it holds (at once, or when a
+    reviewer approves it): recalled, they would show that X existed."""
 
     id: ItemId
+    turn_ids: Annotated[list[ItemId], Meta(
+        max_length=20, description="Your turns of this round that asked for or acknowledged the forgetting (a "
+                                   "turn_id from POST /v1/turns, or a message entry's id): forgotten with it; "
+                                   "what else they said is kept as a turn of its own.")] = []
 
 
 # The argument struct of each action: what a caller may send (adapters derive schemas from it).

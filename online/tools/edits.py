@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -13,9 +14,12 @@ from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, Upda
 from online.tools.shaping import corrections_out, corrections_payload, verdict_out
 from online.tools.writes import WriteActions
 from pipelines.capture import GovernedClaim, approval_corrects, end_before, ended_by_plan, govern_claim
+from pipelines.forgetting import kept_turn_id
 from pipelines.materialize import (
     DISAGREES_WITH,
     ENDS,
+    FORGOT,
+    FORGOT_TURNS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
     MOVED_FROM,
@@ -28,6 +32,7 @@ from pipelines.materialize import (
     held_against_others,
     held_edit,
     in_quarantine,
+    message_item_id,
     with_held_edit,
 )
 from pipelines.recall.conflicts import Corrections, authors, is_claim, speaker
@@ -84,6 +89,23 @@ def _vouched(item: MemoryItem, who: Identity) -> bool:
     return isinstance(review, dict) and review.get("decision") == "approve" and review.get("by") == who.user_id
 
 
+def _own_retraction(edit: dict[str, Any], who: Identity) -> bool:
+    """Whether the edit held for review is `who`'s forget (a retraction)."""
+    return edit.get("by") == who.user_id and (edit.get("patch") or {}).get("validation") == "retracted"
+
+
+def _turns_out(turns: Sequence[MemoryItem], linked: Sequence[Event], kept: Sequence[str], held: bool
+               ) -> dict[str, list[str]]:
+    """What a forget's (or its approval's) answer says of the round's turns: those forgotten
+    now (`forgot_turns`) and the turns kept of what else they said (`kept_turns`), or, the
+    forget held, those forgotten on its approval (`turns_on_approval`)."""
+    if not turns:
+        return {}
+    if held:
+        return {"turns_on_approval": [t.id for t in turns]}
+    return {"forgot_turns": [str(e.payload["item_id"]) for e in linked], **({"kept_turns": list(kept)} if kept else {})}
+
+
 def _held_retraction(verdict: Verdict, owners: frozenset[str], quarantine_days: float) -> Verdict:
     """`verdict` of a retraction of a claim that is not the editor's: held for review
     (`RETRACTION_RULE`), as an edit contradicting it would be; its author or a reviewer
@@ -138,7 +160,12 @@ class EditActions(WriteActions):
         ), Corrections([], [], []), [])
 
     def update(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
-        args = decode(UpdateArgs, raw, "memory.update")
+        return self._update(decode(UpdateArgs, raw, "memory.update"), who, view)
+
+    def _update(self, args: UpdateArgs, who: Identity, view: View,
+                turns: Sequence[MemoryItem] = ()) -> dict[str, Any]:
+        """memory.update of `args`; `turns`: the caller's turns a forget links (`forget`), forgotten
+        with the item once its retraction holds."""
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
@@ -214,7 +241,8 @@ class EditActions(WriteActions):
             raise ToolError(422, "memory.update rejected by the policy; nothing was stored",
                             {"verdict": verdict_out(verdict)})
         waiting = held_edit(current)
-        if waiting is not None and verdict.action == "quarantine" and HELD_EDIT_RULES & set(verdict.rule_ids):
+        if (waiting is not None and verdict.action == "quarantine" and HELD_EDIT_RULES & set(verdict.rule_ids)
+                and not (turns and _own_retraction(waiting, who))):  # a forget's later turns join it (`forget`)
             # One edit waits beside an item (`held_by_edit`): a second would replace it unseen.
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)}, [args.id],
                                verdict=verdict_out(verdict), outcome="refused",
@@ -225,19 +253,23 @@ class EditActions(WriteActions):
         # What it now says corrects as a write would (applied with it), or, held for
         # contradicting someone else's claims, names them (the hold waits beside the item).
         fixes = governed.fixes if verdict.action == "accept" else Corrections([], [], [])
+        # the round's turns: forgotten with it now, or kept with the held edit until its approval
+        linked, kept = ([], []) if verdict.action != "accept" else self._turns_forgotten_with(turns, current, who)
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
             payload={"item_id": args.id, "patch": patch, "verdict": verdict_out(verdict), "at": at, **said_dates,
+                     **({FORGOT_TURNS: [t.id for t in turns]} if turns else {}),
                      **({"as_reviewer": True} if vouched and says else {}),
                      **corrections_payload(fixes), **(moves if verdict.action == "accept" else {}),
                      # what it now says disagrees with (replacing what it said before)
                      **({DISAGREES_WITH: governed.disagrees} if says and verdict.action == "accept" else {}),
                      **({HELD_AGAINST: governed.contradicts}
                         if verdict.action == "quarantine" and governed.contradicts else {})},
-        )])[0]
+        ), *linked])[0]
         out = {"item_id": args.id, "seq": landed.seq, "verdict": verdict_out(verdict), **corrections_out(fixes),
-               **({"ends": list(moves[ENDS])} if moves and verdict.action == "accept" else {})}
+               **({"ends": list(moves[ENDS])} if moves and verdict.action == "accept" else {}),
+               **_turns_out(turns, linked, kept, held=verdict.action != "accept")}
         return {**out, "as_reviewer": True} if vouched and says else out
 
     def forget(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
@@ -245,7 +277,77 @@ class EditActions(WriteActions):
         governance: the caller's own claim (or one they approved) is retracted at once,
         anyone else's is held for review (`RETRACTION_RULE`)."""
         args = decode(ForgetArgs, raw, "memory.forget")
-        return self.update({"id": args.id, "patch": {"validation": "retracted"}}, who, view)
+        turns = self._round_turns(args, who, view)
+        current = self.service.get_item(args.id, who, view)
+        if turns and current is not None and current.validation == "retracted":
+            # Forgotten already (by this round's first call): its later turns ("Done, it's
+            # forgotten.", captured after the call) are forgotten with it.
+            linked, kept = self._turns_forgotten_with(turns, current, who)
+            landed = self.service.append(linked) if linked else []
+            return {"item_id": args.id, **({"seq": landed[-1].seq} if landed else {}),
+                    "verdict": verdict_out(Verdict(action="accept", reasons=["forgotten already"])),
+                    **_turns_out(turns, linked, kept, held=False)}
+        waiting = held_edit(current) if turns and current is not None else None
+        if waiting is not None and _own_retraction(waiting, who):
+            # The caller's forget of it waits for review: the later turns wait with the earlier ones.
+            earlier = [t for i in waiting.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None]
+            turns = list({t.id: t for t in [*earlier, *turns]}.values())
+        return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns)
+
+    def _round_turns(self, args: ForgetArgs, who: Identity, view: View) -> list[MemoryItem]:
+        """The caller's turns a forget names (`ForgetArgs.turn_ids`: a turn id, or its message
+        entry's id), the item forgotten itself left out; 404 for one that is not the caller's
+        turn (as for an id they cannot see: audited as refused), 400 for a memory that is no turn."""
+        turns: dict[str, MemoryItem] = {}
+        for given in dict.fromkeys(args.turn_ids):
+            turn = next((it for it in (self.service.get_item(i, who, view) for i in (given, message_item_id(given)))
+                         if it is not None), None)
+            if turn is None or turn.scope.user_id != who.user_id:
+                self.service.audit(who, "memory.forget", {"id": args.id, "turn_ids": list(args.turn_ids)},
+                                   [given], outcome="refused", reason="turn not the caller's")
+                raise ToolError(404, f"memory.forget: turn_ids: {given!r} is not a turn of yours (give a turn_id "
+                                     "from POST /v1/turns, or the id of a message entry memory_search found)")
+            if turn.type != "message":
+                raise ToolError(400, f"memory.forget: turn_ids: {given!r} is a memory ({turn.type}), not a turn "
+                                     "of the conversation: forget it with a memory.forget of its own")
+            if turn.id != args.id:
+                turns[turn.id] = turn
+        return list(turns.values())
+
+    def _turns_forgotten_with(self, turns: Iterable[MemoryItem], forgotten: MemoryItem,
+                              who: Identity) -> tuple[list[Event], list[str]]:
+        """What forgetting `forgotten` does to the turns of the round that asked for it: each
+        is retracted (its event's `FORGOT` names what it was forgotten with), and what else it said
+        (`forgetting.kept_part`) lands first as a turn of its own, said when it was: (the
+        retraction events, the kept turns' ids). A turn forgotten before leads to what was
+        kept of it, which is read again (a second forget of that round)."""
+        events, kept = [], []
+        at = utcnow()
+        for turn in turns:
+            while turn.validation == "retracted":
+                later = self.service.view().get(message_item_id(kept_turn_id(turn.provenance.source_id)))
+                if later is None:
+                    break
+                turn = later
+            if turn.validation == "retracted":
+                continue
+            said = self.service.inbox.get(stable_id("evt", "turn", turn.provenance.source_id))
+            owner = said.identity if said is not None else Identity(  # a turn imported without its event
+                user_id=turn.scope.user_id, org_id=turn.scope.org_id,
+                project_id=str(turn.metadata.get("project_id") or turn.scope.project_id),
+                session_id=str(turn.metadata.get("session_id") or turn.scope.session_id))
+            rest = self.service.keep_rest(owner, str(turn.metadata.get("role") or "user"), turn.provenance.source_id,
+                                          turn.content, turn.created_at, [forgotten],
+                                          said.payload.get("speaker") if said is not None else None)
+            if rest is not None:
+                kept.append(rest)
+            events.append(Event(
+                event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
+                identity=who, at=at,
+                payload={"item_id": turn.id, "patch": {"validation": "retracted"}, "at": at, FORGOT: [forgotten.id],
+                         "verdict": verdict_out(Verdict(action="accept", reasons=[
+                             f"the round that forgot {forgotten.id} asked for or acknowledged it"]))}))
+        return events, kept
 
     def review(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """A reviewer's decision on a quarantined item, landed as a `memory.review` event
@@ -286,13 +388,19 @@ class EditActions(WriteActions):
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
                             {"verdict": verdict})
+        # An approved forget forgets the turns of the round that asked for it (`FORGOT_TURNS`).
+        turns = ([t for i in edit.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None
+                  and t.type == "message"]
+                 if args.decision == "approve" and edit is not None
+                 and (edit.get("patch") or {}).get("validation") == "retracted" else [])
+        linked, kept = self._turns_forgotten_with(turns, current, who)
         at = utcnow()
         landed = self.service.append([Event(
             event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
             identity=who, at=at,
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
                      "at": at, **corrections_payload(fixes)},
-        )])[0]
+        ), *linked])[0]
         return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict,
-                **corrections_out(fixes)}
+                **corrections_out(fixes), **_turns_out(turns, linked, kept, held=False)}
 
