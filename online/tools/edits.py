@@ -96,7 +96,7 @@ def _own_retraction(edit: dict[str, Any], who: Identity) -> bool:
 
 def _turns_out(turns: Sequence[MemoryItem], linked: Sequence[Event], kept: Sequence[str], held: bool
                ) -> dict[str, list[str]]:
-    """What a forget's (or its approval's) answer says of the round's turns: those forgotten
+    """What a forget's answer says of the round's turns: those forgotten
     now (`forgot_turns`) and the turns kept of what else they said (`kept_turns`), or, the
     forget held, those forgotten on its approval (`turns_on_approval`)."""
     if not turns:
@@ -401,6 +401,8 @@ class EditActions(WriteActions):
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
                      "at": at, **corrections_payload(fixes)},
         ), *linked])[0]
+        # The turns are the forgetter's, not the reviewer's to see: how many, not which.
         return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict,
-                **corrections_out(fixes), **_turns_out(turns, linked, kept, held=False)}
+                **corrections_out(fixes),
+                **({"turns_forgotten": len(linked), "turns_kept": len(kept)} if turns else {})}
 
