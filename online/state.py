@@ -41,8 +41,9 @@ from online.snapshot_holder import (
 from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
+from pipelines.forgetting import kept_part, kept_turn_id
 from pipelines.inbox import AppendCheck, open_inbox
-from pipelines.materialize import in_quarantine, recall_state
+from pipelines.materialize import in_quarantine, message_item_id, recall_state
 from pipelines.message_context import embedding_text
 from pipelines.recall.conflicts import CLAIM_TYPES, DATED_TYPES, find_conflicts, is_claim, reschedules
 from pipelines.recall.corpus import MemoryCorpus
@@ -524,6 +525,10 @@ class MemoryService:
         if role == "assistant":  # its proposals record what the user just said in this chat
             kw.setdefault("answers", self._answered.get(chat))
         result = capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
+        if kw.get("forgot"):  # a turn of a round that forgot something (it lands forgotten): what else it said
+            gone = [it for i in kw["forgot"] if (it := view.get(str(i))) is not None]
+            stored = redact_secrets(result.visible_text)[0] if result.redactions else result.visible_text
+            self.keep_rest(identity, role, result.turn_id, stored, kw.get("at"), gone, kw.get("speaker"))
         if role == "user":
             with self._answered_lock:
                 # as stored: without the secrets capture masked
@@ -532,6 +537,19 @@ class MemoryService:
                 while len(self._answered) > ANSWERED_CHATS:
                     self._answered.popitem(last=False)
         return result
+
+    def keep_rest(self, identity: Identity, role: str, turn_id: str, text: str, at: str | None,
+                  forgotten: Iterable[MemoryItem], speaker: str | None = None) -> str | None:
+        """What else turn `turn_id` (`text`, as stored) of a round that forgot `forgotten` said
+        (`forgetting.kept_part`: "..., and remind me my passport expires in March"), landed
+        as a turn of `identity`'s own said at `at` (its `turn_ref` the turn): the new
+        message entry's id, or None when it said nothing else."""
+        rest = kept_part(text, forgotten)
+        if not rest:
+            return None
+        landed = capture_turn(self.inbox, self.policy, identity, role, rest, append=self.append, parse=False,
+                              turn_id=kept_turn_id(turn_id), turn_ref=turn_id, at=at, speaker=speaker)
+        return message_item_id(landed.turn_id)
 
     def user_said(self, identity: Identity) -> Callable[[str], str | None]:
         """A turn id -> what `identity`'s user said in that turn of this project (its text as

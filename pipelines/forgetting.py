@@ -12,7 +12,11 @@ never showed them, but it was found by them). Later turns' contexts leave forgot
 out (`message_context.build_context`). The turns of a proxy round whose tool call forgot
 something (the user's "please forget X", the model's "done") name what it forgot
 (`materialize.FORGOT`) and land forgotten (`item_from_turn`, the fold every view shares):
-a forgotten turn to this rule like any other.
+a forgotten turn to this rule like any other. A chat loop forgetting through `memory.forget`
+names its round's turns itself (`turn_ids`, `materialize.FORGOT_TURNS`): they are forgotten
+with the memory once its forgetting holds (at once, or on a reviewer's approval), and what
+else such a turn said (`kept_part`: "..., and remind me my passport expires in March") is
+kept as a turn of its own.
 
 Whatever shows the inbox folded over what is served (the service's delta; `loci stats` and
 `loci list` while a run holds the warehouse; `loci show` of an item not consolidated yet)
@@ -21,6 +25,7 @@ folds it with `fold_served`, so a forgetting is applied there as in consolidatio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from itertools import chain
 
@@ -30,7 +35,7 @@ from pipelines.materialize import Overlay, fold_events, is_tombstone, message_it
 from pipelines.message_context import context_without, with_context
 from pipelines.recall.conflicts import CLAIM_TYPES, authors, restates
 from pipelines.recall.episodic import answered_turn, said_stems
-from pipelines.records import Event, MemoryItem
+from pipelines.records import Event, MemoryItem, stable_id
 
 
 def is_forgotten_claim(item: MemoryItem) -> bool:
@@ -140,3 +145,46 @@ def fold_served(events: Iterable[Event], base: Callable[[str], MemoryItem | None
         return turns.values()
 
     return overlay, with_forgetting(overlay.items, base, owned_turns)
+
+
+# The pieces a turn is read in for `kept_part`: sentences, and the clauses a comma, a
+# semicolon or an "and"/"but" joins (kept pieces are joined back as said, so "Tom and Jerry"
+# stays whole).
+_PIECE_BREAK = re.compile(r"((?<=[.!?])\s+|\s*[,;]\s*(?:(?:and|but)\s+)?|\s+(?:and|but)\s+)", re.I)
+_ASKS_TO_FORGET = re.compile(r"\b(?:forget|forgets|forgot|forgotten|delete|deleted|erase|erased|wipe|wiped)\b",
+                             re.I)
+# A request's own words ("please remind me", "note that"): shared with a forgotten memory,
+# they do not make a clause speak of it.
+_REQUEST_STEMS = frozenset({"pleas", "remind", "rememb", "note", "keep", "save", "also", "tell"})
+KEPT_MIN_STEMS = 3  # fewer ("that's private", "Done") says nothing worth keeping on its own
+
+
+def kept_part(text: str, forgotten: Iterable[MemoryItem]) -> str:
+    """What a turn of a round that forgot `forgotten` said besides: its clauses that neither
+    ask to forget nor share a word with what was forgotten, joined back as said ("" when
+    what is left says fewer than `KEPT_MIN_STEMS` words worth a stem). "Forget my dentist
+    appointment, and remind me my passport expires in March" keeps "remind me my passport
+    expires in March"; "Please forget my dentist appointment, that's private." keeps nothing."""
+    gone = frozenset().union(*(said_stems(f"{it.title} {it.content}") for it in forgotten)) - _REQUEST_STEMS
+    parts = _PIECE_BREAK.split(text)
+    runs: list[str] = []
+    run = ""
+    for index in range(0, len(parts), 2):
+        piece = parts[index]
+        dropped = bool(_ASKS_TO_FORGET.search(piece)) or not gone.isdisjoint(said_stems(piece))
+        if dropped or not piece.strip():
+            if run:
+                runs.append(run)
+            run = ""
+            continue
+        run = f"{run}{parts[index - 1]}{piece}" if run else piece
+    if run:
+        runs.append(run)
+    kept = [r.strip(" ,;") for r in runs if len(said_stems(r)) >= KEPT_MIN_STEMS]
+    return " ".join(kept)
+
+
+def kept_turn_id(turn_id: str) -> str:
+    """The turn id of what turn `turn_id` said besides a forgetting (`kept_part`), one per
+    turn: a second forget of its round reads that turn in its place."""
+    return stable_id("turn", "kept", turn_id)

@@ -38,6 +38,10 @@ LEARNED_AT = "learned_at"
 # A turn's payload and metadata key: the memories a request to forget, carried by the round
 # the turn belongs to, retracted (the user's "please forget X" and the model's "done").
 FORGOT = "forgot"
+# A memory.forget event's payload key, kept by the edit held for review (`held_by_edit`): the
+# raw turns (item ids) of the round that asked for or acknowledged the forgetting (`turn_ids`),
+# forgotten with it once it holds: at once, or when a reviewer approves it.
+FORGOT_TURNS = "forgot_turns"
 TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item (`forgotten_tombstone`)
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
@@ -265,6 +269,9 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
             **({SAID_DATES: event.payload[SAID_DATES]} if SAID_DATES in event.payload else {}),
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
             "expires_at": verdict.expires_at,
+            # the turns of the round that asked to forget it: forgotten on approval
+            **({FORGOT_TURNS: [str(i) for i in event.payload[FORGOT_TURNS]]}
+               if event.payload.get(FORGOT_TURNS) else {}),
             # the claims the edited item would contradict: each delivered one says a change waits
             **({HELD_AGAINST: [str(i) for i in event.payload[HELD_AGAINST]]}
                if event.payload.get(HELD_AGAINST) else {})}
@@ -430,10 +437,13 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
         metadata = {**item.metadata, "review": review, "verdict": "accept" if decision == "approve" else "reject"}
         expires_at = None
     if decision == "approve":
+        # An approved retraction (a forget held for review) forgets it: verifying would undo it.
+        forgets = edit is not None and (edit.get("patch") or {}).get("validation") == "retracted"
         # The claims it contradicted in its scope (`pipelines.capture.approval_corrects`):
         # the approval corrects them, as the author's own correction would.
         return with_corrections(msgspec.structs.replace(
-            item, validation="verified", expires_at=expires_at, metadata=metadata, updated_at=at,
+            item, validation="retracted" if forgets else "verified", expires_at=expires_at, metadata=metadata,
+            updated_at=at,
             confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE)), payload)
     return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
 

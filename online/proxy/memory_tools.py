@@ -38,21 +38,22 @@ _PROPOSE_PARAMETERS = {"type": "object", "required": ["items"], "properties": {
         "tags": {"type": "array", "items": {"type": "string"}}, "why_store": {"type": "string"}}}}}}
 
 # What the proxy tells every search of an exchange itself, from the user's request
-# (`Exchange._dispatch`): the model is not asked for them, and its own are not read.
-SET_BY_THE_PROXY = frozenset({"tz", "own_words"})
+# (`Exchange._dispatch`): the model is not asked for them, and its own are not read. A
+# forget's turns too: the proxy lands its round's turns forgotten with it (`FORGOT`).
+SET_BY_THE_PROXY = frozenset({"tz", "own_words", "turn_ids"})
 
 
-def _search_parameters() -> dict[str, Any]:
-    schema = args_schema("memory.search", inline=True)
+def _parameters(action: str) -> dict[str, Any]:
+    schema = args_schema(action, inline=True)
     return {**schema, "properties": {k: v for k, v in schema["properties"].items() if k not in SET_BY_THE_PROXY}}
 
 
 MEMORY_TOOL_SPECS: list[dict[str, Any]] = [
-    _tool("memory.search", _search_parameters()),
+    _tool("memory.search", _parameters("memory.search")),
     *(_tool(action, args_schema(action, inline=True))
       for action in ("memory.read", "memory.palace.list", "memory.palace.get")),
     _tool("memory.propose", _PROPOSE_PARAMETERS),
-    *(_tool(action, args_schema(action, inline=True)) for action in ("memory.update", "memory.forget")),
+    *(_tool(action, _parameters(action)) for action in ("memory.update", "memory.forget")),
 ]
 
 

@@ -1,0 +1,266 @@
+"""The memory.* actions' argument structs (strict: an unknown key is an error, not ignored),
+the error a tool call answers with, and decoding a call's args into its struct."""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from online.schemas import MAX_QUERY_CHARS, TimeZoneName
+from pipelines.records import (
+    LONE_SURROGATE,
+    ItemType,
+    LinkRel,
+    ProposedItem,
+    ScopeKind,
+    Tier,
+    Validation,
+    holds_lone_surrogate,
+    says_something,
+    time_problems,
+    time_zone,
+)
+
+# What a caller may write: every item type except `message` (a verbatim chat record is only
+# ever made from a captured turn, never forged through the API).
+WritableType = Literal[
+    "fact", "decision", "definition", "constraint", "pattern", "todo", "pointer", "note",
+    "preference", "summary",
+]
+ItemId = Annotated[str, Meta(min_length=1, max_length=200)]
+Label = Annotated[str, Meta(min_length=1, max_length=100)]
+Title = Annotated[str, Meta(max_length=500)]
+Content = Annotated[str, Meta(min_length=1, max_length=100_000)]
+Labels = Annotated[list[Label], Meta(max_length=50)]
+Importance = Annotated[int, Meta(ge=1, le=10)]
+Confidence = Annotated[float, Meta(ge=0.0, le=1.0)]
+
+
+class ToolError(Exception):
+    """A tool call that cannot be served: `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str, detail: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.detail = detail
+
+
+
+# -- argument schemas (strict: an unknown key is an error, not ignored) -----------------------
+
+
+class Args(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class ItemIn(Args, kw_only=True):
+    """A memory as proposed or written through the API (the fields of ProposedItem)."""
+
+    type: WritableType = "note"
+    title: Title = ""
+    content: Content
+    tags: Labels = []
+    entities: Labels = []
+    why_store: Annotated[str, Meta(max_length=2000)] = ""
+    importance: Importance | None = None
+    confidence: Confidence | None = None
+    tier: Tier | None = None
+    scope: ScopeKind | None = None
+    provenance_hint: dict[str, Any] = {}
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_times(self)
+        _check_content(self)
+
+    def proposed(self) -> ProposedItem:
+        return msgspec.convert(msgspec.to_builtins(self), ProposedItem)
+
+
+class ProposeArgs(Args):
+    items: Annotated[list[ItemIn], Meta(min_length=1, max_length=20)]
+    default_scope: ScopeKind = "project"
+    turn_ref: ItemId | None = None
+    tz: TimeZoneName | None = None  # the speaker's zone: "until Friday" is read on its calendar
+
+
+class WriteArgs(Args):
+    item: ItemIn
+    default_scope: ScopeKind = "project"
+    tz: TimeZoneName | None = None  # as ProposeArgs.tz
+
+
+class SearchArgs(Args):
+    query: Annotated[str, Meta(min_length=1, max_length=MAX_QUERY_CHARS)]
+    tags: Annotated[list[Label], Meta(max_length=50)] = []
+    tier: Tier | None = None
+    type: ItemType | None = None
+    scope: ScopeKind | None = None
+    k: Annotated[int, Meta(ge=1, le=100)] | None = None
+    tz: TimeZoneName | None = None
+    # A caller that searches a question's subject ("penicillin" for "What did I tell you about
+    # penicillin?") says that the question asked what the user said themselves.
+    own_words: Annotated[bool, Meta(description="The user asks what they said themselves: their own words "
+                                                "come before another speaker's echo of them.")] = False
+
+
+class ReadArgs(Args):
+    ids: Annotated[list[ItemId], Meta(min_length=1, max_length=100)]
+
+
+class UpdateArgs(Args):
+    id: ItemId
+    patch: Annotated[dict[str, Any], Meta(min_length=1)]
+    tz: TimeZoneName | None = None  # the editor's zone: new time words are read on its calendar
+
+
+class ItemPatch(Args):
+    """The values a memory.update may set, bounded like a written item's (an importance of 11
+    would be always injected, a confidence of 5 would win every conflict)."""
+
+    title: Title | msgspec.UnsetType = msgspec.UNSET
+    content: Content | msgspec.UnsetType = msgspec.UNSET
+    tags: Labels | msgspec.UnsetType = msgspec.UNSET
+    entities: Labels | msgspec.UnsetType = msgspec.UNSET
+    importance: Importance | msgspec.UnsetType = msgspec.UNSET
+    confidence: Confidence | msgspec.UnsetType = msgspec.UNSET
+    validation: Validation | msgspec.UnsetType = msgspec.UNSET
+    type: WritableType | msgspec.UnsetType = msgspec.UNSET
+    valid_from: str | None | msgspec.UnsetType = msgspec.UNSET
+    valid_to: str | None | msgspec.UnsetType = msgspec.UNSET
+    expires_at: str | None | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        _check_times(self)
+        _check_content(self)
+
+
+# The values a patch field takes from a fixed list, named when a patch gives another (an
+# agent asked to forget an entry tries "deleted"; the list shows "retracted").
+_PATCH_CHOICES = {"validation": typing.get_args(Validation), "type": typing.get_args(WritableType)}
+_PATCH_FIELD_AT = re.compile(r"at `\$\.(\w+)`")
+
+
+def _patch_choices(error: str) -> str:
+    field = _PATCH_FIELD_AT.search(error)
+    choices = _PATCH_CHOICES.get(field.group(1)) if field else None
+    if not choices:
+        return ""
+    hint = ' ("retracted" forgets it: kept with its history, never recalled)' if field.group(1) == "validation" else ""
+    return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
+
+
+def asker_zone(tz: str | None, where: str) -> str | None:
+    """The asker's IANA zone `tz` as given (None: the service's), or a 400 naming it when no
+    zone has that name (`records.time_zone`); `where` prefixes the message ("tz",
+    "memory.search: tz"). `/v1/recall` and `memory.search` both check it so."""
+    if tz is not None:
+        try:
+            time_zone(tz)
+        except ValueError as exc:
+            raise ToolError(400, f"{where}: {exc}") from exc
+    return tz
+
+
+def _check_times(args: Any) -> None:
+    """Times are ISO-8601 ("2026-03-01" or "2026-03-01T09:00:00Z") and a window does not end
+    before it starts (`pipelines.records.time_problems`)."""
+    problems = time_problems(getattr(args, "valid_from", None), getattr(args, "valid_to", None),
+                             expires_at=getattr(args, "expires_at", None))
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
+def _check_content(args: Any) -> None:
+    """Content says something: a placeholder ("...", "…") is no memory."""
+    content = getattr(args, "content", msgspec.UNSET)
+    if isinstance(content, str) and not says_something(content):
+        raise ValueError(f"content {content[:40]!r} holds no word (a letter or digit)")
+
+
+class LinkArgs(Args):
+    src_id: ItemId
+    dst_id: ItemId
+    rel: LinkRel
+
+
+class ConsolidateArgs(Args):
+    scope: ScopeKind = "project"
+    tiers: Annotated[list[Tier], Meta(min_length=1)] = msgspec.field(default_factory=lambda: ["stm"])
+    promote: bool = True
+
+
+class PalaceListArgs(Args):
+    path: Annotated[str, Meta(max_length=1000)] = ""
+
+
+class PalaceGetArgs(Args):
+    location: Annotated[str, Meta(min_length=1, max_length=1000)]
+
+
+class PalaceAssignArgs(Args):
+    """Put item `id` at `location`, "domain/room/shelf" (the card is always the item id)."""
+
+    id: ItemId
+    location: Annotated[str, Meta(min_length=1, max_length=400)]
+
+
+class ReviewArgs(Args):
+    """A reviewer's decision on a quarantined item: `approve` (verified, kept) or `reject`
+    (retracted: kept with its history, never recalled)."""
+
+    id: ItemId
+    decision: Literal["approve", "reject"]
+    note: Annotated[str, Meta(max_length=2000)] = ""
+
+
+class StatsArgs(Args):
+    """No arguments: the counts cover what the caller may see."""
+
+
+class ReviewListArgs(Args):
+    """No arguments: what waits for review among what the caller may see."""
+
+
+class ForgetArgs(Args):
+    """Forget a memory: retract it (kept with its history, never recalled). Someone else's
+    claim is not retracted at once: the retraction is held for review. `turn_ids`: the
+    caller's turns of this round that asked for or acknowledged the forgetting ("please
+    forget X", "Done, it's forgotten."), forgotten with it once it holds (at once, or when a
+    reviewer approves it): recalled, they would show that X existed."""
+
+    id: ItemId
+    turn_ids: Annotated[list[ItemId], Meta(
+        max_length=20, description="Your turns of this round that asked for or acknowledged the forgetting (a "
+                                   "turn_id from POST /v1/turns, or a message entry's id): forgotten with it; "
+                                   "what else they said is kept as a turn of its own.")] = []
+
+
+# The argument struct of each action: what a caller may send (adapters derive schemas from it).
+ACTION_ARGS: dict[str, type[Args]] = {
+    "memory.propose": ProposeArgs, "memory.write": WriteArgs, "memory.search": SearchArgs,
+    "memory.read": ReadArgs, "memory.update": UpdateArgs, "memory.link": LinkArgs,
+    "memory.consolidate": ConsolidateArgs, "memory.palace.list": PalaceListArgs,
+    "memory.palace.get": PalaceGetArgs, "memory.palace.assign": PalaceAssignArgs,
+    "memory.review": ReviewArgs, "memory.stats": StatsArgs, "memory.forget": ForgetArgs,
+    "memory.review.list": ReviewListArgs,
+}
+
+# What a model is told of each action offered to it as a tool: the proxy's tools (`online.proxy.
+
+def decode(kind: type, args: Any, action: str):
+    if not isinstance(args, dict):
+        raise ToolError(400, f"{action}: args must be a JSON object")
+    if holds_lone_surrogate(args):  # JSON parsers other than msgspec's (MCP, the proxy) keep them
+        raise ToolError(400, f"{action}: invalid args: {LONE_SURROGATE}")
+    try:
+        return msgspec.convert(args, kind)
+    except msgspec.ValidationError as exc:
+        raise ToolError(400, f"{action}: invalid args: {exc}") from None
+
