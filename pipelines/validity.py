@@ -110,7 +110,7 @@ _PRESENT_BEFORE = frozenset({"is", "are", "am", "m", "re", "be", "been", "has", 
 _SENTENCE = re.compile(r"[^.!?;\n]+")
 # A standing change ("Standup is on Thursday from now on", "going forward", "henceforth"):
 # a bare weekday it names is the day of each week it holds on, as "on Thursdays" is, not one
-# coming day, though it says something changed (`conflicts.reschedules`: "now on").
+# coming day (nor is "from now on" a move: `conflicts.reschedules`).
 _STANDING = re.compile(
     r"\b(?:from\s+(?:now|here|this\s+(?:day|point))\s+(?:on(?:wards?)?(?:\s+out)?|forward)|going\s+forward|"
     r"henceforth|hereafter|until\s+further\s+notice|for\s+the\s+foreseeable\s+future)\b", re.IGNORECASE)

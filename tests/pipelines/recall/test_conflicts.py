@@ -512,6 +512,19 @@ def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
                         "project", "u1", [gym]) == []
 
 
+@pytest.mark.parametrize(("text", "moves"), [
+    ("The offsite is now on Thursday.", True), ("Standup is now at 10:15.", True),
+    ("The call is now on the 5th.", True), ("Dinner is now for next Tuesday.", True),
+    ("From now on I work from Lisbon.", False), ("Standup is on Thursday from now on.", False),
+    ("I'm now on call on Fridays.", False), ("We are now on version 3.", False),
+    ("Right now on my desk is a plant.", False), ("From now on Thursdays are for reviews.", False),
+])
+def test_now_on_says_a_time_moved_only_before_a_time(text: str, moves: bool) -> None:
+    """"now on/at/for" is a move when a time follows it; "from now on" is a standing change,
+    and "now on call" / "now on version 3" say what someone or something is now."""
+    assert conflicts.reschedules(text) is moves
+
+
 def test_a_move_names_its_plan_short_under_another_title():
     """"The dentist got moved to Thursday" ("Dentist") moves "Dentist appointment on Tuesday
     at 3pm": one word names what moved when both say a day or a time, whatever the other's
