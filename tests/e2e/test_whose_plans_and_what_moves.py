@@ -1,6 +1,14 @@
 """Whose plan a claim is, and what says a plan moved, over HTTP: Ines's turns and her chat
 model's proposals land on `/v1/turns` with `at` and her zone.
 
+- Someone else's words about themselves are no window of Ines's: "Maria said she'd be off
+  on Friday", "Tom told me he'd be away next week" stay current facts about Maria and Tom,
+  the days they meant noted under them (broken: each ended after Friday / next week, as
+  Ines's own "I'm off on Friday" does).
+- Someone else's plan does not take over Ines's: "From <day> I work remotely", then, under
+  the same title, "Tom works remotely from <day + 2>" leaves her plan as it was (broken:
+  read as her plan said again for another day, her plan was replaced, moved to Tom's day).
+
 - A standing change is no move: "I'm in Porto from Monday to Thursday next week", then
   "From now on I work from Lisbon" under the same title leaves the Porto trip standing, a
   plan for another time (broken: "now on" inside "from now on" read as a move, and a move
@@ -34,6 +42,16 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             proposal("fact", "Where I work", "Ines works in Porto from Monday to Thursday next week."))
         out["standing"] = say("standing", at + timedelta(hours=1), "From now on I work from Lisbon.",
                               proposal("fact", "Where I work", "From now on Ines works from Lisbon."))
+        out["maria"] = say("maria", at, "Maria said she'd be off on Friday.",
+                           proposal("fact", "Maria", "Maria said she'd be off on Friday."))
+        say("tom away", at, "Tom told me he'd be away next week.",
+            proposal("fact", "Tom", "Tom told me he would be away next week."))
+        mine, toms = chat.today + timedelta(days=3), chat.today + timedelta(days=5)
+        out["mine"] = mine
+        say("my plan", at, f"From {mine:%B} {mine.day} I work remotely.",
+            proposal("fact", "Working remotely", f"From {mine:%B} {mine.day} I work remotely."))
+        out["toms plan"] = say("toms plan", at + timedelta(hours=2), f"Tom works remotely from {toms:%B} {toms.day}.",
+                               proposal("fact", "Working remotely", f"Tom works remotely from {toms:%B} {toms.day}."))
         out["items"] = {name: chat.item(item_id)["item"] for name, item_id in chat.ids.items()}
         yield out
 
@@ -44,3 +62,17 @@ def test_a_standing_change_leaves_a_plan_for_another_time(ines) -> None:
     assert trip["id"] not in ines["standing"].get("supersedes", []), ines["standing"]
     assert trip["superseded_by"] is None, trip
     assert ines["items"]["standing"]["valid_to"] is None
+
+
+@pytest.mark.parametrize(("name", "meant"), [("maria", "Friday"), ("tom away", "next week")])
+def test_someone_elses_words_about_themselves_bound_no_window_of_the_users(ines, name, meant) -> None:
+    item = ines["items"][name]
+    assert (item["valid_from"], item["valid_to"]) == (None, None), item
+    assert any(meant in said for said in item["metadata"]["said_dates"]["meant"]), item["metadata"]  # still noted
+
+
+def test_someone_elses_plan_does_not_take_over_the_users(ines) -> None:
+    mine, toms = ines["items"]["my plan"], ines["items"]["toms plan"]
+    assert mine["valid_from"][:10] == ines["mine"].isoformat() and mine["valid_to"] is None, mine
+    assert mine["superseded_by"] is None and mine["id"] not in ines["toms plan"].get("supersedes", []), mine
+    assert toms["valid_from"] is not None, toms

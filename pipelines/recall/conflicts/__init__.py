@@ -230,6 +230,7 @@ from .rule import (
     _values_disagree,
     conflict_reason,
     names_a_case,
+    of_two_people,
     own_words_apart,
     says_the_same,
     supersedes,
@@ -279,5 +280,6 @@ from .values import (
 )
 
 __all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
-           "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
-           "reschedules", "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]
+           "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "of_two_people",
+           "proposed_claim", "read_claim", "reschedules", "resolve", "restates", "stated_values",
+           "states_what_was_corrected", "supersedes"]

@@ -1363,6 +1363,20 @@ def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
     assert not conflicts.says_the_same(said("I work remotely."), said("I'm back in the office."))
     assert not conflicts.says_the_same(said("I work remotely."), said("I don't work remotely."))
     assert not conflicts.says_the_same(said("I work remotely in Porto."), said("I work remotely in Braga."))
+    # two people's plans, however alike the words (`of_two_people`)
+    assert not conflicts.says_the_same(said("Tom works remotely."), said("I work remotely."))
+    assert not conflicts.says_the_same(said("Tom works remotely."), said("Ana works remotely."))
+    assert conflicts.says_the_same(said("Tom works remotely."), said("Tom works remotely, he said."))
+
+
+def test_someone_named_is_not_the_writer_whose_words_come_after_the_date():
+    """`of_two_people`: "From December 2 I work remotely" speaks of the writer though the
+    date comes first, so "Tom works remotely from December 4" corrects nothing of it."""
+    mine = claim("mine", "Working remotely", "From December 2 I work remotely.")
+    toms = "Tom works remotely from December 4."
+    assert corrected_by("Working remotely", toms, "fact", "project", "u1", [mine]) == []
+    assert corrected_by("Working remotely", "From December 4 I work remotely.", "fact", "project", "u1",
+                        [mine]) == ["mine"]
 
 
 def test_a_change_close_in_meaning_conflicts_only_with_the_cosine():
