@@ -8,6 +8,11 @@ model's proposals land on `/v1/turns` with `at` and her zone.
 - Someone else's plan does not take over Ines's: "From <day> I work remotely", then, under
   the same title, "Tom works remotely from <day + 2>" leaves her plan as it was (broken:
   read as her plan said again for another day, her plan was replaced, moved to Tom's day).
+- A return ends an absence under any title: Rui says "From <day> I work remotely" ("Remote work"),
+  then "I'm back in the office from <day + 2>" ("Office return"): the remote plan holds
+  until the day before the return, not replaced (broken: ended only under one title, as no
+  word or value of one compares with the other's). "I'm going back to the gym from
+  <day + 2>" ends nothing.
 
 - A standing change is no move: "I'm in Porto from Monday to Thursday next week", then
   "From now on I work from Lisbon" under the same title leaves the Porto trip standing, a
@@ -18,12 +23,12 @@ model's proposals land on `/v1/turns` with `at` and her zone.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from tests.e2e.chat import zoned_chat
+from tests.e2e.chat import ZonedChat, zoned_chat
 
 TZ = "Europe/Lisbon"
 INES = {"user_id": "ines", "project_id": "home", "session_id": "chat"}
@@ -52,7 +57,18 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             proposal("fact", "Working remotely", f"From {mine:%B} {mine.day} I work remotely."))
         out["toms plan"] = say("toms plan", at + timedelta(hours=2), f"Tom works remotely from {toms:%B} {toms.day}.",
                                proposal("fact", "Working remotely", f"Tom works remotely from {toms:%B} {toms.day}."))
+        # Rui, in the same app: one remote plan, ended by a return under another title
+        rui = ZonedChat(chat.client, chat.settings, {**INES, "user_id": "rui", "project_id": "rui-home"}, TZ)
+        say = rui.say
+        remote_day, back_day = (f"{chat.today + timedelta(days=n):%A}" for n in (2, 4))
+        say("remote", at, f"From {remote_day} I work remotely.",
+            proposal("fact", "Remote work", f"From {remote_day} I work remotely."))
+        out["gym"] = say("gym", at + timedelta(hours=3), f"I'm going back to the gym from {back_day}.",
+                         proposal("fact", "Gym", f"I'm going back to the gym from {back_day}."))
+        out["back"] = say("back", at + timedelta(hours=4), f"I'm back in the office from {back_day}.",
+                          proposal("fact", "Office return", f"I'm back in the office from {back_day}."))
         out["items"] = {name: chat.item(item_id)["item"] for name, item_id in chat.ids.items()}
+        out["items"].update({name: rui.item(item_id)["item"] for name, item_id in rui.ids.items()})
         yield out
 
 
@@ -76,3 +92,12 @@ def test_someone_elses_plan_does_not_take_over_the_users(ines) -> None:
     assert mine["valid_from"][:10] == ines["mine"].isoformat() and mine["valid_to"] is None, mine
     assert mine["superseded_by"] is None and mine["id"] not in ines["toms plan"].get("supersedes", []), mine
     assert toms["valid_from"] is not None, toms
+
+
+def test_a_return_ends_an_absence_under_another_title_from_its_day(ines) -> None:
+    remote, back = ines["items"]["remote"], ines["items"]["back"]
+    assert back["valid_from"] and remote["valid_from"] < back["valid_from"], (remote, back)
+    assert ines["back"]["ends"] == [remote["id"]] and not ines["back"].get("supersedes"), ines["back"]
+    assert remote["valid_to"] == (datetime.fromisoformat(back["valid_from"]) - timedelta(seconds=1)).isoformat()
+    assert remote["superseded_by"] is None, remote
+    assert not ines["gym"].get("ends") and not ines["gym"].get("supersedes"), ines["gym"]

@@ -27,6 +27,19 @@ _NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
 _ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|"
                     r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
                     r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
+# An absence and the return that ends it, by where one is back: at work ("I'm back in the
+# office from Monday", "back from parental leave" / "I work remotely", "on leave", "off
+# sick", "out of office") or home ("back home" / "abroad", "away", "travelling"). A claim
+# that its one is back ends a claim that they are away from there, under any title; the
+# words last say what to look for among stored claims (`values.absences_ended`).
+_LEAVE = r"(?:\w+\s+)?(?:leave|holiday|vacation|sabbatical)"
+ABSENCES = tuple((re.compile(back, re.IGNORECASE), re.compile(away, re.IGNORECASE), said) for back, away, said in (
+    (rf"\b(?:back|return(?:s|ed|ing)?)\s+(?:(?:in|at|to)\s+(?:the\s+|my\s+)?(?:office|work|desk)|from\s+{_LEAVE})\b",
+     rf"\b(?:remote(?:ly)?|(?:work(?:s|ing)?|based)\s+from\s+home|wfh|on\s+{_LEAVE}|off\s+sick|"
+     r"out\s+of\s+(?:the\s+)?office)\b", "remote remotely home wfh leave holiday vacation sabbatical sick"),
+    (r"\b(?:back|return(?:s|ed|ing)?)\s+(?:home|from\s+(?:abroad|(?:\w+\s+)?trip|travell?ing))\b",
+     r"\b(?:abroad|away|travell?ing|on\s+(?:a\s+)?(?:\w+\s+)?trip)\b", "abroad away travelling traveling trip"),
+))
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
 # Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
 # "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no

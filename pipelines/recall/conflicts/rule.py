@@ -77,7 +77,7 @@ def own_words_apart(a: Claim, b: Claim) -> bool:
 
 def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:
     """`conflict_reason` from what the two claims say (their titles' words included)."""
-    if _ends(a, b) or _ends(b, a):
+    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a):
         return "same subject, one says it ended"
     if _denies(a, b):
         return DENIES
@@ -137,6 +137,16 @@ def _ends(a: Claim, b: Claim) -> bool:
     """`a` says something ended that `b` names (every word and value of it), and `b` says
     none of it ended."""
     return bool(a.ended) and a.ended <= b.words and a.ended_values <= b.values and not a.ended & b.ended
+
+
+def _back_from(a: Claim, b: Claim) -> bool:
+    """`a` says its one is back where `b` says the same one is away from (`ABSENCES`: "I'm
+    back in the office from Monday" / "I work remotely", "I'm on parental leave"): the
+    absence `b` states ended, under any title. The same one: both speak of the writer
+    alone, or both name the same person and nobody else; neither denies what it says."""
+    if not a.returns & b.away or a.negated or b.negated:
+        return False
+    return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
 
 
 def _unit_differs(a: Claim, b: Claim) -> bool:

@@ -1369,6 +1369,31 @@ def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
     assert conflicts.says_the_same(said("Tom works remotely."), said("Tom works remotely, he said."))
 
 
+@pytest.mark.parametrize(("away", "back", "ends"), [
+    ("From Monday I work remotely.", "I'm back in the office from Wednesday.", True),
+    ("Tom is on parental leave.", "Tom is back at work from Monday.", True),
+    ("I am on parental leave.", "I'm back from parental leave.", True),
+    ("I am travelling in Japan.", "I'm back home from Monday.", True),
+    ("I work remotely.", "I go back to the gym on Mondays.", False),  # back, but not where it was away from
+    ("I work remotely.", "I'm back home from Monday.", False),
+    ("I work remotely.", "I'm back on keto.", False),
+    ("Tom is on parental leave.", "Ana is back at work from Monday.", False),  # someone else
+    ("I work at the office.", "I'm back in the office from Wednesday.", False),  # no absence
+    ("I work remotely.", "I'm not back in the office yet.", False),
+])
+def test_a_return_ends_an_absence_from_where_it_is_back_under_any_title(away: str, back: str, ends: bool) -> None:
+    """`ABSENCES`: one says its one is back where the other says the same one is away from."""
+    reason = conflict_reason(read_claim(claim("a", "Absence", away)), read_claim(claim("b", "Return", back)))
+    assert (reason == "same subject, one says it ended") is ends, reason
+    if ends:  # what to look for among stored claims: the absence's words
+        assert set(conflicts.absences_ended(back).split()) & set(away.lower().rstrip(".").split())
+
+
+def test_a_text_that_says_no_one_is_back_looks_for_no_absence():
+    assert conflicts.absences_ended("I go back to the gym on Mondays.") == ""
+    assert conflicts.absences_ended("I work remotely.") == ""
+
+
 def test_someone_named_is_not_the_writer_whose_words_come_after_the_date():
     """`of_two_people`: "From December 2 I work remotely" speaks of the writer though the
     date comes first, so "Tom works remotely from December 4" corrects nothing of it."""
