@@ -38,7 +38,7 @@ _SHARED = re.compile(
 _TOLD_TO = r"(?:me|us|him|her|them|everyone|everybody|the\s+team|(?-i:[A-Z][\w'’-]*))"
 _REPORTING = re.compile(
     r"\b(?:(?:said|says|say|mentioned|mentions|announced|announces|confirmed|confirms|explained|wrote|writes|"
-    r"texted|emailed|messaged|thinks|thought|reckons|claims|claimed|added)"
+    r"texted|emailed|messaged|thinks|thought|reckons|claims|claimed)"
     rf"|(?:told|tells|informed|informs)\s+{_TOLD_TO}|(?:reminded|reminds|warned|warns|promised|promises)(?:\s+{_TOLD_TO})?"
     rf"|let\s+{_TOLD_TO}\s+know)(?:\s+that)?\s+", re.IGNORECASE)
 _CLAUSE_END = re.compile(r"[.!?;\n]|$")

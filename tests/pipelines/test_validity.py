@@ -109,6 +109,7 @@ def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
     # the writer's own plan, or a thing's time, reported: still bound
     ("My manager said I can work remotely from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
     ("Tom said the office is closed on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),
+    ("We've added Tom to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),  # no one's words
 ])
 def test_someone_elses_words_about_someone_else_bound_no_window_and_a_report_is_read_in_its_clause(
         text: str, wanted: tuple, meant: str | None) -> None:
