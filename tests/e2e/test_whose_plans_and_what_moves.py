@@ -1,6 +1,9 @@
 """Whose plan a claim is, and what says a plan moved, over HTTP: Ines's turns and her chat
 model's proposals land on `/v1/turns` with `at` and her zone.
 
+- A move to a place is no move in time: "I moved to Berlin on Friday" is her home from
+  then, no plan over after the coming Friday (broken: "moved" read as a reschedule, and a
+  reschedule's weekday as the coming one).
 - Someone else's words about themselves are no window of Ines's: "Maria said she'd be off
   on Friday", "Tom told me he'd be away next week" stay current facts about Maria and Tom,
   the days they meant noted under them (broken: each ended after Friday / next week, as
@@ -47,6 +50,7 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             proposal("fact", "Where I work", "Ines works in Porto from Monday to Thursday next week."))
         out["standing"] = say("standing", at + timedelta(hours=1), "From now on I work from Lisbon.",
                               proposal("fact", "Where I work", "From now on Ines works from Lisbon."))
+        say("berlin", at, "I moved to Berlin on Friday.", proposal("fact", "Home", "I moved to Berlin on Friday."))
         out["maria"] = say("maria", at, "Maria said she'd be off on Friday.",
                            proposal("fact", "Maria", "Maria said she'd be off on Friday."))
         say("tom away", at, "Tom told me he'd be away next week.",
@@ -70,6 +74,10 @@ def ines(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         out["items"] = {name: chat.item(item_id)["item"] for name, item_id in chat.ids.items()}
         out["items"].update({name: rui.item(item_id)["item"] for name, item_id in rui.ids.items()})
         yield out
+
+
+def test_a_move_to_a_place_is_no_plan_for_a_day(ines) -> None:
+    assert ines["items"]["berlin"]["valid_to"] is None, ines["items"]["berlin"]
 
 
 def test_a_standing_change_leaves_a_plan_for_another_time(ines) -> None:

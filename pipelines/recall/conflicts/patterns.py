@@ -73,12 +73,17 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
 # A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
-# "is now on Thursday". "now on/at/for" says so only before a time: not "from now on" (a
-# standing change), "now on call", "now on version 3", "right now on my desk".
-_A_TIME_NEXT = (r"(?=\s+(?:the\s+)?(?:\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|today|tonight|tomorrow|noon|"
-                rf"midnight|(?:next|this|coming|following)\s|(?:{'|'.join(sorted(MONTHS, key=len, reverse=True))})\b))")
-_MOVED_IN_TIME = (r"moved|slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
-                  rf"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|(?<!\bfrom\s)now\s+(?:on|at|for){_A_TIME_NEXT}")
+# "is now on Thursday". "moved" and "now on/at/for" say so only before a time (`_A_TIME`):
+# not "we moved to York", "moved everything to 1password", "from now on" (a standing
+# change), "now on call", "now on version 3", "right now on my desk".
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_A_TIME = (r"(?:the\s+)?(?:\d{1,2}(?:[:.]\d\d|\s*(?:am|pm)\b|(?:st|nd|rd|th)\b|\s+(?:of\s+)?(?:"
+           rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day|today|tonight|tomorrow|noon|"
+           rf"midnight|(?:next|this|coming|following)\s|(?:{_MONTH_NAMES})\b)")
+_MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|"
+                  rf"moved(?:\s+(?:up|back|forward)\b|(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?\s+(?:to|from|until|till)\s+{_A_TIME})|"
+                  rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"

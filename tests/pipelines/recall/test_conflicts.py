@@ -518,10 +518,15 @@ def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
     ("From now on I work from Lisbon.", False), ("Standup is on Thursday from now on.", False),
     ("I'm now on call on Fridays.", False), ("We are now on version 3.", False),
     ("Right now on my desk is a plant.", False), ("From now on Thursdays are for reviews.", False),
+    ("Dentist moved to Thursday.", True), ("We moved the standup to 10:15.", True), ("The launch moved up.", True),
+    ("Dana moved our 1:1s to thursday afternoons.", True), ("Standup moved from 9:30 to 10:15.", True),
+    ("Offsite got moved to October.", True), ("I moved to Berlin on Friday.", False),
+    ("We moved to York in the summer.", False), ("We moved the family passwords to 1password.", False),
 ])
-def test_now_on_says_a_time_moved_only_before_a_time(text: str, moves: bool) -> None:
-    """"now on/at/for" is a move when a time follows it; "from now on" is a standing change,
-    and "now on call" / "now on version 3" say what someone or something is now."""
+def test_moved_or_now_on_says_a_time_moved_only_before_a_time(text: str, moves: bool) -> None:
+    """"moved" and "now on/at/for" are a move when a time follows; "from now on" is a
+    standing change, "now on call" / "now on version 3" say what someone or something is
+    now, and "moved to Berlin" / "to 1password" move someone or something, not a time."""
     assert conflicts.reschedules(text) is moves
 
 
