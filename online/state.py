@@ -45,7 +45,14 @@ from pipelines.forgetting import kept_part, kept_turn_id
 from pipelines.inbox import AppendCheck, open_inbox
 from pipelines.materialize import in_quarantine, message_item_id, recall_state
 from pipelines.message_context import embedding_text
-from pipelines.recall.conflicts import CLAIM_TYPES, DATED_TYPES, find_conflicts, is_claim, reschedules
+from pipelines.recall.conflicts import (
+    CLAIM_TYPES,
+    DATED_TYPES,
+    absences_ended,
+    find_conflicts,
+    is_claim,
+    reschedules,
+)
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.recall.engine import RecallEngine, RecallResult
 from pipelines.recall.lexical import normalise_label, query_terms
@@ -457,7 +464,9 @@ class MemoryService:
                     out[item.id] = item
             # a move ("Dentist moved to Thursday") may name a to-do under another title
             moves = DATED_TYPES if reschedules(proposal.content) else frozenset()
-            for item in self._claims_like(f"{proposal.title} {proposal.content}", identity, view, moves):
+            # a return ("I'm back in the office") may end an absence said in other words ("I work remotely")
+            like = f"{proposal.title} {proposal.content} {absences_ended(proposal.content)}"
+            for item in self._claims_like(like, identity, view, moves):
                 out.setdefault(item.id, item)
             # A claim a correction replaced since the snapshot is no longer established: nothing
             # contradicts it and nothing corrects it again (consolidation then marks it).

@@ -40,6 +40,7 @@ from pipelines.recall.conflicts import (
     corrected,
     corrections,
     is_claim,
+    of_two_people,
     proposed_claim,
     read_claim,
     reschedules,
@@ -425,9 +426,9 @@ def takes_over(proposal: ProposedItem, fixes: Corrections, found: Sequence[Memor
     def own(old: MemoryItem) -> bool:
         return is_claim(old) and old.scope.kind == scope_kind and authors(old) == {author_user_id}
 
-    def updates(old: MemoryItem) -> bool:
+    def updates(old: MemoryItem) -> bool:  # not someone else's plan under the writer's title
         return (new is not None and own(old) and old.title == proposal.title
-                and conflict_reason(new, read_claim(old)) == MAY_UPDATE)
+                and conflict_reason(new, was := read_claim(old)) == MAY_UPDATE and not of_two_people(new, was))
 
     says = stated_values(undated(proposal.content))
     plan = proposed_claim("", undated(proposal.content), proposal.type, scope_kind)

@@ -10,6 +10,7 @@ load the other at import time.
 
 from __future__ import annotations
 
+import calendar
 import re
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself"})
@@ -31,6 +32,40 @@ _SHARED = re.compile(
     re.IGNORECASE)
 
 
+# Reported speech: someone's words told, not the writer's ("Maria said she'd be off Friday",
+# "He told me he would be away next week", "Tom mentioned that the office closes early").
+# The verb, whom it was told to ("told me", "let us know"), "that", then the reported clause.
+_TOLD_TO = r"(?:me|us|him|her|them|everyone|everybody|the\s+team|(?-i:[A-Z][\w'’-]*))"
+_REPORTING = re.compile(
+    r"\b(?:(?:said|says|say|mentioned|mentions|announced|announces|confirmed|confirms|explained|wrote|writes|"
+    r"texted|emailed|messaged|thinks|thought|reckons|claims|claimed)"
+    rf"|(?:told|tells|informed|informs)\s+{_TOLD_TO}|(?:reminded|reminds|warned|warns|promised|promises)(?:\s+{_TOLD_TO})?"
+    rf"|let\s+{_TOLD_TO}\s+know)(?:\s+that)?\s+", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[.!?;\n]|$")
+# Whom a reported clause is about, when it is someone: a third person pronoun (with its
+# contraction: "she'd", "he's") or a name ("Maria said Tom would ..."; a day or a month is no one).
+_THIRD_PERSON = re.compile(r"(?:he|she|they|him|her|them|his|their)(?:['’]\w+)?$", re.IGNORECASE)
+_NO_ONE = frozenset(n.lower() for n in (*calendar.day_name, *calendar.month_name) if n)
+
+
+def reported_clauses(text: str) -> list[tuple[int, int, bool]]:
+    """Where `text` tells someone's words (`_REPORTING`): each reported clause's start and
+    end, and whether it is about someone other than the writer ("Maria said she'd be off
+    Friday": she; "My manager said I can work remotely": the writer)."""
+    out = []
+    for m in _REPORTING.finditer(text):
+        end = _CLAUSE_END.search(text, m.end()).start()
+        subject = re.match(r"[\w'’-]+", text[m.end():end])
+        if subject is None:
+            continue
+        word = subject.group(0)
+        someone = bool(_THIRD_PERSON.match(word)) or (
+            word[0].isupper() and word.lower() not in _NO_ONE and not FIRST_PERSON_SINGULAR_WORD.match(word)
+            and word.lower() not in {"we", "the", "a", "an", "it", "this", "that", "there", "our"})
+        out.append((m.end(), end, someone))
+    return out
+
+
 def of_the_writer(text: str) -> bool:
     """Whether `text` speaks of its writer alone: in the first person singular ("I work from
     home on Fridays", "My laptop is a MacBook"), not only to vouch for what follows ("I think
@@ -39,4 +74,4 @@ def of_the_writer(text: str) -> bool:
     return FIRST_PERSON_SINGULAR_WORD.search(_VOUCHING.sub(" ", text)) is not None and _SHARED.search(text) is None
 
 
-__all__ = ["FIRST_PERSON_SINGULAR", "FIRST_PERSON_SINGULAR_WORD", "of_the_writer"]
+__all__ = ["FIRST_PERSON_SINGULAR", "FIRST_PERSON_SINGULAR_WORD", "of_the_writer", "reported_clauses"]

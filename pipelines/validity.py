@@ -27,14 +27,16 @@ from __future__ import annotations
 
 import calendar
 import re
+import unicodedata
 from datetime import date, datetime, time, timedelta
 from typing import Any, NamedTuple
 from zoneinfo import ZoneInfo
 
 import msgspec
 
+from pipelines.first_person import reported_clauses
 from pipelines.materialize import SAID_DATES
-from pipelines.recall.conflicts import DATED_TYPES, reschedules
+from pipelines.recall.conflicts import DATED_TYPES, _first_names, reschedules
 from pipelines.recall.dates import MONTHS, WEEKDAYS
 from pipelines.recall.lexical import lemma, words
 from pipelines.records import ProposedItem, parse_time, time_zone
@@ -108,9 +110,10 @@ _FUTURE = frozenset({"will", "would", "ll", "d", "shall", "gonna"})  # "said she
 # Before a participle, these make it no past: "is booked", "have planned", "will be moved".
 _PRESENT_BEFORE = frozenset({"is", "are", "am", "m", "re", "be", "been", "has", "have", "ve", "will", "ll"})
 _SENTENCE = re.compile(r"[^.!?;\n]+")
+_WORD = re.compile(r"[^\W_]+")  # `lexical.words`' tokens, as written
 # A standing change ("Standup is on Thursday from now on", "going forward", "henceforth"):
 # a bare weekday it names is the day of each week it holds on, as "on Thursdays" is, not one
-# coming day, though it says something changed (`conflicts.reschedules`: "now on").
+# coming day (nor is "from now on" a move: `conflicts.reschedules`).
 _STANDING = re.compile(
     r"\b(?:from\s+(?:now|here|this\s+(?:day|point))\s+(?:on(?:wards?)?(?:\s+out)?|forward)|going\s+forward|"
     r"henceforth|hereafter|until\s+further\s+notice|for\s+the\s+foreseeable\s+future)\b", re.IGNORECASE)
@@ -123,19 +126,26 @@ def _names_a_kind_of_day(text: str, start: int) -> bool:
 
 
 def _told_as_past(text: str, start: int, end: int) -> bool:
-    """The sentence holding `text[start:end]` is told in the past: a past auxiliary, or a
+    """The clause holding `text[start:end]` is told in the past: a past auxiliary, or a
     verb whose lemma is another word (simplemma: "passed" -> "pass", "met" -> "meet"),
-    neither a plural nor an -ing form, not after an article ("the children") nor a present
-    auxiliary ("is booked", "have planned"); and nothing in it to come ("said she would be
-    off on Friday")."""
+    neither a plural nor an -ing form nor a name ("Maria", which simplemma reads as
+    "mare"), not after an article ("the children") nor a present auxiliary ("is booked",
+    "have planned"); and nothing in it to come ("said she would be off on Friday"). The
+    clause is the sentence, or the reported clause that holds it: "My manager said I can
+    work remotely from Monday" tells in the past what was said, not when."""
     sentence = next((m for m in _SENTENCE.finditer(text) if m.start() <= start and end <= m.end()), None)
-    said = words(sentence.group(0) if sentence else text)
+    clause = text if sentence is None else sentence.group(0)
+    clause = next((text[a:b] for a, b, _ in reported_clauses(text) if a <= start and end <= b), clause)
+    said = words(clause)
     if _FUTURE.intersection(said):
         return False
+    written = _WORD.findall(unicodedata.normalize("NFKC", clause))
     for n, word in enumerate(said):
         before = said[n - 1] if n else ""
         if word in _PAST_AUXILIARIES:
             return True
+        if n < len(written) and written[n][:1].isupper() and (n > 0 or word in _first_names()):
+            continue  # a name (a sentence's first word only when a first name: "Met Ana" is a verb)
         base = lemma(word)
         if (base != word and (word.endswith("ed") or not word.endswith(("s", "ing")))
                 and before not in _PRESENT_BEFORE and not _DETERMINED.search(f"{before} ")):
@@ -259,6 +269,11 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
     day = said_at.astimezone(zone).date()
     spans = [] if not text else _spans(text, day, plan or reschedules(text))
     dates = {s.said: _meaning(s) for s in spans if s.relative}
+    # Someone else's words about someone else ("Maria said she'd be off Friday", "he told me
+    # he would be away next week") bound no window of the writer's claim, nor make it a plan
+    # of theirs (`capture.takes_over`): the days they meant are noted all the same.
+    reports = [(a, b) for a, b, someone in reported_clauses(text) if someone]
+    spans = [s for s in spans if not any(a <= s.start < b for a, b in reports)]
     if not spans or _RECURRING.search(text):
         return Anchored(None, None, {} if _RECURRING.search(text) else dates)
     first = last = None

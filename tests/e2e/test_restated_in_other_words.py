@@ -19,8 +19,8 @@ turns and her chat model's proposals land on `/v1/turns` with `at` and her zone,
 - A plan ended by another from a later day, under the same title: "From Monday I work
   remotely", then "I'm back in the office from Wednesday": the remote plan holds until the
   day before Wednesday and is not replaced (kept: the same title, contents that do not
-  compare, `conflicts.MAY_UPDATE`). Not covered: the two under other titles ("Remote work" /
-  "Office return"): no word or value of one compares with the other's.
+  compare, `conflicts.MAY_UPDATE`). Under other titles ("Remote work" / "Office return"):
+  test_whose_plans_and_what_moves.
 """
 
 from __future__ import annotations

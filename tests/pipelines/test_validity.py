@@ -80,7 +80,7 @@ def test_a_to_dos_weekday_and_the_day_a_plan_moved_to_are_coming_days() -> None:
 @pytest.mark.parametrize(("text", "wanted", "meant"), [
     ("I'm off on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),
     ("The demo is on Wednesday.", ("", "2026-11-18"), "Wed 2026-11-18"),
-    ("Ana said she'd be off on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),  # reported, still to come
+    ("Maria is off on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),  # a name is no past verb ("mare")
     ("The meeting is scheduled for Thursday.", ("", "2026-11-19"), "Thu 2026-11-19"),
     ("We met on Thursday.", ("", ""), "Thu 2026-11-12"),  # the past: the latest Thursday
     ("The party on Saturday was fun.", ("", ""), "Sat 2026-11-14"),
@@ -99,6 +99,25 @@ def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
     assert anchor("My birthday is on March 3.", SUNDAY_EVENING, SAO_PAULO).dates == {}
     assert anchor("Book club is the first Monday of the month.", SUNDAY_EVENING, SAO_PAULO).dates == {}
     assert anchor("Stripe since last Friday.", SUNDAY_EVENING, SAO_PAULO).dates == {"last Friday": "Fri 2026-11-13"}
+
+
+@pytest.mark.parametrize(("text", "wanted", "meant"), [
+    ("Ana said she'd be off on Friday.", ("", ""), "Fri 2026-11-20"),
+    ("He told me he would be away next week.", ("", ""), "2026-11-16 to 2026-11-22"),
+    ("Tom mentioned that Ana is moving to Berlin from December 1.", ("", ""), None),
+    ("She said she met Tom on Friday.", ("", ""), "Fri 2026-11-13"),  # the report tells the past
+    # the writer's own plan, or a thing's time, reported: still bound
+    ("My manager said I can work remotely from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
+    ("Tom said the office is closed on Friday.", ("", "2026-11-20"), "Fri 2026-11-20"),
+    ("We've added Tom to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),  # no one's words
+])
+def test_someone_elses_words_about_someone_else_bound_no_window_and_a_report_is_read_in_its_clause(
+        text: str, wanted: tuple, meant: str | None) -> None:
+    """Reported speech (`first_person.reported_clauses`): what someone said of someone else
+    is no window of the writer's claim nor a plan of theirs, the days it meant noted; the
+    past of "said" tells when it was said, not when the reported clause holds."""
+    assert window(text) == wanted
+    assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == ([meant] if meant else [])
 
 
 @pytest.mark.parametrize(("text", "wanted"), [

@@ -230,6 +230,7 @@ from .rule import (
     _values_disagree,
     conflict_reason,
     names_a_case,
+    of_two_people,
     own_words_apart,
     says_the_same,
     supersedes,
@@ -273,11 +274,13 @@ from .values import (
     _value_stems,
     _value_words,
     _values,
+    absences_ended,
     reschedules,
     retired_values,
     stated_values,
 )
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "conflict_reason", "contradicted", "corrected", "corrected_by",
-           "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case", "proposed_claim", "read_claim",
-           "reschedules", "resolve", "restates", "stated_values", "states_what_was_corrected", "supersedes"]
+__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "absences_ended", "conflict_reason", "contradicted", "corrected",
+           "corrected_by", "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case",
+           "of_two_people", "proposed_claim", "read_claim", "reschedules", "resolve", "restates", "stated_values",
+           "states_what_was_corrected", "supersedes"]

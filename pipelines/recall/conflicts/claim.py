@@ -35,6 +35,7 @@ from .patterns import (
     _SENTENCE_START,
     _STEMS,
     _WHEN_NAMES,
+    ABSENCES,
     NEGATION,
     _common_words,
     _first_names,
@@ -88,6 +89,10 @@ class Claim:
     of_writer: bool = False
     ended: frozenset[str] = frozenset()  # the words of what it says ended (`_ENDED`), of `words`
     ended_values: frozenset[str] = frozenset()  # and the values that clause states, of values | retired
+    # where it says its one is back, and where away from (indices of `ABSENCES`: "I'm back in
+    # the office" / "I work remotely": at work)
+    returns: frozenset[int] = frozenset()
+    away: frozenset[int] = frozenset()
     negated: bool = False  # it denies what it says ("I'm not allergic to penicillin"; `_denies`)
     denied: frozenset[str] = frozenset()  # the words of what it denies (`_denied`), of `words`
     contradicts: frozenset[str] = frozenset()  # ids this item links to with `contradicts`
@@ -205,6 +210,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     denying = (_RETIRED.sub(lambda m: " " if _values(m.group(0)) else m.group(0), _NOT_NEGATING.sub(" ", stated))
                if NEGATION.search(stated) else "")
     negated = bool(ended) or (bool(denying) and NEGATION.search(denying) is not None)
+    returns = frozenset(n for n, (back, _, _) in enumerate(ABSENCES) if back.search(stated))
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -213,6 +219,8 @@ def _read_claim(item: MemoryItem) -> Claim:
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
                  of_writer=of_the_writer(item.content),
+                 returns=returns, away=frozenset(n for n, (_, away, _) in enumerate(ABSENCES)
+                                                 if n not in returns and away.search(stated)),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
 

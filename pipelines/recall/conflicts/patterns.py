@@ -27,6 +27,19 @@ _NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
 _ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|"
                     r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
                     r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
+# An absence and the return that ends it, by where one is back: at work ("I'm back in the
+# office from Monday", "back from parental leave" / "I work remotely", "on leave", "off
+# sick", "out of office") or home ("back home" / "abroad", "away", "travelling"). A claim
+# that its one is back ends a claim that they are away from there, under any title; the
+# words last say what to look for among stored claims (`values.absences_ended`).
+_LEAVE = r"(?:\w+\s+)?(?:leave|holiday|vacation|sabbatical)"
+ABSENCES = tuple((re.compile(back, re.IGNORECASE), re.compile(away, re.IGNORECASE), said) for back, away, said in (
+    (rf"\b(?:back|return(?:s|ed|ing)?)\s+(?:(?:in|at|to)\s+(?:the\s+|my\s+)?(?:office|work|desk)|from\s+{_LEAVE})\b",
+     rf"\b(?:remote(?:ly)?|(?:work(?:s|ing)?|based)\s+from\s+home|wfh|on\s+{_LEAVE}|off\s+sick|"
+     r"out\s+of\s+(?:the\s+)?office)\b", "remote remotely home wfh leave holiday vacation sabbatical sick"),
+    (r"\b(?:back|return(?:s|ed|ing)?)\s+(?:home|from\s+(?:abroad|(?:\w+\s+)?trip|travell?ing))\b",
+     r"\b(?:abroad|away|travell?ing|on\s+(?:a\s+)?(?:\w+\s+)?trip)\b", "abroad away travelling traveling trip"),
+))
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
 # Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
 # "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no
@@ -60,9 +73,17 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
 # A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
-# "is now on Thursday".
-_MOVED_IN_TIME = (r"moved|slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
-                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|now\s+(?:on|at|for)")
+# "is now on Thursday". "moved" and "now on/at/for" say so only before a time (`_A_TIME`):
+# not "we moved to York", "moved everything to 1password", "from now on" (a standing
+# change), "now on call", "now on version 3", "right now on my desk".
+_MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
+_A_TIME = (r"(?:the\s+)?(?:\d{1,2}(?:[:.]\d\d|\s*(?:am|pm)\b|(?:st|nd|rd|th)\b|\s+(?:of\s+)?(?:"
+           rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day|today|tonight|tomorrow|noon|"
+           rf"midnight|(?:next|this|coming|following)\s|(?:{_MONTH_NAMES})\b)")
+_MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|"
+                  rf"moved(?:\s+(?:up|back|forward)\b|(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?\s+(?:to|from|until|till)\s+{_A_TIME})|"
+                  rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"

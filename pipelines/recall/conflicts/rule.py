@@ -77,7 +77,7 @@ def own_words_apart(a: Claim, b: Claim) -> bool:
 
 def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:
     """`conflict_reason` from what the two claims say (their titles' words included)."""
-    if _ends(a, b) or _ends(b, a):
+    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a):
         return "same subject, one says it ended"
     if _denies(a, b):
         return DENIES
@@ -139,6 +139,16 @@ def _ends(a: Claim, b: Claim) -> bool:
     return bool(a.ended) and a.ended <= b.words and a.ended_values <= b.values and not a.ended & b.ended
 
 
+def _back_from(a: Claim, b: Claim) -> bool:
+    """`a` says its one is back where `b` says the same one is away from (`ABSENCES`: "I'm
+    back in the office from Monday" / "I work remotely", "I'm on parental leave"): the
+    absence `b` states ended, under any title. The same one: both speak of the writer
+    alone, or both name the same person and nobody else; neither denies what it says."""
+    if not a.returns & b.away or a.negated or b.negated:
+        return False
+    return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
+
+
 def _unit_differs(a: Claim, b: Claim) -> bool:
     """Both count something in the same unit, with different numbers ("4 spaces" / "2-space"):
     like a retired value, it says they are about one thing (counted once per shared unit)."""
@@ -176,7 +186,7 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
     service timeout: the billing service ..."), not one thing stated twice; or starts a
     sentence with a name the other never says (`_named`: "Leo goes to bed at 8pm" / "Mia
     goes to bed at 9pm", two children, not one whose bedtime changed), or names someone the
-    other never says while the other speaks of the writer ("My passport expires in 2029" /
+    other never says while the other speaks of the writer (`of_two_people`: "My passport expires in 2029" /
     "Ben's passport expires in 2031"; not "Prod runs ..." / "We run ..."). Across scopes
     the qualifier is mostly the scope itself ("for this experiment" / "in orion" / "across
     the company"): one subject, which scope priority orders (the broader stay shown)."""
@@ -184,7 +194,7 @@ def _qualified_apart(a: Claim, b: Claim) -> bool:
         return False
     return (bool((a.qualifiers | a.named) - b.words) and bool((b.qualifiers | b.named) - a.words)
             or _two_items(a, b)
-            or (b.first_person and bool(a.persons - b.words)) or (a.first_person and bool(b.persons - a.words)))
+            or of_two_people(a, b))
 
 
 def names_a_case(a: Claim, b: Claim) -> bool:
@@ -291,10 +301,19 @@ def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:
 def says_the_same(a: Claim, b: Claim) -> bool:
     """Two claims say one thing: the same values (or none), most of their words alike (two
     at least), neither denying what the other says ("I work remotely" / "Actually, I work
-    remotely"). What tells two plans with no value apart from one plan said twice for
-    different days (`capture.takes_over`, their time words left out)."""
+    remotely"), of one person (`of_two_people`). What tells two plans with no value apart
+    from one plan said twice for different days (`capture.takes_over`, their time words left out)."""
     shared, overlap = _overlap(a.words, b.words)
-    return a.values == b.values and a.negated == b.negated and shared >= 2 and overlap >= SUBJECT_OVERLAP
+    return (a.values == b.values and a.negated == b.negated and shared >= 2 and overlap >= SUBJECT_OVERLAP
+            and not of_two_people(a, b))
+
+
+def of_two_people(a: Claim, b: Claim) -> bool:
+    """One names someone the other never says, while the other speaks of the writer or names
+    someone else ("Tom works remotely from Wednesday" / "I work remotely"): two people's, the
+    one neither a plan nor an update of the other's (`capture.takes_over`)."""
+    return any(x.persons - y.words and (y.first_person or y.of_writer or y.persons - x.words)
+               for x, y in ((a, b), (b, a)))
 
 
 def supersedes(a: MemoryItem, b: MemoryItem) -> bool:

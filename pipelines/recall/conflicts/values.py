@@ -32,6 +32,7 @@ from .patterns import (
     _UNIT_SPLIT,
     _VOCATIVE,
     _WHEN_NAMES,
+    ABSENCES,
     MONTH_STEMS,
     UNIT_SCALE,
     _first_names,
@@ -43,6 +44,14 @@ MONTH_DATE_PATTERNS = 2  # `dates.written_dates`: a day or a month of a year, na
 def reschedules(text: str) -> bool:
     """It says that the date or time of what it names changed ("moved to Thursday")."""
     return _RESCHEDULED.search(_stance(text or "")) is not None
+
+
+def absences_ended(text: str) -> str:
+    """The words of the absences a return in `text` ends (`ABSENCES`: "I'm back in the
+    office" -> "remote remotely home ..."), to find the stored claims that say them: "" when
+    it says no one is back."""
+    stated = _stance(text or "")
+    return " ".join(said for back, _, said in ABSENCES if back.search(stated))
 
 
 def stated_values(text: str) -> frozenset[str]:

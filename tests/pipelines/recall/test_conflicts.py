@@ -512,6 +512,24 @@ def test_a_plan_whose_time_moved_corrects_the_earlier_one_of_its_subject():
                         "project", "u1", [gym]) == []
 
 
+@pytest.mark.parametrize(("text", "moves"), [
+    ("The offsite is now on Thursday.", True), ("Standup is now at 10:15.", True),
+    ("The call is now on the 5th.", True), ("Dinner is now for next Tuesday.", True),
+    ("From now on I work from Lisbon.", False), ("Standup is on Thursday from now on.", False),
+    ("I'm now on call on Fridays.", False), ("We are now on version 3.", False),
+    ("Right now on my desk is a plant.", False), ("From now on Thursdays are for reviews.", False),
+    ("Dentist moved to Thursday.", True), ("We moved the standup to 10:15.", True), ("The launch moved up.", True),
+    ("Dana moved our 1:1s to thursday afternoons.", True), ("Standup moved from 9:30 to 10:15.", True),
+    ("Offsite got moved to October.", True), ("I moved to Berlin on Friday.", False),
+    ("We moved to York in the summer.", False), ("We moved the family passwords to 1password.", False),
+])
+def test_moved_or_now_on_says_a_time_moved_only_before_a_time(text: str, moves: bool) -> None:
+    """"moved" and "now on/at/for" are a move when a time follows; "from now on" is a
+    standing change, "now on call" / "now on version 3" say what someone or something is
+    now, and "moved to Berlin" / "to 1password" move someone or something, not a time."""
+    assert conflicts.reschedules(text) is moves
+
+
 def test_a_move_names_its_plan_short_under_another_title():
     """"The dentist got moved to Thursday" ("Dentist") moves "Dentist appointment on Tuesday
     at 3pm": one word names what moved when both say a day or a time, whatever the other's
@@ -1350,6 +1368,45 @@ def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
     assert not conflicts.says_the_same(said("I work remotely."), said("I'm back in the office."))
     assert not conflicts.says_the_same(said("I work remotely."), said("I don't work remotely."))
     assert not conflicts.says_the_same(said("I work remotely in Porto."), said("I work remotely in Braga."))
+    # two people's plans, however alike the words (`of_two_people`)
+    assert not conflicts.says_the_same(said("Tom works remotely."), said("I work remotely."))
+    assert not conflicts.says_the_same(said("Tom works remotely."), said("Ana works remotely."))
+    assert conflicts.says_the_same(said("Tom works remotely."), said("Tom works remotely, he said."))
+
+
+@pytest.mark.parametrize(("away", "back", "ends"), [
+    ("From Monday I work remotely.", "I'm back in the office from Wednesday.", True),
+    ("Tom is on parental leave.", "Tom is back at work from Monday.", True),
+    ("I am on parental leave.", "I'm back from parental leave.", True),
+    ("I am travelling in Japan.", "I'm back home from Monday.", True),
+    ("I work remotely.", "I go back to the gym on Mondays.", False),  # back, but not where it was away from
+    ("I work remotely.", "I'm back home from Monday.", False),
+    ("I work remotely.", "I'm back on keto.", False),
+    ("Tom is on parental leave.", "Ana is back at work from Monday.", False),  # someone else
+    ("I work at the office.", "I'm back in the office from Wednesday.", False),  # no absence
+    ("I work remotely.", "I'm not back in the office yet.", False),
+])
+def test_a_return_ends_an_absence_from_where_it_is_back_under_any_title(away: str, back: str, ends: bool) -> None:
+    """`ABSENCES`: one says its one is back where the other says the same one is away from."""
+    reason = conflict_reason(read_claim(claim("a", "Absence", away)), read_claim(claim("b", "Return", back)))
+    assert (reason == "same subject, one says it ended") is ends, reason
+    if ends:  # what to look for among stored claims: the absence's words
+        assert set(conflicts.absences_ended(back).split()) & set(away.lower().rstrip(".").split())
+
+
+def test_a_text_that_says_no_one_is_back_looks_for_no_absence():
+    assert conflicts.absences_ended("I go back to the gym on Mondays.") == ""
+    assert conflicts.absences_ended("I work remotely.") == ""
+
+
+def test_someone_named_is_not_the_writer_whose_words_come_after_the_date():
+    """`of_two_people`: "From December 2 I work remotely" speaks of the writer though the
+    date comes first, so "Tom works remotely from December 4" corrects nothing of it."""
+    mine = claim("mine", "Working remotely", "From December 2 I work remotely.")
+    toms = "Tom works remotely from December 4."
+    assert corrected_by("Working remotely", toms, "fact", "project", "u1", [mine]) == []
+    assert corrected_by("Working remotely", "From December 4 I work remotely.", "fact", "project", "u1",
+                        [mine]) == ["mine"]
 
 
 def test_a_change_close_in_meaning_conflicts_only_with_the_cosine():
