@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pipelines.consolidate import consolidate_once
-from pipelines.embedders import HashEmbedder, _MiniLMRunner
+from pipelines.embedders import HashEmbedder, MiniLMRunner
 from pipelines.message_context import (
     CONTEXT_WINDOWS_KEY,
     TURN_INDEX_KEY,
@@ -44,7 +44,7 @@ class _WordTokenizer:
 
 
 class StandInEncoder(HashEmbedder):
-    """HashEmbedder text vectors, plus `pool_windows` through `_MiniLMRunner`'s own code with
+    """HashEmbedder text vectors, plus `pool_windows` through `MiniLMRunner`'s own code with
     a word tokenizer and a made-up encoder: a token's state is its id's row of a fixed table
     plus the mean of its input's real tokens (so a turn's state depends on its window)."""
 
@@ -57,7 +57,7 @@ class StandInEncoder(HashEmbedder):
             context = rows.sum(axis=1, keepdims=True) / mask.sum(axis=1)[:, None, None]
             return rows + context
 
-        runner = object.__new__(_MiniLMRunner)
+        runner = object.__new__(MiniLMRunner)
         runner.tokenizer, runner.hidden, runner.max_tokens = _WordTokenizer(), hidden, 256
         runner._tokenizer_lock = threading.Lock()
         self.runner_ = runner
