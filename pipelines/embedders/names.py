@@ -18,9 +18,9 @@ MINILM_DEFAULT_PRECISION = "auto"
 # int8 vectors are made with every model input alone (`MiniLMRunner`) since 2026-11-29;
 # before, in batches of 8, whose activations were quantized together, so a vector depended
 # on its batch-mates (cosine 0.993 between batchings) and could not be made again from its
-# text: those are named `MINILM_INT8_BATCHED`, and a store holding them is re-embedded
-# (`loci reembed`; consolidation refuses to add vectors beside them and says so) while the
-# service keeps serving its snapshots (`stored_names`) in the meantime. float32 and bf16
+# text: those are named `MINILM_INT8_BATCHED`, and a store holding them is re-embedded by
+# the next consolidation run itself (`consolidate.embedding.older_names`; or `loci reembed`)
+# while the service keeps serving its snapshots (`stored_names`) in the meantime. float32 and bf16
 # vectors were the same batched as alone (bit-identical float32, measured): no new name.
 MINILM_NAMES = {"auto": MINILM_NAME, "float32": MINILM_NAME, "bf16": MINILM_NAME,
                 "int8": f"{MINILM_NAME}-int8-alone"}
