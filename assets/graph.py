@@ -174,7 +174,8 @@ def _prefetch_vectors(context: dg.AssetExecutionContext, warehouse: WarehouseRes
     kinds={"duckdb", "numpy"},
     deps=[governed_items],
     description="Vectors for active items whose content changed (content hash), with the "
-    "configured embedder; a different embedder than the stored one is an error.",
+    "configured embedder; a different embedder than the stored one is an error, vectors under "
+    "an older name of the same one are replaced (every active item re-embedded).",
 )
 def item_embeddings(
     context: dg.AssetExecutionContext,
@@ -196,6 +197,9 @@ def item_embeddings(
     except EmbedderUnavailable as exc:
         raise dg.Failure(description=str(exc), allow_retries=True) from exc
     context.log.info(f"embedded {report.embedded} items with {report.model}")
+    if report.replaced:
+        context.log.info(f"re-embedded the store: replaced the vectors of {', '.join(report.replaced)}, "
+                         f"older names of {report.model}")
     return _materialized({
         "embedded": report.embedded,
         "active_items": report.current,
@@ -204,6 +208,7 @@ def item_embeddings(
         "recipe": vector_recipe(model),
         "checked_at": report.checked_at,
         "scope": "all items" if report.since is None else f"written since {report.since}",
+        "replaced_vectors": report.replaced,
     })
 
 

@@ -23,7 +23,9 @@ from typing import Any
 
 from online.proxy.config import DEFAULT_MAX_TOOL_ROUNDS, PROPOSAL_INSTRUCTION, ProxyConfig
 from online.proxy.dialects import CHAT
-from online.proxy.exchange import Exchange, ToolRound, VisibleText, visible_of
+from online.proxy.exchange import Exchange
+from online.proxy.shown import VisibleText, visible_of
+from online.proxy.tool_calls import ToolRound
 from online.state import MemoryService
 from pipelines.capture import CaptureResult, ProposalOutcome
 from pipelines.records import Identity

@@ -12,7 +12,9 @@ Every other Ollama endpoint is forwarded unchanged.
     serve_proxy(load_settings())        # 127.0.0.1:11435 -> settings.ollama_host
 
 Modules: `app` (Litestar app, streaming), `handlers` (the memory path, streamed or not),
-`exchange` (the memory hooks of one request), `dialects` (/api/chat vs /api/generate),
+`exchange` (the memory hooks of one request, its round state), `tool_calls` (Loci's memory.*
+calls run for the model), `search_block` (a search's READ-ONLY block), `turns` (landing the
+turns, the pre-return catalog), `shown` (what the user sees), `dialects` (/api/chat vs /api/generate),
 `openai_chat` (/v1/chat/completions), `upstream` (httpx client and errors), `identity`
 (X-Loci-* headers), `memory_tools` (memory.* tool definitions), `reset` (`!reset`
 summarising), `config` (ProxyConfig and flags), `server` (uvicorn).

@@ -29,10 +29,11 @@ from litestar import Request
 from online.proxy import reset
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
-from online.proxy.exchange import Exchange, RequestHold, RoundResult, VisibleText, visible_of
+from online.proxy.exchange import Exchange, RoundResult
 from online.proxy.forward import forward
 from online.proxy.identity import IdentityError, conversation_session, identity_from_headers, timezone_from_headers
 from online.proxy.responses import RawResponse, json_response, stream_response
+from online.proxy.shown import RequestHold, VisibleText, visible_of
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
 from online.state import MemoryService
 from pipelines.proposals import ProposalStreamFilter

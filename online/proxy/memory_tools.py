@@ -38,7 +38,7 @@ _PROPOSE_PARAMETERS = {"type": "object", "required": ["items"], "properties": {
         "tags": {"type": "array", "items": {"type": "string"}}, "why_store": {"type": "string"}}}}}}
 
 # What the proxy tells every search of an exchange itself, from the user's request
-# (`Exchange._dispatch`): the model is not asked for them, and its own are not read. A
+# (`MemoryCalls.dispatch`): the model is not asked for them, and its own are not read. A
 # forget's turns too: the proxy lands its round's turns forgotten with it (`FORGOT`).
 SET_BY_THE_PROXY = frozenset({"tz", "own_words", "turn_ids"})
 

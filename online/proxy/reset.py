@@ -18,7 +18,7 @@ import msgspec
 
 from online.proxy.config import SUMMARY_INSTRUCTION, ProxyConfig
 from online.proxy.dialects import content_text
-from online.proxy.exchange import digest
+from online.proxy.turns import digest
 from online.state import MemoryService
 from pipelines.capture import TurnIdConflict
 from pipelines.proposals import parse_assistant_output

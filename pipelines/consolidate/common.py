@@ -33,9 +33,9 @@ class EmbedderChanged(ConsolidationError):
             f"`{REEMBED_COMMAND}` to re-embed every active item with {configured!r}, or set "
             f"LOCI_EMBEDDER back to the stored model (for MiniLM, LOCI_MINILM_PRECISION=auto, "
             f"float32 or bf16 names all-MiniLM-L6-v2, int8 all-MiniLM-L6-v2-int8-alone; a store "
-            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16, and one made with int8 "
-            f"before 2026-11-29 is all-MiniLM-L6-v2-int8: its vectors depended on which texts "
-            f"were embedded together, so it is re-embedded, and meanwhile its last snapshot is served)."
+            f"made with bf16 before 2026-11-28 is all-MiniLM-L6-v2-bf16; one made with int8 before "
+            f"2026-11-29, all-MiniLM-L6-v2-int8, is re-embedded by the next run configured int8 or "
+            f"auto, its last snapshot served meanwhile)."
         )
 
 

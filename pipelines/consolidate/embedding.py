@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import logging
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,8 @@ from pipelines.records import MemoryItem, utcnow
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse
 
+log = logging.getLogger("loci.consolidate")
+
 
 @dataclass
 class EmbedReport:
@@ -40,6 +43,7 @@ class EmbedReport:
     current: int = 0
     checked_at: str = ""  # every item written before this has a current vector
     since: str | None = None  # where this run's hash comparison started (None: every item)
+    replaced: dict[str, int] = field(default_factory=dict)  # older names' vectors dropped: model -> rows
 
 
 def store_embedder(embedder: Any, warehouse: Warehouse | None) -> Any:
@@ -51,12 +55,35 @@ def store_embedder(embedder: Any, warehouse: Warehouse | None) -> Any:
     return follow(stored) if follow is not None else embedder
 
 
+def older_names(stored: Collection[str], embedder: Any) -> list[str]:
+    """Which of the `stored` model names are older names of the configured embedder's
+    vectors: names it still serves (`Embedder.stored_names`) but no longer stores (MiniLM
+    int8 vectors made in batches, `MINILM_INT8_BATCHED`). The embedding stage replaces
+    their vectors itself (`embed_items`), no `loci reembed` asked."""
+    serves = set(getattr(embedder, "stored_names", (embedder.name,))) - {embedder.name}
+    return sorted(set(stored) & serves)
+
+
+def stored_models(warehouse: Warehouse) -> set[str]:
+    """The model names the warehouse holds vectors of."""
+    return {m for m, _ in warehouse.stored_embedding_models()}
+
+
 def ensure_same_embedder(warehouse: Warehouse, embedder: Any) -> None:
     """Raise EmbedderChanged when the warehouse holds vectors but none of the configured
-    embedder's (switching models needs an explicit `loci reembed`)."""
+    embedder's, and some of another model's (switching models needs an explicit `loci
+    reembed`); vectors under an older name of the same embedder (`older_names`) are not a
+    change: the run replaces them."""
     stored = warehouse.stored_embedding_models()
-    if stored and embedder.name not in {m for m, _ in stored}:
+    names = {m for m, _ in stored}
+    if stored and embedder.name not in names and names - set(older_names(names, embedder)):
         raise EmbedderChanged(embedder.name, stored)
+
+
+def replaces_everything(stored: Collection[str], embedder: Any) -> bool:
+    """Whether the `stored` model names are all older names of the embedder's
+    (`older_names`): the stage then embeds every active item."""
+    return bool(stored) and set(stored) <= set(older_names(stored, embedder))
 
 
 def embed_batched(embedder: Any, texts: Sequence[str]) -> np.ndarray:
@@ -105,6 +132,8 @@ def prefetch_item_vectors(warehouse: Warehouse, embedder: Any, *, since: str | N
         ensure_same_embedder(warehouse, embedder)
     except EmbedderChanged:
         return 0
+    if replaces_everything(stored_models(warehouse), embedder):
+        since = None  # as `embed_items`
     todo = _stale_items(warehouse, embedder, since)
     windows = item_windows(todo, _neighbour(todo, warehouse))
     if windows:
@@ -136,25 +165,43 @@ def embed_items(
 ) -> EmbedReport:
     """Embed the active items whose content changed since their stored vector (or that
     have none) with `embedder`; one transaction for the batch. `since`
-    (`embedding_check_since`): compare content only for items written at or after it."""
+    (`embedding_check_since`): compare content only for items written at or after it.
+    Vectors under an older name of the embedder (`older_names`) are dropped in that
+    transaction, every active item embedded first when they are all the store holds
+    (`report.replaced` says which); the service keeps serving its snapshot until the run
+    publishes one of the new vectors."""
     if check_model:
         ensure_same_embedder(warehouse, embedder)
     checked_at = utcnow()
+    stored = stored_models(warehouse)
+    older = older_names(stored, embedder)
+    if replaces_everything(stored, embedder):
+        since = None
+        log.info("the store holds vectors of %s, older names of %s: re-embedding every active item",
+                 ", ".join(older), embedder.name)
     todo = _stale_items(warehouse, embedder, since)
     active = warehouse.count_items()
+    replaced: dict[str, int] = {}
     if not todo:
+        if older:
+            with warehouse.transaction():
+                replaced = warehouse.drop_embeddings(older)
         dims = [d for m, d in warehouse.stored_embedding_models() if m == embedder.name]
         return EmbedReport(model=embedder.name, dim=dims[0] if dims else 0, current=active,
-                           checked_at=checked_at, since=since)
+                           checked_at=checked_at, since=since, replaced=replaced)
     vectors = vectors_for(todo, embedder, warehouse)
     dim = int(vectors.shape[1])
     with warehouse.transaction():
         warehouse.put_embeddings(
             [(i.id, embedding_hash(i), v) for i, v in zip(todo, vectors)], model_name=embedder.name, dim=dim
         )
+        replaced = warehouse.drop_embeddings(older)
         call_hook(hook, "embed:before_commit")
+    if replaced:
+        log.info("re-embedded %d items with %s, replacing %s", len(todo), embedder.name,
+                 ", ".join(f"{n} vectors of {m}" for m, n in replaced.items()))
     return EmbedReport(model=embedder.name, dim=dim, embedded=len(todo), current=active,
-                       checked_at=checked_at, since=since)
+                       checked_at=checked_at, since=since, replaced=replaced)
 
 
 def reembed_all(settings: Settings, *, embedder: Any = None,
@@ -164,8 +211,10 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
     configured `message_context_*` (`recontextualise`: after a change of the message-vector
     scheme every message's vector is made the new way, the change a revision with reason
     `message_context`, as a run's), after the one-off forgetting sweep if it is pending
-    (`sweep_forgetting`: what the sessions leave out). Takes the warehouse lock like a run. The next
-    consolidation run publishes a snapshot built with the new vectors."""
+    (`sweep_forgetting`: what the sessions leave out). Other models' vectors are dropped in
+    the transaction that stores the new ones (never a store without vectors). Takes the
+    warehouse lock like a run. The next consolidation run publishes a snapshot built with
+    the new vectors; the service serves its last snapshot until then."""
     from pipelines.embedders import make_embedder
 
     embedder = store_embedder(embedder or make_embedder(settings), None)
@@ -191,6 +240,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
                     [(i.id, embedding_hash(i), v) for i, v in zip(items, vectors)],
                     model_name=embedder.name, dim=dim,
                 )
+                dropped = warehouse.drop_embeddings([m for m, _ in previous if m != embedder.name])
     return {
         "model": embedder.name,
         "dim": dim,
@@ -200,6 +250,7 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
         "messages_read_again": len(changed),
         "forgetting_swept": swept,
         "previous_models": [f"{m} ({d})" for m, d in previous],
+        "dropped_vectors": dropped,
         "lock_wait_s": round(lock.waited_s, 3),
         "next": "run `loci consolidate` to publish a snapshot built with these vectors",
     }

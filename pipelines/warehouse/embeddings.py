@@ -24,6 +24,7 @@ from pipelines.warehouse.connection import (
     as_list,
     check_id,
     ids_table,
+    to_json,
 )
 from pipelines.warehouse.journal import ACTIVE_SQL, ItemJournal, items_narrowed
 
@@ -117,6 +118,28 @@ class Embeddings(ItemJournal):
             details = {"model_name": model_name, "dim": dim, "count": len(ids)}
             self._insert_events([("embed", None, details, digest)], now, None)
         return len(ids)
+
+    def drop_embeddings(self, model_names: Sequence[str]) -> dict[str, int]:
+        """Delete every stored vector of `model_names` (models whose vectors were replaced
+        by another's: `loci reembed`); the rows deleted per model, audited as an `embed`
+        event with `dropped`. Call it in the transaction that stored the replacements, so
+        the store is never left without vectors."""
+        self._writable()
+        names = sorted(set(as_list(model_names, "model_names")))
+        for name in names:
+            check_id(name, "model_name")
+        if not names:
+            return {}
+        with self.transaction():
+            counted = self._sql("SELECT model_name, count(*) FROM embeddings "
+                                "WHERE model_name IN (SELECT unnest(?::VARCHAR[])) GROUP BY 1 ORDER BY 1", [names])
+            if not counted:
+                return {}
+            self._sql("DELETE FROM embeddings WHERE model_name IN (SELECT unnest(?::VARCHAR[]))", [names])
+            dropped = {str(m): int(n) for m, n in counted}
+            self._insert_events([("embed", None, {"dropped": dropped}, sha256_text(to_json(dropped)))],
+                                utcnow(), None)
+        return dropped
 
     def embedding_matrix(self, model_name: str, item_ids: Sequence[str]) -> np.ndarray:
         """(len(item_ids), dim) float32 matrix in the order asked; every id must have a

@@ -242,9 +242,10 @@ def test_embedder_change_fails_until_reembed(tmp_path):
     again = stages.consolidate_once(changed)  # the same stages, without Dagster
     assert again["embed"].embedded == 0 and again["snapshot"].published
     assert load_snapshot(settings.snapshots_path).manifest.embedder == "hash-64"
-    with Warehouse(settings.warehouse_path, read_only=True) as wh:  # two models, one dim each
+    assert list(result["dropped_vectors"]) == ["hash-384"]  # every row, inactive items' too
+    with Warehouse(settings.warehouse_path, read_only=True) as wh:  # the old model's vectors dropped
         assert stages.dimension_violations(wh) == {}
-        assert sorted(wh.stored_embedding_models()) == [("hash-384", 384), ("hash-64", 64)]
+        assert wh.stored_embedding_models() == [("hash-64", 64)]
 
 
 def test_a_run_records_its_message_vectors_and_a_change_fails_until_reembed(tmp_path):

@@ -18,7 +18,7 @@ from bench.message_vectors import (
     sessions_of,
     shared_windows,
 )
-from pipelines.embedders import HashEmbedder, _MiniLMRunner
+from pipelines.embedders import HashEmbedder, MiniLMRunner
 from pipelines.message_context import ContextWindow, bare_text, context_fields, embedding_text
 from pipelines.records import Identity, MemoryItem, Scope
 
@@ -110,7 +110,7 @@ class _Tokenizer:
         return [self.encode(t, add_special_tokens) for t in texts]
 
 
-class _Runner(_MiniLMRunner):
+class _Runner(MiniLMRunner):
     """MiniLM's runner with a stand-in encoder whose hidden state of a token is a fixed
     vector of its id, so a pooled vector says exactly which tokens it averaged."""
 

@@ -10,10 +10,11 @@ import pytest
 
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, GENERATE
-from online.proxy.exchange import Exchange, RequestHold, VisibleText, visible_of
+from online.proxy.exchange import Exchange
 from online.proxy.identity import IdentityError, identity_from_headers
 from online.proxy.memory_tools import is_loci_call
 from online.proxy.reset import confirmation, is_reset
+from online.proxy.shown import RequestHold, VisibleText, visible_of
 from online.proxy.upstream import Upstream, UpstreamTimeouts, loop_error, request_headers
 from online.state import MemoryService
 from pipelines.records import Identity

@@ -25,6 +25,7 @@ from pipelines.embedders import (
     embed_missing,
     make_embedder,
 )
+from pipelines.embedders.encoders import quantize_int8
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, fake_embedding
 from tests.fakes.ports import closed_port_url
@@ -291,7 +292,7 @@ def test_int8_quantization_never_writes_beside_the_shared_float_model(tmp_path, 
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes_path",
                         lambda src, dst, *a, **k: (written.append(dst), infer(src, dst, *a, **k))[1])
     out = cache / "tiny-int8.onnx"
-    emb._quantize_int8(source, out)
+    quantize_int8(source, out)
     assert written and all(Path(w).parent != cache for w in written)
     assert sorted(p.name for p in cache.iterdir()) == ["tiny-float32.onnx", "tiny-int8.onnx"]
     assert onnx.load(str(out)).graph.node  # a loadable quantized model

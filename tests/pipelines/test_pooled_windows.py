@@ -6,6 +6,7 @@ encoder (word hashes, each token attending its window by a mean) replaces MiniLM
 
 from __future__ import annotations
 
+import logging
 import threading
 import zlib
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from pipelines.consolidate import consolidate_once
-from pipelines.embedders import HashEmbedder, _MiniLMRunner
+from pipelines.embedders import HashEmbedder, MiniLMRunner
 from pipelines.message_context import (
     CONTEXT_WINDOWS_KEY,
     TURN_INDEX_KEY,
@@ -44,7 +45,7 @@ class _WordTokenizer:
 
 
 class StandInEncoder(HashEmbedder):
-    """HashEmbedder text vectors, plus `pool_windows` through `_MiniLMRunner`'s own code with
+    """HashEmbedder text vectors, plus `pool_windows` through `MiniLMRunner`'s own code with
     a word tokenizer and a made-up encoder: a token's state is its id's row of a fixed table
     plus the mean of its input's real tokens (so a turn's state depends on its window)."""
 
@@ -57,7 +58,7 @@ class StandInEncoder(HashEmbedder):
             context = rows.sum(axis=1, keepdims=True) / mask.sum(axis=1)[:, None, None]
             return rows + context
 
-        runner = object.__new__(_MiniLMRunner)
+        runner = object.__new__(MiniLMRunner)
         runner.tokenizer, runner.hidden, runner.max_tokens = _WordTokenizer(), hidden, 256
         runner._tokenizer_lock = threading.Lock()
         self.runner_ = runner
@@ -249,12 +250,13 @@ def test_pooled_windows_are_the_default_and_composed_wins_when_asked_for() -> No
     assert ContextWindow.of(Settings(message_context_pooled=False)).vectors == "text"
 
 
-def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_until_reembed(tmp_path, monkeypatch):
+def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_until_reembed(tmp_path, monkeypatch,
+                                                                                          caplog):
     """MiniLM "auto" follows the store (`MiniLMEmbedder.for_store`): a new store gets int8
     vectors, named apart; a store holding float32 ones (made by "auto" before) keeps
-    float32 — no `loci reembed` asked — until it is re-embedded, then int8; a store of
-    int8 vectors made in batches is re-embedded; the service configured "auto" serves
-    every such snapshot. The stand-in encoder replaces every model."""
+    float32 — no `loci reembed` asked — until it is re-embedded, then int8 only; a store of
+    int8 vectors made in batches is re-embedded by the next run; the service configured
+    "auto" serves every such snapshot. The stand-in encoder replaces every model."""
     from online.state import MemoryService
     from pipelines.consolidate import EmbedderChanged, reembed_all
     from pipelines.embedders import MINILM_INT8_BATCHED, MINILM_NAME, MINILM_NAMES, MiniLMEmbedder
@@ -294,26 +296,61 @@ def test_auto_precision_stores_int8_in_a_new_store_and_keeps_a_float32_store_unt
     assert models(old) == [MINILM_NAME] and ran == ["float32"]
     assert served(old) == MINILM_NAME
 
-    assert reembed_all(old, embedder=MiniLMEmbedder(cache_size=0))["model"] == int8
+    # `loci reembed` drops the float32 vectors in the transaction storing the int8 ones: a
+    # failure before it commits leaves the float32 ones, never a store without vectors.
+    def fails(self, names):
+        raise RuntimeError("crash before commit")
+
+    with monkeypatch.context() as crash:
+        crash.setattr(Warehouse, "drop_embeddings", fails)
+        with pytest.raises(RuntimeError, match="crash before commit"):
+            reembed_all(old, embedder=MiniLMEmbedder(cache_size=0))
+    assert models(old) == [MINILM_NAME]
+    report = reembed_all(old, embedder=MiniLMEmbedder(cache_size=0))
+    assert report["model"] == int8 and set(report["dropped_vectors"]) == {MINILM_NAME}
+    assert models(old) == [int8]
     run = consolidate_once(old, embedder=MiniLMEmbedder(cache_size=0))
     assert run["embed"].embedded == 0 and run["snapshot"].embedder == int8
     assert served(old) == int8
 
     # int8 vectors made in batches (before 2026-11-29, `MINILM_INT8_BATCHED`) could not be
-    # made again from their texts: consolidation asks for `loci reembed` instead of adding
-    # vectors beside them, the service keeps serving their snapshot meanwhile.
+    # made again from their texts: the next run re-embeds every active item itself (no
+    # `loci reembed` asked), says so, and drops them in the transaction storing the new
+    # ones; a running service keeps serving their snapshot until the run publishes.
     batched = make_settings(tmp_path / "batched", embedder="minilm")
     conversation(batched)
     before = MiniLMEmbedder(cache_size=0, precision="int8")
     before.name = MINILM_INT8_BATCHED
     consolidate_once(batched, embedder=before)
     ingest(batched, [dana("And the week after?", role="user")], name="more.jsonl")
+    service = MemoryService(batched, embedder=MiniLMEmbedder(cache_size=0), check_interval_ms=0)
+    meanwhile: list[tuple[str, int]] = []
+
+    def serving(point: str) -> None:
+        if point == "embed:before_commit":
+            view = service.view()
+            hits = service.recall("the support group Caroline went to", Identity(user_id="dana", project_id="atlas"),
+                                  view=view).hits
+            meanwhile.append((view.snap.loaded.manifest.embedder, len(hits)))
+
+    try:
+        with caplog.at_level(logging.INFO, logger="loci.consolidate"):
+            run = consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0), hook=serving)
+        assert meanwhile and meanwhile[0][0] == MINILM_INT8_BATCHED and meanwhile[0][1] > 0
+        service.reload()
+        swapped = service.wait_for_swap()  # the run's snapshot, once published
+        assert swapped.snap.loaded.manifest.embedder == int8
+    finally:
+        service.close()
+    assert run["embed"].embedded == run["embed"].current and run["snapshot"].embedder == int8
+    assert set(run["embed"].replaced) == {MINILM_INT8_BATCHED}
+    assert "re-embedding every active item" in caplog.text and MINILM_INT8_BATCHED in caplog.text
+    assert models(batched) == [int8] and served(batched) == int8
+    assert consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0))["embed"].embedded == 0
+
+    # Another model's vectors are a change the user asks for (`loci reembed`), not a run's.
     with pytest.raises(EmbedderChanged, match="loci reembed"):
-        consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0))
-    assert models(batched) == [MINILM_INT8_BATCHED] and served(batched) == MINILM_INT8_BATCHED
-    assert reembed_all(batched, embedder=MiniLMEmbedder(cache_size=0))["model"] == int8
-    assert consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0))["snapshot"].embedder == int8
-    assert served(batched) == int8
+        consolidate_once(batched, embedder=MiniLMEmbedder(cache_size=0, precision="float32"))
 
 
 def test_each_distinct_window_part_is_tokenized_once_and_windows_pool_as_alone() -> None:
