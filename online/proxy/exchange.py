@@ -348,6 +348,8 @@ class Exchange:
             self.user_turn = land_user(self)
         self.assistant_turn = land_assistant(self)
         assistant = self.assistant_turn
+        if self.calls.held:
+            self.calls.link_held([t.turn_id for t in (self.user_turn, assistant) if t])
         out: dict[str, Any] = {
             "injected_ids": list(self.injected_ids),
             "intercepted": self.intercepted,

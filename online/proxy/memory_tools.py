@@ -39,7 +39,8 @@ _PROPOSE_PARAMETERS = {"type": "object", "required": ["items"], "properties": {
 
 # What the proxy tells every search of an exchange itself, from the user's request
 # (`MemoryCalls.dispatch`): the model is not asked for them, and its own are not read. A
-# forget's turns too: the proxy lands its round's turns forgotten with it (`FORGOT`).
+# forget's turns too: the proxy lands its round's turns forgotten with it (`FORGOT`), or, the
+# forget held for review, waiting with it (`MemoryCalls.link_held`).
 SET_BY_THE_PROXY = frozenset({"tz", "own_words", "turn_ids"})
 
 

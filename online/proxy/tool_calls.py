@@ -40,9 +40,9 @@ class ToolRound:
 class MemoryCalls:
     """The memory calls of one exchange and what they left: `searched` (queries, lowered),
     `seen_ids` (ids the model has been shown in this exchange), `tool_rounds`, `proposing`
-    (memory.propose calls), `forgot` (what the model's calls retracted for the user),
-    `ignored_calls`. `offers_changes`: the model was offered the tools, so it may ask for
-    the user's changes (`CHANGE_ACTIONS`)."""
+    (memory.propose calls), `forgot` (what the model's calls retracted for the user), `held`
+    (what they asked to forget that waits for review), `ignored_calls`. `offers_changes`: the
+    model was offered the tools, so it may ask for the user's changes (`CHANGE_ACTIONS`)."""
 
     def __init__(self, service: MemoryService, identity: Identity, *, tz: str | None, own_words: bool,
                  offers_changes: bool) -> None:
@@ -57,6 +57,7 @@ class MemoryCalls:
         self.tool_rounds: list[ToolRound] = []
         self.proposing: list[dict[str, Any]] = []
         self.forgot: list[str] = []
+        self.held: list[str] = []
         self.ignored_calls: list[str] = []
 
     def sort(self, own: list[dict[str, Any]]) -> list[Read]:
@@ -115,10 +116,21 @@ class MemoryCalls:
             ([result["item_id"]] if action in CHANGE_ACTIONS and "item_id" in result else [])
         self.seen_ids.update(ids)
         self.tool_rounds.append(ToolRound(action, args, found, origin, ids))
-        accepted = (result.get("verdict") or {}).get("action") == "accept"  # not held for review
-        if action in CHANGE_ACTIONS and retracts(action, args) and accepted:
-            self.forgot.append(str(result["item_id"]))  # this round's turns are forgotten with it
+        verdict = (result.get("verdict") or {}).get("action")
+        if action in CHANGE_ACTIONS and retracts(action, args) and verdict in ("accept", "quarantine"):
+            # this round's turns are forgotten with it: now, or when a reviewer approves it (`link_held`)
+            gone = self.forgot if verdict == "accept" else self.held
+            gone.append(str(result["item_id"]))
         return found, json.dumps(compact(action, result), ensure_ascii=False)
+
+    def link_held(self, turn_ids: list[str]) -> None:
+        """The round's turns (landed: `turn_ids`) wait with each forget held for review, as
+        memory.forget's `turn_ids` keep them: its approval forgets them, its rejection leaves them."""
+        for item_id in dict.fromkeys(self.held):
+            try:
+                self.tools.dispatch("memory.forget", {"id": item_id, "turn_ids": turn_ids}, self.identity)
+            except ToolError as exc:  # decided meanwhile, or no longer the caller's to see
+                self.ignored_calls.append(f"memory.forget {item_id}: the round's turns not linked: {exc.message}")
 
 
 def drop_recall_questions(result: dict[str, Any]) -> dict[str, Any]:

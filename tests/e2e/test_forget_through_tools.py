@@ -11,6 +11,10 @@ bring the appointment back, and nothing else the user said in that breath is los
 - A mixed turn ("forget my dentist appointment, and remind me my passport expires in March"):
   the turn is forgotten whole (it named the appointment), what else it said is kept as a
   turn of its own, said when it was, recallable.
+- Through the Ollama proxy (the official `ollama` client), a forget held for review links
+  the round's turns too: Maya's approval forgets Jon's "forget the offsite" and the model's
+  "awaits review" (broken: only an accepted forget linked them, so after the approval they
+  still brought the offsite back); her rejection leaves them.
 - Bad turn ids are a 4xx naming them (unknown, someone else's, a memory that is no turn),
   and nothing is forgotten.
 """
@@ -21,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import ollama
 import pytest
 from litestar.testing import TestClient
 
@@ -269,3 +274,51 @@ def test_through_the_proxy_what_else_the_request_said_is_kept(proxy, fake, memor
     kept = [h.item for h in hits if h.item.type == "message" and "passport" in h.item.content]
     assert [k.content for k in kept] == ["remind me my passport expires in March."], [h.item.content for h in hits]
     assert kept[0].provenance.turn_refs == [raw["loci"]["turn_ids"]["user"]]
+
+
+def test_through_the_proxy_a_held_forget_forgets_its_round_when_approved(proxy, fake, memory) -> None:  # noqa: F811
+    """Jon asks the proxy's model to forget two of Maya's team notes, one chat each; both
+    forgets are held for review. Maya approves the offsite's, rejects the dinner's: the
+    offsite round's turns are forgotten with it, the dinner round's stay recallable."""
+    memory.settings.flags["memory_tools"] = True
+    tools, maya, jon = ToolDispatcher(memory), Identity(**MAYA), Identity(**JON)
+
+    def note(title: str, content: str) -> str:
+        return tools.dispatch("memory.write", {"item": {"type": "fact", "title": title, "content": content,
+                                                        "scope": "project"}}, maya)["result"]["item_id"]
+
+    notes = {"offsite": note("Team offsite", "The team offsite is at the lake house on June 3."),
+             "dinner": note("Team dinner", "The team dinner is at Luigi's trattoria on Friday.")}
+    answered: list[dict[str, Any]] = []  # each answer's JSON as it came, `loci` field included
+
+    def keep(response: httpx.Response) -> None:
+        response.read()
+        answered.append(response.json())
+
+    client = ollama.Client(host=proxy(), headers={"X-Loci-User": "jon", "X-Loci-Project": "team",
+                                                  "X-Loci-Session": "j1"}, event_hooks={"response": [keep]})
+    rounds: dict[str, list[str]] = {}
+    for name, ask, ack in (("offsite", OFFSITE_ASK, OFFSITE_ACK),
+                           ("dinner", DINNER_ASK, "Your request to forget the team dinner at Luigi's awaits review.")):
+        forget_call = [{"function": {"name": "memory_forget", "arguments": {"id": notes[name]}}}]
+        fake.chat_reply = lambda req, calls=forget_call, ack=ack: (  # noqa: E731 - the model's script
+            {"role": "assistant", "content": ack} if any(m.get("role") == "tool" for m in req["messages"])
+            else {"role": "assistant", "content": "", "tool_calls": calls})
+        assert client.chat(model="llama3.2", messages=[{"role": "user", "content": ask}]).message.content == ack
+        turn_ids = answered[-1]["loci"]["turn_ids"]
+        rounds[name] = [message_item_id(turn_ids["user"]), message_item_id(turn_ids["assistant"])]
+        assert memory.view().get(notes[name]).validation != "retracted"  # held: Maya's note stands
+        assert {memory.view().get(t).validation for t in rounds[name]} == {"verified"}  # and so do Jon's turns
+    tools.dispatch("memory.review", {"id": notes["offsite"], "decision": "approve"}, maya)
+    tools.dispatch("memory.review", {"id": notes["dinner"], "decision": "reject"}, maya)
+
+    view = memory.view()
+    offsite = memory.recall("lake house offsite", jon, mode="catalog").hits
+    assert {view.get(i).validation for i in [notes["offsite"], *rounds["offsite"]]} == {"retracted"}
+    assert "lake house" not in texts([{"content": h.item.content} for h in offsite]), [h.item.content for h in offsite]
+    kept = [h.item.content for h in memory.recall("When is the quarterly budget report due?", jon,
+                                                  mode="catalog").hits if h.item.type == "message"]
+    assert any("quarterly budget report is due Friday" in k and "lake" not in k for k in kept), kept
+    dinner = [h.item.id for h in memory.recall("team dinner at Luigi's", jon, mode="catalog").hits]
+    assert {view.get(i).validation for i in rounds["dinner"]} == {"verified"}
+    assert notes["dinner"] in dinner and set(rounds["dinner"]) <= set(dinner), dinner

@@ -188,8 +188,10 @@ def test_the_proxy_model_updates_and_forgets_governed_like_every_write(proxy, fa
     school_now = memory.view().get(school)
     assert school_now.validation != "retracted" and held_edit(school_now)["patch"] == {"validation": "retracted"}
     changes = [e for e in memory.inbox.read_after(0, kinds=["memory.update"])]
-    assert [(e.identity.user_id, e.payload["item_id"], e.payload["verdict"]["action"]) for e in changes] == [
-        ("jon", note, "accept"), ("jon", dose, "quarantine"), ("jon", school, "quarantine")]
+    # the held forget's round: its turns, once landed, wait with it (forgotten on approval)
+    assert [(e.identity.user_id, e.payload["item_id"], e.payload["verdict"]["action"], len(e.payload.get(
+        "forgot_turns", []))) for e in changes] == [("jon", note, "accept", 0), ("jon", dose, "quarantine", 0),
+                                                    ("jon", school, "quarantine", 0), ("jon", school, "quarantine", 2)]
     found = memory.recall("When does Leo's school start?", Identity(**MAYA))
     assert "8:15" in found.injection and "a request to forget this memory by jon" in found.injection, found.injection
 
