@@ -185,10 +185,13 @@ def kept_part(text: str, forgotten: Iterable[MemoryItem]) -> str:
 
 
 # A user's request to forget something of their own, said in a chat ("please forget my ex's
-# address", "delete what I told you about my salary"): the words after it, to the clause's
-# end, name what. "Forget it" or "forget about the weather" names nothing of theirs.
+# address", "can you delete what I told you about my salary"): an order, opening its clause
+# or after "please", "can you"; the words after it, to the clause's end, name what. "Forget
+# it" or "forget about the weather" names nothing of theirs; "don't forget my mom's
+# birthday" and "I always forget my keys" ask for nothing to be forgotten.
 _FORGET_MINE = re.compile(
-    r"\b(?:forget|delete|erase|wipe)\s+(?:about\s+)?(?:(?:what|everything)\s+I\s+(?:said|told\s+you)\s+"
+    r"(?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|just|and|(?:can|could|would|will)\s+you)\s+)"
+    r"(?:forget|delete|erase|wipe)\s+(?:about\s+)?(?:(?:what|everything)\s+I\s+(?:said|told\s+you)\s+"
     r"(?:about\s+)?)?(?:my|me)\b([^.!?;,]*)", re.I)
 
 

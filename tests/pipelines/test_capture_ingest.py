@@ -158,9 +158,11 @@ def test_a_request_to_forget_in_an_imported_chat_forgets_what_it_names_of_the_us
             ("maya", "work", "user", "A client's ex address is on file."),  # another project: not hers to forget here
             ("ana", "home", "user", "My ex's address is 3 Rua Augusta."),  # someone else's
             ("maya", "home", "user", "The weather is nice, forget it."),  # names nothing of hers
+            ("maya", "home", "user", "My keys are in the blue bowl."),
+            ("maya", "home", "user", "I always forget my keys. Don't forget my keys tomorrow!"),  # no order
             ("maya", "home", "user", "Please forget my ex's address, I don't want it stored."),
             ("maya", "home", "assistant", "Done, I've forgotten it."),
-            ("maya", "home", "user", "What should I cook tonight?")]
+            ("maya", "home", "user", "My ex moved: the new address is 5 Rua Nova.")]  # said again: kept
     path = tmp_path / "chats.jsonl"
     path.write_text("".join(json.dumps({"user_id": u, "project_id": p, "role": r, "text": t}) + "\n"
                             for u, p, r, t in rows))
@@ -168,7 +170,7 @@ def test_a_request_to_forget_in_an_imported_chat_forgets_what_it_names_of_the_us
     overlay = fold_events(inbox.read_after(0))
     gone = {it.title if it.type != "message" else it.content
             for it in overlay.items.values() if it.validation == "retracted"}
-    assert gone == {rows[0][3], "Ex address", rows[5][3], rows[6][3]}, gone
+    assert gone == {rows[0][3], "Ex address", rows[7][3], rows[8][3]}, gone
     landed = inbox.max_seq()
     ingest_chat_jsonl(path, inbox, Policy())
     assert inbox.max_seq() == landed  # importing again lands nothing, the forgetting included
