@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from loci.cli import app as cli_app
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from tests.assets.support import make_settings
-from tests.e2e.chat import curated_text, recall, tool
+from tests.e2e.chat import curated_text, recall, said_with_proposal, tool
 from tests.e2e.test_trial12_weeks import consolidate
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "dec-1"}
@@ -121,6 +122,13 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         assert client.app.state.service.usage.flush()
         seen["after again"] = {k: recall(client, MAYA, q) for k, q in QUESTIONS.items()}
         seen["stats"] = client.get("/v1/stats", params=MAYA).json()
+        # the chat goes on: an hour ago, she said she is back to black coffee
+        said_with_proposal(client, MAYA, datetime.now(timezone.utc) - timedelta(hours=1),
+                           "Back to black coffee, the oat milk lattes were too sweet.", {
+                               "type": "preference", "title": "Coffee order", "tags": ["coffee"],
+                               "content": "Maya drinks her coffee black again, no more oat milk lattes.",
+                               "why_store": "she said so", "confidence": 0.9, "scope": "user"}, "UTC")
+        seen["back to black"] = recall(client, MAYA, COFFEE)
     yield seen
 
 
@@ -184,3 +192,9 @@ def test_importing_the_same_file_again_changes_nothing(months) -> None:
     for key in QUESTIONS:
         assert [h["id"] for h in months["after again"][key]["hits"]] == [h["id"] for h in months["later"][key]["hits"]]
     assert [h["title"] for h in months["searched"]["hits"]][:1] == ["Coffee order"], months["searched"]
+
+
+def test_her_live_correction_after_the_import_is_the_answer(months) -> None:
+    answer = months["back to black"]
+    assert [h["content"] for h in answer["hits"] if h["type"] == "preference"] == [
+        "Maya drinks her coffee black again, no more oat milk lattes."], answer["injection"]
