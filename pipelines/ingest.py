@@ -185,9 +185,10 @@ def ingest_chat_jsonl(
     path = Path(path)
     report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
-    # What each user said in a project so far (turn and claim ids, with their stems), and what
+    # What each user (each named speaker apart) said in a project so far, and the assistant
+    # answering them (turn and claim ids, with their stems), and what
     # the request to forget of each chat's round named (its reply is forgotten with it).
-    said: defaultdict[tuple[str, str, str], list[tuple[str, frozenset[str]]]] = defaultdict(list)
+    said: defaultdict[tuple[str, str, str, str | None], list[tuple[str, frozenset[str]]]] = defaultdict(list)
     asked: defaultdict[Identity, list[str]] = defaultdict(list)
     for number, line in _iter_lines(path):
         try:
@@ -204,10 +205,12 @@ def ingest_chat_jsonl(
         turn_id = row.turn_id or stable_id(
             "turn", who.org_id, who.user_id, who.project_id, who.session_id, ordinal[who], row.role, row.text
         )
-        whose = (who.org_id, who.user_id, who.project_id)
+        # whose words: a named speaker's (a teammate's in a shared chat) are theirs alone
+        whose = (who.org_id, who.user_id, who.project_id, row.speaker if row.role == "user" else None)
         if row.role == "user":  # a request to forget names what it forgets; the reply to it follows
             subject = forget_request_subject(row.text)
-            asked[who] = [i for i, stems in said[whose] if subject and subject <= stems]
+            mine = [whose, *([] if row.speaker else [(*whose[:3], "")])]  # the chat's own: the assistant's too
+            asked[who] = [i for key in mine for i, stems in said[key] if subject and subject <= stems]
         forgot = asked[who] if row.role in ("user", "assistant") else []
         try:
             result = capture_turn(
@@ -221,7 +224,8 @@ def ingest_chat_jsonl(
             continue
         if forgot and row.role == "user":
             inbox.append([_forgotten_as_asked(who, item_id, turn_id, row.at) for item_id in forgot])
-        said[whose] += [(message_item_id(turn_id), said_stems(result.visible_text))] + [
+        said[whose if row.role == "user" else (*whose[:3], "")] += [
+            (message_item_id(turn_id), said_stems(result.visible_text))] + [
             (p.item_id, said_stems(row.text)) for p in result.proposals if p.item_id and p.action != "reject"]
         report.count_turn(result)
     return report
