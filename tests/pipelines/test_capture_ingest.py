@@ -166,8 +166,9 @@ def test_a_request_to_forget_in_an_imported_chat_forgets_what_it_names_of_the_us
             ("maya", "home", "assistant", "Done, I've forgotten it."),
             ("maya", "home", "user", "My ex moved: the new address is 5 Rua Nova.")]  # said again: kept
     path = tmp_path / "chats.jsonl"
-    path.write_text("".join(json.dumps({"user_id": u, "project_id": p, "role": r, "text": t, "speaker": named[0] if named
-                                        else None}) + "\n" for u, p, r, t, *named in rows))
+    path.write_text("".join(json.dumps({"user_id": u, "project_id": p, "role": r, "text": t,
+                                        "speaker": named[0] if named else None}) + "\n"
+                            for u, p, r, t, *named in rows))
     ingest_chat_jsonl(path, inbox, Policy())
     overlay = fold_events(inbox.read_after(0))
     gone = {it.title if it.type != "message" else it.content
