@@ -16,10 +16,11 @@ keep. Promises checked, as a demanding user would:
 - The injection is no memory: its proposal rejected, nothing curated says "administrator"
   (kept).
 - A "please forget X" inside the history holds once imported: the old assistant said
-  "Done, I've forgotten it", so the address she gave the day before is not recalled (nor
-  the request and the "Done", which would show an address existed), at once and after
-  consolidation, and the export keeps only tombstones (broken: the imported request was a
-  turn like any other, and "what is my ex's address?" answered "12 Rua das Flores").
+  "Done, I've forgotten it", so the address she gave the day before, and the memory the old
+  assistant proposed of it, are not recalled (nor the request and the "Done", which would
+  show an address existed), at once and after consolidation, and the export keeps only
+  tombstones (broken: the imported request was a turn like any other, and "what is my ex's
+  address?" answered "12 Rua das Flores", as an authoritative memory).
 - Importing the same file again lands nothing and changes no answer (kept).
 """
 
@@ -70,7 +71,8 @@ HISTORY = [(session, role, text, f"2026-{day}") for session, role, text, day in 
      "08-20T19:00:20+00:00"),
     ("sep-01", "user", "My ex's new address is 12 Rua das Flores, Braga, in case the kids' mail goes there.",
      "09-01T10:00:00+00:00"),
-    ("sep-01", "assistant", "Noted.", "09-01T10:00:15+00:00"),
+    ("sep-01", "assistant", _proposed("Noted.", "fact", "Ex's address", "Maya's ex lives at 12 Rua das Flores, Braga.",
+                                      "family"), "09-01T10:00:15+00:00"),
     ("sep-02", "user", "Please forget my ex's address, I don't want that stored anywhere.", "09-02T09:00:00+00:00"),
     ("sep-02", "assistant", "Done, I've forgotten it.", "09-02T09:00:10+00:00"),
     ("sep-10", "user", f"Here is my GitHub token so you can check my repos: {TOKEN_TEXT}", "09-10T14:00:00+00:00"),
