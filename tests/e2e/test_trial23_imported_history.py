@@ -119,6 +119,8 @@ def months(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         seen["later"] = {k: recall(client, MAYA, q) for k, q in QUESTIONS.items()}
         seen["catalog"] = {w: recall(client, MAYA, w, mode="catalog") for w in ("Rua das Flores", "ex address")}
         seen["searched"] = tool(client, MAYA, "memory.search", {"query": "coffee preference"})
+        seen["searched ex"] = tool(client, MAYA, "memory.search", {"query": "ex address Braga"})
+        seen["about me"] = recall(client, MAYA, "What do you know about me?")
         seen["export"] = land(settings.data_dir, "export").output
         seen["again"] = land(settings.data_dir, *importing)
         assert client.app.state.service.usage.flush()
@@ -183,6 +185,9 @@ def test_what_she_asked_the_old_assistant_to_forget_stays_forgotten(months, mome
 def test_the_forgotten_address_is_not_found_by_its_words_nor_exported(months) -> None:
     for query, answer in months["catalog"].items():  # (the answer's message repeats the query)
         assert not answer["hits"], (query, answer["hits"])
+    assert not months["searched ex"]["hits"], months["searched ex"]["hits"]  # the agent's search finds none
+    about_me = months["about me"]["injection"]
+    assert "Rua das Flores" not in about_me and "Ex's address" not in about_me, about_me
     assert "Rua das Flores" not in months["export"] and "forget my ex's address" not in months["export"]
     assert "oat milk lattes" in months["export"]  # the rest of the history is exported as it was
 
