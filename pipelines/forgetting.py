@@ -184,6 +184,25 @@ def kept_part(text: str, forgotten: Iterable[MemoryItem]) -> str:
     return " ".join(kept)
 
 
+# A user's request to forget something of their own, said in a chat ("please forget my ex's
+# address", "can you delete what I told you about my salary"): an order, opening its clause
+# or after "please", "can you"; the words after it, to the clause's end, name what. "Forget
+# it" or "forget about the weather" names nothing of theirs; "don't forget my mom's
+# birthday" and "I always forget my keys" ask for nothing to be forgotten.
+_FORGET_MINE = re.compile(
+    r"(?:^|[.!?;,:]\s*|\b(?:please|pls|kindly|just|and|(?:can|could|would|will)\s+you)\s+)"
+    r"(?:forget|delete|erase|wipe)\s+(?:about\s+)?(?:(?:what|everything)\s+I\s+(?:said|told\s+you)\s+"
+    r"(?:about\s+)?)?(?:my|me)\b([^.!?;,]*)", re.I)
+
+
+def forget_request_subject(text: str) -> frozenset[str]:
+    """The stems of what a user's turn asks to forget of their own (empty when it asks none):
+    an imported chat's "please forget my ex's address" forgets the earlier turns and claims
+    of the same user that say all of them (`ingest.ingest_chat_jsonl`)."""
+    named = (said_stems(m.group(1)) for m in _FORGET_MINE.finditer(text))
+    return frozenset().union(*named) - _REQUEST_STEMS
+
+
 def kept_turn_id(turn_id: str) -> str:
     """The turn id of what turn `turn_id` said besides a forgetting (`kept_part`), one per
     turn: a second forget of its round reads that turn in its place."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,9 +21,11 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
+from pipelines.forgetting import forget_request_subject
 from pipelines.inbox import InboxBackend
-from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, is_tombstone
+from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, is_tombstone, message_item_id
 from pipelines.recall.conflicts import is_claim
+from pipelines.recall.episodic import said_stems
 from pipelines.records import (
     Event,
     Identity,
@@ -33,6 +35,7 @@ from pipelines.records import (
     Verdict,
     parse_time,
     stable_id,
+    utcnow,
 )
 
 
@@ -182,6 +185,11 @@ def ingest_chat_jsonl(
     path = Path(path)
     report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
+    # What each user (each named speaker apart) said in a project so far, and the assistant
+    # answering them (turn and claim ids, with their stems), and what
+    # the request to forget of each chat's round named (its reply is forgotten with it).
+    said: defaultdict[tuple[str, str, str, str | None], list[tuple[str, frozenset[str]]]] = defaultdict(list)
+    asked: defaultdict[Identity, list[str]] = defaultdict(list)
     for number, line in _iter_lines(path):
         try:
             row = _row_decoder.decode(line.encode("utf-8"))
@@ -197,18 +205,41 @@ def ingest_chat_jsonl(
         turn_id = row.turn_id or stable_id(
             "turn", who.org_id, who.user_id, who.project_id, who.session_id, ordinal[who], row.role, row.text
         )
+        # whose words: a named speaker's (a teammate's in a shared chat) are theirs alone
+        whose = (who.org_id, who.user_id, who.project_id, row.speaker if row.role == "user" else None)
+        if row.role == "user":  # a request to forget names what it forgets; the reply to it follows
+            subject = forget_request_subject(row.text)
+            mine = [whose, *([] if row.speaker else [(*whose[:3], "")])]  # the chat's own: the assistant's too
+            asked[who] = [i for key in mine for i, stems in said[key] if subject and subject <= stems]
+        forgot = asked[who] if row.role in ("user", "assistant") else []
         try:
             result = capture_turn(
                 inbox, policy, who, row.role, row.text,
                 tool_calls=row.tool_calls, turn_id=turn_id, turn_ref=row.turn_ref,
                 speaker=row.speaker, at=row.at, default_scope=row.scope,
-                existing=existing(who) if existing is not None else None,
+                existing=existing(who) if existing is not None else None, forgot=forgot,
             )
         except ValueError as exc:
             report.bad_rows.append(f"line {number}: {_error_text(exc)}")
             continue
+        if forgot and row.role == "user":
+            inbox.append([_forgotten_as_asked(who, item_id, turn_id, row.at) for item_id in forgot])
+        said[whose if row.role == "user" else (*whose[:3], "")] += [
+            (message_item_id(turn_id), said_stems(result.visible_text))] + [
+            (p.item_id, said_stems(row.text)) for p in result.proposals if p.item_id and p.action != "reject"]
         report.count_turn(result)
     return report
+
+
+def _forgotten_as_asked(who: Identity, item_id: str, request_turn_id: str, at: str | None) -> Event:
+    """The retraction of `item_id`, a turn or claim of the user's that their imported
+    request to forget (turn `request_turn_id`) names: done as the old assistant said it was,
+    as their own `memory.forget` would (one id per pair, so importing again lands nothing)."""
+    when = utcnow()
+    return Event(event_id=stable_id("evt", "import", "forget", request_turn_id, item_id), kind="memory.update",
+                 identity=who, at=when, payload={
+                     "item_id": item_id, "patch": {"validation": "retracted"}, "at": at or when,
+                     "verdict": {"action": "accept", "reasons": ["the user asked to forget it in the imported chat"]}})
 
 
 # -- LoCoMo ----------------------------------------------------------------------------------

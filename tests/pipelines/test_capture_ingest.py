@@ -151,6 +151,34 @@ def test_ingest_sample_chats(inbox):
     assert again["max_seq"] == report["max_seq"]  # idempotent: nothing new landed
 
 
+def test_a_request_to_forget_in_an_imported_chat_forgets_what_it_names_of_the_users_own(inbox, tmp_path):
+    claim = ('Noted. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Ex address", "content": "Her ex lives at '
+             '12 Rua das Flores.", "why_store": "asked", "confidence": 0.9, "scope": "user"}]</MEMORY_PROPOSALS_JSON>')
+    rows = [("maya", "home", "user", "My ex's new address is 12 Rua das Flores."), ("maya", "home", "assistant", claim),
+            ("maya", "home", "user", "My bank is Millennium."),
+            ("maya", "home", "user", "Please forget my bank.", "Bob"),  # a teammate's: his own alone
+            ("maya", "work", "user", "A client's ex address is on file."),  # another project: not hers to forget here
+            ("ana", "home", "user", "My ex's address is 3 Rua Augusta."),  # someone else's
+            ("maya", "home", "user", "The weather is nice, forget it."),  # names nothing of hers
+            ("maya", "home", "user", "My keys are in the blue bowl."),
+            ("maya", "home", "user", "I always forget my keys. Don't forget my keys tomorrow!"),  # no order
+            ("maya", "home", "user", "Please forget my ex's address, I don't want it stored."),
+            ("maya", "home", "assistant", "Done, I've forgotten it."),
+            ("maya", "home", "user", "My ex moved: the new address is 5 Rua Nova.")]  # said again: kept
+    path = tmp_path / "chats.jsonl"
+    path.write_text("".join(json.dumps({"user_id": u, "project_id": p, "role": r, "text": t,
+                                        "speaker": named[0] if named else None}) + "\n"
+                            for u, p, r, t, *named in rows))
+    ingest_chat_jsonl(path, inbox, Policy())
+    overlay = fold_events(inbox.read_after(0))
+    gone = {it.title if it.type != "message" else it.content
+            for it in overlay.items.values() if it.validation == "retracted"}
+    assert gone == {rows[0][3], "Ex address", rows[9][3], rows[10][3]}, gone
+    landed = inbox.max_seq()
+    ingest_chat_jsonl(path, inbox, Policy())
+    assert inbox.max_seq() == landed  # importing again lands nothing, the forgetting included
+
+
 def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
     path = tmp_path / "chats.jsonl"
     path.write_text(
