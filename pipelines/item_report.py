@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import IO, Any
 
 import msgspec
@@ -99,6 +100,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id),
+                    "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
                 }
     events = _pending_events(settings, after)
     made = fold_served(events, lambda _id: None, tuple)[1] if events else {}
@@ -110,8 +112,40 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),
+            "earlier": _earlier_versions(made[item_id], made.get, lambda _id: [], events),
         }
     return None
+
+
+def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
+                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
+                      ) -> list[dict[str, Any]]:
+    """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
+    with its id, content, who stated it and when (its first change, stored or pending).
+    "When did this change and who changed it?" is asked of the current claim; a correction
+    is a new item, so the versions before it are on their own records."""
+    out: list[dict[str, Any]] = []
+    seen = {item.id}
+    queue = [link.to for link in item.links if link.rel == "supersedes"]
+    while queue:
+        old_id = queue.pop(0)
+        if old_id in seen:
+            continue
+        seen.add(old_id)
+        old = get_item(old_id)
+        if old is None:
+            continue
+        first = next(iter(history_rows({"events": events_of(old_id)}) + _pending_rows(pending, old_id)), None)
+        out.append({"id": old.id, "title": old.title, "content": old.content,
+                    "by": (first or {}).get("actor"), "at": (first or {}).get("when", (first or {}).get("at"))})
+        queue += [link.to for link in old.links if link.rel == "supersedes"]
+    return out
+
+
+def earlier_lines(found: dict[str, Any]) -> list[str]:
+    """`describe_item`'s earlier versions as text (`loci show`), one line each."""
+    return [f"{str(e['at'] or '?')[:19].replace('T', ' ')}  {e['by'] or '?':<10} {e['id']}  {_short(e['content'], 80)}"
+            for e in found.get("earlier", [])]
 
 
 def held_change(item: MemoryItem) -> dict[str, Any] | None:
