@@ -68,12 +68,14 @@ def served_counts(items: list[MemoryItem]) -> dict[str, Any]:
             "by_state": dict(sorted(Counter(recall_state(it) for it in items).items()))}
 
 
-def _pending_rows(events: list[Event], item_id: str) -> list[dict[str, Any]]:
+def _pending_rows(events: list[Event], item_id: str, before: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The inbox events after the last consolidation that created or changed the item: the
-    changes consolidation has not stored as revisions yet."""
-    return [{"seq": ev.seq, "at": ev.at, "kind": ev.kind, "actor": ev.identity.user_id,
-             "note": inbox_note({"kind": ev.kind, "payload": ev.payload})}
-            for ev in events if item_id in item_ids_touched(ev)]
+    changes consolidation has not stored as revisions yet (an edit's old values read from
+    `before`, the item as last stored)."""
+    mine = [ev for ev in events if item_id in item_ids_touched(ev)]
+    notes = inbox_notes([{"kind": ev.kind, "payload": ev.payload} for ev in mine], before)
+    return [{"seq": ev.seq, "at": ev.at, "kind": ev.kind, "actor": ev.identity.user_id, "note": note}
+            for ev, note in zip(mine, notes, strict=True)]
 
 
 def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
@@ -99,7 +101,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "palace": loc.path if loc else None,
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
-                    "pending": _pending_rows(pending, item_id),
+                    "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
                     "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
                 }
     events = _pending_events(settings, after)
@@ -286,6 +288,25 @@ def inbox_note(event: dict[str, Any]) -> str:
     if kind == "turn":
         return f"{p.get('role', '')} turn captured"
     return ""
+
+
+def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> list[str]:
+    """`inbox_note` of each of one item's inbox events, oldest first; an edit applied (not
+    held) also says what each field was and became, from `before` (the item as last stored)
+    on: "when did this change?" asked before the next consolidation stores it as a revision."""
+    state = dict(before or {})
+    notes = []
+    for event in events:
+        note = inbox_note(event)
+        patch = (event.get("payload") or {}).get("patch")
+        if before is not None and event["kind"] == "memory.update" and isinstance(patch, dict) \
+                and "held for review" not in note:
+            changed = [f"{name}: {_text_change(state.get(name), value)}" for name, value in sorted(patch.items())
+                       if name not in _NOT_SHOWN and state.get(name) != value]
+            state.update(patch)
+            note = "; ".join(changed) if changed else note
+        notes.append(note)
+    return notes
 
 
 def history_lines(found: dict[str, Any]) -> list[str]:

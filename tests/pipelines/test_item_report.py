@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines
+from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines, inbox_notes
 from pipelines.materialize import HELD_EDIT
 from pipelines.records import Link, MemoryItem, Scope
 
@@ -56,3 +56,20 @@ def test_a_correction_shows_the_claims_it_replaced_with_who_stated_them_and_when
     assert [(e["id"], e["by"]) for e in earlier] == [("q2", None), ("q1", "mira")]
     lines = earlier_lines({"earlier": earlier})
     assert lines[1].startswith("2026-11-08 23:40:00  mira") and "Harbor uses RabbitMQ." in lines[1]
+
+
+def test_an_edit_not_consolidated_yet_says_what_each_field_was_and_became() -> None:
+    """Before the next consolidation stores it as a revision, `loci show` and the browser card
+    list an applied edit as old -> new from the item as last stored (two edits in a row: each
+    from the one before), a held one as held, and another event as before."""
+    stored = {"content": "Harbor code is indented with 2 spaces.", "confidence": 0.9}
+    events = [
+        {"kind": "memory.update", "payload": {"patch": {"content": "Harbor code is indented with 4 spaces."}}},
+        {"kind": "memory.update", "payload": {"patch": {"content": "Harbor code uses tabs.", "confidence": 0.9}}},
+        {"kind": "memory.palace.assign", "payload": {"domain": "harbor", "room": "style", "shelf": "code"}},
+    ]
+    first, second, moved = inbox_notes(events, stored)
+    assert first.startswith("content: ") and "2 spaces" in first and "4 spaces" in first, first
+    assert "4 spaces" in second and "tabs" in second and "confidence" not in second, second
+    assert moved == "moved to harbor/style/code"
+    assert inbox_notes(events[:1], None) == ["changed content"]  # nothing stored to compare with
