@@ -46,6 +46,7 @@ from online.mcp_server import build_server
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from pipelines.consolidate import consolidate_once
+from pipelines.recall.query import parse_now
 from pipelines.recall.render import EPISODIC_HEADER
 from pipelines.records import Identity
 from pipelines.settings import load_settings
@@ -62,6 +63,8 @@ MODEL = "llama3.2"
 QUEUE_Q = "what did we decide about the message queue?"
 DEPLOY_Q = "what did we decide about the deploy day?"
 INDENT_Q = "what indentation should I use?"
+LAST_WEEK_Q = "what did we decide last week?"
+INDENT_EDITED = "Harbor code is indented with 4 spaces, like the rest of acme."
 
 
 def claim(kind: str, title: str, content: str, scope: str | None = None) -> dict[str, Any]:
@@ -110,6 +113,7 @@ class Fortnight:
     items: dict[str, dict[str, Any]] = field(default_factory=dict)  # an id -> GET /v1/items/{id}
     cards: dict[str, str] = field(default_factory=dict)  # an id -> its browser card's text
     pages: dict[str, str] = field(default_factory=dict)  # a browser page -> its text
+    edited_at: datetime | None = None  # when the agent edited Harbor's convention in place
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +146,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
     with pytest.MonkeyPatch.context() as patch:
         for where in ("pipelines.capture", "online.tools", "pipelines.inbox"):
             patch.setattr(f"{where}.utcnow", clock)
+        # Recall asks at the simulated time too ("last week" is the week before it).
+        patch.setattr("pipelines.recall.engine.parse_now",
+                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
         shared_fake.chat_reply = model
         proxy = create_proxy_app(settings, service=memory, upstream=shared_fake.url,
                                  config=ProxyConfig(flags_check_interval_s=0))
@@ -220,8 +227,11 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 ("My deploy of the blog went fine by the way, the queue of comments is huge.", "Nice.", []),
             ])
             consolidate()
-            # Week 2, Monday 07:50 in Tokyo (Sunday 22:50 UTC): the agent corrects the queue.
-            editor(7, time(7, 50), "ide-w2-mon", [propose(QUEUE_NEW)])
+            # Week 2, Monday 07:40 in Tokyo (Sunday 22:40 UTC: UTC's "last week" is the one
+            # before), the chat: what was decided last week? Then the agent corrects the queue.
+            chat(7, time(7, 40), [(LAST_WEEK_Q, None, [])], ask=True)
+            record.chat[LAST_WEEK_Q + "#chat"] = record.chat.pop(LAST_WEEK_Q)
+            editor(7, time(7, 50), "ide-w2-mon", [search(LAST_WEEK_Q), propose(QUEUE_NEW), search(QUEUE_Q)])
             # Tuesday, the chat: the deploy day moves.
             chat(8, time(9, 0), [
                 ("Change of plan: Harbor deploys move to Tuesdays, Thursdays are too busy.", "Noted.", [DEPLOY_NEW]),
@@ -243,10 +253,15 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 ("What do I prefer?", None, []),
             ], ask=True)
             editor(10, time(10, 0), "ide-w2-thu", [search(QUEUE_Q), search(DEPLOY_Q), search(INDENT_Q)])
+            # Friday: the agent edits Harbor's convention in place (memory_update), then asks.
+            editor(11, time(16, 0), "ide-w2-fri", [
+                ("memory_update", {"id": record.ids[INDENT_PROJECT["content"]], "patch": {"content": INDENT_EDITED}}),
+                search(INDENT_Q)])
+            record.edited_at = clock.now
             # The audit questions and the browser, after all this.
             with TestClient(create_app(settings, service=memory)) as api:
                 params = {**MIRA, "session_id": "ide-w2-thu"}
-                for content in (QUEUE_OLD, QUEUE_NEW, DEPLOY_OLD, DEPLOY_NEW):
+                for content in (QUEUE_OLD, QUEUE_NEW, DEPLOY_OLD, DEPLOY_NEW, INDENT_PROJECT):
                     item_id = record.ids[content["content"]]
                     resp = api.get(f"/v1/items/{item_id}", params=params)
                     assert resp.status_code == 200, resp.text
@@ -263,7 +278,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                     resp = api.get("/ui/palace", params={**params, "path": path})
                     record.pages["shelves"] += page_text(resp.text) + "\n"
     memory.close()
-    for content in (QUEUE_OLD, QUEUE_NEW, DEPLOY_OLD, DEPLOY_NEW):
+    for content in (QUEUE_OLD, QUEUE_NEW, DEPLOY_OLD, DEPLOY_NEW, INDENT_PROJECT):
         item_id = record.ids[content["content"]]
         result = CliRunner().invoke(loci_cli, ["show", item_id, "--data-dir", str(settings.data_dir)])
         assert result.exit_code == 0, result.output
@@ -411,3 +426,57 @@ def test_the_browser_lists_the_preferences_and_current_decisions(fortnight) -> N
         assert title in listed, (title, listed)
     for content in (QUEUE_OLD, DEPLOY_OLD):
         assert content["content"] not in listed, listed
+
+
+# -- pushing harder --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("question", [QUEUE_Q, DEPLOY_Q])
+def test_the_turn_stating_the_replaced_decision_is_not_evidence_on_either_surface(fortnight, question) -> None:
+    _, turns = parts(fortnight.chat[question])
+    found = json.dumps(fortnight.mcp[f"ide-w2-thu: {question}"])
+    loci = json.dumps(fortnight.catalog[question])
+    for old in ("use RabbitMQ as the message queue", "deploys to production on Thursdays"):
+        assert old not in turns and old not in found and old not in loci, (question, turns, found, loci)
+
+
+def test_what_do_i_prefer_lists_both_preferences_in_the_chat(fortnight) -> None:
+    curated, _ = parts(fortnight.chat["What do I prefer?"])
+    assert STYLE["content"] in curated and INDENT_USER["content"] in curated, curated
+    assert "Harbor deploys" not in curated and "message queue" not in curated, curated
+
+
+def test_last_week_is_mira_s_week_in_tokyo_on_both_surfaces(fortnight) -> None:
+    """Asked early on Monday in Tokyo (still Sunday in UTC), "last week" is the week just
+    ended on Mira's calendar: its decisions, RabbitMQ and Thursdays, as they stood then."""
+    curated, _ = parts(fortnight.chat[LAST_WEEK_Q + "#chat"])
+    hits = [h for h in fortnight.mcp[f"ide-w2-mon: {LAST_WEEK_Q}"]["hits"] if h["type"] != "message"]
+    for decided in (QUEUE_OLD, DEPLOY_OLD):
+        assert decided["content"] in curated, curated
+        assert decided["content"] in [h["content"] for h in hits], hits
+
+
+def test_right_after_the_correction_the_editor_answers_with_it(fortnight) -> None:
+    hits = fortnight.mcp[f"ide-w2-mon: {QUEUE_Q}"]["hits"]
+    assert hits and hits[0]["id"] == fortnight.ids[QUEUE_NEW["content"]], hits
+    assert fortnight.ids[QUEUE_OLD["content"]] not in [h["id"] for h in hits], hits
+
+
+def test_an_edit_in_place_is_current_and_keeps_the_version_before_it(fortnight) -> None:
+    """The agent's memory_update of Harbor's convention: recall answers the new text, and the
+    item's history (items API, `loci show`, browser card) keeps the old text beside the new,
+    with Mira and the time of each."""
+    item_id = fortnight.ids[INDENT_PROJECT["content"]]
+    hits = fortnight.mcp[f"ide-w2-fri: {INDENT_Q}"]["hits"]
+    assert [h["content"] for h in hits if h["id"] == item_id] == [INDENT_EDITED], hits
+    body = fortnight.items[item_id]
+    assert body["item"]["content"] == INDENT_EDITED
+    told = json.dumps(body)
+    assert INDENT_PROJECT["content"] in told, told  # the version before the edit
+    edited_day = fortnight.edited_at.date().isoformat()
+    assert any(e.get("kind") == "memory.update" and "mira" in json.dumps(e) and edited_day in json.dumps(e)
+               for e in body["history"]), body["history"]
+    shown = fortnight.show[item_id]
+    assert "2 spaces" in shown and "4 spaces" in shown, shown
+    card = fortnight.cards[item_id]
+    assert "2 spaces" in card and "4 spaces" in card, card
