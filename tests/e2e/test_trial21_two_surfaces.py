@@ -64,6 +64,7 @@ QUEUE_Q = "what did we decide about the message queue?"
 DEPLOY_Q = "what did we decide about the deploy day?"
 INDENT_Q = "what indentation should I use?"
 LAST_WEEK_Q = "what did we decide last week?"
+CHANGED_Q = "when did we change the message queue, and who changed it?"
 INDENT_EDITED = "Harbor code is indented with 4 spaces, like the rest of acme."
 
 
@@ -125,9 +126,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                              data_dir=str(tmp_path_factory.mktemp("t21") / "data"))
     memory = MemoryService(settings, check_interval_ms=0)
     clock = Clock()
-    replies: dict[str, str] = {}
+    replies: dict[str, Any] = {}
 
-    def model(req: dict[str, Any]) -> str:
+    def model(req: dict[str, Any]) -> Any:
         last = next(m["content"] for m in reversed(req["messages"]) if m["role"] == "user")
         return replies.get(last, "Ha, sounds good!")
 
@@ -156,18 +157,29 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             chat_app = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=HEADERS)
 
             def chat(day: int, at: time, lines: list[tuple[str, str | None, list[dict[str, Any]]]],
-                     ask: bool = False) -> None:
+                     ask: bool = False, stream: bool = False, tool_call: bool = False) -> None:
                 """One chat on day `day` (0 = the first Monday): each user line, the model's
-                reply (with a proposal block for `items`); the system text kept when `ask`."""
+                reply (proposing `items` in a block, or with `tool_call` a memory_propose call);
+                the system text kept when `ask`; answers streamed when `stream`."""
                 clock.at(monday + timedelta(days=day), at)
                 history: list[dict[str, str]] = []
                 for said, reply, items in lines:
-                    if reply is not None:
+                    if reply is not None and tool_call and items:
+                        replies[said] = {"role": "assistant", "content": reply, "tool_calls": [
+                            {"function": {"name": "memory_propose", "arguments": {"items": items}}}]}
+                    elif reply is not None:
                         replies[said] = reply + (" " + block(*items) if items else "")
                     history.append({"role": "user", "content": said})
-                    answer = chat_app.chat.completions.create(model=MODEL, messages=history)
-                    history.append({"role": "assistant", "content": answer.choices[0].message.content or ""})
-                    loci = answer.model_extra["loci"]
+                    if stream:
+                        chunks = list(chat_app.chat.completions.create(model=MODEL, messages=history, stream=True))
+                        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                        assert not any(c.choices[0].delta.tool_calls for c in chunks if c.choices), chunks
+                        loci = chunks[-1].model_extra["loci"]
+                    else:
+                        answer = chat_app.chat.completions.create(model=MODEL, messages=history)
+                        assert not answer.choices[0].message.tool_calls, answer  # Loci's call, not the client's
+                        text, loci = answer.choices[0].message.content or "", answer.model_extra["loci"]
+                    history.append({"role": "assistant", "content": text})
                     if items:
                         landed(loci["proposals"], items)
                     if ask:
@@ -233,10 +245,10 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             record.chat[LAST_WEEK_Q + "#chat"] = record.chat.pop(LAST_WEEK_Q)
             editor(7, time(7, 50), "ide-w2-mon", [search(LAST_WEEK_Q), propose(QUEUE_NEW), search(QUEUE_Q)])
             # Tuesday, the chat: the deploy day moves.
-            chat(8, time(9, 0), [
+            chat(8, time(9, 0), [  # streamed, the model proposing with a tool call
                 ("Change of plan: Harbor deploys move to Tuesdays, Thursdays are too busy.", "Noted.", [DEPLOY_NEW]),
                 ("The RabbitMQ workshop next month sounds fun though.", "It does!", []),
-            ])
+            ], stream=True, tool_call=True)
             # Wednesday: a session instruction in one editor session and in one chat.
             editor(9, time(11, 0), "ide-w2-legacy", [propose(INDENT_SESSION), search(INDENT_Q)])
             chat(9, time(14, 0), [
@@ -251,8 +263,10 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 (DEPLOY_Q, None, []),
                 (INDENT_Q, None, []),
                 ("What do I prefer?", None, []),
+                (CHANGED_Q, None, []),
             ], ask=True)
-            editor(10, time(10, 0), "ide-w2-thu", [search(QUEUE_Q), search(DEPLOY_Q), search(INDENT_Q)])
+            editor(10, time(10, 0), "ide-w2-thu", [search(QUEUE_Q), search(DEPLOY_Q), search(INDENT_Q),
+                                                   search(CHANGED_Q)])
             # Friday: the agent edits Harbor's convention in place (memory_update), then asks.
             editor(11, time(16, 0), "ide-w2-fri", [
                 ("memory_update", {"id": record.ids[INDENT_PROJECT["content"]], "patch": {"content": INDENT_EDITED}}),
@@ -480,3 +494,26 @@ def test_an_edit_in_place_is_current_and_keeps_the_version_before_it(fortnight) 
     assert "2 spaces" in shown and "4 spaces" in shown, shown
     card = fortnight.cards[item_id]
     assert "2 spaces" in card and "4 spaces" in card, card
+
+
+def test_when_it_changed_and_who_is_answered_from_the_block_on_mira_s_calendar(fortnight) -> None:
+    """The correction was made on Monday 07:50 in Tokyo (Sunday in UTC): the block says Mira
+    made it on Monday, the 16th on her calendar, and the editor's hit is the correction."""
+    new_id = fortnight.ids[QUEUE_NEW["content"]]
+    sent = fortnight.chat[CHANGED_Q]
+    curated, _ = parts(sent)
+    assert memory_ids(curated)[:1] == [new_id], sent
+    header = curated.split(f"[MEMORY: {new_id}")[1].split("\n", 1)[0]
+    said = fortnight.said_at[QUEUE_NEW["content"]].astimezone(ZONE).date().isoformat()
+    assert f"by=mira on {said}" in header, (said, header)
+    assert QUEUE_OLD["content"] not in curated, curated
+    hits = fortnight.mcp[f"ide-w2-thu: {CHANGED_Q}"]["hits"]
+    assert hits and hits[0]["id"] == new_id, hits
+
+
+def test_a_wish_for_one_chat_stays_in_that_chat_as_evidence_too(fortnight) -> None:
+    """"For this chat only, indent with 3 spaces." is neither a claim nor a turn in the next
+    chat or in the editor."""
+    _, turns = parts(fortnight.chat[INDENT_Q])
+    found = json.dumps(fortnight.mcp[f"ide-w2-thu: {INDENT_Q}"])
+    assert "3 spaces" not in turns and "3 spaces" not in found, (turns, found)
