@@ -115,6 +115,7 @@ class Fortnight:
     cards: dict[str, str] = field(default_factory=dict)  # an id -> its browser card's text
     pages: dict[str, str] = field(default_factory=dict)  # a browser page -> its text
     edited_at: datetime | None = None  # when the agent edited Harbor's convention in place
+    read_before: dict[str, Any] = field(default_factory=dict)  # memory_read of what the correction replaced
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +146,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
         memory.reload()
 
     with pytest.MonkeyPatch.context() as patch:
-        for where in ("pipelines.capture", "online.tools", "pipelines.inbox"):
+        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
             patch.setattr(f"{where}.utcnow", clock)
         # Recall asks at the simulated time too ("last week" is the week before it).
         patch.setattr("pipelines.recall.engine.parse_now",
@@ -267,6 +268,12 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             ], ask=True)
             editor(10, time(10, 0), "ide-w2-thu", [search(QUEUE_Q), search(DEPLOY_Q), search(INDENT_Q),
                                                    search(CHANGED_Q)])
+            # "When did the queue change, and what was it before?" The agent reads the current
+            # decision, then the id its `supersedes` link names.
+            (current,) = editor(10, time(10, 5), "ide-w2-thu", [
+                ("memory_read", {"ids": [record.ids[QUEUE_NEW["content"]]]})])[0]["items"]
+            before = [link["to"] for link in current["links"] if link["rel"] == "supersedes"]
+            record.read_before = editor(10, time(10, 6), "ide-w2-thu", [("memory_read", {"ids": before})])[0]
             # Friday: the agent edits Harbor's convention in place (memory_update), then asks.
             editor(11, time(16, 0), "ide-w2-fri", [
                 ("memory_update", {"id": record.ids[INDENT_PROJECT["content"]], "patch": {"content": INDENT_EDITED}}),
@@ -517,3 +524,17 @@ def test_a_wish_for_one_chat_stays_in_that_chat_as_evidence_too(fortnight) -> No
     _, turns = parts(fortnight.chat[INDENT_Q])
     found = json.dumps(fortnight.mcp[f"ide-w2-thu: {INDENT_Q}"])
     assert "3 spaces" not in turns and "3 spaces" not in found, (turns, found)
+
+
+def test_the_editor_agent_can_tell_what_the_decision_was_before_and_who_said_it_when(fortnight) -> None:
+    """Over MCP there is no history endpoint: memory_read of the id a correction replaced
+    names the correction and gives the replaced claim as last stored (what it said, whose
+    it is, when it was stated), not only a bare "missing"."""
+    old_id, new_id = fortnight.ids[QUEUE_OLD["content"]], fortnight.ids[QUEUE_NEW["content"]]
+    body = fortnight.read_before
+    assert body["superseded_by"] == {old_id: new_id}, body
+    (before,) = body["replaced"]
+    assert before["id"] == old_id and before["content"] == QUEUE_OLD["content"], before
+    assert before["scope"]["user_id"] == "mira" and before["superseded_by"] == new_id, before
+    said = fortnight.said_at[QUEUE_OLD["content"]].date().isoformat()
+    assert before["created_at"].startswith(said), (said, before["created_at"])
