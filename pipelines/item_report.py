@@ -304,7 +304,9 @@ def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> 
             changed = [f"{name}: {_text_change(state.get(name), value)}" for name, value in sorted(patch.items())
                        if name not in _NOT_SHOWN and state.get(name) != value]
             state.update(patch)
-            note = "; ".join(changed) if changed else note
+            said = "changed " + ", ".join(sorted(patch))  # inbox_note's words, then what it adds
+            if changed and note.startswith(said):
+                note = "; ".join(changed) + note[len(said):]
         notes.append(note)
     return notes
 

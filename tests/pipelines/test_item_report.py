@@ -73,3 +73,6 @@ def test_an_edit_not_consolidated_yet_says_what_each_field_was_and_became() -> N
     assert "4 spaces" in second and "tabs" in second and "confidence" not in second, second
     assert moved == "moved to harbor/style/code"
     assert inbox_notes(events[:1], None) == ["changed content"]  # nothing stored to compare with
+    (reviewer,) = inbox_notes([{"kind": "memory.update", "payload": {**events[0]["payload"], "as_reviewer": True}}],
+                              stored)
+    assert "4 spaces" in reviewer and reviewer.endswith("(a correction by the reviewer who approved it)"), reviewer
