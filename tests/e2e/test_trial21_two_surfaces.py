@@ -65,6 +65,17 @@ DEPLOY_Q = "what did we decide about the deploy day?"
 INDENT_Q = "what indentation should I use?"
 LAST_WEEK_Q = "what did we decide last week?"
 CHANGED_Q = "when did we change the message queue, and who changed it?"
+DB_Q = "what database does Harbor use?"
+CHATTER = [  # Wednesday morning's chat: the decisions' words, none of them a decision
+    "We decided on sushi for the team lunch, the queue was short for once.",
+    "NATS is also what my nephew calls his cat, funny coincidence.",
+    "The deploy of my dotfiles to the new laptop went fine.",
+    "Thursdays I do yoga, Tuesdays are for climbing.",
+    "My landlord sent a message: the rent goes up in the spring.",
+    "Postgres conference tickets are sold out already, bummer.",
+    "I used to indent my essays with two spaces after a period, old habits.",
+    "The rabbit from the office garden is back, someone named it RabbitMQ.",
+]
 INDENT_EDITED = "Harbor code is indented with 4 spaces, like the rest of acme."
 
 
@@ -84,6 +95,8 @@ INDENT_ORG = claim("constraint", "Indentation", "Acme code is indented with 4 sp
 INDENT_PROJECT = claim("constraint", "Harbor indentation", "Harbor code is indented with 2 spaces.", "project")
 INDENT_SESSION = claim("constraint", "Indentation in this session",
                        "In this session, indent with 8 spaces (the legacy parser module).", "session")
+DB_OLD = claim("decision", "Harbor database", "Harbor stores its data in PostgreSQL 15.")
+DB_NEW = claim("decision", "Harbor database version", "Harbor moved its data from PostgreSQL 15 to PostgreSQL 16.")
 INDENT_CHAT = claim("constraint", "Indentation in this chat", "In this chat, indent with 3 spaces.", "session")
 
 
@@ -218,6 +231,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 return "memory_search", {"query": query, "tz": TZ}
 
             # Week 1, Monday, 08:40 in Tokyo (Sunday 23:40 UTC): the chat app.
+            chat(0, time(8, 20), [("Harbor keeps its data in PostgreSQL 15 for now.", "OK.", [DB_OLD])])
             chat(0, time(8, 40), [
                 ("Morning! The queue at the ramen place was insane, forty minutes.", "Worth it, hopefully!", []),
                 ("Keep answers short and show the code first, please. And tabs, always tabs.",
@@ -250,6 +264,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 ("Change of plan: Harbor deploys move to Tuesdays, Thursdays are too busy.", "Noted.", [DEPLOY_NEW]),
                 ("The RabbitMQ workshop next month sounds fun though.", "It does!", []),
             ], stream=True, tool_call=True)
+            # Wednesday: chatter in the morning; the database moves (the editor, another title).
+            chat(9, time(8, 0), [(line, "Ha, nice.", []) for line in CHATTER])
+            editor(9, time(9, 30), "ide-w2-wed", [propose(DB_NEW)])
             # Wednesday: a session instruction in one editor session and in one chat.
             editor(9, time(11, 0), "ide-w2-legacy", [propose(INDENT_SESSION), search(INDENT_Q)])
             chat(9, time(14, 0), [
@@ -265,9 +282,15 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 (INDENT_Q, None, []),
                 ("What do I prefer?", None, []),
                 (CHANGED_Q, None, []),
+                (DB_Q, None, []),
             ], ask=True)
             editor(10, time(10, 0), "ide-w2-thu", [search(QUEUE_Q), search(DEPLOY_Q), search(INDENT_Q),
-                                                   search(CHANGED_Q)])
+                                                   search(CHANGED_Q), search(DB_Q)])
+            # Another project of Mira's: Harbor's convention and session wishes stay in Harbor.
+            lighthouse = {**HEADERS, "X-Loci-Project": "lighthouse"}
+            other = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=lighthouse)
+            other.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": INDENT_Q}])
+            record.chat[INDENT_Q + "#lighthouse"] = system_text(shared_fake.requests[-1][1])
             # "When did the queue change, and what was it before?" The agent reads the current
             # decision, then the id its `supersedes` link names.
             (current,) = editor(10, time(10, 5), "ide-w2-thu", [
@@ -442,11 +465,18 @@ def test_the_browser_card_of_the_correction_shows_the_earlier_version(fortnight)
 
 
 def test_the_browser_lists_the_preferences_and_current_decisions(fortnight) -> None:
-    listed = fortnight.pages["palace"] + fortnight.pages["shelves"]
-    for title in ("Answer style", "Harbor message queue", "Harbor deploy day", "Harbor indentation"):
-        assert title in listed, (title, listed)
-    for content in (QUEUE_OLD, DEPLOY_OLD):
-        assert content["content"] not in listed, listed
+    """The palace's shelves list each current memory once (by title, type, tier, scope) and
+    none that a correction replaced: one "Harbor message queue", one "Harbor deploy day", the
+    database under its new title only; the preferences on Mira's own shelf."""
+    listed = fortnight.pages["shelves"]
+    for row in ("Answer style preference", "Indentation preference", "Harbor message queue decision",
+                "Harbor deploy day decision", "Harbor database version decision", "Harbor indentation constraint"):
+        assert listed.count(row) == 1, (row, listed)
+    assert "Harbor database decision" not in listed, listed  # replaced under its old title
+    # Harbor's convention as the agent's edit left it (not consolidated yet) heads its card;
+    # the text before the edit only in its history below.
+    card = fortnight.cards[fortnight.ids[INDENT_PROJECT["content"]]]
+    assert card.index(INDENT_EDITED) < card.index("2 spaces"), card
 
 
 # -- pushing harder --------------------------------------------------------------------------------
@@ -538,3 +568,32 @@ def test_the_editor_agent_can_tell_what_the_decision_was_before_and_who_said_it_
     assert before["scope"]["user_id"] == "mira" and before["superseded_by"] == new_id, before
     said = fortnight.said_at[QUEUE_OLD["content"]].date().isoformat()
     assert before["created_at"].startswith(said), (said, before["created_at"])
+
+
+def test_in_another_project_her_preference_comes_before_the_org_rule_and_harbor_is_out(fortnight) -> None:
+    ids = fortnight.ids
+    shown = memory_ids(parts(fortnight.chat[INDENT_Q + "#lighthouse"])[0])
+    assert [i for i in shown if i in (ids[INDENT_USER["content"]], ids[INDENT_ORG["content"]])] == [
+        ids[INDENT_USER["content"]], ids[INDENT_ORG["content"]]], shown
+    harbor = {ids[c["content"]] for c in (INDENT_PROJECT, INDENT_SESSION, INDENT_CHAT)}
+    assert not harbor & set(shown), shown
+
+
+def test_a_correction_under_another_title_answers_first_on_both_surfaces(fortnight) -> None:
+    new_id, old_id = fortnight.ids[DB_NEW["content"]], fortnight.ids[DB_OLD["content"]]
+    curated, _ = parts(fortnight.chat[DB_Q])
+    assert memory_ids(curated)[:1] == [new_id], curated
+    hits = fortnight.mcp[f"ide-w2-thu: {DB_Q}"]["hits"]
+    assert hits and hits[0]["id"] == new_id, hits
+    if old_id in curated:  # kept beside it only as what it corrected, never as current
+        assert curated.index(new_id) < curated.index(old_id), curated
+
+
+@pytest.mark.parametrize("question", [QUEUE_Q, DEPLOY_Q, DB_Q, INDENT_Q])
+def test_wednesdays_chatter_never_comes_before_a_claim(fortnight, question) -> None:
+    curated, _ = parts(fortnight.chat[question])
+    assert not any(line in curated for line in CHATTER), curated
+    hits = fortnight.mcp[f"ide-w2-thu: {question}"]["hits"]
+    kinds = [h["type"] == "message" for h in hits]
+    assert kinds == sorted(kinds), hits
+
