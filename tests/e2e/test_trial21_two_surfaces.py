@@ -66,6 +66,7 @@ INDENT_Q = "what indentation should I use?"
 LAST_WEEK_Q = "what did we decide last week?"
 CHANGED_Q = "when did we change the message queue, and who changed it?"
 DB_Q = "what database does Harbor use?"
+YESTERDAY_Q = "what did we decide yesterday?"
 CHATTER = [  # Wednesday morning's chat: the decisions' words, none of them a decision
     "We decided on sushi for the team lunch, the queue was short for once.",
     "NATS is also what my nephew calls his cat, funny coincidence.",
@@ -264,6 +265,12 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                 ("Change of plan: Harbor deploys move to Tuesdays, Thursdays are too busy.", "Noted.", [DEPLOY_NEW]),
                 ("The RabbitMQ workshop next month sounds fun though.", "It does!", []),
             ], stream=True, tool_call=True)
+            chat(8, time(9, 10), [(DEPLOY_Q, None, [])], ask=True)  # a new chat, before any consolidation
+            record.chat[DEPLOY_Q + "#at once"] = record.chat.pop(DEPLOY_Q)
+            # Tuesday 09:20 in Tokyo (00:20 UTC, Tuesday there too): yesterday is Monday, when
+            # the queue was corrected in Tokyo (07:50), not UTC's Monday (it was Sunday there).
+            editor(8, time(9, 20), "ide-w2-tue", [search(YESTERDAY_Q)])
+            chat(8, time(9, 25), [(YESTERDAY_Q, None, [])], ask=True)
             # Wednesday: chatter in the morning; the database moves (the editor, another title).
             chat(9, time(8, 0), [(line, "Ha, nice.", []) for line in CHATTER])
             editor(9, time(9, 30), "ide-w2-wed", [propose(DB_NEW)])
@@ -597,3 +604,17 @@ def test_wednesdays_chatter_never_comes_before_a_claim(fortnight, question) -> N
     kinds = [h["type"] == "message" for h in hits]
     assert kinds == sorted(kinds), hits
 
+
+
+def test_yesterday_is_tokyo_s_monday_on_both_surfaces(fortnight) -> None:
+    new_id, old_id = fortnight.ids[QUEUE_NEW["content"]], fortnight.ids[QUEUE_OLD["content"]]
+    hits = [h["id"] for h in fortnight.mcp[f"ide-w2-tue: {YESTERDAY_Q}"]["hits"] if h["type"] != "message"]
+    assert hits[:1] == [new_id] and old_id not in hits, hits
+    curated, _ = parts(fortnight.chat[YESTERDAY_Q])
+    assert memory_ids(curated)[:1] == [new_id] and old_id not in curated, curated
+
+
+def test_right_after_the_chat_corrected_the_deploy_day_a_new_chat_answers_with_it(fortnight) -> None:
+    curated, _ = parts(fortnight.chat[DEPLOY_Q + "#at once"])
+    assert memory_ids(curated)[:1] == [fortnight.ids[DEPLOY_NEW["content"]]], curated
+    assert DEPLOY_OLD["content"] not in curated, curated
