@@ -608,8 +608,10 @@ def test_wednesdays_chatter_never_comes_before_a_claim(fortnight, question) -> N
 
 def test_yesterday_is_tokyo_s_monday_on_both_surfaces(fortnight) -> None:
     new_id, old_id = fortnight.ids[QUEUE_NEW["content"]], fortnight.ids[QUEUE_OLD["content"]]
-    hits = [h["id"] for h in fortnight.mcp[f"ide-w2-tue: {YESTERDAY_Q}"]["hits"] if h["type"] != "message"]
+    found = [h for h in fortnight.mcp[f"ide-w2-tue: {YESTERDAY_Q}"]["hits"] if h["type"] != "message"]
+    hits = [h["id"] for h in found]
     assert hits[:1] == [new_id] and old_id not in hits, hits
+    assert "rank_said_when" in found[0]["components"], found[0]  # found as said on her Monday
     curated, _ = parts(fortnight.chat[YESTERDAY_Q])
     assert memory_ids(curated)[:1] == [new_id] and old_id not in curated, curated
 
