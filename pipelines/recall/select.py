@@ -352,9 +352,11 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     "Atlas customer data region" before the org's "Customer data region", both marked), in
     words the conflict rule may not compare ("tabs" / "4-space"), so no CONFLICT is claimed.
     In one scope kind the title named still comes first ("Deploy window" before "Hotfix
-    deploy window"). A claim in a more specific scope kind joins its subject even when it
-    ranked below the curated floor (`weaker`): "Indentation in this session", longer and so
-    less relevant in words than the org's "Indentation", is what applies here."""
+    deploy window"). A claim below the curated floor (`weaker`) is on a subject too: in a more
+    specific scope kind it joins it ("Indentation in this session", longer and so less
+    relevant in words than the org's "Indentation", is what applies here), in a broader one
+    it heads its own (the org's "Indentation" under the floor stays after Harbor's and Mira's,
+    not between them)."""
     weaker = weaker or {}
     shown = [c for c in ranked if c.id in titles]
     overriding = [c for c in ranked if c.id in weaker]
@@ -363,11 +365,11 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     for i, c in enumerate(shown):
         for word in titles[c.id]:
             holding.setdefault(word, set()).add(i)
-    for head in shown:
-        words = titles[head.id]
+    for head in (*shown, *overriding):  # a broader claim below the floor heads its subject too
+        words = titles[head.id] if head.id in titles else weaker[head.id]
         if not words:  # no title names no subject
             continue
-        alike = set.intersection(*(holding[w] for w in words))
+        alike = set.intersection(*(holding.get(w, set()) for w in words))
         if len(alike) < 2 and not overriding:
             continue
         subject = [head, *(c for c in (shown[i] for i in sorted(alike)) if c.id != head.id

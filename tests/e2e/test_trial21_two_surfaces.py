@@ -298,6 +298,8 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             other = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers=lighthouse)
             other.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": INDENT_Q}])
             record.chat[INDENT_Q + "#lighthouse"] = system_text(shared_fake.requests[-1][1])
+            # Thursday, back in the legacy-parser session (a new connection, after consolidation).
+            editor(10, time(10, 3), "ide-w2-legacy", [search(INDENT_Q + " (again)")])
             # "When did the queue change, and what was it before?" The agent reads the current
             # decision, then the id its `supersedes` link names.
             (current,) = editor(10, time(10, 5), "ide-w2-thu", [
@@ -404,9 +406,11 @@ def test_chatter_sharing_the_words_never_outranks_the_decision(fortnight) -> Non
 # -- scope priority ----------------------------------------------------------------------------
 
 
-def test_the_editor_session_instruction_outranks_project_user_and_org(fortnight) -> None:
+@pytest.mark.parametrize("asked", [INDENT_Q, INDENT_Q + " (again)"])
+def test_the_editor_session_instruction_outranks_project_user_and_org(fortnight, asked) -> None:
+    """At once, and two days later in the same session after a consolidation."""
     ids = fortnight.ids
-    hits = [h["id"] for h in fortnight.mcp[f"ide-w2-legacy: {INDENT_Q}"]["hits"] if h["type"] != "message"]
+    hits = [h["id"] for h in fortnight.mcp[f"ide-w2-legacy: {asked}"]["hits"] if h["type"] != "message"]
     order = [ids[c["content"]] for c in (INDENT_SESSION, INDENT_PROJECT, INDENT_USER, INDENT_ORG)]
     assert [h for h in hits if h in order] == order, hits
     assert ids[INDENT_CHAT["content"]] not in hits  # the chat's instruction stays in the chat
