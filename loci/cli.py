@@ -298,8 +298,8 @@ def show(
 ) -> None:
     """Show one item, a change held for review beside it (old -> new, who proposed it), and
     its history: one line per change (time, actor, action, inbox seq, what changed), refused
-    attempts included."""
-    from pipelines.item_report import describe_item, held_lines, history_lines
+    attempts included; then the earlier claims it corrected (who stated each, when)."""
+    from pipelines.item_report import describe_item, earlier_lines, held_lines, history_lines
 
     settings = _settings(data_dir)
     found = describe_item(settings, item_id)
@@ -319,8 +319,13 @@ def show(
     for line in held_lines(found):
         typer.echo(f"  {line}")
     lines = history_lines(found)
-    typer.echo("history (time, actor, action, inbox seq, change):" if lines else "no history yet")
+    typer.echo("history (time UTC, actor, action, inbox seq, change):" if lines else "no history yet")
     for line in lines:
+        typer.echo(f"  {line}")
+    earlier = earlier_lines(found)
+    if earlier:
+        typer.echo("replaced earlier versions, newest first (time UTC stated, by, id, what it said):")
+    for line in earlier:
         typer.echo(f"  {line}")
 
 

@@ -11,7 +11,9 @@ live in one place. What this module adds is only the MCP side:
   (`ACTION_DESCRIPTIONS`), the proxy's too;
 - the caller's identity: the one `loci mcp` was started with (options or `LOCI_USER`,
   `LOCI_PROJECT`, `LOCI_SESSION`, `LOCI_ORG`); over HTTP, `X-Loci-User/Project/Session/Org`
-  headers override it per request, read by the proxy's `identity_from_headers`;
+  headers override it per request, read by the proxy's `identity_from_headers`, and
+  `X-Loci-Timezone` names the caller's zone, as with the proxy: the `tz` of every call that
+  takes one and does not name its own ("yesterday" in a search, "until Friday" in a proposal);
 - errors as tool results (`isError: true`, a JSON body `{ok: false, error, status, detail}`),
   never a protocol crash: bad arguments, an unknown or invisible id, a policy refusal and a
   malformed identity header are all answered and the server keeps serving.
@@ -31,10 +33,10 @@ import mcp_types as types
 import msgspec
 from mcp.server import Server, ServerRequestContext
 
-from online.proxy.identity import IdentityError, identity_from_headers
+from online.proxy.identity import IdentityError, identity_from_headers, timezone_from_headers
 from online.proxy.memory_tools import READ_ACTIONS
 from online.state import MemoryService
-from online.tools import ACTION_DESCRIPTIONS, ToolDispatcher, ToolError, args_schema, tool_name
+from online.tools import ACTION_ARGS, ACTION_DESCRIPTIONS, ToolDispatcher, ToolError, args_schema, tool_name
 from pipelines.records import Identity
 from pipelines.settings import Settings
 
@@ -78,11 +80,16 @@ def _error(status: int, message: str, detail: Any = None) -> types.CallToolResul
     return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))], is_error=True)
 
 
-def call(dispatcher: ToolDispatcher, name: str, arguments: Any, who: Identity) -> types.CallToolResult:
-    """Run one tool call through the dispatcher; every failure is a tool error result."""
+def call(dispatcher: ToolDispatcher, name: str, arguments: Any, who: Identity,
+         tz: str | None = None) -> types.CallToolResult:
+    """Run one tool call through the dispatcher; every failure is a tool error result. `tz`:
+    the caller's zone (`X-Loci-Timezone`), for a call taking one that names none."""
     action = ACTION_OF_TOOL.get(name)
     if action is None:
         return _error(400, f"unknown tool {name!r}; tools: {', '.join(ACTION_OF_TOOL)}")
+    if tz is not None and isinstance(arguments, dict) and "tz" not in arguments \
+            and "tz" in ACTION_ARGS[action].__struct_fields__:
+        arguments = {**arguments, "tz": tz}
     try:
         result = msgspec.to_builtins(dispatcher.dispatch(action, arguments or {}, who)["result"])
     except ToolError as exc:
@@ -94,10 +101,13 @@ def call(dispatcher: ToolDispatcher, name: str, arguments: Any, who: Identity) -
                                 structured_content=result)
 
 
-def caller(ctx: ServerRequestContext, default: Identity) -> Identity:
-    """The server's identity, or over HTTP the request's `X-Loci-*` headers over it."""
+def caller(ctx: ServerRequestContext, default: Identity) -> tuple[Identity, str | None]:
+    """The server's identity, or over HTTP the request's `X-Loci-*` headers over it; and the
+    caller's zone from `X-Loci-Timezone` (None: the `timezone` setting)."""
     headers: Mapping[str, str] | None = getattr(ctx.request, "headers", None)
-    return default if headers is None else identity_from_headers(headers, default, openwebui=False)
+    if headers is None:
+        return default, None
+    return identity_from_headers(headers, default, openwebui=False), timezone_from_headers(headers)
 
 
 def build_server(service: MemoryService, identity: Identity) -> Server:
@@ -111,11 +121,12 @@ def build_server(service: MemoryService, identity: Identity) -> Server:
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
         try:
-            who = caller(ctx, identity)
+            who, tz = caller(ctx, identity)
         except IdentityError as exc:
             return _error(400, str(exc))
         # The dispatcher blocks (inbox writes, recall): off the event loop.
-        return await anyio.to_thread.run_sync(functools.partial(call, dispatcher, params.name, params.arguments, who))
+        return await anyio.to_thread.run_sync(functools.partial(call, dispatcher, params.name, params.arguments,
+                                                                who, tz))
 
     return Server(SERVER_NAME, version=importlib.metadata.version("loci"), instructions=INSTRUCTIONS,
                   on_list_tools=list_tools, on_call_tool=call_tool)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from collections.abc import Callable
 from typing import IO, Any
 
 import msgspec
@@ -67,12 +68,14 @@ def served_counts(items: list[MemoryItem]) -> dict[str, Any]:
             "by_state": dict(sorted(Counter(recall_state(it) for it in items).items()))}
 
 
-def _pending_rows(events: list[Event], item_id: str) -> list[dict[str, Any]]:
+def _pending_rows(events: list[Event], item_id: str, before: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The inbox events after the last consolidation that created or changed the item: the
-    changes consolidation has not stored as revisions yet."""
-    return [{"seq": ev.seq, "at": ev.at, "kind": ev.kind, "actor": ev.identity.user_id,
-             "note": inbox_note({"kind": ev.kind, "payload": ev.payload})}
-            for ev in events if item_id in item_ids_touched(ev)]
+    changes consolidation has not stored as revisions yet (an edit's old values read from
+    `before`, the item as last stored)."""
+    mine = [ev for ev in events if item_id in item_ids_touched(ev)]
+    notes = inbox_notes([{"kind": ev.kind, "payload": ev.payload} for ev in mine], before)
+    return [{"seq": ev.seq, "at": ev.at, "kind": ev.kind, "actor": ev.identity.user_id, "note": note}
+            for ev, note in zip(mine, notes, strict=True)]
 
 
 def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
@@ -98,7 +101,8 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "palace": loc.path if loc else None,
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
-                    "pending": _pending_rows(pending, item_id),
+                    "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
+                    "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
                 }
     events = _pending_events(settings, after)
     made = fold_served(events, lambda _id: None, tuple)[1] if events else {}
@@ -110,8 +114,40 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),
+            "earlier": _earlier_versions(made[item_id], made.get, lambda _id: [], events),
         }
     return None
+
+
+def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
+                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
+                      ) -> list[dict[str, Any]]:
+    """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
+    with its id, content, who stated it and when (its first change, stored or pending).
+    "When did this change and who changed it?" is asked of the current claim; a correction
+    is a new item, so the versions before it are on their own records."""
+    out: list[dict[str, Any]] = []
+    seen = {item.id}
+    queue = [link.to for link in item.links if link.rel == "supersedes"]
+    while queue:
+        old_id = queue.pop(0)
+        if old_id in seen:
+            continue
+        seen.add(old_id)
+        old = get_item(old_id)
+        if old is None:
+            continue
+        first = next(iter(history_rows({"events": events_of(old_id)}) + _pending_rows(pending, old_id)), None)
+        out.append({"id": old.id, "title": old.title, "content": old.content,
+                    "by": (first or {}).get("actor"), "at": (first or {}).get("when", (first or {}).get("at"))})
+        queue += [link.to for link in old.links if link.rel == "supersedes"]
+    return out
+
+
+def earlier_lines(found: dict[str, Any]) -> list[str]:
+    """`describe_item`'s earlier versions as text (`loci show`), one line each."""
+    return [f"{str(e['at'] or '?')[:19].replace('T', ' ')}  {e['by'] or '?':<10} {e['id']}  {_short(e['content'], 80)}"
+            for e in found.get("earlier", [])]
 
 
 def held_change(item: MemoryItem) -> dict[str, Any] | None:
@@ -252,6 +288,27 @@ def inbox_note(event: dict[str, Any]) -> str:
     if kind == "turn":
         return f"{p.get('role', '')} turn captured"
     return ""
+
+
+def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> list[str]:
+    """`inbox_note` of each of one item's inbox events, oldest first; an edit applied (not
+    held) also says what each field was and became, from `before` (the item as last stored)
+    on: "when did this change?" asked before the next consolidation stores it as a revision."""
+    state = dict(before or {})
+    notes = []
+    for event in events:
+        note = inbox_note(event)
+        patch = (event.get("payload") or {}).get("patch")
+        if before is not None and event["kind"] == "memory.update" and isinstance(patch, dict) \
+                and "held for review" not in note:
+            changed = [f"{name}: {_text_change(state.get(name), value)}" for name, value in sorted(patch.items())
+                       if name not in _NOT_SHOWN and state.get(name) != value]
+            state.update(patch)
+            said = "changed " + ", ".join(sorted(patch))  # inbox_note's words, then what it adds
+            if changed and note.startswith(said):
+                note = "; ".join(changed) + note[len(said):]
+        notes.append(note)
+    return notes
 
 
 def history_lines(found: dict[str, Any]) -> list[str]:

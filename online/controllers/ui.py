@@ -30,7 +30,7 @@ from online.review import awaiting_review, review_entry
 from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
-from pipelines.item_report import history_rows, inbox_note
+from pipelines.item_report import history_rows, inbox_note, inbox_notes
 from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
@@ -193,7 +193,11 @@ class UIController(Controller):
             source = view.source_of(item_id)
             replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         published = history_rows({"revisions": history.revisions, "events": history.audit})
-        inbox = [{**ev, "note": inbox_note(ev), "pending": ev["seq"] > history.watermark}
+        # A pending edit's old values: the item as the last consolidation stored it.
+        stored = history.revisions[-1]["snapshot"] if history.revisions else None
+        pending = [ev for ev in history.inbox if ev["seq"] > history.watermark]
+        notes = dict(zip((ev["seq"] for ev in pending), inbox_notes(pending, stored), strict=True))
+        inbox = [{**ev, "note": notes.get(ev["seq"]) or inbox_note(ev), "pending": ev["seq"] > history.watermark}
                  for ev in history.inbox]
         edit = held_edit(item) if replaced is None else None  # an edit waiting beside it, for review
         # What waits for a reviewer, said as recall says it to the model (`pending_note`), and

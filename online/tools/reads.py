@@ -61,21 +61,27 @@ class ReadActions(Actions):
                 out["superseded_by"] = superseded[item_id] = replaced[0]
             items.append(out)
         merged = {i: into for i in missing if (into := self.service.merged_into(i, who, view)) is not None}
-        archived = []
+        archived, replaced_items = [], []
         for item_id in missing:
             retired = None if item_id in merged else self.service.retired(item_id, who, view)
             if retired is not None:
                 if retired[1] is not None:
                     superseded[item_id] = retired[1][0]
+                    if retired[1][1] == "superseded" and retired[0].validation != "retracted":
+                        # What a correction replaced, as last stored (what it said, by whom,
+                        # when): "what was it before, and when did it change?" over MCP too.
+                        replaced_items.append({**item_out(retired[0]), "superseded_by": retired[1][0]})
                 if retired[0].archived:
                     archived.append(item_id)
         self.service.audit(who, "memory.read", msgspec.to_builtins(args),
                            [i["id"] for i in items] + sorted({*superseded, *archived} - {i["id"] for i in items}))
         # Each only when it applies: `merged_into` (consolidation merged a missing id: where to
-        # read it now), `superseded_by` (a correction replaced it), `archived` (it expired or
-        # aged out; `GET /v1/items/{id}` gives it as last stored, with its history).
+        # read it now), `superseded_by` (a correction replaced it; `replaced`: those items as
+        # last stored), `archived` (it expired or aged out; `GET /v1/items/{id}` gives it as
+        # last stored, with its history).
         return {"items": items, "missing": missing, **({"merged_into": merged} if merged else {}),
                 **({"superseded_by": superseded} if superseded else {}),
+                **({"replaced": replaced_items} if replaced_items else {}),
                 **({"archived": archived} if archived else {})}
 
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:

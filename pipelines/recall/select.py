@@ -270,17 +270,22 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     always_ids = {c.id for c in always}
     rest = [c for c in live if c.id not in always_ids]
     best = max((c.relevance for c in rest), default=0.0)
-    titles: dict[str, frozenset[str]] = {}
+    titles: dict[str, frozenset[str]] = {}  # the curated claims ranked first
+    weaker: dict[str, frozenset[str]] = {}  # the others: they may override one on its subject
     for c in rest:
-        if not is_message(c.item) and c.relevance >= curated_floor * best > 0:
-            title = search.view.corpora[c.ci].title_key(c.row)
-            titles[c.id] = search.view.corpora[c.ci].title_words(c.row)
-            named = title in search.grams
-            c.tier = NAMED_TIER if named else 0
-            c.components["curated_first"] = 1.0
-            if named:
-                c.components["title_named"] = 1.0
-    _subject_in_scope_order(rest, titles)
+        if is_message(c.item):
+            continue
+        if not c.relevance >= curated_floor * best > 0:
+            weaker[c.id] = search.view.corpora[c.ci].title_words(c.row)
+            continue
+        title = search.view.corpora[c.ci].title_key(c.row)
+        titles[c.id] = search.view.corpora[c.ci].title_words(c.row)
+        named = title in search.grams
+        c.tier = NAMED_TIER if named else 0
+        c.components["curated_first"] = 1.0
+        if named:
+            c.components["title_named"] = 1.0
+    _subject_in_scope_order(rest, titles, weaker)
     _share_tier_with_rivals(rest)
     _preferences_most_specific_first(rest)
     always, rest = _overrides_before_always(always, rest, lambda c: search.view.corpora[c.ci].title_words(c.row))
@@ -333,7 +338,8 @@ def _preferences_most_specific_first(ranked: list[Candidate]) -> None:
 NAMED_TIER = -1  # a curated memory whose title the question names: before the other curated ones
 
 
-def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]]) -> None:
+def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset[str]],
+                            weaker: dict[str, frozenset[str]] | None = None) -> None:
     """A curated claim's title names a subject; the curated claims shown in other scope kinds
     whose titles say it and more are on that subject: across scopes the extra word is mostly
     the scope itself ("Atlas indentation", "My indentation" beside the org's "Indentation";
@@ -346,27 +352,47 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     "Atlas customer data region" before the org's "Customer data region", both marked), in
     words the conflict rule may not compare ("tabs" / "4-space"), so no CONFLICT is claimed.
     In one scope kind the title named still comes first ("Deploy window" before "Hotfix
-    deploy window")."""
+    deploy window"). A claim below the curated floor (`weaker`) is on a subject too: in a more
+    specific scope kind it joins it ("Indentation in this session", longer and so less
+    relevant in words than the org's "Indentation", is what applies here), in a broader one
+    it heads its own (the org's "Indentation" under the floor stays after Harbor's and Mira's,
+    not between them)."""
+    weaker = weaker or {}
     shown = [c for c in ranked if c.id in titles]
+    overriding = [c for c in ranked if c.id in weaker]
     holding: dict[str, set[int]] = {}  # the shown claims holding a title word: a subject's are among them
+    subjects: list[list[Candidate]] = []
     for i, c in enumerate(shown):
         for word in titles[c.id]:
             holding.setdefault(word, set()).add(i)
-    for head in shown:
-        words = titles[head.id]
+    for head in (*shown, *overriding):  # a broader claim below the floor heads its subject too
+        words = titles[head.id] if head.id in titles else weaker[head.id]
         if not words:  # no title names no subject
             continue
-        alike = set.intersection(*(holding[w] for w in words))
-        if len(alike) < 2:
+        alike = set.intersection(*(holding.get(w, set()) for w in words))
+        if len(alike) < 2 and not overriding:
             continue
         subject = [head, *(c for c in (shown[i] for i in sorted(alike)) if c.id != head.id
                            and c.item.scope.kind != head.item.scope.kind and words < titles[c.id])]
+        subject += [c for c in overriding if SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
+                    and words < weaker[c.id] and c.id not in {m.id for m in subject}]
         if len(subject) > 1:
-            tier = min(c.tier for c in subject)
-            for c in subject:
-                c.tier = tier
-                c.resolution = c.resolution or "scope"
-            _order_by_scope(subject)
+            subjects.append(subject)
+    # Subjects sharing a claim are one ("Indentation" of the org and of the user, each with
+    # the project's and the session's): ordered apart, each would reshuffle the other's scores.
+    merged: list[dict[str, Candidate]] = []
+    for subject in subjects:
+        joined = {c.id: c for c in subject}
+        for other in [m for m in merged if m.keys() & joined.keys()]:
+            merged.remove(other)
+            joined.update(other)
+        merged.append(joined)
+    for members in merged:
+        tier = min(c.tier for c in members.values())
+        for c in members.values():
+            c.tier = tier
+            c.resolution = c.resolution or "scope"
+        _order_by_scope(list(members.values()))
 
 
 def _share_tier_with_rivals(ranked: list[Candidate]) -> None:

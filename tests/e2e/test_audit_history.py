@@ -160,7 +160,7 @@ def test_loci_show_lists_each_change_on_one_line(scenario) -> None:
     assert shown.exit_code == 0, shown.output
     lines = shown.output.splitlines()
     assert lines[0].startswith(item.id) and "retracted" in lines[0]
-    history = lines[lines.index("history (time, actor, action, inbox seq, change):") + 1:]
+    history = lines[lines.index("history (time UTC, actor, action, inbox seq, change):") + 1:]
     assert len(history) == len(events)  # one line per audit event, revisions folded in
     def line_of(seq: int) -> str:
         return next(line for line in history if f"#{seq} " in line)

@@ -197,6 +197,12 @@ def test_streamable_http_takes_the_caller_from_headers_and_keeps_tenants_apart(h
         for bad in ("", "u" * 201):
             failed, body = await http_session_call(http_server, {"X-Loci-User": bad}, "memory_stats", {})
             assert failed and "x-loci-user must be 1-200 printable characters" in body["error"], body
+        # The caller's zone is read as the proxy reads it: one that does not exist is named.
+        failed, body = await http_session_call(http_server, {"X-Loci-Timezone": "Mars/Olympus"}, "memory_stats", {})
+        assert failed and "x-loci-timezone" in body["error"], body
+        failed, found = await http_session_call(http_server, {"X-Loci-Timezone": "Asia/Tokyo"}, "memory_search",
+                                                {"query": "hydrangeas north fence"})
+        assert not failed and item_id in [hit["id"] for hit in found["hits"]]
 
     anyio.run(scenario)
 
@@ -219,3 +225,22 @@ def test_a_bug_behind_a_tool_is_a_tool_error_not_a_dropped_connection() -> None:
     body = json.loads(result.content[0].text)
     assert result.is_error and body["status"] == 500 and "internal error" in body["error"]
     assert "disk on fire" not in body["error"]  # the details go to the server log, not the client
+
+
+def test_the_callers_zone_header_dates_what_a_search_finds(memory, monkeypatch) -> None:
+    """Over HTTP, `X-Loci-Timezone` is the caller's zone for every call that takes one and
+    names none (`call`'s `tz`), as with the proxy: a turn said at 23:30 UTC on November 20 is
+    November 21's for a caller in Tokyo; a call naming its own zone keeps it."""
+    monkeypatch.setattr("pipelines.capture.utcnow", lambda: "2026-11-20T23:30:00+00:00")
+    who = Identity(user_id="mira", project_id="harbor")
+    memory.capture(who, "user", "The harbor crane inspection passed without remarks.")
+    dispatcher = ToolDispatcher(memory)
+
+    def title(header: str | None, **args: Any) -> str:
+        result = mcp_call(dispatcher, "memory_search", {"query": "crane inspection", **args}, who, header)
+        (hit,) = [h for h in json.loads(result.content[0].text)["hits"] if h["type"] == "message"]
+        return hit["title"]
+
+    assert "on 2026-11-20:" in title(None)
+    assert "on 2026-11-21:" in title("Asia/Tokyo")
+    assert title("Asia/Tokyo", tz="UTC") == title(None)

@@ -208,8 +208,10 @@ def test_loci_show_lists_the_changes_made_since_the_last_consolidation(service, 
     tool(client, DANA, "memory.update", {"id": held, "patch": {"validation": "retracted"}})
     shown = show(held)
     assert "dana create #1" in shown
-    assert "mike memory.update (pending) #2 changed content" in shown
-    assert "dana memory.update (pending) #3 changed validation" in shown
+    # Said as the consolidated revision will say it: from what was stored to the new value.
+    assert "mike memory.update (pending) #2 content: 'Releases ship on Tuesday.' -> " \
+           "'Releases ship on Tuesday, after QA.'" in shown
+    assert "dana memory.update (pending) #3 validation: 'unverified' -> 'retracted'" in shown
     consolidate_once(settings)
     shown = show(held)
     assert "mike update #2 content: 'Releases ship on Tuesday.' -> 'Releases ship on Tuesday, after QA.'" in shown

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pipelines.item_report import held_change, held_lines
+from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines, inbox_notes
 from pipelines.materialize import HELD_EDIT
-from pipelines.records import MemoryItem, Scope
+from pipelines.records import Link, MemoryItem, Scope
 
 LONG = "The atlas API gateway timeout is 30 seconds, agreed with the platform team after the outage review."
 
@@ -36,3 +36,43 @@ def test_nothing_held_or_a_lapsed_hold_shows_nothing() -> None:
     lapsed = item(patch={"content": "x"}, by="omar", at="2026-11-01T10:00:00+00:00",
                   expires_at="2026-11-08T10:00:00+00:00")
     assert held_change(lapsed) is None
+
+
+def test_a_correction_shows_the_claims_it_replaced_with_who_stated_them_and_when() -> None:
+    """"When did this change and who changed it?" is asked of the current claim: a
+    correction is a new item, so `loci show` of it lists the chain it replaced (newest
+    first), each with its author and time, stored or not consolidated yet; a link loop ends."""
+    def claim(id_: str, content: str, *replaced: str) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="decision", title="Queue", content=content,
+                          scope=Scope(user_id="mira", project_id="harbor"),
+                          links=[Link(rel="supersedes", to=r) for r in replaced])
+
+    first = claim("q1", "Harbor uses RabbitMQ.", "q3")  # a loop back to the newest: walked once
+    second = claim("q2", "Harbor uses Kafka.", "q1")
+    newest = claim("q3", "Harbor uses NATS.", "q2")
+    stored = {"q1": [{"action": "create", "actor": "mira", "at": "2026-11-08T23:40:00+00:00", "inbox_seq": 9,
+                      "requested_at": "2026-11-08T23:40:00+00:00", "details": {}}]}
+    earlier = _earlier_versions(newest, {"q1": first, "q2": second}.get, lambda i: stored.get(i, []), [])
+    assert [(e["id"], e["by"]) for e in earlier] == [("q2", None), ("q1", "mira")]
+    lines = earlier_lines({"earlier": earlier})
+    assert lines[1].startswith("2026-11-08 23:40:00  mira") and "Harbor uses RabbitMQ." in lines[1]
+
+
+def test_an_edit_not_consolidated_yet_says_what_each_field_was_and_became() -> None:
+    """Before the next consolidation stores it as a revision, `loci show` and the browser card
+    list an applied edit as old -> new from the item as last stored (two edits in a row: each
+    from the one before), a held one as held, and another event as before."""
+    stored = {"content": "Harbor code is indented with 2 spaces.", "confidence": 0.9}
+    events = [
+        {"kind": "memory.update", "payload": {"patch": {"content": "Harbor code is indented with 4 spaces."}}},
+        {"kind": "memory.update", "payload": {"patch": {"content": "Harbor code uses tabs.", "confidence": 0.9}}},
+        {"kind": "memory.palace.assign", "payload": {"domain": "harbor", "room": "style", "shelf": "code"}},
+    ]
+    first, second, moved = inbox_notes(events, stored)
+    assert first.startswith("content: ") and "2 spaces" in first and "4 spaces" in first, first
+    assert "4 spaces" in second and "tabs" in second and "confidence" not in second, second
+    assert moved == "moved to harbor/style/code"
+    assert inbox_notes(events[:1], None) == ["changed content"]  # nothing stored to compare with
+    (reviewer,) = inbox_notes([{"kind": "memory.update", "payload": {**events[0]["payload"], "as_reviewer": True}}],
+                              stored)
+    assert "4 spaces" in reviewer and reviewer.endswith("(a correction by the reviewer who approved it)"), reviewer

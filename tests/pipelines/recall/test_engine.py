@@ -914,6 +914,22 @@ def test_a_narrower_claim_on_an_always_injected_rules_subject_comes_before_it():
         assert "| SCOPE=project" in r.injection and "| SCOPE=org" in r.injection, question
 
 
+def test_a_session_instruction_less_relevant_in_words_still_comes_first_on_its_subject():
+    """The session's "Indentation in this session", longer and so under half as relevant in
+    words as the broader claims titled "Indentation", joins their subject and comes first;
+    the org's and the user's, both titled "Indentation", are one subject with the project's
+    and the session's, so all four come in scope order (session > project > user > org)."""
+    org = mem("org", "Indentation", "Acme code is indented with 4 spaces.", kind="org")
+    user = mem("user", "Indentation", "Mira prefers tabs for indentation.", kind="user", type="preference")
+    project = mem("project", "Harbor indentation", "Harbor code is indented with 2 spaces.")
+    session = mem("session", "Indentation in this session",
+                  "In this session, indent with 8 spaces while we port the legacy parser module to the new "
+                  "build, then the usual convention again.", kind="session")
+    r = engine().recall("what indentation should I use?", ME, [corpus([org, user, project, session])], now=NOW)
+    assert ids(r)[:4] == ["session", "project", "user", "org"], ids(r)
+    assert "| SCOPE=session" in r.injection, r.injection
+
+
 def test_an_untitled_claim_names_no_subject_across_scopes():
     untitled = mem("untitled", "", "Customer data stays in the EU region.", kind="org", importance=9)
     narrow = mem("narrow", "Atlas customer data region", "Atlas customer data stays in eu-central-1.")
