@@ -227,8 +227,10 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
             # "next Tuesday", "this Friday" name one coming day, and so does a bare weekday in a
             # `plan` (a to-do's or a move's day: "moved to Thursday") or told as one coming
             # thing ("I'm off on Friday"), unless it names a kind of day ("the Friday
-            # babysitter") or is told in the past ("passed away on Sunday": the latest one).
-            if mod in (None, "on") and not plan and _told_as_past(text, m.start("wd"), m.end()):
+            # babysitter") or is told in the past ("passed away on Sunday": the latest one; and
+            # "since Monday", whatever the tense: "I've been off since Monday").
+            if mod is None and re.search(r"\bsince\s*$", text[:m.start()], re.IGNORECASE) or (
+                    mod in (None, "on") and not plan and _told_as_past(text, m.start("wd"), m.end())):
                 d = day - timedelta(days=(day.weekday() - index) % 7)
                 one_day = False
             else:
