@@ -97,7 +97,7 @@ class DeltaLog:
             if not overlay.items:
                 return
             made = {**known, **overlay.items}
-            item_vectors(list(overlay.items.values()), self._embed_shared, lambda i: made.get(i) or snap.get(i),
+            item_vectors(list(overlay.items.values()), self.embed_shared, lambda i: made.get(i) or snap.get(i),
                          pool=self._pool)
         except EmbedderUnavailable:
             return
@@ -124,7 +124,7 @@ class DeltaLog:
             self._pooled.popitem(last=False)
         return out
 
-    def _embed_shared(self, texts: list[str]) -> np.ndarray:
+    def embed_shared(self, texts: list[str]) -> np.ndarray:
         """`embed_online` for the delta's texts: a vector another worker shared for the same
         model and text is reused, a new one is shared."""
         keys = [sha256_text(f"{self._model}\n{text}") for text in texts]
@@ -227,7 +227,7 @@ class DeltaLog:
             try:
                 # Transient vectors (the snapshot replaces them): the online model.
                 current = {it.id: it for it in every}
-                vecs = item_vectors([it for _, it in missing], self._embed_shared,
+                vecs = item_vectors([it for _, it in missing], self.embed_shared,
                                     lambda i: current.get(i) or snap.get(i), pool=self._pool)
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)

@@ -44,7 +44,7 @@ from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.forgetting import kept_part, kept_turn_id
 from pipelines.inbox import AppendCheck, open_inbox
 from pipelines.materialize import in_quarantine, message_item_id, recall_state
-from pipelines.message_context import embedding_text
+from pipelines.message_context import bare_text, embedding_text
 from pipelines.recall.conflicts import (
     CLAIM_TYPES,
     DATED_TYPES,
@@ -62,6 +62,11 @@ from pipelines.settings import Settings
 # How many lexically closest visible claims a write is checked against (contradiction,
 # correction): a claim about the same subject rarely shares the title.
 SIMILAR_CLAIMS = 10
+# and the few claims nearest it by vector, when the view holds vectors: a claim on the same
+# subject in other words ("Deploys go out on Thursdays" / "Release day is Friday") shares no
+# term for BM25. On the labelled conflict pairs (988 claims, MiniLM), the lexical ten find the
+# claim a conflicting one contradicts for 248 of 274 pairs, with the nearest five 261.
+NEAR_CLAIMS = 5
 
 log = logging.getLogger("loci.online")
 
@@ -137,6 +142,19 @@ class View:
 
 
 ANSWERED_CHATS = 10_000  # chats whose latest user turn is kept (`MemoryService._answered`)
+
+
+def _newest_claims(scored: list[tuple[float, str]], identity: Identity, view: View,
+                   also: frozenset[str]) -> list[MemoryItem]:
+    """The items of `scored` (score, id), best first, each in its newest version, while still
+    an active claim (or of the types `also`) `identity` can see."""
+    out: dict[str, MemoryItem] = {}
+    for _, item_id in sorted(scored, key=lambda s: -s[0]):
+        item = view.get(item_id)  # a delta version hides the snapshot's
+        if (item is not None and item.active and (is_claim(item) or item.type in also)
+                and item.scope.visible_to(identity)):
+            out.setdefault(item_id, item)
+    return list(out.values())
 
 
 def _vector_in(view: View) -> Callable[[MemoryItem], Any]:
@@ -446,8 +464,8 @@ class MemoryService:
     def existing_like(self, identity: Identity, view: View) -> Callable[[ProposedItem], list[MemoryItem]]:
         """What a proposal is checked against (the policy's duplicate and contradiction
         rules, and a user's correction of their own claim): visible items with the same
-        title or content, and the visible claims lexically closest to it, so a claim on the
-        same subject under another title is seen too."""
+        title or content, and the visible claims lexically closest to it and nearest it by
+        vector, so a claim on the same subject under another title is seen too."""
 
         def find(proposal: ProposedItem) -> list[MemoryItem]:
             title = normalise_label(proposal.title)
@@ -468,10 +486,12 @@ class MemoryService:
             like = f"{proposal.title} {proposal.content} {absences_ended(proposal.content)}"
             for item in self._claims_like(like, identity, view, moves):
                 out.setdefault(item.id, item)
+            for item in self._claims_near(proposal, identity, view, moves):
+                out.setdefault(item.id, item)
             # A claim a correction replaced since the snapshot is no longer established: nothing
             # contradicts it and nothing corrects it again (consolidation then marks it).
             replaced = self._superseded_in_delta(view)
-            return [item for item in out.values() if item.id not in replaced][:20 + SIMILAR_CLAIMS]
+            return [item for item in out.values() if item.id not in replaced][:20 + SIMILAR_CLAIMS + NEAR_CLAIMS]
 
         return find
 
@@ -488,13 +508,29 @@ class MemoryService:
             rows = np.flatnonzero(corpus.visible_mask(identity) & corpus.type_mask(CLAIM_TYPES | also) & (scores > 0))
             top = rows[np.argsort(-scores[rows], kind="stable")[:SIMILAR_CLAIMS]]
             scored += [(float(scores[r]), corpus.items[int(r)].id) for r in top]
-        out: dict[str, MemoryItem] = {}
-        for _, item_id in sorted(scored, key=lambda s: -s[0]):
-            item = view.get(item_id)  # a delta version hides the snapshot's
-            if (item is not None and item.active and (is_claim(item) or item.type in also)
-                    and item.scope.visible_to(identity)):
-                out.setdefault(item_id, item)
-        return list(out.values())[:SIMILAR_CLAIMS]
+        return _newest_claims(scored, identity, view, also)[:SIMILAR_CLAIMS]
+
+    def _claims_near(self, proposal: ProposedItem, identity: Identity, view: View,
+                     also: frozenset[str] = frozenset()) -> list[MemoryItem]:
+        """The NEAR_CLAIMS visible claims (and items of the types `also`) whose vectors are
+        nearest the proposal's, when the view holds vectors. The proposal is embedded as its
+        item will be (`bare_text`), through the vectors a write shares
+        (`DeltaLog.embed_shared`): the write then reuses it. None when the embedder is down."""
+        corpora = [c for c in view.corpora if c.n and c.vectors is not None]
+        if not corpora:
+            return []
+        try:
+            query = self.deltas.embed_shared([bare_text(proposal)])[0]
+        except EmbedderUnavailable:
+            return []
+        scored: list[tuple[float, str]] = []
+        for corpus in corpora:
+            if query.shape[0] != corpus.dim:
+                continue
+            allowed = corpus.visible_mask(identity) & corpus.type_mask(CLAIM_TYPES | also)
+            rows, sims = corpus.dense_search(query, allowed, NEAR_CLAIMS, identity)
+            scored += [(float(s), corpus.items[int(r)].id) for r, s in zip(rows, sims)]
+        return _newest_claims(scored, identity, view, also)[:NEAR_CLAIMS]
 
     def conflicts(self, identity: Identity, view: View | None = None) -> list[tuple[MemoryItem, MemoryItem, str]]:
         """Pairs of claims `identity` can see that conflict, by the rule recall applies

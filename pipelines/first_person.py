@@ -66,12 +66,33 @@ def reported_clauses(text: str) -> list[tuple[int, int, bool]]:
     return out
 
 
+# The writer only as the one told, asked or given to, not what is said ("He told me he'd be
+# away": of him; "Tell me when you're free"; "Give me the report by Friday"; "Let me know").
+# Told or asked *to* do something, the writer is who does it ("Remind me to call the dentist",
+# "Ann asked me to cover Friday"): not the listener only. After a verb of telling, "me to" is
+# a purpose ("He called me to say he'd be late"): still the listener.
+_ASKING = r"tell|tells|told|telling|ask|asks|asked|asking|remind|reminds|reminded|reminding|warn|warns|warned|urged?"
+_TELLING = (r"inform|informs|informed|notif(?:y|ies|ied)|promise[sd]?|assured?|show|shows|showed|shown|"
+            r"give|gives|gave|given|giving|send|sends|sent|sending|hand|hands|handed|pass|passed|forward(?:s|ed)?|"
+            r"bring|brings|brought|e-?mail(?:s|ed)?|text(?:s|ed)?|message[sd]?|ping(?:s|ed)?|call(?:s|ed)?|"
+            r"phone[sd]?|ring|rang|update[sd]?|teach|taught|offer(?:s|ed)?|write|writes|wrote")
+_LISTENER = re.compile(
+    rf"\b(?:(?:{_ASKING})\s+me\b(?!\s+to\s)|(?:{_TELLING})\s+me\b"
+    r"|let(?:s|ting)?\s+me\s+know\b|keep(?:s|ing)?\s+me\s+(?:posted|updated|informed|in\s+the\s+loop)\b"
+    r"|(?:said|says|say|mentioned|mentions|explained|explains|wrote|writes|write|reported|admitted|complained|"
+    r"confessed|spoke|speaks|talked|talks|sent|gave|handed|passed|forwarded|showed)\s+(?:(?:it|this|that|them)\s+)?to\s+me\b)",
+    re.IGNORECASE)
+
+
 def of_the_writer(text: str) -> bool:
     """Whether `text` speaks of its writer alone: in the first person singular ("I work from
     home on Fridays", "My laptop is a MacBook"), not only to vouch for what follows ("I think
-    the standup is at 10"), and naming nothing a group shares ("our release day", "the team's
-    standup"). Two such claims by two people are about two people: never one subject."""
-    return FIRST_PERSON_SINGULAR_WORD.search(_VOUCHING.sub(" ", text)) is not None and _SHARED.search(text) is None
+    the standup is at 10") nor as the one told or given to (`_LISTENER`: "He told me he'd be
+    away" is of him; "He told me I should rest" is of the writer), and naming nothing a group
+    shares ("our release day", "the team's standup"). Two such claims by two people are about
+    two people: never one subject."""
+    return (FIRST_PERSON_SINGULAR_WORD.search(_LISTENER.sub(" ", _VOUCHING.sub(" ", text))) is not None
+            and _SHARED.search(text) is None)
 
 
 __all__ = ["FIRST_PERSON_SINGULAR", "FIRST_PERSON_SINGULAR_WORD", "of_the_writer", "reported_clauses"]

@@ -49,7 +49,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from pipelines.records import MemoryItem, parse_time, sha256_text
+from pipelines.records import MemoryItem, ProposedItem, parse_time, sha256_text
 
 CONTEXT_KEY = "context"
 CONTEXT_TURNS_KEY = "context_turns"  # {"previous": [item id, ...], "following": [...]}
@@ -158,8 +158,9 @@ def recontextualise(items: Iterable[MemoryItem], window: ContextWindow) -> dict[
     return {i: out[i].metadata for i, item in messages.items() if out[i].metadata != item.metadata}
 
 
-def bare_text(item: MemoryItem) -> str:
-    """An item's own words, as embedded: title, content, tags (no conversational context)."""
+def bare_text(item: MemoryItem | ProposedItem) -> str:
+    """An item's own words, as embedded: title, content, tags (no conversational context);
+    a proposal's, as its item's will be."""
     text = f"{item.title}\n{item.content}"
     if item.tags:
         text += "\ntags: " + ", ".join(item.tags)

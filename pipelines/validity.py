@@ -109,6 +109,13 @@ _PAST_AUXILIARIES = frozenset({"was", "were", "had", "did"})  # simplemma keeps 
 _FUTURE = frozenset({"will", "would", "ll", "d", "shall", "gonna"})  # "said she'd be off on Friday": to come
 # Before a participle, these make it no past: "is booked", "have planned", "will be moved".
 _PRESENT_BEFORE = frozenset({"is", "are", "am", "m", "re", "be", "been", "has", "have", "ve", "will", "ll"})
+# The present perfect: an auxiliary ("we've", "has", "she's") before its participle, an
+# adverb or two between ("we've just added", "has also booked"). It tells what is set up now,
+# never a day gone by ("we've added Tom to the rota from Monday": the coming one), and so do
+# the participles joined to it ("we've added Tom and moved Ana").
+_PERFECT = frozenset({"have", "has", "ve", "s"})
+_ADVERBS = frozenset({"just", "also", "now", "already", "all", "both", "since", "again", "then", "even"})
+_JOINED = frozenset({"and", "or", "then", "also"})
 _SENTENCE = re.compile(r"[^.!?;\n]+")
 _WORD = re.compile(r"[^\W_]+")  # `lexical.words`' tokens, as written
 # A standing change ("Standup is on Thursday from now on", "going forward", "henceforth"):
@@ -130,7 +137,8 @@ def _told_as_past(text: str, start: int, end: int) -> bool:
     verb whose lemma is another word (simplemma: "passed" -> "pass", "met" -> "meet"),
     neither a plural nor an -ing form nor a name ("Maria", which simplemma reads as
     "mare"), not after an article ("the children") nor a present auxiliary ("is booked",
-    "have planned"); and nothing in it to come ("said she would be off on Friday"). The
+    "have planned", nor of a present perfect, an adverb between: "we've just added Tom from
+    Monday", `_PERFECT`); and nothing in it to come ("said she would be off on Friday"). The
     clause is the sentence, or the reported clause that holds it: "My manager said I can
     work remotely from Monday" tells in the past what was said, not when."""
     sentence = next((m for m in _SENTENCE.finditer(text) if m.start() <= start and end <= m.end()), None)
@@ -140,6 +148,7 @@ def _told_as_past(text: str, start: int, end: int) -> bool:
     if _FUTURE.intersection(said):
         return False
     written = _WORD.findall(unicodedata.normalize("NFKC", clause))
+    perfect = False  # a present perfect was told (`_PERFECT`)
     for n, word in enumerate(said):
         before = said[n - 1] if n else ""
         if word in _PAST_AUXILIARIES:
@@ -147,8 +156,12 @@ def _told_as_past(text: str, start: int, end: int) -> bool:
         if n < len(written) and written[n][:1].isupper() and (n > 0 or word in _first_names()):
             continue  # a name (a sentence's first word only when a first name: "Met Ana" is a verb)
         base = lemma(word)
-        if (base != word and (word.endswith("ed") or not word.endswith(("s", "ing")))
-                and before not in _PRESENT_BEFORE and not _DETERMINED.search(f"{before} ")):
+        if base == word or not (word.endswith("ed") or not word.endswith(("s", "ing"))):
+            continue
+        helper = next((w for w in reversed(said[max(0, n - 3):n]) if w not in _ADVERBS and not w.endswith("ly")), "")
+        if helper in _PERFECT or (perfect and helper in _JOINED):
+            perfect = True  # "we've (just) added", "... and moved": no past
+        elif before not in _PRESENT_BEFORE and not _DETERMINED.search(f"{before} "):
             return True
     return False
 
@@ -214,8 +227,10 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
             # "next Tuesday", "this Friday" name one coming day, and so does a bare weekday in a
             # `plan` (a to-do's or a move's day: "moved to Thursday") or told as one coming
             # thing ("I'm off on Friday"), unless it names a kind of day ("the Friday
-            # babysitter") or is told in the past ("passed away on Sunday": the latest one).
-            if mod in (None, "on") and not plan and _told_as_past(text, m.start("wd"), m.end()):
+            # babysitter") or is told in the past ("passed away on Sunday": the latest one; and
+            # "since Monday", whatever the tense: "I've been off since Monday").
+            if mod is None and re.search(r"\bsince\s*$", text[:m.start()], re.IGNORECASE) or (
+                    mod in (None, "on") and not plan and _told_as_past(text, m.start("wd"), m.end())):
                 d = day - timedelta(days=(day.weekday() - index) % 7)
                 one_day = False
             else:

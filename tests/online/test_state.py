@@ -433,3 +433,52 @@ def test_a_cli_recall_in_its_own_process_exits_cleanly(settings: Settings) -> No
     assert out.returncode == 0, out.stderr
     assert "m1" in out.stdout, out.stdout
     assert "leaked" not in out.stderr
+
+
+class ReleaseEmbedder(HashEmbedder):
+    """A hash embedder that reads any text about a deploy or a release as one meaning, as a
+    model would, with no word shared."""
+
+    def __init__(self, down: bool = False) -> None:
+        super().__init__(384)
+        self.down = down
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts.extend(texts)
+        if self.down:
+            raise EmbedderUnavailable("hash", "connection refused", "start the server")
+        out = super().embed(texts)
+        for n, text in enumerate(texts):
+            if "deploy" in text.lower() or "release" in text.lower():
+                out[n] = 0.0
+                out[n][0] = 1.0
+        return out
+
+
+@pytest.mark.parametrize("down", [False, True])
+def test_a_proposal_is_checked_against_the_claims_nearest_it_in_meaning(settings: Settings, down: bool) -> None:
+    """`existing_like`: beside the claims sharing its words, those nearest a proposal by
+    vector (`NEAR_CLAIMS`), so a claim on its subject in other words is checked too, the
+    proposal embedded once for the check and the write; with the embedder down, the words
+    alone, no error."""
+    from pipelines.records import ProposedItem
+
+    items = [make_item("r1", "Release day", "Release day is Friday.", type="fact"),
+             make_item("l1", "Lunch", "Lunch is at noon.", type="fact")]
+    emb = ReleaseEmbedder()
+    build_snapshot(settings.snapshots_path, items, emb.embed([embedding_text(i) for i in items]),
+                   embedder_name=emb.name, dim=emb.dim, watermark=0, keep=5)
+    svc = MemoryService(settings, embedder=ReleaseEmbedder(down=down))
+    try:
+        proposal = ProposedItem(type="fact", title="Deploys", content="Deploys go out on Thursdays.")
+        view = svc.view()
+        assert svc._claims_like(f"{proposal.title} {proposal.content}", WHO, view) == []  # no word shared
+        found = [item.id for item in svc.existing_like(WHO, view)(proposal)]
+        assert ("r1" in found) is not down
+        if not down:
+            write(svc, proposal.content, proposal.title, type="fact")
+            svc.view()
+            assert sum("Thursdays" in text for text in svc.embedder.texts) == 1
+    finally:
+        svc.close()

@@ -92,6 +92,30 @@ def test_a_bare_weekday_is_the_coming_day_unless_told_in_the_past_or_naming_a_ki
     assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == [meant]
 
 
+@pytest.mark.parametrize(("text", "wanted", "meant"), [
+    ("We've added Tom to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
+    ("We've just added Tom to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
+    ("He's added Tom to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
+    ("We have finally booked the room for the offsite on Monday.", ("", "2026-11-16"), "Mon 2026-11-16"),
+    ("We've added Tom and moved Ana to the rota from Monday.", ("2026-11-16", ""), "Mon 2026-11-16"),
+    # the simple past with a plain day: the day gone by
+    ("I was off on Monday.", ("", ""), "Mon 2026-11-09"),
+    ("We added Tom on Monday.", ("", ""), "Mon 2026-11-09"),
+    # a past told after a present perfect, not joined to it: still the past
+    ("I've told him I met Ana on Monday.", ("", ""), "Mon 2026-11-09"),
+    ("We have an intern who started on Monday.", ("", ""), "Mon 2026-11-09"),  # "have" owns, no perfect
+    # "since" a day: the day gone by, whatever the tense
+    ("I've been off since Monday.", ("", ""), "Mon 2026-11-09"),
+])
+def test_a_present_perfect_sets_up_the_coming_day_and_a_simple_past_the_day_gone_by(
+        text: str, wanted: tuple, meant: str) -> None:
+    """The present perfect tells what is set up now (`validity._PERFECT`), never a day gone
+    by, an adverb between or a participle joined to it ("we've just added ... and moved"); "since"
+    a day is the day gone by."""
+    assert window(text) == wanted
+    assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == [meant]
+
+
 def test_relative_words_say_what_they_meant_and_a_recurrence_none() -> None:
     assert anchor("Dentist next Tuesday at 3pm, passport expires in March.", SUNDAY_EVENING, SAO_PAULO).dates == {
         "next Tuesday": "Tue 2026-11-17", "March": "March 2027"}

@@ -1383,6 +1383,7 @@ def test_one_thing_said_twice_with_no_value_is_told_from_two_things():
     ("I work remotely.", "I'm back home from Monday.", False),
     ("I work remotely.", "I'm back on keto.", False),
     ("Tom is on parental leave.", "Ana is back at work from Monday.", False),  # someone else
+    ("I work remotely.", "He told me he's back in the office from Wednesday.", False),  # the writer only told
     ("I work at the office.", "I'm back in the office from Wednesday.", False),  # no absence
     ("I work remotely.", "I'm not back in the office yet.", False),
 ])
@@ -1449,6 +1450,21 @@ def test_two_peoples_own_words_are_two_subjects_by_the_pair_rule_and_the_table_a
     items = [ines, rui, rui_again, ours, theirs, vouched, both]
     assert pairs(items) == {frozenset((a.id, b.id)) for n, a in enumerate(items) for b in items[n + 1:]
                             if reason(read_claim(a), read_claim(b))}
+
+
+def test_what_two_teammates_were_told_of_someone_else_is_compared():
+    """"He told me he'd be away" is of him, not of its writer (`first_person.of_the_writer`): two
+    teammates told different dates are not kept apart as each speaking of themselves."""
+    def said(id_: str, user: str, content: str) -> MemoryItem:
+        return MemoryItem(id=id_, tier="stm", type="fact", title="Tom away", content=content,
+                          scope=Scope.for_identity("project", msgspec.structs.replace(ME, user_id=user)))
+
+    ines = read_claim(said("a", "ines", "He told me he'd be away next week, back on the 12th."))
+    rui = read_claim(said("b", "rui", "He told me he'd be away next week, back on the 19th."))
+    assert not conflicts.own_words_apart(ines, rui)
+    assert conflict_reason(ines, rui) == "same subject, different values"
+    rests = read_claim(said("c", "rui", "He told me I should rest until the 19th."))  # of the writer
+    assert rests.of_writer and not ines.of_writer
 
 
 def test_a_held_claim_is_said_to_contradict_a_teammates_own_words_only_when_its_author_could():
