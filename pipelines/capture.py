@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
 
+from pipelines.health_details import is_own_health_detail
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
     CONTRADICTION_RULE,
@@ -539,6 +540,10 @@ def _govern_proposal(
             and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
         # "In this chat, answer in French.", no scope named: this chat's wish, not the project's.
         proposal = msgspec.structs.replace(proposal, scope="session")
+    elif (proposal.scope not in SCOPE_KINDS and turn.default_scope in ("project", "org")
+          and is_own_health_detail(f"{proposal.title}. {proposal.content}", turn.identity.user_id)):
+        # "I take metformin 500 mg", no scope named: the writer's own, never their teammates'.
+        proposal = msgspec.structs.replace(proposal, scope="user")
     # "until Friday", "next week": read on the day the turn was said, in the speaker's zone
     proposal, said_dates = with_window(proposal, turn.at, turn.zone)
     prov = _proposal_provenance(turn, proposal)
