@@ -19,7 +19,8 @@ A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thurs
 no date and gets no window, nor does the bare weekday of a standing change ("standup is on
 Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
 nearest such date to the day said ("from December 1" said in late November; "since October
-3" said in November); they get a window only after a bounding word (a birthday "on March 3"
+3" said in November), a month "since" names the latest one begun ("since March" said in
+November is this March, not the next); they get a window only after a bounding word (a birthday "on March 3"
 does not end on March 3). English only; a claim the words do not bound keeps no window.
 """
 
@@ -236,6 +237,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
         elif g["mo"]:
             month = MONTHS[g["mo"]]
             first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)
+            if first is not None and not g["mo_y"] and g["mo_pre"].lower() == "since" and first > day:
+                first = first.replace(year=first.year - 1)  # "since March" said in November: this year's, past
             if first is not None:
                 start = m.start("mo")  # the preposition is a cue word, not part of the date
                 out.append(Span(start, m.end(), text[start:m.end()], first, _month_end(first), not g["mo_y"], False))

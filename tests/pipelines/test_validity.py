@@ -120,6 +120,13 @@ def test_someone_elses_words_about_someone_else_bound_no_window_and_a_report_is_
     assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == ([meant] if meant else [])
 
 
+def test_a_month_since_which_something_holds_has_begun() -> None:
+    # said in November: "since March" is the March just gone, not the one coming (as "in March" is)
+    assert anchor("I eat fish again since March.", SUNDAY_EVENING, SAO_PAULO).dates == {"March": "March 2026"}
+    assert anchor("I have lived here since December.", SUNDAY_EVENING, SAO_PAULO).dates == {"December": "December 2025"}
+    assert anchor("I've worked here since November.", SUNDAY_EVENING, SAO_PAULO).dates == {"November": "November 2026"}
+
+
 @pytest.mark.parametrize(("text", "wanted"), [
     ("The API freeze deadline is Friday December 11.", ("", "")),
     ("The API freeze deadline is Friday, 11 December.", ("", "")),
