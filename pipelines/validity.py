@@ -9,9 +9,10 @@ time (`anchor`) and keeps what they meant:
 - its validity window (`valid_from` / `valid_to`), when the words bound it: "until
   Friday" (a near day: "the lease runs until 31 October" states the lease's end, not the
   claim's), "from December 1", "as of last Friday", "from Monday to Thursday next week",
-  "between X and Y", a claim about "this week" / "next week" as a whole, and an event on a
-  day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over after that day;
-  a bare weekday may be a habit or past: "the Friday babysitter", "passed away on Sunday");
+  "between X and Y", "moved to X to Y", a claim about "this week" / "next week" as a whole,
+  and an event on a day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over
+  after that day; a bare weekday may be a habit or past: "the Friday babysitter", "passed
+  away on Sunday");
 - each relative or yearless time word with the day it meant ("next Tuesday" = Tue
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
@@ -59,6 +60,8 @@ _WHEN = (
 _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
+# A plan moved to a range of days: "the trip moved to Friday, December 4 to Sunday, December 6".
+_MOVED_TO = r"(?:moved|pushed(?:\s+back)?|postponed|rescheduled|shifted|changed)\s+to"
 _BOUNDED = re.compile(rf"\b(?:{_START}|{_END}|by|since)\s*$", re.IGNORECASE)  # a cue that bounds what follows
 _DATED = re.compile(rf"\b(?:(?:{_START}|{_END}|on|since|by)\s+)?(?:{_WHEN})", re.IGNORECASE)  # `undated`
 _RECURRING = re.compile(
@@ -282,8 +285,9 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
     first = last = None
     for n, span in enumerate(spans):
         nxt = spans[n + 1] if n + 1 < len(spans) else None
-        if _before(text, span, _START) or (n == 0 and _before(text, span, r"between")):
-            joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
+        joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
+        if (_before(text, span, _START) or (n == 0 and _before(text, span, r"between"))
+                or (joined and _before(text, span, _MOVED_TO))):
             if joined:  # "from Monday to Thursday", "between May 3 and May 9": a range said as one
                 first, last = span.first, nxt.last
             elif span.first == span.last or (span.relative and span.last - span.first <= timedelta(days=6)):

@@ -207,6 +207,13 @@ def test_the_moved_trip_is_the_plan_and_the_first_plan_only_history(month) -> No
         assert ids["trip"] not in curated(answer)
         assert f"{month['trip_from']:%B} {month['trip_from'].day}" in curated_text(answer)
     assert month["items"]["trip"]["replaced_by"] == {"id": ids["trip moved"], "how": "superseded"}
+    # broken: "moved to Friday, ... to Sunday, ..." bounded no window, so the plan was shown
+    # bare, neither UPCOMING nor, after the weekend, ENDED
+    moved = month["items"]["trip moved"]["item"]
+    assert (moved["valid_from"][:10], moved["valid_to"][:10]) == (
+        month["trip_from"].isoformat(), (month["trip_from"] + timedelta(days=2)).isoformat()), moved
+    header = entries(month["seen"]["now"]["trip"])[ids["trip moved"]].split("\n", 1)[0]
+    assert " | UPCOMING" in header and f"VALID={month['trip_from'].isoformat()}.." in header, header
 
 
 def test_tomorrow_on_her_calendar_is_the_dentist(month) -> None:
@@ -222,3 +229,4 @@ def test_what_she_forgot_is_never_recalled(month) -> None:
     assert month["items"]["arjun"]["state"] == "retracted"
     for week in WEEKS[2:]:
         assert "Arjun" not in (month["seen"][week]["arjun"]["injection"] or "")
+

@@ -28,6 +28,7 @@ def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO)
     ("Until Friday, reports go to Ana instead of Maya.", ("", "2026-11-20")),
     ("Maya is on call this week.", ("2026-11-09", "2026-11-15")),
     ("I am away next week.", ("2026-11-16", "2026-11-22")),
+    ("The Melbourne trip moved to Friday, December 4 to Sunday, December 6.", ("2026-12-04", "2026-12-06")),
     ("Dentist appointment next Tuesday at 3pm.", ("", "2026-11-17")),
     ("We meet tomorrow.", ("", "2026-11-16")),
     ("From December 1, the address is Rua Nova 5.", ("2026-12-01", "")),
