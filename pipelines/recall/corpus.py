@@ -35,7 +35,7 @@ import numpy as np
 
 from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
-from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
+from pipelines.records import Identity, MemoryItem, PalaceLocation, parse_time, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
@@ -160,6 +160,7 @@ class MemoryCorpus:
         self._corrections: np.ndarray | None = None
         self._said_seconds: np.ndarray | None = None  # POSIX seconds each row was said, NaN unknown
         self._said_days: dict[int, np.ndarray] = {}  # per UTC offset of the asker
+        self._windows: tuple[np.ndarray, np.ndarray] | None = None  # valid_from / valid_to, POSIX seconds
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -431,6 +432,20 @@ class MemoryCorpus:
             times = (said_time(it) for it in self.items)
             self._said_seconds = np.fromiter((t.timestamp() if t else np.nan for t in times), np.float64, self.n)
         return self._said_seconds
+
+    def window_seconds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, its validity window (`valid_from`, `valid_to`) as POSIX seconds, -inf / +inf
+        where open, both NaN where it has none; read when a question first names a time to come."""
+        if self._windows is None:
+            start = np.full(self.n, np.nan)
+            end = np.full(self.n, np.nan)
+            for row, it in enumerate(self.items):
+                if it.valid_from or it.valid_to:
+                    first, last = parse_time(it.valid_from), parse_time(it.valid_to)
+                    start[row] = first.timestamp() if first else -np.inf
+                    end[row] = last.timestamp() if last else np.inf
+            self._windows = (start, end)
+        return self._windows
 
     def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
         """Per row, the day it was said (`episodic.said_time`) where the clock is

@@ -6,7 +6,15 @@ from datetime import date
 
 import pytest
 
-from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_dates, said_within, states_time
+from pipelines.recall.dates import (
+    MAX_DATES,
+    asks_when,
+    coming_dates,
+    question_dates,
+    said_dates,
+    said_within,
+    states_time,
+)
 from pipelines.recall.query import asks_what_was_said, subject_text
 
 
@@ -100,6 +108,22 @@ SATURDAY = date(2026, 11, 28)
 ])
 def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
     assert said_dates(question, SATURDAY) == days
+
+
+@pytest.mark.parametrize(("question", "days"), [
+    ("anything I should remember for tomorrow?", [(date(2026, 11, 29), date(2026, 11, 29))]),
+    ("what did I plan for next week?", [(date(2026, 11, 30), date(2026, 12, 6))]),  # the calendar week after
+    ("anything on this week?", [(SATURDAY, date(2026, 11, 29))]),  # what is left of it
+    ("plans for this weekend?", [(SATURDAY, date(2026, 11, 29))]),
+    ("and next weekend?", [(date(2026, 12, 5), date(2026, 12, 6))]),
+    ("what's happening next month?", [(date(2026, 12, 1), date(2026, 12, 31))]),
+    ("what's on next Friday?", [(date(2026, 12, 4), date(2026, 12, 4))]),
+    ("What's on today?", [(SATURDAY, SATURDAY)]),
+    ("What did we decide today?", []),  # about the past: `said_dates` places it
+    ("What did we decide yesterday?", []), ("when is mum's birthday?", []),
+])
+def test_coming_dates_read_days_to_come_against_the_day_of_asking(question, days):
+    assert coming_dates(question, SATURDAY) == days
 
 
 @pytest.mark.parametrize(("question", "asks"), [

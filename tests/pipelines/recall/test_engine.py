@@ -951,3 +951,21 @@ def test_a_named_date_lifts_the_turns_said_around_it_on_the_askers_calendar():
                            mode="catalog", k=5, now="2026-12-20T00:00:00+00:00", tz="America/Los_Angeles").hits
     lifted = {h.item.id: "date" in h.components for h in hits}
     assert lifted == {"late": True, "early": False}, lifted
+
+
+def test_a_question_naming_days_to_come_finds_what_holds_then_in_the_askers_zone():
+    # asked Sunday 2025-06-01 10:00 in Sydney (Saturday in UTC): next week is June 2-8 there
+    trip = mem("trip", "Melbourne trip", "The Melbourne trip moved to Friday, June 6 to Sunday, June 8.", type="todo",
+               valid_from="2025-06-06T00:00:00+10:00", valid_to="2025-06-08T23:59:59+10:00")
+    gone = mem("gone", "Perth trip", "Perth from May 23 to May 25.", type="todo",
+               valid_from="2025-05-23T00:00:00+10:00", valid_to="2025-05-25T23:59:59+10:00")
+    later = mem("later", "Hobart trip", "Hobart from June 13 to June 15.", type="todo",
+                valid_from="2025-06-13T00:00:00+10:00", valid_to="2025-06-15T23:59:59+10:00")
+    items = [trip, gone, later, mem("gym", "Gym", "Gym on Mondays at 7am.")]
+    eng = engine(timezone="Australia/Sydney")
+    asked = "2025-06-01T00:00:00+00:00"
+    found = eng.recall("what did I plan for next week?", ME, [corpus(items)], now=asked, mode="inject")
+    assert ids(found)[0] == "trip" and found.hits[0].score > found.hits[1].score, [
+        (h.item.id, h.score) for h in found.hits]
+    plain = engine(RecallOptions(w_date=0.0), timezone="Australia/Sydney")  # without the days read
+    assert "trip" not in ids(plain.recall("what did I plan for next week?", ME, [corpus(items)], now=asked))
