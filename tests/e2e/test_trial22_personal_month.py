@@ -125,6 +125,12 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         assert resp.status_code == 200, resp.text
         consolidate(client, settings)
         look("week 3")
+        # the last days: the sync moves, the doctor switches her medicine, tomorrow's dentist
+        say("sync moved", on(today - timedelta(days=4), 8), "Team sync moved to Wednesdays at 11am from now on.",
+            fact("Team sync", "Team sync is on Wednesdays at 11am from now on."))
+        say("meds switched", on(today - timedelta(days=3), 7, 30),
+            "Doctor switched me from metformin to sitagliptin 100 mg once a day.",
+            fact("Medication", "Priya takes sitagliptin 100 mg once a day, replacing metformin."))
         # the last days: tomorrow's dentist
         say("dentist", on(today - timedelta(days=1), 7, 10), "Dentist tomorrow at 9am, don't let me forget.",
             fact("Dentist", "Dentist appointment tomorrow at 9am.", "todo"))
@@ -160,20 +166,32 @@ def test_mums_birthday_is_the_curated_memory_and_the_venting_only_evidence(month
 @pytest.mark.parametrize("week", WEEKS[1:])
 def test_the_current_medication_replaces_the_old_dose_which_stays_history(month, week: str) -> None:
     ids, answer = month["ids"], month["seen"][week]["medication"]
-    assert curated(answer)[0] == ids["meds up"], answer["hits"]
-    assert "1000 mg" in curated_text(answer) and "500 mg" not in curated_text(answer), answer["injection"]
-    old = month["items"]["meds"]
-    assert old["state"] == "superseded" and old["replaced_by"] == {"id": ids["meds up"], "how": "superseded"}, old
+    current, gone = ("meds switched", ("500 mg", "1000 mg")) if week == "now" else ("meds up", ("500 mg",))
+    assert curated(answer)[0] == ids[current], answer["hits"]
+    assert all(dose not in curated_text(answer) for dose in gone), answer["injection"]
+    for old, new in (("meds", "meds up"), ("meds up", "meds switched")):
+        was = month["items"][old]
+        assert was["state"] == "superseded" and was["replaced_by"] == {"id": ids[new], "how": "superseded"}, was
+        assert was["item"]["content"] in {"Priya takes metformin 500 mg twice a day.",
+                                          "Priya takes metformin 1000 mg twice a day now."}  # kept as history
+
+
+def test_the_team_sync_that_moved_is_the_only_current_one(month) -> None:
+    answer, ids = month["seen"]["now"]["standup"], month["ids"]
+    assert curated(answer) == [ids["sync moved"]], answer["hits"]
+    assert "Tuesday" not in curated_text(answer)
+    assert month["items"]["sync"]["replaced_by"] == {"id": ids["sync moved"], "how": "superseded"}
 
 
 def test_her_medication_is_hers_alone_not_her_partners_in_the_shared_project(month) -> None:
     # broken: a health detail the model proposed with no scope landed in the household
     # project, and Dev's "what's my current medication?" answered with Priya's metformin
-    for name in ("meds", "meds up"):
+    for name in ("meds", "meds up", "meds switched"):
         assert month["outcomes"][name]["scope"] == "user", month["outcomes"][name]
         assert month["items"][name]["item"]["scope"]["kind"] == "user"
-    assert "metformin" not in (month["seen"]["dev"]["medication"]["injection"] or "")
-    assert "metformin" in curated_text(month["seen"]["now"]["medication"])
+    for medicine in ("metformin", "sitagliptin"):
+        assert medicine not in (month["seen"]["dev"]["medication"]["injection"] or "")
+    assert "sitagliptin" in curated_text(month["seen"]["now"]["medication"])
     # what is not about her health stays shared: Dev sees mum's birthday and the trip
     assert month["ids"]["mum"] in curated(month["seen"]["dev"]["mum"])
     assert month["items"]["trip moved"]["item"]["scope"]["kind"] == "project"
@@ -193,6 +211,9 @@ def test_the_diet_change_comes_first_with_the_march_it_meant(month) -> None:
     ids, answer = month["ids"], month["seen"]["now"]["diet"]
     shown = entries(answer)
     assert curated(answer)[0] == ids["fish"], answer["hits"]
+    # when she changed it, on her calendar: said at 08:00 in Sydney, the evening before in UTC
+    changed_on = month["today"] - timedelta(days=12)
+    assert f"by=priya on {changed_on.isoformat()}" in shown[ids["fish"]].split("\n", 1)[0], shown[ids["fish"]]
     # broken: "since March", said in November, was shown as "March = March 2027"
     assert "March = March 2026" in shown[ids["fish"]] or "March = March 2025" in shown[ids["fish"]], shown
     said = month["items"]["fish"]["item"]["metadata"]["said_dates"]
@@ -240,3 +261,4 @@ def test_what_she_planned_for_next_week_is_the_trip_that_holds_then_on_her_calen
     assert curated(answer)[:1] == [ids["trip moved"]], answer["hits"]
     assert ids["trip"] not in curated(answer) and ids["dentist"] not in curated(answer)
     assert " | UPCOMING" in entries(answer)[ids["trip moved"]].split("\n", 1)[0]
+
