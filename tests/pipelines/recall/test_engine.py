@@ -954,18 +954,17 @@ def test_a_named_date_lifts_the_turns_said_around_it_on_the_askers_calendar():
 
 
 def test_a_question_naming_days_to_come_finds_what_holds_then_in_the_askers_zone():
-    # asked Sunday 2025-06-01 10:00 in Sydney (Saturday in UTC): next week is June 2-8 there
-    trip = mem("trip", "Melbourne trip", "The Melbourne trip moved to Friday, June 6 to Sunday, June 8.", type="todo",
-               valid_from="2025-06-06T00:00:00+10:00", valid_to="2025-06-08T23:59:59+10:00")
-    gone = mem("gone", "Perth trip", "Perth from May 23 to May 25.", type="todo",
-               valid_from="2025-05-23T00:00:00+10:00", valid_to="2025-05-25T23:59:59+10:00")
-    later = mem("later", "Hobart trip", "Hobart from June 13 to June 15.", type="todo",
-                valid_from="2025-06-13T00:00:00+10:00", valid_to="2025-06-15T23:59:59+10:00")
-    items = [trip, gone, later, mem("gym", "Gym", "Gym on Mondays at 7am.")]
-    eng = engine(timezone="Australia/Sydney")
-    asked = "2025-06-01T00:00:00+00:00"
-    found = eng.recall("what did I plan for next week?", ME, [corpus(items)], now=asked, mode="inject")
-    assert ids(found)[0] == "trip" and found.hits[0].score > found.hits[1].score, [
+    # asked Monday 2025-06-02 08:00 in Sydney (Sunday 22:00 in UTC): next week is June 9-15
+    # there, June 2-8 in UTC
+    def trip(id_: str, city: str, first: int, last: int) -> MemoryItem:
+        return mem(id_, f"{city} trip", f"{city} from June {first} to June {last}.", type="todo",
+                   valid_from=f"2025-06-{first:02d}T00:00:00+10:00", valid_to=f"2025-06-{last:02d}T23:59:59+10:00")
+
+    items = [trip("melbourne", "Melbourne", 6, 8), trip("hobart", "Hobart", 13, 15), trip("perth", "Perth", 23, 25),
+             mem("gym", "Gym", "Gym on Mondays at 7am.")]
+    asked, question = "2025-06-01T22:00:00+00:00", "what did I plan for next week?"
+    found = engine(timezone="Australia/Sydney").recall(question, ME, [corpus(items)], now=asked, mode="inject")
+    assert ids(found)[0] == "hobart" and found.hits[0].score > found.hits[1].score, [
         (h.item.id, h.score) for h in found.hits]
-    plain = engine(RecallOptions(w_date=0.0), timezone="Australia/Sydney")  # without the days read
-    assert "trip" not in ids(plain.recall("what did I plan for next week?", ME, [corpus(items)], now=asked))
+    in_utc = engine(timezone="UTC").recall(question, ME, [corpus(items)], now=asked, mode="inject")
+    assert ids(in_utc)[0] == "melbourne", [(h.item.id, h.score) for h in in_utc.hits]
