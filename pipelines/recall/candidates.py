@@ -491,13 +491,17 @@ class CandidateSearch:
 
     def _held_then_channel(self) -> Ranked:
         """The visible curated memories whose validity window meets the days to come the
-        question names (a trip next week, the dentist tomorrow), most important first."""
+        question names (a trip next week, the dentist tomorrow), most important first. An
+        open window counts by the edge it has: "from December 1" in the week holding
+        December 1, not in every week after it."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             start, end = c.window_seconds()
+            bounded = np.isfinite(start) & np.isfinite(end)
             meets = np.zeros(c.n, dtype=bool)
-            for first, after in self.held_in:
-                meets |= (start < after) & (end >= first)  # NaN (no window) is neither
+            for first, after in self.held_in:  # NaN (no window) compares false everywhere
+                meets |= (bounded & (start < after) & (end >= first)) | ((start >= first) & (start < after)) | (
+                    (end >= first) & (end < after))
             rows = np.flatnonzero(self.view.allowed[ci] & meets)
             entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
                         for row in rows.tolist() if c.items[row].type != "message"]

@@ -968,3 +968,12 @@ def test_a_question_naming_days_to_come_finds_what_holds_then_in_the_askers_zone
         (h.item.id, h.score) for h in found.hits]
     in_utc = engine(timezone="UTC").recall(question, ME, [corpus(items)], now=asked, mode="inject")
     assert ids(in_utc)[0] == "melbourne", [(h.item.id, h.score) for h in in_utc.hits]
+
+
+def test_an_open_window_meets_the_days_named_only_at_its_edge():
+    rent = mem("rent", "Rent", "From May 1, the rent is 1600 dollars.", valid_from="2025-05-01T00:00:00+00:00")
+    move = mem("move", "Address", "From June 4, I live at 5 Elm Road.", valid_from="2025-06-04T00:00:00+00:00")
+    eng, asked = engine(), "2025-06-01T10:00:00+00:00"  # a Sunday: next week is June 2-8
+    found = eng.recall("anything coming up next week?", ME, [corpus([rent, move])], now=asked, trace=True)
+    channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+    assert [e[0] for e in channels["held_then"]] == ["move"], channels
