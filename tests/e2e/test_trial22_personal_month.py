@@ -26,6 +26,7 @@ TZ = "Australia/Sydney"
 ZONE = ZoneInfo(TZ)
 PRIYA = {"user_id": "priya", "project_id": "home", "session_id": "chat"}
 DEV = {"user_id": "dev", "project_id": "home", "session_id": "dev-chat"}
+AT_WORK = {"user_id": "priya", "project_id": "work", "session_id": "desk"}
 WEEKS = ("week 1", "week 2", "week 3", "now")
 QUESTIONS = {
     "mum": "when is mum's birthday?",
@@ -37,6 +38,8 @@ QUESTIONS = {
     "gym": "when do I go to the gym?",
     "arjun": "when is Arjun's birthday?",
     "standup": "when is the team sync?",
+    "weekend": "what's on next weekend?",
+    "me": "what do you know about me?",
 }
 
 
@@ -137,6 +140,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         consolidate(client, settings)
         look("now")
         look("dev", DEV)
+        look("at work", AT_WORK)
         items = {name: client.get(f"/v1/items/{item_id}", params=PRIYA).json() for name, item_id in ids.items()}
         yield {"ids": ids, "outcomes": outcomes, "seen": seen, "items": items, "today": today,
                "trip_from": trip_from, "client": client}
@@ -265,3 +269,17 @@ def test_what_she_planned_for_next_week_is_the_trip_that_holds_then_on_her_calen
     assert ids["trip"] not in curated(answer) and ids["dentist"] not in curated(answer)
     assert " | UPCOMING" in entries(answer)[ids["trip moved"]].split("\n", 1)[0]
 
+
+
+def test_her_health_follows_her_to_another_project_and_is_what_is_known_about_her(month) -> None:
+    ids = month["ids"]
+    assert curated(month["seen"]["at work"]["medication"])[:1] == [ids["meds switched"]]
+    assert "Mum's birthday" not in curated_text(month["seen"]["at work"]["mum"])  # the household's stays home
+    assert ids["meds switched"] in curated(month["seen"]["now"]["me"])
+    assert ids["meds switched"] not in curated(month["seen"]["dev"]["me"])
+    assert "sitagliptin" not in (month["seen"]["dev"]["me"]["injection"] or "")
+
+
+def test_next_weekend_on_her_calendar_is_the_trip(month) -> None:
+    answer = month["seen"]["now"]["weekend"]
+    assert curated(answer)[:1] == [month["ids"]["trip moved"]], answer["hits"]
