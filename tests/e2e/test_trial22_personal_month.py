@@ -107,6 +107,11 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             f"to {spoken(first_trip + timedelta(days=2))}.",
             fact("Melbourne trip", f"Priya is in Melbourne from {spoken(first_trip)} to "
                                    f"{spoken(first_trip + timedelta(days=2))}.", "todo"))
+        allergy = fact("Allergy", "I'm allergic to penicillin.")  # written by the loop itself, no scope named
+        resp = client.post("/v1/tools", json={"action": "memory.write", "identity": PRIYA,
+                                              "args": {"tz": TZ, "item": allergy}})
+        assert resp.status_code == 200, resp.text
+        ids["allergy"] = resp.json()["result"]["item_id"]
         consolidate(client, settings)
         look("week 1")
         # week 2: the doctor, the trip moves, chatter the model wants to keep
@@ -193,6 +198,7 @@ def test_her_medication_is_hers_alone_not_her_partners_in_the_shared_project(mon
     for name in ("meds", "meds up", "meds switched"):
         assert month["outcomes"][name]["scope"] == "user", month["outcomes"][name]
         assert month["items"][name]["item"]["scope"]["kind"] == "user"
+    assert month["items"]["allergy"]["item"]["scope"]["kind"] == "user"  # memory.write reads it too
     for medicine in ("metformin", "sitagliptin"):
         assert medicine not in (month["seen"]["dev"]["medication"]["injection"] or "")
     assert "sitagliptin" in curated_text(month["seen"]["now"]["medication"])
