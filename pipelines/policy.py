@@ -129,6 +129,7 @@ from pipelines.policy_rules.secrets import SecretHit, find_labelled_value, find_
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.recall.episodic import is_small_talk
+from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, words
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
@@ -300,7 +301,7 @@ class Policy:
             yield RuleHit(f.rule_id, "reject", reason)
         if not item.title.strip() and not item.content.strip():
             yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
-        elif is_small_talk(_without_chat_words(f"{item.title} {item.content}")):
+        elif _only_small_talk(f"{item.title} {item.content}"):
             yield RuleHit("hard.small_talk", "reject", "nothing to store: only small talk")
         if ctx.target_tier in ("mtm", "ltm") and not _has_provenance(ctx.provenance):
             yield RuleHit(
@@ -401,8 +402,11 @@ _CHAT_WORDS = re.compile(
     r"thanked|greeted|greeting|acknowledged|acknowledgement|small talk)\b", re.IGNORECASE)
 
 
-def _without_chat_words(text: str) -> str:
-    return _CHAT_WORDS.sub(" ", text)
+def _only_small_talk(text: str) -> bool:
+    """Acknowledgements, greetings and filler, and at least one of them: words that are
+    only stopwords ("It is what it is.") are left to the other rules."""
+    said = _CHAT_WORDS.sub(" ", text)
+    return is_small_talk(said) and not (SMALL_TALK - STOPWORDS).isdisjoint(words(said))
 
 
 def is_blocked_text(text: str) -> bool:

@@ -293,7 +293,8 @@ def test_a_proposal_of_small_talk_only_is_rejected(policy, title, content):
 
 
 @pytest.mark.parametrize("title, content", [("Greeting", "Greet me in Hindi."), ("Reply style", "Keep it short."),
-                                            ("Answer format", "Yes or no answers only."), ("Mood", "User is happy.")])
+                                            ("Answer format", "Yes or no answers only."), ("Mood", "User is happy."),
+                                            ("It is", "It is what it is.")])
 def test_a_wish_about_small_talk_is_no_small_talk(policy, title, content):
     wish = ProposedItem(type="preference", title=title, content=content, why_store="chat")
     assert policy.evaluate(wish, provenance=PROV).action == "accept"
