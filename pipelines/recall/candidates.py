@@ -31,7 +31,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Sc
 
 from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, speaker, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
-from .dates import DateRange, day_spans, said_within, states_time
+from .dates import DateRange, day_spans, said_within, states_time, weekdays_of
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -245,6 +245,7 @@ class CandidateSearch:
         # Days to come the question names ("what did I plan for next week?"): the claims
         # whose validity window holds then (the "held_then" channel), as POSIX seconds.
         self.held_in = day_spans(list(held_in), zone)
+        self.held_weekdays = weekdays_of(list(held_in))  # "tomorrow": the habits of that weekday too
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.listing = listing  # item types the question asks for as a kind: the "listing" channel
@@ -493,7 +494,8 @@ class CandidateSearch:
         """The visible curated memories whose validity window meets the days to come the
         question names (a trip next week, the dentist tomorrow), most important first. An
         open window counts by the edge it has: "from December 1" in the week holding
-        December 1, not in every week after it."""
+        December 1, not in every week after it. A day or two named ("tomorrow", "this
+        weekend") also lists the weekly habits of those weekdays ("gym on Mondays")."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             start, end = c.window_seconds()
@@ -502,6 +504,8 @@ class CandidateSearch:
             for first, after in self.held_in:  # NaN (no window) compares false everywhere
                 meets |= (bounded & (start < after) & (end >= first)) | ((start >= first) & (start < after)) | (
                     (end >= first) & (end < after))
+            if self.held_weekdays:
+                meets |= (c.weekly_days() & self.held_weekdays) != 0
             rows = np.flatnonzero(self.view.allowed[ci] & meets)
             entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
                         for row in rows.tolist() if c.items[row].type != "message"]

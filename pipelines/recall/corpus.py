@@ -39,6 +39,7 @@ from pipelines.records import Identity, MemoryItem, PalaceLocation, parse_time, 
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
+from .dates import weekly_days
 from .episodic import is_small_talk, said_time
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -161,6 +162,7 @@ class MemoryCorpus:
         self._said_seconds: np.ndarray | None = None  # POSIX seconds each row was said, NaN unknown
         self._said_days: dict[int, np.ndarray] = {}  # per UTC offset of the asker
         self._windows: tuple[np.ndarray, np.ndarray] | None = None  # valid_from / valid_to, POSIX seconds
+        self._weekly: np.ndarray | None = None  # days of the week a claim recurs on (bit mask)
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -446,6 +448,16 @@ class MemoryCorpus:
                     end[row] = last.timestamp() if last else np.inf
             self._windows = (start, end)
         return self._windows
+
+    def weekly_days(self) -> np.ndarray:
+        """Per row, the days of the week a curated claim with no window recurs on
+        (`dates.weekly_days`, bit 0 = Monday), 0 for none and for turns; read when a question
+        first names a day to come."""
+        if self._weekly is None:
+            self._weekly = np.fromiter(
+                (weekly_days(f"{it.title}. {it.content}") if it.type != "message" and not (
+                    it.valid_from or it.valid_to) else 0 for it in self.items), np.int64, self.n)
+        return self._weekly
 
     def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
         """Per row, the day it was said (`episodic.said_time`) where the clock is

@@ -291,6 +291,45 @@ def coming_dates(text: str, today: date) -> list[DateRange]:
     return found
 
 
+# A weekly habit's days: "on Mondays and Thursdays", "every Tuesday", "Friday evenings",
+# "every weekday", "daily" / "every day".
+_EVERY = re.compile(
+    r"\b(?:(?P<every>every|each)\s+(?P<one>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    r"|(?P<plural>(?:mon|tues|wednes|thurs|fri|satur|sun)day)s\b"
+    r"|(?P<evening>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\s+(?:mornings|afternoons|evenings|nights)\b"
+    r"|(?P<workdays>(?:every\s+)?weekdays?\b)|(?P<daily>daily|every\s+day)\b)",
+    re.IGNORECASE,
+)
+
+
+def weekly_days(text: str) -> int:
+    """The days of the week a recurring schedule names, as a bit mask (bit 0 = Monday): 0
+    when it names none. "every weekday" is Monday to Friday, "daily" every day."""
+    mask = 0
+    for m in _EVERY.finditer(text):
+        day = m.group("one") or m.group("plural") or m.group("evening")
+        if day:
+            mask |= 1 << WEEKDAYS.index(day.lower())
+        elif m.group("workdays"):
+            mask |= 0b0011111
+        else:
+            mask |= 0b1111111
+    return mask
+
+
+def weekdays_of(ranges: list[DateRange], longest: int = 2) -> int:
+    """The days of the week (bit mask, bit 0 = Monday) of the ranges no longer than
+    `longest` days: "tomorrow" or "this weekend" asks what recurs on them, "next week" not."""
+    mask = 0
+    for first, last in ranges:
+        if (last - first).days < longest:
+            day = first
+            while day <= last:
+                mask |= 1 << day.weekday()
+                day += timedelta(days=1)
+    return mask
+
+
 _WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _PERIOD = rf"(?:night|morning|evening|afternoon|week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAY})"

@@ -252,11 +252,18 @@ def test_the_moved_trip_is_the_plan_and_the_first_plan_only_history(month) -> No
 
 def test_tomorrow_on_her_calendar_is_the_dentist(month) -> None:
     answer, ids = month["seen"]["now"]["tomorrow"], month["ids"]
-    assert curated(answer)[0] == ids["dentist"], answer["hits"]
+    assert ids["dentist"] in curated(answer)[:3] and answer["hits"][0]["type"] != "message", answer["hits"]
     tomorrow = month["today"]
     # said at 07:10 yesterday in Sydney (still the day before in UTC): "tomorrow" is today there
     assert f"tomorrow = {tomorrow:%a} {tomorrow.isoformat()}" in entries(answer)[ids["dentist"]], answer["injection"]
     assert month["items"]["dentist"]["item"]["valid_to"][:10] == tomorrow.isoformat()
+    # broken: the habits of her tomorrow were not listed ("gym on Mondays, Wednesdays and
+    # Fridays" shares no word with "anything I should remember for tomorrow?")
+    weekday = (month["today"] + timedelta(days=1)).weekday()  # her tomorrow, in Sydney
+    habits = {ids["gym"]} if weekday in (0, 2, 4) else set()
+    habits |= {ids["sync moved"]} if weekday == 2 else set()
+    assert habits <= set(curated(answer)), (weekday, answer["hits"])
+    assert ids["sync"] not in curated(answer)  # the Tuesday sync that moved is history
 
 
 def test_what_she_forgot_is_never_recalled(month) -> None:

@@ -14,6 +14,8 @@ from pipelines.recall.dates import (
     said_dates,
     said_within,
     states_time,
+    weekdays_of,
+    weekly_days,
 )
 from pipelines.recall.query import asks_what_was_said, subject_text
 
@@ -159,3 +161,18 @@ def test_the_day_of_asking_is_the_askers_day_with_their_offset() -> None:
     assert asking_day(late_friday_utc, "America/Los_Angeles") == (date(2026, 11, 27), -8 * 3600)
     with pytest.raises(ValueError, match="time zone"):
         asking_day(late_friday_utc, "Nowhere/Special")
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("Gym on Mondays, Wednesdays and Fridays at 7am.", 0b0010101), ("Team sync every Tuesday at 10am.", 0b10),
+    ("Standup every weekday at 9:30.", 0b0011111), ("I walk the dog daily.", 0b1111111),
+    ("Pizza on Friday evenings.", 0b10000), ("I fly to Perth on Monday.", 0), ("Mum's birthday is August 14.", 0),
+])
+def test_weekly_days_are_the_days_a_habit_recurs_on(text, days):
+    assert weekly_days(text) == days
+
+
+def test_only_a_day_or_two_asks_for_the_habits_of_its_weekdays():
+    assert weekdays_of(coming_dates("anything for tomorrow?", SATURDAY)) == 1 << 6  # Sunday
+    assert weekdays_of(coming_dates("plans this weekend?", SATURDAY)) == 0b1100000
+    assert weekdays_of(coming_dates("what did I plan for next week?", SATURDAY)) == 0

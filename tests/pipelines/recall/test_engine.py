@@ -977,3 +977,12 @@ def test_an_open_window_meets_the_days_named_only_at_its_edge():
     found = eng.recall("anything coming up next week?", ME, [corpus([rent, move])], now=asked, trace=True)
     channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
     assert [e[0] for e in channels["held_then"]] == ["move"], channels
+
+
+def test_tomorrow_lists_the_habits_of_its_weekday():
+    gym = mem("gym", "Gym", "Gym on Mondays and Thursdays at 7am.")
+    swim = mem("swim", "Swimming", "Swimming every Saturday at 8am.")
+    found = engine().recall("anything I should remember for tomorrow?", ME, [corpus([gym, swim])],
+                            now="2025-06-01T10:00:00+00:00", trace=True)  # a Sunday: tomorrow is a Monday
+    channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+    assert [e[0] for e in channels["held_then"]] == ["gym"] and ids(found)[0] == "gym", channels
