@@ -14,6 +14,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
 
+from pipelines.health_details import is_own_health_detail
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
     CONTRADICTION_RULE,
@@ -535,10 +536,7 @@ def _govern_proposal(
     proposal: ProposedItem,
     evidence: Callable[[ProposedItem], list[str]] | None = None,
 ) -> _Governed:
-    if (proposal.scope not in SCOPE_KINDS and proposal.type == "preference"
-            and limits_to_its_chat(f"{proposal.title}. {proposal.content}")):
-        # "In this chat, answer in French.", no scope named: this chat's wish, not the project's.
-        proposal = msgspec.structs.replace(proposal, scope="session")
+    proposal = scoped_by_its_words(proposal, turn.default_scope, turn.identity.user_id)
     # "until Friday", "next week": read on the day the turn was said, in the speaker's zone
     proposal, said_dates = with_window(proposal, turn.at, turn.zone)
     prov = _proposal_provenance(turn, proposal)
@@ -558,6 +556,22 @@ def _govern_proposal(
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)
+
+
+def scoped_by_its_words(proposal: ProposedItem, default_scope: str, author_user_id: str) -> ProposedItem:
+    """`proposal` with the scope its words give it when it names none (capture and
+    `memory.write` alike): a wish for this chat only is the session's; the writer's own
+    health detail is the writer's (user scope), never their teammates' or partner's."""
+    if proposal.scope in SCOPE_KINDS:
+        return proposal
+    said = f"{proposal.title}. {proposal.content}"
+    if proposal.type == "preference" and limits_to_its_chat(said):
+        # "In this chat, answer in French.": this chat's wish, not the project's.
+        return msgspec.structs.replace(proposal, scope="session")
+    if default_scope in ("project", "org") and is_own_health_detail(said, author_user_id):
+        # "I take metformin 500 mg": the writer's own.
+        return msgspec.structs.replace(proposal, scope="user")
+    return proposal
 
 
 def shown_title(policy: Any, proposal: ProposedItem, verdict: Verdict) -> str:

@@ -74,6 +74,10 @@ Hard blocks — no setting, auditor or caller flag can lift them (`hard_block=Tr
 - `hard.provenance_required`  MTM/LTM target (by the caller or the item) without
                        provenance                                               -> reject
 - `hard.empty`         nothing to store (no title and no content)               -> reject
+- `hard.small_talk`    nothing to store but the exchange itself: title and content only
+                       acknowledgements, greetings and filler (`recall.episodic.is_small_talk`)
+                       once the words naming the chat ("user", "said", "chat") are set aside,
+                       a model keeping "Chat: Thanks, sounds great!" (since 2026.11-22)  -> reject
 - `hard.oversize`      content longer than `settings.max_content_chars` (or a title over
                        300 chars). The dump itself is never stored: the verdict is
                        `quarantine` with `rewritten_type="pointer"` and the store keeps
@@ -100,6 +104,7 @@ run after the built-in ones and cannot remove a built-in hit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -123,10 +128,12 @@ from pipelines.policy_rules.preferences import (
 from pipelines.policy_rules.secrets import SecretHit, find_labelled_value, find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
+from pipelines.recall.episodic import is_small_talk
+from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, words
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
-POLICY_VERSION = "2026.11-21"  # bumped whenever a rule changes: stored items are re-checked once
+POLICY_VERSION = "2026.11-22"  # bumped whenever a rule changes: stored items are re-checked once
 
 TIERS: tuple[str, ...] = ("stm", "mtm", "ltm")
 MAX_TITLE_CHARS = 300
@@ -294,6 +301,8 @@ class Policy:
             yield RuleHit(f.rule_id, "reject", reason)
         if not item.title.strip() and not item.content.strip():
             yield RuleHit("hard.empty", "reject", "nothing to store: empty title and content")
+        elif _only_small_talk(f"{item.title} {item.content}"):
+            yield RuleHit("hard.small_talk", "reject", "nothing to store: only small talk")
         if ctx.target_tier in ("mtm", "ltm") and not _has_provenance(ctx.provenance):
             yield RuleHit(
                 "hard.provenance_required",
@@ -385,6 +394,19 @@ def _standing_order(item: ProposedItem, ctx: RuleContext, fields: dict[str, str]
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+# Words that name the exchange, not anything in it: "User said thanks" keeps nothing.
+_CHAT_WORDS = re.compile(
+    r"\b(?:user|assistant|said|says|saying|chat|chatted|conversation|message|replied|reply|responded|"
+    r"thanked|greeted|greeting|acknowledged|acknowledgement|small talk)\b", re.IGNORECASE)
+
+
+def _only_small_talk(text: str) -> bool:
+    """Acknowledgements, greetings and filler, and at least one of them: words that are
+    only stopwords ("It is what it is.") are left to the other rules."""
+    said = _CHAT_WORDS.sub(" ", text)
+    return is_small_talk(said) and not (SMALL_TALK - STOPWORDS).isdisjoint(words(said))
 
 
 def is_blocked_text(text: str) -> bool:

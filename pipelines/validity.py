@@ -9,9 +9,10 @@ time (`anchor`) and keeps what they meant:
 - its validity window (`valid_from` / `valid_to`), when the words bound it: "until
   Friday" (a near day: "the lease runs until 31 October" states the lease's end, not the
   claim's), "from December 1", "as of last Friday", "from Monday to Thursday next week",
-  "between X and Y", a claim about "this week" / "next week" as a whole, and an event on a
-  day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over after that day;
-  a bare weekday may be a habit or past: "the Friday babysitter", "passed away on Sunday");
+  "between X and Y", "moved to X to Y", a claim about "this week" / "next week" as a whole,
+  and an event on a day surely coming ("the dentist is next Tuesday at 3", "tomorrow": over
+  after that day; a bare weekday may be a habit or past: "the Friday babysitter", "passed
+  away on Sunday");
 - each relative or yearless time word with the day it meant ("next Tuesday" = Tue
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
@@ -19,7 +20,8 @@ A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thurs
 no date and gets no window, nor does the bare weekday of a standing change ("standup is on
 Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
 nearest such date to the day said ("from December 1" said in late November; "since October
-3" said in November); they get a window only after a bounding word (a birthday "on March 3"
+3" said in November), a month "since" names the latest one begun ("since March" said in
+November is this March, not the next); they get a window only after a bounding word (a birthday "on March 3"
 does not end on March 3). English only; a claim the words do not bound keeps no window.
 """
 
@@ -58,6 +60,8 @@ _WHEN = (
 _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
+# A plan moved to a range of days: "the trip moved to Friday, December 4 to Sunday, December 6".
+_MOVED_TO = r"(?:moved|pushed(?:\s+back)?|postponed|rescheduled|shifted|changed)\s+to"
 _BOUNDED = re.compile(rf"\b(?:{_START}|{_END}|by|since)\s*$", re.IGNORECASE)  # a cue that bounds what follows
 _DATED = re.compile(rf"\b(?:(?:{_START}|{_END}|on|since|by)\s+)?(?:{_WHEN})", re.IGNORECASE)  # `undated`
 _RECURRING = re.compile(
@@ -251,6 +255,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
         elif g["mo"]:
             month = MONTHS[g["mo"]]
             first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)
+            if first is not None and not g["mo_y"] and g["mo_pre"].lower() == "since" and first > day:
+                first = first.replace(year=first.year - 1)  # "since March" said in November: this year's, past
             if first is not None:
                 start = m.start("mo")  # the preposition is a cue word, not part of the date
                 out.append(Span(start, m.end(), text[start:m.end()], first, _month_end(first), not g["mo_y"], False))
@@ -294,8 +300,9 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
     first = last = None
     for n, span in enumerate(spans):
         nxt = spans[n + 1] if n + 1 < len(spans) else None
-        if _before(text, span, _START) or (n == 0 and _before(text, span, r"between")):
-            joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
+        joined = nxt is not None and re.fullmatch(rf"\s*(?:{_END}|and)\s*", text[span.end:nxt.start], re.I)
+        if (_before(text, span, _START) or (n == 0 and _before(text, span, r"between"))
+                or (joined and _before(text, span, _MOVED_TO))):
             if joined:  # "from Monday to Thursday", "between May 3 and May 9": a range said as one
                 first, last = span.first, nxt.last
             elif span.first == span.last or (span.relative and span.last - span.first <= timedelta(days=6)):

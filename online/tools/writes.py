@@ -12,7 +12,7 @@ from online.state import View
 from online.tools.args import ConsolidateArgs, LinkArgs, PalaceAssignArgs, ProposeArgs, ToolError, WriteArgs, decode
 from online.tools.base import Actions
 from online.tools.shaping import verdict_out
-from pipelines.capture import end_before, govern_claim
+from pipelines.capture import end_before, govern_claim, scoped_by_its_words
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
@@ -117,6 +117,7 @@ class WriteActions(Actions):
         hint = proposal.provenance_hint or {}
         kind = hint.get("source_kind") if hint.get("source_kind") in ("chat", "doc", "tool", "mixed") else "tool"
         at = utcnow()
+        proposal = scoped_by_its_words(proposal, default_scope, who.user_id)
         # "until Friday", "next week": read on today's calendar in the writer's zone
         proposal, said_dates = with_window(proposal, at, zone)
         source = hint.get("source_id") or (f"memory.update:{takes_over.id}" if takes_over

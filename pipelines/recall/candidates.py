@@ -31,7 +31,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Sc
 
 from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, speaker, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
-from .dates import DateRange, day_spans, said_within, states_time
+from .dates import DateRange, day_spans, said_within, states_time, weekdays_of
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -221,7 +221,8 @@ class CandidateSearch:
                  terms: list[str], grams: set[str], now_ts: float, dates: Sequence[DateRange] = (),
                  said_in: Sequence[DateRange] = (), said_offset_s: int = 0, zone: str = "UTC",
                  said_only: bool = False,
-                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = ()):
+                 asks_time: bool = False, about_self: bool = False, listing: tuple[str, ...] = (),
+                 held_in: Sequence[DateRange] = ()):
         self.opts = opts
         self.settings = settings
         self.view = view
@@ -240,7 +241,11 @@ class CandidateSearch:
         # Channels each of whose entries answers the question (a relevance floor, `_finish`):
         # the caller's own memories, a kind of memory, or, when it asks what was said at a
         # time (`said_only`), what was said then (of that kind: "what did we decide yesterday?").
-        self.listed = ("said_when",) if said_only and self.said_in else ("self", "listing")
+        self.listed = ("said_when",) if said_only and self.said_in else ("self", "listing", "held_then")
+        # Days to come the question names ("what did I plan for next week?"): the claims
+        # whose validity window holds then (the "held_then" channel), as POSIX seconds.
+        self.held_in = day_spans(list(held_in), zone)
+        self.held_weekdays = weekdays_of(list(held_in))  # "tomorrow": the habits of that weekday too
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.listing = listing  # item types the question asks for as a kind: the "listing" channel
@@ -485,12 +490,34 @@ class CandidateSearch:
             entries += [(float(days[row]), c.ids[row], ci, row) for row in rows.tolist()]
         return entries
 
+    def _held_then_channel(self) -> Ranked:
+        """The visible curated memories whose validity window meets the days to come the
+        question names (a trip next week, the dentist tomorrow), most important first. An
+        open window counts by the edge it has: "from December 1" in the week holding
+        December 1, not in every week after it. A day or two named ("tomorrow", "this
+        weekend") also lists the weekly habits of those weekdays ("gym on Mondays")."""
+        entries: Ranked = []
+        for ci, c in enumerate(self.view.corpora):
+            start, end = c.window_seconds()
+            bounded = np.isfinite(start) & np.isfinite(end)
+            meets = np.zeros(c.n, dtype=bool)
+            for first, after in self.held_in:  # NaN (no window) compares false everywhere
+                meets |= (bounded & (start < after) & (end >= first)) | ((start >= first) & (start < after)) | (
+                    (end >= first) & (end < after))
+            if self.held_weekdays:
+                meets |= (c.weekly_days() & self.held_weekdays) != 0
+            rows = np.flatnonzero(self.view.allowed[ci] & meets)
+            entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
+                        for row in rows.tolist() if c.items[row].type != "message"]
+        return entries
+
     def channels(self, only: Collection[str] | None = None) -> dict[str, Ranked]:
         """Each channel's best `candidate_k` entries (`only`: just these channels)."""
         opts = self.opts
         searched = (("self", self.about_self, self._self_channel),
                     ("listing", bool(self.listing), self._listing_channel),
                     ("said_when", bool(self.said_in), self._said_when_channel),
+                    ("held_then", bool(self.held_in), self._held_then_channel),
                     ("dense", self.qvec is not None, self._dense_channel),
                     ("lexical", opts.lexical and bool(self.terms), self._lexical_channel),
                     ("labels", opts.labels and bool(self.grams), self._label_channel))

@@ -35,10 +35,11 @@ import numpy as np
 
 from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
-from pipelines.records import Identity, MemoryItem, PalaceLocation, timestamp
+from pipelines.records import Identity, MemoryItem, PalaceLocation, parse_time, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
+from .dates import weekly_days
 from .episodic import is_small_talk, said_time
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -160,6 +161,8 @@ class MemoryCorpus:
         self._corrections: np.ndarray | None = None
         self._said_seconds: np.ndarray | None = None  # POSIX seconds each row was said, NaN unknown
         self._said_days: dict[int, np.ndarray] = {}  # per UTC offset of the asker
+        self._windows: tuple[np.ndarray, np.ndarray] | None = None  # valid_from / valid_to, POSIX seconds
+        self._weekly: np.ndarray | None = None  # days of the week a claim recurs on (bit mask)
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -431,6 +434,30 @@ class MemoryCorpus:
             times = (said_time(it) for it in self.items)
             self._said_seconds = np.fromiter((t.timestamp() if t else np.nan for t in times), np.float64, self.n)
         return self._said_seconds
+
+    def window_seconds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, its validity window (`valid_from`, `valid_to`) as POSIX seconds, -inf / +inf
+        where open, both NaN where it has none; read when a question first names a time to come."""
+        if self._windows is None:
+            start = np.full(self.n, np.nan)
+            end = np.full(self.n, np.nan)
+            for row, it in enumerate(self.items):
+                if it.valid_from or it.valid_to:
+                    first, last = parse_time(it.valid_from), parse_time(it.valid_to)
+                    start[row] = first.timestamp() if first else -np.inf
+                    end[row] = last.timestamp() if last else np.inf
+            self._windows = (start, end)
+        return self._windows
+
+    def weekly_days(self) -> np.ndarray:
+        """Per row, the days of the week a curated claim with no window recurs on
+        (`dates.weekly_days`, bit 0 = Monday), 0 for none and for turns; read when a question
+        first names a day to come."""
+        if self._weekly is None:
+            self._weekly = np.fromiter(
+                (weekly_days(f"{it.title}. {it.content}") if it.type != "message" and not (
+                    it.valid_from or it.valid_to) else 0 for it in self.items), np.int64, self.n)
+        return self._weekly
 
     def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
         """Per row, the day it was said (`episodic.said_time`) where the clock is

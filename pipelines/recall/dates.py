@@ -241,6 +241,95 @@ def said_dates(text: str, today: date) -> list[DateRange]:
     return found
 
 
+# Words that name a time to come relative to the time of asking: "what's on tomorrow?", "what
+# did I plan for next week?", "anything for this weekend?". "today" / "tonight" only in a
+# question not about the past ("what did we decide today?" places what was said).
+_COMING = re.compile(
+    r"\b(?:(?P<tomorrow>tomorrow)|(?P<today>today|tonight)"
+    r"|(?P<which>this|next|coming)\s+(?P<period>week(?:end)?|month"
+    r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
+    re.IGNORECASE,
+)
+
+
+def coming_dates(text: str, today: date) -> list[DateRange]:
+    """The days to come a question names, relative to `today` (the asker's): "tomorrow",
+    "this week" (today to Sunday), "next week" (the calendar week after this one), "this" /
+    "next weekend", "next month", "next Friday" (the first Friday after today); "today" and
+    "tonight" when the question is not about the past. The claims that hold then answer it
+    (`candidates`' "held_then" channel)."""
+    found: list[DateRange] = []
+    past = _PAST.search(text) is not None
+    for m in _COMING.finditer(text):
+        if len(found) >= MAX_DATES:
+            break
+        g = {k: (v.lower() if v else v) for k, v in m.groupdict().items()}
+        if g["tomorrow"]:
+            found.append((today + timedelta(days=1), today + timedelta(days=1)))
+        elif g["today"]:
+            if not past:
+                found.append((today, today))
+        elif g["period"] == "week":
+            monday = today - timedelta(days=today.weekday()) + timedelta(days=7 if g["which"] == "next" else 0)
+            found.append((max(monday, today), monday + timedelta(days=6)))
+        elif g["period"] == "weekend":
+            saturday = today + timedelta(days=(5 - today.weekday()) % 7)
+            if today.weekday() == 6:  # on a Sunday "this weekend" is today's
+                saturday -= timedelta(days=7)
+            if g["which"] == "next":
+                saturday += timedelta(days=7)
+            found.append((max(saturday, today), saturday + timedelta(days=1)))
+        elif g["period"] == "month":
+            if g["which"] == "this":
+                found.append((today, today.replace(day=calendar.monthrange(today.year, today.month)[1])))
+            else:
+                first = (today.replace(day=1) + timedelta(days=32)).replace(day=1)
+                found.append((first, first.replace(day=calendar.monthrange(first.year, first.month)[1])))
+        else:  # a weekday: the first one after today
+            ahead = (WEEKDAYS.index(g["period"]) - today.weekday()) % 7 or 7
+            found.append((today + timedelta(days=ahead), today + timedelta(days=ahead)))
+    return found
+
+
+# A weekly habit's days: "on Mondays and Thursdays", "every Tuesday", "Friday evenings",
+# "every weekday", "daily" / "every day".
+_EVERY = re.compile(
+    r"\b(?:(?P<every>every|each)\s+(?P<one>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\b"
+    r"|(?P<plural>(?:mon|tues|wednes|thurs|fri|satur|sun)day)s\b"
+    r"|(?P<evening>(?:mon|tues|wednes|thurs|fri|satur|sun)day)\s+(?:mornings|afternoons|evenings|nights)\b"
+    r"|(?P<workdays>(?:every\s+)?weekdays?\b)|(?P<daily>daily|every\s+day)\b)",
+    re.IGNORECASE,
+)
+
+
+def weekly_days(text: str) -> int:
+    """The days of the week a recurring schedule names, as a bit mask (bit 0 = Monday): 0
+    when it names none. "every weekday" is Monday to Friday, "daily" every day."""
+    mask = 0
+    for m in _EVERY.finditer(text):
+        day = m.group("one") or m.group("plural") or m.group("evening")
+        if day:
+            mask |= 1 << WEEKDAYS.index(day.lower())
+        elif m.group("workdays"):
+            mask |= 0b0011111
+        else:
+            mask |= 0b1111111
+    return mask
+
+
+def weekdays_of(ranges: list[DateRange], longest: int = 2) -> int:
+    """The days of the week (bit mask, bit 0 = Monday) of the ranges no longer than
+    `longest` days: "tomorrow" or "this weekend" asks what recurs on them, "next week" not."""
+    mask = 0
+    for first, last in ranges:
+        if (last - first).days < longest:
+            day = first
+            while day <= last:
+                mask |= 1 << day.weekday()
+                day += timedelta(days=1)
+    return mask
+
+
 _WHEN = re.compile(r"\b(?:when|how\s+long|(?:what|which)\s+(?:year|month|week|day|date|time))\b", re.IGNORECASE)
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _PERIOD = rf"(?:night|morning|evening|afternoon|week|weekend|month|year|summer|winter|spring|fall|autumn|{_WEEKDAY})"

@@ -42,7 +42,7 @@ from pipelines.settings import Settings
 from . import select
 from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
-from .dates import asking_day, asks_when, question_dates, said_dates
+from .dates import asking_day, asks_when, coming_dates, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
@@ -387,7 +387,8 @@ class RecallEngine:
                                    said_offset_s=offset_s, zone=q.zone,
                                    said_only=asks_what_was_said(q.text),
                                    asks_time=bool(q.opts.w_when) and asks_when(q.text),
-                                   about_self=asks_about_self(q.text), listing=asked_types(q.text))
+                                   about_self=asks_about_self(q.text), listing=asked_types(q.text),
+                                   held_in=coming_dates(q.text, asked_on) if q.opts.w_date else [])
 
     def _candidates(self, q: RecallQuery) -> dict[str, Any] | None:
         if q.opts.episodic:  # before the channels: the "self" channel lists admissible turns only

@@ -285,6 +285,21 @@ def test_empty_proposal_is_rejected(policy):
     assert verdict.action == "reject" and verdict.rule_ids[0] == "hard.empty"
 
 
+@pytest.mark.parametrize("title, content", [("Chat", "Thanks, sounds great!"), ("Greeting", "User said good morning."),
+                                            ("", "lol ok 👍")])
+def test_a_proposal_of_small_talk_only_is_rejected(policy, title, content):
+    verdict = policy.evaluate(ProposedItem(title=title, content=content, why_store="chat"), provenance=PROV)
+    assert verdict.action == "reject" and verdict.rule_ids == ["hard.small_talk"], verdict
+
+
+@pytest.mark.parametrize("title, content", [("Greeting", "Greet me in Hindi."), ("Reply style", "Keep it short."),
+                                            ("Answer format", "Yes or no answers only."), ("Mood", "User is happy."),
+                                            ("It is", "It is what it is.")])
+def test_a_wish_about_small_talk_is_no_small_talk(policy, title, content):
+    wish = ProposedItem(type="preference", title=title, content=content, why_store="chat")
+    assert policy.evaluate(wish, provenance=PROV).action == "accept"
+
+
 # ---------------------------------------------------------------------- soft blocks
 
 

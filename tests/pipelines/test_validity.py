@@ -28,6 +28,7 @@ def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO)
     ("Until Friday, reports go to Ana instead of Maya.", ("", "2026-11-20")),
     ("Maya is on call this week.", ("2026-11-09", "2026-11-15")),
     ("I am away next week.", ("2026-11-16", "2026-11-22")),
+    ("The Melbourne trip moved to Friday, December 4 to Sunday, December 6.", ("2026-12-04", "2026-12-06")),
     ("Dentist appointment next Tuesday at 3pm.", ("", "2026-11-17")),
     ("We meet tomorrow.", ("", "2026-11-16")),
     ("From December 1, the address is Rua Nova 5.", ("2026-12-01", "")),
@@ -142,6 +143,13 @@ def test_someone_elses_words_about_someone_else_bound_no_window_and_a_report_is_
     past of "said" tells when it was said, not when the reported clause holds."""
     assert window(text) == wanted
     assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == ([meant] if meant else [])
+
+
+def test_a_month_since_which_something_holds_has_begun() -> None:
+    # said in November: "since March" is the March just gone, not the one coming (as "in March" is)
+    assert anchor("I eat fish again since March.", SUNDAY_EVENING, SAO_PAULO).dates == {"March": "March 2026"}
+    assert anchor("I have lived here since December.", SUNDAY_EVENING, SAO_PAULO).dates == {"December": "December 2025"}
+    assert anchor("I've worked here since November.", SUNDAY_EVENING, SAO_PAULO).dates == {"November": "November 2026"}
 
 
 @pytest.mark.parametrize(("text", "wanted"), [

@@ -6,7 +6,17 @@ from datetime import date
 
 import pytest
 
-from pipelines.recall.dates import MAX_DATES, asks_when, question_dates, said_dates, said_within, states_time
+from pipelines.recall.dates import (
+    MAX_DATES,
+    asks_when,
+    coming_dates,
+    question_dates,
+    said_dates,
+    said_within,
+    states_time,
+    weekdays_of,
+    weekly_days,
+)
 from pipelines.recall.query import asks_what_was_said, subject_text
 
 
@@ -102,6 +112,22 @@ def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
     assert said_dates(question, SATURDAY) == days
 
 
+@pytest.mark.parametrize(("question", "days"), [
+    ("anything I should remember for tomorrow?", [(date(2026, 11, 29), date(2026, 11, 29))]),
+    ("what did I plan for next week?", [(date(2026, 11, 30), date(2026, 12, 6))]),  # the calendar week after
+    ("anything on this week?", [(SATURDAY, date(2026, 11, 29))]),  # what is left of it
+    ("plans for this weekend?", [(SATURDAY, date(2026, 11, 29))]),
+    ("and next weekend?", [(date(2026, 12, 5), date(2026, 12, 6))]),
+    ("what's happening next month?", [(date(2026, 12, 1), date(2026, 12, 31))]),
+    ("what's on next Friday?", [(date(2026, 12, 4), date(2026, 12, 4))]),
+    ("What's on today?", [(SATURDAY, SATURDAY)]),
+    ("What did we decide today?", []),  # about the past: `said_dates` places it
+    ("What did we decide yesterday?", []), ("when is mum's birthday?", []),
+])
+def test_coming_dates_read_days_to_come_against_the_day_of_asking(question, days):
+    assert coming_dates(question, SATURDAY) == days
+
+
 @pytest.mark.parametrize(("question", "asks"), [
     ("What did we talk about yesterday?", True), ("What did we decide last week?", True),
     ("what did I tell you this morning?", True),
@@ -135,3 +161,18 @@ def test_the_day_of_asking_is_the_askers_day_with_their_offset() -> None:
     assert asking_day(late_friday_utc, "America/Los_Angeles") == (date(2026, 11, 27), -8 * 3600)
     with pytest.raises(ValueError, match="time zone"):
         asking_day(late_friday_utc, "Nowhere/Special")
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("Gym on Mondays, Wednesdays and Fridays at 7am.", 0b0010101), ("Team sync every Tuesday at 10am.", 0b10),
+    ("Standup every weekday at 9:30.", 0b0011111), ("I walk the dog daily.", 0b1111111),
+    ("Pizza on Friday evenings.", 0b10000), ("I fly to Perth on Monday.", 0), ("Mum's birthday is August 14.", 0),
+])
+def test_weekly_days_are_the_days_a_habit_recurs_on(text, days):
+    assert weekly_days(text) == days
+
+
+def test_only_a_day_or_two_asks_for_the_habits_of_its_weekdays():
+    assert weekdays_of(coming_dates("anything for tomorrow?", SATURDAY)) == 1 << 6  # Sunday
+    assert weekdays_of(coming_dates("plans this weekend?", SATURDAY)) == 0b1100000
+    assert weekdays_of(coming_dates("what did I plan for next week?", SATURDAY)) == 0

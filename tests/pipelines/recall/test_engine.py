@@ -951,3 +951,38 @@ def test_a_named_date_lifts_the_turns_said_around_it_on_the_askers_calendar():
                            mode="catalog", k=5, now="2026-12-20T00:00:00+00:00", tz="America/Los_Angeles").hits
     lifted = {h.item.id: "date" in h.components for h in hits}
     assert lifted == {"late": True, "early": False}, lifted
+
+
+def test_a_question_naming_days_to_come_finds_what_holds_then_in_the_askers_zone():
+    # asked Monday 2025-06-02 08:00 in Sydney (Sunday 22:00 in UTC): next week is June 9-15
+    # there, June 2-8 in UTC
+    def trip(id_: str, city: str, first: int, last: int) -> MemoryItem:
+        return mem(id_, f"{city} trip", f"{city} from June {first} to June {last}.", type="todo",
+                   valid_from=f"2025-06-{first:02d}T00:00:00+10:00", valid_to=f"2025-06-{last:02d}T23:59:59+10:00")
+
+    items = [trip("melbourne", "Melbourne", 6, 8), trip("hobart", "Hobart", 13, 15), trip("perth", "Perth", 23, 25),
+             mem("gym", "Gym", "Gym on Mondays at 7am.")]
+    asked, question = "2025-06-01T22:00:00+00:00", "what did I plan for next week?"
+    found = engine(timezone="Australia/Sydney").recall(question, ME, [corpus(items)], now=asked, mode="inject")
+    assert ids(found)[0] == "hobart" and found.hits[0].score > found.hits[1].score, [
+        (h.item.id, h.score) for h in found.hits]
+    in_utc = engine(timezone="UTC").recall(question, ME, [corpus(items)], now=asked, mode="inject")
+    assert ids(in_utc)[0] == "melbourne", [(h.item.id, h.score) for h in in_utc.hits]
+
+
+def test_an_open_window_meets_the_days_named_only_at_its_edge():
+    rent = mem("rent", "Rent", "From May 1, the rent is 1600 dollars.", valid_from="2025-05-01T00:00:00+00:00")
+    move = mem("move", "Address", "From June 4, I live at 5 Elm Road.", valid_from="2025-06-04T00:00:00+00:00")
+    eng, asked = engine(), "2025-06-01T10:00:00+00:00"  # a Sunday: next week is June 2-8
+    found = eng.recall("anything coming up next week?", ME, [corpus([rent, move])], now=asked, trace=True)
+    channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+    assert [e[0] for e in channels["held_then"]] == ["move"], channels
+
+
+def test_tomorrow_lists_the_habits_of_its_weekday():
+    gym = mem("gym", "Gym", "Gym on Mondays and Thursdays at 7am.")
+    swim = mem("swim", "Swimming", "Swimming every Saturday at 8am.")
+    found = engine().recall("anything I should remember for tomorrow?", ME, [corpus([gym, swim])],
+                            now="2025-06-01T10:00:00+00:00", trace=True)  # a Sunday: tomorrow is a Monday
+    channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+    assert [e[0] for e in channels["held_then"]] == ["gym"] and ids(found)[0] == "gym", channels
