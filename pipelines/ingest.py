@@ -249,10 +249,10 @@ def ingest_chat_jsonl(
     return report
 
 
-def _said_before(item: MemoryItem, at: str | None) -> bool:
-    """Whether stored `item` was said before `at` (None: now, after everything stored)."""
-    when, said = parse_time(at), parse_time(item.created_at)
-    return when is None or (said is not None and said < when)
+def _said_before(said_at: str | None, at: str | None) -> bool:
+    """Whether what was said at `said_at` (None: now) was said before `at` (None: now)."""
+    said, when = parse_time(said_at), parse_time(at)
+    return said is not None and (when is None or said < when)
 
 
 def forgettable(items: Iterable[MemoryItem], who: Identity, speaker: str | None,
@@ -264,7 +264,7 @@ def forgettable(items: Iterable[MemoryItem], who: Identity, speaker: str | None,
     scope = (who.org_id, who.user_id, who.project_id)
     for it in items:
         if ((it.scope.org_id, it.scope.user_id, it.scope.project_id) != scope or it.validation == "retracted"
-                or is_tombstone(it) or not _said_before(it, before)):
+                or is_tombstone(it) or not _said_before(it.created_at, before)):
             continue
         if it.type == "message":
             role, named = it.metadata.get("role"), it.entities[0] if it.entities else None
@@ -286,8 +286,7 @@ def _forgotten_by_later_requests(requests: Iterable[MemoryItem], who: Identity, 
     for request in requests:
         named = request.entities[0] if request.entities else None
         subject = forget_request_subject(request.content)
-        if (row.at is None or _said_before(request, row.at)
-                or named != (row.speaker if row.role == "user" else None)):
+        if not _said_before(row.at, request.created_at) or named != (row.speaker if row.role == "user" else None):
             continue
         hit = [i for i, stems in said if subject <= stems]
         request_turn = request.provenance.source_id or request.id
