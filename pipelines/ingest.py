@@ -195,7 +195,7 @@ def ingest_chat_jsonl(
     said: defaultdict[tuple[str, str, str, str | None], list[tuple[str, frozenset[str]]]] = defaultdict(list)
     asked: defaultdict[Identity, list[str]] = defaultdict(list)
     # The stored requests to forget of each (org, user, project), read at its first row.
-    requests: dict[tuple[str, str, str], list[MemoryItem]] = {}
+    requests: dict[tuple[str, str, str], list[tuple[MemoryItem, MemoryItem | None]]] = {}
     for number, line in _iter_lines(path):
         try:
             row = _row_decoder.decode(line.encode("utf-8"))
@@ -236,9 +236,7 @@ def ingest_chat_jsonl(
         if stored is not None and row.role in ("user", "assistant"):
             scope = (who.org_id, who.user_id, who.project_id)
             if scope not in requests:
-                requests[scope] = [it for it in stored(who) if forget_request_subject(it.content)
-                                   and (it.scope.org_id, it.scope.user_id, it.scope.project_id) == scope
-                                   and it.type == "message" and it.metadata.get("role") == "user"]
+                requests[scope] = stored_requests(stored(who), scope)
             owed = _forgotten_by_later_requests(requests[scope], who, row, turn_id, result)
             if owed:
                 inbox.append(owed)
@@ -274,16 +272,36 @@ def forgettable(items: Iterable[MemoryItem], who: Identity, speaker: str | None,
             yield it.id, said_stems(f"{it.title} {it.content}")
 
 
-def _forgotten_by_later_requests(requests: Iterable[MemoryItem], who: Identity, row: ChatRow, turn_id: str,
-                                 result: CaptureResult) -> list[Event]:
+def stored_requests(items: Iterable[MemoryItem], scope: tuple[str, str, str]
+                    ) -> list[tuple[MemoryItem, MemoryItem | None]]:
+    """The requests to forget among stored `items` said in `scope` (org, user, project),
+    each with the assistant's reply to it (the next assistant turn of its chat) if stored."""
+    turns = [it for it in items if it.type == "message" and not is_tombstone(it)
+             and (it.scope.org_id, it.scope.user_id, it.scope.project_id) == scope]
+
+    def when(it: MemoryItem) -> tuple[Any, int]:
+        return parse_time(it.created_at) or datetime.min.replace(tzinfo=timezone.utc), int(
+            it.metadata.get("inbox_seq") or 0)
+
+    out = []
+    for asked in (t for t in turns if t.metadata.get("role") == "user" and forget_request_subject(t.content)):
+        replies = [t for t in turns if t.metadata.get("role") == "assistant" and when(t) > when(asked)
+                   and t.metadata.get("session_id") == asked.metadata.get("session_id")]
+        out.append((asked, min(replies, key=when, default=None)))
+    return out
+
+
+def _forgotten_by_later_requests(requests: Iterable[tuple[MemoryItem, MemoryItem | None]], who: Identity,
+                                 row: ChatRow, turn_id: str, result: CaptureResult) -> list[Event]:
     """The retractions a row imported after the stored `requests` to forget (the later file
     imported first) owes them: its turn and kept claims that one said after them names, as
-    if the files had come in order (each request's turn with it: it showed what existed)."""
+    if the files had come in order (the request and its reply with them: they would show
+    what existed)."""
     said = [(message_item_id(turn_id), said_stems(result.visible_text))] + [
         (p.item_id, said_stems(row.text)) for p in result.proposals
         if row.role == "assistant" and p.item_id and p.action != "reject"]
     out: list[Event] = []
-    for request in requests:
+    for request, reply in requests:
         named = request.entities[0] if request.entities else None
         subject = forget_request_subject(request.content)
         if not _said_before(row.at, request.created_at) or named != (row.speaker if row.role == "user" else None):
@@ -291,8 +309,8 @@ def _forgotten_by_later_requests(requests: Iterable[MemoryItem], who: Identity, 
         hit = [i for i, stems in said if subject <= stems]
         request_turn = request.provenance.source_id or request.id
         out += [_forgotten_as_asked(who, i, request_turn, request.created_at) for i in hit]
-        if hit and request.validation != "retracted":
-            out.append(_forgotten_as_asked(who, request.id, request_turn, request.created_at))
+        out += [_forgotten_as_asked(who, turn.id, request_turn, request.created_at) for turn in (request, reply)
+                if hit and turn is not None and turn.validation != "retracted"]
     return out
 
 

@@ -245,6 +245,6 @@ def test_a_request_in_one_file_forgets_what_the_other_file_said_before_it(two_fi
     assert all(done.exit_code == 0 for done in two_files["imports"]), [d.output for d in two_files["imports"]]
     answer = two_files["ex"]
     assert "Rua das Flores" not in json.dumps(answer["hits"]) + answer["injection"], answer["injection"]
-    assert "forget my ex's address" not in answer["injection"], answer["injection"]
+    assert "forget my ex's address" not in answer["injection"] and "I've forgotten it" not in answer["injection"]
     assert not two_files["catalog"]["hits"], two_files["catalog"]["hits"]
     assert "oat milk lattes" in curated_text(two_files["coffee"])  # the rest of the history holds
