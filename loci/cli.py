@@ -149,7 +149,8 @@ def _land(path: Path, format: Optional[str], data_dir: Optional[str], *, usual: 
                 with MemoryService(settings) as service:
                     report = readers[format](path, inbox, service.policy, existing=lambda who: (
                         lambda proposal: service.existing_like(who, service.view())(proposal)),
-                        **({"owner": whose} if format == "chat" else {}))
+                        **({"owner": whose, "stored": lambda who: service.view().visible_items(who)}
+                           if format == "chat" else {}))
             else:
                 report = readers[format](path, inbox, Policy(settings), owner=whose)
         except ValueError as exc:

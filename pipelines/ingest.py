@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import msgspec
 
@@ -177,11 +177,15 @@ def ingest_chat_jsonl(
     path: str | Path, inbox: InboxBackend, policy: Any,
     existing: Callable[[Identity], Callable[[ProposedItem], Sequence[MemoryItem]]] | None = None,
     owner: Owner = Owner(),
+    stored: Callable[[Identity], Iterable[MemoryItem]] | None = None,
 ) -> IngestReport:
     """Land a chat JSONL file. `existing(who)` finds the stored claims a proposal of `who`'s
     is checked against (`capture_turn`), as they stand when it is checked (earlier rows
     included); without it proposals are governed by the policy alone. `owner`: the identity
-    parts of rows that name none."""
+    parts of rows that name none. `stored(who)`: the items `who` sees stored now (served and
+    in the inbox): a request to forget in the file also forgets what an earlier import
+    landed of theirs before it, and a stored request forgets what the file says before it
+    (the later file imported first); without it, the file's own words alone."""
     path = Path(path)
     report = IngestReport.starting_at(inbox)
     ordinal: Counter = Counter()
@@ -190,6 +194,8 @@ def ingest_chat_jsonl(
     # the request to forget of each chat's round named (its reply is forgotten with it).
     said: defaultdict[tuple[str, str, str, str | None], list[tuple[str, frozenset[str]]]] = defaultdict(list)
     asked: defaultdict[Identity, list[str]] = defaultdict(list)
+    # The stored requests to forget of each (org, user, project), read at its first row.
+    requests: dict[tuple[str, str, str], list[tuple[MemoryItem, MemoryItem | None]]] = {}
     for number, line in _iter_lines(path):
         try:
             row = _row_decoder.decode(line.encode("utf-8"))
@@ -211,6 +217,9 @@ def ingest_chat_jsonl(
             subject = forget_request_subject(row.text)
             mine = [whose, *([] if row.speaker else [(*whose[:3], "")])]  # the chat's own: the assistant's too
             asked[who] = [i for key in mine for i, stems in said[key] if subject and subject <= stems]
+            if subject and stored is not None:  # an earlier import's words too (one read, only now)
+                asked[who] += [i for i, stems in forgettable(stored(who), who, row.speaker, row.at)
+                               if subject <= stems and i not in asked[who]]
         forgot = asked[who] if row.role in ("user", "assistant") else []
         try:
             result = capture_turn(
@@ -224,11 +233,85 @@ def ingest_chat_jsonl(
             continue
         if forgot and row.role == "user":
             inbox.append([_forgotten_as_asked(who, item_id, turn_id, row.at) for item_id in forgot])
+        if stored is not None and row.role in ("user", "assistant"):
+            scope = (who.org_id, who.user_id, who.project_id)
+            if scope not in requests:
+                requests[scope] = stored_requests(stored(who), scope)
+            owed = _forgotten_by_later_requests(requests[scope], who, row, turn_id, result)
+            if owed:
+                inbox.append(owed)
         said[whose if row.role == "user" else (*whose[:3], "")] += [
             (message_item_id(turn_id), said_stems(result.visible_text))] + [
             (p.item_id, said_stems(row.text)) for p in result.proposals if p.item_id and p.action != "reject"]
         report.count_turn(result)
     return report
+
+
+def _said_before(said_at: str | None, at: str | None) -> bool:
+    """Whether what was said at `said_at` (None: now) was said before `at` (None: now)."""
+    said, when = parse_time(said_at), parse_time(at)
+    return said is not None and (when is None or said < when)
+
+
+def forgettable(items: Iterable[MemoryItem], who: Identity, speaker: str | None,
+                before: str | None) -> Iterator[tuple[str, frozenset[str]]]:
+    """(id, stems) of what a request to forget of `who`'s (`speaker`: a named teammate in
+    their chat) may name among stored `items`, as in one imported chat: their turns in its
+    project said `before` it and, their own request, the assistant's answers and the claims
+    kept of theirs there; none forgotten already."""
+    scope = (who.org_id, who.user_id, who.project_id)
+    for it in items:
+        if ((it.scope.org_id, it.scope.user_id, it.scope.project_id) != scope or it.validation == "retracted"
+                or is_tombstone(it) or not _said_before(it.created_at, before)):
+            continue
+        if it.type == "message":
+            role, named = it.metadata.get("role"), it.entities[0] if it.entities else None
+            if (role == "user" and named == speaker) or (role == "assistant" and speaker is None):
+                yield it.id, said_stems(it.content)
+        elif speaker is None and is_claim(it):
+            yield it.id, said_stems(f"{it.title} {it.content}")
+
+
+def stored_requests(items: Iterable[MemoryItem], scope: tuple[str, str, str]
+                    ) -> list[tuple[MemoryItem, MemoryItem | None]]:
+    """The requests to forget among stored `items` said in `scope` (org, user, project),
+    each with the assistant's reply to it (the next assistant turn of its chat) if stored."""
+    turns = [it for it in items if it.type == "message" and not is_tombstone(it)
+             and (it.scope.org_id, it.scope.user_id, it.scope.project_id) == scope]
+
+    def when(it: MemoryItem) -> tuple[Any, int]:
+        return parse_time(it.created_at) or datetime.min.replace(tzinfo=timezone.utc), int(
+            it.metadata.get("inbox_seq") or 0)
+
+    out = []
+    for asked in (t for t in turns if t.metadata.get("role") == "user" and forget_request_subject(t.content)):
+        replies = [t for t in turns if t.metadata.get("role") == "assistant" and when(t) > when(asked)
+                   and t.metadata.get("session_id") == asked.metadata.get("session_id")]
+        out.append((asked, min(replies, key=when, default=None)))
+    return out
+
+
+def _forgotten_by_later_requests(requests: Iterable[tuple[MemoryItem, MemoryItem | None]], who: Identity,
+                                 row: ChatRow, turn_id: str, result: CaptureResult) -> list[Event]:
+    """The retractions a row imported after the stored `requests` to forget (the later file
+    imported first) owes them: its turn and kept claims that one said after them names, as
+    if the files had come in order (the request and its reply with them: they would show
+    what existed)."""
+    said = [(message_item_id(turn_id), said_stems(result.visible_text))] + [
+        (p.item_id, said_stems(row.text)) for p in result.proposals
+        if row.role == "assistant" and p.item_id and p.action != "reject"]
+    out: list[Event] = []
+    for request, reply in requests:
+        named = request.entities[0] if request.entities else None
+        subject = forget_request_subject(request.content)
+        if not _said_before(row.at, request.created_at) or named != (row.speaker if row.role == "user" else None):
+            continue
+        hit = [i for i, stems in said if subject <= stems]
+        request_turn = request.provenance.source_id or request.id
+        out += [_forgotten_as_asked(who, i, request_turn, request.created_at) for i in hit]
+        out += [_forgotten_as_asked(who, turn.id, request_turn, request.created_at) for turn in (request, reply)
+                if hit and turn is not None and turn.validation != "retracted"]
+    return out
 
 
 def _forgotten_as_asked(who: Identity, item_id: str, request_turn_id: str, at: str | None) -> Event:

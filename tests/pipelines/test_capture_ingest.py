@@ -179,6 +179,42 @@ def test_a_request_to_forget_in_an_imported_chat_forgets_what_it_names_of_the_us
     assert inbox.max_seq() == landed  # importing again lands nothing, the forgetting included
 
 
+@pytest.mark.parametrize("order", ["in order", "later file first"])
+def test_a_request_to_forget_reaches_what_another_import_landed_before_it(inbox, tmp_path, order):
+    """Aug-Sep and Oct-Nov as two files: October's "please forget my ex's address" forgets
+    September's address and the claim kept of it, whichever file came first; not what was
+    said after it, nor a teammate's words, nor another project's."""
+    claim = ('Noted. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Ex address", "content": "Her ex lives at '
+             '12 Rua das Flores.", "why_store": "asked", "confidence": 0.9, "scope": "user"}]</MEMORY_PROPOSALS_JSON>')
+    months = {"aug-sep": [("home", "user", "My ex's address is 12 Rua das Flores.", "09-01"),
+                          ("home", "assistant", claim, "09-01"), ("home", "user", "My bank is Millennium.", "09-02"),
+                          ("home", "user", "Bob's ex address is on the fridge.", "09-03", "Bob"),
+                          ("work", "user", "A client's ex address is on file.", "09-04")],
+              "oct-nov": [("home", "user", "Please forget my ex's address.", "10-02"),
+                          ("home", "assistant", "Done, I've forgotten it.", "10-02"),
+                          ("home", "user", "My ex moved: her address is now 5 Rua Nova.", "11-01")]}
+    for name, rows in months.items():
+        (tmp_path / name).write_text("".join(json.dumps({
+            "user_id": "maya", "project_id": p, "role": r, "text": t, "at": f"2026-{day}T10:00:00+00:00",
+            "session_id": name, "speaker": named[0] if named else None}) + "\n" for p, r, t, day, *named in rows))
+
+    def stored(who):
+        return fold_events(inbox.read_after(0)).items.values()
+
+    def import_all():
+        for name in (months if order == "in order" else reversed(months)):
+            ingest_chat_jsonl(tmp_path / name, inbox, Policy(), stored=stored)
+
+    import_all()
+    gone = {it.title if it.type != "message" else it.content
+            for it in fold_events(inbox.read_after(0)).items.values() if it.validation == "retracted"}
+    assert gone == {"My ex's address is 12 Rua das Flores.", "Ex address", "Please forget my ex's address.",
+                    "Done, I've forgotten it."}, gone
+    landed = inbox.max_seq()
+    import_all()
+    assert inbox.max_seq() == landed  # importing again lands nothing, the forgetting included
+
+
 def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
     path = tmp_path / "chats.jsonl"
     path.write_text(
