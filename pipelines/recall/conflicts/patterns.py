@@ -85,6 +85,16 @@ _MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+
                   rf"moved(?:\s+(?:up|back|forward)\b|(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?\s+(?:to|from|until|till)\s+{_A_TIME})|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
+# A state that began anew or began ("I eat fish again", "started running", "eats fish since
+# March"; not "starts at 9": a schedule): under the title of an older claim it may update (`rule._updates`), it says
+# something changed as `_CHANGED` does. Read only there: across titles "again" and "since"
+# say too little to make two claims one subject.
+_BEGAN = re.compile(rf"\b(?:again|started|began|begun|since\s+{_A_TIME})\b", re.IGNORECASE)
+# When a state began, not what it is: "since March", "as of the 3rd of May", "since March
+# 2026" (read apart from the values a claim states, `rule._updates`).
+_SINCE_WHEN = re.compile(rf"\b(?:since|as\s+of)\s+{_A_TIME}(?:\s+of\s+(?:{_MONTH_NAMES})\b)?"
+                         rf"(?:\s*\d{{1,2}}(?:st|nd|rd|th)?\b)?(?:,?\s*\d{{4}}\b)?",
+                         re.IGNORECASE)
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
