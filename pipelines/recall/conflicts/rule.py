@@ -12,6 +12,7 @@ from .patterns import (
     _BEGAN,
     _CHANGED,
     _CLOCK_UNITS,
+    _DONE_AGAIN,
     _MOVED_TO,
     _RESCHEDULED,
     _SINCE_WHEN,
@@ -359,7 +360,7 @@ def _updates(new: Claim, old: Claim) -> bool:
 def _began(new: Claim) -> frozenset[str] | None:
     """Like `Claim.changes`, for a claim that says a state began, or began anew (`_BEGAN`:
     "again", "started", "since March"): its words beyond its title's; else None."""
-    return new.words - _title_words(new) if _BEGAN.search(_stance(new.item.content)) else None
+    return new.words - _title_words(new) if _BEGAN.search(_DONE_AGAIN.sub(" ", _stance(new.item.content))) else None
 
 
 # How many words two wishes must open with alike to ask one thing ("Answer Maya in ...",

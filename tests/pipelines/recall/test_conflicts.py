@@ -1114,6 +1114,11 @@ def test_a_state_that_began_again_or_since_a_time_updates_an_undated_one_under_i
     # one day's event, dated, ends no standing state, "again" or not; nor does a note saying nothing changed
     for event in ("Priya ate fish on Monday.", "Priya ate fish again on Monday.", "Priya eats fish."):
         assert corrected_by("Diet", event, "preference", "user", "u1", [veg]) == [], event
+    # a past event done again, or something started that is no doing, changes no habit
+    gym = claim("g", "Gym", "Priya goes to the gym.", kind="user")
+    for event in ("Priya went to the gym again.", "Priya started a gym diary."):
+        assert corrected_by("Gym", event, "fact", "user", "u1", [gym]) == [], event
+    assert corrected_by("Gym", "Priya goes to the gym again.", "fact", "user", "u1", [gym]) == ["g"]
     # at recall, the newer is the diet now; the older is beaten, not shown beside it
     fish = claim("f", "Diet", "Priya eats fish again since March.", kind="user", type_="preference",
                  updated="2026-02-01T00:00:00+00:00")
