@@ -85,6 +85,23 @@ _MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+
                   rf"moved(?:\s+(?:up|back|forward)\b|(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?\s+(?:to|from|until|till)\s+{_A_TIME})|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
+# A state that began anew or began ("I eat fish again", "started eating fish", "eats fish
+# since March"): under the title of an older claim it may update (`rule._updates`), it says
+# something changed as `_CHANGED` does. Read only there: across titles "again" and "since"
+# say too little to make two claims one subject. Not "starts at 9" (a schedule), "started a
+# pizza diary" (an event: what began is no doing), nor a past event done again (`_DONE_AGAIN`).
+_BEGAN = re.compile(rf"\b(?:again|(?:started|began|begun)\s+(?:\w+ing|to\s+\w+)|since\s+{_A_TIME})\b",
+                    re.IGNORECASE)
+# One event done again, in the past ("went to the gym again", "we had pizza again", "ate fish
+# again on Monday"): a past verb before "again" in its clause. What it tells of a standing
+# habit or state is nothing changed.
+_DONE_AGAIN = re.compile(r"\b(?:went|had|ate|drank|did|was|were|got|saw|made|took|came|ran|met|bought|"
+                         r"\w{3,}ed)\b[^.;!?]*?\bagain\b", re.IGNORECASE)
+# When a state began, not what it is: "since March", "as of the 3rd of May", "since March
+# 2026" (read apart from the values a claim states, `rule._updates`).
+_SINCE_WHEN = re.compile(rf"\b(?:since|as\s+of)\s+{_A_TIME}(?:\s+of\s+(?:{_MONTH_NAMES})\b)?"
+                         rf"(?:\s*\d{{1,2}}(?:st|nd|rd|th)?\b)?(?:,?\s*\d{{4}}\b)?",
+                         re.IGNORECASE)
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"

@@ -8,9 +8,20 @@ from pipelines.records import MemoryItem
 
 from ..lexical import STOPWORDS, words
 from .claim import DATED_TYPES, Claim, _title_words, speaker
-from .patterns import _CHANGED, _CLOCK_UNITS, _MOVED_TO, _RESCHEDULED, _STEMS, _WRITTEN_WORD, _not_qualifiers
+from .patterns import (
+    _BEGAN,
+    _CHANGED,
+    _CLOCK_UNITS,
+    _DONE_AGAIN,
+    _MOVED_TO,
+    _RESCHEDULED,
+    _SINCE_WHEN,
+    _STEMS,
+    _WRITTEN_WORD,
+    _not_qualifiers,
+)
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
-from .values import _counted, _measures, _stance, _times, _value_kinds, reschedules
+from .values import _counted, _measures, _stance, _times, _value_kinds, reschedules, stated_values
 
 SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
 SUBJECT_COSINE = 0.85  # embedding similarity that, with half the words shared, is one subject
@@ -327,18 +338,29 @@ def _updates(new: Claim, old: Claim) -> bool:
     actions, jenkins is gone" / "we run ci on jenkins"); not when each names whom it is about
     and they name nobody in common (`Claim.named`). Or it restates a wish in other terms
     (`_revises`)."""
-    if new.changes is None:
+    changes = new.changes if new.changes is not None else _began(new)
+    if changes is None:
         return _revises(new, old)
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
-    if new.values:  # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
+    # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
+    if new.values and (old.values or stated_values(_SINCE_WHEN.sub(" ", _stance(new.item.content)))):
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
         # ("now runs on CockroachDB" / "uses PostgreSQL 16").
         new_units, old_units = new.units - new.values, old.units - old.values
         # a day the time of which is left unsaid moves it ("moved to Thursday" / "Tuesday at 3pm")
         return (bool(old.values) and _values_disagree(new, old, one_subject=True)
                 and (bool(new_units & old_units) or not (new_units or old_units - _CLOCK_UNITS)))
-    return bool(new.changes & old.words)
+    # Stating none, or only when it began ("Priya eats fish again since March" / "Priya is
+    # vegetarian": a standing state changed; not "Priya ate fish on Monday", one day's event,
+    # whose day is a value the older, stating none, does not compare with)
+    return bool(changes & old.words)
+
+
+def _began(new: Claim) -> frozenset[str] | None:
+    """Like `Claim.changes`, for a claim that says a state began, or began anew (`_BEGAN`:
+    "again", "started", "since March"): its words beyond its title's; else None."""
+    return new.words - _title_words(new) if _BEGAN.search(_DONE_AGAIN.sub(" ", _stance(new.item.content))) else None
 
 
 # How many words two wishes must open with alike to ask one thing ("Answer Maya in ...",

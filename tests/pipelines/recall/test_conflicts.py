@@ -1103,6 +1103,31 @@ def test_a_version_is_a_name_when_a_note_under_its_title_says_what_changed():
     assert corrected_by("Pepper", "Pepper now eats 200 g of kibble a day.", "fact", "project", "u1", [pet]) == []
 
 
+def test_a_state_that_began_again_or_since_a_time_updates_an_undated_one_under_its_title():
+    # trial22: "Priya eats fish again since March" was shown beside "Priya is vegetarian",
+    # as if both held: "since March" is when the change began, not a value "vegetarian" lacks
+    veg = claim("v", "Diet", "Priya is vegetarian.", kind="user", type_="preference")
+    for changed in ("Priya eats fish again since March.", "Priya eats fish since March 2026.",
+                    "Priya has eaten fish since the 3rd of March.", "Priya started eating fish.",
+                    "Priya eats fish again."):
+        assert corrected_by("Diet", changed, "preference", "user", "u1", [veg]) == ["v"], changed
+    # one day's event, dated, ends no standing state, "again" or not; nor does a note saying nothing changed
+    for event in ("Priya ate fish on Monday.", "Priya ate fish again on Monday.", "Priya eats fish."):
+        assert corrected_by("Diet", event, "preference", "user", "u1", [veg]) == [], event
+    # a past event done again, or something started that is no doing, changes no habit
+    gym = claim("g", "Gym", "Priya goes to the gym.", kind="user")
+    for event in ("Priya went to the gym again.", "Priya started a gym diary."):
+        assert corrected_by("Gym", event, "fact", "user", "u1", [gym]) == [], event
+    assert corrected_by("Gym", "Priya goes to the gym again.", "fact", "user", "u1", [gym]) == ["g"]
+    # at recall, the newer is the diet now; the older is beaten, not shown beside it
+    fish = claim("f", "Diet", "Priya eats fish again since March.", kind="user", type_="preference",
+                 updated="2026-02-01T00:00:00+00:00")
+    assert resolve([veg, fish])["v"] == conflicts.Outcome("recency", ["f"], suppressed=True, winner="f")
+    monday = claim("m", "Diet", "Priya ate fish again on Monday.", kind="user", type_="preference",
+                   updated="2026-02-01T00:00:00+00:00")
+    assert not resolve([veg, monday])["v"].suppressed
+
+
 def test_a_name_is_a_word_of_the_claim_whatever_its_stem():
     # "Jenkins" stems to "jenkin", "Maple" to "mapl": the name is a subject word either way.
     assert {"jenkin", "mapl"} <= read_claim(claim("a", "CI", "Our CI runs on Jenkins in the Maple room.")).words
