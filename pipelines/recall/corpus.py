@@ -85,6 +85,28 @@ def _room_key(loc: PalaceLocation | Mapping[str, Any] | str | None) -> str | Non
     return None
 
 
+class _RowTerms:
+    """Each row's distinct index tokens (`MemoryCorpus.item_terms`), kept from the tokens the
+    lexical index is built from: a row's terms without tokenising its text again in a recall
+    (~9 rows a recall, each read once per snapshot). Compact: one id per distinct token of a
+    row, each token's string once."""
+
+    def __init__(self, docs: Sequence[Sequence[str]]) -> None:
+        vocab: dict[str, int] = {}
+        ids: list[int] = []
+        indptr = [0]
+        for doc in docs:
+            ids.extend(vocab.setdefault(t, len(vocab)) for t in set(doc))
+            indptr.append(len(ids))
+        self._words = list(vocab)
+        self._ids = np.asarray(ids, np.uint16 if len(vocab) <= 1 << 16 else np.int32)
+        self._indptr = np.asarray(indptr, np.int64)
+
+    def __call__(self, row: int) -> frozenset[str]:
+        words = self._words
+        return frozenset([words[k] for k in self._ids[self._indptr[row]:self._indptr[row + 1]].tolist()])
+
+
 class MemoryCorpus:
     def __init__(
         self,
@@ -154,6 +176,7 @@ class MemoryCorpus:
         self._visible_cached = lru_cache(maxsize=128)(self._visible_uncached)
         self._shadowed: tuple[tuple[MemoryCorpus, ...], np.ndarray] | None = None
         self._terms_cache: dict[int, frozenset[str]] = {}
+        self._row_terms: _RowTerms | None = None  # kept when the lexical index is built
         self._by_importance: dict[int, np.ndarray] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
@@ -311,8 +334,9 @@ class MemoryCorpus:
         if self._lexical is None:
             with self._lexical_lock:
                 if self._lexical is None:
-                    self._lexical = LexicalIndex([self._doc_tokens(it) for it in self.items],
-                                                 stem=self.stemming)
+                    docs = [self._doc_tokens(it) for it in self.items]
+                    self._row_terms = _RowTerms(docs)
+                    self._lexical = LexicalIndex(docs, stem=self.stemming)
         return self._lexical
 
     @property
@@ -343,7 +367,8 @@ class MemoryCorpus:
         """Distinct index tokens of a row (Q* coverage)."""
         terms = self._terms_cache.get(row)
         if terms is None:
-            terms = frozenset(self._doc_tokens(self.items[row]))
+            kept = self._row_terms
+            terms = kept(row) if kept is not None else frozenset(self._doc_tokens(self.items[row]))
             self._terms_cache[row] = terms
         return terms
 

@@ -26,6 +26,7 @@ from .rule import (
 from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, SAYS_CHANGED, SPEAKER, ClaimTable
 
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
+_NO_ROWS = np.zeros(0, np.int64)  # no pair asked (an index that selects nothing)
 
 
 VectorOf = Callable[[MemoryItem], "np.ndarray | None"]
@@ -146,8 +147,9 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
-    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j])
-                         & ((table.codes[i, CHANGES] > 0) | (table.codes[j, CHANGES] > 0)))
+    changes = table.codes[:, CHANGES] > 0
+    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & (changes[i] | changes[j])
+                         ) if changes.any() else _NO_ROWS  # most recalls' claims say nothing changed
     if len(ask):  # one says the time of what the other names moved (`_moved_within`)
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_moved_within(claim(x), claim(y)) or _moved_within(claim(y), claim(x))
@@ -173,7 +175,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     # one negates what the other says (`_denies`): same values, most words shared
     denies = np.flatnonzero(other & ~contradicts & (negated[i] != negated[j]) & ~adding
                             & (shared_values == n_values[i]) & (shared_values == n_values[j])
-                            & (shared >= 2) & (overlap >= SUBJECT_OVERLAP))
+                            & (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) if negated.any() else _NO_ROWS
     if len(denies) and table.rows("qualifiers").indptr[-1]:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
     if len(denies):  # what the negated one denies is what the other says (`_denies_said`), asked of the few
@@ -184,13 +186,16 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     # close in meaning, one saying something changed (`_may_have_changed`, then the cosine): asked of the pairs
     # no other reason joined
     says_changed = table.codes[:, SAYS_CHANGED] > 0
-    ask = np.flatnonzero((reason == 0) & other & ~contradicts & ~adding & (says_changed[i] | says_changed[j])
-                         & (content[i] != content[j])
-                         & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
-                         & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))
-                         & ~((n_values[i] > 0) & (n_values[j] > 0) & ~retiring
-                             & ((shared_values == n_values[i]) | (shared_values == n_values[j]))))
-    if len(ask) and vector_of is not None:  # the cosine first: two things of one kind asked of the close only
+    if says_changed.any() and vector_of is not None:  # most recalls' claims say nothing changed: nothing to ask
+        ask = np.flatnonzero((reason == 0) & other & ~contradicts & ~adding & (says_changed[i] | says_changed[j])
+                             & (content[i] != content[j])
+                             & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
+                             & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))
+                             & ~((n_values[i] > 0) & (n_values[j] > 0) & ~retiring
+                                 & ((shared_values == n_values[i]) | (shared_values == n_values[j]))))
+    else:
+        ask = _NO_ROWS
+    if len(ask):  # the cosine first: two things of one kind asked of the close only
         ask = ask[_close(items, i[ask], j[ask], vector_of, vectors_of, CHANGED_COSINE)]
         reason[ask[~_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = 6
     # Under one title, what the contents say decides; contents that do not compare are only
@@ -290,6 +295,11 @@ def _qualified_apart_rows(table: ClaimTable, i: np.ndarray, j: np.ndarray,
     return out
 
 
+# The matrices over the words' columns that `_Lacking` asks of (`_qualified_apart_rows` and
+# `_pairs`' subjects within another's words).
+LACKED = ("qualifiers", "subjects", "titles", "persons")
+
+
 class _Lacking:
     """`_lacks` of one table's qualifiers, subjects, titles or persons against its words, for the
     pairs of one `_pairs` call: a small table's dense product (rows x rows) is made once per
@@ -313,8 +323,29 @@ class _Lacking:
             (self._words,) = _dense_columns([w], None)
         return self._words
 
+    def _all_at_once(self) -> None:
+        """On a small table (a recall's claims, within DENSE_MAX_WORK and DENSE_WORDS_MAX_CELLS
+        over all the words' columns), every matrix of `LACKED`'s products in one: their rows
+        stacked, one product with the words (one call's overhead instead of one per matrix)."""
+        w = self.table.rows("words")
+        n, width = w.shape
+        if n * n * width > DENSE_MAX_WORK or n * width > DENSE_WORDS_MAX_CELLS:
+            return
+        qs = [self.table.rows(name) for name in LACKED]
+        held = np.concatenate([np.diff(q.indptr) for q in qs])  # per stacked row: its entries
+        stacked = np.zeros((len(qs) * n, width), np.float32)
+        stacked[np.repeat(np.arange(len(held)), held), np.concatenate([q.indices for q in qs])] = np.concatenate(
+            [q.data for q in qs])
+        if self._words_t is None:
+            self._words_t = np.ascontiguousarray(self.words(np.ones(width, bool)).T)
+        lacks = held[:, None] > stacked @ self._words_t  # row x of q holds a column row y's words lack
+        for k, name in enumerate(LACKED):
+            self._matched[name] = lacks[k * n:(k + 1) * n]
+
     def __call__(self, name: str, i: np.ndarray, j: np.ndarray) -> np.ndarray:
         q, w = self.table.rows(name), self.table.rows("words")
+        if not self._matched and name in LACKED:
+            self._all_at_once()
         if name not in self._matched:
             columns = np.zeros(w.shape[1], bool)
             columns[q.indices] = True  # a word no row of q holds matches nothing asked
