@@ -129,7 +129,7 @@ from pipelines.policy_rules.secrets import SecretHit, find_labelled_value, find_
 from pipelines.policy_rules.text import fold_lookalikes, unfold
 from pipelines.recall.conflicts import contradicted, proposed_claim
 from pipelines.recall.episodic import is_small_talk
-from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, words
+from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, each_word, words
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
 from pipelines.settings import Settings
 
@@ -397,14 +397,21 @@ def _standing_order(item: ProposedItem, ctx: RuleContext, fields: dict[str, str]
 
 
 # Words that name the exchange, not anything in it: "User said thanks" keeps nothing.
-_CHAT_WORDS = re.compile(
-    r"\b(?:user|assistant|said|says|saying|chat|chatted|conversation|message|replied|reply|responded|"
-    r"thanked|greeted|greeting|acknowledged|acknowledgement|small talk)\b", re.IGNORECASE)
+_CHAT_NAMES = ("user", "assistant", "said", "says", "saying", "chat", "chatted", "conversation", "message",
+               "replied", "reply", "responded", "thanked", "greeted", "greeting", "acknowledged",
+               "acknowledgement", "small talk")
+_CHAT_WORDS = re.compile(r"\b(?:" + "|".join(_CHAT_NAMES) + r")\b", re.IGNORECASE)
+# Every word a text of small talk may hold once the words naming the chat are set aside.
+_SMALL_TALK_OR_CHAT = SMALL_TALK | STOPWORDS | frozenset(" ".join(_CHAT_NAMES).split())
 
 
 def _only_small_talk(text: str) -> bool:
     """Acknowledgements, greetings and filler, and at least one of them: words that are
     only stopwords ("It is what it is.") are left to the other rules."""
+    # Most texts hold a word no small talk has: said at once, without the case-blind
+    # substitution over the whole text (the slower part on a long one).
+    if any(w not in _SMALL_TALK_OR_CHAT for w in each_word(text)):
+        return False
     said = _CHAT_WORDS.sub(" ", text)
     return is_small_talk(said) and not (SMALL_TALK - STOPWORDS).isdisjoint(words(said))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 
 import bm25s
@@ -48,6 +48,11 @@ QUERY_FILLERS: frozenset[str] = frozenset(
 def words(text: str) -> list[str]:
     """Lower-case word tokens, stopwords kept (used for label n-grams)."""
     return _WORD.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def each_word(text: str) -> Iterator[str]:
+    """`words` one at a time, for a test that may stop at the first."""
+    return (m.group() for m in _WORD.finditer(unicodedata.normalize("NFKC", text).lower()))
 
 
 def tokenize(text: str) -> list[str]:

@@ -300,6 +300,20 @@ def test_a_wish_about_small_talk_is_no_small_talk(policy, title, content):
     assert policy.evaluate(wish, provenance=PROV).action == "accept"
 
 
+@pytest.mark.parametrize("text", ["Thanks, sounds great!", "User said good morning.", "ＵＳＥＲ said thanks",
+                                  "The user_id is 7, thanks", "Chatted about small talk. Bye!", "Ok " * 400 + "deploy"])
+def test_small_talk_is_judged_as_by_the_whole_substitution(text):
+    """The early exit (a word no small talk has) answers as the substitution over the whole text does."""
+    from pipelines.policy import _CHAT_WORDS, _only_small_talk
+    from pipelines.recall.episodic import is_small_talk
+    from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, each_word, words
+
+    said = _CHAT_WORDS.sub(" ", text)
+    whole = is_small_talk(said) and not (SMALL_TALK - STOPWORDS).isdisjoint(words(said))
+    assert _only_small_talk(text) == whole
+    assert list(each_word(text)) == words(text)
+
+
 # ---------------------------------------------------------------------- soft blocks
 
 
