@@ -10,7 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -147,3 +147,19 @@ def back_to_schema(data_dir: str, version: int, pending: str) -> None:
         con.execute("DELETE FROM ingest_state WHERE key = ?", [pending])
     finally:
         con.close()
+
+
+class SimulatedClock:
+    """The simulated clock a scenario stamps every write with (patched where `utcnow` is
+    read): `at` sets a day and time on the user's calendar, each reading a little later."""
+
+    def __init__(self, zone: ZoneInfo) -> None:
+        self.zone = zone
+        self.now = datetime.now(timezone.utc)
+
+    def at(self, day: date, clock: time) -> None:
+        self.now = datetime.combine(day, clock, self.zone).astimezone(timezone.utc)
+
+    def __call__(self) -> str:
+        self.now += timedelta(seconds=30)  # each turn a little later than the one before
+        return self.now.isoformat(timespec="microseconds")

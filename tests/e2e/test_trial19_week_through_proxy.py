@@ -40,7 +40,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -53,6 +53,7 @@ from online.state import MemoryService
 from pipelines.consolidate import consolidate_once
 from pipelines.recall.render import EPISODIC_HEADER, FOOTER, SAID_EARLIER
 from pipelines.settings import load_settings
+from tests.e2e.chat import SimulatedClock
 from tests.online.test_proxy import block, serve, shared_fake, system_text  # noqa: F401 - shared_fake: fixture
 
 ZONE = ZoneInfo("America/Los_Angeles")
@@ -78,19 +79,6 @@ class Week:
     superseded: list[str] = field(default_factory=list)  # what the proposals' verdicts said they replaced
 
 
-class Clock:
-    """The simulated clock capture stamps turns with (`pipelines.capture.utcnow`)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(timezone.utc)
-
-    def at(self, day: date, clock: time) -> None:
-        self.now = datetime.combine(day, clock, ZONE).astimezone(timezone.utc)
-
-    def __call__(self) -> str:
-        self.now += timedelta(seconds=30)  # each turn a little later than the one before
-        return self.now.isoformat(timespec="microseconds")
-
 
 @pytest.fixture(scope="module")
 def week(shared_fake, tmp_path_factory) -> Iterator[Week]:  # noqa: F811
@@ -102,7 +90,7 @@ def week(shared_fake, tmp_path_factory) -> Iterator[Week]:  # noqa: F811
     settings = load_settings(None, environ={}, embedder="hash", data_dir=str(tmp_path_factory.mktemp("t19") / "data"))
     settings.flags["memory_tools"] = True  # the model may forget for the user (memory_forget)
     memory = MemoryService(settings, check_interval_ms=0)
-    clock = Clock()
+    clock = SimulatedClock(ZONE)
     replies: dict[str, Any] = {}
     forgotten = False  # whether the dentist appointment was forgotten yet
 

@@ -50,7 +50,7 @@ from pipelines.recall.query import parse_now
 from pipelines.recall.render import EPISODIC_HEADER
 from pipelines.records import Identity
 from pipelines.settings import load_settings
-from tests.e2e.chat import page_text
+from tests.e2e.chat import SimulatedClock, page_text
 from tests.online.test_proxy import block, serve, shared_fake, system_text  # noqa: F401 - shared_fake: fixture
 
 TZ = "Asia/Tokyo"
@@ -101,19 +101,6 @@ DB_NEW = claim("decision", "Harbor database version", "Harbor moved its data fro
 INDENT_CHAT = claim("constraint", "Indentation in this chat", "In this chat, indent with 3 spaces.", "session")
 
 
-class Clock:
-    """The simulated clock every write is stamped with (`utcnow` where it is read)."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(timezone.utc)
-
-    def at(self, day: date, clock: time) -> None:
-        self.now = datetime.combine(day, clock, ZONE).astimezone(timezone.utc)
-
-    def __call__(self) -> str:
-        self.now += timedelta(seconds=30)
-        return self.now.isoformat(timespec="microseconds")
-
 
 @dataclass
 class Fortnight:
@@ -140,7 +127,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
     settings = load_settings(None, environ={}, embedder="hash",
                              data_dir=str(tmp_path_factory.mktemp("t21") / "data"))
     memory = MemoryService(settings, check_interval_ms=0)
-    clock = Clock()
+    clock = SimulatedClock(ZONE)
     replies: dict[str, Any] = {}
 
     def model(req: dict[str, Any]) -> Any:
