@@ -25,8 +25,9 @@ folds it with `fold_served`, so a forgetting is applied there as in consolidatio
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain
 
 import msgspec
@@ -201,6 +202,39 @@ def forget_request_subject(text: str) -> frozenset[str]:
     of the same user that say all of them (`ingest.ingest_chat_jsonl`)."""
     named = (said_stems(m.group(1)) for m in _FORGET_MINE.finditer(text))
     return frozenset().union(*named) - _REQUEST_STEMS
+
+
+_JSON_OPEN = re.compile(r'\{\s*"')
+_JSON = json.JSONDecoder()
+
+
+def said_words(text: str) -> str:
+    """A turn's words as a request to forget reads them (`forget_request_subject` against
+    `said_stems`): a JSON object in it (a tool call an assistant's text shows, `{"name":
+    "memory_search", "arguments": {"query": "my ex's address"}}`) counts by its string values
+    alone, so "please forget my name" does not name every turn that shows a tool call."""
+    out, pos = [], 0
+    for m in _JSON_OPEN.finditer(text):
+        if m.start() < pos:
+            continue
+        try:
+            value, end = _JSON.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        out += [text[pos:m.start()], " ".join(_strings(value))]
+        pos = end
+    return "".join(out) + text[pos:] if out else text
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
 
 
 def kept_turn_id(turn_id: str) -> str:

@@ -21,9 +21,10 @@ from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 import msgspec
 
 from pipelines.capture import CaptureResult, TurnIdConflict, capture_turn, govern_claim
-from pipelines.forgetting import forget_request_subject
+from pipelines.forgetting import forget_request_subject, said_words
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import DISAGREES_WITH, HELD_AGAINST, is_tombstone, message_item_id
+from pipelines.proposals import parse_assistant_output
 from pipelines.recall.conflicts import is_claim
 from pipelines.recall.episodic import said_stems
 from pipelines.records import (
@@ -240,11 +241,24 @@ def ingest_chat_jsonl(
             owed = _forgotten_by_later_requests(requests[scope], who, row, turn_id, result)
             if owed:
                 inbox.append(owed)
-        said[whose if row.role == "user" else (*whose[:3], "")] += [
-            (message_item_id(turn_id), said_stems(result.visible_text))] + [
-            (p.item_id, said_stems(row.text)) for p in result.proposals if p.item_id and p.action != "reject"]
+        said[whose if row.role == "user" else (*whose[:3], "")] += said_by_row(row, turn_id, result)
         report.count_turn(result)
     return report
+
+
+def said_by_row(row: ChatRow, turn_id: str, result: CaptureResult) -> list[tuple[str, frozenset[str]]]:
+    """(id, stems) of what an imported row landed that a request to forget may name: its turn
+    (the words shown, `visible_text`, a tool call's JSON by its values: `said_words`) and each
+    claim kept of it (its own title and content, as a stored claim is read in `forgettable`).
+    Not the row's raw text: an assistant's proposal JSON or tool call ("name": "memory_save",
+    "title", "scope") is no one's words, so "please forget my name" must not forget every
+    claim proposed in a tool call, nor one claim of a row forget the others."""
+    out = [(message_item_id(turn_id), said_stems(said_words(result.visible_text)))]
+    if row.role == "assistant" and result.proposals:
+        proposed = parse_assistant_output(row.text, row.tool_calls).proposals  # capture_turn's order
+        out += [(p.item_id, said_stems(f"{pp.item.title} {pp.item.content}"))
+                for p, pp in zip(result.proposals, proposed) if p.item_id and p.action != "reject"]
+    return out
 
 
 def _said_before(said_at: str | None, at: str | None) -> bool:
@@ -267,7 +281,7 @@ def forgettable(items: Iterable[MemoryItem], who: Identity, speaker: str | None,
         if it.type == "message":
             role, named = it.metadata.get("role"), it.entities[0] if it.entities else None
             if (role == "user" and named == speaker) or (role == "assistant" and speaker is None):
-                yield it.id, said_stems(it.content)
+                yield it.id, said_stems(said_words(it.content))
         elif speaker is None and is_claim(it):
             yield it.id, said_stems(f"{it.title} {it.content}")
 
@@ -297,9 +311,7 @@ def _forgotten_by_later_requests(requests: Iterable[tuple[MemoryItem, MemoryItem
     imported first) owes them: its turn and kept claims that one said after them names, as
     if the files had come in order (the request and its reply with them: they would show
     what existed)."""
-    said = [(message_item_id(turn_id), said_stems(result.visible_text))] + [
-        (p.item_id, said_stems(row.text)) for p in result.proposals
-        if row.role == "assistant" and p.item_id and p.action != "reject"]
+    said = said_by_row(row, turn_id, result)
     out: list[Event] = []
     for request, reply in requests:
         named = request.entities[0] if request.entities else None

@@ -364,6 +364,8 @@ class Exchange:
         }
         if self.ignored_calls:
             out["ignored_tool_calls"] = list(self.ignored_calls)
+        if self.calls.unlinked:
+            out["unlinked_turns"] = list(self.calls.unlinked)
         if self.config.catalog_field:
             out["catalog"] = catalog(self, visible, self.user_turn, assistant)
         return out

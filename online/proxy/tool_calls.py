@@ -6,6 +6,7 @@ message and the exchange's record (`ToolRound`)."""
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,8 @@ from pipelines.recall.intents import (
     tool_arguments,
 )
 from pipelines.records import Identity
+
+log = logging.getLogger("loci.proxy")
 
 Read = tuple[str, dict[str, Any], dict[str, Any]]  # (action, arguments, the call as sent)
 
@@ -41,7 +44,8 @@ class MemoryCalls:
     """The memory calls of one exchange and what they left: `searched` (queries, lowered),
     `seen_ids` (ids the model has been shown in this exchange), `tool_rounds`, `proposing`
     (memory.propose calls), `forgot` (what the model's calls retracted for the user), `held`
-    (what they asked to forget that waits for review), `ignored_calls`. `offers_changes`: the
+    (what they asked to forget that waits for review), `ignored_calls`, `unlinked` (each held
+    forget whose round's turns could not be linked to it, and why). `offers_changes`: the
     model was offered the tools, so it may ask for the user's changes (`CHANGE_ACTIONS`)."""
 
     def __init__(self, service: MemoryService, identity: Identity, *, tz: str | None, own_words: bool,
@@ -59,6 +63,7 @@ class MemoryCalls:
         self.forgot: list[str] = []
         self.held: list[str] = []
         self.ignored_calls: list[str] = []
+        self.unlinked: list[str] = []
 
     def sort(self, own: list[dict[str, Any]]) -> list[Read]:
         """Loci's calls of one answer: proposals kept for landing, reads and the changes the
@@ -125,12 +130,18 @@ class MemoryCalls:
 
     def link_held(self, turn_ids: list[str]) -> None:
         """The round's turns (landed: `turn_ids`) wait with each forget held for review, as
-        memory.forget's `turn_ids` keep them: its approval forgets them, its rejection leaves them."""
+        memory.forget's `turn_ids` keep them: its approval forgets them, its rejection leaves them.
+        A link refused (the forget decided meanwhile, the item no longer the caller's to see) is
+        no ignored call of the model's (its forget ran): the approval would leave these turns
+        recallable, so it is named in the answer (`unlinked`, `loci.unlinked_turns`) and logged."""
         for item_id in dict.fromkeys(self.held):
             try:
                 self.tools.dispatch("memory.forget", {"id": item_id, "turn_ids": turn_ids}, self.identity)
-            except ToolError as exc:  # decided meanwhile, or no longer the caller's to see
-                self.ignored_calls.append(f"memory.forget {item_id}: the round's turns not linked: {exc.message}")
+            except ToolError as exc:
+                self.unlinked.append(f"memory.forget {item_id}: the round's turns {turn_ids} not linked "
+                                     f"({exc.status}): {exc.message}")
+                log.warning("held forget of %s: the round's turns %s not linked for %s: %s", item_id, turn_ids,
+                            self.identity.user_id, exc.message)
 
 
 def drop_recall_questions(result: dict[str, Any]) -> dict[str, Any]:

@@ -233,7 +233,9 @@ class ForgetArgs(Args):
     claim is not retracted at once: the retraction is held for review. `turn_ids`: the
     caller's turns of this round that asked for or acknowledged the forgetting ("please
     forget X", "Done, it's forgotten."), forgotten with it once it holds (at once, or when a
-    reviewer approves it): recalled, they would show that X existed."""
+    reviewer approves it): recalled, they would show that X existed. A teammate's words in
+    the caller's shared chat (a named `speaker`) and a turn of another conversation are
+    refused (403, 409: `edits._not_of_the_round`)."""
 
     id: ItemId
     turn_ids: Annotated[list[ItemId], Meta(

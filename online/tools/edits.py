@@ -89,6 +89,29 @@ def _vouched(item: MemoryItem, who: Identity) -> bool:
     return isinstance(review, dict) and review.get("decision") == "approve" and review.get("by") == who.user_id
 
 
+def _not_of_the_round(given: str, turn: MemoryItem | None, who: Identity) -> ToolError | None:
+    """Why `turn` (found for `ForgetArgs.turn_ids` entry `given`; None: not found) may not be
+    forgotten with `who`'s forget as a turn of their round, or None when it may."""
+    where = "give a turn_id from POST /v1/turns, or the id of a message entry memory_search found"
+    if turn is None or turn.scope.user_id != who.user_id:
+        return ToolError(404, f"memory.forget: turn_ids: {given!r} is not a turn of yours ({where})")
+    if turn.type != "message":
+        return ToolError(400, f"memory.forget: turn_ids: {given!r} is a memory ({turn.type}), not a turn "
+                              "of the conversation: forget it with a memory.forget of its own")
+    if turn.entities and turn.metadata.get("role") == "user":  # a named speaker: a teammate in the chat
+        return ToolError(403, f"memory.forget: turn_ids: {given!r} was said by {turn.entities[0]!r}, not by "
+                              "you: only your own turns and the assistant's answers to you are forgotten with "
+                              "your forget")
+    said_in = (str(turn.metadata.get("project_id", turn.scope.project_id)),
+               str(turn.metadata.get("session_id", turn.scope.session_id)))
+    if said_in != (who.project_id, who.session_id):
+        return ToolError(409, f"memory.forget: turn_ids: {given!r} was said in another conversation (project "
+                              f"{said_in[0]!r}, session {said_in[1]!r}), not this round's (project "
+                              f"{who.project_id!r}, session {who.session_id!r}): name only the turns of the "
+                              "round that asked for or acknowledged the forgetting")
+    return None
+
+
 def _own_retraction(edit: dict[str, Any], who: Identity) -> bool:
     """Whether the edit held for review is `who`'s forget (a retraction)."""
     return edit.get("by") == who.user_id and (edit.get("patch") or {}).get("validation") == "retracted"
@@ -295,21 +318,21 @@ class EditActions(WriteActions):
         return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns)
 
     def _round_turns(self, args: ForgetArgs, who: Identity, view: View) -> list[MemoryItem]:
-        """The caller's turns a forget names (`ForgetArgs.turn_ids`: a turn id, or its message
-        entry's id), the item forgotten itself left out; 404 for one that is not the caller's
-        turn (as for an id they cannot see: audited as refused), 400 for a memory that is no turn."""
+        """The caller's turns of this round a forget names (`ForgetArgs.turn_ids`: a turn id,
+        or its message entry's id), the item forgotten itself left out. Refused, nothing
+        forgotten and audited as refused: 404 for one that is not the caller's turn (as for an
+        id they cannot see), 403 for a teammate's words in the caller's shared chat (a named
+        `speaker`: theirs alone to forget), 409 for the caller's turn of another conversation
+        (project or session: not of the round that asked); 400 for a memory that is no turn."""
         turns: dict[str, MemoryItem] = {}
         for given in dict.fromkeys(args.turn_ids):
             turn = next((it for it in (self.service.get_item(i, who, view) for i in (given, message_item_id(given)))
                          if it is not None), None)
-            if turn is None or turn.scope.user_id != who.user_id:
+            refusal = _not_of_the_round(given, turn, who)
+            if refusal is not None:
                 self.service.audit(who, "memory.forget", {"id": args.id, "turn_ids": list(args.turn_ids)},
-                                   [given], outcome="refused", reason="turn not the caller's")
-                raise ToolError(404, f"memory.forget: turn_ids: {given!r} is not a turn of yours (give a turn_id "
-                                     "from POST /v1/turns, or the id of a message entry memory_search found)")
-            if turn.type != "message":
-                raise ToolError(400, f"memory.forget: turn_ids: {given!r} is a memory ({turn.type}), not a turn "
-                                     "of the conversation: forget it with a memory.forget of its own")
+                                   [given], outcome="refused", reason=refusal.message)
+                raise refusal
             if turn.id != args.id:
                 turns[turn.id] = turn
         return list(turns.values())

@@ -230,7 +230,8 @@ def reembed_all(settings: Settings, *, embedder: Any = None,
                 say(f"reading {len(changed)} messages again with the configured context")
                 with warehouse.transaction():
                     warehouse.update_items({i: {"metadata": m} for i, m in changed.items()},
-                                           reason="message_context", touch=False)
+                                           reason="message_context", touch=False,
+                                           current={i.id: i for i in items})
                 items = warehouse.active_items()
             say(f"re-embedding {len(items)} active items with {embedder.name}")
             vectors = vectors_for(items, embedder, warehouse)

@@ -42,6 +42,6 @@ def sweep_forgetting(warehouse: Warehouse) -> int:
             patches[item_id] = patch
     with warehouse.transaction():
         if patches:
-            warehouse.update_items(patches, reason=SWEEP_REASON, touch=False)
+            warehouse.update_items(patches, reason=SWEEP_REASON, touch=False, current=turns)
         warehouse.finish_sweep(SWEEP_KEY)
     return len(patches)

@@ -64,7 +64,7 @@ def build_palace(warehouse: Warehouse, clusters: Sequence[ClusterRef] = (), *,
     with warehouse.transaction():
         moved = warehouse.put_locations(locations)
         if patches:
-            warehouse.update_items(patches, reason="palace", touch=False)
+            warehouse.update_items(patches, reason="palace", touch=False, current=by_id)
         if relocating:
             warehouse.finish_sweep(PALACE_KEY)
         call_hook(hook, "palace:before_commit")

@@ -16,7 +16,7 @@ from pipelines.warehouse.connection import (
     check_id,
     unique_ids,
 )
-from pipelines.warehouse.journal import LINK_RELS, ItemJournal, Origin, check_origin
+from pipelines.warehouse.journal import LINK_RELS, ItemJournal, Origin, check_all_stored, check_origin
 
 _FIELD_NAMES = frozenset(f.name for f in msgspec.structs.fields(MemoryItem))
 # Not patchable: identity, derived hash, links (append-only, see link()), learn time.
@@ -85,12 +85,16 @@ class ItemWrites(ItemJournal):
         reason: str = "update",
         origin: Origin | None = None,
         touch: bool = True,
+        current: Mapping[str, MemoryItem] | None = None,
     ) -> list[MemoryItem]:
         """Patch many items in one transaction; always a new revision and event each.
         Patchable: every MemoryItem field except id, content_hash (recomputed), links (see
         link()) and created_at. updated_at is set to now unless the patch gives it, or
         `touch` is False: bookkeeping (promotion, palace placement, usage counts) does not
-        change what an item says, and updated_at is what makes a claim the newer one."""
+        change what an item says, and updated_at is what makes a claim the newer one.
+        `current`: the stored versions of the patched items the caller read while holding
+        the warehouse (a run's stage under its lock), patched as given instead of read again
+        (only that each is stored with that content is checked, `ItemConflictError` else)."""
         self._writable()
         check_id(reason, "reason")
         check_origin(origin)
@@ -103,7 +107,7 @@ class ItemWrites(ItemJournal):
         if not patches:
             return []
         with self.transaction():
-            current = self._require_items(list(patches))
+            current = self._require_items(list(patches)) if current is None else self._as_stored(patches, current)
             now = utcnow()
             changes = [(current[i], _patched(current[i], p, now if touch else current[i].updated_at))
                        for i, p in patches.items()]
@@ -113,6 +117,17 @@ class ItemWrites(ItemJournal):
                 details = [{"reason": reason, "fields": sorted(patches[old.id])} for old, _ in group]
                 self._write_changes(group, reason, action, details, now, origin)
         return [new for _, new in changes]
+
+    def _as_stored(self, patches: Mapping[str, Any], given: Mapping[str, MemoryItem]) -> Mapping[str, MemoryItem]:
+        """`given` (id -> the version a caller holds) for the ids of `patches`, checked to be
+        stored with that content: its full read (columns and links) is not made again."""
+        ids = list(patches)
+        stored = self._stored_hashes(ids)
+        check_all_stored(ids, stored)
+        for i in ids:
+            if i not in given or given[i].content_hash != stored[i]:
+                raise ItemConflictError(f"item {i!r}: the version given as current is not the stored one")
+        return given
 
     def archive_items(
         self, item_ids: Sequence[str], *, reason: str, origin: Origin | None = None

@@ -4,7 +4,7 @@ the audit `events` rows), always inside the caller's transaction."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -201,9 +201,7 @@ class ItemJournal(WarehouseConnection):
         else:
             found = {}
             present = set(self._stored_hashes(unique))
-        missing = [i for i in unique if i not in present]
-        if missing:
-            raise UnknownItemError(f"unknown item ids: {missing[:5]} ({len(missing)} missing)")
+        check_all_stored(unique, present)
         return found
 
     def _stored_hashes(self, ids: list[str]) -> dict[str, str]:
@@ -330,3 +328,10 @@ class ItemJournal(WarehouseConnection):
         cols = ", ".join(f'"{c}"' for c in _EVENT_SCHEMA.names)
         with self._staged(table) as staged:
             self._sql(f"INSERT INTO events ({cols}) SELECT {cols} FROM {staged}")
+
+
+def check_all_stored(ids: Iterable[str], stored: Container[str]) -> None:
+    """`UnknownItemError` naming the `ids` not among `stored`."""
+    missing = [i for i in ids if i not in stored]
+    if missing:
+        raise UnknownItemError(f"unknown item ids: {missing[:5]} ({len(missing)} missing)")

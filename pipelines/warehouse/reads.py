@@ -252,28 +252,25 @@ class ItemReads(ItemJournal):
 
     def revisions(self, item_id: str) -> list[dict[str, Any]]:
         """Every revision of an item, oldest first; `snapshot` is the item as a dict."""
-        check_id(item_id, "item_id")
-        keys = ("revision_id", "item_id", "revision_num", "snapshot", "changed_at", "reason",
-                "actor", "inbox_seq", "requested_at")  # fmt: skip
-        rows = self.query(
-            f"SELECT {', '.join(keys)} FROM revisions WHERE item_id = ? ORDER BY revision_num",
-            [item_id],
-        )
-        out = [dict(zip(keys, r)) for r in rows]
-        for r in out:
-            r["snapshot"] = msgspec.json.decode(r["snapshot"])
-        return out
+        return self._history("revisions", item_id, "revision_num", "snapshot", (
+            "revision_id", "item_id", "revision_num", "snapshot", "changed_at", "reason", "actor", "inbox_seq",
+            "requested_at"))
 
     def item_events(self, item_id: str) -> list[dict[str, Any]]:
         """The audit events of an item, oldest first; `details` decoded."""
+        return self._history("events", item_id, "id", "details", (
+            "id", "action", "item_id", "details", "content_sha256", "at", "actor", "inbox_seq", "requested_at"))
+
+    def _history(self, table: str, item_id: str, order: str, encoded: str, keys: tuple[str, ...]
+                 ) -> list[dict[str, Any]]:
+        """The rows of `table` (revisions, events) of an item in `order`, as dicts of `keys`,
+        the JSON column `encoded` decoded."""
         check_id(item_id, "item_id")
-        keys = ("id", "action", "item_id", "details", "content_sha256", "at", "actor",
-                "inbox_seq", "requested_at")  # fmt: skip
-        cols = ", ".join(f'"{k}"' for k in keys)  # "at" is a keyword
-        rows = self.query(f"SELECT {cols} FROM events WHERE item_id = ? ORDER BY id", [item_id])
+        cols = ", ".join(f'"{k}"' for k in keys)  # quoted: "at" is a keyword
+        rows = self.query(f"SELECT {cols} FROM {table} WHERE item_id = ? ORDER BY {order}", [item_id])
         out = [dict(zip(keys, r)) for r in rows]
         for r in out:
-            r["details"] = msgspec.json.decode(r["details"])
+            r[encoded] = msgspec.json.decode(r[encoded])
         return out
 
 

@@ -197,14 +197,24 @@ def test_bad_turn_ids_are_refused_with_a_message_and_nothing_is_forgotten(servic
     client, _ = service
     gym = propose(client, SAM, "Gym", "Sam's gym is the Riverside Climbing Hall.")
     other = said(client, ANN, "user", "Please forget my gym.")  # Ann's turn, not Sam's
+    # In Sam's shared chat, his climbing partner Lea's words: hers alone to forget.
+    leas = client.post("/v1/turns", json={"identity": SAM, "role": "user", "speaker": "Lea",
+                                          "text": "Sam, please forget the gym, I moved to Boulder Barn."})
+    assert leas.status_code == 201, leas.text
+    lea = leas.json()["turn_id"]
+    earlier = said(client, SAM_EARLIER, "user", "Forget my gym.")  # Sam's, but last week's conversation
     for turn_ids, status, says in ((["turn_nope"], 404, "'turn_nope' is not a turn of yours"),
                                    ([other], 404, "is not a turn of yours"),
                                    ([gym], 400, "is a memory (fact), not a turn"),
+                                   ([lea], 403, "was said by 'Lea', not by you"),
+                                   ([earlier], 409, "was said in another conversation (project 'home', session 's0')"),
                                    ([""], 400, "invalid args")):
         code, body = forget(client, SAM, {"id": gym, "turn_ids": turn_ids})
         assert code == status and says in body["error"], (turn_ids, code, body)
     assert validation(client, SAM, gym) != "retracted"
     assert validation(client, ANN, message_item_id(other)) == "verified"
+    for turn_id in (lea, earlier):
+        assert validation(client, SAM, message_item_id(turn_id)) == "verified"
 
 
 def test_an_approved_forget_forgets_the_memory(service) -> None:

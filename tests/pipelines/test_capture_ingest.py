@@ -215,6 +215,39 @@ def test_a_request_to_forget_reaches_what_another_import_landed_before_it(inbox,
     assert inbox.max_seq() == landed  # importing again lands nothing, the forgetting included
 
 
+@pytest.mark.parametrize("files", ["one file", "the request's file first", "the request's file last"])
+def test_a_request_to_forget_reads_the_claims_words_not_the_proposal_json(inbox, tmp_path, files):
+    """"Please forget my name" forgets what she said of her name: not a claim proposed in a
+    tool call (its JSON says "name": "memory_save"), nor a turn showing a tool call's JSON,
+    nor the other claims of the row that kept the one it names, whether the request comes
+    in the same file, a later one or an earlier one."""
+    call = json.dumps({"name": "memory_save", "arguments": {
+        "type": "preference", "title": "Coffee", "content": "Maya takes her coffee with oat milk.",
+        "why_store": "asked", "confidence": 0.9, "scope": "user"}})
+    search = "Let me look. " + json.dumps({"name": "memory_search", "arguments": {"query": "coffee order"}})
+    block = ('Noted. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Full name", "content": "She is Maya '
+             'Costa.", "confidence": 0.9, "scope": "user"}, {"type": "fact", "title": "Cat", "content": "Her cat '
+             'is called Miso.", "confidence": 0.9, "scope": "user"}]</MEMORY_PROPOSALS_JSON>')
+    rows = [("user", "I take my coffee with oat milk.", "09-01"), ("assistant", "Noted. " + call, "09-01"),
+            ("assistant", search, "09-01"),
+            ("user", "My name is Maya Costa and my cat is Miso.", "09-02"), ("assistant", block, "09-02"),
+            ("user", "Please forget my name.", "10-01"), ("assistant", "Done.", "10-01")]
+    parts = {"one file": [rows], "the request's file first": [rows[5:], rows[:5]],
+             "the request's file last": [rows[:5], rows[5:]]}[files]
+
+    def stored(who):
+        return fold_events(inbox.read_after(0)).items.values()
+
+    for number, part in enumerate(parts):
+        path = tmp_path / f"part{number}.jsonl"
+        path.write_text("".join(json.dumps({"user_id": "maya", "project_id": "home", "role": r, "text": t,
+                                            "at": f"2026-{day}T10:00:00+00:00"}) + "\n" for r, t, day in part))
+        ingest_chat_jsonl(path, inbox, Policy(), stored=stored)
+    gone = {it.title if it.type != "message" else it.content
+            for it in fold_events(inbox.read_after(0)).items.values() if it.validation == "retracted"}
+    assert gone == {"Full name", rows[3][1], rows[5][1], rows[6][1]}, gone
+
+
 def test_ingest_reports_bad_rows_and_keeps_going(inbox, tmp_path):
     path = tmp_path / "chats.jsonl"
     path.write_text(

@@ -179,6 +179,29 @@ def test_update_items_in_bulk(wh):
     assert len(wh.revisions("i10")) == 2 and len(wh.revisions("i11")) == 1
 
 
+def test_update_items_patches_the_versions_a_stage_holds_without_reading_them_again(wh, monkeypatch):
+    """A stage that read the items under the warehouse lock gives them as `current`: they are
+    patched as given, not read again (columns and links); one not stored with that content,
+    or not stored at all, is refused and nothing is written."""
+    held = {i.id: i for i in wh.put_items([make_item("a", content="v1"), make_item("b", content="v2")])}
+    stale = wh.update_items({"b": {"content": "v3"}})[0]
+    before = counts(wh)
+
+    def no_full_read(ids):
+        raise AssertionError(f"read again: {ids}")
+
+    monkeypatch.setattr(wh, "_load_items", no_full_read)
+    with pytest.raises(ItemConflictError, match="'b': the version given as current is not the stored one"):
+        wh.update_items({"a": {"tier": "mtm"}, "b": {"tier": "mtm"}}, current=held, touch=False)
+    with pytest.raises(UnknownItemError):
+        wh.update_items({"nope": {"tier": "mtm"}}, current={"nope": make_item("nope")}, touch=False)
+    assert counts(wh) == before
+    (done,) = wh.update_items({"b": {"metadata": {"palace": "home/room"}}}, current={"b": stale}, touch=False)
+    monkeypatch.undo()
+    assert wh.get_item("b") == done and done.content == "v3" and done.metadata["palace"] == "home/room"
+    assert [r["revision_num"] for r in wh.revisions("b")] == [1, 2, 3]
+
+
 def test_supersede_and_archive_never_delete(wh):
     wh.put_items([make_item("a"), make_item("b"), make_item("c"), make_item("merged", tier="mtm")])
     history = [counts(wh)]

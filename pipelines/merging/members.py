@@ -1,0 +1,46 @@
+"""Which members of a cluster may be merged: not those contradicting another member
+(`contradicting_ids`), nor those holding at another time (`for_other_times`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pipelines.recall.conflicts import (
+    conflict_reason,
+    find_conflicts,
+    is_claim,
+    own_words_apart,
+    read_claim,
+    supersedes,
+)
+from pipelines.records import (
+    MemoryItem,
+    apart_in_time,
+)
+
+
+def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
+    """Ids of the members that contradict another member of `cluster` (both sides), by the
+    rule recall uses. Members of one cluster are about one thing already (that is what
+    clustering found), so two claims among them whose values disagree ("REST, no GraphQL"
+    / "GraphQL instead of REST") are kept apart even when their wording shares too little
+    for the rule's own subject test. Two people each saying something different of
+    themselves (`own_words_apart`: "My laptop is a ThinkPad" / "My laptop is a MacBook") do
+    not contradict each other, but are about two people: one item would say both of one."""
+    apart = {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
+    claims = [read_claim(it) for it in cluster if it.active and is_claim(it)]
+    for x, a in enumerate(claims):
+        for b in claims[x + 1:]:
+            if (not supersedes(a.item, b.item) and not supersedes(b.item, a.item)
+                    and (conflict_reason(a, b, one_subject=True)
+                         or (own_words_apart(a, b) and a.content != b.content))):
+                apart.update((a.item.id, b.item.id))
+    return apart
+
+
+def for_other_times(cluster: Sequence[MemoryItem]) -> set[str]:
+    """Ids of the members that hold at another time than some other member
+    (`records.apart_in_time`: "on call this week" said in three different weeks, a stand-in
+    until Friday beside the standing rule). They are kept out of the merge: one item would
+    hold over the whole span, between the windows too, or lose the stand-in's end."""
+    return {it.id for n, a in enumerate(cluster) for b in cluster[n + 1:] if apart_in_time(a, b) for it in (a, b)}
