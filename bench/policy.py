@@ -20,6 +20,11 @@ sources (thresholds chosen by leave-one-source-out inside those) and judges the 
 "before" is the rules alone, which are not trained, so their numbers are out-of-sample as
 they stand. LoCoMo turns and the built-in cases, never trained on, are judged by the layer
 trained on every labelled source. Per-turn latency (p50/p99 of one `evaluate`) is reported.
+`--loso` also reports each source's *ceiling*: the most recall the layer trained without the
+source could give it at precision >= `CEILING_PRECISION` (or the rules' own precision, when
+lower), with the thresholds chosen on that source's own rows. It is in-sample, an upper bound
+no threshold chosen without the source can beat: below a target, better thresholds will not
+reach it, only other features or other labels.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from bench import driver
 from pipelines.policy import Policy
@@ -220,8 +227,11 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
     say(f"rules over {len(dev)} labelled rows ...")
     ids = learned.rule_ids([r.text for r in dev])
     labelled = [LabelledRow(r.text, r.label, r.kind, r.source) for r in dev]
-    before = evaluate(rows, Policy(learned=None))
+    judged: list[str] = []
+    before = evaluate(rows, Policy(learned=None), verdicts=judged)
+    by_rules = {i: json.loads(line) for i, line in enumerate(judged[: len(dev)])}  # dev rows come first
     after = Results()
+    ceilings: dict[str, dict] = {}
     # rows marked `half: blind` are judged (when their source is held out) but never trained on
     trainable = [r.fields.get("half") != learned.HELD_OUT_HALF for r in dev]
     for held in sorted({r.source for r in dev}):
@@ -229,11 +239,21 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
         say(f"train without {held} ({len(keep)} rows) ...")
         layer = learned.train([labelled[i] for i in keep], [ids[i] for i in keep])
         evaluate([r for r in dev if r.source == held], Policy(learned=layer), after)
+        judged_rows = [i for i, r in enumerate(dev) if r.source == held]
+        ceilings[held] = ceiling(layer, dev[judged_rows[0]].kind, [dev[i].text for i in judged_rows],
+                                 [dev[i].label for i in judged_rows], [ids[i] for i in judged_rows],
+                                 [by_rules[i] for i in judged_rows])
     if others:
         say("train on every labelled source, judge the rows never trained on ...")
         keep = [i for i in range(len(dev)) if trainable[i]]
         evaluate(others, Policy(learned=learned.train([labelled[i] for i in keep], [ids[i] for i in keep])), after)
     kinds = {r.source: r.kind for r in dev}
+    # over every source with positives, when each has a ceiling (not for a kind whose attacks
+    # come in sources without benign rows, where no precision holds a threshold back)
+    with_positives = {r.source for r in dev if r.label}
+    ceiling_macro = {kind: _mean([ceilings[s]["recall"] for s in sorted(with_positives) if kinds[s] == kind])
+                     if all(ceilings[s] for s in with_positives if kinds[s] == kind) else None
+                     for kind in sorted(set(kinds.values()))}
     return {
         "mode": "loso",
         "seconds": round(clock() - started, 1),
@@ -241,7 +261,58 @@ def loso(rows: Sequence[Row], say: driver.Say, clock=time.perf_counter) -> dict:
         "after": to_report(after, 0.0),
         "kind_of_source": dict(sorted(kinds.items())),
         "macro": {"before": macro(before, kinds), "after": macro(after, kinds)},
+        "ceiling": {"precision_floor": CEILING_PRECISION, "by_source": dict(sorted(ceilings.items())),
+                    "macro_recall": ceiling_macro},
     }
+
+
+CEILING_PRECISION = 0.90  # the issue-14 precision target
+OVERSIZE_RULE = "hard.oversize"
+_CEILING_ADD = (*(round(t, 2) for t in np.arange(0.01, 1.0, 0.01)), learned.NEVER)
+_CEILING_VETO = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def ceiling(layer: learned.LearnedLayer, kind: str, texts: Sequence[str], labels: Sequence[int],
+            rule_ids: Sequence[Sequence[str]], judged: Sequence[Sequence]) -> dict | None:
+    """The most recall `layer` (trained without these rows) could give them, its thresholds
+    chosen on the rows themselves, at precision >= `CEILING_PRECISION` or the rules' own
+    precision when that is lower (see the module docstring); None for a source with no
+    positives or no benign rows (nothing bounds its precision) or a kind the layer has no
+    model for. `judged`: the rules' verdict per row
+    (action, rule ids, reasons). As `LearnedLayer.decide`: a rule of another kind (or any
+    other rejection) stands, a strong rule of this kind stands, a `VETOABLE` one only at a
+    probability >= veto, and a probability >= add blocks."""
+    model = layer.models.get(kind)
+    y = np.array(labels, dtype=bool)
+    if model is None or y.all() or not y.any():
+        return None
+    p = model.probability(learned.features(texts, rule_ids, layer.config))
+    prefix = f"hard.{kind}."
+    rejected = np.array([verdict[0] == "reject" for verdict in judged])
+    # (an oversize note rides along a rejection without making one)
+    ours = [[r for r in verdict[1] if r.startswith(prefix)] for verdict in judged]
+    others = [[r for r in verdict[1] if not r.startswith(prefix) and r != OVERSIZE_RULE] for verdict in judged]
+    vetoable = rejected & np.array([bool(o) and not x and kind == "secret" and all(r in learned.VETOABLE for r in o)
+                                    for o, x in zip(ours, others)])
+    certain = rejected & ~vetoable  # a strong rule of the kind, or a rejection by another kind's rule
+    rules_tp = int((rejected & y).sum())
+    floor = min(CEILING_PRECISION, rules_tp / int(rejected.sum())) if rejected.any() else CEILING_PRECISION
+    best = {"recall": round(rules_tp / int(y.sum()), 4), "precision": None, "add": learned.NEVER, "veto": 0.0}
+    if rejected.any():
+        best["precision"] = round(rules_tp / int(rejected.sum()), 4)
+    for veto in _CEILING_VETO if vetoable.any() else (0.0,):
+        kept = certain | (vetoable & (p >= veto))
+        for add in _CEILING_ADD:
+            pred = kept | (p >= add)
+            tp, n = int((pred & y).sum()), int(pred.sum())
+            if n and tp / n >= floor - 1e-9 and tp / int(y.sum()) > best["recall"] + 1e-9:
+                best = {"recall": round(tp / int(y.sum()), 4), "precision": round(tp / n, 4), "add": add,
+                        "veto": veto}
+    return {**best, "precision_floor": round(floor, 4)}
+
+
+def _mean(xs: Sequence[float]) -> float | None:
+    return round(statistics.fmean(xs), 4) if xs else None
 
 
 def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
@@ -251,7 +322,6 @@ def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
     out = {}
     for kind in sorted(set(kinds.values())):
         ms = [results.by_source[s].metrics() for s, k in kinds.items() if k == kind and s in results.by_source]
-        mean = lambda xs: round(statistics.fmean(xs), 4) if xs else None  # noqa: E731
         pooled = Counts()
         for s, k in kinds.items():
             if k == kind and s in results.by_source:
@@ -262,9 +332,9 @@ def macro(results: Results, kinds: dict[str, str]) -> dict[str, dict]:
                 pooled.fn += c.fn
         total = pooled.metrics()
         out[kind] = {
-            "recall": mean([m["recall"] for m in ms if m["tp"] + m["fn"]]),
-            "precision": mean([m["precision"] for m in ms if m["tp"] + m["fn"] and m["fp"] + m["tn"]]),
-            "fpr": mean([m["fpr"] for m in ms if m["fp"] + m["tn"]]),
+            "recall": _mean([m["recall"] for m in ms if m["tp"] + m["fn"]]),
+            "precision": _mean([m["precision"] for m in ms if m["tp"] + m["fn"] and m["fp"] + m["tn"]]),
+            "fpr": _mean([m["fpr"] for m in ms if m["fp"] + m["tn"]]),
             "benign_blocked": total["fpr"],
             # every row of the kind counted once: a source of 6 rows weighs 6 rows, not a
             # quarter of the macro
@@ -420,18 +490,26 @@ def print_loso(report: dict) -> None:
 
     kinds = report["kind_of_source"]
     before, after = report["before"]["by_source"], report["after"]["by_source"]
-    rows = [(s, kinds.get(s, "-"), before[s]["n"], *cells(before[s]), *cells(after.get(s)))
+    ceilings = report.get("ceiling", {})
+    bound = ceilings.get("by_source", {})
+    rows = [(s, kinds.get(s, "-"), before[s]["n"], *cells(before[s]), *cells(after.get(s)),
+             driver.fmt((bound.get(s) or {}).get("recall"), 3))
             for s in sorted(before, key=lambda s: (kinds.get(s, "~"), s))]
     for kind, m in report["macro"]["after"].items():
         b = report["macro"]["before"][kind]
-        rows.append((f"MACRO {kind}", kind, "", *cells(b), *cells(m)))
-        rows.append((f"POOLED {kind}", kind, "", *cells(b.get("pooled")), *cells(m.get("pooled"))))
+        rows.append((f"MACRO {kind}", kind, "", *cells(b), *cells(m),
+                     driver.fmt(ceilings.get("macro_recall", {}).get(kind), 3)))
+        rows.append((f"POOLED {kind}", kind, "", *cells(b.get("pooled")), *cells(m.get("pooled")), ""))
         rows.append((f"all benign {kind} rows blocked", kind, "", "", "", driver.fmt(b["benign_blocked"], 3),
-                     "", "", driver.fmt(m["benign_blocked"], 3)))
-    columns = ("source", "kind", "n", "rules recall", "precision", "fpr", "+model recall", "precision", "fpr")
+                     "", "", driver.fmt(m["benign_blocked"], 3), ""))
+    columns = ("source", "kind", "n", "rules recall", "precision", "fpr", "+model recall", "precision", "fpr",
+               "ceiling recall")
     console = driver.console()
     console.print(driver.table("Write policy, leave-one-source-out (rules alone vs rules + layer trained "
                                "without the source)", columns, rows, left=("kind",)))
+    if ceilings:
+        console.print(f"ceiling recall: thresholds chosen on the source's own rows (in-sample, an upper bound), "
+                      f"precision >= {ceilings['precision_floor']} (or the rules', when lower)")
     console.print(f"({report['seconds']} s; with the layer: {_latency_line(report['after'])})")
     for file, wall in report["after"].get("latency_ms_by_file", {}).items():
         cpu = report["after"].get("cpu_ms_by_file", {}).get(file, {})

@@ -225,6 +225,16 @@ def test_loso_benchmark_on_a_small_labelled_set(labelled, tmp_path):
     assert set(after["cpu_ms_by_file"]) == set(after["latency_ms_by_file"]) == {"secrets_dev.jsonl",
                                                                                "injection_dev.jsonl"}
     assert len(after["load_average"]) == 3
+    # the ceiling: thresholds chosen on the judged source itself can only match or beat the
+    # rules alone, at a precision no lower than the floor; a source of one label has none
+    ceiling = report["ceiling"]["by_source"]
+    assert ceiling["ben-a"] is None and ceiling["att-a"] is None and ceiling["set-a"] is not None
+    assert report["ceiling"]["macro_recall"]["injection"] is None
+    for source in ("set-a", "set-b", "set-c"):
+        assert ceiling[source]["recall"] >= report["before"]["by_source"][source]["recall"]
+        if ceiling[source]["precision"] is not None:
+            assert ceiling[source]["precision"] >= ceiling[source]["precision_floor"]
+    assert report["ceiling"]["macro_recall"]["secret"] >= report["macro"]["before"]["secret"]["recall"]
 
 
 def test_row_by_row_scores_equal_the_training_features(labelled):
