@@ -148,7 +148,7 @@ class EditActions(WriteActions):
             # "My laptop is a ThinkPad" contradicts what the item said
             governed = govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
                                     scope_kind=item.scope.kind, author_user_id=who.user_id,
-                                    said_by=speaker(item) or "")
+                                    said_by=speaker(item) or "", cosine_to=self.service.cosine_to(view)(proposal))
             fixes = governed.fixes
             return governed._replace(
                 fixes=fixes._replace(replaced=[i for i in fixes.replaced if i != item.id],
