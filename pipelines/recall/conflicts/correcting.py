@@ -85,7 +85,7 @@ def _cosine_asked(new: Claim, claim: Claim, old: MemoryItem, cosine_to: CosineTo
     nor unless one says something changed (`_may_have_changed`): a write replaces or holds,
     where recall only flags, so closeness in meaning joins a claim to what it corrects only
     when it says it changed."""
-    if cosine_to is None or new.title == claim.title or not _may_have_changed(new, claim):
+    if cosine_to is None or (new.title and new.title == claim.title) or not _may_have_changed(new, claim):
         return None
     return partial(cosine_to, old)
 
