@@ -55,7 +55,9 @@ def test_a_teammates_change_in_other_words_is_held_against_the_rule_as_recall_ma
 
 def test_the_authors_own_change_in_other_words_replaces_the_rule(client) -> None:
     rule = propose(client, LEAD, *RULE)
-    change = propose(client, {**LEAD, "session_id": "m2"}, *CHANGE)
-    assert change["action"] == "accept" and change["supersedes"] == [rule["item_id"]], change
+    title, content = CHANGE  # through the other door of a write
+    change = tool(client, {**LEAD, "session_id": "m2"}, "memory.write",
+                  {"item": {"type": "decision", "title": title, "content": content}})
+    assert change["supersedes"] == [rule["item_id"]], change
     item = client.get(f"/v1/items/{rule['item_id']}", params=LEAD).json()["item"]
     assert item["superseded_by"] == change["item_id"], item
