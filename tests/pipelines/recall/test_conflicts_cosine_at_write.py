@@ -31,7 +31,7 @@ def test_a_change_close_in_meaning_under_another_title_is_found_with_the_cosine_
     assert [why for _, _, why in found] == ["close in meaning, one says it changed"]
 
 
-def test_a_write_asks_no_cosine_of_a_claim_saying_nothing_changed_or_under_its_own_title() -> None:
+def test_a_write_asks_no_cosine_unless_the_proposal_says_it_changed_under_another_title() -> None:
     asked: list[str] = []
 
     def cosine_to(old: MemoryItem) -> float:
@@ -45,3 +45,8 @@ def test_a_write_asks_no_cosine_of_a_claim_saying_nothing_changed_or_under_its_o
                                 "decision")
     assert [why for _, why in contradicted(same_title, [RULE], cosine_to)] == [
         why for _, why in contradicted(same_title, [RULE])] and asked == []
+    # a write replaces or holds on what the proposal says: a stored claim's change is recall's to flag
+    changed = MemoryItem(id="changed", tier="ltm", type="decision", title="On-call alerts",
+                         content="We switched incident reports over to #incident-room.", scope=RULE.scope)
+    plain = proposed_claim("Incident channel", "Incidents are posted in #ops-alerts.", "decision")
+    assert list(contradicted(plain, [changed], cosine_to)) == [] and asked == []
