@@ -508,19 +508,20 @@ def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float
                for old in corrected)
 
 
-def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> Corrections:
+def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem], cosine_to: CosineTo | None = None) -> Corrections:
     """What `item` corrects among the claims in its own scope (same kind, same owners) in
     `found`: when a reviewer approves a claim (or an edit) held for contradicting someone
     else's, the approval is the correction, so it corrects them as an author's correction
     of their own claim does (`conflicts.corrected`): those it replaces leave recall and keep
-    their history, a note it corrects a detail of stays, linked with `refines`."""
+    their history, a note it corrects a detail of stays, linked with `refines`. `cosine_to`:
+    its cosine with a stored item, as the write that held it had it (`govern_claim`)."""
     if not is_claim(item):
         return Corrections([], [], [])
     owner = Identity(user_id=item.scope.user_id, project_id=item.scope.project_id,
                      session_id=item.scope.session_id, org_id=item.scope.org_id)
     same_scope = [old for old in found if old.id != item.id and old.scope.kind == item.scope.kind
                   and old.scope.visible_to(owner) and not in_quarantine(old)]
-    replaced, in_part = corrected(read_claim(item), same_scope)
+    replaced, in_part = corrected(read_claim(item), same_scope, cosine_to)
     return Corrections(replaced, in_part, [])
 
 

@@ -7,7 +7,8 @@ read no cosine, so a teammate's proposal landed beside the rule it contradicts a
 author's own correction left the old rule standing (broken). Now the write reads the
 proposal's cosine with the claims it is checked against (`MemoryService.cosine_to`), as
 recall reads two stored claims': a teammate's change is held for review against the rule,
-for the reason `/v1/conflicts` gives the pair, and the author's own correction replaces it.
+for the reason `/v1/conflicts` gives the pair (its approval then replaces the rule), and the
+author's own correction replaces it.
 With the product's embedder (MiniLM): a hash embedder's cosine means nothing."""
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ def test_a_teammates_change_in_other_words_is_held_against_the_rule_as_recall_ma
     pairs = client.get("/v1/conflicts", params=LEAD).json()["conflicts"]
     marked = [c for c in pairs if {c["a"]["id"], c["b"]["id"]} == {rule["item_id"], change["item_id"]}]
     assert marked and marked[0]["reason"] == CHANGED_CLOSE, pairs  # recall's rule, the same reason
+    # the lead approves it: the approval is the correction, as her own would be
+    decided = tool(client, LEAD, "memory.review", {"id": change["item_id"], "decision": "approve"})
+    assert decided["supersedes"] == [rule["item_id"]], decided
 
 
 def test_the_authors_own_change_in_other_words_replaces_the_rule(client) -> None:
