@@ -9,7 +9,9 @@ before the rule was read) is `{"a": {"title", "content"}, "b": {...}, "conflict"
 
 - words only, as at write time (`corrected_by` / `contradicted`: no cosine);
 - with the embedder's cosine of the two items' vectors (`embedding_text`, the text the
-  pipeline and the service embed), as recall does (`--embedder none` skips this).
+  pipeline and the service embed), as recall does (`--embedder none` skips this);
+- the write check with that cosine (`write_cosine`: `contradicted` given the proposal's
+  cosine with the stored claim, as the service gives it; skipped with `--embedder none`).
 
 The table reports precision, recall, F1 and the confusion counts overall and per `kind`,
 and the misclassified pairs with the reason the rule gave.
@@ -29,7 +31,7 @@ from typing import Any
 from bench import driver
 
 DEFAULT_PAIRS = Path(__file__).parent / "data" / "conflict_pairs.jsonl"
-MODES = ("words", "write", "cosine")
+MODES = ("words", "write", "cosine", "write_cosine")
 
 
 class PairsError(driver.BenchDataError):
@@ -93,7 +95,7 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
         vecs = embedder.embed([embedding_text(it) for pair in items for it in pair])
         embed_s = time.process_time() - started
         cosines = [float(vecs[2 * n] @ vecs[2 * n + 1]) for n in range(len(items))]
-    modes = [m for m in MODES if m != "cosine" or embedder is not None]
+    modes = [m for m in MODES if "cosine" not in m or embedder is not None]
     started = time.process_time()
     per_pair = []
     for n, (p, (a, b)) in enumerate(zip(pairs, items)):
@@ -103,8 +105,9 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
                "values": [sorted(ca.values), sorted(cb.values)],
                "retired": [sorted(ca.retired), sorted(cb.retired)]}
         for mode in modes:
-            if mode == "write":
-                row[mode] = next((why for _, why in contradicted(cb, [a])), None)
+            if mode in ("write", "write_cosine"):
+                cosine_to = (lambda _old, c=cosines[n]: c) if mode == "write_cosine" else None
+                row[mode] = next((why for _, why in contradicted(cb, [a], cosine_to)), None)
             else:
                 row[mode] = conflict_reason(ca, cb, cosines[n] if mode == "cosine" else None)
         per_pair.append(row)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -40,6 +41,10 @@ log = logging.getLogger("loci.online")
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
 FREEZE_SEGMENT_ITEMS = 256
 POOLED_KEPT = 256  # pooled windows remembered between a write's `share` and its fold
+# Vectors `embed_shared` made or read lately, kept in the process: a proposal is embedded to
+# find its nearest claims, again for its cosine with each (`MemoryService.cosine_to`), and
+# its item once more when the write lands (`share`): one inbox read, not three.
+RECENT_VECTORS = 64
 HISTORY_KINDS = frozenset({"turn", "proposal", "memory.write", "memory.update", "memory.link",
                            "memory.palace.assign", "memory.review"})
 
@@ -83,6 +88,9 @@ class DeltaLog:
         self._embed_retry_at = time.monotonic()
         # Shared vectors are keyed by the model `embed_online` runs and the text.
         self._model = str(getattr(embedder, "online_name", None) or embedder.name)
+        # `embed_shared` runs in request threads (a proposal's neighbours), unlike the fold
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._recent_lock = threading.Lock()
 
     def share(self, snap: SnapshotState, delta: DeltaState, events: Sequence[Event]) -> None:
         """Before `events` are appended: embed the items they will make and share the
@@ -126,15 +134,22 @@ class DeltaLog:
 
     def embed_shared(self, texts: list[str]) -> np.ndarray:
         """`embed_online` for the delta's texts: a vector another worker shared for the same
-        model and text is reused, a new one is shared."""
+        model and text is reused, a new one is shared; one made or read lately in this process
+        (`RECENT_VECTORS`) is taken without reading the inbox."""
+        if not texts:
+            return np.empty((0, 0), dtype=np.float32)
         keys = [sha256_text(f"{self._model}\n{text}") for text in texts]
+        with self._recent_lock:
+            found = {k: self._recent[k] for k in keys if k in self._recent}
+        if len(found) == len(set(keys)):
+            return np.stack([found[k] for k in keys])
         try:
-            stored = self.inbox.shared_vectors(keys)
+            stored = self.inbox.shared_vectors([k for k in keys if k not in found])
         except InboxError as exc:
             log.warning("shared vectors unreadable (%s); embedding", exc)
             stored = {}
         dim = int(self.embedder.dim) if stored else 0
-        found = {k: np.frombuffer(v, dtype=np.float32) for k, v in stored.items() if len(v) == 4 * dim}
+        found |= {k: np.frombuffer(v, dtype=np.float32) for k, v in stored.items() if len(v) == 4 * dim}
         missing = [i for i, k in enumerate(keys) if k not in found]
         fresh = (np.asarray(self.embedder.embed_online([texts[i] for i in missing]), dtype=np.float32)
                  if missing else None)
@@ -143,15 +158,26 @@ class DeltaLog:
                 self.inbox.share_vectors({keys[i]: fresh[j].tobytes() for j, i in enumerate(missing)})
             except InboxError as exc:
                 log.warning("could not share delta vectors: %s", exc)
-            if not found:
-                return fresh
-        out = np.empty((len(texts), fresh.shape[1] if fresh is not None else dim), dtype=np.float32)
-        for i, k in enumerate(keys):
-            if k in found:
-                out[i] = found[k]
-        if fresh is not None:
-            out[missing] = fresh
+        if not found:
+            out = fresh
+        else:
+            out = np.empty((len(texts), fresh.shape[1] if fresh is not None else dim), dtype=np.float32)
+            for i, k in enumerate(keys):
+                if k in found:
+                    out[i] = found[k]
+            if fresh is not None:
+                out[missing] = fresh
+        self._remember(keys, out)
         return out
+
+    def _remember(self, keys: list[str], vectors: np.ndarray) -> None:
+        """Keep the last RECENT_VECTORS of `keys` (a fold of thousands keeps its last few)."""
+        with self._recent_lock:
+            for k, vector in zip(keys[-RECENT_VECTORS:], vectors[-RECENT_VECTORS:]):
+                self._recent[k] = vector
+                self._recent.move_to_end(k)
+            while len(self._recent) > RECENT_VECTORS:
+                self._recent.popitem(last=False)
 
     def rebuild(self, snap: SnapshotState) -> DeltaState:
         """Replay every event after the snapshot's watermark (start-up and after a swap)."""

@@ -48,6 +48,7 @@ from pipelines.message_context import bare_text, embedding_text
 from pipelines.recall.conflicts import (
     CLAIM_TYPES,
     DATED_TYPES,
+    CosineTo,
     absences_ended,
     find_conflicts,
     is_claim,
@@ -517,11 +518,8 @@ class MemoryService:
         item will be (`bare_text`), through the vectors a write shares
         (`DeltaLog.embed_shared`): the write then reuses it. None when the embedder is down."""
         corpora = [c for c in view.corpora if c.n and c.vectors is not None]
-        if not corpora:
-            return []
-        try:
-            query = self.deltas.embed_shared([bare_text(proposal)])[0]
-        except EmbedderUnavailable:
+        query = self._proposal_vector(proposal) if corpora else None
+        if query is None:
             return []
         scored: list[tuple[float, str]] = []
         for corpus in corpora:
@@ -531,6 +529,36 @@ class MemoryService:
             rows, sims = corpus.dense_search(query, allowed, NEAR_CLAIMS, identity)
             scored += [(float(s), corpus.items[int(r)].id) for r, s in zip(rows, sims)]
         return _newest_claims(scored, identity, view, also)[:NEAR_CLAIMS]
+
+    def _proposal_vector(self, proposal: ProposedItem) -> np.ndarray | None:
+        """The vector a proposal's item will have (`bare_text`, through `DeltaLog.embed_shared`,
+        which keeps it for the write that follows); None when the embedder is down."""
+        try:
+            return self.deltas.embed_shared([bare_text(proposal)])[0]
+        except EmbedderUnavailable:
+            return None
+
+    def cosine_to(self, view: View) -> Callable[[ProposedItem], CosineTo | None]:
+        """A proposal -> its cosine with a stored item in `view` (None when either has no
+        vector): the write-time contradiction check reads the cosine recall reads of two
+        stored claims (`conflicts.contradicted`), the proposal's vector being the one its item
+        will have. None when the view holds no vectors or the embedder is down."""
+        vector_of = _vector_in(view)
+
+        def of(proposal: ProposedItem) -> CosineTo | None:
+            if not any(c.n and c.vectors is not None for c in view.corpora):
+                return None
+            query = self._proposal_vector(proposal)
+            if query is None:
+                return None
+
+            def cosine(item: MemoryItem) -> float | None:
+                vector = vector_of(item)
+                return None if vector is None or vector.shape != query.shape else float(np.dot(query, vector))
+
+            return cosine
+
+        return of
 
     def conflicts(self, identity: Identity, view: View | None = None) -> list[tuple[MemoryItem, MemoryItem, str]]:
         """Pairs of claims `identity` can see that conflict, by the rule recall applies
@@ -563,6 +591,7 @@ class MemoryService:
         """Govern and land one turn (see `pipelines.capture.capture_turn`)."""
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
+        kw.setdefault("cosine_to", self.cosine_to(view))
         kw.setdefault("user_said", self.user_said(identity))
         if kw.get("zone") is None:  # the speaker's zone, or the service's
             kw["zone"] = self.settings.timezone

@@ -36,6 +36,7 @@ from pipelines.recall.conflicts import (
     MAY_UPDATE,
     RETIRED_BY_USER,
     Corrections,
+    CosineTo,
     authors,
     conflict_reason,
     corrected,
@@ -130,6 +131,7 @@ def capture_turn(
     default_scope: str = "project",
     parse: bool | None = None,
     existing: Callable[[ProposedItem], Sequence[MemoryItem]] | None = None,
+    cosine_to: Callable[[ProposedItem], CosineTo | None] | None = None,
     append: Callable[..., list[Event]] | None = None,
     answers: str | None = None,
     user_said: Callable[[str], str | None] | None = None,
@@ -147,7 +149,9 @@ def capture_turn(
     that turn of this user, or None). `zone`: the speaker's time zone, whose calendar a
     proposal's "next week" or "until Friday" is read on (`validity.with_window`). `forgot`:
     the memories a request to forget, in the round this turn belongs to, retracted (the
-    turn lands forgotten with them, `materialize.item_from_turn`)."""
+    turn lands forgotten with them, `materialize.item_from_turn`). `cosine_to`: a proposal ->
+    its cosine with a stored item (None without vectors), for the contradiction check
+    (`govern_claim`)."""
     _check_turn_args(role, default_scope)
     turn_id = turn_id or f"turn_{uuid.uuid4().hex}"
     # Two times: when the turn was said (`at`, kept in the payload and on its items, for
@@ -188,7 +192,7 @@ def capture_turn(
 
     governed = [
         _govern_proposal(turn, policy, existing, index, form, proposal,
-                         lambda proposal: _evidence(proposal, turn_ref, answers, user_said))
+                         lambda proposal: _evidence(proposal, turn_ref, answers, user_said), cosine_to)
         for index, (form, proposal) in enumerate(forms_items)
     ]
     batch = [turn_event, *(g.event for g in governed)]
@@ -348,6 +352,7 @@ def govern_claim(
     author_user_id: str,
     evidence: Sequence[str] = (),
     said_by: str | None = None,
+    cosine_to: CosineTo | None = None,
 ) -> GovernedClaim:
     """The policy's verdict on a proposal (from a turn or `memory.write`) checked against the
     stored items `found`, and the ids of the author's own claims it corrects: a correction
@@ -364,7 +369,9 @@ def govern_claim(
     contradicting someone else's claims, it names them (`GovernedClaim.contradicts`). `said_by`:
     whose words the claim is, when not its author's (an edit of someone else's claim: still
     theirs); what they say of themselves is not held against a teammate's own words
-    (`conflicts.own_words_apart`)."""
+    (`conflicts.own_words_apart`). `cosine_to`: the proposal's cosine with a stored item, when
+    there are vectors: the cosine signals recall reads apply to corrections and
+    contradictions alike (`conflicts.contradicted`)."""
     said_by = author_user_id if said_by is None else said_by
     # A claim for another time neither replaces nor contradicts it (`records.apart_in_time`):
     # "until Friday, reports go to Ana" leaves "reports go to Maya", which holds again after.
@@ -373,7 +380,7 @@ def govern_claim(
     moves = reschedules(proposal.content)
     seen, found = found, [it for it in found if moves or not apart_in_time(proposal, it)]
     fixes = corrections(proposal.title, proposal.content, proposal.type, scope_kind, author_user_id, found,
-                        evidence)
+                        evidence, cosine_to)
     fixes = takes_over(proposal, fixes, found, scope_kind, author_user_id, seen)
     replaced = [*fixes.replaced, *fixes.in_part, *(i for i, _ in fixes.ends)]
     corrected = [it for it in found if it.id in replaced]
@@ -387,17 +394,19 @@ def govern_claim(
         source_trusted=provenance.source_kind != "doc",
         existing=existing,
         author=said_by,
+        cosine_to=cosine_to,
     )
     held = verdict.action == "quarantine" and CONTRADICTION_RULE in verdict.rule_ids
     accepted = verdict.action == "accept"
-    contradicts = sorted({old.id for old, _ in contradictions_of(proposal, existing, said_by)}) if held else []
+    contradicts = (sorted({old.id for old, _ in contradictions_of(proposal, existing, said_by, cosine_to)})
+                   if held else [])
     # Accepted, it contradicts nothing the policy checked (`existing`): what it disagrees
     # with is among the rest it was not checked against (another scope kind, an echo),
     # never what it corrects.
     checked = {it.id for it in existing}
     disagrees = sorted({old.id for old, _ in contradictions_of(proposal, [
         it for it in found if it.id not in checked and it.id not in replaced and not in_quarantine(it)],
-        said_by)}) if accepted else []
+        said_by, cosine_to)}) if accepted else []
     # Only an accepted correction replaces: one held for review would leave recall with
     # neither the old claim nor the new one until a reviewer acts.
     # What the user's words retired is said by the claim however the verdict goes.
@@ -499,19 +508,20 @@ def echoes(other: MemoryItem, corrected: Sequence[MemoryItem], confidence: float
                for old in corrected)
 
 
-def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem]) -> Corrections:
+def approval_corrects(item: MemoryItem, found: Sequence[MemoryItem], cosine_to: CosineTo | None = None) -> Corrections:
     """What `item` corrects among the claims in its own scope (same kind, same owners) in
     `found`: when a reviewer approves a claim (or an edit) held for contradicting someone
     else's, the approval is the correction, so it corrects them as an author's correction
     of their own claim does (`conflicts.corrected`): those it replaces leave recall and keep
-    their history, a note it corrects a detail of stays, linked with `refines`."""
+    their history, a note it corrects a detail of stays, linked with `refines`. `cosine_to`:
+    its cosine with a stored item, as the write that held it had it (`govern_claim`)."""
     if not is_claim(item):
         return Corrections([], [], [])
     owner = Identity(user_id=item.scope.user_id, project_id=item.scope.project_id,
                      session_id=item.scope.session_id, org_id=item.scope.org_id)
     same_scope = [old for old in found if old.id != item.id and old.scope.kind == item.scope.kind
                   and old.scope.visible_to(owner) and not in_quarantine(old)]
-    replaced, in_part = corrected(read_claim(item), same_scope)
+    replaced, in_part = corrected(read_claim(item), same_scope, cosine_to)
     return Corrections(replaced, in_part, [])
 
 
@@ -535,6 +545,7 @@ def _govern_proposal(
     form: str,
     proposal: ProposedItem,
     evidence: Callable[[ProposedItem], list[str]] | None = None,
+    cosine_to: Callable[[ProposedItem], CosineTo | None] | None = None,
 ) -> _Governed:
     proposal = scoped_by_its_words(proposal, turn.default_scope, turn.identity.user_id)
     # "until Friday", "next week": read on the day the turn was said, in the speaker's zone
@@ -544,7 +555,8 @@ def _govern_proposal(
     scope_kind = proposal.scope if proposal.scope in SCOPE_KINDS else turn.default_scope
     verdict, fixes, contradicts, disagrees = govern_claim(
         policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
-        author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else ())
+        author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else (),
+        cosine_to=cosine_to(proposal) if cosine_to else None)
     title = shown_title(policy, proposal, verdict)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
     if contradicts:

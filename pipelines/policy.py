@@ -127,7 +127,7 @@ from pipelines.policy_rules.preferences import (
 )
 from pipelines.policy_rules.secrets import SecretHit, find_labelled_value, find_secrets
 from pipelines.policy_rules.text import fold_lookalikes, unfold
-from pipelines.recall.conflicts import contradicted, proposed_claim
+from pipelines.recall.conflicts import CosineTo, contradicted, proposed_claim
 from pipelines.recall.episodic import is_small_talk
 from pipelines.recall.lexical import SMALL_TALK, STOPWORDS, each_word, words
 from pipelines.records import SCOPE_KINDS, MemoryItem, ProposedItem, Provenance, Verdict, sha256_text
@@ -178,6 +178,7 @@ class RuleContext:
     existing: Sequence[MemoryItem]
     settings: Settings
     author: str = ""  # who proposes it ("": not known): what they say of themselves is about them
+    cosine_to: CosineTo | None = None  # the proposal's cosine with a stored item (`conflicts.contradicted`)
 
 
 PolicyRule = Callable[[ProposedItem, RuleContext], Iterable[RuleHit]]
@@ -237,17 +238,19 @@ class Policy:
         existing: Sequence[MemoryItem] = (),
         now: datetime | None = None,
         author: str = "",
+        cosine_to: CosineTo | None = None,
     ) -> Verdict:
         """Judge one proposal. Raises PolicyInputError for unusable arguments; any
         string content, however large or odd, gets a verdict. `author`: who proposes it, so
         what they say of themselves is not held against a teammate's own words
-        (`conflicts.own_words_apart`)."""
+        (`conflicts.own_words_apart`). `cosine_to`: the proposal's cosine with each of
+        `existing`, when there are vectors (`conflicts.contradicted`)."""
         item = _coerce_item(item)
         tier = _effective_tier(target_tier, item.tier)
         if provenance is not None and not isinstance(provenance, Provenance):
             raise PolicyInputError(f"provenance must be a Provenance, got {type(provenance).__name__}")
         ctx = RuleContext(tier, provenance, bool(source_trusted), tuple(existing or ()), self.settings,
-                          str(author or ""))
+                          str(author or ""), cosine_to)
 
         hits: list[RuleHit] = []
         hits.extend(self._hard_hits(item, ctx))
@@ -331,7 +334,7 @@ class Policy:
             )
         if not _has_provenance(ctx.provenance) and not item.why_store.strip():
             yield RuleHit("soft.no_evidence", "quarantine", "no provenance and no why_store")
-        for other, key in contradictions(item, ctx.existing, ctx.author):
+        for other, key in contradictions(item, ctx.existing, ctx.author, ctx.cosine_to):
             yield RuleHit(
                 "soft.contradiction",
                 "quarantine",
@@ -606,12 +609,13 @@ def _unique(values: Iterable[str]) -> list[str]:
 # ---------------------------------------------------------------------- contradictions
 
 
-def contradictions(item: ProposedItem, existing: Sequence[MemoryItem],
-                   author: str = "") -> Iterable[tuple[MemoryItem, str]]:
+def contradictions(item: ProposedItem, existing: Sequence[MemoryItem], author: str = "",
+                   cosine_to: CosineTo | None = None) -> Iterable[tuple[MemoryItem, str]]:
     """Stored claims the proposal (by `author`, "" when not known) conflicts with, by the one
-    conflict rule recall and /v1/conflicts use (pipelines.recall.conflicts)."""
+    conflict rule recall and /v1/conflicts use (pipelines.recall.conflicts), with the
+    proposal's cosine to each when there are vectors (`cosine_to`)."""
     if not existing:
         return ()  # nothing to contradict: reading the proposal's claim costs ~1 ms on a long text
     new = proposed_claim(item.title, item.content, item.type, item.scope if item.scope in SCOPE_KINDS else "project",
                          author=author)
-    return () if new is None else contradicted(new, existing)
+    return () if new is None else contradicted(new, existing, cosine_to)

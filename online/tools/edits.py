@@ -171,7 +171,7 @@ class EditActions(WriteActions):
             # "My laptop is a ThinkPad" contradicts what the item said
             governed = govern_claim(self.service.policy, proposal, provenance=item.provenance, found=found,
                                     scope_kind=item.scope.kind, author_user_id=who.user_id,
-                                    said_by=speaker(item) or "")
+                                    said_by=speaker(item) or "", cosine_to=self.service.cosine_to(view)(proposal))
             fixes = governed.fixes
             return governed._replace(
                 fixes=fixes._replace(replaced=[i for i in fixes.replaced if i != item.id],
@@ -405,8 +405,10 @@ class EditActions(WriteActions):
             decided = with_held_edit(current)
             verdict = verdict_out(self._governed(decided).verdict)
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
-            fixes = approval_corrects(decided, self.service.existing_like(who, view)(ProposedItem(
-                type=decided.type, title=decided.title, content=decided.content)))
+            like = ProposedItem(type=decided.type, title=decided.title, content=decided.content,
+                                tags=list(decided.tags))
+            fixes = approval_corrects(decided, self.service.existing_like(who, view)(like),
+                                      self.service.cosine_to(view)(like))
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",

@@ -127,7 +127,7 @@ class WriteActions(Actions):
         verdict, fixes, contradicts, disagrees = govern_claim(
             self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
             scope_kind=proposal.scope or default_scope, author_user_id=who.user_id,
-            evidence=[said] if said else (),
+            evidence=[said] if said else (), cosine_to=self.service.cosine_to(view)(proposal),
         )
         if takes_over is not None and verdict.action == "accept" and proposal.valid_from is not None:
             # the edited item holds until the edit does: ended then, neither replaced nor a detail

@@ -5,12 +5,14 @@ turns and her chat model's proposals land on `/v1/turns` with `at` and her zone,
 - A preference restated under another title, in other words, saying it changed: "Coffee:
   I drink oat flat whites", later "Morning drink: I've switched from flat whites to black
   americanos". With the product's embedder (MiniLM) the two are close in meaning and the
-  newer says it changed (`conflicts.CHANGED_CLOSE`): recall gives the newer, the older
-  loses on recency (broken: neither title nor values matched, both were given as current,
-  the older first). A preference merely close in meaning (green tea in the afternoon) is
-  left alone. Not covered: the same change said with no word in common and a looser
-  likeness ("Coffee order: oat flat white" / "Morning drink: I've switched to black
-  americano", cosine ~0.40, below that of tea and coffee): the embedder cannot tell it.
+  newer says it changed (`conflicts.CHANGED_CLOSE`): her write corrects the older (the
+  write reads the proposal's cosine as recall reads it), and recall gives the newer only
+  (broken: neither title nor values matched, both were given as current, the older
+  first; then recall flagged the pair and the older lost on recency, but stayed). A
+  preference merely close in meaning (green tea in the afternoon) is left alone. Not
+  covered: the same change said with no word in common and a looser likeness ("Coffee
+  order: oat flat white" / "Morning drink: I've switched to black americano", cosine
+  ~0.40, below that of tea and coffee): the embedder cannot tell it.
 - A plan said again for another day, with no value to compare: "From Monday I work
   remotely", then "Actually, from Wednesday I work remotely". The second is the same plan
   moved: it replaces the first, and the office she works at now holds until the day before
@@ -65,8 +67,7 @@ def test_a_preference_changed_in_other_words_under_another_title_wins_recall(pro
     answer = chat.recall("what coffee do I drink?")
     shown = curated(answer)
     assert new["item_id"] in shown and old["item_id"] not in shown, answer["hits"]
-    winner = next(h for h in answer["hits"] if h["id"] == new["item_id"])
-    assert winner["conflict_with"] == [old["item_id"]], winner  # the older lost to it
+    assert new["supersedes"] == [old["item_id"]], new  # corrected at write, as recall would mark it
     hits = {h["id"]: h for h in chat.recall("what do I drink in the afternoon?")["hits"]}
     assert tea["item_id"] in hits and not hits[tea["item_id"]].get("conflict"), hits
 

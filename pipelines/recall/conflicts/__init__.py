@@ -47,8 +47,8 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   cosine at least CHANGED_COSINE; "My usual is an oat milk latte" / "Doctor told me to cut
   caffeine, so my usual is a decaf americano now"), unless they say the same values (or one
   set holds the other's), one adds, or they are two things (values in the titles, what
-  they measure, `_qualified_apart`). Recall and `/v1/conflicts` only: a write has no
-  vectors, so it corrects nothing by this.
+  they measure, `_qualified_apart`). A write given the proposal's vector (`contradicted`'s
+  `cosine_to`) reads the cosine too, across titles and when one says it changed.
 
 A `supersedes` link is not a conflict but an answer to one: the superseded claim is never
 given when the superseding one is visible. Nor is a `refines` link, a correction of one
@@ -102,6 +102,7 @@ from .claim import (
 from .correcting import (
     _DETAIL,
     Corrections,
+    CosineTo,
     contradicted,
     corrected,
     corrected_by,
@@ -280,7 +281,7 @@ from .values import (
     stated_values,
 )
 
-__all__ = ["CLAIM_TYPES", "Claim", "Outcome", "absences_ended", "conflict_reason", "contradicted", "corrected",
-           "corrected_by", "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case",
+__all__ = ["CLAIM_TYPES", "Claim", "CosineTo", "Outcome", "absences_ended", "conflict_reason", "contradicted",
+           "corrected", "corrected_by", "find_conflicts", "groups", "groups_with_pairs", "is_claim", "names_a_case",
            "of_two_people", "proposed_claim", "read_claim", "reschedules", "resolve", "restates", "stated_values",
            "states_what_was_corrected", "supersedes"]

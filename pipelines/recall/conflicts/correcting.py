@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
@@ -11,7 +12,7 @@ from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
 from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, authors, is_claim, read_claim, replace_content
 from .patterns import _RETIRED
 from .reasons import CHANGED, MAY_UPDATE, SAME_SUBJECT
-from .rule import _moves, _updates, conflict_reason, names_a_case
+from .rule import Cosine, _may_have_changed, _moves, _updates, conflict_reason, names_a_case
 from .values import _stance, _value_stems, _value_words, _values, reschedules, stated_values
 
 
@@ -50,22 +51,46 @@ def retired_by_evidence(claim: Claim, evidence: Sequence[str]) -> list[str]:
     return out
 
 
-def contradicted(new: Claim, existing: Iterable[MemoryItem]) -> Iterable[tuple[MemoryItem, str]]:
+# The cosine of a proposal's vector with a stored item's, None when either has none
+# (`online.state.MemoryService.cosine_to`). Recall reads the cosine of two stored claims'
+# vectors (`pairs._close`); a write, of the proposal's with each stored claim's: the rule
+# (`conflict_reason`) takes either the same way, asked only when the words leave it open.
+CosineTo = Callable[[MemoryItem], "float | None"]
+
+
+def contradicted(new: Claim, existing: Iterable[MemoryItem],
+                 cosine_to: CosineTo | None = None) -> Iterable[tuple[MemoryItem, str]]:
     """The active stored claims `new` conflicts with, and why; not one beside which it names
     a case, or that names one beside it (`names_a_case`), nor one under the same title whose
     content it does not contradict (`MAY_UPDATE`) unless it says something changed
     (`CHANGED`, `Claim.changes`): neither corrects the other, nor is held for contradicting it
-    (recall shows both, flagged)."""
+    (recall shows both, flagged). `cosine_to`: the cosine of `new`'s vector with a stored
+    claim's, when there are vectors: the signals recall reads of it apply
+    (`CHANGED_CLOSE`, `SUBJECT_COSINE`)."""
     for old in existing:
         if isinstance(old, MemoryItem) and old.active and (is_claim(old) or _moves(new, old)):
             claim = read_claim(old)
-            reason = conflict_reason(new, claim)
+            reason = conflict_reason(new, claim, _cosine_asked(new, claim, old, cosine_to))
             if reason == MAY_UPDATE:
                 if _updates(new, claim):
                     yield old, CHANGED
             elif reason and (not names_a_case(new, claim) or _moves(new, old)):
                 # a plan's title names no case of it: "Dentist" moved "Dentist appointment"
                 yield old, reason
+
+
+def _cosine_asked(new: Claim, claim: Claim, old: MemoryItem, cosine_to: CosineTo | None) -> Cosine:
+    """The cosine a write gives the rule for `old`: only when `new` itself says something
+    changed (`Claim.changes`) and the rule may read one (`_may_have_changed`), and not under
+    one title (the title says they are one subject; whether `new` replaces `old` is
+    `_updates`'s call, as without vectors). A write replaces or holds, where recall only
+    flags: closeness in meaning joins a proposal to what it corrects only on what the
+    proposal says (on LoCoMo turns read as proposals, 242 matches against their speaker's
+    nearest five turns, 400 when the stored one's saying it changed counted too; the
+    labelled pairs, the same)."""
+    if cosine_to is None or new.changes is None or (new.title and new.title == claim.title):
+        return None
+    return partial(cosine_to, old) if _may_have_changed(new, claim) else None
 
 
 class Corrections(NamedTuple):
@@ -83,14 +108,15 @@ class Corrections(NamedTuple):
 
 
 def corrections(title: str, content: str, item_type: str, scope_kind: str, author_user_id: str,
-                existing: Iterable[MemoryItem], evidence: Sequence[str] = ()) -> Corrections:
+                existing: Iterable[MemoryItem], evidence: Sequence[str] = (),
+                cosine_to: CosineTo | None = None) -> Corrections:
     """The author's own claims (same user, same scope kind) that a new claim with this
     title and content conflicts with: the new claim corrects them and supersedes them, or,
     when it corrects a detail of a note that says more (`corrects_in_part`), links to them
     with `refines` and leaves them standing, where a contradiction of someone else's claim
     is left to the write policy. A merged claim is the author's own only when every member
     was (`authors`). `evidence`: what the user said that the claim records
-    (`retired_by_evidence`)."""
+    (`retired_by_evidence`). `cosine_to`: as `contradicted` takes it."""
     new = proposed_claim(title, content, item_type, scope_kind)
     if new is None:
         return Corrections([], [], [])
@@ -98,17 +124,19 @@ def corrections(title: str, content: str, item_type: str, scope_kind: str, autho
     if retiring:
         new = proposed_claim(title, content, item_type, scope_kind, retiring)
     own = [old for old in existing if authors(old) == {author_user_id} and old.scope.kind == scope_kind]
-    replaced, in_part = corrected(new, own)
+    replaced, in_part = corrected(new, own, cosine_to)
     return Corrections(replaced, in_part, retiring)
 
 
-def corrected(new: Claim, existing: Iterable[MemoryItem]) -> tuple[list[str], list[str]]:
+def corrected(new: Claim, existing: Iterable[MemoryItem],
+              cosine_to: CosineTo | None = None) -> tuple[list[str], list[str]]:
     """Ids of the claims among `existing` (those `new` may correct) that it replaces whole
     and those it corrects a detail of (`corrects_in_part`: linked with `refines`, they
     stay). The one place every door that corrects decides it: a write, a turn's proposal,
-    an edit of what an item says, a reviewer's approval of a held claim or edit."""
+    an edit of what an item says, a reviewer's approval of a held claim or edit.
+    `cosine_to`: as `contradicted` takes it."""
     replaced, in_part = [], []
-    for old, reason in contradicted(new, existing):
+    for old, reason in contradicted(new, existing, cosine_to):
         (in_part if reason == SAME_SUBJECT and corrects_in_part(new, read_claim(old)) else replaced).append(old.id)
     return sorted(replaced), sorted(in_part)
 

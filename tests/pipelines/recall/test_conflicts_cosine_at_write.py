@@ -1,0 +1,52 @@
+"""The write-time check (`contradicted`) reads the proposal's cosine with a stored claim as recall
+reads two stored claims' (`CHANGED_CLOSE`), under two titles and when one says it changed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.recall.conflicts import CHANGED_COSINE, contradicted, find_conflicts, proposed_claim
+from pipelines.records import MemoryItem, Scope
+
+RULE = MemoryItem(id="rule", tier="ltm", type="decision", title="Incident channel",
+                  content="Incidents are posted in #ops-alerts.", scope=Scope(kind="project", project_id="p"))
+
+
+def reasons(title: str, content: str, cosine: float | None) -> list[str]:
+    new = proposed_claim(title, content, "decision")
+    return [why for _, why in contradicted(new, [RULE], None if cosine is None else (lambda _old: cosine))]
+
+
+def test_a_change_close_in_meaning_under_another_title_is_found_with_the_cosine_only() -> None:
+    change = ("On-call alerts", "We switched incident reports over to #incident-room.")
+    assert reasons(*change, None) == []  # words alone: nothing shared
+    assert reasons(*change, CHANGED_COSINE) == ["close in meaning, one says it changed"]
+    assert reasons(*change, CHANGED_COSINE - 0.01) == []
+    # the same signal recall reads of the two stored claims
+    stored = MemoryItem(id="new", tier="ltm", type="decision", title=change[0], content=change[1], scope=RULE.scope)
+    close = CHANGED_COSINE + 0.01
+    vectors = {"rule": [1.0, 0.0], "new": [close, (1 - close ** 2) ** 0.5]}
+
+    found = find_conflicts([RULE, stored], lambda it: np.asarray(vectors[it.id], np.float32))
+    assert [why for _, _, why in found] == ["close in meaning, one says it changed"]
+
+
+def test_a_write_asks_no_cosine_unless_the_proposal_says_it_changed_under_another_title() -> None:
+    asked: list[str] = []
+
+    def cosine_to(old: MemoryItem) -> float:
+        asked.append(old.id)
+        return 0.99
+
+    restated = proposed_claim("On-call alerts", "Incident reports go to #incident-room.", "decision")
+    assert list(contradicted(restated, [RULE], cosine_to)) == [] and asked == []
+    # under one title the title says one subject: whether it replaces is the words' call
+    same_title = proposed_claim("Incident channel", "We switched incident reports over to #incident-room.",
+                                "decision")
+    assert [why for _, why in contradicted(same_title, [RULE], cosine_to)] == [
+        why for _, why in contradicted(same_title, [RULE])] and asked == []
+    # a write replaces or holds on what the proposal says: a stored claim's change is recall's to flag
+    changed = MemoryItem(id="changed", tier="ltm", type="decision", title="On-call alerts",
+                         content="We switched incident reports over to #incident-room.", scope=RULE.scope)
+    plain = proposed_claim("Incident channel", "Incidents are posted in #ops-alerts.", "decision")
+    assert list(contradicted(plain, [changed], cosine_to)) == [] and asked == []
