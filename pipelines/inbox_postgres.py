@@ -30,7 +30,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -69,6 +70,9 @@ _SCHEMA = [
 # NOT EXISTS alone races on PostgreSQL's catalog); appends take the append lock.
 _SCHEMA_LOCK_KEY = 0x10C1_1B0C
 _APPEND_LOCK_KEY = 0x10C1_1B0D
+# A request that waits this long for a pooled connection checks whether the server answers
+# at all: down, it fails now with the server's reason instead of after `busy_timeout_s`.
+REACH_CHECK_AFTER_S = 2.0
 _INSERT = (
     f"INSERT INTO {EVENTS} (seq, event_id, kind, user_id, project_id, session_id, org_id, at, "
     "payload, sha256, appended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -138,11 +142,34 @@ class PostgresInbox(InboxBackend):
                     raise InboxError(f"cannot open the inbox {self.where}: {exc}") from exc
             return self._pool
 
-    def _connection(self):
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (as `ConnectionPool.connection`). Every connection busy: wait up
+        to `busy_timeout_s`; but a pool with nothing to give because the server is down (its
+        connections dropped, new ones refused) is reported after REACH_CHECK_AFTER_S."""
+        pool = self._get_pool()
+        first_wait = min(self.busy_timeout_s, REACH_CHECK_AFTER_S)
         try:
-            return self._get_pool().connection()
-        except PoolTimeout as exc:
-            raise InboxError(f"inbox {self.where}: no connection within {self.busy_timeout_s}s") from exc
+            con = pool.getconn(timeout=first_wait)
+        except PoolTimeout:
+            self._check_reachable()
+            try:
+                con = pool.getconn(timeout=max(self.busy_timeout_s - first_wait, 0.001))
+            except PoolTimeout as exc:
+                raise InboxError(f"inbox {self.where}: no connection within {self.busy_timeout_s}s") from exc
+        try:
+            with con:
+                yield con
+        finally:
+            pool.putconn(con)
+
+    def _check_reachable(self) -> None:
+        """InboxError with the server's own answer unless a new connection opens now."""
+        try:
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=max(2, int(REACH_CHECK_AFTER_S))):
+                pass
+        except psycopg.Error as exc:
+            raise InboxError(f"inbox {self.where}: the server cannot be reached: {exc}") from exc
 
     def _query(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         try:
