@@ -23,13 +23,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import msgspec
 import psycopg
 import pytest
+from litestar import Litestar
+from litestar.testing import TestClient
+from typer.testing import CliRunner
 
 from bench.harness import ServiceProcess, WriteLoad, audit_inbox, make_settings, read_back, unanswered_landed
 from bench.replicas import replica_settings, wait_until
+from loci.cli import app as cli_app
 from online.app import create_app
-from pipelines.consolidate import consolidate_once
+from pipelines.consolidate import InboxBehind, consolidate_once
 from pipelines.embedders import HashEmbedder
 from tests.online.test_proxy import serve
 
@@ -203,3 +208,44 @@ def test_an_inbox_outage_is_a_503_with_a_message_and_passes(team) -> None:
         "writes accepted again after the outage")
     assert landed >= 0
     assert "Tuesdays" in a.recall(LENA, "When does atlas deploy?")["injection"]
+
+
+def test_a_store_moved_from_its_sqlite_inbox_to_postgresql_keeps_every_write(postgres_server, tmp_path) -> None:
+    """One machine grows into replicas: `inbox_url` set on a store consolidated from its
+    SQLite inbox. Without the old events the new inbox's seqs start below the warehouse's and
+    snapshot's watermark: writes would be neither recalled nor ever consolidated. Said, then
+    fixed by `loci inbox-copy`."""
+    settings = make_settings(tmp_path)
+    moved = msgspec.structs.replace(settings, inbox_url=postgres_server.fresh_database("t_trial25_move"))
+
+    def write(client: TestClient, content: str) -> str:
+        resp = client.post("/v1/tools", json={"action": "memory.write", "identity": LENA, "args": {"item": {
+            "type": "decision", "title": content.split(" is ")[0], "content": content}}})
+        assert resp.status_code == 200, resp.text
+        return resp.json()["result"]["item_id"]
+
+    def app(s) -> Litestar:
+        return create_app(s, embedder=HashEmbedder(s.embedder_dim), check_interval_ms=0)
+
+    with TestClient(app(settings)) as client:
+        before = [write(client, f"The atlas {what} is {value}.") for what, value in
+                  (("log retention", "90 days"), ("release train", "biweekly"), ("on-call rota", "weekly"))]
+    consolidate_once(settings)
+
+    with TestClient(app(moved)) as client:  # the new inbox is empty
+        (problem,) = [p for p in client.get("/readyz").json()["problems"] if "inbox ends at seq 0" in p]
+        assert "loci inbox-copy" in problem
+    with pytest.raises(InboxBehind, match="loci inbox-copy"):
+        consolidate_once(moved)
+
+    copied = CliRunner().invoke(cli_app, ["inbox-copy", str(settings.inbox_path), "--to", moved.inbox_url])
+    assert copied.exit_code == 0 and "copied" in copied.output, copied.output
+    with TestClient(app(moved)) as client:
+        assert client.get("/readyz").json()["problems"] == []
+        after = write(client, "The atlas staging region is eu-west-1.")
+        for item_id, question in zip([*before, after], ("How long are atlas logs kept?", "How often is the "
+                                     "atlas release train?", "How often does the atlas on-call rota change?",
+                                     "Which region is atlas staging in?")):
+            resp = client.post("/v1/recall", json={"identity": LENA, "query": question})
+            assert resp.status_code == 200 and item_id in hit_ids(resp.json()), (question, resp.json()["hits"])
+    assert consolidate_once(moved)["land"].landed >= 1
