@@ -126,6 +126,12 @@ class PostgresInbox(InboxBackend):
         with self._guard:
             if os.getpid() != self._pid:  # forked child: never use the parent's connections
                 self._pid, self._pool = os.getpid(), None
+            if self._pool is not None:
+                return self._pool
+        # A new pool (first use, or after an outage): a server that is down is said now, not
+        # after the pool's open timeout, and not while holding the guard.
+        self._check_reachable()
+        with self._guard:
             if self._pool is None:
                 self._pool = ConnectionPool(
                     self.url, min_size=1, max_size=self.max_connections, timeout=self.busy_timeout_s,
@@ -142,6 +148,15 @@ class PostgresInbox(InboxBackend):
                     raise InboxError(f"cannot open the inbox {self.where}: {exc}") from exc
             return self._pool
 
+    def _forget_pool(self, pool: ConnectionPool) -> None:
+        """The server did not answer: a new pool for the next request. This one's own
+        reconnection backs off (1 s, 2 s, 4 s, ...) and would serve again long after the
+        server is back; a connection still lent out is closed when it is returned."""
+        with self._guard:
+            if self._pool is pool:
+                self._pool = None
+        threading.Thread(target=pool.close, name="loci-inbox-pool-close", daemon=True).start()
+
     @contextmanager
     def _connection(self) -> Iterator[psycopg.Connection]:
         """A pooled connection (as `ConnectionPool.connection`). Every connection busy: wait up
@@ -152,7 +167,11 @@ class PostgresInbox(InboxBackend):
         try:
             con = pool.getconn(timeout=first_wait)
         except PoolTimeout:
-            self._check_reachable()
+            try:
+                self._check_reachable()
+            except InboxError:
+                self._forget_pool(pool)
+                raise
             try:
                 con = pool.getconn(timeout=max(self.busy_timeout_s - first_wait, 0.001))
             except PoolTimeout as exc:
