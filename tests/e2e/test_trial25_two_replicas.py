@@ -201,6 +201,8 @@ def test_an_inbox_outage_is_a_503_with_a_message_and_passes(team) -> None:
             assert resp.status_code == 503, (path, resp.status_code, resp.text)
             error = resp.json()["error"]
             assert "inbox is unavailable" in error and "cannot be reached" in error, error
+        ready = a.http.get("/readyz")  # the load balancer takes the replica out meanwhile
+        assert ready.status_code == 503 and "inbox is unavailable" in ready.json()["error"], ready.text
     finally:
         _cut(team["server"], team["url"], allow=True)
     landed = wait_until(lambda: a.http.post("/v1/turns", json={
