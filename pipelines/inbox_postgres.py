@@ -73,6 +73,9 @@ _APPEND_LOCK_KEY = 0x10C1_1B0D
 # A request that waits this long for a pooled connection checks whether the server answers
 # at all: down, it fails now with the server's reason instead of after `busy_timeout_s`.
 REACH_CHECK_AFTER_S = 2.0
+# The server is up but every connection slot is taken: busy, not down. libpq reports a
+# refused connection without its SQLSTATE (53300), so the server's words are matched too.
+SERVER_FULL = ("too many clients", "connection slots are reserved")
 _INSERT = (
     f"INSERT INTO {EVENTS} (seq, event_id, kind, user_id, project_id, session_id, org_id, at, "
     "payload, sha256, appended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -94,6 +97,8 @@ class PostgresInbox(InboxBackend):
         self.max_connections = int(max_connections)
         self._closed = False
         self._guard = threading.Lock()
+        self._probe_lock = threading.Lock()
+        self._probed_at, self._probe_error = float("-inf"), None
         self._pid = os.getpid()
         self._pool: ConnectionPool | None = None
         # One direct connection first: an unreachable server or a bad URL is reported at
@@ -183,12 +188,24 @@ class PostgresInbox(InboxBackend):
             pool.putconn(con)
 
     def _check_reachable(self) -> None:
-        """InboxError with the server's own answer unless a new connection opens now."""
-        try:
-            with psycopg.connect(self.url, autocommit=True, connect_timeout=max(2, int(REACH_CHECK_AFTER_S))):
-                pass
-        except psycopg.Error as exc:
-            raise InboxError(f"inbox {self.where}: the server cannot be reached: {exc}") from exc
+        """InboxError with the server's own answer unless a new connection opens now. One
+        probe at a time, its answer shared with the requests that waited for it ("up" for a
+        second): requests that all wait under load must not add a connection each (and a
+        full server is busy, not down)."""
+        asked = time.monotonic()
+        with self._probe_lock:
+            if not (self._probed_at >= asked or (self._probe_error is None and asked - self._probed_at < 1.0)):
+                self._probe_error = None
+                try:
+                    with psycopg.connect(self.url, autocommit=True,
+                                         connect_timeout=max(2, int(REACH_CHECK_AFTER_S))):
+                        pass
+                except psycopg.Error as exc:
+                    if getattr(exc, "sqlstate", None) != "53300" and not any(m in str(exc) for m in SERVER_FULL):
+                        self._probe_error = f"inbox {self.where}: the server cannot be reached: {exc}"
+                self._probed_at = time.monotonic()
+            if self._probe_error is not None:
+                raise InboxError(self._probe_error)
 
     def _query(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         try:
