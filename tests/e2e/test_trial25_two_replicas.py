@@ -13,7 +13,15 @@ with a warehouse of its own and publishes into the shared folder. What a user ex
   acknowledged while the run was going (some touching what the run consolidates) stay
   recalled on both.
 - A replica killed (SIGKILL) right after acknowledging writes loses none of them.
-- An inbox outage answers 503 with a message (never a 500), and service resumes after it.
+- An inbox outage answers 503 with a message (never a 500), /readyz included, and service
+  resumes after it.
+- A one-machine store moved to a PostgreSQL inbox keeps every write: an empty new inbox is
+  named as the problem (consolidation refuses it, /readyz lists it) until `loci inbox-copy`
+  fills it with the old seqs.
+
+Found broken, fixed: an outage was a 500 after a 30 s wait for a pooled connection; a
+store moved to an empty PostgreSQL inbox silently left its new writes unrecalled and never
+consolidated (seqs below the watermark). Kept: everything else above.
 """
 
 from __future__ import annotations
