@@ -435,6 +435,32 @@ def serve(
     run_server(settings, workers=workers)
 
 
+@app.command("inbox-copy")
+def inbox_copy(
+    source: str = typer.Argument(..., help="The inbox to copy: a SQLite file (e.g. data/inbox.sqlite3) or a "
+                                           "postgresql:// URL."),
+    to: Optional[str] = typer.Option(None, "--to", help="The inbox to fill (default: the configured inbox_url)."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Copy every event of an inbox into an empty one, with the same seqs: how a store moves from its
+    SQLite inbox to PostgreSQL (docs/deploy.md). Stop every service and consolidation first; an
+    interrupted copy resumes when run again."""
+    from pipelines.inbox import InboxError, copy_inbox, is_postgres_url, open_inbox
+
+    target = to or _settings(data_dir).inbox_location
+    if not is_postgres_url(source) and not Path(source).is_file():
+        _fail(f"no inbox at {source}", 2)
+    if target == source or (not is_postgres_url(target) and Path(target).resolve() == Path(source).resolve()):
+        _fail("the source and the target are the same inbox: name the new one with --to or inbox_url", 2)
+    try:
+        with open_inbox(source) as src, open_inbox(target) as dst:
+            copied = copy_inbox(src, dst, progress=lambda done, total: err.print(f"{done}/{total}"))
+            last = dst.max_seq()
+    except InboxError as exc:
+        _fail(str(exc))
+    typer.echo(f"copied {copied} events; the target inbox ends at seq {last}")
+
+
 @app.command("dagster-home")
 def dagster_home_command(data_dir: Optional[str] = DATA_OPT) -> None:
     """Prepare the project-local DAGSTER_HOME and name it in ./.env, so `dg dev` and

@@ -8,7 +8,9 @@ SQLite are sync handlers run in the thread pool (`sync_to_thread=True`).
 
 Errors are always JSON `{"ok": false, "status_code", "error", "detail"}`: 4xx for bad input
 (unknown fields, wrong types, oversize bodies -> 413, empty queries, unknown ids, unknown
-tool actions), and a logged, generic 500 for anything unexpected (counted in
+tool actions), 503 with the reason when the inbox cannot be reached or written (a
+PostgreSQL server down, a SQLite file locked too long: retry later), and a logged, generic
+500 for anything unexpected (counted in
 `app.state.internal_errors`, so tests can prove bad input never gets there).
 """
 
@@ -27,7 +29,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
 from litestar.template.config import TemplateConfig
 
 from online.controllers import CONTROLLERS
@@ -35,6 +37,7 @@ from online.controllers.deps import strict_body
 from online.schemas import ErrorResponse
 from online.state import DEFAULT_CHECK_INTERVAL_MS, MemoryService
 from online.tools import ToolError
+from pipelines.inbox import InboxError
 from pipelines.settings import Settings
 
 log = logging.getLogger("loci.online")
@@ -64,6 +67,15 @@ def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]
 
 def _tool_error(request: Request, exc: ToolError) -> Response[ErrorResponse]:
     return _error(exc.status, exc.message, exc.detail)
+
+
+def _inbox_unavailable(request: Request, exc: InboxError) -> Response[ErrorResponse]:
+    """The store every write and read goes through is out of reach: the request was not
+    acknowledged, and is answered as unavailable rather than as a server bug."""
+    log.warning("inbox unavailable on %s %s: %s", request.method, request.url.path, exc)
+    response = _error(HTTP_503_SERVICE_UNAVAILABLE, f"the memory inbox is unavailable, retry later: {exc}")
+    response.headers["Retry-After"] = "5"
+    return response
 
 
 def _internal_error(request: Request, exc: Exception) -> Response[ErrorResponse]:
@@ -111,6 +123,7 @@ def create_app(
         exception_handlers={
             HTTPException: _http_error,
             ToolError: _tool_error,
+            InboxError: _inbox_unavailable,
             Exception: _internal_error,
         },
         openapi_config=OpenAPIConfig(

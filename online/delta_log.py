@@ -65,6 +65,7 @@ class DeltaState:
     touches: Mapping[str, tuple[Event, ...]]  # item id -> history events after the watermark
     events: int = 0  # events folded since the watermark
     embed_problem: str | None = None
+    inbox_problem: str | None = None  # the inbox ends before the snapshot's watermark
 
     @classmethod
     def empty(cls, from_seq: int) -> "DeltaState":
@@ -182,6 +183,14 @@ class DeltaLog:
     def rebuild(self, snap: SnapshotState) -> DeltaState:
         """Replay every event after the snapshot's watermark (start-up and after a swap)."""
         delta = DeltaState.empty(snap.watermark)
+        top = self.inbox.max_seq()
+        if top < snap.watermark:  # seqs never go back: another inbox than the snapshot's
+            problem = (f"the inbox ends at seq {top}, before the snapshot's watermark {snap.watermark}: it is "
+                       "not the inbox this snapshot was made from (a new inbox_url?), and writes are not "
+                       f"recalled until seq {snap.watermark + 1}; copy the old inbox into it (loci inbox-copy, "
+                       "docs/deploy.md)")
+            log.error(problem)
+            delta = replace(delta, inbox_problem=problem)
         events = self.inbox.read_after(snap.watermark)
         return self.fold(snap, delta, events) if events else delta
 
@@ -218,7 +227,7 @@ class DeltaLog:
         max_seq = max(prev.max_seq, overlay.max_seq, events[-1].seq)
         if not made:  # usage / audit / rejections only: the corpus is unchanged
             return DeltaState(prev.items, prev.segments, max_seq, touches, prev.events + len(events),
-                              prev.embed_problem)
+                              prev.embed_problem, prev.inbox_problem)
         items = {**prev.items, **made}
         every = list(items.values())
         segment, problem = self._segment([items[i] for i in made], every, snap)
@@ -235,7 +244,7 @@ class DeltaLog:
         if problem is None and prev.embed_problem and any(seg.vectors is None and seg.n for seg in segments):
             problem = prev.embed_problem  # an older segment is still searched lexically only
         return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,
-                          prev.events + len(events), problem)
+                          prev.events + len(events), problem, prev.inbox_problem)
 
     def _segment(self, items: list[MemoryItem], every: list[MemoryItem],
                  snap: SnapshotState) -> tuple[MemoryCorpus, str | None]:

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import tempfile
+from pathlib import Path
 
 import msgspec
 import uvicorn
@@ -38,12 +39,28 @@ def app_from_env():
     return balancing(app, WorkerBalance(path)) if path else app
 
 
+def replica_warnings(settings: Settings) -> list[str]:
+    """What an operator starting a replica should hear: a shared (PostgreSQL) inbox with a
+    snapshot folder inside this replica's own data folder, where no consolidation run on
+    another machine publishes (the replica would serve every write from the inbox, never a
+    snapshot)."""
+    if settings.inbox_url and not Path(settings.snapshots_dir).is_absolute():
+        return ["the inbox is shared (inbox_url) but snapshots_dir "
+                f"{settings.snapshots_dir!r} is relative: snapshots are read from {settings.snapshots_path}, "
+                "inside this data folder, where a consolidation run with another data folder (another "
+                "machine) never publishes; give every replica and the consolidation the shared folder's "
+                "absolute path (--snapshots-dir, docs/deploy.md)"]
+    return []
+
+
 def serve(settings: Settings, *, log_level: str = "info", workers: int = 1) -> None:
     """Block serving HTTP on settings.host:settings.port until interrupted."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers must be an int >= 1, got {workers!r}")
     logging.basicConfig(level=getattr(logging, log_level.upper(), logging.INFO),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for warning in replica_warnings(settings):
+        logging.getLogger("loci.online").warning(warning)
     if workers == 1:
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
                     timeout_graceful_shutdown=10)

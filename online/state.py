@@ -667,8 +667,7 @@ class MemoryService:
     def problems(self, view: View | None = None) -> list[str]:
         view = view or self.current
         out = list(view.snap.problems)
-        if view.delta.embed_problem:
-            out.append(view.delta.embed_problem)
+        out += [p for p in (view.delta.embed_problem, view.delta.inbox_problem) if p]
         return out
 
     def report(self, view: View | None = None, *, counts: bool = False) -> dict[str, Any]:

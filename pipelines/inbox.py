@@ -493,3 +493,27 @@ def inbox_exists(target: Any) -> bool:
     the inbox is a PostgreSQL database (which `open_inbox` reaches or reports)."""
     location = getattr(target, "inbox_location", target)
     return is_postgres_url(location) or Path(location).exists()
+
+
+def copy_inbox(source: InboxBackend, target: InboxBackend, *, batch: int = 1000,
+               progress: Callable[[int, int], None] | None = None) -> int:
+    """Copy every event of `source` into `target` with the same seqs (moving a store from
+    the SQLite file to PostgreSQL: the warehouse and snapshots keep their watermarks, which
+    are seqs of this log). `target` must be empty or hold a copy of `source`'s first events
+    (an interrupted copy resumes). Nothing else may write to `target` meanwhile. Returns the
+    number of events copied; `progress(copied, total)` after each batch."""
+    done, total = target.max_seq(), source.max_seq()
+    if done > total or (done and [e.event_id for e in target.read_after(done - 1, limit=1)]
+                        != [e.event_id for e in source.read_after(done - 1, limit=1)]):
+        raise InboxError(f"the target inbox already holds {done} events that are not the source's first "
+                         f"{done}: copy only into an empty inbox (or one this copy filled)")
+    copied = 0
+    while events := source.read_after(done, limit=batch):
+        stored = target.append(events)
+        if [e.seq for e in stored] != [e.seq for e in events]:
+            raise InboxError(f"seqs differ after seq {done}: something else writes to the target inbox "
+                             "(stop every service and consolidation while copying)")
+        done, copied = events[-1].seq, copied + len(events)
+        if progress is not None:
+            progress(done, total)
+    return copied

@@ -30,7 +30,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -69,6 +70,12 @@ _SCHEMA = [
 # NOT EXISTS alone races on PostgreSQL's catalog); appends take the append lock.
 _SCHEMA_LOCK_KEY = 0x10C1_1B0C
 _APPEND_LOCK_KEY = 0x10C1_1B0D
+# A request that waits this long for a pooled connection checks whether the server answers
+# at all: down, it fails now with the server's reason instead of after `busy_timeout_s`.
+REACH_CHECK_AFTER_S = 2.0
+# The server is up but every connection slot is taken: busy, not down. libpq reports a
+# refused connection without its SQLSTATE (53300), so the server's words are matched too.
+SERVER_FULL = ("too many clients", "connection slots are reserved")
 _INSERT = (
     f"INSERT INTO {EVENTS} (seq, event_id, kind, user_id, project_id, session_id, org_id, at, "
     "payload, sha256, appended_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -90,6 +97,8 @@ class PostgresInbox(InboxBackend):
         self.max_connections = int(max_connections)
         self._closed = False
         self._guard = threading.Lock()
+        self._probe_lock = threading.Lock()
+        self._probed_at, self._probe_error = float("-inf"), None
         self._pid = os.getpid()
         self._pool: ConnectionPool | None = None
         # One direct connection first: an unreachable server or a bad URL is reported at
@@ -122,6 +131,12 @@ class PostgresInbox(InboxBackend):
         with self._guard:
             if os.getpid() != self._pid:  # forked child: never use the parent's connections
                 self._pid, self._pool = os.getpid(), None
+            if self._pool is not None:
+                return self._pool
+        # A new pool (first use, or after an outage): a server that is down is said now, not
+        # after the pool's open timeout, and not while holding the guard.
+        self._check_reachable()
+        with self._guard:
             if self._pool is None:
                 self._pool = ConnectionPool(
                     self.url, min_size=1, max_size=self.max_connections, timeout=self.busy_timeout_s,
@@ -138,11 +153,59 @@ class PostgresInbox(InboxBackend):
                     raise InboxError(f"cannot open the inbox {self.where}: {exc}") from exc
             return self._pool
 
-    def _connection(self):
+    def _forget_pool(self, pool: ConnectionPool) -> None:
+        """The server did not answer: a new pool for the next request. This one's own
+        reconnection backs off (1 s, 2 s, 4 s, ...) and would serve again long after the
+        server is back; a connection still lent out is closed when it is returned."""
+        with self._guard:
+            if self._pool is pool:
+                self._pool = None
+        threading.Thread(target=pool.close, name="loci-inbox-pool-close", daemon=True).start()
+
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection (as `ConnectionPool.connection`). Every connection busy: wait up
+        to `busy_timeout_s`; but a pool with nothing to give because the server is down (its
+        connections dropped, new ones refused) is reported after REACH_CHECK_AFTER_S."""
+        pool = self._get_pool()
+        first_wait = min(self.busy_timeout_s, REACH_CHECK_AFTER_S)
         try:
-            return self._get_pool().connection()
-        except PoolTimeout as exc:
-            raise InboxError(f"inbox {self.where}: no connection within {self.busy_timeout_s}s") from exc
+            con = pool.getconn(timeout=first_wait)
+        except PoolTimeout:
+            try:
+                self._check_reachable()
+            except InboxError:
+                self._forget_pool(pool)
+                raise
+            try:
+                con = pool.getconn(timeout=max(self.busy_timeout_s - first_wait, 0.001))
+            except PoolTimeout as exc:
+                raise InboxError(f"inbox {self.where}: no connection within {self.busy_timeout_s}s") from exc
+        try:
+            with con:
+                yield con
+        finally:
+            pool.putconn(con)
+
+    def _check_reachable(self) -> None:
+        """InboxError with the server's own answer unless a new connection opens now. One
+        probe at a time, its answer shared with the requests that waited for it ("up" for a
+        second): requests that all wait under load must not add a connection each (and a
+        full server is busy, not down)."""
+        asked = time.monotonic()
+        with self._probe_lock:
+            if not (self._probed_at >= asked or (self._probe_error is None and asked - self._probed_at < 1.0)):
+                self._probe_error = None
+                try:
+                    with psycopg.connect(self.url, autocommit=True,
+                                         connect_timeout=max(2, int(REACH_CHECK_AFTER_S))):
+                        pass
+                except psycopg.Error as exc:
+                    if getattr(exc, "sqlstate", None) != "53300" and not any(m in str(exc) for m in SERVER_FULL):
+                        self._probe_error = f"inbox {self.where}: the server cannot be reached: {exc}"
+                self._probed_at = time.monotonic()
+            if self._probe_error is not None:
+                raise InboxError(self._probe_error)
 
     def _query(self, sql: str, params: Sequence[Any]) -> list[tuple]:
         try:

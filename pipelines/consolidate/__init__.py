@@ -35,6 +35,7 @@ from pipelines.consolidate.common import (
     ConsolidationError,
     EmbedderChanged,
     Hook,
+    InboxBehind,
     MessageVectorsChanged,
     mergeable,
     pending_stm_by_partition,
@@ -78,7 +79,7 @@ from pipelines.consolidate.publishing import (
 
 __all__ = [
     "EMBED_BATCH", "MAX_PROMOTION_PASSES", "NOT_MERGED_TYPES", "REEMBED_COMMAND",
-    "ClusterRef", "ClusterReport", "ConsolidationError", "EmbedReport", "EmbedderChanged",
+    "ClusterRef", "ClusterReport", "ConsolidationError", "EmbedReport", "EmbedderChanged", "InboxBehind",
     "GovernReport", "Hook", "LandReport", "MessageVectorsChanged", "check_vector_scheme",
     "LifecycleReport", "MergeReport", "PalaceReport",
     "SnapshotReport", "WarehouseLock",

@@ -20,6 +20,18 @@ class ConsolidationError(RuntimeError):
     """A consolidation stage cannot proceed (the message says why and what to do)."""
 
 
+class InboxBehind(ConsolidationError):
+    """The inbox ends before the seq this warehouse has already consumed."""
+
+    def __init__(self, top: int, consumed: int) -> None:
+        self.top, self.consumed = top, consumed
+        super().__init__(
+            f"the inbox ends at seq {top} but this warehouse has consumed it up to seq {consumed}: it is "
+            "not the inbox this store was consolidated from (a new inbox_url, or an inbox restored from an "
+            "older backup), and its events up to seq " f"{consumed} would never be consolidated. Copy the "
+            "old inbox into it first (`loci inbox-copy`, docs/deploy.md) or point inbox_url back at it.")
+
+
 class EmbedderChanged(ConsolidationError):
     """The configured embedder differs from the one the warehouse's vectors were made with."""
 
@@ -75,7 +87,11 @@ def read_window(inbox: Any, after: int) -> tuple[list[Event], int]:
     """Events with seq in (after, top], top read first: events appended meanwhile wait for
     the next run instead of being half-seen."""
     top = inbox.max_seq()
-    if top <= after:
+    if top < after:
+        # Seqs never go back: this is another inbox than the one consumed so far (a new
+        # inbox_url, an older backup). Its events up to `after` would be skipped for ever.
+        raise InboxBehind(top, after)
+    if top == after:
         return [], after
     return [e for e in inbox.read_after(after) if e.seq <= top], top
 

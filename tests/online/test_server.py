@@ -104,3 +104,18 @@ def test_two_workers_share_one_port_and_see_each_others_writes(tmp_path: Path) -
                            for hit in found["hits"]), found
     finally:
         assert service.stop() in (0, -15)
+
+
+def test_a_replica_with_a_shared_inbox_and_its_own_snapshot_folder_is_warned(tmp_path: Path) -> None:
+    """`loci serve --inbox-url postgresql://...` without --snapshots-dir reads snapshots from
+    its own data folder, where a consolidation on another machine never publishes."""
+    from online.server import replica_warnings
+    from pipelines.settings import load_settings
+
+    def settings(**kw):
+        return load_settings(config_file=tmp_path / "absent.toml", environ={}, data_dir=str(tmp_path / "d"), **kw)
+
+    (warning,) = replica_warnings(settings(inbox_url="postgresql://loci:secret@db/loci"))
+    assert "snapshots_dir 'snapshots' is relative" in warning and "secret" not in warning
+    assert replica_warnings(settings(inbox_url="postgresql://db/loci", snapshots_dir=str(tmp_path / "s"))) == []
+    assert replica_warnings(settings()) == []  # one machine: the inbox file and snapshots side by side

@@ -329,6 +329,48 @@ def test_postgres_survives_dropped_connections_and_bounds_its_wait(postgres_url)
         assert ib.append([make_event("c")])[0].seq == 3  # no gap left by the refused one
 
 
+def test_postgres_down_is_said_within_seconds_not_after_the_busy_timeout(postgres_url):
+    """Every connection dropped and new ones refused: a read or an append fails after about
+    REACH_CHECK_AFTER_S with the server's reason (the service answers 503 with it), not after
+    waiting busy_timeout_s (30 s) for a pooled connection; it works again once the server is back."""
+    import psycopg
+
+    from pipelines.inbox_postgres import PostgresInbox
+
+    name = postgres_url.rsplit("/", 1)[1]
+    admin_url = postgres_url.rsplit("/", 1)[0] + "/postgres"
+    with PostgresInbox(postgres_url) as ib, psycopg.connect(admin_url, autocommit=True) as admin:
+        ib.append([make_event("a")])
+        admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+        try:
+            for action in (ib.max_seq, lambda: ib.append([make_event("b")])):
+                started = time.monotonic()
+                with pytest.raises(InboxError, match="cannot be reached: .*not currently accepting connections"):
+                    action()
+                assert time.monotonic() - started < 15  # REACH_CHECK_AFTER_S and one refused connect
+        finally:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        assert ib.append([make_event("b")])[0].seq == 2
+
+
+def test_an_inbox_is_copied_with_its_seqs_and_a_copy_resumes(tmp_path, inbox_location):
+    """`copy_inbox` (`loci inbox-copy`): a SQLite inbox into an empty one, same seqs; an
+    interrupted copy resumes; a target holding other events is refused."""
+    from pipelines.inbox import copy_inbox
+
+    with open_inbox(tmp_path / "old.sqlite3") as old, open_inbox(inbox_location) as new:
+        old.append([make_event(f"e{i}") for i in range(7)])
+        new.append(old.read_after(0, limit=3))  # an earlier copy, cut short
+        assert copy_inbox(old, new, batch=2) == 4
+        assert [(e.seq, e.event_id) for e in new.read_after(0)] == [(e.seq, e.event_id) for e in old.read_after(0)]
+        assert copy_inbox(old, new) == 0
+        with open_inbox(tmp_path / "other.sqlite3") as other:
+            other.append([make_event("x")])
+            with pytest.raises(InboxError, match="not the source's first"):
+                copy_inbox(other, new)
+
+
 def test_shared_vectors_round_trip_and_keep_the_first(inbox):
     """A cache beside the log (the service's workers embed a write once): what one process
     shares another reads by key; sharing a key again keeps the first vector."""
