@@ -31,7 +31,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Sc
 
 from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, speaker, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
-from .dates import DateRange, day_spans, said_within, states_time, weekdays_of
+from .dates import DateRange, day_spans, days_of_year, said_within, states_time, weekdays_of
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -246,6 +246,7 @@ class CandidateSearch:
         # whose validity window holds then (the "held_then" channel), as POSIX seconds.
         self.held_in = day_spans(list(held_in), zone)
         self.held_weekdays = weekdays_of(list(held_in))  # "tomorrow": the habits of that weekday too
+        self.held_yearly = days_of_year(list(held_in))  # "next month": the birthdays then too
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.listing = listing  # item types the question asks for as a kind: the "listing" channel
@@ -495,7 +496,8 @@ class CandidateSearch:
         question names (a trip next week, the dentist tomorrow), most important first. An
         open window counts by the edge it has: "from December 1" in the week holding
         December 1, not in every week after it. A day or two named ("tomorrow", "this
-        weekend") also lists the weekly habits of those weekdays ("gym on Mondays")."""
+        weekend") also lists the weekly habits of those weekdays ("gym on Mondays"), and days
+        up to two months the birthdays and anniversaries that fall then, every year."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             start, end = c.window_seconds()
@@ -506,6 +508,8 @@ class CandidateSearch:
                     (end >= first) & (end < after))
             if self.held_weekdays:
                 meets |= (c.weekly_days() & self.held_weekdays) != 0
+            for row, days in c.yearly_days().items() if self.held_yearly else ():
+                meets[row] |= not days.isdisjoint(self.held_yearly)
             rows = np.flatnonzero(self.view.allowed[ci] & meets)
             entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
                         for row in rows.tolist() if c.items[row].type != "message"]

@@ -1,0 +1,231 @@
+"""A household assistant over a year (the twenty-fourth new-user trial), over HTTP. Ana lives
+in New York (America/New_York: 4-5 hours behind UTC, so her late evenings are UTC's next
+day); she and her partner Ben share the household project `home`, each with a user scope of
+their own. A chat loop lands their turns and its model's proposals on `/v1/turns` (each with
+`at` and `tz`), writes with `/v1/tools`, asks `/v1/recall` in her zone, and an editor's agent
+searches over MCP (`memory_search`); a real Dagster consolidation (`run_consolidation`) runs
+between the seasons. Every write and question is stamped by one simulated clock.
+
+- Birthdays and anniversaries come round every year: in February "what's coming up next
+  month?" and "whose birthday is soon?" list Mom's birthday on March 3 (said the spring
+  before), in May "what's coming up next month?" lists the June anniversary.
+- "What do you know about me?": what Ana said of herself, in her user scope or in the
+  household's; not Ben's private plans (a surprise party for her), nor what Ben said of himself.
+- The kids' bedtime, corrected under another title in the summer, answers "what's the kids'
+  bedtime?" as the current rule, the old one history, chatter sharing its words below it.
+- MCP `memory_search` answers like `/v1/recall`: curated memories first, raw turns labelled
+  as evidence, her questions and "ok thanks" never listed.
+- The memory browser shows the times of a card in the viewer's zone (`tz`), and `loci show`
+  lists each version of the corrected rule with its author.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import date, datetime, time, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import anyio
+import pytest
+from litestar.testing import TestClient
+from mcp.client.client import Client as MCPClient
+
+from assets.run import run_consolidation
+from online.app import create_app
+from online.mcp_server import build_server
+from pipelines.embedders import HashEmbedder
+from pipelines.recall.query import parse_now
+from pipelines.records import Identity
+from tests.assets.support import make_settings, shared_instance
+from tests.e2e.chat import SimulatedClock, curated, curated_text, page_text
+
+TZ = "America/New_York"
+ZONE = ZoneInfo(TZ)
+ANA = {"user_id": "ana", "project_id": "home", "session_id": "kitchen"}
+BEN = {"user_id": "ben", "project_id": "home", "session_id": "garage"}
+
+COMING = "what's coming up next month?"
+SOON = "whose birthday is soon?"
+ME = "what do you know about me?"
+BEDTIME = "what's the kids' bedtime?"
+
+
+def fact(title: str, content: str, type_: str = "fact", **more: Any) -> dict:
+    return {"type": type_, "title": title, "content": content, "why_store": "said so", **more}
+
+
+def the_year() -> int:
+    """The year the story starts: its spring, the next February and May are all past."""
+    today = datetime.now(ZONE).date()
+    return today.year - 1 if today >= date(today.year, 6, 20) else today.year - 2
+
+
+@pytest.fixture(scope="module")
+def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    settings = make_settings(tmp_path_factory.mktemp("t24"))
+    app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
+    y = the_year()
+    clock = SimulatedClock(ZONE)
+    ids: dict[str, str] = {}
+    seen: dict[str, Any] = {}
+
+    with pytest.MonkeyPatch.context() as patch, TestClient(app) as client:
+        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
+            patch.setattr(f"{where}.utcnow", clock)
+        patch.setattr("assets.graph._now", lambda: clock.now)
+        patch.setattr("pipelines.recall.engine.parse_now",
+                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
+
+        def say(name: str, day: date, hh: int, text: str, *items: dict, who: dict = ANA) -> None:
+            clock.at(day, time(hh))
+            reply = "Noted." + ((" <MEMORY_PROPOSALS_JSON>" + json.dumps(list(items)) + "</MEMORY_PROPOSALS_JSON>")
+                                if items else "")
+            for role, said in (("user", text), ("assistant", reply)):
+                at = clock.now
+                resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": said,
+                                                      "at": at.isoformat(), "tz": TZ})
+                assert resp.status_code == 201, resp.text
+            for n, outcome in enumerate(resp.json()["proposals"]):
+                assert outcome["action"] == "accept", (name, outcome)
+                ids[name if n == 0 else f"{name} {n}"] = outcome["item_id"]
+
+        def write(name: str, day: date, item: dict, who: dict) -> None:
+            clock.at(day, time(21))
+            resp = client.post("/v1/tools", json={"action": "memory.write", "identity": who,
+                                                  "args": {"tz": TZ, "item": item}})
+            assert resp.status_code == 200, resp.text
+            ids[name] = resp.json()["result"]["item_id"]
+
+        def ask(name: str, day: date, question: str, who: dict = ANA) -> None:
+            clock.at(day, time(19, 30))
+            resp = client.post("/v1/recall", json={"identity": who, "query": question, "tz": TZ})
+            assert resp.status_code == 200, resp.text
+            seen[name] = resp.json()
+
+        def consolidate() -> None:
+            assert client.app.state.service.usage.flush()
+            assert run_consolidation(settings, instance=shared_instance())["status"] == "success"
+            assert client.post("/v1/admin/reload").status_code == 200
+
+        # Spring: who they are, the household's rules, chatter
+        spring = date(y, 3, 16)
+        say("mom", spring, 20, "My mom's birthday is March 3, we just missed it! She loves orchids.",
+            fact("Mom's birthday", "Ana's mom's birthday is March 3; she loves orchids."))
+        say("anniversary", spring, 20, "Our wedding anniversary is June 14.",
+            fact("Wedding anniversary", "Ana and Ben's wedding anniversary is June 14."))
+        say("lactose", spring, 21, "I'm lactose intolerant, so no milk in recipes for me.",
+            fact("Lactose", "Ana is lactose intolerant.", scope="user"))
+        say("nurse", spring + timedelta(days=1), 8, "I work night shifts as a nurse, so I sleep until 2pm.",
+            fact("Ana's work", "Ana works night shifts as a nurse and sleeps until 2pm."))
+        say("bedtime", spring + timedelta(days=1), 20, "We decided the kids go to bed at 8pm on school nights.",
+            fact("Kids' bedtime", "The kids' bedtime is 8pm on school nights.", "decision"))
+        say("ok", spring + timedelta(days=1), 20, "ok thanks")
+        say("ben bday", spring + timedelta(days=2), 9, "My birthday is October 12, remind Ana.",
+            fact("Ben's birthday", "Ben's birthday is October 12."), who=BEN)
+        write("party", spring + timedelta(days=2), fact(
+            "Surprise party", "Ben is planning a surprise party for Ana's 40th; don't tell Ana.",
+            "todo", scope="user"), BEN)
+        say("chatter", spring + timedelta(days=3), 22,
+            "lol the kids' bedtime story took an hour tonight, the cat wanted to hear the end too")
+        say("asked", spring + timedelta(days=4), 7, "what time is the kids' bedtime again?")
+        consolidate()
+        # Summer: the bedtime rule changes (another title), a consolidation
+        summer = date(y, 6, 22)
+        say("bedtime late", summer, 21, "Now that it's summer, the kids' bedtime moved to 8:30pm.",
+            fact("Bedtime rule", "The kids' bedtime is 8:30pm now.", "decision"))
+        consolidate()
+        # The next February and May: what comes round again
+        february, may = date(y + 1, 2, 10), date(y + 1, 5, 20)
+        ask("coming feb", february, COMING)
+        ask("soon feb", february, SOON)
+        ask("me", february, ME)
+        ask("ben me", february, ME, BEN)
+        ask("bedtime", february, BEDTIME)
+        ask("coming may", may, COMING)
+        ask("soon a year on", february.replace(year=y + 2), SOON)  # and every year after
+
+        async def agent() -> dict[str, Any]:
+            async with MCPClient(build_server(client.app.state.service, Identity(**ANA))) as mcp:
+                out = {}
+                for q in (BEDTIME, "what time is bedtime again", "ok thanks", "the cat", "bedtime story", "orchids"):
+                    result = await mcp.call_tool("memory_search", {"query": q, "tz": TZ})
+                    assert not result.is_error, result
+                    out[q] = json.loads(result.content[0].text)
+                return out
+
+        seen["mcps"] = anyio.run(agent)
+        seen["mcp"] = seen["mcps"][BEDTIME]
+        card = client.get(f"/ui/items/{ids['bedtime late']}", params={**ANA, "tz": TZ})
+        assert card.status_code == 200, card.text
+        seen["card"] = page_text(card.text)
+        seen["card utc"] = page_text(client.get(f"/ui/items/{ids['bedtime late']}", params=ANA).text)
+        items = {name: client.get(f"/v1/items/{item_id}", params=ANA) for name, item_id in ids.items()}
+        yield {"ids": ids, "seen": seen, "y": y, "items": {k: v.json() for k, v in items.items()
+                                                           if v.status_code == 200}}
+
+
+def test_in_february_next_month_lists_moms_march_birthday(year) -> None:
+    # broken: nothing was injected, "next month" shares no word with the birthday
+    answer, ids = year["seen"]["coming feb"], year["ids"]
+    assert curated(answer)[:1] == [ids["mom"]], answer["hits"]
+    assert ids["ben bday"] not in curated(answer) and ids["anniversary"] not in curated(answer)
+
+
+@pytest.mark.parametrize("asked", ["soon feb", "soon a year on"])
+def test_whose_birthday_is_soon_is_moms_first(year, asked: str) -> None:
+    # broken: "March 3" bounded no window, so only the word "birthday" found it, Ben's
+    # October birthday first
+    answer, ids = year["seen"][asked], year["ids"]
+    assert curated(answer)[:1] == [ids["mom"]], answer["hits"]
+
+
+def test_in_may_next_month_lists_the_june_anniversary(year) -> None:
+    answer, ids = year["seen"]["coming may"], year["ids"]
+    assert curated(answer)[:1] == [ids["anniversary"]], answer["hits"]
+    assert ids["mom"] not in curated(answer)
+
+
+def test_what_is_known_about_her_includes_what_she_said_of_herself_in_the_household(year) -> None:
+    answer, ids = year["seen"]["me"], year["ids"]
+    assert {ids["lactose"], ids["nurse"]} <= set(curated(answer)), answer["hits"]
+    shown = answer["injection"] or ""
+    assert "surprise party" not in shown and ids["party"] not in curated(answer)
+    assert ids["ben bday"] not in curated(answer)
+    ben = year["seen"]["ben me"]
+    assert ids["lactose"] not in curated(ben) and ids["nurse"] not in curated(ben), ben["hits"]
+
+
+def test_the_corrected_bedtime_is_current_and_the_chatter_below_it(year) -> None:
+    answer, ids = year["seen"]["bedtime"], year["ids"]
+    assert curated(answer)[:1] == [ids["bedtime late"]], answer["hits"]
+    assert "8pm" not in curated_text(answer), answer["injection"]
+    assert answer["hits"][0]["type"] != "message"
+
+
+def test_mcp_search_lists_memories_first_and_no_questions_or_filler(year) -> None:
+    body, ids = year["seen"]["mcp"], year["ids"]
+    hits = body["hits"]
+    assert hits[0]["id"] == ids["bedtime late"], hits
+    contents = [h["content"] for h in hits]
+    assert "ok thanks" not in contents and "what time is the kids' bedtime again?" not in contents, contents
+    first_turn = next((n for n, h in enumerate(hits) if h["type"] == "message"), len(hits))
+    assert all(h["type"] == "message" for h in hits[first_turn:]), hits  # curated first, then evidence
+
+
+def test_the_browser_shows_times_in_the_viewers_zone(year) -> None:
+    card, utc = year["seen"]["card"], year["seen"]["card utc"]
+    y = year["y"]
+    # said 21:00 on June 22 in New York: 01:00 on June 23 in UTC
+    assert f"{y}-06-22 21:00" in card, card
+    assert f"{y}-06-23 01:00" not in card
+    assert f"{y}-06-23 01:00" in utc
+
+
+def test_zz_debug(year) -> None:
+    for k, v in year["seen"]["mcps"].items():
+        for h in v["hits"]:
+            print(k, h["type"], h["delivery"], h["score"], h["title"], "|", h["content"][:80])
+    for k in ("bedtime", "soon feb", "me"):
+        print(k, year["seen"][k]["injection"])
