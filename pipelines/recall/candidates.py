@@ -19,6 +19,7 @@ items pulled in around the candidates, and each candidate's score.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,6 +45,13 @@ from .episodic import (
 )
 from .lexical import normalise_label
 from .query import RecallFilters
+
+def of_its_writer(item: MemoryItem, user_id: str) -> bool:
+    """A claim speaks of the user who wrote it: in the first person ("I work nights") or by
+    their name ("Ana works night shifts", the user id as a word)."""
+    text = f"{item.title}. {item.content}"
+    return stated_of_self(text) > 0 or re.search(rf"\b{re.escape(user_id)}\b", text, re.IGNORECASE) is not None
+
 
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
 VALIDATION_BOOST = {"verified": 1.0, "unverified": 0.0, "contested": -1.0, "retracted": -2.0}
@@ -432,11 +440,14 @@ class CandidateSearch:
         return entries
 
     def _self_channel(self) -> Ranked:
-        """The caller's own curated memories (their user scope, no raw turns), most
-        important, then most confident first: what "what do you know about me?" asks for.
+        """The caller's own curated memories (their user scope, and the claims they wrote of
+        themselves in the project: `of_its_writer`; no raw turns), most important, then most
+        confident first: what "what do you know about me?" asks for.
         When they are fewer than `SELF_FEW`, what the caller said of themselves fills up to
         it, after them (`_said_of_self`)."""
-        own = Scope.for_identity("user", self.view.who).audience_key()
+        who = self.view.who
+        own = Scope.for_identity("user", who).audience_key()
+        shared = Scope.for_identity("project", who).audience_key() if who.project_id else None
         entries: Ranked = []
         turns: list[tuple[int, int]] = []
         for ci, c in enumerate(self.view.corpora):
@@ -446,6 +457,10 @@ class CandidateSearch:
                     entries.append((item.importance + item.confidence, item.id, ci, row))
                 elif said_by_the_user(item):
                     turns.append((ci, row))
+            for row in c.audience_rows(shared, self.view.allowed[ci]) if shared else ():
+                item = c.items[row]  # what the caller wrote of themselves in the project ("Ana works nights")
+                if item.type != "message" and speaker(item) == who.user_id and of_its_writer(item, who.user_id):
+                    entries.append((item.importance + item.confidence, item.id, ci, row))
         if len(entries) < SELF_FEW:
             entries += self._said_of_self(turns, SELF_FEW - len(entries))
         return entries
