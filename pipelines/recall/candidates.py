@@ -46,6 +46,7 @@ from .episodic import (
 from .lexical import normalise_label
 from .query import RecallFilters
 
+
 def of_its_writer(item: MemoryItem, user_id: str) -> bool:
     """A claim speaks of the user who wrote it: in the first person ("I work nights") or by
     their name ("Ana works night shifts", the user id as a word)."""
