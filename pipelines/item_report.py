@@ -238,7 +238,8 @@ def _event_note(event: dict[str, Any]) -> str:
 
 def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per audit event of `describe_item`'s record (or of a snapshot's published
-    history), oldest first: `when`, `actor` ("pipeline" for its own work), `action`, `seq`
+    history), oldest first: `when` (UTC, to the second; `at`: as stored), `actor` ("pipeline"
+    for its own work), `action`, `seq`
     (the inbox seq, or None) and `note`, what changed (for an event that wrote a revision,
     the fields that revision changed)."""
     revisions = iter(found.get("revisions", []))
@@ -258,7 +259,8 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
                     action = f"{action} ({revision['reason']})"
         else:
             note = _event_note(event)
-        rows.append({"when": str(event.get("requested_at") or event["at"])[:19].replace("T", " "),
+        at = str(event.get("requested_at") or event["at"])
+        rows.append({"when": at[:19].replace("T", " "), "at": at,
                      "actor": event.get("actor") or "pipeline", "action": action,
                      "seq": event.get("inbox_seq"), "note": note})
     return rows
