@@ -136,6 +136,8 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         summer = date(y, 6, 22)
         say("bedtime late", summer, 21, "Now that it's summer, the kids' bedtime moved to 8:30pm.",
             fact("Bedtime rule", "The kids' bedtime is 8:30pm now.", "decision"))
+        say("asked again", summer + timedelta(days=5), 19, "what did we decide about bedtime?")
+        say("ok again", summer + timedelta(days=5), 19, "ok thanks")
         consolidate()
         # The next February and May: what comes round again
         february, may = date(y + 1, 2, 10), date(y + 1, 5, 20)
@@ -150,14 +152,13 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         async def agent() -> dict[str, Any]:
             async with MCPClient(build_server(client.app.state.service, Identity(**ANA))) as mcp:
                 out = {}
-                for q in (BEDTIME, "what time is bedtime again", "ok thanks", "the cat", "bedtime story", "orchids"):
+                for q in (BEDTIME, "what did we decide about bedtime?", "bedtime"):
                     result = await mcp.call_tool("memory_search", {"query": q, "tz": TZ})
                     assert not result.is_error, result
                     out[q] = json.loads(result.content[0].text)
                 return out
 
         seen["mcps"] = anyio.run(agent)
-        seen["mcp"] = seen["mcps"][BEDTIME]
         card = client.get(f"/ui/items/{ids['bedtime late']}", params={**ANA, "tz": TZ})
         assert card.status_code == 200, card.text
         seen["card"] = page_text(card.text)
@@ -208,14 +209,20 @@ def test_the_corrected_bedtime_is_current_and_the_chatter_below_it(year) -> None
     assert answer["hits"][0]["type"] != "message"
 
 
-def test_mcp_search_lists_memories_first_and_no_questions_or_filler(year) -> None:
-    body, ids = year["seen"]["mcp"], year["ids"]
+@pytest.mark.parametrize("query", [BEDTIME, "what did we decide about bedtime?", "bedtime"])
+def test_mcp_search_lists_memories_first_and_no_questions_or_filler(year, query: str) -> None:
+    # broken: her questions ("what did we decide about bedtime?") and "ok thanks" were listed
+    # among the "memories" found, a turn above the decision
+    body, ids = year["seen"]["mcps"][query], year["ids"]
     hits = body["hits"]
     assert hits[0]["id"] == ids["bedtime late"], hits
-    contents = [h["content"] for h in hits]
-    assert "ok thanks" not in contents and "what time is the kids' bedtime again?" not in contents, contents
+    assert ids["bedtime"] not in [h["id"] for h in hits]  # the rule it replaced is history
+    said = [h["content"] for h in hits if h["type"] == "message"]
+    assert not any(text.endswith("?") or text == "ok thanks" for text in said), said
     first_turn = next((n for n, h in enumerate(hits) if h["type"] == "message"), len(hits))
     assert all(h["type"] == "message" for h in hits[first_turn:]), hits  # curated first, then evidence
+    assert all(h["evidence"].startswith("what was said, not verified") for h in hits[first_turn:]), hits
+    assert body["message"].startswith("Found 1 memory"), body["message"]
 
 
 def test_the_browser_shows_times_in_the_viewers_zone(year) -> None:
@@ -230,10 +237,3 @@ def test_the_browser_shows_times_in_the_viewers_zone(year) -> None:
     assert year["seen"]["card links"] and all("tz=America%2FNew_York" in link for link in year["seen"]["card links"])
     assert year["seen"]["bad tz"] == 400
 
-
-def test_zz_debug(year) -> None:
-    for k, v in year["seen"]["mcps"].items():
-        for h in v["hits"]:
-            print(k, h["type"], h["delivery"], h["score"], h["title"], "|", h["content"][:80])
-    for k in ("bedtime", "soon feb", "me"):
-        print(k, year["seen"][k]["injection"])
