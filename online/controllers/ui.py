@@ -34,11 +34,11 @@ from online.review import awaiting_review, review_entry
 from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
-from pipelines.item_report import history_rows, inbox_note, inbox_notes
+from pipelines.item_report import history_rows, inbox_note, inbox_notes, shown_at
 from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
-from pipelines.records import Identity, MemoryItem, parse_time, time_zone
+from pipelines.records import Identity, MemoryItem, time_zone
 
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
 PAGE_SIZE = 50  # entries per page of a list (quarantine, conflicts, a shelf's cards, unplaced)
@@ -90,12 +90,8 @@ class ViewerZone:
     asked: str | None
 
     def shown(self, stamp: Any) -> str:
-        """An ISO-8601 time as "YYYY-MM-DD HH:MM:SS" on the viewer's clock ("-" for none); a
-        time stored without an offset is UTC's."""
-        when = parse_time(str(stamp)) if stamp else None
-        if when is None:
-            return str(stamp or "-")[:19].replace("T", " ")
-        return when.astimezone(time_zone(self.name)).strftime("%Y-%m-%d %H:%M:%S")
+        """An ISO-8601 time on the viewer's clock (`item_report.shown_at`)."""
+        return shown_at(stamp, self.name)
 
 
 def viewer_zone(request: Request, default: str) -> ViewerZone:

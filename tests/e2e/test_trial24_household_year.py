@@ -32,8 +32,10 @@ import anyio
 import pytest
 from litestar.testing import TestClient
 from mcp.client.client import Client as MCPClient
+from typer.testing import CliRunner
 
 from assets.run import run_consolidation
+from loci.cli import app as loci_cli
 from online.app import create_app
 from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
@@ -166,9 +168,14 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["bad tz"] = client.get(f"/ui/items/{ids['bedtime late']}",
                                     params={**ANA, "tz": "Mars/Olympus"}).status_code
         seen["card utc"] = page_text(client.get(f"/ui/items/{ids['bedtime late']}", params=ANA).text)
-        items = {name: client.get(f"/v1/items/{item_id}", params=ANA) for name, item_id in ids.items()}
-        yield {"ids": ids, "seen": seen, "y": y, "items": {k: v.json() for k, v in items.items()
-                                                           if v.status_code == 200}}
+        old_card = client.get(f"/ui/items/{ids['bedtime']}", params={**ANA, "tz": TZ})
+        assert old_card.status_code == 200, old_card.text
+        seen["old card"] = page_text(old_card.text)
+    for name in ("bedtime", "bedtime late"):
+        shown = CliRunner().invoke(loci_cli, ["show", ids[name], "--tz", TZ, "--data-dir", str(settings.data_dir)])
+        assert shown.exit_code == 0, shown.output
+        seen[f"show {name}"] = shown.output
+    yield {"ids": ids, "seen": seen, "y": y}
 
 
 def test_in_february_next_month_lists_moms_march_birthday(year) -> None:
@@ -237,3 +244,18 @@ def test_the_browser_shows_times_in_the_viewers_zone(year) -> None:
     assert year["seen"]["card links"] and all("tz=America%2FNew_York" in link for link in year["seen"]["card links"])
     assert year["seen"]["bad tz"] == 400
 
+
+
+def test_who_changed_the_bedtime_and_when_on_her_clock(year) -> None:
+    # broken: `loci show` gave every time in UTC only, Ana's 21:00 change as the next day's 01:00
+    ids, y, seen = year["ids"], year["y"], year["seen"]
+    now = seen["show bedtime late"]
+    assert "history (time America/New_York, actor" in now, now
+    assert re.search(rf"{y}-06-22 21:0\d:\d\d  ana ", now), now  # the correction, by Ana, on her clock
+    earlier = now.split("replaced earlier versions")[1]
+    assert ids["bedtime"] in earlier and "8pm on school nights" in earlier, now  # what it said before
+    assert re.search(rf"{y}-03-17 20:0\d:\d\d  ana ", earlier), earlier
+    assert f"superseded by {ids['bedtime late']}" in seen["show bedtime"], seen["show bedtime"]
+    old_card = seen["old card"]  # the browser's card of the rule it replaced says so, on her clock
+    assert "superseded by" in old_card and ids["bedtime late"] in old_card, old_card
+    assert re.search(rf"\b{y}-03-17 20:0\d:\d\d ana ", old_card), old_card
