@@ -486,11 +486,12 @@ class MemoryCorpus:
         return self._weekly
 
     def yearly_days(self) -> dict[int, frozenset[int]]:
-        """The rows of curated claims about a day that comes round every year (a birthday,
-        an anniversary: `dates.yearly_days`) and their days (`month * 100 + day`); read when a
-        question first names days to come."""
+        """The rows of curated claims with no window about a day that comes round every year
+        (a birthday, an anniversary: `dates.yearly_days`) and their days (`month * 100 +
+        day`); read when a question first names days to come."""
         if self._yearly is None:
             self._yearly = {row: days for row, it in enumerate(self.items) if it.type != "message"
+                            and not (it.valid_from or it.valid_to)  # "a gift for her birthday by March 1": once
                             and (days := yearly_days(f"{it.title}. {it.content}"))}
         return self._yearly
 
