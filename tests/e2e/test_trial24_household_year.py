@@ -117,7 +117,7 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         say("mom", spring, 20, "My mom's birthday is March 3, we just missed it! She loves orchids.",
             fact("Mom's birthday", "Ana's mom's birthday is March 3; she loves orchids."))
         say("anniversary", spring, 20, "Our wedding anniversary is June 14.",
-            fact("Wedding anniversary", "Ana and Ben's wedding anniversary is June 14."))
+            fact("Wedding anniversary", "Ana and Ben's wedding anniversary is June 14.", importance=2))
         say("lactose", spring, 21, "I'm lactose intolerant, so no milk in recipes for me.",
             fact("Lactose", "Ana is lactose intolerant.", scope="user"))
         say("nurse", spring + timedelta(days=1), 8, "I work night shifts as a nurse, so I sleep until 2pm.",
@@ -196,6 +196,8 @@ def test_whose_birthday_is_soon_is_the_next_one(year, asked: str, whose: str) ->
 
 
 def test_in_may_next_month_lists_the_june_anniversary(year) -> None:
+    # broken: proposed at importance 2 and not asked about all summer, the anniversary aged
+    # out of short-term memory a month after it was said (archived, "aged")
     answer, ids = year["seen"]["coming may"], year["ids"]
     assert curated(answer)[:1] == [ids["anniversary"]], answer["hits"]
     assert ids["mom"] not in curated(answer)
