@@ -47,11 +47,13 @@ from .lexical import normalise_label
 from .query import RecallFilters
 
 
-def of_its_writer(item: MemoryItem, user_id: str) -> bool:
-    """A claim speaks of the user who wrote it: in the first person ("I work nights") or by
-    their name ("Ana works night shifts", the user id as a word)."""
+def of_the_caller(item: MemoryItem, user_id: str) -> bool:
+    """A claim speaks of the user `user_id`: by their name ("Ana works night shifts", "Ana is
+    allergic to cats" written by her partner: the user id as a word), or in the first person
+    when they wrote it ("I work nights"; another's "I" is that other's)."""
     text = f"{item.title}. {item.content}"
-    return stated_of_self(text) > 0 or re.search(rf"\b{re.escape(user_id)}\b", text, re.IGNORECASE) is not None
+    return re.search(rf"\b{re.escape(user_id)}\b", text, re.IGNORECASE) is not None or (
+        speaker(item) == user_id and stated_of_self(text) > 0)
 
 
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
@@ -441,9 +443,9 @@ class CandidateSearch:
         return entries
 
     def _self_channel(self) -> Ranked:
-        """The caller's own curated memories (their user scope, and the claims they wrote of
-        themselves in the project: `of_its_writer`; no raw turns), most important, then most
-        confident first: what "what do you know about me?" asks for.
+        """The caller's own curated memories (their user scope, and the project's claims about
+        them: `of_the_caller`; no raw turns), most important, then most confident first:
+        what "what do you know about me?" asks for.
         When they are fewer than `SELF_FEW`, what the caller said of themselves fills up to
         it, after them (`_said_of_self`)."""
         who = self.view.who
@@ -459,8 +461,8 @@ class CandidateSearch:
                 elif said_by_the_user(item):
                     turns.append((ci, row))
             for row in c.audience_rows(shared, self.view.allowed[ci]) if shared else ():
-                item = c.items[row]  # what the caller wrote of themselves in the project ("Ana works nights")
-                if item.type != "message" and speaker(item) == who.user_id and of_its_writer(item, who.user_id):
+                item = c.items[row]  # what the project holds of the caller ("Ana works nights")
+                if item.type != "message" and of_the_caller(item, who.user_id):
                     entries.append((item.importance + item.confidence, item.id, ci, row))
         if len(entries) < SELF_FEW:
             entries += self._said_of_self(turns, SELF_FEW - len(entries))

@@ -999,13 +999,16 @@ def test_next_month_lists_the_birthdays_then_every_year_not_a_once_only_errand()
         assert [e[0] for e in channels["held_then"]] == ["mom"], channels
 
 
-def test_what_is_known_about_me_holds_what_i_wrote_of_myself_in_the_project_not_what_others_wrote():
+def test_what_is_known_about_me_holds_the_projects_claims_about_me_not_others_of_themselves():
     other = Identity(user_id="u2", project_id="p1", session_id="s2", org_id="o1")
     items = [mem("diet", "Diet", "I'm vegetarian.", kind="user"),
              mem("work", "Work", "u1 works night shifts as a nurse."),
              mem("mine", "Allergy", "I'm allergic to cats."),
              mem("rule", "Bedtime", "The kids' bedtime is 8pm."),  # hers, not about her
-             mem("his", "Job", "I'm a carpenter.", who=other)]  # the partner's, of himself
+             mem("his", "Job", "I'm a carpenter.", who=other),  # the partner's, of himself
+             mem("of me", "Cats", "u1 is allergic to cats.", who=other),  # the partner's, of her
+             mem("private", "Party", "Surprise party for u1's 40th.", kind="user", who=other)]  # not hers to see
     found = engine().recall("what do you know about me?", ME, [corpus(items)], trace=True)
     channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
-    assert {e[0] for e in channels["self"]} == {"diet", "work", "mine"}, channels
+    assert {e[0] for e in channels["self"]} == {"diet", "work", "mine", "of me"}, channels
+    assert "private" not in ids(found)
