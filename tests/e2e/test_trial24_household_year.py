@@ -7,8 +7,9 @@ searches over MCP (`memory_search`); a real Dagster consolidation (`run_consolid
 between the seasons. Every write and question is stamped by one simulated clock.
 
 - Birthdays and anniversaries come round every year: in February "what's coming up next
-  month?" and "whose birthday is soon?" list Mom's birthday on March 3 (said the spring
-  before), in May "what's coming up next month?" lists the June anniversary.
+  month?" and "whose birthday is soon?" list Mom's birthday (said the spring before, its
+  day corrected in the summer: the corrected day only), in May "what's coming up next
+  month?" lists the June anniversary, which did not age out over the summer unasked.
 - "What do you know about me?": what Ana said of herself, in her user scope or in the
   household's; not Ben's private plans (a surprise party for her), nor what Ben said of himself.
 - The kids' bedtime, corrected under another title in the summer, answers "what's the kids'
@@ -140,6 +141,8 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         summer = date(y, 6, 22)
         say("bedtime late", summer, 21, "Now that it's summer, the kids' bedtime moved to 8:30pm.",
             fact("Bedtime rule", "The kids' bedtime is 8:30pm now.", "decision"))
+        say("mom fixed", summer + timedelta(days=2), 20, "Oops, my mom's birthday is actually March 4, not March 3.",
+            fact("Mom's birthday", "Ana's mom's birthday is March 4."))
         say("asked again", summer + timedelta(days=5), 19, "what did we decide about bedtime?")
         say("ok again", summer + timedelta(days=5), 19, "ok thanks")
         consolidate()
@@ -184,12 +187,14 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 def test_in_february_next_month_lists_moms_march_birthday(year) -> None:
     # broken: nothing was injected, "next month" shares no word with the birthday
     answer, ids = year["seen"]["coming feb"], year["ids"]
-    assert curated(answer)[:1] == [ids["mom"]], answer["hits"]
+    assert curated(answer)[:1] == [ids["mom fixed"]], answer["hits"]  # the corrected day
+    assert "March 4" in curated_text(answer) and "March 3" not in curated_text(answer), answer["injection"]
+    assert ids["mom"] not in curated(answer)
     assert ids["ben bday"] not in curated(answer) and ids["anniversary"] not in curated(answer)
 
 
 @pytest.mark.parametrize(("asked", "whose"), [
-    ("soon feb", "mom"), ("soon a year on", "mom"), ("soon sept", "ben bday")])
+    ("soon feb", "mom fixed"), ("soon a year on", "mom fixed"), ("soon sept", "ben bday")])
 def test_whose_birthday_is_soon_is_the_next_one(year, asked: str, whose: str) -> None:
     # broken: "March 3" bounded no window, so only the word "birthday" found it, Ben's
     # October birthday first in February
@@ -202,7 +207,7 @@ def test_in_may_next_month_lists_the_june_anniversary(year) -> None:
     # out of short-term memory a month after it was said (archived, "aged")
     answer, ids = year["seen"]["coming may"], year["ids"]
     assert curated(answer)[:1] == [ids["anniversary"]], answer["hits"]
-    assert ids["mom"] not in curated(answer)
+    assert ids["mom"] not in curated(answer) and ids["mom fixed"] not in curated(answer)
 
 
 def test_what_is_known_about_her_includes_what_she_said_of_herself_in_the_household(year) -> None:
