@@ -168,19 +168,16 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
 
         seen["mcps"] = anyio.run(agent)
         card = client.get(f"/ui/items/{ids['bedtime late']}", params={**ANA, "tz": TZ})
-        assert card.status_code == 200, card.text
         seen["card"] = page_text(card.text)
         seen["card links"] = re.findall(r'href="(/ui/[^"]*)"', card.text)
         seen["bad tz"] = client.get(f"/ui/items/{ids['bedtime late']}",
                                     params={**ANA, "tz": "Mars/Olympus"}).status_code
         seen["card utc"] = page_text(client.get(f"/ui/items/{ids['bedtime late']}", params=ANA).text)
         old_card = client.get(f"/ui/items/{ids['bedtime']}", params={**ANA, "tz": TZ})
-        assert old_card.status_code == 200, old_card.text
         seen["old card"] = page_text(old_card.text)
     for name in ("bedtime", "bedtime late"):
         shown = CliRunner().invoke(loci_cli, ["show", ids[name], "--tz", TZ, "--data-dir", str(settings.data_dir)])
-        assert shown.exit_code == 0, shown.output
-        seen[f"show {name}"] = shown.output
+        seen[f"show {name}"] = shown.output if shown.exit_code == 0 else f"exit {shown.exit_code}: {shown.output}"
     yield {"ids": ids, "seen": seen, "y": y}
 
 
