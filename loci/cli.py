@@ -295,14 +295,22 @@ def _print_recall(result, mode: str) -> None:
 def show(
     item_id: str,
     as_json: bool = typer.Option(False, "--json", help="The raw record: item, revisions, events."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Show times in this IANA zone (default: the timezone "
+                                                         "setting, UTC unless set)."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Show one item, a change held for review beside it (old -> new, who proposed it), and
     its history: one line per change (time, actor, action, inbox seq, what changed), refused
     attempts included; then the earlier claims it corrected (who stated each, when)."""
     from pipelines.item_report import describe_item, earlier_lines, held_lines, history_lines
+    from pipelines.records import time_zone
 
     settings = _settings(data_dir)
+    zone = tz or settings.timezone
+    try:
+        time_zone(zone)
+    except ValueError as exc:
+        _fail(f"--tz: {exc}")
     found = describe_item(settings, item_id)
     if found is None:
         _fail(f"no item {item_id}")
@@ -319,13 +327,13 @@ def show(
         typer.echo(f"  palace: {found['palace']}")
     for line in held_lines(found):
         typer.echo(f"  {line}")
-    lines = history_lines(found)
-    typer.echo("history (time UTC, actor, action, inbox seq, change):" if lines else "no history yet")
+    lines = history_lines(found, zone)
+    typer.echo(f"history (time {zone}, actor, action, inbox seq, change):" if lines else "no history yet")
     for line in lines:
         typer.echo(f"  {line}")
-    earlier = earlier_lines(found)
+    earlier = earlier_lines(found, zone)
     if earlier:
-        typer.echo("replaced earlier versions, newest first (time UTC stated, by, id, what it said):")
+        typer.echo(f"replaced earlier versions, newest first (time {zone} stated, by, id, what it said):")
     for line in earlier:
         typer.echo(f"  {line}")
 

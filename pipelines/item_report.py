@@ -24,7 +24,7 @@ from pipelines.materialize import (
     recall_state,
     with_held_edit,
 )
-from pipelines.records import Event, MemoryItem
+from pipelines.records import Event, MemoryItem, parse_time, time_zone
 from pipelines.settings import Settings
 from pipelines.warehouse import Warehouse, WarehouseError
 
@@ -144,9 +144,10 @@ def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | N
     return out
 
 
-def earlier_lines(found: dict[str, Any]) -> list[str]:
-    """`describe_item`'s earlier versions as text (`loci show`), one line each."""
-    return [f"{str(e['at'] or '?')[:19].replace('T', ' ')}  {e['by'] or '?':<10} {e['id']}  {_short(e['content'], 80)}"
+def earlier_lines(found: dict[str, Any], zone: str = "UTC") -> list[str]:
+    """`describe_item`'s earlier versions as text (`loci show`), one line each, the times
+    on `zone`'s clock."""
+    return [f"{shown_at(e['at'], zone) if e['at'] else '?'}  {e['by'] or '?':<10} {e['id']}  {_short(e['content'], 80)}"
             for e in found.get("earlier", [])]
 
 
@@ -236,9 +237,20 @@ def _event_note(event: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in details.items() if k not in ("fields",))
 
 
+def shown_at(stamp: Any, zone: str = "UTC") -> str:
+    """An ISO-8601 time as "YYYY-MM-DD HH:MM:SS" on `zone`'s clock ("-" for none): the
+    history as its reader lives it (`loci show --tz`, the memory browser). A time stored
+    without an offset is UTC's."""
+    when = parse_time(str(stamp)) if stamp else None
+    if when is None:
+        return str(stamp or "-")[:19].replace("T", " ")
+    return when.astimezone(time_zone(zone)).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per audit event of `describe_item`'s record (or of a snapshot's published
-    history), oldest first: `when`, `actor` ("pipeline" for its own work), `action`, `seq`
+    history), oldest first: `when` (UTC, to the second; `at`: as stored), `actor` ("pipeline"
+    for its own work), `action`, `seq`
     (the inbox seq, or None) and `note`, what changed (for an event that wrote a revision,
     the fields that revision changed)."""
     revisions = iter(found.get("revisions", []))
@@ -258,7 +270,8 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
                     action = f"{action} ({revision['reason']})"
         else:
             note = _event_note(event)
-        rows.append({"when": str(event.get("requested_at") or event["at"])[:19].replace("T", " "),
+        at = str(event.get("requested_at") or event["at"])
+        rows.append({"when": at[:19].replace("T", " "), "at": at,
                      "actor": event.get("actor") or "pipeline", "action": action,
                      "seq": event.get("inbox_seq"), "note": note})
     return rows
@@ -311,13 +324,13 @@ def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> 
     return notes
 
 
-def history_lines(found: dict[str, Any]) -> list[str]:
+def history_lines(found: dict[str, Any], zone: str = "UTC") -> list[str]:
     """`history_rows` as aligned text lines (`loci show`), then the pending inbox events,
-    marked so."""
+    marked so; the times on `zone`'s clock."""
     rows = history_rows(found) + [
-        {"when": str(p["at"])[:19].replace("T", " "), "actor": p["actor"], "action": f"{p['kind']} (pending)",
+        {"at": p["at"], "actor": p["actor"], "action": f"{p['kind']} (pending)",
          "seq": p["seq"], "note": p["note"]} for p in found.get("pending", [])]
-    return [f"{r['when']}  {r['actor']:<10} {r['action']:<22} "
+    return [f"{shown_at(r['at'], zone)}  {r['actor']:<10} {r['action']:<22} "
             f"{'#' + str(r['seq']) if r['seq'] is not None else '-':>6}  {r['note']}"
             for r in rows]
 

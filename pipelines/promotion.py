@@ -25,7 +25,9 @@ Rules, per active item (archived or superseded items get no change), first match
    the time a turn was said, is kept for temporal questions) for more than
    `stm_aging_days` -> archive, reason "aged". Per-topic retention:
    `retention_days_by_tag` {tag: days} replaces the aging age for items carrying that tag
-   (case-insensitive); with several matching tags the longest retention wins.
+   (case-insensitive); with several matching tags the longest retention wins. A claim
+   about a day that comes round every year (a birthday, an anniversary:
+   `recall.dates.yearly_days`) ages a year later: it is asked about once a year.
 4. Importance decay (seed 004 "Importance decay", only when `settings.importance_decay`),
    STM only: importance - 1 per `decay_every_days` (default 7, seed 004's interval) without
    use (since last_used_at, else since Loci learned the item), floor 1. Idempotent across runs: the steps
@@ -45,6 +47,7 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 from pipelines.materialize import LEARNED_AT
+from pipelines.recall.dates import yearly_days
 from pipelines.records import MemoryItem, parse_time
 from pipelines.settings import Settings
 
@@ -53,6 +56,7 @@ NEXT_TIER = {"stm": "mtm", "mtm": "ltm"}
 NEVER_PROMOTED_TYPES = frozenset({"message"})
 BLOCKING_VALIDATIONS = frozenset({"contested", "retracted"})
 DEFAULT_DECAY_EVERY_DAYS = 7.0
+YEAR_DAYS = 366.0
 DECAY_KEY = "importance_decay"
 
 
@@ -156,7 +160,10 @@ def aging_days(item: MemoryItem, settings: Settings, retention: dict[str, float]
     if retention is None:
         retention = {str(t).lower(): float(d) for t, d in settings.retention_days_by_tag.items()}
     overrides = [retention[t.lower()] for t in item.tags if t.lower() in retention]
-    return max(overrides) if overrides else float(settings.stm_aging_days)
+    days = max(overrides) if overrides else float(settings.stm_aging_days)
+    if item.type != "message" and yearly_days(f"{item.title}. {item.content}"):
+        days += YEAR_DAYS  # a birthday is asked about once a year: not stale before it came round
+    return days
 
 
 def _aged(item: MemoryItem, settings: Settings, retention: dict[str, float], now: datetime) -> bool:

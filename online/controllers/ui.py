@@ -4,6 +4,9 @@ JSON API.
 
 The caller is named by the query parameters `user_id`, `project_id`, `session_id`, `org_id`
 (or the `X-Loci-*` headers), carried in every link and form; an empty part is a 400 page.
+Times are shown in the viewer's zone: the `tz` query parameter (an IANA name, carried in
+every link like the caller), else the `X-Loci-Timezone` header, else the `timezone`
+setting; an unknown zone is a 400 page.
 Pages: the palace (domains -> rooms -> shelves -> cards), a card (one memory with its
 revisions, audit events and inbox events), conflicts, and the quarantine queue, where a
 reviewer approves or rejects a held proposal (POST, the `memory.review` action: an inbox
@@ -26,15 +29,16 @@ from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
 from online.controllers.deps import provide_identity, provide_service
+from online.proxy.identity import TIMEZONE_HEADER
 from online.review import awaiting_review, review_entry
 from online.schemas import ID_PART_PATTERN
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
-from pipelines.item_report import history_rows, inbox_note, inbox_notes
+from pipelines.item_report import history_rows, inbox_note, inbox_notes, shown_at
 from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
-from pipelines.records import Identity, MemoryItem
+from pipelines.records import Identity, MemoryItem, time_zone
 
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
 PAGE_SIZE = 50  # entries per page of a list (quarantine, conflicts, a shelf's cards, unplaced)
@@ -77,16 +81,45 @@ def identity_query(who: Identity, **extra: Any) -> str:
     return urlencode(params)
 
 
-def _page(name: str, who: Identity | None, status_code: int = 200, **context: Any) -> Template:
+@dataclass(frozen=True)
+class ViewerZone:
+    """The zone a page shows times in (`name`), and whether the request named it (`asked`:
+    then every link carries it, as it carries the caller)."""
+
+    name: str
+    asked: str | None
+
+    def shown(self, stamp: Any) -> str:
+        """An ISO-8601 time on the viewer's clock (`item_report.shown_at`)."""
+        return shown_at(stamp, self.name)
+
+
+def viewer_zone(request: Request, default: str) -> ViewerZone:
+    """The `tz` query parameter, else the `X-Loci-Timezone` header, else `default`."""
+    asked = request.query_params.get("tz") or request.headers.get(TIMEZONE_HEADER) or None
+    if asked is not None:
+        try:
+            time_zone(asked)
+        except ValueError as exc:
+            raise ToolError(400, f"tz: {exc}") from None
+    return ViewerZone(asked or default, asked)
+
+
+def _page(name: str, who: Identity | None, status_code: int = 200, zone: ViewerZone | None = None,
+          **context: Any) -> Template:
     pager: Pager | None = context.get("pager")
     extra = context.pop("page_params", {})
+    if zone is not None and zone.asked:
+        extra = {**extra, "tz": zone.asked}
     if who is not None and pager is not None and pager.pages > 1:
         context["page_links"] = {
             "prev": identity_query(who, **extra, page=pager.page - 1) if pager.page > 1 else None,
             "next": identity_query(who, **extra, page=pager.page + 1) if pager.page < pager.pages else None,
         }
+    zone = zone or ViewerZone("UTC", None)
+    q = identity_query(who, tz=zone.asked) if who else ""
     return Template(template_name=f"ui/{name}.html", status_code=status_code,
-                    context={"who": who, "q": identity_query(who) if who else "", **context})
+                    context={"who": who, "q": q, "when": zone.shown, "zone": zone, **context})
 
 
 def caller_of(request: Request) -> Identity | None:
@@ -114,10 +147,15 @@ def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
             first = exc.extra[0] if isinstance(exc.extra[0], dict) else {"message": str(exc.extra[0])}
             message = f"{message}: {first.get('key', '')} {first.get('message', '')}".strip()
     who = caller_of(request)
+    try:
+        tz = viewer_zone(request, "UTC").asked
+    except ToolError:
+        tz = None  # the bad zone is what this page reports
     extra = getattr(exc, "extra", None)
     replaced_by = extra.get("replaced_by") if isinstance(extra, dict) else None
     template = request.app.template_engine.get_template("ui/error.html")
-    return Response(template.render(status=status, message=message, who=who, q=identity_query(who) if who else "",
+    return Response(template.render(status=status, message=message, who=who,
+                                    q=identity_query(who, tz=tz) if who else "",
                                     replaced_by=replaced_by),
                     status_code=status, media_type=MediaType.HTML)
 
@@ -138,15 +176,17 @@ class UIController(Controller):
     exception_handlers = {HTTPException: error_page, ToolError: error_page}
 
     @get("/", sync_to_thread=True)
-    def home(self, service: MemoryService, identity: Identity) -> Template:
+    def home(self, request: Request, service: MemoryService, identity: Identity) -> Template:
         view = service.view()
         report = service.visible_report(identity, view)
         quarantined = len(awaiting_review(view, identity))
-        return _page("home", identity, report=report, quarantined=quarantined)
+        return _page("home", identity, zone=viewer_zone(request, service.settings.timezone), report=report,
+                     quarantined=quarantined)
 
     @get("/palace", sync_to_thread=True)
     def palace(
         self,
+        request: Request,
         service: MemoryService,
         identity: Identity,
         location: Annotated[str, Parameter(query="path", max_length=1000)] = "",
@@ -170,16 +210,19 @@ class UIController(Controller):
         cards, unplaced = (shown, []) if cards else ([], shown)
         crumbs = [("/".join(parts[: i + 1]), part) for i, part in enumerate(parts)]
         level = PALACE_LEVELS[len(parts)]
-        return _page("palace", identity, path=path, crumbs=crumbs, children=listed["children"],
+        return _page("palace", identity, zone=viewer_zone(request, service.settings.timezone), path=path,
+                     crumbs=crumbs, children=listed["children"],
                      level=level, cards=cards, unplaced=unplaced, pager=pager, page_params={"path": path})
 
     @get("/items/{item_id:str}", sync_to_thread=True)
     def card(
         self,
+        request: Request,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
         service: MemoryService,
         identity: Identity,
     ) -> Template:
+        zone = viewer_zone(request, service.settings.timezone)
         found = service.read_item(item_id, identity, "ui.card")
         replaced: tuple[str, str] | None = None
         if found is None:  # merged or superseded: its history, and what took its place
@@ -203,7 +246,7 @@ class UIController(Controller):
         # What waits for a reviewer, said as recall says it to the model (`pending_note`), and
         # the held claims contradicting it, each a link to its own card and review form.
         rivals = [] if replaced is not None or source == "history" else service.held_rivals(item, identity)
-        return _page("card", identity, item=msgspec.to_builtins(item), source=source, replaced=replaced,
+        return _page("card", identity, zone=zone, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
@@ -212,14 +255,16 @@ class UIController(Controller):
                      watermark=history.watermark)
 
     @get("/conflicts", sync_to_thread=True)
-    def conflicts(self, service: MemoryService, identity: Identity, page: PageNumber = 1) -> Template:
+    def conflicts(self, request: Request, service: MemoryService, identity: Identity,
+                  page: PageNumber = 1) -> Template:
         pairs, pager = paged(service.conflicts(identity), page)
-        return _page("conflicts", identity, pager=pager,
+        return _page("conflicts", identity, zone=viewer_zone(request, service.settings.timezone), pager=pager,
                      conflicts=[{"a": review_entry(a), "b": review_entry(b), "reason": why} for a, b, why in pairs])
 
     @get("/quarantine", sync_to_thread=True)
     def quarantine(
         self,
+        request: Request,
         service: MemoryService,
         identity: Identity,
         done: Annotated[str | None, Parameter(query="done", max_length=300)] = None,
@@ -228,11 +273,13 @@ class UIController(Controller):
         view = service.view()
         held, pager = paged(awaiting_review(view, identity), page)
         service.audit(identity, "ui.quarantine", {"page": page}, [it.id for it in held])
-        return _page("quarantine", identity, items=[review_entry(it) for it in held], done=done, pager=pager)
+        return _page("quarantine", identity, zone=viewer_zone(request, service.settings.timezone),
+                     items=[review_entry(it) for it in held], done=done, pager=pager)
 
     @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
     def review(
         self,
+        request: Request,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
         data: Annotated[ReviewForm, Body(media_type=RequestEncodingType.URL_ENCODED)],
         service: MemoryService,
@@ -243,7 +290,8 @@ class UIController(Controller):
         ToolDispatcher(service).dispatch("memory.review", {"id": item_id, "decision": data.decision,
                                                            "note": data.note}, identity)
         done = f"{'approved' if data.decision == 'approve' else 'rejected'} {item_id}"
-        return Redirect(path=f"/ui/quarantine?{identity_query(identity, done=done)}", status_code=303)
+        tz = viewer_zone(request, service.settings.timezone).asked
+        return Redirect(path=f"/ui/quarantine?{identity_query(identity, done=done, tz=tz)}", status_code=303)
 
 
 __all__ = ["UIController", "error_page", "identity_query", "inbox_note"]

@@ -21,7 +21,28 @@ from online.tools.args import (
 from online.tools.base import Actions
 from online.tools.shaping import hit_out, item_out, item_summary, palace_locations
 from pipelines.palace import palace_get, palace_list
+from pipelines.recall.episodic import is_message, is_small_talk, only_asks
 from pipelines.records import Identity, time_zone
+
+SAID = "what was said, not verified; not authoritative"  # a raw turn among search hits, as recall's block heads them
+
+
+def searched(hits: Any) -> list[Any]:
+    """A search's hits as `/v1/recall` gives them: the curated memories first, then the raw
+    turns as evidence (`SAID`), without the turns that state nothing: a question ("what time
+    is bedtime again?") or small talk ("ok thanks")."""
+    turns = [h for h in hits if is_message(h.item)]
+    said = [h for h in turns if not (only_asks(h.item) or is_small_talk(h.item.content))]
+    return [h for h in hits if not is_message(h.item)] + said
+
+
+def searched_message(query: str, hits: list[Any]) -> str:
+    """What a search found: memories, then excerpts of what was said."""
+    turns = sum(is_message(h.item) for h in hits)
+    memories = len(hits) - turns
+    said = f"{turns} {'excerpt' if turns == 1 else 'excerpts'} of what was said (not verified)" if turns else ""
+    found = f"{memories} {'memory' if memories == 1 else 'memories'}" if memories else ""
+    return f"Found {' and '.join(part for part in (found, said) if part)} for {query.strip()!r}."
 
 
 class ReadActions(Actions):
@@ -36,15 +57,17 @@ class ReadActions(Actions):
         result = self.service.recall(args.query, who, mode="catalog", k=k, tags=args.tags,
                                      tier=args.tier, type=args.type, scope=args.scope, view=view,
                                      record_usage=False, tz=tz, own_words=args.own_words)
-        hits = list(result.hits)
+        hits = searched(result.hits)
         ids = [h.item.id for h in hits]
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)
         if ids:
             self.service.record_usage(who, ids, args.query)
         found = bool(hits)
-        message = result.message if found else (result.message or f"No memory found for {args.query!r}.")
+        message = searched_message(args.query, hits) if found else (
+            result.message if not result.hits else f"No memory found for {args.query!r}.")
         zone = time_zone(tz or self.service.settings.timezone)
-        return {"found": found, "message": message, "hits": [hit_out(h, zone) for h in hits]}
+        return {"found": found, "message": message,
+                "hits": [{**hit_out(h, zone), **({"evidence": SAID} if is_message(h.item) else {})} for h in hits]}
 
     def read(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = decode(ReadArgs, raw, "memory.read")

@@ -19,6 +19,7 @@ items pulled in around the candidates, and each candidate's score.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,7 +32,7 @@ from pipelines.records import SCOPE_RANK, Identity, MemoryItem, ProposedItem, Sc
 
 from .conflicts import CLAIM_TYPES, DATED_TYPES, ClaimTable, is_claim, restates, speaker, states_what_was_corrected
 from .corpus import MAX_TITLE_PARTNERS, PARTNER_LINKS, MemoryCorpus
-from .dates import DateRange, day_spans, said_within, states_time, weekdays_of
+from .dates import DateRange, day_spans, days_of_year, said_within, states_time, weekdays_of
 from .episodic import (
     answered_turn,
     for_another_chat,
@@ -44,6 +45,16 @@ from .episodic import (
 )
 from .lexical import normalise_label
 from .query import RecallFilters
+
+
+def of_the_caller(item: MemoryItem, user_id: str) -> bool:
+    """A claim speaks of the user `user_id`: by their name ("Ana works night shifts", "Ana is
+    allergic to cats" written by her partner: the user id as a word), or in the first person
+    when they wrote it ("I work nights"; another's "I" is that other's)."""
+    text = f"{item.title}. {item.content}"
+    return re.search(rf"\b{re.escape(user_id)}\b", text, re.IGNORECASE) is not None or (
+        speaker(item) == user_id and stated_of_self(text) > 0)
+
 
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
 VALIDATION_BOOST = {"verified": 1.0, "unverified": 0.0, "contested": -1.0, "retracted": -2.0}
@@ -246,6 +257,7 @@ class CandidateSearch:
         # whose validity window holds then (the "held_then" channel), as POSIX seconds.
         self.held_in = day_spans(list(held_in), zone)
         self.held_weekdays = weekdays_of(list(held_in))  # "tomorrow": the habits of that weekday too
+        self.held_yearly = days_of_year(list(held_in))  # "next month": the birthdays then too
         self.asks_time = asks_time  # the question asks when: turns that state a time are lifted
         self.about_self = about_self  # the caller asks what is known about them: the "self" channel
         self.listing = listing  # item types the question asks for as a kind: the "listing" channel
@@ -431,11 +443,14 @@ class CandidateSearch:
         return entries
 
     def _self_channel(self) -> Ranked:
-        """The caller's own curated memories (their user scope, no raw turns), most
-        important, then most confident first: what "what do you know about me?" asks for.
+        """The caller's own curated memories (their user scope, and the project's claims about
+        them: `of_the_caller`; no raw turns), most important, then most confident first:
+        what "what do you know about me?" asks for.
         When they are fewer than `SELF_FEW`, what the caller said of themselves fills up to
         it, after them (`_said_of_self`)."""
-        own = Scope.for_identity("user", self.view.who).audience_key()
+        who = self.view.who
+        own = Scope.for_identity("user", who).audience_key()
+        shared = Scope.for_identity("project", who).audience_key() if who.project_id else None
         entries: Ranked = []
         turns: list[tuple[int, int]] = []
         for ci, c in enumerate(self.view.corpora):
@@ -445,6 +460,10 @@ class CandidateSearch:
                     entries.append((item.importance + item.confidence, item.id, ci, row))
                 elif said_by_the_user(item):
                     turns.append((ci, row))
+            for row in c.audience_rows(shared, self.view.allowed[ci]) if shared else ():
+                item = c.items[row]  # what the project holds of the caller ("Ana works nights")
+                if item.type != "message" and of_the_caller(item, who.user_id):
+                    entries.append((item.importance + item.confidence, item.id, ci, row))
         if len(entries) < SELF_FEW:
             entries += self._said_of_self(turns, SELF_FEW - len(entries))
         return entries
@@ -495,7 +514,8 @@ class CandidateSearch:
         question names (a trip next week, the dentist tomorrow), most important first. An
         open window counts by the edge it has: "from December 1" in the week holding
         December 1, not in every week after it. A day or two named ("tomorrow", "this
-        weekend") also lists the weekly habits of those weekdays ("gym on Mondays")."""
+        weekend") also lists the weekly habits of those weekdays ("gym on Mondays"), and days
+        up to two months the birthdays and anniversaries that fall then, every year."""
         entries: Ranked = []
         for ci, c in enumerate(self.view.corpora):
             start, end = c.window_seconds()
@@ -506,6 +526,8 @@ class CandidateSearch:
                     (end >= first) & (end < after))
             if self.held_weekdays:
                 meets |= (c.weekly_days() & self.held_weekdays) != 0
+            for row, days in c.yearly_days().items() if self.held_yearly else ():
+                meets[row] |= not days.isdisjoint(self.held_yearly)
             rows = np.flatnonzero(self.view.allowed[ci] & meets)
             entries += [(c.items[row].importance + c.items[row].confidence, c.ids[row], ci, row)
                         for row in rows.tolist() if c.items[row].type != "message"]

@@ -39,7 +39,7 @@ from pipelines.records import Identity, MemoryItem, PalaceLocation, parse_time, 
 from pipelines.snapshot import HNSW_EF_SEARCH
 
 from .conflicts import Claim, ClaimTable, is_claim, read_claim
-from .dates import weekly_days
+from .dates import weekly_days, yearly_days
 from .episodic import is_small_talk, said_time
 from .lexical import LexicalIndex, normalise_label, tokenize
 from .query import RecallFilters
@@ -186,6 +186,7 @@ class MemoryCorpus:
         self._said_days: dict[int, np.ndarray] = {}  # per UTC offset of the asker
         self._windows: tuple[np.ndarray, np.ndarray] | None = None  # valid_from / valid_to, POSIX seconds
         self._weekly: np.ndarray | None = None  # days of the week a claim recurs on (bit mask)
+        self._yearly: dict[int, frozenset[int]] | None = None  # rows of birthdays / anniversaries: their days
         self.updated_ts = np.fromiter((timestamp(it.updated_at) for it in self.items),
                                       np.float64, n)
 
@@ -483,6 +484,16 @@ class MemoryCorpus:
                 (weekly_days(f"{it.title}. {it.content}") if it.type != "message" and not (
                     it.valid_from or it.valid_to) else 0 for it in self.items), np.int64, self.n)
         return self._weekly
+
+    def yearly_days(self) -> dict[int, frozenset[int]]:
+        """The rows of curated claims with no window about a day that comes round every year
+        (a birthday, an anniversary: `dates.yearly_days`) and their days (`month * 100 +
+        day`); read when a question first names days to come."""
+        if self._yearly is None:
+            self._yearly = {row: days for row, it in enumerate(self.items) if it.type != "message"
+                            and not (it.valid_from or it.valid_to)  # "a gift for her birthday by March 1": once
+                            and (days := yearly_days(f"{it.title}. {it.content}"))}
+        return self._yearly
 
     def said_days(self, utc_offset_s: int = 0) -> np.ndarray:
         """Per row, the day it was said (`episodic.said_time`) where the clock is

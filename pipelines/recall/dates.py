@@ -250,13 +250,17 @@ _COMING = re.compile(
     r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day))\b",
     re.IGNORECASE,
 )
+# "Whose birthday is soon?", "anything coming up?": the coming weeks, when no day is named.
+_SOON = re.compile(r"\b(?:soon|coming\s+up|upcoming)\b", re.IGNORECASE)
+SOON_DAYS = 30
 
 
 def coming_dates(text: str, today: date) -> list[DateRange]:
     """The days to come a question names, relative to `today` (the asker's): "tomorrow",
     "this week" (today to Sunday), "next week" (the calendar week after this one), "this" /
     "next weekend", "next month", "next Friday" (the first Friday after today); "today" and
-    "tonight" when the question is not about the past. The claims that hold then answer it
+    "tonight" when the question is not about the past; "soon", "coming up" and "upcoming"
+    alone, the next `SOON_DAYS` days. The claims that hold then answer it
     (`candidates`' "held_then" channel)."""
     found: list[DateRange] = []
     past = _PAST.search(text) is not None
@@ -288,7 +292,45 @@ def coming_dates(text: str, today: date) -> list[DateRange]:
         else:  # a weekday: the first one after today
             ahead = (WEEKDAYS.index(g["period"]) - today.weekday()) % 7 or 7
             found.append((today + timedelta(days=ahead), today + timedelta(days=ahead)))
+    if not found and _SOON.search(text) and not past:
+        found.append((today, today + timedelta(days=SOON_DAYS)))
     return found
+
+
+# A day that comes round every year: a birthday or an anniversary on a calendar day ("Mom's
+# birthday is March 3", "our anniversary is the 14th of June"), whatever year was said.
+_YEARLY = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies)|born)\b", re.IGNORECASE)
+_YEARLY_DAY = re.compile(rf"\b(?:{_DAY_MONTH}|(?:the\s+)?{_DAY.format(name='d3')}\s+of\s+{_MONTH.format(name='m3')})",
+                         re.IGNORECASE)
+
+
+def yearly_days(text: str) -> frozenset[int]:
+    """The calendar days (`month * 100 + day`) a text about a birthday or an anniversary
+    names, which come round every year: none for any other text. A claim "Mom's birthday
+    is March 3" said in March answers "what's coming up next month?" asked the next
+    February (`days_of_year`), with no validity window of its own."""
+    if _YEARLY.search(text) is None:
+        return frozenset()
+    found = set()
+    for m in _YEARLY_DAY.finditer(text):
+        g = m.groupdict()
+        month, day = _MONTHS[(g["m1"] or g["m2"] or g["m3"]).lower()], int(g["d1"] or g["d2"] or g["d3"])
+        if _day(2024, month, day) is not None:  # a leap year: February 29 is a birthday too
+            found.add(month * 100 + day)
+    return frozenset(found)
+
+
+def days_of_year(ranges: list[DateRange], longest: int = 62) -> frozenset[int]:
+    """The calendar days (`month * 100 + day`) of the ranges no longer than `longest` days:
+    "next month" or "soon" asks which birthdays fall then, "this year" not."""
+    found: set[int] = set()
+    for first, last in ranges:
+        if (last - first).days < longest:
+            day = first
+            while day <= last:
+                found.add(day.month * 100 + day.day)
+                day += timedelta(days=1)
+    return frozenset(found)
 
 
 # A weekly habit's days: "on Mondays and Thursdays", "every Tuesday", "Friday evenings",
@@ -365,5 +407,5 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "question_dates", "said_dates", "said_within",
-           "states_time", "without_said_when"]
+__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "question_dates", "said_dates",
+           "said_within", "states_time", "without_said_when", "yearly_days"]

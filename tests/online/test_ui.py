@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import re
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import parse_qsl, quote
 
@@ -32,7 +33,7 @@ def client(tmp_path_factory: pytest.TempPathFactory):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(page=st.sampled_from(["/ui/", "/ui/palace", "/ui/conflicts", "/ui/quarantine", "/ui/items/m-latency"]),
        params=st.dictionaries(
-           st.sampled_from(["user_id", "project_id", "session_id", "org_id", "path", "done", "page"]),
+           st.sampled_from(["user_id", "project_id", "session_id", "org_id", "path", "done", "page", "tz"]),
            st.one_of(TEXT, st.integers(-5, 10**7).map(str)), max_size=4))
 def test_any_query_gets_a_page_never_a_5xx(client: TestClient, page: str, params: dict[str, str]) -> None:
     response = client.get(page, params=params)
@@ -55,6 +56,20 @@ def test_pages_show_only_what_the_caller_may_see(client: TestClient) -> None:
     assert client.get("/ui/palace", params=EVE).text.count("atlas") == 0
     assert client.get("/ui/items/m-latency", params=EVE).status_code == 404
     assert client.get("/ui/items/m-eve", params=EVE).status_code == 200
+
+
+def test_pages_show_times_in_the_viewers_zone_and_keep_it_in_every_link(client: TestClient) -> None:
+    utc = client.get("/ui/items/m-latency", params=DANA).text
+    stamp = re.search(r"<dt>learned / updated</dt><dd>(\S+ \S+) /", utc).group(1)
+    tokyo = f"{datetime.fromisoformat(stamp).replace(tzinfo=timezone.utc) + timedelta(hours=9):%Y-%m-%d %H:%M:%S}"
+    for page in (client.get("/ui/items/m-latency", params={**DANA, "tz": "Asia/Tokyo"}).text,
+                 client.get("/ui/items/m-latency", params=DANA, headers={"X-Loci-Timezone": "Asia/Tokyo"}).text):
+        assert f"<dt>learned / updated</dt><dd>{tokyo} /" in page and 'id="zone">Asia/Tokyo' in page
+    palace = client.get("/ui/palace", params={**DANA, "tz": "Asia/Tokyo"}).text
+    links = re.findall(r'href="(/ui/[^"]*)"', palace)
+    assert links and all("tz=Asia%2FTokyo" in html.unescape(link) for link in links), links
+    bad = client.get("/ui/palace", params={**DANA, "tz": "Mars/Olympus"})
+    assert bad.status_code == 400 and "Mars/Olympus" in html.unescape(bad.text)
 
 
 def test_memory_text_is_escaped_in_pages(client: TestClient) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines, inbox_notes
+from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines, inbox_notes, shown_at
 from pipelines.materialize import HELD_EDIT
 from pipelines.records import Link, MemoryItem, Scope
 
@@ -56,6 +56,14 @@ def test_a_correction_shows_the_claims_it_replaced_with_who_stated_them_and_when
     assert [(e["id"], e["by"]) for e in earlier] == [("q2", None), ("q1", "mira")]
     lines = earlier_lines({"earlier": earlier})
     assert lines[1].startswith("2026-11-08 23:40:00  mira") and "Harbor uses RabbitMQ." in lines[1]
+    assert earlier_lines({"earlier": earlier}, "Asia/Tokyo")[1].startswith("2026-11-09 08:40:00  mira")
+
+
+def test_times_are_shown_on_the_readers_clock() -> None:
+    assert shown_at("2026-06-23T01:00:30+00:00", "America/New_York") == "2026-06-22 21:00:30"  # EDT
+    assert shown_at("2026-12-23T01:00:30+00:00", "America/New_York") == "2026-12-22 20:00:30"  # EST
+    assert shown_at("2026-06-23 01:00:30", "Asia/Tokyo") == "2026-06-23 10:00:30"  # no offset: UTC's
+    assert shown_at(None) == "-" and shown_at("not a time") == "not a time"
 
 
 def test_an_edit_not_consolidated_yet_says_what_each_field_was_and_became() -> None:

@@ -119,6 +119,13 @@ def test_low_importance_stm_ages_out_after_the_aging_period():
     assert plan(mem("used-long-ago", importance=2, age=90, last_used_at=iso(40)))["used-long-ago"].reason == "aged"
 
 
+def test_a_birthday_is_not_stale_before_it_came_round_again():
+    def birthday(item_id: str, age: float) -> MemoryItem:
+        return msgspec.structs.replace(mem(item_id, importance=2, age=age), content="Mom's birthday is March 3.")
+    assert plan(birthday("this-year", 200)) == {}  # told in March, asked about next February
+    assert plan(birthday("two-years", 400))["two-years"].reason == "aged"  # a year on and a month unused
+
+
 def test_aging_counts_from_when_loci_learned_an_item_not_when_it_was_said():
     # A conversation said 200 days ago, imported 2 days ago: new to memory.
     imported = mem("imported", importance=3, age=200, metadata={"learned_at": iso(2)})

@@ -10,12 +10,14 @@ from pipelines.recall.dates import (
     MAX_DATES,
     asks_when,
     coming_dates,
+    days_of_year,
     question_dates,
     said_dates,
     said_within,
     states_time,
     weekdays_of,
     weekly_days,
+    yearly_days,
 )
 from pipelines.recall.query import asks_what_was_said, subject_text
 
@@ -123,6 +125,10 @@ def test_said_dates_read_past_words_against_the_day_of_asking(question, days):
     ("What's on today?", [(SATURDAY, SATURDAY)]),
     ("What did we decide today?", []),  # about the past: `said_dates` places it
     ("What did we decide yesterday?", []), ("when is mum's birthday?", []),
+    ("whose birthday is soon?", [(SATURDAY, date(2026, 12, 28))]),  # no day named: the next 30
+    ("anything coming up?", [(SATURDAY, date(2026, 12, 28))]),
+    ("what's coming up next month?", [(date(2026, 12, 1), date(2026, 12, 31))]),  # the month named
+    ("what did we say was coming up?", []),  # about the past
 ])
 def test_coming_dates_read_days_to_come_against_the_day_of_asking(question, days):
     assert coming_dates(question, SATURDAY) == days
@@ -176,3 +182,21 @@ def test_only_a_day_or_two_asks_for_the_habits_of_its_weekdays():
     assert weekdays_of(coming_dates("anything for tomorrow?", SATURDAY)) == 1 << 6  # Sunday
     assert weekdays_of(coming_dates("plans this weekend?", SATURDAY)) == 0b1100000
     assert weekdays_of(coming_dates("what did I plan for next week?", SATURDAY)) == 0
+
+
+@pytest.mark.parametrize(("text", "days"), [
+    ("Mom's birthday. Ana's mom's birthday is March 3; she loves orchids.", {303}),
+    ("Our wedding anniversary is the 14th of June.", {614}),
+    ("Ben was born on 29 February 1992.", {229}),  # a leap day comes round too
+    ("Birthdays: Lena on 5 May and Tom on May 21st.", {505, 521}),
+    ("Dentist on March 3.", set()),  # a day, not one that comes round
+    ("Mum's birthday is sometime in spring.", set()), ("birthday on March 32", set()),
+])
+def test_birthdays_and_anniversaries_name_days_of_every_year(text, days):
+    assert yearly_days(text) == days
+
+
+def test_a_month_or_the_coming_weeks_ask_which_days_of_the_year_fall_then():
+    assert days_of_year(coming_dates("what's coming up next month?", SATURDAY)) == {1200 + d for d in range(1, 32)}
+    assert 1228 in days_of_year(coming_dates("whose birthday is soon?", SATURDAY))
+    assert days_of_year([(date(2026, 1, 1), date(2026, 12, 31))]) == set()  # a year names every day: none

@@ -986,3 +986,29 @@ def test_tomorrow_lists_the_habits_of_its_weekday():
                             now="2025-06-01T10:00:00+00:00", trace=True)  # a Sunday: tomorrow is a Monday
     channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
     assert [e[0] for e in channels["held_then"]] == ["gym"] and ids(found)[0] == "gym", channels
+
+
+def test_next_month_lists_the_birthdays_then_every_year_not_a_once_only_errand():
+    mom = mem("mom", "Mom's birthday", "Mom's birthday is March 3.")
+    ben = mem("ben", "Ben's birthday", "Ben's birthday is October 12.")
+    gift = mem("gift", "Gift", "Buy a gift for mom's birthday by March 1.", type="todo",
+               valid_to="2025-03-01T23:59:59+00:00")
+    for asked in ("2026-02-10T12:00:00+00:00", "2031-02-10T12:00:00+00:00"):
+        found = engine().recall("what's coming up next month?", ME, [corpus([mom, ben, gift])], now=asked, trace=True)
+        channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+        assert [e[0] for e in channels["held_then"]] == ["mom"], channels
+
+
+def test_what_is_known_about_me_holds_the_projects_claims_about_me_not_others_of_themselves():
+    other = Identity(user_id="u2", project_id="p1", session_id="s2", org_id="o1")
+    items = [mem("diet", "Diet", "I'm vegetarian.", kind="user"),
+             mem("work", "Work", "u1 works night shifts as a nurse."),
+             mem("mine", "Allergy", "I'm allergic to cats."),
+             mem("rule", "Bedtime", "The kids' bedtime is 8pm."),  # hers, not about her
+             mem("his", "Job", "I'm a carpenter.", who=other),  # the partner's, of himself
+             mem("of me", "Cats", "u1 is allergic to cats.", who=other),  # the partner's, of her
+             mem("private", "Party", "Surprise party for u1's 40th.", kind="user", who=other)]  # not hers to see
+    found = engine().recall("what do you know about me?", ME, [corpus(items)], trace=True)
+    channels = next(t for t in found.trace if t.get("stage") == "candidates")["channels"]
+    assert {e[0] for e in channels["self"]} == {"diet", "work", "mine", "of me"}, channels
+    assert "private" not in ids(found)
