@@ -39,10 +39,12 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, tzinfo
 from functools import lru_cache
+from typing import Any
 
 import msgspec
 
 from pipelines.first_person import FIRST_PERSON_SINGULAR
+from pipelines.materialize import in_quarantine
 from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
@@ -258,6 +260,47 @@ def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
     return out
 
 
+def replaced_by(view: Any, turns: Iterable[MemoryItem]) -> dict[str, list[str]]:
+    """For each raw turn of `turns` that a claim a curated correction replaced since was said
+    in (`materialize.REPLACED_TURNS`: the turn that proposed it, and the user turn that one
+    answered, `answered_turn`), the ids of the corrections the caller may see, the latest
+    first. `view`: the recall's `candidates.VisibleCorpora`. The corrections naming turns are
+    found once per corpus (`MemoryCorpus.replacing`); the user turn a proposing turn answered
+    is looked for only when a turn of its chat said before it is among `turns`."""
+    shown = {t.id: t for t in turns if is_message(t)}
+    named: dict[str, list[MemoryItem]] = {}  # a proposing turn -> the corrections naming it
+    for ci, c in enumerate(view.corpora):
+        for turn_id, rows in c.replacing.items():
+            for row in rows:
+                fix = c.items[row]
+                if view.allowed[ci][row] and fix.validation != "retracted" and not in_quarantine(fix):
+                    named.setdefault(turn_id, []).append(fix)
+    if not shown or not named:
+        return {}
+    out: dict[str, dict[str, MemoryItem]] = {}
+    for turn_id, fixes in named.items():
+        found = view.locate(turn_id)
+        if found is None:
+            continue
+        said = view.corpora[found[0]].items[found[1]]
+        targets = [said] if said.id in shown else []
+        if said.metadata.get("role") != "user" and any(_said_before_in_its_chat(t, said) for t in shown.values()):
+            audience = said.scope.audience_key()
+            chat = [c.items[row] for ci, c in enumerate(view.corpora)
+                    for row in c.audience_rows(audience, view.allowed[ci])]
+            targets += [t for fix in fixes if (t := answered_turn(said, fix, chat)) is not None and t.id in shown]
+        for target in targets:
+            out.setdefault(target.id, {}).update((fix.id, fix) for fix in fixes)
+    return {turn_id: [f.id for f in sorted(fixes.values(), key=lambda f: f.created_at, reverse=True)]
+            for turn_id, fixes in out.items()}
+
+
+def _said_before_in_its_chat(turn: MemoryItem, said: MemoryItem) -> bool:
+    seq, before = said.metadata.get("inbox_seq"), turn.metadata.get("inbox_seq")
+    return (turn.metadata.get("role") == "user" and turn.metadata.get("session_id") == said.metadata.get("session_id")
+            and isinstance(seq, int) and isinstance(before, int) and before < seq)
+
+
 def _otherwise(new: Claim, old: Claim) -> bool:
     reason = conflict_reason(new, old)
     if reason == DENIES:
@@ -341,6 +384,6 @@ def turn_title(item: MemoryItem, zone: tzinfo | None = None) -> str:
 
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
            "is_small_talk", "limits_to_its_chat", "named_words",
-           "only_asks", "proposal_carrier_text",
+           "only_asks", "proposal_carrier_text", "replaced_by",
            "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
            "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title", "unmasked"]

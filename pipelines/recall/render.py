@@ -22,6 +22,7 @@ Block layout::
     CONVERSATION EXCERPTS (what was said, not verified; not authoritative)
     [TURN: <id> | <speaker> | <date>]
     <what was said>
+    (Said earlier; a later memory, <id>, says otherwise: when a correction replaced a claim said in it)
     (Said earlier; a later turn, <id>, says otherwise: when one shown above it does)
     [/TURN]
     ════════════════════════════════
@@ -241,12 +242,15 @@ def _dated(entry: str) -> bool:
     return " | ENDED" in head or " | UPCOMING" in head or "\n(Said on " in entry
 
 
-def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: tzinfo | None = None) -> str:
+def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: tzinfo | None = None,
+                replaced_by: Sequence[str] = ()) -> str:
     """A raw chat turn: who said it and when (the day on the asker's calendar, `zone`; else
     UTC's), then what was said; `said_otherwise_by`: the later turns of its speaker that say
-    otherwise (`SAID_EARLIER`)."""
+    otherwise (`SAID_EARLIER`); `replaced_by`: the curated corrections that replaced a claim
+    said in it (`REPLACED_SINCE`)."""
     header = f"[TURN: {_field(item.id)} | {_field(speaker_of(item))} | {said_on(item, zone)}]"
-    last = f"\n{SAID_EARLIER.format(', '.join(_field(i) for i in said_otherwise_by))}" if said_otherwise_by else ""
+    last = "".join(f"\n{label.format(', '.join(_field(i) for i in ids))}"
+                   for label, ids in ((REPLACED_SINCE, replaced_by), (SAID_EARLIER, said_otherwise_by)) if ids)
     return f"{header}\n{_body(item.content)}{last}\n[/TURN]"
 
 

@@ -47,10 +47,9 @@ def exchanges(client: TestClient, who: dict, step: str) -> str | None:
         said_with_proposal(client, who, now - timedelta(days=6), DECIDED,
                            decision("The team offsite will be held in Porto, at the Ribeira hotel."), "UTC")
         return None
+    fix = decision("The team offsite will be held in Lisbon, at the Alfama studio; Porto is off.")
     outcome = said_with_proposal(client, {**who, "session_id": who["session_id"] + "-later"},
-                                 now - timedelta(days=2), MOVED,
-                                 decision("The team offsite will be held in Lisbon, at the Alfama studio; Porto is off."),
-                                 "UTC")
+                                 now - timedelta(days=2), MOVED, fix, "UTC")
     assert len(outcome["supersedes"]) == 1, outcome
     return outcome["item_id"]
 
