@@ -7,8 +7,9 @@ shown as what was said, is marked as said earlier, the Lisbon decision saying ot
 excerpts, before the Lisbon turn: the correction's `supersedes` link names a claim, not the
 turn it was said in, and once consolidation retired that claim the snapshot did not hold
 it at all. Checked with both exchanges in the service's delta, with the Porto exchange
-consolidated and the correction in the delta, and after a real Dagster consolidation
-(`run_consolidation`) of both.
+consolidated and the correction in the delta, after a real Dagster consolidation
+(`run_consolidation`) of both, and with the correction said twice, merged by consolidation
+(the merged decision is the one named).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.e2e.test_trial12_weeks import consolidate
 
 LENA = {"user_id": "lena", "project_id": "team", "session_id": "s1"}
 OMAR = {"user_id": "omar", "project_id": "studio", "session_id": "o1"}
+PIA = {"user_id": "pia", "project_id": "lab", "session_id": "p1"}
 QUESTION = "Where is the team offsite?"
 DECIDED = "We decided: the team offsite will be in Porto, at the Ribeira hotel."
 MOVED = "Change of plan: the offsite moves to Lisbon, the Ribeira hotel is fully booked. Porto is off."
@@ -41,23 +43,26 @@ def decision(content: str) -> dict:
 
 def exchanges(client: TestClient, who: dict, step: str) -> str | None:
     """`who` decides (step "decided", six days ago) or corrects (step "moved", two days ago,
-    in another chat); the correction's item id."""
+    in another chat; "moved again": the same said the next day, in a third); the
+    correction's item id."""
     now = datetime.now(timezone.utc)
     if step == "decided":
         said_with_proposal(client, who, now - timedelta(days=6), DECIDED,
                            decision("The team offsite will be held in Porto, at the Ribeira hotel."), "UTC")
         return None
     fix = decision("The team offsite will be held in Lisbon, at the Alfama studio; Porto is off.")
-    outcome = said_with_proposal(client, {**who, "session_id": who["session_id"] + "-later"},
-                                 now - timedelta(days=2), MOVED, fix, "UTC")
-    assert len(outcome["supersedes"]) == 1, outcome
+    again = step == "moved again"
+    outcome = said_with_proposal(client, {**who, "session_id": who["session_id"] + ("-again" if again else "-later")},
+                                 now - timedelta(days=1 if again else 2), MOVED, fix, "UTC")
+    assert len(outcome["supersedes"]) == (not again), outcome
     return outcome["item_id"]
 
 
 @pytest.fixture(scope="module")
 def asked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Omar decides and corrects before any consolidation; Lena decides, a consolidation
-    runs, then she corrects; a second consolidation runs. What each was answered when."""
+    runs, then she corrects; a second consolidation runs. Pia decides and says her
+    correction twice, which the first consolidation merges. What each was answered when."""
     settings = make_settings(tmp_path_factory.mktemp("superseded-turns"))
     app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
     seen: dict[str, Any] = {}
@@ -65,8 +70,14 @@ def asked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         exchanges(client, OMAR, "decided")
         seen["omar fix"] = exchanges(client, OMAR, "moved")
         exchanges(client, LENA, "decided")
+        exchanges(client, PIA, "decided")
+        pia = [exchanges(client, PIA, "moved"), exchanges(client, PIA, "moved again")]
         seen["both in the delta"] = recall(client, OMAR, QUESTION)
         consolidate(client, settings)
+        merged = {client.get(f"/v1/items/{i}", params=PIA).json()["item"]["superseded_by"] for i in pia}
+        assert len(merged) == 1 and None not in merged, merged  # one Lisbon decision
+        seen["pia merged"], = merged
+        seen["merged"] = recall(client, PIA, QUESTION)
         seen["lena fix"] = exchanges(client, LENA, "moved")
         seen["correction in the delta"] = recall(client, LENA, QUESTION)
         seen["omar consolidated"] = recall(client, OMAR, QUESTION)
@@ -83,7 +94,8 @@ def turns_shown(answer: dict) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("moment, fix", [("both in the delta", "omar fix"), ("correction in the delta", "lena fix"),
-                                         ("omar consolidated", "omar fix"), ("consolidated", "lena fix")])
+                                         ("omar consolidated", "omar fix"), ("consolidated", "lena fix"),
+                                         ("merged", "pia merged")])
 def test_the_turn_a_correction_replaced_is_marked_and_comes_after_it(asked, moment, fix) -> None:
     answer, correction = asked[moment], asked[fix]
     ids = [h["id"] for h in answer["hits"]]
