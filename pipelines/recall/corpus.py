@@ -27,13 +27,13 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import faiss
 import numpy as np
 
-from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed, replaced_turns
+from pipelines.materialize import DISAGREES_WITH, held_against_ids, held_unnamed
 from pipelines.message_context import lexical_text
 from pipelines.records import Identity, MemoryItem, PalaceLocation, parse_time, timestamp
 from pipelines.snapshot import HNSW_EF_SEARCH
@@ -394,17 +394,6 @@ class MemoryCorpus:
             self._corrections = np.asarray(sorted({row for pairs in self.links_in.values() for rel, row in pairs
                                                    if rel in ("supersedes", "refines")}), np.int64)
         return self._corrections
-
-    @cached_property
-    def replacing(self) -> dict[str, list[int]]:
-        """Raw turn id -> the correction rows here naming it as a turn a claim they replaced
-        was said in (`materialize.REPLACED_TURNS`): found once per corpus, among the few
-        `correction_rows`."""
-        out: dict[str, list[int]] = defaultdict(list)
-        for row in self.correction_rows().tolist():
-            for turn_id in replaced_turns(self.items[row]):
-                out[turn_id].append(row)
-        return dict(out)
 
     def may_have_partners(self, row: int) -> bool:
         """Whether the row links to anything with one of `PARTNER_LINKS`, is linked to with one

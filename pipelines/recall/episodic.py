@@ -31,6 +31,11 @@
   earlier (`recall.deliver`): "the release slipped to Tuesday" said a week after "the
   release is on Friday". Both stay shown, each with its date: two events of one subject
   ("hiking on Saturday" / "hiking on Sunday") read alike, and each is still evidence.
+- A turn a claim was said in (the turn that proposed it and the user turn it answered) that
+  a curated correction replaced since is marked as said earlier, naming the correction, and
+  shown after it (`replaced_by`): "We decided: Porto for the offsite" once "Change of plan:
+  Lisbon" was kept. The conflict rule need not read the two alike: the correction says
+  which claims it replaced, and each claim where it was said.
 """
 
 from __future__ import annotations
@@ -40,11 +45,13 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, tzinfo
 from functools import lru_cache
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import msgspec
+import numpy as np
 
 from pipelines.first_person import FIRST_PERSON_SINGULAR
-from pipelines.materialize import in_quarantine
+from pipelines.materialize import in_quarantine, replaced_turns
 from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
@@ -260,45 +267,85 @@ def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
     return out
 
 
+class _Replaced:
+    """One corpus's raw turns that claims a correction in it replaced were said in, found
+    once per corpus (`replaced_in`): the turn that proposed each claim and, when that turn
+    is in this corpus too, the user turn it answered (`answered_turn`, among the user
+    turns of its chat here), each -> the rows of the corrections; and the proposing turns
+    held elsewhere (the correction in the delta, the turns consolidated), resolved on asking."""
+
+    def __init__(self, corpus: Any) -> None:
+        self.corpus = corpus
+        self.by_turn: dict[str, list[int]] = {}
+        self.elsewhere: list[tuple[str, int]] = []  # (proposing turn id, correction row)
+        self._chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] | None = None
+        items = corpus.items
+        for row in corpus.correction_rows().tolist():
+            for turn_id in replaced_turns(items[row]):
+                self.by_turn.setdefault(turn_id, []).append(row)
+                found = corpus.row_of.get(turn_id)
+                if found is None:
+                    self.elsewhere.append((turn_id, row))
+                elif (answered := self.answered(items[found], items[row])) is not None:
+                    self.by_turn.setdefault(answered.id, []).append(row)
+
+    def answered(self, said: MemoryItem, fix: MemoryItem) -> MemoryItem | None:
+        """The user turn of this corpus the proposing turn `said` answered (None for a user
+        turn: it proposed nothing but what it said)."""
+        if not is_message(said) or said.metadata.get("role") == "user":
+            return None
+        if self._chats is None:  # the user turns by chat, read once
+            self._chats = {}
+            for row in np.flatnonzero(self.corpus.active).tolist():
+                it = self.corpus.items[row]
+                if is_message(it) and it.metadata.get("role") == "user":
+                    chat = (it.scope.audience_key(), str(it.metadata.get("session_id")))
+                    self._chats.setdefault(chat, []).append(it)
+        chat = self._chats.get((said.scope.audience_key(), str(said.metadata.get("session_id"))), ())
+        return answered_turn(said, fix, chat)
+
+
+_REPLACED: WeakKeyDictionary[Any, _Replaced] = WeakKeyDictionary()
+
+
+def replaced_in(corpus: Any) -> _Replaced:
+    found = _REPLACED.get(corpus)
+    if found is None:
+        found = _REPLACED[corpus] = _Replaced(corpus)
+    return found
+
+
 def replaced_by(view: Any, turns: Iterable[MemoryItem]) -> dict[str, list[str]]:
     """For each raw turn of `turns` that a claim a curated correction replaced since was said
     in (`materialize.REPLACED_TURNS`: the turn that proposed it, and the user turn that one
-    answered, `answered_turn`), the ids of the corrections the caller may see, the latest
-    first. `view`: the recall's `candidates.VisibleCorpora`. The corrections naming turns are
-    found once per corpus (`MemoryCorpus.replacing`); the user turn a proposing turn answered
-    is looked for only when a turn of its chat said before it is among `turns`."""
+    answered), the ids of the corrections the caller may see, the latest first. `view`: the
+    recall's `candidates.VisibleCorpora`. Found once per corpus (`replaced_in`); on asking,
+    a lookup per turn, and the few corrections whose turns another corpus holds."""
     shown = {t.id: t for t in turns if is_message(t)}
-    named: dict[str, list[MemoryItem]] = {}  # a proposing turn -> the corrections naming it
-    for ci, c in enumerate(view.corpora):
-        for turn_id, rows in c.replacing.items():
-            for row in rows:
-                fix = c.items[row]
-                if view.allowed[ci][row] and fix.validation != "retracted" and not in_quarantine(fix):
-                    named.setdefault(turn_id, []).append(fix)
-    if not shown or not named:
+    if not shown:
         return {}
     out: dict[str, dict[str, MemoryItem]] = {}
-    for turn_id, fixes in named.items():
-        found = view.locate(turn_id)
-        if found is None:
-            continue
-        said = view.corpora[found[0]].items[found[1]]
-        targets = [said] if said.id in shown else []
-        if said.metadata.get("role") != "user" and any(_said_before_in_its_chat(t, said) for t in shown.values()):
-            audience = said.scope.audience_key()
-            chat = [c.items[row] for ci, c in enumerate(view.corpora)
-                    for row in c.audience_rows(audience, view.allowed[ci])]
-            targets += [t for fix in fixes if (t := answered_turn(said, fix, chat)) is not None and t.id in shown]
-        for target in targets:
-            out.setdefault(target.id, {}).update((fix.id, fix) for fix in fixes)
+
+    def mark(turn_id: str, ci: int, rows: Iterable[int]) -> None:
+        c = view.corpora[ci]
+        fixes = [c.items[row] for row in rows if view.allowed[ci][row]]
+        fixes = [f for f in fixes if f.validation != "retracted" and not in_quarantine(f)]
+        if fixes:
+            out.setdefault(turn_id, {}).update((f.id, f) for f in fixes)
+
+    for ci, c in enumerate(view.corpora):
+        replaced = replaced_in(c)
+        for turn_id in shown.keys() & replaced.by_turn.keys():
+            mark(turn_id, ci, replaced.by_turn[turn_id])
+        for turn_id, row in replaced.elsewhere:
+            found = view.locate(turn_id)
+            if found is not None and view.allowed[ci][row]:
+                answered = replaced_in(view.corpora[found[0]]).answered(view.corpora[found[0]].items[found[1]],
+                                                                        c.items[row])
+                if answered is not None and answered.id in shown:
+                    mark(answered.id, ci, [row])
     return {turn_id: [f.id for f in sorted(fixes.values(), key=lambda f: f.created_at, reverse=True)]
             for turn_id, fixes in out.items()}
-
-
-def _said_before_in_its_chat(turn: MemoryItem, said: MemoryItem) -> bool:
-    seq, before = said.metadata.get("inbox_seq"), turn.metadata.get("inbox_seq")
-    return (turn.metadata.get("role") == "user" and turn.metadata.get("session_id") == said.metadata.get("session_id")
-            and isinstance(seq, int) and isinstance(before, int) and before < seq)
 
 
 def _otherwise(new: Claim, old: Claim) -> bool:

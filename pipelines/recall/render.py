@@ -380,7 +380,8 @@ def catalog_entry(
     pending: str = "",
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` /
+    """One catalog entry (`corrected_by` of a turn: the corrections that replaced a claim
+    said in it); `conflict` / `same_title` / `corrected_by` / `low_confidence` /
     `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
     UPCOMING at `now`) only appear when set."""
     entry: dict[str, Any] = {
