@@ -268,41 +268,52 @@ def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
 
 
 class _Replaced:
-    """One corpus's raw turns that claims a correction in it replaced were said in, found
-    once per corpus (`replaced_in`): the turn that proposed each claim and, when that turn
-    is in this corpus too, the user turn it answered (`answered_turn`, among the user
-    turns of its chat here), each -> the rows of the corrections; and the proposing turns
-    held elsewhere (the correction in the delta, the turns consolidated), resolved on asking."""
+    """One corpus's corrections naming the turns the claims they replaced were said in
+    (`materialize.REPLACED_TURNS`), read once per corpus (`replaced_in`): `named`, each
+    proposing turn -> the correction rows; `resolved()`, those turns and the user turns they
+    answered among this corpus's own (complete for the oldest corpus, the snapshot: what a
+    consolidated correction replaced was said before it, and consolidated with it); the
+    user turns by chat, read when first asked for."""
 
     def __init__(self, corpus: Any) -> None:
         self.corpus = corpus
-        self.by_turn: dict[str, list[int]] = {}
-        self.elsewhere: list[tuple[str, int]] = []  # (proposing turn id, correction row)
-        self._chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] | None = None
-        items = corpus.items
+        self.named: dict[str, list[int]] = {}
         for row in corpus.correction_rows().tolist():
-            for turn_id in replaced_turns(items[row]):
-                self.by_turn.setdefault(turn_id, []).append(row)
-                found = corpus.row_of.get(turn_id)
-                if found is None:
-                    self.elsewhere.append((turn_id, row))
-                elif (answered := self.answered(items[found], items[row])) is not None:
-                    self.by_turn.setdefault(answered.id, []).append(row)
+            for turn_id in replaced_turns(corpus.items[row]):
+                self.named.setdefault(turn_id, []).append(row)
+        self._resolved: dict[str, list[int]] | None = None
+        self._chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] | None = None
 
-    def answered(self, said: MemoryItem, fix: MemoryItem) -> MemoryItem | None:
-        """The user turn of this corpus the proposing turn `said` answered (None for a user
-        turn: it proposed nothing but what it said)."""
-        if not is_message(said) or said.metadata.get("role") == "user":
-            return None
-        if self._chats is None:  # the user turns by chat, read once
-            self._chats = {}
+    def resolved(self) -> dict[str, list[int]]:
+        if self._resolved is None:
+            out = {turn_id: list(rows) for turn_id, rows in self.named.items()}
+            for turn_id, rows in self.named.items():
+                row = self.corpus.row_of.get(turn_id)
+                for fix in rows if row is not None else ():
+                    answered = answered_by(self.corpus.items[row], self.corpus.items[fix], [self])
+                    if answered is not None:
+                        out.setdefault(answered.id, []).append(fix)
+            self._resolved = out
+        return self._resolved
+
+    def chat(self, said: MemoryItem) -> list[MemoryItem]:
+        """The user turns of this corpus said in the chat of `said`."""
+        if self._chats is None:
+            chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] = {}
             for row in np.flatnonzero(self.corpus.active).tolist():
                 it = self.corpus.items[row]
                 if is_message(it) and it.metadata.get("role") == "user":
-                    chat = (it.scope.audience_key(), str(it.metadata.get("session_id")))
-                    self._chats.setdefault(chat, []).append(it)
-        chat = self._chats.get((said.scope.audience_key(), str(said.metadata.get("session_id"))), ())
-        return answered_turn(said, fix, chat)
+                    chats.setdefault((it.scope.audience_key(), str(it.metadata.get("session_id"))), []).append(it)
+            self._chats = chats
+        return self._chats.get((said.scope.audience_key(), str(said.metadata.get("session_id"))), [])
+
+
+def answered_by(said: MemoryItem, fix: MemoryItem, corpora: Iterable[_Replaced]) -> MemoryItem | None:
+    """The user turn, among those of `corpora`, the proposing turn `said` answered
+    (`answered_turn`, read against the correction `fix`); None when `said` is the user's own."""
+    if not is_message(said) or said.metadata.get("role") == "user":
+        return None
+    return answered_turn(said, fix, [t for c in corpora for t in c.chat(said)])
 
 
 _REPLACED: WeakKeyDictionary[Any, _Replaced] = WeakKeyDictionary()
@@ -319,8 +330,9 @@ def replaced_by(view: Any, turns: Iterable[MemoryItem]) -> dict[str, list[str]]:
     """For each raw turn of `turns` that a claim a curated correction replaced since was said
     in (`materialize.REPLACED_TURNS`: the turn that proposed it, and the user turn that one
     answered), the ids of the corrections the caller may see, the latest first. `view`: the
-    recall's `candidates.VisibleCorpora`. Found once per corpus (`replaced_in`); on asking,
-    a lookup per turn, and the few corrections whose turns another corpus holds."""
+    recall's `candidates.VisibleCorpora` (oldest corpus first: the snapshot, then the delta's).
+    Read once per corpus (`replaced_in`); on asking, a lookup per turn in the snapshot, and the
+    delta's few corrections, whose turns an older corpus may hold."""
     shown = {t.id: t for t in turns if is_message(t)}
     if not shown:
         return {}
@@ -335,17 +347,31 @@ def replaced_by(view: Any, turns: Iterable[MemoryItem]) -> dict[str, list[str]]:
 
     for ci, c in enumerate(view.corpora):
         replaced = replaced_in(c)
-        for turn_id in shown.keys() & replaced.by_turn.keys():
-            mark(turn_id, ci, replaced.by_turn[turn_id])
-        for turn_id, row in replaced.elsewhere:
-            found = view.locate(turn_id)
-            if found is not None and view.allowed[ci][row]:
-                answered = replaced_in(view.corpora[found[0]]).answered(view.corpora[found[0]].items[found[1]],
-                                                                        c.items[row])
+        if ci == 0:
+            resolved = replaced.resolved()
+            for turn_id in shown.keys() & resolved.keys():
+                mark(turn_id, ci, resolved[turn_id])
+            continue
+        older = [replaced_in(view.corpora[j]) for j in range(ci + 1)]
+        for turn_id, rows in replaced.named.items():
+            if turn_id in shown:
+                mark(turn_id, ci, rows)
+            said = next((o.corpus.items[row] for o in reversed(older)
+                         if (row := o.corpus.row_of.get(turn_id)) is not None), None)
+            if said is None or not any(_said_before_in_its_chat(t, said) for t in shown.values()):
+                continue
+            for row in rows:
+                answered = answered_by(said, c.items[row], older)
                 if answered is not None and answered.id in shown:
                     mark(answered.id, ci, [row])
     return {turn_id: [f.id for f in sorted(fixes.values(), key=lambda f: f.created_at, reverse=True)]
             for turn_id, fixes in out.items()}
+
+
+def _said_before_in_its_chat(turn: MemoryItem, said: MemoryItem) -> bool:
+    seq, before = said.metadata.get("inbox_seq"), turn.metadata.get("inbox_seq")
+    return (turn.metadata.get("role") == "user" and turn.metadata.get("session_id") == said.metadata.get("session_id")
+            and isinstance(seq, int) and isinstance(before, int) and before < seq)
 
 
 def _otherwise(new: Claim, old: Claim) -> bool:
