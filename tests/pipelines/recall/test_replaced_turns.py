@@ -24,11 +24,11 @@ def proposing(content: str) -> str:
     return "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
 
 
-@pytest.fixture()
-def said(tmp_path) -> dict[str, MemoryItem]:
+@pytest.fixture(scope="module")
+def said(tmp_path_factory: pytest.TempPathFactory) -> dict[str, MemoryItem]:
     """Porto decided in chat s1 (after a turn about the offsite's budget), Lisbon in s2, then
     Braga in s3, each correcting the one before; every item as the fold leaves it."""
-    with Inbox(tmp_path / "inbox.sqlite3") as inbox:
+    with Inbox(tmp_path_factory.mktemp("replaced") / "inbox.sqlite3") as inbox:
         def exchange(session: str, n: int, text: str, content: str, replaces: list[MemoryItem]) -> MemoryItem:
             who = Identity(user_id="dana", project_id="atlas", session_id=session)
             capture_turn(inbox, Policy(), who, "user", text, turn_id=f"u{n}", at=f"2026-11-{10 + n}T10:00:00+00:00")
@@ -55,12 +55,17 @@ def test_a_correction_keeps_the_turns_the_claims_it_replaced_were_said_in(said) 
     assert said["braga"].metadata[REPLACED_TURNS] == [message_item_id("a2"), message_item_id("a1")]
 
 
-def test_recall_marks_the_turns_and_puts_them_after_the_correction(said) -> None:
+@pytest.mark.parametrize("where", ["consolidated", "correction in the delta"])
+def test_recall_marks_the_turns_and_puts_them_after_the_correction(said, where) -> None:
     # the snapshot consolidation publishes: the replaced claims are gone
     items = [it for it in said.values() if it.id not in (said["porto"].id, said["lisbon"].id)]
+    corpora = [MemoryCorpus(items)]
+    if where == "correction in the delta":  # Braga's exchange not consolidated yet
+        later = {said["braga"].id, message_item_id("u3"), message_item_id("a3")}
+        corpora = [MemoryCorpus([it for it in items if it.id not in later]),
+                   MemoryCorpus([it for it in items if it.id in later], source="delta")]
     engine = RecallEngine(Settings(), embedder=None)
-    result = engine.recall("Where is the team offsite? Porto, Lisbon or Braga?", DANA, [MemoryCorpus(items)],
-                           mode="inject")
+    result = engine.recall("Where is the team offsite? Porto, Lisbon or Braga?", DANA, corpora, mode="inject")
     ids = [h.item.id for h in result.hits]
     braga, porto, lisbon = said["braga"].id, message_item_id("u1"), message_item_id("u2")
     assert ids[0] == braga and porto in ids, ids
