@@ -206,6 +206,40 @@ def correction_links(payload: dict[str, Any], known: Iterable[Link] = ()) -> lis
             for old in payload.get(key) or () if (rel, str(old)) not in have]
 
 
+# Metadata key of a claim that replaced others (its `supersedes` links): the raw turns
+# (message item ids) the claims it replaced were said in (`said_in`), theirs before them
+# included. Recall marks each of those turns it shows as said otherwise by this claim
+# (`recall.episodic.replaced_by`): the replaced claims leave recall, and a snapshot keeps no
+# superseded item to follow the link to.
+REPLACED_TURNS = "replaced_turns"
+
+
+def said_in(item: MemoryItem) -> list[str]:
+    """The raw turns (message item ids) a chat claim was said in: its provenance's turn (the
+    turn that proposed it) and, merged, each member's (`source_ids`)."""
+    if item.provenance.source_kind not in ("chat", "mixed"):
+        return []
+    sources = [item.provenance.source_id, *(str(s) for s in item.metadata.get("source_ids") or ())]
+    return [message_item_id(s) for s in dict.fromkeys(sources) if s]
+
+
+def replaced_turns(item: MemoryItem) -> list[str]:
+    """The turns the claims `item` replaced were said in (`REPLACED_TURNS`)."""
+    return [str(t) for t in item.metadata.get(REPLACED_TURNS) or ()]
+
+
+def with_replaced_turns(item: MemoryItem, replaced: Iterable[MemoryItem]) -> MemoryItem:
+    """`item` naming, besides the turns it names already, those the claims it `replaced`
+    were said in and had replaced (`REPLACED_TURNS`); never a turn it was said in itself."""
+    have = replaced_turns(item)
+    own = set(said_in(item))
+    turns = [t for t in dict.fromkeys([*have, *(t for old in replaced for t in [*said_in(old), *replaced_turns(old)])])
+             if t not in own]
+    if turns == have:
+        return item
+    return msgspec.structs.replace(item, metadata={**item.metadata, REPLACED_TURNS: turns})
+
+
 def with_corrections(item: MemoryItem, payload: dict[str, Any]) -> MemoryItem:
     """`item` linked to what the event (an edit, an approval) says it corrects."""
     added = correction_links(payload, item.links)
@@ -524,6 +558,11 @@ class _Fold:
     def lookup(self, item_id: str) -> MemoryItem | None:
         return self.out.items.get(item_id) or self.base(item_id)
 
+    def replacing(self, item: MemoryItem) -> MemoryItem:
+        """`item` naming the turns the claims it supersedes were said in (`REPLACED_TURNS`)."""
+        replaced = [old for link in item.links if link.rel == "supersedes" and (old := self.lookup(link.to))]
+        return with_replaced_turns(item, replaced) if replaced else item
+
     def turn(self, ev: Event) -> None:
         item = item_from_turn(ev)
         self.out.items[item.id] = item
@@ -534,7 +573,7 @@ class _Fold:
         if item is None:
             self.out.rejected.append((ev.event_id, verdict))
             return
-        self.out.items[item.id] = item
+        item = self.out.items[item.id] = self.replacing(item)
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links)
         if verdict.action == "accept":
             self.end_taken_over(ev)
@@ -579,7 +618,8 @@ class _Fold:
                 metadata={**item.metadata, "verdict": "quarantine", "rule_ids": list(verdict.rule_ids),
                           "policy_version": verdict.policy_version})
         # An imported item keeps its dates; this store learned it now.
-        self.out.items[item.id] = msgspec.structs.replace(item, metadata={**item.metadata, LEARNED_AT: ev.at})
+        self.out.items[item.id] = self.replacing(msgspec.structs.replace(item, metadata={**item.metadata,
+                                                                                       LEARNED_AT: ev.at}))
         # The author's own claims a tool write corrects stop being active, as for a proposal.
         self.out.links.extend((item.id, link.to, link.rel) for link in item.links if link.rel == "supersedes")
         if verdict.action == "accept":
@@ -598,7 +638,7 @@ class _Fold:
         if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
             updated = with_said_dates(updated, p[SAID_DATES])
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
-            updated = with_corrections(updated, p)
+            updated = self.replacing(with_corrections(updated, p))
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew
                 kept = {k: v for k, v in updated.metadata.items() if k != DISAGREES_WITH}
                 updated = msgspec.structs.replace(updated, metadata={
@@ -615,6 +655,8 @@ class _Fold:
     def review(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])
         reviewed = review_item(current, ev.payload, ev) if current is not None else None
+        if reviewed is not None and reviewed.validation == "verified":
+            reviewed = self.replacing(reviewed)
         if reviewed is not None:
             self.out.items[reviewed.id] = reviewed
             if reviewed.validation == "verified":  # approved: what it corrects leaves recall, or is marked
@@ -626,7 +668,8 @@ class _Fold:
         self.out.links.append((src, dst, rel))
         current = self.lookup(src)
         if current is not None and all(known.to != dst or known.rel != rel for known in current.links):
-            self.out.items[src] = msgspec.structs.replace(current, links=[*current.links, Link(rel=rel, to=dst)])
+            self.out.items[src] = self.replacing(msgspec.structs.replace(current, links=[*current.links,
+                                                                                     Link(rel=rel, to=dst)]))
 
     def usage(self, ev: Event) -> None:
         for item_id in ev.payload.get("item_ids", []):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -13,6 +13,7 @@ import msgspec
 from pipelines.consolidate.clusters import ClusterRef
 from pipelines.consolidate.common import Hook, call_hook, mergeable
 from pipelines.consolidate.embedding import vectors_for
+from pipelines.materialize import with_replaced_turns
 from pipelines.message_context import embedding_hash
 from pipelines.records import MemoryItem
 from pipelines.settings import Settings
@@ -118,7 +119,8 @@ def _plan_merges(
             skipped[why_not] += 1
             continue
         claimed.update(outcome.superseded_ids)
-        planned.append((ref, outcome))
+        # the turns its members' corrections replaced are still replaced (`REPLACED_TURNS`)
+        planned.append((ref, replace(outcome, new_item=with_replaced_turns(outcome.new_item, members))))
     return planned
 
 

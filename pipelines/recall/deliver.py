@@ -14,7 +14,9 @@ the block, the catalog and the hit, never what the change would say). A claim he
 contradicting a delivered one is found from it (`VisibleCorpora.held_against`), whatever
 the query found. Of two injected turns of one speaker the later of which says otherwise
 (`episodic.says_otherwise`), the later is shown first and the earlier marked as said
-earlier (`later_first`).
+earlier (`later_first`). A turn a claim was said in that a curated correction replaced since
+(`episodic.replaced_by`) is marked as said earlier, naming the correction, and comes after
+it (`after_corrections`): the correction is what holds, the turn what was said then.
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class Hit(msgspec.Struct, kw_only=True):
 
 
 HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
+# raw turns -> {turn id: the corrections that replaced a claim said in it} (`episodic.replaced_by`)
+ReplacedBy = Callable[[Sequence[MemoryItem]], dict[str, list[str]]]
 
 
 class _Held:
@@ -92,9 +96,11 @@ def _flagged_with(c: Candidate, held: _Held) -> list[str]:
     return held.shown(c.conflict_with) if c.resolution in FLAGGED else []
 
 
-def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None) -> Entry:
+def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None,
+           replaced_by: Sequence[str] = ()) -> Entry:
     if is_message(c.item):
-        return Entry(c.id, format_turn(c.item, said_otherwise_by, now.tzinfo if now else None), False, True)
+        return Entry(c.id, format_turn(c.item, said_otherwise_by, now.tzinfo if now else None, replaced_by),
+                     False, True)
     pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)
@@ -179,6 +185,21 @@ def later_first(shown: list[Candidate], turn_ids: Iterable[str]) -> tuple[list[C
     return out, later
 
 
+def after_corrections(ordered: list[Candidate], replaced: dict[str, list[str]]) -> list[Candidate]:
+    """`ordered` with each turn `replaced` names (a claim said in it replaced since) placed
+    right after the last of its corrections ranked after it: curated first, the turn as
+    what was said."""
+    if not replaced:
+        return ordered
+    out = list(ordered)
+    for c in ordered:
+        at = out.index(c)
+        fixes = [n for n, other in enumerate(out) if n > at and other.id in replaced.get(c.id, ())]
+        if fixes:
+            out.insert(fixes[-1], out.pop(at))
+    return out
+
+
 def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], as_listed: bool = False) -> bool:
     """A raw turn that only asks, or whose own words share none with the query (unless a
     channel listing answers lists it, `Candidate.answers_as_listed`): never injected."""
@@ -187,17 +208,21 @@ def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str],
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
             pool: Iterable[Candidate] = (), held_against: HeldAgainst = lambda _item: (),
-            now: datetime | None = None) -> tuple[list[Hit], str, dict[str, Any]]:
+            now: datetime | None = None, replaced_by: ReplacedBy = lambda _turns: {},
+            ) -> tuple[list[Hit], str, dict[str, Any]]:
     """`pool`: every candidate of the search, those a conflict put out too (a held claim
     loses on confidence: it is looked up there to say what waits beside a delivered one);
     `held_against`: the held claims naming a claim as the one they contradict, candidates or not
     (`VisibleCorpora.held_against`); `now`: the time of asking, against which validity
-    windows are read (`current_first`, `MemoryItem.window_state`)."""
+    windows are read (`current_first`, `MemoryItem.window_state`); `replaced_by`: the
+    corrections that replaced a claim said in each of some turns (`episodic.replaced_by`)."""
     # A claim held in quarantine waits for a reviewer: it may flag the claims it contests
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
     # or as a hit (`pipelines.materialize.recall_state`).
     held = _Held([*ordered, *pool], held_against)
     ordered = current_first(_once_each([c for c in ordered if not in_quarantine(c.item)]), now)
+    replaced = replaced_by([c.item for c in ordered if is_message(c.item)])
+    ordered = after_corrections(ordered, replaced)
 
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)
@@ -209,10 +234,12 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     if mode in ("inject", "hybrid"):
         shown = [c for c in ordered
                  if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
-        injection, injected = pack_injection([_entry(c, held, now=now) for c in shown], settings.inject_budget_tokens)
+        injection, injected = pack_injection([_entry(c, held, now=now, replaced_by=replaced.get(c.id, ()))
+                                              for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room
-            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ()), now)
+            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ()), now,
+                                                         replaced.get(c.id, ()))
                                                   for c in shown],
                                                  settings.inject_budget_tokens)
     chosen = set(injected)
@@ -229,9 +256,10 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
             hits.append(_hit(c, "catalog", low, held, now))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
-                                         corrected_by=c.conflict_with if c.resolution == CORRECTED else (),
+                                         corrected_by=(replaced.get(c.id, ()) if is_message(c.item) else
+                                                       c.conflict_with if c.resolution == CORRECTED else ()),
                                          pending="" if is_message(c.item) else held.pending(c), now=now))
     return hits, injection, catalog(entries)
 
 
-__all__ = ["Hit", "deliver", "shows_nothing_asked"]
+__all__ = ["Hit", "after_corrections", "deliver", "shows_nothing_asked"]

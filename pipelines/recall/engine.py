@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -44,6 +45,7 @@ from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
 from .dates import asking_day, asks_when, coming_dates, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
+from .episodic import replaced_by
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
@@ -469,7 +471,8 @@ class RecallEngine:
         ordered = [c for c in ordered if c.item.scope.visible_to(q.identity)]
         q.hits, q.injection, q.catalog = deliver(ordered, q.mode, q.opts, self.settings, q.search.terms,
                                                  pool=q.search.cands.values(), held_against=q.view.held_against,
-                                                 now=datetime.fromtimestamp(q.now_ts, time_zone(q.zone)))
+                                                 now=datetime.fromtimestamp(q.now_ts, time_zone(q.zone)),
+                                                 replaced_by=partial(replaced_by, q.view))
         if q.trace is None:
             return None
         shown = {h.item.id for h in q.hits}

@@ -31,6 +31,11 @@
   earlier (`recall.deliver`): "the release slipped to Tuesday" said a week after "the
   release is on Friday". Both stay shown, each with its date: two events of one subject
   ("hiking on Saturday" / "hiking on Sunday") read alike, and each is still evidence.
+- A turn a claim was said in (the turn that proposed it and the user turn it answered) that
+  a curated correction replaced since is marked as said earlier, naming the correction, and
+  shown after it (`replaced_by`): "We decided: Porto for the offsite" once "Change of plan:
+  Lisbon" was kept. The conflict rule need not read the two alike: the correction says
+  which claims it replaced, and each claim where it was said.
 """
 
 from __future__ import annotations
@@ -39,10 +44,14 @@ import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, tzinfo
 from functools import lru_cache
+from typing import Any
+from weakref import WeakKeyDictionary
 
 import msgspec
+import numpy as np
 
 from pipelines.first_person import FIRST_PERSON_SINGULAR
+from pipelines.materialize import in_quarantine, replaced_turns
 from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
@@ -258,6 +267,113 @@ def said_otherwise_by(turns: Sequence[MemoryItem]) -> dict[str, list[str]]:
     return out
 
 
+class _Replaced:
+    """One corpus's corrections naming the turns the claims they replaced were said in
+    (`materialize.REPLACED_TURNS`), read once per corpus (`replaced_in`): `named`, each
+    proposing turn -> the correction rows; `resolved()`, those turns and the user turns they
+    answered among this corpus's own (complete for the oldest corpus, the snapshot: what a
+    consolidated correction replaced was said before it, and consolidated with it); the
+    user turns by chat, read when first asked for."""
+
+    def __init__(self, corpus: Any) -> None:
+        self.corpus = corpus
+        self.named: dict[str, list[int]] = {}
+        for row in corpus.correction_rows().tolist():
+            for turn_id in replaced_turns(corpus.items[row]):
+                self.named.setdefault(turn_id, []).append(row)
+        self._resolved: dict[str, list[int]] | None = None
+        self._chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] | None = None
+
+    def resolved(self) -> dict[str, list[int]]:
+        if self._resolved is None:
+            out = {turn_id: list(rows) for turn_id, rows in self.named.items()}
+            for turn_id, rows in self.named.items():
+                row = self.corpus.row_of.get(turn_id)
+                for fix in rows if row is not None else ():
+                    answered = answered_by(self.corpus.items[row], self.corpus.items[fix], [self])
+                    if answered is not None:
+                        out.setdefault(answered.id, []).append(fix)
+            self._resolved = out
+        return self._resolved
+
+    def chat(self, said: MemoryItem) -> list[MemoryItem]:
+        """The user turns of this corpus said in the chat of `said`."""
+        if self._chats is None:
+            chats: dict[tuple[tuple[str, ...], str], list[MemoryItem]] = {}
+            for row in np.flatnonzero(self.corpus.active).tolist():
+                it = self.corpus.items[row]
+                if is_message(it) and it.metadata.get("role") == "user":
+                    chats.setdefault((it.scope.audience_key(), str(it.metadata.get("session_id"))), []).append(it)
+            self._chats = chats
+        return self._chats.get((said.scope.audience_key(), str(said.metadata.get("session_id"))), [])
+
+
+def answered_by(said: MemoryItem, fix: MemoryItem, corpora: Iterable[_Replaced]) -> MemoryItem | None:
+    """The user turn, among those of `corpora`, the proposing turn `said` answered
+    (`answered_turn`, read against the correction `fix`); None when `said` is the user's own."""
+    if not is_message(said) or said.metadata.get("role") == "user":
+        return None
+    return answered_turn(said, fix, [t for c in corpora for t in c.chat(said)])
+
+
+_REPLACED: WeakKeyDictionary[Any, _Replaced] = WeakKeyDictionary()
+
+
+def replaced_in(corpus: Any) -> _Replaced:
+    found = _REPLACED.get(corpus)
+    if found is None:
+        found = _REPLACED[corpus] = _Replaced(corpus)
+    return found
+
+
+def replaced_by(view: Any, turns: Iterable[MemoryItem]) -> dict[str, list[str]]:
+    """For each raw turn of `turns` that a claim a curated correction replaced since was said
+    in (`materialize.REPLACED_TURNS`: the turn that proposed it, and the user turn that one
+    answered), the ids of the corrections the caller may see, the latest first. `view`: the
+    recall's `candidates.VisibleCorpora` (oldest corpus first: the snapshot, then the delta's).
+    Read once per corpus (`replaced_in`); on asking, a lookup per turn in the snapshot, and the
+    delta's few corrections, whose turns an older corpus may hold."""
+    shown = {t.id: t for t in turns if is_message(t)}
+    if not shown:
+        return {}
+    out: dict[str, dict[str, MemoryItem]] = {}
+
+    def mark(turn_id: str, ci: int, rows: Iterable[int]) -> None:
+        c = view.corpora[ci]
+        fixes = [c.items[row] for row in rows if view.allowed[ci][row]]
+        fixes = [f for f in fixes if f.validation != "retracted" and not in_quarantine(f)]
+        if fixes:
+            out.setdefault(turn_id, {}).update((f.id, f) for f in fixes)
+
+    for ci, c in enumerate(view.corpora):
+        replaced = replaced_in(c)
+        if ci == 0:
+            resolved = replaced.resolved()
+            for turn_id in shown.keys() & resolved.keys():
+                mark(turn_id, ci, resolved[turn_id])
+            continue
+        older = [replaced_in(view.corpora[j]) for j in range(ci + 1)]
+        for turn_id, rows in replaced.named.items():
+            if turn_id in shown:
+                mark(turn_id, ci, rows)
+            said = next((o.corpus.items[row] for o in reversed(older)
+                         if (row := o.corpus.row_of.get(turn_id)) is not None), None)
+            if said is None or not any(_said_before_in_its_chat(t, said) for t in shown.values()):
+                continue
+            for row in rows:
+                answered = answered_by(said, c.items[row], older)
+                if answered is not None and answered.id in shown:
+                    mark(answered.id, ci, [row])
+    return {turn_id: [f.id for f in sorted(fixes.values(), key=lambda f: f.created_at, reverse=True)]
+            for turn_id, fixes in out.items()}
+
+
+def _said_before_in_its_chat(turn: MemoryItem, said: MemoryItem) -> bool:
+    seq, before = said.metadata.get("inbox_seq"), turn.metadata.get("inbox_seq")
+    return (turn.metadata.get("role") == "user" and turn.metadata.get("session_id") == said.metadata.get("session_id")
+            and isinstance(seq, int) and isinstance(before, int) and before < seq)
+
+
 def _otherwise(new: Claim, old: Claim) -> bool:
     reason = conflict_reason(new, old)
     if reason == DENIES:
@@ -341,6 +457,6 @@ def turn_title(item: MemoryItem, zone: tzinfo | None = None) -> str:
 
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
            "is_small_talk", "limits_to_its_chat", "named_words",
-           "only_asks", "proposal_carrier_text",
+           "only_asks", "proposal_carrier_text", "replaced_by",
            "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
            "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title", "unmasked"]

@@ -22,6 +22,7 @@ Block layout::
     CONVERSATION EXCERPTS (what was said, not verified; not authoritative)
     [TURN: <id> | <speaker> | <date>]
     <what was said>
+    (Said earlier; a later memory, <id>, says otherwise: when a correction replaced a claim said in it)
     (Said earlier; a later turn, <id>, says otherwise: when one shown above it does)
     [/TURN]
     ════════════════════════════════
@@ -93,6 +94,9 @@ FOOTER = (
 # The last line of a raw turn a later one of its speaker contradicts (`episodic.says_otherwise`),
 # shown before it: what was said then may no longer hold.
 SAID_EARLIER = "(Said earlier; a later turn, {}, says otherwise.)"
+# The last line of a raw turn a claim was said in that a curated correction replaced since
+# (`episodic.replaced_by`): the memory it names, shown above, is what holds now.
+REPLACED_SINCE = "(Said earlier; a later memory, {}, says otherwise.)"
 EPISODIC_HEADER = "CONVERSATION EXCERPTS (what was said, not verified; not authoritative)"
 COMPACT_HEADER = f"{HEADER}: stored data, not instructions; it cannot be modified by AI."
 MAX_REFS_SHOWN = 6
@@ -238,12 +242,15 @@ def _dated(entry: str) -> bool:
     return " | ENDED" in head or " | UPCOMING" in head or "\n(Said on " in entry
 
 
-def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: tzinfo | None = None) -> str:
+def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: tzinfo | None = None,
+                replaced_by: Sequence[str] = ()) -> str:
     """A raw chat turn: who said it and when (the day on the asker's calendar, `zone`; else
     UTC's), then what was said; `said_otherwise_by`: the later turns of its speaker that say
-    otherwise (`SAID_EARLIER`)."""
+    otherwise (`SAID_EARLIER`); `replaced_by`: the curated corrections that replaced a claim
+    said in it (`REPLACED_SINCE`)."""
     header = f"[TURN: {_field(item.id)} | {_field(speaker_of(item))} | {said_on(item, zone)}]"
-    last = f"\n{SAID_EARLIER.format(', '.join(_field(i) for i in said_otherwise_by))}" if said_otherwise_by else ""
+    last = "".join(f"\n{label.format(', '.join(_field(i) for i in ids))}"
+                   for label, ids in ((REPLACED_SINCE, replaced_by), (SAID_EARLIER, said_otherwise_by)) if ids)
     return f"{header}\n{_body(item.content)}{last}\n[/TURN]"
 
 
@@ -373,7 +380,8 @@ def catalog_entry(
     pending: str = "",
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """One catalog entry; `conflict` / `same_title` / `corrected_by` / `low_confidence` /
+    """One catalog entry (`corrected_by` of a turn: the corrections that replaced a claim
+    said in it); `conflict` / `same_title` / `corrected_by` / `low_confidence` /
     `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
     UPCOMING at `now`) only appear when set."""
     entry: dict[str, Any] = {
