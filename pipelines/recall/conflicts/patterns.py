@@ -113,8 +113,12 @@ _CHANGED = re.compile(
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
                        r"([a-z][\w-]*)", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+_TITLES = "Dr|Mr|Mrs|Ms|Mx|Prof|St|Rev|Sgt|Capt|Lt|Col|Gen"  # written before a name
 # An honorific's full stop ends no sentence ("Dr. Patel"); a short name's does ("We adopted Max. Max eats ...").
-_ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|Col|Gen)\.\s+$")
+_ABBREVIATED = re.compile(rf"\b(?:{_TITLES}|Jr|Sr)\.\s+$")
+# A title before a name ("Dr. Okafor is our family doctor", "is Dr. Patel"): the name is
+# the value, not "Dr", and the title's full stop starts no sentence (`values._values`).
+_HONORIFIC = re.compile(rf"\b({_TITLES})\.\s+(?=[A-Z])")
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
