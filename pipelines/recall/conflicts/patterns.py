@@ -108,6 +108,13 @@ _CHANGED = re.compile(
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
+# A phrase of a sentence: up to a comma, a dash, "and" or "but" ("cancelled netflix,
+# we only have disney+ now"; "Dancing makes me so happy, and now I get to share that"): what
+# one change word is said of (`rule.says_it_changed`). "3.11" and "1,000" end none.
+_PHRASE = re.compile(r"(?:(?!\s(?:and|but)\s)(?:[^,–—-]|,(?=\d)|-(?!\s)|(?<!\s)-))+", re.IGNORECASE)
+# A negation right before a change word, or one word before it, denies the change ("I won't
+# quit", "Don't ever quit", "didn't change"; `rule._denied_change`).
+_NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never|no)|n[’']t)\s+(?:[\w'’]+\s+)?$", re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
