@@ -1,6 +1,6 @@
 """Conflict-rule benchmark: precision and recall of the rule on hand-labelled claim pairs.
 
-    loci bench conflicts [--data PAIRS.jsonl] [--embedder minilm|hash|none] [--json OUT]
+    loci bench conflicts [--data PAIRS.jsonl] [--embedder minilm|hash|none] [--locomo DEV.json] [--json OUT]
 
 Each line of the pairs file (default `bench/data/conflict_pairs.jsonl`, 89 pairs written
 before the rule was read) is `{"a": {"title", "content"}, "b": {...}, "conflict": bool,
@@ -15,6 +15,13 @@ before the rule was read) is `{"a": {"title", "content"}, "b": {...}, "conflict"
 
 The table reports precision, recall, F1 and the confusion counts overall and per `kind`,
 and the misclassified pairs with the reason the rule gave.
+
+`--locomo DEV.json` (with an embedder) adds the write check's false alarms on chat: each
+LoCoMo turn read as its speaker's proposal (a `fact`) and checked (`contradicted`) against
+that speaker's NEAR_CLAIMS earlier turns nearest it by cosine, as the service checks a
+write; counted words only and with the cosine. Hardly a turn there corrects an earlier
+one, so nearly every match is a false alarm: at write an author's own match supersedes
+the earlier claim, a teammate's is held for review.
 """
 
 from __future__ import annotations
@@ -125,7 +132,60 @@ def judge(pairs: Sequence[dict[str, Any]], embedder: Any | None) -> dict[str, An
     return result
 
 
-def run(path: Path, embedder_name: str) -> dict[str, Any]:
+EXAMPLES = 20  # write false alarms kept in the JSON (the first, in conversation order)
+
+
+def write_false_alarms(locomo: Path, embedder: Any) -> dict[str, Any]:
+    """The write check's matches on LoCoMo turns (see the module's doc), words only and
+    with the cosine, and the first EXAMPLES of those the cosine adds."""
+    import msgspec
+    import numpy as np
+
+    from online.state import NEAR_CLAIMS  # the stored claims the service checks a write against
+    from pipelines.ingest import locomo_sessions
+    from pipelines.message_context import bare_text
+    from pipelines.recall.conflicts import contradicted, read_claim
+    from pipelines.records import MemoryItem, Provenance, Scope
+
+    try:
+        data = json.loads(locomo.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise driver.BenchDataError(f"{locomo}: not a LoCoMo file ({exc})") from exc
+    turns = words_only = with_cosine = 0
+    examples: list[dict[str, Any]] = []
+    embed_s = rule_s = 0.0
+    for sample in data:
+        by_speaker: dict[str, list[Any]] = {}
+        for _, _, session in locomo_sessions(sample["conversation"]):
+            for t in session:
+                by_speaker.setdefault(t["speaker"], []).append(MemoryItem(
+                    id=f"{sample['sample_id']}:{t['dia_id']}", tier="ltm", type="fact", title="", content=t["text"],
+                    scope=Scope(kind="user", user_id=t["speaker"]),
+                    provenance=Provenance(created_at="2023-01-01T00:00:00+00:00")))
+        for items in by_speaker.values():
+            started = time.process_time()
+            vecs = np.asarray(embedder.embed([bare_text(it) for it in items]), dtype=np.float32)
+            embed_s += time.process_time() - started
+            started = time.process_time()
+            for k in range(1, len(items)):
+                sims = vecs[:k] @ vecs[k]
+                near = [items[j] for j in np.argsort(-sims)[:NEAR_CLAIMS]]
+                cos = {it.id: float(sims[j]) for j, it in enumerate(items[:k])}
+                new = read_claim(msgspec.structs.replace(items[k], id="\x00proposed"))
+                plain = {old.id for old, _ in contradicted(new, near)}
+                found = list(contradicted(new, near, lambda old, cos=cos: cos[old.id]))
+                turns += 1
+                words_only += len(plain)
+                with_cosine += len(found)
+                examples += [{"new": items[k].content, "old": old.content, "why": why, "cos": round(cos[old.id], 3)}
+                             for old, why in found if old.id not in plain][:EXAMPLES - len(examples)]
+            rule_s += time.process_time() - started
+    return {"data": str(locomo), "turns": turns, "near": NEAR_CLAIMS, "words": words_only,
+            "with_cosine": with_cosine, "examples": examples,
+            "cpu_s": {"embed": round(embed_s, 1), "rule": round(rule_s, 1)}}
+
+
+def run(path: Path, embedder_name: str, locomo: Path | None = None) -> dict[str, Any]:
     pairs = load_pairs(path)
     embedder = None
     if embedder_name != "none":
@@ -134,10 +194,12 @@ def run(path: Path, embedder_name: str) -> dict[str, Any]:
 
         embedder = make_embedder(Settings(embedder=embedder_name))
     result = judge(pairs, embedder)
+    if locomo is not None and embedder is not None:
+        result["locomo_write"] = write_false_alarms(locomo, embedder)
     result.update({
         "benchmark": "conflicts",
         "data": {"path": str(path), "pairs": len(pairs), "conflicting": sum(p["conflict"] for p in pairs)},
-        "config": {"embedder": embedder_name},
+        "config": {"embedder": embedder_name, "locomo": None if locomo is None else str(locomo)},
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
     })
     return result
@@ -173,6 +235,11 @@ def print_table(result: dict[str, Any]) -> None:
         c.print(driver.table("misclassified pairs (x: wrong in that mode)",
                              ["#", "kind", "error", *result["modes"], "cos", "a", "b"], mrows,
                              left=("kind", "error", "a", "b")))
+    fa = result.get("locomo_write")
+    if fa:
+        c.print(f"write check on {fa['turns']} LoCoMo turns (each against its speaker's {fa['near']} nearest "
+                f"earlier turns): {fa['words']} matches words only, {fa['with_cosine']} with the cosine "
+                "(nearly all false alarms)")
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -180,14 +247,18 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=DEFAULT_PAIRS, help=f"pairs file (default {DEFAULT_PAIRS})")
     p.add_argument("--embedder", choices=("minilm", "hash", "none"), default="minilm",
                    help="embedder for the recall-time cosine (default minilm, the product's; none: words only)")
+    p.add_argument("--locomo", type=Path, default=None,
+                   help="LoCoMo file: also count the write check's false alarms on its turns (needs an embedder)")
     return p.parse_args(argv)
 
 
 def measure(args: argparse.Namespace, workdir: Path, say: driver.Say) -> dict[str, Any]:
     if not args.data.is_file():
         raise driver.BenchDataError(f"pairs file not found: {args.data}")
+    if args.locomo is not None and not args.locomo.is_file():
+        raise driver.BenchDataError(f"LoCoMo file not found: {args.locomo}")
     say(f"judging the pairs of {args.data} ...")
-    return run(args.data, args.embedder)
+    return run(args.data, args.embedder, args.locomo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

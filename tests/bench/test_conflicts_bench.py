@@ -89,3 +89,19 @@ def test_the_shipped_pairs_load_and_are_balanced(name):
     pairs = conflicts.load_pairs(conflicts.DEFAULT_PAIRS.parent / name)
     assert len(pairs) >= 80
     assert 0.4 <= sum(p["conflict"] for p in pairs) / len(pairs) <= 0.6
+
+
+def test_locomo_write_false_alarms_count_each_turn_against_its_speakers_earlier_turns(pairs_file, tmp_path):
+    turns = [("Ana", "Our standup is at 9:30."), ("Ben", "Our standup is at 11:00."),
+             ("Ana", "Our standup is at 10:00."), ("Ben", "Lovely weather today!")]
+    locomo = tmp_path / "locomo.json"
+    locomo.write_text(json.dumps([{"sample_id": "s1", "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Ben", "session_1_date_time": "1:00 pm on 8 May, 2023",
+        "session_1": [{"speaker": who, "dia_id": f"D1:{n}", "text": text} for n, (who, text) in enumerate(turns)]}}]),
+        encoding="utf-8")
+    fa = conflicts.run(pairs_file, "hash", locomo)["locomo_write"]
+    # Ana's second turn corrects her first (words alone); Ben's turns are his own, never Ana's
+    assert (fa["turns"], fa["words"]) == (2, 1) and fa["with_cosine"] >= 1
+    assert all(e["new"] != e["old"] for e in fa["examples"])
+    assert "locomo_write" not in conflicts.run(pairs_file, "none", locomo)
+    assert conflicts.main(["--data", str(pairs_file), "--locomo", str(tmp_path / "missing.json")]) != 0

@@ -12,7 +12,7 @@ from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
 from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, authors, is_claim, read_claim, replace_content
 from .patterns import _RETIRED
 from .reasons import CHANGED, MAY_UPDATE, SAME_SUBJECT
-from .rule import Cosine, _may_have_changed, _moves, _updates, conflict_reason, names_a_case
+from .rule import Cosine, _may_have_changed, _moves, _updates, conflict_reason, names_a_case, says_it_changed
 from .values import _stance, _value_stems, _value_words, _values, reschedules, stated_values
 
 
@@ -80,17 +80,18 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem],
 
 
 def _cosine_asked(new: Claim, claim: Claim, old: MemoryItem, cosine_to: CosineTo | None) -> Cosine:
-    """The cosine a write gives the rule for `old`: only when `new` itself says something
-    changed (`Claim.changes`) and the rule may read one (`_may_have_changed`), and not under
-    one title (the title says they are one subject; whether `new` replaces `old` is
-    `_updates`'s call, as without vectors). A write replaces or holds, where recall only
-    flags: closeness in meaning joins a proposal to what it corrects only on what the
-    proposal says (on LoCoMo turns read as proposals, 242 matches against their speaker's
-    nearest five turns, 400 when the stored one's saying it changed counted too; the
-    labelled pairs, the same)."""
+    """The cosine a write gives the rule for `old`: only when `new` itself states that
+    something `old` states changed (`says_it_changed`: in a phrase naming it, not denied,
+    not asked) and the rule may read one (`_may_have_changed`), and not under one title (the
+    title says they are one subject; whether `new` replaces `old` is `_updates`'s call, as
+    without vectors). A write replaces or holds, where recall only flags: closeness in
+    meaning joins a proposal to what it corrects only on what the proposal says of it (on
+    LoCoMo turns read as proposals against their speaker's nearest five turns, `bench
+    conflicts --locomo`: 242 matches when any change word anywhere in the proposal counted,
+    12 so; the labelled pairs' tp the same)."""
     if cosine_to is None or new.changes is None or (new.title and new.title == claim.title):
         return None
-    return partial(cosine_to, old) if _may_have_changed(new, claim) else None
+    return partial(cosine_to, old) if _may_have_changed(new, claim) and says_it_changed(new, claim) else None
 
 
 class Corrections(NamedTuple):

@@ -108,13 +108,24 @@ _CHANGED = re.compile(
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
+# A phrase of a sentence: up to a comma, a dash, "and" or "but" ("cancelled netflix,
+# we only have disney+ now"; "Dancing makes me so happy, and now I get to share that"): what
+# one change word is said of (`rule.says_it_changed`). "3.11" and "1,000" end none.
+_PHRASE = re.compile(r"(?:(?!\s(?:and|but)\s)(?:[^,–—-]|,(?=\d)|-(?!\s)|(?<!\s)-))+", re.IGNORECASE)
+# A negation right before a change word, or one word before it, denies the change ("I won't
+# quit", "Don't ever quit", "didn't change"; `rule._denied_change`).
+_NEGATED_BEFORE = re.compile(r"(?:\b(?:not|never|no)|n[’']t)\s+(?:[\w'’]+\s+)?$", re.IGNORECASE)
 # "50 mg of sertraline", "200 grams of kibble", "two cups of coffee": the word after "of"
 # is what the number measures, so a claim measuring another thing is about another subject.
 _MEASURED = re.compile(r"(?<![\w.])\d[\d.,:]*(?:\s*|-)[a-z%$€£]+\s+of\s+(?:(?:the|my|our|his|her|their|your)\s+)?"
                        r"([a-z][\w-]*)", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
+_TITLES = "Dr|Mr|Mrs|Ms|Mx|Prof|St|Rev|Sgt|Capt|Lt|Col|Gen"  # written before a name
 # An honorific's full stop ends no sentence ("Dr. Patel"); a short name's does ("We adopted Max. Max eats ...").
-_ABBREVIATED = re.compile(r"\b(?:Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|Rev|Sgt|Capt|Lt|Col|Gen)\.\s+$")
+_ABBREVIATED = re.compile(rf"\b(?:{_TITLES}|Jr|Sr)\.\s+$")
+# A title before a name ("Dr. Okafor is our family doctor", "is Dr. Patel"): the name is
+# the value, not "Dr", and the title's full stop starts no sentence (`values._values`).
+_HONORIFIC = re.compile(rf"\b({_TITLES})\.\s+(?=[A-Z])")
 _POSSESSIVE = re.compile(r"['’]s\b")  # "Mom's birthday"
 _OWNER = re.compile(r"\b([A-Za-z][\w-]*)['’]s\b")  # "the design team's standup"
 _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})

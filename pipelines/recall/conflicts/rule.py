@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from pipelines.records import MemoryItem
 
-from ..lexical import STOPWORDS, words
+from ..lexical import SMALL_TALK, STOPWORDS, words
 from .claim import DATED_TYPES, Claim, _title_words, speaker
 from .patterns import (
     _BEGAN,
     _CHANGED,
+    _CLAUSE,
     _CLOCK_UNITS,
     _DONE_AGAIN,
+    _LIGHT_VERBS,
     _MOVED_TO,
+    _NEGATED_BEFORE,
+    _PHRASE,
     _RESCHEDULED,
     _SINCE_WHEN,
     _STEMS,
@@ -21,7 +26,17 @@ from .patterns import (
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
-from .values import _counted, _measures, _stance, _times, _value_kinds, reschedules, stated_values
+from .values import (
+    _counted,
+    _measures,
+    _stance,
+    _times,
+    _unaddressed,
+    _value_kinds,
+    _value_stems,
+    reschedules,
+    stated_values,
+)
 
 SUBJECT_OVERLAP = 0.75  # overlap coefficient of the non-value words
 SUBJECT_COSINE = 0.85  # embedding similarity that, with half the words shared, is one subject
@@ -117,6 +132,51 @@ def _may_have_changed(a: Claim, b: Claim) -> bool:
     if a.values and b.values and (a.values <= b.values or b.values <= a.values) and not _retires(a, b):
         return False
     return not _qualified_apart(a, b)
+
+
+def says_it_changed(new: Claim, old: Claim) -> bool:
+    """`new` states that something `old` states changed, in a phrase of its own (`_PHRASE`:
+    "Offsite got moved to October", "cancelled netflix, we only have disney+ now"): one
+    that says something changed (`_CHANGED`) and does not deny it ("I won't quit"), and
+    names, the words of the change, small talk, light verbs ("get", "made") and whom it
+    addresses left out, a word or value `old` says; both in statements, not questions
+    (`_statements`: "Are you only trying dairy-free options?" states nothing that could
+    change). A phrase whose only change word is "now" says when, not that anything changed
+    ("I feel like a different person now"): it counts when it states a value `old` does
+    not ("Dr. Okafor is our family doctor now")."""
+    if new.changes is None:
+        return False
+    old_said = frozenset(_STEMS(words(" ".join([old.item.title, *_statements(old.item.content)]))))
+    old_words = (old.words | _value_stems(old.values) | _value_stems(old.retired)) & old_said
+    for sentence in _statements(new.item.content):
+        for phrase in _PHRASE.finditer(sentence):
+            text = phrase.group(0)
+            changes = [m for m in _CHANGED.finditer(text) if not _denied_change(text, m)]
+            if not changes:
+                continue
+            moved = [w for m in changes for w in words(m.group(0))]
+            named = set(_STEMS([w for w in words(text) if w not in STOPWORDS and w not in SMALL_TALK
+                                and w not in _LIGHT_VERBS]))
+            if not (named - set(_STEMS(moved))) & old_words:
+                continue
+            if set(moved) != {"now"} or stated_values(text) - old.values:
+                return True
+    return False
+
+
+def _statements(content: str) -> list[str]:
+    """The sentences of `content` that state something (`_stance`), not questions, with
+    whom they address left out."""
+    stated = _unaddressed(_stance(content))
+    return [m.group(0) for m in _CLAUSE.finditer(stated) if not stated.startswith("?", m.end())]
+
+
+def _denied_change(text: str, change: re.Match[str]) -> bool:
+    """A negation right before the change word, or one word before it, denies the change
+    ("I won't quit", "Don't ever quit", "didn't change"); not one that "any more" needs to say
+    the change ("I don't smoke anymore")."""
+    return (_NEGATED_BEFORE.search(text, 0, change.start()) is not None
+            and not words(change.group(0))[0].startswith("any"))
 
 
 def _denies(a: Claim, b: Claim) -> bool:

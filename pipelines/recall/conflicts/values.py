@@ -13,6 +13,7 @@ from .patterns import (
     _COUNTED,
     _DATE,
     _DIGIT,
+    _HONORIFIC,
     _MEASURED,
     _NAME,
     _NAMED_FORM,
@@ -95,6 +96,8 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         found |= {_number_with_unit(m.group(0)) for m in numbers}
     else:
         rest, numbers = text, []
+    if _HONORIFIC.search(text):  # "Dr. Okafor": the name, read as one mid-sentence ("dr Okafor")
+        text = _HONORIFIC.sub(lambda m: m.group(1).lower() + " ", text)
     names = [m.group(0) for m in _NAME.finditer(text)]
     if names:
         starts = {m.group(1) for m in _SENTENCE_START.finditer(text)}

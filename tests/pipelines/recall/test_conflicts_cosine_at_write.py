@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.recall.conflicts import CHANGED_COSINE, contradicted, find_conflicts, proposed_claim
+from pipelines.recall.conflicts.values import stated_values
 from pipelines.records import MemoryItem, Scope
 
 RULE = MemoryItem(id="rule", tier="ltm", type="decision", title="Incident channel",
@@ -50,3 +51,41 @@ def test_a_write_asks_no_cosine_unless_the_proposal_says_it_changed_under_anothe
                          content="We switched incident reports over to #incident-room.", scope=RULE.scope)
     plain = proposed_claim("Incident channel", "Incidents are posted in #ops-alerts.", "decision")
     assert list(contradicted(plain, [changed], cosine_to)) == [] and asked == []
+
+
+def _asked(proposal: str, stored: str, title: str = "Earlier") -> tuple[list[str], list[str]]:
+    """The reasons a write gives against `stored` with every cosine 0.99, and whether it asked."""
+    asked: list[str] = []
+
+    def cosine_to(old: MemoryItem) -> float:
+        asked.append(old.id)
+        return 0.99
+
+    old = MemoryItem(id="old", tier="ltm", type="fact", title=title, content=stored, scope=RULE.scope)
+    new = proposed_claim("Later", proposal, "fact")
+    return [why for _, why in contradicted(new, [old], cosine_to)], asked
+
+
+def test_a_write_asks_the_cosine_only_when_the_proposal_states_that_what_the_claim_states_changed() -> None:
+    # the change word is about what the stored claim states, in a phrase of the proposal's own
+    for proposal, stored in (("Offsite got moved to October.", "The team offsite is in September."),
+                             ("cancelled netflix, we only have disney+ now", "We pay for Netflix premium."),
+                             ("I don't smoke anymore - 3 months clean.", "I smoke about half a pack a day."),
+                             ("quit duolingo, doing spanish with a tutor instead", "I learn Spanish on Duolingo.")):
+        assert _asked(proposal, stored) == (["close in meaning, one says it changed"], ["old"]), proposal
+    # chat: a denied change, a change of something else, a bare "now", a question
+    for proposal, stored in (("Thanks, Gina! I won't quit, even when it's hard.", "I won't quit on my dreams."),
+                             ("Dancing makes me so happy, and now I get to share that with others.",
+                              "I'm passionate about dancing."),
+                             ("Hiking has opened up a new world and I feel like a different person now.",
+                              "I think I am an expert hiker now, I feel like it."),
+                             ("Have you switched your diet to dairy-free?", "I'm trying dairy-free options.")):
+        assert _asked(proposal, stored) == ([], []), proposal
+
+
+def test_a_title_before_a_name_gives_the_name_as_the_value() -> None:
+    assert stated_values("Dr. Okafor is our family doctor now.") == {"okafor"}
+    assert stated_values("Our family doctor is Dr. Patel.") == {"patel"}
+    # found by the words alone: one subject, the names differ
+    assert _asked("Dr. Okafor is our family doctor now.", "Our family doctor is Dr. Patel.")[0] == [
+        "same subject, different values"]
