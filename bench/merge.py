@@ -31,7 +31,6 @@ import argparse
 import platform
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
