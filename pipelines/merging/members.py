@@ -29,14 +29,15 @@ def contradicting_ids(cluster: Sequence[MemoryItem]) -> set[str]:
     for the rule's own subject test, and so are two the rule's reading cannot tell agree
     (`may_disagree`). Two people each saying something different of themselves
     (`own_words_apart`: "My laptop is a ThinkPad" / "My laptop is a MacBook") do not
-    contradict each other, but are about two people: one item would say both of one."""
+    contradict each other, but are about two people: one item would say both of one; the
+    same words of two people ("I work from home on Fridays") are two people's too: merged,
+    the item is both authors' and neither's later correction would replace it."""
     apart = {item.id for pair in find_conflicts(cluster) for item in pair[:2]}
     claims = [read_claim(it) for it in cluster if it.active and is_claim(it)]
     for x, a in enumerate(claims):
         for b in claims[x + 1:]:
             if (not supersedes(a.item, b.item) and not supersedes(b.item, a.item)
-                    and (conflict_reason(a, b, one_subject=True) or may_disagree(a, b)
-                         or (own_words_apart(a, b) and a.content != b.content))):
+                    and (conflict_reason(a, b, one_subject=True) or may_disagree(a, b) or own_words_apart(a, b))):
                 apart.update((a.item.id, b.item.id))
     return apart
 
