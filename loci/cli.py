@@ -586,6 +586,8 @@ BENCHMARKS = {
                                    "chatter share of injected text."),
     "conflicts": ("bench.conflicts", "Precision, recall and F1 of the conflict rule on labelled claim pairs, "
                                      "words only and with the embedder's cosine."),
+    "merge": ("bench.merge", "Consolidation's merges on the labelled claim pairs: restatements merged, never "
+                             "contradictions nor two people's or scopes' claims."),
 }
 BENCH_CONTEXT = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 

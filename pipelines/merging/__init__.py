@@ -20,7 +20,10 @@ object with `name` and `draft(cluster) -> MergeDraft` is a `Merger`.
 - `contradicting_ids`: members of a cluster that contradict another member, by the conflict
   rule recall and `/v1/conflicts` use. They are kept out of the merge: similar wording is
   what clusters them ("metrics go to TimescaleDB" / "... to ClickHouse"), and one merged
-  item holding both would hide the contradiction that recall resolves and reports.
+  item holding both would hide the contradiction that recall resolves and reports. The
+  rule misses about half the labelled conflicts, so members merge only on evidence that
+  they agree (`members.may_disagree`: a value in common, alike in denying, neither saying
+  something changed); `loci bench merge` measures it.
 - `for_other_times`: members that hold at different times (two weeks on call) are kept
   out of the merge too: one item would hold over the span between them.
 - `merge_cluster`: builds the canonical item (deterministic id, provenance union, merge
