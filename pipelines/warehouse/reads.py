@@ -239,6 +239,21 @@ class ItemReads(ItemJournal):
         with self.transaction():
             return self._items_selected(f"WHERE i.validation = 'retracted' AND {ACTIVE_SQL}", [])
 
+    def supersedes_chains(self) -> list[tuple[str, str, bool]]:
+        """Every `supersedes` link (src, dst, whether src was merged from dst: a `derived_from`
+        link beside it) of an active item, and of what it superseded, recursively: the
+        corrections and merges whose replaced turns a backfill reads
+        (`pipelines.consolidate.replaced_turns`). Found in SQL: a handful of links, not the store."""
+        return [(src, dst, bool(merged)) for src, dst, merged in self.query(f"""
+            WITH RECURSIVE chain(src, dst) AS (
+                SELECT l.src_id, l.dst_id FROM links l JOIN items i ON i.id = l.src_id
+                WHERE l.rel = 'supersedes' AND {ACTIVE_SQL}
+                UNION
+                SELECT l.src_id, l.dst_id FROM links l JOIN chain c ON l.src_id = c.dst WHERE l.rel = 'supersedes')
+            SELECT c.src, c.dst, EXISTS (SELECT 1 FROM links d WHERE d.src_id = c.src AND d.dst_id = c.dst
+                                         AND d.rel = 'derived_from')
+            FROM chain c ORDER BY c.src, c.dst""")]
+
     def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
         _check_tier(tier)
         conditions, params = [], []
