@@ -67,11 +67,14 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
             run(client, settings)
         (out["pia fix"],) = {client.get(f"/v1/items/{i}", params=PIA).json()["item"]["superseded_by"] for i in pia}
         back_to_schema(settings.data_dir, 6, BACKFILL_KEY)
-        out["old"] = {who: recall(client, ident, QUESTION, mode="hybrid") for who, ident in (("lena", LENA),
-                                                                                            ("pia", PIA))}
-        out["upgrade"] = run(client, settings)["govern"]
-        out["new"] = {who: recall(client, ident, QUESTION, mode="hybrid") for who, ident in (("lena", LENA),
-                                                                                            ("pia", PIA))}
+        for moment in ("old", "new"):
+            if moment == "new":
+                out["upgrade"] = run(client, settings)["govern"]
+            out[moment] = {who: recall(client, ident, QUESTION, mode="hybrid") for who, ident in (("lena", LENA),
+                                                                                                ("pia", PIA))}
+            out[f"{moment} card"] = {who: client.get(f"/ui/items/{decided_turn(out[moment][who])[0]}",
+                                                     params=ident).text for who, ident in (("lena", LENA),
+                                                                                           ("pia", PIA))}
         out["again"] = run(client, settings)["govern"]
         with Warehouse(settings.warehouse_path, read_only=True) as wh:
             out["pending"] = wh.sweep_pending(BACKFILL_KEY)
@@ -100,6 +103,14 @@ def test_after_the_upgrade_the_turn_names_its_correction_in_the_block_and_the_hi
     assert hits[turn_id]["replaced_by"] == [fix], hits[turn_id]  # over HTTP, for a client's own view
     assert all(h["replaced_by"] == [] for i, h in hits.items() if i != turn_id), hits
     assert len(upgraded["named"][who]) == 1, upgraded["named"]  # the turn that proposed Porto (the user's answered)
+
+
+@pytest.mark.parametrize("who", ["lena", "pia"])
+def test_the_turns_card_names_the_correction_after_the_upgrade(upgraded, who) -> None:
+    assert 'id="said-otherwise"' not in upgraded["old card"][who]
+    card = upgraded["new card"][who]
+    assert 'id="said-otherwise"' in card, card
+    assert f'class="corrected-by" href="/ui/items/{upgraded[f"{who} fix"]}?' in card, card
 
 
 def test_the_backfill_is_made_once(upgraded) -> None:
