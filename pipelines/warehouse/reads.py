@@ -254,6 +254,20 @@ class ItemReads(ItemJournal):
                                          AND d.rel = 'derived_from')
             FROM chain c ORDER BY c.src, c.dst""")]
 
+    def corrections_naming(self, turn_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(correction id, turn id) for each active item that names one of `turn_ids` among
+        the turns the claims it replaced were said in (`materialize.REPLACED_TURNS`), the
+        newest correction first. Only items with a `supersedes` link are parsed."""
+        ids = [i for i in as_list(turn_ids, "turn_ids") if isinstance(i, str)]
+        if not ids:
+            return []
+        rows = self.query(
+            "SELECT c.id, t.turn FROM (SELECT i.id, i.updated_at, json_extract_string(i.metadata, "
+            "'$.replaced_turns[*]') AS turns FROM items i WHERE i.id IN (SELECT src_id FROM links "
+            f"WHERE rel = 'supersedes') AND {ACTIVE_SQL}) c, unnest(c.turns) AS t(turn) "
+            f"WHERE t.turn IN ({', '.join('?' * len(ids))}) ORDER BY c.updated_at DESC, c.id", ids)
+        return [(fix, turn) for fix, turn in rows]
+
     def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
         _check_tier(tier)
         conditions, params = [], []

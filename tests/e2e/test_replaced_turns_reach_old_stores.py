@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 from litestar.testing import TestClient
+from typer.testing import CliRunner
 
 import pipelines.consolidate.merges as merges
 import pipelines.materialize as materialize
+from loci.cli import app as loci
 from online.app import create_app
 from pipelines.consolidate import consolidate_once
 from pipelines.consolidate.replaced_turns import BACKFILL_KEY
@@ -72,9 +74,12 @@ def upgraded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
                 out["upgrade"] = run(client, settings)["govern"]
             out[moment] = {who: recall(client, ident, QUESTION, mode="hybrid") for who, ident in (("lena", LENA),
                                                                                                 ("pia", PIA))}
-            out[f"{moment} card"] = {who: client.get(f"/ui/items/{decided_turn(out[moment][who])[0]}",
-                                                     params=ident).text for who, ident in (("lena", LENA),
-                                                                                           ("pia", PIA))}
+            turns = {who: decided_turn(out[moment][who])[0] for who in ("lena", "pia")}
+            out[f"{moment} card"] = {who: client.get(f"/ui/items/{turns[who]}", params=ident).text
+                                     for who, ident in (("lena", LENA), ("pia", PIA))}
+            out[f"{moment} show"] = {who: CliRunner().invoke(loci, ["show", turns[who], "--data-dir",
+                                                                    str(settings.data_dir)]).output
+                                     for who in ("lena", "pia")}
         out["again"] = run(client, settings)["govern"]
         with Warehouse(settings.warehouse_path, read_only=True) as wh:
             out["pending"] = wh.sweep_pending(BACKFILL_KEY)
@@ -111,6 +116,13 @@ def test_the_turns_card_names_the_correction_after_the_upgrade(upgraded, who) ->
     card = upgraded["new card"][who]
     assert 'id="said-otherwise"' in card, card
     assert f'class="corrected-by" href="/ui/items/{upgraded[f"{who} fix"]}?' in card, card
+
+
+@pytest.mark.parametrize("who", ["lena", "pia"])
+def test_loci_show_of_the_turn_names_the_correction_after_the_upgrade(upgraded, who) -> None:
+    assert "corrected since by" not in upgraded["old show"][who], upgraded["old show"][who]
+    shown = upgraded["new show"][who].split("corrected since by:\n", 1)
+    assert len(shown) == 2 and shown[1].lstrip().startswith(upgraded[f"{who} fix"]), upgraded["new show"][who]
 
 
 def test_the_backfill_is_made_once(upgraded) -> None:
