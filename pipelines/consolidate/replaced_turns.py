@@ -52,7 +52,7 @@ def filled_replaced_turns(items: dict[str, MemoryItem],
             filled[item_id] = with_replaced_turns(items[item_id], [o for o, merged in olds if not merged],
                                                   merged_from=[o for o, merged in olds if merged])
             stack.pop()
-    return filled
+    return {item_id: filled[item_id] for item_id in superseded}
 
 
 def backfill_replaced_turns(warehouse: Warehouse) -> int:
