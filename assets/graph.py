@@ -146,6 +146,7 @@ def governed_items(
         "message_vectors": report.message_vectors,
         "pooling": pooling_record(report.message_vectors),  # governance.POOLING_COUNT
         "forgetting_swept": report.forgetting_swept,
+        "replaced_turns_filled": report.replaced_turns_filled,
         "governed_until": governed_until,
         "windows_prefetched": prefetched,
     })

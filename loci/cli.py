@@ -302,7 +302,7 @@ def show(
     """Show one item, a change held for review beside it (old -> new, who proposed it), and
     its history: one line per change (time, actor, action, inbox seq, what changed), refused
     attempts included; then the earlier claims it corrected (who stated each, when)."""
-    from pipelines.item_report import describe_item, earlier_lines, held_lines, history_lines
+    from pipelines.item_report import describe_item, earlier_lines, held_lines, history_lines, said_otherwise_lines
     from pipelines.records import time_zone
 
     settings = _settings(data_dir)
@@ -326,6 +326,11 @@ def show(
     if found.get("palace"):
         typer.echo(f"  palace: {found['palace']}")
     for line in held_lines(found):
+        typer.echo(f"  {line}")
+    said_otherwise = said_otherwise_lines(found)
+    if said_otherwise:  # a turn: what it said was corrected since (recall marks it so)
+        typer.echo("said earlier; a claim said in it was corrected since by:")
+    for line in said_otherwise:
         typer.echo(f"  {line}")
     lines = history_lines(found, zone)
     typer.echo(f"history (time {zone}, actor, action, inbox seq, change):" if lines else "no history yet")

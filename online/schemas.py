@@ -151,6 +151,9 @@ class HitOut(msgspec.Struct, kw_only=True):
     valid_from: str | None = None
     valid_to: str | None = None
     window: str = ""
+    # A raw turn a claim was said in that curated corrections replaced since: their ids, the
+    # latest first (the block marks it said earlier, `render.REPLACED_SINCE`); [] otherwise.
+    replaced_by: list[str] = []
 
 
 class RecallResponse(msgspec.Struct, kw_only=True):

@@ -566,6 +566,19 @@ class MemoryService:
         view = view or self.view()
         return find_conflicts(view.visible_items(identity), _vector_in(view))
 
+    def said_otherwise_by(self, item: MemoryItem, identity: Identity, view: View | None = None) -> list[str]:
+        """For a raw turn a claim was said in that curated corrections replaced since, the
+        ids of those `identity` may see, the latest first, as recall names them
+        (`pipelines.recall.episodic.replaced_by`); [] for any other item."""
+        from pipelines.recall import RecallFilters
+        from pipelines.recall.candidates import VisibleCorpora
+        from pipelines.recall.episodic import is_message, replaced_by
+
+        if not is_message(item):
+            return []
+        view = view or self.view()
+        return replaced_by(VisibleCorpora(view.corpora, identity, RecallFilters()), [item]).get(item.id, [])
+
     def held_rivals(self, item: MemoryItem, identity: Identity, view: View | None = None) -> list[MemoryItem]:
         """The claims `identity` can see held in quarantine that contradict `item`: changes
         to it waiting for a reviewer (`pipelines.materialize.pending_changes`)."""

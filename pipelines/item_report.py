@@ -20,6 +20,7 @@ from pipelines.materialize import (
     HELD_EDIT_RULES,
     forgotten_tombstone,
     held_edit,
+    in_quarantine,
     item_ids_touched,
     recall_state,
     with_held_edit,
@@ -103,6 +104,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
                     "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
+                    "said_otherwise_by": _said_otherwise_by(wh, item),
                 }
     events = _pending_events(settings, after)
     made = fold_served(events, lambda _id: None, tuple)[1] if events else {}
@@ -142,6 +144,39 @@ def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | N
                     "by": (first or {}).get("actor"), "at": (first or {}).get("when", (first or {}).get("at"))})
         queue += [link.to for link in old.links if link.rel == "supersedes"]
     return out
+
+
+SESSION_TURNS_READ = 500  # of a user turn's chat, the last turns read for the ones that answered it
+
+
+def _said_otherwise_by(wh: Warehouse, turn: MemoryItem) -> list[dict[str, Any]]:
+    """For a raw turn a claim was said in that curated corrections replaced since (the turn
+    that proposed it, or the user turn that one answered), each correction (id, title,
+    content), the newest first, as recall names them (`pipelines.recall.episodic.replaced_by`)."""
+    from pipelines.recall.episodic import answered_turn
+
+    if turn.type != "message":
+        return []
+    chat = (wh.session_tails([(turn.scope.org_id, turn.scope.user_id, str(turn.metadata.get("session_id") or ""))],
+                             SESSION_TURNS_READ) if turn.metadata.get("role") == "user" else [])
+    said = {t.id: t for t in chat if t.metadata.get("role") != "user"}
+    pairs = wh.corrections_naming([turn.id, *said])
+    fixes = {f.id: f for f in wh.get_items(sorted({fix for fix, _ in pairs}))} if pairs else {}
+    out: dict[str, MemoryItem] = {}
+    for fix_id, turn_id in pairs:
+        fix = fixes.get(fix_id)
+        if fix is None or fix.validation == "retracted" or in_quarantine(fix):
+            continue
+        answered = answered_turn(said[turn_id], fix, chat) if turn_id in said else None
+        if turn_id == turn.id or (answered is not None and answered.id == turn.id):
+            out.setdefault(fix.id, fix)
+    return [{"id": f.id, "title": f.title, "content": f.content} for f in out.values()]
+
+
+def said_otherwise_lines(found: dict[str, Any]) -> list[str]:
+    """`describe_item`'s corrections of what a turn said as text (`loci show`), one each."""
+    return [f"{fix['id']}  {fix['title']!r}: {_short(fix['content'], 80)}"
+            for fix in found.get("said_otherwise_by", [])]
 
 
 def earlier_lines(found: dict[str, Any], zone: str = "UTC") -> list[str]:

@@ -228,13 +228,17 @@ def replaced_turns(item: MemoryItem) -> list[str]:
     return [str(t) for t in item.metadata.get(REPLACED_TURNS) or ()]
 
 
-def with_replaced_turns(item: MemoryItem, replaced: Iterable[MemoryItem]) -> MemoryItem:
+def with_replaced_turns(item: MemoryItem, replaced: Iterable[MemoryItem],
+                        merged_from: Iterable[MemoryItem] = ()) -> MemoryItem:
     """`item` naming, besides the turns it names already, those the claims it `replaced`
-    were said in and had replaced (`REPLACED_TURNS`); never a turn it was said in itself."""
+    were said in and had replaced (`REPLACED_TURNS`), and those the claims it was
+    `merged_from` had replaced (a restatement replaces nothing itself); never a turn it was
+    said in itself."""
     have = replaced_turns(item)
     own = set(said_in(item))
-    turns = [t for t in dict.fromkeys([*have, *(t for old in replaced for t in [*said_in(old), *replaced_turns(old)])])
-             if t not in own]
+    named = [*(t for old in replaced for t in [*said_in(old), *replaced_turns(old)]),
+             *(t for member in merged_from for t in replaced_turns(member))]
+    turns = [t for t in dict.fromkeys([*have, *named]) if t not in own]
     if turns == have:
         return item
     return msgspec.structs.replace(item, metadata={**item.metadata, REPLACED_TURNS: turns})

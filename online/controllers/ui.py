@@ -246,11 +246,13 @@ class UIController(Controller):
         # What waits for a reviewer, said as recall says it to the model (`pending_note`), and
         # the held claims contradicting it, each a link to its own card and review form.
         rivals = [] if replaced is not None or source == "history" else service.held_rivals(item, identity)
+        # a turn whose claim a correction replaced since: what was said then, the correction holds
+        said_otherwise = [] if source == "history" else service.said_otherwise_by(item, identity, view)
         return _page("card", identity, zone=zone, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
-                     rivals=[review_entry(it) for it in rivals],
+                     rivals=[review_entry(it) for it in rivals], said_otherwise=said_otherwise,
                      published=published, inbox=inbox, history_published=history.published,
                      watermark=history.watermark)
 

@@ -38,6 +38,8 @@ def hit_out(hit: Any, zone: tzinfo | None = None) -> dict[str, Any]:
         # when it holds, and whether that is over (or yet to come) at the time of asking
         **({"valid_from": item.valid_from, "valid_to": item.valid_to} if item.valid_from or item.valid_to else {}),
         **({"window": hit.window} if getattr(hit, "window", "") else {}),
+        # a turn whose claim curated corrections replaced since: which (`episodic.replaced_by`)
+        **({"replaced_by": list(hit.replaced_by)} if getattr(hit, "replaced_by", ()) else {}),
     }
 
 

@@ -27,6 +27,7 @@ from pipelines.consolidate.common import (
     read_window,
 )
 from pipelines.consolidate.forgetting_sweep import sweep_forgetting
+from pipelines.consolidate.replaced_turns import backfill_replaced_turns
 from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
     ENDS,
@@ -79,6 +80,7 @@ class GovernReport:
     policy_version: str = ""
     message_vectors: str = ""  # the scheme every stored message's vector has (checked)
     forgetting_swept: int = 0  # turns the one-off forgetting sweep changed (`sweep_forgetting`)
+    replaced_turns_filled: int = 0  # corrections the one-off backfill named turns on (`backfill_replaced_turns`)
 
 
 @dataclass
@@ -458,6 +460,8 @@ def govern_items(
                           message_vectors=scheme)
     # Once per store, before its events: what it forgot under the old rule, forgotten by today's.
     report.forgetting_swept = sweep_forgetting(warehouse)
+    # and the turns its corrections replaced, named as the fold names them since
+    report.replaced_turns_filled = backfill_replaced_turns(warehouse)
     if not batch:
         return report
     report.to_seq = batch[-1].seq

@@ -61,6 +61,8 @@ class Hit(msgspec.Struct, kw_only=True):
     low_confidence: bool = False
     pending_review: str = ""  # `render.pending_note`: a change to it held for review
     window: str = ""  # its validity window at the time of asking: ENDED / UPCOMING / "" (`MemoryItem.window_state`)
+    # a raw turn a claim was said in that curated corrections replaced since: their ids (`episodic.replaced_by`)
+    replaced_by: list[str] = []
 
 
 HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
@@ -140,14 +142,16 @@ def _taken_over(now_item: MemoryItem, later: MemoryItem) -> bool:
             or (ends is not None and starts is not None and timedelta(0) < starts - ends <= timedelta(seconds=1)))
 
 
-def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None) -> Hit:
+def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None,
+         replaced_by: Sequence[str] = ()) -> Hit:
     # A hit (for programs) names every claim contesting it, the held ones too.
     related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
                conflict=bool(c.conflict_with) and not related, conflict_with=[] if related else list(c.conflict_with),
                same_title=list(c.conflict_with) if related else [],
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low,
-               pending_review="" if is_message(c.item) else held.pending(c), window=c.item.window_state(now))
+               pending_review="" if is_message(c.item) else held.pending(c), window=c.item.window_state(now),
+               replaced_by=list(replaced_by))
 
 
 def _once_each(ordered: list[Candidate]) -> list[Candidate]:
@@ -246,14 +250,14 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
-    hits = [_hit(c, "inject", False, held, now) for c in in_block]
+    hits = [_hit(c, "inject", False, held, now, replaced.get(c.id, ())) for c in in_block]
     entries: list[dict[str, Any]] = []
     if mode != "inject":
         for c in ordered:
             if c.id in chosen or len(entries) >= settings.catalog_k:
                 continue
             low = not injectable(c)
-            hits.append(_hit(c, "catalog", low, held, now))
+            hits.append(_hit(c, "catalog", low, held, now, replaced.get(c.id, ())))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
                                          corrected_by=(replaced.get(c.id, ()) if is_message(c.item) else

@@ -239,6 +239,35 @@ class ItemReads(ItemJournal):
         with self.transaction():
             return self._items_selected(f"WHERE i.validation = 'retracted' AND {ACTIVE_SQL}", [])
 
+    def supersedes_chains(self) -> list[tuple[str, str, bool]]:
+        """Every `supersedes` link (src, dst, whether src was merged from dst: a `derived_from`
+        link beside it) of an active item, and of what it superseded, recursively: the
+        corrections and merges whose replaced turns a backfill reads
+        (`pipelines.consolidate.replaced_turns`). Found in SQL: a handful of links, not the store."""
+        return [(src, dst, bool(merged)) for src, dst, merged in self.query(f"""
+            WITH RECURSIVE chain(src, dst) AS (
+                SELECT l.src_id, l.dst_id FROM links l JOIN items i ON i.id = l.src_id
+                WHERE l.rel = 'supersedes' AND {ACTIVE_SQL}
+                UNION
+                SELECT l.src_id, l.dst_id FROM links l JOIN chain c ON l.src_id = c.dst WHERE l.rel = 'supersedes')
+            SELECT c.src, c.dst, EXISTS (SELECT 1 FROM links d WHERE d.src_id = c.src AND d.dst_id = c.dst
+                                         AND d.rel = 'derived_from')
+            FROM chain c ORDER BY c.src, c.dst""")]
+
+    def corrections_naming(self, turn_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(correction id, turn id) for each active item that names one of `turn_ids` among
+        the turns the claims it replaced were said in (`materialize.REPLACED_TURNS`), the
+        newest correction first. Only items with a `supersedes` link are parsed."""
+        ids = [i for i in as_list(turn_ids, "turn_ids") if isinstance(i, str)]
+        if not ids:
+            return []
+        rows = self.query(
+            "SELECT c.id, t.turn FROM (SELECT i.id, i.updated_at, json_extract_string(i.metadata, "
+            "'$.replaced_turns[*]') AS turns FROM items i WHERE i.id IN (SELECT src_id FROM links "
+            f"WHERE rel = 'supersedes') AND {ACTIVE_SQL}) c, unnest(c.turns) AS t(turn) "
+            f"WHERE t.turn IN ({', '.join('?' * len(ids))}) ORDER BY c.updated_at DESC, c.id", ids)
+        return [(fix, turn) for fix, turn in rows]
+
     def count_items(self, active_only: bool = True, tier: str | None = None) -> int:
         _check_tier(tier)
         conditions, params = [], []

@@ -141,3 +141,6 @@ def test_the_turn_a_correction_replaced_is_marked_and_comes_after_it(asked, mome
     assert MARK not in moved, (moment, moved)  # what was said later is not
     turn_id = decided.split("[TURN: ", 1)[1].split(" |", 1)[0]
     assert ids.index(turn_id) > ids.index(correction), (moment, ids)
+    # and a client rendering its own view is told as much, by the hit (`replaced_by`)
+    replaced = {h["id"]: h["replaced_by"] for h in answer["hits"] if h["replaced_by"]}
+    assert replaced == {turn_id: [correction]}, (moment, replaced)
