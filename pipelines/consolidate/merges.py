@@ -119,8 +119,10 @@ def _plan_merges(
             skipped[why_not] += 1
             continue
         claimed.update(outcome.superseded_ids)
-        # the turns its members' corrections replaced are still replaced (`REPLACED_TURNS`)
-        planned.append((ref, replace(outcome, new_item=with_replaced_turns(outcome.new_item, members))))
+        # the turns its members' corrections replaced are still replaced (`REPLACED_TURNS`);
+        # the members are restatements, so the turns they were said in are not
+        planned.append((ref, replace(outcome, new_item=with_replaced_turns(outcome.new_item, [],
+                                                                           merged_from=members))))
     return planned
 
 

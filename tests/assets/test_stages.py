@@ -13,7 +13,7 @@ import pytest
 from pipelines import consolidate as stages
 from pipelines.embedders import HashEmbedder
 from pipelines.inbox import Inbox
-from pipelines.materialize import message_item_id, proposal_item_id
+from pipelines.materialize import REPLACED_TURNS, message_item_id, proposal_item_id, said_in
 from pipelines.policy import POLICY_VERSION, Policy
 from pipelines.records import Event, Identity, ProposedItem, Provenance, Verdict, stable_id
 from pipelines.warehouse import Warehouse
@@ -83,11 +83,15 @@ def test_usage_updates_links_and_bad_events(tmp_path):
         item_a, item_b = wh.get_item(a_id), wh.get_item(b_id)
         assert (item_a.usage_count, item_a.last_used_at) == (2, "2026-01-02T00:00:00+00:00")
         assert item_a.content == "Alpha runs on port 9001."
-        # The edit is a revision of its own (with its author); usage lands after it.
+        # The edit is a revision of its own (with its author); the link's bookkeeping (the
+        # turns b was said in are now replaced by a: REPLACED_TURNS) one of no author; usage
+        # lands last.
         revisions = wh.revisions(a_id)
-        assert [r["reason"] for r in revisions] == ["create", "inbox_update", "inbox_update"]
-        assert (revisions[1]["actor"], revisions[1]["snapshot"]["content"]) == (WHO.user_id, "Alpha runs on port 9001.")
-        assert revisions[2]["actor"] is None and revisions[2]["snapshot"]["usage_count"] == 2
+        assert [r["reason"] for r in revisions] == ["create", "inbox_update", "inbox_update", "inbox_update"]
+        assert revisions[1]["actor"] is None
+        assert revisions[1]["snapshot"]["metadata"][REPLACED_TURNS] == said_in(item_b) != []
+        assert (revisions[2]["actor"], revisions[2]["snapshot"]["content"]) == (WHO.user_id, "Alpha runs on port 9001.")
+        assert revisions[3]["actor"] is None and revisions[3]["snapshot"]["usage_count"] == 2
         assert item_b.usage_count == 1 and item_b.superseded_by == a_id  # "a supersedes b"
         assert ("supersedes", b_id) in {(link.rel, link.to) for link in item_a.links}
         assert stages.supersede_violations(wh) == []
