@@ -175,6 +175,8 @@ def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]
     """Of raw turns with the same text (up to case, punctuation and spacing), only the
     best-ranked stays a candidate."""
     turns = [c for c in search.cands.values() if c.item.type == "message" and c.suppressed is None]
+    if len({search.view.corpora[c.ci].content_hash(c.row) for c in turns}) == len(turns):
+        return []  # no two texts alike (their keys are made only when two hashes are)
     keys = {c.id: search.view.corpora[c.ci].content_key(c.row) for c in turns}
     if len(set(keys.values())) == len(turns):
         return []
