@@ -20,7 +20,8 @@ For every size and index type (exact `flat-ip` and `hnsw`):
 Every query is distinct (no embedder cache hits) unless the query pool runs out (reported).
 Targets on the 2-core reference machine at 100k items: HTTP p50 <= 10 ms and p99 <= 30 ms
 (one client); >= 150 recalls/s with 4 clients (`--workers 2 --write-every 10`), 0 errors.
-The machine's load average is recorded: on a shared box it matters.
+The machine's load average is recorded: on a shared box it matters. Q*'s wall-clock budget
+is lifted (`QSTAR_MAX_MS`), so a busy machine does not cut recalls short.
 
 The clients share the 2 cores with the service, so they are kept lean (`LoopbackClient`:
 one keep-alive `http.client` connection, bodies encoded by msgspec): httpx cost 0.7-0.9 ms
@@ -55,6 +56,10 @@ TARGET_P50_MS = 10.0  # HTTP, one client, at the largest size
 TARGET_P99_MS = 30.0
 TARGET_RPS = 150.0  # recalls/s with `--concurrency` clients (the issue: 4 clients, 2 workers, writes mixed in)
 INDEX_KINDS = ("flat", "hnsw")
+# Q*'s budget is wall-clock milliseconds (`Settings.qstar_max_ms`, 40): on a busy machine a
+# search is cut short, does less work and may give other hits, so the measured CPU would
+# fall as the load rises. Lifted here: every recall does the full search at any load.
+QSTAR_MAX_MS = 1e6
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -116,7 +121,7 @@ def build(n: int, kind: str, items, vectors: np.ndarray, base: Path,
 
     data_dir = base / f"n{n}-{kind}"
     settings = Settings(data_dir=str(data_dir), embedder="minilm", snapshots_keep=1,
-                        minilm_int8_online=int8_online)
+                        minilm_int8_online=int8_online, qstar_max_ms=QSTAR_MAX_MS)
     started = time.perf_counter()
     manifest = build_snapshot(
         settings.snapshots_path, items, vectors, embedder_name=MiniLMEmbedder.name,

@@ -336,9 +336,9 @@ class CandidateSearch:
             return "small talk"
         if is_proposal_carrier(item):
             return "a tool call's carrier turn"
-        if self.question_key and c.content_key(row) == self.question_key:
+        if self.question_key and c.content_in(row, (self.question_key,)):
             return "an earlier copy of the question"
-        if self.said_keys and c.content_key(row) in self.said_keys:
+        if self.said_keys and c.content_in(row, self.said_keys):
             return "in the conversation already"
         if for_another_chat(item, self.view.who.session_id):
             return "said for another chat only"

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import date
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import faiss
 import numpy as np
@@ -107,6 +107,28 @@ class _RowTerms:
         return frozenset([words[k] for k in self._ids[self._indptr[row]:self._indptr[row + 1]].tolist()])
 
 
+class _TurnTexts(NamedTuple):
+    """What a recall asks of a raw turn's text, read for every turn of a snapshot once
+    (`MemoryCorpus.warm`): whether it is small talk, and the hash of its normalised content
+    (`content_key`: a copy of the question or of the conversation). A recall asks them of
+    its candidate turns, and distinct questions over 100k items each meet turns not read
+    before (a regex pass over the text each). Rows that are no turn are not read (`read`)."""
+
+    read: np.ndarray  # bool per row
+    small_talk: np.ndarray  # bool per row
+    content_hash: np.ndarray  # int64 per row: hash(content_key(row))
+
+    @classmethod
+    def read_turns(cls, corpus: MemoryCorpus) -> _TurnTexts:
+        n = corpus.n
+        read, small_talk, content_hash = np.zeros(n, bool), np.zeros(n, bool), np.zeros(n, np.int64)
+        key_of = normalise_label.__wrapped__  # not through its cache: each content is read once
+        for row in np.flatnonzero(corpus.of_type(np.arange(n), "message")).tolist():
+            content = corpus.items[row].content
+            read[row], small_talk[row], content_hash[row] = True, is_small_talk(content), hash(key_of(content))
+        return cls(read, small_talk, content_hash)
+
+
 class MemoryCorpus:
     def __init__(
         self,
@@ -180,6 +202,7 @@ class MemoryCorpus:
         self._by_importance: dict[int, np.ndarray] = {}
         self._content_cache: dict[int, str] = {}
         self._small_talk_cache: dict[int, bool] = {}
+        self._turn_texts: _TurnTexts | None = None  # raw turns' small talk and content hashes (`warm`)
         self._partnered_cache: dict[int, bool] = {}
         self._corrections: np.ndarray | None = None
         self._said_seconds: np.ndarray | None = None  # POSIX seconds each row was said, NaN unknown
@@ -299,6 +322,7 @@ class MemoryCorpus:
         # its ~90 claims, and distinct questions would each meet rows not read before.
         for row in range(self.n):
             self.may_have_partners(row)
+        self._turn_texts = _TurnTexts.read_turns(self)
         return self
 
     # -- basic access ---------------------------------------------------------------------
@@ -380,8 +404,25 @@ class MemoryCorpus:
             key = self._content_cache[row] = normalise_label(self.items[row].content)
         return key
 
+    def content_hash(self, row: int) -> int:
+        """`hash(content_key(row))`: a raw turn's read at `warm`, without making its key."""
+        texts = self._turn_texts
+        if texts is not None and texts.read[row]:
+            return int(texts.content_hash[row])
+        return hash(self.content_key(row))
+
+    def content_in(self, row: int, keys: Collection[str]) -> bool:
+        """`content_key(row) in keys`, the key made only when its hash is among theirs."""
+        texts = self._turn_texts
+        if texts is not None and texts.read[row] and int(texts.content_hash[row]) not in {hash(k) for k in keys}:
+            return False
+        return self.content_key(row) in keys
+
     def small_talk(self, row: int) -> bool:
         """The row's content is only acknowledgement, greeting or filler words."""
+        texts = self._turn_texts
+        if texts is not None and texts.read[row]:
+            return bool(texts.small_talk[row])
         found = self._small_talk_cache.get(row)
         if found is None:
             found = self._small_talk_cache[row] = is_small_talk(self.items[row].content)

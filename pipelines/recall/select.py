@@ -175,6 +175,8 @@ def drop_repeated_turns(search: CandidateSearch, suppressed: list[dict[str, Any]
     """Of raw turns with the same text (up to case, punctuation and spacing), only the
     best-ranked stays a candidate."""
     turns = [c for c in search.cands.values() if c.item.type == "message" and c.suppressed is None]
+    if len({search.view.corpora[c.ci].content_hash(c.row) for c in turns}) == len(turns):
+        return []  # no two texts alike (their keys are made only when two hashes are)
     keys = {c.id: search.view.corpora[c.ci].content_key(c.row) for c in turns}
     if len(set(keys.values())) == len(turns):
         return []
@@ -365,6 +367,10 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     for i, c in enumerate(shown):
         for word in titles[c.id]:
             holding.setdefault(word, set()).add(i)
+    under: dict[str, set[int]] = {}  # the same of the claims below the floor (asked of every head)
+    for i, c in enumerate(overriding):
+        for word in weaker[c.id]:
+            under.setdefault(word, set()).add(i)
     for head in (*shown, *overriding):  # a broader claim below the floor heads its subject too
         words = titles[head.id] if head.id in titles else weaker[head.id]
         if not words:  # no title names no subject
@@ -374,8 +380,10 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
             continue
         subject = [head, *(c for c in (shown[i] for i in sorted(alike)) if c.id != head.id
                            and c.item.scope.kind != head.item.scope.kind and words < titles[c.id])]
-        subject += [c for c in overriding if SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
-                    and words < weaker[c.id] and c.id not in {m.id for m in subject}]
+        taken = {m.id for m in subject}
+        subject += [c for c in (overriding[i] for i in sorted(set.intersection(*(under.get(w, set()) for w in words))))
+                    if SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
+                    and words < weaker[c.id] and c.id not in taken]
         if len(subject) > 1:
             subjects.append(subject)
     # Subjects sharing a claim are one ("Indentation" of the org and of the user, each with

@@ -324,6 +324,36 @@ def test_a_warmed_corpus_knows_which_rows_may_have_partners_as_asking_each_row_w
     assert asked == [True, True, True, True, False, False]
 
 
+def test_a_warmed_corpus_reads_its_turns_texts_once_and_recalls_as_a_lazy_one():
+    """`warm` reads each raw turn's small-talk verdict and content hash (`_TurnTexts`), so a
+    recall does not run a regex over turns it meets for the first time: question copies,
+    copies of the conversation, small talk and repeated turns are left out exactly as by a
+    corpus that reads each turn when asked."""
+    turns = [mem("m1", "u1", "Which port does the proxy use?", type="message"),
+             mem("m2", "u1", "ok thanks!", type="message"),
+             mem("m3", "u1", "The proxy uses port 11435 now.", type="message"),
+             mem("m4", "u1", "the PROXY uses port 11435 now", type="message"),
+             mem("m5", "u1", "Proxy port moved, see the runbook.", type="message"),
+             mem("f1", "Proxy port", "The Ollama proxy listens on port 11435.")]
+    lazy, warmed = corpus(turns), corpus(turns).warm()
+    texts = warmed._turn_texts
+    assert texts is not None and texts.read.tolist() == [True] * 5 + [False]  # turns only
+    assert texts.small_talk.tolist() == [False, True, False, False, False, False]
+    assert [warmed.content_hash(r) for r in range(6)] == [hash(lazy.content_key(r)) for r in range(6)]
+    assert warmed.content_in(3, {"the proxy uses port 11435 now"}) and not warmed.content_in(3, {"ok thanks"})
+
+    def seen(c: MemoryCorpus, query: str, said: tuple[str, ...] = ()) -> tuple:
+        r = engine().recall(query, ME, [c], now=NOW, trace=True, said=said)
+        return ids(r), r.injection, r.suppressed, [t for t in r.trace if t["stage"] in ("candidates", "repeats")]
+
+    for query, said in (("Which port does the proxy use?", ()), ("proxy port", ("Proxy port moved, see the runbook.",))):
+        assert seen(warmed, query, said) == seen(lazy, query, said)
+    found = seen(warmed, "Which port does the proxy use?")
+    dropped = {d["id"]: d["reason"] for d in found[3][0]["not_candidates"]}
+    assert dropped.get("m1") == "an earlier copy of the question" and "m3" not in dropped
+    assert any(t["stage"] == "repeats" for t in found[3])  # one of m3 / m4 kept
+
+
 def test_same_title_same_content_is_not_a_conflict():
     items = [mem("a", "Inbox engine", "The inbox uses SQLite."),
              mem("b", "inbox  ENGINE", "the inbox uses sqlite")]
