@@ -346,7 +346,8 @@ def test_a_warmed_corpus_reads_its_turns_texts_once_and_recalls_as_a_lazy_one():
         r = engine().recall(query, ME, [c], now=NOW, trace=True, said=said)
         return ids(r), r.injection, r.suppressed, [t for t in r.trace if t["stage"] in ("candidates", "repeats")]
 
-    for query, said in (("Which port does the proxy use?", ()), ("proxy port", ("Proxy port moved, see the runbook.",))):
+    for query, said in (("Which port does the proxy use?", ()),
+                        ("proxy port", ("Proxy port moved, see the runbook.",))):
         assert seen(warmed, query, said) == seen(lazy, query, said)
     found = seen(warmed, "Which port does the proxy use?")
     dropped = {d["id"]: d["reason"] for d in found[3][0]["not_candidates"]}
