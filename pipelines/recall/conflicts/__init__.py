@@ -146,6 +146,7 @@ from .patterns import (
     _CHANGED,
     _CLAUSE,
     _CLOCK_UNITS,
+    _CODE,
     _CONJOINED,
     _COUNTED,
     _DATE,
