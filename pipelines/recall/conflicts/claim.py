@@ -215,6 +215,10 @@ def _read_claim(item: MemoryItem) -> Claim:
                if NEGATION.search(stated) else "")
     negated = bool(ended) or (bool(denying) and NEGATION.search(denying) is not None)
     returns = frozenset(n for n, (back, _, _) in enumerate(ABSENCES) if back.search(stated))
+    # A code states the family its first part names too ("eu-central-1": "eu"), so it refines
+    # a claim naming only that ("Customer data stays in the EU region"), as a value added does.
+    families = {c.split("-", 1)[0] for c in codes & values}
+    values |= {f for f in families if len(f) > 1 and f.isalpha()}
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),

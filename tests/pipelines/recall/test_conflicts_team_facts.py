@@ -87,3 +87,11 @@ def test_first_person_claims_of_two_writers_still_stand_apart():
     a = read_claim(item("a", ("My region", "I work from eu-central-1."), LENA))
     b = read_claim(item("b", ("My region", "I work from us-east-1."), OMAR))
     assert conflict_reason(a, b) is None
+
+
+def test_a_code_refines_the_family_its_first_part_names():
+    broad = read_claim(item("broad", ("Data residency", "Customer data stays in the EU region.")))
+    for content, conflicts in (("Customer data stays in eu-central-1.", False),
+                               ("Customer data stays in us-east-1.", True)):
+        narrow = read_claim(item("narrow", ("Data residency", content)))
+        assert (conflict_reason(broad, narrow) == SAME_SUBJECT) is conflicts, content
