@@ -154,7 +154,7 @@ def says_it_changed(new: Claim, old: Claim) -> bool:
             changes = [m for m in _CHANGED.finditer(text) if not _denied_change(text, m)]
             if not changes:
                 continue
-            moved = [w for m in changes for w in words(m.group(0))]
+            moved = [w for m in changes for w in words(_change_said(m))]
             named = set(_STEMS([w for w in words(text) if w not in STOPWORDS and w not in SMALL_TALK
                                 and w not in _LIGHT_VERBS]))
             if not (named - set(_STEMS(moved))) & old_words:
@@ -330,13 +330,15 @@ def _change_words(pattern: re.Pattern[str], content: str) -> set[str]:
     """The stems of the words saying that something changed (`_CHANGED`, `_RESCHEDULED`), what
     moved left out ("moved the weekly sync to Thursdays": "moved", "to", "Thursdays"; the
     sync is what the claim names)."""
-    out: list[str] = []
-    for m in pattern.finditer(_stance(content)):
-        said = m.group(0)
-        if m.group("moved"):
-            said = said[:m.start("moved") - m.start()] + " " + said[m.end("moved") - m.start():]
-        out += words(said)
-    return set(_STEMS(out))
+    return set(_STEMS([w for m in pattern.finditer(_stance(content)) for w in words(_change_said(m))]))
+
+
+def _change_said(m: re.Match[str]) -> str:
+    """The words of a match of `_CHANGED` or `_RESCHEDULED` that say the change, without what
+    moved (its group "moved": "moved the weekly sync to Thursdays": "moved to Thursdays")."""
+    if not m.group("moved"):
+        return m.group(0)
+    return m.string[m.start():m.start("moved")] + " " + m.string[m.end("moved"):m.end()]
 
 
 def _comparable(a: Claim, b: Claim) -> bool:
