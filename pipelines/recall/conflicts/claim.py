@@ -17,6 +17,7 @@ from .patterns import (
     _APPOSED,
     _CHANGED,
     _CLAUSE,
+    _CODE,
     _CONJOINED,
     _DIGIT,
     _ENDED,
@@ -164,8 +165,11 @@ def _read_claim(item: MemoryItem) -> Claim:
     values, retired = stated_values(stated), retired_values(stated)
     apposed = _apposed(item.content) & values
     values -= apposed
-    skip = _value_words(values | retired) | _date_words(item.content)
-    said = words(item.content)
+    # A code is one word ("eu-west-1": "euwest1"): its parts are no words of the subject, nor
+    # do they take the subject's ("EU customer data is hosted in eu-west-1": "EU" names it).
+    codes = {v for v in values | retired if _CODE.fullmatch(v)}
+    skip = _value_words((values | retired) - codes) | _date_words(item.content) | {_joined(c) for c in codes}
+    said = words(_CODE.sub(lambda m: _joined(m.group(0)), item.content) if codes else item.content)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
     # also glued to its unit ("100mg", "8pm")
     skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
@@ -211,6 +215,10 @@ def _read_claim(item: MemoryItem) -> Claim:
                if NEGATION.search(stated) else "")
     negated = bool(ended) or (bool(denying) and NEGATION.search(denying) is not None)
     returns = frozenset(n for n, (back, _, _) in enumerate(ABSENCES) if back.search(stated))
+    # A code states the family its first part names too ("eu-central-1": "eu"), so it refines
+    # a claim naming only that ("Customer data stays in the EU region"), as a value added does.
+    families = {c.split("-", 1)[0] for c in codes & values}
+    values |= {f for f in families if len(f) > 1 and f.isalpha()}
     return Claim(item=item, title=title, content=" ".join(said),  # normalise_label, its words read once
                  subject=tuple(stemmed_subject) if values else (), words=word_set,
                  values=values, retired=retired, title_values=title_values, units=_units(values),
@@ -218,11 +226,17 @@ def _read_claim(item: MemoryItem) -> Claim:
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
-                 of_writer=of_the_writer(item.content),
+                 # a code's words are no pronouns ("us" of "us-east-1")
+                 of_writer=of_the_writer(_CODE.sub(" ", item.content) if "-" in item.content else item.content),
                  returns=returns, away=frozenset(n for n, (_, away, _) in enumerate(ABSENCES)
                                                  if n not in returns and away.search(stated)),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+def _joined(code: str) -> str:
+    """A code as one word (`_CODE`: "eu-west-1" is "euwest1")."""
+    return code.replace("-", "").lower()
 
 
 def _apposed(content: str) -> frozenset[str]:

@@ -13,6 +13,10 @@ _NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
+# A code of words and a number joined by hyphens ("eu-central-1", "us-east-1", "n2-standard-4"):
+# one value, as a name is, though written lower-case (its number alone is no count: `_NUMBER`
+# skips a digit after a hyphen).
+_CODE = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:-[a-z][a-z\d]*)*-\d[a-z\d]*(?![\w-])", re.IGNORECASE)
 _RANGE = re.compile(r"(?<![\w.:-])(\d+(?:[.,]\d+)?)\s*(?:-|–|to)\s*(\d+(?:[.,]\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
 _CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "20:00" is
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
@@ -73,16 +77,17 @@ _ADDS = re.compile(r"\b(?:also|as\s+well|additionally|in\s+addition|besides)\b|\
 # cannot compare with it, updates that claim rather than adding to it when it names
 # something the older one said beyond the title (`Claim.changes`).
 # A date or a time that changed: "slipped to Tuesday", "pushed back a week", "moved up",
-# "is now on Thursday". "moved" and "now on/at/for" say so only before a time (`_A_TIME`):
+# "is now on Thursday". "moved" and "now on/at/for" say so only before a time (`_A_TIME`; a
+# standing day too, "moved the sync to Thursdays"; what moved, group "moved", is no word of the change):
 # not "we moved to York", "moved everything to 1password", "from now on" (a standing
 # change), "now on call", "now on version 3", "right now on my desk".
 _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _A_TIME = (r"(?:the\s+)?(?:\d{1,2}(?:[:.]\d\d|\s*(?:am|pm)\b|(?:st|nd|rd|th)\b|\s+(?:of\s+)?(?:"
-           rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)day|today|tonight|tomorrow|noon|"
+           rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|today|tonight|tomorrow|noon|"
            rf"midnight|(?:next|this|coming|following)\s|(?:{_MONTH_NAMES})\b)")
 _MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
                   r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|"
-                  rf"moved(?:\s+(?:up|back|forward)\b|(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?\s+(?:to|from|until|till)\s+{_A_TIME})|"
+                  rf"moved(?:\s+(?:up|back|forward)\b|(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME})|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 # A state that began anew or began ("I eat fish again", "started eating fish", "eats fish

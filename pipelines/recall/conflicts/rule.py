@@ -154,7 +154,7 @@ def says_it_changed(new: Claim, old: Claim) -> bool:
             changes = [m for m in _CHANGED.finditer(text) if not _denied_change(text, m)]
             if not changes:
                 continue
-            moved = [w for m in changes for w in words(m.group(0))]
+            moved = [w for m in changes for w in words(_change_said(m))]
             named = set(_STEMS([w for w in words(text) if w not in STOPWORDS and w not in SMALL_TALK
                                 and w not in _LIGHT_VERBS]))
             if not (named - set(_STEMS(moved))) & old_words:
@@ -319,11 +319,26 @@ def _says_changed(a: Claim, b: Claim) -> bool:
     for c, other in ((a, b), (b, a)):
         if c.changes is None or not c.subject:
             continue
-        moved = [w for m in _CHANGED.finditer(_stance(c.item.content)) for w in words(m.group(0))]
-        named = set(c.subject) - set(_STEMS(moved))
+        moved = _change_words(_CHANGED, c.item.content)
+        named = set(c.subject) - moved
         if moved and named and named <= other.words:
             return True
     return False
+
+
+def _change_words(pattern: re.Pattern[str], content: str) -> set[str]:
+    """The stems of the words saying that something changed (`_CHANGED`, `_RESCHEDULED`), what
+    moved left out ("moved the weekly sync to Thursdays": "moved", "to", "Thursdays"; the
+    sync is what the claim names)."""
+    return set(_STEMS([w for m in pattern.finditer(_stance(content)) for w in words(_change_said(m))]))
+
+
+def _change_said(m: re.Match[str]) -> str:
+    """The words of a match of `_CHANGED` or `_RESCHEDULED` that say the change, without what
+    moved (its group "moved": "moved the weekly sync to Thursdays": "moved to Thursdays")."""
+    if not m.group("moved"):
+        return m.group(0)
+    return m.string[m.start():m.start("moved")] + " " + m.string[m.end("moved"):m.end()]
 
 
 def _comparable(a: Claim, b: Claim) -> bool:
@@ -354,8 +369,7 @@ def _moved_within(a: Claim, b: Claim) -> bool:
     count of `_subject_within` would never find its subject."""
     if a.title == b.title or not reschedules(a.content) or not (_times(a.values) and _times(b.values)):
         return False
-    moved = {w for m in _RESCHEDULED.finditer(_stance(a.content)) for w in _STEMS(words(m.group(0)))}
-    named = set(a.subject) - moved - _MOVED_TO
+    named = set(a.subject) - _change_words(_RESCHEDULED, a.content) - _MOVED_TO
     return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
 
 

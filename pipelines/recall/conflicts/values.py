@@ -10,6 +10,7 @@ from ..dates import written_dates
 from ..lexical import STOPWORDS, words
 from .patterns import (
     _CLOCK_UNITS,
+    _CODE,
     _COUNTED,
     _DATE,
     _DIGIT,
@@ -89,6 +90,8 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
         found.update(_DATE.findall(text))
+        if "-" in text:
+            found.update(m.group(0).lower() for m in _CODE.finditer(text))
         rest = _DATE.sub(" ", text) if found else text
         if "-" in rest or "–" in rest or " to " in rest:  # "200-300 ms": both ends, each in its unit
             rest = _RANGE.sub(r"\1 \3, \2 \3", rest)

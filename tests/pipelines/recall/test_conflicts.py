@@ -53,7 +53,7 @@ def test_values_are_numbers_with_units_times_dates_and_names():
     assert stated_values("Standup is at 09:30.") == {"09:30"}
     assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
     assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
-    assert stated_values("The cluster runs in eu-central-1.") == frozenset()
+    assert stated_values("The cluster runs in eu-central-1.") == {"eu-central-1"}  # a code, one value
 
 
 def test_a_function_word_after_a_number_is_not_its_unit():
@@ -946,7 +946,7 @@ def _plain_stated_values(text, number, name):
     text = conflicts._RETIRED.sub(lambda m: " " * len(m.group(0)), text)
     text = conflicts._VOCATIVE.sub(conflicts._blank_vocative, text)
     text = conflicts._NUMBER_WORD.sub(lambda m: conflicts._NUMBER_WORDS[m.group(0).lower()], text)
-    found = set(conflicts._DATE.findall(text))
+    found = set(conflicts._DATE.findall(text)) | {m.group(0).lower() for m in conflicts._CODE.finditer(text)}
     rest = conflicts._RANGE.sub(r"\1 \3, \2 \3", conflicts._DATE.sub(" ", text))
     numbers = list(number.finditer(rest))
     found |= {conflicts._number_with_unit(m.group(0)) for m in numbers}
