@@ -19,7 +19,7 @@ from litestar.testing import TestClient
 from online.app import create_app
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
-from tests.assets.support import make_settings
+from tests.assets.support import block, make_settings
 
 
 def consolidate(client: TestClient, settings) -> None:
@@ -39,6 +39,17 @@ def turn(client, who: dict, role: str, text: str) -> dict:
     resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text})
     assert resp.status_code == 201, resp.text
     return resp.json()
+
+
+def team_fact(client, who: dict, said: str, title: str) -> dict:
+    """`who` says `said` and the assistant proposes it as a project fact under `title`;
+    returns the proposal's outcome, whatever the policy decided."""
+    turn(client, who, "user", said + ".")
+    answer = turn(client, who, "assistant", "Noted. " + block({
+        "type": "fact", "title": title, "content": said + ".", "why_store": "team", "confidence": 0.9,
+        "scope": "project"}))
+    (outcome,) = answer["proposals"]
+    return outcome
 
 
 def said_with_proposal(client, who: dict, when: datetime, text: str, item: dict, tz: str) -> dict:

@@ -18,8 +18,8 @@ from litestar.testing import TestClient
 
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
-from tests.assets.support import block, make_settings
-from tests.e2e.chat import curated_text, recall, turn
+from tests.assets.support import make_settings
+from tests.e2e.chat import curated_text, recall, team_fact
 
 LENA = {"user_id": "lena", "project_id": "atlas", "session_id": "l1", "org_id": "acme"}
 OMAR = {"user_id": "omar", "project_id": "atlas", "session_id": "o1", "org_id": "acme"}
@@ -36,21 +36,12 @@ SAID = [  # (name, who, what they say = what the assistant proposes, title), in 
 ]
 
 
-def propose(client: TestClient, who: dict, said: str, title: str) -> dict:
-    turn(client, who, "user", said + ".")
-    answer = turn(client, who, "assistant", "Noted. " + block({
-        "type": "fact", "title": title, "content": said + ".", "why_store": "team", "confidence": 0.9,
-        "scope": "project"}))
-    (outcome,) = answer["proposals"]
-    return outcome
-
-
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     settings = make_settings(tmp_path_factory.mktemp("team-facts"))
     app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
     with TestClient(app) as client:
-        outcomes = {name: propose(client, who, said, title) for name, who, said, title in SAID}
+        outcomes = {name: team_fact(client, who, said, title) for name, who, said, title in SAID}
         conflicts = client.get("/v1/conflicts", params=LENA)
         assert conflicts.status_code == 200, conflicts.text
         yield {"outcomes": outcomes, "conflicts": conflicts.json(),

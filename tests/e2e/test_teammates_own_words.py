@@ -20,8 +20,8 @@ from litestar.testing import TestClient
 
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
-from tests.assets.support import block, make_settings
-from tests.e2e.chat import consolidate, curated_text, recall, tool, turn
+from tests.assets.support import make_settings
+from tests.e2e.chat import consolidate, curated_text, recall, team_fact, tool
 
 INES = {"user_id": "ines", "project_id": "helios", "session_id": "i1", "org_id": "acme"}
 RUI = {"user_id": "rui", "project_id": "helios", "session_id": "r1", "org_id": "acme"}
@@ -44,21 +44,12 @@ SAID = [
 OWN_WORDS = ["remote", "location", "on call", "laptop"]
 
 
-def propose(client: TestClient, who: dict, said: str, title: str) -> dict:
-    turn(client, who, "user", said + ".")
-    answer = turn(client, who, "assistant", "Noted. " + block({
-        "type": "fact", "title": title, "content": said + ".", "why_store": "team", "confidence": 0.9,
-        "scope": "project"}))
-    (outcome,) = answer["proposals"]
-    return outcome
-
-
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     settings = make_settings(tmp_path_factory.mktemp("own-words"))
     app = create_app(settings, embedder=HashEmbedder(settings.embedder_dim), check_interval_ms=0)
     with TestClient(app) as client:
-        outcomes = {name: propose(client, who, said, title) for name, who, said, title in SAID}
+        outcomes = {name: team_fact(client, who, said, title) for name, who, said, title in SAID}
         before = recall(client, RUI, "What laptop does everyone have?")  # from the inbox, not consolidated yet
         consolidate(client, settings)
         seen = {
