@@ -37,6 +37,7 @@ from .patterns import (
     _STEMS,
     _WHEN_NAMES,
     ABSENCES,
+    CORRECTING,
     NEGATION,
     _common_words,
     _first_names,
@@ -224,7 +225,8 @@ def _read_claim(item: MemoryItem) -> Claim:
                  values=values, retired=retired, title_values=title_values, units=_units(values),
                  qualifiers=qualifiers, ended=frozenset(ended), ended_values=frozenset(ended_values),
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
-                 changes=word_set - frozenset(stemmed_title) if _CHANGED.search(stated) else None,
+                 changes=(word_set - frozenset(stemmed_title)
+                          if _CHANGED.search(stated) or CORRECTING.search(stated) else None),
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
                  # a code's words are no pronouns ("us" of "us-east-1")
                  of_writer=of_the_writer(_CODE.sub(" ", item.content) if "-" in item.content else item.content),
@@ -311,7 +313,9 @@ def _ended(content: str, own_words: frozenset[str],
         text = clause.group(0)
         if not _ENDED.search(text):
             continue
-        rest = _ENDED.sub(" ", text)
+        # with the mark that ends the clause before it, a name is read as in the whole content
+        # ("PagerDuty handles paging; Opsgenie was turned off": "Opsgenie" starts no sentence)
+        rest = content[clause.start() - 1:clause.start()] + _ENDED.sub(" ", text)
         # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
         named = _values(rest) & own_values
         clause_values = {v for v in named if _DIGIT.search(v)}

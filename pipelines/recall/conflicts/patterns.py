@@ -113,6 +113,13 @@ _CHANGED = re.compile(
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
+# A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
+# are three weeks", "I was wrong earlier - ...", "Correction: it's UA 828", "Scratch that,
+# ..."): it says something changed, as `_CHANGED` does (`Claim.changes`), though no word of
+# it names the change. Only as an opener: "I actually love it" corrects nothing.
+CORRECTING = re.compile(
+    r"(?:^|(?<=[.;!?]\s))\s*(?:actually\b|correction\s*:|scratch\s+that\b|i\s+stand\s+corrected\b|"
+    r"i\s+(?:was|am|['’]m)\s+wrong\b|i\s+misspoke\b|my\s+(?:mistake|bad)\b)", re.IGNORECASE)
 # A phrase of a sentence: up to a comma, a dash, "and" or "but" ("cancelled netflix,
 # we only have disney+ now"; "Dancing makes me so happy, and now I get to share that"): what
 # one change word is said of (`rule.says_it_changed`). "3.11" and "1,000" end none.
@@ -164,10 +171,12 @@ _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "ra
                              "previously", "anymore"})  # "not ... anymore" says "no longer"
 # "replacing Postgres 16", "instead of 9:30", "no longer on port 8080": values a claim names
 # only to retire them, up to the end of the clause (or "to" in "moved from 9:30 to 10:00",
-# "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between).
+# "we moved the orders service from PostgreSQL to CockroachDB": what moved may stand between;
+# "off" / "onto" say it as "from" / "to" do: "moved log shipping off Papertrail onto Datadog").
 _RETIRED = re.compile(
     r"\b(?:replac(?:ing|es|ed)|instead\s+of|in\s+place\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
-    r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+from)\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+to\s|[.,](?!\d)|[;!?()]|$)",
+    r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b|off\b)[\w'’-]+){0,4}?\s+"
+    r"(?:from|off|away\s+from))\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+(?:on|in)?to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
 # A sentence that weighs an option states no value: "We're evaluating a move of the ledger
