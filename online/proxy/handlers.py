@@ -88,7 +88,8 @@ class MemoryHandlers:
             # A lone surrogate escape ("\\ud83d") is U+FFFD, as Ollama reads it: never a 500.
             body = replace_lone_surrogates(json.loads(raw), raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
+            # Ollama refuses it too: a 400 here, not a round trip (nor a 502 when it is down).
+            return dialect_error(dialect, 400, "loci proxy: the request body must be a JSON object")
         invalid = dialect.invalid(body)
         if invalid is not None:
             return dialect_error(dialect, 400, f"loci proxy: {invalid}")
