@@ -143,7 +143,10 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                     history.append({"role": "user", "content": said})
                     if stream:
                         chunks = list(acme_app.chat.completions.create(model=MODEL, messages=history, stream=True))
-                        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+                        pieces = [c.choices[0].delta.content for c in chunks if c.choices]
+                        pieces = [p for p in pieces if p]
+                        assert len(pieces) > 1 and chunks[-1].model_extra.get("loci") is not None, chunks
+                        text = "".join(pieces)
                         loci = chunks[-1].model_extra["loci"]
                     else:
                         answer = acme_app.chat.completions.create(model=MODEL, messages=history)
@@ -219,7 +222,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             # Wednesday: Acme's invoicing (streamed), and chatter in the deadlines' words.
             acme(2, time(16, 0), [
                 ("Acme invoices go to billing@acme.example, always with PO number 4471.",
-                 ("Noted.", [claim("fact", "Acme invoicing",
+                 ("Noted: invoices to billing, with the PO number.", [claim("fact", "Acme invoicing",
                                    "Acme invoices go to billing@acme.example with PO number 4471.",
                                    "billing", "acme")])),
                 ("Deadlines everywhere this week, and the coffee at Acme is terrible.", "Hang in there!"),
@@ -228,7 +231,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             # Week 2, Monday: Acme moves its deadline; Birch's fee is corrected.
             acme(7, time(9, 0), [
                 (f"Acme called: the checkout redesign deadline moved to {day_said(fri2)}.",
-                 ("Updated.", [claim("decision", "Acme checkout deadline",
+                 ("Updated: Friday it is, two more days.", [claim("decision", "Acme checkout deadline",
                                      f"Promised to Acme: the checkout redesign deadline moved to {day_said(fri2)}.",
                                      "deadline", "acme")])),
             ], stream=True)
@@ -295,7 +298,8 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
 
 ACME_QUESTIONS = ["What did I promise Acme?", "What's due this week?", "What's my hourly rate?",
                   "Why do you think the checkout deadline is Friday?"]
-BIRCH_QUESTIONS = ["What's due this week?", "How much is Birch paying me?", "What was that Birch API key again?"]
+BIRCH_QUESTIONS = ["What's due this week?", "How much is Birch paying me?", "What was that Birch API key again?",
+                   "What did I promise Acme?"]
 
 
 def entries(text: str) -> list[str]:
@@ -454,11 +458,14 @@ def test_loci_show_tells_the_story_of_the_deadline(fortnight) -> None:
     assert fortnight.ids["Acme checkout deadline"] in supersede and "usage_count" not in supersede, supersede
 
 
-def test_the_export_holds_both_clients_current_terms(fortnight) -> None:
-    rows = [json.loads(line) for line in fortnight.export.splitlines() if line.strip()]
-    text = json.dumps(rows)
+def test_the_export_holds_both_clients_current_terms_and_not_the_replaced_ones(fortnight) -> None:
+    rows = {row["id"]: row for row in map(json.loads, fortnight.export.splitlines())}
     for name in ("Acme hourly rate", "Acme checkout deadline", "Birch fee", "Birch MVP demo", "Acme invoicing"):
-        assert fortnight.ids[name] in text, name
+        assert rows[fortnight.ids[name]]["content"], name
+    for name in ("Acme checkout deadline#old", "Birch fee#old"):
+        assert fortnight.ids[name] not in rows, name
+    assert rows[fortnight.ids["Acme hourly rate"]]["scope"]["project_id"] == "acme"
+    assert rows[fortnight.ids["Birch fee"]]["scope"]["project_id"] == "birch"
 
 
 # -- bad requests ------------------------------------------------------------------------------------
@@ -476,3 +483,4 @@ def test_bad_requests_get_a_4xx_with_a_message(fortnight, name, status) -> None:
     if isinstance(message, dict):
         message = message.get("message")
     assert isinstance(message, str) and len(message) > 10, body
+
