@@ -242,6 +242,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                                        "included.", "rates", "birch")])),
                 ("My cat walked across the keyboard during the Birch demo rehearsal.", "Classic cat."),
             ])
+            # Asked at once, in new chats, before any consolidation (the service's delta).
+            acme(7, time(9, 10), [(AT_ONCE["acme"], None)], ask=True)
+            birch(7, time(11, 10), [(AT_ONCE["birch"], None)], ask=True)
             consolidate()
             # Week 2, Tuesday: Ana asks, in each project.
             acme(8, time(9, 0), [(q, None) for q in ACME_QUESTIONS], ask=True)
@@ -265,6 +268,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                                                          params={"user_id": "ana", "project_id": "birch"})
                 record.http["rates tag in acme"] = api.post("/v1/recall", json={
                     "identity": acme_who, "query": "what are my rates?", "tags": ["rates"], "tz": TZ})
+                record.http["rates tag search in birch"] = api.post("/v1/tools", json={
+                    "action": "memory.search", "identity": {"user_id": "ana", "project_id": "birch"},
+                    "args": {"query": "fee", "tags": ["rates"]}})
                 record.http["search acme from birch"] = api.post("/v1/tools", json={
                     "action": "memory.search", "identity": {"user_id": "ana", "project_id": "birch"},
                     "args": {"query": "Acme checkout deadline and hourly rate"}})
@@ -300,6 +306,9 @@ ACME_QUESTIONS = ["What did I promise Acme?", "What's due this week?", "What's m
                   "Why do you think the checkout deadline is Friday?"]
 BIRCH_QUESTIONS = ["What's due this week?", "How much is Birch paying me?", "What was that Birch API key again?",
                    "What did I promise Acme?"]
+
+
+AT_ONCE = {"acme": "When is the Acme checkout redesign due now?", "birch": "How much is Birch paying me now?"}
 
 
 def entries(text: str) -> list[str]:
@@ -377,6 +386,23 @@ def test_the_corrected_fee_answers_and_the_old_one_is_not_current(fortnight) -> 
     assert "fee of 4000 EUR" not in sent, sent
     (old,) = fortnight.supersedes[fortnight.ids["Birch fee"]]
     assert old == fortnight.ids["Birch fee#old"]
+
+
+@pytest.mark.parametrize("project", ["acme", "birch"])
+def test_a_change_answers_at_once_before_any_consolidation(fortnight, project) -> None:
+    sent, _ = fortnight.asked[f"{project}: {AT_ONCE[project]}"]
+    name = {"acme": "Acme checkout deadline", "birch": "Birch fee"}[project]
+    assert fortnight.ids[name] in curated(sent)[0], sent
+    assert fortnight.ids[f"{name}#old"] not in sent, sent
+    for word in {"acme": BIRCH_WORDS, "birch": ACME_WORDS}[project]:
+        assert word not in sent, (word, sent)
+
+
+def test_a_tag_search_lists_the_clients_current_fee_only(fortnight) -> None:
+    resp = fortnight.http["rates tag search in birch"]
+    assert resp.status_code == 200, resp.text
+    hits = [h for h in resp.json()["result"]["hits"] if h["type"] != "message"]
+    assert [h["id"] for h in hits] == [fortnight.ids["Birch fee"]], hits
 
 
 def test_the_rate_question_gets_the_rate_before_chatter(fortnight) -> None:
