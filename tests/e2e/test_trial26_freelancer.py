@@ -58,6 +58,7 @@ ANA = {"X-Loci-User": "ana", "X-Loci-Timezone": TZ}
 ACME = {**ANA, "X-Loci-Project": "acme"}
 BIRCH = {**ANA, "X-Loci-Project": "birch"}
 KEY = "sk_live_51HqLyjWDarjtT1zdp7dcXfE0cq9Qm3Zr"  # a Stripe-shaped live key, pasted by mistake
+TOKEN = "ghp_8fK2mQx7LpR4vT9wZ3nB6cY1dH5jS0aE2gU4"  # a GitHub token, pasted in Acme's chat
 
 
 def claim(kind: str, title: str, content: str, *tags: str) -> dict[str, Any]:
@@ -226,6 +227,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                                    "Acme invoices go to billing@acme.example with PO number 4471.",
                                    "billing", "acme")])),
                 ("Deadlines everywhere this week, and the coffee at Acme is terrible.", "Hang in there!"),
+                (f"Can you check why git push fails with this? git remote set-url origin "
+                 f"https://{TOKEN}@github.com/acme/checkout.git", "The remote URL looks fine, check the branch."),
+                ("Never mind, it was a typo in the branch name.", "Glad it's sorted."),
             ], stream=True)
             consolidate()
             # Week 2, Monday: Acme moves its deadline; Birch's fee is corrected.
@@ -405,6 +409,19 @@ def test_a_tag_search_lists_the_clients_current_fee_only(fortnight) -> None:
     assert [h["id"] for h in hits] == [fortnight.ids["Birch fee"]], hits
 
 
+def test_why_friday_is_answered_with_who_said_it_and_when(fortnight) -> None:
+    """"Why do you think the checkout deadline is Friday?": the model gets the Friday claim
+    first, its header naming Ana and the day she said it, and Ana's own words of that day
+    as evidence; the Wednesday claim it replaced is not handed over as current."""
+    sent, _ = fortnight.asked["acme: Why do you think the checkout deadline is Friday?"]
+    first = curated(sent)[0]
+    moved_on = (fortnight.monday + timedelta(days=7)).isoformat()
+    assert fortnight.ids["Acme checkout deadline"] in first and f"by=ana on {moved_on}" in first, sent
+    turns = entries(sent.partition(EPISODIC_HEADER)[2])
+    assert any("Acme called: the checkout redesign deadline moved to" in t and moved_on in t for t in turns), sent
+    assert "due " + day_said(fortnight.monday + timedelta(days=9)) not in sent, sent
+
+
 def test_the_rate_question_gets_the_rate_before_chatter(fortnight) -> None:
     sent, _ = fortnight.asked["acme: What's my hourly rate?"]
     assert "95 EUR per hour" in curated(sent)[0], sent
@@ -419,17 +436,21 @@ def test_the_pasted_key_is_refused_as_a_memory(fortnight) -> None:
     assert KEY not in json.dumps(verdict)
 
 
-def test_the_pasted_key_is_stored_nowhere(fortnight) -> None:
-    secret = KEY.encode()
-    tail = KEY[-12:].encode()  # no piece of it either
-    for path, data in fortnight.stored_bytes.items():
-        assert secret not in data and tail not in data, path
-    assert KEY[-12:] not in fortnight.export
+@pytest.mark.parametrize("secret", [KEY, TOKEN])
+def test_a_pasted_key_is_stored_nowhere(fortnight, secret) -> None:
+    """Not in any file of the data directory (inbox, warehouse, snapshots), nor the export;
+    no piece of it either (its last 12 characters). The token's chat went on after it was
+    pasted, so the client sent it again with every later line of that chat."""
+    for piece in (secret, secret[-12:]):
+        for path, data in fortnight.stored_bytes.items():
+            assert piece.encode() not in data, path
+        assert piece not in fortnight.export
 
 
-def test_the_pasted_key_is_never_handed_back(fortnight) -> None:
+@pytest.mark.parametrize("secret", [KEY, TOKEN])
+def test_a_pasted_key_is_never_handed_back(fortnight, secret) -> None:
     for (question, (sent, loci)) in fortnight.asked.items():
-        assert KEY[-12:] not in sent and KEY[-12:] not in json.dumps(loci), question
+        assert secret[-12:] not in sent and secret[-12:] not in json.dumps(loci), question
 
 
 # -- streaming intact -----------------------------------------------------------------------------
