@@ -231,6 +231,14 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
                  f"https://{TOKEN}@github.com/acme/checkout.git", "The remote URL looks fine, check the branch."),
                 ("Never mind, it was a typo in the branch name.", "Glad it's sorted."),
             ], stream=True)
+            # Thursday: a wish for one Acme chat, which opens as many chats do.
+            acme(3, time(9, 0), [
+                ("Hi!", "Hi Ana, what are we working on?"),
+                ("For this chat, answer in bullet points and sign as 'Ana for Acme'.",
+                 ("Sure.", [{**claim("preference", "Answer style in this chat",
+                                     "In this chat, answer in bullet points and sign as 'Ana for Acme'."),
+                             "scope": "session"}])),
+            ])
             consolidate()
             # Week 2, Monday: Acme moves its deadline; Birch's fee is corrected.
             acme(7, time(9, 0), [
@@ -253,6 +261,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             # Week 2, Tuesday: Ana asks, in each project.
             acme(8, time(9, 0), [(q, None) for q in ACME_QUESTIONS], ask=True)
             birch(8, time(9, 30), [(q, None) for q in BIRCH_QUESTIONS], ask=True)
+            birch(8, time(9, 45), [("Hi!", "Hi Ana, what are we working on?"), (HI_THEN, None)], ask=True)  # as Acme's
             # Bad requests to the proxy: an OpenAI-style 400, an Ollama-style 400.
             record.http["proxy no messages"] = httpx.post(f"{url}/v1/chat/completions", headers=ACME,
                                                           json={"model": MODEL})
@@ -312,6 +321,7 @@ BIRCH_QUESTIONS = ["What's due this week?", "How much is Birch paying me?", "Wha
                    "What did I promise Acme?"]
 
 
+HI_THEN = "How should you answer me?"
 AT_ONCE = {"acme": "When is the Acme checkout redesign due now?", "birch": "How much is Birch paying me now?"}
 
 
@@ -341,6 +351,16 @@ def test_acmes_facts_never_reach_a_birch_chat(fortnight, question) -> None:
     sent, loci = fortnight.asked[f"birch: {question}"]
     for word in ACME_WORDS:
         assert word not in sent and word not in json.dumps(loci), (question, word, sent)
+
+
+def test_a_wish_for_one_acme_chat_stays_out_of_a_birch_chat_opening_alike(fortnight) -> None:
+    """A chat with no session header is its conversation, named by its first message: every
+    chat opening with "Hi!" was one session, whatever the project, so Acme's chat wish
+    ("sign as 'Ana for Acme'") was handed to a Birch chat four days later (fixed: the
+    derived session names the project too)."""
+    assert fortnight.ids["Answer style in this chat"]
+    sent, loci = fortnight.asked[f"birch: {HI_THEN}"]
+    assert "Ana for Acme" not in sent and "Ana for Acme" not in json.dumps(loci), sent
 
 
 def test_a_tag_filter_a_tool_search_and_an_id_stay_in_their_project(fortnight) -> None:
@@ -484,9 +504,9 @@ def test_the_deadlines_history_says_who_when_and_why(fortnight) -> None:
     for rev in (created, superseded):
         assert rev["actor"] == "ana" and rev["inbox_seq"] == new["item"]["metadata"]["inbox_seq"], rev
         assert rev["requested_at"].startswith(moved_on), rev
-    for body in (new, old):
+    for body in (new, old):  # what Ana did is hers; the rest (promotion, palace) consolidation's
         for rev in body["revisions"]:
-            assert rev["actor"] == "ana" or rev["reason"] in ("promote_type", "palace"), rev
+            assert rev["actor"] == ("ana" if rev["reason"] in ("create", "superseded") else None), rev
 
 
 def test_loci_show_tells_the_story_of_the_deadline(fortnight) -> None:
@@ -530,4 +550,5 @@ def test_bad_requests_get_a_4xx_with_a_message(fortnight, name, status) -> None:
     if isinstance(message, dict):
         message = message.get("message")
     assert isinstance(message, str) and len(message) > 10, body
+
 
