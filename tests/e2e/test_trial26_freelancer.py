@@ -393,10 +393,12 @@ def test_whats_due_this_week_lists_the_clients_deadline_said_in_its_words(fortni
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "pipelines/validity.py + pipelines/recall (not this helper's): a deadline stated as a "
-    "calendar date ('deadline moved to Friday, November 20') gets no window, and 'What's due "
-    "this week?' lists by window or by shared words ('due'), so Acme's moved deadline, due "
-    "this week, is not recalled at all: only chatter ('Deadlines everywhere this week') is"))
+    "pipelines/validity.py (not this helper's): a weekday followed by its calendar date bounds "
+    "no window though the weekday alone does: said Mon 2026-11-16, 'The checkout redesign is "
+    "due Friday.' gets valid_to 2026-11-20, 'The checkout redesign is due Friday, November "
+    "20.' none; 'What's due this week?' lists claims by window (or shared words), so Acme's "
+    "moved deadline, due this week, is not recalled, and only chatter ('Deadlines everywhere "
+    "this week') is handed over"))
 def test_whats_due_this_week_lists_a_moved_deadline_that_falls_in_it(fortnight) -> None:
     sent, _ = fortnight.asked["acme: What's due this week?"]
     assert curated(sent) and fortnight.ids["Acme checkout deadline"] in curated(sent)[0], sent
@@ -465,6 +467,15 @@ def test_a_pasted_key_is_stored_nowhere(fortnight, secret) -> None:
         for path, data in fortnight.stored_bytes.items():
             assert piece.encode() not in data, path
         assert piece not in fortnight.export
+
+
+def test_the_turn_that_pasted_the_key_keeps_one_mark_in_its_place(fortnight) -> None:
+    """The turn itself is kept (what was said), the key masked: one credential, one mark
+    (two rules found the Stripe key, whole and by its prefix: it read "[REDACTED][REDACTED]")."""
+    rows = [json.loads(line) for line in fortnight.export.splitlines()]
+    (pasted,) = [r for r in rows if r["type"] == "message" and r["content"].startswith("Why does this fail?")]
+    assert pasted["content"] == ("Why does this fail? curl -H 'Authorization: Bearer [REDACTED]' "
+                                 "https://api.birch.example/v2/builds"), pasted["content"]
 
 
 @pytest.mark.parametrize("secret", [KEY, TOKEN])
