@@ -9,17 +9,25 @@ read the same data directory afterwards.
 
 What a demanding freelancer expects, each checked below:
 - One client's rates, deadlines and invoicing never answer in the other's project (block,
-  catalog, tag filter, tool search).
-- "What did I promise Acme?" / "What's due this week?": the curated deadline first, ahead of
-  chatter sharing its words; the moved deadline (Wednesday -> Friday) is current, the old
-  one never handed over as current.
-- The corrected fee (4000 -> 4500) answers Birch's question.
-- The API key pasted by mistake is refused as a memory and stored nowhere: not in the inbox,
-  the warehouse, the snapshot, an export, a recall block or the `loci` catalog.
-- "Why do you think the deadline is Friday?": the item's history (items API, `loci show`)
-  lists each version with who, when and why, on the replaced claim's record too.
-- Streamed answers arrive whole (the text the model wrote, minus only the proposal block).
-- Bad requests get a 4xx with a message, never a 500.
+  catalog, tag filter, tool search, an id) (kept). A wish for one Acme chat ("sign as 'Ana
+  for Acme'") reached a Birch chat that opened with the same "Hi!" (broken, fixed: the
+  proxy's session of a chat without a session header now names its project).
+- "What did I promise Acme?": the moved deadline (Wednesday -> Friday) first, the old one
+  never handed over; so at once, before a consolidation (kept). "What's due this week?"
+  lists Birch's demo but not Acme's moved deadline, whose "Friday, November 20" bounds no
+  window (broken, xfail: pipelines/validity.py is not this trial's to change).
+- The corrected fee (4000 -> 4500) answers Birch's question (kept).
+- The keys pasted by mistake are refused as memories and stored nowhere: not in the inbox,
+  the warehouse, the snapshot, an export, a recall block or the `loci` catalog (kept); the
+  turn kept "[REDACTED][REDACTED]" for one key, counted twice (broken, fixed in capture).
+- "Why do you think the deadline is Friday?": the block names who said it and when, with
+  her words as evidence; the items API and `loci show` list each change with who, when and
+  the inbox event, on the replaced claim's record too (kept); `loci show` did not say why a
+  claim was stored and showed consolidation's usage counts under Ana's supersede (fixed).
+- Streamed answers (OpenAI SSE, Ollama NDJSON) arrive whole, minus only the proposal block
+  (kept).
+- Bad requests get a 4xx with a message, never a 500; a body that is not JSON sent to
+  `/api/chat` was forwarded and answered 502 when the upstream choked on it (fixed: 400).
 """
 
 from __future__ import annotations
