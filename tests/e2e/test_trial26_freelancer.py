@@ -273,6 +273,9 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
             # Bad requests to the proxy: an OpenAI-style 400, an Ollama-style 400.
             record.http["proxy no messages"] = httpx.post(f"{url}/v1/chat/completions", headers=ACME,
                                                           json={"model": MODEL})
+            record.http["proxy blank project"] = httpx.post(  # an unset env var in the client's config
+                f"{url}/v1/chat/completions", headers={**ACME, "X-Loci-Project": ""},
+                json={"model": MODEL, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
             record.http["proxy bad json"] = httpx.post(f"{url}/api/chat", headers=BIRCH, content=b"{not json")
             record.http["proxy bad zone"] = httpx.post(
                 f"{url}/api/chat", headers={**BIRCH, "X-Loci-Timezone": "Mars/Olympus"},
@@ -558,9 +561,9 @@ def test_the_export_holds_both_clients_current_terms_and_not_the_replaced_ones(f
 
 
 @pytest.mark.parametrize(("name", "status"), [
-    ("proxy no messages", 400), ("proxy bad json", 400), ("proxy bad zone", 400), ("recall bad query", 400),
-    ("recall bad zone", 400), ("recall empty project", 400), ("unknown item", 404), ("unknown action", 400),
-    ("turn in the future", 400)])
+    ("proxy no messages", 400), ("proxy blank project", 400), ("proxy bad json", 400), ("proxy bad zone", 400),
+    ("recall bad query", 400), ("recall bad zone", 400), ("recall empty project", 400), ("unknown item", 404),
+    ("unknown action", 400), ("turn in the future", 400)])
 def test_bad_requests_get_a_4xx_with_a_message(fortnight, name, status) -> None:
     resp = fortnight.http[name]
     assert resp.status_code == status, (name, resp.status_code, resp.text)
