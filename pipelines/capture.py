@@ -100,19 +100,20 @@ def redact_secrets(text: str) -> tuple[str, int]:
     """Mask credentials in a raw turn: the turn is kept as an episodic record, a credential
     in it never is, not even a documentation example key (what a stored turn must not keep
     is wider than what the policy refuses in a proposal: `find_secrets_to_mask`)."""
-    spans = [(h.start, h.end) for h in find_secrets_to_mask(text)]
-    if not spans:
-        return text, 0
+    # Two rules may find one credential (a Stripe key whole and its prefix): overlapping
+    # finds are one credential, one mark (it read "[REDACTED][REDACTED]", counted twice).
+    merged: list[list[int]] = []
+    for start, end in sorted((h.start, h.end) for h in find_secrets_to_mask(text)):
+        if merged and start < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
     out, cursor = [], 0
-    for start, end in sorted(spans):
-        start = max(start, cursor)
-        if end <= start:
-            continue
-        out.append(text[cursor:start])
-        out.append(REDACTED)
+    for start, end in merged:
+        out += [text[cursor:start], REDACTED]
         cursor = end
     out.append(text[cursor:])
-    return "".join(out), len(spans)
+    return "".join(out), len(merged)
 
 
 def capture_turn(

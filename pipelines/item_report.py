@@ -219,6 +219,9 @@ _HELD_WIDTH = 200  # a held value is what the reviewer decides on: shown whole u
 # Audit actions that write a revision of the item (one revision each, in the same order).
 REVISION_ACTIONS = frozenset({"create", "update", "retract", "archive", "supersede"})
 _NOT_SHOWN = frozenset({"updated_at", "content_hash"})
+# Consolidation's usage bookkeeping: folded into whatever revision its run writes, so on a
+# person's change (a correction superseding the item) it is not theirs to be shown under.
+_BOOKKEEPING = frozenset({"usage_count", "last_used_at"})
 
 
 def _short(value: Any, width: int = 40) -> str:
@@ -229,14 +232,18 @@ def _short(value: Any, width: int = 40) -> str:
     return repr(text) if isinstance(value, str) else text
 
 
-def _changes(before: dict[str, Any] | None, after: dict[str, Any]) -> str:
-    """What a revision changed, compactly: `field: old -> new; ...`."""
+def _changes(before: dict[str, Any] | None, after: dict[str, Any], by_person: bool = False) -> str:
+    """What a revision changed, compactly: `field: old -> new; ...`; the first one says what
+    was stored and why it was (the proposal's `why_store`). `by_person`: a person's change,
+    shown without the pipeline's bookkeeping folded into it."""
     if before is None:
-        return f"{after.get('type')} {_short(after.get('title', ''))}"
+        why = (after.get("metadata") or {}).get("why_store")
+        return f"{after.get('type')} {_short(after.get('title', ''))}" + (f"; why: {_short(why, 60)}" if why else "")
+    hidden = _NOT_SHOWN | _BOOKKEEPING if by_person else _NOT_SHOWN
     parts = []
     for name, new in after.items():
         old = before.get(name)
-        if name in _NOT_SHOWN or old == new:
+        if name in hidden or old == new:
             continue
         if isinstance(old, dict) and isinstance(new, dict):  # metadata, scope: the keys that changed
             parts += [f"{name}.{k}: {_short(old.get(k))} -> {_short(new.get(k))}"
@@ -299,7 +306,7 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
                 note = _event_note(event)
             else:
                 snapshot = revision["snapshot"]
-                note = _changes(previous, snapshot)
+                note = _changes(previous, snapshot, by_person=event.get("actor") is not None)
                 previous = snapshot
                 if revision["reason"] not in (action, "create", "inbox_update"):
                     action = f"{action} ({revision['reason']})"

@@ -31,7 +31,7 @@ from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RoundResult
 from online.proxy.forward import forward
-from online.proxy.identity import IdentityError, conversation_session, identity_from_headers, timezone_from_headers
+from online.proxy.identity import IdentityError, identity_from_headers, timezone_from_headers
 from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.shown import RequestHold, VisibleText, visible_of
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
@@ -88,7 +88,8 @@ class MemoryHandlers:
             # A lone surrogate escape ("\\ud83d") is U+FFFD, as Ollama reads it: never a 500.
             body = replace_lone_surrogates(json.loads(raw), raw) if raw else None
         except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
+            # Ollama refuses it too: a 400 here, not a round trip (nor a 502 when it is down).
+            return dialect_error(dialect, 400, "loci proxy: the request body must be a JSON object")
         invalid = dialect.invalid(body)
         if invalid is not None:
             return dialect_error(dialect, 400, f"loci proxy: {invalid}")
@@ -97,7 +98,7 @@ class MemoryHandlers:
         try:
             identity = identity_from_headers(request.headers, self.config.default_identity,
                                              openwebui=self.config.openwebui_headers,
-                                             session=conversation_session(body.get("messages")))
+                                             conversation=body.get("messages"))
             tz = timezone_from_headers(request.headers)
         except IdentityError as exc:
             return dialect_error(dialect, 400, f"loci proxy: {exc}")

@@ -55,26 +55,30 @@ def _valid(header: str, value: str) -> str:
     return value
 
 
-def conversation_session(messages: Any) -> str | None:
+def conversation_session(messages: Any, project_id: str) -> str | None:
     """The session of a chat whose client names none (no `X-Loci-Session`, no Open WebUI chat
-    id): the conversation itself, named by its first user message, which every later request
-    of that chat repeats (`chat-` and 16 hex digits of its hash). Two chats opening with the
-    same words share it; a request without a user message names none."""
+    id): the conversation itself, named by its project and its first user message, which
+    every later request of that chat repeats (`chat-` and 16 hex digits of their hash). Two
+    chats of one project opening with the same words share it; in two projects they do not
+    (a session's audience is its user's, whatever the project: without the project, a wish
+    for one client's chat that opened with "Hi!" reached every other client's "Hi!" chat).
+    A request without a user message names none."""
     if not isinstance(messages, list):
         return None
     first = next((m for m in messages if isinstance(m, dict) and m.get("role") == "user"), None)
     text = content_text(first.get("content")).strip() if first is not None else ""
-    return f"chat-{sha256_text(text)[:16]}" if text else None
+    return f"chat-{sha256_text(project_id + chr(10) + text)[:16]}" if text else None
 
 
 def identity_from_headers(
     headers: Mapping[str, str], default: Identity | None = None, *, openwebui: bool = True,
-    session: str | None = None,
+    conversation: Any = None,
 ) -> Identity:
     """The caller's identity. Raises `IdentityError` for a malformed Loci header, or one
     sent twice with different values (which one names the caller is anyone's guess: a
-    client's own next to one an auth proxy in front added). `session`: the session when no
-    header names one (`conversation_session`), before `default`'s."""
+    client's own next to one an auth proxy in front added). `conversation`: a chat
+    request's messages, whose `conversation_session` is the session when no header names
+    one, before `default`'s."""
     base = default or Identity()
     lower: dict[str, str] = {}
     for key, value in headers.items():  # every pair, repeated names included
@@ -90,8 +94,10 @@ def identity_from_headers(
             raw = header_text(lower[OPENWEBUI_HEADERS[field_name]]).strip()
             if raw and _VALID.match(raw):  # a foreign header is a hint, never a reason to refuse the request
                 ids[field_name] = raw[:MAX_ID_CHARS]
-        if field_name == "session_id" and field_name not in ids and session:
-            ids[field_name] = session
+        if field_name == "session_id" and field_name not in ids:
+            session = conversation_session(conversation, ids["project_id"])  # the project is read first
+            if session:
+                ids[field_name] = session
         if field_name not in ids:
             ids[field_name] = getattr(base, field_name)
     return Identity(**ids)

@@ -190,7 +190,7 @@ def test_proposals_are_stripped_and_landed_in_the_inbox(proxy, fake, service) ->
     assert sorted(e.payload["proposal"]["title"] for e in proposals) == ["Deploy region", "Warehouse engine"]
     # No X-Loci-Session: the conversation is the session (named by its first user message).
     assert {e.identity for e in proposals} == {Identity(user_id="dana", project_id="atlas",
-                                                        session_id=conversation_session(raw_messages))}
+                                                        session_id=conversation_session(raw_messages, "atlas"))}
     turns = events(service, "turn")
     assert [t.payload["role"] for t in turns] == ["user", "assistant"]
     assert "MEMORY_PROPOSALS_JSON" not in turns[1].payload["text"]

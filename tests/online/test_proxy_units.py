@@ -30,6 +30,18 @@ def test_identity_comes_from_loci_headers_with_defaults() -> None:
         user_id="solo", project_id="home", session_id="s1")
 
 
+def test_a_chat_without_a_session_header_is_its_conversation_in_its_project() -> None:
+    """Two chats opening with "Hi!" in two projects are two sessions (a session's audience
+    is the user's in any project: one client's chat wish reached the other's); a header
+    still names the session itself."""
+    hi = [{"role": "user", "content": "Hi!"}]
+    acme, birch, again = (identity_from_headers({"X-Loci-Project": p}, conversation=m) for p, m in (
+        ("acme", hi), ("birch", hi), ("acme", [*hi, {"role": "assistant", "content": "Hey"}])))
+    assert acme.session_id.startswith("chat-") and acme.session_id != birch.session_id
+    assert again.session_id == acme.session_id  # the same chat, a later request
+    assert identity_from_headers({"X-Loci-Session": "s1"}, conversation=hi).session_id == "s1"
+
+
 def test_open_webui_headers_are_a_fallback_only() -> None:
     headers = {"X-OpenWebUI-User-Id": "u-42", "X-OpenWebUI-Chat-Id": "chat-7"}
     assert identity_from_headers(headers) == Identity(user_id="u-42", session_id="chat-7")

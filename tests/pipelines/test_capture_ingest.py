@@ -107,6 +107,15 @@ def test_a_stored_turn_keeps_no_credential_not_even_a_documentation_example(inbo
     assert event.payload["redactions"] == 2
 
 
+def test_a_credential_two_rules_find_is_one_mark(inbox):
+    key = "sk_live_51HqLyjWDarjtT1zdp7dcXfE0cq9Qm3Zr"  # found whole, and by its prefix
+    capture_turn(inbox, Policy(), DANA, "user", f"Why does this fail? Bearer {key} on /v2/builds",
+                 turn_id="t-stripe")
+    (event,) = inbox.read_after(0)
+    assert event.payload["text"] == "Why does this fail? Bearer [REDACTED] on /v2/builds"
+    assert event.payload["redactions"] == 1
+
+
 @pytest.mark.parametrize("text", [
     "We moved the staging cluster to eu-west-1 on Tuesday; see docs/runbooks/Staging2024/failover.md.",
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful!",
