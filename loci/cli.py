@@ -397,17 +397,39 @@ def export(
     include_inactive: bool = typer.Option(
         False, "--all", help="A full backup: superseded/archived items too, and forgotten (retracted) ones "
                              "whole rather than as tombstones (id, no text)."),
+    user: Optional[str] = typer.Option(None, "--user", help="Only what this user may see (with --project, "
+                                       "--session, --org; each 'default' unless given)."),
+    project: Optional[str] = typer.Option(None, "--project", help="See --user."),
+    session: Optional[str] = typer.Option(None, "--session", help="See --user."),
+    org: Optional[str] = typer.Option(None, "--org", help="See --user."),
+    tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only items with this tag (repeat: with "
+                                             "every one), as a search's tag filter reads them."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """Export items from the warehouse as JSON lines (one MemoryItem per line)."""
+    """Export items from the warehouse as JSON lines (one MemoryItem per line): every item (a
+    backup), or what one caller may see (--user/--project/--session/--org), or with --tag."""
     from pipelines.item_report import export_items
+    from pipelines.recall.lexical import normalise_label
 
     if format != "jsonl":
         _fail("only --format jsonl is supported", 2)
+    who = None
+    if any(part is not None for part in (user, project, session, org)):
+        who = _identity(user or "default", project or "default", session or "default", org or "default",
+                        "--user/--project/--session/--org")
+    wanted = {normalise_label(t) for t in tags or []}
+    if "" in wanted:
+        _fail("--tag: a tag is empty", 2)
+
+    def keep(item) -> bool:
+        return (who is None or item.scope.visible_to(who)) and \
+            wanted <= {normalise_label(t) for t in item.tags}
+
     settings = _settings(data_dir)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
-        n = export_items(settings, handle, include_inactive=include_inactive)
+        n = export_items(settings, handle, include_inactive=include_inactive,
+                         keep=keep if who is not None or wanted else None)
     finally:
         if out:
             handle.close()

@@ -417,18 +417,22 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
         return wh.active_items()
 
 
-def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False) -> int:
+def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,
+                 keep: Callable[[MemoryItem], bool] | None = None) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
     forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text,
     nor do the raw turns that said it, nor the retrieval context of the turns next to them
     or to a turn its speaker forgot (`forget_turns`, as the service and consolidation apply
-    it; here again for what a store forgot before they did)."""
+    it; here again for what a store forgot before they did). `keep`: which items to write
+    (`loci export --user ... --tag ...`: what one caller may see, so tagged); every one else."""
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
     changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten(it)], items)
     n = 0
     for item in items:
         item = changed.get(item.id, item)
+        if keep is not None and not keep(item):
+            continue
         if not include_inactive and item.validation == "retracted":
             item = forgotten_tombstone(item)
         handle.write(encoder.encode(item).decode("utf-8") + "\n")
