@@ -46,6 +46,22 @@ def _pending_events(settings: Settings, after_seq: int) -> list[Event]:
         return inbox.read_after(after_seq)
 
 
+def reads_of(settings: Settings, item_id: str) -> list[dict[str, Any]]:
+    """Who was shown `item_id` and when, oldest first: each read that returned it (a search,
+    a read, a browser card, the items API), and each write attempt on it the service refused
+    (`refused`: why), from the inbox's `audit` events (they keep the action and the ids, never
+    content). Its accepted changes are `describe_item`'s."""
+    if not inbox_exists(settings):
+        return []
+    with open_inbox(settings) as inbox:
+        events = inbox.read_after(0, kinds=["audit"])
+    return [{"at": e.at, "user": e.identity.user_id, "project": e.identity.project_id,
+             "session": e.identity.session_id, "org": e.identity.org_id, "action": e.payload.get("action", ""),
+             "refused": (str(e.payload.get("reason") or e.payload["outcome"])
+                         if e.payload.get("outcome") in ("rejected", "refused") else None)}
+            for e in events if item_id in (e.payload.get("result_ids") or ())]
+
+
 def served_items(settings: Settings) -> list[MemoryItem]:
     """Active items as the service serves them: the newest good snapshot, then the inbox
     events after its watermark folded over it as the service folds them (`fold_served`:

@@ -251,6 +251,15 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 ("cyd", ["--user", "cyd", "--project", LAB, "--org", ORG]),
                 ("ada papers", ["--user", "ada", "--project", LAB, "--org", ORG, "--tag", "paper"]),
             ]}
+        seen["audit"] = {name: runner.invoke(loci_cli, ["audit", ids[name], "--data-dir", data_dir])
+                         for name in ("private", "jax")}
+        seen["cli search"] = runner.invoke(loci_cli, [
+            "search", "papers we read", "--tag", "paper", "--user", "ada", "--project", LAB, "--org", ORG,
+            "--data-dir", data_dir])
+        seen["bad cli"] = [runner.invoke(loci_cli, [*args, "--data-dir", data_dir]) for args in [
+            ["export", "--user", ""], ["export", "--tag", " "], ["search", "papers", "--tag", "  "],
+            ["audit", ids["jax"], "--tz", "Mars/Olympus"], ["show", "no-such-id"]]]
+        seen["audit unknown"] = runner.invoke(loci_cli, ["audit", "no-such-id", "--data-dir", data_dir])
         yield {"ids": ids, "said_at": said_at, "seen": seen, "start": start}
     assert app.state.internal_errors == 0
 
@@ -292,6 +301,9 @@ def test_tags_filter_every_surface(month) -> None:
     assert PYTORCH["title"] not in text["paper tag"] and SMITH["title"] not in text["paper tag"]
     assert DDPM["title"] in text["diffusion tag"] and VASWANI["title"] not in text["diffusion tag"]
     assert seen["ui search"]["unknown tag"].status_code == 200 and "Nothing found" in text["unknown tag"]
+    searched = seen["cli search"]
+    assert searched.exit_code == 0 and ids["vaswani"] in searched.output and ids["ddpm"] in searched.output
+    assert ids["jax"] not in searched.output and ids["smith"] not in searched.output
     exported = [json.loads(line) for line in seen["export"]["ada papers"].stdout.splitlines()]
     assert seen["export"]["ada papers"].exit_code == 0
     # The forgotten Smith note only as its tombstone: an id for an import to retract, no text.
@@ -309,6 +321,9 @@ def test_a_reversed_decision_shows_the_current_one_with_its_history_everywhere(m
     failed, read = seen["read"]
     assert not failed
     assert [i["id"] for i in read["items"]] == [ids["jax"]] and ids["private"] in read["missing"]
+    (current,) = read["items"]  # the current claim names what it replaced and who stated it
+    assert {"rel": "supersedes", "to": ids["pytorch"]}.items() <= current["links"][0].items()
+    assert current["scope"]["user_id"] == "ben" and current["validation"] == "verified"
     assert read["superseded_by"] == {ids["pytorch"]: ids["jax"]}
     (old,) = read["replaced"]
     assert old["content"] == PYTORCH["content"] and old["scope"]["user_id"] == "ada"
@@ -349,6 +364,14 @@ def test_a_private_note_never_reaches_a_teammate(month) -> None:
     assert PRIVATE["content"] not in seen["export"]["ben"].stdout and seen["export"]["ben"].exit_code == 0
     assert PRIVATE["content"] in seen["export"]["cyd"].stdout
     assert JAX["content"] in seen["export"]["ben"].stdout  # the lab's memory is shared
+    # `loci audit`: every read that returned it was Cyd's; Ada's attempt to forget it is
+    # listed as refused.
+    audited = seen["audit"]["private"]
+    assert audited.exit_code == 0, audited.output
+    rows = [line.split() for line in audited.output.splitlines()[1:]]
+    assert {row[2] for row in rows if "REFUSED:" not in row} == {"cyd"}, audited.output
+    assert [row[2] for row in rows if "REFUSED:" in row] == ["ada"], audited.output
+    assert {line.split()[2] for line in seen["audit"]["jax"].output.splitlines()[1:]} >= {"ada", "cyd"}
     # Another member may not forget it either: it is invisible to her.
     failed, body = seen["bad mcp"][8]
     assert failed and body["status"] == 404, body
@@ -397,3 +420,8 @@ def test_bad_input_is_a_4xx_with_a_message(month) -> None:
     for url, params, resp in month["seen"]["bad ui"]:
         assert 400 <= resp.status_code < 500, (url, params, resp.status_code, page_text(resp.text)[:300])
         assert "error" in resp.text.lower() or "no " in page_text(resp.text).lower(), url
+    # The CLI: a bad option is a message and a non-zero exit, never a traceback.
+    for result in month["seen"]["bad cli"]:
+        assert result.exit_code in (1, 2) and "error" in result.output and not result.exception or \
+            isinstance(result.exception, SystemExit), (result.output, result.exception)
+    assert "no read returned no-such-id" in month["seen"]["audit unknown"].output
