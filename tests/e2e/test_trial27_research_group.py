@@ -40,7 +40,7 @@ from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
 from pipelines.recall.query import parse_now
 from pipelines.records import Identity
-from tests.assets.support import block, make_settings, shared_instance
+from tests.assets.support import block, make_settings, settings_env, shared_instance
 from tests.e2e.chat import SimulatedClock, page_text
 
 ORG, LAB = "uni", "thesis-lab"
@@ -160,6 +160,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         # Week 3: Ben reverses the decision from his editor; Cyd forgets her Smith note.
         on(15)
         seen["jax"] = propose_mcp("jax", BEN, JAX)
+        seen["own approval"] = client.post(f"/ui/quarantine/{ids['jax']}", params=BEN, data={"decision": "approve"})
         on(16, 9)  # Ada reviews it in the browser: she agrees, the lab switches
         seen["approve jax"] = client.post(f"/ui/quarantine/{ids['jax']}", params=ADA,
                                           data={"decision": "approve", "note": "agreed at group meeting"},
@@ -183,7 +184,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["search"] = {name: mcp(service, who, ("memory_search", {"query": FRAMEWORK_Q}))[0]
                           for name, who in (("ada", ADA), ("cyd", CYD))}
         seen["tagged"] = {tags: mcp(service, ADA, ("memory_search", {"query": "papers we read", "tags": list(tags)}))[0]
-                          for tags in (("paper",), ("diffusion",), ("no-such-tag",))}
+                          for tags in (("paper",), ("diffusion",), ("no-such-tag",), ("Paper", "PAPER"))}
         seen["private search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Is Cyd considering leaving the PhD program?"}))[0] for name, who in
             (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
@@ -240,7 +241,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             ("/ui/palace", ui_query(ADA, path="a/b/c/d/e")),
         ]]
         data_dir = str(settings.data_dir)
-        runner = CliRunner()
+        runner = CliRunner(env=settings_env(settings))  # the CLI reads the store as the service does
         seen["show"] = {name: runner.invoke(loci_cli, ["show", ids[name], "--data-dir", data_dir])
                         for name in ("jax", "pytorch", "smith")}
         seen["export"] = {
@@ -293,6 +294,7 @@ def test_tags_filter_every_surface(month) -> None:
     (failed, paper), (_, diffusion), (unknown_failed, unknown) = (seen["tagged"][t] for t in
                                                                   (("paper",), ("diffusion",), ("no-such-tag",)))
     assert not failed and set(hit_ids(paper)) == {ids["vaswani"], ids["ddpm"]}, paper
+    assert hit_ids(seen["tagged"][("Paper", "PAPER")][1]) == hit_ids(paper)  # a tag is a tag, whatever its case
     assert hit_ids(diffusion) == [ids["ddpm"]]
     # An unknown tag finds nothing and says so; it is not an error.
     assert not unknown_failed and unknown["found"] is False and unknown["hits"] == [] and unknown["message"]
@@ -316,6 +318,8 @@ def test_a_reversed_decision_shows_the_current_one_with_its_history_everywhere(m
     # Ben's reversal contradicts Ada's decision: held until a reviewer (Ada) approves it.
     assert seen["jax"]["action"] == "quarantine" and ids["pytorch"] in " ".join(seen["jax"]["reasons"])
     assert seen["approve jax"].status_code == 303, seen["approve jax"].text
+    # Ben may not approve his own held reversal: a 409 page saying so, nothing changed.
+    assert seen["own approval"].status_code == 409 and "ben" in page_text(seen["own approval"].text).lower()
     ada_day = said_at["pytorch"].date().isoformat()
     # MCP: reading both ids names the current one; the replaced one as last stored, by whom.
     failed, read = seen["read"]
