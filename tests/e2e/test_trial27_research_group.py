@@ -68,6 +68,10 @@ JAX = note("decision", "Lab deep learning framework",
            "We switched from PyTorch to JAX for all thesis experiments.", ["decision", "tooling"])
 PRIVATE = note("note", "Cyd's program plans",
                "Cyd is considering leaving the PhD program after the spring term.", ["personal"], scope="user")
+INTERVIEW = note("note", "Cyd's interview", "Cyd has a job interview at DeepMind on Friday; the lab must not know.",
+                 ["personal"], scope="user")
+UNSURE = note("note", "Cyd's advisor plans", "Cyd might switch advisors next year.", ["personal"], scope="user",
+              confidence=0.3)
 SMITH = note("note", "Smith et al. 2019: graph kernels survey",
              "Smith et al. (2019) survey graph kernels for molecule property prediction.", ["paper", "graphs"])
 A100 = note("fact", "Shared GPU node", "The department may give the lab a shared A100 node in December.",
@@ -153,6 +157,10 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             chat("", who, said, None)
         on(4)
         assert propose_mcp("private", CYD, PRIVATE)["action"] == "accept"
+        # In the chat too, privately: her turn and the note must stay hers; an unsure one is held.
+        assert chat("interview", CYD, "Note to self, private: job interview at DeepMind on Friday, don't tell the lab.",
+                    INTERVIEW)["action"] == "accept"
+        assert propose_mcp("unsure", CYD, UNSURE)["action"] == "quarantine"
         on(5)
         assert chat("smith", CYD, "Adding my note on the Smith 2019 graph kernels survey.", SMITH)["action"] == "accept"
         on(13, 22)
@@ -188,6 +196,13 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["private search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Is Cyd considering leaving the PhD program?"}))[0] for name, who in
             (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
+        seen["interview search"] = {name: mcp(service, who, ("memory_search", {
+            "query": "Does Cyd have a job interview at DeepMind?"}))[0] for name, who in
+            (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
+        seen["review lists"] = {name: mcp(service, who, ("memory_review_list", {}))[0][1]
+                                for name, who in (("ada", ADA), ("cyd", CYD))}
+        seen["quarantine pages"] = {name: page_text(client.get("/ui/quarantine", params=who).text)
+                                    for name, who in (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
         seen["forgotten search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Smith 2019 graph kernels survey"}))[0] for name, who in (("ada", ADA), ("cyd", CYD))}
         seen["read"] = mcp(service, ADA, ("memory_read", {"ids": [ids["pytorch"], ids["jax"], ids["private"]]}))[0]
@@ -367,7 +382,19 @@ def test_a_private_note_never_reaches_a_teammate(month) -> None:
     assert seen["items api"]["private as ben"].status_code in (403, 404)
     assert PRIVATE["content"] not in seen["export"]["ben"].stdout and seen["export"]["ben"].exit_code == 0
     assert PRIVATE["content"] in seen["export"]["cyd"].stdout
+    assert "DeepMind" not in seen["export"]["ben"].stdout and "DeepMind" in seen["export"]["cyd"].stdout
     assert JAX["content"] in seen["export"]["ben"].stdout  # the lab's memory is shared
+    # Said in the chat: neither the note nor the turn that said it reaches a teammate.
+    for who in ("ada", "ben"):
+        failed, body = seen["interview search"][who]
+        assert not failed and "DeepMind" not in json.dumps(body["hits"]), (who, body)
+    assert ids["interview"] in hit_ids(seen["interview search"]["cyd"][1])
+    # Held for review, it waits in Cyd's queue only (she may reject it; nobody else sees it).
+    assert UNSURE["content"] not in json.dumps(seen["review lists"]["ada"])
+    assert UNSURE["content"] in json.dumps(seen["review lists"]["cyd"])
+    for who in ("ada", "ben"):
+        assert UNSURE["title"] not in seen["quarantine pages"][who]
+    assert UNSURE["title"] in seen["quarantine pages"]["cyd"]
     # `loci audit`: every read that returned it was Cyd's; Ada's attempt to forget it is
     # listed as refused.
     audited = seen["audit"]["private"]
