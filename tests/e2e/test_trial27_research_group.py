@@ -196,6 +196,9 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["private search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Is Cyd considering leaving the PhD program?"}))[0] for name, who in
             (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
+        seen["forgotten read"] = mcp(service, ADA, ("memory_read", {"ids": [ids["smith"]]}),
+                                     ("memory_palace_get", {"location": f"{LAB}/paper/note"}))
+        seen["forgotten shelf"] = client.get("/ui/palace", params=ui_query(ADA, path=f"{LAB}/paper/note"))
         seen["interview search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Does Cyd have a job interview at DeepMind?"}))[0] for name, who in
             (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
@@ -432,6 +435,23 @@ def test_a_forgotten_note_is_gone_from_every_surface(month) -> None:
 def test_a_forgotten_note_leaves_no_text_in_the_items_api(month) -> None:
     got = month["seen"]["items api"]["smith as ada"]
     assert got.status_code == 404 or SMITH["content"] not in got.text
+
+
+@pytest.mark.xfail(strict=True, reason="online/tools/reads.py (trial26): memory.read of a forgotten (retracted) "
+                   "claim gives a teammate its whole item, title and content, where search, the browser card "
+                   "and export give none of its text")
+def test_a_forgotten_note_leaves_no_text_in_mcp_read(month) -> None:
+    ((failed, read), _) = month["seen"]["forgotten read"]
+    assert not failed and SMITH["content"] not in json.dumps(read) and SMITH["title"] not in json.dumps(read)
+
+
+@pytest.mark.xfail(strict=True, reason="online/tools/reads.py (trial26): memory.palace.get lists a forgotten "
+                   "(retracted) claim on its shelf by title, two consolidations after it was forgotten; the "
+                   "browser's shelf (/ui/palace?path=...) shows what that action answers")
+def test_a_forgotten_note_leaves_the_palace_shelf(month) -> None:
+    (_, (failed, shelf)) = month["seen"]["forgotten read"]
+    assert not failed and month["ids"]["smith"] not in [i["id"] for i in shelf["items"]]
+    assert SMITH["title"] not in page_text(month["seen"]["forgotten shelf"].text)
 
 
 def test_a_held_proposal_is_approved_in_the_browser(month) -> None:
