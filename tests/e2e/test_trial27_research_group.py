@@ -6,17 +6,26 @@ browser (/ui) and with the CLI (`loci show`, `loci export`). Every write is stam
 simulated clock over four weeks ending yesterday; two consolidations run as the scheduled job
 does (the Dagster job, in process). Promises checked, as a demanding user meets them:
 
-- Search (MCP and the browser) shows the curated memories first and the raw turns after
-  them, labelled as evidence; chatter sharing the decisions' words never outranks them.
-- Tags filter in every surface: MCP search, the browser's search, `loci export --tag`.
-- A reversed decision ("we use PyTorch" -> "we switched to JAX", by another member: held as
-  contradicting Ada's, approved by her in the browser) shows the current one, with what it
-  replaced, who said it and when: MCP (search, read), the browser card, `loci show`.
-- Cyd's private note is never shown to Ada or Ben: search, browse, export, item by id.
-- A forgotten note is gone from every surface and from the export.
-- A held proposal is approved through the browser's review form and then recalled.
-- Bad input (malformed MCP arguments, unknown tags, huge page numbers, bad ids in /ui URLs)
-  is a 4xx or a tool error with a message, never a 500.
+- Search shows the curated memories first and the raw turns after them, labelled as
+  evidence (MCP: kept; the browser: broken, it had no search page at all: /ui/search now
+  gives the `memory.search` action's answer, turns under "Conversation excerpts").
+- Tags filter in every surface: MCP search (kept, any case), the browser's search and
+  `loci search --tag` / `loci export --tag` (broken: no tag option anywhere but the API).
+- A reversed decision ("we use PyTorch" -> "we switched to JAX", by Ben: held as
+  contradicting Ada's, approved by her in the browser; Ben may not approve his own) shows
+  the current one with what it replaced, who said that and when: MCP read and `loci show`
+  (kept), the browser card (broken: it linked the old id only; now it lists the earlier
+  versions, what each said, by whom, when).
+- Cyd's private notes (written over MCP, said in the chat, held for review) never reach Ada
+  or Ben: search, browse, review queues, item by id (kept); export (broken: `loci export`
+  could only dump everyone's; `--user/--project/--org` now exports what one member may
+  see); `loci audit ID` (new) lists who was shown it and the refused attempts on it.
+- A forgotten note is gone from search, the browser card (broken: the card showed its
+  title and text; now who forgot it and when only) and the export (kept); through the items
+  API, memory.read and the palace shelf it is not (xfail, online/tools and controllers).
+- A held proposal is approved through the browser's review form and then recalled (kept).
+- Bad input (malformed MCP arguments, unknown tags, huge page numbers, bad ids in /ui URLs,
+  bad CLI options) is a 4xx, a tool error or a non-zero exit with a message, never a 500.
 """
 
 from __future__ import annotations
