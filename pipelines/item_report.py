@@ -119,7 +119,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
-                    "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
+                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending),
                     "said_otherwise_by": _said_otherwise_by(wh, item),
                 }
     events = _pending_events(settings, after)
@@ -132,18 +132,19 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),
-            "earlier": _earlier_versions(made[item_id], made.get, lambda _id: [], events),
+            "earlier": earlier_versions(made[item_id], made.get, lambda _id: [], events),
         }
     return None
 
 
-def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
+def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
                       events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
                       ) -> list[dict[str, Any]]:
     """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
     with its id, content, who stated it and when (its first change, stored or pending).
     "When did this change and who changed it?" is asked of the current claim; a correction
-    is a new item, so the versions before it are on their own records."""
+    is a new item, so the versions before it are on their own records. `get_item`: a reader's
+    lookup (the browser's: only what the viewer may see, nothing forgotten)."""
     out: list[dict[str, Any]] = []
     seen = {item.id}
     queue = [link.to for link in item.links if link.rel == "supersedes"]

@@ -38,7 +38,7 @@ from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
 from online.tools.reads import SAID
 from pipelines.forgetting import is_forgotten
-from pipelines.item_report import history_rows, inbox_note, inbox_notes, shown_at
+from pipelines.item_report import earlier_versions, history_rows, inbox_note, inbox_notes, shown_at
 from pipelines.materialize import forgotten_tombstone, held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
@@ -165,30 +165,20 @@ def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
                     status_code=status, media_type=MediaType.HTML)
 
 
-def earlier_versions(service: MemoryService, item: MemoryItem, who: Identity) -> list[dict[str, Any]]:
-    """The claims `item` replaced (its `supersedes` links, and theirs), newest first, each as
-    last stored: id, title, content, who stated it (its scope's user) and when; only those
-    `who` may see. "What did this replace, who said that and when?" asked of the current
-    claim, as `loci show` answers it from the warehouse (`item_report.earlier_lines`)."""
+def earlier_of(service: MemoryService, item: MemoryItem, who: Identity) -> list[dict[str, Any]]:
+    """The claims `item` replaced, newest first, with who stated each and when, as `loci show`
+    lists them (`item_report.earlier_versions`), of what `who` may see (nothing forgotten:
+    a forgotten claim's card shows none of its text either)."""
     view = service.view()
-    out: list[dict[str, Any]] = []
-    seen = {item.id}
-    queue = [link.to for link in item.links if link.rel == "supersedes"]
-    while queue:
-        old_id = queue.pop(0)
-        if old_id in seen:
-            continue
-        seen.add(old_id)
+
+    def visible(old_id: str) -> MemoryItem | None:
         old = service.get_item(old_id, who, view)
         if old is None:
             retired = service.retired(old_id, who, view)
             old = retired[0] if retired is not None else None
-        if old is None or is_forgotten(old):
-            continue
-        out.append({"id": old.id, "title": old.title, "content": old.content, "by": old.scope.user_id,
-                    "at": old.provenance.created_at or old.created_at})
-        queue += [link.to for link in old.links if link.rel == "supersedes"]
-    return out
+        return None if old is None or is_forgotten(old) else old
+
+    return earlier_versions(item, visible, lambda old_id: service.item_history(old_id, view).audit, [])
 
 
 def _location_of(item: MemoryItem) -> str | None:
@@ -284,7 +274,7 @@ class UIController(Controller):
         # a turn whose claim a correction replaced since: what was said then, the correction holds
         said_otherwise = [] if source == "history" else service.said_otherwise_by(item, identity, view)
         return _page("card", identity, zone=zone, item=msgspec.to_builtins(item), source=source, replaced=replaced,
-                     forgotten=forgotten, earlier=[] if forgotten else earlier_versions(service, item, identity),
+                     forgotten=forgotten, earlier=[] if forgotten else earlier_of(service, item, identity),
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
