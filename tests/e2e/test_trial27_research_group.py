@@ -208,6 +208,11 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["forgotten read"] = mcp(service, ADA, ("memory_read", {"ids": [ids["smith"]]}),
                                      ("memory_palace_get", {"location": f"{LAB}/paper/note"}))
         seen["forgotten shelf"] = client.get("/ui/palace", params=ui_query(ADA, path=f"{LAB}/paper/note"))
+        ((_, mine),) = mcp(service, CYD, ("memory_read", {"ids": [ids["private"]]}))
+        shelf = mine["items"][0]["metadata"]["palace"].rsplit("/", 1)[0]
+        seen["private shelf"] = {name: (mcp(service, who, ("memory_palace_get", {"location": shelf}))[0],
+                                        client.get("/ui/palace", params=ui_query(who, path=shelf)))
+                                 for name, who in (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
         seen["interview search"] = {name: mcp(service, who, ("memory_search", {
             "query": "Does Cyd have a job interview at DeepMind?"}))[0] for name, who in
             (("ada", ADA), ("ben", BEN), ("cyd", CYD))}
@@ -396,6 +401,12 @@ def test_a_private_note_never_reaches_a_teammate(month) -> None:
     assert PRIVATE["content"] in seen["export"]["cyd"].stdout
     assert "DeepMind" not in seen["export"]["ben"].stdout and "DeepMind" in seen["export"]["cyd"].stdout
     assert JAX["content"] in seen["export"]["ben"].stdout  # the lab's memory is shared
+    # Its palace shelf, named outright: empty for a teammate, over MCP and in the browser.
+    for who, ((_, shelf), page) in seen["private shelf"].items():
+        listed = [i["id"] for i in shelf.get("items", [])]
+        assert (private in listed) == (who == "cyd"), (who, shelf)
+        assert (PRIVATE["title"] in page_text(page.text)) == (who == "cyd"), (who, page.status_code)
+        assert page.status_code < 500
     # Said in the chat: neither the note nor the turn that said it reaches a teammate.
     for who in ("ada", "ben"):
         failed, body = seen["interview search"][who]
