@@ -66,6 +66,17 @@ def _identity(user: str, project: str, session: str, org: str, source: str):
     return Identity(**ids)
 
 
+def _tags(tags: Optional[list[str]]) -> list[str]:
+    """The --tag options as a search's tag filter reads them (`normalise_label`); a blank one
+    stops the command (it would match nothing, silently)."""
+    from pipelines.recall.lexical import normalise_label
+
+    wanted = [normalise_label(t) for t in tags or []]
+    if "" in wanted:
+        _fail("--tag: a tag is empty", 2)
+    return wanted
+
+
 def _warehouse_busy(settings) -> bool:
     """True while a consolidation run holds the warehouse (its cross-process lock)."""
     import filelock
@@ -247,6 +258,8 @@ def search(
     org: str = typer.Option("default", "--org"),
     k: int = typer.Option(10, "--k"),
     mode: str = typer.Option("catalog", "--mode", help="inject | catalog | hybrid"),
+    tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only memories with this tag (repeat: with "
+                                             "every one)."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Recall from the published snapshot plus fresh inbox events (the service's engine)."""
@@ -256,6 +269,7 @@ def search(
     if not query.strip():
         _fail("empty query", 2)
     identity = _identity(user, project, session, org, "--user/--project/--session/--org")
+    tags = _tags(tags)
     try:  # the engine's own argument check, before anything is opened
         check_request(query, identity, mode, k)
     except RecallError as exc:
@@ -264,7 +278,7 @@ def search(
     if _warehouse_busy(settings):
         _note_busy()
     with MemoryService(settings) as service:
-        result = service.recall(query, identity, mode=mode, k=k)
+        result = service.recall(query, identity, mode=mode, k=k, tags=tags)
     _print_recall(result, mode)
 
 
@@ -344,6 +358,39 @@ def show(
 
 
 @app.command()
+def audit(
+    item_id: str,
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per read."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Show times in this IANA zone (default: the timezone "
+                                                         "setting, UTC unless set)."),
+    data_dir: Optional[str] = DATA_OPT,
+) -> None:
+    """Who was shown an item and when: each read that returned it (search, read, browser card,
+    items API; time, user, project, session, org, action), and each refused attempt to change
+    it (with why), oldest first. Its changes (who wrote or edited it, when) are `loci show`'s."""
+    from pipelines.item_report import reads_of, shown_at
+    from pipelines.records import time_zone
+
+    settings = _settings(data_dir)
+    zone = tz or settings.timezone
+    try:
+        time_zone(zone)
+    except ValueError as exc:
+        _fail(f"--tz: {exc}", 2)
+    reads = reads_of(settings, item_id)
+    if as_json:
+        for row in reads:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    typer.echo(f"reads of {item_id} (time {zone}, user, project, session, org, action):" if reads
+               else f"no read returned {item_id}")
+    for row in reads:
+        refused = f"  REFUSED: {row['refused']}" if row["refused"] else ""
+        typer.echo(f"  {shown_at(row['at'], zone).replace('T', ' ')[:19]}  {row['user']:<10} {row['project']:<12} "
+                   f"{row['session']:<10} {row['org']:<8} {row['action']}{refused}")
+
+
+@app.command()
 def stats(data_dir: Optional[str] = DATA_OPT) -> None:
     """Counts per tier/type, the inbox, the published snapshot."""
     from pipelines.item_report import collect_stats, served_counts, served_items
@@ -397,17 +444,37 @@ def export(
     include_inactive: bool = typer.Option(
         False, "--all", help="A full backup: superseded/archived items too, and forgotten (retracted) ones "
                              "whole rather than as tombstones (id, no text)."),
+    user: Optional[str] = typer.Option(None, "--user", help="Only what this user may see (with --project, "
+                                       "--session, --org; each 'default' unless given)."),
+    project: Optional[str] = typer.Option(None, "--project", help="See --user."),
+    session: Optional[str] = typer.Option(None, "--session", help="See --user."),
+    org: Optional[str] = typer.Option(None, "--org", help="See --user."),
+    tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only items with this tag (repeat: with "
+                                             "every one), as a search's tag filter reads them."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """Export items from the warehouse as JSON lines (one MemoryItem per line)."""
+    """Export items from the warehouse as JSON lines (one MemoryItem per line): every item (a
+    backup), or what one caller may see (--user/--project/--session/--org), or with --tag."""
     from pipelines.item_report import export_items
+    from pipelines.recall.lexical import normalise_label
 
     if format != "jsonl":
         _fail("only --format jsonl is supported", 2)
+    who = None
+    if any(part is not None for part in (user, project, session, org)):
+        who = _identity(*("default" if part is None else part for part in (user, project, session, org)),
+                        "--user/--project/--session/--org")
+    wanted = set(_tags(tags))
+
+    def keep(item) -> bool:
+        return (who is None or item.scope.visible_to(who)) and \
+            wanted <= {normalise_label(t) for t in item.tags}
+
     settings = _settings(data_dir)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
-        n = export_items(settings, handle, include_inactive=include_inactive)
+        n = export_items(settings, handle, include_inactive=include_inactive,
+                         keep=keep if who is not None or wanted else None)
     finally:
         if out:
             handle.close()
@@ -728,7 +795,7 @@ def demo(data_dir: Optional[str] = DATA_OPT) -> None:
     list_items(tier=None, data_dir=settings.data_dir)
     console.rule("4. recall: what do we know about the tile latency budget? (user dana, project atlas)")
     search(query="what do we know about the tile latency budget?", user="dana", project="atlas",
-           session="s4", org="default", k=5, mode="hybrid", data_dir=settings.data_dir)
+           session="s4", org="default", k=5, mode="hybrid", tags=None, data_dir=settings.data_dir)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,22 @@ def _pending_events(settings: Settings, after_seq: int) -> list[Event]:
         return inbox.read_after(after_seq)
 
 
+def reads_of(settings: Settings, item_id: str) -> list[dict[str, Any]]:
+    """Who was shown `item_id` and when, oldest first: each read that returned it (a search,
+    a read, a browser card, the items API), and each write attempt on it the service refused
+    (`refused`: why), from the inbox's `audit` events (they keep the action and the ids, never
+    content). Its accepted changes are `describe_item`'s."""
+    if not inbox_exists(settings):
+        return []
+    with open_inbox(settings) as inbox:
+        events = inbox.read_after(0, kinds=["audit"])
+    return [{"at": e.at, "user": e.identity.user_id, "project": e.identity.project_id,
+             "session": e.identity.session_id, "org": e.identity.org_id, "action": e.payload.get("action", ""),
+             "refused": (str(e.payload.get("reason") or e.payload["outcome"])
+                         if e.payload.get("outcome") in ("rejected", "refused") else None)}
+            for e in events if item_id in (e.payload.get("result_ids") or ())]
+
+
 def served_items(settings: Settings) -> list[MemoryItem]:
     """Active items as the service serves them: the newest good snapshot, then the inbox
     events after its watermark folded over it as the service folds them (`fold_served`:
@@ -103,7 +119,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
-                    "earlier": _earlier_versions(served or item, wh.get_item, wh.item_events, pending),
+                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending),
                     "said_otherwise_by": _said_otherwise_by(wh, item),
                 }
     events = _pending_events(settings, after)
@@ -116,18 +132,19 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
             "revisions": [],
             "events": [],
             "pending": _pending_rows(events, item_id),
-            "earlier": _earlier_versions(made[item_id], made.get, lambda _id: [], events),
+            "earlier": earlier_versions(made[item_id], made.get, lambda _id: [], events),
         }
     return None
 
 
-def _earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
+def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
                       events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
                       ) -> list[dict[str, Any]]:
     """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
     with its id, content, who stated it and when (its first change, stored or pending).
     "When did this change and who changed it?" is asked of the current claim; a correction
-    is a new item, so the versions before it are on their own records."""
+    is a new item, so the versions before it are on their own records. `get_item`: a reader's
+    lookup (the browser's: only what the viewer may see, nothing forgotten)."""
     out: list[dict[str, Any]] = []
     seen = {item.id}
     queue = [link.to for link in item.links if link.rel == "supersedes"]
@@ -424,18 +441,22 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
         return wh.active_items()
 
 
-def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False) -> int:
+def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,
+                 keep: Callable[[MemoryItem], bool] | None = None) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
     forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text,
     nor do the raw turns that said it, nor the retrieval context of the turns next to them
     or to a turn its speaker forgot (`forget_turns`, as the service and consolidation apply
-    it; here again for what a store forgot before they did)."""
+    it; here again for what a store forgot before they did). `keep`: which items to write
+    (`loci export --user ... --tag ...`: what one caller may see, so tagged); every one else."""
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
     changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten(it)], items)
     n = 0
     for item in items:
         item = changed.get(item.id, item)
+        if keep is not None and not keep(item):
+            continue
         if not include_inactive and item.validation == "retracted":
             item = forgotten_tombstone(item)
         handle.write(encoder.encode(item).decode("utf-8") + "\n")

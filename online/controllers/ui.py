@@ -7,8 +7,10 @@ The caller is named by the query parameters `user_id`, `project_id`, `session_id
 Times are shown in the viewer's zone: the `tz` query parameter (an IANA name, carried in
 every link like the caller), else the `X-Loci-Timezone` header, else the `timezone`
 setting; an unknown zone is a 400 page.
-Pages: the palace (domains -> rooms -> shelves -> cards), a card (one memory with its
-revisions, audit events and inbox events), conflicts, and the quarantine queue, where a
+Pages: the palace (domains -> rooms -> shelves -> cards), search (the `memory.search`
+action, filtered by tags: curated memories first, then what was said, as evidence), a card
+(one memory with its revisions, audit events, inbox events and the earlier versions it
+replaced), conflicts, and the quarantine queue, where a
 reviewer approves or rejects a held proposal (POST, the `memory.review` action: an inbox
 event like every write). Errors are 4xx pages, never a 500 for bad input.
 """
@@ -31,11 +33,13 @@ from litestar.response import Redirect, Template
 from online.controllers.deps import provide_identity, provide_service
 from online.proxy.identity import TIMEZONE_HEADER
 from online.review import awaiting_review, review_entry
-from online.schemas import ID_PART_PATTERN
+from online.schemas import ID_PART_PATTERN, MAX_QUERY_CHARS
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
-from pipelines.item_report import history_rows, inbox_note, inbox_notes, shown_at
-from pipelines.materialize import held_edit, in_quarantine, pending_changes
+from online.tools.reads import SAID
+from pipelines.forgetting import is_forgotten
+from pipelines.item_report import earlier_versions, history_rows, inbox_note, inbox_notes, shown_at
+from pipelines.materialize import forgotten_tombstone, held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
 from pipelines.records import Identity, MemoryItem, time_zone
@@ -43,6 +47,7 @@ from pipelines.records import Identity, MemoryItem, time_zone
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
 PAGE_SIZE = 50  # entries per page of a list (quarantine, conflicts, a shelf's cards, unplaced)
 PageNumber = Annotated[int, Parameter(query="page", ge=1, le=1_000_000)]
+SEARCH_HITS = 100  # what one search page reads (memory.search's largest `k`), PAGE_SIZE a page
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,7 @@ def identity_query(who: Identity, **extra: Any) -> str:
     """The query string that names `who` (and `extra`), for links and form actions."""
     params = {"user_id": who.user_id, "project_id": who.project_id, "session_id": who.session_id,
               "org_id": who.org_id, **{k: v for k, v in extra.items() if v not in (None, "")}}
-    return urlencode(params)
+    return urlencode(params, doseq=True)  # a list (the search's tags) as one parameter each
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,22 @@ def error_page(request: Request, exc: HTTPException | ToolError) -> Response:
                     status_code=status, media_type=MediaType.HTML)
 
 
+def earlier_of(service: MemoryService, item: MemoryItem, who: Identity) -> list[dict[str, Any]]:
+    """The claims `item` replaced, newest first, with who stated each and when, as `loci show`
+    lists them (`item_report.earlier_versions`), of what `who` may see (nothing forgotten:
+    a forgotten claim's card shows none of its text either)."""
+    view = service.view()
+
+    def visible(old_id: str) -> MemoryItem | None:
+        old = service.get_item(old_id, who, view)
+        if old is None:
+            retired = service.retired(old_id, who, view)
+            old = retired[0] if retired is not None else None
+        return None if old is None or is_forgotten(old) else old
+
+    return earlier_versions(item, visible, lambda old_id: service.item_history(old_id, view).audit, [])
+
+
 def _location_of(item: MemoryItem) -> str | None:
     raw = item.metadata.get("palace")
     return raw if isinstance(raw, str) else None
@@ -236,6 +257,10 @@ class UIController(Controller):
             source = view.source_of(item_id)
             replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         published = history_rows({"revisions": history.revisions, "events": history.audit})
+        forgotten = is_forgotten(item)
+        if forgotten:  # who forgot it and when stay; its words go, as from an export (a tombstone)
+            item = forgotten_tombstone(item)
+            published = [{**row, "note": ""} for row in published]
         # A pending edit's old values: the item as the last consolidation stored it.
         stored = history.revisions[-1]["snapshot"] if history.revisions else None
         pending = [ev for ev in history.inbox if ev["seq"] > history.watermark]
@@ -249,12 +274,39 @@ class UIController(Controller):
         # a turn whose claim a correction replaced since: what was said then, the correction holds
         said_otherwise = [] if source == "history" else service.said_otherwise_by(item, identity, view)
         return _page("card", identity, zone=zone, item=msgspec.to_builtins(item), source=source, replaced=replaced,
+                     forgotten=forgotten, earlier=[] if forgotten else earlier_of(service, item, identity),
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
                      rivals=[review_entry(it) for it in rivals], said_otherwise=said_otherwise,
                      published=published, inbox=inbox, history_published=history.published,
                      watermark=history.watermark)
+
+    @get("/search", sync_to_thread=True)
+    def search(
+        self,
+        request: Request,
+        service: MemoryService,
+        identity: Identity,
+        asked: Annotated[str | None, Parameter(query="q", max_length=MAX_QUERY_CHARS)] = None,
+        tags: Annotated[list[str] | None, Parameter(query="tag")] = None,
+        page: PageNumber = 1,
+    ) -> Template:
+        """The `memory.search` action as a page: the form alone until a query is given; its
+        tags, type checks and answer (curated first, turns as evidence) are the action's."""
+        zone = viewer_zone(request, service.settings.timezone)
+        tags = [t for t in tags or [] if t]
+        context: dict[str, Any] = {"query": asked or "", "tags": tags, "memories": [], "said": [],
+                                   "message": "", "said_label": SAID}
+        if asked is None:
+            return _page("search", identity, zone=zone, **context)
+        args = {"query": asked, "tags": tags, "k": SEARCH_HITS, **({"tz": zone.asked} if zone.asked else {})}
+        found = ToolDispatcher(service).dispatch("memory.search", args, identity)["result"]
+        shown, pager = paged(found["hits"], page)
+        return _page("search", identity, zone=zone, pager=pager, page_params={"q": asked, "tag": tags},
+                     **{**context, "message": found["message"], "found": found["found"],
+                        "memories": [h for h in shown if "evidence" not in h],
+                        "said": [h for h in shown if "evidence" in h]})
 
     @get("/conflicts", sync_to_thread=True)
     def conflicts(self, request: Request, service: MemoryService, identity: Identity,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pipelines.item_report import _earlier_versions, earlier_lines, held_change, held_lines, inbox_notes, shown_at
+from pipelines.item_report import earlier_lines, earlier_versions, held_change, held_lines, inbox_notes, shown_at
 from pipelines.materialize import HELD_EDIT
 from pipelines.records import Link, MemoryItem, Scope
 
@@ -52,7 +52,7 @@ def test_a_correction_shows_the_claims_it_replaced_with_who_stated_them_and_when
     newest = claim("q3", "Harbor uses NATS.", "q2")
     stored = {"q1": [{"action": "create", "actor": "mira", "at": "2026-11-08T23:40:00+00:00", "inbox_seq": 9,
                       "requested_at": "2026-11-08T23:40:00+00:00", "details": {}}]}
-    earlier = _earlier_versions(newest, {"q1": first, "q2": second}.get, lambda i: stored.get(i, []), [])
+    earlier = earlier_versions(newest, {"q1": first, "q2": second}.get, lambda i: stored.get(i, []), [])
     assert [(e["id"], e["by"]) for e in earlier] == [("q2", None), ("q1", "mira")]
     lines = earlier_lines({"earlier": earlier})
     assert lines[1].startswith("2026-11-08 23:40:00  mira") and "Harbor uses RabbitMQ." in lines[1]
