@@ -320,6 +320,28 @@ def yearly_days(text: str) -> frozenset[int]:
     return frozenset(found)
 
 
+def next_yearly(day_of_year: int, today: date) -> date:
+    """The next date, from `today` on, of a calendar day (`month * 100 + day`) that comes
+    round every year; February 29 in the next leap year."""
+    month, day = divmod(day_of_year, 100)
+    year = today.year
+    while (when := _day(year, month, day)) is None or when < today:
+        year += 1
+    return when
+
+
+def next_yearly_note(text: str, today: date) -> str:
+    """The line under a birthday or an anniversary (`yearly_days`): when it next comes and in
+    how many days from `today` (the asker's, "next: 2027-03-03, in 94 days"); "" for any
+    other text."""
+    coming = sorted(next_yearly(d, today) for d in yearly_days(text))
+    if not coming:
+        return ""
+    ahead = [("today" if (n := (when - today).days) == 0 else f"in {n} day{'s' * (n != 1)}", when)
+             for when in coming]
+    return "(Next: " + "; ".join(f"{when.isoformat()}, {days}" for days, when in ahead) + ".)"
+
+
 def days_of_year(ranges: list[DateRange], longest: int = 62) -> frozenset[int]:
     """The calendar days (`month * 100 + day`) of the ranges no longer than `longest` days:
     "next month" or "soon" asks which birthdays fall then, "this year" not."""
@@ -408,4 +430,4 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
 
 
 __all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "question_dates", "said_dates",
-           "said_within", "states_time", "without_said_when", "yearly_days"]
+           "next_yearly", "next_yearly_note", "said_within", "states_time", "without_said_when", "yearly_days"]
