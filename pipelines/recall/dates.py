@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -304,12 +305,25 @@ _YEARLY_DAY = re.compile(rf"\b(?:{_DAY_MONTH}|(?:the\s+)?{_DAY.format(name='d3')
                          re.IGNORECASE)
 
 
+# What is held on a birthday once ("Anna's birthday party is on Saturday"): that one day's event.
+_ONCE = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies))\s+(?:part(?:y|ies)|dinners?|lunch(?:es)?|"
+                   r"brunch(?:es)?|drinks|celebrations?|trips?|getaways?|bash|cakes?|presents?|gifts?|cards?|"
+                   r"shopping|plans?|surprises?)\b", re.IGNORECASE)
+
+
+def is_yearly(text: str) -> bool:
+    """The text is about a day that comes round every year, a birthday or an anniversary
+    ("Anna's birthday is tomorrow", "I was born on 29 February"), not about something held
+    on one once ("her birthday party is on Saturday")."""
+    return _YEARLY.search(_ONCE.sub(" ", text)) is not None
+
+
 def yearly_days(text: str) -> frozenset[int]:
     """The calendar days (`month * 100 + day`) a text about a birthday or an anniversary
     names, which come round every year: none for any other text. A claim "Mom's birthday
     is March 3" said in March answers "what's coming up next month?" asked the next
     February (`days_of_year`), with no validity window of its own."""
-    if _YEARLY.search(text) is None:
+    if not is_yearly(text):
         return frozenset()
     found = set()
     for m in _YEARLY_DAY.finditer(text):
@@ -330,11 +344,26 @@ def next_yearly(day_of_year: int, today: date) -> date:
     return when
 
 
-def next_yearly_note(text: str, today: date) -> str:
-    """The line under a birthday or an anniversary (`yearly_days`): when it next comes and in
-    how many days from `today` (the asker's, "next: 2027-03-03, in 94 days"); "" for any
-    other text."""
-    coming = sorted(next_yearly(d, today) for d in yearly_days(text))
+_MEANT_DAY = re.compile(r"[A-Z][a-z]{2} (\d{4}-\d\d-\d\d)")
+
+
+def next_yearly_dates(text: str, today: date, meant: Iterable[str] = ()) -> list[date]:
+    """When a birthday or an anniversary next comes, from `today` on (the asker's); [] for
+    any other text. Its day is the one it names (`yearly_days`), or the day a relative word
+    meant when it was said (`meant`, as `validity.anchor` gives them: "Fri 2026-11-27" for
+    "tomorrow")."""
+    days = set(yearly_days(text))
+    if not days and is_yearly(text):
+        for meaning in meant:
+            if (m := _MEANT_DAY.fullmatch(meaning)) is not None:
+                said = date.fromisoformat(m.group(1))
+                days.add(said.month * 100 + said.day)
+    return sorted(next_yearly(d, today) for d in days)
+
+
+def next_yearly_note(coming: Sequence[date], today: date) -> str:
+    """The line under a birthday or an anniversary: when it next comes (`coming`,
+    `next_yearly_dates`) and in how many days from `today`: "(Next: 2027-03-03, in 94 days.)"."""
     if not coming:
         return ""
     ahead = [("today" if (n := (when - today).days) == 0 else f"in {n} day{'s' * (n != 1)}", when)
@@ -429,5 +458,6 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "question_dates", "said_dates",
-           "next_yearly", "next_yearly_note", "said_within", "states_time", "without_said_when", "yearly_days"]
+__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "is_yearly", "next_yearly",
+           "next_yearly_dates", "next_yearly_note", "question_dates", "said_dates", "said_within", "states_time",
+           "without_said_when", "yearly_days"]

@@ -120,12 +120,14 @@ def _sentences(text: str) -> list[str]:
 
 
 def only_asks(item: MemoryItem) -> bool:
-    """A raw turn that only asks (every sentence a question): it shows what someone wanted
-    to know, not anything that was said to be so, so it is not injected as evidence."""
+    """A raw turn that only asks (every sentence a question, or small talk around one:
+    "Thanks! And when is Anna's birthday again?"): it shows what someone wanted to know, not
+    anything that was said to be so, so it is no evidence."""
     if not is_message(item):
         return False
     sentences = _sentences(item.content)
-    return bool(sentences) and all(p.endswith("?") for p in sentences)
+    return (any(p.endswith("?") for p in sentences)
+            and all(p.endswith("?") or is_small_talk(p) for p in sentences))
 
 
 def states_nothing(item: MemoryItem) -> bool:

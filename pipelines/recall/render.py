@@ -44,14 +44,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any, NamedTuple
 
 from pipelines.materialize import SAID_DATES
 from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import authors
-from .dates import next_yearly, next_yearly_note, yearly_days
+from .dates import next_yearly_dates, next_yearly_note
 from .episodic import said_on, speaker_of, turn_title
 
 HEADER = "PERSISTENT MEMORY (READ-ONLY)"
@@ -219,7 +219,7 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
              if isinstance(dates, dict) and isinstance(dates.get("meant"), dict) and dates["meant"] else "")
     # A birthday or an anniversary: when it next comes on the asker's calendar, counted for
     # the chat model (it is not told today's date).
-    coming = next_yearly_note(f"{item.title} {item.content}", now.date()) if now is not None else ""
+    coming = next_yearly_note(next_comes(item, now), now.date()) if now is not None else ""
     nxt = f"\n{coming}" if coming else ""
     last = f"\n{' '.join(pending.split())}" if pending else ""
     return f"{header}]\n{title}\n{_body(item.content)}{meant}{nxt}{last}\n[/MEMORY]"
@@ -234,6 +234,17 @@ def _entry_type(entry: str) -> str:
 def _pending(entry: str) -> bool:
     """Whether a `format_entry` text's header marks a change held for review."""
     return entry.split("\n", 1)[0].endswith(" | PENDING_REVIEW]")
+
+
+def next_comes(item: MemoryItem, now: datetime | None) -> list[date]:
+    """When the claim `item`, a birthday or an anniversary, next comes on the calendar of
+    `now` (the time of asking, in the asker's zone; `dates.next_yearly_dates`)."""
+    if now is None or item.type == "message":
+        return []
+    said = item.metadata.get(SAID_DATES)
+    meant = said.get("meant") if isinstance(said, dict) else None
+    return next_yearly_dates(f"{item.title} {item.content}", now.date(),
+                             [str(v) for v in meant.values()] if isinstance(meant, dict) else ())
 
 
 def said_dates_note(said_on: str, meant: dict[str, str]) -> str:
@@ -412,8 +423,8 @@ def catalog_entry(
         entry["valid"] = f"{(item.valid_from or '')[:10]}..{(item.valid_to or '')[:10]}"
         if state := item.window_state(now):
             entry["window"] = state
-    if now is not None and item.type != "message" and (days := yearly_days(f"{item.title} {item.content}")):
-        entry["next"] = min(next_yearly(d, now.date()) for d in days).isoformat()  # a birthday's next date
+    if coming := next_comes(item, now):
+        entry["next"] = coming[0].isoformat()  # a birthday's next date
     return entry
 
 
