@@ -305,17 +305,17 @@ _YEARLY_DAY = re.compile(rf"\b(?:{_DAY_MONTH}|(?:the\s+)?{_DAY.format(name='d3')
                          re.IGNORECASE)
 
 
-# What is held on a birthday once ("Anna's birthday party is on Saturday"): that one day's event.
-_ONCE = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies))\s+(?:part(?:y|ies)|dinners?|lunch(?:es)?|"
-                   r"brunch(?:es)?|drinks|celebrations?|trips?|getaways?|bash|cakes?|presents?|gifts?|cards?|"
-                   r"shopping|plans?|surprises?)\b", re.IGNORECASE)
+# A birthday or an anniversary said to be on a day ("Anna's birthday is tomorrow", "our
+# anniversary's on the 14th", "I was born on 29 February"), not something done on one once
+# ("her birthday party is on Saturday", "I'm off on Friday for our anniversary").
+_YEARLY_DAY_SAID = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies))(?:'s\b|\s*:|\s+(?:is|was|are|falls)\b)"
+                              r"|\bborn\b", re.IGNORECASE)
 
 
 def is_yearly(text: str) -> bool:
-    """The text is about a day that comes round every year, a birthday or an anniversary
-    ("Anna's birthday is tomorrow", "I was born on 29 February"), not about something held
-    on one once ("her birthday party is on Saturday")."""
-    return _YEARLY.search(_ONCE.sub(" ", text)) is not None
+    """The text says when a birthday or an anniversary is, a day that comes round every
+    year, whatever year was said."""
+    return _YEARLY_DAY_SAID.search(text) is not None
 
 
 def yearly_days(text: str) -> frozenset[int]:
@@ -323,7 +323,7 @@ def yearly_days(text: str) -> frozenset[int]:
     names, which come round every year: none for any other text. A claim "Mom's birthday
     is March 3" said in March answers "what's coming up next month?" asked the next
     February (`days_of_year`), with no validity window of its own."""
-    if not is_yearly(text):
+    if _YEARLY.search(text) is None:
         return frozenset()
     found = set()
     for m in _YEARLY_DAY.finditer(text):
@@ -352,8 +352,10 @@ def next_yearly_dates(text: str, today: date, meant: Iterable[str] = ()) -> list
     any other text. Its day is the one it names (`yearly_days`), or the day a relative word
     meant when it was said (`meant`, as `validity.anchor` gives them: "Fri 2026-11-27" for
     "tomorrow")."""
+    if not is_yearly(text):
+        return []
     days = set(yearly_days(text))
-    if not days and is_yearly(text):
+    if not days:
         for meaning in meant:
             if (m := _MEANT_DAY.fullmatch(meaning)) is not None:
                 said = date.fromisoformat(m.group(1))

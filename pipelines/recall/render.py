@@ -243,7 +243,7 @@ def next_comes(item: MemoryItem, now: datetime | None) -> list[date]:
         return []
     said = item.metadata.get(SAID_DATES)
     meant = said.get("meant") if isinstance(said, dict) else None
-    return next_yearly_dates(f"{item.title} {item.content}", now.date(),
+    return next_yearly_dates(f"{item.title}: {item.content}", now.date(),  # "Anna's birthday: March 3"
                              [str(v) for v in meant.values()] if isinstance(meant, dict) else ())
 
 
