@@ -18,8 +18,8 @@ time (`anchor`) and keeps what they meant:
 
 A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays") names
 no date and gets no window, nor does a birthday or an anniversary ("Anna's birthday is
-tomorrow": every year's; `dates.is_yearly`), nor the bare weekday of a standing change ("standup is on
-Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
+tomorrow": every year's, `dates.is_yearly`), nor the bare weekday of a standing change
+("standup is on Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
 nearest such date to the day said ("from December 1" said in late November; "since October
 3" said in November), a month "since" names the latest one begun ("since March" said in
 November is this March, not the next); they get a window only after a bounding word (a birthday "on March 3"

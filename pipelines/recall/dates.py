@@ -344,7 +344,7 @@ def next_yearly(day_of_year: int, today: date) -> date:
     return when
 
 
-_MEANT_DAY = re.compile(r"[A-Z][a-z]{2} (\d{4}-\d\d-\d\d)")
+_MEANT_DAY = re.compile(r"[A-Z][a-z]{2} (\d{4}-\d\d-\d\d)")  # one day as `validity.anchor` says it meant
 
 
 def next_yearly_dates(text: str, today: date, meant: Iterable[str] = ()) -> list[date]:
@@ -368,9 +368,11 @@ def next_yearly_note(coming: Sequence[date], today: date) -> str:
     `next_yearly_dates`) and in how many days from `today`: "(Next: 2027-03-03, in 94 days.)"."""
     if not coming:
         return ""
-    ahead = [("today" if (n := (when - today).days) == 0 else f"in {n} day{'s' * (n != 1)}", when)
-             for when in coming]
-    return "(Next: " + "; ".join(f"{when.isoformat()}, {days}" for days, when in ahead) + ".)"
+    def ahead(when: date) -> str:
+        n = (when - today).days
+        return "today" if n == 0 else f"in {n} day{'s' * (n != 1)}"
+
+    return "(Next: " + "; ".join(f"{when.isoformat()}, {ahead(when)}" for when in coming) + ".)"
 
 
 def days_of_year(ranges: list[DateRange], longest: int = 62) -> frozenset[int]:

@@ -7,8 +7,8 @@ Claims below `confidence_threshold` are never injected (they may be catalogued, 
 memories. A turn that states nothing (it only asks, "What was my dentist's name again?", or
 is small talk: `episodic.states_nothing`) is no hit at all, injected or catalogued; a turn
 whose own words share none with the query is not injected (it was found through its
-context, and alone it shows nothing). A curated memory
-stored twice in one scope with the same title and content is shown once. Injected hits are listed in block order
+context, and alone it shows nothing). A curated memory stored twice in one scope with the
+same title and content is shown once. Injected hits are listed in block order
 (curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer),
 nor named as a conflict: a delivered claim it contradicts says instead that a change to it
 is awaiting review, as one with an edit held beside it does (`render.pending_note`: in

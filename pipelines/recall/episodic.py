@@ -133,7 +133,7 @@ def only_asks(item: MemoryItem) -> bool:
 def states_nothing(item: MemoryItem) -> bool:
     """A raw turn that states nothing: it only asks ("What was my dentist's name again?")
     or is small talk ("ok thanks"). It is no evidence of anything: recall gives it as no hit,
-    in the block or the catalog (`deliver`), and so `memory.search` neither."""
+    in the block or the catalog (`deliver`), nor `memory.search`, which gives recall's hits."""
     return is_message(item) and (only_asks(item) or is_small_talk(item.content))
 
 
