@@ -17,8 +17,9 @@ time (`anchor`) and keeps what they meant:
   2026-12-01, "in March" = March 2027), shown under the claim (`recall.render.said_dates_note`).
 
 A recurring schedule ("standup every weekday at 9:30", "gym on Mondays and Thursdays") names
-no date and gets no window, nor does the bare weekday of a standing change ("standup is on
-Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
+no date and gets no window, nor does a birthday or an anniversary ("Anna's birthday is
+tomorrow": every year's, `dates.is_yearly`), nor the bare weekday of a standing change
+("standup is on Thursday from now on", "going forward", "henceforth"). Calendar dates without a year are the
 nearest such date to the day said ("from December 1" said in late November; "since October
 3" said in November), a month "since" names the latest one begun ("since March" said in
 November is this March, not the next); they get a window only after a bounding word (a birthday "on March 3"
@@ -39,7 +40,7 @@ import msgspec
 from pipelines.first_person import reported_clauses
 from pipelines.materialize import SAID_DATES
 from pipelines.recall.conflicts import DATED_TYPES, _first_names, reschedules
-from pipelines.recall.dates import MONTHS, WEEKDAYS
+from pipelines.recall.dates import MONTHS, WEEKDAYS, is_yearly
 from pipelines.recall.lexical import lemma, words
 from pipelines.records import ProposedItem, parse_time, time_zone
 
@@ -297,6 +298,8 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
     spans = [s for s in spans if not any(a <= s.start < b for a, b in reports)]
     if not spans or _RECURRING.search(text):
         return Anchored(None, None, {} if _RECURRING.search(text) else dates)
+    if is_yearly(text):  # "Anna's birthday is tomorrow": every year's, it ends on no day
+        return Anchored(None, None, dates)
     first = last = None
     for n, span in enumerate(spans):
         nxt = spans[n + 1] if n + 1 < len(spans) else None

@@ -21,7 +21,7 @@ from online.tools.args import (
 from online.tools.base import Actions
 from online.tools.shaping import hit_out, item_out, item_summary, palace_locations
 from pipelines.palace import palace_get, palace_list
-from pipelines.recall.episodic import is_message, is_small_talk, only_asks
+from pipelines.recall.episodic import is_message
 from pipelines.records import Identity, time_zone
 
 SAID = "what was said, not verified; not authoritative"  # a raw turn among search hits, as recall's block heads them
@@ -29,11 +29,9 @@ SAID = "what was said, not verified; not authoritative"  # a raw turn among sear
 
 def searched(hits: Any) -> list[Any]:
     """A search's hits as `/v1/recall` gives them: the curated memories first, then the raw
-    turns as evidence (`SAID`), without the turns that state nothing: a question ("what time
-    is bedtime again?") or small talk ("ok thanks")."""
-    turns = [h for h in hits if is_message(h.item)]
-    said = [h for h in turns if not (only_asks(h.item) or is_small_talk(h.item.content))]
-    return [h for h in hits if not is_message(h.item)] + said
+    turns as evidence (`SAID`); recall gives no turn that states nothing, a question ("what
+    time is bedtime again?") or small talk ("ok thanks"): `episodic.states_nothing`."""
+    return [h for h in hits if not is_message(h.item)] + [h for h in hits if is_message(h.item)]
 
 
 def searched_message(query: str, hits: list[Any]) -> str:

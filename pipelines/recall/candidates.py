@@ -42,6 +42,7 @@ from .episodic import (
     said_date,
     stated_of_self,
     stated_words,
+    states_the_new_value,
 )
 from .lexical import normalise_label
 from .query import RecallFilters
@@ -363,7 +364,9 @@ class CandidateSearch:
     def corrected(self, turn: MemoryItem) -> bool:
         """Whether a visible correction (a claim that replaced another) was made after the raw
         `turn`, which states what it replaced (`conflicts.states_what_was_corrected`); the
-        correction is remembered, to be pulled in (`pull_corrections`)."""
+        correction is remembered, to be pulled in (`pull_corrections`). A turn that states the
+        correction's value (`episodic.states_the_new_value`), or that the correction came from
+        (its exchange: "Actually the meeting moved to Thursday"), is its evidence: never put out."""
         if self._corrections is None:
             self._corrections = [
                 (ci, row, c.items[row]) for ci, c in enumerate(self.view.corpora)
@@ -371,7 +374,8 @@ class CandidateSearch:
                 if is_claim(c.items[row]) and not (c.items[row].expires_at is not None
                                                    and c.items[row].expired(self.now))]
         for ci, row, correction in self._corrections:
-            if states_what_was_corrected(turn, correction):
+            if (states_what_was_corrected(turn, correction) and not states_the_new_value(turn, correction)
+                    and turn.id not in self._exchange_of(correction)):
                 self.correcting[correction.id] = (ci, row)
                 return True
         return False

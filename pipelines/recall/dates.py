@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -304,6 +305,19 @@ _YEARLY_DAY = re.compile(rf"\b(?:{_DAY_MONTH}|(?:the\s+)?{_DAY.format(name='d3')
                          re.IGNORECASE)
 
 
+# A birthday or an anniversary said to be on a day ("Anna's birthday is tomorrow", "our
+# anniversary's on the 14th", "I was born on 29 February"), not something done on one once
+# ("her birthday party is on Saturday", "I'm off on Friday for our anniversary").
+_YEARLY_DAY_SAID = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies))(?:'s\b|\s*:|\s+(?:is|was|are|falls)\b)"
+                              r"|\bborn\b", re.IGNORECASE)
+
+
+def is_yearly(text: str) -> bool:
+    """The text says when a birthday or an anniversary is, a day that comes round every
+    year, whatever year was said."""
+    return _YEARLY_DAY_SAID.search(text) is not None
+
+
 def yearly_days(text: str) -> frozenset[int]:
     """The calendar days (`month * 100 + day`) a text about a birthday or an anniversary
     names, which come round every year: none for any other text. A claim "Mom's birthday
@@ -318,6 +332,47 @@ def yearly_days(text: str) -> frozenset[int]:
         if _day(2024, month, day) is not None:  # a leap year: February 29 is a birthday too
             found.add(month * 100 + day)
     return frozenset(found)
+
+
+def next_yearly(day_of_year: int, today: date) -> date:
+    """The next date, from `today` on, of a calendar day (`month * 100 + day`) that comes
+    round every year; February 29 in the next leap year."""
+    month, day = divmod(day_of_year, 100)
+    year = today.year
+    while (when := _day(year, month, day)) is None or when < today:
+        year += 1
+    return when
+
+
+_MEANT_DAY = re.compile(r"[A-Z][a-z]{2} (\d{4}-\d\d-\d\d)")  # one day as `validity.anchor` says it meant
+
+
+def next_yearly_dates(text: str, today: date, meant: Iterable[str] = ()) -> list[date]:
+    """When a birthday or an anniversary next comes, from `today` on (the asker's); [] for
+    any other text. Its day is the one it names (`yearly_days`), or the day a relative word
+    meant when it was said (`meant`, as `validity.anchor` gives them: "Fri 2026-11-27" for
+    "tomorrow")."""
+    if not is_yearly(text):
+        return []
+    days = set(yearly_days(text))
+    if not days:
+        for meaning in meant:
+            if (m := _MEANT_DAY.fullmatch(meaning)) is not None:
+                said = date.fromisoformat(m.group(1))
+                days.add(said.month * 100 + said.day)
+    return sorted(next_yearly(d, today) for d in days)
+
+
+def next_yearly_note(coming: Sequence[date], today: date) -> str:
+    """The line under a birthday or an anniversary: when it next comes (`coming`,
+    `next_yearly_dates`) and in how many days from `today`: "(Next: 2027-03-03, in 94 days.)"."""
+    if not coming:
+        return ""
+    def ahead(when: date) -> str:
+        n = (when - today).days
+        return "today" if n == 0 else f"in {n} day{'s' * (n != 1)}"
+
+    return "(Next: " + "; ".join(f"{when.isoformat()}, {ahead(when)}" for when in coming) + ".)"
 
 
 def days_of_year(ranges: list[DateRange], longest: int = 62) -> frozenset[int]:
@@ -407,5 +462,6 @@ def said_within(said: date, ranges: list[DateRange], before_days: int, after_day
                for start, end in ranges)
 
 
-__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "question_dates", "said_dates",
-           "said_within", "states_time", "without_said_when", "yearly_days"]
+__all__ = ["DateRange", "asking_day", "asks_when", "day_spans", "days_of_year", "is_yearly", "next_yearly",
+           "next_yearly_dates", "next_yearly_note", "question_dates", "said_dates", "said_within", "states_time",
+           "without_said_when", "yearly_days"]

@@ -4,9 +4,11 @@ and the hits in the order the caller is shown them.
 Claims below `confidence_threshold` are never injected (they may be catalogued, flagged
 `low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
 `message_confidence_threshold` and go in the block's own excerpts part, after the curated
-memories; a turn that only asks is not injected, nor one whose own words share none with
-the query (it was found through its context, and alone it shows nothing). A curated memory
-stored twice in one scope with the same title and content is shown once. Injected hits are listed in block order
+memories. A turn that states nothing (it only asks, "What was my dentist's name again?", or
+is small talk: `episodic.states_nothing`) is no hit at all, injected or catalogued; a turn
+whose own words share none with the query is not injected (it was found through its
+context, and alone it shows nothing). A curated memory stored twice in one scope with the
+same title and content is shown once. Injected hits are listed in block order
 (curated, then turns). A claim held in quarantine is never delivered (it waits for a reviewer),
 nor named as a conflict: a delivered claim it contradicts says instead that a change to it
 is awaiting review, as one with an edit held beside it does (`render.pending_note`: in
@@ -32,7 +34,7 @@ from pipelines.records import MemoryItem, parse_time
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
-from .episodic import is_message, only_asks, said_otherwise_by, says_something_asked
+from .episodic import is_message, said_otherwise_by, says_something_asked, states_nothing
 from .lexical import normalise_label
 from .render import (
     Entry,
@@ -205,9 +207,11 @@ def after_corrections(ordered: list[Candidate], replaced: dict[str, list[str]]) 
 
 
 def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], as_listed: bool = False) -> bool:
-    """A raw turn that only asks, or whose own words share none with the query (unless a
-    channel listing answers lists it, `Candidate.answers_as_listed`): never injected."""
-    return bool(opts.episodic) and (only_asks(item) or not (as_listed or says_something_asked(item, query_terms)))
+    """A raw turn that states nothing (`episodic.states_nothing`), or whose own words share
+    none with the query (unless a channel listing answers lists it,
+    `Candidate.answers_as_listed`): never injected."""
+    return bool(opts.episodic) and (states_nothing(item)
+                                    or not (as_listed or says_something_asked(item, query_terms)))
 
 
 def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query_terms: Sequence[str] = (),
@@ -224,7 +228,9 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     # (it took part in the conflict stage), but recall never returns it, injected, catalogued
     # or as a hit (`pipelines.materialize.recall_state`).
     held = _Held([*ordered, *pool], held_against)
-    ordered = current_first(_once_each([c for c in ordered if not in_quarantine(c.item)]), now)
+    # A turn that states nothing is no evidence of anything: no hit, in any mode.
+    ordered = [c for c in ordered if not (in_quarantine(c.item) or (opts.episodic and states_nothing(c.item)))]
+    ordered = current_first(_once_each(ordered), now)
     replaced = replaced_by([c.item for c in ordered if is_message(c.item)])
     ordered = after_corrections(ordered, replaced)
 

@@ -120,12 +120,21 @@ def _sentences(text: str) -> list[str]:
 
 
 def only_asks(item: MemoryItem) -> bool:
-    """A raw turn that only asks (every sentence a question): it shows what someone wanted
-    to know, not anything that was said to be so, so it is not injected as evidence."""
+    """A raw turn that only asks (every sentence a question, or small talk around one:
+    "Thanks! And when is Anna's birthday again?"): it shows what someone wanted to know, not
+    anything that was said to be so, so it is no evidence."""
     if not is_message(item):
         return False
     sentences = _sentences(item.content)
-    return bool(sentences) and all(p.endswith("?") for p in sentences)
+    return (any(p.endswith("?") for p in sentences)
+            and all(p.endswith("?") or is_small_talk(p) for p in sentences))
+
+
+def states_nothing(item: MemoryItem) -> bool:
+    """A raw turn that states nothing: it only asks ("What was my dentist's name again?")
+    or is small talk ("ok thanks"). It is no evidence of anything: recall gives it as no hit,
+    in the block or the catalog (`deliver`), nor `memory.search`, which gives recall's hits."""
+    return is_message(item) and (only_asks(item) or is_small_talk(item.content))
 
 
 _STEMS = Stems()
@@ -139,6 +148,16 @@ def says_something_asked(item: MemoryItem, query_terms: Sequence[str]) -> bool:
     if not is_message(item) or not query_terms:
         return True
     return not said_stems(item.content).isdisjoint(_STEMS(query_terms))
+
+
+def states_the_new_value(turn: MemoryItem, correction: MemoryItem) -> bool:
+    """Whether the raw `turn` states the value the claim `correction` holds now: it affirms
+    a value, and every value it affirms the correction affirms too (as stems: "Actually the
+    team meeting moved to Thursday" for "The team meeting is on Thursdays now, not
+    Tuesdays"). Such a turn is evidence of the correction, never what it replaced."""
+    said, fix = read_claim(turn), read_claim(correction)
+    affirmed = frozenset(_STEMS(sorted(said.values - said.retired)))
+    return bool(affirmed) and affirmed <= frozenset(_STEMS(sorted(fix.values - fix.retired)))
 
 
 @lru_cache(maxsize=65536)
@@ -459,4 +478,5 @@ __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_
            "is_small_talk", "limits_to_its_chat", "named_words",
            "only_asks", "proposal_carrier_text", "replaced_by",
            "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
-           "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "turn_title", "unmasked"]
+           "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "states_nothing",
+           "states_the_new_value", "turn_title", "unmasked"]

@@ -44,13 +44,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime, tzinfo
+from datetime import date, datetime, tzinfo
 from typing import Any, NamedTuple
 
 from pipelines.materialize import SAID_DATES
 from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import authors
+from .dates import next_yearly_dates, next_yearly_note
 from .episodic import said_on, speaker_of, turn_title
 
 HEADER = "PERSISTENT MEMORY (READ-ONLY)"
@@ -190,7 +191,8 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     `same_title`: the other notes under its title it neither corrects nor contradicts;
     `corrected_by`: the claims that corrected a detail of it; `pending`: its `pending_note`,
     when a change to it waits for a reviewer; `now`: the time of asking, against which its
-    validity window is marked ENDED or UPCOMING (`MemoryItem.window_state`)."""
+    validity window is marked ENDED or UPCOMING (`MemoryItem.window_state`) and a birthday's
+    next date counted (`dates.next_yearly_note`)."""
     tags = ",".join(_field(t).replace(",", " ") for t in item.tags)
     header = (
         f"[MEMORY: {_field(item.id)} | {item.type} | {item.tier} | tags={tags} "
@@ -215,8 +217,12 @@ def format_entry(item: MemoryItem, conflict_with: Sequence[str] = (), scope: boo
     dates = item.metadata.get(SAID_DATES)
     meant = (f"\n{_body(said_dates_note(str(dates.get('on', '')), dates['meant']))}"
              if isinstance(dates, dict) and isinstance(dates.get("meant"), dict) and dates["meant"] else "")
+    # A birthday or an anniversary: when it next comes on the asker's calendar, counted for
+    # the chat model (it is not told today's date).
+    coming = next_yearly_note(next_comes(item, now), now.date()) if now is not None else ""
+    nxt = f"\n{coming}" if coming else ""
     last = f"\n{' '.join(pending.split())}" if pending else ""
-    return f"{header}]\n{title}\n{_body(item.content)}{meant}{last}\n[/MEMORY]"
+    return f"{header}]\n{title}\n{_body(item.content)}{meant}{nxt}{last}\n[/MEMORY]"
 
 
 def _entry_type(entry: str) -> str:
@@ -228,6 +234,17 @@ def _entry_type(entry: str) -> str:
 def _pending(entry: str) -> bool:
     """Whether a `format_entry` text's header marks a change held for review."""
     return entry.split("\n", 1)[0].endswith(" | PENDING_REVIEW]")
+
+
+def next_comes(item: MemoryItem, now: datetime | None) -> list[date]:
+    """When the claim `item`, a birthday or an anniversary, next comes on the calendar of
+    `now` (the time of asking, in the asker's zone; `dates.next_yearly_dates`)."""
+    if now is None or item.type == "message":
+        return []
+    said = item.metadata.get(SAID_DATES)
+    meant = said.get("meant") if isinstance(said, dict) else None
+    return next_yearly_dates(f"{item.title}: {item.content}", now.date(),  # "Anna's birthday: March 3"
+                             [str(v) for v in meant.values()] if isinstance(meant, dict) else ())
 
 
 def said_dates_note(said_on: str, meant: dict[str, str]) -> str:
@@ -383,7 +400,7 @@ def catalog_entry(
     """One catalog entry (`corrected_by` of a turn: the corrections that replaced a claim
     said in it); `conflict` / `same_title` / `corrected_by` / `low_confidence` /
     `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
-    UPCOMING at `now`) only appear when set."""
+    UPCOMING at `now`) / `next` (a birthday's next date from `now`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item, now.tzinfo if now else None),
@@ -406,6 +423,8 @@ def catalog_entry(
         entry["valid"] = f"{(item.valid_from or '')[:10]}..{(item.valid_to or '')[:10]}"
         if state := item.window_state(now):
             entry["window"] = state
+    if coming := next_comes(item, now):
+        entry["next"] = coming[0].isoformat()  # a birthday's next date
     return entry
 
 

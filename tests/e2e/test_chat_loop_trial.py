@@ -487,7 +487,8 @@ def test_turns_that_only_asked_are_not_reported_as_withheld_memories(service) ->
     assert body["message"] == "No memory found for 'tile cache eviction rule'.", body["message"]
     listed = client.post("/v1/recall", json={"identity": DANA, "query": "tile cache eviction rule",
                                              "mode": "catalog"}).json()
-    assert listed["found"] and len(listed["hits"]) == 2  # a search still lists what was said
+    # nor are they listed: a question states nothing, in the catalog as in the block (and memory.search)
+    assert not listed["found"] and listed["hits"] == [] and listed["catalog"]["memory_catalog"] == [], listed
 
 
 def test_a_quarantined_claim_neither_blocks_a_correction_nor_replaces_what_it_corrects(service) -> None:

@@ -37,6 +37,9 @@ def window(text: str, at: datetime = SUNDAY_EVENING, zone: ZoneInfo = SAO_PAULO)
     # a standing change still takes the days a cue bounds it with
     ("From now on, until Friday, reports go to Ana.", ("", "2026-11-20")),
     ("Going forward, starting next Monday, the standup is on Thursday.", ("2026-11-16", "")),
+    # done once on a birthday or an anniversary: that day's
+    ("Anna's birthday party is tomorrow.", ("", "2026-11-16")),
+    ("I'm off next Friday for our anniversary.", ("", "2026-11-20")),
 ])
 def test_the_words_bound_a_window_read_on_the_day_said_in_the_speakers_zone(text: str, wanted: tuple) -> None:
     assert window(text) == wanted
@@ -58,6 +61,7 @@ def test_the_day_said_is_the_speakers_not_utcs() -> None:
     "Leo's swimming lesson moved to sunday mornings at 10.", "The Friday babysitter is Hannah.",
     "Standup is on Thursday from now on.", "Going forward, the design review is on Wednesday.",
     "Henceforth payroll runs on Friday.", "Standup is on Thursday until further notice.",
+    "Anna's birthday is tomorrow.", "Our anniversary is next Friday.",  # every year's
 ])
 def test_a_recurrence_a_yearly_date_a_past_or_habitual_day_or_a_stated_end_bounds_nothing(text: str) -> None:
     # (the conflict pairs' corrections among them: a window there would keep a correction

@@ -11,6 +11,9 @@ from pipelines.recall.dates import (
     asks_when,
     coming_dates,
     days_of_year,
+    is_yearly,
+    next_yearly_dates,
+    next_yearly_note,
     question_dates,
     said_dates,
     said_within,
@@ -200,3 +203,23 @@ def test_a_month_or_the_coming_weeks_ask_which_days_of_the_year_fall_then():
     assert days_of_year(coming_dates("what's coming up next month?", SATURDAY)) == {1200 + d for d in range(1, 32)}
     assert 1228 in days_of_year(coming_dates("whose birthday is soon?", SATURDAY))
     assert days_of_year([(date(2026, 1, 1), date(2026, 12, 31))]) == set()  # a year names every day: none
+
+
+@pytest.mark.parametrize(("text", "meant", "today", "coming"), [
+    ("Anna's birthday: Anna's birthday is March 3.", (), date(2026, 11, 29), [date(2027, 3, 3)]),
+    ("Birthday: March 3", (), date(2027, 3, 3), [date(2027, 3, 3)]),  # today's
+    ("Eve was born on February 29, 1992.", (), date(2026, 11, 29), [date(2028, 2, 29)]),
+    ("Leo's birthday: Leo's birthday is tomorrow.", ("Fri 2026-11-27",), date(2026, 11, 29), [date(2027, 11, 27)]),
+    ("Anna's birthday party is on March 3.", (), date(2026, 11, 29), []),  # once, that year's
+    ("Trip: back on March 3", (), date(2026, 11, 29), []),
+])
+def test_a_birthday_or_an_anniversary_comes_round_every_year(text, meant, today, coming) -> None:
+    assert next_yearly_dates(text, today, meant) == coming
+    assert is_yearly(text) == bool(coming)
+
+
+def test_the_next_date_is_counted_in_days() -> None:
+    assert next_yearly_note([date(2027, 3, 3)], date(2026, 11, 29)) == "(Next: 2027-03-03, in 94 days.)"
+    assert next_yearly_note([date(2026, 11, 30)], date(2026, 11, 29)) == "(Next: 2026-11-30, in 1 day.)"
+    assert next_yearly_note([date(2026, 11, 29)], date(2026, 11, 29)) == "(Next: 2026-11-29, today.)"
+    assert next_yearly_note([], date(2026, 11, 29)) == ""

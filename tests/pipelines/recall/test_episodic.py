@@ -16,6 +16,8 @@ from pipelines.recall.episodic import (
     says_something_asked,
     stated_of_self,
     stated_words,
+    states_nothing,
+    states_the_new_value,
     turn_title,
     unmasked,
 )
@@ -63,6 +65,18 @@ def test_small_talk_and_question_copies_are_not_candidates():
 def test_a_turn_that_only_asks_states_nothing():
     assert only_asks(turn("Where does orion deploy? Is it AWS?"))
     assert not only_asks(turn("We deploy to AWS. Right?"))
+    assert only_asks(turn("Thanks! And when is Anna's birthday again?"))  # small talk around a question
+    assert not only_asks(turn("Thanks!")) and states_nothing(turn("Thanks!"))
+    assert not states_nothing(turn("Thanks! Anna's birthday is March 3."))
+
+
+def test_a_turn_stating_what_a_correction_holds_now_is_told_from_one_stating_what_it_replaced():
+    fix = MemoryItem(id="mem_fix", tier="stm", type="fact", title="Team meeting",
+                     content="The team meeting is on Thursdays now, not Tuesdays.", scope=Scope(kind="user"))
+    assert states_the_new_value(turn("Actually the team meeting moved to Thursday."), fix)
+    assert states_the_new_value(turn("Scratch that, the team meeting is on Thursday, not Tuesday."), fix)
+    assert not states_the_new_value(turn("The weekly team meeting is on Tuesday at 10am."), fix)
+    assert not states_the_new_value(turn("Let's talk about the team meeting."), fix)  # no value
 
 
 def test_a_turn_says_something_asked_only_through_its_own_words():
