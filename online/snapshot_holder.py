@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.records import MemoryItem
-from pipelines.snapshot import CURRENT_FILE, LoadedSnapshot, load_latest_good
+from pipelines.snapshot import CURRENT_FILE, LoadedSnapshot, folder_stores, load_latest_good, mixed_stores_problem
 
 log = logging.getLogger("loci.online")
 
@@ -128,7 +128,13 @@ class SnapshotHolder:
 
     def load(self, previous: SnapshotState | None, marker: str | None) -> SnapshotState:
         started = time.perf_counter()
-        loaded, problems = load_latest_good(self.root, expected_embedder=self.embedder_name)
+        # Once a store is served, a snapshot of another store publishing here is refused.
+        served_store = previous.loaded.manifest.store_id if previous is not None and previous.loaded else ""
+        loaded, problems = load_latest_good(self.root, expected_embedder=self.embedder_name, store_id=served_store)
+        mixed = mixed_stores_problem(self.root, folder_stores(self.root))
+        if mixed:
+            log.error(mixed)
+            problems = [mixed, *problems]
         if previous is not None and previous.loaded is not None:
             if loaded is None or loaded.version < previous.loaded.version:
                 # CURRENT names something unusable: keep serving what we have (never go back).
