@@ -287,6 +287,8 @@ class StateReport(msgspec.Struct, kw_only=True):
     counts: dict[str, Any] = {}
     # The usage-event batcher: queued, recorded, written, dropped, errors, last_error.
     usage_log: dict[str, Any] = {}
+    # How the snapshot's search state was made: "read" (the warm cache) or "computed".
+    snapshot_warmed: str = ""
     # While the inbox cannot be read: since when (ISO 8601, UTC); recall is answered from
     # the snapshot and the writes folded before, writes get 503 (`problems` says so).
     stale_since: str | None = None

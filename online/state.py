@@ -757,6 +757,7 @@ class MemoryService:
             "last_seq": view.delta.max_seq,
             "delta_items": len(view.delta.items),
             "snapshot_items": len(view.snap.loaded.items) if view.snap.loaded else 0,
+            "snapshot_warmed": view.snap.warmed,
             "problems": self.problems(view),
             "stale_since": self.inbox_outage.since_iso if self.inbox_outage else None,
             "usage_log": self.usage.stats(),
