@@ -529,13 +529,17 @@ def copy_inbox(source: InboxBackend, target: InboxBackend, *, batch: int = 1000,
 
 
 class OpeningInbox(InboxBackend):
-    """The inbox `open_inbox(target)` opens, opened on first use: every call tries to open it
-    until one succeeds (each failure raises the `InboxError` it got), then goes to it. What a
-    process started while its inbox is down holds (`open_inbox(..., retry_open=True)`)."""
+    """The inbox `open_inbox(target)` opens, opened on first use: a call tries to open it
+    until one succeeds (a failure raises the `InboxError` it got), then goes to it. Within
+    `retry_s` of a failed attempt a call raises that error at once instead of trying again
+    (an unanswering server may take the connect timeout each time). What a process started
+    while its inbox is down holds (`open_inbox(..., retry_open=True)`)."""
 
-    def __init__(self, target: Any, error: InboxError | None = None) -> None:
+    def __init__(self, target: Any, error: InboxError | None = None, *, retry_s: float = 2.0) -> None:
         self.target = target
         self.last_error = error
+        self.retry_s = float(retry_s)
+        self._failed_at = time.monotonic() if error is not None else float("-inf")
         self._inner: InboxBackend | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -546,10 +550,12 @@ class OpeningInbox(InboxBackend):
                 if self._closed:
                     raise InboxError("the inbox is closed")
                 if self._inner is None:
+                    if self.last_error is not None and time.monotonic() - self._failed_at < self.retry_s:
+                        raise self.last_error
                     try:
                         self._inner = open_inbox(self.target)
                     except InboxError as exc:
-                        self.last_error = exc
+                        self.last_error, self._failed_at = exc, time.monotonic()
                         raise
         return self._inner
 
