@@ -646,6 +646,8 @@ BENCHMARKS = {
     "locomo": ("bench.locomo", "Recall quality on a LoCoMo-format file (turn/session recall@k, baselines, ablations)."),
     "latency": ("bench.latency",
                 "Recall latency p50/p95/p99 and throughput at 1k/10k/100k items, in-process and HTTP."),
+    "startup": ("bench.startup", "A replica worker's start-up CPU per part (load, corpus, each warm part), "
+                                 "first worker vs later ones reading the warm cache."),
     "pipeline": ("bench.pipeline", "Consolidation time and turns/s per asset, incremental run, HDBSCAN timing, sizes."),
     "load": ("bench.load", "A bounded mixed load (turns, recalls, tools) against one service process."),
     "scaleout": ("bench.scaleout", "Recalls/s with 1 vs 3 replicas on one PostgreSQL inbox; per-node numbers."),

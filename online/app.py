@@ -85,6 +85,9 @@ def _internal_error(request: Request, exc: Exception) -> Response[ErrorResponse]
     return _error(HTTP_500_INTERNAL_SERVER_ERROR, "internal server error (logged)")
 
 
+STALE_HEADER = "X-Loci-Stale-Since"  # set while the inbox is down (`MemoryService.inbox_outage`)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -113,11 +116,22 @@ def create_app(
             if owned:
                 svc.close()
 
+    state = State({"service": None, "internal_errors": 0, "settings": settings})
+
+    def label_stale(response: Response) -> Response:
+        """Every answer given while the inbox cannot be read says since when it may miss writes."""
+        svc = state.get("service")
+        outage = getattr(svc, "inbox_outage", None)
+        if outage is not None:
+            response.headers[STALE_HEADER] = outage.since_iso
+        return response
+
     return Litestar(
         route_handlers=CONTROLLERS,
+        after_request=label_stale,
         before_request=strict_body,
         lifespan=[lifespan],
-        state=State({"service": None, "internal_errors": 0, "settings": settings}),
+        state=state,
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         exception_handlers={

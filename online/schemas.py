@@ -165,7 +165,9 @@ class RecallResponse(msgspec.Struct, kw_only=True):
     used_ids: list[str]
     snapshot_version: str | None
     timings_ms: dict[str, float]
-    degraded: list[str] = []  # components skipped (e.g. embedder down: lexical only)
+    degraded: list[str] = []  # components skipped (e.g. embedder down: lexical only; inbox down)
+    # While the inbox cannot be read: since when (ISO 8601, UTC) the answer may miss writes.
+    stale_since: str | None = None
     # `Any` (not `Any | None`): the latter documents oneOf [{}, null], which null matches twice.
     trace: Any = None
 
@@ -285,3 +287,8 @@ class StateReport(msgspec.Struct, kw_only=True):
     counts: dict[str, Any] = {}
     # The usage-event batcher: queued, recorded, written, dropped, errors, last_error.
     usage_log: dict[str, Any] = {}
+    # How the snapshot's search state was made: "read" (the warm cache) or "computed".
+    snapshot_warmed: str = ""
+    # While the inbox cannot be read: since when (ISO 8601, UTC); recall is answered from
+    # the snapshot and the writes folded before, writes get 503 (`problems` says so).
+    stale_since: str | None = None

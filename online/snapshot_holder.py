@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from online.warm_cache import WarmCache
 from pipelines.recall.corpus import MemoryCorpus
 from pipelines.records import MemoryItem
-from pipelines.snapshot import CURRENT_FILE, LoadedSnapshot, load_latest_good
+from pipelines.snapshot import CURRENT_FILE, LoadedSnapshot, folder_stores, load_latest_good, mixed_stores_problem
 
 log = logging.getLogger("loci.online")
 
@@ -37,6 +38,7 @@ class SnapshotState:
     corpus: MemoryCorpus
     problems: tuple[str, ...] = ()
     marker: str | None = None  # CURRENT's contents when this state was decided
+    warmed: str = ""  # how the corpus was warmed: "read" (`online.warm_cache`) or "computed"
 
     @property
     def version(self) -> str | None:
@@ -100,6 +102,7 @@ class SnapshotHolder:
         swap_in_background: bool = True,
     ) -> None:
         self.root = Path(root)
+        self.warm_cache = WarmCache(self.root)
         self.embedder_name = embedder_name
         self.check_interval_s = max(0.0, float(check_interval_s))
         self.swap_in_background = swap_in_background
@@ -128,24 +131,32 @@ class SnapshotHolder:
 
     def load(self, previous: SnapshotState | None, marker: str | None) -> SnapshotState:
         started = time.perf_counter()
-        loaded, problems = load_latest_good(self.root, expected_embedder=self.embedder_name)
+        # Once a store is served, a snapshot of another store publishing here is refused.
+        served_store = previous.loaded.manifest.store_id if previous is not None and previous.loaded else ""
+        loaded, problems = load_latest_good(self.root, expected_embedder=self.embedder_name, store_id=served_store)
+        mixed = mixed_stores_problem(self.root, folder_stores(self.root))
+        if mixed:
+            log.error(mixed)
+            problems = [mixed, *problems]
         if previous is not None and previous.loaded is not None:
             if loaded is None or loaded.version < previous.loaded.version:
                 # CURRENT names something unusable: keep serving what we have (never go back).
                 kept = tuple(dict.fromkeys([*problems, f"kept serving snapshot {previous.version}"]))
-                return SnapshotState(previous.loaded, previous.corpus, kept, marker)
+                return SnapshotState(previous.loaded, previous.corpus, kept, marker, previous.warmed)
             if loaded.version == previous.loaded.version:
-                return SnapshotState(previous.loaded, previous.corpus, tuple(problems), marker)
+                return SnapshotState(previous.loaded, previous.corpus, tuple(problems), marker, previous.warmed)
         if loaded is None:
             if problems:
                 log.warning("no usable snapshot; serving the inbox delta only: %s", "; ".join(problems))
             return SnapshotState(None, MemoryCorpus.empty("snapshot"), tuple(problems), marker)
-        # Build the lexical index now (on the loading thread), not on the first request.
-        corpus = MemoryCorpus(loaded.items, loaded.vectors, loaded.index, source="snapshot",
-                              exact_rows=loaded.exact_rows).warm()
-        log.info("loaded snapshot %s (%d items, watermark %d) in %.0f ms", loaded.version,
-                 len(loaded.items), loaded.manifest.watermark, 1000 * (time.perf_counter() - started))
-        return SnapshotState(loaded, corpus, tuple(problems), marker)
+        # Build the lexical index now (on the loading thread), not on the first request: read
+        # from the warm cache when another process computed it for this version already.
+        corpus, warmed = self.warm_cache.warmed(
+            MemoryCorpus(loaded.items, loaded.vectors, loaded.index, source="snapshot", exact_rows=loaded.exact_rows),
+            loaded.version)
+        log.info("loaded snapshot %s (%d items, watermark %d, warm state %s) in %.0f ms", loaded.version,
+                 len(loaded.items), loaded.manifest.watermark, warmed, 1000 * (time.perf_counter() - started))
+        return SnapshotState(loaded, corpus, tuple(problems), marker, warmed)
 
     def maybe_swap(self, force: bool = False) -> None:
         """Look at CURRENT (throttled unless `force`) and load what it names if it changed:

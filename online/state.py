@@ -23,6 +23,7 @@ import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from online.usage_log import UsageLog
 from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.forgetting import kept_part, kept_turn_id
-from pipelines.inbox import AppendCheck, open_inbox
+from pipelines.inbox import AppendCheck, InboxError, open_inbox
 from pipelines.materialize import in_quarantine, message_item_id, recall_state
 from pipelines.message_context import bare_text, embedding_text
 from pipelines.recall.conflicts import (
@@ -104,6 +105,23 @@ class ItemHistory:
     inbox: list[dict]  # inbox events that created or changed it (those after the watermark too)
     published: bool  # False: the snapshot carries no history for it (not consolidated yet)
     watermark: int  # inbox events after this seq are not in `revisions` / `audit` yet
+
+
+@dataclass(frozen=True)
+class InboxOutage:
+    """The inbox could not be read since `since` (POSIX seconds): recall is answered from the
+    view built before (the snapshot and the delta folded until then), writes get 503."""
+
+    since: float
+    reason: str
+
+    @property
+    def since_iso(self) -> str:
+        return datetime.fromtimestamp(self.since, timezone.utc).isoformat(timespec="seconds")
+
+    def label(self, last_seq: int) -> str:
+        return (f"inbox unavailable since {self.since_iso}: answered from the snapshot and the writes up to "
+                f"seq {last_seq}; writes are refused until it is back ({self.reason})")
 
 
 @dataclass(frozen=True)
@@ -199,7 +217,10 @@ class MemoryService:
         self.embedder = embedder or make_embedder(self.settings)
         self.policy = policy or Policy(self.settings)
         self.engine = RecallEngine(self.settings, self.embedder)
-        self.inbox = open_inbox(self.settings)
+        # A replica started while its inbox is down serves its snapshot until the inbox answers.
+        self.inbox = open_inbox(self.settings, retry_open=True)
+        self.inbox_outage: InboxOutage | None = None
+        self._unfolded: SnapshotState | None = None  # a snapshot loaded whose delta could not be read yet
         # Usage events are batched off the request path (see online.usage_log).
         self.usage = UsageLog(self.inbox.append)
         self.started_at = time.time()
@@ -212,11 +233,12 @@ class MemoryService:
         self.deltas = DeltaLog(self.inbox, self.embedder)
         self.snapshots = SnapshotHolder(
             Path(self.settings.snapshots_path), getattr(self.embedder, "stored_names", self.embedder.name),
-            served=lambda: self._view.snap, publish=self._publish_snapshot,
+            served=lambda: self._unfolded or self._view.snap, publish=self._publish_snapshot,
             check_interval_s=float(check_interval_ms) / 1000.0, swap_in_background=swap_in_background,
         )
         snap = self.snapshots.load_first()
-        self._view = View(snap, self.deltas.rebuild(snap))
+        self._view = View(snap, DeltaState.empty(snap.watermark))
+        self._publish_snapshot(snap, True)
         freeze_long_lived()
         self.snapshots.checked_now()
 
@@ -270,17 +292,52 @@ class MemoryService:
         return []
 
     def _publish_snapshot(self, fresh: SnapshotState, changed: bool) -> None:
-        """The swap: a changed snapshot gets the delta of the events after its watermark."""
+        """The swap: a changed snapshot gets the delta of the events after its watermark.
+        While the inbox cannot be read the view served stays (its snapshot and the delta
+        folded over it: a new snapshot without the writes after its watermark would lose
+        acknowledged writes); the new snapshot is swapped in once the inbox answers."""
         with self._delta_lock:
-            delta = self.deltas.rebuild(fresh) if changed else self._view.delta
+            if not changed:
+                self._view = View(fresh, self._view.delta)
+                return
+            try:
+                delta = self.deltas.rebuild(fresh)
+            except InboxError as exc:
+                self._unfolded = fresh
+                self._inbox_failed(exc)
+                return
+            self._unfolded = None
             self._view = View(fresh, delta)  # the atomic swap: one reference
+            self._inbox_answered()
 
     def _catch_up(self) -> None:
+        if self._unfolded is not None:  # loaded during an outage: its delta first
+            self._publish_snapshot(self._unfolded, True)
+            if self._unfolded is not None:
+                return
+            freeze_long_lived()
         with self._delta_lock:
             view = self._view
-            delta = self.deltas.catch_up(view.snap, view.delta)
+            try:
+                delta = self.deltas.catch_up(view.snap, view.delta)
+            except InboxError as exc:
+                self._inbox_failed(exc)
+                return
+            self._inbox_answered()
             if delta is not None:
                 self._view = View(view.snap, delta, view.loaded_at)
+
+    def _inbox_failed(self, exc: InboxError) -> None:
+        if self.inbox_outage is None:
+            log.warning("inbox unavailable; answering recalls from the snapshot: %s", exc)
+            self.inbox_outage = InboxOutage(time.time(), str(exc))
+        else:
+            self.inbox_outage = InboxOutage(self.inbox_outage.since, str(exc))
+
+    def _inbox_answered(self) -> None:
+        if self.inbox_outage is not None:
+            log.warning("inbox available again (unavailable since %s)", self.inbox_outage.since_iso)
+            self.inbox_outage = None
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -677,9 +734,16 @@ class MemoryService:
 
     # -- reporting -----------------------------------------------------------------------------
 
+    def degraded(self, view: View | None = None) -> str | None:
+        """What a reader should know while the inbox is down (None when it answers)."""
+        outage = self.inbox_outage
+        return None if outage is None else outage.label((view or self.current).delta.max_seq)
+
     def problems(self, view: View | None = None) -> list[str]:
         view = view or self.current
         out = list(view.snap.problems)
+        if (degraded := self.degraded(view)) is not None:
+            out.append(degraded)
         out += [p for p in (view.delta.embed_problem, view.delta.inbox_problem) if p]
         return out
 
@@ -693,7 +757,9 @@ class MemoryService:
             "last_seq": view.delta.max_seq,
             "delta_items": len(view.delta.items),
             "snapshot_items": len(view.snap.loaded.items) if view.snap.loaded else 0,
+            "snapshot_warmed": view.snap.warmed,
             "problems": self.problems(view),
+            "stale_since": self.inbox_outage.since_iso if self.inbox_outage else None,
             "usage_log": self.usage.stats(),
         }
         if counts:

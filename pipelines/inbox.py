@@ -467,11 +467,20 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
-def open_inbox(target: Any) -> InboxBackend:
+def open_inbox(target: Any, *, retry_open: bool = False) -> InboxBackend:
     """The inbox a setting names: `Settings` (its `inbox_location`), a `postgresql://` URL
     (`PostgresInbox`), or a path to a SQLite file (`Inbox`). Every component opens the inbox
     through here, so one setting moves all of them to PostgreSQL. Settings of one shard
-    (`Settings.for_shard`) read only that shard's tenants (`pipelines.shards.ShardInbox`)."""
+    (`Settings.for_shard`) read only that shard's tenants (`pipelines.shards.ShardInbox`).
+
+    `retry_open`: an inbox that cannot be opened now (`InboxError`: the database is down) is
+    returned as an `OpeningInbox`, which tries again on every call, instead of raising: a
+    replica started during an outage serves its snapshot meanwhile."""
+    if retry_open:
+        try:
+            return open_inbox(target)
+        except InboxError as exc:
+            return OpeningInbox(target, exc)
     location = getattr(target, "inbox_location", target)
     if is_postgres_url(location):
         from pipelines.inbox_postgres import PostgresInbox  # psycopg only when it is used
@@ -517,3 +526,63 @@ def copy_inbox(source: InboxBackend, target: InboxBackend, *, batch: int = 1000,
         if progress is not None:
             progress(done, total)
     return copied
+
+
+class OpeningInbox(InboxBackend):
+    """The inbox `open_inbox(target)` opens, opened on first use: a call tries to open it
+    until one succeeds (a failure raises the `InboxError` it got), then goes to it. Within
+    `retry_s` of a failed attempt a call raises that error at once instead of trying again
+    (an unanswering server may take the connect timeout each time). What a process started
+    while its inbox is down holds (`open_inbox(..., retry_open=True)`)."""
+
+    def __init__(self, target: Any, error: InboxError | None = None, *, retry_s: float = 2.0) -> None:
+        self.target = target
+        self.last_error = error
+        self.retry_s = float(retry_s)
+        self._failed_at = time.monotonic() if error is not None else float("-inf")
+        self._inner: InboxBackend | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def opened(self) -> InboxBackend:
+        if self._inner is None:
+            with self._lock:
+                if self._closed:
+                    raise InboxError("the inbox is closed")
+                if self._inner is None:
+                    if self.last_error is not None and time.monotonic() - self._failed_at < self.retry_s:
+                        raise self.last_error
+                    try:
+                        self._inner = open_inbox(self.target)
+                    except InboxError as exc:
+                        self.last_error, self._failed_at = exc, time.monotonic()
+                        raise
+        return self._inner
+
+    def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
+        return self.opened().append(events, check=check)
+
+    def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
+        return self.opened().read_after(seq, limit=limit, kinds=kinds)
+
+    def max_seq(self) -> int:
+        return self.opened().max_seq()
+
+    def _get_event(self, event_id: str) -> Event | None:
+        return self.opened().get(event_id)
+
+    def count(self) -> int:
+        return self.opened().count()
+
+    def shared_vectors(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return self.opened().shared_vectors(keys)
+
+    def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
+        self.opened().share_vectors(vectors)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            inner, self._inner = self._inner, None
+        if inner is not None:
+            inner.close()

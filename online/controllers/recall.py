@@ -48,6 +48,7 @@ class RecallController(Controller):
             used_ids=list(result.used_ids),
             snapshot_version=view.snap.version,
             timings_ms={k: float(v) for k, v in dict(result.timings_ms or {}).items()},
-            degraded=list(result.degraded),
+            degraded=[*result.degraded, *filter(None, [service.degraded(view)])],
+            stale_since=service.inbox_outage.since_iso if service.inbox_outage else None,
             trace=msgspec.to_builtins(result.trace) if data.trace and result.trace is not None else None,
         )

@@ -125,7 +125,7 @@ def publish_snapshot(
         hnsw_threshold=settings.hnsw_threshold, keep=settings.snapshots_keep,
         extra={**(extra or {}), "fingerprint": fingerprint, "stm_by_partition": stm},
         reuse=root / current.version if current is not None and not force else None,
-        history=warehouse.published_history(),
+        history=warehouse.published_history(), store_id=warehouse.store_id(),
     )  # fmt: skip
     return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 
@@ -173,7 +173,7 @@ def _publish_changes(warehouse: Warehouse, model_name: str, settings: Settings, 
         compact_fraction=settings.snapshot_compact_fraction,
         index_delta_fraction=settings.snapshot_index_delta_fraction,
         extra={**(extra or {}), "stm_by_partition": stm, "changed_rows": len(fresh)},
-        history=warehouse.published_history,
+        history=warehouse.published_history, store_id=warehouse.store_id(),
     )  # fmt: skip
     return SnapshotReport.of(manifest, published=True, stm_by_partition=stm)
 

@@ -62,6 +62,7 @@ from pipelines.snapshot.layout import (
     IndexKind,
     SnapshotError,
     SnapshotManifest,
+    StoreMismatch,
     items_to_table,
     table_to_items,
 )
@@ -75,9 +76,12 @@ from pipelines.snapshot.publish import (
 )
 from pipelines.snapshot.versions import (
     STALE_TMP_SECONDS,
+    check_folder_store,
     current_version,
+    folder_stores,
     is_version_name,
     list_versions,
+    mixed_stores_problem,
     prune,
 )
 
@@ -114,13 +118,17 @@ __all__ = [
     "PublishedVersion",
     "SnapshotError",
     "SnapshotManifest",
+    "StoreMismatch",
     "build_snapshot",
+    "check_folder_store",
     "current_version",
+    "folder_stores",
     "is_version_name",
     "items_to_table",
     "list_versions",
     "load_latest_good",
     "load_snapshot",
+    "mixed_stores_problem",
     "prune",
     "publish_next",
     "read_published",

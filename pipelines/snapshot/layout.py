@@ -49,6 +49,10 @@ class EmbedderMismatch(SnapshotError):
     """The snapshot was built with a different embedder than the one in use."""
 
 
+class StoreMismatch(SnapshotError):
+    """A snapshots folder holds (or would hold) snapshots of two different stores."""
+
+
 class FileEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sha256: str
     bytes: int
@@ -80,6 +84,8 @@ class SnapshotManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True)
     # vectors of index-delta (rows the graph does not hold).
     index_base: str = ""
     index_delta_count: int = 0
+    # The id of the store (warehouse) that published it ("": published before stores had ids).
+    store_id: str = ""
 
 
 def required_files(manifest: SnapshotManifest) -> tuple[str, ...]:

@@ -34,6 +34,7 @@ from pipelines.snapshot.layout import (
     EmbedderMismatch,
     SnapshotError,
     SnapshotManifest,
+    StoreMismatch,
     table_to_items,
 )
 from pipelines.snapshot.segments import served_table
@@ -226,11 +227,12 @@ def load_snapshot(
 
 
 def load_latest_good(
-    root: Path, expected_embedder: str | Collection[str] | None = None
+    root: Path, expected_embedder: str | Collection[str] | None = None, *, store_id: str = ""
 ) -> tuple[LoadedSnapshot | None, list[str]]:
     """The newest loadable snapshot: CURRENT first, then older versions newest first.
     Returns (snapshot or None, problems found on the way). Nothing published yet is not a
-    problem: (None, [])."""
+    problem: (None, []). `store_id`: the store served so far; a version another store
+    published is skipped as a problem (one without a store id is not checked)."""
     root = Path(root)
     problems: list[str] = []
     try:
@@ -244,6 +246,12 @@ def load_latest_good(
     order = ([current] if current else []) + [v for v in reversed(versions) if v != current]
     for version in order:
         try:
+            if store_id:
+                other = read_manifest(root / version, version).store_id
+                if other and other != store_id:
+                    raise StoreMismatch(f"published by another store ({other}) than the one served ({store_id}): "
+                                        "two consolidations publish into this folder; give each store its "
+                                        "own snapshots_dir (docs/deploy.md)")
             return load_snapshot(root, version, expected_embedder=expected_embedder), problems
         except SnapshotError as exc:
             problems.append(f"snapshot {version}: {exc}")

@@ -37,7 +37,7 @@ from pipelines.snapshot.segments import (
     served_table,
     table_parquet,
 )
-from pipelines.snapshot.versions import prune
+from pipelines.snapshot.versions import check_folder_store, prune
 
 # Past this many delta and removed rows per base row a publish rewrites the base (compacts).
 COMPACT_FRACTION = 0.25
@@ -57,6 +57,7 @@ def build_snapshot(
     reuse: Path | None = None,
     reuse_max_dead: float = 0.2,
     history: pa.Table | None = None,
+    store_id: str = "",
 ) -> SnapshotManifest:
     """Publish a new snapshot of the active items and make it CURRENT; prune old ones.
 
@@ -66,22 +67,24 @@ def build_snapshot(
     whose HNSW graph is extended instead of rebuilt when this one is HNSW too and at most
     `reuse_max_dead` of its slots would be dead (otherwise a full build). `history`: the
     items' revisions and audit events (`pipelines.item_history.HISTORY_SCHEMA`), published as
-    `history.parquet` for the service to show.
+    `history.parquet` for the service to show. `store_id`: the publishing store's id, kept in
+    the manifest; a folder holding another store's snapshots is refused (`StoreMismatch`).
     """
     root = Path(root)
     _check_build_args(embedder_name, dim, watermark, keep)
+    check_folder_store(root, store_id)
     vecs = _checked_vectors(items, vectors, dim)
     kept, vecs = _active_only(items, vecs)
     return _publish_rows(root, [item.id for item in kept], [item.tier for item in kept], items_to_table(kept),
                          vecs, embedder_name=embedder_name, dim=dim, watermark=watermark,
                          hnsw_threshold=hnsw_threshold, keep=keep, extra=extra, reuse=reuse,
-                         reuse_max_dead=reuse_max_dead, history=history)
+                         reuse_max_dead=reuse_max_dead, history=history, store_id=store_id)
 
 
 def _publish_rows(
     root: Path, ids: list[str], tiers: list[str], table: pa.Table, vecs: np.ndarray, *, embedder_name: str,
     dim: int, watermark: int, hnsw_threshold: int, keep: int, extra: dict[str, Any] | None,
-    reuse: Path | None, reuse_max_dead: float, history: pa.Table | None,
+    reuse: Path | None, reuse_max_dead: float, history: pa.Table | None, store_id: str = "",
 ) -> SnapshotManifest:
     built = build_index(ids, vecs, dim, hnsw_threshold, reuse, reuse_max_dead)
     blobs: dict[str, bytes] = {layout.ITEMS_FILE: table_parquet(table)}
@@ -90,6 +93,7 @@ def _publish_rows(
 
     fields = _manifest_fields(built, embedder=embedder_name, dim=dim, watermark=watermark, count=len(ids),
                               tiers=tiers, extra=extra)
+    fields["store_id"] = store_id
     manifest = write_version(root, {layout.INDEX_FILE: built.index}, blobs, {}, fields)
     prune(root, keep)
     return manifest
@@ -213,6 +217,7 @@ def publish_next(
     compact_fraction: float = COMPACT_FRACTION,
     history: Callable[[str | None], pa.Table] | None = None,
     index_delta_fraction: float = INDEX_DELTA_FRACTION,
+    store_id: str = "",
 ) -> SnapshotManifest:
     """Publish the next snapshot from `previous` plus what changed: `fresh` rows (items
     written since, in the snapshot's item layout, with their vectors) replace or join the
@@ -228,10 +233,11 @@ def publish_next(
     `index_delta_fraction` of its slots, into the graph, which is then rewritten.
     `history(since)`: the history rows to publish (`Warehouse.published_history`: the
     active items' and those of the items they replaced) written at or after `since` (None:
-    all of them)."""
+    all of them). `store_id` as for `build_snapshot`."""
     root = Path(root)
     dim = previous.manifest.dim
     _check_build_args(previous.manifest.embedder, dim, watermark, keep)
+    check_folder_store(root, store_id)
     fresh_ids = fresh.column("id").to_pylist()
     fresh_vecs = np.ascontiguousarray(np.asarray(fresh_vectors, dtype=np.float32).reshape(-1, dim))
     if fresh_vecs.shape[0] != len(fresh_ids) or len(set(fresh_ids)) != len(fresh_ids):
@@ -281,7 +287,7 @@ def publish_next(
         base = previous.manifest.base or previous.manifest.version
     fields = _manifest_fields(built, embedder=previous.manifest.embedder, dim=dim, watermark=watermark,
                               count=len(ids), tiers=tiers, extra=extra)
-    fields.update(base=base, delta_count=delta_rows, removed_count=len(removed))
+    fields.update(base=base, delta_count=delta_rows, removed_count=len(removed), store_id=store_id)
     indexes = {layout.INDEX_FILE: built.index}
     if built.index is None:  # the graph file is kept: its labels and the delta index are written
         links[layout.INDEX_FILE] = previous.manifest.files[layout.INDEX_FILE]

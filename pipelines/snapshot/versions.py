@@ -10,7 +10,9 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from pipelines.snapshot.layout import CURRENT_FILE, SnapshotError
+import msgspec
+
+from pipelines.snapshot.layout import CURRENT_FILE, MANIFEST_FILE, SnapshotError, StoreMismatch
 
 STALE_TMP_SECONDS = 3600  # an unfinished .tmp-* folder older than this is a crashed build
 
@@ -58,6 +60,52 @@ def new_version(root: Path, content_digest: str) -> str:
         if now <= latest:
             now = latest + timedelta(microseconds=1)
     return f"{now.strftime(_TS_FORMAT)}-{content_digest[:12]}"
+
+
+class _StoreStamp(msgspec.Struct):
+    """The one manifest field `folder_stores` reads."""
+
+    store_id: str = ""
+
+
+def folder_stores(root: Path) -> dict[str, list[str]]:
+    """Store id -> the versions under `root` it published, oldest first (versions without a
+    store id, or whose manifest cannot be read, are left out)."""
+    out: dict[str, list[str]] = {}
+    for version in list_versions(root):
+        try:
+            stamp = msgspec.json.decode((root / version / MANIFEST_FILE).read_bytes(), type=_StoreStamp)
+        except (OSError, msgspec.DecodeError):
+            continue
+        if stamp.store_id:
+            out.setdefault(stamp.store_id, []).append(version)
+    return out
+
+
+def mixed_stores_problem(root: Path, stores: dict[str, list[str]]) -> str | None:
+    """What to tell an operator when `root` holds snapshots of several stores."""
+    if len(stores) < 2:
+        return None
+    named = "; ".join(f"store {sid}: {', '.join(versions[-2:])}" for sid, versions in stores.items())
+    return (f"the snapshots folder {root} holds snapshots of {len(stores)} different stores ({named}): two "
+            "consolidations with their own warehouses publish into it; give each store its own "
+            "snapshots_dir (docs/deploy.md, 'One consolidation')")
+
+
+def check_folder_store(root: Path, store_id: str) -> None:
+    """Refuse (`StoreMismatch`) to publish store `store_id`'s snapshot into `root` when it
+    holds another store's snapshots. A store without an id, and snapshots published before
+    stores had ids, are not checked."""
+    if not store_id:
+        return
+    others = {sid: v for sid, v in folder_stores(Path(root)).items() if sid != store_id}
+    if others:
+        sid, versions = next(iter(others.items()))
+        raise StoreMismatch(
+            f"refusing to publish store {store_id}'s snapshot into {root}: it holds snapshots of another "
+            f"store ({sid}: {', '.join(versions[-2:])}). Two consolidations with their own warehouses "
+            "must not share a snapshots folder: give this one its own snapshots_dir, or remove the "
+            "other store's versions if that store is gone (docs/deploy.md)")
 
 
 def prune(root: Path, keep: int) -> list[str]:

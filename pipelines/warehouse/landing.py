@@ -106,6 +106,12 @@ class Landing(WarehouseConnection):
         rows = self.query("SELECT value FROM ingest_state WHERE key = ?", [INBOX_SEQ_KEY])
         return int(rows[0][0]) if rows else 0
 
+    def store_id(self) -> str:
+        """This store's id (`sql/migrations/008_store_id.sql`): named in every snapshot it
+        publishes, so two stores never publish into one snapshots folder."""
+        rows = self.query("SELECT value FROM ingest_state WHERE key = 'store_id'")
+        return str(rows[0][0]) if rows else ""
+
     def set_last_ingested_seq(self, seq: int, *, allow_rewind: bool = False) -> None:
         """Move the ingestion watermark; moving it back needs allow_rewind=True."""
         self._writable()
