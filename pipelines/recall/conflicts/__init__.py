@@ -146,6 +146,7 @@ from .patterns import (
     _APPOSED,
     _CHANGED,
     _CLAUSE,
+    _CLOCK,
     _CLOCK_UNITS,
     _CODE,
     _CONJOINED,
@@ -260,6 +261,7 @@ from .turns import _light_or_period, _user_named, restates, states_what_was_corr
 from .values import (
     MONTH_DATE_PATTERNS,
     _blank_vocative,
+    _clock_time,
     _counted,
     _date_words,
     _iso,

@@ -15,14 +15,17 @@ from .patterns import (
     _CLAUSE,
     _CLOCK_UNITS,
     _DONE_AGAIN,
+    _HABIT,
     _LIGHT_VERBS,
     _MOVED_TO,
     _NEGATED_BEFORE,
+    _ONE_OCCASION,
     _PHRASE,
     _RESCHEDULED,
     _SINCE_WHEN,
     _STEMS,
     _WRITTEN_WORD,
+    CLAIM_STOPWORDS,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -155,7 +158,7 @@ def says_it_changed(new: Claim, old: Claim) -> bool:
             if not changes:
                 continue
             moved = [w for m in changes for w in words(_change_said(m))]
-            named = set(_STEMS([w for w in words(text) if w not in STOPWORDS and w not in SMALL_TALK
+            named = set(_STEMS([w for w in words(text) if w not in CLAIM_STOPWORDS and w not in SMALL_TALK
                                 and w not in _LIGHT_VERBS]))
             if not (named - set(_STEMS(moved))) & old_words:
                 continue
@@ -417,6 +420,8 @@ def _updates(new: Claim, old: Claim) -> bool:
         return _revises(new, old)
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
+    if _stands_in(new, old):
+        return False
     # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
     if new.values and (old.values or stated_values(_SINCE_WHEN.sub(" ", _stance(new.item.content)))):
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
@@ -429,6 +434,13 @@ def _updates(new: Claim, old: Claim) -> bool:
     # vegetarian": a standing state changed; not "Priya ate fish on Monday", one day's event,
     # whose day is a value the older, stating none, does not compare with)
     return bool(changes & old.words)
+
+
+def _stands_in(new: Claim, old: Claim) -> bool:
+    """`new` holds for one occasion ("This week I'm going at 7pm instead") where `old` states
+    a habit ("I go to the gym at 6am on weekdays"): a stand-in beside the habit, no move of it."""
+    return (_ONE_OCCASION.search(_stance(new.item.content)) is not None
+            and _HABIT.search(old.item.content) is not None and _HABIT.search(new.item.content) is None)
 
 
 def _began(new: Claim) -> frozenset[str] | None:
