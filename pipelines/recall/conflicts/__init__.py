@@ -147,6 +147,7 @@ from .patterns import (
     _CHANGED,
     _CLAUSE,
     _CLOCK,
+    _CLOCK_RANGE,
     _CLOCK_UNITS,
     _CODE,
     _CONJOINED,

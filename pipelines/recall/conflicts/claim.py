@@ -239,8 +239,8 @@ def _read_claim(item: MemoryItem) -> Claim:
 
 
 def _joined(code: str) -> str:
-    """A code as one word (`_CODE`: "eu-west-1" is "euwest1")."""
-    return code.replace("-", "").lower()
+    """A code as one word (`_CODE`: "eu-west-1" is "euwest1", "ubuntu-22.04" "ubuntu2204")."""
+    return code.replace("-", "").replace(".", "").lower()
 
 
 def _apposed(content: str) -> frozenset[str]:

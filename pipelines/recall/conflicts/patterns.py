@@ -9,8 +9,9 @@ from ..dates import MONTHS
 from ..lexical import STOPWORDS, Stems
 
 # The leading lookaheads only skip, cheaply, positions where no value can start; a digit
-# after a dot or a hyphen continues a code or a version ("ubuntu-22.04", "v2.3"), it starts no number.
-_NUMBER = re.compile(r"(?=\d)(?<![\w.-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
+# after a dot, a colon or a hyphen continues a code, a version or a time ("ubuntu-22.04",
+# "v2.3", "20:00"), it starts no number.
+_NUMBER = re.compile(r"(?=\d)(?<![\w.:-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
@@ -22,11 +23,14 @@ _CODE = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:-[a-z][a-z\d]*)*-\d[a-z\d]*(?:\.
                    re.IGNORECASE)
 _RANGE = re.compile(r"(?<![\w.:-])(\d+(?:[.,]\d+)?)\s*(?:-|–|to)\s*(\d+(?:[.,]\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
 _CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "20:00" is
-# A time of day with its half of the day ("11am", "11 a.m.", "2:30 PM", "9-11am": both ends):
+# A time of day with its half of the day ("11am", "11 a.m.", "2:30 PM", "9-11am", "8am-8pm": both ends):
 # read as the 24-hour time it is ("11:00", "14:30"), so "11am" and "11:00" are one value and
 # "11am" no bare number 11 ("am" is a stopword). Not after a digit, a dot or a colon.
-_CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:-|–|to)\s*)?(\d{1,2})(?:[:.](\d\d))?\s*"
-                    r"(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
+# Two clock times joined by a dash ("08:00-10:00"): both ends, as "08:00 and 10:00" (a
+# number after a hyphen is none, `_NUMBER`).
+_CLOCK_RANGE = re.compile(r"(?<![\w.:])(\d{1,2}:\d\d)\s*[-–]\s*(?=\d{1,2}:\d\d(?![\d:]))")
+_CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?\s*)?(?:-|–|to)\s*)?"
+                    r"(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 # Words that say how much or how surely, not what ("I really like it", "a lot of tea",
 # "the deadline is actually Friday"): no words of a claim's subject, as stopwords are not.

@@ -26,6 +26,7 @@ from .patterns import (
     _STEMS,
     _WRITTEN_WORD,
     CLAIM_STOPWORDS,
+    CORRECTING,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -145,24 +146,31 @@ def says_it_changed(new: Claim, old: Claim) -> bool:
     addresses left out, a word or value `old` says; both in statements, not questions
     (`_statements`: "Are you only trying dairy-free options?" states nothing that could
     change). A phrase whose only change word is "now" says when, not that anything changed
-    ("I feel like a different person now"): it counts when it states a value `old` does
-    not ("Dr. Okafor is our family doctor now")."""
+    ("I feel like a different person now"): it counts when its sentence states a value `old`
+    does not ("Dr. Okafor is our family doctor now"). A sentence that says it corrects
+    (`CORRECTING`: "Turns out ...", "Scratch that, ...", "is actually") is one phrase, its
+    every word said of the change."""
     if new.changes is None:
         return False
     old_said = frozenset(_STEMS(words(" ".join([old.item.title, *_statements(old.item.content)]))))
     old_words = (old.words | _value_stems(old.values) | _value_stems(old.retired)) & old_said
     for sentence in _statements(new.item.content):
-        for phrase in _PHRASE.finditer(sentence):
-            text = phrase.group(0)
+        # a sentence that says it corrects ("Scratch that, retro is on Thursday", "the
+        # deadline is actually Friday") says so of all it names: one phrase of it
+        correcting = CORRECTING.search(sentence)
+        phrases = [sentence] if correcting else [m.group(0) for m in _PHRASE.finditer(sentence)]
+        for text in phrases:
             changes = [m for m in _CHANGED.finditer(text) if not _denied_change(text, m)]
-            if not changes:
+            if not changes and not correcting:
                 continue
             moved = [w for m in changes for w in words(_change_said(m))]
             named = set(_STEMS([w for w in words(text) if w not in CLAIM_STOPWORDS and w not in SMALL_TALK
                                 and w not in _LIGHT_VERBS]))
             if not (named - set(_STEMS(moved))) & old_words:
                 continue
-            if set(moved) != {"now"} or stated_values(text) - old.values:
+            # "now" alone counts with a value `old` does not state, in the phrase or the
+            # sentence ("We moved to York and live there now" / "We live in Leeds")
+            if correcting or set(moved) != {"now"} or stated_values(sentence) - old.values:
                 return True
     return False
 

@@ -10,6 +10,7 @@ from ..dates import written_dates
 from ..lexical import STOPWORDS, words
 from .patterns import (
     _CLOCK,
+    _CLOCK_RANGE,
     _CLOCK_UNITS,
     _CODE,
     _COUNTED,
@@ -91,7 +92,7 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
-        text = _CLOCK.sub(_clock_time, text)
+        text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
         found.update(_DATE.findall(text))
         if "-" in text:
             found.update(m.group(0).lower() for m in _CODE.finditer(text))
@@ -118,15 +119,15 @@ def _unaddressed_values(text: str) -> frozenset[str]:
 def _clock_time(m: re.Match[str]) -> str:
     """A time of day with its half of the day (`_CLOCK`) as its 24-hour time ("2:30 PM":
     "14:30"; "9-11am": "9:00 and 11:00"; "11 o'clock": "11:00")."""
-    half = (m.group(5) or "").lower()
-    end = _hour(int(m.group(3)), half)
-    said = f"{end}:{m.group(4) or '00'}"
+    half = (m.group(6) or "").lower()
+    said = f"{_hour(int(m.group(4)), half)}:{m.group(5) or '00'}"
     if m.group(1) is None:
         return said
     start = int(m.group(1))
-    # "11-1pm": the start is in the other half of the day
-    start = _hour(start, half if start <= int(m.group(3)) or not half else {"a": "p", "p": "a"}[half])
-    return f"{start}:{m.group(2) or '00'} and {said}"
+    # its own half of the day ("8am-8pm"), or the end's ("9-11am"; "11-1pm": the other half)
+    start_half = (m.group(3) or "").lower() or (
+        half if start <= int(m.group(4)) or not half else {"a": "p", "p": "a"}[half])
+    return f"{_hour(start, start_half)}:{m.group(2) or '00'} and {said}"
 
 
 def _hour(hour: int, half: str) -> int:
@@ -222,8 +223,10 @@ def _measured(content: str) -> frozenset[str]:
 
 def _measures(values: Iterable[str]) -> frozenset[str]:
     """The values that are numbers with a unit ("4 space"); not a day of a month ("14
-    march": "14 March" and "28 March" are two days, not two counts in one unit)."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS)
+    march": "14 March" and "28 March" are two days, not two counts in one unit), nor a time
+    in its zone ("14:00 et")."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS
+                     and ":" not in v.split(" ", 1)[0])
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:
