@@ -124,12 +124,15 @@ _BEGAN = re.compile(rf"\b(?:again|(?:started|began|begun)\s+(?:\w+ing|to\s+\w+)|
 _DONE_AGAIN = re.compile(r"\b(?:went|had|ate|drank|did|was|were|got|saw|made|took|came|ran|met|bought|"
                          r"\w{3,}ed)\b[^.;!?]*?\bagain\b", re.IGNORECASE)
 # A habit ("at 6am on weekdays", "every Monday", "daily") and a stand-in for one occasion
-# ("This week I'm going at 7pm instead", "today it's at 11"): the stand-in holds beside the
-# habit, it does not move it (`rule._updates`; `validity` reads the stand-in's window).
+# ("This week I'm going at 7pm instead", "today it's at 11", "On Dec 24 support closes at
+# 2pm"): the stand-in holds beside the habit, it does not move it (`rule.stands_in`;
+# `validity` reads the stand-in's window).
 _HABIT = re.compile(r"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|"
                     r"(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b", re.IGNORECASE)
-_ONE_OCCASION = re.compile(r"\b(?:this\s+(?:week(?:end)?|time|once)|just\s+(?:this\s+)?once|today|tonight)\b",
-                           re.IGNORECASE)
+_ONE_OCCASION = re.compile(
+    r"\b(?:this\s+(?:week(?:end)?|time|once)|just\s+(?:this\s+)?once|today|tonight|"
+    rf"on\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+(?:{_MONTH_NAMES})|on\s+(?:{_MONTH_NAMES})\.?\s+\d{{1,2}}(?!\d)|"
+    r"on\s+the\s+\d{1,2}(?:st|nd|rd|th))\b", re.IGNORECASE)
 # When a state began, not what it is: "since March", "as of the 3rd of May", "since March
 # 2026" (read apart from the values a claim states, `rule._updates`).
 _SINCE_WHEN = re.compile(rf"\b(?:since|as\s+of)\s+{_A_TIME}(?:\s+of\s+(?:{_MONTH_NAMES})\b)?"

@@ -14,6 +14,7 @@ from .patterns import (
     _CHANGED,
     _CLAUSE,
     _CLOCK_UNITS,
+    _DATE,
     _DONE_AGAIN,
     _HABIT,
     _LIGHT_VERBS,
@@ -24,9 +25,11 @@ from .patterns import (
     _RESCHEDULED,
     _SINCE_WHEN,
     _STEMS,
+    _WHEN_NAMES,
     _WRITTEN_WORD,
     CLAIM_STOPWORDS,
     CORRECTING,
+    MONTH_STEMS,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -428,7 +431,7 @@ def _updates(new: Claim, old: Claim) -> bool:
         return _revises(new, old)
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
-    if _stands_in(new, old):
+    if stands_in(new, old):
         return False
     # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
     if new.values and (old.values or stated_values(_SINCE_WHEN.sub(" ", _stance(new.item.content)))):
@@ -444,11 +447,23 @@ def _updates(new: Claim, old: Claim) -> bool:
     return bool(changes & old.words)
 
 
-def _stands_in(new: Claim, old: Claim) -> bool:
-    """`new` holds for one occasion ("This week I'm going at 7pm instead") where `old` states
-    a habit ("I go to the gym at 6am on weekdays"): a stand-in beside the habit, no move of it."""
-    return (_ONE_OCCASION.search(_stance(new.item.content)) is not None
-            and _HABIT.search(old.item.content) is not None and _HABIT.search(new.item.content) is None)
+def stands_in(new: Claim, old: Claim) -> bool:
+    """`new` holds for one occasion ("This week I'm going at 7pm instead", "On Dec 24 support
+    closes at 2pm") where `old` states a habit or a standing rule, naming no occasion nor
+    date ("I go to the gym at 6am on weekdays", "Support covers 8am-8pm"): a stand-in beside
+    it, which does not correct it (a write neither replaces nor holds it; recall shows both,
+    flagged). Not a move ("Dentist moved to the 12th of May": `reschedules`)."""
+    if _ONE_OCCASION.search(_stance(new.item.content)) is None or _ONE_OCCASION.search(old.item.content):
+        return False
+    if reschedules(new.item.content) or _HABIT.search(new.item.content):
+        return False
+    return _HABIT.search(old.item.content) is not None or not _dated(old)
+
+
+def _dated(c: Claim) -> bool:
+    """`c` states a date or a day ("2026-12-24", "14 march", "tuesday")."""
+    return any(_DATE.fullmatch(v) or v in _WHEN_NAMES or v.split(" ", 1)[-1] in MONTH_STEMS
+               for v in c.values | c.retired)
 
 
 def _began(new: Claim) -> frozenset[str] | None:

@@ -223,10 +223,8 @@ def _measured(content: str) -> frozenset[str]:
 
 def _measures(values: Iterable[str]) -> frozenset[str]:
     """The values that are numbers with a unit ("4 space"); not a day of a month ("14
-    march": "14 March" and "28 March" are two days, not two counts in one unit), nor a time
-    in its zone ("14:00 et")."""
-    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS
-                     and ":" not in v.split(" ", 1)[0])
+    march": "14 March" and "28 March" are two days, not two counts in one unit)."""
+    return frozenset(v for v in values if " " in v and _DIGIT.match(v) and v.split(" ", 1)[1] not in MONTH_STEMS)
 
 
 def _units(values: Iterable[str]) -> frozenset[str]:

@@ -122,3 +122,8 @@ def test_a_stand_in_for_one_occasion_does_not_move_a_habit():
     gym = claim("Gym", "I go to the gym at 6pm on weekdays.", "gym")
     assert corrected_by("Gym", "Today I'm going at 8pm instead.", "fact", "project", "u1", [gym]) == []
     assert corrected_by("Gym", "I go at 8pm on weekdays now instead.", "fact", "project", "u1", [gym]) == ["gym"]
+    # a dated day beside a standing rule: an exception, shown beside it, not a correction
+    hours = claim("Support hours", "Support team covers 8am-8pm ET.", "hours")
+    assert corrected_by("Support hours", "On Dec 24 support closes at 2pm ET.", "fact", "project", "u1", [hours]) == []
+    assert corrected_by("Support hours", "Support team covers 9am-5pm ET now.", "fact", "project", "u1",
+                        [hours]) == ["hours"]
