@@ -15,8 +15,11 @@ import re
 
 FIRST_PERSON_SINGULAR = frozenset({"i", "me", "my", "mine", "myself"})
 # The same words inside running text; "I'm", "I've", "I’d" hold "I" as a word.
+# Not a part of a code of words and a number ("I-95", "us-east-1"): `_IN_A_CODE`.
+_IN_A_CODE = (r"\b", r"\b(?!-[\w-]*\d)")
 FIRST_PERSON_SINGULAR_WORD = re.compile(
-    r"\b(?:" + "|".join(sorted(FIRST_PERSON_SINGULAR, key=len, reverse=True)) + r")\b", re.IGNORECASE)
+    _IN_A_CODE[0] + r"(?:" + "|".join(sorted(FIRST_PERSON_SINGULAR, key=len, reverse=True)) + r")" + _IN_A_CODE[1],
+    re.IGNORECASE)
 # The writer vouching for, or deciding, what follows, not its subject: "I think the standup
 # is at 10", "I decided the API timeout is 30 seconds".
 _VOUCHING = re.compile(
@@ -26,8 +29,9 @@ _VOUCHING = re.compile(
 # What a group shares: "our release day", "we deploy", "let's", "the team's standup", "everyone";
 # a possessive other than a pronoun's contraction ("it's", "that's") names an owner, maybe
 # no one of the two ("Acme's", "my sister's"): read as shared, so compared as before.
+# Neither a part of a code ("us-east-1", "we-chat-2") nor "US" (the country: "our US customers").
 _SHARED = re.compile(
-    r"\b(?:we|us|our|ours|ourselves|let['’]s|team|everyone|everybody)\b"
+    _IN_A_CODE[0] + r"(?:we|(?-i:us|Us)|our|ours|ourselves|let['’]s|team|everyone|everybody)" + _IN_A_CODE[1] +
     r"|\b(?!(?:it|that|what|there|here|he|she|who|where|how|when|why|this|one)['’]s\b)\w+['’]s\b",
     re.IGNORECASE)
 

@@ -38,3 +38,15 @@ from pipelines.first_person import of_the_writer
 ])
 def test_the_writer_told_is_the_listener_not_the_subject(text, writers):
     assert of_the_writer(text) is writers
+
+
+@pytest.mark.parametrize("text, writers", [
+    ("I deploy everything to us-east-1", True),  # "us" of a code is no group
+    ("I run the ap-east-us-2 stack", True),
+    ("I manage the US accounts", True),  # "US", the country
+    ("The I-95 exit is closed", False),  # "I" of a code is no writer
+    ("Tell us when I should start", False),
+    ("I like team-wide lunches", False),
+])
+def test_a_pronoun_inside_a_code_or_the_country_is_nobody(text, writers):
+    assert of_the_writer(text) is writers

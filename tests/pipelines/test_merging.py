@@ -428,12 +428,19 @@ def test_a_merged_item_is_never_less_confident_than_its_least_confident_member()
     assert item.confidence == pytest.approx(0.85) and item.confidence >= SETTINGS.confidence_threshold
 
 
-def test_contradicting_members_are_named_both_sides_and_agreeing_ones_not():
+def test_the_largest_agreeing_members_merge_and_one_that_disagrees_stays_apart():
+    """One member disagreeing keeps only itself out, not every member (broken: all three
+    kept apart); a pair that disagrees leaves nothing to merge, and both are named."""
     agree = [mem("a", "Orion metrics are stored in TimescaleDB.", type="decision"),
              mem("b", "Orion metrics are stored in TimescaleDB, per the team.", type="decision")]
     changed = mem("c", "Orion metrics are stored in ClickHouse.", type="decision")
     assert contradicting_ids(agree) == set()
-    assert contradicting_ids([*agree, changed]) == {"a", "b", "c"}
+    assert contradicting_ids([*agree, changed]) == {"c"}
+    assert contradicting_ids([agree[0], changed]) == {"a", "c"}
+    # two agreeing pairs that disagree with each other: the newer pair merges
+    newer = [mem("d", "Orion metrics are stored in ClickHouse, per the team.", type="decision", updated=0),
+             msgspec.structs.replace(changed, updated_at=iso(0))]
+    assert contradicting_ids([*agree, *newer]) == {"a", "b"}
 
 
 def test_a_merged_item_is_as_new_as_its_newest_member_not_the_merge():

@@ -25,9 +25,10 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   the content and the title (the title names the subject: "Ship date" / "Release date");
   a name is a word too ("the API", "Python"). Values: numbers and times (with their unit word, as a stem: "4
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
-  are one value, "30 minutes" and "2 hours" count in one unit), dates (ISO, or with their month: "March 3, 2027" is
+  are one value, "30 minutes" and "2 hours" count in one unit; a time of day in 24 hours: "11am",
+  "11 a.m." and "11:00" are one time), dates (ISO, or with their month: "March 3, 2027" is
   2027-03-03), capitalised names inside a sentence ("two" is 2), and codes of words and a
-  number ("eu-central-1": one word, stating its family "eu" too, which it refines);
+  number ("eu-central-1", "ubuntu-22.04": one word, stating its family "eu" too, which it refines);
   not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
   and neither set contains the other (a claim that adds a value refines, not contradicts).
@@ -146,6 +147,8 @@ from .patterns import (
     _APPOSED,
     _CHANGED,
     _CLAUSE,
+    _CLOCK,
+    _CLOCK_RANGE,
     _CLOCK_UNITS,
     _CODE,
     _CONJOINED,
@@ -260,6 +263,7 @@ from .turns import _light_or_period, _user_named, restates, states_what_was_corr
 from .values import (
     MONTH_DATE_PATTERNS,
     _blank_vocative,
+    _clock_time,
     _counted,
     _date_words,
     _iso,

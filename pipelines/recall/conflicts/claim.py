@@ -10,7 +10,7 @@ import msgspec
 from pipelines.first_person import of_the_writer
 from pipelines.records import RETIRED_BY_USER, MemoryItem
 
-from ..lexical import SMALL_TALK, STOPWORDS, normalise_label, words
+from ..lexical import SMALL_TALK, normalise_label, words
 from .patterns import (
     _ABBREVIATED,
     _ADDS,
@@ -37,6 +37,7 @@ from .patterns import (
     _STEMS,
     _WHEN_NAMES,
     ABSENCES,
+    CLAIM_STOPWORDS,
     CORRECTING,
     NEGATION,
     _common_words,
@@ -170,14 +171,16 @@ def _read_claim(item: MemoryItem) -> Claim:
     # do they take the subject's ("EU customer data is hosted in eu-west-1": "EU" names it).
     codes = {v for v in values | retired if _CODE.fullmatch(v)}
     skip = _value_words((values | retired) - codes) | _date_words(item.content) | {_joined(c) for c in codes}
-    said = words(_CODE.sub(lambda m: _joined(m.group(0)), item.content) if codes else item.content)
+    # the words that say it corrects ("Turns out", "Oops", "is actually") name nothing of the subject
+    text = CORRECTING.sub(" ", item.content) if CORRECTING.search(item.content) else item.content
+    said = words(_CODE.sub(lambda m: _joined(m.group(0)), text) if codes else text)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
     # also glued to its unit ("100mg", "8pm")
     skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
-    toks = [w for w in said if w not in STOPWORDS]
+    toks = [w for w in said if w not in CLAIM_STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
-    before = said[:next((i for i, w in enumerate(said) if w in skip and w not in STOPWORDS), len(said))]
+    before = said[:next((i for i, w in enumerate(said) if w in skip and w not in CLAIM_STOPWORDS), len(said))]
     # Light verbs say nothing of the subject ("the orders service uses PostgreSQL" / "the orders
     # service runs on CockroachDB"); only they: "I take 50 mg of sertraline", the subject follows.
     subject = [w for w in toks[:first_value] if w not in skip and w not in _LIGHT_VERBS]
@@ -192,7 +195,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     # (a name one states and the other does not is a value that differs, all the same).
     names = {w for v in values | retired if not _DIGIT.search(v) for w in words(v)}
     content_words = [w for w in toks if (w not in skip or w in names) and w not in _RETIRING_WORDS]
-    title_words = [w for w in words(item.title) if w not in STOPWORDS and w not in title_skip]
+    title_words = [w for w in words(item.title) if w not in CLAIM_STOPWORDS and w not in title_skip]
     stemmed_subject, stemmed_content, stemmed_title, stemmed_skip, stemmed_names = _STEMS.many(
         [subject, content_words, title_words, sorted(skip), sorted(names)])
     skipped = set(stemmed_skip)  # units are stems in values ("4 space"), words in the text ("spaces")
@@ -228,8 +231,7 @@ def _read_claim(item: MemoryItem) -> Claim:
                  changes=(word_set - frozenset(stemmed_title)
                           if _CHANGED.search(stated) or CORRECTING.search(stated) else None),
                  named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
-                 # a code's words are no pronouns ("us" of "us-east-1")
-                 of_writer=of_the_writer(_CODE.sub(" ", item.content) if "-" in item.content else item.content),
+                 of_writer=of_the_writer(item.content),
                  returns=returns, away=frozenset(n for n, (_, away, _) in enumerate(ABSENCES)
                                                  if n not in returns and away.search(stated)),
                  negated=negated,
@@ -237,14 +239,14 @@ def _read_claim(item: MemoryItem) -> Claim:
 
 
 def _joined(code: str) -> str:
-    """A code as one word (`_CODE`: "eu-west-1" is "euwest1")."""
-    return code.replace("-", "").lower()
+    """A code as one word (`_CODE`: "eu-west-1" is "euwest1", "ubuntu-22.04" "ubuntu2204")."""
+    return code.replace("-", "").replace(".", "").lower()
 
 
 def _apposed(content: str) -> frozenset[str]:
     """The names (lower-case) `content` sets beside what a possessive names (`_APPOSED`)."""
     return frozenset(m.group(2).lower() for m in _APPOSED.finditer(content)
-                     if m.group(1) not in STOPWORDS and m.group(2).lower() not in _WHEN_NAMES)
+                     if m.group(1) not in CLAIM_STOPWORDS and m.group(2).lower() not in _WHEN_NAMES)
 
 
 def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]) -> frozenset[str]:
@@ -262,7 +264,7 @@ def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]
             # a negation after "and" / "but" denies what follows it: "Keep going and don't quit" denies quitting
             conjoined = _CONJOINED.search(text, 0, negation.start())
             found += words(text[conjoined.start():] if conjoined else text)
-    return (frozenset(_STEMS([w for w in found if w not in STOPWORDS])) | title_words) & own_words
+    return (frozenset(_STEMS([w for w in found if w not in CLAIM_STOPWORDS])) | title_words) & own_words
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -275,7 +277,7 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
     team's standup is at 10:15"). And which of them are someone: an owner, or a first name
     (zxcvbn's lists of first names: "Leo", "Ben"; not "Prod" or "Jenkins")."""
     owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "'" in content or "’" in content else []
-    owners = [w for w in owners if w in before and w not in STOPWORDS and w != "let"]
+    owners = [w for w in owners if w in before and w not in CLAIM_STOPWORDS and w != "let"]
     # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
     starts = [m for m in _SENTENCE_START.finditer(content)
               if _NAMED_FORM.fullmatch(m.group(1)) and not _ABBREVIATED.search(content, 0, m.start(1))]
@@ -285,7 +287,7 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
     found, persons = list(owners), list(owners)
     for m in starts:
         w = m.group(1).lower()
-        if w in STOPWORDS:
+        if w in CLAIM_STOPWORDS:
             continue
         owns = w != "let" and _POSSESSIVE.match(content, m.end(1))  # "Let's": "let us"
         if w in common and not owns:
@@ -331,7 +333,7 @@ def _ended(content: str, own_words: frozenset[str],
         # the numbers are values; a unit that is a name ("3.8 python") stays a word of it
         skip = _value_words(v.split(" ", 1)[0] for v in clause_values) | _ENDED_TIME_WORDS
         found_values |= clause_values
-        found_words |= {w for w in _STEMS.many([[w for w in words(rest) if w not in STOPWORDS and w not in skip
+        found_words |= {w for w in _STEMS.many([[w for w in words(rest) if w not in CLAIM_STOPWORDS and w not in skip
                                                  and w not in _RETIRING_WORDS]])[0]} & own_words
     if len(found_words) < ENDED_MIN_WORDS:
         return frozenset(), frozenset(), frozenset(found_names)
@@ -340,7 +342,7 @@ def _ended(content: str, own_words: frozenset[str],
 
 def _title_words(c: Claim) -> frozenset[str]:
     """The claim's words its title says (no value: those are not words of a claim)."""
-    return frozenset(_STEMS([w for w in words(c.title) if w not in STOPWORDS])) & c.words
+    return frozenset(_STEMS([w for w in words(c.title) if w not in CLAIM_STOPWORDS])) & c.words
 
 
 def replace_content(item: MemoryItem, content: str) -> MemoryItem:

@@ -12,7 +12,16 @@ from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
 from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, authors, is_claim, read_claim, replace_content
 from .patterns import _RETIRED
 from .reasons import CHANGED, MAY_UPDATE, SAME_SUBJECT
-from .rule import Cosine, _may_have_changed, _moves, _updates, conflict_reason, names_a_case, says_it_changed
+from .rule import (
+    Cosine,
+    _may_have_changed,
+    _moves,
+    _updates,
+    conflict_reason,
+    names_a_case,
+    says_it_changed,
+    stands_in,
+)
 from .values import _stance, _value_stems, _value_words, _values, reschedules, stated_values
 
 
@@ -61,7 +70,8 @@ CosineTo = Callable[[MemoryItem], "float | None"]
 def contradicted(new: Claim, existing: Iterable[MemoryItem],
                  cosine_to: CosineTo | None = None) -> Iterable[tuple[MemoryItem, str]]:
     """The active stored claims `new` conflicts with, and why; not one beside which it names
-    a case, or that names one beside it (`names_a_case`), nor one under the same title whose
+    a case, or that names one beside it (`names_a_case`), or stands in for one occasion
+    (`stands_in`: "On Dec 24 support closes at 2pm"), nor one under the same title whose
     content it does not contradict (`MAY_UPDATE`) unless it says something changed
     (`CHANGED`, `Claim.changes`): neither corrects the other, nor is held for contradicting it
     (recall shows both, flagged). `cosine_to`: the cosine of `new`'s vector with a stored
@@ -74,7 +84,7 @@ def contradicted(new: Claim, existing: Iterable[MemoryItem],
             if reason == MAY_UPDATE:
                 if _updates(new, claim):
                     yield old, CHANGED
-            elif reason and (not names_a_case(new, claim) or _moves(new, old)):
+            elif reason and (not names_a_case(new, claim) or _moves(new, old)) and not stands_in(new, claim):
                 # a plan's title names no case of it: "Dentist" moved "Dentist appointment"
                 yield old, reason
 

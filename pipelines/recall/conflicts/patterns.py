@@ -8,18 +8,37 @@ from functools import cache
 from ..dates import MONTHS
 from ..lexical import STOPWORDS, Stems
 
-# The leading lookaheads only skip, cheaply, positions where no value can start.
-_NUMBER = re.compile(r"(?=\d)(?<![\w-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
+# The leading lookaheads only skip, cheaply, positions where no value can start; a digit
+# after a dot, a colon or a hyphen continues a code, a version or a time ("ubuntu-22.04",
+# "v2.3", "20:00"), it starts no number.
+_NUMBER = re.compile(r"(?=\d)(?<![\w.:-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+))?", re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
 # A code of words and a number joined by hyphens ("eu-central-1", "us-east-1", "n2-standard-4"):
 # one value, as a name is, though written lower-case (its number alone is no count: `_NUMBER`
 # skips a digit after a hyphen).
-_CODE = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:-[a-z][a-z\d]*)*-\d[a-z\d]*(?![\w-])", re.IGNORECASE)
+# A number after its dots is a part of the code ("ubuntu-22.04": one value, not "ubuntu-22" and "04").
+_CODE = re.compile(r"(?<![\w.-])[a-z][a-z\d]*(?:-[a-z][a-z\d]*)*-\d[a-z\d]*(?:\.\d[a-z\d]*)*(?![\w-])",
+                   re.IGNORECASE)
 _RANGE = re.compile(r"(?<![\w.:-])(\d+(?:[.,]\d+)?)\s*(?:-|–|to)\s*(\d+(?:[.,]\d+)?)\s*(%|[a-z]+\b)", re.IGNORECASE)
 _CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "20:00" is
+# A time of day with its half of the day ("11am", "11 a.m.", "2:30 PM", "9-11am", "8am-8pm": both ends):
+# read as the 24-hour time it is ("11:00", "14:30"), so "11am" and "11:00" are one value and
+# "11am" no bare number 11 ("am" is a stopword). Not after a digit, a dot or a colon.
+# Two clock times joined by a dash ("08:00-10:00"): both ends, as "08:00 and 10:00" (a
+# number after a hyphen is none, `_NUMBER`).
+_CLOCK_RANGE = re.compile(r"(?<![\w.:])(\d{1,2}:\d\d)\s*[-–]\s*(?=\d{1,2}:\d\d(?![\d:]))")
+_CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?\s*)?(?:-|–|to)\s*)?"
+                    r"(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
+# Words that say how much or how surely, not what ("I really like it", "a lot of tea",
+# "the deadline is actually Friday"): no words of a claim's subject, as stopwords are not.
+CLAIM_STOPWORDS = STOPWORDS | frozenset({"really", "lot", "lots", "actually", "literally", "basically", "totally",
+                                         "truly", "honestly", "definitely", "certainly", "absolutely"})
+# A clock time's word after it is a time zone, or none ("11:00 UTC"; not "11:00 daily").
+_TIME_ZONES = frozenset("utc gmt z cet cest eet eest wet bst ist jst kst sgt hkt aest aedt acst awst nzst nzdt "
+                        "est edt cst cdt mst mdt pst pdt akst hst et ct mt pt".split())
 _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead", "rather", "replacing", "since",
                           "till", "unless", "via", "without", "yet", "still", "already"}
 # A name right before a bare number is what the number counts ("Python 3.11", "Node 18"): a
@@ -27,10 +46,12 @@ _NOT_UNITS = STOPWORDS | {"every", "per", "than", "more", "less", "or", "instead
 _NAMED_NUMBER = re.compile(r"\b([A-Z][\w-]*)\s+v?$")
 # A clause saying something ended ("we no longer have a staging environment", "the newsletter
 # was discontinued"): what it names ended, and a claim stating that thing as current conflicts
-# with it though neither states a value. "dropped to 50%" is a change, not an end.
+# with it though neither states a value. "dropped to 50%" is a change, not an end; "sunset"
+# only as a verb ("the v1 API was sunset"; not "photos at sunset").
 _ENDED = re.compile(r"\b(?:no\s+longer|discontinued|stopped|removed|cancell?ed|retired|abandoned|"
                     r"(?:shut|turned|switched)\s+(?:down|off)|decommissioned|deprecated|closed|sold|"
-                    r"sunsetted|got\s+rid\s+of|dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
+                    r"sunsetted|archived|(?:been|being|be|was|were|is|are|got|get)\s+sunset|got\s+rid\s+of|"
+                    r"dropped(?!\s+(?:to|by|from)\b))\b", re.IGNORECASE)
 # An absence and the return that ends it, by where one is back: at work ("I'm back in the
 # office from Monday", "back from parental leave" / "I work remotely", "on leave", "off
 # sick", "out of office") or home ("back home" / "abroad", "away", "travelling"). A claim
@@ -102,24 +123,41 @@ _BEGAN = re.compile(rf"\b(?:again|(?:started|began|begun)\s+(?:\w+ing|to\s+\w+)|
 # habit or state is nothing changed.
 _DONE_AGAIN = re.compile(r"\b(?:went|had|ate|drank|did|was|were|got|saw|made|took|came|ran|met|bought|"
                          r"\w{3,}ed)\b[^.;!?]*?\bagain\b", re.IGNORECASE)
+# A habit ("at 6am on weekdays", "every Monday", "daily") and a stand-in for one occasion
+# ("This week I'm going at 7pm instead", "today it's at 11", "On Dec 24 support closes at
+# 2pm"): the stand-in holds beside the habit, it does not move it (`rule.stands_in`;
+# `validity` reads the stand-in's window).
+_HABIT = re.compile(r"\b(?:every|each|daily|weekly|monthly|weekdays|weekends|"
+                    r"(?:mon|tues|wednes|thurs|fri|satur|sun)days)\b", re.IGNORECASE)
+_ONE_OCCASION = re.compile(
+    r"\b(?:this\s+(?:week(?:end)?|time|once)|just\s+(?:this\s+)?once|today|tonight|"
+    rf"on\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?(?:\s+of)?\s+(?:{_MONTH_NAMES})|on\s+(?:{_MONTH_NAMES})\.?\s+\d{{1,2}}(?!\d)|"
+    r"on\s+the\s+\d{1,2}(?:st|nd|rd|th))\b", re.IGNORECASE)
 # When a state began, not what it is: "since March", "as of the 3rd of May", "since March
 # 2026" (read apart from the values a claim states, `rule._updates`).
 _SINCE_WHEN = re.compile(rf"\b(?:since|as\s+of)\s+{_A_TIME}(?:\s+of\s+(?:{_MONTH_NAMES})\b)?"
                          rf"(?:\s*\d{{1,2}}(?:st|nd|rd|th)?\b)?(?:,?\s*\d{{4}}\b)?",
                          re.IGNORECASE)
+# A move off something, with or without what it moved onto ("we moved the builds off
+# Jenkins", "migrated away from Heroku"), says that what was said of it changed.
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
+    r"(?:moved|migrated|switched|ported)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+(?:off|away\s+from)\b|"
     rf"{_MOVED_IN_TIME})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
 # are three weeks", "I was wrong earlier - ...", "Correction: it's UA 828", "Scratch that,
 # ..."): it says something changed, as `_CHANGED` does (`Claim.changes`), though no word of
-# it names the change. Only as an opener: "I actually love it" corrects nothing.
+# it names the change. Only as an opener ("Turns out ...", "Oops, ..."), or after the verb
+# that states what is so ("the deadline is actually Friday", "it was actually Ben"): "I
+# actually love it" corrects nothing.
 CORRECTING = re.compile(
     r"(?:^|(?<=[.;!?]\s))\s*(?:actually\b|correction\s*:|scratch\s+that\b|i\s+stand\s+corrected\b|"
-    r"i\s+(?:was|am|['’]m)\s+wrong\b|i\s+misspoke\b|my\s+(?:mistake|bad)\b)", re.IGNORECASE)
+    r"i\s+(?:was|am|['’]m)\s+wrong\b|i\s+misspoke\b|my\s+(?:mistake|bad)\b|(?:it\s+)?turn(?:s|ed)\s+out\b|"
+    r"(?:oops|whoops|woops)\b)"
+    r"|\b(?:is|are|was|were|['’]s|['’]re)\s+actually\b", re.IGNORECASE)
 # A phrase of a sentence: up to a comma, a dash, "and" or "but" ("cancelled netflix,
 # we only have disney+ now"; "Dancing makes me so happy, and now I get to share that"): what
 # one change word is said of (`rule.says_it_changed`). "3.11" and "1,000" end none.

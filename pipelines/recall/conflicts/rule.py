@@ -14,15 +14,22 @@ from .patterns import (
     _CHANGED,
     _CLAUSE,
     _CLOCK_UNITS,
+    _DATE,
     _DONE_AGAIN,
+    _HABIT,
     _LIGHT_VERBS,
     _MOVED_TO,
     _NEGATED_BEFORE,
+    _ONE_OCCASION,
     _PHRASE,
     _RESCHEDULED,
     _SINCE_WHEN,
     _STEMS,
+    _WHEN_NAMES,
     _WRITTEN_WORD,
+    CLAIM_STOPWORDS,
+    CORRECTING,
+    MONTH_STEMS,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -142,24 +149,31 @@ def says_it_changed(new: Claim, old: Claim) -> bool:
     addresses left out, a word or value `old` says; both in statements, not questions
     (`_statements`: "Are you only trying dairy-free options?" states nothing that could
     change). A phrase whose only change word is "now" says when, not that anything changed
-    ("I feel like a different person now"): it counts when it states a value `old` does
-    not ("Dr. Okafor is our family doctor now")."""
+    ("I feel like a different person now"): it counts when its sentence states a value `old`
+    does not ("Dr. Okafor is our family doctor now"). A sentence that says it corrects
+    (`CORRECTING`: "Turns out ...", "Scratch that, ...", "is actually") is one phrase, its
+    every word said of the change."""
     if new.changes is None:
         return False
     old_said = frozenset(_STEMS(words(" ".join([old.item.title, *_statements(old.item.content)]))))
     old_words = (old.words | _value_stems(old.values) | _value_stems(old.retired)) & old_said
     for sentence in _statements(new.item.content):
-        for phrase in _PHRASE.finditer(sentence):
-            text = phrase.group(0)
+        # a sentence that says it corrects ("Scratch that, retro is on Thursday", "the
+        # deadline is actually Friday") says so of all it names: one phrase of it
+        correcting = CORRECTING.search(sentence)
+        phrases = [sentence] if correcting else [m.group(0) for m in _PHRASE.finditer(sentence)]
+        for text in phrases:
             changes = [m for m in _CHANGED.finditer(text) if not _denied_change(text, m)]
-            if not changes:
+            if not changes and not correcting:
                 continue
             moved = [w for m in changes for w in words(_change_said(m))]
-            named = set(_STEMS([w for w in words(text) if w not in STOPWORDS and w not in SMALL_TALK
+            named = set(_STEMS([w for w in words(text) if w not in CLAIM_STOPWORDS and w not in SMALL_TALK
                                 and w not in _LIGHT_VERBS]))
             if not (named - set(_STEMS(moved))) & old_words:
                 continue
-            if set(moved) != {"now"} or stated_values(text) - old.values:
+            # "now" alone counts with a value `old` does not state, in the phrase or the
+            # sentence ("We moved to York and live there now" / "We live in Leeds")
+            if correcting or set(moved) != {"now"} or stated_values(sentence) - old.values:
                 return True
     return False
 
@@ -417,6 +431,8 @@ def _updates(new: Claim, old: Claim) -> bool:
         return _revises(new, old)
     if new.named and old.named and not new.named & old.named:  # "Milo switched ..." / "Luna eats ..."
         return False
+    if stands_in(new, old):
+        return False
     # "standup is at 10am now" / "Daily standup is at 9:30"; not 5 kg / 200 g
     if new.values and (old.values or stated_values(_SINCE_WHEN.sub(" ", _stance(new.item.content)))):
         # A version counts in its name's unit ("PostgreSQL 16"): a name, for this test
@@ -429,6 +445,25 @@ def _updates(new: Claim, old: Claim) -> bool:
     # vegetarian": a standing state changed; not "Priya ate fish on Monday", one day's event,
     # whose day is a value the older, stating none, does not compare with)
     return bool(changes & old.words)
+
+
+def stands_in(new: Claim, old: Claim) -> bool:
+    """`new` holds for one occasion ("This week I'm going at 7pm instead", "On Dec 24 support
+    closes at 2pm") where `old` states a habit or a standing rule, naming no occasion nor
+    date ("I go to the gym at 6am on weekdays", "Support covers 8am-8pm"): a stand-in beside
+    it, which does not correct it (a write neither replaces nor holds it; recall shows both,
+    flagged). Not a move ("Dentist moved to the 12th of May": `reschedules`)."""
+    if _ONE_OCCASION.search(_stance(new.item.content)) is None or _ONE_OCCASION.search(old.item.content):
+        return False
+    if reschedules(new.item.content) or _HABIT.search(new.item.content):
+        return False
+    return _HABIT.search(old.item.content) is not None or not _dated(old)
+
+
+def _dated(c: Claim) -> bool:
+    """`c` states a date or a day ("2026-12-24", "14 march", "tuesday")."""
+    return any(_DATE.fullmatch(v) or v in _WHEN_NAMES or v.split(" ", 1)[-1] in MONTH_STEMS
+               for v in c.values | c.retired)
 
 
 def _began(new: Claim) -> frozenset[str] | None:

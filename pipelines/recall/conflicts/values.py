@@ -9,6 +9,8 @@ from datetime import date
 from ..dates import written_dates
 from ..lexical import STOPWORDS, words
 from .patterns import (
+    _CLOCK,
+    _CLOCK_RANGE,
     _CLOCK_UNITS,
     _CODE,
     _COUNTED,
@@ -31,6 +33,7 @@ from .patterns import (
     _SENTENCE_START,
     _STEMS,
     _TENTATIVE,
+    _TIME_ZONES,
     _UNIT_SPLIT,
     _VOCATIVE,
     _WHEN_NAMES,
@@ -89,6 +92,7 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
+        text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
         found.update(_DATE.findall(text))
         if "-" in text:
             found.update(m.group(0).lower() for m in _CODE.finditer(text))
@@ -110,6 +114,27 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         found |= {name.lower() for name in named}
         found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _clock_time(m: re.Match[str]) -> str:
+    """A time of day with its half of the day (`_CLOCK`) as its 24-hour time ("2:30 PM":
+    "14:30"; "9-11am": "9:00 and 11:00"; "11 o'clock": "11:00")."""
+    half = (m.group(6) or "").lower()
+    said = f"{_hour(int(m.group(4)), half)}:{m.group(5) or '00'}"
+    if m.group(1) is None:
+        return said
+    start = int(m.group(1))
+    # its own half of the day ("8am-8pm"), or the end's ("9-11am"; "11-1pm": the other half)
+    start_half = (m.group(3) or "").lower() or (
+        half if start <= int(m.group(4)) or not half else {"a": "p", "p": "a"}[half])
+    return f"{_hour(start, start_half)}:{m.group(2) or '00'} and {said}"
+
+
+def _hour(hour: int, half: str) -> int:
+    """The 24-hour hour of `hour` in the half of the day `half` ("a", "p", "" unsaid)."""
+    if not half or hour > 12:
+        return hour
+    return hour % 12 + (12 if half == "p" else 0)
 
 
 def _unaddressed(text: str) -> str:
@@ -148,7 +173,9 @@ def _number_with_unit(match: str) -> str:
     the word after a number is its unit only when it is not a function word. A duration or a
     size is one value in its base unit ("30 minutes" and "0.5 hours" are "1800 second")."""
     number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
-    if not unit or unit in _NOT_UNITS:
+    if len(number) == 5 and number[0] == "0" and number[2] == ":":  # "09:30" is "9:30"
+        number = number[1:]
+    if not unit or unit in _NOT_UNITS or (":" in number and unit not in _TIME_ZONES):
         return number
     stem = _STEMS([unit])[0]
     scale = UNIT_SCALE.get(stem)

@@ -89,3 +89,16 @@ def test_a_title_before_a_name_gives_the_name_as_the_value() -> None:
     # found by the words alone: one subject, the names differ
     assert _asked("Dr. Okafor is our family doctor now.", "Our family doctor is Dr. Patel.")[0] == [
         "same subject, different values"]
+
+
+def test_a_sentence_that_says_it_corrects_asks_the_cosine_of_what_it_names() -> None:
+    for proposal, stored in (("Scratch that, retro is every other Thursday.", "Sprint retro is every other Friday."),
+                             ("Turns out the venue is the Old Mill.", "The party venue is the Corn Exchange.")):
+        assert _asked(proposal, stored)[1] == ["old"], proposal
+    # a correction of something else asks nothing
+    assert _asked("Scratch that, lunch is at the deli.", "Sprint retro is every other Friday.") == ([], [])
+
+
+def test_a_bare_now_counts_with_a_value_its_sentence_states() -> None:
+    assert _asked("We moved to York in the summer and live there now.", "We live in Leeds.")[1] == ["old"]
+    assert _asked("I love the park and I walk there every day now.", "I walk in the park.") == ([], [])
