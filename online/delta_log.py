@@ -40,6 +40,10 @@ log = logging.getLogger("loci.online")
 
 EMBED_RETRY_S = 5.0  # how often a delta left unembedded (embedder down) is retried
 FREEZE_SEGMENT_ITEMS = 256
+# Vectors (and embedding hashes) of item versions the delta no longer holds are dropped
+# once there are more than the delta's items plus this many (`DeltaLog._drop_stale`):
+# not on every fold, which then touches only the items it makes.
+STALE_KEPT = 256
 POOLED_KEPT = 256  # pooled windows remembered between a write's `share` and its fold
 # Vectors `embed_shared` made or read lately, kept in the process: a proposal is embedded to
 # find its nearest claims, again for its cosine with each (`MemoryService.cosine_to`), and
@@ -82,6 +86,9 @@ class DeltaLog:
         self.inbox = inbox
         self.embedder = embedder
         self._vector_cache: dict[tuple[str, str], np.ndarray] = {}
+        # item id -> (the version hashed, its `embedding_hash`): a fold hashes only the
+        # versions it has not seen (every fold used to hash the whole delta: ~3 us an item).
+        self._hashes: dict[str, tuple[MemoryItem, str]] = {}
         # Pooled windows read by `share` are read again by the fold that follows: kept for it.
         self._pooled: OrderedDict[tuple[str, ...], tuple[np.ndarray, list[np.ndarray]]] = OrderedDict()
         self._pool_model = (getattr(embedder, "pool_windows_online", None)
@@ -204,7 +211,7 @@ class DeltaLog:
             # The embedder was down when the delta was built: try again now and then.
             self._embed_retry_at = time.monotonic()
             items = list(delta.items.values())
-            corpus, problem = self._segment(items, items, snap)
+            corpus, problem = self._segment(items, delta.items, snap)
             if problem is None:
                 return replace(delta, segments=(corpus,), embed_problem=None)
         return None
@@ -220,21 +227,20 @@ class DeltaLog:
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches
         if touched:
-            grown = {k: list(v) for k, v in prev.touches.items()}
+            grown = dict(prev.touches)  # only the touched items' tuples are rebuilt
             for item_id, ev in touched:
-                grown.setdefault(item_id, []).append(ev)
-            touches = MappingProxyType({k: tuple(v) for k, v in grown.items()})
+                grown[item_id] = (*grown.get(item_id, ()), ev)
+            touches = MappingProxyType(grown)
         max_seq = max(prev.max_seq, overlay.max_seq, events[-1].seq)
         if not made:  # usage / audit / rejections only: the corpus is unchanged
             return DeltaState(prev.items, prev.segments, max_seq, touches, prev.events + len(events),
                               prev.embed_problem, prev.inbox_problem)
         items = {**prev.items, **made}
-        every = list(items.values())
-        segment, problem = self._segment([items[i] for i in made], every, snap)
+        segment, problem = self._segment([items[i] for i in made], items, snap)
         segments = [*prev.segments, segment]
         while len(segments) > 1 and 2 * segments[-1].n >= segments[-2].n:
             merged_ids = dict.fromkeys(it.id for seg in segments[-2:] for it in seg.items)
-            merged, merge_problem = self._segment([items[i] for i in merged_ids], every, snap)
+            merged, merge_problem = self._segment([items[i] for i in merged_ids], items, snap)
             segments[-2:] = [merged]
             problem = problem or merge_problem
             if merged.n >= FREEZE_SEGMENT_ITEMS:
@@ -246,33 +252,48 @@ class DeltaLog:
         return DeltaState(MappingProxyType(items), tuple(segments), max_seq, touches,
                           prev.events + len(events), problem, prev.inbox_problem)
 
-    def _segment(self, items: list[MemoryItem], every: list[MemoryItem],
+    def _embedding_hash(self, item: MemoryItem) -> str:
+        """`embedding_hash(item)`, computed once per item version (items are replaced, never
+        changed in place, when a fold makes a new version)."""
+        known = self._hashes.get(item.id)
+        if known is not None and known[0] is item:
+            return known[1]
+        digest = embedding_hash(item)
+        self._hashes[item.id] = (item, digest)
+        return digest
+
+    def _drop_stale(self, every: Mapping[str, MemoryItem]) -> None:
+        """Forget the vectors and hashes of item versions no longer in the delta (older
+        versions of updated items, items a snapshot now holds). Only memory: a vector is
+        looked up by its inputs' hash, so a stale one is never read for another input."""
+        live = {(item_id, self._embedding_hash(it)) for item_id, it in every.items()}
+        for stale in [k for k in self._vector_cache if k not in live]:
+            del self._vector_cache[stale]
+        self._hashes = {item_id: self._hashes[item_id] for item_id in every}
+
+    def _segment(self, items: list[MemoryItem], every: Mapping[str, MemoryItem],
                  snap: SnapshotState) -> tuple[MemoryCorpus, str | None]:
         """Embed what is new (once per item version) and build an exact corpus of `items`
         (one delta segment; `every` is the whole delta, whose vectors stay cached). A vector
         is made as the pipeline makes it (`item_vectors`: a message with recorded context
         turns composed with theirs, found in the delta or the snapshot). When the embedder
-        is down the delta is still searchable lexically. `items` are among `every`: each
-        item's embedding hash is computed once, for both."""
-        hash_of = {it.id: embedding_hash(it) for it in every}
-        keys = [(it.id, hash_of[it.id]) for it in items]
+        is down the delta is still searchable lexically. `items` are among `every`."""
+        keys = [(it.id, self._embedding_hash(it)) for it in items]
         missing = [(k, it) for k, it in zip(keys, items) if k not in self._vector_cache]
         problem = None
         if missing:
             try:
                 # Transient vectors (the snapshot replaces them): the online model.
-                current = {it.id: it for it in every}
                 vecs = item_vectors([it for _, it in missing], self.embed_shared,
-                                    lambda i: current.get(i) or snap.get(i), pool=self._pool)
+                                    lambda i: every.get(i) or snap.get(i), pool=self._pool)
                 for (key, _), vec in zip(missing, vecs):
                     self._vector_cache[key] = np.asarray(vec, dtype=np.float32)
             except EmbedderUnavailable as exc:
                 problem = f"delta not embedded ({exc}); searched lexically"
                 log.warning(problem)
         if problem is None:
-            live = set(hash_of.items())
-            for stale in [k for k in self._vector_cache if k not in live]:
-                del self._vector_cache[stale]  # older versions of updated items
+            if max(len(self._vector_cache), len(self._hashes)) > 2 * len(every) + STALE_KEPT:
+                self._drop_stale(every)
             matrix = (np.stack([self._vector_cache[k] for k in keys])
                       if keys else np.zeros((0, self.embedder.dim), np.float32))
             return MemoryCorpus(items, matrix, source="delta"), None

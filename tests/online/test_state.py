@@ -372,6 +372,25 @@ def test_delta_is_a_log_of_segments_with_later_versions_shadowing_earlier(servic
     assert len(service.view().visible_items(WHO)) == 40
 
 
+def test_an_item_updated_back_to_its_first_words_gets_their_vector_again(service: MemoryService) -> None:
+    """A fold embeds an item once per version (keyed by its inputs' hash) and keeps older
+    versions' vectors a while: each version still gets the vector of its own words, as a
+    delta rebuilt from the inbox gives it."""
+    from online.delta_log import DeltaLog
+
+    def vector(delta):
+        newest = next(seg for seg in reversed(delta.segments) if item_id in seg.row_of)
+        return newest.items[newest.row_of[item_id]].content, newest.vectors[newest.row_of[item_id]]
+
+    item_id = write(service, "Deploys go out on Thursdays.", "Deploy day")
+    for content in ("Deploys go out on Fridays after the freeze.", "Deploys go out on Thursdays."):
+        ToolDispatcher(service).dispatch("memory.update", {"id": item_id, "patch": {"content": content}}, WHO)
+        view = service.view()
+        said, folded = vector(view.delta)
+        again = vector(DeltaLog(service.inbox, service.embedder).rebuild(view.snap))[1]
+        assert said == content and np.array_equal(folded, again)
+
+
 @pytest.mark.real_gc_freeze
 def test_snapshot_objects_are_frozen_out_of_the_gc_and_still_freed_after_a_swap(service: MemoryService,
                                                                                 settings: Settings) -> None:
