@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.capture import takes_over
 from pipelines.recall.conflicts import Corrections
+from pipelines.recall.dates import coming_dates
 from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
 from pipelines.validity import anchor, reread, undated, with_window
 
@@ -183,6 +184,14 @@ MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=SAO_PAULO)
 def test_a_calendar_date_told_as_a_due_day_gets_the_window_its_weekday_gets(text: str) -> None:
     assert window(text, MONDAY) == ("", "2026-11-20")
     assert anchor(text, MONDAY, SAO_PAULO).dates == ({"Friday": "Fri 2026-11-20"} if text.endswith("Friday.") else {})
+
+
+def test_a_due_date_said_on_monday_falls_in_this_week_asked_on_tuesday() -> None:
+    # what "What's due this week?" asks for (`dates.coming_dates`) meets the claim's window
+    (first, last), = coming_dates("What's due this week?", MONDAY.date() + timedelta(days=1))
+    for text in ("The checkout redesign deadline moved to Friday, November 20.", "Due November 22."):
+        assert first.isoformat() <= window(text, MONDAY)[1] <= last.isoformat(), text
+    assert window("Due November 23.", MONDAY)[1] > last.isoformat()  # next week's
 
 
 @pytest.mark.parametrize(("text", "wanted"), [
