@@ -208,7 +208,8 @@ def _calendar_day(text: str, m: re.Match[str], day: date, out: list[Span], plan:
     weekday that names it ("Friday, November 20": the date wins where they disagree). Told
     as a coming day (`_DUE_ON`, or its weekday read as one), it is an event's day, and
     without a year the next such date on or after `day`; told in the past ("was due
-    November 2", "since October 3"), the latest on or before; else the nearest."""
+    November 2", "since October 3"), the latest on or before; else, and after a start ("as
+    of Monday, October 5" may have begun), the nearest."""
     named = _its_weekday(text, m.start(), out)
     start = named.start if named is not None else m.start()
     past = re.search(r"\bsince\s*$", text[:start], re.IGNORECASE) is not None or (
@@ -219,7 +220,7 @@ def _calendar_day(text: str, m: re.Match[str], day: date, out: list[Span], plan:
             d = date(int(year), month, dom)
         except ValueError:
             return None
-    elif past or coming:
+    elif past or (coming and not re.search(rf"\b{_START}\s*$", text[:start], re.IGNORECASE)):
         d = _nearest(day, month, dom)
         if d is not None and (d > day if past else d < day):
             d = _same_day_of_year(d, d.year + (-1 if past else 1))

@@ -204,6 +204,9 @@ def test_a_due_date_said_on_monday_falls_in_this_week_asked_on_tuesday() -> None
     # ... unless told in the past (no window, as "was due Friday"), or a date said with its year
     ("The report was due November 2.", ("", "")), ("The report was due Friday, November 13.", ("", "")),
     ("The report is due on 3 March 2028.", ("", "2028-03-03")),
+    # a start may have begun: the nearest date, its weekday or not
+    ("As of Monday, October 5, card payments go through Stripe.", ("2026-10-05", "")),
+    ("Starting Thursday, November 12 the gym opens at 6.", ("2026-11-12", "")),
     # no cue, or one that states another thing's end, bounds nothing (as before); nor a date that is no day
     ("The report covers November 20.", ("", "")), ("The lease runs until 20 November.", ("", "")),
     ("The report is due February 29.", ("", "")), ("Due November 31.", ("", "")),
