@@ -23,7 +23,10 @@ tomorrow": every year's, `dates.is_yearly`), nor the bare weekday of a standing 
 nearest such date to the day said ("from December 1" said in late November; "since October
 3" said in November), a month "since" names the latest one begun ("since March" said in
 November is this March, not the next); they get a window only after a bounding word (a birthday "on March 3"
-does not end on March 3). English only; a claim the words do not bound keeps no window.
+does not end on March 3), or told as the day a thing is due or set for, as a weekday told so
+is ("due Friday, November 20", "due November 20", "the deadline moved to 20 Nov": over
+after that day, the next such date from the day said; "was due November 2": the last, no
+window). English only; a claim the words do not bound keeps no window.
 """
 
 from __future__ import annotations
@@ -104,6 +107,13 @@ def _nearest(day: date, month: int, dom: int | None = None) -> date | None:
     return best[0] if best else None
 
 
+def _same_day_of_year(d: date, year: int) -> date | None:
+    try:
+        return d.replace(year=year)
+    except ValueError:  # February 29
+        return None
+
+
 def _month_end(first: date) -> date:
     return first.replace(day=calendar.monthrange(first.year, first.month)[1])
 
@@ -176,13 +186,50 @@ def _told_as_past(text: str, start: int, end: int) -> bool:
 _NAMES_THE_DATE = re.compile(rf"\b{_WEEKDAY},?\s+(?:the\s+)?$", re.IGNORECASE)
 
 
-def _with_its_weekday(text: str, start: int, out: list[Span]) -> int:
-    """Where the calendar date at `start` begins: at the weekday that names it, whose own
-    span (the last of `out`) is dropped; else at `start`."""
+def _its_weekday(text: str, start: int, out: list[Span]) -> Span | None:
+    """The span of the weekday that names the calendar date at `start` (the last of `out`),
+    taken off `out`: the date is the day meant; None when no weekday names it."""
     named = _NAMES_THE_DATE.search(text, 0, start)
     if named is None or not out or not out[-1].start <= named.start() < out[-1].end:
-        return start
-    return out.pop().start
+        return None
+    return out.pop()
+
+
+# A calendar date told as the day a thing is due or set for ("due November 20", "by 20 Nov",
+# "on Friday, November 20", "the deadline is November 20", "moved to November 20"): one
+# coming day, as a weekday told so is. Not after "until": "the lease runs until 31 October"
+# states the lease's end, not the claim's (a date its weekday names takes the weekday's reading).
+_DUE_ON = re.compile(rf"\b(?:due|by|on|deadline(?:\s+is)?\s*:?|{_MOVED_TO})\s*$", re.IGNORECASE)
+
+
+def _calendar_day(text: str, m: re.Match[str], day: date, out: list[Span], plan: bool, year: str | None,
+                  month: int, dom: int) -> Span | None:
+    """The span of a calendar date (`month`, `dom`, `year` if said) matched at `m`, with the
+    weekday that names it ("Friday, November 20": the date wins where they disagree). Told
+    as a coming day (`_DUE_ON`, or its weekday read as one), it is an event's day, and
+    without a year the next such date on or after `day`; told in the past ("was due
+    November 2", "since October 3"), the latest on or before; else, and after a start ("as
+    of Monday, October 5" may have begun), the nearest."""
+    named = _its_weekday(text, m.start(), out)
+    start = named.start if named is not None else m.start()
+    past = re.search(r"\bsince\s*$", text[:start], re.IGNORECASE) is not None or (
+        not plan and _told_as_past(text, start, m.end()))
+    coming = not past and (named.one_near_day if named is not None else _DUE_ON.search(text[:start]) is not None)
+    if year:
+        try:
+            d = date(int(year), month, dom)
+        except ValueError:
+            return None
+    elif past or (coming and not re.search(rf"\b{_START}\s*$", text[:start], re.IGNORECASE)):
+        d = _nearest(day, month, dom)
+        if d is not None and (d > day if past else d < day):
+            d = _same_day_of_year(d, d.year + (-1 if past else 1))
+    else:
+        d = _nearest(day, month, dom)
+    if d is None:
+        return None
+    # not `relative`: a date said means it whatever the day said (no note under the claim)
+    return Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, coming)
 
 
 def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
@@ -196,12 +243,9 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
         g = {k: (v.lower() if isinstance(v, str) else v) for k, v in m.groupdict().items()}
         said = " ".join(m.group(0).split())
         if g["iso"]:
-            try:
-                d = date.fromisoformat(g["iso"])
-            except ValueError:
-                continue
-            start = _with_its_weekday(text, m.start(), out)
-            out.append(Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, False))
+            got = _calendar_day(text, m, day, out, plan, g["iso"][:4], int(g["iso"][5:7]), int(g["iso"][8:]))
+            if got is not None:
+                out.append(got)
         elif g["rel"]:
             d = day + timedelta(days=1 if g["rel"] == "tomorrow" else 0)
             # "today" dates what is said, it does not end it ("the GP letter came today")
@@ -243,16 +287,10 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                     mod != "last" and (plan or not _names_a_kind_of_day(text, m.start("wd"))))
             out.append(Span(m.start(), m.end(), said, d, d, True, one_day))
         elif g["md_m"] or g["dm_m"]:
-            month = MONTHS[g["md_m"] or g["dm_m"]]
-            dom, year = int(g["md_d"] or g["dm_d"]), g["md_y"] or g["dm_y"]
-            try:
-                d = date(int(year), month, dom) if year else _nearest(day, month, dom)
-            except ValueError:
-                d = None
-            if d is not None:
-                # not `relative`: a birthday "on March 3" is every year's
-                start = _with_its_weekday(text, m.start(), out)
-                out.append(Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, False))
+            got = _calendar_day(text, m, day, out, plan, g["md_y"] or g["dm_y"], MONTHS[g["md_m"] or g["dm_m"]],
+                                int(g["md_d"] or g["dm_d"]))
+            if got is not None:
+                out.append(got)
         elif g["mo"]:
             month = MONTHS[g["mo"]]
             first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)
@@ -313,7 +351,8 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
                 # (of which year? a raise "from April" said in November may be last April's)
                 first = span.first
             break
-        if span.relative and _before(text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
+        if (span.relative or span.one_near_day) and _before(
+                text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
             # a stand-in for a while ("until Friday"); "the lease runs until 31 October" states
             # the lease's end, not the claim's
             last = span.last

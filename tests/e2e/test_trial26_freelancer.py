@@ -14,8 +14,8 @@ What a demanding freelancer expects, each checked below:
   proxy's session of a chat without a session header now names its project).
 - "What did I promise Acme?": the moved deadline (Wednesday -> Friday) first, the old one
   never handed over; so at once, before a consolidation (kept). "What's due this week?"
-  lists Birch's demo but not Acme's moved deadline, whose "Friday, November 20" bounds no
-  window (broken, xfail: pipelines/validity.py is not this trial's to change).
+  lists Birch's demo but not Acme's moved deadline, whose "Friday, November 20" bounded no
+  window though "Friday" alone does (broken, fixed in pipelines/validity.py).
 - The corrected fee (4000 -> 4500) answers Birch's question (kept).
 - The keys pasted by mistake are refused as memories and stored nowhere: not in the inbox,
   the warehouse, the snapshot, an export, a recall block or the `loci` catalog (kept); the
@@ -403,13 +403,6 @@ def test_whats_due_this_week_lists_the_clients_deadline_said_in_its_words(fortni
     assert curated(sent) and fortnight.ids["Birch MVP demo"] in curated(sent)[0], sent
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pipelines/validity.py (not this helper's): a weekday followed by its calendar date bounds "
-    "no window though the weekday alone does: said Mon 2026-11-16, 'The checkout redesign is "
-    "due Friday.' gets valid_to 2026-11-20, 'The checkout redesign is due Friday, November "
-    "20.' none; 'What's due this week?' lists claims by window (or shared words), so Acme's "
-    "moved deadline, due this week, is not recalled, and only chatter ('Deadlines everywhere "
-    "this week') is handed over"))
 def test_whats_due_this_week_lists_a_moved_deadline_that_falls_in_it(fortnight) -> None:
     sent, _ = fortnight.asked["acme: What's due this week?"]
     assert curated(sent) and fortnight.ids["Acme checkout deadline"] in curated(sent)[0], sent

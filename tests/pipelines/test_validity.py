@@ -11,6 +11,7 @@ import pytest
 
 from pipelines.capture import takes_over
 from pipelines.recall.conflicts import Corrections
+from pipelines.recall.dates import coming_dates
 from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
 from pipelines.validity import anchor, reread, undated, with_window
 
@@ -55,7 +56,7 @@ def test_the_day_said_is_the_speakers_not_utcs() -> None:
 @pytest.mark.parametrize("text", [
     "Standup every weekday at 9:30.", "Gym on Mondays and Thursdays.", "My birthday is on March 3.",
     "Maya's passport expires in March.", "Rua Velha 12 is the address.", "I may go in May or march on.",
-    "The release is on 2026-12-03.", "The apartment lease runs until 31 October.", "Biscuit passed away on Sunday.",
+    "The apartment lease runs until 31 October.", "The report was due November 2.", "Biscuit passed away on Sunday.",
     "My blood group is A+, the GP letter came today.", "Deploying on a Friday is fine now.",
     "Book club meets on the first Monday of the month.", "Got the raise, 58k from April.",
     "Leo's swimming lesson moved to sunday mornings at 10.", "The Friday babysitter is Hannah.",
@@ -157,8 +158,8 @@ def test_a_month_since_which_something_holds_has_begun() -> None:
 
 
 @pytest.mark.parametrize(("text", "wanted"), [
-    ("The API freeze deadline is Friday December 11.", ("", "")),
-    ("The API freeze deadline is Friday, 11 December.", ("", "")),
+    ("The API freeze deadline is Friday December 11.", ("", "2026-12-11")),
+    ("The API freeze deadline is Friday, 11 December.", ("", "2026-12-11")),
     ("From Friday December 4, the office is in Lyon.", ("2026-12-04", "")),
 ])
 def test_a_weekday_naming_the_calendar_date_after_it_is_that_date_not_the_coming_one(text, wanted) -> None:
@@ -166,6 +167,52 @@ def test_a_weekday_naming_the_calendar_date_after_it_is_that_date_not_the_coming
     after the day said (which a note under the claim then contradicted)."""
     assert window(text) == wanted
     assert anchor(text, SUNDAY_EVENING, SAO_PAULO).dates == {}
+
+
+MONDAY = datetime(2026, 11, 16, 9, 0, tzinfo=SAO_PAULO)
+
+
+@pytest.mark.parametrize("text", [
+    "The checkout redesign is due Friday.",  # the weekday alone: the window the others match
+    "The checkout redesign is due Friday, November 20.", "The checkout redesign is due November 20.",
+    "The checkout redesign is due 20 November.", "The checkout redesign is due Nov. 20th.",
+    "The checkout redesign is due by November 20.", "The checkout redesign is due on 2026-11-20.",
+    "Promised to Acme: the checkout redesign deadline moved to Friday, November 20.",
+    "The invoice deadline is November 20.", "Deadline: 20 Nov.", "Tom covers for Maya until Friday, November 20.",
+    "I'm off on Friday, November 20.",
+])
+def test_a_calendar_date_told_as_a_due_day_gets_the_window_its_weekday_gets(text: str) -> None:
+    assert window(text, MONDAY) == ("", "2026-11-20")
+    assert anchor(text, MONDAY, SAO_PAULO).dates == ({"Friday": "Fri 2026-11-20"} if text.endswith("Friday.") else {})
+
+
+def test_a_due_date_said_on_monday_falls_in_this_week_asked_on_tuesday() -> None:
+    # what "What's due this week?" asks for (`dates.coming_dates`) meets the claim's window
+    (first, last), = coming_dates("What's due this week?", MONDAY.date() + timedelta(days=1))
+    for text in ("The checkout redesign deadline moved to Friday, November 20.", "Due November 22."):
+        assert first.isoformat() <= window(text, MONDAY)[1] <= last.isoformat(), text
+    assert window("Due November 23.", MONDAY)[1] > last.isoformat()  # next week's
+
+
+@pytest.mark.parametrize(("text", "wanted"), [
+    # a weekday and a date that disagree (the 21st is a Saturday): the date
+    ("The checkout redesign is due Friday, November 21.", ("", "2026-11-21")),
+    # no year: the next such date on or after the day said, not the one gone by ...
+    ("The report is due on November 2.", ("", "2027-11-02")),
+    ("The report is due November 16.", ("", "2026-11-16")),
+    ("The 2027 plan is due by January 15.", ("", "2027-01-15")),
+    # ... unless told in the past (no window, as "was due Friday"), or a date said with its year
+    ("The report was due November 2.", ("", "")), ("The report was due Friday, November 13.", ("", "")),
+    ("The report is due on 3 March 2028.", ("", "2028-03-03")),
+    # a start may have begun: the nearest date, its weekday or not
+    ("As of Monday, October 5, card payments go through Stripe.", ("2026-10-05", "")),
+    ("Starting Thursday, November 12 the gym opens at 6.", ("2026-11-12", "")),
+    # no cue, or one that states another thing's end, bounds nothing (as before); nor a date that is no day
+    ("The report covers November 20.", ("", "")), ("The lease runs until 20 November.", ("", "")),
+    ("The report is due February 29.", ("", "")), ("Due November 31.", ("", "")),
+])
+def test_a_due_dates_year_and_its_weekday(text: str, wanted: tuple) -> None:
+    assert window(text, MONDAY) == wanted
 
 
 def test_a_window_the_proposal_names_is_kept_and_the_day_said_is_recorded() -> None:
