@@ -21,6 +21,7 @@ from pipelines.materialize import (
     forgotten_tombstone,
     held_edit,
     in_quarantine,
+    is_tombstone,
     item_ids_touched,
     recall_state,
     with_held_edit,
@@ -441,6 +442,33 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
         return wh.active_items()
 
 
+def text_withheld(item: MemoryItem) -> bool:
+    """Whether a reader is shown none of `item`'s text: it was retracted (forgotten, by its
+    author or with her approval; rejected in review; an import's tombstone)."""
+    return item.validation == "retracted"
+
+
+def as_read(item: MemoryItem) -> MemoryItem:
+    """What any reader is shown of `item`, its author too: a retracted one as its tombstone
+    (`forgotten_tombstone`: id, type, scope, when; none of its text), any other as is. The
+    one rule of every surface that reads items: the items API, memory.read, the palace
+    (which leaves it off its shelves), the browser card and the export. Only the operator's
+    audit (`loci show`, `loci audit`) and a full backup (`loci export --all`) keep the text."""
+    return forgotten_tombstone(item) if text_withheld(item) and not is_tombstone(item) else item
+
+
+def history_as_read(item: MemoryItem, revisions: list[dict[str, Any]], events: list[dict[str, Any]],
+                    inbox: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                          list[dict[str, Any]]]:
+    """`item`'s (revisions, audit events, inbox events) as a reader is shown them (`as_read`):
+    of a retracted item, who did what and when only: no revisions (each stored its text),
+    the audit events without their details, the inbox events without their payloads."""
+    if not text_withheld(item):
+        return revisions, events, inbox
+    return ([], [{k: v for k, v in e.items() if k != "details"} for e in events],
+            [{**ev, "payload": {}} for ev in inbox])
+
+
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,
                  keep: Callable[[MemoryItem], bool] | None = None) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
@@ -457,8 +485,8 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
         item = changed.get(item.id, item)
         if keep is not None and not keep(item):
             continue
-        if not include_inactive and item.validation == "retracted":
-            item = forgotten_tombstone(item)
+        if not include_inactive:
+            item = as_read(item)
         handle.write(encoder.encode(item).decode("utf-8") + "\n")
         n += 1
     return n
