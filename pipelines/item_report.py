@@ -453,8 +453,16 @@ def as_read(item: MemoryItem) -> MemoryItem:
     (`forgotten_tombstone`: id, type, scope, when; none of its text), any other as is. The
     one rule of every surface that reads items: the items API, memory.read, the palace
     (which leaves it off its shelves), the browser card and the export. Only the operator's
-    audit (`loci show`, `loci audit`) and a full backup (`loci export --all`) keep the text."""
-    return forgotten_tombstone(item) if text_withheld(item) and not is_tombstone(item) else item
+    audit (`loci show`, `loci audit`) and a full backup (`loci export --all`) keep the text.
+    A review that rejected it stays on it (decision, by whom, when; not the reviewer's note)."""
+    if not text_withheld(item) or is_tombstone(item):
+        return item
+    shown = forgotten_tombstone(item)
+    review = item.metadata.get("review")
+    if isinstance(review, dict):
+        kept = {k: review[k] for k in ("decision", "by", "at") if k in review}
+        shown = msgspec.structs.replace(shown, metadata={**shown.metadata, "review": kept})
+    return shown
 
 
 def history_as_read(item: MemoryItem, revisions: list[dict[str, Any]], events: list[dict[str, Any]],
