@@ -352,8 +352,8 @@ def inbox_note(event: dict[str, Any]) -> str:
         return changed
     if kind == "memory.review":
         return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
-    if kind == "memory.palace.assign":
-        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}"
+    if kind == "memory.palace.assign":  # where to, unless withheld (`history_as_read`)
+        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}" if p.get("domain") else "moved"
     if kind == "memory.link":
         return f"{p.get('src_id')} -{p.get('rel')}-> {p.get('dst_id')}"
     if kind in ("proposal", "memory.write"):
@@ -470,11 +470,23 @@ def history_as_read(item: MemoryItem, revisions: list[dict[str, Any]], events: l
                                                           list[dict[str, Any]]]:
     """`item`'s (revisions, audit events, inbox events) as a reader is shown them (`as_read`):
     of a retracted item, who did what and when only: no revisions (each stored its text),
-    the audit events without their details, the inbox events without their payloads."""
+    the audit events without their details, the inbox events saying what was done (a
+    verdict, a decision, the names of the fields an edit changed) but none of the words."""
     if not text_withheld(item):
         return revisions, events, inbox
     return ([], [{k: v for k, v in e.items() if k != "details"} for e in events],
-            [{**ev, "payload": {}} for ev in inbox])
+            [{**ev, "payload": _what_was_done(ev.get("payload") or {})} for ev in inbox])
+
+
+def _what_was_done(payload: dict[str, Any]) -> dict[str, Any]:
+    """An inbox event's payload without what anyone said or wrote: what `inbox_note` reads of
+    it, an edit's field names (only `validation` with its value: a retraction says so)."""
+    out: dict[str, Any] = {k: payload[k] for k in ("item_id", "role", "decision", "as_reviewer") if k in payload}
+    if isinstance(payload.get("patch"), dict):
+        out["patch"] = {k: (v if k == "validation" else None) for k, v in payload["patch"].items()}
+    if isinstance(payload.get("verdict"), dict):
+        out["verdict"] = {k: payload["verdict"][k] for k in ("action", "rule_ids") if k in payload["verdict"]}
+    return out
 
 
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,

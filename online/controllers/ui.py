@@ -274,8 +274,8 @@ class UIController(Controller):
         stored = revisions[-1]["snapshot"] if revisions else None
         pending = [ev for ev in inbox if ev["seq"] > history.watermark]
         notes = dict(zip((ev["seq"] for ev in pending), inbox_notes(pending, stored), strict=True))
-        inbox = [{**ev, "note": "" if forgotten else notes.get(ev["seq"]) or inbox_note(ev),
-                  "pending": ev["seq"] > history.watermark} for ev in inbox]
+        inbox = [{**ev, "note": notes.get(ev["seq"]) or inbox_note(ev), "pending": ev["seq"] > history.watermark}
+                 for ev in inbox]
         edit = held_edit(item) if replaced is None else None  # an edit waiting beside it, for review
         # What waits for a reviewer, said as recall says it to the model (`pending_note`), and
         # the held claims contradicting it, each a link to its own card and review form.

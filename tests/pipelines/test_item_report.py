@@ -106,8 +106,9 @@ def test_a_retracted_item_reads_as_its_tombstone_with_who_and_when_only() -> Non
     assert shown.metadata["review"] == {"decision": "reject", "by": "omar", "at": "2026-11-24T10:00:00+00:00"}
     live = item()
     assert as_read(shown) is shown and as_read(live) is live  # a tombstone, or a live item, as it is
-    history = ([{"snapshot": msgspec.to_builtins(rejected)}], [{"action": "retract", "actor": "lena", "details": {
-        "fields": ["content"]}}], [{"kind": "memory.update", "payload": {"patch": {"content": LONG}}}])
-    assert history_as_read(rejected, *history) == ([], [{"action": "retract", "actor": "lena"}],
-                                                   [{"kind": "memory.update", "payload": {}}])
+    edit = {"kind": "memory.update", "payload": {"patch": {"content": LONG, "validation": "retracted"}, "note": LONG}}
+    history = ([{"snapshot": msgspec.to_builtins(rejected)}],
+               [{"action": "retract", "actor": "lena", "details": {"fields": ["content"]}}], [edit])
+    assert history_as_read(rejected, *history) == ([], [{"action": "retract", "actor": "lena"}], [
+        {"kind": "memory.update", "payload": {"patch": {"content": None, "validation": "retracted"}}}])
     assert history_as_read(live, *history) == history
