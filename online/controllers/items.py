@@ -49,7 +49,8 @@ class ItemsController(Controller):
          description="The item, where it is served from (snapshot or delta), its revisions and audit "
                      "events as published with the snapshot, and the inbox events that created or "
                      "changed it (those after the snapshot too), its `state`, and, for an id a correction "
-                     "or a merge replaced, the item that replaced it (`replaced_by`).")
+                     "or a merge replaced, the item that replaced it (`replaced_by`). A forgotten (retracted) item, "
+                     "to its author too, as its tombstone: who forgot it and when, none of its text.")
     def item(
         self,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
