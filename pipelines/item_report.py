@@ -21,6 +21,7 @@ from pipelines.materialize import (
     forgotten_tombstone,
     held_edit,
     in_quarantine,
+    is_tombstone,
     item_ids_touched,
     recall_state,
     with_held_edit,
@@ -351,8 +352,8 @@ def inbox_note(event: dict[str, Any]) -> str:
         return changed
     if kind == "memory.review":
         return f"{p.get('decision')}" + (f": {p['note']}" if p.get("note") else "")
-    if kind == "memory.palace.assign":
-        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}"
+    if kind == "memory.palace.assign":  # where to, unless withheld (`history_as_read`)
+        return f"moved to {p.get('domain')}/{p.get('room')}/{p.get('shelf')}" if p.get("domain") else "moved"
     if kind == "memory.link":
         return f"{p.get('src_id')} -{p.get('rel')}-> {p.get('dst_id')}"
     if kind in ("proposal", "memory.write"):
@@ -441,6 +442,53 @@ def _items(settings: Settings, include_inactive: bool) -> list[MemoryItem]:
         return wh.active_items()
 
 
+def text_withheld(item: MemoryItem) -> bool:
+    """Whether a reader is shown none of `item`'s text: it was retracted (forgotten, by its
+    author or with her approval; rejected in review; an import's tombstone)."""
+    return item.validation == "retracted"
+
+
+def as_read(item: MemoryItem) -> MemoryItem:
+    """What any reader is shown of `item`, its author too: a retracted one as its tombstone
+    (`forgotten_tombstone`: id, type, scope, when; none of its text), any other as is. The
+    one rule of every surface that reads items: the items API, memory.read, the palace
+    (which leaves it off its shelves), the browser card and the export. Only the operator's
+    audit (`loci show`, `loci audit`) and a full backup (`loci export --all`) keep the text.
+    A review that rejected it stays on it (decision, by whom, when; not the reviewer's note)."""
+    if not text_withheld(item) or is_tombstone(item):
+        return item
+    shown = forgotten_tombstone(item)
+    review = item.metadata.get("review")
+    if isinstance(review, dict):
+        kept = {k: review[k] for k in ("decision", "by", "at") if k in review}
+        shown = msgspec.structs.replace(shown, metadata={**shown.metadata, "review": kept})
+    return shown
+
+
+def history_as_read(item: MemoryItem, revisions: list[dict[str, Any]], events: list[dict[str, Any]],
+                    inbox: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                          list[dict[str, Any]]]:
+    """`item`'s (revisions, audit events, inbox events) as a reader is shown them (`as_read`):
+    of a retracted item, who did what and when only: no revisions (each stored its text),
+    the audit events without their details, the inbox events saying what was done (a
+    verdict, a decision, the names of the fields an edit changed) but none of the words."""
+    if not text_withheld(item):
+        return revisions, events, inbox
+    return ([], [{k: v for k, v in e.items() if k != "details"} for e in events],
+            [{**ev, "payload": _what_was_done(ev.get("payload") or {})} for ev in inbox])
+
+
+def _what_was_done(payload: dict[str, Any]) -> dict[str, Any]:
+    """An inbox event's payload without what anyone said or wrote: what `inbox_note` reads of
+    it, an edit's field names (only `validation` with its value: a retraction says so)."""
+    out: dict[str, Any] = {k: payload[k] for k in ("item_id", "role", "decision", "as_reviewer") if k in payload}
+    if isinstance(payload.get("patch"), dict):
+        out["patch"] = {k: (v if k == "validation" else None) for k, v in payload["patch"].items()}
+    if isinstance(payload.get("verdict"), dict):
+        out["verdict"] = {k: payload["verdict"][k] for k in ("action", "rule_ids") if k in payload["verdict"]}
+    return out
+
+
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,
                  keep: Callable[[MemoryItem], bool] | None = None) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
@@ -457,8 +505,8 @@ def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool 
         item = changed.get(item.id, item)
         if keep is not None and not keep(item):
             continue
-        if not include_inactive and item.validation == "retracted":
-            item = forgotten_tombstone(item)
+        if not include_inactive:
+            item = as_read(item)
         handle.write(encoder.encode(item).decode("utf-8") + "\n")
         n += 1
     return n

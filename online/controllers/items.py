@@ -5,6 +5,8 @@ Identity: query parameters `user_id`, `project_id`, `session_id`, `org_id`, or t
 not see is answered exactly like an unknown id (404). An id that left recall (archived, or
 replaced by a correction or a merge) still answers, as last stored, with its history, its
 `state` and what replaced it (`replaced_by`), as long as the snapshot keeps its history.
+A forgotten (retracted) item answers its tombstone, to its author too: who forgot it and when,
+none of its text (`item_report.as_read`, the rule of every reading surface).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from online.controllers.deps import error_responses, provide_identity, provide_s
 from online.schemas import ConflictOut, ConflictsResponse, ItemResponse, ReplacedBy
 from online.state import MemoryService
 from online.tools import item_summary
+from pipelines.item_report import as_read, history_as_read
 from pipelines.materialize import recall_state
 from pipelines.records import Identity, MemoryItem
 
@@ -46,7 +49,8 @@ class ItemsController(Controller):
          description="The item, where it is served from (snapshot or delta), its revisions and audit "
                      "events as published with the snapshot, and the inbox events that created or "
                      "changed it (those after the snapshot too), its `state`, and, for an id a correction "
-                     "or a merge replaced, the item that replaced it (`replaced_by`).")
+                     "or a merge replaced, the item that replaced it (`replaced_by`). A forgotten (retracted) item, "
+                     "to its author too, as its tombstone: who forgot it and when, none of its text.")
     def item(
         self,
         item_id: Annotated[str, Parameter(min_length=1, max_length=200)],
@@ -62,19 +66,19 @@ class ItemsController(Controller):
             if retired is None:
                 raise NotFoundException(service.no_item(item_id, identity))
             item, replaced, history = retired
-            return ItemResponse(item=msgspec.to_builtins(item), source="history", revisions=history.revisions,
-                                history=history.inbox, events=history.audit,
-                                **_state(item, replaced))
+            revisions, events, inbox = history_as_read(item, history.revisions, history.audit, history.inbox)
+            return ItemResponse(item=msgspec.to_builtins(as_read(item)), source="history", revisions=revisions,
+                                history=inbox, events=events, **_state(item, replaced))
         item, view, history = found
-        out = msgspec.to_builtins(item)
+        out = msgspec.to_builtins(as_read(item))
+        revisions, events, inbox = history_as_read(item, history.revisions, history.audit, history.inbox)
         replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
         if replaced is not None and replaced[1] == "superseded":
             out["superseded_by"] = replaced[0]  # as `memory.read` says; consolidation then records it
         else:
             replaced = None
         return ItemResponse(item=out, source=view.source_of(item_id) or "snapshot",
-                            revisions=history.revisions, history=history.inbox, events=history.audit,
-                            **_state(item, replaced))
+                            revisions=revisions, history=inbox, events=events, **_state(item, replaced))
 
     @get("/v1/conflicts", sync_to_thread=True, summary="Pairs of visible items in conflict.",
          responses=error_responses(400, 503))

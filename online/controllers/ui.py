@@ -36,10 +36,18 @@ from online.review import awaiting_review, review_entry
 from online.schemas import ID_PART_PATTERN, MAX_QUERY_CHARS
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
-from online.tools.reads import SAID
-from pipelines.forgetting import is_forgotten
-from pipelines.item_report import earlier_versions, history_rows, inbox_note, inbox_notes, shown_at
-from pipelines.materialize import forgotten_tombstone, held_edit, in_quarantine, pending_changes
+from online.tools.reads import SAID, shelved
+from pipelines.item_report import (
+    as_read,
+    earlier_versions,
+    history_as_read,
+    history_rows,
+    inbox_note,
+    inbox_notes,
+    shown_at,
+    text_withheld,
+)
+from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.render import pending_note
 from pipelines.records import Identity, MemoryItem, time_zone
@@ -176,7 +184,7 @@ def earlier_of(service: MemoryService, item: MemoryItem, who: Identity) -> list[
         if old is None:
             retired = service.retired(old_id, who, view)
             old = retired[0] if retired is not None else None
-        return None if old is None or is_forgotten(old) else old
+        return None if old is None or text_withheld(old) else old
 
     return earlier_versions(item, visible, lambda old_id: service.item_history(old_id, view).audit, [])
 
@@ -225,7 +233,7 @@ class UIController(Controller):
         if len(parts) == 3:  # a shelf: its children are cards, shown with their items
             cards = dispatcher.dispatch("memory.palace.get", {"location": path}, identity)["result"]["items"]
         elif not parts:  # items the pipeline has not placed yet (written since the last run)
-            unplaced = [item_summary(it) for it in service.view().visible_items(identity)
+            unplaced = [item_summary(it) for it in shelved(service.view(), identity)
                         if _location_of(it) is None and it.type != "message"]
         shown, pager = paged(cards or unplaced, page)  # at most one of the two lists is non-empty
         cards, unplaced = (shown, []) if cards else ([], shown)
@@ -256,17 +264,18 @@ class UIController(Controller):
             item, view, history = found
             source = view.source_of(item_id)
             replaced = service.replaced_by(item_id, identity, view)  # a correction since the snapshot
-        published = history_rows({"revisions": history.revisions, "events": history.audit})
-        forgotten = is_forgotten(item)
-        if forgotten:  # who forgot it and when stay; its words go, as from an export (a tombstone)
-            item = forgotten_tombstone(item)
-            published = [{**row, "note": ""} for row in published]
+        # Forgotten: who forgot it and when stay, its words go (`as_read`, as in the export).
+        forgotten = text_withheld(item)
+        revisions, events, inbox = history_as_read(item, history.revisions, history.audit, history.inbox)
+        item = as_read(item)
+        published = [{**row, "note": ""} if forgotten else row
+                     for row in history_rows({"revisions": revisions, "events": events})]
         # A pending edit's old values: the item as the last consolidation stored it.
-        stored = history.revisions[-1]["snapshot"] if history.revisions else None
-        pending = [ev for ev in history.inbox if ev["seq"] > history.watermark]
+        stored = revisions[-1]["snapshot"] if revisions else None
+        pending = [ev for ev in inbox if ev["seq"] > history.watermark]
         notes = dict(zip((ev["seq"] for ev in pending), inbox_notes(pending, stored), strict=True))
         inbox = [{**ev, "note": notes.get(ev["seq"]) or inbox_note(ev), "pending": ev["seq"] > history.watermark}
-                 for ev in history.inbox]
+                 for ev in inbox]
         edit = held_edit(item) if replaced is None else None  # an edit waiting beside it, for review
         # What waits for a reviewer, said as recall says it to the model (`pending_note`), and
         # the held claims contradicting it, each a link to its own card and review form.

@@ -20,9 +20,10 @@ from online.tools.args import (
 )
 from online.tools.base import Actions
 from online.tools.shaping import hit_out, item_out, item_summary, palace_locations
+from pipelines.item_report import as_read, text_withheld
 from pipelines.palace import palace_get, palace_list
 from pipelines.recall.episodic import is_message
-from pipelines.records import Identity, time_zone
+from pipelines.records import Identity, MemoryItem, time_zone
 
 SAID = "what was said, not verified; not authoritative"  # a raw turn among search hits, as recall's block heads them
 
@@ -41,6 +42,12 @@ def searched_message(query: str, hits: list[Any]) -> str:
     said = f"{turns} {'excerpt' if turns == 1 else 'excerpts'} of what was said (not verified)" if turns else ""
     found = f"{memories} {'memory' if memories == 1 else 'memories'}" if memories else ""
     return f"Found {' and '.join(part for part in (found, said) if part)} for {query.strip()!r}."
+
+
+def shelved(view: View, who: Identity) -> list[MemoryItem]:
+    """What the palace shows `who` on its shelves: the items they may see, none retracted (a
+    forgotten item's tombstone has no title to shelve, `item_report.as_read`)."""
+    return [it for it in view.visible_items(who) if not text_withheld(it)]
 
 
 class ReadActions(Actions):
@@ -76,7 +83,7 @@ class ReadActions(Actions):
             if item is None:
                 missing.append(item_id)
                 continue
-            out = item_out(item)
+            out = item_out(as_read(item))  # a forgotten one as its tombstone, to its author too
             replaced = self.service.replaced_by(item_id, who, view)  # a correction since the snapshot
             if replaced is not None and replaced[1] == "superseded":
                 out["superseded_by"] = superseded[item_id] = replaced[0]
@@ -108,7 +115,7 @@ class ReadActions(Actions):
     def palace_list(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = decode(PalaceListArgs, raw, "memory.palace.list")
         try:
-            children = list(palace_list(palace_locations(view.visible_items(who)), args.path))
+            children = list(palace_list(palace_locations(shelved(view, who)), args.path))
         except ValueError as exc:
             raise ToolError(400, f"memory.palace.list: {exc}") from None
         self.service.audit(who, "memory.palace.list", msgspec.to_builtins(args))
@@ -116,7 +123,7 @@ class ReadActions(Actions):
 
     def palace_get(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         args = decode(PalaceGetArgs, raw, "memory.palace.get")
-        visible = {it.id: it for it in view.visible_items(who)}
+        visible = {it.id: it for it in shelved(view, who)}
         try:
             found = palace_get(palace_locations(list(visible.values())), args.location)
         except ValueError as exc:

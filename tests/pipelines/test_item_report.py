@@ -5,8 +5,19 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from pipelines.item_report import earlier_lines, earlier_versions, held_change, held_lines, inbox_notes, shown_at
-from pipelines.materialize import HELD_EDIT
+import msgspec
+
+from pipelines.item_report import (
+    as_read,
+    earlier_lines,
+    earlier_versions,
+    held_change,
+    held_lines,
+    history_as_read,
+    inbox_notes,
+    shown_at,
+)
+from pipelines.materialize import HELD_EDIT, is_tombstone
 from pipelines.records import Link, MemoryItem, Scope
 
 LONG = "The atlas API gateway timeout is 30 seconds, agreed with the platform team after the outage review."
@@ -84,3 +95,20 @@ def test_an_edit_not_consolidated_yet_says_what_each_field_was_and_became() -> N
     (reviewer,) = inbox_notes([{"kind": "memory.update", "payload": {**events[0]["payload"], "as_reviewer": True}}],
                               stored)
     assert "4 spaces" in reviewer and reviewer.endswith("(a correction by the reviewer who approved it)"), reviewer
+
+
+def test_a_retracted_item_reads_as_its_tombstone_with_who_and_when_only() -> None:
+    rejected = msgspec.structs.replace(item(), type="todo", validation="retracted", metadata={
+        "review": {"decision": "reject", "by": "omar", "at": "2026-11-24T10:00:00+00:00", "note": "30 seconds?"}})
+    shown = as_read(rejected)
+    assert is_tombstone(shown) and shown.id == "m1" and shown.scope.user_id == "lena"
+    assert "30 seconds" not in msgspec.json.encode(shown).decode() and shown.title == ""
+    assert shown.metadata["review"] == {"decision": "reject", "by": "omar", "at": "2026-11-24T10:00:00+00:00"}
+    live = item()
+    assert as_read(shown) is shown and as_read(live) is live  # a tombstone, or a live item, as it is
+    edit = {"kind": "memory.update", "payload": {"patch": {"content": LONG, "validation": "retracted"}, "note": LONG}}
+    history = ([{"snapshot": msgspec.to_builtins(rejected)}],
+               [{"action": "retract", "actor": "lena", "details": {"fields": ["content"]}}], [edit])
+    assert history_as_read(rejected, *history) == ([], [{"action": "retract", "actor": "lena"}], [
+        {"kind": "memory.update", "payload": {"patch": {"content": None, "validation": "retracted"}}}])
+    assert history_as_read(live, *history) == history
