@@ -12,8 +12,10 @@ runs before she asks in a new chat. Checked as a demanding user would:
   listed in a catalog or exported, and no memory is injected into it (broken: every task
   prompt landed as a user turn, got the READ-ONLY block and was recalled).
 - A regenerated answer does not land her message twice (kept).
-- An edited message: the text she replaced is not recalled as what she says now (kept, the
-  edit is another turn; see the test for what shows).
+- An edited message lands as another turn; asked later, the new words come first (kept).
+  But the words it replaced are handed to the model, as an unmarked excerpt, with the edit
+  itself and in every later recall (broken, left: strict xfails; the replaced turn needs a
+  mark that materialize and recall read, outside the proxy).
 - Probes pass through byte-identical; her chat still streams; her facts are captured and
   recalled (kept).
 """
@@ -101,6 +103,7 @@ class Trial:
     probes: dict[str, tuple[bytes, bytes]] = field(default_factory=dict)  # path -> (via proxy, direct)
     regenerated: dict[str, Any] = field(default_factory=dict)
     asked: dict[str, Any] = field(default_factory=dict)
+    edit_sent: str = ""  # the system text the model got with the edited message
 
 
 ANSWERS = itertools.count()  # a regenerated answer differs from the first
@@ -180,7 +183,9 @@ def trial(shared_fake, tmp_path_factory) -> Iterator[Trial]:  # noqa: F811
         tasks(history)
         # She edits that message: the same chat, the history up to it, the new words.
         history[2:] = [{"role": "user", "content": BILLING_NEW}]
+        n = len(t.fake.requests)
         history.append({"role": "assistant", "content": say(history)})
+        t.edit_sent = system_text(t.fake.requests[n][1])
         tasks(history)
         # Another model for the next message of the same chat.
         history.append({"role": "user", "content": "Thanks, that's all for today."})
@@ -267,3 +272,9 @@ def test_the_words_an_edit_replaced_are_marked_as_such(trial: Trial) -> None:
     sent = trial.asked[BILLING_Q]["sent"]
     (old,) = [t for t in sent.split("[TURN:") if "Postgres 16" in t]
     assert SAID_EARLIER.split("{")[0] in old or "edited" in old, old
+
+
+@pytest.mark.xfail(strict=True, reason="the chat's own turns the client no longer sends (edited away) are recalled "
+                   "into it as excerpts; see the report of trial 28")
+def test_the_edited_message_does_not_bring_back_the_words_it_replaced(trial: Trial) -> None:
+    assert "Postgres 16" not in trial.edit_sent, trial.edit_sent
