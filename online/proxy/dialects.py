@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from online.proxy.responses import NDJSON_TYPE, ndjson_line
+from online.proxy.tasks import is_task_prompt
 
 if TYPE_CHECKING:
     import httpx
@@ -65,6 +66,12 @@ class OllamaWire:
     @staticmethod
     def with_stream(body: dict[str, Any], stream: bool) -> dict[str, Any]:
         return {**body, "stream": stream}
+
+    def background_task(self, body: dict[str, Any]) -> bool:
+        """Whether the request is a chat UI's background task (a title, tags, follow-ups),
+        not the user's chat (`online.proxy.tasks`): forwarded without memory."""
+        return is_task_prompt(self.user_text(body), earlier_turns=self.earlier_turns(body),
+                              format_asked=self.structured(body), stream_off=body.get("stream") is False)
 
     @staticmethod
     def error_body(message: str, status: int = 500) -> dict[str, Any]:
@@ -136,6 +143,11 @@ class ChatDialect(OllamaWire):
     @staticmethod
     def history(body: dict[str, Any]) -> list[list[str]]:
         return [[m["role"], content_text(m.get("content"))] for m in body["messages"]]
+
+    @staticmethod
+    def earlier_turns(body: dict[str, Any]) -> bool:
+        """Whether the conversation holds turns before the user's message."""
+        return sum(m["role"] != "system" for m in body["messages"]) > 1
 
     @staticmethod
     def earlier_texts(body: dict[str, Any]) -> list[str]:
@@ -295,6 +307,10 @@ class GenerateDialect(OllamaWire):
         return [body.get("system") or "", body.get("prompt") or "", list(body.get("context") or [])[-64:]]
 
     history = history_until_user
+
+    @staticmethod
+    def earlier_turns(body: dict[str, Any]) -> bool:
+        return bool(body.get("context"))  # the model's tokens of an earlier exchange
 
     @staticmethod
     def earlier_texts(body: dict[str, Any]) -> list[str]:

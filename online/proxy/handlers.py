@@ -93,8 +93,9 @@ class MemoryHandlers:
         invalid = dialect.invalid(body)
         if invalid is not None:
             return dialect_error(dialect, 400, f"loci proxy: {invalid}")
-        if dialect.unsupported(body) is not None:
-            return await forward(request, self.state(request)[1], raw)  # Ollama answers (or rejects) it itself
+        if dialect.unsupported(body) is not None or dialect.background_task(body):
+            # Ollama answers (or rejects) it itself; a UI's background task is not the user's chat.
+            return await forward(request, self.state(request)[1], raw)
         try:
             identity = identity_from_headers(request.headers, self.config.default_identity,
                                              openwebui=self.config.openwebui_headers,
