@@ -7,7 +7,8 @@ did, for the trace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -362,28 +363,14 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
     weaker = weaker or {}
     shown = [c for c in ranked if c.id in titles]
     overriding = [c for c in ranked if c.id in weaker]
-    holding: dict[str, set[int]] = {}  # the shown claims holding a title word: a subject's are among them
+    heads = (*shown, *overriding)  # a broader claim below the floor heads its subject too
     subjects: list[list[Candidate]] = []
-    for i, c in enumerate(shown):
-        for word in titles[c.id]:
-            holding.setdefault(word, set()).add(i)
-    under: dict[str, set[int]] = {}  # the same of the claims below the floor (asked of every head)
-    for i, c in enumerate(overriding):
-        for word in weaker[c.id]:
-            under.setdefault(word, set()).add(i)
-    for head in (*shown, *overriding):  # a broader claim below the floor heads its subject too
-        words = titles[head.id] if head.id in titles else weaker[head.id]
-        if not words:  # no title names no subject
-            continue
-        alike = set.intersection(*(holding.get(w, set()) for w in words))
-        if len(alike) < 2 and not overriding:
-            continue
-        subject = [head, *(c for c in (shown[i] for i in sorted(alike)) if c.id != head.id
-                           and c.item.scope.kind != head.item.scope.kind and words < titles[c.id])]
+    for h, members in _on_subjects(heads, [titles[c.id] for c in shown] + [weaker[c.id] for c in overriding],
+                                   len(shown)):
+        head = heads[h]
+        subject = [head, *(shown[k] for k in members if k < len(shown))]
         taken = {m.id for m in subject}
-        subject += [c for c in (overriding[i] for i in sorted(set.intersection(*(under.get(w, set()) for w in words))))
-                    if SCOPE_RANK[c.item.scope.kind] < SCOPE_RANK[head.item.scope.kind]
-                    and words < weaker[c.id] and c.id not in taken]
+        subject += [c for c in (heads[k] for k in members if k >= len(shown)) if c.id not in taken]
         if len(subject) > 1:
             subjects.append(subject)
     # Subjects sharing a claim are one ("Indentation" of the org and of the user, each with
@@ -401,6 +388,31 @@ def _subject_in_scope_order(ranked: list[Candidate], titles: dict[str, frozenset
             c.tier = tier
             c.resolution = c.resolution or "scope"
         _order_by_scope(list(members.values()))
+
+
+def _on_subjects(heads: Sequence[Candidate], words: Sequence[frozenset[str]], n_shown: int
+                 ) -> list[tuple[int, list[int]]]:
+    """For `_subject_in_scope_order`: per head (an index into `heads`, the first `n_shown`
+    shown, the rest below the floor) whose title's words name a subject, the heads on it, in
+    order: those whose titles say its words and more, shown in another scope kind or below
+    the floor in a more specific one. One product of the heads' title words over all pairs
+    (a recall's ~90 claims), so the heads on no subject (most) cost no loop of their own."""
+    n = len(heads)
+    said = list(chain.from_iterable(words))
+    if not said:
+        return []
+    vocab = {w: column for column, w in enumerate(dict.fromkeys(said))}
+    columns = list(map(vocab.__getitem__, said))
+    sizes = np.fromiter(map(len, words), np.int64, n)
+    held = np.zeros((n, len(vocab)), np.float32)
+    held[np.repeat(np.arange(n), sizes), columns] = 1.0
+    shared = held @ held.T  # exact: counts of 0/1 columns
+    rank = np.fromiter((SCOPE_RANK[c.item.scope.kind] for c in heads), np.int64, n)
+    shown = np.arange(n) < n_shown
+    # k's title holds h's words and more (h has some), and k may stand on h's subject
+    on = ((shared == sizes[:, None]) & (sizes[None, :] > sizes[:, None]) & (sizes[:, None] > 0)
+          & np.where(shown[None, :], rank[None, :] != rank[:, None], rank[None, :] < rank[:, None]))
+    return [(h, np.flatnonzero(on[h]).tolist()) for h in np.flatnonzero(on.any(axis=1)).tolist()]
 
 
 def _share_tier_with_rivals(ranked: list[Candidate]) -> None:
