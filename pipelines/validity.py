@@ -65,7 +65,10 @@ _WHEN_RE = re.compile(rf"\b(?:{_WHEN})", re.IGNORECASE)
 _START = r"(?:from|starting(?:\s+(?:on|from))?|as\s+of|beginning|effective|after)"
 _END = r"(?:until|till|til|through|thru|up\s+to|to|-|–)"
 # A plan moved to a range of days: "the trip moved to Friday, December 4 to Sunday, December 6".
-_MOVED_TO = r"(?:moved|pushed(?:\s+back)?|postponed|rescheduled|shifted|changed)\s+to"
+# a date moved in time, as the conflict rule's `patterns._MOVED_IN_TIME` reads one: a correction
+# "slipped to April 14, 2027" is dated as the claim it corrects ("ships on March 3, 2027"), so
+# the two are not set apart in time (`records.apart_in_time`, a one-sided window)
+_MOVED_TO = r"(?:moved|pushed(?:\s+back)?|postponed|rescheduled|shifted|changed|slipped|slid|delayed|bumped)\s+to"
 _BOUNDED = re.compile(rf"\b(?:{_START}|{_END}|by|since)\s*$", re.IGNORECASE)  # a cue that bounds what follows
 _DATED = re.compile(rf"\b(?:(?:{_START}|{_END}|on|since|by)\s+)?(?:{_WHEN})", re.IGNORECASE)  # `undated`
 _RECURRING = re.compile(

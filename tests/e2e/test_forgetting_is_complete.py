@@ -79,8 +79,8 @@ def forgetting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
         ids["bike"] = propose(client, BIKE, "Bike", "Ann's bike is chained at the north rack behind the library.")
         turn(client, GYM, "user", "Please keep this: my gym is the Riverside Climbing Hall on Dock Street.")
         turn(client, GYM, "assistant", "Sure.")
-        turn(client, GYM, "user", "Unrelated, but what is a good name for a grey kitten?")
-        # the tool call's carrier turn follows the kitten question
+        turn(client, GYM, "user", "Unrelated, but I named my grey kitten Pepper.")
+        # the tool call's carrier turn follows the kitten turn (a statement: a turn that only asks is no hit)
         ids["gym"] = propose(client, GYM, "Gym", "Ann's gym is the Riverside Climbing Hall on Dock Street.")
         consolidate(client, settings)
         found["before"] = {"key": hits(client, ASKED["key"])}

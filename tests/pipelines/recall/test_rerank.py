@@ -52,7 +52,7 @@ def test_questions_that_ask_when():
 
 def chat():
     return [
-        turn("q1", "Bob", "Lake camping trip?", "s-b", 1),
+        turn("q1", "Bob", "Lake camping trip.", "s-b", 1),
         turn("a1", "Ann", "We went on a camping trip at the lake with the kids last summer and we swam, "
                           "fished and hiked every day until the rain came.", "s-a", 2),
         turn("a2", "Ann", "The lake camping trip was our best yet, the kids still talk about it.", "s-a", 3),
@@ -70,11 +70,12 @@ def recall(question, items, **opts):
                            options=RecallOptions(qstar=False, **opts))
 
 
-def test_turns_that_state_more_in_a_matching_session_rise_over_a_bare_question():
+def test_turns_that_state_more_in_a_matching_session_rise_over_a_bare_mention():
     question = "What camping trip at the lake did Ann talk about?"
     before = recall(question, chat(), rerank_pool=0)
     after = recall(question, chat())
-    # the bare question matches the words better than the long account of the trip
+    # the bare mention matches the words better than the long account of the trip (a turn that
+    # only asks is no hit at all since episodic.states_nothing, so the bare turn is a fragment)
     assert ids(before).index("q1") < ids(before).index("a1")
     assert set(ids(after)) == set(ids(before))
     assert ids(after).index("a1") < ids(after).index("q1")
