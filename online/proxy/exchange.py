@@ -175,23 +175,19 @@ class Exchange:
         return self.dialect.history(self.body) if isinstance(self.dialect, ChatDialect) else None
 
     def retract_edited(self) -> None:
-        """Retract the user turns landed at a place of this chat that now holds other words,
-        the conversation before it unchanged and holding an earlier user message
-        (`online.proxy.edited`), with the answers landed to them."""
+        """Retract the chat's latest user turn (and the answers to it) when this request
+        holds other words at its place, the conversation before it unchanged
+        (`online.proxy.edited`)."""
         msgs = self._messages() if self.placed is not None else None
         if not msgs:
             return
         who = msgspec.to_builtins(self.identity)
-        users = [i for i, (role, _) in enumerate(msgs) if role == "user"]
-        texts = {i: msgs[i][1] for i in users[1:]}  # the first user message has nothing of hers before it
-        found = self.placed.replaced(self.chat_key, texts,
-                                     lambda i: digest([who, self.dialect.name, msgs[:i]]))
-        if not found:
+        placed = self.placed.replaced(self.chat_key, msgs, lambda i: digest([who, self.dialect.name, msgs[:i]]))
+        if placed is None:
             return
-        now = {i: stable_id("turn", "proxy", digest([who, self.dialect.name, msgs[:i + 1]])) for i, _ in found}
-        self.edited_away = retract_edited(self.service, self.identity, [(p, now[i]) for i, p in found])
-        for i, p in found:
-            self.placed.forget(self.chat_key, i, p.turn_id)
+        now = stable_id("turn", "proxy", digest([who, self.dialect.name, msgs[:placed.index + 1]]))
+        self.edited_away = retract_edited(self.service, self.identity, placed, now)
+        self.placed.forget(self.chat_key, placed.turn_id)
 
     def _nothing_found(self, topic: str, query: str) -> str:
         """The note for the model that memory has nothing (or, when the engine answers
