@@ -34,6 +34,7 @@ from online.proxy.config import (
     flag,
 )
 from online.proxy.dialects import ChatDialect, GenerateDialect
+from online.proxy.edited import PlacedTurns, retract_edited
 from online.proxy.memory_tools import MEMORY_TOOL_SPECS, is_loci_call
 from online.proxy.search_block import search_block
 from online.proxy.shown import REQUEST_LEAD, REQUEST_START, VisibleText, cut_at
@@ -105,6 +106,8 @@ class Exchange:
     answer: str | None = None  # the engine's own answer: the model is not asked (again)
     user_turn: CaptureResult | None = None
     assistant_turn: CaptureResult | None = None
+    placed: PlacedTurns | None = None  # where this driver's chats landed their user turns (`online.proxy.edited`)
+    edited_away: list[str] = field(default_factory=list)  # message entries an edit of the chat retracted
 
     def __post_init__(self) -> None:
         # One consistent set of flags for the whole request, even if they flip meanwhile.
@@ -121,6 +124,7 @@ class Exchange:
         # every recall of the exchange is told that the user asks for their own words.
         self.own_words = asks_what_i_said(self.user_text)
         self.user_turn_id = stable_id("turn", "proxy", self.user_key)
+        self.chat_key = digest([who, self.dialect.name])
         self.calls = MemoryCalls(self.service, self.identity, tz=self.tz, own_words=self.own_words,
                                  offers_changes=self.offers_tools)
 
@@ -137,6 +141,7 @@ class Exchange:
     def prepare(self) -> dict[str, Any]:
         """The body for the first model call: memory context and instruction injected.
         With `answer` set afterwards, the model need not be called."""
+        self.retract_edited()  # before recall: the words an edit replaced are not recalled into it
         blocks: list[str] = []
         text = self.user_text
         intent = detect_recall_intent(text) if text.strip() and self.flags["recall_interception"] else None
@@ -164,6 +169,25 @@ class Exchange:
         if self.offers_tools:
             body = self.dialect.add_tools(body, MEMORY_TOOL_SPECS)
         return body
+
+    def _messages(self) -> list[list[str]] | None:
+        """Role and text of the chat's messages (None: the dialect sends no conversation)."""
+        return self.dialect.history(self.body) if isinstance(self.dialect, ChatDialect) else None
+
+    def retract_edited(self) -> None:
+        """Retract the chat's latest user turn (and the answers to it) when this request
+        holds other words at its place, the conversation before it unchanged
+        (`online.proxy.edited`)."""
+        msgs = self._messages() if self.placed is not None else None
+        if not msgs:
+            return
+        who = msgspec.to_builtins(self.identity)
+        placed = self.placed.replaced(self.chat_key, msgs, lambda i: digest([who, self.dialect.name, msgs[:i]]))
+        if placed is None:
+            return
+        now = stable_id("turn", "proxy", digest([who, self.dialect.name, msgs[:placed.index + 1]]))
+        self.edited_away = retract_edited(self.service, self.identity, placed, now)
+        self.placed.forget(self.chat_key, placed.turn_id)
 
     def _nothing_found(self, topic: str, query: str) -> str:
         """The note for the model that memory has nothing (or, when the engine answers
@@ -340,6 +364,16 @@ class Exchange:
     def assistant_turn_id(self, raw: str) -> str:
         return assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
 
+    def _record_place(self) -> None:
+        """Keep where the user turn was landed, and its answer (`retract_edited` reads it)."""
+        msgs = self._messages() if self.placed is not None and self.user_turn is not None else None
+        if not msgs:
+            return
+        index = max(i for i, (role, _) in enumerate(msgs) if role == "user")
+        before = digest([msgspec.to_builtins(self.identity), self.dialect.name, msgs[:index]])
+        self.placed.record(self.chat_key, index, before, msgs[index][1], self.user_turn.turn_id,
+                           self.assistant_turn.turn_id if self.assistant_turn else None)
+
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the
         pre-return Q* pass; returns what goes in the response's `loci` field. The engine's
@@ -350,6 +384,7 @@ class Exchange:
         assistant = self.assistant_turn
         if self.calls.held:
             self.calls.link_held([t.turn_id for t in (self.user_turn, assistant) if t])
+        self._record_place()
         out: dict[str, Any] = {
             "injected_ids": list(self.injected_ids),
             "intercepted": self.intercepted,
@@ -362,6 +397,8 @@ class Exchange:
             "turn_ids": {"user": self.user_turn.turn_id if self.user_turn else None,
                          "assistant": assistant.turn_id if assistant else None},
         }
+        if self.edited_away:
+            out["edited_away"] = list(self.edited_away)
         if self.ignored_calls:
             out["ignored_tool_calls"] = list(self.ignored_calls)
         if self.calls.unlinked:

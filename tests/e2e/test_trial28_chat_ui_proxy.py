@@ -13,9 +13,9 @@ runs before she asks in a new chat. Checked as a demanding user would:
   prompt landed as a user turn, got the READ-ONLY block and was recalled).
 - A regenerated answer does not land her message twice (kept).
 - An edited message lands as another turn; asked later, the new words come first (kept).
-  But the words it replaced are handed to the model, as an unmarked excerpt, with the edit
-  itself and in every later recall (broken, left: strict xfails; the replaced turn needs a
-  mark that materialize and recall read, outside the proxy).
+  The words it replaced (and the answer to them) are retracted as edited by the user before
+  the edit's own recall: never handed to the model again (broken: they came back as an
+  unmarked excerpt with the edit itself and in every later recall).
 - Probes pass through byte-identical; her chat still streams; her facts are captured and
   recalled (kept).
 """
@@ -35,7 +35,7 @@ from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from pipelines.consolidate import consolidate_once
 from pipelines.item_report import export_items
-from pipelines.recall.render import SAID_EARLIER
+from pipelines.materialize import message_item_id
 from pipelines.settings import load_settings
 from tests.online.test_proxy import block, serve, shared_fake, system_text  # noqa: F401 - shared_fake: fixture
 
@@ -266,15 +266,19 @@ def test_probes_pass_through_and_her_chat_streams(trial: Trial) -> None:
     assert all(n > 2 for n in trial.streamed_pieces), trial.streamed_pieces
 
 
-@pytest.mark.xfail(strict=True, reason="an edit is landed as a new turn; the replaced one is not marked (needs a "
-                   "turn-replaces-turn mark read by materialize and recall, outside the proxy)")
 def test_the_words_an_edit_replaced_are_marked_as_such(trial: Trial) -> None:
+    """The replaced turn (and the answer to it) is retracted as edited, with the reason in
+    the inbox: never recalled again, nor listed."""
     sent = trial.asked[BILLING_Q]["sent"]
-    (old,) = [t for t in sent.split("[TURN:") if "Postgres 16" in t]
-    assert SAID_EARLIER.split("{")[0] in old or "edited" in old, old
+    assert "Postgres 16" not in sent, sent
+    assert "Postgres 16" not in json.dumps(trial.asked[BILLING_Q]["answer"]["loci"]["catalog"])
+    events = trial.memory.inbox.read_after(0)
+    texts = {message_item_id(e.payload["turn_id"]): e.payload["text"] for e in events if e.kind == "turn"}
+    edits = [e.payload for e in events if e.kind == "memory.update" and "edited" in e.payload]
+    gone = [texts.get(p["item_id"]) for p in edits]
+    assert BILLING_OLD in gone and len(edits) == 2, (gone, edits)  # her words and the answer to them
+    assert all("edited by the user" in p["verdict"]["reasons"][0] for p in edits), edits
 
 
-@pytest.mark.xfail(strict=True, reason="the chat's own turns the client no longer sends (edited away) are recalled "
-                   "into it as excerpts; see the report of trial 28")
 def test_the_edited_message_does_not_bring_back_the_words_it_replaced(trial: Trial) -> None:
     assert "Postgres 16" not in trial.edit_sent, trial.edit_sent
