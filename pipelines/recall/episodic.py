@@ -123,18 +123,28 @@ def only_asks(item: MemoryItem) -> bool:
     """A raw turn that only asks (every sentence a question, or small talk around one:
     "Thanks! And when is Anna's birthday again?"): it shows what someone wanted to know, not
     anything that was said to be so, so it is no evidence."""
-    if not is_message(item):
-        return False
-    sentences = _sentences(item.content)
+    return is_message(item) and _asks_only(item.content)
+
+
+# Kept per text: every recall asks it of each raw turn among its candidates, and the same
+# turns come back recall after recall (a few MB at most).
+@lru_cache(maxsize=1 << 16)
+def _asks_only(text: str) -> bool:
+    sentences = _sentences(text)
     return (any(p.endswith("?") for p in sentences)
             and all(p.endswith("?") or is_small_talk(p) for p in sentences))
+
+
+@lru_cache(maxsize=1 << 16)
+def _states_nothing(text: str) -> bool:
+    return _asks_only(text) or is_small_talk(text)
 
 
 def states_nothing(item: MemoryItem) -> bool:
     """A raw turn that states nothing: it only asks ("What was my dentist's name again?")
     or is small talk ("ok thanks"). It is no evidence of anything: recall gives it as no hit,
     in the block or the catalog (`deliver`), nor `memory.search`, which gives recall's hits."""
-    return is_message(item) and (only_asks(item) or is_small_talk(item.content))
+    return is_message(item) and _states_nothing(item.content)
 
 
 _STEMS = Stems()
