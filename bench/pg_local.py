@@ -114,6 +114,17 @@ class LocalPostgres:
             con.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def allow_connections(self, url: str, allow: bool) -> None:
+        """The database of `url` goes away (its connections dropped, new ones refused) or
+        comes back: an inbox outage, for the replica tests."""
+        import psycopg
+
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url(), autocommit=True) as con:
+            con.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {"true" if allow else "false"}')
+            if not allow:
+                con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+
     def stop(self) -> None:
         if self.root is None:
             return

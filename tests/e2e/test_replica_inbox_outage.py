@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import psycopg
 import pytest
 from litestar.testing import TestClient
 
@@ -35,12 +34,7 @@ TIMEOUT_S = 60
 
 
 def _cut(server, url: str, allow: bool) -> None:
-    """The database goes away (connections dropped, new ones refused) or comes back."""
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(server.url(), autocommit=True) as con:
-        con.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {"true" if allow else "false"}')
-        if not allow:
-            con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+    server.allow_connections(url, allow)
 
 
 def _client(settings) -> TestClient:

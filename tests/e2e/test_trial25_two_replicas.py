@@ -32,7 +32,6 @@ from typing import Any
 
 import httpx
 import msgspec
-import psycopg
 import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
@@ -189,12 +188,7 @@ def test_a_replica_killed_mid_write_loses_nothing_it_acknowledged(team) -> None:
 
 
 def _cut(server, url: str, allow: bool) -> None:
-    """The database goes away (connections dropped, new ones refused) or comes back."""
-    name = url.rsplit("/", 1)[1]
-    with psycopg.connect(server.url(), autocommit=True) as con:
-        con.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS {"true" if allow else "false"}')
-        if not allow:
-            con.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", [name])
+    server.allow_connections(url, allow)
 
 
 def test_an_inbox_outage_refuses_writes_with_a_message_and_passes(team) -> None:
