@@ -26,6 +26,8 @@ console = Console()
 err = Console(stderr=True)
 
 DATA_OPT = typer.Option(None, "--data-dir", help="Data directory (default: settings.data_dir).")
+TZ_OPT = typer.Option(None, "--tz", help="Show times in this IANA zone (default: the timezone setting, UTC "
+                                         "unless set).")
 # Whose the turns of an imported chat or LoCoMo file are, where the file does not say.
 USER_OPT = typer.Option(None, "--user", help="Owner of the turns (LoCoMo: instead of each sample's id; chat: "
                         "rows without user_id).")
@@ -309,8 +311,7 @@ def _print_recall(result, mode: str) -> None:
 def show(
     item_id: str,
     as_json: bool = typer.Option(False, "--json", help="The raw record: item, revisions, events."),
-    tz: Optional[str] = typer.Option(None, "--tz", help="Show times in this IANA zone (default: the timezone "
-                                                         "setting, UTC unless set)."),
+    tz: Optional[str] = TZ_OPT,
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Show one item, a change held for review beside it (old -> new, who proposed it), and
@@ -361,8 +362,7 @@ def show(
 def audit(
     item_id: str,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per read."),
-    tz: Optional[str] = typer.Option(None, "--tz", help="Show times in this IANA zone (default: the timezone "
-                                                         "setting, UTC unless set)."),
+    tz: Optional[str] = TZ_OPT,
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Who was shown an item and when: each read that returned it (search, read, browser card,
