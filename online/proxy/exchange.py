@@ -214,7 +214,13 @@ class Exchange:
             placed = latest_at(service, self._place(msgs, index))
             if placed is not None and placed["said_sha256"] != said \
                     and not said_later(service, placed["turn_id"], said, len(users)):
-                self._retract_edit(placed["turn_id"], self._turn_at(msgs, index))
+                now = self._turn_at(msgs, index)
+                self._retract_edit(placed["turn_id"], now)
+                # what she says there now is hers, as the latest message would be
+                service.capture(self.identity, "user", msgs[index][1], turn_id=now)
+                parent = users[users.index(index) - 1]
+                record_round(service, self.identity, Round(self._place(msgs, index), now, said),
+                             self._turn_at(msgs, parent))
 
     def _retract_edit(self, replaced: str, now: str) -> None:
         answers = answers_to(self.service, replaced)
