@@ -42,7 +42,6 @@ from online.proxy.rounds import (
     answers_to,
     follower,
     latest_at,
-    record_answer,
     record_round,
     retract_round,
     said_later,
@@ -408,15 +407,13 @@ class Exchange:
         users = [i for i, (role, _) in enumerate(msgs or []) if role == "user"]
         if self.user_turn is None or not msgs or not users:
             return
-        latest = users[-1]
+        latest, answer = users[-1], self.assistant_turn
+        if latest == len(msgs) - 1:
+            self._retract_discarded()
         record_round(self.service, self.identity,
                      Round(self._place(msgs, latest), self.user_turn.turn_id, sha256_text(msgs[latest][1])),
-                     self._turn_at(msgs, users[-2]) if len(users) > 1 else None)
-        if users[-1] == len(msgs) - 1:
-            self._retract_discarded()
-        if self.assistant_turn is not None:
-            record_answer(self.service, self.identity, self.user_turn.turn_id, self.assistant_turn.turn_id,
-                          [p.item_id for p in self.assistant_turn.proposals if p.item_id])
+                     self._turn_at(msgs, users[-2]) if len(users) > 1 else None,
+                     (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id]) if answer else None)
 
     def _retract_discarded(self) -> None:
         """The chat asked again with the conversation ending at this user message: the answers

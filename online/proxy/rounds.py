@@ -51,24 +51,32 @@ def _event_id(kind: str, *parts: str) -> str:
     return stable_id("evt", "audit", f"chat.{kind}", *parts)
 
 
-def _record(service: MemoryService, who: Identity, kind: str, parts: Callable[[int], tuple[str, ...]],
-            payload: dict, same: Callable[[dict], bool]) -> bool:
-    """Append the record at the first free slot `n` (`parts(n)` its id's parts): False when
-    one `same` as it is stored already (a retry), or every slot is taken."""
+def _slot(service: MemoryService, who: Identity, kind: str, parts: Callable[[int], tuple[str, ...]],
+          payload: dict, same: Callable[[dict], bool]) -> tuple[Event, Callable[[dict], bool]] | None:
+    """The record at the first free slot `n` (`parts(n)` its id's parts), and how to tell it
+    stored; None when one `same` as it is stored already (a retry), or every slot is taken."""
     for n in range(MAX_VERSIONS):
         stored = service.inbox.get(_event_id(kind, *parts(n)))
-        if stored is not None:
-            if same(stored.payload):
-                return False
-            continue
-        ids = payload.get("result_ids", [])
-        landed = service.append([Event(
-            event_id=_event_id(kind, *parts(n)), kind="audit", identity=who,
-            payload={"action": f"chat.{kind}", "args_sha256": sha256_text("|".join(parts(n))),
-                     "result_ids": ids, "result_count": len(ids), **payload})])[0]
-        if same(landed.payload):  # else another process took the slot meanwhile: the next one
-            return True
-    return False
+        if stored is None:
+            ids = payload.get("result_ids", [])
+            return Event(event_id=_event_id(kind, *parts(n)), kind="audit", identity=who,
+                         payload={"action": f"chat.{kind}", "args_sha256": sha256_text("|".join(parts(n))),
+                                  "result_ids": ids, "result_count": len(ids), **payload}), same
+        if same(stored.payload):
+            return None
+    return None
+
+
+def _record(service: MemoryService, who: Identity,
+            slots: list[tuple[str, Callable[[int], tuple[str, ...]], dict, Callable[[dict], bool]]]) -> None:
+    """Append the records in one batch; one whose slot another process took meanwhile (it
+    comes back as stored, not as ours) is appended again at the next free slot."""
+    for _ in range(MAX_VERSIONS):
+        found = [(spec, got) for spec in slots if (got := _slot(service, who, *spec)) is not None]
+        if not found:
+            return
+        landed = service.append([event for _, (event, _) in found])
+        slots = [spec for (spec, (_, same)), stored in zip(found, landed, strict=True) if not same(stored.payload)]
 
 
 def _versions(service: MemoryService, kind: str, *parts: str) -> list[dict]:
@@ -81,24 +89,26 @@ def _versions(service: MemoryService, kind: str, *parts: str) -> list[dict]:
     return out
 
 
-def record_round(service: MemoryService, who: Identity, at: Round, parent: str | None) -> None:
-    """The user turn landed at `at`; `parent`: the turn of the chat's user message before it."""
-    if parent is None:
-        return  # a first message: never read as an edit (module doc)
-    _record(service, who, "round", lambda n: (at.before, str(n)),
-            {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said},
-            lambda p: p.get("turn_id") == at.turn_id)
-    _record(service, who, "followed", lambda n: (parent,),
-            {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},
-            lambda p: True)  # the first later round is enough to say the turn was followed
-
-
-def record_answer(service: MemoryService, who: Identity, user_turn_id: str, answer_turn_id: str,
-                  proposed: Sequence[str]) -> None:
-    _record(service, who, "answer", lambda n: (user_turn_id, str(n)),
-            {"result_ids": [answer_turn_id, *proposed], "turn_id": answer_turn_id, "answers": user_turn_id,
-             "proposed": list(proposed)},
-            lambda p: p.get("turn_id") == answer_turn_id)
+def record_round(service: MemoryService, who: Identity, at: Round, parent: str | None,
+                 answer: tuple[str, Sequence[str]] | None = None) -> None:
+    """The user turn landed at `at` (`parent`: the turn of the chat's user message before it;
+    None for a first message, never read as an edit) and `answer` (its turn id, the memories
+    it proposed), in one batch."""
+    slots = []
+    if parent is not None:
+        slots += [("round", lambda n: (at.before, str(n)),
+                   {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said},
+                   lambda p: p.get("turn_id") == at.turn_id),
+                  ("followed", lambda n: (parent,),  # the first later round is enough: it was followed
+                   {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},
+                   lambda p: True)]
+    if answer is not None:
+        answer_id, proposed = answer
+        slots.append(("answer", lambda n: (at.turn_id, str(n)),
+                      {"result_ids": [answer_id, *proposed], "turn_id": answer_id, "answers": at.turn_id,
+                       "proposed": list(proposed)},
+                      lambda p: p.get("turn_id") == answer_id))
+    _record(service, who, slots)
 
 
 def answers_to(service: MemoryService, user_turn_id: str) -> list[dict]:
