@@ -52,6 +52,7 @@ from online.proxy.tool_calls import MemoryCalls, Read, ToolRound
 from online.proxy.turns import assistant_turn_id, catalog, digest, land_assistant, land_user, recall_query
 from online.state import MemoryService
 from pipelines.capture import CaptureResult
+from pipelines.materialize import message_item_id
 from pipelines.recall.intents import RecallIntent, detect_recall_intent
 from pipelines.recall.query import asks_what_i_said
 from pipelines.records import Identity, sha256_text, stable_id
@@ -204,8 +205,14 @@ class Exchange:
             return  # a first message: every chat of the session starts at its place
         said = sha256_text(msgs[latest][1])
         placed = latest_at(service, self._place(msgs, latest))
-        if placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None:
+        if placed is not None and placed["said_sha256"] == said and placed.get("key"):
+            self.user_key, self.user_turn_id = placed["key"], placed["turn_id"]  # as landed (below)
+        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None:
             self._retract_edit(placed["turn_id"], self.user_turn_id)
+            back = service.view().get(message_item_id(self.user_turn_id))
+            if back is not None and back.validation == "retracted":  # edited back to words it replaced
+                self.user_key = digest([self.user_key, "said again", placed["turn_id"]])
+                self.user_turn_id = stable_id("turn", "proxy", self.user_key)
         for n, index in enumerate(reversed(users[1:-1])):  # earlier messages, the latest first
             if n >= MAX_EARLIER_READ or service.inbox.get(stable_id("evt", "turn", self._turn_at(msgs, index))):
                 break  # landed as it is: the conversation up to it is unchanged
@@ -218,7 +225,7 @@ class Exchange:
                 # what she says there now is hers, as the latest message would be
                 service.capture(self.identity, "user", msgs[index][1], turn_id=now)
                 parent = users[users.index(index) - 1]
-                record_round(service, self.identity, Round(self._place(msgs, index), now, said),
+                record_round(service, self.identity, Round(self._place(msgs, index), now, said, now),
                              self._turn_at(msgs, parent))
 
     def _retract_edit(self, replaced: str, now: str) -> None:
@@ -411,7 +418,8 @@ class Exchange:
         if latest == len(msgs) - 1:
             self._retract_discarded()
         record_round(self.service, self.identity,
-                     Round(self._place(msgs, latest), self.user_turn.turn_id, sha256_text(msgs[latest][1])),
+                     Round(self._place(msgs, latest), self.user_turn.turn_id, sha256_text(msgs[latest][1]),
+                           self.user_key),
                      self._turn_at(msgs, users[-2]) if len(users) > 1 else None,
                      (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id]) if answer else None)
 

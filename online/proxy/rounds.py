@@ -45,6 +45,7 @@ class Round:
     before: str
     turn_id: str
     said: str  # sha256 of its text
+    key: str  # the exchange's user key its answers' ids derive from
 
 
 def _event_id(kind: str, *parts: str) -> str:
@@ -97,7 +98,7 @@ def record_round(service: MemoryService, who: Identity, at: Round, parent: str |
     slots = []
     if parent is not None:
         slots += [("round", lambda n: (at.before, str(n)),
-                   {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said},
+                   {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said, "key": at.key},
                    lambda p: p.get("turn_id") == at.turn_id),
                   ("followed", lambda n: (parent,),  # the first later round is enough: it was followed
                    {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},

@@ -121,3 +121,19 @@ def test_another_chat_with_the_same_start_retracts_nothing(service: MemoryServic
     lea.say(chat(U1, "Noted.", U2))
     loci, _ = other.say(chat(U1, "Noted.", U2_EDITED))
     assert "edited_away" not in loci and lea.retracted() == []
+
+
+def test_an_edit_back_to_the_words_it_replaced_lands_them_again(service: MemoryService) -> None:
+    lea = Chat(service)
+    lea.say(chat(U1))
+    first, _ = lea.say(chat(U1, "Noted.", U2))
+    edited, _ = lea.say(chat(U1, "Noted.", U2_EDITED))
+    back, _ = lea.say(chat(U1, "Noted.", U2))  # she changes her mind back
+    assert message_item_id(edited["turn_ids"]["user"]) in back["edited_away"]
+    assert back["turn_ids"]["user"] != first["turn_ids"]["user"]
+    again, _ = lea.say(chat(U1, "Noted.", U2), reply="Postgres 16, noted.")  # regenerated: the same turn
+    assert again["turn_ids"]["user"] == back["turn_ids"]["user"]
+    _, later = lea.say(chat(U1, "Noted.", U2, "Noted.", U4))
+    assert "CockroachDB" not in later
+    now = service.view().get(message_item_id(back["turn_ids"]["user"]))
+    assert now.content == U2 and now.validation != "retracted"
