@@ -54,6 +54,8 @@ class ChatOutcome:
     tool_rounds: list[ToolRound] = field(default_factory=list)
     ignored_tool_calls: list[str] = field(default_factory=list)
     intercepted: bool = False
+    edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted
+    regenerated_away: list[str] = field(default_factory=list)  # the answers a regeneration discarded
     llm_calls: int = 0
     messages: list[dict[str, Any]] = field(default_factory=list)  # last list sent to the llm
     raw_reply: Any = None
@@ -144,6 +146,7 @@ class MemoryMiddleware:
         out.tool_rounds = list(ex.tool_rounds)
         out.ignored_tool_calls = list(ex.ignored_calls)
         out.user_turn, out.assistant_turn = ex.user_turn, ex.assistant_turn
+        out.edited_away, out.regenerated_away = list(ex.edited_away), list(ex.regenerated_away)
         out.proposals = list(ex.assistant_turn.proposals) if ex.assistant_turn else []
         out.catalog = loci.get("catalog", {})
         out.catalog_ids = [e["id"] for e in out.catalog.get("memory_catalog", []) if "id" in e]

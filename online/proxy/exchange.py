@@ -421,16 +421,19 @@ class Exchange:
                      Round(self._place(msgs, latest), self.user_turn.turn_id, sha256_text(msgs[latest][1]),
                            self.user_key),
                      self._turn_at(msgs, users[-2]) if len(users) > 1 else None,
-                     (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id]) if answer else None)
+                     (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id],
+                      str(self.body.get("model") or "")) if answer else None)
 
     def _retract_discarded(self) -> None:
-        """The chat asked again with the conversation ending at this user message: the answers
-        landed to it before were discarded (a regeneration, or a retry whose answer the user
-        never saw). Those other than this one are retracted once it has landed (a retry given
-        the same answer keeps it: one turn). Recall before the answer may still show them."""
+        """The chat asked the same model again with the conversation ending at this user
+        message: the answers it landed to it before were discarded (a regeneration, or a retry
+        whose answer the user never saw). Those other than this one are retracted once it has
+        landed (a retry given the same answer keeps it: one turn). Recall before the answer
+        may still show them."""
         kept = self.assistant_turn
+        model = sha256_text(str(self.body.get("model") or ""))
         gone = [a for a in answers_to(self.service, self.user_turn.turn_id)
-                if kept is None or a["turn_id"] != kept.turn_id]
+                if a.get("model_sha256") == model and (kept is None or a["turn_id"] != kept.turn_id)]
         if gone:
             self.regenerated_away = retract_round(
                 self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),

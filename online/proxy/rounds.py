@@ -10,8 +10,9 @@ process (a restart, another `loci serve` worker, another proxy replica) sees the
   first exchange and the last message puts a new message at an old place, nothing edited)
   and for earlier messages a resent history changed (a message no later round of the chat
   said: a client trimming its history moves later messages up, it does not change them);
-- a regenerated answer: the client asks again with the conversation ending at the same user
-  message, the answers it had discarded. They (and what they proposed) are retracted.
+- a regenerated answer: the client asks the same model again with the conversation ending at
+  the same user message, the answers it had discarded. They (and what they proposed) are
+  retracted. Another model's answer is not (a UI asking several models at once shows each).
 
 Records are `audit` events under ids derived from the round (ids and hashes, never
 content), read back by id: `round` (the user turn landed at a place, the n-th there),
@@ -91,10 +92,10 @@ def _versions(service: MemoryService, kind: str, *parts: str) -> list[dict]:
 
 
 def record_round(service: MemoryService, who: Identity, at: Round, parent: str | None,
-                 answer: tuple[str, Sequence[str]] | None = None) -> None:
+                 answer: tuple[str, Sequence[str], str] | None = None) -> None:
     """The user turn landed at `at` (`parent`: the turn of the chat's user message before it;
     None for a first message, never read as an edit) and `answer` (its turn id, the memories
-    it proposed), in one batch."""
+    it proposed, the model that said it), in one batch."""
     slots = []
     if parent is not None:
         slots += [("round", lambda n: (at.before, str(n)),
@@ -104,10 +105,10 @@ def record_round(service: MemoryService, who: Identity, at: Round, parent: str |
                    {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},
                    lambda p: True)]
     if answer is not None:
-        answer_id, proposed = answer
+        answer_id, proposed, model = answer
         slots.append(("answer", lambda n: (at.turn_id, str(n)),
                       {"result_ids": [answer_id, *proposed], "turn_id": answer_id, "answers": at.turn_id,
-                       "proposed": list(proposed)},
+                       "proposed": list(proposed), "model_sha256": sha256_text(model)},
                       lambda p: p.get("turn_id") == answer_id))
     _record(service, who, slots)
 

@@ -269,13 +269,14 @@ def test_an_edited_message_and_a_regenerated_answer_retract_what_they_replaced(s
     first = mw.chat(chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Mondays."), WHO)
     mw.llm = ScriptedLLM("Noted: deploys on Mondays.")
     again = mw.chat(chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Mondays."), WHO)
+    assert again.regenerated_away == [message_item_id(first.assistant_turn.turn_id)]
     view = service.view()
     assert view.get(message_item_id(first.assistant_turn.turn_id)).validation == "retracted"  # regenerated
     assert view.get(message_item_id(again.assistant_turn.turn_id)).validation != "retracted"
     llm = ScriptedLLM("Noted.")
-    MemoryMiddleware(service, llm).chat(
+    edited = MemoryMiddleware(service, llm).chat(
         chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Tuesdays only."), WHO)
-    assert "Mondays" not in system_text(llm.calls[0])
+    assert "Mondays" not in system_text(llm.calls[0]) and len(edited.edited_away) == 2
     view = service.view()
     assert view.get(message_item_id(first.user_turn.turn_id)).validation == "retracted"  # edited
     assert view.get(message_item_id(again.assistant_turn.turn_id)).validation == "retracted"

@@ -41,10 +41,10 @@ class Chat:
         self.service = service
         self.who = Identity(user_id="lea", session_id=session)
 
-    def say(self, messages: list[dict[str, str]], reply: str = "Noted.") -> tuple[dict, str]:
+    def say(self, messages: list[dict[str, str]], reply: str = "Noted.", model: str = "m") -> tuple[dict, str]:
         """One exchange: (its `loci` field, the system text the model got)."""
         ex = Exchange(self.service, self.service.settings, ProxyConfig(), self.who, CHAT,
-                      {"model": "m", "messages": messages})
+                      {"model": model, "messages": messages})
         sent = ex.prepare()
         ex.after_round(sent, reply, reply, [])
         system = "\n".join(m["content"] for m in sent["messages"] if m["role"] == "system")
@@ -137,3 +137,12 @@ def test_an_edit_back_to_the_words_it_replaced_lands_them_again(service: MemoryS
     assert "CockroachDB" not in later
     now = service.view().get(message_item_id(back["turn_ids"]["user"]))
     assert now.content == U2 and now.validation != "retracted"
+
+
+def test_one_question_put_to_two_models_at_once_retracts_neither_answer(service: MemoryService) -> None:
+    lea = Chat(service)
+    first, _ = lea.say(chat(U1), reply="Hello from m.")
+    other, _ = lea.say(chat(U1), reply="Hello from m2.", model="m2")  # a UI comparing models side by side
+    assert "regenerated_away" not in other and lea.retracted() == []
+    again, _ = lea.say(chat(U1), reply="Hello again from m.")  # m regenerated: its first answer goes
+    assert again["regenerated_away"] == [message_item_id(first["turn_ids"]["assistant"])]
