@@ -76,6 +76,8 @@ US_WEST = memo("decision", "Analytics replica region", "Use us-west-2 for the an
 APPROVE_NOTE = "org policy: customer data stays in the EU"
 REJECT_NOTE = "us-west-2 is outside the EU; see the residency policy"
 REGION_Q = "Which region does the analytics replica use?"
+# Asked so that each scope's memory answers it in words (the org's policy says nothing of a region).
+SCOPES_Q = "Which region should the analytics replica use, and where must customer data stay?"
 
 
 async def mcp_calls(service: Any, who: dict[str, str], calls: list[tuple[str, Any]]) -> list[tuple[bool, Any]]:
@@ -131,7 +133,7 @@ def fortnight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         on(2, 22)
         consolidate()
         on(3)
-        seen["recall v1"] = client.post("/v1/recall", json={"query": REGION_Q, "identity": TOM})
+        seen["recall v1"] = client.post("/v1/recall", json={"query": SCOPES_Q, "identity": TOM})
         # Raj moves the replica to the EU (an edit of Tom's decision: held for review) and, in
         # his other chat, proposes another region under the same title (held: it contradicts Tom's).
         on(4)
@@ -185,7 +187,8 @@ def fortnight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         seen["audit"] = runner.invoke(loci_cli, ["audit", ids["replica"], "--data-dir", data_dir])
         seen["export"] = {name: runner.invoke(loci_cli, ["export", "--data-dir", data_dir, *args]) for name, args in [
             ("decisions", ["--user", "tom", "--project", ANALYTICS, "--org", ORG, "--type", "decision"]),
-            ("decision log", ["--user", "tom", "--project", ANALYTICS, "--org", ORG, "--type", "decision", "--all"]),
+            ("decision log", ["--user", "tom", "--project", ANALYTICS, "--org", ORG, "--type", "decision", "--all",
+                              "--history"]),
             ("eve", ["--user", "eve", "--project", "web", "--org", ORG, "--type", "decision"]),
             ("bad type", ["--type", "meeting"]),
         ]}
@@ -208,7 +211,8 @@ def test_recall_puts_the_project_decision_before_the_org_policy(fortnight) -> No
     resp = seen["recall v1"]
     assert resp.status_code == 200, resp.text
     order = hit_ids(resp.json())
-    assert order.index(ids["replica"]) < order.index(ids["preference"]) < order.index(ids["policy"]), order
+    # The project's decision first; the org's policy and Tom's preference (other needs) shown too.
+    assert order[0] == ids["replica"] and {ids["policy"], ids["preference"]} <= set(order), order
     # Raj sees the project's decision, not Tom's preference; Eve (web) sees neither of the project's.
     raj, eve = (seen["search"][name][1] for name in ("raj", "eve"))
     assert ids["preference"] not in hit_ids(raj) and ids["eu-north"] in hit_ids(raj)
@@ -259,7 +263,8 @@ def test_the_current_decision_says_what_it_replaced(fortnight) -> None:
     current = hits[ids["eu-north"]]
     (replaced,) = current["replaced"]
     assert replaced["id"] == ids["replica"] and replaced["content"] == EU_CENTRAL
-    assert replaced["by"] == "tom" and replaced["replaced_at"][:10] == (fortnight["start"] + timedelta(days=8)).isoformat()
+    day8 = (fortnight["start"] + timedelta(days=8)).isoformat()
+    assert replaced["by"] == "tom" and replaced["replaced_at"][:10] == day8
 
 
 def test_every_version_who_when_and_why(fortnight) -> None:
@@ -304,10 +309,27 @@ def test_the_decision_log_exports(fortnight) -> None:
         assert seen["export"][name].exit_code == 0, (name, seen["export"][name].output)
     decisions = [json.loads(line) for line in seen["export"]["decisions"].stdout.splitlines()]
     assert {d["type"] for d in decisions} == {"decision"}
-    assert {d["id"] for d in decisions} == {ids["eu-north"]}
-    log = {d["id"]: d for d in (json.loads(line) for line in seen["export"]["decision log"].stdout.splitlines())}
+    # The current decision; the rejected one only as its tombstone (no text), as every export leaves it.
+    assert {d["id"] for d in decisions if d["content"]} == {ids["eu-north"]}
+    assert {d["id"] for d in decisions if not d["content"]} == {ids["us-west"]}
+    lines = seen["export"]["decision log"].stdout.splitlines()
+    log = {d["item"]["id"]: d for d in map(json.loads, lines)}
     assert {ids["eu-north"], ids["replica"], ids["us-west"]} <= set(log)
     assert ids["policy"] not in log
+    # Every version of the replica's decision: who, when, what it said, why.
+    versions = [(v["by"], v["at"][:10], v.get("content"), v["change"]) for v in log[ids["replica"]]["history"]
+                if v["action"].split()[0] in ("create", "update") and "held for review" not in v["change"]]
+    day = [(fortnight["start"] + timedelta(days=n)).isoformat() for n in range(10)]
+    assert [v[:3] for v in versions] == [("tom", day[1], US_EAST["content"]), ("tom", day[5], EU_WEST),
+                                         ("tom", day[6], EU_CENTRAL)], versions
+    assert "latency to the BI vendor" in versions[0][3] and APPROVE_NOTE in versions[1][3]
+    assert "by raj" in versions[1][3]
+    (held,) = [v for v in log[ids["replica"]]["history"] if "held for review" in v["change"]]
+    assert held["by"] == "raj" and held["at"][:10] == day[4] and EU_WEST in held["change"]
+    (replaced,) = [v for v in log[ids["replica"]]["history"] if v["action"].startswith("supersede")]
+    assert replaced["by"] == "tom" and ids["eu-north"] in replaced["change"]
+    (rejected,) = [v for v in log[ids["us-west"]]["history"] if "review_reject" in v["action"]]
+    assert rejected["by"] == "tom" and REJECT_NOTE in rejected["change"]
     assert seen["export"]["eve"].stdout.strip() == ""
     bad = seen["export"]["bad type"]
     assert bad.exit_code == 2 and "decision" in bad.output
