@@ -365,10 +365,12 @@ def audit(
     tz: Optional[str] = TZ_OPT,
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """Who was shown an item and when: each read that returned it (search, read, browser card,
-    items API; time, user, project, session, org, action), and each refused attempt to change
-    it (with why), oldest first. Its changes (who wrote or edited it, when) are `loci show`'s."""
-    from pipelines.item_report import reads_of, shown_at
+    """Who changed an item and who was shown it: its changes by people (who wrote, edited,
+    reviewed or replaced it, when, why; every field and the pipeline's work: `loci show`),
+    then each read that returned it (search, read, browser card, items API; time, user,
+    project, session, org, action) and each refused attempt to change it (with why), oldest
+    first. `--json`: the reads only, one object each."""
+    from pipelines.item_report import describe_item, history_lines, reads_of, shown_at
     from pipelines.records import time_zone
 
     settings = _settings(data_dir)
@@ -382,6 +384,12 @@ def audit(
         for row in reads:
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
+    found = describe_item(settings, item_id)
+    changes = history_lines(found, zone, changes_only=True) if found is not None else []
+    if changes:
+        typer.echo(f"changes of {item_id} (time {zone}, who, action, inbox seq, change and why):")
+    for line in changes:
+        typer.echo(f"  {line}")
     typer.echo(f"reads of {item_id} (time {zone}, user, project, session, org, action):" if reads
                else f"no read returned {item_id}")
     for row in reads:

@@ -429,15 +429,17 @@ def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> 
     return notes
 
 
-def history_lines(found: dict[str, Any], zone: str = "UTC") -> list[str]:
+def history_lines(found: dict[str, Any], zone: str = "UTC", changes_only: bool = False) -> list[str]:
     """`history_rows` as aligned text lines (`loci show`), then the pending inbox events,
-    marked so; the times on `zone`'s clock."""
+    marked so; the times on `zone`'s clock. `changes_only` (`loci audit`): the changes people
+    made, without the pipeline's own work (tiers, palace, usage counts) and the refused
+    attempts (`loci audit` lists those among the reads, with the caller's org)."""
     rows = history_rows(found) + [
         {"at": p["at"], "actor": p["actor"], "action": f"{p['kind']} (pending)",
          "seq": p["seq"], "note": p["note"]} for p in found.get("pending", [])]
     return [f"{shown_at(r['at'], zone)}  {r['actor']:<10} {r['action']:<22} "
             f"{'#' + str(r['seq']) if r['seq'] is not None else '-':>6}  {r['note']}"
-            for r in rows]
+            for r in rows if not (changes_only and (r["actor"] == "pipeline" or r["action"] == "refused"))]
 
 
 def collect_stats(settings: Settings) -> dict[str, Any]:

@@ -299,8 +299,16 @@ def test_every_version_who_when_and_why(fortnight) -> None:
     api = seen["items api"].json()
     assert [r["snapshot"]["content"] for r in api["revisions"] if r["actor"]] == \
         [US_EAST["content"], US_EAST["content"], EU_WEST, EU_CENTRAL, EU_CENTRAL], api["revisions"]
+    # `loci audit`: the changes by people (not the pipeline's), then who was shown it.
     audit = seen["audit"]
-    assert audit.exit_code == 0 and "memory.review" in audit.output
+    assert audit.exit_code == 0, audit.output
+    changes, reads = audit.output.split("reads of")
+    assert f"approved by tom (the edit by raj): {APPROVE_NOTE!r}" in changes and "pipeline" not in changes
+    assert "latency to the BI vendor" in changes and EU_WEST in changes
+    assert "refused" not in changes  # the refused attempts are among the reads, with the caller's org
+    assert "memory.review.list" in reads and "items.get" in reads
+    (other_org,) = [line for line in reads.splitlines() if "globex" in line]
+    assert "REFUSED: not visible to the caller" in other_org
 
 
 def test_the_decision_log_exports(fortnight) -> None:
