@@ -149,6 +149,9 @@ def fortnight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         seen["review as raj"] = mcp(service, RAJ, ("memory_review", {"id": ids["replica"], "decision": "approve"}))[0]
         seen["review as eve"] = mcp(service, EVE, ("memory_review", {"id": ids["replica"], "decision": "approve"}))[0]
         seen["review as mal"] = mcp(service, MAL, ("memory_review", {"id": ids["replica"], "decision": "approve"}))[0]
+        # Tom's own preference (user scope) is his alone: to Raj as an unknown id, not "nothing waits".
+        seen["review of tom's own"] = mcp(service, RAJ, ("memory_review", {"id": ids["preference"],
+                                                                         "decision": "reject"}))[0]
         seen["bad reviews"] = mcp(service, TOM, *[
             ("memory_review", {"id": ids["replica"], "decision": "maybe"}),
             ("memory_review", {"id": ids["replica"]}),
@@ -238,8 +241,8 @@ def test_the_review_queue_is_decided_from_the_agent_with_a_reason(fortnight) -> 
     assert "memory_review" in tools["memory_review_list"].description  # the list says how to decide
     # Raj may not approve his own held edit; Eve and Mal cannot see it: as for an unknown id.
     failed, body = seen["review as raj"]
-    assert failed and body["status"] == 409 and "raj" in body["error"] or "editor" in body["error"], body
-    for name in ("review as eve", "review as mal"):
+    assert failed and body["status"] == 409 and "its editor cannot approve it" in body["error"], body
+    for name in ("review as eve", "review as mal", "review of tom's own"):
         failed, body = seen[name]
         assert failed and body["status"] == 404, (name, body)
     statuses = [(failed, body.get("status")) for failed, body in seen["bad reviews"]]
