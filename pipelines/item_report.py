@@ -122,7 +122,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
-                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending),
+                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending, wh.revisions),
                     "said_otherwise_by": _said_otherwise_by(wh, item),
                 }
     events = _pending_events(settings, after)
@@ -141,10 +141,12 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
 
 
 def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
-                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
-                      ) -> list[dict[str, Any]]:
+                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event],
+                      revisions_of: Callable[[str], list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
-    with its id, content, who stated it and when (its first change, stored or pending).
+    with its id, content, who stated it and when (its first change, stored or pending; with
+    `revisions_of`, the change that gave it the words it ended with: `_worded`, a claim
+    edited since it was written said them later, maybe by another).
     "When did this change and who changed it?" is asked of the current claim; a correction
     is a new item, so the versions before it are on their own records. `get_item`: a reader's
     lookup (the browser's: only what the viewer may see, nothing forgotten)."""
@@ -159,11 +161,34 @@ def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | No
         old = get_item(old_id)
         if old is None:
             continue
-        first = next(iter(history_rows({"events": events_of(old_id)}) + _pending_rows(pending, old_id)), None)
+        events = events_of(old_id)
+        first = next(iter(history_rows({"events": events}) + _pending_rows(pending, old_id)), None)
+        stated = (_worded(revisions_of(old_id), events) if revisions_of is not None else None) or first or {}
         out.append({"id": old.id, "title": old.title, "content": old.content,
-                    "by": (first or {}).get("actor"), "at": (first or {}).get("when", (first or {}).get("at"))})
+                    "by": stated.get("actor"), "at": stated.get("when", stated.get("at"))})
         queue += [link.to for link in old.links if link.rel == "supersedes"]
     return out
+
+
+def _worded(revisions: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Who gave a stored claim the words it ends with, and when: the last person's revision
+    that set its title or content (`history_rows`' pairing of revisions and events), the
+    words of an approved edit its editor's (`metadata.review.edit_by`); None when none did."""
+    found = None
+    stated = iter(revisions)
+    previous: tuple[Any, ...] | None = None
+    for event in events:
+        if event["action"] not in REVISION_ACTIONS:
+            continue
+        snapshot = next(stated, {}).get("snapshot") or {}
+        review = (snapshot.get("metadata") or {}).get("review") or {}
+        now = (snapshot.get("title"), snapshot.get("content"), review)
+        if event.get("actor") is not None and (previous is None or now[:2] != previous[:2]):
+            approved = review != previous[2] if previous is not None else False  # this revision's review
+            found = {"actor": (review.get("edit_by") if approved else None) or event["actor"],
+                     "at": str(event.get("requested_at") or event["at"])}
+        previous = now
+    return found
 
 
 SESSION_TURNS_READ = 500  # of a user turn's chat, the last turns read for the ones that answered it

@@ -16,9 +16,12 @@ does. Promises checked, as a demanding user meets them:
 - Four versions of one decision (us-east-1 by Tom, eu-west-1 by Raj approved by Tom with a
   reason, eu-central-1 by Tom, eu-north-1 in other words as a new claim replacing it): the
   MCP search hit of the current one says what it replaced (broken: nothing said it), and
-  every version, who, when and why is on `loci show` and the browser card (broken: a
-  review's approval showed a cut-off JSON blob, not who approved whose edit and why).
-- `loci export --type decision` gives the decision log (broken: no type filter).
+  every version, who, when and why is on `loci show`, `loci audit` and the browser card
+  (broken: a review's approval showed a cut-off JSON blob, not who approved whose edit and
+  why; `loci audit` listed reads only; the version replaced was dated by the first one's
+  writing, day 1, though it came to say eu-central-1 on day 6).
+- `loci export --type decision --all --history` gives the decision log, every version with
+  who, when and why (broken: no type filter, no history in an export).
 """
 
 from __future__ import annotations
@@ -187,6 +190,7 @@ def fortnight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         runner = CliRunner(env=settings_env(settings))
         data_dir = str(settings.data_dir)
         seen["show"] = runner.invoke(loci_cli, ["show", ids["replica"], "--data-dir", data_dir])
+        seen["show current"] = runner.invoke(loci_cli, ["show", ids["eu-north"], "--data-dir", data_dir])
         seen["audit"] = runner.invoke(loci_cli, ["audit", ids["replica"], "--data-dir", data_dir])
         seen["export"] = {name: runner.invoke(loci_cli, ["export", "--data-dir", data_dir, *args]) for name, args in [
             ("decisions", ["--user", "tom", "--project", ANALYTICS, "--org", ORG, "--type", "decision"]),
@@ -295,9 +299,13 @@ def test_every_version_who_when_and_why(fortnight) -> None:
     text = page_text(card.text)
     assert APPROVE_NOTE in text and "held for review" in text and EU_WEST in text
     assert "metadata.review" not in text and "metadata.held_edit" not in text
-    # The current card lists the earlier version it replaced.
-    current = page_text(seen["current card"].text)
-    assert EU_CENTRAL in current.split("Replaced earlier versions")[1]
+    # The current decision's card and `loci show` list the version it replaced, dated by when
+    # it came to say that (Tom's edit of day 6), not by when the first version was written.
+    current = page_text(seen["current card"].text).split("Replaced earlier versions")[1]
+    assert EU_CENTRAL in current and day(6) in current and day(1) not in current, current
+    (line,) = [ln for ln in seen["show current"].output.split("replaced earlier versions")[1].splitlines()
+               if ids["replica"] in ln]
+    assert day(6) in line and "tom" in line and "eu-central-1" in line, line
     # The items API: each revision as stored, the reviewer and the note on the approval.
     api = seen["items api"].json()
     assert [r["snapshot"]["content"] for r in api["revisions"] if r["actor"]] == \

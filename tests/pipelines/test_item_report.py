@@ -151,3 +151,22 @@ def test_a_change_log_leaves_the_pipeline_out_and_a_forgotten_items_words_out() 
     assert [sorted(e) for e in withheld] == [["action", "at", "by", "seq"]] * 3
     assert "45 seconds" not in str(withheld) and "platform" not in str(withheld)
     assert change_log(forgotten, revisions, events, whole=True) == log  # a full backup keeps it all
+
+
+def test_a_replaced_claim_edited_since_it_was_written_is_dated_by_its_last_words() -> None:
+    """Replaced as it last read ("45 seconds", omar's edit approved by priya), it was stated by
+    omar on the day of the approval, not by lena when she first wrote another value; a
+    later edit by someone else is theirs, the approval's `edit_by` kept in its metadata
+    notwithstanding."""
+    final = msgspec.structs.replace(item(), id="m1", content="45 seconds", validation="verified")
+    revisions, events = _review_history(final)
+    newest = msgspec.structs.replace(item(), id="m2", content="60 seconds", links=[Link(rel="supersedes", to="m1")])
+    (earlier,) = earlier_versions(newest, {"m1": final}.get, lambda i: events, [], lambda i: revisions)
+    assert (earlier["by"], earlier["at"][:10]) == ("omar", "2026-11-24"), earlier
+    (first_only,) = earlier_versions(newest, {"m1": final}.get, lambda i: events, [])
+    assert first_only["by"] == "lena"  # without the revisions: its first change, as before
+    later = {**revisions[-1]["snapshot"], "content": "50 seconds"}
+    (edited,) = earlier_versions(newest, {"m1": final}.get, lambda i: [*events, {
+        "action": "update", "actor": "lena", "inbox_seq": 5, "at": "2026-11-25T10:00:00+00:00", "details": {}}],
+        [], lambda i: [*revisions, {"snapshot": later, "reason": "update"}])
+    assert (edited["by"], edited["at"][:10]) == ("lena", "2026-11-25")
