@@ -77,11 +77,12 @@ class ReadActions(Actions):
                          for h in hits]}
 
     def replaced(self, item: MemoryItem, who: Identity, view: View) -> list[dict[str, Any]]:
-        """What a correction replaced (its `supersedes` links): each claim as last stored,
-        what it said, who stated it and when (`stated_at`), and when it was replaced
-        (`replaced_at`: the correction's approval, else its writing), so a search hit answers
-        "what did this change, and when?" without a read per hit. One the caller may not see,
-        or a forgotten one, is left out."""
+        """What a correction replaced (its `supersedes` links): each claim's id and title, who
+        stated it and when (`stated_at`), and when it was replaced (`replaced_at`: the
+        correction's approval, else its writing), so a search hit answers "what did this
+        change, and when?". Not what it said: a search answers with what holds, and the old
+        words beside it would read as evidence; `memory.read` of the id gives them, under
+        `replaced`. One the caller may not see, or a forgotten one, is left out."""
         out = []
         for link in item.links:
             if link.rel != "supersedes":
@@ -94,7 +95,7 @@ class ReadActions(Actions):
                 continue
             review = item.metadata.get("review")
             approved = review.get("at") if isinstance(review, dict) and review.get("decision") == "approve" else None
-            out.append({"id": old.id, "title": old.title, "content": old.content, "by": old.scope.user_id,
+            out.append({"id": old.id, "title": old.title, "by": old.scope.user_id,
                         "stated_at": old.created_at, "replaced_at": approved or item.created_at})
         return out
 

@@ -184,6 +184,7 @@ def fortnight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         seen["search"] = {name: mcp(service, who, ("memory_search", {"query": REGION_Q}))[0]
                           for name, who in (("tom", TOM), ("raj", RAJ), ("eve", EVE))}
         seen["recall"] = client.post("/v1/recall", json={"query": REGION_Q, "identity": TOM})
+        seen["read replaced"] = mcp(service, TOM, ("memory_read", {"ids": [ids["replica"]]}))[0]
         seen["items api"] = client.get(f"/v1/items/{ids['replica']}", params=TOM)
         seen["card"] = client.get(f"/ui/items/{quote(ids['replica'])}", params=TOM)
         seen["current card"] = client.get(f"/ui/items/{quote(ids['eu-north'])}", params=TOM)
@@ -269,7 +270,12 @@ def test_the_current_decision_says_what_it_replaced(fortnight) -> None:
     assert ids["replica"] not in hits and ids["us-west"] not in hits
     current = hits[ids["eu-north"]]
     (replaced,) = current["replaced"]
-    assert replaced["id"] == ids["replica"] and replaced["content"] == EU_CENTRAL
+    # Its id, title, who and when; not its words (they would read as evidence): memory_read gives them.
+    assert replaced["id"] == ids["replica"] and replaced["title"] == US_EAST["title"] and "content" not in replaced
+    assert EU_CENTRAL not in json.dumps(body)
+    failed, read = seen["read replaced"]
+    assert not failed and read["replaced"][0]["content"] == EU_CENTRAL and read["superseded_by"] == {
+        ids["replica"]: ids["eu-north"]}
     day8 = (fortnight["start"] + timedelta(days=8)).isoformat()
     assert replaced["by"] == "tom" and replaced["replaced_at"][:10] == day8
 
