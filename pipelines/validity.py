@@ -45,7 +45,7 @@ from pipelines.materialize import SAID_DATES
 from pipelines.recall.conflicts import DATED_TYPES, _first_names, reschedules
 from pipelines.recall.dates import MONTHS, WEEKDAYS, is_yearly
 from pipelines.recall.lexical import lemma, words
-from pipelines.records import ProposedItem, parse_time, time_zone
+from pipelines.records import UNTIL, ProposedItem, parse_time, time_zone
 
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -370,8 +370,7 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
                 # (of which year? a raise "from April" said in November may be last April's)
                 first = span.first
             break
-        if (span.relative or span.one_near_day) and _before(
-                text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
+        if (span.relative or span.one_near_day) and _before(text, span, UNTIL):
             # a stand-in for a while ("until Friday"); "the lease runs until 31 October" states
             # the lease's end, not the claim's
             last = span.last

@@ -183,7 +183,14 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             claim("fact", "Swim day", "Leo's swimming lessons are back on Tuesdays at 5pm."))
         seen["approve"] = tool(TOM, "memory.review", {"id": ids["porto"], "decision": "approve",
                                                       "note": "right, Porto it is"})
+        slip_due, slip_late = monday + timedelta(days=18), monday + timedelta(days=11)  # Fridays
+        say("slip", 14, 20, f"Leo's school trip permission slip is due {slip_due:%A}, {day_said(slip_due)}.",
+            claim("fact", "Permission slip", f"Leo's school trip permission slip is due {slip_due:%A}, "
+                  f"{day_said(slip_due)}."))
         say("chatter satay", 15, 20, "Tom made peanut satay noodles for himself tonight, Leo had plain pasta")
+        say("slip late", 16, 21, f"Oh no, Leo's permission slip was due {day_said(slip_late)}, we're late!",
+            claim("fact", "Permission slip deadline", f"Leo's school trip permission slip was due "
+                  f"{day_said(slip_late)}."), who=TOM)
         consolidate()
 
         # The questions, at the end of the third week
@@ -206,6 +213,7 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         ask("who porto", 18, f"who said Porto for the {trip} trip and when?", TOM)
         ask("therapist", 18, "when do I see my therapist?")
         ask("birthdays", 18, "whose birthday is coming up?")
+        ask("slip", 17, "when is Leo's permission slip due?")
         ask("swim catalog", 18, "what day is Leo's swimming?", mode="catalog")
         for name in list(ids):
             resp = client.get(f"/v1/items/{ids[name]}", params=MAYA)
@@ -349,3 +357,16 @@ def test_grandma_rosas_birthday_comes_up_in_the_third_week(weeks) -> None:
     assert weeks["verdicts"]["rosa"]["action"] == "accept"
     assert ids["rosa"] in curated(answer), answer["hits"]
     assert f"(Next: {rosa.isoformat()}, in " in curated_text(answer), answer["injection"]
+
+
+def test_toms_other_day_for_the_slip_deadline_is_held_against_mayas(weeks) -> None:
+    # broken: Maya's deadline has a window (over after that Friday), Tom's "was due" none, and
+    # a claim with a window was set apart from any without one (`records.apart_in_time`, for
+    # a stand-in "until Friday"), so his other day for it was accepted unflagged beside hers
+    ids, verdicts = weeks["ids"], weeks["verdicts"]
+    late = verdicts["slip late"]
+    assert late["action"] == "quarantine" and "soft.contradiction" in late["rule_ids"], late
+    assert ids["slip"] in late["reasons"][0], late
+    answer = weeks["seen"]["slip"]
+    assert ids["slip"] in curated(answer) and ids["slip late"] not in curated(answer), answer["hits"]
+    assert "PENDING_REVIEW" in entry_header(answer, ids["slip"]), answer["injection"]

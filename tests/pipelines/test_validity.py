@@ -259,6 +259,25 @@ def test_claims_for_different_times_are_apart_and_windows_are_read_against_now()
     assert lisbon.window_state(None) == ""
 
 
+def test_a_deadline_is_not_apart_from_an_undated_claim_of_another_day_for_it() -> None:
+    """A deadline's window is the day it states ("due Friday, November 20": over after it), so
+    a claim of no window on its subject ("was due November 13", said after it) is another
+    value of it, not a claim for another time; a stand-in "until Friday" stays apart."""
+    said = MONDAY.astimezone(timezone.utc).isoformat()
+
+    def read(text: str) -> ProposedItem:
+        return with_window(ProposedItem(type="fact", title="Permission slip", content=text), said,
+                           "America/Sao_Paulo")[0]
+
+    due = read("The permission slip is due Friday, November 20.")
+    late = read("The permission slip was due November 13.")
+    assert due.valid_to and late.valid_to is None
+    assert not apart_in_time(due, late) and not apart_in_time(late, due)
+    stand_in = read("Until Friday, November 20, the permission slips go to Ana.")
+    assert stand_in.valid_to and apart_in_time(stand_in, read("The permission slips go to Maya."))
+    assert apart_in_time(read("The demo is on Wednesday."), read("The demo is on the big screen."))
+
+
 def test_an_edit_reads_its_new_time_words_on_the_day_of_the_edit() -> None:
     """`reread`: new words bounding a window set it, read when edited; new words bounding none
     drop the window the old words had set, and keep one set otherwise (named with the item)."""
