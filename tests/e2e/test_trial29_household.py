@@ -39,7 +39,7 @@ from online.app import create_app
 from pipelines.embedders import HashEmbedder
 from pipelines.recall.query import parse_now
 from tests.assets.support import make_settings, shared_instance
-from tests.e2e.chat import SimulatedClock, curated, curated_text, entry_header
+from tests.e2e.chat import SimulatedClock, consolidate, curated, curated_text, entry_header
 
 TZ = "Europe/Lisbon"
 ZONE = ZoneInfo(TZ)
@@ -214,6 +214,9 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         ask("therapist", 18, "when do I see my therapist?")
         ask("birthdays", 18, "whose birthday is coming up?")
         ask("slip", 17, "when is Leo's permission slip due?")
+        ask("todos", 18, "any open todos?")
+        ask("me", 18, "what do you know about me?")
+        ask("tom said", 18, "what did Tom tell you about my birthday?")
         ask("swim catalog", 18, "what day is Leo's swimming?", mode="catalog")
         for name in list(ids):
             resp = client.get(f"/v1/items/{ids[name]}", params=MAYA)
@@ -328,7 +331,8 @@ def test_the_holiday_month_said_in_the_autumn_is_the_coming_one(weeks) -> None:
         assert f"= {meant}.)" in entry, entry
 
 
-@pytest.mark.parametrize("asked", ["gift", "gift catalog", "gift ideas", "pottery", "pottery catalog"])
+@pytest.mark.parametrize("asked", ["gift", "gift catalog", "gift ideas", "pottery", "pottery catalog", "todos", "me",
+                                   "tom said"])
 def test_toms_surprise_never_reaches_maya(weeks, asked: str) -> None:
     answer, ids = weeks["seen"][asked], weeks["ids"]
     assert ids["gift"] not in [h["id"] for h in answer["hits"]], answer["hits"]
@@ -370,3 +374,29 @@ def test_toms_other_day_for_the_slip_deadline_is_held_against_mayas(weeks) -> No
     answer = weeks["seen"]["slip"]
     assert ids["slip"] in curated(answer) and ids["slip late"] not in curated(answer), answer["hits"]
     assert "PENDING_REVIEW" in entry_header(answer, ids["slip"]), answer["injection"]
+
+
+def test_a_corrected_allergy_stays_always_on_after_the_consolidation(service) -> None:
+    """Maya narrows Leo's allergy (importance 10) in another chat; the model proposes the
+    correction without an importance. Tom's question names no allergy: the always-on path
+    alone brings it. Broken: shown before the consolidation (in the old claim's place), gone
+    after it, when the correction stood alone at the default importance 5."""
+    client, settings = service
+
+    def propose(who: dict, said: str, item: dict) -> dict:
+        assert client.post("/v1/turns", json={"identity": who, "role": "user", "text": said}).status_code == 201
+        text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
+        resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
+        assert resp.status_code == 201, resp.text
+        return resp.json()["proposals"][0]
+
+    old = propose(MAYA, "Leo is allergic to peanuts and tree nuts.", claim(
+        "constraint", "Leo's nut allergy", "Leo is allergic to peanuts and tree nuts.", importance=10))
+    new = propose({**MAYA, "session_id": "allergist"}, "The allergist says it's peanuts only now, tree nuts are fine.",
+                  claim("fact", "Leo's allergy update", "Leo is allergic to peanuts only now, no longer to tree nuts."))
+    assert new["action"] == "accept" and new["supersedes"] == [old["item_id"]], new
+    for _ in range(2):  # from the inbox, then from the consolidated snapshot
+        answer = client.post("/v1/recall", json={"identity": TOM, "query": "any ideas for the party food on Saturday?"})
+        assert answer.status_code == 200 and curated(answer.json()) == [new["item_id"]], answer.json()["message"]
+        consolidate(client, settings)
+    assert client.get(f"/v1/items/{new['item_id']}", params=MAYA).json()["item"]["importance"] == 10
