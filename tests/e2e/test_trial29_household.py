@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -225,6 +226,8 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["conflicts maya"] = client.get("/v1/conflicts", params=MAYA).json()
         seen["review maya"] = client.get("/v1/review", params=MAYA).json()
         seen["review tom"] = client.get("/v1/review", params=TOM).json()
+    seen["said it"] = sorted(str(f.relative_to(settings.data_dir)) for f in Path(settings.data_dir).rglob("*")
+                             if f.is_file() and b"Almeida" in f.read_bytes())
     yield {"ids": ids, "verdicts": verdicts, "turns": turns, "seen": seen}
 
 
@@ -354,6 +357,9 @@ def test_what_maya_asked_to_forget_is_gone_her_words_too(weeks, asked: str) -> N
     status, tombstone = weeks["seen"]["item maya therapist"]
     assert status == 200 and tombstone["item"]["validation"] == "retracted" and not tombstone["item"]["content"]
     assert len(weeks["seen"]["forget"]["forgot_turns"]) == 2, weeks["seen"]["forget"]
+    # only the systems of record keep the words (the inbox, the warehouse's full history); no
+    # published snapshot the service loads does
+    assert weeks["seen"]["said it"] == ["inbox.sqlite3", "warehouse.duckdb"], weeks["seen"]["said it"]
 
 
 def test_grandma_rosas_birthday_comes_up_in_the_third_week(weeks) -> None:
@@ -400,3 +406,4 @@ def test_a_corrected_allergy_stays_always_on_after_the_consolidation(service) ->
         assert answer.status_code == 200 and curated(answer.json()) == [new["item_id"]], answer.json()["message"]
         consolidate(client, settings)
     assert client.get(f"/v1/items/{new['item_id']}", params=MAYA).json()["item"]["importance"] == 10
+
