@@ -13,15 +13,24 @@ from online.state import MemoryService, View
 from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, UpdateArgs, _patch_choices, decode
 from online.tools.shaping import corrections_out, corrections_payload, verdict_out
 from online.tools.writes import WriteActions
-from pipelines.capture import GovernedClaim, approval_corrects, end_before, ended_by_plan, govern_claim
+from pipelines.capture import (
+    GovernedClaim,
+    approval_corrects,
+    end_before,
+    ended_by_plan,
+    govern_claim,
+    kept_importance,
+)
 from pipelines.forgetting import kept_turn_id
 from pipelines.materialize import (
     DISAGREES_WITH,
     ENDS,
+    FORGET_REASON,
     FORGOT,
     FORGOT_TURNS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
+    KEPT_IMPORTANCE,
     MOVED_FROM,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
@@ -186,9 +195,9 @@ class EditActions(WriteActions):
         return self._update(decode(UpdateArgs, raw, "memory.update"), who, view)
 
     def _update(self, args: UpdateArgs, who: Identity, view: View,
-                turns: Sequence[MemoryItem] = ()) -> dict[str, Any]:
+                turns: Sequence[MemoryItem] = (), reason: str = "") -> dict[str, Any]:
         """memory.update of `args`; `turns`: the caller's turns a forget links (`forget`), forgotten
-        with the item once its retraction holds."""
+        with the item once its retraction holds; `reason`: a forget's, why (`FORGET_REASON`)."""
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
@@ -250,11 +259,13 @@ class EditActions(WriteActions):
         # The reviewer who approved a claim vouched for what it says: their correction of it
         # is checked against the other claims in its scope, not against itself (`_vouched`).
         vouched = _vouched(current, who)
-        governed = (GovernedClaim(Verdict(action="accept", reasons=["the speaker forgets what they said"]),
-                                  Corrections([], [], []), [])
+        governed = (GovernedClaim(Verdict(action="accept", reasons=[] if reason else [
+                                      "the speaker forgets what they said"]), Corrections([], [], []), [])
                     if forgets_a_turn  # its words were never a claim: nothing for the policy to judge
                     else self._governed(updated, (who, view, current, vouched) if says else None))
         verdict = governed.verdict
+        if reason:
+            verdict = msgspec.structs.replace(verdict, reasons=[*verdict.reasons, f"forgotten: {reason}"])
         if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
                 and authors(current) != {who.user_id} and not vouched):
             verdict = _held_retraction(verdict, authors(current), self.service.policy.settings.quarantine_days)
@@ -282,6 +293,7 @@ class EditActions(WriteActions):
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
             payload={"item_id": args.id, "patch": patch, "verdict": verdict_out(verdict), "at": at, **said_dates,
+                     **({FORGET_REASON: reason} if reason else {}),
                      **({FORGOT_TURNS: [t.id for t in turns]} if turns else {}),
                      **({"as_reviewer": True} if vouched and says else {}),
                      **corrections_payload(fixes), **(moves if verdict.action == "accept" else {}),
@@ -315,7 +327,8 @@ class EditActions(WriteActions):
             # The caller's forget of it waits for review: the later turns wait with the earlier ones.
             earlier = [t for i in waiting.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None]
             turns = list({t.id: t for t in [*earlier, *turns]}.values())
-        return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns)
+        return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns,
+                            " ".join(args.reason.split()))
 
     def _round_turns(self, args: ForgetArgs, who: Identity, view: View) -> list[MemoryItem]:
         """The caller's turns of this round a forget names (`ForgetArgs.turn_ids`: a turn id,
@@ -398,6 +411,7 @@ class EditActions(WriteActions):
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
         fixes = Corrections([], [], [])
+        kept_at: dict[str, int] = {}
         if findings:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
@@ -407,8 +421,13 @@ class EditActions(WriteActions):
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
             like = ProposedItem(type=decided.type, title=decided.title, content=decided.content,
                                 tags=list(decided.tags))
-            fixes = approval_corrects(decided, self.service.existing_like(who, view)(like),
-                                      self.service.cosine_to(view)(like))
+            found = self.service.existing_like(who, view)(like)
+            fixes = approval_corrects(decided, found, self.service.cosine_to(view)(like))
+            # the correction keeps the importance of what it replaces, as a proposal's does
+            like = kept_importance(msgspec.structs.replace(like, importance=decided.importance),
+                                   [it for it in found if it.id in fixes.replaced])
+            if like.importance is not None and like.importance > decided.importance:
+                kept_at = {KEPT_IMPORTANCE: like.importance}
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
@@ -424,7 +443,7 @@ class EditActions(WriteActions):
             event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
             identity=who, at=at,
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
-                     "at": at, **corrections_payload(fixes)},
+                     "at": at, **corrections_payload(fixes), **kept_at},
         ), *linked])[0]
         # The turns are the forgetter's, not the reviewer's to see: how many, not which.
         return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict,

@@ -42,7 +42,7 @@ def test_a_forget_says_why_in_its_verdict_and_the_items_history(service, monkeyp
     kept = write(client, LEA, {"type": "fact", "title": "Dentist", "content": "Lea's dentist is Dr. Weiss.",
                                "confidence": 0.9, "scope": "user"})
     too_long = client.post("/v1/tools", json={"action": "memory.forget", "identity": LEA,
-                                              "args": {"id": kept["item_id"], "reason": "x" * 2001}})
+                                              "args": {"id": kept["item_id"], "reason": "x" * 501}})
     assert too_long.status_code == 400 and "reason" in too_long.text, too_long.text
     out = tool(client, LEA, "memory.forget", {"id": kept["item_id"], "reason": "switched to another dentist"})
     assert "switched to another dentist" in " ".join(out["verdict"]["reasons"]), out
