@@ -17,6 +17,7 @@ import msgspec
 
 from pipelines.forgetting import fold_served, forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
+from pipelines.item_history import last_published
 from pipelines.materialize import (
     FORGET_REASON,
     HELD_EDIT,
@@ -79,7 +80,7 @@ def served_items(settings: Settings) -> list[MemoryItem]:
     items = {it.id: it for it in (snapshot.items if snapshot else [])}
     pending = _pending_events(settings, snapshot.manifest.watermark if snapshot else 0)
     if pending:
-        items.update(fold_served(pending, items.get, items.values)[1])
+        items.update(fold_served(pending, items.get, items.values, lambda i: last_published(snapshot, i))[1])
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 

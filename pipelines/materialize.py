@@ -49,9 +49,11 @@ TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item 
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
 # Why an edit of someone else's claim is held for review (`held_by_edit`): it contradicts what
-# a claim says (the policy's rule), or it retracts a claim that is not the editor's.
+# a claim says (the policy's rule), or it retracts a claim that is not the editor's, ...
 RETRACTION_RULE = "review.retracts_others"
-HELD_EDIT_RULES = frozenset({CONTRADICTION_RULE, RETRACTION_RULE})
+# ... or it rewrites what a claim that is not the editor's says (its words, not a tag).
+REWRITE_RULE = "review.rewrites_others"
+HELD_EDIT_RULES = frozenset({CONTRADICTION_RULE, RETRACTION_RULE, REWRITE_RULE})
 REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {

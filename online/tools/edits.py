@@ -35,6 +35,7 @@ from pipelines.materialize import (
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     RETRACTION_RULE,
+    REWRITE_RULE,
     SAID_DATES,
     apply_patch,
     awaits_review,
@@ -45,6 +46,7 @@ from pipelines.materialize import (
     with_held_edit,
 )
 from pipelines.recall.conflicts import Corrections, authors, is_claim, speaker
+from pipelines.recall.episodic import said_stems
 from pipelines.records import (
     Event,
     Identity,
@@ -138,15 +140,22 @@ def _turns_out(turns: Sequence[MemoryItem], linked: Sequence[Event], kept: Seque
     return {"forgot_turns": [str(e.payload["item_id"]) for e in linked], **({"kept_turns": list(kept)} if kept else {})}
 
 
-def _held_retraction(verdict: Verdict, owners: frozenset[str], quarantine_days: float) -> Verdict:
-    """`verdict` of a retraction of a claim that is not the editor's: held for review
-    (`RETRACTION_RULE`), as an edit contradicting it would be; its author or a reviewer
-    decides."""
+def _held_for_its_author(verdict: Verdict, rule: str, why: str, quarantine_days: float) -> Verdict:
+    """`verdict` of an edit of a claim that is not the editor's, held for review (`rule`:
+    `RETRACTION_RULE`, `REWRITE_RULE`), as an edit contradicting it would be; its author or
+    a reviewer decides."""
     expires = (datetime.now(timezone.utc) + timedelta(days=quarantine_days)).isoformat()
     return msgspec.structs.replace(
-        verdict, action="quarantine", rule_ids=[*verdict.rule_ids, RETRACTION_RULE],
-        reasons=[*verdict.reasons, f"retracts a claim of {', '.join(sorted(owners))}"],
+        verdict, action="quarantine", rule_ids=[*verdict.rule_ids, rule], reasons=[*verdict.reasons, why],
         expires_at=verdict.expires_at or expires)
+
+
+def _takes_back_words(current: MemoryItem, updated: MemoryItem) -> bool:
+    """Whether an edit leaves out a word `current` said (title and content, by stem): it
+    changes what the claim says ("All customer data stays in the EU." -> "Customer data may
+    also go to the US."), where one that keeps every word adds a detail ("Releases ship on
+    Tuesday." -> "Releases ship on Tuesday, after QA.")."""
+    return not said_stems(f"{current.title} {current.content}") <= said_stems(f"{updated.title} {updated.content}")
 
 
 
@@ -266,9 +275,17 @@ class EditActions(WriteActions):
         verdict = governed.verdict
         if reason:
             verdict = msgspec.structs.replace(verdict, reasons=[*verdict.reasons, f"forgotten: {reason}"])
-        if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
-                and authors(current) != {who.user_id} and not vouched):
-            verdict = _held_retraction(verdict, authors(current), self.service.policy.settings.quarantine_days)
+        # Someone else's claim is theirs: a forget of it, or an edit taking back words it said,
+        # waits for them or a reviewer (its author's own, or the approving reviewer's, applies
+        # at once; a teammate's added detail too).
+        others = authors(current) != {who.user_id} and not vouched
+        days = self.service.policy.settings.quarantine_days
+        whose = ", ".join(sorted(authors(current)))
+        if args.patch.get("validation") == "retracted" and verdict.action != "reject" and others:
+            verdict = _held_for_its_author(verdict, RETRACTION_RULE, f"retracts a claim of {whose}", days)
+        elif (says and verdict.action == "accept" and others and is_claim(current)
+              and _takes_back_words(current, updated)):
+            verdict = _held_for_its_author(verdict, REWRITE_RULE, f"rewrites what a claim of {whose} says", days)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=verdict_out(verdict), outcome="rejected")

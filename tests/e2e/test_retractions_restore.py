@@ -102,10 +102,23 @@ def test_a_teammates_rewrite_of_someone_elses_org_policy_waits_for_review(servic
     assert out["verdict"]["action"] == "quarantine", out
     assert "All customer data stays in the EU." in shown(client, OLGA, "Where does customer data stay?")
     waiting = client.get("/v1/review", params=OLGA).json()
-    assert [(e["id"], e["kind"], e["proposed_by"]) for e in waiting["items"]] == [(policy["item_id"], "edit", "raj")]
+    assert [(e["id"], e["kind"], e["proposed_by"]) for e in waiting["pending"]] == [(policy["item_id"], "edit", "raj")]
     tool(client, OLGA, "memory.review", {"id": policy["item_id"], "decision": "approve"})
     assert "may also go to the US" in shown(client, OLGA, "Where does customer data stay?")
     # her own rewrite of her own policy applies at once, as before
     own = tool(client, OLGA, "memory.update", {"id": policy["item_id"],
                                                "patch": {"content": "All customer data stays in the EU or the US."}})
     assert own["verdict"]["action"] == "accept", own
+
+
+def test_an_approved_correction_of_a_teammates_claim_keeps_its_importance(service) -> None:
+    client, _ = service
+    tom, raj, ana = ({"user_id": u, "project_id": "analytics", "session_id": f"{u}1"} for u in ("tom", "raj", "ana"))
+    region = write(client, tom, {"type": "decision", "title": "Analytics replica region", "importance": 9,
+                                 "content": "Run the analytics replica in eu-central-1.", "confidence": 0.9})
+    moved = write(client, raj, {"type": "decision", "title": "Analytics replica region",
+                                "content": "Run the analytics replica in us-west-2.", "confidence": 0.9})
+    assert moved["verdict"]["action"] == "quarantine", moved  # contradicts Tom's: held
+    out = tool(client, ana, "memory.review", {"id": moved["item_id"], "decision": "approve"})
+    assert out["supersedes"] == [region["item_id"]], out
+    assert item(client, ana, moved["item_id"])["item"]["importance"] == 9
