@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import json
 
+import openai
 from typer.testing import CliRunner
 
 from loci.cli import app as loci_cli
+from pipelines.consolidate import consolidate_once
 from tests.e2e.chat import consolidate, recall, tool
+from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
+    answer_from_memory,
+    block,
+    fake,
+    shared_fake,
+)
 
 LEA = {"user_id": "lea", "project_id": "home", "session_id": "s1"}
 ORG = "acme"
@@ -122,3 +130,37 @@ def test_an_approved_correction_of_a_teammates_claim_keeps_its_importance(servic
     out = tool(client, ana, "memory.review", {"id": moved["item_id"], "decision": "approve"})
     assert out["supersedes"] == [region["item_id"]], out
     assert item(client, ana, moved["item_id"])["item"]["importance"] == 9
+
+
+def test_an_edited_chat_message_brings_back_the_claim_its_correction_had_replaced(proxy, fake, memory) -> None:
+    """Through `loci proxy`: Lea's correction of Leo's allergy, proposed from her second message
+    and consolidated (the first claim stored as superseded), is retracted when she edits that
+    message into something else; the allergy she first gave stands again, in a new chat."""
+    chat = openai.OpenAI(base_url=f"{proxy()}/v1", api_key="unused", max_retries=0,
+                         default_headers={"X-Loci-User": "lea", "X-Loci-Project": "home"}).chat.completions
+    first, second = "Leo is allergic to peanuts.", "Leo is allergic to peanuts only now, not tree nuts."
+    fake.chat_reply = lambda req: "Noted. " + block(ALLERGY)
+    said = chat.create(model="llama3.2", messages=[{"role": "user", "content": first}])
+    (old,) = said.model_extra["loci"]["proposals"]
+    fake.chat_reply = lambda req: "Noted. " + block(CORRECTED)
+    chat.create(model="llama3.2", messages=[{"role": "user", "content": first},
+                                             {"role": "assistant", "content": "Noted."},
+                                             {"role": "user", "content": second}])
+    consolidate_once(memory.settings)
+    memory.reload()
+    assert memory.view().get(old["item_id"]) is None  # superseded: out of what is served
+    fake.chat_reply = lambda req: "Noted."
+    edited = chat.create(model="llama3.2", messages=[
+        {"role": "user", "content": first}, {"role": "assistant", "content": "Noted."},
+        {"role": "user", "content": "Also, his school starts at eight."}])
+    assert len(edited.model_extra["loci"]["edited_away"]) == 3  # her words, the answer and its correction
+    for moment in ("at once", "after consolidation"):
+        if moment == "after consolidation":
+            consolidate_once(memory.settings)
+            memory.reload()
+        back = memory.view().get(old["item_id"])
+        assert back is not None and back.active and back.superseded_by is None, moment
+        fake.chat_reply = answer_from_memory
+        reply = chat.create(model="llama3.2", messages=[{"role": "user", "content": "What is Leo allergic to?"}])
+        assert "Leo is allergic to peanuts." in reply.choices[0].message.content, (moment, reply)
+        assert "tree nuts" not in reply.choices[0].message.content, moment
