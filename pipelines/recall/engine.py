@@ -45,7 +45,7 @@ from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
 from .dates import asking_day, asks_when, coming_dates, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
-from .episodic import replaced_by
+from .episodic import is_message, replaced_by, states_nothing
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
@@ -60,6 +60,7 @@ from .query import (
     parse_now,
     subject_text,
 )
+from .render import found_message
 from .rerank import SESSION_PENALTY, asks_for_several, own_words_first, rerank_turns
 
 
@@ -456,6 +457,11 @@ class RecallEngine:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
         if q.own_words:  # "What did I tell you about ...?": the caller's words first
             q.ranked = own_words_first(q.ranked, q.search.terms)
+        if q.opts.episodic:
+            # A turn that states nothing is no hit (`deliver`): left out before the cut, so
+            # the k places go to candidates that can be shown. It is ranked until here: a
+            # question asked in a session counts to that session's matches (`rerank.turn_signals`).
+            q.ranked = [c for c in q.ranked if not states_nothing(c.item)]
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:
@@ -486,10 +492,11 @@ class RecallEngine:
     def _result(self, q: RecallQuery) -> RecallResult:
         # An always-on memory counts as found when the query found it too (it is the answer).
         relevant = sum(not h.always or bool(q.search.cands[h.item.id].ranks) for h in q.hits)
+        turns = sum(is_message(h.item) for h in q.hits)
         return RecallResult(
             query=q.text, mode=q.mode, hits=q.hits, injection=q.injection, catalog=q.catalog,
             used_ids=[h.item.id for h in q.hits], found=relevant > 0,
-            message=found_message(q.text, len(q.hits), relevant, self._withheld(q)),
+            message=found_message(q.text, len(q.hits) - turns, turns, relevant, self._withheld(q)),
             trace=q.trace, timings_ms={k_: round(v, 3) for k_, v in q.timings.items()},
             suppressed=q.suppressed, degraded=q.degraded,
         )
@@ -529,17 +536,5 @@ def vector_text(query: str, view: VisibleCorpora, grams: set[str], opts: RecallO
     return without_names(query, view.speakers_named(grams))
 
 
-def found_message(query: str, shown: int, relevant: int, ranked: int) -> str:
-    """What the caller is told: the number of memories shown (always-inject included)."""
-    q = query.strip()
-    if relevant:
-        return f"Found {shown} {'memory' if shown == 1 else 'memories'} for {q!r}."
-    if ranked:
-        return (f"No memory shown for {q!r}: {ranked} matched but none could be given "
-                "(confidence or budget).")
-    extra = f" ({shown} always-on {'memory' if shown == 1 else 'memories'} shown)" if shown else ""
-    return f"No memory found for {q!r}.{extra}"
-
-
 __all__ = ["Hit", "RecallEngine", "RecallError", "RecallOptions", "RecallQuery", "RecallResult",
-           "found_message", "vector_text"]
+           "vector_text"]

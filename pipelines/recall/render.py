@@ -430,3 +430,26 @@ def catalog_entry(
 
 def catalog(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"memory_catalog": list(entries)}
+
+
+def counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def found_message(query: str, memories: int, turns: int, relevant: int, withheld: int) -> str:
+    """What a recall tells its caller, on every surface (`/v1/recall`, `memory.search`, the
+    chat proxy): the curated memories shown (always-on ones included) and, apart, the
+    excerpts of what was said (raw turns: evidence, not verified), so a catalog of one
+    memory and two turns never reads as three memories. `relevant`: hits the query found
+    (an always-on memory alone answers nothing); `withheld`: candidates matched but not
+    given (confidence or budget)."""
+    q = query.strip()
+    if relevant:
+        parts = [counted(memories, "memory", "memories") if memories else "",
+                 counted(turns, "excerpt", "excerpts") + " of what was said (not verified)" if turns else ""]
+        return f"Found {' and '.join(p for p in parts if p)} for {q!r}."
+    if withheld:
+        return (f"No memory shown for {q!r}: {withheld} matched but none could be given "
+                "(confidence or budget).")
+    extra = f" ({counted(memories, 'always-on memory', 'always-on memories')} shown)" if memories else ""
+    return f"No memory found for {q!r}.{extra}"

@@ -1,0 +1,93 @@
+"""What a new user is told a recall found, over HTTP, on every surface (`/v1/recall` in
+each mode, the default mode, `memory.search`): curated memories first, raw turns as
+labelled evidence, and the count said the same way.
+
+- the message counts curated memories and excerpts of what was said apart, as the hits
+  are. Broken: `/v1/recall` said "Found 3 memories" for one decision and two chat turns
+  (`memory.search` already said "1 memory and 2 excerpts");
+- a catalog of k holds k hits when k can be shown: the user's own questions ("What was
+  the cabin wifi called again?"), which are no evidence, give their places to the turns
+  that say something. Broken: they took places in the top k and were then dropped, so
+  `k=3` gave one hit though three turns said what the cabin wifi is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.assets.support import block
+from tests.e2e.chat import tool, turn
+from tests.e2e.test_governed_recall import make_app
+
+MAYA = {"user_id": "maya", "project_id": "home", "session_id": "s1"}
+ASKER = {**MAYA, "session_id": "s9"}
+BACKEND = "What database did we pick for the blog backend?"
+WIFI = "What is the cabin wifi called?"
+WIFI_SAID = ["The cabin wifi is called LakeHouse5G.", "The cabin wifi router sits in the attic.",
+             "The cabin wifi drops out when it rains."]
+WIFI_ASKED = ["What's the cabin wifi called?", "hey, do you remember what the cabin wifi is called?",
+              "What was the cabin wifi called again?"]
+SURFACES = ("inject", "catalog", "hybrid", "default", "memory.search")
+
+
+def ask(client, query: str, surface: str, **kw) -> dict[str, Any]:
+    if surface == "memory.search":
+        return tool(client, ASKER, "memory.search", {"query": query, **kw})
+    mode = {} if surface == "default" else {"mode": surface}
+    resp = client.post("/v1/recall", json={"identity": ASKER, "query": query, **mode, **kw})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], dict]]:
+    app = make_app(tmp_path_factory.mktemp("said-found"))
+    from litestar.testing import TestClient
+
+    with TestClient(app) as client:
+        turn(client, MAYA, "user", "We decided to use Postgres for the blog backend.")
+        turn(client, MAYA, "assistant", "Noted. " + block({
+            "type": "decision", "title": "Blog backend database", "content": "The blog backend uses Postgres.",
+            "why_store": "decided", "confidence": 0.9}))
+        turn(client, MAYA, "user", "lol the blog backend database is Postgres, so fun to say")
+        for asked, said in zip(WIFI_ASKED, WIFI_SAID, strict=True):
+            for text in (asked, said):
+                turn(client, MAYA, "user", text)
+                turn(client, MAYA, "assistant", "Sure.")
+        seen = {(BACKEND, s): ask(client, BACKEND, s) for s in SURFACES}
+        seen.update({(WIFI, s): ask(client, WIFI, s, k=3) for s in ("catalog", "memory.search")})
+        yield seen
+    assert app.state.internal_errors == 0
+
+
+def said_count(hits: list[dict]) -> str:
+    memories = sum(h["type"] != "message" for h in hits)
+    turns = len(hits) - memories
+    parts = [f"{memories} memor{'y' if memories == 1 else 'ies'}" if memories else "",
+             f"{turns} excerpt{'' if turns == 1 else 's'} of what was said (not verified)" if turns else ""]
+    return " and ".join(p for p in parts if p)
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_memories_and_excerpts_are_counted_apart(answers, surface) -> None:
+    answer = answers[BACKEND, surface]
+    hits = answer["hits"]
+    assert hits[0]["type"] == "decision" and any(h["type"] == "message" for h in hits), hits
+    assert answer["message"] == f"Found {said_count(hits)} for {BACKEND!r}.", answer["message"]
+
+
+def test_every_surface_says_it_in_the_same_words(answers) -> None:
+    # one wording: only the numbers differ (an inject block may hold fewer than a catalog)
+    shapes = {re.sub(r"\d+", "N", answers[BACKEND, s]["message"]) for s in SURFACES}
+    assert len(shapes) == 1, shapes
+
+
+@pytest.mark.parametrize("surface", ["catalog", "memory.search"])
+def test_a_catalog_of_k_is_not_shortened_by_the_users_questions(answers, surface) -> None:
+    said = [h["content"] for h in answers[WIFI, surface]["hits"]]
+    assert not set(said) & set(WIFI_ASKED), said  # the questions are no evidence
+    assert sorted(said) == sorted(WIFI_SAID), said  # k=3: the three turns that say something
