@@ -58,10 +58,11 @@ from .query import (
     asks_what_was_said,
     check_request,
     parse_now,
+    question_parts,
     subject_text,
 )
 from .render import found_message
-from .rerank import SESSION_PENALTY, asks_for_several, own_words_first, rerank_turns
+from .rerank import SESSION_PENALTY, asks_for_several, cover_parts, own_words_first, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,6 +72,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     lexical: bool = True
     labels: bool = True  # tag/entity exact matches
     qstar: bool = True
+    # A question that asks several things ("Where does Maya live and what's her dog
+    # called?", `query.question_parts`) has each part's best match in the top k
+    # (`rerank.cover_parts`).
+    cover_parts: bool = True
     scope_priority: bool = True
     summaries: bool = True
     conflicts: bool = True
@@ -218,6 +223,7 @@ class RecallQuery:
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
     own_words: bool = False  # the caller asks what they said themselves (`RecallEngine.recall`)
     subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
+    parts: list[list[str]] = field(default_factory=list)  # the terms of each thing it asks (`query.question_parts`)
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     suppressed: list[dict[str, Any]] = field(default_factory=list)
@@ -380,6 +386,7 @@ class RecallEngine:
     def _embed_query(self, q: RecallQuery) -> None:
         q.subject = subject_text(q.text)  # without the time words of "what did I tell you last month?"
         q.terms = query_terms(q.subject)
+        q.parts = [terms for part in question_parts(q.subject) if (terms := query_terms(part))]
         q.grams = label_ngrams(q.subject)
         if q.opts.dense and q.subject.strip() and any(c.vectors is not None for c in q.corpora):
             q.qvec = self._embed(vector_text(q.subject, q.view, q.grams, q.opts), q.corpora, q.degraded)
@@ -462,6 +469,8 @@ class RecallEngine:
             # the k places go to candidates that can be shown. It is ranked until here: a
             # question asked in a session counts to that session's matches (`rerank.turn_signals`).
             q.ranked = [c for c in q.ranked if not states_nothing(c.item)]
+        if q.opts.cover_parts:
+            q.ranked = cover_parts(q.search, q.ranked, q.parts, q.k)
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:

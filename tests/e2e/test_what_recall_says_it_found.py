@@ -8,13 +8,22 @@ labelled evidence, and the count said the same way.
 - a catalog of k holds k hits when k can be shown: the user's own questions ("What was
   the cabin wifi called again?"), which are no evidence, give their places to the turns
   that say something. Broken: they took places in the top k and were then dropped, so
-  `k=3` gave one hit though three turns said what the cabin wifi is.
+  `k=3` gave one hit though three turns said what the cabin wifi is;
+- a question that asks two things ("Where does Maya live and what's her dog called?")
+  finds the evidence of both: the turn that names the dog is among the k hits though many
+  turns on where she lives (the dog in each) match the question as a whole better. Broken:
+  searched as one, the top 3 were all about where she lives;
+- a turn's relative time words say which day they meant when said, as a curated claim's
+  do ("(Said on Mon 2026-11-23: next Tuesday = Tue 2026-12-01.)"): the chat model is not
+  told today's date. Broken: "The plumber comes next Tuesday." said last week was
+  injected with only the day it was said.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -31,6 +40,13 @@ WIFI_SAID = ["The cabin wifi is called LakeHouse5G.", "The cabin wifi router sit
              "The cabin wifi drops out when it rains."]
 WIFI_ASKED = ["What's the cabin wifi called?", "hey, do you remember what the cabin wifi is called?",
               "What was the cabin wifi called again?"]
+TWO_PARTS = "Where does Maya live and what's her dog called?"
+NAMED = "We called him Biscuit, after the cookie."
+LIVES = ["I live in Porto now; the dog loves the river walks.", "Maya here: living in Porto with a dog is lovely.",
+         "Where I live the dog park is close.", "I live near the market, the dog comes along.",
+         "Maya lives on the third floor, the dog hates the stairs.", "I live with two flatmates and the dog."]
+PLUMBER = "The plumber comes next Tuesday."
+PLUMBER_SAID = datetime.now(timezone.utc) - timedelta(days=9)
 SURFACES = ("inject", "catalog", "hybrid", "default", "memory.search")
 
 
@@ -58,7 +74,15 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str
             for text in (asked, said):
                 turn(client, MAYA, "user", text)
                 turn(client, MAYA, "assistant", "Sure.")
+        for text in [*LIVES[:3], NAMED, *LIVES[3:]]:
+            turn(client, MAYA, "user", text)
+            turn(client, MAYA, "assistant", "Nice!")
+        resp = client.post("/v1/turns", json={"identity": MAYA, "role": "user", "text": PLUMBER,
+                                              "at": PLUMBER_SAID.isoformat()})
+        assert resp.status_code == 201, resp.text
         seen = {(BACKEND, s): ask(client, BACKEND, s) for s in SURFACES}
+        seen["plumber"] = ask(client, "When does the plumber come?", "inject")
+        seen.update({(TWO_PARTS, s): ask(client, TWO_PARTS, s, k=3) for s in SURFACES})
         seen.update({(WIFI, s): ask(client, WIFI, s, k=3) for s in ("catalog", "memory.search")})
         yield seen
     assert app.state.internal_errors == 0
@@ -91,3 +115,21 @@ def test_a_catalog_of_k_is_not_shortened_by_the_users_questions(answers, surface
     said = [h["content"] for h in answers[WIFI, surface]["hits"]]
     assert not set(said) & set(WIFI_ASKED), said  # the questions are no evidence
     assert sorted(said) == sorted(WIFI_SAID), said  # k=3: the three turns that say something
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_question_that_asks_two_things_finds_both(answers, surface) -> None:
+    said = [h["content"] for h in answers[TWO_PARTS, surface]["hits"]]
+    assert NAMED in said, said  # what the dog is called
+    assert set(said) & set(LIVES), said  # where she lives
+
+
+def test_a_turns_time_words_say_the_day_they_meant(answers) -> None:
+    excerpts = answers["plumber"]["injection"].partition("CONVERSATION EXCERPTS")[2]
+    entry = excerpts.partition(PLUMBER)[2].partition("[/TURN]")[0]
+    said_on = PLUMBER_SAID.date()
+    note = re.search(r"\(Said on (\w{3}) (\d{4}-\d\d-\d\d): next Tuesday = Tue (\d{4}-\d\d-\d\d)\.\)", entry)
+    assert note, excerpts
+    assert (note[1], note[2]) == (f"{said_on:%a}", said_on.isoformat()), note[0]
+    meant = date.fromisoformat(note[3])
+    assert meant.weekday() == 1 and said_on < meant <= said_on + timedelta(days=14), note[0]
