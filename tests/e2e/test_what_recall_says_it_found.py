@@ -16,7 +16,12 @@ labelled evidence, and the count said the same way.
 - a turn's relative time words say which day they meant when said, as a curated claim's
   do ("(Said on Mon 2026-11-23: next Tuesday = Tue 2026-12-01.)"): the chat model is not
   told today's date. Broken: "The plumber comes next Tuesday." said last week was
-  injected with only the day it was said.
+  injected with only the day it was said;
+- a turn said before a correction that repeats the value it replaced ("regarding the
+  flat at Rua Augusta 12", the address since corrected to Rua das Flores 3) is marked as
+  said earlier, naming the correction, and comes after it, as the turn the old claim was
+  proposed in is. Broken: asked "Rua Augusta?", the catalog gave that turn first,
+  unmarked, above the correction.
 """
 
 from __future__ import annotations
@@ -47,14 +52,16 @@ LIVES = ["I live in Porto now; the dog loves the river walks.", "Maya here: livi
          "Maya lives on the third floor, the dog hates the stairs.", "I live with two flatmates and the dog."]
 PLUMBER = "The plumber comes next Tuesday."
 PLUMBER_SAID = datetime.now(timezone.utc) - timedelta(days=9)
+RUI = {"user_id": "rui", "project_id": "home", "session_id": "s1"}
+STALE = "Sure: 'Dear landlord, regarding the flat at Rua Augusta 12 ...'"
 SURFACES = ("inject", "catalog", "hybrid", "default", "memory.search")
 
 
-def ask(client, query: str, surface: str, **kw) -> dict[str, Any]:
+def ask(client, query: str, surface: str, who: dict = ASKER, **kw) -> dict[str, Any]:
     if surface == "memory.search":
-        return tool(client, ASKER, "memory.search", {"query": query, **kw})
+        return tool(client, who, "memory.search", {"query": query, **kw})
     mode = {} if surface == "default" else {"mode": surface}
-    resp = client.post("/v1/recall", json={"identity": ASKER, "query": query, **mode, **kw})
+    resp = client.post("/v1/recall", json={"identity": who, "query": query, **mode, **kw})
     assert resp.status_code == 200, resp.text
     return resp.json()
 
@@ -80,12 +87,28 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str
         resp = client.post("/v1/turns", json={"identity": MAYA, "role": "user", "text": PLUMBER,
                                               "at": PLUMBER_SAID.isoformat()})
         assert resp.status_code == 201, resp.text
+        turn(client, RUI, "user", "My address is Rua Augusta 12, Lisbon.")
+        turn(client, RUI, "assistant", "Saved. " + address("Rua Augusta 12, Lisbon"))
+        turn(client, RUI, "user", "Can you draft a letter to my landlord?")
+        turn(client, RUI, "assistant", STALE)
+        turn(client, {**RUI, "session_id": "s2"}, "user", "I moved! My new address is Rua das Flores 3, Porto.")
+        (fix,) = turn(client, {**RUI, "session_id": "s2"}, "assistant",
+                      "Congrats! " + address("Rua das Flores 3, Porto"))["proposals"]
+        assert fix["supersedes"], fix
         seen = {(BACKEND, s): ask(client, BACKEND, s) for s in SURFACES}
+        seen["rui's correction"] = fix["item_id"]
+        seen.update({("Rua Augusta", s): ask(client, "Rua Augusta", s, {**RUI, "session_id": "s9"})
+                     for s in SURFACES})
         seen["plumber"] = ask(client, "When does the plumber come?", "inject")
         seen.update({(TWO_PARTS, s): ask(client, TWO_PARTS, s, k=3) for s in SURFACES})
         seen.update({(WIFI, s): ask(client, WIFI, s, k=3) for s in ("catalog", "memory.search")})
         yield seen
     assert app.state.internal_errors == 0
+
+
+def address(value: str) -> str:
+    return block({"type": "fact", "title": "Rui's address", "content": f"Rui's address is {value}.",
+                  "why_store": "stated by the user", "confidence": 0.9})
 
 
 def said_count(hits: list[dict]) -> str:
@@ -133,3 +156,15 @@ def test_a_turns_time_words_say_the_day_they_meant(answers) -> None:
     assert (note[1], note[2]) == (f"{said_on:%a}", said_on.isoformat()), note[0]
     meant = date.fromisoformat(note[3])
     assert meant.weekday() == 1 and said_on < meant <= said_on + timedelta(days=14), note[0]
+
+
+@pytest.mark.parametrize("surface", SURFACES)
+def test_a_turn_repeating_a_replaced_value_is_marked_and_follows_the_correction(answers, surface) -> None:
+    answer, fix = answers["Rua Augusta", surface], answers["rui's correction"]
+    ids = [h["id"] for h in answer["hits"]]
+    (stale,) = [h for h in answer["hits"] if h["content"] == STALE]
+    assert stale["replaced_by"] == [fix], stale
+    assert fix in ids and ids.index(fix) < ids.index(stale["id"]), ids
+    if surface in ("inject", "hybrid", "default"):
+        entry = answer["injection"].partition(STALE)[2].partition("[/TURN]")[0]
+        assert f"a later memory, {fix}, says otherwise" in entry, answer["injection"]
