@@ -212,8 +212,9 @@ def after_corrections(ordered: list[Candidate], replaced: dict[str, list[str]]) 
 
 def restating_replaced(ordered: Sequence[Candidate], pool: Iterable[Candidate]) -> dict[str, list[str]]:
     """The raw turns of `ordered` said before a curated correction among them that say what
-    the claim it replaced said, in at least `RESTATED_WORDS` words the correction does not
-    ("regarding the flat at Rua Augusta 12", once the address is Rua das Flores 3): each
+    the claim it replaced said, in at least `RESTATED_WORDS` words the correction does not,
+    and none of those the correction says anew ("regarding the flat at Rua Augusta 12",
+    once the address is Rua das Flores 3): each
     turn's corrections, by turn id. The replaced claim is a conflict loser of the recall
     (`pool`). A turn it was proposed in is found by `episodic.replaced_by`; this finds the
     others that repeat it, which would otherwise show the old value unmarked."""
@@ -225,10 +226,12 @@ def restating_replaced(ordered: Sequence[Candidate], pool: Iterable[Candidate]) 
             continue
         for fix in (shown[i] for i in old.conflict_with if i in shown):
             since = parse_time(fix.item.created_at)
-            only_old = said_stems(old.item.content) - said_stems(f"{fix.item.title} {fix.item.content}")
+            was, now = said_stems(old.item.content), said_stems(f"{fix.item.title} {fix.item.content}")
             for turn_id, stems, said in turns:
-                if (since is not None and said is not None and said < since
-                        and len(stems & only_old) >= RESTATED_WORDS and fix.id not in out.get(turn_id, ())):
+                # one naming the new value ("the offsite moves to Lisbon, the Ribeira hotel is
+                # fully booked") tells of the change: it is the correction's evidence
+                if (since is not None and said is not None and said < since and stems.isdisjoint(now - was)
+                        and len(stems & (was - now)) >= RESTATED_WORDS and fix.id not in out.get(turn_id, ())):
                     out.setdefault(turn_id, []).append(fix.id)
     return out
 

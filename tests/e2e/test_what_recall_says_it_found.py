@@ -91,7 +91,7 @@ def answers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str
         turn(client, RUI, "assistant", "Saved. " + address("Rua Augusta 12, Lisbon"))
         turn(client, RUI, "user", "Can you draft a letter to my landlord?")
         turn(client, RUI, "assistant", STALE)
-        turn(client, {**RUI, "session_id": "s2"}, "user", "I moved! My new address is Rua das Flores 3, Porto.")
+        turn(client, {**RUI, "session_id": "s2"}, "user", "I moved from Rua Augusta 12! Now it's Rua das Flores 3.")
         (fix,) = turn(client, {**RUI, "session_id": "s2"}, "assistant",
                       "Congrats! " + address("Rua das Flores 3, Porto"))["proposals"]
         assert fix["supersedes"], fix
@@ -165,6 +165,9 @@ def test_a_turn_repeating_a_replaced_value_is_marked_and_follows_the_correction(
     (stale,) = [h for h in answer["hits"] if h["content"] == STALE]
     assert stale["replaced_by"] == [fix], stale
     assert fix in ids and ids.index(fix) < ids.index(stale["id"]), ids
+    # the turn that told of the move names the new value: evidence of the correction, unmarked
+    told = [h for h in answer["hits"] if h["content"].startswith("I moved from")]
+    assert told and not told[0].get("replaced_by"), answer["hits"]
     if surface in ("inject", "hybrid", "default"):
         entry = answer["injection"].partition(STALE)[2].partition("[/TURN]")[0]
         assert f"a later memory, {fix}, says otherwise" in entry, answer["injection"]
