@@ -17,7 +17,9 @@
    scopes are ordered most specific first.
 7. **summaries**: a turn covered by a summary is demoted below it.
 8. **repeats**: one copy of turns with the same text.
-9. **rank**: always-inject items first, then by score, scope rank, id.
+9. **rank**: always-inject items first, then by score, scope rank, id; turns that state
+   nothing leave before the top-k cut (k places for what can be shown), and a question
+   that asks several things has each part's best match in the top k (`rerank.cover_parts`).
 10. **qstar**: Q* refines the top-k support set (`expand.py`, `qstar.py`).
 11. **render**: inject within budget / catalog the rest (`deliver.py`).
 
