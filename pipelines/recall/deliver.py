@@ -218,12 +218,13 @@ def restating_replaced(ordered: Sequence[Candidate], pool: Iterable[Candidate]) 
     turn's corrections, by turn id. The replaced claim is a conflict loser of the recall
     (`pool`). A turn it was proposed in is found by `episodic.replaced_by`; this finds the
     others that repeat it, which would otherwise show the old value unmarked."""
+    replaced = [old for old in pool if old.suppressed == "superseded" and not is_message(old.item)]
+    if not replaced:  # most recalls: nothing was read only to be found replaced
+        return {}
     shown = {c.id: c for c in ordered if not is_message(c.item)}
     turns = [(c.id, said_stems(c.item.content), said_time(c.item)) for c in ordered if is_message(c.item)]
     out: dict[str, list[str]] = {}
-    for old in pool:
-        if old.suppressed != "superseded" or is_message(old.item) or not turns:
-            continue
+    for old in replaced:
         for fix in (shown[i] for i in old.conflict_with if i in shown):
             since = parse_time(fix.item.created_at)
             was, now = said_stems(old.item.content), said_stems(f"{fix.item.title} {fix.item.content}")
