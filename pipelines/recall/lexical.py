@@ -172,7 +172,17 @@ class LexicalIndex:
         ids = self._bm25.get_tokens_ids(self._query(terms))
         if not ids:
             return None
-        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        if self._bm25.nonoccurrence_array is not None:  # a variant with non-occurrence scores
+            return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        # bm25s' `get_scores_from_ids` adds each term's postings with np.add.at (~2 ms of a
+        # 100k recall's CPU); a term's postings name a row once, so adding them by index gives
+        # the same floats in the same order (kernel11, docs/measurements.md).
+        index = self._bm25.scores
+        data, indices, indptr = index["data"], index["indices"], index["indptr"]
+        out = np.zeros(index["num_docs"], dtype=np.float32)
+        for t in ids:
+            out[indices[indptr[t]:indptr[t + 1]]] += data[indptr[t]:indptr[t + 1]]
+        return out
 
     def idf(self, terms: Sequence[str]) -> list[float]:
         """IDF of each term (its stem) in this index; a term in no row gets the highest."""
