@@ -312,6 +312,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if _moved_within(a, b) or _moved_within(b, a) or _counted_alike_across_scopes(a, b):
         return True
+    if _changed_count_of(a, b) or _changed_count_of(b, a):
+        return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
     if shared < 2 or overlap < 0.5:
@@ -385,6 +387,17 @@ def _moved_within(a: Claim, b: Claim) -> bool:
         return False
     named = set(a.subject) - _change_words(_RESCHEDULED, a.content) - _MOVED_TO
     return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+def _changed_count_of(a: Claim, b: Claim) -> bool:
+    """`a` says it changed to a count of what `b` names before its value, in `b`'s unit ("We
+    moved to 3-week sprints" / "Sprints are two weeks long"): a change names what it changed
+    short, as a move does (`_moved_within`), the words of the change left out; and both
+    count in one unit, as "sprints" is counted in weeks by both."""
+    if a.changes is None or not b.subject or not a.units & b.units:
+        return False
+    counted = {thing for _, thing in _counted(a.item.content)}
+    return bool(counted & set(b.subject))
 
 
 def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:
