@@ -52,6 +52,7 @@ from .values import (
     _units,
     _value_words,
     _values,
+    absent,
     retired_values,
     stated_values,
 )
@@ -234,8 +235,7 @@ def _read_claim(item: MemoryItem) -> Claim:
                  named=named & word_set, persons=persons & word_set,
                  first_person=_speaks_of_writer(before, item.content),
                  of_writer=of_the_writer(item.content),
-                 returns=returns, away=frozenset(n for n, (_, away, _) in enumerate(ABSENCES)
-                                                 if n not in returns and away.search(stated)),
+                 returns=returns, away=absent(stated),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
 

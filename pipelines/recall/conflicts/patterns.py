@@ -65,6 +65,13 @@ ABSENCES = tuple((re.compile(back, re.IGNORECASE), re.compile(away, re.IGNORECAS
     (r"\b(?:back|return(?:s|ed|ing)?)\s+(?:home|from\s+(?:abroad|(?:\w+\s+)?trip|travell?ing))\b",
      r"\b(?:abroad|away|travell?ing|on\s+(?:a\s+)?(?:\w+\s+)?trip)\b", "abroad away travelling traveling trip"),
 ))
+# Being where each absence of `ABSENCES` is away from (by its index; None: not read), and
+# the words to look for it by: at work ("I commute to the office daily", "I'm in the office
+# four days a week", "on-site"). A claim saying that its one is now away from there ("I work
+# remotely now") ends it, as a return ends an absence (`rule._left`).
+PRESENCES = ((re.compile(r"\b(?:commut(?:e|es|ed|ing)|(?:in|into|at|to)\s+(?:the\s+|our\s+|my\s+)?office|"
+                         r"on[\s-]?site|in[\s-]person)\b", re.IGNORECASE), "office commute commutes commuting onsite"),
+             None)
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
 # Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
 # "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no

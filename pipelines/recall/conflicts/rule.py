@@ -30,6 +30,7 @@ from .patterns import (
     CLAIM_STOPWORDS,
     CORRECTING,
     MONTH_STEMS,
+    PRESENCES,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -41,6 +42,7 @@ from .values import (
     _unaddressed,
     _value_kinds,
     _value_stems,
+    present,
     reschedules,
     stated_values,
 )
@@ -110,7 +112,7 @@ def own_words_apart(a: Claim, b: Claim) -> bool:
 
 def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:
     """`conflict_reason` from what the two claims say (their titles' words included)."""
-    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a):
+    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a) or _left(a, b) or _left(b, a):
         return "same subject, one says it ended"
     if _denies(a, b):
         return DENIES
@@ -230,6 +232,20 @@ def _back_from(a: Claim, b: Claim) -> bool:
     absence `b` states ended, under any title. The same one: both speak of the writer
     alone, or both name the same person and nobody else; neither denies what it says."""
     if not a.returns & b.away or a.negated or b.negated:
+        return False
+    return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
+
+
+def _left(a: Claim, b: Claim) -> bool:
+    """`a` says its one is now away from where `b` says the same one is (`PRESENCES`: "I
+    work remotely now" / "I commute to the office daily"): the presence `b` states ended, as
+    a return ends an absence (`_back_from`); `a` must say it changed (`Claim.changes`: a
+    standing "I work remotely" beside "I'm in the office on Tuesdays" may be a mix)."""
+    if a.changes is None or not a.away or a.negated or b.negated:
+        return False
+    left = a.away & present(_stance(b.item.content))
+    # not a mix: "I work from home now, except Tuesdays when I go into the office"
+    if not left or any(PRESENCES[n][0].search(a.item.content) for n in left):
         return False
     return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
 

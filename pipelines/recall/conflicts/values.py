@@ -10,6 +10,7 @@ from datetime import date
 from ..dates import MONTHS, written_dates
 from ..lexical import STOPWORDS, lemma, words
 from .patterns import (
+    _CHANGED,
     _CLOCK,
     _CLOCK_RANGE,
     _CLOCK_UNITS,
@@ -43,6 +44,7 @@ from .patterns import (
     _YEARLESS_DATE,
     ABSENCES,
     MONTH_STEMS,
+    PRESENCES,
     UNIT_SCALE,
     _first_names,
 )
@@ -57,10 +59,25 @@ def reschedules(text: str) -> bool:
 
 def absences_ended(text: str) -> str:
     """The words of the absences a return in `text` ends (`ABSENCES`: "I'm back in the
-    office" -> "remote remotely home ..."), to find the stored claims that say them: "" when
-    it says no one is back."""
+    office" -> "remote remotely home ..."), and of the presences an absence it says began
+    ends (`PRESENCES`: "I work remotely now" -> "office commute ..."), to find the stored
+    claims that say them: "" when it says no one is back nor now away."""
     stated = _stance(text or "")
-    return " ".join(said for back, _, said in ABSENCES if back.search(stated))
+    ended = [said for back, _, said in ABSENCES if back.search(stated)]
+    if _CHANGED.search(stated):
+        ended += [PRESENCES[n][1] for n in absent(stated) if PRESENCES[n] is not None]
+    return " ".join(ended)
+
+
+def absent(stated: str) -> frozenset[int]:
+    """Where (indices of `ABSENCES`) `stated` says its one is away from, not back at."""
+    return frozenset(n for n, (back, away, _) in enumerate(ABSENCES) if not back.search(stated) and away.search(stated))
+
+
+def present(stated: str) -> frozenset[int]:
+    """Where (indices of `PRESENCES`) `stated` says its one is, and not away from."""
+    return frozenset(n for n, there in enumerate(PRESENCES)
+                     if there is not None and there[0].search(stated) and not ABSENCES[n][1].search(stated))
 
 
 def stated_values(text: str) -> frozenset[str]:
