@@ -160,7 +160,8 @@ def _counted_noun(text: str, m: re.Match[str]) -> str | None:
     word between them says which kind (`_MODIFIED_COUNT`: "8 ingest workers": "workers",
     not "ingest"); None when the word after the number is its unit, or none follows."""
     number, unit = _UNIT_SPLIT.match(m.group(0).lower()).groups()
-    if not unit or not unit.isalpha() or not number.isdigit() or number in ("0", "1"):
+    # "2-space tabs", "3-week sprints": joined to its number, the word is the unit
+    if not unit or not unit.isalpha() or not number.isdigit() or number in ("0", "1") or "-" in m.group(0):
         return None
     if unit in _NOT_UNITS or unit in _MAGNITUDES or unit in _TIME_ZONES or _plural(unit):
         return None

@@ -51,7 +51,8 @@ def pairs(items) -> set[frozenset[str]]:
 def test_values_are_numbers_with_units_times_dates_and_names():
     assert stated_values("Telemetry retention is 30 days.") == {"2592000 second"}  # a duration, in seconds
     assert stated_values("Standup is at 09:30.") == stated_values("Standup is at 9:30.") == {"9:30"}  # one time
-    assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
+    # a day of a year states that day of its month too (what "January 2nd", said without a year, states)
+    assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "2 januari", "caroline", "paris"}
     assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
     assert stated_values("The cluster runs in eu-central-1.") == {"eu-central-1"}  # a code, one value
 
@@ -78,7 +79,7 @@ def test_same_subject_with_different_values_conflicts_under_any_title():
 
 
 def test_a_date_written_with_its_month_is_one_value_equal_to_its_iso_form():
-    assert stated_values("Orion v2 ships on March 3, 2027.") == {"2027-03-03"}
+    assert stated_values("Orion v2 ships on March 3, 2027.") == {"2027-03-03", "3 march"}
     assert stated_values("Orion v2 ships on 3rd March 2027.") == stated_values("Orion v2 ships on 2027-03-03.")
     assert stated_values("The audit is in June 2027.") == {"2027-06"}
     same = [claim("a", "Ship date", "Orion v2 ships on March 3, 2027."),
@@ -945,12 +946,15 @@ def _plain_stated_values(text, number, name):
     """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
     text = conflicts._RETIRED.sub(lambda m: " " * len(m.group(0)), text)
     text = conflicts._VOCATIVE.sub(conflicts._blank_vocative, text)
+    days = {conflicts._day_of_month(m) for m in conflicts._YEARLESS_DATE.finditer(text)}
+    text = conflicts._YEARLESS_DATE.sub(lambda m: " " * len(m.group(0)), text)
     text = conflicts._NUMBER_WORD.sub(lambda m: conflicts._NUMBER_WORDS[m.group(0).lower()], text)
     text = conflicts._CLOCK_RANGE.sub(r"\1 and ", conflicts._CLOCK.sub(conflicts._clock_time, text))
     found = set(conflicts._DATE.findall(text)) | {m.group(0).lower() for m in conflicts._CODE.finditer(text)}
     rest = conflicts._RANGE.sub(r"\1 \3, \2 \3", conflicts._DATE.sub(" ", text))
     numbers = list(number.finditer(rest))
-    found |= {conflicts._number_with_unit(m.group(0)) for m in numbers}
+    found |= {conflicts._number_with_unit(m.group(0), conflicts._counted_noun(rest, m)) for m in numbers}
+    found |= days | {conflicts._month_day(v) for v in found if conflicts._DATE.fullmatch(v)}
     starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
     named = {m.group(0) for m in name.finditer(text) if m.group(0) not in starts}
     found |= {n.lower() for n in named}
