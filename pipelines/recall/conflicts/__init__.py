@@ -27,7 +27,10 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
   are one value, "30 minutes" and "2 hours" count in one unit; a time of day in 24 hours: "11am",
   "11 a.m." and "11:00" are one time), dates (ISO, or with their month: "March 3, 2027" is
-  2027-03-03), capitalised names inside a sentence ("two" is 2), and codes of words and a
+  2027-03-03, and states its day of the month, "3 march", as "Mar 3" and "the 3rd of March"
+  without a year do), capitalised names inside a sentence ("two" is 2; what a number counts
+  is the plural noun after a singular word naming its kind: "8 ingest workers" is "8
+  worker"), and codes of words and a
   number ("eu-central-1", "ubuntu-22.04": one word, stating its family "eu" too, which it refines);
   not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
