@@ -49,6 +49,31 @@ def parser(name: str, doc: str | None, *, quick: str | None = "smoke run",
     return p
 
 
+def add_vector_options(p: argparse.ArgumentParser) -> None:
+    """The stored-vector options of benchmarks that consolidate with MiniLM (`--precision`,
+    `--composed`, `--pooled`); `vector_settings` turns them into `Settings` fields."""
+    from pipelines.embedders import MINILM_PRECISIONS
+
+    p.add_argument("--precision", default=None, choices=MINILM_PRECISIONS,
+                   help="MiniLM precision of the stored vectors (default: the settings' default)")
+    p.add_argument("--composed", action="store_true", default=None,
+                   help="message vectors composed from bare turn vectors (setting message_context_composed)")
+    p.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
+                   help="message vectors from pooled windows (setting message_context_pooled, on by "
+                   "default); --no-pooled: message + context text vectors")
+
+
+def vector_settings(precision: str | None = None, composed: bool | None = None,
+                    pooled: bool | None = None) -> dict[str, Any]:
+    """`Settings` fields for the options `add_vector_options` adds; None keeps the default."""
+    from pipelines.settings import Settings
+
+    default = Settings()
+    return {"minilm_precision": precision or default.minilm_precision,
+            "message_context_composed": default.message_context_composed if composed is None else composed,
+            "message_context_pooled": default.message_context_pooled if pooled is None else pooled}
+
+
 def data_dir() -> Path:
     """The folder of benchmark data sets: `$LOCI_BENCH_DATA`, else `./bench-data`."""
     return Path(os.environ.get(DATA_ENV) or DEFAULT_DATA_DIR)

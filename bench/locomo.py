@@ -48,7 +48,6 @@ from bench.metrics import (
     normalise_dia_id,
     percentiles,
 )
-from pipelines.embedders import MINILM_PRECISIONS
 
 PROJECT_ID = "locomo"
 QA_SESSION = "qa"  # a session id no conversation uses: recall sees user-scoped memory only
@@ -73,9 +72,7 @@ def _settings(workdir: Path, merger: str, precision: str | None = None, composed
     # asked "right after" the conversation, so aging is switched off for this benchmark.
     return Settings(data_dir=str(workdir / "data"), embedder="minilm", merger=merger,
                     snapshots_keep=2, stm_aging_days=STM_AGING_DAYS,
-                    minilm_precision=precision or Settings().minilm_precision,
-                    message_context_composed=Settings().message_context_composed if composed is None else composed,
-                    message_context_pooled=Settings().message_context_pooled if pooled is None else pooled)
+                    **driver.vector_settings(precision, composed, pooled))
 
 
 def _sha256_file(path: Path) -> str:
@@ -520,13 +517,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="comma-separated harness-only variants to measure, or 'all': " + ", ".join(PROTOTYPES))
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"),
                    help="cluster merger for consolidation (LoCoMo turns are never merged; default extractive)")
-    p.add_argument("--precision", default=None, choices=MINILM_PRECISIONS,
-                   help="MiniLM precision of the stored vectors (default: the settings' default)")
-    p.add_argument("--composed", action="store_true", default=None,
-                   help="message vectors composed from bare turn vectors (setting message_context_composed)")
-    p.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
-                   help="message vectors from pooled windows (setting message_context_pooled, on by "
-                   "default); --no-pooled: message + context text vectors")
+    driver.add_vector_options(p)
     p.add_argument("--per-question", type=Path, default=None,
                    help="also write per-question recall of the full system (JSON lines) here")
     args = p.parse_args(argv)

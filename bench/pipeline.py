@@ -42,7 +42,6 @@ import numpy as np
 from bench import driver
 from bench.metrics import machine_info
 from bench.synthetic import cached_item_vectors, default_cache_dir, synthetic_turns
-from pipelines.embedders import MINILM_PRECISIONS
 
 TARGET_HDBSCAN_10K_S = 10.0
 TARGET_LOCOMO_TURNS_PER_S = 150.0  # end-to-end consolidation of a LoCoMo import with MiniLM
@@ -94,10 +93,9 @@ def _settings(data_dir: Path, args: argparse.Namespace):
     from pipelines.settings import Settings
 
     return Settings(data_dir=str(data_dir), embedder=args.embedder, merger=args.merger,
-                    snapshots_keep=1, minilm_precision=getattr(args, "precision", None) or Settings().minilm_precision,
-                    message_context_composed=getattr(args, "composed", None) or Settings().message_context_composed,
-                    message_context_pooled=Settings().message_context_pooled if getattr(args, "pooled", None) is None
-                    else args.pooled)
+                    snapshots_keep=1,
+                    **driver.vector_settings(getattr(args, "precision", None), getattr(args, "composed", None),
+                                             getattr(args, "pooled", None)))
 
 
 def write_turns(path: Path, n: int, seed: int) -> Path:
@@ -323,13 +321,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--embedder", default="hash", choices=("hash", "minilm"),
                    help="embedder for the consolidation runs (default hash: MiniLM is too slow for 100k on 2 cores)")
     p.add_argument("--data", type=Path, default=None, help="the LoCoMo-format file (implies --locomo)")
-    p.add_argument("--precision", default=None, choices=MINILM_PRECISIONS,
-                   help="MiniLM precision of the stored vectors (default: the settings' default)")
-    p.add_argument("--composed", action="store_true", default=None,
-                   help="message vectors composed from bare turn vectors (setting message_context_composed)")
-    p.add_argument("--pooled", action=argparse.BooleanOptionalAction, default=None,
-                   help="message vectors from pooled windows (setting message_context_pooled, on by "
-                   "default); --no-pooled: message + context text vectors")
+    driver.add_vector_options(p)
     p.add_argument("--cluster-vectors", default="minilm", choices=("minilm", "hash"),
                    help="vectors for the HDBSCAN timing (default MiniLM, cached)")
     p.add_argument("--merger", default="extractive", choices=("extractive", "ollama"))

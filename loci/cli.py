@@ -365,10 +365,12 @@ def audit(
     tz: Optional[str] = TZ_OPT,
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
-    """Who was shown an item and when: each read that returned it (search, read, browser card,
-    items API; time, user, project, session, org, action), and each refused attempt to change
-    it (with why), oldest first. Its changes (who wrote or edited it, when) are `loci show`'s."""
-    from pipelines.item_report import reads_of, shown_at
+    """Who changed an item and who was shown it: its changes by people (who wrote, edited,
+    reviewed or replaced it, when, why; every field and the pipeline's work: `loci show`),
+    then each read that returned it (search, read, browser card, items API; time, user,
+    project, session, org, action) and each refused attempt to change it (with why), oldest
+    first. `--json`: the reads only, one object each."""
+    from pipelines.item_report import describe_item, history_lines, reads_of, shown_at
     from pipelines.records import time_zone
 
     settings = _settings(data_dir)
@@ -382,6 +384,12 @@ def audit(
         for row in reads:
             typer.echo(json.dumps(row, ensure_ascii=False))
         return
+    found = describe_item(settings, item_id)
+    changes = history_lines(found, zone, changes_only=True) if found is not None else []
+    if changes:
+        typer.echo(f"changes of {item_id} (time {zone}, who, action, inbox seq, change and why):")
+    for line in changes:
+        typer.echo(f"  {line}")
     typer.echo(f"reads of {item_id} (time {zone}, user, project, session, org, action):" if reads
                else f"no read returned {item_id}")
     for row in reads:
@@ -451,15 +459,27 @@ def export(
     org: Optional[str] = typer.Option(None, "--org", help="See --user."),
     tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only items with this tag (repeat: with "
                                              "every one), as a search's tag filter reads them."),
+    types: Optional[list[str]] = typer.Option(None, "--type", help="Only items of this type (repeat: of any "
+                                              "one): `--type decision` is the decision log."),
+    with_history: bool = typer.Option(
+        False, "--history", help="A log, not a backup: each line {\"item\", \"history\"}, the changes people "
+                                 "made to it (when, who, what it said after, why: the proposal's reason, a "
+                                 "reviewer's note)."),
     data_dir: Optional[str] = DATA_OPT,
 ) -> None:
     """Export items from the warehouse as JSON lines (one MemoryItem per line): every item (a
-    backup), or what one caller may see (--user/--project/--session/--org), or with --tag."""
+    backup), or what one caller may see (--user/--project/--session/--org), or with --tag /
+    --type; with --history, each with the changes people made to it."""
     from pipelines.item_report import export_items
     from pipelines.recall.lexical import normalise_label
+    from pipelines.records import ITEM_TYPES
 
     if format != "jsonl":
         _fail("only --format jsonl is supported", 2)
+    unknown = sorted(set(types or ()) - set(ITEM_TYPES))
+    if unknown:
+        _fail(f"--type: unknown type {', '.join(map(repr, unknown))}; types: {', '.join(ITEM_TYPES)}", 2)
+    kinds = set(types or ())
     who = None
     if any(part is not None for part in (user, project, session, org)):
         who = _identity(*("default" if part is None else part for part in (user, project, session, org)),
@@ -467,14 +487,14 @@ def export(
     wanted = set(_tags(tags))
 
     def keep(item) -> bool:
-        return (who is None or item.scope.visible_to(who)) and \
+        return (who is None or item.scope.visible_to(who)) and (not kinds or item.type in kinds) and \
             wanted <= {normalise_label(t) for t in item.tags}
 
     settings = _settings(data_dir)
     handle = out.open("w", encoding="utf-8") if out else sys.stdout
     try:
         n = export_items(settings, handle, include_inactive=include_inactive,
-                         keep=keep if who is not None or wanted else None)
+                         keep=keep if who is not None or wanted or kinds else None, with_history=with_history)
     finally:
         if out:
             handle.close()

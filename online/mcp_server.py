@@ -51,13 +51,14 @@ HTTP_PATH = "/mcp"
 # the dispatcher's registry, `online.tools.ACTION_DESCRIPTIONS` / `ACTION_ARGS`).
 MCP_ACTIONS = ("memory.search", "memory.read", "memory.propose", "memory.update", "memory.forget",
                "memory.palace.list", "memory.palace.get", "memory.palace.assign", "memory.stats",
-               "memory.review.list")
+               "memory.review.list", "memory.review")
 
 
 # Hints for the client (whether to ask the user first): reads change no memory (their audit
-# events aside); proposals and palace moves add, an update may rewrite or retract an entry.
+# events aside); proposals and palace moves add, an update may rewrite or retract an entry, and
+# a review applies a held change or retracts a held claim (a person's decision: the client asks).
 _READ_ONLY = READ_ACTIONS | {"memory.stats", "memory.review.list"}
-_DESTRUCTIVE = frozenset({"memory.update", "memory.forget"})
+_DESTRUCTIVE = frozenset({"memory.update", "memory.forget", "memory.review"})
 
 
 def annotations(action: str) -> types.ToolAnnotations:

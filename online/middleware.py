@@ -11,8 +11,10 @@ function instead of an upstream server. One difference, on purpose: when a recal
 nothing, the middleware answers "nothing in memory" itself instead of letting the model
 say it, so an in-process caller never gets an improvised answer.
 
-`enabled = false` turns the middleware into a pass-through. Flags missing from
-`settings.flags` take their defaults.
+`enabled = false` turns the middleware into a pass-through, as is a chat UI's background task
+(`online.proxy.tasks`, the check the proxy makes). An edited message and a regenerated
+answer retract what they replaced, as in the proxy (`online.proxy.rounds`). Flags missing
+from `settings.flags` take their defaults.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ class ChatOutcome:
     tool_rounds: list[ToolRound] = field(default_factory=list)
     ignored_tool_calls: list[str] = field(default_factory=list)
     intercepted: bool = False
+    edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted
+    regenerated_away: list[str] = field(default_factory=list)  # the answers a regeneration discarded
     llm_calls: int = 0
     messages: list[dict[str, Any]] = field(default_factory=list)  # last list sent to the llm
     raw_reply: Any = None
@@ -109,11 +113,12 @@ class MemoryMiddleware:
         msgs = _check_messages(messages)
         if not isinstance(identity, Identity):
             raise MiddlewareError("identity must be a pipelines.records.Identity")
-        if not flag_on(self.settings.flags, "enabled"):
+        body = {"model": IN_PROCESS_MODEL, "messages": msgs}
+        if not flag_on(self.settings.flags, "enabled") or CHAT.background_task(body):
+            # A chat UI's background task (a title, tags, follow-ups) is not the user's chat.
             reply = self.llm(msgs)
             return ChatOutcome(text=split_reply(reply)[0], llm_calls=1, messages=msgs, raw_reply=reply)
-        ex = Exchange(self.service, self.settings, self.config, identity, CHAT,
-                      {"model": IN_PROCESS_MODEL, "messages": msgs}, answers_nothing_found=True)
+        ex = Exchange(self.service, self.settings, self.config, identity, CHAT, body, answers_nothing_found=True)
         out = ChatOutcome(text="")
         sent = ex.prepare()
         shown = VisibleText()
@@ -141,6 +146,7 @@ class MemoryMiddleware:
         out.tool_rounds = list(ex.tool_rounds)
         out.ignored_tool_calls = list(ex.ignored_calls)
         out.user_turn, out.assistant_turn = ex.user_turn, ex.assistant_turn
+        out.edited_away, out.regenerated_away = list(ex.edited_away), list(ex.regenerated_away)
         out.proposals = list(ex.assistant_turn.proposals) if ex.assistant_turn else []
         out.catalog = loci.get("catalog", {})
         out.catalog_ids = [e["id"] for e in out.catalog.get("memory_catalog", []) if "id" in e]

@@ -558,6 +558,8 @@ def _govern_proposal(
         policy, proposal, provenance=prov, found=found, scope_kind=scope_kind,
         author_user_id=turn.identity.user_id, evidence=evidence(proposal) if evidence else (),
         cosine_to=cosine_to(proposal) if cosine_to else None)
+    if verdict.action == "accept" and fixes.replaced:
+        proposal = kept_importance(proposal, [it for it in found if it.id in fixes.replaced])
     title = shown_title(policy, proposal, verdict)
     payload = _proposal_payload(turn, index, form, proposal, verdict, prov, fixes, title)
     if contradicts:
@@ -569,6 +571,19 @@ def _govern_proposal(
     event = Event(event_id=stable_id("evt", "proposal", turn.turn_id, index), kind="proposal",
                   identity=turn.identity, at=turn.learned_at, payload=payload)
     return _Governed(form=form, proposal=proposal, verdict=verdict, event=event, title=title)
+
+
+def kept_importance(proposal: ProposedItem, replaced: Sequence[MemoryItem]) -> ProposedItem:
+    """`proposal`, a correction replacing the claims `replaced`, at least as important as the
+    most important of them: it is the current version of what they said, and a chat model
+    seldom restates the importance it first gave ("Leo is allergic to peanuts only now",
+    proposed at the default 5, keeps the allergy's 10: always shown, also after the
+    consolidation that retires the old claim; recall showed it so only until then)."""
+    most = max((it.importance for it in replaced), default=None)
+    stated = proposal.importance if proposal.importance is not None else 5  # materialize's default
+    if most is None or most <= stated:
+        return proposal
+    return msgspec.structs.replace(proposal, importance=most)
 
 
 def scoped_by_its_words(proposal: ProposedItem, default_scope: str, author_user_id: str) -> ProposedItem:

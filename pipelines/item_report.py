@@ -6,6 +6,7 @@ back to the published snapshot plus the inbox (what the service serves), saying 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections import Counter
@@ -17,6 +18,7 @@ import msgspec
 from pipelines.forgetting import fold_served, forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
 from pipelines.materialize import (
+    HELD_EDIT,
     HELD_EDIT_RULES,
     forgotten_tombstone,
     held_edit,
@@ -120,7 +122,7 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
                     "revisions": wh.revisions(item_id),
                     "events": wh.item_events(item_id),
                     "pending": _pending_rows(pending, item_id, msgspec.to_builtins(item)),
-                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending),
+                    "earlier": earlier_versions(served or item, wh.get_item, wh.item_events, pending, wh.revisions),
                     "said_otherwise_by": _said_otherwise_by(wh, item),
                 }
     events = _pending_events(settings, after)
@@ -139,10 +141,12 @@ def describe_item(settings: Settings, item_id: str) -> dict[str, Any] | None:
 
 
 def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | None],
-                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event]
-                      ) -> list[dict[str, Any]]:
+                      events_of: Callable[[str], list[dict[str, Any]]], pending: list[Event],
+                      revisions_of: Callable[[str], list[dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """The claims `item` replaced (its `supersedes` links, and theirs), newest first: each
-    with its id, content, who stated it and when (its first change, stored or pending).
+    with its id, content, who stated it and when (its first change, stored or pending; with
+    `revisions_of`, the change that gave it the words it ended with: `_worded`, a claim
+    edited since it was written said them later, maybe by another).
     "When did this change and who changed it?" is asked of the current claim; a correction
     is a new item, so the versions before it are on their own records. `get_item`: a reader's
     lookup (the browser's: only what the viewer may see, nothing forgotten)."""
@@ -157,11 +161,34 @@ def earlier_versions(item: MemoryItem, get_item: Callable[[str], MemoryItem | No
         old = get_item(old_id)
         if old is None:
             continue
-        first = next(iter(history_rows({"events": events_of(old_id)}) + _pending_rows(pending, old_id)), None)
+        events = events_of(old_id)
+        first = next(iter(history_rows({"events": events}) + _pending_rows(pending, old_id)), None)
+        stated = (_worded(revisions_of(old_id), events) if revisions_of is not None else None) or first or {}
         out.append({"id": old.id, "title": old.title, "content": old.content,
-                    "by": (first or {}).get("actor"), "at": (first or {}).get("when", (first or {}).get("at"))})
+                    "by": stated.get("actor"), "at": stated.get("when", stated.get("at"))})
         queue += [link.to for link in old.links if link.rel == "supersedes"]
     return out
+
+
+def _worded(revisions: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Who gave a stored claim the words it ends with, and when: the last person's revision
+    that set its title or content (`history_rows`' pairing of revisions and events), the
+    words of an approved edit its editor's (`metadata.review.edit_by`); None when none did."""
+    found = None
+    stated = iter(revisions)
+    previous: tuple[Any, ...] | None = None
+    for event in events:
+        if event["action"] not in REVISION_ACTIONS:
+            continue
+        snapshot = next(stated, {}).get("snapshot") or {}
+        review = (snapshot.get("metadata") or {}).get("review") or {}
+        now = (snapshot.get("title"), snapshot.get("content"), review)
+        if event.get("actor") is not None and (previous is None or now[:2] != previous[:2]):
+            approved = review != previous[2] if previous is not None else False  # this revision's review
+            found = {"actor": (review.get("edit_by") if approved else None) or event["actor"],
+                     "at": str(event.get("requested_at") or event["at"])}
+        previous = now
+    return found
 
 
 SESSION_TURNS_READ = 500  # of a user turn's chat, the last turns read for the ones that answered it
@@ -263,12 +290,55 @@ def _changes(before: dict[str, Any] | None, after: dict[str, Any], by_person: bo
         old = before.get(name)
         if name in hidden or old == new:
             continue
-        if isinstance(old, dict) and isinstance(new, dict):  # metadata, scope: the keys that changed
+        if name == "metadata" and isinstance(old, dict) and isinstance(new, dict):
+            parts += _metadata_changes(old, new)
+        elif isinstance(old, dict) and isinstance(new, dict):  # scope: the keys that changed
             parts += [f"{name}.{k}: {_short(old.get(k))} -> {_short(new.get(k))}"
                       for k in sorted(old.keys() | new.keys()) if old.get(k) != new.get(k)]
         else:
             parts.append(f"{name}: {_text_change(old, new)}")
     return "; ".join(parts) or "(no field changed)"
+
+
+def _metadata_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The metadata keys a revision changed, `key: old -> new`; a review and a held edit as a
+    person reads them: an edit held ("held for review: content -> '...' (rules)") and its
+    decision ("approved by tom (the edit by raj): 'the note'"), the hold it decided not again."""
+    review = new.get("review") if new.get("review") != old.get("review") else None
+    parts = []
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) == new.get(key):
+            continue
+        if key == "review" and isinstance(review, dict):
+            parts.append(_review_note(review))
+        elif key == HELD_EDIT and isinstance(new.get(key), dict):
+            parts.append(_held_note(new[key]))
+        elif key == HELD_EDIT and isinstance(review, dict):
+            continue  # the hold the review decided: said by the review's note
+        elif key == HELD_EDIT:
+            parts.append("the change held for review lapsed (dropped, nothing changed)")
+        else:
+            parts.append(f"metadata.{key}: {_short(old.get(key))} -> {_short(new.get(key))}")
+    return parts
+
+
+def _review_note(review: dict[str, Any]) -> str:
+    """A review as a revision records it (`metadata.review`): who decided whose held change and why."""
+    decision = str(review.get("decision"))
+    decided = {"approve": "approved", "reject": "rejected"}.get(decision, decision)
+    whose = f" (the edit by {review['edit_by']})" if review.get("edit_by") else ""
+    note = f": {_short(review['note'], _HELD_WIDTH)}" if review.get("note") else " (no note)"
+    return f"{decided} by {review.get('by') or '?'}{whose}{note}"
+
+
+def _held_note(edit: dict[str, Any]) -> str:
+    """A change held for review beside an item (`metadata.held_edit`): what it would set."""
+    patch = edit.get("patch") if isinstance(edit.get("patch"), dict) else {}
+    rules = f" ({', '.join(edit['rule_ids'])})" if edit.get("rule_ids") else ""
+    if patch.get("validation") == "retracted":
+        return f"a retraction held for review{rules}"
+    fields = "; ".join(f"{name} -> {_short(value, _HELD_WIDTH)}" for name, value in sorted(patch.items()))
+    return f"held for review{rules}: {fields}"
 
 
 def _text_change(old: Any, new: Any, width: int = 40) -> str:
@@ -384,15 +454,17 @@ def inbox_notes(events: list[dict[str, Any]], before: dict[str, Any] | None) -> 
     return notes
 
 
-def history_lines(found: dict[str, Any], zone: str = "UTC") -> list[str]:
+def history_lines(found: dict[str, Any], zone: str = "UTC", changes_only: bool = False) -> list[str]:
     """`history_rows` as aligned text lines (`loci show`), then the pending inbox events,
-    marked so; the times on `zone`'s clock."""
+    marked so; the times on `zone`'s clock. `changes_only` (`loci audit`): the changes people
+    made, without the pipeline's own work (tiers, palace, usage counts) and the refused
+    attempts (`loci audit` lists those among the reads, with the caller's org)."""
     rows = history_rows(found) + [
         {"at": p["at"], "actor": p["actor"], "action": f"{p['kind']} (pending)",
          "seq": p["seq"], "note": p["note"]} for p in found.get("pending", [])]
     return [f"{shown_at(r['at'], zone)}  {r['actor']:<10} {r['action']:<22} "
             f"{'#' + str(r['seq']) if r['seq'] is not None else '-':>6}  {r['note']}"
-            for r in rows]
+            for r in rows if not (changes_only and (r["actor"] == "pipeline" or r["action"] == "refused"))]
 
 
 def collect_stats(settings: Settings) -> dict[str, Any]:
@@ -490,26 +562,60 @@ def _what_was_done(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def export_items(settings: Settings, handle: IO[str], *, include_inactive: bool = False,
-                 keep: Callable[[MemoryItem], bool] | None = None) -> int:
+                 keep: Callable[[MemoryItem], bool] | None = None, with_history: bool = False) -> int:
     """Items as JSON lines. Without `include_inactive` (a full backup), active items only, a
     forgotten (retracted) one as its tombstone: what the user asked to forget leaves no text,
     nor do the raw turns that said it, nor the retrieval context of the turns next to them
     or to a turn its speaker forgot (`forget_turns`, as the service and consolidation apply
     it; here again for what a store forgot before they did). `keep`: which items to write
-    (`loci export --user ... --tag ...`: what one caller may see, so tagged); every one else."""
+    (`loci export --user ... --tag ...`: what one caller may see, so tagged); every one else.
+    `with_history` (a log, such as the decision log, not a backup to import): each line is
+    `{"item": ..., "history": [...]}`, the history the people's changes (`change_log`)."""
     encoder = msgspec.json.Encoder()
     items = _items(settings, include_inactive)
     changed = {} if include_inactive else forget_turns([it for it in items if is_forgotten(it)], items)
+    history = _open_warehouse(settings) if with_history else None
+    if with_history and history is None:
+        raise WarehouseError(f"the warehouse at {settings.warehouse_path} is held by a running consolidation")
     n = 0
-    for item in items:
-        item = changed.get(item.id, item)
-        if keep is not None and not keep(item):
-            continue
-        if not include_inactive:
-            item = as_read(item)
-        handle.write(encoder.encode(item).decode("utf-8") + "\n")
-        n += 1
+    with history or contextlib.nullcontext() as wh:
+        for item in items:
+            item = changed.get(item.id, item)
+            if keep is not None and not keep(item):
+                continue
+            if not include_inactive:
+                item = as_read(item)
+            if wh is None:
+                handle.write(encoder.encode(item).decode("utf-8") + "\n")
+            else:
+                log = change_log(item, wh.revisions(item.id), wh.item_events(item.id), whole=include_inactive)
+                handle.write(encoder.encode({"item": item, "history": log}).decode("utf-8") + "\n")
+            n += 1
     return n
+
+
+def change_log(item: MemoryItem, revisions: list[dict[str, Any]], events: list[dict[str, Any]],
+               whole: bool = False) -> list[dict[str, Any]]:
+    """The changes people made to `item`, oldest first, as `history_rows` gives them (when,
+    who, what, why: the proposal's reason, a reviewer's note), each with what the item said
+    after it (`title`, `content`); the pipeline's own work (tiers, palace) left out. A
+    forgotten item's (`text_withheld`) log says only who did what when, unless `whole` (a
+    full backup keeps it all)."""
+    rows = history_rows({"revisions": revisions, "events": events})
+    stated = iter(r["snapshot"] for r in revisions)
+    withheld = text_withheld(item) and not whole
+    out = []
+    for event, row in zip(events, rows, strict=True):
+        after = next(stated, None) if event["action"] in REVISION_ACTIONS else None
+        if event.get("actor") is None:
+            continue
+        entry = {"at": row["at"], "by": row["actor"], "action": row["action"], "seq": row["seq"]}
+        if not withheld:
+            entry["change"] = row["note"]
+            if after is not None:
+                entry |= {"title": after.get("title"), "content": after.get("content")}
+        out.append(entry)
+    return out
 
 
 def tier_listing(settings: Settings, items: list[MemoryItem] | None = None) -> dict[str, list[dict[str, str]]]:

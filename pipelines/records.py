@@ -292,13 +292,30 @@ class MemoryItem(msgspec.Struct, forbid_unknown_fields=True):
         return "UPCOMING" if start is not None and start > now else ""
 
 
+# The words that bound a claim for a while, up to a day ("until Friday, reports go to Ana"):
+# `validity.anchor` reads them, `apart_in_time` tells such a stand-in from a deadline.
+UNTIL = r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"
+_UNTIL_RE = re.compile(rf"\b{UNTIL}\b", re.IGNORECASE)
+_DUE_RE = re.compile(r"\b(?:due|deadlines?)\b", re.IGNORECASE)
+
+
+def states_a_due_day(claim: MemoryItem | ProposedItem) -> bool:
+    """A claim whose window is the day it says a thing is due ("the report is due Friday,
+    November 20": over after that day, no start, no "until"): that day is what it states,
+    not a time it holds for."""
+    return (claim.valid_from is None and claim.valid_to is not None and _UNTIL_RE.search(claim.content) is None
+            and _DUE_RE.search(f"{claim.title} {claim.content}") is not None)
+
+
 def apart_in_time(a: MemoryItem | ProposedItem, b: MemoryItem | ProposedItem) -> bool:
     """Two claims that hold at different times cannot contradict each other: a stand-in for
     a while ("until Friday, reports go to Ana") beside what holds with no end ("reports go to
     Maya", which holds again after), or two windows that do not meet (last week's trip to
-    Lisbon, next week's to Porto)."""
+    Lisbon, next week's to Porto). A deadline's window is the day it states
+    (`states_a_due_day`): beside a claim of no window on its subject ("the report was due
+    November 13", said after it) it is another value of one claim, not another time."""
     if (a.valid_to is None) != (b.valid_to is None):
-        return True
+        return not (states_a_due_day(a) or states_a_due_day(b))
     if a.valid_to is None:  # neither ends (most claims): they meet whenever they start
         return False
     starts = [parse_time(a.valid_from), parse_time(b.valid_from)]

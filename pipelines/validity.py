@@ -45,7 +45,7 @@ from pipelines.materialize import SAID_DATES
 from pipelines.recall.conflicts import DATED_TYPES, _first_names, reschedules
 from pipelines.recall.dates import MONTHS, WEEKDAYS, is_yearly
 from pipelines.recall.lexical import lemma, words
-from pipelines.records import ProposedItem, parse_time, time_zone
+from pipelines.records import UNTIL, ProposedItem, parse_time, time_zone
 
 _WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -225,7 +225,7 @@ def _calendar_day(text: str, m: re.Match[str], day: date, out: list[Span], plan:
             return None
     elif past or (coming and not re.search(rf"\b{_START}\s*$", text[:start], re.IGNORECASE)):
         d = _nearest(day, month, dom)
-        if d is not None and (d > day if past else d < day):
+        if d is not None and (d > day if past else d < day - JUST_GONE):
             d = _same_day_of_year(d, d.year + (-1 if past else 1))
     else:
         d = _nearest(day, month, dom)
@@ -233,6 +233,23 @@ def _calendar_day(text: str, m: re.Match[str], day: date, out: list[Span], plan:
         return None
     # not `relative`: a date said means it whatever the day said (no note under the claim)
     return Span(start, m.end(), " ".join(text[start:m.end()].split()), d, d, False, coming)
+
+
+# A day or month just gone (its end at most this long before the day said) that is told as
+# coming ("the report is due on November 2" said on November 16) is that one, overdue, not
+# next year's.
+JUST_GONE = timedelta(days=31)
+
+
+def _month_meant(text: str, m: re.Match[str], day: date, month: int, plan: bool, since: bool) -> date:
+    """The first day of the month `month` named at `m` without a year, said on `day`: after
+    "since", or told in the past (not in a `plan`), the latest begun ("since March", "we went
+    in May"); else the next one not yet over, or just gone (`JUST_GONE`): "we're going to
+    Lisbon in May" said in November is next May, though last May is nearer."""
+    this_year = date(day.year, month, 1)
+    if since or (not plan and _told_as_past(text, m.start("mo"), m.end())):
+        return this_year if this_year <= day else this_year.replace(year=day.year - 1)
+    return this_year if _month_end(this_year) >= day - JUST_GONE else this_year.replace(year=day.year + 1)
 
 
 def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
@@ -296,9 +313,8 @@ def _spans(text: str, day: date, plan: bool = False) -> list[Span]:
                 out.append(got)
         elif g["mo"]:
             month = MONTHS[g["mo"]]
-            first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _nearest(day, month)
-            if first is not None and not g["mo_y"] and g["mo_pre"].lower() == "since" and first > day:
-                first = first.replace(year=first.year - 1)  # "since March" said in November: this year's, past
+            first = date(int(g["mo_y"]), month, 1) if g["mo_y"] else _month_meant(
+                text, m, day, month, plan, g["mo_pre"].lower() == "since")
             if first is not None:
                 start = m.start("mo")  # the preposition is a cue word, not part of the date
                 out.append(Span(start, m.end(), text[start:m.end()], first, _month_end(first), not g["mo_y"], False))
@@ -354,8 +370,7 @@ def anchor(text: str, said_at: datetime, zone: ZoneInfo, plan: bool = False) -> 
                 # (of which year? a raise "from April" said in November may be last April's)
                 first = span.first
             break
-        if (span.relative or span.one_near_day) and _before(
-                text, span, r"(?:until|till|til|through|thru|up\s+to|by\s+the\s+end\s+of)"):
+        if (span.relative or span.one_near_day) and _before(text, span, UNTIL):
             # a stand-in for a while ("until Friday"); "the lease runs until 31 October" states
             # the lease's end, not the claim's
             last = span.last

@@ -186,7 +186,8 @@ def earlier_of(service: MemoryService, item: MemoryItem, who: Identity) -> list[
             old = retired[0] if retired is not None else None
         return None if old is None or text_withheld(old) else old
 
-    return earlier_versions(item, visible, lambda old_id: service.item_history(old_id, view).audit, [])
+    return earlier_versions(item, visible, lambda old_id: service.item_history(old_id, view).audit, [],
+                            lambda old_id: service.item_history(old_id, view).revisions)
 
 
 def _location_of(item: MemoryItem) -> str | None:

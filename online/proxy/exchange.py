@@ -34,22 +34,34 @@ from online.proxy.config import (
     flag,
 )
 from online.proxy.dialects import ChatDialect, GenerateDialect
-from online.proxy.edited import PlacedTurns, retract_edited
 from online.proxy.memory_tools import MEMORY_TOOL_SPECS, is_loci_call
+from online.proxy.rounds import (
+    EDITED_REASON,
+    REGENERATED_REASON,
+    Round,
+    answers_to,
+    follower,
+    latest_at,
+    record_round,
+    retract_round,
+    said_later,
+)
 from online.proxy.search_block import search_block
 from online.proxy.shown import REQUEST_LEAD, REQUEST_START, VisibleText, cut_at
 from online.proxy.tool_calls import MemoryCalls, Read, ToolRound
 from online.proxy.turns import assistant_turn_id, catalog, digest, land_assistant, land_user, recall_query
 from online.state import MemoryService
 from pipelines.capture import CaptureResult
+from pipelines.materialize import message_item_id
 from pipelines.recall.intents import RecallIntent, detect_recall_intent
 from pipelines.recall.query import asks_what_i_said
-from pipelines.records import Identity, stable_id
+from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
 
 Dialect = ChatDialect | GenerateDialect
+MAX_EARLIER_READ = 32  # earlier messages of a resent history read for an edit, per request
 
 
 def max_rounds_text(rounds: int) -> str:
@@ -106,8 +118,8 @@ class Exchange:
     answer: str | None = None  # the engine's own answer: the model is not asked (again)
     user_turn: CaptureResult | None = None
     assistant_turn: CaptureResult | None = None
-    placed: PlacedTurns | None = None  # where this driver's chats landed their user turns (`online.proxy.edited`)
-    edited_away: list[str] = field(default_factory=list)  # message entries an edit of the chat retracted
+    edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted (`online.proxy.rounds`)
+    regenerated_away: list[str] = field(default_factory=list)  # answers a regeneration discarded (+ memories)
 
     def __post_init__(self) -> None:
         # One consistent set of flags for the whole request, even if they flip meanwhile.
@@ -124,7 +136,6 @@ class Exchange:
         # every recall of the exchange is told that the user asks for their own words.
         self.own_words = asks_what_i_said(self.user_text)
         self.user_turn_id = stable_id("turn", "proxy", self.user_key)
-        self.chat_key = digest([who, self.dialect.name])
         self.calls = MemoryCalls(self.service, self.identity, tz=self.tz, own_words=self.own_words,
                                  offers_changes=self.offers_tools)
 
@@ -141,7 +152,7 @@ class Exchange:
     def prepare(self) -> dict[str, Any]:
         """The body for the first model call: memory context and instruction injected.
         With `answer` set afterwards, the model need not be called."""
-        self.retract_edited()  # before recall: the words an edit replaced are not recalled into it
+        self.retract_replaced()  # before recall: what the user replaced is not recalled into it
         blocks: list[str] = []
         text = self.user_text
         intent = detect_recall_intent(text) if text.strip() and self.flags["recall_interception"] else None
@@ -174,20 +185,53 @@ class Exchange:
         """Role and text of the chat's messages (None: the dialect sends no conversation)."""
         return self.dialect.history(self.body) if isinstance(self.dialect, ChatDialect) else None
 
-    def retract_edited(self) -> None:
-        """Retract the chat's latest user turn (and the answers to it) when this request
-        holds other words at its place, the conversation before it unchanged
-        (`online.proxy.edited`)."""
-        msgs = self._messages() if self.placed is not None else None
-        if not msgs:
+    def _place(self, msgs: list[list[str]], index: int) -> str:
+        """The digest of the conversation before message `index` (the place it is said at)."""
+        return digest([msgspec.to_builtins(self.identity), self.dialect.name, msgs[:index]])
+
+    def _turn_at(self, msgs: list[list[str]], index: int) -> str:
+        """The id the user message at `index` is landed under (`user_turn_id` for the latest)."""
+        return stable_id("turn", "proxy", self._place(msgs, index + 1))
+
+    def retract_replaced(self) -> None:
+        """Retract the rounds an edit of this chat replaced (`online.proxy.rounds`): the
+        latest message's, and earlier ones a resent history changed."""
+        msgs = self._messages()
+        users = [i for i, (role, _) in enumerate(msgs or []) if role == "user"]
+        if not msgs or not users:
             return
-        who = msgspec.to_builtins(self.identity)
-        placed = self.placed.replaced(self.chat_key, msgs, lambda i: digest([who, self.dialect.name, msgs[:i]]))
-        if placed is None:
-            return
-        now = stable_id("turn", "proxy", digest([who, self.dialect.name, msgs[:placed.index + 1]]))
-        self.edited_away = retract_edited(self.service, self.identity, placed, now)
-        self.placed.forget(self.chat_key, placed.turn_id)
+        service, latest = self.service, users[-1]
+        if len(users) < 2:
+            return  # a first message: every chat of the session starts at its place
+        said = sha256_text(msgs[latest][1])
+        placed = latest_at(service, self._place(msgs, latest))
+        if placed is not None and placed["said_sha256"] == said and placed.get("key"):
+            self.user_key, self.user_turn_id = placed["key"], placed["turn_id"]  # as landed (below)
+        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None:
+            self._retract_edit(placed["turn_id"], self.user_turn_id)
+            back = service.view().get(message_item_id(self.user_turn_id))
+            if back is not None and back.validation == "retracted":  # edited back to words it replaced
+                self.user_key = digest([self.user_key, "said again", placed["turn_id"]])
+                self.user_turn_id = stable_id("turn", "proxy", self.user_key)
+        for n, index in enumerate(reversed(users[1:-1])):  # earlier messages, the latest first
+            if n >= MAX_EARLIER_READ or service.inbox.get(stable_id("evt", "turn", self._turn_at(msgs, index))):
+                break  # landed as it is: the conversation up to it is unchanged
+            said = sha256_text(msgs[index][1])
+            placed = latest_at(service, self._place(msgs, index))
+            if placed is not None and placed["said_sha256"] != said \
+                    and not said_later(service, placed["turn_id"], said, len(users)):
+                now = self._turn_at(msgs, index)
+                self._retract_edit(placed["turn_id"], now)
+                # what she says there now is hers, as the latest message would be
+                service.capture(self.identity, "user", msgs[index][1], turn_id=now)
+                parent = users[users.index(index) - 1]
+                record_round(service, self.identity, Round(self._place(msgs, index), now, said, now),
+                             self._turn_at(msgs, parent))
+
+    def _retract_edit(self, replaced: str, now: str) -> None:
+        answers = answers_to(self.service, replaced)
+        self.edited_away += retract_round(self.service, self.identity, replaced, answers,
+                                          EDITED_REASON.format(turn=now))
 
     def _nothing_found(self, topic: str, query: str) -> str:
         """The note for the model that memory has nothing (or, when the engine answers
@@ -364,15 +408,36 @@ class Exchange:
     def assistant_turn_id(self, raw: str) -> str:
         return assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
 
-    def _record_place(self) -> None:
-        """Keep where the user turn was landed, and its answer (`retract_edited` reads it)."""
-        msgs = self._messages() if self.placed is not None and self.user_turn is not None else None
-        if not msgs:
+    def _record_round(self) -> None:
+        """Keep what this round landed, in the inbox (`online.proxy.rounds` reads it back)."""
+        msgs = self._messages()
+        users = [i for i, (role, _) in enumerate(msgs or []) if role == "user"]
+        if self.user_turn is None or not msgs or not users:
             return
-        index = max(i for i, (role, _) in enumerate(msgs) if role == "user")
-        before = digest([msgspec.to_builtins(self.identity), self.dialect.name, msgs[:index]])
-        self.placed.record(self.chat_key, index, before, msgs[index][1], self.user_turn.turn_id,
-                           self.assistant_turn.turn_id if self.assistant_turn else None)
+        latest, answer = users[-1], self.assistant_turn
+        if latest == len(msgs) - 1:
+            self._retract_discarded()
+        record_round(self.service, self.identity,
+                     Round(self._place(msgs, latest), self.user_turn.turn_id, sha256_text(msgs[latest][1]),
+                           self.user_key),
+                     self._turn_at(msgs, users[-2]) if len(users) > 1 else None,
+                     (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id],
+                      str(self.body.get("model") or "")) if answer else None)
+
+    def _retract_discarded(self) -> None:
+        """The chat asked the same model again with the conversation ending at this user
+        message: the answers it landed to it before were discarded (a regeneration, or a retry
+        whose answer the user never saw). Those other than this one are retracted once it has
+        landed (a retry given the same answer keeps it: one turn). Recall before the answer
+        may still show them."""
+        kept = self.assistant_turn
+        model = sha256_text(str(self.body.get("model") or ""))
+        gone = [a for a in answers_to(self.service, self.user_turn.turn_id)
+                if a.get("model_sha256") == model and (kept is None or a["turn_id"] != kept.turn_id)]
+        if gone:
+            self.regenerated_away = retract_round(
+                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),
+                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the
@@ -384,7 +449,7 @@ class Exchange:
         assistant = self.assistant_turn
         if self.calls.held:
             self.calls.link_held([t.turn_id for t in (self.user_turn, assistant) if t])
-        self._record_place()
+        self._record_round()
         out: dict[str, Any] = {
             "injected_ids": list(self.injected_ids),
             "intercepted": self.intercepted,
@@ -399,6 +464,8 @@ class Exchange:
         }
         if self.edited_away:
             out["edited_away"] = list(self.edited_away)
+        if self.regenerated_away:
+            out["regenerated_away"] = list(self.regenerated_away)
         if self.ignored_calls:
             out["ignored_tool_calls"] = list(self.ignored_calls)
         if self.calls.unlinked:

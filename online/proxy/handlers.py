@@ -29,7 +29,6 @@ from litestar import Request
 from online.proxy import reset
 from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
-from online.proxy.edited import PlacedTurns
 from online.proxy.exchange import Exchange, RoundResult
 from online.proxy.forward import forward
 from online.proxy.identity import IdentityError, identity_from_headers, timezone_from_headers
@@ -57,7 +56,6 @@ class MemoryHandlers:
         self.settings = settings
         self.config = config
         self.live_flags = live_flags  # re-reads flags flipped in the config file
-        self.placed = PlacedTurns()  # where each chat's user turns were landed: an edit retracts them
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -110,7 +108,7 @@ class MemoryHandlers:
         if dialect.supports_reset and flag(self.settings, "reset_summarize") \
                 and reset.is_reset(body, self.config):
             return await self.reset(request, dialect, body, identity, headers, streaming)
-        ex = Exchange(service, self.settings, self.config, identity, dialect, body, tz=tz, placed=self.placed)
+        ex = Exchange(service, self.settings, self.config, identity, dialect, body, tz=tz)
         first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
         problems = [problem] if problem else []
         if streaming:

@@ -40,7 +40,14 @@ ACTION_DESCRIPTIONS: dict[str, str] = {
     "memory.review.list": "What waits for review among the memory entries you may see: claims held when "
                           "proposed (`kind` proposal) and changes held beside an entry (`edit`, `retraction`), "
                           "each with who proposed it and when, and an edit's old and new text. Tell the user; "
-                          "a reviewer other than its proposer approves or rejects each in the memory browser.",
+                          "a reviewer other than its proposer approves or rejects each (memory_review, or the "
+                          "memory browser).",
+    "memory.review": "Decide one entry of memory_review_list when the user, as its reviewer, says so: `id` from "
+                     "the list, `decision` \"approve\" (a held claim is kept and recalled, a held edit applied, "
+                     "a held forget done) or \"reject\" (a held claim retracted, a held change dropped), `note` "
+                     "the user's reason, kept in the entry's history. Only what the caller may see is decided; "
+                     "whoever proposed a change held for contradicting someone else's memory may reject it but "
+                     "not approve it (another reviewer does).",
 }
 
 

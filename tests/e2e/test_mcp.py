@@ -32,7 +32,7 @@ from tests.fakes.ports import free_port
 ROOT = Path(__file__).resolve().parents[2]
 ANN = ["--user", "ann", "--project", "garden"]
 TOOLS = {"memory_search", "memory_read", "memory_propose", "memory_update", "memory_forget", "memory_palace_list",
-         "memory_palace_get", "memory_palace_assign", "memory_stats", "memory_review_list"}
+         "memory_palace_get", "memory_palace_assign", "memory_stats", "memory_review_list", "memory_review"}
 HYDRANGEAS = {"type": "decision", "title": "Hydrangeas",
               "content": "We planted the blue hydrangeas along the north fence."}
 

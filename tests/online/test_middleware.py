@@ -16,6 +16,7 @@ from online.proxy.config import PROPOSAL_INSTRUCTION
 from online.state import MemoryService
 from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
+from pipelines.materialize import message_item_id
 from pipelines.records import Identity
 from pipelines.settings import Settings
 
@@ -245,3 +246,37 @@ def test_a_recall_request_from_the_model_is_answered_and_never_shown(service: Me
     assert out.text == "It is 40 ms at p95." and len(llm.calls) == 2
     assert "memory holds nothing about 'tile latency budget' beyond" in system_text(llm.calls[1])
     assert "recall" not in out.assistant_turn.visible_text
+
+
+def test_a_chat_uis_background_task_passes_through_uncaptured(service: MemoryService) -> None:
+    remember(service, "Deploy day", "Deploys happen on Tuesdays only.")
+    task = [{"role": "user", "content": (
+        "### Task:\nGenerate a concise, 3-5 word title with an emoji summarizing the chat history.\n"
+        'JSON format: { "title": "your concise title here" }\n### Chat History:\n<chat_history>\n'
+        "USER: When do deploys happen?\nASSISTANT: On Tuesdays.\n</chat_history>")}]
+    llm = ScriptedLLM('{"title": "🚀 Deploy days"}')
+    out = MemoryMiddleware(service, llm).chat(task, WHO)
+    assert llm.calls == [task] and out.text == '{"title": "🚀 Deploy days"}'  # no memory injected
+    assert out.user_turn is None and [e for e in service.inbox.read_after(0) if e.kind == "turn"] == []
+
+
+def test_an_edited_message_and_a_regenerated_answer_retract_what_they_replaced(service: MemoryService) -> None:
+    def chat(*texts: str) -> list[dict]:
+        return [{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(texts)]
+
+    mw = MemoryMiddleware(service, ScriptedLLM("Noted, Monday."))
+    mw.chat(chat("We ship the tile service this quarter."), WHO)
+    first = mw.chat(chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Mondays."), WHO)
+    mw.llm = ScriptedLLM("Noted: deploys on Mondays.")
+    again = mw.chat(chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Mondays."), WHO)
+    assert again.regenerated_away == [message_item_id(first.assistant_turn.turn_id)]
+    view = service.view()
+    assert view.get(message_item_id(first.assistant_turn.turn_id)).validation == "retracted"  # regenerated
+    assert view.get(message_item_id(again.assistant_turn.turn_id)).validation != "retracted"
+    llm = ScriptedLLM("Noted.")
+    edited = MemoryMiddleware(service, llm).chat(
+        chat("We ship the tile service this quarter.", "Noted.", "Deploys happen on Tuesdays only."), WHO)
+    assert "Mondays" not in system_text(llm.calls[0]) and len(edited.edited_away) == 2
+    view = service.view()
+    assert view.get(message_item_id(first.user_turn.turn_id)).validation == "retracted"  # edited
+    assert view.get(message_item_id(again.assistant_turn.turn_id)).validation == "retracted"

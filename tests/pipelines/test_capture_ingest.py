@@ -5,12 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.capture import capture_turn
+from pipelines.capture import capture_turn, kept_importance
 from pipelines.inbox import Inbox
 from pipelines.ingest import Owner, import_items_jsonl, ingest_chat_jsonl, ingest_locomo, parse_locomo_date
 from pipelines.materialize import apply_patch, fold_events, message_item_id
 from pipelines.policy import Policy
-from pipelines.records import Event, Identity, MemoryItem, Scope
+from pipelines.records import Event, Identity, MemoryItem, ProposedItem, Scope
 
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples" / "chats.jsonl"
 DANA = Identity(user_id="dana", project_id="atlas", session_id="s1")
@@ -544,3 +544,13 @@ def test_a_chat_export_imported_again_with_another_speaker_names_how_each_turn_l
     assert [e.payload["speaker"] for e in inbox.read_after(0) if e.kind == "turn"] == ["Nora", None]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))  # as it landed: a retry
     assert ingest_chat_jsonl(path, inbox, Policy()).bad_rows == []
+
+
+@pytest.mark.parametrize(("stated", "replaced", "kept"), [
+    (None, [10, 3], 10), (4, [8], 8),  # the correction of an always-on claim stays always-on
+    (None, [3], None), (9, [7], 9),  # never lowered: the default 5 is not set down to a replaced 3
+])
+def test_a_correction_keeps_the_importance_of_what_it_replaces(stated, replaced, kept) -> None:
+    old = [MemoryItem(id=f"m{n}", tier="stm", type="fact", title="t", content="c", importance=i,
+                      scope=Scope(kind="project", user_id="u", project_id="p")) for n, i in enumerate(replaced)]
+    assert kept_importance(ProposedItem(type="fact", content="c", importance=stated), old).importance == kept

@@ -9,11 +9,13 @@ import msgspec
 
 from pipelines.item_report import (
     as_read,
+    change_log,
     earlier_lines,
     earlier_versions,
     held_change,
     held_lines,
     history_as_read,
+    history_rows,
     inbox_notes,
     shown_at,
 )
@@ -112,3 +114,59 @@ def test_a_retracted_item_reads_as_its_tombstone_with_who_and_when_only() -> Non
     assert history_as_read(rejected, *history) == ([], [{"action": "retract", "actor": "lena"}], [
         {"kind": "memory.update", "payload": {"patch": {"content": None, "validation": "retracted"}}}])
     assert history_as_read(live, *history) == history
+
+
+def _review_history(final: MemoryItem) -> tuple[list[dict], list[dict]]:
+    """An item created by lena, an edit by omar held beside it, approved by priya with a note."""
+    created = msgspec.to_builtins(item())
+    held = {**created, "metadata": {HELD_EDIT: {"patch": {"content": "45 seconds"}, "by": "omar",
+                                                "rule_ids": ["soft.contradiction"]}}}
+    approved = {**msgspec.to_builtins(final), "metadata": {"review": {
+        "decision": "approve", "by": "priya", "edit_by": "omar", "note": "agreed with the platform team"}}}
+    revisions = [{"snapshot": snap, "reason": reason} for snap, reason in
+                 ((created, "create"), (held, "update"), (approved, "review_approve"))]
+    events = [{"action": action, "actor": actor, "inbox_seq": seq, "at": f"2026-11-2{seq}T10:00:00+00:00",
+               "details": {}} for action, actor, seq in
+              (("create", "lena", 1), ("update", "omar", 2), ("update", None, 3), ("update", "priya", 4))]
+    return revisions[:2] + [{"snapshot": held, "reason": "promote_type"}] + revisions[2:], events
+
+
+def test_a_held_edit_and_its_review_read_as_who_decided_whose_change_and_why() -> None:
+    final = msgspec.structs.replace(item(), content="45 seconds", validation="verified")
+    revisions, events = _review_history(final)
+    notes = [row["note"] for row in history_rows({"revisions": revisions, "events": events})]
+    assert notes[1] == "held for review (soft.contradiction): content -> '45 seconds'"
+    assert notes[3].endswith("approved by priya (the edit by omar): 'agreed with the platform team'"), notes[3]
+    assert "metadata" not in notes[1] + notes[3]  # no JSON blob of the hold or the review
+
+
+def test_a_change_log_leaves_the_pipeline_out_and_a_forgotten_items_words_out() -> None:
+    final = msgspec.structs.replace(item(), content="45 seconds", validation="verified")
+    revisions, events = _review_history(final)
+    log = change_log(final, revisions, events)
+    assert [(e["by"], e["content"]) for e in log] == [("lena", LONG), ("omar", LONG), ("priya", "45 seconds")]
+    assert "agreed with the platform team" in log[2]["change"]
+    forgotten = msgspec.structs.replace(final, validation="retracted")
+    withheld = change_log(forgotten, revisions, events)
+    assert [sorted(e) for e in withheld] == [["action", "at", "by", "seq"]] * 3
+    assert "45 seconds" not in str(withheld) and "platform" not in str(withheld)
+    assert change_log(forgotten, revisions, events, whole=True) == log  # a full backup keeps it all
+
+
+def test_a_replaced_claim_edited_since_it_was_written_is_dated_by_its_last_words() -> None:
+    """Replaced as it last read ("45 seconds", omar's edit approved by priya), it was stated by
+    omar on the day of the approval, not by lena when she first wrote another value; a
+    later edit by someone else is theirs, the approval's `edit_by` kept in its metadata
+    notwithstanding."""
+    final = msgspec.structs.replace(item(), id="m1", content="45 seconds", validation="verified")
+    revisions, events = _review_history(final)
+    newest = msgspec.structs.replace(item(), id="m2", content="60 seconds", links=[Link(rel="supersedes", to="m1")])
+    (earlier,) = earlier_versions(newest, {"m1": final}.get, lambda i: events, [], lambda i: revisions)
+    assert (earlier["by"], earlier["at"][:10]) == ("omar", "2026-11-24"), earlier
+    (first_only,) = earlier_versions(newest, {"m1": final}.get, lambda i: events, [])
+    assert first_only["by"] == "lena"  # without the revisions: its first change, as before
+    later = {**revisions[-1]["snapshot"], "content": "50 seconds"}
+    (edited,) = earlier_versions(newest, {"m1": final}.get, lambda i: [*events, {
+        "action": "update", "actor": "lena", "inbox_seq": 5, "at": "2026-11-25T10:00:00+00:00", "details": {}}],
+        [], lambda i: [*revisions, {"snapshot": later, "reason": "update"}])
+    assert (edited["by"], edited["at"][:10]) == ("lena", "2026-11-25")

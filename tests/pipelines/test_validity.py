@@ -157,6 +157,23 @@ def test_a_month_since_which_something_holds_has_begun() -> None:
     assert anchor("I've worked here since November.", SUNDAY_EVENING, SAO_PAULO).dates == {"November": "November 2026"}
 
 
+@pytest.mark.parametrize(("text", "meant"), [
+    # a plan for a month gone by this year is next year's, though last year's is nearer
+    ("We're going to Lisbon in June for the family holiday.", "June 2027"),
+    ("The family holiday in June is in Lisbon.", "June 2027"),
+    ("Passport renewal by June.", "June 2027"),
+    ("The school concert is in November.", "November 2026"),  # this month: not over yet
+    ("The harvest fair is in October.", "October 2026"),  # just gone: the one meant, not next year's
+    # told in the past: the latest begun
+    ("We went to Lisbon in May.", "May 2026"),
+    ("We moved in in December.", "December 2025"),
+])
+def test_a_month_without_a_year_is_the_coming_one_unless_told_in_the_past(text: str, meant: str) -> None:
+    """A month named without a year (said on November 15): broken, "in June" was the nearest
+    June, last June, so "we're going to Lisbon in June" read as a trip months gone."""
+    assert list(anchor(text, SUNDAY_EVENING, SAO_PAULO).dates.values()) == [meant]
+
+
 @pytest.mark.parametrize(("text", "wanted"), [
     ("The API freeze deadline is Friday December 11.", ("", "2026-12-11")),
     ("The API freeze deadline is Friday, 11 December.", ("", "2026-12-11")),
@@ -197,8 +214,9 @@ def test_a_due_date_said_on_monday_falls_in_this_week_asked_on_tuesday() -> None
 @pytest.mark.parametrize(("text", "wanted"), [
     # a weekday and a date that disagree (the 21st is a Saturday): the date
     ("The checkout redesign is due Friday, November 21.", ("", "2026-11-21")),
-    # no year: the next such date on or after the day said, not the one gone by ...
-    ("The report is due on November 2.", ("", "2027-11-02")),
+    # no year: the next such date on or after the day said, not the one long gone (a month at most: overdue) ...
+    ("The report is due on November 2.", ("", "")),  # just gone: overdue, no window (not next year's)
+    ("The report is due on October 2.", ("", "2027-10-02")),
     ("The report is due November 16.", ("", "2026-11-16")),
     ("The 2027 plan is due by January 15.", ("", "2027-01-15")),
     # ... unless told in the past (no window, as "was due Friday"), or a date said with its year
@@ -239,6 +257,25 @@ def test_claims_for_different_times_are_apart_and_windows_are_read_against_now()
     now = datetime(2026, 11, 28, 12, tzinfo=timezone.utc)
     assert (lisbon.window_state(now), porto.window_state(now), standing.window_state(now)) == ("ENDED", "UPCOMING", "")
     assert lisbon.window_state(None) == ""
+
+
+def test_a_deadline_is_not_apart_from_an_undated_claim_of_another_day_for_it() -> None:
+    """A deadline's window is the day it states ("due Friday, November 20": over after it), so
+    a claim of no window on its subject ("was due November 13", said after it) is another
+    value of it, not a claim for another time; a stand-in "until Friday" stays apart."""
+    said = MONDAY.astimezone(timezone.utc).isoformat()
+
+    def read(text: str) -> ProposedItem:
+        return with_window(ProposedItem(type="fact", title="Permission slip", content=text), said,
+                           "America/Sao_Paulo")[0]
+
+    due = read("The permission slip is due Friday, November 20.")
+    late = read("The permission slip was due November 13.")
+    assert due.valid_to and late.valid_to is None
+    assert not apart_in_time(due, late) and not apart_in_time(late, due)
+    stand_in = read("Until Friday, November 20, the permission slips go to Ana.")
+    assert stand_in.valid_to and apart_in_time(stand_in, read("The permission slips go to Maya."))
+    assert apart_in_time(read("The demo is on Wednesday."), read("The demo is on the big screen."))
 
 
 def test_an_edit_reads_its_new_time_words_on_the_day_of_the_edit() -> None:

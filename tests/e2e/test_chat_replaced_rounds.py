@@ -1,0 +1,163 @@
+"""What a user replaces in a chat is not remembered as something said, whichever proxy process
+sees the change: Lea chats through `loci proxy` (the official `ollama` and `openai` clients,
+the fake Ollama upstream on loopback) and
+
+- edits her latest message after the proxy restarted (broken: the edit was only noticed by
+  the process that had landed the old words; after a restart they stayed recallable);
+- edits an earlier message, her client resending the rest of the history after it (broken:
+  only the latest message's edit was seen, the old words came back);
+- regenerates an answer that got her wrong (broken: the discarded answer and the memory it
+  proposed stayed recallable as "what the assistant said").
+
+In each case the replaced words are never handed to the model again, in that chat or a new one,
+and their retraction is `memory.forget`'s, audited with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import ollama
+import openai
+import pytest
+
+from online.proxy import ProxyConfig, create_proxy_app
+from online.state import MemoryService
+from pipelines.settings import Settings
+from tests.fakes.ollama_server import FakeOllama
+from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
+    answer_from_memory,
+    block,
+    fake,
+    serve,
+    shared_fake,
+    system_text,
+)
+
+HEADERS = {"X-Loci-User": "lea", "X-Loci-Project": "atlas"}
+MODEL = "llama3.2"
+HELLO = "Hi, I'm planning the billing migration this quarter."
+OLD, NEW = "For the billing service we settled on Postgres 16.", "For the billing service we settled on CockroachDB."
+DEADLINE = "The migration deadline is the end of March."
+ASK_DB = "Which database did we settle on for the billing service?"
+
+
+class Proxies:
+    """Proxies in front of one data directory: `start()` one (a new process's service and
+    app), `restart()` closes every running one first."""
+
+    def __init__(self, fake: FakeOllama, data_dir: Path) -> None:
+        self.fake, self.data_dir, self.stack = fake, data_dir, ExitStack()
+        self.service: MemoryService | None = None
+
+    def start(self) -> str:
+        svc = MemoryService(Settings(embedder="hash", data_dir=str(self.data_dir)), check_interval_ms=0)
+        self.stack.callback(svc.close)
+        self.service = svc
+        app = create_proxy_app(svc.settings, service=svc, upstream=self.fake.url, config=ProxyConfig())
+        return self.stack.enter_context(serve(app))
+
+    def restart(self) -> str:
+        self.stack.close()
+        self.stack = ExitStack()
+        return self.start()
+
+
+@pytest.fixture
+def proxies(fake: FakeOllama, tmp_path: Path) -> Iterator[Proxies]:
+    p = Proxies(fake, tmp_path / "data")
+    yield p
+    p.stack.close()
+
+
+def noted_or_from_memory(req: dict[str, Any]) -> str:
+    last = next(m["content"] for m in reversed(req["messages"]) if m["role"] == "user")
+    return answer_from_memory(req) if last.endswith("?") else "Noted."
+
+
+def sent_system(fake: FakeOllama, path: str) -> str:
+    return system_text([b for p, b in fake.requests if p == path][-1])
+
+
+def retraction_reasons(service: MemoryService) -> list[str]:
+    return [e.payload["reason"].split(":")[0] for e in service.inbox.read_after(0, kinds=["audit"])
+            if e.payload["action"] == "chat.retract"]
+
+
+def exchange(*texts: str) -> list[dict[str, str]]:
+    return [{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(texts)]
+
+
+def test_an_edit_after_the_proxy_restarted_retracts_the_words_it_replaced(proxies: Proxies, fake: FakeOllama) -> None:
+    fake.chat_reply = noted_or_from_memory
+    url = proxies.start()
+    chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0,
+                         default_headers=HEADERS).chat.completions
+    for n in (1, 3):
+        list(chat.create(model=MODEL, messages=exchange(HELLO, "Noted.", OLD)[:n], stream=True))
+
+    url = proxies.restart()  # the edit reaches a new process
+    chat = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0,
+                         default_headers=HEADERS).chat.completions
+    edited = chat.create(model=MODEL, messages=exchange(HELLO, "Noted.", NEW))
+    assert "Postgres 16" not in sent_system(fake, "/v1/chat/completions")
+    assert len(edited.model_extra["loci"]["edited_away"]) == 2  # her words and the answer to them
+
+    chat.create(model=MODEL, messages=exchange(HELLO, "Noted.", NEW, "Noted.", ASK_DB))
+    assert "Postgres 16" not in sent_system(fake, "/v1/chat/completions")  # nor asked later
+    assert retraction_reasons(proxies.service) == ["edited by the user"]
+
+
+def test_an_earlier_message_edited_in_a_resent_history_is_retracted(proxies: Proxies, fake: FakeOllama) -> None:
+    fake.chat_reply = noted_or_from_memory
+    lea = ollama.Client(host=proxies.start(), headers=HEADERS)
+    for n in (1, 3, 5):
+        lea.chat(model=MODEL, messages=exchange(HELLO, "Noted.", OLD, "Noted.", DEADLINE)[:n])
+
+    # Her client lets her fix the second message in place and sends the history on with it.
+    history = exchange(HELLO, "Noted.", NEW, "Noted.", DEADLINE, "Noted.", ASK_DB)
+    reply = lea.chat(model=MODEL, messages=history)
+    assert "Postgres 16" not in sent_system(fake, "/api/chat") + reply.message.content
+    lea.chat(model=MODEL, messages=[*history, {"role": "assistant", "content": reply.message.content},
+                                    {"role": "user", "content": "Remind me, which database was it?"}])
+    assert "Postgres 16" not in sent_system(fake, "/api/chat")  # nor asked later
+    landed = [e.payload["text"] for e in proxies.service.inbox.read_after(0, kinds=["turn"])]
+    assert NEW in landed  # what the message says now is hers
+    assert retraction_reasons(proxies.service) == ["edited by the user"]
+
+
+WRONG = {"type": "fact", "title": "Conference trip", "content": "Lea is flying to Porto next week.", "tags": ["travel"]}
+RIGHT = {"type": "fact", "title": "Conference trip", "content": "Lea is flying to Lisbon next week for the conference.",
+         "tags": ["travel"]}
+
+
+def test_a_regenerated_answer_retracts_the_one_discarded_and_what_it_proposed(proxies: Proxies,
+                                                                             fake: FakeOllama) -> None:
+    chat = openai.OpenAI(base_url=f"{proxies.start()}/v1", api_key="unused", max_retries=0,
+                         default_headers=HEADERS).chat.completions
+    said = exchange("I'm flying to Lisbon next week for the conference.")
+    fake.chat_reply = lambda req: "Noted: you are flying to Porto next week. " + block(WRONG)
+    first = chat.create(model=MODEL, messages=said)
+    assert first.model_extra["loci"]["proposals"][0]["action"] == "accept"
+    fake.chat_reply = lambda req: "Noted: Lisbon, next week, for the conference. " + block(RIGHT)
+    again = chat.create(model=MODEL, messages=said)  # she regenerates: the first answer is discarded
+    assert len(again.model_extra["loci"]["regenerated_away"]) == 2  # the answer and its memory
+
+    fake.chat_reply = answer_from_memory
+    reply = chat.create(model=MODEL, messages=exchange("Where am I flying next week?"))  # a new chat
+    assert "Lisbon" in reply.choices[0].message.content
+    assert "Porto" not in sent_system(fake, "/v1/chat/completions")
+    assert retraction_reasons(proxies.service) == ["regenerated by the user"]
+
+
+def test_a_retried_request_answered_alike_keeps_its_answer(proxies: Proxies, fake: FakeOllama) -> None:
+    lea: Callable[..., Any] = ollama.Client(host=proxies.start(), headers=HEADERS).chat
+    fake.chat_reply = lambda req: "Noted: Lisbon, next week. " + block(RIGHT)
+    for _ in range(2):  # a client retry given the same answer: nothing discarded, landed once
+        assert lea(model=MODEL, messages=exchange("I'm flying to Lisbon next week.")).message.content \
+            == "Noted: Lisbon, next week."
+    turns = [e.payload["role"] for e in proxies.service.inbox.read_after(0, kinds=["turn"])]
+    assert turns == ["user", "assistant"] and retraction_reasons(proxies.service) == []
