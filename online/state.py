@@ -654,11 +654,20 @@ class MemoryService:
         folding them embeds them again."""
         events = list(events)
         view = self._view
-        self.deltas.share(view.snap, view.delta, events)
-        return self.inbox.append(events, check=check)
+        with self.deltas.deferred_shares() as pending:
+            self.deltas.share(view.snap, view.delta, events)
+            vectors = dict(pending)
+            pending.clear()
+            # the vectors (those of this write's proposals too) in the append's own commit
+            return self.inbox.append_sharing(events, vectors, check=check)
 
     def capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
-        """Govern and land one turn (see `pipelines.capture.capture_turn`)."""
+        """Govern and land one turn (see `pipelines.capture.capture_turn`). The vectors its
+        checks make are shared with its append, in one inbox transaction."""
+        with self.deltas.deferred_shares():
+            return self._capture(identity, role, text, **kw)
+
+    def _capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
         kw.setdefault("cosine_to", self.cosine_to(view))
