@@ -158,12 +158,12 @@ class InboxBackend(abc.ABC):
 
     def append_sharing(self, events: Sequence[Event], vectors: Mapping[str, bytes], *,
                        check: AppendCheck | None = None) -> list[Event]:
-        """`append(events, check=check)` with `vectors` shared as `share_vectors` does, in
-        one transaction where the store allows it (SQLite: one commit, one fsync, instead
-        of two). The events are as durable as with `append`; a refused or failed append
-        shares nothing (the vectors are a cache: losing them costs an embedding). Here, for
-        stores without it: the vectors first, on their own (a failure to share is not the
-        write's), then the append."""
+        """`append(events, check=check)` with `vectors` shared as `share_vectors` does: a
+        write and its items' vectors. The events are exactly as durable as with `append`.
+        SQLite overrides this with one transaction (one commit and fsync instead of two;
+        an append its check refuses shares nothing either: the vectors are a cache, losing
+        them costs an embedding). This default, for the other stores: the vectors first, on
+        their own (a failure to share them is not the write's), then the append."""
         if vectors:
             try:
                 self.share_vectors(vectors)
