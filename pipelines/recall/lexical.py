@@ -10,6 +10,7 @@ stems, so "camped" finds "camping" and "research" finds "researching".
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import unicodedata
@@ -21,6 +22,10 @@ import numpy as np
 import simplemma
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+# bm25s sets its own logger to DEBUG at import: every delta segment's index build (one per
+# write) then logs a line through the service's log queue. Its warnings still get through.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[^\W_]+")
 STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
