@@ -35,15 +35,6 @@ def searched(hits: Any) -> list[Any]:
     return [h for h in hits if not is_message(h.item)] + [h for h in hits if is_message(h.item)]
 
 
-def searched_message(query: str, hits: list[Any]) -> str:
-    """What a search found: memories, then excerpts of what was said."""
-    turns = sum(is_message(h.item) for h in hits)
-    memories = len(hits) - turns
-    said = f"{turns} {'excerpt' if turns == 1 else 'excerpts'} of what was said (not verified)" if turns else ""
-    found = f"{memories} {'memory' if memories == 1 else 'memories'}" if memories else ""
-    return f"Found {' and '.join(part for part in (found, said) if part)} for {query.strip()!r}."
-
-
 def shelved(view: View, who: Identity) -> list[MemoryItem]:
     """What the palace shows `who` on its shelves: the items they may see, none retracted (a
     forgotten item's tombstone has no title to shelve, `item_report.as_read`)."""
@@ -67,11 +58,8 @@ class ReadActions(Actions):
         self.service.audit(who, "memory.search", msgspec.to_builtins(args), ids)
         if ids:
             self.service.record_usage(who, ids, args.query)
-        found = bool(hits)
-        message = searched_message(args.query, hits) if found else (
-            result.message if not result.hits else f"No memory found for {args.query!r}.")
         zone = time_zone(tz or self.service.settings.timezone)
-        return {"found": found, "message": message,
+        return {"found": bool(hits), "message": result.message,  # recall's words (`render.found_message`)
                 "hits": [{**hit_out(h, zone), **({"evidence": SAID} if is_message(h.item) else {}),
                           **({"replaced": gone} if (gone := self.replaced(h.item, who, view)) else {})}
                          for h in hits]}

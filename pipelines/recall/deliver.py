@@ -34,7 +34,7 @@ from pipelines.records import MemoryItem, parse_time
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
-from .episodic import is_message, said_otherwise_by, says_something_asked, states_nothing
+from .episodic import is_message, said_otherwise_by, said_stems, said_time, says_something_asked, states_nothing
 from .lexical import normalise_label
 from .render import (
     Entry,
@@ -46,6 +46,10 @@ from .render import (
     pending_note,
 )
 from .select import FLAGGED
+
+# Words of a replaced claim the correction does not say that a turn must repeat to be marked
+# as saying it (one shared word, a house number, is too little to tell).
+RESTATED_WORDS = 2
 
 
 class Hit(msgspec.Struct, kw_only=True):
@@ -206,6 +210,33 @@ def after_corrections(ordered: list[Candidate], replaced: dict[str, list[str]]) 
     return out
 
 
+def restating_replaced(ordered: Sequence[Candidate], pool: Iterable[Candidate]) -> dict[str, list[str]]:
+    """The raw turns of `ordered` said before a curated correction among them that say what
+    the claim it replaced said, in at least `RESTATED_WORDS` words the correction does not,
+    and none of those the correction says anew ("regarding the flat at Rua Augusta 12",
+    once the address is Rua das Flores 3): each
+    turn's corrections, by turn id. The replaced claim is a conflict loser of the recall
+    (`pool`). A turn it was proposed in is found by `episodic.replaced_by`; this finds the
+    others that repeat it, which would otherwise show the old value unmarked."""
+    replaced = [old for old in pool if old.suppressed == "superseded" and not is_message(old.item)]
+    if not replaced:  # most recalls: nothing was read only to be found replaced
+        return {}
+    shown = {c.id: c for c in ordered if not is_message(c.item)}
+    turns = [(c.id, said_stems(c.item.content), said_time(c.item)) for c in ordered if is_message(c.item)]
+    out: dict[str, list[str]] = {}
+    for old in replaced:
+        for fix in (shown[i] for i in old.conflict_with if i in shown):
+            since = parse_time(fix.item.created_at)
+            was, now = said_stems(old.item.content), said_stems(f"{fix.item.title} {fix.item.content}")
+            for turn_id, stems, said in turns:
+                # one naming the new value ("the offsite moves to Lisbon, the Ribeira hotel is
+                # fully booked") tells of the change: it is the correction's evidence
+                if (since is not None and said is not None and said < since and stems.isdisjoint(now - was)
+                        and len(stems & (was - now)) >= RESTATED_WORDS and fix.id not in out.get(turn_id, ())):
+                    out.setdefault(turn_id, []).append(fix.id)
+    return out
+
+
 def shows_nothing_asked(item: MemoryItem, opts: Any, query_terms: Sequence[str], as_listed: bool = False) -> bool:
     """A raw turn that states nothing (`episodic.states_nothing`), or whose own words share
     none with the query (unless a channel listing answers lists it,
@@ -232,6 +263,8 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     ordered = [c for c in ordered if not (in_quarantine(c.item) or (opts.episodic and states_nothing(c.item)))]
     ordered = current_first(_once_each(ordered), now)
     replaced = replaced_by([c.item for c in ordered if is_message(c.item)])
+    for turn_id, fixes in restating_replaced(ordered, pool).items():
+        replaced[turn_id] = [*replaced.get(turn_id, ()), *(f for f in fixes if f not in replaced.get(turn_id, ()))]
     ordered = after_corrections(ordered, replaced)
 
     def injectable(c: Candidate) -> bool:

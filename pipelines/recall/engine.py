@@ -17,7 +17,9 @@
    scopes are ordered most specific first.
 7. **summaries**: a turn covered by a summary is demoted below it.
 8. **repeats**: one copy of turns with the same text.
-9. **rank**: always-inject items first, then by score, scope rank, id.
+9. **rank**: always-inject items first, then by score, scope rank, id; turns that state
+   nothing leave before the top-k cut (k places for what can be shown), and a question
+   that asks several things has each part's best match in the top k (`rerank.cover_parts`).
 10. **qstar**: Q* refines the top-k support set (`expand.py`, `qstar.py`).
 11. **render**: inject within budget / catalog the rest (`deliver.py`).
 
@@ -45,7 +47,7 @@ from .candidates import Candidate, CandidateSearch, VisibleCorpora
 from .corpus import MemoryCorpus
 from .dates import asking_day, asks_when, coming_dates, question_dates, said_dates
 from .deliver import Hit, deliver, shows_nothing_asked
-from .episodic import replaced_by
+from .episodic import is_message, replaced_by, states_nothing
 from .expand import qstar_trace, run_qstar
 from .lexical import label_ngrams, query_terms, without_names
 from .qstar import DocSource, QStarConfig, SubgoalGenerator
@@ -58,9 +60,11 @@ from .query import (
     asks_what_was_said,
     check_request,
     parse_now,
+    question_parts,
     subject_text,
 )
-from .rerank import SESSION_PENALTY, asks_for_several, own_words_first, rerank_turns
+from .render import found_message
+from .rerank import SESSION_PENALTY, asks_for_several, cover_parts, own_words_first, rerank_turns
 
 
 class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,6 +74,10 @@ class RecallOptions(msgspec.Struct, frozen=True, kw_only=True):
     lexical: bool = True
     labels: bool = True  # tag/entity exact matches
     qstar: bool = True
+    # A question that asks several things ("Where does Maya live and what's her dog
+    # called?", `query.question_parts`) has each part's best match in the top k
+    # (`rerank.cover_parts`).
+    cover_parts: bool = True
     scope_priority: bool = True
     summaries: bool = True
     conflicts: bool = True
@@ -217,6 +225,7 @@ class RecallQuery:
     said: tuple[str, ...] = ()  # the conversation's messages: turns saying them are not recalled
     own_words: bool = False  # the caller asks what they said themselves (`RecallEngine.recall`)
     subject: str = ""  # the words searched with (`query.subject_text`), set with the terms
+    parts: list[list[str]] = field(default_factory=list)  # the terms of each thing it asks (`query.question_parts`)
     timings: dict[str, float] = field(default_factory=dict)
     degraded: list[str] = field(default_factory=list)
     suppressed: list[dict[str, Any]] = field(default_factory=list)
@@ -379,6 +388,7 @@ class RecallEngine:
     def _embed_query(self, q: RecallQuery) -> None:
         q.subject = subject_text(q.text)  # without the time words of "what did I tell you last month?"
         q.terms = query_terms(q.subject)
+        q.parts = [terms for part in question_parts(q.subject) if (terms := query_terms(part))]
         q.grams = label_ngrams(q.subject)
         if q.opts.dense and q.subject.strip() and any(c.vectors is not None for c in q.corpora):
             q.qvec = self._embed(vector_text(q.subject, q.view, q.grams, q.opts), q.corpora, q.degraded)
@@ -456,6 +466,13 @@ class RecallEngine:
             q.ranked = select.spread_sessions(q.ranked, q.opts.spread_decay, q.opts.spread_after)
         if q.own_words:  # "What did I tell you about ...?": the caller's words first
             q.ranked = own_words_first(q.ranked, q.search.terms)
+        if q.opts.episodic:
+            # A turn that states nothing is no hit (`deliver`): left out before the cut, so
+            # the k places go to candidates that can be shown. It is ranked until here: a
+            # question asked in a session counts to that session's matches (`rerank.turn_signals`).
+            q.ranked = [c for c in q.ranked if not states_nothing(c.item)]
+        if q.opts.cover_parts:
+            q.ranked = cover_parts(q.search, q.ranked, q.parts, q.k)
         q.selected = q.ranked[: q.k]
 
     def _qstar(self, q: RecallQuery) -> dict[str, Any] | None:
@@ -486,10 +503,11 @@ class RecallEngine:
     def _result(self, q: RecallQuery) -> RecallResult:
         # An always-on memory counts as found when the query found it too (it is the answer).
         relevant = sum(not h.always or bool(q.search.cands[h.item.id].ranks) for h in q.hits)
+        turns = sum(is_message(h.item) for h in q.hits)
         return RecallResult(
             query=q.text, mode=q.mode, hits=q.hits, injection=q.injection, catalog=q.catalog,
             used_ids=[h.item.id for h in q.hits], found=relevant > 0,
-            message=found_message(q.text, len(q.hits), relevant, self._withheld(q)),
+            message=found_message(q.text, len(q.hits) - turns, turns, relevant, self._withheld(q)),
             trace=q.trace, timings_ms={k_: round(v, 3) for k_, v in q.timings.items()},
             suppressed=q.suppressed, degraded=q.degraded,
         )
@@ -529,17 +547,5 @@ def vector_text(query: str, view: VisibleCorpora, grams: set[str], opts: RecallO
     return without_names(query, view.speakers_named(grams))
 
 
-def found_message(query: str, shown: int, relevant: int, ranked: int) -> str:
-    """What the caller is told: the number of memories shown (always-inject included)."""
-    q = query.strip()
-    if relevant:
-        return f"Found {shown} {'memory' if shown == 1 else 'memories'} for {q!r}."
-    if ranked:
-        return (f"No memory shown for {q!r}: {ranked} matched but none could be given "
-                "(confidence or budget).")
-    extra = f" ({shown} always-on {'memory' if shown == 1 else 'memories'} shown)" if shown else ""
-    return f"No memory found for {q!r}.{extra}"
-
-
 __all__ = ["Hit", "RecallEngine", "RecallError", "RecallOptions", "RecallQuery", "RecallResult",
-           "found_message", "vector_text"]
+           "vector_text"]

@@ -154,6 +154,24 @@ def _names_a_subject(toks: list[str]) -> bool:
                and w not in _LISTING_WORDS and w not in QUERY_FILLERS for w in toks)
 
 
+# Where a question asks one more thing: "..., and what's her dog called?", "... and how many
+# years was he ...?" (a wh-word after "and"/"also"/"plus"), or a second question after a "?".
+_ANOTHER_PART = re.compile(
+    r"(?:\s*[,;]\s*|\s+)(?:and|also|plus)\s+(?=(?:what|what's|where|where's|when|who|who's|whom|whose|"
+    r"which|why|how)\b)|(?<=\?)\s+",
+    re.IGNORECASE,
+)
+
+
+def question_parts(question: str) -> list[str]:
+    """The parts of a question that asks several things ("Where does Maya live and what's
+    her dog called?": "Where does Maya live", "what's her dog called"), or [] when it asks
+    one. "Who went and why?" asks one thing: a part needs a word of its own to search with."""
+    parts = [p.strip(" ,;?") for p in _ANOTHER_PART.split(question.strip())]
+    parts = [p for p in parts if p and tokenize(p) and any(t not in QUERY_FILLERS for t in tokenize(p))]
+    return parts if len(parts) > 1 else []
+
+
 def parse_now(now: str | None) -> float:
     """POSIX seconds of `now` (ISO-8601, naive = UTC), or the current time when None."""
     if now is None:
@@ -176,4 +194,4 @@ def check_request(query: Any, identity: Any, mode: Any, k: Any) -> None:
 
 
 __all__ = ["MODES", "RecallError", "RecallFilters", "asked_types", "asks_about_self", "asks_what_i_said",
-           "check_request", "parse_now"]
+           "check_request", "parse_now", "question_parts"]

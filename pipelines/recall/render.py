@@ -22,6 +22,7 @@ Block layout::
     CONVERSATION EXCERPTS (what was said, not verified; not authoritative)
     [TURN: <id> | <speaker> | <date>]
     <what was said>
+    (Said on <weekday> <date>: <time word> = <the day it meant>: when it has relative time words)
     (Said earlier; a later memory, <id>, says otherwise: when a correction replaced a claim said in it)
     (Said earlier; a later turn, <id>, says otherwise: when one shown above it does)
     [/TURN]
@@ -44,7 +45,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime, timezone, tzinfo
 from typing import Any, NamedTuple
 
 from pipelines.materialize import SAID_DATES
@@ -52,7 +53,7 @@ from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import authors
 from .dates import next_yearly_dates, next_yearly_note
-from .episodic import said_on, speaker_of, turn_title
+from .episodic import said_on, said_time, speaker_of, turn_title
 
 HEADER = "PERSISTENT MEMORY (READ-ONLY)"
 RULE = "═" * 32
@@ -264,9 +265,16 @@ def format_turn(item: MemoryItem, said_otherwise_by: Sequence[str] = (), zone: t
     """A raw chat turn: who said it and when (the day on the asker's calendar, `zone`; else
     UTC's), then what was said; `said_otherwise_by`: the later turns of its speaker that say
     otherwise (`SAID_EARLIER`); `replaced_by`: the curated corrections that replaced a claim
-    said in it (`REPLACED_SINCE`)."""
+    said in it (`REPLACED_SINCE`). Its relative time words ("tomorrow", "next Tuesday") are
+    followed by the days they meant when said, on the asker's calendar (`validity.anchor`)."""
+    from pipelines.validity import anchor  # here: validity reads the conflict rule's words (a cycle)
+
     header = f"[TURN: {_field(item.id)} | {_field(speaker_of(item))} | {said_on(item, zone)}]"
-    last = "".join(f"\n{label.format(', '.join(_field(i) for i in ids))}"
+    when, zone = said_time(item), zone or timezone.utc
+    # The chat model is not told today's date: "next Tuesday" read a week on is another Tuesday.
+    meant = anchor(item.content, when, zone).dates if when else {}
+    last = f"\n{_body(said_dates_note(f'{when.astimezone(zone):%a} {said_on(item, zone)}', meant))}" if meant else ""
+    last += "".join(f"\n{label.format(', '.join(_field(i) for i in ids))}"
                    for label, ids in ((REPLACED_SINCE, replaced_by), (SAID_EARLIER, said_otherwise_by)) if ids)
     return f"{header}\n{_body(item.content)}{last}\n[/TURN]"
 
@@ -430,3 +438,26 @@ def catalog_entry(
 
 def catalog(entries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"memory_catalog": list(entries)}
+
+
+def counted(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def found_message(query: str, memories: int, turns: int, relevant: int, withheld: int) -> str:
+    """What a recall tells its caller, on every surface (`/v1/recall`, `memory.search`, the
+    chat proxy): the curated memories shown (always-on ones included) and, apart, the
+    excerpts of what was said (raw turns: evidence, not verified), so a catalog of one
+    memory and two turns never reads as three memories. `relevant`: hits the query found
+    (an always-on memory alone answers nothing); `withheld`: candidates matched but not
+    given (confidence or budget)."""
+    q = query.strip()
+    if relevant:
+        parts = [counted(memories, "memory", "memories") if memories else "",
+                 counted(turns, "excerpt", "excerpts") + " of what was said (not verified)" if turns else ""]
+        return f"Found {' and '.join(p for p in parts if p)} for {q!r}."
+    if withheld:
+        return (f"No memory shown for {q!r}: {withheld} matched but none could be given "
+                "(confidence or budget).")
+    extra = f" ({counted(memories, 'always-on memory', 'always-on memories')} shown)" if memories else ""
+    return f"No memory found for {q!r}.{extra}"

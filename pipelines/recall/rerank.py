@@ -194,5 +194,35 @@ def own_words_first(ranked: list[Candidate], query_terms: Sequence[str]) -> list
     return out
 
 
+def cover_parts(search: CandidateSearch, ranked: list[Candidate], parts: Sequence[Sequence[str]], k: int
+                ) -> list[Candidate]:
+    """`ranked` with, for each part of a question that asks several things (the parts'
+    query terms, `query.question_parts`), the candidate that matches the part's words best
+    (normalised BM25 of those words alone) among the first `k`: "Where does Maya live and
+    what's her dog called?" searched as one finds the many turns on where she lives first;
+    the turn that names the dog is moved up to the end of the top k (what it displaces
+    ranked lowest). A part no candidate shares a word with moves nothing."""
+    if len(parts) < 2 or len(ranked) <= k:
+        return ranked
+    outside: list[Candidate] = []
+    for terms in parts:
+        scores = [search.view.corpora[ci].lexical_scores(list(terms)) for ci in range(len(search.view.corpora))]
+        best, best_score = None, 0.0
+        for cand in ranked:  # ties: the better ranked
+            lex = scores[cand.ci]
+            score = float(lex[cand.row]) if lex is not None else 0.0
+            if score > best_score:
+                best, best_score = cand, score
+        if best is not None and ranked.index(best) >= k and best not in outside:
+            outside.append(best)
+    if not outside:
+        return ranked
+    moved = {c.id for c in outside}
+    rest = [c for c in ranked if c.id not in moved]
+    for cand in outside:
+        cand.components["covers_part"] = 1.0
+    return rest[: k - len(outside)] + outside + rest[k - len(outside):]
+
+
 __all__ = ["SESSION_PENALTY", "WEIGHTS", "asks_across_sessions", "asks_for_several", "asks_when",
-           "own_words_first", "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]
+           "cover_parts", "own_words_first", "rerank_turns", "rerankable", "spread_over_sessions", "turn_signals"]

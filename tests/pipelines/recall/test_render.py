@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipelines.recall.render import (
     HEADER,
     PREFERENCE_NOTE,
@@ -9,6 +11,7 @@ from pipelines.recall.render import (
     catalog_entry,
     estimate_tokens,
     format_entry,
+    found_message,
     frame,
     pack_injection,
     provenance_label,
@@ -187,3 +190,15 @@ def test_packing_counts_the_block_it_would_render():
             chosen = by_rendering(entries, budget)
             if chosen:
                 assert pack_injection(entries, budget) == (_render(chosen), [e.key for e in chosen])
+
+
+@pytest.mark.parametrize(("counts", "said"), [
+    ((1, 2, 3, 0), "Found 1 memory and 2 excerpts of what was said (not verified) for 'q'."),
+    ((2, 0, 2, 0), "Found 2 memories for 'q'."),
+    ((0, 1, 1, 0), "Found 1 excerpt of what was said (not verified) for 'q'."),
+    ((0, 0, 0, 4), "No memory shown for 'q': 4 matched but none could be given (confidence or budget)."),
+    ((1, 0, 0, 0), "No memory found for 'q'. (1 always-on memory shown)"),
+    ((0, 0, 0, 0), "No memory found for 'q'."),
+])
+def test_what_a_recall_says_it_found(counts, said):
+    assert found_message(" q ", *counts) == said

@@ -8,7 +8,7 @@ import pytest
 from pipelines.recall import RecallError, RecallOptions
 from pipelines.recall.candidates import Candidate
 from pipelines.recall.episodic import named_words
-from pipelines.recall.query import asks_what_i_said
+from pipelines.recall.query import asks_what_i_said, question_parts
 from pipelines.recall.rerank import (
     WEIGHTS,
     asks_across_sessions,
@@ -247,3 +247,17 @@ def test_asked_what_they_said_the_callers_own_turn_comes_before_an_echo_of_it():
     assert "other" not in order[:order.index("echo")]  # her turn that does not say it stays put
     assert asked.hits[order.index("mine")].components["own_words"] == 1.0
     assert [h.score for h in asked.hits] == sorted((h.score for h in asked.hits), reverse=True)
+
+
+@pytest.mark.parametrize(("question", "parts"), [
+    ("Where does Maya live and what's her dog called?", ["Where does Maya live", "what's her dog called"]),
+    ("Where is the cabin? What is the wifi called?", ["Where is the cabin", "What is the wifi called"]),
+    ("What schools did John play in, and how many years was he there?",
+     ["What schools did John play in", "how many years was he there"]),
+    ("What charity might John work with and why?", []),  # "why" has no word of its own to search with
+    ("When did Caroline go on a hike and have a bad time?", []),  # one thing: no question word after "and"
+    ("What did Mel and Caroline do?", []),
+    ("Who is my dentist?", []),
+])
+def test_the_parts_of_a_question_that_asks_several_things(question, parts):
+    assert question_parts(question) == parts
