@@ -32,6 +32,7 @@ from online.snapshot_holder import SnapshotState
 from pipelines.embedders import Embedder, EmbedderUnavailable
 from pipelines.forgetting import fold_served
 from pipelines.inbox import InboxBackend, InboxError
+from pipelines.item_history import last_published
 from pipelines.materialize import fold_events, item_ids_touched
 from pipelines.message_context import embedding_hash, item_vectors
 from pipelines.recall.corpus import MemoryCorpus
@@ -252,7 +253,8 @@ class DeltaLog:
         known = prev.items
         # A claim forgotten: the turns that said it, and their neighbours' contexts, forget it now.
         overlay, made = fold_served(events, lambda i: known.get(i) or snap.get(i),
-                                    lambda: chain(snap.loaded.items if snap.loaded else (), known.values()))
+                                    lambda: chain(snap.loaded.items if snap.loaded else (), known.values()),
+                                    lambda i: last_published(snap.loaded, i))
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches

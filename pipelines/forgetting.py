@@ -131,12 +131,15 @@ def with_forgetting(made: Mapping[str, MemoryItem], before: Callable[[str], Memo
 
 
 def fold_served(events: Iterable[Event], base: Callable[[str], MemoryItem | None],
-                served: Callable[[], Iterable[MemoryItem]]) -> tuple[Overlay, Mapping[str, MemoryItem]]:
+                served: Callable[[], Iterable[MemoryItem]],
+                retired: Callable[[str], MemoryItem | None] = lambda _id: None,
+                ) -> tuple[Overlay, Mapping[str, MemoryItem]]:
     """Inbox `events` folded over what is served, as every view of the inbox folds them: the
     overlay (`fold_events`) and the items it makes with what it forgets applied to the served
     turns (`with_forgetting`). `base` finds an item's served version by id; `served()` gives
-    the served items, a later copy of an id winning (read only when the fold forgets)."""
-    overlay = fold_events(events, base=base)
+    the served items, a later copy of an id winning (read only when the fold forgets);
+    `retired(id)` an item no longer served, as last published (`fold_events`)."""
+    overlay = fold_events(events, base=base, retired=retired)
 
     def owned_turns(who: set[tuple[str, str]]) -> Iterable[MemoryItem]:
         turns: dict[str, MemoryItem] = {}

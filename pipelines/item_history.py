@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 import pyarrow as pa
 
+from pipelines.records import MemoryItem
+
 HISTORY_SCHEMA = pa.schema([
     ("item_id", pa.string()), ("kind", pa.string()), ("ord", pa.int64()), ("at", pa.string()),
     ("action", pa.string()), ("data", pa.string()), ("content_sha256", pa.string()),
@@ -39,3 +41,17 @@ def split_history(table: pa.Table) -> tuple[list[dict[str, Any]], list[dict[str,
             events.append({"id": row["ord"], "action": row["action"], "item_id": row["item_id"], "details": data,
                            "content_sha256": row["content_sha256"], "at": row["at"], **origin})
     return revisions, events
+
+
+def last_published(loaded: Any, item_id: str) -> MemoryItem | None:
+    """`item_id` as the last revision a snapshot (`loaded`: a `LoadedSnapshot`, or None)
+    published in its history: an item it no longer serves (superseded, merged, archived), as
+    last stored; None when it carries no such history."""
+    found = loaded.history(item_id) if loaded is not None else None
+    if not found or not found[0]:
+        return None
+    try:
+        item = msgspec.convert(found[0][-1]["snapshot"], MemoryItem)
+    except (msgspec.ValidationError, TypeError, KeyError):
+        return None
+    return item if item.id == item_id else None

@@ -17,9 +17,13 @@ import msgspec
 
 from pipelines.forgetting import fold_served, forget_turns, is_forgotten
 from pipelines.inbox import inbox_exists, open_inbox
+from pipelines.item_history import last_published
 from pipelines.materialize import (
+    FORGET_REASON,
     HELD_EDIT,
     HELD_EDIT_RULES,
+    RESTORED,
+    forget_reason,
     forgotten_tombstone,
     held_edit,
     in_quarantine,
@@ -76,7 +80,7 @@ def served_items(settings: Settings) -> list[MemoryItem]:
     items = {it.id: it for it in (snapshot.items if snapshot else [])}
     pending = _pending_events(settings, snapshot.manifest.watermark if snapshot else 0)
     if pending:
-        items.update(fold_served(pending, items.get, items.values)[1])
+        items.update(fold_served(pending, items.get, items.values, lambda i: last_published(snapshot, i))[1])
     return sorted((it for it in items.values() if it.active), key=lambda it: it.id)
 
 
@@ -311,6 +315,8 @@ def _metadata_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             continue
         if key == "review" and isinstance(review, dict):
             parts.append(_review_note(review))
+        elif key == RESTORED and isinstance(new.get(key), dict):
+            parts.append(f"restored: {new[key].get('note')}")
         elif key == HELD_EDIT and isinstance(new.get(key), dict):
             parts.append(_held_note(new[key]))
         elif key == HELD_EDIT and isinstance(review, dict):
@@ -336,7 +342,8 @@ def _held_note(edit: dict[str, Any]) -> str:
     patch = edit.get("patch") if isinstance(edit.get("patch"), dict) else {}
     rules = f" ({', '.join(edit['rule_ids'])})" if edit.get("rule_ids") else ""
     if patch.get("validation") == "retracted":
-        return f"a retraction held for review{rules}"
+        why = f": {_short(edit[FORGET_REASON], _HELD_WIDTH)}" if edit.get(FORGET_REASON) else ""
+        return f"a retraction held for review{rules}{why}"
     fields = "; ".join(f"{name} -> {_short(value, _HELD_WIDTH)}" for name, value in sorted(patch.items()))
     return f"held for review{rules}: {fields}"
 
@@ -417,6 +424,8 @@ def inbox_note(event: dict[str, Any]) -> str:
         changed = "changed " + ", ".join(sorted(p.get("patch") or {}))
         if p.get("as_reviewer"):
             changed += " (a correction by the reviewer who approved it)"
+        if forget_reason(p):
+            changed += f" (forgotten: {forget_reason(p)})"
         if verdict.get("action") == "quarantine" and HELD_EDIT_RULES & set(verdict.get("rule_ids") or ()):
             return f"{changed}: held for review ({rules}), the item unchanged until a review"
         return changed
@@ -546,14 +555,24 @@ def history_as_read(item: MemoryItem, revisions: list[dict[str, Any]], events: l
     verdict, a decision, the names of the fields an edit changed) but none of the words."""
     if not text_withheld(item):
         return revisions, events, inbox
-    return ([], [{k: v for k, v in e.items() if k != "details"} for e in events],
+    return ([], [{**{k: v for k, v in e.items() if k != "details"}, **_why_done(e.get("details") or {})}
+                 for e in events],
             [{**ev, "payload": _what_was_done(ev.get("payload") or {})} for ev in inbox])
+
+
+def _why_done(details: dict[str, Any]) -> dict[str, Any]:
+    """Of a withheld item's audit event's details, why a forget forgot it (the reason its
+    forgetter gave, `_edit_reason`): what was done, not what was said."""
+    reason = str(details.get("reason") or "")
+    return {"details": {"reason": reason}} if reason.startswith("forgotten: ") else {}
 
 
 def _what_was_done(payload: dict[str, Any]) -> dict[str, Any]:
     """An inbox event's payload without what anyone said or wrote: what `inbox_note` reads of
     it, an edit's field names (only `validation` with its value: a retraction says so)."""
     out: dict[str, Any] = {k: payload[k] for k in ("item_id", "role", "decision", "as_reviewer") if k in payload}
+    if forget_reason(payload):  # why it was forgotten: its forgetter's words about it, kept
+        out[FORGET_REASON] = forget_reason(payload)
     if isinstance(payload.get("patch"), dict):
         out["patch"] = {k: (v if k == "validation" else None) for k, v in payload["patch"].items()}
     if isinstance(payload.get("verdict"), dict):

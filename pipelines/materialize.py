@@ -42,13 +42,18 @@ FORGOT = "forgot"
 # raw turns (item ids) of the round that asked for or acknowledged the forgetting (`turn_ids`),
 # forgotten with it once it holds: at once, or when a reviewer approves it.
 FORGOT_TURNS = "forgot_turns"
+# A memory.forget event's payload key: why it was forgotten (`ForgetArgs.reason`), kept by
+# the edit held for review and by the revision consolidation stores (`forget_reason`).
+FORGET_REASON = "reason"
 TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item (`forgotten_tombstone`)
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
 # Why an edit of someone else's claim is held for review (`held_by_edit`): it contradicts what
-# a claim says (the policy's rule), or it retracts a claim that is not the editor's.
+# a claim says (the policy's rule), or it retracts a claim that is not the editor's, ...
 RETRACTION_RULE = "review.retracts_others"
-HELD_EDIT_RULES = frozenset({CONTRADICTION_RULE, RETRACTION_RULE})
+# ... or it rewrites what a claim that is not the editor's says (its words, not a tag).
+REWRITE_RULE = "review.rewrites_others"
+HELD_EDIT_RULES = frozenset({CONTRADICTION_RULE, RETRACTION_RULE, REWRITE_RULE})
 REVIEW_DECISIONS = ("approve", "reject")
 PATCHABLE_FIELDS = frozenset(
     {
@@ -266,6 +271,9 @@ def apply_patch(item: MemoryItem, patch: dict[str, Any], at: str) -> MemoryItem:
     return msgspec.convert(data, MemoryItem)
 
 
+# memory.review payload key: the importance an approved correction keeps, that of the most
+# important claim it replaces (`capture.kept_importance`), when above its own
+KEPT_IMPORTANCE = "kept_importance"
 HELD_EDIT = "held_edit"  # metadata key: an edit held for review, waiting beside the item
 # Metadata key of a claim held for contradicting stored claims (`CONTRADICTION_RULE`): their
 # ids (`pipelines.capture.GovernedClaim.contradicts`). Recall looks it up from each claim it
@@ -307,6 +315,7 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
             **({SAID_DATES: event.payload[SAID_DATES]} if SAID_DATES in event.payload else {}),
             "inbox_seq": event.seq, "rule_ids": list(verdict.rule_ids), "reasons": list(verdict.reasons),
             "expires_at": verdict.expires_at,
+            **({FORGET_REASON: str(event.payload[FORGET_REASON])} if event.payload.get(FORGET_REASON) else {}),
             # the turns of the round that asked to forget it: forgotten on approval
             **({FORGOT_TURNS: [str(i) for i in event.payload[FORGOT_TURNS]]}
                if event.payload.get(FORGOT_TURNS) else {}),
@@ -314,6 +323,12 @@ def held_by_edit(before: MemoryItem, updated: MemoryItem, patch: dict[str, Any],
             **({HELD_AGAINST: [str(i) for i in event.payload[HELD_AGAINST]]}
                if event.payload.get(HELD_AGAINST) else {})}
     return msgspec.structs.replace(before, metadata={**before.metadata, HELD_EDIT: held})
+
+
+def forget_reason(payload: dict[str, Any]) -> str:
+    """Why a memory.update event (a forget) retracts its item, or "" (none given, or not a forget)."""
+    patch = payload.get("patch") if isinstance(payload.get("patch"), dict) else {}
+    return str(payload.get(FORGET_REASON) or "") if patch.get("validation") == "retracted" else ""
 
 
 def with_said_dates(item: MemoryItem, said_dates: dict[str, Any] | None) -> MemoryItem:
@@ -481,9 +496,41 @@ def review_item(item: MemoryItem, payload: dict[str, Any], event: Event) -> Memo
         # the approval corrects them, as the author's own correction would.
         return with_corrections(msgspec.structs.replace(
             item, validation="retracted" if forgets else "verified", expires_at=expires_at, metadata=metadata,
-            updated_at=at,
+            updated_at=at, importance=max(item.importance, _clamp_importance(payload.get(KEPT_IMPORTANCE, 1))),
             confidence=max(item.confidence, DEFAULT_ACCEPTED_CONFIDENCE)), payload)
     return msgspec.structs.replace(item, validation="retracted", metadata=metadata, updated_at=at)
+
+
+# Metadata key of a claim standing again because what had replaced it was forgotten
+# (`restored_by_forgetting`): {"because": its id, "by": who forgot it, "at": when, "note": that said}.
+RESTORED = "restored"
+
+
+def supersedes_now(item: MemoryItem) -> bool:
+    """Whether `item`'s `supersedes` links retire what they name: a retracted (forgotten)
+    claim replaces nothing (consolidation marks no claim superseded by it)."""
+    return item.validation != "retracted"
+
+
+def restored_by_forgetting(forgotten: MemoryItem, find: Callable[[str], MemoryItem | None], by: str, at: str,
+                           standing: Iterable[tuple[str, str, str]] = ()) -> list[MemoryItem]:
+    """The claims `forgotten` (a claim just retracted) had replaced that stand again: each
+    its `supersedes` links name that was marked superseded by it, is not retracted itself and
+    is replaced by no other claim among `standing` links (src, dst, rel) still standing:
+    unmarked (`superseded_by` None), with `RESTORED` saying why. `find` finds a claim as last
+    stored, superseded ones too. The one rule of the service's fold and consolidation's
+    replay (both fold the forget event) and of what `loci show` folds."""
+    others = {dst for src, dst, rel in standing if rel == "supersedes" and src != forgotten.id}
+    out = []
+    for link in forgotten.links:
+        old = find(link.to) if link.rel == "supersedes" else None
+        if (old is None or old.superseded_by != forgotten.id or old.validation == "retracted"
+                or old.id in others):
+            continue
+        out.append(msgspec.structs.replace(old, superseded_by=None, updated_at=at, metadata={
+            **old.metadata, RESTORED: {"because": forgotten.id, "by": by, "at": at,
+                                       "note": f"what replaced it was forgotten by {by} ({forgotten.id})"}}))
+    return out
 
 
 @dataclass
@@ -539,10 +586,13 @@ def fold_events(
     events: Iterable[Event],
     base: Callable[[str], MemoryItem | None] = lambda _id: None,
     policy: Governs | None = None,
+    retired: Callable[[str], MemoryItem | None] = lambda _id: None,
 ) -> Overlay:
     """Fold events in seq order into an overlay. `base` finds items that live outside the
-    overlay (snapshot or warehouse) so updates and links can apply to them."""
-    fold = _Fold(base=base, policy=policy)
+    overlay (snapshot or warehouse) so updates and links can apply to them; `retired`, those
+    `base` does not serve any more (a snapshot's superseded claims, as last published): a
+    forgotten correction brings back what it replaced (`restored_by_forgetting`)."""
+    fold = _Fold(base=base, policy=policy, retired=retired)
     for ev in events:
         fold.out.max_seq = max(fold.out.max_seq, ev.seq)
         step = _FOLD_STEPS.get(ev.kind)
@@ -557,10 +607,22 @@ class _Fold:
 
     base: Callable[[str], MemoryItem | None]
     policy: Governs | None
+    retired: Callable[[str], MemoryItem | None] = lambda _id: None
     out: Overlay = field(default_factory=Overlay)
 
     def lookup(self, item_id: str) -> MemoryItem | None:
         return self.out.items.get(item_id) or self.base(item_id)
+
+    def restore(self, before: MemoryItem, after: MemoryItem, ev: Event) -> None:
+        """What `after` replaced stands again when the event forgot it (`before` was not)."""
+        if before.validation == "retracted" or after.validation != "retracted":
+            return
+        at = ev.payload.get("at") or ev.at
+        standing = [(src, dst, rel) for src, dst, rel in self.out.links
+                    if (it := self.lookup(src)) is None or supersedes_now(it)]
+        for old in restored_by_forgetting(after, lambda i: self.lookup(i) or self.retired(i),
+                                          ev.identity.user_id, at, standing):
+            self.out.items[old.id] = old
 
     def replacing(self, item: MemoryItem) -> MemoryItem:
         """`item` naming the turns the claims it supersedes were said in (`REPLACED_TURNS`)."""
@@ -650,6 +712,7 @@ class _Fold:
             self.out.links.extend((updated.id, link.to, link.rel) for link in correction_links(p))
             self.end_taken_over(ev)  # a plan moved: what it ended holds until its new start
         self.out.items[current.id] = held_by_edit(current, updated, p.get("patch", {}), verdict, ev)
+        self.restore(current, self.out.items[current.id], ev)
 
     def palace_assign(self, ev: Event) -> None:
         current = self.lookup(ev.payload["item_id"])
@@ -663,6 +726,7 @@ class _Fold:
             reviewed = self.replacing(reviewed)
         if reviewed is not None:
             self.out.items[reviewed.id] = reviewed
+            self.restore(current, reviewed, ev)  # an approved forget
             if reviewed.validation == "verified":  # approved: what it corrects leaves recall, or is marked
                 self.out.links.extend((reviewed.id, link.to, link.rel) for link in correction_links(ev.payload))
 

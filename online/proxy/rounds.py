@@ -19,8 +19,8 @@ content), read back by id: `round` (the user turn landed at a place, the n-th th
 `answer` (the n-th answer landed to a user turn, with the memories it proposed) and
 `followed` (a later round of the chat followed that user turn). A first user message is never
 read as an edit: every chat of a session starts at the same place.
-Retraction is `memory.forget`'s (audited, read by every reader), with one `audit` event
-saying why.
+Retraction is `memory.forget`'s (audited, read by every reader), its `reason` saying why:
+one record, in each item's history.
 """
 
 from __future__ import annotations
@@ -146,8 +146,8 @@ def retract_round(service: MemoryService, who: Identity, user_turn_id: str | Non
                   answers: Iterable[dict], reason: str, keep: Iterable[str] = ()) -> list[str]:
     """Forget a replaced round (`memory.forget`: audited, seen by every reader): its user turn
     (None: keep it), the answers and what they proposed, but `keep` (what the answer that
-    replaced them proposed too). One `audit` event says why. The ids retracted now (those
-    retracted already, gone or not the caller's are passed over)."""
+    replaced them proposed too), each forget saying why (`reason`). The ids retracted now
+    (those retracted already, gone or not the caller's are passed over)."""
     ids = [message_item_id(user_turn_id)] if user_turn_id else []
     for answer in answers:
         ids += [message_item_id(str(answer["turn_id"])), *map(str, answer.get("proposed") or ())]
@@ -157,10 +157,8 @@ def retract_round(service: MemoryService, who: Identity, user_turn_id: str | Non
         if item is None or item.validation == "retracted" or item.scope.user_id != who.user_id:
             continue
         try:
-            tools.dispatch("memory.forget", {"id": item_id}, who)
+            tools.dispatch("memory.forget", {"id": item_id, "reason": reason}, who)
         except ToolError:
             continue  # not the caller's to forget (a shared item someone else changed since)
         done.append(item_id)
-    if done:
-        service.audit(who, "chat.retract", {"turn_id": user_turn_id}, done, reason=reason)
     return done

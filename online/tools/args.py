@@ -32,6 +32,7 @@ WritableType = Literal[
     "preference", "summary",
 ]
 ItemId = Annotated[str, Meta(min_length=1, max_length=200)]
+MAX_FORGET_REASON_CHARS = 500  # a forget's `reason`: a sentence, kept in every history that shows it
 Label = Annotated[str, Meta(min_length=1, max_length=100)]
 Title = Annotated[str, Meta(max_length=500)]
 Content = Annotated[str, Meta(min_length=1, max_length=100_000)]
@@ -230,7 +231,9 @@ class ReviewListArgs(Args):
 
 class ForgetArgs(Args):
     """Forget a memory: retract it (kept with its history, never recalled). Someone else's
-    claim is not retracted at once: the retraction is held for review. `turn_ids`: the
+    claim is not retracted at once: the retraction is held for review. `reason`: why, said in
+    its verdict and kept in the item's history (`loci show`, `loci audit`, `/v1/items/{id}`),
+    also once the item's text is withheld. `turn_ids`: the
     caller's turns of this round that asked for or acknowledged the forgetting ("please
     forget X", "Done, it's forgotten."), forgotten with it once it holds (at once, or when a
     reviewer approves it): recalled, they would show that X existed. A teammate's words in
@@ -238,6 +241,10 @@ class ForgetArgs(Args):
     refused (403, 409: `edits._not_of_the_round`)."""
 
     id: ItemId
+    reason: Annotated[str, Meta(
+        max_length=MAX_FORGET_REASON_CHARS,
+        description="Why it is forgotten (\"said by mistake\", \"edited by the user\"): kept in its history "
+                    "and audit")] = ""
     turn_ids: Annotated[list[ItemId], Meta(
         max_length=20, description="Your turns of this round that asked for or acknowledged the forgetting (a "
                                    "turn_id from POST /v1/turns, or a message entry's id): forgotten with it; "

@@ -13,19 +13,29 @@ from online.state import MemoryService, View
 from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, UpdateArgs, _patch_choices, decode
 from online.tools.shaping import corrections_out, corrections_payload, verdict_out
 from online.tools.writes import WriteActions
-from pipelines.capture import GovernedClaim, approval_corrects, end_before, ended_by_plan, govern_claim
+from pipelines.capture import (
+    GovernedClaim,
+    approval_corrects,
+    end_before,
+    ended_by_plan,
+    govern_claim,
+    kept_importance,
+)
 from pipelines.forgetting import kept_turn_id
 from pipelines.materialize import (
     DISAGREES_WITH,
     ENDS,
+    FORGET_REASON,
     FORGOT,
     FORGOT_TURNS,
     HELD_AGAINST,
     HELD_EDIT_RULES,
+    KEPT_IMPORTANCE,
     MOVED_FROM,
     PATCHABLE_FIELDS,
     QUARANTINE_MAX_CONFIDENCE,
     RETRACTION_RULE,
+    REWRITE_RULE,
     SAID_DATES,
     apply_patch,
     awaits_review,
@@ -36,6 +46,7 @@ from pipelines.materialize import (
     with_held_edit,
 )
 from pipelines.recall.conflicts import Corrections, authors, is_claim, speaker
+from pipelines.recall.episodic import said_stems
 from pipelines.records import (
     Event,
     Identity,
@@ -129,15 +140,22 @@ def _turns_out(turns: Sequence[MemoryItem], linked: Sequence[Event], kept: Seque
     return {"forgot_turns": [str(e.payload["item_id"]) for e in linked], **({"kept_turns": list(kept)} if kept else {})}
 
 
-def _held_retraction(verdict: Verdict, owners: frozenset[str], quarantine_days: float) -> Verdict:
-    """`verdict` of a retraction of a claim that is not the editor's: held for review
-    (`RETRACTION_RULE`), as an edit contradicting it would be; its author or a reviewer
-    decides."""
+def _held_for_its_author(verdict: Verdict, rule: str, why: str, quarantine_days: float) -> Verdict:
+    """`verdict` of an edit of a claim that is not the editor's, held for review (`rule`:
+    `RETRACTION_RULE`, `REWRITE_RULE`), as an edit contradicting it would be; its author or
+    a reviewer decides."""
     expires = (datetime.now(timezone.utc) + timedelta(days=quarantine_days)).isoformat()
     return msgspec.structs.replace(
-        verdict, action="quarantine", rule_ids=[*verdict.rule_ids, RETRACTION_RULE],
-        reasons=[*verdict.reasons, f"retracts a claim of {', '.join(sorted(owners))}"],
+        verdict, action="quarantine", rule_ids=[*verdict.rule_ids, rule], reasons=[*verdict.reasons, why],
         expires_at=verdict.expires_at or expires)
+
+
+def _takes_back_words(current: MemoryItem, updated: MemoryItem) -> bool:
+    """Whether an edit leaves out a word `current` said (title and content, by stem): it
+    changes what the claim says ("All customer data stays in the EU." -> "Customer data may
+    also go to the US."), where one that keeps every word adds a detail ("Releases ship on
+    Tuesday." -> "Releases ship on Tuesday, after QA.")."""
+    return not said_stems(f"{current.title} {current.content}") <= said_stems(f"{updated.title} {updated.content}")
 
 
 
@@ -186,9 +204,9 @@ class EditActions(WriteActions):
         return self._update(decode(UpdateArgs, raw, "memory.update"), who, view)
 
     def _update(self, args: UpdateArgs, who: Identity, view: View,
-                turns: Sequence[MemoryItem] = ()) -> dict[str, Any]:
+                turns: Sequence[MemoryItem] = (), reason: str = "") -> dict[str, Any]:
         """memory.update of `args`; `turns`: the caller's turns a forget links (`forget`), forgotten
-        with the item once its retraction holds."""
+        with the item once its retraction holds; `reason`: a forget's, why (`FORGET_REASON`)."""
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
@@ -250,14 +268,24 @@ class EditActions(WriteActions):
         # The reviewer who approved a claim vouched for what it says: their correction of it
         # is checked against the other claims in its scope, not against itself (`_vouched`).
         vouched = _vouched(current, who)
-        governed = (GovernedClaim(Verdict(action="accept", reasons=["the speaker forgets what they said"]),
-                                  Corrections([], [], []), [])
+        governed = (GovernedClaim(Verdict(action="accept", reasons=[] if reason else [
+                                      "the speaker forgets what they said"]), Corrections([], [], []), [])
                     if forgets_a_turn  # its words were never a claim: nothing for the policy to judge
                     else self._governed(updated, (who, view, current, vouched) if says else None))
         verdict = governed.verdict
-        if (args.patch.get("validation") == "retracted" and verdict.action != "reject"
-                and authors(current) != {who.user_id} and not vouched):
-            verdict = _held_retraction(verdict, authors(current), self.service.policy.settings.quarantine_days)
+        if reason:
+            verdict = msgspec.structs.replace(verdict, reasons=[*verdict.reasons, f"forgotten: {reason}"])
+        # Someone else's claim is theirs: a forget of it, or an edit taking back words it said,
+        # waits for them or a reviewer (its author's own, or the approving reviewer's, applies
+        # at once; a teammate's added detail too).
+        others = authors(current) != {who.user_id} and not vouched
+        days = self.service.policy.settings.quarantine_days
+        whose = ", ".join(sorted(authors(current)))
+        if args.patch.get("validation") == "retracted" and verdict.action != "reject" and others:
+            verdict = _held_for_its_author(verdict, RETRACTION_RULE, f"retracts a claim of {whose}", days)
+        elif (says and verdict.action == "accept" and others and is_claim(current)
+              and _takes_back_words(current, updated)):
+            verdict = _held_for_its_author(verdict, REWRITE_RULE, f"rewrites what a claim of {whose} says", days)
         if verdict.action == "reject":
             self.service.audit(who, "memory.update", {"id": args.id, "fields": sorted(args.patch)},
                                [args.id], verdict=verdict_out(verdict), outcome="rejected")
@@ -282,6 +310,7 @@ class EditActions(WriteActions):
             event_id=stable_id("evt", "memory.update", uuid.uuid4().hex), kind="memory.update",
             identity=who, at=at,
             payload={"item_id": args.id, "patch": patch, "verdict": verdict_out(verdict), "at": at, **said_dates,
+                     **({FORGET_REASON: reason} if reason else {}),
                      **({FORGOT_TURNS: [t.id for t in turns]} if turns else {}),
                      **({"as_reviewer": True} if vouched and says else {}),
                      **corrections_payload(fixes), **(moves if verdict.action == "accept" else {}),
@@ -315,7 +344,8 @@ class EditActions(WriteActions):
             # The caller's forget of it waits for review: the later turns wait with the earlier ones.
             earlier = [t for i in waiting.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None]
             turns = list({t.id: t for t in [*earlier, *turns]}.values())
-        return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns)
+        return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns,
+                            " ".join(args.reason.split()))
 
     def _round_turns(self, args: ForgetArgs, who: Identity, view: View) -> list[MemoryItem]:
         """The caller's turns of this round a forget names (`ForgetArgs.turn_ids`: a turn id,
@@ -398,6 +428,7 @@ class EditActions(WriteActions):
         findings = self.service.policy.scan_text(args.note) if args.note.strip() else []
         verdict: dict[str, Any] = {}
         fixes = Corrections([], [], [])
+        kept_at: dict[str, int] = {}
         if findings:
             verdict = {"action": "reject", "rule_ids": sorted({f.rule_id for f in findings}),
                        "reasons": [f"note: {f.kind} ({f.rule_id})" for f in findings]}
@@ -407,8 +438,13 @@ class EditActions(WriteActions):
             # The claims in its scope it contradicts (why it was held): the approval corrects them.
             like = ProposedItem(type=decided.type, title=decided.title, content=decided.content,
                                 tags=list(decided.tags))
-            fixes = approval_corrects(decided, self.service.existing_like(who, view)(like),
-                                      self.service.cosine_to(view)(like))
+            found = self.service.existing_like(who, view)(like)
+            fixes = approval_corrects(decided, found, self.service.cosine_to(view)(like))
+            # the correction keeps the importance of what it replaces, as a proposal's does
+            like = kept_importance(msgspec.structs.replace(like, importance=decided.importance),
+                                   [it for it in found if it.id in fixes.replaced])
+            if like.importance is not None and like.importance > decided.importance:
+                kept_at = {KEPT_IMPORTANCE: like.importance}
         if verdict.get("action") == "reject":
             self.service.audit(who, "memory.review", audited, [args.id], verdict=verdict, outcome="rejected")
             raise ToolError(422, f"memory.review: {args.decision} refused by the policy; nothing was stored",
@@ -424,7 +460,7 @@ class EditActions(WriteActions):
             event_id=stable_id("evt", "memory.review", uuid.uuid4().hex), kind="memory.review",
             identity=who, at=at,
             payload={"item_id": args.id, "decision": args.decision, "note": args.note, "verdict": verdict,
-                     "at": at, **corrections_payload(fixes)},
+                     "at": at, **corrections_payload(fixes), **kept_at},
         ), *linked])[0]
         # The turns are the forgetter's, not the reviewer's to see: how many, not which.
         return {"item_id": args.id, "decision": args.decision, "seq": landed.seq, "verdict": verdict,

@@ -12,7 +12,7 @@ from online.state import View
 from online.tools.args import ConsolidateArgs, LinkArgs, PalaceAssignArgs, ProposeArgs, ToolError, WriteArgs, decode
 from online.tools.base import Actions
 from online.tools.shaping import verdict_out
-from pipelines.capture import end_before, govern_claim, scoped_by_its_words
+from pipelines.capture import end_before, govern_claim, kept_importance, scoped_by_its_words
 from pipelines.materialize import (
     DEFAULT_ACCEPTED_CONFIDENCE,
     DISAGREES_WITH,
@@ -124,8 +124,9 @@ class WriteActions(Actions):
                                            else f"memory.write:{event_id}")
         prov = Provenance(source_kind=kind, source_id=str(source), event_ids=[event_id], created_at=at)
         said = self.service.user_said(who)(str(hint["source_id"])) if hint.get("source_id") else None
+        found = self.service.existing_like(who, view)(proposal)
         verdict, fixes, contradicts, disagrees = govern_claim(
-            self.service.policy, proposal, provenance=prov, found=self.service.existing_like(who, view)(proposal),
+            self.service.policy, proposal, provenance=prov, found=found,
             scope_kind=proposal.scope or default_scope, author_user_id=who.user_id,
             evidence=[said] if said else (), cosine_to=self.service.cosine_to(view)(proposal),
         )
@@ -135,6 +136,8 @@ class WriteActions(Actions):
                                    in_part=[i for i in fixes.in_part if i != takes_over.id],
                                    ends=(*((i, e) for i, e in fixes.ends if i != takes_over.id),
                                          (takes_over.id, end_before(proposal.valid_from))))
+        if verdict.action == "accept" and fixes.replaced:  # as a chat proposal's correction does
+            proposal = kept_importance(proposal, [it for it in found if it.id in fixes.replaced])
         if verdict.action == "reject":
             self.service.audit(who, action, audited, verdict=verdict_out(verdict), outcome="rejected")
             raise ToolError(422, f"{action} rejected by the policy; nothing was stored",

@@ -32,10 +32,12 @@ from pipelines.forgetting import forget_turns, newly_forgotten, owners
 from pipelines.materialize import (
     ENDS,
     fold_events,
+    forget_reason,
     item_ids_touched,
     message_item_id,
     proposal_item_id,
     quarantine_expiry,
+    supersedes_now,
     taken_over,
 )
 from pipelines.message_context import POOLING, ContextWindow, contextualise, session_key, tail_size, with_context
@@ -51,6 +53,8 @@ def _edit_reason(event: Event) -> str:
     """The revision reason of an edit: a review says which decision it was."""
     if event.kind == "memory.review":
         return f"review_{event.payload.get('decision')}"
+    if event.kind == "memory.update" and forget_reason(event.payload):  # a forget that says why
+        return f"forgotten: {forget_reason(event.payload)}"
     return "palace_assign" if event.kind == "memory.palace.assign" else "inbox_update"
 
 
@@ -164,6 +168,11 @@ def replay_edits(
         current[item_id] = after
         edits.append(Edit(item_id, patch, origin_of(e), _edit_reason(e)))
         links.extend(folded.links)
+        # a forgotten correction: what it replaced stands again (`restored_by_forgetting`), by its forgetter
+        for other_id, other in folded.items.items():
+            if other_id != item_id and other_id in current and (restored := _diff(current[other_id], other)):
+                current[other_id] = other
+                edits.append(Edit(other_id, restored, origin_of(e), "restored"))
     return edits, links, current
 
 
@@ -249,10 +258,12 @@ def _usage(batch: list[Event], overlay_usage: dict[str, int], new_items: dict[st
 
 def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, MemoryItem],
            stored: dict[str, MemoryItem], patches: dict[str, dict[str, Any]],
-           report: GovernReport, edit_links: list[tuple[str, str, str]] = ()) -> list[tuple[str, str, str]]:
+           report: GovernReport, edit_links: list[tuple[str, str, str]] = (),
+           forgotten: set[str] = frozenset()) -> list[tuple[str, str, str]]:
     """The links to store on stored items, and those edits make (`edit_links`: an
     approval's correction, stored as links whether its item is new or not); `supersedes`
-    links deactivate their target."""
+    links deactivate their target, but those of a claim forgotten in the batch
+    (`forgotten`: `materialize.supersedes_now`)."""
     links = []
     from_edits = set(edit_links)
     for src, dst, rel in dict.fromkeys([*overlay_links, *edit_links]):
@@ -262,7 +273,7 @@ def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, Memor
             continue
         if src not in new_items or (src, dst, rel) in from_edits:  # a new item's own links are stored with it
             links.append((src, dst, rel))
-        if rel == "supersedes":  # "src supersedes dst": dst stops being active
+        if rel == "supersedes" and src not in forgotten:  # "src supersedes dst": dst stops being active
             target = new_items.get(dst) or stored[dst]
             if target.superseded_by is None:
                 if dst in new_items:
@@ -385,6 +396,11 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
                                  *(str(old) for e in updates for key in ("supersedes", "refines")
                                    for old in e.payload.get(key) or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
+    # what a forget among the edits may bring back: the claims the forgotten ones replaced
+    replaced = [link.to for e in updates for it in [stored.get(str(e.payload.get("item_id")))
+                                                    or overlay.items.get(str(e.payload.get("item_id")))]
+                if it is not None for link in it.links if link.rel == "supersedes" and link.to not in stored]
+    stored.update((i.id, i) for i in warehouse.get_items(list(dict.fromkeys(replaced))))
     new_items, patches = _split_overlay(overlay.items, stored, settings)
     edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped)
     edits += replay_ends(batch, edited, overlay.items)
@@ -392,7 +408,8 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
     new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, final, new_items)
     later: dict[str, dict[str, Any]] = {}
     _usage(batch, overlay.usage, new_items, stored, later, report)
-    links = _links(overlay.links, new_items, stored, later, report, edit_links)
+    links = _links(overlay.links, new_items, stored, later, report, edit_links,
+                   {i for i, it in final.items() if not supersedes_now(it)})
     _count_verdicts(batch, overlay.items, report)
     new_items, context_patches = _context(warehouse, new_items, later, settings, forgotten_turns)
     refused = refusals(batch)

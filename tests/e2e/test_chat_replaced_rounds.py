@@ -83,8 +83,10 @@ def sent_system(fake: FakeOllama, path: str) -> str:
 
 
 def retraction_reasons(service: MemoryService) -> list[str]:
-    return [e.payload["reason"].split(":")[0] for e in service.inbox.read_after(0, kinds=["audit"])
-            if e.payload["action"] == "chat.retract"]
+    """Why each replaced round was retracted, once per round (each forget of it says why)."""
+    said = dict.fromkeys(e.payload["reason"] for e in service.inbox.read_after(0, kinds=["memory.update"])
+                         if e.payload.get("reason"))
+    return [why.split(":")[0] for why in said]
 
 
 def exchange(*texts: str) -> list[dict[str, str]]:
