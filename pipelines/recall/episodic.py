@@ -62,8 +62,9 @@ from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
 from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, authors, conflict_reason, read_claim, restates
+from .conflicts.patterns import _HABIT
 from .conflicts.patterns import _STEMS as _CLAIM_STEMS
-from .conflicts.rule import _values_disagree
+from .conflicts.rule import _values_disagree, reschedules, stands_in
 from .dates import MONTHS, WEEKDAYS
 from .lexical import SMALL_TALK, STOPWORDS, Stems, tokenize, words
 
@@ -515,22 +516,34 @@ def _says_otherwise_of(turn: MemoryItem, claim: MemoryItem) -> bool:
     if not stated:
         return False
     new, old = read_claim(msgspec.structs.replace(turn, title="", content=stated)), read_claim(claim)
+    if stands_in(new, old) or _one_day_only(stated):
+        return False  # "This week swim is on Friday instead", "No swim this Thursday": beside it
     return _otherwise(new, old) or _elliptic_otherwise(new, old)
+
+
+# A day the turn speaks of alone ("this Thursday", "tomorrow", "tonight"): with no habit
+# ("Tuesdays", "every week") and no move ("moved to"), it is one occasion, not a change.
+_ONE_DAY = re.compile(
+    r"\b(?:(?:this|next|coming)\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|today|tonight)\b", re.IGNORECASE)
+
+
+def _one_day_only(text: str) -> bool:
+    return _ONE_DAY.search(text) is not None and not (reschedules(text) or _HABIT.search(text))
 
 
 def _elliptic_otherwise(new: Claim, old: Claim) -> bool:
     """A short later turn that names little of what the claim is about: "Actually swim is
     back to Tuesdays" of "Swim schedule: Leo's swimming lessons are on Thursdays at 5pm". It
     says something changed or corrects (`Claim.changes`), or retires the claim's value; the
-    two state values neither holds all of; and what it talks of besides its values and names
-    is at least half the claim's words ("Leo has football on Tuesdays now" talks of another
-    thing)."""
+    two state values neither holds all of; and what it talks of besides its values, names and
+    words of change is mostly the claim's: more words shared than not ("Leo has football on
+    Tuesdays now", "Actually Leo's piano lessons are on Tuesdays" talk of another thing)."""
     if (new.changes is None and not new.retired & old.values) or not _values_disagree(new, old):
         return False
     valued = _CLAIM_STEMS(sorted(new.values | old.values))
     about = new.words - set(valued) - new.persons - new.named - _CHANGE_WORDS
     shared = about & old.words
-    return bool(shared) and len(shared) * 2 >= len(about)
+    return bool(shared) and len(about - shared) < len(shared)
 
 
 _CHANGE_WORDS = frozenset(_CLAIM_STEMS(["back", "actually", "again", "now", "instead", "moved", "changed", "still",

@@ -44,6 +44,12 @@ def turn(text: str, days: float = 2, user: str = "maya", role: str = "user", id_
     ("Swim was great today, Leo loved it.", False),  # no other value
     ("Leo has football on Tuesdays now.", False),  # another thing, on another day
     ("Swim is on Thursdays at 5pm, see you there.", False),  # says the same
+    ("Swim is at 6pm now.", True),
+    ("Leo stopped swimming lessons.", True),  # an ending
+    ("This week swim is on Friday instead.", False),  # one occasion, beside the habit
+    ("No swim this Thursday, Leo is sick.", False),
+    ("Actually Leo's piano lessons are on Tuesdays.", False),  # the words of another thing
+    ("Leo's swim teacher is now Ana.", False),
 ])
 def test_what_a_later_turn_of_its_author_says(text: str, marked: bool) -> None:
     later = turn(text)
