@@ -483,7 +483,7 @@ def said_later_otherwise(claims: Sequence[MemoryItem], turns: Sequence[MemoryIte
     or, a short turn naming little of the subject, it says that something changed or
     corrects ("Actually swim is back to Tuesdays"), states a value the claim's disagrees
     with, and shares with it a word of the subject that is no name (`_elliptic_otherwise`)."""
-    said = [(t, when) for t in turns if said_by_the_user(t) and not in_quarantine(t)
+    said = [(t, when) for t in turns if said_by_the_user(t) and not in_quarantine(t) and t.validation != "retracted"
             and (when := said_time(t)) is not None and not _states_nothing(t.content)]
     kept = [c for c in claims if not is_message(c) and c.validation != "retracted"]
     if not said or not kept:  # most recalls (LoCoMo's every one): no curated claim, or no turn

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import msgspec
 import pytest
 
 from pipelines.materialize import message_item_id
@@ -62,6 +63,8 @@ def test_only_its_author_or_approver_later_in_their_own_voice() -> None:
     assert said_later_otherwise([claim()], [turn(back, role="assistant")]) == {}  # the model's guess
     assert said_later_otherwise([claim()], [turn(back, user="tom")]) == {}  # another member
     assert said_later_otherwise([claim()], [turn(back, speaker="Sam")]) == {}  # an imported speaker
+    forgotten = msgspec.structs.replace(turn(back), validation="retracted")
+    assert said_later_otherwise([claim()], [forgotten]) == {}  # forgotten: never quoted
     approved = claim(metadata={"review": {"decision": "approve", "by": "tom", "at": at(8)}})
     tom = turn(back, user="tom")
     assert said_later_otherwise([approved], [tom]) == {"mem_swim": [tom]}
