@@ -118,8 +118,10 @@ def create_app(
 
     state = State({"service": None, "internal_errors": 0, "settings": settings})
 
-    def label_stale(response: Response) -> Response:
-        """Every answer given while the inbox cannot be read says since when it may miss writes."""
+    async def label_stale(response: Response) -> Response:
+        """Every answer given while the inbox cannot be read says since when it may miss writes.
+        Async on purpose: Litestar runs a sync hook in the thread pool, a second thread hop
+        per request (and a wait for the GIL behind a running recall) for an attribute read."""
         svc = state.get("service")
         outage = getattr(svc, "inbox_outage", None)
         if outage is not None:

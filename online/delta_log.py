@@ -19,7 +19,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from itertools import chain
 from types import MappingProxyType
@@ -99,6 +100,33 @@ class DeltaLog:
         # `embed_shared` runs in request threads (a proposal's neighbours), unlike the fold
         self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
         self._recent_lock = threading.Lock()
+        # Vectors `embed_shared` made in a write (this thread), kept to be shared in the
+        # write's own append (`deferred_shares`) instead of a commit of their own.
+        self._deferred = threading.local()
+
+    @contextmanager
+    def deferred_shares(self) -> Iterator[dict[str, bytes]]:
+        """While open, the vectors `embed_shared` makes on this thread are put in the dict
+        yielded (key -> bytes) instead of being shared at once: a write hands them to its
+        append (`InboxBackend.append_sharing`), one transaction. Re-entrant (the outermost
+        owns the dict); what is still in it when the outermost closes is shared then."""
+        pending = getattr(self._deferred, "pending", None)
+        if pending is not None:
+            yield pending
+            return
+        pending = self._deferred.pending = {}
+        try:
+            yield pending
+        finally:
+            self._deferred.pending = None
+            if pending:
+                self._share_now(pending)
+
+    def _share_now(self, vectors: dict[str, bytes]) -> None:
+        try:
+            self.inbox.share_vectors(vectors)
+        except InboxError as exc:
+            log.warning("could not share delta vectors: %s", exc)
 
     def share(self, snap: SnapshotState, delta: DeltaState, events: Sequence[Event]) -> None:
         """Before `events` are appended: embed the items they will make and share the
@@ -162,10 +190,12 @@ class DeltaLog:
         fresh = (np.asarray(self.embedder.embed_online([texts[i] for i in missing]), dtype=np.float32)
                  if missing else None)
         if fresh is not None:
-            try:
-                self.inbox.share_vectors({keys[i]: fresh[j].tobytes() for j, i in enumerate(missing)})
-            except InboxError as exc:
-                log.warning("could not share delta vectors: %s", exc)
+            shared = {keys[i]: fresh[j].tobytes() for j, i in enumerate(missing)}
+            pending = getattr(self._deferred, "pending", None)
+            if pending is not None:
+                pending.update(shared)
+            else:
+                self._share_now(shared)
         if not found:
             out = fresh
         else:

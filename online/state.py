@@ -16,7 +16,9 @@ delta and reports the problem (`report()`, `/readyz`, `/v1/stats`).
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 import time
 import uuid
@@ -223,6 +225,9 @@ class MemoryService:
         self._unfolded: SnapshotState | None = None  # a snapshot loaded whose delta could not be read yet
         # Usage events are batched off the request path (see online.usage_log).
         self.usage = UsageLog(self.inbox.append)
+        # A usage event's id: this service's random prefix and a counter, not a uuid4 a recall
+        # (`os.urandom` lets go of the GIL, and a recall thread then waits to get it back).
+        self._usage_ids = (uuid.uuid4().hex, itertools.count())
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
         # Each chat's latest user turn (user, project, session -> its text), the few most recent
@@ -654,11 +659,20 @@ class MemoryService:
         folding them embeds them again."""
         events = list(events)
         view = self._view
-        self.deltas.share(view.snap, view.delta, events)
-        return self.inbox.append(events, check=check)
+        with self.deltas.deferred_shares() as pending:
+            self.deltas.share(view.snap, view.delta, events)
+            vectors = dict(pending)
+            pending.clear()
+            # the vectors (those of this write's proposals too) in the append's own commit
+            return self.inbox.append_sharing(events, vectors, check=check)
 
     def capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
-        """Govern and land one turn (see `pipelines.capture.capture_turn`)."""
+        """Govern and land one turn (see `pipelines.capture.capture_turn`). The vectors its
+        checks make are shared with its append, in one inbox transaction."""
+        with self.deltas.deferred_shares():
+            return self._capture(identity, role, text, **kw)
+
+    def _capture(self, identity: Identity, role: str, text: str, **kw: Any) -> CaptureResult:
         view = self.view()
         kw.setdefault("existing", self.existing_like(identity, view))
         kw.setdefault("cosine_to", self.cosine_to(view))
@@ -712,7 +726,7 @@ class MemoryService:
         Written by `self.usage` within ~200 ms, not before the answer: `self.usage.flush()`
         writes it now."""
         self.usage.record(Event(
-            event_id=stable_id("evt", "usage", uuid.uuid4().hex),
+            event_id=stable_id("evt", "usage", f"{self._usage_ids[0]}-{os.getpid()}-{next(self._usage_ids[1])}"),
             kind="usage",
             identity=identity,
             payload={"item_ids": item_ids, "query_sha256": sha256_text(query)},

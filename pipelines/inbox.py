@@ -156,6 +156,21 @@ class InboxBackend(abc.ABC):
         shared keeps its first vector. Committed on its own (losing it costs an embedding,
         nothing else); entries older than `SHARED_VECTOR_TTL_S` are dropped."""
 
+    def append_sharing(self, events: Sequence[Event], vectors: Mapping[str, bytes], *,
+                       check: AppendCheck | None = None) -> list[Event]:
+        """`append(events, check=check)` with `vectors` shared as `share_vectors` does: a
+        write and its items' vectors. The events are exactly as durable as with `append`.
+        SQLite overrides this with one transaction (one commit and fsync instead of two;
+        an append its check refuses shares nothing either: the vectors are a cache, losing
+        them costs an embedding). This default, for the other stores: the vectors first, on
+        their own (a failure to share them is not the write's), then the append."""
+        if vectors:
+            try:
+                self.share_vectors(vectors)
+            except InboxError:
+                pass  # the workers folding the events embed them instead
+        return self.append(events, check=check)
+
     @abc.abstractmethod
     def close(self) -> None:
         """Release every connection. Idempotent; any later call raises `InboxError`."""
@@ -264,12 +279,19 @@ class Inbox(InboxBackend):
     # -- writing -----------------------------------------------------------------------
 
     def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
+        return self.append_sharing(events, {}, check=check)
+
+    def append_sharing(self, events: Sequence[Event], vectors: Mapping[str, bytes], *,
+                       check: AppendCheck | None = None) -> list[Event]:
         normalised = [normalise_event(e) for e in as_list(events, "events")]
         if not normalised:
+            self.share_vectors(vectors)
             return []
         rows = event_rows(normalised, utcnow())
         out: list[Event] = []
         with self._writing("append") as con:  # the write lock from the start: seqs follow commit order
+            if vectors:  # in the same commit: a refused append (`check`) rolls them back too
+                self._insert_vectors(con, vectors)
             # Look before inserting: an ignored INSERT would still burn an AUTOINCREMENT
             # value and leave a gap in the seqs. Race-free under the write lock.
             stored = [self._get(con, e.event_id) for e in normalised]
@@ -289,11 +311,15 @@ class Inbox(InboxBackend):
     def share_vectors(self, vectors: Mapping[str, bytes]) -> None:
         if not vectors:
             return
+        with self._writing("sharing vectors") as con:
+            self._insert_vectors(con, vectors)
+
+    @staticmethod
+    def _insert_vectors(con: sqlite3.Connection, vectors: Mapping[str, bytes]) -> None:
         now = time.time()
         rows = [(str(k), sqlite3.Binary(bytes(v)), now) for k, v in vectors.items()]
-        with self._writing("sharing vectors") as con:
-            con.executemany("INSERT OR IGNORE INTO vectors (key, vec, shared_at) VALUES (?, ?, ?)", rows)
-            con.execute("DELETE FROM vectors WHERE shared_at < ?", [now - SHARED_VECTOR_TTL_S])
+        con.executemany("INSERT OR IGNORE INTO vectors (key, vec, shared_at) VALUES (?, ?, ?)", rows)
+        con.execute("DELETE FROM vectors WHERE shared_at < ?", [now - SHARED_VECTOR_TTL_S])
 
     @contextmanager
     def _writing(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -561,6 +587,10 @@ class OpeningInbox(InboxBackend):
 
     def append(self, events: Sequence[Event], *, check: AppendCheck | None = None) -> list[Event]:
         return self.opened().append(events, check=check)
+
+    def append_sharing(self, events: Sequence[Event], vectors: Mapping[str, bytes], *,
+                       check: AppendCheck | None = None) -> list[Event]:
+        return self.opened().append_sharing(events, vectors, check=check)
 
     def _read_after(self, seq: int, limit: int | None, kinds: list[str] | None) -> list[Event]:
         return self.opened().read_after(seq, limit=limit, kinds=kinds)

@@ -42,7 +42,8 @@ class RecallController(Controller):
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",
-            hits=[msgspec.convert(hit_out(h, zone), HitOut) for h in result.hits],
+            # the dict is of the right types already (`hit_out`): built, not converted (~5 us a hit)
+            hits=[HitOut(**hit_out(h, zone)) for h in result.hits],
             injection=result.injection or "",
             catalog=dict(result.catalog or {}),
             used_ids=list(result.used_ids),

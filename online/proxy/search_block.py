@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from online.proxy.tool_calls import MemoryCalls, ToolRound
-from pipelines.recall.episodic import is_message, only_asks, says_something_asked
+from pipelines.recall.episodic import is_message, says_something_asked
 from pipelines.recall.lexical import normalise_label, query_terms
 from pipelines.recall.render import format_entry, format_turn, frame
 from pipelines.records import time_zone
@@ -28,9 +28,10 @@ def search_block(calls: MemoryCalls, query: str, said: list[str], zone: str, *,
     """Search as the user (`calls`); (found, READ-ONLY block of the hits, hit ids); `said`:
     the texts of this conversation, `zone`: the user's IANA zone. The block is recall's:
     curated memories under the authoritative footer, raw turns apart as what was said
-    (dated on the user's calendar), and a turn that only asks, or whose own words share
-    none with the query, left out (it states nothing asked; the search lists it), as is
-    a turn of this conversation (the model has it)."""
+    (dated on the user's calendar), and a turn whose own words share none with the query
+    left out (it states nothing asked; the search lists it), as is a turn of this
+    conversation (the model has it). A turn that only asks never reaches here: recall
+    drops it (`episodic.states_nothing`)."""
     calls.searched.add(query.strip().lower())
     result = calls.dispatch("memory.search", {"query": query})
     hits = result.get("hits", [])
@@ -52,7 +53,7 @@ def search_block(calls: MemoryCalls, query: str, said: list[str], zone: str, *,
             entries.append(format_entry(item, pending=hit.get("pending_review", ""), now=now))
         elif normalise_label(item.content) in in_chat:
             continue
-        elif not only_asks(item) and (says_something_asked(item, terms) or listed_as_an_answer(hit)):
+        elif says_something_asked(item, terms) or listed_as_an_answer(hit):
             turns.append(format_turn(item, zone=now.tzinfo))
     found = bool(entries or turns)
     calls.tool_rounds.append(ToolRound("memory.search", {"query": query}, found, origin, ids))

@@ -10,6 +10,7 @@ stems, so "camped" finds "camping" and "research" finds "researching".
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import unicodedata
@@ -21,6 +22,10 @@ import numpy as np
 import simplemma
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+# bm25s sets its own logger to DEBUG at import: every delta segment's index build (one per
+# write) then logs a line through the service's log queue. Its warnings still get through.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[^\W_]+")
 STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
@@ -172,7 +177,17 @@ class LexicalIndex:
         ids = self._bm25.get_tokens_ids(self._query(terms))
         if not ids:
             return None
-        return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        if self._bm25.nonoccurrence_array is not None:  # a variant with non-occurrence scores
+            return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
+        # bm25s' `get_scores_from_ids` adds each term's postings with np.add.at (~2 ms of a
+        # 100k recall's CPU); a term's postings name a row once, so adding them by index gives
+        # the same floats in the same order (kernel11, docs/measurements.md).
+        index = self._bm25.scores
+        data, indices, indptr = index["data"], index["indices"], index["indptr"]
+        out = np.zeros(index["num_docs"], dtype=np.float32)
+        for t in ids:
+            out[indices[indptr[t]:indptr[t + 1]]] += data[indptr[t]:indptr[t + 1]]
+        return out
 
     def idf(self, terms: Sequence[str]) -> list[float]:
         """IDF of each term (its stem) in this index; a term in no row gets the highest."""

@@ -263,6 +263,25 @@ def test_a_write_is_embedded_once_whichever_worker_folds_it(settings: Settings) 
         b.close()
 
 
+def test_a_captured_turn_shares_its_vectors_in_its_own_append(settings: Settings) -> None:
+    """The vectors a write makes (its checks' and its items') are committed with its events,
+    one inbox transaction, not one commit each: nothing is shared on its own."""
+    svc = MemoryService(settings, embedder=RecordingEmbedder(), check_interval_ms=0)
+    calls: list[tuple[str, int]] = []
+    inbox = svc.inbox
+    share, append_sharing = inbox.share_vectors, inbox.append_sharing
+    inbox.share_vectors = lambda vectors: (calls.append(("share", len(vectors))), share(vectors))[1]
+    inbox.append_sharing = lambda events, vectors, **kw: (calls.append(("append", len(vectors))),
+                                                          append_sharing(events, vectors, **kw))[1]
+    try:
+        svc.capture(WHO, "user", "Remember: the staging deploy moved to slot 7 on rack 2.")
+        assert [kind for kind, _ in calls] == ["append"] and calls[0][1] >= 1
+        keys = list(svc.deltas._recent)
+        assert inbox.shared_vectors(keys).keys() == set(keys)
+    finally:
+        svc.close()
+
+
 def test_snapshot_from_another_embedder_is_refused_and_reported(settings: Settings) -> None:
     publish(settings, [make_item("m1", "Tile format", "Tiles are WebP.")], 0, embedder_name="minilm-other")
     svc = MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim))

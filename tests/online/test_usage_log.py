@@ -189,3 +189,22 @@ def test_a_failed_batch_goes_back_to_the_front_and_a_full_queue_drops_the_oldest
 def usage_event(item_ids: list[str]) -> Event:
     return Event(event_id=f"evt_usage_{uuid.uuid4().hex}", kind="usage",
                  identity=Identity(user_id="dana", project_id="atlas"), payload={"item_ids": item_ids})
+
+
+def test_usage_events_of_two_workers_never_share_an_id(settings: Settings) -> None:
+    """Each usage event has an id of its own, whichever worker (process or service) records
+    it: the inbox keeps only the first event of an id, so a repeat would lose a recall's usage."""
+    from online.state import MemoryService
+
+    workers = [MemoryService(settings, embedder=HashEmbedder(settings.embedder_dim)) for _ in range(2)]
+    try:
+        for _ in range(3):
+            for service in workers:
+                service.record_usage(Identity(**DANA), ["mem_a"], "deploy day")
+        for service in workers:
+            assert service.usage.flush()
+    finally:
+        for service in workers:
+            service.close()
+    events = usage_events(settings)
+    assert len(events) == 6 and len({e.event_id for e in events}) == 6

@@ -388,3 +388,31 @@ def test_shared_vectors_past_their_time_are_dropped(inbox, monkeypatch):
     monkeypatch.setattr(time, "time", lambda real=time.time: real() + inbox_module.SHARED_VECTOR_TTL_S + 60)
     inbox.share_vectors({"new": b"5678"})
     assert inbox.shared_vectors(["old", "new"]) == {"new": b"5678"}
+
+
+def test_append_sharing_lands_the_events_and_the_vectors(inbox):
+    """A write's events and its items' vectors in one call (the service's writes): the events
+    as `append` lands them, the vectors as `share_vectors` keeps them."""
+    landed = inbox.append_sharing([make_event("a"), make_event("b")], {"k1": b"\x00\x00\x80?"})
+    assert [e.seq for e in landed] == [1, 2] and inbox.count() == 2
+    assert inbox.shared_vectors(["k1"]) == {"k1": b"\x00\x00\x80?"}
+    assert inbox.append_sharing([make_event("a")], {})[0].seq == 1  # idempotent as `append`
+
+
+def test_sqlite_append_sharing_is_one_transaction(tmp_path):
+    """SQLite: the vectors go in the events' own commit (one fsync a write, not two), so an
+    append its check refuses shares nothing either."""
+    from pipelines.inbox import Inbox
+
+    with Inbox(tmp_path / "inbox.sqlite3") as inbox:
+        commits: list[str] = []
+        inbox._con().set_trace_callback(lambda sql: commits.append(sql) if sql.strip() == "COMMIT" else None)
+        inbox.append_sharing([make_event("a")], {"k1": b"1234", "k2": b"5678"})
+        assert len(commits) == 1 and inbox.shared_vectors(["k1", "k2"]) == {"k1": b"1234", "k2": b"5678"}
+
+        def refuse(stored):
+            raise LookupError("taken")
+
+        with pytest.raises(LookupError):
+            inbox.append_sharing([make_event("c")], {"k3": b"0000"}, check=refuse)
+        assert inbox.shared_vectors(["k3"]) == {} and inbox.get("c") is None

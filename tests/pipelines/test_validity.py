@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from pipelines.capture import takes_over
-from pipelines.recall.conflicts import Corrections
+from pipelines.recall.conflicts import Corrections, corrections
 from pipelines.recall.dates import coming_dates
 from pipelines.records import MemoryItem, ProposedItem, Scope, apart_in_time
 from pipelines.validity import anchor, reread, undated, with_window
@@ -308,7 +308,9 @@ def test_a_claim_from_a_day_on_takes_over_then() -> None:
     later = item("later", "Maya lives at Rua Alta 3.", valid_from=f"{year + 1}-01-01T00:00:00-03:00")
     moved = ProposedItem(type="fact", title="Home address", content="From December 1, Maya's address is Rua Nova 5.",
                          valid_from=f"{year}-12-01T00:00:00-03:00")
-    got = takes_over(moved, Corrections([], [], []), [old, theirs, later], "user", "u")
+    # what the write's check corrects of what holds now (the address: one subject, other values), then what takes over
+    fixes = corrections(moved.title, moved.content, moved.type, "user", "u", [old, theirs])
+    got = takes_over(moved, fixes, [old, theirs, later], "user", "u")
     assert got.ends == (("old", f"{year}-11-30T23:59:59-03:00"),) and got.replaced == []
     assert takes_over(moved, Corrections(["old"], [], []), [old], "user", "u") == Corrections([], [], [], got.ends)
     for_a_while = msgspec.structs.replace(moved, valid_to=f"{year}-12-24T23:59:59-03:00")

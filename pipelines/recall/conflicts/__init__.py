@@ -27,7 +27,10 @@ raw chat turns, summaries, pointers and todos are not claims) **conflict** when:
   spaces" is "4-space"; a duration or a size in its base unit: "30 minutes" and "0.5 hours"
   are one value, "30 minutes" and "2 hours" count in one unit; a time of day in 24 hours: "11am",
   "11 a.m." and "11:00" are one time), dates (ISO, or with their month: "March 3, 2027" is
-  2027-03-03), capitalised names inside a sentence ("two" is 2), and codes of words and a
+  2027-03-03, and states its day of the month, "3 march", as "Mar 3" and "the 3rd of March"
+  without a year do), capitalised names inside a sentence ("two" is 2; what a number counts
+  is the plural noun after a singular word naming its kind: "8 ingest workers" is "8
+  worker"), and codes of words and a
   number ("eu-central-1", "ubuntu-22.04": one word, stating its family "eu" too, which it refines);
   not those the claim says it replaces or denies ("MySQL 8, replacing Postgres 16",
   "instead of", "no longer", "not", "no GraphQL"). Different values: both state some,
@@ -187,6 +190,7 @@ from .patterns import (
     _VOCATIVE,
     _WHEN_NAMES,
     _WRITTEN_WORD,
+    _YEARLESS_DATE,
     MONTH_STEMS,
     NEGATION,
     UNIT_SCALE,
@@ -265,10 +269,13 @@ from .values import (
     _blank_vocative,
     _clock_time,
     _counted,
+    _counted_noun,
     _date_words,
+    _day_of_month,
     _iso,
     _measured,
     _measures,
+    _month_day,
     _named_numbers,
     _number_with_unit,
     _stance,

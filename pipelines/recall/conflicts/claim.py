@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 from dataclasses import dataclass, fields, replace
 
 import msgspec
@@ -51,6 +52,7 @@ from .values import (
     _units,
     _value_words,
     _values,
+    absent,
     retired_values,
     stated_values,
 )
@@ -230,12 +232,23 @@ def _read_claim(item: MemoryItem) -> Claim:
                  adds=bool(_ADDS.search(item.content)), measured=_measured(item.content),
                  changes=(word_set - frozenset(stemmed_title)
                           if _CHANGED.search(stated) or CORRECTING.search(stated) else None),
-                 named=named & word_set, persons=persons & word_set, first_person=not _FIRST_PERSON.isdisjoint(before),
+                 named=named & word_set, persons=persons & word_set,
+                 first_person=_speaks_of_writer(before, item.content),
                  of_writer=of_the_writer(item.content),
-                 returns=returns, away=frozenset(n for n, (_, away, _) in enumerate(ABSENCES)
-                                                 if n not in returns and away.search(stated)),
+                 returns=returns, away=absent(stated),
                  negated=negated,
                  denied=_denied(denying or stated, word_set, frozenset(stemmed_title)) if negated else frozenset())
+
+
+# "us" as a word of the writer's, not "US" the country ("Our US customers pay in dollars")
+_US_WRITTEN = re.compile(r"\b(?:us|Us)\b")
+
+
+def _speaks_of_writer(before: list[str], content: str) -> bool:
+    """The words before a claim's first value (`before`, lower-case) speak of its writer
+    (`_FIRST_PERSON`: "My passport", "We go"); "US" is a country, "us" only as written so."""
+    said = _FIRST_PERSON.intersection(before)
+    return bool(said) and (said != {"us"} or _US_WRITTEN.search(content) is not None)
 
 
 def _joined(code: str) -> str:

@@ -10,7 +10,7 @@ from typing import NamedTuple
 from pipelines.records import RETIRED_BY_USER, MemoryItem, Scope
 
 from .claim import CLAIM_TYPES, DATED_TYPES, Claim, _read_claim, authors, is_claim, read_claim, replace_content
-from .patterns import _RETIRED
+from .patterns import _MONTH_NAMES, _RETIRED
 from .reasons import CHANGED, MAY_UPDATE, SAME_SUBJECT
 from .rule import (
     Cosine,
@@ -159,8 +159,9 @@ def corrected_by(title: str, content: str, item_type: str, scope_kind: str, auth
 
 
 # A clause or an apposition of a note: "The protagonist is Mara Quinn, a 29-year-old marine
-# biologist" says two things ("3.11", "14:00" and "1,000" end none).
-_DETAIL = re.compile(r"(?:[^.,;:!?()]|[.,:](?=\d))+")
+# biologist" says two things ("3.11", "14:00" and "1,000" end none, nor does the comma of a
+# date: "Friday, November 13", "March 3, 2027").
+_DETAIL = re.compile(rf"(?:[^.,;:!?()]|[.,:](?=\d)|,(?=\s*(?:\d{{4}}\b|(?:{_MONTH_NAMES})\.?\s+\d)))+", re.IGNORECASE)
 
 
 def corrects_in_part(new: Claim, old: Claim) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from ..dates import MONTHS
+from ..dates import _DAY_MONTH, MONTHS
 from ..lexical import STOPWORDS, Stems
 
 # The leading lookaheads only skip, cheaply, positions where no value can start; a digit
@@ -65,6 +65,13 @@ ABSENCES = tuple((re.compile(back, re.IGNORECASE), re.compile(away, re.IGNORECAS
     (r"\b(?:back|return(?:s|ed|ing)?)\s+(?:home|from\s+(?:abroad|(?:\w+\s+)?trip|travell?ing))\b",
      r"\b(?:abroad|away|travell?ing|on\s+(?:a\s+)?(?:\w+\s+)?trip)\b", "abroad away travelling traveling trip"),
 ))
+# Being where each absence of `ABSENCES` is away from (by its index; None: not read), and
+# the words to look for it by: at work ("I commute to the office daily", "I'm in the office
+# four days a week", "on-site"). A claim saying that its one is now away from there ("I work
+# remotely now") ends it, as a return ends an absence (`rule._left`).
+PRESENCES = ((re.compile(r"\b(?:commut(?:e|es|ed|ing)|(?:in|into|at|to)\s+(?:the\s+|our\s+|my\s+)?office|"
+                         r"on[\s-]?site|in[\s-]person)\b", re.IGNORECASE), "office commute commutes commuting onsite"),
+             None)
 _CLAUSE = re.compile(r"(?:[^.;!?]|\.(?=\w))+")  # "3.8" and "node.js" do not end a clause
 # Whom a sentence greets, thanks or answers ("Hey Gina, I had to shut down my bank account",
 # "Thanks, Jon!", "Wow, Caroline, ...", "Sounds great, Mel!", "Glad I could help, Maria."): no
@@ -138,14 +145,23 @@ _ONE_OCCASION = re.compile(
 _SINCE_WHEN = re.compile(rf"\b(?:since|as\s+of)\s+{_A_TIME}(?:\s+of\s+(?:{_MONTH_NAMES})\b)?"
                          rf"(?:\s*\d{{1,2}}(?:st|nd|rd|th)?\b)?(?:,?\s*\d{{4}}\b)?",
                          re.IGNORECASE)
+# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
+# pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
+_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split()) if w != "one"}
+_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
 # A move off something, with or without what it moved onto ("we moved the builds off
-# Jenkins", "migrated away from Heroku"), says that what was said of it changed.
+# Jenkins", "migrated away from Heroku"), says that what was said of it changed; so does a
+# move to a count ("we moved to 3-week sprints"; not "we moved to York": `_RESCHEDULED` reads
+# a move to a time).
+_MOVED_TO_A_COUNT = rf"moved\s+(?:over\s+)?to\s+(?:an?\s+)?(?=\d|(?:{'|'.join(_NUMBER_WORDS)})\b)"
 _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     r"(?:moved|migrated|switched|ported)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+(?:off|away\s+from)\b|"
-    rf"{_MOVED_IN_TIME})\b",
+    rf"{_MOVED_IN_TIME}|{_MOVED_TO_A_COUNT})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
 # are three weeks", "I was wrong earlier - ...", "Correction: it's UA 828", "Scratch that,
@@ -185,12 +201,6 @@ _FIRST_PERSON = frozenset({"i", "my", "me", "mine", "we", "our", "us"})
 # day or a month ("our standup Tuesday").
 _APPOSED = re.compile(r"\b(?i:my|our|his|her|their|your)\s+(?:([a-z][\w-]*),?\s+)?([A-Z][\w-]*)\b")
 _NAMED_FORM = re.compile(r"[A-Z][a-z]+")  # a name as a sentence starts with it: "Leo", not "CI", "GitHub"
-# "two approvals" states the value "3 approvals" contradicts ("one" is left out: mostly a
-# pronoun, and "cached for one hour" / "at the CDN: one day" read as two rules, not one).
-_NUMBER_WORDS = {w: str(n) for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split()) if w != "one"}
-_NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
 # A negation ("I'm not allergic to penicillin", "we don't deploy on Fridays", "no force
 # pushes"): a claim that says it of what another states without it denies it (`_denies`). One
 # that only retires a value ("REST, not GraphQL") states the rest, and denies nothing.
@@ -258,6 +268,10 @@ UNIT_SCALE = {
 _PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 # "14 March" without a year reads as "14 march" (a month's lemma is a month: "sept" is "september")
 MONTH_STEMS = frozenset(Stems()(sorted(MONTHS)))
+# A day of a month without a year ("Dec 24", "24 Dec", "December 24th", "the 24th of
+# December"; `dates.written_dates` reads those with one): one value, the day and its month's
+# full name ("24 decemb"), however the month is written. Not part of a number or a code.
+_YEARLESS_DATE = re.compile(rf"(?<![\w.:,-])(?:{_DAY_MONTH})(?![\w-])", re.IGNORECASE)
 _WHEN_NAMES = frozenset(MONTHS) | {f"{d}day" for d in ("mon", "tues", "wednes", "thurs", "fri", "satur", "sun")}
 
 
@@ -280,6 +294,12 @@ def _common_words() -> frozenset[str]:
 
 _MOVED_TO = frozenset(_STEMS(["next", "this", "coming", "following", "back", "forward", "out", "up", "now"]))
 
+
+# What a count of a thing is in its compound ("8 ingest workers", "12 worker nodes"): after
+# a number more than one, the noun counted is the plural one; a singular word before it says
+# which kind ("ingest"), not the unit. Words of magnitude count nothing ("2 million users").
+_MODIFIED_COUNT = re.compile(r"\s+([a-z]+)\b(?![-'’])", re.IGNORECASE)
+_MAGNITUDES = frozenset({"hundred", "thousand", "million", "billion", "trillion", "k", "m", "bn", "dozen"})
 
 # a count in a unit and what it counts, said as one: "2-space indentation", "30-day retention"
 _COUNTED = re.compile(r"(?<![\w.])\d[\d.,]*[\s-]*([a-z]+)[\s-]+([a-z][\w-]*)", re.IGNORECASE)

@@ -30,6 +30,7 @@ from .patterns import (
     CLAIM_STOPWORDS,
     CORRECTING,
     MONTH_STEMS,
+    PRESENCES,
     _not_qualifiers,
 )
 from .reasons import CHANGED_CLOSE, DENIES, MAY_UPDATE, SAME_SUBJECT
@@ -41,6 +42,7 @@ from .values import (
     _unaddressed,
     _value_kinds,
     _value_stems,
+    present,
     reschedules,
     stated_values,
 )
@@ -110,7 +112,7 @@ def own_words_apart(a: Claim, b: Claim) -> bool:
 
 def _content_reason(a: Claim, b: Claim, cosine: Cosine, one_subject: bool) -> str | None:
     """`conflict_reason` from what the two claims say (their titles' words included)."""
-    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a):
+    if _ends(a, b) or _ends(b, a) or _back_from(a, b) or _back_from(b, a) or _left(a, b) or _left(b, a):
         return "same subject, one says it ended"
     if _denies(a, b):
         return DENIES
@@ -234,6 +236,20 @@ def _back_from(a: Claim, b: Claim) -> bool:
     return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
 
 
+def _left(a: Claim, b: Claim) -> bool:
+    """`a` says its one is now away from where `b` says the same one is (`PRESENCES`: "I
+    work remotely now" / "I commute to the office daily"): the presence `b` states ended, as
+    a return ends an absence (`_back_from`); `a` must say it changed (`Claim.changes`: a
+    standing "I work remotely" beside "I'm in the office on Tuesdays" may be a mix)."""
+    if a.changes is None or not a.away or a.negated or b.negated:
+        return False
+    left = a.away & present(_stance(b.item.content))
+    # not a mix: "I work from home now, except Tuesdays when I go into the office"
+    if not left or any(PRESENCES[n][0].search(a.item.content) for n in left):
+        return False
+    return (a.of_writer and b.of_writer) or (bool(a.persons) and a.persons == b.persons)
+
+
 def _unit_differs(a: Claim, b: Claim) -> bool:
     """Both count something in the same unit, with different numbers ("4 spaces" / "2-space"):
     like a retired value, it says they are about one thing (counted once per shared unit)."""
@@ -312,6 +328,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if _moved_within(a, b) or _moved_within(b, a) or _counted_alike_across_scopes(a, b):
         return True
+    if _changed_count_of(a, b) or _changed_count_of(b, a):
+        return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
     if shared < 2 or overlap < 0.5:
@@ -385,6 +403,17 @@ def _moved_within(a: Claim, b: Claim) -> bool:
         return False
     named = set(a.subject) - _change_words(_RESCHEDULED, a.content) - _MOVED_TO
     return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+def _changed_count_of(a: Claim, b: Claim) -> bool:
+    """`a` says it changed to a count of what `b` names before its value, in `b`'s unit ("We
+    moved to 3-week sprints" / "Sprints are two weeks long"): a change names what it changed
+    short, as a move does (`_moved_within`), the words of the change left out; and both
+    count in one unit, as "sprints" is counted in weeks by both."""
+    if a.changes is None or not b.subject or not a.units & b.units:
+        return False
+    counted = {thing for _, thing in _counted(a.item.content)}
+    return bool(counted & set(b.subject))
 
 
 def _counted_alike_across_scopes(a: Claim, b: Claim) -> bool:

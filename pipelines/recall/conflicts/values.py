@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import calendar
 import re
 from collections.abc import Iterable
 from datetime import date
 
-from ..dates import written_dates
-from ..lexical import STOPWORDS, words
+from ..dates import MONTHS, written_dates
+from ..lexical import STOPWORDS, lemma, words
 from .patterns import (
+    _CHANGED,
     _CLOCK,
     _CLOCK_RANGE,
     _CLOCK_UNITS,
@@ -17,7 +19,9 @@ from .patterns import (
     _DATE,
     _DIGIT,
     _HONORIFIC,
+    _MAGNITUDES,
     _MEASURED,
+    _MODIFIED_COUNT,
     _NAME,
     _NAMED_FORM,
     _NAMED_NUMBER,
@@ -37,8 +41,10 @@ from .patterns import (
     _UNIT_SPLIT,
     _VOCATIVE,
     _WHEN_NAMES,
+    _YEARLESS_DATE,
     ABSENCES,
     MONTH_STEMS,
+    PRESENCES,
     UNIT_SCALE,
     _first_names,
 )
@@ -53,10 +59,25 @@ def reschedules(text: str) -> bool:
 
 def absences_ended(text: str) -> str:
     """The words of the absences a return in `text` ends (`ABSENCES`: "I'm back in the
-    office" -> "remote remotely home ..."), to find the stored claims that say them: "" when
-    it says no one is back."""
+    office" -> "remote remotely home ..."), and of the presences an absence it says began
+    ends (`PRESENCES`: "I work remotely now" -> "office commute ..."), to find the stored
+    claims that say them: "" when it says no one is back nor now away."""
     stated = _stance(text or "")
-    return " ".join(said for back, _, said in ABSENCES if back.search(stated))
+    ended = [said for back, _, said in ABSENCES if back.search(stated)]
+    if _CHANGED.search(stated):
+        ended += [PRESENCES[n][1] for n in absent(stated) if PRESENCES[n] is not None]
+    return " ".join(ended)
+
+
+def absent(stated: str) -> frozenset[int]:
+    """Where (indices of `ABSENCES`) `stated` says its one is away from, not back at."""
+    return frozenset(n for n, (back, away, _) in enumerate(ABSENCES) if not back.search(stated) and away.search(stated))
+
+
+def present(stated: str) -> frozenset[int]:
+    """Where (indices of `PRESENCES`) `stated` says its one is, and not away from."""
+    return frozenset(n for n, there in enumerate(PRESENCES)
+                     if there is not None and there[0].search(stated) and not ABSENCES[n][1].search(stated))
 
 
 def stated_values(text: str) -> frozenset[str]:
@@ -89,6 +110,9 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         found |= {_iso(first, last) for _, _, (first, last) in dates}
         for start, end, _ in dates:
             text = text[:start] + " " * (end - start) + text[end:]
+    if _DIGIT.search(text) and _YEARLESS_DATE.search(text):  # "Dec 24" is "24 December" is "24 decemb"
+        found |= {_day_of_month(m) for m in _YEARLESS_DATE.finditer(text)}
+        text = _YEARLESS_DATE.sub(lambda m: " " * len(m.group(0)), text)
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _DIGIT.search(text):
@@ -100,7 +124,7 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         if "-" in rest or "–" in rest or " to " in rest:  # "200-300 ms": both ends, each in its unit
             rest = _RANGE.sub(r"\1 \3, \2 \3", rest)
         numbers = list(_NUMBER.finditer(rest))
-        found |= {_number_with_unit(m.group(0)) for m in numbers}
+        found |= {_number_with_unit(m.group(0), _counted_noun(rest, m)) for m in numbers}
     else:
         rest, numbers = text, []
     if _HONORIFIC.search(text):  # "Dr. Okafor": the name, read as one mid-sentence ("dr Okafor")
@@ -113,7 +137,44 @@ def _unaddressed_values(text: str) -> frozenset[str]:
                  and not (name.lower() in STOPWORDS and _NAMED_FORM.fullmatch(name))}
         found |= {name.lower() for name in named}
         found |= {f"{number} {_STEMS([name.lower()])[0]}" for number, name in _named_numbers(rest, numbers, named)}
+    # a day of a year is that day of its month too ("3 March 2027" states "March 3rd")
+    found |= {_month_day(v) for v in found if _DATE.fullmatch(v)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def _month_day(iso: str) -> str:
+    """An ISO day ("2027-03-03") as the day of its month `_day_of_month` reads ("3 march")."""
+    return f"{int(iso[8:])} {_STEMS([calendar.month_name[int(iso[5:7])].lower()])[0]}"
+
+
+def _day_of_month(m: re.Match[str]) -> str:
+    """A day of a month without a year (`_YEARLESS_DATE`) as its day and its month's full
+    name, stemmed as a unit is ("Dec 24", "the 24th of December": "24 decemb")."""
+    g = m.groupdict()
+    month = calendar.month_name[MONTHS[(g["m1"] or g["m2"]).lower()]].lower()
+    return f"{int(g['d1'] or g['d2'])} {_STEMS([month])[0]}"
+
+
+def _counted_noun(text: str, m: re.Match[str]) -> str | None:
+    """The noun a whole number (`m`, a match of `_NUMBER` in `text`) counts when a singular
+    word between them says which kind (`_MODIFIED_COUNT`: "8 ingest workers": "workers",
+    not "ingest"); None when the word after the number is its unit, or none follows."""
+    number, unit = _UNIT_SPLIT.match(m.group(0).lower()).groups()
+    # "2-space tabs", "3-week sprints": joined to its number, the word is the unit
+    if not unit or not unit.isalpha() or not number.isdigit() or number in ("0", "1") or "-" in m.group(0):
+        return None
+    if unit in _NOT_UNITS or unit in _MAGNITUDES or unit in _TIME_ZONES or _plural(unit):
+        return None
+    if _STEMS([unit])[0] in UNIT_SCALE or unit in MONTHS:
+        return None
+    after = _MODIFIED_COUNT.match(text, m.end())
+    noun = after.group(1).lower() if after else ""
+    return noun if noun not in STOPWORDS and _plural(noun) else None
+
+
+def _plural(word: str) -> bool:
+    """A plural noun, by its lemma ("workers": "worker"; not "ingest", "status", "bus")."""
+    return word.endswith("s") and not word.endswith("ss") and lemma(word) != word
 
 
 def _clock_time(m: re.Match[str]) -> str:
@@ -168,11 +229,14 @@ def _iso(first: date, last: date) -> str:
     return first.isoformat()[:7] if first.day == 1 and first.month == last.month else f"{first}..{last}"
 
 
-def _number_with_unit(match: str) -> str:
+def _number_with_unit(match: str, counted: str | None = None) -> str:
     """"30 days" and "30days" are "30 days"; "9:30 on" and "8080 is" are "9:30" and "8080":
     the word after a number is its unit only when it is not a function word. A duration or a
-    size is one value in its base unit ("30 minutes" and "0.5 hours" are "1800 second")."""
+    size is one value in its base unit ("30 minutes" and "0.5 hours" are "1800 second").
+    `counted`: the noun counted beyond the word after the number (`_counted_noun`), its unit."""
     number, unit = _UNIT_SPLIT.match(match.lower().replace(",", ".")).groups()
+    if counted:
+        unit = counted
     if len(number) == 5 and number[0] == "0" and number[2] == ":":  # "09:30" is "9:30"
         number = number[1:]
     if not unit or unit in _NOT_UNITS or (":" in number and unit not in _TIME_ZONES):
@@ -191,7 +255,7 @@ def _unit_words(text: str) -> set[str]:
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     out = set()
     for m in _NUMBER.finditer(text):
-        unit = _UNIT_SPLIT.match(m.group(0).lower().replace(",", ".")).group(2)
+        unit = _counted_noun(text, m) or _UNIT_SPLIT.match(m.group(0).lower().replace(",", ".")).group(2)
         if unit and unit not in _NOT_UNITS:
             out.add(unit)
     return out
@@ -208,6 +272,8 @@ def _date_words(text: str) -> set[str]:
     for start, end, _ in written_dates(text, patterns=MONTH_DATE_PATTERNS):
         part = _PART_OF.search(text, 0, start)
         out.update(words(text[part.start() if part else start:end]))
+    if _DIGIT.search(text):
+        out.update(w for m in _YEARLESS_DATE.finditer(text) for w in words(m.group(0)))
     return out
 
 

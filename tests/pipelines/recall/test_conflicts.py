@@ -26,6 +26,7 @@ from pipelines.recall.conflicts import (
     groups_in,
     groups_with_pairs,
     is_claim,
+    of_two_people,
     read_claim,
     resolve,
     stated_values,
@@ -51,7 +52,8 @@ def pairs(items) -> set[frozenset[str]]:
 def test_values_are_numbers_with_units_times_dates_and_names():
     assert stated_values("Telemetry retention is 30 days.") == {"2592000 second"}  # a duration, in seconds
     assert stated_values("Standup is at 09:30.") == stated_values("Standup is at 9:30.") == {"9:30"}  # one time
-    assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "caroline", "paris"}
+    # a day of a year states that day of its month too (what "January 2nd", said without a year, states)
+    assert stated_values("We met Caroline in Paris on 2024-01-02.") == {"2024-01-02", "2 januari", "caroline", "paris"}
     assert stated_values("Orion telemetry is stored in TimescaleDB.") == {"timescaledb"}
     assert stated_values("The cluster runs in eu-central-1.") == {"eu-central-1"}  # a code, one value
 
@@ -78,7 +80,7 @@ def test_same_subject_with_different_values_conflicts_under_any_title():
 
 
 def test_a_date_written_with_its_month_is_one_value_equal_to_its_iso_form():
-    assert stated_values("Orion v2 ships on March 3, 2027.") == {"2027-03-03"}
+    assert stated_values("Orion v2 ships on March 3, 2027.") == {"2027-03-03", "3 march"}
     assert stated_values("Orion v2 ships on 3rd March 2027.") == stated_values("Orion v2 ships on 2027-03-03.")
     assert stated_values("The audit is in June 2027.") == {"2027-06"}
     same = [claim("a", "Ship date", "Orion v2 ships on March 3, 2027."),
@@ -945,12 +947,15 @@ def _plain_stated_values(text, number, name):
     """stated_values as written before its shortcuts (no digit: no number; no name: no sentence starts)."""
     text = conflicts._RETIRED.sub(lambda m: " " * len(m.group(0)), text)
     text = conflicts._VOCATIVE.sub(conflicts._blank_vocative, text)
+    days = {conflicts._day_of_month(m) for m in conflicts._YEARLESS_DATE.finditer(text)}
+    text = conflicts._YEARLESS_DATE.sub(lambda m: " " * len(m.group(0)), text)
     text = conflicts._NUMBER_WORD.sub(lambda m: conflicts._NUMBER_WORDS[m.group(0).lower()], text)
     text = conflicts._CLOCK_RANGE.sub(r"\1 and ", conflicts._CLOCK.sub(conflicts._clock_time, text))
     found = set(conflicts._DATE.findall(text)) | {m.group(0).lower() for m in conflicts._CODE.finditer(text)}
     rest = conflicts._RANGE.sub(r"\1 \3, \2 \3", conflicts._DATE.sub(" ", text))
     numbers = list(number.finditer(rest))
-    found |= {conflicts._number_with_unit(m.group(0)) for m in numbers}
+    found |= {conflicts._number_with_unit(m.group(0), conflicts._counted_noun(rest, m)) for m in numbers}
+    found |= days | {conflicts._month_day(v) for v in found if conflicts._DATE.fullmatch(v)}
     starts = {m.group(1) for m in conflicts._SENTENCE_START.finditer(text)}
     named = {m.group(0) for m in name.finditer(text) if m.group(0) not in starts}
     found |= {n.lower() for n in named}
@@ -1419,6 +1424,52 @@ def test_a_return_ends_an_absence_from_where_it_is_back_under_any_title(away: st
     assert (reason == "same subject, one says it ended") is ends, reason
     if ends:  # what to look for among stored claims: the absence's words
         assert set(conflicts.absences_ended(back).split()) & set(away.lower().rstrip(".").split())
+
+
+@pytest.mark.parametrize(("there", "away", "ends"), [
+    ("I commute to the office daily.", "I work remotely now.", True),
+    ("I'm in the office four days a week.", "I switched to working from home.", True),
+    ("I commute to the office daily.", "I work remotely.", False),  # says no change: may be a mix
+    ("I'm in the office on Tuesdays.", "I work from home now, except Tuesdays when I go into the office.", False),
+    ("Ben commutes to the office daily.", "I work remotely now.", False),  # someone else
+    ("I commute to the office daily.", "I don't work remotely now.", False),
+])
+def test_now_away_from_where_one_was_ends_being_there(there: str, away: str, ends: bool) -> None:
+    """`PRESENCES`: one says its one is now away from where the other says the same one is."""
+    reason = conflict_reason(read_claim(claim("a", "Commute", there)), read_claim(claim("b", "Work setup", away)))
+    assert (reason == "same subject, one says it ended") is ends, reason
+    if ends:  # what to look for among stored claims: the presence's words
+        assert set(conflicts.absences_ended(away).split()) & set(there.lower().rstrip(".").split())
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("The launch is on Dec 24.", {"24 decemb"}),
+    ("The launch is on 24 December.", {"24 decemb"}),
+    ("The party is on the 24th of December.", {"24 decemb"}),
+    ("Launch is Dec. 24th", {"24 decemb"}),
+    ("Public launch is on 2026-12-24.", {"2026-12-24", "24 decemb"}),  # a day of a year is a day of its month
+    ("We run 8 ingest workers in production.", {"8 worker"}),  # the noun counted, not the word naming its kind
+    ("Production ingest has 12 workers now.", {"12 worker"}),
+    ("We indent with 2-space tabs.", {"2 space"}),  # joined by a hyphen, the word is the unit
+    ("We have 2 million users.", {"2 million"}),  # a magnitude counts nothing
+    ("Each worker has a 2 gb memory limit.", {"2000000000 byte"}),  # a unit, not the noun after it
+])
+def test_yearless_days_and_counted_nouns(text: str, values: set[str]) -> None:
+    assert stated_values(text) == values
+
+
+def test_a_change_to_a_count_of_what_the_other_names_is_one_subject() -> None:
+    old = read_claim(claim("a", "Sprint length", "Sprints are two weeks long."))
+    assert conflict_reason(old, read_claim(claim("b", "Sprint cadence", "We moved to 3-week sprints."))) is not None
+    # not a change: two counts under two titles
+    assert conflict_reason(old, read_claim(claim("c", "Retro cadence", "We hold 3-week retros."))) is None
+
+
+def test_us_the_country_is_not_the_writer() -> None:
+    us = read_claim(claim("a", "Pricing", "US customers pay 20 dollars a month."))
+    assert not us.first_person
+    assert read_claim(claim("b", "Pricing", "Send us the invoice by 3 May.")).first_person
+    assert not of_two_people(us, read_claim(claim("c", "Pricing", "Ben's customers pay 25 dollars a month.")))
 
 
 def test_a_text_that_says_no_one_is_back_looks_for_no_absence():
