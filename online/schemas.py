@@ -154,6 +154,9 @@ class HitOut(msgspec.Struct, kw_only=True):
     # A raw turn a claim was said in that curated corrections replaced since: their ids, the
     # latest first (the block marks it said earlier, `render.REPLACED_SINCE`); [] otherwise.
     replaced_by: list[str] = []
+    # A curated claim its author said otherwise of in later turns no memory was kept of: their
+    # ids, the latest first (the block marks it SAID_LATER, `render.said_later_note`); [] otherwise.
+    said_later: list[str] = []
 
 
 class RecallResponse(msgspec.Struct, kw_only=True):

@@ -40,6 +40,9 @@ def hit_out(hit: Any, zone: tzinfo | None = None) -> dict[str, Any]:
         **({"window": hit.window} if getattr(hit, "window", "") else {}),
         # a turn whose claim curated corrections replaced since: which (`episodic.replaced_by`)
         **({"replaced_by": list(hit.replaced_by)} if getattr(hit, "replaced_by", ()) else {}),
+        # a claim its author said otherwise of in later turns not kept as memory: which
+        # (`episodic.said_later_otherwise`)
+        **({"said_later": list(hit.said_later)} if getattr(hit, "said_later", ()) else {}),
     }
 
 

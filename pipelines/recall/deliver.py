@@ -19,6 +19,9 @@ the query found. Of two injected turns of one speaker the later of which says ot
 earlier (`later_first`). A turn a claim was said in that a curated correction replaced since
 (`episodic.replaced_by`) is marked as said earlier, naming the correction, and comes after
 it (`after_corrections`): the correction is what holds, the turn what was said then.
+A curated claim its author said otherwise of in a later turn no memory was kept of
+(`episodic.said_later_otherwise`: "Actually swim is back to Tuesdays") still leads, and is
+marked SAID_LATER quoting that turn, in the block, the catalog and the hit (`said_later`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,15 @@ from pipelines.records import MemoryItem, parse_time
 
 from .candidates import Candidate
 from .conflicts import CORRECTED
-from .episodic import is_message, said_otherwise_by, said_stems, said_time, says_something_asked, states_nothing
+from .episodic import (
+    is_message,
+    said_later_otherwise,
+    said_otherwise_by,
+    said_stems,
+    said_time,
+    says_something_asked,
+    states_nothing,
+)
 from .lexical import normalise_label
 from .render import (
     Entry,
@@ -69,6 +80,9 @@ class Hit(msgspec.Struct, kw_only=True):
     window: str = ""  # its validity window at the time of asking: ENDED / UPCOMING / "" (`MemoryItem.window_state`)
     # a raw turn a claim was said in that curated corrections replaced since: their ids (`episodic.replaced_by`)
     replaced_by: list[str] = []
+    # a curated claim its author said otherwise of in later turns no memory was kept of:
+    # their ids, the latest first (`episodic.said_later_otherwise`)
+    said_later: list[str] = []
 
 
 HeldAgainst = Callable[[MemoryItem], Iterable[MemoryItem]]  # `VisibleCorpora.held_against`
@@ -105,19 +119,21 @@ def _flagged_with(c: Candidate, held: _Held) -> list[str]:
 
 
 def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None,
-           replaced_by: Sequence[str] = ()) -> Entry:
+           replaced_by: Sequence[str] = (), said_later: Sequence[MemoryItem] = ()) -> Entry:
     if is_message(c.item):
         return Entry(c.id, format_turn(c.item, said_otherwise_by, now.tzinfo if now else None, replaced_by),
                      False, True)
     pending = held.pending(c)
     if c.resolution == "related":  # notes under one title, neither correcting the other
         related = held.shown(c.conflict_with)
-        return Entry(c.id, format_entry(c.item, same_title=related, pending=pending, now=now), bool(related))
+        return Entry(c.id, format_entry(c.item, same_title=related, pending=pending, now=now, said_later=said_later),
+                     bool(related))
     if c.resolution == CORRECTED:  # a note a correction of one detail left standing
-        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending, now=now), True)
+        return Entry(c.id, format_entry(c.item, corrected_by=c.conflict_with, pending=pending, now=now,
+                                        said_later=said_later), True)
     flagged = _flagged_with(c, held)
     scoped = c.resolution == "scope"
-    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending, now=now),
+    return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending, now=now, said_later=said_later),
                  bool(flagged) or scoped)
 
 
@@ -149,7 +165,7 @@ def _taken_over(now_item: MemoryItem, later: MemoryItem) -> bool:
 
 
 def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | None = None,
-         replaced_by: Sequence[str] = ()) -> Hit:
+         replaced_by: Sequence[str] = (), said_later: Sequence[MemoryItem] = ()) -> Hit:
     # A hit (for programs) names every claim contesting it, the held ones too.
     related = c.resolution == "related"
     return Hit(item=c.item, score=round(c.score, 6), components=c.components, source=c.source,
@@ -157,7 +173,7 @@ def _hit(c: Candidate, delivery: str, low: bool, held: _Held, now: datetime | No
                same_title=list(c.conflict_with) if related else [],
                resolution=c.resolution, delivery=delivery, always=c.always, low_confidence=low,
                pending_review="" if is_message(c.item) else held.pending(c), window=c.item.window_state(now),
-               replaced_by=list(replaced_by))
+               replaced_by=list(replaced_by), said_later=[t.id for t in said_later])
 
 
 def _once_each(ordered: list[Candidate]) -> list[Candidate]:
@@ -266,6 +282,9 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     for turn_id, fixes in restating_replaced(ordered, pool).items():
         replaced[turn_id] = [*replaced.get(turn_id, ()), *(f for f in fixes if f not in replaced.get(turn_id, ()))]
     ordered = after_corrections(ordered, replaced)
+    # curated claims said otherwise of later, in turns found with them (`said_later_otherwise`)
+    later = said_later_otherwise([c.item for c in ordered if not is_message(c.item)],
+                                 [c.item for c in ordered if is_message(c.item)], (c.item for c in pool))
 
     def injectable(c: Candidate) -> bool:
         floor = (opts.message_confidence_threshold if is_message(c.item)
@@ -277,31 +296,33 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     if mode in ("inject", "hybrid"):
         shown = [c for c in ordered
                  if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
-        injection, injected = pack_injection([_entry(c, held, now=now, replaced_by=replaced.get(c.id, ()))
+        injection, injected = pack_injection([_entry(c, held, now=now, replaced_by=replaced.get(c.id, ()),
+                                                     said_later=later.get(c.id, ()))
                                               for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room
             injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ()), now,
-                                                         replaced.get(c.id, ()))
+                                                         replaced.get(c.id, ()), later.get(c.id, ()))
                                                   for c in shown],
                                                  settings.inject_budget_tokens)
     chosen = set(injected)
     by_id = {c.id: c for c in ordered}
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
-    hits = [_hit(c, "inject", False, held, now, replaced.get(c.id, ())) for c in in_block]
+    hits = [_hit(c, "inject", False, held, now, replaced.get(c.id, ()), later.get(c.id, ())) for c in in_block]
     entries: list[dict[str, Any]] = []
     if mode != "inject":
         for c in ordered:
             if c.id in chosen or len(entries) >= settings.catalog_k:
                 continue
             low = not injectable(c)
-            hits.append(_hit(c, "catalog", low, held, now, replaced.get(c.id, ())))
+            hits.append(_hit(c, "catalog", low, held, now, replaced.get(c.id, ()), later.get(c.id, ())))
             entries.append(catalog_entry(c.item, c.score, _flagged_with(c, held), low,
                                          same_title=held.shown(c.conflict_with) if c.resolution == "related" else (),
                                          corrected_by=(replaced.get(c.id, ()) if is_message(c.item) else
                                                        c.conflict_with if c.resolution == CORRECTED else ()),
-                                         pending="" if is_message(c.item) else held.pending(c), now=now))
+                                         pending="" if is_message(c.item) else held.pending(c), now=now,
+                                         said_later=later.get(c.id, ())))
     return hits, injection, catalog(entries)
 
 

@@ -36,6 +36,12 @@
   shown after it (`replaced_by`): "We decided: Porto for the offsite" once "Change of plan:
   Lisbon" was kept. The conflict rule need not read the two alike: the correction says
   which claims it replaced, and each claim where it was said.
+- A curated claim its own author (or the one who approved it) said otherwise of in a later
+  turn no memory was kept from ("Actually swim is back to Tuesdays", weeks after "Swim is on
+  Thursdays" was stored) is marked as said otherwise later, quoting that turn, not yet
+  confirmed (`said_later_otherwise`): the claim still leads, as curated, but no longer reads
+  as unchallenged. A question ("is swim still on Thursdays?"), an assistant's guess or a turn
+  said before the claim marks nothing.
 """
 
 from __future__ import annotations
@@ -51,11 +57,14 @@ import msgspec
 import numpy as np
 
 from pipelines.first_person import FIRST_PERSON_SINGULAR
-from pipelines.materialize import in_quarantine, replaced_turns
+from pipelines.materialize import in_quarantine, replaced_turns, said_in
 from pipelines.policy_rules.findings import REDACTED, REDACTION_MARKER
 from pipelines.records import MemoryItem, parse_time
 
-from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, conflict_reason, read_claim
+from .conflicts import DENIES, MAY_UPDATE, MONTH_STEMS, Claim, authors, conflict_reason, read_claim, restates
+from .conflicts.patterns import _HABIT
+from .conflicts.patterns import _STEMS as _CLAIM_STEMS
+from .conflicts.rule import _values_disagree, reschedules, stands_in
 from .dates import MONTHS, WEEKDAYS
 from .lexical import SMALL_TALK, STOPWORDS, Stems, tokenize, words
 
@@ -462,6 +471,85 @@ def says_otherwise(later: MemoryItem, earlier: MemoryItem) -> bool:
     return later.id in said_otherwise_by([earlier, later]).get(earlier.id, ())
 
 
+def said_later_otherwise(claims: Sequence[MemoryItem], turns: Sequence[MemoryItem],
+                         curated: Iterable[MemoryItem] = ()) -> dict[str, list[MemoryItem]]:
+    """For each curated claim of `claims`, the raw turns of `turns` (the latest first) in
+    which, after it was stored, its author or its approver said otherwise of it in the user's
+    own voice (`said_by_the_user`) and no memory was kept of it: not a turn a curated item of
+    `claims` or `curated` was said in (`materialize.said_in`), nor one restating a curated item
+    stored after it (`conflicts.restates`). Only what the turn states counts (its questions
+    are left out: "is swim still on Thursdays?" asks, it says nothing). Otherwise: the
+    conflict rule reads the two as saying different things of one subject (`_otherwise`),
+    or, a short turn naming little of the subject, it says that something changed or
+    corrects ("Actually swim is back to Tuesdays"), states a value the claim's disagrees
+    with, and shares with it a word of the subject that is no name (`_elliptic_otherwise`)."""
+    said = [(t, when) for t in turns if said_by_the_user(t) and not in_quarantine(t) and t.validation != "retracted"
+            and (when := said_time(t)) is not None and not _states_nothing(t.content)]
+    kept = [c for c in claims if not is_message(c) and c.validation != "retracted"]
+    if not said or not kept:  # most recalls (LoCoMo's every one): no curated claim, or no turn
+        return {}
+    every = [*kept, *(c for c in curated if not is_message(c))]
+    evidence = {t for c in every for t in said_in(c)}
+    out: dict[str, list[MemoryItem]] = {}
+    for claim in kept:
+        stored = parse_time(claim.created_at)
+        who = authors(claim) | _approver(claim)
+        if stored is None:
+            continue
+        later = [(when, t) for t, when in said if when > stored and t.scope.user_id in who
+                 and t.id not in evidence and _says_otherwise_of(t, claim)
+                 and not any(restates(t, c) for c in every
+                             if c.id != claim.id and (at := parse_time(c.created_at)) is not None and at >= when)]
+        if later:
+            out[claim.id] = [t for _, t in sorted(later, key=lambda p: p[0], reverse=True)]
+    return out
+
+
+def _approver(claim: MemoryItem) -> frozenset[str]:
+    review = claim.metadata.get("review")
+    by = review.get("by") if isinstance(review, dict) and review.get("decision") == "approve" else None
+    return frozenset((str(by),)) if by else frozenset()
+
+
+def _says_otherwise_of(turn: MemoryItem, claim: MemoryItem) -> bool:
+    stated = " ".join(p for p in _sentences(turn.content) if not p.endswith("?"))
+    if not stated:
+        return False
+    new, old = read_claim(msgspec.structs.replace(turn, title="", content=stated)), read_claim(claim)
+    if stands_in(new, old) or _one_day_only(stated):
+        return False  # "This week swim is on Friday instead", "No swim this Thursday": beside it
+    return _otherwise(new, old) or _elliptic_otherwise(new, old)
+
+
+# A day the turn speaks of alone ("this Thursday", "tomorrow", "tonight"): with no habit
+# ("Tuesdays", "every week") and no move ("moved to"), it is one occasion, not a change.
+_ONE_DAY = re.compile(
+    r"\b(?:(?:this|next|coming)\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day|tomorrow|today|tonight)\b", re.IGNORECASE)
+
+
+def _one_day_only(text: str) -> bool:
+    return _ONE_DAY.search(text) is not None and not (reschedules(text) or _HABIT.search(text))
+
+
+def _elliptic_otherwise(new: Claim, old: Claim) -> bool:
+    """A short later turn that names little of what the claim is about: "Actually swim is
+    back to Tuesdays" of "Swim schedule: Leo's swimming lessons are on Thursdays at 5pm". It
+    says something changed or corrects (`Claim.changes`), or retires the claim's value; the
+    two state values neither holds all of; and what it talks of besides its values, names and
+    words of change is mostly the claim's: more words shared than not ("Leo has football on
+    Tuesdays now", "Actually Leo's piano lessons are on Tuesdays" talk of another thing)."""
+    if (new.changes is None and not new.retired & old.values) or not _values_disagree(new, old):
+        return False
+    valued = _CLAIM_STEMS(sorted(new.values | old.values))
+    about = new.words - set(valued) - new.persons - new.named - _CHANGE_WORDS
+    shared = about & old.words
+    return bool(shared) and len(about - shared) < len(shared)
+
+
+_CHANGE_WORDS = frozenset(_CLAIM_STEMS(["back", "actually", "again", "now", "instead", "moved", "changed", "still",
+                                  "anymore", "longer", "switched"]))
+
+
 def said_on(item: MemoryItem, zone: tzinfo | None = None) -> str:
     """The day a turn was said as the block and the catalog show it: the asker's (`zone`)."""
     day = said_date(item, zone)
@@ -485,7 +573,7 @@ def turn_title(item: MemoryItem, zone: tzinfo | None = None) -> str:
 
 
 __all__ = ["SMALL_TALK", "for_another_chat", "gist", "is_message", "is_proposal_carrier",
-           "is_small_talk", "limits_to_its_chat", "named_words",
+           "is_small_talk", "limits_to_its_chat", "named_words", "said_later_otherwise",
            "only_asks", "proposal_carrier_text", "replaced_by",
            "said_by_the_user", "said_date", "said_on", "said_otherwise_by", "said_time", "says_otherwise",
            "says_something_asked", "speaker_of", "stated_of_self", "stated_words", "states_nothing",

@@ -275,10 +275,11 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     best = max((c.relevance for c in rest), default=0.0)
     titles: dict[str, frozenset[str]] = {}  # the curated claims ranked first
     weaker: dict[str, frozenset[str]] = {}  # the others: they may override one on its subject
+    said_with = _exchange_relevance(search, rest)
     for c in rest:
         if is_message(c.item):
             continue
-        if not c.relevance >= curated_floor * best > 0:
+        if not max(c.relevance, said_with.get(c.id, 0.0)) >= curated_floor * best > 0:
             weaker[c.id] = search.view.corpora[c.ci].title_words(c.row)
             continue
         title = search.view.corpora[c.ci].title_key(c.row)
@@ -293,6 +294,23 @@ def rank(search: CandidateSearch, max_always: int, curated_floor: float
     _preferences_most_specific_first(rest)
     always, rest = _overrides_before_always(always, rest, lambda c: search.view.corpora[c.ci].title_words(c.row))
     return always, sorted(rest, key=Candidate.key)
+
+
+def _exchange_relevance(search: CandidateSearch, rest: Sequence[Candidate]) -> dict[str, float]:
+    """For each correction among `rest` (a claim that replaced another), the best relevance of
+    the turns of the exchange it was said in among them: asked "Rua Augusta?", the user's
+    "I moved from Rua Augusta 12! Now it's Rua das Flores 3." names the old value, the
+    correction kept from it does not, and it ranks at least with its own turn (curated first)."""
+    fixes = [c for c in rest if not is_message(c.item) and any(link.rel == "supersedes" for link in c.item.links)]
+    if not fixes:  # most recalls
+        return {}
+    turns = {c.id: c.relevance for c in rest if is_message(c.item)}
+    out = {}
+    for c in fixes:
+        said = [turns[i] for i in search._exchange_of(c.item) if i in turns]
+        if said:
+            out[c.id] = max(said)
+    return out
 
 
 def _overrides_before_always(always: list[Candidate], rest: list[Candidate],

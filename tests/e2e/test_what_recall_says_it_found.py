@@ -168,6 +168,9 @@ def test_a_turn_repeating_a_replaced_value_is_marked_and_follows_the_correction(
     # the turn that told of the move names the new value: evidence of the correction, unmarked
     told = [h for h in answer["hits"] if h["content"].startswith("I moved from")]
     assert told and not told[0].get("replaced_by"), answer["hits"]
+    # ... and the correction kept from it comes first, curated, though only the turn names
+    # "Rua Augusta": a correction ranks at least with its own exchange's turn
+    assert ids.index(fix) < ids.index(told[0]["id"]), ids
     if surface in ("inject", "hybrid", "default"):
         entry = answer["injection"].partition(STALE)[2].partition("[/TURN]")[0]
         assert f"a later memory, {fix}, says otherwise" in entry, answer["injection"]
