@@ -57,3 +57,11 @@ def test_a_negation_that_asks_what_the_claim_says_denies_nothing_of_it() -> None
     assert conflict_reason(none, nuts) is not None
     denied = read_claim(item("d", "Leo's nut allergy", "Leo is not allergic to peanuts and tree nuts."))
     assert conflict_reason(denied, school) == DENIES
+
+
+def test_recall_finds_a_change_to_a_count_of_what_the_other_counts() -> None:
+    """`_changed_count_of` is one subject in `find_conflicts` (recall, /v1/conflicts) as at write."""
+    moved = item("a", "Sprint cadence", "We moved to 3-week sprints.")
+    length = item("b", "Sprint length", "Sprints are two weeks long.")
+    assert conflict_reason(read_claim(moved), read_claim(length)) == SAME_SUBJECT
+    assert [why for *_, why in find_conflicts([moved, length])] == [SAME_SUBJECT]
