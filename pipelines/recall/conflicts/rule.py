@@ -420,11 +420,14 @@ def _placed_apart(a: Claim, b: Claim) -> bool:
     """Under two titles, both put one thing in places that exclude each other (`places`: "All
     customer data stays in the EU" / "Customer data for the analytics replica is stored in
     the US (us-east-1)", "Use eu-central-1 for the analytics replica" / "The analytics
-    replica goes to us-west-2"): what one names (two words at least, the words saying where
-    left out) the other names too. Not when a place names what is placed ("EU customer data
+    replica goes to us-west-2"): both say where it is (`_WHERE`; a thing may reach or sell to
+    many places), and what one names (two words at least, the words saying where left out)
+    the other names too. Not when a place names what is placed ("EU customer data
     is hosted in eu-west-1" / "US customer data ...": two things, each in its place)."""
     a_places, b_places = places(a.values), places(b.values)
     if not a_places or not b_places or a_places & b_places or a.title == b.title:
+        return False
+    if not (a.words & _WHERE and b.words & _WHERE):  # where it is, not where it reaches ("We ship to the EU")
         return False
     if _place_qualifies(a, a_places) or _place_qualifies(b, b_places):
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from pipelines.recall.conflicts import DENIES, SAME_SUBJECT, conflict_reason, find_conflicts, read_claim
+from pipelines.recall.conflicts.rule import _placed_apart
 from pipelines.records import MemoryItem, Scope
 
 
@@ -65,3 +66,9 @@ def test_recall_finds_a_change_to_a_count_of_what_the_other_counts() -> None:
     length = item("b", "Sprint length", "Sprints are two weeks long.")
     assert conflict_reason(read_claim(moved), read_claim(length)) == SAME_SUBJECT
     assert [why for *_, why in find_conflicts([moved, length])] == [SAME_SUBJECT]
+
+
+def test_where_a_thing_reaches_is_no_place_it_is_kept() -> None:
+    eu = item("e", "Shipping", "Orders ship to customers in the EU.")
+    us = item("u", "International shipping", "Orders ship to customers in the US.")
+    assert not _placed_apart(read_claim(eu), read_claim(us))  # (one subject all the same: its words before the value)
