@@ -276,8 +276,27 @@ def _denied(content: str, own_words: frozenset[str], title_words: frozenset[str]
         elif negation:
             # a negation after "and" / "but" denies what follows it: "Keep going and don't quit" denies quitting
             conjoined = _CONJOINED.search(text, 0, negation.start())
+            # one in a part after a colon or a comma that names something of its own denies that
+            # part, not what the clause stated before it: "Leo is allergic to nuts: nothing with
+            # nuts for him" (what the allergy asks); a bare one answers what precedes it and
+            # denies that ("Leo's allergies: none", "squash merging: no, we keep every commit")
+            part = _PART_START.search(text, 0, negation.start())
+            if part and not conjoined and _names_more(text[negation.end():]):
+                found += words(text[part.end():])
+                continue
             found += words(text[conjoined.start():] if conjoined else text)
     return (frozenset(_STEMS([w for w in found if w not in CLAIM_STOPWORDS])) | title_words) & own_words
+
+
+# The last colon, comma or dash before a negation in its clause (`_denied`).
+_PART_START = re.compile(r"[:,–—](?=[^:,–—]*$)")
+_PART_END = re.compile(r"[:,–—]")
+
+
+def _names_more(text: str) -> bool:
+    """The words after a negation, up to the next colon or comma, name something (a word not
+    a stopword): "nothing with nuts for him", not "none" or "no, ..."."""
+    return any(w not in CLAIM_STOPWORDS for w in words(_PART_END.split(text, maxsplit=1)[0]))
 
 
 def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[str]]:

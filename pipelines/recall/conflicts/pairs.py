@@ -18,9 +18,11 @@ from .rule import (
     RETIRING_SUBJECT_OVERLAP,
     SUBJECT_COSINE,
     SUBJECT_OVERLAP,
+    _changed_count_of,
     _counted_alike_across_scopes,
     _denies_said,
     _moved_within,
+    _placed_apart,
     _says_changed,
 )
 from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, SAYS_CHANGED, SPEAKER, ClaimTable
@@ -160,6 +162,17 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     if len(ask):  # two scopes count one thing in one unit (`_counted_alike_across_scopes`)
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_counted_alike_across_scopes(claim(x), claim(y))
+                                    for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
+    ask = np.flatnonzero(open_ & ~subject & (changes[i] | changes[j]) & (n_units[i] > 0) & (n_units[j] > 0)
+                         ) if changes.any() else _NO_ROWS
+    if len(ask):  # one says it changed to a count of what the other counts (`_changed_count_of`)
+        claim = _claims_of(table)
+        subject[ask] = np.fromiter((_changed_count_of(claim(x), claim(y)) or _changed_count_of(claim(y), claim(x))
+                                    for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
+    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & (shared >= 2) & ((kinds[i] & kinds[j] & 1) > 0))
+    if len(ask):  # both put one thing in places that exclude each other (`_placed_apart`): names both
+        claim = _claims_of(table)
+        subject[ask] = np.fromiter((_placed_apart(claim(x), claim(y))
                                     for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
     ask = np.flatnonzero(open_ & ~subject & (shared >= 2) & (overlap >= 0.5))
     if len(ask):  # one says it changed (`_says_changed`), else very close embeddings

@@ -42,6 +42,7 @@ from .values import (
     _unaddressed,
     _value_kinds,
     _value_stems,
+    places,
     present,
     reschedules,
     stated_values,
@@ -330,6 +331,8 @@ def _same_subject(a: Claim, b: Claim, cosine: Cosine, retiring: bool = False) ->
         return True
     if _changed_count_of(a, b) or _changed_count_of(b, a):
         return True
+    if _placed_apart(a, b):
+        return True
     if shared >= 2 and overlap >= RETIRING_SUBJECT_OVERLAP and _retires(a, b):
         return True
     if shared < 2 or overlap < 0.5:
@@ -403,6 +406,44 @@ def _moved_within(a: Claim, b: Claim) -> bool:
         return False
     named = set(a.subject) - _change_words(_RESCHEDULED, a.content) - _MOVED_TO
     return bool(named) and named <= b.words and not (_title_words(a) - b.words and _title_words(b) - a.words)
+
+
+# Words that say where a thing is, not what it is ("stays in", "is stored in", "goes to",
+# titles "residency", "location", "region"): two claims placing one thing may word them apart.
+_WHERE = frozenset(_STEMS(["stay", "stays", "stored", "store", "hosted", "host", "located", "location", "region",
+                           "regions", "residency", "resides", "lives", "live", "goes", "go", "runs", "run",
+                           "deployed", "deploy", "kept", "keep", "held", "hosting", "placed", "place", "where",
+                           "zone", "moved", "move", "sits", "use", "uses", "used"]))
+
+
+def _placed_apart(a: Claim, b: Claim) -> bool:
+    """Under two titles, both put one thing in places that exclude each other (`places`: "All
+    customer data stays in the EU" / "Customer data for the analytics replica is stored in
+    the US (us-east-1)", "Use eu-central-1 for the analytics replica" / "The analytics
+    replica goes to us-west-2"): both say where it is (`_WHERE`; a thing may reach or sell to
+    many places), and what one names (two words at least, the words saying where left out)
+    the other names too. Not when a place names what is placed ("EU customer data
+    is hosted in eu-west-1" / "US customer data ...": two things, each in its place)."""
+    a_places, b_places = places(a.values), places(b.values)
+    if not a_places or not b_places or a_places & b_places or a.title == b.title:
+        return False
+    if not (a.words & _WHERE and b.words & _WHERE):  # where it is, not where it reaches ("We ship to the EU")
+        return False
+    if _place_qualifies(a, a_places) or _place_qualifies(b, b_places):
+        return False
+    a_named = a.words - _WHERE - _value_stems(a_places)
+    b_named = b.words - _WHERE - _value_stems(b_places)
+    least = min(a_named, b_named, key=len)
+    return len(least) >= 2 and (a_named <= b_named or b_named <= a_named)
+
+
+def _place_qualifies(c: Claim, placed: frozenset[str]) -> bool:
+    """A place of `c` is written right before a word that is no stopword ("EU customers")."""
+    for place in placed:
+        for m in re.finditer(rf"(?<![\w-]){re.escape(place)}\s+([A-Za-z]+)", c.item.content, re.IGNORECASE):
+            if m.group(0)[:len(place)] != "us" and m.group(1).lower() not in CLAIM_STOPWORDS:
+                return True
+    return False
 
 
 def _changed_count_of(a: Claim, b: Claim) -> bool:

@@ -323,3 +323,18 @@ def _times(values: Iterable[str]) -> bool:
 
 def _value_stems(values: Iterable[str]) -> frozenset[str]:
     return frozenset(_STEMS(sorted(_value_words(values))))
+
+
+# Places that exclude one another as where a thing is kept: blocs of countries and cloud
+# regions ("EU" / "US", "eu-central-1" / "us-west-2": a region's code states its family,
+# `claim._read_claim`). Data kept in one is not kept in the other; a city, a country inside a
+# bloc ("Germany" / "EU") is no such pair, and is not read as one.
+_BLOCS = frozenset({"eu", "eea", "us", "usa", "uk", "emea", "apac", "latam", "americas"})
+_REGION_FAMILIES = frozenset({"us", "eu", "ap", "ca", "sa", "me", "af", "il", "mx", "cn", "uk", "asia", "europe",
+                              "australia", "northamerica", "southamerica", "westeurope", "northeurope"})
+
+
+def places(values: Iterable[str]) -> frozenset[str]:
+    """The values that are places of the kind `_BLOCS` holds, or cloud regions' codes."""
+    return frozenset(v for v in values
+                     if v in _BLOCS or (_CODE.fullmatch(v) and v.split("-", 1)[0] in _REGION_FAMILIES))
