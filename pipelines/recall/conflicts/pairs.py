@@ -126,11 +126,13 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         retiring = ((retires.take(at) > 0) | (retired_by.take(at) > 0) if retires is not None
                     else np.zeros(len(bi), bool))
         # or both count in one unit, differently (`_unit_differs`): half the words are enough
-        relaxed = retiring | (shared_unit.take(at) > shared_measure.take(at)) if shared_unit is not None else retiring
+        units_shared = shared_unit.take(at) if shared_unit is not None else np.zeros(len(at), np.int32)
+        relaxed = retiring | (units_shared > shared_measure.take(at)) if shared_unit is not None else retiring
         parts.append((bi + start, j, shared_all.take(at), shared_value.take(at),
                       _block_at(replacing, start, stop, n, at), _block_at(contradicting, start, stop, n, at),
-                      retiring, relaxed))
-    i, j, shared, shared_values, replaces, contradicts, retiring, relaxed = (np.concatenate(p) for p in zip(*parts))
+                      retiring, relaxed, units_shared))
+    i, j, shared, shared_values, replaces, contradicts, retiring, relaxed, units_shared = (
+        np.concatenate(p) for p in zip(*parts))
 
     # each pair's codes and counts, gathered once (the rule below reads most several times)
     title_i, title_j, n_values_i, n_values_j = title[i], title[j], n_values[i], n_values[j]
@@ -158,8 +160,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
         comparable = (kinds[x] & kinds[y]) > 0
-        if table.rows("units").indptr[-1]:
-            comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
+        comparable |= units_shared[ask] > 0  # or they count in one unit (the products' counts)
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
@@ -350,12 +351,16 @@ class _Lacking:
             return
         qs = [self.table.rows(name) for name in LACKED]
         held = np.concatenate([np.diff(q.indptr) for q in qs])  # per stacked row: its entries
-        stacked = np.zeros((len(qs) * n, width), np.float32)
-        stacked[np.repeat(np.arange(len(held)), held), np.concatenate([q.indices for q in qs])] = np.concatenate(
-            [q.data for q in qs])
-        if self._words_t is None:
-            self._words_t = np.ascontiguousarray(self.words(np.ones(width, bool)).T)
-        lacks = held[:, None] > stacked @ self._words_t  # row x of q holds a column row y's words lack
+        # over only the columns the stacked rows hold (titles, subjects, qualifiers, persons: a
+        # few of the words' columns); the others add nothing to a count
+        columns = np.concatenate([q.indices for q in qs])
+        mark = np.zeros(width, bool)
+        mark[columns] = True
+        position = np.cumsum(mark) - 1
+        stacked = np.zeros((len(qs) * n, int(position[-1]) + 1 if width else 0), np.float32)
+        stacked[np.repeat(np.arange(len(held)), held), position[columns]] = np.concatenate([q.data for q in qs])
+        words_t = np.ascontiguousarray(self.words(np.ones(width, bool))[:, mark].T)
+        lacks = held[:, None] > stacked @ words_t  # row x of q holds a column row y's words lack
         for k, name in enumerate(LACKED):
             self._matched[name] = lacks[k * n:(k + 1) * n]
 
