@@ -60,6 +60,7 @@ def of_the_caller(item: MemoryItem, user_id: str) -> bool:
 SCOPE_BOOST = {"session": 1.0, "project": 2 / 3, "user": 1 / 3, "org": 0.0}
 VALIDATION_BOOST = {"verified": 1.0, "unverified": 0.0, "contested": -1.0, "retracted": -2.0}
 CHANNELS = ("dense", "lexical", "labels")
+_RANK_KEYS = {ch: "rank_" + ch for ch in (*CHANNELS, "self", "listing", "said_when", "held_then")}  # components' names
 # The relevance of the caller's own memories for a question about the caller ("what do you
 # know about me?"): that of a good match for the first, slightly less down the channel's
 # order (importance, then confidence), so the order survives the scoring.
@@ -95,10 +96,11 @@ class Candidate:
     # when the question asks about, naming no subject ("what did we talk about yesterday?"),
     # or what the caller said of themselves, asked what is known about them.
     answers_as_listed: bool = False
+    # The item's id, kept beside it: read ~1,300 times a recall, an attribute rather than a property.
+    id: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def id(self) -> str:
-        return self.item.id
+    def __post_init__(self) -> None:
+        self.id = self.item.id
 
     def key(self) -> tuple:
         return (self.tier, -self.score, SCOPE_RANK[self.item.scope.kind], self.item.id)
@@ -239,6 +241,15 @@ class CandidateSearch:
         self.settings = settings
         self.view = view
         self.qvec = qvec
+        # `relevance`'s weights of the enabled channels (None: off) and their sum, read per
+        # candidate: made once (the options, and whether there is a query vector, stay).
+        enabled = [w if on else None for w, on in ((opts.w_dense, qvec is not None), (opts.w_lexical, opts.lexical),
+                                                   (opts.w_labels, opts.labels))]
+        weights = 0.0
+        for w in enabled:
+            weights += 0.0 if w is None else w
+        self._weights = (*enabled, weights)
+        self._scope_boosts = {kind: opts.w_scope * boost for kind, boost in SCOPE_BOOST.items()}
         self.terms = terms
         self.grams = grams
         self.now_ts = now_ts
@@ -654,18 +665,17 @@ class CandidateSearch:
 
     def relevance(self, dense: float, lexical: float, labels: int) -> float:
         """Absolute relevance in [0, 1]: the weighted mean of the enabled channels."""
-        opts = self.opts
-        weights, total = 0.0, 0.0
-        if self.qvec is not None:
-            weights += opts.w_dense
-            total += opts.w_dense * max(0.0, dense)
-        if opts.lexical:
-            weights += opts.w_lexical
-            total += opts.w_lexical * lexical
-        if opts.labels:
-            weights += opts.w_labels
-            total += opts.w_labels * (labels / (labels + 1))
-        return total / weights if weights else 0.0
+        w_dense, w_lexical, w_labels, weights = self._weights
+        if not weights:
+            return 0.0
+        total = 0.0
+        if w_dense is not None:
+            total += w_dense * (dense if dense > 0.0 else 0.0)
+        if w_lexical is not None:
+            total += w_lexical * lexical
+        if w_labels is not None:
+            total += w_labels * (labels / (labels + 1))
+        return total / weights
 
     def signals(self, ci: int, rows: Sequence[int]) -> list[tuple[float, float, int]]:
         """(dense cosine, normalised lexical, label matches) for rows of one corpus."""
@@ -715,7 +725,7 @@ class CandidateSearch:
         opts, item = self.opts, cand.item
         boosts: dict[str, float] = {}
         if opts.scope_priority:
-            boosts["scope"] = opts.w_scope * SCOPE_BOOST[item.scope.kind]
+            boosts["scope"] = self._scope_boosts[item.scope.kind]
         if opts.recency:
             if math.isnan(then):
                 boosts["recency"] = 0.0
@@ -759,9 +769,9 @@ class CandidateSearch:
         cand.dense, cand.lexical, cand.labels = dense, lexical, labels
         relevance = cand.relevance = self.relevance(dense, lexical, labels)
         ranks = cand.ranks
-        listed = [ranks[ch] for ch in self.listed if ch in ranks]
-        cand.answers_as_listed = ("said_when" in ranks and "said_when" in self.listed) or (
-            "self" in ranks and "self" in self.listed and cand.item.type == "message")
+        listed = [ranks[ch] for ch in self.listed if ch in ranks] if ranks else ()  # pulled in: no ranks
+        cand.answers_as_listed = bool(ranks) and (("said_when" in ranks and "said_when" in self.listed) or (
+            "self" in ranks and "self" in self.listed and cand.item.type == "message"))
         if listed:
             # A question about the caller, a kind of memory or a time: each one listed answers it.
             own = min(listed)
@@ -770,7 +780,7 @@ class CandidateSearch:
         comps: dict[str, float] = {"dense": dense, "lexical": lexical, "labels": float(labels),
                                    "relevance": relevance, "fused": fused}
         for ch, rank in ranks.items():
-            comps["rank_" + ch] = float(rank)
+            comps[_RANK_KEYS.get(ch) or "rank_" + ch] = float(rank)
         boosts = self._boosts(cand, then)
         comps.update(boosts)
         if cand.always:

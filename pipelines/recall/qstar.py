@@ -126,6 +126,9 @@ class Evidence:
     relevance: float
     vector: np.ndarray | None = None
     terms: frozenset[str] = frozenset()
+    # Read by every node that holds the item (`QStarSearch.score`): made once per item.
+    _quality: float | None = field(default=None, init=False, repr=False, compare=False)
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.terms:
@@ -141,6 +144,20 @@ class Evidence:
     @property
     def tokens(self) -> int:
         return estimate_tokens(f"{self.item.title}\n{self.item.content}")
+
+    @property
+    def quality(self) -> float:
+        """`provenance_quality` of the item."""
+        if self._quality is None:
+            self._quality = provenance_quality(self.item)
+        return self._quality
+
+    @property
+    def text(self) -> str:
+        """The item's content normalised (`normalise_label`: near-duplicates compare so)."""
+        if self._text is None:
+            self._text = normalise_label(self.item.content)
+        return self._text
 
 
 class MemoryExpander(Protocol):
@@ -256,7 +273,7 @@ class QStarSearch:
         n = len(support)
         rel = [e.relevance for e in support] + [d.score for d in docs]
         R = float(np.mean(rel)) if rel else 0.0
-        prov = [provenance_quality(e.item) for e in support] + [
+        prov = [e.quality for e in support] + [
             1.0 if d.content_hash else 0.7 for d in docs
         ]
         P = float(np.mean(prov)) if prov else 0.0
@@ -278,7 +295,7 @@ class QStarSearch:
         seen_hash: set[str] = set()
         seen_text: set[str] = set()
         for i, e in enumerate(support):
-            text = normalise_label(e.item.content)
+            text = e.text
             dup[i] = e.item.content_hash in seen_hash or bool(text and text in seen_text)
             seen_hash.add(e.item.content_hash)
             if text:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from .candidates import Candidate, CandidateSearch
 from .episodic import is_message
 
 FLAGGED = ("ambiguous", "flagged", "scope")
+_by_id = attrgetter("id")
 
 
 def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[str, Any]]
@@ -27,7 +29,7 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     """Apply the conflict rule (pipelines.recall.conflicts) to the candidate claims."""
     cands = search.cands
     live = sorted((c for c in cands.values() if c.suppressed is None and conflicts.is_claim(c.item)),
-                  key=lambda c: c.id)
+                  key=_by_id)
     if len(live) < 2:
         return []  # a conflict needs two claims: no table to take, nothing to resolve
     where = {c.id: (c.ci, c.row) for c in live}  # vectors are read only for the few pairs that ask
@@ -79,6 +81,9 @@ def _in_one_time(groups: Groups) -> Groups:
     split into what still joins it."""
     out: Groups = []
     for group, pairs in groups:
+        if all(m.valid_to is None for m in group):  # none ends (most groups): all meet, nothing to ask
+            out.append((group, pairs))
+            continue
         by_id = {m.id: m for m in group}
         named = {frozenset((m.id, link.to)) for m in group for link in m.links if link.rel == "supersedes"}
         kept = {p for p in pairs if p in named or len(p) != 2 or not apart_in_time(*(by_id[i] for i in p))}
@@ -328,9 +333,9 @@ def _overrides_before_always(always: list[Candidate], rest: list[Candidate],
     taken: set[str] = set()
     claims = [(c, SCOPE_RANK[c.item.scope.kind], title_of(c)) for c in rest if not is_message(c.item)]
     for head in always:
-        head_words, head_rank = title_of(head), SCOPE_RANK[head.item.scope.kind]
+        head_words, head_rank, rivals = title_of(head), SCOPE_RANK[head.item.scope.kind], set(head.conflict_with)
         narrower = sorted((c for c, rank, words in claims if rank < head_rank and c.id not in taken
-                           and (c.id in head.conflict_with or bool(head_words) and head_words < words)),
+                           and (c.id in rivals or bool(head_words) and head_words < words)),
                           key=lambda c: (SCOPE_RANK[c.item.scope.kind], c.key()))
         for c in (*narrower, head) if narrower else ():
             c.resolution = c.resolution or "scope"

@@ -69,6 +69,14 @@ def _block(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int) 
     return out
 
 
+def _block_at(pairs: tuple[np.ndarray, np.ndarray], start: int, stop: int, n: int, at: np.ndarray) -> np.ndarray:
+    """`_block(pairs, start, stop, n)` at the flat positions `at` (none without pairs: most
+    recalls' claims link nowhere)."""
+    if not len(pairs[0]):
+        return np.zeros(len(at), bool)
+    return _block(pairs, start, stop, n).take(at)
+
+
 PAIR_BLOCK = 512  # claims per block of rows: the pair matrices of one block stay small
 # Dense products (`_shared_counts`) while rows x rows x shared columns stays below this (a
 # recall's ~100 claims: a few million); past it scipy's sparse products cost less.
@@ -113,24 +121,35 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
          shared_measure) = counts
         proposed = (shared_all if proposed_by_word is None else proposed_by_word) > 0
         upper = np.arange(n)[None, :] > np.arange(start, stop)[:, None]
-        bi, j = np.nonzero(upper & (proposed | (shared_key > 0)))
+        # the pairs as flat positions in the block: a block's matrix m gives m[bi, j] as m.take(at)
+        at = np.flatnonzero(upper & (proposed | (shared_key > 0)))
+        bi, j = np.divmod(at, n)
         # one names as replaced or denied a value the other states
-        retiring = ((retires[bi, j] > 0) | (retired_by[bi, j] > 0) if retires is not None
+        retiring = ((retires.take(at) > 0) | (retired_by.take(at) > 0) if retires is not None
                     else np.zeros(len(bi), bool))
         # or both count in one unit, differently (`_unit_differs`): half the words are enough
-        relaxed = retiring | (shared_unit[bi, j] > shared_measure[bi, j]) if shared_unit is not None else retiring
-        parts.append((bi + start, j, shared_all[bi, j], shared_value[bi, j],
-                      _block(replacing, start, stop, n)[bi, j], _block(contradicting, start, stop, n)[bi, j],
-                      retiring, relaxed))
-    i, j, shared, shared_values, replaces, contradicts, retiring, relaxed = (np.concatenate(p) for p in zip(*parts))
+        units_shared = shared_unit.take(at) if shared_unit is not None else np.zeros(len(at), np.int32)
+        relaxed = retiring | (units_shared > shared_measure.take(at)) if shared_unit is not None else retiring
+        parts.append((bi + start, j, shared_all.take(at), shared_value.take(at),
+                      _block_at(replacing, start, stop, n, at), _block_at(contradicting, start, stop, n, at),
+                      retiring, relaxed, units_shared))
+    i, j, shared, shared_values, replaces, contradicts, retiring, relaxed, units_shared = (
+        np.concatenate(p) for p in zip(*parts))
 
+    # each pair's codes and counts, gathered once (the rule below reads most several times)
+    title_i, title_j, n_values_i, n_values_j = title[i], title[j], n_values[i], n_values[j]
     other = ids[i] != ids[j]
-    same_title = (title[i] >= 0) & (title[i] == title[j])
+    same_title = (title_i >= 0) & (title_i == title_j)
+    titles_differ = title_i != title_j
+    contents_differ = content[i] != content[j]
     adding = (adds[i] > 0) | (adds[j] > 0)  # one says it adds to the subject (`_ADDS`)
+    title_values_i, title_values_j, measured_i, measured_j = title_values[i], title_values[j], measured[i], measured[j]
+    two_title_values = (title_values_i >= 0) & (title_values_j >= 0) & (title_values_i != title_values_j)
+    two_measured = (measured_i >= 0) & (measured_j >= 0) & (measured_i != measured_j)  # two things measured
     disagree = retiring | (
-        (n_values[i] > 0) & (n_values[j] > 0) & (shared_values < n_values[i]) & (shared_values < n_values[j])
-        & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
-        & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))  # two things measured
+        (n_values_i > 0) & (n_values_j > 0) & (shared_values < n_values_i) & (shared_values < n_values_j)
+        & ~two_title_values
+        & ~two_measured
         & ~adding)
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (
@@ -139,18 +158,17 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         retiring & (shared >= 2) & (overlap >= RETIRING_SUBJECT_OVERLAP))
     open_ = other & ~contradicts & disagree
     n_subject = np.diff(table.rows("subjects").indptr)
-    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
+    ask = np.flatnonzero(open_ & ~subject & titles_differ & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
         comparable = (kinds[x] & kinds[y]) > 0
-        if table.rows("units").indptr[-1]:
-            comparable |= np.asarray(table.units[x].multiply(table.units[y]).sum(axis=1)).ravel() > 0
+        comparable |= units_shared[ask] > 0  # or they count in one unit (the products' counts)
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
         two_attributes = lacking("titles", x, y) & lacking("titles", y, x)
         subject[ask] = comparable & within & ~two_attributes
     changes = table.codes[:, CHANGES] > 0
-    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & (changes[i] | changes[j])
+    ask = np.flatnonzero(open_ & ~subject & titles_differ & (changes[i] | changes[j])
                          ) if changes.any() else _NO_ROWS  # most recalls' claims say nothing changed
     if len(ask):  # one says the time of what the other names moved (`_moved_within`)
         claim = _claims_of(table)
@@ -187,7 +205,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[open_ & subject] = 3
     # one negates what the other says (`_denies`): same values, most words shared
     denies = np.flatnonzero(other & ~contradicts & (negated[i] != negated[j]) & ~adding
-                            & (shared_values == n_values[i]) & (shared_values == n_values[j])
+                            & (shared_values == n_values_i) & (shared_values == n_values_j)
                             & (shared >= 2) & (overlap >= SUBJECT_OVERLAP)) if negated.any() else _NO_ROWS
     if len(denies) and table.rows("qualifiers").indptr[-1]:
         denies = denies[~_qualified_apart_rows(table, i[denies], j[denies], lacking)]
@@ -201,11 +219,11 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     says_changed = table.codes[:, SAYS_CHANGED] > 0
     if says_changed.any() and vector_of is not None:  # most recalls' claims say nothing changed: nothing to ask
         ask = np.flatnonzero((reason == 0) & other & ~contradicts & ~adding & (says_changed[i] | says_changed[j])
-                             & (content[i] != content[j])
-                             & ~((title_values[i] >= 0) & (title_values[j] >= 0) & (title_values[i] != title_values[j]))
-                             & ~((measured[i] >= 0) & (measured[j] >= 0) & (measured[i] != measured[j]))
-                             & ~((n_values[i] > 0) & (n_values[j] > 0) & ~retiring
-                                 & ((shared_values == n_values[i]) | (shared_values == n_values[j]))))
+                             & contents_differ
+                             & ~two_title_values
+                             & ~two_measured
+                             & ~((n_values_i > 0) & (n_values_j > 0) & ~retiring
+                                 & ((shared_values == n_values_i) | (shared_values == n_values_j))))
     else:
         ask = _NO_ROWS
     if len(ask):  # the cosine first: two things of one kind asked of the close only
@@ -213,8 +231,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         reason[ask[~_qualified_apart_rows(table, i[ask], j[ask], lacking)]] = 6
     # Under one title, what the contents say decides; contents that do not compare are only
     # flagged (`MAY_UPDATE`); a note that says it adds is neither.
-    reason[same_title & ((content[i] == content[j]) | adding)] = 0
-    reason[other & ~contradicts & same_title & (content[i] != content[j]) & ~adding & (reason == 0)] = 2
+    reason[same_title & (~contents_differ | adding)] = 0
+    reason[other & ~contradicts & same_title & contents_differ & ~adding & (reason == 0)] = 2
     # two people each speaking of themselves (`own_words_apart`): two subjects, no conflict
     of_writer, speakers = table.codes[:, OF_WRITER] > 0, table.codes[:, SPEAKER]
     reason[of_writer[i] & of_writer[j] & (speakers[i] >= 0) & (speakers[j] >= 0) & (speakers[i] != speakers[j])] = 0
@@ -346,12 +364,16 @@ class _Lacking:
             return
         qs = [self.table.rows(name) for name in LACKED]
         held = np.concatenate([np.diff(q.indptr) for q in qs])  # per stacked row: its entries
-        stacked = np.zeros((len(qs) * n, width), np.float32)
-        stacked[np.repeat(np.arange(len(held)), held), np.concatenate([q.indices for q in qs])] = np.concatenate(
-            [q.data for q in qs])
-        if self._words_t is None:
-            self._words_t = np.ascontiguousarray(self.words(np.ones(width, bool)).T)
-        lacks = held[:, None] > stacked @ self._words_t  # row x of q holds a column row y's words lack
+        # over only the columns the stacked rows hold (titles, subjects, qualifiers, persons: a
+        # few of the words' columns); the others add nothing to a count
+        columns = np.concatenate([q.indices for q in qs])
+        mark = np.zeros(width, bool)
+        mark[columns] = True
+        position = np.cumsum(mark) - 1
+        stacked = np.zeros((len(qs) * n, int(position[-1]) + 1 if width else 0), np.float32)
+        stacked[np.repeat(np.arange(len(held)), held), position[columns]] = np.concatenate([q.data for q in qs])
+        words_t = np.ascontiguousarray(self.words(np.ones(width, bool))[:, mark].T)
+        lacks = held[:, None] > stacked @ words_t  # row x of q holds a column row y's words lack
         for k, name in enumerate(LACKED):
             self._matched[name] = lacks[k * n:(k + 1) * n]
 
