@@ -416,6 +416,12 @@ _WHERE = frozenset(_STEMS(["stay", "stays", "stored", "store", "hosted", "host",
                            "zone", "moved", "move", "sits", "use", "uses", "used"]))
 
 
+def _states_a_place(c: Claim) -> bool:
+    """What `_placed_apart` needs of each claim alone: it names a place (`places`) and says
+    where something is (`_WHERE`). Recall asks it once a claim, not once a pair."""
+    return bool(c.words & _WHERE) and bool(places(c.values))
+
+
 def _placed_apart(a: Claim, b: Claim) -> bool:
     """Under two titles, both put one thing in places that exclude each other (`places`: "All
     customer data stays in the EU" / "Customer data for the analytics replica is stored in
