@@ -26,7 +26,7 @@ from .rule import (
     _says_changed,
     _states_a_place,
 )
-from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, SAYS_CHANGED, SPEAKER, ClaimTable
+from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, PLACED, SAYS_CHANGED, SPEAKER, ClaimTable
 
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 _NO_ROWS = np.zeros(0, np.int64)  # no pair asked (an index that selects nothing)
@@ -162,7 +162,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     ask = np.flatnonzero(open_ & ~subject & titles_differ & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
-        comparable = (kinds[x] & kinds[y]) > 0
+        comparable = (kinds[x] & kinds[y] & ~PLACED) > 0
         comparable |= units_shared[ask] > 0  # or they count in one unit (the products' counts)
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
@@ -188,7 +188,8 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
         claim = _claims_of(table)
         subject[ask] = np.fromiter((_changed_count_of(claim(x), claim(y)) or _changed_count_of(claim(y), claim(x))
                                     for x, y in zip(i[ask].tolist(), j[ask].tolist())), bool, len(ask))
-    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & (shared >= 2) & ((kinds[i] & kinds[j] & 1) > 0))
+    ask = np.flatnonzero(open_ & ~subject & (title[i] != title[j]) & (shared >= 2)
+                         & ((kinds[i] & kinds[j] & 1) > 0) & ((kinds[i] & kinds[j] & PLACED) > 0))
     if len(ask):  # both put one thing in places that exclude each other (`_placed_apart`): names both
         claim = _claims_of(table)
         # thousands of pairs share two words in a large store, few claims name a place: ask

@@ -11,7 +11,11 @@ from scipy import sparse
 from pipelines.records import MemoryItem
 
 from .claim import Claim, _pack, _read_claim, _title_words, _unpack, is_claim, read_claim, speaker
-from .values import _measures, _value_kinds
+from .values import _measures, _value_kinds, places
+
+# A bit of the kinds code beside `_value_kinds`' (1 names, 2 bare numbers): the claim names a
+# place (`places`), so recall asks `_placed_apart` only of pairs where both do.
+PLACED = 4
 
 
 class ClaimTable:
@@ -104,7 +108,7 @@ class ClaimTable:
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
-                              _value_kinds(c.values))
+                              _value_kinds(c.values) | (PLACED if places(c.values) else 0))
                 codes[row, CHANGES] = c.changes is not None and bool(c.subject)  # `_says_changed` may ask it
                 codes[row, SAYS_CHANGED] = c.changes is not None  # `_may_have_changed` may ask it
                 codes[row, OF_WRITER] = c.of_writer
