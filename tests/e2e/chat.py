@@ -19,6 +19,7 @@ from litestar.testing import TestClient
 from online.app import create_app
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
+from pipelines.recall.engine import parse_now
 from tests.assets.support import block, make_settings
 
 
@@ -174,3 +175,11 @@ class SimulatedClock:
     def __call__(self) -> str:
         self.now += timedelta(seconds=30)  # each turn a little later than the one before
         return self.now.isoformat(timespec="microseconds")
+
+    def patch_into(self, patch: pytest.MonkeyPatch) -> None:
+        """Stamp every write with this clock (where `utcnow` is read) and answer recall at
+        its time too ("last week" is the week before it), unless a request names `now`."""
+        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
+            patch.setattr(f"{where}.utcnow", self)
+        patch.setattr("pipelines.recall.engine.parse_now",
+                      lambda now: parse_now(now) if now is not None else self.now.timestamp())

@@ -46,7 +46,6 @@ from online.mcp_server import build_server
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from pipelines.consolidate import consolidate_once
-from pipelines.recall.query import parse_now
 from pipelines.recall.render import EPISODIC_HEADER
 from pipelines.records import Identity
 from pipelines.settings import load_settings
@@ -147,11 +146,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
         memory.reload()
 
     with pytest.MonkeyPatch.context() as patch:
-        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
-            patch.setattr(f"{where}.utcnow", clock)
-        # Recall asks at the simulated time too ("last week" is the week before it).
-        patch.setattr("pipelines.recall.engine.parse_now",
-                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
+        clock.patch_into(patch)
         shared_fake.chat_reply = model
         proxy = create_proxy_app(settings, service=memory, upstream=shared_fake.url,
                                  config=ProxyConfig(flags_check_interval_s=0))

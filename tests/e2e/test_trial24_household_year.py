@@ -40,7 +40,6 @@ from loci.cli import app as loci_cli
 from online.app import create_app
 from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
-from pipelines.recall.query import parse_now
 from pipelines.records import Identity
 from tests.assets.support import make_settings, shared_instance
 from tests.e2e.chat import SimulatedClock, curated, curated_text, page_text
@@ -76,11 +75,8 @@ def year(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     seen: dict[str, Any] = {}
 
     with pytest.MonkeyPatch.context() as patch, TestClient(app) as client:
-        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
-            patch.setattr(f"{where}.utcnow", clock)
+        clock.patch_into(patch)
         patch.setattr("assets.graph._now", lambda: clock.now)
-        patch.setattr("pipelines.recall.engine.parse_now",
-                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
 
         def say(name: str, day: date, hh: int, text: str, *items: dict, who: dict = ANA) -> None:
             clock.at(day, time(hh))

@@ -53,7 +53,6 @@ from online.app import create_app
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from pipelines.proposals import parse_assistant_output
-from pipelines.recall.query import parse_now
 from pipelines.recall.render import EPISODIC_HEADER
 from pipelines.settings import load_settings
 from tests.e2e.chat import SimulatedClock
@@ -130,10 +129,7 @@ def fortnight(shared_fake, tmp_path_factory) -> Iterator[Fortnight]:  # noqa: F8
         memory.reload()
 
     with pytest.MonkeyPatch.context() as patch:
-        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
-            patch.setattr(f"{where}.utcnow", clock)
-        patch.setattr("pipelines.recall.engine.parse_now",
-                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
+        clock.patch_into(patch)
         shared_fake.chat_reply = model
         shared_fake.stream_chunk_chars = 7
         proxy = create_proxy_app(settings, service=memory, upstream=shared_fake.url,

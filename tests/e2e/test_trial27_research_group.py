@@ -49,7 +49,6 @@ from loci.cli import app as loci_cli
 from online.app import create_app
 from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
-from pipelines.recall.query import parse_now
 from pipelines.records import Identity
 from tests.assets.support import block, make_settings, settings_env, shared_instance
 from tests.e2e.chat import SimulatedClock, page_text
@@ -121,10 +120,7 @@ def month(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     said_at: dict[str, datetime] = {}
     seen: dict[str, Any] = {}
     with pytest.MonkeyPatch.context() as patch, TestClient(app) as client:
-        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
-            patch.setattr(f"{where}.utcnow", clock)
-        patch.setattr("pipelines.recall.engine.parse_now",
-                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
+        clock.patch_into(patch)
         service = client.app.state.service
 
         def on(day: int, hour: int = 10) -> None:

@@ -39,7 +39,6 @@ from litestar.testing import TestClient
 from assets.run import run_consolidation
 from online.app import create_app
 from pipelines.embedders import HashEmbedder
-from pipelines.recall.query import parse_now
 from tests.assets.support import make_settings, shared_instance
 from tests.e2e.chat import SimulatedClock, consolidate, curated, curated_text, entry_header
 
@@ -79,11 +78,8 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     seen: dict[str, Any] = {"monday": monday, "rosa": rosa, "trip meant": trip_meant}
 
     with pytest.MonkeyPatch.context() as patch, TestClient(app) as client:
-        for where in ("pipelines.capture", "online.tools.writes", "online.tools.edits", "pipelines.inbox"):
-            patch.setattr(f"{where}.utcnow", clock)
+        clock.patch_into(patch)
         patch.setattr("assets.graph._now", lambda: clock.now)
-        patch.setattr("pipelines.recall.engine.parse_now",
-                      lambda now: parse_now(now) if now is not None else clock.now.timestamp())
 
         def post_turn(who: dict, role: str, text: str) -> dict:
             resp = client.post("/v1/turns", json={"identity": who, "role": role, "text": text,
