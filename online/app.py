@@ -25,15 +25,16 @@ from typing import Any
 import anyio
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, MethodNotAllowedException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
+from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
 from litestar.template.config import TemplateConfig
 
 from online.controllers import CONTROLLERS
 from online.controllers.deps import strict_body
+from online.controllers.tools import no_route
 from online.schemas import ErrorResponse
 from online.state import DEFAULT_CHECK_INTERVAL_MS, MemoryService
 from online.tools import ToolError
@@ -59,10 +60,24 @@ def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]
         first = extra[0] if isinstance(extra[0], dict) else {"message": str(extra[0])}
         where = f" ({first.get('source', '')} {first.get('key', '')})".replace("( ", "(").rstrip()
         message = f"{message}: {first.get('message', '')}{where if first.get('key') else ''}"
+    allowed = (exc.headers or {}).get("allow")
+    if isinstance(exc, MethodNotAllowedException) and allowed:
+        allowed = ", ".join(m for m in allowed.split(", ") if m not in ("OPTIONS", "HEAD"))
+        message = f"{request.method} {request.url.path} is not served: it takes {allowed} (the API: /schema)"
     response = _error(exc.status_code, message, extra or None)
     if exc.headers:
         response.headers.update(exc.headers)
     return response
+
+
+def _not_found(request: Request, exc: HTTPException) -> Response[ErrorResponse]:
+    """A 404: a route's own (an unknown id) as any HTTP error; a path no route serves is told
+    the routes there are and the action it may have meant (`no_route`)."""
+    if request.scope.get("route_handler") is not None:
+        return _http_error(request, exc)
+    routes = ((route.path, getattr(route, "methods", ())) for route in request.app.routes)
+    message, detail = no_route(request.method, request.url.path, routes)
+    return _error(exc.status_code, message, detail)
 
 
 def _tool_error(request: Request, exc: ToolError) -> Response[ErrorResponse]:
@@ -137,6 +152,7 @@ def create_app(
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         exception_handlers={
+            HTTP_404_NOT_FOUND: _not_found,
             HTTPException: _http_error,
             ToolError: _tool_error,
             InboxError: _inbox_unavailable,
