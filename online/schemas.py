@@ -33,7 +33,10 @@ Conversation = Annotated[
                                      "loop sends the model with it): stored turns saying them are not recalled."),
 ]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
-RecallMode = Literal["inject", "catalog", "hybrid"]
+RecallMode = Annotated[Literal["inject", "catalog", "hybrid", "auto"], Meta(
+    description="inject: the READ-ONLY block only; catalog: the catalog only; hybrid: the block and the rest "
+                "catalogued; auto: the block when a found claim is confident enough to inject, else the catalog "
+                "(default: the service's `recall_mode`, hybrid).")]
 
 # Request bodies reject unknown fields, but Litestar does not derive `additionalProperties:
 # false` from `forbid_unknown_fields`; this says it in the OpenAPI schema (Litestar applies

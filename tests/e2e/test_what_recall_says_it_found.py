@@ -174,3 +174,30 @@ def test_a_turn_repeating_a_replaced_value_is_marked_and_follows_the_correction(
     if surface in ("inject", "hybrid", "default"):
         entry = answer["injection"].partition(STALE)[2].partition("[/TURN]")[0]
         assert f"a later memory, {fix}, says otherwise" in entry, answer["injection"]
+
+
+STANDUP = {"type": "decision", "title": "Standup time", "content": "The daily standup is at 10:00."}
+SUPPLIER = {"type": "fact", "title": "Kiln supplier", "content": "The kiln supplier might be Ceramix.",
+            "confidence": 0.5}  # below the confidence a claim needs to be injected
+
+
+def test_auto_mode_injects_when_confident_and_gives_the_catalog_otherwise(service) -> None:
+    """`mode: auto` is Q*'s "inject memory or return a catalog": the READ-ONLY block alone
+    when the query found a claim confident enough to inject (inject mode's rule), the
+    catalog alone when it found none; `hybrid` gives the block and catalogues the rest."""
+    client, _ = service
+    for item in (STANDUP, SUPPLIER):
+        tool(client, MAYA, "memory.write", {"item": item})
+    both = "When is the daily standup and who is the kiln supplier?"
+    confident, hybrid = (ask(client, both, mode, MAYA) for mode in ("auto", "hybrid"))
+    assert "The daily standup is at 10:00." in confident["injection"], confident
+    assert confident["catalog"]["memory_catalog"] == [] and {h["delivery"] for h in confident["hits"]} == {"inject"}
+    assert hybrid["injection"] == confident["injection"]
+    assert [e["title"] for e in hybrid["catalog"]["memory_catalog"]] == ["Kiln supplier"], hybrid
+    unsure = ask(client, "Who is the kiln supplier?", "auto", MAYA)
+    assert unsure["injection"] == "" and unsure["found"], unsure
+    (entry,) = unsure["catalog"]["memory_catalog"]
+    assert entry["title"] == "Kiln supplier" and entry["low_confidence"], entry
+    assert [h["delivery"] for h in unsure["hits"]] == ["catalog"]
+    modes = client.get("/schema/openapi.json").json()["components"]["schemas"]["RecallRequest"]["properties"]["mode"]
+    assert "auto" in str(modes), modes
