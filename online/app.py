@@ -53,6 +53,11 @@ def _error(status: int, message: str, detail: Any = None) -> Response[ErrorRespo
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]:
+    if exc.status_code == HTTP_404_NOT_FOUND and request.scope.get("route_handler") is None:
+        # A path no route serves (a route's own 404, an unknown id, is answered below): told
+        # the routes there are and the action it may have meant (`no_route`).
+        routes = ((route.path, getattr(route, "methods", ())) for route in request.app.routes)
+        return _error(exc.status_code, *no_route(request.method, request.url.path, routes))
     message = str(exc.detail)
     extra = exc.extra
     if isinstance(exc, ValidationException) and isinstance(extra, list) and extra:
@@ -68,16 +73,6 @@ def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]
     if exc.headers:
         response.headers.update(exc.headers)
     return response
-
-
-def _not_found(request: Request, exc: HTTPException) -> Response[ErrorResponse]:
-    """A 404: a route's own (an unknown id) as any HTTP error; a path no route serves is told
-    the routes there are and the action it may have meant (`no_route`)."""
-    if request.scope.get("route_handler") is not None:
-        return _http_error(request, exc)
-    routes = ((route.path, getattr(route, "methods", ())) for route in request.app.routes)
-    message, detail = no_route(request.method, request.url.path, routes)
-    return _error(exc.status_code, message, detail)
 
 
 def _tool_error(request: Request, exc: ToolError) -> Response[ErrorResponse]:
@@ -152,7 +147,6 @@ def create_app(
         request_max_body_size=settings.max_body_bytes,
         template_config=TemplateConfig(directory=TEMPLATES, engine=JinjaTemplateEngine),
         exception_handlers={
-            HTTP_404_NOT_FOUND: _not_found,
             HTTPException: _http_error,
             ToolError: _tool_error,
             InboxError: _inbox_unavailable,

@@ -153,6 +153,9 @@ class HitOut(msgspec.Struct, kw_only=True):
     # after / before that window ("" when it holds then or has none).
     valid_from: str | None = None
     valid_to: str | None = None
+    # A raw turn (type `message`): the day it was said on the asker's calendar (its title's
+    # date), instead of a window; None for a curated claim.
+    said_on: str | None = None
     window: str = ""
     # A raw turn a claim was said in that curated corrections replaced since: their ids, the
     # latest first (the block marks it said earlier, `render.REPLACED_SINCE`); [] otherwise.
