@@ -9,6 +9,12 @@ the MCP tools (the official SDK's client) and the memory browser.
   client) is answered like Ollama answers it (the character read as U+FFFD), streamed or
   not, on both chat APIs, never a 500; an MCP tool call with one is bad input (a 400 tool
   error), not an internal error with a traceback in the server log.
+- A path guessed as REST (`/v1/proposals`, `/v1/search`) is a 404 naming the route meant
+  (`memory.propose` through `POST /v1/tools`) and `/schema`, not a bare "Not Found"; a
+  route asked with another method says which it takes.
+- A tool call a new integrator gets wrong says what to send: a memory's fields beside
+  `items`, an unknown field (the fields there are), a value off a fixed list (the list), an
+  action named as its MCP tool (`memory_search`) and the reverse over MCP.
 """
 
 from __future__ import annotations
@@ -316,3 +322,41 @@ def test_a_guessed_path_is_told_the_route_it_meant(service, method, path, points
     assert unknown.status_code == 404 and "no route" not in unknown.json()["error"], unknown.text
     wrong = client.get("/v1/recall")  # a route asked with another method: which it takes
     assert wrong.status_code == 405 and "takes POST" in wrong.json()["error"], wrong.text
+
+
+STANDUP = {"type": "decision", "title": "Standup time", "content": "The daily standup is at 10:00."}
+# (action, args, what the 400 says to send instead): a new integrator's first guesses
+FIRST_GUESSES = [
+    ("memory.propose", STANDUP, '{"items": [{"type"'),  # the memory's fields beside `items`
+    ("memory.write", STANDUP, '{"item": {"type"'),
+    ("memory.read", {"id": "mem_x"}, "the fields are ids"),
+    ("memory.search", {"q": "standup"}, "the fields are query, "),
+    ("memory.review", {"id": "mem_x", "decision": "accept"}, "decision is one of approve, reject"),
+    ("memory.propose", {"items": [{**STANDUP, "type": "decison"}]}, "type is one of fact, decision, "),
+    ("memory.update", {"id": "mem_x", "patch": {"validation": "deleted"}}, '"retracted" forgets it'),
+    ("memory_search", {"query": "standup"}, "did you mean 'memory.search'?"),  # MCP's name for it
+]
+
+
+@pytest.mark.parametrize(("action", "args", "says"), FIRST_GUESSES)
+def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service, action, args, says) -> None:
+    client, _ = service
+    resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
+    assert resp.status_code == 400 and says in resp.json()["error"], resp.text
+
+
+def test_an_mcp_tool_named_as_the_http_action_says_its_tool_name(memory) -> None:
+    async def scenario() -> list[str]:
+        async with Client(build_server(memory, DANA)) as mcp:
+            said = []
+            for name, args in [("memory.search", {"query": "standup"}), ("memory_write", {"item": STANDUP}),
+                               ("memory_propose", STANDUP)]:
+                result = await mcp.call_tool(name, args)
+                assert result.is_error
+                said.append(json.loads(result.content[0].text)["error"])
+            return said
+
+    dotted, http_only, flat = anyio.run(scenario)
+    assert "did you mean 'memory_search'?" in dotted, dotted
+    assert "memory.write is served by the HTTP API only" in http_only, http_only
+    assert '{"items": [{"type"' in flat, flat
