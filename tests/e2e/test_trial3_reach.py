@@ -360,3 +360,16 @@ def test_an_mcp_tool_named_as_the_http_action_says_its_tool_name(memory) -> None
     assert "did you mean 'memory_search'?" in dotted, dotted
     assert "memory.write is served by the HTTP API only" in http_only, http_only
     assert '{"items": [{"type"' in flat, flat
+
+
+def test_an_item_asked_for_without_naming_the_caller_says_how_to_name_one(service) -> None:
+    client, _ = service
+    dana = {"user_id": "dana", "project_id": "atlas"}
+    item_id = client.post("/v1/tools", json={"action": "memory.write", "identity": dana,
+                                             "args": {"item": STANDUP}}).json()["result"]["item_id"]
+    for asked in (item_id, "mem_nope"):  # the same words, whether or not it exists
+        anonymous = client.get(f"/v1/items/{asked}")
+        assert anonymous.status_code == 404 and "X-Loci-User" in anonymous.json()["error"], anonymous.text
+    assert client.get(f"/v1/items/{item_id}", params=dana).status_code == 200
+    named = client.get("/v1/items/mem_nope", params=dana)
+    assert named.status_code == 404 and "X-Loci-User" not in named.json()["error"], named.text
