@@ -12,11 +12,14 @@ from litestar.di import Provide
 from litestar.params import Body
 
 from online.controllers.deps import error_responses, provide_service
+from online.proxy.dialects import CHAT, GENERATE
+from online.proxy.openai_chat import OPENAI_CHAT
 from online.schemas import CLOSED_OBJECT, TOOL_ACTIONS, ToolRequest, ToolResponse
 from online.state import MemoryService
 from online.tools import ToolDispatcher
 from pipelines.recall.lexical import Stems, words
 
+CHAT_PATHS = (CHAT.path, GENERATE.path, OPENAI_CHAT.path)  # what `loci proxy` serves with memory
 SCHEMA_PATH = "/schema"  # the OpenAPI document (`online.app`), /schema/swagger to try it
 _STEMS = Stems()
 
@@ -56,6 +59,9 @@ def no_route(method: str, path: str, routes: Iterable[tuple[str, Iterable[str]]]
     hints = [f"the memory.* actions are one endpoint: POST /v1/tools with {{\"action\": \"{a}\", "
              f"\"args\": {{...}}, \"identity\": {{...}}}}" for a in actions[:1]]
     hints += [f"did you mean {' or '.join(near)}"] if near else []
+    if path.rstrip("/") in CHAT_PATHS:  # a chat client pointed at the memory service
+        hints = [f"the chat APIs ({', '.join(CHAT_PATHS)}) are served by `loci proxy`, in front of the model "
+                 "server: point the chat client there; this is the memory service"]
     if not hints:
         hints = ["recall is POST /v1/recall, capturing a chat turn POST /v1/turns, the memory.* actions "
                  "(memory.propose, memory.search, memory.read, ...) POST /v1/tools"]

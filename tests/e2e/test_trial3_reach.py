@@ -307,7 +307,7 @@ def test_a_huge_pasted_message_is_recalled_by_its_start_and_end_only(proxy, fake
 @pytest.mark.parametrize(("method", "path", "points_to"), [
     ("POST", "/v1/proposals", "memory.propose"), ("GET", "/v1/search", "memory.search"),
     ("POST", "/v1/forget", "memory.forget"), ("GET", "/v1/memories", "POST /v1/recall"),
-    ("POST", "/v1/items", "GET /v1/items/{item_id}")])
+    ("POST", "/v1/items", "GET /v1/items/{item_id}"), ("POST", "/v1/chat/completions", "loci proxy")])
 def test_a_guessed_path_is_told_the_route_it_meant(service, method, path, points_to) -> None:
     """An integrator guessing REST paths gets a 404 naming the real route (the memory.*
     actions are one endpoint) and the OpenAPI schema; an unknown id is still its own 404."""
@@ -315,7 +315,7 @@ def test_a_guessed_path_is_told_the_route_it_meant(service, method, path, points
     resp = client.request(method, path, json={} if method == "POST" else None)
     body = resp.json()
     assert resp.status_code == 404 and points_to in body["error"] and "/schema" in body["error"], body
-    assert "/v1/tools" in body["error"] or points_to.startswith(("POST", "GET")), body
+    assert "/v1/tools" in body["error"] or points_to.startswith(("POST", "GET", "loci")), body
     assert "POST /v1/recall" in body["detail"]["routes"] and "memory.propose" in body["detail"]["actions"], body
     assert client.get(body["detail"]["schema"]).status_code == 200
     unknown = client.get("/v1/items/mem_nope", params={"user_id": "dana"})
