@@ -304,19 +304,22 @@ def test_a_huge_pasted_message_is_recalled_by_its_start_and_end_only(proxy, fake
     assert asked and max(asked) <= 2 * (10_000 + 1) + 1, asked  # question and answer, each capped
 
 
-@pytest.mark.parametrize(("method", "path", "points_to"), [
+GUESSED_PATHS = [  # (method, path, what the 404 points to)
     ("POST", "/v1/proposals", "memory.propose"), ("GET", "/v1/search", "memory.search"),
     ("POST", "/v1/forget", "memory.forget"), ("GET", "/v1/memories", "POST /v1/recall"),
-    ("POST", "/v1/items", "GET /v1/items/{item_id}"), ("POST", "/v1/chat/completions", "loci proxy")])
-def test_a_guessed_path_is_told_the_route_it_meant(service, method, path, points_to) -> None:
+    ("POST", "/v1/items", "GET /v1/items/{item_id}"), ("POST", "/v1/chat/completions", "loci proxy")]
+
+
+def test_a_guessed_path_is_told_the_route_it_meant(service) -> None:
     """An integrator guessing REST paths gets a 404 naming the real route (the memory.*
     actions are one endpoint) and the OpenAPI schema; an unknown id is still its own 404."""
     client, _ = service
-    resp = client.request(method, path, json={} if method == "POST" else None)
-    body = resp.json()
-    assert resp.status_code == 404 and points_to in body["error"] and "/schema" in body["error"], body
-    assert "/v1/tools" in body["error"] or points_to.startswith(("POST", "GET", "loci")), body
-    assert "POST /v1/recall" in body["detail"]["routes"] and "memory.propose" in body["detail"]["actions"], body
+    for method, path, points_to in GUESSED_PATHS:
+        resp = client.request(method, path, json={} if method == "POST" else None)
+        body = resp.json()
+        assert resp.status_code == 404 and points_to in body["error"] and "/schema" in body["error"], body
+        assert "/v1/tools" in body["error"] or points_to.startswith(("POST", "GET", "loci")), body
+        assert "POST /v1/recall" in body["detail"]["routes"] and "memory.propose" in body["detail"]["actions"]
     assert client.get(body["detail"]["schema"]).status_code == 200
     unknown = client.get("/v1/items/mem_nope", params={"user_id": "dana"})
     assert unknown.status_code == 404 and "no route" not in unknown.json()["error"], unknown.text
@@ -338,11 +341,11 @@ FIRST_GUESSES = [
 ]
 
 
-@pytest.mark.parametrize(("action", "args", "says"), FIRST_GUESSES)
-def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service, action, args, says) -> None:
+def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service) -> None:
     client, _ = service
-    resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
-    assert resp.status_code == 400 and says in resp.json()["error"], resp.text
+    for action, args, says in FIRST_GUESSES:
+        resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
+        assert resp.status_code == 400 and says in resp.json()["error"], resp.text
 
 
 def test_an_mcp_tool_named_as_the_http_action_says_its_tool_name(memory) -> None:
