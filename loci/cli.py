@@ -259,7 +259,8 @@ def search(
     session: str = typer.Option("default", "--session"),
     org: str = typer.Option("default", "--org"),
     k: int = typer.Option(10, "--k"),
-    mode: str = typer.Option("catalog", "--mode", help="inject | catalog | hybrid"),
+    mode: str = typer.Option("catalog", "--mode", help="inject | catalog | hybrid | auto (the block when "
+                                                        "a found memory is confident enough, else the catalog)"),
     tags: Optional[list[str]] = typer.Option(None, "--tag", help="Only memories with this tag (repeat: with "
                                              "every one)."),
     data_dir: Optional[str] = DATA_OPT,
@@ -295,9 +296,9 @@ def _print_recall(result, mode: str) -> None:
     if not result.found:
         console.print(result.message)
         return
-    if mode in ("inject", "hybrid") and result.injection:
+    if mode in ("inject", "hybrid", "auto") and result.injection:
         console.print(result.injection, markup=False, highlight=False)
-    if mode in ("catalog", "hybrid"):
+    if mode in ("catalog", "hybrid") or (mode == "auto" and not result.injection):
         table = Table(title="recall")
         for col in ("score", "tier", "type", "title"):
             table.add_column(col, overflow="fold")

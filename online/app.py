@@ -25,15 +25,16 @@ from typing import Any
 import anyio
 from litestar import Litestar, Request, Response
 from litestar.datastructures import State
-from litestar.exceptions import HTTPException, ValidationException
+from litestar.exceptions import HTTPException, MethodNotAllowedException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
+from litestar.status_codes import HTTP_404_NOT_FOUND, HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
 from litestar.template.config import TemplateConfig
 
 from online.controllers import CONTROLLERS
 from online.controllers.deps import strict_body
+from online.controllers.tools import no_route
 from online.schemas import ErrorResponse
 from online.state import DEFAULT_CHECK_INTERVAL_MS, MemoryService
 from online.tools import ToolError
@@ -52,6 +53,11 @@ def _error(status: int, message: str, detail: Any = None) -> Response[ErrorRespo
 
 
 def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]:
+    if exc.status_code == HTTP_404_NOT_FOUND and request.scope.get("route_handler") is None:
+        # A path no route serves (a route's own 404, an unknown id, is answered below): told
+        # the routes there are and the action it may have meant (`no_route`).
+        routes = ((route.path, getattr(route, "methods", ())) for route in request.app.routes)
+        return _error(exc.status_code, *no_route(request.method, request.url.path, routes))
     message = str(exc.detail)
     extra = exc.extra
     if isinstance(exc, ValidationException) and isinstance(extra, list) and extra:
@@ -59,6 +65,10 @@ def _http_error(request: Request, exc: HTTPException) -> Response[ErrorResponse]
         first = extra[0] if isinstance(extra[0], dict) else {"message": str(extra[0])}
         where = f" ({first.get('source', '')} {first.get('key', '')})".replace("( ", "(").rstrip()
         message = f"{message}: {first.get('message', '')}{where if first.get('key') else ''}"
+    allowed = (exc.headers or {}).get("allow")
+    if isinstance(exc, MethodNotAllowedException) and allowed:
+        allowed = ", ".join(m for m in allowed.split(", ") if m not in ("OPTIONS", "HEAD"))
+        message = f"{request.method} {request.url.path} is not served: it takes {allowed} (the API: /schema)"
     response = _error(exc.status_code, message, extra or None)
     if exc.headers:
         response.headers.update(exc.headers)

@@ -37,6 +37,7 @@ from online.proxy.identity import IdentityError, identity_from_headers, timezone
 from online.proxy.memory_tools import READ_ACTIONS
 from online.state import MemoryService
 from online.tools import ACTION_ARGS, ACTION_DESCRIPTIONS, ToolDispatcher, ToolError, args_schema, tool_name
+from pipelines.recall.intents import canonical_tool_name
 from pipelines.records import Identity
 from pipelines.settings import Settings
 
@@ -87,7 +88,12 @@ def call(dispatcher: ToolDispatcher, name: str, arguments: Any, who: Identity,
     the caller's zone (`X-Loci-Timezone`), for a call taking one that names none."""
     action = ACTION_OF_TOOL.get(name)
     if action is None:
-        return _error(400, f"unknown tool {name!r}; tools: {', '.join(ACTION_OF_TOOL)}")
+        # `memory.search` (the HTTP action's name) is the tool memory_search; an action only
+        # HTTP serves (memory.write, memory.link, memory.consolidate) is said to be so
+        meant = canonical_tool_name(str(name))
+        hint = (f" (did you mean {tool_name(meant)!r}? tool names use underscores)" if meant in MCP_ACTIONS
+                else f" ({meant} is served by the HTTP API only, POST /v1/tools)" if meant in ACTION_ARGS else "")
+        return _error(400, f"unknown tool {name!r}{hint}; tools: {', '.join(ACTION_OF_TOOL)}")
     if tz is not None and isinstance(arguments, dict) and "tz" not in arguments \
             and "tz" in ACTION_ARGS[action].__struct_fields__:
         arguments = {**arguments, "tz": tz}

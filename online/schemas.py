@@ -33,7 +33,10 @@ Conversation = Annotated[
                                      "loop sends the model with it): stored turns saying them are not recalled."),
 ]
 K = Annotated[int, Meta(ge=1, le=200, description="How many hits to return.")]
-RecallMode = Literal["inject", "catalog", "hybrid"]
+RecallMode = Annotated[Literal["inject", "catalog", "hybrid", "auto"], Meta(
+    description="inject: the READ-ONLY block only; catalog: the catalog only; hybrid: the block and the rest "
+                "catalogued; auto: the block when a found claim is confident enough to inject, else the catalog "
+                "(default: the service's `recall_mode`, hybrid).")]
 
 # Request bodies reject unknown fields, but Litestar does not derive `additionalProperties:
 # false` from `forbid_unknown_fields`; this says it in the OpenAPI schema (Litestar applies
@@ -150,6 +153,9 @@ class HitOut(msgspec.Struct, kw_only=True):
     # after / before that window ("" when it holds then or has none).
     valid_from: str | None = None
     valid_to: str | None = None
+    # A raw turn (type `message`): the day it was said on the asker's calendar (its title's
+    # date), instead of a window; None for a curated claim.
+    said_on: str | None = None
     window: str = ""
     # A raw turn a claim was said in that curated corrections replaced since: their ids, the
     # latest first (the block marks it said earlier, `render.REPLACED_SINCE`); [] otherwise.

@@ -117,7 +117,7 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     min_confidence: float = 0.4  # below: quarantine
 
     # Recall
-    recall_mode: str = "hybrid"  # inject | catalog | hybrid
+    recall_mode: str = "hybrid"  # inject | catalog | hybrid | auto (`recall.deliver`)
     recall_k: int = 10
     # The zone "yesterday", "last week" and "on Monday" are read in (an IANA name): the
     # asker's days, not UTC's. A recall may name its own (`tz` on /v1/recall).

@@ -37,6 +37,15 @@ def _state(item: MemoryItem, replaced: tuple[str, str] | None) -> dict[str, Any]
     return {"state": "archived" if item.archived else recall_state(item)}
 
 
+def _as_default(who: Identity) -> str:
+    """Said to a caller who named nobody (a GET carries no body: an integrator forgets the
+    query parameters), whether or not the id exists: it tells nothing of other tenants."""
+    if who != Identity():
+        return ""
+    return (" (asked as the default caller: name yours with the user_id / project_id query parameters "
+            "or the X-Loci-User / X-Loci-Project headers)")
+
+
 class ItemsController(Controller):
     tags = ["items"]
     dependencies = {
@@ -64,7 +73,7 @@ class ItemsController(Controller):
             # never existed, or that the caller may not read, is a 404.
             retired = service.read_replaced(item_id, identity, "items.get")
             if retired is None:
-                raise NotFoundException(service.no_item(item_id, identity))
+                raise NotFoundException(service.no_item(item_id, identity) + _as_default(identity))
             item, replaced, history = retired
             revisions, events, inbox = history_as_read(item, history.revisions, history.audit, history.inbox)
             return ItemResponse(item=msgspec.to_builtins(as_read(item)), source="history", revisions=revisions,

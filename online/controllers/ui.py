@@ -49,6 +49,7 @@ from pipelines.item_report import (
 )
 from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
+from pipelines.recall.episodic import is_message, said_time
 from pipelines.recall.render import pending_note
 from pipelines.records import Identity, MemoryItem, time_zone
 
@@ -283,6 +284,7 @@ class UIController(Controller):
         rivals = [] if replaced is not None or source == "history" else service.held_rivals(item, identity)
         # a turn whose claim a correction replaced since: what was said then, the correction holds
         said_otherwise = [] if source == "history" else service.said_otherwise_by(item, identity, view)
+        said = said_time(item) if is_message(item) else None  # a turn's time: when said, no window
         return _page("card", identity, zone=zone, item=msgspec.to_builtins(item), source=source, replaced=replaced,
                      forgotten=forgotten, earlier=[] if forgotten else earlier_of(service, item, identity),
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
@@ -290,7 +292,7 @@ class UIController(Controller):
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
                      rivals=[review_entry(it) for it in rivals], said_otherwise=said_otherwise,
                      published=published, inbox=inbox, history_published=history.published,
-                     watermark=history.watermark)
+                     watermark=history.watermark, said_at=said.isoformat() if said else None)
 
     @get("/search", sync_to_thread=True)
     def search(

@@ -4,6 +4,7 @@ the error a tool call answers with, and decoding a call's args into its struct."
 from __future__ import annotations
 
 import re
+import types
 import typing
 from typing import Annotated, Any, Literal
 
@@ -142,19 +143,62 @@ class ItemPatch(Args):
         _check_content(self)
 
 
-# The values a patch field takes from a fixed list, named when a patch gives another (an
-# agent asked to forget an entry tries "deleted"; the list shows "retracted").
-_PATCH_CHOICES = {"validation": typing.get_args(Validation), "type": typing.get_args(WritableType)}
-_PATCH_FIELD_AT = re.compile(r"at `\$\.(\w+)`")
+# Where msgspec says a problem is: "... - at `$.items[0].type`".
+_AT = re.compile(r"at `\$((?:\.\w+|\[\d+\])*)`")
+_UNKNOWN_FIELD = re.compile(r"unknown field `(\w+)`")
 
 
-def _patch_choices(error: str) -> str:
-    field = _PATCH_FIELD_AT.search(error)
-    choices = _PATCH_CHOICES.get(field.group(1)) if field else None
-    if not choices:
+def _unwrapped(tp: Any) -> Any:
+    """A field's type without `Annotated`, `None` / `UNSET` and a list around it."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated or origin is list:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            kept = [a for a in typing.get_args(tp) if a not in (type(None), msgspec.UnsetType)]
+            if len(kept) != 1:
+                return tp
+            tp = kept[0]
+        else:
+            return tp
+
+
+def _at(kind: type, error: str) -> tuple[type | None, str]:
+    """The struct a msgspec error is about and the field it names ("" at the struct itself),
+    followed from `kind` along the error's path."""
+    at = _AT.search(error)
+    names = re.findall(r"\.(\w+)", at.group(1)) if at else []
+    for name in names[:-1]:
+        hints = typing.get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}
+        kind = _unwrapped(hints.get(name))
+    field = names[-1] if names else ""
+    if at and at.group(1).endswith("]"):  # an element of a list of structs: the struct itself
+        hints = typing.get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}
+        kind, field = _unwrapped(hints.get(field)), ""
+    return (kind if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else None), field
+
+
+def args_hint(kind: type, error: str) -> str:
+    """What to send instead, for a msgspec error decoding `kind`: the values a field takes
+    from a fixed list (an agent asked to forget an entry tries "deleted"; "retracted" is
+    listed), or, for an unknown field, the fields there are, and where a memory's own fields
+    go when given beside `items` / `item` ("" when it has nothing to add)."""
+    struct, field = _at(kind, error)
+    if struct is None:
         return ""
-    hint = ' ("retracted" forgets it: kept with its history, never recalled)' if field.group(1) == "validation" else ""
-    return f"; {field.group(1)} is one of {', '.join(choices)}{hint}"
+    hints = typing.get_type_hints(struct, include_extras=True)
+    unknown = _UNKNOWN_FIELD.search(error)
+    if unknown:
+        if unknown.group(1) in ItemIn.__struct_fields__ and "items" in hints:
+            return '; a memory\'s fields go in `items`: {"items": [{"type": ..., "title": ..., "content": ...}]}'
+        if unknown.group(1) in ItemIn.__struct_fields__ and "item" in hints:
+            return '; the memory\'s fields go in `item`: {"item": {"type": ..., "title": ..., "content": ...}}'
+        return f"; the fields are {', '.join(struct.__struct_fields__) or 'none'}"
+    choices = typing.get_args(_unwrapped(hints.get(field))) if field in hints else ()
+    if not (choices and typing.get_origin(_unwrapped(hints[field])) is Literal):
+        return ""
+    forgets = ' ("retracted" forgets it: kept with its history, never recalled)' if "retracted" in choices else ""
+    return f"; {field} is one of {', '.join(map(str, choices))}{forgets}"
 
 
 def asker_zone(tz: str | None, where: str) -> str | None:
@@ -271,5 +315,5 @@ def decode(kind: type, args: Any, action: str):
     try:
         return msgspec.convert(args, kind)
     except msgspec.ValidationError as exc:
-        raise ToolError(400, f"{action}: invalid args: {exc}") from None
+        raise ToolError(400, f"{action}: invalid args: {exc}{args_hint(kind, str(exc))}") from None
 

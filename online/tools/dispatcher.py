@@ -9,6 +9,7 @@ from online.state import MemoryService, View
 from online.tools.args import ToolError
 from online.tools.edits import EditActions
 from online.tools.reads import ReadActions
+from pipelines.recall.intents import canonical_tool_name
 from pipelines.records import Identity
 
 
@@ -37,7 +38,11 @@ class ToolDispatcher(EditActions, ReadActions):
     def dispatch(self, action: str, args: Any, identity: Identity) -> dict[str, Any]:
         handler = self.actions.get(action)
         if handler is None:
-            raise ToolError(400, f"unknown action {action!r}; known actions: {', '.join(self.actions)}")
+            # MCP and the chat proxy name each action with underscores ("memory_search")
+            meant = canonical_tool_name(action) if isinstance(action, str) else ""
+            hint = f" (did you mean {meant!r}? the tool names use underscores, actions dots)" \
+                if meant in self.actions else ""
+            raise ToolError(400, f"unknown action {action!r}{hint}; known actions: {', '.join(self.actions)}")
         if not isinstance(identity, Identity):
             raise ToolError(400, "identity must be an Identity")
         result = handler(args if args is not None else {}, identity, self.service.view())

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from online.state import MemoryService, View
-from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, UpdateArgs, _patch_choices, decode
+from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, UpdateArgs, args_hint, decode
 from online.tools.shaping import corrections_out, corrections_payload, verdict_out
 from online.tools.writes import WriteActions
 from pipelines.capture import (
@@ -218,7 +218,7 @@ class EditActions(WriteActions):
             msgspec.convert(args.patch, ItemPatch)
         except msgspec.ValidationError as exc:
             raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
-                                 f"{_patch_choices(str(exc))}") from None
+                                 f"{args_hint(ItemPatch, str(exc))}") from None
         current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
         # What was said is not edited, but it may be forgotten: a turn is its speaker's own
         # (user scope, so only they see it), and an imported chat holds no claim whose

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from pipelines.recall.conflicts import Corrections
-from pipelines.recall.episodic import turn_title
+from pipelines.recall.episodic import said_on, turn_title
 from pipelines.records import MemoryItem, PalaceLocation
 
 
@@ -35,8 +35,10 @@ def hit_out(hit: Any, zone: tzinfo | None = None) -> dict[str, Any]:
         "same_title": list(getattr(hit, "same_title", []) or []),
         "delivery": str(getattr(hit, "delivery", "catalog")),
         **({"pending_review": hit.pending_review} if getattr(hit, "pending_review", "") else {}),
-        # when it holds, and whether that is over (or yet to come) at the time of asking
-        **({"valid_from": item.valid_from, "valid_to": item.valid_to} if item.valid_from or item.valid_to else {}),
+        # when a claim holds, and whether that is over (or yet to come) at the time of asking;
+        # a turn's time is the day it was said (as its title and the catalog say), no window
+        **({"said_on": said_on(item, zone)} if item.type == "message" else
+           {"valid_from": item.valid_from, "valid_to": item.valid_to} if item.valid_from or item.valid_to else {}),
         **({"window": hit.window} if getattr(hit, "window", "") else {}),
         # a turn whose claim curated corrections replaced since: which (`episodic.replaced_by`)
         **({"replaced_by": list(hit.replaced_by)} if getattr(hit, "replaced_by", ()) else {}),

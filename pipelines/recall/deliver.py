@@ -1,5 +1,7 @@
 """The last stage of recall: what is injected within the token budget, what is catalogued,
-and the hits in the order the caller is shown them.
+and the hits in the order the caller is shown them. Modes: `inject` (the block only),
+`catalog` (the catalog only), `hybrid` (the block, and the rest catalogued) and `auto` (the
+block when the query found a claim confident enough to inject, else the catalog).
 
 Claims below `confidence_threshold` are never injected (they may be catalogued, flagged
 `low_confidence`). Raw chat turns are evidence of what was said, not claims: they use
@@ -293,7 +295,7 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
 
     injected: list[str] = []
     injection = ""
-    if mode in ("inject", "hybrid"):
+    if mode in ("inject", "hybrid", "auto"):
         shown = [c for c in ordered
                  if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
         injection, injected = pack_injection([_entry(c, held, now=now, replaced_by=replaced.get(c.id, ()),
@@ -305,8 +307,15 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
                                                          replaced.get(c.id, ()), later.get(c.id, ()))
                                                   for c in shown],
                                                  settings.inject_budget_tokens)
-    chosen = set(injected)
     by_id = {c.id: c for c in ordered}
+    if mode == "auto":
+        # Q*'s "inject memory or return a catalog": the block when the search found a claim
+        # confident enough for it (the rule above, inject mode's), the catalog otherwise. An
+        # always-on memory alone is no answer to the query (`RecallEngine._result`).
+        mode = "inject" if any(not by_id[i].always or by_id[i].ranks for i in injected) else "catalog"
+        if mode == "catalog":
+            injection, injected = "", []
+    chosen = set(injected)
     in_block = ([by_id[i] for i in injected if not is_message(by_id[i].item)]
                 + [by_id[i] for i in injected if is_message(by_id[i].item)])
     hits = [_hit(c, "inject", False, held, now, replaced.get(c.id, ()), later.get(c.id, ())) for c in in_block]

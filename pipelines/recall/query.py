@@ -14,7 +14,7 @@ from pipelines.records import ITEM_TYPES, SCOPE_KINDS, TIERS, Identity, parse_ti
 from .dates import without_said_when
 from .lexical import QUERY_FILLERS, tokenize
 
-MODES = ("inject", "catalog", "hybrid")
+MODES = ("inject", "catalog", "hybrid", "auto")  # `deliver`: what each returns
 TAG_MATCHES = ("all", "any")
 
 

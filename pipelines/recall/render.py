@@ -444,9 +444,10 @@ def catalog_entry(
 ) -> dict[str, Any]:
     """One catalog entry (`corrected_by` of a turn: the corrections that replaced a claim
     said in it); `conflict` / `same_title` / `corrected_by` / `low_confidence` /
-    `pending_review` (its `pending_note`) / `valid` (its window) and `window` (ENDED or
-    UPCOMING at `now`) / `next` (a birthday's next date from `now`) / `said_later` (its
-    author's later turns saying otherwise, `said_later_note`) only appear when set."""
+    `pending_review` (its `pending_note`) / `valid` (a claim's window) and `window` (ENDED or
+    UPCOMING at `now`) / `said_on` (a turn's day, on the calendar of `now`, as its title
+    says) / `next` (a birthday's next date from `now`) / `said_later` (its author's later
+    turns saying otherwise, `said_later_note`) only appear when set."""
     entry: dict[str, Any] = {
         "id": item.id,
         "title": turn_title(item, now.tzinfo if now else None),
@@ -468,7 +469,9 @@ def catalog_entry(
     if said_later:
         entry["said_later"] = {"turns": [t.id for t in said_later],
                                "note": said_later_note(said_later, now.tzinfo if now else None)}
-    if item.valid_from or item.valid_to:
+    if item.type == "message":  # a turn's time is when it was said, not a window it holds in
+        entry["said_on"] = said_on(item, now.tzinfo if now else None)
+    elif item.valid_from or item.valid_to:
         entry["valid"] = f"{(item.valid_from or '')[:10]}..{(item.valid_to or '')[:10]}"
         if state := item.window_state(now):
             entry["window"] = state

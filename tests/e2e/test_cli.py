@@ -60,6 +60,10 @@ def test_an_imported_history_is_still_found_after_consolidation(data_dir: Path, 
     catalog = run("search", "where are the hydrangeas planted?", "--user", "ann", "--project", "garden",
                   "--mode", "catalog", "--data-dir", data_dir)
     assert "user on" in catalog.output and "assistant on" in catalog.output  # who said it, when, a gist
+    # auto: the READ-ONLY block when a found memory is confident enough, else the catalog table
+    auto = run("search", "where are the hydrangeas planted?", "--user", "ann", "--project", "garden",
+               "--mode", "auto", "--data-dir", data_dir)
+    assert auto.exit_code == 0 and "[TURN:" in auto.output and "user on" not in auto.output, auto.output
     # The turns keep the date they were said (temporal questions), not the day they were learned.
     with Warehouse(Settings(data_dir=str(data_dir)).warehouse_path, read_only=True) as wh:
         items = [i for i in wh.active_items() if i.type == "message"]

@@ -9,6 +9,12 @@ the MCP tools (the official SDK's client) and the memory browser.
   client) is answered like Ollama answers it (the character read as U+FFFD), streamed or
   not, on both chat APIs, never a 500; an MCP tool call with one is bad input (a 400 tool
   error), not an internal error with a traceback in the server log.
+- A path guessed as REST (`/v1/proposals`, `/v1/search`) is a 404 naming the route meant
+  (`memory.propose` through `POST /v1/tools`) and `/schema`, not a bare "Not Found"; a
+  route asked with another method says which it takes.
+- A tool call a new integrator gets wrong says what to send: a memory's fields beside
+  `items`, an unknown field (the fields there are), a value off a fixed list (the list), an
+  action named as its MCP tool (`memory_search`) and the reverse over MCP.
 """
 
 from __future__ import annotations
@@ -296,3 +302,77 @@ def test_a_huge_pasted_message_is_recalled_by_its_start_and_end_only(proxy, fake
         {"role": "user", "content": paste}]})
     assert status == 200, shown[:300]
     assert asked and max(asked) <= 2 * (10_000 + 1) + 1, asked  # question and answer, each capped
+
+
+GUESSED_PATHS = [  # (method, path, what the 404 points to)
+    ("POST", "/v1/proposals", "memory.propose"), ("GET", "/v1/search", "memory.search"),
+    ("POST", "/v1/forget", "memory.forget"), ("GET", "/v1/memories", "POST /v1/recall"),
+    ("POST", "/v1/items", "GET /v1/items/{item_id}"), ("POST", "/v1/chat/completions", "loci proxy")]
+
+
+def test_a_guessed_path_is_told_the_route_it_meant(service) -> None:
+    """An integrator guessing REST paths gets a 404 naming the real route (the memory.*
+    actions are one endpoint) and the OpenAPI schema; an unknown id is still its own 404."""
+    client, _ = service
+    for method, path, points_to in GUESSED_PATHS:
+        resp = client.request(method, path, json={} if method == "POST" else None)
+        body = resp.json()
+        assert resp.status_code == 404 and points_to in body["error"] and "/schema" in body["error"], body
+        assert "/v1/tools" in body["error"] or points_to.startswith(("POST", "GET", "loci")), body
+        assert "POST /v1/recall" in body["detail"]["routes"] and "memory.propose" in body["detail"]["actions"]
+    assert client.get(body["detail"]["schema"]).status_code == 200
+    unknown = client.get("/v1/items/mem_nope", params={"user_id": "dana"})
+    assert unknown.status_code == 404 and "no route" not in unknown.json()["error"], unknown.text
+    wrong = client.get("/v1/recall")  # a route asked with another method: which it takes
+    assert wrong.status_code == 405 and "takes POST" in wrong.json()["error"], wrong.text
+
+
+STANDUP = {"type": "decision", "title": "Standup time", "content": "The daily standup is at 10:00."}
+# (action, args, what the 400 says to send instead): a new integrator's first guesses
+FIRST_GUESSES = [
+    ("memory.propose", STANDUP, '{"items": [{"type"'),  # the memory's fields beside `items`
+    ("memory.write", STANDUP, '{"item": {"type"'),
+    ("memory.read", {"id": "mem_x"}, "the fields are ids"),
+    ("memory.search", {"q": "standup"}, "the fields are query, "),
+    ("memory.review", {"id": "mem_x", "decision": "accept"}, "decision is one of approve, reject"),
+    ("memory.propose", {"items": [{**STANDUP, "type": "decison"}]}, "type is one of fact, decision, "),
+    ("memory.update", {"id": "mem_x", "patch": {"validation": "deleted"}}, '"retracted" forgets it'),
+    ("memory_search", {"query": "standup"}, "did you mean 'memory.search'?"),  # MCP's name for it
+]
+
+
+def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service) -> None:
+    client, _ = service
+    for action, args, says in FIRST_GUESSES:
+        resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
+        assert resp.status_code == 400 and says in resp.json()["error"], resp.text
+
+
+def test_an_mcp_tool_named_as_the_http_action_says_its_tool_name(memory) -> None:
+    async def scenario() -> list[str]:
+        async with Client(build_server(memory, DANA)) as mcp:
+            said = []
+            for name, args in [("memory.search", {"query": "standup"}), ("memory_write", {"item": STANDUP}),
+                               ("memory_propose", STANDUP)]:
+                result = await mcp.call_tool(name, args)
+                assert result.is_error
+                said.append(json.loads(result.content[0].text)["error"])
+            return said
+
+    dotted, http_only, flat = anyio.run(scenario)
+    assert "did you mean 'memory_search'?" in dotted, dotted
+    assert "memory.write is served by the HTTP API only" in http_only, http_only
+    assert '{"items": [{"type"' in flat, flat
+
+
+def test_an_item_asked_for_without_naming_the_caller_says_how_to_name_one(service) -> None:
+    client, _ = service
+    dana = {"user_id": "dana", "project_id": "atlas"}
+    item_id = client.post("/v1/tools", json={"action": "memory.write", "identity": dana,
+                                             "args": {"item": STANDUP}}).json()["result"]["item_id"]
+    for asked in (item_id, "mem_nope"):  # the same words, whether or not it exists
+        anonymous = client.get(f"/v1/items/{asked}")
+        assert anonymous.status_code == 404 and "X-Loci-User" in anonymous.json()["error"], anonymous.text
+    assert client.get(f"/v1/items/{item_id}", params=dana).status_code == 200
+    named = client.get("/v1/items/mem_nope", params=dana)
+    assert named.status_code == 404 and "X-Loci-User" not in named.json()["error"], named.text

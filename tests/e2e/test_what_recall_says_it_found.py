@@ -174,3 +174,55 @@ def test_a_turn_repeating_a_replaced_value_is_marked_and_follows_the_correction(
     if surface in ("inject", "hybrid", "default"):
         entry = answer["injection"].partition(STALE)[2].partition("[/TURN]")[0]
         assert f"a later memory, {fix}, says otherwise" in entry, answer["injection"]
+
+
+STANDUP = {"type": "decision", "title": "Standup time", "content": "The daily standup is at 10:00."}
+SUPPLIER = {"type": "fact", "title": "Kiln supplier", "content": "The kiln supplier might be Ceramix.",
+            "confidence": 0.5}  # below the confidence a claim needs to be injected
+
+
+def test_auto_mode_injects_when_confident_and_gives_the_catalog_otherwise(service) -> None:
+    """`mode: auto` is Q*'s "inject memory or return a catalog": the READ-ONLY block alone
+    when the query found a claim confident enough to inject (inject mode's rule), the
+    catalog alone when it found none; `hybrid` gives the block and catalogues the rest."""
+    client, _ = service
+    for item in (STANDUP, SUPPLIER):
+        tool(client, MAYA, "memory.write", {"item": item})
+    both = "When is the daily standup and who is the kiln supplier?"
+    confident, hybrid = (ask(client, both, mode, MAYA) for mode in ("auto", "hybrid"))
+    assert "The daily standup is at 10:00." in confident["injection"], confident
+    assert confident["catalog"]["memory_catalog"] == [] and {h["delivery"] for h in confident["hits"]} == {"inject"}
+    assert hybrid["injection"] == confident["injection"]
+    assert [e["title"] for e in hybrid["catalog"]["memory_catalog"]] == ["Kiln supplier"], hybrid
+    unsure = ask(client, "Who is the kiln supplier?", "auto", MAYA)
+    assert unsure["injection"] == "" and unsure["found"], unsure
+    (entry,) = unsure["catalog"]["memory_catalog"]
+    assert entry["title"] == "Kiln supplier" and entry["low_confidence"], entry
+    assert [h["delivery"] for h in unsure["hits"]] == ["catalog"]
+    modes = client.get("/schema/openapi.json").json()["components"]["schemas"]["RecallRequest"]["properties"]["mode"]
+    assert "auto" in str(modes), modes
+
+
+def test_a_turn_says_the_day_it_was_said_not_a_validity_window(service) -> None:
+    """A raw turn's time is when it was said: the catalog, the hits (`/v1/recall` and
+    `memory.search`) and its browser card say so (`said_on`, the day of its title, on the
+    asker's calendar), never the open window "2026-11-01.." a claim's `valid` would read as."""
+    client, _ = service
+    at = PLUMBER_SAID.replace(hour=23, minute=30)  # the next day in Tokyo
+    resp = client.post("/v1/turns", json={"identity": MAYA, "role": "user", "text": PLUMBER, "at": at.isoformat()})
+    assert resp.status_code == 201, resp.text
+    tool(client, MAYA, "memory.write", {"item": {**STANDUP, "valid_from": "2026-01-05"}})
+    tokyo = (at + timedelta(hours=9)).date().isoformat()
+    got = ask(client, "When does the plumber come? And the standup?", "catalog", MAYA, tz="Asia/Tokyo")
+    entries = {e["type"]: e for e in got["catalog"]["memory_catalog"]}
+    turn_entry, claim = entries["message"], entries["decision"]
+    assert turn_entry["said_on"] == tokyo and "valid" not in turn_entry and tokyo in turn_entry["title"], turn_entry
+    assert claim["valid"] == "2026-01-05.." and "said_on" not in claim, claim  # a claim keeps its window
+    hits = {h["type"]: h for h in got["hits"]}
+    assert hits["message"]["said_on"] == tokyo and hits["message"]["valid_from"] is None, hits["message"]
+    assert hits["decision"]["valid_from"] == "2026-01-05" and hits["decision"]["said_on"] is None
+    searched = ask(client, "When does the plumber come?", "memory.search", MAYA, tz="Asia/Tokyo")
+    (said,) = [h for h in searched["hits"] if h["type"] == "message"]
+    assert said["said_on"] == tokyo and "valid_from" not in said, said
+    card = client.get(f"/ui/items/{said['id']}", params={**MAYA, "tz": "Asia/Tokyo"}).text
+    assert 'id="said-at"' in card and tokyo in card and "<dt>valid</dt>" not in card
