@@ -10,7 +10,8 @@ a second worker starting at the same time waits for it and reads it instead of c
 
 The file is the corpus's `warm_state` pickled with the items left out (each named by its row,
 `persistent_id`: the reader has the same items from the snapshot) under a header with its
-format, the snapshot version, the code fingerprint and a sha256 of the payload. Anything
+format, the snapshot version, the code fingerprint (`code_fingerprint`: the sources of the
+modules warming runs, not all of `pipelines`) and a sha256 of the payload. Anything
 that does not match (another code version, a truncated or corrupt file, an older format)
 is ignored and rebuilt, so a snapshot without a cache file, or with a stale one, loads as
 before. The file is trusted as the snapshot's own files are (the FAISS index is read from
