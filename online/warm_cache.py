@@ -10,7 +10,8 @@ a second worker starting at the same time waits for it and reads it instead of c
 
 The file is the corpus's `warm_state` pickled with the items left out (each named by its row,
 `persistent_id`: the reader has the same items from the snapshot) under a header with its
-format, the snapshot version, the code fingerprint and a sha256 of the payload. Anything
+format, the snapshot version, the code fingerprint (`code_fingerprint`: the sources of the
+modules warming runs, not all of `pipelines`) and a sha256 of the payload. Anything
 that does not match (another code version, a truncated or corrupt file, an older format)
 is ignored and rebuilt, so a snapshot without a cache file, or with a stale one, loads as
 before. The file is trusted as the snapshot's own files are (the FAISS index is read from
@@ -20,6 +21,7 @@ replicas write.
 
 from __future__ import annotations
 
+import ast
 import fcntl
 import hashlib
 import io
@@ -28,6 +30,7 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import contextmanager
 from functools import lru_cache
 from importlib import metadata
@@ -46,23 +49,79 @@ log = logging.getLogger("loci.online")
 WARM_DIR = ".warm"
 WARM_FORMAT = 1
 MAGIC = b"LOCI-WARM"
-# The code whose output the file holds: any change to it reads the items differently.
-CODE_ROOT = Path(__file__).resolve().parents[1] / "pipelines"
+CODE_ROOT = Path(__file__).resolve().parents[1]
+# The code whose output the file holds: `MemoryCorpus.warm` and every module it imports,
+# directly or not (`code_modules`), and this file (how the state is written and read). A
+# change anywhere else in `pipelines` (the engine, the consolidation) keeps the file: it used
+# to be keyed on all of `pipelines`, and every unrelated edit cost ~70 CPU-s per 100k items
+# at the next start.
+WARM_CODE = ("pipelines.recall.corpus", "online.warm_cache")
 LIBRARIES = ("bm25s", "numpy", "scipy", "faiss-cpu", "PyStemmer", "simplemma", "msgspec")
+
+
+def _module_file(name: str) -> Path | None:
+    """The source of the project module `name` (a package: its `__init__.py`), or None for
+    a module outside `CODE_ROOT` (a library: `LIBRARIES` versions it)."""
+    base = CODE_ROOT.joinpath(*name.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported(path: Path, name: str) -> set[str]:
+    """The modules `path` (module `name`) imports anywhere in its body, function-level
+    imports included; `from package import name` counts the submodule when there is one."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_bytes(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                source = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                source = node.module or ""
+            found.add(source)
+            found.update(f"{source}.{alias.name}" for alias in node.names)  # kept if a module
+    return found
+
+
+def code_modules(roots: Sequence[str] = WARM_CODE) -> dict[str, Path]:
+    """The project modules `roots` import, transitively, by name (the roots included).
+    Statically, from their `import` statements: a package's `__init__.py` counts where it is
+    imported by name (`from pipelines.recall.conflicts import ...`), not as the parent of a
+    module imported from it (the project's `__init__` files only re-export, and
+    `pipelines/recall/__init__.py` imports the whole engine)."""
+    seen: dict[str, Path] = {}
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        seen[name] = path
+        pending.extend(_imported(path, name))
+    return dict(sorted(seen.items()))
 
 
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A hash of the `pipelines` package's sources, the libraries the warm state is made
-    with, and the Python version: a file made by other code is not read."""
+    """A hash of the sources of the code the warm state is made and read by
+    (`code_modules`), the versions of the libraries it is made with, the Python version and
+    `WARM_FORMAT`: a file made by other code is not read."""
     digest = hashlib.sha256(f"{WARM_FORMAT}\x1f{sys.version_info[:2]}".encode())
     for name in LIBRARIES:
         try:
             digest.update(f"{name}={metadata.version(name)}\x1f".encode())
         except metadata.PackageNotFoundError:
             digest.update(f"{name}=-\x1f".encode())
-    for path in sorted(CODE_ROOT.rglob("*.py")):
-        digest.update(str(path.relative_to(CODE_ROOT)).encode() + b"\x1f" + path.read_bytes())
+    for name, path in code_modules().items():
+        digest.update(name.encode() + b"\x1f" + path.read_bytes() + b"\x1f")
     return digest.hexdigest()[:16]
 
 
