@@ -11,7 +11,10 @@ the end of each week. Promises checked, as a demanding user meets them:
   are not a conflict, and each repo gets its own first.
 - Scope priority: his own default ("I prefer tabs", user scope, over MCP) against a repo's
   rule ("this repo uses 4 spaces"): in api the repo's rule comes first; in web, with no
-  rule, his default is what he gets.
+  rule, his default is what he gets. Said in api's chat ("Personally I prefer tabs"), the
+  model naming no scope, his wish is his own (user scope), not the repo's: broken, it landed
+  in api's project scope and his teammate Ana got "Kai prefers tabs" as api's memory, under
+  the block's note that preferences are her own wishes.
 - Long pasted stack traces and logs are chatter: a credential inside one is redacted when
   the turn lands and never recalled, listed, searched or exported.
 - A decision revised twice (Postgres -> SQLite for the CLI -> back to Postgres, the last
@@ -63,6 +66,9 @@ SPACES = memo("constraint", "Indentation", "This repo indents with 4 spaces, nev
 MAKE = memo("fact", "Test command", "My default for running tests anywhere is `make test`.", ["testing", "tooling"],
             scope="user")
 TABS = memo("preference", "Indentation", "I prefer tabs for indentation.", ["style", "indentation"], scope="user")
+# The same wish said in api's chat, the model naming no scope: his words make it his.
+TABS_SAID = memo("preference", "Indentation style", "Kai prefers tabs for indentation.", ["style"])
+TABS_SAID.pop("scope")
 POSTGRES = memo("decision", "CLI storage backend", "The CLI stores its data in Postgres.", ["decision", "database"])
 SQLITE = memo("decision", "CLI storage backend",
               "The CLI uses SQLite instead of Postgres: a local file, no server to run.", ["decision", "database"])
@@ -82,6 +88,7 @@ SAID = {
     "In this repo the tests run with `pytest -q`.": PYTEST,
     "For the web app the tests run with `npm test`.": NPM,
     "House rule for this repo: 4 spaces, never tabs.": SPACES,
+    "Personally I prefer tabs, for what it's worth.": TABS_SAID,
     "Heads up: code freeze on api until Friday, hotfixes only.": FREEZE,
     "Just for this chat, only run the fast tests, skip the slow ones.": FAST,
     "Let's keep the CLI's data in Postgres, like everything else.": POSTGRES,
@@ -223,6 +230,8 @@ def weeks(shared_fake, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         chat("cli", "Let's keep the CLI's data in Postgres, like everything else.")
         on(3)
         seen["paste answer"] = chat("cli", stack_trace(), stream=True)[0]
+        on(5)
+        chat("api", "Personally I prefer tabs, for what it's worth.")
         for n, said in enumerate(CHATTER[:2]):
             on(4, 10 + n)
             chat("cli", said)
@@ -250,6 +259,11 @@ def weeks(shared_fake, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         on(17)
         chat("api", "Just for this chat, only run the fast tests, skip the slow ones.", session="api-hotfix")
         on(21)
+        ana = OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0, default_headers={
+            "X-Loci-User": "ana", "X-Loci-Project": "api", "X-Loci-Session": "ana-editor"})
+        n = len(shared_fake.requests)
+        ana.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": INDENT_Q}])
+        seen["ana indent"] = system_text(shared_fake.requests[n][1])
         seen["ask fast"] = {session: chat("api", TEST_Q, session=session) for session in ("api-hotfix", "api-other")}
         seen["ask freeze"] = chat("api", "Can I merge my feature branch into main on api today?")
         seen["ask"] = {(repo, q): chat(repo, q) for repo, q in (
@@ -291,7 +305,7 @@ def entry_order(sent: str, *needles: str) -> list[int]:
 
 
 def test_every_write_landed_as_a_memory(weeks) -> None:
-    for repo, item in (("api", PYTEST), ("web", NPM), ("api", SPACES), ("web", TABS), ("web", MAKE),
+    for repo, item in (("api", PYTEST), ("web", NPM), ("api", SPACES), ("web", TABS), ("web", MAKE), ("api", TABS_SAID),
                        ("cli", POSTGRES), ("cli", SQLITE), ("cli", BACK), ("api", FREEZE), ("api", FAST)):
         assert (repo, item["content"]) in weeks["ids"], (repo, item["title"], sorted(weeks["ids"]))
 
@@ -318,9 +332,16 @@ def test_each_repo_gets_its_own_test_command_and_no_conflict(weeks) -> None:
 
 def test_the_repo_rule_outranks_his_default_there_and_only_there(weeks) -> None:
     _, api, _ = weeks["ask"][("api", INDENT_Q)]
-    spaces, tabs = entry_order(api, SPACES["content"], TABS["content"])
+    spaces, tabs, said = entry_order(api, SPACES["content"], TABS["content"], TABS_SAID["content"])
     assert spaces >= 0, api
-    assert tabs == -1 or spaces < tabs, api
+    assert (tabs == -1 or spaces < tabs) and (said == -1 or spaces < said), api
+    # what he said of himself in api's chat is his (user scope): it replaced no repo rule, and
+    # his teammate in api does not get his wish as the repo's
+    assert verdict(weeks, "api", TABS_SAID)["default_scope"] == "user"
+    assert not verdict(weeks, "api", TABS_SAID).get("supersedes")
+    ana = weeks["ana indent"]
+    assert SPACES["content"] in curated_part(ana) and "tabs for indentation" not in ana.replace(
+        SPACES["content"], ""), ana
     _, web, _ = weeks["ask"][("web", INDENT_Q)]
     assert TABS["content"] in curated_part(web) and SPACES["content"] not in web, web
 
