@@ -435,3 +435,4 @@ def test_the_history_shows_every_revision(weeks) -> None:
     assert not failed and read["superseded_by"].get(item_id(weeks, "cli", SQLITE)) == current, read
 
 
+
