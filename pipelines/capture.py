@@ -98,10 +98,25 @@ class CaptureResult(msgspec.Struct):
     redactions: int
 
 
+# The name a credential is assigned to, as a log, an env dump or a config file writes it
+# ("AWS_SECRET_ACCESS_KEY=", "api_key: "): letters and underscores only (a random string's
+# first run is not read as one), then the value, at least 8 characters, not a URL's path.
+_SETTING_NAME = re.compile(r"[A-Za-z][A-Za-z_]{1,63}[ \t]*[=:][ \t]*(?!/)(?=[^\s=:]{8})")  # not "https://"
+
+
+def _setting_name_chars(found: str) -> int:
+    """How many characters of a masked credential are the name of the setting that holds
+    it (a detector that reads a whole `NAME=value` run masks the name too, and the kept
+    turn no longer says which setting held a credential); 0 when it names none."""
+    named = _SETTING_NAME.match(found)
+    return named.end() if named else 0
+
+
 def redact_secrets(text: str) -> tuple[str, int]:
     """Mask credentials in a raw turn: the turn is kept as an episodic record, a credential
     in it never is, not even a documentation example key (what a stored turn must not keep
-    is wider than what the policy refuses in a proposal: `find_secrets_to_mask`)."""
+    is wider than what the policy refuses in a proposal: `find_secrets_to_mask`). The name of
+    the setting that held it stays ("AWS_SECRET_ACCESS_KEY=[REDACTED]")."""
     # Two rules may find one credential (a Stripe key whole and its prefix): overlapping
     # finds are one credential, one mark (it read "[REDACTED][REDACTED]", counted twice).
     merged: list[list[int]] = []
@@ -112,6 +127,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
             merged.append([start, end])
     out, cursor = [], 0
     for start, end in merged:
+        start += _setting_name_chars(text[start:end])
         out += [text[cursor:start], REDACTED]
         cursor = end
     out.append(text[cursor:])
