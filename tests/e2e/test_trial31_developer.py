@@ -8,20 +8,29 @@ serves). Every write is stamped by one simulated clock; the Dagster consolidatio
 the end of each week. Promises checked, as a demanding user meets them:
 
 - Per-repo facts under one title ("Test command": `pytest -q` in api, `npm test` in web)
-  are not a conflict, and each repo gets its own first.
+  are not a conflict, and each repo gets its own first, before his own default ("make
+  test", user scope); "from <date> on, `pytest -n auto`" takes over on that day: upcoming
+  before it, current after it, the old command ended (kept).
 - Scope priority: his own default ("I prefer tabs", user scope, over MCP) against a repo's
   rule ("this repo uses 4 spaces"): in api the repo's rule comes first; in web, with no
-  rule, his default is what he gets. Said in api's chat ("Personally I prefer tabs"), the
-  model naming no scope, his wish is his own (user scope), not the repo's: broken, it landed
-  in api's project scope and his teammate Ana got "Kai prefers tabs" as api's memory, under
-  the block's note that preferences are her own wishes.
-- Long pasted stack traces and logs are chatter: a credential inside one is redacted when
-  the turn lands and never recalled, listed, searched or exported.
-- A decision revised twice (Postgres -> SQLite for the CLI -> back to Postgres, the last
-  under another title): "what did we decide about X" gets the current decision first as
-  curated memory, the turns after it labelled as conversation excerpts; the older versions
-  are not presented as what holds, and the history (`loci show`, `loci audit`, MCP
-  `memory_read`) shows every revision.
+  rule, his default is what he gets (kept). Said in api's chat ("Personally I prefer
+  tabs"), the model naming no scope, his wish is his own (user scope), not the repo's
+  (broken: it landed in api's project scope, and his teammate Ana got "Kai prefers tabs" as
+  api's memory, under the block's note that preferences are her own wishes). A wish for
+  one chat ("just for this chat, only the fast tests") comes first there, nowhere else (kept).
+- Long pasted stack traces and logs are chatter: a credential inside one (AWS keys, a
+  GitHub token, a password in a URL) is masked when the turn lands and never recalled,
+  listed, searched or exported; the model's proposal to keep the connection string is
+  refused (kept). The masked log still says which setting held a credential
+  (`AWS_SECRET_ACCESS_KEY=[REDACTED]`; broken: the name went with the value).
+- A decision revised twice (Postgres -> SQLite for the CLI, proposed as an OpenAI
+  `memory_propose` tool call -> back to Postgres under another title): "what did we decide
+  about X" gets the current decision first as curated memory, the turns after it labelled
+  as conversation excerpts, chatter never among the curated; the older versions are not
+  presented as what holds, and the history (`loci show`, `loci audit`, MCP `memory_read`)
+  shows every revision (kept, with the move said as "uses SQLite instead of Postgres"; said
+  in the present tense, "moves from Postgres to SQLite", it replaced nothing: reported to
+  the conflict rule's owner).
 """
 
 from __future__ import annotations
@@ -61,6 +70,11 @@ def memo(type_: str, title: str, content: str, tags: list[str], scope: str = "pr
 
 
 PYTEST = memo("fact", "Test command", "Run the test suite with `pytest -q`.", ["testing", "tooling"])
+# Said on day 15 of the three weeks: from day 18 on, api's tests run in parallel.
+TAKEOVER = datetime.now(UTC).date() - timedelta(days=3)
+TAKEOVER_SAID = f"{TAKEOVER:%B} {TAKEOVER.day}"
+PARALLEL = memo("fact", "Test command",
+                f"From {TAKEOVER_SAID}, run the api tests with `pytest -n auto` instead of `pytest -q`.", ["testing"])
 NPM = memo("fact", "Test command", "Run the test suite with `npm test`.", ["testing", "tooling"])
 SPACES = memo("constraint", "Indentation", "This repo indents with 4 spaces, never tabs.", ["style", "indentation"])
 MAKE = memo("fact", "Test command", "My default for running tests anywhere is `make test`.", ["testing", "tooling"],
@@ -86,6 +100,7 @@ FAST.pop("scope")
 # What Kai says in his editor's chat, and what the model proposes to remember of it.
 SAID = {
     "In this repo the tests run with `pytest -q`.": PYTEST,
+    f"From {TAKEOVER_SAID} on, the api tests run in parallel with `pytest -n auto`.": PARALLEL,
     "For the web app the tests run with `npm test`.": NPM,
     "House rule for this repo: 4 spaces, never tabs.": SPACES,
     "Personally I prefer tabs, for what it's worth.": TABS_SAID,
@@ -251,8 +266,10 @@ def weeks(shared_fake, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dic
         on(15)
         chat("cli", "Change of plan: the CLI needs the server's data, so we're going back to Postgres instead "
                     "of SQLite.")
+        chat("api", f"From {TAKEOVER_SAID} on, the api tests run in parallel with `pytest -n auto`.")
         on(16)
         chat("cli", CHATTER[3])
+        seen["ask test before"] = chat("api", TEST_Q)
         on(20, 22)
         consolidate()
 
@@ -295,6 +312,11 @@ def verdict(weeks: dict[str, Any], repo: str, item: dict[str, Any]) -> dict[str,
     return weeks["verdicts"][(repo, item["content"])]
 
 
+def header_of(sent: str, item: str) -> str:
+    """The header line of `item`'s entry in the memory block."""
+    return next(line for line in sent.splitlines() if line.startswith(f"[MEMORY: {item} "))
+
+
 def curated_part(sent: str) -> str:
     return sent.split("CONVERSATION EXCERPTS")[0]
 
@@ -315,14 +337,14 @@ def test_each_repo_gets_its_own_test_command_and_no_conflict(weeks) -> None:
     _, web, _ = weeks["ask"][("web", TEST_Q)]
     assert "npm test" not in api and "pytest" not in web
     # the repo's own command first, his personal default after it (or not at all)
-    for sent, own in ((api, "pytest -q"), (web, "npm test")):
+    for sent, own in ((api, "pytest -n auto"), (web, "npm test")):
         here, default = entry_order(sent, own, "make test")
         assert here >= 0 and (default == -1 or here < default), sent
     for item in (PYTEST, NPM, MAKE):
         assert verdict(weeks, "api" if item is PYTEST else "web", item)["verdict"]["action"] == "accept"
     # beside his personal default it may be flagged, saying the repo's (more specific) applies
-    for sent, repo, own in ((api, "api", PYTEST), (web, "web", NPM)):
-        header = next(line for line in sent.splitlines() if item_id(weeks, repo, own) in line)
+    for sent, repo, own in ((api, "api", PARALLEL), (web, "web", NPM)):
+        header = header_of(sent, item_id(weeks, repo, own))
         assert "CONFLICT" not in header or "SCOPE=project" in header, header
     # nothing of the two is waiting for review
     for repo in ("api", "web"):
@@ -364,10 +386,30 @@ def test_what_we_decided_is_the_current_decision_first_turns_as_evidence(weeks) 
 def test_a_wish_for_one_chat_comes_first_there_and_nowhere_else(weeks) -> None:
     assert verdict(weeks, "api", FAST)["default_scope"] == "session"
     _, hotfix, _ = weeks["ask fast"]["api-hotfix"]
-    fast, repo = entry_order(hotfix, FAST["content"], PYTEST["content"])
+    fast, repo = entry_order(hotfix, FAST["content"], PARALLEL["content"])
     assert fast >= 0 and (repo == -1 or fast < repo), hotfix
     _, other, _ = weeks["ask fast"]["api-other"]
-    assert FAST["content"] not in other and PYTEST["content"] in curated_part(other), other
+    assert FAST["content"] not in other and PARALLEL["content"] in curated_part(other), other
+
+
+def test_a_command_that_takes_over_on_a_day_does_so_that_day(weeks) -> None:
+    """Said on day 15 for day 18: before it, `pytest -q` holds and the new one is upcoming;
+    after it, the new one holds and the old is history."""
+    said = verdict(weeks, "api", PARALLEL)
+    assert said["proposal"].get("valid_from", "")[:10] == TAKEOVER.isoformat(), said["proposal"]
+    assert item_id(weeks, "api", PYTEST) in said.get("ends", {}), said
+    _, before, _ = weeks["ask test before"]
+    now, upcoming = entry_order(before, PYTEST["content"], PARALLEL["content"])
+    assert now >= 0 and (upcoming == -1 or now < upcoming), before
+    if upcoming >= 0:
+        header = header_of(before, item_id(weeks, "api", PARALLEL))
+        assert "UPCOMING" in header, header
+    _, after, _ = weeks["ask"][("api", TEST_Q)]
+    new, old = entry_order(after, PARALLEL["content"], PYTEST["content"])
+    assert new >= 0 and (old == -1 or new < old), after
+    if old >= 0:
+        header = header_of(after, item_id(weeks, "api", PYTEST))
+        assert "ENDED" in header, header
 
 
 def test_a_freeze_until_friday_is_over_three_weeks_later(weeks) -> None:
@@ -376,7 +418,7 @@ def test_a_freeze_until_friday_is_over_three_weeks_later(weeks) -> None:
     _, sent, _ = weeks["ask freeze"]
     # shown, if at all, as history: its window named and marked over
     if FREEZE["content"] in curated_part(sent):
-        header = next(line for line in sent.splitlines() if item_id(weeks, "api", FREEZE) in line)
+        header = header_of(sent, item_id(weeks, "api", FREEZE))
         assert "ENDED" in header and "VALID=" in header, header
 
 
