@@ -7,6 +7,7 @@ inbox append commits before this returns: a returned result is an acknowledged w
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -14,6 +15,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import msgspec
 
+from pipelines.first_person import of_the_writer
 from pipelines.health_details import is_own_health_detail
 from pipelines.inbox import InboxBackend
 from pipelines.materialize import (
@@ -96,10 +98,25 @@ class CaptureResult(msgspec.Struct):
     redactions: int
 
 
+# The name a credential is assigned to, as a log, an env dump or a config file writes it
+# ("AWS_SECRET_ACCESS_KEY=", "api_key: "): letters and underscores only (a random string's
+# first run is not read as one), then the value, at least 8 characters, not a URL's path.
+_SETTING_NAME = re.compile(r"[A-Za-z][A-Za-z_]{1,63}[ \t]*[=:][ \t]*(?!/)(?=[^\s=:]{8})")  # not "https://"
+
+
+def _setting_name_chars(found: str) -> int:
+    """How many characters of a masked credential are the name of the setting that holds
+    it (a detector that reads a whole `NAME=value` run masks the name too, and the kept
+    turn no longer says which setting held a credential); 0 when it names none."""
+    named = _SETTING_NAME.match(found)
+    return named.end() if named else 0
+
+
 def redact_secrets(text: str) -> tuple[str, int]:
     """Mask credentials in a raw turn: the turn is kept as an episodic record, a credential
     in it never is, not even a documentation example key (what a stored turn must not keep
-    is wider than what the policy refuses in a proposal: `find_secrets_to_mask`)."""
+    is wider than what the policy refuses in a proposal: `find_secrets_to_mask`). The name of
+    the setting that held it stays ("AWS_SECRET_ACCESS_KEY=[REDACTED]")."""
     # Two rules may find one credential (a Stripe key whole and its prefix): overlapping
     # finds are one credential, one mark (it read "[REDACTED][REDACTED]", counted twice).
     merged: list[list[int]] = []
@@ -110,6 +127,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
             merged.append([start, end])
     out, cursor = [], 0
     for start, end in merged:
+        start += _setting_name_chars(text[start:end])
         out += [text[cursor:start], REDACTED]
         cursor = end
     out.append(text[cursor:])
@@ -589,7 +607,8 @@ def kept_importance(proposal: ProposedItem, replaced: Sequence[MemoryItem]) -> P
 def scoped_by_its_words(proposal: ProposedItem, default_scope: str, author_user_id: str) -> ProposedItem:
     """`proposal` with the scope its words give it when it names none (capture and
     `memory.write` alike): a wish for this chat only is the session's; the writer's own
-    health detail is the writer's (user scope), never their teammates' or partner's."""
+    health detail, and a wish they state of themselves alone, are the writer's (user scope),
+    never their teammates' or partner's."""
     if proposal.scope in SCOPE_KINDS:
         return proposal
     said = f"{proposal.title}. {proposal.content}"
@@ -599,7 +618,38 @@ def scoped_by_its_words(proposal: ProposedItem, default_scope: str, author_user_
     if default_scope in ("project", "org") and is_own_health_detail(said, author_user_id):
         # "I take metformin 500 mg": the writer's own.
         return msgspec.structs.replace(proposal, scope="user")
+    if default_scope in ("project", "org") and proposal.type == "preference" and \
+            own_wish(proposal, author_user_id):
+        # "Kai prefers tabs", said in a repo's chat: his, wherever he works; as the repo's,
+        # a teammate was handed it as her own wish, beside the repo's rule.
+        return msgspec.structs.replace(proposal, scope="user")
     return proposal
+
+
+# What names the place the words were said in, not the writer: "tabs in this repo", "here".
+_OF_THE_PROJECT = re.compile(
+    r"\b(?:this|the|our)\s+(?:repo|repository|project|codebase|code\s+base|service|app|team|workspace|org)\b"
+    r"|\bhere\b(?!['’])", re.IGNORECASE)
+# How a chat model names the one it talks with, as a claim's subject: "The user prefers ...".
+_THE_USER = r"(?:the\s+)?user"
+
+
+def own_wish(proposal: ProposedItem, author_user_id: str) -> bool:
+    """Whether a preference is its writer's alone: its content has the writer as its
+    subject, in the first person ("I prefer tabs", "My editor is Vim") or named as a chat
+    model reports it ("Kai prefers tabs", "The user's editor is Vim"; not "Ana prefers Kai
+    to review her PRs"), and names nothing a group shares (`first_person.of_the_writer`:
+    "we", "our", "the team's") nor the project it was said in ("tabs in this repo")."""
+    said = proposal.content.strip()
+    if _OF_THE_PROJECT.search(f"{proposal.title}. {said}"):
+        return False
+    names = [_THE_USER]
+    if author_user_id and author_user_id != Identity().user_id:  # "default" names no one
+        names.append(re.escape(author_user_id))
+    writer = "|".join(names)
+    said = re.sub(rf"^(?:{writer})['’]s\b", "My", said, flags=re.IGNORECASE)
+    said = re.sub(rf"^(?:{writer})\b", "I", said, flags=re.IGNORECASE)
+    return re.match(r"(?:I|my)\b", said, re.IGNORECASE) is not None and of_the_writer(said)
 
 
 def shown_title(policy: Any, proposal: ProposedItem, verdict: Verdict) -> str:

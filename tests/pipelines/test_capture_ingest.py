@@ -116,6 +116,17 @@ def test_a_credential_two_rules_find_is_one_mark(inbox):
     assert event.payload["redactions"] == 1
 
 
+def test_a_masked_credential_keeps_the_name_of_its_setting(inbox):
+    text = ("Env at failure:\n  AWS_SECRET_ACCESS_KEY=Hq8vR2mZt6Lw9Xp4Ns7Kd1Fy3Bc5Gj0Ua8Ee2Io\n"
+            "  GITHUB_TOKEN=ghp_R7kQ2vX9mL4pT8wN3zB6cY1dF5hJ0sA2uE4g\n"
+            "  hook: https://hooks.slack.com/services/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")
+    capture_turn(inbox, Policy(), DANA, "user", text, turn_id="t-env")
+    (event,) = inbox.read_after(0)
+    assert event.payload["text"] == ("Env at failure:\n  AWS_SECRET_ACCESS_KEY=[REDACTED]\n"
+                                     "  GITHUB_TOKEN=[REDACTED]\n  hook: [REDACTED]")  # a URL's scheme is no name
+    assert event.payload["redactions"] == 3
+
+
 @pytest.mark.parametrize("text", [
     "We moved the staging cluster to eu-west-1 on Tuesday; see docs/runbooks/Staging2024/failover.md.",
     "Caroline: I went to the LGBTQ support group yesterday and it was so powerful!",
