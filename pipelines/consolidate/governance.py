@@ -229,7 +229,8 @@ def refusals(batch: list[Event]) -> list[Refusal]:
         attempted = str(p.get("action") or "?")
         reason = str(p.get("reason") or ("rejected by the policy" if p.get("outcome") == "rejected"
                                          else "refused"))
-        details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", []))}
+        # the caller's org: a same-named user of another org is not the item's org's own (`history_rows`)
+        details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", [])), "org": e.identity.org_id}
         for item_id in p.get("result_ids") or []:
             out.append(Refusal(str(item_id), attempted, reason, origin_of(e), details))
     return out
