@@ -7,8 +7,12 @@ before the forget or not (`materialize.restored_by_forgetting` decides both)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from assets.run import run_consolidation
+from tests.assets.support import shared_instance
 from tests.e2e.chat import consolidate, recall, tool
 
 LEA = {"user_id": "lea", "project_id": "home", "session_id": "s1"}
@@ -57,6 +61,28 @@ ALL_BUT_A = {"A": "current", "B": "forgotten", "C": "forgotten"}
 def test_forgetting_one_claim_of_a_correction_chain_leaves_the_latest_remembered_one_current(
         service, consolidated, forgets, expected) -> None:
     client, settings = service
+    forget_in_chain(client, lambda: consolidate(client, settings), consolidated, forgets, expected)
+
+
+@pytest.mark.parametrize(("consolidated", "forgets", "expected"), [(2, ["B"], FORGET_B), (3, ["C", "B"], ALL_BUT_A)])
+def test_the_same_through_dagster_runs_whose_asset_checks_pass(service, consolidated, forgets, expected) -> None:
+    """The scheduled job's way (`run_consolidation`): its checks hold too (a claim standing
+    again is not "superseded but active" for the link of the correction forgotten)."""
+    client, settings = service
+
+    def dagster_run() -> None:
+        assert client.app.state.service.usage.flush()
+        summary = run_consolidation(settings, instance=shared_instance())
+        assert summary["status"] == "success" and "FAILED" not in summary["checks"].values(), summary
+        assert client.post("/v1/admin/reload").status_code == 200
+
+    forget_in_chain(client, dagster_run, consolidated, forgets, expected)
+
+
+def forget_in_chain(client, run: Callable[[], None], consolidated: int, forgets: list[str],
+                    expected: dict[str, str]) -> None:
+    """Lea writes A, B and C (a consolidation `run` after the first `consolidated`), forgets
+    `forgets` in order; each claim's state is `expected` at once and after another run."""
     ids = {}
     for name in "ABC":
         out = write(client, SAID[name])
@@ -64,13 +90,13 @@ def test_forgetting_one_claim_of_a_correction_chain_leaves_the_latest_remembered
         if name != "A":
             assert out["supersedes"] == [ids[chr(ord(name) - 1)]], out  # each corrects the one before
         if len(ids) == consolidated:
-            consolidate(client, settings)
+            run()
     for name in forgets:
         tool(client, LEA, "memory.forget", {"id": ids[name], "reason": "said by mistake"})
     current = next(name for name, state in expected.items() if state == "current")
     for moment in ("at once", "after consolidation"):
         if moment == "after consolidation":
-            consolidate(client, settings)
+            run()
         assert states(client, ids) == expected, (moment, forgets)
         said = recall(client, LEA, "What is Leo allergic to?")["injection"]
         assert SAID[current] in said, (moment, said)
