@@ -254,7 +254,8 @@ class DeltaLog:
         # A claim forgotten: the turns that said it, and their neighbours' contexts, forget it now.
         overlay, made = fold_served(events, lambda i: known.get(i) or snap.get(i),
                                     lambda: chain(snap.loaded.items if snap.loaded else (), known.values()),
-                                    lambda i: last_published(snap.loaded, i))
+                                    lambda i: last_published(snap.loaded, i),
+                                    lambda: ((it.id, link.to, link.rel) for it in known.values() for link in it.links))
         touched = [(item_id, ev) for ev in events if ev.kind in HISTORY_KINDS
                    for item_id in item_ids_touched(ev)]
         touches = prev.touches

@@ -4,7 +4,9 @@ for every surface that lists it (`GET /v1/review`, the browser's /ui/quarantine 
 Two kinds of thing wait: a claim held in quarantine when proposed or written (a soft block
 of the policy: low confidence, a contradiction of someone else's claim, ...), and an edit
 held beside an item it may not change at once (`materialize.held_by_edit`; a retraction of
-someone else's claim is one too). `memory.review` decides either by the item's id.
+someone else's claim is one too). `memory.review` decides either by the item's id; who may
+decide is `review_refusal`'s one check, asked by that action whichever door it came through
+(`POST /v1/tools`, the MCP `memory_review` tool, the browser's /ui/quarantine form).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from online.state import View
-from online.tools import item_summary
+from online.tools.shaping import item_summary
 from pipelines.materialize import HELD_AGAINST, awaits_review, held_edit, in_quarantine, with_held_edit
 from pipelines.records import Identity, MemoryItem
+from pipelines.settings import Settings
 
 
 def awaiting_review(view: View, who: Identity) -> list[MemoryItem]:
@@ -22,6 +25,20 @@ def awaiting_review(view: View, who: Identity) -> list[MemoryItem]:
     newest first (by when the held thing was proposed)."""
     return sorted((it for it in view.visible_items(who) if awaits_review(it)),
                   key=lambda it: str(_proposed(it)[1]), reverse=True)
+
+
+def review_refusal(item: MemoryItem, who: Identity, settings: Settings) -> str | None:
+    """Why `who` may not decide what waits on `item`, or None when they may. What waits on an
+    org's org-wide memory is decided by its reviewers (`Settings.org_reviewers`) when it names
+    them: anyone else in the org sees it, but their approval would change what the whole org
+    is told. Elsewhere, anyone who may see the item decides (the action's own checks apply)."""
+    if item.scope.kind != "org":
+        return None
+    reviewers = settings.org_reviewers.get(item.scope.org_id) or []
+    if not reviewers or who.user_id in reviewers:
+        return None
+    return (f"only the reviewers of org {item.scope.org_id!r} ({', '.join(reviewers)}) approve or reject what "
+            "waits on its org-wide memory (the org_reviewers setting); ask one of them")
 
 
 def _proposed(item: MemoryItem) -> tuple[str, str]:
@@ -66,4 +83,4 @@ def pending_review(item: MemoryItem) -> dict[str, Any]:
             "expires_at": entry["expires_at"]}
 
 
-__all__ = ["awaiting_review", "pending_review", "review_entry"]
+__all__ = ["awaiting_review", "pending_review", "review_entry", "review_refusal"]

@@ -46,7 +46,7 @@ from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.forgetting import kept_part, kept_turn_id
 from pipelines.inbox import AppendCheck, InboxError, open_inbox
-from pipelines.materialize import in_quarantine, message_item_id, recall_state
+from pipelines.materialize import in_quarantine, message_item_id, recall_state, standing_replacer
 from pipelines.message_context import bare_text, embedding_text
 from pipelines.recall.conflicts import (
     CLAIM_TYPES,
@@ -415,11 +415,24 @@ class MemoryService:
         if cached is not None and cached[0] is view.delta:
             return cached[1]
         found: dict[str, str] = {}
-        for item in view.delta.items.values():
-            if item.active and recall_state(item) == "recallable":
-                for link in item.links:
-                    if link.rel == "supersedes":
-                        found.setdefault(link.to, item.id)
+        items = view.delta.items
+        correctors: dict[str, list[str]] = {}
+        for item in items.values():
+            for link in item.links:
+                if link.rel == "supersedes":
+                    correctors.setdefault(link.to, []).append(item.id)
+
+        def stands(item_id: str) -> bool:
+            return (it := items.get(item_id)) is not None and it.active and recall_state(it) == "recallable"
+
+        def forgotten(item_id: str) -> bool:
+            return (it := items.get(item_id)) is not None and it.validation == "retracted"
+
+        for old in correctors:
+            # a correction forgotten while a later one of it stands: that one replaces `old` now
+            now = standing_replacer(old, lambda i: correctors.get(i, ()), stands, forgotten)
+            if now is not None:
+                found[old] = now
         self._delta_superseded = (view.delta, found)
         return found
 

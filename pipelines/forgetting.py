@@ -133,13 +133,15 @@ def with_forgetting(made: Mapping[str, MemoryItem], before: Callable[[str], Memo
 def fold_served(events: Iterable[Event], base: Callable[[str], MemoryItem | None],
                 served: Callable[[], Iterable[MemoryItem]],
                 retired: Callable[[str], MemoryItem | None] = lambda _id: None,
+                known_links: Callable[[], Iterable[tuple[str, str, str]]] = tuple,
                 ) -> tuple[Overlay, Mapping[str, MemoryItem]]:
     """Inbox `events` folded over what is served, as every view of the inbox folds them: the
     overlay (`fold_events`) and the items it makes with what it forgets applied to the served
     turns (`with_forgetting`). `base` finds an item's served version by id; `served()` gives
     the served items, a later copy of an id winning (read only when the fold forgets);
-    `retired(id)` an item no longer served, as last published (`fold_events`)."""
-    overlay = fold_events(events, base=base, retired=retired)
+    `retired(id)` an item no longer served, as last published, and `known_links()` the links
+    made by what is served besides (`fold_events`)."""
+    overlay = fold_events(events, base=base, retired=retired, known_links=known_links)
 
     def owned_turns(who: set[tuple[str, str]]) -> Iterable[MemoryItem]:
         turns: dict[str, MemoryItem] = {}

@@ -389,7 +389,10 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
     history), oldest first: `when` (UTC, to the second; `at`: as stored), `actor` ("pipeline"
     for its own work), `action`, `seq`
     (the inbox seq, or None) and `note`, what changed (for an event that wrote a revision,
-    the fields that revision changed)."""
+    the fields that revision changed). A refused attempt by a caller of another org than the
+    item's (its reader's: only its org's own may read it) names them with it, "tom (org
+    globex)": a same-named user of the item's org is someone else."""
+    home = next((r["snapshot"].get("scope", {}).get("org_id") for r in found.get("revisions", [])), None)
     revisions = iter(found.get("revisions", []))
     previous: dict[str, Any] | None = None
     rows = []
@@ -408,8 +411,11 @@ def history_rows(found: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             note = _event_note(event)
         at = str(event.get("requested_at") or event["at"])
-        rows.append({"when": at[:19].replace("T", " "), "at": at,
-                     "actor": event.get("actor") or "pipeline", "action": action,
+        actor = event.get("actor") or "pipeline"
+        org = (event.get("details") or {}).get("org")
+        if org and home and org != home:
+            actor = f"{actor} (org {org})"
+        rows.append({"when": at[:19].replace("T", " "), "at": at, "actor": actor, "action": action,
                      "seq": event.get("inbox_seq"), "note": note})
     return rows
 

@@ -512,24 +512,68 @@ def supersedes_now(item: MemoryItem) -> bool:
     return item.validation != "retracted"
 
 
+def standing_replacer(item_id: str, correctors: Callable[[str], Iterable[str]], stands: Callable[[str], bool],
+                      forgotten: Callable[[str], bool]) -> str | None:
+    """The claim that replaces `item_id` now, up its chain of corrections (`correctors`: the
+    ids of the claims that corrected a claim): the nearest that `stands`, passing through the
+    `forgotten` ones (A, B correcting it, C correcting B: with B forgotten, C still replaces
+    A); None when every claim up the chain was forgotten (or stops, held, short of standing)."""
+    seen, todo = {item_id}, [item_id]
+    while todo:
+        for src in correctors(todo.pop(0)):
+            if src in seen:
+                continue
+            seen.add(src)
+            if stands(src):
+                return src
+            if forgotten(src):
+                todo.append(src)
+    return None
+
+
 def restored_by_forgetting(forgotten: MemoryItem, find: Callable[[str], MemoryItem | None], by: str, at: str,
-                           standing: Iterable[tuple[str, str, str]] = ()) -> list[MemoryItem]:
+                           links: Iterable[tuple[str, str, str]] = ()) -> list[MemoryItem]:
     """The claims `forgotten` (a claim just retracted) had replaced that stand again: each
-    its `supersedes` links name that was marked superseded by it, is not retracted itself and
-    is replaced by no other claim among `standing` links (src, dst, rel) still standing:
-    unmarked (`superseded_by` None), with `RESTORED` saying why. `find` finds a claim as last
-    stored, superseded ones too. The one rule of the service's fold and consolidation's
-    replay (both fold the forget event) and of what `loci show` folds."""
-    others = {dst for src, dst, rel in standing if rel == "supersedes" and src != forgotten.id}
-    out = []
-    for link in forgotten.links:
-        old = find(link.to) if link.rel == "supersedes" else None
-        if (old is None or old.superseded_by != forgotten.id or old.validation == "retracted"
-                or old.id in others):
-            continue
-        out.append(msgspec.structs.replace(old, superseded_by=None, updated_at=at, metadata={
-            **old.metadata, RESTORED: {"because": forgotten.id, "by": by, "at": at,
-                                       "note": f"what replaced it was forgotten by {by} ({forgotten.id})"}}))
+    its `supersedes` links name (through claims forgotten before it: A, B correcting A, C
+    correcting B, B forgotten and then C: A) that was marked superseded by one of them, is
+    not retracted itself and that no claim up its chain of corrections still replaces
+    (`standing_replacer` over its `superseded_by` and the `links` (src, dst, rel) known
+    besides: forget B while C stands, and A stays replaced): unmarked (`superseded_by`
+    None), with `RESTORED` saying why. `find` finds a claim as last stored, superseded ones
+    too (one it does not find counts as standing). The one rule of the service's fold and
+    consolidation's replay (both fold the forget event) and of what `loci show` folds."""
+    correctors_of: dict[str, list[str]] = {}
+    for src, dst, rel in links:
+        if rel == "supersedes":
+            correctors_of.setdefault(dst, []).append(src)
+    chain = {forgotten.id: forgotten}
+
+    def correctors(item_id: str) -> list[str]:
+        it = chain.get(item_id) or find(item_id)
+        marked = [it.superseded_by] if it is not None and it.superseded_by else []
+        return [*marked, *correctors_of.get(item_id, ())]
+
+    def forgotten_(item_id: str) -> bool:
+        it = chain.get(item_id) or find(item_id)
+        return it is not None and it.validation == "retracted"
+
+    def stands(item_id: str) -> bool:
+        return item_id not in chain and ((it := find(item_id)) is None or supersedes_now(it))
+
+    out, todo = [], [forgotten]
+    while todo:
+        for link in todo.pop(0).links:
+            old = find(link.to) if link.rel == "supersedes" and link.to not in chain else None
+            if old is None:
+                continue
+            if old.validation == "retracted":  # forgotten before: what it replaced is this chain's too
+                chain[old.id] = old
+                todo.append(old)
+            elif (old.superseded_by in chain and old.id not in {o.id for o in out}
+                  and standing_replacer(old.id, correctors, stands, forgotten_) is None):
+                out.append(msgspec.structs.replace(old, superseded_by=None, updated_at=at, metadata={
+                    **old.metadata, RESTORED: {"because": forgotten.id, "by": by, "at": at,
+                                               "note": f"what replaced it was forgotten by {by} ({forgotten.id})"}}))
     return out
 
 
@@ -587,12 +631,15 @@ def fold_events(
     base: Callable[[str], MemoryItem | None] = lambda _id: None,
     policy: Governs | None = None,
     retired: Callable[[str], MemoryItem | None] = lambda _id: None,
+    known_links: Callable[[], Iterable[tuple[str, str, str]]] = tuple,
 ) -> Overlay:
     """Fold events in seq order into an overlay. `base` finds items that live outside the
     overlay (snapshot or warehouse) so updates and links can apply to them; `retired`, those
     `base` does not serve any more (a snapshot's superseded claims, as last published): a
-    forgotten correction brings back what it replaced (`restored_by_forgetting`)."""
-    fold = _Fold(base=base, policy=policy, retired=retired)
+    forgotten correction brings back what it replaced (`restored_by_forgetting`), unless a
+    later correction stands among the fold's links or `known_links()` (src, dst, rel) made
+    outside it (the service's earlier folds, consolidation's batch: read only on a forget)."""
+    fold = _Fold(base=base, policy=policy, retired=retired, known_links=known_links)
     for ev in events:
         fold.out.max_seq = max(fold.out.max_seq, ev.seq)
         step = _FOLD_STEPS.get(ev.kind)
@@ -608,6 +655,7 @@ class _Fold:
     base: Callable[[str], MemoryItem | None]
     policy: Governs | None
     retired: Callable[[str], MemoryItem | None] = lambda _id: None
+    known_links: Callable[[], Iterable[tuple[str, str, str]]] = tuple
     out: Overlay = field(default_factory=Overlay)
 
     def lookup(self, item_id: str) -> MemoryItem | None:
@@ -618,10 +666,8 @@ class _Fold:
         if before.validation == "retracted" or after.validation != "retracted":
             return
         at = ev.payload.get("at") or ev.at
-        standing = [(src, dst, rel) for src, dst, rel in self.out.links
-                    if (it := self.lookup(src)) is None or supersedes_now(it)]
         for old in restored_by_forgetting(after, lambda i: self.lookup(i) or self.retired(i),
-                                          ev.identity.user_id, at, standing):
+                                          ev.identity.user_id, at, [*self.known_links(), *self.out.links]):
             self.out.items[old.id] = old
 
     def replacing(self, item: MemoryItem) -> MemoryItem:

@@ -115,6 +115,10 @@ class Settings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     # Policy
     max_content_chars: int = 2000  # longer content becomes a pointer
     min_confidence: float = 0.4  # below: quarantine
+    # Who decides (approves or rejects) what waits for review on an org's org-wide memory:
+    # org id -> user ids (its admins, named reviewers). An org not named here: anyone in it
+    # who may see the item (`online.review.review_refusal`). Env: LOCI_ORG_REVIEWERS as JSON.
+    org_reviewers: dict[str, list[str]] = {}
 
     # Recall
     recall_mode: str = "hybrid"  # inject | catalog | hybrid | auto (`recall.deliver`)

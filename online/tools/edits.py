@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from online.review import review_refusal
 from online.state import MemoryService, View
 from online.tools.args import ForgetArgs, ItemPatch, ReviewArgs, ToolError, UpdateArgs, args_hint, decode
 from online.tools.shaping import corrections_out, corrections_payload, verdict_out
@@ -415,6 +416,10 @@ class EditActions(WriteActions):
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "
                                  f"validation {current.validation!r})")
+        refusal = review_refusal(current, who, self.service.settings)  # the one check of every review door
+        if refusal is not None:
+            self.service.audit(who, "memory.review", audited, [args.id], outcome="refused", reason=refusal)
+            raise ToolError(403, f"memory.review: {args.id!r}: {refusal}")
         edit = held_edit(current)  # an edit held beside the item is what is decided
         proposers = {edit.get("by")} if edit is not None else authors(current) | {current.scope.user_id}
         if args.decision == "approve" and held_against_others(current) and who.user_id in proposers:

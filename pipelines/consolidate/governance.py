@@ -37,6 +37,7 @@ from pipelines.materialize import (
     message_item_id,
     proposal_item_id,
     quarantine_expiry,
+    standing_replacer,
     supersedes_now,
     taken_over,
 )
@@ -140,12 +141,15 @@ def _creators(batch: list[Event]) -> dict[str, Origin]:
 
 
 def replay_edits(
-    events: list[Event], items: dict[str, MemoryItem], skipped: list[str]
+    events: list[Event], items: dict[str, MemoryItem], skipped: list[str],
+    batch_links: list[tuple[str, str, str]] = (),
 ) -> tuple[list[Edit], list[tuple[str, str, str]], dict[str, MemoryItem]]:
     """The edit events (`EDIT_KINDS`) in inbox order, each folded (the same fold the
     service's delta uses) into the item as the edit before it left it. Returns the edits to
     store, as the fields each one changed, the links they make (src, dst, rel): an
-    approval supersedes the claims it corrects, and `items` as the edits leave them."""
+    approval supersedes the claims it corrects, and `items` as the edits leave them.
+    `batch_links` are those the batch's other events make (a correction standing in the
+    chain of one forgotten keeps what that one replaced replaced)."""
     current = dict(items)
     edits: list[Edit] = []
     links: list[tuple[str, str, str]] = []
@@ -156,7 +160,7 @@ def replay_edits(
             skipped.append(f"{e.event_id}: {e.kind} of unknown item {item_id}")
             continue
         try:
-            folded = fold_events([e], base=current.get)
+            folded = fold_events([e], base=current.get, known_links=lambda: [*batch_links, *links])
             after = folded.items.get(item_id, before)
         except (KeyError, ValueError, TypeError, msgspec.ValidationError) as exc:
             skipped.append(f"{e.event_id}: {type(exc).__name__}: {exc}")
@@ -225,7 +229,8 @@ def refusals(batch: list[Event]) -> list[Refusal]:
         attempted = str(p.get("action") or "?")
         reason = str(p.get("reason") or ("rejected by the policy" if p.get("outcome") == "rejected"
                                          else "refused"))
-        details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", []))}
+        # the caller's org: a same-named user of another org is not the item's org's own (`history_rows`)
+        details = {"rule_ids": list((p.get("verdict") or {}).get("rule_ids", [])), "org": e.identity.org_id}
         for item_id in p.get("result_ids") or []:
             out.append(Refusal(str(item_id), attempted, reason, origin_of(e), details))
     return out
@@ -266,6 +271,22 @@ def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, Memor
     (`forgotten`: `materialize.supersedes_now`)."""
     links = []
     from_edits = set(edit_links)
+    correctors_of: dict[str, list[str]] = {}
+    for src, dst, rel in [*overlay_links, *edit_links]:
+        if rel == "supersedes":
+            correctors_of.setdefault(dst, []).append(src)
+
+    def correctors(item_id: str) -> list[str]:
+        it = new_items.get(item_id) or stored.get(item_id)
+        return [*([it.superseded_by] if it is not None and it.superseded_by else []), *correctors_of.get(item_id, ())]
+
+    def is_forgotten(item_id: str) -> bool:
+        return item_id in forgotten or ((it := new_items.get(item_id) or stored.get(item_id)) is not None
+                                        and it.validation == "retracted")
+
+    def stands(item_id: str) -> bool:
+        return not is_forgotten(item_id) and (item_id in new_items or item_id in stored)
+
     for src, dst, rel in dict.fromkeys([*overlay_links, *edit_links]):
         known = (src in stored or src in new_items) and (dst in stored or dst in new_items)
         if rel not in LINK_RELS or not known or src == dst:
@@ -273,13 +294,17 @@ def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, Memor
             continue
         if src not in new_items or (src, dst, rel) in from_edits:  # a new item's own links are stored with it
             links.append((src, dst, rel))
-        if rel == "supersedes" and src not in forgotten:  # "src supersedes dst": dst stops being active
+        # "src supersedes dst": dst stops being active; one a forgotten correction replaced, when
+        # a later correction of that one stands (`standing_replacer`), is replaced by that one
+        by = None if rel != "supersedes" else src if src not in forgotten else standing_replacer(
+            src, correctors, stands, is_forgotten)
+        if by is not None:
             target = new_items.get(dst) or stored[dst]
             if target.superseded_by is None:
                 if dst in new_items:
-                    new_items[dst] = msgspec.structs.replace(target, superseded_by=src)
+                    new_items[dst] = msgspec.structs.replace(target, superseded_by=by)
                 else:
-                    patches.setdefault(dst, {})["superseded_by"] = src
+                    patches.setdefault(dst, {})["superseded_by"] = by
     # Links of new items that cannot be stored (unknown relation) would fail the batch.
     for item_id, item in new_items.items():
         good = [link for link in item.links if link.rel in LINK_RELS]
@@ -396,13 +421,19 @@ def _plan(batch: list[Event], warehouse: Warehouse, policy: Any, settings: Setti
                                  *(str(old) for e in updates for key in ("supersedes", "refines")
                                    for old in e.payload.get(key) or ())]))
     stored = {i.id: i for i in warehouse.get_items(wanted)}
-    # what a forget among the edits may bring back: the claims the forgotten ones replaced
-    replaced = [link.to for e in updates for it in [stored.get(str(e.payload.get("item_id")))
-                                                    or overlay.items.get(str(e.payload.get("item_id")))]
-                if it is not None for link in it.links if link.rel == "supersedes" and link.to not in stored]
-    stored.update((i.id, i) for i in warehouse.get_items(list(dict.fromkeys(replaced))))
+    # what a forget among the edits may bring back: the claims the forgotten ones replaced, and
+    # theirs through the ones forgotten before (`restored_by_forgetting`), and what replaced them
+    edited = [it for e in updates if (it := stored.get(str(e.payload.get("item_id")))
+                                     or overlay.items.get(str(e.payload.get("item_id")))) is not None]
+    while edited:
+        more = list(dict.fromkeys(i for it in edited for i in (
+            *(link.to for link in it.links if link.rel == "supersedes"), it.superseded_by)
+            if i and i not in stored and i not in overlay.items))
+        found = warehouse.get_items(more) if more else []
+        stored.update((i.id, i) for i in found)
+        edited = [it for it in found if it.validation == "retracted" or it.superseded_by]
     new_items, patches = _split_overlay(overlay.items, stored, settings)
-    edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped)
+    edits, edit_links, edited = replay_edits(updates, {**stored, **new_items}, report.skipped, overlay.links)
     edits += replay_ends(batch, edited, overlay.items)
     final = {**overlay.items, **{e.item_id: edited[e.item_id] for e in edits}}
     new_items, forgetting, forgotten_turns = _forget(warehouse, batch, stored, final, new_items)

@@ -25,11 +25,13 @@ def stored_provenance_violations(warehouse: Warehouse) -> tuple[int, list[str]]:
 
 
 def supersede_violations(warehouse: Warehouse) -> list[str]:
-    """Items that are superseded (a `supersedes` link points at them) but still active, and
-    items whose `superseded_by` names no stored item."""
+    """Items that are superseded (a `supersedes` link of a claim not forgotten points at
+    them: a forgotten correction supersedes nothing, `materialize.supersedes_now`) but still
+    active, and items whose `superseded_by` names no stored item."""
     still_active = warehouse.query(
-        "SELECT DISTINCT l.dst_id FROM links l JOIN items i ON i.id = l.dst_id "
-        "WHERE l.rel = 'supersedes' AND NOT i.archived AND i.superseded_by IS NULL ORDER BY 1"
+        "SELECT DISTINCT l.dst_id FROM links l JOIN items i ON i.id = l.dst_id JOIN items s ON s.id = l.src_id "
+        "WHERE l.rel = 'supersedes' AND s.validation <> 'retracted' AND NOT i.archived "
+        "AND i.superseded_by IS NULL ORDER BY 1"
     )
     dangling = warehouse.query(
         "SELECT i.id FROM items i LEFT JOIN items c ON c.id = i.superseded_by "

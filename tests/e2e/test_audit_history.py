@@ -28,6 +28,7 @@ from pipelines.embedders import HashEmbedder
 from pipelines.records import sha256_text
 from pipelines.warehouse import Warehouse
 from tests.assets.support import make_settings
+from tests.e2e.chat import consolidate, page_text
 
 DANA = {"user_id": "dana", "project_id": "orion", "session_id": "s1"}
 OMAR = {"user_id": "omar", "project_id": "orion", "session_id": "s7"}
@@ -214,3 +215,30 @@ def test_loci_list_marks_a_retracted_item(scenario, monkeypatch) -> None:
     assert listed.exit_code == 0, listed.output
     line = {i.id: next(x for x in listed.output.splitlines() if i.id in x) for i in (telemetry, retention)}
     assert "retracted" in line[telemetry.id] and "retracted" not in line[retention.id], listed.output
+
+
+def test_a_refused_review_by_a_same_named_user_of_another_org_shows_their_org(service) -> None:
+    """Tom of globex tries to approve what waits on acme's claim (he cannot see it: refused,
+    404); acme's history names him "tom (org globex)", not plain "tom", who in acme is someone
+    else: on the browser's card and in `loci show`. Acme's own Tom stays plain "tom"."""
+    client, settings = service
+    acme_tom = {"user_id": "tom", "project_id": "atlas", "session_id": "t1", "org_id": "acme"}
+    acme_raj = {**acme_tom, "user_id": "raj", "session_id": "r1"}
+    globex_tom = {**acme_tom, "org_id": "globex", "session_id": "g1"}
+    status, body = tool(client, acme_raj, "memory.write", {"item": {
+        "type": "fact", "title": "Atlas replica", "content": "The atlas replica might move to us-west-2.",
+        "confidence": 0.2, "scope": "project"}})
+    assert status == 200 and body["result"]["verdict"]["action"] == "quarantine", body
+    held = body["result"]["item_id"]
+    status, body = tool(client, globex_tom, "memory.review", {"id": held, "decision": "approve"})
+    assert status == 404, body
+    consolidate(client, settings)
+    card = page_text(client.get(f"/ui/items/{held}", params=acme_raj).text)
+    assert "tom (org globex)" in card and "memory.review" in card, card[-1500:]
+    shown = CliRunner().invoke(loci_cli, ["show", held, "--data-dir", str(settings.data_dir)])
+    assert shown.exit_code == 0 and "tom (org globex)" in shown.output, shown.output
+    status, body = tool(client, acme_tom, "memory.review", {"id": held, "decision": "approve"})
+    assert status == 200, body
+    consolidate(client, settings)
+    card = page_text(client.get(f"/ui/items/{held}", params=acme_raj).text)
+    assert "tom (org globex)" in card and "tom (org acme)" not in card, card

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from litestar.testing import TestClient
 
@@ -215,3 +216,20 @@ def test_the_inbox_line_of_a_held_edit_says_it_is_held() -> None:
                                 "the item unchanged until a review")
     taken = {"kind": "memory.update", "payload": {"patch": {"content": "x"}, "verdict": {"action": "accept"}}}
     assert inbox_note(taken) == "changed content"
+
+
+def test_review_refusal_names_the_orgs_reviewers_for_org_wide_memory_only() -> None:
+    from online.review import review_refusal
+    from pipelines.records import Identity, MemoryItem, Scope
+    from pipelines.settings import Settings
+
+    settings = Settings(org_reviewers={"acme": ["olga", "tom"]})
+    org_rule = MemoryItem(id="r", tier="stm", type="constraint", title="t", content="c",
+                          scope=Scope(kind="org", user_id="raj", org_id="acme"))
+    project_note = msgspec.structs.replace(org_rule, scope=Scope(kind="project", user_id="raj", org_id="acme"))
+    elsewhere = msgspec.structs.replace(org_rule, scope=Scope(kind="org", user_id="raj", org_id="globex"))
+    ana, olga = Identity(user_id="ana", org_id="acme"), Identity(user_id="olga", org_id="acme")
+    assert "only the reviewers of org 'acme' (olga, tom)" in (review_refusal(org_rule, ana, settings) or "")
+    assert review_refusal(org_rule, olga, settings) is None
+    assert review_refusal(project_note, ana, settings) is None
+    assert review_refusal(elsewhere, Identity(user_id="ana", org_id="globex"), settings) is None

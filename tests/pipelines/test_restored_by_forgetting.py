@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from pipelines.materialize import RESTORED, restored_by_forgetting, supersedes_now
+from pipelines.materialize import RESTORED, restored_by_forgetting, standing_replacer, supersedes_now
 from pipelines.records import Link, MemoryItem, Scope
 
 LEA = Scope(kind="user", user_id="lea")
@@ -37,3 +37,36 @@ def test_nothing_stands_again_that_was_forgotten_or_is_replaced_by_another() -> 
 
 def test_a_forgotten_claim_supersedes_nothing() -> None:
     assert not supersedes_now(NEW) and supersedes_now(OLD)
+
+
+# A chain of corrections: A, B correcting A, C correcting B (as consolidation marks them).
+A = claim("a", "Leo is allergic to peanuts.", superseded_by="b")
+B = claim("b", "Leo is allergic to sesame.", superseded_by="c", links=[Link(rel="supersedes", to="a")])
+C = claim("c", "Leo is allergic to kiwi.", links=[Link(rel="supersedes", to="b")])
+AT = "2026-11-29T10:00:00+00:00"
+
+
+def forgot(item: MemoryItem) -> MemoryItem:
+    return msgspec.structs.replace(item, validation="retracted")
+
+
+def test_forgetting_the_middle_of_a_chain_leaves_the_first_replaced_while_the_last_stands() -> None:
+    assert restored_by_forgetting(forgot(B), {"a": A, "c": C}.get, "lea", AT) == []
+    # the same before consolidation marked B: C's link says it
+    unmarked = msgspec.structs.replace(B, superseded_by=None)
+    assert restored_by_forgetting(forgot(unmarked), {"a": A, "c": C}.get, "lea", AT, [("c", "b", "supersedes")]) == []
+
+
+def test_forgetting_the_last_of_a_chain_brings_back_the_latest_not_forgotten() -> None:
+    (back,) = restored_by_forgetting(forgot(C), {"a": A, "b": B}.get, "lea", AT)
+    assert back.id == "b"
+    (back,) = restored_by_forgetting(forgot(C), {"a": A, "b": forgot(B)}.get, "lea", AT)  # B forgotten before
+    assert back.id == "a" and back.metadata[RESTORED]["because"] == "c"
+
+
+def test_the_standing_replacer_walks_up_through_forgotten_corrections_only() -> None:
+    correctors = {"a": ["b"], "b": ["c"]}.get
+    for forgotten, expected in (({"b"}, "c"), ({"b", "c"}, None), (set(), "b")):
+        got = standing_replacer("a", lambda i: correctors(i) or (), lambda i, f=forgotten: i not in f,
+                                forgotten.__contains__)
+        assert got == expected, forgotten
