@@ -1,0 +1,113 @@
+"""What a chat door keeps about a chat in the inbox, so every process (a restart, another
+`loci serve` worker, another proxy replica) reads the same: `audit` events under ids derived
+from the chat (ids and hashes, never content), at numbered slots, read back by id
+(`InboxBackend.get`). Slots fill in order, none skipped: the n-th record at one place is slot
+n, and a writer that lost a slot to another process takes the next one.
+
+Used by the proxy's chat rounds (`online.proxy.rounds`: edits, regenerations) and by the
+service's capture (`MemoryService.capture`: the user turn an assistant turn answers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from pipelines.records import Event, Identity, sha256_text, stable_id
+
+if TYPE_CHECKING:
+    from online.state import MemoryService
+
+MAX_VERSIONS = 64  # records scanned from where a write starts looking: past that, none are kept
+
+Slot = tuple[str, Callable[[int], tuple[str, ...]], dict, Callable[[dict], bool]]
+
+
+def event_id(kind: str, *parts: str) -> str:
+    return stable_id("evt", "audit", f"chat.{kind}", *parts)
+
+
+def _slot(service: MemoryService, who: Identity, kind: str, parts: Callable[[int], tuple[str, ...]],
+          payload: dict, same: Callable[[dict], bool], start: int = 0) -> tuple[Event, Callable[[dict], bool]] | None:
+    """The record at the first free slot `n` from `start` (`parts(n)` its id's parts), and how
+    to tell it stored; None when one `same` as it is stored already (a retry), or every slot is
+    taken."""
+    for n in range(start, start + MAX_VERSIONS):
+        stored = service.inbox.get(event_id(kind, *parts(n)))
+        if stored is None:
+            ids = payload.get("result_ids", [])
+            return Event(event_id=event_id(kind, *parts(n)), kind="audit", identity=who,
+                         payload={"action": f"chat.{kind}", "args_sha256": sha256_text("|".join(parts(n))),
+                                  "result_ids": ids, "result_count": len(ids), **payload}), same
+        if same(stored.payload):
+            return None
+    return None
+
+
+def record(service: MemoryService, who: Identity, slots: list[Slot],
+           start: Callable[[Slot], int] = lambda _: 0) -> None:
+    """Append the records in one batch (each looked for from slot `start(spec)`); one whose slot
+    another process took meanwhile (it comes back as stored, not as ours) is appended again at
+    the next free slot."""
+    for _ in range(MAX_VERSIONS):
+        found = [(spec, got) for spec in slots if (got := _slot(service, who, *spec, start(spec))) is not None]
+        if not found:
+            return
+        landed = service.append([event for _, (event, _) in found])
+        slots = [spec for (spec, (_, same)), stored in zip(found, landed, strict=True) if not same(stored.payload)]
+
+
+def versions(service: MemoryService, kind: str, *parts: str) -> list[dict]:
+    """The records at one place (slots `parts` + n), oldest first, up to `MAX_VERSIONS`."""
+    out = []
+    for n in range(MAX_VERSIONS):
+        stored = service.inbox.get(event_id(kind, *parts, str(n)))
+        if stored is None:
+            break
+        out.append(stored.payload)
+    return out
+
+
+def filled(service: MemoryService, kind: str, *parts: str) -> int:
+    """How many slots at one place hold a record, however many: doubling, then halving
+    (about 2 log2 n reads)."""
+    def held(n: int) -> bool:
+        return service.inbox.get(event_id(kind, *parts, str(n))) is not None
+
+    if not held(0):
+        return 0
+    low, high = 0, 1
+    while held(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if held(mid) else (low, mid)
+    return high
+
+
+def latest(service: MemoryService, kind: str, *parts: str) -> dict | None:
+    """The newest record at one place, or None."""
+    n = filled(service, kind, *parts)
+    stored = service.inbox.get(event_id(kind, *parts, str(n - 1))) if n else None
+    return stored.payload if stored is not None else None
+
+
+# -- the user turn an assistant turn answers ----------------------------------------------------------
+
+
+def _chat(who: Identity) -> tuple[str, str, str]:
+    return who.user_id, who.project_id, who.session_id
+
+
+def record_asked(service: MemoryService, who: Identity, turn_id: str) -> None:
+    """`turn_id` is the chat's latest user turn (the chat: `who`'s user, project, session)."""
+    chat = _chat(who)
+    record(service, who, [("asked", lambda n: (*chat, str(n)), {"result_ids": [turn_id], "turn_id": turn_id},
+                           lambda p: p.get("turn_id") == turn_id)],
+           start=lambda _: max(filled(service, "asked", *chat) - 1, 0))  # a retry: the newest says it
+
+
+def last_asked(service: MemoryService, who: Identity) -> str | None:
+    """The id of the chat's latest user turn, or None."""
+    found = latest(service, "asked", *_chat(who))
+    return str(found["turn_id"]) if found is not None else None
