@@ -120,6 +120,8 @@ class Exchange:
     assistant_turn: CaptureResult | None = None
     edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted (`online.proxy.rounds`)
     regenerated_away: list[str] = field(default_factory=list)  # answers a regeneration discarded (+ memories)
+    discarded: set[str] = field(default_factory=set)  # the answers' turn ids this request asks again for
+    names_chat: bool = False  # the client names the chat (a chat id): its first message's place is its own
 
     def __post_init__(self) -> None:
         # One consistent set of flags for the whole request, even if they flip meanwhile.
@@ -200,14 +202,18 @@ class Exchange:
         users = [i for i, (role, _) in enumerate(msgs or []) if role == "user"]
         if not msgs or not users:
             return
+        self._retract_edits(msgs, users)
+        if users[-1] == len(msgs) - 1:
+            self._retract_discarded()  # asked again: its recall does not see the answer it replaces
+
+    def _retract_edits(self, msgs: list[list[str]], users: list[int]) -> None:
         service, latest = self.service, users[-1]
-        if len(users) < 2:
-            return  # a first message: every chat of the session starts at its place
         said = sha256_text(msgs[latest][1])
         placed = latest_at(service, self._place(msgs, latest))
         if placed is not None and placed["said_sha256"] == said and placed.get("key"):
             self.user_key, self.user_turn_id = placed["key"], placed["turn_id"]  # as landed (below)
-        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None:
+        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None \
+                and (len(users) > 1 or self.names_chat):  # unnamed, every chat of a session starts at one place
             self._retract_edit(placed["turn_id"], self.user_turn_id)
             back = service.view().get(message_item_id(self.user_turn_id))
             if back is not None and back.validation == "retracted":  # edited back to words it replaced
@@ -406,7 +412,10 @@ class Exchange:
     # -- 2 + 3. after the answer: land the turns, pre-return catalog --------------------------
 
     def assistant_turn_id(self, raw: str) -> str:
-        return assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
+        said = assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
+        while said in self.discarded:  # asked again and answered alike: the answer lands again, not retracted
+            said = stable_id("turn", "proxy", said, "said again")
+        return said
 
     def _record_round(self) -> None:
         """Keep what this round landed, in the inbox (`online.proxy.rounds` reads it back)."""
@@ -425,19 +434,29 @@ class Exchange:
                       str(self.body.get("model") or "")) if answer else None)
 
     def _retract_discarded(self) -> None:
-        """The chat asked the same model again with the conversation ending at this user
-        message: the answers it landed to it before were discarded (a regeneration, or a retry
-        whose answer the user never saw). Those other than this one are retracted once it has
-        landed (a retry given the same answer keeps it: one turn). Recall before the answer
-        may still show them."""
-        kept = self.assistant_turn
+        """The chat asks the same model again with the conversation ending at this user
+        message: the answers it landed to it before are discarded (a regeneration, or a retry
+        whose answer the user never saw). They are retracted before this request's recall
+        (and any landed meanwhile, once this answer has): an answer alike lands again
+        (`assistant_turn_id`)."""
+        kept, turn = self.assistant_turn, self.user_turn.turn_id if self.user_turn else self.user_turn_id
         model = sha256_text(str(self.body.get("model") or ""))
-        gone = [a for a in answers_to(self.service, self.user_turn.turn_id)
+        gone = [a for a in answers_to(self.service, turn)
                 if a.get("model_sha256") == model and (kept is None or a["turn_id"] != kept.turn_id)]
+        if kept is None:
+            self.discarded.update(str(a["turn_id"]) for a in gone)
         if gone:
-            self.regenerated_away = retract_round(
-                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),
+            live = kept is None and self._live(turn)
+            self.regenerated_away += retract_round(
+                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=turn),
                 keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
+            if live and not self._live(turn):  # a discarded memory took her turn with it (`forgetting.turns_saying`)
+                self.user_key = digest([self.user_key, "said again"])  # her words land again, a fresh turn
+                self.user_turn_id = stable_id("turn", "proxy", self.user_key)
+
+    def _live(self, turn_id: str) -> bool:
+        item = self.service.view().get(message_item_id(turn_id))
+        return item is not None and item.validation != "retracted"
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the

@@ -12,13 +12,15 @@ process (a restart, another `loci serve` worker, another proxy replica) sees the
   said: a client trimming its history moves later messages up, it does not change them);
 - a regenerated answer: the client asks the same model again with the conversation ending at
   the same user message, the answers it had discarded. They (and what they proposed) are
-  retracted. Another model's answer is not (a UI asking several models at once shows each).
+  retracted before the request's recall, which never hands them to the model again. Another
+  model's answer is not (a UI asking several models at once shows each).
 
 Records are `audit` events under ids derived from the round (`online.chat_records`: ids and
 hashes, never content, read back by id): `round` (the user turn landed at a place, the n-th there),
 `answer` (the n-th answer landed to a user turn, with the memories it proposed) and
-`followed` (a later round of the chat followed that user turn). A first user message is never
-read as an edit: every chat of a session starts at the same place.
+`followed` (a later round of the chat followed that user turn). A first user message is read
+as an edit only when the client names the chat (Open WebUI's chat id): otherwise every chat of
+a session starts at the same place, and a new chat cannot be told from an edited first message.
 Retraction is `memory.forget`'s (audited, read by every reader), its `reason` saying why:
 one record, in each item's history.
 """
@@ -52,16 +54,15 @@ class Round:
 def record_round(service: MemoryService, who: Identity, at: Round, parent: str | None,
                  answer: tuple[str, Sequence[str], str] | None = None) -> None:
     """The user turn landed at `at` (`parent`: the turn of the chat's user message before it;
-    None for a first message, never read as an edit) and `answer` (its turn id, the memories
+    None for a first message) and `answer` (its turn id, the memories
     it proposed, the model that said it), in one batch."""
-    slots = []
+    slots = [("round", lambda n: (at.before, str(n)),
+              {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said, "key": at.key},
+              lambda p: p.get("turn_id") == at.turn_id)]
     if parent is not None:
-        slots += [("round", lambda n: (at.before, str(n)),
-                   {"result_ids": [at.turn_id], "turn_id": at.turn_id, "said_sha256": at.said, "key": at.key},
-                   lambda p: p.get("turn_id") == at.turn_id),
-                  ("followed", lambda n: (parent,),  # the first later round is enough: it was followed
-                   {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},
-                   lambda p: True)]
+        slots.append(("followed", lambda n: (parent,),  # the first later round is enough: it was followed
+                      {"result_ids": [at.turn_id], "turn_id": parent, "by": at.turn_id, "said_sha256": at.said},
+                      lambda p: True))
     if answer is not None:
         answer_id, proposed, model = answer
         slots.append(("answer", lambda n: (at.turn_id, str(n)),

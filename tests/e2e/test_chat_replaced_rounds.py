@@ -20,12 +20,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import httpx
 import ollama
 import openai
 import pytest
 
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
+from pipelines.materialize import message_item_id
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
 from tests.online.test_proxy import (  # noqa: F401 - fake and shared_fake are fixtures
@@ -156,10 +158,72 @@ def test_a_regenerated_answer_retracts_the_one_discarded_and_what_it_proposed(pr
 
 
 def test_a_retried_request_answered_alike_keeps_its_answer(proxies: Proxies, fake: FakeOllama) -> None:
+    """A retry asks again as a regeneration does (the earlier answer is retracted before its
+    recall); given the same answer, that answer lands again: one of it stays, with its memory."""
     lea: Callable[..., Any] = ollama.Client(host=proxies.start(), headers=HEADERS).chat
     fake.chat_reply = lambda req: "Noted: Lisbon, next week. " + block(RIGHT)
-    for _ in range(2):  # a client retry given the same answer: nothing discarded, landed once
+    for _ in range(3):
         assert lea(model=MODEL, messages=exchange("I'm flying to Lisbon next week.")).message.content \
             == "Noted: Lisbon, next week."
-    turns = [e.payload["role"] for e in proxies.service.inbox.read_after(0, kinds=["turn"])]
-    assert turns == ["user", "assistant"] and retraction_reasons(proxies.service) == []
+    view = proxies.service.view()
+    turns = [(e.payload["role"], view.get(message_item_id(e.payload["turn_id"])).validation != "retracted")
+             for e in proxies.service.inbox.read_after(0, kinds=["turn"])]
+    assert turns.count(("user", True)) == 1 and turns.count(("assistant", True)) == 1, turns
+    fake.chat_reply = answer_from_memory
+    reply = lea(model=MODEL, messages=exchange("Where am I flying next week?"))  # a new chat
+    assert "Lisbon" in reply.message.content
+
+
+def test_the_request_that_regenerates_never_sees_the_answer_it_replaces(proxies: Proxies, fake: FakeOllama) -> None:
+    """Broken before: the discarded answer was retracted only once the new one landed, so the
+    regeneration's own recall handed the model "Lea is flying to Porto" to answer with."""
+    chat = openai.OpenAI(base_url=f"{proxies.start()}/v1", api_key="unused", max_retries=0,
+                         default_headers=HEADERS).chat.completions
+    said = exchange("I'm flying to Lisbon next week for the conference, where am I flying?")
+    fake.chat_reply = lambda req: "Noted: you are flying to Porto next week. " + block(WRONG)
+    chat.create(model=MODEL, messages=said)
+    fake.chat_reply = lambda req: "Noted: Lisbon, next week, for the conference. " + block(RIGHT)
+    again = chat.create(model=MODEL, messages=said)  # she regenerates
+    assert "Porto" not in sent_system(fake, "/v1/chat/completions")
+    assert len(again.model_extra["loci"]["regenerated_away"]) == 2
+
+
+def test_an_edited_first_message_of_a_named_chat_is_retracted(proxies: Proxies, fake: FakeOllama) -> None:
+    """Open WebUI names the chat (`X-OpenWebUI-Chat-Id`): the place of its first message is that
+    chat's alone, so an edit of it retracts the words it replaced (broken: a first message was
+    never read as an edit). Without a chat id a new chat opening otherwise cannot be told from
+    it: nothing is retracted."""
+    fake.chat_reply = noted_or_from_memory
+    url = proxies.start()
+    lea = ollama.Client(host=url, headers={**HEADERS, "X-OpenWebUI-Chat-Id": "c-41"})
+    lea.chat(model=MODEL, messages=exchange(OLD))
+    edited = httpx.post(f"{url}/api/chat", headers={**HEADERS, "X-OpenWebUI-Chat-Id": "c-41"}, timeout=60,
+                        json={"model": MODEL, "stream": False, "messages": exchange(NEW)}).json()
+    assert len(edited["loci"]["edited_away"]) == 2  # her words and the answer to them
+    lea.chat(model=MODEL, messages=exchange(NEW, "Noted.", ASK_DB))
+    assert "Postgres 16" not in sent_system(fake, "/api/chat")
+    assert retraction_reasons(proxies.service) == ["edited by the user"]
+
+    other = ollama.Client(host=url, headers={**HEADERS, "X-Loci-Session": "s-9"})  # a session, not a chat
+    other.chat(model=MODEL, messages=exchange(DEADLINE))
+    again = httpx.post(f"{url}/api/chat", headers={**HEADERS, "X-Loci-Session": "s-9"}, timeout=60,
+                       json={"model": MODEL, "stream": False, "messages": exchange(HELLO)}).json()
+    assert "edited_away" not in again["loci"]
+
+
+def live_user_turns(service: MemoryService) -> list[str]:
+    view = service.view()
+    return [e.payload["text"] for e in service.inbox.read_after(0, kinds=["turn"]) if e.payload["role"] == "user"
+            and view.get(message_item_id(e.payload["turn_id"])).validation != "retracted"]
+
+
+def test_her_words_stay_when_an_answer_restating_them_is_regenerated(proxies: Proxies, fake: FakeOllama) -> None:
+    """She regenerates an answer for its tone; it had proposed her words as a memory. Broken
+    before: retracting that memory hid the turn that said it, her own (`forgetting.turns_saying`),
+    and nothing brought it back. Her words land again, a fresh turn."""
+    lea = ollama.Client(host=proxies.start(), headers=HEADERS)
+    said = exchange("I'm flying to Lisbon next week for the conference.")
+    for reply in ("Noted: Lisbon!!! ", "Noted: Lisbon, next week. "):
+        fake.chat_reply = lambda req, reply=reply: reply + block(RIGHT)
+        lea.chat(model=MODEL, messages=said)
+    assert live_user_turns(proxies.service) == [said[0]["content"]]
