@@ -55,6 +55,7 @@ from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.recall.intents import RecallIntent, detect_recall_intent
 from pipelines.recall.query import asks_what_i_said
+from pipelines.recall.render import without_entries
 from pipelines.records import Identity, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
@@ -120,7 +121,7 @@ class Exchange:
     assistant_turn: CaptureResult | None = None
     edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted (`online.proxy.rounds`)
     regenerated_away: list[str] = field(default_factory=list)  # answers a regeneration discarded (+ memories)
-    discarded: set[str] = field(default_factory=set)  # the answers' turn ids this request asks again for
+    discarded: set[str] = field(default_factory=set)  # what this request asks again for: answers, their memories
     names_chat: bool = False  # the client names the chat (a chat id): its first message's place is its own
 
     def __post_init__(self) -> None:
@@ -171,9 +172,11 @@ class Exchange:
         elif text.strip() and self.flags["context_injection"]:
             result = self.service.recall(recall_query(text), self.identity, said=self.said, tz=self.tz,
                                          own_words=self.own_words)
-            if result.injection:
-                blocks.append(result.injection)
-                self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"]
+            injection = without_entries(result.injection, self.discarded) if self.discarded else result.injection
+            if injection:
+                blocks.append(injection)
+                self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"
+                                     and h.item.id not in self.discarded]
                 self.calls.seen_ids.update(self.injected_ids)
         instruction = self._instruction()
         if instruction:
@@ -203,8 +206,9 @@ class Exchange:
         if not msgs or not users:
             return
         self._retract_edits(msgs, users)
-        if users[-1] == len(msgs) - 1:
-            self._retract_discarded()  # asked again: its recall does not see the answer it replaces
+        if users[-1] == len(msgs) - 1:  # asked again: its recall never shows the answers it replaces
+            self.discarded = {i for a in self._discarded_answers(self.user_turn_id)
+                              for i in (message_item_id(str(a["turn_id"])), *map(str, a.get("proposed") or ()))}
 
     def _retract_edits(self, msgs: list[list[str]], users: list[int]) -> None:
         service, latest = self.service, users[-1]
@@ -412,10 +416,7 @@ class Exchange:
     # -- 2 + 3. after the answer: land the turns, pre-return catalog --------------------------
 
     def assistant_turn_id(self, raw: str) -> str:
-        said = assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
-        while said in self.discarded:  # asked again and answered alike: the answer lands again, not retracted
-            said = stable_id("turn", "proxy", said, "said again")
-        return said
+        return assistant_turn_id(self.user_key, self.dialect.history(self.body), raw, self.calls.proposing)
 
     def _record_round(self) -> None:
         """Keep what this round landed, in the inbox (`online.proxy.rounds` reads it back)."""
@@ -433,30 +434,23 @@ class Exchange:
                      (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id],
                       str(self.body.get("model") or "")) if answer else None)
 
-    def _retract_discarded(self) -> None:
+    def _discarded_answers(self, user_turn_id: str) -> list[dict]:
         """The chat asks the same model again with the conversation ending at this user
         message: the answers it landed to it before are discarded (a regeneration, or a retry
-        whose answer the user never saw). They are retracted before this request's recall
-        (and any landed meanwhile, once this answer has): an answer alike lands again
-        (`assistant_turn_id`)."""
-        kept, turn = self.assistant_turn, self.user_turn.turn_id if self.user_turn else self.user_turn_id
-        model = sha256_text(str(self.body.get("model") or ""))
-        gone = [a for a in answers_to(self.service, turn)
+        whose answer the user never saw), this one's left out once landed."""
+        kept, model = self.assistant_turn, sha256_text(str(self.body.get("model") or ""))
+        return [a for a in answers_to(self.service, user_turn_id)
                 if a.get("model_sha256") == model and (kept is None or a["turn_id"] != kept.turn_id)]
-        if kept is None:
-            self.discarded.update(str(a["turn_id"]) for a in gone)
-        if gone:
-            live = kept is None and self._live(turn)
-            self.regenerated_away += retract_round(
-                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=turn),
-                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
-            if live and not self._live(turn):  # a discarded memory took her turn with it (`forgetting.turns_saying`)
-                self.user_key = digest([self.user_key, "said again"])  # her words land again, a fresh turn
-                self.user_turn_id = stable_id("turn", "proxy", self.user_key)
 
-    def _live(self, turn_id: str) -> bool:
-        item = self.service.view().get(message_item_id(turn_id))
-        return item is not None and item.validation != "retracted"
+    def _retract_discarded(self) -> None:
+        """Retract the discarded answers (`_discarded_answers`) once this one has landed (a
+        retry given the same answer keeps it: one turn); until then recall hides them
+        (`prepare`)."""
+        kept, gone = self.assistant_turn, self._discarded_answers(self.user_turn.turn_id)
+        if gone:
+            self.regenerated_away = retract_round(
+                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),
+                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the

@@ -11,9 +11,10 @@ process (a restart, another `loci serve` worker, another proxy replica) sees the
   and for earlier messages a resent history changed (a message no later round of the chat
   said: a client trimming its history moves later messages up, it does not change them);
 - a regenerated answer: the client asks the same model again with the conversation ending at
-  the same user message, the answers it had discarded. They (and what they proposed) are
-  retracted before the request's recall, which never hands them to the model again. Another
-  model's answer is not (a UI asking several models at once shows each).
+  the same user message, the answers it had discarded. The request's recall never shows them
+  (nor what they proposed), and they are retracted once its answer has landed (a retry given
+  the same answer keeps it). Another model's answer is not (a UI asking several models at
+  once shows each).
 
 Records are `audit` events under ids derived from the round (`online.chat_records`: ids and
 hashes, never content, read back by id): `round` (the user turn landed at a place, the n-th there),
