@@ -44,6 +44,7 @@ from online.proxy.rounds import (
     latest_at,
     record_round,
     retract_round,
+    rewritten,
     said_later,
 )
 from online.proxy.search_block import search_block
@@ -217,7 +218,9 @@ class Exchange:
         if placed is not None and placed["said_sha256"] == said and placed.get("key"):
             self.user_key, self.user_turn_id = placed["key"], placed["turn_id"]  # as landed (below)
         elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None \
-                and (len(users) > 1 or self.names_chat):  # unnamed, every chat of a session starts at one place
+                and (len(users) > 1 or self.names_chat) \
+                and not rewritten(service, placed["turn_id"], msgs[latest][1]):
+            # (a first message unnamed: every chat of a session starts at its place, a new chat is no edit)
             self._retract_edit(placed["turn_id"], self.user_turn_id)
             back = service.view().get(message_item_id(self.user_turn_id))
             if back is not None and back.validation == "retracted":  # edited back to words it replaced
@@ -229,7 +232,8 @@ class Exchange:
             said = sha256_text(msgs[index][1])
             placed = latest_at(service, self._place(msgs, index))
             if placed is not None and placed["said_sha256"] != said \
-                    and not said_later(service, placed["turn_id"], said, len(users)):
+                    and not said_later(service, placed["turn_id"], said, len(users)) \
+                    and not rewritten(service, placed["turn_id"], msgs[index][1]):
                 now = self._turn_at(msgs, index)
                 self._retract_edit(placed["turn_id"], now)
                 # what she says there now is hers, as the latest message would be

@@ -222,3 +222,37 @@ def test_her_words_stay_when_an_answer_restating_them_is_regenerated(proxies: Pr
         fake.chat_reply = lambda req, reply=reply: reply + block(RIGHT)
         lea.chat(model=MODEL, messages=said)
     assert live_user_turns(proxies.service) == [said[0]["content"]]
+
+
+def with_sources(prompt: str) -> str:
+    """The latest message as Open WebUI sends it with a file attached (its RAG template): the
+    chat keeps, and later resends, only her words."""
+    return ("### Task:\nRespond to the user query using the provided context.\n<context>\n"
+            "<source id=\"1\">billing-notes.md: the billing service runs on Postgres 16 since May.</source>\n"
+            f"</context>\n\n<user_query>\n{prompt}\n</user_query>")
+
+
+def test_a_client_that_wrapped_her_message_in_sources_did_not_edit_it(proxies: Proxies, fake: FakeOllama) -> None:
+    """Broken before: the resent history held her words without the sources the client had put
+    around them, which read as an edit: the turn, its answer and the memory it proposed were
+    retracted. Her words inside what was landed are the same message."""
+    url = proxies.start()
+    lea = ollama.Client(host=url, headers=HEADERS)
+    fake.chat_reply = lambda req: "Postgres 16, since May. " + block(RIGHT)
+    first = lea.chat(model=MODEL, messages=exchange(HELLO, "Noted.", with_sources(ASK_DB)))
+    fake.chat_reply = noted_or_from_memory
+    later = httpx.post(f"{url}/api/chat", headers=HEADERS, timeout=60, json={
+        "model": MODEL, "stream": False,
+        "messages": exchange(HELLO, "Noted.", ASK_DB, first.message.content, "Thanks, noted.")}).json()
+    assert "edited_away" not in later["loci"] and retraction_reasons(proxies.service) == []
+
+
+def test_an_earlier_message_cut_short_by_her_is_still_an_edit(proxies: Proxies, fake: FakeOllama) -> None:
+    """Her words with their end taken away are hers to take away: an edit."""
+    fake.chat_reply = noted_or_from_memory
+    lea = ollama.Client(host=proxies.start(), headers=HEADERS)
+    said = "For the billing service we settled on Postgres 16, and Redis for the queue."
+    for n in (1, 3):
+        lea.chat(model=MODEL, messages=exchange(HELLO, "Noted.", said)[:n])
+    lea.chat(model=MODEL, messages=exchange(HELLO, "Noted.", said.split(",")[0] + ".", "Noted.", DEADLINE))
+    assert retraction_reasons(proxies.service) == ["edited by the user"]
