@@ -36,16 +36,22 @@ from online.proxy.config import (
 from online.proxy.dialects import ChatDialect, GenerateDialect
 from online.proxy.memory_tools import MEMORY_TOOL_SPECS, is_loci_call
 from online.proxy.rounds import (
+    CHOSEN_REASON,
     EDITED_REASON,
     REGENERATED_REASON,
     Round,
     answers_to,
     follower,
+    landed_text,
     latest_at,
+    record_answer,
+    record_discarded,
     record_round,
     retract_round,
     rewritten,
     said_later,
+    same_words,
+    was_discarded,
 )
 from online.proxy.search_block import search_block
 from online.proxy.shown import REQUEST_LEAD, REQUEST_START, VisibleText, cut_at
@@ -57,7 +63,7 @@ from pipelines.materialize import message_item_id
 from pipelines.recall.intents import RecallIntent, detect_recall_intent
 from pipelines.recall.query import asks_what_i_said
 from pipelines.recall.render import without_entries
-from pipelines.records import Identity, sha256_text, stable_id
+from pipelines.records import Identity, ProposedItem, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -207,6 +213,8 @@ class Exchange:
         if not msgs or not users:
             return
         self._retract_edits(msgs, users)
+        if len(users) > 1:
+            self._chosen_again(msgs, users[-2])
         if users[-1] == len(msgs) - 1:  # asked again: its recall never shows the answers it replaces
             self.discarded = {i for a in self._discarded_answers(self.user_turn_id)
                               for i in (message_item_id(str(a["turn_id"])), *map(str, a.get("proposed") or ()))}
@@ -241,6 +249,41 @@ class Exchange:
                 parent = users[users.index(index) - 1]
                 record_round(service, self.identity, Round(self._place(msgs, index), now, said, now),
                              self._turn_at(msgs, parent))
+
+    def _chosen_again(self, msgs: list[list[str]], index: int) -> None:
+        """The chat goes on from the answer to the user message at `index` that a
+        regeneration had discarded (the user switched back to it, a UI's earlier sibling):
+        the answers to it since are retracted, and the chosen one's words and memories land
+        again (a forgotten item is never revived: a fresh turn, its memories proposed anew)."""
+        if index + 1 >= len(msgs) or msgs[index + 1][0] != "assistant":
+            return
+        service, shown = self.service, msgs[index + 1][1]
+        said = sha256_text(msgs[index][1])
+        placed = latest_at(service, self._place(msgs, index))
+        turn = placed["turn_id"] if placed is not None and placed["said_sha256"] == said else self._turn_at(msgs, index)
+        model = str(self.body.get("model") or "")
+        answers = [a for a in answers_to(service, turn) if a.get("model_sha256") == sha256_text(model)]
+        view = service.view()
+        live = [a for a in answers if (it := view.get(message_item_id(str(a["turn_id"])))) is not None
+                and it.validation != "retracted"]
+        if not live or any(same_words(landed_text(service, str(a["turn_id"])) or "", shown) for a in live):
+            return  # the chat shows the answer that stands (or one never landed)
+        chosen = next((a for a in reversed(answers) if a not in live and was_discarded(service, str(a["turn_id"]))
+                       and same_words(landed_text(service, str(a["turn_id"])) or "", shown)), None)
+        if chosen is None:
+            return
+        now = retract_round(service, self.identity, None, live, CHOSEN_REASON.format(turn=turn))
+        self.regenerated_away += now
+        record_discarded(service, self.identity,
+                         [str(a["turn_id"]) for a in live if message_item_id(str(a["turn_id"])) in now])
+        memories = [it for i in chosen.get("proposed") or () if (it := view.get(str(i))) is not None]
+        again = service.capture(
+            self.identity, "assistant", landed_text(service, str(chosen["turn_id"])) or shown, parse=False,
+            turn_id=stable_id("turn", "proxy", str(chosen["turn_id"]), "chosen again"), answers=msgs[index][1],
+            extra_proposals=[ProposedItem(type=m.type, title=m.title, content=m.content, tags=list(m.tags),
+                                          confidence=m.confidence, scope=m.scope.kind) for m in memories])
+        record_answer(service, self.identity, turn, again.turn_id,
+                      [p.item_id for p in again.proposals if p.item_id], model)
 
     def _retract_edit(self, replaced: str, now: str) -> None:
         answers = answers_to(self.service, replaced)
@@ -452,9 +495,12 @@ class Exchange:
         (`prepare`)."""
         kept, gone = self.assistant_turn, self._discarded_answers(self.user_turn.turn_id)
         if gone:
-            self.regenerated_away = retract_round(
-                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),
-                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
+            now = retract_round(self.service, self.identity, None, gone,
+                                REGENERATED_REASON.format(turn=self.user_turn.turn_id),
+                                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
+            self.regenerated_away += now
+            record_discarded(self.service, self.identity,
+                             [str(a["turn_id"]) for a in gone if message_item_id(str(a["turn_id"])) in now])
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the
