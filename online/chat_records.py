@@ -68,20 +68,37 @@ def versions(service: MemoryService, kind: str, *parts: str) -> list[dict]:
     return out
 
 
+# Where each place's count was last seen (this process): only where to start reading, the
+# inbox says whether it still holds (another process may have added records since).
+_SEEN: dict[tuple[str, ...], int] = {}
+SEEN_PLACES = 10_000
+
+
 def filled(service: MemoryService, kind: str, *parts: str) -> int:
-    """How many slots at one place hold a record, however many: doubling, then halving
-    (about 2 log2 n reads)."""
+    """How many slots at one place hold a record, however many: two reads where this process
+    saw it last, else doubling, then halving (about 2 log2 n reads)."""
     def held(n: int) -> bool:
         return service.inbox.get(event_id(kind, *parts, str(n))) is not None
 
-    if not held(0):
+    place = (kind, *parts)
+    seen = _SEEN.get(place, 0)
+    if seen and held(seen - 1) and not held(seen):
+        return seen
+    low = seen - 1 if seen and held(seen - 1) else -1
+    if low < 0 and not held(0):
         return 0
-    low, high = 0, 1
+    low, step = max(low, 0), 1
+    high = low + step
     while held(high):
-        low, high = high, high * 2
+        low, step = high, step * 2
+        high = low + step
     while high - low > 1:
         mid = (low + high) // 2
         low, high = (mid, high) if held(mid) else (low, mid)
+    _SEEN.pop(place, None)
+    _SEEN[place] = high
+    while len(_SEEN) > SEEN_PLACES:
+        del _SEEN[next(iter(_SEEN))]
     return high
 
 
@@ -99,12 +116,43 @@ def _chat(who: Identity) -> tuple[str, str, str]:
     return who.user_id, who.project_id, who.session_id
 
 
-def record_asked(service: MemoryService, who: Identity, turn_id: str) -> None:
-    """`turn_id` is the chat's latest user turn (the chat: `who`'s user, project, session)."""
+def _asked(service: MemoryService, who: Identity, turn_id: str) -> tuple[Slot, int]:
+    """The record that `turn_id` is the chat's latest user turn (the chat: `who`'s user,
+    project, session), and the slot to look from (the newest: a retry finds itself there)."""
     chat = _chat(who)
-    record(service, who, [("asked", lambda n: (*chat, str(n)), {"result_ids": [turn_id], "turn_id": turn_id},
-                           lambda p: p.get("turn_id") == turn_id)],
-           start=lambda _: max(filled(service, "asked", *chat) - 1, 0))  # a retry: the newest says it
+    return (("asked", lambda n: (*chat, str(n)), {"result_ids": [turn_id], "turn_id": turn_id},
+             lambda p: p.get("turn_id") == turn_id), max(filled(service, "asked", *chat) - 1, 0))
+
+
+def _one_more(who: Identity) -> None:
+    place = ("asked", *_chat(who))
+    _SEEN[place] = _SEEN.get(place, 0) + 1  # where to start reading next: the inbox says
+
+
+def record_asked(service: MemoryService, who: Identity, turn_id: str) -> None:
+    """Record that `turn_id` is the chat's latest user turn."""
+    spec, start = _asked(service, who, turn_id)
+    record(service, who, [spec], start=lambda _: start)
+    _one_more(who)
+
+
+def appending_asked(service: MemoryService, who: Identity,
+                    append: Callable[..., list[Event]]) -> Callable[..., list[Event]]:
+    """`append` for a user turn's events (the turn event first) that lands, in the same
+    transaction, the record that it is its chat's latest user turn."""
+    def landing(events: list[Event], **kw: object) -> list[Event]:
+        turn_id = str(events[0].payload["turn_id"])
+        spec, start = _asked(service, who, turn_id)
+        slot = _slot(service, who, *spec, start)
+        if slot is None:  # a retry: the newest record says it already
+            return append(events, **kw)
+        landed = append([*events, slot[0]], **kw)
+        if slot[1](landed[-1].payload):
+            _one_more(who)
+        else:  # another process took the slot meanwhile: the next one
+            record_asked(service, who, turn_id)
+        return landed[: len(events)]
+    return landing
 
 
 def last_asked(service: MemoryService, who: Identity) -> str | None:

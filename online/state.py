@@ -33,7 +33,7 @@ import msgspec
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from online.chat_records import last_asked, record_asked
+from online.chat_records import appending_asked, last_asked
 from online.delta_log import DeltaLog, DeltaState, item_ids_touched
 from online.snapshot_holder import (
     DEFAULT_CHECK_INTERVAL_MS,
@@ -676,13 +676,12 @@ class MemoryService:
         if role == "assistant" and "answers" not in kw:  # its proposals record what the user just said in this chat
             asked = last_asked(self, identity)  # kept in the inbox: any worker, after a restart too
             kw["answers"] = kw["user_said"](asked) if asked else None
-        result = capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
+        append = appending_asked(self, identity, self.append) if role == "user" else self.append  # any worker reads it
+        result = capture_turn(self.inbox, self.policy, identity, role, text, append=append, **kw)
         if kw.get("forgot"):  # a turn of a round that forgot something (it lands forgotten): what else it said
             gone = [it for i in kw["forgot"] if (it := view.get(str(i))) is not None]
             stored = redact_secrets(result.visible_text)[0] if result.redactions else result.visible_text
             self.keep_rest(identity, role, result.turn_id, stored, kw.get("at"), gone, kw.get("speaker"))
-        if role == "user":
-            record_asked(self, identity, result.turn_id)
         return result
 
     def keep_rest(self, identity: Identity, role: str, turn_id: str, text: str, at: str | None,
