@@ -453,7 +453,8 @@ class Exchange:
     # -- memory reads ------------------------------------------------------------------------------
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
-        return search_block(self.calls, query, self.said, self.tz or self.settings.timezone, origin=origin)
+        return search_block(self.calls, query, self.said, self.tz or self.settings.timezone, origin=origin,
+                            hidden=self.discarded)
 
     def _search(self, query: str, *, origin: str) -> tuple[bool, str]:
         found, block, ids = self._search_block(query, origin=origin)

@@ -9,12 +9,18 @@ process (a restart, another `loci serve` worker, another proxy replica) sees the
   chat's latest message (its turn must be the chat's latest round: a client that keeps the
   first exchange and the last message puts a new message at an old place, nothing edited)
   and for earlier messages a resent history changed (a message no later round of the chat
-  said: a client trimming its history moves later messages up, it does not change them);
+  said: a client trimming its history moves later messages up, it does not change them). Her
+  words as a client rewrote them are no edit (`rewritten`: respaced, or without the template
+  it had wrapped them in);
 - a regenerated answer: the client asks the same model again with the conversation ending at
   the same user message, the answers it had discarded. The request's recall never shows them
   (nor what they proposed), and they are retracted once its answer has landed (a retry given
   the same answer keeps it). Another model's answer is not (a UI asking several models at
-  once shows each).
+  once shows each);
+- an answer chosen again: the chat goes on from an answer a regeneration had discarded (the
+  user switched back to it): the answers since are retracted, as not chosen, and the chosen
+  one's words and memories land again, a fresh turn (`discarded` records which answers a
+  regeneration retracted: one retracted otherwise never comes back).
 
 Records are `audit` events under ids derived from the round (`online.chat_records`: ids and
 hashes, never content, read back by id): `round` (the user turn landed at a place, the n-th there),
