@@ -35,13 +35,17 @@ def _slot(service: MemoryService, who: Identity, kind: str, parts: Callable[[int
     for n in range(start, start + MAX_VERSIONS):
         stored = service.inbox.get(event_id(kind, *parts(n)))
         if stored is None:
-            ids = payload.get("result_ids", [])
-            return Event(event_id=event_id(kind, *parts(n)), kind="audit", identity=who,
-                         payload={"action": f"chat.{kind}", "args_sha256": sha256_text("|".join(parts(n))),
-                                  "result_ids": ids, "result_count": len(ids), **payload}), same
+            return _event(who, kind, parts(n), payload), same
         if same(stored.payload):
             return None
     return None
+
+
+def _event(who: Identity, kind: str, parts: tuple[str, ...], payload: dict) -> Event:
+    ids = payload.get("result_ids", [])
+    return Event(event_id=event_id(kind, *parts), kind="audit", identity=who,
+                 payload={"action": f"chat.{kind}", "args_sha256": sha256_text("|".join(parts)),
+                          "result_ids": ids, "result_count": len(ids), **payload})
 
 
 def record(service: MemoryService, who: Identity, slots: list[Slot],
@@ -74,19 +78,24 @@ _SEEN: dict[tuple[str, ...], int] = {}
 SEEN_PLACES = 10_000
 
 
-def filled(service: MemoryService, kind: str, *parts: str) -> int:
-    """How many slots at one place hold a record, however many: two reads where this process
-    saw it last, else doubling, then halving (about 2 log2 n reads)."""
+def newest(service: MemoryService, kind: str, *parts: str) -> tuple[int, dict | None]:
+    """How many slots at one place hold a record, however many, and the newest record: two
+    reads where this process saw it last, else doubling, then halving (about 2 log2 n reads)."""
+    read: dict[int, dict] = {}
+
     def held(n: int) -> bool:
-        return service.inbox.get(event_id(kind, *parts, str(n))) is not None
+        stored = service.inbox.get(event_id(kind, *parts, str(n)))
+        if stored is not None:
+            read[n] = stored.payload
+        return stored is not None
 
     place = (kind, *parts)
     seen = _SEEN.get(place, 0)
     if seen and held(seen - 1) and not held(seen):
-        return seen
+        return seen, read[seen - 1]
     low = seen - 1 if seen and held(seen - 1) else -1
     if low < 0 and not held(0):
-        return 0
+        return 0, None
     low, step = max(low, 0), 1
     high = low + step
     while held(high):
@@ -99,14 +108,12 @@ def filled(service: MemoryService, kind: str, *parts: str) -> int:
     _SEEN[place] = high
     while len(_SEEN) > SEEN_PLACES:
         del _SEEN[next(iter(_SEEN))]
-    return high
+    return high, read[low]
 
 
-def latest(service: MemoryService, kind: str, *parts: str) -> dict | None:
-    """The newest record at one place, or None."""
-    n = filled(service, kind, *parts)
-    stored = service.inbox.get(event_id(kind, *parts, str(n - 1))) if n else None
-    return stored.payload if stored is not None else None
+def filled(service: MemoryService, kind: str, *parts: str) -> int:
+    """How many slots at one place hold a record."""
+    return newest(service, kind, *parts)[0]
 
 
 # -- the user turn an assistant turn answers ----------------------------------------------------------
@@ -116,12 +123,14 @@ def _chat(who: Identity) -> tuple[str, str, str]:
     return who.user_id, who.project_id, who.session_id
 
 
-def _asked(service: MemoryService, who: Identity, turn_id: str) -> tuple[Slot, int]:
+def _asked(service: MemoryService, who: Identity, turn_id: str) -> tuple[Slot, int, bool]:
     """The record that `turn_id` is the chat's latest user turn (the chat: `who`'s user,
-    project, session), and the slot to look from (the newest: a retry finds itself there)."""
+    project, session), the first free slot, and whether the newest record says it already
+    (a retry)."""
     chat = _chat(who)
+    count, last = newest(service, "asked", *chat)
     return (("asked", lambda n: (*chat, str(n)), {"result_ids": [turn_id], "turn_id": turn_id},
-             lambda p: p.get("turn_id") == turn_id), max(filled(service, "asked", *chat) - 1, 0))
+             lambda p: p.get("turn_id") == turn_id), count, last is not None and last.get("turn_id") == turn_id)
 
 
 def _one_more(who: Identity) -> None:
@@ -131,9 +140,10 @@ def _one_more(who: Identity) -> None:
 
 def record_asked(service: MemoryService, who: Identity, turn_id: str) -> None:
     """Record that `turn_id` is the chat's latest user turn."""
-    spec, start = _asked(service, who, turn_id)
-    record(service, who, [spec], start=lambda _: start)
-    _one_more(who)
+    spec, free, said = _asked(service, who, turn_id)
+    if not said:
+        record(service, who, [spec], start=lambda _: free)
+        _one_more(who)
 
 
 def appending_asked(service: MemoryService, who: Identity,
@@ -142,12 +152,11 @@ def appending_asked(service: MemoryService, who: Identity,
     transaction, the record that it is its chat's latest user turn."""
     def landing(events: list[Event], **kw: object) -> list[Event]:
         turn_id = str(events[0].payload["turn_id"])
-        spec, start = _asked(service, who, turn_id)
-        slot = _slot(service, who, *spec, start)
-        if slot is None:  # a retry: the newest record says it already
+        (kind, parts, payload, same), free, said = _asked(service, who, turn_id)
+        if said:  # a retry: the newest record says it already
             return append(events, **kw)
-        landed = append([*events, slot[0]], **kw)
-        if slot[1](landed[-1].payload):
+        landed = append([*events, _event(who, kind, parts(free), payload)], **kw)
+        if same(landed[-1].payload):
             _one_more(who)
         else:  # another process took the slot meanwhile: the next one
             record_asked(service, who, turn_id)
@@ -157,5 +166,5 @@ def appending_asked(service: MemoryService, who: Identity,
 
 def last_asked(service: MemoryService, who: Identity) -> str | None:
     """The id of the chat's latest user turn, or None."""
-    found = latest(service, "asked", *_chat(who))
+    found = newest(service, "asked", *_chat(who))[1]
     return str(found["turn_id"]) if found is not None else None

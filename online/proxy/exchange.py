@@ -263,6 +263,8 @@ class Exchange:
         turn = placed["turn_id"] if placed is not None and placed["said_sha256"] == said else self._turn_at(msgs, index)
         model = str(self.body.get("model") or "")
         answers = [a for a in answers_to(service, turn) if a.get("model_sha256") == sha256_text(model)]
+        if len(answers) < 2:
+            return  # never regenerated: nothing to go back to
         view = service.view()
         live = [a for a in answers if (it := view.get(message_item_id(str(a["turn_id"])))) is not None
                 and it.validation != "retracted"]
