@@ -109,7 +109,9 @@ class MemoryMiddleware:
         self.llm = llm
         self.settings = settings or service.settings
 
-    def chat(self, messages: Sequence[dict[str, Any]], identity: Identity) -> ChatOutcome:
+    def chat(self, messages: Sequence[dict[str, Any]], identity: Identity, *, names_chat: bool = False) -> ChatOutcome:
+        """`names_chat`: `identity`'s session is this chat's alone (a chat id), so an edit of
+        its first message is read as one too (`online.proxy.rounds`)."""
         msgs = _check_messages(messages)
         if not isinstance(identity, Identity):
             raise MiddlewareError("identity must be a pipelines.records.Identity")
@@ -118,7 +120,8 @@ class MemoryMiddleware:
             # A chat UI's background task (a title, tags, follow-ups) is not the user's chat.
             reply = self.llm(msgs)
             return ChatOutcome(text=split_reply(reply)[0], llm_calls=1, messages=msgs, raw_reply=reply)
-        ex = Exchange(self.service, self.settings, self.config, identity, CHAT, body, answers_nothing_found=True)
+        ex = Exchange(self.service, self.settings, self.config, identity, CHAT, body, answers_nothing_found=True,
+                      names_chat=names_chat)
         out = ChatOutcome(text="")
         sent = ex.prepare()
         shown = VisibleText()

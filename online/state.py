@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -33,6 +33,7 @@ import msgspec
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from online.chat_records import appending_asked, last_asked
 from online.delta_log import DeltaLog, DeltaState, item_ids_touched
 from online.snapshot_holder import (
     DEFAULT_CHECK_INTERVAL_MS,
@@ -162,9 +163,6 @@ class View:
         return sorted(out.values(), key=lambda it: it.id)
 
 
-ANSWERED_CHATS = 10_000  # chats whose latest user turn is kept (`MemoryService._answered`)
-
-
 def _newest_claims(scored: list[tuple[float, str]], identity: Identity, view: View,
                    also: frozenset[str]) -> list[MemoryItem]:
     """The items of `scored` (score, id), best first, each in its newest version, while still
@@ -230,10 +228,6 @@ class MemoryService:
         self._usage_ids = (uuid.uuid4().hex, itertools.count())
         self.started_at = time.time()
         self._delta_lock = threading.Lock()  # one fold at a time; never held during a load
-        # Each chat's latest user turn (user, project, session -> its text), the few most recent
-        # chats: what an assistant turn posted after it answers (`capture`).
-        self._answered: OrderedDict[tuple[str, str, str], str] = OrderedDict()
-        self._answered_lock = threading.Lock()
         self._delta_superseded: tuple[object, dict[str, str]] | None = None  # (delta, old id -> new id)
         self.deltas = DeltaLog(self.inbox, self.embedder)
         self.snapshots = SnapshotHolder(
@@ -692,21 +686,15 @@ class MemoryService:
         kw.setdefault("user_said", self.user_said(identity))
         if kw.get("zone") is None:  # the speaker's zone, or the service's
             kw["zone"] = self.settings.timezone
-        chat = (identity.user_id, identity.project_id, identity.session_id)
-        if role == "assistant":  # its proposals record what the user just said in this chat
-            kw.setdefault("answers", self._answered.get(chat))
-        result = capture_turn(self.inbox, self.policy, identity, role, text, append=self.append, **kw)
+        if role == "assistant" and "answers" not in kw:  # its proposals record what the user just said in this chat
+            asked = last_asked(self, identity)  # kept in the inbox: any worker, after a restart too
+            kw["answers"] = kw["user_said"](asked) if asked else None
+        append = appending_asked(self, identity, self.append) if role == "user" else self.append  # any worker reads it
+        result = capture_turn(self.inbox, self.policy, identity, role, text, append=append, **kw)
         if kw.get("forgot"):  # a turn of a round that forgot something (it lands forgotten): what else it said
             gone = [it for i in kw["forgot"] if (it := view.get(str(i))) is not None]
             stored = redact_secrets(result.visible_text)[0] if result.redactions else result.visible_text
             self.keep_rest(identity, role, result.turn_id, stored, kw.get("at"), gone, kw.get("speaker"))
-        if role == "user":
-            with self._answered_lock:
-                # as stored: without the secrets capture masked
-                self._answered[chat] = result.visible_text if not result.redactions else redact_secrets(text)[0]
-                self._answered.move_to_end(chat)
-                while len(self._answered) > ANSWERED_CHATS:
-                    self._answered.popitem(last=False)
         return result
 
     def keep_rest(self, identity: Identity, role: str, turn_id: str, text: str, at: str | None,

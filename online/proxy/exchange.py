@@ -36,15 +36,22 @@ from online.proxy.config import (
 from online.proxy.dialects import ChatDialect, GenerateDialect
 from online.proxy.memory_tools import MEMORY_TOOL_SPECS, is_loci_call
 from online.proxy.rounds import (
+    CHOSEN_REASON,
     EDITED_REASON,
     REGENERATED_REASON,
     Round,
     answers_to,
     follower,
+    landed_text,
     latest_at,
+    record_answer,
+    record_discarded,
     record_round,
     retract_round,
+    rewritten,
     said_later,
+    same_words,
+    was_discarded,
 )
 from online.proxy.search_block import search_block
 from online.proxy.shown import REQUEST_LEAD, REQUEST_START, VisibleText, cut_at
@@ -55,7 +62,8 @@ from pipelines.capture import CaptureResult
 from pipelines.materialize import message_item_id
 from pipelines.recall.intents import RecallIntent, detect_recall_intent
 from pipelines.recall.query import asks_what_i_said
-from pipelines.records import Identity, sha256_text, stable_id
+from pipelines.recall.render import without_entries
+from pipelines.records import Identity, ProposedItem, sha256_text, stable_id
 from pipelines.settings import FLAG_DEFAULTS, Settings
 
 log = logging.getLogger("loci.proxy")
@@ -120,6 +128,8 @@ class Exchange:
     assistant_turn: CaptureResult | None = None
     edited_away: list[str] = field(default_factory=list)  # what an edit of the chat retracted (`online.proxy.rounds`)
     regenerated_away: list[str] = field(default_factory=list)  # answers a regeneration discarded (+ memories)
+    discarded: set[str] = field(default_factory=set)  # what this request asks again for: answers, their memories
+    names_chat: bool = False  # the client names the chat (a chat id): its first message's place is its own
 
     def __post_init__(self) -> None:
         # One consistent set of flags for the whole request, even if they flip meanwhile.
@@ -169,9 +179,11 @@ class Exchange:
         elif text.strip() and self.flags["context_injection"]:
             result = self.service.recall(recall_query(text), self.identity, said=self.said, tz=self.tz,
                                          own_words=self.own_words)
-            if result.injection:
-                blocks.append(result.injection)
-                self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"]
+            injection = without_entries(result.injection, self.discarded) if self.discarded else result.injection
+            if injection:
+                blocks.append(injection)
+                self.injected_ids = [h.item.id for h in result.hits if getattr(h, "delivery", "inject") == "inject"
+                                     and h.item.id not in self.discarded]
                 self.calls.seen_ids.update(self.injected_ids)
         instruction = self._instruction()
         if instruction:
@@ -200,14 +212,23 @@ class Exchange:
         users = [i for i, (role, _) in enumerate(msgs or []) if role == "user"]
         if not msgs or not users:
             return
+        self._retract_edits(msgs, users)
+        if len(users) > 1:
+            self._chosen_again(msgs, users[-2])
+        if users[-1] == len(msgs) - 1:  # asked again: its recall never shows the answers it replaces
+            self.discarded = {i for a in self._discarded_answers(self.user_turn_id)
+                              for i in (message_item_id(str(a["turn_id"])), *map(str, a.get("proposed") or ()))}
+
+    def _retract_edits(self, msgs: list[list[str]], users: list[int]) -> None:
         service, latest = self.service, users[-1]
-        if len(users) < 2:
-            return  # a first message: every chat of the session starts at its place
         said = sha256_text(msgs[latest][1])
         placed = latest_at(service, self._place(msgs, latest))
         if placed is not None and placed["said_sha256"] == said and placed.get("key"):
             self.user_key, self.user_turn_id = placed["key"], placed["turn_id"]  # as landed (below)
-        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None:
+        elif placed is not None and placed["said_sha256"] != said and follower(service, placed["turn_id"]) is None \
+                and (len(users) > 1 or self.names_chat) \
+                and not rewritten(service, placed["turn_id"], msgs[latest][1]):
+            # (a first message unnamed: every chat of a session starts at its place, a new chat is no edit)
             self._retract_edit(placed["turn_id"], self.user_turn_id)
             back = service.view().get(message_item_id(self.user_turn_id))
             if back is not None and back.validation == "retracted":  # edited back to words it replaced
@@ -219,7 +240,8 @@ class Exchange:
             said = sha256_text(msgs[index][1])
             placed = latest_at(service, self._place(msgs, index))
             if placed is not None and placed["said_sha256"] != said \
-                    and not said_later(service, placed["turn_id"], said, len(users)):
+                    and not said_later(service, placed["turn_id"], said, len(users)) \
+                    and not rewritten(service, placed["turn_id"], msgs[index][1]):
                 now = self._turn_at(msgs, index)
                 self._retract_edit(placed["turn_id"], now)
                 # what she says there now is hers, as the latest message would be
@@ -227,6 +249,43 @@ class Exchange:
                 parent = users[users.index(index) - 1]
                 record_round(service, self.identity, Round(self._place(msgs, index), now, said, now),
                              self._turn_at(msgs, parent))
+
+    def _chosen_again(self, msgs: list[list[str]], index: int) -> None:
+        """The chat goes on from the answer to the user message at `index` that a
+        regeneration had discarded (the user switched back to it, a UI's earlier sibling):
+        the answers to it since are retracted, and the chosen one's words and memories land
+        again (a forgotten item is never revived: a fresh turn, its memories proposed anew)."""
+        if index + 1 >= len(msgs) or msgs[index + 1][0] != "assistant":
+            return
+        service, shown = self.service, msgs[index + 1][1]
+        said = sha256_text(msgs[index][1])
+        placed = latest_at(service, self._place(msgs, index))
+        turn = placed["turn_id"] if placed is not None and placed["said_sha256"] == said else self._turn_at(msgs, index)
+        model = str(self.body.get("model") or "")
+        answers = [a for a in answers_to(service, turn) if a.get("model_sha256") == sha256_text(model)]
+        if len(answers) < 2:
+            return  # never regenerated: nothing to go back to
+        view = service.view()
+        live = [a for a in answers if (it := view.get(message_item_id(str(a["turn_id"])))) is not None
+                and it.validation != "retracted"]
+        if not live or any(same_words(landed_text(service, str(a["turn_id"])) or "", shown) for a in live):
+            return  # the chat shows the answer that stands (or one never landed)
+        chosen = next((a for a in reversed(answers) if a not in live and was_discarded(service, str(a["turn_id"]))
+                       and same_words(landed_text(service, str(a["turn_id"])) or "", shown)), None)
+        if chosen is None:
+            return
+        now = retract_round(service, self.identity, None, live, CHOSEN_REASON.format(turn=turn))
+        self.regenerated_away += now
+        record_discarded(service, self.identity,
+                         [str(a["turn_id"]) for a in live if message_item_id(str(a["turn_id"])) in now])
+        memories = [it for i in chosen.get("proposed") or () if (it := view.get(str(i))) is not None]
+        again = service.capture(
+            self.identity, "assistant", landed_text(service, str(chosen["turn_id"])) or shown, parse=False,
+            turn_id=stable_id("turn", "proxy", str(chosen["turn_id"]), "chosen again"), answers=msgs[index][1],
+            extra_proposals=[ProposedItem(type=m.type, title=m.title, content=m.content, tags=list(m.tags),
+                                          confidence=m.confidence, scope=m.scope.kind) for m in memories])
+        record_answer(service, self.identity, turn, again.turn_id,
+                      [p.item_id for p in again.proposals if p.item_id], model)
 
     def _retract_edit(self, replaced: str, now: str) -> None:
         answers = answers_to(self.service, replaced)
@@ -396,7 +455,8 @@ class Exchange:
     # -- memory reads ------------------------------------------------------------------------------
 
     def _search_block(self, query: str, *, origin: str) -> tuple[bool, str, list[str]]:
-        return search_block(self.calls, query, self.said, self.tz or self.settings.timezone, origin=origin)
+        return search_block(self.calls, query, self.said, self.tz or self.settings.timezone, origin=origin,
+                            hidden=self.discarded)
 
     def _search(self, query: str, *, origin: str) -> tuple[bool, str]:
         found, block, ids = self._search_block(query, origin=origin)
@@ -424,20 +484,26 @@ class Exchange:
                      (answer.turn_id, [p.item_id for p in answer.proposals if p.item_id],
                       str(self.body.get("model") or "")) if answer else None)
 
-    def _retract_discarded(self) -> None:
-        """The chat asked the same model again with the conversation ending at this user
-        message: the answers it landed to it before were discarded (a regeneration, or a retry
-        whose answer the user never saw). Those other than this one are retracted once it has
-        landed (a retry given the same answer keeps it: one turn). Recall before the answer
-        may still show them."""
-        kept = self.assistant_turn
-        model = sha256_text(str(self.body.get("model") or ""))
-        gone = [a for a in answers_to(self.service, self.user_turn.turn_id)
+    def _discarded_answers(self, user_turn_id: str) -> list[dict]:
+        """The chat asks the same model again with the conversation ending at this user
+        message: the answers it landed to it before are discarded (a regeneration, or a retry
+        whose answer the user never saw), this one's left out once landed."""
+        kept, model = self.assistant_turn, sha256_text(str(self.body.get("model") or ""))
+        return [a for a in answers_to(self.service, user_turn_id)
                 if a.get("model_sha256") == model and (kept is None or a["turn_id"] != kept.turn_id)]
+
+    def _retract_discarded(self) -> None:
+        """Retract the discarded answers (`_discarded_answers`) once this one has landed (a
+        retry given the same answer keeps it: one turn); until then recall hides them
+        (`prepare`)."""
+        kept, gone = self.assistant_turn, self._discarded_answers(self.user_turn.turn_id)
         if gone:
-            self.regenerated_away = retract_round(
-                self.service, self.identity, None, gone, REGENERATED_REASON.format(turn=self.user_turn.turn_id),
-                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
+            now = retract_round(self.service, self.identity, None, gone,
+                                REGENERATED_REASON.format(turn=self.user_turn.turn_id),
+                                keep=[p.item_id for p in kept.proposals if p.item_id] if kept is not None else ())
+            self.regenerated_away += now
+            record_discarded(self.service, self.identity,
+                             [str(a["turn_id"]) for a in gone if message_item_id(str(a["turn_id"])) in now])
 
     def finish(self, visible: str) -> dict[str, Any]:
         """Land the user and assistant turns (proposals governed by the policy), run the

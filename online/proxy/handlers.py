@@ -31,7 +31,7 @@ from online.proxy.config import ProxyConfig, flag
 from online.proxy.dialects import CHAT, ChatDialect, GenerateDialect, OllamaWire
 from online.proxy.exchange import Exchange, RoundResult
 from online.proxy.forward import forward
-from online.proxy.identity import IdentityError, identity_from_headers, timezone_from_headers
+from online.proxy.identity import IdentityError, identity_from_headers, names_chat, timezone_from_headers
 from online.proxy.responses import RawResponse, json_response, stream_response
 from online.proxy.shown import RequestHold, VisibleText, visible_of
 from online.proxy.upstream import Upstream, UpstreamError, loop_error, relayed_headers, request_headers
@@ -108,7 +108,8 @@ class MemoryHandlers:
         if dialect.supports_reset and flag(self.settings, "reset_summarize") \
                 and reset.is_reset(body, self.config):
             return await self.reset(request, dialect, body, identity, headers, streaming)
-        ex = Exchange(service, self.settings, self.config, identity, dialect, body, tz=tz)
+        ex = Exchange(service, self.settings, self.config, identity, dialect, body, tz=tz,
+                      names_chat=names_chat(request.headers, openwebui=self.config.openwebui_headers))
         first, problem = await self.guarded("memory recall", ex.prepare, fallback=body)
         problems = [problem] if problem else []
         if streaming:

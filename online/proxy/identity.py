@@ -103,6 +103,13 @@ def identity_from_headers(
     return Identity(**ids)
 
 
+def names_chat(headers: Mapping[str, str], *, openwebui: bool = True) -> bool:
+    """Whether the request names its chat (Open WebUI's `X-OpenWebUI-Chat-Id`, read when no
+    `X-Loci-Session` names a session): a session may hold many chats, a chat id one."""
+    lower = {k.lower() for k in headers}
+    return openwebui and OPENWEBUI_HEADERS["session_id"] in lower and HEADERS["session_id"] not in lower
+
+
 def timezone_from_headers(headers: Mapping[str, str]) -> str | None:
     """The user's IANA time zone from `X-Loci-Timezone` ("Europe/Berlin"), in which recall
     reads "what did we decide yesterday?"; None when absent (the `timezone` setting).

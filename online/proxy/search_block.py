@@ -4,6 +4,7 @@ from the turns that say what was asked."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -24,17 +25,18 @@ def listed_as_an_answer(hit: dict[str, Any]) -> bool:
 
 
 def search_block(calls: MemoryCalls, query: str, said: list[str], zone: str, *,
-                 origin: str) -> tuple[bool, str, list[str]]:
+                 origin: str, hidden: Collection[str] = ()) -> tuple[bool, str, list[str]]:
     """Search as the user (`calls`); (found, READ-ONLY block of the hits, hit ids); `said`:
     the texts of this conversation, `zone`: the user's IANA zone. The block is recall's:
     curated memories under the authoritative footer, raw turns apart as what was said
     (dated on the user's calendar), and a turn whose own words share none with the query
     left out (it states nothing asked; the search lists it), as is a turn of this
     conversation (the model has it). A turn that only asks never reaches here: recall
-    drops it (`episodic.states_nothing`)."""
+    drops it (`episodic.states_nothing`). `hidden`: ids left out (the answers a regeneration
+    discards, and their memories)."""
     calls.searched.add(query.strip().lower())
     result = calls.dispatch("memory.search", {"query": query})
-    hits = result.get("hits", [])
+    hits = [h for h in result.get("hits", []) if h["id"] not in hidden]
     ids = [h["id"] for h in hits]
     entries: list[str] = []
     turns: list[str] = []

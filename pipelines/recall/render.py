@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, NamedTuple
 
@@ -334,6 +334,23 @@ def frame(entries: Sequence[str], with_conflict_note: bool = False, turns: Seque
         parts.extend(turns)
     parts.append(RULE)
     return "\n".join(parts)
+
+
+_ENTRY = re.compile(r"\[(MEMORY|TURN): (\S+) [|\]].*?\[/\1\]", re.S)
+_NOTED = (" | CONFLICT=", " | SAME_TITLE=", " | CORRECTED_BY=", " | SCOPE=")  # what asks for the conflict note
+
+
+def without_entries(block: str, ids: Collection[str]) -> str:
+    """An injection `block` framed again without the entries of `ids` (a chat's discarded
+    answer and what it proposed, `online.proxy.exchange`); "" when none is left."""
+    found = list(_ENTRY.finditer(block))
+    if not any(m.group(2) in ids for m in found):
+        return block
+    kept = [m for m in found if m.group(2) not in ids]
+    curated = [m.group(0) for m in kept if m.group(1) == "MEMORY"]
+    turns = [m.group(0) for m in kept if m.group(1) == "TURN"]
+    noted = any(mark in e.split("\n", 1)[0] for e in curated for mark in _NOTED)
+    return frame(curated, noted, turns) if kept else ""
 
 
 def frame_overhead(with_conflict_note: bool = False) -> int:

@@ -280,3 +280,13 @@ def test_an_edited_message_and_a_regenerated_answer_retract_what_they_replaced(s
     view = service.view()
     assert view.get(message_item_id(first.user_turn.turn_id)).validation == "retracted"  # edited
     assert view.get(message_item_id(again.assistant_turn.turn_id)).validation == "retracted"
+
+
+def test_a_first_message_is_read_as_edited_only_in_a_named_chat(service: MemoryService) -> None:
+    mw = MemoryMiddleware(service, ScriptedLLM("Noted."))
+    named, session = Identity(user_id="ana", session_id="chat-7"), Identity(user_id="ana", session_id="week-3")
+    for who, names in ((named, True), (session, False)):
+        first = mw.chat([{"role": "user", "content": "Deploys happen on Mondays."}], who, names_chat=names)
+        later = mw.chat([{"role": "user", "content": "Deploys happen on Tuesdays."}], who, names_chat=names)
+        assert later.edited_away == ([message_item_id(first.user_turn.turn_id),
+                                      message_item_id(first.assistant_turn.turn_id)] if names else [])

@@ -148,3 +148,15 @@ def test_one_question_put_to_two_models_at_once_retracts_neither_answer(service:
     assert "regenerated_away" not in other and lea.retracted() == []
     again, _ = lea.say(chat(U1), reply="Hello again from m.")  # m regenerated: its first answer goes
     assert again["regenerated_away"] == [message_item_id(first["turn_ids"]["assistant"])]
+
+
+def test_a_regenerated_recall_question_searches_without_the_discarded_answer(service: MemoryService) -> None:
+    lea = Chat(service)
+    lea.say(chat("I'm flying to Lisbon next week for the conference."))
+    ask = chat("Do you remember where I am flying next week?")
+    wrong = ('You are flying to Porto next week. <MEMORY_PROPOSALS_JSON>[{"type": "fact", "title": "Trip", '
+             '"content": "Lea is flying to Porto next week."}]</MEMORY_PROPOSALS_JSON>')
+    first, _ = lea.say(ask, reply=wrong)
+    assert first["proposals"][0]["action"] == "accept"
+    again, system = lea.say(ask, reply="Lisbon, next week.")  # regenerated: its search leaves Porto out
+    assert again["intercepted"] and "Porto" not in system and "Lisbon" in system
