@@ -41,6 +41,7 @@ from .patterns import (
     CLAIM_STOPWORDS,
     CORRECTING,
     NEGATION,
+    TIME_WORDS,
     _common_words,
     _first_names,
 )
@@ -188,7 +189,7 @@ def _read_claim(item: MemoryItem) -> Claim:
     said = words(_CODE.sub(lambda m: _joined(m.group(0)), text) if codes else text)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
     # also glued to its unit ("100mg", "8pm")
-    skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()} | said_values
+    skip |= {w for w in said if w in _NUMBER_WORDS or w in TIME_WORDS or w[:1].isdigit()} | said_values
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in CLAIM_STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
