@@ -31,7 +31,8 @@ def test_a_later_turn_naming_the_subject_in_other_words_marks_the_memory(tmp_pat
         later = {**MAYA, "session_id": "s2"}
         marked = message_item_id(said(client, later, "user", LATER, NOW - timedelta(days=2))["turn_id"])
         said(client, later, "user", "Leo's swim teacher is now Ana.", NOW - timedelta(days=2, seconds=-60))
-        said(client, later, "user", "Actually Leo's piano lessons are on Tuesdays.", NOW - timedelta(days=2, seconds=-90))
+        said(client, later, "user", "Actually Leo's piano lessons are on Tuesdays.",
+             NOW - timedelta(days=2, seconds=-90))
         answer = ask(client, "What day is Leo's swimming?", "default", {**MAYA, "session_id": "s9"})
         (hit,) = [h for h in answer["hits"] if h["id"] == claim]
         assert hit.get("said_later") == [marked], hit
