@@ -541,9 +541,24 @@ def _elliptic_otherwise(new: Claim, old: Claim) -> bool:
     if (new.changes is None and not new.retired & old.values) or not _values_disagree(new, old):
         return False
     valued = _CLAIM_STEMS(sorted(new.values | old.values))
-    about = new.words - set(valued) - new.persons - new.named - _CHANGE_WORDS
+    # (a name the claim says too is a word of what both talk of: "Swimming moved to Tuesdays")
+    about = new.words - set(valued) - new.persons - (new.named - old.qualifiers) - _CHANGE_WORDS
     shared = about & old.words
-    return bool(shared) and len(about - shared) < len(shared)
+    if not shared:
+        return False
+    if len(about - shared) < len(shared):
+        return True
+    # The thing the claim's title names, in other words ("his swim class" of "Swim schedule:
+    # Leo's swimming lessons"): a word of the title its content repeats (`Claim.qualifiers`)
+    # is shared, no more words are not, and the values that differ are of one sort, times
+    # or not ("Leo's swim teacher is now Ana" tells another thing of it than when).
+    return bool(shared & old.qualifiers) and len(about - shared) <= len(shared) and _one_sort(new, old)
+
+
+def _one_sort(new: Claim, old: Claim) -> bool:
+    """The values each states and the other does not are all times (`_when`), or none are."""
+    sorts = {_when(v) or _when(v.removesuffix("s")) for v in new.values ^ old.values}  # "tuesdays": a habit's day
+    return len(sorts) == 1
 
 
 _CHANGE_WORDS = frozenset(_CLAIM_STEMS(["back", "actually", "again", "now", "instead", "moved", "changed", "still",

@@ -41,6 +41,7 @@ from .patterns import (
     CLAIM_STOPWORDS,
     CORRECTING,
     NEGATION,
+    TIME_WORDS,
     _common_words,
     _first_names,
 )
@@ -53,6 +54,7 @@ from .values import (
     _value_words,
     _values,
     absent,
+    identifiers,
     retired_values,
     stated_values,
 )
@@ -175,10 +177,19 @@ def _read_claim(item: MemoryItem) -> Claim:
     skip = _value_words((values | retired) - codes) | _date_words(item.content) | {_joined(c) for c in codes}
     # the words that say it corrects ("Turns out", "Oops", "is actually") name nothing of the subject
     text = CORRECTING.sub(" ", item.content) if CORRECTING.search(item.content) else item.content
+    # a number that says which one is one word with its noun ("the 4.2 release": "release42"),
+    # what the claim names as its subject (`Claim.named`), the noun a word of it too
+    # Opening its sentence it names the subject ("The 4.2 release ships Friday"); elsewhere it is
+    # a value ("SSO lands in the 4.2 release").
+    identified = identifiers(text)
+    said_values = {word for start, _, _, word in identified if not _OPENS.search(text, 0, start)}
+    values |= said_values
+    for start, end, noun, word in reversed(identified):
+        text = f"{text[:start]}{word if word in said_values else f'{noun} {word}'}{text[end:]}"
     said = words(_CODE.sub(lambda m: _joined(m.group(0)), text) if codes else text)
     # A number is a value, never the subject, however it was read ("two", "30" of "30 minutes": "1800 second"),
     # also glued to its unit ("100mg", "8pm")
-    skip |= {w for w in said if w in _NUMBER_WORDS or w[:1].isdigit()}
+    skip |= {w for w in said if w in _NUMBER_WORDS or w in TIME_WORDS or w[:1].isdigit()} | said_values
     skip |= _unit_words(item.content)  # "30 minutes" states "1800 second": "minutes" is its unit
     toks = [w for w in said if w not in CLAIM_STOPWORDS]
     first_value = next((i for i, w in enumerate(toks) if w in skip), len(toks))
@@ -209,6 +220,8 @@ def _read_claim(item: MemoryItem) -> Claim:
     ended, ended_values, ended_names = (_ended(stated, word_set, values | retired)
                                         if _ENDED.search(stated) else ((), (), ()))
     named, persons = _named(item.content, set(before))
+    if identified:
+        named |= frozenset(_STEMS(sorted({word for _, _, _, word in identified} - said_values)))
     if apposed:
         named |= frozenset(_STEMS(sorted(apposed)))
         persons |= frozenset(_STEMS(sorted(apposed & _first_names())))
@@ -249,6 +262,15 @@ def _speaks_of_writer(before: list[str], content: str) -> bool:
     (`_FIRST_PERSON`: "My passport", "We go"); "US" is a country, "us" only as written so."""
     said = _FIRST_PERSON.intersection(before)
     return bool(said) and (said != {"us"} or _US_WRITTEN.search(content) is not None)
+
+
+def _identified(text: str) -> set[str]:
+    """The words of the numbers that say which one in `text` (`identifiers`: "release42")."""
+    return {word for _, _, _, word in identifiers(text)}
+
+
+# A sentence's start up to the word that picks one before a number (`values.identifiers`).
+_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*(?:the|this|that|our|my|your|their|its|his|her)\s+v?$", re.IGNORECASE)
 
 
 def _joined(code: str) -> str:
@@ -351,11 +373,11 @@ def _ended(content: str, own_words: frozenset[str],
         # ("PagerDuty handles paging; Opsgenie was turned off": "Opsgenie" starts no sentence)
         rest = content[clause.start() - 1:clause.start()] + _ENDED.sub(" ", text)
         # numbers and dates; a name in it is a word of what ended ("Dana is no longer on payments")
-        named = _values(rest) & own_values
+        named = (_values(rest) | _identified(rest)) & own_values
         clause_values = {v for v in named if _DIGIT.search(v)}
         when = _ENDED_WHEN.search(text, _ENDED.search(text).end())
         if when:  # "dropped in the 5.0 release", "shut down on March 3, 2026": when it ended, not what
-            when_values = named & _values(text[when.start():])
+            when_values = named & (_values(text[when.start():]) | _identified(text[when.start():]))
             named -= when_values
             clause_values -= when_values
             found_names |= when_values  # stated of the ending, not of the subject: like a name in it

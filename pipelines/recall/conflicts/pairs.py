@@ -18,16 +18,19 @@ from .rule import (
     RETIRING_SUBJECT_OVERLAP,
     SUBJECT_COSINE,
     SUBJECT_OVERLAP,
+    _back_from,
     _changed_count_of,
     _counted_alike_across_scopes,
     _denies_said,
+    _left,
     _moved_within,
     _placed_apart,
     _says_changed,
     _states_a_place,
 )
-from .table import CHANGES, ID, KIND, LINKED, OF_WRITER, PLACED, SAYS_CHANGED, SPEAKER, ClaimTable
+from .table import AWAY, CHANGES, ID, KIND, LINKED, OF_WRITER, PLACED, PRESENT, SAYS_CHANGED, SPEAKER, ClaimTable
 
+VALUE_KINDS = 3  # the bits of the kinds code that are kinds of value (`values._value_kinds`): not `PLACED`, `AWAY`
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
 _NO_ROWS = np.zeros(0, np.int64)  # no pair asked (an index that selects nothing)
 
@@ -162,7 +165,7 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     ask = np.flatnonzero(open_ & ~subject & titles_differ & ((n_subject[i] >= 2) | (n_subject[j] >= 2)))
     if len(ask):  # one's subject among the other's words, under two titles (`_subject_within`), values
         x, y = i[ask], j[ask]  # of one kind (`_comparable`)
-        comparable = (kinds[x] & kinds[y] & ~PLACED) > 0
+        comparable = (kinds[x] & kinds[y] & VALUE_KINDS) > 0
         comparable |= units_shared[ask] > 0  # or they count in one unit (the products' counts)
         within = (((n_subject[x] >= 2) & ~lacking("subjects", x, y))
                   | ((n_subject[y] >= 2) & ~lacking("subjects", y, x)))
@@ -221,6 +224,16 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     reason[denies] = 5
     if table.rows("ended").indptr[-1]:  # one says something ended that the other names (`_ends`)
         reason[other & ~contradicts & _ended_rows(table, i, j)] = 4
+    away = (kinds & AWAY) > 0
+    if away.any():  # one says its one is away or back, the other where it is or was (`_back_from`, `_left`)
+        somewhere = (kinds & (AWAY | PRESENT)) > 0
+        ask = np.flatnonzero(other & ~contradicts & ((away[i] & somewhere[j]) | (away[j] & somewhere[i])))
+        if len(ask):
+            claim = _claims_of(table)
+            left = np.fromiter((_back_from(a, b) or _back_from(b, a) or _left(a, b) or _left(b, a)
+                                for a, b in ((claim(x), claim(y)) for x, y in zip(i[ask].tolist(), j[ask].tolist()))),
+                               bool, len(ask))
+            reason[ask[left]] = 4
     # close in meaning, one saying something changed (`_may_have_changed`, then the cosine): asked of the pairs
     # no other reason joined
     says_changed = table.codes[:, SAYS_CHANGED] > 0

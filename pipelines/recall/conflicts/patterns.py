@@ -31,6 +31,17 @@ _CLOCK_UNITS = frozenset({"am", "pm", "o'clock", "h"})  # "8 pm" is a time, as "
 _CLOCK_RANGE = re.compile(r"(?<![\w.:])(\d{1,2}:\d\d)\s*[-–]\s*(?=\d{1,2}:\d\d(?![\d:]))")
 _CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?\s*)?(?:-|–|to)\s*)?"
                     r"(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
+# A time of day said as a word ("at noon", "by midnight", "12 noon"): the clock time it is,
+# so "standup at noon" and "standup at 10am" state two times (`values._unaddressed_values`).
+_TIME_WORD = re.compile(r"(?<![\w-])(?:12\s*)?(noon|midday|midnight)(?![\w-])", re.IGNORECASE)
+TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
+# A number that says which one, not how many: after a word that picks one ("the", "our",
+# "this") and before a singular noun, a version or a year ("the 4.2 release", "our 2027
+# budget", "the 737 fleet"): part of what the claim is about (`claim._read_claim`), no count
+# (`values.identifier_spans` decides the noun: not a unit, not plural). Two digits or one
+# without a dot count ("the 3 engineers", "the 4 space indent").
+_IDENTIFIER = re.compile(r"\b(?:the|this|that|our|my|your|their|its|his|her)\s+v?(\d+\.\d+(?:\.\d+)*|\d{3,})"
+                         r"\s+([a-z]{3,})\b(?![-'’])", re.IGNORECASE)
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 # Words that say how much or how surely, not what ("I really like it", "a lot of tea",
 # "the deadline is actually Friday"): no words of a claim's subject, as stopwords are not.

@@ -11,11 +11,17 @@ from scipy import sparse
 from pipelines.records import MemoryItem
 
 from .claim import Claim, _pack, _read_claim, _title_words, _unpack, is_claim, read_claim, speaker
-from .values import _measures, _value_kinds, places
+from .patterns import PRESENCES
+from .values import _measures, _stance, _value_kinds, places, present
 
 # A bit of the kinds code beside `_value_kinds`' (1 names, 2 bare numbers): the claim names a
 # place (`places`), so recall asks `_placed_apart` only of pairs where both do.
 PLACED = 4
+# Two more: it says where its one is (`values.present`: "I commute to the office"), and that
+# its one is away from or back at such a place (`Claim.away`, `Claim.returns`: "I work
+# remotely now"): recall asks `rule._back_from` / `rule._left` only of pairs where one says
+# the second and the other either (a key, `_keys`, proposes them though they share no word).
+PRESENT, AWAY = 8, 16
 
 
 class ClaimTable:
@@ -103,16 +109,18 @@ class ClaimTable:
             persons.add(c.persons if c is not None else ())
             subjects.add(c.subject if c is not None else ())
             titles.add(_title_words(c) if c is not None else ())
+            at = _where(c) if c is not None else frozenset()
             if c is not None:
                 codes[row, :KIND] = (code(0, c.title) if c.title else -1, code(1, c.content),
                               code(2, c.subject) if c.subject else -1,
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
-                              _value_kinds(c.values) | (PLACED if places(c.values) else 0))
+                              _value_kinds(c.values) | (PLACED if places(c.values) else 0)
+                              | (AWAY if c.away or c.returns else 0) | (PRESENT if at else 0))
                 codes[row, CHANGES] = c.changes is not None and bool(c.subject)  # `_says_changed` may ask it
                 codes[row, SAYS_CHANGED] = c.changes is not None  # `_may_have_changed` may ask it
                 codes[row, OF_WRITER] = c.of_writer
-            keys.add(_keys(items[row], int(codes[row, 0])))
+            keys.add(_keys(items[row], int(codes[row, 0]), at | (c.away | c.returns if c is not None else frozenset())))
             if kept is not None:
                 kept.append(_pack(c) if keep == "packed" and c is not None else c)
         measure_values = _measures(str(v) for v in values.vocab)
@@ -285,6 +293,17 @@ def _renumber(columns: np.ndarray, n_columns: int) -> tuple[np.ndarray, np.ndarr
     return used, at[columns]
 
 
-def _keys(it: MemoryItem, title: int) -> set[tuple[str, Hashable]]:
-    """What proposes a pair besides a content word: the title, the item's id and the ids it links to."""
-    return {("id", to) for to in {link.to for link in it.links} | {it.id}} | ({("t", title)} if title >= 0 else set())
+def _keys(it: MemoryItem, title: int, at: frozenset[int] = frozenset()) -> set[tuple[str, Hashable]]:
+    """What proposes a pair besides a content word: the title, the item's id and the ids it
+    links to, and the places (of `ABSENCES`) it says its one is at, away from or back at."""
+    return ({("id", to) for to in {link.to for link in it.links} | {it.id}} | ({("t", title)} if title >= 0 else set())
+            | {("at", n) for n in at})
+
+
+def _where(c: Claim) -> frozenset[int]:
+    """Where (of `PRESENCES`) the claim says its one is (`values.present`), read only of a
+    claim naming one at all (most claims name none: no `_stance` read)."""
+    content = c.item.content
+    if not any(there is not None and there[0].search(content) for there in PRESENCES):
+        return frozenset()
+    return present(_stance(content))

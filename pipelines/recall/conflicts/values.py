@@ -19,6 +19,7 @@ from .patterns import (
     _DATE,
     _DIGIT,
     _HONORIFIC,
+    _IDENTIFIER,
     _MAGNITUDES,
     _MEASURED,
     _MODIFIED_COUNT,
@@ -37,6 +38,7 @@ from .patterns import (
     _SENTENCE_START,
     _STEMS,
     _TENTATIVE,
+    _TIME_WORD,
     _TIME_ZONES,
     _UNIT_SPLIT,
     _VOCATIVE,
@@ -45,6 +47,7 @@ from .patterns import (
     ABSENCES,
     MONTH_STEMS,
     PRESENCES,
+    TIME_WORDS,
     UNIT_SCALE,
     _first_names,
 )
@@ -115,6 +118,9 @@ def _unaddressed_values(text: str) -> frozenset[str]:
         text = _YEARLESS_DATE.sub(lambda m: " " * len(m.group(0)), text)
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
+    if _TIME_WORD.search(text):  # "at noon" is "at 12:00"
+        text = _TIME_WORD.sub(lambda m: TIME_WORDS[m.group(1).lower()], text)
+    text = _without_identifiers(text)  # "the 4.2 release" says which, no count
     if _DIGIT.search(text):
         text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
         found.update(_DATE.findall(text))
@@ -140,6 +146,28 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     # a day of a year is that day of its month too ("3 March 2027" states "March 3rd")
     found |= {_month_day(v) for v in found if _DATE.fullmatch(v)}
     return frozenset(v.strip() for v in found if v.strip())
+
+
+def identifiers(text: str) -> list[tuple[int, int, str, str]]:
+    """The spans of the numbers in `text` that say which one (`_IDENTIFIER`: "the 4.2 release")
+    with its noun and the one word each makes of it ("release", "release42"): the noun after the number is singular
+    and no unit ("the 100 ms budget", "our 2027 months" count)."""
+    out = []
+    for m in _IDENTIFIER.finditer(text):
+        number, noun = m.group(1), m.group(2).lower()
+        if (noun in _NOT_UNITS or noun in _MAGNITUDES or noun in _TIME_ZONES or noun in _CLOCK_UNITS
+                or noun in MONTHS or _plural(noun) or _STEMS([noun])[0] in UNIT_SCALE):
+            continue
+        out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
+    return out
+
+
+def _without_identifiers(text: str) -> str:
+    """`text` with its identifiers (`identifiers`) blanked."""
+    if _DIGIT.search(text) and _IDENTIFIER.search(text):
+        for start, end, _, _ in identifiers(text):
+            text = text[:start] + " " * (end - start) + text[end:]
+    return text
 
 
 def _month_day(iso: str) -> str:
@@ -253,6 +281,7 @@ def _unit_words(text: str) -> set[str]:
     "seven days a week"; not "week")."""
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
+    text = _without_identifiers(text)
     out = set()
     for m in _NUMBER.finditer(text):
         unit = _counted_noun(text, m) or _UNIT_SPLIT.match(m.group(0).lower().replace(",", ".")).group(2)

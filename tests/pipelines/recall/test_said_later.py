@@ -51,6 +51,12 @@ def turn(text: str, days: float = 2, user: str = "maya", role: str = "user", id_
     ("No swim this Thursday, Leo is sick.", False),
     ("Actually Leo's piano lessons are on Tuesdays.", False),  # the words of another thing
     ("Leo's swim teacher is now Ana.", False),
+    # the subject in other words: a word of the title its content repeats ("swim"), values of one sort
+    ("Actually his swim class is on Tuesdays now.", True),
+    ("The swim class is at 6pm now.", True),
+    ("Swimming moved to Tuesdays.", True),
+    ("Actually Leo's piano class is on Tuesdays now.", False),
+    ("Swim gear is in the blue bag now.", False),
 ])
 def test_what_a_later_turn_of_its_author_says(text: str, marked: bool) -> None:
     later = turn(text)

@@ -1,0 +1,61 @@
+"""Values as people say them: a time of day as a word ("noon", "midnight"), a number that
+says which one ("the 4.2 release": no count of releases), and where someone works said
+with no word in common ("I work remotely now" / "I commute to the office"), found by the
+claim table's pairs (recall, `/v1/conflicts`) as by the rule on one pair."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipelines.recall.conflicts import SAME_SUBJECT, conflict_reason, find_conflicts, read_claim, stated_values
+from pipelines.records import MemoryItem, Scope
+
+
+def item(id_: str, title: str, content: str) -> MemoryItem:
+    return MemoryItem(id=id_, tier="stm", type="fact", title=title, content=content,  # type: ignore[arg-type]
+                      scope=Scope(kind="user", user_id="maya", project_id="home"))
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("Our standup is at noon.", {"12:00"}),
+    ("at 12 noon", {"12:00"}),
+    ("Nightly deploys run at Midnight.", {"0:00"}),
+    ("Lunch is at midday.", {"12:00"}),
+    ("afternoon tea", set()),
+    ("We ship the 4.2 release on Friday.", {"friday"}),  # which release, no count
+    ("our 2027 budget is 3 million", {"3 million"}),
+    ("the 100 ms budget", {"0.1 second"}),  # a unit after the number: a count still
+    ("the 3 engineers", {"3 engin"}),  # one digit, no dot: a count
+    ("We ship 2 releases a month.", {"2 releas"}),
+])
+def test_what_a_text_states(text: str, values: set[str]) -> None:
+    assert stated_values(text) == values
+
+
+@pytest.mark.parametrize(("a", "b", "conflict"), [
+    (("Team standup", "The team standup is at noon."), ("Standup time", "The team standup is at 10am."), True),
+    (("Team lunch", "Team lunch is every Friday at noon."), ("Deploy cutoff", "No prod deploys after noon on Fridays."),
+     False),
+    (("Q", "The 4.2 release ships on Friday."), ("R", "The 4.2 release now ships on Monday."), True),
+    (("Q", "The 4.2 release ships on Friday."), ("R", "The 4.3 release ships on Monday."), False),  # two releases
+    (("Q", "SSO lands in the 4.2 release."), ("R", "SSO lands in the 4.3 release."), True),  # which release: a value
+    (("Release cadence", "We ship 2 releases a month."),
+     ("Release notes", "We ship release notes with the 4.2 release."), False),
+])
+def test_pairs(a: tuple[str, str], b: tuple[str, str], conflict: bool) -> None:
+    x, y = item("a", *a), item("b", *b)
+    assert (conflict_reason(read_claim(x), read_claim(y)) == SAME_SUBJECT) is conflict
+    assert bool(find_conflicts([x, y])) is conflict
+
+
+@pytest.mark.parametrize(("a", "b", "conflict"), [
+    ("I work remotely now.", "I commute to the office every day.", True),
+    ("I'm on parental leave until March.", "I'm back in the office from Monday.", True),
+    ("I work remotely.", "I commute to the office every day.", False),  # a standing mix, nothing changed
+    ("I commute to the office every day.", "I'm in the office on Tuesdays.", False),
+])
+def test_where_one_works_is_paired_with_no_word_shared(a: str, b: str, conflict: bool) -> None:
+    x, y = item("a", "Work", a), item("b", "Commute", b)
+    assert (conflict_reason(read_claim(x), read_claim(y)) is not None) is conflict
+    assert [(p.id, q.id, why) for p, q, why in find_conflicts([x, y])] == (
+        [("a", "b", "same subject, one says it ended")] if conflict else [])
