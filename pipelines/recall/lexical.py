@@ -29,9 +29,6 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 _WORD = re.compile(r"[^\W_]+")
 STOPWORDS: frozenset[str] = frozenset(STOPWORDS_EN_PLUS)
-# A query whose terms' postings name fewer than 1/SPARSE_SHARE of the rows is normalised at
-# those rows only (a 100k store: most queries; dividing and clipping every row cost ~0.1 ms).
-SPARSE_SHARE = 4
 
 # Words that make up acknowledgements, greetings and small talk.
 SMALL_TALK = frozenset(
@@ -175,19 +172,13 @@ class LexicalIndex:
 
     def scores(self, terms: Iterable[str]) -> np.ndarray | None:
         """Raw BM25 per row, or None when no query term is in the vocabulary."""
-        found = self._scores(terms)
-        return None if found is None else found[0]
-
-    def _scores(self, terms: Iterable[str]) -> tuple[np.ndarray, np.ndarray | None] | None:
-        """`scores`, and the rows the query terms' postings name (with repeats; None when
-        they are not a small part of the rows): only those can score."""
         if not self._indexed:
             return None
         ids = self._bm25.get_tokens_ids(self._query(terms))
         if not ids:
             return None
         if self._bm25.nonoccurrence_array is not None:  # a variant with non-occurrence scores
-            return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32), None
+            return np.asarray(self._bm25.get_scores_from_ids(ids), dtype=np.float32)
         # bm25s' `get_scores_from_ids` adds each term's postings with np.add.at (~2 ms of a
         # 100k recall's CPU); a term's postings name a row once, so adding them by index gives
         # the same floats in the same order (kernel11, docs/measurements.md).
@@ -196,10 +187,7 @@ class LexicalIndex:
         out = np.zeros(index["num_docs"], dtype=np.float32)
         for t in ids:
             out[indices[indptr[t]:indptr[t + 1]]] += data[indptr[t]:indptr[t + 1]]
-        named = None
-        if sum(int(indptr[t + 1] - indptr[t]) for t in ids) * SPARSE_SHARE < len(out):
-            named = np.concatenate([indices[indptr[t]:indptr[t + 1]] for t in ids])
-        return out, named
+        return out
 
     def idf(self, terms: Sequence[str]) -> list[float]:
         """IDF of each term (its stem) in this index; a term in no row gets the highest."""
@@ -218,16 +206,11 @@ class LexicalIndex:
 
     def normalised(self, terms: Sequence[str]) -> np.ndarray | None:
         """BM25 / ideal, clipped to [0, 1]; None when nothing matches."""
-        found = self._scores(terms)
-        if found is None:
+        raw = self.scores(terms)
+        if raw is None:
             return None
-        raw, named = found
         ideal = self.ideal(terms)
         if ideal <= 0:
             return None
-        if named is not None:  # the same floats, divided and clipped where they can be non-zero
-            part = raw[named] / np.float32(ideal)
-            raw[named] = np.clip(part, 0.0, 1.0, out=part)  # a row named twice: the same value twice
-            return raw
         out = raw / np.float32(ideal)  # a new float32 array: clipped in place
         return np.clip(out, 0.0, 1.0, out=out)

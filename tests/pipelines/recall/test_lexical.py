@@ -32,25 +32,3 @@ def test_no_known_term_scores_nothing():
     index = LexicalIndex([["alpha", "beta"], ["gamma"]])
     assert index.scores(["zeta"]) is None
     assert index.scores(["gamma"]).tolist()[0] == 0.0
-
-
-def test_normalised_at_the_named_rows_equals_every_row_normalised():
-    """A query whose postings name few rows is divided and clipped at those rows only
-    (`SPARSE_SHARE`): the same floats as dividing and clipping every row, a row two terms
-    name included."""
-    rng = random.Random(11)
-    vocab = [f"w{i}" for i in range(400)]
-    docs = [[rng.choice(vocab) for _ in range(rng.randint(0, 12))] for _ in range(800)]
-    index = LexicalIndex(docs)
-    sparse = 0
-    for _ in range(80):
-        terms = [rng.choice(vocab) for _ in range(rng.randint(1, 4))]
-        got = index.normalised(terms)
-        raw, named = index._scores(terms) or (None, None)
-        if raw is None:
-            assert got is None
-            continue
-        sparse += named is not None
-        dense = raw / np.float32(index.ideal(terms))
-        assert got.dtype == np.float32 and np.array_equal(got, np.clip(dense, 0.0, 1.0))
-    assert sparse > 60
