@@ -312,6 +312,7 @@ _YEARLY_DAY_SAID = re.compile(r"\b(?:birthdays?|b-?days?|anniversar(?:y|ies))(?:
                               r"|\bborn\b", re.IGNORECASE)
 
 
+@lru_cache(maxsize=65536)  # asked of each curated memory shown, every recall (`render.next_comes`)
 def is_yearly(text: str) -> bool:
     """The text says when a birthday or an anniversary is, a day that comes round every
     year, whatever year was said."""

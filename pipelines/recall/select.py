@@ -47,7 +47,8 @@ def resolve_conflicts(search: CandidateSearch, mode: str, suppressed: list[dict[
     for group, pairs in _in_one_time(conflicts.groups_with_pairs(
             table, lambda it: search.view.vector(*where[it.id]) if it.id in where else None,
             lambda which: search.view.vectors_at(cis[which], rows[which]))):
-        outcomes = conflicts.resolve(group, mode, updated, pairs, lambda it: table.claim(row_of[it.id]))
+        outcomes = conflicts.resolve(group, mode, updated, pairs, lambda it: table.claim(row_of[it.id]),
+                                     lambda it: search.view.corpora[where[it.id][0]].title_key(where[it.id][1]))
         for item_id, outcome in outcomes.items():
             cand = cands[item_id]
             cand.conflict_with = list(outcome.conflict_with)

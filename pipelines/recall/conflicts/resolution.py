@@ -98,7 +98,8 @@ def _beside_under_one_title(a: Claim, b: Claim) -> bool:
 
 def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[str, float] | None = None,
                        pairs: Collection[frozenset[str]] | None = None,
-                       claims: Callable[[MemoryItem], Claim] = read_claim) -> dict[str, Outcome]:
+                       claims: Callable[[MemoryItem], Claim] = read_claim,
+                       titles: Callable[[MemoryItem], str] | None = None) -> dict[str, Outcome]:
     """Within one scope kind: by confidence, then the newer. A member is beaten only by one
     it conflicts with (`pairs`; None: every two members do): two claims that agree, each
     contradicted by a third, both stand when they beat it."""
@@ -126,7 +127,7 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
 
     def title_of(it: MemoryItem) -> str:
         if it.id not in title:
-            title[it.id] = normalise_label(it.title)
+            title[it.id] = normalise_label(it.title) if titles is None else titles(it)
         return title[it.id]
 
     def beside(s: MemoryItem, m: MemoryItem) -> bool:
@@ -188,12 +189,14 @@ def _resolve_one_scope(members: list[MemoryItem], mode: str, updated: Mapping[st
 
 def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping[str, float] | None = None,
             pairs: Collection[frozenset[str]] | None = None,
-            claims: Callable[[MemoryItem], Claim] = read_claim) -> dict[str, Outcome]:
+            claims: Callable[[MemoryItem], Claim] = read_claim,
+            titles: Callable[[MemoryItem], str] | None = None) -> dict[str, Outcome]:
     """Outcome per member id of one conflict group (see the module docstring). `updated`:
     each member's update time as `timestamp(updated_at, -inf)` gives it, already read (a
     recall takes them from its corpora's arrays), else parsed here. `pairs`: the member
     ids that conflict, as `groups_with_pairs` gives them (None: every two members do).
-    `claims`: a member's claim (a recall unpacks it from its table, `ClaimTable.claim`)."""
+    `claims`: a member's claim (a recall unpacks it from its table, `ClaimTable.claim`);
+    `titles`: a member's `normalise_label`d title (a recall reads its corpus' `title_key`)."""
     out: dict[str, Outcome] = {}
     live = []
     declared: dict[str, set[str]] = {}  # id -> members whose `supersedes` link names it
@@ -226,7 +229,7 @@ def resolve(group: Sequence[MemoryItem], mode: str = "resolve", updated: Mapping
     kinds = sorted(by_scope, key=lambda k: SCOPE_RANK[k])
     applies: list[str] = []
     for kind in kinds:
-        outcome = _resolve_one_scope(by_scope[kind], mode, updated, pairs, claims)
+        outcome = _resolve_one_scope(by_scope[kind], mode, updated, pairs, claims, titles)
         out.update(outcome)
         applies.extend(i for i, o in outcome.items() if not o.suppressed)
     if len(kinds) > 1:
