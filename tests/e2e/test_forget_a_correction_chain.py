@@ -101,3 +101,23 @@ def forget_in_chain(client, run: Callable[[], None], consolidated: int, forgets:
         said = recall(client, LEA, "What is Leo allergic to?")["injection"]
         assert SAID[current] in said, (moment, said)
         assert all(SAID[name] not in said for name in "ABC" if name != current), (moment, said)
+
+
+@pytest.mark.parametrize("consolidated", [2, 3])
+def test_the_replaced_claim_names_the_correction_that_stands_not_the_forgotten_one(service, consolidated) -> None:
+    """A's page says what replaced it: C once B (correcting A) is forgotten while C (correcting
+    B) stands (`MemoryService.standing_in`); before, B, forgotten (its card a tombstone)."""
+    client, settings = service
+    ids = {}
+    for name in "ABC":
+        ids[name] = write(client, SAID[name])["item_id"]
+        if len(ids) == consolidated:
+            consolidate(client, settings)
+    tool(client, LEA, "memory.forget", {"id": ids["B"], "reason": "said by mistake"})
+    for moment in ("at once", "after consolidation"):
+        if moment == "after consolidation":
+            consolidate(client, settings)
+        got = client.get(f"/v1/items/{ids['A']}", params=LEA).json()
+        assert (got.get("replaced_by") or {}).get("id") == ids["C"], (moment, got.get("replaced_by"))
+        card = client.get(f"/ui/items/{ids['A']}", params=LEA).text
+        assert ids["C"] in card and ids["B"] not in card, moment
