@@ -2,7 +2,7 @@
 Quince Lane, later corrects it to Birch Road; once consolidated, the old claim has left what
 is served. Before: `memory.forget` of it answered 404 naming its correction, so its words
 could not be forgotten. Now the one forget path retracts it (`materialize.update`, through
-`retired`): its words are on no surface of hers (item API, card, recall, search), its
+`retired`): its words are on no surface of hers (item API, card, recall, search, export), its
 history says it was forgotten and why, and Birch Road stays current, at once and after a
 Dagster consolidation run."""
 
@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 
+from typer.testing import CliRunner
+
 from assets.run import run_consolidation
+from loci.cli import app as cli_app
 from tests.assets.support import shared_instance
 from tests.e2e.chat import consolidate, page_text, recall, tool
 
@@ -23,7 +26,7 @@ def write(client, content: str) -> dict:
         "type": "fact", "title": "Lea's address", "content": content, "confidence": 0.9, "scope": "user"}})
 
 
-def test_forgetting_a_replaced_claim_removes_its_words_and_keeps_its_correction_current(service) -> None:
+def test_forgetting_a_replaced_claim_removes_its_words_and_keeps_its_correction_current(service, tmp_path) -> None:
     client, settings = service
     old = write(client, OLD)["item_id"]
     consolidate(client, settings)
@@ -52,3 +55,7 @@ def test_forgetting_a_replaced_claim_removes_its_words_and_keeps_its_correction_
         current = client.get(f"/v1/items/{new['item_id']}", params=LEA).json()["item"]
         assert current["validation"] != "retracted" and not current["superseded_by"], (moment, current)
         assert "40 Birch Road" in recall(client, LEA, "What is Lea's address?")["injection"], moment
+    out = tmp_path / "export.jsonl"
+    result = CliRunner().invoke(cli_app, ["export", "--out", str(out), "--data-dir", settings.data_dir])
+    assert result.exit_code == 0, result.output
+    assert "12 Quince" not in out.read_text() and "40 Birch Road" in out.read_text()
