@@ -47,6 +47,7 @@ from pipelines.capture import CaptureResult, capture_turn, redact_secrets
 from pipelines.embedders import Embedder, EmbedderUnavailable, make_embedder
 from pipelines.forgetting import kept_part, kept_turn_id
 from pipelines.inbox import AppendCheck, InboxError, open_inbox
+from pipelines.item_history import last_published
 from pipelines.materialize import in_quarantine, message_item_id, recall_state, standing_replacer
 from pipelines.message_context import bare_text, embedding_text
 from pipelines.recall.conflicts import (
@@ -399,7 +400,37 @@ class MemoryService:
         else:
             loaded = view.snap.loaded
             found = loaded.replaced.get(item_id) if loaded is not None else None
+        if found is not None and found[1] == "superseded":
+            into = self.standing_in(found[0], view)
+            found = (into, "superseded") if into is not None else None
         return found if found is not None and self.get_item(found[0], identity, view) is not None else None
+
+    @staticmethod
+    def standing_in(into: str, view: View) -> str | None:
+        """The claim that replaces what `into` replaced now: `into` unless it was forgotten,
+        then the nearest correction of it that stands (`standing_replacer`: A, B correcting
+        it, C correcting B, B forgotten: C, not the forgotten B), None when none stands.
+        Read only when a replaced item is asked for; one out of what is served, as last published."""
+        def find(item_id: str) -> MemoryItem | None:
+            return view.get(item_id) or last_published(view.snap.loaded, item_id)
+
+        found = find(into)
+        if found is None or found.validation != "retracted":
+            return into
+
+        def correctors(item_id: str) -> list[str]:
+            it = find(item_id)
+            return [*([it.superseded_by] if it is not None and it.superseded_by else []),
+                    *(c.id for c in view.delta.items.values()
+                      if any(link.rel == "supersedes" and link.to == item_id for link in c.links))]
+
+        def stands(item_id: str) -> bool:
+            return (it := view.get(item_id)) is not None and it.active and recall_state(it) == "recallable"
+
+        def forgotten(item_id: str) -> bool:
+            return (it := find(item_id)) is not None and it.validation == "retracted"
+
+        return standing_replacer(into, correctors, stands, forgotten)
 
     def _superseded_in_delta(self, view: View) -> dict[str, str]:
         """Item id -> the recallable item written since the snapshot that supersedes it (a
@@ -482,7 +513,8 @@ class MemoryService:
         if replaced is None and item.superseded_by is not None:
             # What replaced it left recall since (archived, superseded in turn): it still names
             # its successor, and a merge as a merge (as `LoadedSnapshot.replaced` does).
-            into = self._last_stored(item.superseded_by, self.item_history(item.superseded_by, view))
+            now = self.standing_in(item.superseded_by, view)  # not a correction forgotten since
+            into = self._last_stored(now, self.item_history(now, view)) if now is not None else None
             if into is not None and into.scope.visible_to(identity):
                 replaced = (into.id, "merged" if item_id in (into.metadata.get("merged_from") or ()) else "superseded")
         if replaced is None and not item.archived:

@@ -739,7 +739,9 @@ class _Fold:
 
     def update(self, ev: Event) -> None:
         p = ev.payload
-        current = self.lookup(p["item_id"])
+        # a forget reaches a claim a correction took out of what is served (`retired`)
+        forgets = (p.get("patch") or {}).get("validation") == "retracted"
+        current = self.lookup(p["item_id"]) or (self.retired(p["item_id"]) if forgets else None)
         verdict = msgspec.convert(p.get("verdict") or {"action": "accept"}, Verdict)
         if current is None or verdict.action == "reject":
             return

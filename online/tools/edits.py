@@ -205,9 +205,11 @@ class EditActions(WriteActions):
         return self._update(decode(UpdateArgs, raw, "memory.update"), who, view)
 
     def _update(self, args: UpdateArgs, who: Identity, view: View,
-                turns: Sequence[MemoryItem] = (), reason: str = "") -> dict[str, Any]:
+                turns: Sequence[MemoryItem] = (), reason: str = "",
+                replaced: MemoryItem | None = None) -> dict[str, Any]:
         """memory.update of `args`; `turns`: the caller's turns a forget links (`forget`), forgotten
-        with the item once its retraction holds; `reason`: a forget's, why (`FORGET_REASON`)."""
+        with the item once its retraction holds; `reason`: a forget's, why (`FORGET_REASON`);
+        `replaced`: the item a forget retracts when a correction took it out of what is served."""
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
@@ -220,7 +222,8 @@ class EditActions(WriteActions):
         except msgspec.ValidationError as exc:
             raise ToolError(400, f"memory.update: invalid patch: {str(exc).replace('$.', '$.patch.', 1)}"
                                  f"{args_hint(ItemPatch, str(exc))}") from None
-        current = self._editable(args.id, who, view, "memory.update", {"id": args.id, "fields": sorted(args.patch)})
+        current = replaced or self._editable(args.id, who, view, "memory.update",
+                                             {"id": args.id, "fields": sorted(args.patch)})
         # What was said is not edited, but it may be forgotten: a turn is its speaker's own
         # (user scope, so only they see it), and an imported chat holds no claim whose
         # retraction would take it out of recall.
@@ -332,6 +335,10 @@ class EditActions(WriteActions):
         args = decode(ForgetArgs, raw, "memory.forget")
         turns = self._round_turns(args, who, view)
         current = self.service.get_item(args.id, who, view)
+        # A claim a correction replaced has left what is served once consolidated: its words
+        # are still the caller's to forget (its last stored version is what is retracted).
+        replaced = self._replaced_claim(args.id, who, view) if current is None else None
+        current = current or replaced
         if turns and current is not None and current.validation == "retracted":
             # Forgotten already (by this round's first call): its later turns ("Done, it's
             # forgotten.", captured after the call) are forgotten with it.
@@ -346,7 +353,16 @@ class EditActions(WriteActions):
             earlier = [t for i in waiting.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None]
             turns = list({t.id: t for t in [*earlier, *turns]}.values())
         return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns,
-                            " ".join(args.reason.split()))
+                            " ".join(args.reason.split()), replaced)
+
+    def _replaced_claim(self, item_id: str, who: Identity, view: View) -> MemoryItem | None:
+        """`item_id` as last stored when a correction the caller sees superseded it and it left
+        what is served (`MemoryService.retired`), else None (a merged or archived item is not
+        forgotten through what replaced it: 404 as before)."""
+        found = self.service.retired(item_id, who, view)
+        if found is None or found[1] is None or found[1][1] != "superseded":
+            return None
+        return found[0]
 
     def _round_turns(self, args: ForgetArgs, who: Identity, view: View) -> list[MemoryItem]:
         """The caller's turns of this round a forget names (`ForgetArgs.turn_ids`: a turn id,

@@ -305,6 +305,16 @@ def _links(overlay_links: list[tuple[str, str, str]], new_items: dict[str, Memor
                     new_items[dst] = msgspec.structs.replace(target, superseded_by=by)
                 else:
                     patches.setdefault(dst, {})["superseded_by"] = by
+    # A claim whose correction is forgotten now while a later one stands is replaced by that one
+    # (A, B correcting it, C correcting B, B forgotten: A's `superseded_by` names C, not B).
+    for gone in forgotten:
+        it = new_items.get(gone) or stored.get(gone)
+        for dst in (link.to for link in (it.links if it is not None else ()) if link.rel == "supersedes"):
+            target = new_items.get(dst) or stored.get(dst)
+            if (target is None or target.superseded_by != gone or dst in new_items
+                    or (by := standing_replacer(gone, correctors, stands, is_forgotten)) is None):
+                continue
+            patches.setdefault(dst, {})["superseded_by"] = by
     # Links of new items that cannot be stored (unknown relation) would fail the batch.
     for item_id, item in new_items.items():
         good = [link for link in item.links if link.rel in LINK_RELS]

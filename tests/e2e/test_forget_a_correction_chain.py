@@ -7,13 +7,16 @@ before the forget or not (`materialize.restored_by_forgetting` decides both)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
+from typer.testing import CliRunner
 
 from assets.run import run_consolidation
+from loci.cli import app as cli_app
 from tests.assets.support import shared_instance
-from tests.e2e.chat import consolidate, recall, tool
+from tests.e2e.chat import consolidate, page_text, recall, tool
 
 LEA = {"user_id": "lea", "project_id": "home", "session_id": "s1"}
 SAID = {"A": "Leo is allergic to peanuts.", "B": "Leo is allergic to peanuts only now, not tree nuts.",
@@ -101,3 +104,27 @@ def forget_in_chain(client, run: Callable[[], None], consolidated: int, forgets:
         said = recall(client, LEA, "What is Leo allergic to?")["injection"]
         assert SAID[current] in said, (moment, said)
         assert all(SAID[name] not in said for name in "ABC" if name != current), (moment, said)
+
+
+@pytest.mark.parametrize("consolidated", [2, 3])
+def test_the_replaced_claim_names_the_correction_that_stands_not_the_forgotten_one(service, consolidated) -> None:
+    """A's page says what replaced it: C once B (correcting A) is forgotten while C (correcting
+    B) stands (`MemoryService.standing_in`); before, B, forgotten (its card a tombstone)."""
+    client, settings = service
+    ids = {}
+    for name in "ABC":
+        ids[name] = write(client, SAID[name])["item_id"]
+        if len(ids) == consolidated:
+            consolidate(client, settings)
+    tool(client, LEA, "memory.forget", {"id": ids["B"], "reason": "said by mistake"})
+    for moment in ("at once", "after consolidation"):
+        if moment == "after consolidation":
+            consolidate(client, settings)
+        got = client.get(f"/v1/items/{ids['A']}", params=LEA).json()
+        assert (got.get("replaced_by") or {}).get("id") == ids["C"], (moment, got.get("replaced_by"))
+        card = page_text(client.get(f"/ui/items/{ids['A']}", params=LEA).text)
+        assert f"superseded by {ids['C']} , the memory that took its place" in card, (moment, card[:1500])
+    # as stored: consolidation wrote the standing correction (`governance._links`)
+    shown = CliRunner().invoke(cli_app, ["show", ids["A"], "--json", "--data-dir", settings.data_dir])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["item"]["superseded_by"] == ids["C"], shown.stdout[:600]
