@@ -32,7 +32,7 @@ from itertools import chain
 
 import msgspec
 
-from pipelines.materialize import Overlay, fold_events, is_tombstone, message_item_id
+from pipelines.materialize import WITHDRAWN, Overlay, fold_events, is_tombstone, message_item_id
 from pipelines.message_context import context_without, with_context
 from pipelines.recall.conflicts import CLAIM_TYPES, authors, restates
 from pipelines.recall.episodic import answered_turn, said_stems
@@ -40,8 +40,10 @@ from pipelines.records import Event, MemoryItem, stable_id
 
 
 def is_forgotten_claim(item: MemoryItem) -> bool:
-    """A claim a user asked to forget (retracted), with its text (not an import's tombstone)."""
-    return item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
+    """A claim a user asked to forget (retracted), with its text (not an import's tombstone,
+    nor a chat round's proposal withdrawn with its answer: `WITHDRAWN`)."""
+    return (item.validation == "retracted" and item.type in CLAIM_TYPES and not is_tombstone(item)
+            and not item.metadata.get(WITHDRAWN))
 
 
 def is_forgotten_turn(item: MemoryItem) -> bool:

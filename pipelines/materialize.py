@@ -45,6 +45,10 @@ FORGOT_TURNS = "forgot_turns"
 # A memory.forget event's payload key: why it was forgotten (`ForgetArgs.reason`), kept by
 # the edit held for review and by the revision consolidation stores (`forget_reason`).
 FORGET_REASON = "reason"
+# A memory.forget event's payload key and its retracted item's metadata key: the retraction
+# withdraws what a chat round proposed (an answer the user regenerated or did not choose), not
+# words its author asked to forget, so the turns that said it stay (`forgetting.is_forgotten_claim`).
+WITHDRAWN = "withdrawn"
 TOMBSTONE = "forgotten_tombstone"  # metadata key of an exported forgotten item (`forgotten_tombstone`)
 QUARANTINE_MAX_CONFIDENCE = 0.5
 CONTRADICTION_RULE = "soft.contradiction"  # the policy's rule id for a claim contradicting a stored one
@@ -751,6 +755,8 @@ class _Fold:
             return  # the service validated it; a bad row is skipped, not fatal
         if SAID_DATES in p:  # its new words' time words, read when edited (`validity.reread`)
             updated = with_said_dates(updated, p[SAID_DATES])
+        if forgets and p.get(WITHDRAWN):
+            updated = msgspec.structs.replace(updated, metadata={**updated.metadata, WITHDRAWN: True})
         if verdict.action == "accept":  # what it now says corrects as a write would (`conflicts.corrected`)
             updated = self.replacing(with_corrections(updated, p))
             if DISAGREES_WITH in p:  # and what it disagrees with is named anew

@@ -157,9 +157,12 @@ def retract_round(service: MemoryService, who: Identity, user_turn_id: str | Non
                   answers: Iterable[dict], reason: str, keep: Iterable[str] = ()) -> list[str]:
     """Forget a replaced round (`memory.forget`: audited, seen by every reader): its user turn
     (None: keep it), the answers and what they proposed, but `keep` (what the answer that
-    replaced them proposed too), each forget saying why (`reason`). The ids retracted now
-    (those retracted already, gone or not the caller's are passed over)."""
+    replaced them proposed too), each forget saying why (`reason`). The answers and their
+    proposals are withdrawn (`ForgetArgs.withdraw`): her turns that said the same stay hers;
+    only her replaced turn itself is forgotten. The ids retracted now (those retracted already,
+    gone or not the caller's are passed over)."""
     ids = [message_item_id(user_turn_id)] if user_turn_id else []
+    edited = set(ids)
     for answer in answers:
         ids += [message_item_id(str(answer["turn_id"])), *map(str, answer.get("proposed") or ())]
     view, tools, done, kept = service.view(), ToolDispatcher(service), [], set(keep)
@@ -168,7 +171,8 @@ def retract_round(service: MemoryService, who: Identity, user_turn_id: str | Non
         if item is None or item.validation == "retracted" or item.scope.user_id != who.user_id:
             continue
         try:
-            tools.dispatch("memory.forget", {"id": item_id, "reason": reason}, who)
+            tools.dispatch("memory.forget", {"id": item_id, "reason": reason,
+                                             **({} if item_id in edited else {"withdraw": True})}, who)
         except ToolError:
             continue  # not the caller's to forget (a shared item someone else changed since)
         done.append(item_id)

@@ -282,7 +282,8 @@ class ForgetArgs(Args):
     forget X", "Done, it's forgotten."), forgotten with it once it holds (at once, or when a
     reviewer approves it): recalled, they would show that X existed. A teammate's words in
     the caller's shared chat (a named `speaker`) and a turn of another conversation are
-    refused (403, 409: `edits._not_of_the_round`)."""
+    refused (403, 409: `edits._not_of_the_round`). `withdraw`: the memory alone is
+    retracted, the turns that said it stay (`WITHDRAWN`)."""
 
     id: ItemId
     reason: Annotated[str, Meta(
@@ -293,6 +294,10 @@ class ForgetArgs(Args):
         max_length=20, description="Your turns of this round that asked for or acknowledged the forgetting (a "
                                    "turn_id from POST /v1/turns, or a message entry's id): forgotten with it; "
                                    "what else they said is kept as a turn of its own.")] = []
+    withdraw: Annotated[bool, Meta(
+        description="Withdraw the memory only: the turns that said it stay recallable (a proposal of an "
+                    "answer the user regenerated or did not choose). By default forgetting a memory also "
+                    "hides the caller's turns that said it.")] = False
 
 
 # The argument struct of each action: what a caller may send (adapters derive schemas from it).

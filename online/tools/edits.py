@@ -38,6 +38,7 @@ from pipelines.materialize import (
     RETRACTION_RULE,
     REWRITE_RULE,
     SAID_DATES,
+    WITHDRAWN,
     apply_patch,
     awaits_review,
     held_against_others,
@@ -206,10 +207,11 @@ class EditActions(WriteActions):
 
     def _update(self, args: UpdateArgs, who: Identity, view: View,
                 turns: Sequence[MemoryItem] = (), reason: str = "",
-                replaced: MemoryItem | None = None) -> dict[str, Any]:
+                replaced: MemoryItem | None = None, withdraw: bool = False) -> dict[str, Any]:
         """memory.update of `args`; `turns`: the caller's turns a forget links (`forget`), forgotten
         with the item once its retraction holds; `reason`: a forget's, why (`FORGET_REASON`);
-        `replaced`: the item a forget retracts when a correction took it out of what is served."""
+        `replaced`: the item a forget retracts when a correction took it out of what is served;
+        `withdraw`: a forget that leaves the turns that said it (`WITHDRAWN`)."""
         unknown = sorted(set(args.patch) - PATCHABLE_FIELDS)
         if unknown:
             raise ToolError(400, f"memory.update: fields not patchable: {unknown}; "
@@ -315,6 +317,7 @@ class EditActions(WriteActions):
             identity=who, at=at,
             payload={"item_id": args.id, "patch": patch, "verdict": verdict_out(verdict), "at": at, **said_dates,
                      **({FORGET_REASON: reason} if reason else {}),
+                     **({WITHDRAWN: True} if withdraw else {}),
                      **({FORGOT_TURNS: [t.id for t in turns]} if turns else {}),
                      **({"as_reviewer": True} if vouched and says else {}),
                      **corrections_payload(fixes), **(moves if verdict.action == "accept" else {}),
@@ -353,7 +356,7 @@ class EditActions(WriteActions):
             earlier = [t for i in waiting.get(FORGOT_TURNS) or () if (t := view.get(str(i))) is not None]
             turns = list({t.id: t for t in [*earlier, *turns]}.values())
         return self._update(UpdateArgs(id=args.id, patch={"validation": "retracted"}), who, view, turns,
-                            " ".join(args.reason.split()), replaced)
+                            " ".join(args.reason.split()), replaced, args.withdraw)
 
     def _replaced_claim(self, item_id: str, who: Identity, view: View) -> MemoryItem | None:
         """`item_id` as last stored when a correction the caller sees superseded it and it left

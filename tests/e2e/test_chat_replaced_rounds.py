@@ -28,6 +28,7 @@ import pytest
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from online.tools.dispatcher import ToolDispatcher
+from pipelines.consolidate import consolidate_once
 from pipelines.materialize import message_item_id
 from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama
@@ -211,18 +212,22 @@ def live_user_turns(service: MemoryService) -> list[str]:
             and view.get(message_item_id(e.payload["turn_id"])).validation != "retracted"]
 
 
-@pytest.mark.xfail(strict=True, reason="retracting a discarded memory hides the turns that said it, hers too "
-                   "(pipelines.forgetting.turns_saying: a forget's rule, also at consolidation)")
 def test_her_words_stay_when_an_answer_restating_them_is_regenerated(proxies: Proxies, fake: FakeOllama) -> None:
     """She regenerates an answer for its tone; it had proposed her words as a memory. Broken
-    still: retracting that memory hides the turn that said it, her own (`forgetting.turns_saying`,
-    the rule of a user's forget), and nothing brings it back."""
+    before: retracting that memory hid the turn that said it, her own (`forgetting.turns_saying`,
+    the rule of a user's forget). A regeneration withdraws the proposal (`ForgetArgs.withdraw`)."""
     lea = ollama.Client(host=proxies.start(), headers=HEADERS)
     said = exchange("I'm flying to Lisbon next week for the conference.")
     for reply in ("Noted: Lisbon!!! ", "Noted: Lisbon, next week. "):
         fake.chat_reply = lambda req, reply=reply: reply + block(RIGHT)
         lea.chat(model=MODEL, messages=said)
     assert live_user_turns(proxies.service) == [said[0]["content"]]
+    consolidate_once(proxies.service.settings)  # consolidation applies the same forgetting rule
+    proxies.restart()
+    assert live_user_turns(proxies.service) == [said[0]["content"]]
+    withdrawn = [e.payload["item_id"] for e in proxies.service.inbox.read_after(0, kinds=["memory.update"])
+                 if e.payload.get("withdrawn")]
+    assert withdrawn and all(proxies.service.view().get(i).validation == "retracted" for i in withdrawn)
 
 
 def with_sources(prompt: str) -> str:
