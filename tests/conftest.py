@@ -34,6 +34,19 @@ def pytest_collection(session):
         gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Test files marked `slow` (their `pytestmark`: the longest, by measured time) run
+    first, the others by their number of tests, most first; each file's own order kept.
+    pytest-xdist (`--dist loadfile --no-loadscope-reorder`, bootstrap.py) hands out files in
+    this order, so a long file with few tests is not left for one worker at the end."""
+    per_file: dict[object, int] = {}
+    for item in items:
+        per_file[item.getparent(pytest.Module)] = per_file.get(item.getparent(pytest.Module), 0) + 1
+    items.sort(key=lambda item: (item.getparent(pytest.Module).get_closest_marker("slow") is None,
+                                 -per_file[item.getparent(pytest.Module)]))
+
+
 def pytest_unconfigure(config) -> None:
     gc.unfreeze()  # the interpreter's final collection sees everything (nanobind reports leaks otherwise)
 
