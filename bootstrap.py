@@ -88,15 +88,16 @@ def system_test_packages() -> None:
 
 def _workers(args: list[str]) -> list[str]:
     """pytest-xdist options for the suite: one worker a core, up to 4, each test file kept
-    on one worker (`--dist loadfile`: a module's fixtures are built once). Most of the
-    suite's time is one Python process waiting on its own work, so two workers on CI's two
-    cores take ~6 minutes where one took ~10. None when the caller chose (`-n`, `-p no:xdist`)
-    or names single tests to run."""
+    on one worker (`--dist loadfile`: a module's fixtures are built once), handed out in the
+    order tests/conftest.py sorts them (`--no-loadscope-reorder`: the longest files first,
+    not the files with the most tests). Most of the suite's time is one Python process
+    waiting on its own work, so two workers on CI's two cores take ~6 minutes where one took
+    ~10. None when the caller chose (`-n`, `-p no:xdist`) or names single tests to run."""
     if any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) or a == "no:xdist" for a in args):
         return []
     if any(not a.startswith("-") for a in args):
         return []
-    return ["-n", str(max(1, min(4, os.cpu_count() or 1))), "--dist", "loadfile"]
+    return ["-n", str(max(1, min(4, os.cpu_count() or 1))), "--dist", "loadfile", "--no-loadscope-reorder"]
 
 
 def main(argv: list[str]) -> int:

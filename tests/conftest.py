@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
 
 import pytest
 
 import online.snapshot_holder
 import online.state
 from pipelines.embedders import HashEmbedder, MiniLMEmbedder
+
+_REAL_FREEZE = online.snapshot_holder.freeze_long_lived
 
 
 def pytest_configure(config) -> None:
@@ -31,6 +34,19 @@ def pytest_collection(session):
         gc.freeze()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items) -> None:
+    """Test files marked `slow` (their `pytestmark`: the longest, by measured time) run
+    first, the others by their number of tests, most first; each file's own order kept.
+    pytest-xdist (`--dist loadfile --no-loadscope-reorder`, bootstrap.py) hands out files in
+    this order, so a long file with few tests is not left for one worker at the end."""
+    per_file: dict[object, int] = {}
+    for item in items:
+        per_file[item.getparent(pytest.Module)] = per_file.get(item.getparent(pytest.Module), 0) + 1
+    items.sort(key=lambda item: (item.getparent(pytest.Module).get_closest_marker("slow") is None,
+                                 -per_file[item.getparent(pytest.Module)]))
+
+
 def pytest_unconfigure(config) -> None:
     gc.unfreeze()  # the interpreter's final collection sees everything (nanobind reports leaks otherwise)
 
@@ -42,16 +58,26 @@ def _freeze_without_collecting() -> None:
     gc.freeze()
 
 
-@pytest.fixture(autouse=True)
-def _no_full_collection_per_service(request, monkeypatch) -> None:
+@pytest.fixture(scope="session", autouse=True)
+def _no_full_collection_per_service() -> Iterator[None]:
     """Every MemoryService start and snapshot swap runs a full cyclic collection
     (`freeze_long_lived`). In a test worker that walks the whole suite's heap (pytest,
     Dagster, Hypothesis, every collected module: ~0.3-0.5 s CPU each time, ~90% of the CPU
-    of a scenario file), not the service's. Tests that assert what the collection does are
-    marked `real_gc_freeze` and run the real one."""
-    if request.node.get_closest_marker("real_gc_freeze") is None:
-        monkeypatch.setattr(online.snapshot_holder, "freeze_long_lived", _freeze_without_collecting)
-        monkeypatch.setattr(online.state, "freeze_long_lived", _freeze_without_collecting)
+    of a scenario file), not the service's. Patched for the session, not per test: module
+    fixtures (the scenarios' shared services) are set up before any function fixture.
+    Tests that assert what the collection does are marked `real_gc_freeze` (below)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(online.snapshot_holder, "freeze_long_lived", _freeze_without_collecting)
+        patch.setattr(online.state, "freeze_long_lived", _freeze_without_collecting)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _real_gc_freeze_where_marked(request, monkeypatch) -> None:
+    """A test marked `real_gc_freeze` runs the service's real `freeze_long_lived`."""
+    if request.node.get_closest_marker("real_gc_freeze") is not None:
+        monkeypatch.setattr(online.snapshot_holder, "freeze_long_lived", _REAL_FREEZE)
+        monkeypatch.setattr(online.state, "freeze_long_lived", _REAL_FREEZE)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
+
 from assets.run import run_consolidation
 from pipelines import consolidate as stages
 from tests.assets.support import (
@@ -24,6 +26,8 @@ from tests.assets.support import (
     start_child_run,
     warehouse_state,
 )
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 WAIT_S = 60.0  # generous: child processes start slowly on a loaded CI machine
 

@@ -11,10 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from assets.checks import CONSOLIDATION_CHECKS
 from assets.graph import CONSOLIDATION_ASSETS
 from assets.run import prepare_dagster_home
 from tests.assets.support import make_settings
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -34,6 +34,8 @@ from tests.assets.support import (
     warehouse_state,
 )
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 ALL = [*CONSOLIDATION_ASSETS, *CONSOLIDATION_CHECKS]
 
 

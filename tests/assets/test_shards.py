@@ -18,6 +18,8 @@ from pipelines.shards import ShardInbox, open_all_shards, shard_of
 from pipelines.snapshot import current_version
 from pipelines.warehouse import Warehouse
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 ORGS = [f"org{i}" for i in range(8)]
 
 

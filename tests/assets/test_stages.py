@@ -19,6 +19,8 @@ from pipelines.records import Event, Identity, ProposedItem, Provenance, Verdict
 from pipelines.warehouse import Warehouse
 from tests.assets.support import BATCH_1, ingest, make_settings
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 WHO = Identity(user_id="dana", project_id="atlas", session_id="s9")
 
 

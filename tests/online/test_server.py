@@ -11,10 +11,13 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from online.balance import WINDOW_S
 from pipelines.settings import Settings
 from tests.fakes.ports import free_port
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -30,6 +30,8 @@ from pipelines.settings import Settings
 from tests.fakes.ollama_server import FakeOllama, fake_embedding
 from tests.fakes.ports import closed_port_url
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 
 @pytest.fixture(scope="module")
 def fake_ollama():

@@ -32,6 +32,8 @@ from pipelines.records import Identity
 from tests.assets.support import dana, ingest, make_settings
 from tests.pipelines.test_message_context import stored_message_vectors, turn
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 POOLED = ContextWindow(pooled=True)
 TEXTS = ["Where did you go?", "To the lake.", "Yes, last Tuesday!", "Lovely.", "We swam.", "Cold?", "Very."]
 

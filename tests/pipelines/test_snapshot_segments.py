@@ -38,6 +38,8 @@ from pipelines.snapshot import (
 )
 from tests.pipelines.test_snapshot import DIM, make_item, unit_vectors
 
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
+
 EMBEDDER = "hash-32"
 
 

@@ -14,6 +14,7 @@ import random
 from pathlib import Path
 
 import msgspec
+import pytest
 from litestar import Litestar, get, post
 
 from bench.fuzz import fuzz_app
@@ -24,6 +25,8 @@ from online.tools import ToolDispatcher
 from pipelines.embedders import HashEmbedder
 from pipelines.records import Identity
 from pipelines.settings import Settings
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 EXAMPLES_PER_OPERATION = 50  # half schema-valid, half schema-invalid
 

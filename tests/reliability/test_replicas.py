@@ -16,10 +16,14 @@ import random
 import signal
 from pathlib import Path
 
+import pytest
+
 from bench.harness import WriteLoad, audit_inbox, make_settings, publish, read_back, tenant_items, unanswered_landed
 from bench.replicas import CrossReplicaReads, ReplicaSet, wait_until
 from pipelines.embedders import make_embedder
 from pipelines.records import Identity
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 
 def test_three_replicas_share_one_memory_and_survive_a_kill_9(tmp_path: Path, postgres_url: str) -> None:

@@ -17,9 +17,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from bench.harness import ServiceProcess, WriteLoad, audit_inbox, ident, read_back, unanswered_landed
 from pipelines.settings import Settings
+
+pytestmark = pytest.mark.slow  # one of the longest files: scheduled first (tests/conftest.py)
 
 
 def test_sigkill_mid_writes_loses_and_duplicates_nothing_acknowledged(tmp_path: Path) -> None:
