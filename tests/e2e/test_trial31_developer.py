@@ -28,9 +28,8 @@ the end of each week. Promises checked, as a demanding user meets them:
   about X" gets the current decision first as curated memory, the turns after it labelled
   as conversation excerpts, chatter never among the curated; the older versions are not
   presented as what holds, and the history (`loci show`, `loci audit`, MCP `memory_read`)
-  shows every revision (kept, with the move said as "uses SQLite instead of Postgres"; said
-  in the present tense, "moves from Postgres to SQLite", it replaced nothing: reported to
-  the conflict rule's owner).
+  shows every revision (kept; the move said in the present tense, "moves from Postgres to
+  SQLite", replaced nothing before: only "moved ... from" was read as a change).
 """
 
 from __future__ import annotations
@@ -85,7 +84,7 @@ TABS_SAID = memo("preference", "Indentation style", "Kai prefers tabs for indent
 TABS_SAID.pop("scope")
 POSTGRES = memo("decision", "CLI storage backend", "The CLI stores its data in Postgres.", ["decision", "database"])
 SQLITE = memo("decision", "CLI storage backend",
-              "The CLI uses SQLite instead of Postgres: a local file, no server to run.", ["decision", "database"])
+              "The CLI moves from Postgres to SQLite: a local file, no server to run.", ["decision", "database"])
 BACK = memo("decision", "Database for the CLI",
             "The CLI goes back to Postgres instead of SQLite, sharing the server's database.",
             ["decision", "database"])

@@ -19,6 +19,7 @@ from .patterns import (
     _CHANGED,
     _CLAUSE,
     _CODE,
+    _CODE_SPAN,
     _CONJOINED,
     _DIGIT,
     _ENDED,
@@ -174,9 +175,15 @@ def _read_claim(item: MemoryItem) -> Claim:
     # A code is one word ("eu-west-1": "euwest1"): its parts are no words of the subject, nor
     # do they take the subject's ("EU customer data is hosted in eu-west-1": "EU" names it).
     codes = {v for v in values | retired if _CODE.fullmatch(v)}
-    skip = _value_words((values | retired) - codes) | _date_words(item.content) | {_joined(c) for c in codes}
+    # Code ("`pytest -m slow`") is one value, one word as a code is: its program and flags are
+    # no words of the subject, nor do they take the subject's ("Run the slow tests with ...").
+    spans = {v for v in values | retired if v[:1] == "`"}
+    skip = (_value_words((values | retired) - codes - spans) | _date_words(item.content)
+            | {_joined(c) for c in codes} | {_span_word(v) for v in spans})
     # the words that say it corrects ("Turns out", "Oops", "is actually") name nothing of the subject
     text = CORRECTING.sub(" ", item.content) if CORRECTING.search(item.content) else item.content
+    if spans:
+        text = _CODE_SPAN.sub(lambda m: f" {_span_word(m.group(0))} ", text)
     # a number that says which one is one word with its noun ("the 4.2 release": "release42"),
     # what the claim names as its subject (`Claim.named`), the noun a word of it too
     # Opening its sentence it names the subject ("The 4.2 release ships Friday"); elsewhere it is
@@ -271,6 +278,11 @@ def _identified(text: str) -> set[str]:
 
 # A sentence's start up to the word that picks one before a number (`values.identifiers`).
 _OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*(?:the|this|that|our|my|your|their|its|his|her)\s+v?$", re.IGNORECASE)
+
+
+def _span_word(span: str) -> str:
+    """Code as one word ("`pytest -n auto`": "pytestnauto")."""
+    return re.sub(r"\W|_", "", span.lower()) or "code"
 
 
 def _joined(code: str) -> str:

@@ -15,6 +15,9 @@ _NUMBER = re.compile(r"(?=\d)(?<![\w.:-])\d+(?:[.,:]\d+)*(?:(?:\s*|-)(?:%|[a-z]+
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _NAME = re.compile(r"(?=[A-Z])(?:(?<![.!?]\s)(?<!^)\b[A-Z][\w-]*[A-Z0-9][\w-]*\b|(?<=[a-z,;:]\s)[A-Z][\w-]+)")
 _DIGIT = re.compile(r"\d")
+# Code written inline ("run the tests with `pytest -n auto`"): one value as written, a
+# command, a flag or a file name, read whole (its words, dashes and digits are no count).
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # A code of words and a number joined by hyphens ("eu-central-1", "us-east-1", "n2-standard-4"):
 # one value, as a name is, though written lower-case (its number alone is no count: `_NUMBER`
 # skips a digit after a hyphen).
@@ -162,6 +165,21 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()) if w != "one"}
 _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
+def _inflected(*verbs: str) -> str:
+    """An alternation of each verb's past, present and progressive forms ("move": moved,
+    moves, moving; "switch": switched, switches, switching): a change said in the present
+    ("The CLI moves from Postgres to SQLite", "we're switching off Jenkins") is read as one
+    said in the past is."""
+    forms = []
+    for verb in verbs:
+        if verb.endswith("e"):
+            forms.append(rf"{verb[:-1]}(?:ed|es|ing)")
+        else:
+            forms.append(rf"{verb}(?:ed|{'es' if re.search('(?:ch|sh|ss|x|z)$', verb) else 's'}|ing)")
+    return "|".join(forms)
+
+
+_MOVING = _inflected("move", "migrate", "switch", "port")
 # A move off something, with or without what it moved onto ("we moved the builds off
 # Jenkins", "migrated away from Heroku"), says that what was said of it changed; so does a
 # move to a count ("we moved to 3-week sprints"; not "we moved to York": `_RESCHEDULED` reads
@@ -171,7 +189,7 @@ _CHANGED = re.compile(
     r"\b(?:now|any\s*more|no\s+(?:longer|more)|stopped|quit|gave\s+up|given\s+up|switched|changed|"
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
-    r"(?:moved|migrated|switched|ported)(?:\s+(?!to\b|from\b)[\w'’-]+){0,4}?\s+(?:off|away\s+from)\b|"
+    rf"(?:{_MOVING})(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+(?:off|away\s+from)\b|"
     rf"{_MOVED_IN_TIME}|{_MOVED_TO_A_COUNT})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
@@ -234,8 +252,8 @@ _RETIRING_WORDS = frozenset({"replacing", "replaces", "replaced", "instead", "ra
 # "off" / "onto" say it as "from" / "to" do: "moved log shipping off Papertrail onto Datadog").
 _RETIRED = re.compile(
     r"\b(?:replac(?:ing|es|ed)|instead\s+of|in\s+place\s+of|rather\s+than|no(?:\s+longer)?|not|formerly|previously|"
-    r"(?:moved|switched|migrated|changed|converted|ported|went)(?:\s+(?!to\b|from\b|off\b)[\w'’-]+){0,4}?\s+"
-    r"(?:from|off|away\s+from))\b(?:[^.;,!?()]|[.,:]\d)*?(?=\s+(?:on|in)?to\s|[.,](?!\d)|[;!?()]|$)",
+    rf"(?:{_MOVING}|{_inflected('change', 'convert')}|went|goes)(?:\s+(?!to\b|from\b|off\b)[\w'’-]+){{0,4}}?\s+"
+    r"(?:from|off|away\s+from))\b(?:`[^`\n]*`|[^.;,!?()]|[.,:]\d)*?(?=\s+(?:on|in)?to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
 
 # A sentence that weighs an option states no value: "We're evaluating a move of the ledger

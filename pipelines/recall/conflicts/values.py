@@ -15,6 +15,7 @@ from .patterns import (
     _CLOCK_RANGE,
     _CLOCK_UNITS,
     _CODE,
+    _CODE_SPAN,
     _COUNTED,
     _DATE,
     _DIGIT,
@@ -108,6 +109,9 @@ def _values(text: str) -> frozenset[str]:
 def _unaddressed_values(text: str) -> frozenset[str]:
     """`_values` of a text whose vocatives are blanked already (`_unaddressed`)."""
     found: set[str] = set()
+    if "`" in text:  # code ("`pytest -n auto`"): one value as written, no numbers or names in it
+        found |= {"`" + " ".join(m.group(1).lower().split()) + "`" for m in _CODE_SPAN.finditer(text)}
+        text = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), text)
     dates = written_dates(text, patterns=MONTH_DATE_PATTERNS)
     if dates:  # "March 3, 2027" is the value 2027-03-03, not the name "march" and two numbers
         found |= {_iso(first, last) for _, _, (first, last) in dates}

@@ -1,13 +1,21 @@
 """Values as people say them: a time of day as a word ("noon", "midnight"), a number that
-says which one ("the 4.2 release": no count of releases), and where someone works said
-with no word in common ("I work remotely now" / "I commute to the office"), found by the
-claim table's pairs (recall, `/v1/conflicts`) as by the rule on one pair."""
+says which one ("the 4.2 release": no count of releases), a command written as code
+("`pytest -n auto`"), a move said in the present ("moves from Postgres to SQLite"), and
+where someone works said with no word in common ("I work remotely now" / "I commute to the
+office"), found by the claim table's pairs (recall, `/v1/conflicts`) as by the rule on one pair."""
 
 from __future__ import annotations
 
 import pytest
 
-from pipelines.recall.conflicts import SAME_SUBJECT, conflict_reason, find_conflicts, read_claim, stated_values
+from pipelines.recall.conflicts import (
+    SAME_SUBJECT,
+    conflict_reason,
+    find_conflicts,
+    read_claim,
+    retired_values,
+    stated_values,
+)
 from pipelines.records import MemoryItem, Scope
 
 
@@ -27,6 +35,8 @@ def item(id_: str, title: str, content: str) -> MemoryItem:
     ("the 100 ms budget", {"0.1 second"}),  # a unit after the number: a count still
     ("the 3 engineers", {"3 engin"}),  # one digit, no dot: a count
     ("We ship 2 releases a month.", {"2 releas"}),
+    ("The api tests now run with `pytest -n 4`.", {"`pytest -n 4`"}),  # one value, no count in it
+    ("We switched the api tests to `pytest  -n auto` instead of `pytest -q`.", {"`pytest -n auto`"}),
 ])
 def test_what_a_text_states(text: str, values: set[str]) -> None:
     assert stated_values(text) == values
@@ -41,6 +51,19 @@ def test_what_a_text_states(text: str, values: set[str]) -> None:
     (("Q", "SSO lands in the 4.2 release."), ("R", "SSO lands in the 4.3 release."), True),  # which release: a value
     (("Release cadence", "We ship 2 releases a month."),
      ("Release notes", "We ship release notes with the 4.2 release."), False),
+    # a move said in the present or as under way replaces as one said in the past does
+    (("CLI storage", "The CLI stores its data in Postgres."), ("CLI storage", "The CLI moves from Postgres to SQLite."),
+     True),
+    (("Storage", "The CLI stores its data in Postgres."), ("Storage", "The CLI is moving from Postgres to SQLite."),
+     True),
+    (("CI", "Our CI runs on Jenkins."), ("CI", "We're switching our CI off Jenkins onto GitHub Actions."), True),
+    # code is one value: another command under one title is another value; under two, the
+    # program and its flags make no subject of two notes ("slow" is no flag here)
+    (("Deploys", "We deploy with `make deploy`."), ("Deploys", "Deploys now go through `./deploy.sh prod`."), True),
+    (("Test command", "Run the test suite with `pytest -q`."),
+     ("Slow tests", "Run the slow tests with `pytest -m slow`."), False),
+    (("Web tests", "Run the web tests with `npm test`."), ("Api tests", "Run the api tests with `pytest -q`."), False),
+    (("Users", "User rows live in the `users` table."), ("Orders", "Order rows live in the `orders` table."), False),
 ])
 def test_pairs(a: tuple[str, str], b: tuple[str, str], conflict: bool) -> None:
     x, y = item("a", *a), item("b", *b)
@@ -59,3 +82,16 @@ def test_where_one_works_is_paired_with_no_word_shared(a: str, b: str, conflict:
     assert (conflict_reason(read_claim(x), read_claim(y)) is not None) is conflict
     assert [(p.id, q.id, why) for p, q, why in find_conflicts([x, y])] == (
         [("a", "b", "same subject, one says it ended")] if conflict else [])
+
+
+@pytest.mark.parametrize(("text", "retired"), [
+    ("The CLI moves from Postgres to SQLite.", {"postgres"}),
+    ("The CLI is moving from Postgres to SQLite.", {"postgres"}),
+    ("We're switching log shipping off Papertrail onto Datadog.", {"papertrail"}),
+    ("The team migrates away from Heroku this month.", {"heroku"}),
+    ("The price goes from 10 to 12 dollars.", {"10 dollar"}),
+    ("We switched to `pytest -n auto` instead of `pytest -q`.", {"`pytest -q`"}),
+    ("The team moves fast and ships on Fridays.", set()),
+])
+def test_what_a_text_names_as_replaced(text: str, retired: set[str]) -> None:
+    assert retired_values(text) == retired
