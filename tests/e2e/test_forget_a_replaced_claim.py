@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from assets.run import run_consolidation
@@ -65,10 +66,12 @@ TOM = {**LEA, "user_id": "tom", "session_id": "s2"}
 ANA = {**LEA, "user_id": "ana", "session_id": "s3"}
 
 
-def test_a_held_forget_of_a_teammates_replaced_claim_is_reviewed_after_consolidation(service) -> None:
+@pytest.mark.parametrize("consolidated_first", [True, False])
+def test_a_held_forget_of_a_teammates_replaced_claim_is_reviewed(service, consolidated_first: bool) -> None:
     """Lea forgets Tom's replaced project claim: not hers, so it is held for review. Broken
     before: once consolidated, the claim had left what is served and `memory.review` of it
-    answered 404, so the held forget could never be decided. Review finds it as forget does."""
+    answered 404, so the held forget could never be decided. Review finds it as forget does,
+    before and after the next consolidation."""
     client, settings = service
     said = {"type": "fact", "title": "Office address", "confidence": 0.9, "scope": "project"}
     old = tool(client, TOM, "memory.write", {"item": {**said, "content": "The office is at 12 Quince Lane."}})
@@ -78,7 +81,8 @@ def test_a_held_forget_of_a_teammates_replaced_claim_is_reviewed_after_consolida
     consolidate(client, settings)
     held = tool(client, LEA, "memory.forget", {"id": old["item_id"], "reason": "a private address"})
     assert held["verdict"]["action"] == "quarantine", held
-    consolidate(client, settings)
+    if consolidated_first:
+        consolidate(client, settings)
     out = client.post("/v1/tools", json={"action": "memory.review", "identity": ANA,
                                          "args": {"id": old["item_id"], "decision": "approve"}})
     assert out.status_code == 200, out.text  # before: 404
