@@ -346,7 +346,10 @@ def held_edit(item: MemoryItem) -> dict[str, Any] | None:
     """The edit held for review beside `item` (see `held_by_edit`), while it waits: not once
     its expiry passed, nor on an item retired or retracted since."""
     held = item.metadata.get(HELD_EDIT)
-    if not isinstance(held, dict) or not item.active or item.validation == "retracted":
+    # A forget held on a claim a correction replaced still waits: its words are on its history.
+    forgets_replaced = item.superseded_by is not None and (held or {}).get("patch") == {"validation": "retracted"}
+    if not isinstance(held, dict) or item.archived or item.validation == "retracted" \
+            or (item.superseded_by is not None and not forgets_replaced):
         return None
     expires = parse_time(held.get("expires_at"))
     return None if expires is not None and expires <= datetime.now(timezone.utc) else held

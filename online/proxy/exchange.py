@@ -55,6 +55,7 @@ from online.proxy.rounds import (
 )
 from online.proxy.search_block import search_block
 from online.proxy.shown import REQUEST_LEAD, REQUEST_START, VisibleText, cut_at
+from online.proxy.tasks import her_words
 from online.proxy.tool_calls import MemoryCalls, Read, ToolRound
 from online.proxy.turns import assistant_turn_id, catalog, digest, land_assistant, land_user, recall_query
 from online.state import MemoryService
@@ -135,7 +136,8 @@ class Exchange:
         # One consistent set of flags for the whole request, even if they flip meanwhile.
         self.flags = {name: flag(self.settings, name) for name in FLAG_DEFAULTS}
         self.structured = self.dialect.structured(self.body)
-        self.user_text = self.dialect.user_text(self.body)
+        # what she said: her words, not the template a client wrapped them in (`tasks.her_words`)
+        self.user_text = her_words(self.dialect.user_text(self.body))
         self.client_tools = self.dialect.client_tool_names(self.body)
         self.text_intent_used = False
         who = msgspec.to_builtins(self.identity)
@@ -245,7 +247,7 @@ class Exchange:
                 now = self._turn_at(msgs, index)
                 self._retract_edit(placed["turn_id"], now)
                 # what she says there now is hers, as the latest message would be
-                service.capture(self.identity, "user", msgs[index][1], turn_id=now)
+                service.capture(self.identity, "user", her_words(msgs[index][1]), turn_id=now)
                 parent = users[users.index(index) - 1]
                 record_round(service, self.identity, Round(self._place(msgs, index), now, said, now),
                              self._turn_at(msgs, parent))

@@ -1,4 +1,6 @@
-"""Background task requests: what a chat UI (Open WebUI, LibreChat, ...) sends through the
+"""What a chat UI wraps around the user's words, told by structure:
+
+- background task requests (`is_task_prompt`): what a chat UI (Open WebUI, LibreChat, ...) sends through the
 same chat APIs besides the user's chat, to title a chat, tag it, suggest follow-up
 questions or search queries. They are not something the user said: one is forwarded
 untouched (no memory injected, no turn landed, no proposal read).
@@ -8,7 +10,12 @@ message quotes a chat transcript (role-labelled lines such as `USER: ...` / `ASS
 ...`, both roles, or such lines inside a `<chat_history>`-like tag), gives an instruction
 around it, and asks for a machine-read answer (a `format` / `response_format`, JSON named
 in the instruction, or `stream: false`). A person's first message that pastes a transcript
-into a streamed chat, asking in words, is still theirs.
+into a streamed chat, asking in words, is still theirs;
+- her message wrapped in a template (`her_words`): Open WebUI's RAG template puts the
+  sources of an attached file or a web search around her words, `<user_query>her
+  words</user_query>`. The model reads it all; her turn is her words (the sources are not
+  something she said). Told only when the shape is unmistakable: one such tag, and an
+  instruction and another tagged block (the sources) around it.
 """
 
 from __future__ import annotations
@@ -47,3 +54,24 @@ def is_task_prompt(text: str, *, earlier_turns: bool, format_asked: bool, stream
     if not quoted or len(_WORD.findall(instruction)) < MIN_INSTRUCTION_WORDS:
         return False
     return format_asked or stream_off or bool(_JSON_NAMED.search(instruction))
+
+
+# The tag a template puts her words in: <user_query>, <query>, <question>, <user_input>...
+_HER_TAG = re.compile(r"<(?P<tag>user[_-]?(?:query|question|input|message|request)|query|question)>"
+                      r"(?P<body>.*?)</(?P=tag)>", re.IGNORECASE | re.DOTALL)
+# The block it puts the sources in: <context>, <sources>, <documents>, <search_results>...
+_SOURCES = re.compile(r"<(?P<tag>[\w-]*(?:context|source|document|knowledge|result|retriev|reference)[\w-]*)"
+                      r"(?:\s[^<>]*)?>.*?</(?P=tag)>", re.IGNORECASE | re.DOTALL)
+
+
+def her_words(text: str) -> str:
+    """The user's words in a message a client wrapped in a template (module doc); the
+    message itself when it is not told as one."""
+    found = list(_HER_TAG.finditer(text))
+    if len(found) != 1 or not found[0]["body"].strip():
+        return text
+    around = text[: found[0].start()] + text[found[0].end():]
+    instruction = _SOURCES.sub(" ", around)
+    if instruction == around or len(_WORD.findall(instruction)) < MIN_INSTRUCTION_WORDS:
+        return text
+    return found[0]["body"].strip()

@@ -430,7 +430,11 @@ class EditActions(WriteActions):
         injection) is refused like any write (422, audited, nothing stored)."""
         args = decode(ReviewArgs, raw, "memory.review")
         audited = {"id": args.id, "decision": args.decision, "note_sha256": sha256_text(args.note)}
-        current = self._editable(args.id, who, view, "memory.review", audited)
+        # A replaced claim out of what is served is found as memory.forget finds it: a forget
+        # of it held for review is decided after consolidation too.
+        replaced = self._replaced_claim(args.id, who, view) if self.service.get_item(args.id, who, view) is None \
+            else None
+        current = replaced or self._editable(args.id, who, view, "memory.review", audited)
         if not awaits_review(current):
             raise ToolError(409, f"memory.review: {args.id!r} is not in quarantine "
                                  f"(verdict {current.metadata.get('verdict', 'accept')!r}, "

@@ -304,3 +304,14 @@ def test_an_answer_she_forgot_is_not_brought_back_by_her_history(proxies: Proxie
     back = chat.create(model=MODEL, messages=[*said, {"role": "assistant", "content": first.choices[0].message.content},
                                                {"role": "user", "content": "Where am I flying next week?"}])
     assert "regenerated_away" not in back.model_extra["loci"]
+
+
+def test_her_words_in_a_client_template_land_as_her_turn(proxies: Proxies, fake: FakeOllama) -> None:
+    """Open WebUI wraps her latest message in its RAG template, sources around it. Broken
+    before: the whole template landed as her turn, the sources' text as something she said.
+    Her turn is her words inside the template; the sources stay out of it."""
+    lea = ollama.Client(host=proxies.start(), headers=HEADERS)
+    fake.chat_reply = lambda req: "Postgres 16, since May."
+    lea.chat(model=MODEL, messages=exchange(HELLO, "Noted.", with_sources(ASK_DB)))
+    assert "billing-notes.md" in str(fake.requests[-1][1]["messages"])  # the model had the sources
+    assert live_user_turns(proxies.service) == [ASK_DB]  # HELLO was never landed: only the latest is

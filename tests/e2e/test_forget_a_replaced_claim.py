@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from assets.run import run_consolidation
@@ -59,3 +60,33 @@ def test_forgetting_a_replaced_claim_removes_its_words_and_keeps_its_correction_
     result = CliRunner().invoke(cli_app, ["export", "--out", str(out), "--data-dir", settings.data_dir])
     assert result.exit_code == 0, result.output
     assert "12 Quince" not in out.read_text() and "40 Birch Road" in out.read_text()
+
+
+TOM = {**LEA, "user_id": "tom", "session_id": "s2"}
+ANA = {**LEA, "user_id": "ana", "session_id": "s3"}
+
+
+@pytest.mark.parametrize("consolidated_first", [True, False])
+def test_a_held_forget_of_a_teammates_replaced_claim_is_reviewed(service, consolidated_first: bool) -> None:
+    """Lea forgets Tom's replaced project claim: not hers, so it is held for review. Broken
+    before: once consolidated, the claim had left what is served and `memory.review` of it
+    answered 404, so the held forget could never be decided. Review finds it as forget does,
+    before and after the next consolidation."""
+    client, settings = service
+    said = {"type": "fact", "title": "Office address", "confidence": 0.9, "scope": "project"}
+    old = tool(client, TOM, "memory.write", {"item": {**said, "content": "The office is at 12 Quince Lane."}})
+    consolidate(client, settings)
+    new = tool(client, TOM, "memory.write", {"item": {**said, "content": "The office is at 40 Birch Road now."}})
+    assert new["supersedes"] == [old["item_id"]], new
+    consolidate(client, settings)
+    held = tool(client, LEA, "memory.forget", {"id": old["item_id"], "reason": "a private address"})
+    assert held["verdict"]["action"] == "quarantine", held
+    if consolidated_first:
+        consolidate(client, settings)
+    out = client.post("/v1/tools", json={"action": "memory.review", "identity": ANA,
+                                         "args": {"id": old["item_id"], "decision": "approve"}})
+    assert out.status_code == 200, out.text  # before: 404
+    consolidate(client, settings)
+    api = client.get(f"/v1/items/{old['item_id']}", params=TOM)
+    assert api.status_code == 200 and api.json()["item"]["validation"] == "retracted", api.text
+    assert "12 Quince" not in json.dumps(recall(client, TOM, "office address Quince Lane", mode="catalog"))

@@ -37,14 +37,14 @@ def chat(*texts: str) -> list[dict[str, str]]:
 
 
 class Chat:
-    def __init__(self, service: MemoryService, session: str = "s1") -> None:
-        self.service = service
+    def __init__(self, service: MemoryService, session: str = "s1", *, names_chat: bool = False) -> None:
+        self.service, self.names_chat = service, names_chat
         self.who = Identity(user_id="lea", session_id=session)
 
     def say(self, messages: list[dict[str, str]], reply: str = "Noted.", model: str = "m") -> tuple[dict, str]:
         """One exchange: (its `loci` field, the system text the model got)."""
         ex = Exchange(self.service, self.service.settings, ProxyConfig(), self.who, CHAT,
-                      {"model": model, "messages": messages})
+                      {"model": model, "messages": messages}, names_chat=self.names_chat)
         sent = ex.prepare()
         ex.after_round(sent, reply, reply, [])
         system = "\n".join(m["content"] for m in sent["messages"] if m["role"] == "system")
@@ -109,9 +109,12 @@ def test_another_engine_reads_what_was_landed_from_the_inbox(service: MemoryServ
     chat(U1, "Noted.", U4),  # the first exchange and the last message kept
     [{"role": "system", "content": "Summary: Lea works on billing; Postgres 16."}, *chat(U3, "Noted.", U4)],
 ])
-def test_a_client_trimming_or_summarising_its_history_retracts_nothing(service: MemoryService,
+@pytest.mark.parametrize("names_chat", [False, True])
+def test_a_client_trimming_or_summarising_its_history_retracts_nothing(service: MemoryService, names_chat: bool,
                                                                       trimmed: list[dict[str, str]]) -> None:
-    lea = Chat(service)
+    """In a named chat too (a chat id): a branching UI's edit of an earlier message, resent as
+    the chat's latest, has the shape of the first exchange and the last message kept."""
+    lea = Chat(service, names_chat=names_chat)
     for n in (1, 3, 5):
         lea.say(chat(U1, "Noted.", U2, "Noted.", U3)[:n])
     loci, _ = lea.say(trimmed)

@@ -11,6 +11,7 @@ import pytest
 
 from online.proxy.dialects import CHAT, GENERATE
 from online.proxy.openai_chat import OPENAI_CHAT
+from online.proxy.tasks import her_words
 
 HISTORY = "USER: We moved the offsite to Lisbon.\nASSISTANT: Noted, Lisbon it is."
 
@@ -73,3 +74,18 @@ def test_later_in_a_chat_or_without_a_quoted_transcript_it_is_the_user() -> None
 
 def test_an_instruction_is_needed_around_the_transcript() -> None:
     assert not CHAT.background_task(chat(HISTORY, stream=False, format="json"))
+
+
+RAG = ("### Task:\nRespond to the user query using the provided context.\n<context>\n<source id=\"1\">notes.md: "
+       "Postgres 16 since May.</source>\n</context>\n\n<user_query>\nWhich database is it?\n</user_query>")
+
+
+def test_her_words_are_told_inside_a_sources_template_only() -> None:
+    assert her_words(RAG) == "Which database is it?"
+    mine = [  # a person's messages with such tags: hers whole
+        "Why does <user_query>x</user_query> break my template?",
+        "<question>What is 2+2?</question><answer>4</answer> Please check whether my answer is right.",
+        RAG.replace("<user_query>", "<user_query>a</user_query><user_query>"),  # two: not one template
+        RAG.replace("### Task:\nRespond to the user query using the provided context.", "ok"),  # no instruction
+    ]
+    assert [her_words(t) for t in mine] == mine
