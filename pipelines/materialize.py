@@ -347,9 +347,8 @@ def held_edit(item: MemoryItem) -> dict[str, Any] | None:
     its expiry passed, nor on an item retired or retracted since."""
     held = item.metadata.get(HELD_EDIT)
     # A forget held on a claim a correction replaced still waits: its words are on its history.
-    forgets_replaced = item.superseded_by is not None and (held or {}).get("patch") == {"validation": "retracted"}
     if not isinstance(held, dict) or item.archived or item.validation == "retracted" \
-            or (item.superseded_by is not None and not forgets_replaced):
+            or (item.superseded_by is not None and held.get("patch") != {"validation": "retracted"}):
         return None
     expires = parse_time(held.get("expires_at"))
     return None if expires is not None and expires <= datetime.now(timezone.utc) else held
