@@ -7,20 +7,24 @@ MCP (the `mcp` SDK client on `online.mcp_server.build_server`); Lia uses the mem
 consolidation job runs between the weeks. Promises checked, as a demanding user meets them:
 
 - The org's refund rule ("over $500 needs the lead") and Acme's contract exception ("up to
-  $1000 approved") under one title: in Acme's chat the exception comes first, the org rule (if
-  shown) after it, not flagged as a conflict lost nor replacing the rule; Globex gets the org
-  rule and nothing of Acme's.
-- One customer's facts (Acme's contact) never reach the other customer's chat, search or
-  browser.
-- Ana's small talk about refunds never outranks the decision: curated memory first, turns
-  only as labelled conversation excerpts after it.
-- Acme's contact changes under another title ("Acme contact" -> "Who to email at Acme"): the
-  new contact comes first and the old is not presented as current, or the pair is shown as a
-  conflict, the change seen either way.
-- A card number read out by mistake is masked when the turn lands (never stored, recalled or
-  exported) and Ana can still forget the turn; the model's proposal to keep it is refused.
-- Ben's edit of the org rule ($500 -> $300) waits for Lia; she approves it in the browser
-  with a reason; the rule's card and `/v1/items` history show both versions, who and why.
+  $1000 approved") under one title: in Acme's chat the exception comes first (SCOPE=project),
+  the org rule after it, neither replacing the other; Globex gets the org rule and nothing of
+  Acme's (kept).
+- One customer's facts (Acme's contacts, its exception) never reach the other customer's
+  chat, MCP search or browser search (kept).
+- Ana's small talk about refunds never outranks the decision on refund disputes: curated
+  memory first, turns only as labelled conversation excerpts after it (kept).
+- Acme's contact changes under another title and by another agent ("Acme contact" by Ana ->
+  "Who to email at Acme" by Ben): the new contact comes first (kept); that the old one is
+  replaced or flagged is pending on the conflict rule (it sees no conflict between the two).
+- A card number read out by mistake is masked when the turn lands and never recalled or
+  exported, the model's proposal to keep it refused, and Ana can still forget the turn
+  (kept); a test-card number read out as a customer's card ("4111 1111 1111 1111") is masked
+  in the stored turn too (broken: test cards were exempt from masking, not only from the
+  proposal policy).
+- Ben's edit of the org rule ($500 -> $300) waits for Lia (the org's reviewer); she approves
+  it in the browser with a reason; the rule's card and `/v1/items` history show both
+  versions, who held it and who approved it and why; every chat then gets $300 (kept).
 """
 
 from __future__ import annotations
