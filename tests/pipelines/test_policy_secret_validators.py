@@ -492,6 +492,17 @@ def test_test_cards_and_public_by_design_tokens_are_not_secrets(text):
     assert rule_ids(text) == set()
 
 
+@pytest.mark.parametrize("text", [
+    "For the checkout demo use Stripe's test card 4242 4242 4242 4242, any future expiry, any CVC.",
+    "test amex for the braintree sandbox: 378282246310005",
+    "Globex customer wants the chargeback on card 4111 1111 1111 1111, can you check it?",
+])
+def test_a_test_card_is_no_leak_in_a_proposal_but_a_stored_turn_masks_it(text):
+    assert rule_ids(text) == set()
+    (hit,) = find_secrets_to_mask(text)
+    assert hit.rule_id == "hard.secret.payment_card" and text[hit.start:hit.end].replace(" ", "").isdigit()
+
+
 @pytest.mark.parametrize("text, rule", [
     ("My Visa is 4539 1488 0343 6467, exp 08/28, CVV 412.", "hard.secret.payment_card"),
     (f"My JWT token is: {JWT_IO_EXAMPLE}", "hard.secret.jwt"),  # no word of the line says example

@@ -42,8 +42,8 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
     `stand_ins`: also what looks like a credential but stands in for one: vendor-format
     tokens whose body is a filler ("ghp_xxxx...", "GR1348941231231231...") and password
     values in code that are among the most guessable or name a credential ("testpass",
-    "some-password"). A proposal holding one is no leak and is not blocked; a stored turn
-    masks them all the same."""
+    "some-password"), the card numbers processors publish for testing. A proposal holding
+    one is no leak and is not blocked; a stored turn masks them all the same."""
     if not text:
         return []
     out = _ruled_out(text)
@@ -59,7 +59,7 @@ def find_secrets(text: str, *, stand_ins: bool = False) -> list[SecretHit]:
         elided: dict[tuple[int, int], bool] = {}
         hits = [h for h in hits if not _masked_or_cut(text, h, elided)]
     hits.extend(_sentence_hits(text, out))
-    hits.extend(_number_hits(text, out))
+    hits.extend(_number_hits(text, out, stand_ins))
     hits.extend(_context_hits(text, out))
     hits.extend(SecretHit("hard.secret.seed_phrase", p.start, p.end)
                 for p in find_recovery_phrases(text) if not p.test_vector)

@@ -1,5 +1,6 @@
-"""Payment card numbers (Luhn-checked, with a card keyword or 4-4-4-4 grouping, test cards
-left out) and social security numbers next to "SSN".
+"""Payment card numbers (Luhn-checked, with a card keyword or 4-4-4-4 grouping; test cards
+are stand-ins: no leak in a proposal, masked in a stored turn) and social security numbers
+next to "SSN".
 """
 
 from __future__ import annotations
@@ -18,7 +19,10 @@ _SSN = re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")
 _SSN_CONTEXT = re.compile(r"(?i)\b(?:ssn|social security|social insurance|sin number)\b")
 
 
-def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterator[SecretHit]:
+def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset(), stand_ins: bool = False
+                 ) -> Iterator[SecretHit]:
+    """`stand_ins`: test card numbers too (`find_secrets`'s stand-ins): "4111 1111 1111 1111"
+    read out as a customer's card is kept in no stored turn, whoever issued it."""
     for m in _scan(_CARD, text, out):
         found = _card_number(m.group())
         if found is None:
@@ -27,7 +31,7 @@ def _number_hits(text: str, out: frozenset[re.Pattern] = frozenset()) -> Iterato
         end = m.start() + len(number)
         grouped = bool(re.fullmatch(r"\d{4}([ -])\d{4}\1\d{4}\1\d{1,7}", number))
         context = _CARD_CONTEXT.search(text, max(0, m.start() - 40), m.start())
-        if (grouped or context) and not _test_card(text, m.start(), end, digits):
+        if (grouped or context) and (stand_ins or not _test_card(text, m.start(), end, digits)):
             yield SecretHit("hard.secret.payment_card", m.start(), end)
     for m in _scan(_SSN, text, out):
         if _SSN_CONTEXT.search(text, max(0, m.start() - 40), m.end() + 20):
