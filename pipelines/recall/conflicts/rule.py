@@ -15,6 +15,7 @@ from .patterns import (
     _CLAUSE,
     _CLOCK_UNITS,
     _DATE,
+    _DIGIT,
     _DONE_AGAIN,
     _HABIT,
     _LIGHT_VERBS,
@@ -270,7 +271,17 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
         return False  # "Port of service 0" / "Port of service 1": the values name the subject
     if a.measured and b.measured and a.measured != b.measured:
         return False  # "50 mg of sertraline" / "5 mg of amlodipine": two things measured
+    if _names_and_numbers(a, b) or _names_and_numbers(b, a):
+        return False  # "card 4111 1111 ..." / "Acme's account manager": two things said
     return one_subject or not _qualified_apart(a, b)
+
+
+def _names_and_numbers(a: Claim, b: Claim) -> bool:
+    """`a` states only names, none a day, and `b` only numbers, no name: what each says is of
+    another sort ("Refunds go to Acme's account manager" / "The refund goes to card 4111 1111
+    1111 1111"), so neither value replaces the other."""
+    return (not _times(a.values) and not any(_DIGIT.search(v) for v in a.values)
+            and all(_DIGIT.search(v) for v in b.values))
 
 
 def _two_items(a: Claim, b: Claim) -> bool:
