@@ -15,7 +15,6 @@ from .patterns import (
     _CLAUSE,
     _CLOCK_UNITS,
     _DATE,
-    _DIGIT,
     _DONE_AGAIN,
     _HABIT,
     _LIGHT_VERBS,
@@ -43,6 +42,8 @@ from .values import (
     _unaddressed,
     _value_kinds,
     _value_stems,
+    names_only,
+    numbers_only,
     places,
     present,
     reschedules,
@@ -271,17 +272,9 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
         return False  # "Port of service 0" / "Port of service 1": the values name the subject
     if a.measured and b.measured and a.measured != b.measured:
         return False  # "50 mg of sertraline" / "5 mg of amlodipine": two things measured
-    if _names_and_numbers(a, b) or _names_and_numbers(b, a):
-        return False  # "card 4111 1111 ..." / "Acme's account manager": two things said
+    if names_only(a.values) and numbers_only(b.values) or names_only(b.values) and numbers_only(a.values):
+        return False  # "Acme's account manager" / "card 4111 1111 ...": two sorts of thing said
     return one_subject or not _qualified_apart(a, b)
-
-
-def _names_and_numbers(a: Claim, b: Claim) -> bool:
-    """`a` states only names, none a day, and `b` only numbers, no name: what each says is of
-    another sort ("Refunds go to Acme's account manager" / "The refund goes to card 4111 1111
-    1111 1111"), so neither value replaces the other."""
-    return (not _times(a.values) and not any(_DIGIT.search(v) for v in a.values)
-            and all(_DIGIT.search(v) for v in b.values))
 
 
 def _two_items(a: Claim, b: Claim) -> bool:
