@@ -365,7 +365,7 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
             if m.group(1) not in inside:
                 continue
         found.append(w)
-        if owns or w in _first_names():
+        if owns and w in common or w in _first_names():
             persons.append(w)
     return frozenset(_STEMS(found)), frozenset(_STEMS(persons))
 
