@@ -15,8 +15,9 @@ consolidation job runs between the weeks. Promises checked, as a demanding user 
 - Ana's small talk about refunds never outranks the decision on refund disputes: curated
   memory first, turns only as labelled conversation excerpts after it (kept).
 - Acme's contact changes under another title and by another agent ("Acme contact" by Ana ->
-  "Who to email at Acme" by Ben): the new contact comes first (kept); that the old one is
-  replaced or flagged is pending on the conflict rule (it sees no conflict between the two).
+  "Who to email at Acme" by Ben, "John Smith has left Acme"): was unseen by the conflict
+  rule; now seen (fixed): Ben's contradicts Ana's, so it is held for review, listed on the
+  conflicts page, and John is marked PENDING_REVIEW in the chat.
 - A card number read out by mistake is masked when the turn lands and never recalled or
   exported, the model's proposal to keep it refused, and Ana can still forget the turn
   (kept); a test-card number read out as a customer's card ("4111 1111 1111 1111") is masked
