@@ -13,8 +13,9 @@ the MCP tools (the official SDK's client) and the memory browser.
   (`memory.propose` through `POST /v1/tools`) and `/schema`, not a bare "Not Found"; a
   route asked with another method says which it takes.
 - A tool call a new integrator gets wrong says what to send: a memory's fields beside
-  `items`, an unknown field (the fields there are), a value off a fixed list (the list), an
-  action named as its MCP tool (`memory_search`) and the reverse over MCP.
+  `items`, an unknown field (the fields there are, of the object holding it), a value off a
+  fixed list (the list), an action named as its MCP tool (`memory_search`) and the reverse
+  over MCP. A request body (`/v1/recall`, `/v1/turns`) gets the same hints.
 """
 
 from __future__ import annotations
@@ -338,6 +339,7 @@ FIRST_GUESSES = [
     ("memory.propose", {"items": [{**STANDUP, "type": "decison"}]}, "type is one of fact, decision, "),
     ("memory.update", {"id": "mem_x", "patch": {"validation": "deleted"}}, '"retracted" forgets it'),
     ("memory_search", {"query": "standup"}, "did you mean 'memory.search'?"),  # MCP's name for it
+    ("memory.write", {"item": {**STANDUP, "why": "asked"}}, "the fields are type, title, content, "),  # the item's
 ]
 
 
@@ -345,6 +347,23 @@ def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service) -> N
     client, _ = service
     for action, args, says in FIRST_GUESSES:
         resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
+        assert resp.status_code == 400 and says in resp.json()["error"], resp.text
+
+
+# (route, body, what the 400 says to send instead): the same hints as a tool call's args
+BODY_GUESSES = [
+    ("/v1/recall", {"identity": {"user": "dana"}, "query": "standup"}, "the fields are user_id, project_id, "),
+    ("/v1/recall", {"identity": {"user_id": "dana"}, "query": "standup", "mode": "Inject"},
+     "mode is one of inject, catalog, hybrid, auto"),
+    ("/v1/recall", {"identity": {"user_id": "dana"}, "q": "standup"}, "the fields are identity, query, "),
+    ("/v1/turns", {"identity": {"user_id": "dana"}, "role": "human", "text": "hi"}, "role is one of user, assistant"),
+]
+
+
+def test_a_request_body_a_new_integrator_gets_wrong_says_what_to_send(service) -> None:
+    client, _ = service
+    for route, body, says in BODY_GUESSES:
+        resp = client.post(route, json=body)
         assert resp.status_code == 400 and says in resp.json()["error"], resp.text
 
 
