@@ -168,6 +168,12 @@ class HitOut(msgspec.Struct, kw_only=True):
 class RecallResponse(msgspec.Struct, kw_only=True):
     found: bool
     message: str
+    # What was delivered: with `auto`, the branch taken (the block found nothing to inject
+    # looks alike either way, and the caller decides what to do next from it).
+    mode: Annotated[Literal["inject", "catalog", "hybrid"], Meta(
+        description="The mode delivered: the one asked (or the service's default), or for `auto` the branch "
+                    "taken: `inject` (a found claim was confident enough: the block alone) or `catalog` (none "
+                    "was: the catalog alone, `injection` empty).")]
     hits: list[HitOut]
     injection: str
     catalog: dict[str, Any]
