@@ -268,6 +268,11 @@ class PendingReview(msgspec.Struct, kw_only=True):
     rule_ids: Annotated[list[str], Meta(description="The policy rules that held it.")]
     held_against: Annotated[list[str], Meta(description="Ids of the claims it contradicts, if so held.")]
     expires_at: Annotated[str | None, Meta(description="When the hold lapses undecided.")]
+    may_decide: Annotated[bool, Meta(description="Whether the caller may approve or reject it (what waits on an "
+                                                 "org's org-wide memory is decided by its `org_reviewers` when "
+                                                 "the org names them).")]
+    refusal: Annotated[str | None, Meta(description="Why the caller may not decide it, naming who may; null when "
+                                                    "they may.")]
 
 
 class ReviewResponse(msgspec.Struct, kw_only=True):

@@ -32,7 +32,7 @@ from litestar.response import Redirect, Template
 
 from online.controllers.deps import provide_identity, provide_service
 from online.proxy.identity import TIMEZONE_HEADER
-from online.review import awaiting_review, review_entry
+from online.review import awaiting_review, review_entry, review_refusal
 from online.schemas import ID_PART_PATTERN, MAX_QUERY_CHARS
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
@@ -340,7 +340,8 @@ class UIController(Controller):
         held, pager = paged(awaiting_review(view, identity), page)
         service.audit(identity, "ui.quarantine", {"page": page}, [it.id for it in held])
         return _page("quarantine", identity, zone=viewer_zone(request, service.settings.timezone),
-                     items=[review_entry(it) for it in held], done=done, pager=pager)
+                     items=[{**review_entry(it), "refusal": review_refusal(it, identity, service.settings)}
+                            for it in held], done=done, pager=pager)
 
     @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
     def review(
