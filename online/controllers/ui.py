@@ -289,6 +289,7 @@ class UIController(Controller):
                      forgotten=forgotten, earlier=[] if forgotten else earlier_of(service, item, identity),
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
+                     refusal=review_refusal(item, identity, service.settings),  # who may decide what waits
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
                      rivals=[review_entry(it) for it in rivals], said_otherwise=said_otherwise,
                      published=published, inbox=inbox, history_published=history.published,

@@ -5,7 +5,8 @@ the browser's /ui/quarantine form: a 403 naming who may, nothing decided, the re
 (`online.review.review_refusal`, the one check). Olga approves it. A held project note is
 anyone's to decide, as before; an org that names no reviewers keeps anyone-who-sees-it. The
 queue (`GET /v1/review`, `memory.review.list`, the browser's) says whether the caller may
-decide each item (`may_decide`): Ana is not offered the buttons, she is told who decides."""
+decide each item (`may_decide`): Ana is not offered the buttons (queue or card), she is told
+who decides."""
 
 from __future__ import annotations
 
@@ -106,6 +107,9 @@ def test_the_queue_says_who_may_decide_and_the_browser_offers_the_buttons_only_t
     ana_page, olga_page = (client.get("/ui/quarantine", params=who).text for who in (ANA, OLGA))
     assert f'action="/ui/quarantine/{rule}' not in ana_page and said in page_text(ana_page), page_text(ana_page)
     assert f'action="/ui/quarantine/{rule}' in olga_page and said not in page_text(olga_page)
+    ana_card, olga_card = (client.get(f"/ui/items/{rule}", params=who).text for who in (ANA, OLGA))  # its card
+    assert f'action="/ui/quarantine/{rule}' not in ana_card and said in page_text(ana_card)
+    assert f'action="/ui/quarantine/{rule}' in olga_card and said not in page_text(olga_card)
     note = tool(client, RAJ, "memory.write", {"item": {"type": "fact", "title": "Replica", "scope": "project",
                                                       "content": "The replica might move to us-west-2.",
                                                       "confidence": 0.2}})["item_id"]
