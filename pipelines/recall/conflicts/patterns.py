@@ -45,6 +45,11 @@ TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 # without a dot count ("the 3 engineers", "the 4 space indent").
 _IDENTIFIER = re.compile(r"\b(?:the|this|that|our|my|your|their|its|his|her)\s+v?(\d+\.\d+(?:\.\d+)*|\d{3,})"
                          r"\s+([a-z]{3,})\b(?![-'’])", re.IGNORECASE)
+# A noun before a version says which one too ("release 4.2", "version 3.2.1"): written in
+# lower case, or opening its sentence ("Release 4.2 ships Friday"; a name mid-sentence before
+# one is `_NAMED_NUMBER`'s: "Python 3.11"); `values.identifiers` decides the noun. Not a
+# measure: "weigh 72.5 kg" (group 3, a unit).
+_NUMBERED = re.compile(r"\b([A-Za-z][a-z]{2,})\s+v?(\d+\.\d+(?:\.\d+)*)(?!\w|\.\d)(?:\s*([a-z]+))?")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 # Words that say how much or how surely, not what ("I really like it", "a lot of tea",
 # "the deadline is actually Friday"): no words of a claim's subject, as stopwords are not.
@@ -127,9 +132,31 @@ _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _A_TIME = (r"(?:the\s+)?(?:\d{1,2}(?:[:.]\d\d|\s*(?:am|pm)\b|(?:st|nd|rd|th)\b|\s+(?:of\s+)?(?:"
            rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|today|tonight|tomorrow|noon|"
            rf"midnight|(?:next|this|coming|following)\s|(?:{_MONTH_NAMES})\b)")
-_MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
-                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|"
-                  rf"moved(?:\s+(?:up|back|forward)\b|(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME})|"
+
+
+def _inflected(*verbs: str) -> str:
+    """An alternation of each verb's past, present and progressive forms ("move": moved,
+    moves, moving; "switch": switched, switches, switching): a change said in the present
+    ("The CLI moves from Postgres to SQLite", "we're switching off Jenkins") is read as one
+    said in the past is. A one-syllable verb ending in one vowel and a consonant doubles
+    it ("slip": slipped, slipping)."""
+    forms = []
+    for verb in verbs:
+        if verb.endswith("e"):
+            forms.append(rf"{verb[:-1]}(?:ed|es|ing)")
+        elif re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", verb):
+            forms.append(rf"{verb}(?:{verb[-1]}ed|s|{verb[-1]}ing)")
+        else:
+            forms.append(rf"{verb}(?:ed|{'es' if re.search('(?:ch|sh|ss|x|z)$', verb) else 's'}|ing)")
+    return "|".join(forms)
+
+
+_SHIFTED = _inflected("move", "push", "shift", "delay", "postpone", "reschedule", "bump", "slip") + "|slid(?:es|ing)?"
+_MOVED_IN_TIME = (rf"slid|slipped|delayed|bumped|{_inflected('postpone', 'reschedule')}|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+to|"
+                  # "moves up", "pushing back" (not "pushed back on the design": an objection)
+                  rf"(?:{_SHIFTED})\s+(?:up|back|forward)\b(?!\s+(?:on|against)\b)|(?:{_inflected('push')})\s+out|"
+                  rf"(?:{_SHIFTED})(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME}|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 # A state that began anew or began ("I eat fish again", "started eating fish", "eats fish
@@ -165,20 +192,6 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()) if w != "one"}
 _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
-def _inflected(*verbs: str) -> str:
-    """An alternation of each verb's past, present and progressive forms ("move": moved,
-    moves, moving; "switch": switched, switches, switching): a change said in the present
-    ("The CLI moves from Postgres to SQLite", "we're switching off Jenkins") is read as one
-    said in the past is."""
-    forms = []
-    for verb in verbs:
-        if verb.endswith("e"):
-            forms.append(rf"{verb[:-1]}(?:ed|es|ing)")
-        else:
-            forms.append(rf"{verb}(?:ed|{'es' if re.search('(?:ch|sh|ss|x|z)$', verb) else 's'}|ing)")
-    return "|".join(forms)
-
-
 _MOVING = _inflected("move", "migrate", "switch", "port")
 # A move off something, with or without what it moved onto ("we moved the builds off
 # Jenkins", "migrated away from Heroku"), says that what was said of it changed; so does a
@@ -190,6 +203,8 @@ _CHANGED = re.compile(
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     rf"(?:{_MOVING})(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+(?:off|away\s+from)\b|"
+    # "moved from X to Y": the move's verb alone, what moved and what it left stay words of the claim
+    rf"(?:{_MOVING}|{_inflected('change')})(?=(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+from\s+[^.;,!?]+?\s+(?:on)?to\b)|"
     rf"{_MOVED_IN_TIME}|{_MOVED_TO_A_COUNT})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints

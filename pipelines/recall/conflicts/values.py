@@ -21,6 +21,7 @@ from .patterns import (
     _DIGIT,
     _HONORIFIC,
     _IDENTIFIER,
+    _LIGHT_VERBS,
     _MAGNITUDES,
     _MEASURED,
     _MODIFIED_COUNT,
@@ -31,6 +32,7 @@ from .patterns import (
     _NUMBER,
     _NUMBER_WORD,
     _NUMBER_WORDS,
+    _NUMBERED,
     _PART_OF,
     _PLAIN_NUMBER,
     _RANGE,
@@ -152,6 +154,9 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     return frozenset(v.strip() for v in found if v.strip())
 
 
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*$")
+
+
 def identifiers(text: str) -> list[tuple[int, int, str, str]]:
     """The spans of the numbers in `text` that say which one (`_IDENTIFIER`: "the 4.2 release")
     with its noun and the one word each makes of it ("release", "release42"): the noun after the number is singular
@@ -163,12 +168,20 @@ def identifiers(text: str) -> list[tuple[int, int, str, str]]:
                 or noun in MONTHS or _plural(noun) or _STEMS([noun])[0] in UNIT_SCALE):
             continue
         out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
-    return out
+    for m in _NUMBERED.finditer(text):  # "release 4.2": the noun first
+        noun, number, unit = m.group(1).lower(), m.group(2), (m.group(3) or "").lower()
+        if unit and unit not in _NOT_UNITS and (len(unit) <= 3 or _STEMS([unit])[0] in UNIT_SCALE):
+            continue
+        if (noun in _NOT_UNITS or noun in _LIGHT_VERBS or noun in MONTHS or _plural(noun)
+                or (m.group(1)[0].isupper() and not _SENTENCE_OPENS.search(text, 0, m.start()))):
+            continue
+        out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
+    return sorted(out)
 
 
 def _without_identifiers(text: str) -> str:
     """`text` with its identifiers (`identifiers`) blanked."""
-    if _DIGIT.search(text) and _IDENTIFIER.search(text):
+    if _DIGIT.search(text) and (_IDENTIFIER.search(text) or _NUMBERED.search(text)):
         for start, end, _, _ in identifiers(text):
             text = text[:start] + " " * (end - start) + text[end:]
     return text
