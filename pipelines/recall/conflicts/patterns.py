@@ -36,7 +36,10 @@ _CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\
                     r"(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
 # A time of day said as a word ("at noon", "by midnight", "12 noon"): the clock time it is,
 # so "standup at noon" and "standup at 10am" state two times (`values._unaddressed_values`).
-_TIME_WORD = re.compile(r"(?<![\w-])(?:12\s*)?(noon|midday|midnight)(?![\w-])", re.IGNORECASE)
+# "after noon" as a noun ("in the after noon", "every Saturday after noon", group "part") is the
+# afternoon, no clock time; "deploys stop after noon" bounds them at 12:00 as "after 5pm" does.
+_TIME_WORD = re.compile(r"(?<![\w-])(?:(?P<part>(?:the|this|that|each|every|one|an?|\w+day)\s+after[\s-]*)noon|"
+                        r"(?:12\s*)?(?P<word>noon|midday|midnight))(?![\w-])", re.IGNORECASE)
 TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 # A number that says which one, not how many: after a word that picks one ("the", "our",
 # "this") and before a singular noun, a version or a year ("the 4.2 release", "our 2027
@@ -46,9 +49,9 @@ TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 _IDENTIFIER = re.compile(r"\b(?:the|this|that|our|my|your|their|its|his|her)\s+v?(\d+\.\d+(?:\.\d+)*|\d{3,})"
                          r"\s+([a-z]{3,})\b(?![-'’])", re.IGNORECASE)
 # A noun before a version says which one too ("release 4.2", "version 3.2.1"): written in
-# lower case, or opening its sentence ("Release 4.2 ships Friday"; a name mid-sentence before
-# one is `_NAMED_NUMBER`'s: "Python 3.11"); `values.identifiers` decides the noun. Not a
-# measure: "weigh 72.5 kg" (group 3, a unit).
+# lower case, or opening its sentence as a common word (`_common_words`: "Release 4.2 ships
+# Friday"; a name before one is `_NAMED_NUMBER`'s: "Python 3.11"); `values.identifiers`
+# decides the noun. Not a measure: "weigh 72.5 kg" (group 3, a unit).
 _NUMBERED = re.compile(r"\b([A-Za-z][a-z]{2,})\s+v?(\d+\.\d+(?:\.\d+)*)(?!\w|\.\d)(?:\s*([a-z]+))?")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 # Words that say how much or how surely, not what ("I really like it", "a lot of tea",

@@ -52,6 +52,7 @@ from .patterns import (
     PRESENCES,
     TIME_WORDS,
     UNIT_SCALE,
+    _common_words,
     _first_names,
 )
 
@@ -125,7 +126,7 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _TIME_WORD.search(text):  # "at noon" is "at 12:00"
-        text = _TIME_WORD.sub(lambda m: TIME_WORDS[m.group(1).lower()], text)
+        text = _TIME_WORD.sub(lambda m: m.group(0) if m.group("part") else TIME_WORDS[m.group("word").lower()], text)
     text = _without_identifiers(text)  # "the 4.2 release" says which, no count
     if _DIGIT.search(text):
         text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
@@ -160,7 +161,8 @@ _SENTENCE_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*$")
 def identifiers(text: str) -> list[tuple[int, int, str, str]]:
     """The spans of the numbers in `text` that say which one (`_IDENTIFIER`: "the 4.2 release")
     with its noun and the one word each makes of it ("release", "release42"): the noun after the number is singular
-    and no unit ("the 100 ms budget", "our 2027 months" count)."""
+    and no unit ("the 100 ms budget", "our 2027 months" count). A noun before a version says which one too
+    (`_NUMBERED`: "release 4.2"), a light verb or a plural no noun ("we run 3.11"), a unit after it a measure."""
     out = []
     for m in _IDENTIFIER.finditer(text):
         number, noun = m.group(1), m.group(2).lower()
@@ -173,7 +175,8 @@ def identifiers(text: str) -> list[tuple[int, int, str, str]]:
         if unit and unit not in _NOT_UNITS and (len(unit) <= 3 or _STEMS([unit])[0] in UNIT_SCALE):
             continue
         if (noun in _NOT_UNITS or noun in _LIGHT_VERBS or noun in MONTHS or _plural(noun)
-                or (m.group(1)[0].isupper() and not _SENTENCE_OPENS.search(text, 0, m.start()))):
+                or (m.group(1)[0].isupper() and not (_SENTENCE_OPENS.search(text, 0, m.start())
+                                                      and noun in _common_words()))):
             continue
         out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
     return sorted(out)
