@@ -156,9 +156,10 @@ def _inflected(*verbs: str) -> str:
 
 _SHIFTED = _inflected("move", "push", "shift", "delay", "postpone", "reschedule", "bump", "slip") + "|slid(?:es|ing)?"
 _MOVED_IN_TIME = (rf"slid|slipped|delayed|bumped|{_inflected('postpone', 'reschedule')}|brought\s+forward|put\s+off|"
-                  r"pulled\s+(?:in|forward)|pushed\s+to|"
-                  # "moves up", "pushing back" (not "pushed back on the design": an objection)
-                  rf"(?:{_SHIFTED})\s+(?:up|back|forward)\b(?!\s+(?:on|against)\b)|(?:{_inflected('push')})\s+out|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:to|out)|"
+                  # "moved up", "pushed back" (not "pushed back on the design": an objection); said in the
+                  # present, only before a time ("moving up to 9:30"; "keep pushing forward" perseveres)
+                  r"(?:moved|pushed|shifted)\s+(?:up|back|forward)\b(?!\s+(?:on|against)\b)|"
                   rf"(?:{_SHIFTED})(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME}|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
 _RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
