@@ -36,10 +36,10 @@ _CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\
                     r"(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\.?(?![\w'’])|o['’]clock\b)", re.IGNORECASE)
 # A time of day said as a word ("at noon", "by midnight", "12 noon"): the clock time it is,
 # so "standup at noon" and "standup at 10am" state two times (`values._unaddressed_values`).
-# "after noon" as a noun ("in the after noon", "every Saturday after noon", group "part") is the
+_TIME_WORD = re.compile(r"(?<![\w-])(?:12\s*)?(noon|midday|midnight)(?![\w-])", re.IGNORECASE)
+# "after noon" as a noun ("in the after noon", "every Saturday after noon", up to "noon") is the
 # afternoon, no clock time; "deploys stop after noon" bounds them at 12:00 as "after 5pm" does.
-_TIME_WORD = re.compile(r"(?<![\w-])(?:(?P<part>(?:the|this|that|each|every|one|an?|\w+day)\s+after[\s-]*)noon|"
-                        r"(?:12\s*)?(?P<word>noon|midday|midnight))(?![\w-])", re.IGNORECASE)
+AFTER_NOON_AS_A_NOUN = re.compile(r"\b(?:the|this|that|each|every|one|an?|\w+day)\s+after[\s-]*$", re.IGNORECASE)
 TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 # A number that says which one, not how many: after a word that picks one ("the", "our",
 # "this") and before a singular noun, a version or a year ("the 4.2 release", "our 2027
@@ -162,7 +162,8 @@ _MOVED_IN_TIME = (rf"slid|slipped|delayed|bumped|{_inflected('postpone', 'resche
                   r"(?:moved|pushed|shifted)\s+(?:up|back|forward)\b(?!\s+(?:on|against)\b)|"
                   rf"(?:{_SHIFTED})(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME}|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
-_RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
+# (the letters its words start with, asked first: most words start with none)
+_RESCHEDULED = re.compile(rf"\b(?=[bdmnprs])(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 # A state that began anew or began ("I eat fish again", "started eating fish", "eats fish
 # since March"): under the title of an older claim it may update (`rule._updates`), it says
 # something changed as `_CHANGED` does. Read only there: across titles "again" and "since"
@@ -209,7 +210,7 @@ _CHANGED = re.compile(
     rf"(?:{_MOVING})(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+(?:off|away\s+from)\b|"
     # "moved from X to Y": the move's verb alone, what moved and what it left stay words of the claim
     rf"(?:{_MOVING}|{_inflected('change')})(?=(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+from\s+[^.;,!?]+?\s+(?:on)?to\b)|"
-    rf"{_MOVED_IN_TIME}|{_MOVED_TO_A_COUNT})\b",
+    rf"(?=[bdmnprs])(?:{_MOVED_IN_TIME})|{_MOVED_TO_A_COUNT})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
 # are three weeks", "I was wrong earlier - ...", "Correction: it's UA 828", "Scratch that,

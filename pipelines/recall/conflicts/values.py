@@ -48,6 +48,7 @@ from .patterns import (
     _WHEN_NAMES,
     _YEARLESS_DATE,
     ABSENCES,
+    AFTER_NOON_AS_A_NOUN,
     MONTH_STEMS,
     PRESENCES,
     TIME_WORDS,
@@ -126,7 +127,8 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _TIME_WORD.search(text):  # "at noon" is "at 12:00"
-        text = _TIME_WORD.sub(lambda m: m.group(0) if m.group("part") else TIME_WORDS[m.group("word").lower()], text)
+        text = _TIME_WORD.sub(lambda m: m.group(0) if AFTER_NOON_AS_A_NOUN.search(m.string, 0, m.start())
+                              else TIME_WORDS[m.group(1).lower()], text)
     text = _without_identifiers(text)  # "the 4.2 release" says which, no count
     if _DIGIT.search(text):
         text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
@@ -155,6 +157,7 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     return frozenset(v.strip() for v in found if v.strip())
 
 
+_VERSION = re.compile(r"\d\.\d")  # what `_NUMBERED` needs: asked first, as most texts hold none
 _SENTENCE_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*$")
 
 
@@ -170,7 +173,7 @@ def identifiers(text: str) -> list[tuple[int, int, str, str]]:
                 or noun in MONTHS or _plural(noun) or _STEMS([noun])[0] in UNIT_SCALE):
             continue
         out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
-    for m in _NUMBERED.finditer(text):  # "release 4.2": the noun first
+    for m in _NUMBERED.finditer(text) if _VERSION.search(text) else ():  # "release 4.2": the noun first
         noun, number, unit = m.group(1).lower(), m.group(2), (m.group(3) or "").lower()
         if unit and unit not in _NOT_UNITS and (len(unit) <= 3 or _STEMS([unit])[0] in UNIT_SCALE):
             continue
