@@ -72,15 +72,17 @@ def review_entry(item: MemoryItem) -> dict[str, Any]:
             "created_at": at, "author": by}
 
 
-def pending_review(item: MemoryItem) -> dict[str, Any]:
+def pending_review(item: MemoryItem, who: Identity, settings: Settings) -> dict[str, Any]:
     """`review_entry` of `item` as the JSON listings name it (`online.schemas.PendingReview`:
-    `GET /v1/review`, the `memory.review.list` action)."""
+    `GET /v1/review`, the `memory.review.list` action), with whether `who` may decide it
+    (`review_refusal`: an org's reviewers decide what waits on its org-wide memory)."""
     entry = review_entry(item)
+    refusal = review_refusal(item, who, settings)
     return {"id": entry["id"], "kind": entry["kind"], "type": entry["type"], "title": entry["title"],
             "scope": entry["scope"], "proposed_by": entry["author"], "proposed_at": str(entry["created_at"]),
             "new_content": entry["content"], "old_content": entry["old_content"], "old_title": entry["old_title"],
             "fields": entry["fields"], "rule_ids": entry["rule_ids"], "held_against": entry["held_against"],
-            "expires_at": entry["expires_at"]}
+            "expires_at": entry["expires_at"], "may_decide": refusal is None, "refusal": refusal}
 
 
 __all__ = ["awaiting_review", "pending_review", "review_entry", "review_refusal"]

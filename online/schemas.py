@@ -168,6 +168,12 @@ class HitOut(msgspec.Struct, kw_only=True):
 class RecallResponse(msgspec.Struct, kw_only=True):
     found: bool
     message: str
+    # What was delivered: with `auto`, the branch taken (the block found nothing to inject
+    # looks alike either way, and the caller decides what to do next from it).
+    mode: Annotated[Literal["inject", "catalog", "hybrid"], Meta(
+        description="The mode delivered: the one asked (or the service's default), or for `auto` the branch "
+                    "taken: `inject` (a found claim was confident enough: the block alone) or `catalog` (none "
+                    "was: the catalog alone, `injection` empty).")]
     hits: list[HitOut]
     injection: str
     catalog: dict[str, Any]
@@ -262,6 +268,11 @@ class PendingReview(msgspec.Struct, kw_only=True):
     rule_ids: Annotated[list[str], Meta(description="The policy rules that held it.")]
     held_against: Annotated[list[str], Meta(description="Ids of the claims it contradicts, if so held.")]
     expires_at: Annotated[str | None, Meta(description="When the hold lapses undecided.")]
+    may_decide: Annotated[bool, Meta(description="Whether the caller may approve or reject it (what waits on an "
+                                                 "org's org-wide memory is decided by its `org_reviewers` when "
+                                                 "the org names them).")]
+    refusal: Annotated[str | None, Meta(description="Why the caller may not decide it, naming who may; null when "
+                                                    "they may.")]
 
 
 class ReviewResponse(msgspec.Struct, kw_only=True):

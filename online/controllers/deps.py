@@ -17,6 +17,7 @@ from litestar.params import Parameter
 from online.proxy.identity import HEADERS, header_text
 from online.schemas import ID_PART_PATTERN, ErrorResponse
 from online.state import MemoryService
+from online.tools.args import args_hint
 from pipelines.records import Identity
 
 _ERROR_DESCRIPTIONS = {
@@ -105,15 +106,17 @@ async def strict_body(request: Request) -> None:
     try:
         msgspec.json.decode(await request.body(), type=kind)
     except msgspec.ValidationError as exc:
-        raise ClientException(_body_error(str(exc))) from None
+        raise ClientException(_body_error(kind, str(exc))) from None
     except msgspec.DecodeError:
         return None
     return None
 
 
-def _body_error(message: str) -> str:
+def _body_error(kind: type, message: str) -> str:
+    """msgspec's complaint about a body of `kind`, with what to send instead (`args_hint`,
+    the rule of tool calls' args: a field's choices, the fields there are)."""
     part = _IDENTITY_PART.search(message)
     if part and ("length" in message or "regex" in message):
         return (f"identity.{part.group(1)} must be a non-empty id "
                 f"(leave it out to mean 'default')")
-    return f"invalid request body: {message}"
+    return f"invalid request body: {message}{args_hint(kind, message)}"

@@ -14,8 +14,16 @@ from online.controllers.deps import error_responses, provide_service
 from online.schemas import CLOSED_OBJECT, HitOut, RecallRequest, RecallResponse
 from online.state import MemoryService
 from online.tools import asker_zone, hit_out
-from pipelines.recall import RecallFilters
+from pipelines.recall import RecallFilters, RecallResult
 from pipelines.records import time_zone
+
+
+def delivered_mode(result: RecallResult) -> str:
+    """The mode `result` was delivered in: `auto` gives the block when it injected anything
+    (`pipelines.recall.deliver`: then the block alone), else the catalog alone."""
+    if result.mode != "auto":
+        return result.mode
+    return "inject" if result.injection else "catalog"
 
 
 class RecallController(Controller):
@@ -27,7 +35,8 @@ class RecallController(Controller):
           responses=error_responses(400, 413, 503),
           description="Hits (only items the caller's scope may see), the `PERSISTENT MEMORY "
                       "(READ-ONLY)` injection block, the catalog, and `found` with an explicit "
-                      "`message` when nothing is found. `trace: true` adds the Q* trace.")
+                      "`message` when nothing is found, and the `mode` delivered (with `auto`: "
+                      "`inject` or `catalog`, whichever it gave). `trace: true` adds the Q* trace.")
     def recall(self, data: Annotated[RecallRequest, Body(schema_extra=CLOSED_OBJECT)],
                service: MemoryService) -> RecallResponse:
         if not data.query.strip():
@@ -42,6 +51,7 @@ class RecallController(Controller):
         return RecallResponse(
             found=bool(result.found),
             message=result.message or "",
+            mode=delivered_mode(result),
             # the dict is of the right types already (`hit_out`): built, not converted (~5 us a hit)
             hits=[HitOut(**hit_out(h, zone)) for h in result.hits],
             injection=result.injection or "",

@@ -32,7 +32,7 @@ from litestar.response import Redirect, Template
 
 from online.controllers.deps import provide_identity, provide_service
 from online.proxy.identity import TIMEZONE_HEADER
-from online.review import awaiting_review, review_entry
+from online.review import awaiting_review, review_entry, review_refusal
 from online.schemas import ID_PART_PATTERN, MAX_QUERY_CHARS
 from online.state import MemoryService
 from online.tools import ToolDispatcher, ToolError, item_summary
@@ -289,6 +289,7 @@ class UIController(Controller):
                      forgotten=forgotten, earlier=[] if forgotten else earlier_of(service, item, identity),
                      location=_location_of(item), quarantined=replaced is None and in_quarantine(item),
                      held=review_entry(item) if edit is not None else None,
+                     refusal=review_refusal(item, identity, service.settings),  # who may decide what waits
                      pending=pending_note(pending_changes(item, rivals)) if replaced is None else "",
                      rivals=[review_entry(it) for it in rivals], said_otherwise=said_otherwise,
                      published=published, inbox=inbox, history_published=history.published,
@@ -340,7 +341,8 @@ class UIController(Controller):
         held, pager = paged(awaiting_review(view, identity), page)
         service.audit(identity, "ui.quarantine", {"page": page}, [it.id for it in held])
         return _page("quarantine", identity, zone=viewer_zone(request, service.settings.timezone),
-                     items=[review_entry(it) for it in held], done=done, pager=pager)
+                     items=[{**review_entry(it), "refusal": review_refusal(it, identity, service.settings)}
+                            for it in held], done=done, pager=pager)
 
     @post("/quarantine/{item_id:str}", sync_to_thread=True, status_code=303)
     def review(

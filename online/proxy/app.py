@@ -6,7 +6,8 @@ Routes: `/api/chat`, `/api/generate` and the OpenAI-compatible `/v1/chat/complet
 gets memory, `online.proxy.handlers`; other methods are forwarded), and everything else
 (`/api/tags`, `/api/show`, `/api/embed`, `/api/pull`, `/api/version`, `/`, HEAD, the rest of
 `/v1/...`) forwarded unchanged
-(`online.proxy.forward`). With the `enabled` flag off, every request is a pure
+(`online.proxy.forward`), but the memory API's paths (`/v1/recall`, ...: `MEMORY_API_PATHS`),
+answered with a 404 naming `loci serve`. With the `enabled` flag off, every model request is a pure
 pass-through. Given a `flags_file` (the CLI passes the config file), flags flipped there
 apply to the next request, without a restart. Handlers return raw ASGI responses, so Litestar adds nothing to what the
 upstream said.
@@ -40,6 +41,10 @@ log = logging.getLogger("loci.proxy")
 
 FORWARD_METHODS = [HttpMethod.GET, HttpMethod.HEAD, HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH,
                    HttpMethod.DELETE, HttpMethod.OPTIONS]
+# The memory API's paths (`loci serve`, `online.controllers`), each with what lies below it: no
+# model server has them, so the proxy answers them itself rather than pass on a bare 404.
+MEMORY_API_PATHS = ("/v1/recall", "/v1/turns", "/v1/tools", "/v1/items", "/v1/review", "/v1/stats",
+                    "/v1/conflicts", "/v1/admin")
 
 
 def _error(request: Request, status: int, message: str) -> Response[Any]:
@@ -111,6 +116,13 @@ def create_proxy_app(
     # Everything else, bodies streamed without a size limit (model uploads go through here).
     @route(["/", "/{path:path}"], http_method=FORWARD_METHODS, request_max_body_size=None)
     async def passthrough(request: Request) -> ASGIApp:
+        path = request.url.path
+        if any(path == p or path.startswith(f"{p}/") for p in MEMORY_API_PATHS):
+            # (a route of their own would shadow the catch-all for the model server's /v1/ paths)
+            served_at = f"http://{settings.host}:{settings.port}"
+            return _error(request, 404, f"{path} is the memory API, served by `loci serve` (at {served_at} by the "
+                                        "settings' host and port), not by `loci proxy`, which serves the chat APIs "
+                                        f"with memory and forwards the rest to the model server ({base_url})")
         return await forward(request, request.app.state.upstream)  # type: ignore[return-value]
 
     return Litestar(

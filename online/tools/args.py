@@ -165,14 +165,17 @@ def _unwrapped(tp: Any) -> Any:
 
 def _at(kind: type, error: str) -> tuple[type | None, str]:
     """The struct a msgspec error is about and the field it names ("" at the struct itself),
-    followed from `kind` along the error's path."""
+    followed from `kind` along the error's path (an unknown field's path names the struct
+    holding it: followed to its end)."""
     at = _AT.search(error)
     names = re.findall(r"\.(\w+)", at.group(1)) if at else []
+    if _UNKNOWN_FIELD.search(error) and names:
+        names.append("")
     for name in names[:-1]:
         hints = typing.get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}
         kind = _unwrapped(hints.get(name))
     field = names[-1] if names else ""
-    if at and at.group(1).endswith("]"):  # an element of a list of structs: the struct itself
+    if field and at and at.group(1).endswith("]"):  # an element of a list of structs: the struct itself
         hints = typing.get_type_hints(kind, include_extras=True) if isinstance(kind, type) else {}
         kind, field = _unwrapped(hints.get(field)), ""
     return (kind if isinstance(kind, type) and issubclass(kind, msgspec.Struct) else None), field

@@ -153,7 +153,7 @@ class ReadActions(Actions):
         args = decode(ReviewListArgs, raw, "memory.review.list")
         held = awaiting_review(view, who)
         self.service.audit(who, "memory.review.list", msgspec.to_builtins(args), [it.id for it in held])
-        return {"count": len(held), "pending": [pending_review(it) for it in held]}
+        return {"count": len(held), "pending": [pending_review(it, who, self.service.settings) for it in held]}
 
     def stats(self, raw: Any, who: Identity, view: View) -> dict[str, Any]:
         """What the service serves, item counts limited to the caller's (like /v1/stats)."""

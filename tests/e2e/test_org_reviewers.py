@@ -3,7 +3,10 @@ org acme (`org_reviewers`: Olga), Ana, who sees Raj's held rewrite of the org's 
 rule, may not approve or reject it, through `POST /v1/tools`, the MCP `memory_review` tool or
 the browser's /ui/quarantine form: a 403 naming who may, nothing decided, the refusal audited
 (`online.review.review_refusal`, the one check). Olga approves it. A held project note is
-anyone's to decide, as before; an org that names no reviewers keeps anyone-who-sees-it."""
+anyone's to decide, as before; an org that names no reviewers keeps anyone-who-sees-it. The
+queue (`GET /v1/review`, `memory.review.list`, the browser's) says whether the caller may
+decide each item (`may_decide`): Ana is not offered the buttons (queue or card), she is told
+who decides."""
 
 from __future__ import annotations
 
@@ -87,3 +90,29 @@ def test_a_project_note_and_an_org_naming_no_reviewers_are_decided_as_before(cli
     other = {**ZED, "user_id": "yan", "session_id": "y1"}
     rule = held_rewrite(client, ZED, other)
     assert tool(client, ZED, "memory.review", {"id": rule, "decision": "approve"})["decision"] == "approve"
+
+
+def test_the_queue_says_who_may_decide_and_the_browser_offers_the_buttons_only_to_them(client) -> None:
+    """`GET /v1/review` says per waiting item whether the caller may decide it (`may_decide`,
+    and who may when not); the browser's queue hides approve/reject from a member who would
+    be refused and says who may. Broken: Ana was offered the buttons, then told 403."""
+    rule = held_rewrite(client, OLGA, RAJ)
+    said = "only the reviewers of org 'acme' (olga)"
+    entry = {who["user_id"]: next(e for e in client.get("/v1/review", params=who).json()["pending"] if e["id"] == rule)
+             for who in (ANA, OLGA)}
+    assert not entry["ana"]["may_decide"] and said in entry["ana"]["refusal"], entry["ana"]
+    assert entry["olga"]["may_decide"] and entry["olga"]["refusal"] is None, entry["olga"]
+    listed = tool(client, ANA, "memory.review.list", {})["pending"]  # the same list as an action
+    assert [(e["id"], e["may_decide"]) for e in listed] == [(rule, False)], listed
+    ana_page, olga_page = (client.get("/ui/quarantine", params=who).text for who in (ANA, OLGA))
+    assert f'action="/ui/quarantine/{rule}' not in ana_page and said in page_text(ana_page), page_text(ana_page)
+    assert f'action="/ui/quarantine/{rule}' in olga_page and said not in page_text(olga_page)
+    ana_card, olga_card = (client.get(f"/ui/items/{rule}", params=who).text for who in (ANA, OLGA))  # its card
+    assert f'action="/ui/quarantine/{rule}' not in ana_card and said in page_text(ana_card)
+    assert f'action="/ui/quarantine/{rule}' in olga_card and said not in page_text(olga_card)
+    note = tool(client, RAJ, "memory.write", {"item": {"type": "fact", "title": "Replica", "scope": "project",
+                                                      "content": "The replica might move to us-west-2.",
+                                                      "confidence": 0.2}})["item_id"]
+    mine = {e["id"]: e["may_decide"] for e in client.get("/v1/review", params=ANA).json()["pending"]}
+    assert mine == {rule: False, note: True}, mine  # a project note is anyone's who sees it
+    assert f'action="/ui/quarantine/{note}' in client.get("/ui/quarantine", params=ANA).text

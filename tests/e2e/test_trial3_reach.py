@@ -13,8 +13,11 @@ the MCP tools (the official SDK's client) and the memory browser.
   (`memory.propose` through `POST /v1/tools`) and `/schema`, not a bare "Not Found"; a
   route asked with another method says which it takes.
 - A tool call a new integrator gets wrong says what to send: a memory's fields beside
-  `items`, an unknown field (the fields there are), a value off a fixed list (the list), an
-  action named as its MCP tool (`memory_search`) and the reverse over MCP.
+  `items`, an unknown field (the fields there are, of the object holding it), a value off a
+  fixed list (the list), an action named as its MCP tool (`memory_search`) and the reverse
+  over MCP. A request body (`/v1/recall`, `/v1/turns`) gets the same hints.
+- The memory API asked of the proxy (`POST /v1/recall` on its port) is a 404 saying
+  `loci serve` serves it and where, not the model server's bare 404.
 """
 
 from __future__ import annotations
@@ -338,6 +341,7 @@ FIRST_GUESSES = [
     ("memory.propose", {"items": [{**STANDUP, "type": "decison"}]}, "type is one of fact, decision, "),
     ("memory.update", {"id": "mem_x", "patch": {"validation": "deleted"}}, '"retracted" forgets it'),
     ("memory_search", {"query": "standup"}, "did you mean 'memory.search'?"),  # MCP's name for it
+    ("memory.write", {"item": {**STANDUP, "why": "asked"}}, "the fields are type, title, content, "),  # the item's
 ]
 
 
@@ -345,6 +349,41 @@ def test_a_tool_call_a_new_integrator_gets_wrong_says_what_to_send(service) -> N
     client, _ = service
     for action, args, says in FIRST_GUESSES:
         resp = client.post("/v1/tools", json={"action": action, "identity": {"user_id": "dana"}, "args": args})
+        assert resp.status_code == 400 and says in resp.json()["error"], resp.text
+
+
+def test_the_memory_api_asked_of_the_proxy_says_where_it_is_served(proxy, fake, memory) -> None:  # noqa: F811
+    """The proxy serves the chat APIs; the memory API (`POST /v1/recall`, ...) sent to it is
+    told that `loci serve` serves it, and where, not the model server's bare 404. The
+    model server's own `/v1/...` paths are still forwarded unchanged."""
+    url, served_at = proxy(), f"http://{memory.settings.host}:{memory.settings.port}"
+    with httpx.Client() as http:
+        for method, path in [("POST", "/v1/recall"), ("POST", "/v1/turns"), ("POST", "/v1/tools"),
+                             ("GET", "/v1/items/mem_x"), ("GET", "/v1/review"), ("GET", "/v1/stats")]:
+            resp = http.request(method, url + path, json={} if method == "POST" else None, headers=HEADERS)
+            said = resp.json()["error"]
+            assert resp.status_code == 404 and "`loci serve`" in said and served_at in said, said
+        for method, path in [("GET", "/v1/models"), ("POST", "/v1/embeddings"), ("GET", "/v1/recallx")]:
+            via = http.request(method, url + path, json={} if method == "POST" else None)
+            direct = http.request(method, fake.url + path, json={} if method == "POST" else None)
+            assert (via.status_code, via.content) == (direct.status_code, direct.content), path
+    assert {p for p, _ in fake.requests} == {"/v1/models", "/v1/embeddings", "/v1/recallx"}, fake.requests
+
+
+# (route, body, what the 400 says to send instead): the same hints as a tool call's args
+BODY_GUESSES = [
+    ("/v1/recall", {"identity": {"user": "dana"}, "query": "standup"}, "the fields are user_id, project_id, "),
+    ("/v1/recall", {"identity": {"user_id": "dana"}, "query": "standup", "mode": "Inject"},
+     "mode is one of inject, catalog, hybrid, auto"),
+    ("/v1/recall", {"identity": {"user_id": "dana"}, "q": "standup"}, "the fields are identity, query, "),
+    ("/v1/turns", {"identity": {"user_id": "dana"}, "role": "human", "text": "hi"}, "role is one of user, assistant"),
+]
+
+
+def test_a_request_body_a_new_integrator_gets_wrong_says_what_to_send(service) -> None:
+    client, _ = service
+    for route, body, says in BODY_GUESSES:
+        resp = client.post(route, json=body)
         assert resp.status_code == 400 and says in resp.json()["error"], resp.text
 
 

@@ -22,6 +22,8 @@ labelled evidence, and the count said the same way.
   said earlier, naming the correction, and comes after it, as the turn the old claim was
   proposed in is. Broken: asked "Rua Augusta?", the catalog gave that turn first,
   unmarked, above the correction.
+- `mode: auto` says which branch it took (`mode`: `inject` or `catalog`). Broken: only an
+  empty `injection` told a catalog from a block that found nothing.
 """
 
 from __future__ import annotations
@@ -191,16 +193,21 @@ def test_auto_mode_injects_when_confident_and_gives_the_catalog_otherwise(servic
     both = "When is the daily standup and who is the kiln supplier?"
     confident, hybrid = (ask(client, both, mode, MAYA) for mode in ("auto", "hybrid"))
     assert "The daily standup is at 10:00." in confident["injection"], confident
+    assert (confident["mode"], hybrid["mode"]) == ("inject", "hybrid")  # the branch auto took
     assert confident["catalog"]["memory_catalog"] == [] and {h["delivery"] for h in confident["hits"]} == {"inject"}
     assert hybrid["injection"] == confident["injection"]
     assert [e["title"] for e in hybrid["catalog"]["memory_catalog"]] == ["Kiln supplier"], hybrid
     unsure = ask(client, "Who is the kiln supplier?", "auto", MAYA)
-    assert unsure["injection"] == "" and unsure["found"], unsure
+    assert unsure["injection"] == "" and unsure["found"] and unsure["mode"] == "catalog", unsure
     (entry,) = unsure["catalog"]["memory_catalog"]
     assert entry["title"] == "Kiln supplier" and entry["low_confidence"], entry
     assert [h["delivery"] for h in unsure["hits"]] == ["catalog"]
-    modes = client.get("/schema/openapi.json").json()["components"]["schemas"]["RecallRequest"]["properties"]["mode"]
+    schemas = client.get("/schema/openapi.json").json()["components"]["schemas"]
+    modes = schemas["RecallRequest"]["properties"]["mode"]
     assert "auto" in str(modes), modes
+    delivered = schemas["RecallResponse"]["properties"]["mode"]
+    assert delivered["enum"] == ["inject", "catalog", "hybrid"] and "auto" in delivered["description"], delivered
+    assert "mode" in schemas["RecallResponse"]["required"]
 
 
 def test_a_turn_says_the_day_it_was_said_not_a_validity_window(service) -> None:

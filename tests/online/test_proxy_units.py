@@ -211,3 +211,17 @@ def test_a_streamed_recall_request_line_is_held_back_and_other_lines_pass_at_onc
     assert feed_by_char(hold, "\n`recall staging` and more") == "\n"  # held to the end of the round
     assert hold.release() == "`recall staging` and more"
     assert RequestHold(active=False).feed("recall x") == "recall x"
+
+
+def test_the_proxy_knows_every_memory_api_path_loci_serve_has() -> None:
+    """`MEMORY_API_PATHS` (answered by the proxy with a 404 naming `loci serve`) holds every
+    `/v1/` route of the memory service's controllers."""
+    from litestar.handlers import HTTPRouteHandler
+
+    from online.controllers import CONTROLLERS
+    from online.proxy.app import MEMORY_API_PATHS
+
+    served = {f"{c.path if isinstance(c.path, str) else ''}/{p.lstrip('/')}".rstrip("/")
+              for c in CONTROLLERS for h in vars(c).values() if isinstance(h, HTTPRouteHandler) for p in h.paths}
+    api = {p for p in served if p.startswith("/v1/")}
+    assert api and all(any(p == m or p.startswith(f"{m}/") for m in MEMORY_API_PATHS) for p in api), api

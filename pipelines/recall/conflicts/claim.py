@@ -276,8 +276,10 @@ def _identified(text: str) -> set[str]:
     return {word for _, _, _, word in identifiers(text)}
 
 
-# A sentence's start up to the word that picks one before a number (`values.identifiers`).
-_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*(?:the|this|that|our|my|your|their|its|his|her)\s+v?$", re.IGNORECASE)
+# A sentence's start up to the word that picks one before a number, or up to the noun before
+# one (`values.identifiers`).
+_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*(?:(?:the|this|that|our|my|your|their|its|his|her)\s+v?)?$",
+                    re.IGNORECASE)
 
 
 def _span_word(span: str) -> str:

@@ -37,6 +37,9 @@ _CLOCK = re.compile(r"(?<![\w.:])(?:(\d{1,2})(?:[:.](\d\d))?\s*(?:([ap])\.?\s?m\
 # A time of day said as a word ("at noon", "by midnight", "12 noon"): the clock time it is,
 # so "standup at noon" and "standup at 10am" state two times (`values._unaddressed_values`).
 _TIME_WORD = re.compile(r"(?<![\w-])(?:12\s*)?(noon|midday|midnight)(?![\w-])", re.IGNORECASE)
+# "after noon" as a noun ("in the after noon", "every Saturday after noon", up to "noon") is the
+# afternoon, no clock time; "deploys stop after noon" bounds them at 12:00 as "after 5pm" does.
+AFTER_NOON_AS_A_NOUN = re.compile(r"\b(?:the|this|that|each|every|one|an?|\w+day)\s+after[\s-]*$", re.IGNORECASE)
 TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 # A number that says which one, not how many: after a word that picks one ("the", "our",
 # "this") and before a singular noun, a version or a year ("the 4.2 release", "our 2027
@@ -45,6 +48,11 @@ TIME_WORDS = {"noon": "12:00", "midday": "12:00", "midnight": "0:00"}
 # without a dot count ("the 3 engineers", "the 4 space indent").
 _IDENTIFIER = re.compile(r"\b(?:the|this|that|our|my|your|their|its|his|her)\s+v?(\d+\.\d+(?:\.\d+)*|\d{3,})"
                          r"\s+([a-z]{3,})\b(?![-'’])", re.IGNORECASE)
+# A noun before a version says which one too ("release 4.2", "version 3.2.1"): written in
+# lower case, or opening its sentence as a common word (`_common_words`: "Release 4.2 ships
+# Friday"; a name before one is `_NAMED_NUMBER`'s: "Python 3.11"); `values.identifiers`
+# decides the noun. Not a measure: "weigh 72.5 kg" (group 3, a unit).
+_NUMBERED = re.compile(r"\b([A-Za-z][a-z]{2,})\s+v?(\d+\.\d+(?:\.\d+)*)(?!\w|\.\d)(?:\s*([a-z]+))?")
 _UNIT_SPLIT = re.compile(r"([\d.:]+)[\s-]*(.*)")  # "2-space" is "2 space"
 # Words that say how much or how surely, not what ("I really like it", "a lot of tea",
 # "the deadline is actually Friday"): no words of a claim's subject, as stopwords are not.
@@ -127,11 +135,35 @@ _MONTH_NAMES = "|".join(sorted(MONTHS, key=len, reverse=True))
 _A_TIME = (r"(?:the\s+)?(?:\d{1,2}(?:[:.]\d\d|\s*(?:am|pm)\b|(?:st|nd|rd|th)\b|\s+(?:of\s+)?(?:"
            rf"{_MONTH_NAMES})\b)|\d{{4}}-\d\d|(?:mon|tues|wednes|thurs|fri|satur|sun)days?|today|tonight|tomorrow|noon|"
            rf"midnight|(?:next|this|coming|following)\s|(?:{_MONTH_NAMES})\b)")
-_MOVED_IN_TIME = (r"slipped|slid|postponed|delayed|rescheduled|bumped|brought\s+forward|put\s+off|"
-                  r"pulled\s+(?:in|forward)|pushed\s+(?:back|out|up|forward|to)|"
-                  rf"moved(?:\s+(?:up|back|forward)\b|(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME})|"
+
+
+def _inflected(*verbs: str) -> str:
+    """An alternation of each verb's past, present and progressive forms ("move": moved,
+    moves, moving; "switch": switched, switches, switching): a change said in the present
+    ("The CLI moves from Postgres to SQLite", "we're switching off Jenkins") is read as one
+    said in the past is. A one-syllable verb ending in one vowel and a consonant doubles
+    it ("slip": slipped, slipping)."""
+    forms = []
+    for verb in verbs:
+        if verb.endswith("e"):
+            forms.append(rf"{verb[:-1]}(?:ed|es|ing)")
+        elif re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", verb):
+            forms.append(rf"{verb}(?:{verb[-1]}ed|s|{verb[-1]}ing)")
+        else:
+            forms.append(rf"{verb}(?:ed|{'es' if re.search('(?:ch|sh|ss|x|z)$', verb) else 's'}|ing)")
+    return "|".join(forms)
+
+
+_SHIFTED = _inflected("move", "push", "shift", "delay", "postpone", "reschedule", "bump", "slip") + "|slid(?:es|ing)?"
+_MOVED_IN_TIME = (rf"slid|slipped|delayed|bumped|{_inflected('postpone', 'reschedule')}|brought\s+forward|put\s+off|"
+                  r"pulled\s+(?:in|forward)|pushed\s+(?:to|out)|"
+                  # "moved up", "pushed back" (not "pushed back on the design": an objection); said in the
+                  # present, only before a time ("moving up to 9:30"; "keep pushing forward" perseveres)
+                  r"(?:moved|pushed|shifted)\s+(?:up|back|forward)\b(?!\s+(?:on|against)\b)|"
+                  rf"(?:{_SHIFTED})(?P<moved>(?:\s+(?!to\b|from\b)[^\s,;.!?]+){{0,4}}?)\s+(?:to|from|until|till)\s+{_A_TIME}|"
                   rf"(?<!\bfrom\s)now\s+(?:on|at|for)\s+{_A_TIME}")
-_RESCHEDULED = re.compile(rf"\b(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
+# (the letters its words start with, asked first: most words start with none)
+_RESCHEDULED = re.compile(rf"\b(?=[bdmnprs])(?:{_MOVED_IN_TIME})\b", re.IGNORECASE)
 # A state that began anew or began ("I eat fish again", "started eating fish", "eats fish
 # since March"): under the title of an older claim it may update (`rule._updates`), it says
 # something changed as `_CHANGED` does. Read only there: across titles "again" and "since"
@@ -165,20 +197,6 @@ _NUMBER_WORDS = {w: str(n) for n, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()) if w != "one"}
 _NUMBER_WORD = re.compile(r"(?<!-)\b(?:" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.IGNORECASE)
-def _inflected(*verbs: str) -> str:
-    """An alternation of each verb's past, present and progressive forms ("move": moved,
-    moves, moving; "switch": switched, switches, switching): a change said in the present
-    ("The CLI moves from Postgres to SQLite", "we're switching off Jenkins") is read as one
-    said in the past is."""
-    forms = []
-    for verb in verbs:
-        if verb.endswith("e"):
-            forms.append(rf"{verb[:-1]}(?:ed|es|ing)")
-        else:
-            forms.append(rf"{verb}(?:ed|{'es' if re.search('(?:ch|sh|ss|x|z)$', verb) else 's'}|ing)")
-    return "|".join(forms)
-
-
 _MOVING = _inflected("move", "migrate", "switch", "port")
 # A move off something, with or without what it moved onto ("we moved the builds off
 # Jenkins", "migrated away from Heroku"), says that what was said of it changed; so does a
@@ -190,7 +208,9 @@ _CHANGED = re.compile(
     r"migrated|replaced|renamed|upgraded|downgraded|sold|retired|dropped|(?:is|are)\s+gone|instead|"
     r"went\s+(?:up|down)|raised|lowered|increased|decreased|upped|reduced|expired|cancell?ed|ended|became|"
     rf"(?:{_MOVING})(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+(?:off|away\s+from)\b|"
-    rf"{_MOVED_IN_TIME}|{_MOVED_TO_A_COUNT})\b",
+    # "moved from X to Y": the move's verb alone, what moved and what it left stay words of the claim
+    rf"(?:{_MOVING}|{_inflected('change')})(?=(?:\s+(?!to\b|from\b)[\w'’-]+){{0,4}}?\s+from\s+[^.;,!?]+?\s+(?:on)?to\b)|"
+    rf"(?=[bdmnprs])(?:{_MOVED_IN_TIME})|{_MOVED_TO_A_COUNT})\b",
     re.IGNORECASE)
 # A sentence that opens by saying the speaker corrects what was said ("Actually our sprints
 # are three weeks", "I was wrong earlier - ...", "Correction: it's UA 828", "Scratch that,

@@ -21,6 +21,7 @@ from .patterns import (
     _DIGIT,
     _HONORIFIC,
     _IDENTIFIER,
+    _LIGHT_VERBS,
     _MAGNITUDES,
     _MEASURED,
     _MODIFIED_COUNT,
@@ -31,6 +32,7 @@ from .patterns import (
     _NUMBER,
     _NUMBER_WORD,
     _NUMBER_WORDS,
+    _NUMBERED,
     _PART_OF,
     _PLAIN_NUMBER,
     _RANGE,
@@ -46,10 +48,12 @@ from .patterns import (
     _WHEN_NAMES,
     _YEARLESS_DATE,
     ABSENCES,
+    AFTER_NOON_AS_A_NOUN,
     MONTH_STEMS,
     PRESENCES,
     TIME_WORDS,
     UNIT_SCALE,
+    _common_words,
     _first_names,
 )
 
@@ -123,7 +127,8 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     if _NUMBER_WORD.search(text):
         text = _NUMBER_WORD.sub(lambda m: _NUMBER_WORDS[m.group(0).lower()], text)
     if _TIME_WORD.search(text):  # "at noon" is "at 12:00"
-        text = _TIME_WORD.sub(lambda m: TIME_WORDS[m.group(1).lower()], text)
+        text = _TIME_WORD.sub(lambda m: m.group(0) if AFTER_NOON_AS_A_NOUN.search(m.string, 0, m.start())
+                              else TIME_WORDS[m.group(1).lower()], text)
     text = _without_identifiers(text)  # "the 4.2 release" says which, no count
     if _DIGIT.search(text):
         text = _CLOCK_RANGE.sub(r"\1 and ", _CLOCK.sub(_clock_time, text))
@@ -152,10 +157,15 @@ def _unaddressed_values(text: str) -> frozenset[str]:
     return frozenset(v.strip() for v in found if v.strip())
 
 
+_VERSION = re.compile(r"\d\.\d")  # what `_NUMBERED` needs: asked first, as most texts hold none
+_SENTENCE_OPENS = re.compile(r"(?:^|[.!?;:]\s+|\n)\s*$")
+
+
 def identifiers(text: str) -> list[tuple[int, int, str, str]]:
     """The spans of the numbers in `text` that say which one (`_IDENTIFIER`: "the 4.2 release")
     with its noun and the one word each makes of it ("release", "release42"): the noun after the number is singular
-    and no unit ("the 100 ms budget", "our 2027 months" count)."""
+    and no unit ("the 100 ms budget", "our 2027 months" count). A noun before a version says which one too
+    (`_NUMBERED`: "release 4.2"), a light verb or a plural no noun ("we run 3.11"), a unit after it a measure."""
     out = []
     for m in _IDENTIFIER.finditer(text):
         number, noun = m.group(1), m.group(2).lower()
@@ -163,12 +173,21 @@ def identifiers(text: str) -> list[tuple[int, int, str, str]]:
                 or noun in MONTHS or _plural(noun) or _STEMS([noun])[0] in UNIT_SCALE):
             continue
         out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
-    return out
+    for m in _NUMBERED.finditer(text) if _VERSION.search(text) else ():  # "release 4.2": the noun first
+        noun, number, unit = m.group(1).lower(), m.group(2), (m.group(3) or "").lower()
+        if unit and unit not in _NOT_UNITS and (len(unit) <= 3 or _STEMS([unit])[0] in UNIT_SCALE):
+            continue
+        if (noun in _NOT_UNITS or noun in _LIGHT_VERBS or noun in MONTHS or _plural(noun)
+                or (m.group(1)[0].isupper() and not (_SENTENCE_OPENS.search(text, 0, m.start())
+                                                      and noun in _common_words()))):
+            continue
+        out.append((m.start(1), m.end(2), noun, noun + number.replace(".", "")))
+    return sorted(out)
 
 
 def _without_identifiers(text: str) -> str:
     """`text` with its identifiers (`identifiers`) blanked."""
-    if _DIGIT.search(text) and _IDENTIFIER.search(text):
+    if _DIGIT.search(text) and (_IDENTIFIER.search(text) or _NUMBERED.search(text)):
         for start, end, _, _ in identifiers(text):
             text = text[:start] + " " * (end - start) + text[end:]
     return text

@@ -1,5 +1,6 @@
 """Values as people say them: a time of day as a word ("noon", "midnight"), a number that
-says which one ("the 4.2 release": no count of releases), a command written as code
+says which one ("the 4.2 release", "release 4.2": no count), "after noon" as the afternoon,
+a reschedule in any tense ("is moving to Thursday"), a move "from X to Y" as a change, a command written as code
 ("`pytest -n auto`"), a move said in the present ("moves from Postgres to SQLite"), and
 where someone works said with no word in common ("I work remotely now" / "I commute to the
 office"), found by the claim table's pairs (recall, `/v1/conflicts`) as by the rule on one pair."""
@@ -13,6 +14,7 @@ from pipelines.recall.conflicts import (
     conflict_reason,
     find_conflicts,
     read_claim,
+    reschedules,
     retired_values,
     stated_values,
 )
@@ -31,6 +33,10 @@ def item(id_: str, title: str, content: str) -> MemoryItem:
     ("Nightly deploys run at Midnight.", {"0:00"}),
     ("Lunch is at midday.", {"12:00"}),
     ("afternoon tea", set()),
+    ("I nap in the after noon.", set()),  # the afternoon, no clock time
+    ("Deploys stop after noon.", {"12:00"}),  # a bound, as "after 5pm"
+    ("Release 4.2 ships on Friday.", {"friday"}),  # which release, noun first: no count of "ships"
+    ("I weigh 72.5 kg.", {"72.5 kg"}),  # a unit after it: a measure
     ("We ship the 4.2 release on Friday.", {"friday"}),  # which release, no count
     ("our 2027 budget is 3 million", {"3 million"}),
     ("the 100 ms budget", {"0.1 second"}),  # a unit after the number: a count still
@@ -50,6 +56,9 @@ def test_what_a_text_states(text: str, values: set[str]) -> None:
     (("Q", "The 4.2 release ships on Friday."), ("R", "The 4.2 release now ships on Monday."), True),
     (("Q", "The 4.2 release ships on Friday."), ("R", "The 4.3 release ships on Monday."), False),  # two releases
     (("Q", "SSO lands in the 4.2 release."), ("R", "SSO lands in the 4.3 release."), True),  # which release: a value
+    (("Q", "Release 4.2 ships on Friday."), ("R", "Release 4.3 ships on Monday."), False),  # noun first too
+    (("Q", "SSO lands in release 4.2."), ("R", "SSO lands in release 4.3."), True),
+    (("Launch", "The launch is on May 3."), ("Launch plan", "The launch slips to May 10."), True),
     (("Release cadence", "We ship 2 releases a month."),
      ("Release notes", "We ship release notes with the 4.2 release."), False),
     # a move said in the present or as under way replaces as one said in the past does
@@ -83,6 +92,32 @@ def test_where_one_works_is_paired_with_no_word_shared(a: str, b: str, conflict:
     assert (conflict_reason(read_claim(x), read_claim(y)) is not None) is conflict
     assert [(p.id, q.id, why) for p, q, why in find_conflicts([x, y])] == (
         [("a", "b", "same subject, one says it ended")] if conflict else [])
+
+
+@pytest.mark.parametrize(("text", "moved"), [
+    ("Standup moves to 10:15.", True),
+    ("The review is moving to Thursday.", True),
+    ("We've pushed the demo to Friday.", True),
+    ("The demo is rescheduling to May 3.", True),
+    ("The launch slips to May 10.", True),
+    ("They're delaying the launch until June.", True),
+    ("We're moving to York.", False),  # a place, no time
+    ("She pushes back on every estimate.", False),  # an objection
+    ("Delays on the Northern line again.", False),
+])
+def test_a_reschedule_in_any_tense(text: str, moved: bool) -> None:
+    assert reschedules(text) is moved
+
+
+@pytest.mark.parametrize(("text", "changed"), [
+    ("We moved from Leeds to York.", True),
+    ("Our team is switching from sprints to kanban.", True),
+    ("The CLI moves from Postgres to SQLite.", True),
+    ("I moved here from Leeds as a kid.", False),  # where one came from, no change said
+    ("The bus goes from Leeds to York.", False),  # a route
+])
+def test_a_move_from_one_thing_to_another_says_it_changed(text: str, changed: bool) -> None:
+    assert (read_claim(item("a", "Note", text)).changes is not None) is changed
 
 
 @pytest.mark.parametrize(("text", "retired"), [
