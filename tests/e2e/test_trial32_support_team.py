@@ -15,8 +15,9 @@ consolidation job runs between the weeks. Promises checked, as a demanding user 
 - Ana's small talk about refunds never outranks the decision on refund disputes: curated
   memory first, turns only as labelled conversation excerpts after it (kept).
 - Acme's contact changes under another title and by another agent ("Acme contact" by Ana ->
-  "Who to email at Acme" by Ben): the new contact comes first (kept); that the old one is
-  replaced or flagged is pending on the conflict rule (it sees no conflict between the two).
+  "Who to email at Acme" by Ben, "John Smith has left Acme"): was unseen by the conflict
+  rule; now seen (fixed): Ben's contradicts Ana's, so it is held for review, listed on the
+  conflicts page, and John is marked PENDING_REVIEW in the chat.
 - A card number read out by mistake is masked when the turn lands and never recalled or
   exported, the model's proposal to keep it refused, and Ana can still forget the turn
   (kept); a test-card number read out as a customer's card ("4111 1111 1111 1111") is masked
@@ -252,8 +253,11 @@ def item_id(seen: dict[str, Any], item: dict[str, Any]) -> str:
 
 
 def test_every_fact_landed(fortnight) -> None:
-    for item in (EXCEPTION, JOHN, MARIA, DECIDED, PRIYA):
+    for item in (EXCEPTION, JOHN, MARIA, DECIDED):
         assert fortnight["verdicts"][item["content"]]["verdict"]["action"] == "accept", item["title"]
+    # Ben's new contact contradicts Ana's (John "has left"): held for review, not lost
+    priya = fortnight["verdicts"][PRIYA["content"]]["verdict"]
+    assert priya["action"] == "quarantine" and item_id(fortnight, JOHN) in " ".join(priya["reasons"]), priya
     assert fortnight["policy"]["action"] == "accept"
 
 
@@ -290,12 +294,17 @@ def test_small_talk_never_outranks_the_decision(fortnight) -> None:
         assert sent.index("CONVERSATION EXCERPTS") < sent.index("[TURN:")
 
 
-def test_the_new_contact_comes_first(fortnight) -> None:
-    """Whether the change across titles and authors is seen (the old contact replaced or
-    flagged) is pending on the conflict rule (/tmp/trial32-pending): here, the new one first."""
+def test_the_contact_change_is_seen(fortnight) -> None:
+    """The change across titles and authors ("Email Priya ... now; John Smith has left Acme")
+    is seen: listed on the conflicts page, and John, while it waits for review, is marked in
+    the chat as having a change pending (or, were it accepted, Priya comes first)."""
+    john = item_id(fortnight, JOHN)
+    assert john in fortnight["conflicts after"].text, page_text(fortnight["conflicts after"].text)[-1500:]
     sent = fortnight["ask"]["acme contact"]
     new, old = entry_order(sent, PRIYA["content"], JOHN["content"])
-    assert new >= 0 and (old == -1 or new < old), sent
+    if old >= 0:
+        assert (new >= 0 and new < old) or any(
+            m in header_of(sent, john) for m in ("PENDING_REVIEW", "CONFLICT", "ENDED", "SUPERSEDED")), sent
 
 
 def test_a_card_number_said_by_mistake_is_never_kept(fortnight, tmp_path) -> None:

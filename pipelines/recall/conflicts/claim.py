@@ -342,8 +342,9 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
     too), unless the content capitalises it inside a sentence as well ("Chloe ... with
     Chloe") or it owns what the sentence is about ("Mom's birthday", "Dad's car"); and of
     the owners it names before its first value (`before`, its words up to there: "The design
-    team's standup is at 10:15"). And which of them are someone: an owner, or a first name
-    (zxcvbn's lists of first names: "Leo", "Ben"; not "Prod" or "Jenkins")."""
+    team's standup is at 10:15"). And which of them are someone: a first name (zxcvbn's lists
+    of first names: "Leo", "Ben"; not "Prod" or "Jenkins"), or an owner that is one or a word
+    ("Mom's"; not "Acme's")."""
     owners = [m.group(1).lower() for m in _OWNER.finditer(content)] if "'" in content or "’" in content else []
     owners = [w for w in owners if w in before and w not in CLAIM_STOPWORDS and w != "let"]
     # not a name after an abbreviation ("Our doctor is Dr. Patel": inside the sentence)
@@ -352,7 +353,9 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
     if not starts and not owners:
         return frozenset(), frozenset()
     common, inside = _common_words(), None
-    found, persons = list(owners), list(owners)
+    # an owner is someone when a first name or a word ("Ben's", "Mom's", "the team's"); an
+    # unknown name may be a company's ("Acme's contact person is John Smith")
+    found, persons = list(owners), [w for w in owners if w in common or w in _first_names()]
     for m in starts:
         w = m.group(1).lower()
         if w in CLAIM_STOPWORDS:
@@ -364,7 +367,7 @@ def _named(content: str, before: set[str]) -> tuple[frozenset[str], frozenset[st
             if m.group(1) not in inside:
                 continue
         found.append(w)
-        if owns or w in _first_names():
+        if owns and w in common or w in _first_names():
             persons.append(w)
     return frozenset(_STEMS(found)), frozenset(_STEMS(persons))
 

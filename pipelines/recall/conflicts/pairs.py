@@ -28,7 +28,21 @@ from .rule import (
     _says_changed,
     _states_a_place,
 )
-from .table import AWAY, CHANGES, ID, KIND, LINKED, OF_WRITER, PLACED, PRESENT, SAYS_CHANGED, SPEAKER, ClaimTable
+from .table import (
+    AWAY,
+    CHANGES,
+    ID,
+    KIND,
+    LINKED,
+    NAMES_ONLY,
+    NUMBERS_ONLY,
+    OF_WRITER,
+    PLACED,
+    PRESENT,
+    SAYS_CHANGED,
+    SPEAKER,
+    ClaimTable,
+)
 
 VALUE_KINDS = 3  # the bits of the kinds code that are kinds of value (`values._value_kinds`): not `PLACED`, `AWAY`
 MAX_BUCKET = 200  # a word shared by more claims than this does not propose pairs
@@ -150,10 +164,14 @@ def _pairs(table: ClaimTable, vector_of: VectorOf | None, vectors_of: VectorsOf 
     title_values_i, title_values_j, measured_i, measured_j = title_values[i], title_values[j], measured[i], measured[j]
     two_title_values = (title_values_i >= 0) & (title_values_j >= 0) & (title_values_i != title_values_j)
     two_measured = (measured_i >= 0) & (measured_j >= 0) & (measured_i != measured_j)  # two things measured
+    kinds_i, kinds_j = kinds[i], kinds[j]
+    two_sorts = (((kinds_i & NAMES_ONLY) > 0) & ((kinds_j & NUMBERS_ONLY) > 0)
+                 | ((kinds_j & NAMES_ONLY) > 0) & ((kinds_i & NUMBERS_ONLY) > 0))  # names beside numbers only
     disagree = retiring | (
         (n_values_i > 0) & (n_values_j > 0) & (shared_values < n_values_i) & (shared_values < n_values_j)
         & ~two_title_values
         & ~two_measured
+        & ~two_sorts
         & ~adding)
     overlap = shared / np.maximum(1, np.minimum(n_words[i], n_words[j]))
     subject = ((subject_code[i] >= 0) & (subject_code[i] == subject_code[j])) | (

@@ -275,6 +275,11 @@ _RETIRED = re.compile(
     rf"(?:{_MOVING}|{_inflected('change', 'convert')}|went|goes)(?:\s+(?!to\b|from\b|off\b)[\w'’-]+){{0,4}}?\s+"
     r"(?:from|off|away\s+from))\b(?:`[^`\n]*`|[^.;,!?()]|[.,:]\d)*?(?=\s+(?:on|in)?to\s|[.,](?!\d)|[;!?()]|$)",
     re.IGNORECASE)
+# Someone named as gone ("John Smith has left Acme", "Dana left the company"): their name
+# is retired as a replaced value is (a contact, an owner), not the place they left.
+_GONE = (r"(?-i:(?:[A-Z][\w'’-]*\s+){1,3})(?=(?:has|had|have)\s+(?:now\s+|just\s+)?left\b|"
+         r"left\s+(?:the\s+)?(?:company|team|firm|org(?:ani[sz]ation)?)\b)")
+_RETIRED = re.compile(rf"{_RETIRED.pattern}|\b{_GONE}", re.IGNORECASE)
 
 # A sentence that weighs an option states no value: "We're evaluating a move of the ledger
 # service to Postgres, nothing decided" neither corrects nor contradicts "runs on MySQL 5.7".

@@ -42,6 +42,8 @@ from .values import (
     _unaddressed,
     _value_kinds,
     _value_stems,
+    names_only,
+    numbers_only,
     places,
     present,
     reschedules,
@@ -270,6 +272,8 @@ def _values_disagree(a: Claim, b: Claim, one_subject: bool = False) -> bool:
         return False  # "Port of service 0" / "Port of service 1": the values name the subject
     if a.measured and b.measured and a.measured != b.measured:
         return False  # "50 mg of sertraline" / "5 mg of amlodipine": two things measured
+    if names_only(a.values) and numbers_only(b.values) or names_only(b.values) and numbers_only(a.values):
+        return False  # "Acme's account manager" / "card 4111 1111 ...": two sorts of thing said
     return one_subject or not _qualified_apart(a, b)
 
 

@@ -12,7 +12,7 @@ from pipelines.records import MemoryItem
 
 from .claim import Claim, _pack, _read_claim, _title_words, _unpack, is_claim, read_claim, speaker
 from .patterns import PRESENCES
-from .values import _measures, _stance, _value_kinds, places, present
+from .values import _measures, _stance, _value_kinds, names_only, numbers_only, places, present
 
 # A bit of the kinds code beside `_value_kinds`' (1 names, 2 bare numbers): the claim names a
 # place (`places`), so recall asks `_placed_apart` only of pairs where both do.
@@ -22,6 +22,9 @@ PLACED = 4
 # remotely now"): recall asks `rule._back_from` / `rule._left` only of pairs where one says
 # the second and the other either (a key, `_keys`, proposes them though they share no word).
 PRESENT, AWAY = 8, 16
+# And that its values are names only, or numbers only (`values.names_only`): the one beside
+# the other is no disagreement (`rule._values_disagree`).
+NAMES_ONLY, NUMBERS_ONLY = 32, 64
 
 
 class ClaimTable:
@@ -116,7 +119,9 @@ class ClaimTable:
                               code(3, c.title_values) if c.title_values else -1, int(c.adds),
                               code(5, c.measured) if c.measured else -1, int(c.first_person), int(c.negated),
                               _value_kinds(c.values) | (PLACED if places(c.values) else 0)
-                              | (AWAY if c.away or c.returns else 0) | (PRESENT if at else 0))
+                              | (AWAY if c.away or c.returns else 0) | (PRESENT if at else 0)
+                              | (NAMES_ONLY if c.values and names_only(c.values) else 0)
+                              | (NUMBERS_ONLY if c.values and numbers_only(c.values) else 0))
                 codes[row, CHANGES] = c.changes is not None and bool(c.subject)  # `_says_changed` may ask it
                 codes[row, SAYS_CHANGED] = c.changes is not None  # `_may_have_changed` may ask it
                 codes[row, OF_WRITER] = c.of_writer

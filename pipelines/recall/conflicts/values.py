@@ -362,6 +362,17 @@ def _value_kinds(values: Iterable[str]) -> int:
     return kinds
 
 
+def names_only(values: Iterable[str]) -> bool:
+    """Only names, none a day ("acme"; not "tuesday"): beside only numbers (`numbers_only`:
+    a card's "4111 1111 1111 1111"), another sort of thing said, no value that replaces it."""
+    return not _times(values) and not any(_DIGIT.search(v) for v in values)
+
+
+def numbers_only(values: Iterable[str]) -> bool:
+    """Every value has a digit: a number, a time, a date, an identifier (`names_only`)."""
+    return all(_DIGIT.search(v) for v in values)
+
+
 def _counted(text: str) -> frozenset[tuple[str, str]]:
     return frozenset((unit.lower(), _STEMS([thing.lower()])[0]) for unit, thing in _COUNTED.findall(text))
 

@@ -18,6 +18,7 @@ from pipelines.recall.conflicts import (
     retired_values,
     stated_values,
 )
+from pipelines.recall.conflicts.correcting import corrections
 from pipelines.records import MemoryItem, Scope
 
 
@@ -130,3 +131,49 @@ def test_a_move_from_one_thing_to_another_says_it_changed(text: str, changed: bo
 ])
 def test_what_a_text_names_as_replaced(text: str, retired: set[str]) -> None:
     assert retired_values(text) == retired
+
+
+@pytest.mark.parametrize(("text", "retired"), [
+    ("Email Priya Patel at Acme now; John Smith has left Acme.", {"john", "smith"}),  # not Acme
+    ("Our contact is Priya Patel; John Smith left the company.", {"john", "smith"}),
+    ("I have left the keys with Priya.", set()),
+])
+def test_someone_named_as_gone_is_retired(text: str, retired: set[str]) -> None:
+    assert retired_values(text) == retired
+
+
+@pytest.mark.parametrize(("a", "b", "conflict"), [
+    # a person-valued subject, another person named as its current one: a change
+    (("Acme contact", "Acme's contact person is John Smith (john.smith@acme.example)."),
+     ("Who to email at Acme", "Email Priya Patel (priya.patel@acme.example) at Acme now; John Smith has left Acme."),
+     True),
+    (("Acme contact", "The contact person at Acme is John Smith (john.smith@acme.example)."),
+     ("Who to email at Acme", "The contact person at Acme is now Priya Patel instead of John Smith."), True),
+    (("Acme contact", "Acme's contact person is John Smith."),
+     ("Globex contact", "Globex's contact person is Maria Lopez."), False),  # two customers' contacts
+    # names beside numbers only: two sorts of thing said, neither replaces the other
+    (("Acme refund escalations", "Acme refund disputes go to Acme's account manager, not to engineering."),
+     ("Acme refund card", "The refund goes to card 4111 1111 1111 1111."), False),
+    (("Refund card", "Refunds for Acme go to the card ending 4242."),
+     ("Acme refunds", "Refunds for Acme go to the card ending 1881 now."), True),  # numbers beside numbers
+])
+def test_who_holds_a_role_and_values_of_two_sorts(a: tuple[str, str], b: tuple[str, str], conflict: bool) -> None:
+    x, y = item("a", *a), item("b", *b)
+    assert (conflict_reason(read_claim(x), read_claim(y)) is not None) is conflict
+    assert bool(find_conflicts([x, y])) is conflict
+
+
+def test_a_company_owning_a_role_is_nobody() -> None:
+    assert not read_claim(item("a", "Acme contact", "Acme's contact person is John Smith.")).persons
+    assert read_claim(item("b", "Passport", "Ben's passport expires in 2031.")).persons == {"ben"}
+
+
+def test_a_card_fact_does_not_replace_an_unrelated_decision() -> None:
+    """Trial 32: a card number kept in a fact ("Acme refund card") superseded the author's
+    decision on refund disputes: one word shared, the digits against "Acme"."""
+    decision = MemoryItem(id="mem_decision", tier="stm", type="decision", title="Acme refund escalations",  # type: ignore[arg-type]
+                          content="Decision: Acme refund disputes go to Acme's account manager, not to engineering.",
+                          scope=Scope(kind="project", user_id="ana"), metadata={"author": "ana"})
+    fixes = corrections("Acme refund card", "The refund goes to card 4111 1111 1111 1111.", "fact", "project",
+                        "ana", [decision])
+    assert fixes.replaced == [] and fixes.in_part == []
