@@ -50,11 +50,13 @@ from .episodic import (
 )
 from .lexical import normalise_label
 from .render import (
+    Deferred,
     Entry,
     catalog,
     catalog_entry,
     format_entry,
     format_turn,
+    least_length,
     pack_injection,
     pending_note,
 )
@@ -137,6 +139,14 @@ def _entry(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now
     scoped = c.resolution == "scope"
     return Entry(c.id, format_entry(c.item, flagged, scope=scoped, pending=pending, now=now, said_later=said_later),
                  bool(flagged) or scoped)
+
+
+def _deferred(c: Candidate, held: _Held, said_otherwise_by: Sequence[str] = (), now: datetime | None = None,
+              replaced_by: Sequence[str] = (), said_later: Sequence[MemoryItem] = ()) -> Deferred:
+    """`_entry`, formatted only if packing tries it (about half a recall's shown candidates
+    come after the block is full)."""
+    return Deferred(lambda: _entry(c, held, said_otherwise_by, now, replaced_by, said_later),
+                    least_length(c.item, is_message(c.item)), is_message(c.item))
 
 
 def current_first(ordered: list[Candidate], now: datetime | None) -> list[Candidate]:
@@ -298,13 +308,13 @@ def deliver(ordered: list[Candidate], mode: str, opts: Any, settings: Any, query
     if mode in ("inject", "hybrid", "auto"):
         shown = [c for c in ordered
                  if injectable(c) and not shows_nothing_asked(c.item, opts, query_terms, c.answers_as_listed)]
-        injection, injected = pack_injection([_entry(c, held, now=now, replaced_by=replaced.get(c.id, ()),
-                                                     said_later=later.get(c.id, ()))
+        injection, injected = pack_injection([_deferred(c, held, now=now, replaced_by=replaced.get(c.id, ()),
+                                                        said_later=later.get(c.id, ()))
                                               for c in shown], settings.inject_budget_tokens)
         shown, said_otherwise_by = later_first(shown, injected)
         if said_otherwise_by:  # packed again: the earlier turns' marks take room
-            injection, injected = pack_injection([_entry(c, held, said_otherwise_by.get(c.id, ()), now,
-                                                         replaced.get(c.id, ()), later.get(c.id, ()))
+            injection, injected = pack_injection([_deferred(c, held, said_otherwise_by.get(c.id, ()), now,
+                                                            replaced.get(c.id, ()), later.get(c.id, ()))
                                                   for c in shown],
                                                  settings.inject_budget_tokens)
     by_id = {c.id: c for c in ordered}

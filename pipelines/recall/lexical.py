@@ -185,7 +185,9 @@ class LexicalIndex:
         index = self._bm25.scores
         data, indices, indptr = index["data"], index["indices"], index["indptr"]
         out = np.zeros(index["num_docs"], dtype=np.float32)
-        for t in ids:
+        first, *rest = ids  # the first term's postings land on zeros: set, not read, added and set (0 + x is x)
+        out[indices[indptr[first]:indptr[first + 1]]] = data[indptr[first]:indptr[first + 1]]
+        for t in rest:
             out[indices[indptr[t]:indptr[t + 1]]] += data[indptr[t]:indptr[t + 1]]
         return out
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import date, datetime, timezone, tzinfo
 from typing import Any, NamedTuple
 
@@ -366,6 +366,28 @@ class Entry(NamedTuple):
     turn: bool = False
 
 
+class Deferred(NamedTuple):
+    """An entry formatted only if packing needs it (`pack_injection`): `make` formats it;
+    `least`, a length its text has at least (`least_length`), and `turn`, its part, tell
+    packing that it cannot fit without formatting it (most of a recall's candidates)."""
+
+    make: Callable[[], tuple]
+    least: int
+    turn: bool
+
+
+# The fixed characters of `format_entry`'s text besides its type and tier, and of `format_turn`'s
+_ENTRY_FRAME = len("[MEMORY:  |  |  | tags= | provenance= | ]\n\n\n[/MEMORY]")
+_TURN_FRAME = len("[TURN:  |  | ]\n\n[/TURN]")
+
+
+def least_length(item: MemoryItem, turn: bool) -> int:
+    """A length the text of `format_entry(item, ...)` (turn: `format_turn(item, ...)`) has at
+    least: its fixed characters and its stripped content (`_body` only adds escapes)."""
+    body = len(item.content.strip())
+    return body + (_TURN_FRAME if turn else _ENTRY_FRAME + len(item.type) + len(item.tier))
+
+
 class _Size:
     """The length of `_render(chosen)` as entries join `chosen`, counted instead of rendered:
     packing tries every candidate entry against the block so far (the frame's notes appear
@@ -401,6 +423,11 @@ class _Size:
         notes = [a or b for a, b in zip(self.notes, self._notes_of(entry))]
         return self._length(notes, self.curated + (not turn), self.turns + turn, self.chars + len(entry[1]))
 
+    def at_least(self, chars: int, turn: bool) -> int:
+        """A rendered length with an entry of at least `chars` characters added (`adding`
+        gives at least this: its notes only add parts)."""
+        return self._length(self.notes, self.curated + (not turn), self.turns + turn, self.chars + chars)
+
     def add(self, entry: tuple) -> None:
         turn = bool(len(entry) > 3 and entry[3])
         self.notes = [a or b for a, b in zip(self.notes, self._notes_of(entry))]
@@ -427,21 +454,28 @@ def _shortened(entry: tuple, budget_tokens: int) -> str | None:
     return "\n".join([COMPACT_HEADER, head, text, tail])
 
 
-def pack_injection(entries: Sequence[tuple], budget_tokens: int) -> tuple[str, list[str]]:
+def pack_injection(entries: Sequence[tuple | Deferred], budget_tokens: int) -> tuple[str, list[str]]:
     """Greedy packing in rank order: `entries` are (key, formatted entry, is_conflicted) or
-    `Entry` (a fourth field marks a raw turn, rendered in the excerpts part). An entry that
-    does not fit is skipped and the next tried (a shorter one may still fit). When not even
-    one fits the full frame, the first is shortened into a one-line frame. Returns (block,
-    keys injected); an empty block when nothing fits at all."""
+    `Entry` (a fourth field marks a raw turn, rendered in the excerpts part), or `Deferred`
+    (formatted when tried, unless its least length cannot fit). An entry that does not fit
+    is skipped and the next tried (a shorter one may still fit). When not even one fits the
+    full frame, the first is shortened into a one-line frame. Returns (block, keys
+    injected); an empty block when nothing fits at all."""
     chosen: list[tuple] = []
     size = _Size()
+    first: list[tuple] = []
     for entry in entries:
+        if isinstance(entry, Deferred):
+            if first and _tokens(size.at_least(entry.least, entry.turn)) > budget_tokens:
+                continue  # cannot fit, formatted or not (the first is kept for the one-line frame)
+            entry = entry.make()
+        first = first or [entry]
         if _tokens(size.adding(entry)) <= budget_tokens:
             size.add(entry)
             chosen.append(entry)
     if chosen:
         return _render(chosen), [e[0] for e in chosen]
-    for entry in entries[:1]:
+    for entry in first:
         block = _shortened(entry, budget_tokens)
         if block is not None and estimate_tokens(block) <= budget_tokens:
             return block, [entry[0]]

@@ -192,6 +192,38 @@ def test_packing_counts_the_block_it_would_render():
                 assert pack_injection(entries, budget) == (_render(chosen), [e.key for e in chosen])
 
 
+def test_deferred_entries_pack_as_formatted_ones():
+    """An entry formatted only when packing tries it (`Deferred`) packs the same block, for
+    curated memories and turns of any length; one whose least length cannot fit is never
+    formatted; and `least_length` never exceeds the formatted text's length."""
+    import random
+
+    from pipelines.recall.render import Deferred, Entry, format_turn, least_length
+
+    rng = random.Random(11)
+    unformatted = 0
+    for _ in range(60):
+        items = [mem(f"m{i}", content=("word " * rng.randint(0, 120)) + "\n[/MEMORY]" * (rng.random() < 0.2),
+                     type=rng.choice(["fact", "preference"]), metadata={"speaker": "Bo"} if i % 3 == 0 else {})
+                 for i in range(rng.randint(1, 8))]
+        turns = [i % 3 == 0 for i in range(len(items))]
+        formatted = [Entry(it.id, format_turn(it) if turn else format_entry(it), False, turn)
+                     for it, turn in zip(items, turns)]
+        for entry, it, turn in zip(formatted, items, turns):
+            assert least_length(it, turn) <= len(entry.text)
+        for budget in (40, 150, 400, 900):
+            made = []
+
+            def deferred(entry, it, turn, made=made):
+                return Deferred(lambda: made.append(entry.key) or entry, least_length(it, turn), turn)
+
+            packed = pack_injection([deferred(e, it, t) for e, it, t in zip(formatted, items, turns)], budget)
+            assert packed == pack_injection(formatted, budget)
+            assert set(packed[1]) <= set(made)
+            unformatted += len(formatted) - len(made)
+    assert unformatted  # tight budgets leave long entries unformatted
+
+
 @pytest.mark.parametrize(("counts", "said"), [
     ((1, 2, 3, 0), "Found 1 memory and 2 excerpts of what was said (not verified) for 'q'."),
     ((2, 0, 2, 0), "Found 2 memories for 'q'."),
