@@ -239,6 +239,9 @@ class ConflictOut(msgspec.Struct, kw_only=True):
     a: dict[str, Any]
     b: dict[str, Any]
     reason: str
+    applies: Annotated[str | None, Meta(
+        description="When the two are of different scope kinds, the kind that applies where both do (the most "
+                    "specific: session, project, user, org): an exception, not a contradiction to decide.")] = None
 
 
 class ConflictsResponse(msgspec.Struct, kw_only=True):

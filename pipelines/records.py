@@ -38,6 +38,14 @@ ScopeKind = Literal["session", "project", "user", "org"]
 # Most specific first: the order of scope priority (session > project > user > org).
 SCOPE_KINDS: tuple[str, ...] = ScopeKind.__args__  # type: ignore[attr-defined]
 SCOPE_RANK: dict[str, int] = {kind: rank for rank, kind in enumerate(SCOPE_KINDS)}
+
+
+def scope_that_applies(a: str, b: str) -> str | None:
+    """Of two claims' scope kinds, the one that applies where both do (the most specific), or
+    None when they are of one kind: a project's exception to an org's rule is no
+    contradiction to decide, the project's applies in that project."""
+    return None if a == b else min(a, b, key=SCOPE_RANK.__getitem__)
+
 SourceKind = Literal["chat", "doc", "tool", "mixed"]
 # Metadata of a claim: the clauses of the user's words it records that retire a value it does
 # not name ("not Ashford" of "The town is Greyhaven now, not Ashford" when the model wrote

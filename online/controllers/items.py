@@ -25,7 +25,7 @@ from online.state import MemoryService
 from online.tools import item_summary
 from pipelines.item_report import as_read, history_as_read
 from pipelines.materialize import recall_state
-from pipelines.records import Identity, MemoryItem
+from pipelines.records import Identity, MemoryItem, scope_that_applies
 
 
 def _state(item: MemoryItem, replaced: tuple[str, str] | None) -> dict[str, Any]:
@@ -95,5 +95,6 @@ class ItemsController(Controller):
         pairs = service.conflicts(identity)
         return ConflictsResponse(
             count=len(pairs),
-            conflicts=[ConflictOut(a=item_summary(a), b=item_summary(b), reason=why) for a, b, why in pairs],
+            conflicts=[ConflictOut(a=item_summary(a), b=item_summary(b), reason=why,
+                                   applies=scope_that_applies(a.scope.kind, b.scope.kind)) for a, b, why in pairs],
         )

@@ -51,7 +51,7 @@ from pipelines.materialize import held_edit, in_quarantine, pending_changes
 from pipelines.palace import parse_path
 from pipelines.recall.episodic import is_message, said_time
 from pipelines.recall.render import pending_note
-from pipelines.records import Identity, MemoryItem, time_zone
+from pipelines.records import Identity, MemoryItem, scope_that_applies, time_zone
 
 PALACE_LEVELS = ("domain", "room", "shelf", "card")
 PAGE_SIZE = 50  # entries per page of a list (quarantine, conflicts, a shelf's cards, unplaced)
@@ -326,7 +326,8 @@ class UIController(Controller):
                   page: PageNumber = 1) -> Template:
         pairs, pager = paged(service.conflicts(identity), page)
         return _page("conflicts", identity, zone=viewer_zone(request, service.settings.timezone), pager=pager,
-                     conflicts=[{"a": review_entry(a), "b": review_entry(b), "reason": why} for a, b, why in pairs])
+                     conflicts=[{"a": review_entry(a), "b": review_entry(b), "reason": why,
+                                 "applies": scope_that_applies(a.scope.kind, b.scope.kind)} for a, b, why in pairs])
 
     @get("/quarantine", sync_to_thread=True)
     def quarantine(

@@ -307,6 +307,13 @@ def test_the_contact_change_is_seen(fortnight) -> None:
             m in header_of(sent, john) for m in ("PENDING_REVIEW", "CONFLICT", "ENDED", "SUPERSEDED")), sent
 
 
+def test_the_conflicts_page_says_the_customers_exception_applies(fortnight) -> None:
+    """Broken before: the org's refund rule and Acme's contract exception were listed as a plain
+    contradiction, where recall resolves them by scope: the lead reads that Acme's applies."""
+    row = page_text(fortnight["conflicts after"].text).split("Refund approval limit", 1)[1]
+    assert "the project one applies where both do" in row[:800], row[:800]
+
+
 def test_a_card_number_said_by_mistake_is_never_kept(fortnight, tmp_path) -> None:
     everything = json.dumps([e.payload for e in fortnight["events"]])
     assert CARD not in everything and CARD.replace(" ", "") not in everything

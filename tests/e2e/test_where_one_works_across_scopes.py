@@ -33,3 +33,4 @@ def test_working_remotely_now_and_commuting_are_marked_as_disagreeing(service, o
     listed = client.get("/v1/conflicts", params=MAYA).json()
     assert listed["count"] == 1 and {listed["conflicts"][0]["a"]["id"], listed["conflicts"][0]["b"]["id"]} == {
         first, second}, listed
+    assert listed["conflicts"][0]["applies"] == "project", listed  # the most specific scope, as recall resolves it
