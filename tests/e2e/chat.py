@@ -42,6 +42,13 @@ def turn(client, who: dict, role: str, text: str) -> dict:
     return resp.json()
 
 
+def proposal_verdict(client, who: dict, item: dict) -> dict:
+    """An assistant turn proposing `item` (the chat loop's block) and the one verdict it got."""
+    (verdict,) = turn(client, who, "assistant", "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item])
+                      + "</MEMORY_PROPOSALS_JSON>")["proposals"]
+    return verdict
+
+
 def team_fact(client, who: dict, said: str, title: str) -> dict:
     """`who` says `said` and the assistant proposes it as a project fact under `title`;
     returns the proposal's outcome, whatever the policy decided."""

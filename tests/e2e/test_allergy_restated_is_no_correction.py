@@ -8,11 +8,10 @@ recall) and Tom's near-verbatim restatement was held."""
 
 from __future__ import annotations
 
-import json
-
 from pipelines.recall.conflicts import proposed_claim
 from pipelines.recall.conflicts.correcting import contradicted
 from pipelines.records import MemoryItem, Scope
+from tests.e2e.chat import proposal_verdict
 
 MAYA = {"user_id": "maya", "project_id": "home", "session_id": "maya-phone"}
 TOM = {"user_id": "tom", "project_id": "home", "session_id": "tom-laptop"}
@@ -23,11 +22,7 @@ SCHOOL = "Leo is allergic to peanuts and tree nuts; his EpiPen is in his school 
 
 def propose(client, who: dict, said: str, item: dict) -> dict:
     assert client.post("/v1/turns", json={"identity": who, "role": "user", "text": said}).status_code == 201
-    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
-    resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
-    assert resp.status_code == 201, resp.text
-    (verdict,) = resp.json()["proposals"]
-    return verdict
+    return proposal_verdict(client, who, item)
 
 
 def test_a_restated_allergy_does_not_replace_the_safety_note(service) -> None:

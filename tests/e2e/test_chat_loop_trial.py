@@ -29,15 +29,13 @@ snapshot, then `POST /v1/admin/reload`).
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from litestar.testing import TestClient
 
 from online.tools import ItemPatch
 from pipelines.consolidate import consolidate_once
 from pipelines.materialize import PATCHABLE_FIELDS
-from tests.e2e.chat import consolidate
+from tests.e2e.chat import consolidate, proposal_verdict
 
 DANA = {"user_id": "dana", "project_id": "atlas", "session_id": "s1", "org_id": "acme"}
 MIKE = {"user_id": "mike", "project_id": "atlas", "session_id": "s7", "org_id": "acme"}
@@ -66,11 +64,7 @@ def authoritative(injection: str) -> str:
 
 
 def propose(client: TestClient, who: dict, **item) -> dict:
-    text = "Noted. <MEMORY_PROPOSALS_JSON>" + json.dumps([item]) + "</MEMORY_PROPOSALS_JSON>"
-    resp = client.post("/v1/turns", json={"identity": who, "role": "assistant", "text": text})
-    assert resp.status_code == 201, resp.text
-    (verdict,) = resp.json()["proposals"]
-    return verdict
+    return proposal_verdict(client, who, item)
 
 
 
