@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pyarrow.parquet as pq
 import pytest
 from litestar.testing import TestClient
 
@@ -225,6 +226,10 @@ def weeks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         seen["review tom"] = client.get("/v1/review", params=TOM).json()
     seen["said it"] = sorted(str(f.relative_to(settings.data_dir)) for f in Path(settings.data_dir).rglob("*")
                              if f.is_file() and b"Almeida" in f.read_bytes())
+    # a snapshot's tables are compressed: their values are read, not their bytes
+    seen["snapshot values"] = sorted(
+        str(f.relative_to(settings.data_dir)) for f in Path(settings.data_dir).glob("snapshots/*/*.parquet")
+        if "Almeida" in str(pq.read_table(f).to_pylist()))
     yield {"ids": ids, "verdicts": verdicts, "turns": turns, "seen": seen}
 
 
@@ -354,11 +359,19 @@ def test_what_maya_asked_to_forget_is_gone_her_words_too(weeks, asked: str) -> N
     status, tombstone = weeks["seen"]["item maya therapist"]
     assert status == 200 and tombstone["item"]["validation"] == "retracted" and not tombstone["item"]["content"]
     assert len(weeks["seen"]["forget"]["forgot_turns"]) == 2, weeks["seen"]["forget"]
-    # only the systems of record keep the words (the inbox, the warehouse's full history); no
-    # published snapshot the service loads does
+    # only the systems of record keep the words (the inbox, the warehouse's full history)
     # (a store's write-ahead log, not yet checkpointed under load, is that store's file)
-    stores = {re.sub(r"(-wal|-shm|-journal|\.wal)$", "", name) for name in weeks["seen"]["said it"]}
+    stores = {re.sub(r"(-wal|-shm|-journal|\.wal)$", "", name) for name in weeks["seen"]["said it"]
+              if not name.startswith("snapshots/")}
     assert stores == {"inbox.sqlite3", "warehouse.duckdb"}, weeks["seen"]["said it"]
+
+
+@pytest.mark.xfail(strict=True, reason="known privacy gap: a snapshot's history.parquet publishes a forgotten "
+                   "item's revisions with their words (Warehouse.published_history); the service withholds them "
+                   "when it reads, but the file holds them. Seen 2026-11-29: the old byte check passed only when "
+                   "compression hid the word")
+def test_no_published_snapshot_keeps_what_maya_forgot(weeks) -> None:
+    assert weeks["seen"]["snapshot values"] == [], weeks["seen"]["snapshot values"]
 
 
 def test_grandma_rosas_birthday_comes_up_in_the_third_week(weeks) -> None:
