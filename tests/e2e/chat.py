@@ -11,15 +11,20 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, time, timedelta, timezone
+from typing import Any
 from zoneinfo import ZoneInfo
 
+import anyio
 import pytest
 from litestar.testing import TestClient
+from mcp.client.client import Client as MCPClient
 
 from online.app import create_app
+from online.mcp_server import build_server
 from pipelines.consolidate import consolidate_once
 from pipelines.embedders import HashEmbedder
 from pipelines.recall.engine import parse_now
+from pipelines.records import Identity
 from tests.assets.support import block, make_settings
 
 
@@ -190,3 +195,19 @@ class SimulatedClock:
             patch.setattr(f"{where}.utcnow", self)
         patch.setattr("pipelines.recall.engine.parse_now",
                       lambda now: parse_now(now) if now is not None else self.now.timestamp())
+
+
+async def mcp_calls(service: Any, who: dict[str, str], calls: list[tuple[str, Any]]) -> list[tuple[bool, Any]]:
+    """One editor session through the official MCP SDK client on `online.mcp_server`: each
+    call's (is_error, JSON body)."""
+    out = []
+    async with MCPClient(build_server(service, Identity(**who))) as agent:
+        for name, args in calls:
+            result = await agent.call_tool(name, args)
+            out.append((bool(result.is_error), json.loads(result.content[0].text)))
+    return out
+
+
+def mcp(service: Any, who: dict[str, str], *calls: tuple[str, Any]) -> list[tuple[bool, Any]]:
+    """`mcp_calls` from synchronous test code."""
+    return anyio.run(mcp_calls, service, who, list(calls))

@@ -38,20 +38,16 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 
-import anyio
 import pytest
 from litestar.testing import TestClient
-from mcp.client.client import Client as MCPClient
 from typer.testing import CliRunner
 
 from assets.run import run_consolidation
 from loci.cli import app as loci_cli
 from online.app import create_app
-from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
-from pipelines.records import Identity
 from tests.assets.support import block, make_settings, settings_env, shared_instance
-from tests.e2e.chat import SimulatedClock, page_text
+from tests.e2e.chat import SimulatedClock, mcp, page_text
 
 ORG, LAB = "uni", "thesis-lab"
 ADA = {"user_id": "ada", "project_id": LAB, "session_id": "a1", "org_id": ORG}
@@ -92,18 +88,6 @@ CHATTER = [(BEN, "lol the PyTorch conference stickers finally arrived, framework
 FRAMEWORK_Q = "which deep learning framework does the lab use for thesis experiments?"
 
 
-async def mcp_calls(service: Any, who: dict[str, str], calls: list[tuple[str, Any]]) -> list[tuple[bool, Any]]:
-    """One editor session: each call's (is_error, JSON body)."""
-    out = []
-    async with MCPClient(build_server(service, Identity(**who))) as agent:
-        for name, args in calls:
-            result = await agent.call_tool(name, args)
-            out.append((bool(result.is_error), json.loads(result.content[0].text)))
-    return out
-
-
-def mcp(service: Any, who: dict[str, str], *calls: tuple[str, Any]) -> list[tuple[bool, Any]]:
-    return anyio.run(mcp_calls, service, who, list(calls))
 
 
 def ui_query(who: dict[str, str], **extra: Any) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from online.mcp_server import build_server
 from pipelines.embedders import HashEmbedder
 from pipelines.records import Identity
 from tests.assets.support import make_settings, settings_env, shared_instance
-from tests.e2e.chat import SimulatedClock, page_text
+from tests.e2e.chat import SimulatedClock, mcp, page_text
 
 ORG, ANALYTICS = "acme", "analytics"
 OLGA = {"user_id": "olga", "project_id": "it-admin", "session_id": "o1", "org_id": ORG}
@@ -82,18 +82,6 @@ REGION_Q = "Which region does the analytics replica use?"
 SCOPES_Q = "Which region should the analytics replica use, and where must customer data stay?"
 
 
-async def mcp_calls(service: Any, who: dict[str, str], calls: list[tuple[str, Any]]) -> list[tuple[bool, Any]]:
-    """One agent session: each call's (is_error, JSON body)."""
-    out = []
-    async with MCPClient(build_server(service, Identity(**who))) as agent:
-        for name, args in calls:
-            result = await agent.call_tool(name, args)
-            out.append((bool(result.is_error), json.loads(result.content[0].text)))
-    return out
-
-
-def mcp(service: Any, who: dict[str, str], *calls: tuple[str, Any]) -> list[tuple[bool, Any]]:
-    return anyio.run(mcp_calls, service, who, list(calls))
 
 
 @pytest.fixture(scope="module")

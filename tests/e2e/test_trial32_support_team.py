@@ -36,22 +36,18 @@ from datetime import date, datetime, time, timedelta, timezone
 from typing import Any
 from urllib.parse import quote
 
-import anyio
 import ollama
 import pytest
 from litestar.testing import TestClient
-from mcp.client.client import Client as MCPClient
 
 from assets.run import run_consolidation
 from online.app import create_app
-from online.mcp_server import build_server
 from online.proxy import ProxyConfig, create_proxy_app
 from online.state import MemoryService
 from pipelines.item_report import export_items
 from pipelines.materialize import message_item_id, proposal_item_id
-from pipelines.records import Identity
 from tests.assets.support import make_settings, shared_instance
-from tests.e2e.chat import SimulatedClock, page_text
+from tests.e2e.chat import SimulatedClock, mcp, page_text
 from tests.online.test_proxy import block, serve, shared_fake, system_text  # noqa: F401 - shared_fake: fixture
 
 UTC = timezone.utc
@@ -124,18 +120,6 @@ def model_reply(req: dict[str, Any]) -> str:
     return "Sure."
 
 
-async def _mcp_calls(service: MemoryService, ident: dict[str, str], calls: list[tuple[str, Any]]
-                     ) -> list[tuple[bool, Any]]:
-    out = []
-    async with MCPClient(build_server(service, Identity(**ident))) as agent:
-        for name, args in calls:
-            result = await agent.call_tool(name, args)
-            out.append((bool(result.is_error), json.loads(result.content[0].text)))
-    return out
-
-
-def mcp(service: MemoryService, ident: dict[str, str], *calls: tuple[str, Any]) -> list[tuple[bool, Any]]:
-    return anyio.run(_mcp_calls, service, ident, list(calls))
 
 
 @pytest.fixture(scope="module")
